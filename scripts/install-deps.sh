@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages isb builds, tests and benchmarks with; a no-op when all are present.
+set -euo pipefail
+build=(cmake ninja-build g++ make pkg-config ccache libseccomp-dev nlohmann-json3-dev libcli11-dev
+       libfmt-dev libgtest-dev libgmock-dev busybox-static)
+bench=(bubblewrap util-linux)
+want=("${build[@]}")
+[ "${1:-}" = "--bench" ] && want+=("${bench[@]}")
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+  echo "isb: missing packages: ${missing[*]}; run as root or: sudo apt-get install ${missing[*]}" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,19 @@
+// Parsing of the sizes ("512M"), durations ("30s") and CPU amounts ("1.5") that users type.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string_view>
+
+#include "base/result.h"
+
+namespace isb {
+
+// "1024", "64K", "512M", "2G", "1T" (binary multiples; an optional trailing "B"/"iB" is accepted).
+Result<uint64_t> ParseSize(std::string_view text);
+// "500ms", "30s", "5m", "2h", "1d"; a bare number is seconds.
+Result<std::chrono::milliseconds> ParseDuration(std::string_view text);
+// A positive decimal amount of CPUs such as "2" or "0.5", returned in millicpus.
+Result<uint32_t> ParseCpus(std::string_view text);
+
+}  // namespace isb

@@ -1,0 +1,141 @@
+// `isb run [options] -- CMD ARGS...`
+#include "cli/run_cmd.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "base/units.h"
+#include "engine/run.h"
+
+namespace isb::cli {
+namespace {
+
+struct RunFlags {
+  engine::SandboxConfig config;
+  std::string memory = "512M", cpus = "2", timeout = "0", output_limit = "1M", user = "0:0";
+  uint32_t pids = 64;
+  std::vector<std::string> binds;
+  std::string runtime_dir = "/run/isb";
+  bool json = false;
+};
+
+constexpr int kIsbFailed = 125;
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "isb: %s\n", message.c_str());
+  return kIsbFailed;
+}
+
+Result<engine::BindMount> ParseBind(const std::string& spec) {
+  engine::BindMount b;
+  std::string rest = spec;
+  if (rest.ends_with(":ro")) rest.resize(rest.size() - 3);
+  else if (rest.ends_with(":rw")) { b.read_only = false; rest.resize(rest.size() - 3); }
+  size_t colon = rest.find(':');
+  b.source = rest.substr(0, colon);
+  b.target = colon == std::string::npos ? b.source : rest.substr(colon + 1);
+  if (b.source.empty() || b.target.empty()) return Error::Msg("invalid --bind '" + spec + "': use SRC[:DST][:ro|:rw]");
+  return b;
+}
+
+Result<std::pair<uid_t, gid_t>> ParseUser(const std::string& s) {
+  size_t colon = s.find(':');
+  try {
+    size_t used = 0;
+    unsigned long uid = std::stoul(s.substr(0, colon), &used);
+    if (used != s.substr(0, colon).size()) throw std::invalid_argument("uid");
+    unsigned long gid = uid;
+    if (colon != std::string::npos) {
+      gid = std::stoul(s.substr(colon + 1), &used);
+      if (used != s.size() - colon - 1) throw std::invalid_argument("gid");
+    }
+    if (uid >= 65536 || gid >= 65536) throw std::out_of_range("id");
+    return std::pair{static_cast<uid_t>(uid), static_cast<gid_t>(gid)};
+  } catch (const std::exception&) {
+    return Error::Msg("invalid --user '" + s + "': use UID[:GID], each below 65536");
+  }
+}
+
+Status Finish(RunFlags& f) {
+  ISB_ASSIGN_OR_RETURN(f.config.limits.memory_bytes, ParseSize(f.memory));
+  if (f.config.limits.memory_bytes < (4u << 20)) return Error::Msg("--memory must be at least 4M");
+  ISB_ASSIGN_OR_RETURN(f.config.limits.millicpus, ParseCpus(f.cpus));
+  ISB_ASSIGN_OR_RETURN(f.config.timeout, ParseDuration(f.timeout));
+  ISB_ASSIGN_OR_RETURN(f.config.output_limit, ParseSize(f.output_limit));
+  if (f.pids < 2) return Error::Msg("--pids must be at least 2 (the sandbox's init and the command)");
+  f.config.limits.pids = f.pids;
+  ISB_ASSIGN_OR_RETURN(auto ids, ParseUser(f.user));
+  f.config.uid = ids.first;
+  f.config.gid = ids.second;
+  for (const auto& b : f.binds) {
+    ISB_ASSIGN_OR_RETURN(auto bind, ParseBind(b));
+    f.config.binds.push_back(bind);
+  }
+  return {};
+}
+
+nlohmann::json ToJson(const engine::RunResult& r) {
+  using nlohmann::json;
+  return json{{"exit_code", r.exit_code},
+              {"signal", r.signal},
+              {"oom_killed", r.oom_killed},
+              {"timed_out", r.timed_out},
+              {"output_truncated", r.stdout_truncated || r.stderr_truncated},
+              {"stdout_truncated", r.stdout_truncated},
+              {"stderr_truncated", r.stderr_truncated},
+              {"wall_time_ms", r.wall_ms},
+              {"cpu_time_ms", r.cpu_ms},
+              {"peak_memory_bytes", r.peak_memory_bytes},
+              {"stdout", r.stdout_data},
+              {"stderr", r.stderr_data},
+              {"exec_error", r.exec_error}};
+}
+
+int Run(RunFlags& f) {
+  if (auto s = Finish(f); !s.ok()) return Fail(s.error().message);
+  engine::RunOptions opts;
+  opts.runtime_dir = f.runtime_dir;
+  opts.capture = f.json;
+  auto r = engine::RunSandbox(f.config, opts);
+  if (!r.ok()) return Fail(r.error().message);
+  if (f.json) {
+    std::string out = ToJson(*r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    std::fwrite(out.data(), 1, out.size(), stdout);
+  } else {
+    if (!r->exec_error.empty()) std::fprintf(stderr, "isb: %s\n", r->exec_error.c_str());
+    if (r->oom_killed) std::fprintf(stderr, "isb: the command ran out of memory (--memory %s)\n", f.memory.c_str());
+    if (r->timed_out) std::fprintf(stderr, "isb: the command timed out after %s and was killed\n", f.timeout.c_str());
+    if (r->stdout_truncated || r->stderr_truncated)
+      std::fprintf(stderr, "isb: output truncated at %s per stream (--output-limit)\n", f.output_limit.c_str());
+  }
+  return r->exit_code;
+}
+
+}  // namespace
+
+void AddRunCommand(CLI::App& app, int* exit_code) {
+  auto flags = std::make_shared<RunFlags>();
+  auto* cmd = app.add_subcommand("run", "Run a command in a fresh sandbox and exit with its status");
+  cmd->add_option("--image", flags->config.image, "Directory used read-only as the root (default: a view of the host)");
+  cmd->add_option("--writable", flags->config.writable_dir, "Keep the writable layer in DIR (default: discarded)");
+  cmd->add_option("--memory", flags->memory, "Memory limit, swap included")->capture_default_str();
+  cmd->add_option("--cpus", flags->cpus, "CPU quota in cores")->capture_default_str();
+  cmd->add_option("--pids", flags->pids, "Most processes and threads at once")->capture_default_str();
+  cmd->add_option("--timeout", flags->timeout, "Wall-clock limit for the whole tree, e.g. 30s (0: none)")
+      ->capture_default_str();
+  cmd->add_option("--output-limit", flags->output_limit, "Bytes kept per output stream")->capture_default_str();
+  cmd->add_option("--env", flags->config.env, "K=V in the command's environment (repeatable)");
+  cmd->add_option("--workdir", flags->config.workdir, "Working directory inside the sandbox")->capture_default_str();
+  cmd->add_option("--hostname", flags->config.hostname, "Hostname inside the sandbox")->capture_default_str();
+  cmd->add_option("--user", flags->user, "UID[:GID] inside the sandbox")->capture_default_str();
+  cmd->add_option("--bind", flags->binds, "Host path into the sandbox: SRC[:DST][:ro|:rw] (default ro; repeatable)");
+  cmd->add_option("--runtime-dir", flags->runtime_dir, "Where leases and staging live")->capture_default_str();
+  cmd->add_flag("--json", flags->json, "Print one JSON result (output captured into it)");
+  cmd->add_option("command", flags->config.argv, "The command and its arguments, after --")->required();
+  cmd->callback([flags, exit_code] { *exit_code = Run(*flags); });
+}
+
+}  // namespace isb::cli

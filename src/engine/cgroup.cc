@@ -1,0 +1,226 @@
+// cgroup setup and accounting for both hierarchies.
+#include "engine/cgroup.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <sstream>
+#include <thread>
+
+#include "base/file.h"
+
+namespace isb::engine {
+namespace {
+
+std::vector<std::string> Split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  std::string part;
+  while (std::getline(in, part, sep)) out.push_back(part);
+  return out;
+}
+
+bool HasWord(const std::string& text, const std::string& word) {
+  std::stringstream in(text);
+  std::string w;
+  while (in >> w)
+    if (w == word) return true;
+  return false;
+}
+
+// Reads "key value" lines (memory.events, cpu.stat, memory.oom_control) and returns the value of `key`.
+uint64_t KeyedValue(const std::string& text, const std::string& key) {
+  std::stringstream in(text);
+  std::string k;
+  uint64_t v = 0;
+  while (in >> k >> v)
+    if (k == key) return v;
+  return 0;
+}
+
+uint64_t ReadNumber(const std::string& path) {
+  auto r = ReadFile(path);
+  if (!r.ok()) return 0;
+  try {
+    return std::stoull(*r);
+  } catch (...) {
+    return 0;
+  }
+}
+
+Status MakeGroupDir(const std::string& path) {
+  if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) return Error::Sys("create cgroup " + path);
+  return {};
+}
+
+Status EnableV2Controllers(const std::string& dir) {
+  // The "no internal processes" rule: controllers are enabled for children only in groups that hold no
+  // processes themselves, so isb's own group (<root>/isb) only ever contains sandbox groups.
+  return WriteKernelFile(dir + "/cgroup.subtree_control", "+memory +pids +cpu");
+}
+
+}  // namespace
+
+Result<CgroupLayout> ParseCgroupLayout(const std::string& mountinfo, const std::string& v2_controllers) {
+  CgroupLayout layout;
+  std::string v2_mount;
+  std::stringstream in(mountinfo);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto fields = Split(line, ' ');
+    auto dash = std::find(fields.begin(), fields.end(), "-");
+    if (fields.size() < 5 || dash == fields.end() || fields.end() - dash < 4) continue;
+    const std::string& mount_point = fields[4];
+    const std::string& fstype = *(dash + 1);
+    const std::string& super = *(dash + 3);
+    if (fstype == "cgroup2") {
+      if (v2_mount.empty()) v2_mount = mount_point;
+    } else if (fstype == "cgroup") {
+      for (const auto& opt : Split(super, ',')) {
+        if (opt == "memory") layout.memory = mount_point;
+        if (opt == "pids") layout.pids = mount_point;
+        if (opt == "cpu") layout.cpu = mount_point;
+        if (opt == "cpuacct") layout.cpuacct = mount_point;
+      }
+    }
+  }
+  if (!v2_mount.empty() && HasWord(v2_controllers, "memory") && HasWord(v2_controllers, "pids") &&
+      HasWord(v2_controllers, "cpu")) {
+    return CgroupLayout{.v2 = true, .v2_root = v2_mount, .memory = {}, .pids = {}, .cpu = {}, .cpuacct = {}};
+  }
+  for (auto [name, path] : {std::pair{"memory", &layout.memory}, {"pids", &layout.pids}, {"cpu", &layout.cpu},
+                            {"cpuacct", &layout.cpuacct}}) {
+    if (path->empty())
+      return Error::Msg(std::string("the '") + name +
+                        "' cgroup controller is neither on cgroup v2 nor mounted as v1; a sandbox cannot be "
+                        "limited without it. Boot with cgroup v2 (systemd.unified_cgroup_hierarchy=1) or mount it");
+  }
+  return layout;
+}
+
+Result<CgroupLayout> DetectCgroupLayout() {
+  ISB_ASSIGN_OR_RETURN(std::string mountinfo, ReadFile("/proc/self/mountinfo"));
+  std::string controllers;
+  // Find the cgroup2 mount the same way ParseCgroupLayout will, to read its controllers.
+  auto probe = ParseCgroupLayout(mountinfo, "memory pids cpu");
+  if (probe.ok() && probe->v2) {
+    auto c = ReadFile(probe->v2_root + "/cgroup.controllers");
+    if (c.ok()) controllers = *c;
+  }
+  return ParseCgroupLayout(mountinfo, controllers);
+}
+
+Cgroup& Cgroup::operator=(Cgroup&& o) noexcept {
+  if (this != &o) {
+    (void)Remove();
+    layout_ = std::move(o.layout_);
+    dirs_ = std::move(o.dirs_);
+  }
+  return *this;
+}
+
+Cgroup::~Cgroup() { (void)Remove(); }
+
+Result<Cgroup> Cgroup::Create(const CgroupLayout& layout, const std::string& name, const Limits& limits) {
+  Cgroup cg;
+  cg.layout_ = layout;
+  const std::string mem = std::to_string(limits.memory_bytes);
+  const uint64_t period = 100000;
+  const std::string quota = std::to_string(uint64_t{limits.millicpus} * period / 1000);
+  const std::string pids = std::to_string(limits.pids);
+  if (layout.v2) {
+    std::string parent = layout.v2_root + "/isb";
+    ISB_TRY(EnableV2Controllers(layout.v2_root));
+    ISB_TRY(MakeGroupDir(parent));
+    ISB_TRY(EnableV2Controllers(parent));
+    std::string dir = parent + "/" + name;
+    ISB_TRY(MakeGroupDir(dir));
+    cg.dirs_.push_back(dir);
+    ISB_TRY(WriteKernelFile(dir + "/memory.max", mem));
+    ISB_TRY(WriteKernelFile(dir + "/memory.swap.max", "0"));  // the memory limit includes swap
+    ISB_TRY(WriteKernelFile(dir + "/cpu.max", quota + " " + std::to_string(period)));
+    ISB_TRY(WriteKernelFile(dir + "/pids.max", pids));
+    return cg;
+  }
+  for (const std::string* root : {&layout.memory, &layout.pids, &layout.cpu, &layout.cpuacct}) {
+    std::string dir = *root + "/isb/" + name;
+    if (std::find(cg.dirs_.begin(), cg.dirs_.end(), dir) != cg.dirs_.end()) continue;
+    ISB_TRY(MakeGroupDir(*root + "/isb"));
+    ISB_TRY(MakeGroupDir(dir));
+    cg.dirs_.push_back(dir);
+  }
+  std::string m = layout.memory + "/isb/" + name;
+  ISB_TRY(WriteKernelFile(m + "/memory.limit_in_bytes", mem));
+  // memsw is memory plus swap; without swap accounting (swapaccount=0) the file is absent and swap is unbounded,
+  // which only matters when the host has swap: refuse then rather than run with a weaker limit.
+  if (::access((m + "/memory.memsw.limit_in_bytes").c_str(), F_OK) == 0) {
+    ISB_TRY(WriteKernelFile(m + "/memory.memsw.limit_in_bytes", mem));
+  } else {
+    auto swaps = ReadFile("/proc/swaps");
+    if (swaps.ok() && std::count(swaps->begin(), swaps->end(), '\n') > 1)
+      return Error::Msg("the host has swap but no swap accounting, so the memory limit could be bypassed; boot "
+                        "with swapaccount=1 or cgroup v2");
+  }
+  std::string c = layout.cpu + "/isb/" + name;
+  ISB_TRY(WriteKernelFile(c + "/cpu.cfs_period_us", std::to_string(period)));
+  ISB_TRY(WriteKernelFile(c + "/cpu.cfs_quota_us", quota));
+  ISB_TRY(WriteKernelFile(layout.pids + "/isb/" + name + "/pids.max", pids));
+  return cg;
+}
+
+Status Cgroup::AddProcess(pid_t pid) const {
+  for (const auto& dir : dirs_) ISB_TRY(WriteKernelFile(dir + "/cgroup.procs", std::to_string(pid)));
+  return {};
+}
+
+Result<CgroupStats> Cgroup::ReadStats() const {
+  CgroupStats s;
+  if (dirs_.empty()) return Error::Msg("cgroup already removed");
+  if (layout_.v2) {
+    const std::string& d = dirs_[0];
+    ISB_ASSIGN_OR_RETURN(std::string events, ReadFile(d + "/memory.events"));
+    s.oom_kills = KeyedValue(events, "oom_kill");
+    s.peak_memory_bytes = ReadNumber(d + "/memory.peak");  // absent before Linux 5.19: reported as 0
+    ISB_ASSIGN_OR_RETURN(std::string cpu, ReadFile(d + "/cpu.stat"));
+    s.cpu_usec = KeyedValue(cpu, "usage_usec");
+    return s;
+  }
+  std::string name = dirs_[0].substr(dirs_[0].rfind('/') + 1);
+  std::string m = layout_.memory + "/isb/" + name;
+  ISB_ASSIGN_OR_RETURN(std::string oom, ReadFile(m + "/memory.oom_control"));
+  s.oom_kills = KeyedValue(oom, "oom_kill");
+  s.peak_memory_bytes = ReadNumber(m + "/memory.max_usage_in_bytes");
+  s.cpu_usec = ReadNumber(layout_.cpuacct + "/isb/" + name + "/cpuacct.usage") / 1000;
+  return s;
+}
+
+void Cgroup::KillAll() const {
+  if (dirs_.empty()) return;
+  if (layout_.v2 && WriteKernelFile(dirs_[0] + "/cgroup.kill", "1").ok()) return;
+  for (const auto& dir : dirs_) {
+    auto procs = ReadFile(dir + "/cgroup.procs");
+    if (!procs.ok()) continue;
+    std::stringstream in(*procs);
+    pid_t pid;
+    while (in >> pid) ::kill(pid, SIGKILL);
+  }
+}
+
+Status Cgroup::Remove() {
+  if (dirs_.empty()) return {};
+  Status result;
+  for (int attempt = 0; attempt < 200 && !dirs_.empty(); ++attempt) {
+    if (attempt > 0) {
+      KillAll();
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    std::erase_if(dirs_, [](const std::string& d) { return ::rmdir(d.c_str()) == 0 || errno == ENOENT; });
+  }
+  if (!dirs_.empty()) result = Error::Sys("remove cgroup " + dirs_[0]);
+  dirs_.clear();
+  return result;
+}
+
+}  // namespace isb::engine

@@ -1,0 +1,58 @@
+// cgroups, v2 and v1/hybrid: one directory per sandbox with its memory+swap, CPU and pids limits, and its accounting.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "engine/config.h"
+
+namespace isb::engine {
+
+// Where the controllers isb needs (memory, pids, cpu, and cpuacct on v1) are mounted.
+struct CgroupLayout {
+  bool v2 = false;
+  std::string v2_root;  // the cgroup2 mount, when v2
+  // v1: one mount per controller; co-mounted controllers (cpu,cpuacct) share a path.
+  std::string memory, pids, cpu, cpuacct;
+};
+
+// Reads mountinfo text. A cgroup2 mount counts only if `v2_controllers` (its cgroup.controllers) offers memory,
+// pids and cpu: on hybrid hosts it is mounted but the controllers are bound to v1, so it is treated as absent.
+Result<CgroupLayout> ParseCgroupLayout(const std::string& mountinfo, const std::string& v2_controllers);
+// The layout of this host.
+Result<CgroupLayout> DetectCgroupLayout();
+
+struct CgroupStats {
+  uint64_t oom_kills = 0;
+  uint64_t peak_memory_bytes = 0;
+  uint64_t cpu_usec = 0;
+};
+
+// One sandbox's cgroup(s) under <hierarchy>/isb/<name>; removed by Remove() or the destructor.
+class Cgroup {
+ public:
+  Cgroup() = default;
+  Cgroup(Cgroup&& o) noexcept : layout_(std::move(o.layout_)), dirs_(std::move(o.dirs_)) {}
+  Cgroup& operator=(Cgroup&& o) noexcept;
+  ~Cgroup();
+
+  static Result<Cgroup> Create(const CgroupLayout& layout, const std::string& name, const Limits& limits);
+
+  Status AddProcess(pid_t pid) const;
+  Result<CgroupStats> ReadStats() const;
+  // SIGKILLs every process in the cgroup (cgroup.kill on v2).
+  void KillAll() const;
+  // Kills what is left and removes the directories.
+  Status Remove();
+  const std::vector<std::string>& dirs() const { return dirs_; }
+
+ private:
+  CgroupLayout layout_;
+  std::vector<std::string> dirs_;  // v2: one; v1: one per distinct hierarchy
+};
+
+}  // namespace isb::engine

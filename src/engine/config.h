@@ -1,0 +1,44 @@
+// SandboxConfig: everything a caller decides about one sandbox, validated before any step runs.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace isb::engine {
+
+struct BindMount {
+  std::string source;  // host path
+  std::string target;  // absolute path inside the sandbox
+  bool read_only = true;
+};
+
+struct Limits {
+  uint64_t memory_bytes = 512ull << 20;  // memory and swap together
+  uint32_t millicpus = 2000;             // CPU quota: 1000 = one core
+  uint32_t pids = 64;
+};
+
+struct SandboxConfig {
+  std::vector<std::string> argv;
+  std::vector<std::string> env;  // "K=V"; replaces isb's defaults for the same K
+  std::string workdir = "/";
+  std::string hostname = "sandbox";
+  uid_t uid = 0;  // inside the sandbox
+  gid_t gid = 0;
+  // Read-only root; empty means the default view of the host (/usr, /bin, /lib*, /sbin, a minimal /etc).
+  std::string image;
+  // Where the writable layer is kept between runs; empty means a tmpfs discarded at exit.
+  std::string writable_dir;
+  std::vector<BindMount> binds;
+  Limits limits;
+  // Wall-clock limit for the whole tree; zero means none.
+  std::chrono::milliseconds timeout{0};
+  uint64_t output_limit = 1ull << 20;  // per stream
+};
+
+}  // namespace isb::engine

@@ -1,0 +1,118 @@
+// The containment sequence, in the order it runs.
+#include "engine/contain.h"
+
+#include <grp.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "engine/caps.h"
+#include "engine/init.h"
+#include "engine/namespaces.h"
+
+namespace isb::engine {
+
+const char* StepName(Step s) {
+  switch (s) {
+    case Step::kSync: return "waiting for the parent";
+    case Step::kIds: return "switching to the sandbox's uid range";
+    case Step::kCgroupNs: return "creating the cgroup namespace";
+    case Step::kRootfs: return "building the root filesystem";
+    case Step::kHostname: return "setting the hostname";
+    case Step::kLoopback: return "bringing up loopback";
+    case Step::kRlimits: return "setting rlimits";
+    case Step::kSession: return "starting a new session";
+    case Step::kCaps: return "dropping capabilities";
+    case Step::kNoNewPrivs: return "setting no_new_privs";
+    case Step::kSeccomp: return "installing the seccomp filter";
+    case Step::kFork: return "starting the command";
+    case Step::kUser: return "switching to the command's user";
+    case Step::kWorkdir: return "entering the working directory";
+    case Step::kStdio: return "connecting standard streams";
+    case Step::kExec: return "executing the command";
+  }
+  return "unknown step";
+}
+
+std::vector<std::string> SandboxEnvironment(const std::vector<std::string>& env) {
+  std::vector<std::string> out = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root",
+                                   "TERM=xterm"};
+  for (const auto& kv : env) {
+    std::string key = kv.substr(0, kv.find('='));
+    std::erase_if(out, [&](const std::string& e) { return e.substr(0, e.find('=')) == key; });
+    out.push_back(kv);
+  }
+  return out;
+}
+
+Status PrepareChildPlan(const SandboxConfig& config, ChildPlan* plan) {
+  if (config.argv.empty() || config.argv[0].empty()) return Error::Msg("no command given");
+  auto keep = [plan](const std::string& s) { return plan->strings.emplace_back(s).data(); };
+  for (const auto& a : config.argv) plan->argv.push_back(keep(a));
+  plan->argv.push_back(nullptr);
+  std::string path;
+  for (const auto& kv : SandboxEnvironment(config.env)) {
+    if (kv.find('=') == std::string::npos || kv.front() == '=')
+      return Error::Msg("invalid environment entry '" + kv.substr(0, kv.find('=')) + "': expected KEY=VALUE");
+    if (kv.starts_with("PATH=")) path = kv.substr(5);
+    plan->envp.push_back(keep(kv));
+  }
+  plan->envp.push_back(nullptr);
+  // PATH is searched in the sandbox's own terms, so the candidates are computed here and tried there.
+  const std::string& cmd = config.argv[0];
+  if (cmd.find('/') != std::string::npos) {
+    plan->exec_candidates.push_back(keep(cmd));
+  } else {
+    size_t start = 0;
+    while (start <= path.size()) {
+      size_t end = path.find(':', start);
+      if (end == std::string::npos) end = path.size();
+      std::string dir = path.substr(start, end - start);
+      plan->exec_candidates.push_back(keep((dir.empty() ? "." : dir) + "/" + cmd));
+      start = end + 1;
+    }
+  }
+  plan->exec_candidates.push_back(nullptr);
+  plan->hostname = keep(config.hostname);
+  plan->hostname_len = config.hostname.size();
+  plan->workdir = keep(config.workdir);
+  plan->uid = config.uid;
+  plan->gid = config.gid;
+  plan->rlimits = SandboxRlimits();
+  plan->capabilities = KeptCapabilityMask();
+  return {};
+}
+
+void ChildFail(const ChildPlan& plan, Step step, int err, int detail) {
+  ChildFailure f{step, err, detail};
+  ssize_t n = ::write(plan.error_fd, &f, sizeof f);
+  (void)n;
+  ::_exit(125);
+}
+
+void ChildMain(const ChildPlan& plan) {
+  if (plan.die_with_parent) ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  char go = 0;
+  if (::read(plan.sync_fd, &go, 1) != 1) ChildFail(plan, Step::kSync, errno);
+  ::close(plan.sync_fd);
+
+  // The parent has written uid_map/gid_map: become the namespace's root (host uid = the range's base).
+  if (::setresgid(0, 0, 0) != 0 || ::setgroups(0, nullptr) != 0 || ::setresuid(0, 0, 0) != 0)
+    ChildFail(plan, Step::kIds, errno);
+  if (::unshare(CLONE_NEWCGROUP) != 0) ChildFail(plan, Step::kCgroupNs, errno);
+  if (int i = ExecuteRootfs(plan.rootfs); i >= 0) ChildFail(plan, Step::kRootfs, errno, i);
+  if (int rc = SetHostname(plan.hostname, plan.hostname_len); rc != 0) ChildFail(plan, Step::kHostname, -rc);
+  if (int rc = BringUpLoopback(); rc != 0) ChildFail(plan, Step::kLoopback, -rc);
+  if (int rc = ApplyRlimits(plan.rlimits.data(), plan.rlimits.size()); rc != 0) ChildFail(plan, Step::kRlimits, -rc);
+  if (::setsid() < 0) ChildFail(plan, Step::kSession, errno);
+  if (int rc = RestrictCapabilities(plan.capabilities); rc != 0) ChildFail(plan, Step::kCaps, -rc);
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) ChildFail(plan, Step::kNoNewPrivs, errno);
+  sock_fprog prog = plan.seccomp.prog();
+  if (InstallSeccomp(prog) != 0) ChildFail(plan, Step::kSeccomp, errno);
+  RunInit(plan);
+}
+
+}  // namespace isb::engine

@@ -1,0 +1,72 @@
+// Id-range leases and user-namespace maps.
+#include "engine/idmap.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/file.h"
+
+namespace isb::engine {
+
+IdLease& IdLease::operator=(IdLease&& o) noexcept {
+  if (this != &o) {
+    Release();
+    lock_ = std::move(o.lock_);
+    path_ = std::move(o.path_);
+    base_ = o.base_;
+    index_ = o.index_;
+  }
+  return *this;
+}
+
+IdLease::~IdLease() { Release(); }
+
+void IdLease::Release() {
+  // Unlink while still holding the lock: a racing Acquire that opened the old inode sees it unlinked and retries.
+  if (lock_.valid()) ::unlink(path_.c_str());
+  lock_.Reset();
+}
+
+IdAllocator IdAllocator::ForHost(const std::string& runtime_dir) {
+  return IdAllocator(runtime_dir + "/ids", 1u << 28, 4096);
+}
+
+Result<IdLease> IdAllocator::Acquire() {
+  ISB_TRY(MakeDirs(dir_, 0700));
+  // Start at a pid-derived index so concurrent callers rarely contend for the same file.
+  uint32_t start = static_cast<uint32_t>(::getpid()) % count_;
+  for (uint32_t k = 0; k < count_; ++k) {
+    uint32_t i = (start + k) % count_;
+    std::string path = dir_ + "/" + std::to_string(i);
+    Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!fd.valid()) return Error::Sys("open id lease " + path);
+    if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
+      if (errno == EWOULDBLOCK) continue;
+      return Error::Sys("flock " + path);
+    }
+    struct stat held{}, now{};
+    if (::fstat(fd.get(), &held) != 0) return Error::Sys("fstat " + path);
+    if (::stat(path.c_str(), &now) != 0 || now.st_ino != held.st_ino) continue;  // released meanwhile
+    IdLease lease;
+    lease.lock_ = std::move(fd);
+    lease.path_ = std::move(path);
+    lease.index_ = i;
+    lease.base_ = first_base_ + i * kRangeSize;
+    return lease;
+  }
+  return Error::Msg("all " + std::to_string(count_) + " uid ranges in " + dir_ +
+                    " are in use; remove sandboxes or wait for some to exit");
+}
+
+std::string IdMapLine(uid_t base) { return "0 " + std::to_string(base) + " " + std::to_string(kRangeSize) + "\n"; }
+
+Status WriteIdMaps(pid_t pid, uid_t base) {
+  std::string proc = "/proc/" + std::to_string(pid);
+  ISB_TRY(WriteKernelFile(proc + "/uid_map", IdMapLine(base)));
+  ISB_TRY(WriteKernelFile(proc + "/gid_map", IdMapLine(base)));
+  return {};
+}
+
+}  // namespace isb::engine

@@ -1,0 +1,59 @@
+// Host uid/gid ranges: each live sandbox leases 65536 ids that no other live sandbox has.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+#include "base/fd.h"
+#include "base/result.h"
+
+namespace isb::engine {
+
+inline constexpr uint32_t kRangeSize = 65536;
+
+// A lease on one range, held by an flock on <dir>/<index>; a crashed holder's lock is released by the kernel,
+// so a range is never lost. Destroying the lease unlinks its file.
+class IdLease {
+ public:
+  IdLease() = default;
+  IdLease(IdLease&&) noexcept = default;
+  IdLease& operator=(IdLease&& o) noexcept;
+  ~IdLease();
+
+  uid_t base() const { return base_; }
+  uint32_t index() const { return index_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  friend class IdAllocator;
+  void Release();
+  Fd lock_;
+  std::string path_;
+  uid_t base_ = 0;
+  uint32_t index_ = 0;
+};
+
+class IdAllocator {
+ public:
+  // Ranges are [first_base + i*65536, +65536) for i in [0, count).
+  IdAllocator(std::string lease_dir, uid_t first_base, uint32_t count)
+      : dir_(std::move(lease_dir)), first_base_(first_base), count_(count) {}
+
+  // The ranges isb uses on a host: 4096 ranges from 2^28, well above ordinary and subuid-allocated ids.
+  static IdAllocator ForHost(const std::string& runtime_dir);
+
+  Result<IdLease> Acquire();
+
+ private:
+  std::string dir_;
+  uid_t first_base_;
+  uint32_t count_;
+};
+
+// The single line written to /proc/PID/uid_map and gid_map: "0 <base> 65536".
+std::string IdMapLine(uid_t base);
+// Writes uid_map and gid_map of `pid`; the caller must hold CAP_SETUID/CAP_SETGID in the parent namespace.
+Status WriteIdMaps(pid_t pid, uid_t base);
+
+}  // namespace isb::engine

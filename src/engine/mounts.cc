@@ -1,0 +1,329 @@
+// Rootfs planning and execution.
+#include "engine/mounts.h"
+
+#include <fcntl.h>
+#include <ftw.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "base/file.h"
+#include "engine/idmap.h"
+
+namespace isb::engine {
+namespace {
+
+constexpr unsigned long kRoBind = MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV;
+
+// The host directories that make up the default view, when no image is given.
+constexpr const char* kHostDirs[] = {"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32"};
+// What of the host's /etc the default view shows: the dynamic loader's cache and the alternatives symlinks that
+// /usr depends on, and TLS roots. Nothing that names the host's users, services or secrets.
+constexpr const char* kHostEtc[] = {"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives",
+                                    "ssl", "ca-certificates", "localtime"};
+// OCI's default masked and read-only /proc paths.
+constexpr const char* kMaskedFiles[] = {"kcore", "keys", "latency_stats", "timer_list", "timer_stats",
+                                        "sched_debug", "kallsyms", "kpageflags", "kpagecount", "kpagecgroup"};
+constexpr const char* kMaskedDirs[] = {"acpi", "asound", "scsi", "driver"};
+constexpr const char* kReadOnly[] = {"bus", "fs", "irq", "sys", "sysrq-trigger"};
+constexpr const char* kDevices[] = {"null", "zero", "full", "random", "urandom", "tty"};
+
+const char kPasswd[] =
+    "root:x:0:0:root:/root:/bin/sh\n"
+    "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
+const char kGroup[] = "root:x:0:\ntty:x:5:\nnogroup:x:65534:\n";
+const char kNsswitch[] = "passwd: files\ngroup: files\nhosts: files dns\n";
+
+bool IsDir(const std::string& p) {
+  struct stat st{};
+  return ::lstat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+Status CheckAbsolute(const std::string& path, const char* what) {
+  if (path.empty() || path[0] != '/' || path.find("/../") != std::string::npos || path.ends_with("/.."))
+    return Error::Msg(std::string(what) + " '" + path + "' must be an absolute path without '..'");
+  return {};
+}
+
+class Planner {
+ public:
+  explicit Planner(RootfsPlan* plan) : p_(plan) {}
+
+  void Mount(const std::string& src, const std::string& dst, const char* fstype, unsigned long flags,
+             const std::string& data = "", bool optional = false) {
+    p_->Add({MountStep::kMount, p_->Keep(src), p_->Keep(dst), fstype, flags,
+             data.empty() ? nullptr : p_->Keep(data), 0, optional});
+  }
+  void Bind(const std::string& src, const std::string& dst, bool read_only, bool optional = false) {
+    Mount(src, dst, nullptr, MS_BIND | MS_REC, "", optional);
+    if (read_only) Mount("", dst, nullptr, kRoBind, "", optional);
+  }
+  void Mkdir(const std::string& dst, unsigned mode = 0755) {
+    p_->Add({MountStep::kMkdir, nullptr, p_->Keep(dst), nullptr, 0, nullptr, mode, false});
+  }
+  // mkdir -p for a path under `root`, one step per component.
+  void MkdirAll(const std::string& root, const std::string& path) {
+    for (size_t i = 1; i <= path.size(); ++i)
+      if (i == path.size() || path[i] == '/') Mkdir(root + path.substr(0, i));
+  }
+  void Touch(const std::string& dst) {
+    p_->Add({MountStep::kTouch, nullptr, p_->Keep(dst), nullptr, 0, nullptr, 0644, false});
+  }
+  void Symlink(const std::string& target, const std::string& dst) {
+    p_->Add({MountStep::kSymlink, p_->Keep(target), p_->Keep(dst), nullptr, 0, nullptr, 0, false});
+  }
+  void Write(const std::string& dst, const std::string& contents) {
+    p_->Add({MountStep::kWriteFile, p_->Keep(contents), p_->Keep(dst), nullptr, 0, nullptr, 0644, false});
+  }
+  void Pivot(const std::string& root) {
+    p_->Add({MountStep::kPivotRoot, nullptr, p_->Keep(root), nullptr, 0, nullptr, 0, false});
+  }
+
+ private:
+  RootfsPlan* p_;
+};
+
+void PlanHostView(Planner& pl, const std::string& root, const SandboxConfig& config) {
+  for (const char* d : kHostDirs) {
+    std::string host = std::string("/") + d;
+    char link[4096];
+    ssize_t n = ::readlink(host.c_str(), link, sizeof link - 1);
+    if (n > 0) {
+      pl.Symlink(std::string(link, static_cast<size_t>(n)), root + host);
+    } else if (IsDir(host)) {
+      pl.Mkdir(root + host);
+      pl.Bind(host, root + host, true);
+    }
+  }
+  pl.Mkdir(root + "/etc");
+  pl.Write(root + "/etc/passwd", kPasswd);
+  pl.Write(root + "/etc/group", kGroup);
+  pl.Write(root + "/etc/nsswitch.conf", kNsswitch);
+  pl.Write(root + "/etc/hostname", config.hostname + "\n");
+  pl.Write(root + "/etc/hosts", "127.0.0.1 localhost " + config.hostname + "\n::1 localhost\n");
+  pl.Write(root + "/etc/resolv.conf", "");
+  for (const char* e : kHostEtc) {
+    std::string host = std::string("/etc/") + e;
+    struct stat st{};
+    if (::lstat(host.c_str(), &st) != 0) continue;
+    char link[4096];
+    ssize_t n;
+    if (S_ISLNK(st.st_mode) && (n = ::readlink(host.c_str(), link, sizeof link - 1)) > 0) {
+      pl.Symlink(std::string(link, static_cast<size_t>(n)), root + host);
+    } else if (S_ISDIR(st.st_mode)) {
+      pl.Mkdir(root + host);
+      pl.Bind(host, root + host, true);
+    } else if (S_ISREG(st.st_mode)) {
+      pl.Touch(root + host);
+      pl.Bind(host, root + host, true);
+    }
+  }
+  for (const char* d : {"/root", "/home", "/var", "/var/tmp", "/run", "/opt", "/mnt"}) pl.Mkdir(root + d);
+}
+
+void PlanProc(Planner& pl, const std::string& root) {
+  const std::string proc = root + "/proc";
+  pl.Mkdir(proc, 0555);
+  pl.Mount("proc", proc, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC);
+  for (const char* f : kMaskedFiles) pl.Mount("/dev/null", proc + "/" + f, nullptr, MS_BIND, "", true);
+  for (const char* d : kMaskedDirs)
+    pl.Mount("tmpfs", proc + "/" + d, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0", true);
+  for (const char* r : kReadOnly) {
+    pl.Mount(proc + "/" + r, proc + "/" + r, nullptr, MS_BIND | MS_REC, "", true);
+    pl.Mount("", proc + "/" + r, nullptr, kRoBind | MS_NOEXEC, "", true);
+  }
+}
+
+void PlanDev(Planner& pl, const std::string& root) {
+  const std::string dev = root + "/dev";
+  pl.Mkdir(dev);
+  // Not nodev: the device nodes below are binds of the host's, whose own mount decides; nothing can be created
+  // here anyway (no CAP_MKNOD).
+  pl.Mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k");
+  for (const char* d : kDevices) {
+    pl.Touch(dev + "/" + d);
+    pl.Bind(std::string("/dev/") + d, dev + "/" + d, false);
+  }
+  pl.Mkdir(dev + "/pts");
+  pl.Mount("devpts", dev + "/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620,gid=5");
+  pl.Symlink("pts/ptmx", dev + "/ptmx");
+  pl.Mkdir(dev + "/shm");
+  pl.Mount("tmpfs", dev + "/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777");
+  pl.Symlink("/proc/self/fd", dev + "/fd");
+  pl.Symlink("/proc/self/fd/0", dev + "/stdin");
+  pl.Symlink("/proc/self/fd/1", dev + "/stdout");
+  pl.Symlink("/proc/self/fd/2", dev + "/stderr");
+}
+
+}  // namespace
+
+const char* RootfsPlan::Keep(std::string s) {
+  strings_.push_back(std::move(s));
+  return strings_.back().c_str();
+}
+
+std::string RootfsPlan::Describe(size_t i) const {
+  if (i >= steps_.size()) return "unknown step";
+  const MountStep& s = steps_[i];
+  auto str = [](const char* p) { return std::string(p ? p : ""); };
+  switch (s.kind) {
+    case MountStep::kMount:
+      if (s.flags & MS_REMOUNT) return "remount " + str(s.target) + " read-only";
+      return "mount " + (s.fstype ? str(s.fstype) : "bind of " + str(s.source)) + " on " + str(s.target);
+    case MountStep::kMkdir: return "create directory " + str(s.target);
+    case MountStep::kTouch: return "create mount point " + str(s.target);
+    case MountStep::kSymlink: return "create symlink " + str(s.target);
+    case MountStep::kWriteFile: return "write " + str(s.target);
+    case MountStep::kPivotRoot: return "pivot_root into " + str(s.target);
+  }
+  return "unknown step";
+}
+
+std::string StagingDir(const std::string& runtime_dir) { return runtime_dir + "/staging"; }
+
+Result<RootfsPlan> PlanRootfs(const SandboxConfig& config, const std::string& staging) {
+  RootfsPlan plan;
+  Planner pl(&plan);
+  if (!config.image.empty()) {
+    ISB_TRY(CheckAbsolute(config.image, "--image"));
+    if (!IsDir(config.image)) return Error::Msg("image '" + config.image + "' is not a directory");
+  }
+  for (const auto& b : config.binds) {
+    ISB_TRY(CheckAbsolute(b.source, "bind source"));
+    ISB_TRY(CheckAbsolute(b.target, "bind target"));
+    if (::access(b.source.c_str(), F_OK) != 0) return Error::Sys("bind source " + b.source);
+  }
+  ISB_TRY(CheckAbsolute(config.workdir, "--workdir"));
+
+  // Nothing done below may propagate back to the host.
+  pl.Mount("", "/", nullptr, MS_REC | MS_PRIVATE);
+  pl.Mount("tmpfs", staging, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755");
+  const std::string root = staging + "/root";
+  pl.Mkdir(root);
+  const std::string layer = config.writable_dir.empty() ? staging : config.writable_dir;
+  if (!config.image.empty()) {
+    if (config.writable_dir.empty()) {
+      pl.Mkdir(staging + "/upper");
+      pl.Mkdir(staging + "/work");
+    }
+    pl.Mount("overlay", root, "overlay", MS_NOSUID | MS_NODEV,
+             "lowerdir=" + config.image + ",upperdir=" + layer + "/upper,workdir=" + layer + "/work");
+  } else {
+    if (!config.writable_dir.empty()) pl.Bind(config.writable_dir + "/root", root, false);
+    // Mount nosuid on the root itself: a bind onto itself, then a remount that keeps it writable.
+    pl.Mount(root, root, nullptr, MS_BIND | MS_REC);
+    pl.Mount("", root, nullptr, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV);
+    PlanHostView(pl, root, config);
+  }
+  PlanProc(pl, root);
+  PlanDev(pl, root);
+  pl.Mkdir(root + "/tmp", 01777);
+  pl.Mount("tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777");
+  pl.Mkdir(root + "/sys");
+  pl.Mount("sysfs", root + "/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC);
+  for (const auto& b : config.binds) {
+    struct stat st{};
+    ::stat(b.source.c_str(), &st);
+    std::string parent = b.target.substr(0, b.target.rfind('/'));
+    if (!parent.empty()) pl.MkdirAll(root, parent);
+    if (S_ISDIR(st.st_mode)) pl.Mkdir(root + b.target);
+    else pl.Touch(root + b.target);
+    pl.Bind(b.source, root + b.target, b.read_only);
+    // Binds are nosuid even when writable.
+    if (!b.read_only) pl.Mount("", root + b.target, nullptr, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV);
+  }
+  pl.Pivot(root);
+  return plan;
+}
+
+int ExecuteRootfs(const RootfsPlan& plan) {
+  const auto& steps = plan.steps();
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const MountStep& s = steps[i];
+    int rc = 0;
+    switch (s.kind) {
+      case MountStep::kMount:
+        rc = ::mount(s.source, s.target, s.fstype, s.flags, s.data);
+        break;
+      case MountStep::kMkdir:
+        rc = ::mkdir(s.target, s.mode);
+        if (rc != 0 && errno == EEXIST) rc = 0;
+        if (rc == 0) rc = ::chmod(s.target, s.mode);
+        break;
+      case MountStep::kTouch: {
+        int fd = ::open(s.target, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, s.mode);
+        rc = fd < 0 ? -1 : ::close(fd);
+        break;
+      }
+      case MountStep::kSymlink:
+        rc = ::symlink(s.source, s.target);
+        if (rc != 0 && errno == EEXIST) rc = 0;
+        break;
+      case MountStep::kWriteFile: {
+        int fd = ::open(s.target, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, s.mode);
+        if (fd < 0) { rc = -1; break; }
+        size_t len = std::strlen(s.source);
+        rc = ::write(fd, s.source, len) == static_cast<ssize_t>(len) ? 0 : -1;
+        int saved = errno;
+        ::close(fd);
+        errno = saved;
+        break;
+      }
+      case MountStep::kPivotRoot:
+        // pivot_root(".", ".") stacks the old root under the new one; detaching it leaves only the new root.
+        if (::chdir(s.target) != 0 || ::syscall(SYS_pivot_root, ".", ".") != 0 || ::umount2(".", MNT_DETACH) != 0 ||
+            ::chdir("/") != 0)
+          rc = -1;
+        break;
+    }
+    if (rc != 0) {
+      if (s.optional && errno == ENOENT) continue;
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
+namespace {
+uid_t g_old_base, g_new_base;
+bool g_shift_failed;
+int ShiftOne(const char* path, const struct stat* st, int, FTW*) {
+  auto shift = [](uint32_t id) { return id - g_old_base < kRangeSize ? id - g_old_base + g_new_base : id; };
+  if (::lchown(path, shift(st->st_uid), shift(st->st_gid)) != 0) g_shift_failed = true;
+  // lchown clears setuid/setgid bits on regular files; put the mode back.
+  if (S_ISREG(st->st_mode) && (st->st_mode & (S_ISUID | S_ISGID))) ::chmod(path, st->st_mode & 07777);
+  return 0;
+}
+}  // namespace
+
+Status PrepareWritableDir(const std::string& dir, uid_t base, bool image) {
+  ISB_TRY(CheckAbsolute(dir, "--writable"));
+  ISB_TRY(MakeDirs(dir, 0700));
+  const std::string marker = dir + "/.isb-range";
+  auto old = ReadFile(marker);
+  const std::vector<std::string> subs = image ? std::vector<std::string>{"upper", "work"}
+                                              : std::vector<std::string>{"root"};
+  for (const auto& sub : subs) {
+    std::string p = dir + "/" + sub;
+    if (::mkdir(p.c_str(), 0755) == 0 && ::chown(p.c_str(), base, base) != 0) return Error::Sys("chown " + p);
+  }
+  if (old.ok()) {
+    uid_t old_base = static_cast<uid_t>(std::stoul(*old));
+    if (old_base != base) {
+      g_old_base = old_base;
+      g_new_base = base;
+      g_shift_failed = false;
+      for (const char* sub : {"upper", "work", "root"}) {
+        std::string p = dir + "/" + sub;
+        if (IsDir(p) && ::nftw(p.c_str(), ShiftOne, 64, FTW_PHYS) != 0) return Error::Sys("walk " + p);
+      }
+      if (g_shift_failed) return Error::Msg("could not move the writable layer " + dir + " to this sandbox's ids");
+    }
+  }
+  return WriteFile(marker, std::to_string(base));
+}
+
+}  // namespace isb::engine

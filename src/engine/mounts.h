@@ -1,0 +1,55 @@
+// The sandbox's filesystem: planned in the parent as a list of steps, carried out in the child without allocating.
+#pragma once
+
+#include <sys/types.h>
+
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "engine/config.h"
+
+namespace isb::engine {
+
+struct MountStep {
+  enum Kind { kMount, kMkdir, kTouch, kSymlink, kWriteFile, kPivotRoot } kind;
+  const char* source = nullptr;  // kMount: source; kSymlink: link target; kWriteFile: contents
+  const char* target = nullptr;
+  const char* fstype = nullptr;
+  unsigned long flags = 0;
+  const char* data = nullptr;
+  unsigned mode = 0755;
+  bool optional = false;  // a missing target (ENOENT) is skipped, for /proc entries some kernels lack
+};
+
+// The steps, and the storage for every string they point to (a deque: its elements never move).
+class RootfsPlan {
+ public:
+  const std::vector<MountStep>& steps() const { return steps_; }
+  std::string Describe(size_t step) const;
+
+  const char* Keep(std::string s);
+  void Add(MountStep s) { steps_.push_back(s); }
+
+ private:
+  std::deque<std::string> strings_;
+  std::vector<MountStep> steps_;
+};
+
+// Where every sandbox stages its root, inside its own mount namespace (the host never sees mounts there).
+std::string StagingDir(const std::string& runtime_dir);
+
+// Plans the root for `config`: the image (overlay with a writable layer) or the default host view, binds,
+// /proc with masked and read-only paths, a minimal /dev, /tmp, read-only /sys, then pivot_root.
+Result<RootfsPlan> PlanRootfs(const SandboxConfig& config, const std::string& staging_dir);
+
+// Runs the plan. Async-signal-safe. Returns -1 when all steps succeeded, else the index of the failed step
+// with errno set.
+int ExecuteRootfs(const RootfsPlan& plan);
+
+// Prepares a kept writable layer for a sandbox whose root is host uid `base`: creates it, and moves files left by
+// an earlier run under another range into this one (the range is recorded in <dir>/.isb-range).
+Status PrepareWritableDir(const std::string& dir, uid_t base, bool image);
+
+}  // namespace isb::engine

@@ -1,0 +1,256 @@
+// RunSandbox: lease ids, make the cgroup, clone, map, release the child, relay output, collect the outcome.
+#include "engine/run.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/random.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "base/fd.h"
+#include "base/file.h"
+#include "engine/cgroup.h"
+#include "engine/contain.h"
+#include "engine/idmap.h"
+#include "engine/namespaces.h"
+
+namespace isb::engine {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string RandomName() {
+  unsigned char b[6];
+  if (::getrandom(b, sizeof b, 0) != sizeof b) return "run-" + std::to_string(::getpid());
+  char hex[13];
+  for (int i = 0; i < 6; ++i) std::snprintf(hex + 2 * i, 3, "%02x", b[i]);
+  return std::string("run-") + hex;
+}
+
+// A process we cloned; killed and reaped unless it was reaped already.
+class Child {
+ public:
+  Child(pid_t pid, int pidfd) : pid_(pid), pidfd_(pidfd) {}
+  ~Child() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      Wait();
+    }
+  }
+  pid_t pid() const { return pid_; }
+  int pidfd() const { return pidfd_.get(); }
+  int Wait() {
+    int status = 0;
+    while (::waitpid(pid_, &status, __WALL) < 0 && errno == EINTR) {
+    }
+    pid_ = 0;
+    return status;
+  }
+
+ private:
+  pid_t pid_;
+  Fd pidfd_;
+};
+
+Error SetupFailure(const ChildFailure& f, const ChildPlan& plan) {
+  std::string what = StepName(f.step);
+  if (f.step == Step::kRootfs) what += " (" + plan.rootfs.Describe(static_cast<size_t>(f.detail)) + ")";
+  std::string hint;
+  if (f.step == Step::kRootfs && f.err == EPERM)
+    hint = "; the kernel refused a mount inside a user namespace (check that /proc is fully visible to isb)";
+  if (f.step == Step::kWorkdir) hint = "; does the directory exist in the sandbox?";
+  return Error{"sandbox setup failed while " + what + ": " + std::strerror(f.err) + hint, f.err};
+}
+
+class Stream {
+ public:
+  Stream(Fd fd, int sink, bool capture, uint64_t limit, std::string* data, bool* truncated)
+      : fd_(std::move(fd)), sink_(sink), capture_(capture), limit_(limit), data_(data), truncated_(truncated) {}
+  bool open() const { return fd_.valid(); }
+  int fd() const { return fd_.get(); }
+  // Reads what is available; past the limit output is read and dropped, so the writer never blocks on isb.
+  void Pump() {
+    char buf[65536];
+    ssize_t n = ::read(fd_.get(), buf, sizeof buf);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+    if (n <= 0) {
+      fd_.Reset();
+      return;
+    }
+    size_t keep = static_cast<size_t>(std::min<uint64_t>(static_cast<uint64_t>(n), limit_ - used_));
+    if (keep < static_cast<size_t>(n)) *truncated_ = true;
+    used_ += keep;
+    if (keep == 0) return;
+    if (capture_) {
+      data_->append(buf, keep);
+    } else {
+      for (size_t off = 0; off < keep;) {
+        ssize_t w = ::write(sink_, buf + off, keep - off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) break;  // our own output is gone: keep draining
+        off += static_cast<size_t>(w);
+      }
+    }
+  }
+
+ private:
+  Fd fd_;
+  int sink_;
+  bool capture_;
+  uint64_t limit_;
+  uint64_t used_ = 0;
+  std::string* data_;
+  bool* truncated_;
+};
+
+}  // namespace
+
+Result<RunResult> RunSandbox(const SandboxConfig& config, const RunOptions& options) {
+  ISB_TRY(ValidateHostname(config.hostname));
+  static const Result<CgroupLayout> layout = DetectCgroupLayout();
+  if (!layout.ok()) return layout.error();
+  static const Result<SeccompProgram> seccomp = BuildSeccompProgram();
+  if (!seccomp.ok()) return seccomp.error();
+
+  ChildPlan plan;
+  ISB_TRY(PrepareChildPlan(config, &plan));
+  const std::string staging = StagingDir(options.runtime_dir);
+  ISB_TRY(MakeDirs(staging, 0755));
+  ISB_ASSIGN_OR_RETURN(plan.rootfs, PlanRootfs(config, staging));
+  plan.seccomp = *seccomp;
+
+  ISB_ASSIGN_OR_RETURN(IdLease lease, IdAllocator::ForHost(options.runtime_dir).Acquire());
+  if (!config.writable_dir.empty()) ISB_TRY(PrepareWritableDir(config.writable_dir, lease.base(), !config.image.empty()));
+  ISB_ASSIGN_OR_RETURN(Cgroup cgroup, Cgroup::Create(*layout, RandomName(), config.limits));
+
+  ISB_ASSIGN_OR_RETURN(Pipe sync, MakePipe());
+  ISB_ASSIGN_OR_RETURN(Pipe errors, MakePipe());
+  ISB_ASSIGN_OR_RETURN(Pipe status, MakePipe());
+  ISB_ASSIGN_OR_RETURN(Pipe out, MakePipe());
+  ISB_ASSIGN_OR_RETURN(Pipe err, MakePipe());
+  plan.sync_fd = sync.read.get();
+  plan.error_fd = errors.write.get();
+  plan.status_fd = status.write.get();
+  plan.stdin_fd = options.stdin_fd;
+  plan.stdout_fd = out.write.get();
+  plan.stderr_fd = err.write.get();
+
+  // Signals are taken through a signalfd; the child unblocks them before exec.
+  sigset_t forwarded, old_mask;
+  sigemptyset(&forwarded);
+  if (options.forward_signals)
+    for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&forwarded, s);
+  ::sigprocmask(SIG_BLOCK, &forwarded, &old_mask);
+  struct RestoreMask {
+    sigset_t m;
+    ~RestoreMask() { ::sigprocmask(SIG_SETMASK, &m, nullptr); }
+  } restore{old_mask};
+  Fd sigfd(::signalfd(-1, &forwarded, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!sigfd.valid()) return Error::Sys("signalfd");
+
+  const auto start = Clock::now();
+  int pidfd = -1;
+  pid_t pid = CloneWithPidfd(kCloneNamespaces, &pidfd);
+  if (pid == 0) ChildMain(plan);
+  if (pid < 0)
+    return Error{std::string("clone of the sandbox failed: ") + std::strerror(-pid) +
+                     (-pid == EPERM || -pid == ENOSPC
+                          ? " (are user namespaces enabled? check user.max_user_namespaces)"
+                          : ""),
+                 -pid};
+  Child child(pid, pidfd);
+  sync.read.Reset();
+  errors.write.Reset();
+  status.write.Reset();
+  out.write.Reset();
+  err.write.Reset();
+
+  ISB_TRY(WriteIdMaps(pid, lease.base()));
+  ISB_TRY(cgroup.AddProcess(pid));
+  if (::write(sync.write.get(), "g", 1) != 1) return Error::Sys("start the sandbox");
+  sync.write.Reset();
+
+  RunResult result;
+  ChildFailure failure{};
+  ssize_t got = ::read(errors.read.get(), &failure, sizeof failure);
+  if (got == static_cast<ssize_t>(sizeof failure)) {
+    if (failure.step != Step::kExec) return SetupFailure(failure, plan);
+    result.exit_code = failure.err == ENOENT ? 127 : 126;
+    result.exec_error = config.argv[0] + ": " +
+                        (failure.err == ENOENT ? std::string("command not found in the sandbox")
+                                               : std::string(std::strerror(failure.err)));
+  } else if (got != 0) {
+    return Error::Sys("read the sandbox's setup report");
+  }
+  errors.read.Reset();
+
+  Stream streams[2] = {
+      Stream(std::move(out.read), options.stdout_fd, options.capture, config.output_limit, &result.stdout_data,
+             &result.stdout_truncated),
+      Stream(std::move(err.read), options.stderr_fd, options.capture, config.output_limit, &result.stderr_data,
+             &result.stderr_truncated)};
+  const auto deadline = config.timeout.count() > 0 ? start + config.timeout : Clock::time_point::max();
+  bool init_done = false;
+  int init_status = 0;
+  while (!init_done || streams[0].open() || streams[1].open()) {
+    pollfd fds[4] = {{streams[0].fd(), POLLIN, 0}, {streams[1].fd(), POLLIN, 0},
+                     {init_done ? -1 : child.pidfd(), POLLIN, 0}, {sigfd.get(), POLLIN, 0}};
+    int wait_ms = -1;
+    if (!init_done && deadline != Clock::time_point::max()) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      wait_ms = static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(left, 1 << 30)));
+    }
+    int n = ::poll(fds, 4, wait_ms);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Error::Sys("poll");
+    if (n == 0 && !init_done) {
+      // Killing pid 1 kills every process in the pid namespace, daemonized ones included.
+      result.timed_out = true;
+      ::kill(child.pid(), SIGKILL);
+      continue;
+    }
+    for (int i = 0; i < 2; ++i)
+      if (fds[i].revents) streams[i].Pump();
+    if (fds[2].revents) {
+      init_status = child.Wait();
+      init_done = true;
+    }
+    if (fds[3].revents) {
+      signalfd_siginfo si{};
+      while (::read(sigfd.get(), &si, sizeof si) == sizeof si) ::kill(child.pid(), static_cast<int>(si.ssi_signo));
+    }
+  }
+  const auto end = Clock::now();
+
+  int cmd_status = 0;
+  bool have_status = ::read(status.read.get(), &cmd_status, sizeof cmd_status) == sizeof cmd_status;
+  if (!have_status) cmd_status = init_status;  // init itself was killed (timeout, OOM)
+  auto stats = cgroup.ReadStats();
+  if (!stats.ok()) return stats.error();
+  result.oom_killed = stats->oom_kills > 0;
+  result.peak_memory_bytes = stats->peak_memory_bytes;
+  result.cpu_ms = static_cast<double>(stats->cpu_usec) / 1000.0;
+  result.wall_ms = std::chrono::duration<double, std::milli>(end - start).count();
+  if (!result.exec_error.empty()) {
+    // exit_code set above
+  } else if (WIFSIGNALED(cmd_status)) {
+    result.signal = WTERMSIG(cmd_status);
+    result.exit_code = 128 + result.signal;
+  } else if (WIFEXITED(cmd_status)) {
+    result.exit_code = WEXITSTATUS(cmd_status);
+  }
+  if (result.timed_out) {
+    result.signal = SIGKILL;
+    result.exit_code = 124;
+  }
+  ISB_TRY(cgroup.Remove());
+  return result;
+}
+
+}  // namespace isb::engine

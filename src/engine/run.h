@@ -1,0 +1,43 @@
+// Running one command in a fresh sandbox to completion: the parent's side of the containment sequence.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "base/result.h"
+#include "engine/config.h"
+
+namespace isb::engine {
+
+struct RunOptions {
+  // Where leases and the staging mount point live (default /run/isb).
+  std::string runtime_dir = "/run/isb";
+  int stdin_fd = 0;
+  // Output goes to these descriptors as it is produced, unless `capture` keeps it in the result.
+  int stdout_fd = 1;
+  int stderr_fd = 2;
+  bool capture = false;
+  // Forward SIGINT, SIGTERM, SIGHUP and SIGQUIT received by this process to the command.
+  bool forward_signals = true;
+};
+
+struct RunResult {
+  int exit_code = 0;  // the command's, 128+N for signal N, 124 on timeout, 126/127 when it could not be executed
+  int signal = 0;     // the signal that ended the command, if any
+  bool oom_killed = false;  // from the cgroup's own OOM counter
+  bool timed_out = false;
+  bool stdout_truncated = false;
+  bool stderr_truncated = false;
+  double wall_ms = 0;
+  double cpu_ms = 0;
+  uint64_t peak_memory_bytes = 0;
+  std::string stdout_data, stderr_data;  // with `capture`
+  std::string exec_error;  // why the command could not be executed (exit codes 126/127)
+};
+
+// Builds the sandbox described by `config`, runs its command, and removes every trace of it (cgroup, uid-range
+// lease, processes) before returning. Fails closed: if a containment step fails the command does not run.
+// REQUIRES: the calling process is single-threaded (the sandbox is cloned from it).
+Result<RunResult> RunSandbox(const SandboxConfig& config, const RunOptions& options);
+
+}  // namespace isb::engine

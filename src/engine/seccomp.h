@@ -1,0 +1,37 @@
+// The seccomp filter every sandbox process runs under, compiled once in the parent into a BPF program.
+#pragma once
+
+#include <linux/filter.h>
+
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+
+namespace isb::engine {
+
+// A compiled filter. Installing it in the child is one syscall on memory the parent prepared: no allocation.
+struct SeccompProgram {
+  std::vector<sock_filter> code;
+  sock_fprog prog() const {
+    return sock_fprog{static_cast<unsigned short>(code.size()), const_cast<sock_filter*>(code.data())};
+  }
+};
+
+// One refused syscall with the reason it is refused; SECURITY.md is generated from the same list.
+struct SeccompRule {
+  const char* syscall;
+  const char* why;
+};
+const std::vector<SeccompRule>& RefusedSyscalls();
+
+// The filter: default allow; the refused list fails with EPERM; clone/unshare that would create a user namespace
+// fail with EPERM; clone3 fails with ENOSYS (its flags live in memory a filter cannot read, and libc then falls
+// back to clone); personality other than the default (PER_LINUX); packet and raw sockets; TIOCSTI/TIOCLINUX; any other
+// architecture kills the process.
+Result<SeccompProgram> BuildSeccompProgram();
+
+// Installs `p` on the calling thread. Requires no_new_privs. Async-signal-safe.
+int InstallSeccomp(const sock_fprog& p);
+
+}  // namespace isb::engine
