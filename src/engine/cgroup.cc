@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <tuple>
 #include <thread>
 
 #include "base/file.h"
@@ -90,13 +91,15 @@ Result<CgroupLayout> ParseCgroupLayout(const std::string& mountinfo, const std::
       HasWord(v2_controllers, "cpu")) {
     return CgroupLayout{.v2 = true, .v2_root = v2_mount, .memory = {}, .pids = {}, .cpu = {}, .cpuacct = {}};
   }
-  for (auto [name, path] : {std::pair{"memory", &layout.memory}, {"pids", &layout.pids}, {"cpu", &layout.cpu},
-                            {"cpuacct", &layout.cpuacct}}) {
-    if (path->empty())
-      return Error::Msg(std::string("the '") + name +
-                        "' cgroup controller is neither on cgroup v2 nor mounted as v1; a sandbox cannot be "
-                        "limited without it. Boot with cgroup v2 (systemd.unified_cgroup_hierarchy=1) or mount it");
+  std::string missing;
+  for (auto [name, path, v2_name] : {std::tuple{"memory", &layout.memory, "memory"}, {"pids", &layout.pids, "pids"},
+                                     {"cpu", &layout.cpu, "cpu"}, {"cpuacct", &layout.cpuacct, "cpu"}}) {
+    if (path->empty() && !HasWord(v2_controllers, v2_name)) missing += std::string(missing.empty() ? "" : ", ") + "'" + name + "'";
   }
+  if (!missing.empty() || layout.memory.empty() || layout.pids.empty() || layout.cpu.empty() || layout.cpuacct.empty())
+    return Error::Msg("cgroup controllers " + (missing.empty() ? std::string("are split between v1 and v2") : missing + " missing") +
+                      ": a sandbox cannot be limited without them. Boot with cgroup v2 "
+                      "(systemd.unified_cgroup_hierarchy=1) and enable memory, pids and cpu, or mount them as v1");
   return layout;
 }
 

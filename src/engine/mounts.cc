@@ -302,6 +302,8 @@ int ShiftOne(const char* path, const struct stat* st, int, FTW*) {
 Status PrepareWritableDir(const std::string& dir, uid_t base, bool image) {
   ISB_TRY(CheckAbsolute(dir, "--writable"));
   ISB_TRY(MakeDirs(dir, 0700));
+  // Searchable by the sandbox's root, an unprivileged host uid; the layers inside belong to it.
+  if (::chmod(dir.c_str(), 0711) != 0) return Error::Sys("chmod " + dir);
   const std::string marker = dir + "/.isb-range";
   auto old = ReadFile(marker);
   const std::vector<std::string> subs = image ? std::vector<std::string>{"upper", "work"}

@@ -64,6 +64,9 @@ Error SetupFailure(const ChildFailure& f, const ChildPlan& plan) {
   std::string hint;
   if (f.step == Step::kRootfs && f.err == EPERM)
     hint = "; the kernel refused a mount inside a user namespace (check that /proc is fully visible to isb)";
+  if (f.step == Step::kRootfs && f.err == EACCES)
+    hint = "; the sandbox's root is an unprivileged host uid: the path and its parents must be world-searchable "
+           "(chmod o+x) and an image world-readable";
   if (f.step == Step::kWorkdir) hint = "; does the directory exist in the sandbox?";
   return Error{"sandbox setup failed while " + what + ": " + std::strerror(f.err) + hint, f.err};
 }
@@ -122,6 +125,9 @@ Result<RunResult> RunSandbox(const SandboxConfig& config, const RunOptions& opti
   ISB_TRY(PrepareChildPlan(config, &plan));
   const std::string staging = StagingDir(options.runtime_dir);
   ISB_TRY(MakeDirs(staging, 0755));
+  // The child works as the sandbox's root, an unprivileged host uid: it must be able to reach the staging dir.
+  if (::chmod(options.runtime_dir.c_str(), 0711) != 0 || ::chmod(staging.c_str(), 0755) != 0)
+    return Error::Sys("chmod " + options.runtime_dir);
   ISB_ASSIGN_OR_RETURN(plan.rootfs, PlanRootfs(config, staging));
   plan.seccomp = *seccomp;
 

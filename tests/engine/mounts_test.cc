@@ -1,1 +1,120 @@
+#include "engine/mounts.h"
+
 #include <gtest/gtest.h>
+#include <sys/mount.h>
+
+#include <string>
+
+namespace isb::engine {
+namespace {
+
+const std::string kStaging = "/run/isb-test/staging";
+
+bool HasStep(const RootfsPlan& plan, MountStep::Kind kind, const std::string& target, const char* fstype = nullptr) {
+  for (const auto& s : plan.steps())
+    if (s.kind == kind && s.target == target && (fstype == nullptr || (s.fstype && std::string(s.fstype) == fstype)))
+      return true;
+  return false;
+}
+
+TEST(RootfsPlan, StartsPrivateEndsWithPivot) {
+  SandboxConfig c;
+  auto plan = PlanRootfs(c, kStaging);
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  const auto& steps = plan->steps();
+  ASSERT_GT(steps.size(), 10u);
+  EXPECT_EQ(steps.front().kind, MountStep::kMount);
+  EXPECT_EQ(steps.front().flags, static_cast<unsigned long>(MS_REC | MS_PRIVATE));
+  EXPECT_EQ(steps.back().kind, MountStep::kPivotRoot);
+  EXPECT_STREQ(steps.back().target, (kStaging + "/root").c_str());
+}
+
+TEST(RootfsPlan, DefaultViewIsReadOnlyHostDirsAndFreshSpecialFilesystems) {
+  auto plan = PlanRootfs(SandboxConfig{}, kStaging);
+  ASSERT_TRUE(plan.ok());
+  const std::string r = kStaging + "/root";
+  bool usr_ro = false;
+  for (const auto& s : plan->steps())
+    if (s.kind == MountStep::kMount && s.target == r + "/usr" && (s.flags & MS_REMOUNT) && (s.flags & MS_RDONLY) &&
+        (s.flags & MS_NOSUID))
+      usr_ro = true;
+  EXPECT_TRUE(usr_ro);
+  EXPECT_TRUE(HasStep(*plan, MountStep::kMount, r + "/proc", "proc"));
+  EXPECT_TRUE(HasStep(*plan, MountStep::kMount, r + "/proc/kcore"));
+  EXPECT_TRUE(HasStep(*plan, MountStep::kMount, r + "/proc/sys"));
+  EXPECT_TRUE(HasStep(*plan, MountStep::kMount, r + "/dev", "tmpfs"));
+  EXPECT_TRUE(HasStep(*plan, MountStep::kMount, r + "/dev/pts", "devpts"));
+  EXPECT_TRUE(HasStep(*plan, MountStep::kMount, r + "/tmp", "tmpfs"));
+  EXPECT_TRUE(HasStep(*plan, MountStep::kWriteFile, r + "/etc/passwd"));
+  for (const auto& s : plan->steps()) {
+    if (s.kind == MountStep::kMount && s.fstype && std::string(s.fstype) == "sysfs") {
+      EXPECT_TRUE(s.flags & MS_RDONLY);
+    }
+    // Nothing of the host's /etc beyond the loader cache, alternatives, TLS roots and the time zone.
+    if (s.kind == MountStep::kMount && s.source && std::string(s.source).rfind("/etc/", 0) == 0) {
+      std::string src = s.source;
+      EXPECT_TRUE(src == "/etc/ld.so.cache" || src == "/etc/ld.so.conf" || src == "/etc/ld.so.conf.d" ||
+                  src == "/etc/alternatives" || src == "/etc/ssl" || src == "/etc/ca-certificates")
+          << src;
+    }
+  }
+}
+
+TEST(RootfsPlan, ImageIsAnOverlayWithADiscardedLayer) {
+  SandboxConfig c;
+  c.image = "/usr";  // any existing directory
+  auto plan = PlanRootfs(c, kStaging);
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  bool found = false;
+  for (const auto& s : plan->steps())
+    if (s.kind == MountStep::kMount && s.fstype && std::string(s.fstype) == "overlay") {
+      found = true;
+      EXPECT_EQ(std::string(s.data),
+                "lowerdir=/usr,upperdir=" + kStaging + "/upper,workdir=" + kStaging + "/work");
+      EXPECT_TRUE(s.flags & MS_NOSUID);
+    }
+  EXPECT_TRUE(found);
+}
+
+TEST(RootfsPlan, RefusesBadPaths) {
+  SandboxConfig c;
+  c.image = "relative/dir";
+  EXPECT_NE(PlanRootfs(c, kStaging).error().message.find("must be an absolute path"), std::string::npos);
+  c.image = "/nonexistent-isb-image";
+  EXPECT_EQ(PlanRootfs(c, kStaging).error().message, "image '/nonexistent-isb-image' is not a directory");
+  c.image.clear();
+  c.binds = {{"/usr", "/a/../../etc", true}};
+  EXPECT_NE(PlanRootfs(c, kStaging).error().message.find("without '..'"), std::string::npos);
+  c.binds = {{"/nonexistent-isb-src", "/x", true}};
+  EXPECT_EQ(PlanRootfs(c, kStaging).error().err, ENOENT);
+  c.binds.clear();
+  c.workdir = "work";
+  EXPECT_FALSE(PlanRootfs(c, kStaging).ok());
+}
+
+TEST(RootfsPlan, BindsAreNosuidAndReadOnlyByDefault) {
+  SandboxConfig c;
+  c.binds = {{"/usr/bin", "/opt/tools/bin", true}, {"/tmp", "/scratch", false}};
+  auto plan = PlanRootfs(c, kStaging);
+  ASSERT_TRUE(plan.ok());
+  const std::string r = kStaging + "/root";
+  EXPECT_TRUE(HasStep(*plan, MountStep::kMkdir, r + "/opt/tools"));
+  int ro = 0, nosuid_rw = 0;
+  for (const auto& s : plan->steps()) {
+    if (s.kind != MountStep::kMount || !(s.flags & MS_REMOUNT)) continue;
+    if (s.target == r + "/opt/tools/bin" && (s.flags & MS_RDONLY) && (s.flags & MS_NOSUID)) ++ro;
+    if (s.target == r + "/scratch" && !(s.flags & MS_RDONLY) && (s.flags & MS_NOSUID)) ++nosuid_rw;
+  }
+  EXPECT_EQ(ro, 1);
+  EXPECT_EQ(nosuid_rw, 1);
+}
+
+TEST(RootfsPlan, DescribeNamesTheStep) {
+  auto plan = PlanRootfs(SandboxConfig{}, kStaging);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->Describe(plan->steps().size() - 1), "pivot_root into " + kStaging + "/root");
+  EXPECT_EQ(plan->Describe(1), "mount tmpfs on " + kStaging);
+}
+
+}  // namespace
+}  // namespace isb::engine

@@ -1,1 +1,106 @@
+// RunSandbox in-process: the parent's side of the sequence, its results and its refusals.
+#include "engine/run.h"
+
 #include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+
+#include "engine/contain.h"
+#include "must_work.h"
+
+namespace isb::engine {
+namespace {
+
+class RunTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/isb-run-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    opts_.runtime_dir = tmpl;
+    opts_.capture = true;
+    opts_.forward_signals = false;
+  }
+  void TearDown() override {
+    // No lease outlives its sandbox.
+    if (std::filesystem::exists(opts_.runtime_dir + "/ids")) {
+      EXPECT_TRUE(std::filesystem::is_empty(opts_.runtime_dir + "/ids"));
+    }
+    std::filesystem::remove_all(opts_.runtime_dir);
+  }
+  Result<RunResult> Run(std::vector<std::string> argv, SandboxConfig c = {}) {
+    c.argv = std::move(argv);
+    return RunSandbox(c, opts_);
+  }
+  RunOptions opts_;
+};
+
+TEST_F(RunTest, CapturesOutputAndExitCode) {
+  ISB_REQUIRE_ROOT();
+  auto r = Run({"sh", "-c", "echo out; echo err >&2; exit 7"});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->exit_code, 7);
+  EXPECT_EQ(r->signal, 0);
+  EXPECT_EQ(r->stdout_data, "out\n");
+  EXPECT_EQ(r->stderr_data, "err\n");
+  EXPECT_FALSE(r->oom_killed);
+  EXPECT_FALSE(r->timed_out);
+}
+
+TEST_F(RunTest, EnvironmentWorkdirHostnameUser) {
+  ISB_REQUIRE_ROOT();
+  SandboxConfig c;
+  c.env = {"FOO=bar", "HOME=/tmp"};
+  c.workdir = "/usr";
+  c.hostname = "unit-host";
+  c.uid = 1000;
+  c.gid = 1001;
+  auto r = Run({"sh", "-c", "echo $FOO $HOME $(pwd) $(hostname) $(id -u) $(id -g)"}, c);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->stdout_data, "bar /tmp /usr unit-host 1000 1001\n");
+}
+
+TEST_F(RunTest, CommandNotFoundIs127) {
+  ISB_REQUIRE_ROOT();
+  auto r = Run({"no-such-command-isb"});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->exit_code, 127);
+  EXPECT_EQ(r->exec_error, "no-such-command-isb: command not found in the sandbox");
+}
+
+TEST_F(RunTest, SignalIs128PlusN) {
+  ISB_REQUIRE_ROOT();
+  auto r = Run({"sh", "-c", "kill -TERM $$"});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->signal, 15);
+  EXPECT_EQ(r->exit_code, 143);
+}
+
+TEST_F(RunTest, FailsClosedWhenAStepFails) {
+  ISB_REQUIRE_ROOT();
+  SandboxConfig c;
+  c.workdir = "/does/not/exist";
+  auto r = Run({"true"}, c);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message,
+            "sandbox setup failed while entering the working directory: No such file or directory; "
+            "does the directory exist in the sandbox?");
+}
+
+TEST_F(RunTest, RefusesBadConfigBeforeStarting) {
+  EXPECT_EQ(Run({}).error().message, "no command given");
+  SandboxConfig c;
+  c.hostname = "bad host";
+  EXPECT_NE(Run({"true"}, c).error().message.find("invalid hostname"), std::string::npos);
+  c = {};
+  c.env = {"NOEQUALS"};
+  EXPECT_EQ(Run({"true"}, c).error().message, "invalid environment entry 'NOEQUALS': expected KEY=VALUE");
+}
+
+TEST(SandboxEnvironment, DefaultsOverridden) {
+  auto env = SandboxEnvironment({"PATH=/x", "A=1"});
+  EXPECT_EQ(env, (std::vector<std::string>{"HOME=/root", "TERM=xterm", "PATH=/x", "A=1"}));
+}
+
+}  // namespace
+}  // namespace isb::engine

@@ -1,1 +1,87 @@
+#include "engine/seccomp.h"
+
 #include <gtest/gtest.h>
+#include <linux/bpf.h>
+#include <sched.h>
+#include <sys/personality.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include <set>
+#include <string>
+
+#include "engine/child_util.h"
+
+namespace isb::engine {
+namespace {
+
+using isb::testing::InChild;
+
+TEST(Seccomp, RefusedListHasTheRequiredSyscallsEachWithAReason) {
+  std::set<std::string> names;
+  for (const auto& r : RefusedSyscalls()) {
+    names.insert(r.syscall);
+    EXPECT_GT(std::string(r.why).size(), 5u) << r.syscall;
+  }
+  for (const char* must : {"kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module", "bpf",
+                           "perf_event_open", "userfaultfd", "keyctl", "add_key", "request_key", "io_uring_setup",
+                           "io_uring_enter", "io_uring_register", "open_by_handle_at", "mount", "umount2",
+                           "pivot_root", "move_mount", "fsopen", "fsmount", "fsconfig", "fspick", "open_tree",
+                           "ptrace"})
+    EXPECT_TRUE(names.count(must)) << must;
+}
+
+TEST(Seccomp, ProgramCompiles) {
+  auto p = BuildSeccompProgram();
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_GT(p->code.size(), 20u);
+}
+
+// Installs the filter in a child and returns errno of `call` (0 when it succeeded).
+int ErrnoUnderFilter(const std::function<long()>& call) {
+  static auto program = BuildSeccompProgram();
+  return InChild([&] {
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return 200;
+    auto prog = program->prog();
+    if (InstallSeccomp(prog) != 0) return 201;
+    errno = 0;
+    long rc = call();
+    return rc < 0 ? errno : 0;
+  });
+}
+
+TEST(Seccomp, RefusesWithExactErrno) {
+  EXPECT_EQ(ErrnoUnderFilter([] { return ::syscall(SYS_bpf, BPF_PROG_LOAD, nullptr, 0); }), EPERM);
+  EXPECT_EQ(ErrnoUnderFilter([] { return ::syscall(SYS_keyctl, 0, 0, 0, 0, 0); }), EPERM);
+  EXPECT_EQ(ErrnoUnderFilter([] { return ::syscall(SYS_io_uring_setup, 1, nullptr); }), EPERM);
+  EXPECT_EQ(ErrnoUnderFilter([] { return ::syscall(SYS_userfaultfd, 0); }), EPERM);
+  EXPECT_EQ(ErrnoUnderFilter([] { return ::syscall(SYS_ptrace, 0, 0, 0, 0); }), EPERM);
+  EXPECT_EQ(ErrnoUnderFilter([] { return static_cast<long>(::unshare(CLONE_NEWUSER)); }), EPERM);
+  EXPECT_EQ(ErrnoUnderFilter([] { return ::syscall(SYS_clone3, nullptr, 0); }), ENOSYS);
+  EXPECT_EQ(ErrnoUnderFilter([] { return static_cast<long>(::personality(READ_IMPLIES_EXEC)); }), EPERM);
+  EXPECT_EQ(ErrnoUnderFilter([] { return static_cast<long>(::socket(AF_PACKET, SOCK_RAW, 0)); }), EPERM);
+  EXPECT_EQ(ErrnoUnderFilter([] { return static_cast<long>(::socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_ICMP)); }),
+            EPERM);
+}
+
+TEST(Seccomp, AllowsOrdinaryWork) {
+  EXPECT_EQ(ErrnoUnderFilter([] { return static_cast<long>(::getpid()) > 0 ? 0L : -1L; }), 0);
+  EXPECT_EQ(ErrnoUnderFilter([] {
+              int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+              return fd < 0 ? -1L : static_cast<long>(::close(fd));
+            }),
+            0);
+  EXPECT_EQ(ErrnoUnderFilter([] { return static_cast<long>(::personality(PER_LINUX)); }), 0);
+  EXPECT_EQ(ErrnoUnderFilter([] {
+              pid_t p = ::fork();
+              if (p == 0) ::_exit(0);
+              return p > 0 ? 0L : -1L;
+            }),
+            0);
+}
+
+}  // namespace
+}  // namespace isb::engine
