@@ -9,15 +9,21 @@
 
 namespace isb {
 
+// Error codes that surfaces map to their own terms (HTTP status, MCP isError, CLI exit code).
+enum class Code { kInternal, kInvalidArgument, kNotFound, kConflict, kTimeout, kUnauthenticated, kForbidden,
+                  kTooLarge, kUnavailable };
+
 struct Error {
   std::string message;  // what failed, and where useful, how to fix it
   int err = 0;          // errno when the cause was a system call, else 0
+  Code code = Code::kInternal;
 
   // "context: strerror(err)" for the system-call case.
   static Error Sys(std::string context, int e = errno) {
     return Error{std::move(context) + ": " + std::strerror(e), e};
   }
   static Error Msg(std::string message) { return Error{std::move(message), 0}; }
+  static Error Of(Code code, std::string message) { return Error{std::move(message), 0, code}; }
 };
 
 template <typename T>

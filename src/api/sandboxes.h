@@ -1,0 +1,94 @@
+// The sandbox operations the tools expose, as an interface: the daemon implements it over the engine, tests fake it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+
+namespace isb::api {
+
+// The spec of a sandbox, as sent by a caller (the JSON fields of sandbox_create).
+struct SandboxSpec {
+  std::string name;          // optional; unique among live sandboxes when given
+  std::string image;         // a directory on the host; empty: the default view of the host
+  double cpus = 2;           // CPU quota in cores
+  uint64_t mem_limit = 512ull << 20;  // bytes, swap included
+  uint32_t pids = 64;
+  std::map<std::string, std::string> environment;
+  std::string working_dir = "/";
+  std::string user = "0:0";  // UID[:GID] inside
+  std::map<std::string, std::string> labels;
+  std::string egress = "none";
+  std::chrono::seconds expires{24 * 3600};       // lifetime; at most 30 days
+  std::chrono::seconds idle_timeout{2 * 3600};
+};
+
+struct SandboxUsage {
+  uint64_t cpu_usec = 0;
+  uint64_t memory_bytes = 0;
+  uint32_t pids = 0;
+};
+
+struct SandboxInfo {
+  std::string id;    // "sb-" + 16 hex digits
+  std::string name;
+  std::string state;  // "running" | "stopped"
+  SandboxSpec spec;
+  int64_t created_at = 0;    // unix seconds
+  int64_t expires_at = 0;
+  int64_t last_active_at = 0;
+  SandboxUsage usage;
+};
+
+struct ExecRequest {
+  std::vector<std::string> argv;  // never a shell string
+  std::string stdin_data;         // at most 1 MiB
+  std::map<std::string, std::string> env;
+  std::string workdir;            // empty: the sandbox's working_dir
+  std::chrono::milliseconds timeout{60'000};  // at most 15 minutes
+};
+
+struct ExecResult {
+  int exit_code = 0;
+  int signal = 0;
+  bool timed_out = false;
+  std::string stdout_data, stderr_data;  // each at most 256 KiB
+  bool stdout_truncated = false, stderr_truncated = false;
+  double duration_ms = 0;
+};
+
+// Output as it is produced: stream is 1 (stdout) or 2 (stderr).
+using OutputSink = std::function<void(int stream, std::string_view data)>;
+
+struct FileData {
+  std::string content;
+  uint32_t mode = 0644;
+};
+
+class Sandboxes {
+ public:
+  virtual ~Sandboxes() = default;
+  // Errors carry Code::kInvalidArgument for a bad spec, kNotFound for an unknown id or name, kConflict for a
+  // name in use or a sandbox in the wrong state, kTimeout, kUnavailable when the engine cannot build it.
+  virtual Result<SandboxInfo> Create(const SandboxSpec& spec) = 0;
+  // `id_or_name`: a sandbox id or its name.
+  virtual Result<SandboxInfo> Get(const std::string& id_or_name) = 0;
+  virtual Result<std::vector<SandboxInfo>> List() = 0;
+  // With `sink`, output is also delivered as it is produced.
+  virtual Result<ExecResult> Exec(const std::string& id_or_name, const ExecRequest& req, const OutputSink& sink) = 0;
+  virtual Result<SandboxInfo> Stop(const std::string& id_or_name) = 0;
+  virtual Result<SandboxInfo> Start(const std::string& id_or_name) = 0;
+  virtual Result<SandboxInfo> Extend(const std::string& id_or_name, std::chrono::seconds by) = 0;
+  virtual Status Remove(const std::string& id_or_name) = 0;
+  // Paths are resolved inside the sandbox's root; /proc, /sys, /dev and isb's own paths are refused.
+  virtual Result<FileData> ReadFile(const std::string& id_or_name, const std::string& path) = 0;
+  virtual Status WriteFile(const std::string& id_or_name, const std::string& path, const FileData& data) = 0;
+};
+
+}  // namespace isb::api
