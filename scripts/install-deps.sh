@@ -2,7 +2,8 @@
 # Installs the Debian 12 packages isb builds, tests and benchmarks with; a no-op when all are present.
 set -euo pipefail
 build=(cmake ninja-build g++ make pkg-config ccache libseccomp-dev nlohmann-json3-dev libcli11-dev
-       libfmt-dev libgtest-dev libgmock-dev busybox-static)
+       libfmt-dev libgtest-dev libgmock-dev busybox-static
+       libboost1.81-dev libsqlite3-dev libssl-dev curl nodejs npm)
 bench=(bubblewrap util-linux)
 want=("${build[@]}")
 [ "${1:-}" = "--bench" ] && want+=("${bench[@]}")
