@@ -3,10 +3,12 @@
 set -euo pipefail
 build=(cmake ninja-build g++ make pkg-config ccache libseccomp-dev nlohmann-json3-dev libcli11-dev
        libfmt-dev libgtest-dev libgmock-dev busybox-static
-       libboost1.81-dev libsqlite3-dev libssl-dev curl nodejs npm)
+       libboost1.81-dev libsqlite3-dev libssl-dev curl)
 bench=(bubblewrap util-linux)
 want=("${build[@]}")
 [ "${1:-}" = "--bench" ] && want+=("${bench[@]}")
+# Node runs the official MCP SDK client in the end-to-end tests; a machine that has it from elsewhere keeps it.
+command -v node >/dev/null && command -v npm >/dev/null || want+=(nodejs npm)
 missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
