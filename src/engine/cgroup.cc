@@ -173,6 +173,28 @@ Result<Cgroup> Cgroup::Create(const CgroupLayout& layout, const std::string& nam
   return cg;
 }
 
+Cgroup Cgroup::Adopt(const CgroupLayout& layout, const std::string& name) {
+  Cgroup cg;
+  cg.layout_ = layout;
+  if (layout.v2) {
+    cg.dirs_.push_back(layout.v2_root + "/isb/" + name);
+    return cg;
+  }
+  for (const std::string* root : {&layout.memory, &layout.pids, &layout.cpu, &layout.cpuacct}) {
+    std::string dir = *root + "/isb/" + name;
+    if (std::find(cg.dirs_.begin(), cg.dirs_.end(), dir) == cg.dirs_.end()) cg.dirs_.push_back(dir);
+  }
+  return cg;
+}
+
+std::string Cgroup::Release() {
+  std::string n = name();
+  dirs_.clear();
+  return n;
+}
+
+std::string Cgroup::name() const { return dirs_.empty() ? "" : dirs_[0].substr(dirs_[0].rfind('/') + 1); }
+
 Status Cgroup::AddProcess(pid_t pid) const {
   for (const auto& dir : dirs_) ISB_TRY(WriteKernelFile(dir + "/cgroup.procs", std::to_string(pid)));
   return {};
@@ -190,12 +212,11 @@ Result<CgroupStats> Cgroup::ReadStats() const {
     s.cpu_usec = KeyedValue(cpu, "usage_usec");
     return s;
   }
-  std::string name = dirs_[0].substr(dirs_[0].rfind('/') + 1);
-  std::string m = layout_.memory + "/isb/" + name;
+  std::string m = layout_.memory + "/isb/" + name();
   ISB_ASSIGN_OR_RETURN(std::string oom, ReadFile(m + "/memory.oom_control"));
   s.oom_kills = KeyedValue(oom, "oom_kill");
   s.peak_memory_bytes = ReadNumber(m + "/memory.max_usage_in_bytes");
-  s.cpu_usec = ReadNumber(layout_.cpuacct + "/isb/" + name + "/cpuacct.usage") / 1000;
+  s.cpu_usec = ReadNumber(layout_.cpuacct + "/isb/" + name() + "/cpuacct.usage") / 1000;
   return s;
 }
 

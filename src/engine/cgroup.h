@@ -41,6 +41,11 @@ class Cgroup {
   ~Cgroup();
 
   static Result<Cgroup> Create(const CgroupLayout& layout, const std::string& name, const Limits& limits);
+  // Takes ownership of an existing sandbox cgroup by name (a daemon adopting a sandbox after a restart).
+  static Cgroup Adopt(const CgroupLayout& layout, const std::string& name);
+  // Gives up ownership without removing anything; returns the name.
+  std::string Release();
+  std::string name() const;
 
   Status AddProcess(pid_t pid) const;
   Result<CgroupStats> ReadStats() const;

@@ -33,6 +33,7 @@ const char* StepName(Step s) {
     case Step::kWorkdir: return "entering the working directory";
     case Step::kStdio: return "connecting standard streams";
     case Step::kExec: return "executing the command";
+    case Step::kServe: return "starting the control socket";
   }
   return "unknown step";
 }
@@ -49,7 +50,7 @@ std::vector<std::string> SandboxEnvironment(const std::vector<std::string>& env)
 }
 
 Status PrepareChildPlan(const SandboxConfig& config, ChildPlan* plan) {
-  if (config.argv.empty() || config.argv[0].empty()) return Error::Msg("no command given");
+  if (!plan->service && (config.argv.empty() || config.argv[0].empty())) return Error::Msg("no command given");
   auto keep = [plan](const std::string& s) { return plan->strings.emplace_back(s).data(); };
   for (const auto& a : config.argv) plan->argv.push_back(keep(a));
   plan->argv.push_back(nullptr);
@@ -62,7 +63,7 @@ Status PrepareChildPlan(const SandboxConfig& config, ChildPlan* plan) {
   }
   plan->envp.push_back(nullptr);
   // PATH is searched in the sandbox's own terms, so the candidates are computed here and tried there.
-  const std::string& cmd = config.argv[0];
+  const std::string cmd = config.argv.empty() ? "" : config.argv[0];
   if (cmd.find('/') != std::string::npos) {
     plan->exec_candidates.push_back(keep(cmd));
   } else {
@@ -112,6 +113,7 @@ void ChildMain(const ChildPlan& plan) {
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) ChildFail(plan, Step::kNoNewPrivs, errno);
   sock_fprog prog = plan.seccomp.prog();
   if (InstallSeccomp(prog) != 0) ChildFail(plan, Step::kSeccomp, errno);
+  if (plan.service) ServeInit(plan);
   RunInit(plan);
 }
 

@@ -34,6 +34,7 @@ enum class Step : int32_t {
   kWorkdir,
   kStdio,
   kExec,
+  kServe,       // the service init could not start serving
 };
 const char* StepName(Step s);
 
@@ -64,6 +65,9 @@ struct ChildPlan {
   int status_fd = -1;  // write end: the command's wait status, from init
   int stdin_fd = -1, stdout_fd = -1, stderr_fd = -1;
   bool die_with_parent = true;
+  bool service = false;  // serve exec sessions on control_fd instead of running argv once
+  int control_fd = -1;   // listening SOCK_SEQPACKET socket (service)
+  int lease_fd = -1;     // the uid-range lease; init holds its lock for the sandbox's lifetime (service)
 };
 
 // The sandbox's environment: isb's defaults (PATH, HOME, TERM=xterm when given), overridden by `env`.

@@ -60,6 +60,15 @@ Result<IdLease> IdAllocator::Acquire() {
                     " are in use; remove sandboxes or wait for some to exit");
 }
 
+bool IdAllocator::Reclaim(uint32_t index) {
+  std::string path = dir_ + "/" + std::to_string(index);
+  Fd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd.valid()) return errno == ENOENT;
+  if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) return false;
+  ::unlink(path.c_str());
+  return true;
+}
+
 std::string IdMapLine(uid_t base) { return "0 " + std::to_string(base) + " " + std::to_string(kRangeSize) + "\n"; }
 
 Status WriteIdMaps(pid_t pid, uid_t base) {

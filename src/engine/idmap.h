@@ -24,6 +24,9 @@ class IdLease {
   uid_t base() const { return base_; }
   uint32_t index() const { return index_; }
   const std::string& path() const { return path_; }
+  int fd() const { return lock_.get(); }
+  // Closes this process's descriptor but leaves the file: a sandbox's init holds the lock from here on.
+  void Detach() { lock_.Reset(); path_.clear(); }
 
  private:
   friend class IdAllocator;
@@ -44,6 +47,9 @@ class IdAllocator {
   static IdAllocator ForHost(const std::string& runtime_dir);
 
   Result<IdLease> Acquire();
+  // Removes the lease file of range `index` if nobody holds it (its sandbox has exited). Returns true if removed
+  // or absent.
+  bool Reclaim(uint32_t index);
 
  private:
   std::string dir_;

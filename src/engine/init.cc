@@ -5,14 +5,19 @@
 #include <grp.h>
 #include <linux/close_range.h>
 #include <signal.h>
+#include <poll.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 
 #include "engine/contain.h"
+#include "engine/exec_protocol.h"
 
 namespace isb::engine {
 namespace {
@@ -80,6 +85,233 @@ void RunInit(const ChildPlan& plan) {
     ssize_t n = ::write(status_fd, &status, sizeof status);
     (void)n;
     ::_exit(0);
+  }
+}
+
+}  // namespace isb::engine
+
+namespace isb::engine {
+namespace {
+
+constexpr int kMaxSessions = 128;
+
+struct Session {
+  int fd = -1;
+  pid_t pid = 0;       // the command, once started
+  bool hung_up = false;
+};
+
+Session g_sessions[kMaxSessions];
+alignas(8) char g_request[kExecMaxMessage];
+char g_path[4096];
+char* g_argv[4096];
+char* g_envp[4096];
+
+void Send(int fd, ExecEventKind kind, int32_t value, int32_t detail = 0) {
+  ExecEvent e{kind, value, detail};
+  (void)::send(fd, &e, sizeof e, MSG_NOSIGNAL);
+}
+
+[[noreturn]] void SessionFail(int fd, Step step, int err) {
+  Send(fd, ExecEventKind::kFailed, err, static_cast<int32_t>(step));
+  ::_exit(err == ENOENT ? 127 : 126);
+}
+
+// Splits `count` NUL-terminated strings starting at *p (bounded by end) into out[]. Returns false if malformed.
+bool SplitStrings(char** p, const char* end, uint32_t count, char** out, size_t cap) {
+  if (count + 1 > cap) return false;
+  for (uint32_t i = 0; i < count; ++i) {
+    char* s = *p;
+    char* nul = static_cast<char*>(::memchr(s, '\0', static_cast<size_t>(end - s)));
+    if (nul == nullptr) return false;
+    out[i] = s;
+    *p = nul + 1;
+  }
+  out[count] = nullptr;
+  return true;
+}
+
+// In the forked child: become the requested user, attach the received descriptors, exec.
+[[noreturn]] void StartCommand(int session_fd, const ExecRequestHeader& h, char** argv, char** envp,
+                               const char* workdir, const int* fds) {
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  ::setpgid(0, 0);
+  if (::dup2(fds[0], 0) < 0 || ::dup2(fds[1], 1) < 0 || ::dup2(fds[2], 2) < 0)
+    SessionFail(session_fd, Step::kStdio, errno);
+  ::syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
+  if (::setgroups(0, nullptr) != 0 || ::setresgid(h.gid, h.gid, h.gid) != 0 ||
+      ::setresuid(h.uid, h.uid, h.uid) != 0)
+    SessionFail(session_fd, Step::kUser, errno);
+  if (::chdir(workdir) != 0) SessionFail(session_fd, Step::kWorkdir, errno);
+  const char* cmd = argv[0];
+  if (std::strchr(cmd, '/') != nullptr) {
+    ::execve(cmd, argv, envp);
+    SessionFail(session_fd, Step::kExec, errno);
+  }
+  const char* path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+  for (char** e = envp; *e != nullptr; ++e)
+    if (std::strncmp(*e, "PATH=", 5) == 0) path = *e + 5;
+  int err = ENOENT;
+  const size_t cmd_len = std::strlen(cmd);
+  for (const char* p = path;;) {
+    const char* colon = std::strchr(p, ':');
+    size_t dir_len = colon ? static_cast<size_t>(colon - p) : std::strlen(p);
+    if (dir_len + cmd_len + 2 < sizeof g_path) {
+      std::memcpy(g_path, dir_len ? p : ".", dir_len ? dir_len : 1);
+      size_t n = dir_len ? dir_len : 1;
+      g_path[n] = '/';
+      std::memcpy(g_path + n + 1, cmd, cmd_len + 1);
+      ::execve(g_path, argv, envp);
+      if (errno != ENOENT && errno != ENOTDIR) err = errno;
+    }
+    if (colon == nullptr) break;
+    p = colon + 1;
+  }
+  SessionFail(session_fd, Step::kExec, err);
+}
+
+void CloseSession(Session& s) {
+  ::close(s.fd);
+  s = Session{};
+}
+
+// Reads one request from `s` and starts its command.
+void HandleRequest(Session& s) {
+  int fds[3] = {-1, -1, -1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)];
+  iovec iov{g_request, sizeof g_request};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  ssize_t n = ::recvmsg(s.fd, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+  int nfds = 0;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+      nfds = static_cast<int>((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+      std::memcpy(fds, CMSG_DATA(c), sizeof(int) * static_cast<size_t>(nfds < 3 ? nfds : 3));
+      for (int i = 3; i < nfds; ++i) ::close(reinterpret_cast<int*>(CMSG_DATA(c))[i]);
+    }
+  }
+  auto close_fds = [&] {
+    for (int fd : fds)
+      if (fd >= 0) ::close(fd);
+  };
+  ExecRequestHeader h{};
+  bool ok = n >= static_cast<ssize_t>(sizeof h) && !(msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) && nfds == 3;
+  if (ok) {
+    std::memcpy(&h, g_request, sizeof h);
+    ok = h.magic == kExecMagic && h.argc > 0 && sizeof h + h.strings_len == static_cast<size_t>(n) &&
+         h.uid < 65536 && h.gid < 65536;
+  }
+  char* p = g_request + sizeof h;
+  const char* end = g_request + n;
+  char* workdir[2] = {nullptr, nullptr};
+  ok = ok && SplitStrings(&p, end, h.argc, g_argv, 4096) && SplitStrings(&p, end, h.envc, g_envp, 4096) &&
+       SplitStrings(&p, end, 1, workdir, 2);
+  if (!ok) {
+    close_fds();
+    Send(s.fd, ExecEventKind::kFailed, EINVAL, 0);
+    CloseSession(s);
+    return;
+  }
+  pid_t pid = ::fork();
+  if (pid == 0) StartCommand(s.fd, h, g_argv, g_envp, workdir[0], fds);
+  close_fds();
+  if (pid < 0) {
+    Send(s.fd, ExecEventKind::kFailed, errno, static_cast<int32_t>(Step::kFork));
+    CloseSession(s);
+    return;
+  }
+  s.pid = pid;
+  Send(s.fd, ExecEventKind::kStarted, pid);
+}
+
+void ReapChildren() {
+  for (;;) {
+    int status = 0;
+    pid_t pid = ::waitpid(-1, &status, WNOHANG | __WALL);
+    if (pid <= 0) return;
+    for (Session& s : g_sessions) {
+      if (s.fd >= 0 && s.pid == pid) {
+        // What the command left running in the background lives on in the sandbox, as after a shell's exit.
+        Send(s.fd, ExecEventKind::kExited, status);
+        CloseSession(s);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void ServeInit(const ChildPlan& plan) {
+  ::prctl(PR_SET_DUMPABLE, 0);
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  ::sigprocmask(SIG_BLOCK, &chld, nullptr);
+  int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  for (int fd = 0; fd < 3; ++fd) ::dup2(devnull, fd);
+  // Keep exactly: 3 the control socket, 4 the lease; everything else closes, the error pipe too (ready).
+  const int control = 3, lease = 4;
+  if (::dup3(plan.control_fd, control, O_CLOEXEC) < 0 || ::dup3(plan.lease_fd, lease, O_CLOEXEC) < 0)
+    ChildFail(plan, Step::kServe, errno);
+  int sigfd = ::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (sigfd < 0) ChildFail(plan, Step::kServe, errno);
+  if (::dup3(sigfd, 5, O_CLOEXEC) < 0) ChildFail(plan, Step::kServe, errno);
+  sigfd = 5;
+  ::syscall(SYS_close_range, 6, ~0U, 0);  // closes the error pipe: the parent reads EOF, meaning ready
+
+  pollfd fds[kMaxSessions + 2];
+  for (;;) {
+    fds[0] = {control, POLLIN, 0};
+    fds[1] = {sigfd, POLLIN, 0};
+    for (int i = 0; i < kMaxSessions; ++i)
+      fds[i + 2] = {g_sessions[i].hung_up ? -1 : g_sessions[i].fd, POLLIN, 0};
+    if (::poll(fds, kMaxSessions + 2, -1) < 0) continue;
+    if (fds[1].revents) {
+      signalfd_siginfo si;
+      while (::read(sigfd, &si, sizeof si) == sizeof si) {
+      }
+      ReapChildren();
+    }
+    for (int i = 0; i < kMaxSessions; ++i) {
+      Session& s = g_sessions[i];
+      short ev = fds[i + 2].revents;
+      if (s.fd < 0 || ev == 0) continue;
+      if (s.pid == 0 && (ev & POLLIN)) {
+        HandleRequest(s);
+      } else if (ev & (POLLHUP | POLLERR | POLLIN)) {
+        // The daemon went away (cancel, timeout, or its own death): end the command's group.
+        if (s.pid > 0) {
+          ::kill(-s.pid, SIGKILL);
+          s.hung_up = true;  // reaped later by ReapChildren, which closes the session
+        } else {
+          CloseSession(s);
+        }
+      }
+    }
+    if (fds[0].revents & POLLIN) {
+      int fd = ::accept4(control, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd >= 0) {
+        Session* free_slot = nullptr;
+        for (Session& s : g_sessions)
+          if (s.fd < 0) {
+            free_slot = &s;
+            break;
+          }
+        if (free_slot == nullptr) {
+          Send(fd, ExecEventKind::kFailed, EAGAIN, 0);
+          ::close(fd);
+        } else {
+          free_slot->fd = fd;
+        }
+      }
+    }
   }
 }
 

@@ -10,4 +10,9 @@ struct ChildPlan;
 // Async-signal-safe. Never returns.
 [[noreturn]] void RunInit(const ChildPlan& plan);
 
+// A long-lived sandbox's init: reports ready (closes the error pipe), then serves exec sessions on
+// plan.control_fd (exec_protocol.h) until the sandbox is killed. Each command runs in its own process group,
+// killed when its session's connection closes. Holds plan.lease_fd for the sandbox's lifetime. Allocates nothing.
+[[noreturn]] void ServeInit(const ChildPlan& plan);
+
 }  // namespace isb::engine

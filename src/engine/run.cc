@@ -15,61 +15,12 @@
 
 #include "base/fd.h"
 #include "base/file.h"
-#include "engine/cgroup.h"
-#include "engine/contain.h"
-#include "engine/idmap.h"
-#include "engine/namespaces.h"
+#include "engine/launch.h"
 
 namespace isb::engine {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string RandomName() {
-  unsigned char b[6];
-  if (::getrandom(b, sizeof b, 0) != sizeof b) return "run-" + std::to_string(::getpid());
-  char hex[13];
-  for (int i = 0; i < 6; ++i) std::snprintf(hex + 2 * i, 3, "%02x", b[i]);
-  return std::string("run-") + hex;
-}
-
-// A process we cloned; killed and reaped unless it was reaped already.
-class Child {
- public:
-  Child(pid_t pid, int pidfd) : pid_(pid), pidfd_(pidfd) {}
-  ~Child() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      Wait();
-    }
-  }
-  pid_t pid() const { return pid_; }
-  int pidfd() const { return pidfd_.get(); }
-  int Wait() {
-    int status = 0;
-    while (::waitpid(pid_, &status, __WALL) < 0 && errno == EINTR) {
-    }
-    pid_ = 0;
-    return status;
-  }
-
- private:
-  pid_t pid_;
-  Fd pidfd_;
-};
-
-Error SetupFailure(const ChildFailure& f, const ChildPlan& plan) {
-  std::string what = StepName(f.step);
-  if (f.step == Step::kRootfs) what += " (" + plan.rootfs.Describe(static_cast<size_t>(f.detail)) + ")";
-  std::string hint;
-  if (f.step == Step::kRootfs && f.err == EPERM)
-    hint = "; the kernel refused a mount inside a user namespace (check that /proc is fully visible to isb)";
-  if (f.step == Step::kRootfs && f.err == EACCES)
-    hint = "; the sandbox's root is an unprivileged host uid: the path and its parents must be world-searchable "
-           "(chmod o+x) and an image world-readable";
-  if (f.step == Step::kWorkdir) hint = "; does the directory exist in the sandbox?";
-  return Error{"sandbox setup failed while " + what + ": " + std::strerror(f.err) + hint, f.err};
-}
 
 class Stream {
  public:
@@ -115,38 +66,6 @@ class Stream {
 }  // namespace
 
 Result<RunResult> RunSandbox(const SandboxConfig& config, const RunOptions& options) {
-  ISB_TRY(ValidateHostname(config.hostname));
-  static const Result<CgroupLayout> layout = DetectCgroupLayout();
-  if (!layout.ok()) return layout.error();
-  static const Result<SeccompProgram> seccomp = BuildSeccompProgram();
-  if (!seccomp.ok()) return seccomp.error();
-
-  ChildPlan plan;
-  ISB_TRY(PrepareChildPlan(config, &plan));
-  const std::string staging = StagingDir(options.runtime_dir);
-  ISB_TRY(MakeDirs(staging, 0755));
-  // The child works as the sandbox's root, an unprivileged host uid: it must be able to reach the staging dir.
-  if (::chmod(options.runtime_dir.c_str(), 0711) != 0 || ::chmod(staging.c_str(), 0755) != 0)
-    return Error::Sys("chmod " + options.runtime_dir);
-  ISB_ASSIGN_OR_RETURN(plan.rootfs, PlanRootfs(config, staging));
-  plan.seccomp = *seccomp;
-
-  ISB_ASSIGN_OR_RETURN(IdLease lease, IdAllocator::ForHost(options.runtime_dir).Acquire());
-  if (!config.writable_dir.empty()) ISB_TRY(PrepareWritableDir(config.writable_dir, lease.base(), !config.image.empty()));
-  ISB_ASSIGN_OR_RETURN(Cgroup cgroup, Cgroup::Create(*layout, RandomName(), config.limits));
-
-  ISB_ASSIGN_OR_RETURN(Pipe sync, MakePipe());
-  ISB_ASSIGN_OR_RETURN(Pipe errors, MakePipe());
-  ISB_ASSIGN_OR_RETURN(Pipe status, MakePipe());
-  ISB_ASSIGN_OR_RETURN(Pipe out, MakePipe());
-  ISB_ASSIGN_OR_RETURN(Pipe err, MakePipe());
-  plan.sync_fd = sync.read.get();
-  plan.error_fd = errors.write.get();
-  plan.status_fd = status.write.get();
-  plan.stdin_fd = options.stdin_fd;
-  plan.stdout_fd = out.write.get();
-  plan.stderr_fd = err.write.get();
-
   // Signals are taken through a signalfd; the child unblocks them before exec.
   sigset_t forwarded, old_mask;
   sigemptyset(&forwarded);
@@ -161,45 +80,21 @@ Result<RunResult> RunSandbox(const SandboxConfig& config, const RunOptions& opti
   if (!sigfd.valid()) return Error::Sys("signalfd");
 
   const auto start = Clock::now();
-  int pidfd = -1;
-  pid_t pid = CloneWithPidfd(kCloneNamespaces, &pidfd);
-  if (pid == 0) ChildMain(plan);
-  if (pid < 0)
-    return Error{std::string("clone of the sandbox failed: ") + std::strerror(-pid) +
-                     (-pid == EPERM || -pid == ENOSPC
-                          ? " (are user namespaces enabled? check user.max_user_namespaces)"
-                          : ""),
-                 -pid};
-  Child child(pid, pidfd);
-  sync.read.Reset();
-  errors.write.Reset();
-  status.write.Reset();
-  out.write.Reset();
-  err.write.Reset();
-
-  ISB_TRY(WriteIdMaps(pid, lease.base()));
-  ISB_TRY(cgroup.AddProcess(pid));
-  if (::write(sync.write.get(), "g", 1) != 1) return Error::Sys("start the sandbox");
-  sync.write.Reset();
-
+  LaunchOptions lo;
+  lo.runtime_dir = options.runtime_dir;
+  lo.stdin_fd = options.stdin_fd;
+  ISB_ASSIGN_OR_RETURN(Launched child, Launch(config, lo));
   RunResult result;
-  ChildFailure failure{};
-  ssize_t got = ::read(errors.read.get(), &failure, sizeof failure);
-  if (got == static_cast<ssize_t>(sizeof failure)) {
-    if (failure.step != Step::kExec) return SetupFailure(failure, plan);
-    result.exit_code = failure.err == ENOENT ? 127 : 126;
+  if (child.exec_errno != 0) {
+    result.exit_code = child.exec_errno == ENOENT ? 127 : 126;
     result.exec_error = config.argv[0] + ": " +
-                        (failure.err == ENOENT ? std::string("command not found in the sandbox")
-                                               : std::string(std::strerror(failure.err)));
-  } else if (got != 0) {
-    return Error::Sys("read the sandbox's setup report");
+                        (child.exec_errno == ENOENT ? std::string("command not found in the sandbox")
+                                                    : std::string(std::strerror(child.exec_errno)));
   }
-  errors.read.Reset();
-
   Stream streams[2] = {
-      Stream(std::move(out.read), options.stdout_fd, options.capture, config.output_limit, &result.stdout_data,
+      Stream(std::move(child.stdout_read), options.stdout_fd, options.capture, config.output_limit, &result.stdout_data,
              &result.stdout_truncated),
-      Stream(std::move(err.read), options.stderr_fd, options.capture, config.output_limit, &result.stderr_data,
+      Stream(std::move(child.stderr_read), options.stderr_fd, options.capture, config.output_limit, &result.stderr_data,
              &result.stderr_truncated)};
   const auto deadline = config.timeout.count() > 0 ? start + config.timeout : Clock::time_point::max();
   bool init_done = false;
@@ -229,15 +124,16 @@ Result<RunResult> RunSandbox(const SandboxConfig& config, const RunOptions& opti
     }
     if (fds[3].revents) {
       signalfd_siginfo si{};
-      while (::read(sigfd.get(), &si, sizeof si) == sizeof si) ::kill(child.pid(), static_cast<int>(si.ssi_signo));
+      while (::read(sigfd.get(), &si, sizeof si) == sizeof si)
+        if (!init_done) ::kill(child.pid(), static_cast<int>(si.ssi_signo));
     }
   }
   const auto end = Clock::now();
 
   int cmd_status = 0;
-  bool have_status = ::read(status.read.get(), &cmd_status, sizeof cmd_status) == sizeof cmd_status;
+  bool have_status = ::read(child.status_read.get(), &cmd_status, sizeof cmd_status) == sizeof cmd_status;
   if (!have_status) cmd_status = init_status;  // init itself was killed (timeout, OOM)
-  auto stats = cgroup.ReadStats();
+  auto stats = child.cgroup().ReadStats();
   if (!stats.ok()) return stats.error();
   result.oom_killed = stats->oom_kills > 0;
   result.peak_memory_bytes = stats->peak_memory_bytes;
@@ -255,7 +151,7 @@ Result<RunResult> RunSandbox(const SandboxConfig& config, const RunOptions& opti
     result.signal = SIGKILL;
     result.exit_code = 124;
   }
-  ISB_TRY(cgroup.Remove());
+  ISB_TRY(child.cgroup().Remove());
   return result;
 }
 

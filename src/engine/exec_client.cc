@@ -1,0 +1,188 @@
+// Exec sessions, client side.
+#include "engine/exec_client.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "base/fd.h"
+#include "engine/contain.h"
+#include "engine/exec_protocol.h"
+
+namespace isb::engine {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+Result<Fd> Connect(const std::string& path) {
+  sockaddr_un addr{};
+  if (path.size() >= sizeof addr.sun_path) return Error::Msg("control socket path too long: " + path);
+  Fd fd(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return Error::Sys("socket");
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    if (errno == ECONNREFUSED || errno == ENOENT)
+      return Error::Of(Code::kNotFound, "the sandbox is not running (its init does not answer)");
+    return Error::Sys("connect " + path);
+  }
+  return fd;
+}
+
+Result<std::string> EncodeRequest(const ExecSpec& spec) {
+  if (spec.argv.empty() || spec.argv[0].empty()) return Error::Of(Code::kInvalidArgument, "argv: must not be empty");
+  std::string strings;
+  auto add = [&](const std::string& s) -> Status {
+    if (s.find('\0') != std::string::npos)
+      return Error::Of(Code::kInvalidArgument, "argv, env and workdir must not contain NUL bytes");
+    strings.append(s).push_back('\0');
+    return {};
+  };
+  for (const auto& a : spec.argv) ISB_TRY(add(a));
+  for (const auto& e : spec.env) ISB_TRY(add(e));
+  ISB_TRY(add(spec.workdir.empty() ? "/" : spec.workdir));
+  ExecRequestHeader h{kExecMagic, spec.uid, spec.gid, static_cast<uint32_t>(spec.argv.size()),
+                      static_cast<uint32_t>(spec.env.size()), static_cast<uint32_t>(strings.size())};
+  if (sizeof h + strings.size() > kExecMaxMessage || spec.argv.size() > 4000 || spec.env.size() > 4000)
+    return Error::Of(Code::kTooLarge, "argv and env together exceed 256 KiB or 4000 entries");
+  std::string msg(reinterpret_cast<const char*>(&h), sizeof h);
+  return msg + strings;
+}
+
+Status SendWithFds(int sock, const std::string& msg, const int (&fds)[3]) {
+  iovec iov{const_cast<char*>(msg.data()), msg.size()};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)] = {};
+  msghdr m{};
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  m.msg_control = control;
+  m.msg_controllen = sizeof control;
+  cmsghdr* c = CMSG_FIRSTHDR(&m);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof fds);
+  std::memcpy(CMSG_DATA(c), fds, sizeof fds);
+  if (::sendmsg(sock, &m, MSG_NOSIGNAL) != static_cast<ssize_t>(msg.size())) return Error::Sys("send exec request");
+  return {};
+}
+
+struct Output {
+  Fd fd;
+  std::string* data;
+  bool* truncated;
+  int stream;
+};
+
+void Pump(Output& o, uint64_t limit, const ExecSink& sink) {
+  char buf[65536];
+  ssize_t n = ::read(o.fd.get(), buf, sizeof buf);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+  if (n <= 0) {
+    o.fd.Reset();
+    return;
+  }
+  size_t room = o.data->size() < limit ? static_cast<size_t>(limit - o.data->size()) : 0;
+  size_t keep = std::min(room, static_cast<size_t>(n));
+  if (keep < static_cast<size_t>(n)) *o.truncated = true;
+  if (keep == 0) return;
+  o.data->append(buf, keep);
+  if (sink) sink(o.stream, std::string_view(buf, keep));
+}
+
+}  // namespace
+
+Result<ExecOutcome> ExecInSandbox(const std::string& control_path, const ExecSpec& spec, const ExecSink& sink) {
+  ISB_ASSIGN_OR_RETURN(std::string msg, EncodeRequest(spec));
+  ISB_ASSIGN_OR_RETURN(Fd sock, Connect(control_path));
+  ISB_ASSIGN_OR_RETURN(Pipe in, MakePipe());
+  ISB_ASSIGN_OR_RETURN(Pipe out, MakePipe());
+  ISB_ASSIGN_OR_RETURN(Pipe err, MakePipe());
+  const auto start = Clock::now();
+  ISB_TRY(SendWithFds(sock.get(), msg, {in.read.get(), out.write.get(), err.write.get()}));
+  in.read.Reset();
+  out.write.Reset();
+  err.write.Reset();
+  for (int fd : {in.write.get(), out.read.get(), err.read.get()}) ::fcntl(fd, F_SETFL, O_NONBLOCK);
+  if (spec.stdin_data.empty()) in.write.Reset();
+
+  ExecOutcome r;
+  Output outs[2] = {{std::move(out.read), &r.stdout_data, &r.stdout_truncated, 1},
+                    {std::move(err.read), &r.stderr_data, &r.stderr_truncated, 2}};
+  size_t stdin_off = 0;
+  bool exited = false;
+  int status = 0;
+  const auto deadline = start + spec.timeout;
+  Clock::time_point drain_until = Clock::time_point::max();
+  while (true) {
+    // After the command exits, output still in the pipes is read; descendants that keep them open are not
+    // waited for beyond a short grace period.
+    bool outputs_open = outs[0].fd.valid() || outs[1].fd.valid();
+    if (exited && (!outputs_open || Clock::now() >= drain_until)) break;
+    if (!exited && !sock.valid()) break;
+    pollfd fds[4] = {{outs[0].fd.get(), POLLIN, 0}, {outs[1].fd.get(), POLLIN, 0},
+                     {exited ? -1 : sock.get(), POLLIN, 0}, {in.write.get(), POLLOUT, 0}};
+    auto until = exited ? drain_until : deadline;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
+    int n = ::poll(fds, 4, static_cast<int>(std::clamp<int64_t>(left, 0, 1 << 30)));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Error::Sys("poll");
+    if (n == 0 && !exited) {
+      // Closing the session makes init kill the command's process group.
+      r.timed_out = true;
+      sock.Reset();
+      exited = true;
+      drain_until = Clock::now() + std::chrono::milliseconds(200);
+      continue;
+    }
+    for (int i = 0; i < 2; ++i)
+      if (fds[i].revents) Pump(outs[i], spec.output_limit, sink);
+    if (fds[3].revents) {
+      ssize_t w = ::write(in.write.get(), spec.stdin_data.data() + stdin_off, spec.stdin_data.size() - stdin_off);
+      if (w > 0) stdin_off += static_cast<size_t>(w);
+      if (w < 0 && errno != EAGAIN && errno != EINTR) in.write.Reset();  // the command closed its stdin
+      if (stdin_off == spec.stdin_data.size()) in.write.Reset();
+    }
+    if (fds[2].revents) {
+      ExecEvent e{};
+      ssize_t got = ::recv(sock.get(), &e, sizeof e, MSG_DONTWAIT);
+      if (got == static_cast<ssize_t>(sizeof e)) {
+        if (e.kind == ExecEventKind::kFailed) {
+          if (e.detail == 0) return Error::Of(Code::kUnavailable, std::string("the sandbox refused the exec: ") +
+                                                                    std::strerror(e.value));
+          if (static_cast<Step>(e.detail) == Step::kExec) {
+            r.exec_error = spec.argv[0] + ": " +
+                           (e.value == ENOENT ? std::string("command not found in the sandbox")
+                                              : std::string(std::strerror(e.value)));
+          } else {
+            r.exec_error = std::string(StepName(static_cast<Step>(e.detail))) + ": " + std::strerror(e.value);
+          }
+        } else if (e.kind == ExecEventKind::kExited) {
+          status = e.value;
+          exited = true;
+          drain_until = Clock::now() + std::chrono::milliseconds(100);
+        }
+      } else if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR)) {
+        return Error::Of(Code::kUnavailable, "the sandbox stopped during the exec");
+      }
+    }
+  }
+  r.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  if (r.timed_out) {
+    r.signal = SIGKILL;
+    r.exit_code = 124;
+  } else if (WIFSIGNALED(status)) {
+    r.signal = WTERMSIG(status);
+    r.exit_code = 128 + r.signal;
+  } else {
+    r.exit_code = WEXITSTATUS(status);
+  }
+  return r;
+}
+
+}  // namespace isb::engine

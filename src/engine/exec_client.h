@@ -1,0 +1,42 @@
+// The daemon's side of an exec session: connect to a sandbox's init, start a command, relay its I/O.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+
+namespace isb::engine {
+
+struct ExecSpec {
+  std::vector<std::string> argv;
+  std::vector<std::string> env;  // the complete environment, "K=V"
+  std::string workdir = "/";
+  uint32_t uid = 0, gid = 0;
+  std::string stdin_data;
+  std::chrono::milliseconds timeout{60'000};
+  uint64_t output_limit = 256 * 1024;  // per stream
+};
+
+struct ExecOutcome {
+  int exit_code = 0;  // 128+N for signal N; 124 on timeout; 126/127 when the command could not be executed
+  int signal = 0;
+  bool timed_out = false;
+  std::string stdout_data, stderr_data;
+  bool stdout_truncated = false, stderr_truncated = false;
+  double duration_ms = 0;
+  std::string exec_error;
+};
+
+// Called with 1 (stdout) or 2 (stderr) and each chunk, as produced (only the part within the limit).
+using ExecSink = std::function<void(int stream, std::string_view data)>;
+
+// Runs one command in the sandbox whose control socket is `control_path`. Thread-safe; blocks until the command
+// exits or times out (then its process group is killed). Code::kNotFound if the sandbox is not running.
+Result<ExecOutcome> ExecInSandbox(const std::string& control_path, const ExecSpec& spec, const ExecSink& sink);
+
+}  // namespace isb::engine

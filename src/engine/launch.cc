@@ -1,0 +1,183 @@
+// Launch: lease ids, make the cgroup, clone, map ids, release the child, wait for its setup report.
+#include "engine/launch.h"
+
+#include <signal.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "base/file.h"
+#include "engine/contain.h"
+#include "engine/mounts.h"
+#include "engine/namespaces.h"
+
+namespace isb::engine {
+namespace {
+
+std::string RandomName() {
+  unsigned char b[8];
+  if (::getrandom(b, sizeof b, 0) != sizeof b) return "sb-" + std::to_string(::getpid());
+  char hex[17];
+  for (int i = 0; i < 8; ++i) std::snprintf(hex + 2 * i, 3, "%02x", b[i]);
+  return std::string("sb-") + hex;
+}
+
+Error SetupFailure(const ChildFailure& f, const ChildPlan& plan) {
+  std::string what = StepName(f.step);
+  if (f.step == Step::kRootfs) what += " (" + plan.rootfs.Describe(static_cast<size_t>(f.detail)) + ")";
+  std::string hint;
+  if (f.step == Step::kRootfs && f.err == EPERM)
+    hint = "; the kernel refused a mount inside a user namespace (check that /proc is fully visible to isb)";
+  if (f.step == Step::kRootfs && f.err == EACCES)
+    hint = "; the sandbox's root is an unprivileged host uid: the path and its parents must be world-searchable "
+           "(chmod o+x) and an image world-readable";
+  if (f.step == Step::kWorkdir) hint = "; does the directory exist in the sandbox?";
+  return Error{"sandbox setup failed while " + what + ": " + std::strerror(f.err) + hint, f.err,
+               Code::kUnavailable};
+}
+
+Result<Fd> ListenControl(const std::string& path) {
+  sockaddr_un addr{};
+  if (path.size() >= sizeof addr.sun_path) return Error::Msg("control socket path too long: " + path);
+  Fd fd(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return Error::Sys("socket");
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  ::unlink(path.c_str());
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return Error::Sys("bind " + path);
+  if (::chmod(path.c_str(), 0600) != 0) return Error::Sys("chmod " + path);
+  if (::listen(fd.get(), 64) != 0) return Error::Sys("listen " + path);
+  return fd;
+}
+
+}  // namespace
+
+Launched::~Launched() {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    Wait();
+  }
+}
+
+Launched& Launched::operator=(Launched&& o) noexcept {
+  if (this == &o) return *this;
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    Wait();
+  }
+  stdout_read = std::move(o.stdout_read);
+  stderr_read = std::move(o.stderr_read);
+  status_read = std::move(o.status_read);
+  exec_errno = o.exec_errno;
+  pid_ = std::exchange(o.pid_, 0);
+  pidfd_ = std::move(o.pidfd_);
+  lease_ = std::move(o.lease_);
+  cgroup_ = std::move(o.cgroup_);
+  return *this;
+}
+
+int Launched::Wait() {
+  int status = 0;
+  while (pid_ > 0 && ::waitpid(pid_, &status, __WALL) < 0 && errno == EINTR) {
+  }
+  pid_ = 0;
+  return status;
+}
+
+std::string Launched::Detach() {
+  pid_ = 0;
+  pidfd_.Reset();
+  lease_.Detach();
+  return cgroup_.Release();
+}
+
+Result<Launched> Launch(const SandboxConfig& config, const LaunchOptions& options) {
+  ISB_TRY(ValidateHostname(config.hostname));
+  static const Result<CgroupLayout> layout = DetectCgroupLayout();
+  if (!layout.ok()) return layout.error();
+  static const Result<SeccompProgram> seccomp = BuildSeccompProgram();
+  if (!seccomp.ok()) return seccomp.error();
+
+  ChildPlan plan;
+  plan.service = options.mode == InitMode::kService;
+  plan.die_with_parent = options.die_with_parent;
+  ISB_TRY(PrepareChildPlan(config, &plan));
+  const std::string staging = StagingDir(options.runtime_dir);
+  ISB_TRY(MakeDirs(staging, 0755));
+  // The child works as the sandbox's root, an unprivileged host uid: it must be able to reach the staging dir.
+  if (::chmod(options.runtime_dir.c_str(), 0711) != 0 || ::chmod(staging.c_str(), 0755) != 0)
+    return Error::Sys("chmod " + options.runtime_dir);
+  ISB_ASSIGN_OR_RETURN(plan.rootfs, PlanRootfs(config, staging));
+  plan.seccomp = *seccomp;
+
+  Launched l;
+  ISB_ASSIGN_OR_RETURN(l.lease_, IdAllocator::ForHost(options.runtime_dir).Acquire());
+  if (!config.writable_dir.empty())
+    ISB_TRY(PrepareWritableDir(config.writable_dir, l.lease_.base(), !config.image.empty()));
+  ISB_ASSIGN_OR_RETURN(l.cgroup_, Cgroup::Create(*layout, RandomName(), config.limits));
+
+  Fd control;
+  if (plan.service) {
+    ISB_ASSIGN_OR_RETURN(control, ListenControl(options.control_path));
+    plan.control_fd = control.get();
+    plan.lease_fd = l.lease_.fd();
+  }
+  ISB_ASSIGN_OR_RETURN(Pipe sync, MakePipe());
+  ISB_ASSIGN_OR_RETURN(Pipe errors, MakePipe());
+  ISB_ASSIGN_OR_RETURN(Pipe status, MakePipe());
+  ISB_ASSIGN_OR_RETURN(Pipe out, MakePipe());
+  ISB_ASSIGN_OR_RETURN(Pipe err, MakePipe());
+  plan.sync_fd = sync.read.get();
+  plan.error_fd = errors.write.get();
+  plan.status_fd = status.write.get();
+  plan.stdin_fd = options.stdin_fd;
+  plan.stdout_fd = out.write.get();
+  plan.stderr_fd = err.write.get();
+
+  int pidfd = -1;
+  pid_t pid = CloneWithPidfd(kCloneNamespaces, &pidfd);
+  if (pid == 0) ChildMain(plan);
+  if (pid < 0)
+    return Error{std::string("clone of the sandbox failed: ") + std::strerror(-pid) +
+                     (-pid == EPERM || -pid == ENOSPC
+                          ? " (are user namespaces enabled? check user.max_user_namespaces)"
+                          : ""),
+                 -pid, Code::kUnavailable};
+  l.pid_ = pid;
+  l.pidfd_.Reset(pidfd);
+  sync.read.Reset();
+  errors.write.Reset();
+  status.write.Reset();
+  out.write.Reset();
+  err.write.Reset();
+  control.Reset();
+
+  ISB_TRY(WriteIdMaps(pid, l.lease_.base()));
+  ISB_TRY(l.cgroup_.AddProcess(pid));
+  if (::write(sync.write.get(), "g", 1) != 1) return Error::Sys("start the sandbox");
+  sync.write.Reset();
+
+  // EOF: every step succeeded (run-once: the command was executed; service: init is serving).
+  ChildFailure failure{};
+  ssize_t got;
+  while ((got = ::read(errors.read.get(), &failure, sizeof failure)) < 0 && errno == EINTR) {
+  }
+  if (got == static_cast<ssize_t>(sizeof failure)) {
+    if (failure.step != Step::kExec) return SetupFailure(failure, plan);
+    l.exec_errno = failure.err;
+  } else if (got != 0) {
+    return Error::Sys("read the sandbox's setup report");
+  }
+  l.stdout_read = std::move(out.read);
+  l.stderr_read = std::move(err.read);
+  l.status_read = std::move(status.read);
+  return l;
+}
+
+}  // namespace isb::engine

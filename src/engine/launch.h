@@ -1,0 +1,69 @@
+// Launch: the parent's side of the containment sequence, up to a sandbox whose init is running.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <utility>
+
+#include "base/fd.h"
+#include "base/result.h"
+#include "engine/cgroup.h"
+#include "engine/config.h"
+#include "engine/idmap.h"
+
+namespace isb::engine {
+
+// How the sandbox's init behaves once containment is complete.
+enum class InitMode {
+  kRunOnce,  // run config.argv, report its status, exit (isb run)
+  kService,  // serve exec sessions on a control socket until killed (the daemon's sandboxes)
+};
+
+struct LaunchOptions {
+  std::string runtime_dir = "/run/isb";
+  InitMode mode = InitMode::kRunOnce;
+  // kRunOnce: the command's stdin, and whether SIGINT etc. are left blocked for the caller's signalfd.
+  int stdin_fd = 0;
+  // kService: where the control socket is created (a 0700 directory of the daemon's).
+  std::string control_path;
+  // kRunOnce sandboxes die with their parent; service sandboxes outlive the daemon.
+  bool die_with_parent = true;
+};
+
+// A sandbox whose containment succeeded. Destroying it kills the sandbox and removes its cgroup and lease,
+// unless Detach() handed them over (to the sandbox itself and to whoever adopts it).
+class Launched {
+ public:
+  Launched() = default;
+  Launched(Launched&& o) noexcept { *this = std::move(o); }
+  Launched& operator=(Launched&& o) noexcept;
+  ~Launched();
+
+  pid_t pid() const { return pid_; }
+  int pidfd() const { return pidfd_.get(); }
+  const IdLease& lease() const { return lease_; }
+  Cgroup& cgroup() { return cgroup_; }
+
+  // kRunOnce: the command's output pipes and init's status pipe; exec_errno is set when exec failed.
+  Fd stdout_read, stderr_read, status_read;
+  int exec_errno = 0;
+
+  // Waits for init to exit and returns its wait status.
+  int Wait();
+  // Leaves the sandbox running: the lease stays locked by init, the cgroup stays. Returns the cgroup's name.
+  std::string Detach();
+
+ private:
+  friend Result<Launched> Launch(const SandboxConfig&, const LaunchOptions&);
+  pid_t pid_ = 0;
+  Fd pidfd_;
+  IdLease lease_;
+  Cgroup cgroup_;
+};
+
+// Builds the sandbox and starts its init. Fails closed: if any containment step fails, nothing runs and nothing
+// is left behind. REQUIRES: the calling process is single-threaded (the sandbox is cloned from it).
+Result<Launched> Launch(const SandboxConfig& config, const LaunchOptions& options);
+
+}  // namespace isb::engine

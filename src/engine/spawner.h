@@ -1,0 +1,48 @@
+// The spawner: a single-threaded process, forked before the daemon starts any thread, that does every clone.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+#include "base/fd.h"
+#include "base/result.h"
+#include "engine/config.h"
+
+namespace isb::engine {
+
+// A service sandbox the spawner started and let go: its init holds the lease; the daemon owns the cgroup.
+struct SpawnedSandbox {
+  pid_t pid = 0;              // init, in the host's pid namespace
+  uint64_t start_time = 0;    // init's start time (/proc/PID/stat), to tell it from a reused pid
+  std::string cgroup;         // the cgroup's name under <hierarchy>/isb/
+  uint32_t lease_index = 0;
+  uint32_t uid_base = 0;
+};
+
+class Spawner {
+ public:
+  Spawner() = default;
+  Spawner(Spawner&&) = delete;
+  ~Spawner();
+
+  // Forks the spawner process. REQUIRES: no other thread exists yet.
+  Status Start(const std::string& runtime_dir);
+  // Launches a service sandbox whose init listens on `control_path`. Thread-safe (one launch at a time).
+  Result<SpawnedSandbox> Spawn(const SandboxConfig& config, const std::string& control_path);
+
+ private:
+  std::mutex mu_;
+  Fd sock_;
+  pid_t pid_ = 0;
+};
+
+// The start time of `pid` in clock ticks since boot (field 22 of /proc/PID/stat); 0 if it does not exist.
+uint64_t ProcessStartTime(pid_t pid);
+
+std::string ConfigToJson(const SandboxConfig& c);
+Result<SandboxConfig> ConfigFromJson(const std::string& text);
+
+}  // namespace isb::engine

@@ -1,0 +1,125 @@
+// Service sandboxes: the spawner launches them, init serves exec sessions, and they outlive their launcher.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <thread>
+
+#include "engine/cgroup.h"
+#include "engine/exec_client.h"
+#include "engine/idmap.h"
+#include "engine/spawner.h"
+#include "must_work.h"
+
+namespace isb::engine {
+namespace {
+
+class ServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ISB_REQUIRE_ROOT();
+    char tmpl[] = "/tmp/isb-svc-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    ASSERT_TRUE(spawner_.Start(dir_).ok());
+    SandboxConfig c;
+    c.hostname = "svc";
+    auto s = spawner_.Spawn(c, dir_ + "/control.sock");
+    ASSERT_TRUE(s.ok()) << s.error().message;
+    sb_ = *s;
+  }
+  void TearDown() override {
+    if (dir_.empty()) return;
+    if (sb_.pid > 0) {
+      int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, sb_.pid, 0));
+      ::kill(sb_.pid, SIGKILL);
+      if (pidfd >= 0) {  // else: gone and reaped already
+        pollfd p{pidfd, POLLIN, 0};
+        ::poll(&p, 1, 5000);
+        ::close(pidfd);
+      }
+      auto layout = DetectCgroupLayout();
+      ASSERT_TRUE(layout.ok());
+      Cgroup cg = Cgroup::Adopt(*layout, sb_.cgroup);
+      auto dirs = cg.dirs();
+      EXPECT_TRUE(cg.Remove().ok());
+      for (const auto& d : dirs) EXPECT_FALSE(std::filesystem::exists(d)) << d;
+      // The lease is released by init's death; its file goes when reclaimed.
+      for (int i = 0; i < 100 && !IdAllocator::ForHost(dir_).Reclaim(sb_.lease_index); ++i) ::usleep(10000);
+      EXPECT_TRUE(std::filesystem::is_empty(dir_ + "/ids"));
+    }
+    std::filesystem::remove_all(dir_);
+  }
+  Result<ExecOutcome> Exec(std::vector<std::string> argv, std::string in = "", int timeout_ms = 10000) {
+    ExecSpec spec;
+    spec.argv = std::move(argv);
+    spec.env = {"PATH=/usr/bin:/bin"};
+    spec.stdin_data = std::move(in);
+    spec.timeout = std::chrono::milliseconds(timeout_ms);
+    return ExecInSandbox(dir_ + "/control.sock", spec, nullptr);
+  }
+  std::string dir_;
+  Spawner spawner_;
+  SpawnedSandbox sb_;
+};
+
+TEST_F(ServiceTest, ExecRunsInTheSandbox) {
+  auto r = Exec({"sh", "-c", "hostname; cat; echo e >&2; exit 4"}, "from stdin\n");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->exit_code, 4);
+  EXPECT_EQ(r->stdout_data, "svc\nfrom stdin\n");
+  EXPECT_EQ(r->stderr_data, "e\n");
+  EXPECT_GT(sb_.start_time, 0u);
+  EXPECT_EQ(ProcessStartTime(sb_.pid), sb_.start_time);
+}
+
+TEST_F(ServiceTest, StateSurvivesBetweenExecs) {
+  ASSERT_EQ(Exec({"sh", "-c", "echo kept > /root/f"})->exit_code, 0);
+  EXPECT_EQ(Exec({"cat", "/root/f"})->stdout_data, "kept\n");
+}
+
+TEST_F(ServiceTest, TimeoutKillsTheCommandNotTheSandbox) {
+  auto r = Exec({"sleep", "30"}, "", 300);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE(r->timed_out);
+  EXPECT_EQ(r->exit_code, 124);
+  EXPECT_LT(r->duration_ms, 2000);
+  EXPECT_EQ(Exec({"true"})->exit_code, 0);
+}
+
+TEST_F(ServiceTest, NotFoundAndConcurrentExecs) {
+  auto nf = Exec({"no-such-cmd"});
+  ASSERT_TRUE(nf.ok());
+  EXPECT_EQ(nf->exit_code, 127);
+  EXPECT_EQ(nf->exec_error, "no-such-cmd: command not found in the sandbox");
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int i = 0; i < 8; ++i)
+    threads.emplace_back([&, i] {
+      auto r = Exec({"sh", "-c", "echo " + std::to_string(i)});
+      if (r.ok() && r->stdout_data == std::to_string(i) + "\n") ++ok;
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), 8);
+}
+
+TEST_F(ServiceTest, ANotRunningSandboxIsNotFound) {
+  ::kill(sb_.pid, SIGKILL);
+  int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, sb_.pid, 0));
+  if (pidfd >= 0) {
+    pollfd p{pidfd, POLLIN, 0};
+    ASSERT_EQ(::poll(&p, 1, 5000), 1);
+    ::close(pidfd);
+  }
+  auto r = Exec({"true"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, Code::kNotFound);
+}
+
+}  // namespace
+}  // namespace isb::engine
