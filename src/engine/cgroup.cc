@@ -210,6 +210,8 @@ Result<CgroupStats> Cgroup::ReadStats() const {
     s.peak_memory_bytes = ReadNumber(d + "/memory.peak");  // absent before Linux 5.19: reported as 0
     ISB_ASSIGN_OR_RETURN(std::string cpu, ReadFile(d + "/cpu.stat"));
     s.cpu_usec = KeyedValue(cpu, "usage_usec");
+    s.memory_bytes = ReadNumber(d + "/memory.current");
+    s.pids = ReadNumber(d + "/pids.current");
     return s;
   }
   std::string m = layout_.memory + "/isb/" + name();
@@ -217,6 +219,8 @@ Result<CgroupStats> Cgroup::ReadStats() const {
   s.oom_kills = KeyedValue(oom, "oom_kill");
   s.peak_memory_bytes = ReadNumber(m + "/memory.max_usage_in_bytes");
   s.cpu_usec = ReadNumber(layout_.cpuacct + "/isb/" + name() + "/cpuacct.usage") / 1000;
+  s.memory_bytes = ReadNumber(m + "/memory.usage_in_bytes");
+  s.pids = ReadNumber(layout_.pids + "/isb/" + name() + "/pids.current");
   return s;
 }
 

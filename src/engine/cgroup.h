@@ -30,6 +30,8 @@ struct CgroupStats {
   uint64_t oom_kills = 0;
   uint64_t peak_memory_bytes = 0;
   uint64_t cpu_usec = 0;
+  uint64_t memory_bytes = 0;  // current usage
+  uint64_t pids = 0;          // current count
 };
 
 // One sandbox's cgroup(s) under <hierarchy>/isb/<name>; removed by Remove() or the destructor.

@@ -29,9 +29,7 @@ void IdLease::Release() {
   lock_.Reset();
 }
 
-IdAllocator IdAllocator::ForHost(const std::string& runtime_dir) {
-  return IdAllocator(runtime_dir + "/ids", 1u << 28, 4096);
-}
+IdAllocator IdAllocator::ForHost() { return IdAllocator(kHostLeaseDir, 1u << 28, 4096); }
 
 Result<IdLease> IdAllocator::Acquire() {
   ISB_TRY(MakeDirs(dir_, 0700));

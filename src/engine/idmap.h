@@ -43,8 +43,11 @@ class IdAllocator {
   IdAllocator(std::string lease_dir, uid_t first_base, uint32_t count)
       : dir_(std::move(lease_dir)), first_base_(first_base), count_(count) {}
 
-  // The ranges isb uses on a host: 4096 ranges from 2^28, well above ordinary and subuid-allocated ids.
-  static IdAllocator ForHost(const std::string& runtime_dir);
+  // The ranges isb uses on a host: 4096 ranges from 2^28, well above ordinary and subuid-allocated ids, leased
+  // in one directory per host (/run/isb/ids) whatever the runtime dir, so that every isb process on the host
+  // (isb run, the daemon) draws from the same pool.
+  static IdAllocator ForHost();
+  static constexpr const char* kHostLeaseDir = "/run/isb/ids";
 
   Result<IdLease> Acquire();
   // Removes the lease file of range `index` if nobody holds it (its sandbox has exited). Returns true if removed

@@ -22,10 +22,10 @@ namespace {
 
 std::string RandomName() {
   unsigned char b[8];
-  if (::getrandom(b, sizeof b, 0) != sizeof b) return "sb-" + std::to_string(::getpid());
+  if (::getrandom(b, sizeof b, 0) != sizeof b) return "run-" + std::to_string(::getpid());
   char hex[17];
   for (int i = 0; i < 8; ++i) std::snprintf(hex + 2 * i, 3, "%02x", b[i]);
-  return std::string("sb-") + hex;
+  return std::string("run-") + hex;
 }
 
 Error SetupFailure(const ChildFailure& f, const ChildPlan& plan) {
@@ -117,10 +117,10 @@ Result<Launched> Launch(const SandboxConfig& config, const LaunchOptions& option
   plan.seccomp = *seccomp;
 
   Launched l;
-  ISB_ASSIGN_OR_RETURN(l.lease_, IdAllocator::ForHost(options.runtime_dir).Acquire());
+  ISB_ASSIGN_OR_RETURN(l.lease_, IdAllocator::ForHost().Acquire());
   if (!config.writable_dir.empty())
     ISB_TRY(PrepareWritableDir(config.writable_dir, l.lease_.base(), !config.image.empty()));
-  ISB_ASSIGN_OR_RETURN(l.cgroup_, Cgroup::Create(*layout, RandomName(), config.limits));
+  ISB_ASSIGN_OR_RETURN(l.cgroup_, Cgroup::Create(*layout, options.cgroup_name.empty() ? RandomName() : options.cgroup_name, config.limits));
 
   Fd control;
   if (plan.service) {

@@ -27,6 +27,8 @@ struct LaunchOptions {
   int stdin_fd = 0;
   // kService: where the control socket is created (a 0700 directory of the daemon's).
   std::string control_path;
+  // The cgroup's name under <hierarchy>/isb/ (default: "run-" and random hex).
+  std::string cgroup_name;
   // kRunOnce sandboxes die with their parent; service sandboxes outlive the daemon.
   bool die_with_parent = true;
 };

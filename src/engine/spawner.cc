@@ -47,6 +47,7 @@ std::string Handle(const std::string& request, const std::string& runtime_dir) {
   lo.mode = InitMode::kService;
   lo.control_path = req.value("control_path", "");
   lo.die_with_parent = false;
+  lo.cgroup_name = req.value("cgroup_name", "");
   lo.stdin_fd = -1;
   auto launched = Launch(*config, lo);
   if (!launched.ok())
@@ -105,10 +106,11 @@ Status Spawner::Start(const std::string& runtime_dir) {
   return {};
 }
 
-Result<SpawnedSandbox> Spawner::Spawn(const SandboxConfig& config, const std::string& control_path) {
+Result<SpawnedSandbox> Spawner::Spawn(const SandboxConfig& config, const std::string& control_path,
+                                      const std::string& cgroup_name) {
   std::lock_guard lock(mu_);
   if (!sock_.valid()) return Error::Msg("the spawner is not running");
-  ISB_TRY(SendText(sock_.get(), json{{"config", ConfigToJson(config)}, {"control_path", control_path}}.dump()));
+  ISB_TRY(SendText(sock_.get(), json{{"config", ConfigToJson(config)}, {"control_path", control_path}, {"cgroup_name", cgroup_name}}.dump()));
   ISB_ASSIGN_OR_RETURN(std::string text, RecvText(sock_.get()));
   json r = json::parse(text, nullptr, false);
   if (r.is_discarded()) return Error::Msg("malformed reply from the spawner");

@@ -31,7 +31,8 @@ class Spawner {
   // Forks the spawner process. REQUIRES: no other thread exists yet.
   Status Start(const std::string& runtime_dir);
   // Launches a service sandbox whose init listens on `control_path`. Thread-safe (one launch at a time).
-  Result<SpawnedSandbox> Spawn(const SandboxConfig& config, const std::string& control_path);
+  Result<SpawnedSandbox> Spawn(const SandboxConfig& config, const std::string& control_path,
+                               const std::string& cgroup_name = "");
 
  private:
   std::mutex mu_;

@@ -22,10 +22,6 @@ class RunTest : public ::testing::Test {
     opts_.forward_signals = false;
   }
   void TearDown() override {
-    // No lease outlives its sandbox.
-    if (std::filesystem::exists(opts_.runtime_dir + "/ids")) {
-      EXPECT_TRUE(std::filesystem::is_empty(opts_.runtime_dir + "/ids"));
-    }
     std::filesystem::remove_all(opts_.runtime_dir);
   }
   Result<RunResult> Run(std::vector<std::string> argv, SandboxConfig c = {}) {

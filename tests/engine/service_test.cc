@@ -50,8 +50,9 @@ class ServiceTest : public ::testing::Test {
       EXPECT_TRUE(cg.Remove().ok());
       for (const auto& d : dirs) EXPECT_FALSE(std::filesystem::exists(d)) << d;
       // The lease is released by init's death; its file goes when reclaimed.
-      for (int i = 0; i < 100 && !IdAllocator::ForHost(dir_).Reclaim(sb_.lease_index); ++i) ::usleep(10000);
-      EXPECT_TRUE(std::filesystem::is_empty(dir_ + "/ids"));
+      for (int i = 0; i < 100 && !IdAllocator::ForHost().Reclaim(sb_.lease_index); ++i) ::usleep(10000);
+      EXPECT_FALSE(std::filesystem::exists(std::string(IdAllocator::kHostLeaseDir) + "/" +
+                                           std::to_string(sb_.lease_index)));
     }
     std::filesystem::remove_all(dir_);
   }

@@ -1,0 +1,11 @@
+# The daemon: state, sandboxes as long-lived objects, and `isb serve` wiring.
+add_library(isb_store STATIC src/store/db.cc src/store/migrations.cc)
+target_link_libraries(isb_store PUBLIC isb_base SQLite::SQLite3)
+
+add_library(isb_daemon STATIC src/daemon/sandbox_manager.cc)
+target_link_libraries(isb_daemon PUBLIC isb_engine isb_store nlohmann_json::nlohmann_json)
+
+add_executable(isb_daemon_tests tests/store/db_test.cc tests/daemon/sandbox_manager_test.cc)
+target_link_libraries(isb_daemon_tests PRIVATE isb_daemon GTest::gtest_main)
+target_include_directories(isb_daemon_tests PRIVATE ${CMAKE_SOURCE_DIR}/tests)
+gtest_discover_tests(isb_daemon_tests DISCOVERY_MODE PRE_TEST)

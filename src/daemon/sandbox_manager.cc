@@ -1,0 +1,582 @@
+// Sandboxes as long-lived objects: create, exec, stop/start, files, removal, adoption and reaping.
+#include "daemon/sandbox_manager.h"
+
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <linux/openat2.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <set>
+#include <nlohmann/json.hpp>
+
+#include "base/fd.h"
+#include "base/file.h"
+#include "engine/contain.h"
+#include "engine/exec_client.h"
+#include "engine/idmap.h"
+#include "engine/namespaces.h"
+
+namespace isb::daemon {
+
+using nlohmann::json;
+using store::AsInt;
+using store::AsText;
+
+namespace {
+
+constexpr int64_t kMaxLifetime = 30 * 24 * 3600;
+constexpr uint64_t kExecOutputLimit = 256 * 1024;
+constexpr size_t kMaxStdin = 1 << 20;
+constexpr size_t kMaxRead = 4 << 20;
+constexpr size_t kMaxWrite = 2 << 20;
+
+Error Invalid(const std::string& m) { return Error::Of(Code::kInvalidArgument, m); }
+
+std::string NewId() {
+  unsigned char b[8];
+  if (::getrandom(b, sizeof b, 0) != sizeof b) return "";
+  char hex[17];
+  for (int i = 0; i < 8; ++i) std::snprintf(hex + 2 * i, 3, "%02x", b[i]);
+  return std::string("sb-") + hex;
+}
+
+Result<std::pair<uint32_t, uint32_t>> ParseUser(const std::string& user) {
+  try {
+    size_t colon = user.find(':');
+    size_t used = 0;
+    std::string u = user.substr(0, colon);
+    unsigned long uid = std::stoul(u, &used);
+    if (used != u.size()) throw std::invalid_argument("");
+    unsigned long gid = uid;
+    if (colon != std::string::npos) {
+      std::string g = user.substr(colon + 1);
+      gid = std::stoul(g, &used);
+      if (used != g.size()) throw std::invalid_argument("");
+    }
+    if (uid >= 65536 || gid >= 65536) throw std::out_of_range("");
+    return std::pair{static_cast<uint32_t>(uid), static_cast<uint32_t>(gid)};
+  } catch (const std::exception&) {
+    return Invalid("user: expected UID[:GID] with ids below 65536, got '" + user + "'");
+  }
+}
+
+// Paths a caller may not read or write inside a sandbox (judged on the lexically normal form; what symlinks
+// lead to is judged on the opened file).
+bool RefusedPath(const std::string& path) {
+  std::string collapsed;
+  for (char c : path)
+    if (!(c == '/' && !collapsed.empty() && collapsed.back() == '/')) collapsed.push_back(c);
+  std::string norm = std::filesystem::path(collapsed).lexically_normal().string();
+  if (norm.size() > 1 && norm.back() == '/') norm.pop_back();
+  for (std::string pre : {"/proc", "/sys", "/dev", "/run/isb", "/run/secrets"})
+    if (norm == pre || norm.starts_with(pre + "/")) return true;
+  return false;
+}
+
+// Opens `path` inside the root of process `pid`: symlinks and ".." resolve within that root, never on the host.
+Result<Fd> OpenInRoot(pid_t pid, const std::string& path, int flags, mode_t mode) {
+  if (path.empty() || path[0] != '/') return Invalid("path: must be absolute");
+  if (path.find('\0') != std::string::npos) return Invalid("path: must not contain NUL");
+  if (RefusedPath(path)) return Error::Of(Code::kForbidden, "path: " + path + " is refused (/proc, /sys, /dev and isb's own paths)");
+  Fd root(::open(("/proc/" + std::to_string(pid) + "/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!root.valid()) return Error::Of(Code::kConflict, "the sandbox is not running");
+  open_how how{};
+  how.flags = static_cast<uint64_t>(flags | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  how.mode = (flags & O_CREAT) ? mode : 0;
+  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+  long fd = ::syscall(SYS_openat2, root.get(), path.c_str() + 1, &how, sizeof how);
+  if (fd < 0) {
+    int e = errno;
+    Error err = Error::Sys("open " + path, e);
+    err.code = e == ENOENT ? Code::kNotFound : e == EISDIR || e == ENOTDIR ? Code::kInvalidArgument
+               : e == EACCES || e == EPERM || e == EROFS ? Code::kForbidden : Code::kInternal;
+    return err;
+  }
+  Fd out(static_cast<int>(fd));
+  // Whatever a symlink led to, only regular files on ordinary filesystems are served.
+  struct stat st{};
+  struct statfs sf{};
+  if (::fstat(out.get(), &st) != 0 || ::fstatfs(out.get(), &sf) != 0) return Error::Sys("stat " + path);
+  if (!S_ISREG(st.st_mode)) return Invalid("path: " + path + " is not a regular file");
+  for (long magic : {PROC_SUPER_MAGIC, SYSFS_MAGIC, DEVPTS_SUPER_MAGIC, CGROUP_SUPER_MAGIC, CGROUP2_SUPER_MAGIC,
+                     DEBUGFS_MAGIC, SECURITYFS_MAGIC, BPF_FS_MAGIC, TRACEFS_MAGIC})
+    if (sf.f_type == magic) return Error::Of(Code::kForbidden, "path: " + path + " is on a refused filesystem");
+  return out;
+}
+
+}  // namespace
+
+struct SandboxManager::Record {
+  std::string id, name, state;
+  api::SandboxSpec spec;
+  pid_t pid = 0;
+  uint64_t start_time = 0;
+  int64_t lease_index = -1;
+  uint32_t uid_base = 0;
+  int64_t created_at = 0, expires_at = 0, last_active_at = 0;
+};
+
+Status ValidateSpec(const api::SandboxSpec& s) {
+  if (!s.name.empty()) {
+    if (auto st = engine::ValidateHostname(s.name); !st.ok())
+      return Invalid("name: use 1-63 letters, digits and inner hyphens, got '" + s.name + "'");
+    if (s.name.starts_with("sb-")) return Invalid("name: must not start with 'sb-' (reserved for ids)");
+  }
+  if (!s.image.empty()) {
+    if (s.image[0] != '/') return Invalid("image: must be an absolute directory path");
+    std::error_code ec;
+    if (!std::filesystem::is_directory(s.image, ec)) return Invalid("image: '" + s.image + "' is not a directory");
+  }
+  if (!(s.cpus >= 0.001 && s.cpus <= 1024)) return Invalid("cpus: must be between 0.001 and 1024");
+  if (s.mem_limit < (4u << 20)) return Invalid("mem_limit: must be at least 4 MiB");
+  if (s.pids < 2 || s.pids > 1'000'000) return Invalid("pids: must be between 2 and 1000000");
+  for (const auto& [k, v] : s.environment)
+    if (k.empty() || k.find('=') != std::string::npos || k.find('\0') != std::string::npos ||
+        v.find('\0') != std::string::npos)
+      return Invalid("environment: invalid variable name '" + k + "'");
+  if (s.working_dir.empty() || s.working_dir[0] != '/') return Invalid("working_dir: must be an absolute path");
+  ISB_TRY(ParseUser(s.user));
+  for (const auto& [k, v] : s.labels)
+    if (k.starts_with("isb.")) return Invalid("labels: '" + k + "' is reserved (isb.* labels are set by isb)");
+  if (s.egress != "none")
+    return Invalid("egress: only 'none' is supported yet (lists and 'open' come with the egress proxy)");
+  if (s.expires.count() < 1 || s.expires.count() > kMaxLifetime) return Invalid("expires: must be between 1s and 30d");
+  if (s.idle_timeout.count() < 1) return Invalid("idle_timeout: must be at least 1s");
+  return {};
+}
+
+std::string SpecToJson(const api::SandboxSpec& s) {
+  return json{{"name", s.name},         {"image", s.image},
+              {"cpus", s.cpus},         {"mem_limit", s.mem_limit},
+              {"pids", s.pids},         {"environment", s.environment},
+              {"working_dir", s.working_dir}, {"user", s.user},
+              {"labels", s.labels},     {"egress", s.egress},
+              {"expires", s.expires.count()}, {"idle_timeout", s.idle_timeout.count()}}
+      .dump();
+}
+
+api::SandboxSpec SpecFromJson(const std::string& text) {
+  json j = json::parse(text, nullptr, false);
+  api::SandboxSpec s;
+  if (!j.is_object()) return s;
+  s.name = j.value("name", "");
+  s.image = j.value("image", "");
+  s.cpus = j.value("cpus", 2.0);
+  s.mem_limit = j.value("mem_limit", uint64_t{512} << 20);
+  s.pids = j.value("pids", 64u);
+  s.environment = j.value("environment", std::map<std::string, std::string>{});
+  s.working_dir = j.value("working_dir", "/");
+  s.user = j.value("user", "0:0");
+  s.labels = j.value("labels", std::map<std::string, std::string>{});
+  s.egress = j.value("egress", "none");
+  s.expires = std::chrono::seconds(j.value("expires", int64_t{86400}));
+  s.idle_timeout = std::chrono::seconds(j.value("idle_timeout", int64_t{7200}));
+  return s;
+}
+
+SandboxManager::SandboxManager(ManagerOptions options, engine::Spawner* spawner, store::Db* db,
+                               engine::CgroupLayout layout)
+    : options_(std::move(options)), spawner_(spawner), db_(db), layout_(std::move(layout)) {
+  if (!options_.now) options_.now = [] { return static_cast<int64_t>(::time(nullptr)); };
+}
+
+std::string SandboxManager::Dir(const std::string& id) const { return options_.state_dir + "/sandboxes/" + id; }
+
+void SandboxManager::Event(const std::string& id, const std::string& event, const std::string& reason) {
+  (void)db_->Exec("INSERT INTO sandbox_events(time, sandbox, event, reason) VALUES(?1, ?2, ?3, ?4)",
+                  {Now(), id, event, reason});
+}
+
+std::vector<std::pair<std::string, std::string>> SandboxManager::Events(const std::string& id) {
+  std::vector<std::pair<std::string, std::string>> out;
+  auto rows = db_->Query("SELECT event, reason FROM sandbox_events WHERE sandbox = ?1 ORDER BY id", {id});
+  if (rows.ok())
+    for (const auto& r : *rows) out.emplace_back(AsText(r[0]), AsText(r[1]));
+  return out;
+}
+
+Result<SandboxManager::Record> SandboxManager::Load(const std::string& id_or_name) {
+  auto rows = db_->Query(
+      "SELECT id, name, spec, state, pid, start_time, lease_index, uid_base, created_at, expires_at, last_active_at "
+      "FROM sandboxes WHERE (id = ?1 OR (name = ?1 AND name != '')) AND state != 'creating'",
+      {id_or_name});
+  if (!rows.ok()) return rows.error();
+  if (rows->empty()) return Error::Of(Code::kNotFound, "no sandbox '" + id_or_name + "'");
+  const auto& r = (*rows)[0];
+  Record rec;
+  rec.id = AsText(r[0]);
+  rec.name = AsText(r[1]);
+  rec.spec = SpecFromJson(AsText(r[2]));
+  rec.state = AsText(r[3]);
+  rec.pid = static_cast<pid_t>(AsInt(r[4]));
+  rec.start_time = static_cast<uint64_t>(AsInt(r[5]));
+  rec.lease_index = AsInt(r[6]);
+  rec.uid_base = static_cast<uint32_t>(AsInt(r[7]));
+  rec.created_at = AsInt(r[8]);
+  rec.expires_at = AsInt(r[9]);
+  rec.last_active_at = AsInt(r[10]);
+  return rec;
+}
+
+bool SandboxManager::Alive(const Record& rec) const {
+  return rec.state == "running" && rec.pid > 0 && engine::ProcessStartTime(rec.pid) == rec.start_time;
+}
+
+Status SandboxManager::Launch(Record& rec) {
+  auto ids = ParseUser(rec.spec.user);
+  engine::SandboxConfig c;
+  c.hostname = rec.name.empty() ? "sandbox" : rec.name;
+  c.image = rec.spec.image;
+  c.limits.memory_bytes = rec.spec.mem_limit;
+  c.limits.millicpus = static_cast<uint32_t>(rec.spec.cpus * 1000 + 0.5);
+  c.limits.pids = rec.spec.pids;
+  c.writable_dir = Dir(rec.id) + "/layer";
+  ISB_TRY(MakeDirs(Dir(rec.id), 0700));
+  ISB_ASSIGN_OR_RETURN(engine::SpawnedSandbox s, spawner_->Spawn(c, Dir(rec.id) + "/control.sock", rec.id));
+  rec.pid = s.pid;
+  rec.start_time = s.start_time;
+  rec.lease_index = s.lease_index;
+  rec.uid_base = s.uid_base;
+  rec.state = "running";
+  return db_->Exec("UPDATE sandboxes SET state='running', pid=?2, start_time=?3, lease_index=?4, uid_base=?5 "
+                   "WHERE id=?1",
+                   {rec.id, static_cast<int64_t>(rec.pid), static_cast<int64_t>(rec.start_time), rec.lease_index,
+                    static_cast<int64_t>(rec.uid_base)});
+}
+
+Status SandboxManager::Halt(Record& rec, const std::string& event, const std::string& reason) {
+  if (rec.pid > 0 && engine::ProcessStartTime(rec.pid) == rec.start_time) {
+    int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, rec.pid, 0));
+    if (pidfd >= 0) {
+      ::syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0);
+      pollfd p{pidfd, POLLIN, 0};
+      ::poll(&p, 1, 10'000);  // killing pid 1 takes the whole pid namespace with it
+      ::close(pidfd);
+    }
+  }
+  engine::Cgroup cg = engine::Cgroup::Adopt(layout_, rec.id);
+  bool oom = false;
+  if (auto st = cg.ReadStats(); st.ok()) oom = st->oom_kills > 0 && event == "died";
+  Status removed = cg.Remove();
+  if (rec.lease_index >= 0) {
+    for (int i = 0; i < 200 && !engine::IdAllocator::ForHost().Reclaim(static_cast<uint32_t>(rec.lease_index)); ++i)
+      ::usleep(5000);
+  }
+  ::unlink((Dir(rec.id) + "/control.sock").c_str());
+  rec.state = "stopped";
+  rec.pid = 0;
+  rec.start_time = 0;
+  rec.lease_index = -1;
+  ISB_TRY(db_->Exec("UPDATE sandboxes SET state='stopped', pid=0, start_time=0, lease_index=-1 WHERE id=?1", {rec.id}));
+  Event(rec.id, oom ? "oom" : event, reason);
+  return removed;
+}
+
+Result<api::SandboxInfo> SandboxManager::Info(const Record& rec) {
+  api::SandboxInfo info;
+  info.id = rec.id;
+  info.name = rec.name;
+  info.spec = rec.spec;
+  info.created_at = rec.created_at;
+  info.expires_at = rec.expires_at;
+  info.last_active_at = rec.last_active_at;
+  info.state = rec.state;
+  if (rec.state == "running") {
+    engine::Cgroup cg = engine::Cgroup::Adopt(layout_, rec.id);
+    if (auto st = cg.ReadStats(); st.ok()) {
+      info.usage.cpu_usec = st->cpu_usec;
+      info.usage.memory_bytes = st->memory_bytes;
+      info.usage.pids = static_cast<uint32_t>(st->pids);
+    }
+    cg.Release();
+  }
+  return info;
+}
+
+Result<api::SandboxInfo> SandboxManager::Create(const api::SandboxSpec& spec) {
+  ISB_TRY(ValidateSpec(spec));
+  Record rec;
+  rec.id = NewId();
+  if (rec.id.empty()) return Error::Msg("no randomness for a sandbox id");
+  rec.name = spec.name;
+  rec.spec = spec;
+  rec.created_at = rec.last_active_at = Now();
+  rec.expires_at = rec.created_at + spec.expires.count();
+  // The row exists before the sandbox does, so a daemon killed mid-create finds and undoes it at start-up.
+  auto ins = db_->Exec(
+      "INSERT INTO sandboxes(id, name, spec, state, created_at, expires_at, last_active_at) "
+      "VALUES(?1, ?2, ?3, 'creating', ?4, ?5, ?4)",
+      {rec.id, rec.name, SpecToJson(spec), rec.created_at, rec.expires_at});
+  if (!ins.ok()) {
+    if (ins.error().code == Code::kConflict) return Error::Of(Code::kConflict, "name: '" + spec.name + "' is in use");
+    return ins.error();
+  }
+  if (auto st = Launch(rec); !st.ok()) {
+    Halt(rec, "failed", st.error().message);
+    std::filesystem::remove_all(Dir(rec.id));
+    (void)db_->Exec("DELETE FROM sandboxes WHERE id = ?1", {rec.id});
+    return st.error();
+  }
+  Event(rec.id, "created");
+  return Info(rec);
+}
+
+Result<api::SandboxInfo> SandboxManager::Get(const std::string& id_or_name) {
+  ISB_ASSIGN_OR_RETURN(Record rec, Load(id_or_name));
+  if (rec.state == "running" && !Alive(rec)) {
+    std::lock_guard lock(mu_);
+    ISB_ASSIGN_OR_RETURN(rec, Load(id_or_name));
+    if (rec.state == "running" && !Alive(rec)) ISB_TRY(Halt(rec, "died", "its init exited"));
+  }
+  return Info(rec);
+}
+
+Result<std::vector<api::SandboxInfo>> SandboxManager::List() {
+  ISB_ASSIGN_OR_RETURN(auto rows, db_->Query("SELECT id FROM sandboxes WHERE state != 'creating' ORDER BY created_at, id"));
+  std::vector<api::SandboxInfo> out;
+  for (const auto& r : rows) {
+    auto info = Get(AsText(r[0]));
+    if (info.ok()) out.push_back(*info);
+  }
+  return out;
+}
+
+Result<api::ExecResult> SandboxManager::Exec(const std::string& id_or_name, const api::ExecRequest& req,
+                                             const api::OutputSink& sink) {
+  if (req.argv.empty() || req.argv[0].empty()) return Invalid("argv: must name a command");
+  if (req.stdin_data.size() > kMaxStdin) return Error::Of(Code::kTooLarge, "stdin: at most 1 MiB");
+  if (req.timeout.count() < 1 || req.timeout > std::chrono::minutes(15))
+    return Invalid("timeout: must be between 1ms and 15 minutes");
+  ISB_ASSIGN_OR_RETURN(Record rec, Load(id_or_name));
+  if (rec.state != "running") return Error::Of(Code::kConflict, "sandbox '" + rec.id + "' is stopped; start it first");
+  engine::ExecSpec spec;
+  spec.argv = req.argv;
+  std::vector<std::string> env;
+  std::map<std::string, std::string> merged = rec.spec.environment;
+  for (const auto& [k, v] : req.env) {
+    if (k.empty() || k.find('=') != std::string::npos) return Invalid("env: invalid variable name '" + k + "'");
+    merged[k] = v;
+  }
+  for (const auto& [k, v] : merged) env.push_back(k + "=" + v);
+  spec.env = engine::SandboxEnvironment(env);
+  spec.workdir = req.workdir.empty() ? rec.spec.working_dir : req.workdir;
+  auto ids = ParseUser(rec.spec.user);
+  spec.uid = ids.ok() ? ids->first : 0;
+  spec.gid = ids.ok() ? ids->second : 0;
+  spec.stdin_data = req.stdin_data;
+  spec.timeout = req.timeout;
+  spec.output_limit = kExecOutputLimit;
+  (void)db_->Exec("UPDATE sandboxes SET last_active_at = ?2 WHERE id = ?1", {rec.id, Now()});
+  auto out = engine::ExecInSandbox(Dir(rec.id) + "/control.sock", spec,
+                                   sink ? engine::ExecSink([&](int s, std::string_view d) { sink(s, d); })
+                                        : engine::ExecSink());
+  (void)db_->Exec("UPDATE sandboxes SET last_active_at = ?2 WHERE id = ?1", {rec.id, Now()});
+  if (!out.ok()) {
+    if (out.error().code == Code::kNotFound)
+      return Error::Of(Code::kConflict, "sandbox '" + rec.id + "' is not running");
+    return out.error();
+  }
+  if (!out->exec_error.empty() && out->exit_code != 126 && out->exit_code != 127)
+    return Error::Of(Code::kInvalidArgument, out->exec_error);
+  api::ExecResult r;
+  r.exit_code = out->exec_error.empty() ? out->exit_code : (out->exit_code == 127 ? 127 : 126);
+  r.signal = out->signal;
+  r.timed_out = out->timed_out;
+  r.stdout_data = std::move(out->stdout_data);
+  r.stderr_data = std::move(out->stderr_data);
+  if (!out->exec_error.empty()) r.stderr_data += "isb: " + out->exec_error + "\n";
+  r.stdout_truncated = out->stdout_truncated;
+  r.stderr_truncated = out->stderr_truncated;
+  r.duration_ms = out->duration_ms;
+  return r;
+}
+
+Result<api::SandboxInfo> SandboxManager::Stop(const std::string& id_or_name) {
+  std::lock_guard lock(mu_);
+  ISB_ASSIGN_OR_RETURN(Record rec, Load(id_or_name));
+  if (rec.state == "running") ISB_TRY(Halt(rec, "stopped", "requested"));
+  return Info(rec);
+}
+
+Result<api::SandboxInfo> SandboxManager::Start(const std::string& id_or_name) {
+  std::lock_guard lock(mu_);
+  ISB_ASSIGN_OR_RETURN(Record rec, Load(id_or_name));
+  if (rec.state == "running" && Alive(rec)) return Info(rec);
+  if (rec.state == "running") ISB_TRY(Halt(rec, "died", "its init exited"));
+  ISB_TRY(Launch(rec));
+  rec.last_active_at = Now();
+  (void)db_->Exec("UPDATE sandboxes SET last_active_at = ?2 WHERE id = ?1", {rec.id, rec.last_active_at});
+  Event(rec.id, "started");
+  return Info(rec);
+}
+
+Result<api::SandboxInfo> SandboxManager::Extend(const std::string& id_or_name, std::chrono::seconds by) {
+  if (by.count() < 1) return Invalid("by: must be at least 1s");
+  std::lock_guard lock(mu_);
+  ISB_ASSIGN_OR_RETURN(Record rec, Load(id_or_name));
+  int64_t until = std::max(rec.expires_at, Now()) + by.count();
+  if (until > Now() + kMaxLifetime) return Invalid("by: a sandbox expires at most 30 days from now");
+  rec.expires_at = until;
+  ISB_TRY(db_->Exec("UPDATE sandboxes SET expires_at = ?2 WHERE id = ?1", {rec.id, until}));
+  Event(rec.id, "extended", std::to_string(by.count()) + "s");
+  return Info(rec);
+}
+
+Status SandboxManager::Remove(const std::string& id_or_name) {
+  std::lock_guard lock(mu_);
+  ISB_ASSIGN_OR_RETURN(Record rec, Load(id_or_name));
+  Status halted = Halt(rec, "removed", "requested");
+  std::error_code ec;
+  std::filesystem::remove_all(Dir(rec.id), ec);
+  ISB_TRY(db_->Exec("DELETE FROM sandboxes WHERE id = ?1", {rec.id}));
+  cpu_samples_.erase(rec.id);
+  return halted;
+}
+
+Result<api::FileData> SandboxManager::ReadFile(const std::string& id_or_name, const std::string& path) {
+  ISB_ASSIGN_OR_RETURN(Record rec, Load(id_or_name));
+  if (!Alive(rec)) return Error::Of(Code::kConflict, "sandbox '" + rec.id + "' is not running");
+  ISB_ASSIGN_OR_RETURN(Fd fd, OpenInRoot(rec.pid, path, O_RDONLY, 0));
+  struct stat st{};
+  ::fstat(fd.get(), &st);
+  if (static_cast<uint64_t>(st.st_size) > kMaxRead)
+    return Error::Of(Code::kTooLarge, "path: " + path + " is larger than 4 MiB");
+  api::FileData out;
+  out.mode = st.st_mode & 07777;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Error::Sys("read " + path);
+    if (n == 0) break;
+    out.content.append(buf, static_cast<size_t>(n));
+    if (out.content.size() > kMaxRead) return Error::Of(Code::kTooLarge, "path: " + path + " is larger than 4 MiB");
+  }
+  return out;
+}
+
+Status SandboxManager::WriteFile(const std::string& id_or_name, const std::string& path, const api::FileData& data) {
+  if (data.content.size() > kMaxWrite) return Error::Of(Code::kTooLarge, "content: at most 2 MiB");
+  if (data.mode > 0777) return Invalid("mode: only permission bits (at most 0777)");
+  ISB_ASSIGN_OR_RETURN(Record rec, Load(id_or_name));
+  if (!Alive(rec)) return Error::Of(Code::kConflict, "sandbox '" + rec.id + "' is not running");
+  ISB_ASSIGN_OR_RETURN(Fd fd, OpenInRoot(rec.pid, path, O_WRONLY | O_CREAT | O_TRUNC, data.mode));
+  auto ids = ParseUser(rec.spec.user);
+  // The file belongs to the sandbox's user, as if it had written it.
+  uid_t uid = rec.uid_base + (ids.ok() ? ids->first : 0);
+  gid_t gid = rec.uid_base + (ids.ok() ? ids->second : 0);
+  if (::fchown(fd.get(), uid, gid) != 0 || ::fchmod(fd.get(), data.mode) != 0) return Error::Sys("chown " + path);
+  size_t off = 0;
+  while (off < data.content.size()) {
+    ssize_t n = ::write(fd.get(), data.content.data() + off, data.content.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Error::Sys("write " + path);
+    off += static_cast<size_t>(n);
+  }
+  return {};
+}
+
+Result<std::string> SandboxManager::Adopt() {
+  std::lock_guard lock(mu_);
+  int adopted = 0, died = 0, undone = 0, orphans = 0;
+  ISB_ASSIGN_OR_RETURN(auto rows, db_->Query("SELECT id, state FROM sandboxes"));
+  std::set<std::string> known;
+  for (const auto& r : rows) {
+    std::string id = AsText(r[0]), state = AsText(r[1]);
+    known.insert(id);
+    if (state == "creating") {
+      // The previous daemon died mid-create: nobody was told of this sandbox. Undo it.
+      engine::Cgroup cg = engine::Cgroup::Adopt(layout_, id);
+      (void)cg.Remove();
+      std::error_code ec;
+      std::filesystem::remove_all(Dir(id), ec);
+      (void)db_->Exec("DELETE FROM sandboxes WHERE id = ?1", {id});
+      ++undone;
+      continue;
+    }
+    auto rec = Load(id);
+    if (!rec.ok() || rec->state != "running") continue;
+    if (Alive(*rec)) {
+      Event(id, "adopted");
+      ++adopted;
+    } else {
+      (void)Halt(*rec, "died", "exited while no daemon was running");
+      ++died;
+    }
+  }
+  // cgroups of sandboxes the database does not know (a create interrupted before its row existed cannot
+  // happen, but a deleted state dir can): kill and remove. isb run's own groups are named run-*.
+  for (const std::string* root : {&layout_.memory, &layout_.v2_root}) {
+    std::error_code ec;
+    if (root->empty()) continue;
+    for (const auto& e : std::filesystem::directory_iterator(*root + "/isb", ec)) {
+      std::string name = e.path().filename().string();
+      if (!e.is_directory() || !name.starts_with("sb-") || known.count(name)) continue;
+      engine::Cgroup cg = engine::Cgroup::Adopt(layout_, name);
+      (void)cg.Remove();
+      ++orphans;
+    }
+  }
+  // Lease files whose holder is gone.
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(engine::IdAllocator::kHostLeaseDir, ec)) {
+    try {
+      engine::IdAllocator::ForHost().Reclaim(static_cast<uint32_t>(std::stoul(e.path().filename().string())));
+    } catch (...) {
+    }
+  }
+  return std::to_string(adopted) + " adopted, " + std::to_string(died) + " found dead, " + std::to_string(undone) +
+         " unfinished creates undone, " + std::to_string(orphans) + " orphaned cgroups removed";
+}
+
+int SandboxManager::ReapOnce() {
+  auto rows = db_->Query("SELECT id FROM sandboxes WHERE state != 'creating'");
+  if (!rows.ok()) return 0;
+  int removed = 0;
+  for (const auto& r : *rows) {
+    std::string id = AsText(r[0]);
+    std::string why;
+    {
+      std::lock_guard lock(mu_);
+      auto rec = Load(id);  // re-checked under the lock: an exec or extend may have come in meanwhile
+      if (!rec.ok()) continue;
+      const int64_t now = Now();
+      uint64_t cpu = 0;
+      if (rec->state == "running") {
+        engine::Cgroup cg = engine::Cgroup::Adopt(layout_, id);
+        if (auto st = cg.ReadStats(); st.ok()) cpu = st->cpu_usec;
+        cg.Release();
+      }
+      auto prev = cpu_samples_.find(id);
+      bool busy = false;
+      if (prev != cpu_samples_.end() && now > prev->second.first) {
+        double share = static_cast<double>(cpu - prev->second.second) / 1e6 / static_cast<double>(now - prev->second.first);
+        busy = share >= 0.02;
+      }
+      cpu_samples_[id] = {now, cpu};
+      if (now >= rec->expires_at) {
+        why = "expired";
+      } else if (now - rec->last_active_at >= rec->spec.idle_timeout.count() && !busy) {
+        why = "idle for " + std::to_string(now - rec->last_active_at) + "s (no exec, under 2% of a core)";
+      }
+      if (why.empty()) continue;
+      (void)Halt(*rec, "reaped", why);
+      std::error_code ec;
+      std::filesystem::remove_all(Dir(id), ec);
+      (void)db_->Exec("DELETE FROM sandboxes WHERE id = ?1", {id});
+      cpu_samples_.erase(id);
+      ++removed;
+    }
+  }
+  return removed;
+}
+
+}  // namespace isb::daemon

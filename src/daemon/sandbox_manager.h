@@ -1,0 +1,79 @@
+// SandboxManager: long-lived sandboxes over the engine, persisted in SQLite, adopted after a daemon restart.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "api/sandboxes.h"
+#include "engine/cgroup.h"
+#include "engine/spawner.h"
+#include "store/db.h"
+
+namespace isb::daemon {
+
+struct ManagerOptions {
+  std::string state_dir;           // sandboxes live under <state_dir>/sandboxes/<id>
+  std::string runtime_dir = "/run/isb";
+  std::function<int64_t()> now;    // unix seconds; injectable for tests
+};
+
+class SandboxManager : public api::Sandboxes {
+ public:
+  // `spawner` must have been started before any thread; `db` has the daemon's migrations applied.
+  SandboxManager(ManagerOptions options, engine::Spawner* spawner, store::Db* db, engine::CgroupLayout layout);
+
+  // At start-up: adopts every sandbox that is still running, marks the ones that died meanwhile stopped and
+  // releases what they held, finishes or undoes creates the previous daemon did not complete, and removes
+  // orphaned cgroups and leases. Returns a one-line summary.
+  Result<std::string> Adopt();
+
+  // One pass of the reaper: removes expired sandboxes and idle ones (no exec and under 2% of one core for their
+  // idle_timeout), re-checking each before removal and recording why. Returns how many it removed.
+  int ReapOnce();
+
+  Result<api::SandboxInfo> Create(const api::SandboxSpec& spec) override;
+  Result<api::SandboxInfo> Get(const std::string& id_or_name) override;
+  Result<std::vector<api::SandboxInfo>> List() override;
+  Result<api::ExecResult> Exec(const std::string& id_or_name, const api::ExecRequest& req,
+                               const api::OutputSink& sink) override;
+  Result<api::SandboxInfo> Stop(const std::string& id_or_name) override;
+  Result<api::SandboxInfo> Start(const std::string& id_or_name) override;
+  Result<api::SandboxInfo> Extend(const std::string& id_or_name, std::chrono::seconds by) override;
+  Status Remove(const std::string& id_or_name) override;
+  Result<api::FileData> ReadFile(const std::string& id_or_name, const std::string& path) override;
+  Status WriteFile(const std::string& id_or_name, const std::string& path, const api::FileData& data) override;
+
+  // Lifecycle events recorded so far for a sandbox: (event, reason) in order. For tests and history.
+  std::vector<std::pair<std::string, std::string>> Events(const std::string& id);
+
+ private:
+  struct Record;
+  Result<Record> Load(const std::string& id_or_name);
+  Status Launch(Record& rec);
+  // Kills the sandbox's processes and releases its cgroup and lease. The record's state becomes stopped.
+  Status Halt(Record& rec, const std::string& event, const std::string& reason);
+  bool Alive(const Record& rec) const;
+  Result<api::SandboxInfo> Info(const Record& rec);
+  std::string Dir(const std::string& id) const;
+  void Event(const std::string& id, const std::string& event, const std::string& reason = "");
+  int64_t Now() const { return options_.now(); }
+
+  ManagerOptions options_;
+  engine::Spawner* spawner_;
+  store::Db* db_;
+  engine::CgroupLayout layout_;
+  // Serializes state changes per sandbox id (create/stop/start/remove/reap); execs do not take it.
+  std::mutex mu_;
+  std::map<std::string, std::pair<int64_t, uint64_t>> cpu_samples_;  // id -> (time, cpu_usec) for the reaper
+};
+
+// Spec validation and the JSON form stored in the database.
+Status ValidateSpec(const api::SandboxSpec& spec);
+std::string SpecToJson(const api::SandboxSpec& spec);
+api::SandboxSpec SpecFromJson(const std::string& text);
+
+}  // namespace isb::daemon

@@ -1,0 +1,117 @@
+// SQLite wrapper and migration runner.
+#include "store/db.h"
+
+#include <memory>
+
+namespace isb::store {
+
+int64_t AsInt(const Value& v) {
+  if (auto* i = std::get_if<int64_t>(&v)) return *i;
+  if (auto* d = std::get_if<double>(&v)) return static_cast<int64_t>(*d);
+  return 0;
+}
+
+std::string AsText(const Value& v) {
+  if (auto* s = std::get_if<std::string>(&v)) return *s;
+  if (auto* i = std::get_if<int64_t>(&v)) return std::to_string(*i);
+  return "";
+}
+
+Db::~Db() {
+  if (db_) sqlite3_close_v2(db_);
+}
+
+Result<std::unique_ptr<Db>> Db::Open(const std::string& path, const std::vector<std::string>& migrations) {
+  std::unique_ptr<Db> db(new Db());
+  int rc = sqlite3_open_v2(path.c_str(), &db->db_,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
+  if (rc != SQLITE_OK) return Error::Msg("open database " + path + ": " + sqlite3_errstr(rc));
+  sqlite3_busy_timeout(db->db_, 5000);
+  std::lock_guard lock(db->mu_);
+  for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "PRAGMA foreign_keys=ON"}) {
+    auto r = db->QueryLocked(pragma, {});
+    if (!r.ok()) return r.error();
+  }
+  auto v = db->QueryLocked("PRAGMA user_version", {});
+  if (!v.ok()) return v.error();
+  db->version_ = static_cast<int>(AsInt((*v)[0][0]));
+  if (db->version_ > static_cast<int>(migrations.size()))
+    return Error::Msg("database " + path + " has schema version " + std::to_string(db->version_) +
+                      ", newer than this isb (" + std::to_string(migrations.size()) + "); upgrade isb");
+  for (size_t i = static_cast<size_t>(db->version_); i < migrations.size(); ++i) {
+    std::string sql = "BEGIN IMMEDIATE;\n" + migrations[i] + ";\nPRAGMA user_version=" + std::to_string(i + 1) +
+                      ";\nCOMMIT;";
+    char* err = nullptr;
+    if (sqlite3_exec(db->db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+      std::string msg = err ? err : "unknown error";
+      sqlite3_free(err);
+      sqlite3_exec(db->db_, "ROLLBACK", nullptr, nullptr, nullptr);
+      return Error::Msg("migration " + std::to_string(i + 1) + " failed: " + msg);
+    }
+    db->version_ = static_cast<int>(i + 1);
+  }
+  return db;
+}
+
+Result<std::vector<Row>> Db::Query(const std::string& sql, const std::vector<Value>& args) {
+  std::lock_guard lock(mu_);
+  return QueryLocked(sql, args);
+}
+
+Status Db::Exec(const std::string& sql, const std::vector<Value>& args) {
+  auto r = Query(sql, args);
+  if (!r.ok()) return r.error();
+  return {};
+}
+
+int64_t Db::LastInsertId() {
+  std::lock_guard lock(mu_);
+  return sqlite3_last_insert_rowid(db_);
+}
+
+Result<std::vector<Row>> Db::QueryLocked(const std::string& sql, const std::vector<Value>& args) {
+  sqlite3_stmt* raw = nullptr;
+  if (sqlite3_prepare_v2(db_, sql.c_str(), static_cast<int>(sql.size()), &raw, nullptr) != SQLITE_OK)
+    return Error::Msg(std::string("sql: ") + sqlite3_errmsg(db_));
+  std::unique_ptr<sqlite3_stmt, decltype(&sqlite3_finalize)> stmt(raw, &sqlite3_finalize);
+  for (size_t i = 0; i < args.size(); ++i) {
+    int idx = static_cast<int>(i + 1);
+    const Value& v = args[i];
+    int rc = SQLITE_OK;
+    if (std::holds_alternative<std::nullptr_t>(v)) rc = sqlite3_bind_null(raw, idx);
+    else if (auto* n = std::get_if<int64_t>(&v)) rc = sqlite3_bind_int64(raw, idx, *n);
+    else if (auto* d = std::get_if<double>(&v)) rc = sqlite3_bind_double(raw, idx, *d);
+    else {
+      const auto& s = std::get<std::string>(v);
+      rc = sqlite3_bind_text(raw, idx, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+    }
+    if (rc != SQLITE_OK) return Error::Msg(std::string("sql bind: ") + sqlite3_errmsg(db_));
+  }
+  std::vector<Row> rows;
+  for (;;) {
+    int rc = sqlite3_step(raw);
+    if (rc == SQLITE_DONE) break;
+    if (rc != SQLITE_ROW) {
+      Error e = Error::Msg(std::string("sql: ") + sqlite3_errmsg(db_));
+      if (rc == SQLITE_CONSTRAINT) e.code = Code::kConflict;
+      return e;
+    }
+    Row row;
+    int n = sqlite3_column_count(raw);
+    for (int c = 0; c < n; ++c) {
+      switch (sqlite3_column_type(raw, c)) {
+        case SQLITE_INTEGER: row.emplace_back(static_cast<int64_t>(sqlite3_column_int64(raw, c))); break;
+        case SQLITE_FLOAT: row.emplace_back(sqlite3_column_double(raw, c)); break;
+        case SQLITE_NULL: row.emplace_back(nullptr); break;
+        default: {
+          const auto* t = reinterpret_cast<const char*>(sqlite3_column_text(raw, c));
+          row.emplace_back(std::string(t ? t : "", static_cast<size_t>(sqlite3_column_bytes(raw, c))));
+        }
+      }
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+}  // namespace isb::store

@@ -1,0 +1,46 @@
+// SQLite access: one connection (WAL, foreign keys, busy timeout), statements with bound values, numbered migrations.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "base/result.h"
+
+namespace isb::store {
+
+using Value = std::variant<std::nullptr_t, int64_t, double, std::string>;
+using Row = std::vector<Value>;
+
+int64_t AsInt(const Value& v);
+std::string AsText(const Value& v);
+
+// Thread-safe: every call holds the connection's mutex. Transactions are per call (Exec of several statements)
+// or explicit through Transaction.
+class Db {
+ public:
+  ~Db();
+  // Opens (creating) `path` and applies every migration not yet applied, each in its own transaction.
+  static Result<std::unique_ptr<Db>> Open(const std::string& path, const std::vector<std::string>& migrations);
+
+  // Runs one statement with `args` bound to ?1..?N; returns its rows.
+  Result<std::vector<Row>> Query(const std::string& sql, const std::vector<Value>& args = {});
+  Status Exec(const std::string& sql, const std::vector<Value>& args = {});
+  int64_t LastInsertId();
+  int schema_version() const { return version_; }
+
+ private:
+  Db() = default;
+  Result<std::vector<Row>> QueryLocked(const std::string& sql, const std::vector<Value>& args);
+  sqlite3* db_ = nullptr;
+  std::mutex mu_;
+  int version_ = 0;
+};
+
+}  // namespace isb::store

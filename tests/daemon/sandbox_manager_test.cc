@@ -1,0 +1,200 @@
+// SandboxManager against the real engine: lifecycle, files, adoption by a new manager, and the reaper.
+#include "daemon/sandbox_manager.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <thread>
+
+#include "must_work.h"
+#include "store/migrations.h"
+
+namespace isb::daemon {
+namespace {
+
+class ManagerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ISB_REQUIRE_ROOT();
+    char tmpl[] = "/tmp/isb-mgr-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    Restart();
+  }
+  // A new daemon over the same state: new spawner, new database connection, new manager.
+  void Restart() {
+    mgr_.reset();
+    db_.reset();
+    spawner_ = std::make_unique<engine::Spawner>();
+    ASSERT_TRUE(spawner_->Start("/run/isb").ok());
+    auto db = store::Db::Open(dir_ + "/isb.db", store::Migrations());
+    ASSERT_TRUE(db.ok()) << db.error().message;
+    db_ = std::move(*db);
+    auto layout = engine::DetectCgroupLayout();
+    ASSERT_TRUE(layout.ok());
+    mgr_ = std::make_unique<SandboxManager>(ManagerOptions{dir_, "/run/isb", [this] { return now_.load(); }},
+                                            spawner_.get(), db_.get(), *layout);
+  }
+  void TearDown() override {
+    if (dir_.empty()) return;
+    if (mgr_) {
+      auto all = mgr_->List();
+      if (all.ok())
+        for (const auto& s : *all) EXPECT_TRUE(mgr_->Remove(s.id).ok());
+    }
+    mgr_.reset();
+    spawner_.reset();
+    // Nothing of any sandbox is left: cgroups, leases, state.
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator("/sys/fs/cgroup/memory/isb", ec))
+      EXPECT_FALSE(e.is_directory() && e.path().filename().string().starts_with("sb-")) << e.path();
+    EXPECT_TRUE(std::filesystem::is_empty(dir_ + "/sandboxes", ec) || !std::filesystem::exists(dir_ + "/sandboxes"));
+    std::filesystem::remove_all(dir_);
+  }
+  api::ExecResult Exec(const std::string& id, std::vector<std::string> argv) {
+    api::ExecRequest req;
+    req.argv = std::move(argv);
+    auto r = mgr_->Exec(id, req, nullptr);
+    EXPECT_TRUE(r.ok()) << r.error().message;
+    return r.ok() ? *r : api::ExecResult{};
+  }
+  std::string dir_;
+  std::atomic<int64_t> now_{1'000'000};
+  std::unique_ptr<engine::Spawner> spawner_;
+  std::unique_ptr<store::Db> db_;
+  std::unique_ptr<SandboxManager> mgr_;
+};
+
+TEST_F(ManagerTest, CreateExecStopStartRemove) {
+  api::SandboxSpec spec;
+  spec.name = "box1";
+  spec.environment = {{"GREETING", "hello"}};
+  spec.working_dir = "/tmp";
+  auto sb = mgr_->Create(spec);
+  ASSERT_TRUE(sb.ok()) << sb.error().message;
+  EXPECT_EQ(sb->state, "running");
+  EXPECT_EQ(sb->id.size(), 19u);
+  auto r = Exec("box1", {"sh", "-c", "echo $GREETING $(pwd) $(hostname) > /root/f; cat /root/f"});
+  EXPECT_EQ(r.stdout_data, "hello /tmp box1\n");
+  EXPECT_EQ(mgr_->Create(spec).error().code, Code::kConflict);
+
+  ASSERT_TRUE(mgr_->Stop(sb->id).ok());
+  EXPECT_EQ(mgr_->Get(sb->id)->state, "stopped");
+  api::ExecRequest req;
+  req.argv = {"true"};
+  EXPECT_EQ(mgr_->Exec(sb->id, req, nullptr).error().code, Code::kConflict);
+  ASSERT_TRUE(mgr_->Start(sb->id).ok());
+  // The writable layer survives a stop.
+  EXPECT_EQ(Exec(sb->id, {"cat", "/root/f"}).stdout_data, "hello /tmp box1\n");
+  ASSERT_TRUE(mgr_->Remove("box1").ok());
+  EXPECT_EQ(mgr_->Get(sb->id).error().code, Code::kNotFound);
+  auto events = mgr_->Events(sb->id);
+  ASSERT_EQ(events.size(), 4u);
+  EXPECT_EQ(events[0].first, "created");
+  EXPECT_EQ(events[1].first, "stopped");
+  EXPECT_EQ(events[2].first, "started");
+  EXPECT_EQ(events[3].first, "removed");
+}
+
+TEST_F(ManagerTest, FilesResolveInsideTheSandbox) {
+  auto sb = mgr_->Create({});
+  ASSERT_TRUE(sb.ok()) << sb.error().message;
+  ASSERT_TRUE(mgr_->WriteFile(sb->id, "/tmp/a.txt", {"data\n", 0640}).ok());
+  auto r = Exec(sb->id, {"sh", "-c", "cat /tmp/a.txt; stat -c '%a %u' /tmp/a.txt"});
+  EXPECT_EQ(r.stdout_data, "data\n640 0\n");
+  // A symlink to a host path resolves inside the sandbox's root: the host's file is not reached.
+  Exec(sb->id, {"ln", "-s", "/etc/shadow", "/tmp/link"});
+  auto shadow = mgr_->ReadFile(sb->id, "/tmp/link");
+  ASSERT_FALSE(shadow.ok());
+  EXPECT_EQ(shadow.error().code, Code::kNotFound);
+  Exec(sb->id, {"ln", "-s", "/proc/1/environ", "/tmp/p"});
+  EXPECT_EQ(mgr_->ReadFile(sb->id, "/tmp/p").error().code, Code::kForbidden);
+  EXPECT_EQ(mgr_->ReadFile(sb->id, "/proc/1/environ").error().code, Code::kForbidden);
+  EXPECT_EQ(mgr_->ReadFile(sb->id, "/tmp/../dev/null").error().code, Code::kForbidden);
+  EXPECT_EQ(mgr_->WriteFile(sb->id, "/usr/bin/x", {"x", 0644}).error().code, Code::kForbidden);  // EROFS
+  auto back = mgr_->ReadFile(sb->id, "/tmp/a.txt");
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->content, "data\n");
+  EXPECT_EQ(back->mode, 0640u);
+}
+
+TEST_F(ManagerTest, ANewDaemonAdoptsRunningSandboxes) {
+  auto a = mgr_->Create({});
+  auto b = mgr_->Create({});
+  ASSERT_TRUE(a.ok() && b.ok());
+  Exec(a->id, {"sh", "-c", "echo before > /root/x"});
+  Restart();  // the old spawner exits; the sandboxes do not
+  // b dies while no daemon runs
+  auto rows = db_->Query("SELECT pid FROM sandboxes WHERE id = ?1", {b->id});
+  ::kill(static_cast<pid_t>(store::AsInt((*rows)[0][0])), SIGKILL);
+  ::usleep(100000);
+  auto summary = mgr_->Adopt();
+  ASSERT_TRUE(summary.ok());
+  EXPECT_EQ(*summary, "1 adopted, 1 found dead, 0 unfinished creates undone, 0 orphaned cgroups removed");
+  EXPECT_EQ(Exec(a->id, {"cat", "/root/x"}).stdout_data, "before\n");
+  EXPECT_EQ(mgr_->Get(b->id)->state, "stopped");
+  EXPECT_EQ(mgr_->Events(a->id).back().first, "adopted");
+}
+
+TEST_F(ManagerTest, ReaperRemovesExpiredAndIdleWithReasons) {
+  api::SandboxSpec exp;
+  exp.expires = std::chrono::seconds(60);
+  api::SandboxSpec idle;
+  idle.idle_timeout = std::chrono::seconds(30);
+  api::SandboxSpec keep;
+  auto e = mgr_->Create(exp);
+  auto i = mgr_->Create(idle);
+  auto k = mgr_->Create(keep);
+  ASSERT_TRUE(e.ok() && i.ok() && k.ok());
+  EXPECT_EQ(mgr_->ReapOnce(), 0);
+  now_ += 31;
+  EXPECT_EQ(mgr_->ReapOnce(), 1);  // idle
+  now_ += 30;
+  EXPECT_EQ(mgr_->ReapOnce(), 1);  // expired
+  EXPECT_EQ(mgr_->Events(i->id).back(), (std::pair<std::string, std::string>{"reaped", "idle for 31s (no exec, under 2% of a core)"}));
+  EXPECT_EQ(mgr_->Events(e->id).back(), (std::pair<std::string, std::string>{"reaped", "expired"}));
+  EXPECT_TRUE(mgr_->Get(k->id).ok());
+}
+
+TEST_F(ManagerTest, ConcurrentCreatesAndExecs) {
+  std::vector<std::thread> ts;
+  std::atomic<int> ok{0};
+  for (int t = 0; t < 10; ++t)
+    ts.emplace_back([&] {
+      auto sb = mgr_->Create({});
+      if (!sb.ok()) return;
+      api::ExecRequest req;
+      req.argv = {"echo", "x"};
+      auto r = mgr_->Exec(sb->id, req, nullptr);
+      if (r.ok() && r->stdout_data == "x\n") ++ok;
+    });
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(ok.load(), 10);
+}
+
+TEST(Spec, Validation) {
+  api::SandboxSpec s;
+  EXPECT_TRUE(ValidateSpec(s).ok());
+  s.egress = "open";
+  EXPECT_EQ(ValidateSpec(s).error().message,
+            "egress: only 'none' is supported yet (lists and 'open' come with the egress proxy)");
+  s = {};
+  s.labels = {{"isb.owner", "me"}};
+  EXPECT_EQ(ValidateSpec(s).error().code, Code::kInvalidArgument);
+  s = {};
+  s.expires = std::chrono::seconds(31 * 86400);
+  EXPECT_EQ(ValidateSpec(s).error().message, "expires: must be between 1s and 30d");
+  s = {};
+  s.user = "root";
+  EXPECT_NE(ValidateSpec(s).error().message.find("user:"), std::string::npos);
+  api::SandboxSpec r = SpecFromJson(SpecToJson(api::SandboxSpec{.name = "n", .cpus = 0.5, .labels = {{"a", "b"}}}));
+  EXPECT_EQ(r.name, "n");
+  EXPECT_EQ(r.cpus, 0.5);
+  EXPECT_EQ(r.labels.at("a"), "b");
+}
+
+}  // namespace
+}  // namespace isb::daemon
