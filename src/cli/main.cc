@@ -2,8 +2,10 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/run_cmd.h"
+#include "engine/contain.h"
 
 int main(int argc, char** argv) {
+  isb::engine::RememberProcessArgs(argc, argv);
   CLI::App app{"isb: run other people's and agents' code in sandboxes on your own Linux machines"};
   app.require_subcommand(1);
   int exit_code = 0;
@@ -12,7 +14,11 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;
+    if (rc == 0) return 0;
+    // For `run`, a usage error is isb failing before the command ran: 125, like every other such failure.
+    for (const auto* sub : app.get_subcommands())
+      if (sub->get_name() == "run") return 125;
+    return 2;
   }
   return exit_code;
 }

@@ -7,7 +7,9 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstring>
 
 #include "engine/caps.h"
 #include "engine/init.h"
@@ -87,6 +89,17 @@ Status PrepareChildPlan(const SandboxConfig& config, ChildPlan* plan) {
   return {};
 }
 
+namespace {
+char* g_args_start = nullptr;
+size_t g_args_len = 0;
+}  // namespace
+
+void RememberProcessArgs(int argc, char** argv) {
+  if (argc <= 0) return;
+  g_args_start = argv[0];
+  g_args_len = static_cast<size_t>(argv[argc - 1] + std::strlen(argv[argc - 1]) - argv[0]);
+}
+
 void ChildFail(const ChildPlan& plan, Step step, int err, int detail) {
   ChildFailure f{step, err, detail};
   ssize_t n = ::write(plan.error_fd, &f, sizeof f);
@@ -96,6 +109,10 @@ void ChildFail(const ChildPlan& plan, Step step, int err, int detail) {
 
 void ChildMain(const ChildPlan& plan) {
   if (plan.die_with_parent) ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (g_args_start != nullptr) {
+    std::memset(g_args_start, 0, g_args_len);
+    std::memcpy(g_args_start, "isb-init", std::min<size_t>(g_args_len, 8));
+  }
   char go = 0;
   if (::read(plan.sync_fd, &go, 1) != 1) ChildFail(plan, Step::kSync, errno);
   ::close(plan.sync_fd);

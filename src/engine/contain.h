@@ -76,6 +76,10 @@ std::vector<std::string> SandboxEnvironment(const std::vector<std::string>& env)
 // Fills argv, envp, exec candidates, hostname, workdir, uid/gid, rlimits and capabilities from `config`.
 Status PrepareChildPlan(const SandboxConfig& config, ChildPlan* plan);
 
+// Records where this process's argv strings are, so that a sandbox's init (a fork of this process) can erase
+// them: /proc/1/cmdline inside the sandbox would otherwise show the host's isb command line and its paths.
+void RememberProcessArgs(int argc, char** argv);
+
 // The child side of clone: runs the containment steps in order and becomes the sandbox's init.
 // Async-signal-safe throughout. Never returns.
 [[noreturn]] void ChildMain(const ChildPlan& plan);

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <ftw.h>
+#include <linux/openat2.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -239,50 +240,132 @@ Result<RootfsPlan> PlanRootfs(const SandboxConfig& config, const std::string& st
   return plan;
 }
 
+namespace {
+
+// Mount targets are resolved without following any symlink: an image's symlink (say /tmp -> /host/dir) would
+// otherwise redirect a step of the setup onto the host. Returns an fd or -1 with errno set.
+int OpenNoSymlinks(const char* path, uint64_t flags) {
+  open_how how{};
+  how.flags = flags | O_CLOEXEC | O_NOFOLLOW;
+  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  return static_cast<int>(::syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how));
+}
+
+// Opens the parent directory of `path` and points *name at its last component.
+int OpenParent(const char* path, const char** name) {
+  const char* slash = std::strrchr(path, '/');
+  char parent[4096];
+  size_t n = slash == nullptr ? 0 : static_cast<size_t>(slash - path);
+  if (slash == nullptr || n >= sizeof parent) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  std::memcpy(parent, path, n ? n : 1);
+  parent[n ? n : 1] = '\0';
+  *name = slash + 1;
+  return OpenNoSymlinks(parent, O_PATH | O_DIRECTORY);
+}
+
+// "/proc/self/fd/N" into buf, without allocating.
+const char* FdPath(int fd, char (&buf)[32]) {
+  char digits[16];
+  int k = 0;
+  do {
+    digits[k++] = static_cast<char>('0' + fd % 10);
+    fd /= 10;
+  } while (fd > 0);
+  std::memcpy(buf, "/proc/self/fd/", 14);
+  for (int i = 0; i < k; ++i) buf[14 + i] = digits[k - 1 - i];
+  buf[14 + k] = '\0';
+  return buf;
+}
+
+int RunStep(const MountStep& s) {
+  const char* name = nullptr;
+  switch (s.kind) {
+    case MountStep::kMount: {
+      int fd = OpenNoSymlinks(s.target, O_PATH);
+      if (fd < 0) return -1;
+      char buf[32];
+      int rc = ::mount(s.source, FdPath(fd, buf), s.fstype, s.flags, s.data);
+      int saved = errno;
+      ::close(fd);
+      errno = saved;
+      return rc;
+    }
+    case MountStep::kMkdir: {
+      int dir = OpenParent(s.target, &name);
+      if (dir < 0) return -1;
+      int rc = ::mkdirat(dir, name, s.mode);
+      if (rc == 0) {
+        rc = ::fchmodat(dir, name, s.mode, 0);  // the umask does not decide a mount point's mode
+      } else if (errno == EEXIST) {
+        int existing = OpenNoSymlinks(s.target, O_PATH | O_DIRECTORY);  // a directory, not a symlink to one
+        rc = existing < 0 ? -1 : ::close(existing);
+      }
+      int saved = errno;
+      ::close(dir);
+      errno = saved;
+      return rc;
+    }
+    case MountStep::kTouch:
+    case MountStep::kWriteFile: {
+      int dir = OpenParent(s.target, &name);
+      if (dir < 0) return -1;
+      int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (s.kind == MountStep::kWriteFile ? O_TRUNC : 0);
+      int fd = ::openat(dir, name, flags, s.mode);
+      int saved = errno;
+      ::close(dir);
+      if (fd < 0) {
+        errno = saved;
+        return -1;
+      }
+      int rc = 0;
+      if (s.kind == MountStep::kWriteFile) {
+        size_t len = std::strlen(s.source);
+        rc = ::write(fd, s.source, len) == static_cast<ssize_t>(len) ? 0 : -1;
+      }
+      saved = errno;
+      ::close(fd);
+      errno = saved;
+      return rc;
+    }
+    case MountStep::kSymlink: {
+      int dir = OpenParent(s.target, &name);
+      if (dir < 0) return -1;
+      int rc = ::symlinkat(s.source, dir, name);
+      if (rc != 0 && errno == EEXIST) rc = 0;
+      int saved = errno;
+      ::close(dir);
+      errno = saved;
+      return rc;
+    }
+    case MountStep::kPivotRoot: {
+      int dir = OpenNoSymlinks(s.target, O_PATH | O_DIRECTORY);
+      if (dir < 0) return -1;
+      // pivot_root(".", ".") stacks the old root under the new one; detaching it leaves only the new root.
+      int rc = (::fchdir(dir) != 0 || ::syscall(SYS_pivot_root, ".", ".") != 0 || ::umount2(".", MNT_DETACH) != 0 ||
+                ::chdir("/") != 0)
+                   ? -1
+                   : 0;
+      int saved = errno;
+      ::close(dir);
+      errno = saved;
+      return rc;
+    }
+  }
+  errno = EINVAL;
+  return -1;
+}
+
+}  // namespace
+
 int ExecuteRootfs(const RootfsPlan& plan) {
   const auto& steps = plan.steps();
   for (size_t i = 0; i < steps.size(); ++i) {
-    const MountStep& s = steps[i];
-    int rc = 0;
-    switch (s.kind) {
-      case MountStep::kMount:
-        rc = ::mount(s.source, s.target, s.fstype, s.flags, s.data);
-        break;
-      case MountStep::kMkdir:
-        rc = ::mkdir(s.target, s.mode);
-        if (rc != 0 && errno == EEXIST) rc = 0;
-        if (rc == 0) rc = ::chmod(s.target, s.mode);
-        break;
-      case MountStep::kTouch: {
-        int fd = ::open(s.target, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, s.mode);
-        rc = fd < 0 ? -1 : ::close(fd);
-        break;
-      }
-      case MountStep::kSymlink:
-        rc = ::symlink(s.source, s.target);
-        if (rc != 0 && errno == EEXIST) rc = 0;
-        break;
-      case MountStep::kWriteFile: {
-        int fd = ::open(s.target, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, s.mode);
-        if (fd < 0) { rc = -1; break; }
-        size_t len = std::strlen(s.source);
-        rc = ::write(fd, s.source, len) == static_cast<ssize_t>(len) ? 0 : -1;
-        int saved = errno;
-        ::close(fd);
-        errno = saved;
-        break;
-      }
-      case MountStep::kPivotRoot:
-        // pivot_root(".", ".") stacks the old root under the new one; detaching it leaves only the new root.
-        if (::chdir(s.target) != 0 || ::syscall(SYS_pivot_root, ".", ".") != 0 || ::umount2(".", MNT_DETACH) != 0 ||
-            ::chdir("/") != 0)
-          rc = -1;
-        break;
-    }
-    if (rc != 0) {
-      if (s.optional && errno == ENOENT) continue;
-      return static_cast<int>(i);
-    }
+    if (RunStep(steps[i]) == 0) continue;
+    if (steps[i].optional && errno == ENOENT) continue;
+    return static_cast<int>(i);
   }
   return -1;
 }
@@ -294,7 +377,8 @@ int ShiftOne(const char* path, const struct stat* st, int, FTW*) {
   auto shift = [](uint32_t id) { return id - g_old_base < kRangeSize ? id - g_old_base + g_new_base : id; };
   if (::lchown(path, shift(st->st_uid), shift(st->st_gid)) != 0) g_shift_failed = true;
   // lchown clears setuid/setgid bits on regular files; put the mode back.
-  if (S_ISREG(st->st_mode) && (st->st_mode & (S_ISUID | S_ISGID))) ::chmod(path, st->st_mode & 07777);
+  if (S_ISREG(st->st_mode) && (st->st_mode & (S_ISUID | S_ISGID)))
+    ::fchmodat(AT_FDCWD, path, st->st_mode & 07777, AT_SYMLINK_NOFOLLOW);
   return 0;
 }
 }  // namespace
