@@ -74,6 +74,16 @@ pid_t SpawnProcess(const std::string& path, const std::vector<std::string>& argv
   return rc == 0 ? pid : -rc;
 }
 
+constexpr const char* kHostLeaseDir = "/run/isb/ids";
+
+std::set<std::string> Entries(const std::string& dir) {
+  std::set<std::string> out;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    out.insert(it->path().filename().string());
+  return out;
+}
+
 std::set<std::string> Subdirectories(const std::string& dir) {
   std::set<std::string> out;
   std::error_code ec;
@@ -267,6 +277,7 @@ void EscapeTest::SetUp() {
   ASSERT_EQ(::chmod(temp_dir_.c_str(), 0711), 0) << std::strerror(errno);
   runtime_dir_ = temp_dir_ + "/run";
   for (const auto& parent : IsbCgroupParents()) cgroups_before_[parent] = Subdirectories(parent);
+  leases_before_ = Entries(kHostLeaseDir);
   mounts_before_ = CountLines(ReadHostFile("/proc/self/mountinfo"));
   ready_ = true;
 }
@@ -309,6 +320,20 @@ void EscapeTest::CheckNothingLeaked() {
   for (const auto& dir : appeared)
     ADD_FAILURE() << "cgroup directory left behind: " << dir << " (cgroup.procs: [" << ReadHostFile(dir + "/cgroup.procs")
                   << "])";
+
+  // 3a. Every uid-range lease was returned to the host's pool (leases are host-wide, whatever the runtime dir).
+  auto new_leases = [&] {
+    std::vector<std::string> out;
+    for (const auto& name : Entries(kHostLeaseDir))
+      if (!leases_before_.count(name)) out.push_back(name);
+    return out;
+  };
+  auto leased = new_leases();
+  for (int i = 0; i < 300 && !leased.empty(); ++i) {
+    std::this_thread::sleep_for(10ms);
+    leased = new_leases();
+  }
+  EXPECT_TRUE(leased.empty()) << "uid-range leases left in " << kHostLeaseDir << ": " << ::testing::PrintToString(leased);
 
   // 3. Every uid-range lease was returned; nothing stayed in the staging dir (its mounts live in the sandbox's own
   //    mount namespace, so the host sees it empty).

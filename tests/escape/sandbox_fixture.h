@@ -114,6 +114,7 @@ class EscapeTest : public ::testing::Test {
   std::vector<pid_t> host_processes_;
   // Before the test: sandbox cgroup dirs that already existed, and the host's mount count.
   std::map<std::string, std::set<std::string>> cgroups_before_;
+  std::set<std::string> leases_before_;  // entries of the host's lease directory (/run/isb/ids)
   size_t mounts_before_ = 0;
 };
 
