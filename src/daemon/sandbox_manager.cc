@@ -81,8 +81,23 @@ bool RefusedPath(const std::string& path) {
   return false;
 }
 
+// Acts as the sandbox's user for file access on this thread only (the fsuid is per thread): permission checks are
+// the user's own, and a created file is the user's. Capabilities over files come back with fsuid 0.
+class AsSandboxUser {
+ public:
+  AsSandboxUser(uid_t uid, gid_t gid) {
+    ::syscall(SYS_setfsgid, gid);
+    ::syscall(SYS_setfsuid, uid);
+  }
+  ~AsSandboxUser() {
+    ::syscall(SYS_setfsuid, 0);
+    ::syscall(SYS_setfsgid, 0);
+  }
+};
+
 // Opens `path` inside the root of process `pid`: symlinks and ".." resolve within that root, never on the host.
-Result<Fd> OpenInRoot(pid_t pid, const std::string& path, int flags, mode_t mode) {
+// The open itself is done as host uid/gid `uid`/`gid`.
+Result<Fd> OpenInRoot(pid_t pid, const std::string& path, int flags, mode_t mode, uid_t uid, gid_t gid) {
   if (path.empty() || path[0] != '/') return Invalid("path: must be absolute");
   if (path.find('\0') != std::string::npos) return Invalid("path: must not contain NUL");
   if (RefusedPath(path)) return Error::Of(Code::kForbidden, "path: " + path + " is refused (/proc, /sys, /dev and isb's own paths)");
@@ -92,10 +107,16 @@ Result<Fd> OpenInRoot(pid_t pid, const std::string& path, int flags, mode_t mode
   how.flags = static_cast<uint64_t>(flags | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
   how.mode = (flags & O_CREAT) ? mode : 0;
   how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-  long fd = ::syscall(SYS_openat2, root.get(), path.c_str() + 1, &how, sizeof how);
+  long fd;
+  int e;
+  {
+    AsSandboxUser as(uid, gid);
+    fd = ::syscall(SYS_openat2, root.get(), path.c_str() + 1, &how, sizeof how);
+    e = errno;
+  }
   if (fd < 0) {
-    int e = errno;
     Error err = Error::Sys("open " + path, e);
+    if (e == EOVERFLOW) e = EACCES;  // a file of ids outside the sandbox's range
     err.code = e == ENOENT ? Code::kNotFound : e == EISDIR || e == ENOTDIR ? Code::kInvalidArgument
                : e == EACCES || e == EPERM || e == EROFS ? Code::kForbidden : Code::kInternal;
     return err;
@@ -106,9 +127,9 @@ Result<Fd> OpenInRoot(pid_t pid, const std::string& path, int flags, mode_t mode
   struct statfs sf{};
   if (::fstat(out.get(), &st) != 0 || ::fstatfs(out.get(), &sf) != 0) return Error::Sys("stat " + path);
   if (!S_ISREG(st.st_mode)) return Invalid("path: " + path + " is not a regular file");
-  for (long magic : {PROC_SUPER_MAGIC, SYSFS_MAGIC, DEVPTS_SUPER_MAGIC, CGROUP_SUPER_MAGIC, CGROUP2_SUPER_MAGIC,
+  for (unsigned long magic : std::initializer_list<unsigned long>{PROC_SUPER_MAGIC, SYSFS_MAGIC, DEVPTS_SUPER_MAGIC, CGROUP_SUPER_MAGIC, CGROUP2_SUPER_MAGIC,
                      DEBUGFS_MAGIC, SECURITYFS_MAGIC, BPF_FS_MAGIC, TRACEFS_MAGIC})
-    if (sf.f_type == magic) return Error::Of(Code::kForbidden, "path: " + path + " is on a refused filesystem");
+    if (static_cast<unsigned long>(sf.f_type) == magic) return Error::Of(Code::kForbidden, "path: " + path + " is on a refused filesystem");
   return out;
 }
 
@@ -239,7 +260,11 @@ Status SandboxManager::Launch(Record& rec) {
   c.limits.millicpus = static_cast<uint32_t>(rec.spec.cpus * 1000 + 0.5);
   c.limits.pids = rec.spec.pids;
   c.writable_dir = Dir(rec.id) + "/layer";
-  ISB_TRY(MakeDirs(Dir(rec.id), 0700));
+  // Searchable (not readable) by the sandbox's root, an unprivileged host uid, which mounts its layer from here
+  // while it is being built; the control socket inside stays 0600 root's.
+  ISB_TRY(MakeDirs(Dir(rec.id), 0711));
+  for (const std::string& d : {options_.state_dir, options_.state_dir + "/sandboxes", Dir(rec.id)})
+    if (::chmod(d.c_str(), 0711) != 0) return Error::Sys("chmod " + d);
   ISB_ASSIGN_OR_RETURN(engine::SpawnedSandbox s, spawner_->Spawn(c, Dir(rec.id) + "/control.sock", rec.id));
   rec.pid = s.pid;
   rec.start_time = s.start_time;
@@ -320,7 +345,7 @@ Result<api::SandboxInfo> SandboxManager::Create(const api::SandboxSpec& spec) {
     return ins.error();
   }
   if (auto st = Launch(rec); !st.ok()) {
-    Halt(rec, "failed", st.error().message);
+    (void)Halt(rec, "failed", st.error().message);
     std::filesystem::remove_all(Dir(rec.id));
     (void)db_->Exec("DELETE FROM sandboxes WHERE id = ?1", {rec.id});
     return st.error();
@@ -444,7 +469,9 @@ Status SandboxManager::Remove(const std::string& id_or_name) {
 Result<api::FileData> SandboxManager::ReadFile(const std::string& id_or_name, const std::string& path) {
   ISB_ASSIGN_OR_RETURN(Record rec, Load(id_or_name));
   if (!Alive(rec)) return Error::Of(Code::kConflict, "sandbox '" + rec.id + "' is not running");
-  ISB_ASSIGN_OR_RETURN(Fd fd, OpenInRoot(rec.pid, path, O_RDONLY, 0));
+  auto ids = ParseUser(rec.spec.user);
+  ISB_ASSIGN_OR_RETURN(Fd fd, OpenInRoot(rec.pid, path, O_RDONLY, 0, rec.uid_base + (ids.ok() ? ids->first : 0),
+                                         rec.uid_base + (ids.ok() ? ids->second : 0)));
   struct stat st{};
   ::fstat(fd.get(), &st);
   if (static_cast<uint64_t>(st.st_size) > kMaxRead)
@@ -468,12 +495,15 @@ Status SandboxManager::WriteFile(const std::string& id_or_name, const std::strin
   if (data.mode > 0777) return Invalid("mode: only permission bits (at most 0777)");
   ISB_ASSIGN_OR_RETURN(Record rec, Load(id_or_name));
   if (!Alive(rec)) return Error::Of(Code::kConflict, "sandbox '" + rec.id + "' is not running");
-  ISB_ASSIGN_OR_RETURN(Fd fd, OpenInRoot(rec.pid, path, O_WRONLY | O_CREAT | O_TRUNC, data.mode));
   auto ids = ParseUser(rec.spec.user);
-  // The file belongs to the sandbox's user, as if it had written it.
+  // Created as the sandbox's user, as if it had written the file itself.
   uid_t uid = rec.uid_base + (ids.ok() ? ids->first : 0);
   gid_t gid = rec.uid_base + (ids.ok() ? ids->second : 0);
-  if (::fchown(fd.get(), uid, gid) != 0 || ::fchmod(fd.get(), data.mode) != 0) return Error::Sys("chown " + path);
+  ISB_ASSIGN_OR_RETURN(Fd fd, OpenInRoot(rec.pid, path, O_WRONLY | O_CREAT | O_TRUNC, data.mode, uid, gid));
+  {
+    AsSandboxUser as(uid, gid);
+    if (::fchmod(fd.get(), data.mode) != 0) return Error::Sys("chmod " + path);
+  }
   size_t off = 0;
   while (off < data.content.size()) {
     ssize_t n = ::write(fd.get(), data.content.data() + off, data.content.size() - off);

@@ -133,6 +133,7 @@ uint64_t ProcessStartTime(pid_t pid) {
   size_t p = stat->rfind(')');
   if (p == std::string::npos) return 0;
   std::string rest = stat->substr(p + 2);
+  if (rest.empty() || rest[0] == 'Z' || rest[0] == 'X') return 0;  // exited, not yet reaped: not alive
   size_t field = 3, pos = 0;
   while (field < 22 && pos != std::string::npos) {
     pos = rest.find(' ', pos);

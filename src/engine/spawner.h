@@ -40,7 +40,8 @@ class Spawner {
   pid_t pid_ = 0;
 };
 
-// The start time of `pid` in clock ticks since boot (field 22 of /proc/PID/stat); 0 if it does not exist.
+// The start time of `pid` in clock ticks since boot (field 22 of /proc/PID/stat); 0 if it does not exist or has
+// exited (a zombie).
 uint64_t ProcessStartTime(pid_t pid);
 
 std::string ConfigToJson(const SandboxConfig& c);

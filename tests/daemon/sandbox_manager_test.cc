@@ -42,8 +42,9 @@ class ManagerTest : public ::testing::Test {
     if (dir_.empty()) return;
     if (mgr_) {
       auto all = mgr_->List();
-      if (all.ok())
+      if (all.ok()) {
         for (const auto& s : *all) EXPECT_TRUE(mgr_->Remove(s.id).ok());
+      }
     }
     mgr_.reset();
     spawner_.reset();
@@ -102,7 +103,8 @@ TEST_F(ManagerTest, CreateExecStopStartRemove) {
 TEST_F(ManagerTest, FilesResolveInsideTheSandbox) {
   auto sb = mgr_->Create({});
   ASSERT_TRUE(sb.ok()) << sb.error().message;
-  ASSERT_TRUE(mgr_->WriteFile(sb->id, "/tmp/a.txt", {"data\n", 0640}).ok());
+  auto w = mgr_->WriteFile(sb->id, "/tmp/a.txt", {"data\n", 0640});
+  ASSERT_TRUE(w.ok()) << w.error().message;
   auto r = Exec(sb->id, {"sh", "-c", "cat /tmp/a.txt; stat -c '%a %u' /tmp/a.txt"});
   EXPECT_EQ(r.stdout_data, "data\n640 0\n");
   // A symlink to a host path resolves inside the sandbox's root: the host's file is not reached.
@@ -190,7 +192,11 @@ TEST(Spec, Validation) {
   s = {};
   s.user = "root";
   EXPECT_NE(ValidateSpec(s).error().message.find("user:"), std::string::npos);
-  api::SandboxSpec r = SpecFromJson(SpecToJson(api::SandboxSpec{.name = "n", .cpus = 0.5, .labels = {{"a", "b"}}}));
+  api::SandboxSpec in;
+  in.name = "n";
+  in.cpus = 0.5;
+  in.labels = {{"a", "b"}};
+  api::SandboxSpec r = SpecFromJson(SpecToJson(in));
   EXPECT_EQ(r.name, "n");
   EXPECT_EQ(r.cpus, 0.5);
   EXPECT_EQ(r.labels.at("a"), "b");
