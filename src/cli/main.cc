@@ -2,6 +2,8 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/run_cmd.h"
+#include "cli/sandbox_cmds.h"
+#include "cli/serve_cmd.h"
 #include "engine/contain.h"
 
 int main(int argc, char** argv) {
@@ -10,6 +12,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int exit_code = 0;
   isb::cli::AddRunCommand(app, &exit_code);
+  isb::cli::AddServeCommand(app, &exit_code);
+  isb::cli::AddSandboxCommands(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

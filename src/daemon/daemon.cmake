@@ -9,3 +9,8 @@ add_executable(isb_daemon_tests tests/store/db_test.cc tests/daemon/sandbox_mana
 target_link_libraries(isb_daemon_tests PRIVATE isb_daemon GTest::gtest_main)
 target_include_directories(isb_daemon_tests PRIVATE ${CMAKE_SOURCE_DIR}/tests)
 gtest_discover_tests(isb_daemon_tests DISCOVERY_MODE PRE_TEST)
+
+if(TARGET isb_api)
+  target_sources(isb_daemon PRIVATE src/daemon/serve.cc)
+  target_link_libraries(isb_daemon PUBLIC isb_api)
+endif()

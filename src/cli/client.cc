@@ -1,0 +1,1 @@
+// The HTTP client the CLI uses to reach the daemon.

@@ -1,0 +1,33 @@
+// `isb serve [--listen ADDR:PORT] [--state-dir DIR] [--serve-socket PATH]`
+#include "cli/serve_cmd.h"
+
+#include <memory>
+
+#include "base/units.h"
+#include "daemon/serve.h"
+
+namespace isb::cli {
+
+void AddServeCommand(CLI::App& app, int* exit_code) {
+  auto opts = std::make_shared<daemon::ServeOptions>();
+  auto reap = std::make_shared<std::string>("60s");
+  auto* cmd = app.add_subcommand("serve", "Run the daemon: sandboxes as tools over MCP, REST and a unix socket");
+  cmd->add_option("--listen", opts->listen, "Loopback or tailnet ADDR:PORT for HTTP")->capture_default_str();
+  cmd->add_option("--state-dir", opts->state_dir, "Where state lives (SQLite, sandboxes)")->capture_default_str();
+  cmd->add_option("--serve-socket", opts->serve_socket, "The unix socket (default <state-dir>/api/isb.sock)");
+  cmd->add_option("--reap-interval", *reap, "How often the reaper looks for expired and idle sandboxes")
+      ->capture_default_str();
+  cmd->callback([opts, reap, exit_code] {
+    auto interval = ParseDuration(*reap);
+    if (!interval.ok() || interval->count() < 1000) {
+      std::fprintf(stderr, "isb serve: --reap-interval: %s\n",
+                   interval.ok() ? "must be at least 1s" : interval.error().message.c_str());
+      *exit_code = 2;
+      return;
+    }
+    opts->reap_interval = std::chrono::duration_cast<std::chrono::seconds>(*interval);
+    *exit_code = daemon::Serve(*opts);
+  });
+}
+
+}  // namespace isb::cli

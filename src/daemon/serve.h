@@ -1,0 +1,22 @@
+// `isb serve`: the daemon's wiring, start-up (spawner, state, adoption) and shutdown.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+namespace isb::daemon {
+
+struct ServeOptions {
+  std::string listen = "127.0.0.1:8092";
+  std::string state_dir = "/var/lib/isb";
+  std::string serve_socket;                 // default <state_dir>/api/isb.sock
+  std::string runtime_dir = "/run/isb";
+  std::chrono::seconds reap_interval{60};
+  std::string version = "0.1.0";
+};
+
+// Runs the daemon until SIGTERM or SIGINT; sandboxes keep running after it returns. Returns the exit status.
+// REQUIRES: called from main before any thread exists (the spawner is forked first).
+int Serve(const ServeOptions& options);
+
+}  // namespace isb::daemon
