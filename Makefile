@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= 2
 
-.PHONY: all deps build test run bench clean
+.PHONY: all deps build test run demo bench clean
 
 all: build
 
@@ -17,8 +17,11 @@ build: deps
 test: build
 	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 300
 
-# The main job; for now a demonstration of `isb run` (the daemon replaces it when it exists).
+# The main job: the daemon in the foreground (state in ./.isb). `make demo` tours `isb run`.
 run: build
+	@bash scripts/serve-dev.sh $(BUILD)/isb
+
+demo: build
 	@bash scripts/demo.sh $(BUILD)/isb
 
 bench: build

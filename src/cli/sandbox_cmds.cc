@@ -1,8 +1,776 @@
-// Placeholder until the sandbox commands land.
+// The sandbox commands (create, exec, ls, inspect, rm, stop, start, extend, cp): clients of the daemon's REST tools.
 #include "cli/sandbox_cmds.h"
 
-namespace isb::cli {
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
-void AddSandboxCommands(CLI::App&, int*) {}
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <memory>
+#include <optional>
+
+#include "base/fd.h"
+#include "base/file.h"
+#include "base/units.h"
+#include "cli/sandbox_cmds_internal.h"
+
+namespace isb::cli {
+namespace {
+
+Error Usage(std::string message) { return Error::Of(Code::kInvalidArgument, std::move(message)); }
+
+// A local file the user named could not be used: their mistake to fix, so a refusal (1), not isb failing.
+Error Local(const std::string& context) {
+  Error e = Error::Sys(context);
+  e.code = Code::kInvalidArgument;
+  return e;
+}
+
+std::string Dump(const json& j, int indent = 2) {
+  return j.dump(indent, ' ', false, json::error_handler_t::replace);
+}
+
+void Print(const json& j) {
+  std::string out = Dump(j) + "\n";
+  std::fwrite(out.data(), 1, out.size(), stdout);
+}
+
+void WriteOut(FILE* f, std::string_view data) {
+  std::fwrite(data.data(), 1, data.size(), f);
+  std::fflush(f);
+}
+
+Code CodeNamed(std::string_view name) {
+  if (name == "invalid_argument" || name == "method_not_allowed") return Code::kInvalidArgument;
+  if (name == "unauthenticated") return Code::kUnauthenticated;
+  if (name == "forbidden") return Code::kForbidden;
+  if (name == "not_found") return Code::kNotFound;
+  if (name == "conflict") return Code::kConflict;
+  if (name == "too_large") return Code::kTooLarge;
+  if (name == "timeout") return Code::kTimeout;
+  if (name == "unavailable") return Code::kUnavailable;
+  return Code::kInternal;
+}
+
+bool IsRefusal(Code code) { return ExitCodeFor(Error::Of(code, "")) == kExitRefused; }
+
+// An SSE "error" event or a JSON error body: {"error": CODE, "message": TEXT}.
+Error ErrorFromJson(const json& j, Code fallback) {
+  std::string message = j.is_object() && j.contains("message") && j["message"].is_string()
+                            ? j["message"].get<std::string>()
+                            : "";
+  Code code = j.is_object() && j.contains("error") && j["error"].is_string()
+                  ? CodeNamed(j["error"].get<std::string>())
+                  : fallback;
+  if (code == Code::kUnauthenticated) {
+    message += "; set ISB_TOKEN to a bearer token, or use the unix socket (--socket) as the daemon's user";
+  }
+  return Error::Of(code, message);
+}
+
+Result<json> ParseObject(std::string_view text, const std::string& what) {
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return Error::Of(Code::kInternal, "the isb daemon sent " + what + " that is not a JSON object: '" +
+                                          std::string(text.substr(0, 200)) + "'");
+  }
+  return j;
+}
+
+Result<json> ResultOf(const json& envelope) {
+  if (!envelope.contains("result")) {
+    return Error::Of(Code::kInternal, "the isb daemon's answer has no \"result\": " + Dump(envelope, -1).substr(0, 200));
+  }
+  return envelope["result"];
+}
+
+// Reads all of `fd` up to `max` bytes; more is an error naming `what`.
+Result<std::string> ReadAllBounded(int fd, size_t max, const std::string& what) {
+  std::string out;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Local("reading " + what);
+    if (n == 0) return out;
+    out.append(buf, static_cast<size_t>(n));
+    if (out.size() > max) {
+      return Error::Of(Code::kTooLarge, what + " is larger than " + ShortBytes(max) + " (" + std::to_string(max) +
+                                            " bytes), the most the daemon takes");
+    }
+  }
+}
+
+std::string BaseName(const std::string& path) {
+  std::string p = path;
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  size_t slash = p.rfind('/');
+  return slash == std::string::npos ? p : p.substr(slash + 1);
+}
+
+int Report(const Error& e) {
+  std::fprintf(stderr, "isb: %s\n", e.message.c_str());
+  return ExitCodeFor(e);
+}
+
+int ReportUsage(const Error& e) {
+  std::fprintf(stderr, "isb: %s\n", e.message.c_str());
+  return kExitUsage;
+}
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? "" : v;
+}
+
+Result<ToolClient> Connect(const ConnectFlags& flags) {
+  ISB_ASSIGN_OR_RETURN(Endpoint ep, ChooseEndpoint(flags, std::getenv("ISB_URL"), std::getenv("ISB_SOCKET")));
+  return ToolClient(HttpClient(std::move(ep)), Env("ISB_TOKEN"));
+}
+
+// ---- the commands ----
+
+struct Common {
+  std::shared_ptr<ConnectFlags> connect;
+  bool json = false;
+};
+
+int RunCreate(const Common& c, const CreateFlags& f) {
+  auto input = CreateInput(f);
+  if (!input.ok()) return ReportUsage(input.error());
+  auto client = Connect(*c.connect);
+  if (!client.ok()) return Report(client.error());
+  auto r = client->Call("sandbox_create", *input);
+  if (!r.ok()) return Report(r.error());
+  if (c.json) Print(*r);
+  else std::printf("%s\n", r->value("id", "").c_str());
+  return kExitOk;
+}
+
+// Asks nothing of the daemon: the tool has no terminal mode, and a pipe dressed up as a TTY would mislead.
+int RunExec(const Common& c, const ExecFlags& f) {
+  if (f.tty) {
+    std::fprintf(stderr, "isb exec -t: terminals are not supported yet\n");
+    return kExitIsbFailed;
+  }
+  std::string stdin_data;
+  if (f.interactive) {
+    auto in = ReadAllBounded(STDIN_FILENO, kMaxStdinBytes, "standard input");
+    if (!in.ok()) return Report(in.error());
+    stdin_data = std::move(*in);
+  }
+  auto input = ExecInput(f, stdin_data);
+  if (!input.ok()) return ReportUsage(input.error());
+  auto client = Connect(*c.connect);
+  if (!client.ok()) return Report(client.error());
+
+  Result<json> r = c.json ? client->Call("sandbox_exec", *input)
+                          : client->CallStreaming("sandbox_exec", *input,
+                                                  [](const std::string& stream, const std::string& data) {
+                                                    WriteOut(stream == "stderr" ? stderr : stdout, data);
+                                                  });
+  if (!r.ok()) return Report(r.error());
+  if (!r->contains("exit_code") || !(*r)["exit_code"].is_number_integer()) {
+    return Report(Error::Of(Code::kInternal, "the isb daemon's exec result has no exit_code: " + Dump(*r, -1)));
+  }
+  if (c.json) {
+    Print(*r);
+  } else if (r->value("timed_out", false)) {
+    std::string t = f.timeout.empty() ? "60s" : f.timeout;
+    std::fprintf(stderr, "isb: the command timed out after %s and was killed (--timeout)\n", t.c_str());
+  }
+  return (*r)["exit_code"].get<int>();
+}
+
+int RunList(const Common& c, const std::vector<std::string>& labels) {
+  json input = json::object();
+  for (const auto& l : labels) {
+    auto kv = ParseKeyValue("--label", l);
+    if (!kv.ok()) return ReportUsage(kv.error());
+    input["labels"][kv->first] = kv->second;
+  }
+  auto client = Connect(*c.connect);
+  if (!client.ok()) return Report(client.error());
+  auto r = client->Call("sandbox_list", input);
+  if (!r.ok()) return Report(r.error());
+  if (c.json) {
+    Print(*r);
+  } else {
+    std::string table = ListTable(*r, static_cast<int64_t>(std::time(nullptr)));
+    WriteOut(stdout, table);
+  }
+  return kExitOk;
+}
+
+// inspect, stop, start: one sandbox in, its info out.
+int RunOnOne(const Common& c, const std::string& tool, const std::string& sandbox, bool always_json) {
+  auto client = Connect(*c.connect);
+  if (!client.ok()) return Report(client.error());
+  auto r = client->Call(tool, {{"sandbox", sandbox}});
+  if (!r.ok()) return Report(r.error());
+  if (c.json || always_json) Print(*r);
+  else std::printf("%s\n", r->value("id", sandbox).c_str());
+  return kExitOk;
+}
+
+// Removes each in turn, reporting each failure; the exit code is the worst of them.
+int RunRemove(const Common& c, const std::vector<std::string>& sandboxes) {
+  auto client = Connect(*c.connect);
+  if (!client.ok()) return Report(client.error());
+  int rc = kExitOk;
+  for (const auto& s : sandboxes) {
+    auto r = client->Call("sandbox_remove", {{"sandbox", s}});
+    if (!r.ok()) {
+      rc = std::max(rc, Report(r.error()));
+      continue;
+    }
+    if (c.json) Print(*r);
+    else std::printf("%s\n", s.c_str());
+  }
+  return rc;
+}
+
+int RunExtend(const Common& c, const std::string& sandbox, const std::string& duration) {
+  auto input = ExtendInput(sandbox, duration);
+  if (!input.ok()) return ReportUsage(input.error());
+  auto client = Connect(*c.connect);
+  if (!client.ok()) return Report(client.error());
+  auto r = client->Call("sandbox_extend", *input);
+  if (!r.ok()) return Report(r.error());
+  if (c.json) {
+    Print(*r);
+  } else {
+    int64_t left = r->value("expires_at", int64_t{0}) - static_cast<int64_t>(std::time(nullptr));
+    std::printf("%s expires in %s\n", r->value("id", sandbox).c_str(), ShortDuration(left).c_str());
+  }
+  return kExitOk;
+}
+
+int CopyIn(const Common& c, const ToolClient& client, const CpPlan& plan) {
+  std::string content;
+  uint32_t mode = 0644;
+  if (plan.src.path == "-") {
+    auto in = ReadAllBounded(STDIN_FILENO, kMaxFileWriteBytes, "standard input");
+    if (!in.ok()) return Report(in.error());
+    content = std::move(*in);
+  } else {
+    Fd fd(::open(plan.src.path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd.valid()) return Report(Local("cannot open " + plan.src.path));
+    struct stat st{};
+    if (::fstat(fd.get(), &st) != 0) return Report(Local("stat " + plan.src.path));
+    if (S_ISDIR(st.st_mode)) return ReportUsage(Usage(plan.src.path + " is a directory; isb cp copies single files"));
+    if (!S_ISREG(st.st_mode)) return ReportUsage(Usage(plan.src.path + " is not a regular file"));
+    mode = st.st_mode & 07777;
+    auto data = ReadAllBounded(fd.get(), kMaxFileWriteBytes, plan.src.path);
+    if (!data.ok()) return Report(data.error());
+    content = std::move(*data);
+  }
+  std::string path = plan.dst.path;
+  if (path.ends_with("/")) {
+    if (plan.src.path == "-") return ReportUsage(Usage("copying from stdin needs a file name, not a directory: " + path));
+    path += BaseName(plan.src.path);
+  }
+  char mode_text[8];
+  std::snprintf(mode_text, sizeof mode_text, "%04o", mode);
+  auto r = client.Call("sandbox_file_write", {{"sandbox", plan.dst.sandbox},
+                                              {"path", path},
+                                              {"content_base64", Base64Encode(content)},
+                                              {"mode", mode_text}});
+  if (!r.ok()) return Report(r.error());
+  if (c.json) Print(*r);
+  return kExitOk;
+}
+
+int CopyOut(const Common& c, const ToolClient& client, const CpPlan& plan) {
+  auto r = client.Call("sandbox_file_read", {{"sandbox", plan.src.sandbox}, {"path", plan.src.path},
+                                             {"encoding", "base64"}});
+  if (!r.ok()) return Report(r.error());
+  if (!r->contains("content_base64") || !(*r)["content_base64"].is_string()) {
+    return Report(Error::Of(Code::kInternal, "the isb daemon's file_read result has no content_base64"));
+  }
+  if (plan.dst.path == "-" && c.json) {
+    Print(*r);
+    return kExitOk;
+  }
+  auto content = Base64Decode((*r)["content_base64"].get<std::string>());
+  if (!content.ok()) return Report(Error::Of(Code::kInternal, "the isb daemon sent bad base64: " +
+                                                                  content.error().message));
+  if (plan.dst.path == "-") {
+    WriteOut(stdout, *content);
+    return kExitOk;
+  }
+  std::string path = plan.dst.path;
+  struct stat st{};
+  if (path.ends_with("/") || (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))) {
+    if (!path.ends_with("/")) path += "/";
+    path += BaseName(plan.src.path);
+  }
+  int mode = static_cast<int>(std::strtol(r->value("mode", "0644").c_str(), nullptr, 8)) & 07777;
+  if (Status s = WriteFile(path, *content, mode); !s.ok()) {
+    Error e = s.error();
+    e.code = Code::kInvalidArgument;
+    return Report(e);
+  }
+  if (c.json) {
+    json shown = *r;
+    shown.erase("content_base64");
+    Print(shown);
+  }
+  return kExitOk;
+}
+
+int RunCopy(const Common& c, const std::string& src, const std::string& dst) {
+  auto plan = ParseCpArgs(src, dst);
+  if (!plan.ok()) return ReportUsage(plan.error());
+  auto client = Connect(*c.connect);
+  if (!client.ok()) return Report(client.error());
+  return plan->dst.remote() ? CopyIn(c, *client, *plan) : CopyOut(c, *client, *plan);
+}
+
+// ---- registration ----
+
+void AddConnectOptions(CLI::App* cmd, const std::shared_ptr<ConnectFlags>& connect) {
+  cmd->add_option("--url", connect->url, "The daemon's HTTP URL (env ISB_URL; token from ISB_TOKEN)");
+  cmd->add_option("--socket", connect->socket,
+                  std::string("The daemon's unix socket (env ISB_SOCKET; default ") + kDefaultSocket + ")");
+}
+
+CLI::App* AddCommand(CLI::App& app, const std::shared_ptr<Common>& common, const char* name, const char* help) {
+  auto* cmd = app.add_subcommand(name, help);
+  AddConnectOptions(cmd, common->connect);
+  cmd->add_flag("--json", common->json, "Print the tool's result as JSON");
+  return cmd;
+}
+
+}  // namespace
+
+void AddSandboxCommands(CLI::App& app, int* exit_code) {
+  auto common = std::make_shared<Common>();
+  common->connect = std::make_shared<ConnectFlags>();
+  AddConnectOptions(&app, common->connect);
+
+  auto create = std::make_shared<CreateFlags>();
+  auto* cmd = AddCommand(app, common, "create", "Create a long-lived sandbox and print its id");
+  cmd->add_option("--name", create->name, "A unique name to refer to it by");
+  cmd->add_option("--image", create->image, "A host directory used read-only as the root (default: a view of the host)");
+  cmd->add_option("--cpus", create->cpus, "CPU quota in cores, e.g. 0.5 (default 2)");
+  cmd->add_option("--memory", create->memory, "Memory limit, swap included, e.g. 512M (default 512M)");
+  cmd->add_option("--pids", create->pids, "Most processes at once (default 64)");
+  // Repeatable options take one value per occurrence, so that "--" and positionals after them are left alone.
+  cmd->add_option("--env", create->env, "K=V in every process's environment (repeatable)")->allow_extra_args(false);
+  cmd->add_option("--workdir", create->workdir, "Working directory inside (default /)");
+  cmd->add_option("--user", create->user, "UID[:GID] inside (default 0:0)");
+  cmd->add_option("--label", create->labels, "K=V label (repeatable)")->allow_extra_args(false);
+  cmd->add_option("--expires", create->expires, "Lifetime, e.g. 24h (default 24h, at most 30d)");
+  cmd->add_option("--idle-timeout", create->idle_timeout, "Removed after this long idle, e.g. 2h (default 2h)");
+  cmd->callback([common, create, exit_code] { *exit_code = RunCreate(*common, *create); });
+
+  auto exec = std::make_shared<ExecFlags>();
+  cmd = AddCommand(app, common, "exec", "Run a command in a sandbox; output is live, the exit code is the command's");
+  cmd->add_flag("-i,--interactive", exec->interactive, "Send this process's stdin to the command (at most 1 MiB)");
+  cmd->add_flag("-t,--tty", exec->tty, "Allocate a terminal (not supported yet)");
+  cmd->add_option("--env", exec->env, "K=V for this command (repeatable)")->allow_extra_args(false);
+  cmd->add_option("--workdir", exec->workdir, "Working directory (default: the sandbox's)");
+  cmd->add_option("--timeout", exec->timeout, "Kill the command after this long, e.g. 60s (default 60s, at most 15m)");
+  cmd->add_option("sandbox", exec->sandbox, "The sandbox's id or name")->required();
+  cmd->add_option("command", exec->command, "The command and its arguments, after --")->required();
+  cmd->callback([common, exec, exit_code] {
+    exec->json = common->json;
+    *exit_code = RunExec(*common, *exec);
+  });
+
+  auto labels = std::make_shared<std::vector<std::string>>();
+  cmd = AddCommand(app, common, "ls", "List sandboxes");
+  cmd->add_option("--label", *labels, "Only sandboxes with this K=V label (repeatable)")->allow_extra_args(false);
+  cmd->callback([common, labels, exit_code] { *exit_code = RunList(*common, *labels); });
+
+  auto one = std::make_shared<std::string>();
+  cmd = AddCommand(app, common, "inspect", "Show a sandbox's state, spec and usage as JSON");
+  cmd->add_option("sandbox", *one, "The sandbox's id or name")->required();
+  cmd->callback([common, one, exit_code] { *exit_code = RunOnOne(*common, "sandbox_get", *one, true); });
+
+  auto many = std::make_shared<std::vector<std::string>>();
+  cmd = AddCommand(app, common, "rm", "Remove sandboxes with their files (cannot be undone)");
+  cmd->add_option("sandboxes", *many, "Ids or names")->required();
+  cmd->callback([common, many, exit_code] { *exit_code = RunRemove(*common, *many); });
+
+  cmd = AddCommand(app, common, "stop", "Stop every process in a sandbox; its files are kept");
+  cmd->add_option("sandbox", *one, "The sandbox's id or name")->required();
+  cmd->callback([common, one, exit_code] { *exit_code = RunOnOne(*common, "sandbox_stop", *one, false); });
+
+  cmd = AddCommand(app, common, "start", "Start a stopped sandbox");
+  cmd->add_option("sandbox", *one, "The sandbox's id or name")->required();
+  cmd->callback([common, one, exit_code] { *exit_code = RunOnOne(*common, "sandbox_start", *one, false); });
+
+  auto by = std::make_shared<std::string>();
+  cmd = AddCommand(app, common, "extend", "Move a sandbox's expiry later, e.g. `isb extend SANDBOX 24h`");
+  cmd->add_option("sandbox", *one, "The sandbox's id or name")->required();
+  cmd->add_option("duration", *by, "How much later, e.g. 2h (at least 1m; the lifetime stays at most 30d)")
+      ->required();
+  cmd->callback([common, one, by, exit_code] { *exit_code = RunExtend(*common, *one, *by); });
+
+  auto cp = std::make_shared<std::pair<std::string, std::string>>();
+  cmd = AddCommand(app, common, "cp", "Copy a file into or out of a sandbox: isb cp SRC DST, one side SANDBOX:/path");
+  cmd->add_option("src", cp->first, "Local path, '-' for stdin, or SANDBOX:/path")->required();
+  cmd->add_option("dst", cp->second, "Local path, '-' for stdout, or SANDBOX:/path")->required();
+  cmd->callback([common, cp, exit_code] { *exit_code = RunCopy(*common, cp->first, cp->second); });
+}
+
+// ---- the testable pieces ----
+
+Result<Endpoint> ChooseEndpoint(const ConnectFlags& flags, const char* env_url, const char* env_socket) {
+  if (!flags.url.empty() && !flags.socket.empty()) return Usage("give --url or --socket, not both");
+  if (!flags.url.empty()) return ParseUrl(flags.url);
+  Endpoint ep;
+  if (!flags.socket.empty()) {
+    ep.unix_path = flags.socket;
+    return ep;
+  }
+  if (env_url != nullptr && *env_url != '\0') {
+    auto parsed = ParseUrl(env_url);
+    if (!parsed.ok()) return Usage("ISB_URL: " + parsed.error().message);
+    return parsed;
+  }
+  ep.unix_path = env_socket != nullptr && *env_socket != '\0' ? env_socket : kDefaultSocket;
+  return ep;
+}
+
+int ExitCodeFor(const Error& error) {
+  switch (error.code) {
+    case Code::kInvalidArgument:
+    case Code::kNotFound:
+    case Code::kConflict:
+    case Code::kUnauthenticated:
+    case Code::kForbidden:
+    case Code::kTooLarge:
+      return kExitRefused;
+    case Code::kInternal:
+    case Code::kTimeout:
+    case Code::kUnavailable:
+      break;
+  }
+  return kExitIsbFailed;
+}
+
+Error DaemonError(int http_status, std::string_view body) {
+  Code fallback = http_status >= 500 ? Code::kInternal : Code::kInvalidArgument;
+  json j = json::parse(body, nullptr, false);
+  Error e = ErrorFromJson(j.is_discarded() ? json() : j, fallback);
+  if (e.message.empty()) {
+    e.message = "the isb daemon answered HTTP " + std::to_string(http_status) +
+                (body.empty() ? std::string() : ": " + std::string(body.substr(0, 200)));
+  }
+  // The status decides which side failed: a 5xx is never the caller's fault, a 4xx never isb's.
+  if (http_status >= 500 && IsRefusal(e.code)) e.code = Code::kInternal;
+  if (http_status >= 400 && http_status < 500 && !IsRefusal(e.code)) e.code = Code::kInvalidArgument;
+  return e;
+}
+
+Result<std::pair<std::string, std::string>> ParseKeyValue(const std::string& flag, const std::string& text) {
+  size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0) return Usage(flag + " '" + text + "': use KEY=VALUE");
+  return std::pair{text.substr(0, eq), text.substr(eq + 1)};
+}
+
+Result<int64_t> ParseSeconds(const std::string& flag, const std::string& text) {
+  auto d = ParseDuration(text);
+  if (!d.ok()) return Usage(flag + ": " + d.error().message);
+  if (d->count() % 1000 != 0) return Usage(flag + " '" + text + "': use whole seconds");
+  return static_cast<int64_t>(d->count() / 1000);
+}
+
+Result<json> CreateInput(const CreateFlags& f) {
+  json in = json::object();
+  if (!f.name.empty()) in["name"] = f.name;
+  if (!f.image.empty()) in["image"] = f.image;
+  if (!f.cpus.empty()) {
+    auto m = ParseCpus(f.cpus);
+    if (!m.ok()) return Usage("--cpus: " + m.error().message);
+    in["cpus"] = static_cast<double>(*m) / 1000.0;
+  }
+  if (!f.memory.empty()) {
+    auto bytes = ParseSize(f.memory);
+    if (!bytes.ok()) return Usage("--memory: " + bytes.error().message);
+    in["mem_limit"] = *bytes;
+  }
+  if (!f.pids.empty()) {
+    char* end = nullptr;
+    unsigned long long pids = std::strtoull(f.pids.c_str(), &end, 10);
+    if (f.pids[0] < '0' || f.pids[0] > '9' || *end != '\0' || pids == 0 || pids > 65536) {
+      return Usage("--pids '" + f.pids + "': use a whole number from 1 to 65536");
+    }
+    in["pids"] = pids;
+  }
+  for (const auto& e : f.env) {
+    ISB_ASSIGN_OR_RETURN(auto kv, ParseKeyValue("--env", e));
+    in["environment"][kv.first] = kv.second;
+  }
+  if (!f.workdir.empty()) in["working_dir"] = f.workdir;
+  if (!f.user.empty()) in["user"] = f.user;
+  for (const auto& l : f.labels) {
+    ISB_ASSIGN_OR_RETURN(auto kv, ParseKeyValue("--label", l));
+    in["labels"][kv.first] = kv.second;
+  }
+  if (!f.expires.empty()) {
+    ISB_ASSIGN_OR_RETURN(in["expires"], ParseSeconds("--expires", f.expires));
+  }
+  if (!f.idle_timeout.empty()) {
+    ISB_ASSIGN_OR_RETURN(in["idle_timeout"], ParseSeconds("--idle-timeout", f.idle_timeout));
+  }
+  return in;
+}
+
+Result<json> ExecInput(const ExecFlags& f, const std::string& stdin_data) {
+  if (f.command.empty()) return Usage("exec needs a command: isb exec SANDBOX -- CMD ARGS...");
+  json in = {{"sandbox", f.sandbox}, {"argv", f.command}};
+  for (const auto& e : f.env) {
+    ISB_ASSIGN_OR_RETURN(auto kv, ParseKeyValue("--env", e));
+    in["env"][kv.first] = kv.second;
+  }
+  if (!f.workdir.empty()) in["workdir"] = f.workdir;
+  if (!f.timeout.empty()) {
+    ISB_ASSIGN_OR_RETURN(int64_t seconds, ParseSeconds("--timeout", f.timeout));
+    if (seconds < 1) return Usage("--timeout: at least 1s");
+    in["timeout"] = seconds;
+  }
+  // base64 always: stdin may be any bytes, and the "stdin" text field would mangle invalid UTF-8.
+  if (f.interactive) in["stdin_base64"] = Base64Encode(stdin_data);
+  return in;
+}
+
+Result<json> ExtendInput(const std::string& sandbox, const std::string& duration) {
+  ISB_ASSIGN_OR_RETURN(int64_t seconds, ParseSeconds("extend", duration));
+  return json{{"sandbox", sandbox}, {"by", seconds}};
+}
+
+namespace {
+
+// "SANDBOX:/path" is remote when SANDBOX holds no '/'; anything else is a local path.
+Result<CpSide> ParseCpSide(const std::string& arg) {
+  CpSide side;
+  size_t colon = arg.find(':');
+  bool named = colon != std::string::npos && colon > 0 && arg.substr(0, colon).find('/') == std::string::npos;
+  if (!named) {
+    side.path = arg;
+    return side;
+  }
+  std::string path = arg.substr(colon + 1);
+  if (path.empty() || path[0] != '/') {
+    return Usage("'" + arg + "': the path inside a sandbox must be absolute (SANDBOX:/path); for a local file "
+                 "whose name holds ':', write ./" + arg);
+  }
+  side.sandbox = arg.substr(0, colon);
+  side.path = std::move(path);
+  return side;
+}
+
+}  // namespace
+
+Result<CpPlan> ParseCpArgs(const std::string& src, const std::string& dst) {
+  CpPlan plan;
+  ISB_ASSIGN_OR_RETURN(plan.src, ParseCpSide(src));
+  ISB_ASSIGN_OR_RETURN(plan.dst, ParseCpSide(dst));
+  if (plan.src.remote() && plan.dst.remote()) {
+    return Usage("copying between sandboxes is not supported; copy out to a local file, then in");
+  }
+  if (!plan.src.remote() && !plan.dst.remote()) {
+    return Usage("one side of isb cp must be SANDBOX:/path (the other a local path or '-')");
+  }
+  if (plan.src.path.empty() || plan.dst.path.empty()) return Usage("isb cp: empty path");
+  return plan;
+}
+
+std::string ShortDuration(int64_t s) {
+  if (s < 0) s = 0;
+  if (s < 60) return std::to_string(s) + "s";
+  if (s < 3600) return std::to_string(s / 60) + "m";
+  if (s < 86400) return std::to_string(s / 3600) + "h";
+  return std::to_string(s / 86400) + "d";
+}
+
+std::string ShortBytes(uint64_t bytes) {
+  const char* units = "BKMGTPE";
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 6) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[32];
+  if (u == 0) std::snprintf(buf, sizeof buf, "%lluB", static_cast<unsigned long long>(bytes));
+  else if (v < 10 && v != static_cast<double>(static_cast<uint64_t>(v))) std::snprintf(buf, sizeof buf, "%.1f%c", v, units[u]);
+  else std::snprintf(buf, sizeof buf, "%.0f%c", v, units[u]);
+  return buf;
+}
+
+namespace {
+
+std::string CpuTime(uint64_t usec) {
+  char buf[32];
+  double s = static_cast<double>(usec) / 1e6;
+  if (s < 60) {
+    std::snprintf(buf, sizeof buf, "%.2fs", s);
+    return buf;
+  }
+  return ShortDuration(static_cast<int64_t>(s));
+}
+
+template <typename T>
+T Field(const json& j, const char* key, T fallback) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  try {
+    return it->get<T>();
+  } catch (const json::exception&) {
+    return fallback;
+  }
+}
+
+}  // namespace
+
+std::string ListTable(const json& result, int64_t now) {
+  std::vector<std::vector<std::string>> rows = {{"ID", "NAME", "STATE", "CPU", "MEMORY", "AGE", "EXPIRES"}};
+  const json empty = json::array();
+  const json& list = result.is_object() && result.contains("sandboxes") && result["sandboxes"].is_array()
+                         ? result["sandboxes"]
+                         : empty;
+  for (const json& s : list) {
+    if (!s.is_object()) continue;
+    const json usage = s.contains("usage") && s["usage"].is_object() ? s["usage"] : json::object();
+    const json spec = s.contains("spec") && s["spec"].is_object() ? s["spec"] : json::object();
+    std::string name = Field<std::string>(s, "name", "");
+    int64_t expires = Field<int64_t>(s, "expires_at", 0) - now;
+    rows.push_back({Field<std::string>(s, "id", "?"), name.empty() ? "-" : name, Field<std::string>(s, "state", "?"),
+                    CpuTime(Field<uint64_t>(usage, "cpu_usec", 0)),
+                    ShortBytes(Field<uint64_t>(usage, "memory_bytes", 0)) + " / " +
+                        ShortBytes(Field<uint64_t>(spec, "mem_limit", 0)),
+                    ShortDuration(now - Field<int64_t>(s, "created_at", now)),
+                    expires > 0 ? "in " + ShortDuration(expires) : "expired"});
+  }
+  std::vector<size_t> width(rows[0].size(), 0);
+  for (const auto& row : rows) {
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line.append(width[i] - row[i].size() + 3, ' ');
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+std::string Base64Encode(std::string_view data) {
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((data.size() + 2) / 3 * 4);
+  for (size_t i = 0; i < data.size(); i += 3) {
+    uint32_t n = static_cast<uint8_t>(data[i]) << 16;
+    if (i + 1 < data.size()) n |= static_cast<uint8_t>(data[i + 1]) << 8;
+    if (i + 2 < data.size()) n |= static_cast<uint8_t>(data[i + 2]);
+    out.push_back(kAlphabet[(n >> 18) & 63]);
+    out.push_back(kAlphabet[(n >> 12) & 63]);
+    out.push_back(i + 1 < data.size() ? kAlphabet[(n >> 6) & 63] : '=');
+    out.push_back(i + 2 < data.size() ? kAlphabet[n & 63] : '=');
+  }
+  return out;
+}
+
+Result<std::string> Base64Decode(std::string_view text) {
+  auto value = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  if (text.size() % 4 != 0) return Error::Msg("base64 length is not a multiple of 4");
+  std::string out;
+  out.reserve(text.size() / 4 * 3);
+  for (size_t i = 0; i < text.size(); i += 4) {
+    bool last = i + 4 == text.size();
+    int pad = 0;
+    uint32_t n = 0;
+    for (size_t k = 0; k < 4; ++k) {
+      char c = text[i + k];
+      if (c == '=' && last && k >= 2 && (k == 3 || text[i + 3] == '=')) {
+        ++pad;
+        n <<= 6;
+        continue;
+      }
+      int v = value(c);
+      if (v < 0 || pad > 0) return Error::Msg("invalid base64 character");
+      n = (n << 6) | static_cast<uint32_t>(v);
+    }
+    out.push_back(static_cast<char>((n >> 16) & 0xff));
+    if (pad < 2) out.push_back(static_cast<char>((n >> 8) & 0xff));
+    if (pad < 1) out.push_back(static_cast<char>(n & 0xff));
+  }
+  return out;
+}
+
+HttpRequest ToolClient::Request(const std::string& tool, const json& input, bool stream) const {
+  HttpRequest req;
+  req.method = "POST";
+  req.target = "/api/v1/tools/" + tool + (stream ? "?stream=1" : "");
+  req.headers = {{"Content-Type", "application/json"},
+                 {"Accept", stream ? "text/event-stream, application/json" : "application/json"}};
+  if (http_.endpoint().unix_path.empty() && !token_.empty()) req.headers.emplace_back("Authorization", "Bearer " + token_);
+  req.body = Dump(input, -1);
+  return req;
+}
+
+Result<json> ToolClient::Call(const std::string& tool, const json& input) const {
+  ISB_ASSIGN_OR_RETURN(HttpResponse resp, http_.Send(Request(tool, input, false)));
+  if (resp.status != 200) return DaemonError(resp.status, resp.body);
+  ISB_ASSIGN_OR_RETURN(json envelope, ParseObject(resp.body, "an answer"));
+  return ResultOf(envelope);
+}
+
+Result<json> ToolClient::CallStreaming(
+    const std::string& tool, const json& input,
+    const std::function<void(const std::string&, const std::string&)>& on_output) const {
+  std::optional<Result<json>> final;
+  SseHandler handle = [&](const SseEvent& ev) {
+    if (ev.event == "stdout" || ev.event == "stderr") {
+      json j = json::parse(ev.data, nullptr, false);
+      if (j.is_object() && j.contains("data") && j["data"].is_string()) {
+        on_output(ev.event, j["data"].get<std::string>());
+        return true;
+      }
+      final = Error::Of(Code::kInternal, "the isb daemon sent a malformed " + ev.event + " event: " + ev.data.substr(0, 200));
+      return false;
+    }
+    if (ev.event == "result" || ev.event == "error") {
+      auto j = ParseObject(ev.data, "a " + ev.event + " event");
+      if (!j.ok()) final = j.error();
+      else if (ev.event == "result") final = ResultOf(*j);
+      else final = ErrorFromJson(*j, Code::kInternal);
+      return false;
+    }
+    return true;  // events this client does not know are for newer clients
+  };
+  ISB_ASSIGN_OR_RETURN(HttpResponse resp, http_.SendStreaming(Request(tool, input, true), handle));
+  if (resp.status != 200) return DaemonError(resp.status, resp.body);
+  if (final.has_value()) return std::move(*final);
+  if (resp.Header("Content-Type").find("text/event-stream") == std::string::npos) {
+    // A daemon that does not stream this tool answers with plain JSON: its output arrives all at once.
+    ISB_ASSIGN_OR_RETURN(json envelope, ParseObject(resp.body, "an answer"));
+    ISB_ASSIGN_OR_RETURN(json result, ResultOf(envelope));
+    for (const char* stream : {"stdout", "stderr"}) {
+      if (result.contains(stream) && result[stream].is_string()) on_output(stream, result[stream].get<std::string>());
+    }
+    return result;
+  }
+  return Error::Of(Code::kUnavailable, "the isb daemon ended the output stream without a result; the command's "
+                                       "outcome is unknown (see the daemon's log)");
+}
 
 }  // namespace isb::cli

@@ -1,0 +1,104 @@
+// The sandbox commands' logic apart from CLI11: flags -> tool input, daemon answers -> output and exit codes.
+// Declared here so that tests can drive it without a daemon.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+#include "cli/client.h"
+
+namespace isb::cli {
+
+using nlohmann::json;
+
+constexpr int kExitOk = 0;
+constexpr int kExitRefused = 1;     // the daemon said no (a 4xx): bad input, unknown sandbox, conflict, no access
+constexpr int kExitUsage = 2;       // the command line itself is wrong
+constexpr int kExitIsbFailed = 125; // isb could not do its part: daemon unreachable, 5xx, malformed answer
+
+constexpr const char* kDefaultSocket = "/var/lib/isb/api/isb.sock";
+constexpr size_t kMaxStdinBytes = 1u << 20;      // sandbox_exec's stdin limit
+constexpr size_t kMaxFileWriteBytes = 2u << 20;  // sandbox_file_write's content limit
+
+// Where to find the daemon: --url over --socket over ISB_URL over ISB_SOCKET over the default socket.
+// REQUIRES: env values may be null (unset).
+struct ConnectFlags {
+  std::string url;
+  std::string socket;
+};
+Result<Endpoint> ChooseEndpoint(const ConnectFlags& flags, const char* env_url, const char* env_socket);
+
+// 1 for refusals (a 4xx-class error), 125 for everything that is isb's own failure.
+int ExitCodeFor(const Error& error);
+
+// An error answer ({"error": CODE, "message": ...}) as an Error whose code follows the HTTP status.
+Error DaemonError(int http_status, std::string_view body);
+
+struct CreateFlags {
+  std::string name, image, cpus, memory, pids, workdir, user, expires, idle_timeout;
+  std::vector<std::string> env, labels;  // K=V each
+};
+Result<json> CreateInput(const CreateFlags& flags);
+
+struct ExecFlags {
+  std::string sandbox;
+  std::vector<std::string> command;
+  std::vector<std::string> env;
+  std::string workdir, timeout;
+  bool interactive = false, tty = false, json = false;
+};
+// `stdin_data` is sent only with -i.
+Result<json> ExecInput(const ExecFlags& flags, const std::string& stdin_data);
+
+Result<json> ExtendInput(const std::string& sandbox, const std::string& duration);
+
+// One side of `isb cp`: a sandbox path (sandbox non-empty), a local path, or "-" (stdin/stdout).
+struct CpSide {
+  std::string sandbox;
+  std::string path;
+  bool remote() const { return !sandbox.empty(); }
+};
+struct CpPlan {
+  CpSide src, dst;
+};
+Result<CpPlan> ParseCpArgs(const std::string& src, const std::string& dst);
+
+// "K=V" -> {K, V}; `flag` names the option in the error.
+Result<std::pair<std::string, std::string>> ParseKeyValue(const std::string& flag, const std::string& text);
+// Whole seconds from "30s", "5m", "2h"...; `flag` names the option in the error.
+Result<int64_t> ParseSeconds(const std::string& flag, const std::string& text);
+
+// `isb ls`'s table of a sandbox_list result, given the time now (unix seconds).
+std::string ListTable(const json& result, int64_t now);
+// 45 -> "45s", 300 -> "5m", 7200 -> "2h", 3 days -> "3d".
+std::string ShortDuration(int64_t seconds);
+// 536870912 -> "512M", 1536 -> "1.5K".
+std::string ShortBytes(uint64_t bytes);
+
+std::string Base64Encode(std::string_view data);
+Result<std::string> Base64Decode(std::string_view text);
+
+// Calls tools over an HttpClient, adding the bearer token on TCP.
+class ToolClient {
+ public:
+  ToolClient(HttpClient http, std::string token) : http_(std::move(http)), token_(std::move(token)) {}
+
+  // The tool's result, or the daemon's error.
+  Result<json> Call(const std::string& tool, const json& input) const;
+  // Streams output (`on_output("stdout"|"stderr", text)`) as it is produced, then returns the final result.
+  Result<json> CallStreaming(const std::string& tool, const json& input,
+                             const std::function<void(const std::string&, const std::string&)>& on_output) const;
+
+ private:
+  HttpRequest Request(const std::string& tool, const json& input, bool stream) const;
+
+  HttpClient http_;
+  std::string token_;
+};
+
+}  // namespace isb::cli

@@ -1,0 +1,10 @@
+# The CLI's client side: the HTTP client and the sandbox commands, tested against an in-test server.
+add_executable(isb_cli_tests
+  tests/cli/test_server.cc
+  tests/cli/client_test.cc
+  tests/cli/sandbox_cmds_test.cc
+  src/cli/client.cc
+  src/cli/sandbox_cmds.cc)
+target_link_libraries(isb_cli_tests PRIVATE isb_base nlohmann_json::nlohmann_json CLI11::CLI11 GTest::gtest_main)
+target_include_directories(isb_cli_tests PRIVATE ${CMAKE_SOURCE_DIR}/tests ${CMAKE_SOURCE_DIR}/src)
+gtest_discover_tests(isb_cli_tests DISCOVERY_MODE PRE_TEST)

@@ -1,0 +1,456 @@
+// The sandbox commands: flags -> tool input, answers -> output and exit codes, and whole commands against a
+// scripted daemon.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <fstream>
+#include <sstream>
+
+#include "cli/sandbox_cmds.h"
+#include "cli/sandbox_cmds_internal.h"
+#include "cli/test_server.h"
+
+namespace isb::cli {
+namespace {
+
+using testing::JsonAnswer;
+using testing::SeenRequest;
+using testing::SendAll;
+using testing::TestServer;
+
+TEST(CreateInputTest, EveryFlagMapsToTheSchema) {
+  CreateFlags f;
+  f.name = "web";
+  f.image = "/srv/rootfs";
+  f.cpus = "0.5";
+  f.memory = "1G";
+  f.pids = "100";
+  f.env = {"A=1", "B=x=y", "C="};
+  f.workdir = "/work";
+  f.user = "1000:1000";
+  f.labels = {"team=core"};
+  f.expires = "2h";
+  f.idle_timeout = "30m";
+  auto in = CreateInput(f);
+  ASSERT_TRUE(in.ok()) << in.error().message;
+  json want = {{"name", "web"},
+               {"image", "/srv/rootfs"},
+               {"cpus", 0.5},
+               {"mem_limit", 1ull << 30},
+               {"pids", 100},
+               {"environment", {{"A", "1"}, {"B", "x=y"}, {"C", ""}}},
+               {"working_dir", "/work"},
+               {"user", "1000:1000"},
+               {"labels", {{"team", "core"}}},
+               {"expires", 7200},
+               {"idle_timeout", 1800}};
+  EXPECT_EQ(*in, want) << in->dump();
+}
+
+TEST(CreateInputTest, NoFlagsSendsAnEmptySpec) {
+  auto in = CreateInput(CreateFlags{});
+  ASSERT_TRUE(in.ok());
+  EXPECT_EQ(*in, json::object());
+}
+
+TEST(CreateInputTest, BadFlagsAreUsageErrorsNamingTheFlag) {
+  auto check = [](CreateFlags f, const std::string& flag) {
+    auto in = CreateInput(f);
+    ASSERT_FALSE(in.ok()) << flag;
+    EXPECT_NE(in.error().message.find(flag), std::string::npos) << in.error().message;
+  };
+  CreateFlags f;
+  f.memory = "lots";
+  check(f, "--memory");
+  f = {};
+  f.cpus = "0";
+  check(f, "--cpus");
+  f = {};
+  f.pids = "-3";
+  check(f, "--pids");
+  f = {};
+  f.env = {"NOEQUALS"};
+  check(f, "--env");
+  f = {};
+  f.labels = {"=v"};
+  check(f, "--label");
+  f = {};
+  f.expires = "1500ms";
+  check(f, "--expires");
+  f = {};
+  f.idle_timeout = "soon";
+  check(f, "--idle-timeout");
+}
+
+TEST(ExecInputTest, Mapping) {
+  ExecFlags f;
+  f.sandbox = "sb-0123456789abcdef";
+  f.command = {"sh", "-c", "echo $A"};
+  f.env = {"A=b"};
+  f.workdir = "/tmp";
+  f.timeout = "2m";
+  auto in = ExecInput(f, "ignored without -i");
+  ASSERT_TRUE(in.ok()) << in.error().message;
+  EXPECT_EQ(*in, (json{{"sandbox", "sb-0123456789abcdef"},
+                       {"argv", {"sh", "-c", "echo $A"}},
+                       {"env", {{"A", "b"}}},
+                       {"workdir", "/tmp"},
+                       {"timeout", 120}}));
+  f.interactive = true;
+  in = ExecInput(f, std::string("\xff\x00hi", 4));
+  ASSERT_TRUE(in.ok());
+  EXPECT_EQ((*in)["stdin_base64"], "/wBoaQ==");
+  f.timeout = "500ms";
+  EXPECT_FALSE(ExecInput(f, "").ok());
+  f.timeout = "";
+  f.command = {};
+  EXPECT_FALSE(ExecInput(f, "").ok());
+}
+
+TEST(ExtendInputTest, Mapping) {
+  auto in = ExtendInput("web", "24h");
+  ASSERT_TRUE(in.ok());
+  EXPECT_EQ(*in, (json{{"sandbox", "web"}, {"by", 86400}}));
+  EXPECT_FALSE(ExtendInput("web", "forever").ok());
+}
+
+TEST(CpArgsTest, Directions) {
+  auto in = ParseCpArgs("./local.txt", "web:/tmp/x");
+  ASSERT_TRUE(in.ok()) << in.error().message;
+  EXPECT_FALSE(in->src.remote());
+  EXPECT_EQ(in->dst.sandbox, "web");
+  EXPECT_EQ(in->dst.path, "/tmp/x");
+
+  auto out = ParseCpArgs("sb-0123456789abcdef:/etc/hostname", "-");
+  ASSERT_TRUE(out.ok()) << out.error().message;
+  EXPECT_EQ(out->src.sandbox, "sb-0123456789abcdef");
+  EXPECT_EQ(out->dst.path, "-");
+
+  // A ':' after a '/' is part of a local name.
+  auto colon = ParseCpArgs("./odd:name", "web:/x");
+  ASSERT_TRUE(colon.ok());
+  EXPECT_EQ(colon->src.path, "./odd:name");
+
+  EXPECT_FALSE(ParseCpArgs("a:/x", "b:/y").ok());
+  EXPECT_FALSE(ParseCpArgs("a.txt", "b.txt").ok());
+  auto relative = ParseCpArgs("web:etc/x", "here");
+  ASSERT_FALSE(relative.ok());
+  EXPECT_NE(relative.error().message.find("must be absolute"), std::string::npos);
+}
+
+TEST(ChooseEndpointTest, FlagsOverEnvironmentOverDefault) {
+  auto def = ChooseEndpoint({}, nullptr, nullptr);
+  ASSERT_TRUE(def.ok());
+  EXPECT_EQ(def->unix_path, "/var/lib/isb/api/isb.sock");
+
+  auto env_socket = ChooseEndpoint({}, "", "/tmp/s.sock");
+  ASSERT_TRUE(env_socket.ok());
+  EXPECT_EQ(env_socket->unix_path, "/tmp/s.sock");
+
+  auto env_url = ChooseEndpoint({}, "http://127.0.0.1:1234", "/tmp/s.sock");
+  ASSERT_TRUE(env_url.ok());
+  EXPECT_EQ(env_url->port, 1234);
+
+  auto flag_socket = ChooseEndpoint({"", "/x.sock"}, "http://127.0.0.1:1234", nullptr);
+  ASSERT_TRUE(flag_socket.ok());
+  EXPECT_EQ(flag_socket->unix_path, "/x.sock");
+
+  auto flag_url = ChooseEndpoint({"http://localhost:5", ""}, nullptr, "/tmp/s.sock");
+  ASSERT_TRUE(flag_url.ok());
+  EXPECT_EQ(flag_url->host, "localhost");
+
+  EXPECT_FALSE(ChooseEndpoint({"http://h:1", "/x.sock"}, nullptr, nullptr).ok());
+  auto bad_env = ChooseEndpoint({}, "ftp://x", nullptr);
+  ASSERT_FALSE(bad_env.ok());
+  EXPECT_NE(bad_env.error().message.find("ISB_URL"), std::string::npos);
+}
+
+TEST(DaemonErrorTest, StatusDecidesWhoFailed) {
+  Error nf = DaemonError(404, R"({"error":"not_found","message":"no sandbox 'x'"})");
+  EXPECT_EQ(nf.message, "no sandbox 'x'");
+  EXPECT_EQ(ExitCodeFor(nf), kExitRefused);
+
+  Error conflict = DaemonError(409, R"({"error":"conflict","message":"name in use"})");
+  EXPECT_EQ(ExitCodeFor(conflict), kExitRefused);
+
+  Error internal = DaemonError(500, R"({"error":"internal","message":"boom"})");
+  EXPECT_EQ(ExitCodeFor(internal), kExitIsbFailed);
+
+  Error timeout = DaemonError(504, R"({"error":"timeout","message":"slow"})");
+  EXPECT_EQ(ExitCodeFor(timeout), kExitIsbFailed);
+
+  Error proxy = DaemonError(502, "<html>bad gateway</html>");
+  EXPECT_EQ(ExitCodeFor(proxy), kExitIsbFailed);
+  EXPECT_NE(proxy.message.find("HTTP 502"), std::string::npos);
+
+  Error odd = DaemonError(418, R"({"error":"internal","message":"teapot"})");
+  EXPECT_EQ(ExitCodeFor(odd), kExitRefused);
+
+  Error auth = DaemonError(401, R"({"error":"unauthenticated","message":"missing bearer token"})");
+  EXPECT_EQ(ExitCodeFor(auth), kExitRefused);
+  EXPECT_NE(auth.message.find("ISB_TOKEN"), std::string::npos);
+}
+
+TEST(FormatTest, ShortUnits) {
+  EXPECT_EQ(ShortDuration(-5), "0s");
+  EXPECT_EQ(ShortDuration(45), "45s");
+  EXPECT_EQ(ShortDuration(300), "5m");
+  EXPECT_EQ(ShortDuration(7200), "2h");
+  EXPECT_EQ(ShortDuration(3 * 86400 + 5), "3d");
+  EXPECT_EQ(ShortBytes(0), "0B");
+  EXPECT_EQ(ShortBytes(1536), "1.5K");
+  EXPECT_EQ(ShortBytes(512ull << 20), "512M");
+  EXPECT_EQ(ShortBytes(2ull << 30), "2G");
+}
+
+TEST(ListTableTest, Columns) {
+  json result = {{"sandboxes",
+                  {{{"id", "sb-0000000000000001"},
+                    {"name", "web"},
+                    {"state", "running"},
+                    {"spec", {{"mem_limit", 512ull << 20}}},
+                    {"created_at", 1000},
+                    {"expires_at", 1000 + 86400},
+                    {"usage", {{"cpu_usec", 1'250'000}, {"memory_bytes", 3 << 20}, {"pids", 2}}}},
+                   {{"id", "sb-0000000000000002"},
+                    {"name", ""},
+                    {"state", "stopped"},
+                    {"created_at", 100},
+                    {"expires_at", 500}}}}};
+  std::string table = ListTable(result, 1300);
+  EXPECT_EQ(table,
+            "ID                    NAME   STATE     CPU     MEMORY        AGE   EXPIRES\n"
+            "sb-0000000000000001   web    running   1.25s   3.0M / 512M   5m    in 23h\n"
+            "sb-0000000000000002   -      stopped   0.00s   0B / 0B       20m   expired\n");
+  EXPECT_EQ(ListTable(json{{"sandboxes", json::array()}}, 0), "ID   NAME   STATE   CPU   MEMORY   AGE   EXPIRES\n");
+}
+
+TEST(Base64Test, RoundTrip) {
+  for (std::string s : {"", "f", "fo", "foo", "foob", "fooba", "foobar", std::string("\0\xff\x80", 3)}) {
+    auto back = Base64Decode(Base64Encode(s));
+    ASSERT_TRUE(back.ok()) << s;
+    EXPECT_EQ(*back, s);
+  }
+  EXPECT_EQ(Base64Encode("foobar"), "Zm9vYmFy");
+  EXPECT_EQ(Base64Encode("fo"), "Zm8=");
+  for (const char* bad : {"Zm9", "Zm=v", "Z===", "Zm9v!A==", "=AAA"}) EXPECT_FALSE(Base64Decode(bad).ok()) << bad;
+}
+
+// ---- whole commands, through CLI11, against a scripted daemon ----
+
+std::string BodyOf(const SeenRequest& r) { return r.body; }
+std::string PathOf(const SeenRequest& r) {
+  size_t sp = r.head.find(' ');
+  return r.head.substr(sp + 1, r.head.find(' ', sp + 1) - sp - 1);
+}
+
+struct Run {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+// Parses and runs `args` as main() does, capturing stdout and stderr.
+Run RunIsb(std::vector<std::string> args) {
+  CLI::App app{"isb"};
+  app.require_subcommand(1);
+  Run run;
+  int exit_code = 0;
+  AddSandboxCommands(app, &exit_code);
+  args.insert(args.begin(), "isb");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  try {
+    app.parse(static_cast<int>(argv.size()), argv.data());
+    run.exit_code = exit_code;
+  } catch (const CLI::ParseError& e) {
+    run.exit_code = app.exit(e) == 0 ? 0 : kExitUsage;
+  }
+  std::fflush(stdout);
+  run.out = ::testing::internal::GetCapturedStdout();
+  run.err = ::testing::internal::GetCapturedStderr();
+  return run;
+}
+
+std::string Sse(const std::string& event, const json& data) { return "event: " + event + "\ndata: " + data.dump() + "\n\n"; }
+
+TEST(CommandsTest, ExecStreamsOutputAndExitsWithTheCommandsCode) {
+  TestServer server([](int fd, const SeenRequest&) {
+    SendAll(fd, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n");
+    SendAll(fd, Sse("stdout", {{"data", "hello\n"}}));
+    SendAll(fd, Sse("stderr", {{"data", "warn\n"}}));
+    SendAll(fd, Sse("result", {{"result", {{"exit_code", 3}, {"timed_out", false}, {"stdout", "hello\n"}}}}));
+  });
+  Run r = RunIsb({"exec", "--socket", server.socket_path(), "--env", "A=1", "--timeout", "5s", "web", "--", "sh",
+                  "-c", "echo hello --json"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_EQ(r.out, "hello\n");
+  EXPECT_EQ(r.err, "warn\n");
+  auto seen = server.requests();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(PathOf(seen[0]), "/api/v1/tools/sandbox_exec?stream=1");
+  EXPECT_EQ(json::parse(BodyOf(seen[0])), (json{{"sandbox", "web"},
+                                                {"argv", {"sh", "-c", "echo hello --json"}},
+                                                {"env", {{"A", "1"}}},
+                                                {"timeout", 5}}));
+  // The unix socket needs no token, so none is sent.
+  EXPECT_EQ(seen[0].head.find("Authorization"), std::string::npos);
+}
+
+TEST(CommandsTest, ExecErrorEventIsReported) {
+  TestServer server([](int fd, const SeenRequest&) {
+    SendAll(fd, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n" +
+                    Sse("error", {{"error", "conflict"}, {"message", "sandbox web is stopped"}}));
+  });
+  Run r = RunIsb({"--socket", server.socket_path(), "exec", "web", "--", "true"});
+  EXPECT_EQ(r.exit_code, kExitRefused);
+  EXPECT_EQ(r.err, "isb: sandbox web is stopped\n");
+}
+
+TEST(CommandsTest, ExecStreamCutBeforeTheResultIsIsbFailing) {
+  TestServer server([](int fd, const SeenRequest&) {
+    SendAll(fd, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n" + Sse("stdout", {{"data", "partial"}}) +
+                    "event: result\ndata: {\"res");
+  });
+  Run r = RunIsb({"--socket", server.socket_path(), "exec", "web", "--", "true"});
+  EXPECT_EQ(r.exit_code, kExitIsbFailed);
+  EXPECT_EQ(r.out, "partial");
+  EXPECT_NE(r.err.find("without a result"), std::string::npos) << r.err;
+}
+
+TEST(CommandsTest, ExecTtyIsRefusedHonestly) {
+  Run r = RunIsb({"--socket", "/nonexistent/isb.sock", "exec", "-it", "web", "--", "bash"});
+  EXPECT_EQ(r.exit_code, kExitIsbFailed);
+  EXPECT_EQ(r.err, "isb exec -t: terminals are not supported yet\n");
+}
+
+TEST(CommandsTest, ExecJsonUsesThePlainCall) {
+  TestServer server([](int fd, const SeenRequest&) {
+    SendAll(fd, JsonAnswer(200, R"({"result":{"exit_code":0,"timed_out":false,"stdout":"x"}})"));
+  });
+  Run r = RunIsb({"--socket", server.socket_path(), "exec", "--json", "web", "--", "echo", "x"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["stdout"], "x");
+  EXPECT_EQ(PathOf(server.requests()[0]), "/api/v1/tools/sandbox_exec");
+}
+
+TEST(CommandsTest, CreatePrintsTheId) {
+  TestServer server([](int fd, const SeenRequest&) {
+    SendAll(fd, JsonAnswer(200, R"({"result":{"id":"sb-00000000000000aa","state":"running"}})"));
+  });
+  Run r = RunIsb({"--socket", server.socket_path(), "create", "--name", "web", "--memory", "256M", "--label", "a=b",
+                  "--label", "c=d", "--expires", "1h"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "sb-00000000000000aa\n");
+  auto seen = server.requests();
+  EXPECT_EQ(PathOf(seen[0]), "/api/v1/tools/sandbox_create");
+  EXPECT_EQ(json::parse(BodyOf(seen[0])), (json{{"name", "web"},
+                                                {"mem_limit", 256u << 20},
+                                                {"labels", {{"a", "b"}, {"c", "d"}}},
+                                                {"expires", 3600}}));
+}
+
+TEST(CommandsTest, UsageErrorsExitTwoWithoutCallingTheDaemon) {
+  Run r = RunIsb({"--socket", "/nonexistent/isb.sock", "create", "--memory", "much"});
+  EXPECT_EQ(r.exit_code, kExitUsage);
+  EXPECT_NE(r.err.find("--memory"), std::string::npos) << r.err;
+  EXPECT_EQ(RunIsb({"extend", "web"}).exit_code, kExitUsage);
+  EXPECT_EQ(RunIsb({"cp", "a", "b"}).exit_code, kExitUsage);
+}
+
+TEST(CommandsTest, RefusalExitsOneUnreachableExits125) {
+  TestServer server([](int fd, const SeenRequest&) {
+    SendAll(fd, JsonAnswer(404, R"({"error":"not_found","message":"no sandbox 'ghost'"})"));
+  });
+  Run r = RunIsb({"--socket", server.socket_path(), "inspect", "ghost"});
+  EXPECT_EQ(r.exit_code, kExitRefused);
+  EXPECT_EQ(r.err, "isb: no sandbox 'ghost'\n");
+
+  Run down = RunIsb({"ls", "--socket", "/nonexistent/isb.sock"});
+  EXPECT_EQ(down.exit_code, kExitIsbFailed);
+  EXPECT_NE(down.err.find("is `isb serve` running?"), std::string::npos) << down.err;
+}
+
+TEST(CommandsTest, RmGoesOnAfterAFailureAndReportsTheWorst) {
+  TestServer server([](int fd, const SeenRequest& req) {
+    if (req.body.find("ghost") != std::string::npos) {
+      SendAll(fd, JsonAnswer(404, R"({"error":"not_found","message":"no sandbox 'ghost'"})"));
+    } else {
+      SendAll(fd, JsonAnswer(200, R"({"result":{"sandbox":"a","removed":true}})"));
+    }
+  });
+  Run r = RunIsb({"--socket", server.socket_path(), "rm", "ghost", "a"});
+  EXPECT_EQ(r.exit_code, kExitRefused);
+  EXPECT_EQ(r.out, "a\n");
+  EXPECT_EQ(server.requests().size(), 2u);
+}
+
+TEST(CommandsTest, TokenGoesOverHttpOnly) {
+  // The scripted server is on a unix socket, so this checks the request builder through the public client.
+  TestServer server([](int fd, const SeenRequest&) { SendAll(fd, JsonAnswer(200, R"({"result":{"ok":1}})")); });
+  Endpoint unix_ep;
+  unix_ep.unix_path = server.socket_path();
+  auto r = ToolClient(HttpClient(unix_ep), "secret").Call("sandbox_list", json::object());
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(server.requests()[0].head.find("secret"), std::string::npos);
+}
+
+TEST(CommandsTest, CopyInKeepsTheModeAndCopyOutWritesTheFile) {
+  TestServer server([](int fd, const SeenRequest& req) {
+    if (req.head.find("sandbox_file_write") != std::string::npos) {
+      SendAll(fd, JsonAnswer(200, R"({"result":{"path":"/tmp/run.sh","size":10,"mode":"0750"}})"));
+    } else {
+      SendAll(fd, JsonAnswer(200, R"({"result":{"path":"/etc/motd","size":3,"mode":"0600","content_base64":"AP9h"}})"));
+    }
+  });
+  std::string local = server.dir() + "/run.sh";
+  {
+    std::ofstream f(local);
+    f << "#!/bin/sh\n";
+  }
+  ASSERT_EQ(::chmod(local.c_str(), 0750), 0);
+  Run in = RunIsb({"--socket", server.socket_path(), "cp", local, "web:/tmp/"});
+  EXPECT_EQ(in.exit_code, 0) << in.err;
+  json sent = json::parse(server.requests()[0].body);
+  EXPECT_EQ(sent, (json{{"sandbox", "web"}, {"path", "/tmp/run.sh"}, {"content_base64", "IyEvYmluL3NoCg=="},
+                        {"mode", "0750"}}));
+
+  Run out = RunIsb({"--socket", server.socket_path(), "cp", "web:/etc/motd", server.dir()});
+  EXPECT_EQ(out.exit_code, 0) << out.err;
+  json asked = json::parse(server.requests()[1].body);
+  EXPECT_EQ(asked, (json{{"sandbox", "web"}, {"path", "/etc/motd"}, {"encoding", "base64"}}));
+  std::ifstream f(server.dir() + "/motd", std::ios::binary);
+  std::stringstream got;
+  got << f.rdbuf();
+  EXPECT_EQ(got.str(), std::string("\0\xff" "a", 3));
+
+  Run to_stdout = RunIsb({"--socket", server.socket_path(), "cp", "web:/etc/motd", "-"});
+  EXPECT_EQ(to_stdout.exit_code, 0);
+  EXPECT_EQ(to_stdout.out, std::string("\0\xff" "a", 3));
+}
+
+TEST(CommandsTest, CopyInRefusesWhatTheDaemonWouldRefuse) {
+  char tmpl[] = "/tmp/isb-cli-test-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  std::string big = std::string(tmpl) + "/big";
+  {
+    std::ofstream f(big);
+    f << std::string((2u << 20) + 1, 'b');
+  }
+  Run r = RunIsb({"--socket", "/nonexistent/isb.sock", "cp", big, "web:/big"});
+  EXPECT_EQ(r.exit_code, kExitRefused);
+  EXPECT_NE(r.err.find("larger than 2M"), std::string::npos) << r.err;
+  Run dir = RunIsb({"--socket", "/nonexistent/isb.sock", "cp", tmpl, "web:/d"});
+  EXPECT_EQ(dir.exit_code, kExitUsage);
+  Run missing = RunIsb({"--socket", "/nonexistent/isb.sock", "cp", std::string(tmpl) + "/nope", "web:/d"});
+  EXPECT_EQ(missing.exit_code, kExitRefused);
+  EXPECT_NE(missing.err.find("No such file or directory"), std::string::npos);
+  ::unlink(big.c_str());
+  ::rmdir(tmpl);
+}
+
+}  // namespace
+}  // namespace isb::cli
