@@ -1,0 +1,32 @@
+# The tool registry and its surfaces (REST, MCP, the HTTP server over TCP and the unix socket).
+find_package(Boost 1.81 REQUIRED)
+find_package(Threads REQUIRED)
+
+# Everything but the Beast translation unit, so the logic stays quick to rebuild.
+add_library(isb_api STATIC
+  src/api/json_util.cc
+  src/api/json_schema.cc
+  src/api/registry.cc
+  src/api/sandbox_tools.cc
+  src/api/http_message.cc
+  src/api/listen_address.cc
+  src/api/rest.cc
+  src/api/mcp.cc
+  src/api/http_server.cc)
+target_link_libraries(isb_api PUBLIC isb_base nlohmann_json::nlohmann_json Boost::headers Threads::Threads)
+# Beast and Asio as headers only, without the deprecated pieces.
+target_compile_definitions(isb_api PRIVATE BOOST_ASIO_NO_DEPRECATED)
+
+add_executable(isb_api_tests
+  tests/api/fake_sandboxes.cc
+  tests/api/json_schema_test.cc
+  tests/api/json_util_test.cc
+  tests/api/registry_test.cc
+  tests/api/sandbox_tools_test.cc
+  tests/api/rest_test.cc
+  tests/api/mcp_test.cc
+  tests/api/listen_address_test.cc
+  tests/api/http_server_test.cc)
+target_link_libraries(isb_api_tests PRIVATE isb_api GTest::gtest_main)
+target_include_directories(isb_api_tests PRIVATE ${CMAKE_SOURCE_DIR}/tests)
+gtest_discover_tests(isb_api_tests DISCOVERY_MODE PRE_TEST)

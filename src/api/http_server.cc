@@ -1,0 +1,402 @@
+// The only Beast translation unit: accept loops, one coroutine per connection, tool calls on a worker pool.
+#include "api/http_server.h"
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <future>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include "api/json_util.h"
+#include "api/listen_address.h"
+
+namespace isb::api {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+using unix_proto = net::local::stream_protocol;
+
+namespace {
+
+constexpr auto kAwait = net::as_tuple(net::use_awaitable);
+
+bool IsHttpParseError(const beast::error_code& ec) {
+  return ec.category() == http::make_error_code(http::error::partial_message).category();
+}
+
+Request ToRequest(const http::request<http::string_body>& msg, bool via_unix) {
+  Request req;
+  req.method = std::string(msg.method_string());
+  req.target = std::string(msg.target());
+  for (const auto& field : msg) req.headers.Add(std::string(field.name_string()), std::string(field.value()));
+  req.body = msg.body();
+  req.via_unix_socket = via_unix;
+  return req;
+}
+
+template <class Message>
+void CopyHeaders(const Response& from, Message& to) {
+  to.result(static_cast<unsigned>(from.status));
+  to.set(http::field::server, "isb");
+  for (const auto& [name, value] : from.headers.fields()) to.set(name, value);
+}
+
+bool StartsWithIgnoreCase(std::string_view s, std::string_view prefix) {
+  return s.size() >= prefix.size() && EqualsIgnoreCase(s.substr(0, prefix.size()), prefix);
+}
+
+Response Unauthenticated(const std::string& message) {
+  Response r = ErrorResponse(Error::Of(Code::kUnauthenticated, message));
+  r.headers.Set("WWW-Authenticate", "Bearer realm=\"isb\"");
+  return r;
+}
+
+// Makes the socket's directory 0700 (creating it when absent) and removes a stale socket left by a dead daemon.
+Status PrepareUnixSocket(const std::string& path) {
+  if (path.size() >= sizeof(sockaddr_un::sun_path)) {
+    return Error::Of(Code::kInvalidArgument, "unix socket path is too long (max 107 bytes): " + path);
+  }
+  size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  if (mkdir(dir.c_str(), 0700) != 0) {
+    if (errno != EEXIST) return Error::Sys("creating the socket directory " + dir);
+    struct stat st{};
+    if (stat(dir.c_str(), &st) != 0) return Error::Sys("stat " + dir);
+    if (!S_ISDIR(st.st_mode)) return Error::Msg(dir + " is not a directory");
+    if ((st.st_mode & 077) != 0) {
+      // Tightening a shared directory such as /tmp would break the system; only our own private one is changed.
+      if (st.st_uid != geteuid() || (st.st_mode & (S_ISVTX | S_IWOTH)) != 0) {
+        return Error::Msg("the socket directory " + dir + " is shared with other users; put the socket in a "
+                          "directory of its own (it is made 0700)");
+      }
+      if (chmod(dir.c_str(), 0700) != 0) return Error::Sys("chmod 0700 " + dir);
+    }
+  }
+  struct stat st{};
+  if (lstat(path.c_str(), &st) != 0) return {};
+  if (!S_ISSOCK(st.st_mode)) return Error::Msg(path + " exists and is not a socket; remove it or choose another path");
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Error::Sys("socket");
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  bool live = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  close(fd);
+  if (live) return Error::Msg("another server is listening on " + path + "; stop it first");
+  if (unlink(path.c_str()) != 0) return Error::Sys("removing the stale socket " + path);
+  return {};
+}
+
+}  // namespace
+
+class HttpServer::Impl {
+ public:
+  Impl(HttpServerOptions options, RestApi& rest, McpServer& mcp, Authenticator auth)
+      : opts_(std::move(options)),
+        rest_(rest),
+        mcp_(mcp),
+        auth_(std::move(auth)),
+        ioc_(std::max(1, opts_.io_threads)),
+        pool_(static_cast<size_t>(std::max(1, opts_.worker_threads))) {}
+
+  ~Impl() { Stop(); }
+
+  Status Start();
+  void Stop();
+  uint16_t port() const { return port_; }
+
+ private:
+  struct ConnectionSlot {
+    explicit ConnectionSlot(std::atomic<size_t>& n) : n_(n) { ++n_; }
+    ~ConnectionSlot() { --n_; }
+    std::atomic<size_t>& n_;
+  };
+
+  template <class Protocol>
+  net::awaitable<void> Accept(net::basic_socket_acceptor<Protocol>& acceptor, bool via_unix);
+  template <class Protocol>
+  net::awaitable<void> Serve(beast::basic_stream<Protocol> stream, bool via_unix);
+  template <class Protocol>
+  net::awaitable<void> FailAndClose(beast::basic_stream<Protocol>& stream, int status, const std::string& message);
+  template <class Protocol>
+  bool RunStream(const Response& resp, beast::basic_stream<Protocol>& stream);
+
+  Response Dispatch(const Request& req);
+  Response Authenticated(const Request& req);
+
+  HttpServerOptions opts_;
+  RestApi& rest_;
+  McpServer& mcp_;
+  Authenticator auth_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<size_t> connections_{0};
+  uint16_t port_ = 0;
+  bool started_ = false, stopped_ = false;
+  net::io_context ioc_;
+  net::thread_pool pool_;
+  std::optional<tcp::acceptor> tcp_;
+  std::optional<unix_proto::acceptor> unix_;
+  std::vector<std::thread> threads_;
+};
+
+Status HttpServer::Impl::Start() {
+  if (started_) return Error::Msg("HttpServer::Start called twice");
+  beast::error_code ec;
+  if (opts_.listen_tcp) {
+    ISB_TRY(CheckListenAddress(opts_.host));
+    auto address = net::ip::make_address(opts_.host == "localhost" ? "127.0.0.1" : opts_.host, ec);
+    if (ec) return Error::Of(Code::kInvalidArgument, "listen address '" + opts_.host + "': " + ec.message());
+    tcp::endpoint ep(address, opts_.port);
+    tcp_.emplace(ioc_);
+    std::string where = opts_.host + ":" + std::to_string(opts_.port);
+    if (tcp_->open(ep.protocol(), ec); ec) return Error::Msg("cannot open a socket for " + where + ": " + ec.message());
+    tcp_->set_option(net::socket_base::reuse_address(true), ec);
+    if (tcp_->bind(ep, ec); ec) return Error::Msg("cannot listen on " + where + ": " + ec.message());
+    if (tcp_->listen(net::socket_base::max_listen_connections, ec); ec) {
+      return Error::Msg("cannot listen on " + where + ": " + ec.message());
+    }
+    port_ = tcp_->local_endpoint().port();
+  }
+  if (!opts_.unix_socket_path.empty()) {
+    const std::string& path = opts_.unix_socket_path;
+    ISB_TRY(PrepareUnixSocket(path));
+    unix_.emplace(ioc_);
+    unix_proto::endpoint ep(path);
+    if (unix_->open(ep.protocol(), ec); ec) return Error::Msg("cannot open a unix socket: " + ec.message());
+    if (unix_->bind(ep, ec); ec) return Error::Msg("cannot bind " + path + ": " + ec.message());
+    // The directory is 0700 already, so nobody else can reach the socket before this chmod.
+    if (chmod(path.c_str(), 0600) != 0) return Error::Sys("chmod 0600 " + path);
+    if (unix_->listen(net::socket_base::max_listen_connections, ec); ec) {
+      return Error::Msg("cannot listen on " + path + ": " + ec.message());
+    }
+  }
+  auto ignore = [](std::exception_ptr) {};
+  if (tcp_) net::co_spawn(ioc_, Accept(*tcp_, false), ignore);
+  if (unix_) net::co_spawn(ioc_, Accept(*unix_, true), ignore);
+  started_ = true;
+  for (int i = 0; i < std::max(1, opts_.io_threads); ++i) threads_.emplace_back([this] { ioc_.run(); });
+  return {};
+}
+
+void HttpServer::Impl::Stop() {
+  if (!started_ || stopped_) return;
+  stopped_ = true;
+  stopping_ = true;
+  net::post(ioc_, [this] {
+    beast::error_code ec;
+    if (tcp_) tcp_->close(ec);
+    if (unix_) unix_->close(ec);
+  });
+  ioc_.stop();
+  for (auto& t : threads_) t.join();
+  // Running tool calls finish (streams notice stopping_ and give up writing); queued ones are dropped.
+  pool_.stop();
+  pool_.join();
+  if (unix_) unlink(opts_.unix_socket_path.c_str());
+}
+
+template <class Protocol>
+net::awaitable<void> HttpServer::Impl::Accept(net::basic_socket_acceptor<Protocol>& acceptor, bool via_unix) {
+  for (;;) {
+    net::any_io_executor strand = net::make_strand(ioc_);
+    auto [ec, socket] = co_await acceptor.async_accept(strand, kAwait);
+    if (stopping_ || ec == net::error::operation_aborted) co_return;
+    if (ec) {
+      // EMFILE and friends: back off briefly instead of spinning.
+      net::steady_timer timer(ioc_, std::chrono::milliseconds(50));
+      co_await timer.async_wait(kAwait);
+      continue;
+    }
+    if (connections_.load() >= opts_.max_connections) {
+      beast::error_code ignored;
+      socket.close(ignored);
+      continue;
+    }
+    auto executor = socket.get_executor();
+    net::co_spawn(executor, Serve(beast::basic_stream<Protocol>(std::move(socket)), via_unix),
+                  [](std::exception_ptr) {});
+  }
+}
+
+template <class Protocol>
+net::awaitable<void> HttpServer::Impl::Serve(beast::basic_stream<Protocol> stream, bool via_unix) {
+  ConnectionSlot slot(connections_);
+  beast::flat_buffer buffer;
+  for (;;) {
+    http::request_parser<http::string_body> parser;
+    parser.header_limit(static_cast<uint32_t>(opts_.max_header_bytes));
+    parser.body_limit(opts_.max_body_bytes);
+    stream.expires_after(opts_.header_timeout);
+    auto [ec, n] = co_await http::async_read_header(stream, buffer, parser, kAwait);
+    if (!ec && EqualsIgnoreCase(std::string_view(parser.get()[http::field::expect]), "100-continue")) {
+      http::response<http::empty_body> cont{http::status::continue_, 11};
+      stream.expires_after(opts_.write_timeout);
+      std::tie(ec, n) = co_await http::async_write(stream, cont, kAwait);
+    }
+    if (!ec) {
+      stream.expires_after(opts_.body_timeout);
+      std::tie(ec, n) = co_await http::async_read(stream, buffer, parser, kAwait);
+    }
+    if (ec == http::error::body_limit) {
+      co_await FailAndClose(stream, 413, "request body is larger than " + std::to_string(opts_.max_body_bytes) +
+                                             " bytes");
+      co_return;
+    }
+    if (ec == http::error::header_limit) {
+      co_await FailAndClose(stream, 431, "request headers are larger than " +
+                                             std::to_string(opts_.max_header_bytes) + " bytes");
+      co_return;
+    }
+    if (ec == http::error::partial_message) {
+      co_await FailAndClose(stream, 400, "truncated HTTP request: the connection ended mid-message");
+      co_return;
+    }
+    if (ec && IsHttpParseError(ec) && ec != http::error::end_of_stream) {
+      co_await FailAndClose(stream, 400, "malformed HTTP request: " + ec.message());
+      co_return;
+    }
+    if (ec) co_return;  // closed, reset or timed out
+
+    Request req = ToRequest(parser.get(), via_unix);
+    bool keep_alive = parser.get().keep_alive();
+    Response resp = co_await net::co_spawn(
+        pool_, [&]() -> net::awaitable<Response> { co_return Dispatch(req); }, net::use_awaitable);
+
+    stream.expires_after(opts_.write_timeout);
+    if (!resp.stream) {
+      http::response<http::string_body> res;
+      CopyHeaders(resp, res);
+      res.body() = std::move(resp.body);
+      res.keep_alive(keep_alive);
+      res.prepare_payload();
+      if (req.method == "HEAD") res.body().clear();  // Content-Length stays that of the GET
+      std::tie(ec, n) = co_await http::async_write(stream, res, kAwait);
+      if (ec) co_return;
+    } else {
+      http::response<http::empty_body> head;
+      CopyHeaders(resp, head);
+      head.keep_alive(keep_alive);
+      head.chunked(true);
+      http::response_serializer<http::empty_body> sr{head};
+      std::tie(ec, n) = co_await http::async_write_header(stream, sr, kAwait);
+      if (ec) co_return;
+      bool alive = co_await net::co_spawn(
+          pool_, [&]() -> net::awaitable<bool> { co_return RunStream(resp, stream); }, net::use_awaitable);
+      if (!alive) co_return;
+      stream.expires_after(opts_.write_timeout);
+      std::tie(ec, n) = co_await net::async_write(stream, http::make_chunk_last(), kAwait);
+      if (ec) co_return;
+    }
+    if (!keep_alive) {
+      beast::error_code ignored;
+      stream.socket().shutdown(Protocol::socket::shutdown_send, ignored);
+      co_return;
+    }
+  }
+}
+
+// Runs the response's producer on this worker thread; each chunk is written by the connection's strand while
+// this thread waits. Returns false when the client went away or the server is stopping.
+template <class Protocol>
+bool HttpServer::Impl::RunStream(const Response& resp, beast::basic_stream<Protocol>& stream) {
+  bool alive = true;
+  ChunkWriter write = [&](std::string_view chunk) -> bool {
+    if (!alive || stopping_) return alive = false;
+    if (chunk.empty()) return true;  // an empty chunk would end the body
+    auto data = std::make_shared<std::string>(chunk);
+    auto done = std::make_shared<std::promise<beast::error_code>>();
+    std::future<beast::error_code> result = done->get_future();
+    net::post(stream.get_executor(), [this, &stream, data, done] {
+      stream.expires_after(opts_.write_timeout);
+      net::async_write(stream, http::make_chunk(net::buffer(*data)),
+                       [data, done](beast::error_code ec, size_t) { done->set_value(ec); });
+    });
+    while (result.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
+      if (stopping_) return alive = false;
+    }
+    alive = !result.get();
+    return alive;
+  };
+  try {
+    resp.stream(write);
+  } catch (const std::exception&) {
+    return false;  // the body is cut short; the client sees the missing last chunk
+  }
+  return alive;
+}
+
+// Answers a request that could not be read, then drains what the client still sends (up to 16 MiB or 2 s) so
+// the answer is not lost to a reset, and closes.
+template <class Protocol>
+net::awaitable<void> HttpServer::Impl::FailAndClose(beast::basic_stream<Protocol>& stream, int status,
+                                                    const std::string& message) {
+  Response r = ErrorResponse(Error::Of(status == 413 ? Code::kTooLarge : Code::kInvalidArgument, message));
+  r.status = status;
+  http::response<http::string_body> res;
+  CopyHeaders(r, res);
+  res.body() = std::move(r.body);
+  res.keep_alive(false);
+  res.prepare_payload();
+  stream.expires_after(opts_.write_timeout);
+  auto [ec, n] = co_await http::async_write(stream, res, kAwait);
+  if (ec) co_return;
+  beast::error_code ignored;
+  stream.socket().shutdown(Protocol::socket::shutdown_send, ignored);
+  stream.expires_after(std::chrono::seconds(2));
+  std::vector<char> sink(64 << 10);
+  for (size_t total = 0; total < (16u << 20);) {
+    std::tie(ec, n) = co_await stream.async_read_some(net::buffer(sink), kAwait);
+    if (ec) break;
+    total += n;
+  }
+}
+
+Response HttpServer::Impl::Dispatch(const Request& req) {
+  try {
+    if (req.Path() == "/healthz") return rest_.Handle(req, Identity{});
+    return Authenticated(req);
+  } catch (const std::exception& e) {
+    return ErrorResponse(Error::Of(Code::kInternal, std::string("internal error: ") + e.what()));
+  }
+}
+
+Response HttpServer::Impl::Authenticated(const Request& req) {
+  Identity identity = Identity::Superadmin();
+  if (!req.via_unix_socket) {
+    std::string header = req.headers.Get("Authorization");
+    if (!StartsWithIgnoreCase(header, "Bearer ") || header.size() <= 7) {
+      return Unauthenticated("missing bearer token: send \"Authorization: Bearer <token>\"");
+    }
+    if (!auth_) return Unauthenticated("token authentication is not configured; use the unix socket");
+    Result<Identity> who = auth_(req, false);
+    if (!who.ok()) {
+      if (who.error().code == Code::kForbidden) return ErrorResponse(who.error());
+      return Unauthenticated(who.error().message);
+    }
+    identity = std::move(*who);
+  }
+  if (McpOrgFromPath(req.Path())) return mcp_.Handle(req, identity);
+  return rest_.Handle(req, identity);
+}
+
+HttpServer::HttpServer(HttpServerOptions options, RestApi& rest, McpServer& mcp, Authenticator authenticate)
+    : impl_(std::make_unique<Impl>(std::move(options), rest, mcp, std::move(authenticate))) {}
+HttpServer::~HttpServer() = default;
+Status HttpServer::Start() { return impl_->Start(); }
+uint16_t HttpServer::port() const { return impl_->port(); }
+void HttpServer::Stop() { impl_->Stop(); }
+
+}  // namespace isb::api

@@ -1,0 +1,64 @@
+// The HTTP/1.1 server (Asio + Beast) that carries REST and MCP over TCP and the unix socket.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "api/http_message.h"
+#include "api/mcp.h"
+#include "api/registry.h"
+#include "api/rest.h"
+#include "base/result.h"
+
+namespace isb::api {
+
+// Decides who a TCP request is. Called only for TCP requests that carry "Authorization: Bearer ..." (the server
+// answers 401 itself when the header is missing; unix-socket callers are always Identity::Superadmin(), so
+// via_unix_socket is false today). Return kUnauthenticated (401) or kForbidden (403) to refuse. May block: it runs
+// on a worker thread.
+using Authenticator = std::function<Result<Identity>(const Request& req, bool via_unix_socket)>;
+
+struct HttpServerOptions {
+  bool listen_tcp = true;
+  std::string host = "127.0.0.1";  // must pass CheckListenAddress
+  uint16_t port = 8092;            // 0: a free port, see HttpServer::port()
+  std::string unix_socket_path;    // empty: none. Created 0600; its directory is made 0700.
+  int io_threads = 4;
+  int worker_threads = 256;        // tool calls block, an exec for up to 15 minutes; one thread per call
+  size_t max_body_bytes = 8 << 20; // larger bodies get 413
+  size_t max_header_bytes = 64 << 10;
+  size_t max_connections = 2048;
+  std::chrono::milliseconds header_timeout{30'000};  // also the keep-alive idle limit
+  std::chrono::milliseconds body_timeout{120'000};
+  std::chrono::milliseconds write_timeout{60'000};
+};
+
+// Routes: /mcp and /orgs/<org>/mcp to `mcp`, everything else to `rest`; /healthz needs no authentication.
+// Malformed HTTP gets a 4xx (400 malformed or truncated, 413 body too large, 431 headers too large) and the
+// connection is closed; the server keeps serving others.
+//
+// Lifetime: rest, mcp and the authenticator must outlive the server. Start once, Stop once (the destructor stops).
+class HttpServer {
+ public:
+  HttpServer(HttpServerOptions options, RestApi& rest, McpServer& mcp, Authenticator authenticate);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds, listens and starts the threads; returns once it accepts connections. Errors say which address failed.
+  Status Start();
+  // The bound TCP port (useful with port 0); 0 before Start or without TCP.
+  uint16_t port() const;
+  // Stops accepting, drops open connections, waits for running tool calls, removes the unix socket file.
+  void Stop();
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace isb::api

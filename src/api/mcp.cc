@@ -1,0 +1,362 @@
+// MCP over Streamable HTTP: JSON-RPC framing, sessions (2025-11-25), stateless requests (2026-07-28), tool calls.
+#include "api/mcp.h"
+
+#include <sys/random.h>
+
+#include <array>
+#include <cstdio>
+
+#include "api/json_util.h"
+
+namespace isb::api {
+namespace {
+
+constexpr std::array<std::string_view, 3> kSessionVersions = {"2025-11-25", "2025-06-18", "2025-03-26"};
+constexpr std::string_view kMetaVersion = "io.modelcontextprotocol/protocolVersion";
+constexpr std::string_view kMetaCapabilities = "io.modelcontextprotocol/clientCapabilities";
+
+constexpr int kParseError = -32700, kInvalidRequest = -32600, kMethodNotFound = -32601, kInvalidParams = -32602;
+
+bool IsSessionVersion(std::string_view v) {
+  for (auto s : kSessionVersions) {
+    if (s == v) return true;
+  }
+  return false;
+}
+
+Response RpcError(int status, const json& id, int code, const std::string& message, json data = nullptr) {
+  json err = {{"code", code}, {"message", message}};
+  if (!data.is_null()) err["data"] = std::move(data);
+  return JsonResponse(status, Dump({{"jsonrpc", "2.0"}, {"id", id}, {"error", std::move(err)}}));
+}
+
+Response RpcResult(const json& id, json result) {
+  return JsonResponse(200, Dump({{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}}));
+}
+
+std::string RandomHex(size_t bytes) {
+  std::string raw(bytes, '\0');
+  size_t got = 0;
+  while (got < bytes) {
+    ssize_t n = getrandom(raw.data() + got, bytes - got, 0);
+    if (n > 0) got += static_cast<size_t>(n);
+    // EINTR: retry. getrandom cannot otherwise fail for small requests once the pool is initialised.
+  }
+  std::string out;
+  char buf[3];
+  for (unsigned char c : raw) {
+    snprintf(buf, sizeof buf, "%02x", c);
+    out += buf;
+  }
+  return out;
+}
+
+json ToolResult(const Result<json>& result, bool stateless) {
+  json out;
+  if (result.ok()) {
+    out = {{"content", json::array({{{"type", "text"}, {"text", Dump(*result)}}})},
+           {"structuredContent", *result},
+           {"isError", false}};
+  } else {
+    std::string text = std::string(CodeName(result.error().code)) + ": " + result.error().message;
+    out = {{"content", json::array({{{"type", "text"}, {"text", std::move(text)}}})}, {"isError", true}};
+  }
+  if (stateless) out["resultType"] = "complete";
+  return out;
+}
+
+}  // namespace
+
+struct McpServer::Call {
+  const Request& req;
+  std::string org;
+  const Identity& identity;
+  json id;         // the JSON-RPC id, as sent
+  std::string method;
+  json params;     // an object (empty when absent)
+  bool stateless = false;
+};
+
+McpServer::McpServer(const Registry& registry, McpOptions options)
+    : registry_(registry), options_(std::move(options)) {}
+
+std::optional<std::string> McpOrgFromPath(std::string_view path) {
+  if (path == "/mcp") return "default";
+  constexpr std::string_view kPrefix = "/orgs/", kSuffix = "/mcp";
+  if (!path.starts_with(kPrefix) || !path.ends_with(kSuffix) || path.size() <= kPrefix.size() + kSuffix.size()) {
+    return std::nullopt;
+  }
+  std::string_view org = path.substr(kPrefix.size(), path.size() - kPrefix.size() - kSuffix.size());
+  if (org.find('/') != std::string_view::npos) return std::nullopt;
+  return std::string(org);
+}
+
+bool IsLoopbackOrigin(std::string_view origin) {
+  if (origin.starts_with("http://")) origin.remove_prefix(7);
+  else if (origin.starts_with("https://")) origin.remove_prefix(8);
+  else return false;
+  std::string_view port;
+  for (std::string_view host : {"localhost", "127.0.0.1", "[::1]"}) {
+    if (origin.starts_with(host)) {
+      std::string_view rest = origin.substr(host.size());
+      if (rest.empty()) return true;
+      if (rest[0] != ':' || rest.size() < 2 || rest.size() > 6) return false;
+      for (char c : rest.substr(1)) {
+        if (c < '0' || c > '9') return false;
+      }
+      return true;
+    }
+  }
+  return false;
+}
+
+size_t McpServer::session_count() const {
+  std::lock_guard lock(mu_);
+  return sessions_.size();
+}
+
+json McpServer::ServerInfo() const { return {{"name", "isb"}, {"title", "isb"}, {"version", options_.server_version}}; }
+
+std::string McpServer::NewSession(const std::string& org, const std::string& subject, const std::string& version) {
+  std::string id = RandomHex(16);
+  std::lock_guard lock(mu_);
+  if (sessions_.size() >= options_.max_sessions) {
+    auto oldest = sessions_.begin();
+    for (auto it = sessions_.begin(); it != sessions_.end(); ++it) {
+      if (it->second.last_used < oldest->second.last_used) oldest = it;
+    }
+    sessions_.erase(oldest);
+  }
+  sessions_[id] = Session{org, subject, version, std::chrono::steady_clock::now()};
+  return id;
+}
+
+std::optional<std::string> McpServer::TouchSession(const std::string& id, const std::string& org,
+                                                   const std::string& subject) {
+  std::lock_guard lock(mu_);
+  auto it = sessions_.find(id);
+  if (it == sessions_.end()) return std::nullopt;
+  auto now = std::chrono::steady_clock::now();
+  if (now - it->second.last_used > options_.session_idle_ttl) {
+    sessions_.erase(it);
+    return std::nullopt;
+  }
+  // A session belongs to the org and the caller that opened it; anyone else is told it does not exist.
+  if (it->second.org != org || it->second.subject != subject) return std::nullopt;
+  it->second.last_used = now;
+  return it->second.protocol_version;
+}
+
+Response McpServer::Handle(const Request& req, const Identity& identity) {
+  std::optional<std::string> org = McpOrgFromPath(req.Path());
+  if (!org || options_.orgs.count(*org) == 0) {
+    return JsonResponse(404, Dump({{"error", "not_found"}, {"message", "no MCP endpoint here; use /mcp"}}));
+  }
+  // DNS rebinding defence: a browser page from elsewhere must not reach a local daemon.
+  if (req.headers.Has("Origin") && !IsLoopbackOrigin(req.headers.Get("Origin"))) {
+    return JsonResponse(403, Dump({{"error", "forbidden"},
+                                   {"message", "Origin '" + SanitizeUtf8(req.headers.Get("Origin").substr(0, 200)) +
+                                                   "' is not allowed; only loopback origins may call /mcp"}}));
+  }
+  if (req.method == "POST") return HandlePost(req, *org, identity);
+  if (req.method == "DELETE") return HandleDelete(req, *org, identity);
+  Response r = JsonResponse(405, Dump({{"error", "method_not_allowed"},
+                                       {"message", "this server offers no GET stream; POST JSON-RPC messages"}}));
+  r.headers.Set("Allow", "POST, DELETE");
+  return r;
+}
+
+Response McpServer::HandleDelete(const Request& req, const std::string& org, const Identity& identity) {
+  std::string sid = req.headers.Get("Mcp-Session-Id");
+  if (sid.empty()) return RpcError(400, nullptr, kInvalidRequest, "missing Mcp-Session-Id header");
+  if (!TouchSession(sid, org, identity.subject)) return RpcError(404, nullptr, kInvalidRequest, "unknown session");
+  std::lock_guard lock(mu_);
+  sessions_.erase(sid);
+  Response r;
+  r.status = 204;
+  return r;
+}
+
+Response McpServer::HandlePost(const Request& req, const std::string& org, const Identity& identity) {
+  auto parsed = ParseJson(req.body);
+  if (!parsed.ok()) return RpcError(400, nullptr, kParseError, "parse error: " + parsed.error().message);
+  const json& msg = *parsed;
+  if (msg.is_array()) {
+    return RpcError(400, nullptr, kInvalidRequest,
+                    "JSON-RPC batches are not supported (removed from MCP in 2025-06-18); send one message per POST");
+  }
+  if (!msg.is_object() || msg.value("jsonrpc", json()) != "2.0") {
+    return RpcError(400, nullptr, kInvalidRequest, "expected a JSON-RPC 2.0 object with \"jsonrpc\": \"2.0\"");
+  }
+  Call call{req, org, identity, msg.contains("id") ? msg["id"] : json(nullptr), "", json::object()};
+  bool has_method = msg.contains("method");
+  bool is_request = has_method && msg.contains("id");
+  if (has_method && !msg["method"].is_string()) {
+    return RpcError(400, call.id, kInvalidRequest, "method: expected string");
+  }
+  if (is_request && !call.id.is_string() && !call.id.is_number_integer()) {
+    return RpcError(400, nullptr, kInvalidRequest, "id: expected string or integer");
+  }
+  if (!has_method && !msg.contains("result") && !msg.contains("error")) {
+    return RpcError(400, call.id, kInvalidRequest, "neither a request, a notification nor a response");
+  }
+  if (has_method) call.method = msg["method"].get<std::string>();
+  if (auto p = msg.find("params"); p != msg.end() && !p->is_null()) {
+    if (!p->is_object()) return RpcError(400, call.id, kInvalidParams, "params: expected object");
+    call.params = *p;
+  }
+  std::string header_method = req.headers.Get("Mcp-Method");
+  if (!header_method.empty() && has_method && header_method != call.method) {
+    return RpcError(400, call.id, kRpcHeaderMismatch,
+                    "Mcp-Method header '" + SanitizeUtf8(header_method.substr(0, 100)) + "' does not match method '" +
+                        SanitizeUtf8(call.method.substr(0, 100)) + "'");
+  }
+
+  std::string sid = req.headers.Get("Mcp-Session-Id");
+  std::string header_version = req.headers.Get("MCP-Protocol-Version");
+  const json meta = call.params.value("_meta", json::object());
+  bool meta_names_version = meta.is_object() && meta.contains(kMetaVersion);
+
+  if (is_request && call.method == "initialize") return Initialize(call);
+
+  if (!sid.empty()) {
+    if (!header_version.empty() && !IsSessionVersion(header_version)) {
+      return RpcError(400, call.id, kInvalidRequest,
+                      "unsupported MCP-Protocol-Version '" + SanitizeUtf8(header_version.substr(0, 40)) +
+                          "'; this server supports 2025-11-25, 2025-06-18 and 2025-03-26 with sessions");
+    }
+    if (!TouchSession(sid, org, identity.subject)) {
+      return RpcError(404, call.id, kInvalidRequest, "unknown or ended session; send initialize again");
+    }
+  } else if (header_version == kMcpStatelessVersion || meta_names_version) {
+    call.stateless = true;
+    if (!is_request) return Response{.status = 202, .headers = {}, .body = {}, .stream = {}};
+    if (!meta_names_version || !meta[kMetaVersion].is_string()) {
+      return RpcError(400, call.id, kInvalidParams,
+                      "params._meta is missing '" + std::string(kMetaVersion) + "' (required by 2026-07-28)");
+    }
+    std::string meta_version = meta[kMetaVersion].get<std::string>();
+    if (meta_version != kMcpStatelessVersion) {
+      return RpcError(400, call.id, kRpcUnsupportedVersion,
+                      "unsupported protocol version '" + SanitizeUtf8(meta_version.substr(0, 40)) + "'",
+                      {{"supportedVersions", {kMcpStatelessVersion}}, {"requested", SanitizeUtf8(meta_version)}});
+    }
+    if (header_version != meta_version) {
+      return RpcError(400, call.id, kRpcHeaderMismatch,
+                      "MCP-Protocol-Version header must be present and equal params._meta['" +
+                          std::string(kMetaVersion) + "']");
+    }
+    if (!meta.contains(kMetaCapabilities) || !meta[kMetaCapabilities].is_object()) {
+      return RpcError(400, call.id, kInvalidParams,
+                      "params._meta is missing '" + std::string(kMetaCapabilities) + "' (an object)");
+    }
+  } else {
+    return RpcError(400, call.id, kInvalidRequest,
+                    "missing Mcp-Session-Id header: send initialize first (protocol 2025-11-25), or name protocol "
+                    "2026-07-28 in MCP-Protocol-Version and params._meta");
+  }
+  if (!is_request) return Response{.status = 202, .headers = {}, .body = {}, .stream = {}};
+  return Dispatch(call);
+}
+
+Response McpServer::Initialize(Call& call) {
+  std::string requested = call.params.value("protocolVersion", json("")).is_string()
+                              ? call.params.value("protocolVersion", "")
+                              : "";
+  std::string version = IsSessionVersion(requested) ? requested : std::string(kMcpLatestSessionVersion);
+  std::string sid = NewSession(call.org, call.identity.subject, version);
+  Response r = RpcResult(call.id, {{"protocolVersion", version},
+                                   {"capabilities", {{"tools", {{"listChanged", false}}}}},
+                                   {"serverInfo", ServerInfo()},
+                                   {"instructions", "isb runs untrusted code in sandboxes: sandbox_create, then "
+                                                    "sandbox_exec with an argv; sandbox_remove when done."}});
+  r.headers.Set("Mcp-Session-Id", sid);
+  return r;
+}
+
+Response McpServer::Dispatch(Call& call) {
+  const std::string& m = call.method;
+  if (m == "tools/list") {
+    json tools = json::array();
+    for (const Tool* t : registry_.List()) tools.push_back(Registry::Describe(*t));
+    json result = {{"tools", std::move(tools)}};
+    if (call.stateless) result["resultType"] = "complete";
+    return RpcResult(call.id, std::move(result));
+  }
+  if (m == "tools/call") return ToolsCall(call);
+  if (m == "ping" && !call.stateless) return RpcResult(call.id, json::object());
+  if (m == "server/discover" && call.stateless) {
+    return RpcResult(call.id, {{"resultType", "complete"},
+                               {"supportedVersions", {kMcpStatelessVersion}},
+                               {"capabilities", {{"tools", {{"listChanged", false}}}}},
+                               {"serverInfo", ServerInfo()}});
+  }
+  // The 2026-07-28 transport answers an unknown method with HTTP 404 as well.
+  return RpcError(call.stateless ? 404 : 200, call.id, kMethodNotFound,
+                  "method '" + SanitizeUtf8(m.substr(0, 100)) + "' not found");
+}
+
+Response McpServer::ToolsCall(Call& call) {
+  const json& p = call.params;
+  if (!p.contains("name") || !p["name"].is_string()) {
+    return RpcError(200, call.id, kInvalidParams, "params.name: expected the tool's name as a string");
+  }
+  std::string name = p["name"].get<std::string>();
+  std::string header_name = call.req.headers.Get("Mcp-Name");
+  if (!header_name.empty() && header_name != name) {
+    return RpcError(400, call.id, kRpcHeaderMismatch, "Mcp-Name header does not match params.name");
+  }
+  const Tool* tool = registry_.Find(name);
+  if (tool == nullptr) {
+    return RpcError(200, call.id, kInvalidParams, "unknown tool '" + SanitizeUtf8(name.substr(0, 100)) + "'");
+  }
+  json args = p.value("arguments", json::object());
+  if (args.is_null()) args = json::object();
+  if (!args.is_object()) return RpcError(200, call.id, kInvalidParams, "params.arguments: expected object");
+
+  // Input that fails the schema is a tool error the model can correct (2025-11-25, SEP-1303), not a protocol error.
+  if (Status valid = registry_.ValidateInput(*tool, args); !valid.ok()) {
+    return RpcResult(call.id, ToolResult(valid.error(), call.stateless));
+  }
+  CallContext ctx;
+  ctx.surface = "mcp";
+  ctx.request_id = Dump(call.id);
+  ctx.org = call.org;
+  ctx.identity = call.identity;
+
+  json token = p.value("_meta", json::object()).is_object() ? p.value("_meta", json::object()).value("progressToken", json())
+                                                             : json();
+  if (!tool->streams || !(token.is_string() || token.is_number_integer())) {
+    return RpcResult(call.id, ToolResult(registry_.Call(name, args, ctx), call.stateless));
+  }
+
+  Response r;
+  r.headers.Set("Content-Type", "text/event-stream");
+  r.headers.Set("Cache-Control", "no-cache");
+  const Registry& registry = registry_;
+  r.stream = [&registry, name, args = std::move(args), ctx, token, id = call.id,
+              stateless = call.stateless](const ChunkWriter& write) mutable {
+    std::mutex mu;  // output may arrive from the stdout and the stderr reader at once
+    bool client_gone = false;
+    double progress = 0;
+    auto send = [&](const json& message) {
+      if (!client_gone) client_gone = !write(SseEvent("", Dump(message)));
+    };
+    ctx.progress = [&](std::string_view stream, std::string_view chunk) {
+      std::lock_guard lock(mu);
+      progress += static_cast<double>(chunk.size());
+      send({{"jsonrpc", "2.0"},
+            {"method", "notifications/progress"},
+            {"params", {{"progressToken", token},
+                        {"progress", progress},
+                        {"message", std::string(chunk)},
+                        {"_meta", {{"isb/stream", std::string(stream)}}}}}});
+    };
+    json result = ToolResult(registry.Call(name, args, ctx), stateless);
+    std::lock_guard lock(mu);
+    send({{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}});
+  };
+  return r;
+}
+
+}  // namespace isb::api

@@ -1,0 +1,83 @@
+// The MCP surface: Streamable HTTP at /mcp and /orgs/<org>/mcp, protocol revisions 2025-11-25 (sessions) and
+// 2026-07-28 (stateless, per-request _meta).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "api/http_message.h"
+#include "api/registry.h"
+
+namespace isb::api {
+
+inline constexpr std::string_view kMcpLatestSessionVersion = "2025-11-25";
+inline constexpr std::string_view kMcpStatelessVersion = "2026-07-28";
+
+struct McpOptions {
+  std::string server_version = "0.0.0";
+  std::set<std::string, std::less<>> orgs = {"default"};  // served at /orgs/<org>/mcp; /mcp is "default"
+  size_t max_sessions = 4096;                            // beyond: the least recently used session is dropped
+  std::chrono::seconds session_idle_ttl{24 * 3600};
+};
+
+// JSON-RPC error codes used beyond the standard ones.
+inline constexpr int kRpcHeaderMismatch = -32020;        // 2026-07-28: a header disagrees with the body
+inline constexpr int kRpcUnsupportedVersion = -32022;    // 2026-07-28: data.supportedVersions lists ours
+
+// Thread-safe. The registry must outlive it and any streaming response it returned.
+//
+// 2025-11-25: initialize creates a session (Mcp-Session-Id response header); later messages carry it (missing:
+// 400, unknown or ended: 404) and, optionally, a supported MCP-Protocol-Version header (unsupported: 400; absent:
+// taken as 2025-03-26 as the spec says). Notifications and responses: 202. DELETE ends a session. GET: 405.
+// 2026-07-28: a request without a session whose MCP-Protocol-Version header or params._meta names 2026-07-28 is
+// served statelessly; params._meta must carry io.modelcontextprotocol/protocolVersion (= the header) and
+// io.modelcontextprotocol/clientCapabilities. server/discover replaces initialize; results carry resultType.
+// Both: Mcp-Method (and Mcp-Name for tools/call), when sent, must match the body (400); a non-loopback Origin: 403;
+// JSON-RPC batches: refused (400).
+class McpServer {
+ public:
+  McpServer(const Registry& registry, McpOptions options);
+
+  // `req` is for an MCP path (see McpOrgFromPath); the caller has authenticated `identity`.
+  Response Handle(const Request& req, const Identity& identity);
+  size_t session_count() const;
+
+ private:
+  struct Session {
+    std::string org;
+    std::string subject;
+    std::string protocol_version;
+    std::chrono::steady_clock::time_point last_used;
+  };
+  struct Call;  // one JSON-RPC message being served
+
+  Response HandlePost(const Request& req, const std::string& org, const Identity& identity);
+  Response HandleDelete(const Request& req, const std::string& org, const Identity& identity);
+  Response Dispatch(Call& call);
+  Response Initialize(Call& call);
+  Response ToolsCall(Call& call);
+  std::string NewSession(const std::string& org, const std::string& subject, const std::string& version);
+  // The session's protocol version, or nullopt when the id is unknown, expired or not this caller's.
+  std::optional<std::string> TouchSession(const std::string& id, const std::string& org, const std::string& subject);
+  nlohmann::json ServerInfo() const;
+
+  const Registry& registry_;
+  McpOptions options_;
+  mutable std::mutex mu_;
+  std::map<std::string, Session> sessions_;
+};
+
+// "/mcp" -> "default"; "/orgs/<org>/mcp" -> org; any other path -> nullopt.
+std::optional<std::string> McpOrgFromPath(std::string_view path);
+// http(s)://localhost, 127.0.0.1 or [::1], with an optional port.
+bool IsLoopbackOrigin(std::string_view origin);
+
+}  // namespace isb::api

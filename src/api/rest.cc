@@ -1,0 +1,182 @@
+// REST routing and the OpenAPI document, both derived from the registry.
+#include "api/rest.h"
+
+#include <cctype>
+#include <mutex>
+
+#include "api/json_util.h"
+
+namespace isb::api {
+namespace {
+
+constexpr std::string_view kToolsPrefix = "/api/v1/tools/";
+
+Response MethodNotAllowed(std::string allow) {
+  Response r = ErrorResponse(Error::Of(Code::kInvalidArgument, "method not allowed; use " + allow));
+  r.status = 405;
+  r.body = Dump({{"error", "method_not_allowed"}, {"message", "method not allowed; use " + allow}});
+  r.headers.Set("Allow", std::move(allow));
+  return r;
+}
+
+bool WantsStream(const Request& req) {
+  std::string s = req.QueryParam("stream");
+  return s == "1" || s == "true" || req.headers.Get("Accept").find("text/event-stream") != std::string::npos;
+}
+
+json ErrorSchema() {
+  return {{"type", "object"},
+          {"required", {"error", "message"}},
+          {"properties",
+           {{"error", {{"type", "string"},
+                       {"enum", {"invalid_argument", "unauthenticated", "forbidden", "not_found", "conflict",
+                                 "too_large", "timeout", "unavailable", "internal", "method_not_allowed"}}}},
+            {"message", {{"type", "string"}}}}}};
+}
+
+json ErrorRef(const char* description) {
+  return {{"description", description},
+          {"content", {{"application/json", {{"schema", {{"$ref", "#/components/schemas/Error"}}}}}}}};
+}
+
+}  // namespace
+
+Response ErrorResponse(const Error& error) {
+  return JsonResponse(HttpStatusFor(error.code), Dump({{"error", CodeName(error.code)}, {"message", error.message}}));
+}
+
+RestApi::RestApi(const Registry& registry, std::string version, size_t max_body_bytes)
+    : registry_(registry), version_(std::move(version)), max_body_bytes_(max_body_bytes) {}
+
+std::string RestApi::RequestId(const Request& req) const {
+  std::string id = req.headers.Get("X-Request-Id");
+  bool sane = !id.empty() && id.size() <= 64;
+  for (char c : id) sane = sane && (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.');
+  return sane ? id : "req-" + std::to_string(next_id_.fetch_add(1));
+}
+
+Response RestApi::Handle(const Request& req, const Identity& identity) const {
+  std::string_view path = req.Path();
+  bool get = req.method == "GET" || req.method == "HEAD";
+  if (path == "/healthz") return get ? JsonResponse(200, R"({"ok":true})") : MethodNotAllowed("GET");
+  if (path == "/api/v1/tools") {
+    if (!get) return MethodNotAllowed("GET");
+    json tools = json::array();
+    for (const Tool* t : registry_.List()) tools.push_back(Registry::Describe(*t));
+    return JsonResponse(200, Dump({{"tools", std::move(tools)}}));
+  }
+  if (path == "/api/v1/openapi.json") return get ? JsonResponse(200, Dump(OpenApi())) : MethodNotAllowed("GET");
+  if (path.starts_with(kToolsPrefix)) {
+    if (req.method != "POST") return MethodNotAllowed("POST");
+    Response r = CallTool(req, path.substr(kToolsPrefix.size()), identity);
+    return r;
+  }
+  return ErrorResponse(Error::Of(Code::kNotFound, "no route for " + SanitizeUtf8(path.substr(0, 200)) +
+                                                      "; see GET /api/v1/openapi.json"));
+}
+
+Response RestApi::CallTool(const Request& req, std::string_view name, const Identity& identity) const {
+  const Tool* tool = registry_.Find(name);
+  if (tool == nullptr) {
+    return ErrorResponse(Error::Of(Code::kNotFound, "unknown tool '" + SanitizeUtf8(name.substr(0, 100)) +
+                                                        "'; GET /api/v1/tools lists them"));
+  }
+  if (req.body.size() > max_body_bytes_) {
+    return ErrorResponse(Error::Of(Code::kTooLarge, "request body is larger than " +
+                                                        std::to_string(max_body_bytes_) + " bytes"));
+  }
+  json input = json::object();
+  if (req.body.find_first_not_of(" \t\r\n") != std::string::npos) {
+    auto parsed = ParseJson(req.body);
+    if (!parsed.ok()) return ErrorResponse(parsed.error());
+    input = std::move(*parsed);
+  }
+  if (Status valid = registry_.ValidateInput(*tool, input); !valid.ok()) return ErrorResponse(valid.error());
+
+  CallContext ctx;
+  ctx.surface = req.via_unix_socket ? "unix" : "rest";
+  ctx.request_id = RequestId(req);
+  ctx.identity = identity;
+
+  if (!tool->streams || !WantsStream(req)) {
+    auto result = registry_.Call(tool->name, input, ctx);
+    Response r = result.ok() ? JsonResponse(200, Dump({{"result", *result}})) : ErrorResponse(result.error());
+    r.headers.Set("X-Request-Id", ctx.request_id);
+    return r;
+  }
+
+  Response r;
+  r.headers.Set("Content-Type", "text/event-stream");
+  r.headers.Set("Cache-Control", "no-cache");
+  r.headers.Set("X-Request-Id", ctx.request_id);
+  const Registry& registry = registry_;
+  r.stream = [&registry, name = tool->name, input = std::move(input), ctx](const ChunkWriter& write) mutable {
+    std::mutex mu;  // output may arrive from the stdout and the stderr reader at once
+    bool client_gone = false;
+    auto send = [&](std::string_view event, const json& data) {
+      std::lock_guard lock(mu);
+      if (!client_gone) client_gone = !write(SseEvent(event, Dump(data)));
+    };
+    ctx.progress = [&](std::string_view stream, std::string_view chunk) {
+      send(stream, {{"data", std::string(chunk)}});
+    };
+    auto result = registry.Call(name, input, ctx);
+    if (result.ok()) send("result", {{"result", *result}});
+    else send("error", {{"error", CodeName(result.error().code)}, {"message", result.error().message}});
+  };
+  return r;
+}
+
+json RestApi::OpenApi() const {
+  json paths = json::object();
+  for (const Tool* t : registry_.List()) {
+    json ok_schema = {{"type", "object"}, {"required", {"result"}}, {"properties", {{"result", t->output_schema}}}};
+    json responses = {
+        {"200", {{"description", "The tool's result."},
+                 {"content", {{"application/json", {{"schema", std::move(ok_schema)}}}}}}},
+        {"400", ErrorRef("Invalid JSON or input that does not match the schema; the message names the field.")},
+        {"401", ErrorRef("Missing or invalid bearer token.")},
+        {"403", ErrorRef("The caller may not use this tool.")},
+        {"404", ErrorRef("Unknown tool, or the sandbox does not exist.")},
+        {"409", ErrorRef("Conflict: a name in use or a sandbox in the wrong state.")},
+        {"413", ErrorRef("Request body or result too large.")},
+        {"500", ErrorRef("Internal error.")},
+        {"504", ErrorRef("Timed out.")}};
+    if (t->streams) {
+      responses["200"]["content"]["text/event-stream"] = {
+          {"schema", {{"type", "string"},
+                      {"description", "With ?stream=1: events stdout/stderr (data {\"data\": text}), then result "
+                                      "(data {\"result\": ...}) or error."}}}};
+    }
+    json op = {{"operationId", t->name},
+               {"summary", t->title},
+               {"description", t->description},
+               {"requestBody",
+                {{"required", true}, {"content", {{"application/json", {{"schema", t->input_schema}}}}}}},
+               {"responses", std::move(responses)},
+               {"x-isb-annotations", Registry::Describe(*t)["annotations"]}};
+    if (t->streams) {
+      op["parameters"] = json::array({{{"name", "stream"},
+                                       {"in", "query"},
+                                       {"required", false},
+                                       {"description", "1: stream output as Server-Sent Events."},
+                                       {"schema", {{"type", "string"}, {"enum", {"0", "1"}}}}}});
+    }
+    paths["/api/v1/tools/" + t->name] = {{"post", std::move(op)}};
+  }
+  paths["/api/v1/tools"] = {{"get", {{"operationId", "list_tools"}, {"summary", "The tool registry"},
+                                     {"responses", {{"200", {{"description", "Every tool with its schemas."}}}}}}}};
+  paths["/healthz"] = {{"get", {{"operationId", "healthz"}, {"summary", "Liveness"}, {"security", json::array()},
+                                {"responses", {{"200", {{"description", "{\"ok\": true}"}}}}}}}};
+  return {{"openapi", "3.1.0"},
+          {"info", {{"title", "isb"}, {"version", version_},
+                    {"description", "Every isb operation is a tool; each is a POST of its input as JSON."}}},
+          {"servers", json::array({{{"url", "/"}}})},
+          {"paths", std::move(paths)},
+          {"components",
+           {{"schemas", {{"Error", ErrorSchema()}}},
+            {"securitySchemes", {{"bearer", {{"type", "http"}, {"scheme", "bearer"}}}}}}},
+          {"security", json::array({{{"bearer", json::array()}}})}};
+}
+
+}  // namespace isb::api

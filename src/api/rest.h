@@ -1,0 +1,47 @@
+// The REST surface: POST /api/v1/tools/<tool>, GET /api/v1/tools, GET /api/v1/openapi.json, GET /healthz.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "api/http_message.h"
+#include "api/registry.h"
+
+namespace isb::api {
+
+// Routes:
+//   POST /api/v1/tools/<tool>  body: the tool's input (JSON object; empty body = {}) -> 200 {"result": ...}
+//       ?stream=1 or "Accept: text/event-stream" on a streaming tool: text/event-stream with events
+//       "stdout"/"stderr" (data {"data": "..."}), then "result" (data {"result": ...}) or "error" (data
+//       {"error": CODE, "message": ...}).
+//   GET /api/v1/tools          -> {"tools": [Registry::Describe...]}
+//   GET /api/v1/openapi.json   -> OpenAPI 3.1 generated from the registry
+//   GET /healthz               -> {"ok": true}
+// Errors: {"error": CODE, "message": ...}, CODE and status from CodeName/HttpStatusFor (bad JSON and invalid input
+// 400, unknown tool or path 404, wrong method 405, body too large 413).
+// Thread-safe; the registry must outlive it and any streaming response it returned.
+class RestApi {
+ public:
+  RestApi(const Registry& registry, std::string version, size_t max_body_bytes = 8 << 20);
+
+  // The caller (the HTTP server) has authenticated `identity` already.
+  Response Handle(const Request& req, const Identity& identity) const;
+  nlohmann::json OpenApi() const;
+
+ private:
+  Response CallTool(const Request& req, std::string_view name, const Identity& identity) const;
+  std::string RequestId(const Request& req) const;
+
+  const Registry& registry_;
+  std::string version_;
+  size_t max_body_bytes_;
+  mutable std::atomic<uint64_t> next_id_{1};
+};
+
+// {"error": CodeName(code), "message": ...} with HttpStatusFor(code).
+Response ErrorResponse(const Error& error);
+
+}  // namespace isb::api

@@ -1,0 +1,600 @@
+// The sandbox tools: each declares its schemas once; handlers enforce the limits and translate JSON <-> Sandboxes.
+#include "api/sandbox_tools.h"
+
+#include <cctype>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "api/json_util.h"
+#include "base/units.h"
+
+namespace isb::api {
+namespace {
+
+Error Invalid(const std::string& msg) { return Error::Of(Code::kInvalidArgument, msg); }
+
+// The "sandbox" field every per-sandbox tool requires (the schema guarantees a string).
+std::string Ref(const json& in) { return in["sandbox"].get<std::string>(); }
+
+// ---- schema building blocks ----
+
+json Str(std::string desc, size_t max_len, size_t min_len = 0) {
+  json s = {{"type", "string"}, {"description", std::move(desc)}, {"maxLength", max_len}};
+  if (min_len > 0) s["minLength"] = min_len;
+  return s;
+}
+
+json Int(std::string desc, int64_t min, int64_t max) {
+  return {{"type", "integer"}, {"description", std::move(desc)}, {"minimum", min}, {"maximum", max}};
+}
+
+json StringMap(std::string desc, size_t max_entries) {
+  return {{"type", "object"},
+          {"description", std::move(desc)},
+          {"maxProperties", max_entries},
+          {"additionalProperties", {{"type", "string"}, {"maxLength", 32768}}}};
+}
+
+json Object(json properties, std::vector<std::string> required) {
+  json s = {{"type", "object"}, {"properties", std::move(properties)}, {"additionalProperties", false}};
+  if (!required.empty()) s["required"] = required;
+  return s;
+}
+
+json SandboxRef() {
+  return Str("The sandbox: its id (\"sb-\" and 16 hex digits) or its name.", 128, 1);
+}
+
+json EncodingField(const char* what, const char* dflt) {
+  return {{"type", "string"},
+          {"enum", {"utf-8", "base64"}},
+          {"default", dflt},
+          {"description", std::string("How ") + what +
+                              " is carried in JSON: \"base64\" (field *_base64, any bytes) or \"utf-8\" (plain "
+                              "text; invalid UTF-8 is replaced by U+FFFD)."}};
+}
+
+json SpecSchema() {
+  json spec = Object(
+      {{"name", Str("Optional unique name: letters, digits, '.', '_', '-'; at most 63; not starting with \"sb-\".",
+                    63)},
+       {"image", Str("A directory on the host used as the root filesystem; empty or absent: the default view of "
+                     "the host.",
+                     4096)},
+       {"cpus", {{"type", "number"}, {"minimum", 0.001}, {"maximum", 1024}, {"default", 2},
+                 {"description", "CPU quota in cores, e.g. 0.5 or 2."}}},
+       {"mem_limit", {{"type", {"integer", "string"}}, {"default", 512 << 20},
+                      {"description", "Memory limit, swap included: bytes (integer, at least 1048576) or a size "
+                                      "such as \"512M\" or \"2G\"."}}},
+       {"pids", Int("Maximum number of processes.", 1, 65536)},
+       {"environment", StringMap("Environment variables of every process in the sandbox.", 256)},
+       {"working_dir", Str("Absolute working directory inside the sandbox; default \"/\".", 4096)},
+       {"user", Str("UID[:GID] inside the sandbox, e.g. \"1000:1000\"; default \"0:0\".", 32)},
+       {"labels", StringMap("Free-form labels; sandbox_list can filter on them.", 64)},
+       {"egress", {{"type", "string"}, {"enum", {"none"}}, {"default", "none"},
+                   {"description", "Network egress policy; only \"none\" for now."}}},
+       {"expires", Int("Lifetime in seconds from creation; default 86400 (24h), at most 2592000 (30d).", 60,
+                       kMaxExpiresS)},
+       {"idle_timeout", Int("Seconds without exec and under 2% of one core after which the sandbox is removed; "
+                            "default 7200 (2h).",
+                            60, kMaxExpiresS)}},
+      {});
+  spec["properties"]["pids"]["default"] = 64;
+  spec["properties"]["expires"]["default"] = kDefaultExpiresS;
+  spec["properties"]["idle_timeout"]["default"] = kDefaultIdleTimeoutS;
+  return spec;
+}
+
+json InfoSchema() {
+  json spec = SpecSchema();
+  spec.erase("additionalProperties");
+  spec["properties"]["mem_limit"] = {{"type", "integer"}, {"description", "Memory limit in bytes."}};
+  json usage = {{"type", "object"},
+                {"properties",
+                 {{"cpu_usec", {{"type", "integer"}, {"description", "CPU time used, microseconds."}}},
+                  {"memory_bytes", {{"type", "integer"}}},
+                  {"pids", {{"type", "integer"}}}}}};
+  return {{"type", "object"},
+          {"required", {"id", "state", "spec", "created_at", "expires_at"}},
+          {"properties",
+           {{"id", {{"type", "string"}}},
+            {"name", {{"type", "string"}}},
+            {"state", {{"type", "string"}, {"enum", {"running", "stopped"}}}},
+            {"spec", std::move(spec)},
+            {"created_at", {{"type", "integer"}, {"description", "Unix seconds."}}},
+            {"expires_at", {{"type", "integer"}, {"description", "Unix seconds."}}},
+            {"last_active_at", {{"type", "integer"}, {"description", "Unix seconds."}}},
+            {"usage", std::move(usage)}}}};
+}
+
+// ---- input checks the schema subset cannot express ----
+
+bool IsNameChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+         c == '-';
+}
+
+Status CheckName(const std::string& name) {
+  if (name.empty()) return {};
+  if (name.rfind("sb-", 0) == 0) return Invalid("name: must not start with \"sb-\" (reserved for ids)");
+  if (!std::isalnum(static_cast<unsigned char>(name[0]))) return Invalid("name: must start with a letter or digit");
+  for (char c : name) {
+    if (!IsNameChar(c)) return Invalid("name: only letters, digits, '.', '_' and '-' are allowed");
+  }
+  return {};
+}
+
+Status CheckUser(const std::string& user) {
+  size_t colon = user.find(':');
+  auto digits = [](std::string_view s) {
+    if (s.empty() || s.size() > 10) return false;
+    for (char c : s) {
+      if (c < '0' || c > '9') return false;
+    }
+    return true;
+  };
+  if (!digits(std::string_view(user).substr(0, colon)) ||
+      (colon != std::string::npos && !digits(std::string_view(user).substr(colon + 1)))) {
+    return Invalid("user: expected UID[:GID] with numeric ids, e.g. \"1000:1000\", got '" + SanitizeUtf8(user) + "'");
+  }
+  return {};
+}
+
+Status CheckNoNul(const std::string& field, const std::string& value) {
+  if (value.find('\0') != std::string::npos) return Invalid(field + ": must not contain a NUL character");
+  return {};
+}
+
+Result<std::map<std::string, std::string>> EnvMap(const json& in, const std::string& field) {
+  std::map<std::string, std::string> out;
+  auto it = in.find(field);
+  if (it == in.end()) return out;
+  for (auto e = it->begin(); e != it->end(); ++e) {
+    const std::string& key = e.key();
+    if (key.empty() || key.find('=') != std::string::npos || key.find('\0') != std::string::npos) {
+      return Invalid(field + ": invalid variable name '" + SanitizeUtf8(key) + "'");
+    }
+    std::string value = e.value().get<std::string>();
+    ISB_TRY(CheckNoNul(field + "." + key, value));
+    out[key] = std::move(value);
+  }
+  return out;
+}
+
+Result<std::map<std::string, std::string>> LabelMap(const json& in) {
+  std::map<std::string, std::string> out;
+  if (auto it = in.find("labels"); it != in.end()) {
+    for (auto e = it->begin(); e != it->end(); ++e) out[e.key()] = e.value().get<std::string>();
+  }
+  return out;
+}
+
+// Lexical normalisation of an absolute path: ".", ".." and repeated slashes removed.
+Result<std::string> NormalizePath(const std::string& field, const std::string& path) {
+  ISB_TRY(CheckNoNul(field, path));
+  if (path.empty() || path[0] != '/') return Invalid(field + ": must be an absolute path, got '" + SanitizeUtf8(path) + "'");
+  std::vector<std::string_view> parts;
+  std::string_view rest = path;
+  while (!rest.empty()) {
+    size_t slash = rest.find('/');
+    std::string_view part = rest.substr(0, slash);
+    if (part == "..") {
+      if (!parts.empty()) parts.pop_back();
+    } else if (!part.empty() && part != ".") {
+      parts.push_back(part);
+    }
+    if (slash == std::string_view::npos) break;
+    rest.remove_prefix(slash + 1);
+  }
+  std::string out;
+  for (auto p : parts) out.append("/").append(p);
+  if (out.empty()) out = "/";
+  // The engine resolves symlinks inside the sandbox root and refuses these too; this catches the plain case early.
+  for (const char* refused : {"/proc", "/sys", "/dev"}) {
+    std::string_view r = refused;
+    if (out == r || out.rfind(std::string(r) + "/", 0) == 0) {
+      return Invalid(field + ": paths under " + std::string(r) + " are refused");
+    }
+  }
+  return out;
+}
+
+Result<uint64_t> MemLimit(const json& v) {
+  uint64_t bytes = 0;
+  if (v.is_string()) {
+    auto parsed = ParseSize(v.get<std::string>());
+    if (!parsed.ok()) return Invalid("mem_limit: " + parsed.error().message);
+    bytes = *parsed;
+  } else if (v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0)) {
+    bytes = v.get<uint64_t>();
+  } else if (v.is_number_float()) {
+    bytes = static_cast<uint64_t>(v.get<double>());
+  } else {
+    return Invalid("mem_limit: must be >= 1048576");
+  }
+  if (bytes < (1u << 20)) return Invalid("mem_limit: must be at least 1 MiB (1048576 bytes)");
+  if (bytes > (1ull << 40)) return Invalid("mem_limit: must be at most 1 TiB");
+  return bytes;
+}
+
+// The text or base64 field of an input, decoded; exactly one of them may be present.
+Result<std::string> BytesField(const json& in, const std::string& text_field, const std::string& b64_field,
+                               size_t max_bytes) {
+  bool has_text = in.contains(text_field), has_b64 = in.contains(b64_field);
+  if (has_text && has_b64) return Invalid("give either " + text_field + " or " + b64_field + ", not both");
+  std::string data;
+  if (has_b64) {
+    auto decoded = Base64Decode(in[b64_field].get<std::string>());
+    if (!decoded.ok()) return Invalid(b64_field + ": " + decoded.error().message);
+    data = std::move(*decoded);
+  } else if (has_text) {
+    data = in[text_field].get<std::string>();
+  }
+  if (data.size() > max_bytes) {
+    return Invalid((has_b64 ? b64_field : text_field) + ": at most " + std::to_string(max_bytes) + " bytes, got " +
+                   std::to_string(data.size()));
+  }
+  return data;
+}
+
+// Puts `data` under `field` (utf-8) or `field`_base64.
+void PutBytes(json& out, const std::string& field, const std::string& data, bool base64) {
+  if (base64) out[field + "_base64"] = Base64Encode(data);
+  else out[field] = SanitizeUtf8(data);
+}
+
+Result<uint32_t> FileMode(const json& in) {
+  auto it = in.find("mode");
+  if (it == in.end()) return 0644u;
+  uint64_t mode = 0;
+  if (it->is_string()) {
+    const std::string& s = it->get_ref<const std::string&>();
+    if (s.empty() || s.size() > 5) return Invalid("mode: expected octal digits such as \"0644\"");
+    for (char c : s) {
+      if (c < '0' || c > '7') return Invalid("mode: expected octal digits such as \"0644\"");
+      mode = mode * 8 + static_cast<uint64_t>(c - '0');
+    }
+  } else {
+    mode = it->get<uint64_t>();
+  }
+  if (mode > 07777) return Invalid("mode: must be at most 07777");
+  return static_cast<uint32_t>(mode);
+}
+
+std::string ModeString(uint32_t mode) {
+  char buf[8];
+  snprintf(buf, sizeof buf, "%04o", mode & 07777);
+  return buf;
+}
+
+// Forwards exec output to the progress callback, holding back an incomplete UTF-8 sequence at a chunk's end so
+// each forwarded piece is whole characters.
+class Utf8Forwarder {
+ public:
+  explicit Utf8Forwarder(const ProgressFn& progress) : progress_(progress) {}
+  void operator()(int stream, std::string_view data) {
+    std::string& carry = carry_[stream == 2 ? 1 : 0];
+    std::string text = carry + std::string(data);
+    size_t keep = IncompleteTail(text);
+    carry = text.substr(text.size() - keep);
+    text.resize(text.size() - keep);
+    if (!text.empty()) progress_(stream == 2 ? "stderr" : "stdout", text);
+  }
+  void Flush() {
+    for (int i = 0; i < 2; ++i) {
+      if (!carry_[i].empty()) progress_(i == 1 ? "stderr" : "stdout", carry_[i]);
+      carry_[i].clear();
+    }
+  }
+
+ private:
+  // Bytes at the end that start a multi-byte sequence not yet complete (0..3).
+  static size_t IncompleteTail(std::string_view s) {
+    for (size_t back = 1; back <= 3 && back <= s.size(); ++back) {
+      auto c = static_cast<unsigned char>(s[s.size() - back]);
+      if ((c & 0xC0) == 0x80) continue;  // continuation byte: look further back
+      size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+      return need > back ? back : 0;
+    }
+    return 0;
+  }
+  const ProgressFn& progress_;
+  std::string carry_[2];
+};
+
+// ---- handlers ----
+
+json SpecJson(const SandboxSpec& s) {
+  return {{"name", s.name},
+          {"image", s.image},
+          {"cpus", s.cpus},
+          {"mem_limit", s.mem_limit},
+          {"pids", s.pids},
+          {"environment", s.environment},
+          {"working_dir", s.working_dir},
+          {"user", s.user},
+          {"labels", s.labels},
+          {"egress", s.egress},
+          {"expires", s.expires.count()},
+          {"idle_timeout", s.idle_timeout.count()}};
+}
+
+Result<SandboxSpec> SpecFromJson(const json& in) {
+  SandboxSpec spec;
+  spec.name = in.value("name", "");
+  ISB_TRY(CheckName(spec.name));
+  spec.image = in.value("image", "");
+  ISB_TRY(CheckNoNul("image", spec.image));
+  spec.cpus = in.value("cpus", spec.cpus);
+  if (auto it = in.find("mem_limit"); it != in.end()) {
+    ISB_ASSIGN_OR_RETURN(spec.mem_limit, MemLimit(*it));
+  }
+  spec.pids = in.value("pids", spec.pids);
+  ISB_ASSIGN_OR_RETURN(spec.environment, EnvMap(in, "environment"));
+  if (in.contains("working_dir")) {
+    ISB_ASSIGN_OR_RETURN(spec.working_dir, NormalizePath("working_dir", in["working_dir"].get<std::string>()));
+  }
+  spec.user = in.value("user", spec.user);
+  ISB_TRY(CheckUser(spec.user));
+  ISB_ASSIGN_OR_RETURN(spec.labels, LabelMap(in));
+  spec.egress = in.value("egress", spec.egress);
+  spec.expires = std::chrono::seconds(in.value("expires", int64_t{kDefaultExpiresS}));
+  spec.idle_timeout = std::chrono::seconds(in.value("idle_timeout", int64_t{kDefaultIdleTimeoutS}));
+  return spec;
+}
+
+Result<ExecRequest> ExecFromJson(const json& in) {
+  ExecRequest req;
+  const json& argv = in["argv"];
+  for (size_t i = 0; i < argv.size(); ++i) {
+    req.argv.push_back(argv[i].get<std::string>());
+    ISB_TRY(CheckNoNul("argv[" + std::to_string(i) + "]", req.argv.back()));
+  }
+  if (req.argv.empty() || req.argv[0].empty()) return Invalid("argv[0]: must not be empty");
+  ISB_ASSIGN_OR_RETURN(req.stdin_data, BytesField(in, "stdin", "stdin_base64", kMaxStdinBytes));
+  ISB_ASSIGN_OR_RETURN(req.env, EnvMap(in, "env"));
+  if (in.contains("workdir")) {
+    ISB_ASSIGN_OR_RETURN(req.workdir, NormalizePath("workdir", in["workdir"].get<std::string>()));
+  }
+  req.timeout = std::chrono::seconds(in.value("timeout", int64_t{kDefaultExecTimeoutS}));
+  return req;
+}
+
+json ExecResultJson(ExecResult r, bool base64) {
+  // The engine caps output; cap again so a misbehaving implementation cannot blow up a response.
+  for (auto [data, flag] : {std::pair{&r.stdout_data, &r.stdout_truncated}, {&r.stderr_data, &r.stderr_truncated}}) {
+    if (data->size() > kMaxOutputBytes) {
+      data->resize(kMaxOutputBytes);
+      *flag = true;
+    }
+  }
+  json out = {{"exit_code", r.exit_code},
+              {"signal", r.signal},
+              {"timed_out", r.timed_out},
+              {"stdout_truncated", r.stdout_truncated},
+              {"stderr_truncated", r.stderr_truncated},
+              {"duration_ms", r.duration_ms}};
+  PutBytes(out, "stdout", r.stdout_data, base64);
+  PutBytes(out, "stderr", r.stderr_data, base64);
+  return out;
+}
+
+Status AddLifecycleTools(Registry& reg, Sandboxes& sb) {
+  json info = InfoSchema();
+  json ref_only = Object({{"sandbox", SandboxRef()}}, {"sandbox"});
+  auto info_result = [](Result<SandboxInfo> r) -> Result<json> {
+    if (!r.ok()) return r.error();
+    return SandboxInfoJson(*r);
+  };
+
+  ISB_TRY(reg.Add(Tool{
+      "sandbox_get", "Get a sandbox",
+      "State, spec, limits and usage (cpu, memory, pids) of one sandbox.", ref_only, info,
+      ToolAnnotations{.read_only = true, .idempotent = true}, false,
+      [&sb, info_result](const json& in, const CallContext&) { return info_result(sb.Get(Ref(in))); }}));
+
+  ISB_TRY(reg.Add(Tool{
+      "sandbox_list", "List sandboxes",
+      "All sandboxes, optionally only those carrying every given label.",
+      Object({{"labels", StringMap("Only sandboxes whose labels include all of these.", 64)}}, {}),
+      {{"type", "object"}, {"required", {"sandboxes"}},
+       {"properties", {{"sandboxes", {{"type", "array"}, {"items", info}}}}}},
+      ToolAnnotations{.read_only = true, .idempotent = true}, false,
+      [&sb](const json& in, const CallContext&) -> Result<json> {
+        ISB_ASSIGN_OR_RETURN(auto all, sb.List());
+        ISB_ASSIGN_OR_RETURN(auto want, LabelMap(in));
+        json list = json::array();
+        for (const SandboxInfo& s : all) {
+          bool match = true;
+          for (const auto& [k, v] : want) {
+            auto it = s.spec.labels.find(k);
+            match = match && it != s.spec.labels.end() && it->second == v;
+          }
+          if (match) list.push_back(SandboxInfoJson(s));
+        }
+        return json{{"sandboxes", std::move(list)}};
+      }}));
+
+  ISB_TRY(reg.Add(Tool{
+      "sandbox_stop", "Stop a sandbox",
+      "Stops every process in the sandbox; its files are kept and sandbox_start runs it again.", ref_only, info,
+      ToolAnnotations{.destructive = true, .idempotent = true}, false,
+      [&sb, info_result](const json& in, const CallContext&) { return info_result(sb.Stop(Ref(in))); }}));
+
+  ISB_TRY(reg.Add(Tool{
+      "sandbox_start", "Start a stopped sandbox", "Starts a sandbox that sandbox_stop stopped.", ref_only, info,
+      ToolAnnotations{.idempotent = true}, false,
+      [&sb, info_result](const json& in, const CallContext&) { return info_result(sb.Start(Ref(in))); }}));
+
+  ISB_TRY(reg.Add(Tool{
+      "sandbox_extend", "Extend a sandbox's lifetime",
+      "Moves the sandbox's expiry later by `by` seconds; the lifetime stays at most 30 days.",
+      Object({{"sandbox", SandboxRef()},
+              {"by", Int("Seconds to add to the expiry (60 to 2592000).", 60, kMaxExpiresS)}},
+             {"sandbox", "by"}),
+      info, ToolAnnotations{}, false,
+      [&sb, info_result](const json& in, const CallContext&) {
+        return info_result(sb.Extend(Ref(in), std::chrono::seconds(in["by"].get<int64_t>())));
+      }}));
+
+  return reg.Add(Tool{
+      "sandbox_remove", "Remove a sandbox",
+      "Kills every process in the sandbox and deletes it with its files. Cannot be undone.", ref_only,
+      {{"type", "object"}, {"required", {"sandbox", "removed"}},
+       {"properties", {{"sandbox", {{"type", "string"}}}, {"removed", {{"type", "boolean"}}}}}},
+      ToolAnnotations{.destructive = true, .idempotent = true}, false,
+      [&sb](const json& in, const CallContext&) -> Result<json> {
+        std::string ref = Ref(in);
+        ISB_TRY(sb.Remove(ref));
+        return json{{"sandbox", ref}, {"removed", true}};
+      }});
+}
+
+Status AddCreateAndExec(Registry& reg, Sandboxes& sb) {
+  ISB_TRY(reg.Add(Tool{
+      "sandbox_create", "Create a sandbox",
+      "Creates a long-lived sandbox and returns once it is ready. Every field is optional. Durations are whole "
+      "seconds; expires defaults to 86400 (24h, at most 30 days) and idle_timeout to 7200 (2h).",
+      SpecSchema(), InfoSchema(), ToolAnnotations{}, false,
+      [&sb](const json& in, const CallContext&) -> Result<json> {
+        ISB_ASSIGN_OR_RETURN(SandboxSpec spec, SpecFromJson(in));
+        ISB_ASSIGN_OR_RETURN(SandboxInfo info, sb.Create(spec));
+        return SandboxInfoJson(info);
+      }}));
+
+  json exec_in = Object(
+      {{"sandbox", SandboxRef()},
+       {"argv", {{"type", "array"}, {"minItems", 1}, {"maxItems", 4096},
+                 {"items", {{"type", "string"}, {"maxLength", 131072}}},
+                 {"description", "The program and its arguments; never run through a shell. Use "
+                                 "[\"sh\", \"-c\", \"...\"] for shell syntax."}}},
+       {"stdin", Str("Standard input as UTF-8 text (at most 1 MiB).", kMaxStdinBytes)},
+       {"stdin_base64", Str("Standard input as base64 (at most 1 MiB decoded); instead of stdin.",
+                            kMaxStdinBytes / 3 * 4 + 4)},
+       {"env", StringMap("Extra environment variables for this command.", 256)},
+       {"workdir", Str("Absolute working directory; default: the sandbox's working_dir.", 4096)},
+       {"timeout", Int("Seconds before the command is killed; default 60, at most 900 (15 minutes).", 1,
+                       kMaxExecTimeoutS)},
+       {"encoding", EncodingField("output", "utf-8")}},
+      {"sandbox", "argv"});
+  exec_in["properties"]["timeout"]["default"] = kDefaultExecTimeoutS;
+  json exec_out = {
+      {"type", "object"},
+      {"required", {"exit_code", "timed_out", "duration_ms"}},
+      {"properties",
+       {{"exit_code", {{"type", "integer"}, {"description", "The command's exit status; 128+N when killed by signal N."}}},
+        {"signal", {{"type", "integer"}, {"description", "The signal that killed it, or 0."}}},
+        {"timed_out", {{"type", "boolean"}}},
+        {"stdout", {{"type", "string"}}},
+        {"stderr", {{"type", "string"}}},
+        {"stdout_base64", {{"type", "string"}}},
+        {"stderr_base64", {{"type", "string"}}},
+        {"stdout_truncated", {{"type", "boolean"}, {"description", "stdout exceeded 256 KiB and was cut."}}},
+        {"stderr_truncated", {{"type", "boolean"}, {"description", "stderr exceeded 256 KiB and was cut."}}},
+        {"duration_ms", {{"type", "number"}}}}}};
+  return reg.Add(Tool{
+      "sandbox_exec", "Run a command in a sandbox",
+      "Runs argv in the sandbox and returns its exit code, stdout and stderr (each capped at 256 KiB, with a "
+      "truncated flag) and duration. timeout is in seconds (default 60, at most 900). Streaming callers (REST "
+      "?stream=1, MCP with a progressToken) also receive output as it is produced.",
+      std::move(exec_in), std::move(exec_out), ToolAnnotations{.destructive = true}, true,
+      [&sb](const json& in, const CallContext& ctx) -> Result<json> {
+        ISB_ASSIGN_OR_RETURN(ExecRequest req, ExecFromJson(in));
+        bool base64 = in.value("encoding", "utf-8") == "base64";
+        if (!ctx.progress) {
+          ISB_ASSIGN_OR_RETURN(ExecResult r, sb.Exec(Ref(in), req, nullptr));
+          return ExecResultJson(std::move(r), base64);
+        }
+        Utf8Forwarder forward(ctx.progress);
+        auto result = sb.Exec(Ref(in), req, [&forward](int stream, std::string_view data) {
+          forward(stream, data);
+        });
+        forward.Flush();
+        if (!result.ok()) return result.error();
+        return ExecResultJson(std::move(*result), base64);
+      }});
+}
+
+Status AddFileTools(Registry& reg, Sandboxes& sb) {
+  json path = Str("Absolute path inside the sandbox; /proc, /sys and /dev are refused.", 4096, 1);
+  ISB_TRY(reg.Add(Tool{
+      "sandbox_file_read", "Read a file from a sandbox",
+      "Returns a file's content (at most 4 MiB) as content_base64, or as content when encoding is \"utf-8\" "
+      "(refused if the file is not valid UTF-8). Symlinks resolve inside the sandbox.",
+      Object({{"sandbox", SandboxRef()}, {"path", path}, {"encoding", EncodingField("the content", "base64")}},
+             {"sandbox", "path"}),
+      {{"type", "object"},
+       {"required", {"path", "size", "mode"}},
+       {"properties",
+        {{"path", {{"type", "string"}}},
+         {"size", {{"type", "integer"}}},
+         {"mode", {{"type", "string"}, {"description", "Permission bits in octal, e.g. \"0644\"."}}},
+         {"content", {{"type", "string"}}},
+         {"content_base64", {{"type", "string"}}}}}},
+      ToolAnnotations{.read_only = true, .idempotent = true}, false,
+      [&sb](const json& in, const CallContext&) -> Result<json> {
+        ISB_ASSIGN_OR_RETURN(std::string p, NormalizePath("path", in["path"].get<std::string>()));
+        ISB_ASSIGN_OR_RETURN(FileData data, sb.ReadFile(Ref(in), p));
+        if (data.content.size() > kMaxFileReadBytes) {
+          return Error::Of(Code::kTooLarge, "file " + p + " is " + std::to_string(data.content.size()) +
+                                                " bytes; sandbox_file_read returns at most 4 MiB (4194304)");
+        }
+        bool base64 = in.value("encoding", "base64") == "base64";
+        if (!base64 && !IsValidUtf8(data.content)) {
+          return Invalid("file " + p + " is not valid UTF-8; read it with encoding \"base64\"");
+        }
+        json out = {{"path", p}, {"size", data.content.size()}, {"mode", ModeString(data.mode)}};
+        PutBytes(out, "content", data.content, base64);
+        return out;
+      }}));
+
+  return reg.Add(Tool{
+      "sandbox_file_write", "Write a file into a sandbox",
+      "Creates or replaces a file (at most 2 MiB) from content_base64, or from content as UTF-8 text. mode is "
+      "octal in a string (\"0755\") or an integer (default 0644). Symlinks resolve inside the sandbox.",
+      Object({{"sandbox", SandboxRef()},
+              {"path", path},
+              {"content", Str("The content as UTF-8 text.", kMaxFileWriteBytes)},
+              {"content_base64", Str("The content as base64; instead of content.", kMaxFileWriteBytes / 3 * 4 + 4)},
+              {"mode", {{"type", {"string", "integer"}}, {"minimum", 0}, {"maximum", 07777},
+                        {"description", "Permission bits: \"0644\" (octal string) or an integer; default 0644."}}}},
+             {"sandbox", "path"}),
+      {{"type", "object"},
+       {"required", {"path", "size", "mode"}},
+       {"properties", {{"path", {{"type", "string"}}}, {"size", {{"type", "integer"}}}, {"mode", {{"type", "string"}}}}}},
+      ToolAnnotations{.destructive = true, .idempotent = true}, false,
+      [&sb](const json& in, const CallContext&) -> Result<json> {
+        ISB_ASSIGN_OR_RETURN(std::string p, NormalizePath("path", in["path"].get<std::string>()));
+        if (!in.contains("content") && !in.contains("content_base64")) {
+          return Invalid("missing required field 'content_base64' (or 'content')");
+        }
+        FileData data;
+        ISB_ASSIGN_OR_RETURN(data.content, BytesField(in, "content", "content_base64", kMaxFileWriteBytes));
+        ISB_ASSIGN_OR_RETURN(data.mode, FileMode(in));
+        ISB_TRY(sb.WriteFile(Ref(in), p, data));
+        return json{{"path", p}, {"size", data.content.size()}, {"mode", ModeString(data.mode)}};
+      }});
+}
+
+}  // namespace
+
+json SandboxInfoJson(const SandboxInfo& info) {
+  return {{"id", info.id},
+          {"name", info.name},
+          {"state", info.state},
+          {"spec", SpecJson(info.spec)},
+          {"created_at", info.created_at},
+          {"expires_at", info.expires_at},
+          {"last_active_at", info.last_active_at},
+          {"usage",
+           {{"cpu_usec", info.usage.cpu_usec}, {"memory_bytes", info.usage.memory_bytes}, {"pids", info.usage.pids}}}};
+}
+
+Status AddSandboxTools(Registry& registry, Sandboxes& sandboxes) {
+  ISB_TRY(AddCreateAndExec(registry, sandboxes));
+  ISB_TRY(AddFileTools(registry, sandboxes));
+  return AddLifecycleTools(registry, sandboxes);
+}
+
+}  // namespace isb::api

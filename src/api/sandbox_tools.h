@@ -1,0 +1,30 @@
+// The sandbox_* tools: schemas, limits and handlers over the Sandboxes interface.
+#pragma once
+
+#include <cstddef>
+
+#include "api/registry.h"
+#include "api/sandboxes.h"
+
+namespace isb::api {
+
+// Limits the tools enforce before calling Sandboxes (the numbers).
+inline constexpr size_t kMaxStdinBytes = 1 << 20;
+inline constexpr size_t kMaxOutputBytes = 256 << 10;      // per stream, in an exec result
+inline constexpr size_t kMaxFileReadBytes = 4 << 20;
+inline constexpr size_t kMaxFileWriteBytes = 2 << 20;
+inline constexpr int kDefaultExecTimeoutS = 60;
+inline constexpr int kMaxExecTimeoutS = 15 * 60;
+inline constexpr int kDefaultExpiresS = 24 * 3600;
+inline constexpr int kMaxExpiresS = 30 * 24 * 3600;
+inline constexpr int kDefaultIdleTimeoutS = 2 * 3600;
+
+// Registers sandbox_create, sandbox_exec, sandbox_file_read, sandbox_file_write, sandbox_list, sandbox_get,
+// sandbox_stop, sandbox_start, sandbox_extend and sandbox_remove. `sandboxes` must outlive `registry`.
+// Durations in these tools are whole seconds (JSON integers).
+Status AddSandboxTools(Registry& registry, Sandboxes& sandboxes);
+
+// A SandboxInfo as the tools return it.
+nlohmann::json SandboxInfoJson(const SandboxInfo& info);
+
+}  // namespace isb::api

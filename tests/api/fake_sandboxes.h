@@ -1,0 +1,41 @@
+// An in-memory Sandboxes for the api tests: records what the tools asked for, scriptable exec.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "api/sandboxes.h"
+
+namespace isb::api {
+
+class FakeSandboxes : public Sandboxes {
+ public:
+  Result<SandboxInfo> Create(const SandboxSpec& spec) override;
+  Result<SandboxInfo> Get(const std::string& id_or_name) override;
+  Result<std::vector<SandboxInfo>> List() override;
+  Result<ExecResult> Exec(const std::string& id_or_name, const ExecRequest& req, const OutputSink& sink) override;
+  Result<SandboxInfo> Stop(const std::string& id_or_name) override;
+  Result<SandboxInfo> Start(const std::string& id_or_name) override;
+  Result<SandboxInfo> Extend(const std::string& id_or_name, std::chrono::seconds by) override;
+  Status Remove(const std::string& id_or_name) override;
+  Result<FileData> ReadFile(const std::string& id_or_name, const std::string& path) override;
+  Status WriteFile(const std::string& id_or_name, const std::string& path, const FileData& data) override;
+
+  // Default exec: writes "out:" + argv joined by ' ' to stdout (through the sink, in two chunks) and "err" to
+  // stderr, exit code 0.
+  std::function<Result<ExecResult>(const ExecRequest&, const OutputSink&)> exec_fn;
+
+  std::mutex mu;
+  std::map<std::string, SandboxInfo> sandboxes;  // by id
+  std::map<std::string, FileData> files;         // by "id:path"
+  ExecRequest last_exec;
+  std::string last_path;
+  int next = 1;
+
+ private:
+  SandboxInfo* Find(const std::string& id_or_name);  // REQUIRES: mu held
+};
+
+}  // namespace isb::api

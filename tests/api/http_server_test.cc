@@ -1,0 +1,313 @@
+// The real server on 127.0.0.1:0 and a unix socket, driven by a raw blocking client: auth, routing, streaming,
+// and malformed HTTP that must get a 4xx and leave the server serving.
+#include "api/http_server.h"
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <thread>
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "api/fake_sandboxes.h"
+#include "api/json_util.h"
+#include "api/sandbox_tools.h"
+#include "base/fd.h"
+
+namespace isb::api {
+namespace {
+
+struct Reply {
+  int status = 0;
+  std::string head;
+  std::string body;  // de-chunked
+  std::string raw;
+};
+
+Reply ParseReply(const std::string& raw) {
+  Reply r;
+  r.raw = raw;
+  if (raw.rfind("HTTP/1.1 ", 0) != 0 || raw.size() < 12) return r;
+  r.status = std::atoi(raw.substr(9, 3).c_str());
+  size_t end = raw.find("\r\n\r\n");
+  if (end == std::string::npos) return r;
+  r.head = raw.substr(0, end);
+  std::string rest = raw.substr(end + 4);
+  if (r.head.find("Transfer-Encoding: chunked") == std::string::npos) {
+    r.body = rest;
+    return r;
+  }
+  for (size_t at = 0; at < rest.size();) {
+    size_t eol = rest.find("\r\n", at);
+    if (eol == std::string::npos) break;
+    size_t len = std::strtoul(rest.substr(at, eol - at).c_str(), nullptr, 16);
+    if (len == 0) break;
+    r.body += rest.substr(eol + 2, len);
+    at = eol + 2 + len + 2;
+  }
+  return r;
+}
+
+Fd Connect(uint16_t port) {
+  Fd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  return fd;
+}
+
+Fd ConnectUnix(const std::string& path) {
+  Fd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  EXPECT_EQ(connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  return fd;
+}
+
+// Sends `data` (optionally half-closing), then reads until the server closes.
+std::string Exchange(const Fd& fd, const std::string& data, bool half_close = false) {
+  timeval tv{10, 0};
+  setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  for (size_t sent = 0; sent < data.size();) {
+    ssize_t n = send(fd.get(), data.data() + sent, data.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) break;  // the server may close early (413); what it answered is still readable
+    sent += static_cast<size_t>(n);
+  }
+  if (half_close) shutdown(fd.get(), SHUT_WR);
+  std::string out;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = recv(fd.get(), buf, sizeof buf, 0);
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+std::string HttpRequest(const std::string& method, const std::string& target, const std::string& body = "",
+                        const std::string& extra_headers = "") {
+  return method + " " + target + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n" + extra_headers +
+         "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+const char* kAuth = "Authorization: Bearer s3cret\r\n";
+
+class HttpServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/isb_api_test.XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    socket_path_ = dir_ + "/run/isb.sock";
+    ASSERT_TRUE(AddSandboxTools(registry_, fake_).ok());
+    HttpServerOptions opts;
+    opts.port = 0;
+    opts.unix_socket_path = socket_path_;
+    opts.io_threads = 2;
+    opts.worker_threads = 8;
+    server_ = std::make_unique<HttpServer>(opts, rest_, mcp_, [](const Request& req, bool) -> Result<Identity> {
+      if (req.headers.Get("Authorization") == "Bearer s3cret") return Identity{"token:test", false};
+      return Error::Of(Code::kUnauthenticated, "invalid token");
+    });
+    Status s = server_->Start();
+    ASSERT_TRUE(s.ok()) << s.error().message;
+    ASSERT_NE(server_->port(), 0);
+  }
+  void TearDown() override {
+    server_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  Reply Tcp(const std::string& request, bool half_close = false) {
+    Fd fd = Connect(server_->port());
+    return ParseReply(Exchange(fd, request, half_close));
+  }
+  void ExpectHealthy() {
+    Reply r = Tcp(HttpRequest("GET", "/healthz"));
+    EXPECT_EQ(r.status, 200) << r.raw;
+    EXPECT_EQ(r.body, R"({"ok":true})");
+  }
+
+  std::string dir_, socket_path_;
+  FakeSandboxes fake_;
+  Registry registry_;
+  RestApi rest_{registry_, "test"};
+  McpServer mcp_{registry_, McpOptions{}};
+  std::unique_ptr<HttpServer> server_;
+};
+
+TEST_F(HttpServerTest, AuthenticatesTcpRequests) {
+  ExpectHealthy();  // no token needed
+  Reply none = Tcp(HttpRequest("POST", "/api/v1/tools/sandbox_list", "{}"));
+  EXPECT_EQ(none.status, 401);
+  EXPECT_NE(none.head.find("WWW-Authenticate: Bearer"), std::string::npos);
+  EXPECT_EQ(json::parse(none.body)["error"], "unauthenticated");
+  EXPECT_EQ(Tcp(HttpRequest("POST", "/api/v1/tools/sandbox_list", "{}", "Authorization: Bearer nope\r\n")).status, 401);
+  EXPECT_EQ(Tcp(HttpRequest("POST", "/mcp", "{}")).status, 401);
+  Reply ok = Tcp(HttpRequest("POST", "/api/v1/tools/sandbox_create", R"({"name":"a"})", kAuth));
+  ASSERT_EQ(ok.status, 200) << ok.raw;
+  EXPECT_EQ(json::parse(ok.body)["result"]["name"], "a");
+}
+
+TEST_F(HttpServerTest, UnixSocketIsSuperadminAndPrivate) {
+  struct stat st{};
+  ASSERT_EQ(stat(socket_path_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ASSERT_EQ(stat((dir_ + "/run").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  Fd fd = ConnectUnix(socket_path_);
+  Reply r = ParseReply(Exchange(fd, HttpRequest("POST", "/api/v1/tools/sandbox_create", R"({"name":"u"})")));
+  ASSERT_EQ(r.status, 200) << r.raw;
+  EXPECT_EQ(json::parse(r.body)["result"]["name"], "u");
+}
+
+TEST_F(HttpServerTest, MalformedRequestsGet4xxAndTheServerKeepsServing) {
+  Reply truncated = Tcp("POST /api/v1/tools/sandbox_list HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{", true);
+  EXPECT_EQ(truncated.status, 400) << truncated.raw;
+  ExpectHealthy();
+
+  std::string big(9 << 20, 'a');
+  Reply too_big = Tcp(HttpRequest("POST", "/api/v1/tools/sandbox_list", big, kAuth));
+  EXPECT_EQ(too_big.status, 413) << too_big.raw.substr(0, 200);
+  EXPECT_EQ(json::parse(too_big.body)["error"], "too_large");
+  ExpectHealthy();
+
+  EXPECT_EQ(Tcp("NOT HTTP AT ALL\r\n\r\n").status, 400);
+  EXPECT_EQ(Tcp("GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: zz\r\n\r\n").status, 400);
+  EXPECT_EQ(Tcp(HttpRequest("POST", "/api/v1/tools/sandbox_exec", "{bad json", kAuth)).status, 400);
+  Reply wrong = Tcp(HttpRequest("POST", "/api/v1/tools/sandbox_exec", R"({"sandbox":"a","argv":"ls"})", kAuth));
+  EXPECT_EQ(wrong.status, 400);
+  EXPECT_EQ(json::parse(wrong.body)["message"], "argv: expected array, got string");
+  EXPECT_EQ(Tcp(HttpRequest("POST", "/api/v1/tools/nope", "{}", kAuth)).status, 404);
+  // A client that connects and goes away mid-header.
+  {
+    Fd fd = Connect(server_->port());
+    ASSERT_GT(send(fd.get(), "GET /hea", 8, MSG_NOSIGNAL), 0);
+  }
+  ExpectHealthy();
+}
+
+TEST_F(HttpServerTest, KeepAliveServesSeveralRequestsOnOneConnection) {
+  std::string two = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n" + HttpRequest("GET", "/healthz");
+  Fd fd = Connect(server_->port());
+  std::string raw = Exchange(fd, two);
+  size_t first = raw.find("HTTP/1.1 200");
+  ASSERT_NE(first, std::string::npos);
+  EXPECT_NE(raw.find("HTTP/1.1 200", first + 1), std::string::npos) << raw;
+}
+
+TEST_F(HttpServerTest, HeadGetsHeadersOnly) {
+  std::string two = "HEAD /healthz HTTP/1.1\r\nHost: x\r\n\r\n" + HttpRequest("GET", "/healthz");
+  Fd fd = Connect(server_->port());
+  std::string raw = Exchange(fd, two);
+  size_t second = raw.find("HTTP/1.1 200", 1);
+  ASSERT_NE(second, std::string::npos) << raw;
+  EXPECT_EQ(raw.substr(second - 4, 4), "\r\n\r\n");  // no body between the two responses
+  EXPECT_EQ(ParseReply(raw.substr(second)).body, R"({"ok":true})");
+}
+
+TEST_F(HttpServerTest, ClientLeavingMidStreamDoesNotHurt) {
+  fake_.exec_fn = [](const ExecRequest&, const OutputSink& sink) -> Result<ExecResult> {
+    for (int i = 0; i < 200; ++i) {
+      if (sink) sink(1, std::string(4096, 'x'));
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return ExecResult{};
+  };
+  ASSERT_EQ(Tcp(HttpRequest("POST", "/api/v1/tools/sandbox_create", R"({"name":"s"})", kAuth)).status, 200);
+  {
+    Fd fd = Connect(server_->port());
+    std::string req = HttpRequest("POST", "/api/v1/tools/sandbox_exec?stream=1", R"({"sandbox":"s","argv":["x"]})", kAuth);
+    ASSERT_EQ(send(fd.get(), req.data(), req.size(), MSG_NOSIGNAL), static_cast<ssize_t>(req.size()));
+    char buf[256];
+    ASSERT_GT(recv(fd.get(), buf, sizeof buf, 0), 0);
+  }  // closed while output is still coming
+  ExpectHealthy();
+}
+
+TEST_F(HttpServerTest, StreamsExecOverSse) {
+  ASSERT_EQ(Tcp(HttpRequest("POST", "/api/v1/tools/sandbox_create", R"({"name":"s"})", kAuth)).status, 200);
+  Reply r = Tcp(HttpRequest("POST", "/api/v1/tools/sandbox_exec?stream=1", R"({"sandbox":"s","argv":["ls"]})", kAuth));
+  ASSERT_EQ(r.status, 200) << r.raw;
+  EXPECT_NE(r.head.find("Content-Type: text/event-stream"), std::string::npos);
+  EXPECT_NE(r.body.find("event: stdout\ndata: {\"data\":\"out:\"}\n\n"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("event: result\ndata: {\"result\":"), std::string::npos) << r.body;
+}
+
+TEST_F(HttpServerTest, ServesMcp) {
+  std::string init = R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",
+                        "capabilities":{},"clientInfo":{"name":"t","version":"1"}}})";
+  Reply r = Tcp(HttpRequest("POST", "/mcp", init, kAuth));
+  ASSERT_EQ(r.status, 200) << r.raw;
+  size_t at = r.head.find("Mcp-Session-Id: ");
+  ASSERT_NE(at, std::string::npos);
+  std::string sid = r.head.substr(at + 16, 32);
+  Reply list = Tcp(HttpRequest("POST", "/orgs/default/mcp", R"({"jsonrpc":"2.0","id":2,"method":"tools/list"})",
+                               std::string(kAuth) + "Mcp-Session-Id: " + sid + "\r\nMCP-Protocol-Version: 2025-11-25\r\n"));
+  ASSERT_EQ(list.status, 200) << list.raw;
+  EXPECT_EQ(json::parse(list.body)["result"]["tools"].size(), 10u);
+  EXPECT_EQ(Tcp(HttpRequest("GET", "/mcp", "", kAuth)).status, 405);
+  EXPECT_EQ(Tcp(HttpRequest("POST", "/mcp", init, std::string(kAuth) + "Origin: http://evil.example\r\n")).status, 403);
+}
+
+TEST_F(HttpServerTest, ExpectContinue) {
+  Fd fd = Connect(server_->port());
+  std::string body = "{}";
+  std::string head = "POST /api/v1/tools/sandbox_list HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" +
+                     std::string(kAuth) + "Expect: 100-continue\r\nContent-Length: 2\r\n\r\n";
+  std::string raw = Exchange(fd, head + body);
+  EXPECT_EQ(raw.rfind("HTTP/1.1 100 Continue", 0), 0u) << raw;
+  EXPECT_NE(raw.find("HTTP/1.1 200"), std::string::npos);
+}
+
+TEST(HttpServerStartTest, RefusesPublicAddressesAndLiveSockets) {
+  FakeSandboxes fake;
+  Registry registry;
+  RestApi rest(registry, "t");
+  McpServer mcp(registry, McpOptions{});
+  HttpServerOptions opts;
+  opts.host = "0.0.0.0";
+  opts.port = 0;
+  HttpServer open(opts, rest, mcp, nullptr);
+  Status s = open.Start();
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("reverse proxy"), std::string::npos);
+
+  char tmpl[] = "/tmp/isb_api_test.XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  std::string dir = tmpl;
+  HttpServerOptions u;
+  u.listen_tcp = false;
+  u.unix_socket_path = dir + "/isb.sock";
+  {
+    // A stale socket file (nobody listening) is replaced.
+    Fd stale(socket(AF_UNIX, SOCK_STREAM, 0));
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::memcpy(addr.sun_path, u.unix_socket_path.c_str(), u.unix_socket_path.size() + 1);
+    ASSERT_EQ(bind(stale.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  }
+  HttpServer first(u, rest, mcp, nullptr);
+  Status started = first.Start();
+  ASSERT_TRUE(started.ok()) << started.error().message;
+  HttpServer second(u, rest, mcp, nullptr);
+  Status clash = second.Start();
+  ASSERT_FALSE(clash.ok());
+  EXPECT_NE(clash.error().message.find("another server"), std::string::npos);
+  first.Stop();
+  EXPECT_FALSE(std::filesystem::exists(u.unix_socket_path));
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace isb::api

@@ -1,0 +1,257 @@
+// MCP flows for both protocol revisions, headers, origins, errors and progress streaming, without a socket.
+#include "api/mcp.h"
+
+#include <gtest/gtest.h>
+
+#include "api/fake_sandboxes.h"
+#include "api/json_util.h"
+#include "api/sandbox_tools.h"
+
+namespace isb::api {
+namespace {
+
+using Hdrs = std::vector<std::pair<std::string, std::string>>;
+
+class McpTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(AddSandboxTools(registry, fake).ok()); }
+
+  Response Send(const std::string& method, const std::string& body, const Hdrs& headers = {},
+                const std::string& path = "/mcp", const Identity& who = Identity::Superadmin()) {
+    Request req;
+    req.method = method;
+    req.target = path;
+    req.body = body;
+    for (auto& [n, v] : headers) req.headers.Add(n, v);
+    return mcp.Handle(req, who);
+  }
+  Response Post(const json& msg, const Hdrs& headers = {}, const std::string& path = "/mcp") {
+    return Send("POST", Dump(msg), headers, path);
+  }
+  std::string Initialize(const std::string& path = "/mcp") {
+    Response r = Post({{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"},
+                       {"params", {{"protocolVersion", "2025-11-25"}, {"capabilities", json::object()},
+                                   {"clientInfo", {{"name", "t"}, {"version", "1"}}}}}},
+                      {}, path);
+    EXPECT_EQ(r.status, 200);
+    return r.headers.Get("Mcp-Session-Id");
+  }
+  Hdrs Session(const std::string& sid) { return {{"Mcp-Session-Id", sid}, {"MCP-Protocol-Version", "2025-11-25"}}; }
+  static json Rpc(int id, const std::string& method, json params = json::object()) {
+    return {{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", std::move(params)}};
+  }
+  static json Meta() {
+    return {{"io.modelcontextprotocol/protocolVersion", "2026-07-28"},
+            {"io.modelcontextprotocol/clientCapabilities", json::object()},
+            {"io.modelcontextprotocol/clientInfo", {{"name", "t"}, {"version", "1"}}}};
+  }
+  static Hdrs Stateless(const std::string& method) {
+    return {{"MCP-Protocol-Version", "2026-07-28"}, {"Mcp-Method", method}};
+  }
+  static json Body(const Response& r) { return json::parse(r.body); }
+
+  FakeSandboxes fake;
+  Registry registry;
+  McpServer mcp{registry, McpOptions{.server_version = "9.9"}};
+};
+
+TEST_F(McpTest, SessionFlow) {
+  Response init = Post(Rpc(1, "initialize", {{"protocolVersion", "2025-11-25"}, {"capabilities", json::object()},
+                                             {"clientInfo", {{"name", "t"}, {"version", "1"}}}}));
+  ASSERT_EQ(init.status, 200);
+  json result = Body(init)["result"];
+  EXPECT_EQ(result["protocolVersion"], "2025-11-25");
+  EXPECT_EQ(result["capabilities"]["tools"]["listChanged"], false);
+  EXPECT_EQ(result["serverInfo"]["name"], "isb");
+  EXPECT_EQ(result["serverInfo"]["version"], "9.9");
+  std::string sid = init.headers.Get("Mcp-Session-Id");
+  ASSERT_EQ(sid.size(), 32u);
+
+  Response note = Post({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}}, Session(sid));
+  EXPECT_EQ(note.status, 202);
+  EXPECT_TRUE(note.body.empty());
+
+  json tools = Body(Post(Rpc(2, "tools/list"), Session(sid)))["result"]["tools"];
+  ASSERT_EQ(tools.size(), 10u);
+  for (const json& t : tools) {
+    for (const char* key : {"name", "title", "description", "inputSchema", "outputSchema", "annotations"}) {
+      EXPECT_TRUE(t.contains(key)) << t["name"] << " lacks " << key;
+    }
+  }
+
+  json created = Body(Post(Rpc(3, "tools/call", {{"name", "sandbox_create"}, {"arguments", {{"name", "m"}}}}),
+                           Session(sid)));
+  EXPECT_EQ(created["id"], 3);
+  EXPECT_EQ(created["result"]["isError"], false);
+  EXPECT_EQ(created["result"]["structuredContent"]["name"], "m");
+  EXPECT_EQ(json::parse(created["result"]["content"][0]["text"].get<std::string>())["name"], "m");
+  EXPECT_EQ(created["result"]["content"][0]["type"], "text");
+
+  json exec = Body(Post(Rpc(4, "tools/call", {{"name", "sandbox_exec"},
+                                              {"arguments", {{"sandbox", "m"}, {"argv", {"id"}}}}}),
+                        Session(sid)));
+  EXPECT_EQ(exec["result"]["structuredContent"]["stdout"], "out: id");
+
+  EXPECT_EQ(Body(Post(Rpc(5, "ping"), Session(sid)))["result"], json::object());
+  EXPECT_EQ(mcp.session_count(), 1u);
+  EXPECT_EQ(Send("DELETE", "", Session(sid)).status, 204);
+  EXPECT_EQ(Post(Rpc(6, "tools/list"), Session(sid)).status, 404);
+  EXPECT_EQ(Send("DELETE", "", Session(sid)).status, 404);
+  EXPECT_EQ(mcp.session_count(), 0u);
+}
+
+TEST_F(McpTest, SessionAndVersionHeaders) {
+  EXPECT_EQ(Post(Rpc(1, "tools/list")).status, 400);  // no session
+  EXPECT_EQ(Post(Rpc(1, "tools/list"), Session("deadbeef")).status, 404);
+  std::string sid = Initialize();
+  EXPECT_EQ(Post(Rpc(1, "tools/list"), {{"Mcp-Session-Id", sid}, {"MCP-Protocol-Version", "1999-01-01"}}).status,
+            400);
+  EXPECT_EQ(Post(Rpc(1, "tools/list"), {{"Mcp-Session-Id", sid}}).status, 200);  // absent: 2025-03-26 assumed
+  // A session is bound to who opened it and where.
+  Request other;
+  other.method = "POST";
+  other.target = "/mcp";
+  other.body = Dump(Rpc(1, "tools/list"));
+  other.headers.Add("Mcp-Session-Id", sid);
+  EXPECT_EQ(mcp.Handle(other, Identity{"user:mallory", false}).status, 404);
+  // An unknown requested version is answered with ours.
+  Response init = Post(Rpc(1, "initialize", {{"protocolVersion", "2099-01-01"}}));
+  EXPECT_EQ(Body(init)["result"]["protocolVersion"], "2025-11-25");
+  Response older = Post(Rpc(1, "initialize", {{"protocolVersion", "2025-06-18"}}));
+  EXPECT_EQ(Body(older)["result"]["protocolVersion"], "2025-06-18");
+}
+
+TEST_F(McpTest, JsonRpcErrors) {
+  std::string sid = Initialize();
+  Response parse = Send("POST", "{oops", Session(sid));
+  EXPECT_EQ(parse.status, 400);
+  EXPECT_EQ(Body(parse)["error"]["code"], -32700);
+  EXPECT_TRUE(Body(parse)["id"].is_null());
+  Response batch = Post(json::array({Rpc(1, "ping"), Rpc(2, "ping")}), Session(sid));
+  EXPECT_EQ(batch.status, 400);
+  EXPECT_EQ(Body(batch)["error"]["code"], -32600);
+  EXPECT_EQ(Body(Post({{"jsonrpc", "1.0"}, {"id", 1}, {"method", "ping"}}, Session(sid)))["error"]["code"], -32600);
+  EXPECT_EQ(Body(Post(Rpc(7, "nope/nope"), Session(sid)))["error"]["code"], -32601);
+  json unknown_tool = Body(Post(Rpc(8, "tools/call", {{"name", "nope"}}), Session(sid)));
+  EXPECT_EQ(unknown_tool["error"]["code"], -32602);
+  EXPECT_EQ(unknown_tool["id"], 8);
+  EXPECT_EQ(Body(Post(Rpc(9, "tools/call", {{"arguments", json::object()}}), Session(sid)))["error"]["code"], -32602);
+  EXPECT_EQ(Body(Post(Rpc(9, "tools/call", {{"name", "sandbox_list"}, {"arguments", 5}}), Session(sid)))["error"]["code"],
+            -32602);
+  // A tool failure or a schema violation is a tool result with isError, not a protocol error.
+  json failed = Body(Post(Rpc(10, "tools/call", {{"name", "sandbox_get"}, {"arguments", {{"sandbox", "zz"}}}}),
+                          Session(sid)));
+  EXPECT_EQ(failed["result"]["isError"], true);
+  EXPECT_NE(failed["result"]["content"][0]["text"].get<std::string>().find("not_found"), std::string::npos);
+  json invalid = Body(Post(Rpc(11, "tools/call", {{"name", "sandbox_exec"},
+                                                  {"arguments", {{"sandbox", "x"}, {"argv", "ls"}}}}),
+                           Session(sid)));
+  EXPECT_EQ(invalid["result"]["isError"], true);
+  EXPECT_NE(invalid["result"]["content"][0]["text"].get<std::string>().find("argv: expected array, got string"),
+            std::string::npos);
+}
+
+TEST_F(McpTest, MethodsPathsAndOrigins) {
+  Response get = Send("GET", "");
+  EXPECT_EQ(get.status, 405);
+  EXPECT_FALSE(get.headers.Get("Allow").empty());
+  EXPECT_EQ(Send("DELETE", "").status, 400);
+  std::string sid = Initialize("/orgs/default/mcp");
+  EXPECT_FALSE(sid.empty());
+  EXPECT_EQ(Post(Rpc(2, "tools/list"), Session(sid), "/orgs/default/mcp").status, 200);
+  EXPECT_EQ(Post(Rpc(1, "initialize"), {}, "/orgs/acme/mcp").status, 404);
+  for (const char* ok : {"http://localhost", "http://localhost:5173", "http://127.0.0.1:8092", "http://[::1]:3000"}) {
+    EXPECT_EQ(Post(Rpc(1, "initialize"), {{"Origin", ok}}).status, 200) << ok;
+  }
+  for (const char* bad : {"http://evil.example", "http://localhost.evil.example", "null", "http://127.0.0.1:80x",
+                          "http://127.0.0.1.nip.io"}) {
+    EXPECT_EQ(Post(Rpc(1, "initialize"), {{"Origin", bad}}).status, 403) << bad;
+  }
+  EXPECT_EQ(McpOrgFromPath("/mcp"), "default");
+  EXPECT_EQ(McpOrgFromPath("/orgs/x/mcp"), "x");
+  EXPECT_FALSE(McpOrgFromPath("/orgs//mcp"));
+  EXPECT_FALSE(McpOrgFromPath("/orgs/a/b/mcp"));
+  EXPECT_FALSE(McpOrgFromPath("/api/v1/tools"));
+}
+
+TEST_F(McpTest, StreamsProgressNotifications) {
+  std::string sid = Initialize();
+  Post(Rpc(1, "tools/call", {{"name", "sandbox_create"}, {"arguments", {{"name", "s"}}}}), Session(sid));
+  Response r = Post(Rpc(2, "tools/call", {{"name", "sandbox_exec"},
+                                          {"arguments", {{"sandbox", "s"}, {"argv", {"ls"}}}},
+                                          {"_meta", {{"progressToken", "tok"}}}}),
+                    Session(sid));
+  ASSERT_TRUE(r.stream);
+  EXPECT_EQ(r.headers.Get("Content-Type"), "text/event-stream");
+  std::vector<json> events;
+  r.stream([&](std::string_view chunk) {
+    EXPECT_TRUE(chunk.starts_with("data: ") && chunk.ends_with("\n\n"));
+    events.push_back(json::parse(chunk.substr(6)));
+    return true;
+  });
+  ASSERT_EQ(events.size(), 4u);
+  EXPECT_EQ(events[0]["method"], "notifications/progress");
+  EXPECT_EQ(events[0]["params"]["progressToken"], "tok");
+  EXPECT_EQ(events[0]["params"]["message"], "out:");
+  EXPECT_EQ(events[1]["params"]["progress"], 7);
+  EXPECT_EQ(events[2]["params"]["_meta"]["isb/stream"], "stderr");
+  EXPECT_EQ(events[3]["id"], 2);
+  EXPECT_EQ(events[3]["result"]["structuredContent"]["stdout"], "out: ls");
+  // Without a progress token the same call answers plain JSON.
+  EXPECT_FALSE(Post(Rpc(3, "tools/call", {{"name", "sandbox_exec"}, {"arguments", {{"sandbox", "s"}, {"argv", {"ls"}}}}}),
+                    Session(sid)).stream);
+}
+
+TEST_F(McpTest, StatelessRevision) {
+  Response d = Post(Rpc(1, "server/discover", {{"_meta", Meta()}}), Stateless("server/discover"));
+  ASSERT_EQ(d.status, 200) << d.body;
+  json disc = Body(d)["result"];
+  EXPECT_EQ(disc["supportedVersions"], json::array({"2026-07-28"}));
+  EXPECT_EQ(disc["serverInfo"]["name"], "isb");
+  EXPECT_EQ(disc["resultType"], "complete");
+  EXPECT_TRUE(d.headers.Get("Mcp-Session-Id").empty());
+
+  json list = Body(Post(Rpc(2, "tools/list", {{"_meta", Meta()}}), Stateless("tools/list")))["result"];
+  EXPECT_EQ(list["tools"].size(), 10u);
+  EXPECT_EQ(list["resultType"], "complete");
+  json call = Body(Post(Rpc(3, "tools/call", {{"name", "sandbox_create"}, {"arguments", json::object()}, {"_meta", Meta()}}),
+                        {{"MCP-Protocol-Version", "2026-07-28"}, {"Mcp-Method", "tools/call"},
+                         {"Mcp-Name", "sandbox_create"}}))["result"];
+  EXPECT_EQ(call["isError"], false);
+  EXPECT_EQ(call["resultType"], "complete");
+  EXPECT_EQ(mcp.session_count(), 0u);
+
+  // Header and body must agree.
+  Response wrong_method = Post(Rpc(4, "tools/list", {{"_meta", Meta()}}), Stateless("tools/call"));
+  EXPECT_EQ(wrong_method.status, 400);
+  EXPECT_EQ(Body(wrong_method)["error"]["code"], kRpcHeaderMismatch);
+  Response wrong_name = Post(Rpc(4, "tools/call", {{"name", "sandbox_list"}, {"_meta", Meta()}}),
+                             {{"MCP-Protocol-Version", "2026-07-28"}, {"Mcp-Name", "sandbox_remove"}});
+  EXPECT_EQ(wrong_name.status, 400);
+  Response no_header = Post(Rpc(5, "tools/list", {{"_meta", Meta()}}));
+  EXPECT_EQ(no_header.status, 400);
+  EXPECT_EQ(Body(no_header)["error"]["code"], kRpcHeaderMismatch);
+  Response no_meta = Post(Rpc(6, "tools/list"), Stateless("tools/list"));
+  EXPECT_EQ(no_meta.status, 400);
+  EXPECT_EQ(Body(no_meta)["error"]["code"], -32602);
+  json no_caps_meta = Meta();
+  no_caps_meta.erase("io.modelcontextprotocol/clientCapabilities");
+  EXPECT_EQ(Body(Post(Rpc(6, "tools/list", {{"_meta", no_caps_meta}}), Stateless("tools/list")))["error"]["code"],
+            -32602);
+  json future = Meta();
+  future["io.modelcontextprotocol/protocolVersion"] = "2099-01-01";
+  Response unsupported = Post(Rpc(7, "tools/list", {{"_meta", future}}), {{"MCP-Protocol-Version", "2099-01-01"}});
+  EXPECT_EQ(unsupported.status, 400);
+  EXPECT_EQ(Body(unsupported)["error"]["code"], kRpcUnsupportedVersion);
+  EXPECT_EQ(Body(unsupported)["error"]["data"]["supportedVersions"][0], "2026-07-28");
+  // Removed methods and unknown ones: -32601 with HTTP 404.
+  Response ping = Post(Rpc(8, "ping", {{"_meta", Meta()}}), Stateless("ping"));
+  EXPECT_EQ(ping.status, 404);
+  EXPECT_EQ(Body(ping)["error"]["code"], -32601);
+  EXPECT_EQ(Post({{"jsonrpc", "2.0"}, {"method", "notifications/cancelled"}, {"params", {{"_meta", Meta()}}}},
+                 Stateless("notifications/cancelled")).status,
+            202);
+}
+
+}  // namespace
+}  // namespace isb::api

@@ -1,0 +1,210 @@
+// The sandbox tools over a fake: defaults, limits, encodings, streaming, and outputs that match their schemas.
+#include "api/sandbox_tools.h"
+
+#include <gtest/gtest.h>
+
+#include "api/fake_sandboxes.h"
+#include "api/json_schema.h"
+#include "api/json_util.h"
+
+namespace isb::api {
+namespace {
+
+class SandboxToolsTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(AddSandboxTools(registry, fake).ok()); }
+
+  // Calls a tool, expects success and checks the result against the tool's output schema.
+  json Ok(const std::string& tool, const json& input, const CallContext& ctx = {}) {
+    auto r = registry.Call(tool, input, ctx);
+    EXPECT_TRUE(r.ok()) << tool << ": " << (r.ok() ? "" : r.error().message);
+    if (!r.ok()) return nullptr;
+    Status s = Validate(registry.Find(tool)->output_schema, *r);
+    EXPECT_TRUE(s.ok()) << tool << " output: " << (s.ok() ? "" : s.error().message);
+    return *r;
+  }
+  Error Fail(const std::string& tool, const json& input) {
+    auto r = registry.Call(tool, input, CallContext{});
+    EXPECT_FALSE(r.ok()) << tool << " unexpectedly succeeded";
+    return r.ok() ? Error{} : r.error();
+  }
+  std::string Create(const json& spec = json::object()) { return Ok("sandbox_create", spec)["id"]; }
+
+  FakeSandboxes fake;
+  Registry registry;
+};
+
+TEST_F(SandboxToolsTest, RegistersAllTools) {
+  for (const char* name : {"sandbox_create", "sandbox_exec", "sandbox_file_read", "sandbox_file_write",
+                           "sandbox_list", "sandbox_get", "sandbox_stop", "sandbox_start", "sandbox_extend",
+                           "sandbox_remove"}) {
+    const Tool* t = registry.Find(name);
+    ASSERT_NE(t, nullptr) << name;
+    EXPECT_FALSE(t->description.empty());
+  }
+  EXPECT_TRUE(registry.Find("sandbox_get")->annotations.read_only);
+  EXPECT_TRUE(registry.Find("sandbox_remove")->annotations.destructive);
+  EXPECT_TRUE(registry.Find("sandbox_exec")->streams);
+}
+
+TEST_F(SandboxToolsTest, CreateAppliesDefaultsAndParsesFields) {
+  json info = Ok("sandbox_create", json::object());
+  EXPECT_EQ(info["state"], "running");
+  EXPECT_EQ(info["spec"]["expires"], 86400);
+  EXPECT_EQ(info["spec"]["idle_timeout"], 7200);
+  EXPECT_EQ(info["spec"]["mem_limit"], 512 << 20);
+
+  json full = Ok("sandbox_create", json::parse(R"({"name":"web-1","cpus":0.5,"mem_limit":"1G","pids":10,
+      "environment":{"A":"b"},"working_dir":"/srv/../work","user":"1000:1000","labels":{"team":"x"},
+      "egress":"none","expires":3600,"idle_timeout":600})"));
+  EXPECT_EQ(full["name"], "web-1");
+  EXPECT_EQ(full["spec"]["mem_limit"], 1ull << 30);
+  EXPECT_EQ(full["spec"]["working_dir"], "/work");
+  EXPECT_EQ(full["spec"]["environment"]["A"], "b");
+  EXPECT_EQ(fake.sandboxes.begin()->second.spec.expires.count(), 86400);
+}
+
+TEST_F(SandboxToolsTest, CreateRejectsBadSpecsNamingTheField) {
+  EXPECT_EQ(Fail("sandbox_create", {{"cpus", 0}}).message, "cpus: must be >= 0.001");
+  EXPECT_EQ(Fail("sandbox_create", {{"expires", 31 * 86400}}).message, "expires: must be <= 2592000");
+  EXPECT_EQ(Fail("sandbox_create", {{"egress", "open"}}).message, R"(egress: must be one of ["none"])");
+  EXPECT_EQ(Fail("sandbox_create", {{"foo", 1}}).message, "unknown field 'foo'");
+  EXPECT_NE(Fail("sandbox_create", {{"name", "sb-1"}}).message.find("name:"), std::string::npos);
+  EXPECT_NE(Fail("sandbox_create", {{"name", "a b"}}).message.find("name:"), std::string::npos);
+  EXPECT_NE(Fail("sandbox_create", {{"user", "root"}}).message.find("user:"), std::string::npos);
+  EXPECT_NE(Fail("sandbox_create", {{"mem_limit", "lots"}}).message.find("mem_limit:"), std::string::npos);
+  EXPECT_NE(Fail("sandbox_create", {{"mem_limit", 100}}).message.find("mem_limit:"), std::string::npos);
+  EXPECT_NE(Fail("sandbox_create", {{"environment", {{"A=B", "x"}}}}).message.find("environment:"),
+            std::string::npos);
+  Create({{"name", "dup"}});
+  EXPECT_EQ(Fail("sandbox_create", {{"name", "dup"}}).code, Code::kConflict);
+}
+
+TEST_F(SandboxToolsTest, ExecPassesTheRequestAndLimits) {
+  std::string id = Create();
+  json r = Ok("sandbox_exec", {{"sandbox", id}, {"argv", {"echo", "hi"}}, {"stdin", "in"}, {"env", {{"K", "v"}}},
+                               {"workdir", "/tmp"}});
+  EXPECT_EQ(r["stdout"], "out: echo hi");
+  EXPECT_EQ(r["stderr"], "err");
+  EXPECT_EQ(r["exit_code"], 0);
+  EXPECT_EQ(fake.last_exec.stdin_data, "in");
+  EXPECT_EQ(fake.last_exec.env.at("K"), "v");
+  EXPECT_EQ(fake.last_exec.timeout, std::chrono::seconds(60));
+
+  Ok("sandbox_exec", {{"sandbox", id}, {"argv", {"x"}}, {"timeout", 900}, {"stdin_base64", Base64Encode("\x01\x02")}});
+  EXPECT_EQ(fake.last_exec.timeout, std::chrono::minutes(15));
+  EXPECT_EQ(fake.last_exec.stdin_data, "\x01\x02");
+
+  EXPECT_EQ(Fail("sandbox_exec", {{"sandbox", id}, {"argv", "ls -l"}}).message, "argv: expected array, got string");
+  EXPECT_EQ(Fail("sandbox_exec", {{"sandbox", id}, {"argv", {"x"}}, {"timeout", 901}}).message,
+            "timeout: must be <= 900");
+  EXPECT_EQ(Fail("sandbox_exec", {{"sandbox", id}, {"argv", json::array()}}).message,
+            "argv: must have at least 1 items");
+  std::string big(kMaxStdinBytes + 1, 'a');
+  EXPECT_NE(Fail("sandbox_exec", {{"sandbox", id}, {"argv", {"x"}}, {"stdin_base64", Base64Encode(big)}})
+                .message.find("stdin_base64: at most 1048576 bytes"),
+            std::string::npos);
+  EXPECT_FALSE(registry.Call("sandbox_exec", {{"sandbox", id}, {"argv", {"x"}}, {"stdin", big}}, {}).ok());
+  EXPECT_NE(Fail("sandbox_exec", {{"sandbox", id}, {"argv", {"x"}}, {"stdin", "a"}, {"stdin_base64", "YQ"}})
+                .message.find("not both"),
+            std::string::npos);
+  EXPECT_EQ(Fail("sandbox_exec", {{"sandbox", "nope"}, {"argv", {"x"}}}).code, Code::kNotFound);
+}
+
+TEST_F(SandboxToolsTest, ExecCapsOutputAndEncodes) {
+  std::string id = Create();
+  fake.exec_fn = [](const ExecRequest&, const OutputSink&) -> Result<ExecResult> {
+    ExecResult r;
+    r.stdout_data = std::string(kMaxOutputBytes + 10, 'x');
+    r.stderr_data = std::string("\xFF\x00z", 3);
+    r.exit_code = 3;
+    return r;
+  };
+  json r = Ok("sandbox_exec", {{"sandbox", id}, {"argv", {"x"}}});
+  EXPECT_EQ(r["stdout"].get<std::string>().size(), kMaxOutputBytes);
+  EXPECT_EQ(r["stdout_truncated"], true);
+  EXPECT_EQ(r["exit_code"], 3);
+  json b = Ok("sandbox_exec", {{"sandbox", id}, {"argv", {"x"}}, {"encoding", "base64"}});
+  EXPECT_EQ(*Base64Decode(b["stderr_base64"].get<std::string>()), std::string("\xFF\x00z", 3));
+  EXPECT_FALSE(b.contains("stdout"));
+}
+
+TEST_F(SandboxToolsTest, ExecStreamsWholeCharactersThroughProgress) {
+  std::string id = Create();
+  fake.exec_fn = [](const ExecRequest&, const OutputSink& sink) -> Result<ExecResult> {
+    sink(1, "a\xC3");  // é split across two chunks
+    sink(1, "\xA9" "b");
+    sink(2, "e");
+    return ExecResult{};
+  };
+  std::vector<std::pair<std::string, std::string>> got;
+  CallContext ctx;
+  ctx.progress = [&](std::string_view stream, std::string_view chunk) { got.emplace_back(stream, chunk); };
+  Ok("sandbox_exec", {{"sandbox", id}, {"argv", {"x"}}}, ctx);
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0], (std::pair<std::string, std::string>{"stdout", "a"}));
+  EXPECT_EQ(got[1], (std::pair<std::string, std::string>{"stdout", "\xC3\xA9" "b"}));
+  EXPECT_EQ(got[2], (std::pair<std::string, std::string>{"stderr", "e"}));
+}
+
+TEST_F(SandboxToolsTest, FilesRoundTripInBothEncodings) {
+  std::string id = Create({{"name", "f"}});
+  std::string bytes("\x00\x01\xFF", 3);
+  json w = Ok("sandbox_file_write", {{"sandbox", "f"}, {"path", "/tmp/./a/../b"}, {"content_base64", Base64Encode(bytes)},
+                                     {"mode", "0755"}});
+  EXPECT_EQ(w["path"], "/tmp/b");
+  EXPECT_EQ(w["mode"], "0755");
+  EXPECT_EQ(fake.files[id + ":/tmp/b"].mode, 0755u);
+  json r = Ok("sandbox_file_read", {{"sandbox", id}, {"path", "/tmp/b"}});
+  EXPECT_EQ(*Base64Decode(r["content_base64"].get<std::string>()), bytes);
+  EXPECT_EQ(r["size"], 3);
+  EXPECT_EQ(Fail("sandbox_file_read", {{"sandbox", id}, {"path", "/tmp/b"}, {"encoding", "utf-8"}}).code,
+            Code::kInvalidArgument);
+
+  Ok("sandbox_file_write", {{"sandbox", id}, {"path", "/t.txt"}, {"content", "h\xC3\xA9"}, {"mode", 420}});
+  json t = Ok("sandbox_file_read", {{"sandbox", id}, {"path", "/t.txt"}, {"encoding", "utf-8"}});
+  EXPECT_EQ(t["content"], "h\xC3\xA9");
+  EXPECT_EQ(t["mode"], "0644");
+}
+
+TEST_F(SandboxToolsTest, FileLimitsAndRefusedPaths) {
+  std::string id = Create();
+  EXPECT_NE(Fail("sandbox_file_read", {{"sandbox", id}, {"path", "/proc/self/environ"}}).message.find("/proc"),
+            std::string::npos);
+  EXPECT_FALSE(registry.Call("sandbox_file_read", {{"sandbox", id}, {"path", "/x/../../sys/x"}}, {}).ok());
+  EXPECT_FALSE(registry.Call("sandbox_file_read", {{"sandbox", id}, {"path", "/dev"}}, {}).ok());
+  EXPECT_NE(Fail("sandbox_file_read", {{"sandbox", id}, {"path", "relative"}}).message.find("absolute"),
+            std::string::npos);
+  std::string big(kMaxFileWriteBytes + 1, 'a');
+  EXPECT_NE(Fail("sandbox_file_write", {{"sandbox", id}, {"path", "/a"}, {"content_base64", Base64Encode(big)}})
+                .message.find("at most 2097152 bytes"),
+            std::string::npos);
+  EXPECT_NE(Fail("sandbox_file_write", {{"sandbox", id}, {"path", "/a"}}).message.find("content"), std::string::npos);
+  EXPECT_NE(Fail("sandbox_file_write", {{"sandbox", id}, {"path", "/a"}, {"content", ""}, {"mode", "0999"}})
+                .message.find("mode:"),
+            std::string::npos);
+  fake.files[id + ":/huge"] = FileData{std::string(kMaxFileReadBytes + 1, 'a'), 0644};
+  EXPECT_EQ(Fail("sandbox_file_read", {{"sandbox", id}, {"path", "/huge"}}).code, Code::kTooLarge);
+}
+
+TEST_F(SandboxToolsTest, Lifecycle) {
+  std::string a = Create({{"labels", {{"team", "a"}}}});
+  Create({{"labels", {{"team", "b"}}}});
+  EXPECT_EQ(Ok("sandbox_list", json::object())["sandboxes"].size(), 2u);
+  json only_a = Ok("sandbox_list", {{"labels", {{"team", "a"}}}});
+  ASSERT_EQ(only_a["sandboxes"].size(), 1u);
+  EXPECT_EQ(only_a["sandboxes"][0]["id"], a);
+  EXPECT_EQ(Ok("sandbox_get", {{"sandbox", a}})["id"], a);
+  EXPECT_EQ(Ok("sandbox_stop", {{"sandbox", a}})["state"], "stopped");
+  EXPECT_EQ(Fail("sandbox_exec", {{"sandbox", a}, {"argv", {"x"}}}).code, Code::kConflict);
+  EXPECT_EQ(Ok("sandbox_start", {{"sandbox", a}})["state"], "running");
+  int64_t before = Ok("sandbox_get", {{"sandbox", a}})["expires_at"];
+  EXPECT_EQ(Ok("sandbox_extend", {{"sandbox", a}, {"by", 3600}})["expires_at"], before + 3600);
+  EXPECT_EQ(Fail("sandbox_extend", {{"sandbox", a}, {"by", 1}}).message, "by: must be >= 60");
+  EXPECT_EQ(Ok("sandbox_remove", {{"sandbox", a}})["removed"], true);
+  EXPECT_EQ(Fail("sandbox_get", {{"sandbox", a}}).code, Code::kNotFound);
+  EXPECT_EQ(Fail("sandbox_get", json::object()).message, "missing required field 'sandbox'");
+}
+
+}  // namespace
+}  // namespace isb::api
