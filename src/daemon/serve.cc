@@ -152,7 +152,9 @@ int Serve(const ServeOptions& options) {
     }
   });
 
-  Log("listening on http://" + options.listen + " (MCP at /mcp, REST at /api/v1) and unix:" + http.unix_socket_path);
+  std::string where = listen->host.find(':') != std::string::npos ? "[" + listen->host + "]" : listen->host;
+  Log("listening on http://" + where + ":" + std::to_string(server.port()) + " (MCP at /mcp, REST at /api/v1) and unix:" +
+      http.unix_socket_path);
   NotifyReady();
 
   int sig = 0;
