@@ -542,16 +542,19 @@ Result<std::string> SandboxManager::Adopt() {
       ++died;
     }
   }
-  // cgroups of sandboxes the database does not know (a create interrupted before its row existed cannot
-  // happen, but a deleted state dir can): kill and remove. isb run's own groups are named run-*.
+  // cgroups of this daemon's sandboxes that the database no longer knows (their state dir is still here): kill
+  // and remove. Other daemons' sandboxes and isb run's (run-*) are not this daemon's to touch.
   for (const std::string* root : {&layout_.memory, &layout_.v2_root}) {
     std::error_code ec;
     if (root->empty()) continue;
     for (const auto& e : std::filesystem::directory_iterator(*root + "/isb", ec)) {
       std::string name = e.path().filename().string();
-      if (!e.is_directory() || !name.starts_with("sb-") || known.count(name)) continue;
+      if (!e.is_directory() || !name.starts_with("sb-") || known.count(name) ||
+          !std::filesystem::exists(Dir(name)))
+        continue;
       engine::Cgroup cg = engine::Cgroup::Adopt(layout_, name);
       (void)cg.Remove();
+      std::filesystem::remove_all(Dir(name), ec);
       ++orphans;
     }
   }
