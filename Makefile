@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= 2
 
-.PHONY: all deps build test run demo bench clean
+.PHONY: all deps build test run demo bench fuzz clean
 
 all: build
 
@@ -27,6 +27,14 @@ demo: build
 bench: build
 	@bash scripts/install-deps.sh --bench
 	@bash bench/startup.sh $(BUILD)
+
+# libFuzzer builds of every fuzz target (clang), each run for FUZZ_SECONDS from its seed corpus.
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	@CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DISB_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@ninja -C build-fuzz -j$(JOBS) tool_input_fuzz mcp_fuzz rest_fuzz
+	@for t in tool_input mcp rest; do mkdir -p build-fuzz/corpus-$$t; \
+	  build-fuzz/$${t}_fuzz -max_total_time=$(FUZZ_SECONDS) build-fuzz/corpus-$$t fuzz/corpus/$$t || exit 1; done
 
 clean:
 	rm -rf $(BUILD)
