@@ -547,7 +547,7 @@ Result<HttpResponse> HttpClient::Exchange(const HttpRequest& request, const SseH
 
   HttpResponse resp;
   resp.status = head->status;
-  resp.headers = std::move(head->headers);
+  resp.headers = head->headers;
   bool sse = on_event != nullptr && resp.status / 100 == 2 &&
              resp.Header("Content-Type").find("text/event-stream") != std::string::npos;
   if (sse) {

@@ -111,6 +111,35 @@ std::string BaseName(const std::string& path) {
   return slash == std::string::npos ? p : p.substr(slash + 1);
 }
 
+// The daemon names schema fields ("mem_limit: must be at least 1 MiB"); say which flag that was.
+struct FieldFlag {
+  const char* field;
+  const char* flag;
+  bool seconds = false;  // the daemon's numbers are seconds whatever unit the user typed
+};
+constexpr FieldFlag kCreateFlags[] = {
+    {"name", "--name"},           {"image", "--image"}, {"cpus", "--cpus"},   {"mem_limit", "--memory"},
+    {"pids", "--pids"},           {"environment", "--env"}, {"working_dir", "--workdir"}, {"user", "--user"},
+    {"labels", "--label"},        {"expires", "--expires", true}, {"idle_timeout", "--idle-timeout", true}};
+constexpr FieldFlag kExecFlags[] = {
+    {"argv", "the command"}, {"env", "--env"}, {"workdir", "--workdir"}, {"timeout", "--timeout", true},
+    {"stdin_base64", "-i"}};
+constexpr FieldFlag kExtendFlags[] = {{"by", "DURATION", true}};
+
+template <size_t N>
+Error NameTheFlag(Error e, const FieldFlag (&map)[N]) {
+  for (const FieldFlag& f : map) {
+    std::string_view field = f.field;
+    if (e.message.size() > field.size() && e.message.starts_with(field) &&
+        std::string_view(":.[").find(e.message[field.size()]) != std::string_view::npos) {
+      e.message = std::string(f.flag) + " (" + std::string(field) + (f.seconds ? ", in seconds" : "") + ")" +
+                  e.message.substr(field.size());
+      break;
+    }
+  }
+  return e;
+}
+
 int Report(const Error& e) {
   std::fprintf(stderr, "isb: %s\n", e.message.c_str());
   return ExitCodeFor(e);
@@ -126,6 +155,7 @@ std::string Env(const char* name) {
   return v == nullptr ? "" : v;
 }
 
+// Fails only when --url, --socket or the environment say something unusable: a usage error.
 Result<ToolClient> Connect(const ConnectFlags& flags) {
   ISB_ASSIGN_OR_RETURN(Endpoint ep, ChooseEndpoint(flags, std::getenv("ISB_URL"), std::getenv("ISB_SOCKET")));
   return ToolClient(HttpClient(std::move(ep)), Env("ISB_TOKEN"));
@@ -142,9 +172,9 @@ int RunCreate(const Common& c, const CreateFlags& f) {
   auto input = CreateInput(f);
   if (!input.ok()) return ReportUsage(input.error());
   auto client = Connect(*c.connect);
-  if (!client.ok()) return Report(client.error());
+  if (!client.ok()) return ReportUsage(client.error());
   auto r = client->Call("sandbox_create", *input);
-  if (!r.ok()) return Report(r.error());
+  if (!r.ok()) return Report(NameTheFlag(r.error(), kCreateFlags));
   if (c.json) Print(*r);
   else std::printf("%s\n", r->value("id", "").c_str());
   return kExitOk;
@@ -165,22 +195,30 @@ int RunExec(const Common& c, const ExecFlags& f) {
   auto input = ExecInput(f, stdin_data);
   if (!input.ok()) return ReportUsage(input.error());
   auto client = Connect(*c.connect);
-  if (!client.ok()) return Report(client.error());
+  if (!client.ok()) return ReportUsage(client.error());
 
   Result<json> r = c.json ? client->Call("sandbox_exec", *input)
                           : client->CallStreaming("sandbox_exec", *input,
                                                   [](const std::string& stream, const std::string& data) {
                                                     WriteOut(stream == "stderr" ? stderr : stdout, data);
                                                   });
-  if (!r.ok()) return Report(r.error());
+  if (!r.ok()) return Report(NameTheFlag(r.error(), kExecFlags));
   if (!r->contains("exit_code") || !(*r)["exit_code"].is_number_integer()) {
     return Report(Error::Of(Code::kInternal, "the isb daemon's exec result has no exit_code: " + Dump(*r, -1)));
   }
   if (c.json) {
     Print(*r);
-  } else if (r->value("timed_out", false)) {
-    std::string t = f.timeout.empty() ? "60s" : f.timeout;
-    std::fprintf(stderr, "isb: the command timed out after %s and was killed (--timeout)\n", t.c_str());
+  } else {
+    if (r->value("timed_out", false)) {
+      std::string t = f.timeout.empty() ? "60s" : f.timeout;
+      std::fprintf(stderr, "isb: the command timed out after %s and was killed (--timeout)\n", t.c_str());
+    }
+    // The daemon keeps (and streams) at most 256 KiB per stream; without this note a cut looks like the end.
+    for (const char* stream : {"stdout", "stderr"}) {
+      if (r->value(std::string(stream) + "_truncated", false)) {
+        std::fprintf(stderr, "isb: the command's %s was cut at the daemon's limit (256 KiB per stream)\n", stream);
+      }
+    }
   }
   return (*r)["exit_code"].get<int>();
 }
@@ -193,7 +231,7 @@ int RunList(const Common& c, const std::vector<std::string>& labels) {
     input["labels"][kv->first] = kv->second;
   }
   auto client = Connect(*c.connect);
-  if (!client.ok()) return Report(client.error());
+  if (!client.ok()) return ReportUsage(client.error());
   auto r = client->Call("sandbox_list", input);
   if (!r.ok()) return Report(r.error());
   if (c.json) {
@@ -208,7 +246,7 @@ int RunList(const Common& c, const std::vector<std::string>& labels) {
 // inspect, stop, start: one sandbox in, its info out.
 int RunOnOne(const Common& c, const std::string& tool, const std::string& sandbox, bool always_json) {
   auto client = Connect(*c.connect);
-  if (!client.ok()) return Report(client.error());
+  if (!client.ok()) return ReportUsage(client.error());
   auto r = client->Call(tool, {{"sandbox", sandbox}});
   if (!r.ok()) return Report(r.error());
   if (c.json || always_json) Print(*r);
@@ -219,7 +257,7 @@ int RunOnOne(const Common& c, const std::string& tool, const std::string& sandbo
 // Removes each in turn, reporting each failure; the exit code is the worst of them.
 int RunRemove(const Common& c, const std::vector<std::string>& sandboxes) {
   auto client = Connect(*c.connect);
-  if (!client.ok()) return Report(client.error());
+  if (!client.ok()) return ReportUsage(client.error());
   int rc = kExitOk;
   for (const auto& s : sandboxes) {
     auto r = client->Call("sandbox_remove", {{"sandbox", s}});
@@ -237,9 +275,9 @@ int RunExtend(const Common& c, const std::string& sandbox, const std::string& du
   auto input = ExtendInput(sandbox, duration);
   if (!input.ok()) return ReportUsage(input.error());
   auto client = Connect(*c.connect);
-  if (!client.ok()) return Report(client.error());
+  if (!client.ok()) return ReportUsage(client.error());
   auto r = client->Call("sandbox_extend", *input);
-  if (!r.ok()) return Report(r.error());
+  if (!r.ok()) return Report(NameTheFlag(r.error(), kExtendFlags));
   if (c.json) {
     Print(*r);
   } else {
@@ -326,7 +364,7 @@ int RunCopy(const Common& c, const std::string& src, const std::string& dst) {
   auto plan = ParseCpArgs(src, dst);
   if (!plan.ok()) return ReportUsage(plan.error());
   auto client = Connect(*c.connect);
-  if (!client.ok()) return Report(client.error());
+  if (!client.ok()) return ReportUsage(client.error());
   return plan->dst.remote() ? CopyIn(c, *client, *plan) : CopyOut(c, *client, *plan);
 }
 
@@ -587,8 +625,12 @@ std::string ShortDuration(int64_t s) {
   if (s < 0) s = 0;
   if (s < 60) return std::to_string(s) + "s";
   if (s < 3600) return std::to_string(s / 60) + "m";
-  if (s < 86400) return std::to_string(s / 3600) + "h";
-  return std::to_string(s / 86400) + "d";
+  // Two units from an hour up, so that 1h59m does not read as 1h.
+  auto two = [](int64_t big, const char* big_unit, int64_t small, const char* small_unit) {
+    return std::to_string(big) + big_unit + (small > 0 ? std::to_string(small) + small_unit : "");
+  };
+  if (s < 86400) return two(s / 3600, "h", s % 3600 / 60, "m");
+  return two(s / 86400, "d", s % 86400 / 3600, "h");
 }
 
 std::string ShortBytes(uint64_t bytes) {
@@ -727,8 +769,20 @@ HttpRequest ToolClient::Request(const std::string& tool, const json& input, bool
   return req;
 }
 
+namespace {
+
+// An answer too large for the client is isb failing (125), not a refusal like the daemon's own too_large.
+Error Transport(Error e) {
+  if (e.code == Code::kTooLarge) e.code = Code::kInternal;
+  return e;
+}
+
+}  // namespace
+
 Result<json> ToolClient::Call(const std::string& tool, const json& input) const {
-  ISB_ASSIGN_OR_RETURN(HttpResponse resp, http_.Send(Request(tool, input, false)));
+  Result<HttpResponse> sent = http_.Send(Request(tool, input, false));
+  if (!sent.ok()) return Transport(sent.error());
+  HttpResponse& resp = *sent;
   if (resp.status != 200) return DaemonError(resp.status, resp.body);
   ISB_ASSIGN_OR_RETURN(json envelope, ParseObject(resp.body, "an answer"));
   return ResultOf(envelope);
@@ -738,7 +792,9 @@ Result<json> ToolClient::CallStreaming(
     const std::string& tool, const json& input,
     const std::function<void(const std::string&, const std::string&)>& on_output) const {
   std::optional<Result<json>> final;
+  bool started = false;
   SseHandler handle = [&](const SseEvent& ev) {
+    started = true;
     if (ev.event == "stdout" || ev.event == "stderr") {
       json j = json::parse(ev.data, nullptr, false);
       if (j.is_object() && j.contains("data") && j["data"].is_string()) {
@@ -757,7 +813,14 @@ Result<json> ToolClient::CallStreaming(
     }
     return true;  // events this client does not know are for newer clients
   };
-  ISB_ASSIGN_OR_RETURN(HttpResponse resp, http_.SendStreaming(Request(tool, input, true), handle));
+  Result<HttpResponse> sent = http_.SendStreaming(Request(tool, input, true), handle);
+  if (!sent.ok()) {
+    if (final.has_value()) return std::move(*final);
+    Error e = Transport(sent.error());
+    if (started) e.message = "lost the isb daemon before the command finished; its outcome is unknown: " + e.message;
+    return e;
+  }
+  HttpResponse& resp = *sent;
   if (resp.status != 200) return DaemonError(resp.status, resp.body);
   if (final.has_value()) return std::move(*final);
   if (resp.Header("Content-Type").find("text/event-stream") == std::string::npos) {

@@ -75,7 +75,7 @@ Result<int64_t> ParseSeconds(const std::string& flag, const std::string& text);
 
 // `isb ls`'s table of a sandbox_list result, given the time now (unix seconds).
 std::string ListTable(const json& result, int64_t now);
-// 45 -> "45s", 300 -> "5m", 7200 -> "2h", 3 days -> "3d".
+// 45 -> "45s", 300 -> "5m", 7200 -> "2h", 7260 -> "2h1m", 3 days and 5 hours -> "3d5h".
 std::string ShortDuration(int64_t seconds);
 // 536870912 -> "512M", 1536 -> "1.5K".
 std::string ShortBytes(uint64_t bytes);

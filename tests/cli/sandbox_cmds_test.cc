@@ -198,7 +198,9 @@ TEST(FormatTest, ShortUnits) {
   EXPECT_EQ(ShortDuration(45), "45s");
   EXPECT_EQ(ShortDuration(300), "5m");
   EXPECT_EQ(ShortDuration(7200), "2h");
+  EXPECT_EQ(ShortDuration(7199), "1h59m");
   EXPECT_EQ(ShortDuration(3 * 86400 + 5), "3d");
+  EXPECT_EQ(ShortDuration(3 * 86400 + 5 * 3600 + 5), "3d5h");
   EXPECT_EQ(ShortBytes(0), "0B");
   EXPECT_EQ(ShortBytes(1536), "1.5K");
   EXPECT_EQ(ShortBytes(512ull << 20), "512M");
@@ -212,8 +214,8 @@ TEST(ListTableTest, Columns) {
                     {"state", "running"},
                     {"spec", {{"mem_limit", 512ull << 20}}},
                     {"created_at", 1000},
-                    {"expires_at", 1000 + 86400},
-                    {"usage", {{"cpu_usec", 1'250'000}, {"memory_bytes", 3 << 20}, {"pids", 2}}}},
+                    {"expires_at", 1000 + 86400 - 3600},
+                    {"usage", {{"cpu_usec", 1'250'000}, {"memory_bytes", 3670016}, {"pids", 2}}}},
                    {{"id", "sb-0000000000000002"},
                     {"name", ""},
                     {"state", "stopped"},
@@ -222,13 +224,13 @@ TEST(ListTableTest, Columns) {
   std::string table = ListTable(result, 1300);
   EXPECT_EQ(table,
             "ID                    NAME   STATE     CPU     MEMORY        AGE   EXPIRES\n"
-            "sb-0000000000000001   web    running   1.25s   3.0M / 512M   5m    in 23h\n"
+            "sb-0000000000000001   web    running   1.25s   3.5M / 512M   5m    in 22h55m\n"
             "sb-0000000000000002   -      stopped   0.00s   0B / 0B       20m   expired\n");
   EXPECT_EQ(ListTable(json{{"sandboxes", json::array()}}, 0), "ID   NAME   STATE   CPU   MEMORY   AGE   EXPIRES\n");
 }
 
 TEST(Base64Test, RoundTrip) {
-  for (std::string s : {"", "f", "fo", "foo", "foob", "fooba", "foobar", std::string("\0\xff\x80", 3)}) {
+  for (const std::string& s : std::vector<std::string>{"", "f", "fo", "foo", "foob", "fooba", "foobar", std::string("\0\xff\x80", 3)}) {
     auto back = Base64Decode(Base64Encode(s));
     ASSERT_TRUE(back.ok()) << s;
     EXPECT_EQ(*back, s);
@@ -246,16 +248,16 @@ std::string PathOf(const SeenRequest& r) {
   return r.head.substr(sp + 1, r.head.find(' ', sp + 1) - sp - 1);
 }
 
-struct Run {
+struct CmdRun {
   int exit_code = -1;
   std::string out, err;
 };
 
 // Parses and runs `args` as main() does, capturing stdout and stderr.
-Run RunIsb(std::vector<std::string> args) {
+CmdRun RunIsb(std::vector<std::string> args) {
   CLI::App app{"isb"};
   app.require_subcommand(1);
-  Run run;
+  CmdRun run;
   int exit_code = 0;
   AddSandboxCommands(app, &exit_code);
   args.insert(args.begin(), "isb");
@@ -284,7 +286,7 @@ TEST(CommandsTest, ExecStreamsOutputAndExitsWithTheCommandsCode) {
     SendAll(fd, Sse("stderr", {{"data", "warn\n"}}));
     SendAll(fd, Sse("result", {{"result", {{"exit_code", 3}, {"timed_out", false}, {"stdout", "hello\n"}}}}));
   });
-  Run r = RunIsb({"exec", "--socket", server.socket_path(), "--env", "A=1", "--timeout", "5s", "web", "--", "sh",
+  CmdRun r = RunIsb({"exec", "--socket", server.socket_path(), "--env", "A=1", "--timeout", "5s", "web", "--", "sh",
                   "-c", "echo hello --json"});
   EXPECT_EQ(r.exit_code, 3) << r.err;
   EXPECT_EQ(r.out, "hello\n");
@@ -305,7 +307,7 @@ TEST(CommandsTest, ExecErrorEventIsReported) {
     SendAll(fd, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n" +
                     Sse("error", {{"error", "conflict"}, {"message", "sandbox web is stopped"}}));
   });
-  Run r = RunIsb({"--socket", server.socket_path(), "exec", "web", "--", "true"});
+  CmdRun r = RunIsb({"--socket", server.socket_path(), "exec", "web", "--", "true"});
   EXPECT_EQ(r.exit_code, kExitRefused);
   EXPECT_EQ(r.err, "isb: sandbox web is stopped\n");
 }
@@ -315,14 +317,29 @@ TEST(CommandsTest, ExecStreamCutBeforeTheResultIsIsbFailing) {
     SendAll(fd, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n" + Sse("stdout", {{"data", "partial"}}) +
                     "event: result\ndata: {\"res");
   });
-  Run r = RunIsb({"--socket", server.socket_path(), "exec", "web", "--", "true"});
+  CmdRun r = RunIsb({"--socket", server.socket_path(), "exec", "web", "--", "true"});
   EXPECT_EQ(r.exit_code, kExitIsbFailed);
   EXPECT_EQ(r.out, "partial");
   EXPECT_NE(r.err.find("without a result"), std::string::npos) << r.err;
 }
 
+// A daemon killed mid-command leaves a chunked body without its last chunk.
+TEST(CommandsTest, ExecConnectionLostMidStreamIsIsbFailing) {
+  TestServer server([](int fd, const SeenRequest&) {
+    std::string ev = Sse("stdout", {{"data", "started\n"}});
+    char size[16];
+    std::snprintf(size, sizeof size, "%zx\r\n", ev.size());
+    SendAll(fd, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n" +
+                    std::string(size) + ev + "\r\n");
+  });
+  CmdRun r = RunIsb({"--socket", server.socket_path(), "exec", "web", "--", "true"});
+  EXPECT_EQ(r.exit_code, kExitIsbFailed);
+  EXPECT_EQ(r.out, "started\n");
+  EXPECT_NE(r.err.find("lost the isb daemon before the command finished"), std::string::npos) << r.err;
+}
+
 TEST(CommandsTest, ExecTtyIsRefusedHonestly) {
-  Run r = RunIsb({"--socket", "/nonexistent/isb.sock", "exec", "-it", "web", "--", "bash"});
+  CmdRun r = RunIsb({"--socket", "/nonexistent/isb.sock", "exec", "-it", "web", "--", "bash"});
   EXPECT_EQ(r.exit_code, kExitIsbFailed);
   EXPECT_EQ(r.err, "isb exec -t: terminals are not supported yet\n");
 }
@@ -331,7 +348,7 @@ TEST(CommandsTest, ExecJsonUsesThePlainCall) {
   TestServer server([](int fd, const SeenRequest&) {
     SendAll(fd, JsonAnswer(200, R"({"result":{"exit_code":0,"timed_out":false,"stdout":"x"}})"));
   });
-  Run r = RunIsb({"--socket", server.socket_path(), "exec", "--json", "web", "--", "echo", "x"});
+  CmdRun r = RunIsb({"--socket", server.socket_path(), "exec", "--json", "web", "--", "echo", "x"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(json::parse(r.out)["stdout"], "x");
   EXPECT_EQ(PathOf(server.requests()[0]), "/api/v1/tools/sandbox_exec");
@@ -341,7 +358,7 @@ TEST(CommandsTest, CreatePrintsTheId) {
   TestServer server([](int fd, const SeenRequest&) {
     SendAll(fd, JsonAnswer(200, R"({"result":{"id":"sb-00000000000000aa","state":"running"}})"));
   });
-  Run r = RunIsb({"--socket", server.socket_path(), "create", "--name", "web", "--memory", "256M", "--label", "a=b",
+  CmdRun r = RunIsb({"--socket", server.socket_path(), "create", "--name", "web", "--memory", "256M", "--label", "a=b",
                   "--label", "c=d", "--expires", "1h"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "sb-00000000000000aa\n");
@@ -353,23 +370,41 @@ TEST(CommandsTest, CreatePrintsTheId) {
                                                 {"expires", 3600}}));
 }
 
+TEST(CommandsTest, RefusalsNameTheFlagRatherThanTheSchemaField) {
+  TestServer server([](int fd, const SeenRequest&) {
+    SendAll(fd, JsonAnswer(400, R"({"error":"invalid_argument","message":"mem_limit: must be at least 1 MiB"})"));
+  });
+  CmdRun r = RunIsb({"--socket", server.socket_path(), "create", "--memory", "10"});
+  EXPECT_EQ(r.exit_code, kExitRefused);
+  EXPECT_EQ(r.err, "isb: --memory (mem_limit): must be at least 1 MiB\n");
+  // A message that merely starts like a field name is left alone.
+  TestServer other([](int fd, const SeenRequest&) {
+    SendAll(fd, JsonAnswer(409, R"({"error":"conflict","message":"names are unique"})"));
+  });
+  r = RunIsb({"--socket", other.socket_path(), "create", "--name", "x"});
+  EXPECT_EQ(r.err, "isb: names are unique\n");
+}
+
 TEST(CommandsTest, UsageErrorsExitTwoWithoutCallingTheDaemon) {
-  Run r = RunIsb({"--socket", "/nonexistent/isb.sock", "create", "--memory", "much"});
+  CmdRun r = RunIsb({"--socket", "/nonexistent/isb.sock", "create", "--memory", "much"});
   EXPECT_EQ(r.exit_code, kExitUsage);
   EXPECT_NE(r.err.find("--memory"), std::string::npos) << r.err;
   EXPECT_EQ(RunIsb({"extend", "web"}).exit_code, kExitUsage);
   EXPECT_EQ(RunIsb({"cp", "a", "b"}).exit_code, kExitUsage);
+  EXPECT_EQ(RunIsb({"--url", "https://h:1", "ls"}).exit_code, kExitUsage);
+  EXPECT_EQ(RunIsb({"--url", "http://h:1", "--socket", "/s", "ls"}).exit_code, kExitUsage);
+  EXPECT_EQ(RunIsb({"exec", "web", "ls", "-l"}).exit_code, kExitUsage);
 }
 
 TEST(CommandsTest, RefusalExitsOneUnreachableExits125) {
   TestServer server([](int fd, const SeenRequest&) {
     SendAll(fd, JsonAnswer(404, R"({"error":"not_found","message":"no sandbox 'ghost'"})"));
   });
-  Run r = RunIsb({"--socket", server.socket_path(), "inspect", "ghost"});
+  CmdRun r = RunIsb({"--socket", server.socket_path(), "inspect", "ghost"});
   EXPECT_EQ(r.exit_code, kExitRefused);
   EXPECT_EQ(r.err, "isb: no sandbox 'ghost'\n");
 
-  Run down = RunIsb({"ls", "--socket", "/nonexistent/isb.sock"});
+  CmdRun down = RunIsb({"ls", "--socket", "/nonexistent/isb.sock"});
   EXPECT_EQ(down.exit_code, kExitIsbFailed);
   EXPECT_NE(down.err.find("is `isb serve` running?"), std::string::npos) << down.err;
 }
@@ -382,14 +417,14 @@ TEST(CommandsTest, RmGoesOnAfterAFailureAndReportsTheWorst) {
       SendAll(fd, JsonAnswer(200, R"({"result":{"sandbox":"a","removed":true}})"));
     }
   });
-  Run r = RunIsb({"--socket", server.socket_path(), "rm", "ghost", "a"});
+  CmdRun r = RunIsb({"--socket", server.socket_path(), "rm", "ghost", "a"});
   EXPECT_EQ(r.exit_code, kExitRefused);
   EXPECT_EQ(r.out, "a\n");
   EXPECT_EQ(server.requests().size(), 2u);
 }
 
-TEST(CommandsTest, TokenGoesOverHttpOnly) {
-  // The scripted server is on a unix socket, so this checks the request builder through the public client.
+// The unix socket's caller is trusted without a token; ISB_TOKEN is for HTTP only and is not spread further.
+TEST(CommandsTest, TokenIsNotSentOverTheUnixSocket) {
   TestServer server([](int fd, const SeenRequest&) { SendAll(fd, JsonAnswer(200, R"({"result":{"ok":1}})")); });
   Endpoint unix_ep;
   unix_ep.unix_path = server.socket_path();
@@ -412,13 +447,13 @@ TEST(CommandsTest, CopyInKeepsTheModeAndCopyOutWritesTheFile) {
     f << "#!/bin/sh\n";
   }
   ASSERT_EQ(::chmod(local.c_str(), 0750), 0);
-  Run in = RunIsb({"--socket", server.socket_path(), "cp", local, "web:/tmp/"});
+  CmdRun in = RunIsb({"--socket", server.socket_path(), "cp", local, "web:/tmp/"});
   EXPECT_EQ(in.exit_code, 0) << in.err;
   json sent = json::parse(server.requests()[0].body);
   EXPECT_EQ(sent, (json{{"sandbox", "web"}, {"path", "/tmp/run.sh"}, {"content_base64", "IyEvYmluL3NoCg=="},
                         {"mode", "0750"}}));
 
-  Run out = RunIsb({"--socket", server.socket_path(), "cp", "web:/etc/motd", server.dir()});
+  CmdRun out = RunIsb({"--socket", server.socket_path(), "cp", "web:/etc/motd", server.dir()});
   EXPECT_EQ(out.exit_code, 0) << out.err;
   json asked = json::parse(server.requests()[1].body);
   EXPECT_EQ(asked, (json{{"sandbox", "web"}, {"path", "/etc/motd"}, {"encoding", "base64"}}));
@@ -427,7 +462,7 @@ TEST(CommandsTest, CopyInKeepsTheModeAndCopyOutWritesTheFile) {
   got << f.rdbuf();
   EXPECT_EQ(got.str(), std::string("\0\xff" "a", 3));
 
-  Run to_stdout = RunIsb({"--socket", server.socket_path(), "cp", "web:/etc/motd", "-"});
+  CmdRun to_stdout = RunIsb({"--socket", server.socket_path(), "cp", "web:/etc/motd", "-"});
   EXPECT_EQ(to_stdout.exit_code, 0);
   EXPECT_EQ(to_stdout.out, std::string("\0\xff" "a", 3));
 }
@@ -440,12 +475,12 @@ TEST(CommandsTest, CopyInRefusesWhatTheDaemonWouldRefuse) {
     std::ofstream f(big);
     f << std::string((2u << 20) + 1, 'b');
   }
-  Run r = RunIsb({"--socket", "/nonexistent/isb.sock", "cp", big, "web:/big"});
+  CmdRun r = RunIsb({"--socket", "/nonexistent/isb.sock", "cp", big, "web:/big"});
   EXPECT_EQ(r.exit_code, kExitRefused);
   EXPECT_NE(r.err.find("larger than 2M"), std::string::npos) << r.err;
-  Run dir = RunIsb({"--socket", "/nonexistent/isb.sock", "cp", tmpl, "web:/d"});
+  CmdRun dir = RunIsb({"--socket", "/nonexistent/isb.sock", "cp", tmpl, "web:/d"});
   EXPECT_EQ(dir.exit_code, kExitUsage);
-  Run missing = RunIsb({"--socket", "/nonexistent/isb.sock", "cp", std::string(tmpl) + "/nope", "web:/d"});
+  CmdRun missing = RunIsb({"--socket", "/nonexistent/isb.sock", "cp", std::string(tmpl) + "/nope", "web:/d"});
   EXPECT_EQ(missing.exit_code, kExitRefused);
   EXPECT_NE(missing.err.find("No such file or directory"), std::string::npos);
   ::unlink(big.c_str());
