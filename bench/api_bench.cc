@@ -1,0 +1,136 @@
+// Benchmarks the daemon over REST: create + exec `true` + remove (sequential and concurrent), and exec alone in a
+// running sandbox against plain fork/exec of /bin/true. Prints medians, p99 and rates.
+//
+//   api_bench URL TOKEN [--runs N] [--clients C]
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <numeric>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli/client.h"
+
+extern char** environ;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+double Pct(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  return v[static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5)];
+}
+
+struct Api {
+  isb::cli::HttpClient client;
+  std::string token;
+  json Call(const std::string& tool, const json& input) const {
+    isb::cli::HttpRequest req;
+    req.method = "POST";
+    req.target = "/api/v1/tools/" + tool;
+    req.headers = {{"Authorization", "Bearer " + token}, {"Content-Type", "application/json"}};
+    req.body = input.dump();
+    auto r = client.Send(req);
+    if (!r.ok() || r->status != 200) {
+      std::fprintf(stderr, "api_bench: %s failed: %s\n", tool.c_str(),
+                   r.ok() ? r->body.c_str() : r.error().message.c_str());
+      std::exit(1);
+    }
+    return json::parse(r->body)["result"];
+  }
+};
+
+// create + exec true + remove; returns (create+first exec, whole cycle) in ms.
+std::pair<double, double> Cycle(const Api& api) {
+  auto t0 = Clock::now();
+  std::string id = api.Call("sandbox_create", json::object())["id"];
+  json r = api.Call("sandbox_exec", {{"sandbox", id}, {"argv", {"true"}}});
+  auto t1 = Clock::now();
+  if (r["exit_code"] != 0) std::exit(1);
+  api.Call("sandbox_remove", {{"sandbox", id}});
+  return {Ms(t1 - t0), Ms(Clock::now() - t0)};
+}
+
+void Report(const char* name, const std::vector<double>& v) {
+  std::printf("%-44s p50 %8.2f ms   p99 %8.2f ms   (n=%zu)\n", name, Pct(v, 0.5), Pct(v, 0.99), v.size());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: api_bench URL TOKEN [--runs N] [--clients C]\n");
+    return 2;
+  }
+  int runs = 200, clients = 8;
+  for (int i = 3; i + 1 < argc; i += 2) {
+    if (std::string(argv[i]) == "--runs") runs = std::atoi(argv[i + 1]);
+    if (std::string(argv[i]) == "--clients") clients = std::atoi(argv[i + 1]);
+  }
+  auto ep = isb::cli::ParseUrl(argv[1]);
+  if (!ep.ok()) return 2;
+  Api api{isb::cli::HttpClient(*ep), argv[2]};
+
+  for (int i = 0; i < 10; ++i) Cycle(api);  // warm-up
+  std::vector<double> first, cycle;
+  for (int i = 0; i < runs; ++i) {
+    auto [f, c] = Cycle(api);
+    first.push_back(f);
+    cycle.push_back(c);
+  }
+  Report("create + first exec (sequential)", first);
+  Report("create + exec + remove (sequential)", cycle);
+  std::printf("%-44s %8.1f sandboxes/s\n", "sequential rate", 1000.0 * runs / std::accumulate(cycle.begin(), cycle.end(), 0.0));
+
+  std::vector<double> cfirst, ccycle;
+  std::mutex mu;
+  auto start = Clock::now();
+  std::vector<std::thread> ts;
+  for (int c = 0; c < clients; ++c)
+    ts.emplace_back([&] {
+      for (int i = 0; i < runs / clients; ++i) {
+        auto [f, cy] = Cycle(api);
+        std::lock_guard lock(mu);
+        cfirst.push_back(f);
+        ccycle.push_back(cy);
+      }
+    });
+  for (auto& t : ts) t.join();
+  double wall = Ms(Clock::now() - start);
+  std::string label = "create + first exec (" + std::to_string(clients) + " clients)";
+  Report(label.c_str(), cfirst);
+  label = "create + exec + remove (" + std::to_string(clients) + " clients)";
+  Report(label.c_str(), ccycle);
+  std::printf("%-44s %8.1f sandboxes/s\n", "concurrent rate", 1000.0 * static_cast<double>(ccycle.size()) / wall);
+
+  // exec alone in a running sandbox, against fork/exec of /bin/true on the host.
+  std::string id = api.Call("sandbox_create", json::object())["id"];
+  std::vector<double> exec, fork_exec;
+  for (int i = 0; i < runs + 10; ++i) {
+    auto t0 = Clock::now();
+    api.Call("sandbox_exec", {{"sandbox", id}, {"argv", {"true"}}});
+    if (i >= 10) exec.push_back(Ms(Clock::now() - t0));
+    t0 = Clock::now();
+    pid_t pid;
+    char* args[] = {const_cast<char*>("/bin/true"), nullptr};
+    posix_spawn(&pid, "/bin/true", nullptr, nullptr, args, environ);
+    waitpid(pid, nullptr, 0);
+    if (i >= 10) fork_exec.push_back(Ms(Clock::now() - t0));
+  }
+  api.Call("sandbox_remove", {{"sandbox", id}});
+  Report("exec of true in a running sandbox (REST)", exec);
+  Report("fork/exec of /bin/true on the host", fork_exec);
+  std::printf("%-44s %8.2fx\n", "exec / fork-exec (p50)", Pct(exec, 0.5) / Pct(fork_exec, 0.5));
+  return 0;
+}
