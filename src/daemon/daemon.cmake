@@ -1,6 +1,7 @@
 # The daemon: state, sandboxes as long-lived objects, and `isb serve` wiring.
 add_library(isb_store STATIC src/store/db.cc src/store/migrations.cc)
-target_link_libraries(isb_store PUBLIC isb_base SQLite::SQLite3)
+find_package(Threads REQUIRED)
+target_link_libraries(isb_store PUBLIC isb_base ${SQLITE_LIB} Threads::Threads m dl)
 
 add_library(isb_daemon STATIC src/daemon/sandbox_manager.cc)
 target_link_libraries(isb_daemon PUBLIC isb_engine isb_store nlohmann_json::nlohmann_json)

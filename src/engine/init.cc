@@ -13,6 +13,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sched.h>
+
 #include <cerrno>
 #include <cstring>
 
@@ -23,6 +25,19 @@ namespace isb::engine {
 namespace {
 
 volatile sig_atomic_t g_command_pid = 0;
+
+// Commands start with clone(CLONE_VM | CLONE_VFORK), as posix_spawn does: no copy of init's address space, and
+// init sleeps until the command has exec'd (or failed). The child runs on this stack and writes nothing init reads.
+alignas(64) char g_spawn_stack[256 * 1024];
+
+template <typename F>
+pid_t SpawnShared(F* body) {
+  auto trampoline = [](void* arg) -> int {
+    (*static_cast<F*>(arg))();
+    return 127;  // not reached: the body execs or exits
+  };
+  return ::clone(trampoline, g_spawn_stack + sizeof g_spawn_stack, CLONE_VM | CLONE_VFORK | SIGCHLD, body);
+}
 
 void Forward(int sig) {
   if (g_command_pid > 0) ::kill(g_command_pid, sig);
@@ -61,9 +76,9 @@ void RunInit(const ChildPlan& plan) {
   sigemptyset(&sa.sa_mask);
   for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) ::sigaction(sig, &sa, nullptr);
 
-  pid_t cmd = ::fork();
+  auto start = [&plan] { ExecCommand(plan); };
+  pid_t cmd = SpawnShared(&start);
   if (cmd < 0) ChildFail(plan, Step::kFork, errno);
-  if (cmd == 0) ExecCommand(plan);
   g_command_pid = cmd;
   sigset_t none;
   sigemptyset(&none);
@@ -219,8 +234,8 @@ void HandleRequest(Session& s) {
     CloseSession(s);
     return;
   }
-  pid_t pid = ::fork();
-  if (pid == 0) StartCommand(s.fd, h, g_argv, g_envp, workdir[0], fds);
+  auto start = [&] { StartCommand(s.fd, h, g_argv, g_envp, workdir[0], fds); };
+  pid_t pid = SpawnShared(&start);
   close_fds();
   if (pid < 0) {
     Send(s.fd, ExecEventKind::kFailed, errno, static_cast<int32_t>(Step::kFork));
