@@ -74,11 +74,11 @@ json SpecSchema() {
        {"labels", StringMap("Free-form labels; sandbox_list can filter on them.", 64)},
        {"egress", {{"type", "string"}, {"enum", {"none"}}, {"default", "none"},
                    {"description", "Network egress policy; only \"none\" for now."}}},
-       {"expires", Int("Lifetime in seconds from creation; default 86400 (24h), at most 2592000 (30d).", 60,
+       {"expires", Int("Lifetime in seconds from creation; default 86400 (24h), at most 2592000 (30d).", 1,
                        kMaxExpiresS)},
        {"idle_timeout", Int("Seconds without exec and under 2% of one core after which the sandbox is removed; "
                             "default 7200 (2h).",
-                            60, kMaxExpiresS)}},
+                            1, kMaxExpiresS)}},
       {});
   spec["properties"]["pids"]["default"] = 64;
   spec["properties"]["expires"]["default"] = kDefaultExpiresS;
@@ -258,7 +258,7 @@ Result<uint32_t> FileMode(const json& in) {
   } else {
     mode = it->get<uint64_t>();
   }
-  if (mode > 07777) return Invalid("mode: must be at most 07777");
+  if (mode > 0777) return Invalid("mode: must be at most 0777 (permission bits only)");
   return static_cast<uint32_t>(mode);
 }
 
@@ -418,7 +418,7 @@ Status AddLifecycleTools(Registry& reg, Sandboxes& sb) {
 
   ISB_TRY(reg.Add(Tool{
       "sandbox_stop", "Stop a sandbox",
-      "Stops every process in the sandbox; its files are kept and sandbox_start runs it again.", ref_only, info,
+      "Stops every process in the sandbox; its files are kept (except /tmp, a tmpfs) and sandbox_start runs it again.", ref_only, info,
       ToolAnnotations{.destructive = true, .idempotent = true}, false,
       [&sb, info_result](const json& in, const CallContext&) { return info_result(sb.Stop(Ref(in))); }}));
 
@@ -431,7 +431,7 @@ Status AddLifecycleTools(Registry& reg, Sandboxes& sb) {
       "sandbox_extend", "Extend a sandbox's lifetime",
       "Moves the sandbox's expiry later by `by` seconds; the lifetime stays at most 30 days.",
       Object({{"sandbox", SandboxRef()},
-              {"by", Int("Seconds to add to the expiry (60 to 2592000).", 60, kMaxExpiresS)}},
+              {"by", Int("Seconds to add to the expiry (1 to 2592000).", 1, kMaxExpiresS)}},
              {"sandbox", "by"}),
       info, ToolAnnotations{}, false,
       [&sb, info_result](const json& in, const CallContext&) {
@@ -557,7 +557,7 @@ Status AddFileTools(Registry& reg, Sandboxes& sb) {
               {"path", path},
               {"content", Str("The content as UTF-8 text.", kMaxFileWriteBytes)},
               {"content_base64", Str("The content as base64; instead of content.", kMaxFileWriteBytes / 3 * 4 + 4)},
-              {"mode", {{"type", {"string", "integer"}}, {"minimum", 0}, {"maximum", 07777},
+              {"mode", {{"type", {"string", "integer"}}, {"minimum", 0}, {"maximum", 0777},
                         {"description", "Permission bits: \"0644\" (octal string) or an integer; default 0644."}}}},
              {"sandbox", "path"}),
       {{"type", "object"},

@@ -109,6 +109,7 @@ void ChildFail(const ChildPlan& plan, Step step, int err, int detail) {
 
 void ChildMain(const ChildPlan& plan) {
   if (plan.die_with_parent) ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  ::prctl(PR_SET_NAME, "isb-init");
   if (g_args_start != nullptr) {
     std::memset(g_args_start, 0, g_args_len);
     std::memcpy(g_args_start, "isb-init", std::min<size_t>(g_args_len, 8));

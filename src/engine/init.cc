@@ -30,6 +30,27 @@ volatile sig_atomic_t g_command_pid = 0;
 // init sleeps until the command has exec'd (or failed). The child runs on this stack and writes nothing init reads.
 alignas(64) char g_spawn_stack[256 * 1024];
 
+// Makes a started command (and so everything it starts) the OOM killer's first choice, ahead of init, whose death
+// would end the sandbox, and ahead of the host's own processes. Raising a score needs no privilege (lowering init's
+// would need CAP_SYS_RESOURCE, which hosts may lack). Done from init after the command's exec: before it, the two
+// share one mm, and the kernel would apply the score to both.
+void RaiseOomScore(pid_t pid) {
+  char path[64] = "/proc/";
+  char digits[16];
+  int k = 0;
+  do {
+    digits[k++] = static_cast<char>('0' + pid % 10);
+    pid /= 10;
+  } while (pid > 0);
+  size_t n = 6;
+  while (k > 0) path[n++] = digits[--k];
+  std::memcpy(path + n, "/oom_score_adj", 15);
+  int fd = ::open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  (void)::write(fd, "1000", 4);
+  ::close(fd);
+}
+
 template <typename F>
 pid_t SpawnShared(F* body) {
   auto trampoline = [](void* arg) -> int {
@@ -79,6 +100,7 @@ void RunInit(const ChildPlan& plan) {
   auto start = [&plan] { ExecCommand(plan); };
   pid_t cmd = SpawnShared(&start);
   if (cmd < 0) ChildFail(plan, Step::kFork, errno);
+  RaiseOomScore(cmd);
   g_command_pid = cmd;
   sigset_t none;
   sigemptyset(&none);
@@ -242,6 +264,7 @@ void HandleRequest(Session& s) {
     CloseSession(s);
     return;
   }
+  RaiseOomScore(pid);
   s.pid = pid;
   Send(s.fd, ExecEventKind::kStarted, pid);
 }
