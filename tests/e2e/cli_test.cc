@@ -1,0 +1,125 @@
+// The CLI against a real daemon through --socket: every sandbox command, its output and its exit code.
+#include <sys/stat.h>
+
+#include <regex>
+
+#include "e2e/daemon_fixture.h"
+
+namespace isb::e2e {
+namespace {
+
+class CliTest : public E2eTest {};
+
+TEST_F(CliTest, SandboxCommandsThroughTheSocket) {
+  // create: the id alone on stdout; --json: the tool's result
+  ProcResult created = Isb({"create", "--name", "e2e-cli", "--memory", "64M", "--label", "suite=cli", "--env", "WHO=cli"});
+  ASSERT_EQ(created.exit_status, 0) << created.Describe();
+  std::smatch m;
+  ASSERT_TRUE(std::regex_match(created.out, m, std::regex("(sb-[0-9a-f]{16})\n"))) << created.Describe();
+  const std::string id = m[1].str();
+  ProcResult created_json = Isb({"create", "--json", "--label", "suite=cli"});
+  ASSERT_EQ(created_json.exit_status, 0) << created_json.Describe();
+  json second = json::parse(created_json.out, nullptr, false);
+  ASSERT_TRUE(second.is_object() && second["id"].is_string()) << created_json.Describe();
+  EXPECT_EQ(second["state"], "running");
+  const std::string id2 = second["id"].get<std::string>();
+  ProcResult dup = Isb({"create", "--name", "e2e-cli"});
+  EXPECT_EQ(dup.exit_status, 1) << "a name in use is a refusal: " << dup.Describe();
+
+  // exec: the command's exit code, its stdout and stderr apart, stdin with -i, the spec's environment
+  ProcResult ran = Isb({"exec", id, "--", "sh", "-c", "printf 'out:%s\\n' \"$WHO\"; printf 'err\\n' >&2; exit 3"});
+  EXPECT_EQ(ran.exit_status, 3) << ran.Describe();
+  EXPECT_EQ(ran.out, "out:cli\n");
+  EXPECT_EQ(ran.err, "err\n");
+  ProcResult piped = Isb({"exec", "-i", "e2e-cli", "--", "tr", "a-z", "A-Z"}, "shout this");
+  EXPECT_EQ(piped.exit_status, 0) << piped.Describe();
+  EXPECT_EQ(piped.out, "SHOUT THIS");
+  ProcResult as_json = Isb({"exec", "--json", id, "--", "sh", "-c", "echo hi; exit 5"});
+  EXPECT_EQ(as_json.exit_status, 5) << as_json.Describe();
+  json exec_result = json::parse(as_json.out, nullptr, false);
+  EXPECT_EQ(exec_result.value("stdout", ""), "hi\n") << as_json.Describe();
+  EXPECT_EQ(exec_result.value("exit_code", -1), 5) << as_json.Describe();
+  EXPECT_EQ(Isb({"exec", id, "--", "sh", "-c", "kill -9 $$"}).exit_status, 137);
+  EXPECT_EQ(Isb({"exec", "sb-0000000000000000", "--", "true"}).exit_status, 1) << "an unknown sandbox is a refusal";
+
+  // ls and inspect
+  ProcResult ls = Isb({"ls"});
+  EXPECT_EQ(ls.exit_status, 0) << ls.Describe();
+  EXPECT_NE(ls.out.find(id), std::string::npos) << ls.Describe();
+  EXPECT_NE(ls.out.find("e2e-cli"), std::string::npos) << ls.Describe();
+  EXPECT_NE(ls.out.find(id2), std::string::npos) << ls.Describe();
+  ProcResult ls_json = Isb({"ls", "--json", "--label", "suite=cli"});
+  ASSERT_EQ(ls_json.exit_status, 0) << ls_json.Describe();
+  json listed = json::parse(ls_json.out, nullptr, false);
+  ASSERT_TRUE(listed.is_object()) << ls_json.Describe();
+  EXPECT_EQ(listed["sandboxes"].size(), 2u) << ls_json.Describe();
+  ProcResult inspect = Isb({"inspect", "e2e-cli"});
+  ASSERT_EQ(inspect.exit_status, 0) << inspect.Describe();
+  json info = json::parse(inspect.out, nullptr, false);
+  EXPECT_EQ(info.value("id", ""), id) << inspect.Describe();
+  EXPECT_EQ(info.value("state", ""), "running") << inspect.Describe();
+  EXPECT_EQ(info["spec"]["mem_limit"], 64 << 20) << inspect.Describe();
+
+  // cp in (mode kept) and out (to stdout and to a file), binary-safe
+  std::string blob;
+  for (int i = 0; i < 3000; ++i) blob.push_back(static_cast<char>((i * 7) & 0xff));
+  std::string local = temp_dir() + "/local.bin";
+  {
+    FILE* f = std::fopen(local.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    std::fwrite(blob.data(), 1, blob.size(), f);
+    std::fclose(f);
+    ::chmod(local.c_str(), 0700);
+  }
+  ProcResult cp_in = Isb({"cp", local, id + ":/root/copied.bin"});
+  EXPECT_EQ(cp_in.exit_status, 0) << cp_in.Describe();
+  ProcResult mode = Isb({"exec", id, "--", "stat", "-c", "%a %s", "/root/copied.bin"});
+  EXPECT_EQ(mode.out, "700 3000\n") << mode.Describe();
+  ProcResult cp_out = Isb({"cp", id + ":/root/copied.bin", "-"});
+  EXPECT_EQ(cp_out.exit_status, 0) << cp_out.Describe();
+  EXPECT_TRUE(cp_out.out == blob) << "cp to stdout returned " << cp_out.out.size() << " bytes";
+  ProcResult cp_stdin = Isb({"cp", "-", "e2e-cli:/tmp/from-stdin.txt"}, "via stdin\n");
+  EXPECT_EQ(cp_stdin.exit_status, 0) << cp_stdin.Describe();
+  EXPECT_EQ(Isb({"exec", id, "--", "cat", "/tmp/from-stdin.txt"}).out, "via stdin\n");
+  ProcResult missing = Isb({"cp", id + ":/tmp/no-such-file", temp_dir() + "/x"});
+  EXPECT_EQ(missing.exit_status, 1) << missing.Describe();
+
+  // stop: exec is refused (1); start: the files are still there
+  ProcResult stop = Isb({"stop", id});
+  EXPECT_EQ(stop.exit_status, 0) << stop.Describe();
+  EXPECT_EQ(stop.out, id + "\n");
+  EXPECT_EQ(json::parse(Isb({"inspect", id}).out, nullptr, false).value("state", ""), "stopped");
+  ProcResult refused = Isb({"exec", id, "--", "true"});
+  EXPECT_EQ(refused.exit_status, 1) << refused.Describe();
+  EXPECT_FALSE(refused.err.empty());
+  ProcResult start = Isb({"start", id});
+  EXPECT_EQ(start.exit_status, 0) << start.Describe();
+  std::string copied_back = temp_dir() + "/copied-back.bin";
+  EXPECT_EQ(Isb({"cp", id + ":/root/copied.bin", copied_back}).exit_status, 0);
+  EXPECT_TRUE(ReadFileOrEmpty(copied_back) == blob) << "the file did not survive stop/start";
+
+  // extend
+  ProcResult extend = Isb({"extend", "--json", id, "2h"});
+  EXPECT_EQ(extend.exit_status, 0) << extend.Describe();
+  json extended = json::parse(extend.out, nullptr, false);
+  EXPECT_EQ(extended.value("expires_at", int64_t{0}), info.value("expires_at", int64_t{0}) + 7200) << extend.Describe();
+
+  // rm both; then they are unknown (1)
+  ProcResult rm = Isb({"rm", id, id2});
+  EXPECT_EQ(rm.exit_status, 0) << rm.Describe();
+  EXPECT_EQ(rm.out, id + "\n" + id2 + "\n");
+  ProcResult gone = Isb({"inspect", id});
+  EXPECT_EQ(gone.exit_status, 1) << gone.Describe();
+  EXPECT_NE(gone.err.find(id), std::string::npos) << gone.Describe();
+  EXPECT_EQ(Isb({"rm", id}).exit_status, 1);
+  EXPECT_EQ(json::parse(Isb({"ls", "--json"}).out, nullptr, false), json({{"sandboxes", json::array()}}));
+
+  // usage errors are 2; an unreachable daemon is isb failing, 125
+  EXPECT_EQ(Isb({"exec"}).exit_status, 2);
+  ProcResult unreachable = RunProcess({ISB_BINARY, "ls", "--socket", temp_dir() + "/no.sock"}, "", 30s,
+                                      {"ISB_URL", "ISB_TOKEN", "ISB_SOCKET"});
+  EXPECT_EQ(unreachable.exit_status, 125) << unreachable.Describe();
+}
+
+}  // namespace
+}  // namespace isb::e2e

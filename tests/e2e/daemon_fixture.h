@@ -1,0 +1,132 @@
+// The e2e fixture: a real `isb serve` on a fresh temp state dir and a free port, clients that are real programs
+// (curl, node, the isb CLI), and after every test the proof that nothing was left behind.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <sys/types.h>
+
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "e2e/http_client.h"
+
+#ifndef ISB_BINARY
+#error "ISB_BINARY must be defined (path of the built isb)"
+#endif
+#ifndef ISB_E2E_NODE_DIR
+#error "ISB_E2E_NODE_DIR must be defined (where the MCP SDK is installed and mcp_client.mjs is copied)"
+#endif
+
+namespace isb::e2e {
+
+// What a finished child process did.
+struct ProcResult {
+  int exit_status = -1;  // -1: it did not exit normally
+  int term_signal = 0;
+  bool killed_at_deadline = false;
+  std::string out, err;
+  std::string Describe() const;
+};
+
+// Runs `argv` (argv[0] a path or a name looked up in PATH) without a shell; `stdin_data` is fed to its stdin.
+// Past `deadline` it is SIGKILLed. `extra_env`: "K=V" sets K in its environment, a bare "K" removes K.
+ProcResult RunProcess(const std::vector<std::string>& argv, const std::string& stdin_data = "",
+                      std::chrono::milliseconds deadline = 60s, const std::vector<std::string>& extra_env = {});
+
+// The full path of `name` in PATH, or "" when absent.
+std::string FindProgram(const std::string& name);
+
+// Host processes other than this one whose command line (NULs read as spaces) contains `needle`.
+std::vector<std::pair<pid_t, std::string>> ProcessesMatching(const std::string& needle);
+// The pid of the sandbox's init on the host (cmdline "isb-init", cgroup path naming `id`), or 0.
+pid_t SandboxInitPid(const std::string& id);
+bool ProcessAlive(pid_t pid);
+std::string ReadFileOrEmpty(const std::string& path);
+std::string Base64(const std::string& bytes);
+std::string RandomHex(size_t bytes);
+
+// A response from curl: its exit status and the HTTP response it printed (-D - then the body).
+struct CurlResult {
+  ProcResult proc;
+  HttpResponse http;
+  std::string Describe() const;
+};
+
+class E2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+
+  // ---- the daemon ----
+  // Starts `isb serve --listen 127.0.0.1:0 --state-dir <state> [extra...]`, parses its port from stderr and waits
+  // for /healthz. A test may restart it any number of times; the state dir stays.
+  void StartDaemon(const std::vector<std::string>& extra_args = {});
+  // SIGTERM; returns its exit status (-1 if it had to be SIGKILLed after 10 s).
+  int StopDaemon();
+  // SIGKILL, as a crash would.
+  void KillDaemon();
+  bool daemon_running() const { return daemon_pid_ > 0; }
+  pid_t daemon_pid() const { return daemon_pid_; }
+  // Everything the daemon has written to stderr since it was last started.
+  std::string DaemonLog() const;
+
+  Endpoint unix_endpoint() const { return Endpoint{socket_path_, 0}; }
+  Endpoint tcp_endpoint() const { return Endpoint{"", port_}; }
+  const std::string& socket_path() const { return socket_path_; }
+  const std::string& state_dir() const { return state_dir_; }
+  const std::string& temp_dir() const { return temp_dir_; }
+  uint16_t port() const { return port_; }
+  const std::string& token() const { return token_; }
+  std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+  // ---- clients ----
+  // POST /api/v1/tools/<tool> over the unix socket with the raw client (set-up steps; tests of a surface use curl).
+  HttpResponse Tool(const std::string& tool, const json& input);
+  // The result of a tool call that must succeed (the test fails otherwise; returns null then).
+  json MustTool(const std::string& tool, const json& input);
+  // sandbox_create that must succeed; returns the id.
+  std::string CreateSandbox(const json& spec = json::object());
+  json Exec(const std::string& sandbox, const std::vector<std::string>& argv, const json& extra = json::object());
+
+  // curl over the unix socket, or over TCP with `bearer` (empty: no Authorization header).
+  CurlResult CurlUnix(const std::string& method, const std::string& path, const std::string& body = "",
+                      const std::vector<std::string>& headers = {}, const std::vector<std::string>& curl_args = {});
+  CurlResult CurlTcp(const std::string& method, const std::string& path, const std::string& body = "",
+                     const std::vector<std::string>& headers = {}, const std::string& bearer = "<token>",
+                     const std::vector<std::string>& curl_args = {});
+
+  // An isb CLI invocation, talking to this daemon's socket.
+  ProcResult Isb(const std::vector<std::string>& args, const std::string& stdin_data = "");
+
+  // Ids the test saw; the leak check holds the test to each of them.
+  void Track(const std::string& id);
+  void TrackFrom(const json& j);
+
+ private:
+  CurlResult Curl(std::vector<std::string> args, const std::string& method, const std::string& url,
+                  const std::string& body, const std::vector<std::string>& headers);
+  void RemoveAllSandboxes();
+  void CheckNothingLeaked();
+  bool ForeignIsbRunning() const;
+
+  bool ready_ = false;
+  std::string temp_dir_, state_dir_, socket_path_, token_, log_path_;
+  std::vector<std::string> daemon_args_;
+  pid_t daemon_pid_ = 0;
+  uint16_t port_ = 0;
+  int daemon_starts_ = 0;
+  std::mutex mu_;
+  std::set<std::string> ids_;
+  int body_files_ = 0;
+  // Before the test: sb-* cgroup dirs per controller, uid-range leases, the host's mount count.
+  std::map<std::string, std::set<std::string>> cgroups_before_;
+  std::set<std::string> leases_before_;
+  size_t mounts_before_ = 0;
+};
+
+}  // namespace isb::e2e

@@ -1,0 +1,25 @@
+# The end-to-end suite: a real `isb serve` on a temp state dir, driven by curl, the MCP TypeScript SDK and the CLI.
+# The SDK is installed by the suite itself (npm) into e2e-node/ under the build tree; the client script sits beside it
+# so that node resolves the package from there.
+set(ISB_E2E_NODE_DIR ${CMAKE_BINARY_DIR}/e2e-node)
+configure_file(${CMAKE_CURRENT_LIST_DIR}/mcp_client.mjs ${ISB_E2E_NODE_DIR}/mcp_client.mjs COPYONLY)
+
+add_executable(isb_e2e_tests
+  tests/e2e/daemon_fixture.cc
+  tests/e2e/daemon_fixture.h
+  tests/e2e/http_client.cc
+  tests/e2e/http_client.h
+  tests/e2e/rest_test.cc
+  tests/e2e/mcp_test.cc
+  tests/e2e/cli_test.cc
+  tests/e2e/adoption_test.cc
+  tests/e2e/malformed_test.cc
+  tests/e2e/reaper_test.cc
+  tests/e2e/concurrency_test.cc
+  tests/e2e/limits_test.cc)
+target_link_libraries(isb_e2e_tests PRIVATE GTest::gtest_main nlohmann_json::nlohmann_json Threads::Threads)
+target_include_directories(isb_e2e_tests PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tests)
+target_compile_definitions(isb_e2e_tests PRIVATE
+  ISB_BINARY="$<TARGET_FILE:isb>" ISB_E2E_NODE_DIR="${ISB_E2E_NODE_DIR}")
+add_dependencies(isb_e2e_tests isb)
+gtest_discover_tests(isb_e2e_tests DISCOVERY_MODE PRE_TEST PROPERTIES RUN_SERIAL TRUE LABELS e2e)

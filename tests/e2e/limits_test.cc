@@ -1,0 +1,39 @@
+// A sandbox's own limits, hit from inside: the offending command dies, the sandbox and the daemon live on.
+#include "e2e/daemon_fixture.h"
+
+namespace isb::e2e {
+namespace {
+
+class LimitsTest : public E2eTest {};
+
+TEST_F(LimitsTest, MemoryHogIsOomKilledAndTheSandboxLivesOn) {
+  std::string id = CreateSandbox({{"mem_limit", "32M"}});
+  ASSERT_FALSE(id.empty());
+  pid_t init = SandboxInitPid(id);
+  json hog = Exec(id, {"sh", "-c", "head -c 100M /dev/zero | tail"});
+  EXPECT_EQ(hog["exit_code"], 137) << hog.dump();
+  EXPECT_EQ(hog["stderr"], "Killed\n") << hog.dump();
+  EXPECT_EQ(SandboxInitPid(id), init) << "the OOM killer took the sandbox's init instead of the hog";
+  EXPECT_EQ(Exec(id, {"echo", "still here"})["stdout"], "still here\n");
+}
+
+TEST_F(LimitsTest, OomKillsNeverTakeTheSandboxDown) {
+  // When the killed hog is slow to let go of its memory, `head` writing into the pipe triggers a second OOM kill in
+  // the same cgroup, which picks the largest process left. That must never be isb's own process (the sandbox's
+  // init), whose death ends the sandbox. A race: eight fresh sandboxes give it eight chances.
+  for (int i = 0; i < 8; ++i) {
+    std::string id = CreateSandbox({{"mem_limit", "32M"}});
+    ASSERT_FALSE(id.empty());
+    pid_t init = SandboxInitPid(id);
+    HttpResponse hog = Tool("sandbox_exec", {{"sandbox", id}, {"argv", {"sh", "-c", "head -c 100M /dev/zero | tail"}}});
+    EXPECT_EQ(hog.status, 200) << "the hog took the sandbox down with it: " << hog.Describe();
+    EXPECT_EQ(hog.j["result"]["exit_code"], 137) << hog.Describe();
+    json after = MustTool("sandbox_get", {{"sandbox", id}});
+    EXPECT_EQ(after["state"], "running") << after.dump();
+    EXPECT_EQ(SandboxInitPid(id), init) << "the OOM killer took the sandbox's init";
+    MustTool("sandbox_remove", {{"sandbox", id}});
+  }
+}
+
+}  // namespace
+}  // namespace isb::e2e

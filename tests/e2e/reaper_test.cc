@@ -1,0 +1,56 @@
+// The reaper with short timeouts: idle and expired sandboxes go within seconds; a default one stays.
+#include <thread>
+
+#include "e2e/daemon_fixture.h"
+
+namespace isb::e2e {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+class ReaperTest : public E2eTest {};
+
+TEST_F(ReaperTest, RemovesIdleAndExpiredSandboxesAndKeepsTheRest) {
+  StopDaemon();
+  StartDaemon({"--reap-interval", "1s"});
+
+  std::string idle = CreateSandbox({{"idle_timeout", 2}});
+  std::string expiring = CreateSandbox({{"expires", 3}});
+  std::string kept = CreateSandbox();
+  ASSERT_FALSE(idle.empty());
+  ASSERT_FALSE(expiring.empty());
+  ASSERT_FALSE(kept.empty());
+  pid_t idle_init = SandboxInitPid(idle), expiring_init = SandboxInitPid(expiring);
+  auto t0 = Clock::now();
+
+  // An exec keeps the expiring one active (it is not idle), but expiry does not care.
+  EXPECT_EQ(Exec(expiring, {"true"})["exit_code"], 0);
+
+  bool idle_gone = false, expiring_gone = false;
+  while (Clock::now() - t0 < 8s && !(idle_gone && expiring_gone)) {
+    std::this_thread::sleep_for(200ms);
+    idle_gone = idle_gone || Tool("sandbox_get", {{"sandbox", idle}}).status == 404;
+    expiring_gone = expiring_gone || Tool("sandbox_get", {{"sandbox", expiring}}).status == 404;
+  }
+  auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0);
+  EXPECT_TRUE(idle_gone) << "the sandbox idle for 2 s was not reaped within " << took.count() << " ms";
+  EXPECT_TRUE(expiring_gone) << "the sandbox that expired after 3 s was not reaped within " << took.count() << " ms";
+  EXPECT_LE(took, 6500ms);
+
+  HttpResponse r = Tool("sandbox_get", {{"sandbox", idle}});
+  EXPECT_EQ(r.status, 404) << r.Describe();
+  EXPECT_EQ(r.j.value("error", ""), "not_found") << r.Describe();
+  EXPECT_FALSE(idle_init > 0 && ProcessAlive(idle_init)) << "the reaped sandbox's init still runs";
+  EXPECT_FALSE(expiring_init > 0 && ProcessAlive(expiring_init)) << "the reaped sandbox's init still runs";
+  EXPECT_NE(DaemonLog().find("reaper removed"), std::string::npos) << DaemonLog();
+
+  json still = MustTool("sandbox_get", {{"sandbox", kept}});
+  EXPECT_EQ(still["state"], "running") << still.dump();
+  EXPECT_EQ(Exec(kept, {"echo", "alive"})["stdout"], "alive\n");
+  json list = MustTool("sandbox_list", json::object());
+  ASSERT_EQ(list["sandboxes"].size(), 1u) << list.dump();
+  EXPECT_EQ(list["sandboxes"][0]["id"], kept);
+}
+
+}  // namespace
+}  // namespace isb::e2e
