@@ -129,10 +129,15 @@ void PlanProc(Planner& pl, const std::string& root) {
   const std::string proc = root + "/proc";
   pl.Mkdir(proc, 0555);
   pl.Mount("proc", proc, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC);
-  for (const char* f : kMaskedFiles) pl.Mount("/dev/null", proc + "/" + f, nullptr, MS_BIND, "", true);
+  // The sandbox's /proc has what the host's has (one kernel): masks for entries this kernel lacks are left out.
+  auto exists = [](const char* name) { return ::access((std::string("/proc/") + name).c_str(), F_OK) == 0; };
+  for (const char* f : kMaskedFiles)
+    if (exists(f)) pl.Mount("/dev/null", proc + "/" + f, nullptr, MS_BIND, "", true);
   for (const char* d : kMaskedDirs)
-    pl.Mount("tmpfs", proc + "/" + d, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0", true);
+    if (exists(d))
+      pl.Mount("tmpfs", proc + "/" + d, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0", true);
   for (const char* r : kReadOnly) {
+    if (!exists(r)) continue;
     pl.Mount(proc + "/" + r, proc + "/" + r, nullptr, MS_BIND | MS_REC, "", true);
     pl.Mount("", proc + "/" + r, nullptr, kRoBind | MS_NOEXEC, "", true);
   }
@@ -296,10 +301,8 @@ int RunStep(const MountStep& s) {
     case MountStep::kMkdir: {
       int dir = OpenParent(s.target, &name);
       if (dir < 0) return -1;
-      int rc = ::mkdirat(dir, name, s.mode);
-      if (rc == 0) {
-        rc = ::fchmodat(dir, name, s.mode, 0);  // the umask does not decide a mount point's mode
-      } else if (errno == EEXIST) {
+      int rc = ::mkdirat(dir, name, s.mode);  // exact: ExecuteRootfs runs with umask 0
+      if (rc != 0 && errno == EEXIST) {
         int existing = OpenNoSymlinks(s.target, O_PATH | O_DIRECTORY);  // a directory, not a symlink to one
         rc = existing < 0 ? -1 : ::close(existing);
       }
@@ -361,6 +364,11 @@ int RunStep(const MountStep& s) {
 }  // namespace
 
 int ExecuteRootfs(const RootfsPlan& plan) {
+  const mode_t old_umask = ::umask(0);  // modes in the plan are exact
+  struct RestoreUmask {
+    mode_t m;
+    ~RestoreUmask() { ::umask(m); }
+  } restore{old_umask};
   const auto& steps = plan.steps();
   for (size_t i = 0; i < steps.size(); ++i) {
     if (RunStep(steps[i]) == 0) continue;

@@ -122,8 +122,6 @@ Result<SeccompProgram> BuildSeccompProgram() {
   return p;
 }
 
-int InstallSeccomp(const sock_fprog& p) {
-  return static_cast<int>(::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &p));
-}
+
 
 }  // namespace isb::engine

@@ -31,6 +31,10 @@ const std::vector<SeccompRule>& RefusedSyscalls();
 // architecture kills the process.
 Result<SeccompProgram> BuildSeccompProgram();
 
+// The same filter, compiled when isb was built: what sandboxes run under. A test checks it equals
+// BuildSeccompProgram().
+const SeccompProgram& CompiledSeccompProgram();
+
 // Installs `p` on the calling thread. Requires no_new_privs. Async-signal-safe.
 int InstallSeccomp(const sock_fprog& p);
 

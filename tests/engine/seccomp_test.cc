@@ -85,3 +85,23 @@ TEST(Seccomp, AllowsOrdinaryWork) {
 
 }  // namespace
 }  // namespace isb::engine
+
+namespace isb::engine {
+namespace {
+
+// What sandboxes run under is the build-time compilation of exactly these rules.
+TEST(Seccomp, CompiledProgramIsTheRulesProgram) {
+  auto built = BuildSeccompProgram();
+  ASSERT_TRUE(built.ok());
+  const auto& compiled = CompiledSeccompProgram();
+  ASSERT_EQ(compiled.code.size(), built->code.size());
+  for (size_t i = 0; i < built->code.size(); ++i) {
+    EXPECT_EQ(compiled.code[i].code, built->code[i].code) << i;
+    EXPECT_EQ(compiled.code[i].jt, built->code[i].jt) << i;
+    EXPECT_EQ(compiled.code[i].jf, built->code[i].jf) << i;
+    EXPECT_EQ(compiled.code[i].k, built->code[i].k) << i;
+  }
+}
+
+}  // namespace
+}  // namespace isb::engine
