@@ -21,10 +21,10 @@ constexpr unsigned long kRoBind = MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID |
 
 // The host directories that make up the default view, when no image is given.
 constexpr const char* kHostDirs[] = {"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32"};
-// What of the host's /etc the default view shows: the dynamic loader's cache and the alternatives symlinks that
-// /usr depends on, and TLS roots. Nothing that names the host's users, services or secrets.
-constexpr const char* kHostEtc[] = {"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives",
-                                    "ssl", "ca-certificates", "localtime"};
+// What of the host's /etc the default view shows: the dynamic loader's cache (ld.so.conf only matters to
+// ldconfig), the alternatives symlinks that /usr depends on, TLS roots and the time zone. Nothing that names the
+// host's users, services or secrets. Each is a mount, and mounts are most of a sandbox's start-up: keep it short.
+constexpr const char* kHostEtc[] = {"ld.so.cache", "alternatives", "ssl", "localtime"};
 // OCI's default masked and read-only /proc paths.
 constexpr const char* kMaskedFiles[] = {"kcore", "keys", "latency_stats", "timer_list", "timer_stats",
                                         "sched_debug", "kallsyms", "kpageflags", "kpagecount", "kpagecgroup"};
