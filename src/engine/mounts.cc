@@ -207,10 +207,14 @@ Result<RootfsPlan> PlanRootfs(const SandboxConfig& config, const std::string& st
   // Nothing done below may propagate back to the host.
   pl.Mount("", "/", nullptr, MS_REC | MS_PRIVATE);
   pl.Mount("tmpfs", staging, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755");
-  const std::string root = staging + "/root";
-  pl.Mkdir(root);
+  // The default view with a discarded layer is that tmpfs itself: one mount, already nosuid and a mount point.
+  const bool root_is_staging = config.image.empty() && config.writable_dir.empty();
+  const std::string root = root_is_staging ? staging : staging + "/root";
+  if (!root_is_staging) pl.Mkdir(root);
   const std::string layer = config.writable_dir.empty() ? staging : config.writable_dir;
-  if (!config.image.empty()) {
+  if (root_is_staging) {
+    PlanHostView(pl, root, config);
+  } else if (!config.image.empty()) {
     if (config.writable_dir.empty()) {
       pl.Mkdir(staging + "/upper");
       pl.Mkdir(staging + "/work");
@@ -218,9 +222,8 @@ Result<RootfsPlan> PlanRootfs(const SandboxConfig& config, const std::string& st
     pl.Mount("overlay", root, "overlay", MS_NOSUID | MS_NODEV,
              "lowerdir=" + config.image + ",upperdir=" + layer + "/upper,workdir=" + layer + "/work");
   } else {
-    if (!config.writable_dir.empty()) pl.Bind(config.writable_dir + "/root", root, false);
-    // Mount nosuid on the root itself: a bind onto itself, then a remount that keeps it writable.
-    pl.Mount(root, root, nullptr, MS_BIND | MS_REC);
+    // The kept layer is the root: bound in, then made nosuid while staying writable.
+    pl.Mount(config.writable_dir + "/root", root, nullptr, MS_BIND | MS_REC);
     pl.Mount("", root, nullptr, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV);
     PlanHostView(pl, root, config);
   }

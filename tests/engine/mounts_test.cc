@@ -27,13 +27,13 @@ TEST(RootfsPlan, StartsPrivateEndsWithPivot) {
   EXPECT_EQ(steps.front().kind, MountStep::kMount);
   EXPECT_EQ(steps.front().flags, static_cast<unsigned long>(MS_REC | MS_PRIVATE));
   EXPECT_EQ(steps.back().kind, MountStep::kPivotRoot);
-  EXPECT_STREQ(steps.back().target, (kStaging + "/root").c_str());
+  EXPECT_STREQ(steps.back().target, kStaging.c_str());  // the default view's root is the staging tmpfs itself
 }
 
 TEST(RootfsPlan, DefaultViewIsReadOnlyHostDirsAndFreshSpecialFilesystems) {
   auto plan = PlanRootfs(SandboxConfig{}, kStaging);
   ASSERT_TRUE(plan.ok());
-  const std::string r = kStaging + "/root";
+  const std::string r = kStaging;
   bool usr_ro = false;
   for (const auto& s : plan->steps())
     if (s.kind == MountStep::kMount && s.target == r + "/usr" && (s.flags & MS_REMOUNT) && (s.flags & MS_RDONLY) &&
@@ -100,7 +100,7 @@ TEST(RootfsPlan, BindsAreNosuidAndReadOnlyByDefault) {
   c.binds = {{"/usr/bin", "/opt/tools/bin", true}, {"/tmp", "/scratch", false}};
   auto plan = PlanRootfs(c, kStaging);
   ASSERT_TRUE(plan.ok());
-  const std::string r = kStaging + "/root";
+  const std::string r = kStaging;
   EXPECT_TRUE(HasStep(*plan, MountStep::kMkdir, r + "/opt/tools"));
   int ro = 0, nosuid_rw = 0;
   for (const auto& s : plan->steps()) {
@@ -115,7 +115,7 @@ TEST(RootfsPlan, BindsAreNosuidAndReadOnlyByDefault) {
 TEST(RootfsPlan, DescribeNamesTheStep) {
   auto plan = PlanRootfs(SandboxConfig{}, kStaging);
   ASSERT_TRUE(plan.ok());
-  EXPECT_EQ(plan->Describe(plan->steps().size() - 1), "pivot_root into " + kStaging + "/root");
+  EXPECT_EQ(plan->Describe(plan->steps().size() - 1), "pivot_root into " + kStaging);
   EXPECT_EQ(plan->Describe(1), "mount tmpfs on " + kStaging);
 }
 
