@@ -71,6 +71,20 @@ Result<std::chrono::milliseconds> ParseDuration(std::string_view text) {
   return std::chrono::milliseconds(milli * unit_ms / 1000);
 }
 
+Result<std::pair<uint32_t, uint32_t>> ParseIds(std::string_view text) {
+  auto id = [](std::string_view s, uint32_t* out) {
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+    return !s.empty() && ec == std::errc() && p == s.data() + s.size() && *out < 65536;
+  };
+  size_t colon = text.find(':');
+  uint32_t uid = 0, gid = 0;
+  bool ok = id(text.substr(0, colon), &uid);
+  gid = uid;
+  if (ok && colon != std::string_view::npos) ok = id(text.substr(colon + 1), &gid);
+  if (!ok) return Bad("user", text, "1000 or 1000:1000, each below 65536");
+  return std::pair{uid, gid};
+}
+
 Result<uint32_t> ParseCpus(std::string_view text) {
   uint64_t milli = 0;
   if (!ParseMilli(text, &milli) || milli == 0 || milli > 1'000'000) return Bad("CPU amount", text, "2 or 0.5");

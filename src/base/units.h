@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string_view>
+#include <utility>
 
 #include "base/result.h"
 
@@ -13,6 +14,8 @@ namespace isb {
 Result<uint64_t> ParseSize(std::string_view text);
 // "500ms", "30s", "5m", "2h", "1d"; a bare number is seconds.
 Result<std::chrono::milliseconds> ParseDuration(std::string_view text);
+// "UID[:GID]" (GID defaults to UID), each below 65536: ids inside a sandbox's range.
+Result<std::pair<uint32_t, uint32_t>> ParseIds(std::string_view text);
 // A positive decimal amount of CPUs such as "2" or "0.5", returned in millicpus.
 Result<uint32_t> ParseCpus(std::string_view text);
 

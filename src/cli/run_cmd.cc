@@ -41,24 +41,6 @@ Result<engine::BindMount> ParseBind(const std::string& spec) {
   return b;
 }
 
-Result<std::pair<uid_t, gid_t>> ParseUser(const std::string& s) {
-  size_t colon = s.find(':');
-  try {
-    size_t used = 0;
-    unsigned long uid = std::stoul(s.substr(0, colon), &used);
-    if (used != s.substr(0, colon).size()) throw std::invalid_argument("uid");
-    unsigned long gid = uid;
-    if (colon != std::string::npos) {
-      gid = std::stoul(s.substr(colon + 1), &used);
-      if (used != s.size() - colon - 1) throw std::invalid_argument("gid");
-    }
-    if (uid >= 65536 || gid >= 65536) throw std::out_of_range("id");
-    return std::pair{static_cast<uid_t>(uid), static_cast<gid_t>(gid)};
-  } catch (const std::exception&) {
-    return Error::Msg("invalid --user '" + s + "': use UID[:GID], each below 65536");
-  }
-}
-
 Status Finish(RunFlags& f) {
   ISB_ASSIGN_OR_RETURN(f.config.limits.memory_bytes, ParseSize(f.memory));
   if (f.config.limits.memory_bytes < (4u << 20)) return Error::Msg("--memory must be at least 4M");
@@ -67,7 +49,7 @@ Status Finish(RunFlags& f) {
   ISB_ASSIGN_OR_RETURN(f.config.output_limit, ParseSize(f.output_limit));
   if (f.pids < 2) return Error::Msg("--pids must be at least 2 (the sandbox's init and the command)");
   f.config.limits.pids = f.pids;
-  ISB_ASSIGN_OR_RETURN(auto ids, ParseUser(f.user));
+  ISB_ASSIGN_OR_RETURN(auto ids, ParseIds(f.user));
   f.config.uid = ids.first;
   f.config.gid = ids.second;
   for (const auto& b : f.binds) {

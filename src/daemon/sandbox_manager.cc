@@ -19,6 +19,8 @@
 
 #include "base/fd.h"
 #include "base/file.h"
+#include "base/random.h"
+#include "base/units.h"
 #include "engine/contain.h"
 #include "engine/exec_client.h"
 #include "engine/idmap.h"
@@ -41,31 +43,14 @@ constexpr size_t kMaxWrite = 2 << 20;
 Error Invalid(const std::string& m) { return Error::Of(Code::kInvalidArgument, m); }
 
 std::string NewId() {
-  unsigned char b[8];
-  if (::getrandom(b, sizeof b, 0) != sizeof b) return "";
-  char hex[17];
-  for (int i = 0; i < 8; ++i) std::snprintf(hex + 2 * i, 3, "%02x", b[i]);
-  return std::string("sb-") + hex;
+  auto hex = RandomHex(8);
+  return hex.ok() ? "sb-" + *hex : "";
 }
 
 Result<std::pair<uint32_t, uint32_t>> ParseUser(const std::string& user) {
-  try {
-    size_t colon = user.find(':');
-    size_t used = 0;
-    std::string u = user.substr(0, colon);
-    unsigned long uid = std::stoul(u, &used);
-    if (used != u.size()) throw std::invalid_argument("");
-    unsigned long gid = uid;
-    if (colon != std::string::npos) {
-      std::string g = user.substr(colon + 1);
-      gid = std::stoul(g, &used);
-      if (used != g.size()) throw std::invalid_argument("");
-    }
-    if (uid >= 65536 || gid >= 65536) throw std::out_of_range("");
-    return std::pair{static_cast<uint32_t>(uid), static_cast<uint32_t>(gid)};
-  } catch (const std::exception&) {
-    return Invalid("user: expected UID[:GID] with ids below 65536, got '" + user + "'");
-  }
+  auto ids = ParseIds(user);
+  if (!ids.ok()) return Invalid("user: " + ids.error().message);
+  return *ids;
 }
 
 // Paths a caller may not read or write inside a sandbox (judged on the lexically normal form; what symlinks

@@ -21,6 +21,7 @@
 #include "api/rest.h"
 #include "api/sandbox_tools.h"
 #include "base/file.h"
+#include "base/random.h"
 #include "daemon/sandbox_manager.h"
 #include "engine/cgroup.h"
 #include "engine/spawner.h"
@@ -46,14 +47,8 @@ Result<std::string> DevToken(const std::string& state_dir) {
     while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
     return t;
   }
-  unsigned char b[32];
-  if (::getrandom(b, sizeof b, 0) != sizeof b) return Error::Sys("getrandom");
-  std::string token = "isb_dev_";
-  for (unsigned char c : b) {
-    char hex[3];
-    std::snprintf(hex, sizeof hex, "%02x", c);
-    token += hex;
-  }
+  ISB_ASSIGN_OR_RETURN(std::string hex, RandomHex(32));
+  std::string token = "isb_dev_" + hex;
   ISB_TRY(WriteFile(path, token + "\n", 0600));
   if (::chmod(path.c_str(), 0600) != 0) return Error::Sys("chmod " + path);
   return token;

@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "base/file.h"
+#include "base/random.h"
 #include "engine/contain.h"
 #include "engine/mounts.h"
 #include "engine/namespaces.h"
@@ -21,11 +22,8 @@ namespace isb::engine {
 namespace {
 
 std::string RandomName() {
-  unsigned char b[8];
-  if (::getrandom(b, sizeof b, 0) != sizeof b) return "run-" + std::to_string(::getpid());
-  char hex[17];
-  for (int i = 0; i < 8; ++i) std::snprintf(hex + 2 * i, 3, "%02x", b[i]);
-  return std::string("run-") + hex;
+  auto hex = RandomHex(8);
+  return "run-" + (hex.ok() ? *hex : std::to_string(::getpid()));
 }
 
 Error SetupFailure(const ChildFailure& f, const ChildPlan& plan) {

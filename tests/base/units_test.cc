@@ -44,3 +44,16 @@ TEST(ParseCpus, Millicpus) {
 
 }  // namespace
 }  // namespace isb
+
+namespace isb {
+namespace {
+
+TEST(ParseIds, UidAndOptionalGid) {
+  EXPECT_EQ(*ParseIds("1000"), (std::pair<uint32_t, uint32_t>{1000, 1000}));
+  EXPECT_EQ(*ParseIds("0:5"), (std::pair<uint32_t, uint32_t>{0, 5}));
+  for (const char* bad : {"", "root", "1000:", ":1", "65536", "1:65536", "-1", "1:2:3"})
+    EXPECT_EQ(ParseIds(bad).error().message.find("invalid user '" + std::string(bad) + "'"), 0u) << bad;
+}
+
+}  // namespace
+}  // namespace isb
