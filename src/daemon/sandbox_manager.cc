@@ -24,6 +24,7 @@
 #include "engine/contain.h"
 #include "engine/exec_client.h"
 #include "engine/idmap.h"
+#include "engine/launch.h"
 #include "engine/namespaces.h"
 
 namespace isb::daemon {
@@ -255,6 +256,8 @@ Status SandboxManager::Launch(Record& rec) {
   rec.start_time = s.start_time;
   rec.lease_index = s.lease_index;
   rec.uid_base = s.uid_base;
+  // Set up in parallel with other creates (the spawner has moved on); on failure the caller halts it by pid.
+  ISB_TRY(engine::WaitForSetup(s.report.get(), c, options_.runtime_dir, nullptr));
   rec.state = "running";
   return db_->Exec("UPDATE sandboxes SET state='running', pid=?2, start_time=?3, lease_index=?4, uid_base=?5 "
                    "WHERE id=?1",

@@ -11,6 +11,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <optional>
 
 #include "base/file.h"
 #include "base/random.h"
@@ -26,9 +27,9 @@ std::string RandomName() {
   return "run-" + (hex.ok() ? *hex : std::to_string(::getpid()));
 }
 
-Error SetupFailure(const ChildFailure& f, const ChildPlan& plan) {
+Error SetupFailure(const ChildFailure& f, const RootfsPlan& rootfs) {
   std::string what = StepName(f.step);
-  if (f.step == Step::kRootfs) what += " (" + plan.rootfs.Describe(static_cast<size_t>(f.detail)) + ")";
+  if (f.step == Step::kRootfs) what += " (" + rootfs.Describe(static_cast<size_t>(f.detail)) + ")";
   std::string hint;
   if (f.step == Step::kRootfs && f.err == EPERM)
     hint = "; the kernel refused a mount inside a user namespace (check that /proc is fully visible to isb)";
@@ -54,7 +55,30 @@ Result<Fd> ListenControl(const std::string& path) {
   return fd;
 }
 
+// The child's report: nothing (EOF, success) or one ChildFailure.
+Result<std::optional<ChildFailure>> ReadSetupReport(int fd) {
+  ChildFailure failure{};
+  ssize_t got;
+  while ((got = ::read(fd, &failure, sizeof failure)) < 0 && errno == EINTR) {
+  }
+  if (got == 0) return std::optional<ChildFailure>();
+  if (got != static_cast<ssize_t>(sizeof failure)) return Error::Sys("read the sandbox's setup report");
+  return std::optional<ChildFailure>(failure);
+}
+
 }  // namespace
+
+Status WaitForSetup(int report_fd, const SandboxConfig& config, const std::string& runtime_dir, int* exec_errno) {
+  ISB_ASSIGN_OR_RETURN(auto report, ReadSetupReport(report_fd));
+  if (!report.has_value()) return {};
+  if (report->step == Step::kExec && exec_errno != nullptr) {
+    *exec_errno = report->err;
+    return {};
+  }
+  // The plan is a pure function of the config and the host's directories: planned again, it names the step.
+  auto plan = PlanRootfs(config, StagingDir(runtime_dir));
+  return SetupFailure(*report, plan.ok() ? *plan : RootfsPlan());
+}
 
 Launched::~Launched() {
   if (pid_ > 0) {
@@ -73,6 +97,7 @@ Launched& Launched::operator=(Launched&& o) noexcept {
   stderr_read = std::move(o.stderr_read);
   status_read = std::move(o.status_read);
   exec_errno = o.exec_errno;
+  report_read = std::move(o.report_read);
   pid_ = std::exchange(o.pid_, 0);
   pidfd_ = std::move(o.pidfd_);
   lease_ = std::move(o.lease_);
@@ -159,16 +184,16 @@ Result<Launched> Launch(const SandboxConfig& config, const LaunchOptions& option
   if (::write(sync.write.get(), "g", 1) != 1) return Error::Sys("start the sandbox");
   sync.write.Reset();
 
-  // EOF: every step succeeded (run-once: the command was executed; service: init is serving).
-  ChildFailure failure{};
-  ssize_t got;
-  while ((got = ::read(errors.read.get(), &failure, sizeof failure)) < 0 && errno == EINTR) {
+  if (!options.wait_for_setup) {
+    l.report_read = std::move(errors.read);
+    return l;
   }
-  if (got == static_cast<ssize_t>(sizeof failure)) {
-    if (failure.step != Step::kExec) return SetupFailure(failure, plan);
-    l.exec_errno = failure.err;
-  } else if (got != 0) {
-    return Error::Sys("read the sandbox's setup report");
+  // EOF: every step succeeded (run-once: the command was executed; service: init is serving).
+  auto report = ReadSetupReport(errors.read.get());
+  if (!report.ok()) return report.error();
+  if (report->has_value()) {
+    if ((*report)->step != Step::kExec) return SetupFailure(**report, plan.rootfs);
+    l.exec_errno = (*report)->err;
   }
   l.stdout_read = std::move(out.read);
   l.stderr_read = std::move(err.read);

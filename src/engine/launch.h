@@ -29,6 +29,10 @@ struct LaunchOptions {
   std::string control_path;
   // The cgroup's name under <hierarchy>/isb/ (default: "run-" and random hex).
   std::string cgroup_name;
+  // Wait for the child's setup report before returning. When false, the report pipe is left in
+  // Launched::report_read for the caller to wait on with WaitForSetup (the spawner hands it to the daemon, so that
+  // sandboxes are set up in parallel while the spawner clones the next).
+  bool wait_for_setup = true;
   // kRunOnce sandboxes die with their parent; service sandboxes outlive the daemon.
   bool die_with_parent = true;
 };
@@ -50,6 +54,8 @@ class Launched {
   // kRunOnce: the command's output pipes and init's status pipe; exec_errno is set when exec failed.
   Fd stdout_read, stderr_read, status_read;
   int exec_errno = 0;
+  // The setup report, when LaunchOptions::wait_for_setup was false.
+  Fd report_read;
 
   // Waits for init to exit and returns its wait status.
   int Wait();
@@ -63,6 +69,11 @@ class Launched {
   IdLease lease_;
   Cgroup cgroup_;
 };
+
+// Reads a setup report pipe to its end: OK when every containment step succeeded (EOF), else the failed step,
+// described for `config` (the same config the sandbox was launched with). *exec_errno is set when only the exec of
+// a run-once command failed.
+Status WaitForSetup(int report_fd, const SandboxConfig& config, const std::string& runtime_dir, int* exec_errno);
 
 // Builds the sandbox and starts its init. Fails closed: if any containment step fails, nothing runs and nothing
 // is left behind. REQUIRES: the calling process is single-threaded (the sandbox is cloned from it).

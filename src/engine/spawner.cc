@@ -9,6 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstring>
+
 #include <nlohmann/json.hpp>
 
 #include "base/file.h"
@@ -20,24 +22,54 @@ namespace {
 using nlohmann::json;
 constexpr size_t kMaxMessage = 1 << 20;
 
-Status SendText(int fd, const std::string& s) {
+// One message, with at most one descriptor riding along (SCM_RIGHTS) when `pass_fd` >= 0.
+Status SendText(int fd, const std::string& s, int pass_fd = -1) {
   if (s.size() > kMaxMessage) return Error::Msg("spawner message too large");
-  if (::send(fd, s.data(), s.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(s.size())) return Error::Sys("send");
+  iovec iov{const_cast<char*>(s.data()), s.size()};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr m{};
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  if (pass_fd >= 0) {
+    m.msg_control = control;
+    m.msg_controllen = sizeof control;
+    cmsghdr* c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
+  }
+  if (::sendmsg(fd, &m, MSG_NOSIGNAL) != static_cast<ssize_t>(s.size())) return Error::Sys("send");
   return {};
 }
 
-Result<std::string> RecvText(int fd) {
+// One message, and the descriptor that came with it (if any) into *received.
+Result<std::string> RecvText(int fd, Fd* received = nullptr) {
   std::string buf(kMaxMessage, '\0');
+  iovec iov{buf.data(), buf.size()};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr m{};
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  m.msg_control = control;
+  m.msg_controllen = sizeof control;
   ssize_t n;
-  while ((n = ::recv(fd, buf.data(), buf.size(), 0)) < 0 && errno == EINTR) {
+  while ((n = ::recvmsg(fd, &m, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {
   }
   if (n < 0) return Error::Sys("recv");
   if (n == 0) return Error::Msg("the spawner exited");
+  for (cmsghdr* c = CMSG_FIRSTHDR(&m); c != nullptr; c = CMSG_NXTHDR(&m, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    int got = -1;
+    std::memcpy(&got, CMSG_DATA(c), sizeof(int));
+    if (received != nullptr) received->Reset(got);
+    else ::close(got);
+  }
   buf.resize(static_cast<size_t>(n));
   return buf;
 }
 
-std::string Handle(const std::string& request, const std::string& runtime_dir) {
+std::string Handle(const std::string& request, const std::string& runtime_dir, Fd* report) {
   json req = json::parse(request, nullptr, false);
   if (req.is_discarded()) return json{{"error", "malformed request"}}.dump();
   auto config = ConfigFromJson(req.value("config", ""));
@@ -48,6 +80,7 @@ std::string Handle(const std::string& request, const std::string& runtime_dir) {
   lo.control_path = req.value("control_path", "");
   lo.die_with_parent = false;
   lo.cgroup_name = req.value("cgroup_name", "");
+  lo.wait_for_setup = false;  // the daemon waits; this process goes on to the next clone
   lo.stdin_fd = -1;
   auto launched = Launch(*config, lo);
   if (!launched.ok())
@@ -56,6 +89,7 @@ std::string Handle(const std::string& request, const std::string& runtime_dir) {
              {"start_time", ProcessStartTime(launched->pid())},
              {"lease_index", launched->lease().index()},
              {"uid_base", launched->lease().base()}};
+  *report = std::move(launched->report_read);
   reply["cgroup"] = launched->Detach();
   return reply.dump();
 }
@@ -80,7 +114,9 @@ std::string Handle(const std::string& request, const std::string& runtime_dir) {
     if (n <= 0 || !(p[0].revents)) continue;
     auto req = RecvText(sock);
     if (!req.ok()) ::_exit(0);  // the daemon is gone; the sandboxes stay
-    if (!SendText(sock, Handle(*req, runtime_dir)).ok()) ::_exit(0);
+    Fd report;
+    std::string reply = Handle(*req, runtime_dir, &report);  // before report.get(): it fills `report`
+    if (!SendText(sock, reply, report.get()).ok()) ::_exit(0);
   }
 }
 
@@ -111,7 +147,8 @@ Result<SpawnedSandbox> Spawner::Spawn(const SandboxConfig& config, const std::st
   std::lock_guard lock(mu_);
   if (!sock_.valid()) return Error::Msg("the spawner is not running");
   ISB_TRY(SendText(sock_.get(), json{{"config", ConfigToJson(config)}, {"control_path", control_path}, {"cgroup_name", cgroup_name}}.dump()));
-  ISB_ASSIGN_OR_RETURN(std::string text, RecvText(sock_.get()));
+  Fd report;
+  ISB_ASSIGN_OR_RETURN(std::string text, RecvText(sock_.get(), &report));
   json r = json::parse(text, nullptr, false);
   if (r.is_discarded()) return Error::Msg("malformed reply from the spawner");
   if (r.contains("error"))
@@ -123,6 +160,7 @@ Result<SpawnedSandbox> Spawner::Spawn(const SandboxConfig& config, const std::st
   s.cgroup = r["cgroup"].get<std::string>();
   s.lease_index = r["lease_index"].get<uint32_t>();
   s.uid_base = r["uid_base"].get<uint32_t>();
+  s.report = std::move(report);
   return s;
 }
 

@@ -20,6 +20,9 @@ struct SpawnedSandbox {
   std::string cgroup;         // the cgroup's name under <hierarchy>/isb/
   uint32_t lease_index = 0;
   uint32_t uid_base = 0;
+  // The sandbox's setup report, still being written: wait on it with WaitForSetup (launch.h) before using the
+  // sandbox. Launching returns before setup ends so that sandboxes are set up in parallel.
+  Fd report;
 };
 
 class Spawner {

@@ -13,6 +13,7 @@
 #include "engine/cgroup.h"
 #include "engine/exec_client.h"
 #include "engine/idmap.h"
+#include "engine/launch.h"
 #include "engine/spawner.h"
 #include "must_work.h"
 
@@ -31,7 +32,12 @@ class ServiceTest : public ::testing::Test {
     c.hostname = "svc";
     auto s = spawner_.Spawn(c, dir_ + "/control.sock");
     ASSERT_TRUE(s.ok()) << s.error().message;
-    sb_ = *s;
+    sb_.pid = s->pid;
+    sb_.start_time = s->start_time;
+    sb_.cgroup = s->cgroup;
+    sb_.lease_index = s->lease_index;
+    auto ready = WaitForSetup(s->report.get(), c, "/run/isb", nullptr);
+    ASSERT_TRUE(ready.ok()) << ready.error().message;
   }
   void TearDown() override {
     if (dir_.empty()) return;
