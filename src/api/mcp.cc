@@ -352,6 +352,11 @@ Response McpServer::ToolsCall(Call& call) {
                         {"message", std::string(chunk)},
                         {"_meta", {{"isb/stream", std::string(stream)}}}}}});
     };
+    ctx.cancelled = [&] {
+      std::lock_guard lock(mu);
+      if (!client_gone) client_gone = !write(": keep-alive\n\n");
+      return client_gone;
+    };
     json result = ToolResult(registry.Call(name, args, ctx), stateless);
     std::lock_guard lock(mu);
     send({{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}});

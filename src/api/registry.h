@@ -32,6 +32,8 @@ struct CallContext {
   std::string org = "default";
   Identity identity;
   ProgressFn progress;            // empty: the caller does not stream
+  // With `progress`: true once the streaming caller has gone away. Asked about once a second by long work.
+  std::function<bool()> cancelled;
 };
 
 struct ToolAnnotations {

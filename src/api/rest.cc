@@ -120,6 +120,12 @@ Response RestApi::CallTool(const Request& req, std::string_view name, const Iden
     ctx.progress = [&](std::string_view stream, std::string_view chunk) {
       send(stream, {{"data", std::string(chunk)}});
     };
+    // An SSE comment is ignored by clients; writing one is how a silent command learns its caller has gone.
+    ctx.cancelled = [&] {
+      std::lock_guard lock(mu);
+      if (!client_gone) client_gone = !write(": keep-alive\n\n");
+      return client_gone;
+    };
     auto result = registry.Call(name, input, ctx);
     if (result.ok()) send("result", {{"result", *result}});
     else send("error", {{"error", CodeName(result.error().code)}, {"message", result.error().message}});

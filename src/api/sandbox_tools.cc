@@ -507,6 +507,7 @@ Status AddCreateAndExec(Registry& reg, Sandboxes& sb) {
           return ExecResultJson(std::move(r), base64);
         }
         Utf8Forwarder forward(ctx.progress);
+        req.cancelled = ctx.cancelled;
         auto result = sb.Exec(Ref(in), req, [&forward](int stream, std::string_view data) {
           forward(stream, data);
         });

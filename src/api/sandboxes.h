@@ -52,6 +52,8 @@ struct ExecRequest {
   std::map<std::string, std::string> env;
   std::string workdir;            // empty: the sandbox's working_dir
   std::chrono::milliseconds timeout{60'000};  // at most 15 minutes
+  // Set by a streaming surface: true once its caller has gone away (the command is then killed).
+  std::function<bool()> cancelled;
 };
 
 struct ExecResult {

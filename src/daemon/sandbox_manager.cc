@@ -387,6 +387,7 @@ Result<api::ExecResult> SandboxManager::Exec(const std::string& id_or_name, cons
   spec.stdin_data = req.stdin_data;
   spec.timeout = req.timeout;
   spec.output_limit = kExecOutputLimit;
+  spec.cancelled = req.cancelled;
   (void)db_->Exec("UPDATE sandboxes SET last_active_at = ?2 WHERE id = ?1", {rec.id, Now()});
   auto out = engine::ExecInSandbox(Dir(rec.id) + "/control.sock", spec,
                                    sink ? engine::ExecSink([&](int s, std::string_view d) { sink(s, d); })

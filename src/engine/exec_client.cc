@@ -129,10 +129,15 @@ Result<ExecOutcome> ExecInSandbox(const std::string& control_path, const ExecSpe
                      {exited ? -1 : sock.get(), POLLIN, 0}, {in.write.get(), POLLOUT, 0}};
     auto until = exited ? drain_until : deadline;
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
-    int n = ::poll(fds, 4, static_cast<int>(std::clamp<int64_t>(left, 0, 1 << 30)));
+    const int64_t tick = spec.cancelled && !exited ? 1000 : int64_t{1} << 30;
+    int n = ::poll(fds, 4, static_cast<int>(std::clamp<int64_t>(left, 0, tick)));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return Error::Sys("poll");
-    if (n == 0 && !exited) {
+    if (!exited && spec.cancelled && spec.cancelled()) {
+      sock.Reset();  // init kills the command's process group
+      return Error::Of(Code::kUnavailable, "the caller went away; the command was killed");
+    }
+    if (n == 0 && !exited && Clock::now() >= deadline) {
       // Closing the session makes init kill the command's process group.
       r.timed_out = true;
       sock.Reset();

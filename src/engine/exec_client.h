@@ -20,6 +20,9 @@ struct ExecSpec {
   std::string stdin_data;
   std::chrono::milliseconds timeout{60'000};
   uint64_t output_limit = 256 * 1024;  // per stream
+  // Asked about once a second while the command runs; true ends it (its process group is killed), for a caller
+  // that went away. Called on the exec's own thread.
+  std::function<bool()> cancelled;
 };
 
 struct ExecOutcome {

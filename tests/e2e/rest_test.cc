@@ -262,5 +262,32 @@ TEST_F(RestTest, StreamingExecDeliversOutputBeforeTheResult) {
   EXPECT_EQ(SseEvents(h.body).size(), 4u) << h.body;
 }
 
+// A streaming caller that hangs up ends its command: the daemon notices within about a second (it writes SSE
+// comments while the command is silent) and init kills the command's process group. The sandbox lives on.
+TEST_F(RestTest, StreamingCallerThatHangsUpEndsItsCommand) {
+  std::string id = CreateSandbox();
+  ASSERT_FALSE(id.empty());
+  json in = {{"sandbox", id}, {"argv", {"sh", "-c", "echo started; exec sleep 30"}}};
+  {
+    RawConnection c(tcp_endpoint());
+    ASSERT_TRUE(c.ok()) << c.error();
+    ASSERT_TRUE(c.Send(BuildRequest("POST", "/api/v1/tools/sandbox_exec?stream=1", in.dump(),
+                                    {"Authorization: Bearer " + token()})));
+    std::string seen;
+    c.ReadAll(1500ms, [&](std::string_view piece) { seen.append(piece); });
+    ASSERT_NE(seen.find("started"), std::string::npos) << seen;
+    c.Close();
+  }
+  std::string procs;
+  for (int i = 0; i < 40; ++i) {
+    json r = Exec(id, {"sh", "-c", "for p in /proc/[0-9]*; do cat $p/comm; done"});
+    procs = r.value("stdout", "");
+    if (procs.find("sleep") == std::string::npos) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_EQ(procs.find("sleep"), std::string::npos) << "the command outlived its caller:\n" << procs;
+  EXPECT_EQ(Exec(id, {"true"}).value("exit_code", -1), 0);
+}
+
 }  // namespace
 }  // namespace isb::e2e

@@ -130,3 +130,26 @@ TEST_F(ServiceTest, ANotRunningSandboxIsNotFound) {
 
 }  // namespace
 }  // namespace isb::engine
+
+namespace isb::engine {
+namespace {
+
+// A caller that goes away ends its command within about a second; the sandbox lives on.
+TEST_F(ServiceTest, CancelledExecIsKilled) {
+  ExecSpec spec;
+  spec.argv = {"sleep", "30"};
+  spec.env = {"PATH=/usr/bin:/bin"};
+  auto start = std::chrono::steady_clock::now();
+  spec.cancelled = [&] { return std::chrono::steady_clock::now() - start > std::chrono::milliseconds(200); };
+  auto r = ExecInSandbox(dir_ + "/control.sock", spec, nullptr);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "the caller went away; the command was killed");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
+  // The sleep is gone from the sandbox, which still serves.
+  auto ps = Exec({"sh", "-c", "for p in /proc/[0-9]*; do cat $p/comm; done"});
+  ASSERT_TRUE(ps.ok());
+  EXPECT_EQ(ps->stdout_data.find("sleep"), std::string::npos) << ps->stdout_data;
+}
+
+}  // namespace
+}  // namespace isb::engine
