@@ -95,7 +95,6 @@ bool IsLoopbackOrigin(std::string_view origin) {
   if (origin.starts_with("http://")) origin.remove_prefix(7);
   else if (origin.starts_with("https://")) origin.remove_prefix(8);
   else return false;
-  std::string_view port;
   for (std::string_view host : {"localhost", "127.0.0.1", "[::1]"}) {
     if (origin.starts_with(host)) {
       std::string_view rest = origin.substr(host.size());
