@@ -13,5 +13,5 @@ gtest_discover_tests(isb_daemon_tests DISCOVERY_MODE PRE_TEST)
 
 if(TARGET isb_api)
   target_sources(isb_daemon PRIVATE src/daemon/serve.cc)
-  target_link_libraries(isb_daemon PUBLIC isb_api)
+  target_link_libraries(isb_daemon PUBLIC isb_http)
 endif()
