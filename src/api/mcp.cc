@@ -1,12 +1,12 @@
 // MCP over Streamable HTTP: JSON-RPC framing, sessions (2025-11-25), stateless requests (2026-07-28), tool calls.
 #include "api/mcp.h"
 
-#include <sys/random.h>
 
 #include <array>
 #include <cstdio>
 
 #include "api/json_util.h"
+#include "base/random.h"
 
 namespace isb::api {
 namespace {
@@ -32,23 +32,6 @@ Response RpcError(int status, const json& id, int code, const std::string& messa
 
 Response RpcResult(const json& id, json result) {
   return JsonResponse(200, Dump({{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}}));
-}
-
-std::string RandomHex(size_t bytes) {
-  std::string raw(bytes, '\0');
-  size_t got = 0;
-  while (got < bytes) {
-    ssize_t n = getrandom(raw.data() + got, bytes - got, 0);
-    if (n > 0) got += static_cast<size_t>(n);
-    // EINTR: retry. getrandom cannot otherwise fail for small requests once the pool is initialised.
-  }
-  std::string out;
-  char buf[3];
-  for (unsigned char c : raw) {
-    snprintf(buf, sizeof buf, "%02x", c);
-    out += buf;
-  }
-  return out;
 }
 
 json ToolResult(const Result<json>& result, bool stateless) {
@@ -116,8 +99,9 @@ size_t McpServer::session_count() const {
 
 json McpServer::ServerInfo() const { return {{"name", "isb"}, {"title", "isb"}, {"version", options_.server_version}}; }
 
-std::string McpServer::NewSession(const std::string& org, const std::string& subject, const std::string& version) {
-  std::string id = RandomHex(16);
+Result<std::string> McpServer::NewSession(const std::string& org, const std::string& subject,
+                                          const std::string& version) {
+  ISB_ASSIGN_OR_RETURN(std::string id, RandomHex(16));
   std::lock_guard lock(mu_);
   if (sessions_.size() >= options_.max_sessions) {
     auto oldest = sessions_.begin();
@@ -263,13 +247,14 @@ Response McpServer::Initialize(Call& call) {
                               ? call.params.value("protocolVersion", "")
                               : "";
   std::string version = IsSessionVersion(requested) ? requested : std::string(kMcpLatestSessionVersion);
-  std::string sid = NewSession(call.org, call.identity.subject, version);
+  auto sid = NewSession(call.org, call.identity.subject, version);
+  if (!sid.ok()) return RpcError(503, call.id, -32603, "no session id could be made: " + sid.error().message);
   Response r = RpcResult(call.id, {{"protocolVersion", version},
                                    {"capabilities", {{"tools", {{"listChanged", false}}}}},
                                    {"serverInfo", ServerInfo()},
                                    {"instructions", "isb runs untrusted code in sandboxes: sandbox_create, then "
                                                     "sandbox_exec with an argv; sandbox_remove when done."}});
-  r.headers.Set("Mcp-Session-Id", sid);
+  r.headers.Set("Mcp-Session-Id", *sid);
   return r;
 }
 

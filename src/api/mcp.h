@@ -64,7 +64,7 @@ class McpServer {
   Response Dispatch(Call& call);
   Response Initialize(Call& call);
   Response ToolsCall(Call& call);
-  std::string NewSession(const std::string& org, const std::string& subject, const std::string& version);
+  Result<std::string> NewSession(const std::string& org, const std::string& subject, const std::string& version);
   // The session's protocol version, or nullopt when the id is unknown, expired or not this caller's.
   std::optional<std::string> TouchSession(const std::string& id, const std::string& org, const std::string& subject);
   nlohmann::json ServerInfo() const;

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "base/fd.h"
+#include "base/unix_address.h"
 #include "engine/contain.h"
 #include "engine/exec_protocol.h"
 
@@ -21,12 +22,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 Result<Fd> Connect(const std::string& path) {
-  sockaddr_un addr{};
-  if (path.size() >= sizeof addr.sun_path) return Error::Msg("control socket path too long: " + path);
+  ISB_ASSIGN_OR_RETURN(sockaddr_un addr, UnixAddress(path));
   Fd fd(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return Error::Sys("socket");
-  addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     if (errno == ECONNREFUSED || errno == ENOENT)
       return Error::Of(Code::kNotFound, "the sandbox is not running (its init does not answer)");

@@ -15,6 +15,7 @@
 
 #include "base/file.h"
 #include "base/random.h"
+#include "base/unix_address.h"
 #include "engine/contain.h"
 #include "engine/mounts.h"
 #include "engine/namespaces.h"
@@ -42,12 +43,9 @@ Error SetupFailure(const ChildFailure& f, const RootfsPlan& rootfs) {
 }
 
 Result<Fd> ListenControl(const std::string& path) {
-  sockaddr_un addr{};
-  if (path.size() >= sizeof addr.sun_path) return Error::Msg("control socket path too long: " + path);
+  ISB_ASSIGN_OR_RETURN(sockaddr_un addr, UnixAddress(path));
   Fd fd(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return Error::Sys("socket");
-  addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   ::unlink(path.c_str());
   if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return Error::Sys("bind " + path);
   if (::chmod(path.c_str(), 0600) != 0) return Error::Sys("chmod " + path);

@@ -1,6 +1,9 @@
 // The boundary suite's fixture: `isb run` as a subprocess, and the leak check after every test.
 #include "sandbox_fixture.h"
 
+#include "base/random.h"
+#include "must_work.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -27,10 +30,7 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-bool MustWork() {
-  const char* v = std::getenv("ISB_MUST_WORK");
-  return v != nullptr && std::strcmp(v, "1") == 0;
-}
+using isb::testing::MustWork;
 
 std::vector<char*> CStrings(const std::vector<std::string>& v) {
   std::vector<char*> out;
@@ -493,9 +493,9 @@ std::string HostHostname() {
 }
 
 std::string RandomHex(size_t bytes) {
-  std::string raw(bytes, '\0');
-  if (::getrandom(raw.data(), bytes, 0) != static_cast<ssize_t>(bytes)) std::abort();
-  return ToHex(raw);
+  auto hex = isb::RandomHex(bytes);
+  if (!hex.ok()) std::abort();  // a test without randomness cannot make unique markers
+  return *hex;
 }
 
 std::string ToHex(const std::string& s) {
