@@ -33,8 +33,8 @@ bench: build
 FUZZ_SECONDS ?= 60
 fuzz: deps
 	@CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DISB_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-	@ninja -C build-fuzz -j$(JOBS) tool_input_fuzz mcp_fuzz rest_fuzz
-	@for t in tool_input mcp rest; do mkdir -p build-fuzz/corpus-$$t; \
+	@ninja -C build-fuzz -j$(JOBS) fuzz_targets
+	@for t in $$(ls fuzz/corpus); do mkdir -p build-fuzz/corpus-$$t; \
 	  build-fuzz/$${t}_fuzz -max_total_time=$(FUZZ_SECONDS) build-fuzz/corpus-$$t fuzz/corpus/$$t || exit 1; done
 
 clean:
