@@ -1,0 +1,63 @@
+// The HTTP/1.x request head the proxy reads from a sandbox: request line, header fields, and the summary its policy
+// decides on (target host and port). Anything two HTTP parsers could read differently is refused (request smuggling).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace isb::egress {
+
+inline constexpr size_t kMaxHttpHead = 64 * 1024;    // request line, header fields and the blank line
+inline constexpr size_t kMaxRequestLine = 8 * 1024;
+inline constexpr size_t kMaxHeaderFields = 100;
+
+enum class TargetForm { kOrigin, kAbsolute, kAuthority, kAsterisk };
+
+struct HttpHeader {
+  std::string name;   // as sent
+  std::string value;  // without the whitespace around it
+};
+
+struct HttpHead {
+  std::string method;
+  std::string target;  // the request-target as sent
+  TargetForm form = TargetForm::kOrigin;
+  int minor_version = 1;  // HTTP/1.0 or HTTP/1.1
+  std::vector<HttpHeader> headers;
+
+  // The summary for the policy: from the target in absolute- and authority-form (a Host header there must agree),
+  // else from the Host header.
+  std::string host;              // lowercased; an IPv6 literal without its brackets
+  bool host_is_address = false;  // an address literal in any spelling; the policy refuses those
+  uint16_t port = 0;             // as written, else the default: 443 for https, 80 otherwise
+  bool port_explicit = false;
+  std::string scheme;            // absolute-form: "http" or "https"; else empty
+  std::string path;              // path and query: origin-form's target, absolute-form's ("/" when empty)
+  bool connect = false;          // a CONNECT request (authority-form)
+  std::optional<uint64_t> content_length;
+  bool chunked = false;          // Transfer-Encoding: chunked
+  size_t size = 0;               // bytes of the head, blank line included; a body starts there
+
+  // The value of the first header field called `name` (ASCII case-insensitive), or null.
+  const std::string* Find(std::string_view name) const;
+};
+
+struct HeadResult {
+  enum Kind { kParsed, kNeedMore, kNotHttp, kMalformed };
+  Kind kind = kNeedMore;
+  size_t seen = 0;     // kNeedMore: the input length; kParsed: the head's size; else where the parser stopped
+  int status = 0;      // kMalformed: the status to answer (400, 414 URI too long, 431 too large, 501, 505)
+  std::string reason;  // kNotHttp and kMalformed: a fixed sentence saying what was wrong
+  HttpHead head;       // kParsed only
+};
+
+// Parses the request head at the start of `bytes` (what a client sent on a connection). kNeedMore until the blank
+// line arrives; kNotHttp when the bytes do not start with an HTTP method (upper-case letters, '-' or '_') and a
+// space; kMalformed with a status and reason for anything else the proxy refuses.
+HeadResult ParseHttpHead(std::string_view bytes);
+
+}  // namespace isb::egress
