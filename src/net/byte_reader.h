@@ -39,6 +39,11 @@ class ByteReader {
     at_ += 4;
     return true;
   }
+  bool Skip(size_t n) {
+    if (remaining() < n) return false;
+    at_ += n;
+    return true;
+  }
   // The next `n` bytes as a span of their own.
   bool Bytes(size_t n, std::span<const uint8_t>& out) {
     if (remaining() < n) return false;

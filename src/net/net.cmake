@@ -3,12 +3,14 @@
 add_library(isb_wire STATIC
   src/egress/client_hello.cc
   src/egress/http_head.cc
+  src/net/dns_message.cc
   src/net/host_name.cc)
 target_link_libraries(isb_wire PUBLIC isb_base)
 
 add_executable(isb_wire_tests
   tests/egress/client_hello_test.cc
   tests/egress/http_head_test.cc
+  tests/net/dns_message_test.cc
   tests/net/host_name_test.cc
   tests/net/loopback.cc)
 target_link_libraries(isb_wire_tests PRIVATE isb_wire GTest::gtest_main)
@@ -17,7 +19,7 @@ target_compile_definitions(isb_wire_tests PRIVATE ISB_WIRE_TESTDATA="${CMAKE_SOU
 gtest_discover_tests(isb_wire_tests DISCOVERY_MODE PRE_TEST)
 
 # Fuzz targets (see fuzz/fuzz.cmake): libFuzzer binaries with ISB_FUZZ, else replays of fuzz/corpus/<name>.
-foreach(target client_hello http_head)
+foreach(target client_hello http_head dns_message)
   if(ISB_FUZZ)
     add_executable(${target}_fuzz fuzz/${target}_fuzz.cc)
     target_compile_options(${target}_fuzz PRIVATE -fsanitize=fuzzer,address,undefined)
