@@ -314,26 +314,13 @@ TEST(ClientHelloTest, ReadsAlpnVersionsAndEch) {
 }
 
 // Parses what a real client sends to a loopback listener, reading until the parser stops asking for more.
-HelloResult FromLiveClient(const std::vector<std::string>& argv_with_port_placeholder) {
-  auto listener = testing::ListenTcp();
-  EXPECT_TRUE(listener.ok());
-  if (!listener.ok()) return {};
-  std::vector<std::string> argv;
-  for (std::string a : argv_with_port_placeholder) {
-    if (size_t at = a.find("PORT"); at != std::string::npos) a.replace(at, 4, std::to_string(listener->port));
-    argv.push_back(a);
-  }
-  auto child = testing::Child::Start(argv);
-  EXPECT_TRUE(child.ok()) << argv[0] << ": " << (child.ok() ? "" : child.error().message);
-  if (!child.ok()) return {};
-  auto conn = testing::AcceptWithin(listener->fd.get(), 10000);
-  EXPECT_TRUE(conn.ok()) << argv[0] << " did not connect";
-  if (!conn.ok()) return {};
+HelloResult FromLiveClient(const std::vector<std::string>& argv) {
   HelloResult r;
-  testing::ReadUntil(conn->get(), [&](const std::string& got) {
+  auto sent = testing::CaptureClient(argv, [&](const std::string& got) {
     r = Parse(got);
     return r.kind != HelloResult::kNeedMore;
-  }, 10000);
+  });
+  EXPECT_TRUE(sent.ok()) << sent.error().message;
   return r;
 }
 

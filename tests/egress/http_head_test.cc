@@ -319,27 +319,15 @@ TEST(HttpHeadTest, Limits) {
   EXPECT_EQ(ParseHttpHead(over.substr(0, kMaxHttpHead - 1)).kind, HeadResult::kNeedMore);
 }
 
-// Parses the head a real client sends to a loopback listener.
+// Parses the head curl sends to a loopback listener.
 HeadResult FromCurl(std::vector<std::string> args) {
-  auto listener = testing::ListenTcp();
-  EXPECT_TRUE(listener.ok());
-  if (!listener.ok()) return {};
-  std::string port = std::to_string(listener->port);
-  for (std::string& a : args) {
-    if (size_t at = a.find("PORT"); at != std::string::npos) a.replace(at, 4, port);
-  }
   args.insert(args.begin(), {"curl", "-s", "--max-time", "10"});
-  auto child = testing::Child::Start(args);
-  EXPECT_TRUE(child.ok());
-  if (!child.ok()) return {};
-  auto conn = testing::AcceptWithin(listener->fd.get(), 10000);
-  EXPECT_TRUE(conn.ok()) << "curl did not connect";
-  if (!conn.ok()) return {};
   HeadResult r;
-  testing::ReadUntil(conn->get(), [&](const std::string& got) {
+  auto sent = testing::CaptureClient(args, [&](const std::string& got) {
     r = ParseHttpHead(got);
     return r.kind != HeadResult::kNeedMore;
-  }, 10000);
+  });
+  EXPECT_TRUE(sent.ok()) << sent.error().message;
   return r;
 }
 

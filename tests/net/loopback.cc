@@ -103,4 +103,15 @@ std::string ReadUntil(int fd, const std::function<bool(const std::string&)>& don
   return got;
 }
 
+Result<std::string> CaptureClient(std::vector<std::string> argv, const std::function<bool(const std::string&)>& done) {
+  ISB_ASSIGN_OR_RETURN(Socket listener, ListenTcp());
+  for (std::string& a : argv) {
+    if (size_t at = a.find("PORT"); at != std::string::npos) a.replace(at, 4, std::to_string(listener.port));
+  }
+  ISB_ASSIGN_OR_RETURN(Child child, Child::Start(argv));
+  auto conn = AcceptWithin(listener.fd.get(), 10000);
+  if (!conn.ok()) return Error::Msg(argv[0] + " did not connect: " + conn.error().message);
+  return ReadUntil(conn->get(), done, 10000);
+}
+
 }  // namespace isb::testing

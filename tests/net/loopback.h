@@ -47,4 +47,8 @@ Result<Fd> AcceptWithin(int listener, int timeout_ms);
 // Reads from `fd` until `done(bytes so far)` is true, EOF, or `timeout_ms` passes; returns what was read.
 std::string ReadUntil(int fd, const std::function<bool(const std::string&)>& done, int timeout_ms);
 
+// Starts `argv` with each "PORT" replaced by the port of a fresh loopback listener, accepts the program's
+// connection and returns what it sent, read until `done(bytes so far)`, EOF or 10 s. The program is then killed.
+Result<std::string> CaptureClient(std::vector<std::string> argv, const std::function<bool(const std::string&)>& done);
+
 }  // namespace isb::testing
