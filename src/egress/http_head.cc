@@ -31,10 +31,11 @@ bool TokenByte(char c) {
 
 char Lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
 
-bool EqualsLower(std::string_view a, std::string_view lower) {
+bool EqualsLower(std::string_view a, std::string_view lower, bool underscore_as_dash = false) {
   if (a.size() != lower.size()) return false;
   for (size_t i = 0; i < a.size(); ++i) {
-    if (Lower(a[i]) != lower[i]) return false;
+    char c = underscore_as_dash && a[i] == '_' ? '-' : Lower(a[i]);
+    if (c != lower[i]) return false;
   }
   return true;
 }
@@ -216,6 +217,11 @@ Problem CheckFraming(HttpHead& head, const HttpHeader*& host) {
   const HttpHeader* length = nullptr;
   const HttpHeader* encoding = nullptr;
   for (const HttpHeader& h : head.headers) {
+    // Gateways that map header names to variables (CGI, WSGI) read Content_Length as Content-Length.
+    if (h.name.find('_') != std::string::npos &&
+        (EqualsLower(h.name, "content-length", true) || EqualsLower(h.name, "transfer-encoding", true))) {
+      return Bad("underscore spelling of Content-Length or Transfer-Encoding");
+    }
     const HttpHeader** slot = EqualsLower(h.name, "host")                ? &host
                               : EqualsLower(h.name, "content-length")    ? &length
                               : EqualsLower(h.name, "transfer-encoding") ? &encoding

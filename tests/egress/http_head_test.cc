@@ -247,6 +247,7 @@ TEST(HttpHeadTest, RefusesBadHosts) {
     ExpectRefused(Get(headers), 400, reason);
   }
   ExpectRefused("GET / HTTP/1.0\r\n\r\n", 400, "no Host header");
+  EXPECT_EQ(Parsed(Get("Host: a\r\nX_Host: b\r\nContent_Type: x\r\n")).head.host, "a");
   ExpectRefused("OPTIONS * HTTP/1.1\r\n\r\n", 400, "no Host header");
 }
 
@@ -286,7 +287,11 @@ TEST(HttpHeadTest, RefusesAmbiguousBodies) {
            {"Transfer-Encoding: gzip, chunked\r\n", 501, "Transfer-Encoding other than chunked"},
            {"Transfer-Encoding: chunked, chunked\r\n", 501, "Transfer-Encoding other than chunked"},
            {"Transfer-Encoding: identity\r\n", 501, "Transfer-Encoding other than chunked"},
-           {"Transfer-Encoding: \"chunked\"\r\n", 501, "Transfer-Encoding other than chunked"}}) {
+           {"Transfer-Encoding: \"chunked\"\r\n", 501, "Transfer-Encoding other than chunked"},
+           {"Content_Length: 5\r\n", 400, "underscore spelling of Content-Length or Transfer-Encoding"},
+           {"transfer_encoding: chunked\r\n", 400, "underscore spelling of Content-Length or Transfer-Encoding"},
+           {"Content-Length: 1\r\nTransfer_Encoding: chunked\r\n", 400,
+            "underscore spelling of Content-Length or Transfer-Encoding"}}) {
     ExpectRefused(Get("Host: a\r\n" + headers), status, reason);
   }
   ExpectRefused("POST / HTTP/1.0\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n", 400,
