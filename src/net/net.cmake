@@ -1,0 +1,15 @@
+# The sandbox network: veths over rtnetlink, the address pool, the host-side nftables rules.
+find_package(Threads REQUIRED)
+add_library(isb_net STATIC
+  src/net/address_pool.cc
+  src/net/firewall.cc
+  src/net/netlink.cc
+  src/net/sandbox_network.cc)
+target_link_libraries(isb_net PUBLIC isb_base Threads::Threads)
+
+add_executable(isb_net_tests
+  tests/net/address_pool_test.cc
+  tests/net/firewall_test.cc)
+target_link_libraries(isb_net_tests PRIVATE isb_net GTest::gtest_main)
+target_include_directories(isb_net_tests PRIVATE ${CMAKE_SOURCE_DIR}/tests)
+gtest_discover_tests(isb_net_tests DISCOVERY_MODE PRE_TEST)
