@@ -1,0 +1,306 @@
+// One coroutine per connection on a small io_context; policy and dialing on a pool of blocking threads.
+#include "egress/proxy.h"
+
+// netinet/in.h before the kernel header, which then leaves glibc's definitions alone.
+#include <netinet/in.h>
+#include <fcntl.h>
+#include <linux/netfilter_ipv4.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <boost/asio.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace isb::egress {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using namespace asio::experimental::awaitable_operators;
+constexpr auto kAwait = asio::as_tuple(asio::use_awaitable);
+
+std::string TlsDenyAlert() {
+  // A TLS record (alert, TLS 1.0 record version as in a first flight) with a fatal unrecognized_name alert.
+  return std::string("\x15\x03\x01\x00\x02\x02\x70", 7);
+}
+
+std::string HttpDenyResponse(int status, const std::string& reason) {
+  std::string body = "isb: " + reason + "\n";
+  std::string text = status == 403 ? "Forbidden" : status == 400 ? "Bad Request" : "Bad Gateway";
+  return "HTTP/1.1 " + std::to_string(status) + " " + text + "\r\nContent-Type: text/plain\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+}
+
+class Proxy::Impl {
+ public:
+  Impl(ProxyOptions o, ProxyHooks h)
+      : opts_(std::move(o)), hooks_(std::move(h)), ioc_(opts_.threads), acceptor_(ioc_), pool_(opts_.blocking_threads) {}
+
+  ~Impl() {
+    asio::post(ioc_, [this] {
+      boost::system::error_code ec;
+      acceptor_.close(ec);
+    });
+    ioc_.stop();
+    for (std::thread& t : threads_) t.join();
+    pool_.join();
+  }
+
+  Status Listen() {
+    boost::system::error_code ec;
+    tcp::endpoint ep(asio::ip::make_address(opts_.listen_address, ec), opts_.port);
+    if (ec) return Error::Of(Code::kInvalidArgument, "proxy listen address: " + ec.message());
+    acceptor_.open(ep.protocol(), ec);
+    if (!ec) acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
+    if (!ec) acceptor_.bind(ep, ec);
+    if (!ec) acceptor_.listen(4096, ec);
+    if (ec) return Error::Of(Code::kUnavailable, "proxy cannot listen on port " + std::to_string(opts_.port) + ": " + ec.message());
+    port_ = acceptor_.local_endpoint().port();
+    asio::co_spawn(ioc_, Accept(), asio::detached);
+    for (int i = 0; i < opts_.threads; ++i) threads_.emplace_back([this] { ioc_.run(); });
+    return {};
+  }
+
+  uint16_t port() const { return port_; }
+  const ProxyStats& stats() const { return stats_; }
+
+ private:
+  asio::awaitable<void> Accept() {
+    for (;;) {
+      auto [ec, socket] = co_await acceptor_.async_accept(kAwait);
+      if (ec == asio::error::operation_aborted || !acceptor_.is_open()) co_return;
+      if (ec) continue;  // EMFILE and friends: the next accept may succeed
+      ++stats_.accepted;
+      asio::co_spawn(socket.get_executor(), Handle(std::move(socket)), asio::detached);
+    }
+  }
+
+  // Runs `f` on the blocking pool; the awaiting coroutine resumes on its own executor with f's result.
+  template <typename F, typename R = std::invoke_result_t<F>>
+  auto OffLoop(F f) {
+    return asio::async_initiate<const asio::use_awaitable_t<>&, void(std::optional<R>)>(
+        [this](auto handler, F fn) {
+          asio::post(pool_, [fn = std::move(fn), handler = std::move(handler)]() mutable {
+            std::optional<R> r(fn());
+            auto ex = asio::get_associated_executor(handler);
+            asio::post(ex, [r = std::move(r), handler = std::move(handler)]() mutable { std::move(handler)(std::move(r)); });
+          });
+        },
+        asio::use_awaitable, std::move(f));
+  }
+
+  // g++ 12 miscompiles some temporaries and captures inside coroutines (a string captured from a coroutine's frame
+  // is copied bitwise; a temporary in a co_await inside a condition is destroyed twice). So in coroutines here:
+  // closures are made by these plain functions, strings sent are named locals, and no co_await sits in a condition.
+  std::function<Verdict()> DecideCall(const std::string& sandbox, const std::string& host, uint16_t port) {
+    return [this, sandbox, host, port] { return hooks_.decide(sandbox, host, port); };
+  }
+  std::function<Result<Fd>()> DialCall(const std::string& host, uint16_t port) {
+    return [this, host, port] { return hooks_.dial(host, port); };
+  }
+
+  struct Active {
+    explicit Active(ProxyStats& s) : stats(s) { ++stats.active; }
+    ~Active() { --stats.active; }
+    ProxyStats& stats;
+  };
+
+  asio::awaitable<void> Handle(tcp::socket client) {
+    Active active(stats_);
+    boost::system::error_code ec;
+    tcp::endpoint local = client.local_endpoint(ec);
+    if (ec || !local.address().is_v4()) co_return;
+    std::optional<std::string> sandbox = hooks_.sandbox(local.address().to_v4().to_uint());
+    if (!sandbox) co_return;
+    // The port the sandbox asked for, from conntrack's record of the redirect; a direct connection keeps its own.
+    uint16_t port = local.port();
+    sockaddr_in original{};
+    socklen_t len = sizeof original;
+    if (::getsockopt(client.native_handle(), SOL_IP, SO_ORIGINAL_DST, &original, &len) == 0) port = ntohs(original.sin_port);
+    const bool explicit_proxy = port == opts_.explicit_port;
+
+    std::string head;
+    Sniff sniff;
+    asio::steady_timer deadline(client.get_executor(), std::chrono::milliseconds(opts_.sniff_timeout_ms));
+    while (sniff.state == Sniff::State::kNeedMore) {
+      if (head.size() >= opts_.max_head) {
+        sniff = Sniff{Sniff::State::kMalformed, Sniff::Kind::kUnknown, "", 0, "request head too large", {}};
+        break;
+      }
+      char buf[4096];
+      auto result = co_await (client.async_read_some(asio::buffer(buf, std::min(sizeof buf, opts_.max_head - head.size())), kAwait) ||
+                              deadline.async_wait(kAwait));
+      if (result.index() == 1) co_return;  // said nothing in time
+      auto [rec, n] = std::get<0>(result);
+      if (rec) {
+        // The client closed before naming anything: a protocol without a name that sends nothing first (the server
+        // speaks first) is handled by the fallback below only if bytes came; nothing came, nothing to do.
+        if (head.empty()) co_return;
+        sniff = hooks_.classify(head, port, explicit_proxy);
+        if (sniff.state == Sniff::State::kNeedMore) co_return;
+        break;
+      }
+      head.append(buf, n);
+      sniff = hooks_.classify(head, port, explicit_proxy);
+    }
+    if (sniff.state == Sniff::State::kMalformed) {
+      ++stats_.denied;
+      if (sniff.kind == Sniff::Kind::kHttp || sniff.kind == Sniff::Kind::kConnect) {
+        std::string response = HttpDenyResponse(400, sniff.reason);
+        co_await Send(client, response);
+      }
+      co_return;
+    }
+    if (sniff.port != 0) port = sniff.port;
+    std::string host = sniff.host;
+    if (host.empty()) {
+      std::optional<std::string> only = hooks_.host_for_port(*sandbox, port);
+      if (!only) {
+        std::string what = "port " + std::to_string(port);
+        std::string why = "a connection without a name on port " + std::to_string(port) +
+                          " needs exactly one host listed on that port";
+        co_await Deny(client, sniff, *sandbox, what, why);
+        co_return;
+      }
+      host = *only;
+    }
+    std::string target = host + ":" + std::to_string(port);
+    std::string box = *sandbox;
+    Verdict verdict = *co_await OffLoop(DecideCall(box, host, port));
+    if (!verdict.allow) {
+      if (verdict.reason.empty()) verdict.reason = "egress to " + target + " is not allowed";
+      co_await Deny(client, sniff, box, target, verdict.reason);
+      co_return;
+    }
+    Result<Fd> dialed = std::move(*co_await OffLoop(DialCall(host, port)));
+    if (!dialed.ok()) {
+      ++stats_.denied;
+      if (sniff.kind == Sniff::Kind::kHttp || sniff.kind == Sniff::Kind::kConnect) {
+        std::string response = HttpDenyResponse(502, "cannot reach " + target + ": " + dialed.error().message);
+        co_await Send(client, response);
+      }
+      co_return;
+    }
+    tcp::socket upstream(client.get_executor());
+    upstream.assign(tcp::v4(), dialed->Release(), ec);
+    if (ec) co_return;
+    ++stats_.allowed;
+    if (sniff.kind == Sniff::Kind::kConnect) {
+      static const std::string kEstablished = "HTTP/1.1 200 Connection established\r\n\r\n";
+      bool sent = co_await Send(client, kEstablished);
+      if (!sent) co_return;
+    }
+    const std::string& first = sniff.upstream_prefix ? *sniff.upstream_prefix : head;
+    if (!first.empty()) {
+      bool sent = co_await Send(upstream, first);
+      if (!sent) co_return;
+    }
+    stats_.bytes_up += first.size();
+    client.native_non_blocking(true, ec);
+    upstream.native_non_blocking(true, ec);
+    co_await (Pump(client, upstream, stats_.bytes_up) && Pump(upstream, client, stats_.bytes_down));
+  }
+
+  asio::awaitable<bool> Send(tcp::socket& s, const std::string& bytes) {
+    auto [ec, n] = co_await asio::async_write(s, asio::buffer(bytes), kAwait);
+    co_return !ec;
+  }
+
+  asio::awaitable<void> Deny(tcp::socket& client, const Sniff& sniff, const std::string& sandbox,
+                             const std::string& target, const std::string& reason) {
+    ++stats_.denied;
+    bool first = FirstInWindow(sandbox + " " + target);
+    if (hooks_.on_deny) hooks_.on_deny(sandbox, target, reason, first);
+    std::string response;
+    if (sniff.kind == Sniff::Kind::kTls) response = TlsDenyAlert();
+    if (sniff.kind == Sniff::Kind::kHttp || sniff.kind == Sniff::Kind::kConnect) response = HttpDenyResponse(403, reason);
+    if (!response.empty()) co_await Send(client, response);
+  }
+
+  bool FirstInWindow(const std::string& key) {
+    auto now = std::chrono::steady_clock::now();
+    std::lock_guard lock(deny_mu_);
+    if (last_deny_.size() > 10000) std::erase_if(last_deny_, [&](auto& kv) { return now - kv.second > std::chrono::seconds(30); });
+    auto [it, inserted] = last_deny_.try_emplace(key, now);
+    if (!inserted && now - it->second < std::chrono::seconds(30)) return false;
+    it->second = now;
+    return true;
+  }
+
+  // Moves bytes from `from` to `to` through a pipe with splice, until `from` ends (then half-closes `to`) or either
+  // fails (then closes both, which ends the other direction too).
+  asio::awaitable<void> Pump(tcp::socket& from, tcp::socket& to, std::atomic<uint64_t>& counter) {
+    int p[2];
+    if (::pipe2(p, O_NONBLOCK | O_CLOEXEC) != 0) {
+      CloseBoth(from, to);
+      co_return;
+    }
+    Fd pipe_read(p[0]), pipe_write(p[1]);
+    ::fcntl(p[1], F_SETPIPE_SZ, 1 << 20);
+    constexpr unsigned kFlags = SPLICE_F_MOVE | SPLICE_F_NONBLOCK;
+    for (;;) {
+      ssize_t n = ::splice(from.native_handle(), nullptr, p[1], nullptr, 1 << 20, kFlags);
+      if (n == 0) {
+        boost::system::error_code ec;
+        to.shutdown(tcp::socket::shutdown_send, ec);
+        co_return;
+      }
+      if (n < 0) {
+        if (errno == EAGAIN) {
+          auto [ec] = co_await from.async_wait(tcp::socket::wait_read, kAwait);
+          if (ec) co_return CloseBoth(from, to);
+          continue;
+        }
+        co_return CloseBoth(from, to);
+      }
+      counter += static_cast<uint64_t>(n);
+      while (n > 0) {
+        ssize_t m = ::splice(p[0], nullptr, to.native_handle(), nullptr, static_cast<size_t>(n), kFlags);
+        if (m > 0) {
+          n -= m;
+          continue;
+        }
+        if (m < 0 && errno == EAGAIN) {
+          auto [ec] = co_await to.async_wait(tcp::socket::wait_write, kAwait);
+          if (ec) co_return CloseBoth(from, to);
+          continue;
+        }
+        co_return CloseBoth(from, to);
+      }
+    }
+  }
+
+  static void CloseBoth(tcp::socket& a, tcp::socket& b) {
+    boost::system::error_code ec;
+    a.close(ec);
+    b.close(ec);
+  }
+
+  ProxyOptions opts_;
+  ProxyHooks hooks_;
+  ProxyStats stats_;
+  asio::io_context ioc_;
+  tcp::acceptor acceptor_;
+  asio::thread_pool pool_;
+  std::vector<std::thread> threads_;
+  uint16_t port_ = 0;
+  std::mutex deny_mu_;
+  std::map<std::string, std::chrono::steady_clock::time_point> last_deny_;
+};
+
+Result<std::unique_ptr<Proxy>> Proxy::Start(ProxyOptions options, ProxyHooks hooks) {
+  auto impl = std::make_unique<Impl>(std::move(options), std::move(hooks));
+  ISB_TRY(impl->Listen());
+  return std::unique_ptr<Proxy>(new Proxy(std::move(impl)));
+}
+
+Proxy::Proxy(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Proxy::~Proxy() = default;
+uint16_t Proxy::port() const { return impl_->port(); }
+const ProxyStats& Proxy::stats() const { return impl_->stats(); }
+
+}  // namespace isb::egress

@@ -1,0 +1,88 @@
+// The egress proxy: the only way out of a sandbox with an egress list. It listens on one port that the host-side
+// rules redirect each sandbox's listed ports to, learns the sandbox from the address a connection arrives at (the host
+// end of its veth; nothing inside the sandbox is trusted to say who it is) and the port it asked for from conntrack,
+// reads just enough of the first bytes to learn the name asked for, asks the policy, and for an allowed name dials it
+// and relays bytes both ways untouched (splice: they never pass through user space).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "base/fd.h"
+#include "base/result.h"
+
+namespace isb::egress {
+
+// What the first bytes of a connection say it wants.
+struct Sniff {
+  enum class State { kNeedMore, kDone, kMalformed } state = State::kNeedMore;
+  enum class Kind { kTls, kHttp, kConnect, kUnknown } kind = Kind::kUnknown;
+  std::string host;       // empty: the protocol carries no name
+  uint16_t port = 0;      // 0: the port the sandbox connected to
+  std::string reason;     // kMalformed: why, one line
+  // Bytes to send upstream in place of the bytes read so far (an explicit proxy's request rewritten to origin form);
+  // unset: forward what was read as it is. For CONNECT: the bytes after the request head.
+  std::optional<std::string> upstream_prefix;
+};
+
+// `bytes` is everything read so far; `port` the port the sandbox asked for; `explicit_proxy` whether it came to the
+// explicit proxy port (HTTP_PROXY), where CONNECT and absolute-form requests are expected.
+using Classifier = std::function<Sniff(std::string_view bytes, uint16_t port, bool explicit_proxy)>;
+
+struct Verdict {
+  bool allow = false;
+  std::string reason;  // one line, shown to the client on refusal
+};
+
+struct ProxyHooks {
+  Classifier classify;
+  // The sandbox whose veth ends at `host_end` (host byte order); nullopt closes the connection at once.
+  std::function<std::optional<std::string>(uint32_t host_end)> sandbox;
+  // For a connection without a name: the single exact host the sandbox lists on `port`, if there is exactly one.
+  std::function<std::optional<std::string>(const std::string& sandbox, uint16_t port)> host_for_port;
+  // Run off the event loop (they may block: the judge asks over the network; the dialer resolves and connects).
+  std::function<Verdict(const std::string& sandbox, const std::string& host, uint16_t port)> decide;
+  std::function<Result<Fd>(const std::string& host, uint16_t port)> dial;
+  // Called for each refusal; `first_in_window` is true at most once per sandbox and target every 30 s (log those).
+  std::function<void(const std::string& sandbox, const std::string& target, const std::string& reason,
+                     bool first_in_window)> on_deny;
+};
+
+struct ProxyOptions {
+  std::string listen_address = "0.0.0.0";
+  uint16_t port = 0;           // 0: any free port (tests)
+  uint16_t explicit_port = 3128;  // HTTP_PROXY inside the sandbox points here
+  int threads = 2;             // event-loop threads
+  int blocking_threads = 8;    // for decide and dial
+  size_t max_head = 64 * 1024;  // the most read before a name must be known
+  int sniff_timeout_ms = 10000;
+};
+
+struct ProxyStats {
+  std::atomic<uint64_t> accepted{0}, allowed{0}, denied{0}, active{0}, bytes_up{0}, bytes_down{0};
+};
+
+class Proxy {
+ public:
+  static Result<std::unique_ptr<Proxy>> Start(ProxyOptions options, ProxyHooks hooks);
+  ~Proxy();  // stops accepting, closes every connection, joins its threads
+  uint16_t port() const;
+  const ProxyStats& stats() const;
+
+  class Impl;
+
+ private:
+  explicit Proxy(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// The bytes the proxy answers a refused request with.
+std::string TlsDenyAlert();
+std::string HttpDenyResponse(int status, const std::string& reason);
+
+}  // namespace isb::egress

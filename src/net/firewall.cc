@@ -1,0 +1,199 @@
+#include "net/firewall.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <set>
+#include <sstream>
+
+#include "base/fd.h"
+
+extern char** environ;
+
+namespace isb::net {
+namespace {
+
+// Every IPv4 destination an open sandbox may not reach: this host, private networks, other sandboxes, and every
+// special-purpose range (RFC 6890 and its successors).
+constexpr const char* kNonPublic4 =
+    "0.0.0.0/8, 10.0.0.0/8, 100.64.0.0/10, 127.0.0.0/8, 169.254.0.0/16, 172.16.0.0/12, 192.0.0.0/24, "
+    "192.0.2.0/24, 192.31.196.0/24, 192.52.193.0/24, 192.88.99.0/24, 192.168.0.0/16, 192.175.48.0/24, "
+    "198.18.0.0/15, 198.51.100.0/24, 203.0.113.0/24, 224.0.0.0/3";
+
+std::string Elements(const std::set<std::string>& items) {
+  if (items.empty()) return "";
+  std::string out = "elements = { ";
+  bool first = true;
+  for (const std::string& i : items) {
+    if (!first) out += ", ";
+    out += i;
+    first = false;
+  }
+  return out + " }";
+}
+
+std::string Quoted(const std::string& s) { return "\"" + s + "\""; }
+
+}  // namespace
+
+std::string RenderRuleset(const FirewallConfig& c, const std::vector<SandboxRules>& sandboxes) {
+  std::set<std::string> list_ifaces, list_ports, open_ifaces;
+  for (const SandboxRules& s : sandboxes) {
+    if (s.mode == EgressMode::kOpen) {
+      open_ifaces.insert(Quoted(s.ifname));
+      continue;
+    }
+    list_ifaces.insert(Quoted(s.ifname));
+    for (uint16_t p : s.ports) list_ports.insert(Quoted(s.ifname) + " . " + std::to_string(p));
+  }
+  const std::string sb = Quoted(c.ifname_prefix + "*");
+  const std::string proxy = std::to_string(c.proxy_port), dns = std::to_string(c.dns_port);
+  std::ostringstream o;
+  // Creating the table first makes the delete valid when there is none; the three lines are one transaction.
+  o << "table inet " << c.table << "\n"
+    << "delete table inet " << c.table << "\n"
+    << "table inet " << c.table << " {\n"
+    << "  set list_ifaces { type ifname; " << Elements(list_ifaces) << " }\n"
+    << "  set list_ports { type ifname . inet_service; " << Elements(list_ports) << " }\n"
+    << "  set open_ifaces { type ifname; " << Elements(open_ifaces) << " }\n"
+    << "  set nonpublic4 { type ipv4_addr; flags interval; elements = { " << kNonPublic4 << " } }\n"
+    // A listed port, or DNS, to the host end: to the proxy or the DNS responder, which know the sandbox by the
+    // address the connection arrives at.
+    << "  chain prerouting {\n"
+    << "    type nat hook prerouting priority dstnat; policy accept;\n"
+    << "    iifname " << sb << " fib daddr type local meta iifname . tcp dport @list_ports redirect to :" << proxy << "\n"
+    << "    iifname @list_ifaces fib daddr type local udp dport 53 redirect to :" << dns << "\n"
+    << "    iifname @list_ifaces fib daddr type local tcp dport 53 redirect to :" << dns << "\n"
+    << "  }\n"
+    // To the host itself: only what was redirected above.
+    << "  chain input {\n"
+    << "    type filter hook input priority filter; policy accept;\n"
+    << "    iifname " << sb << " jump from_sandbox\n"
+    << "  }\n"
+    << "  chain from_sandbox {\n"
+    << "    meta nfproto ipv6 drop\n"
+    << "    ct state established,related accept\n"
+    << "    ct status dnat tcp dport " << proxy << " accept\n"
+    << "    ct status dnat iifname @list_ifaces udp dport " << dns << " accept\n"
+    << "    ct status dnat iifname @list_ifaces tcp dport " << dns << " accept\n"
+    << "    meta l4proto tcp counter reject with tcp reset\n"
+    << "    counter drop\n"
+    << "  }\n"
+    // Through the host: open sandboxes to public IPv4 addresses, and the replies; nothing else.
+    << "  chain forward {\n"
+    << "    type filter hook forward priority filter; policy accept;\n"
+    << "    iifname " << sb << " jump sandbox_out\n"
+    << "    oifname " << sb << " jump sandbox_in\n";
+  if (c.forward_only_sandboxes) o << "    counter drop\n";
+  o << "  }\n"
+    << "  chain sandbox_out {\n"
+    << "    meta nfproto ipv6 drop\n"
+    << "    oifname != " << sb << " iifname @open_ifaces ip daddr != @nonpublic4 accept\n"
+    << "    meta l4proto tcp counter reject with tcp reset\n"
+    << "    counter drop\n"
+    << "  }\n"
+    << "  chain sandbox_in {\n"
+    << "    ct state established,related accept\n"
+    << "    counter drop\n"
+    << "  }\n"
+    << "  chain postrouting {\n"
+    << "    type nat hook postrouting priority srcnat; policy accept;\n"
+    << "    iifname @open_ifaces oifname != " << sb << " masquerade\n"
+    << "  }\n"
+    << "}\n";
+  return o.str();
+}
+
+namespace {
+
+// Runs `nft` with `args`, `input` on its stdin; its stderr is the error on failure. posix_spawn, not fork: the
+// daemon is multi-threaded.
+Status RunNft(const std::vector<std::string>& args, const std::string& input) {
+  ISB_ASSIGN_OR_RETURN(Pipe in, MakePipe());
+  ISB_ASSIGN_OR_RETURN(Pipe err, MakePipe());
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, in.read.get(), 0);
+  posix_spawn_file_actions_adddup2(&fa, err.write.get(), 2);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  std::vector<char*> argv;
+  std::string nft = "nft";
+  argv.push_back(nft.data());
+  std::vector<std::string> copy = args;
+  for (std::string& a : copy) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  int rc = ::posix_spawnp(&pid, "nft", &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return Error::Sys("starting nft (install the nftables package)", rc);
+  in.read.Reset();
+  err.write.Reset();
+  // nft reads its whole input before it reports anything, so writing first and reading after cannot deadlock.
+  size_t off = 0;
+  while (off < input.size()) {
+    ssize_t n = ::write(in.write.get(), input.data() + off, input.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    off += static_cast<size_t>(n);
+  }
+  in.write.Reset();
+  std::string message;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(err.read.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    if (message.size() < 4096) message.append(buf, static_cast<size_t>(n));
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return {};
+  while (!message.empty() && message.back() == '\n') message.pop_back();
+  return Error::Msg("nft refused the ruleset: " + message);
+}
+
+}  // namespace
+
+Status ApplyRuleset(const std::string& ruleset) { return RunNft({"-f", "-"}, ruleset); }
+
+Status DeleteTable(const std::string& table) {
+  return RunNft({"-f", "-"}, "table inet " + table + "\ndelete table inet " + table + "\n");
+}
+
+Status Firewall::Set(const SandboxRules& rules) {
+  std::lock_guard lock(mu_);
+  SandboxRules before;
+  bool existed = sandboxes_.count(rules.ifname) != 0;
+  if (existed) before = sandboxes_[rules.ifname];
+  sandboxes_[rules.ifname] = rules;
+  Status s = ApplyLocked();
+  if (!s.ok()) {
+    // The kernel still has the previous table: keep the model equal to it.
+    if (existed) sandboxes_[rules.ifname] = before;
+    else sandboxes_.erase(rules.ifname);
+  }
+  return s;
+}
+
+Status Firewall::Remove(const std::string& ifname) {
+  std::lock_guard lock(mu_);
+  if (sandboxes_.erase(ifname) == 0) return {};
+  return ApplyLocked();
+}
+
+Status Firewall::Sync() {
+  std::lock_guard lock(mu_);
+  return ApplyLocked();
+}
+
+Status Firewall::ApplyLocked() {
+  std::vector<SandboxRules> all;
+  all.reserve(sandboxes_.size());
+  for (const auto& [name, r] : sandboxes_) all.push_back(r);
+  return ApplyRuleset(RenderRuleset(config_, all));
+}
+
+}  // namespace isb::net

@@ -1,0 +1,59 @@
+// The host-side rules that confine sandboxes: one nftables table of isb's, replaced as a whole and atomically
+// (`nft -f -`) whenever a sandbox's network or policy changes. They live in the host's namespace, on the host end of
+// each sandbox's veth, so nothing inside a sandbox can change them.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+
+namespace isb::net {
+
+enum class EgressMode { kList, kOpen };
+
+// One sandbox that has a network (a sandbox with egress `none` has none and needs no rules).
+struct SandboxRules {
+  std::string ifname;  // the host end of its veth
+  EgressMode mode = EgressMode::kList;
+  std::vector<uint16_t> ports;  // kList: the TCP ports that reach the proxy
+};
+
+struct FirewallConfig {
+  std::string table = "isb";
+  std::string ifname_prefix = "isb";  // every sandbox veth's host end starts with it, and nothing else's does
+  uint16_t proxy_port = 0;            // where listed ports are redirected (on the host end's address)
+  uint16_t dns_port = 0;              // where DNS (udp and tcp 53) is redirected
+  // When isb had to turn on IPv4 forwarding for open sandboxes, the host routes nothing that isb did not ask for.
+  bool forward_only_sandboxes = false;
+};
+
+// The whole table, as `nft -f` input that replaces any previous version in one transaction.
+std::string RenderRuleset(const FirewallConfig& config, const std::vector<SandboxRules>& sandboxes);
+
+// Feeds `ruleset` to `nft -f -`; nft's own message comes back in the error.
+Status ApplyRuleset(const std::string& ruleset);
+// Removes the table if it exists.
+Status DeleteTable(const std::string& table);
+
+// The rules of every sandbox with a network, kept in step with the kernel.
+class Firewall {
+ public:
+  explicit Firewall(FirewallConfig config) : config_(std::move(config)) {}
+  Status Set(const SandboxRules& rules);
+  Status Remove(const std::string& ifname);
+  // Reapplies the whole table (at start-up, after adopting sandboxes).
+  Status Sync();
+  const FirewallConfig& config() const { return config_; }
+
+ private:
+  Status ApplyLocked();
+  FirewallConfig config_;
+  std::mutex mu_;
+  std::map<std::string, SandboxRules> sandboxes_;
+};
+
+}  // namespace isb::net

@@ -1,0 +1,298 @@
+// The proxy's connection handling, on loopback: a sandbox stand-in connects straight to the proxy (the redirect from
+// a listed port is the firewall's, tested in tests/net), an echo server stands in for the internet.
+#include "egress/proxy.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <boost/asio.hpp>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace isb::egress {
+namespace {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+// Echoes every byte back, many connections at once; half-closes after the peer does.
+class EchoServer {
+ public:
+  EchoServer() : acceptor_(ioc_, tcp::endpoint(asio::ip::address_v4::loopback(), 0)) {
+    asio::co_spawn(ioc_, Accept(), asio::detached);
+    thread_ = std::thread([this] { ioc_.run(); });
+  }
+  ~EchoServer() {
+    ioc_.stop();
+    thread_.join();
+  }
+  uint16_t port() const { return acceptor_.local_endpoint().port(); }
+
+ private:
+  asio::awaitable<void> Accept() {
+    for (;;) {
+      auto [ec, s] = co_await acceptor_.async_accept(asio::as_tuple(asio::use_awaitable));
+      if (ec) co_return;
+      asio::co_spawn(ioc_, Echo(std::move(s)), asio::detached);
+    }
+  }
+  static asio::awaitable<void> Echo(tcp::socket s) {
+    char buf[65536];
+    for (;;) {
+      auto [ec, n] = co_await s.async_read_some(asio::buffer(buf), asio::as_tuple(asio::use_awaitable));
+      if (ec) break;
+      auto [wec, m] = co_await asio::async_write(s, asio::buffer(buf, n), asio::as_tuple(asio::use_awaitable));
+      if (wec) co_return;
+    }
+    boost::system::error_code ec;
+    s.shutdown(tcp::socket::shutdown_send, ec);
+  }
+  asio::io_context ioc_;
+  tcp::acceptor acceptor_;
+  std::thread thread_;
+};
+
+// Hosts: "allowed.test" reaches the echo server; everything else is refused.
+Sniff TestClassifier(std::string_view bytes, uint16_t, bool explicit_proxy) {
+  Sniff s;
+  if (bytes.find("\r\n\r\n") == std::string_view::npos && (bytes.starts_with("GET") || bytes.starts_with("CONNECT"))) return s;
+  s.state = Sniff::State::kDone;
+  if (explicit_proxy && bytes.starts_with("CONNECT ")) {
+    s.kind = Sniff::Kind::kConnect;
+    size_t end = bytes.find(' ', 8);
+    std::string_view authority = bytes.substr(8, end - 8);
+    size_t colon = authority.rfind(':');
+    s.host = std::string(authority.substr(0, colon));
+    s.port = static_cast<uint16_t>(std::stoi(std::string(authority.substr(colon + 1))));
+    s.upstream_prefix = std::string(bytes.substr(bytes.find("\r\n\r\n") + 4));
+    return s;
+  }
+  if (bytes.starts_with("GET ")) {
+    s.kind = Sniff::Kind::kHttp;
+    size_t h = bytes.find("Host: ");
+    if (h == std::string_view::npos) {
+      s.state = Sniff::State::kMalformed;
+      s.reason = "no Host header";
+      return s;
+    }
+    s.host = std::string(bytes.substr(h + 6, bytes.find("\r\n", h) - h - 6));
+  }
+  return s;
+}
+
+class ProxyTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ProxyHooks h;
+    h.classify = TestClassifier;
+    h.sandbox = [](uint32_t addr) -> std::optional<std::string> {
+      if (addr == INADDR_LOOPBACK) return "sb1";
+      return std::nullopt;
+    };
+    h.host_for_port = [this](const std::string&, uint16_t port) -> std::optional<std::string> {
+      if (port == fallback_port_) return "allowed.test";
+      return std::nullopt;
+    };
+    h.decide = [](const std::string& sandbox, const std::string& host, uint16_t) {
+      if (sandbox == "sb1" && host == "allowed.test") return Verdict{true, ""};
+      return Verdict{false, "egress to " + host + " is not allowed for this sandbox"};
+    };
+    h.dial = [this](const std::string& host, uint16_t) -> Result<Fd> {
+      if (host != "allowed.test") return Error::Msg("test dialer knows only allowed.test");
+      Fd s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      a.sin_port = htons(echo_.port());
+      if (::connect(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return Error::Sys("connect");
+      return s;
+    };
+    h.on_deny = [this](const std::string& sandbox, const std::string& target, const std::string& reason, bool first) {
+      std::lock_guard lock(mu_);
+      denials_.push_back(sandbox + " " + target + " " + reason + (first ? " (logged)" : ""));
+    };
+    ProxyOptions o;
+    o.listen_address = "127.0.0.1";
+    o.sniff_timeout_ms = 2000;  // generous: a loaded machine may be slow to send
+    Result<std::unique_ptr<Proxy>> p = Proxy::Start(o, h);
+    ASSERT_TRUE(p.ok()) << p.error().message;
+    proxy_ = std::move(*p);
+    fallback_port_ = proxy_->port();
+  }
+
+  void TearDown() override {
+    // Every connection the test opened is closed by now: the proxy holds none.
+    for (int i = 0; i < 100 && proxy_ && proxy_->stats().active != 0; ++i) ::usleep(20000);
+    if (proxy_) {
+      EXPECT_EQ(proxy_->stats().active.load(), 0u);
+    }
+  }
+
+  Fd Connect() {
+    Fd s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(proxy_->port());
+    EXPECT_EQ(::connect(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << std::strerror(errno);
+    timeval tv{5, 0};
+    ::setsockopt(s.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    return s;
+  }
+
+  static void SendAll(int fd, const std::string& bytes) {
+    ASSERT_EQ(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
+  }
+
+  // Reads until `n` bytes or end of stream.
+  static std::string ReadN(int fd, size_t n) {
+    std::string out;
+    char buf[65536];
+    while (out.size() < n) {
+      ssize_t r = ::recv(fd, buf, std::min(sizeof buf, n - out.size()), 0);
+      if (r <= 0) break;
+      out.append(buf, static_cast<size_t>(r));
+    }
+    return out;
+  }
+
+  static std::string ReadToEnd(int fd) { return ReadN(fd, 1 << 20); }
+
+  EchoServer echo_;
+  std::unique_ptr<Proxy> proxy_;
+  uint16_t fallback_port_ = 0;
+  std::mutex mu_;
+  std::vector<std::string> denials_;
+};
+
+TEST_F(ProxyTest, AnAllowedNameIsRelayedUntouchedBothWaysWithHalfClose) {
+  Fd c = Connect();
+  std::string request = "GET / HTTP/1.1\r\nHost: allowed.test\r\n\r\n";
+  SendAll(c.get(), request);
+  EXPECT_EQ(ReadN(c.get(), request.size()), request);
+  SendAll(c.get(), std::string("\0binary\xff", 8));
+  EXPECT_EQ(ReadN(c.get(), 8), std::string("\0binary\xff", 8));
+  ::shutdown(c.get(), SHUT_WR);
+  EXPECT_EQ(ReadToEnd(c.get()), "") << "the upstream's half-close came back as end of stream";
+  EXPECT_EQ(proxy_->stats().allowed.load(), 1u);
+}
+
+TEST_F(ProxyTest, ARefusedNameGetsA403WithTheReasonAndIsLoggedOncePerWindow) {
+  for (int i = 0; i < 2; ++i) {
+    Fd c = Connect();
+    SendAll(c.get(), "GET / HTTP/1.1\r\nHost: evil.test\r\n\r\n");
+    EXPECT_EQ(ReadToEnd(c.get()),
+              "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: 57\r\nConnection: close\r\n\r\n"
+              "isb: egress to evil.test is not allowed for this sandbox\n");
+  }
+  std::lock_guard lock(mu_);
+  ASSERT_EQ(denials_.size(), 2u);
+  EXPECT_EQ(denials_[0], "sb1 evil.test:" + std::to_string(proxy_->port()) +
+                             " egress to evil.test is not allowed for this sandbox (logged)");
+  EXPECT_EQ(denials_[1], "sb1 evil.test:" + std::to_string(proxy_->port()) +
+                             " egress to evil.test is not allowed for this sandbox");
+  EXPECT_EQ(proxy_->stats().denied.load(), 2u);
+}
+
+TEST_F(ProxyTest, MalformedHttpGetsA400AndSilenceGetsClosed) {
+  Fd c = Connect();
+  SendAll(c.get(), "GET / HTTP/1.1\r\nX: y\r\n\r\n");
+  EXPECT_EQ(ReadToEnd(c.get()),
+            "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: 20\r\nConnection: close\r\n\r\n"
+            "isb: no Host header\n");
+  Fd quiet = Connect();
+  SendAll(quiet.get(), "GET / HT");  // then nothing: closed after the sniff timeout, nothing sent back
+  EXPECT_EQ(ReadToEnd(quiet.get()), "");
+}
+
+TEST_F(ProxyTest, AConnectionWithoutANameGoesToTheOneHostListedOnItsPort) {
+  Fd c = Connect();
+  SendAll(c.get(), "\x01raw protocol");
+  EXPECT_EQ(ReadN(c.get(), 13), "\x01raw protocol");
+}
+
+TEST_F(ProxyTest, ExplicitConnectAnswers200AndThenRelays) {
+  // The explicit-proxy port is where HTTP_PROXY points; here the proxy's own port plays it.
+  proxy_.reset();
+  ProxyOptions o;
+  o.listen_address = "127.0.0.1";
+  ProxyHooks h;
+  h.classify = TestClassifier;
+  h.sandbox = [](uint32_t) { return std::optional<std::string>("sb1"); };
+  h.host_for_port = [](const std::string&, uint16_t) { return std::optional<std::string>(); };
+  h.decide = [](const std::string&, const std::string& host, uint16_t port) {
+    return Verdict{host == "allowed.test" && port == 443, "egress to " + host + " is not allowed"};
+  };
+  uint16_t echo_port = echo_.port();
+  h.dial = [echo_port](const std::string&, uint16_t) -> Result<Fd> {
+    Fd s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(echo_port);
+    if (::connect(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return Error::Sys("connect");
+    return s;
+  };
+  // Find a free port first, then make it the explicit one.
+  {
+    Result<std::unique_ptr<Proxy>> probe = Proxy::Start(o, h);
+    ASSERT_TRUE(probe.ok());
+    o.port = o.explicit_port = (*probe)->port();
+  }
+  Result<std::unique_ptr<Proxy>> p = Proxy::Start(o, h);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  proxy_ = std::move(*p);
+  Fd c = Connect();
+  SendAll(c.get(), "CONNECT allowed.test:443 HTTP/1.1\r\nHost: allowed.test:443\r\n\r\nhello");
+  EXPECT_EQ(ReadN(c.get(), 39 + 5), "HTTP/1.1 200 Connection established\r\n\r\nhello");
+  Fd d = Connect();
+  SendAll(d.get(), "CONNECT allowed.test:22 HTTP/1.1\r\nHost: allowed.test:22\r\n\r\n");
+  EXPECT_EQ(ReadToEnd(d.get()).substr(0, 24), "HTTP/1.1 403 Forbidden\r\n");
+}
+
+TEST_F(ProxyTest, BulkTransferArrivesWhole) {
+  Fd c = Connect();
+  std::string request = "GET / HTTP/1.1\r\nHost: allowed.test\r\n\r\n";
+  std::string payload(32 << 20, '\0');
+  for (size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<char>(i * 131 % 251);
+  std::thread writer([&] {
+    SendAll(c.get(), request);
+    SendAll(c.get(), payload);
+    ::shutdown(c.get(), SHUT_WR);
+  });
+  std::string back = ReadN(c.get(), request.size() + payload.size() + 1);
+  writer.join();
+  ASSERT_EQ(back.size(), request.size() + payload.size());
+  EXPECT_TRUE(back == request + payload);
+}
+
+TEST_F(ProxyTest, AThousandConcurrentConnectionsAllGetThroughAndNoneIsLeft) {
+  rlimit r{};
+  ::getrlimit(RLIMIT_NOFILE, &r);
+  r.rlim_cur = std::max<rlim_t>(r.rlim_cur, std::min<rlim_t>(r.rlim_max, 16384));
+  ::setrlimit(RLIMIT_NOFILE, &r);
+  ASSERT_GE(r.rlim_cur, 5000u) << "needs room for 4000 sockets";
+  constexpr int kConns = 1000;
+  std::vector<Fd> conns;
+  for (int i = 0; i < kConns; ++i) {
+    conns.push_back(Connect());
+    SendAll(conns.back().get(), "GET /" + std::to_string(i) + " HTTP/1.1\r\nHost: allowed.test\r\n\r\n");
+  }
+  for (int i = 0; i < kConns; ++i) {
+    std::string want = "GET /" + std::to_string(i) + " HTTP/1.1\r\nHost: allowed.test\r\n\r\n";
+    ASSERT_EQ(ReadN(conns[i].get(), want.size()), want) << "connection " << i;
+  }
+  EXPECT_EQ(proxy_->stats().active.load(), static_cast<uint64_t>(kConns));
+  EXPECT_EQ(proxy_->stats().allowed.load(), static_cast<uint64_t>(kConns));
+  conns.clear();
+}
+
+}  // namespace
+}  // namespace isb::egress
