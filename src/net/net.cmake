@@ -46,8 +46,8 @@ add_executable(isb_net_tests
   tests/net/firewall_test.cc)
 target_link_libraries(isb_net_tests PRIVATE isb_net GTest::gtest_main)
 target_include_directories(isb_net_tests PRIVATE ${CMAKE_SOURCE_DIR}/tests)
-# Real namespaces, veths and nftables: one at a time, apart from the other suites.
-gtest_discover_tests(isb_net_tests DISCOVERY_MODE PRE_TEST PROPERTIES RUN_SERIAL TRUE LABELS net)
+# Real namespaces, veths and nftables, all in namespaces of the tests' own: safe to run beside other suites.
+gtest_discover_tests(isb_net_tests DISCOVERY_MODE PRE_TEST PROPERTIES LABELS net)
 
 # The egress proxy (moves to src/egress/egress.cmake with the rest of egress).
 find_package(Boost 1.81 REQUIRED)
