@@ -75,6 +75,7 @@ Result<NewToken> Tokens::Create(const Principal& caller, const TokenSpec& spec) 
   if (user == 0) return Error::Of(Code::kInvalidArgument, "user_id: the host names the user a token is for");
   ISB_ASSIGN_OR_RETURN(Principal owner, users_.PrincipalOf(user, PrincipalKind::kUser, "user disabled"));
   if (!spec.org.empty()) {
+    owner.platform_admin = false;  // as Resolve will see it: an org-scoped token reaches the org by membership only
     auto role = owner.RoleIn(spec.org);
     if (!role) return Error::Of(Code::kNotFound, "org " + spec.org + " not found");
     if (spec.role_cap && *spec.role_cap > *role)

@@ -28,6 +28,7 @@ TEST_F(AtRestTest, OnlyHashesReachTheFile) {
   secrets.push_back(ReadFile(*setup)->substr(0, 53));
   auto admin = id_->users().Create("alice", kPassword, true);
   ASSERT_TRUE(admin.ok()) << admin.error().message;
+  ASSERT_TRUE(id_->orgs().AddMember(Principal::Host(), "default", *admin, Role::kOwner).ok());
   auto tok = id_->tokens().Create(As(*admin), {.name = "t", .org = "default"});
   ASSERT_TRUE(tok.ok()) << tok.error().message;
   secrets.push_back(tok->secret);

@@ -68,6 +68,9 @@ TEST_F(TokenStoreTest, AnOrgScopedTokenOfAPlatformAdminIsNoPlatformAdmin) {
   ASSERT_TRUE(scoped.ok());
   EXPECT_FALSE(scoped->IsPlatformAdmin());
   EXPECT_EQ(scoped->RoleIn("beta"), Role::kViewer);
+  // Nor does a platform admin's token reach, by org scope, an org the admin is no member of.
+  EXPECT_ERROR(id_->tokens().Create(As(alice_), {.name = "x", .org = "default"}), Code::kNotFound,
+               "org default not found");
 }
 
 TEST_F(TokenStoreTest, CreateRefusalsAreExact) {
