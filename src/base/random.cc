@@ -7,15 +7,21 @@
 
 namespace isb {
 
-Result<std::string> RandomHex(size_t bytes) {
-  std::vector<unsigned char> raw(bytes);
+Status RandomBytes(void* out, size_t size) {
+  auto* p = static_cast<unsigned char*>(out);
   size_t got = 0;
-  while (got < bytes) {
-    ssize_t n = ::getrandom(raw.data() + got, bytes - got, 0);
+  while (got < size) {
+    ssize_t n = ::getrandom(p + got, size - got, 0);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return Error::Sys("getrandom");
     got += static_cast<size_t>(n);
   }
+  return {};
+}
+
+Result<std::string> RandomHex(size_t bytes) {
+  std::vector<unsigned char> raw(bytes);
+  ISB_TRY(RandomBytes(raw.data(), raw.size()));
   static const char kDigits[] = "0123456789abcdef";
   std::string out;
   out.reserve(2 * bytes);

@@ -8,6 +8,8 @@
 
 namespace isb {
 
+// Fills `out` with `size` random bytes from getrandom(2).
+Status RandomBytes(void* out, size_t size);
 // `bytes` random bytes from getrandom(2), as lower-case hex.
 Result<std::string> RandomHex(size_t bytes);
 

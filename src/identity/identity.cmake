@@ -1,0 +1,51 @@
+# Identity: users, orgs, roles and scopes, bearer secrets, passwords, sessions, sign-in rate limits.
+# Static archives first: the isb binary links statically.
+find_library(CRYPTO_LIB NAMES libcrypto.a crypto REQUIRED)
+find_path(OPENSSL_INCLUDE openssl/evp.h REQUIRED)
+find_library(SODIUM_LIB NAMES libsodium.a sodium REQUIRED)
+find_path(SODIUM_INCLUDE sodium.h REQUIRED)
+
+add_library(isb_identity STATIC
+  src/identity/roles.cc
+  src/identity/tokens.cc
+  src/identity/passwords.cc
+  src/identity/rate_limit.cc
+  src/identity/names.cc
+  src/identity/principal.cc
+  src/identity/users.cc
+  src/identity/orgs.cc
+  src/identity/token_store.cc
+  src/identity/sessions.cc
+  src/identity/invitations.cc
+  src/identity/setup.cc
+  src/identity/store.cc)
+target_link_libraries(isb_identity PUBLIC isb_base isb_store ${SODIUM_LIB} ${CRYPTO_LIB})
+target_include_directories(isb_identity PUBLIC ${OPENSSL_INCLUDE} ${SODIUM_INCLUDE})
+
+add_executable(isb_identity_tests
+  tests/identity/roles_test.cc
+  tests/identity/tokens_test.cc
+  tests/identity/passwords_test.cc
+  tests/identity/rate_limit_test.cc
+  tests/identity/users_test.cc
+  tests/identity/orgs_test.cc
+  tests/identity/token_store_test.cc
+  tests/identity/sessions_test.cc
+  tests/identity/onboarding_test.cc
+  tests/identity/at_rest_test.cc
+  tests/identity/sign_in_timing_test.cc)
+target_link_libraries(isb_identity_tests PRIVATE isb_identity GTest::gtest_main)
+target_include_directories(isb_identity_tests PRIVATE ${CMAKE_SOURCE_DIR}/tests)
+gtest_discover_tests(isb_identity_tests DISCOVERY_MODE PRE_TEST)
+
+# Parsers of what callers send: bearer secrets, roles, scopes.
+if(ISB_FUZZ)
+  add_executable(identity_fuzz fuzz/identity_fuzz.cc)
+  target_compile_options(identity_fuzz PRIVATE -fsanitize=fuzzer,address,undefined)
+  target_link_options(identity_fuzz PRIVATE -fsanitize=fuzzer,address,undefined)
+else()
+  add_executable(identity_fuzz fuzz/identity_fuzz.cc fuzz/standalone_main.cc)
+  add_test(NAME fuzz_corpus_identity COMMAND identity_fuzz ${CMAKE_SOURCE_DIR}/fuzz/corpus/identity)
+endif()
+target_link_libraries(identity_fuzz PRIVATE isb_identity)
+add_dependencies(fuzz_targets identity_fuzz)

@@ -1,0 +1,140 @@
+// Orgs and memberships, with the last-owner rule held by single conditional statements.
+#include "identity/orgs.h"
+
+#include "identity/names.h"
+
+namespace isb::identity {
+namespace {
+
+Error OrgNotFound(std::string_view org) {
+  return Error::Of(Code::kNotFound, "org " + std::string(org) + " not found");
+}
+
+Error NotMember(int64_t user, std::string_view org) {
+  return Error::Of(Code::kNotFound, "user " + std::to_string(user) + " is not a member of org " + std::string(org));
+}
+
+Error LastOwner(int64_t user, std::string_view org) {
+  return Error::Of(Code::kConflict, "user " + std::to_string(user) + " is the last owner of org " + std::string(org) +
+                                        "; make another member owner first");
+}
+
+Status NeedPlatformAdmin(const Principal& caller, std::string_view what) {
+  if (caller.IsPlatformAdmin()) return {};
+  return Error::Of(Code::kForbidden, "only platform admins " + std::string(what));
+}
+
+Org OrgOf(const store::Row& r) { return Org{store::AsInt(r[0]), store::AsText(r[1]), store::AsInt(r[2])}; }
+
+}  // namespace
+
+Result<int64_t> Orgs::Create(const Principal& caller, std::string_view name) {
+  ISB_TRY(NeedPlatformAdmin(caller, "create orgs"));
+  ISB_TRY(CheckOrgName(name));
+  auto rows = db_.Query("INSERT INTO orgs(name, created_at) VALUES (?1, ?2) RETURNING id", {std::string(name), now_()});
+  if (!rows.ok() && rows.error().code == Code::kConflict)
+    return Error::Of(Code::kConflict, "org " + std::string(name) + " already exists");
+  if (!rows.ok()) return rows.error();
+  return store::AsInt((*rows)[0][0]);
+}
+
+Status Orgs::Delete(const Principal& caller, std::string_view name) {
+  ISB_TRY(NeedPlatformAdmin(caller, "delete orgs"));
+  if (name == kDefaultOrg) return Error::Of(Code::kForbidden, "org default cannot be deleted");
+  ISB_ASSIGN_OR_RETURN(auto rows, db_.Query("DELETE FROM orgs WHERE name = ?1 RETURNING id", {std::string(name)}));
+  if (rows.empty()) return OrgNotFound(name);
+  return {};
+}
+
+Result<Org> Orgs::Get(std::string_view name) {
+  ISB_ASSIGN_OR_RETURN(auto rows, db_.Query("SELECT id, name, created_at FROM orgs WHERE name = ?1", {std::string(name)}));
+  if (rows.empty()) return OrgNotFound(name);
+  return OrgOf(rows[0]);
+}
+
+Result<std::vector<Org>> Orgs::List() {
+  ISB_ASSIGN_OR_RETURN(auto rows, db_.Query("SELECT id, name, created_at FROM orgs ORDER BY name"));
+  std::vector<Org> out;
+  for (const auto& r : rows) out.push_back(OrgOf(r));
+  return out;
+}
+
+Result<std::vector<Org>> Orgs::ListFor(const Principal& caller) {
+  ISB_ASSIGN_OR_RETURN(auto all, List());
+  std::vector<Org> out;
+  for (auto& o : all)
+    if (caller.RoleIn(o.name)) out.push_back(std::move(o));
+  return out;
+}
+
+Result<int64_t> Orgs::ManagedOrg(const Principal& caller, std::string_view org, bool owner_needed) {
+  auto role = caller.RoleIn(org);
+  if (!role) return OrgNotFound(org);
+  ISB_ASSIGN_OR_RETURN(Org o, Get(org));
+  Role need = owner_needed ? Role::kOwner : Role::kAdmin;
+  if (*role < need)
+    return Error::Of(Code::kForbidden, "role " + std::string(RoleName(*role)) + " may not " +
+                                           (owner_needed ? "make, unmake or remove owners" : "manage members") +
+                                           " of org " + std::string(org) + "; it needs " +
+                                           std::string(RoleName(need)));
+  return o.id;
+}
+
+Result<Role> Orgs::CurrentRole(int64_t org_id, std::string_view org, int64_t user) {
+  ISB_ASSIGN_OR_RETURN(auto rows, db_.Query("SELECT role FROM memberships WHERE org_id = ?1 AND user_id = ?2",
+                                            {org_id, user}));
+  if (rows.empty()) return NotMember(user, org);
+  return ParseRole(store::AsText(rows[0][0]));
+}
+
+Status Orgs::AddMember(const Principal& caller, std::string_view org, int64_t user, Role role) {
+  ISB_ASSIGN_OR_RETURN(int64_t org_id, ManagedOrg(caller, org, role == Role::kOwner));
+  auto users = db_.Query("SELECT 1 FROM users WHERE id = ?1", {user});
+  if (!users.ok()) return users.error();
+  if (users->empty()) return Error::Of(Code::kNotFound, "user " + std::to_string(user) + " not found");
+  auto st = db_.Exec("INSERT INTO memberships(org_id, user_id, role) VALUES (?1, ?2, ?3)",
+                     {org_id, user, std::string(RoleName(role))});
+  if (!st.ok() && st.error().code == Code::kConflict)
+    return Error::Of(Code::kConflict, "user " + std::to_string(user) + " is already a member of org " +
+                                          std::string(org) + "; change its role instead");
+  return st;
+}
+
+Status Orgs::ChangeRole(const Principal& caller, std::string_view org, int64_t user, Role role) {
+  ISB_ASSIGN_OR_RETURN(int64_t org_id, ManagedOrg(caller, org, false));
+  ISB_ASSIGN_OR_RETURN(Role current, CurrentRole(org_id, org, user));
+  if (current == Role::kOwner || role == Role::kOwner) ISB_TRY(ManagedOrg(caller, org, true));
+  // One statement: another owner must remain, checked and changed atomically.
+  ISB_ASSIGN_OR_RETURN(auto rows, db_.Query(
+      "UPDATE memberships SET role = ?3 WHERE org_id = ?1 AND user_id = ?2 AND (role != 'owner' OR ?3 = 'owner' OR "
+      "(SELECT count(*) FROM memberships WHERE org_id = ?1 AND role = 'owner') > 1) RETURNING role",
+      {org_id, user, std::string(RoleName(role))}));
+  if (rows.empty()) return LastOwner(user, org);
+  return {};
+}
+
+Status Orgs::RemoveMember(const Principal& caller, std::string_view org, int64_t user) {
+  ISB_ASSIGN_OR_RETURN(int64_t org_id, ManagedOrg(caller, org, false));
+  ISB_ASSIGN_OR_RETURN(Role current, CurrentRole(org_id, org, user));
+  if (current == Role::kOwner) ISB_TRY(ManagedOrg(caller, org, true));
+  ISB_ASSIGN_OR_RETURN(auto rows, db_.Query(
+      "DELETE FROM memberships WHERE org_id = ?1 AND user_id = ?2 AND (role != 'owner' OR "
+      "(SELECT count(*) FROM memberships WHERE org_id = ?1 AND role = 'owner') > 1) RETURNING role",
+      {org_id, user}));
+  if (rows.empty()) return LastOwner(user, org);
+  return {};
+}
+
+Result<std::vector<Member>> Orgs::Members(std::string_view org) {
+  ISB_ASSIGN_OR_RETURN(Org o, Get(org));
+  ISB_ASSIGN_OR_RETURN(auto rows, db_.Query("SELECT u.id, u.name, m.role FROM memberships m JOIN users u ON u.id = "
+                                            "m.user_id WHERE m.org_id = ?1 ORDER BY u.name", {o.id}));
+  std::vector<Member> out;
+  for (const auto& r : rows) {
+    auto role = ParseRole(store::AsText(r[2]));
+    if (role.ok()) out.push_back(Member{store::AsInt(r[0]), store::AsText(r[1]), *role});
+  }
+  return out;
+}
+
+}  // namespace isb::identity

@@ -1,0 +1,49 @@
+// Who a resolved caller is: user, credential, org reach, roles, scopes. What the authorizer judges every call by.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "identity/roles.h"
+
+namespace isb::identity {
+
+enum class PrincipalKind {
+  kUser,        // signed in with a password just now
+  kToken,       // an isb_tok_ or isb_sa_ bearer token
+  kSession,     // a browser session (isb_sess_)
+  kSuperadmin,  // the host: the unix socket or the CLI on the host
+};
+
+std::string_view PrincipalKindName(PrincipalKind kind);  // "user" | "token" | "session" | "superadmin"
+
+struct Principal {
+  PrincipalKind kind = PrincipalKind::kUser;
+  int64_t user_id = 0;          // 0: no user (the host, an isb_sa_ token)
+  std::string user_name;
+  int64_t credential_id = 0;    // the token's or session's id; 0 for a password sign-in and the host
+  std::string credential_name;  // the token's name
+  bool superadmin = false;      // the host or an isb_sa_ token: owner of every org and platform admin
+  bool platform_admin = false;  // the user's flag; an org-scoped token drops it
+  std::string org_scope;        // "": every org the user reaches; else the one org this credential reaches
+  std::optional<Role> role_cap; // a token's cap on every role
+  std::map<std::string, Role, std::less<>> roles;  // org name -> the user's membership role, as stored
+  std::vector<Scope> scopes;    // a token's scopes; empty: unscoped
+
+  // The unix socket's and the host CLI's caller.
+  static Principal Host();
+
+  // The effective role in `org`, with the org scope and the role cap applied; nullopt when the caller does not reach
+  // `org` at all (the authorizer answers as if it did not exist). Superadmins and platform admins are owners of every
+  // org.
+  std::optional<Role> RoleIn(std::string_view org) const;
+  bool IsPlatformAdmin() const { return superadmin || platform_admin; }
+  // For logs and the audit log: "superadmin", "user:NAME", "session:NAME", "token:ID", "superadmin-token:ID".
+  std::string Subject() const;
+};
+
+}  // namespace isb::identity

@@ -1,0 +1,65 @@
+// Sign-in rate limits: failures counted per key (an account, an address) over a sliding window, in bounded memory.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <list>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "identity/clock.h"
+
+namespace isb::identity {
+
+struct RateLimit {
+  int max_failures = 5;         // failures allowed within the window; the next attempt waits
+  int64_t window_seconds = 900;
+  size_t max_keys = 10000;      // beyond this, the key idle the longest is forgotten
+};
+
+// Thread-safe.
+class RateLimiter {
+ public:
+  explicit RateLimiter(RateLimit limit, Clock now = UnixNow);
+
+  // 0 when an attempt for `key` may go ahead; otherwise the seconds until it may (Retry-After), at least 1.
+  int64_t RetryAfter(std::string_view key);
+  void RecordFailure(std::string_view key);
+  // A success forgets the key's failures.
+  void Reset(std::string_view key);
+  size_t keys() const;
+
+ private:
+  struct Entry {
+    std::deque<int64_t> failures;           // times, oldest first; at most max_failures
+    std::list<std::string>::iterator lru;   // position in lru_
+  };
+  void Expire(Entry& e, int64_t now) const;
+  void Touch(Entry& e);
+
+  RateLimit limit_;
+  Clock now_;
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, Entry> entries_;
+  std::list<std::string> lru_;  // most recently touched first
+};
+
+// The sign-in limits: per account (5 failures in 15 minutes) and per client address (20 in 15 minutes).
+class SignInLimiter {
+ public:
+  explicit SignInLimiter(Clock now = UnixNow, RateLimit per_account = {5, 900, 10000},
+                         RateLimit per_address = {20, 900, 10000});
+  // 0: go ahead; else seconds to wait, the longer of the two limits. Ask before checking the password.
+  int64_t RetryAfter(std::string_view account, std::string_view address);
+  void RecordFailure(std::string_view account, std::string_view address);
+  // A good sign-in clears the account's failures (not the address's: one address may try many accounts).
+  void RecordSuccess(std::string_view account);
+
+ private:
+  RateLimiter accounts_;
+  RateLimiter addresses_;
+};
+
+}  // namespace isb::identity

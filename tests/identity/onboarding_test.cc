@@ -1,0 +1,108 @@
+// Invitations and the one-time setup token.
+#include <sys/stat.h>
+
+#include "base/file.h"
+#include "identity/identity_fixture.h"
+
+namespace isb::identity {
+namespace {
+
+using OnboardingTest = IdentityTest;
+
+TEST_F(OnboardingTest, SetupTokenFileIs0600AndCreatesTheFirstAdminOnce) {
+  auto path = id_->setup().Prepare();
+  ASSERT_TRUE(path.ok()) << path.error().message;
+  EXPECT_EQ(*path, dir_ + "/setup-token");
+  struct stat st {};
+  ASSERT_EQ(::stat(path->c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  auto text = ReadFile(*path);
+  ASSERT_TRUE(text.ok());
+  ASSERT_FALSE(text->empty());
+  std::string secret = text->substr(0, text->size() - 1);
+  EXPECT_TRUE(secret.starts_with("isb_setup_"));
+  // Not a bearer credential.
+  EXPECT_ERROR(id_->Resolve(secret), Code::kUnauthenticated, "unknown token");
+
+  auto forged = NewSecret(SecretKind::kSetup);
+  ASSERT_TRUE(forged.ok());
+  EXPECT_ERROR(id_->setup().CreateFirstAdmin(*forged, "root", kPassword), Code::kUnauthenticated, "unknown token");
+  EXPECT_ERROR(id_->setup().CreateFirstAdmin("isb_setup_x", "root", kPassword), Code::kUnauthenticated,
+               "malformed token");
+  // Refusals that leave the token usable.
+  EXPECT_ERROR(id_->setup().CreateFirstAdmin(secret, "root", "short"), Code::kInvalidArgument,
+               "password: at least 12 characters are needed");
+  NewUser("taken");
+  EXPECT_ERROR(id_->setup().CreateFirstAdmin(secret, "taken", kPassword), Code::kConflict,
+               "user taken already exists");
+
+  auto admin = id_->setup().CreateFirstAdmin(secret, "root", kPassword);
+  ASSERT_TRUE(admin.ok()) << admin.error().message;
+  Principal p = As(*admin);
+  EXPECT_TRUE(p.platform_admin);
+  EXPECT_EQ(p.roles.at("default"), Role::kOwner);
+  EXPECT_NE(::access(path->c_str(), F_OK), 0);  // the file is gone
+  EXPECT_ERROR(id_->setup().CreateFirstAdmin(secret, "root2", kPassword), Code::kUnauthenticated, "token used");
+  // Once an admin exists, start-up mints none.
+  auto again = id_->setup().Prepare();
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, "");
+  EXPECT_NE(::access(path->c_str(), F_OK), 0);
+}
+
+TEST_F(OnboardingTest, EachStartWithoutAnAdminReplacesTheSetupToken) {
+  auto first = id_->setup().Prepare();
+  ASSERT_TRUE(first.ok());
+  std::string old_secret = ReadFile(*first)->substr(0, 53);
+  ASSERT_TRUE(::chmod(first->c_str(), 0644) == 0);
+  auto second = id_->setup().Prepare();
+  ASSERT_TRUE(second.ok());
+  struct stat st {};
+  ASSERT_EQ(::stat(second->c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_ERROR(id_->setup().CreateFirstAdmin(old_secret, "root", kPassword), Code::kUnauthenticated,
+               "unknown token");
+  // An admin made on the host also ends the setup token.
+  ASSERT_TRUE(id_->users().Create("hostadmin", "", true).ok());
+  std::string new_secret = ReadFile(*second)->substr(0, 53);
+  EXPECT_ERROR(id_->setup().CreateFirstAdmin(new_secret, "root", kPassword), Code::kConflict,
+               "a platform admin exists already; ask one for an account");
+}
+
+TEST_F(OnboardingTest, InvitationMakesAMemberOnce) {
+  NewOrg("acme");
+  int64_t admin = NewUser("admin", "acme", Role::kAdmin);
+  int64_t member = NewUser("member", "acme", Role::kMember);
+  int64_t newbie = NewUser("newbie");
+  int64_t other = NewUser("other");
+  EXPECT_ERROR(id_->invitations().Create(As(member), "acme", Role::kViewer), Code::kForbidden,
+               "role member may not invite viewers to org acme; it needs admin");
+  EXPECT_ERROR(id_->invitations().Create(As(admin), "acme", Role::kOwner), Code::kForbidden,
+               "role admin may not invite owners to org acme; it needs owner");
+  EXPECT_ERROR(id_->invitations().Create(As(admin), "beta", Role::kViewer), Code::kNotFound, "org beta not found");
+  auto inv = id_->invitations().Create(As(admin), "acme", Role::kMember, 600);
+  ASSERT_TRUE(inv.ok()) << inv.error().message;
+  EXPECT_TRUE(inv->secret.starts_with("isb_inv_"));
+  EXPECT_EQ(inv->expires_at, now_ + 600);
+  EXPECT_ERROR(id_->Resolve(inv->secret), Code::kUnauthenticated, "unknown token");
+  EXPECT_ERROR(id_->invitations().Accept(inv->secret, member), Code::kConflict,
+               "user " + std::to_string(member) + " is already a member of org acme");
+  auto joined = id_->invitations().Accept(inv->secret, newbie);
+  ASSERT_TRUE(joined.ok()) << joined.error().message;
+  EXPECT_EQ(joined->user_name, "newbie");
+  EXPECT_EQ(As(newbie).RoleIn("acme"), Role::kMember);
+  EXPECT_ERROR(id_->invitations().Accept(inv->secret, other), Code::kUnauthenticated, "token used");
+
+  auto late = id_->invitations().Create(As(admin), "acme", Role::kViewer, 600);
+  ASSERT_TRUE(late.ok());
+  now_ += 600;
+  EXPECT_ERROR(id_->invitations().Accept(late->secret, other), Code::kUnauthenticated, "token expired");
+  auto forged = NewSecret(SecretKind::kInvitation);
+  EXPECT_ERROR(id_->invitations().Accept(*forged, other), Code::kUnauthenticated, "unknown token");
+  EXPECT_ERROR(id_->invitations().Accept("isb_inv_", other), Code::kUnauthenticated, "malformed token");
+  EXPECT_ERROR(id_->invitations().Accept(NewSecret(SecretKind::kToken).value(), other), Code::kUnauthenticated,
+               "unknown token");
+}
+
+}  // namespace
+}  // namespace isb::identity
