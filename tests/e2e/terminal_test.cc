@@ -65,6 +65,11 @@ class StreamingCall {
     });
     return found;
   }
+  // Hangs up, as a caller that goes away does.
+  void Close() {
+    conn_.Shutdown();
+    if (reader_.joinable()) reader_.join();
+  }
   // The whole response, once the call has ended.
   HttpResponse Finish() {
     if (reader_.joinable()) reader_.join();
@@ -189,6 +194,41 @@ TEST_F(TerminalTest, ResizeDeliversSigwinch) {
   ASSERT_FALSE(events.empty()) << h.body;
   EXPECT_EQ(events.back().second["result"]["exit_code"], 9) << h.body;
   EXPECT_EQ(StdoutOf(events), "armed\r\n7 8\r\n");
+}
+
+// A sandbox has at most 8 live terminal sessions; a caller that goes away ends its session and frees its slot.
+TEST_F(TerminalTest, LiveSessionsPerSandboxAreBounded) {
+  const std::string id = CreateSandbox({{"pids", 64}});
+  ASSERT_FALSE(id.empty());
+  json in = {{"sandbox", id}, {"tty", true}, {"argv", {"sh", "-c", "echo up; exec sleep 60"}}};
+  const std::string request = BuildRequest("POST", "/api/v1/tools/sandbox_exec?stream=1", in.dump());
+  {
+    std::vector<std::unique_ptr<StreamingCall>> calls;
+    for (int i = 0; i < 8; ++i) {
+      calls.push_back(std::make_unique<StreamingCall>(unix_endpoint(), request));
+      ASSERT_EQ(calls.back()->WaitFor(std::regex("up")), "up") << "session " << i;
+    }
+    CurlResult ninth = CurlUnix("POST", "/api/v1/tools/sandbox_exec?stream=1", in.dump());
+    auto events = Events(ninth.http.body);
+    ASSERT_EQ(events.size(), 1u) << ninth.Describe();
+    EXPECT_EQ(events[0], std::make_pair(std::string("error"),
+                                        json({{"error", "conflict"},
+                                              {"message", "sandbox '" + id + "' has 8 live terminal sessions, the "
+                                                          "most it may have; end one first"}})));
+    for (auto& c : calls) c->Close();
+  }
+  // Hung up: within a couple of seconds the daemon notices, init kills the commands, the slots are free again.
+  std::string last;
+  for (int i = 0; i < 50; ++i) {
+    CurlResult again = CurlUnix("POST", "/api/v1/tools/sandbox_exec?stream=1",
+                                json{{"sandbox", id}, {"tty", true}, {"argv", {"true"}}}.dump());
+    last = again.http.body;
+    if (last.find("event: result") != std::string::npos) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_NE(last.find("\"exit_code\":0"), std::string::npos) << last;
+  std::string procs = Exec(id, {"sh", "-c", "for p in /proc/[0-9]*; do cat $p/comm; done"}).value("stdout", "");
+  EXPECT_EQ(procs.find("sleep"), std::string::npos) << procs;
 }
 
 // `isb exec -it` under a real pseudo-terminal: raw mode while it runs, keys typed, the window size followed,
