@@ -196,6 +196,18 @@ TEST_F(TerminalTest, ResizeDeliversSigwinch) {
   EXPECT_EQ(StdoutOf(events), "armed\r\n7 8\r\n");
 }
 
+// The terminal belongs to the sandbox's user, as a login's does (devpts gives it mode 0620).
+TEST_F(TerminalTest, TheTerminalIsTheSandboxUsers) {
+  const std::string id = CreateSandbox({{"user", "1000:1000"}});
+  ASSERT_FALSE(id.empty());
+  json in = {{"sandbox", id}, {"tty", true}, {"argv", {"sh", "-c", "stat -c %u:%a \"$(tty)\"; id -u"}}};
+  CurlResult r = CurlUnix("POST", "/api/v1/tools/sandbox_exec?stream=1", in.dump());
+  auto events = Events(r.http.body);
+  ASSERT_FALSE(events.empty()) << r.Describe();
+  EXPECT_EQ(events.back().second["result"]["exit_code"], 0) << r.http.body;
+  EXPECT_EQ(events.back().second["result"]["stdout"], "1000:620\r\n1000\r\n") << r.http.body;
+}
+
 // A sandbox has at most 8 live terminal sessions; a caller that goes away ends its session and frees its slot.
 TEST_F(TerminalTest, LiveSessionsPerSandboxAreBounded) {
   const std::string id = CreateSandbox({{"pids", 64}});
