@@ -7,6 +7,7 @@ add_library(isb_api STATIC
   src/api/json_util.cc
   src/api/json_schema.cc
   src/api/registry.cc
+  src/api/sandboxes.cc
   src/api/sandbox_tools.cc
   src/api/http_message.cc
   src/api/listen_address.cc

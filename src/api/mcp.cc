@@ -329,12 +329,14 @@ Response McpServer::ToolsCall(Call& call) {
     ctx.progress = [&](std::string_view stream, std::string_view chunk) {
       std::lock_guard lock(mu);
       progress += static_cast<double>(chunk.size());
+      json meta = {{"isb/stream", std::string(stream)}};
+      if (stream == "session") meta["isb/session"] = std::string(chunk);
       send({{"jsonrpc", "2.0"},
             {"method", "notifications/progress"},
             {"params", {{"progressToken", token},
                         {"progress", progress},
                         {"message", std::string(chunk)},
-                        {"_meta", {{"isb/stream", std::string(stream)}}}}}});
+                        {"_meta", std::move(meta)}}}});
     };
     ctx.cancelled = [&] {
       std::lock_guard lock(mu);

@@ -23,7 +23,8 @@ struct Identity {
   static Identity Superadmin() { return Identity{"superadmin", true}; }
 };
 
-// Output produced while a tool runs: stream is "stdout" or "stderr".
+// Output produced while a tool runs: stream is "stdout" or "stderr"; or "session" once, before any output, with
+// the id of a terminal session as the chunk.
 using ProgressFn = std::function<void(std::string_view stream, std::string_view chunk)>;
 
 struct CallContext {

@@ -118,7 +118,8 @@ Response RestApi::CallTool(const Request& req, std::string_view name, const Iden
       if (!client_gone) client_gone = !write(SseEvent(event, Dump(data)));
     };
     ctx.progress = [&](std::string_view stream, std::string_view chunk) {
-      send(stream, {{"data", std::string(chunk)}});
+      if (stream == "session") send(stream, {{"session", std::string(chunk)}});
+      else send(stream, {{"data", std::string(chunk)}});
     };
     // An SSE comment is ignored by clients; writing one is how a silent command learns its caller has gone.
     ctx.cancelled = [&] {
@@ -151,7 +152,8 @@ json RestApi::OpenApi() const {
     if (t->streams) {
       responses["200"]["content"]["text/event-stream"] = {
           {"schema", {{"type", "string"},
-                      {"description", "With ?stream=1: events stdout/stderr (data {\"data\": text}), then result "
+                      {"description", "With ?stream=1: with tty first a session event (data {\"session\": id}); "
+                                      "events stdout/stderr (data {\"data\": text}), then result "
                                       "(data {\"result\": ...}) or error."}}}};
     }
     json op = {{"operationId", t->name},

@@ -16,7 +16,7 @@ namespace isb::api {
 //   POST /api/v1/tools/<tool>  body: the tool's input (JSON object; empty body = {}) -> 200 {"result": ...}
 //       ?stream=1 or "Accept: text/event-stream" on a streaming tool: text/event-stream with events
 //       "stdout"/"stderr" (data {"data": "..."}), then "result" (data {"result": ...}) or "error" (data
-//       {"error": CODE, "message": ...}).
+//       {"error": CODE, "message": ...}); a terminal exec first sends "session" (data {"session": ID}).
 //   GET /api/v1/tools          -> {"tools": [Registry::Describe...]}
 //   GET /api/v1/openapi.json   -> OpenAPI 3.1 generated from the registry
 //   GET /healthz               -> {"ok": true}

@@ -17,6 +17,9 @@ Error Invalid(const std::string& msg) { return Error::Of(Code::kInvalidArgument,
 // The "sandbox" field every per-sandbox tool requires (the schema guarantees a string).
 std::string Ref(const json& in) { return in["sandbox"].get<std::string>(); }
 
+// Who a terminal session belongs to: only the same org and identity may drive it.
+std::string Caller(const CallContext& ctx) { return ctx.org + "/" + ctx.identity.subject; }
+
 // ---- schema building blocks ----
 
 json Str(std::string desc, size_t max_len, size_t min_len = 0) {
@@ -358,6 +361,12 @@ Result<ExecRequest> ExecFromJson(const json& in) {
     ISB_ASSIGN_OR_RETURN(req.workdir, NormalizePath("workdir", in["workdir"].get<std::string>()));
   }
   req.timeout = std::chrono::seconds(in.value("timeout", int64_t{kDefaultExecTimeoutS}));
+  req.tty = in.value("tty", false);
+  for (const char* field : {"rows", "cols"}) {
+    if (in.contains(field) && !req.tty) return Invalid(std::string(field) + ": only with \"tty\": true");
+  }
+  req.rows = static_cast<uint16_t>(in.value("rows", kDefaultRows));
+  req.cols = static_cast<uint16_t>(in.value("cols", kDefaultCols));
   return req;
 }
 
@@ -476,9 +485,17 @@ Status AddCreateAndExec(Registry& reg, Sandboxes& sb) {
        {"workdir", Str("Absolute working directory; default: the sandbox's working_dir.", 4096)},
        {"timeout", Int("Seconds before the command is killed; default 60, at most 900 (15 minutes).", 1,
                        kMaxExecTimeoutS)},
-       {"encoding", EncodingField("output", "utf-8")}},
+       {"encoding", EncodingField("output", "utf-8")},
+       {"tty", {{"type", "boolean"}, {"default", false},
+                {"description", "Run the command on a terminal (a pty inside the sandbox): stderr merges into "
+                                "stdout. Streaming calls only; the first event names the session that "
+                                "sandbox_exec_input and sandbox_exec_resize act on."}}},
+       {"rows", Int("With tty: the terminal's height; default 24.", 1, kMaxTerminalSide)},
+       {"cols", Int("With tty: the terminal's width; default 80.", 1, kMaxTerminalSide)}},
       {"sandbox", "argv"});
   exec_in["properties"]["timeout"]["default"] = kDefaultExecTimeoutS;
+  exec_in["properties"]["rows"]["default"] = kDefaultRows;
+  exec_in["properties"]["cols"]["default"] = kDefaultCols;
   json exec_out = {
       {"type", "object"},
       {"required", {"exit_code", "timed_out", "duration_ms"}},
@@ -492,28 +509,96 @@ Status AddCreateAndExec(Registry& reg, Sandboxes& sb) {
         {"stderr_base64", {{"type", "string"}}},
         {"stdout_truncated", {{"type", "boolean"}, {"description", "stdout exceeded 256 KiB and was cut."}}},
         {"stderr_truncated", {{"type", "boolean"}, {"description", "stderr exceeded 256 KiB and was cut."}}},
-        {"duration_ms", {{"type", "number"}}}}}};
+        {"duration_ms", {{"type", "number"}}},
+        {"session", {{"type", "string"}, {"description", "With tty: the terminal session's id."}}}}}};
   return reg.Add(Tool{
       "sandbox_exec", "Run a command in a sandbox",
       "Runs argv in the sandbox and returns its exit code, stdout and stderr (each capped at 256 KiB, with a "
       "truncated flag) and duration. timeout is in seconds (default 60, at most 900). Streaming callers (REST "
-      "?stream=1, MCP with a progressToken) also receive output as it is produced.",
+      "?stream=1, MCP with a progressToken) also receive output as it is produced. With tty (streaming only) the "
+      "command runs on a terminal: a \"session\" event (REST) or a progress notification with _meta "
+      "isb/stream \"session\" (MCP) names the session first; send keystrokes with sandbox_exec_input and window "
+      "sizes with sandbox_exec_resize while it runs. The session ends with the command or when the caller goes "
+      "away.",
       std::move(exec_in), std::move(exec_out), ToolAnnotations{.destructive = true}, true,
       [&sb](const json& in, const CallContext& ctx) -> Result<json> {
         ISB_ASSIGN_OR_RETURN(ExecRequest req, ExecFromJson(in));
         bool base64 = in.value("encoding", "utf-8") == "base64";
+        if (req.tty && !ctx.progress) {
+          return Invalid("tty: needs a streaming call (REST ?stream=1 or Accept: text/event-stream; MCP with a "
+                         "progressToken), which announces the session to send input to");
+        }
         if (!ctx.progress) {
           ISB_ASSIGN_OR_RETURN(ExecResult r, sb.Exec(Ref(in), req, nullptr));
           return ExecResultJson(std::move(r), base64);
         }
         Utf8Forwarder forward(ctx.progress);
         req.cancelled = ctx.cancelled;
+        std::string session;
+        if (req.tty) {
+          req.caller = Caller(ctx);
+          req.on_session = [&](const std::string& id) {
+            session = id;
+            ctx.progress("session", id);
+          };
+        }
         auto result = sb.Exec(Ref(in), req, [&forward](int stream, std::string_view data) {
           forward(stream, data);
         });
         forward.Flush();
         if (!result.ok()) return result.error();
-        return ExecResultJson(std::move(*result), base64);
+        json out = ExecResultJson(std::move(*result), base64);
+        if (!session.empty()) out["session"] = session;
+        return out;
+      }});
+}
+
+Status AddTerminalTools(Registry& reg, Sandboxes& sb) {
+  json session = Str("The terminal session's id, as the streaming sandbox_exec with tty announced it.", 64, 1);
+  ISB_TRY(reg.Add(Tool{
+      "sandbox_exec_input", "Type into a terminal session",
+      "Sends input to a running sandbox_exec with tty, as keystrokes: data as UTF-8 text or data_base64 (at most "
+      "64 KiB per call). eof then types the terminal's end-of-file character (Ctrl-D). Only the caller that "
+      "started the session may use it.",
+      Object({{"sandbox", SandboxRef()},
+              {"session", session},
+              {"data", Str("Input as UTF-8 text (at most 64 KiB).", kMaxTerminalInputBytes)},
+              {"data_base64", Str("Input as base64 (at most 64 KiB decoded); instead of data.",
+                                  kMaxTerminalInputBytes / 3 * 4 + 4)},
+              {"eof", {{"type", "boolean"}, {"default", false},
+                       {"description", "After the data, type end-of-file (Ctrl-D)."}}}},
+             {"sandbox", "session"}),
+      {{"type", "object"},
+       {"required", {"session", "written"}},
+       {"properties", {{"session", {{"type", "string"}}}, {"written", {{"type", "integer"}}}, {"eof", {{"type", "boolean"}}}}}},
+      ToolAnnotations{.destructive = true}, false,
+      [&sb](const json& in, const CallContext& ctx) -> Result<json> {
+        ISB_ASSIGN_OR_RETURN(std::string data, BytesField(in, "data", "data_base64", kMaxTerminalInputBytes));
+        bool eof = in.value("eof", false);
+        std::string id = in["session"].get<std::string>();
+        // (not ISB_TRY: this lambda sits inside one)
+        if (Status st = sb.ExecInput(Ref(in), id, Caller(ctx), data, eof); !st.ok()) return st.error();
+        return json{{"session", id}, {"written", data.size()}, {"eof", eof}};
+      }}));
+
+  return reg.Add(Tool{
+      "sandbox_exec_resize", "Resize a terminal session",
+      "Sets the window size of a running sandbox_exec with tty; the command receives SIGWINCH. Only the caller "
+      "that started the session may use it.",
+      Object({{"sandbox", SandboxRef()},
+              {"session", session},
+              {"rows", Int("Height in rows.", 1, kMaxTerminalSide)},
+              {"cols", Int("Width in columns.", 1, kMaxTerminalSide)}},
+             {"sandbox", "session", "rows", "cols"}),
+      {{"type", "object"},
+       {"required", {"session", "rows", "cols"}},
+       {"properties", {{"session", {{"type", "string"}}}, {"rows", {{"type", "integer"}}}, {"cols", {{"type", "integer"}}}}}},
+      ToolAnnotations{.idempotent = true}, false,
+      [&sb](const json& in, const CallContext& ctx) -> Result<json> {
+        std::string id = in["session"].get<std::string>();
+        auto rows = in["rows"].get<uint16_t>(), cols = in["cols"].get<uint16_t>();
+        ISB_TRY(sb.ExecResize(Ref(in), id, Caller(ctx), rows, cols));
+        return json{{"session", id}, {"rows", rows}, {"cols", cols}};
       }});
 }
 
@@ -594,6 +679,7 @@ json SandboxInfoJson(const SandboxInfo& info) {
 
 Status AddSandboxTools(Registry& registry, Sandboxes& sandboxes) {
   ISB_TRY(AddCreateAndExec(registry, sandboxes));
+  ISB_TRY(AddTerminalTools(registry, sandboxes));
   ISB_TRY(AddFileTools(registry, sandboxes));
   return AddLifecycleTools(registry, sandboxes);
 }

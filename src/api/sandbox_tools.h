@@ -18,8 +18,11 @@ inline constexpr int kMaxExecTimeoutS = 15 * 60;
 inline constexpr int kDefaultExpiresS = 24 * 3600;
 inline constexpr int kMaxExpiresS = 30 * 24 * 3600;
 inline constexpr int kDefaultIdleTimeoutS = 2 * 3600;
+inline constexpr int kDefaultRows = 24;
+inline constexpr int kDefaultCols = 80;
+inline constexpr int kMaxTerminalSide = 1000;  // rows or columns
 
-// Registers sandbox_create, sandbox_exec, sandbox_file_read, sandbox_file_write, sandbox_list, sandbox_get,
+// Registers sandbox_create, sandbox_exec, sandbox_exec_input, sandbox_exec_resize, sandbox_file_read, sandbox_file_write, sandbox_list, sandbox_get,
 // sandbox_stop, sandbox_start, sandbox_extend and sandbox_remove. `sandboxes` must outlive `registry`.
 // Durations in these tools are whole seconds (JSON integers).
 Status AddSandboxTools(Registry& registry, Sandboxes& sandboxes);

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -54,7 +55,21 @@ struct ExecRequest {
   std::chrono::milliseconds timeout{60'000};  // at most 15 minutes
   // Set by a streaming surface: true once its caller has gone away (the command is then killed).
   std::function<bool()> cancelled;
+  // A terminal (a pty inside the sandbox) instead of pipes: stderr merges into stdout, and the session can be
+  // driven while it runs (ExecInput, ExecResize) by the same `caller` only.
+  bool tty = false;
+  uint16_t rows = 24, cols = 80;
+  std::string caller;  // who started it: the org and the identity, as the tools spell them
+  // With tty: called once with the session's id when the command runs, before any output.
+  std::function<void(const std::string& session)> on_session;
 };
+
+// Terminal sessions: at most this many live at once per sandbox, and this much input per call.
+inline constexpr size_t kMaxTerminalSessions = 8;
+inline constexpr size_t kMaxTerminalInputBytes = 64 << 10;
+
+// The one answer for a session id that is unknown, ended, another sandbox's or another caller's (kNotFound).
+Error NoTerminalSession(const std::string& session, const std::string& sandbox);
 
 struct ExecResult {
   int exit_code = 0;
@@ -84,6 +99,14 @@ class Sandboxes {
   virtual Result<std::vector<SandboxInfo>> List() = 0;
   // With `sink`, output is also delivered as it is produced.
   virtual Result<ExecResult> Exec(const std::string& id_or_name, const ExecRequest& req, const OutputSink& sink) = 0;
+  // Acts on a running terminal session of `id_or_name` started by `caller`. Any other session id, one of another
+  // sandbox or another caller, or one that has ended is kNotFound, all with the same message.
+  // Input: at most kMaxTerminalInputBytes; `eof` then types the terminal's end-of-file character.
+  virtual Status ExecInput(const std::string& id_or_name, const std::string& session, const std::string& caller,
+                           const std::string& data, bool eof);
+  // Sets the terminal's size; the command receives SIGWINCH.
+  virtual Status ExecResize(const std::string& id_or_name, const std::string& session, const std::string& caller,
+                            uint16_t rows, uint16_t cols);
   virtual Result<SandboxInfo> Stop(const std::string& id_or_name) = 0;
   virtual Result<SandboxInfo> Start(const std::string& id_or_name) = 0;
   virtual Result<SandboxInfo> Extend(const std::string& id_or_name, std::chrono::seconds by) = 0;

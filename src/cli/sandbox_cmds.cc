@@ -16,6 +16,7 @@
 #include "base/file.h"
 #include "base/units.h"
 #include "cli/sandbox_cmds_internal.h"
+#include "cli/terminal_exec.h"
 
 namespace isb::cli {
 namespace {
@@ -180,14 +181,10 @@ int RunCreate(const Common& c, const CreateFlags& f) {
   return kExitOk;
 }
 
-// Asks nothing of the daemon: the tool has no terminal mode, and a pipe dressed up as a TTY would mislead.
 int RunExec(const Common& c, const ExecFlags& f) {
-  if (f.tty) {
-    std::fprintf(stderr, "isb exec -t: terminals are not supported yet\n");
-    return kExitIsbFailed;
-  }
+  if (f.tty && c.json) return ReportUsage(Usage("--json cannot be combined with -t: a terminal's output is live"));
   std::string stdin_data;
-  if (f.interactive) {
+  if (f.interactive && !f.tty) {
     auto in = ReadAllBounded(STDIN_FILENO, kMaxStdinBytes, "standard input");
     if (!in.ok()) return Report(in.error());
     stdin_data = std::move(*in);
@@ -197,8 +194,9 @@ int RunExec(const Common& c, const ExecFlags& f) {
   auto client = Connect(*c.connect);
   if (!client.ok()) return ReportUsage(client.error());
 
-  Result<json> r = c.json ? client->Call("sandbox_exec", *input)
-                          : client->CallStreaming("sandbox_exec", *input,
+  Result<json> r = f.tty    ? RunTerminalExec(*client, *input, f.interactive)
+                   : c.json ? client->Call("sandbox_exec", *input)
+                            : client->CallStreaming("sandbox_exec", *input,
                                                   [](const std::string& stream, const std::string& data) {
                                                     WriteOut(stream == "stderr" ? stderr : stdout, data);
                                                   });
@@ -408,8 +406,11 @@ void AddSandboxCommands(CLI::App& app, int* exit_code) {
 
   auto exec = std::make_shared<ExecFlags>();
   cmd = AddCommand(app, common, "exec", "Run a command in a sandbox; output is live, the exit code is the command's");
-  cmd->add_flag("-i,--interactive", exec->interactive, "Send this process's stdin to the command (at most 1 MiB)");
-  cmd->add_flag("-t,--tty", exec->tty, "Allocate a terminal (not supported yet)");
+  cmd->add_flag("-i,--interactive", exec->interactive,
+                "Send this process's stdin to the command (without -t: at most 1 MiB, read before it starts)");
+  cmd->add_flag("-t,--tty", exec->tty,
+                "Run the command on a terminal of this terminal's size; with -i, keys go to it in raw mode "
+                "(default --timeout 15m)");
   cmd->add_option("--env", exec->env, "K=V for this command (repeatable)")->allow_extra_args(false);
   cmd->add_option("--workdir", exec->workdir, "Working directory (default: the sandbox's)");
   cmd->add_option("--timeout", exec->timeout, "Kill the command after this long, e.g. 60s (default 60s, at most 15m)");
@@ -573,9 +574,11 @@ Result<json> ExecInput(const ExecFlags& f, const std::string& stdin_data) {
     ISB_ASSIGN_OR_RETURN(int64_t seconds, ParseSeconds("--timeout", f.timeout));
     if (seconds < 1) return Usage("--timeout: at least 1s");
     in["timeout"] = seconds;
+  } else if (f.tty) {
+    in["timeout"] = kMaxExecTimeoutS;  // a terminal is for people, who take longer than the 60 s default
   }
   // base64 always: stdin may be any bytes, and the "stdin" text field would mangle invalid UTF-8.
-  if (f.interactive) in["stdin_base64"] = Base64Encode(stdin_data);
+  if (f.interactive && !f.tty) in["stdin_base64"] = Base64Encode(stdin_data);
   return in;
 }
 
@@ -802,6 +805,15 @@ Result<json> ToolClient::CallStreaming(
         return true;
       }
       final = Error::Of(Code::kInternal, "the isb daemon sent a malformed " + ev.event + " event: " + ev.data.substr(0, 200));
+      return false;
+    }
+    if (ev.event == "session") {
+      json j = json::parse(ev.data, nullptr, false);
+      if (j.is_object() && j.contains("session") && j["session"].is_string()) {
+        on_output("session", j["session"].get<std::string>());
+        return true;
+      }
+      final = Error::Of(Code::kInternal, "the isb daemon sent a malformed session event: " + ev.data.substr(0, 200));
       return false;
     }
     if (ev.event == "result" || ev.event == "error") {

@@ -24,6 +24,7 @@ constexpr int kExitIsbFailed = 125; // isb could not do its part: daemon unreach
 constexpr const char* kDefaultSocket = "/var/lib/isb/api/isb.sock";
 constexpr size_t kMaxStdinBytes = 1u << 20;      // sandbox_exec's stdin limit
 constexpr size_t kMaxFileWriteBytes = 2u << 20;  // sandbox_file_write's content limit
+constexpr int kMaxExecTimeoutS = 15 * 60;        // sandbox_exec's longest timeout
 
 // Where to find the daemon: --url over --socket over ISB_URL over ISB_SOCKET over the default socket.
 // REQUIRES: env values may be null (unset).
@@ -52,7 +53,7 @@ struct ExecFlags {
   std::string workdir, timeout;
   bool interactive = false, tty = false, json = false;
 };
-// `stdin_data` is sent only with -i.
+// `stdin_data` is sent only with -i and without -t (a terminal's input goes to its session instead).
 Result<json> ExecInput(const ExecFlags& flags, const std::string& stdin_data);
 
 Result<json> ExtendInput(const std::string& sandbox, const std::string& duration);
@@ -90,7 +91,8 @@ class ToolClient {
 
   // The tool's result, or the daemon's error.
   Result<json> Call(const std::string& tool, const json& input) const;
-  // Streams output (`on_output("stdout"|"stderr", text)`) as it is produced, then returns the final result.
+  // Streams output (`on_output("stdout"|"stderr", text)`) as it is produced, then returns the final result. A
+  // terminal exec's session id comes first as on_output("session", id).
   Result<json> CallStreaming(const std::string& tool, const json& input,
                              const std::function<void(const std::string&, const std::string&)>& on_output) const;
 

@@ -40,6 +40,8 @@ constexpr uint64_t kExecOutputLimit = 256 * 1024;
 constexpr size_t kMaxStdin = 1 << 20;
 constexpr size_t kMaxRead = 4 << 20;
 constexpr size_t kMaxWrite = 2 << 20;
+// How long one input call waits for a command that does not read its terminal.
+constexpr std::chrono::milliseconds kTerminalInputWait{5000};
 
 Error Invalid(const std::string& m) { return Error::Of(Code::kInvalidArgument, m); }
 
@@ -388,6 +390,30 @@ Result<api::ExecResult> SandboxManager::Exec(const std::string& id_or_name, cons
   spec.timeout = req.timeout;
   spec.output_limit = kExecOutputLimit;
   spec.cancelled = req.cancelled;
+  std::string session;
+  if (req.tty) {
+    if (req.rows == 0 || req.cols == 0) return Invalid("rows, cols: a terminal needs at least 1 of each");
+    ISB_ASSIGN_OR_RETURN(session, ReserveTerminal(rec.id, req.caller));
+    spec.tty = true;
+    spec.rows = req.rows;
+    spec.cols = req.cols;
+    spec.on_terminal = [&](std::shared_ptr<engine::ExecTerminal> t) {
+      {
+        std::lock_guard lock(terminals_mu_);
+        terminals_[session].terminal = std::move(t);
+      }
+      if (req.on_session) req.on_session(session);
+    };
+  }
+  struct Release {
+    SandboxManager* m;
+    const std::string& session;
+    ~Release() {
+      if (session.empty()) return;
+      std::lock_guard lock(m->terminals_mu_);
+      m->terminals_.erase(session);
+    }
+  } release{this, session};
   (void)db_->Exec("UPDATE sandboxes SET last_active_at = ?2 WHERE id = ?1", {rec.id, Now()});
   auto out = engine::ExecInSandbox(Dir(rec.id) + "/control.sock", spec,
                                    sink ? engine::ExecSink([&](int s, std::string_view d) { sink(s, d); })
@@ -411,6 +437,50 @@ Result<api::ExecResult> SandboxManager::Exec(const std::string& id_or_name, cons
   r.stderr_truncated = out->stderr_truncated;
   r.duration_ms = out->duration_ms;
   return r;
+}
+
+Result<std::string> SandboxManager::ReserveTerminal(const std::string& sandbox, const std::string& caller) {
+  ISB_ASSIGN_OR_RETURN(std::string hex, RandomHex(16));
+  std::string session = "ts-" + hex;
+  std::lock_guard lock(terminals_mu_);
+  size_t live = 0;
+  for (const auto& [id, t] : terminals_) live += t.sandbox == sandbox ? 1 : 0;
+  if (live >= api::kMaxTerminalSessions) {
+    return Error::Of(Code::kConflict, "sandbox '" + sandbox + "' has " + std::to_string(live) +
+                                          " live terminal sessions, the most it may have; end one first");
+  }
+  terminals_[session] = Terminal{sandbox, caller, nullptr};
+  return session;
+}
+
+Result<std::shared_ptr<engine::ExecTerminal>> SandboxManager::FindTerminal(const std::string& id_or_name,
+                                                                           const std::string& session,
+                                                                           const std::string& caller) {
+  ISB_ASSIGN_OR_RETURN(Record rec, Load(id_or_name));
+  std::lock_guard lock(terminals_mu_);
+  auto it = terminals_.find(session);
+  if (it == terminals_.end() || it->second.sandbox != rec.id || it->second.caller != caller || !it->second.terminal)
+    return api::NoTerminalSession(session, id_or_name);
+  return it->second.terminal;
+}
+
+Status SandboxManager::ExecInput(const std::string& id_or_name, const std::string& session, const std::string& caller,
+                                 const std::string& data, bool eof) {
+  if (data.size() > api::kMaxTerminalInputBytes) {
+    return Error::Of(Code::kTooLarge, "data: at most " + std::to_string(api::kMaxTerminalInputBytes) +
+                                          " bytes per call, got " + std::to_string(data.size()));
+  }
+  ISB_ASSIGN_OR_RETURN(auto terminal, FindTerminal(id_or_name, session, caller));
+  ISB_TRY(terminal->Write(data, kTerminalInputWait));
+  if (eof) ISB_TRY(terminal->SendEof(kTerminalInputWait));
+  return {};
+}
+
+Status SandboxManager::ExecResize(const std::string& id_or_name, const std::string& session, const std::string& caller,
+                                  uint16_t rows, uint16_t cols) {
+  if (rows == 0 || cols == 0) return Invalid("rows, cols: a terminal needs at least 1 of each");
+  ISB_ASSIGN_OR_RETURN(auto terminal, FindTerminal(id_or_name, session, caller));
+  return terminal->Resize(rows, cols);
 }
 
 Result<api::SandboxInfo> SandboxManager::Stop(const std::string& id_or_name) {

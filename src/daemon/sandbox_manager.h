@@ -10,6 +10,7 @@
 
 #include "api/sandboxes.h"
 #include "engine/cgroup.h"
+#include "engine/exec_terminal.h"
 #include "engine/spawner.h"
 #include "store/db.h"
 
@@ -40,6 +41,10 @@ class SandboxManager : public api::Sandboxes {
   Result<std::vector<api::SandboxInfo>> List() override;
   Result<api::ExecResult> Exec(const std::string& id_or_name, const api::ExecRequest& req,
                                const api::OutputSink& sink) override;
+  Status ExecInput(const std::string& id_or_name, const std::string& session, const std::string& caller,
+                   const std::string& data, bool eof) override;
+  Status ExecResize(const std::string& id_or_name, const std::string& session, const std::string& caller,
+                    uint16_t rows, uint16_t cols) override;
   Result<api::SandboxInfo> Stop(const std::string& id_or_name) override;
   Result<api::SandboxInfo> Start(const std::string& id_or_name) override;
   Result<api::SandboxInfo> Extend(const std::string& id_or_name, std::chrono::seconds by) override;
@@ -61,6 +66,11 @@ class SandboxManager : public api::Sandboxes {
   std::string Dir(const std::string& id) const;
   void Event(const std::string& id, const std::string& event, const std::string& reason = "");
   int64_t Now() const { return options_.now(); }
+  // Terminal sessions: a slot is reserved (and the id chosen) before the command starts, filled in when it runs,
+  // and released when the exec returns.
+  Result<std::string> ReserveTerminal(const std::string& sandbox, const std::string& caller);
+  Result<std::shared_ptr<engine::ExecTerminal>> FindTerminal(const std::string& id_or_name, const std::string& session,
+                                                              const std::string& caller);
 
   ManagerOptions options_;
   engine::Spawner* spawner_;
@@ -69,6 +79,12 @@ class SandboxManager : public api::Sandboxes {
   // Serializes state changes per sandbox id (create/stop/start/remove/reap); execs do not take it.
   std::mutex mu_;
   std::map<std::string, std::pair<int64_t, uint64_t>> cpu_samples_;  // id -> (time, cpu_usec) for the reaper
+  struct Terminal {
+    std::string sandbox, caller;
+    std::shared_ptr<engine::ExecTerminal> terminal;  // null until the command runs
+  };
+  std::mutex terminals_mu_;
+  std::map<std::string, Terminal> terminals_;  // by session id
 };
 
 // Spec validation and the JSON form stored in the database.

@@ -45,15 +45,52 @@ Result<std::string> EncodeRequest(const ExecSpec& spec) {
   for (const auto& a : spec.argv) ISB_TRY(add(a));
   for (const auto& e : spec.env) ISB_TRY(add(e));
   ISB_TRY(add(spec.workdir.empty() ? "/" : spec.workdir));
-  ExecRequestHeader h{kExecMagic, spec.uid, spec.gid, static_cast<uint32_t>(spec.argv.size()),
-                      static_cast<uint32_t>(spec.env.size()), static_cast<uint32_t>(strings.size())};
-  if (sizeof h + strings.size() > kExecMaxMessage || spec.argv.size() > 4000 || spec.env.size() > 4000)
+  ExecRequestHeader h{spec.tty ? kExecMagicTty : kExecMagic, spec.uid, spec.gid,
+                      static_cast<uint32_t>(spec.argv.size()), static_cast<uint32_t>(spec.env.size()),
+                      static_cast<uint32_t>(strings.size())};
+  if (sizeof h + sizeof(ExecTtySize) + strings.size() > kExecMaxMessage || spec.argv.size() > 4000 ||
+      spec.env.size() > 4000)
     return Error::Of(Code::kTooLarge, "argv and env together exceed 256 KiB or 4000 entries");
+  if (spec.tty && (spec.rows == 0 || spec.cols == 0))
+    return Error::Of(Code::kInvalidArgument, "a terminal needs at least 1 row and 1 column");
   std::string msg(reinterpret_cast<const char*>(&h), sizeof h);
+  if (spec.tty) {
+    ExecTtySize size{spec.rows, spec.cols};
+    msg.append(reinterpret_cast<const char*>(&size), sizeof size);
+  }
   return msg + strings;
 }
 
+// Receives one event; a descriptor riding along (a terminal's master) lands in *fd, any further ones are closed.
+ssize_t ReceiveEvent(int sock, ExecEvent* e, Fd* fd) {
+  iovec iov{e, sizeof *e};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
+  msghdr m{};
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  m.msg_control = control;
+  m.msg_controllen = sizeof control;
+  ssize_t got = ::recvmsg(sock, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+  if (got < 0) return got;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&m); c != nullptr; c = CMSG_NXTHDR(&m, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < n; ++i) {
+      int received;
+      std::memcpy(&received, CMSG_DATA(c) + i * sizeof(int), sizeof received);
+      if (!fd->valid()) fd->Reset(received);
+      else ::close(received);
+    }
+  }
+  return got;
+}
+
 Status SendWithFds(int sock, const std::string& msg, const int (&fds)[3]) {
+  if (fds[0] < 0) {  // a terminal request: init makes the descriptors
+    if (::send(sock, msg.data(), msg.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(msg.size()))
+      return Error::Sys("send exec request");
+    return {};
+  }
   iovec iov{const_cast<char*>(msg.data()), msg.size()};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)] = {};
   msghdr m{};
@@ -77,7 +114,8 @@ struct Output {
   int stream;
 };
 
-void Pump(Output& o, uint64_t limit, const ExecSink& sink) {
+// `stream_all`: the sink sees every byte, the outcome keeps the first `limit`.
+void Pump(Output& o, uint64_t limit, bool stream_all, const ExecSink& sink) {
   char buf[65536];
   ssize_t n = ::read(o.fd.get(), buf, sizeof buf);
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
@@ -88,9 +126,9 @@ void Pump(Output& o, uint64_t limit, const ExecSink& sink) {
   size_t room = o.data->size() < limit ? static_cast<size_t>(limit - o.data->size()) : 0;
   size_t keep = std::min(room, static_cast<size_t>(n));
   if (keep < static_cast<size_t>(n)) *o.truncated = true;
-  if (keep == 0) return;
   o.data->append(buf, keep);
-  if (sink) sink(o.stream, std::string_view(buf, keep));
+  size_t show = stream_all ? static_cast<size_t>(n) : keep;
+  if (sink && show > 0) sink(o.stream, std::string_view(buf, show));
 }
 
 }  // namespace
@@ -98,15 +136,19 @@ void Pump(Output& o, uint64_t limit, const ExecSink& sink) {
 Result<ExecOutcome> ExecInSandbox(const std::string& control_path, const ExecSpec& spec, const ExecSink& sink) {
   ISB_ASSIGN_OR_RETURN(std::string msg, EncodeRequest(spec));
   ISB_ASSIGN_OR_RETURN(Fd sock, Connect(control_path));
-  ISB_ASSIGN_OR_RETURN(Pipe in, MakePipe());
-  ISB_ASSIGN_OR_RETURN(Pipe out, MakePipe());
-  ISB_ASSIGN_OR_RETURN(Pipe err, MakePipe());
+  Pipe in, out, err;  // a terminal session fills them with its master once it starts
+  if (!spec.tty) {
+    ISB_ASSIGN_OR_RETURN(in, MakePipe());
+    ISB_ASSIGN_OR_RETURN(out, MakePipe());
+    ISB_ASSIGN_OR_RETURN(err, MakePipe());
+  }
   const auto start = Clock::now();
   ISB_TRY(SendWithFds(sock.get(), msg, {in.read.get(), out.write.get(), err.write.get()}));
   in.read.Reset();
   out.write.Reset();
   err.write.Reset();
-  for (int fd : {in.write.get(), out.read.get(), err.read.get()}) ::fcntl(fd, F_SETFL, O_NONBLOCK);
+  for (int fd : {in.write.get(), out.read.get(), err.read.get()})
+    if (fd >= 0) ::fcntl(fd, F_SETFL, O_NONBLOCK);
   if (spec.stdin_data.empty()) in.write.Reset();
 
   ExecOutcome r;
@@ -144,7 +186,7 @@ Result<ExecOutcome> ExecInSandbox(const std::string& control_path, const ExecSpe
       continue;
     }
     for (int i = 0; i < 2; ++i)
-      if (fds[i].revents) Pump(outs[i], spec.output_limit, sink);
+      if (fds[i].revents) Pump(outs[i], spec.output_limit, spec.tty, sink);
     if (fds[3].revents) {
       ssize_t w = ::write(in.write.get(), spec.stdin_data.data() + stdin_off, spec.stdin_data.size() - stdin_off);
       if (w > 0) stdin_off += static_cast<size_t>(w);
@@ -153,9 +195,22 @@ Result<ExecOutcome> ExecInSandbox(const std::string& control_path, const ExecSpe
     }
     if (fds[2].revents) {
       ExecEvent e{};
-      ssize_t got = ::recv(sock.get(), &e, sizeof e, MSG_DONTWAIT);
+      Fd passed;
+      ssize_t got = ReceiveEvent(sock.get(), &e, &passed);
       if (got == static_cast<ssize_t>(sizeof e)) {
-        if (e.kind == ExecEventKind::kFailed) {
+        if (e.kind == ExecEventKind::kStarted && spec.tty) {
+          ISB_ASSIGN_OR_RETURN(Fd master, ExecTerminal::AdoptMaster(std::move(passed)));
+          // The loop reads and writes copies; the terminal object owns the master for other threads.
+          Fd reader(::fcntl(master.get(), F_DUPFD_CLOEXEC, 3));
+          if (!reader.valid()) return Error::Sys("dup terminal");
+          if (!spec.stdin_data.empty()) {
+            in.write.Reset(::fcntl(master.get(), F_DUPFD_CLOEXEC, 3));
+            if (!in.write.valid()) return Error::Sys("dup terminal");
+          }
+          outs[0].fd = std::move(reader);
+          auto terminal = std::make_shared<ExecTerminal>(std::move(master));
+          if (spec.on_terminal) spec.on_terminal(std::move(terminal));
+        } else if (e.kind == ExecEventKind::kFailed) {
           if (e.detail == 0) return Error::Of(Code::kUnavailable, std::string("the sandbox refused the exec: ") +
                                                                     std::strerror(e.value));
           if (static_cast<Step>(e.detail) == Step::kExec) {

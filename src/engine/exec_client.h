@@ -4,11 +4,13 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "base/result.h"
+#include "engine/exec_terminal.h"
 
 namespace isb::engine {
 
@@ -23,6 +25,13 @@ struct ExecSpec {
   // Asked about once a second while the command runs; true ends it (its process group is killed), for a caller
   // that went away. Called on the exec's own thread.
   std::function<bool()> cancelled;
+  // A terminal instead of pipes: stdout and stderr are one stream (stdout), stdin_data is typed into it, and all
+  // output reaches the sink (output_limit bounds only what the outcome keeps).
+  bool tty = false;
+  uint16_t rows = 24, cols = 80;
+  // With tty: called once the command runs, before any output, with its terminal, for input and resizes from
+  // other threads. Called on the exec's own thread.
+  std::function<void(std::shared_ptr<ExecTerminal>)> on_terminal;
 };
 
 struct ExecOutcome {

@@ -6,12 +6,17 @@
 
 namespace isb::engine {
 
-inline constexpr uint32_t kExecMagic = 0x31627369;  // "isb1"
+inline constexpr uint32_t kExecMagic = 0x31627369;     // "isb1": the command's stdio rides along
+inline constexpr uint32_t kExecMagicTty = 0x32627369;  // "isb2": init gives the command a terminal
 inline constexpr size_t kExecMaxMessage = 256 * 1024;
 
 // Request: this header, then `strings_len` bytes: argc NUL-terminated argv strings, envc NUL-terminated "K=V"
 // strings, then the NUL-terminated working directory. Three descriptors ride along (SCM_RIGHTS): the command's
 // stdin, stdout and stderr.
+//
+// A terminal request (kExecMagicTty) carries no descriptors and has an ExecTtySize between the header and the
+// strings. Init allocates a pty in the sandbox's own devpts, makes its slave the command's controlling terminal and
+// stdin/stdout/stderr, and passes the master back with the kStarted event (SCM_RIGHTS).
 struct ExecRequestHeader {
   uint32_t magic;
   uint32_t uid;
@@ -21,8 +26,13 @@ struct ExecRequestHeader {
   uint32_t strings_len;
 };
 
+struct ExecTtySize {
+  uint16_t rows;
+  uint16_t cols;
+};
+
 enum class ExecEventKind : uint32_t {
-  kStarted = 1,  // value: the command's pid inside the sandbox
+  kStarted = 1,  // value: the command's pid inside the sandbox; a terminal session's pty master rides along
   kExited = 2,   // value: wait status
   kFailed = 3,   // value: errno; detail: the failing step (contain.h Step)
 };

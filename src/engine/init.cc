@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <poll.h>
 #include <sys/prctl.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include <sched.h>
+#include <termios.h>
 
 #include <cerrno>
 #include <cstring>
@@ -149,6 +151,47 @@ void Send(int fd, ExecEventKind kind, int32_t value, int32_t detail = 0) {
   (void)::send(fd, &e, sizeof e, MSG_NOSIGNAL);
 }
 
+// kStarted with a terminal's master attached.
+void SendStarted(int fd, pid_t pid, int master) {
+  ExecEvent e{ExecEventKind::kStarted, pid, 0};
+  iovec iov{&e, sizeof e};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr m{};
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  m.msg_control = control;
+  m.msg_controllen = sizeof control;
+  cmsghdr* c = CMSG_FIRSTHDR(&m);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(c), &master, sizeof master);
+  (void)::sendmsg(fd, &m, MSG_NOSIGNAL);
+}
+
+// A pty from the sandbox's own devpts instance (mounts.cc mounts it with newinstance), so the slave belongs to the
+// sandbox. The slave is opened from the master (TIOCGPTPEER), never by a path the sandbox could swap. On success
+// fds[0..2] are the slave (fds[0] owns it) and *master the master; returns 0 or an errno.
+int OpenTerminal(const ExecTtySize& size, int* master, int* fds) {
+  int m = ::open("/dev/pts/ptmx", O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+  if (m < 0) return errno;
+  int unlock = 0;
+  unsigned int index = 0;
+  winsize ws{};
+  ws.ws_row = size.rows;
+  ws.ws_col = size.cols;
+  int slave = -1;
+  if (::ioctl(m, TIOCGPTN, &index) != 0 || ::ioctl(m, TIOCSPTLCK, &unlock) != 0 || ::ioctl(m, TIOCSWINSZ, &ws) != 0 ||
+      (slave = ::ioctl(m, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0) {
+    int err = errno;
+    ::close(m);
+    return err;
+  }
+  *master = m;
+  fds[0] = fds[1] = fds[2] = slave;
+  return 0;
+}
+
 [[noreturn]] void SessionFail(int fd, Step step, int err) {
   Send(fd, ExecEventKind::kFailed, err, static_cast<int32_t>(step));
   ::_exit(err == ENOENT ? 127 : 126);
@@ -168,13 +211,21 @@ bool SplitStrings(char** p, const char* end, uint32_t count, char** out, size_t 
   return true;
 }
 
-// In the forked child: become the requested user, attach the received descriptors, exec.
+// In the forked child: become the requested user, attach the received descriptors (or the terminal), exec.
 [[noreturn]] void StartCommand(int session_fd, const ExecRequestHeader& h, char** argv, char** envp,
                                const char* workdir, const int* fds) {
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  ::setpgid(0, 0);
+  const bool tty = h.magic == kExecMagicTty;
+  if (tty) {
+    // A session of its own (so a process group too, killed as one) with the terminal as its controlling tty;
+    // the tty is the user's, as a login gives it.
+    if (::setsid() < 0 || ::ioctl(fds[0], TIOCSCTTY, 0) != 0 || ::fchown(fds[0], h.uid, static_cast<gid_t>(-1)) != 0)
+      SessionFail(session_fd, Step::kStdio, errno);
+  } else {
+    ::setpgid(0, 0);
+  }
   if (::dup2(fds[0], 0) < 0 || ::dup2(fds[1], 1) < 0 || ::dup2(fds[2], 2) < 0)
     SessionFail(session_fd, Step::kStdio, errno);
   ::syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
@@ -239,13 +290,21 @@ void HandleRequest(Session& s) {
       if (fd >= 0) ::close(fd);
   };
   ExecRequestHeader h{};
-  bool ok = n >= static_cast<ssize_t>(sizeof h) && !(msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) && nfds == 3;
+  ExecTtySize size{};
+  bool ok = n >= static_cast<ssize_t>(sizeof h) && !(msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC));
+  if (ok) std::memcpy(&h, g_request, sizeof h);
+  const bool tty = ok && h.magic == kExecMagicTty;
+  const size_t extra = tty ? sizeof size : 0;
   if (ok) {
-    std::memcpy(&h, g_request, sizeof h);
-    ok = h.magic == kExecMagic && h.argc > 0 && sizeof h + h.strings_len == static_cast<size_t>(n) &&
-         h.uid < 65536 && h.gid < 65536;
+    ok = (h.magic == kExecMagic && nfds == 3) || (tty && nfds == 0);
+    ok = ok && h.argc > 0 && static_cast<size_t>(n) >= sizeof h + extra &&
+         sizeof h + extra + h.strings_len == static_cast<size_t>(n) && h.uid < 65536 && h.gid < 65536;
   }
-  char* p = g_request + sizeof h;
+  if (ok && tty) {
+    std::memcpy(&size, g_request + sizeof h, sizeof size);
+    ok = size.rows > 0 && size.cols > 0;
+  }
+  char* p = g_request + sizeof h + extra;
   const char* end = g_request + n;
   char* workdir[2] = {nullptr, nullptr};
   ok = ok && SplitStrings(&p, end, h.argc, g_argv, 4096) && SplitStrings(&p, end, h.envc, g_envp, 4096) &&
@@ -256,17 +315,33 @@ void HandleRequest(Session& s) {
     CloseSession(s);
     return;
   }
+  int master = -1;
+  if (tty) {
+    if (int err = OpenTerminal(size, &master, fds); err != 0) {
+      Send(s.fd, ExecEventKind::kFailed, err, 0);
+      CloseSession(s);
+      return;
+    }
+  }
   auto start = [&] { StartCommand(s.fd, h, g_argv, g_envp, workdir[0], fds); };
   pid_t pid = SpawnShared(&start);
+  if (tty) fds[1] = fds[2] = -1;  // one slave descriptor, owned by fds[0]
   close_fds();
   if (pid < 0) {
+    if (master >= 0) ::close(master);
     Send(s.fd, ExecEventKind::kFailed, errno, static_cast<int32_t>(Step::kFork));
     CloseSession(s);
     return;
   }
   RaiseOomScore(pid);
   s.pid = pid;
-  Send(s.fd, ExecEventKind::kStarted, pid);
+  if (master >= 0) {
+    // The daemon holds the only master from here: when it goes, the terminal hangs up.
+    SendStarted(s.fd, pid, master);
+    ::close(master);
+  } else {
+    Send(s.fd, ExecEventKind::kStarted, pid);
+  }
 }
 
 void ReapChildren() {

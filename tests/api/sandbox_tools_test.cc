@@ -111,6 +111,44 @@ TEST_F(SandboxToolsTest, ExecPassesTheRequestAndLimits) {
   EXPECT_EQ(Fail("sandbox_exec", {{"sandbox", "nope"}, {"argv", {"x"}}}).code, Code::kNotFound);
 }
 
+// A terminal: streaming only, its size only with tty, its session announced and returned, the caller recorded.
+TEST_F(SandboxToolsTest, ExecOnATerminal) {
+  std::string id = Create();
+  json in = {{"sandbox", id}, {"argv", {"sh"}}, {"tty", true}};
+  EXPECT_EQ(Fail("sandbox_exec", in).message,
+            "tty: needs a streaming call (REST ?stream=1 or Accept: text/event-stream; MCP with a progressToken), "
+            "which announces the session to send input to");
+  EXPECT_EQ(Fail("sandbox_exec", {{"sandbox", id}, {"argv", {"sh"}}, {"rows", 5}}).message,
+            "rows: only with \"tty\": true");
+  fake.exec_fn = [](const ExecRequest& req, const OutputSink& sink) -> Result<ExecResult> {
+    req.on_session("ts-42");
+    sink(1, "hi\r\n");
+    ExecResult r;
+    r.exit_code = 3;
+    r.stdout_data = "hi\r\n";
+    return r;
+  };
+  std::vector<std::pair<std::string, std::string>> events;
+  CallContext ctx;
+  ctx.org = "acme";
+  ctx.identity = Identity{"token:t1", false};
+  ctx.progress = [&](std::string_view stream, std::string_view chunk) { events.emplace_back(stream, chunk); };
+  ctx.cancelled = [] { return false; };
+  json r = Ok("sandbox_exec", {{"sandbox", id}, {"argv", {"sh"}}, {"tty", true}, {"rows", 5}, {"cols", 7}}, ctx);
+  EXPECT_EQ(r["session"], "ts-42");
+  EXPECT_EQ(r["exit_code"], 3);
+  EXPECT_EQ(events, (std::vector<std::pair<std::string, std::string>>{{"session", "ts-42"}, {"stdout", "hi\r\n"}}));
+  EXPECT_TRUE(fake.last_exec.tty);
+  EXPECT_EQ(fake.last_exec.rows, 5);
+  EXPECT_EQ(fake.last_exec.cols, 7);
+  EXPECT_EQ(fake.last_exec.caller, "acme/token:t1");
+  // Without a terminal implementation every session is unknown.
+  EXPECT_EQ(Fail("sandbox_exec_input", {{"sandbox", id}, {"session", "ts-42"}, {"data", "x"}}).message,
+            NoTerminalSession("ts-42", id).message);
+  EXPECT_EQ(Fail("sandbox_exec_resize", {{"sandbox", id}, {"session", "ts-42"}, {"rows", 0}, {"cols", 1}}).code,
+            Code::kInvalidArgument);
+}
+
 TEST_F(SandboxToolsTest, ExecCapsOutputAndEncodes) {
   std::string id = Create();
   fake.exec_fn = [](const ExecRequest&, const OutputSink&) -> Result<ExecResult> {
@@ -208,3 +246,4 @@ TEST_F(SandboxToolsTest, Lifecycle) {
 
 }  // namespace
 }  // namespace isb::api
+

@@ -338,10 +338,33 @@ TEST(CommandsTest, ExecConnectionLostMidStreamIsIsbFailing) {
   EXPECT_NE(r.err.find("lost the isb daemon before the command finished"), std::string::npos) << r.err;
 }
 
-TEST(CommandsTest, ExecTtyIsRefusedHonestly) {
-  CmdRun r = RunIsb({"--socket", "/nonexistent/isb.sock", "exec", "-it", "web", "--", "bash"});
-  EXPECT_EQ(r.exit_code, kExitIsbFailed);
-  EXPECT_EQ(r.err, "isb exec -t: terminals are not supported yet\n");
+// -t without -i: a terminal exec whose output is live; nothing is typed, so no input call is made.
+TEST(CommandsTest, ExecTtyAsksForATerminalAndFollowsTheSession) {
+  TestServer server([](int fd, const SeenRequest&) {
+    SendAll(fd, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n");
+    SendAll(fd, Sse("session", {{"session", "ts-0123"}}));
+    SendAll(fd, Sse("stdout", {{"data", "on a tty\r\n"}}));
+    SendAll(fd, Sse("result", {{"result", {{"exit_code", 4}, {"timed_out", false}, {"session", "ts-0123"}}}}));
+  });
+  CmdRun r = RunIsb({"exec", "--socket", server.socket_path(), "-t", "web", "--", "tty"});
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  EXPECT_EQ(r.out, "on a tty\r\n");
+  EXPECT_EQ(r.err, "");
+  auto seen = server.requests();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(PathOf(seen[0]), "/api/v1/tools/sandbox_exec?stream=1");
+  json body = json::parse(BodyOf(seen[0]));
+  EXPECT_EQ(body["tty"], true);
+  EXPECT_EQ(body["timeout"], 900) << "a terminal defaults to the longest timeout";
+  EXPECT_EQ(body["argv"], json({"tty"}));
+  EXPECT_TRUE(body["rows"].is_number_integer() && body["cols"].is_number_integer()) << body.dump();
+  EXPECT_FALSE(body.contains("stdin_base64"));
+}
+
+TEST(CommandsTest, ExecTtyWithJsonIsAUsageError) {
+  CmdRun r = RunIsb({"--socket", "/nonexistent/isb.sock", "exec", "-t", "--json", "web", "--", "sh"});
+  EXPECT_EQ(r.exit_code, kExitUsage);
+  EXPECT_EQ(r.err, "isb: --json cannot be combined with -t: a terminal's output is live\n");
 }
 
 TEST(CommandsTest, ExecJsonUsesThePlainCall) {

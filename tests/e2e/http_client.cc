@@ -148,6 +148,10 @@ void RawConnection::ShutdownWrite() {
   if (fd_ >= 0) ::shutdown(fd_, SHUT_WR);
 }
 
+void RawConnection::Shutdown() {
+  if (fd_ >= 0) ::shutdown(fd_, SHUT_RDWR);
+}
+
 void RawConnection::Close() {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;

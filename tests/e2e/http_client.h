@@ -50,6 +50,8 @@ class RawConnection {
   const std::string& error() const { return error_; }
   bool Send(std::string_view bytes);  // all of it (MSG_NOSIGNAL); false when the peer is gone
   void ShutdownWrite();
+  // Both directions: the peer sees the connection end, and a ReadAll on another thread returns.
+  void Shutdown();
   void Close();
   // Reads until EOF or `timeout`; `on_data` (optional) sees each piece as it arrives.
   std::string ReadAll(std::chrono::milliseconds timeout = 30s,

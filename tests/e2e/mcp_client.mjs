@@ -53,6 +53,36 @@ try {
   obs.streamed = { progress, stdout: streamed.structuredContent?.stdout ?? null,
                    exit_code: streamed.structuredContent?.exit_code ?? null };
 
+  // A terminal: the session arrives as the first progress notification; input goes in with a second call while
+  // the first one streams.
+  const tty = { progress: [], session: null, input: null };
+  let typed = null;
+  const onTty = await client.callTool(
+    { name: 'sandbox_exec', arguments: { sandbox: id, argv: ['sh'], tty: true, rows: 10, cols: 33 } },
+    undefined,
+    {
+      onprogress: (p) => {
+        const meta = p._meta ?? {};
+        if (meta['isb/stream'] === 'session') {
+          tty.session = meta['isb/session'] ?? null;
+          return;
+        }
+        tty.progress.push(p.message ?? null);
+        // Type at the shell's prompt, as a person would.
+        if (typed === null && tty.session && tty.progress.join('').includes('# ')) {
+          typed = client.callTool({ name: 'sandbox_exec_input',
+                                    arguments: { sandbox: id, session: tty.session, data: 'stty size; tty; exit 4\n' } });
+        }
+      },
+    },
+  );
+  tty.input = typed ? (await typed).structuredContent ?? null : null;
+  tty.exit_code = onTty.structuredContent?.exit_code ?? null;
+  tty.resultSession = onTty.structuredContent?.session ?? null;
+  tty.stdout = onTty.structuredContent?.stdout ?? null;
+  obs.tty = tty;
+  step('ttyExec');
+
   const bad = await client.callTool({ name: 'sandbox_exec', arguments: { sandbox: id, argv: 'ls -l' } });
   step('badInput');
   obs.badInput = { isError: bad.isError ?? false, text: text(bad), structured: bad.structuredContent ?? null };

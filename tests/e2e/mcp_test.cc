@@ -56,11 +56,12 @@ TEST_F(McpTest, TypeScriptSdkClientCreatesAndExecs) {
   EXPECT_EQ(obs["serverInfo"]["name"], "isb");
   EXPECT_TRUE(obs["capabilities"].contains("tools")) << obs["capabilities"];
 
-  // tools/list: the ten tools with their annotations.
+  // tools/list: the twelve tools with their annotations.
   const json& tools = obs["tools"];
-  EXPECT_EQ(tools.size(), 10u) << tools.dump();
-  for (const char* t : {"sandbox_create", "sandbox_exec", "sandbox_file_read", "sandbox_file_write", "sandbox_list",
-                        "sandbox_get", "sandbox_stop", "sandbox_start", "sandbox_extend", "sandbox_remove"})
+  EXPECT_EQ(tools.size(), 12u) << tools.dump();
+  for (const char* t : {"sandbox_create", "sandbox_exec", "sandbox_exec_input", "sandbox_exec_resize",
+                        "sandbox_file_read", "sandbox_file_write", "sandbox_list", "sandbox_get", "sandbox_stop",
+                        "sandbox_start", "sandbox_extend", "sandbox_remove"})
     EXPECT_TRUE(tools.contains(t) && tools[t].is_object()) << t << " missing or without annotations: " << tools.dump();
   EXPECT_EQ(tools["sandbox_remove"]["destructiveHint"], true);
   EXPECT_EQ(tools["sandbox_remove"]["readOnlyHint"], false);
@@ -82,6 +83,19 @@ TEST_F(McpTest, TypeScriptSdkClientCreatesAndExecs) {
   EXPECT_EQ(obs["streamed"]["stdout"], "one\ntwo\n");
   EXPECT_EQ(obs["streamed"]["exit_code"], 0);
   EXPECT_EQ(obs["streamed"]["progress"], json({"one\n", "two\n"})) << "output as progress notifications";
+
+  // A terminal exec: the session first, input from a second call, the output of a pty, the exit code.
+  const json& tty = obs["tty"];
+  ASSERT_TRUE(tty["session"].is_string()) << tty.dump();
+  const std::string session = tty["session"].get<std::string>();
+  EXPECT_TRUE(std::regex_match(session, std::regex("ts-[0-9a-f]{32}"))) << session;
+  EXPECT_EQ(tty["input"], json({{"session", session}, {"written", 23}, {"eof", false}})) << tty.dump();
+  EXPECT_EQ(tty["exit_code"], 4) << tty.dump();
+  EXPECT_EQ(tty["resultSession"], session) << tty.dump();
+  std::string streamed;
+  for (const json& m : tty["progress"]) streamed += m.get<std::string>();
+  EXPECT_EQ(tty["stdout"], streamed) << tty.dump();
+  EXPECT_NE(streamed.find("\r\n10 33\r\n/dev/pts/0\r\n"), std::string::npos) << tty.dump();
 
   // A bad input is a tool error naming the field; an unknown tool is a JSON-RPC error.
   EXPECT_EQ(obs["badInput"]["isError"], true) << obs["badInput"];
@@ -121,7 +135,7 @@ TEST_F(McpTest, StreamableHttpRulesWithCurl) {
   CurlResult list = Rpc({{"jsonrpc", "2.0"}, {"id", "two"}, {"method", "tools/list"}}, session);
   ASSERT_EQ(list.http.status, 200) << list.Describe();
   EXPECT_EQ(list.http.j["id"], "two");
-  EXPECT_EQ(list.http.j["result"]["tools"].size(), 10u) << list.Describe();
+  EXPECT_EQ(list.http.j["result"]["tools"].size(), 12u) << list.Describe();
 
   // ping
   CurlResult ping = Rpc({{"jsonrpc", "2.0"}, {"id", 3}, {"method", "ping"}}, session);

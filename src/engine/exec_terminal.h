@@ -1,0 +1,41 @@
+// The daemon's end of an exec session's terminal: the pty master that the sandbox's init handed over.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <string_view>
+
+#include "base/fd.h"
+#include "base/result.h"
+
+namespace isb::engine {
+
+// Thread-safe: the exec's own thread reads the master while other threads write input and resize it.
+class ExecTerminal {
+ public:
+  // REQUIRES: `master` is a pty master (see AdoptMaster).
+  explicit ExecTerminal(Fd master) : master_(std::move(master)) {}
+
+  // Checks that a descriptor received from a sandbox's init is a pty master and makes it non-blocking;
+  // anything else is refused (Code::kUnavailable).
+  static Result<Fd> AdoptMaster(Fd fd);
+
+  // Writes all of `data` as typed input, waiting at most `timeout` for a command that is slow to read.
+  // Code::kTimeout names how much was written; kUnavailable once the terminal has hung up.
+  Status Write(std::string_view data, std::chrono::milliseconds timeout);
+  // Types the terminal's end-of-file character (VEOF, normally Ctrl-D): the reader sees end of input when the
+  // terminal is in canonical mode, as at a keyboard.
+  Status SendEof(std::chrono::milliseconds timeout);
+  // Sets the window size (TIOCSWINSZ): the command's foreground process group receives SIGWINCH.
+  Status Resize(uint16_t rows, uint16_t cols);
+
+  int fd() const { return master_.get(); }
+
+ private:
+  Fd master_;
+  std::mutex write_mu_;  // keeps each call's bytes together
+};
+
+}  // namespace isb::engine
