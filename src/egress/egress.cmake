@@ -19,3 +19,15 @@ add_executable(isb_egress_tests
 target_link_libraries(isb_egress_tests PRIVATE isb_egress GTest::gtest_main)
 target_include_directories(isb_egress_tests PRIVATE ${CMAKE_SOURCE_DIR}/tests)
 gtest_discover_tests(isb_egress_tests DISCOVERY_MODE PRE_TEST)
+
+# Fuzz target over the egress field (see fuzz/fuzz.cmake): JSON in, seeds in fuzz/corpus/egress_policy.
+if(ISB_FUZZ)
+  add_executable(egress_policy_fuzz fuzz/egress_policy_fuzz.cc)
+  target_compile_options(egress_policy_fuzz PRIVATE -fsanitize=fuzzer,address,undefined)
+  target_link_options(egress_policy_fuzz PRIVATE -fsanitize=fuzzer,address,undefined)
+else()
+  add_executable(egress_policy_fuzz fuzz/egress_policy_fuzz.cc fuzz/standalone_main.cc)
+  add_test(NAME fuzz_corpus_egress_policy COMMAND egress_policy_fuzz ${CMAKE_SOURCE_DIR}/fuzz/corpus/egress_policy)
+endif()
+target_link_libraries(egress_policy_fuzz PRIVATE isb_egress isb_api)
+add_dependencies(fuzz_targets egress_policy_fuzz)
