@@ -68,7 +68,7 @@ Sniff ExplicitProxy(std::string_view bytes) {
 
 }  // namespace
 
-Sniff Classify(std::string_view bytes, uint16_t /*port*/, bool explicit_proxy) {
+Sniff ClassifyConnection(std::string_view bytes, uint16_t /*port*/, bool explicit_proxy) {
   if (bytes.empty()) return Sniff{};
   if (explicit_proxy) return ExplicitProxy(bytes);
   HelloResult hello = ParseClientHello(std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));

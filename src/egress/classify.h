@@ -12,6 +12,6 @@ namespace isb::egress {
 // On a listed port: a TLS ClientHello names its server (SNI); an HTTP request its Host; anything else carries no
 // name. On the explicit proxy port: CONNECT host:port, or an absolute-form request (rewritten to origin form for the
 // upstream, the proxy's own headers dropped); nothing else.
-Sniff Classify(std::string_view bytes, uint16_t port, bool explicit_proxy);
+Sniff ClassifyConnection(std::string_view bytes, uint16_t port, bool explicit_proxy);
 
 }  // namespace isb::egress
