@@ -96,7 +96,7 @@ class Proxy::Impl {
   // g++ 12 miscompiles some temporaries and captures inside coroutines (a string captured from a coroutine's frame
   // is copied bitwise; a temporary in a co_await inside a condition is destroyed twice). So in coroutines here:
   // closures are made by these plain functions, strings sent are named locals, and no co_await sits in a condition.
-  std::function<Verdict()> DecideCall(const std::string& sandbox, const std::string& host, uint16_t port) {
+  std::function<Admission()> DecideCall(const std::string& sandbox, const std::string& host, uint16_t port) {
     return [this, sandbox, host, port] { return hooks_.decide(sandbox, host, port); };
   }
   std::function<Result<Fd>()> DialCall(const std::string& host, uint16_t port) {
@@ -170,10 +170,10 @@ class Proxy::Impl {
     }
     std::string target = host + ":" + std::to_string(port);
     std::string box = *sandbox;
-    Verdict verdict = *co_await OffLoop(DecideCall(box, host, port));
-    if (!verdict.allow) {
-      if (verdict.reason.empty()) verdict.reason = "egress to " + target + " is not allowed";
-      co_await Deny(client, sniff, box, target, verdict.reason);
+    Admission admission = *co_await OffLoop(DecideCall(box, host, port));
+    if (!admission.allow) {
+      if (admission.reason.empty()) admission.reason = "egress to " + target + " is not allowed";
+      co_await Deny(client, sniff, box, target, admission.reason);
       co_return;
     }
     Result<Fd> dialed = std::move(*co_await OffLoop(DialCall(host, port)));

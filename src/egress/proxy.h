@@ -34,7 +34,7 @@ struct Sniff {
 // explicit proxy port (HTTP_PROXY), where CONNECT and absolute-form requests are expected.
 using Classifier = std::function<Sniff(std::string_view bytes, uint16_t port, bool explicit_proxy)>;
 
-struct Verdict {
+struct Admission {
   bool allow = false;
   std::string reason;  // one line, shown to the client on refusal
 };
@@ -46,7 +46,7 @@ struct ProxyHooks {
   // For a connection without a name: the single exact host the sandbox lists on `port`, if there is exactly one.
   std::function<std::optional<std::string>(const std::string& sandbox, uint16_t port)> host_for_port;
   // Run off the event loop (they may block: the judge asks over the network; the dialer resolves and connects).
-  std::function<Verdict(const std::string& sandbox, const std::string& host, uint16_t port)> decide;
+  std::function<Admission(const std::string& sandbox, const std::string& host, uint16_t port)> decide;
   std::function<Result<Fd>(const std::string& host, uint16_t port)> dial;
   // Called for each refusal; `first_in_window` is true at most once per sandbox and target every 30 s (log those).
   std::function<void(const std::string& sandbox, const std::string& target, const std::string& reason,

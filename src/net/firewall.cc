@@ -39,13 +39,14 @@ std::string Quoted(const std::string& s) { return "\"" + s + "\""; }
 }  // namespace
 
 std::string RenderRuleset(const FirewallConfig& c, const std::vector<SandboxRules>& sandboxes) {
-  std::set<std::string> list_ifaces, list_ports, open_ifaces;
+  std::set<std::string> list_ifaces, list_ports, any_port_ifaces, open_ifaces;
   for (const SandboxRules& s : sandboxes) {
     if (s.mode == EgressMode::kOpen) {
       open_ifaces.insert(Quoted(s.ifname));
       continue;
     }
     list_ifaces.insert(Quoted(s.ifname));
+    if (s.all_ports) any_port_ifaces.insert(Quoted(s.ifname));
     for (uint16_t p : s.ports) list_ports.insert(Quoted(s.ifname) + " . " + std::to_string(p));
   }
   const std::string sb = Quoted(c.ifname_prefix + "*");
@@ -57,6 +58,7 @@ std::string RenderRuleset(const FirewallConfig& c, const std::vector<SandboxRule
     << "table inet " << c.table << " {\n"
     << "  set list_ifaces { type ifname; " << Elements(list_ifaces) << " }\n"
     << "  set list_ports { type ifname . inet_service; " << Elements(list_ports) << " }\n"
+    << "  set any_port_ifaces { type ifname; " << Elements(any_port_ifaces) << " }\n"
     << "  set open_ifaces { type ifname; " << Elements(open_ifaces) << " }\n"
     << "  set nonpublic4 { type ipv4_addr; flags interval; elements = { " << kNonPublic4 << " } }\n"
     // A listed port, or DNS, to the host end: to the proxy or the DNS responder, which know the sandbox by the
@@ -64,6 +66,7 @@ std::string RenderRuleset(const FirewallConfig& c, const std::vector<SandboxRule
     << "  chain prerouting {\n"
     << "    type nat hook prerouting priority dstnat; policy accept;\n"
     << "    iifname " << sb << " fib daddr type local meta iifname . tcp dport @list_ports redirect to :" << proxy << "\n"
+    << "    iifname @any_port_ifaces fib daddr type local tcp dport != 53 redirect to :" << proxy << "\n"
     << "    iifname @list_ifaces fib daddr type local udp dport 53 redirect to :" << dns << "\n"
     << "    iifname @list_ifaces fib daddr type local tcp dport 53 redirect to :" << dns << "\n"
     << "  }\n"
@@ -71,6 +74,9 @@ std::string RenderRuleset(const FirewallConfig& c, const std::vector<SandboxRule
     << "  chain input {\n"
     << "    type filter hook input priority filter; policy accept;\n"
     << "    iifname " << sb << " jump from_sandbox\n"
+    // The proxy and the DNS responder listen on every address; only redirected sandbox traffic may reach them.
+    << "    tcp dport " << proxy << " counter drop\n"
+    << "    udp dport " << dns << " counter drop\n"
     << "  }\n"
     << "  chain from_sandbox {\n"
     << "    meta nfproto ipv6 drop\n"

@@ -20,6 +20,7 @@ struct SandboxRules {
   std::string ifname;  // the host end of its veth
   EgressMode mode = EgressMode::kList;
   std::vector<uint16_t> ports;  // kList: the TCP ports that reach the proxy
+  bool all_ports = false;       // kList: every TCP port reaches the proxy (a blocklist decides by name there)
 };
 
 struct FirewallConfig {

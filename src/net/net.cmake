@@ -37,12 +37,14 @@ find_package(Threads REQUIRED)
 add_library(isb_net STATIC
   src/net/address_pool.cc
   src/net/firewall.cc
+  src/net/dns_server.cc
   src/net/netlink.cc
   src/net/sandbox_network.cc)
-target_link_libraries(isb_net PUBLIC isb_base Threads::Threads)
+target_link_libraries(isb_net PUBLIC isb_wire Threads::Threads)
 
 add_executable(isb_net_tests
   tests/net/address_pool_test.cc
+  tests/net/dns_server_test.cc
   tests/net/firewall_test.cc)
 target_link_libraries(isb_net_tests PRIVATE isb_net GTest::gtest_main)
 target_include_directories(isb_net_tests PRIVATE ${CMAKE_SOURCE_DIR}/tests)
@@ -51,8 +53,8 @@ gtest_discover_tests(isb_net_tests DISCOVERY_MODE PRE_TEST PROPERTIES LABELS net
 
 # The egress proxy (moves to src/egress/egress.cmake with the rest of egress).
 find_package(Boost 1.81 REQUIRED)
-add_library(isb_proxy STATIC src/egress/proxy.cc)
-target_link_libraries(isb_proxy PUBLIC isb_base Boost::headers Threads::Threads)
-add_executable(isb_proxy_tests tests/egress/proxy_test.cc)
+add_library(isb_proxy STATIC src/egress/proxy.cc src/egress/classify.cc)
+target_link_libraries(isb_proxy PUBLIC isb_wire Boost::headers Threads::Threads)
+add_executable(isb_proxy_tests tests/egress/proxy_test.cc tests/egress/classify_test.cc)
 target_link_libraries(isb_proxy_tests PRIVATE isb_proxy GTest::gtest_main)
 gtest_discover_tests(isb_proxy_tests DISCOVERY_MODE PRE_TEST)

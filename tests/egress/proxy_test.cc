@@ -101,8 +101,8 @@ class ProxyTest : public ::testing::Test {
       return std::nullopt;
     };
     h.decide = [](const std::string& sandbox, const std::string& host, uint16_t) {
-      if (sandbox == "sb1" && host == "allowed.test") return Verdict{true, ""};
-      return Verdict{false, "egress to " + host + " is not allowed for this sandbox"};
+      if (sandbox == "sb1" && host == "allowed.test") return Admission{true, ""};
+      return Admission{false, "egress to " + host + " is not allowed for this sandbox"};
     };
     h.dial = [this](const std::string& host, uint16_t) -> Result<Fd> {
       if (host != "allowed.test") return Error::Msg("test dialer knows only allowed.test");
@@ -228,7 +228,7 @@ TEST_F(ProxyTest, ExplicitConnectAnswers200AndThenRelays) {
   h.sandbox = [](uint32_t) { return std::optional<std::string>("sb1"); };
   h.host_for_port = [](const std::string&, uint16_t) { return std::optional<std::string>(); };
   h.decide = [](const std::string&, const std::string& host, uint16_t port) {
-    return Verdict{host == "allowed.test" && port == 443, "egress to " + host + " is not allowed"};
+    return Admission{host == "allowed.test" && port == 443, "egress to " + host + " is not allowed"};
   };
   uint16_t echo_port = echo_.port();
   h.dial = [echo_port](const std::string&, uint16_t) -> Result<Fd> {

@@ -1,0 +1,222 @@
+#include "daemon/egress_service.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "base/fd.h"
+#include "egress/classify.h"
+#include "net/sandbox_network.h"
+
+namespace isb::daemon {
+namespace {
+
+bool Proxied(egress::EgressMode m) { return m == egress::EgressMode::kAllowlist || m == egress::EgressMode::kBlocklist; }
+
+}  // namespace
+
+Result<egress::EgressSpec> ParseSandboxEgress(const nlohmann::json& value) { return egress::ParseEgressSpec(value); }
+
+Result<std::unique_ptr<EgressService>> EgressService::Start(EgressOptions options) {
+  ISB_ASSIGN_OR_RETURN(net::Subnet subnet, net::ParseSubnet(options.subnet));
+  ISB_ASSIGN_OR_RETURN(std::vector<net::Subnet> routes, net::HostRoutes());
+  // Our own veths' routes from a previous run are in the table too; they are ours, not an overlap.
+  std::erase_if(routes, [&](const net::Subnet& r) { return r.prefix_len == 30 && subnet.Contains(r.base); });
+  ISB_TRY(net::CheckNoOverlap(subnet, routes));
+  egress::DialerOptions d;
+  d.pins = options.pins;
+  ISB_ASSIGN_OR_RETURN(egress::Dialer dialer, egress::Dialer::Create(std::move(d)));
+  std::unique_ptr<EgressService> s(new EgressService(std::move(options), subnet, std::move(dialer)));
+  ISB_TRY(s->StartServers());
+  return s;
+}
+
+EgressService::EgressService(EgressOptions options, net::Subnet subnet, egress::Dialer dialer)
+    : options_(std::move(options)), subnet_(subnet), pool_(subnet), dialer_(std::move(dialer)) {}
+
+Status EgressService::StartServers() {
+  egress::ProxyHooks h;
+  h.classify = egress::ClassifyConnection;
+  h.sandbox = [this](uint32_t a) { return SandboxAt(a); };
+  h.host_for_port = [this](const std::string& id, uint16_t port) -> std::optional<std::string> {
+    auto policy = PolicyOf(id);
+    if (!policy) return std::nullopt;
+    Result<std::string> host = policy->SingleHostOnPort(port);
+    if (!host.ok()) return std::nullopt;
+    return *host;
+  };
+  h.decide = [this](const std::string& id, const std::string& host, uint16_t port) {
+    auto policy = PolicyOf(id);
+    if (!policy) return egress::Admission{false, "the sandbox is gone"};
+    egress::Decision d = policy->Check(host, port);
+    if (d.verdict == egress::Verdict::kAllow) return egress::Admission{true, ""};
+    if (d.verdict == egress::Verdict::kAskJudge)
+      return egress::Admission{false, host + " is to be judged, and this daemon has no judge configured"};
+    return egress::Admission{false, d.reason};
+  };
+  h.dial = [this](const std::string& host, uint16_t port) { return dialer_.Dial(host, port); };
+  h.on_deny = [](const std::string& id, const std::string& target, const std::string& reason, bool first) {
+    if (first) std::fprintf(stderr, "isb: egress: %s refused %s: %s\n", id.c_str(), target.c_str(), reason.c_str());
+  };
+  egress::ProxyOptions po;
+  po.explicit_port = options_.explicit_proxy_port;
+  ISB_ASSIGN_OR_RETURN(proxy_, egress::Proxy::Start(po, std::move(h)));
+
+  net::DnsHooks dh;
+  dh.sandbox = [this](uint32_t a) { return SandboxAt(a); };
+  dh.listed = [this](const std::string& id, std::string_view name) { return NameListed(id, name); };
+  ISB_ASSIGN_OR_RETURN(dns_, net::DnsServer::Start("0.0.0.0", 0, std::move(dh)));
+
+  net::FirewallConfig fc;
+  fc.table = options_.table;
+  fc.ifname_prefix = options_.ifname_prefix;
+  fc.proxy_port = proxy_->port();
+  fc.dns_port = dns_->port();
+  firewall_ = std::make_unique<net::Firewall>(fc);
+  return firewall_->Sync();
+}
+
+EgressService::~EgressService() {
+  proxy_.reset();
+  dns_.reset();
+  std::lock_guard lock(mu_);
+  // Rules stay while any sandbox with a network outlives the daemon: they keep confining it, and the next daemon
+  // replaces them. With none left, nothing needs them.
+  if (by_id_.empty() && firewall_) (void)net::DeleteTable(options_.table);
+}
+
+uint16_t EgressService::proxy_port() const { return proxy_->port(); }
+uint16_t EgressService::dns_port() const { return dns_->port(); }
+const egress::ProxyStats& EgressService::proxy_stats() const { return proxy_->stats(); }
+
+net::SandboxRules EgressService::RulesFor(const Entry& e) const {
+  net::SandboxRules r;
+  r.ifname = net::HostIfname(options_.ifname_prefix, e.slot);
+  const egress::EgressSpec& spec = e.policy->spec();
+  if (spec.mode == egress::EgressMode::kOpen) {
+    r.mode = net::EgressMode::kOpen;
+  } else if (spec.mode == egress::EgressMode::kBlocklist) {
+    r.mode = net::EgressMode::kList;
+    r.all_ports = true;
+  } else {
+    r.mode = net::EgressMode::kList;
+    r.ports = e.policy->ListedPorts();
+    r.ports.push_back(options_.explicit_proxy_port);
+  }
+  return r;
+}
+
+Result<SandboxNet> EgressService::Prepare(const std::string& id, const egress::EgressSpec& spec) {
+  if (spec.mode == egress::EgressMode::kNone) return Error::Of(Code::kInvalidArgument, "egress none needs no network");
+  ISB_ASSIGN_OR_RETURN(net::Slot slot, pool_.Allocate());
+  {
+    std::lock_guard lock(mu_);
+    by_id_[id] = Entry{id, slot.index, std::make_shared<const egress::EgressPolicy>(spec), false};
+    by_slot_[slot.index] = id;
+  }
+  SandboxNet n;
+  n.slot = slot.index;
+  n.host_address = net::FormatIpv4(slot.host);
+  n.sandbox_address = net::FormatIpv4(slot.sandbox);
+  if (Proxied(spec.mode)) {
+    std::string proxy = "http://" + n.host_address + ":" + std::to_string(options_.explicit_proxy_port);
+    for (const char* k : {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"}) n.env.push_back(std::string(k) + "=" + proxy);
+    n.env.push_back("NO_PROXY=localhost,127.0.0.1");
+    n.env.push_back("no_proxy=localhost,127.0.0.1");
+    n.resolv_conf = "nameserver " + n.host_address + "\n";
+  }
+  return n;
+}
+
+Status EgressService::Attach(const std::string& id, pid_t pid) {
+  Entry e;
+  {
+    std::lock_guard lock(mu_);
+    auto it = by_id_.find(id);
+    if (it == by_id_.end()) return Error::Of(Code::kNotFound, "no network prepared for " + id);
+    e = it->second;
+  }
+  Status s = [&]() -> Status {
+    Fd ns(::open(("/proc/" + std::to_string(pid) + "/ns/net").c_str(), O_RDONLY | O_CLOEXEC));
+    if (!ns.valid()) return Error::Sys("opening the sandbox's network namespace");
+    ISB_TRY(net::AttachSandbox(ns.get(), pool_.SlotAt(e.slot), options_.ifname_prefix));
+    return firewall_->Set(RulesFor(e));
+  }();
+  if (!s.ok()) {
+    Release(id);
+    return s;
+  }
+  std::lock_guard lock(mu_);
+  if (auto it = by_id_.find(id); it != by_id_.end()) it->second.attached = true;
+  return {};
+}
+
+Status EgressService::Update(const std::string& id, const egress::EgressSpec& spec) {
+  Entry e;
+  {
+    std::lock_guard lock(mu_);
+    auto it = by_id_.find(id);
+    if (it == by_id_.end()) return Error::Of(Code::kInvalidArgument, "the sandbox has no network (egress none)");
+    const egress::EgressMode before = it->second.policy->spec().mode;
+    if (spec.mode == egress::EgressMode::kNone || (before == egress::EgressMode::kOpen) != (spec.mode == egress::EgressMode::kOpen))
+      return Error::Of(Code::kInvalidArgument, "egress can change between lists while the sandbox runs, not to or from none or open");
+    it->second.policy = std::make_shared<const egress::EgressPolicy>(spec);
+    e = it->second;
+  }
+  return firewall_->Set(RulesFor(e));
+}
+
+void EgressService::Release(const std::string& id) {
+  Entry e;
+  {
+    std::lock_guard lock(mu_);
+    auto it = by_id_.find(id);
+    if (it == by_id_.end()) return;
+    e = it->second;
+    by_slot_.erase(e.slot);
+    by_id_.erase(it);
+  }
+  std::string ifname = net::HostIfname(options_.ifname_prefix, e.slot);
+  (void)firewall_->Remove(ifname);
+  // The veth usually went with the sandbox's namespace; this removes one that did not.
+  (void)net::DetachSandbox(ifname);
+  pool_.Free(e.slot);
+}
+
+Status EgressService::Adopt(const std::string& id, uint32_t slot, const egress::EgressSpec& spec) {
+  ISB_TRY(pool_.Reserve(slot));
+  Entry e{id, slot, std::make_shared<const egress::EgressPolicy>(spec), true};
+  {
+    std::lock_guard lock(mu_);
+    by_id_[id] = e;
+    by_slot_[slot] = id;
+  }
+  return firewall_->Set(RulesFor(e));
+}
+
+std::optional<std::string> EgressService::SandboxAt(uint32_t host_end) {
+  if (!subnet_.Contains(host_end) || (host_end - subnet_.base) % 4 != 1) return std::nullopt;
+  std::lock_guard lock(mu_);
+  auto it = by_slot_.find((host_end - subnet_.base) / 4);
+  if (it == by_slot_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::shared_ptr<const egress::EgressPolicy> EgressService::PolicyOf(const std::string& id) {
+  std::lock_guard lock(mu_);
+  auto it = by_id_.find(id);
+  return it == by_id_.end() ? nullptr : it->second.policy;
+}
+
+bool EgressService::NameListed(const std::string& id, std::string_view name) {
+  auto policy = PolicyOf(id);
+  if (!policy) return false;
+  if (policy->spec().mode == egress::EgressMode::kBlocklist)
+    return policy->Check(name, 443).verdict != egress::Verdict::kDeny;
+  for (uint16_t port : policy->ListedPorts())
+    if (policy->Check(name, port).verdict != egress::Verdict::kDeny) return true;
+  return false;
+}
+
+}  // namespace isb::daemon

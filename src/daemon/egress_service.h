@@ -1,0 +1,94 @@
+// Egress for the daemon: gives each sandbox with an egress list (or open egress) its network, keeps the host-side
+// rules in step, and runs the proxy and the DNS responder that are such a sandbox's only way out. The proxy and the
+// DNS responder learn the sandbox from the address a connection or query arrives at (the host end of its veth).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "egress/dialer.h"
+#include "egress/pin.h"
+#include "egress/policy.h"
+#include "egress/proxy.h"
+#include "net/address_pool.h"
+#include "net/dns_server.h"
+#include "net/firewall.h"
+
+namespace isb::daemon {
+
+struct EgressOptions {
+  std::string subnet = net::kDefaultSandboxSubnet;
+  std::string table = "isb";          // the nftables table (inet family) of this daemon
+  std::string ifname_prefix = "isb";  // host ends of this daemon's veths
+  std::vector<egress::Pin> pins;
+  uint16_t explicit_proxy_port = 3128;  // HTTP_PROXY inside a sandbox points at the host end on this port
+};
+
+// What a sandbox with a network is given before it starts.
+struct SandboxNet {
+  uint32_t slot = 0;
+  std::string host_address;  // the gateway, proxy and DNS server, as seen from inside
+  std::string sandbox_address;
+  std::vector<std::string> env;  // HTTP_PROXY and friends (lists only)
+  std::string resolv_conf;       // /etc/resolv.conf for the sandbox (lists only)
+};
+
+class EgressService {
+ public:
+  static Result<std::unique_ptr<EgressService>> Start(EgressOptions options);
+  ~EgressService();  // stops the proxy and the DNS responder, removes the rules; veths go with their sandboxes
+
+  // Reserves an address for `id` with `spec` (mode list or open; none needs nothing) before the sandbox starts.
+  Result<SandboxNet> Prepare(const std::string& id, const egress::EgressSpec& spec);
+  // Once the sandbox's init runs as `pid`: its veth and its rules. On failure the reservation is released.
+  Status Attach(const std::string& id, pid_t pid);
+  // A running sandbox's new spec (same mode family); new connections see it at once, the rules within one apply.
+  Status Update(const std::string& id, const egress::EgressSpec& spec);
+  // Rules, veth and address of `id` go; unknown ids are fine.
+  void Release(const std::string& id);
+  // At start-up, a running sandbox adopted with the slot it had.
+  Status Adopt(const std::string& id, uint32_t slot, const egress::EgressSpec& spec);
+
+  uint16_t proxy_port() const;
+  uint16_t dns_port() const;
+  const egress::ProxyStats& proxy_stats() const;
+
+ private:
+  struct Entry {
+    std::string id;
+    uint32_t slot = 0;
+    std::shared_ptr<const egress::EgressPolicy> policy;
+    bool attached = false;
+  };
+  explicit EgressService(EgressOptions options, net::Subnet subnet, egress::Dialer dialer);
+  Status StartServers();
+  net::SandboxRules RulesFor(const Entry& e) const;
+  // Lookups for the proxy and the DNS responder.
+  std::optional<std::string> SandboxAt(uint32_t host_end);
+  std::shared_ptr<const egress::EgressPolicy> PolicyOf(const std::string& id);
+  bool NameListed(const std::string& id, std::string_view name);
+
+  EgressOptions options_;
+  net::Subnet subnet_;
+  net::AddressPool pool_;
+  egress::Dialer dialer_;
+  std::unique_ptr<net::Firewall> firewall_;
+  std::unique_ptr<egress::Proxy> proxy_;
+  std::unique_ptr<net::DnsServer> dns_;
+  std::mutex mu_;
+  std::map<std::string, Entry> by_id_;
+  std::map<uint32_t, std::string> by_slot_;
+};
+
+// The spec's egress field as the daemon stores it and gives it back.
+Result<egress::EgressSpec> ParseSandboxEgress(const nlohmann::json& value);
+
+}  // namespace isb::daemon

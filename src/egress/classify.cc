@@ -1,0 +1,93 @@
+#include "egress/classify.h"
+
+#include <span>
+
+#include "egress/client_hello.h"
+#include "egress/http_head.h"
+
+namespace isb::egress {
+namespace {
+
+Sniff Malformed(Sniff::Kind kind, std::string reason) {
+  Sniff s;
+  s.state = Sniff::State::kMalformed;
+  s.kind = kind;
+  s.reason = std::move(reason);
+  return s;
+}
+
+Sniff Done(Sniff::Kind kind, std::string host, uint16_t port) {
+  Sniff s;
+  s.state = Sniff::State::kDone;
+  s.kind = kind;
+  s.host = std::move(host);
+  s.port = port;
+  return s;
+}
+
+bool IsProxyHeader(const std::string& name) {
+  auto eq = [&](std::string_view want) {
+    if (name.size() != want.size()) return false;
+    for (size_t i = 0; i < name.size(); ++i)
+      if (std::tolower(static_cast<unsigned char>(name[i])) != want[i]) return false;
+    return true;
+  };
+  return eq("proxy-connection") || eq("proxy-authorization");
+}
+
+// The absolute-form request as the origin expects it: origin-form target, the proxy's own headers dropped.
+std::string OriginForm(const HttpHead& h, std::string_view rest) {
+  std::string out = h.method + " " + h.path + " HTTP/1." + std::to_string(h.minor_version) + "\r\n";
+  for (const HttpHeader& f : h.headers) {
+    if (IsProxyHeader(f.name)) continue;
+    out += f.name + ": " + f.value + "\r\n";
+  }
+  out += "\r\n";
+  out.append(rest);
+  return out;
+}
+
+Sniff ExplicitProxy(std::string_view bytes) {
+  HeadResult r = ParseHttpHead(bytes);
+  if (r.kind == HeadResult::kNeedMore) return Sniff{};
+  if (r.kind != HeadResult::kParsed)
+    return Malformed(Sniff::Kind::kHttp, r.kind == HeadResult::kNotHttp ? "the proxy port speaks HTTP only" : r.reason);
+  const HttpHead& h = r.head;
+  if (h.connect) {
+    Sniff s = Done(Sniff::Kind::kConnect, h.host, h.port);
+    s.upstream_prefix = std::string(bytes.substr(h.size));
+    return s;
+  }
+  if (h.form != TargetForm::kAbsolute)
+    return Malformed(Sniff::Kind::kHttp, "a request to the proxy must be CONNECT or carry an absolute URI");
+  if (h.scheme != "http") return Malformed(Sniff::Kind::kHttp, "only http:// URIs can be proxied without CONNECT");
+  Sniff s = Done(Sniff::Kind::kHttp, h.host, h.port);
+  s.upstream_prefix = OriginForm(h, bytes.substr(h.size));
+  return s;
+}
+
+}  // namespace
+
+Sniff ClassifyConnection(std::string_view bytes, uint16_t /*port*/, bool explicit_proxy) {
+  if (bytes.empty()) return Sniff{};
+  if (explicit_proxy) return ExplicitProxy(bytes);
+  HelloResult hello = ParseClientHello(std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+  switch (hello.kind) {
+    case HelloResult::kNeedMore: return Sniff{};
+    case HelloResult::kMalformed: return Malformed(Sniff::Kind::kTls, hello.reason);
+    // No SNI: the connection has no name; the port's single listed host may take it.
+    case HelloResult::kParsed: return Done(Sniff::Kind::kTls, hello.hello.sni, 0);
+    case HelloResult::kNotTls: break;
+  }
+  HeadResult head = ParseHttpHead(bytes);
+  switch (head.kind) {
+    case HeadResult::kNeedMore: return Sniff{};
+    case HeadResult::kMalformed: return Malformed(Sniff::Kind::kHttp, head.reason);
+    // The upstream port is the one the sandbox connected to, whatever the Host header says.
+    case HeadResult::kParsed: return Done(Sniff::Kind::kHttp, head.head.host, 0);
+    case HeadResult::kNotHttp: break;
+  }
+  return Done(Sniff::Kind::kUnknown, "", 0);
+}
+
+}  // namespace isb::egress

@@ -1,0 +1,71 @@
+// The SSRF-safe dialer: every outbound connection of the daemon resolves, checks and connects through it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "base/fd.h"
+#include "base/result.h"
+#include "egress/address.h"
+#include "egress/pin.h"
+
+namespace isb::egress {
+
+struct Endpoint {
+  IpAddress address;
+  uint16_t port = 0;
+  bool operator==(const Endpoint&) const = default;
+};
+
+// Resolves a normalized name to its addresses. Errors: kNotFound (no such name or no address), kUnavailable.
+using Resolver = std::function<Result<std::vector<IpAddress>>(const std::string& name)>;
+// Connects to one endpoint within `timeout`, returning a connected blocking TCP socket.
+using Connector = std::function<Result<Fd>(const Endpoint& to, std::chrono::milliseconds timeout)>;
+
+// getaddrinfo(3) for TCP, addresses in its order without duplicates. Blocks (for as long as the system resolver's
+// own timeouts allow): an event loop calls it from a worker thread.
+Result<std::vector<IpAddress>> ResolveSystem(const std::string& name);
+
+// A non-blocking connect(2) and poll(2) for at most `timeout`. The socket is close-on-exec and blocking on return.
+// Errors: kTimeout, or kUnavailable with errno (ECONNREFUSED, ENETUNREACH, ...).
+Result<Fd> ConnectTcp(const Endpoint& to, std::chrono::milliseconds timeout);
+
+struct DialerOptions {
+  std::vector<Pin> pins;
+  Resolver resolver = ResolveSystem;   // tests inject their own
+  Connector connector = ConnectTcp;    // tests inject their own
+  std::chrono::milliseconds connect_timeout{10000};
+};
+
+// Immutable once made; Resolve and Dial may be called from any number of threads at once.
+class Dialer {
+ public:
+  // Errors (kInvalidArgument): two pins for one name.
+  static Result<Dialer> Create(DialerOptions options);
+
+  // Where `host`:`port` may be dialled. `host` is a name or an address literal (any spelling, brackets allowed).
+  //  - a pinned name: the pin's endpoint, without resolving;
+  //  - another name: resolved once; refused if ANY address is not public;
+  //  - a literal: refused unless public.
+  // A caller that connects by itself (an event loop) connects only to these endpoints and never resolves again, so
+  // DNS rebinding cannot swap an address in. Errors: kForbidden naming the host and the range (never the address
+  // a name resolved to), kInvalidArgument for a host that is neither a name nor an address, the resolver's errors.
+  Result<std::vector<Endpoint>> Resolve(std::string_view host, uint16_t port) const;
+
+  // Resolve, then connect to the endpoints in order until one answers, all within the connect timeout (each try
+  // gets an equal share of what is left). Errors: Resolve's, kTimeout, kUnavailable, each naming host:port.
+  Result<Fd> Dial(std::string_view host, uint16_t port) const;
+
+ private:
+  explicit Dialer(DialerOptions options) : options_(std::move(options)) {}
+
+  DialerOptions options_;
+  std::unordered_map<std::string, Pin> pins_;
+};
+
+}  // namespace isb::egress

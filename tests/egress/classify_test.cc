@@ -1,0 +1,58 @@
+#include "egress/classify.h"
+
+#include <gtest/gtest.h>
+
+namespace isb::egress {
+namespace {
+
+TEST(ClassifyTest, HttpOnAListedPortIsNamedByItsHostAndKeepsTheConnectedPort) {
+  EXPECT_EQ(ClassifyConnection("GET / HTTP/1.1\r\nHo", 80, false).state, Sniff::State::kNeedMore);
+  Sniff s = ClassifyConnection("GET /x HTTP/1.1\r\nHost: API.example.com:8080\r\n\r\n", 80, false);
+  EXPECT_EQ(s.state, Sniff::State::kDone);
+  EXPECT_EQ(s.kind, Sniff::Kind::kHttp);
+  EXPECT_EQ(s.host, "api.example.com");
+  EXPECT_EQ(s.port, 0) << "the port the sandbox connected to decides, not the Host header";
+  EXPECT_FALSE(s.upstream_prefix.has_value());
+}
+
+TEST(ClassifyTest, BytesThatAreNeitherTlsNorHttpCarryNoName) {
+  Sniff s = ClassifyConnection("SSH-2.0-OpenSSH_9.2\r\n", 22, false);
+  EXPECT_EQ(s.state, Sniff::State::kDone);
+  EXPECT_EQ(s.kind, Sniff::Kind::kUnknown);
+  EXPECT_EQ(s.host, "");
+}
+
+TEST(ClassifyTest, MalformedHttpIsRefusedWithTheParsersReason) {
+  Sniff s = ClassifyConnection("GET / HTTP/1.1\r\nHost: a.example\r\nHost: b.example\r\n\r\n", 80, false);
+  EXPECT_EQ(s.state, Sniff::State::kMalformed);
+  EXPECT_EQ(s.kind, Sniff::Kind::kHttp);
+  EXPECT_EQ(s.reason, "more than one Host header");
+}
+
+TEST(ClassifyTest, TheExplicitProxyTakesConnectAndAbsoluteFormOnly) {
+  Sniff c = ClassifyConnection("CONNECT api.example.com:443 HTTP/1.1\r\nHost: api.example.com:443\r\n\r\n\x16\x03\x01", 3128, true);
+  EXPECT_EQ(c.state, Sniff::State::kDone);
+  EXPECT_EQ(c.kind, Sniff::Kind::kConnect);
+  EXPECT_EQ(c.host, "api.example.com");
+  EXPECT_EQ(c.port, 443);
+  EXPECT_EQ(c.upstream_prefix, std::string("\x16\x03\x01"));
+
+  Sniff a = ClassifyConnection("GET http://api.example.com/v1?q=1 HTTP/1.1\r\nHost: api.example.com\r\n"
+                     "Proxy-Connection: keep-alive\r\nProxy-Authorization: Basic eA==\r\nAccept: */*\r\n\r\nbody",
+                     3128, true);
+  EXPECT_EQ(a.state, Sniff::State::kDone);
+  EXPECT_EQ(a.kind, Sniff::Kind::kHttp);
+  EXPECT_EQ(a.host, "api.example.com");
+  EXPECT_EQ(a.port, 80);
+  EXPECT_EQ(a.upstream_prefix, "GET /v1?q=1 HTTP/1.1\r\nHost: api.example.com\r\nAccept: */*\r\n\r\nbody");
+
+  Sniff o = ClassifyConnection("GET / HTTP/1.1\r\nHost: api.example.com\r\n\r\n", 3128, true);
+  EXPECT_EQ(o.state, Sniff::State::kMalformed);
+  EXPECT_EQ(o.reason, "a request to the proxy must be CONNECT or carry an absolute URI");
+  Sniff t = ClassifyConnection("\x16\x03\x01\x00\x05hello", 3128, true);
+  EXPECT_EQ(t.state, Sniff::State::kMalformed);
+  EXPECT_EQ(t.reason, "the proxy port speaks HTTP only");
+}
+
+}  // namespace
+}  // namespace isb::egress
