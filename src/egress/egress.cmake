@@ -31,3 +31,11 @@ else()
 endif()
 target_link_libraries(egress_policy_fuzz PRIVATE isb_egress isb_api)
 add_dependencies(fuzz_targets egress_policy_fuzz)
+
+# The proxy: sniffs the first bytes with the wire parsers (src/net/net.cmake), relays with splice.
+find_package(Boost 1.81 REQUIRED)
+add_library(isb_proxy STATIC src/egress/proxy.cc src/egress/classify.cc)
+target_link_libraries(isb_proxy PUBLIC isb_wire Boost::headers Threads::Threads)
+add_executable(isb_proxy_tests tests/egress/proxy_test.cc tests/egress/classify_test.cc)
+target_link_libraries(isb_proxy_tests PRIVATE isb_proxy GTest::gtest_main)
+gtest_discover_tests(isb_proxy_tests DISCOVERY_MODE PRE_TEST)

@@ -51,10 +51,3 @@ target_include_directories(isb_net_tests PRIVATE ${CMAKE_SOURCE_DIR}/tests)
 # Real namespaces, veths and nftables, all in namespaces of the tests' own: safe to run beside other suites.
 gtest_discover_tests(isb_net_tests DISCOVERY_MODE PRE_TEST PROPERTIES LABELS net)
 
-# The egress proxy (moves to src/egress/egress.cmake with the rest of egress).
-find_package(Boost 1.81 REQUIRED)
-add_library(isb_proxy STATIC src/egress/proxy.cc src/egress/classify.cc)
-target_link_libraries(isb_proxy PUBLIC isb_wire Boost::headers Threads::Threads)
-add_executable(isb_proxy_tests tests/egress/proxy_test.cc tests/egress/classify_test.cc)
-target_link_libraries(isb_proxy_tests PRIVATE isb_proxy GTest::gtest_main)
-gtest_discover_tests(isb_proxy_tests DISCOVERY_MODE PRE_TEST)
