@@ -58,6 +58,16 @@ json EncodingField(const char* what, const char* dflt) {
                               "text; invalid UTF-8 is replaced by U+FFFD)."}};
 }
 
+json EgressSchema() {
+  return {{"type", json::array({"string", "array", "object"})},
+          {"default", "none"},
+          {"description",
+           "Where the sandbox may connect. \"none\" (the default): loopback only. A list of \"host[:port]\" "
+           "(port 443 unless given; \"*.example.com\" means names below example.com): only those, through isb's "
+           "proxy. {\"allow\": [...]} the same; {\"block\": [...]}: every public host but those. \"open\": any "
+           "public address, never the host, the LAN or other sandboxes."}};
+}
+
 json SpecSchema() {
   json spec = Object(
       {{"name", Str("Optional unique name: letters, digits, '.', '_', '-'; at most 63; not starting with \"sb-\".",
@@ -75,8 +85,7 @@ json SpecSchema() {
        {"working_dir", Str("Absolute working directory inside the sandbox; default \"/\".", 4096)},
        {"user", Str("UID[:GID] inside the sandbox, e.g. \"1000:1000\"; default \"0:0\".", 32)},
        {"labels", StringMap("Free-form labels; sandbox_list can filter on them.", 64)},
-       {"egress", {{"type", "string"}, {"enum", {"none"}}, {"default", "none"},
-                   {"description", "Network egress policy; only \"none\" for now."}}},
+       {"egress", EgressSchema()},
        {"expires", Int("Lifetime in seconds from creation; default 86400 (24h), at most 2592000 (30d).", 1,
                        kMaxExpiresS)},
        {"idle_timeout", Int("Seconds without exec and under 2% of one core after which the sandbox is removed; "
@@ -341,7 +350,7 @@ Result<SandboxSpec> SpecFromJson(const json& in) {
   spec.user = in.value("user", spec.user);
   ISB_TRY(CheckUser(spec.user));
   ISB_ASSIGN_OR_RETURN(spec.labels, LabelMap(in));
-  spec.egress = in.value("egress", spec.egress);
+  if (auto it = in.find("egress"); it != in.end()) spec.egress = *it;
   spec.expires = std::chrono::seconds(in.value("expires", int64_t{kDefaultExpiresS}));
   spec.idle_timeout = std::chrono::seconds(in.value("idle_timeout", int64_t{kDefaultIdleTimeoutS}));
   return spec;
@@ -435,6 +444,14 @@ Status AddLifecycleTools(Registry& reg, Sandboxes& sb) {
       "sandbox_start", "Start a stopped sandbox", "Starts a sandbox that sandbox_stop stopped.", ref_only, info,
       ToolAnnotations{.idempotent = true}, false,
       [&sb, info_result](const json& in, const CallContext&) { return info_result(sb.Start(Ref(in))); }}));
+
+  ISB_TRY(reg.Add(Tool{
+      "sandbox_egress_set", "Change a sandbox's egress",
+      "Replaces the hosts a running sandbox may reach; new connections follow the new list at once. Lists change "
+      "to lists; a sandbox created with none or open keeps that.",
+      Object({{"sandbox", SandboxRef()}, {"egress", EgressSchema()}}, {"sandbox", "egress"}), info,
+      ToolAnnotations{.idempotent = true}, false,
+      [&sb, info_result](const json& in, const CallContext&) { return info_result(sb.SetEgress(Ref(in), in["egress"])); }}));
 
   ISB_TRY(reg.Add(Tool{
       "sandbox_extend", "Extend a sandbox's lifetime",

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "base/result.h"
 
 namespace isb::api {
@@ -25,7 +27,8 @@ struct SandboxSpec {
   std::string working_dir = "/";
   std::string user = "0:0";  // UID[:GID] inside
   std::map<std::string, std::string> labels;
-  std::string egress = "none";
+  // "none", "open", a list of "host[:port]", or {allow|block|judge: [...], secrets: [...]}; checked by the daemon.
+  nlohmann::json egress = "none";
   std::chrono::seconds expires{24 * 3600};       // lifetime; at most 30 days
   std::chrono::seconds idle_timeout{2 * 3600};
 };
@@ -110,6 +113,8 @@ class Sandboxes {
   virtual Result<SandboxInfo> Stop(const std::string& id_or_name) = 0;
   virtual Result<SandboxInfo> Start(const std::string& id_or_name) = 0;
   virtual Result<SandboxInfo> Extend(const std::string& id_or_name, std::chrono::seconds by) = 0;
+  // Replaces a sandbox's egress list while it runs; new connections follow it.
+  virtual Result<SandboxInfo> SetEgress(const std::string& id_or_name, const nlohmann::json& egress) = 0;
   virtual Status Remove(const std::string& id_or_name) = 0;
   // Paths are resolved inside the sandbox's root; /proc, /sys, /dev and isb's own paths are refused.
   virtual Result<FileData> ReadFile(const std::string& id_or_name, const std::string& path) = 0;

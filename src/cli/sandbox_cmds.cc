@@ -400,6 +400,9 @@ void AddSandboxCommands(CLI::App& app, int* exit_code) {
   cmd->add_option("--workdir", create->workdir, "Working directory inside (default /)");
   cmd->add_option("--user", create->user, "UID[:GID] inside (default 0:0)");
   cmd->add_option("--label", create->labels, "K=V label (repeatable)")->allow_extra_args(false);
+  cmd->add_option("--egress", create->egress,
+                  "Where it may connect: none (default), open, or HOST[:PORT] entries (repeatable or comma-separated)")
+      ->allow_extra_args(false);
   cmd->add_option("--expires", create->expires, "Lifetime, e.g. 24h (default 24h, at most 30d)");
   cmd->add_option("--idle-timeout", create->idle_timeout, "Removed after this long idle, e.g. 2h (default 2h)");
   cmd->callback([common, create, exit_code] { *exit_code = RunCreate(*common, *create); });
@@ -552,6 +555,19 @@ Result<json> CreateInput(const CreateFlags& f) {
   for (const auto& l : f.labels) {
     ISB_ASSIGN_OR_RETURN(auto kv, ParseKeyValue("--label", l));
     in["labels"][kv.first] = kv.second;
+  }
+  if (!f.egress.empty()) {
+    json hosts = json::array();
+    for (const auto& e : f.egress) {
+      for (size_t at = 0; at <= e.size();) {
+        size_t comma = std::min(e.find(',', at), e.size());
+        if (comma > at) hosts.push_back(e.substr(at, comma - at));
+        at = comma + 1;
+      }
+    }
+    // "none" and "open" are words of their own; the daemon refuses them combined with anything.
+    if (hosts.size() == 1 && (hosts[0] == "none" || hosts[0] == "open")) in["egress"] = hosts[0];
+    else in["egress"] = hosts;
   }
   if (!f.expires.empty()) {
     ISB_ASSIGN_OR_RETURN(in["expires"], ParseSeconds("--expires", f.expires));

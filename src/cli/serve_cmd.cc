@@ -15,6 +15,12 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--listen", opts->listen, "Loopback or tailnet ADDR:PORT for HTTP")->capture_default_str();
   cmd->add_option("--state-dir", opts->state_dir, "Where state lives (SQLite, sandboxes)")->capture_default_str();
   cmd->add_option("--serve-socket", opts->serve_socket, "The unix socket (default <state-dir>/api/isb.sock)");
+  cmd->add_option("--sandbox-subnet", opts->sandbox_subnet, "IPv4 subnet for sandbox veths, a /30 each")
+      ->capture_default_str();
+  cmd->add_option("--egress-pin", opts->egress_pins,
+                  "NAME=IP[:PORT]: dial NAME at IP (the only way to a private address); repeatable");
+  cmd->add_option("--egress-table", opts->egress_table, "The nftables table (and veth prefix) of this daemon")
+      ->capture_default_str();
   cmd->add_option("--reap-interval", *reap, "How often the reaper looks for expired and idle sandboxes")
       ->capture_default_str();
   cmd->callback([opts, reap, exit_code] {

@@ -140,7 +140,8 @@ Status EgressService::Attach(const std::string& id, pid_t pid) {
   Status s = [&]() -> Status {
     Fd ns(::open(("/proc/" + std::to_string(pid) + "/ns/net").c_str(), O_RDONLY | O_CLOEXEC));
     if (!ns.valid()) return Error::Sys("opening the sandbox's network namespace");
-    ISB_TRY(net::AttachSandbox(ns.get(), pool_.SlotAt(e.slot), options_.ifname_prefix));
+    const bool open = e.policy->spec().mode == egress::EgressMode::kOpen;
+    ISB_TRY(net::AttachSandbox(ns.get(), pool_.SlotAt(e.slot), options_.ifname_prefix, open));
     return firewall_->Set(RulesFor(e));
   }();
   if (!s.ok()) {

@@ -155,8 +155,6 @@ Status ValidateSpec(const api::SandboxSpec& s) {
   ISB_TRY(ParseUser(s.user));
   for (const auto& [k, v] : s.labels)
     if (k.starts_with("isb.")) return Invalid("labels: '" + k + "' is reserved (isb.* labels are set by isb)");
-  if (s.egress != "none")
-    return Invalid("egress: only 'none' is supported yet (lists and 'open' come with the egress proxy)");
   if (s.expires.count() < 1 || s.expires.count() > kMaxLifetime) return Invalid("expires: must be between 1s and 30d");
   if (s.idle_timeout.count() < 1) return Invalid("idle_timeout: must be at least 1s");
   return {};
@@ -185,7 +183,7 @@ api::SandboxSpec SpecFromJson(const std::string& text) {
   s.working_dir = j.value("working_dir", "/");
   s.user = j.value("user", "0:0");
   s.labels = j.value("labels", std::map<std::string, std::string>{});
-  s.egress = j.value("egress", "none");
+  s.egress = j.contains("egress") ? j["egress"] : json("none");
   s.expires = std::chrono::seconds(j.value("expires", int64_t{86400}));
   s.idle_timeout = std::chrono::seconds(j.value("idle_timeout", int64_t{7200}));
   return s;
@@ -248,6 +246,7 @@ Status SandboxManager::Launch(Record& rec) {
   c.limits.millicpus = static_cast<uint32_t>(rec.spec.cpus * 1000 + 0.5);
   c.limits.pids = rec.spec.pids;
   c.writable_dir = Dir(rec.id) + "/layer";
+  if (auto resolv = isb::ReadFile(Dir(rec.id) + "/resolv.conf"); resolv.ok()) c.resolv_conf = *resolv;
   // Searchable (not readable) by the sandbox's root, an unprivileged host uid, which mounts its layer from here
   // while it is being built; the control socket inside stays 0600 root's.
   ISB_TRY(MakeDirs(Dir(rec.id), 0711));
@@ -260,6 +259,11 @@ Status SandboxManager::Launch(Record& rec) {
   rec.uid_base = s.uid_base;
   // Set up in parallel with other creates (the spawner has moved on); on failure the caller halts it by pid.
   ISB_TRY(engine::WaitForSetup(s.report.get(), c, options_.runtime_dir, nullptr));
+  // Its veth and rules before anything runs in it (before then, it has only loopback).
+  if (std::filesystem::exists(Dir(rec.id) + "/net_slot")) {
+    if (options_.egress == nullptr) return Error::Of(Code::kUnavailable, "egress: " + options_.egress_unavailable);
+    ISB_TRY(options_.egress->Attach(rec.id, rec.pid));
+  }
   rec.state = "running";
   return db_->Exec("UPDATE sandboxes SET state='running', pid=?2, start_time=?3, lease_index=?4, uid_base=?5 "
                    "WHERE id=?1",
@@ -316,8 +320,30 @@ Result<api::SandboxInfo> SandboxManager::Info(const Record& rec) {
   return info;
 }
 
+Result<egress::EgressSpec> SandboxManager::Egress(const api::SandboxSpec& spec) const {
+  Result<egress::EgressSpec> e = ParseSandboxEgress(spec.egress);
+  if (!e.ok()) return Error::Of(e.error().code, "egress: " + e.error().message);
+  if (e->mode != egress::EgressMode::kNone && options_.egress == nullptr)
+    return Error::Of(Code::kUnavailable, "egress: " + options_.egress_unavailable);
+  return e;
+}
+
+Status SandboxManager::PrepareNetwork(Record& rec, const egress::EgressSpec& spec) {
+  if (spec.mode == egress::EgressMode::kNone) return {};
+  ISB_ASSIGN_OR_RETURN(SandboxNet net, options_.egress->Prepare(rec.id, spec));
+  // The proxy variables join the sandbox's environment unless the caller set them.
+  for (const std::string& kv : net.env) {
+    size_t eq = kv.find('=');
+    rec.spec.environment.try_emplace(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  ISB_TRY(MakeDirs(Dir(rec.id), 0711));
+  ISB_TRY(isb::WriteFile(Dir(rec.id) + "/resolv.conf", net.resolv_conf, 0644));
+  return isb::WriteFile(Dir(rec.id) + "/net_slot", std::to_string(net.slot), 0600);
+}
+
 Result<api::SandboxInfo> SandboxManager::Create(const api::SandboxSpec& spec) {
   ISB_TRY(ValidateSpec(spec));
+  ISB_ASSIGN_OR_RETURN(egress::EgressSpec egress_spec, Egress(spec));
   Record rec;
   rec.id = NewId();
   if (rec.id.empty()) return Error::Msg("no randomness for a sandbox id");
@@ -325,17 +351,25 @@ Result<api::SandboxInfo> SandboxManager::Create(const api::SandboxSpec& spec) {
   rec.spec = spec;
   rec.created_at = rec.last_active_at = Now();
   rec.expires_at = rec.created_at + spec.expires.count();
+  if (auto st = PrepareNetwork(rec, egress_spec); !st.ok()) {
+    if (options_.egress != nullptr) options_.egress->Release(rec.id);
+    std::filesystem::remove_all(Dir(rec.id));
+    return st.error();
+  }
   // The row exists before the sandbox does, so a daemon killed mid-create finds and undoes it at start-up.
   auto ins = db_->Exec(
       "INSERT INTO sandboxes(id, name, spec, state, created_at, expires_at, last_active_at) "
       "VALUES(?1, ?2, ?3, 'creating', ?4, ?5, ?4)",
-      {rec.id, rec.name, SpecToJson(spec), rec.created_at, rec.expires_at});
+      {rec.id, rec.name, SpecToJson(rec.spec), rec.created_at, rec.expires_at});
   if (!ins.ok()) {
+    if (options_.egress != nullptr) options_.egress->Release(rec.id);
+    std::filesystem::remove_all(Dir(rec.id));
     if (ins.error().code == Code::kConflict) return Error::Of(Code::kConflict, "name: '" + spec.name + "' is in use");
     return ins.error();
   }
   if (auto st = Launch(rec); !st.ok()) {
     (void)Halt(rec, "failed", st.error().message);
+    if (options_.egress != nullptr) options_.egress->Release(rec.id);
     std::filesystem::remove_all(Dir(rec.id));
     (void)db_->Exec("DELETE FROM sandboxes WHERE id = ?1", {rec.id});
     return st.error();
@@ -514,10 +548,27 @@ Result<api::SandboxInfo> SandboxManager::Extend(const std::string& id_or_name, s
   return Info(rec);
 }
 
+Result<api::SandboxInfo> SandboxManager::SetEgress(const std::string& id_or_name, const nlohmann::json& egress) {
+  std::lock_guard lock(mu_);
+  ISB_ASSIGN_OR_RETURN(Record rec, Load(id_or_name));
+  api::SandboxSpec next = rec.spec;
+  next.egress = egress;
+  ISB_ASSIGN_OR_RETURN(egress::EgressSpec spec, Egress(next));
+  if (options_.egress == nullptr || !std::filesystem::exists(Dir(rec.id) + "/net_slot"))
+    return Invalid("egress: the sandbox was created with egress none; it has no network to change");
+  if (auto st = options_.egress->Update(rec.id, spec); !st.ok())
+    return Error::Of(st.error().code, "egress: " + st.error().message);
+  rec.spec = next;
+  ISB_TRY(db_->Exec("UPDATE sandboxes SET spec = ?2 WHERE id = ?1", {rec.id, SpecToJson(rec.spec)}));
+  Event(rec.id, "egress_changed");
+  return Info(rec);
+}
+
 Status SandboxManager::Remove(const std::string& id_or_name) {
   std::lock_guard lock(mu_);
   ISB_ASSIGN_OR_RETURN(Record rec, Load(id_or_name));
   Status halted = Halt(rec, "removed", "requested");
+  if (options_.egress != nullptr) options_.egress->Release(rec.id);
   std::error_code ec;
   std::filesystem::remove_all(Dir(rec.id), ec);
   ISB_TRY(db_->Exec("DELETE FROM sandboxes WHERE id = ?1", {rec.id}));
@@ -592,7 +643,15 @@ Result<std::string> SandboxManager::Adopt() {
       continue;
     }
     auto rec = Load(id);
-    if (!rec.ok() || rec->state != "running") continue;
+    if (!rec.ok()) continue;
+    // Its address and rules, running or stopped: a stopped sandbox gets them back when it starts.
+    if (auto slot = isb::ReadFile(Dir(id) + "/net_slot"); slot.ok() && options_.egress != nullptr) {
+      Result<egress::EgressSpec> spec = ParseSandboxEgress(rec->spec.egress);
+      Status st = spec.ok() ? options_.egress->Adopt(id, static_cast<uint32_t>(std::stoul(*slot)), *spec)
+                            : Status(spec.error());
+      if (!st.ok()) std::fprintf(stderr, "isb: sandbox %s: egress not restored: %s\n", id.c_str(), st.error().message.c_str());
+    }
+    if (rec->state != "running") continue;
     if (Alive(*rec)) {
       Event(id, "adopted");
       ++adopted;

@@ -12,6 +12,7 @@
 #include "engine/cgroup.h"
 #include "engine/exec_terminal.h"
 #include "engine/spawner.h"
+#include "daemon/egress_service.h"
 #include "store/db.h"
 
 namespace isb::daemon {
@@ -20,6 +21,8 @@ struct ManagerOptions {
   std::string state_dir;           // sandboxes live under <state_dir>/sandboxes/<id>
   std::string runtime_dir = "/run/isb";
   std::function<int64_t()> now;    // unix seconds; injectable for tests
+  EgressService* egress = nullptr;  // null: only egress none; `egress_unavailable` says why
+  std::string egress_unavailable = "the daemon runs without an egress service";
 };
 
 class SandboxManager : public api::Sandboxes {
@@ -48,6 +51,7 @@ class SandboxManager : public api::Sandboxes {
   Result<api::SandboxInfo> Stop(const std::string& id_or_name) override;
   Result<api::SandboxInfo> Start(const std::string& id_or_name) override;
   Result<api::SandboxInfo> Extend(const std::string& id_or_name, std::chrono::seconds by) override;
+  Result<api::SandboxInfo> SetEgress(const std::string& id_or_name, const nlohmann::json& egress) override;
   Status Remove(const std::string& id_or_name) override;
   Result<api::FileData> ReadFile(const std::string& id_or_name, const std::string& path) override;
   Status WriteFile(const std::string& id_or_name, const std::string& path, const api::FileData& data) override;
@@ -62,6 +66,10 @@ class SandboxManager : public api::Sandboxes {
   // Kills the sandbox's processes and releases its cgroup and lease. The record's state becomes stopped.
   Status Halt(Record& rec, const std::string& event, const std::string& reason);
   bool Alive(const Record& rec) const;
+  // The spec's egress, checked; kNone needs no network.
+  Result<egress::EgressSpec> Egress(const api::SandboxSpec& spec) const;
+  // Reserves the network of a new sandbox with an egress list or open egress (nothing for none).
+  Status PrepareNetwork(Record& rec, const egress::EgressSpec& spec);
   Result<api::SandboxInfo> Info(const Record& rec);
   std::string Dir(const std::string& id) const;
   void Event(const std::string& id, const std::string& event, const std::string& reason = "");

@@ -100,20 +100,36 @@ int Serve(const ServeOptions& options) {
   auto layout = engine::DetectCgroupLayout();
   if (!layout.ok()) return Fail(layout.error().message);
 
-  // 3. Adopt what the previous daemon left running.
-  SandboxManager manager(ManagerOptions{options.state_dir, options.runtime_dir, {}}, &spawner, db->get(), *layout);
-  auto adopted = manager.Adopt();
-  if (!adopted.ok()) return Fail(adopted.error().message);
-  Log("sandboxes: " + *adopted);
-
-  // 4. Signals are taken by this thread alone (sigwait below): block them before any thread starts.
+  // 3. Signals are taken by this thread alone (sigwait below): block them before any thread starts.
   sigset_t stop;
   sigemptyset(&stop);
   for (int s : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&stop, s);
   ::pthread_sigmask(SIG_BLOCK, &stop, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
 
-  // 5. The registry and its surfaces.
+  // 4. Egress: the sandbox network's rules, the proxy and the DNS responder.
+  EgressOptions egress_options;
+  egress_options.subnet = options.sandbox_subnet;
+  egress_options.table = egress_options.ifname_prefix = options.egress_table;
+  for (const std::string& p : options.egress_pins) {
+    auto pin = egress::ParsePin(p);
+    if (!pin.ok()) return Fail("--egress-pin: " + pin.error().message);
+    egress_options.pins.push_back(*pin);
+  }
+  auto egress = EgressService::Start(egress_options);
+  if (!egress.ok()) return Fail("egress: " + egress.error().message);
+  Log("egress: proxy on port " + std::to_string((*egress)->proxy_port()) + ", DNS on port " +
+      std::to_string((*egress)->dns_port()) + ", sandbox subnet " + options.sandbox_subnet);
+
+  // 5. Adopt what the previous daemon left running.
+  ManagerOptions manager_options{options.state_dir, options.runtime_dir, {}};
+  manager_options.egress = egress->get();
+  SandboxManager manager(manager_options, &spawner, db->get(), *layout);
+  auto adopted = manager.Adopt();
+  if (!adopted.ok()) return Fail(adopted.error().message);
+  Log("sandboxes: " + *adopted);
+
+  // 6. The registry and its surfaces.
   api::Registry registry;
   if (auto st = api::AddSandboxTools(registry, manager); !st.ok()) return Fail(st.error().message);
   api::RestApi rest(registry, options.version);
@@ -133,7 +149,7 @@ int Serve(const ServeOptions& options) {
   });
   if (auto st = server.Start(); !st.ok()) return Fail(st.error().message);
 
-  // 6. The reaper.
+  // 7. The reaper.
   std::mutex mu;
   std::condition_variable cv;
   bool stopping = false;

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 namespace isb::daemon {
 
@@ -12,6 +13,11 @@ struct ServeOptions {
   std::string serve_socket;                 // default <state_dir>/api/isb.sock
   std::string runtime_dir = "/run/isb";
   std::chrono::seconds reap_interval{60};
+  // Egress: the sandbox subnet (refused when it overlaps a host route), the nftables table (its name is also the
+  // prefix of the sandboxes' veths), and pins NAME=IP[:PORT], the only way to a private address.
+  std::string sandbox_subnet = "198.18.0.0/15";
+  std::string egress_table = "isb";
+  std::vector<std::string> egress_pins;
   std::string version = "0.1.0";
 };
 

@@ -35,6 +35,8 @@ struct SandboxConfig {
   // Where the writable layer is kept between runs; empty means a tmpfs discarded at exit.
   std::string writable_dir;
   std::vector<BindMount> binds;
+  // The default view's /etc/resolv.conf (empty: no name service); a sandbox with an egress list names isb's DNS.
+  std::string resolv_conf;
   Limits limits;
   // Wall-clock limit for the whole tree; zero means none.
   std::chrono::milliseconds timeout{0};

@@ -105,7 +105,7 @@ void PlanHostView(Planner& pl, const std::string& root, const SandboxConfig& con
   pl.Write(root + "/etc/nsswitch.conf", kNsswitch);
   pl.Write(root + "/etc/hostname", config.hostname + "\n");
   pl.Write(root + "/etc/hosts", "127.0.0.1 localhost " + config.hostname + "\n::1 localhost\n");
-  pl.Write(root + "/etc/resolv.conf", "");
+  pl.Write(root + "/etc/resolv.conf", config.resolv_conf);
   for (const char* e : kHostEtc) {
     std::string host = std::string("/etc/") + e;
     struct stat st{};

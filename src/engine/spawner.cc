@@ -189,6 +189,7 @@ std::string ConfigToJson(const SandboxConfig& c) {
               {"env", c.env},
               {"workdir", c.workdir},
               {"hostname", c.hostname},
+              {"resolv_conf", c.resolv_conf},
               {"uid", c.uid},
               {"gid", c.gid},
               {"image", c.image},
@@ -211,6 +212,7 @@ Result<SandboxConfig> ConfigFromJson(const std::string& text) {
     c.env = j.at("env").get<std::vector<std::string>>();
     c.workdir = j.at("workdir").get<std::string>();
     c.hostname = j.at("hostname").get<std::string>();
+    c.resolv_conf = j.value("resolv_conf", "");
     c.uid = j.at("uid").get<uid_t>();
     c.gid = j.at("gid").get<gid_t>();
     c.image = j.at("image").get<std::string>();

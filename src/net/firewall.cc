@@ -1,6 +1,7 @@
 #include "net/firewall.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -130,9 +131,20 @@ Status RunNft(const std::vector<std::string>& args, const std::string& input) {
   std::vector<std::string> copy = args;
   for (std::string& a : copy) argv.push_back(a.data());
   argv.push_back(nullptr);
+  // The daemon blocks its stop signals and ignores SIGPIPE; nft gets the defaults back.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none, defaults;
+  sigemptyset(&none);
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGPIPE);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   pid_t pid = 0;
-  int rc = ::posix_spawnp(&pid, "nft", &fa, nullptr, argv.data(), environ);
+  int rc = ::posix_spawnp(&pid, "nft", &fa, &attr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
   if (rc != 0) return Error::Sys("starting nft (install the nftables package)", rc);
   in.read.Reset();
   err.write.Reset();

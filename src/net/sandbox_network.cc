@@ -13,7 +13,7 @@ Status DisableIpv6(const std::string& ifname) {
   return WriteKernelFile("/proc/sys/net/ipv6/conf/" + ifname + "/disable_ipv6", "1");
 }
 
-Status ConfigureSandboxEnd(int netns_fd, const Slot& slot) {
+Status ConfigureSandboxEnd(int netns_fd, const Slot& slot, bool default_route) {
   return InNetns(netns_fd, [&]() -> Status {
     // /proc/sys/net shows the namespace of the thread that opens it: this one's.
     ISB_TRY(DisableIpv6("all"));
@@ -23,6 +23,7 @@ Status ConfigureSandboxEnd(int netns_fd, const Slot& slot) {
     ISB_TRY(DisableIpv6("eth0"));
     ISB_TRY(nl.AddAddress(eth0, ToInAddr(slot.sandbox), kPrefixLen));
     ISB_TRY(nl.SetUp(eth0));
+    if (!default_route) return {};
     return nl.AddDefaultRoute(ToInAddr(slot.host), eth0);
   });
 }
@@ -31,7 +32,8 @@ Status ConfigureSandboxEnd(int netns_fd, const Slot& slot) {
 
 std::string HostIfname(const std::string& prefix, uint32_t slot_index) { return prefix + std::to_string(slot_index); }
 
-Result<SandboxLink> AttachSandbox(int netns_fd, const Slot& slot, const std::string& ifname_prefix) {
+Result<SandboxLink> AttachSandbox(int netns_fd, const Slot& slot, const std::string& ifname_prefix,
+                                  bool default_route) {
   SandboxLink link{HostIfname(ifname_prefix, slot.index), slot};
   ISB_ASSIGN_OR_RETURN(Netlink nl, Netlink::Open());
   // A veth left by a crashed daemon for this slot would make the create fail; the slot is free, so is the name.
@@ -42,7 +44,7 @@ Result<SandboxLink> AttachSandbox(int netns_fd, const Slot& slot, const std::str
     ISB_TRY(DisableIpv6(link.host_ifname));
     ISB_TRY(nl.AddAddress(host, ToInAddr(slot.host), kPrefixLen));
     ISB_TRY(nl.SetUp(host));
-    return ConfigureSandboxEnd(netns_fd, slot);
+    return ConfigureSandboxEnd(netns_fd, slot, default_route);
   }();
   if (!configured.ok()) {
     (void)DetachSandbox(link.host_ifname);

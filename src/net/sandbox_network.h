@@ -17,8 +17,10 @@ struct SandboxLink {
 std::string HostIfname(const std::string& prefix, uint32_t slot_index);
 
 // Creates and configures the veth for `slot` between the caller's namespace and `netns_fd` (the sandbox's).
-// On failure nothing is left behind.
-Result<SandboxLink> AttachSandbox(int netns_fd, const Slot& slot, const std::string& ifname_prefix);
+// `default_route`: a route to everywhere through the host end (open egress); without it the sandbox can address
+// only the host end (a list: everything else is unreachable at once). On failure nothing is left behind.
+Result<SandboxLink> AttachSandbox(int netns_fd, const Slot& slot, const std::string& ifname_prefix,
+                                  bool default_route = true);
 
 // Deletes the veth (both ends). A link that is already gone is not an error.
 Status DetachSandbox(const std::string& host_ifname);

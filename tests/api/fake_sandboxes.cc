@@ -90,6 +90,13 @@ Result<SandboxInfo> FakeSandboxes::Extend(const std::string& ref, std::chrono::s
   return *s;
 }
 
+Result<SandboxInfo> FakeSandboxes::SetEgress(const std::string& ref, const nlohmann::json& egress) {
+  std::lock_guard lock(mu);
+  FAKE_FIND(s, ref);
+  s->spec.egress = egress;
+  return *s;
+}
+
 Status FakeSandboxes::Remove(const std::string& ref) {
   std::lock_guard lock(mu);
   FAKE_FIND(s, ref);

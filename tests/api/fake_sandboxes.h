@@ -19,6 +19,7 @@ class FakeSandboxes : public Sandboxes {
   Result<SandboxInfo> Stop(const std::string& id_or_name) override;
   Result<SandboxInfo> Start(const std::string& id_or_name) override;
   Result<SandboxInfo> Extend(const std::string& id_or_name, std::chrono::seconds by) override;
+  Result<SandboxInfo> SetEgress(const std::string& id_or_name, const nlohmann::json& egress) override;
   Status Remove(const std::string& id_or_name) override;
   Result<FileData> ReadFile(const std::string& id_or_name, const std::string& path) override;
   Status WriteFile(const std::string& id_or_name, const std::string& path, const FileData& data) override;

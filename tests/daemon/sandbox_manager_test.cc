@@ -185,9 +185,6 @@ TEST_F(ManagerTest, ConcurrentCreatesAndExecs) {
 TEST(Spec, Validation) {
   api::SandboxSpec s;
   EXPECT_TRUE(ValidateSpec(s).ok());
-  s.egress = "open";
-  EXPECT_EQ(ValidateSpec(s).error().message,
-            "egress: only 'none' is supported yet (lists and 'open' come with the egress proxy)");
   s = {};
   s.labels = {{"isb.owner", "me"}};
   EXPECT_EQ(ValidateSpec(s).error().code, Code::kInvalidArgument);

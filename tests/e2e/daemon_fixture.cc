@@ -352,7 +352,9 @@ void E2eTest::StartDaemon(const std::vector<std::string>& extra_args) {
   log_path_ = temp_dir_ + "/daemon-" + std::to_string(++daemon_starts_) + ".log";
   int log = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   ASSERT_GE(log, 0) << log_path_ << ": " << std::strerror(errno);
-  std::vector<std::string> argv = {ISB_BINARY, "serve", "--listen", "127.0.0.1:0", "--state-dir", state_dir_};
+  // A table, veth prefix and subnet of the suite's own, apart from a daemon a developer may be running.
+  std::vector<std::string> argv = {ISB_BINARY, "serve", "--listen", "127.0.0.1:0", "--state-dir", state_dir_,
+                                   "--egress-table", kEgressTable, "--sandbox-subnet", "198.19.0.0/16"};
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
   pid_t pid = Spawn(argv, Environment({}), -1, log, log);
   ::close(log);
@@ -609,7 +611,13 @@ void E2eTest::CheckNothingLeaked() {
   EXPECT_EQ(CountLines(ReadFileOrEmpty("/proc/self/mountinfo")), mounts_before_)
       << "the host's mount table changed during the test";
 
-  // 6. The temp dir (state, sandboxes' layers, logs) goes entirely.
+  // 6. No veth and no nftables table of the suite's daemons: with their sandboxes gone, the daemon dropped both.
+  for (const auto& name : Entries("/sys/class/net", false))
+    if (name.rfind(kEgressTable, 0) == 0) ADD_FAILURE() << "network interface left behind: " << name;
+  EXPECT_NE(std::system((std::string("nft list table inet ") + kEgressTable + " >/dev/null 2>&1").c_str()), 0)
+      << "nftables table inet " << kEgressTable << " left behind";
+
+  // 7. The temp dir (state, sandboxes' layers, logs) goes entirely.
   std::error_code ec;
   fs::remove_all(temp_dir_, ec);
   EXPECT_FALSE(ec) << "removing " << temp_dir_ << ": " << ec.message();

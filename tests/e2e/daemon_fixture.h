@@ -24,6 +24,9 @@
 
 namespace isb::e2e {
 
+// The nftables table and veth prefix of the suite's daemons.
+inline constexpr const char* kEgressTable = "isbe2e";
+
 // What a finished child process did.
 struct ProcResult {
   int exit_status = -1;  // -1: it did not exit normally

@@ -17,7 +17,8 @@ add_executable(isb_e2e_tests
   tests/e2e/reaper_test.cc
   tests/e2e/concurrency_test.cc
   tests/e2e/limits_test.cc
-  tests/e2e/terminal_test.cc)
+  tests/e2e/terminal_test.cc
+  tests/e2e/egress_test.cc)
 target_link_libraries(isb_e2e_tests PRIVATE GTest::gtest_main nlohmann_json::nlohmann_json Threads::Threads)
 target_include_directories(isb_e2e_tests PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tests)
 target_compile_definitions(isb_e2e_tests PRIVATE

@@ -12,7 +12,7 @@ using Clock = std::chrono::steady_clock;
 const std::vector<std::string> kAllTools = {"sandbox_create", "sandbox_exec",   "sandbox_exec_input", "sandbox_exec_resize",
                                             "sandbox_file_read", "sandbox_file_write",
                                             "sandbox_list",   "sandbox_get",    "sandbox_stop",      "sandbox_start",
-                                            "sandbox_extend", "sandbox_remove"};
+                                            "sandbox_extend", "sandbox_remove", "sandbox_egress_set"};
 
 class RestTest : public E2eTest {
  protected:

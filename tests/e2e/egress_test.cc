@@ -1,0 +1,115 @@
+// Egress from inside real sandboxes, with real clients: a listed name works through isb's DNS and proxy (with the
+// proxy variables and without), everything else fails the way it should. The origin is a python HTTP server on the
+// host's loopback that the daemon reaches only because the test pins names to it.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "e2e/daemon_fixture.h"
+
+namespace isb::e2e {
+namespace {
+
+class EgressTest : public E2eTest {
+ protected:
+  void TearDown() override {
+    if (origin_ > 0) {
+      ::kill(origin_, SIGKILL);
+      ::waitpid(origin_, nullptr, 0);
+    }
+    if (!origin_dir_.empty()) std::filesystem::remove_all(origin_dir_);
+    E2eTest::TearDown();
+  }
+
+  // Starts the origin on a free loopback port and restarts the daemon with names pinned to it.
+  void StartOriginAndPin(const std::vector<std::string>& names) {
+    origin_dir_ = "/tmp/isb-origin-" + RandomHex(6);
+    std::filesystem::create_directories(origin_dir_);
+    std::ofstream(origin_dir_ + "/index.html") << "hello from the origin\n";
+    port_ = 20000 + static_cast<int>(std::stoul(RandomHex(2), nullptr, 16)) * 37 % 20000;
+    origin_ = ::fork();
+    if (origin_ == 0) {
+      int devnull = ::open("/dev/null", O_WRONLY);
+      ::dup2(devnull, 1);
+      ::dup2(devnull, 2);
+      ::execlp("python3", "python3", "-m", "http.server", "--bind", "127.0.0.1", "--directory", origin_dir_.c_str(),
+               std::to_string(port_).c_str(), nullptr);
+      ::_exit(127);
+    }
+    std::string url = "http://127.0.0.1:" + std::to_string(port_) + "/";
+    for (int i = 0; i < 100 && RunProcess({"curl", "-s", "-m", "1", url}).out.empty(); ++i) ::usleep(50000);
+    ASSERT_EQ(RunProcess({"curl", "-s", "-m", "1", url}).out, "hello from the origin\n");
+    ASSERT_EQ(StopDaemon(), 0);
+    std::vector<std::string> args;
+    for (const auto& n : names) args.insert(args.end(), {"--egress-pin", n + "=127.0.0.1:" + std::to_string(port_)});
+    StartDaemon(args);
+  }
+
+  std::string Curl(const std::string& id, std::vector<std::string> args) {
+    args.insert(args.begin(), {"curl", "-s", "-m", "5"});
+    return Exec(id, args)["stdout"];
+  }
+
+  pid_t origin_ = 0;
+  int port_ = 0;
+  std::string origin_dir_;
+};
+
+TEST_F(EgressTest, AListedSandboxReachesItsNamesAndNothingElse) {
+  StartOriginAndPin({"allowed.test", "unlisted.test"});
+  std::string id = CreateSandbox({{"egress", {"allowed.test:80"}}});
+  ASSERT_FALSE(id.empty());
+  json info = MustTool("sandbox_get", {{"sandbox", id}});
+  EXPECT_EQ(info["spec"]["egress"], json::array({"allowed.test:80"}));
+  std::string proxy = info["spec"]["environment"]["HTTP_PROXY"];
+  ASSERT_EQ(proxy.rfind("http://198.19.", 0), 0u) << proxy;
+  std::string host_end = proxy.substr(7, proxy.rfind(':') - 7);
+
+  // Through HTTP_PROXY (curl reads it from the environment isb sets) and without it (DNS answers with the proxy's
+  // address, the host-side rules bring port 80 to the proxy).
+  EXPECT_EQ(Curl(id, {"http://allowed.test/"}), "hello from the origin\n");
+  EXPECT_EQ(Curl(id, {"--noproxy", "*", "http://allowed.test/"}), "hello from the origin\n");
+  json dns = Exec(id, {"getent", "hosts", "allowed.test"});
+  // getent prints the address in a column of 15.
+  EXPECT_EQ(dns["stdout"], host_end + std::string(15 - host_end.size(), ' ') + " allowed.test\n") << dns.dump();
+
+  // A name not listed: no address, and a 403 from the proxy that says why.
+  EXPECT_EQ(Exec(id, {"getent", "hosts", "unlisted.test"})["exit_code"], 2);
+  EXPECT_EQ(Curl(id, {"-o", "/dev/null", "-w", "%{http_code}", "http://unlisted.test/"}), "403");
+  EXPECT_EQ(Curl(id, {"--noproxy", "*", "-w", " %{http_code}", "--resolve", "unlisted.test:80:" + host_end,
+                      "http://unlisted.test/"}).substr(0, 5), "isb: ");
+  // Other ports, the host's own services, address literals: refused at once (curl: could not connect).
+  EXPECT_EQ(Curl(id, {"--noproxy", "*", "-o", "/dev/null", "-w", "%{exitcode}", "http://allowed.test:8080/"}), "7");
+  EXPECT_EQ(Curl(id, {"--noproxy", "*", "-o", "/dev/null", "-w", "%{exitcode}",
+                      "http://" + host_end + ":" + std::to_string(port_) + "/"}), "7");
+  EXPECT_EQ(Curl(id, {"--noproxy", "*", "-o", "/dev/null", "-w", "%{exitcode}", "http://192.0.2.1/"}), "7");
+
+  // A live change: unlisted.test becomes the listed one.
+  json changed = MustTool("sandbox_egress_set", {{"sandbox", id}, {"egress", {"unlisted.test:80"}}});
+  EXPECT_EQ(changed["spec"]["egress"], json::array({"unlisted.test:80"}));
+  EXPECT_EQ(Curl(id, {"http://unlisted.test/"}), "hello from the origin\n");
+  EXPECT_EQ(Curl(id, {"-o", "/dev/null", "-w", "%{http_code}", "http://allowed.test/"}), "403");
+
+  // A sandbox with egress none has loopback only.
+  std::string none = CreateSandbox();
+  EXPECT_EQ(Exec(none, {"getent", "hosts", "allowed.test"})["exit_code"], 2);
+  EXPECT_EQ(Curl(none, {"-o", "/dev/null", "-w", "%{exitcode}", "http://" + host_end + "/"}), "7");
+}
+
+TEST_F(EgressTest, BadEgressIsRefusedNamingTheEntry) {
+  HttpResponse ip = Tool("sandbox_create", {{"egress", {"10.0.0.1"}}});
+  EXPECT_EQ(ip.status, 400) << ip.Describe();
+  EXPECT_EQ(ip.j["error"], "invalid_argument") << ip.Describe();
+  HttpResponse wide = Tool("sandbox_create", {{"egress", {"*.com"}}});
+  EXPECT_EQ(wide.status, 400) << wide.Describe();
+  std::string id = CreateSandbox();
+  HttpResponse from_none = Tool("sandbox_egress_set", {{"sandbox", id}, {"egress", {"allowed.test"}}});
+  EXPECT_EQ(from_none.status, 400) << from_none.Describe();
+  EXPECT_EQ(from_none.j["message"], "egress: the sandbox was created with egress none; it has no network to change");
+}
+
+}  // namespace
+}  // namespace isb::e2e
