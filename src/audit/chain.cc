@@ -1,6 +1,7 @@
 // The hash-chained table: serialized appends, pruning through the anchor, a paged verifying walk.
 #include "audit/chain.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "audit/chain_encoding.h"
@@ -20,11 +21,19 @@ std::string Join(const std::vector<std::string>& v, const std::string& suffix) {
   return out;
 }
 
+// Rows written by one INSERT at most: a bound on its parameters (SQLite allows 32766) and on a caller's wait.
+constexpr size_t kMaxBatch = 256;
+
+// "(?first, ..., ?first+n-1)"
+std::string RowParams(size_t first, size_t n) {
+  std::string out = "(";
+  for (size_t i = 0; i < n; ++i) out += (i ? ", ?" : "?") + std::to_string(first + i);
+  return out + ")";
+}
+
 std::string InsertSql(const ChainDef& d) {
-  std::string params;
-  for (size_t i = 1; i <= d.columns.size() + 4; ++i) params += (i > 1 ? ", ?" : "?") + std::to_string(i);
-  return "INSERT INTO " + d.table + "(id, time, " + Join(d.columns, "") + ", prev_hash, hash) VALUES(" + params +
-         ")";
+  return "INSERT INTO " + d.table + "(id, time, " + Join(d.columns, "") + ", prev_hash, hash) VALUES " +
+         RowParams(1, d.columns.size() + 4);
 }
 
 ChainRow RowFrom(const store::Row& r, size_t ncols) {
@@ -60,7 +69,7 @@ Result<Head> Chain::Anchor() {
   return Head{AsInt(rows[0][0]), AsText(rows[0][1])};
 }
 
-Status Chain::LoadHeadLocked() {
+Status Chain::LoadHead() {
   ISB_ASSIGN_OR_RETURN(auto rows, db_.Query("SELECT id, hash FROM " + def_.table + " ORDER BY id DESC LIMIT 1"));
   if (!rows.empty()) {
     head_ = Head{AsInt(rows[0][0]), AsText(rows[0][1])};
@@ -71,32 +80,71 @@ Status Chain::LoadHeadLocked() {
   return {};
 }
 
-Result<Head> Chain::Append(const std::vector<std::string>& fields) {
+struct Chain::Pending {
+  std::vector<std::string> fields;
+  Result<Head> result = Error::Msg("not written");
+  bool done = false;
+};
+
+Status Chain::WriteBatch(const std::vector<Pending*>& batch) {
+  if (!loaded_) ISB_TRY(LoadHead());
+  const size_t per_row = def_.columns.size() + 4;
+  for (int attempt = 0;; ++attempt) {
+    std::string sql = insert_sql_;
+    std::vector<store::Value> args;
+    args.reserve(batch.size() * per_row);
+    Head next = head_;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (i > 0) sql += ", " + RowParams(i * per_row + 1, per_row);
+      int64_t time_ms = clock_();
+      std::string prev = std::move(next.hash);
+      next = Head{next.id + 1, LinkHash(prev, CanonicalEncoding(def_.domain, next.id + 1, time_ms, batch[i]->fields))};
+      args.emplace_back(next.id);
+      args.emplace_back(time_ms);
+      for (const auto& f : batch[i]->fields) args.emplace_back(f);
+      args.emplace_back(std::move(prev));
+      args.emplace_back(next.hash);
+      batch[i]->result = next;
+    }
+    Status st = db_.Exec(sql, args);
+    if (st.ok()) {
+      head_ = next;
+      return {};
+    }
+    // Another process appended to the same file: continue the chain from its head, once.
+    if (st.error().code != Code::kConflict || attempt > 0) return st;
+    ISB_TRY(LoadHead());
+  }
+}
+
+Result<Head> Chain::Append(std::vector<std::string> fields) {
   if (fields.size() != def_.columns.size())
     return Error::Msg(def_.table + ": " + std::to_string(fields.size()) + " fields for " +
                       std::to_string(def_.columns.size()) + " columns");
-  std::lock_guard lock(append_mu_);
-  if (!loaded_) ISB_TRY(LoadHeadLocked());
-  for (int attempt = 0;; ++attempt) {
-    Head next{head_.id + 1, ""};
-    int64_t time_ms = clock_();
-    next.hash = LinkHash(head_.hash, CanonicalEncoding(def_.domain, next.id, time_ms, fields));
-    std::vector<store::Value> args;
-    args.reserve(fields.size() + 4);
-    args.emplace_back(next.id);
-    args.emplace_back(time_ms);
-    for (const auto& f : fields) args.emplace_back(f);
-    args.emplace_back(head_.hash);
-    args.emplace_back(next.hash);
-    Status st = db_.Exec(insert_sql_, args);
-    if (st.ok()) {
-      head_ = next;
-      return next;
+  Pending me{std::move(fields)};
+  std::unique_lock lock(queue_mu_);
+  queue_.push_back(&me);
+  while (!me.done) {
+    if (writing_) {
+      written_.wait(lock);
+      continue;
     }
-    // Another process appended to the same file: continue the chain from its head, once.
-    if (st.error().code != Code::kConflict || attempt > 0) return st.error();
-    ISB_TRY(LoadHeadLocked());
+    // Become the writer for everything queued so far, this call's row among them.
+    writing_ = true;
+    size_t n = std::min(queue_.size(), kMaxBatch);
+    std::vector<Pending*> batch(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
+    queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
+    lock.unlock();
+    Status st = WriteBatch(batch);
+    lock.lock();
+    for (Pending* p : batch) {
+      if (!st.ok()) p->result = st.error();
+      p->done = true;
+    }
+    writing_ = false;
+    written_.notify_all();
   }
+  return std::move(me.result);
 }
 
 Where& Where::Add(const std::string& condition_before_param, store::Value v) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -79,16 +80,18 @@ struct Where {
   Where& Add(const std::string& condition_before_param, store::Value v);
 };
 
-// Thread-safe. Appends are serialized by one mutex, so the chain is linear however many threads append; another
-// process appending to the same file is caught by the table's INSERT trigger and continued from its head.
+// Thread-safe. Appends are serialized, so the chain is linear however many threads append; another process
+// appending to the same file is caught by the table's INSERT trigger and continued from its head. Appends that
+// arrive while one is being written are written together by one multi-row INSERT (one commit), so concurrent
+// callers share the commit's cost; a lone append is one INSERT.
 // Verify and Prune exclude each other (Verify never sees half a prune); neither blocks appends for long.
 class Chain {
  public:
   // REQUIRES: `db` has migration 3 applied and outlives the chain.
   Chain(store::Db& db, ChainDef def, Clock clock);
 
-  // Appends one row stamped with the clock; `fields` in ChainDef::columns order.
-  Result<Head> Append(const std::vector<std::string>& fields);
+  // Appends one row stamped with the clock; `fields` in ChainDef::columns order. Returns once it is committed.
+  Result<Head> Append(std::vector<std::string> fields);
 
   // Deletes the longest run of rows from the start that are all older than now - retention, after checking that
   // run is intact (pruning never erases evidence of tampering); the last one's id and hash become the anchor.
@@ -104,7 +107,10 @@ class Chain {
   const ChainDef& def() const { return def_; }
 
  private:
-  Status LoadHeadLocked();
+  struct Pending;
+  Status LoadHead();
+  // Writes `batch` as one INSERT after head_; REQUIRES: this thread is the writer.
+  Status WriteBatch(const std::vector<Pending*>& batch);
   Result<Head> Anchor();
   Result<std::vector<ChainRow>> Page(int64_t after_id, int64_t through_id, int64_t limit);
   // Walks rows after the anchor up to `through` (inclusive; INT64_MAX for all); returns the first broken row.
@@ -116,7 +122,10 @@ class Chain {
   const Clock clock_;
   const std::string insert_sql_;
   const std::string select_cols_;
-  std::mutex append_mu_;  // guards head_ and serializes appends
+  std::mutex queue_mu_;  // guards queue_ and writing_
+  std::condition_variable written_;
+  std::vector<Pending*> queue_;
+  bool writing_ = false;  // one thread writes at a time; head_ and loaded_ belong to it
   Head head_{};
   bool loaded_ = false;
   std::mutex walk_mu_;    // Verify and Prune, one at a time

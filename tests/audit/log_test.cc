@@ -292,6 +292,30 @@ TEST_F(AuditLogTest, EightThreadsAppendOneLinearChain) {
             << static_cast<int64_t>(kThreads * kEach / secs) << " appends/s\n";
 }
 
+TEST_F(AuditLogTest, AppendsQueuedBehindAWriterAreWrittenTogether) {
+  // The first writer stalls in the clock, so the other seven calls queue and the next writer takes them as one
+  // multi-row INSERT, through the same triggers.
+  std::atomic<int> calls{0};
+  auto slow_first = [&] {
+    if (calls++ == 0) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    return now_ms_.load();
+  };
+  auto log = AuditLog::Open(*db_, DefaultDetailsPolicy(), slow_first);
+  ASSERT_TRUE(log.ok());
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&] { ok += (*log)->Append(Call("acme", "a", "sandbox_list")).ok(); });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(ok.load(), 8);
+  EXPECT_EQ(calls.load(), 8);
+  auto v = (*log)->Verify();
+  ASSERT_TRUE(v.ok());
+  EXPECT_TRUE(v->ok);
+  EXPECT_EQ(v->rows, 8);
+  EXPECT_EQ(v->head.id, 8);
+}
+
 TEST_F(AuditLogTest, TwoConnectionsToOneFileContinueEachOthersChain) {
   auto db2 = store::Db::Open(path_, store::Migrations());
   ASSERT_TRUE(db2.ok());
