@@ -2,7 +2,6 @@
 #include "audit/chain.h"
 
 #include <algorithm>
-#include <limits>
 
 #include "audit/chain_encoding.h"
 
@@ -13,7 +12,6 @@ using store::AsInt;
 using store::AsText;
 
 constexpr int64_t kPage = 512;
-constexpr int64_t kAll = std::numeric_limits<int64_t>::max();
 
 std::string Join(const std::vector<std::string>& v, const std::string& suffix) {
   std::string out;

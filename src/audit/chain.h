@@ -113,7 +113,7 @@ class Chain {
   Status WriteBatch(const std::vector<Pending*>& batch);
   Result<Head> Anchor();
   Result<std::vector<ChainRow>> Page(int64_t after_id, int64_t through_id, int64_t limit);
-  // Walks rows after the anchor up to `through` (inclusive; INT64_MAX for all); returns the first broken row.
+  // Walks rows after the anchor up to `through` (inclusive); returns the first broken row, if any.
   Result<std::optional<Broken>> Walk(const Head& anchor, int64_t through, const std::optional<Head>& pinned,
                                      Head* last);
 
