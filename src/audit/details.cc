@@ -100,21 +100,6 @@ DetailsPolicy DefaultDetailsPolicy() {
   return p;
 }
 
-std::string_view CodeName(Code code) {
-  switch (code) {
-    case Code::kInternal: return "internal";
-    case Code::kInvalidArgument: return "invalid_argument";
-    case Code::kNotFound: return "not_found";
-    case Code::kConflict: return "conflict";
-    case Code::kTimeout: return "timeout";
-    case Code::kUnauthenticated: return "unauthenticated";
-    case Code::kForbidden: return "forbidden";
-    case Code::kTooLarge: return "too_large";
-    case Code::kUnavailable: return "unavailable";
-  }
-  return "internal";
-}
-
 bool IsOutcome(std::string_view outcome) {
   if (outcome == "ok") return true;
   for (int c = 0; c <= static_cast<int>(Code::kUnavailable); ++c)

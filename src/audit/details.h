@@ -49,7 +49,7 @@ class DetailsPolicy {
 DetailsPolicy DefaultDetailsPolicy();
 
 // An audit outcome: "ok", or the error's code ("not_found", "forbidden", ...), never its message.
-// IsOutcome: "ok" or one of CodeName's names.
+// IsOutcome: "ok" or one of CodeName's names (base/result.h).
 bool IsOutcome(std::string_view outcome);
 std::string OutcomeOf(const Status& status);
 std::string OutcomeOf(const Error& error);
@@ -57,6 +57,5 @@ template <typename T>
 std::string OutcomeOf(const Result<T>& r) {
   return r.ok() ? "ok" : OutcomeOf(r.error());
 }
-std::string_view CodeName(Code code);
 
 }  // namespace isb::audit
