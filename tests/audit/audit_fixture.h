@@ -1,5 +1,5 @@
-// A fresh database with every migration in a temporary directory, a settable clock, and raw SQLite access for
-// tampering with the file the way someone with write access to it could.
+// A fresh database with every migration in a temporary directory, an audit log on it, a settable clock, and raw
+// SQLite access for tampering with the file the way someone with write access to it could.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -12,6 +12,7 @@
 #include <string>
 
 #include "audit/chain.h"
+#include "audit/log.h"
 #include "store/db.h"
 #include "store/migrations.h"
 
@@ -27,8 +28,12 @@ class AuditDbTest : public ::testing::Test {
     auto db = store::Db::Open(path_, store::Migrations());
     ASSERT_TRUE(db.ok()) << db.error().message;
     db_ = std::move(*db);
+    auto log = AuditLog::Open(*db_, DefaultDetailsPolicy(), TestClock());
+    ASSERT_TRUE(log.ok()) << log.error().message;
+    log_ = std::move(*log);
   }
   void TearDown() override {
+    log_.reset();
     db_.reset();
     std::filesystem::remove_all(dir_);
   }
@@ -55,6 +60,7 @@ class AuditDbTest : public ::testing::Test {
   std::string dir_;
   std::string path_;
   std::unique_ptr<store::Db> db_;
+  std::unique_ptr<AuditLog> log_;  // on db_, with the default policy and the test clock
   std::atomic<int64_t> now_ms_{1'700'000'000'000};
 };
 

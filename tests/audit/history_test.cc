@@ -87,13 +87,11 @@ TEST_F(HistoryTest, UnknownEventIsRefused) {
 }
 
 TEST_F(HistoryTest, ItsChainIsApartFromTheAuditLog) {
-  auto log = AuditLog::Open(*db_, DefaultDetailsPolicy(), TestClock());
-  ASSERT_TRUE(log.ok());
-  ASSERT_TRUE((*log)->Append({.action = "sandbox_create"}).ok());
+  ASSERT_TRUE(log_->Append({.action = "sandbox_create"}).ok());
   MustRecord("sb1", "acme", "created");
   Head second = MustRecord("sb1", "acme", "started");
   EXPECT_EQ(second.id, 2);
-  auto a = (*log)->Verify();
+  auto a = log_->Verify();
   ASSERT_TRUE(a.ok());
   EXPECT_TRUE(a->ok);
   EXPECT_EQ(a->rows, 1);

@@ -19,17 +19,6 @@ using nlohmann::json;
 
 class AuditLogTest : public testing::AuditDbTest {
  protected:
-  void SetUp() override {
-    AuditDbTest::SetUp();
-    auto log = AuditLog::Open(*db_, DefaultDetailsPolicy(), TestClock());
-    ASSERT_TRUE(log.ok()) << log.error().message;
-    log_ = std::move(*log);
-  }
-  void TearDown() override {
-    log_.reset();
-    AuditDbTest::TearDown();
-  }
-
   static Entry Call(std::string org, std::string actor, std::string action, std::string outcome = "ok") {
     Entry e;
     e.org = std::move(org);
@@ -50,8 +39,6 @@ class AuditLogTest : public testing::AuditDbTest {
     EXPECT_TRUE(h.ok()) << h.error().message;
     return h.ok() ? *h : Head{};
   }
-
-  std::unique_ptr<AuditLog> log_;
 };
 
 TEST_F(AuditLogTest, AppendedRecordsChainAndVerify) {

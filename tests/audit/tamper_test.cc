@@ -13,9 +13,6 @@ class TamperTest : public testing::AuditDbTest {
  protected:
   void SetUp() override {
     AuditDbTest::SetUp();
-    auto log = AuditLog::Open(*db_, DefaultDetailsPolicy(), TestClock());
-    ASSERT_TRUE(log.ok()) << log.error().message;
-    log_ = std::move(*log);
     for (int i = 1; i <= 10; ++i) {
       now_ms_ += 1000;
       Entry e;
@@ -31,11 +28,6 @@ class TamperTest : public testing::AuditDbTest {
                   "DROP TRIGGER audit_log_append; DROP TRIGGER chain_anchors_advance"),
               "");
   }
-  void TearDown() override {
-    log_.reset();
-    AuditDbTest::TearDown();
-  }
-
   VerifyResult MustVerify(const std::optional<Head>& pinned = std::nullopt) {
     auto v = log_->Verify(pinned);
     EXPECT_TRUE(v.ok()) << v.error().message;
@@ -50,7 +42,24 @@ class TamperTest : public testing::AuditDbTest {
 
   std::string HashSet(const Record& r) { return "hash = '" + r.hash + "', prev_hash = '" + r.prev_hash + "'"; }
 
-  std::unique_ptr<AuditLog> log_;
+  // Swaps `cols` of rows 4 and 7.
+  std::string SwapRows(const std::string& cols) {
+    return Raw("CREATE TEMP TABLE t AS SELECT * FROM audit_log WHERE id IN (4, 7); UPDATE audit_log SET (" + cols +
+               ") = (SELECT " + cols + " FROM t WHERE t.id = 11 - audit_log.id) WHERE id IN (4, 7)");
+  }
+
+  // Inserts a copy of row `from` as row `id` by "mallory", with prev_hash and hash given as SQL expressions.
+  std::string Forge(int64_t id, int64_t from, const std::string& prev_sql, const std::string& hash) {
+    return Raw("INSERT INTO audit_log SELECT " + std::to_string(id) + ", time, org, 'mallory', actor_kind, surface, "
+               "action, target, details, outcome, ip, user_agent, request_id, " + prev_sql + ", '" + hash + "' " +
+               "FROM audit_log WHERE id = " + std::to_string(from));
+  }
+
+  // Moves rows 5..10 up by one, leaving id 5 free.
+  std::string MakeRoomAt5() {
+    return Raw("UPDATE audit_log SET id = -id WHERE id >= 5; UPDATE audit_log SET id = 1 - id WHERE id < 0");
+  }
+
   std::vector<Head> heads_;  // heads_[i] is row i + 1
 };
 
@@ -103,10 +112,7 @@ TEST_F(TamperTest, DeletedFirstRowIsFound) {
 TEST_F(TamperTest, SwappedRowsAreFoundAtTheFirst) {
   std::string cols = "time, org, actor, actor_kind, surface, action, target, details, outcome, ip, user_agent, "
                      "request_id, prev_hash, hash";
-  ASSERT_EQ(Raw("CREATE TEMP TABLE t AS SELECT * FROM audit_log WHERE id IN (4, 7); "
-                "UPDATE audit_log SET (" + cols + ") = (SELECT " + cols + " FROM t WHERE t.id = 11 - audit_log.id) "
-                "WHERE id IN (4, 7)"),
-            "");
+  ASSERT_EQ(SwapRows(cols), "");
   EXPECT_EQ(Row(4).actor, "user7");
   EXPECT_EQ(MustVerify().first_broken, (Broken{4, kReasonLink}));
 }
@@ -114,35 +120,26 @@ TEST_F(TamperTest, SwappedRowsAreFoundAtTheFirst) {
 TEST_F(TamperTest, SwappedContentsWithHashesLeftInPlaceAreFoundAtTheFirst) {
   std::string cols = "time, org, actor, actor_kind, surface, action, target, details, outcome, ip, user_agent, "
                      "request_id";
-  ASSERT_EQ(Raw("CREATE TEMP TABLE t AS SELECT * FROM audit_log WHERE id IN (4, 7); "
-                "UPDATE audit_log SET (" + cols + ") = (SELECT " + cols + " FROM t WHERE t.id = 11 - audit_log.id) "
-                "WHERE id IN (4, 7)"),
-            "");
+  ASSERT_EQ(SwapRows(cols), "");
   EXPECT_EQ(MustVerify().first_broken, (Broken{4, kReasonHash}));
 }
 
 TEST_F(TamperTest, ForgedRowAtTheHeadWithAWrongHashIsFound) {
-  ASSERT_EQ(Raw("INSERT INTO audit_log SELECT 11, time + 1, org, 'mallory', actor_kind, surface, action, target, "
-                "details, outcome, ip, user_agent, request_id, hash, '" + Sha256Hex("forged") + "' "
-                "FROM audit_log WHERE id = 10"),
-            "");
+  ASSERT_EQ(Forge(11, 10, "hash", Sha256Hex("forged")), "");
   VerifyResult v = MustVerify();
   EXPECT_EQ(v.first_broken, (Broken{11, kReasonHash}));
   EXPECT_EQ(v.rows, 11);
 }
 
 TEST_F(TamperTest, ForgedRowInsertedInTheMiddleIsFound) {
-  // Make room at id 5 by moving rows 5..10 up by one, then insert a row whose own hash is computed correctly.
-  ASSERT_EQ(Raw("UPDATE audit_log SET id = -id WHERE id >= 5; UPDATE audit_log SET id = 1 - id WHERE id < 0"), "");
+  // Make room at id 5, then insert a row whose own hash is computed correctly.
+  ASSERT_EQ(MakeRoomAt5(), "");
   Record forged = Row(4);
   forged.id = 5;
   forged.actor = "mallory";
   forged.prev_hash = heads_[3].hash;
   forged.hash = RecordHash(forged);
-  ASSERT_EQ(Raw("INSERT INTO audit_log SELECT 5, time, org, 'mallory', actor_kind, surface, action, target, "
-                "details, outcome, ip, user_agent, request_id, '" + forged.prev_hash + "', '" + forged.hash + "' "
-                "FROM audit_log WHERE id = 4"),
-            "");
+  ASSERT_EQ(Forge(5, 4, "'" + forged.prev_hash + "'", forged.hash), "");
   VerifyResult v = MustVerify();
   // The forged row links to row 4 and hashes right; the row after it no longer links.
   EXPECT_EQ(v.first_broken, (Broken{6, kReasonLink}));
@@ -150,11 +147,8 @@ TEST_F(TamperTest, ForgedRowInsertedInTheMiddleIsFound) {
 }
 
 TEST_F(TamperTest, ForgedRowWithAPlausibleHashInTheMiddleIsFoundAtItsId) {
-  ASSERT_EQ(Raw("UPDATE audit_log SET id = -id WHERE id >= 5; UPDATE audit_log SET id = 1 - id WHERE id < 0"), "");
-  ASSERT_EQ(Raw("INSERT INTO audit_log SELECT 5, time, org, 'mallory', actor_kind, surface, action, target, "
-                "details, outcome, ip, user_agent, request_id, hash, '" + Sha256Hex("forged") + "' "
-                "FROM audit_log WHERE id = 4"),
-            "");
+  ASSERT_EQ(MakeRoomAt5(), "");
+  ASSERT_EQ(Forge(5, 4, "hash", Sha256Hex("forged")), "");
   EXPECT_EQ(MustVerify().first_broken, (Broken{5, kReasonHash}));
 }
 
