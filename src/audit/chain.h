@@ -19,7 +19,7 @@ namespace isb::audit {
 using Clock = std::function<int64_t()>;
 Clock SystemClock();
 
-// A chain's table as migration 3 creates it: `id`, `time`, the text `columns` in encoding order, `prev_hash`,
+// A chain's table as the audit migration creates it: `id`, `time`, the text `columns` in encoding order, `prev_hash`,
 // `hash`; its anchor is the row of chain_anchors named `table`.
 struct ChainDef {
   std::string table{};
@@ -58,14 +58,14 @@ inline constexpr const char* kReasonBeforeAnchor = "row at or before pruned_thro
 
 struct VerifyResult {
   bool ok = false;
-  int64_t rows = 0;                     // rows in the table
-  Head head{};                            // the last row, or the anchor when every row was pruned
-  Head pruned_through{};                  // the anchor: {0, kGenesisHash} if nothing was ever pruned
-  std::optional<Broken> first_broken{};   // set exactly when !ok
+  int64_t rows = 0;                      // rows in the table up to head
+  Head head{};                           // the last row when the walk began, or the anchor if there is none
+  Head pruned_through{};                 // the anchor: {0, kGenesisHash} if nothing was ever pruned
+  std::optional<Broken> first_broken{};  // set exactly when !ok
 };
 
 struct PruneResult {
-  int64_t rows = 0;     // rows deleted by this call
+  int64_t rows = 0;       // rows deleted by this call
   Head pruned_through{};  // the anchor after it
 };
 
@@ -87,7 +87,7 @@ struct Where {
 // Verify and Prune exclude each other (Verify never sees half a prune); neither blocks appends for long.
 class Chain {
  public:
-  // REQUIRES: `db` has migration 3 applied and outlives the chain.
+  // REQUIRES: `db` has the audit migration (store/migrations.cc) applied and outlives the chain.
   Chain(store::Db& db, ChainDef def, Clock clock);
 
   // Appends one row stamped with the clock; `fields` in ChainDef::columns order. Returns once it is committed.

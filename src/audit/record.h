@@ -30,7 +30,7 @@ struct Record {
   int64_t id = 0;
   int64_t time_ms = 0;
   std::string org, actor, actor_kind, surface, action, target;
-  std::string details{};  // a JSON object, exactly as stored and hashed
+  std::string details{};    // a JSON object, exactly as stored and hashed
   std::string outcome, ip, user_agent, request_id;
   std::string prev_hash, hash;
 };
