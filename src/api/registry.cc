@@ -7,21 +7,6 @@ namespace isb::api {
 
 using json = nlohmann::json;
 
-std::string_view CodeName(Code code) {
-  switch (code) {
-    case Code::kInvalidArgument: return "invalid_argument";
-    case Code::kNotFound: return "not_found";
-    case Code::kConflict: return "conflict";
-    case Code::kTimeout: return "timeout";
-    case Code::kUnauthenticated: return "unauthenticated";
-    case Code::kForbidden: return "forbidden";
-    case Code::kTooLarge: return "too_large";
-    case Code::kUnavailable: return "unavailable";
-    case Code::kInternal: break;
-  }
-  return "internal";
-}
-
 int HttpStatusFor(Code code) {
   switch (code) {
     case Code::kInvalidArgument: return 400;

@@ -57,8 +57,7 @@ struct Tool {
   ToolHandler handler;
 };
 
-// Snake-case name of an error code as REST and MCP publish it: "invalid_argument", "not_found", ...
-std::string_view CodeName(Code code);
+// CodeName (base/result.h) names an error code as REST and MCP publish it: "invalid_argument", "not_found", ...
 // The HTTP status a code maps to: 400, 401, 403, 404, 409, 413, 504, 503, 500.
 int HttpStatusFor(Code code);
 

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 
@@ -12,6 +13,22 @@ namespace isb {
 // Error codes that surfaces map to their own terms (HTTP status, MCP isError, CLI exit code).
 enum class Code { kInternal, kInvalidArgument, kNotFound, kConflict, kTimeout, kUnauthenticated, kForbidden,
                   kTooLarge, kUnavailable };
+
+// The code's stable name ("not_found"), as the REST and MCP surfaces and the audit log show it.
+inline std::string_view CodeName(Code code) {
+  switch (code) {
+    case Code::kInvalidArgument: return "invalid_argument";
+    case Code::kNotFound: return "not_found";
+    case Code::kConflict: return "conflict";
+    case Code::kTimeout: return "timeout";
+    case Code::kUnauthenticated: return "unauthenticated";
+    case Code::kForbidden: return "forbidden";
+    case Code::kTooLarge: return "too_large";
+    case Code::kUnavailable: return "unavailable";
+    case Code::kInternal: break;
+  }
+  return "internal";
+}
 
 struct Error {
   std::string message;  // what failed, and where useful, how to fix it

@@ -101,6 +101,106 @@ CREATE TABLE setup_token (
   used_at INTEGER
 )
 )sql",
+      // 3: the audit log and the sandbox history: two append-only hash-chained tables and their anchors.
+      // Triggers refuse UPDATE, refuse DELETE of rows after a chain's anchor, and refuse an INSERT that does not
+      // extend its chain at the head. Retention pruning is one UPDATE that advances an anchor to an existing row's
+      // hash; its AFTER trigger deletes the rows up to it in the same statement.
+      R"sql(
+CREATE TABLE chain_anchors (
+  chain TEXT PRIMARY KEY,
+  pruned_through INTEGER NOT NULL,
+  hash TEXT NOT NULL
+);
+INSERT INTO chain_anchors(chain, pruned_through, hash) VALUES
+  ('audit_log', 0, '0000000000000000000000000000000000000000000000000000000000000000'),
+  ('sandbox_history', 0, '0000000000000000000000000000000000000000000000000000000000000000');
+CREATE TABLE audit_log (
+  id INTEGER PRIMARY KEY,
+  time INTEGER NOT NULL,
+  org TEXT NOT NULL,
+  actor TEXT NOT NULL,
+  actor_kind TEXT NOT NULL,
+  surface TEXT NOT NULL,
+  action TEXT NOT NULL,
+  target TEXT NOT NULL,
+  details TEXT NOT NULL,
+  outcome TEXT NOT NULL,
+  ip TEXT NOT NULL,
+  user_agent TEXT NOT NULL,
+  request_id TEXT NOT NULL,
+  prev_hash TEXT NOT NULL,
+  hash TEXT NOT NULL
+);
+CREATE INDEX audit_log_org ON audit_log(org, id);
+CREATE INDEX audit_log_time ON audit_log(time);
+CREATE TABLE sandbox_history (
+  id INTEGER PRIMARY KEY,
+  time INTEGER NOT NULL,
+  sandbox TEXT NOT NULL,
+  org TEXT NOT NULL,
+  event TEXT NOT NULL,
+  actor TEXT NOT NULL,
+  actor_kind TEXT NOT NULL,
+  reason TEXT NOT NULL,
+  request_id TEXT NOT NULL,
+  prev_hash TEXT NOT NULL,
+  hash TEXT NOT NULL
+);
+CREATE INDEX sandbox_history_sandbox ON sandbox_history(sandbox, id);
+CREATE INDEX sandbox_history_org ON sandbox_history(org, id);
+CREATE INDEX sandbox_history_time ON sandbox_history(time);
+
+CREATE TRIGGER chain_anchors_no_insert BEFORE INSERT ON chain_anchors BEGIN
+  SELECT RAISE(ABORT, 'chain_anchors: the set of chains is fixed');
+END;
+CREATE TRIGGER chain_anchors_no_delete BEFORE DELETE ON chain_anchors BEGIN
+  SELECT RAISE(ABORT, 'chain_anchors: the set of chains is fixed');
+END;
+CREATE TRIGGER chain_anchors_advance BEFORE UPDATE ON chain_anchors
+WHEN NEW.chain IS NOT OLD.chain OR NEW.pruned_through <= OLD.pruned_through
+  OR NEW.hash IS NOT (CASE NEW.chain
+    WHEN 'audit_log' THEN (SELECT hash FROM audit_log WHERE id = NEW.pruned_through)
+    WHEN 'sandbox_history' THEN (SELECT hash FROM sandbox_history WHERE id = NEW.pruned_through) END)
+BEGIN
+  SELECT RAISE(ABORT, 'chain_anchors: an anchor only advances, to the hash of a row of its chain');
+END;
+CREATE TRIGGER chain_anchors_prune AFTER UPDATE ON chain_anchors BEGIN
+  DELETE FROM audit_log WHERE NEW.chain = 'audit_log' AND id <= NEW.pruned_through;
+  DELETE FROM sandbox_history WHERE NEW.chain = 'sandbox_history' AND id <= NEW.pruned_through;
+END;
+
+CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log BEGIN
+  SELECT RAISE(ABORT, 'audit_log is append-only: rows cannot be changed');
+END;
+CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log
+WHEN OLD.id > (SELECT pruned_through FROM chain_anchors WHERE chain = 'audit_log') BEGIN
+  SELECT RAISE(ABORT, 'audit_log is append-only: rows are deleted only by retention pruning');
+END;
+CREATE TRIGGER audit_log_append BEFORE INSERT ON audit_log
+WHEN NEW.id IS NOT coalesce((SELECT max(id) FROM audit_log),
+                            (SELECT pruned_through FROM chain_anchors WHERE chain = 'audit_log')) + 1
+  OR NEW.prev_hash IS NOT coalesce((SELECT hash FROM audit_log ORDER BY id DESC LIMIT 1),
+                                   (SELECT hash FROM chain_anchors WHERE chain = 'audit_log'))
+BEGIN
+  SELECT RAISE(ABORT, 'audit_log is append-only: a row must extend the chain at its head');
+END;
+
+CREATE TRIGGER sandbox_history_no_update BEFORE UPDATE ON sandbox_history BEGIN
+  SELECT RAISE(ABORT, 'sandbox_history is append-only: rows cannot be changed');
+END;
+CREATE TRIGGER sandbox_history_no_delete BEFORE DELETE ON sandbox_history
+WHEN OLD.id > (SELECT pruned_through FROM chain_anchors WHERE chain = 'sandbox_history') BEGIN
+  SELECT RAISE(ABORT, 'sandbox_history is append-only: rows are deleted only by retention pruning');
+END;
+CREATE TRIGGER sandbox_history_append BEFORE INSERT ON sandbox_history
+WHEN NEW.id IS NOT coalesce((SELECT max(id) FROM sandbox_history),
+                            (SELECT pruned_through FROM chain_anchors WHERE chain = 'sandbox_history')) + 1
+  OR NEW.prev_hash IS NOT coalesce((SELECT hash FROM sandbox_history ORDER BY id DESC LIMIT 1),
+                                   (SELECT hash FROM chain_anchors WHERE chain = 'sandbox_history'))
+BEGIN
+  SELECT RAISE(ABORT, 'sandbox_history is append-only: a row must extend the chain at its head');
+END
+)sql",
   };
   return m;
 }

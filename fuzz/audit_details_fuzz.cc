@@ -1,0 +1,66 @@
+// Fuzzes what the audit log keeps of a caller's input: the details allow-list and text cleaning. The first byte
+// picks the action; the rest is the JSON a caller sent (or, when it is not JSON, a text field). Whatever comes in,
+// what is kept must be an object of allow-listed keys holding scalars or lists of strings, all valid UTF-8, cut.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <set>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "audit/details.h"
+
+namespace {
+
+using nlohmann::json;
+
+const isb::audit::DetailsPolicy& Policy() {
+  static const isb::audit::DetailsPolicy p = [] {
+    isb::audit::DetailsPolicy d = isb::audit::DefaultDetailsPolicy();
+    d.Allow("all", {{"s"}, {"l", isb::audit::Keep::kStrings}, {"k", isb::audit::Keep::kKeyNames}});
+    return d;
+  }();
+  return p;
+}
+
+constexpr const char* kActions[] = {"all", "sandbox_exec", "sandbox_create", "sandbox_file_write", "unknown"};
+constexpr size_t kMaxString = isb::audit::kMaxDetailBytes + 3;  // plus the ellipsis
+
+void Check(bool ok) {
+  if (!ok) std::abort();
+}
+
+void CheckText(const std::string& s) {
+  Check(s.size() <= kMaxString);
+  (void)json(s).dump();  // strict: throws (and fails the run) on invalid UTF-8
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  std::string action = kActions[data[0] % std::size(kActions)];
+  std::string body(reinterpret_cast<const char*>(data) + 1, size - 1);
+  CheckText(isb::audit::CleanText(body));
+  json in = json::parse(body, nullptr, false);
+  if (in.is_discarded()) return 0;
+  json out = Policy().Filter(action, in);
+  Check(out.is_object());
+  if (action == "unknown") Check(out.empty());
+  for (const auto& [key, value] : out.items()) {
+    Check(in.is_object() && in.contains(key));
+    if (value.is_string()) {
+      CheckText(value.get<std::string>());
+    } else if (value.is_array()) {
+      Check(value.size() <= isb::audit::kMaxDetailItems + 1);
+      for (const auto& e : value) {
+        Check(e.is_string());
+        CheckText(e.get<std::string>());
+      }
+    } else {
+      Check(value.is_number() || value.is_boolean());
+    }
+  }
+  return 0;
+}
