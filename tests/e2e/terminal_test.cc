@@ -239,7 +239,13 @@ TEST_F(TerminalTest, LiveSessionsPerSandboxAreBounded) {
     std::this_thread::sleep_for(100ms);
   }
   EXPECT_NE(last.find("\"exit_code\":0"), std::string::npos) << last;
-  std::string procs = Exec(id, {"sh", "-c", "for p in /proc/[0-9]*; do cat $p/comm; done"}).value("stdout", "");
+  // The commands were killed; the last of them may take a moment to be gone from /proc.
+  std::string procs;
+  for (int i = 0; i < 40; ++i) {
+    procs = Exec(id, {"sh", "-c", "for p in /proc/[0-9]*; do cat $p/comm; done"}).value("stdout", "");
+    if (procs.find("sleep") == std::string::npos) break;
+    std::this_thread::sleep_for(50ms);
+  }
   EXPECT_EQ(procs.find("sleep"), std::string::npos) << procs;
 }
 
