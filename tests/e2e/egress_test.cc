@@ -53,10 +53,63 @@ class EgressTest : public E2eTest {
     return Exec(id, args)["stdout"];
   }
 
+  // An HTTPS origin (openssl s_server, a self-signed certificate for `name`) on a free loopback port; the daemon is
+  // restarted with `name` pinned to it. The certificate (its own CA) is returned as PEM.
+  std::string StartTlsOriginAndPin(const std::string& name) {
+    origin_dir_ = "/tmp/isb-origin-" + RandomHex(6);
+    std::filesystem::create_directories(origin_dir_);
+    ProcResult gen = RunProcess({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                                 "-nodes", "-days", "1", "-subj", "/CN=" + name, "-addext", "subjectAltName=DNS:" + name,
+                                 "-keyout", origin_dir_ + "/key.pem", "-out", origin_dir_ + "/cert.pem"});
+    EXPECT_EQ(gen.exit_status, 0) << gen.Describe();
+    port_ = 20000 + static_cast<int>(std::stoul(RandomHex(2), nullptr, 16)) * 37 % 20000;
+    origin_ = ::fork();
+    if (origin_ == 0) {
+      int devnull = ::open("/dev/null", O_RDWR);
+      ::dup2(devnull, 0);
+      ::dup2(devnull, 1);
+      ::dup2(devnull, 2);
+      std::string accept = "127.0.0.1:" + std::to_string(port_);
+      ::execlp("openssl", "openssl", "s_server", "-quiet", "-accept", accept.c_str(), "-cert",
+               (origin_dir_ + "/cert.pem").c_str(), "-key", (origin_dir_ + "/key.pem").c_str(), "-www", nullptr);
+      ::_exit(127);
+    }
+    std::string probe = "https://" + name + ":" + std::to_string(port_) + "/";
+    std::string resolve = name + ":" + std::to_string(port_) + ":127.0.0.1";
+    auto up = [&] {
+      return RunProcess({"curl", "-s", "-m", "1", "-o", "/dev/null", "-w", "%{http_code}", "--cacert",
+                         origin_dir_ + "/cert.pem", "--resolve", resolve, probe}).out == "200";
+    };
+    for (int i = 0; i < 100 && !up(); ++i) ::usleep(50000);
+    EXPECT_TRUE(up()) << "the TLS origin did not come up";
+    EXPECT_EQ(StopDaemon(), 0);
+    StartDaemon({"--egress-pin", name + "=127.0.0.1:" + std::to_string(port_)});
+    return ReadFileOrEmpty(origin_dir_ + "/cert.pem");
+  }
+
   pid_t origin_ = 0;
   int port_ = 0;
   std::string origin_dir_;
 };
+
+TEST_F(EgressTest, HttpsToAListedNameByConnectAndBySniAndAnUnlistedSniGetsAnAlert) {
+  std::string ca = StartTlsOriginAndPin("secure.test");
+  ASSERT_FALSE(ca.empty());
+  std::string id = CreateSandbox({{"egress", {"secure.test"}}});
+  ASSERT_FALSE(id.empty());
+  MustTool("sandbox_file_write", {{"sandbox", id}, {"path", "/tmp/ca.pem"}, {"content", ca}});
+  std::string proxy = MustTool("sandbox_get", {{"sandbox", id}})["spec"]["environment"]["HTTPS_PROXY"];
+  std::string host_end = proxy.substr(7, proxy.rfind(':') - 7);
+  // Through HTTPS_PROXY: CONNECT secure.test:443, then TLS end to end (the origin's certificate, verified inside).
+  EXPECT_EQ(Curl(id, {"--cacert", "/tmp/ca.pem", "-o", "/dev/null", "-w", "%{http_code}", "https://secure.test/"}), "200");
+  // Without it: the ClientHello's SNI names secure.test; the bytes pass through untouched.
+  EXPECT_EQ(Curl(id, {"--noproxy", "*", "--cacert", "/tmp/ca.pem", "-o", "/dev/null", "-w", "%{http_code}",
+                      "https://secure.test/"}), "200");
+  // An SNI that is not listed: a TLS alert (curl: SSL connect error), and CONNECT to it a 403.
+  EXPECT_EQ(Curl(id, {"--noproxy", "*", "--resolve", "other.test:443:" + host_end, "-o", "/dev/null", "-w",
+                      "%{exitcode}", "https://other.test/"}), "35");
+  EXPECT_EQ(Curl(id, {"-o", "/dev/null", "-w", "%{http_connect}", "https://other.test/"}), "403");
+}
 
 TEST_F(EgressTest, AListedSandboxReachesItsNamesAndNothingElse) {
   StartOriginAndPin({"allowed.test", "unlisted.test"});
