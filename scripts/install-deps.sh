@@ -3,7 +3,8 @@
 set -euo pipefail
 build=(cmake ninja-build g++ make pkg-config ccache libseccomp-dev nlohmann-json3-dev libcli11-dev
        libfmt-dev libgtest-dev libgmock-dev busybox-static
-       libboost1.81-dev libsqlite3-dev libssl-dev libsodium-dev curl openssl dnsutils nftables publicsuffix)
+       libboost1.81-dev libsqlite3-dev libssl-dev libsodium-dev curl openssl dnsutils nftables publicsuffix
+       python3)
 bench=(bubblewrap util-linux)
 want=("${build[@]}")
 [ "${1:-}" = "--bench" ] && want+=("${bench[@]}")
