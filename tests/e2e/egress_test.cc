@@ -2,7 +2,10 @@
 // proxy variables and without), everything else fails the way it should. The origin is a python HTTP server on the
 // host's loopback that the daemon reaches only because the test pins names to it.
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 
 #include <filesystem>
@@ -12,6 +15,20 @@
 
 namespace isb::e2e {
 namespace {
+
+// A TCP port on loopback that nothing listens on right now (the kernel's pick, released for the origin to take).
+int FreeLoopbackPort() {
+  int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int port = 0;
+  if (::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  ::close(s);
+  return port;
+}
 
 class EgressTest : public E2eTest {
  protected:
@@ -29,7 +46,7 @@ class EgressTest : public E2eTest {
     origin_dir_ = "/tmp/isb-origin-" + RandomHex(6);
     std::filesystem::create_directories(origin_dir_);
     std::ofstream(origin_dir_ + "/index.html") << "hello from the origin\n";
-    port_ = 20000 + static_cast<int>(std::stoul(RandomHex(2), nullptr, 16)) * 37 % 20000;
+    port_ = FreeLoopbackPort();
     origin_ = ::fork();
     if (origin_ == 0) {
       int devnull = ::open("/dev/null", O_WRONLY);
@@ -62,7 +79,7 @@ class EgressTest : public E2eTest {
                                  "-nodes", "-days", "1", "-subj", "/CN=" + name, "-addext", "subjectAltName=DNS:" + name,
                                  "-keyout", origin_dir_ + "/key.pem", "-out", origin_dir_ + "/cert.pem"});
     EXPECT_EQ(gen.exit_status, 0) << gen.Describe();
-    port_ = 20000 + static_cast<int>(std::stoul(RandomHex(2), nullptr, 16)) * 37 % 20000;
+    port_ = FreeLoopbackPort();
     origin_ = ::fork();
     if (origin_ == 0) {
       int devnull = ::open("/dev/null", O_RDWR);
@@ -162,6 +179,61 @@ TEST_F(EgressTest, BadEgressIsRefusedNamingTheEntry) {
   HttpResponse from_none = Tool("sandbox_egress_set", {{"sandbox", id}, {"egress", {"allowed.test"}}});
   EXPECT_EQ(from_none.status, 400) << from_none.Describe();
   EXPECT_EQ(from_none.j["message"], "egress: the sandbox was created with egress none; it has no network to change");
+}
+
+// What a listed sandbox cannot do, tried with python from inside: UDP anywhere but DNS, IPv6, another sandbox.
+TEST_F(EgressTest, NoUdpNoIpv6AndNoOtherSandbox) {
+  StartOriginAndPin({"allowed.test"});
+  std::string a = CreateSandbox({{"egress", {"allowed.test:80"}}});
+  std::string b = CreateSandbox({{"egress", {"allowed.test:80"}}});
+  ASSERT_FALSE(a.empty());
+  ASSERT_FALSE(b.empty());
+  auto host_end = [&](const std::string& id) {
+    std::string proxy = MustTool("sandbox_get", {{"sandbox", id}})["spec"]["environment"]["HTTP_PROXY"];
+    return proxy.substr(7, proxy.rfind(':') - 7);
+  };
+  const std::string a_host = host_end(a), b_host = host_end(b);
+  // b's own address is its host end + 1.
+  const std::string b_addr = b_host.substr(0, b_host.rfind('.') + 1) + std::to_string(std::stoi(b_host.substr(b_host.rfind('.') + 1)) + 1);
+
+  // UDP to the host end on a port other than 53 never arrives: a test socket on the host listens for it.
+  int udp = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(udp, 0);
+  sockaddr_in any{};
+  any.sin_family = AF_INET;
+  any.sin_port = 0;
+  ASSERT_EQ(::bind(udp, reinterpret_cast<sockaddr*>(&any), sizeof any), 0);
+  socklen_t len = sizeof any;
+  ::getsockname(udp, reinterpret_cast<sockaddr*>(&any), &len);
+  const std::string udp_port = std::to_string(ntohs(any.sin_port));
+  json sent = Exec(a, {"python3", "-c",
+                       "import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); "
+                       "print(s.sendto(b'leak', ('" + a_host + "', " + udp_port + ")))"});
+  EXPECT_EQ(sent["stdout"], "4\n") << sent.dump();  // sent from inside, then dropped on the host side
+  pollfd p{udp, POLLIN, 0};
+  EXPECT_EQ(::poll(&p, 1, 500), 0) << "a UDP datagram from a listed sandbox reached the host";
+  ::close(udp);
+
+  // IPv6 is off inside.
+  EXPECT_EQ(Exec(a, {"cat", "/proc/sys/net/ipv6/conf/all/disable_ipv6"})["stdout"], "1\n");
+  json v6 = Exec(a, {"python3", "-c",
+                     "import socket, errno\ns = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)\n"
+                     "try:\n s.connect(('2001:4860:4860::8888', 443))\nexcept OSError as e:\n print(errno.errorcode[e.errno])"});
+  // With IPv6 disabled the sandbox has no address to send from.
+  EXPECT_EQ(v6["stdout"], "EADDRNOTAVAIL\n") << v6.dump();
+
+  // Another sandbox, its address or its host end: unreachable or refused at once.
+  std::string probe = "import socket, errno\ns = socket.socket()\ns.settimeout(5)\n"
+                      "try:\n s.connect(('%s', 80))\n print('connected')\nexcept OSError as e:\n print(errno.errorcode[e.errno])";
+  auto connect_from_a = [&](const std::string& addr) {
+    std::string code = probe;
+    code.replace(code.find("%s"), 2, addr);
+    return Exec(a, {"python3", "-c", code})["stdout"].get<std::string>();
+  };
+  EXPECT_EQ(connect_from_a(b_addr), "ENETUNREACH\n");
+  EXPECT_EQ(connect_from_a(b_host), "ENETUNREACH\n");
+  // Its own host end on the listed port is the proxy: that one connects.
+  EXPECT_EQ(connect_from_a(a_host), "connected\n");
 }
 
 }  // namespace
