@@ -1,6 +1,7 @@
 // The isb binary: every command of the CLI.
 #include <CLI/CLI.hpp>
 
+#include "cli/audit_cmd.h"
 #include "cli/run_cmd.h"
 #include "cli/sandbox_cmds.h"
 #include "cli/serve_cmd.h"
@@ -13,6 +14,7 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   isb::cli::AddRunCommand(app, &exit_code);
   isb::cli::AddServeCommand(app, &exit_code);
+  isb::cli::AddAuditCommand(app, &exit_code);
   isb::cli::AddSandboxCommands(app, &exit_code);
   try {
     app.parse(argc, argv);

@@ -4,7 +4,8 @@ find_package(Threads REQUIRED)
 target_link_libraries(isb_store PUBLIC isb_base ${SQLITE_LIB} Threads::Threads m dl)
 
 add_library(isb_daemon STATIC src/daemon/sandbox_manager.cc src/daemon/egress_service.cc)
-target_link_libraries(isb_daemon PUBLIC isb_engine isb_store isb_net isb_proxy isb_egress nlohmann_json::nlohmann_json)
+target_link_libraries(isb_daemon PUBLIC isb_engine isb_store isb_net isb_proxy isb_egress isb_audit
+                      nlohmann_json::nlohmann_json)
 
 add_executable(isb_daemon_tests tests/store/db_test.cc tests/daemon/sandbox_manager_test.cc)
 target_link_libraries(isb_daemon_tests PRIVATE isb_daemon GTest::gtest_main)

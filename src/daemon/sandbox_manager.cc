@@ -200,6 +200,23 @@ std::string SandboxManager::Dir(const std::string& id) const { return options_.s
 void SandboxManager::Event(const std::string& id, const std::string& event, const std::string& reason) {
   (void)db_->Exec("INSERT INTO sandbox_events(time, sandbox, event, reason) VALUES(?1, ?2, ?3, ?4)",
                   {Now(), id, event, reason});
+  if (options_.history == nullptr) return;
+  // The history's events: a sandbox that died, was halted by a failed create or reaped is "stopped" or "reaped" there,
+  // with the cause as its reason; changes that are not lifecycle events (egress) belong to the audit log.
+  std::string kind = event, why = reason;
+  if (event == "died" || event == "failed") {
+    kind = "stopped";
+    why = event;
+  }
+  if (event == "egress_changed") return;
+  audit::HistoryEntry e;
+  e.sandbox = id;
+  e.org = "default";
+  e.event = kind;
+  e.actor_kind = "system";
+  e.reason = why.substr(0, 120);
+  if (auto r = options_.history->Record(e); !r.ok())
+    std::fprintf(stderr, "isb: history: %s %s not recorded: %s\n", id.c_str(), kind.c_str(), r.error().message.c_str());
 }
 
 std::vector<std::pair<std::string, std::string>> SandboxManager::Events(const std::string& id) {

@@ -12,6 +12,7 @@
 #include "engine/cgroup.h"
 #include "engine/exec_terminal.h"
 #include "engine/spawner.h"
+#include "audit/history.h"
 #include "daemon/egress_service.h"
 #include "store/db.h"
 
@@ -23,6 +24,7 @@ struct ManagerOptions {
   std::function<int64_t()> now;    // unix seconds; injectable for tests
   EgressService* egress = nullptr;  // null: only egress none; `egress_unavailable` says why
   std::string egress_unavailable = "the daemon runs without an egress service";
+  audit::History* history = nullptr;  // the hash-chained record of lifecycle events; null: sandbox_events only
 };
 
 class SandboxManager : public api::Sandboxes {

@@ -22,6 +22,7 @@
 #include "api/sandbox_tools.h"
 #include "base/file.h"
 #include "base/random.h"
+#include "audit/history.h"
 #include "daemon/sandbox_manager.h"
 #include "engine/cgroup.h"
 #include "engine/spawner.h"
@@ -124,6 +125,9 @@ int Serve(const ServeOptions& options) {
   // 5. Adopt what the previous daemon left running.
   ManagerOptions manager_options{options.state_dir, options.runtime_dir, {}};
   manager_options.egress = egress->get();
+  auto history = audit::History::Open(*db->get());
+  if (!history.ok()) return Fail("history: " + history.error().message);
+  manager_options.history = history->get();
   SandboxManager manager(manager_options, &spawner, db->get(), *layout);
   auto adopted = manager.Adopt();
   if (!adopted.ok()) return Fail(adopted.error().message);

@@ -18,8 +18,11 @@ add_executable(isb_e2e_tests
   tests/e2e/concurrency_test.cc
   tests/e2e/limits_test.cc
   tests/e2e/terminal_test.cc
-  tests/e2e/egress_test.cc)
-target_link_libraries(isb_e2e_tests PRIVATE GTest::gtest_main nlohmann_json::nlohmann_json Threads::Threads)
+  tests/e2e/egress_test.cc
+  tests/e2e/audit_test.cc)
+# SQLite: the audit test edits the state file directly, as an attacker with the file could.
+target_link_libraries(isb_e2e_tests PRIVATE GTest::gtest_main nlohmann_json::nlohmann_json Threads::Threads ${SQLITE_LIB}
+                      ${CMAKE_DL_LIBS} m)
 target_include_directories(isb_e2e_tests PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tests)
 target_compile_definitions(isb_e2e_tests PRIVATE
   ISB_BINARY="$<TARGET_FILE:isb>" ISB_E2E_NODE_DIR="${ISB_E2E_NODE_DIR}")
