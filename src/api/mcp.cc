@@ -290,9 +290,16 @@ Response McpServer::ToolsCall(Call& call) {
   if (!header_name.empty() && header_name != name) {
     return RpcError(400, call.id, kRpcHeaderMismatch, "Mcp-Name header does not match params.name");
   }
+  CallContext ctx;
+  ctx.surface = "mcp";
+  ctx.request_id = Dump(call.id);
+  ctx.org = call.org;
+  ctx.identity = call.identity;
   const Tool* tool = registry_.Find(name);
   if (tool == nullptr) {
-    return RpcError(200, call.id, kInvalidParams, "unknown tool '" + SanitizeUtf8(name.substr(0, 100)) + "'");
+    std::string message = "unknown tool '" + SanitizeUtf8(name.substr(0, 100)) + "'";
+    registry_.Refused(name, nullptr, json::object(), ctx, Error::Of(Code::kNotFound, message));
+    return RpcError(200, call.id, kInvalidParams, message);
   }
   json args = p.value("arguments", json::object());
   if (args.is_null()) args = json::object();
@@ -300,13 +307,9 @@ Response McpServer::ToolsCall(Call& call) {
 
   // Input that fails the schema is a tool error the model can correct (2025-11-25, SEP-1303), not a protocol error.
   if (Status valid = registry_.ValidateInput(*tool, args); !valid.ok()) {
+    registry_.Refused(name, tool, args, ctx, valid.error());
     return RpcResult(call.id, ToolResult(valid.error(), call.stateless));
   }
-  CallContext ctx;
-  ctx.surface = "mcp";
-  ctx.request_id = Dump(call.id);
-  ctx.org = call.org;
-  ctx.identity = call.identity;
 
   json token = p.value("_meta", json::object()).is_object() ? p.value("_meta", json::object()).value("progressToken", json())
                                                              : json();

@@ -56,6 +56,12 @@ Status Registry::ValidateInput(const Tool& tool, const json& input) const {
 
 Result<json> Registry::Call(std::string_view name, const json& input, const CallContext& ctx) const {
   const Tool* tool = Find(name);
+  Result<json> result = Run(tool, name, input, ctx);
+  if (observer_) observer_(name, tool, input, ctx, result);
+  return result;
+}
+
+Result<json> Registry::Run(const Tool* tool, std::string_view name, const json& input, const CallContext& ctx) const {
   if (tool == nullptr) return Error::Of(Code::kNotFound, "unknown tool '" + std::string(name) + "'");
   ISB_TRY(ValidateInput(*tool, input));
   try {

@@ -61,7 +61,12 @@ struct Tool {
 // The HTTP status a code maps to: 400, 401, 403, 404, 409, 413, 504, 503, 500.
 int HttpStatusFor(Code code);
 
-// Thread-safe after start-up: Add during wiring, then Find/Call from any thread.
+// Told of every call once it has an outcome: the tool (null when none has that name), its input as sent, the
+// caller, and the result. The daemon's audit log listens here, so no surface can call a tool unrecorded.
+using CallObserver = std::function<void(std::string_view name, const Tool* tool, const nlohmann::json& input,
+                                        const CallContext& ctx, const Result<nlohmann::json>& result)>;
+
+// Thread-safe after start-up: Add and SetObserver during wiring, then Find/Call from any thread.
 class Registry {
  public:
   // REQUIRES: a unique name, object schemas and a handler. A duplicate is a wiring bug: returns kInternal.
@@ -75,12 +80,22 @@ class Registry {
   // Unknown tool: kNotFound. Exceptions from a handler become kInternal, never escape.
   Result<nlohmann::json> Call(std::string_view name, const nlohmann::json& input, const CallContext& ctx) const;
   Status ValidateInput(const Tool& tool, const nlohmann::json& input) const;
+  void SetObserver(CallObserver observer) { observer_ = std::move(observer); }
+  // A surface that refuses a call before Call (an unknown tool, input failing the schema) reports it here, so the
+  // observer sees refusals too.
+  void Refused(std::string_view name, const Tool* tool, const nlohmann::json& input, const CallContext& ctx,
+               const Error& error) const {
+    if (observer_) observer_(name, tool, input, ctx, Result<nlohmann::json>(error));
+  }
 
   // The tool as GET /api/v1/tools and MCP tools/list describe it (name, title, description, inputSchema,
   // outputSchema, annotations).
   static nlohmann::json Describe(const Tool& tool);
 
  private:
+  Result<nlohmann::json> Run(const Tool* tool, std::string_view name, const nlohmann::json& input,
+                             const CallContext& ctx) const;
+  CallObserver observer_;
   mutable std::mutex mu_;
   std::map<std::string, std::unique_ptr<Tool>, std::less<>> tools_;
 };

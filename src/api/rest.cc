@@ -77,9 +77,15 @@ Response RestApi::Handle(const Request& req, const Identity& identity) const {
 
 Response RestApi::CallTool(const Request& req, std::string_view name, const Identity& identity) const {
   const Tool* tool = registry_.Find(name);
+  CallContext ctx;
+  ctx.surface = req.via_unix_socket ? "unix" : "rest";
+  ctx.request_id = RequestId(req);
+  ctx.identity = identity;
   if (tool == nullptr) {
-    return ErrorResponse(Error::Of(Code::kNotFound, "unknown tool '" + SanitizeUtf8(name.substr(0, 100)) +
-                                                        "'; GET /api/v1/tools lists them"));
+    Error unknown = Error::Of(Code::kNotFound, "unknown tool '" + SanitizeUtf8(name.substr(0, 100)) +
+                                                   "'; GET /api/v1/tools lists them");
+    registry_.Refused(name, nullptr, json::object(), ctx, unknown);
+    return ErrorResponse(unknown);
   }
   if (req.body.size() > max_body_bytes_) {
     return ErrorResponse(Error::Of(Code::kTooLarge, "request body is larger than " +
@@ -91,12 +97,10 @@ Response RestApi::CallTool(const Request& req, std::string_view name, const Iden
     if (!parsed.ok()) return ErrorResponse(parsed.error());
     input = std::move(*parsed);
   }
-  if (Status valid = registry_.ValidateInput(*tool, input); !valid.ok()) return ErrorResponse(valid.error());
-
-  CallContext ctx;
-  ctx.surface = req.via_unix_socket ? "unix" : "rest";
-  ctx.request_id = RequestId(req);
-  ctx.identity = identity;
+  if (Status valid = registry_.ValidateInput(*tool, input); !valid.ok()) {
+    registry_.Refused(name, tool, input, ctx, valid.error());
+    return ErrorResponse(valid.error());
+  }
 
   if (!tool->streams || !WantsStream(req)) {
     auto result = registry_.Call(tool->name, input, ctx);

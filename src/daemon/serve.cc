@@ -23,6 +23,7 @@
 #include "base/file.h"
 #include "base/random.h"
 #include "audit/history.h"
+#include "audit/log.h"
 #include "daemon/sandbox_manager.h"
 #include "engine/cgroup.h"
 #include "engine/spawner.h"
@@ -136,6 +137,28 @@ int Serve(const ServeOptions& options) {
   // 6. The registry and its surfaces.
   api::Registry registry;
   if (auto st = api::AddSandboxTools(registry, manager); !st.ok()) return Fail(st.error().message);
+  // Every call that changes something, and every refusal, whatever the surface.
+  auto audit_log = audit::AuditLog::Open(*db->get());
+  if (!audit_log.ok()) return Fail("audit log: " + audit_log.error().message);
+  using nlohmann::json;
+  registry.SetObserver([log = audit_log->get()](std::string_view name, const api::Tool* tool, const json& input,
+                                                const api::CallContext& ctx, const Result<json>& result) {
+    if (tool != nullptr && tool->annotations.read_only && result.ok()) return;
+    audit::Entry e;
+    e.org = ctx.org;
+    e.actor = ctx.identity.subject;
+    e.actor_kind = ctx.identity.superadmin ? "superadmin" : "token";
+    e.surface = ctx.surface;
+    e.action = std::string(name);
+    if (input.is_object()) {
+      if (auto it = input.find("sandbox"); it != input.end() && it->is_string()) e.target = *it;
+      e.details = input;
+    }
+    if (name == "sandbox_create" && result.ok()) e.target = result->value("id", "");
+    e.outcome = audit::OutcomeOf(result);
+    e.request_id = ctx.request_id;
+    if (auto r = log->Append(e); !r.ok()) Log("audit: a " + e.action + " call was not recorded: " + r.error().message);
+  });
   api::RestApi rest(registry, options.version);
   api::McpOptions mcp_options;
   mcp_options.server_version = options.version;
