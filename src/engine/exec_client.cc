@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "base/fd.h"
+#include "base/fd_passing.h"
 #include "base/unix_address.h"
 #include "engine/contain.h"
 #include "engine/exec_protocol.h"
@@ -85,25 +86,10 @@ ssize_t ReceiveEvent(int sock, ExecEvent* e, Fd* fd) {
   return got;
 }
 
-Status SendWithFds(int sock, const std::string& msg, const int (&fds)[3]) {
-  if (fds[0] < 0) {  // a terminal request: init makes the descriptors
-    if (::send(sock, msg.data(), msg.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(msg.size()))
-      return Error::Sys("send exec request");
-    return {};
-  }
-  iovec iov{const_cast<char*>(msg.data()), msg.size()};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)] = {};
-  msghdr m{};
-  m.msg_iov = &iov;
-  m.msg_iovlen = 1;
-  m.msg_control = control;
-  m.msg_controllen = sizeof control;
-  cmsghdr* c = CMSG_FIRSTHDR(&m);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof fds);
-  std::memcpy(CMSG_DATA(c), fds, sizeof fds);
-  if (::sendmsg(sock, &m, MSG_NOSIGNAL) != static_cast<ssize_t>(msg.size())) return Error::Sys("send exec request");
+Status SendRequest(int sock, const std::string& msg, const int (&fds)[3]) {
+  // A terminal request sends none: init makes the descriptors.
+  if (SendWithFds(sock, msg.data(), msg.size(), fds, fds[0] < 0 ? 0 : 3) != static_cast<ssize_t>(msg.size()))
+    return Error::Sys("send exec request");
   return {};
 }
 
@@ -143,7 +129,7 @@ Result<ExecOutcome> ExecInSandbox(const std::string& control_path, const ExecSpe
     ISB_ASSIGN_OR_RETURN(err, MakePipe());
   }
   const auto start = Clock::now();
-  ISB_TRY(SendWithFds(sock.get(), msg, {in.read.get(), out.write.get(), err.write.get()}));
+  ISB_TRY(SendRequest(sock.get(), msg, {in.read.get(), out.write.get(), err.write.get()}));
   in.read.Reset();
   out.write.Reset();
   err.write.Reset();

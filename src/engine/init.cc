@@ -20,6 +20,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/fd_passing.h"
 #include "engine/contain.h"
 #include "engine/exec_protocol.h"
 
@@ -154,19 +155,7 @@ void Send(int fd, ExecEventKind kind, int32_t value, int32_t detail = 0) {
 // kStarted with a terminal's master attached.
 void SendStarted(int fd, pid_t pid, int master) {
   ExecEvent e{ExecEventKind::kStarted, pid, 0};
-  iovec iov{&e, sizeof e};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr m{};
-  m.msg_iov = &iov;
-  m.msg_iovlen = 1;
-  m.msg_control = control;
-  m.msg_controllen = sizeof control;
-  cmsghdr* c = CMSG_FIRSTHDR(&m);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(c), &master, sizeof master);
-  (void)::sendmsg(fd, &m, MSG_NOSIGNAL);
+  (void)SendWithFds(fd, &e, sizeof e, &master, 1);
 }
 
 // A pty from the sandbox's own devpts instance (mounts.cc mounts it with newinstance), so the slave belongs to the

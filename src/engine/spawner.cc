@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/fd_passing.h"
 #include "base/file.h"
 #include "engine/launch.h"
 
@@ -25,21 +26,8 @@ constexpr size_t kMaxMessage = 1 << 20;
 // One message, with at most one descriptor riding along (SCM_RIGHTS) when `pass_fd` >= 0.
 Status SendText(int fd, const std::string& s, int pass_fd = -1) {
   if (s.size() > kMaxMessage) return Error::Msg("spawner message too large");
-  iovec iov{const_cast<char*>(s.data()), s.size()};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr m{};
-  m.msg_iov = &iov;
-  m.msg_iovlen = 1;
-  if (pass_fd >= 0) {
-    m.msg_control = control;
-    m.msg_controllen = sizeof control;
-    cmsghdr* c = CMSG_FIRSTHDR(&m);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
-  }
-  if (::sendmsg(fd, &m, MSG_NOSIGNAL) != static_cast<ssize_t>(s.size())) return Error::Sys("send");
+  if (SendWithFds(fd, s.data(), s.size(), &pass_fd, pass_fd >= 0 ? 1 : 0) != static_cast<ssize_t>(s.size()))
+    return Error::Sys("send");
   return {};
 }
 

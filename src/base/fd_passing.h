@@ -1,0 +1,17 @@
+// Sending descriptors over a unix socket (SCM_RIGHTS) with one message. Allocates nothing, so the sandbox's init
+// and the spawner may use it too.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+
+namespace isb {
+
+inline constexpr size_t kMaxPassedFds = 4;
+
+// sendmsg(2) of `len` bytes with `nfds` descriptors (none when 0; at most kMaxPassedFds), MSG_NOSIGNAL. Returns
+// what sendmsg returned; -1 with EINVAL for too many descriptors.
+ssize_t SendWithFds(int sock, const void* data, size_t len, const int* fds, size_t nfds);
+
+}  // namespace isb
