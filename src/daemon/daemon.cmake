@@ -13,10 +13,7 @@ target_include_directories(isb_daemon_tests PRIVATE ${CMAKE_SOURCE_DIR}/tests)
 gtest_discover_tests(isb_daemon_tests DISCOVERY_MODE PRE_TEST)
 
 # Egress for real (veths, nftables, proxy, DNS, curl and dig), inside network namespaces of the test's own.
-add_executable(isb_egress_service_tests tests/daemon/egress_service_test.cc)
-target_link_libraries(isb_egress_service_tests PRIVATE isb_daemon GTest::gtest_main)
-target_include_directories(isb_egress_service_tests PRIVATE ${CMAKE_SOURCE_DIR}/tests)
-gtest_discover_tests(isb_egress_service_tests DISCOVERY_MODE PRE_TEST PROPERTIES LABELS net)
+isb_tests(isb_egress_service_tests LIBS isb_daemon LABELS net SOURCES tests/daemon/egress_service_test.cc)
 
 if(TARGET isb_api)
   target_sources(isb_daemon PRIVATE src/daemon/serve.cc)

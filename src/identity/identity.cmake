@@ -22,7 +22,7 @@ add_library(isb_identity STATIC
 target_link_libraries(isb_identity PUBLIC isb_base isb_store ${SODIUM_LIB} ${CRYPTO_LIB})
 target_include_directories(isb_identity PUBLIC ${OPENSSL_INCLUDE} ${SODIUM_INCLUDE})
 
-add_executable(isb_identity_tests
+isb_tests(isb_identity_tests LIBS isb_identity SOURCES
   tests/identity/roles_test.cc
   tests/identity/tokens_test.cc
   tests/identity/passwords_test.cc
@@ -34,18 +34,6 @@ add_executable(isb_identity_tests
   tests/identity/onboarding_test.cc
   tests/identity/at_rest_test.cc
   tests/identity/sign_in_timing_test.cc)
-target_link_libraries(isb_identity_tests PRIVATE isb_identity GTest::gtest_main)
-target_include_directories(isb_identity_tests PRIVATE ${CMAKE_SOURCE_DIR}/tests)
-gtest_discover_tests(isb_identity_tests DISCOVERY_MODE PRE_TEST)
 
 # Parsers of what callers send: bearer secrets, roles, scopes.
-if(ISB_FUZZ)
-  add_executable(identity_fuzz fuzz/identity_fuzz.cc)
-  target_compile_options(identity_fuzz PRIVATE -fsanitize=fuzzer,address,undefined)
-  target_link_options(identity_fuzz PRIVATE -fsanitize=fuzzer,address,undefined)
-else()
-  add_executable(identity_fuzz fuzz/identity_fuzz.cc fuzz/standalone_main.cc)
-  add_test(NAME fuzz_corpus_identity COMMAND identity_fuzz ${CMAKE_SOURCE_DIR}/fuzz/corpus/identity)
-endif()
-target_link_libraries(identity_fuzz PRIVATE isb_identity)
-add_dependencies(fuzz_targets identity_fuzz)
+isb_fuzz_target(identity LIBS isb_identity)
