@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
 
 #include "e2e/daemon_fixture.h"
@@ -41,28 +42,51 @@ class EgressTest : public E2eTest {
     E2eTest::TearDown();
   }
 
-  // Starts the origin on a free loopback port and restarts the daemon with names pinned to it.
-  void StartOriginAndPin(const std::vector<std::string>& names) {
+  // The origin's files go in a fresh directory; it will listen on a free loopback port.
+  void PrepareOrigin() {
     origin_dir_ = "/tmp/isb-origin-" + RandomHex(6);
     std::filesystem::create_directories(origin_dir_);
-    std::ofstream(origin_dir_ + "/index.html") << "hello from the origin\n";
     port_ = FreeLoopbackPort();
+  }
+
+  // Runs `argv` as the origin, its output discarded, until `up` says it answers (at most 5 s).
+  bool RunOrigin(const std::vector<std::string>& argv, const std::function<bool()>& up) {
+    // Built before fork: the child of a threaded process must not allocate.
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
     origin_ = ::fork();
     if (origin_ == 0) {
-      int devnull = ::open("/dev/null", O_WRONLY);
-      ::dup2(devnull, 1);
-      ::dup2(devnull, 2);
-      ::execlp("python3", "python3", "-m", "http.server", "--bind", "127.0.0.1", "--directory", origin_dir_.c_str(),
-               std::to_string(port_).c_str(), nullptr);
+      int devnull = ::open("/dev/null", O_RDWR);
+      for (int fd : {0, 1, 2}) ::dup2(devnull, fd);
+      ::execvp(args[0], args.data());
       ::_exit(127);
     }
-    std::string url = "http://127.0.0.1:" + std::to_string(port_) + "/";
-    for (int i = 0; i < 100 && RunProcess({"curl", "-s", "-m", "1", url}).out.empty(); ++i) ::usleep(50000);
-    ASSERT_EQ(RunProcess({"curl", "-s", "-m", "1", url}).out, "hello from the origin\n");
+    for (int i = 0; i < 100; ++i) {
+      if (up()) return true;
+      ::usleep(50000);
+    }
+    return up();
+  }
+
+  // The daemon again, with each of `names` pinned to the origin.
+  void RestartPinnedTo(const std::vector<std::string>& names) {
     ASSERT_EQ(StopDaemon(), 0);
     std::vector<std::string> args;
     for (const auto& n : names) args.insert(args.end(), {"--egress-pin", n + "=127.0.0.1:" + std::to_string(port_)});
     StartDaemon(args);
+  }
+
+  // Starts an HTTP origin (python) and restarts the daemon with names pinned to it.
+  void StartOriginAndPin(const std::vector<std::string>& names) {
+    PrepareOrigin();
+    std::ofstream(origin_dir_ + "/index.html") << "hello from the origin\n";
+    std::string url = "http://127.0.0.1:" + std::to_string(port_) + "/";
+    ASSERT_TRUE(RunOrigin({"python3", "-m", "http.server", "--bind", "127.0.0.1", "--directory", origin_dir_,
+                           std::to_string(port_)},
+                          [&] { return RunProcess({"curl", "-s", "-m", "1", url}).out == "hello from the origin\n"; }))
+        << "the HTTP origin did not come up";
+    RestartPinnedTo(names);
   }
 
   std::string Curl(const std::string& id, std::vector<std::string> args) {
@@ -73,34 +97,22 @@ class EgressTest : public E2eTest {
   // An HTTPS origin (openssl s_server, a self-signed certificate for `name`) on a free loopback port; the daemon is
   // restarted with `name` pinned to it. The certificate (its own CA) is returned as PEM.
   std::string StartTlsOriginAndPin(const std::string& name) {
-    origin_dir_ = "/tmp/isb-origin-" + RandomHex(6);
-    std::filesystem::create_directories(origin_dir_);
+    PrepareOrigin();
     ProcResult gen = RunProcess({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
                                  "-nodes", "-days", "1", "-subj", "/CN=" + name, "-addext", "subjectAltName=DNS:" + name,
                                  "-keyout", origin_dir_ + "/key.pem", "-out", origin_dir_ + "/cert.pem"});
     EXPECT_EQ(gen.exit_status, 0) << gen.Describe();
-    port_ = FreeLoopbackPort();
-    origin_ = ::fork();
-    if (origin_ == 0) {
-      int devnull = ::open("/dev/null", O_RDWR);
-      ::dup2(devnull, 0);
-      ::dup2(devnull, 1);
-      ::dup2(devnull, 2);
-      std::string accept = "127.0.0.1:" + std::to_string(port_);
-      ::execlp("openssl", "openssl", "s_server", "-quiet", "-accept", accept.c_str(), "-cert",
-               (origin_dir_ + "/cert.pem").c_str(), "-key", (origin_dir_ + "/key.pem").c_str(), "-www", nullptr);
-      ::_exit(127);
-    }
     std::string probe = "https://" + name + ":" + std::to_string(port_) + "/";
     std::string resolve = name + ":" + std::to_string(port_) + ":127.0.0.1";
-    auto up = [&] {
-      return RunProcess({"curl", "-s", "-m", "1", "-o", "/dev/null", "-w", "%{http_code}", "--cacert",
-                         origin_dir_ + "/cert.pem", "--resolve", resolve, probe}).out == "200";
-    };
-    for (int i = 0; i < 100 && !up(); ++i) ::usleep(50000);
-    EXPECT_TRUE(up()) << "the TLS origin did not come up";
-    EXPECT_EQ(StopDaemon(), 0);
-    StartDaemon({"--egress-pin", name + "=127.0.0.1:" + std::to_string(port_)});
+    bool up = RunOrigin({"openssl", "s_server", "-quiet", "-accept", "127.0.0.1:" + std::to_string(port_), "-cert",
+                         origin_dir_ + "/cert.pem", "-key", origin_dir_ + "/key.pem", "-www"},
+                        [&] {
+                          return RunProcess({"curl", "-s", "-m", "1", "-o", "/dev/null", "-w", "%{http_code}",
+                                             "--cacert", origin_dir_ + "/cert.pem", "--resolve", resolve, probe})
+                                     .out == "200";
+                        });
+    EXPECT_TRUE(up) << "the TLS origin did not come up";
+    RestartPinnedTo({name});
     return ReadFileOrEmpty(origin_dir_ + "/cert.pem");
   }
 
