@@ -19,7 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (data[0] & 8) req.headers.Add("MCP-Protocol-Version", (data[0] & 16) ? "2026-07-28" : "2025-11-25");
   if (data[0] & 32) req.headers.Add("Mcp-Method", "tools/call");
   req.body.assign(reinterpret_cast<const char*>(data) + 1, size - 1);
-  auto resp = mcp.Handle(req, isb::api::Identity::Superadmin());
+  auto resp = mcp.Handle(req, isb::api::Identity::Host());
   if (resp.stream) resp.stream([](std::string_view) { return true; });
   return 0;
 }

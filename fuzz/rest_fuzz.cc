@@ -17,7 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   req.target = "/api/v1/tools/" + tools[data[0] % tools.size()]->name + ((data[0] & 0x80) ? "?stream=1" : "");
   req.headers.Add("Content-Type", "application/json");
   req.body.assign(reinterpret_cast<const char*>(data) + 1, size - 1);
-  auto resp = rest.Handle(req, isb::api::Identity::Superadmin());
+  auto resp = rest.Handle(req, isb::api::Identity::Host());
   if (resp.stream) resp.stream([](std::string_view) { return true; });
   return 0;
 }

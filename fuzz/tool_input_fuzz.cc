@@ -16,6 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto input = isb::api::ParseJson(std::string_view(reinterpret_cast<const char*>(data) + 1, size - 1));
   if (!input.ok()) return 0;
   isb::api::CallContext ctx;
+  ctx.identity = isb::api::Identity::Host();
   (void)registry.Call(tool->name, *input, ctx);
   return 0;
 }

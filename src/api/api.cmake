@@ -9,11 +9,15 @@ add_library(isb_api STATIC
   src/api/registry.cc
   src/api/sandboxes.cc
   src/api/sandbox_tools.cc
+  src/api/org_sandboxes.cc
+  src/api/web_auth.cc
+  src/api/identity_tools.cc
+  src/api/org_tools.cc
   src/api/http_message.cc
   src/api/listen_address.cc
   src/api/rest.cc
   src/api/mcp.cc)
-target_link_libraries(isb_api PUBLIC isb_base nlohmann_json::nlohmann_json Boost::headers Threads::Threads)
+target_link_libraries(isb_api PUBLIC isb_base isb_identity nlohmann_json::nlohmann_json Boost::headers Threads::Threads)
 
 # The HTTP server: the one translation unit with Beast, apart so that the logic above builds (and fuzzes) without it.
 add_library(isb_http STATIC src/api/http_server.cc)

@@ -29,6 +29,7 @@ struct Request {
   Headers headers;
   std::string body;
   bool via_unix_socket = false;
+  std::string remote_address;  // the TCP peer's address ("" on the unix socket)
 
   std::string_view Path() const;   // target without the query
   std::string_view Query() const;  // after '?', or ""

@@ -12,6 +12,7 @@
 #include <future>
 #include <optional>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include <boost/asio.hpp>
@@ -271,6 +272,11 @@ net::awaitable<void> HttpServer::Impl::Serve(beast::basic_stream<Protocol> strea
     if (ec) co_return;  // closed, reset or timed out
 
     Request req = ToRequest(parser.get(), via_unix);
+    if constexpr (std::is_same_v<Protocol, tcp>) {
+      beast::error_code peer_ec;
+      auto peer = beast::get_lowest_layer(stream).socket().remote_endpoint(peer_ec);
+      if (!peer_ec) req.remote_address = peer.address().to_string();
+    }
     bool keep_alive = parser.get().keep_alive();
     Response resp = co_await net::co_spawn(
         pool_, [&]() -> net::awaitable<Response> { co_return Dispatch(req); }, net::use_awaitable);
@@ -366,7 +372,8 @@ net::awaitable<void> HttpServer::Impl::FailAndClose(beast::basic_stream<Protocol
 
 Response HttpServer::Impl::Dispatch(const Request& req) {
   try {
-    if (req.Path() == "/healthz") return rest_.Handle(req, Identity{});
+    // Liveness, and signing in (which is how a caller gets a credential), need none.
+    if (req.Path() == "/healthz" || req.Path().starts_with("/api/v1/auth/")) return rest_.Handle(req, Identity{});
     return Authenticated(req);
   } catch (const std::exception& e) {
     return ErrorResponse(Error::Of(Code::kInternal, std::string("internal error: ") + e.what()));
@@ -374,10 +381,11 @@ Response HttpServer::Impl::Dispatch(const Request& req) {
 }
 
 Response HttpServer::Impl::Authenticated(const Request& req) {
-  Identity identity = Identity::Superadmin();
+  Identity identity = Identity::Host();
   if (!req.via_unix_socket) {
     std::string header = req.headers.Get("Authorization");
-    if (!StartsWithIgnoreCase(header, "Bearer ") || header.size() <= 7) {
+    bool bearer = StartsWithIgnoreCase(header, "Bearer ") && header.size() > 7;
+    if (!bearer && !req.headers.Has("Cookie")) {
       return Unauthenticated("missing bearer token: send \"Authorization: Bearer <token>\"");
     }
     if (!auth_) return Unauthenticated("token authentication is not configured; use the unix socket");

@@ -16,9 +16,9 @@
 
 namespace isb::api {
 
-// Decides who a TCP request is. Called only for TCP requests that carry "Authorization: Bearer ..." (the server
-// answers 401 itself when the header is missing; unix-socket callers are always Identity::Superadmin(), so
-// via_unix_socket is false today). Return kUnauthenticated (401) or kForbidden (403) to refuse. May block: it runs
+// Decides who a TCP request is. Called only for TCP requests that carry "Authorization: Bearer ..." or a Cookie
+// header (the server answers 401 itself when neither is there; unix-socket callers are always Identity::Host(), so
+// via_unix_socket is false today). /healthz and /api/v1/auth/ (signing in) are served without a credential. Return kUnauthenticated (401) or kForbidden (403) to refuse. May block: it runs
 // on a worker thread.
 using Authenticator = std::function<Result<Identity>(const Request& req, bool via_unix_socket)>;
 

@@ -71,3 +71,15 @@ Status CheckListenAddress(std::string_view host_view) {
 }
 
 }  // namespace isb::api
+
+namespace isb::api {
+
+bool IsLoopbackHost(std::string_view host) {
+  in_addr v4{};
+  in6_addr v6{};
+  std::string h(host);
+  if (::inet_pton(AF_INET, h.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  return ::inet_pton(AF_INET6, h.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
+}
+
+}  // namespace isb::api

@@ -21,4 +21,7 @@ Result<ListenAddress> ParseListenAddress(std::string_view text);
 // Otherwise kInvalidArgument saying to put a tunnel or a reverse proxy in front.
 Status CheckListenAddress(std::string_view host);
 
+// Whether a literal address is loopback (127.0.0.0/8 or ::1).
+bool IsLoopbackHost(std::string_view host);
+
 }  // namespace isb::api

@@ -132,7 +132,8 @@ std::optional<std::string> McpServer::TouchSession(const std::string& id, const 
 
 Response McpServer::Handle(const Request& req, const Identity& identity) {
   std::optional<std::string> org = McpOrgFromPath(req.Path());
-  if (!org || options_.orgs.count(*org) == 0) {
+  // An org the caller does not reach is answered as one that does not exist.
+  if (!org || !registry_.Reaches(identity, *org)) {
     return JsonResponse(404, Dump({{"error", "not_found"}, {"message", "no MCP endpoint here; use /mcp"}}));
   }
   // DNS rebinding defence: a browser page from elsewhere must not reach a local daemon.
@@ -152,7 +153,7 @@ Response McpServer::Handle(const Request& req, const Identity& identity) {
 Response McpServer::HandleDelete(const Request& req, const std::string& org, const Identity& identity) {
   std::string sid = req.headers.Get("Mcp-Session-Id");
   if (sid.empty()) return RpcError(400, nullptr, kInvalidRequest, "missing Mcp-Session-Id header");
-  if (!TouchSession(sid, org, identity.subject)) return RpcError(404, nullptr, kInvalidRequest, "unknown session");
+  if (!TouchSession(sid, org, identity.Subject())) return RpcError(404, nullptr, kInvalidRequest, "unknown session");
   std::lock_guard lock(mu_);
   sessions_.erase(sid);
   Response r;
@@ -208,7 +209,7 @@ Response McpServer::HandlePost(const Request& req, const std::string& org, const
                       "unsupported MCP-Protocol-Version '" + SanitizeUtf8(header_version.substr(0, 40)) +
                           "'; this server supports 2025-11-25, 2025-06-18 and 2025-03-26 with sessions");
     }
-    if (!TouchSession(sid, org, identity.subject)) {
+    if (!TouchSession(sid, org, identity.Subject())) {
       return RpcError(404, call.id, kInvalidRequest, "unknown or ended session; send initialize again");
     }
   } else if (header_version == kMcpStatelessVersion || meta_names_version) {
@@ -247,7 +248,7 @@ Response McpServer::Initialize(Call& call) {
                               ? call.params.value("protocolVersion", "")
                               : "";
   std::string version = IsSessionVersion(requested) ? requested : std::string(kMcpLatestSessionVersion);
-  auto sid = NewSession(call.org, call.identity.subject, version);
+  auto sid = NewSession(call.org, call.identity.Subject(), version);
   if (!sid.ok()) return RpcError(503, call.id, -32603, "no session id could be made: " + sid.error().message);
   Response r = RpcResult(call.id, {{"protocolVersion", version},
                                    {"capabilities", {{"tools", {{"listChanged", false}}}}},
@@ -262,7 +263,7 @@ Response McpServer::Dispatch(Call& call) {
   const std::string& m = call.method;
   if (m == "tools/list") {
     json tools = json::array();
-    for (const Tool* t : registry_.List()) tools.push_back(Registry::Describe(*t));
+    for (const Tool* t : registry_.Visible(call.identity)) tools.push_back(Registry::Describe(*t));
     json result = {{"tools", std::move(tools)}};
     if (call.stateless) result["resultType"] = "complete";
     return RpcResult(call.id, std::move(result));
@@ -295,33 +296,34 @@ Response McpServer::ToolsCall(Call& call) {
   ctx.request_id = Dump(call.id);
   ctx.org = call.org;
   ctx.identity = call.identity;
-  const Tool* tool = registry_.Find(name);
-  if (tool == nullptr) {
-    std::string message = "unknown tool '" + SanitizeUtf8(name.substr(0, 100)) + "'";
-    registry_.Refused(name, nullptr, json::object(), ctx, Error::Of(Code::kNotFound, message));
-    return RpcError(200, call.id, kInvalidParams, message);
-  }
+  ctx.ip = call.req.remote_address;
+  ctx.user_agent = SanitizeUtf8(std::string_view(call.req.headers.Get("User-Agent")).substr(0, 256));
   json args = p.value("arguments", json::object());
   if (args.is_null()) args = json::object();
   if (!args.is_object()) return RpcError(200, call.id, kInvalidParams, "params.arguments: expected object");
 
-  // Input that fails the schema is a tool error the model can correct (2025-11-25, SEP-1303), not a protocol error.
-  if (Status valid = registry_.ValidateInput(*tool, args); !valid.ok()) {
-    registry_.Refused(name, tool, args, ctx, valid.error());
-    return RpcResult(call.id, ToolResult(valid.error(), call.stateless));
+  auto admitted = registry_.Admit(name, args, ctx);
+  if (!admitted.ok()) {
+    // A tool the caller cannot see is a protocol error; a refusal or input that fails the schema is a tool error
+    // the model can correct (2025-11-25, SEP-1303).
+    if (registry_.FindVisible(name, ctx.identity) == nullptr) {
+      return RpcError(200, call.id, kInvalidParams, admitted.error().message);
+    }
+    return RpcResult(call.id, ToolResult(admitted.error(), call.stateless));
   }
+  const Tool* tool = *admitted;
 
   json token = p.value("_meta", json::object()).is_object() ? p.value("_meta", json::object()).value("progressToken", json())
                                                              : json();
   if (!tool->streams || !(token.is_string() || token.is_number_integer())) {
-    return RpcResult(call.id, ToolResult(registry_.Call(name, args, ctx), call.stateless));
+    return RpcResult(call.id, ToolResult(registry_.Run(*tool, args, ctx), call.stateless));
   }
 
   Response r;
   r.headers.Set("Content-Type", "text/event-stream");
   r.headers.Set("Cache-Control", "no-cache");
   const Registry& registry = registry_;
-  r.stream = [&registry, name, args = std::move(args), ctx, token, id = call.id,
+  r.stream = [&registry, tool, args = std::move(args), ctx, token, id = call.id,
               stateless = call.stateless](const ChunkWriter& write) mutable {
     std::mutex mu;  // output may arrive from the stdout and the stderr reader at once
     bool client_gone = false;
@@ -346,7 +348,7 @@ Response McpServer::ToolsCall(Call& call) {
       if (!client_gone) client_gone = !write(": keep-alive\n\n");
       return client_gone;
     };
-    json result = ToolResult(registry.Call(name, args, ctx), stateless);
+    json result = ToolResult(registry.Run(*tool, args, ctx), stateless);
     std::lock_guard lock(mu);
     send({{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}});
   };

@@ -23,7 +23,6 @@ inline constexpr std::string_view kMcpStatelessVersion = "2026-07-28";
 
 struct McpOptions {
   std::string server_version = "0.0.0";
-  std::set<std::string, std::less<>> orgs = {"default"};  // served at /orgs/<org>/mcp; /mcp is "default"
   size_t max_sessions = 4096;                            // beyond: the least recently used session is dropped
   std::chrono::seconds session_idle_ttl{24 * 3600};
 };

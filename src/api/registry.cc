@@ -2,6 +2,7 @@
 #include "api/registry.h"
 
 #include "api/json_schema.h"
+#include "api/json_util.h"
 
 namespace isb::api {
 
@@ -17,6 +18,7 @@ int HttpStatusFor(Code code) {
     case Code::kTooLarge: return 413;
     case Code::kTimeout: return 504;
     case Code::kUnavailable: return 503;
+    case Code::kTooManyRequests: return 429;
     case Code::kInternal: break;
   }
   return 500;
@@ -46,6 +48,33 @@ std::vector<const Tool*> Registry::List() const {
   return out;
 }
 
+std::vector<const Tool*> Registry::Visible(const Identity& identity) const {
+  std::vector<const Tool*> out;
+  for (const Tool* tool : List()) {
+    if (MaySee(*tool, identity)) out.push_back(tool);
+  }
+  return out;
+}
+
+ToolAccess DefaultAccess(const ToolAnnotations& annotations) {
+  if (annotations.read_only) return ToolAccess{};
+  return ToolAccess{.least_role = identity::Role::kMember, .kind = identity::ScopeKind::kDeploy};
+}
+
+Status Registry::Authorize(const Tool& tool, const CallContext& ctx) const {
+  const Identity& who = ctx.identity;
+  ToolAccess access = tool.access.value_or(DefaultAccess(tool.annotations));
+  if (access.platform && !who.IsPlatformAdmin()) {
+    return Error::Of(Code::kForbidden, tool.name + " needs a platform admin");
+  }
+  identity::Role role = identity::Role::kOwner;  // about the caller itself: only scopes narrow it
+  if (access.org_bound) {
+    if (!Reaches(who, ctx.org)) return Error::Of(Code::kNotFound, "no org '" + ctx.org + "'");
+    role = *who.RoleIn(ctx.org);
+  }
+  return identity::May(role, who.scopes, access.least_role, access.kind, tool.name);
+}
+
 Status Registry::ValidateInput(const Tool& tool, const json& input) const {
   if (!input.is_object()) {
     return Error::Of(Code::kInvalidArgument,
@@ -54,21 +83,36 @@ Status Registry::ValidateInput(const Tool& tool, const json& input) const {
   return Validate(tool.input_schema, input);
 }
 
-Result<json> Registry::Call(std::string_view name, const json& input, const CallContext& ctx) const {
+Result<const Tool*> Registry::Admit(std::string_view name, const json& input, const CallContext& ctx) const {
   const Tool* tool = Find(name);
-  Result<json> result = Run(tool, name, input, ctx);
-  if (observer_) observer_(name, tool, input, ctx, result);
-  return result;
+  auto refuse = [&](Error error) -> Result<const Tool*> {
+    Report(name, tool, input, ctx, Result<json>(error));
+    return error;
+  };
+  if (tool == nullptr || !MaySee(*tool, ctx.identity)) {
+    tool = nullptr;
+    return refuse(Error::Of(Code::kNotFound, "unknown tool '" + SanitizeUtf8(name.substr(0, 100)) + "'"));
+  }
+  if (Status st = Authorize(*tool, ctx); !st.ok()) return refuse(st.error());
+  if (Status st = ValidateInput(*tool, input); !st.ok()) return refuse(st.error());
+  return tool;
 }
 
-Result<json> Registry::Run(const Tool* tool, std::string_view name, const json& input, const CallContext& ctx) const {
-  if (tool == nullptr) return Error::Of(Code::kNotFound, "unknown tool '" + std::string(name) + "'");
-  ISB_TRY(ValidateInput(*tool, input));
-  try {
-    return tool->handler(input, ctx);
-  } catch (const std::exception& e) {
-    return Error::Of(Code::kInternal, "tool " + tool->name + " failed: " + e.what());
-  }
+Result<json> Registry::Call(std::string_view name, const json& input, const CallContext& ctx) const {
+  ISB_ASSIGN_OR_RETURN(const Tool* tool, Admit(name, input, ctx));
+  return Run(*tool, input, ctx);
+}
+
+Result<json> Registry::Run(const Tool& tool, const json& input, const CallContext& ctx) const {
+  Result<json> result = [&]() -> Result<json> {
+    try {
+      return tool.handler(input, ctx);
+    } catch (const std::exception& e) {
+      return Error::Of(Code::kInternal, "tool " + tool.name + " failed: " + e.what());
+    }
+  }();
+  Report(tool.name, &tool, input, ctx, result);
+  return result;
 }
 
 json Registry::Describe(const Tool& tool) {

@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,16 +13,14 @@
 #include <nlohmann/json.hpp>
 
 #include "base/result.h"
+#include "identity/principal.h"
+#include "identity/roles.h"
 
 namespace isb::api {
 
-// Who is calling. The unix socket is always the superadmin; TCP callers are whoever their token names.
-struct Identity {
-  std::string subject;     // e.g. "superadmin", "user:alice", "token:dev"
-  bool superadmin = false;
-
-  static Identity Superadmin() { return Identity{"superadmin", true}; }
-};
+// Who is calling: the unix socket is always the host (Principal::Host()); an HTTP caller is whoever the credential it
+// presented resolves to.
+using Identity = identity::Principal;
 
 // Output produced while a tool runs: stream is "stdout" or "stderr"; or "session" once, before any output, with
 // the id of a terminal session as the chunk.
@@ -30,8 +29,9 @@ using ProgressFn = std::function<void(std::string_view stream, std::string_view 
 struct CallContext {
   std::string surface = "cli";  // "rest" | "mcp" | "unix" | "cli"
   std::string request_id;
-  std::string org = "default";
+  std::string org = "default";  // the org the call acts in
   Identity identity;
+  std::string ip, user_agent;   // of an HTTP caller, for the audit log
   ProgressFn progress;            // empty: the caller does not stream
   // With `progress`: true once the streaming caller has gone away. Asked about once a second by long work.
   std::function<bool()> cancelled;
@@ -44,6 +44,17 @@ struct ToolAnnotations {
   bool open_world = false;   // openWorldHint
 };
 
+// Who may call a tool. The authorizer judges every call by it before the handler runs.
+struct ToolAccess {
+  identity::Role least_role = identity::Role::kViewer;  // in the call's org
+  identity::ScopeKind kind = identity::ScopeKind::kRead;  // which token scopes cover it
+  bool org_bound = true;    // acts in the call's org, so the caller must reach it; false: about the caller itself
+  bool platform = false;    // platform admins and superadmins only
+};
+
+// Read-only tools: viewers and the read scope; the rest: members and the deploy scope.
+ToolAccess DefaultAccess(const ToolAnnotations& annotations);
+
 using ToolHandler = std::function<Result<nlohmann::json>(const nlohmann::json& input, const CallContext& ctx)>;
 
 struct Tool {
@@ -55,10 +66,11 @@ struct Tool {
   ToolAnnotations annotations;
   bool streams = false;     // the handler reports output through ctx.progress when it is set
   ToolHandler handler;
+  std::optional<ToolAccess> access{};  // unset: DefaultAccess(annotations)
 };
 
 // CodeName (base/result.h) names an error code as REST and MCP publish it: "invalid_argument", "not_found", ...
-// The HTTP status a code maps to: 400, 401, 403, 404, 409, 413, 504, 503, 500.
+// The HTTP status a code maps to: 400, 401, 403, 404, 409, 413, 429, 504, 503, 500.
 int HttpStatusFor(Code code);
 
 // Told of every call once it has an outcome: the tool (null when none has that name), its input as sent, the
@@ -66,7 +78,10 @@ int HttpStatusFor(Code code);
 using CallObserver = std::function<void(std::string_view name, const Tool* tool, const nlohmann::json& input,
                                         const CallContext& ctx, const Result<nlohmann::json>& result)>;
 
-// Thread-safe after start-up: Add and SetObserver during wiring, then Find/Call from any thread.
+// Whether a caller that is not a superadmin may see and call a tool (the daemon's --allow-tools/--deny-tools).
+using ToolFilter = std::function<bool(std::string_view tool)>;
+
+// Thread-safe after start-up: Add, SetObserver and SetToolFilter during wiring, then Find/Call from any thread.
 class Registry {
  public:
   // REQUIRES: a unique name, object schemas and a handler. A duplicate is a wiring bug: returns kInternal.
@@ -76,26 +91,52 @@ class Registry {
   // In name order.
   std::vector<const Tool*> List() const;
 
-  // Validates `input` against the tool's input schema (kInvalidArgument naming the field), then runs the handler.
-  // Unknown tool: kNotFound. Exceptions from a handler become kInternal, never escape.
+  // nullptr when no tool has that name or `identity` may not see it.
+  const Tool* FindVisible(std::string_view name, const Identity& identity) const {
+    const Tool* tool = Find(name);
+    return tool != nullptr && MaySee(*tool, identity) ? tool : nullptr;
+  }
+  // The tools `identity` may see: all of them for a superadmin, else those the tool filter lets through.
+  std::vector<const Tool*> Visible(const Identity& identity) const;
+
+  // Admit, then run the handler. Exceptions from a handler become kInternal, never escape. The observer sees the
+  // outcome.
   Result<nlohmann::json> Call(std::string_view name, const nlohmann::json& input, const CallContext& ctx) const;
+  // Everything that is judged before a handler runs, in this order: the tool exists and the caller may see it
+  // (kNotFound "unknown tool 'NAME'"), the caller reaches the org (kNotFound "no org 'ORG'") and may call the tool
+  // there (Authorize), and the input passes the schema (kInvalidArgument naming the field). A refusal is reported to
+  // the observer. Surfaces that must answer before running (a stream) call this, then Run.
+  Result<const Tool*> Admit(std::string_view name, const nlohmann::json& input, const CallContext& ctx) const;
+  // Runs an admitted tool's handler and reports the outcome to the observer.
+  Result<nlohmann::json> Run(const Tool& tool, const nlohmann::json& input, const CallContext& ctx) const;
+  // The authorizer: role in the call's org, token scopes, platform tools. OK, kNotFound (the org is not reached: as
+  // if it did not exist) or kForbidden naming what is missing.
+  Status Authorize(const Tool& tool, const CallContext& ctx) const;
   Status ValidateInput(const Tool& tool, const nlohmann::json& input) const;
   void SetObserver(CallObserver observer) { observer_ = std::move(observer); }
-  // A surface that refuses a call before Call (an unknown tool, input failing the schema) reports it here, so the
-  // observer sees refusals too.
-  void Refused(std::string_view name, const Tool* tool, const nlohmann::json& input, const CallContext& ctx,
-               const Error& error) const {
-    if (observer_) observer_(name, tool, input, ctx, Result<nlohmann::json>(error));
+  void SetToolFilter(ToolFilter filter) { filter_ = std::move(filter); }
+  // Whether `identity` reaches `org` and it exists.
+  bool Reaches(const Identity& identity, std::string_view org) const {
+    return identity.RoleIn(org).has_value() && (!org_exists_ || org_exists_(org));
   }
+  // Whether an org exists (the daemon asks its identity store); unset: every org a caller reaches exists.
+  void SetOrgCheck(std::function<bool(std::string_view org)> exists) { org_exists_ = std::move(exists); }
 
   // The tool as GET /api/v1/tools and MCP tools/list describe it (name, title, description, inputSchema,
   // outputSchema, annotations).
   static nlohmann::json Describe(const Tool& tool);
 
  private:
-  Result<nlohmann::json> Run(const Tool* tool, std::string_view name, const nlohmann::json& input,
-                             const CallContext& ctx) const;
+  void Report(std::string_view name, const Tool* tool, const nlohmann::json& input, const CallContext& ctx,
+              const Result<nlohmann::json>& result) const {
+    if (observer_) observer_(name, tool, input, ctx, result);
+  }
+  bool MaySee(const Tool& tool, const Identity& identity) const {
+    return identity.superadmin || !filter_ || filter_(tool.name);
+  }
   CallObserver observer_;
+  ToolFilter filter_;
+  std::function<bool(std::string_view)> org_exists_;
   mutable std::mutex mu_;
   std::map<std::string, std::unique_ptr<Tool>, std::less<>> tools_;
 };

@@ -55,6 +55,20 @@ std::string RestApi::RequestId(const Request& req) const {
   return sane ? id : "req-" + std::to_string(next_id_.fetch_add(1));
 }
 
+CallContext RestApi::Context(const Request& req, const Identity& identity) const {
+  CallContext ctx;
+  ctx.surface = req.via_unix_socket ? "unix" : "rest";
+  ctx.request_id = RequestId(req);
+  ctx.identity = identity;
+  // The org the call acts in: the X-Isb-Org header, else ?org=, else "default".
+  std::string org = req.headers.Get("X-Isb-Org");
+  if (org.empty()) org = req.QueryParam("org");
+  if (!org.empty()) ctx.org = SanitizeUtf8(std::string_view(org).substr(0, 64));
+  ctx.ip = req.remote_address;
+  ctx.user_agent = SanitizeUtf8(std::string_view(req.headers.Get("User-Agent")).substr(0, 256));
+  return ctx;
+}
+
 Response RestApi::Handle(const Request& req, const Identity& identity) const {
   std::string_view path = req.Path();
   bool get = req.method == "GET" || req.method == "HEAD";
@@ -62,9 +76,10 @@ Response RestApi::Handle(const Request& req, const Identity& identity) const {
   if (path == "/api/v1/tools") {
     if (!get) return MethodNotAllowed("GET");
     json tools = json::array();
-    for (const Tool* t : registry_.List()) tools.push_back(Registry::Describe(*t));
+    for (const Tool* t : registry_.Visible(identity)) tools.push_back(Registry::Describe(*t));
     return JsonResponse(200, Dump({{"tools", std::move(tools)}}));
   }
+  if (path.starts_with("/api/v1/auth/") && auth_routes_ && !req.via_unix_socket) return auth_routes_(req);
   if (path == "/api/v1/openapi.json") return get ? JsonResponse(200, Dump(OpenApi())) : MethodNotAllowed("GET");
   if (path.starts_with(kToolsPrefix)) {
     if (req.method != "POST") return MethodNotAllowed("POST");
@@ -76,17 +91,7 @@ Response RestApi::Handle(const Request& req, const Identity& identity) const {
 }
 
 Response RestApi::CallTool(const Request& req, std::string_view name, const Identity& identity) const {
-  const Tool* tool = registry_.Find(name);
-  CallContext ctx;
-  ctx.surface = req.via_unix_socket ? "unix" : "rest";
-  ctx.request_id = RequestId(req);
-  ctx.identity = identity;
-  if (tool == nullptr) {
-    Error unknown = Error::Of(Code::kNotFound, "unknown tool '" + SanitizeUtf8(name.substr(0, 100)) +
-                                                   "'; GET /api/v1/tools lists them");
-    registry_.Refused(name, nullptr, json::object(), ctx, unknown);
-    return ErrorResponse(unknown);
-  }
+  CallContext ctx = Context(req, identity);
   if (req.body.size() > max_body_bytes_) {
     return ErrorResponse(Error::Of(Code::kTooLarge, "request body is larger than " +
                                                         std::to_string(max_body_bytes_) + " bytes"));
@@ -97,13 +102,16 @@ Response RestApi::CallTool(const Request& req, std::string_view name, const Iden
     if (!parsed.ok()) return ErrorResponse(parsed.error());
     input = std::move(*parsed);
   }
-  if (Status valid = registry_.ValidateInput(*tool, input); !valid.ok()) {
-    registry_.Refused(name, tool, input, ctx, valid.error());
-    return ErrorResponse(valid.error());
+  auto admitted = registry_.Admit(name, input, ctx);
+  if (!admitted.ok()) {
+    Response r = ErrorResponse(admitted.error());
+    r.headers.Set("X-Request-Id", ctx.request_id);
+    return r;
   }
+  const Tool* tool = *admitted;
 
   if (!tool->streams || !WantsStream(req)) {
-    auto result = registry_.Call(tool->name, input, ctx);
+    auto result = registry_.Run(*tool, input, ctx);
     Response r = result.ok() ? JsonResponse(200, Dump({{"result", *result}})) : ErrorResponse(result.error());
     r.headers.Set("X-Request-Id", ctx.request_id);
     return r;
@@ -114,7 +122,7 @@ Response RestApi::CallTool(const Request& req, std::string_view name, const Iden
   r.headers.Set("Cache-Control", "no-cache");
   r.headers.Set("X-Request-Id", ctx.request_id);
   const Registry& registry = registry_;
-  r.stream = [&registry, name = tool->name, input = std::move(input), ctx](const ChunkWriter& write) mutable {
+  r.stream = [&registry, tool, input = std::move(input), ctx](const ChunkWriter& write) mutable {
     std::mutex mu;  // output may arrive from the stdout and the stderr reader at once
     bool client_gone = false;
     auto send = [&](std::string_view event, const json& data) {
@@ -131,7 +139,7 @@ Response RestApi::CallTool(const Request& req, std::string_view name, const Iden
       if (!client_gone) client_gone = !write(": keep-alive\n\n");
       return client_gone;
     };
-    auto result = registry.Call(name, input, ctx);
+    auto result = registry.Run(*tool, input, ctx);
     if (result.ok()) send("result", {{"result", *result}});
     else send("error", {{"error", CodeName(result.error().code)}, {"message", result.error().message}});
   };

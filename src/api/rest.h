@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <functional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -29,13 +30,17 @@ class RestApi {
 
   // The caller (the HTTP server) has authenticated `identity` already.
   Response Handle(const Request& req, const Identity& identity) const;
+  // Serves /api/v1/auth/ (signing in: no credential needed). During wiring only.
+  void SetAuthRoutes(std::function<Response(const Request&)> routes) { auth_routes_ = std::move(routes); }
   nlohmann::json OpenApi() const;
 
  private:
   Response CallTool(const Request& req, std::string_view name, const Identity& identity) const;
   std::string RequestId(const Request& req) const;
+  CallContext Context(const Request& req, const Identity& identity) const;
 
   const Registry& registry_;
+  std::function<Response(const Request&)> auth_routes_;
   std::string version_;
   size_t max_body_bytes_;
   mutable std::atomic<uint64_t> next_id_{1};

@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "api/json_util.h"
+#include "api/org_sandboxes.h"
+#include "api/schema.h"
 #include "base/units.h"
 
 namespace isb::api {
@@ -18,32 +20,7 @@ Error Invalid(const std::string& msg) { return Error::Of(Code::kInvalidArgument,
 std::string Ref(const json& in) { return in["sandbox"].get<std::string>(); }
 
 // Who a terminal session belongs to: only the same org and identity may drive it.
-std::string Caller(const CallContext& ctx) { return ctx.org + "/" + ctx.identity.subject; }
-
-// ---- schema building blocks ----
-
-json Str(std::string desc, size_t max_len, size_t min_len = 0) {
-  json s = {{"type", "string"}, {"description", std::move(desc)}, {"maxLength", max_len}};
-  if (min_len > 0) s["minLength"] = min_len;
-  return s;
-}
-
-json Int(std::string desc, int64_t min, int64_t max) {
-  return {{"type", "integer"}, {"description", std::move(desc)}, {"minimum", min}, {"maximum", max}};
-}
-
-json StringMap(std::string desc, size_t max_entries) {
-  return {{"type", "object"},
-          {"description", std::move(desc)},
-          {"maxProperties", max_entries},
-          {"additionalProperties", {{"type", "string"}, {"maxLength", 32768}}}};
-}
-
-json Object(json properties, std::vector<std::string> required) {
-  json s = {{"type", "object"}, {"properties", std::move(properties)}, {"additionalProperties", false}};
-  if (!required.empty()) s["required"] = required;
-  return s;
-}
+std::string Caller(const CallContext& ctx) { return ctx.org + "/" + ctx.identity.Subject(); }
 
 json SandboxRef() {
   return Str("The sandbox: its id (\"sb-\" and 16 hex digits) or its name.", 128, 1);
@@ -398,7 +375,7 @@ json ExecResultJson(ExecResult r, bool base64) {
   return out;
 }
 
-Status AddLifecycleTools(Registry& reg, Sandboxes& sb) {
+Status AddLifecycleTools(Registry& reg, Sandboxes& all) {
   json info = InfoSchema();
   json ref_only = Object({{"sandbox", SandboxRef()}}, {"sandbox"});
   auto info_result = [](Result<SandboxInfo> r) -> Result<json> {
@@ -410,7 +387,8 @@ Status AddLifecycleTools(Registry& reg, Sandboxes& sb) {
       "sandbox_get", "Get a sandbox",
       "State, spec, limits and usage (cpu, memory, pids) of one sandbox.", ref_only, info,
       ToolAnnotations{.read_only = true, .idempotent = true}, false,
-      [&sb, info_result](const json& in, const CallContext&) { return info_result(sb.Get(Ref(in))); }}));
+      [&all, info_result](const json& in, const CallContext& ctx) {
+        OrgSandboxes sb(all, ctx); return info_result(sb.Get(Ref(in))); }}));
 
   ISB_TRY(reg.Add(Tool{
       "sandbox_list", "List sandboxes",
@@ -419,11 +397,12 @@ Status AddLifecycleTools(Registry& reg, Sandboxes& sb) {
       {{"type", "object"}, {"required", {"sandboxes"}},
        {"properties", {{"sandboxes", {{"type", "array"}, {"items", info}}}}}},
       ToolAnnotations{.read_only = true, .idempotent = true}, false,
-      [&sb](const json& in, const CallContext&) -> Result<json> {
-        ISB_ASSIGN_OR_RETURN(auto all, sb.List());
+      [&all](const json& in, const CallContext& ctx) -> Result<json> {
+        OrgSandboxes sb(all, ctx);
+        ISB_ASSIGN_OR_RETURN(auto listed, sb.List());
         ISB_ASSIGN_OR_RETURN(auto want, LabelMap(in));
         json list = json::array();
-        for (const SandboxInfo& s : all) {
+        for (const SandboxInfo& s : listed) {
           bool match = true;
           for (const auto& [k, v] : want) {
             auto it = s.spec.labels.find(k);
@@ -438,12 +417,14 @@ Status AddLifecycleTools(Registry& reg, Sandboxes& sb) {
       "sandbox_stop", "Stop a sandbox",
       "Stops every process in the sandbox; its files are kept (except /tmp, a tmpfs) and sandbox_start runs it again.", ref_only, info,
       ToolAnnotations{.destructive = true, .idempotent = true}, false,
-      [&sb, info_result](const json& in, const CallContext&) { return info_result(sb.Stop(Ref(in))); }}));
+      [&all, info_result](const json& in, const CallContext& ctx) {
+        OrgSandboxes sb(all, ctx); return info_result(sb.Stop(Ref(in))); }}));
 
   ISB_TRY(reg.Add(Tool{
       "sandbox_start", "Start a stopped sandbox", "Starts a sandbox that sandbox_stop stopped.", ref_only, info,
       ToolAnnotations{.idempotent = true}, false,
-      [&sb, info_result](const json& in, const CallContext&) { return info_result(sb.Start(Ref(in))); }}));
+      [&all, info_result](const json& in, const CallContext& ctx) {
+        OrgSandboxes sb(all, ctx); return info_result(sb.Start(Ref(in))); }}));
 
   ISB_TRY(reg.Add(Tool{
       "sandbox_egress_set", "Change a sandbox's egress",
@@ -451,7 +432,8 @@ Status AddLifecycleTools(Registry& reg, Sandboxes& sb) {
       "to lists; a sandbox created with none or open keeps that.",
       Object({{"sandbox", SandboxRef()}, {"egress", EgressSchema()}}, {"sandbox", "egress"}), info,
       ToolAnnotations{.idempotent = true}, false,
-      [&sb, info_result](const json& in, const CallContext&) { return info_result(sb.SetEgress(Ref(in), in["egress"])); }}));
+      [&all, info_result](const json& in, const CallContext& ctx) {
+        OrgSandboxes sb(all, ctx); return info_result(sb.SetEgress(Ref(in), in["egress"])); }}));
 
   ISB_TRY(reg.Add(Tool{
       "sandbox_extend", "Extend a sandbox's lifetime",
@@ -460,7 +442,8 @@ Status AddLifecycleTools(Registry& reg, Sandboxes& sb) {
               {"by", Int("Seconds to add to the expiry (1 to 2592000).", 1, kMaxExpiresS)}},
              {"sandbox", "by"}),
       info, ToolAnnotations{}, false,
-      [&sb, info_result](const json& in, const CallContext&) {
+      [&all, info_result](const json& in, const CallContext& ctx) {
+        OrgSandboxes sb(all, ctx);
         return info_result(sb.Extend(Ref(in), std::chrono::seconds(in["by"].get<int64_t>())));
       }}));
 
@@ -470,20 +453,22 @@ Status AddLifecycleTools(Registry& reg, Sandboxes& sb) {
       {{"type", "object"}, {"required", {"sandbox", "removed"}},
        {"properties", {{"sandbox", {{"type", "string"}}}, {"removed", {{"type", "boolean"}}}}}},
       ToolAnnotations{.destructive = true, .idempotent = true}, false,
-      [&sb](const json& in, const CallContext&) -> Result<json> {
+      [&all](const json& in, const CallContext& ctx) -> Result<json> {
+        OrgSandboxes sb(all, ctx);
         std::string ref = Ref(in);
         ISB_TRY(sb.Remove(ref));
         return json{{"sandbox", ref}, {"removed", true}};
       }});
 }
 
-Status AddCreateAndExec(Registry& reg, Sandboxes& sb) {
+Status AddCreateAndExec(Registry& reg, Sandboxes& all) {
   ISB_TRY(reg.Add(Tool{
       "sandbox_create", "Create a sandbox",
       "Creates a long-lived sandbox and returns once it is ready. Every field is optional. Durations are whole "
       "seconds; expires defaults to 86400 (24h, at most 30 days) and idle_timeout to 7200 (2h).",
       SpecSchema(), InfoSchema(), ToolAnnotations{}, false,
-      [&sb](const json& in, const CallContext&) -> Result<json> {
+      [&all](const json& in, const CallContext& ctx) -> Result<json> {
+        OrgSandboxes sb(all, ctx);
         ISB_ASSIGN_OR_RETURN(SandboxSpec spec, SpecFromJson(in));
         ISB_ASSIGN_OR_RETURN(SandboxInfo info, sb.Create(spec));
         return SandboxInfoJson(info);
@@ -538,7 +523,8 @@ Status AddCreateAndExec(Registry& reg, Sandboxes& sb) {
       "sizes with sandbox_exec_resize while it runs. The session ends with the command or when the caller goes "
       "away.",
       std::move(exec_in), std::move(exec_out), ToolAnnotations{.destructive = true}, true,
-      [&sb](const json& in, const CallContext& ctx) -> Result<json> {
+      [&all](const json& in, const CallContext& ctx) -> Result<json> {
+        OrgSandboxes sb(all, ctx);
         ISB_ASSIGN_OR_RETURN(ExecRequest req, ExecFromJson(in));
         bool base64 = in.value("encoding", "utf-8") == "base64";
         if (req.tty && !ctx.progress) {
@@ -570,7 +556,7 @@ Status AddCreateAndExec(Registry& reg, Sandboxes& sb) {
       }});
 }
 
-Status AddTerminalTools(Registry& reg, Sandboxes& sb) {
+Status AddTerminalTools(Registry& reg, Sandboxes& all) {
   json session = Str("The terminal session's id, as the streaming sandbox_exec with tty announced it.", 64, 1);
   ISB_TRY(reg.Add(Tool{
       "sandbox_exec_input", "Type into a terminal session",
@@ -589,7 +575,8 @@ Status AddTerminalTools(Registry& reg, Sandboxes& sb) {
        {"required", {"session", "written"}},
        {"properties", {{"session", {{"type", "string"}}}, {"written", {{"type", "integer"}}}, {"eof", {{"type", "boolean"}}}}}},
       ToolAnnotations{.destructive = true}, false,
-      [&sb](const json& in, const CallContext& ctx) -> Result<json> {
+      [&all](const json& in, const CallContext& ctx) -> Result<json> {
+        OrgSandboxes sb(all, ctx);
         ISB_ASSIGN_OR_RETURN(std::string data, BytesField(in, "data", "data_base64", kMaxTerminalInputBytes));
         bool eof = in.value("eof", false);
         std::string id = in["session"].get<std::string>();
@@ -611,7 +598,8 @@ Status AddTerminalTools(Registry& reg, Sandboxes& sb) {
        {"required", {"session", "rows", "cols"}},
        {"properties", {{"session", {{"type", "string"}}}, {"rows", {{"type", "integer"}}}, {"cols", {{"type", "integer"}}}}}},
       ToolAnnotations{.idempotent = true}, false,
-      [&sb](const json& in, const CallContext& ctx) -> Result<json> {
+      [&all](const json& in, const CallContext& ctx) -> Result<json> {
+        OrgSandboxes sb(all, ctx);
         std::string id = in["session"].get<std::string>();
         auto rows = in["rows"].get<uint16_t>(), cols = in["cols"].get<uint16_t>();
         ISB_TRY(sb.ExecResize(Ref(in), id, Caller(ctx), rows, cols));
@@ -619,7 +607,7 @@ Status AddTerminalTools(Registry& reg, Sandboxes& sb) {
       }});
 }
 
-Status AddFileTools(Registry& reg, Sandboxes& sb) {
+Status AddFileTools(Registry& reg, Sandboxes& all) {
   json path = Str("Absolute path inside the sandbox; /proc, /sys and /dev are refused.", 4096, 1);
   ISB_TRY(reg.Add(Tool{
       "sandbox_file_read", "Read a file from a sandbox",
@@ -636,7 +624,8 @@ Status AddFileTools(Registry& reg, Sandboxes& sb) {
          {"content", {{"type", "string"}}},
          {"content_base64", {{"type", "string"}}}}}},
       ToolAnnotations{.read_only = true, .idempotent = true}, false,
-      [&sb](const json& in, const CallContext&) -> Result<json> {
+      [&all](const json& in, const CallContext& ctx) -> Result<json> {
+        OrgSandboxes sb(all, ctx);
         ISB_ASSIGN_OR_RETURN(std::string p, NormalizePath("path", in["path"].get<std::string>()));
         ISB_ASSIGN_OR_RETURN(FileData data, sb.ReadFile(Ref(in), p));
         if (data.content.size() > kMaxFileReadBytes) {
@@ -667,7 +656,8 @@ Status AddFileTools(Registry& reg, Sandboxes& sb) {
        {"required", {"path", "size", "mode"}},
        {"properties", {{"path", {{"type", "string"}}}, {"size", {{"type", "integer"}}}, {"mode", {{"type", "string"}}}}}},
       ToolAnnotations{.destructive = true, .idempotent = true}, false,
-      [&sb](const json& in, const CallContext&) -> Result<json> {
+      [&all](const json& in, const CallContext& ctx) -> Result<json> {
+        OrgSandboxes sb(all, ctx);
         ISB_ASSIGN_OR_RETURN(std::string p, NormalizePath("path", in["path"].get<std::string>()));
         if (!in.contains("content") && !in.contains("content_base64")) {
           return Invalid("missing required field 'content_base64' (or 'content')");

@@ -12,7 +12,7 @@ namespace isb {
 
 // Error codes that surfaces map to their own terms (HTTP status, MCP isError, CLI exit code).
 enum class Code { kInternal, kInvalidArgument, kNotFound, kConflict, kTimeout, kUnauthenticated, kForbidden,
-                  kTooLarge, kUnavailable };
+                  kTooLarge, kUnavailable, kTooManyRequests };
 
 // The code's stable name ("not_found"), as the REST and MCP surfaces and the audit log show it.
 inline std::string_view CodeName(Code code) {
@@ -25,6 +25,7 @@ inline std::string_view CodeName(Code code) {
     case Code::kForbidden: return "forbidden";
     case Code::kTooLarge: return "too_large";
     case Code::kUnavailable: return "unavailable";
+    case Code::kTooManyRequests: return "rate_limited";
     case Code::kInternal: break;
   }
   return "internal";

@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/audit_cmd.h"
+#include "cli/identity_cmds.h"
 #include "cli/run_cmd.h"
 #include "cli/sandbox_cmds.h"
 #include "cli/serve_cmd.h"
@@ -16,6 +17,7 @@ int main(int argc, char** argv) {
   isb::cli::AddServeCommand(app, &exit_code);
   isb::cli::AddAuditCommand(app, &exit_code);
   isb::cli::AddSandboxCommands(app, &exit_code);
+  isb::cli::AddIdentityCommands(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -34,10 +34,14 @@ std::string Dump(const json& j, int indent = 2) {
   return j.dump(indent, ' ', false, json::error_handler_t::replace);
 }
 
+}  // namespace
+
 void Print(const json& j) {
   std::string out = Dump(j) + "\n";
   std::fwrite(out.data(), 1, out.size(), stdout);
 }
+
+namespace {
 
 void WriteOut(FILE* f, std::string_view data) {
   std::fwrite(data.data(), 1, data.size(), f);
@@ -53,6 +57,7 @@ Code CodeNamed(std::string_view name) {
   if (name == "too_large") return Code::kTooLarge;
   if (name == "timeout") return Code::kTimeout;
   if (name == "unavailable") return Code::kUnavailable;
+  if (name == "rate_limited") return Code::kTooManyRequests;
   return Code::kInternal;
 }
 
@@ -141,6 +146,13 @@ Error NameTheFlag(Error e, const FieldFlag (&map)[N]) {
   return e;
 }
 
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? "" : v;
+}
+
+}  // namespace
+
 int Report(const Error& e) {
   std::fprintf(stderr, "isb: %s\n", e.message.c_str());
   return ExitCodeFor(e);
@@ -151,16 +163,13 @@ int ReportUsage(const Error& e) {
   return kExitUsage;
 }
 
-std::string Env(const char* name) {
-  const char* v = std::getenv(name);
-  return v == nullptr ? "" : v;
-}
-
 // Fails only when --url, --socket or the environment say something unusable: a usage error.
 Result<ToolClient> Connect(const ConnectFlags& flags) {
   ISB_ASSIGN_OR_RETURN(Endpoint ep, ChooseEndpoint(flags, std::getenv("ISB_URL"), std::getenv("ISB_SOCKET")));
-  return ToolClient(HttpClient(std::move(ep)), Env("ISB_TOKEN"));
+  return ToolClient(HttpClient(std::move(ep)), Env("ISB_TOKEN"), flags.org.empty() ? Env("ISB_ORG") : flags.org);
 }
+
+namespace {
 
 // ---- the commands ----
 
@@ -366,13 +375,18 @@ int RunCopy(const Common& c, const std::string& src, const std::string& dst) {
   return plan->dst.remote() ? CopyIn(c, *client, *plan) : CopyOut(c, *client, *plan);
 }
 
-// ---- registration ----
+}  // namespace
 
 void AddConnectOptions(CLI::App* cmd, const std::shared_ptr<ConnectFlags>& connect) {
   cmd->add_option("--url", connect->url, "The daemon's HTTP URL (env ISB_URL; token from ISB_TOKEN)");
   cmd->add_option("--socket", connect->socket,
                   std::string("The daemon's unix socket (env ISB_SOCKET; default ") + kDefaultSocket + ")");
+  cmd->add_option("--org", connect->org, "The org to act in (env ISB_ORG; default: default)");
 }
+
+namespace {
+
+// ---- registration ----
 
 CLI::App* AddCommand(CLI::App& app, const std::shared_ptr<Common>& common, const char* name, const char* help) {
   auto* cmd = app.add_subcommand(name, help);
@@ -488,6 +502,7 @@ int ExitCodeFor(const Error& error) {
     case Code::kUnauthenticated:
     case Code::kForbidden:
     case Code::kTooLarge:
+    case Code::kTooManyRequests:
       return kExitRefused;
     case Code::kInternal:
     case Code::kTimeout:
@@ -784,6 +799,7 @@ HttpRequest ToolClient::Request(const std::string& tool, const json& input, bool
   req.headers = {{"Content-Type", "application/json"},
                  {"Accept", stream ? "text/event-stream, application/json" : "application/json"}};
   if (http_.endpoint().unix_path.empty() && !token_.empty()) req.headers.emplace_back("Authorization", "Bearer " + token_);
+  if (!org_.empty()) req.headers.emplace_back("X-Isb-Org", org_);
   req.body = Dump(input, -1);
   return req;
 }

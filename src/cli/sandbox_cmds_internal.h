@@ -12,6 +12,10 @@
 #include "base/result.h"
 #include "cli/client.h"
 
+#include <memory>
+
+#include <CLI/CLI.hpp>
+
 namespace isb::cli {
 
 using nlohmann::json;
@@ -29,8 +33,9 @@ constexpr int kMaxExecTimeoutS = 15 * 60;        // sandbox_exec's longest timeo
 // Where to find the daemon: --url over --socket over ISB_URL over ISB_SOCKET over the default socket.
 // REQUIRES: env values may be null (unset).
 struct ConnectFlags {
-  std::string url;
-  std::string socket;
+  std::string url{};
+  std::string socket{};
+  std::string org{};  // --org, else ISB_ORG; empty: the daemon's default org
 };
 Result<Endpoint> ChooseEndpoint(const ConnectFlags& flags, const char* env_url, const char* env_socket);
 
@@ -88,7 +93,8 @@ Result<std::string> Base64Decode(std::string_view text);
 // Calls tools over an HttpClient, adding the bearer token on TCP.
 class ToolClient {
  public:
-  ToolClient(HttpClient http, std::string token) : http_(std::move(http)), token_(std::move(token)) {}
+  ToolClient(HttpClient http, std::string token, std::string org = "")
+      : http_(std::move(http)), token_(std::move(token)), org_(std::move(org)) {}
 
   // The tool's result, or the daemon's error.
   Result<json> Call(const std::string& tool, const json& input) const;
@@ -102,6 +108,17 @@ class ToolClient {
 
   HttpClient http_;
   std::string token_;
+  std::string org_;
 };
+
+// A client for `flags` (ISB_TOKEN, ISB_ORG); fails only on unusable --url/--socket/environment (a usage error).
+Result<ToolClient> Connect(const ConnectFlags& flags);
+// Prints "isb: MESSAGE" on stderr; returns ExitCodeFor(e), or kExitUsage for ReportUsage.
+int Report(const Error& e);
+int ReportUsage(const Error& e);
+// Indented JSON and a newline on stdout.
+void Print(const json& j);
+// The connection options every command takes: --url, --socket, --org.
+void AddConnectOptions(CLI::App* cmd, const std::shared_ptr<ConnectFlags>& connect);
 
 }  // namespace isb::cli

@@ -1,6 +1,8 @@
 // Sandboxes as long-lived objects: create, exec, stop/start, files, removal, adoption and reaping.
 #include "daemon/sandbox_manager.h"
 
+#include "api/org_sandboxes.h"
+
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <linux/openat2.h>
@@ -153,8 +155,10 @@ Status ValidateSpec(const api::SandboxSpec& s) {
       return Invalid("environment: invalid variable name '" + k + "'");
   if (s.working_dir.empty() || s.working_dir[0] != '/') return Invalid("working_dir: must be an absolute path");
   ISB_TRY(ParseUser(s.user));
+  // isb.org and isb.owner come from the tools (OrgSandboxes), which refuse any isb.* label a caller sends.
   for (const auto& [k, v] : s.labels)
-    if (k.starts_with("isb.")) return Invalid("labels: '" + k + "' is reserved (isb.* labels are set by isb)");
+    if (k.starts_with("isb.") && k != api::kOrgLabel && k != api::kOwnerLabel)
+      return Invalid("labels: '" + k + "' is reserved (isb.* labels are set by isb)");
   if (s.expires.count() < 1 || s.expires.count() > kMaxLifetime) return Invalid("expires: must be between 1s and 30d");
   if (s.idle_timeout.count() < 1) return Invalid("idle_timeout: must be at least 1s");
   return {};

@@ -19,14 +19,19 @@
 #include "api/mcp.h"
 #include "api/registry.h"
 #include "api/rest.h"
+#include "api/identity_tools.h"
+#include "api/org_tools.h"
 #include "api/sandbox_tools.h"
+#include "api/web_auth.h"
 #include "base/file.h"
 #include "base/random.h"
+#include "audit/details.h"
 #include "audit/history.h"
 #include "audit/log.h"
 #include "daemon/sandbox_manager.h"
 #include "engine/cgroup.h"
 #include "engine/spawner.h"
+#include "identity/store.h"
 #include "store/db.h"
 #include "store/migrations.h"
 
@@ -38,29 +43,6 @@ void Log(const std::string& line) { std::fprintf(stderr, "isb serve: %s\n", line
 int Fail(const std::string& message) {
   std::fprintf(stderr, "isb serve: %s\n", message.c_str());
   return 1;
-}
-
-// Until identity exists, TCP callers present the local development token: 32 random bytes, hex, kept 0600 in the
-// state dir and shown only to whoever can read that file.
-Result<std::string> DevToken(const std::string& state_dir) {
-  const std::string path = state_dir + "/dev-token";
-  if (auto existing = ReadFile(path); existing.ok() && existing->size() > 16) {
-    std::string t = *existing;
-    while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
-    return t;
-  }
-  ISB_ASSIGN_OR_RETURN(std::string hex, RandomHex(32));
-  std::string token = "isb_dev_" + hex;
-  ISB_TRY(WriteFile(path, token + "\n", 0600));
-  if (::chmod(path.c_str(), 0600) != 0) return Error::Sys("chmod " + path);
-  return token;
-}
-
-bool ConstantTimeEqual(const std::string& a, const std::string& b) {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
 }
 
 // systemd's readiness protocol (Type=notify), without libsystemd: one datagram to $NOTIFY_SOCKET.
@@ -97,8 +79,11 @@ int Serve(const ServeOptions& options) {
   if (::chmod(options.state_dir.c_str(), 0711) != 0) return Fail("chmod " + options.state_dir + ": " + std::strerror(errno));
   auto db = store::Db::Open(options.state_dir + "/isb.db", store::Migrations());
   if (!db.ok()) return Fail(db.error().message);
-  auto token = DevToken(options.state_dir);
-  if (!token.ok()) return Fail(token.error().message);
+  auto identity = identity::IdentityStore::Open(*db->get(), {.now = identity::UnixNow, .state_dir = options.state_dir});
+  if (!identity.ok()) return Fail("identity: " + identity.error().message);
+  // Until the first platform admin exists, whoever reads the setup token on this host creates it.
+  auto setup_path = (*identity)->setup().Prepare();
+  if (!setup_path.ok()) return Fail("setup token: " + setup_path.error().message);
   auto layout = engine::DetectCgroupLayout();
   if (!layout.ok()) return Fail(layout.error().message);
 
@@ -137,6 +122,9 @@ int Serve(const ServeOptions& options) {
   // 6. The registry and its surfaces.
   api::Registry registry;
   if (auto st = api::AddSandboxTools(registry, manager); !st.ok()) return Fail(st.error().message);
+  if (auto st = api::AddIdentityTools(registry, **identity); !st.ok()) return Fail(st.error().message);
+  if (auto st = api::AddOrgTools(registry, **identity); !st.ok()) return Fail(st.error().message);
+  registry.SetOrgCheck([store = identity->get()](std::string_view org) { return store->orgs().Get(org).ok(); });
   // Every call that changes something, and every refusal, whatever the surface.
   auto audit_log = audit::AuditLog::Open(*db->get());
   if (!audit_log.ok()) return Fail("audit log: " + audit_log.error().message);
@@ -146,16 +134,24 @@ int Serve(const ServeOptions& options) {
     if (tool != nullptr && tool->annotations.read_only && result.ok()) return;
     audit::Entry e;
     e.org = ctx.org;
-    e.actor = ctx.identity.subject;
-    e.actor_kind = ctx.identity.superadmin ? "superadmin" : "token";
+    e.actor = ctx.identity.Subject();
+    e.actor_kind = std::string(identity::PrincipalKindName(ctx.identity.kind));
     e.surface = ctx.surface;
     e.action = std::string(name);
     if (input.is_object()) {
-      if (auto it = input.find("sandbox"); it != input.end() && it->is_string()) e.target = *it;
+      // The object acted on: a sandbox, else a user, else a named object (an org, a token), else an id.
+      for (const char* key : {"sandbox", "user", "name", "id"}) {
+        auto it = input.find(key);
+        if (it == input.end() || !(it->is_string() || it->is_number_integer())) continue;
+        e.target = it->is_string() ? it->get<std::string>() : std::to_string(it->get<int64_t>());
+        break;
+      }
       e.details = input;
     }
     if (name == "sandbox_create" && result.ok()) e.target = result->value("id", "");
     e.outcome = audit::OutcomeOf(result);
+    e.ip = ctx.ip;
+    e.user_agent = ctx.user_agent;
     e.request_id = ctx.request_id;
     if (auto r = log->Append(e); !r.ok()) Log("audit: a " + e.action + " call was not recorded: " + r.error().message);
   });
@@ -163,16 +159,28 @@ int Serve(const ServeOptions& options) {
   api::McpOptions mcp_options;
   mcp_options.server_version = options.version;
   api::McpServer mcp(registry, mcp_options);
-  const std::string dev_token = *token;
+  api::WebAuthOptions web_options;
+  web_options.secure_cookie = !api::IsLoopbackHost(listen->host);
+  web_options.on_event = [log = audit_log->get()](std::string_view action, std::string_view account,
+                                                  const api::Request& req, const Status& outcome) {
+    audit::Entry e;
+    e.actor = "user:" + audit::CleanText(account);
+    e.actor_kind = "user";
+    e.surface = "rest";
+    e.action = std::string(action);
+    e.outcome = audit::OutcomeOf(outcome);
+    e.ip = req.remote_address;
+    e.user_agent = req.headers.Get("User-Agent");
+    if (auto r = log->Append(e); !r.ok()) Log("audit: a " + e.action + " was not recorded: " + r.error().message);
+  };
+  api::WebAuth web_auth(**identity, web_options);
+  rest.SetAuthRoutes([&web_auth](const api::Request& req) { return web_auth.Handle(req); });
   api::HttpServerOptions http;
   http.host = listen->host;
   http.port = listen->port;
   http.unix_socket_path = options.serve_socket.empty() ? options.state_dir + "/api/isb.sock" : options.serve_socket;
-  api::HttpServer server(http, rest, mcp, [dev_token](const api::Request& req, bool) -> Result<api::Identity> {
-    std::string auth = req.headers.Get("authorization");
-    if (auth.rfind("Bearer ", 0) == 0 && ConstantTimeEqual(auth.substr(7), dev_token))
-      return api::Identity{"token:dev", false};
-    return Error::Of(Code::kUnauthenticated, "invalid bearer token");
+  api::HttpServer server(http, rest, mcp, [&web_auth](const api::Request& req, bool) {
+    return web_auth.Authenticate(req);
   });
   if (auto st = server.Start(); !st.ok()) return Fail(st.error().message);
 
@@ -193,6 +201,8 @@ int Serve(const ServeOptions& options) {
   std::string where = listen->host.find(':') != std::string::npos ? "[" + listen->host + "]" : listen->host;
   Log("listening on http://" + where + ":" + std::to_string(server.port()) + " (MCP at /mcp, REST at /api/v1) and unix:" +
       http.unix_socket_path);
+  if (!setup_path->empty()) Log("no platform admin yet: create one with `isb user create --admin` on this host, or "
+                                "with the one-time setup token in " + *setup_path);
   NotifyReady();
 
   int sig = 0;

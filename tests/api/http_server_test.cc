@@ -1,6 +1,7 @@
 // The real server on 127.0.0.1:0 and a unix socket, driven by a raw blocking client: auth, routing, streaming,
 // and malformed HTTP that must get a 4xx and leave the server serving.
 #include "api/http_server.h"
+#include "api/principals.h"
 
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -116,7 +117,7 @@ class HttpServerTest : public ::testing::Test {
     opts.io_threads = 2;
     opts.worker_threads = 8;
     server_ = std::make_unique<HttpServer>(opts, rest_, mcp_, [](const Request& req, bool) -> Result<Identity> {
-      if (req.headers.Get("Authorization") == "Bearer s3cret") return Identity{"token:test", false};
+      if (req.headers.Get("Authorization") == "Bearer s3cret") return UserIn("test");
       return Error::Of(Code::kUnauthenticated, "invalid token");
     });
     Status s = server_->Start();

@@ -1,5 +1,6 @@
 // MCP flows for both protocol revisions, headers, origins, errors and progress streaming, without a socket.
 #include "api/mcp.h"
+#include "api/principals.h"
 
 #include <gtest/gtest.h>
 
@@ -14,10 +15,13 @@ using Hdrs = std::vector<std::pair<std::string, std::string>>;
 
 class McpTest : public ::testing::Test {
  protected:
-  void SetUp() override { ASSERT_TRUE(AddSandboxTools(registry, fake).ok()); }
+  void SetUp() override {
+    ASSERT_TRUE(AddSandboxTools(registry, fake).ok());
+    registry.SetOrgCheck([](std::string_view org) { return org == "default"; });
+  }
 
   Response Send(const std::string& method, const std::string& body, const Hdrs& headers = {},
-                const std::string& path = "/mcp", const Identity& who = Identity::Superadmin()) {
+                const std::string& path = "/mcp", const Identity& who = Identity::Host()) {
     Request req;
     req.method = method;
     req.target = path;
@@ -113,7 +117,7 @@ TEST_F(McpTest, SessionAndVersionHeaders) {
   other.target = "/mcp";
   other.body = Dump(Rpc(1, "tools/list"));
   other.headers.Add("Mcp-Session-Id", sid);
-  EXPECT_EQ(mcp.Handle(other, Identity{"user:mallory", false}).status, 404);
+  EXPECT_EQ(mcp.Handle(other, UserIn("mallory", "default", identity::Role::kMember, 2)).status, 404);
   // An unknown requested version is answered with ours.
   Response init = Post(Rpc(1, "initialize", {{"protocolVersion", "2099-01-01"}}));
   EXPECT_EQ(Body(init)["result"]["protocolVersion"], "2025-11-25");

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "api/principals.h"
+
 namespace isb::api {
 namespace {
 
@@ -39,7 +41,7 @@ TEST(RegistryTest, ValidatesBeforeTheHandler) {
   Registry r;
   int calls = 0;
   ASSERT_TRUE(r.Add(Echo(&calls)).ok());
-  CallContext ctx;
+  CallContext ctx = HostContext();
   ctx.surface = "rest";
   auto bad = r.Call("echo", {{"x", "1"}}, ctx);
   ASSERT_FALSE(bad.ok());
@@ -80,8 +82,120 @@ TEST(RegistryTest, CodeMapping) {
   EXPECT_EQ(HttpStatusFor(Code::kNotFound), 404);
   EXPECT_EQ(HttpStatusFor(Code::kConflict), 409);
   EXPECT_EQ(HttpStatusFor(Code::kTooLarge), 413);
+  EXPECT_EQ(HttpStatusFor(Code::kTooManyRequests), 429);
   EXPECT_EQ(HttpStatusFor(Code::kTimeout), 504);
   EXPECT_EQ(HttpStatusFor(Code::kInternal), 500);
+}
+
+// A tool of each kind: read (viewer), deploy (member), admin (admin, admin scope), platform, and one about the caller.
+class AuthorizerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto add = [&](const std::string& name, ToolAnnotations annotations, std::optional<ToolAccess> access) {
+      Tool t{name, name, name, json::parse(R"({"type":"object","properties":{"x":{"type":"integer"}}})"),
+             json::parse(R"({"type":"object"})"), annotations, false,
+             [this, name](const json&, const CallContext&) -> Result<json> {
+               ran.push_back(name);
+               return json::object();
+             },
+             access};
+      ASSERT_TRUE(r.Add(std::move(t)).ok());
+    };
+    add("peek", ToolAnnotations{.read_only = true}, std::nullopt);
+    add("poke", ToolAnnotations{}, std::nullopt);
+    add("manage", ToolAnnotations{}, ToolAccess{.least_role = identity::Role::kAdmin, .kind = identity::ScopeKind::kAdmin});
+    add("rule", ToolAnnotations{}, ToolAccess{.least_role = identity::Role::kOwner, .kind = identity::ScopeKind::kAdmin,
+                                              .org_bound = false, .platform = true});
+    add("self", ToolAnnotations{.read_only = true}, ToolAccess{.org_bound = false});
+    r.SetOrgCheck([](std::string_view org) { return org == "default" || org == "acme"; });
+    r.SetObserver([this](std::string_view name, const Tool*, const json&, const CallContext&,
+                         const Result<json>& result) {
+      seen.emplace_back(std::string(name), result.ok() ? "ok" : std::string(CodeName(result.error().code)));
+    });
+  }
+
+  // "ok" or "CODE: message".
+  std::string Call(const std::string& tool, const Identity& who, const std::string& org = "default",
+                   const json& input = json::object()) {
+    CallContext ctx;
+    ctx.identity = who;
+    ctx.org = org;
+    auto res = r.Call(tool, input, ctx);
+    return res.ok() ? "ok" : std::string(CodeName(res.error().code)) + ": " + res.error().message;
+  }
+
+  Registry r;
+  std::vector<std::string> ran;
+  std::vector<std::pair<std::string, std::string>> seen;
+};
+
+TEST_F(AuthorizerTest, RolesInTheCallsOrg) {
+  using identity::Role;
+  Identity viewer = UserIn("v", "default", Role::kViewer), member = UserIn("m"),
+           admin = UserIn("a", "default", Role::kAdmin);
+  EXPECT_EQ(Call("peek", viewer), "ok");
+  EXPECT_EQ(Call("poke", viewer), "forbidden: role viewer may not call poke, which needs member");
+  EXPECT_EQ(Call("poke", member), "ok");
+  EXPECT_EQ(Call("manage", member), "forbidden: role member may not call manage, which needs admin");
+  EXPECT_EQ(Call("manage", admin), "ok");
+  EXPECT_EQ(Call("rule", admin), "forbidden: rule needs a platform admin");
+  EXPECT_EQ(Call("self", viewer), "ok");
+  EXPECT_EQ(ran, (std::vector<std::string>{"peek", "poke", "manage", "self"}));
+}
+
+TEST_F(AuthorizerTest, AnotherOrgIsOneThatDoesNotExist) {
+  Identity member = UserIn("m");
+  EXPECT_EQ(Call("peek", member, "acme"), "not_found: no org 'acme'");
+  EXPECT_EQ(Call("peek", member, "nowhere"), "not_found: no org 'nowhere'");
+  // Even the host cannot act in an org that does not exist; it can in any that does.
+  EXPECT_EQ(Call("poke", Identity::Host(), "nowhere"), "not_found: no org 'nowhere'");
+  EXPECT_EQ(Call("poke", Identity::Host(), "acme"), "ok");
+  // A credential scoped to one org reaches no other, whatever the user's roles.
+  Identity scoped = UserIn("m");
+  scoped.roles["acme"] = identity::Role::kOwner;
+  scoped.org_scope = "default";
+  EXPECT_EQ(Call("poke", scoped, "acme"), "not_found: no org 'acme'");
+  // Nobody (no credential resolved) reaches nothing.
+  EXPECT_EQ(Call("peek", Identity{}), "not_found: no org 'default'");
+  EXPECT_TRUE(ran == std::vector<std::string>{"poke"});
+}
+
+TEST_F(AuthorizerTest, ScopesAndCapsOnlyNarrow) {
+  Identity read_only = UserIn("o", "default", identity::Role::kOwner);
+  read_only.scopes = {{identity::ScopeKind::kRead, ""}};
+  EXPECT_EQ(Call("peek", read_only), "ok");
+  EXPECT_EQ(Call("poke", read_only), "forbidden: token scopes (read) do not cover poke; it needs scope deploy, admin, or tool:poke");
+  EXPECT_EQ(Call("self", read_only), "ok");
+  Identity one_tool = UserIn("o", "default", identity::Role::kOwner);
+  one_tool.scopes = {{identity::ScopeKind::kTool, "po*"}};
+  EXPECT_EQ(Call("poke", one_tool), "ok");
+  EXPECT_EQ(Call("peek", one_tool), "forbidden: token scopes (tool:po*) do not cover peek; it needs scope read, deploy, admin, or tool:peek");
+  Identity capped = UserIn("o", "default", identity::Role::kOwner);
+  capped.role_cap = identity::Role::kViewer;
+  EXPECT_EQ(Call("poke", capped), "forbidden: role viewer may not call poke, which needs member");
+}
+
+TEST_F(AuthorizerTest, RefusedBeforeValidationAndReported) {
+  // An unauthorized caller learns nothing about the input's shape; the refusal reaches the observer.
+  EXPECT_EQ(Call("poke", UserIn("v", "default", identity::Role::kViewer), "default", {{"x", "not a number"}}),
+            "forbidden: role viewer may not call poke, which needs member");
+  EXPECT_EQ(Call("poke", UserIn("m"), "default", {{"x", "not a number"}}),
+            "invalid_argument: x: expected integer, got string");
+  EXPECT_EQ(seen, (std::vector<std::pair<std::string, std::string>>{{"poke", "forbidden"},
+                                                                     {"poke", "invalid_argument"}}));
+  EXPECT_TRUE(ran.empty());
+}
+
+TEST_F(AuthorizerTest, ToolFilterHidesFromCallersButTheHost) {
+  r.SetToolFilter([](std::string_view tool) { return tool != "poke"; });
+  Identity member = UserIn("m");
+  EXPECT_EQ(Call("poke", member), "not_found: unknown tool 'poke'");
+  EXPECT_EQ(r.FindVisible("poke", member), nullptr);
+  std::vector<std::string> names;
+  for (const Tool* t : r.Visible(member)) names.push_back(t->name);
+  EXPECT_EQ(names, (std::vector<std::string>{"manage", "peek", "rule", "self"}));
+  EXPECT_EQ(r.Visible(Identity::Host()).size(), 5u);
+  EXPECT_EQ(Call("poke", Identity::Host()), "ok");
 }
 
 }  // namespace

@@ -22,7 +22,7 @@ class RestTest : public ::testing::Test {
     req.target = target;
     req.body = body;
     for (auto& [n, v] : headers) req.headers.Add(n, v);
-    return rest.Handle(req, Identity::Superadmin());
+    return rest.Handle(req, Identity::Host());
   }
   static json Body(const Response& r) { return json::parse(r.body); }
   static std::string Drain(const Response& r) {

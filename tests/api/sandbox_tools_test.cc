@@ -1,5 +1,6 @@
 // The sandbox tools over a fake: defaults, limits, encodings, streaming, and outputs that match their schemas.
 #include "api/sandbox_tools.h"
+#include "api/principals.h"
 
 #include <gtest/gtest.h>
 
@@ -15,7 +16,7 @@ class SandboxToolsTest : public ::testing::Test {
   void SetUp() override { ASSERT_TRUE(AddSandboxTools(registry, fake).ok()); }
 
   // Calls a tool, expects success and checks the result against the tool's output schema.
-  json Ok(const std::string& tool, const json& input, const CallContext& ctx = {}) {
+  json Ok(const std::string& tool, const json& input, const CallContext& ctx = HostContext()) {
     auto r = registry.Call(tool, input, ctx);
     EXPECT_TRUE(r.ok()) << tool << ": " << (r.ok() ? "" : r.error().message);
     if (!r.ok()) return nullptr;
@@ -24,7 +25,7 @@ class SandboxToolsTest : public ::testing::Test {
     return *r;
   }
   Error Fail(const std::string& tool, const json& input) {
-    auto r = registry.Call(tool, input, CallContext{});
+    auto r = registry.Call(tool, input, HostContext());
     EXPECT_FALSE(r.ok()) << tool << " unexpectedly succeeded";
     return r.ok() ? Error{} : r.error();
   }
@@ -104,7 +105,7 @@ TEST_F(SandboxToolsTest, ExecPassesTheRequestAndLimits) {
   EXPECT_NE(Fail("sandbox_exec", {{"sandbox", id}, {"argv", {"x"}}, {"stdin_base64", Base64Encode(big)}})
                 .message.find("stdin_base64: at most 1048576 bytes"),
             std::string::npos);
-  EXPECT_FALSE(registry.Call("sandbox_exec", {{"sandbox", id}, {"argv", {"x"}}, {"stdin", big}}, {}).ok());
+  EXPECT_FALSE(registry.Call("sandbox_exec", {{"sandbox", id}, {"argv", {"x"}}, {"stdin", big}}, HostContext()).ok());
   EXPECT_NE(Fail("sandbox_exec", {{"sandbox", id}, {"argv", {"x"}}, {"stdin", "a"}, {"stdin_base64", "YQ"}})
                 .message.find("not both"),
             std::string::npos);
@@ -130,8 +131,7 @@ TEST_F(SandboxToolsTest, ExecOnATerminal) {
   };
   std::vector<std::pair<std::string, std::string>> events;
   CallContext ctx;
-  ctx.org = "acme";
-  ctx.identity = Identity{"token:t1", false};
+  ctx.identity = UserIn("t1");
   ctx.progress = [&](std::string_view stream, std::string_view chunk) { events.emplace_back(stream, chunk); };
   ctx.cancelled = [] { return false; };
   json r = Ok("sandbox_exec", {{"sandbox", id}, {"argv", {"sh"}}, {"tty", true}, {"rows", 5}, {"cols", 7}}, ctx);
@@ -141,7 +141,7 @@ TEST_F(SandboxToolsTest, ExecOnATerminal) {
   EXPECT_TRUE(fake.last_exec.tty);
   EXPECT_EQ(fake.last_exec.rows, 5);
   EXPECT_EQ(fake.last_exec.cols, 7);
-  EXPECT_EQ(fake.last_exec.caller, "acme/token:t1");
+  EXPECT_EQ(fake.last_exec.caller, "default/token:1");
   // Without a terminal implementation every session is unknown.
   EXPECT_EQ(Fail("sandbox_exec_input", {{"sandbox", id}, {"session", "ts-42"}, {"data", "x"}}).message,
             NoTerminalSession("ts-42", id).message);
@@ -176,7 +176,7 @@ TEST_F(SandboxToolsTest, ExecStreamsWholeCharactersThroughProgress) {
     return ExecResult{};
   };
   std::vector<std::pair<std::string, std::string>> got;
-  CallContext ctx;
+  CallContext ctx = HostContext();
   ctx.progress = [&](std::string_view stream, std::string_view chunk) { got.emplace_back(stream, chunk); };
   Ok("sandbox_exec", {{"sandbox", id}, {"argv", {"x"}}}, ctx);
   ASSERT_EQ(got.size(), 3u);
@@ -209,8 +209,8 @@ TEST_F(SandboxToolsTest, FileLimitsAndRefusedPaths) {
   std::string id = Create();
   EXPECT_NE(Fail("sandbox_file_read", {{"sandbox", id}, {"path", "/proc/self/environ"}}).message.find("/proc"),
             std::string::npos);
-  EXPECT_FALSE(registry.Call("sandbox_file_read", {{"sandbox", id}, {"path", "/x/../../sys/x"}}, {}).ok());
-  EXPECT_FALSE(registry.Call("sandbox_file_read", {{"sandbox", id}, {"path", "/dev"}}, {}).ok());
+  EXPECT_FALSE(registry.Call("sandbox_file_read", {{"sandbox", id}, {"path", "/x/../../sys/x"}}, HostContext()).ok());
+  EXPECT_FALSE(registry.Call("sandbox_file_read", {{"sandbox", id}, {"path", "/dev"}}, HostContext()).ok());
   EXPECT_NE(Fail("sandbox_file_read", {{"sandbox", id}, {"path", "relative"}}).message.find("absolute"),
             std::string::npos);
   std::string big(kMaxFileWriteBytes + 1, 'a');
@@ -244,6 +244,41 @@ TEST_F(SandboxToolsTest, Lifecycle) {
   EXPECT_EQ(Fail("sandbox_get", json::object()).message, "missing required field 'sandbox'");
 }
 
+// Each sandbox belongs to the org it was created in; from any other org it does not exist, on every tool.
+TEST_F(SandboxToolsTest, AnotherOrgsSandboxIsNotThere) {
+  std::string id = Create({{"name", "mine"}});
+  json info = Ok("sandbox_get", {{"sandbox", id}});
+  EXPECT_EQ(info["spec"]["labels"], json({{"isb.org", "default"}, {"isb.owner", "cli:superadmin"}}));
+  CallContext other = HostContext("acme");
+  other.identity = UserIn("eve", "acme", identity::Role::kOwner);
+  for (const std::string& ref : {id, std::string("mine")}) {
+    for (const auto& [tool, extra] : std::vector<std::pair<std::string, json>>{
+             {"sandbox_get", {}}, {"sandbox_stop", {}}, {"sandbox_start", {}}, {"sandbox_remove", {}},
+             {"sandbox_extend", {{"by", 60}}}, {"sandbox_exec", {{"argv", {"id"}}}},
+             {"sandbox_file_read", {{"path", "/etc/hostname"}}},
+             {"sandbox_file_write", {{"path", "/tmp/x"}, {"content", "x"}}},
+             {"sandbox_egress_set", {{"egress", "none"}}},
+             {"sandbox_exec_resize", {{"session", "ts-1"}, {"rows", 1}, {"cols", 1}}},
+             {"sandbox_exec_input", {{"session", "ts-1"}, {"data", "x"}}}}) {
+      json in = extra.is_null() ? json::object() : extra;
+      in["sandbox"] = ref;
+      auto r = registry.Call(tool, in, other);
+      ASSERT_FALSE(r.ok()) << tool;
+      EXPECT_EQ(r.error().code, Code::kNotFound) << tool;
+      EXPECT_EQ(r.error().message, "no sandbox '" + ref + "'") << tool;
+    }
+  }
+  EXPECT_EQ(Ok("sandbox_list", json::object(), other)["sandboxes"], json::array());
+  EXPECT_EQ(Ok("sandbox_list", json::object())["sandboxes"].size(), 1u);
+  EXPECT_EQ(Ok("sandbox_get", {{"sandbox", id}})["state"], "running");  // untouched
+}
+
+TEST_F(SandboxToolsTest, IsbLabelsAreReserved) {
+  auto r = registry.Call("sandbox_create", {{"labels", {{"isb.org", "acme"}}}}, HostContext());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, Code::kForbidden);
+  EXPECT_EQ(r.error().message, "label 'isb.org': labels starting with isb. are reserved");
+}
+
 }  // namespace
 }  // namespace isb::api
-

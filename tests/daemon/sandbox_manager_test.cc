@@ -186,7 +186,7 @@ TEST(Spec, Validation) {
   api::SandboxSpec s;
   EXPECT_TRUE(ValidateSpec(s).ok());
   s = {};
-  s.labels = {{"isb.owner", "me"}};
+  s.labels = {{"isb.other", "me"}};  // isb.org and isb.owner are set by the tools; any other isb.* is refused
   EXPECT_EQ(ValidateSpec(s).error().code, Code::kInvalidArgument);
   s = {};
   s.expires = std::chrono::seconds(31 * 86400);

@@ -77,13 +77,15 @@ TEST_F(AuditTest, EveryChangeAndEveryRefusalIsRecordedAndNoValueIsKept) {
   MustTool("sandbox_remove", {{"sandbox", id}});
   ASSERT_EQ(StopDaemon(), 0);
 
-  std::vector<std::string> want = {"sandbox_create " + id + " ok unix", "sandbox_exec " + id + " ok unix",
+  // The fixture's set-up on the socket (its user, membership and token), then the test's calls.
+  std::vector<std::string> want = {"user_create e2e ok unix", "member_add e2e ok unix", "token_create e2e ok unix",
+                                   "sandbox_create " + id + " ok unix", "sandbox_exec " + id + " ok unix",
                                    "sandbox_get sb-doesnotexist not_found unix", "sandbox_create  invalid_argument unix",
                                    "sandbox_remove " + id + " ok unix"};
   EXPECT_EQ(AuditRows(state_dir() + "/isb.db"), want);
   ProcResult ok = RunProcess({ISB_BINARY, "audit", "verify", "--state-dir", state_dir()});
   EXPECT_EQ(ok.exit_status, 0) << ok.Describe();
-  EXPECT_EQ(ok.out.rfind("audit log ok: 5 rows, head 5 ", 0), 0u) << ok.out;
+  EXPECT_EQ(ok.out.rfind("audit log ok: 8 rows, head 8 ", 0), 0u) << ok.out;
   // The exec's env key is kept, its value nowhere in the state files.
   std::string files;
   for (const char* f : {"/isb.db", "/isb.db-wal"}) files += ReadFileOrEmpty(state_dir() + f);

@@ -58,7 +58,7 @@ TEST_F(McpTest, TypeScriptSdkClientCreatesAndExecs) {
 
   // tools/list: the twelve tools with their annotations.
   const json& tools = obs["tools"];
-  EXPECT_EQ(tools.size(), 13u) << tools.dump();
+  EXPECT_EQ(tools.size(), kAllTools.size()) << tools.dump();
   for (const char* t : {"sandbox_create", "sandbox_exec", "sandbox_exec_input", "sandbox_exec_resize",
                         "sandbox_file_read", "sandbox_file_write", "sandbox_list", "sandbox_get", "sandbox_stop",
                         "sandbox_start", "sandbox_extend", "sandbox_remove"})
@@ -135,7 +135,7 @@ TEST_F(McpTest, StreamableHttpRulesWithCurl) {
   CurlResult list = Rpc({{"jsonrpc", "2.0"}, {"id", "two"}, {"method", "tools/list"}}, session);
   ASSERT_EQ(list.http.status, 200) << list.Describe();
   EXPECT_EQ(list.http.j["id"], "two");
-  EXPECT_EQ(list.http.j["result"]["tools"].size(), 13u) << list.Describe();
+  EXPECT_EQ(list.http.j["result"]["tools"].size(), kAllTools.size()) << list.Describe();
 
   // ping
   CurlResult ping = Rpc({{"jsonrpc", "2.0"}, {"id", 3}, {"method", "ping"}}, session);

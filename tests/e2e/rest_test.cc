@@ -9,11 +9,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-const std::vector<std::string> kAllTools = {"sandbox_create", "sandbox_exec",   "sandbox_exec_input", "sandbox_exec_resize",
-                                            "sandbox_file_read", "sandbox_file_write",
-                                            "sandbox_list",   "sandbox_get",    "sandbox_stop",      "sandbox_start",
-                                            "sandbox_extend", "sandbox_remove", "sandbox_egress_set"};
-
 class RestTest : public E2eTest {
  protected:
   enum class Via { kUnixSocket, kTcpWithToken };
@@ -101,7 +96,10 @@ void RestTest::Lifecycle(Via via, const std::string& name) {
   EXPECT_GE(got["usage"]["pids"].get<int>(), 1) << got.dump();
   EXPECT_GT(got["usage"]["memory_bytes"].get<int64_t>(), 0) << got.dump();
   EXPECT_GT(got["usage"]["cpu_usec"].get<int64_t>(), 0) << got.dump();
-  EXPECT_EQ(got["spec"]["labels"], json({{"suite", "e2e"}, {"via", name}}));
+  // The caller's labels, and isb's own: the org it belongs to and who created it over which surface.
+  std::string owner = via == Via::kUnixSocket ? "unix:superadmin" : "rest:token:1";
+  EXPECT_EQ(got["spec"]["labels"],
+            json({{"suite", "e2e"}, {"via", name}, {"isb.org", "default"}, {"isb.owner", owner}}));
 
   // stop: no process left in it, exec refused with 409
   pid_t init = SandboxInitPid(id);

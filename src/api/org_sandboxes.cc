@@ -1,0 +1,96 @@
+// OrgSandboxes: resolve, check the org, then act on the sandbox by id (never again by name, which could by then
+// name another sandbox).
+#include "api/org_sandboxes.h"
+
+namespace isb::api {
+
+std::string OrgOf(const SandboxInfo& info) {
+  auto it = info.spec.labels.find(kOrgLabel);
+  return it == info.spec.labels.end() ? "default" : it->second;
+}
+
+Result<SandboxInfo> OrgSandboxes::Create(const SandboxSpec& spec) {
+  for (const auto& [key, value] : spec.labels) {
+    if (key.starts_with("isb.")) {
+      return Error::Of(Code::kForbidden, "label '" + key + "': labels starting with isb. are reserved");
+    }
+  }
+  SandboxSpec owned = spec;
+  owned.labels[kOrgLabel] = ctx_.org;
+  owned.labels[kOwnerLabel] = ctx_.surface + ":" + ctx_.identity.Subject();
+  return all_.Create(owned);
+}
+
+Result<SandboxInfo> OrgSandboxes::Get(const std::string& id_or_name) {
+  Result<SandboxInfo> info = all_.Get(id_or_name);
+  if (info.ok() && OrgOf(*info) != ctx_.org) return Error::Of(Code::kNotFound, "no sandbox '" + id_or_name + "'");
+  return info;
+}
+
+Result<std::string> OrgSandboxes::Own(const std::string& id_or_name) {
+  ISB_ASSIGN_OR_RETURN(SandboxInfo info, Get(id_or_name));
+  return info.id;
+}
+
+Result<std::vector<SandboxInfo>> OrgSandboxes::List() {
+  ISB_ASSIGN_OR_RETURN(std::vector<SandboxInfo> all, all_.List());
+  std::vector<SandboxInfo> mine;
+  for (SandboxInfo& info : all) {
+    if (OrgOf(info) == ctx_.org) mine.push_back(std::move(info));
+  }
+  return mine;
+}
+
+Result<ExecResult> OrgSandboxes::Exec(const std::string& id_or_name, const ExecRequest& req, const OutputSink& sink) {
+  ISB_ASSIGN_OR_RETURN(std::string id, Own(id_or_name));
+  return all_.Exec(id, req, sink);
+}
+
+Status OrgSandboxes::ExecInput(const std::string& id_or_name, const std::string& session, const std::string& caller,
+                               const std::string& data, bool eof) {
+  ISB_ASSIGN_OR_RETURN(std::string id, Own(id_or_name));
+  return all_.ExecInput(id, session, caller, data, eof);
+}
+
+Status OrgSandboxes::ExecResize(const std::string& id_or_name, const std::string& session, const std::string& caller,
+                                uint16_t rows, uint16_t cols) {
+  ISB_ASSIGN_OR_RETURN(std::string id, Own(id_or_name));
+  return all_.ExecResize(id, session, caller, rows, cols);
+}
+
+Result<SandboxInfo> OrgSandboxes::Stop(const std::string& id_or_name) {
+  ISB_ASSIGN_OR_RETURN(std::string id, Own(id_or_name));
+  return all_.Stop(id);
+}
+
+Result<SandboxInfo> OrgSandboxes::Start(const std::string& id_or_name) {
+  ISB_ASSIGN_OR_RETURN(std::string id, Own(id_or_name));
+  return all_.Start(id);
+}
+
+Result<SandboxInfo> OrgSandboxes::Extend(const std::string& id_or_name, std::chrono::seconds by) {
+  ISB_ASSIGN_OR_RETURN(std::string id, Own(id_or_name));
+  return all_.Extend(id, by);
+}
+
+Result<SandboxInfo> OrgSandboxes::SetEgress(const std::string& id_or_name, const nlohmann::json& egress) {
+  ISB_ASSIGN_OR_RETURN(std::string id, Own(id_or_name));
+  return all_.SetEgress(id, egress);
+}
+
+Status OrgSandboxes::Remove(const std::string& id_or_name) {
+  ISB_ASSIGN_OR_RETURN(std::string id, Own(id_or_name));
+  return all_.Remove(id);
+}
+
+Result<FileData> OrgSandboxes::ReadFile(const std::string& id_or_name, const std::string& path) {
+  ISB_ASSIGN_OR_RETURN(std::string id, Own(id_or_name));
+  return all_.ReadFile(id, path);
+}
+
+Status OrgSandboxes::WriteFile(const std::string& id_or_name, const std::string& path, const FileData& data) {
+  ISB_ASSIGN_OR_RETURN(std::string id, Own(id_or_name));
+  return all_.WriteFile(id, path, data);
+}
+
+}  // namespace isb::api

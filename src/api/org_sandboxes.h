@@ -1,0 +1,52 @@
+// One caller's view of the sandboxes: those of the org the call acts in, and no other. Every sandbox tool works
+// through it, so a sandbox of another org is, to the caller, a sandbox that does not exist.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "api/registry.h"
+#include "api/sandboxes.h"
+
+namespace isb::api {
+
+// Labels isb sets on every sandbox: the org it belongs to, and who created it over which surface
+// ("rest:user:alice", "mcp:token:12", "unix:superadmin").
+inline constexpr char kOrgLabel[] = "isb.org";
+inline constexpr char kOwnerLabel[] = "isb.owner";
+
+// The org a sandbox belongs to: its isb.org label; sandboxes from before orgs belong to "default".
+std::string OrgOf(const SandboxInfo& info);
+
+class OrgSandboxes final : public Sandboxes {
+ public:
+  // REQUIRES: `all` and `ctx` outlive this view (it lives for one call).
+  OrgSandboxes(Sandboxes& all, const CallContext& ctx) : all_(all), ctx_(ctx) {}
+
+  // Labels the sandbox with the org and the owner; a spec carrying isb.* labels itself is refused (kForbidden).
+  Result<SandboxInfo> Create(const SandboxSpec& spec) override;
+  // Another org's sandbox is kNotFound "no sandbox 'REF'", exactly as one that does not exist.
+  Result<SandboxInfo> Get(const std::string& id_or_name) override;
+  Result<std::vector<SandboxInfo>> List() override;
+  Result<ExecResult> Exec(const std::string& id_or_name, const ExecRequest& req, const OutputSink& sink) override;
+  Status ExecInput(const std::string& id_or_name, const std::string& session, const std::string& caller,
+                   const std::string& data, bool eof) override;
+  Status ExecResize(const std::string& id_or_name, const std::string& session, const std::string& caller,
+                    uint16_t rows, uint16_t cols) override;
+  Result<SandboxInfo> Stop(const std::string& id_or_name) override;
+  Result<SandboxInfo> Start(const std::string& id_or_name) override;
+  Result<SandboxInfo> Extend(const std::string& id_or_name, std::chrono::seconds by) override;
+  Result<SandboxInfo> SetEgress(const std::string& id_or_name, const nlohmann::json& egress) override;
+  Status Remove(const std::string& id_or_name) override;
+  Result<FileData> ReadFile(const std::string& id_or_name, const std::string& path) override;
+  Status WriteFile(const std::string& id_or_name, const std::string& path, const FileData& data) override;
+
+ private:
+  // The sandbox's id when it is the caller's org's.
+  Result<std::string> Own(const std::string& id_or_name);
+
+  Sandboxes& all_;
+  const CallContext& ctx_;
+};
+
+}  // namespace isb::api

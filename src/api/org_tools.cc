@@ -1,0 +1,204 @@
+// The org tools. The authorizer has checked the caller's role in the call's org; Orgs then checks the rules that
+// depend on the data (only owners touch owners, the last owner stays).
+#include "api/org_tools.h"
+
+#include "api/schema.h"
+
+namespace isb::api {
+namespace {
+
+using json = nlohmann::json;
+using identity::Role;
+using identity::ScopeKind;
+
+json OrgJson(const identity::Org& o) { return {{"id", o.id}, {"name", o.name}, {"created_at", o.created_at}}; }
+
+json OrgSchema() {
+  return Output({{"id", {{"type", "integer"}}}, {"name", {{"type", "string"}}}, {"created_at", {{"type", "integer"}}}},
+                {"id", "name"});
+}
+
+json MemberJson(const identity::Member& m) {
+  return {{"user_id", m.user_id}, {"user", m.user_name}, {"role", identity::RoleName(m.role)}};
+}
+
+json RoleField(const char* desc) {
+  return {{"type", "string"}, {"enum", {"viewer", "member", "admin", "owner"}}, {"description", desc}};
+}
+
+json OrgName() { return Str("The org's name: lower-case letters, digits and '-'.", 64, 1); }
+json UserName() { return Str("The user's name.", 64, 1); }
+
+Result<int64_t> UserId(identity::IdentityStore& store, const json& in) {
+  ISB_ASSIGN_OR_RETURN(identity::User user, store.users().Find(in["user"].get<std::string>()));
+  return user.id;
+}
+
+Status AddOrgLifecycle(Registry& reg, identity::IdentityStore& store) {
+  ISB_TRY(reg.Add(Tool{
+      "org_list", "List orgs", "The orgs the caller reaches.", Object({}, {}),
+      Output({{"orgs", {{"type", "array"}, {"items", OrgSchema()}}}}, {"orgs"}),
+      ToolAnnotations{.read_only = true, .idempotent = true}, false,
+      [&store](const json&, const CallContext& ctx) -> Result<json> {
+        ISB_ASSIGN_OR_RETURN(auto orgs, store.orgs().ListFor(ctx.identity));
+        json out = json::array();
+        for (const auto& o : orgs) out.push_back(OrgJson(o));
+        return json{{"orgs", std::move(out)}};
+      },
+      ToolAccess{.kind = ScopeKind::kRead, .org_bound = false}}));
+
+  ISB_TRY(reg.Add(Tool{
+      "org_get", "Get the org", "The org the call acts in.", Object({}, {}), OrgSchema(),
+      ToolAnnotations{.read_only = true, .idempotent = true}, false,
+      [&store](const json&, const CallContext& ctx) -> Result<json> {
+        ISB_ASSIGN_OR_RETURN(identity::Org org, store.orgs().Get(ctx.org));
+        return OrgJson(org);
+      }}));
+
+  ISB_TRY(reg.Add(Tool{
+      "org_create", "Create an org", "Creates an org (platform admins). Its members are added with member_add.",
+      Object({{"name", OrgName()}}, {"name"}), OrgSchema(), ToolAnnotations{}, false,
+      [&store](const json& in, const CallContext& ctx) -> Result<json> {
+        std::string name = in["name"].get<std::string>();
+        // (not ISB_TRY: this lambda sits inside one)
+        if (auto created = store.orgs().Create(ctx.identity, name); !created.ok()) return created.error();
+        ISB_ASSIGN_OR_RETURN(identity::Org org, store.orgs().Get(name));
+        return OrgJson(org);
+      },
+      ToolAccess{.least_role = Role::kOwner, .kind = ScopeKind::kAdmin, .org_bound = false, .platform = true}}));
+
+  return reg.Add(Tool{
+      "org_delete", "Delete an org",
+      "Deletes an org with its memberships, tokens and invitations (platform admins). The default org cannot be "
+      "deleted; an org that still has sandboxes should have them removed first.",
+      Object({{"name", OrgName()}}, {"name"}),
+      Output({{"name", {{"type", "string"}}}, {"deleted", {{"type", "boolean"}}}}, {"name", "deleted"}),
+      ToolAnnotations{.destructive = true}, false,
+      [&store](const json& in, const CallContext& ctx) -> Result<json> {
+        std::string name = in["name"].get<std::string>();
+        ISB_TRY(store.orgs().Delete(ctx.identity, name));
+        return json{{"name", name}, {"deleted", true}};
+      },
+      ToolAccess{.least_role = Role::kOwner, .kind = ScopeKind::kAdmin, .org_bound = false, .platform = true}});
+}
+
+Status AddMemberTools(Registry& reg, identity::IdentityStore& store) {
+  json member = Output({{"user_id", {{"type", "integer"}}}, {"user", {{"type", "string"}}}, {"role", {{"type", "string"}}}},
+                       {"user", "role"});
+  ToolAccess admin{.least_role = Role::kAdmin, .kind = ScopeKind::kAdmin};
+  ISB_TRY(reg.Add(Tool{
+      "member_list", "List the org's members", "Every member of the call's org with its role.", Object({}, {}),
+      Output({{"members", {{"type", "array"}, {"items", member}}}}, {"members"}),
+      ToolAnnotations{.read_only = true, .idempotent = true}, false,
+      [&store](const json&, const CallContext& ctx) -> Result<json> {
+        ISB_ASSIGN_OR_RETURN(auto members, store.orgs().Members(ctx.org));
+        json out = json::array();
+        for (const auto& m : members) out.push_back(MemberJson(m));
+        return json{{"members", std::move(out)}};
+      }}));
+
+  auto change = [&store](bool add) {
+    return [&store, add](const json& in, const CallContext& ctx) -> Result<json> {
+      ISB_ASSIGN_OR_RETURN(int64_t user, UserId(store, in));
+      ISB_ASSIGN_OR_RETURN(Role role, identity::ParseRole(in["role"].get<std::string>()));
+      Status changed = add ? store.orgs().AddMember(ctx.identity, ctx.org, user, role)
+                           : store.orgs().ChangeRole(ctx.identity, ctx.org, user, role);
+      if (!changed.ok()) return changed.error();
+      return json{{"user_id", user}, {"user", in["user"]}, {"role", identity::RoleName(role)}};
+    };
+  };
+  json user_role = Object({{"user", UserName()}, {"role", RoleField("viewer < member < admin < owner.")}},
+                          {"user", "role"});
+  ISB_TRY(reg.Add(Tool{"member_add", "Add a member", "Adds a user to the call's org (admins; owners add owners).",
+                       user_role, member, ToolAnnotations{}, false, change(true), admin}));
+  ISB_TRY(reg.Add(Tool{"member_update", "Change a member's role",
+                       "Changes a member's role (admins; only owners make or unmake owners; the last owner stays).",
+                       user_role, member, ToolAnnotations{.idempotent = true}, false, change(false), admin}));
+  return reg.Add(Tool{
+      "member_remove", "Remove a member", "Removes a user from the call's org (admins; the last owner stays).",
+      Object({{"user", UserName()}}, {"user"}),
+      Output({{"user", {{"type", "string"}}}, {"removed", {{"type", "boolean"}}}}, {"user", "removed"}),
+      ToolAnnotations{.destructive = true, .idempotent = true}, false,
+      [&store](const json& in, const CallContext& ctx) -> Result<json> {
+        ISB_ASSIGN_OR_RETURN(int64_t user, UserId(store, in));
+        ISB_TRY(store.orgs().RemoveMember(ctx.identity, ctx.org, user));
+        return json{{"user", in["user"]}, {"removed", true}};
+      },
+      admin});
+}
+
+Status AddInvitationAndSessionTools(Registry& reg, identity::IdentityStore& store) {
+  ISB_TRY(reg.Add(Tool{
+      "invitation_create", "Invite someone to the org",
+      "Mints an isb_inv_ invitation to the call's org with a role (admins; owners invite owners), valid 7 days. "
+      "The secret is in the result once; hand it to the invitee, who accepts it with invitation_accept.",
+      Object({{"role", RoleField("The role the invitee gets.")}}, {"role"}),
+      Output({{"invitation", {{"type", "string"}}}, {"id", {{"type", "integer"}}}, {"org", {{"type", "string"}}},
+              {"role", {{"type", "string"}}}, {"expires_at", {{"type", "integer"}}}},
+             {"invitation", "id", "org", "role", "expires_at"}),
+      ToolAnnotations{}, false,
+      [&store](const json& in, const CallContext& ctx) -> Result<json> {
+        ISB_ASSIGN_OR_RETURN(Role role, identity::ParseRole(in["role"].get<std::string>()));
+        ISB_ASSIGN_OR_RETURN(identity::NewInvitation inv, store.invitations().Create(ctx.identity, ctx.org, role));
+        return json{{"invitation", inv.secret}, {"id", inv.id}, {"org", inv.org},
+                    {"role", identity::RoleName(inv.role)}, {"expires_at", inv.expires_at}};
+      },
+      ToolAccess{.least_role = Role::kAdmin, .kind = ScopeKind::kAdmin}}));
+
+  ISB_TRY(reg.Add(Tool{
+      "invitation_accept", "Accept an invitation",
+      "Joins the org an invitation names, with its role, as the calling user.",
+      Object({{"invitation", Str("The isb_inv_ secret.", 128, 1)}}, {"invitation"}),
+      Output({{"org", {{"type", "string"}}}, {"role", {{"type", "string"}}}}, {"role"}),
+      ToolAnnotations{}, false,
+      [&store](const json& in, const CallContext& ctx) -> Result<json> {
+        if (ctx.identity.user_id == 0) return Error::Of(Code::kForbidden, "only a user can accept an invitation");
+        ISB_ASSIGN_OR_RETURN(identity::Member m, store.invitations().Accept(in["invitation"].get<std::string>(),
+                                                                            ctx.identity.user_id));
+        return json{{"user", m.user_name}, {"role", identity::RoleName(m.role)}};
+      },
+      ToolAccess{.kind = ScopeKind::kDeploy, .org_bound = false}}));
+
+  json session = Output({{"id", {{"type", "integer"}}}, {"created_at", {{"type", "integer"}}},
+                         {"expires_at", {{"type", "integer"}}}, {"ip", {{"type", "string"}}},
+                         {"user_agent", {{"type", "string"}}}},
+                        {"id", "created_at", "expires_at"});
+  ISB_TRY(reg.Add(Tool{
+      "session_list", "List your browser sessions", "The calling user's live browser sessions, newest first.",
+      Object({}, {}), Output({{"sessions", {{"type", "array"}, {"items", session}}}}, {"sessions"}),
+      ToolAnnotations{.read_only = true, .idempotent = true}, false,
+      [&store](const json&, const CallContext& ctx) -> Result<json> {
+        json out = json::array();
+        if (ctx.identity.user_id == 0) return json{{"sessions", std::move(out)}};
+        ISB_ASSIGN_OR_RETURN(auto sessions, store.sessions().List(ctx.identity.user_id));
+        for (const auto& s : sessions) {
+          out.push_back({{"id", s.id}, {"created_at", s.created_at}, {"expires_at", s.expires_at}, {"ip", s.ip},
+                         {"user_agent", s.user_agent}});
+        }
+        return json{{"sessions", std::move(out)}};
+      },
+      ToolAccess{.kind = ScopeKind::kRead, .org_bound = false}}));
+
+  return reg.Add(Tool{
+      "session_revoke", "Sign a browser session out",
+      "Ends one of the calling user's browser sessions (platform admins: anyone's).",
+      Object({{"id", Int("The session's id (session_list).", 1, INT64_MAX)}}, {"id"}),
+      Output({{"id", {{"type", "integer"}}}, {"revoked", {{"type", "boolean"}}}}, {"id", "revoked"}),
+      ToolAnnotations{.destructive = true, .idempotent = true}, false,
+      [&store](const json& in, const CallContext& ctx) -> Result<json> {
+        int64_t id = in["id"].get<int64_t>();
+        ISB_TRY(store.sessions().Revoke(ctx.identity, id));
+        return json{{"id", id}, {"revoked", true}};
+      },
+      ToolAccess{.kind = ScopeKind::kAdmin, .org_bound = false}});
+}
+
+}  // namespace
+
+Status AddOrgTools(Registry& registry, identity::IdentityStore& store) {
+  ISB_TRY(AddOrgLifecycle(registry, store));
+  ISB_TRY(AddMemberTools(registry, store));
+  return AddInvitationAndSessionTools(registry, store);
+}
+
+}  // namespace isb::api

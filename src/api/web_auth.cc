@@ -1,0 +1,204 @@
+// WebAuth: the bearer and cookie checks every TCP request passes, and sign-in, which rate limits before it looks at
+// a password and says the same for every kind of failure.
+#include "api/web_auth.h"
+
+#include <algorithm>
+
+#include "api/json_util.h"
+#include "api/rest.h"
+#include "identity/tokens.h"
+
+namespace isb::api {
+namespace {
+
+using json = nlohmann::json;
+
+bool EqualsIgnoreCaseAscii(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+bool StartsWithIgnoreCaseAscii(std::string_view s, std::string_view prefix) {
+  return s.size() >= prefix.size() && EqualsIgnoreCaseAscii(s.substr(0, prefix.size()), prefix);
+}
+
+bool ChangesState(const Request& req) {
+  return req.method != "GET" && req.method != "HEAD" && req.method != "OPTIONS";
+}
+
+Error Forbidden(std::string message) { return Error::Of(Code::kForbidden, std::move(message)); }
+
+// The browser rules for a cookie-authenticated request that changes something (and for sign-in itself).
+Status CheckBrowserRequest(const Request& req, const WebAuthOptions& options) {
+  std::string host = req.headers.Get("Host");
+  if (!options.allowed_hosts.empty() &&
+      std::find(options.allowed_hosts.begin(), options.allowed_hosts.end(), host) == options.allowed_hosts.end()) {
+    return Forbidden("Host '" + SanitizeUtf8(std::string_view(host).substr(0, 200)) + "' is not this daemon's");
+  }
+  if (req.headers.Get("X-Isb-Csrf") != "1") return Forbidden("a session request that changes something needs X-Isb-Csrf: 1");
+  if (!StartsWithIgnoreCaseAscii(req.headers.Get("Content-Type"), "application/json")) {
+    return Forbidden("a session request that changes something needs Content-Type: application/json");
+  }
+  if (req.headers.Has("Origin")) {
+    std::string origin = req.headers.Get("Origin");
+    if (origin != "http://" + host && origin != "https://" + host) {
+      return Forbidden("Origin '" + SanitizeUtf8(std::string_view(origin).substr(0, 200)) + "' is not this daemon's");
+    }
+  }
+  return {};
+}
+
+Response Fail(const Error& error) { return ErrorResponse(error); }
+
+Result<json> Body(const Request& req) {
+  ISB_ASSIGN_OR_RETURN(json body, ParseJson(req.body));
+  if (!body.is_object()) return Error::Of(Code::kInvalidArgument, "body: expected a JSON object");
+  return body;
+}
+
+Result<std::string> Field(const json& body, const char* name) {
+  auto it = body.find(name);
+  if (it == body.end() || !it->is_string() || it->get_ref<const std::string&>().empty()) {
+    return Error::Of(Code::kInvalidArgument, std::string(name) + ": expected a non-empty string");
+  }
+  if (it->get_ref<const std::string&>().size() > 1024) {
+    return Error::Of(Code::kInvalidArgument, std::string(name) + ": longer than 1024 bytes");
+  }
+  return it->get<std::string>();
+}
+
+}  // namespace
+
+std::string CookieValue(std::string_view header, std::string_view name) {
+  while (!header.empty()) {
+    size_t end = header.find(';');
+    std::string_view pair = header.substr(0, end);
+    header = end == std::string_view::npos ? std::string_view() : header.substr(end + 1);
+    while (!pair.empty() && pair.front() == ' ') pair.remove_prefix(1);
+    size_t eq = pair.find('=');
+    if (eq != std::string_view::npos && pair.substr(0, eq) == name) return std::string(pair.substr(eq + 1));
+  }
+  return "";
+}
+
+WebAuth::WebAuth(identity::IdentityStore& store, WebAuthOptions options)
+    : store_(store), options_(std::move(options)) {}
+
+Result<Identity> WebAuth::Authenticate(const Request& req) {
+  std::string header = req.headers.Get("Authorization");
+  if (!header.empty()) {
+    if (!StartsWithIgnoreCaseAscii(header, "Bearer ")) {
+      return Error::Of(Code::kUnauthenticated, "unsupported Authorization scheme; send \"Bearer <token>\"");
+    }
+    std::string_view secret = std::string_view(header).substr(7);
+    auto kind = identity::ParseSecret(secret);
+    if (kind.ok() && *kind == identity::SecretKind::kSession) {
+      return Error::Of(Code::kUnauthenticated, "a session is sent as the isb_session cookie, not as a bearer token");
+    }
+    return store_.Resolve(secret);
+  }
+  std::string session = CookieValue(req.headers.Get("Cookie"), kSessionCookie);
+  if (session.empty()) {
+    return Error::Of(Code::kUnauthenticated, "missing bearer token: send \"Authorization: Bearer <token>\"");
+  }
+  auto kind = identity::ParseSecret(session);
+  if (!kind.ok() || *kind != identity::SecretKind::kSession) return Error::Of(Code::kUnauthenticated, "malformed token");
+  ISB_ASSIGN_OR_RETURN(Identity who, store_.Resolve(session));
+  if (ChangesState(req)) ISB_TRY(CheckBrowserRequest(req, options_));
+  return who;
+}
+
+Response WebAuth::Handle(const Request& req) {
+  std::string_view path = req.Path();
+  if (req.method != "POST") {
+    Response r = Fail(Error::Of(Code::kInvalidArgument, "use POST"));
+    r.status = 405;
+    r.headers.Set("Allow", "POST");
+    return r;
+  }
+  if (path == "/api/v1/auth/signin") return SignIn(req);
+  if (path == "/api/v1/auth/signout") return SignOut(req);
+  if (path == "/api/v1/auth/setup") return SetUp(req);
+  return Fail(Error::Of(Code::kNotFound, "no route for " + SanitizeUtf8(path.substr(0, 200))));
+}
+
+void WebAuth::Report(std::string_view action, std::string_view account, const Request& req, const Status& outcome) {
+  if (options_.on_event) options_.on_event(action, account, req, outcome);
+}
+
+std::string WebAuth::Cookie(const std::string& value, int64_t max_age) const {
+  std::string c = std::string(kSessionCookie) + "=" + value + "; Path=/; HttpOnly; SameSite=Strict; Max-Age=" +
+                  std::to_string(max_age);
+  if (options_.secure_cookie) c += "; Secure";
+  return c;
+}
+
+Response WebAuth::SignIn(const Request& req) {
+  if (Status st = CheckBrowserRequest(req, options_); !st.ok()) return Fail(st.error());
+  auto body = Body(req);
+  if (!body.ok()) return Fail(body.error());
+  auto user = Field(*body, "user");
+  auto password = Field(*body, "password");
+  if (!user.ok()) return Fail(user.error());
+  if (!password.ok()) return Fail(password.error());
+  if (int64_t wait = limiter_.RetryAfter(*user, req.remote_address); wait > 0) {
+    Response r = Fail(Error::Of(Code::kTooManyRequests, "too many failed sign-ins; try again in " +
+                                                            std::to_string(wait) + " s"));
+    r.headers.Set("Retry-After", std::to_string(wait));
+    return r;
+  }
+  auto who = store_.users().SignIn(*user, *password);
+  Report("sign_in", *user, req, who.ok() ? Status() : Status(who.error()));
+  if (!who.ok()) {
+    limiter_.RecordFailure(*user, req.remote_address);
+    return Fail(who.error());
+  }
+  limiter_.RecordSuccess(*user);
+  auto session = store_.sessions().Create(who->user_id, req.remote_address, req.headers.Get("User-Agent"));
+  if (!session.ok()) return Fail(session.error());
+  Response r = JsonResponse(200, Dump({{"user", who->user_name}, {"expires_at", session->record.expires_at}}));
+  r.headers.Set("Set-Cookie", Cookie(session->secret, identity::kSessionTtl));
+  r.headers.Set("Cache-Control", "no-store");
+  return r;
+}
+
+Response WebAuth::SignOut(const Request& req) {
+  auto who = Authenticate(req);
+  if (!who.ok()) return Fail(who.error());
+  if (who->kind != identity::PrincipalKind::kSession) {
+    return Fail(Error::Of(Code::kInvalidArgument, "sign-out ends a browser session; revoke a token with token_revoke"));
+  }
+  Status revoked = store_.sessions().Revoke(*who, who->credential_id);
+  Report("sign_out", who->user_name, req, revoked);
+  if (!revoked.ok()) return Fail(revoked.error());
+  Response r = JsonResponse(200, R"({"signed_out":true})");
+  r.headers.Set("Set-Cookie", Cookie("", 0));
+  return r;
+}
+
+Response WebAuth::SetUp(const Request& req) {
+  auto body = Body(req);
+  if (!body.ok()) return Fail(body.error());
+  auto token = Field(*body, "setup_token");
+  auto user = Field(*body, "user");
+  auto password = Field(*body, "password");
+  for (auto* f : {&token, &user, &password}) {
+    if (!f->ok()) return Fail(f->error());
+  }
+  if (int64_t wait = limiter_.RetryAfter("setup", req.remote_address); wait > 0) {
+    Response r = Fail(Error::Of(Code::kTooManyRequests, "too many failed attempts; try again in " +
+                                                            std::to_string(wait) + " s"));
+    r.headers.Set("Retry-After", std::to_string(wait));
+    return r;
+  }
+  auto id = store_.setup().CreateFirstAdmin(*token, *user, *password);
+  Report("setup", *user, req, id.ok() ? Status() : Status(id.error()));
+  if (!id.ok()) {
+    limiter_.RecordFailure("setup", req.remote_address);
+    return Fail(id.error());
+  }
+  return JsonResponse(200, Dump({{"user", *user}, {"platform_admin", true}}));
+}
+
+}  // namespace isb::api

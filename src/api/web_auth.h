@@ -1,0 +1,62 @@
+// Credentials over HTTP: bearer secrets, the browser session cookie with its CSRF rules, and the routes that hand
+// out a session (sign-in, sign-out, the one-time setup of the first admin).
+//
+//   POST /api/v1/auth/signin   {"user", "password"}            -> 200 {"user"}, Set-Cookie isb_session
+//   POST /api/v1/auth/signout  (with the cookie)               -> 200 {"signed_out": true}, the cookie cleared
+//   POST /api/v1/auth/setup    {"setup_token", "user", "password"} -> 200 {"user", "platform_admin": true}
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "api/http_message.h"
+#include "api/registry.h"
+#include "base/result.h"
+#include "identity/rate_limit.h"
+#include "identity/store.h"
+
+namespace isb::api {
+
+inline constexpr char kSessionCookie[] = "isb_session";
+
+struct WebAuthOptions {
+  bool secure_cookie = false;  // the daemon listens beyond loopback: the cookie is sent over HTTPS only
+  // The Host values a browser may send (DNS rebinding defence); empty: any.
+  std::vector<std::string> allowed_hosts;
+  // Told of every sign-in, sign-out and setup attempt ("sign_in", "sign_out", "setup"), with the account name given
+  // and the outcome; the daemon's audit log listens. Never given a password or a secret.
+  std::function<void(std::string_view action, std::string_view account, const Request& req, const Status& outcome)>
+      on_event;
+};
+
+// Thread-safe. The store must outlive it.
+class WebAuth {
+ public:
+  WebAuth(identity::IdentityStore& store, WebAuthOptions options);
+
+  // Who a TCP request is. A bearer header wins: a bad one is 401 even when a good cookie comes along. A session
+  // cookie on a state-changing request (anything but GET, HEAD, OPTIONS) must come with "X-Isb-Csrf: 1", a JSON
+  // Content-Type, and an Origin, when sent, naming the Host it was sent to (kForbidden naming the rule otherwise).
+  Result<Identity> Authenticate(const Request& req);
+
+  // The /api/v1/auth/ routes.
+  Response Handle(const Request& req);
+
+ private:
+  Response SignIn(const Request& req);
+  Response SignOut(const Request& req);
+  Response SetUp(const Request& req);
+  std::string Cookie(const std::string& value, int64_t max_age) const;
+  void Report(std::string_view action, std::string_view account, const Request& req, const Status& outcome);
+
+  identity::IdentityStore& store_;
+  WebAuthOptions options_;
+  identity::SignInLimiter limiter_;
+};
+
+// The value of cookie `name` in a Cookie header, or "".
+std::string CookieValue(std::string_view header, std::string_view name);
+
+}  // namespace isb::api
