@@ -40,3 +40,6 @@ add_executable(isb_api_tests
 target_link_libraries(isb_api_tests PRIVATE isb_http GTest::gtest_main)
 target_include_directories(isb_api_tests PRIVATE ${CMAKE_SOURCE_DIR}/tests)
 gtest_discover_tests(isb_api_tests DISCOVERY_MODE PRE_TEST)
+
+# ${VAR} expansion of remote specs and the tool lists.
+isb_fuzz_target(spec_policy LIBS isb_api)
