@@ -1,4 +1,4 @@
-// `isb serve [--listen ADDR:PORT] [--state-dir DIR] [--serve-socket PATH]`
+// `isb serve [--listen ADDR:PORT] [--state-dir DIR] [--serve-socket PATH]` and the policy flags for remote callers
 #include "cli/serve_cmd.h"
 
 #include <memory>
@@ -8,8 +8,46 @@
 
 namespace isb::cli {
 
+namespace {
+
+// The remote-spec and tool policy flags. Tool lists are parsed, and bind roots and publish addresses checked, at start.
+struct PolicyFlags {
+  std::string allow_tools, deny_tools;
+};
+
+void AddPolicyOptions(CLI::App* cmd, daemon::ServeOptions& opts, PolicyFlags& flags) {
+  api::RemoteSpecPolicy& p = opts.remote_spec;
+  cmd->add_flag("--allow-privileged", p.allow_privileged, "Remote callers may create privileged sandboxes");
+  cmd->add_flag("--allow-raw", p.allow_raw, "Remote callers may use raw keys and an idmap other than auto/none");
+  // One value per occurrence: `--bind-root A --bind-root B`.
+  cmd->add_option("--bind-root", p.bind_roots,
+                  "Remote callers may use host paths whose real path lies under DIR; repeatable")
+      ->type_name("DIR")
+      ->allow_extra_args(false);
+  cmd->add_option("--publish-address", p.publish_addresses,
+                  "Remote callers may publish ports on IP besides loopback; repeatable")
+      ->type_name("IP")
+      ->allow_extra_args(false);
+  cmd->add_flag("--any-instance", p.any_instance, "Remote callers may reach instances isb serve does not manage");
+  cmd->add_option("--allow-tools", flags.allow_tools,
+                  "Comma-separated tool names or globs (sandbox_*) remote callers see; default all")
+      ->type_name("LIST");
+  cmd->add_option("--deny-tools", flags.deny_tools,
+                  "Comma-separated tool names or globs remote callers never see; wins over --allow-tools")
+      ->type_name("LIST");
+}
+
+Status FinishPolicy(daemon::ServeOptions& opts, const PolicyFlags& flags) {
+  ISB_TRY(api::PrepareRemoteSpecPolicy(opts.remote_spec));
+  ISB_ASSIGN_OR_RETURN(opts.tool_policy, api::ToolPolicy::Parse(flags.allow_tools, flags.deny_tools));
+  return {};
+}
+
+}  // namespace
+
 void AddServeCommand(CLI::App& app, int* exit_code) {
   auto opts = std::make_shared<daemon::ServeOptions>();
+  auto flags = std::make_shared<PolicyFlags>();
   auto reap = std::make_shared<std::string>("60s");
   auto* cmd = app.add_subcommand("serve", "Run the daemon: sandboxes as tools over MCP, REST and a unix socket");
   cmd->add_option("--listen", opts->listen, "Loopback or tailnet ADDR:PORT for HTTP")->capture_default_str();
@@ -23,7 +61,8 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--reap-interval", *reap, "How often the reaper looks for expired and idle sandboxes")
       ->capture_default_str();
-  cmd->callback([opts, reap, exit_code] {
+  AddPolicyOptions(cmd, *opts, *flags);
+  cmd->callback([opts, flags, reap, exit_code] {
     auto interval = ParseDuration(*reap);
     if (!interval.ok() || interval->count() < 1000) {
       std::fprintf(stderr, "isb serve: --reap-interval: %s\n",
@@ -32,6 +71,11 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
       return;
     }
     opts->reap_interval = std::chrono::duration_cast<std::chrono::seconds>(*interval);
+    if (Status policy = FinishPolicy(*opts, *flags); !policy.ok()) {
+      std::fprintf(stderr, "isb serve: %s\n", policy.error().message.c_str());
+      *exit_code = 2;
+      return;
+    }
     *exit_code = daemon::Serve(*opts);
   });
 }

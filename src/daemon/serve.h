@@ -5,6 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "api/spec_policy.h"
+#include "api/tool_policy.h"
+
 namespace isb::daemon {
 
 struct ServeOptions {
@@ -18,6 +21,11 @@ struct ServeOptions {
   std::string sandbox_subnet = "198.18.0.0/15";
   std::string egress_table = "isb";
   std::vector<std::string> egress_pins;
+  // What remote callers (not the unix socket, not superadmins) may ask for, as the flags widened it; the CLI has
+  // put it through api::PrepareRemoteSpecPolicy.
+  api::RemoteSpecPolicy remote_spec;
+  // Which tools remote callers see and may call (--allow-tools, --deny-tools).
+  api::ToolPolicy tool_policy;
   std::string version = "0.1.0";
 };
 

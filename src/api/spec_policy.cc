@@ -1,0 +1,144 @@
+// The remote-spec policy's checks, over the fields a SandboxSpec has, and ${VAR} expansion from the caller's vars.
+#include "api/spec_policy.h"
+
+#include <filesystem>
+#include <system_error>
+
+#include "api/json_util.h"
+#include "egress/address.h"
+
+namespace isb::api {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::string_view kReservedLabelPrefix = "isb.";
+constexpr size_t kMaxQuoted = 128;  // caller text quoted in a message is cut to this
+
+Error Forbidden(std::string msg) { return Error::Of(Code::kForbidden, std::move(msg)); }
+Error Invalid(std::string msg) { return Error::Of(Code::kInvalidArgument, std::move(msg)); }
+
+std::string Quote(std::string_view text) {
+  std::string clean = SanitizeUtf8(text.substr(0, kMaxQuoted));
+  return "'" + clean + (text.size() > kMaxQuoted ? "...'" : "'");
+}
+
+// Component-wise: "/data/x" is below "/data", "/data2" is not.
+bool AtOrBelow(const std::string& path, const std::string& root) {
+  if (root == "/" || path == root) return true;
+  return path.size() > root.size() && path.starts_with(root) && path[root.size()] == '/';
+}
+
+bool UnderSomeRoot(const std::string& path, const std::vector<std::string>& roots) {
+  for (const std::string& root : roots) {
+    if (AtOrBelow(path, root)) return true;
+  }
+  return false;
+}
+
+// "." and ".." removed as written, no trailing slash; the file system is not consulted.
+std::string Lexical(const std::string& path) {
+  std::string out = fs::path(path).lexically_normal().string();
+  while (out.size() > 1 && out.back() == '/') out.pop_back();
+  return out;
+}
+
+Status CheckLabels(const std::map<std::string, std::string>& labels) {
+  for (const auto& [key, value] : labels) {
+    if (key.starts_with(kReservedLabelPrefix)) {
+      return Forbidden("label " + Quote(key) + ": labels starting with isb. are reserved");
+    }
+  }
+  return {};
+}
+
+Result<egress::IpAddress> ParseAddress(std::string_view what, std::string_view text) {
+  auto ip = egress::ParseIpAddress(text);
+  if (!ip.ok()) return Invalid(std::string(what) + " " + Quote(text) + " is not an IP address");
+  return *ip;
+}
+
+}  // namespace
+
+Status PrepareRemoteSpecPolicy(RemoteSpecPolicy& policy) {
+  for (std::string& root : policy.bind_roots) {
+    std::error_code ec;
+    fs::path real = fs::canonical(root, ec);
+    if (ec) return Invalid("--bind-root " + root + ": " + ec.message());
+    if (!fs::is_directory(real, ec)) return Invalid("--bind-root " + root + ": not a directory");
+    root = real.string();
+  }
+  for (std::string& address : policy.publish_addresses) {
+    ISB_ASSIGN_OR_RETURN(egress::IpAddress ip, ParseAddress("--publish-address", address));
+    address = ip.ToString();
+  }
+  return {};
+}
+
+Result<std::string> ResolveUnderBindRoot(std::string_view field, const std::string& path,
+                                         const RemoteSpecPolicy& policy) {
+  std::string name = std::string(field) + " " + Quote(path);
+  if (path.empty() || path[0] != '/') return Invalid(name + ": must be an absolute path");
+  if (policy.bind_roots.empty()) return Forbidden(name + ": host paths need --bind-root DIR (none is set)");
+  if (!UnderSomeRoot(Lexical(path), policy.bind_roots)) return Forbidden(name + " is outside every --bind-root");
+  std::error_code ec;
+  fs::path real = fs::canonical(path, ec);
+  if (ec) return Invalid(name + " does not exist");
+  std::string real_path = real.string();
+  if (!UnderSomeRoot(real_path, policy.bind_roots)) {
+    return Forbidden(name + " resolves to " + Quote(real_path) + ", outside every --bind-root");
+  }
+  return real_path;
+}
+
+Status CheckRemoteSpec(const SandboxSpec& spec, const RemoteSpecPolicy& policy) {
+  ISB_TRY(CheckLabels(spec.labels));
+  if (!spec.image.empty()) ISB_TRY(ResolveUnderBindRoot("image", spec.image, policy));
+  return {};
+}
+
+Status CheckPublishAddress(std::string_view address, const RemoteSpecPolicy& policy) {
+  ISB_ASSIGN_OR_RETURN(egress::IpAddress ip, ParseAddress("publish address", address));
+  if (egress::Classify(ip).kind == egress::AddressKind::kLoopback) return {};
+  for (const std::string& allowed : policy.publish_addresses) {
+    auto allowed_ip = egress::ParseIpAddress(allowed);
+    if (allowed_ip.ok() && *allowed_ip == ip) return {};
+  }
+  std::string text = ip.ToString();
+  return Forbidden("publishing on " + text + " needs --publish-address " + text);
+}
+
+Result<std::string> ExpandVars(std::string_view text, const std::map<std::string, std::string>& vars) {
+  std::string out;
+  out.reserve(text.size());
+  size_t i = 0;
+  while (i < text.size()) {
+    char c = text[i];
+    if (c != '$' || i + 1 >= text.size() || (text[i + 1] != '$' && text[i + 1] != '{')) {
+      out += c;
+      ++i;
+      continue;
+    }
+    if (text[i + 1] == '$') {
+      out += '$';
+      i += 2;
+      continue;
+    }
+    size_t close = text.find('}', i + 2);
+    if (close == std::string_view::npos) return Invalid("unterminated ${ at offset " + std::to_string(i));
+    std::string_view name = text.substr(i + 2, close - i - 2);
+    bool valid = !name.empty() && !(name[0] >= '0' && name[0] <= '9');
+    for (char n : name) {
+      valid = valid && ((n >= 'A' && n <= 'Z') || (n >= 'a' && n <= 'z') || (n >= '0' && n <= '9') || n == '_');
+    }
+    std::string shown = SanitizeUtf8(name.substr(0, kMaxQuoted));
+    if (!valid) return Invalid("${" + shown + "} is not a variable name");
+    auto it = vars.find(std::string(name));
+    if (it == vars.end()) return Invalid("${" + shown + "} is not among the vars sent");
+    out += it->second;
+    i = close + 1;
+  }
+  return out;
+}
+
+}  // namespace isb::api

@@ -1,0 +1,53 @@
+// The remote-spec policy: what a remote caller's sandbox spec may ask of the host, and the `isb serve` flags that
+// widen it. The unix socket and superadmins have no such policy; every other caller's spec passes CheckRemoteSpec.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "api/sandboxes.h"
+#include "base/result.h"
+
+namespace isb::api {
+
+struct RemoteSpecPolicy {
+  bool allow_privileged = false;  // --allow-privileged
+  bool allow_raw = false;         // --allow-raw
+  bool any_instance = false;      // --any-instance
+  // --bind-root DIR: after PrepareRemoteSpecPolicy, real paths (symlinks followed), each an existing directory.
+  std::vector<std::string> bind_roots;
+  // --publish-address IP: after PrepareRemoteSpecPolicy, canonical address text. Loopback needs no flag.
+  std::vector<std::string> publish_addresses;
+};
+
+// Checks the operator's flags once at start and puts them in the form the checks use: each bind root resolved to
+// its real path (one that does not exist or is not a directory is kInvalidArgument naming it), each publish
+// address parsed and written canonically (one that is not an IP address is kInvalidArgument naming it).
+Status PrepareRemoteSpecPolicy(RemoteSpecPolicy& policy);
+
+// OK, or kForbidden naming the field and the flag that would allow it:
+//   a label key starting with "isb." (reserved, no flag allows it);
+//   an image (a host directory) whose real path is not equal to or below a bind root (ResolveUnderBindRoot).
+// REQUIRES: `policy` went through PrepareRemoteSpecPolicy.
+Status CheckRemoteSpec(const SandboxSpec& spec, const RemoteSpecPolicy& policy);
+
+// The real path (symlinks followed) of the host path `path` that the spec's `field` names, when it is equal to or
+// below a bind root, component-wise (/data2 is not below /data). The path is first judged as written, with "." and
+// ".." removed, and only resolved when that lies under a root, so a refusal tells a caller nothing about host paths
+// outside the roots. kForbidden when outside; kInvalidArgument when it does not exist (named) or is not absolute.
+// The caller should hand the engine the returned real path, not the one sent.
+Result<std::string> ResolveUnderBindRoot(std::string_view field, const std::string& path,
+                                         const RemoteSpecPolicy& policy);
+
+// OK when a port may be published on `address`: a loopback address always, any other only when it is one of
+// --publish-address (compared as addresses, not as text). Otherwise kForbidden naming the flag.
+Status CheckPublishAddress(std::string_view address, const RemoteSpecPolicy& policy);
+
+// Fills each ${NAME} in `text` (NAME: a letter or '_', then letters, digits, '_') from `vars` only, never from the
+// daemon's environment; "$$" is a literal '$', and a '$' before anything else stays as it is. An unknown NAME, a
+// malformed ${...} or an unterminated one is kInvalidArgument naming it (never a value).
+Result<std::string> ExpandVars(std::string_view text, const std::map<std::string, std::string>& vars);
+
+}  // namespace isb::api

@@ -1,0 +1,208 @@
+// The remote-spec policy: each refusal with its exact message and the flag that allows it, bind roots judged by
+// real paths, and ${VAR} filled from the caller's vars only.
+#include "api/spec_policy.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "base/file.h"
+
+namespace isb::api {
+namespace {
+
+namespace fs = std::filesystem;
+
+template <typename T>
+void ExpectError(const Result<T>& s, Code code, const std::string& message) {
+  ASSERT_FALSE(s.ok()) << "expected: " << message;
+  EXPECT_EQ(s.error().code, code);
+  EXPECT_EQ(s.error().message, message);
+}
+
+// A temp dir holding data/ (the bind root) with img/, a symlink to /etc and one to data2/, and data2/ beside it.
+class SpecPolicyTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/isb-spec-policy-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = fs::canonical(tmpl).string();
+    fs::create_directories(dir_ + "/data/img");
+    fs::create_directories(dir_ + "/data2");
+    fs::create_symlink("/etc", dir_ + "/data/escape");
+    fs::create_symlink(dir_ + "/data2", dir_ + "/data/to_data2");
+    fs::create_symlink(dir_ + "/data/img", dir_ + "/data/inner");
+    fs::create_symlink(dir_ + "/data", dir_ + "/data_link");
+    policy_.bind_roots = {dir_ + "/data_link"};  // resolved to data/ by Prepare
+    ASSERT_TRUE(PrepareRemoteSpecPolicy(policy_).ok());
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  Status CheckImage(const std::string& image) {
+    SandboxSpec spec;
+    spec.image = image;
+    return CheckRemoteSpec(spec, policy_);
+  }
+
+  std::string dir_;
+  RemoteSpecPolicy policy_;
+};
+
+TEST_F(SpecPolicyTest, PrepareResolvesRootsAndRefusesMissingOnes) {
+  EXPECT_EQ(policy_.bind_roots, std::vector<std::string>{dir_ + "/data"});
+
+  RemoteSpecPolicy missing;
+  missing.bind_roots = {dir_ + "/data", dir_ + "/nope"};
+  ExpectError(PrepareRemoteSpecPolicy(missing), Code::kInvalidArgument,
+              "--bind-root " + dir_ + "/nope: No such file or directory");
+
+  ASSERT_TRUE(WriteFile(dir_ + "/file", "").ok());
+  RemoteSpecPolicy file;
+  file.bind_roots = {dir_ + "/file"};
+  ExpectError(PrepareRemoteSpecPolicy(file), Code::kInvalidArgument, "--bind-root " + dir_ + "/file: not a directory");
+}
+
+TEST_F(SpecPolicyTest, PrepareCanonicalizesPublishAddresses) {
+  RemoteSpecPolicy p;
+  p.publish_addresses = {"100.64.1.2", "fd7a:115c:a1e0:0:0::1"};
+  ASSERT_TRUE(PrepareRemoteSpecPolicy(p).ok());
+  EXPECT_EQ(p.publish_addresses, (std::vector<std::string>{"100.64.1.2", "fd7a:115c:a1e0::1"}));
+
+  RemoteSpecPolicy bad;
+  bad.publish_addresses = {"tailnet.example"};
+  ExpectError(PrepareRemoteSpecPolicy(bad), Code::kInvalidArgument,
+              "--publish-address 'tailnet.example' is not an IP address");
+}
+
+TEST_F(SpecPolicyTest, DefaultSpecPasses) {
+  EXPECT_TRUE(CheckRemoteSpec(SandboxSpec{}, RemoteSpecPolicy{}).ok());
+  SandboxSpec spec;
+  spec.labels = {{"team", "a"}, {"isbx", "b"}, {"app.isb.role", "c"}};
+  spec.egress = nlohmann::json{{"allow", {"example.com"}}, {"secrets", {"API_KEY"}}};
+  EXPECT_TRUE(CheckRemoteSpec(spec, RemoteSpecPolicy{}).ok());
+}
+
+TEST_F(SpecPolicyTest, ReservedLabelsRefusedWhateverTheFlags) {
+  SandboxSpec spec;
+  spec.labels = {{"team", "a"}, {"isb.owner", "mcp:someone-else"}};
+  RemoteSpecPolicy everything = policy_;
+  everything.allow_privileged = everything.allow_raw = everything.any_instance = true;
+  ExpectError(CheckRemoteSpec(spec, everything), Code::kForbidden,
+              "label 'isb.owner': labels starting with isb. are reserved");
+}
+
+TEST_F(SpecPolicyTest, ImageNeedsABindRoot) {
+  SandboxSpec spec;
+  spec.image = dir_ + "/data/img";
+  ExpectError(CheckRemoteSpec(spec, RemoteSpecPolicy{}), Code::kForbidden,
+              "image '" + dir_ + "/data/img': host paths need --bind-root DIR (none is set)");
+  EXPECT_TRUE(CheckRemoteSpec(spec, policy_).ok());
+}
+
+TEST_F(SpecPolicyTest, ImageUnderRootAllowedAsItsRealPath) {
+  EXPECT_TRUE(CheckImage(dir_ + "/data").ok());
+  EXPECT_TRUE(CheckImage(dir_ + "/data/img/").ok());
+  EXPECT_EQ(ResolveUnderBindRoot("image", dir_ + "/data/inner", policy_).value(), dir_ + "/data/img");
+  EXPECT_EQ(ResolveUnderBindRoot("image", dir_ + "/data/./img/../img", policy_).value(), dir_ + "/data/img");
+}
+
+TEST_F(SpecPolicyTest, SymlinkEscapingTheRootRefused) {
+  ExpectError(CheckImage(dir_ + "/data/escape"), Code::kForbidden,
+              "image '" + dir_ + "/data/escape' resolves to '/etc', outside every --bind-root");
+  // Component-wise on the real path: data2 is not below data.
+  ExpectError(CheckImage(dir_ + "/data/to_data2"), Code::kForbidden,
+              "image '" + dir_ + "/data/to_data2' resolves to '" + dir_ + "/data2', outside every --bind-root");
+}
+
+TEST_F(SpecPolicyTest, PathsOutsideTheRootRefusedAsWritten) {
+  // Judged before the file system is consulted: nothing is said about whether they exist.
+  for (const std::string& outside : {dir_ + "/data2", dir_ + "/data2/x", dir_ + "/data/../data2",
+                                     dir_ + "/dat", std::string("/etc"), std::string("/nonexistent/x")}) {
+    ExpectError(CheckImage(outside), Code::kForbidden, "image '" + outside + "' is outside every --bind-root");
+  }
+}
+
+TEST_F(SpecPolicyTest, MissingOrRelativePathRefused) {
+  ExpectError(CheckImage(dir_ + "/data/nope"), Code::kInvalidArgument, "image '" + dir_ + "/data/nope' does not exist");
+  ExpectError(CheckImage("data/img"), Code::kInvalidArgument, "image 'data/img': must be an absolute path");
+}
+
+TEST_F(SpecPolicyTest, RootSlashAllowsEveryExistingPath) {
+  RemoteSpecPolicy p;
+  p.bind_roots = {"/"};
+  ASSERT_TRUE(PrepareRemoteSpecPolicy(p).ok());
+  SandboxSpec spec;
+  spec.image = dir_ + "/data/escape";
+  EXPECT_TRUE(CheckRemoteSpec(spec, p).ok());
+}
+
+TEST_F(SpecPolicyTest, PublishOnLoopbackOnlyUnlessListed) {
+  RemoteSpecPolicy none;
+  for (const char* loopback : {"127.0.0.1", "127.1.2.3", "::1"}) {
+    EXPECT_TRUE(CheckPublishAddress(loopback, none).ok()) << loopback;
+  }
+  ExpectError(CheckPublishAddress("100.64.1.2", none), Code::kForbidden,
+              "publishing on 100.64.1.2 needs --publish-address 100.64.1.2");
+  ExpectError(CheckPublishAddress("0.0.0.0", none), Code::kForbidden,
+              "publishing on 0.0.0.0 needs --publish-address 0.0.0.0");
+  ExpectError(CheckPublishAddress("fd7a:115c:a1e0:0::1", none), Code::kForbidden,
+              "publishing on fd7a:115c:a1e0::1 needs --publish-address fd7a:115c:a1e0::1");
+  ExpectError(CheckPublishAddress("localhost", none), Code::kInvalidArgument,
+              "publish address 'localhost' is not an IP address");
+
+  RemoteSpecPolicy listed;
+  listed.publish_addresses = {"100.64.1.2", "fd7a:115c:a1e0::1"};
+  ASSERT_TRUE(PrepareRemoteSpecPolicy(listed).ok());
+  EXPECT_TRUE(CheckPublishAddress("100.64.1.2", listed).ok());
+  EXPECT_TRUE(CheckPublishAddress("fd7a:115c:a1e0:0:0:0:0:1", listed).ok());
+  ExpectError(CheckPublishAddress("100.64.1.3", listed), Code::kForbidden,
+              "publishing on 100.64.1.3 needs --publish-address 100.64.1.3");
+}
+
+TEST(ExpandVarsTest, FillsFromTheCallersVarsOnly) {
+  ASSERT_EQ(::setenv("ISB_SPEC_POLICY_TEST_VAR", "from-the-daemon", 1), 0);
+  ExpectError(ExpandVars("token=${ISB_SPEC_POLICY_TEST_VAR}", {}), Code::kInvalidArgument,
+              "${ISB_SPEC_POLICY_TEST_VAR} is not among the vars sent");
+  auto sent = ExpandVars("token=${ISB_SPEC_POLICY_TEST_VAR}", {{"ISB_SPEC_POLICY_TEST_VAR", "from-the-caller"}});
+  ASSERT_TRUE(sent.ok());
+  EXPECT_EQ(*sent, "token=from-the-caller");
+  ::unsetenv("ISB_SPEC_POLICY_TEST_VAR");
+}
+
+TEST(ExpandVarsTest, Syntax) {
+  std::map<std::string, std::string> vars = {{"A", "1"}, {"_b2", "two"}, {"EMPTY", ""}, {"D", "${A}"}};
+  for (const auto& [in, out] : std::vector<std::pair<std::string, std::string>>{
+           {"", ""},
+           {"plain", "plain"},
+           {"${A}${_b2}", "1two"},
+           {"x${EMPTY}y", "xy"},
+           {"${D}", "${A}"},  // values are not expanded again
+           {"$$", "$"},
+           {"$${A}", "${A}"},
+           {"$A $ {A} $", "$A $ {A} $"},
+       }) {
+    auto r = ExpandVars(in, vars);
+    ASSERT_TRUE(r.ok()) << in << ": " << r.error().message;
+    EXPECT_EQ(*r, out) << in;
+  }
+  for (const auto& [in, message] : std::vector<std::pair<std::string, std::string>>{
+           {"${", "unterminated ${ at offset 0"},
+           {"ab${A", "unterminated ${ at offset 2"},
+           {"${}", "${} is not a variable name"},
+           {"${1A}", "${1A} is not a variable name"},
+           {"${A-B}", "${A-B} is not a variable name"},
+           {"${A:-x}", "${A:-x} is not a variable name"},
+           {"${B}", "${B} is not among the vars sent"},
+       }) {
+    auto r = ExpandVars(in, vars);
+    ASSERT_FALSE(r.ok()) << in;
+    EXPECT_EQ(r.error().code, Code::kInvalidArgument);
+    EXPECT_EQ(r.error().message, message);
+  }
+}
+
+}  // namespace
+}  // namespace isb::api
