@@ -199,6 +199,16 @@ SandboxManager::SandboxManager(ManagerOptions options, engine::Spawner* spawner,
   if (!options_.now) options_.now = [] { return static_cast<int64_t>(::time(nullptr)); };
 }
 
+SandboxManager::~SandboxManager() {
+  {
+    std::lock_guard lock(pool_mu_);
+    pool_stop_ = true;
+  }
+  pool_cv_.notify_all();
+  if (pool_thread_.joinable()) pool_thread_.join();
+  for (Record& rec : pool_) Discard(rec);
+}
+
 std::string SandboxManager::Dir(const std::string& id) const { return options_.state_dir + "/sandboxes/" + id; }
 
 void SandboxManager::Event(const std::string& id, const std::string& event, const std::string& reason) {
@@ -259,6 +269,15 @@ bool SandboxManager::Alive(const Record& rec) const {
 }
 
 Status SandboxManager::Launch(Record& rec) {
+  ISB_TRY(LaunchProcess(rec));
+  rec.state = "running";
+  return db_->Exec("UPDATE sandboxes SET state='running', pid=?2, start_time=?3, lease_index=?4, uid_base=?5 "
+                   "WHERE id=?1",
+                   {rec.id, static_cast<int64_t>(rec.pid), static_cast<int64_t>(rec.start_time), rec.lease_index,
+                    static_cast<int64_t>(rec.uid_base)});
+}
+
+Status SandboxManager::LaunchProcess(Record& rec) {
   auto ids = ParseUser(rec.spec.user);
   engine::SandboxConfig c;
   c.hostname = rec.name.empty() ? "sandbox" : rec.name;
@@ -285,14 +304,19 @@ Status SandboxManager::Launch(Record& rec) {
     if (options_.egress == nullptr) return Error::Of(Code::kUnavailable, "egress: " + options_.egress_unavailable);
     ISB_TRY(options_.egress->Attach(rec.id, rec.pid));
   }
-  rec.state = "running";
-  return db_->Exec("UPDATE sandboxes SET state='running', pid=?2, start_time=?3, lease_index=?4, uid_base=?5 "
-                   "WHERE id=?1",
-                   {rec.id, static_cast<int64_t>(rec.pid), static_cast<int64_t>(rec.start_time), rec.lease_index,
-                    static_cast<int64_t>(rec.uid_base)});
+  return {};
 }
 
 Status SandboxManager::Halt(Record& rec, const std::string& event, const std::string& reason) {
+  bool oom = false;
+  Status removed = Kill(rec, &oom);
+  rec.state = "stopped";
+  ISB_TRY(db_->Exec("UPDATE sandboxes SET state='stopped', pid=0, start_time=0, lease_index=-1 WHERE id=?1", {rec.id}));
+  Event(rec.id, oom && event == "died" ? "oom" : event, reason);
+  return removed;
+}
+
+Status SandboxManager::Kill(Record& rec, bool* oom) {
   if (rec.pid > 0 && engine::ProcessStartTime(rec.pid) == rec.start_time) {
     int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, rec.pid, 0));
     if (pidfd >= 0) {
@@ -303,21 +327,72 @@ Status SandboxManager::Halt(Record& rec, const std::string& event, const std::st
     }
   }
   engine::Cgroup cg = engine::Cgroup::Adopt(layout_, rec.id);
-  bool oom = false;
-  if (auto st = cg.ReadStats(); st.ok()) oom = st->oom_kills > 0 && event == "died";
+  if (auto st = cg.ReadStats(); st.ok()) *oom = st->oom_kills > 0;
   Status removed = cg.Remove();
   if (rec.lease_index >= 0) {
     for (int i = 0; i < 200 && !engine::IdAllocator::ForHost().Reclaim(static_cast<uint32_t>(rec.lease_index)); ++i)
       ::usleep(5000);
   }
   ::unlink((Dir(rec.id) + "/control.sock").c_str());
-  rec.state = "stopped";
   rec.pid = 0;
   rec.start_time = 0;
   rec.lease_index = -1;
-  ISB_TRY(db_->Exec("UPDATE sandboxes SET state='stopped', pid=0, start_time=0, lease_index=-1 WHERE id=?1", {rec.id}));
-  Event(rec.id, oom ? "oom" : event, reason);
   return removed;
+}
+
+void SandboxManager::Discard(Record& rec) {
+  bool oom = false;
+  (void)Kill(rec, &oom);
+  std::error_code ec;
+  std::filesystem::remove_all(Dir(rec.id), ec);
+}
+
+std::optional<SandboxManager::Record> SandboxManager::TakeReady(const api::SandboxSpec& spec) {
+  // What a pooled sandbox was launched with; everything else in a spec (environment, user, working_dir, labels,
+  // lifetimes) is the daemon's to apply, not the sandbox's.
+  const api::SandboxSpec pooled;
+  if (!spec.name.empty() || !spec.image.empty() || spec.cpus != pooled.cpus || spec.mem_limit != pooled.mem_limit ||
+      spec.pids != pooled.pids || spec.egress != pooled.egress)
+    return std::nullopt;
+  std::unique_lock lock(pool_mu_);
+  while (!pool_.empty()) {
+    Record rec = std::move(pool_.back());
+    pool_.pop_back();
+    pool_cv_.notify_all();
+    if (engine::ProcessStartTime(rec.pid) == rec.start_time) return rec;
+    lock.unlock();
+    Discard(rec);  // died while waiting (say, killed from outside)
+    lock.lock();
+  }
+  return std::nullopt;
+}
+
+void SandboxManager::FillPool() {
+  std::unique_lock lock(pool_mu_);
+  while (!pool_stop_) {
+    if (pool_.size() >= options_.pool_size) {
+      pool_cv_.wait(lock);
+      continue;
+    }
+    lock.unlock();
+    Record rec;
+    rec.id = NewId();
+    Status st = rec.id.empty() ? Status(Error::Msg("no randomness for a sandbox id")) : LaunchProcess(rec);
+    if (!st.ok()) {
+      Discard(rec);
+      std::fprintf(stderr, "isb: the pool could not launch a sandbox: %s\n", st.error().message.c_str());
+      lock.lock();
+      pool_cv_.wait_for(lock, std::chrono::seconds(5), [this] { return pool_stop_; });
+      continue;
+    }
+    lock.lock();
+    pool_.push_back(std::move(rec));  // the destructor discards it if stopping
+  }
+}
+
+size_t SandboxManager::PoolSize() {
+  std::lock_guard lock(pool_mu_);
+  return pool_.size();
 }
 
 Result<api::SandboxInfo> SandboxManager::Info(const Record& rec) {
@@ -372,6 +447,28 @@ Result<api::SandboxInfo> SandboxManager::Create(const api::SandboxSpec& spec) {
   rec.spec = spec;
   rec.created_at = rec.last_active_at = Now();
   rec.expires_at = rec.created_at + spec.expires.count();
+  if (auto ready = TakeReady(spec)) {
+    ready->name = rec.name;
+    ready->spec = rec.spec;
+    ready->created_at = rec.created_at;
+    ready->last_active_at = rec.last_active_at;
+    ready->expires_at = rec.expires_at;
+    ready->state = "running";
+    rec = std::move(*ready);
+    // Created once its row is written (running, with its pid): a daemon killed before then leaves an orphan that
+    // the next Adopt removes.
+    auto ins = db_->Exec(
+        "INSERT INTO sandboxes(id, name, spec, state, created_at, expires_at, last_active_at, pid, start_time, "
+        "lease_index, uid_base) VALUES(?1, ?2, ?3, 'running', ?4, ?5, ?4, ?6, ?7, ?8, ?9)",
+        {rec.id, rec.name, SpecToJson(rec.spec), rec.created_at, rec.expires_at, static_cast<int64_t>(rec.pid),
+         static_cast<int64_t>(rec.start_time), rec.lease_index, static_cast<int64_t>(rec.uid_base)});
+    if (!ins.ok()) {
+      Discard(rec);
+      return ins.error();
+    }
+    Event(rec.id, "created");
+    return Info(rec);
+  }
   if (auto st = PrepareNetwork(rec, egress_spec); !st.ok()) {
     if (options_.egress != nullptr) options_.egress->Release(rec.id);
     std::filesystem::remove_all(Dir(rec.id));
@@ -705,6 +802,7 @@ Result<std::string> SandboxManager::Adopt() {
     } catch (...) {
     }
   }
+  if (options_.pool_size > 0 && !pool_thread_.joinable()) pool_thread_ = std::thread([this] { FillPool(); });
   return std::to_string(adopted) + " adopted, " + std::to_string(died) + " found dead, " + std::to_string(undone) +
          " unfinished creates undone, " + std::to_string(orphans) + " orphaned cgroups removed";
 }

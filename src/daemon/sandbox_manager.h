@@ -2,11 +2,15 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "api/sandboxes.h"
 #include "engine/cgroup.h"
@@ -25,17 +29,28 @@ struct ManagerOptions {
   EgressService* egress = nullptr;  // null: only egress none; `egress_unavailable` says why
   std::string egress_unavailable = "the daemon runs without an egress service";
   audit::History* history = nullptr;  // the hash-chained record of lifecycle events; null: sandbox_events only
+  // How many sandboxes are kept launched ahead of any create, once Adopt has run: the default view (no image), the
+  // default hostname, no network and the default limits. A create whose spec needs nothing else takes one (its id,
+  // cgroup, uid range and state dir are already its own) instead of waiting for a launch. Pooled sandboxes are not
+  // in the database: the manager's destructor removes them, and after a kill -9 the next daemon's Adopt does (as
+  // orphaned cgroups). 0: no pool.
+  size_t pool_size = 2;
 };
 
 class SandboxManager : public api::Sandboxes {
  public:
   // `spawner` must have been started before any thread; `db` has the daemon's migrations applied.
   SandboxManager(ManagerOptions options, engine::Spawner* spawner, store::Db* db, engine::CgroupLayout layout);
+  // Removes the pooled sandboxes; the created ones keep running.
+  ~SandboxManager() override;
 
   // At start-up: adopts every sandbox that is still running, marks the ones that died meanwhile stopped and
   // releases what they held, finishes or undoes creates the previous daemon did not complete, and removes
-  // orphaned cgroups and leases. Returns a one-line summary.
+  // orphaned cgroups and leases. Returns a one-line summary. Then starts filling the pool (ManagerOptions::pool_size).
   Result<std::string> Adopt();
+
+  // How many launched sandboxes wait in the pool. For tests.
+  size_t PoolSize();
 
   // One pass of the reaper: removes expired sandboxes and idle ones (no exec and under 2% of one core for their
   // idle_timeout), re-checking each before removal and recording why. Returns how many it removed.
@@ -64,9 +79,19 @@ class SandboxManager : public api::Sandboxes {
  private:
   struct Record;
   Result<Record> Load(const std::string& id_or_name);
+  // Launches the sandbox and records it running.
   Status Launch(Record& rec);
+  // Launches the sandbox; fills in its pid, start time and lease.
+  Status LaunchProcess(Record& rec);
   // Kills the sandbox's processes and releases its cgroup and lease. The record's state becomes stopped.
   Status Halt(Record& rec, const std::string& event, const std::string& reason);
+  // Kills the sandbox's processes, releases its cgroup and lease; *oom is whether the OOM killer struck in it.
+  Status Kill(Record& rec, bool* oom);
+  // A launched sandbox from the pool for `spec`, or nothing when the spec needs more or the pool is empty.
+  std::optional<Record> TakeReady(const api::SandboxSpec& spec);
+  // Kills a sandbox that was never created (pooled, or its create failed) and removes its state dir.
+  void Discard(Record& rec);
+  void FillPool();
   bool Alive(const Record& rec) const;
   // The spec's egress, checked; kNone needs no network.
   Result<egress::EgressSpec> Egress(const api::SandboxSpec& spec) const;
@@ -95,6 +120,12 @@ class SandboxManager : public api::Sandboxes {
   };
   std::mutex terminals_mu_;
   std::map<std::string, Terminal> terminals_;  // by session id
+  // Sandboxes launched ahead (ManagerOptions::pool_size), filled by pool_thread_.
+  std::mutex pool_mu_;
+  std::condition_variable pool_cv_;
+  std::vector<Record> pool_;
+  bool pool_stop_ = false;
+  std::thread pool_thread_;
 };
 
 // Spec validation and the JSON form stored in the database.

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <filesystem>
 #include <thread>
 
@@ -180,6 +181,71 @@ TEST_F(ManagerTest, ConcurrentCreatesAndExecs) {
     });
   for (auto& t : ts) t.join();
   EXPECT_EQ(ok.load(), 10);
+}
+
+// Clock ticks since boot, the unit of engine::ProcessStartTime.
+uint64_t TicksNow() {
+  FILE* f = std::fopen("/proc/uptime", "r");
+  double up = 0;
+  if (f != nullptr) {
+    if (std::fscanf(f, "%lf", &up) != 1) up = 0;
+    std::fclose(f);
+  }
+  return static_cast<uint64_t>(up * static_cast<double>(::sysconf(_SC_CLK_TCK)));
+}
+
+TEST_F(ManagerTest, CreatesTakeLaunchedSandboxesFromThePoolAndTheManagerRemovesTheRest) {
+  ASSERT_TRUE(mgr_->Adopt().ok());
+  for (int i = 0; i < 400 && mgr_->PoolSize() < 2; ++i) ::usleep(50000);
+  ASSERT_EQ(mgr_->PoolSize(), 2u);
+  ::usleep(100000);
+  const uint64_t before = TicksNow();
+  auto init_started = [&](const std::string& id) {
+    auto rows = db_->Query("SELECT pid FROM sandboxes WHERE id = ?1", {id});
+    return engine::ProcessStartTime(static_cast<pid_t>(store::AsInt((*rows)[0][0])));
+  };
+  // A spec that needs only what the daemon applies itself: a sandbox launched before the call.
+  api::SandboxSpec plain;
+  plain.environment = {{"GREETING", "hello"}};
+  plain.working_dir = "/tmp";
+  auto pooled = mgr_->Create(plain);
+  ASSERT_TRUE(pooled.ok()) << pooled.error().message;
+  EXPECT_LT(init_started(pooled->id), before);
+  EXPECT_EQ(Exec(pooled->id, {"sh", "-c", "echo $GREETING $(pwd) $(hostname)"}).stdout_data, "hello /tmp sandbox\n");
+  EXPECT_EQ(mgr_->Events(pooled->id), (std::vector<std::pair<std::string, std::string>>{{"created", ""}}));
+  // A name (the hostname) or other limits: launched for the call.
+  api::SandboxSpec named;
+  named.name = "named1";
+  auto own = mgr_->Create(named);
+  ASSERT_TRUE(own.ok()) << own.error().message;
+  EXPECT_GE(init_started(own->id), before);
+  EXPECT_EQ(Exec("named1", {"hostname"}).stdout_data, "named1\n");
+  api::SandboxSpec small;
+  small.mem_limit = 64 << 20;
+  auto limited = mgr_->Create(small);
+  ASSERT_TRUE(limited.ok()) << limited.error().message;
+  EXPECT_GE(init_started(limited->id), before);
+  // A pooled sandbox stops and starts like any other.
+  ASSERT_TRUE(mgr_->Stop(pooled->id).ok());
+  ASSERT_TRUE(mgr_->Start(pooled->id).ok());
+  EXPECT_EQ(Exec(pooled->id, {"hostname"}).stdout_data, "sandbox\n");
+
+  // The pool refills; what is in it when the manager goes is removed: processes, cgroups, state dirs.
+  for (int i = 0; i < 400 && mgr_->PoolSize() < 2; ++i) ::usleep(50000);
+  ASSERT_EQ(mgr_->PoolSize(), 2u);
+  std::vector<std::string> waiting;
+  for (const auto& e : std::filesystem::directory_iterator(dir_ + "/sandboxes")) {
+    std::string id = e.path().filename().string();
+    if (id != pooled->id && id != own->id && id != limited->id) waiting.push_back(id);
+  }
+  ASSERT_EQ(waiting.size(), 2u);
+  for (const auto& id : {pooled->id, own->id, limited->id}) ASSERT_TRUE(mgr_->Remove(id).ok());
+  mgr_.reset();
+  for (const auto& id : waiting) {
+    for (const char* c : {"memory", "pids", "cpu", "cpuacct"})
+      EXPECT_FALSE(std::filesystem::exists(std::string("/sys/fs/cgroup/") + c + "/isb/" + id)) << id;
+    EXPECT_FALSE(std::filesystem::exists(dir_ + "/sandboxes/" + id)) << id;
+  }
 }
 
 TEST(Spec, Validation) {
