@@ -233,9 +233,9 @@ class Proxy::Impl {
 
   // Moves bytes from `from` to `to` until `from` ends (then half-closes `to`) or either fails (then closes both,
   // which ends the other direction too). A message goes through a small buffer: asio reads it when the socket becomes
-  // readable without re-arming epoll (an async_wait would, on every message), two system calls per message. A read
-  // that fills the buffer means a bulk transfer: what follows moves through a pipe with splice, never through user
-  // space, until the socket has nothing more to give.
+  // readable without re-arming epoll (an async_wait would, on every message), three system calls per message (read,
+  // write, the read that finds nothing more). A read that fills the buffer means a bulk transfer: what follows moves
+  // through a pipe with splice, never through user space, until the socket has nothing more to give.
   asio::awaitable<void> Pump(tcp::socket& from, tcp::socket& to, std::atomic<uint64_t>& counter) {
     char buf[16384];
     Fd pipe_read, pipe_write;
