@@ -28,6 +28,7 @@ bench: build
 	@bash scripts/install-deps.sh --bench
 	@bash bench/startup.sh $(BUILD)
 	@bash bench/api.sh $(BUILD)
+	@bash bench/egress.sh $(BUILD)
 
 # libFuzzer builds of every fuzz target (clang), each run for FUZZ_SECONDS from its seed corpus.
 FUZZ_SECONDS ?= 60

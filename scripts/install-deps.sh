@@ -5,7 +5,9 @@ build=(cmake ninja-build g++ make pkg-config ccache libseccomp-dev nlohmann-json
        libfmt-dev libgtest-dev libgmock-dev busybox-static
        libboost1.81-dev libsqlite3-dev libssl-dev libsodium-dev curl openssl dnsutils nftables publicsuffix
        python3)
-bench=(bubblewrap util-linux)
+# The egress benchmark's clients and peers. Where services start on install, squid's package starts its own service
+# on port 3128; the benchmark runs a squid of its own on a free loopback port and leaves that one alone.
+bench=(bubblewrap util-linux wrk squid mitmproxy)
 want=("${build[@]}")
 [ "${1:-}" = "--bench" ] && want+=("${bench[@]}")
 # Node runs the official MCP SDK client in the end-to-end tests; a machine that has it from elsewhere keeps it.

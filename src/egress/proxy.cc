@@ -231,47 +231,65 @@ class Proxy::Impl {
     return true;
   }
 
-  // Moves bytes from `from` to `to` through a pipe with splice, until `from` ends (then half-closes `to`) or either
-  // fails (then closes both, which ends the other direction too).
+  // Moves bytes from `from` to `to` until `from` ends (then half-closes `to`) or either fails (then closes both,
+  // which ends the other direction too). A message goes through a small buffer: asio reads it when the socket becomes
+  // readable without re-arming epoll (an async_wait would, on every message), three system calls per message (read,
+  // write, the read that finds nothing more). A read that fills the buffer means a bulk transfer: what follows moves
+  // through a pipe with splice, never through user space, until the socket has nothing more to give.
   asio::awaitable<void> Pump(tcp::socket& from, tcp::socket& to, std::atomic<uint64_t>& counter) {
-    int p[2];
-    if (::pipe2(p, O_NONBLOCK | O_CLOEXEC) != 0) {
-      CloseBoth(from, to);
-      co_return;
+    char buf[16384];
+    Fd pipe_read, pipe_write;
+    for (;;) {
+      auto [ec, n] = co_await from.async_read_some(asio::buffer(buf), kAwait);
+      if (ec == asio::error::eof) co_return HalfClose(to);
+      if (ec) co_return CloseBoth(from, to);
+      counter += n;
+      auto [wec, m] = co_await asio::async_write(to, asio::buffer(buf, n), kAwait);
+      if (wec) co_return CloseBoth(from, to);
+      if (n < sizeof buf) continue;
+      if (!pipe_write.valid()) {
+        int p[2];
+        if (::pipe2(p, O_NONBLOCK | O_CLOEXEC) != 0) co_return CloseBoth(from, to);
+        pipe_read = Fd(p[0]);
+        pipe_write = Fd(p[1]);
+        ::fcntl(p[1], F_SETPIPE_SZ, 1 << 20);
+      }
+      Drained drained = co_await Splice(from, to, pipe_read.get(), pipe_write.get(), counter);
+      if (drained == Drained::kEnd) co_return HalfClose(to);
+      if (drained == Drained::kFailed) co_return CloseBoth(from, to);
     }
-    Fd pipe_read(p[0]), pipe_write(p[1]);
-    ::fcntl(p[1], F_SETPIPE_SZ, 1 << 20);
+  }
+
+  enum class Drained { kEmpty, kEnd, kFailed };
+
+  // Splices from `from` to `to` through the (empty) pipe until `from` has nothing to read for now.
+  asio::awaitable<Drained> Splice(tcp::socket& from, tcp::socket& to, int pipe_read, int pipe_write,
+                                  std::atomic<uint64_t>& counter) {
     constexpr unsigned kFlags = SPLICE_F_MOVE | SPLICE_F_NONBLOCK;
     for (;;) {
-      ssize_t n = ::splice(from.native_handle(), nullptr, p[1], nullptr, 1 << 20, kFlags);
-      if (n == 0) {
-        boost::system::error_code ec;
-        to.shutdown(tcp::socket::shutdown_send, ec);
-        co_return;
-      }
-      if (n < 0) {
-        if (errno == EAGAIN) {
-          auto [ec] = co_await from.async_wait(tcp::socket::wait_read, kAwait);
-          if (ec) co_return CloseBoth(from, to);
-          continue;
-        }
-        co_return CloseBoth(from, to);
-      }
+      ssize_t n = ::splice(from.native_handle(), nullptr, pipe_write, nullptr, 1 << 20, kFlags);
+      if (n == 0) co_return Drained::kEnd;
+      if (n < 0) co_return errno == EAGAIN ? Drained::kEmpty : Drained::kFailed;
       counter += static_cast<uint64_t>(n);
       while (n > 0) {
-        ssize_t m = ::splice(p[0], nullptr, to.native_handle(), nullptr, static_cast<size_t>(n), kFlags);
+        ssize_t m = ::splice(pipe_read, nullptr, to.native_handle(), nullptr, static_cast<size_t>(n), kFlags);
         if (m > 0) {
           n -= m;
           continue;
         }
         if (m < 0 && errno == EAGAIN) {
           auto [ec] = co_await to.async_wait(tcp::socket::wait_write, kAwait);
-          if (ec) co_return CloseBoth(from, to);
+          if (ec) co_return Drained::kFailed;
           continue;
         }
-        co_return CloseBoth(from, to);
+        co_return Drained::kFailed;
       }
     }
+  }
+
+  static void HalfClose(tcp::socket& to) {
+    boost::system::error_code ec;
+    to.shutdown(tcp::socket::shutdown_send, ec);
   }
 
   static void CloseBoth(tcp::socket& a, tcp::socket& b) {

@@ -273,6 +273,29 @@ TEST_F(ProxyTest, BulkTransferArrivesWhole) {
   EXPECT_TRUE(back == request + payload);
 }
 
+// Small messages go through a buffer and bulk through splice: one connection switches between the two ways and
+// back, each message arriving whole and in order.
+TEST_F(ProxyTest, SmallMessagesAndBulkAlternateOnOneConnection) {
+  Fd c = Connect();
+  std::string request = "GET / HTTP/1.1\r\nHost: allowed.test\r\n\r\n";
+  SendAll(c.get(), request);
+  ASSERT_EQ(ReadN(c.get(), request.size()), request);
+  for (int round = 0; round < 3; ++round) {
+    std::string small = "ping " + std::to_string(round);
+    SendAll(c.get(), small);
+    ASSERT_EQ(ReadN(c.get(), small.size()), small) << "round " << round;
+    std::string bulk(1 << 20, static_cast<char>('a' + round));
+    std::thread writer([&] { SendAll(c.get(), bulk); });
+    std::string back = ReadN(c.get(), bulk.size());
+    writer.join();
+    ASSERT_TRUE(back == bulk) << "round " << round << ": " << back.size() << " bytes back";
+  }
+  std::string last = "last";
+  SendAll(c.get(), last);
+  ::shutdown(c.get(), SHUT_WR);
+  EXPECT_EQ(ReadToEnd(c.get()), last);
+}
+
 TEST_F(ProxyTest, AThousandConcurrentConnectionsAllGetThroughAndNoneIsLeft) {
   rlimit r{};
   ::getrlimit(RLIMIT_NOFILE, &r);

@@ -1,0 +1,204 @@
+#!/usr/bin/env bash
+# Egress benchmark: isb's egress proxy against squid, mitmproxy and no proxy at all, side by side in one run on
+# loopback, with one origin (bench/egress_bench origin) and the same clients (wrk, curl).
+# Usage: bench/egress.sh BUILD_DIR   (BUILD_DIR holds egress_bench; wrk, squid and mitmdump must be installed:
+# bash scripts/install-deps.sh --bench)
+# ROUNDS (3) rounds, each taking every proxy in turn; DURATION (10) seconds per wrk run; BULK_RUNS (3) downloads of
+# each kind per round. Prints medians and isb's ratios to squid and to direct, with the issue's targets.
+set -euo pipefail
+
+build=${1:?usage: bench/egress.sh BUILD_DIR}
+rounds=${ROUNDS:-3}
+duration=${DURATION:-10}
+bulk_runs=${BULK_RUNS:-3}
+bench=$build/egress_bench
+here=$(cd "$(dirname "$0")" && pwd)
+name=localhost  # the origin's name: pinned to 127.0.0.1 in isb, from /etc/hosts for squid and mitmproxy
+
+die() { echo "egress.sh: $*" >&2; exit 1; }
+[ -x "$bench" ] || die "$bench is missing: build it first (ninja -C $build egress_bench)"
+for t in wrk squid mitmdump curl openssl python3; do
+  command -v "$t" >/dev/null || die "$t is not installed: run bash scripts/install-deps.sh --bench"
+done
+for v in rounds duration bulk_runs; do
+  [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "${v^^} must be a positive whole number, not '${!v}'"
+done
+
+tmp=$(mktemp -d /tmp/isb-egress-bench-XXXXXX)
+chmod 0711 "$tmp"  # squid drops to its own user and writes in $tmp/squid
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# Waits until FILE has a line (a server's ports), at most 10 s.
+wait_line() { for _ in $(seq 200); do [ -s "$1" ] && return 0; sleep 0.05; done; die "no ports in $1: $(cat "$2")"; }
+
+# The origin: plain HTTP and TLS with a throwaway certificate for the name.
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj "/CN=$name" \
+  -addext "subjectAltName=DNS:$name" -keyout "$tmp/key.pem" -out "$tmp/cert.pem" 2>/dev/null
+"$bench" origin "$tmp/cert.pem" "$tmp/key.pem" >"$tmp/origin.out" 2>"$tmp/origin.err" &
+pids+=($!)
+declare -A pid=([direct]=$!)
+wait_line "$tmp/origin.out" "$tmp/origin.err"
+read -r _ http_port _ tls_port <"$tmp/origin.out"
+
+# isb: the explicit proxy and the transparent (SNI) listener, the name allowed, everything else refused.
+"$bench" proxy "$name" --sni-port "$tls_port" >"$tmp/isb.out" 2>"$tmp/isb.err" &
+pids+=($!)
+pid[isb]=$!
+wait_line "$tmp/isb.out" "$tmp/isb.err"
+read -r _ isb_port _ sni_port <"$tmp/isb.out"
+
+# squid: no cache, no access log, loopback clients only, no DNS server (the name is in /etc/hosts).
+squid_port=$(free_port)
+mkdir "$tmp/squid"
+chown proxy: "$tmp/squid" 2>/dev/null || chmod 0777 "$tmp/squid"
+cat >"$tmp/squid.conf" <<EOF
+http_port 127.0.0.1:$squid_port
+acl bench_clients src 127.0.0.1/32
+http_access allow bench_clients
+http_access deny all
+cache deny all
+cache_mem 0 MB
+access_log none
+cache_log $tmp/squid/cache.log
+pid_filename $tmp/squid/squid.pid
+coredump_dir $tmp/squid
+dns_nameservers 127.0.0.1
+shutdown_lifetime 0 seconds
+visible_hostname isb-bench
+EOF
+squid -N -f "$tmp/squid.conf" >"$tmp/squid.err" 2>&1 &
+pids+=($!)
+pid[squid]=$!
+
+# mitmproxy in its regular (explicit proxy) mode; its CA and state in the temp dir.
+mitm_port=$(free_port)
+mitmdump -q --listen-host 127.0.0.1 -p "$mitm_port" --set confdir="$tmp/mitm" >"$tmp/mitm.err" 2>&1 &
+pids+=($!)
+pid[mitmproxy]=$!
+
+# Before timing anything: every path answers with the body (so the figures count real responses), and isb refuses
+# a name it does not allow (so it is isb's checking proxy that is measured, not a bare relay).
+declare -A proxy=([direct]="" [isb]=$isb_port [squid]=$squid_port [mitmproxy]=$mitm_port)
+proxies=(direct isb squid mitmproxy)
+url=http://$name:$http_port/
+get() {  # get PROXY URL [curl args]: "code size bytes_per_s"
+  local p=$1 u=$2
+  shift 2
+  curl -s -o /dev/null --max-time 60 ${proxy[$p]:+-x http://127.0.0.1:${proxy[$p]}} -w '%{http_code} %{size_download} %{speed_download}' "$@" "$u" || true
+}
+for p in "${proxies[@]}"; do
+  for _ in $(seq 200); do [ "$(get "$p" "$url" | cut -d' ' -f1-2)" = "200 1024" ] && continue 2; sleep 0.05; done
+  die "$p does not answer $url with 1 KiB: $(get "$p" "$url"); $(cat "$tmp"/*.err "$tmp"/squid/cache.log 2>/dev/null | tail -5)"
+done
+[ "$(get isb "http://denied.test:$http_port/" | cut -d' ' -f1)" = 403 ] || die "isb did not refuse a name it does not allow"
+
+# CPU time (ns) the threads of a process have used so far: a proxy's cost, which the machine's load does not change
+# as it changes throughput.
+cpu_ns() { cat /proc/"$1"/task/*/schedstat | awk '{ s += $1 } END { printf "%.0f\n", s }'; }
+# wrk_run PROXY CONNECTIONS THREADS: "requests_per_s p50_us cpu_us_per_request", the CPU being the proxy's (for
+# direct: the origin's); fails on a response that is not 2xx.
+wrk_run() {
+  local p=$1 c=$2 t=$3 out before
+  before=$(cpu_ns "${pid[$p]}")
+  if [ -z "${proxy[$p]}" ]; then
+    out=$(wrk -t"$t" -c"$c" -d"${duration}s" --latency "$url")
+  else
+    out=$(TARGET=$url wrk -t"$t" -c"$c" -d"${duration}s" --latency -s "$here/egress_wrk.lua" "http://127.0.0.1:${proxy[$p]}/")
+  fi
+  ! grep -q "Non-2xx" <<<"$out" || die "$p: wrk got responses that are not 2xx: $out"
+  awk -v ns=$(($(cpu_ns "${pid[$p]}") - before)) '
+       / requests in / { n = $1 }
+       /Requests\/sec/ { rps = $2 }
+       $1 == "50%" { v = $2; u = v; sub(/[0-9.]+/, "", u); sub(/[a-z]+$/, "", v)
+                     p50 = v * (u == "us" ? 1 : u == "ms" ? 1000 : 1000000) }
+       END { if (rps == "" || p50 == "" || n == 0) exit 1; printf "%s %.0f %.2f\n", rps, p50, ns / 1000 / n }' <<<"$out" ||
+    die "$p: cannot read wrk's output: $out"
+}
+# bulk KIND PROXY: "MiB/s cpu_ms" of one 100 MiB download, the CPU being the proxy's (for direct: the origin's); KIND http (absolute-form through the proxy), connect (https, CONNECT
+# through the proxy) or sni (https straight to isb's transparent listener, as a sandbox's redirected connection).
+bulk() {
+  local kind=$1 p=$2 r before
+  before=$(cpu_ns "${pid[$p]}")
+  case $kind in
+    http) r=$(get "$p" "${url}bulk") ;;
+    connect) r=$(get "$p" "https://$name:$tls_port/bulk" --cacert "$tmp/cert.pem") ;;
+    sni) r=$(get direct "https://$name:$tls_port/bulk" --cacert "$tmp/cert.pem" --connect-to "$name:$tls_port:127.0.0.1:$sni_port") ;;
+  esac
+  [ "${r% *}" = "200 $((100 << 20))" ] || die "$kind bulk through $p: $r"
+  awk -v b="${r##* }" -v ns=$(($(cpu_ns "${pid[$p]}") - before)) 'BEGIN { printf "%.1f %.0f\n", b / 1048576, ns / 1e6 }'
+}
+
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+for ((r = 1; r <= rounds; r++)); do
+  echo "round $r/$rounds" >&2
+  for p in "${proxies[@]}"; do
+    wrk_run "$p" 50 2 >>"$tmp/wrk50.$p"
+    wrk_run "$p" 1 1 >>"$tmp/wrk1.$p"
+  done
+  for ((b = 0; b < bulk_runs; b++)); do
+    for p in direct isb squid; do
+      bulk http "$p" >>"$tmp/http.$p"
+      bulk connect "$p" >>"$tmp/connect.$p"
+    done
+    bulk sni isb >>"$tmp/sni.isb"
+  done
+done
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+for f in wrk50 wrk1; do
+  for p in "${proxies[@]}"; do [ "$(wc -l <"$tmp/$f.$p")" -eq "$rounds" ] || die "$f.$p: the runs did not all finish"; done
+done
+
+# median FILE [COLUMN]
+median() { cut -d' ' -f"${2:-1}" "$1" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+verdict() { awk -v v="$1" -v t="$2" 'BEGIN { print (v >= t) ? "met" : "MISSED" }'; }
+
+echo "== egress proxies on loopback ($(nproc) cores shared with other work, $(uname -r), $(date -u +%F)), load before $load_before, after $load_after"
+echo "   command: bench/egress.sh $build  (ROUNDS=$rounds DURATION=$duration BULK_RUNS=$bulk_runs; medians)"
+echo "   1 KiB responses, keep-alive: wrk -t2 -c50 -d${duration}s (req/s, p50) and wrk -t1 -c1 (p50 of one connection)"
+echo "   (CPU/req: the proxy's CPU time per request at 50 connections; for direct, the origin's)"
+printf '   %-10s %10s %10s %10s %12s %10s\n' proxy "req/s" "p50 c50" "p50 c1" "added p50 c1" "CPU/req"
+d1=$(median "$tmp/wrk1.direct" 2)
+for p in "${proxies[@]}"; do
+  printf '   %-10s %10.0f %8.0fus %8.0fus %10.0fus %8.1fus\n' "$p" "$(median "$tmp/wrk50.$p")" "$(median "$tmp/wrk50.$p" 2)" \
+    "$(median "$tmp/wrk1.$p" 2)" "$(awk -v a="$(median "$tmp/wrk1.$p" 2)" -v b="$d1" 'BEGIN { print a - b }')" \
+    "$(median "$tmp/wrk50.$p" 3)"
+done
+isb_rps=$(median "$tmp/wrk50.isb")
+vs_squid=$(ratio "$isb_rps" "$(median "$tmp/wrk50.squid")")
+vs_direct=$(ratio "$isb_rps" "$(median "$tmp/wrk50.direct")")
+echo "   isb/squid ${vs_squid}x (target >= 3: $(verdict "$vs_squid" 3)); isb/mitmproxy $(ratio "$isb_rps" "$(median "$tmp/wrk50.mitmproxy")")x;" \
+  "isb/direct $vs_direct (target >= 0.60: $(verdict "$vs_direct" 0.6))"
+echo "   proxy CPU per request: squid/isb $(ratio "$(median "$tmp/wrk50.squid" 3)" "$(median "$tmp/wrk50.isb" 3)")x," \
+  "mitmproxy/isb $(ratio "$(median "$tmp/wrk50.mitmproxy" 3)" "$(median "$tmp/wrk50.isb" 3)")x"
+echo "   100 MiB, one curl download at a time, median of $((rounds * bulk_runs)) (MiB/s; CPU: the proxy's CPU time per"
+echo "   download, the origin's for direct)"
+printf '   %-23s %8s %8s %8s %10s %10s %9s %9s\n' path direct isb squid isb/direct isb/squid "isb CPU" "squid CPU"
+for kind in http connect sni; do
+  dm=$(median "$tmp/${kind/sni/connect}.direct")  # the direct path of SNI pass-through is the direct https one
+  im=$(median "$tmp/$kind.isb")
+  ic=$(median "$tmp/$kind.isb" 2)ms
+  sm=-
+  sr=-
+  sc=-
+  if [ -f "$tmp/$kind.squid" ]; then
+    sm=$(median "$tmp/$kind.squid")
+    sr=$(ratio "$im" "$sm")
+    sc=$(median "$tmp/$kind.squid" 2)ms
+  fi
+  case $kind in
+    http) label="HTTP (absolute-form)" ;;
+    connect) label="HTTPS via CONNECT" ;;
+    sni) label="HTTPS via SNI (transp.)" ;;
+  esac
+  printf '   %-23s %8s %8s %8s %10s %10s %9s %9s\n' "$label" "$dm" "$im" "$sm" "$(ratio "$im" "$dm")" "$sr" "$ic" "$sc"
+  [ "$kind" = http ] || echo "     pass-through $kind: isb/direct target >= 0.90: $(verdict "$(ratio "$im" "$dm")" 0.9)"
+done
