@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "egress/judge.h"
+
 namespace isb::daemon {
 
 struct ServeOptions {
@@ -18,6 +20,8 @@ struct ServeOptions {
   std::string sandbox_subnet = "198.18.0.0/15";
   std::string egress_table = "isb";
   std::vector<std::string> egress_pins;
+  // The judge (--judge-url, --judge-model, --judge-key-file); none without a url.
+  egress::JudgeOptions judge;
   std::string version = "0.1.0";
 };
 

@@ -28,9 +28,9 @@ isb_tests(isb_proxy_tests LIBS isb_proxy SOURCES tests/egress/proxy_test.cc test
 
 # The judge: an LLM asked per request through an OpenAI-compatible endpoint, over the daemon's own small HTTP/1.1
 # client (OpenSSL for https), with its verdict cache and circuit breakers.
-find_library(SSL_LIB NAMES libssl.a ssl REQUIRED)
-find_library(CRYPTO_LIB NAMES libcrypto.a crypto REQUIRED)
-find_path(OPENSSL_INCLUDE openssl/ssl.h REQUIRED)
+# Static archives: the isb binary links statically.
+set(OPENSSL_USE_STATIC_LIBS TRUE)
+find_package(OpenSSL 3 REQUIRED)
 add_library(isb_judge STATIC
   src/egress/breaker.cc
   src/egress/http_client.cc
@@ -39,8 +39,7 @@ add_library(isb_judge STATIC
   src/egress/judge_verdict.cc
   src/egress/stream.cc
   src/egress/verdict_cache.cc)
-target_link_libraries(isb_judge PUBLIC isb_egress ${SSL_LIB} ${CRYPTO_LIB} ${CMAKE_DL_LIBS} Threads::Threads)
-target_include_directories(isb_judge PUBLIC ${OPENSSL_INCLUDE})
+target_link_libraries(isb_judge PUBLIC isb_egress OpenSSL::SSL ${CMAKE_DL_LIBS} Threads::Threads)
 
 isb_tests(isb_judge_tests LIBS isb_judge SOURCES
   tests/egress/breaker_test.cc

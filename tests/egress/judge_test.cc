@@ -419,14 +419,20 @@ class JudgeTlsTest : public JudgeTest {
     return Judge::Create(std::move(o));
   }
 
+  // A judge of the TLS server at https://HOST:PORT asked one question; its verdict.
+  JudgeVerdict AskOverTls(const std::string& host, const std::string& ca_file) {
+    auto judge = StartTls(host, ca_file);
+    EXPECT_TRUE(judge.ok()) << judge.error().message;
+    if (!judge.ok()) return {};
+    judge_ = std::move(*judge);
+    return Decide(Question());
+  }
+
   SSL_CTX* ctx_ = nullptr;
 };
 
 TEST_F(JudgeTlsTest, VerifiedAgainstTheExtraCa) {
-  auto judge = StartTls("judge.test", dir_ + "/ca.pem");
-  ASSERT_TRUE(judge.ok()) << judge.error().message;
-  judge_ = std::move(*judge);
-  JudgeVerdict v = Decide(Question());
+  JudgeVerdict v = AskOverTls("judge.test", dir_ + "/ca.pem");
   EXPECT_TRUE(v.allow);
   EXPECT_EQ(v.reason, "judge allowed: over tls");
   ASSERT_EQ(server_->request_count(), 1u);
@@ -434,20 +440,14 @@ TEST_F(JudgeTlsTest, VerifiedAgainstTheExtraCa) {
 }
 
 TEST_F(JudgeTlsTest, UnknownCaIsRefused) {
-  auto judge = StartTls("judge.test", "");
-  ASSERT_TRUE(judge.ok()) << judge.error().message;
-  judge_ = std::move(*judge);
-  JudgeVerdict v = Decide(Question());
+  JudgeVerdict v = AskOverTls("judge.test", "");
   EXPECT_FALSE(v.allow);
   EXPECT_EQ(v.reason, "judge failed (TLS: the certificate of judge.test was refused: unable to get local issuer certificate)");
   EXPECT_EQ(server_->request_count(), 0u);
 }
 
 TEST_F(JudgeTlsTest, WrongNameIsRefused) {
-  auto judge = StartTls("other.test", dir_ + "/ca.pem");
-  ASSERT_TRUE(judge.ok()) << judge.error().message;
-  judge_ = std::move(*judge);
-  JudgeVerdict v = Decide(Question());
+  JudgeVerdict v = AskOverTls("other.test", dir_ + "/ca.pem");
   EXPECT_FALSE(v.allow);
   EXPECT_EQ(v.reason, "judge failed (TLS: the certificate of other.test was refused: hostname mismatch)");
   EXPECT_EQ(server_->request_count(), 0u);
