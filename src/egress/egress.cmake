@@ -44,6 +44,7 @@ target_link_libraries(isb_judge PUBLIC isb_egress OpenSSL::SSL ${CMAKE_DL_LIBS} 
 isb_tests(isb_judge_tests LIBS isb_judge SOURCES
   tests/egress/breaker_test.cc
   tests/egress/fake_chat_server.cc
+  tests/egress/http_client_test.cc
   tests/egress/http_response_test.cc
   tests/egress/judge_test.cc
   tests/egress/judge_verdict_test.cc

@@ -48,11 +48,19 @@ class JudgeTest : public ::testing::Test {
     ASSERT_NE(::mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
     std::ofstream(dir_ + "/key") << kKey << "\n";
+    fds_ = OpenFds();
   }
   void TearDown() override {
     judge_.reset();
     server_.reset();
     std::filesystem::remove_all(dir_);
+    EXPECT_EQ(OpenFds(), fds_) << "every connection of the judge and the server is closed";
+  }
+
+  static size_t OpenFds() {
+    size_t n = 0;
+    for (auto it = std::filesystem::directory_iterator("/proc/self/fd"); it != std::filesystem::directory_iterator(); ++it) ++n;
+    return n;
   }
 
   // A server answering with `handler`, and a judge asking it as http://judge.test:PORT/v1/chat/completions.
@@ -86,6 +94,7 @@ class JudgeTest : public ::testing::Test {
   void Advance(milliseconds d) { now_ms_ += d.count(); }
 
   std::string dir_;
+  size_t fds_ = 0;
   std::atomic<int64_t> now_ms_{1'000'000};
   std::unique_ptr<FakeChatServer> server_;
   std::unique_ptr<Judge> judge_;
