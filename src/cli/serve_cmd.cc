@@ -59,6 +59,10 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
                   "NAME=IP[:PORT]: dial NAME at IP (the only way to a private address); repeatable");
   cmd->add_option("--egress-table", opts->egress_table, "The nftables table (and veth prefix) of this daemon")
       ->capture_default_str();
+  cmd->add_option("--judge-url", opts->judge.url,
+                  "OpenAI-compatible chat-completions URL (http:// or https://) that judges names listed under judge");
+  cmd->add_option("--judge-model", opts->judge.model, "The model the judge asks");
+  cmd->add_option("--judge-key-file", opts->judge.key_file, "File holding the judge's API key (sent as a bearer token)");
   cmd->add_option("--reap-interval", *reap, "How often the reaper looks for expired and idle sandboxes")
       ->capture_default_str();
   AddPolicyOptions(cmd, *opts, *flags);
@@ -67,6 +71,11 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
     if (!interval.ok() || interval->count() < 1000) {
       std::fprintf(stderr, "isb serve: --reap-interval: %s\n",
                    interval.ok() ? "must be at least 1s" : interval.error().message.c_str());
+      *exit_code = 2;
+      return;
+    }
+    if (opts->judge.url.empty() && (!opts->judge.model.empty() || !opts->judge.key_file.empty())) {
+      std::fprintf(stderr, "isb serve: --judge-model and --judge-key-file need --judge-url\n");
       *exit_code = 2;
       return;
     }

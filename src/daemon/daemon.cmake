@@ -4,7 +4,7 @@ find_package(Threads REQUIRED)
 target_link_libraries(isb_store PUBLIC isb_base ${SQLITE_LIB} Threads::Threads m dl)
 
 add_library(isb_daemon STATIC src/daemon/sandbox_manager.cc src/daemon/egress_service.cc)
-target_link_libraries(isb_daemon PUBLIC isb_engine isb_store isb_net isb_proxy isb_egress isb_audit
+target_link_libraries(isb_daemon PUBLIC isb_engine isb_store isb_net isb_proxy isb_egress isb_judge isb_audit
                       nlohmann_json::nlohmann_json)
 
 add_executable(isb_daemon_tests tests/store/db_test.cc tests/daemon/sandbox_manager_test.cc)
@@ -13,7 +13,8 @@ target_include_directories(isb_daemon_tests PRIVATE ${CMAKE_SOURCE_DIR}/tests)
 gtest_discover_tests(isb_daemon_tests DISCOVERY_MODE PRE_TEST)
 
 # Egress for real (veths, nftables, proxy, DNS, curl and dig), inside network namespaces of the test's own.
-isb_tests(isb_egress_service_tests LIBS isb_daemon LABELS net SOURCES tests/daemon/egress_service_test.cc)
+isb_tests(isb_egress_service_tests LIBS isb_daemon LABELS net SOURCES tests/daemon/egress_service_test.cc
+          tests/egress/fake_chat_server.cc)
 
 if(TARGET isb_api)
   target_sources(isb_daemon PRIVATE src/daemon/serve.cc)

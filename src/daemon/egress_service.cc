@@ -27,7 +27,13 @@ Result<std::unique_ptr<EgressService>> EgressService::Start(EgressOptions option
   egress::DialerOptions d;
   d.pins = options.pins;
   ISB_ASSIGN_OR_RETURN(egress::Dialer dialer, egress::Dialer::Create(std::move(d)));
+  std::unique_ptr<egress::Judge> judge;
+  if (!options.judge.url.empty()) {
+    options.judge.pins = options.pins;
+    ISB_ASSIGN_OR_RETURN(judge, egress::Judge::Create(options.judge));
+  }
   std::unique_ptr<EgressService> s(new EgressService(std::move(options), subnet, std::move(dialer)));
+  s->judge_ = std::move(judge);
   ISB_TRY(s->StartServers());
   return s;
 }
@@ -46,15 +52,8 @@ Status EgressService::StartServers() {
     if (!host.ok()) return std::nullopt;
     return *host;
   };
-  h.decide = [this](const std::string& id, const std::string& host, uint16_t port) {
-    auto policy = PolicyOf(id);
-    if (!policy) return egress::Admission{false, "the sandbox is gone"};
-    egress::Decision d = policy->Check(host, port);
-    if (d.verdict == egress::Verdict::kAllow) return egress::Admission{true, ""};
-    if (d.verdict == egress::Verdict::kAskJudge)
-      return egress::Admission{false, host + " is to be judged, and this daemon has no judge configured"};
-    return egress::Admission{false, d.reason};
-  };
+  h.decide = [this](const std::string& id, const std::string& host, uint16_t port, const std::string& method,
+                    const std::string& path) { return Decide(id, host, port, method, path); };
   h.dial = [this](const std::string& host, uint16_t port) { return dialer_.Dial(host, port); };
   h.on_deny = [](const std::string& id, const std::string& target, const std::string& reason, bool first) {
     if (first) std::fprintf(stderr, "isb: egress: %s refused %s: %s\n", id.c_str(), target.c_str(), reason.c_str());
@@ -208,6 +207,19 @@ std::shared_ptr<const egress::EgressPolicy> EgressService::PolicyOf(const std::s
   std::lock_guard lock(mu_);
   auto it = by_id_.find(id);
   return it == by_id_.end() ? nullptr : it->second.policy;
+}
+
+egress::Admission EgressService::Decide(const std::string& id, const std::string& host, uint16_t port,
+                                       const std::string& method, const std::string& path) {
+  auto policy = PolicyOf(id);
+  if (!policy) return egress::Admission{false, "the sandbox is gone"};
+  egress::Decision d = policy->Check(host, port);
+  if (d.verdict == egress::Verdict::kAllow) return egress::Admission{true, ""};
+  if (d.verdict == egress::Verdict::kDeny) return egress::Admission{false, d.reason};
+  if (!judge_) return egress::Admission{false, d.reason + "; no judge configured (isb serve --judge-url)"};
+  // Sandboxes have no org of their own yet; each sandbox's policy is its own (cache and circuit breaker).
+  egress::JudgeVerdict v = judge_->Decide(egress::JudgeQuestion{"default", id, id, host, port, method, path});
+  return egress::Admission{v.allow, v.reason};
 }
 
 bool EgressService::NameListed(const std::string& id, std::string_view name) {

@@ -15,6 +15,7 @@
 
 #include "base/result.h"
 #include "egress/dialer.h"
+#include "egress/judge.h"
 #include "egress/pin.h"
 #include "egress/policy.h"
 #include "egress/proxy.h"
@@ -30,6 +31,9 @@ struct EgressOptions {
   std::string ifname_prefix = "isb";  // host ends of this daemon's veths
   std::vector<egress::Pin> pins;
   uint16_t explicit_proxy_port = 3128;  // HTTP_PROXY inside a sandbox points at the host end on this port
+  // The judge of names listed under `judge`; none when its url is empty (such names are then refused). It dials
+  // through this service's pins.
+  egress::JudgeOptions judge;
 };
 
 // What a sandbox with a network is given before it starts.
@@ -75,11 +79,14 @@ class EgressService {
   std::optional<std::string> SandboxAt(uint32_t host_end);
   std::shared_ptr<const egress::EgressPolicy> PolicyOf(const std::string& id);
   bool NameListed(const std::string& id, std::string_view name);
+  egress::Admission Decide(const std::string& id, const std::string& host, uint16_t port, const std::string& method,
+                           const std::string& path);
 
   EgressOptions options_;
   net::Subnet subnet_;
   net::AddressPool pool_;
   egress::Dialer dialer_;
+  std::unique_ptr<egress::Judge> judge_;  // null: no judge configured
   std::unique_ptr<net::Firewall> firewall_;
   std::unique_ptr<egress::Proxy> proxy_;
   std::unique_ptr<net::DnsServer> dns_;

@@ -103,6 +103,7 @@ int Serve(const ServeOptions& options) {
     if (!pin.ok()) return Fail("--egress-pin: " + pin.error().message);
     egress_options.pins.push_back(*pin);
   }
+  egress_options.judge = options.judge;
   auto egress = EgressService::Start(egress_options);
   if (!egress.ok()) return Fail("egress: " + egress.error().message);
   Log("egress: proxy on port " + std::to_string((*egress)->proxy_port()) + ", DNS on port " +

@@ -7,6 +7,7 @@
 
 #include "api/spec_policy.h"
 #include "api/tool_policy.h"
+#include "egress/judge.h"
 
 namespace isb::daemon {
 
@@ -26,6 +27,8 @@ struct ServeOptions {
   api::RemoteSpecPolicy remote_spec;
   // Which tools remote callers see and may call (--allow-tools, --deny-tools).
   api::ToolPolicy tool_policy;
+  // The judge (--judge-url, --judge-model, --judge-key-file); none without a url.
+  egress::JudgeOptions judge;
   std::string version = "0.1.0";
 };
 

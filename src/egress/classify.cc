@@ -63,6 +63,8 @@ Sniff ExplicitProxy(std::string_view bytes) {
   if (h.scheme != "http") return Malformed(Sniff::Kind::kHttp, "only http:// URIs can be proxied without CONNECT");
   Sniff s = Done(Sniff::Kind::kHttp, h.host, h.port);
   s.upstream_prefix = OriginForm(h, bytes.substr(h.size));
+  s.method = h.method;
+  s.path = h.path;
   return s;
 }
 
@@ -84,7 +86,12 @@ Sniff ClassifyConnection(std::string_view bytes, uint16_t /*port*/, bool explici
     case HeadResult::kNeedMore: return Sniff{};
     case HeadResult::kMalformed: return Malformed(Sniff::Kind::kHttp, head.reason);
     // The upstream port is the one the sandbox connected to, whatever the Host header says.
-    case HeadResult::kParsed: return Done(Sniff::Kind::kHttp, head.head.host, 0);
+    case HeadResult::kParsed: {
+      Sniff s = Done(Sniff::Kind::kHttp, head.head.host, 0);
+      s.method = head.head.method;
+      s.path = head.head.path;
+      return s;
+    }
     case HeadResult::kNotHttp: break;
   }
   return Done(Sniff::Kind::kUnknown, "", 0);

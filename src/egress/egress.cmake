@@ -25,3 +25,30 @@ find_package(Boost 1.81 REQUIRED)
 add_library(isb_proxy STATIC src/egress/proxy.cc src/egress/classify.cc)
 target_link_libraries(isb_proxy PUBLIC isb_wire Boost::headers Threads::Threads)
 isb_tests(isb_proxy_tests LIBS isb_proxy SOURCES tests/egress/proxy_test.cc tests/egress/classify_test.cc)
+
+# The judge: an LLM asked per request through an OpenAI-compatible endpoint, over the daemon's own small HTTP/1.1
+# client (OpenSSL for https), with its verdict cache and circuit breakers.
+# Static archives: the isb binary links statically.
+set(OPENSSL_USE_STATIC_LIBS TRUE)
+find_package(OpenSSL 3 REQUIRED)
+add_library(isb_judge STATIC
+  src/egress/breaker.cc
+  src/egress/http_client.cc
+  src/egress/http_response.cc
+  src/egress/judge.cc
+  src/egress/judge_verdict.cc
+  src/egress/stream.cc
+  src/egress/verdict_cache.cc)
+target_link_libraries(isb_judge PUBLIC isb_egress OpenSSL::SSL ${CMAKE_DL_LIBS} Threads::Threads)
+
+isb_tests(isb_judge_tests LIBS isb_judge SOURCES
+  tests/egress/breaker_test.cc
+  tests/egress/fake_chat_server.cc
+  tests/egress/http_client_test.cc
+  tests/egress/http_response_test.cc
+  tests/egress/judge_test.cc
+  tests/egress/judge_verdict_test.cc
+  tests/egress/verdict_cache_test.cc)
+
+# What the judge's endpoint sends back: the HTTP response and the verdict in it.
+isb_fuzz_target(judge_response LIBS isb_judge)

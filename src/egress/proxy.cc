@@ -96,8 +96,11 @@ class Proxy::Impl {
   // g++ 12 miscompiles some temporaries and captures inside coroutines (a string captured from a coroutine's frame
   // is copied bitwise; a temporary in a co_await inside a condition is destroyed twice). So in coroutines here:
   // closures are made by these plain functions, strings sent are named locals, and no co_await sits in a condition.
-  std::function<Admission()> DecideCall(const std::string& sandbox, const std::string& host, uint16_t port) {
-    return [this, sandbox, host, port] { return hooks_.decide(sandbox, host, port); };
+  std::function<Admission()> DecideCall(const std::string& sandbox, const std::string& host, uint16_t port,
+                                        const Sniff& sniff) {
+    return [this, sandbox, host, port, method = sniff.method, path = sniff.path] {
+      return hooks_.decide(sandbox, host, port, method, path);
+    };
   }
   std::function<Result<Fd>()> DialCall(const std::string& host, uint16_t port) {
     return [this, host, port] { return hooks_.dial(host, port); };
@@ -128,7 +131,7 @@ class Proxy::Impl {
     asio::steady_timer deadline(client.get_executor(), std::chrono::milliseconds(opts_.sniff_timeout_ms));
     while (sniff.state == Sniff::State::kNeedMore) {
       if (head.size() >= opts_.max_head) {
-        sniff = Sniff{Sniff::State::kMalformed, Sniff::Kind::kUnknown, "", 0, "request head too large", {}};
+        sniff = Sniff{Sniff::State::kMalformed, Sniff::Kind::kUnknown, "", 0, "request head too large", {}, {}, {}};
         break;
       }
       char buf[4096];
@@ -170,7 +173,7 @@ class Proxy::Impl {
     }
     std::string target = host + ":" + std::to_string(port);
     std::string box = *sandbox;
-    Admission admission = *co_await OffLoop(DecideCall(box, host, port));
+    Admission admission = *co_await OffLoop(DecideCall(box, host, port, sniff));
     if (!admission.allow) {
       if (admission.reason.empty()) admission.reason = "egress to " + target + " is not allowed";
       co_await Deny(client, sniff, box, target, admission.reason);

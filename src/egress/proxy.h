@@ -28,6 +28,8 @@ struct Sniff {
   // Bytes to send upstream in place of the bytes read so far (an explicit proxy's request rewritten to origin form);
   // unset: forward what was read as it is. For CONNECT: the bytes after the request head.
   std::optional<std::string> upstream_prefix;
+  // A plain HTTP request's method and path (for the judge); empty for TLS, CONNECT and protocols without a name.
+  std::string method, path;
 };
 
 // `bytes` is everything read so far; `port` the port the sandbox asked for; `explicit_proxy` whether it came to the
@@ -46,7 +48,9 @@ struct ProxyHooks {
   // For a connection without a name: the single exact host the sandbox lists on `port`, if there is exactly one.
   std::function<std::optional<std::string>(const std::string& sandbox, uint16_t port)> host_for_port;
   // Run off the event loop (they may block: the judge asks over the network; the dialer resolves and connects).
-  std::function<Admission(const std::string& sandbox, const std::string& host, uint16_t port)> decide;
+  // `method` and `path` are the Sniff's: empty unless the request is plain HTTP.
+  std::function<Admission(const std::string& sandbox, const std::string& host, uint16_t port,
+                          const std::string& method, const std::string& path)> decide;
   std::function<Result<Fd>(const std::string& host, uint16_t port)> dial;
   // Called for each refusal; `first_in_window` is true at most once per sandbox and target every 30 s (log those).
   std::function<void(const std::string& sandbox, const std::string& target, const std::string& reason,

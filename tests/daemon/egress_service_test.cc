@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "base/file.h"
+#include "egress/fake_chat_server.h"
 #include "must_work.h"
 #include "net/netlink.h"
 
@@ -80,18 +81,58 @@ class EgressServiceTest : public ::testing::Test {
     ASSERT_TRUE(s.ok()) << s.error().message;
   }
 
+  // The origin: python's HTTP server on the host's loopback port 18080, reached through pins (it is not a public
+  // address). Call from InHost.
+  void StartOrigin() {
+    ASSERT_TRUE(net::Netlink::Open()->SetUp(*net::Netlink::Open()->IfIndex("lo")).ok());
+    char dir[] = "/tmp/isb-origin-XXXXXX";
+    ASSERT_NE(::mkdtemp(dir), nullptr);
+    origin_dir_ = dir;
+    ASSERT_TRUE(WriteFile(origin_dir_ + "/index.html", "hello from the origin\n").ok());
+    origin_ = Spawn({"python3", "-m", "http.server", "--bind", "127.0.0.1", "--directory", origin_dir_, "18080"});
+    ASSERT_GT(origin_, 0);
+  }
+
+  // Until the origin answers (on the host's loopback).
+  void AwaitOrigin() {
+    for (int i = 0; i < 100 && RunIn("/proc/thread-self/ns/net", {"curl", "-s", "-m", "1", "http://127.0.0.1:18080/"}).empty(); ++i)
+      ::usleep(50000);
+  }
+
+  // The sandbox: a process in a network namespace of its own; returns the path of that namespace.
+  std::string StartSandbox() {
+    sandbox_ = Spawn({"unshare", "--net", "sleep", "600"});
+    EXPECT_GT(sandbox_, 0);
+    // Until unshare has made the namespace and become sleep.
+    for (int i = 0; i < 100; ++i) {
+      Result<std::string> comm = ReadFile("/proc/" + std::to_string(sandbox_) + "/comm");
+      if (comm.ok() && *comm == "sleep\n") break;
+      ::usleep(10000);
+    }
+    return "/proc/" + std::to_string(sandbox_) + "/ns/net";
+  }
+
+  void StopAll() {
+    for (pid_t* pid : {&sandbox_, &origin_}) {
+      if (*pid <= 0) continue;
+      ::kill(*pid, SIGKILL);
+      ::waitpid(*pid, nullptr, 0);
+      *pid = -1;
+    }
+    if (!origin_dir_.empty()) std::filesystem::remove_all(origin_dir_);
+    origin_dir_.clear();
+  }
+
+  void TearDown() override { StopAll(); }
+
   Fd host_;
+  pid_t origin_ = -1, sandbox_ = -1;
+  std::string origin_dir_;
 };
 
 TEST_F(EgressServiceTest, AListedSandboxReachesItsNamesThroughTheProxyAndNothingElse) {
   InHost([&] {
-    ASSERT_TRUE(net::Netlink::Open()->SetUp(*net::Netlink::Open()->IfIndex("lo")).ok());
-    // The origin: python's HTTP server on the host's loopback, reached through a pin (it is not a public address).
-    char dir[] = "/tmp/isb-origin-XXXXXX";
-    ASSERT_NE(::mkdtemp(dir), nullptr);
-    ASSERT_TRUE(WriteFile(std::string(dir) + "/index.html", "hello from the origin\n").ok());
-    pid_t origin = Spawn({"python3", "-m", "http.server", "--bind", "127.0.0.1", "--directory", dir, "18080"});
-    ASSERT_GT(origin, 0);
+    StartOrigin();
     EgressOptions o;
     o.subnet = "10.250.0.0/24";
     o.pins = {*egress::ParsePin("allowed.test=127.0.0.1:18080"), *egress::ParsePin("other.test=127.0.0.1:18080")};
@@ -99,16 +140,7 @@ TEST_F(EgressServiceTest, AListedSandboxReachesItsNamesThroughTheProxyAndNothing
     ASSERT_TRUE(svc.ok()) << svc.error().message;
     EgressService& egress = **svc;
 
-    // The sandbox: a process in a namespace of its own.
-    pid_t sandbox = Spawn({"unshare", "--net", "sleep", "600"});
-    ASSERT_GT(sandbox, 0);
-    std::string ns = "/proc/" + std::to_string(sandbox) + "/ns/net";
-    // Until unshare has made the namespace and become sleep.
-    for (int i = 0; i < 100; ++i) {
-      Result<std::string> comm = ReadFile("/proc/" + std::to_string(sandbox) + "/comm");
-      if (comm.ok() && *comm == "sleep\n") break;
-      ::usleep(10000);
-    }
+    std::string ns = StartSandbox();
     Result<egress::EgressSpec> spec = ParseSandboxEgress(nlohmann::json::array({"allowed.test:80"}));
     ASSERT_TRUE(spec.ok()) << spec.error().message;
     Result<SandboxNet> net = egress.Prepare("sb-1", *spec);
@@ -116,10 +148,8 @@ TEST_F(EgressServiceTest, AListedSandboxReachesItsNamesThroughTheProxyAndNothing
     EXPECT_EQ(net->host_address, "10.250.0.1");
     EXPECT_EQ(net->resolv_conf, "nameserver 10.250.0.1\n");
     EXPECT_EQ(net->env[0], "HTTP_PROXY=http://10.250.0.1:3128");
-    ASSERT_TRUE(egress.Attach("sb-1", sandbox).ok());
-    // Until the origin answers (on the host's loopback).
-    for (int i = 0; i < 100 && RunIn("/proc/thread-self/ns/net", {"curl", "-s", "-m", "1", "http://127.0.0.1:18080/"}).empty(); ++i)
-      ::usleep(50000);
+    ASSERT_TRUE(egress.Attach("sb-1", sandbox_).ok());
+    AwaitOrigin();
 
     // DNS: listed names resolve to the proxy, others do not exist.
     EXPECT_EQ(RunIn(ns, {"dig", "@10.250.0.1", "+short", "+time=2", "+tries=1", "allowed.test"}), "10.250.0.1\n");
@@ -151,14 +181,73 @@ TEST_F(EgressServiceTest, AListedSandboxReachesItsNamesThroughTheProxyAndNothing
 
     egress.Release("sb-1");
     EXPECT_EQ(net::Netlink::Open()->IfIndex("isb0").error().code, Code::kNotFound);
-    ::kill(sandbox, SIGKILL);
-    ::waitpid(sandbox, nullptr, 0);
-    ::kill(origin, SIGKILL);
-    ::waitpid(origin, nullptr, 0);
-    std::filesystem::remove_all(dir);
+    StopAll();
     svc->reset();
     // With no sandbox left, the daemon's table is gone too.
     EXPECT_EQ(RunIn("/proc/thread-self/ns/net", {"nft", "list", "tables"}), "");
+  });
+}
+
+// Names under `judge`: plain HTTP requests are judged with their method and path by a fake chat-completions server
+// on the host's loopback (reached through a pin, as any judge is dialled); without a judge they are refused.
+TEST_F(EgressServiceTest, JudgedNamesAreDecidedPerRequestByTheJudge) {
+  InHost([&] {
+    StartOrigin();
+    char dir[] = "/tmp/isb-judge-key-XXXXXX";
+    ASSERT_NE(::mkdtemp(dir), nullptr);
+    std::string key_dir = dir;
+    ASSERT_TRUE(WriteFile(key_dir + "/key", "sk-egress-service-test\n", 0600).ok());
+    testing::FakeChatServer judge_server([](const testing::ChatRequest& r) {
+      auto body = nlohmann::json::parse(r.body);
+      auto asked = nlohmann::json::parse(body["messages"][1]["content"].get<std::string>());
+      bool front = asked["host"] == "judged.test" && asked["method"] == "GET" && asked["path"] == "/";
+      return testing::ChatCompletion(nlohmann::json({{"verdict", front ? "allow" : "deny"},
+                                                     {"reason", front ? "the front page" : "not the front page"}})
+                                         .dump());
+    });
+    EgressOptions o;
+    o.subnet = "10.250.0.0/24";
+    o.pins = {*egress::ParsePin("judged.test=127.0.0.1:18080"),
+              *egress::ParsePin("judge.test=127.0.0.1:" + std::to_string(judge_server.port()))};
+    o.judge.url = "http://judge.test/v1/chat/completions";
+    o.judge.model = "m";
+    o.judge.key_file = key_dir + "/key";
+    Result<std::unique_ptr<EgressService>> svc = EgressService::Start(o);
+    ASSERT_TRUE(svc.ok()) << svc.error().message;
+
+    std::string ns = StartSandbox();
+    auto spec = ParseSandboxEgress(nlohmann::json({{"allow", nlohmann::json::array()}, {"judge", {"judged.test:80"}}}));
+    ASSERT_TRUE(spec.ok()) << spec.error().message;
+    ASSERT_TRUE((*svc)->Prepare("sb-1", *spec).ok());
+    ASSERT_TRUE((*svc)->Attach("sb-1", sandbox_).ok());
+    AwaitOrigin();
+    std::vector<std::string> curl = {"curl", "-s", "-m", "10", "-w", " %{http_code}", "--resolve",
+                                     "judged.test:80:10.250.0.1"};
+    auto get = [&](const std::string& url) {
+      std::vector<std::string> argv = curl;
+      argv.push_back(url);
+      return RunIn(ns, argv);
+    };
+    EXPECT_EQ(get("http://judged.test/"), "hello from the origin\n 200");
+    EXPECT_EQ(get("http://judged.test/secret"), "isb: judge denied: not the front page\n 403");
+    EXPECT_EQ(get("http://judged.test/"), "hello from the origin\n 200");
+    EXPECT_EQ(judge_server.request_count(), 2u) << "the second / came from the cache";
+    (*svc)->Release("sb-1");
+    svc->reset();
+
+    // The same sandbox under a daemon without a judge.
+    o.judge = {};
+    svc = EgressService::Start(o);
+    ASSERT_TRUE(svc.ok()) << svc.error().message;
+    ASSERT_TRUE((*svc)->Prepare("sb-1", *spec).ok());
+    ASSERT_TRUE((*svc)->Attach("sb-1", sandbox_).ok());
+    EXPECT_EQ(get("http://judged.test/"),
+              "isb: judged.test:80 is for the judge to decide (judged.test:80); no judge configured "
+              "(isb serve --judge-url)\n 403");
+    (*svc)->Release("sb-1");
+    StopAll();
+    svc->reset();
+    std::filesystem::remove_all(key_dir);
   });
 }
 

@@ -13,6 +13,8 @@ TEST(ClassifyTest, HttpOnAListedPortIsNamedByItsHostAndKeepsTheConnectedPort) {
   EXPECT_EQ(s.host, "api.example.com");
   EXPECT_EQ(s.port, 0) << "the port the sandbox connected to decides, not the Host header";
   EXPECT_FALSE(s.upstream_prefix.has_value());
+  EXPECT_EQ(s.method, "GET");
+  EXPECT_EQ(s.path, "/x");
 }
 
 TEST(ClassifyTest, BytesThatAreNeitherTlsNorHttpCarryNoName) {
@@ -20,6 +22,8 @@ TEST(ClassifyTest, BytesThatAreNeitherTlsNorHttpCarryNoName) {
   EXPECT_EQ(s.state, Sniff::State::kDone);
   EXPECT_EQ(s.kind, Sniff::Kind::kUnknown);
   EXPECT_EQ(s.host, "");
+  EXPECT_EQ(s.method, "");
+  EXPECT_EQ(s.path, "");
 }
 
 TEST(ClassifyTest, MalformedHttpIsRefusedWithTheParsersReason) {
@@ -36,6 +40,8 @@ TEST(ClassifyTest, TheExplicitProxyTakesConnectAndAbsoluteFormOnly) {
   EXPECT_EQ(c.host, "api.example.com");
   EXPECT_EQ(c.port, 443);
   EXPECT_EQ(c.upstream_prefix, std::string("\x16\x03\x01"));
+  EXPECT_EQ(c.method, "") << "a tunnel's requests are inside it";
+  EXPECT_EQ(c.path, "");
 
   Sniff a = ClassifyConnection("GET http://api.example.com/v1?q=1 HTTP/1.1\r\nHost: api.example.com\r\n"
                      "Proxy-Connection: keep-alive\r\nProxy-Authorization: Basic eA==\r\nAccept: */*\r\n\r\nbody",
@@ -45,6 +51,8 @@ TEST(ClassifyTest, TheExplicitProxyTakesConnectAndAbsoluteFormOnly) {
   EXPECT_EQ(a.host, "api.example.com");
   EXPECT_EQ(a.port, 80);
   EXPECT_EQ(a.upstream_prefix, "GET /v1?q=1 HTTP/1.1\r\nHost: api.example.com\r\nAccept: */*\r\n\r\nbody");
+  EXPECT_EQ(a.method, "GET");
+  EXPECT_EQ(a.path, "/v1?q=1");
 
   Sniff o = ClassifyConnection("GET / HTTP/1.1\r\nHost: api.example.com\r\n\r\n", 3128, true);
   EXPECT_EQ(o.state, Sniff::State::kMalformed);

@@ -83,6 +83,8 @@ Sniff TestClassifier(std::string_view bytes, uint16_t, bool explicit_proxy) {
       return s;
     }
     s.host = std::string(bytes.substr(h + 6, bytes.find("\r\n", h) - h - 6));
+    s.method = "GET";
+    s.path = std::string(bytes.substr(4, bytes.find(' ', 4) - 4));
   }
   return s;
 }
@@ -100,7 +102,12 @@ class ProxyTest : public ::testing::Test {
       if (port == fallback_port_) return "allowed.test";
       return std::nullopt;
     };
-    h.decide = [](const std::string& sandbox, const std::string& host, uint16_t) {
+    h.decide = [this](const std::string& sandbox, const std::string& host, uint16_t, const std::string& method,
+                      const std::string& path) {
+      {
+        std::lock_guard lock(mu_);
+        decided_.push_back(host + " " + method + " " + path);
+      }
       if (sandbox == "sb1" && host == "allowed.test") return Admission{true, ""};
       return Admission{false, "egress to " + host + " is not allowed for this sandbox"};
     };
@@ -170,13 +177,18 @@ class ProxyTest : public ::testing::Test {
   uint16_t fallback_port_ = 0;
   std::mutex mu_;
   std::vector<std::string> denials_;
+  std::vector<std::string> decided_;  // "host method path" of each decision asked for
 };
 
 TEST_F(ProxyTest, AnAllowedNameIsRelayedUntouchedBothWaysWithHalfClose) {
   Fd c = Connect();
-  std::string request = "GET / HTTP/1.1\r\nHost: allowed.test\r\n\r\n";
+  std::string request = "GET /items?x=1 HTTP/1.1\r\nHost: allowed.test\r\n\r\n";
   SendAll(c.get(), request);
   EXPECT_EQ(ReadN(c.get(), request.size()), request);
+  {
+    std::lock_guard lock(mu_);
+    EXPECT_EQ(decided_, std::vector<std::string>{"allowed.test GET /items?x=1"}) << "the judge sees method and path";
+  }
   SendAll(c.get(), std::string("\0binary\xff", 8));
   EXPECT_EQ(ReadN(c.get(), 8), std::string("\0binary\xff", 8));
   ::shutdown(c.get(), SHUT_WR);
@@ -227,7 +239,7 @@ TEST_F(ProxyTest, ExplicitConnectAnswers200AndThenRelays) {
   h.classify = TestClassifier;
   h.sandbox = [](uint32_t) { return std::optional<std::string>("sb1"); };
   h.host_for_port = [](const std::string&, uint16_t) { return std::optional<std::string>(); };
-  h.decide = [](const std::string&, const std::string& host, uint16_t port) {
+  h.decide = [](const std::string&, const std::string& host, uint16_t port, const std::string&, const std::string&) {
     return Admission{host == "allowed.test" && port == 443, "egress to " + host + " is not allowed"};
   };
   uint16_t echo_port = echo_.port();

@@ -1,0 +1,64 @@
+// The judge's verdicts, remembered for a while in a bounded LRU, and the single flight that makes identical
+// concurrent questions share one call.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "egress/breaker.h"
+#include "egress/judge_verdict.h"
+
+namespace isb::egress {
+
+using SteadyClock = std::function<SteadyTime()>;
+
+class VerdictCache {
+ public:
+  // What one call to the judge gave: the decision, and whether it may be remembered (a clear verdict; not a
+  // failure, which the next question should try again).
+  struct Answer {
+    JudgeVerdict verdict;
+    bool cacheable = false;
+  };
+
+  VerdictCache(size_t capacity, std::chrono::milliseconds ttl, SteadyClock clock);
+
+  // Thread-safe. A fresh cached verdict for `key` if there is one; else the answer of the call already asking the
+  // same key, waited for; else `ask`'s answer (run on this thread, without locks held), remembered if cacheable,
+  // evicting the least recently used entry beyond `capacity`.
+  JudgeVerdict Get(const std::string& key, const std::function<Answer()>& ask);
+
+  size_t size() const;
+  // Callers waiting for another's call to land (what tests of the single flight wait for).
+  size_t waiting() const;
+
+ private:
+  struct Entry {
+    std::string key;
+    JudgeVerdict verdict;
+    SteadyTime expires;
+  };
+  struct Flight {
+    bool done = false;
+    JudgeVerdict verdict;
+  };
+
+  const size_t capacity_;
+  const std::chrono::milliseconds ttl_;
+  const SteadyClock clock_;
+  mutable std::mutex mu_;
+  std::condition_variable landed_;
+  std::list<Entry> lru_;  // most recently used first
+  std::unordered_map<std::string, std::list<Entry>::iterator> index_;
+  std::unordered_map<std::string, std::shared_ptr<Flight>> flights_;
+  size_t waiting_ = 0;
+};
+
+}  // namespace isb::egress
