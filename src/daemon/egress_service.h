@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "egress/cert_minter.h"
 #include "egress/dialer.h"
 #include "egress/pin.h"
 #include "egress/policy.h"
@@ -30,6 +31,7 @@ struct EgressOptions {
   std::string ifname_prefix = "isb";  // host ends of this daemon's veths
   std::vector<egress::Pin> pins;
   uint16_t explicit_proxy_port = 3128;  // HTTP_PROXY inside a sandbox points at the host end on this port
+  std::string upstream_ca_file;  // --egress-ca: trusted for intercepted origins beside the system roots
 };
 
 // What a sandbox with a network is given before it starts.
@@ -60,6 +62,9 @@ class EgressService {
   uint16_t proxy_port() const;
   uint16_t dns_port() const;
   const egress::ProxyStats& proxy_stats() const;
+  // The sandbox's own CA certificate (PEM), which the proxy's certificates for intercepted names chain to; for the
+  // sandbox's trust store.
+  Result<std::string> SandboxCaPem(const std::string& id);
 
  private:
   struct Entry {
@@ -81,6 +86,7 @@ class EgressService {
   net::AddressPool pool_;
   egress::Dialer dialer_;
   std::unique_ptr<net::Firewall> firewall_;
+  std::shared_ptr<egress::CertMinter> minter_ = std::make_shared<egress::CertMinter>();
   std::unique_ptr<egress::Proxy> proxy_;
   std::unique_ptr<net::DnsServer> dns_;
   std::mutex mu_;

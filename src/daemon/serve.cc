@@ -112,6 +112,7 @@ int Serve(const ServeOptions& options) {
   // 4. Egress: the sandbox network's rules, the proxy and the DNS responder.
   EgressOptions egress_options;
   egress_options.subnet = options.sandbox_subnet;
+  egress_options.upstream_ca_file = options.egress_ca;
   egress_options.table = egress_options.ifname_prefix = options.egress_table;
   for (const std::string& p : options.egress_pins) {
     auto pin = egress::ParsePin(p);

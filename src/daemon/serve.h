@@ -18,6 +18,7 @@ struct ServeOptions {
   std::string sandbox_subnet = "198.18.0.0/15";
   std::string egress_table = "isb";
   std::vector<std::string> egress_pins;
+  std::string egress_ca;  // PEM bundle trusted (besides the system roots) for origins of intercepted connections
   std::string version = "0.1.0";
 };
 

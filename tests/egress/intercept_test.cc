@@ -254,3 +254,33 @@ TEST_F(InterceptTest, ANameNotMarkedPassesThroughWithTheOriginsOwnCertificate) {
 
 }  // namespace
 }  // namespace isb::egress
+
+namespace isb::egress {
+namespace {
+
+TEST(InterceptSetup, AnEgressCaFileThatIsNotPemCertificatesStopsTheProxyFromStarting) {
+  char path[] = "/tmp/isb-egress-ca-XXXXXX";
+  Fd file(::mkstemp(path));
+  ASSERT_TRUE(file.valid());
+  ASSERT_TRUE(WriteFile(path, "not a certificate\n").ok());
+  ProxyHooks h;
+  h.intercept = [](const std::string&, const std::string&) { return false; };
+  ProxyOptions o;
+  o.listen_address = "127.0.0.1";
+  o.intercept.minter = std::make_shared<CertMinter>();
+  o.intercept.upstream_ca_file = path;
+  Result<std::unique_ptr<Proxy>> p = Proxy::Start(o, h);
+  ::unlink(path);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.error().code, Code::kInvalidArgument);
+  EXPECT_EQ(p.error().message, std::string("--egress-ca ") + path + ": cannot load it as PEM certificates: no certificate or crl found");
+
+  o.intercept.minter = nullptr;
+  o.intercept.upstream_ca_file = "";
+  Result<std::unique_ptr<Proxy>> without_minter = Proxy::Start(o, h);
+  ASSERT_FALSE(without_minter.ok());
+  EXPECT_EQ(without_minter.error().message, "interception needs a certificate minter");
+}
+
+}  // namespace
+}  // namespace isb::egress
