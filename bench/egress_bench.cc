@@ -175,7 +175,7 @@ std::unique_ptr<isb::egress::Proxy> StartProxy(const std::string& name, const st
     return std::nullopt;
   };
   h.host_for_port = [](const std::string&, uint16_t) -> std::optional<std::string> { return std::nullopt; };
-  h.decide = [name](const std::string&, const std::string& host, uint16_t) {
+  h.decide = [name](const std::string&, const std::string& host, uint16_t, const std::string&, const std::string&) {
     if (host == name) return Admission{true, ""};
     return Admission{false, "egress to " + host + " is not allowed"};
   };

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "egress/http_response.h"
+#include "egress/client_response.h"
 #include "egress/judge_verdict.h"
 
 namespace {

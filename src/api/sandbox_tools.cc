@@ -9,6 +9,7 @@
 #include "api/json_util.h"
 #include "api/org_sandboxes.h"
 #include "api/schema.h"
+#include "api/spec_policy.h"
 #include "base/units.h"
 
 namespace isb::api {
@@ -461,15 +462,23 @@ Status AddLifecycleTools(Registry& reg, Sandboxes& all) {
       }});
 }
 
-Status AddCreateAndExec(Registry& reg, Sandboxes& all) {
+Status AddCreateAndExec(Registry& reg, Sandboxes& all, const RemoteSpecPolicy* remote) {
   ISB_TRY(reg.Add(Tool{
       "sandbox_create", "Create a sandbox",
       "Creates a long-lived sandbox and returns once it is ready. Every field is optional. Durations are whole "
       "seconds; expires defaults to 86400 (24h, at most 30 days) and idle_timeout to 7200 (2h).",
       SpecSchema(), InfoSchema(), ToolAnnotations{}, false,
-      [&all](const json& in, const CallContext& ctx) -> Result<json> {
+      [&all, remote](const json& in, const CallContext& ctx) -> Result<json> {
         OrgSandboxes sb(all, ctx);
         ISB_ASSIGN_OR_RETURN(SandboxSpec spec, SpecFromJson(in));
+        // Every caller but the host and superadmins: only what the operator's flags allow, and an image by the real
+        // path that was checked, not the one sent.
+        if (remote != nullptr && !ctx.identity.superadmin) {
+          if (Status allowed = CheckRemoteSpec(spec, *remote); !allowed.ok()) return allowed.error();
+          if (!spec.image.empty()) {
+            ISB_ASSIGN_OR_RETURN(spec.image, ResolveUnderBindRoot("image", spec.image, *remote));
+          }
+        }
         ISB_ASSIGN_OR_RETURN(SandboxInfo info, sb.Create(spec));
         return SandboxInfoJson(info);
       }}));
@@ -684,8 +693,8 @@ json SandboxInfoJson(const SandboxInfo& info) {
            {{"cpu_usec", info.usage.cpu_usec}, {"memory_bytes", info.usage.memory_bytes}, {"pids", info.usage.pids}}}};
 }
 
-Status AddSandboxTools(Registry& registry, Sandboxes& sandboxes) {
-  ISB_TRY(AddCreateAndExec(registry, sandboxes));
+Status AddSandboxTools(Registry& registry, Sandboxes& sandboxes, const RemoteSpecPolicy* remote) {
+  ISB_TRY(AddCreateAndExec(registry, sandboxes, remote));
   ISB_TRY(AddTerminalTools(registry, sandboxes));
   ISB_TRY(AddFileTools(registry, sandboxes));
   return AddLifecycleTools(registry, sandboxes);

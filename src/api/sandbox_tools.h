@@ -4,6 +4,7 @@
 #include <cstddef>
 
 #include "api/registry.h"
+#include "api/spec_policy.h"
 #include "api/sandboxes.h"
 
 namespace isb::api {
@@ -25,7 +26,9 @@ inline constexpr int kMaxTerminalSide = 1000;  // rows or columns
 // Registers sandbox_create, sandbox_exec, sandbox_exec_input, sandbox_exec_resize, sandbox_file_read, sandbox_file_write, sandbox_list, sandbox_get,
 // sandbox_stop, sandbox_start, sandbox_extend and sandbox_remove. `sandboxes` must outlive `registry`.
 // Durations in these tools are whole seconds (JSON integers).
-Status AddSandboxTools(Registry& registry, Sandboxes& sandboxes);
+// With `remote`, sandbox_create holds every caller but the host and superadmins to it (CheckRemoteSpec); it must
+// outlive the registry.
+Status AddSandboxTools(Registry& registry, Sandboxes& sandboxes, const RemoteSpecPolicy* remote = nullptr);
 
 // A SandboxInfo as the tools return it.
 nlohmann::json SandboxInfoJson(const SandboxInfo& info);

@@ -57,6 +57,8 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--egress-pin", opts->egress_pins,
                   "NAME=IP[:PORT]: dial NAME at IP (the only way to a private address); repeatable");
+  cmd->add_option("--egress-ca", opts->egress_ca,
+                  "PEM FILE of CA certificates trusted for intercepted origins, besides the system's");
   cmd->add_option("--egress-table", opts->egress_table, "The nftables table (and veth prefix) of this daemon")
       ->capture_default_str();
   cmd->add_option("--judge-url", opts->judge.url,

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "egress/cert_minter.h"
 #include "egress/dialer.h"
 #include "egress/judge.h"
 #include "egress/pin.h"
@@ -34,6 +35,7 @@ struct EgressOptions {
   // The judge of names listed under `judge`; none when its url is empty (such names are then refused). It dials
   // through this service's pins.
   egress::JudgeOptions judge;
+  std::string upstream_ca_file;  // --egress-ca: trusted for intercepted origins beside the system roots
 };
 
 // What a sandbox with a network is given before it starts.
@@ -64,6 +66,9 @@ class EgressService {
   uint16_t proxy_port() const;
   uint16_t dns_port() const;
   const egress::ProxyStats& proxy_stats() const;
+  // The sandbox's own CA certificate (PEM), which the proxy's certificates for intercepted names chain to; for the
+  // sandbox's trust store.
+  Result<std::string> SandboxCaPem(const std::string& id);
 
  private:
   struct Entry {
@@ -88,6 +93,7 @@ class EgressService {
   egress::Dialer dialer_;
   std::unique_ptr<egress::Judge> judge_;  // null: no judge configured
   std::unique_ptr<net::Firewall> firewall_;
+  std::shared_ptr<egress::CertMinter> minter_ = std::make_shared<egress::CertMinter>();
   std::unique_ptr<egress::Proxy> proxy_;
   std::unique_ptr<net::DnsServer> dns_;
   std::mutex mu_;

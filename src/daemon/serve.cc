@@ -97,6 +97,7 @@ int Serve(const ServeOptions& options) {
   // 4. Egress: the sandbox network's rules, the proxy and the DNS responder.
   EgressOptions egress_options;
   egress_options.subnet = options.sandbox_subnet;
+  egress_options.upstream_ca_file = options.egress_ca;
   egress_options.table = egress_options.ifname_prefix = options.egress_table;
   for (const std::string& p : options.egress_pins) {
     auto pin = egress::ParsePin(p);
@@ -104,6 +105,7 @@ int Serve(const ServeOptions& options) {
     egress_options.pins.push_back(*pin);
   }
   egress_options.judge = options.judge;
+  if (egress_options.judge.ca_file.empty()) egress_options.judge.ca_file = options.egress_ca;  // one extra trust for both
   auto egress = EgressService::Start(egress_options);
   if (!egress.ok()) return Fail("egress: " + egress.error().message);
   Log("egress: proxy on port " + std::to_string((*egress)->proxy_port()) + ", DNS on port " +
@@ -122,7 +124,9 @@ int Serve(const ServeOptions& options) {
 
   // 6. The registry and its surfaces.
   api::Registry registry;
-  if (auto st = api::AddSandboxTools(registry, manager); !st.ok()) return Fail(st.error().message);
+  if (auto st = api::AddSandboxTools(registry, manager, &options.remote_spec); !st.ok()) return Fail(st.error().message);
+  // --allow-tools / --deny-tools: what remote callers see and may call (the host and superadmins: everything).
+  registry.SetToolFilter([policy = options.tool_policy](std::string_view tool) { return policy.Allows(tool); });
   if (auto st = api::AddIdentityTools(registry, **identity); !st.ok()) return Fail(st.error().message);
   if (auto st = api::AddOrgTools(registry, **identity); !st.ok()) return Fail(st.error().message);
   registry.SetOrgCheck([store = identity->get()](std::string_view org) { return store->orgs().Get(org).ok(); });

@@ -29,6 +29,7 @@ struct ServeOptions {
   api::ToolPolicy tool_policy;
   // The judge (--judge-url, --judge-model, --judge-key-file); none without a url.
   egress::JudgeOptions judge;
+  std::string egress_ca;  // PEM bundle trusted (besides the system roots) for origins of intercepted connections
   std::string version = "0.1.0";
 };
 

@@ -22,9 +22,30 @@ isb_fuzz_target(egress_policy LIBS isb_egress isb_api)
 
 # The proxy: sniffs the first bytes with the wire parsers (src/net/net.cmake), relays with splice.
 find_package(Boost 1.81 REQUIRED)
-add_library(isb_proxy STATIC src/egress/proxy.cc src/egress/classify.cc)
-target_link_libraries(isb_proxy PUBLIC isb_wire Boost::headers Threads::Threads)
+# HTTP/1.1 framing beyond the request head (response heads, bodies), for intercepted connections.
+add_library(isb_http1 STATIC src/egress/http_response.cc src/egress/http_body.cc)
+target_link_libraries(isb_http1 PUBLIC isb_wire)
+foreach(target http_response chunked_body)
+  isb_fuzz_target(${target} LIBS isb_http1)
+endforeach()
+
+# The sandboxes' CAs and minted certificates; OpenSSL linked statically, as the isb binary is.
+find_library(ISB_SSL_LIB NAMES libssl.a ssl REQUIRED)
+find_library(ISB_CRYPTO_LIB NAMES libcrypto.a crypto REQUIRED)
+add_library(isb_tls STATIC src/egress/sandbox_ca.cc src/egress/cert_minter.cc)
+target_link_libraries(isb_tls PUBLIC isb_base ${ISB_SSL_LIB} ${ISB_CRYPTO_LIB} Threads::Threads dl)
+
+add_library(isb_proxy STATIC src/egress/proxy.cc src/egress/classify.cc src/egress/intercept.cc
+            src/egress/tls_channel.cc)
+target_link_libraries(isb_proxy PUBLIC isb_wire isb_http1 isb_tls Boost::headers Threads::Threads)
 isb_tests(isb_proxy_tests LIBS isb_proxy SOURCES tests/egress/proxy_test.cc tests/egress/classify_test.cc)
+isb_tests(isb_intercept_tests LIBS isb_proxy SOURCES
+  tests/egress/sandbox_ca_test.cc
+  tests/egress/http_response_test.cc
+  tests/egress/http_body_test.cc
+  tests/egress/intercept_test.cc
+  tests/egress/tls_origin.cc
+  tests/net/loopback.cc)
 
 # The judge: an LLM asked per request through an OpenAI-compatible endpoint, over the daemon's own small HTTP/1.1
 # client (OpenSSL for https), with its verdict cache and circuit breakers.
@@ -34,7 +55,7 @@ find_package(OpenSSL 3 REQUIRED)
 add_library(isb_judge STATIC
   src/egress/breaker.cc
   src/egress/http_client.cc
-  src/egress/http_response.cc
+  src/egress/client_response.cc
   src/egress/judge.cc
   src/egress/judge_verdict.cc
   src/egress/stream.cc
@@ -45,7 +66,7 @@ isb_tests(isb_judge_tests LIBS isb_judge SOURCES
   tests/egress/breaker_test.cc
   tests/egress/fake_chat_server.cc
   tests/egress/http_client_test.cc
-  tests/egress/http_response_test.cc
+  tests/egress/client_response_test.cc
   tests/egress/judge_test.cc
   tests/egress/judge_verdict_test.cc
   tests/egress/verdict_cache_test.cc)

@@ -2,7 +2,7 @@
 
 #include "egress/address.h"
 #include "egress/host_port.h"
-#include "egress/http_response.h"
+#include "egress/client_response.h"
 
 namespace isb::egress {
 namespace {

@@ -13,6 +13,7 @@ namespace isb::egress {
 namespace {
 
 constexpr size_t kMaxMethod = 20;
+constexpr std::string_view kTooManyFields = "more than 100 header fields";
 
 struct Refusal {
   int status;
@@ -182,22 +183,8 @@ Problem ParseRequestLine(std::string_view line, HttpHead& head, std::optional<Au
 }
 
 Problem ParseHeaderLine(std::string_view line, HttpHead& head) {
-  if (line.front() == ' ' || line.front() == '\t') return Bad("obs-fold (a header line starting with whitespace)");
-  size_t colon = line.find(':');
-  if (colon == std::string_view::npos) return Bad("header line without a colon");
-  std::string_view name = line.substr(0, colon);
-  if (name.empty()) return Bad("header name is not a token");
-  if (name.back() == ' ' || name.back() == '\t') return Bad("whitespace between a header name and its colon");
-  for (char c : name) {
-    if (!TokenByte(c)) return Bad("header name is not a token");
-  }
-  std::string_view value = TrimWhitespace(line.substr(colon + 1));
-  for (char c : value) {
-    unsigned char u = static_cast<unsigned char>(c);
-    if ((u < 0x20 && u != '\t') || u == 0x7f) return Bad("header value contains a control character");
-  }
-  if (head.headers.size() == kMaxHeaderFields) return Bad("more than 100 header fields", 431);
-  head.headers.push_back({std::string(name), std::string(value)});
+  if (std::optional<std::string> why = ParseFieldLine(line, head.headers))
+    return Bad(*why, *why == kTooManyFields ? 431 : 400);
   return {};
 }
 
@@ -277,13 +264,36 @@ HeadResult Refuse(size_t at, const Refusal& r) {
 
 }  // namespace
 
-const std::string* HttpHead::Find(std::string_view name) const {
+const std::string* FindHeader(const std::vector<HttpHeader>& headers, std::string_view name) {
   std::string lower(name);
   for (char& c : lower) c = Lower(c);
   for (const HttpHeader& h : headers) {
     if (EqualsLower(h.name, lower)) return &h.value;
   }
   return nullptr;
+}
+
+const std::string* HttpHead::Find(std::string_view name) const { return FindHeader(headers, name); }
+
+std::optional<std::string> ParseFieldLine(std::string_view line, std::vector<HttpHeader>& headers) {
+  if (line.empty()) return "empty header line";
+  if (line.front() == ' ' || line.front() == '\t') return "obs-fold (a header line starting with whitespace)";
+  size_t colon = line.find(':');
+  if (colon == std::string_view::npos) return "header line without a colon";
+  std::string_view name = line.substr(0, colon);
+  if (name.empty()) return "header name is not a token";
+  if (name.back() == ' ' || name.back() == '\t') return "whitespace between a header name and its colon";
+  for (char c : name) {
+    if (!TokenByte(c)) return "header name is not a token";
+  }
+  std::string_view value = TrimWhitespace(line.substr(colon + 1));
+  for (char c : value) {
+    unsigned char u = static_cast<unsigned char>(c);
+    if ((u < 0x20 && u != '\t') || u == 0x7f) return "header value contains a control character";
+  }
+  if (headers.size() == kMaxHeaderFields) return std::string(kTooManyFields);
+  headers.push_back({std::string(name), std::string(value)});
+  return std::nullopt;
 }
 
 HeadResult ParseHttpHead(std::string_view bytes) {

@@ -55,6 +55,14 @@ struct HeadResult {
   HttpHead head;       // kParsed only
 };
 
+// The value of the first of `headers` called `name` (ASCII case-insensitive), or null.
+const std::string* FindHeader(const std::vector<HttpHeader>& headers, std::string_view name);
+
+// One header field line (without its CRLF), checked (a token name, no obs-fold, no whitespace before the colon, no
+// control byte in the value) and appended to `headers` without the whitespace around its value; or why not, a fixed
+// sentence. At most kMaxHeaderFields.
+std::optional<std::string> ParseFieldLine(std::string_view line, std::vector<HttpHeader>& headers);
+
 // Parses the request head at the start of `bytes` (what a client sent on a connection). kNeedMore until the blank
 // line arrives; kNotHttp when the bytes do not start with an HTTP method (upper-case letters, '-' or '_') and a
 // space; kMalformed with a status and reason for anything else the proxy refuses.

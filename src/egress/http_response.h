@@ -1,27 +1,42 @@
-// The HTTP/1.1 response the daemon's own clients (the judge) read from a server: status, framing and body, parsed
-// from the bytes received so far. A pure function over bytes, so the fuzzer reaches all of it.
+// The HTTP/1.x response head an intercepted connection's origin sends: status line, header fields, and how its body
+// is framed. Strict where a proxy and a client could read the framing differently; such a response is refused (the
+// client gets a 502), never passed on.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "egress/http_head.h"
 
 namespace isb::egress {
 
-inline constexpr size_t kMaxResponseHead = 16 * 1024;
+inline constexpr size_t kMaxResponseHead = 64 * 1024;
 
-struct ResponseResult {
-  enum Kind { kNeedMore, kDone, kMalformed };
-  Kind kind = kNeedMore;
-  int status = 0;      // kDone: the final status (interim 1xx answers are skipped)
-  std::string body;    // kDone: the body, de-chunked
-  std::string reason;  // kMalformed: a fixed sentence (it never quotes the server's bytes)
+struct ResponseHead {
+  int minor_version = 1;  // HTTP/1.0 or HTTP/1.1
+  int status = 0;         // 100 to 599
+  std::vector<HttpHeader> headers;
+  std::optional<uint64_t> content_length;
+  bool chunked = false;      // Transfer-Encoding whose last coding is chunked
+  bool until_close = false;  // Transfer-Encoding without chunked last: the body ends when the connection does
+  size_t size = 0;           // bytes of the head, blank line included
+
+  const std::string* Find(std::string_view name) const { return FindHeader(headers, name); }
 };
 
-// `bytes` is everything the server sent so far on a connection that carried one request; `eof` whether it closed.
-// The body is framed by Transfer-Encoding: chunked, else Content-Length, else the end of the connection; one
-// larger than `max_body` is malformed, and so is anything two parsers could frame differently (both framings,
-// differing lengths, a transfer coding other than chunked).
-ResponseResult ParseHttpResponse(std::string_view bytes, bool eof, size_t max_body);
+struct ResponseHeadResult {
+  enum Kind { kParsed, kNeedMore, kMalformed };
+  Kind kind = kNeedMore;
+  std::string reason;  // kMalformed: a fixed sentence saying what was wrong
+  ResponseHead head;   // kParsed only
+};
+
+// Parses the response head at the start of `bytes`; kNeedMore until its blank line arrives (at most
+// kMaxResponseHead bytes).
+ResponseHeadResult ParseResponseHead(std::string_view bytes);
 
 }  // namespace isb::egress

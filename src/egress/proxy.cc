@@ -16,6 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include "egress/intercept.h"
+
 namespace isb::egress {
 
 namespace asio = boost::asio;
@@ -30,7 +32,10 @@ std::string TlsDenyAlert() {
 
 std::string HttpDenyResponse(int status, const std::string& reason) {
   std::string body = "isb: " + reason + "\n";
-  std::string text = status == 403 ? "Forbidden" : status == 400 ? "Bad Request" : "Bad Gateway";
+  std::string text = status == 403   ? "Forbidden"
+                     : status == 400 ? "Bad Request"
+                     : status == 421 ? "Misdirected Request"
+                                     : "Bad Gateway";
   return "HTTP/1.1 " + std::to_string(status) + " " + text + "\r\nContent-Type: text/plain\r\nContent-Length: " +
          std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
 }
@@ -51,6 +56,9 @@ class Proxy::Impl {
   }
 
   Status Listen() {
+    if (hooks_.intercept) {
+      ISB_ASSIGN_OR_RETURN(interceptor_, Interceptor::Create(opts_.intercept));
+    }
     boost::system::error_code ec;
     tcp::endpoint ep(asio::ip::make_address(opts_.listen_address, ec), opts_.port);
     if (ec) return Error::Of(Code::kInvalidArgument, "proxy listen address: " + ec.message());
@@ -179,7 +187,13 @@ class Proxy::Impl {
       co_await Deny(client, sniff, box, target, admission.reason);
       co_return;
     }
+    // A TLS connection that named an intercepted host: its TLS ends here (intercept.h).
+    const bool intercepted = sniff.kind == Sniff::Kind::kTls && !sniff.host.empty() && interceptor_ && hooks_.intercept(box, host);
     Result<Fd> dialed = std::move(*co_await OffLoop(DialCall(host, port)));
+    if (intercepted) {
+      co_await Intercept(client, head, box, host, port, dialed);
+      co_return;
+    }
     if (!dialed.ok()) {
       ++stats_.denied;
       if (sniff.kind == Sniff::Kind::kHttp || sniff.kind == Sniff::Kind::kConnect) {
@@ -208,6 +222,17 @@ class Proxy::Impl {
     co_await (Pump(client, upstream, stats_.bytes_up) && Pump(upstream, client, stats_.bytes_down));
   }
 
+  asio::awaitable<void> Intercept(tcp::socket& client, const std::string& hello, const std::string& box,
+                                  const std::string& host, uint16_t port, Result<Fd>& dialed) {
+    Exchange exchange{box, host, port};
+    if (dialed.ok()) ++stats_.allowed;
+    Interceptor::Outcome out = co_await interceptor_->Run(client, hello, exchange, dialed);
+    stats_.bytes_up += out.bytes_up;
+    stats_.bytes_down += out.bytes_down;
+    if (!out.failure.empty()) ++stats_.denied;
+    if (!out.refusal.empty()) Report(box, host + ":" + std::to_string(port), out.refusal);
+  }
+
   asio::awaitable<bool> Send(tcp::socket& s, const std::string& bytes) {
     auto [ec, n] = co_await asio::async_write(s, asio::buffer(bytes), kAwait);
     co_return !ec;
@@ -215,13 +240,18 @@ class Proxy::Impl {
 
   asio::awaitable<void> Deny(tcp::socket& client, const Sniff& sniff, const std::string& sandbox,
                              const std::string& target, const std::string& reason) {
-    ++stats_.denied;
-    bool first = FirstInWindow(sandbox + " " + target);
-    if (hooks_.on_deny) hooks_.on_deny(sandbox, target, reason, first);
+    Report(sandbox, target, reason);
     std::string response;
     if (sniff.kind == Sniff::Kind::kTls) response = TlsDenyAlert();
     if (sniff.kind == Sniff::Kind::kHttp || sniff.kind == Sniff::Kind::kConnect) response = HttpDenyResponse(403, reason);
     if (!response.empty()) co_await Send(client, response);
+  }
+
+  // A refusal: counted, and given to on_deny (marked first at most once per sandbox and target every 30 s).
+  void Report(const std::string& sandbox, const std::string& target, const std::string& reason) {
+    ++stats_.denied;
+    bool first = FirstInWindow(sandbox + " " + target);
+    if (hooks_.on_deny) hooks_.on_deny(sandbox, target, reason, first);
   }
 
   bool FirstInWindow(const std::string& key) {
@@ -304,6 +334,7 @@ class Proxy::Impl {
   ProxyOptions opts_;
   ProxyHooks hooks_;
   ProxyStats stats_;
+  std::unique_ptr<Interceptor> interceptor_;  // when hooks_.intercept is set; outlives the connections' frames
   asio::io_context ioc_;
   tcp::acceptor acceptor_;
   asio::thread_pool pool_;

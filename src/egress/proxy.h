@@ -18,6 +18,9 @@
 
 namespace isb::egress {
 
+class CertMinter;
+class MessageFilter;
+
 // What the first bytes of a connection say it wants.
 struct Sniff {
   enum class State { kNeedMore, kDone, kMalformed } state = State::kNeedMore;
@@ -55,6 +58,17 @@ struct ProxyHooks {
   // Called for each refusal; `first_in_window` is true at most once per sandbox and target every 30 s (log those).
   std::function<void(const std::string& sandbox, const std::string& target, const std::string& reason,
                      bool first_in_window)> on_deny;
+  // Whether an allowed TLS connection with this server name is intercepted (ProxyOptions::intercept) rather than
+  // relayed untouched. Called on the event loop: it must not block. Unset: nothing is intercepted.
+  std::function<bool(const std::string& sandbox, const std::string& host)> intercept;
+};
+
+// How intercepted connections are made (src/egress/intercept.h).
+struct InterceptOptions {
+  std::shared_ptr<CertMinter> minter;      // the sandboxes' CAs; required when ProxyHooks::intercept is set
+  std::string upstream_ca_file;            // a PEM bundle trusted for origins beside the system roots; empty: none
+  std::shared_ptr<MessageFilter> filter;   // null: every message forwarded unchanged
+  int idle_timeout_ms = 60000;             // either side silent this long ends the connection
 };
 
 struct ProxyOptions {
@@ -65,6 +79,7 @@ struct ProxyOptions {
   int blocking_threads = 8;    // for decide and dial
   size_t max_head = 64 * 1024;  // the most read before a name must be known
   int sniff_timeout_ms = 10000;
+  InterceptOptions intercept;
 };
 
 struct ProxyStats {

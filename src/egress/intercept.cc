@@ -1,0 +1,301 @@
+// The intercepted connection runs as one coroutine: the sandbox's TLS, then the origin's, then requests one after
+// another (HTTP/1.1 has one request in flight per connection), each forwarded whole before its response is read.
+#include "egress/intercept.h"
+
+#include <openssl/x509v3.h>
+
+#include <cstring>
+
+#include "egress/cert_minter.h"
+#include "egress/http_body.h"
+#include "egress/tls_channel.h"
+
+namespace isb::egress {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+constexpr size_t kPiece = 16 * 1024;
+
+// ALPN towards the sandbox: http/1.1 when offered; otherwise none, and the client speaks HTTP/1.1 anyway.
+int SelectHttp11(SSL*, const unsigned char** out, unsigned char* out_size, const unsigned char* in, unsigned int in_size,
+                 void*) {
+  for (unsigned int i = 0; i < in_size;) {
+    unsigned int n = in[i];
+    if (i + 1 + n > in_size) break;
+    if (n == 8 && std::memcmp(in + i + 1, "http/1.1", 8) == 0) {
+      *out = in + i + 1;
+      *out_size = 8;
+      return SSL_TLSEXT_ERR_OK;
+    }
+    i += 1 + n;
+  }
+  return SSL_TLSEXT_ERR_NOACK;
+}
+
+// Why the origin's TLS failed: its certificate (the verifier's reason) or the handshake itself.
+std::string UpstreamHandshakeFailure(SSL* ssl, const std::string& target, const Error& error) {
+  long verified = SSL_get_verify_result(ssl);
+  if (verified != X509_V_OK)
+    return "cannot verify the TLS certificate of " + target + ": " + X509_verify_cert_error_string(verified);
+  return "TLS with " + target + " failed: " + error.message;
+}
+
+MessageFilter& IdentityFilter() {
+  static MessageFilter identity;
+  return identity;
+}
+
+// Both sides of one intercepted connection, and what each has sent past the message being relayed.
+struct Session {
+  TlsChannel& down;  // the sandbox
+  TlsChannel& up;    // the origin
+  const Exchange& exchange;
+  MessageFilter& filter;
+  Interceptor::Outcome& outcome;
+  std::string target;  // host:port, for messages
+  std::string from_client;
+  std::string from_origin;
+};
+
+// Appends the channel's next bytes to `buffer`; false when it has finished.
+asio::awaitable<Result<bool>> ReadMore(TlsChannel& channel, std::string& buffer) {
+  size_t had = buffer.size();
+  buffer.resize(had + kPiece);
+  Result<size_t> n = co_await channel.Read(buffer.data() + had, kPiece);
+  buffer.resize(had + (n.ok() ? *n : 0));
+  if (!n.ok()) co_return n.error();
+  co_return *n > 0;
+}
+
+asio::awaitable<void> Answer(TlsChannel& down, int status, const std::string& reason) {
+  std::string response = HttpDenyResponse(status, reason);
+  co_await down.Write(response);
+  co_await down.Close();
+}
+
+// Forwards one body (request: client to origin; else origin to client) as framed, through the filter.
+asio::awaitable<Status> ForwardBody(Session& s, bool request, BodyFraming framing) {
+  if (framing.kind == BodyFraming::kNone) co_return Status();
+  std::string& buffer = request ? s.from_client : s.from_origin;
+  TlsChannel& from = request ? s.down : s.up;
+  TlsChannel& to = request ? s.up : s.down;
+  uint64_t remaining = framing.length;
+  ChunkedScanner scanner;
+  for (;;) {
+    size_t take = buffer.size();
+    bool done = false;
+    if (framing.kind == BodyFraming::kLength) {
+      take = static_cast<size_t>(std::min<uint64_t>(remaining, buffer.size()));
+      remaining -= take;
+      done = remaining == 0;
+    } else if (framing.kind == BodyFraming::kChunked) {
+      ChunkedScanner::Step step = scanner.Feed(buffer);
+      if (step.state == ChunkedScanner::State::kMalformed) co_return Error::Of(Code::kInvalidArgument, step.reason);
+      take = step.used;
+      done = step.state == ChunkedScanner::State::kDone;
+    }
+    if (take > 0) {
+      std::string piece = buffer.substr(0, take);
+      buffer.erase(0, take);
+      if (request) {
+        s.filter.RequestBody(s.exchange, piece);
+        s.outcome.bytes_up += piece.size();
+      } else {
+        s.filter.ResponseBody(s.exchange, piece);
+        s.outcome.bytes_down += piece.size();
+      }
+      Status sent = co_await to.Write(piece);
+      if (!sent.ok()) co_return sent;
+    }
+    if (done) co_return Status();
+    Result<bool> more = co_await ReadMore(from, buffer);
+    if (!more.ok()) co_return more.error();
+    if (!*more) {
+      if (framing.kind == BodyFraming::kUntilClose) co_return Status();
+      co_return Error::Of(Code::kUnavailable, "the body ended before its end");
+    }
+  }
+}
+
+asio::awaitable<Result<ResponseHead>> ReadResponseHead(Session& s) {
+  for (;;) {
+    ResponseHeadResult r = ParseResponseHead(s.from_origin);
+    if (r.kind == ResponseHeadResult::kParsed) co_return r.head;
+    if (r.kind == ResponseHeadResult::kMalformed)
+      co_return Error::Of(Code::kUnavailable, "the response from " + s.target + " is refused: " + r.reason);
+    Result<bool> more = co_await ReadMore(s.up, s.from_origin);
+    if (!more.ok()) co_return Error::Of(more.error().code, "reading the response from " + s.target + ": " + more.error().message);
+    if (!*more) co_return Error::Of(Code::kUnavailable, s.target + " closed the connection without a whole response head");
+  }
+}
+
+asio::awaitable<Status> ForwardResponseHead(Session& s, const ResponseHead& head) {
+  std::string bytes = s.from_origin.substr(0, head.size);
+  s.from_origin.erase(0, head.size);
+  s.filter.ResponseHead(s.exchange, head, bytes);
+  s.outcome.bytes_down += bytes.size();
+  co_return co_await s.down.Write(bytes);
+}
+
+// Relays requests and their responses until either side ends the connection or a request is refused.
+asio::awaitable<void> Relay(Session& s) {
+  for (;;) {
+    HeadResult request = ParseHttpHead(s.from_client);
+    while (request.kind == HeadResult::kNeedMore) {
+      Result<bool> more = co_await ReadMore(s.down, s.from_client);
+      if (!more.ok() || !*more) co_return;  // the client has finished (or is gone) between requests
+      request = ParseHttpHead(s.from_client);
+    }
+    if (request.kind != HeadResult::kParsed) {
+      co_await Answer(s.down, request.status != 0 ? request.status : 400, request.reason);
+      co_return;
+    }
+    const HttpHead& head = request.head;
+    if (head.connect) {
+      co_await Answer(s.down, 400, "CONNECT inside an intercepted TLS connection");
+      co_return;
+    }
+    std::string misdirected = MisdirectedReason(head, s.exchange.host, s.exchange.port);
+    if (!misdirected.empty()) {
+      s.outcome.refusal = misdirected;
+      co_await Answer(s.down, 421, misdirected);
+      co_return;
+    }
+    std::string head_bytes = s.from_client.substr(0, head.size);
+    s.from_client.erase(0, head.size);
+    s.filter.RequestHead(s.exchange, head, head_bytes);
+    s.outcome.bytes_up += head_bytes.size();
+    Status sent = co_await s.up.Write(head_bytes);
+    if (!sent.ok()) {
+      s.outcome.failure = "sending the request to " + s.target + ": " + sent.error().message;
+      co_await Answer(s.down, 502, s.outcome.failure);
+      co_return;
+    }
+    // The body follows at once, whatever Expect says: the client sends it after the origin's 100 or after its own
+    // wait for one, and the origin's 100 reaches it as an interim response.
+    Status body_sent = co_await ForwardBody(s, true, RequestBody(head));
+    if (!body_sent.ok()) co_return;
+    ResponseHead response;
+    for (;;) {
+      Result<ResponseHead> next = co_await ReadResponseHead(s);
+      if (!next.ok()) {
+        s.outcome.failure = next.error().message;
+        co_await Answer(s.down, 502, s.outcome.failure);
+        co_return;
+      }
+      Status forwarded = co_await ForwardResponseHead(s, *next);
+      if (!forwarded.ok()) co_return;
+      if (next->status >= 200 || next->status == 101) {
+        response = std::move(*next);
+        break;
+      }
+    }
+    // Upgrades (101) are not relayed by interception: the connection ends after the origin's answer.
+    if (response.status == 101) co_return;
+    BodyFraming response_body = ResponseBody(head.method, response);
+    Status forwarded = co_await ForwardBody(s, false, response_body);
+    if (!forwarded.ok()) co_return;
+    if (response_body.kind == BodyFraming::kUntilClose || !Persists(head.minor_version, head.headers) ||
+        !Persists(response.minor_version, response.headers)) {
+      co_await s.down.Close();
+      co_return;
+    }
+  }
+}
+
+}  // namespace
+
+std::string MisdirectedReason(const HttpHead& request, const std::string& server_name, uint16_t port) {
+  if (request.host != server_name)
+    return "the Host header (" + request.host + ") differs from the TLS server name (" + server_name + ")";
+  if (request.port_explicit && request.port != port)
+    return "the Host header's port (" + std::to_string(request.port) + ") differs from the connection's (" +
+           std::to_string(port) + ")";
+  return "";
+}
+
+Result<std::unique_ptr<Interceptor>> Interceptor::Create(InterceptOptions options) {
+  if (!options.minter) return Error::Of(Code::kInvalidArgument, "interception needs a certificate minter");
+  std::unique_ptr<Interceptor> self(new Interceptor(std::move(options)));
+  self->server_ctx_.reset(SSL_CTX_new(TLS_server_method()));
+  self->client_ctx_.reset(SSL_CTX_new(TLS_client_method()));
+  SSL_CTX* server = self->server_ctx_.get();
+  SSL_CTX* client = self->client_ctx_.get();
+  if (server == nullptr || client == nullptr) return Error::Msg(OpenSslError("making the TLS contexts"));
+  for (SSL_CTX* ctx : {server, client}) {
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
+  }
+  SSL_CTX_set_alpn_select_cb(server, SelectHttp11, nullptr);
+  static const unsigned char kAlpn[] = "\x08http/1.1";
+  if (SSL_CTX_set_alpn_protos(client, kAlpn, sizeof kAlpn - 1) != 0)
+    return Error::Msg(OpenSslError("setting ALPN for origins"));
+  if (SSL_CTX_set_default_verify_paths(client) != 1) return Error::Msg(OpenSslError("loading the system's CA roots"));
+  const std::string& file = self->options_.upstream_ca_file;
+  if (!file.empty() && SSL_CTX_load_verify_locations(client, file.c_str(), nullptr) != 1)
+    return Error::Of(Code::kInvalidArgument, OpenSslError("--egress-ca " + file + ": cannot load it as PEM certificates"));
+  SSL_CTX_set_verify(client, SSL_VERIFY_PEER, nullptr);
+  if (!self->options_.filter) self->options_.filter = std::shared_ptr<MessageFilter>(&IdentityFilter(), [](MessageFilter*) {});
+  return self;
+}
+
+asio::awaitable<Interceptor::Outcome> Interceptor::Run(tcp::socket& client, const std::string& hello,
+                                                       const Exchange& exchange, Result<Fd>& upstream) {
+  Outcome out;
+  const std::chrono::milliseconds idle(options_.idle_timeout_ms);
+  Result<std::shared_ptr<const TlsIdentity>> leaf = options_.minter->Leaf(exchange.sandbox, exchange.host);
+  if (!leaf.ok()) {
+    out.failure = "minting a certificate for " + exchange.host + ": " + leaf.error().message;
+    co_return out;
+  }
+  SslPtr down_ssl(SSL_new(server_ctx_.get()));
+  if (!down_ssl || SSL_use_certificate(down_ssl.get(), (*leaf)->cert.get()) != 1 ||
+      SSL_use_PrivateKey(down_ssl.get(), (*leaf)->key.get()) != 1) {
+    out.failure = OpenSslError("setting up TLS towards the sandbox");
+    co_return out;
+  }
+  SSL_set_accept_state(down_ssl.get());
+  TlsChannel down(client, std::move(down_ssl), idle);
+  down.Preload(hello);
+  Status handshake = co_await down.Handshake();
+  if (!handshake.ok()) co_return out;  // the client left, or does not trust the sandbox's CA: nothing to tell it
+  co_await ToOrigin(down, exchange, upstream, out);
+  co_return out;
+}
+
+asio::awaitable<void> Interceptor::ToOrigin(TlsChannel& down, const Exchange& exchange, Result<Fd>& upstream,
+                                            Outcome& out) {
+  std::string target = exchange.host + ":" + std::to_string(exchange.port);
+  if (!upstream.ok()) {
+    out.failure = "cannot reach " + target + ": " + upstream.error().message;
+    co_await Answer(down, 502, out.failure);
+    co_return;
+  }
+  tcp::socket origin(down.socket().get_executor());
+  boost::system::error_code ec;
+  origin.assign(tcp::v4(), upstream->Release(), ec);
+  if (ec) co_return;
+  SslPtr up_ssl(SSL_new(client_ctx_.get()));
+  if (!up_ssl || SSL_set_tlsext_host_name(up_ssl.get(), exchange.host.c_str()) != 1 ||
+      SSL_set1_host(up_ssl.get(), exchange.host.c_str()) != 1) {
+    out.failure = OpenSslError("setting up TLS towards " + target);
+    co_await Answer(down, 502, out.failure);
+    co_return;
+  }
+  SSL_set_hostflags(up_ssl.get(), X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+  SSL_set_connect_state(up_ssl.get());
+  TlsChannel up(origin, std::move(up_ssl), std::chrono::milliseconds(options_.idle_timeout_ms));
+  Status handshake = co_await up.Handshake();
+  if (!handshake.ok()) {
+    out.failure = UpstreamHandshakeFailure(up.ssl(), target, handshake.error());
+    co_await Answer(down, 502, out.failure);
+    co_return;
+  }
+  Session session{down, up, exchange, *options_.filter, out, target, "", ""};
+  co_await Relay(session);
+}
+
+}  // namespace isb::egress

@@ -1,0 +1,113 @@
+#include "egress/tls_channel.h"
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
+
+namespace isb::egress {
+
+namespace asio = boost::asio;
+using namespace asio::experimental::awaitable_operators;
+namespace {
+constexpr auto kAwait = asio::as_tuple(asio::use_awaitable);
+}  // namespace
+
+TlsChannel::TlsChannel(Socket& socket, SslPtr ssl, std::chrono::milliseconds idle)
+    : socket_(socket), ssl_(std::move(ssl)), idle_(idle), timer_(socket.get_executor()), buffer_(16 * 1024) {
+  in_ = BIO_new(BIO_s_mem());
+  out_ = BIO_new(BIO_s_mem());
+  BIO_set_mem_eof_return(in_, -1);  // an empty input buffer means "wait for more", not end of stream
+  SSL_set_bio(ssl_.get(), in_, out_);
+}
+
+void TlsChannel::Preload(std::string_view bytes) {
+  if (!bytes.empty()) BIO_write(in_, bytes.data(), static_cast<int>(bytes.size()));
+}
+
+asio::awaitable<Status> TlsChannel::Flush() {
+  while (BIO_ctrl_pending(out_) > 0) {
+    int n = BIO_read(out_, buffer_.data(), static_cast<int>(buffer_.size()));
+    if (n <= 0) break;
+    timer_.expires_after(idle_);
+    auto result = co_await (asio::async_write(socket_, asio::buffer(buffer_.data(), static_cast<size_t>(n)), kAwait) ||
+                            timer_.async_wait(kAwait));
+    if (result.index() == 1) co_return Error::Of(Code::kTimeout, "the peer did not read for too long");
+    auto [ec, written] = std::get<0>(result);
+    if (ec) co_return Error::Of(Code::kUnavailable, "sending: " + ec.message());
+  }
+  co_return Status();
+}
+
+asio::awaitable<Result<bool>> TlsChannel::Fill() {
+  timer_.expires_after(idle_);
+  auto result = co_await (socket_.async_read_some(asio::buffer(buffer_.data(), buffer_.size()), kAwait) || timer_.async_wait(kAwait));
+  if (result.index() == 1) co_return Error::Of(Code::kTimeout, "the peer sent nothing for too long");
+  auto [ec, n] = std::get<0>(result);
+  if (ec == asio::error::eof) co_return false;
+  if (ec) co_return Error::Of(Code::kUnavailable, "receiving: " + ec.message());
+  BIO_write(in_, buffer_.data(), static_cast<int>(n));
+  co_return true;
+}
+
+asio::awaitable<Status> TlsChannel::Handshake() {
+  for (;;) {
+    ERR_clear_error();
+    int r = SSL_do_handshake(ssl_.get());
+    int error = r == 1 ? SSL_ERROR_NONE : SSL_get_error(ssl_.get(), r);
+    std::string failure = error == SSL_ERROR_NONE || error == SSL_ERROR_WANT_READ ? "" : OpenSslError("TLS handshake");
+    // Our flight, or the alert that ends a failed handshake.
+    Status flushed = co_await Flush();
+    if (!failure.empty()) co_return Error::Of(Code::kUnavailable, failure);
+    if (!flushed.ok()) co_return flushed;
+    if (error == SSL_ERROR_NONE) co_return Status();
+    Result<bool> filled = co_await Fill();
+    if (!filled.ok()) co_return Error::Of(filled.error().code, "TLS handshake: " + filled.error().message);
+    if (!*filled) co_return Error::Of(Code::kUnavailable, "TLS handshake: the connection ended");
+  }
+}
+
+asio::awaitable<Result<size_t>> TlsChannel::Read(char* data, size_t size) {
+  for (;;) {
+    ERR_clear_error();
+    size_t got = 0;
+    int r = SSL_read_ex(ssl_.get(), data, size, &got);
+    if (r == 1) co_return got;
+    int error = SSL_get_error(ssl_.get(), r);
+    if (error == SSL_ERROR_ZERO_RETURN) co_return size_t{0};
+    if (error != SSL_ERROR_WANT_READ) co_return Error::Of(Code::kUnavailable, OpenSslError("TLS read"));
+    Status flushed = co_await Flush();  // a TLS 1.3 key update's answer, for one
+    if (!flushed.ok()) co_return flushed.error();
+    Result<bool> filled = co_await Fill();
+    if (!filled.ok()) co_return filled.error();
+    // A peer that closes without close_notify has still finished: many servers end a close-delimited body so.
+    if (!*filled) co_return size_t{0};
+  }
+}
+
+asio::awaitable<Status> TlsChannel::Write(std::string_view bytes) {
+  if (!bytes.empty()) {
+    ERR_clear_error();
+    size_t written = 0;
+    // Memory buffers never make a write wait: OpenSSL takes it all, and Flush sends it.
+    if (SSL_write_ex(ssl_.get(), bytes.data(), bytes.size(), &written) != 1 || written != bytes.size())
+      co_return Error::Of(Code::kUnavailable, OpenSslError("TLS write"));
+  }
+  co_return co_await Flush();
+}
+
+asio::awaitable<void> TlsChannel::Close() {
+  ERR_clear_error();
+  SSL_shutdown(ssl_.get());
+  ERR_clear_error();
+  co_await Flush();
+  boost::system::error_code ec;
+  socket_.shutdown(Socket::shutdown_send, ec);
+  // Closing with unread bytes would reset the connection, and a reset can destroy our last answer before the peer
+  // reads it; so wait (briefly) for the peer to close, discarding what it still sends.
+  timer_.expires_after(std::chrono::seconds(1));
+  for (;;) {
+    auto result = co_await (socket_.async_read_some(asio::buffer(buffer_.data(), buffer_.size()), kAwait) ||
+                            timer_.async_wait(kAwait));
+    if (result.index() == 1 || std::get<0>(std::get<0>(result))) break;
+  }
+}
+
+}  // namespace isb::egress

@@ -1,0 +1,50 @@
+// TLS over a connected socket on the proxy's event loop, one side of an intercepted connection: OpenSSL works on
+// memory buffers and the coroutine moves their bytes to and from the socket, so nothing blocks and bytes already read
+// from the socket (the ClientHello the proxy sniffed) can be handed to OpenSSL first. One coroutine at a time uses
+// a channel.
+#pragma once
+
+#include <boost/asio.hpp>
+#include <chrono>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+#include "egress/openssl_ptr.h"
+
+namespace isb::egress {
+
+class TlsChannel {
+ public:
+  using Socket = boost::asio::ip::tcp::socket;
+  // `ssl` is set up for its role (accept or connect state) and gets the channel's memory buffers. A read or write
+  // that waits longer than `idle` fails with kTimeout.
+  TlsChannel(Socket& socket, SslPtr ssl, std::chrono::milliseconds idle);
+
+  // Bytes that arrived on the socket before the channel took over, read by OpenSSL before anything else.
+  void Preload(std::string_view bytes);
+  boost::asio::awaitable<Status> Handshake();
+  // Up to `size` bytes of application data; 0 when the peer has finished (close_notify, or the connection ended).
+  boost::asio::awaitable<Result<size_t>> Read(char* data, size_t size);
+  boost::asio::awaitable<Status> Write(std::string_view bytes);
+  // Sends close_notify (best effort), half-closes the socket and waits up to a second for the peer to close.
+  boost::asio::awaitable<void> Close();
+
+  SSL* ssl() const { return ssl_.get(); }
+  Socket& socket() const { return socket_; }
+
+ private:
+  boost::asio::awaitable<Status> Flush();  // OpenSSL's output to the socket
+  boost::asio::awaitable<Result<bool>> Fill();  // the socket's next bytes to OpenSSL; false at end of stream
+
+  Socket& socket_;
+  SslPtr ssl_;
+  BIO* in_ = nullptr;   // owned by ssl_
+  BIO* out_ = nullptr;  // owned by ssl_
+  std::chrono::milliseconds idle_;
+  boost::asio::steady_timer timer_;
+  std::vector<char> buffer_;  // on the heap: coroutine frames stay small
+};
+
+}  // namespace isb::egress

@@ -1,0 +1,185 @@
+// Who may do what, end to end: a real daemon, its real tokens, curl over TCP, and the CLI on the socket.
+// Cross-org isolation on the REST and MCP surfaces, tokens (forged, revoked, only hashes at rest), session cookies
+// with their CSRF rules, the remote-spec policy and the tool policy.
+#include <filesystem>
+#include <regex>
+
+#include "e2e/daemon_fixture.h"
+
+namespace isb::e2e {
+namespace {
+
+class IdentityTest : public E2eTest {
+ protected:
+  // A user of its own, `role` in `org` (created on the socket), and an unscoped token of theirs.
+  std::string UserToken(const std::string& user, const std::string& org, const std::string& role) {
+    MustTool("user_create", {{"name", user}});
+    HttpResponse add = Http(unix_endpoint(), "POST", "/api/v1/tools/member_add",
+                            json({{"user", user}, {"role", role}}).dump(), {"X-Isb-Org: " + org});
+    EXPECT_EQ(add.status, 200) << add.Describe();
+    json minted = MustTool("token_create", {{"name", user}, {"user", user}});
+    return minted.is_object() ? minted.value("token", "") : "";
+  }
+  // POST a tool over TCP as `token` in `org`; the status and the error code (or "ok").
+  std::pair<int, std::string> As(const std::string& token, const std::string& org, const std::string& tool,
+                                 const json& input = json::object()) {
+    CurlResult r = CurlTcp("POST", "/api/v1/tools/" + tool, input.dump(),
+                           {"Content-Type: application/json", "X-Isb-Org: " + org}, token);
+    return {r.http.status, r.http.status == 200 ? "ok" : r.http.j.value("error", "?") + ": " +
+                                                               r.http.j.value("message", "")};
+  }
+};
+
+TEST_F(IdentityTest, AMemberOfOneOrgNeitherSeesNorTouchesAnother) {
+  MustTool("org_create", {{"name", "acme"}});
+  std::string alice = UserToken("alice", "default", "owner");
+  std::string eve = UserToken("eve", "acme", "owner");
+  ASSERT_FALSE(alice.empty());
+  ASSERT_FALSE(eve.empty());
+
+  CurlResult made = CurlTcp("POST", "/api/v1/tools/sandbox_create", R"({"name":"alices"})",
+                            {"Content-Type: application/json"}, alice);
+  ASSERT_EQ(made.http.status, 200) << made.Describe();
+  std::string id = made.http.j["result"]["id"];
+  Track(id);
+  // The creator, by surface and credential: alice's token is the second minted (the suite's own is the first).
+  EXPECT_EQ(made.http.j["result"]["spec"]["labels"]["isb.owner"], "rest:token:2");
+
+  // Eve, owner of acme: alice's sandbox does not exist for her, by id or by name, on every sandbox tool.
+  for (const std::string& ref : {id, std::string("alices")}) {
+    for (const std::string tool : {"sandbox_get", "sandbox_exec", "sandbox_stop", "sandbox_remove",
+                                    "sandbox_file_read", "sandbox_extend", "sandbox_egress_set"}) {
+      json in = {{"sandbox", ref}, {"argv", {"id"}}, {"path", "/etc/hostname"}, {"by", 60}, {"egress", "none"}};
+      if (tool != "sandbox_exec") in.erase("argv");
+      if (tool != "sandbox_file_read") in.erase("path");
+      if (tool != "sandbox_extend") in.erase("by");
+      if (tool != "sandbox_egress_set") in.erase("egress");
+      EXPECT_EQ(As(eve, "acme", tool, in), std::make_pair(404, "not_found: no sandbox '" + ref + "'")) << tool;
+    }
+  }
+  CurlResult listed = CurlTcp("POST", "/api/v1/tools/sandbox_list", "{}", {"X-Isb-Org: acme"}, eve);
+  EXPECT_EQ(listed.http.j["result"]["sandboxes"], json::array()) << listed.Describe();
+  // Nor can she act in alice's org, or see its members: the org is not there for her.
+  EXPECT_EQ(As(eve, "default", "sandbox_list"), std::make_pair(404, std::string("not_found: no org 'default'")));
+  EXPECT_EQ(As(eve, "default", "member_list"), std::make_pair(404, std::string("not_found: no org 'default'")));
+  // MCP at the other org's endpoint answers as for an org that does not exist.
+  CurlResult mcp = CurlTcp("POST", "/orgs/default/mcp",
+                           R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}})",
+                           {"Content-Type: application/json", "Accept: application/json, text/event-stream"}, eve);
+  EXPECT_EQ(mcp.http.status, 404) << mcp.Describe();
+  // Alice's sandbox is untouched; she sees it, eve's org is not hers either.
+  EXPECT_EQ(As(alice, "default", "sandbox_get", {{"sandbox", id}}).first, 200);
+  EXPECT_EQ(As(alice, "acme", "sandbox_list"), std::make_pair(404, std::string("not_found: no org 'acme'")));
+  MustTool("sandbox_remove", {{"sandbox", id}});
+}
+
+TEST_F(IdentityTest, RolesAndScopesOverRest) {
+  std::string viewer = UserToken("vic", "default", "viewer");
+  EXPECT_EQ(As(viewer, "default", "sandbox_list").first, 200);
+  EXPECT_EQ(As(viewer, "default", "sandbox_create"),
+            std::make_pair(403, std::string("forbidden: role viewer may not call sandbox_create, which needs member")));
+  EXPECT_EQ(As(viewer, "default", "member_add", {{"user", "vic"}, {"role", "owner"}}),
+            std::make_pair(403, std::string("forbidden: role viewer may not call member_add, which needs admin")));
+  EXPECT_EQ(As(viewer, "default", "org_create", {{"name", "x"}}),
+            std::make_pair(403, std::string("forbidden: org_create needs a platform admin")));
+  // A token can never mint a token, whatever its role.
+  EXPECT_EQ(As(token(), "default", "token_create", {{"name", "child"}}),
+            std::make_pair(403, std::string("forbidden: a token cannot create a token; sign in, or use the unix socket "
+                                            "on the host")));
+  // A read-scoped token of an owner reads, and nothing else.
+  json scoped = MustTool("token_create", {{"name", "ro"}, {"user", "e2e"}, {"scopes", "read"}});
+  std::string ro = scoped.value("token", "");
+  EXPECT_EQ(As(ro, "default", "sandbox_list").first, 200);
+  EXPECT_EQ(As(ro, "default", "sandbox_create").first, 403);
+}
+
+TEST_F(IdentityTest, TokensForgedRevokedAndOnlyHashedAtRest) {
+  // A well-formed token nobody minted, and a malformed one: 401 with the reason.
+  std::string forged = "isb_tok_" + std::string(43, 'A');
+  CurlResult f = CurlTcp("POST", "/api/v1/tools/sandbox_list", "{}", {}, forged);
+  EXPECT_EQ(f.http.status, 401) << f.Describe();
+  EXPECT_EQ(f.http.j["message"], "unknown token") << f.Describe();
+  CurlResult m = CurlTcp("POST", "/api/v1/tools/sandbox_list", "{}", {}, "isb_tok_short");
+  EXPECT_EQ(m.http.j["message"], "malformed token") << m.Describe();
+
+  json minted = MustTool("token_create", {{"name", "temp"}, {"user", "e2e"}});
+  std::string temp = minted.value("token", "");
+  int64_t temp_id = minted["record"]["id"];
+  EXPECT_EQ(As(temp, "default", "whoami").first, 200);
+  MustTool("token_revoke", {{"id", temp_id}});
+  CurlResult revoked = CurlTcp("POST", "/api/v1/tools/whoami", "{}", {}, temp);
+  EXPECT_EQ(revoked.http.status, 401) << revoked.Describe();
+  EXPECT_EQ(revoked.http.j["message"], "token revoked") << revoked.Describe();
+
+  // The database keeps each token's SHA-256 only: neither token nor its body is in any state file.
+  ASSERT_EQ(StopDaemon(), 0);
+  std::string files;
+  for (const auto& entry : std::filesystem::directory_iterator(state_dir())) {
+    if (entry.is_regular_file()) files += ReadFileOrEmpty(entry.path());
+  }
+  for (const std::string& secret : {token(), temp}) {
+    EXPECT_EQ(files.find(secret), std::string::npos) << "a token is in the state dir";
+    EXPECT_EQ(files.find(secret.substr(8)), std::string::npos) << "a token's body is in the state dir";
+  }
+}
+
+TEST_F(IdentityTest, SessionCookiesNeedTheCsrfHeaderAndABadBearerIsNeverRescued) {
+  MustTool("user_create", {{"name", "sam"}, {"password", "correct horse battery"}});
+  Http(unix_endpoint(), "POST", "/api/v1/tools/member_add", R"({"user":"sam","role":"member"})");
+  CurlResult bad = CurlTcp("POST", "/api/v1/auth/signin", R"({"user":"sam","password":"wrong password!!"})",
+                           {"Content-Type: application/json", "X-Isb-Csrf: 1"}, "");
+  EXPECT_EQ(bad.http.status, 401) << bad.Describe();
+  EXPECT_EQ(bad.http.j["message"], "invalid credentials") << bad.Describe();
+  CurlResult in = CurlTcp("POST", "/api/v1/auth/signin", R"({"user":"sam","password":"correct horse battery"})",
+                          {"Content-Type: application/json", "X-Isb-Csrf: 1"}, "");
+  ASSERT_EQ(in.http.status, 200) << in.Describe();
+  std::smatch cookie;
+  std::string raw = in.proc.out;
+  ASSERT_TRUE(std::regex_search(raw, cookie, std::regex("isb_session=(isb_sess_[A-Za-z0-9_-]+); Path=/; HttpOnly; "
+                                                        "SameSite=Strict")))
+      << raw;
+  std::string c = "Cookie: isb_session=" + cookie[1].str();
+  // Reading needs only the cookie; changing something needs the CSRF header and JSON.
+  EXPECT_EQ(CurlTcp("POST", "/api/v1/tools/sandbox_list", "{}", {c, "Content-Type: application/json"}, "").http.j["message"],
+            "a session request that changes something needs X-Isb-Csrf: 1");
+  EXPECT_EQ(CurlTcp("POST", "/api/v1/tools/sandbox_list", "{}", {c, "X-Isb-Csrf: 1", "Content-Type: text/plain"}, "")
+                .http.j["message"],
+            "a session request that changes something needs Content-Type: application/json");
+  EXPECT_EQ(CurlTcp("POST", "/api/v1/tools/sandbox_list", "{}",
+                    {c, "X-Isb-Csrf: 1", "Content-Type: application/json", "Origin: http://evil.example"}, "")
+                .http.j["message"],
+            "Origin 'http://evil.example' is not this daemon's");
+  CurlResult ok = CurlTcp("POST", "/api/v1/tools/whoami", "{}", {c, "X-Isb-Csrf: 1", "Content-Type: application/json"}, "");
+  EXPECT_EQ(ok.http.status, 200) << ok.Describe();
+  EXPECT_EQ(ok.http.j["result"]["subject"], "session:sam") << ok.Describe();
+  // A bad bearer token is 401 even with a good cookie beside it.
+  CurlResult both = CurlTcp("POST", "/api/v1/tools/whoami", "{}", {c, "X-Isb-Csrf: 1", "Content-Type: application/json"},
+                            "isb_tok_" + std::string(43, 'B'));
+  EXPECT_EQ(both.http.status, 401) << both.Describe();
+}
+
+TEST_F(IdentityTest, RemoteSpecAndToolPolicies) {
+  ASSERT_EQ(StopDaemon(), 0);
+  std::string root = temp_dir() + "/images";
+  std::filesystem::create_directories(root + "/ok/etc");
+  std::filesystem::create_symlink("/etc", root + "/escape");
+  StartDaemon({"--bind-root", root, "--deny-tools", "sandbox_egress_set,org_*"});
+  // A remote caller's image must lie under a --bind-root, symlinks followed; the host's is not held to it.
+  EXPECT_EQ(As(token(), "default", "sandbox_create", {{"image", "/etc"}}),
+            std::make_pair(403, std::string("forbidden: image '/etc' is outside every --bind-root")));
+  EXPECT_EQ(As(token(), "default", "sandbox_create", {{"image", root + "/escape"}}),
+            std::make_pair(403, "forbidden: image '" + root + "/escape' resolves to '/etc', outside every --bind-root"));
+  EXPECT_EQ(As(token(), "default", "sandbox_create", {{"labels", {{"isb.org", "acme"}}}}),
+            std::make_pair(403, std::string("forbidden: label 'isb.org': labels starting with isb. are reserved")));
+  // A denied tool is absent from the list and refused as unknown; the host still has it.
+  CurlResult tools = CurlTcp("GET", "/api/v1/tools", "", {}, token());
+  for (const json& t : tools.http.j["tools"]) {
+    EXPECT_NE(t["name"], "sandbox_egress_set");
+    EXPECT_FALSE(t["name"].get<std::string>().starts_with("org_")) << t["name"];
+  }
+  EXPECT_EQ(As(token(), "default", "org_list"), std::make_pair(404, std::string("not_found: unknown tool 'org_list'")));
+  EXPECT_EQ(Tool("org_list", json::object()).status, 200);
+}
+
+}  // namespace
+}  // namespace isb::e2e

@@ -1,0 +1,114 @@
+#include "egress/http_body.h"
+
+#include <gtest/gtest.h>
+
+namespace isb::egress {
+namespace {
+
+HttpHead Request(std::string_view bytes) {
+  HeadResult r = ParseHttpHead(bytes);
+  EXPECT_EQ(r.kind, HeadResult::kParsed) << r.reason;
+  return r.head;
+}
+
+ResponseHead Response(std::string_view bytes) {
+  ResponseHeadResult r = ParseResponseHead(bytes);
+  EXPECT_EQ(r.kind, ResponseHeadResult::kParsed) << r.reason;
+  return r.head;
+}
+
+TEST(BodyFraming, ARequestHasABodyOnlyWithContentLengthOrChunked) {
+  EXPECT_EQ(RequestBody(Request("GET / HTTP/1.1\r\nHost: a\r\n\r\n")).kind, BodyFraming::kNone);
+  BodyFraming length = RequestBody(Request("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 7\r\n\r\n"));
+  EXPECT_EQ(length.kind, BodyFraming::kLength);
+  EXPECT_EQ(length.length, 7u);
+  EXPECT_EQ(RequestBody(Request("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n")).kind,
+            BodyFraming::kChunked);
+}
+
+TEST(BodyFraming, AResponseHasNoBodyAfterHeadAndFor1xx204And304) {
+  ResponseHead with_length = Response("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n");
+  EXPECT_EQ(ResponseBody("HEAD", with_length).kind, BodyFraming::kNone);
+  BodyFraming get = ResponseBody("GET", with_length);
+  EXPECT_EQ(get.kind, BodyFraming::kLength);
+  EXPECT_EQ(get.length, 5u);
+  EXPECT_EQ(ResponseBody("GET", Response("HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\n")).kind, BodyFraming::kNone);
+  EXPECT_EQ(ResponseBody("GET", Response("HTTP/1.1 304 Not Modified\r\nContent-Length: 5\r\n\r\n")).kind, BodyFraming::kNone);
+  EXPECT_EQ(ResponseBody("POST", Response("HTTP/1.1 100 Continue\r\n\r\n")).kind, BodyFraming::kNone);
+  EXPECT_EQ(ResponseBody("GET", Response("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")).kind, BodyFraming::kChunked);
+  EXPECT_EQ(ResponseBody("GET", Response("HTTP/1.1 200 OK\r\n\r\n")).kind, BodyFraming::kUntilClose);
+  EXPECT_EQ(ResponseBody("GET", Response("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n")).kind, BodyFraming::kUntilClose);
+}
+
+TEST(BodyFraming, ConnectionsPersistInHttp11UnlessClosedAndInHttp10OnlyWithKeepAlive) {
+  EXPECT_TRUE(Persists(1, {}));
+  EXPECT_FALSE(Persists(1, {{"Connection", "Upgrade, Close"}}));
+  EXPECT_FALSE(Persists(1, {{"X", "y"}, {"connection", "close"}}));
+  EXPECT_FALSE(Persists(0, {}));
+  EXPECT_TRUE(Persists(0, {{"Connection", "keep-alive"}}));
+  EXPECT_TRUE(ListsToken({{"Expect", " 100-Continue "}}, "expect", "100-continue"));
+  EXPECT_FALSE(ListsToken({{"Expect", "100-continued"}}, "expect", "100-continue"));
+}
+
+struct Scanned {
+  size_t used = 0;
+  ChunkedScanner::State state = ChunkedScanner::State::kMore;
+  std::string reason;
+};
+
+Scanned Scan(std::string_view bytes, size_t piece) {
+  ChunkedScanner scanner;
+  Scanned out;
+  for (size_t at = 0; at < bytes.size() && out.state == ChunkedScanner::State::kMore; at += piece) {
+    ChunkedScanner::Step step = scanner.Feed(bytes.substr(at, piece));
+    out.used += step.used;
+    out.state = step.state;
+    out.reason = step.reason;
+  }
+  return out;
+}
+
+TEST(ChunkedScanner, FindsTheEndOfABodyHoweverItsBytesArrive) {
+  std::string body = "5\r\nhello\r\n1A;ext=\"v\"\r\nabcdefghijklmnopqrstuvwxyz\r\n0\r\nTrailer: x\r\n\r\n";
+  std::string next = "GET /next HTTP/1.1\r\n";
+  for (size_t piece : {body.size() + next.size(), size_t{1}, size_t{2}, size_t{7}}) {
+    Scanned s = Scan(body + next, piece);
+    EXPECT_EQ(s.state, ChunkedScanner::State::kDone) << piece;
+    EXPECT_EQ(s.used, body.size()) << piece;
+  }
+  Scanned partial = Scan(body.substr(0, body.size() - 1), 5);
+  EXPECT_EQ(partial.state, ChunkedScanner::State::kMore);
+  EXPECT_EQ(partial.used, body.size() - 1);
+}
+
+TEST(ChunkedScanner, AfterTheEndItTakesNothingMore) {
+  ChunkedScanner scanner;
+  EXPECT_EQ(scanner.Feed("0\r\n\r\n").state, ChunkedScanner::State::kDone);
+  ChunkedScanner::Step again = scanner.Feed("0\r\n\r\n");
+  EXPECT_EQ(again.state, ChunkedScanner::State::kDone);
+  EXPECT_EQ(again.used, 0u);
+}
+
+TEST(ChunkedScanner, RefusesAnythingLooserThanTheGrammar) {
+  auto reason = [](std::string_view bytes) {
+    Scanned s = Scan(bytes, bytes.size());
+    EXPECT_EQ(s.state, ChunkedScanner::State::kMalformed) << bytes;
+    return s.reason;
+  };
+  EXPECT_EQ(reason("x\r\n"), "chunk size line does not start with a hexadecimal size");
+  EXPECT_EQ(reason("5 \r\nhello\r\n"), "chunk size followed by something other than ';' or CRLF");
+  EXPECT_EQ(reason("5\nhello\r\n"), "chunk size followed by something other than ';' or CRLF");
+  EXPECT_EQ(reason("5\rhello"), "chunk size line ends with a bare CR");
+  EXPECT_EQ(reason("1000000000000000\r\n"), "chunk size longer than 15 hexadecimal digits");
+  EXPECT_EQ(reason("5\r\nhelloX\r\n"), "chunk data not followed by CRLF");
+  EXPECT_EQ(reason("5\r\nhello\rX"), "chunk data not followed by CRLF");
+  EXPECT_EQ(reason("5;a\x01\r\n"), "chunk extension contains a control character");
+  EXPECT_EQ(reason("5;" + std::string(kMaxChunkLine, 'a')), "chunk size line longer than 4096 bytes");
+  EXPECT_EQ(reason("0\r\nA: b\n\r\n"), "chunked trailer contains a control character or a bare LF");
+  EXPECT_EQ(reason("0\r\nA: b\rX"), "chunked trailer line ends with a bare CR");
+  EXPECT_EQ(reason("0\r\n\rX"), "chunked body ends with a bare CR");
+  EXPECT_EQ(reason("0\r\n" + std::string(kMaxChunkTrailers + 1, 'a')), "chunked trailer section larger than 16384 bytes");
+}
+
+}  // namespace
+}  // namespace isb::egress

@@ -1,0 +1,286 @@
+// Interception end to end on loopback, in process: a real curl talks TLS to the proxy as a sandbox would (its
+// connection pinned to the proxy's port), the proxy mints a certificate from the sandbox's CA and talks verified TLS
+// to real TLS origins whose CA the test made.
+#include "egress/intercept.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+#include <mutex>
+
+#include <gtest/gtest.h>
+
+#include "base/file.h"
+#include "egress/cert_minter.h"
+#include "egress/classify.h"
+#include "net/loopback.h"
+#include "tls_origin.h"
+
+namespace isb::egress {
+namespace {
+
+OriginReply Respond(const std::string& request) {
+  std::string line = request.substr(0, request.find("\r\n"));
+  if (line == "GET /hello HTTP/1.1") return {"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-Origin: origin\r\n\r\nhello"};
+  if (line == "HEAD /hello HTTP/1.1") return {"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-Origin: origin\r\n\r\n"};
+  if (line == "GET /chunked HTTP/1.1")
+    return {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n7;x=y\r\n, world\r\n0\r\n\r\n"};
+  if (line == "GET /204 HTTP/1.1") return {"HTTP/1.1 204 No Content\r\nX-A: b\r\n\r\n"};
+  if (line == "GET /close HTTP/1.1") return {"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil the end", true};
+  if (line == "POST /echo HTTP/1.1") {
+    std::string body = request.substr(request.find("\r\n\r\n") + 4);
+    return {"HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body};
+  }
+  return {"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"};
+}
+
+TlsIdentity MustMint(const SandboxCa& ca, const std::string& host) {
+  Result<TlsIdentity> leaf = ca.Mint(host);
+  EXPECT_TRUE(leaf.ok()) << leaf.error().message;
+  return std::move(*leaf);
+}
+
+class InterceptTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/isb-intercept-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    // The origins' CA (given to the proxy as --egress-ca would) and a stranger's that nobody trusts.
+    auto origins_ca = SandboxCa::Create("test origins");
+    auto stranger_ca = SandboxCa::Create("stranger");
+    ASSERT_TRUE(origins_ca.ok() && stranger_ca.ok());
+    origins_ca_file_ = dir_ + "/origins-ca.pem";
+    ASSERT_TRUE(WriteFile(origins_ca_file_, (*origins_ca)->pem()).ok());
+    origin_ = std::make_unique<TlsOrigin>(MustMint(**origins_ca, "origin.test"), Respond);
+    plain_ = std::make_unique<TlsOrigin>(MustMint(**origins_ca, "plain.test"), Respond);
+    untrusted_ = std::make_unique<TlsOrigin>(MustMint(**stranger_ca, "untrusted.test"), Respond);
+    origin_ports_ = {{"origin.test", origin_->port()},
+                     {"plain.test", plain_->port()},
+                     {"untrusted.test", untrusted_->port()},
+                     {"wrongname.test", origin_->port()}};
+
+    minter_ = std::make_shared<CertMinter>();
+    Result<std::string> pem = minter_->CaPem("sb1");
+    ASSERT_TRUE(pem.ok());
+    sandbox_ca_file_ = dir_ + "/sandbox-ca.pem";
+    ASSERT_TRUE(WriteFile(sandbox_ca_file_, *pem).ok());
+
+    ProxyHooks h;
+    h.classify = ClassifyConnection;
+    h.sandbox = [](uint32_t) { return std::optional<std::string>("sb1"); };
+    h.host_for_port = [](const std::string&, uint16_t) { return std::optional<std::string>(); };
+    h.decide = [](const std::string&, const std::string&, uint16_t, const std::string&, const std::string&) { return Admission{true, ""}; };
+    h.dial = [this](const std::string& host, uint16_t) -> Result<Fd> {
+      auto it = origin_ports_.find(host);
+      if (it == origin_ports_.end()) return Error::Of(Code::kUnavailable, "no route to " + host);
+      Fd s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      a.sin_port = htons(it->second);
+      if (::connect(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return Error::Sys("connect");
+      return s;
+    };
+    h.on_deny = [this](const std::string& sandbox, const std::string& target, const std::string& reason, bool first) {
+      std::lock_guard lock(mu_);
+      denials_.push_back(sandbox + " " + target + " " + reason + (first ? " (logged)" : ""));
+    };
+    h.intercept = [](const std::string& sandbox, const std::string& host) { return sandbox == "sb1" && host != "plain.test"; };
+    ProxyOptions o;
+    o.listen_address = "127.0.0.1";
+    o.intercept.minter = minter_;
+    o.intercept.upstream_ca_file = origins_ca_file_;
+    Result<std::unique_ptr<Proxy>> p = Proxy::Start(o, h);
+    ASSERT_TRUE(p.ok()) << p.error().message;
+    proxy_ = std::move(*p);
+    port_ = std::to_string(proxy_->port());
+  }
+
+  void TearDown() override {
+    for (int i = 0; i < 200 && proxy_ && proxy_->stats().active != 0; ++i) ::usleep(20000);
+    if (proxy_) {
+      EXPECT_EQ(proxy_->stats().active.load(), 0u);
+    }
+    proxy_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  // curl's arguments for one transfer through the proxy, trusting `ca`; `extra` before the URL.
+  std::vector<std::string> Transfer(const std::string& url, std::vector<std::string> extra = {}, std::string ca = "") {
+    std::vector<std::string> args = {"-sS", "--connect-to", "::127.0.0.1:" + port_, "--cacert",
+                                     ca.empty() ? sandbox_ca_file_ : ca, "-A", "isb-test", "-i", "--raw",
+                                     "-w", "[%{http_version} %{num_connects}]\n"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.push_back(url);
+    return args;
+  }
+
+  // Runs curl with the transfers (joined by --next) and returns its standard output.
+  static std::string Curl(const std::vector<std::vector<std::string>>& transfers) {
+    std::vector<std::string> argv = {"curl"};
+    for (size_t i = 0; i < transfers.size(); ++i) {
+      if (i > 0) argv.push_back("--next");
+      argv.insert(argv.end(), transfers[i].begin(), transfers[i].end());
+    }
+    Result<testing::Child> child = testing::Child::Start(argv);
+    EXPECT_TRUE(child.ok());
+    return child.ok() ? child->Output(20000) : "";
+  }
+
+  std::string dir_, origins_ca_file_, sandbox_ca_file_, port_;
+  std::unique_ptr<TlsOrigin> origin_, plain_, untrusted_;
+  std::map<std::string, uint16_t> origin_ports_;
+  std::shared_ptr<CertMinter> minter_;
+  std::unique_ptr<Proxy> proxy_;
+  std::mutex mu_;
+  std::vector<std::string> denials_;
+};
+
+TEST_F(InterceptTest, TheClientGetsACertificateFromTheSandboxCaAndTheBytesPassUnchanged) {
+  std::vector<std::string> t = Transfer("https://origin.test/hello");
+  t[t.size() - 2] = "[%{http_version} %{num_connects}]\n%{certs}";
+  std::string out = Curl({t});
+  EXPECT_TRUE(out.starts_with("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-Origin: origin\r\n\r\nhello[1.1 1]\n"
+                              "Subject:CN = origin.test\nIssuer:CN = isb sandbox CA sb1\n"))
+      << out;
+  EXPECT_NE(out.find("X509v3 Subject Alternative Name:DNS:origin.test\n"), std::string::npos) << out;
+  EXPECT_EQ(origin_->Connections(), (std::vector<std::vector<std::string>>{
+                                        {"GET /hello HTTP/1.1\r\nHost: origin.test\r\nUser-Agent: isb-test\r\nAccept: */*\r\n\r\n"}}));
+  EXPECT_EQ(origin_->ServerNames(), std::vector<std::string>{"origin.test"}) << "the proxy sent the name upstream";
+  EXPECT_EQ(proxy_->stats().allowed.load(), 1u);
+  EXPECT_EQ(proxy_->stats().denied.load(), 0u);
+}
+
+TEST_F(InterceptTest, BodiesAndResponsesOfEveryFramingPassOnOneKeptAliveConnection) {
+  const std::string url = "https://origin.test";
+  std::string out = Curl({Transfer(url + "/echo", {"--data-binary", "a=1&b=2"}),
+                          Transfer(url + "/echo", {"-H", "Transfer-Encoding: chunked", "--data-binary", "chunked body"}),
+                          Transfer(url + "/chunked"),
+                          Transfer(url + "/hello", {"-I"}),
+                          Transfer(url + "/204")});
+  EXPECT_EQ(out,
+            "HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\na=1&b=2[1.1 1]\n"
+            "HTTP/1.1 200 OK\r\nContent-Length: 22\r\n\r\nc\r\nchunked body\r\n0\r\n\r\n[1.1 0]\n"
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n7;x=y\r\n, world\r\n0\r\n\r\n[1.1 0]\n"
+            "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-Origin: origin\r\n\r\n[1.1 0]\n"
+            "HTTP/1.1 204 No Content\r\nX-A: b\r\n\r\n[1.1 0]\n");
+  const std::string common = "Host: origin.test\r\nUser-Agent: isb-test\r\nAccept: */*\r\n";
+  EXPECT_EQ(origin_->Connections(),
+            (std::vector<std::vector<std::string>>{{
+                "POST /echo HTTP/1.1\r\n" + common +
+                    "Content-Length: 7\r\nContent-Type: application/x-www-form-urlencoded\r\n\r\na=1&b=2",
+                "POST /echo HTTP/1.1\r\n" + common +
+                    "Transfer-Encoding: chunked\r\nContent-Type: application/x-www-form-urlencoded\r\n\r\n"
+                    "c\r\nchunked body\r\n0\r\n\r\n",
+                "GET /chunked HTTP/1.1\r\n" + common + "\r\n",
+                "HEAD /hello HTTP/1.1\r\n" + common + "\r\n",
+                "GET /204 HTTP/1.1\r\n" + common + "\r\n",
+            }}));
+}
+
+TEST_F(InterceptTest, AResponseEndedByCloseEndsTheConnection) {
+  std::string out = Curl({Transfer("https://origin.test/close")});
+  EXPECT_EQ(out, "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil the end[1.1 1]\n");
+}
+
+TEST_F(InterceptTest, AHostThatDiffersFromTheServerNameGets421AndNeverReachesTheOrigin) {
+  const std::string url = "https://origin.test/hello";
+  std::string out = Curl({Transfer(url), Transfer(url, {"-H", "Host: other.test"})});
+  const std::string reason = "the Host header (other.test) differs from the TLS server name (origin.test)";
+  EXPECT_EQ(out, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-Origin: origin\r\n\r\nhello[1.1 1]\n"
+                 "HTTP/1.1 421 Misdirected Request\r\nContent-Type: text/plain\r\nContent-Length: " +
+                     std::to_string(reason.size() + 6) + "\r\nConnection: close\r\n\r\nisb: " + reason + "\n[1.1 0]\n");
+  ASSERT_EQ(origin_->Connections().size(), 1u);
+  EXPECT_EQ(origin_->Connections()[0].size(), 1u) << "only the first request reached the origin";
+
+  std::string port_out = Curl({Transfer(url, {"-H", "Host: ORIGIN.test:8443"})});
+  const std::string port_reason = "the Host header's port (8443) differs from the connection's (" + port_ + ")";
+  EXPECT_EQ(port_out, "HTTP/1.1 421 Misdirected Request\r\nContent-Type: text/plain\r\nContent-Length: " +
+                          std::to_string(port_reason.size() + 6) + "\r\nConnection: close\r\n\r\nisb: " + port_reason +
+                          "\n[1.1 1]\n");
+  EXPECT_EQ(origin_->Connections().size(), 2u);
+  EXPECT_EQ(origin_->Connections()[1].size(), 0u);
+
+  // A Host that agrees, in another case and with the connection's own port, is the same origin.
+  std::string same = Curl({Transfer(url, {"-H", "Host: Origin.Test:" + port_})});
+  EXPECT_EQ(same, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-Origin: origin\r\n\r\nhello[1.1 1]\n");
+
+  std::lock_guard lock(mu_);
+  EXPECT_EQ(denials_, (std::vector<std::string>{"sb1 origin.test:" + port_ + " " + reason + " (logged)",
+                                                "sb1 origin.test:" + port_ + " " + port_reason}));
+  EXPECT_EQ(proxy_->stats().denied.load(), 2u);
+}
+
+TEST_F(InterceptTest, AnOriginWhoseCertificateDoesNotVerifyGetsTheClientA502WithTheReason) {
+  auto expect_502 = [&](const std::string& host, const std::string& why) {
+    std::string reason = "cannot verify the TLS certificate of " + host + ":" + port_ + ": " + why;
+    EXPECT_EQ(Curl({Transfer("https://" + host + "/hello")}),
+              "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nContent-Length: " +
+                  std::to_string(reason.size() + 6) + "\r\nConnection: close\r\n\r\nisb: " + reason + "\n[1.1 1]\n");
+  };
+  expect_502("untrusted.test", "unable to get local issuer certificate");
+  expect_502("wrongname.test", "hostname mismatch");
+  EXPECT_EQ(untrusted_->Connections(), (std::vector<std::vector<std::string>>{{}})) << "no request reached it";
+  EXPECT_EQ(origin_->Connections(), (std::vector<std::vector<std::string>>{{}}));
+}
+
+TEST_F(InterceptTest, AnOriginThatCannotBeReachedGetsTheClientA502) {
+  std::string out = Curl({Transfer("https://down.test/hello")});
+  std::string reason = "cannot reach down.test:" + port_ + ": no route to down.test";
+  EXPECT_EQ(out, "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nContent-Length: " +
+                     std::to_string(reason.size() + 6) + "\r\nConnection: close\r\n\r\nisb: " + reason + "\n[1.1 1]\n");
+}
+
+TEST_F(InterceptTest, ANameNotMarkedPassesThroughWithTheOriginsOwnCertificate) {
+  std::vector<std::string> t = Transfer("https://plain.test/hello", {}, origins_ca_file_);
+  t[t.size() - 2] = "[%{http_version} %{num_connects}]\n%{certs}";
+  std::string out = Curl({t});
+  EXPECT_TRUE(out.starts_with("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-Origin: origin\r\n\r\nhello[1.1 1]\n"
+                              "Subject:CN = plain.test\nIssuer:CN = isb sandbox CA test origins\n"))
+      << out;
+  // The sandbox's CA does not vouch for it: nothing was minted.
+  std::vector<std::string> sandbox_trust = Transfer("https://plain.test/hello");
+  sandbox_trust[sandbox_trust.size() - 2] = "%{ssl_verify_result}";
+  EXPECT_EQ(Curl({sandbox_trust}), "20");
+  // Both connections went to the origin itself; the second ended when curl refused the origin's certificate.
+  EXPECT_EQ(plain_->Connections().size(), 2u);
+  EXPECT_EQ(plain_->ServerNames(), std::vector<std::string>{"plain.test"});
+}
+
+}  // namespace
+}  // namespace isb::egress
+
+namespace isb::egress {
+namespace {
+
+TEST(InterceptSetup, AnEgressCaFileThatIsNotPemCertificatesStopsTheProxyFromStarting) {
+  char path[] = "/tmp/isb-egress-ca-XXXXXX";
+  Fd file(::mkstemp(path));
+  ASSERT_TRUE(file.valid());
+  ASSERT_TRUE(WriteFile(path, "not a certificate\n").ok());
+  ProxyHooks h;
+  h.intercept = [](const std::string&, const std::string&) { return false; };
+  ProxyOptions o;
+  o.listen_address = "127.0.0.1";
+  o.intercept.minter = std::make_shared<CertMinter>();
+  o.intercept.upstream_ca_file = path;
+  Result<std::unique_ptr<Proxy>> p = Proxy::Start(o, h);
+  ::unlink(path);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.error().code, Code::kInvalidArgument);
+  EXPECT_EQ(p.error().message, std::string("--egress-ca ") + path + ": cannot load it as PEM certificates: no certificate or crl found");
+
+  o.intercept.minter = nullptr;
+  o.intercept.upstream_ca_file = "";
+  Result<std::unique_ptr<Proxy>> without_minter = Proxy::Start(o, h);
+  ASSERT_FALSE(without_minter.ok());
+  EXPECT_EQ(without_minter.error().message, "interception needs a certificate minter");
+}
+
+}  // namespace
+}  // namespace isb::egress
