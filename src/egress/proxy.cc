@@ -79,7 +79,10 @@ class Proxy::Impl {
  private:
   asio::awaitable<void> Accept() {
     for (;;) {
-      auto [ec, socket] = co_await acceptor_.async_accept(kAwait);
+      // Each connection lives on its own strand: the two directions of a relay (and the sniff's read and timer) are
+      // separate coroutines, and without a strand the event-loop threads would run them at the same time, one closing
+      // the sockets while the other is in a splice on their descriptor numbers (see Pump).
+      auto [ec, socket] = co_await acceptor_.async_accept(asio::make_strand(ioc_), kAwait);
       if (ec == asio::error::operation_aborted || !acceptor_.is_open()) co_return;
       if (ec) continue;  // EMFILE and friends: the next accept may succeed
       ++stats_.accepted;
@@ -269,6 +272,10 @@ class Proxy::Impl {
   // readable without re-arming epoll (an async_wait would, on every message), three system calls per message (read,
   // write, the read that finds nothing more). A read that fills the buffer means a bulk transfer: what follows moves
   // through a pipe with splice, never through user space, until the socket has nothing more to give.
+  // Closing both here cannot reach another connection's descriptor: both directions run on the connection's strand
+  // (Accept), so a close happens only while the other direction is suspended in an asio operation on these sockets
+  // (which the close cancels), and Splice takes each descriptor number from the socket at the moment of each call
+  // (-1 once closed: EBADF, never a reused number). The pipe is this direction's own.
   asio::awaitable<void> Pump(tcp::socket& from, tcp::socket& to, std::atomic<uint64_t>& counter) {
     char buf[16384];
     Fd pipe_read, pipe_write;
@@ -295,7 +302,8 @@ class Proxy::Impl {
 
   enum class Drained { kEmpty, kEnd, kFailed };
 
-  // Splices from `from` to `to` through the (empty) pipe until `from` has nothing to read for now.
+  // Splices from `from` to `to` through the (empty) pipe until `from` has nothing to read for now. Never keep a
+  // native_handle() across a co_await: the other direction may close the socket meanwhile.
   asio::awaitable<Drained> Splice(tcp::socket& from, tcp::socket& to, int pipe_read, int pipe_write,
                                   std::atomic<uint64_t>& counter) {
     constexpr unsigned kFlags = SPLICE_F_MOVE | SPLICE_F_NONBLOCK;
