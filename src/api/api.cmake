@@ -13,14 +13,15 @@ add_library(isb_api STATIC
   src/api/web_auth.cc
   src/api/identity_tools.cc
   src/api/org_tools.cc
+  src/api/audit_tools.cc
   src/api/http_message.cc
   src/api/listen_address.cc
   src/api/rest.cc
   src/api/mcp.cc
   src/api/spec_policy.cc
   src/api/tool_policy.cc)
-# egress for IP address literals (publish addresses), identity for tool globs.
-target_link_libraries(isb_api PUBLIC isb_base isb_egress isb_identity nlohmann_json::nlohmann_json Boost::headers
+# egress for IP address literals (publish addresses), identity for tool globs, audit for the accountability tools.
+target_link_libraries(isb_api PUBLIC isb_base isb_egress isb_identity isb_audit nlohmann_json::nlohmann_json Boost::headers
                       Threads::Threads)
 
 # The HTTP server: the one translation unit with Beast, apart so that the logic above builds (and fuzzes) without it.
@@ -40,7 +41,8 @@ add_executable(isb_api_tests
   tests/api/listen_address_test.cc
   tests/api/http_server_test.cc
   tests/api/spec_policy_test.cc
-  tests/api/tool_policy_test.cc)
+  tests/api/tool_policy_test.cc
+  tests/api/audit_tools_test.cc)
 target_link_libraries(isb_api_tests PRIVATE isb_http GTest::gtest_main)
 target_include_directories(isb_api_tests PRIVATE ${CMAKE_SOURCE_DIR}/tests)
 gtest_discover_tests(isb_api_tests DISCOVERY_MODE PRE_TEST)
