@@ -2,11 +2,49 @@
 // name another sandbox).
 #include "api/org_sandboxes.h"
 
+#include <cstdio>
+
 namespace isb::api {
 
 std::string OrgOf(const SandboxInfo& info) {
   auto it = info.spec.labels.find(kOrgLabel);
   return it == info.spec.labels.end() ? "default" : it->second;
+}
+
+namespace {
+
+std::string Cores(double cpus) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", cpus);
+  return buf;
+}
+
+std::string MiB(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
+
+}  // namespace
+
+Status CheckQuota(const std::string& org, const identity::Quota& quota, const std::vector<SandboxInfo>& existing,
+                  const SandboxSpec& spec) {
+  double cpus = 0;
+  uint64_t memory = 0;
+  for (const SandboxInfo& s : existing) {
+    cpus += s.spec.cpus;
+    memory += s.spec.mem_limit;
+  }
+  const std::string who = "quota: org '" + org + "' ";
+  if (quota.instances && static_cast<int64_t>(existing.size()) + 1 > *quota.instances) {
+    return Error::Of(Code::kForbidden, who + "may have " + std::to_string(*quota.instances) + " sandboxes and has " +
+                                           std::to_string(existing.size()));
+  }
+  if (quota.cpus && cpus + spec.cpus > *quota.cpus + 1e-9) {
+    return Error::Of(Code::kForbidden, who + "may be allocated " + Cores(*quota.cpus) + " cpus; it has " + Cores(cpus) +
+                                           " and this sandbox asks for " + Cores(spec.cpus));
+  }
+  if (quota.memory && memory + spec.mem_limit > static_cast<uint64_t>(*quota.memory)) {
+    return Error::Of(Code::kForbidden, who + "may be allocated " + MiB(*quota.memory) + " of memory; it has " +
+                                           MiB(memory) + " and this sandbox asks for " + MiB(spec.mem_limit));
+  }
+  return {};
 }
 
 Result<SandboxInfo> OrgSandboxes::Create(const SandboxSpec& spec) {

@@ -7,6 +7,7 @@
 
 #include "api/registry.h"
 #include "api/sandboxes.h"
+#include "identity/orgs.h"
 
 namespace isb::api {
 
@@ -17,6 +18,11 @@ inline constexpr char kOwnerLabel[] = "isb.owner";
 
 // The org a sandbox belongs to: its isb.org label; sandboxes from before orgs belong to "default".
 std::string OrgOf(const SandboxInfo& info);
+
+// OK when `spec` fits `org`'s quota beside the sandboxes it has (`existing`, running or stopped: a budget of what
+// is allocated); else kForbidden naming the quota, the org's current use and what the spec asks for.
+Status CheckQuota(const std::string& org, const identity::Quota& quota, const std::vector<SandboxInfo>& existing,
+                  const SandboxSpec& spec);
 
 class OrgSandboxes final : public Sandboxes {
  public:

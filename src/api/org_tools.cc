@@ -18,6 +18,22 @@ json OrgSchema() {
                 {"id", "name"});
 }
 
+json QuotaJson(const identity::Quota& q) {
+  json out = json::object();
+  out["cpus"] = q.cpus ? json(*q.cpus) : json(nullptr);
+  out["memory"] = q.memory ? json(*q.memory) : json(nullptr);
+  out["instances"] = q.instances ? json(*q.instances) : json(nullptr);
+  return out;
+}
+
+json QuotaSchema() {
+  return {{"type", "object"},
+          {"description", "null: no limit."},
+          {"properties", {{"cpus", {{"type", {"number", "null"}}}},
+                          {"memory", {{"type", {"integer", "null"}}}},
+                          {"instances", {{"type", {"integer", "null"}}}}}}};
+}
+
 json MemberJson(const identity::Member& m) {
   return {{"user_id", m.user_id}, {"user", m.user_name}, {"role", identity::RoleName(m.role)}};
 }
@@ -47,13 +63,41 @@ Status AddOrgLifecycle(Registry& reg, identity::IdentityStore& store) {
       },
       ToolAccess{.kind = ScopeKind::kRead, .org_bound = false}}));
 
+  json with_quota = OrgSchema();
+  with_quota["properties"]["quota"] = QuotaSchema();
   ISB_TRY(reg.Add(Tool{
-      "org_get", "Get the org", "The org the call acts in.", Object({}, {}), OrgSchema(),
+      "org_get", "Get the org", "The org the call acts in, with its quota.", Object({}, {}), with_quota,
       ToolAnnotations{.read_only = true, .idempotent = true}, false,
       [&store](const json&, const CallContext& ctx) -> Result<json> {
         ISB_ASSIGN_OR_RETURN(identity::Org org, store.orgs().Get(ctx.org));
-        return OrgJson(org);
+        ISB_ASSIGN_OR_RETURN(identity::Quota quota, store.orgs().GetQuota(ctx.org));
+        json out = OrgJson(org);
+        out["quota"] = QuotaJson(quota);
+        return out;
       }}));
+
+  ISB_TRY(reg.Add(Tool{
+      "org_quota_set", "Set the org's quota",
+      "Replaces the call's org's quota (platform admins): the most cpus, memory (bytes) and sandboxes its sandboxes "
+      "may be allocated in all, running or stopped. An absent field is no limit. sandbox_create is refused beyond it, "
+      "naming the quota and the current use.",
+      Object({{"cpus", {{"type", "number"}, {"minimum", 0.001}, {"maximum", 1e6}, {"description", "Cores."}}},
+              {"memory", Int("Bytes.", 1, INT64_MAX)},
+              {"instances", Int("Sandboxes.", 0, 1000000)}},
+             {}),
+      with_quota, ToolAnnotations{.idempotent = true}, false,
+      [&store](const json& in, const CallContext& ctx) -> Result<json> {
+        identity::Quota q;
+        if (in.contains("cpus")) q.cpus = in["cpus"].get<double>();
+        if (in.contains("memory")) q.memory = in["memory"].get<int64_t>();
+        if (in.contains("instances")) q.instances = in["instances"].get<int64_t>();
+        if (Status set = store.orgs().SetQuota(ctx.identity, ctx.org, q); !set.ok()) return set.error();
+        ISB_ASSIGN_OR_RETURN(identity::Org org, store.orgs().Get(ctx.org));
+        json out = OrgJson(org);
+        out["quota"] = QuotaJson(q);
+        return out;
+      },
+      ToolAccess{.least_role = Role::kOwner, .kind = ScopeKind::kAdmin, .platform = true}}));
 
   ISB_TRY(reg.Add(Tool{
       "org_create", "Create an org", "Creates an org (platform admins). Its members are added with member_add.",

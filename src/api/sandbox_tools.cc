@@ -3,6 +3,7 @@
 
 #include <cctype>
 #include <cstdio>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -462,13 +463,13 @@ Status AddLifecycleTools(Registry& reg, Sandboxes& all) {
       }});
 }
 
-Status AddCreateAndExec(Registry& reg, Sandboxes& all, const RemoteSpecPolicy* remote) {
+Status AddCreateAndExec(Registry& reg, Sandboxes& all, const SandboxToolOptions& options) {
   ISB_TRY(reg.Add(Tool{
       "sandbox_create", "Create a sandbox",
       "Creates a long-lived sandbox and returns once it is ready. Every field is optional. Durations are whole "
       "seconds; expires defaults to 86400 (24h, at most 30 days) and idle_timeout to 7200 (2h).",
       SpecSchema(), InfoSchema(), ToolAnnotations{}, false,
-      [&all, remote](const json& in, const CallContext& ctx) -> Result<json> {
+      [&all, remote = options.remote, quota = options.quota](const json& in, const CallContext& ctx) -> Result<json> {
         OrgSandboxes sb(all, ctx);
         ISB_ASSIGN_OR_RETURN(SandboxSpec spec, SpecFromJson(in));
         // Every caller but the host and superadmins: only what the operator's flags allow, and an image by the real
@@ -477,6 +478,17 @@ Status AddCreateAndExec(Registry& reg, Sandboxes& all, const RemoteSpecPolicy* r
           if (Status allowed = CheckRemoteSpec(spec, *remote); !allowed.ok()) return allowed.error();
           if (!spec.image.empty()) {
             ISB_ASSIGN_OR_RETURN(spec.image, ResolveUnderBindRoot("image", spec.image, *remote));
+          }
+        }
+        // The quota's check and the create are one step per daemon, so concurrent creates cannot both squeeze in.
+        static std::mutex quota_mu;
+        std::unique_lock<std::mutex> quota_lock;
+        if (quota) {
+          ISB_ASSIGN_OR_RETURN(identity::Quota q, quota(ctx.org));
+          if (q.cpus || q.memory || q.instances) {
+            quota_lock = std::unique_lock(quota_mu);
+            ISB_ASSIGN_OR_RETURN(std::vector<SandboxInfo> existing, sb.List());
+            if (Status fits = CheckQuota(ctx.org, q, existing, spec); !fits.ok()) return fits.error();
           }
         }
         ISB_ASSIGN_OR_RETURN(SandboxInfo info, sb.Create(spec));
@@ -693,8 +705,8 @@ json SandboxInfoJson(const SandboxInfo& info) {
            {{"cpu_usec", info.usage.cpu_usec}, {"memory_bytes", info.usage.memory_bytes}, {"pids", info.usage.pids}}}};
 }
 
-Status AddSandboxTools(Registry& registry, Sandboxes& sandboxes, const RemoteSpecPolicy* remote) {
-  ISB_TRY(AddCreateAndExec(registry, sandboxes, remote));
+Status AddSandboxTools(Registry& registry, Sandboxes& sandboxes, SandboxToolOptions options) {
+  ISB_TRY(AddCreateAndExec(registry, sandboxes, options));
   ISB_TRY(AddTerminalTools(registry, sandboxes));
   ISB_TRY(AddFileTools(registry, sandboxes));
   return AddLifecycleTools(registry, sandboxes);

@@ -2,10 +2,13 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
+#include <string>
 
 #include "api/registry.h"
 #include "api/spec_policy.h"
 #include "api/sandboxes.h"
+#include "identity/orgs.h"
 
 namespace isb::api {
 
@@ -26,9 +29,15 @@ inline constexpr int kMaxTerminalSide = 1000;  // rows or columns
 // Registers sandbox_create, sandbox_exec, sandbox_exec_input, sandbox_exec_resize, sandbox_file_read, sandbox_file_write, sandbox_list, sandbox_get,
 // sandbox_stop, sandbox_start, sandbox_extend and sandbox_remove. `sandboxes` must outlive `registry`.
 // Durations in these tools are whole seconds (JSON integers).
-// With `remote`, sandbox_create holds every caller but the host and superadmins to it (CheckRemoteSpec); it must
-// outlive the registry.
-Status AddSandboxTools(Registry& registry, Sandboxes& sandboxes, const RemoteSpecPolicy* remote = nullptr);
+struct SandboxToolOptions {
+  // sandbox_create holds every caller but the host and superadmins to it (CheckRemoteSpec); it must outlive the
+  // registry. nullptr: no remote-spec policy.
+  const RemoteSpecPolicy* remote = nullptr;
+  // An org's quota (sandbox_create checks it, for every caller); empty: no quotas.
+  std::function<Result<identity::Quota>(const std::string& org)> quota;
+};
+
+Status AddSandboxTools(Registry& registry, Sandboxes& sandboxes, SandboxToolOptions options = {});
 
 // A SandboxInfo as the tools return it.
 nlohmann::json SandboxInfoJson(const SandboxInfo& info);

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <thread>
 
+#include "api/audit_tools.h"
 #include "api/http_server.h"
 #include "api/listen_address.h"
 #include "api/mcp.h"
@@ -124,7 +125,11 @@ int Serve(const ServeOptions& options) {
 
   // 6. The registry and its surfaces.
   api::Registry registry;
-  if (auto st = api::AddSandboxTools(registry, manager, &options.remote_spec); !st.ok()) return Fail(st.error().message);
+  api::SandboxToolOptions sandbox_tools{.remote = &options.remote_spec,
+                                        .quota = [store = identity->get()](const std::string& org) {
+                                          return store->orgs().GetQuota(org);
+                                        }};
+  if (auto st = api::AddSandboxTools(registry, manager, sandbox_tools); !st.ok()) return Fail(st.error().message);
   // --allow-tools / --deny-tools: what remote callers see and may call (the host and superadmins: everything).
   registry.SetToolFilter([policy = options.tool_policy](std::string_view tool) { return policy.Allows(tool); });
   if (auto st = api::AddIdentityTools(registry, **identity); !st.ok()) return Fail(st.error().message);
@@ -133,6 +138,7 @@ int Serve(const ServeOptions& options) {
   // Every call that changes something, and every refusal, whatever the surface.
   auto audit_log = audit::AuditLog::Open(*db->get());
   if (!audit_log.ok()) return Fail("audit log: " + audit_log.error().message);
+  if (auto st = api::AddAuditTools(registry, **audit_log, **history, manager); !st.ok()) return Fail(st.error().message);
   using nlohmann::json;
   registry.SetObserver([log = audit_log->get()](std::string_view name, const api::Tool* tool, const json& input,
                                                 const api::CallContext& ctx, const Result<json>& result) {

@@ -86,6 +86,8 @@ struct ProxyStats {
   std::atomic<uint64_t> accepted{0}, allowed{0}, denied{0}, active{0}, bytes_up{0}, bytes_down{0};
 };
 
+// A process that runs a Proxy must ignore SIGPIPE (`isb serve` does): a splice into a socket its peer has reset
+// raises it, and splice has no MSG_NOSIGNAL.
 class Proxy {
  public:
   static Result<std::unique_ptr<Proxy>> Start(ProxyOptions options, ProxyHooks hooks);

@@ -1,6 +1,8 @@
 // Orgs and memberships, with the last-owner rule held by single conditional statements.
 #include "identity/orgs.h"
 
+#include <variant>
+
 #include "identity/names.h"
 
 namespace isb::identity {
@@ -44,6 +46,30 @@ Status Orgs::Delete(const Principal& caller, std::string_view name) {
   ISB_ASSIGN_OR_RETURN(auto rows, db_.Query("DELETE FROM orgs WHERE name = ?1 RETURNING id", {std::string(name)}));
   if (rows.empty()) return OrgNotFound(name);
   return {};
+}
+
+Status Orgs::SetQuota(const Principal& caller, std::string_view org, const Quota& quota) {
+  ISB_TRY(NeedPlatformAdmin(caller, "set quotas"));
+  ISB_ASSIGN_OR_RETURN(Org o, Get(org));
+  auto opt_real = [](const std::optional<double>& v) { return v ? store::Value(*v) : store::Value(nullptr); };
+  auto opt_int = [](const std::optional<int64_t>& v) { return v ? store::Value(*v) : store::Value(nullptr); };
+  return db_.Exec(
+      "INSERT INTO org_quotas(org_id, cpus, memory, instances) VALUES (?1, ?2, ?3, ?4) "
+      "ON CONFLICT(org_id) DO UPDATE SET cpus = ?2, memory = ?3, instances = ?4",
+      {o.id, opt_real(quota.cpus), opt_int(quota.memory), opt_int(quota.instances)});
+}
+
+Result<Quota> Orgs::GetQuota(std::string_view org) {
+  ISB_ASSIGN_OR_RETURN(Org o, Get(org));
+  ISB_ASSIGN_OR_RETURN(auto rows, db_.Query("SELECT cpus, memory, instances FROM org_quotas WHERE org_id = ?1", {o.id}));
+  Quota q;
+  if (rows.empty()) return q;
+  const store::Row& r = rows[0];
+  if (auto* d = std::get_if<double>(&r[0])) q.cpus = *d;
+  else if (auto* i = std::get_if<int64_t>(&r[0])) q.cpus = static_cast<double>(*i);
+  if (!std::holds_alternative<std::nullptr_t>(r[1])) q.memory = store::AsInt(r[1]);
+  if (!std::holds_alternative<std::nullptr_t>(r[2])) q.instances = store::AsInt(r[2]);
+  return q;
 }
 
 Result<Org> Orgs::Get(std::string_view name) {

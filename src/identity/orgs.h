@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +20,13 @@ struct Org {
   int64_t id = 0;
   std::string name;
   int64_t created_at = 0;
+};
+
+// What an org's sandboxes may be allocated in all; unset: no limit.
+struct Quota {
+  std::optional<double> cpus{};        // cores
+  std::optional<int64_t> memory{};     // bytes
+  std::optional<int64_t> instances{};  // sandboxes, running or stopped
 };
 
 struct Member {
@@ -49,6 +57,10 @@ class Orgs {
   // Removing the last owner is kConflict.
   Status RemoveMember(const Principal& caller, std::string_view org, int64_t user);
   Result<std::vector<Member>> Members(std::string_view org);
+
+  // Platform admins set an org's quota (replacing it whole); anyone may read it through the tools that reach the org.
+  Status SetQuota(const Principal& caller, std::string_view org, const Quota& quota);
+  Result<Quota> GetQuota(std::string_view org);
 
  private:
   // The org's id when `caller` is at least admin there (owner when `owner_needed`).

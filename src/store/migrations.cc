@@ -201,6 +201,15 @@ BEGIN
   SELECT RAISE(ABORT, 'sandbox_history is append-only: a row must extend the chain at its head');
 END
 )sql",
+      // 4: per-org quotas, budgets of what the org's sandboxes are allocated; NULL is no limit.
+      R"sql(
+CREATE TABLE org_quotas (
+  org_id INTEGER PRIMARY KEY REFERENCES orgs(id) ON DELETE CASCADE,
+  cpus REAL CHECK (cpus IS NULL OR cpus > 0),
+  memory INTEGER CHECK (memory IS NULL OR memory > 0),
+  instances INTEGER CHECK (instances IS NULL OR instances >= 0)
+);
+)sql",
   };
   return m;
 }

@@ -280,5 +280,31 @@ TEST_F(SandboxToolsTest, IsbLabelsAreReserved) {
   EXPECT_EQ(r.error().message, "label 'isb.org': labels starting with isb. are reserved");
 }
 
+// A quota is a budget of what the org's sandboxes are allocated; the refusal names it and the current use.
+TEST(SandboxQuotaTest, CreateIsRefusedBeyondTheOrgsQuota) {
+  FakeSandboxes fake;
+  Registry registry;
+  identity::Quota quota{.cpus = 3, .memory = int64_t{1} << 30, .instances = 2};
+  ASSERT_TRUE(AddSandboxTools(registry, fake,
+                              {.quota = [&](const std::string& org) -> Result<identity::Quota> {
+                                 if (org == "acme") return quota;
+                                 return identity::Quota{};
+                               }})
+                  .ok());
+  auto create = [&](const std::string& org, const json& spec) {
+    auto r = registry.Call("sandbox_create", spec, HostContext(org));
+    return r.ok() ? std::string("ok") : r.error().message;
+  };
+  EXPECT_EQ(create("acme", {{"cpus", 2}, {"mem_limit", "512M"}}), "ok");
+  EXPECT_EQ(create("acme", {{"cpus", 2}, {"mem_limit", "64M"}}),
+            "quota: org 'acme' may be allocated 3 cpus; it has 2 and this sandbox asks for 2");
+  EXPECT_EQ(create("acme", {{"cpus", 1}, {"mem_limit", "768M"}}),
+            "quota: org 'acme' may be allocated 1024 MiB of memory; it has 512 MiB and this sandbox asks for 768 MiB");
+  EXPECT_EQ(create("acme", {{"cpus", 1}, {"mem_limit", "512M"}}), "ok");
+  EXPECT_EQ(create("acme", {{"cpus", 0.1}, {"mem_limit", "4M"}}), "quota: org 'acme' may have 2 sandboxes and has 2");
+  // Another org's sandboxes count for it, not for acme; an org without a quota is not limited.
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(create("default", json::object()), "ok");
+}
+
 }  // namespace
 }  // namespace isb::api

@@ -68,7 +68,7 @@ inline const std::vector<std::string> kAllTools = {
     "user_list",      "token_create",      "token_list",         "token_revoke",        "org_list",
     "org_get",        "org_create",        "org_delete",         "member_list",         "member_add",
     "member_update",  "member_remove",     "invitation_create",  "invitation_accept",   "session_list",
-    "session_revoke"};
+    "session_revoke", "org_quota_set", "audit_list",     "audit_verify",       "history_query"};
 
 class E2eTest : public ::testing::Test {
  protected:

@@ -181,5 +181,19 @@ TEST_F(IdentityTest, RemoteSpecAndToolPolicies) {
   EXPECT_EQ(Tool("org_list", json::object()).status, 200);
 }
 
+TEST_F(IdentityTest, AnOrgsQuotaRefusesCreatesBeyondIt) {
+  json set = MustTool("org_quota_set", {{"instances", 1}, {"cpus", 4}});
+  EXPECT_EQ(set["quota"], json({{"cpus", 4.0}, {"memory", nullptr}, {"instances", 1}})) << set.dump();
+  // Only a platform admin sets quotas; the org's owner cannot raise its own.
+  EXPECT_EQ(As(token(), "default", "org_quota_set", {{"instances", 100}}),
+            std::make_pair(403, std::string("forbidden: org_quota_set needs a platform admin")));
+  CurlResult first = CurlTcp("POST", "/api/v1/tools/sandbox_create", R"({"cpus":1})", {});
+  ASSERT_EQ(first.http.status, 200) << first.Describe();
+  Track(first.http.j["result"]["id"]);
+  EXPECT_EQ(As(token(), "default", "sandbox_create", {{"cpus", 1}}),
+            std::make_pair(403, std::string("forbidden: quota: org 'default' may have 1 sandboxes and has 1")));
+  EXPECT_EQ(MustTool("org_get", json::object())["quota"]["instances"], 1);
+}
+
 }  // namespace
 }  // namespace isb::e2e
