@@ -59,6 +59,12 @@ json UserJson(const identity::User& u) {
 // About the caller itself: no org to reach; scopes still narrow it.
 ToolAccess Self(identity::ScopeKind kind) { return ToolAccess{.kind = kind, .org_bound = false}; }
 
+// expires_in (seconds from now) as unix seconds; unset without it.
+std::optional<int64_t> ExpiresAt(const json& in) {
+  if (!in.contains("expires_in")) return std::nullopt;
+  return static_cast<int64_t>(std::time(nullptr)) + in["expires_in"].get<int64_t>();
+}
+
 Result<identity::TokenSpec> TokenSpecFrom(const json& in, identity::IdentityStore& store, const Principal& caller) {
   identity::TokenSpec spec;
   spec.name = in.value("name", "");
@@ -68,7 +74,7 @@ Result<identity::TokenSpec> TokenSpecFrom(const json& in, identity::IdentityStor
     spec.role_cap = role;
   }
   ISB_ASSIGN_OR_RETURN(spec.scopes, identity::ParseScopes(in.value("scopes", "")));
-  if (in.contains("expires_in")) spec.expires_at = static_cast<int64_t>(std::time(nullptr)) + in["expires_in"].get<int64_t>();
+  spec.expires_at = ExpiresAt(in);
   if (in.contains("user")) {
     if (!caller.superadmin) return Error::Of(Code::kForbidden, "user: only the host mints a token for another user");
     ISB_ASSIGN_OR_RETURN(identity::User user, store.users().Find(in["user"].get<std::string>()));
@@ -99,9 +105,7 @@ Status AddTokenTools(Registry& reg, identity::IdentityStore& store) {
       [&store](const json& in, const CallContext& ctx) -> Result<json> {
         Result<identity::NewToken> minted = Error::Of(Code::kInternal, "unset");
         if (in.value("superadmin", false)) {
-          std::optional<int64_t> expires;
-          if (in.contains("expires_in")) expires = static_cast<int64_t>(std::time(nullptr)) + in["expires_in"].get<int64_t>();
-          minted = store.tokens().CreateSuperadmin(ctx.identity, in["name"].get<std::string>(), expires);
+          minted = store.tokens().CreateSuperadmin(ctx.identity, in["name"].get<std::string>(), ExpiresAt(in));
         } else {
           ISB_ASSIGN_OR_RETURN(identity::TokenSpec spec, TokenSpecFrom(in, store, ctx.identity));
           minted = store.tokens().Create(ctx.identity, spec);

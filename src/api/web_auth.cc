@@ -13,14 +13,16 @@ namespace {
 
 using json = nlohmann::json;
 
-bool EqualsIgnoreCaseAscii(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-         });
+bool StartsWithIgnoreCaseAscii(std::string_view s, std::string_view prefix) {
+  return s.size() >= prefix.size() && EqualsIgnoreCase(s.substr(0, prefix.size()), prefix);
 }
 
-bool StartsWithIgnoreCaseAscii(std::string_view s, std::string_view prefix) {
-  return s.size() >= prefix.size() && EqualsIgnoreCaseAscii(s.substr(0, prefix.size()), prefix);
+// 429 with Retry-After: `what` failed too often; the next try may come in `wait` seconds.
+Response TooMany(std::string_view what, int64_t wait) {
+  Response r = ErrorResponse(Error::Of(Code::kTooManyRequests, "too many " + std::string(what) + "; try again in " +
+                                                                  std::to_string(wait) + " s"));
+  r.headers.Set("Retry-After", std::to_string(wait));
+  return r;
 }
 
 bool ChangesState(const Request& req) {
@@ -142,12 +144,7 @@ Response WebAuth::SignIn(const Request& req) {
   auto password = Field(*body, "password");
   if (!user.ok()) return Fail(user.error());
   if (!password.ok()) return Fail(password.error());
-  if (int64_t wait = limiter_.RetryAfter(*user, req.remote_address); wait > 0) {
-    Response r = Fail(Error::Of(Code::kTooManyRequests, "too many failed sign-ins; try again in " +
-                                                            std::to_string(wait) + " s"));
-    r.headers.Set("Retry-After", std::to_string(wait));
-    return r;
-  }
+  if (int64_t wait = limiter_.RetryAfter(*user, req.remote_address); wait > 0) return TooMany("failed sign-ins", wait);
   auto who = store_.users().SignIn(*user, *password);
   Report("sign_in", *user, req, who.ok() ? Status() : Status(who.error()));
   if (!who.ok()) {
@@ -186,12 +183,7 @@ Response WebAuth::SetUp(const Request& req) {
   for (auto* f : {&token, &user, &password}) {
     if (!f->ok()) return Fail(f->error());
   }
-  if (int64_t wait = limiter_.RetryAfter("setup", req.remote_address); wait > 0) {
-    Response r = Fail(Error::Of(Code::kTooManyRequests, "too many failed attempts; try again in " +
-                                                            std::to_string(wait) + " s"));
-    r.headers.Set("Retry-After", std::to_string(wait));
-    return r;
-  }
+  if (int64_t wait = limiter_.RetryAfter("setup", req.remote_address); wait > 0) return TooMany("failed attempts", wait);
   auto id = store_.setup().CreateFirstAdmin(*token, *user, *password);
   Report("setup", *user, req, id.ok() ? Status() : Status(id.error()));
   if (!id.ok()) {
