@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -38,6 +39,7 @@ using store::AsText;
 namespace {
 
 constexpr int64_t kMaxLifetime = 30 * 24 * 3600;
+constexpr int kBackgroundNice = 19;
 constexpr uint64_t kExecOutputLimit = 256 * 1024;
 constexpr size_t kMaxStdin = 1 << 20;
 constexpr size_t kMaxRead = 4 << 20;
@@ -277,7 +279,7 @@ Status SandboxManager::Launch(Record& rec) {
                     static_cast<int64_t>(rec.uid_base)});
 }
 
-Status SandboxManager::LaunchProcess(Record& rec) {
+Status SandboxManager::LaunchProcess(Record& rec, bool background) {
   auto ids = ParseUser(rec.spec.user);
   engine::SandboxConfig c;
   c.hostname = rec.name.empty() ? "sandbox" : rec.name;
@@ -297,6 +299,12 @@ Status SandboxManager::LaunchProcess(Record& rec) {
   rec.start_time = s.start_time;
   rec.lease_index = s.lease_index;
   rec.uid_base = s.uid_base;
+  // A sandbox launched ahead for the pool builds its view at the lowest priority, so it never slows the creates
+  // and execs being served meanwhile,
+  // and the daemon's own once it is ready.
+  const int normal = ::getpriority(PRIO_PROCESS, 0);  // this thread's nice value, -20..19 (never fails for itself)
+  if (background && ::setpriority(PRIO_PROCESS, static_cast<id_t>(rec.pid), kBackgroundNice) != 0)
+    return Error::Sys("lower the priority of a pooled sandbox");
   // Set up in parallel with other creates (the spawner has moved on); on failure the caller halts it by pid.
   ISB_TRY(engine::WaitForSetup(s.report.get(), c, options_.runtime_dir, nullptr));
   // Its veth and rules before anything runs in it (before then, it has only loopback).
@@ -304,6 +312,8 @@ Status SandboxManager::LaunchProcess(Record& rec) {
     if (options_.egress == nullptr) return Error::Of(Code::kUnavailable, "egress: " + options_.egress_unavailable);
     ISB_TRY(options_.egress->Attach(rec.id, rec.pid));
   }
+  if (background && ::setpriority(PRIO_PROCESS, static_cast<id_t>(rec.pid), normal) != 0)
+    return Error::Sys("restore the priority of a pooled sandbox");
   return {};
 }
 
@@ -377,7 +387,7 @@ void SandboxManager::FillPool() {
     lock.unlock();
     Record rec;
     rec.id = NewId();
-    Status st = rec.id.empty() ? Status(Error::Msg("no randomness for a sandbox id")) : LaunchProcess(rec);
+    Status st = rec.id.empty() ? Status(Error::Msg("no randomness for a sandbox id")) : LaunchProcess(rec, true);
     if (!st.ok()) {
       Discard(rec);
       std::fprintf(stderr, "isb: the pool could not launch a sandbox: %s\n", st.error().message.c_str());

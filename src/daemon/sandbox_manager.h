@@ -81,8 +81,9 @@ class SandboxManager : public api::Sandboxes {
   Result<Record> Load(const std::string& id_or_name);
   // Launches the sandbox and records it running.
   Status Launch(Record& rec);
-  // Launches the sandbox; fills in its pid, start time and lease.
-  Status LaunchProcess(Record& rec);
+  // Launches the sandbox; fills in its pid, start time and lease. `background`: for the pool, at the lowest
+  // priority until it is ready.
+  Status LaunchProcess(Record& rec, bool background = false);
   // Kills the sandbox's processes and releases its cgroup and lease. The record's state becomes stopped.
   Status Halt(Record& rec, const std::string& event, const std::string& reason);
   // Kills the sandbox's processes, releases its cgroup and lease; *oom is whether the OOM killer struck in it.

@@ -33,7 +33,16 @@ Status SendText(int fd, const std::string& s, int pass_fd = -1) {
 
 // One message, and the descriptor that came with it (if any) into *received.
 Result<std::string> RecvText(int fd, Fd* received = nullptr) {
-  std::string buf(kMaxMessage, '\0');
+  // The message's length first (MSG_TRUNC on a peek tells it), so the buffer is just that big: a zeroed 1 MiB
+  // buffer per message cost the spawner hundreds of copy-on-write faults after each clone.
+  char probe = 0;
+  ssize_t len;
+  while ((len = ::recv(fd, &probe, 1, MSG_PEEK | MSG_TRUNC)) < 0 && errno == EINTR) {
+  }
+  if (len < 0) return Error::Sys("recv");
+  if (len == 0) return Error::Msg("the spawner exited");
+  if (static_cast<size_t>(len) > kMaxMessage) return Error::Msg("spawner message too large");
+  std::string buf(static_cast<size_t>(len), '\0');
   iovec iov{buf.data(), buf.size()};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
   msghdr m{};

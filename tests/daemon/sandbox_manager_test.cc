@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -213,6 +214,9 @@ TEST_F(ManagerTest, CreatesTakeLaunchedSandboxesFromThePoolAndTheManagerRemovesT
   EXPECT_LT(init_started(pooled->id), before);
   EXPECT_EQ(Exec(pooled->id, {"sh", "-c", "echo $GREETING $(pwd) $(hostname)"}).stdout_data, "hello /tmp sandbox\n");
   EXPECT_EQ(mgr_->Events(pooled->id), (std::vector<std::pair<std::string, std::string>>{{"created", ""}}));
+  // It was built at the lowest priority, and runs commands at the daemon's own once taken.
+  EXPECT_EQ(Exec(pooled->id, {"cut", "-d", " ", "-f", "19", "/proc/self/stat"}).stdout_data,
+            std::to_string(::getpriority(PRIO_PROCESS, 0)) + "\n");
   // A name (the hostname) or other limits: launched for the call.
   api::SandboxSpec named;
   named.name = "named1";
