@@ -47,6 +47,18 @@ json EgressSchema() {
            "public address, never the host, the LAN or other sandboxes."}};
 }
 
+json MountsSchema() {
+  return {{"type", "array"},
+          {"maxItems", 32},
+          {"description",
+           "Host paths bound into the sandbox. A remote caller's sources must lie under a --bind-root of the daemon, "
+           "judged by their real path."},
+          {"items", Object({{"source", Str("Absolute host path (a directory or a file).", 4096, 1)},
+                            {"target", Str("Absolute path inside the sandbox; not /, /proc, /sys or /dev.", 4096, 1)},
+                            {"read_only", Bool("Bound read-only (the default) or writable.")}},
+                           {"source", "target"})}};
+}
+
 json SpecSchema() {
   json spec = Object(
       {{"name", Str("Optional unique name: letters, digits, '.', '_', '-'; at most 63; not starting with \"sb-\".",
@@ -64,6 +76,7 @@ json SpecSchema() {
        {"working_dir", Str("Absolute working directory inside the sandbox; default \"/\".", 4096)},
        {"user", Str("UID[:GID] inside the sandbox, e.g. \"1000:1000\"; default \"0:0\".", 32)},
        {"labels", StringMap("Free-form labels; sandbox_list can filter on them.", 64)},
+       {"mounts", MountsSchema()},
        {"egress", EgressSchema()},
        {"expires", Int("Lifetime in seconds from creation; default 86400 (24h), at most 2592000 (30d).", 1,
                        kMaxExpiresS)},
@@ -296,6 +309,31 @@ class Utf8Forwarder {
 
 // ---- handlers ----
 
+json MountsJson(const std::vector<SpecMount>& mounts) {
+  json out = json::array();
+  for (const SpecMount& m : mounts) out.push_back({{"source", m.source}, {"target", m.target}, {"read_only", m.read_only}});
+  return out;
+}
+
+Result<std::vector<SpecMount>> MountsFromJson(const json& in) {
+  std::vector<SpecMount> out;
+  auto it = in.find("mounts");
+  if (it == in.end()) return out;
+  for (size_t i = 0; i < it->size(); ++i) {
+    const json& m = (*it)[i];
+    const std::string field = "mounts[" + std::to_string(i) + "]";
+    SpecMount mount;
+    mount.source = m["source"].get<std::string>();
+    ISB_TRY(CheckNoNul(field + ".source", mount.source));
+    if (mount.source[0] != '/') return Invalid(field + ".source: must be an absolute path");
+    ISB_ASSIGN_OR_RETURN(mount.target, NormalizePath(field + ".target", m["target"].get<std::string>()));
+    if (mount.target == "/") return Invalid(field + ".target: must not be /");
+    mount.read_only = m.value("read_only", true);
+    out.push_back(std::move(mount));
+  }
+  return out;
+}
+
 json SpecJson(const SandboxSpec& s) {
   return {{"name", s.name},
           {"image", s.image},
@@ -306,6 +344,7 @@ json SpecJson(const SandboxSpec& s) {
           {"working_dir", s.working_dir},
           {"user", s.user},
           {"labels", s.labels},
+          {"mounts", MountsJson(s.mounts)},
           {"egress", s.egress},
           {"expires", s.expires.count()},
           {"idle_timeout", s.idle_timeout.count()}};
@@ -329,6 +368,7 @@ Result<SandboxSpec> SpecFromJson(const json& in) {
   spec.user = in.value("user", spec.user);
   ISB_TRY(CheckUser(spec.user));
   ISB_ASSIGN_OR_RETURN(spec.labels, LabelMap(in));
+  ISB_ASSIGN_OR_RETURN(spec.mounts, MountsFromJson(in));
   if (auto it = in.find("egress"); it != in.end()) spec.egress = *it;
   spec.expires = std::chrono::seconds(in.value("expires", int64_t{kDefaultExpiresS}));
   spec.idle_timeout = std::chrono::seconds(in.value("idle_timeout", int64_t{kDefaultIdleTimeoutS}));
@@ -478,6 +518,11 @@ Status AddCreateAndExec(Registry& reg, Sandboxes& all, const SandboxToolOptions&
           if (Status allowed = CheckRemoteSpec(spec, *remote); !allowed.ok()) return allowed.error();
           if (!spec.image.empty()) {
             ISB_ASSIGN_OR_RETURN(spec.image, ResolveUnderBindRoot("image", spec.image, *remote));
+          }
+          for (size_t i = 0; i < spec.mounts.size(); ++i) {
+            ISB_ASSIGN_OR_RETURN(spec.mounts[i].source,
+                                 ResolveUnderBindRoot("mounts[" + std::to_string(i) + "].source",
+                                                      spec.mounts[i].source, *remote));
           }
         }
         // The quota's check and the create are one step per daemon, so concurrent creates cannot both squeeze in.

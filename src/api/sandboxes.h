@@ -17,6 +17,16 @@
 namespace isb::api {
 
 // The spec of a sandbox, as sent by a caller (the JSON fields of sandbox_create).
+// A host path bound into a sandbox. The tools store its real path (symlinks resolved when the sandbox is created),
+// and the engine reaches it without following any symlink, so a path swapped for a symlink later makes the launch
+// fail instead of binding somewhere else.
+struct SpecMount {
+  std::string source;  // absolute host path
+  std::string target;  // absolute path inside the sandbox, not "/" and not under /proc, /sys or /dev
+  bool read_only = true;
+  bool operator==(const SpecMount&) const = default;
+};
+
 struct SandboxSpec {
   std::string name;          // optional; unique among live sandboxes when given
   std::string image;         // a directory on the host; empty: the default view of the host
@@ -27,6 +37,7 @@ struct SandboxSpec {
   std::string working_dir = "/";
   std::string user = "0:0";  // UID[:GID] inside
   std::map<std::string, std::string> labels;
+  std::vector<SpecMount> mounts;  // host paths bound in; remote callers only under a --bind-root
   // "none", "open", a list of "host[:port]", or {allow|block|judge: [...], secrets: [...]}; checked by the daemon.
   nlohmann::json egress = "none";
   std::chrono::seconds expires{24 * 3600};       // lifetime; at most 30 days

@@ -94,6 +94,8 @@ Result<std::string> ResolveUnderBindRoot(std::string_view field, const std::stri
 Status CheckRemoteSpec(const SandboxSpec& spec, const RemoteSpecPolicy& policy) {
   ISB_TRY(CheckLabels(spec.labels));
   if (!spec.image.empty()) ISB_TRY(ResolveUnderBindRoot("image", spec.image, policy));
+  for (size_t i = 0; i < spec.mounts.size(); ++i)
+    ISB_TRY(ResolveUnderBindRoot("mounts[" + std::to_string(i) + "].source", spec.mounts[i].source, policy));
   return {};
 }
 

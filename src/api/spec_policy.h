@@ -29,7 +29,8 @@ Status PrepareRemoteSpecPolicy(RemoteSpecPolicy& policy);
 
 // OK, or kForbidden naming the field and the flag that would allow it:
 //   a label key starting with "isb." (reserved, no flag allows it);
-//   an image (a host directory) whose real path is not equal to or below a bind root (ResolveUnderBindRoot).
+//   an image (a host directory) or a mount's source whose real path is not equal to or below a bind root
+//   (ResolveUnderBindRoot).
 // REQUIRES: `policy` went through PrepareRemoteSpecPolicy.
 Status CheckRemoteSpec(const SandboxSpec& spec, const RemoteSpecPolicy& policy);
 

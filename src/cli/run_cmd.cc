@@ -4,10 +4,12 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 
 #include "base/units.h"
+#include "cli/bind_spec.h"
 #include "engine/run.h"
 
 namespace isb::cli {
@@ -29,18 +31,6 @@ int Fail(const std::string& message) {
   return kIsbFailed;
 }
 
-Result<engine::BindMount> ParseBind(const std::string& spec) {
-  engine::BindMount b;
-  std::string rest = spec;
-  if (rest.ends_with(":ro")) rest.resize(rest.size() - 3);
-  else if (rest.ends_with(":rw")) { b.read_only = false; rest.resize(rest.size() - 3); }
-  size_t colon = rest.find(':');
-  b.source = rest.substr(0, colon);
-  b.target = colon == std::string::npos ? b.source : rest.substr(colon + 1);
-  if (b.source.empty() || b.target.empty()) return Error::Msg("invalid --bind '" + spec + "': use SRC[:DST][:ro|:rw]");
-  return b;
-}
-
 Status Finish(RunFlags& f) {
   ISB_ASSIGN_OR_RETURN(f.config.limits.memory_bytes, ParseSize(f.memory));
   if (f.config.limits.memory_bytes < (4u << 20)) return Error::Msg("--memory must be at least 4M");
@@ -53,8 +43,11 @@ Status Finish(RunFlags& f) {
   f.config.uid = ids.first;
   f.config.gid = ids.second;
   for (const auto& b : f.binds) {
-    ISB_ASSIGN_OR_RETURN(auto bind, ParseBind(b));
-    f.config.binds.push_back(bind);
+    ISB_ASSIGN_OR_RETURN(BindSpec bind, ParseBindSpec("--bind", b));
+    // The engine follows no symlink in a source: the user's path is resolved here, once.
+    std::error_code ec;
+    if (auto real = std::filesystem::canonical(bind.source, ec); !ec) bind.source = real.string();
+    f.config.binds.push_back({bind.source, bind.target, bind.read_only});
   }
   return {};
 }

@@ -15,6 +15,7 @@
 #include "base/fd.h"
 #include "base/file.h"
 #include "base/units.h"
+#include "cli/bind_spec.h"
 #include "cli/sandbox_cmds_internal.h"
 #include "cli/terminal_exec.h"
 
@@ -414,6 +415,9 @@ void AddSandboxCommands(CLI::App& app, int* exit_code) {
   cmd->add_option("--workdir", create->workdir, "Working directory inside (default /)");
   cmd->add_option("--user", create->user, "UID[:GID] inside (default 0:0)");
   cmd->add_option("--label", create->labels, "K=V label (repeatable)")->allow_extra_args(false);
+  cmd->add_option("--mount", create->mounts,
+                  "A path on the daemon's host into the sandbox: SRC[:DST][:ro|:rw] (default ro; repeatable)")
+      ->allow_extra_args(false);
   cmd->add_option("--egress", create->egress,
                   "Where it may connect: none (default), open, or HOST[:PORT] entries (repeatable or comma-separated)")
       ->allow_extra_args(false);
@@ -570,6 +574,11 @@ Result<json> CreateInput(const CreateFlags& f) {
   for (const auto& l : f.labels) {
     ISB_ASSIGN_OR_RETURN(auto kv, ParseKeyValue("--label", l));
     in["labels"][kv.first] = kv.second;
+  }
+  for (const auto& m : f.mounts) {
+    auto bind = ParseBindSpec("--mount", m);
+    if (!bind.ok()) return Usage(bind.error().message);
+    in["mounts"].push_back({{"source", bind->source}, {"target", bind->target}, {"read_only", bind->read_only}});
   }
   if (!f.egress.empty()) {
     json hosts = json::array();

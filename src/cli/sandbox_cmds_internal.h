@@ -48,6 +48,7 @@ Error DaemonError(int http_status, std::string_view body);
 struct CreateFlags {
   std::string name, image, cpus, memory, pids, workdir, user, expires, idle_timeout;
   std::vector<std::string> env, labels;  // K=V each
+  std::vector<std::string> mounts;       // SRC[:DST][:ro|:rw] each
   std::vector<std::string> egress;       // "none", "open", or host[:port] entries (repeatable, or comma-separated)
 };
 Result<json> CreateInput(const CreateFlags& flags);

@@ -148,6 +148,13 @@ Status ValidateSpec(const api::SandboxSpec& s) {
     std::error_code ec;
     if (!std::filesystem::is_directory(s.image, ec)) return Invalid("image: '" + s.image + "' is not a directory");
   }
+  for (size_t i = 0; i < s.mounts.size(); ++i) {
+    const std::string field = "mounts[" + std::to_string(i) + "]";
+    const api::SpecMount& m = s.mounts[i];
+    if (m.source.empty() || m.source[0] != '/') return Invalid(field + ".source: must be an absolute path");
+    if (m.target.empty() || m.target[0] != '/' || m.target == "/")
+      return Invalid(field + ".target: must be an absolute path other than /");
+  }
   if (!(s.cpus >= 0.001 && s.cpus <= 1024)) return Invalid("cpus: must be between 0.001 and 1024");
   if (s.mem_limit < (4u << 20)) return Invalid("mem_limit: must be at least 4 MiB");
   if (s.pids < 2 || s.pids > 1'000'000) return Invalid("pids: must be between 2 and 1000000");
@@ -167,13 +174,17 @@ Status ValidateSpec(const api::SandboxSpec& s) {
 }
 
 std::string SpecToJson(const api::SandboxSpec& s) {
-  return json{{"name", s.name},         {"image", s.image},
+  json j{{"name", s.name},         {"image", s.image},
               {"cpus", s.cpus},         {"mem_limit", s.mem_limit},
               {"pids", s.pids},         {"environment", s.environment},
               {"working_dir", s.working_dir}, {"user", s.user},
               {"labels", s.labels},     {"egress", s.egress},
-              {"expires", s.expires.count()}, {"idle_timeout", s.idle_timeout.count()}}
-      .dump();
+              {"expires", s.expires.count()}, {"idle_timeout", s.idle_timeout.count()}};
+  if (!s.mounts.empty()) {
+    j["mounts"] = json::array();
+    for (const auto& m : s.mounts) j["mounts"].push_back({{"source", m.source}, {"target", m.target}, {"read_only", m.read_only}});
+  }
+  return j.dump();
 }
 
 api::SandboxSpec SpecFromJson(const std::string& text) {
@@ -189,6 +200,9 @@ api::SandboxSpec SpecFromJson(const std::string& text) {
   s.working_dir = j.value("working_dir", "/");
   s.user = j.value("user", "0:0");
   s.labels = j.value("labels", std::map<std::string, std::string>{});
+  if (auto m = j.find("mounts"); m != j.end() && m->is_array())
+    for (const auto& e : *m)
+      s.mounts.push_back({e.value("source", ""), e.value("target", ""), e.value("read_only", true)});
   s.egress = j.contains("egress") ? j["egress"] : json("none");
   s.expires = std::chrono::seconds(j.value("expires", int64_t{86400}));
   s.idle_timeout = std::chrono::seconds(j.value("idle_timeout", int64_t{7200}));
@@ -288,6 +302,7 @@ Status SandboxManager::LaunchProcess(Record& rec, bool background) {
   c.limits.millicpus = static_cast<uint32_t>(rec.spec.cpus * 1000 + 0.5);
   c.limits.pids = rec.spec.pids;
   c.writable_dir = Dir(rec.id) + "/layer";
+  for (const api::SpecMount& m : rec.spec.mounts) c.binds.push_back({m.source, m.target, m.read_only});
   if (auto resolv = isb::ReadFile(Dir(rec.id) + "/resolv.conf"); resolv.ok()) c.resolv_conf = *resolv;
   // Searchable (not readable) by the sandbox's root, an unprivileged host uid, which mounts its layer from here
   // while it is being built; the control socket inside stays 0600 root's.
@@ -361,7 +376,7 @@ std::optional<SandboxManager::Record> SandboxManager::TakeReady(const api::Sandb
   // What a pooled sandbox was launched with; everything else in a spec (environment, user, working_dir, labels,
   // lifetimes) is the daemon's to apply, not the sandbox's.
   const api::SandboxSpec pooled;
-  if (!spec.name.empty() || !spec.image.empty() || spec.cpus != pooled.cpus || spec.mem_limit != pooled.mem_limit ||
+  if (!spec.name.empty() || !spec.image.empty() || !spec.mounts.empty() || spec.cpus != pooled.cpus || spec.mem_limit != pooled.mem_limit ||
       spec.pids != pooled.pids || spec.egress != pooled.egress)
     return std::nullopt;
   std::unique_lock lock(pool_mu_);
@@ -447,14 +462,27 @@ Status SandboxManager::PrepareNetwork(Record& rec, const egress::EgressSpec& spe
   return isb::WriteFile(Dir(rec.id) + "/net_slot", std::to_string(net.slot), 0600);
 }
 
+// The spec with each mount's source replaced by its real path, resolved once: every later launch (start, restart)
+// binds that path, following no symlink.
+static Result<api::SandboxSpec> ResolveMounts(api::SandboxSpec spec) {
+  for (size_t i = 0; i < spec.mounts.size(); ++i) {
+    std::error_code ec;
+    auto real = std::filesystem::canonical(spec.mounts[i].source, ec);
+    if (ec) return Invalid("mounts[" + std::to_string(i) + "].source: '" + spec.mounts[i].source + "' does not exist");
+    spec.mounts[i].source = real.string();
+  }
+  return spec;
+}
+
 Result<api::SandboxInfo> SandboxManager::Create(const api::SandboxSpec& spec) {
   ISB_TRY(ValidateSpec(spec));
   ISB_ASSIGN_OR_RETURN(egress::EgressSpec egress_spec, Egress(spec));
+  ISB_ASSIGN_OR_RETURN(api::SandboxSpec resolved, ResolveMounts(spec));
   Record rec;
   rec.id = NewId();
   if (rec.id.empty()) return Error::Msg("no randomness for a sandbox id");
   rec.name = spec.name;
-  rec.spec = spec;
+  rec.spec = std::move(resolved);
   rec.created_at = rec.last_active_at = Now();
   rec.expires_at = rec.created_at + spec.expires.count();
   if (auto ready = TakeReady(spec)) {

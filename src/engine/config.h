@@ -12,7 +12,7 @@
 namespace isb::engine {
 
 struct BindMount {
-  std::string source;  // host path
+  std::string source;  // host path, reached without following symlinks: resolve it first (a symlink is ELOOP)
   std::string target;  // absolute path inside the sandbox
   bool read_only = true;
 };

@@ -62,6 +62,11 @@ class Planner {
     Mount(src, dst, nullptr, MS_BIND | MS_REC, "", optional);
     if (read_only) Mount("", dst, nullptr, kRoBind, "", optional);
   }
+  // A caller's bind: its source is reached without following symlinks (the caller resolved it beforehand).
+  void BindNoFollow(const std::string& src, const std::string& dst, bool read_only) {
+    p_->Add({MountStep::kBindNoFollow, p_->Keep(src), p_->Keep(dst), nullptr, 0, nullptr, 0, false});
+    if (read_only) Mount("", dst, nullptr, kRoBind);
+  }
   void Mkdir(const std::string& dst, unsigned mode = 0755) {
     p_->Add({MountStep::kMkdir, nullptr, p_->Keep(dst), nullptr, 0, nullptr, mode, false});
   }
@@ -184,6 +189,7 @@ std::string RootfsPlan::Describe(size_t i) const {
     case MountStep::kSymlink: return "create symlink " + str(s.target);
     case MountStep::kWriteFile: return "write " + str(s.target);
     case MountStep::kPivotRoot: return "pivot_root into " + str(s.target);
+    case MountStep::kBindNoFollow: return "bind " + str(s.source) + " (no symlinks) on " + str(s.target);
   }
   return "unknown step";
 }
@@ -240,7 +246,7 @@ Result<RootfsPlan> PlanRootfs(const SandboxConfig& config, const std::string& st
     if (!parent.empty()) pl.MkdirAll(root, parent);
     if (S_ISDIR(st.st_mode)) pl.Mkdir(root + b.target);
     else pl.Touch(root + b.target);
-    pl.Bind(b.source, root + b.target, b.read_only);
+    pl.BindNoFollow(b.source, root + b.target, b.read_only);
     // Binds are nosuid even when writable.
     if (!b.read_only) pl.Mount("", root + b.target, nullptr, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV);
   }
@@ -343,6 +349,27 @@ int RunStep(const MountStep& s) {
       if (rc != 0 && errno == EEXIST) rc = 0;
       int saved = errno;
       ::close(dir);
+      errno = saved;
+      return rc;
+    }
+    case MountStep::kBindNoFollow: {
+      int src = OpenNoSymlinks(s.source, O_PATH);
+      if (src < 0) return -1;
+      struct stat st{};
+      if (::fstat(src, &st) != 0 || S_ISLNK(st.st_mode)) {  // O_NOFOLLOW opened a last component that is a link
+        ::close(src);
+        errno = ELOOP;
+        return -1;
+      }
+      int dst = OpenNoSymlinks(s.target, O_PATH);
+      int rc = -1;
+      if (dst >= 0) {
+        char src_path[32], dst_path[32];
+        rc = ::mount(FdPath(src, src_path), FdPath(dst, dst_path), nullptr, MS_BIND | MS_REC, nullptr);
+      }
+      int saved = errno;
+      ::close(src);
+      if (dst >= 0) ::close(dst);
       errno = saved;
       return rc;
     }

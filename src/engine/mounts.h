@@ -13,8 +13,10 @@
 namespace isb::engine {
 
 struct MountStep {
-  enum Kind { kMount, kMkdir, kTouch, kSymlink, kWriteFile, kPivotRoot } kind;
-  const char* source = nullptr;  // kMount: source; kSymlink: link target; kWriteFile: contents
+  // kBindNoFollow: a recursive bind of `source`, reached without following any symlink (ELOOP if a component is
+  // one), so a path checked on the host cannot be swapped for a symlink to somewhere else before it is mounted.
+  enum Kind { kMount, kMkdir, kTouch, kSymlink, kWriteFile, kPivotRoot, kBindNoFollow } kind;
+  const char* source = nullptr;  // kMount, kBindNoFollow: source; kSymlink: link target; kWriteFile: contents
   const char* target = nullptr;
   const char* fstype = nullptr;
   unsigned long flags = 0;

@@ -81,6 +81,22 @@ TEST_F(SandboxToolsTest, CreateRejectsBadSpecsNamingTheField) {
   EXPECT_EQ(Fail("sandbox_create", {{"name", "dup"}}).code, Code::kConflict);
 }
 
+TEST_F(SandboxToolsTest, CreateParsesMountsNamingTheBadOne) {
+  json info = Ok("sandbox_create", json::parse(R"({"mounts":[{"source":"/srv/data","target":"/mnt/./data/"},
+      {"source":"/srv/cache","target":"/cache","read_only":false}]})"));
+  EXPECT_EQ(info["spec"]["mounts"], json::parse(R"([{"source":"/srv/data","target":"/mnt/data","read_only":true},
+      {"source":"/srv/cache","target":"/cache","read_only":false}])"));
+  EXPECT_EQ(fake.sandboxes.begin()->second.spec.mounts[1], (SpecMount{"/srv/cache", "/cache", false}));
+  EXPECT_EQ(Fail("sandbox_create", json::parse(R"({"mounts":[{"source":"/a","target":"/b"},{"source":"/a","target":"/.."}]})")).message,
+            "mounts[1].target: must not be /");
+  EXPECT_EQ(Fail("sandbox_create", json::parse(R"({"mounts":[{"source":"/a","target":"/proc/x"}]})")).message,
+            "mounts[0].target: paths under /proc are refused");
+  EXPECT_EQ(Fail("sandbox_create", json::parse(R"({"mounts":[{"source":"a","target":"/b"}]})")).message,
+            "mounts[0].source: must be an absolute path");
+  EXPECT_EQ(Fail("sandbox_create", json::parse(R"({"mounts":[{"source":"/a"}]})")).message,
+            "mounts[0]: missing required field 'target'");
+}
+
 TEST_F(SandboxToolsTest, ExecPassesTheRequestAndLimits) {
   std::string id = Create();
   json r = Ok("sandbox_exec", {{"sandbox", id}, {"argv", {"echo", "hi"}}, {"stdin", "in"}, {"env", {{"K", "v"}}},

@@ -102,6 +102,17 @@ TEST_F(SpecPolicyTest, ImageNeedsABindRoot) {
   EXPECT_TRUE(CheckRemoteSpec(spec, policy_).ok());
 }
 
+TEST_F(SpecPolicyTest, MountSourcesNeedABindRootByTheirRealPath) {
+  SandboxSpec spec;
+  spec.mounts = {{dir_ + "/data/img", "/mnt/img", true}, {dir_ + "/data/escape", "/mnt/etc", true}};
+  ExpectError(CheckRemoteSpec(spec, RemoteSpecPolicy{}), Code::kForbidden,
+              "mounts[0].source '" + dir_ + "/data/img': host paths need --bind-root DIR (none is set)");
+  ExpectError(CheckRemoteSpec(spec, policy_), Code::kForbidden,
+              "mounts[1].source '" + dir_ + "/data/escape' resolves to '/etc', outside every --bind-root");
+  spec.mounts.pop_back();
+  EXPECT_TRUE(CheckRemoteSpec(spec, policy_).ok());
+}
+
 TEST_F(SpecPolicyTest, ImageUnderRootAllowedAsItsRealPath) {
   EXPECT_TRUE(CheckImage(dir_ + "/data").ok());
   EXPECT_TRUE(CheckImage(dir_ + "/data/img/").ok());

@@ -4,6 +4,7 @@ add_executable(isb_cli_tests
   tests/cli/client_test.cc
   tests/cli/sandbox_cmds_test.cc
   src/cli/client.cc
+  src/cli/bind_spec.cc
   src/cli/sandbox_cmds.cc
   src/cli/terminal_exec.cc)
 target_link_libraries(isb_cli_tests PRIVATE isb_base nlohmann_json::nlohmann_json CLI11::CLI11 GTest::gtest_main)

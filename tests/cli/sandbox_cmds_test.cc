@@ -31,6 +31,7 @@ TEST(CreateInputTest, EveryFlagMapsToTheSchema) {
   f.workdir = "/work";
   f.user = "1000:1000";
   f.labels = {"team=core"};
+  f.mounts = {"/srv/data", "/srv/cache:/cache:rw"};
   f.expires = "2h";
   f.idle_timeout = "30m";
   auto in = CreateInput(f);
@@ -44,9 +45,17 @@ TEST(CreateInputTest, EveryFlagMapsToTheSchema) {
                {"working_dir", "/work"},
                {"user", "1000:1000"},
                {"labels", {{"team", "core"}}},
+               {"mounts", {{{"source", "/srv/data"}, {"target", "/srv/data"}, {"read_only", true}},
+                           {{"source", "/srv/cache"}, {"target", "/cache"}, {"read_only", false}}}},
                {"expires", 7200},
                {"idle_timeout", 1800}};
   EXPECT_EQ(*in, want) << in->dump();
+}
+
+TEST(CreateInputTest, AMountWithoutASourceIsAUsageError) {
+  CreateFlags f;
+  f.mounts = {":/x"};
+  EXPECT_EQ(CreateInput(f).error().message, "invalid --mount ':/x': use SRC[:DST][:ro|:rw]");
 }
 
 TEST(CreateInputTest, NoFlagsSendsAnEmptySpec) {

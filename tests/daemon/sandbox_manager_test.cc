@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "base/file.h"
 #include "must_work.h"
 #include "store/migrations.h"
 
@@ -105,6 +106,42 @@ TEST_F(ManagerTest, CreateExecStopStartRemove) {
   EXPECT_EQ(events[1].first, "stopped");
   EXPECT_EQ(events[2].first, "started");
   EXPECT_EQ(events[3].first, "removed");
+}
+
+TEST_F(ManagerTest, MountsBindTheRealPathAndNeverFollowALaterSymlink) {
+  const std::string share = dir_ + "/share";
+  std::filesystem::create_directories(share);
+  std::filesystem::permissions(share, std::filesystem::perms::all);  // the sandbox's root is an unprivileged host uid
+  ASSERT_TRUE(isb::WriteFile(share + "/hello", "hello\n").ok());
+  std::filesystem::create_symlink(share, dir_ + "/via");
+  api::SandboxSpec spec;
+  spec.mounts = {{dir_ + "/via", "/mnt/share", false}, {share + "/hello", "/etc/greeting", true}};
+  auto sb = mgr_->Create(spec);
+  ASSERT_TRUE(sb.ok()) << sb.error().message;
+  // Stored as the real path; bound where asked, writable or read-only as asked.
+  EXPECT_EQ(sb->spec.mounts[0].source, share);
+  EXPECT_EQ(Exec(sb->id, {"cat", "/mnt/share/hello", "/etc/greeting"}).stdout_data, "hello\nhello\n");
+  EXPECT_EQ(Exec(sb->id, {"sh", "-c", "echo hi > /mnt/share/new"}).exit_code, 0);
+  auto written = isb::ReadFile(share + "/new");
+  EXPECT_EQ(written.ok() ? *written : "", "hi\n");
+  auto ro = Exec(sb->id, {"sh", "-c", "echo x > /etc/greeting"});
+  EXPECT_EQ(ro.exit_code, 2);
+  EXPECT_EQ(ro.stderr_data, "sh: 1: cannot create /etc/greeting: Read-only file system\n");
+
+  // The source is swapped for a symlink while the sandbox is stopped: the next start binds nothing.
+  ASSERT_TRUE(mgr_->Stop(sb->id).ok());
+  std::filesystem::rename(share, dir_ + "/moved");
+  std::filesystem::create_symlink(dir_ + "/moved", share);
+  auto started = mgr_->Start(sb->id);
+  ASSERT_FALSE(started.ok());
+  EXPECT_EQ(started.error().message, "sandbox setup failed while building the root filesystem (bind " + share +
+                                         " (no symlinks) on /run/isb/staging/root/mnt/share): Too many levels of "
+                                         "symbolic links");
+  EXPECT_EQ(mgr_->Get(sb->id)->state, "stopped");
+
+  api::SandboxSpec missing;
+  missing.mounts = {{dir_ + "/nothing", "/mnt/x", true}};
+  EXPECT_EQ(mgr_->Create(missing).error().message, "mounts[0].source: '" + dir_ + "/nothing' does not exist");
 }
 
 TEST_F(ManagerTest, FilesResolveInsideTheSandbox) {

@@ -169,6 +169,25 @@ TEST_F(IdentityTest, RemoteSpecAndToolPolicies) {
             std::make_pair(403, std::string("forbidden: image '/etc' is outside every --bind-root")));
   EXPECT_EQ(As(token(), "default", "sandbox_create", {{"image", root + "/escape"}}),
             std::make_pair(403, "forbidden: image '" + root + "/escape' resolves to '/etc', outside every --bind-root"));
+  // So must each mount's source; one under the root is bound where asked, writable when asked.
+  auto mount = [](const std::string& source) { return json{{"mounts", {{{"source", source}, {"target", "/mnt/x"}}}}}; };
+  EXPECT_EQ(As(token(), "default", "sandbox_create", mount("/etc")),
+            std::make_pair(403, std::string("forbidden: mounts[0].source '/etc' is outside every --bind-root")));
+  EXPECT_EQ(As(token(), "default", "sandbox_create", mount(root + "/escape/")),
+            std::make_pair(403, "forbidden: mounts[0].source '" + root + "/escape/' resolves to '/etc', outside "
+                                "every --bind-root"));
+  std::filesystem::permissions(root + "/ok", std::filesystem::perms::all);
+  json rw = mount(root + "/ok");
+  rw["mounts"][0]["read_only"] = false;
+  CurlResult bound = CurlTcp("POST", "/api/v1/tools/sandbox_create", rw.dump(), {"Content-Type: application/json"},
+                             token());
+  ASSERT_EQ(bound.http.status, 200) << bound.Describe();
+  Track(bound.http.j["result"]["id"]);
+  json wrote = MustTool("sandbox_exec", {{"sandbox", bound.http.j["result"]["id"]},
+                                         {"argv", {"sh", "-c", "ls /mnt/x && echo hi > /mnt/x/from-sandbox"}}});
+  EXPECT_EQ(wrote["exit_code"], 0) << wrote.dump();
+  EXPECT_EQ(wrote["stdout"], "etc\n") << wrote.dump();
+  EXPECT_TRUE(std::filesystem::exists(root + "/ok/from-sandbox"));
   EXPECT_EQ(As(token(), "default", "sandbox_create", {{"labels", {{"isb.org", "acme"}}}}),
             std::make_pair(403, std::string("forbidden: label 'isb.org': labels starting with isb. are reserved")));
   // A denied tool is absent from the list and refused as unknown; the host still has it.
