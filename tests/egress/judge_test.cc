@@ -163,6 +163,12 @@ TEST_F(JudgeTest, EveryAnswerThatIsNoClearVerdictDenies) {
        "judge failed (no verdict: the reason is not a string)"},
       {"HTTP 500", HttpResponseWith(500, R"({"error":"overloaded"})"), "judge failed (HTTP 500)"},
       {"HTTP 401", HttpResponseWith(401, R"({"error":"bad key"})"), "judge failed (HTTP 401)"},
+      // The daemon's clients follow no redirect: a 3xx is an answer without a verdict, and the Location is never
+      // asked (the server counts one request).
+      {"redirect", "HTTP/1.1 302 Found\r\nLocation: http://judge.test/elsewhere\r\nContent-Length: 0\r\n\r\n",
+       "judge failed (HTTP 302)"},
+      {"permanent redirect", "HTTP/1.1 308 Permanent Redirect\r\nLocation: https://other.test/v1\r\nContent-Length: 0\r\n\r\n",
+       "judge failed (HTTP 308)"},
       {"cut off", "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"choices\"",
        "judge failed (malformed HTTP response: the connection closed inside the response body)"},
       {"not HTTP", "SSH-2.0-OpenSSH_9.6\r\n\r\n", "judge failed (malformed HTTP response: the status line is not HTTP/1.x)"},
