@@ -59,6 +59,19 @@ json MountsSchema() {
                            {"source", "target"})}};
 }
 
+json PortsSchema() {
+  return {{"type", "array"},
+          {"maxItems", 16},
+          {"description",
+           "TCP ports inside the sandbox published on the host while it runs: host_address:host_port reaches "
+           "127.0.0.1:sandbox_port inside. host_address defaults to 127.0.0.1; a remote caller needs the daemon's "
+           "--publish-address for any address but loopback."},
+          {"items", Object({{"sandbox_port", Int("The port inside the sandbox (on its loopback).", 1, 65535)},
+                            {"host_port", Int("The port on the host.", 1, 65535)},
+                            {"host_address", Str("An IP address of the host; default 127.0.0.1.", 64, 1)}},
+                           {"sandbox_port", "host_port"})}};
+}
+
 json SpecSchema() {
   json spec = Object(
       {{"name", Str("Optional unique name: letters, digits, '.', '_', '-'; at most 63; not starting with \"sb-\".",
@@ -77,6 +90,7 @@ json SpecSchema() {
        {"user", Str("UID[:GID] inside the sandbox, e.g. \"1000:1000\"; default \"0:0\".", 32)},
        {"labels", StringMap("Free-form labels; sandbox_list can filter on them.", 64)},
        {"mounts", MountsSchema()},
+       {"ports", PortsSchema()},
        {"egress", EgressSchema()},
        {"expires", Int("Lifetime in seconds from creation; default 86400 (24h), at most 2592000 (30d).", 1,
                        kMaxExpiresS)},
@@ -334,6 +348,32 @@ Result<std::vector<SpecMount>> MountsFromJson(const json& in) {
   return out;
 }
 
+json PortsJson(const std::vector<SpecPort>& ports) {
+  json out = json::array();
+  for (const SpecPort& p : ports)
+    out.push_back({{"sandbox_port", p.sandbox_port}, {"host_port", p.host_port}, {"host_address", p.host_address}});
+  return out;
+}
+
+Result<std::vector<SpecPort>> PortsFromJson(const json& in) {
+  std::vector<SpecPort> out;
+  auto it = in.find("ports");
+  if (it == in.end()) return out;
+  for (size_t i = 0; i < it->size(); ++i) {
+    const json& p = (*it)[i];
+    SpecPort port;
+    port.sandbox_port = p["sandbox_port"].get<uint16_t>();
+    port.host_port = p["host_port"].get<uint16_t>();
+    port.host_address = p.value("host_address", port.host_address);
+    for (size_t j = 0; j < out.size(); ++j)
+      if (out[j].host_port == port.host_port && out[j].host_address == port.host_address)
+        return Invalid("ports[" + std::to_string(i) + "]: " + port.host_address + ":" +
+                       std::to_string(port.host_port) + " is published twice");
+    out.push_back(std::move(port));
+  }
+  return out;
+}
+
 json SpecJson(const SandboxSpec& s) {
   return {{"name", s.name},
           {"image", s.image},
@@ -345,6 +385,7 @@ json SpecJson(const SandboxSpec& s) {
           {"user", s.user},
           {"labels", s.labels},
           {"mounts", MountsJson(s.mounts)},
+          {"ports", PortsJson(s.ports)},
           {"egress", s.egress},
           {"expires", s.expires.count()},
           {"idle_timeout", s.idle_timeout.count()}};
@@ -369,6 +410,7 @@ Result<SandboxSpec> SpecFromJson(const json& in) {
   ISB_TRY(CheckUser(spec.user));
   ISB_ASSIGN_OR_RETURN(spec.labels, LabelMap(in));
   ISB_ASSIGN_OR_RETURN(spec.mounts, MountsFromJson(in));
+  ISB_ASSIGN_OR_RETURN(spec.ports, PortsFromJson(in));
   if (auto it = in.find("egress"); it != in.end()) spec.egress = *it;
   spec.expires = std::chrono::seconds(in.value("expires", int64_t{kDefaultExpiresS}));
   spec.idle_timeout = std::chrono::seconds(in.value("idle_timeout", int64_t{kDefaultIdleTimeoutS}));

@@ -27,6 +27,15 @@ struct SpecMount {
   bool operator==(const SpecMount&) const = default;
 };
 
+// A TCP port inside a sandbox published on a host address: connections to host_address:host_port reach
+// 127.0.0.1:sandbox_port inside. Only loopback unless the daemon's --publish-address allows another address.
+struct SpecPort {
+  uint16_t sandbox_port = 0;
+  uint16_t host_port = 0;
+  std::string host_address = "127.0.0.1";
+  bool operator==(const SpecPort&) const = default;
+};
+
 struct SandboxSpec {
   std::string name;          // optional; unique among live sandboxes when given
   std::string image;         // a directory on the host; empty: the default view of the host
@@ -38,6 +47,7 @@ struct SandboxSpec {
   std::string user = "0:0";  // UID[:GID] inside
   std::map<std::string, std::string> labels;
   std::vector<SpecMount> mounts;  // host paths bound in; remote callers only under a --bind-root
+  std::vector<SpecPort> ports;    // published while the sandbox runs
   // "none", "open", a list of "host[:port]", or {allow|block|judge: [...], secrets: [...]}; checked by the daemon.
   nlohmann::json egress = "none";
   std::chrono::seconds expires{24 * 3600};       // lifetime; at most 30 days

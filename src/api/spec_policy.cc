@@ -96,6 +96,10 @@ Status CheckRemoteSpec(const SandboxSpec& spec, const RemoteSpecPolicy& policy) 
   if (!spec.image.empty()) ISB_TRY(ResolveUnderBindRoot("image", spec.image, policy));
   for (size_t i = 0; i < spec.mounts.size(); ++i)
     ISB_TRY(ResolveUnderBindRoot("mounts[" + std::to_string(i) + "].source", spec.mounts[i].source, policy));
+  for (size_t i = 0; i < spec.ports.size(); ++i) {
+    if (Status st = CheckPublishAddress(spec.ports[i].host_address, policy); !st.ok())
+      return Error::Of(st.error().code, "ports[" + std::to_string(i) + "]: " + st.error().message);
+  }
   return {};
 }
 

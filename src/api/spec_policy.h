@@ -30,7 +30,8 @@ Status PrepareRemoteSpecPolicy(RemoteSpecPolicy& policy);
 // OK, or kForbidden naming the field and the flag that would allow it:
 //   a label key starting with "isb." (reserved, no flag allows it);
 //   an image (a host directory) or a mount's source whose real path is not equal to or below a bind root
-//   (ResolveUnderBindRoot).
+//   (ResolveUnderBindRoot);
+//   a port published on an address CheckPublishAddress refuses ("ports[N]: publishing on ...").
 // REQUIRES: `policy` went through PrepareRemoteSpecPolicy.
 Status CheckRemoteSpec(const SandboxSpec& spec, const RemoteSpecPolicy& policy);
 

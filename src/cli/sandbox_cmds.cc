@@ -418,6 +418,9 @@ void AddSandboxCommands(CLI::App& app, int* exit_code) {
   cmd->add_option("--mount", create->mounts,
                   "A path on the daemon's host into the sandbox: SRC[:DST][:ro|:rw] (default ro; repeatable)")
       ->allow_extra_args(false);
+  cmd->add_option("-p,--publish", create->publish,
+                  "Publish a port while it runs: [ADDR:]HOSTPORT:PORT (ADDR default 127.0.0.1; repeatable)")
+      ->allow_extra_args(false);
   cmd->add_option("--egress", create->egress,
                   "Where it may connect: none (default), open, or HOST[:PORT] entries (repeatable or comma-separated)")
       ->allow_extra_args(false);
@@ -543,6 +546,31 @@ Result<int64_t> ParseSeconds(const std::string& flag, const std::string& text) {
   return static_cast<int64_t>(d->count() / 1000);
 }
 
+// "[ADDR:]HOSTPORT:PORT" (ADDR may be an IPv6 address in brackets) as a ports entry.
+Result<json> PublishedPort(const std::string& spec) {
+  auto bad = [&] { return Usage("--publish '" + spec + "': use [ADDR:]HOSTPORT:PORT, e.g. 8080:80"); };
+  size_t last = spec.rfind(':');
+  if (last == std::string::npos) return bad();
+  std::string head = spec.substr(0, last), address;
+  size_t mid = head.rfind(':');
+  if (mid != std::string::npos) {
+    address = head.substr(0, mid);
+    head = head.substr(mid + 1);
+    if (address.size() > 2 && address.front() == '[' && address.back() == ']') address = address.substr(1, address.size() - 2);
+    if (address.empty()) return bad();
+  }
+  auto number = [](const std::string& s) -> int {
+    if (s.empty() || s.size() > 5 || s.find_first_not_of("0123456789") != std::string::npos) return 0;
+    int n = std::stoi(s);
+    return n <= 65535 ? n : 0;
+  };
+  int host_port = number(head), port = number(spec.substr(last + 1));
+  if (host_port == 0 || port == 0) return bad();
+  json out = {{"sandbox_port", port}, {"host_port", host_port}};
+  if (!address.empty()) out["host_address"] = address;
+  return out;
+}
+
 Result<json> CreateInput(const CreateFlags& f) {
   json in = json::object();
   if (!f.name.empty()) in["name"] = f.name;
@@ -579,6 +607,10 @@ Result<json> CreateInput(const CreateFlags& f) {
     auto bind = ParseBindSpec("--mount", m);
     if (!bind.ok()) return Usage(bind.error().message);
     in["mounts"].push_back({{"source", bind->source}, {"target", bind->target}, {"read_only", bind->read_only}});
+  }
+  for (const auto& p : f.publish) {
+    ISB_ASSIGN_OR_RETURN(json port, PublishedPort(p));
+    in["ports"].push_back(std::move(port));
   }
   if (!f.egress.empty()) {
     json hosts = json::array();

@@ -49,6 +49,7 @@ struct CreateFlags {
   std::string name, image, cpus, memory, pids, workdir, user, expires, idle_timeout;
   std::vector<std::string> env, labels;  // K=V each
   std::vector<std::string> mounts;       // SRC[:DST][:ro|:rw] each
+  std::vector<std::string> publish;      // [ADDR:]HOSTPORT:PORT each
   std::vector<std::string> egress;       // "none", "open", or host[:port] entries (repeatable, or comma-separated)
 };
 Result<json> CreateInput(const CreateFlags& flags);

@@ -3,7 +3,7 @@ add_library(isb_store STATIC src/store/db.cc src/store/migrations.cc)
 find_package(Threads REQUIRED)
 target_link_libraries(isb_store PUBLIC isb_base ${SQLITE_LIB} Threads::Threads m dl)
 
-add_library(isb_daemon STATIC src/daemon/sandbox_manager.cc src/daemon/egress_service.cc)
+add_library(isb_daemon STATIC src/daemon/sandbox_manager.cc src/daemon/egress_service.cc src/daemon/port_publisher.cc)
 target_link_libraries(isb_daemon PUBLIC isb_engine isb_store isb_net isb_proxy isb_egress isb_judge isb_audit
                       nlohmann_json::nlohmann_json)
 

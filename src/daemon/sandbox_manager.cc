@@ -3,6 +3,7 @@
 
 #include "api/org_sandboxes.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <linux/openat2.h>
@@ -155,6 +156,14 @@ Status ValidateSpec(const api::SandboxSpec& s) {
     if (m.target.empty() || m.target[0] != '/' || m.target == "/")
       return Invalid(field + ".target: must be an absolute path other than /");
   }
+  for (size_t i = 0; i < s.ports.size(); ++i) {
+    const std::string field = "ports[" + std::to_string(i) + "]";
+    const api::SpecPort& p = s.ports[i];
+    in6_addr any{};
+    if (::inet_pton(AF_INET, p.host_address.c_str(), &any) != 1 && ::inet_pton(AF_INET6, p.host_address.c_str(), &any) != 1)
+      return Invalid(field + ".host_address: '" + p.host_address + "' is not an IP address");
+    if (p.sandbox_port == 0 || p.host_port == 0) return Invalid(field + ": ports are 1 to 65535");
+  }
   if (!(s.cpus >= 0.001 && s.cpus <= 1024)) return Invalid("cpus: must be between 0.001 and 1024");
   if (s.mem_limit < (4u << 20)) return Invalid("mem_limit: must be at least 4 MiB");
   if (s.pids < 2 || s.pids > 1'000'000) return Invalid("pids: must be between 2 and 1000000");
@@ -184,6 +193,11 @@ std::string SpecToJson(const api::SandboxSpec& s) {
     j["mounts"] = json::array();
     for (const auto& m : s.mounts) j["mounts"].push_back({{"source", m.source}, {"target", m.target}, {"read_only", m.read_only}});
   }
+  if (!s.ports.empty()) {
+    j["ports"] = json::array();
+    for (const auto& p : s.ports)
+      j["ports"].push_back({{"sandbox_port", p.sandbox_port}, {"host_port", p.host_port}, {"host_address", p.host_address}});
+  }
   return j.dump();
 }
 
@@ -203,6 +217,10 @@ api::SandboxSpec SpecFromJson(const std::string& text) {
   if (auto m = j.find("mounts"); m != j.end() && m->is_array())
     for (const auto& e : *m)
       s.mounts.push_back({e.value("source", ""), e.value("target", ""), e.value("read_only", true)});
+  if (auto p = j.find("ports"); p != j.end() && p->is_array())
+    for (const auto& e : *p)
+      s.ports.push_back({e.value("sandbox_port", uint16_t{0}), e.value("host_port", uint16_t{0}),
+                         e.value("host_address", std::string("127.0.0.1"))});
   s.egress = j.contains("egress") ? j["egress"] : json("none");
   s.expires = std::chrono::seconds(j.value("expires", int64_t{86400}));
   s.idle_timeout = std::chrono::seconds(j.value("idle_timeout", int64_t{7200}));
@@ -286,6 +304,11 @@ bool SandboxManager::Alive(const Record& rec) const {
 
 Status SandboxManager::Launch(Record& rec) {
   ISB_TRY(LaunchProcess(rec));
+  if (Status published = ports_.Publish(rec.id, rec.pid, rec.spec.ports); !published.ok()) {
+    bool oom = false;
+    (void)Kill(rec, &oom);
+    return published;
+  }
   rec.state = "running";
   return db_->Exec("UPDATE sandboxes SET state='running', pid=?2, start_time=?3, lease_index=?4, uid_base=?5 "
                    "WHERE id=?1",
@@ -342,6 +365,7 @@ Status SandboxManager::Halt(Record& rec, const std::string& event, const std::st
 }
 
 Status SandboxManager::Kill(Record& rec, bool* oom) {
+  ports_.Unpublish(rec.id);
   if (rec.pid > 0 && engine::ProcessStartTime(rec.pid) == rec.start_time) {
     int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, rec.pid, 0));
     if (pidfd >= 0) {
@@ -376,7 +400,7 @@ std::optional<SandboxManager::Record> SandboxManager::TakeReady(const api::Sandb
   // What a pooled sandbox was launched with; everything else in a spec (environment, user, working_dir, labels,
   // lifetimes) is the daemon's to apply, not the sandbox's.
   const api::SandboxSpec pooled;
-  if (!spec.name.empty() || !spec.image.empty() || !spec.mounts.empty() || spec.cpus != pooled.cpus || spec.mem_limit != pooled.mem_limit ||
+  if (!spec.name.empty() || !spec.image.empty() || !spec.mounts.empty() || !spec.ports.empty() || spec.cpus != pooled.cpus || spec.mem_limit != pooled.mem_limit ||
       spec.pids != pooled.pids || spec.egress != pooled.egress)
     return std::nullopt;
   std::unique_lock lock(pool_mu_);
@@ -809,6 +833,8 @@ Result<std::string> SandboxManager::Adopt() {
     }
     if (rec->state != "running") continue;
     if (Alive(*rec)) {
+      if (Status p = ports_.Publish(id, rec->pid, rec->spec.ports); !p.ok())
+        std::fprintf(stderr, "isb: sandbox %s: ports not published: %s\n", id.c_str(), p.error().message.c_str());
       Event(id, "adopted");
       ++adopted;
     } else {

@@ -18,6 +18,7 @@
 #include "engine/spawner.h"
 #include "audit/history.h"
 #include "daemon/egress_service.h"
+#include "daemon/port_publisher.h"
 #include "store/db.h"
 
 namespace isb::daemon {
@@ -114,6 +115,7 @@ class SandboxManager : public api::Sandboxes {
   engine::CgroupLayout layout_;
   // Serializes state changes per sandbox id (create/stop/start/remove/reap); execs do not take it.
   std::mutex mu_;
+  PortPublisher ports_;  // the running sandboxes' published ports
   std::map<std::string, std::pair<int64_t, uint64_t>> cpu_samples_;  // id -> (time, cpu_usec) for the reaper
   struct Terminal {
     std::string sandbox, caller;

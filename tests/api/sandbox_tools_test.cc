@@ -97,6 +97,19 @@ TEST_F(SandboxToolsTest, CreateParsesMountsNamingTheBadOne) {
             "mounts[0]: missing required field 'target'");
 }
 
+TEST_F(SandboxToolsTest, CreateParsesPublishedPorts) {
+  json info = Ok("sandbox_create", json::parse(R"({"ports":[{"sandbox_port":8080,"host_port":18080},
+      {"sandbox_port":22,"host_port":2222,"host_address":"100.64.1.2"}]})"));
+  EXPECT_EQ(info["spec"]["ports"], json::parse(R"([{"sandbox_port":8080,"host_port":18080,"host_address":"127.0.0.1"},
+      {"sandbox_port":22,"host_port":2222,"host_address":"100.64.1.2"}])"));
+  EXPECT_EQ(Fail("sandbox_create", json::parse(R"({"ports":[{"sandbox_port":1,"host_port":5},{"sandbox_port":2,"host_port":5}]})")).message,
+            "ports[1]: 127.0.0.1:5 is published twice");
+  EXPECT_EQ(Fail("sandbox_create", json::parse(R"({"ports":[{"sandbox_port":0,"host_port":5}]})")).message,
+            "ports[0].sandbox_port: must be >= 1");
+  EXPECT_EQ(Fail("sandbox_create", json::parse(R"({"ports":[{"sandbox_port":80}]})")).message,
+            "ports[0]: missing required field 'host_port'");
+}
+
 TEST_F(SandboxToolsTest, ExecPassesTheRequestAndLimits) {
   std::string id = Create();
   json r = Ok("sandbox_exec", {{"sandbox", id}, {"argv", {"echo", "hi"}}, {"stdin", "in"}, {"env", {{"K", "v"}}},

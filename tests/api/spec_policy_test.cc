@@ -113,6 +113,20 @@ TEST_F(SpecPolicyTest, MountSourcesNeedABindRootByTheirRealPath) {
   EXPECT_TRUE(CheckRemoteSpec(spec, policy_).ok());
 }
 
+TEST_F(SpecPolicyTest, PortsPublishOnLoopbackUnlessAnAddressIsAllowed) {
+  SandboxSpec spec;
+  spec.ports = {{8080, 18080, "127.0.0.1"}, {8080, 18081, "::1"}};
+  EXPECT_TRUE(CheckRemoteSpec(spec, RemoteSpecPolicy{}).ok());
+  spec.ports.push_back({22, 2222, "0.0.0.0"});
+  ExpectError(CheckRemoteSpec(spec, RemoteSpecPolicy{}), Code::kForbidden,
+              "ports[2]: publishing on 0.0.0.0 needs --publish-address 0.0.0.0");
+  RemoteSpecPolicy tailnet;
+  tailnet.publish_addresses = {"100.64.1.2"};
+  ASSERT_TRUE(PrepareRemoteSpecPolicy(tailnet).ok());
+  spec.ports.back().host_address = "100.64.1.2";
+  EXPECT_TRUE(CheckRemoteSpec(spec, tailnet).ok());
+}
+
 TEST_F(SpecPolicyTest, ImageUnderRootAllowedAsItsRealPath) {
   EXPECT_TRUE(CheckImage(dir_ + "/data").ok());
   EXPECT_TRUE(CheckImage(dir_ + "/data/img/").ok());

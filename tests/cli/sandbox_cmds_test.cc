@@ -32,6 +32,7 @@ TEST(CreateInputTest, EveryFlagMapsToTheSchema) {
   f.user = "1000:1000";
   f.labels = {"team=core"};
   f.mounts = {"/srv/data", "/srv/cache:/cache:rw"};
+  f.publish = {"8080:80", "100.64.1.2:2222:22", "[::1]:9000:9000"};
   f.expires = "2h";
   f.idle_timeout = "30m";
   auto in = CreateInput(f);
@@ -47,6 +48,9 @@ TEST(CreateInputTest, EveryFlagMapsToTheSchema) {
                {"labels", {{"team", "core"}}},
                {"mounts", {{{"source", "/srv/data"}, {"target", "/srv/data"}, {"read_only", true}},
                            {{"source", "/srv/cache"}, {"target", "/cache"}, {"read_only", false}}}},
+               {"ports", {{{"sandbox_port", 80}, {"host_port", 8080}},
+                          {{"sandbox_port", 22}, {"host_port", 2222}, {"host_address", "100.64.1.2"}},
+                          {{"sandbox_port", 9000}, {"host_port", 9000}, {"host_address", "::1"}}}},
                {"expires", 7200},
                {"idle_timeout", 1800}};
   EXPECT_EQ(*in, want) << in->dump();
@@ -56,6 +60,15 @@ TEST(CreateInputTest, AMountWithoutASourceIsAUsageError) {
   CreateFlags f;
   f.mounts = {":/x"};
   EXPECT_EQ(CreateInput(f).error().message, "invalid --mount ':/x': use SRC[:DST][:ro|:rw]");
+}
+
+TEST(CreateInputTest, AMalformedPublishIsAUsageError) {
+  for (const char* bad : {"80", "0:80", "8080:70000", ":8080:80", "x:80"}) {
+    CreateFlags f;
+    f.publish = {bad};
+    EXPECT_EQ(CreateInput(f).error().message,
+              std::string("--publish '") + bad + "': use [ADDR:]HOSTPORT:PORT, e.g. 8080:80");
+  }
 }
 
 TEST(CreateInputTest, NoFlagsSendsAnEmptySpec) {

@@ -188,6 +188,11 @@ TEST_F(IdentityTest, RemoteSpecAndToolPolicies) {
   EXPECT_EQ(wrote["exit_code"], 0) << wrote.dump();
   EXPECT_EQ(wrote["stdout"], "etc\n") << wrote.dump();
   EXPECT_TRUE(std::filesystem::exists(root + "/ok/from-sandbox"));
+  // A port published on anything but loopback needs --publish-address.
+  EXPECT_EQ(As(token(), "default", "sandbox_create",
+               {{"ports", {{{"sandbox_port", 80}, {"host_port", 8080}, {"host_address", "0.0.0.0"}}}}}),
+            std::make_pair(403, std::string("forbidden: ports[0]: publishing on 0.0.0.0 needs --publish-address "
+                                            "0.0.0.0")));
   EXPECT_EQ(As(token(), "default", "sandbox_create", {{"labels", {{"isb.org", "acme"}}}}),
             std::make_pair(403, std::string("forbidden: label 'isb.org': labels starting with isb. are reserved")));
   // A denied tool is absent from the list and refused as unknown; the host still has it.

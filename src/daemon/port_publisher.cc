@@ -1,0 +1,218 @@
+#include "daemon/port_publisher.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sched.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <list>
+#include <thread>
+
+#include "base/fd.h"
+
+namespace isb::daemon {
+namespace {
+
+constexpr size_t kChunk = 64 * 1024;
+
+// One relayed connection: `client` accepted on the host, `inside` made in the sandbox's network namespace.
+struct Conn {
+  Fd client, inside;
+  bool connecting = true;
+  bool client_eof = false, inside_eof = false;
+  std::string to_inside{}, to_client{};  // read from one side, not yet written to the other
+};
+
+// A listening socket on `address`:`port`, or the reason it cannot be.
+Result<Fd> Listen(const std::string& address, uint16_t port) {
+  sockaddr_storage ss{};
+  socklen_t len = 0;
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&ss);
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(&ss);
+  if (::inet_pton(AF_INET, address.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(port);
+    len = sizeof *v4;
+  } else if (::inet_pton(AF_INET6, address.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(port);
+    len = sizeof *v6;
+  } else {
+    return Error::Of(Code::kInvalidArgument, "'" + address + "' is not an IP address");
+  }
+  Fd s(::socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!s.valid()) return Error::Sys("socket");
+  int one = 1;
+  ::setsockopt(s.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (ss.ss_family == AF_INET6) ::setsockopt(s.get(), IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+  if (::bind(s.get(), reinterpret_cast<sockaddr*>(&ss), len) != 0 || ::listen(s.get(), 64) != 0)
+    return Error::Of(Code::kConflict, std::strerror(errno));
+  return s;
+}
+
+}  // namespace
+
+// A published port: its listening socket and the thread that accepts on it and relays every connection. The thread
+// lives in the sandbox's network namespace (setns applies to the calling thread only), so each socket it makes is
+// made there; the listening socket was made on the host before.
+class PortPublisher::Listener {
+ public:
+  Listener(Fd listen, Fd netns, uint16_t port) : listen_(std::move(listen)), netns_(std::move(netns)), port_(port) {
+    stop_.Reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~Listener() {
+    uint64_t one = 1;
+    if (::write(stop_.get(), &one, sizeof one) < 0) {
+      // An eventfd write fails only on overflow, which one write cannot reach.
+    }
+    thread_.join();
+  }
+
+ private:
+  void Run() {
+    if (::setns(netns_.get(), CLONE_NEWNET) != 0) {
+      listen_.Reset();  // nothing can be relayed: callers are refused rather than left waiting
+      return;
+    }
+    std::list<Conn> conns;
+    std::vector<pollfd> fds;
+    std::vector<Conn*> owners;
+    for (;;) {
+      fds.assign({{stop_.get(), POLLIN, 0}, {listen_.get(), POLLIN, 0}});
+      owners.clear();
+      for (Conn& c : conns) {
+        short client_ev = 0, inside_ev = 0;
+        if (c.connecting) {
+          inside_ev = POLLOUT;
+        } else {
+          if (c.to_inside.empty() && !c.client_eof) client_ev |= POLLIN;
+          if (!c.to_client.empty()) client_ev |= POLLOUT;
+          if (c.to_client.empty() && !c.inside_eof) inside_ev |= POLLIN;
+          if (!c.to_inside.empty()) inside_ev |= POLLOUT;
+        }
+        fds.push_back({c.client.get(), client_ev, 0});
+        fds.push_back({c.inside.get(), inside_ev, 0});
+        owners.push_back(&c);
+      }
+      if (::poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR) return;
+      if (fds[0].revents != 0) return;
+      if (fds[1].revents & POLLIN) Accept(conns);
+      for (size_t i = 0; i < owners.size(); ++i) Step(*owners[i], fds[2 + 2 * i].revents, fds[3 + 2 * i].revents);
+      conns.remove_if([](const Conn& c) { return !c.client.valid(); });
+    }
+  }
+
+  void Accept(std::list<Conn>& conns) {
+    for (;;) {
+      Fd client(::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+      if (!client.valid()) return;
+      if (conns.size() >= kMaxConnections) continue;  // closed at once
+      Fd inside(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+      if (!inside.valid()) continue;
+      sockaddr_in to{};
+      to.sin_family = AF_INET;
+      to.sin_port = htons(port_);
+      to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      if (::connect(inside.get(), reinterpret_cast<sockaddr*>(&to), sizeof to) != 0 && errno != EINPROGRESS) continue;
+      conns.push_back(Conn{std::move(client), std::move(inside)});
+    }
+  }
+
+  // Moves what can be moved for one connection; closes it (client invalid) when it is over or failed.
+  static void Step(Conn& c, short client_rev, short inside_rev) {
+    auto close = [&] {
+      c.client.Reset();
+      c.inside.Reset();
+    };
+    if (c.connecting) {
+      if (inside_rev == 0) return;
+      int err = 0;
+      socklen_t len = sizeof err;
+      if (::getsockopt(c.inside.get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) return close();
+      c.connecting = false;
+      return;
+    }
+    if (!Move(c.client.get(), c.inside.get(), client_rev, inside_rev, c.to_inside, c.client_eof) ||
+        !Move(c.inside.get(), c.client.get(), inside_rev, client_rev, c.to_client, c.inside_eof))
+      return close();
+    if (c.client_eof && c.inside_eof && c.to_inside.empty() && c.to_client.empty()) close();
+  }
+
+  // One direction, from `src` to `dst` through `buf`. False when the connection failed.
+  static bool Move(int src, int dst, short src_rev, short dst_rev, std::string& buf, bool& eof) {
+    if (!buf.empty() && (dst_rev & (POLLOUT | POLLERR | POLLHUP))) {
+      ssize_t n = ::send(dst, buf.data(), buf.size(), MSG_NOSIGNAL);
+      if (n < 0 && errno != EAGAIN && errno != EINTR) return false;
+      if (n > 0) buf.erase(0, static_cast<size_t>(n));
+      if (buf.empty() && eof) ::shutdown(dst, SHUT_WR);
+    }
+    if (buf.empty() && !eof && (src_rev & (POLLIN | POLLHUP | POLLERR))) {
+      buf.resize(kChunk);
+      ssize_t n = ::recv(src, buf.data(), buf.size(), 0);
+      if (n < 0) {
+        buf.clear();
+        return errno == EAGAIN || errno == EINTR;
+      }
+      buf.resize(static_cast<size_t>(n));
+      if (n == 0) {
+        eof = true;
+        ::shutdown(dst, SHUT_WR);
+      }
+    }
+    return true;
+  }
+
+  Fd listen_, netns_, stop_;
+  uint16_t port_;
+  std::thread thread_;
+};
+
+PortPublisher::PortPublisher() = default;
+
+PortPublisher::~PortPublisher() {
+  std::lock_guard lock(mu_);
+  published_.clear();
+}
+
+Status PortPublisher::Publish(const std::string& id, pid_t pid, const std::vector<api::SpecPort>& ports) {
+  Unpublish(id);
+  if (ports.empty()) return {};
+  std::vector<std::unique_ptr<Listener>> listeners;
+  for (size_t i = 0; i < ports.size(); ++i) {
+    const api::SpecPort& p = ports[i];
+    const std::string field = "ports[" + std::to_string(i) + "]";
+    auto listen = Listen(p.host_address, p.host_port);
+    if (!listen.ok()) {
+      return Error::Of(listen.error().code, field + ": " + p.host_address + ":" + std::to_string(p.host_port) + ": " +
+                                                listen.error().message);
+    }
+    Fd netns(::open(("/proc/" + std::to_string(pid) + "/ns/net").c_str(), O_RDONLY | O_CLOEXEC));
+    if (!netns.valid()) return Error::Sys(field + ": the sandbox's network namespace");
+    listeners.push_back(std::make_unique<Listener>(std::move(*listen), std::move(netns), p.sandbox_port));
+  }
+  std::lock_guard lock(mu_);
+  published_[id] = std::move(listeners);
+  return {};
+}
+
+void PortPublisher::Unpublish(const std::string& id) {
+  std::vector<std::unique_ptr<Listener>> gone;
+  {
+    std::lock_guard lock(mu_);
+    auto it = published_.find(id);
+    if (it == published_.end()) return;
+    gone = std::move(it->second);
+    published_.erase(it);
+  }
+  // Joined outside the lock.
+}
+
+}  // namespace isb::daemon

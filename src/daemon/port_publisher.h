@@ -1,0 +1,43 @@
+// Published ports: a listener on a host address for a TCP port inside a sandbox. Each accepted connection is relayed
+// to 127.0.0.1:<port> in the sandbox's own network namespace, through a socket made in that namespace, so a sandbox
+// needs no address, route or firewall rule for it and its egress policy is unchanged.
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "api/sandboxes.h"
+#include "base/result.h"
+
+namespace isb::daemon {
+
+class PortPublisher {
+ public:
+  PortPublisher();
+  PortPublisher(const PortPublisher&) = delete;
+  PortPublisher& operator=(const PortPublisher&) = delete;
+  // Closes every listener and connection.
+  ~PortPublisher();
+
+  // Listens on each of `ports` for sandbox `id`, whose init is `pid`. All or none: a port that cannot be bound is
+  // kConflict naming it ("ports[0]: 127.0.0.1:8080: Address already in use") and nothing stays published.
+  // Publishing an id again replaces what it had.
+  Status Publish(const std::string& id, pid_t pid, const std::vector<api::SpecPort>& ports);
+  // Closes the sandbox's listeners and its open connections. Nothing published: nothing to do.
+  void Unpublish(const std::string& id);
+
+  // At most this many connections at once per published port; more are accepted and closed at once.
+  static constexpr size_t kMaxConnections = 64;
+
+ private:
+  class Listener;
+  std::mutex mu_;
+  std::map<std::string, std::vector<std::unique_ptr<Listener>>> published_;
+};
+
+}  // namespace isb::daemon
