@@ -231,7 +231,8 @@ egress::Admission EgressService::Decide(const std::string& id, const std::string
   if (!judge_) return egress::Admission{false, d.reason + "; no judge configured (isb serve --judge-url)"};
   // Sandboxes have no org of their own yet; each sandbox's policy is its own (cache and circuit breaker).
   egress::JudgeVerdict v = judge_->Decide(egress::JudgeQuestion{"default", id, id, host, port, method, path});
-  return egress::Admission{v.allow, v.reason};
+  // The verdict was for this method and path: each later request on a plain HTTP connection is asked about too.
+  return egress::Admission{v.allow, v.reason, true};
 }
 
 bool EgressService::NameListed(const std::string& id, std::string_view name) {

@@ -287,6 +287,8 @@ Status SandboxManager::LaunchProcess(Record& rec) {
   c.limits.pids = rec.spec.pids;
   c.writable_dir = Dir(rec.id) + "/layer";
   if (auto resolv = isb::ReadFile(Dir(rec.id) + "/resolv.conf"); resolv.ok()) c.resolv_conf = *resolv;
+  if (std::filesystem::exists(Dir(rec.id) + "/" + kTrustBundleFile))
+    c.binds.push_back({Dir(rec.id) + "/" + kTrustBundleFile, kSandboxTrustBundle, true});
   // Searchable (not readable) by the sandbox's root, an unprivileged host uid, which mounts its layer from here
   // while it is being built; the control socket inside stays 0600 root's.
   ISB_TRY(MakeDirs(Dir(rec.id), 0711));
@@ -434,7 +436,17 @@ Status SandboxManager::PrepareNetwork(Record& rec, const egress::EgressSpec& spe
   }
   ISB_TRY(MakeDirs(Dir(rec.id), 0711));
   ISB_TRY(isb::WriteFile(Dir(rec.id) + "/resolv.conf", net.resolv_conf, 0644));
+  if (!net.ca_pem.empty()) {
+    ISB_TRY(WriteTrustBundle(rec, net.ca_pem));
+    for (const char* k : kTrustBundleVariables) rec.spec.environment.try_emplace(k, kSandboxTrustBundle);
+  }
   return isb::WriteFile(Dir(rec.id) + "/net_slot", std::to_string(net.slot), 0600);
+}
+
+Status SandboxManager::WriteTrustBundle(const Record& rec, const std::string& ca_pem) {
+  ISB_ASSIGN_OR_RETURN(std::string bundle, TrustBundle(rec.spec.image.empty() ? "/" : rec.spec.image, ca_pem));
+  // Rewritten in place: a running sandbox's bind of it sees the new contents.
+  return isb::WriteFile(Dir(rec.id) + "/" + kTrustBundleFile, bundle, 0644);
 }
 
 Result<api::SandboxInfo> SandboxManager::Create(const api::SandboxSpec& spec) {
@@ -767,6 +779,11 @@ Result<std::string> SandboxManager::Adopt() {
       Result<egress::EgressSpec> spec = ParseSandboxEgress(rec->spec.egress);
       Status st = spec.ok() ? options_.egress->Adopt(id, static_cast<uint32_t>(std::stoul(*slot)), *spec)
                             : Status(spec.error());
+      // A new daemon has a new CA for the sandbox (CAs are kept in memory only): its trust store follows.
+      if (st.ok() && std::filesystem::exists(Dir(id) + "/" + kTrustBundleFile)) {
+        Result<std::string> ca = options_.egress->SandboxCaPem(id);
+        st = ca.ok() ? WriteTrustBundle(*rec, *ca) : Status(ca.error());
+      }
       if (!st.ok()) std::fprintf(stderr, "isb: sandbox %s: egress not restored: %s\n", id.c_str(), st.error().message.c_str());
     }
     if (rec->state != "running") continue;
