@@ -58,8 +58,11 @@ Status EgressService::StartServers() {
   h.on_deny = [](const std::string& id, const std::string& target, const std::string& reason, bool first) {
     if (first) std::fprintf(stderr, "isb: egress: %s refused %s: %s\n", id.c_str(), target.c_str(), reason.c_str());
   };
-  // Nothing is marked for interception yet: the secrets issue marks the names that carry secrets.
-  h.intercept = [](const std::string&, const std::string&) { return false; };
+  // The hosts of the sandbox's secrets: their TLS ends at the proxy (the secrets issue substitutes them there).
+  h.intercept = [this](const std::string& id, const std::string& host, uint16_t port) {
+    auto policy = PolicyOf(id);
+    return policy != nullptr && policy->Intercepted(host, port);
+  };
   egress::ProxyOptions po;
   po.explicit_port = options_.explicit_proxy_port;
   po.intercept.minter = minter_;
@@ -129,6 +132,9 @@ Result<SandboxNet> EgressService::Prepare(const std::string& id, const egress::E
     n.env.push_back("NO_PROXY=localhost,127.0.0.1");
     n.env.push_back("no_proxy=localhost,127.0.0.1");
     n.resolv_conf = "nameserver " + n.host_address + "\n";
+    // Every list sandbox trusts its CA (the bundle is the caller's to write): a live change may mark names for
+    // interception in a sandbox that had none.
+    ISB_ASSIGN_OR_RETURN(n.ca_pem, minter_->CaPem(id));
   }
   return n;
 }
@@ -225,7 +231,8 @@ egress::Admission EgressService::Decide(const std::string& id, const std::string
   if (!judge_) return egress::Admission{false, d.reason + "; no judge configured (isb serve --judge-url)"};
   // Sandboxes have no org of their own yet; each sandbox's policy is its own (cache and circuit breaker).
   egress::JudgeVerdict v = judge_->Decide(egress::JudgeQuestion{"default", id, id, host, port, method, path});
-  return egress::Admission{v.allow, v.reason};
+  // The verdict was for this method and path: each later request on a plain HTTP connection is asked about too.
+  return egress::Admission{v.allow, v.reason, true};
 }
 
 bool EgressService::NameListed(const std::string& id, std::string_view name) {

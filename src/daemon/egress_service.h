@@ -45,6 +45,7 @@ struct SandboxNet {
   std::string sandbox_address;
   std::vector<std::string> env;  // HTTP_PROXY and friends (lists only)
   std::string resolv_conf;       // /etc/resolv.conf for the sandbox (lists only)
+  std::string ca_pem;            // the sandbox's own CA certificate, for its trust store (lists only)
 };
 
 class EgressService {

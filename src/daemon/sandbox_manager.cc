@@ -327,6 +327,12 @@ Status SandboxManager::LaunchProcess(Record& rec, bool background) {
   c.writable_dir = Dir(rec.id) + "/layer";
   for (const api::SpecMount& m : rec.spec.mounts) c.binds.push_back({m.source, m.target, m.read_only});
   if (auto resolv = isb::ReadFile(Dir(rec.id) + "/resolv.conf"); resolv.ok()) c.resolv_conf = *resolv;
+  if (std::error_code ec; std::filesystem::exists(Dir(rec.id) + "/" + kTrustBundleFile, ec)) {
+    // The engine follows no symlink in a bind's source: the state dir's real path.
+    auto real = std::filesystem::canonical(Dir(rec.id) + "/" + kTrustBundleFile, ec);
+    if (ec) return Error::Of(Code::kInternal, "the sandbox's trust bundle: " + ec.message());
+    c.binds.push_back({real.string(), kSandboxTrustBundle, true});
+  }
   // Searchable (not readable) by the sandbox's root, an unprivileged host uid, which mounts its layer from here
   // while it is being built; the control socket inside stays 0600 root's.
   ISB_TRY(MakeDirs(Dir(rec.id), 0711));
@@ -483,6 +489,10 @@ Status SandboxManager::PrepareNetwork(Record& rec, const egress::EgressSpec& spe
   }
   ISB_TRY(MakeDirs(Dir(rec.id), 0711));
   ISB_TRY(isb::WriteFile(Dir(rec.id) + "/resolv.conf", net.resolv_conf, 0644));
+  if (!net.ca_pem.empty()) {
+    ISB_TRY(WriteTrustBundle(rec, net.ca_pem));
+    for (const char* k : kTrustBundleVariables) rec.spec.environment.try_emplace(k, kSandboxTrustBundle);
+  }
   return isb::WriteFile(Dir(rec.id) + "/net_slot", std::to_string(net.slot), 0600);
 }
 
@@ -496,6 +506,12 @@ static Result<api::SandboxSpec> ResolveMounts(api::SandboxSpec spec) {
     spec.mounts[i].source = real.string();
   }
   return spec;
+}
+
+Status SandboxManager::WriteTrustBundle(const Record& rec, const std::string& ca_pem) {
+  ISB_ASSIGN_OR_RETURN(std::string bundle, TrustBundle(rec.spec.image.empty() ? "/" : rec.spec.image, ca_pem));
+  // Rewritten in place: a running sandbox's bind of it sees the new contents.
+  return isb::WriteFile(Dir(rec.id) + "/" + kTrustBundleFile, bundle, 0644);
 }
 
 Result<api::SandboxInfo> SandboxManager::Create(const api::SandboxSpec& spec) {
@@ -829,6 +845,11 @@ Result<std::string> SandboxManager::Adopt() {
       Result<egress::EgressSpec> spec = ParseSandboxEgress(rec->spec.egress);
       Status st = spec.ok() ? options_.egress->Adopt(id, static_cast<uint32_t>(std::stoul(*slot)), *spec)
                             : Status(spec.error());
+      // A new daemon has a new CA for the sandbox (CAs are kept in memory only): its trust store follows.
+      if (st.ok() && std::filesystem::exists(Dir(id) + "/" + kTrustBundleFile)) {
+        Result<std::string> ca = options_.egress->SandboxCaPem(id);
+        st = ca.ok() ? WriteTrustBundle(*rec, *ca) : Status(ca.error());
+      }
       if (!st.ok()) std::fprintf(stderr, "isb: sandbox %s: egress not restored: %s\n", id.c_str(), st.error().message.c_str());
     }
     if (rec->state != "running") continue;

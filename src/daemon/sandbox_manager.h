@@ -19,6 +19,7 @@
 #include "audit/history.h"
 #include "daemon/egress_service.h"
 #include "daemon/port_publisher.h"
+#include "daemon/trust_bundle.h"
 #include "store/db.h"
 
 namespace isb::daemon {
@@ -99,6 +100,9 @@ class SandboxManager : public api::Sandboxes {
   Result<egress::EgressSpec> Egress(const api::SandboxSpec& spec) const;
   // Reserves the network of a new sandbox with an egress list or open egress (nothing for none).
   Status PrepareNetwork(Record& rec, const egress::EgressSpec& spec);
+  // The sandbox's trust store (trust_bundle.h) with `ca_pem`, in its directory as kTrustBundleFile.
+  Status WriteTrustBundle(const Record& rec, const std::string& ca_pem);
+  static constexpr char kTrustBundleFile[] = "ca-bundle.pem";
   Result<api::SandboxInfo> Info(const Record& rec);
   std::string Dir(const std::string& id) const;
   void Event(const std::string& id, const std::string& event, const std::string& reason = "");

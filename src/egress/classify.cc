@@ -68,7 +68,42 @@ Sniff ExplicitProxy(std::string_view bytes) {
   return s;
 }
 
+RelayedRequest Refused(RelayedRequest::State state, int status, std::string reason) {
+  RelayedRequest r;
+  r.state = state;
+  r.status = status;
+  r.reason = std::move(reason);
+  return r;
+}
+
 }  // namespace
+
+RelayedRequest ReadRelayedRequest(std::string_view bytes, bool explicit_proxy) {
+  using State = RelayedRequest::State;
+  HeadResult parsed = ParseHttpHead(bytes);
+  switch (parsed.kind) {
+    case HeadResult::kNeedMore: return RelayedRequest{};
+    case HeadResult::kNotHttp: return Refused(State::kNotHttp, 400, "the connection carries HTTP; this is not an HTTP request");
+    case HeadResult::kMalformed: return Refused(State::kMalformed, parsed.status, parsed.reason);
+    case HeadResult::kParsed: break;
+  }
+  RelayedRequest r;
+  r.head = std::move(parsed.head);
+  const HttpHead& h = r.head;
+  if (explicit_proxy) {
+    if (h.connect) return Refused(State::kMalformed, 400, "CONNECT on a connection that relays HTTP");
+    if (h.form != TargetForm::kAbsolute)
+      return Refused(State::kMalformed, 400, "a request to the proxy must be CONNECT or carry an absolute URI");
+    if (h.scheme != "http") return Refused(State::kMalformed, 400, "only http:// URIs can be proxied without CONNECT");
+    r.upstream = OriginForm(h, "");
+  } else {
+    r.upstream = std::string(bytes.substr(0, h.size));
+  }
+  r.state = State::kParsed;
+  r.body = RequestBody(h);
+  r.opaque_after = h.connect || FindHeader(h.headers, "upgrade") != nullptr;
+  return r;
+}
 
 Sniff ClassifyConnection(std::string_view bytes, uint16_t /*port*/, bool explicit_proxy) {
   if (bytes.empty()) return Sniff{};

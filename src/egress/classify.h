@@ -3,8 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
+#include "egress/http_body.h"
+#include "egress/http_head.h"
 #include "egress/proxy.h"
 
 namespace isb::egress {
@@ -13,5 +16,19 @@ namespace isb::egress {
 // name. On the explicit proxy port: CONNECT host:port, or an absolute-form request (rewritten to origin form for the
 // upstream, the proxy's own headers dropped); nothing else.
 Sniff ClassifyConnection(std::string_view bytes, uint16_t port, bool explicit_proxy);
+
+// One request of a relayed plain HTTP connection (the first included), read where a request head must start: what
+// the relay checks against the connection's host and forwards, and where its body ends.
+struct RelayedRequest {
+  enum class State { kNeedMore, kParsed, kNotHttp, kMalformed } state = State::kNeedMore;
+  HttpHead head;          // kParsed
+  std::string upstream;   // kParsed: the head as the origin gets it (origin form on the explicit proxy port)
+  BodyFraming body;       // kParsed
+  bool opaque_after = false;  // a CONNECT or an Upgrade: what follows its body may be another protocol
+  int status = 0;             // kNotHttp, kMalformed: the status to answer
+  std::string reason;         // kNotHttp, kMalformed: one line
+};
+// On the explicit proxy port every request carries an absolute http:// URI (and no CONNECT once HTTP is relayed).
+RelayedRequest ReadRelayedRequest(std::string_view bytes, bool explicit_proxy);
 
 }  // namespace isb::egress

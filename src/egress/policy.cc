@@ -256,6 +256,13 @@ EgressPolicy::EgressPolicy(EgressSpec spec) : spec_(std::move(spec)) {
   for (const HostRule& r : spec_.allow) allow_.Add(r);
   for (const HostRule& r : spec_.block) block_.Add(r);
   for (const HostRule& r : spec_.judge) judge_.Add(r);
+  for (const SecretRule& secret : spec_.secrets)
+    for (const HostRule& r : secret.hosts) secret_hosts_.Add(r);
+}
+
+bool EgressPolicy::Intercepted(std::string_view host, uint16_t port) const {
+  auto name = NormalizeHostName(host);
+  return name.ok() && secret_hosts_.Match(*name, port).has_value();
 }
 
 Decision EgressPolicy::Check(std::string_view host, uint16_t port) const {

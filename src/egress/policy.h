@@ -90,6 +90,10 @@ class EgressPolicy {
   // is none, more than one, or a wildcard or judged entry on that port.
   Result<std::string> SingleHostOnPort(uint16_t port) const;
 
+  // Whether the proxy ends the TLS of connections to `host` on `port` (interception): it is one of the hosts a
+  // secret names. Only allowed connections are asked about.
+  bool Intercepted(std::string_view host, uint16_t port) const;
+
   // The ports an allowlist sandbox may reach the proxy on (allow and judge entries), sorted; empty in other modes.
   std::vector<uint16_t> ListedPorts() const;
 
@@ -108,7 +112,7 @@ class EgressPolicy {
   };
 
   EgressSpec spec_;
-  Index allow_, block_, judge_;
+  Index allow_, block_, judge_, secret_hosts_;
 };
 
 }  // namespace isb::egress

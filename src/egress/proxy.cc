@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "egress/classify.h"
 #include "egress/intercept.h"
 
 namespace isb::egress {
@@ -24,6 +25,7 @@ namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 using namespace asio::experimental::awaitable_operators;
 constexpr auto kAwait = asio::as_tuple(asio::use_awaitable);
+const std::string kEstablished = "HTTP/1.1 200 Connection established\r\n\r\n";
 
 std::string TlsDenyAlert() {
   // A TLS record (alert, TLS 1.0 record version as in a first flight) with a fatal unrecognized_name alert.
@@ -113,6 +115,12 @@ class Proxy::Impl {
       return hooks_.decide(sandbox, host, port, method, path);
     };
   }
+  std::function<Admission()> RequestDecideCall(const std::string& sandbox, const std::string& host, uint16_t port,
+                                               const HttpHead& head) {
+    return [this, sandbox, host, port, method = head.method, path = head.path] {
+      return hooks_.decide(sandbox, host, port, method, path);
+    };
+  }
   std::function<Result<Fd>()> DialCall(const std::string& host, uint16_t port) {
     return [this, host, port] { return hooks_.dial(host, port); };
   }
@@ -190,11 +198,20 @@ class Proxy::Impl {
       co_await Deny(client, sniff, box, target, admission.reason);
       co_return;
     }
-    // A TLS connection that named an intercepted host: its TLS ends here (intercept.h).
-    const bool intercepted = sniff.kind == Sniff::Kind::kTls && !sniff.host.empty() && interceptor_ && hooks_.intercept(box, host);
+    // A TLS connection that named an intercepted host, or a CONNECT to one: its TLS ends here (intercept.h).
+    const bool named = (sniff.kind == Sniff::Kind::kTls && !sniff.host.empty()) || sniff.kind == Sniff::Kind::kConnect;
+    const bool intercepted = named && interceptor_ && hooks_.intercept(box, host, port);
     Result<Fd> dialed = std::move(*co_await OffLoop(DialCall(host, port)));
-    if (intercepted) {
+    if (intercepted && sniff.kind == Sniff::Kind::kTls) {
       co_await Intercept(client, head, box, host, port, dialed);
+      co_return;
+    }
+    // A CONNECT that cannot be dialled gets its 502 in the clear (below); else the tunnel's first bytes are the TLS.
+    if (intercepted && dialed.ok()) {
+      bool sent = co_await Send(client, kEstablished);
+      if (!sent) co_return;
+      std::string hello = sniff.upstream_prefix.value_or("");
+      co_await Intercept(client, hello, box, host, port, dialed);
       co_return;
     }
     if (!dialed.ok()) {
@@ -210,9 +227,15 @@ class Proxy::Impl {
     if (ec) co_return;
     ++stats_.allowed;
     if (sniff.kind == Sniff::Kind::kConnect) {
-      static const std::string kEstablished = "HTTP/1.1 200 Connection established\r\n\r\n";
       bool sent = co_await Send(client, kEstablished);
       if (!sent) co_return;
+    }
+    client.native_non_blocking(true, ec);
+    upstream.native_non_blocking(true, ec);
+    if (sniff.kind == Sniff::Kind::kHttp) {
+      HttpConnection conn{box, host, port, explicit_proxy, admission.per_request};
+      co_await (RelayRequests(client, upstream, head, conn) && Pump(upstream, client, stats_.bytes_down));
+      co_return;
     }
     const std::string& first = sniff.upstream_prefix ? *sniff.upstream_prefix : head;
     if (!first.empty()) {
@@ -220,9 +243,139 @@ class Proxy::Impl {
       if (!sent) co_return;
     }
     stats_.bytes_up += first.size();
-    client.native_non_blocking(true, ec);
-    upstream.native_non_blocking(true, ec);
     co_await (Pump(client, upstream, stats_.bytes_up) && Pump(upstream, client, stats_.bytes_down));
+  }
+
+  // A plain HTTP connection: the sandbox, the host and port it was admitted for, and how.
+  struct HttpConnection {
+    std::string sandbox, host;
+    uint16_t port = 0;
+    bool explicit_proxy = false;
+    bool per_request = false;  // Admission::per_request of the first request
+  };
+
+  // Why `head` may not go on `conn`, or empty: it names another host (on the explicit proxy port, another host or
+  // port), or, on a judged name, the judge refuses it. The first request was decided already.
+  asio::awaitable<std::string> CheckRequest(const HttpConnection& conn, const HttpHead& head, bool first) {
+    const uint16_t port = conn.explicit_proxy ? head.port : conn.port;
+    if (head.host != conn.host || port != conn.port)
+      co_return "egress to " + head.host + ":" + std::to_string(port) + " on a connection to " + conn.host + ":" +
+          std::to_string(conn.port) + " is refused: one host per connection";
+    if (first || !conn.per_request) co_return "";
+    Admission admission = *co_await OffLoop(RequestDecideCall(conn.sandbox, conn.host, conn.port, head));
+    if (admission.allow) co_return "";
+    if (admission.reason.empty()) admission.reason = "egress to " + conn.host + ":" + std::to_string(conn.port) + " is not allowed";
+    co_return admission.reason;
+  }
+
+  // Client to origin on a plain HTTP connection, from its first request (`buffer`: the bytes read so far): each
+  // request head is read and checked before it goes on, then its body follows by its framing (a Content-Length body
+  // spliced when large, a chunked one scanned), and the next head is expected after it. A refused request gets a
+  // 400 or 403 with the reason and the connection closes. After a CONNECT or an Upgrade request, bytes that are not
+  // an HTTP request head are the protocol switched to: from there on the bytes are relayed untouched.
+  asio::awaitable<void> RelayRequests(tcp::socket& from, tcp::socket& to, std::string& buffer, const HttpConnection& conn) {
+    char buf[16384];
+    bool first = true, switched = false;
+    for (;;) {
+      RelayedRequest request = ReadRelayedRequest(buffer, conn.explicit_proxy);
+      while (request.state == RelayedRequest::State::kNeedMore) {
+        if (buffer.size() >= opts_.max_head) {
+          request.state = RelayedRequest::State::kMalformed;
+          request.status = 431;
+          request.reason = "request head too large";
+          break;
+        }
+        auto [ec, n] = co_await from.async_read_some(asio::buffer(buf, std::min(sizeof buf, opts_.max_head - buffer.size())), kAwait);
+        if (ec == asio::error::eof && buffer.empty()) co_return HalfClose(to);  // between requests
+        if (ec) co_return CloseBoth(from, to);
+        buffer.append(buf, n);
+        request = ReadRelayedRequest(buffer, conn.explicit_proxy);
+      }
+      if (switched && request.state != RelayedRequest::State::kParsed) {
+        bool sent = co_await Send(to, buffer);
+        if (!sent) co_return CloseBoth(from, to);
+        stats_.bytes_up += buffer.size();
+        co_return co_await Pump(from, to, stats_.bytes_up);
+      }
+      std::string refusal;
+      int status = 403;
+      if (request.state != RelayedRequest::State::kParsed) {
+        refusal = request.reason;
+        status = request.status;
+      } else {
+        refusal = co_await CheckRequest(conn, request.head, first);
+      }
+      if (!refusal.empty()) {
+        if (status == 403) Report(conn.sandbox, request.head.host + ":" + std::to_string(conn.explicit_proxy ? request.head.port : conn.port), refusal);
+        else ++stats_.denied;
+        std::string response = HttpDenyResponse(status, refusal);
+        co_await Send(from, response);
+        co_return CloseBoth(from, to);
+      }
+      bool sent = co_await Send(to, request.upstream);
+      if (!sent) co_return CloseBoth(from, to);
+      stats_.bytes_up += request.upstream.size();
+      buffer.erase(0, request.head.size);
+      Status body = co_await RelayBody(from, to, buffer, request.body);
+      if (!body.ok()) co_return CloseBoth(from, to);
+      first = false;
+      switched = switched || request.opaque_after;
+    }
+  }
+
+  // One request body from `from` to `to` by its framing; `buffer` holds what was read past the head and keeps what
+  // was read past the body. Errors: the client ended or broke the body, or a socket failed.
+  asio::awaitable<Status> RelayBody(tcp::socket& from, tcp::socket& to, std::string& buffer, BodyFraming framing) {
+    if (framing.kind == BodyFraming::kChunked) co_return co_await RelayChunked(from, to, buffer);
+    if (framing.kind != BodyFraming::kLength) co_return Status();
+    uint64_t remaining = framing.length;
+    size_t take = static_cast<size_t>(std::min<uint64_t>(remaining, buffer.size()));
+    if (take > 0) {
+      std::string piece = buffer.substr(0, take);
+      buffer.erase(0, take);
+      bool sent = co_await Send(to, piece);
+      if (!sent) co_return Error::Of(Code::kUnavailable, "writing a request body");
+      stats_.bytes_up += take;
+      remaining -= take;
+    }
+    char buf[16384];
+    Fd pipe_read, pipe_write;
+    while (remaining > 0) {
+      auto [ec, n] = co_await from.async_read_some(asio::buffer(buf, std::min<uint64_t>(sizeof buf, remaining)), kAwait);
+      if (ec) co_return Error::Of(Code::kUnavailable, "the request body ended early");
+      auto [wec, m] = co_await asio::async_write(to, asio::buffer(buf, n), kAwait);
+      if (wec) co_return Error::Of(Code::kUnavailable, "writing a request body");
+      stats_.bytes_up += n;
+      remaining -= n;
+      if (n < sizeof buf || remaining == 0) continue;
+      // A full buffer: a bulk body, the rest of which is spliced.
+      if (!pipe_write.valid()) {
+        if (!MakePipe(pipe_read, pipe_write)) co_return Error::Sys("pipe");
+      }
+      Drained drained = co_await Splice(from, to, pipe_read.get(), pipe_write.get(), stats_.bytes_up, remaining);
+      if (drained == Drained::kEnd || drained == Drained::kFailed) co_return Error::Of(Code::kUnavailable, "the request body ended early");
+    }
+    co_return Status();
+  }
+
+  asio::awaitable<Status> RelayChunked(tcp::socket& from, tcp::socket& to, std::string& buffer) {
+    ChunkedScanner scanner;
+    char buf[16384];
+    for (;;) {
+      ChunkedScanner::Step step = scanner.Feed(buffer);
+      if (step.state == ChunkedScanner::State::kMalformed) co_return Error::Of(Code::kInvalidArgument, step.reason);
+      if (step.used > 0) {
+        std::string piece = buffer.substr(0, step.used);
+        buffer.erase(0, step.used);
+        bool sent = co_await Send(to, piece);
+        if (!sent) co_return Error::Of(Code::kUnavailable, "writing a request body");
+        stats_.bytes_up += piece.size();
+      }
+      if (step.state == ChunkedScanner::State::kDone) co_return Status();
+      auto [ec, n] = co_await from.async_read_some(asio::buffer(buf), kAwait);
+      if (ec) co_return Error::Of(Code::kUnavailable, "the request body ended early");
+      buffer.append(buf, n);
+    }
   }
 
   asio::awaitable<void> Intercept(tcp::socket& client, const std::string& hello, const std::string& box,
@@ -288,30 +441,38 @@ class Proxy::Impl {
       if (wec) co_return CloseBoth(from, to);
       if (n < sizeof buf) continue;
       if (!pipe_write.valid()) {
-        int p[2];
-        if (::pipe2(p, O_NONBLOCK | O_CLOEXEC) != 0) co_return CloseBoth(from, to);
-        pipe_read = Fd(p[0]);
-        pipe_write = Fd(p[1]);
-        ::fcntl(p[1], F_SETPIPE_SZ, 1 << 20);
+        if (!MakePipe(pipe_read, pipe_write)) co_return CloseBoth(from, to);
       }
-      Drained drained = co_await Splice(from, to, pipe_read.get(), pipe_write.get(), counter);
+      uint64_t unbounded = UINT64_MAX;
+      Drained drained = co_await Splice(from, to, pipe_read.get(), pipe_write.get(), counter, unbounded);
       if (drained == Drained::kEnd) co_return HalfClose(to);
       if (drained == Drained::kFailed) co_return CloseBoth(from, to);
     }
   }
 
+  static bool MakePipe(Fd& read_end, Fd& write_end) {
+    int p[2];
+    if (::pipe2(p, O_NONBLOCK | O_CLOEXEC) != 0) return false;
+    read_end = Fd(p[0]);
+    write_end = Fd(p[1]);
+    ::fcntl(p[1], F_SETPIPE_SZ, 1 << 20);
+    return true;
+  }
+
   enum class Drained { kEmpty, kEnd, kFailed };
 
-  // Splices from `from` to `to` through the (empty) pipe until `from` has nothing to read for now. Never keep a
-  // native_handle() across a co_await: the other direction may close the socket meanwhile.
+  // Splices from `from` to `to` through the (empty) pipe until `from` has nothing to read for now or `budget`
+  // bytes have moved (kEmpty either way; `budget` is decreased by what moved). Never keep a native_handle() across
+  // a co_await: the other direction may close the socket meanwhile.
   asio::awaitable<Drained> Splice(tcp::socket& from, tcp::socket& to, int pipe_read, int pipe_write,
-                                  std::atomic<uint64_t>& counter) {
+                                  std::atomic<uint64_t>& counter, uint64_t& budget) {
     constexpr unsigned kFlags = SPLICE_F_MOVE | SPLICE_F_NONBLOCK;
-    for (;;) {
-      ssize_t n = ::splice(from.native_handle(), nullptr, pipe_write, nullptr, 1 << 20, kFlags);
+    while (budget > 0) {
+      ssize_t n = ::splice(from.native_handle(), nullptr, pipe_write, nullptr, std::min<uint64_t>(budget, 1 << 20), kFlags);
       if (n == 0) co_return Drained::kEnd;
       if (n < 0) co_return errno == EAGAIN ? Drained::kEmpty : Drained::kFailed;
       counter += static_cast<uint64_t>(n);
+      budget -= static_cast<uint64_t>(n);
       while (n > 0) {
         ssize_t m = ::splice(pipe_read, nullptr, to.native_handle(), nullptr, static_cast<size_t>(n), kFlags);
         if (m > 0) {
@@ -326,6 +487,7 @@ class Proxy::Impl {
         co_return Drained::kFailed;
       }
     }
+    co_return Drained::kEmpty;
   }
 
   static void HalfClose(tcp::socket& to) {

@@ -2,7 +2,10 @@
 // rules redirect each sandbox's listed ports to, learns the sandbox from the address a connection arrives at (the host
 // end of its veth; nothing inside the sandbox is trusted to say who it is) and the port it asked for from conntrack,
 // reads just enough of the first bytes to learn the name asked for, asks the policy, and for an allowed name dials it
-// and relays bytes both ways untouched (splice: they never pass through user space).
+// and relays bytes both ways untouched (splice: they never pass through user space). On a plain HTTP connection
+// every request head is read as it comes (bodies are followed by their framing only, bulk still spliced): a request
+// for another host than the connection's is refused with a 403 and the connection closed, and a judged name's
+// requests are each decided.
 #pragma once
 
 #include <atomic>
@@ -42,6 +45,9 @@ using Classifier = std::function<Sniff(std::string_view bytes, uint16_t port, bo
 struct Admission {
   bool allow = false;
   std::string reason;  // one line, shown to the client on refusal
+  // The decision depended on the request's method and path (a judged name): on a plain HTTP connection, each later
+  // request is decided again. Otherwise later requests are checked only for naming the connection's host.
+  bool per_request = false;
 };
 
 struct ProxyHooks {
@@ -58,9 +64,9 @@ struct ProxyHooks {
   // Called for each refusal; `first_in_window` is true at most once per sandbox and target every 30 s (log those).
   std::function<void(const std::string& sandbox, const std::string& target, const std::string& reason,
                      bool first_in_window)> on_deny;
-  // Whether an allowed TLS connection with this server name is intercepted (ProxyOptions::intercept) rather than
+  // Whether an allowed TLS connection with this server name (or a CONNECT to this name) is intercepted (ProxyOptions::intercept) rather than
   // relayed untouched. Called on the event loop: it must not block. Unset: nothing is intercepted.
-  std::function<bool(const std::string& sandbox, const std::string& host)> intercept;
+  std::function<bool(const std::string& sandbox, const std::string& host, uint16_t port)> intercept;
 };
 
 // How intercepted connections are made (src/egress/intercept.h).

@@ -78,6 +78,7 @@ std::string RenderRuleset(const FirewallConfig& c, const std::vector<SandboxRule
     // The proxy and the DNS responder listen on every address; only redirected sandbox traffic may reach them.
     << "    tcp dport " << proxy << " counter drop\n"
     << "    udp dport " << dns << " counter drop\n"
+    << "    tcp dport " << dns << " counter drop\n"
     << "  }\n"
     << "  chain from_sandbox {\n"
     << "    meta nfproto ipv6 drop\n"

@@ -89,7 +89,12 @@ class EgressServiceTest : public ::testing::Test {
     ASSERT_NE(::mkdtemp(dir), nullptr);
     origin_dir_ = dir;
     ASSERT_TRUE(WriteFile(origin_dir_ + "/index.html", "hello from the origin\n").ok());
-    origin_ = Spawn({"python3", "-m", "http.server", "--bind", "127.0.0.1", "--directory", origin_dir_, "18080"});
+    // HTTP/1.1 with keep-alive: later requests on one connection reach the proxy's per-request checks.
+    origin_ = Spawn({"python3", "-c",
+                     "import functools, http.server as h\n"
+                     "h.SimpleHTTPRequestHandler.protocol_version = 'HTTP/1.1'\n"
+                     "handler = functools.partial(h.SimpleHTTPRequestHandler, directory='" + origin_dir_ + "')\n"
+                     "h.ThreadingHTTPServer(('127.0.0.1', 18080), handler).serve_forever()\n"});
     ASSERT_GT(origin_, 0);
   }
 
@@ -231,7 +236,11 @@ TEST_F(EgressServiceTest, JudgedNamesAreDecidedPerRequestByTheJudge) {
     EXPECT_EQ(get("http://judged.test/"), "hello from the origin\n 200");
     EXPECT_EQ(get("http://judged.test/secret"), "isb: judge denied: not the front page\n 403");
     EXPECT_EQ(get("http://judged.test/"), "hello from the origin\n 200");
-    EXPECT_EQ(judge_server.request_count(), 2u) << "the second / came from the cache";
+    // Two requests on one kept-alive connection: the second is judged too, refused, and the connection ends.
+    EXPECT_EQ(RunIn(ns, {"curl", "-s", "-m", "10", "-w", " %{http_code} %{num_connects}\n", "--resolve",
+                         "judged.test:80:10.250.0.1", "http://judged.test/", "http://judged.test/secret"}),
+              "hello from the origin\n 200 1\nisb: judge denied: not the front page\n 403 0\n");
+    EXPECT_EQ(judge_server.request_count(), 2u) << "the later questions came from the cache";
     (*svc)->Release("sb-1");
     svc->reset();
 

@@ -69,22 +69,29 @@ class EgressTest : public E2eTest {
     return up();
   }
 
-  // The daemon again, with each of `names` pinned to the origin.
-  void RestartPinnedTo(const std::vector<std::string>& names) {
+  // The daemon again, with each of `names` pinned to the origin (and `args` besides).
+  void RestartPinnedTo(const std::vector<std::string>& names, std::vector<std::string> args = {}) {
     ASSERT_EQ(StopDaemon(), 0);
-    std::vector<std::string> args;
     for (const auto& n : names) args.insert(args.end(), {"--egress-pin", n + "=127.0.0.1:" + std::to_string(port_)});
     StartDaemon(args);
   }
 
-  // Starts an HTTP origin (python) and restarts the daemon with names pinned to it.
-  void StartOriginAndPin(const std::vector<std::string>& names) {
+  // Starts an HTTP origin (python; HTTP/1.1 with keep-alive when `keep_alive`, else 1.0) and restarts the daemon
+  // with names pinned to it.
+  void StartOriginAndPin(const std::vector<std::string>& names, bool keep_alive = false) {
     PrepareOrigin();
     std::ofstream(origin_dir_ + "/index.html") << "hello from the origin\n";
     std::string url = "http://127.0.0.1:" + std::to_string(port_) + "/";
-    ASSERT_TRUE(RunOrigin({"python3", "-m", "http.server", "--bind", "127.0.0.1", "--directory", origin_dir_,
-                           std::to_string(port_)},
-                          [&] { return RunProcess({"curl", "-s", "-m", "1", url}).out == "hello from the origin\n"; }))
+    std::vector<std::string> argv = {"python3", "-m", "http.server", "--bind", "127.0.0.1", "--directory", origin_dir_,
+                                     std::to_string(port_)};
+    if (keep_alive) {
+      argv = {"python3", "-c",
+              "import functools, http.server as h\n"
+              "h.SimpleHTTPRequestHandler.protocol_version = 'HTTP/1.1'\n"
+              "handler = functools.partial(h.SimpleHTTPRequestHandler, directory='" + origin_dir_ + "')\n"
+              "h.ThreadingHTTPServer(('127.0.0.1', " + std::to_string(port_) + "), handler).serve_forever()\n"};
+    }
+    ASSERT_TRUE(RunOrigin(argv, [&] { return RunProcess({"curl", "-s", "-m", "1", url}).out == "hello from the origin\n"; }))
         << "the HTTP origin did not come up";
     RestartPinnedTo(names);
   }
@@ -96,7 +103,7 @@ class EgressTest : public E2eTest {
 
   // An HTTPS origin (openssl s_server, a self-signed certificate for `name`) on a free loopback port; the daemon is
   // restarted with `name` pinned to it. The certificate (its own CA) is returned as PEM.
-  std::string StartTlsOriginAndPin(const std::string& name) {
+  std::string StartTlsOriginAndPin(const std::string& name, bool trust_origin = false) {
     PrepareOrigin();
     ProcResult gen = RunProcess({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
                                  "-nodes", "-days", "1", "-subj", "/CN=" + name, "-addext", "subjectAltName=DNS:" + name,
@@ -112,7 +119,10 @@ class EgressTest : public E2eTest {
                                      .out == "200";
                         });
     EXPECT_TRUE(up) << "the TLS origin did not come up";
-    RestartPinnedTo({name});
+    // The daemon verifies intercepted origins: this one's certificate is its own CA.
+    std::vector<std::string> args;
+    if (trust_origin) args = {"--egress-ca", origin_dir_ + "/cert.pem"};
+    RestartPinnedTo({name}, args);
     return ReadFileOrEmpty(origin_dir_ + "/cert.pem");
   }
 
@@ -158,6 +168,12 @@ TEST_F(EgressTest, AListedSandboxReachesItsNamesAndNothingElse) {
   // getent prints the address in a column of 15.
   EXPECT_EQ(dns["stdout"], host_end + std::string(15 - host_end.size(), ' ') + " allowed.test\n") << dns.dump();
 
+  // DNS over TCP: the same answers (dig asks the resolv.conf server, isb's responder, on tcp/53).
+  EXPECT_EQ(Exec(id, {"dig", "+tcp", "+short", "allowed.test"})["stdout"], host_end + "\n");
+  std::string nx = Exec(id, {"dig", "+tcp", "unlisted.test"})["stdout"];
+  EXPECT_NE(nx.find("status: NXDOMAIN"), std::string::npos) << nx;
+  EXPECT_NE(nx.find("(TCP)"), std::string::npos) << nx;
+
   // A name not listed: no address, and a 403 from the proxy that says why.
   EXPECT_EQ(Exec(id, {"getent", "hosts", "unlisted.test"})["exit_code"], 2);
   EXPECT_EQ(Curl(id, {"-o", "/dev/null", "-w", "%{http_code}", "http://unlisted.test/"}), "403");
@@ -179,6 +195,99 @@ TEST_F(EgressTest, AListedSandboxReachesItsNamesAndNothingElse) {
   std::string none = CreateSandbox();
   EXPECT_EQ(Exec(none, {"getent", "hosts", "allowed.test"})["exit_code"], 2);
   EXPECT_EQ(Curl(none, {"-o", "/dev/null", "-w", "%{exitcode}", "http://" + host_end + "/"}), "7");
+}
+
+// Keep-alive: every request on a plain HTTP connection is checked. Two requests for the listed name share one
+// connection; a second request for another name on it gets the proxy's 403 and the connection ends.
+TEST_F(EgressTest, EveryRequestOnAKeptAliveConnectionIsChecked) {
+  StartOriginAndPin({"allowed.test", "unlisted.test"}, /*keep_alive=*/true);
+  std::string id = CreateSandbox({{"egress", {"allowed.test:80"}}});
+  ASSERT_FALSE(id.empty());
+  // curl: the second URL reuses the first one's connection (no new connect).
+  EXPECT_EQ(Curl(id, {"--noproxy", "*", "-w", "%{num_connects}\n", "http://allowed.test/", "http://allowed.test/"}),
+            "hello from the origin\n1\nhello from the origin\n0\n");
+  const std::string client =
+      "import socket\n"
+      "s = socket.create_connection(('allowed.test', 80), timeout=5)\n"
+      "s.sendall(b'GET / HTTP/1.1\\r\\nHost: allowed.test\\r\\n\\r\\n')\n"
+      "got = b''\n"
+      "while not got.endswith(b'hello from the origin\\n'):\n"
+      "    got += s.recv(65536)\n"
+      "print(got.split(b'\\r\\n')[0].decode())\n"
+      "s.sendall(b'GET / HTTP/1.1\\r\\nHost: unlisted.test\\r\\n\\r\\n')\n"
+      "rest = b''\n"
+      "while True:\n"
+      "    d = s.recv(65536)\n"
+      "    if not d: break\n"
+      "    rest += d\n"
+      "print(rest.decode(), end='')\n";
+  json out = Exec(id, {"python3", "-c", client});
+  const std::string reason = "egress to unlisted.test:80 on a connection to allowed.test:80 is refused: one host per connection";
+  EXPECT_EQ(out["stdout"], "HTTP/1.1 200 OK\nHTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: " +
+                               std::to_string(reason.size() + 6) + "\r\nConnection: close\r\n\r\nisb: " + reason + "\n")
+      << out.dump();
+}
+
+// A name marked for interception (a host of one of the sandbox's secrets): the proxy ends its TLS with a certificate
+// from the sandbox's own CA, which the sandbox trusts without any flag (SSL_CERT_FILE and friends name a bundle of
+// the system's roots and that CA), by CONNECT and by SNI, with curl, python and node.
+TEST_F(EgressTest, AnInterceptedNameIsTrustedInsideWithoutFlags) {
+  std::string origin_ca = StartTlsOriginAndPin("secure.test", /*trust_origin=*/true);
+  ASSERT_FALSE(origin_ca.empty());
+  json egress = {{"allow", {"secure.test"}}, {"secrets", {{{"name", "TOKEN"}, {"hosts", {"secure.test"}}}}}};
+  std::string id = CreateSandbox({{"egress", egress}});
+  ASSERT_FALSE(id.empty());
+  json env = MustTool("sandbox_get", {{"sandbox", id}})["spec"]["environment"];
+  for (const char* k : {"SSL_CERT_FILE", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS"})
+    EXPECT_EQ(env[k], "/etc/isb/ca-bundle.pem") << k;
+  // The bundle: the host's roots, then the sandbox's CA.
+  json subject = Exec(id, {"sh", "-c", "awk '/BEGIN CERT/{c=\"\"} {c=c $0 \"\\n\"} END{printf \"%s\", c}' "
+                                      "/etc/isb/ca-bundle.pem | openssl x509 -noout -subject"});
+  EXPECT_EQ(subject["stdout"], "subject=CN = isb sandbox CA " + id + "\n") << subject.dump();
+  EXPECT_EQ(Exec(id, {"grep", "-c", "BEGIN CERTIFICATE", "/etc/isb/ca-bundle.pem"})["stdout"],
+            std::to_string(std::stoi(RunProcess({"grep", "-c", "BEGIN CERTIFICATE", "/etc/ssl/certs/ca-certificates.crt"}).out) + 1) + "\n");
+
+  EXPECT_EQ(Curl(id, {"-o", "/dev/null", "-w", "%{http_code}", "https://secure.test/"}), "200");
+  EXPECT_EQ(Curl(id, {"--noproxy", "*", "-o", "/dev/null", "-w", "%{http_code}", "https://secure.test/"}), "200");
+  // Intercepted: the origin's own certificate is not what the sandbox sees (curl: peer certificate not trusted).
+  MustTool("sandbox_file_write", {{"sandbox", id}, {"path", "/tmp/origin.pem"}, {"content", origin_ca}});
+  EXPECT_EQ(Curl(id, {"--cacert", "/tmp/origin.pem", "-o", "/dev/null", "-w", "%{exitcode}", "https://secure.test/"}), "60");
+  json py = Exec(id, {"python3", "-c", "import urllib.request; print(urllib.request.urlopen('https://secure.test/').status)"});
+  EXPECT_EQ(py["stdout"], "200\n") << py.dump();
+  // Node's fetch ignores the proxy variables: the SNI path, with NODE_EXTRA_CA_CERTS.
+  json node = Exec(id, {"node", "-e", "fetch('https://secure.test/').then(r => console.log(r.status), e => console.log(String(e.cause)))"});
+  EXPECT_EQ(node["stdout"], "200\n") << node.dump();
+}
+
+// A raw socket cannot be made inside (no CAP_NET_RAW), and a listed name that resolves to a private address on the
+// host (localhost, with no pin) is refused by the proxy's dialer with its reason.
+TEST_F(EgressTest, NoRawSocketsAndAListedNameResolvingToAPrivateAddressIsRefused) {
+  std::string id = CreateSandbox({{"egress", {"localhost:80"}}});
+  ASSERT_FALSE(id.empty());
+  json raw = Exec(id, {"python3", "-c",
+                       "import socket, errno\n"
+                       "try:\n socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)\n print('made')\n"
+                       "except OSError as e:\n print(errno.errorcode[e.errno])"});
+  EXPECT_EQ(raw["stdout"], "EPERM\n") << raw.dump();
+  std::string proxy = MustTool("sandbox_get", {{"sandbox", id}})["spec"]["environment"]["HTTP_PROXY"];
+  std::string host_end = proxy.substr(7, proxy.rfind(':') - 7);
+  // Straight to the host end's port 80 with Host: localhost (the sandbox's own /etc/hosts names its loopback).
+  json out = Exec(id, {"python3", "-c",
+                       "import socket\n"
+                       "s = socket.create_connection(('" + host_end + "', 80), timeout=5)\n"
+                       "s.sendall(b'GET / HTTP/1.1\\r\\nHost: localhost\\r\\n\\r\\n')\n"
+                       "got = b''\n"
+                       "while True:\n"
+                       "    d = s.recv(65536)\n"
+                       "    if not d: break\n"
+                       "    got += d\n"
+                       "print(got.decode(), end='')\n"});
+  const std::string reason = "cannot reach localhost:80: egress refused 'localhost': it resolves to loopback "
+                             "(127.0.0.0/8); a non-public address is reachable only through a pin (isb serve "
+                             "--egress-pin NAME=IP[:PORT])";
+  EXPECT_EQ(out["stdout"], "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nContent-Length: " +
+                               std::to_string(reason.size() + 6) + "\r\nConnection: close\r\n\r\nisb: " + reason + "\n")
+      << out.dump();
 }
 
 TEST_F(EgressTest, BadEgressIsRefusedNamingTheEntry) {

@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "base/file.h"
+#include "egress/explicit_proxy.h"
 #include "egress/cert_minter.h"
 #include "egress/classify.h"
 #include "net/loopback.h"
@@ -90,11 +91,13 @@ class InterceptTest : public ::testing::Test {
       std::lock_guard lock(mu_);
       denials_.push_back(sandbox + " " + target + " " + reason + (first ? " (logged)" : ""));
     };
-    h.intercept = [](const std::string& sandbox, const std::string& host) { return sandbox == "sb1" && host != "plain.test"; };
+    h.intercept = [](const std::string& sandbox, const std::string& host, uint16_t) { return sandbox == "sb1" && host != "plain.test"; };
     ProxyOptions o;
     o.listen_address = "127.0.0.1";
     o.intercept.minter = minter_;
     o.intercept.upstream_ca_file = origins_ca_file_;
+    hooks_ = h;
+    options_ = o;
     Result<std::unique_ptr<Proxy>> p = Proxy::Start(o, h);
     ASSERT_TRUE(p.ok()) << p.error().message;
     proxy_ = std::move(*p);
@@ -132,6 +135,17 @@ class InterceptTest : public ::testing::Test {
     return child.ok() ? child->Output(20000) : "";
   }
 
+  // The proxy again, its port also the explicit one (where HTTPS_PROXY points).
+  void RestartAsExplicitProxy() {
+    proxy_.reset();
+    Result<std::unique_ptr<Proxy>> p = StartOnExplicitPort(options_, hooks_);
+    ASSERT_TRUE(p.ok()) << p.error().message;
+    proxy_ = std::move(*p);
+    port_ = std::to_string(proxy_->port());
+  }
+
+  ProxyHooks hooks_;
+  ProxyOptions options_;
   std::string dir_, origins_ca_file_, sandbox_ca_file_, port_;
   std::unique_ptr<TlsOrigin> origin_, plain_, untrusted_;
   std::map<std::string, uint16_t> origin_ports_;
@@ -252,6 +266,20 @@ TEST_F(InterceptTest, ANameNotMarkedPassesThroughWithTheOriginsOwnCertificate) {
   EXPECT_EQ(plain_->ServerNames(), std::vector<std::string>{"plain.test"});
 }
 
+// CONNECT to a marked name (a client that uses HTTPS_PROXY) is intercepted as its SNI would be; to a name not
+// marked, the tunnel carries the origin's own TLS.
+TEST_F(InterceptTest, ConnectToAMarkedNameIsInterceptedToo) {
+  RestartAsExplicitProxy();
+  const std::string proxy = "http://127.0.0.1:" + port_;
+  std::string marked = Curl({{"-sS", "-x", proxy, "--cacert", sandbox_ca_file_, "-A", "isb-test", "-w", "%{certs}",
+                              "https://origin.test/hello"}});
+  EXPECT_TRUE(marked.starts_with("helloSubject:CN = origin.test\nIssuer:CN = isb sandbox CA sb1\n")) << marked;
+  EXPECT_EQ(origin_->Connections(), (std::vector<std::vector<std::string>>{
+                                        {"GET /hello HTTP/1.1\r\nHost: origin.test\r\nUser-Agent: isb-test\r\nAccept: */*\r\n\r\n"}}));
+  std::string plain = Curl({{"-sS", "-x", proxy, "--cacert", origins_ca_file_, "-w", "%{certs}", "https://plain.test/hello"}});
+  EXPECT_TRUE(plain.starts_with("helloSubject:CN = plain.test\nIssuer:CN = isb sandbox CA test origins\n")) << plain;
+}
+
 }  // namespace
 }  // namespace isb::egress
 
@@ -264,7 +292,7 @@ TEST(InterceptSetup, AnEgressCaFileThatIsNotPemCertificatesStopsTheProxyFromStar
   ASSERT_TRUE(file.valid());
   ASSERT_TRUE(WriteFile(path, "not a certificate\n").ok());
   ProxyHooks h;
-  h.intercept = [](const std::string&, const std::string&) { return false; };
+  h.intercept = [](const std::string&, const std::string&, uint16_t) { return false; };
   ProxyOptions o;
   o.listen_address = "127.0.0.1";
   o.intercept.minter = std::make_shared<CertMinter>();

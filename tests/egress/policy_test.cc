@@ -360,5 +360,22 @@ TEST(EgressPolicyTest, LargeListsMatchWithoutScanning) {
               big.spec().allow.size(), ms(parsed), hosts.size(), ms(t_big), ms(t_small));
 }
 
+// The hosts a secret names are the ones intercepted, by their own name and port rules.
+TEST(EgressPolicyTest, TheHostsOfSecretsAreIntercepted) {
+  Result<EgressSpec> spec = ParseEgressSpec(nlohmann::json::parse(R"({
+    "allow": ["api.example.com", "*.svc.example.com:8443", "plain.example.com"],
+    "secrets": [{"name": "TOKEN", "hosts": ["api.example.com", "*.svc.example.com:8443"]}, "OTHER"]})"));
+  ASSERT_TRUE(spec.ok()) << spec.error().message;
+  EgressPolicy policy(*spec);
+  EXPECT_TRUE(policy.Intercepted("api.example.com", 443));
+  EXPECT_TRUE(policy.Intercepted("API.Example.com", 443));
+  EXPECT_FALSE(policy.Intercepted("api.example.com", 80));
+  EXPECT_TRUE(policy.Intercepted("a.svc.example.com", 8443));
+  EXPECT_FALSE(policy.Intercepted("svc.example.com", 8443));
+  EXPECT_FALSE(policy.Intercepted("plain.example.com", 443));
+  EXPECT_FALSE(policy.Intercepted("not a name", 443));
+  EXPECT_FALSE(EgressPolicy(*ParseEgressSpec(nlohmann::json::array({"api.example.com"}))).Intercepted("api.example.com", 443));
+}
+
 }  // namespace
 }  // namespace isb::egress

@@ -2,6 +2,9 @@
 // a listed port is the firewall's, tested in tests/net), an echo server stands in for the internet.
 #include "egress/proxy.h"
 
+#include "egress/classify.h"
+#include "egress/explicit_proxy.h"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -110,7 +113,11 @@ class ProxyTest : public ::testing::Test {
         std::lock_guard lock(mu_);
         decided_.push_back(host + " " + method + " " + path);
       }
-      if (sandbox == "sb1" && host == "allowed.test") return Admission{true, ""};
+      // Paths under /judged/ are decided per request ("denied" in them refused); others by host alone.
+      const bool judged = path.starts_with("/judged/");
+      if (judged && path.find("denied") != std::string::npos)
+        return Admission{false, "the judge refuses " + method + " " + path, true};
+      if (sandbox == "sb1" && host == "allowed.test") return Admission{true, "", judged};
       return Admission{false, "egress to " + host + " is not allowed for this sandbox"};
     };
     h.dial = [this](const std::string& host, uint16_t) -> Result<Fd> {
@@ -174,6 +181,34 @@ class ProxyTest : public ::testing::Test {
 
   static std::string ReadToEnd(int fd) { return ReadN(fd, 1 << 20); }
 
+  // The proxy again with its own port as the explicit one (where HTTP_PROXY points), classifying with `classify`,
+  // allowing allowed.test on ports 80 and 443 and dialling the echo server.
+  void RestartAsExplicitProxy(Classifier classify) {
+    proxy_.reset();
+    ProxyOptions o;
+    o.listen_address = "127.0.0.1";
+    ProxyHooks h;
+    h.classify = std::move(classify);
+    h.sandbox = [](uint32_t) { return std::optional<std::string>("sb1"); };
+    h.host_for_port = [](const std::string&, uint16_t) { return std::optional<std::string>(); };
+    h.decide = [](const std::string&, const std::string& host, uint16_t port, const std::string&, const std::string&) {
+      return Admission{host == "allowed.test" && (port == 443 || port == 80), "egress to " + host + " is not allowed"};
+    };
+    uint16_t echo_port = echo_.port();
+    h.dial = [echo_port](const std::string&, uint16_t) -> Result<Fd> {
+      Fd s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      a.sin_port = htons(echo_port);
+      if (::connect(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return Error::Sys("connect");
+      return s;
+    };
+    Result<std::unique_ptr<Proxy>> p = StartOnExplicitPort(o, h);
+    ASSERT_TRUE(p.ok()) << p.error().message;
+    proxy_ = std::move(*p);
+  }
+
   EchoServer echo_;
   std::unique_ptr<Proxy> proxy_;
   uint16_t fallback_port_ = 0;
@@ -184,14 +219,14 @@ class ProxyTest : public ::testing::Test {
 
 TEST_F(ProxyTest, AnAllowedNameIsRelayedUntouchedBothWaysWithHalfClose) {
   Fd c = Connect();
-  std::string request = "GET /items?x=1 HTTP/1.1\r\nHost: allowed.test\r\n\r\n";
+  std::string request = "GET /items?x=1 HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: 8\r\n\r\n";
   SendAll(c.get(), request);
   EXPECT_EQ(ReadN(c.get(), request.size()), request);
   {
     std::lock_guard lock(mu_);
     EXPECT_EQ(decided_, std::vector<std::string>{"allowed.test GET /items?x=1"}) << "the judge sees method and path";
   }
-  SendAll(c.get(), std::string("\0binary\xff", 8));
+  SendAll(c.get(), std::string("\0binary\xff", 8));  // the body
   EXPECT_EQ(ReadN(c.get(), 8), std::string("\0binary\xff", 8));
   ::shutdown(c.get(), SHUT_WR);
   EXPECT_EQ(ReadToEnd(c.get()), "") << "the upstream's half-close came back as end of stream";
@@ -233,36 +268,7 @@ TEST_F(ProxyTest, AConnectionWithoutANameGoesToTheOneHostListedOnItsPort) {
 }
 
 TEST_F(ProxyTest, ExplicitConnectAnswers200AndThenRelays) {
-  // The explicit-proxy port is where HTTP_PROXY points; here the proxy's own port plays it.
-  proxy_.reset();
-  ProxyOptions o;
-  o.listen_address = "127.0.0.1";
-  ProxyHooks h;
-  h.classify = TestClassifier;
-  h.sandbox = [](uint32_t) { return std::optional<std::string>("sb1"); };
-  h.host_for_port = [](const std::string&, uint16_t) { return std::optional<std::string>(); };
-  h.decide = [](const std::string&, const std::string& host, uint16_t port, const std::string&, const std::string&) {
-    return Admission{host == "allowed.test" && port == 443, "egress to " + host + " is not allowed"};
-  };
-  uint16_t echo_port = echo_.port();
-  h.dial = [echo_port](const std::string&, uint16_t) -> Result<Fd> {
-    Fd s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = htons(echo_port);
-    if (::connect(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return Error::Sys("connect");
-    return s;
-  };
-  // Find a free port first, then make it the explicit one.
-  {
-    Result<std::unique_ptr<Proxy>> probe = Proxy::Start(o, h);
-    ASSERT_TRUE(probe.ok());
-    o.port = o.explicit_port = (*probe)->port();
-  }
-  Result<std::unique_ptr<Proxy>> p = Proxy::Start(o, h);
-  ASSERT_TRUE(p.ok()) << p.error().message;
-  proxy_ = std::move(*p);
+  RestartAsExplicitProxy(TestClassifier);
   Fd c = Connect();
   SendAll(c.get(), "CONNECT allowed.test:443 HTTP/1.1\r\nHost: allowed.test:443\r\n\r\nhello");
   EXPECT_EQ(ReadN(c.get(), 39 + 5), "HTTP/1.1 200 Connection established\r\n\r\nhello");
@@ -273,7 +279,7 @@ TEST_F(ProxyTest, ExplicitConnectAnswers200AndThenRelays) {
 
 TEST_F(ProxyTest, BulkTransferArrivesWhole) {
   Fd c = Connect();
-  std::string request = "GET / HTTP/1.1\r\nHost: allowed.test\r\n\r\n";
+  std::string request = "GET / HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: 33554432\r\n\r\n";
   std::string payload(32 << 20, '\0');
   for (size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<char>(i * 131 % 251);
   std::thread writer([&] {
@@ -289,25 +295,116 @@ TEST_F(ProxyTest, BulkTransferArrivesWhole) {
 
 // Small messages go through a buffer and bulk through splice: one connection switches between the two ways and
 // back, each message arriving whole and in order.
+// Request bodies (framed by Content-Length) too; a bulk body is followed by the next request head.
 TEST_F(ProxyTest, SmallMessagesAndBulkAlternateOnOneConnection) {
   Fd c = Connect();
   std::string request = "GET / HTTP/1.1\r\nHost: allowed.test\r\n\r\n";
   SendAll(c.get(), request);
   ASSERT_EQ(ReadN(c.get(), request.size()), request);
+  auto post = [](const std::string& body) {
+    return "POST /up HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  };
   for (int round = 0; round < 3; ++round) {
-    std::string small = "ping " + std::to_string(round);
+    std::string small = post("ping " + std::to_string(round));
     SendAll(c.get(), small);
     ASSERT_EQ(ReadN(c.get(), small.size()), small) << "round " << round;
-    std::string bulk(1 << 20, static_cast<char>('a' + round));
+    std::string bulk = post(std::string((1 << 20) + round, static_cast<char>('a' + round)));
     std::thread writer([&] { SendAll(c.get(), bulk); });
     std::string back = ReadN(c.get(), bulk.size());
     writer.join();
     ASSERT_TRUE(back == bulk) << "round " << round << ": " << back.size() << " bytes back";
   }
-  std::string last = "last";
+  std::string last = post("last");
   SendAll(c.get(), last);
   ::shutdown(c.get(), SHUT_WR);
   EXPECT_EQ(ReadToEnd(c.get()), last);
+}
+
+// Keep-alive: every request head on a plain HTTP connection is checked, not only the first. A second request for
+// another host gets the 403 with its reason and the connection closes; the origin never sees it.
+TEST_F(ProxyTest, ALaterRequestForAnotherHostOnTheSameConnectionIsRefused) {
+  Fd c = Connect();
+  std::string first = "GET /a HTTP/1.1\r\nHost: allowed.test\r\n\r\n";
+  SendAll(c.get(), first);
+  ASSERT_EQ(ReadN(c.get(), first.size()), first);
+  std::string same = "GET /b HTTP/1.1\r\nHost: ALLOWED.test\r\n\r\n";
+  SendAll(c.get(), same);
+  ASSERT_EQ(ReadN(c.get(), same.size()), same);
+  SendAll(c.get(), "GET /c HTTP/1.1\r\nHost: evil.test\r\n\r\n");
+  const std::string port = std::to_string(proxy_->port());
+  const std::string reason = "egress to evil.test:" + port + " on a connection to allowed.test:" + port +
+                             " is refused: one host per connection";
+  EXPECT_EQ(ReadToEnd(c.get()), "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: " +
+                                    std::to_string(reason.size() + 6) + "\r\nConnection: close\r\n\r\nisb: " + reason + "\n");
+  std::lock_guard lock(mu_);
+  EXPECT_EQ(denials_, std::vector<std::string>{"sb1 evil.test:" + port + " " + reason + " (logged)"});
+  EXPECT_EQ(decided_, std::vector<std::string>{"allowed.test GET /a"}) << "a name not judged is decided once";
+}
+
+// Through the explicit proxy each absolute-form request is rewritten to origin form, and each is checked: another
+// port is another upstream, refused like another host.
+TEST_F(ProxyTest, ExplicitProxyRequestsAreEachRewrittenAndChecked) {
+  RestartAsExplicitProxy(ClassifyConnection);
+  Fd c = Connect();
+  for (const char* path : {"/a", "/b?x=1"}) {
+    SendAll(c.get(), std::string("GET http://allowed.test") + path +
+                         " HTTP/1.1\r\nHost: allowed.test\r\nProxy-Connection: keep-alive\r\n\r\n");
+    std::string origin_form = std::string("GET ") + path + " HTTP/1.1\r\nHost: allowed.test\r\n\r\n";
+    ASSERT_EQ(ReadN(c.get(), origin_form.size()), origin_form);
+  }
+  SendAll(c.get(), "GET http://allowed.test:8080/ HTTP/1.1\r\nHost: allowed.test:8080\r\n\r\n");
+  const std::string reason = "egress to allowed.test:8080 on a connection to allowed.test:80 is refused: one host per connection";
+  EXPECT_EQ(ReadToEnd(c.get()), "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: " +
+                                    std::to_string(reason.size() + 6) + "\r\nConnection: close\r\n\r\nisb: " + reason + "\n");
+}
+
+// Bodies are skipped by their framing: a request inside a body is data, and the head after the body is checked.
+TEST_F(ProxyTest, ARequestInsideABodyIsDataAndTheHeadAfterItIsChecked) {
+  Fd c = Connect();
+  const std::string inner = "GET / HTTP/1.1\r\nHost: evil.test\r\n\r\n";
+  std::string sized = "GET /a HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: " + std::to_string(inner.size()) +
+                      "\r\n\r\n" + inner;
+  SendAll(c.get(), sized);
+  ASSERT_EQ(ReadN(c.get(), sized.size()), sized);
+  std::string chunked = "POST /b HTTP/1.1\r\nHost: allowed.test\r\nTransfer-Encoding: chunked\r\n\r\n" +
+                        std::string("5\r\nGET /\r\n1e\r\n HTTP/1.1\r\nHost: evil.test\r\n\r\n\r\n0\r\n\r\n");
+  SendAll(c.get(), chunked);
+  ASSERT_EQ(ReadN(c.get(), chunked.size()), chunked);
+  SendAll(c.get(), inner);
+  EXPECT_EQ(ReadToEnd(c.get()).substr(0, 24), "HTTP/1.1 403 Forbidden\r\n");
+  std::lock_guard lock(mu_);
+  EXPECT_EQ(denials_.size(), 1u);
+}
+
+// A judged name (the decision depends on method and path): each request on the connection is decided.
+TEST_F(ProxyTest, EveryRequestToAJudgedNameIsDecided) {
+  Fd c = Connect();
+  for (const char* path : {"/judged/1", "/judged/2"}) {
+    std::string request = std::string("GET ") + path + " HTTP/1.1\r\nHost: allowed.test\r\n\r\n";
+    SendAll(c.get(), request);
+    ASSERT_EQ(ReadN(c.get(), request.size()), request);
+  }
+  SendAll(c.get(), "DELETE /judged/denied HTTP/1.1\r\nHost: allowed.test\r\n\r\n");
+  EXPECT_EQ(ReadToEnd(c.get()),
+            "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: 45\r\nConnection: close\r\n\r\n"
+            "isb: the judge refuses DELETE /judged/denied\n");
+  std::lock_guard lock(mu_);
+  EXPECT_EQ(decided_, (std::vector<std::string>{"allowed.test GET /judged/1", "allowed.test GET /judged/2",
+                                                "allowed.test DELETE /judged/denied"}));
+}
+
+// After an Upgrade request, bytes that are no HTTP request are the new protocol: relayed untouched from there on.
+TEST_F(ProxyTest, AfterAnUpgradeTheSwitchedProtocolIsRelayedUntouched) {
+  Fd c = Connect();
+  std::string upgrade = "GET /ws HTTP/1.1\r\nHost: allowed.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n";
+  SendAll(c.get(), upgrade);
+  ASSERT_EQ(ReadN(c.get(), upgrade.size()), upgrade);
+  std::string frames("\x81\x05hello\x82\x03\0\1\2", 12);
+  SendAll(c.get(), frames);
+  EXPECT_EQ(ReadN(c.get(), frames.size()), frames);
+  std::string later = "GET / HTTP/1.1\r\nHost: evil.test\r\n\r\n";  // inside the new protocol: its data
+  SendAll(c.get(), later);
+  EXPECT_EQ(ReadN(c.get(), later.size()), later);
 }
 
 TEST_F(ProxyTest, AThousandConcurrentConnectionsAllGetThroughAndNoneIsLeft) {
@@ -353,10 +450,10 @@ TEST_F(ProxyTest, ConnectionsResetMidTransferNeverCrossBytesWithOthers) {
   auto client = [&](int t) {
     for (int round = 0; round < kRounds && failures == 0; ++round) {
       Fd c = Connect();
-      std::string request = "GET /" + std::to_string(t) + " HTTP/1.1\r\nHost: allowed.test\r\n\r\n";
+      std::string request = "GET /" + std::to_string(t) + " HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: 262144\r\n\r\n";
       SendAll(c.get(), request);
       if (ReadN(c.get(), request.size()) != request) ++failures;
-      std::string payload = pattern(t, round, 256 << 10);
+      std::string payload = pattern(t, round, 256 << 10);  // the body
       if (round % 2 == 0) {
         std::thread writer([&] {
           SendAll(c.get(), payload);

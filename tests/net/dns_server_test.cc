@@ -2,12 +2,17 @@
 #include "net/dns_server.h"
 
 #include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
 
 #include <gtest/gtest.h>
+
+#include "base/fd.h"
 
 namespace isb::net {
 namespace {
@@ -55,6 +60,106 @@ TEST_F(DnsServerTest, ListedNamesResolveToTheAddressAskedAndNothingElseDoes) {
     EXPECT_NE(out.find("status: NXDOMAIN"), std::string::npos) << name << ": " << out;
   }
   EXPECT_EQ(server_->answered(), 8u);
+}
+
+TEST_F(DnsServerTest, OverTcpTheAnswersAreTheSame) {
+  EXPECT_EQ(Dig(server_->port(), "+tcp +short api.example.com A"), "127.0.0.1\n");
+  EXPECT_EQ(Dig(server_->port(), "+tcp +short x.cdn.example.com A"), "127.0.0.1\n");
+  std::string other = Dig(server_->port(), "+tcp evil.com A");
+  EXPECT_NE(other.find("status: NXDOMAIN"), std::string::npos) << other;
+  EXPECT_NE(other.find("(TCP)"), std::string::npos) << other;
+  EXPECT_EQ(server_->answered(), 3u);
+}
+
+// A query for `name` type A with `id`, after its 2-byte length.
+std::string TcpQuery(uint16_t id, const std::string& name) {
+  std::string q = {static_cast<char>(id >> 8), static_cast<char>(id & 0xff), 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0};
+  size_t start = 0;
+  while (start < name.size()) {
+    size_t dot = std::min(name.find('.', start), name.size());
+    q += static_cast<char>(dot - start);
+    q += name.substr(start, dot - start);
+    start = dot + 1;
+  }
+  q += std::string("\0\0\x01\0\x01", 5);
+  return std::string{static_cast<char>(q.size() >> 8), static_cast<char>(q.size() & 0xff)} + q;
+}
+
+class DnsTcpTest : public DnsServerTest {
+ protected:
+  Fd Connect() {
+    Fd s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(server_->port());
+    EXPECT_EQ(::connect(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    return s;
+  }
+  static void Send(int fd, const std::string& bytes) {
+    ASSERT_EQ(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
+  }
+  // What arrives within `ms` milliseconds, until the server closes or `want` bytes came.
+  static std::string Receive(int fd, int ms, size_t want = 65536) {
+    std::string out;
+    char buf[4096];
+    while (out.size() < want) {
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, ms) <= 0) break;
+      ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) {
+        out += "<closed>";
+        break;
+      }
+      out.append(buf, static_cast<size_t>(n));
+    }
+    return out;
+  }
+  void WaitForConnections(size_t n) {
+    for (int i = 0; i < 200 && server_->tcp_connections() != n; ++i) ::usleep(10000);
+    ASSERT_EQ(server_->tcp_connections(), n);
+  }
+};
+
+// Two queries in one write: two answers, each after its length, in order; A for the listed name, NXDOMAIN else.
+TEST_F(DnsTcpTest, SeveralQueriesOnOneConnectionEachGetTheirAnswer) {
+  Fd c = Connect();
+  Send(c.get(), TcpQuery(0x1234, "api.example.com") + TcpQuery(0x5678, "evil.com"));
+  std::string got = Receive(c.get(), 2000, 2 + 49 + 2 + 26);
+  // 49 bytes: header, the question (17 + 4), one answer (a pointer, type, class, TTL, length, the address).
+  ASSERT_EQ(got.size(), 2u + 49 + 2 + 26) << got.size();
+  EXPECT_EQ(got.substr(0, 4), std::string("\0\x31\x12\x34", 4));
+  EXPECT_EQ(got.substr(2 + 49 - 4, 4), std::string("\x7f\0\0\x01", 4)) << "the address the query arrived at";
+  EXPECT_EQ(got.substr(51, 4), std::string("\0\x1a\x56\x78", 4));
+  EXPECT_EQ(got[51 + 5] & 0x0f, 3) << "NXDOMAIN";
+}
+
+// What is not a query the responder answers ends the connection: a zero length, a length above the bound, bytes
+// too short for a header.
+TEST_F(DnsTcpTest, MalformedInputClosesTheConnectionWithoutAnAnswer) {
+  for (const std::string& bad : {std::string("\0\0", 2), std::string("\x13\x89", 2), std::string("\0\x03", 2) + "abc"}) {
+    Fd c = Connect();
+    Send(c.get(), bad);
+    EXPECT_EQ(Receive(c.get(), 2000), "<closed>");
+  }
+  EXPECT_EQ(server_->answered(), 0u);
+  EXPECT_EQ(server_->dropped(), 3u);
+  WaitForConnections(0);
+}
+
+// A connection whose query does not arrive in time is closed; at the bound, a new connection waits for a slot.
+TEST_F(DnsTcpTest, SlowConnectionsAreClosedAndTheirNumberIsBounded) {
+  std::vector<Fd> idle;
+  for (size_t i = 0; i < kMaxDnsTcpConnections; ++i) idle.push_back(Connect());
+  WaitForConnections(kMaxDnsTcpConnections);
+  Fd waiting = Connect();
+  Send(waiting.get(), TcpQuery(7, "api.example.com"));
+  EXPECT_EQ(Receive(waiting.get(), 300), "") << "no slot: not served yet";
+  Send(idle[0].get(), "\0");  // half a length: still counts as slow
+  // All the idle ones are closed once the timeout passes; then the waiting one is answered.
+  EXPECT_EQ(Receive(idle[0].get(), static_cast<int>(kDnsTcpTimeout.count()) + 2000), "<closed>");
+  EXPECT_EQ(Receive(waiting.get(), 2000, 51).size(), 51u);
+  for (Fd& f : idle) EXPECT_EQ(Receive(f.get(), 1000), "<closed>");
 }
 
 }  // namespace

@@ -176,6 +176,7 @@ TEST_F(FirewallTest, AListedSandboxReachesOnlyTheProxyOnItsPortsAndDns) {
   Fd dns = SocketIn(host_, SOCK_DGRAM);
   sockaddr_in any = Addr(INADDR_ANY, kDnsPort);
   ASSERT_EQ(::bind(dns.get(), reinterpret_cast<sockaddr*>(&any), sizeof any), 0);
+  Fd dns_tcp = ListenIn(host_, INADDR_ANY, kDnsPort);
   Fd host_service = ListenIn(host_, INADDR_ANY, 22);
   Fd other_udp = SocketIn(host_, SOCK_DGRAM);
   sockaddr_in u = Addr(INADDR_ANY, 9999);
@@ -205,6 +206,9 @@ TEST_F(FirewallTest, AListedSandboxReachesOnlyTheProxyOnItsPortsAndDns) {
   EXPECT_EQ(ConnectFrom(sa, b.slot.host, 22), ECONNREFUSED);
   EXPECT_EQ(ConnectFrom(sa, b.slot.sandbox, 443), ECONNREFUSED);
   EXPECT_TRUE(UdpReaches(sa, a.slot.host, 53, dns));
+  // DNS over TCP: port 53 lands on the responder's TCP side; its own port asked for directly is refused.
+  EXPECT_EQ(ConnectFrom(sa, a.slot.host, 53), 0);
+  EXPECT_EQ(ConnectFrom(sa, a.slot.host, kDnsPort), ECONNREFUSED);
   EXPECT_FALSE(UdpReaches(sa, a.slot.host, 9999, other_udp));
   EXPECT_FALSE(UdpReaches(sa, a.slot.host, kDnsPort, dns));
 
