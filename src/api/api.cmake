@@ -49,3 +49,5 @@ gtest_discover_tests(isb_api_tests DISCOVERY_MODE PRE_TEST)
 
 # ${VAR} expansion of remote specs and the tool lists.
 isb_fuzz_target(spec_policy LIBS isb_api)
+# The credentials in a TCP request (Authorization, Cookie, the browser headers) and the sign-in and setup bodies.
+isb_fuzz_target(web_auth LIBS isb_api)

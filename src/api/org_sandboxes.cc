@@ -6,11 +6,6 @@
 
 namespace isb::api {
 
-std::string OrgOf(const SandboxInfo& info) {
-  auto it = info.spec.labels.find(kOrgLabel);
-  return it == info.spec.labels.end() ? "default" : it->second;
-}
-
 namespace {
 
 std::string Cores(double cpus) {
@@ -60,15 +55,16 @@ Result<SandboxInfo> OrgSandboxes::Create(const SandboxSpec& spec) {
 }
 
 Result<SandboxInfo> OrgSandboxes::Get(const std::string& id_or_name) {
-  Result<SandboxInfo> info = all_.Get(id_or_name);
-  if (info.ok() && OrgOf(*info) != ctx_.org) return Error::Of(Code::kNotFound, "no sandbox '" + id_or_name + "'");
+  ISB_ASSIGN_OR_RETURN(std::string id, Own(id_or_name));
+  Result<SandboxInfo> info = all_.Get(id);
+  // Removed meanwhile, or (never by Resolve's contract) another org's: the caller's reference is not found.
+  if ((!info.ok() && info.error().code == Code::kNotFound) || (info.ok() && OrgOf(*info) != ctx_.org)) {
+    return Error::Of(Code::kNotFound, "no sandbox '" + id_or_name + "'");
+  }
   return info;
 }
 
-Result<std::string> OrgSandboxes::Own(const std::string& id_or_name) {
-  ISB_ASSIGN_OR_RETURN(SandboxInfo info, Get(id_or_name));
-  return info.id;
-}
+Result<std::string> OrgSandboxes::Own(const std::string& id_or_name) { return all_.Resolve(ctx_.org, id_or_name); }
 
 Result<std::vector<SandboxInfo>> OrgSandboxes::List() {
   ISB_ASSIGN_OR_RETURN(std::vector<SandboxInfo> all, all_.List());

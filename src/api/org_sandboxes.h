@@ -11,14 +11,6 @@
 
 namespace isb::api {
 
-// Labels isb sets on every sandbox: the org it belongs to, and who created it over which surface
-// ("rest:user:alice", "mcp:token:12", "unix:superadmin").
-inline constexpr char kOrgLabel[] = "isb.org";
-inline constexpr char kOwnerLabel[] = "isb.owner";
-
-// The org a sandbox belongs to: its isb.org label; sandboxes from before orgs belong to "default".
-std::string OrgOf(const SandboxInfo& info);
-
 // OK when `spec` fits `org`'s quota beside the sandboxes it has (`existing`, running or stopped: a budget of what
 // is allocated); else kForbidden naming the quota, the org's current use and what the spec asks for.
 Status CheckQuota(const std::string& org, const identity::Quota& quota, const std::vector<SandboxInfo>& existing,
@@ -31,7 +23,8 @@ class OrgSandboxes final : public Sandboxes {
 
   // Labels the sandbox with the org and the owner; a spec carrying isb.* labels itself is refused (kForbidden).
   Result<SandboxInfo> Create(const SandboxSpec& spec) override;
-  // Another org's sandbox is kNotFound "no sandbox 'REF'", exactly as one that does not exist.
+  // A name is looked up among the org's sandboxes only (another org may use the same one); another org's sandbox,
+  // by id, is kNotFound "no sandbox 'REF'", exactly as one that does not exist.
   Result<SandboxInfo> Get(const std::string& id_or_name) override;
   Result<std::vector<SandboxInfo>> List() override;
   Result<ExecResult> Exec(const std::string& id_or_name, const ExecRequest& req, const OutputSink& sink) override;

@@ -74,7 +74,8 @@ json PortsSchema() {
 
 json SpecSchema() {
   json spec = Object(
-      {{"name", Str("Optional unique name: letters, digits, '.', '_', '-'; at most 63; not starting with \"sb-\".",
+      {{"name", Str("Optional name, unique in the org (other orgs may use it too): letters, digits, '.', '_', '-'; at "
+                    "most 63; not starting with \"sb-\".",
                     63)},
        {"image", Str("A directory on the host used as the root filesystem; empty or absent: the default view of "
                      "the host.",
@@ -102,6 +103,17 @@ json SpecSchema() {
   spec["properties"]["expires"]["default"] = kDefaultExpiresS;
   spec["properties"]["idle_timeout"]["default"] = kDefaultIdleTimeoutS;
   return spec;
+}
+
+// sandbox_create's input: a spec and the vars its ${NAME}s are filled from.
+json CreateSchema() {
+  json create = SpecSchema();
+  create["properties"]["vars"] = StringMap(
+      "Values for ${NAME} in name, image, working_dir, user and the values of environment and labels; \"$$\" is "
+      "a literal \"$\". Only these fill a ${NAME} (never the daemon's environment); a remote caller's ${NAME} "
+      "missing from vars is refused.",
+      256);
+  return create;
 }
 
 json InfoSchema() {
@@ -550,10 +562,17 @@ Status AddCreateAndExec(Registry& reg, Sandboxes& all, const SandboxToolOptions&
       "sandbox_create", "Create a sandbox",
       "Creates a long-lived sandbox and returns once it is ready. Every field is optional. Durations are whole "
       "seconds; expires defaults to 86400 (24h, at most 30 days) and idle_timeout to 7200 (2h).",
-      SpecSchema(), InfoSchema(), ToolAnnotations{}, false,
+      CreateSchema(), InfoSchema(), ToolAnnotations{}, false,
       [&all, remote = options.remote, quota = options.quota](const json& in, const CallContext& ctx) -> Result<json> {
         OrgSandboxes sb(all, ctx);
-        ISB_ASSIGN_OR_RETURN(SandboxSpec spec, SpecFromJson(in));
+        // ${NAME} comes from the caller's vars alone: always for a remote caller, for the host when it sends vars.
+        json filled = in;
+        if (!ctx.identity.superadmin || in.contains("vars")) {
+          std::map<std::string, std::string> vars;
+          if (auto it = in.find("vars"); it != in.end()) vars = it->get<std::map<std::string, std::string>>();
+          ISB_ASSIGN_OR_RETURN(filled, ExpandSpecVars(in, vars));
+        }
+        ISB_ASSIGN_OR_RETURN(SandboxSpec spec, SpecFromJson(filled));
         // Every caller but the host and superadmins: only what the operator's flags allow, and an image by the real
         // path that was checked, not the one sent.
         if (remote != nullptr && !ctx.identity.superadmin) {

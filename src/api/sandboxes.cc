@@ -1,8 +1,23 @@
-// What every Sandboxes implementation shares: the terminal-session refusal and defaults for implementations
-// without terminals.
+// What every Sandboxes implementation shares: the org of a sandbox, the terminal-session refusal, and defaults
+// for implementations without terminals or an index of names per org.
 #include "api/sandboxes.h"
 
 namespace isb::api {
+
+std::string OrgOf(const SandboxSpec& spec) {
+  auto it = spec.labels.find(kOrgLabel);
+  return it == spec.labels.end() ? "default" : it->second;
+}
+
+Result<std::string> Sandboxes::Resolve(const std::string& org, const std::string& id_or_name) {
+  ISB_ASSIGN_OR_RETURN(std::vector<SandboxInfo> all, List());
+  for (const SandboxInfo& info : all) {
+    if (OrgOf(info) == org && (info.id == id_or_name || (!info.name.empty() && info.name == id_or_name))) {
+      return info.id;
+    }
+  }
+  return Error::Of(Code::kNotFound, "no sandbox '" + id_or_name + "'");
+}
 
 Error NoTerminalSession(const std::string& session, const std::string& sandbox) {
   return Error::Of(Code::kNotFound, "no running terminal session '" + session + "' in sandbox '" + sandbox +

@@ -37,7 +37,7 @@ struct SpecPort {
 };
 
 struct SandboxSpec {
-  std::string name;          // optional; unique among live sandboxes when given
+  std::string name;          // optional; unique among the org's sandboxes when given (other orgs may reuse it)
   std::string image;         // a directory on the host; empty: the default view of the host
   double cpus = 2;           // CPU quota in cores
   uint64_t mem_limit = 512ull << 20;  // bytes, swap included
@@ -88,6 +88,15 @@ struct ExecRequest {
   std::function<void(const std::string& session)> on_session;
 };
 
+// Labels isb sets on every sandbox: the org it belongs to, and who created it over which surface
+// ("rest:user:alice", "mcp:token:12", "unix:superadmin").
+inline constexpr char kOrgLabel[] = "isb.org";
+inline constexpr char kOwnerLabel[] = "isb.owner";
+
+// The org a sandbox belongs to: its isb.org label; sandboxes from before orgs belong to "default".
+std::string OrgOf(const SandboxSpec& spec);
+inline std::string OrgOf(const SandboxInfo& info) { return OrgOf(info.spec); }
+
 // Terminal sessions: at most this many live at once per sandbox, and this much input per call.
 inline constexpr size_t kMaxTerminalSessions = 8;
 inline constexpr size_t kMaxTerminalInputBytes = 64 << 10;
@@ -118,8 +127,13 @@ class Sandboxes {
   // Errors carry Code::kInvalidArgument for a bad spec, kNotFound for an unknown id or name, kConflict for a
   // name in use or a sandbox in the wrong state, kTimeout, kUnavailable when the engine cannot build it.
   virtual Result<SandboxInfo> Create(const SandboxSpec& spec) = 0;
-  // `id_or_name`: a sandbox id or its name.
+  // `id_or_name`: a sandbox id or its name. Names are unique per org (OrgOf), so a bare name is a reference only
+  // while one org uses it; a name used in several orgs is kConflict here, and callers acting for an org resolve
+  // it with Resolve.
   virtual Result<SandboxInfo> Get(const std::string& id_or_name) = 0;
+  // The id of the sandbox `id_or_name` names among `org`'s: its id, or its name within that org. Anything else
+  // (unknown, or another org's) is kNotFound "no sandbox 'REF'". The default reads List().
+  virtual Result<std::string> Resolve(const std::string& org, const std::string& id_or_name);
   virtual Result<std::vector<SandboxInfo>> List() = 0;
   // With `sink`, output is also delivered as it is produced.
   virtual Result<ExecResult> Exec(const std::string& id_or_name, const ExecRequest& req, const OutputSink& sink) = 0;

@@ -147,4 +147,27 @@ Result<std::string> ExpandVars(std::string_view text, const std::map<std::string
   return out;
 }
 
+Result<nlohmann::json> ExpandSpecVars(const nlohmann::json& input, const std::map<std::string, std::string>& vars) {
+  nlohmann::json out = input;
+  out.erase("vars");
+  auto expand = [&](const std::string& field, nlohmann::json& value) -> Status {
+    if (!value.is_string()) return {};  // the schema has refused it already
+    Result<std::string> filled = ExpandVars(value.get_ref<const std::string&>(), vars);
+    if (!filled.ok()) return Invalid(field + ": " + filled.error().message);
+    value = std::move(*filled);
+    return {};
+  };
+  for (const char* field : {"name", "image", "working_dir", "user"}) {
+    if (auto it = out.find(field); it != out.end()) ISB_TRY(expand(field, *it));
+  }
+  for (const char* field : {"environment", "labels"}) {
+    auto map = out.find(field);
+    if (map == out.end() || !map->is_object()) continue;
+    for (auto e = map->begin(); e != map->end(); ++e) {
+      ISB_TRY(expand(std::string(field) + "." + SanitizeUtf8(e.key().substr(0, kMaxQuoted)), e.value()));
+    }
+  }
+  return out;
+}
+
 }  // namespace isb::api

@@ -52,4 +52,11 @@ Status CheckPublishAddress(std::string_view address, const RemoteSpecPolicy& pol
 // malformed ${...} or an unterminated one is kInvalidArgument naming it (never a value).
 Result<std::string> ExpandVars(std::string_view text, const std::map<std::string, std::string>& vars);
 
+// A sandbox_create input with ${NAME} filled by ExpandVars in its string fields: name, image, working_dir, user,
+// and the values of environment and labels (keys and every other field as sent). "vars" is left out of the
+// result. A refusal is kInvalidArgument naming the field first ("environment.GREETING: ${X} is not among the vars
+// sent"). Remote callers' specs always pass through it (no daemon environment ever fills a name); the host's and
+// superadmins' when they send vars.
+Result<nlohmann::json> ExpandSpecVars(const nlohmann::json& input, const std::map<std::string, std::string>& vars);
+
 }  // namespace isb::api

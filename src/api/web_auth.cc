@@ -85,7 +85,10 @@ std::string CookieValue(std::string_view header, std::string_view name) {
 }
 
 WebAuth::WebAuth(identity::IdentityStore& store, WebAuthOptions options)
-    : store_(store), options_(std::move(options)) {}
+    : store_(store),
+      options_(std::move(options)),
+      limiter_(identity::UnixNow, {options_.sign_in_failures_per_account, 900, 10000},
+               {options_.sign_in_failures_per_address, 900, 10000}) {}
 
 Result<Identity> WebAuth::Authenticate(const Request& req) {
   std::string header = req.headers.Get("Authorization");

@@ -29,6 +29,10 @@ struct WebAuthOptions {
   // and the outcome; the daemon's audit log listens. Never given a password or a secret.
   std::function<void(std::string_view action, std::string_view account, const Request& req, const Status& outcome)>
       on_event;
+  // Sign-in failures allowed within 15 minutes, per account and per client address, before 429 with Retry-After
+  // (`isb serve --sign-in-account-limit`, `--sign-in-address-limit`).
+  int sign_in_failures_per_account = 5;
+  int sign_in_failures_per_address = 20;
 };
 
 // Thread-safe. The store must outlive it.

@@ -67,6 +67,14 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--judge-key-file", opts->judge.key_file, "File holding the judge's API key (sent as a bearer token)");
   cmd->add_option("--reap-interval", *reap, "How often the reaper looks for expired and idle sandboxes")
       ->capture_default_str();
+  cmd->add_option("--sign-in-account-limit", opts->sign_in_account_limit,
+                  "Failed sign-ins allowed per account within 15 minutes before 429")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  cmd->add_option("--sign-in-address-limit", opts->sign_in_address_limit,
+                  "Failed sign-ins allowed per client address within 15 minutes before 429")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
   AddPolicyOptions(cmd, *opts, *flags);
   cmd->callback([opts, flags, reap, exit_code] {
     auto interval = ParseDuration(*reap);

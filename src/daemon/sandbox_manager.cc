@@ -275,6 +275,14 @@ std::vector<std::pair<std::string, std::string>> SandboxManager::Events(const st
   return out;
 }
 
+Result<std::string> SandboxManager::Resolve(const std::string& org, const std::string& id_or_name) {
+  ISB_ASSIGN_OR_RETURN(auto rows, db_->Query("SELECT id FROM sandboxes WHERE org = ?1 AND (id = ?2 OR "
+                                             "(name = ?2 AND name != '')) AND state != 'creating'",
+                                             {org, id_or_name}));
+  if (rows.empty()) return Error::Of(Code::kNotFound, "no sandbox '" + id_or_name + "'");
+  return AsText(rows[0][0]);
+}
+
 Result<SandboxManager::Record> SandboxManager::Load(const std::string& id_or_name) {
   auto rows = db_->Query(
       "SELECT id, name, spec, state, pid, start_time, lease_index, uid_base, created_at, expires_at, last_active_at "
@@ -282,6 +290,9 @@ Result<SandboxManager::Record> SandboxManager::Load(const std::string& id_or_nam
       {id_or_name});
   if (!rows.ok()) return rows.error();
   if (rows->empty()) return Error::Of(Code::kNotFound, "no sandbox '" + id_or_name + "'");
+  if (rows->size() > 1) {
+    return Error::Of(Code::kConflict, "name: '" + id_or_name + "' is used in more than one org; use the sandbox's id");
+  }
   const auto& r = (*rows)[0];
   Record rec;
   rec.id = AsText(r[0]);
@@ -537,9 +548,10 @@ Result<api::SandboxInfo> SandboxManager::Create(const api::SandboxSpec& spec) {
     // the next Adopt removes.
     auto ins = db_->Exec(
         "INSERT INTO sandboxes(id, name, spec, state, created_at, expires_at, last_active_at, pid, start_time, "
-        "lease_index, uid_base) VALUES(?1, ?2, ?3, 'running', ?4, ?5, ?4, ?6, ?7, ?8, ?9)",
+        "lease_index, uid_base, org) VALUES(?1, ?2, ?3, 'running', ?4, ?5, ?4, ?6, ?7, ?8, ?9, ?10)",
         {rec.id, rec.name, SpecToJson(rec.spec), rec.created_at, rec.expires_at, static_cast<int64_t>(rec.pid),
-         static_cast<int64_t>(rec.start_time), rec.lease_index, static_cast<int64_t>(rec.uid_base)});
+         static_cast<int64_t>(rec.start_time), rec.lease_index, static_cast<int64_t>(rec.uid_base),
+         api::OrgOf(rec.spec)});
     if (!ins.ok()) {
       Discard(rec);
       return ins.error();
@@ -554,9 +566,9 @@ Result<api::SandboxInfo> SandboxManager::Create(const api::SandboxSpec& spec) {
   }
   // The row exists before the sandbox does, so a daemon killed mid-create finds and undoes it at start-up.
   auto ins = db_->Exec(
-      "INSERT INTO sandboxes(id, name, spec, state, created_at, expires_at, last_active_at) "
-      "VALUES(?1, ?2, ?3, 'creating', ?4, ?5, ?4)",
-      {rec.id, rec.name, SpecToJson(rec.spec), rec.created_at, rec.expires_at});
+      "INSERT INTO sandboxes(id, name, spec, state, created_at, expires_at, last_active_at, org) "
+      "VALUES(?1, ?2, ?3, 'creating', ?4, ?5, ?4, ?6)",
+      {rec.id, rec.name, SpecToJson(rec.spec), rec.created_at, rec.expires_at, api::OrgOf(rec.spec)});
   if (!ins.ok()) {
     if (options_.egress != nullptr) options_.egress->Release(rec.id);
     std::filesystem::remove_all(Dir(rec.id));

@@ -60,6 +60,8 @@ class SandboxManager : public api::Sandboxes {
 
   Result<api::SandboxInfo> Create(const api::SandboxSpec& spec) override;
   Result<api::SandboxInfo> Get(const std::string& id_or_name) override;
+  // By the (org, name) index; the org is the spec's isb.org label (api::OrgOf) when the sandbox was created.
+  Result<std::string> Resolve(const std::string& org, const std::string& id_or_name) override;
   Result<std::vector<api::SandboxInfo>> List() override;
   Result<api::ExecResult> Exec(const std::string& id_or_name, const api::ExecRequest& req,
                                const api::OutputSink& sink) override;

@@ -172,6 +172,8 @@ int Serve(const ServeOptions& options) {
   api::McpServer mcp(registry, mcp_options);
   api::WebAuthOptions web_options;
   web_options.secure_cookie = !api::IsLoopbackHost(listen->host);
+  web_options.sign_in_failures_per_account = options.sign_in_account_limit;
+  web_options.sign_in_failures_per_address = options.sign_in_address_limit;
   web_options.on_event = [log = audit_log->get()](std::string_view action, std::string_view account,
                                                   const api::Request& req, const Status& outcome) {
     audit::Entry e;

@@ -30,6 +30,9 @@ struct ServeOptions {
   // The judge (--judge-url, --judge-model, --judge-key-file); none without a url.
   egress::JudgeOptions judge;
   std::string egress_ca;  // PEM bundle trusted (besides the system roots) for origins of intercepted connections
+  // Sign-in failures allowed per account and per client address within 15 minutes (api::WebAuthOptions).
+  int sign_in_account_limit = 5;
+  int sign_in_address_limit = 20;
   std::string version = "0.1.0";
 };
 

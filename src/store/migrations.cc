@@ -210,6 +210,14 @@ CREATE TABLE org_quotas (
   instances INTEGER CHECK (instances IS NULL OR instances >= 0)
 );
 )sql",
+      // 5: sandbox names are unique per org, not across orgs. The org is the isb.org label of the spec; sandboxes
+      // from before orgs have none and belong to `default`.
+      R"sql(
+ALTER TABLE sandboxes ADD COLUMN org TEXT NOT NULL DEFAULT 'default';
+UPDATE sandboxes SET org = coalesce(json_extract(spec, '$.labels."isb.org"'), 'default');
+DROP INDEX sandboxes_name;
+CREATE UNIQUE INDEX sandboxes_org_name ON sandboxes(org, name) WHERE name != '';
+)sql",
   };
   return m;
 }

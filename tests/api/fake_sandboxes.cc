@@ -18,8 +18,10 @@ SandboxInfo* FakeSandboxes::Find(const std::string& id_or_name) {
 
 Result<SandboxInfo> FakeSandboxes::Create(const SandboxSpec& spec) {
   std::lock_guard lock(mu);
-  if (!spec.name.empty() && Find(spec.name) != nullptr) {
-    return Error::Of(Code::kConflict, "a sandbox named '" + spec.name + "' exists");
+  for (const auto& [id, info] : sandboxes) {
+    if (!spec.name.empty() && info.name == spec.name && OrgOf(info) == OrgOf(spec)) {
+      return Error::Of(Code::kConflict, "name: '" + spec.name + "' is in use");
+    }
   }
   char id[32];
   snprintf(id, sizeof id, "sb-%016x", next++);
@@ -53,6 +55,7 @@ Result<ExecResult> FakeSandboxes::Exec(const std::string& ref, const ExecRequest
     FAKE_FIND(s, ref);
     if (s->state != "running") return Error::Of(Code::kConflict, "sandbox is stopped");
     last_exec = req;
+    last_exec_id = s->id;
   }
   if (exec_fn) return exec_fn(req, sink);
   std::string out = "out:";

@@ -32,6 +32,7 @@ class FakeSandboxes : public Sandboxes {
   std::map<std::string, SandboxInfo> sandboxes;  // by id
   std::map<std::string, FileData> files;         // by "id:path"
   ExecRequest last_exec;
+  std::string last_exec_id;  // the id of the sandbox last_exec ran in
   std::string last_path;
   int next = 1;
 

@@ -302,6 +302,91 @@ TEST_F(SandboxToolsTest, AnotherOrgsSandboxIsNotThere) {
   EXPECT_EQ(Ok("sandbox_get", {{"sandbox", id}})["state"], "running");  // untouched
 }
 
+// Names are unique per org: another org may use the same one, and each org's references by name are to its own
+// sandbox, on every tool that takes one. Within one org a name is still taken once.
+TEST_F(SandboxToolsTest, EachOrgHasItsOwnNames) {
+  const CallContext mine = HostContext(), theirs = HostContext("acme");
+  const std::string a = Ok("sandbox_create", {{"name", "box"}}, mine)["id"];
+  const std::string b = Ok("sandbox_create", {{"name", "box"}}, theirs)["id"];
+  ASSERT_NE(a, b);
+  for (const CallContext* ctx : {&mine, &theirs}) {
+    auto dup = registry.Call("sandbox_create", {{"name", "box"}}, *ctx);
+    ASSERT_FALSE(dup.ok());
+    EXPECT_EQ(dup.error().code, Code::kConflict);
+    EXPECT_EQ(dup.error().message, "name: 'box' is in use");
+  }
+  const json box = {{"sandbox", "box"}};
+  for (const auto& [ctx, id] : {std::pair{&mine, a}, {&theirs, b}}) {
+    EXPECT_EQ(Ok("sandbox_get", box, *ctx)["id"], id);
+    EXPECT_EQ(Ok("sandbox_extend", {{"sandbox", "box"}, {"by", 60}}, *ctx)["id"], id);
+    EXPECT_EQ(Ok("sandbox_egress_set", {{"sandbox", "box"}, {"egress", {"example.com"}}}, *ctx)["id"], id);
+    EXPECT_EQ(fake.sandboxes[id].spec.egress, json({"example.com"}));
+    Ok("sandbox_exec", {{"sandbox", "box"}, {"argv", {"true"}}}, *ctx);
+    EXPECT_EQ(fake.last_exec_id, id);
+    Ok("sandbox_file_write", {{"sandbox", "box"}, {"path", "/f"}, {"content", "of " + ctx->org}}, *ctx);
+    EXPECT_EQ(fake.files[id + ":/f"].content, "of " + ctx->org);
+    EXPECT_EQ(Ok("sandbox_file_read", {{"sandbox", "box"}, {"path", "/f"}, {"encoding", "utf-8"}}, *ctx)["content"],
+              "of " + ctx->org);
+    EXPECT_EQ(Ok("sandbox_stop", box, *ctx)["id"], id);
+    EXPECT_EQ(fake.sandboxes[id].state, "stopped");
+    EXPECT_EQ(Ok("sandbox_start", box, *ctx)["id"], id);
+    EXPECT_EQ(fake.sandboxes[id].state, "running");
+  }
+  // Stopping one org's "box" left the other's as it was.
+  Ok("sandbox_stop", box, mine);
+  EXPECT_EQ(Ok("sandbox_get", box, theirs)["state"], "running");
+  Ok("sandbox_remove", box, mine);
+  EXPECT_EQ(fake.sandboxes.count(a), 0u);
+  EXPECT_EQ(Ok("sandbox_get", box, theirs)["id"], b);
+  auto gone = registry.Call("sandbox_get", box, mine);
+  ASSERT_FALSE(gone.ok());
+  EXPECT_EQ(gone.error().code, Code::kNotFound);
+  EXPECT_EQ(gone.error().message, "no sandbox 'box'");
+  // The name is free again in the default org only.
+  EXPECT_NE(Ok("sandbox_create", {{"name", "box"}}, mine)["id"], b);
+}
+
+// ${NAME} in a spec: a remote caller's is always filled from its vars and nothing else (the daemon's HOME is not
+// one of them); the host's only when it sends vars.
+TEST_F(SandboxToolsTest, CreateFillsVarsFromTheCallerOnly) {
+  CallContext remote = HostContext();
+  remote.identity = UserIn("ann");
+  remote.surface = "rest";
+  auto refused = registry.Call("sandbox_create", {{"environment", {{"H", "${HOME}"}}}}, remote);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, Code::kInvalidArgument);
+  EXPECT_EQ(refused.error().message, "environment.H: ${HOME} is not among the vars sent");
+  auto wrong = registry.Call("sandbox_create",
+                             {{"working_dir", "/${HOME}"}, {"vars", {{"HOMEDIR", "/root"}}}}, remote);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.error().message, "working_dir: ${HOME} is not among the vars sent");
+  EXPECT_TRUE(fake.sandboxes.empty());
+
+  json made = Ok("sandbox_create",
+                 {{"name", "app-${N}"},
+                  {"environment", {{"H", "${HOME}"}, {"PRICE", "$$5 $${NOT}"}}},
+                  {"working_dir", "${HOME}/src"},
+                  {"user", "${ID}:${ID}"},
+                  {"labels", {{"stage", "${STAGE}"}}},
+                  {"vars", {{"N", "7"}, {"HOME", "/home/ann"}, {"ID", "1000"}, {"STAGE", "test"}}}},
+                 remote);
+  EXPECT_EQ(made["name"], "app-7");
+  const SandboxSpec& spec = fake.sandboxes[made["id"]].spec;
+  EXPECT_EQ(spec.environment, (std::map<std::string, std::string>{{"H", "/home/ann"}, {"PRICE", "$5 ${NOT}"}}));
+  EXPECT_EQ(spec.working_dir, "/home/ann/src");
+  EXPECT_EQ(spec.user, "1000:1000");
+  EXPECT_EQ(spec.labels.at("stage"), "test");
+
+  // The host: text as sent without vars, filled (from vars alone) with them.
+  json literal = Ok("sandbox_create", {{"environment", {{"H", "${HOME}"}, {"P", "$$"}}}});
+  EXPECT_EQ(fake.sandboxes[literal["id"]].spec.environment,
+            (std::map<std::string, std::string>{{"H", "${HOME}"}, {"P", "$$"}}));
+  json host_vars = Ok("sandbox_create", {{"environment", {{"H", "${HOME}"}}}, {"vars", {{"HOME", "/h"}}}});
+  EXPECT_EQ(fake.sandboxes[host_vars["id"]].spec.environment.at("H"), "/h");
+  EXPECT_EQ(Fail("sandbox_create", {{"environment", {{"H", "${PATH}"}}}, {"vars", json::object()}}).message,
+            "environment.H: ${PATH} is not among the vars sent");
+}
+
 TEST_F(SandboxToolsTest, IsbLabelsAreReserved) {
   auto r = registry.Call("sandbox_create", {{"labels", {{"isb.org", "acme"}}}}, HostContext());
   ASSERT_FALSE(r.ok());

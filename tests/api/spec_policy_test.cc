@@ -6,6 +6,9 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <map>
+#include <tuple>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -227,6 +230,52 @@ TEST(ExpandVarsTest, Syntax) {
     EXPECT_EQ(r.error().code, Code::kInvalidArgument);
     EXPECT_EQ(r.error().message, message);
   }
+}
+
+// A sandbox_create input: ${NAME} is filled in the string fields that carry text for the sandbox, each refusal
+// names its field, and nothing else (keys, numbers, egress) is touched.
+TEST(ExpandSpecVarsTest, FillsTheSpecsStringFields) {
+  const nlohmann::json in = {
+      {"name", "web-${N}"},
+      {"image", "/srv/${IMG}"},
+      {"working_dir", "/home/${U}"},
+      {"user", "${UID}:${UID}"},
+      {"environment", {{"GREETING", "hi ${U}"}, {"${KEY}", "$${literal}"}}},
+      {"labels", {{"team", "${TEAM}"}}},
+      {"egress", {"${A}.example.com"}},
+      {"cpus", 1},
+      {"vars", {{"N", "1"}, {"IMG", "rootfs"}, {"U", "ann"}, {"UID", "1000"}, {"TEAM", "blue"}}}};
+  auto out = ExpandSpecVars(in, in["vars"].get<std::map<std::string, std::string>>());
+  ASSERT_TRUE(out.ok()) << out.error().message;
+  EXPECT_EQ(*out, nlohmann::json({{"name", "web-1"},
+                                  {"image", "/srv/rootfs"},
+                                  {"working_dir", "/home/ann"},
+                                  {"user", "1000:1000"},
+                                  {"environment", {{"GREETING", "hi ann"}, {"${KEY}", "${literal}"}}},
+                                  {"labels", {{"team", "blue"}}},
+                                  {"egress", {"${A}.example.com"}},
+                                  {"cpus", 1}}));
+  for (const auto& [field, value, message] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"name", "${N}", "name: ${N} is not among the vars sent"},
+           {"image", "/${IMG}", "image: ${IMG} is not among the vars sent"},
+           {"working_dir", "/${W", "working_dir: unterminated ${ at offset 1"},
+           {"user", "${1}", "user: ${1} is not a variable name"}}) {
+    ExpectError(ExpandSpecVars({{field, value}}, {}), Code::kInvalidArgument, message);
+  }
+  ExpectError(ExpandSpecVars({{"environment", {{"A", "x"}, {"B", "${B}"}}}}, {{"A", "a"}}), Code::kInvalidArgument,
+              "environment.B: ${B} is not among the vars sent");
+  ExpectError(ExpandSpecVars({{"labels", {{"team", "${T}"}}}}, {}), Code::kInvalidArgument,
+              "labels.team: ${T} is not among the vars sent");
+}
+
+// Set in the daemon's environment or not, a name the caller did not send is refused, never filled.
+TEST(ExpandSpecVarsTest, NeverFromTheDaemonsEnvironment) {
+  ASSERT_NE(::getenv("PATH"), nullptr);
+  ASSERT_EQ(::setenv("HOME", "/root", 0), 0);
+  ExpectError(ExpandSpecVars({{"environment", {{"H", "${HOME}"}}}}, {}), Code::kInvalidArgument,
+              "environment.H: ${HOME} is not among the vars sent");
+  ExpectError(ExpandSpecVars({{"working_dir", "${PATH}"}}, {{"HOME", "/h"}}), Code::kInvalidArgument,
+              "working_dir: ${PATH} is not among the vars sent");
 }
 
 }  // namespace

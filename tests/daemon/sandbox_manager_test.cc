@@ -12,8 +12,10 @@
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <thread>
 
+#include "api/org_sandboxes.h"
 #include "base/file.h"
 #include "must_work.h"
 #include "store/migrations.h"
@@ -266,6 +268,77 @@ TEST_F(ManagerTest, ANewDaemonAdoptsRunningSandboxes) {
   EXPECT_EQ(Exec(a->id, {"cat", "/root/x"}).stdout_data, "before\n");
   EXPECT_EQ(mgr_->Get(b->id)->state, "stopped");
   EXPECT_EQ(mgr_->Events(a->id).back().first, "adopted");
+}
+
+// Names are unique per org: each org's "box" is its own, through OrgSandboxes (as every tool acts), before and
+// after a new daemon adopts them. A bare name used in two orgs names neither.
+TEST_F(ManagerTest, EachOrgHasItsOwnNames) {
+  api::CallContext in_default, in_acme;
+  in_default.identity = in_acme.identity = api::Identity::Host();
+  in_acme.org = "acme";
+  api::SandboxSpec spec;
+  spec.name = "box";
+  std::map<std::string, std::string> ids;  // by org
+  for (const api::CallContext* ctx : {&in_default, &in_acme}) {
+    spec.environment = {{"ORG", ctx->org}};
+    auto sb = api::OrgSandboxes(*mgr_, *ctx).Create(spec);
+    ASSERT_TRUE(sb.ok()) << sb.error().message;
+    ids[ctx->org] = sb->id;
+    auto row = db_->Query("SELECT org FROM sandboxes WHERE id = ?1", {sb->id});
+    ASSERT_TRUE(row.ok() && row->size() == 1u);
+    EXPECT_EQ(store::AsText((*row)[0][0]), ctx->org);
+  }
+  for (const api::CallContext* ctx : {&in_default, &in_acme}) {
+    auto dup = api::OrgSandboxes(*mgr_, *ctx).Create(spec);
+    ASSERT_FALSE(dup.ok());
+    EXPECT_EQ(dup.error().code, Code::kConflict);
+    EXPECT_EQ(dup.error().message, "name: 'box' is in use");
+  }
+  auto bare = mgr_->Get("box");
+  ASSERT_FALSE(bare.ok());
+  EXPECT_EQ(bare.error().code, Code::kConflict);
+  EXPECT_EQ(bare.error().message, "name: 'box' is used in more than one org; use the sandbox's id");
+
+  auto each_resolves_to_its_own = [&](bool write) {
+    for (const api::CallContext* ctx : {&in_default, &in_acme}) {
+      api::OrgSandboxes sb(*mgr_, *ctx);
+      auto got = sb.Get("box");
+      ASSERT_TRUE(got.ok()) << got.error().message;
+      EXPECT_EQ(got->id, ids[ctx->org]);
+      api::ExecRequest req;
+      req.argv = {"sh", "-c", "echo $ORG $(hostname)"};
+      auto out = sb.Exec("box", req, nullptr);
+      ASSERT_TRUE(out.ok()) << out.error().message;
+      EXPECT_EQ(out->stdout_data, ctx->org + " box\n");
+      if (write) {
+        ASSERT_TRUE(sb.WriteFile("box", "/root/f", {"of " + ctx->org, 0600}).ok());
+      }
+      auto file = sb.ReadFile("box", "/root/f");
+      ASSERT_TRUE(file.ok()) << file.error().message;
+      EXPECT_EQ(file->content, "of " + ctx->org);
+    }
+  };
+  each_resolves_to_its_own(true);
+  // Stopping acme's box leaves default's running; starting it by name starts acme's.
+  api::OrgSandboxes acme(*mgr_, in_acme), dflt(*mgr_, in_default);
+  EXPECT_EQ(acme.Stop("box")->id, ids["acme"]);
+  EXPECT_EQ(mgr_->Get(ids["acme"])->state, "stopped");
+  EXPECT_EQ(mgr_->Get(ids["default"])->state, "running");
+  EXPECT_EQ(acme.Start("box")->id, ids["acme"]);
+
+  Restart();
+  ASSERT_TRUE(mgr_->Adopt().ok());
+  each_resolves_to_its_own(false);
+
+  api::OrgSandboxes acme2(*mgr_, in_acme), dflt2(*mgr_, in_default);
+  ASSERT_TRUE(dflt2.Remove("box").ok());
+  EXPECT_EQ(mgr_->Get(ids["default"]).error().code, Code::kNotFound);
+  EXPECT_EQ(acme2.Get("box")->id, ids["acme"]);
+  EXPECT_EQ(mgr_->Get("box")->id, ids["acme"]);  // one org uses the name now
+  // Egress of a sandbox created without a network: default's "box" is gone, acme's answers for itself.
+  EXPECT_EQ(dflt2.SetEgress("box", "none").error().message, "no sandbox 'box'");
+  EXPECT_EQ(acme2.SetEgress("box", "none").error().message,
+            "egress: the sandbox was created with egress none; it has no network to change");
 }
 
 TEST_F(ManagerTest, ReaperRemovesExpiredAndIdleWithReasons) {

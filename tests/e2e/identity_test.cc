@@ -219,5 +219,84 @@ TEST_F(IdentityTest, AnOrgsQuotaRefusesCreatesBeyondIt) {
   EXPECT_EQ(MustTool("org_get", json::object())["quota"]["instances"], 1);
 }
 
+// Names are unique per org: acme may call a sandbox what default calls one, and each org's calls by that name reach
+// its own, on every tool. The spec's ${NAME}s come from the vars sent, never from the daemon's environment.
+TEST_F(IdentityTest, EachOrgHasItsOwnNamesAndSpecsTakeOnlyTheirVars) {
+  MustTool("org_create", {{"name", "acme"}});
+  const std::map<std::string, std::string> tokens = {{"default", UserToken("alice", "default", "member")},
+                                                     {"acme", UserToken("eve", "acme", "member")}};
+  EXPECT_EQ(As(tokens.at("default"), "default", "sandbox_create", {{"environment", {{"H", "${HOME}"}}}}),
+            std::make_pair(400, std::string("invalid_argument: environment.H: ${HOME} is not among the vars sent")));
+  std::map<std::string, std::string> ids;
+  for (const auto& [org, token] : tokens) {
+    CurlResult made = CurlTcp("POST", "/api/v1/tools/sandbox_create",
+                              json({{"name", "box"}, {"environment", {{"ORG", "${O}"}, {"COST", "$$5"}}},
+                                    {"vars", {{"O", org}}}})
+                                  .dump(),
+                              {"Content-Type: application/json", "X-Isb-Org: " + org}, token);
+    ASSERT_EQ(made.http.status, 200) << made.Describe();
+    ids[org] = made.http.j["result"]["id"];
+    Track(ids[org]);
+  }
+  ASSERT_NE(ids["default"], ids["acme"]);
+  for (const auto& [org, token] : tokens) {
+    EXPECT_EQ(As(token, org, "sandbox_create", {{"name", "box"}}),
+              std::make_pair(409, std::string("conflict: name: 'box' is in use")));
+    auto call = [&, &org = org, &token = token](const std::string& tool, json in) {
+      in["sandbox"] = "box";
+      CurlResult r = CurlTcp("POST", "/api/v1/tools/" + tool, in.dump(),
+                             {"Content-Type: application/json", "X-Isb-Org: " + org}, token);
+      EXPECT_EQ(r.http.status, 200) << tool << " in " << org << ": " << r.Describe();
+      return r.http.j["result"];
+    };
+    EXPECT_EQ(call("sandbox_get", json::object())["id"], ids[org]);
+    EXPECT_EQ(call("sandbox_exec", {{"argv", {"sh", "-c", "echo $ORG $COST"}}})["stdout"], org + " $5\n");
+    call("sandbox_file_write", {{"path", "/root/who"}, {"content", org}});
+    EXPECT_EQ(call("sandbox_file_read", {{"path", "/root/who"}, {"encoding", "utf-8"}})["content"], org);
+    EXPECT_EQ(call("sandbox_stop", json::object())["id"], ids[org]);
+    EXPECT_EQ(call("sandbox_start", json::object())["id"], ids[org]);
+    EXPECT_EQ(call("sandbox_extend", {{"by", 60}})["id"], ids[org]);
+    EXPECT_EQ(As(token, org, "sandbox_egress_set", {{"sandbox", "box"}, {"egress", "none"}}).first, 400);
+  }
+  // Removing default's "box" by name leaves acme's.
+  EXPECT_EQ(As(tokens.at("default"), "default", "sandbox_remove", {{"sandbox", "box"}}).first, 200);
+  EXPECT_EQ(As(tokens.at("default"), "default", "sandbox_get", {{"sandbox", "box"}}),
+            std::make_pair(404, std::string("not_found: no sandbox 'box'")));
+  EXPECT_EQ(As(tokens.at("acme"), "acme", "sandbox_get", {{"sandbox", "box"}}).first, 200);
+  EXPECT_EQ(As(tokens.at("acme"), "acme", "sandbox_remove", {{"sandbox", "box"}}).first, 200);
+}
+
+// Sign-in is limited per account and per client address (5 and 20 failures by default; 2 and 4 here, through the
+// serve flags, to keep the test short), each answered 429 with a Retry-After of whole seconds; during a lockout even
+// the right password is refused.
+TEST_F(IdentityTest, SignInIsRateLimitedPerAccountAndPerAddress) {
+  ASSERT_EQ(StopDaemon(), 0);
+  StartDaemon({"--sign-in-account-limit", "2", "--sign-in-address-limit", "4"});
+  MustTool("user_create", {{"name", "sam"}, {"password", "correct horse battery"}});
+  MustTool("user_create", {{"name", "kim"}, {"password", "another good phrase"}});
+  auto sign_in = [&](const std::string& user, const std::string& password) {
+    return Http(tcp_endpoint(), "POST", "/api/v1/auth/signin", json({{"user", user}, {"password", password}}).dump(),
+                {"Content-Type: application/json", "X-Isb-Csrf: 1"});
+  };
+  auto expect_limited = [](const HttpResponse& r, const std::string& what) {
+    EXPECT_EQ(r.status, 429) << what << ": " << r.Describe();
+    EXPECT_EQ(r.j.value("error", ""), "rate_limited") << r.Describe();
+    const std::string wait = r.Header("retry-after");
+    ASSERT_TRUE(!wait.empty() && wait.find_first_not_of("0123456789") == std::string::npos) << r.Describe();
+    EXPECT_GE(std::stoll(wait), 1) << r.Describe();
+    EXPECT_LE(std::stoll(wait), 900) << r.Describe();
+    EXPECT_EQ(r.j.value("message", ""), "too many failed sign-ins; try again in " + wait + " s") << r.Describe();
+  };
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(sign_in("sam", "wrong password " + std::to_string(i)).status, 401) << i;
+  expect_limited(sign_in("sam", "wrong password 2"), "sam's 3rd try");
+  expect_limited(sign_in("sam", "correct horse battery"), "sam's right password during the lockout");
+  // Another account from the same address is still let in: the failures so far are sam's, not yet the address's.
+  EXPECT_EQ(sign_in("kim", "another good phrase").status, 200);
+  // 4 failures from one address, over accounts that exist or not, lock the address for every account.
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(sign_in("nobody" + std::to_string(i), "whatever it is").status, 401) << i;
+  expect_limited(sign_in("kim", "another good phrase"), "kim's right password from a locked address");
+  expect_limited(sign_in("someone-new", "x"), "a new account from a locked address");
+}
+
 }  // namespace
 }  // namespace isb::e2e

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <tuple>
 
 #include "store/migrations.h"
 
@@ -69,6 +70,48 @@ TEST_F(DbTest, ConstraintViolationIsConflict) {
   auto second = ins("sb-2");
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.error().code, Code::kConflict);
+}
+
+// Migration 5: names are unique per org. Rows written before it get their org from the spec's isb.org label, or
+// `default` without one; afterwards the same name may be used once in each org.
+TEST_F(DbTest, SandboxNamesBecomeUniquePerOrg) {
+  const std::vector<std::string>& all = Migrations();
+  ASSERT_GE(all.size(), 5u);
+  {
+    auto old = Db::Open(dir_ + "/s.db", std::vector<std::string>(all.begin(), all.begin() + 4));
+    ASSERT_TRUE(old.ok()) << old.error().message;
+    for (const auto& [id, name, spec] : std::vector<std::tuple<std::string, std::string, std::string>>{
+             {"sb-1", "web", R"({"labels":{}})"},
+             {"sb-2", "db", R"({"labels":{"isb.org":"acme","isb.owner":"rest:user:ann"}})"},
+             {"sb-3", "", "{}"}}) {
+      ASSERT_TRUE((*old)->Exec("INSERT INTO sandboxes(id, name, spec, state, created_at, expires_at, last_active_at) "
+                               "VALUES(?1, ?2, ?3, 'running', 0, 0, 0)",
+                               {id, name, spec})
+                      .ok());
+    }
+  }
+  auto db = Db::Open(dir_ + "/s.db", all);
+  ASSERT_TRUE(db.ok()) << db.error().message;
+  auto orgs = (*db)->Query("SELECT id, org FROM sandboxes ORDER BY id");
+  ASSERT_TRUE(orgs.ok());
+  ASSERT_EQ(orgs->size(), 3u);
+  EXPECT_EQ(AsText((*orgs)[0][1]), "default");
+  EXPECT_EQ(AsText((*orgs)[1][1]), "acme");
+  EXPECT_EQ(AsText((*orgs)[2][1]), "default");
+  auto ins = [&](const std::string& id, const std::string& name, const std::string& org) {
+    return (*db)->Exec("INSERT INTO sandboxes(id, name, spec, state, created_at, expires_at, last_active_at, org) "
+                       "VALUES(?1, ?2, '{}', 'running', 0, 0, 0, ?3)",
+                       {id, name, org});
+  };
+  EXPECT_TRUE(ins("sb-4", "web", "acme").ok());
+  EXPECT_TRUE(ins("sb-5", "db", "default").ok());
+  EXPECT_TRUE(ins("sb-6", "", "default").ok());
+  for (const auto& [name, org] : std::vector<std::pair<std::string, std::string>>{
+           {"web", "default"}, {"web", "acme"}, {"db", "acme"}}) {
+    auto dup = ins("sb-7", name, org);
+    ASSERT_FALSE(dup.ok()) << name << " in " << org;
+    EXPECT_EQ(dup.error().code, Code::kConflict);
+  }
 }
 
 }  // namespace
