@@ -6,11 +6,6 @@
 
 namespace isb::api {
 
-std::string OrgOf(const SandboxInfo& info) {
-  auto it = info.spec.labels.find(kOrgLabel);
-  return it == info.spec.labels.end() ? "default" : it->second;
-}
-
 namespace {
 
 std::string Cores(double cpus) {

@@ -17,7 +17,11 @@ inline constexpr char kOrgLabel[] = "isb.org";
 inline constexpr char kOwnerLabel[] = "isb.owner";
 
 // The org a sandbox belongs to: its isb.org label; sandboxes from before orgs belong to "default".
-std::string OrgOf(const SandboxInfo& info);
+inline std::string OrgOf(const SandboxSpec& spec) {
+  auto it = spec.labels.find(kOrgLabel);
+  return it == spec.labels.end() ? "default" : it->second;
+}
+inline std::string OrgOf(const SandboxInfo& info) { return OrgOf(info.spec); }
 
 // OK when `spec` fits `org`'s quota beside the sandboxes it has (`existing`, running or stopped: a budget of what
 // is allocated); else kForbidden naming the quota, the org's current use and what the spec asks for.
