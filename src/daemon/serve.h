@@ -2,11 +2,13 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "api/spec_policy.h"
 #include "api/tool_policy.h"
+#include "audit/retention.h"
 #include "egress/judge.h"
 
 namespace isb::daemon {
@@ -30,6 +32,9 @@ struct ServeOptions {
   // The judge (--judge-url, --judge-model, --judge-key-file); none without a url.
   egress::JudgeOptions judge;
   std::string egress_ca;  // PEM bundle trusted (besides the system roots) for origins of intercepted connections
+  // Audit log and history rows older than this are pruned at start and every prune_interval; nullopt: never.
+  std::optional<std::chrono::milliseconds> audit_retention = audit::kDefaultRetention;
+  std::chrono::milliseconds prune_interval = audit::kPruneInterval;
   std::string version = "0.1.0";
 };
 
