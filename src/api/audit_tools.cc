@@ -85,23 +85,27 @@ Status AddAuditVerify(Registry& reg, audit::AuditLog& log, audit::History& histo
 
 Status AddHistoryQuery(Registry& reg, audit::History& history, Sandboxes& sandboxes) {
   json props = Page();
-  props["sandbox"] = Str("The sandbox's id or name, in the call's org.", 128, 1);
+  props["sandbox"] = Str("The sandbox's id or name, in the call's org; without it, every sandbox of the org.", 128, 1);
   json event = Output({{"id", {{"type", "integer"}}}, {"time", {{"type", "integer"}}}, {"sandbox", {{"type", "string"}}},
                        {"event", {{"type", "string"}}}, {"actor", {{"type", "string"}}},
                        {"actor_kind", {{"type", "string"}}}, {"reason", {{"type", "string"}}}},
                       {"id", "time", "sandbox", "event"});
   return reg.Add(Tool{
-      "history_query", "A sandbox's history",
-      "The lifecycle events of one of the call's org's sandboxes (created, started, stopped, oom, reaped, adopted, "
-      "removed, extended), who asked and why, in order.",
-      Object(std::move(props), {"sandbox"}), Rows("events", std::move(event)),
+      "history_query", "Sandbox history",
+      "The lifecycle events of one of the call's org's sandboxes, or without sandbox of all of them, removed ones "
+      "included (created, started, stopped, oom, reaped, adopted, removed, extended), who asked and why, in order.",
+      Object(std::move(props), {}), Rows("events", std::move(event)),
       ToolAnnotations{.read_only = true, .idempotent = true}, false,
       [&history, &sandboxes](const json& in, const CallContext& ctx) -> Result<json> {
-        // Another org's sandbox is "no sandbox 'REF'", as one that does not exist.
-        OrgSandboxes mine(sandboxes, ctx);
-        ISB_ASSIGN_OR_RETURN(SandboxInfo info, mine.Get(in["sandbox"].get<std::string>()));
         audit::HistoryFilter f;
-        f.sandbox = info.id;
+        if (in.contains("sandbox")) {
+          // Another org's sandbox is "no sandbox 'REF'", as one that does not exist.
+          OrgSandboxes mine(sandboxes, ctx);
+          ISB_ASSIGN_OR_RETURN(SandboxInfo info, mine.Get(in["sandbox"].get<std::string>()));
+          f.sandbox = info.id;  // all its events, also those recorded before history rows carried the org
+        } else {
+          f.org = ctx.org;  // each event carries its sandbox's org (isb.org label)
+        }
         if (in.contains("after")) f.after_id = in["after"].get<int64_t>();
         f.limit = LimitOf(in);
         ISB_ASSIGN_OR_RETURN(auto events, history.Query(f));

@@ -10,7 +10,8 @@
 namespace isb::api {
 
 // audit_list (the call's org's admins: that org's rows only, whoever calls), audit_verify (platform admins) and
-// history_query (the org's viewers: the events of one sandbox of the call's org, found through OrgSandboxes).
+// history_query (the org's viewers: the events of one sandbox of the call's org, found through OrgSandboxes, or of
+// all the org's sandboxes by the org recorded with each event).
 // `log`, `history` and `sandboxes` must outlive the registry.
 Status AddAuditTools(Registry& registry, audit::AuditLog& log, audit::History& history, Sandboxes& sandboxes);
 

@@ -9,7 +9,8 @@ add_library(isb_audit STATIC
   src/audit/record.cc
   src/audit/log.cc
   src/audit/history.cc
-  src/audit/verify_report.cc)
+  src/audit/verify_report.cc
+  src/audit/retention.cc)
 target_link_libraries(isb_audit PUBLIC isb_store nlohmann_json::nlohmann_json ${CRYPTO_LIB} ${CMAKE_DL_LIBS}
                       Threads::Threads)
 target_include_directories(isb_audit PUBLIC ${OPENSSL_INCLUDE})
@@ -20,7 +21,8 @@ isb_tests(isb_audit_tests LIBS isb_audit SOURCES
   tests/audit/log_test.cc
   tests/audit/tamper_test.cc
   tests/audit/history_test.cc
-  tests/audit/verify_report_test.cc)
+  tests/audit/verify_report_test.cc
+  tests/audit/retention_test.cc)
 
 # Appends per second, one thread and eight (bench/audit_bench.cc).
 add_executable(audit_bench bench/audit_bench.cc)

@@ -8,6 +8,7 @@
 #include "audit/history.h"
 #include "audit/log.h"
 #include "audit/verify_report.h"
+#include "cli/audit_rows.h"
 #include "store/db.h"
 #include "store/migrations.h"
 
@@ -56,16 +57,58 @@ int RunVerify(const VerifyFlags& f) {
   return log_result->ok && history_result->ok ? 0 : 1;
 }
 
+struct ListFlags {
+  std::shared_ptr<ConnectFlags> connect = std::make_shared<ConnectFlags>();
+  int64_t limit = 100;
+  int64_t after = 0;
+  bool json = false;
+};
+
+// Exit status: 0, 1 when the daemon refused (not an admin of the org), 125 when isb failed.
+int RunList(const ListFlags& f) {
+  auto client = Connect(*f.connect);
+  if (!client.ok()) return ReportUsage(client.error());
+  json in = {{"limit", f.limit}};
+  if (f.after > 0) in["after"] = f.after;
+  auto r = client->Call("audit_list", in);
+  if (!r.ok()) return Report(r.error());
+  if (f.json) Print(*r);
+  else std::fputs(AuditTable(*r).c_str(), stdout);
+  return kExitOk;
+}
+
+int RunExport(const ConnectFlags& connect) {
+  auto client = Connect(connect);
+  if (!client.ok()) return ReportUsage(client.error());
+  Status st = ExportAudit(*client, [](const std::string& line) { std::printf("%s\n", line.c_str()); });
+  std::fflush(stdout);
+  return st.ok() ? kExitOk : Report(st.error());
+}
+
 }  // namespace
 
 void AddAuditCommand(CLI::App& app, int* exit_code) {
-  auto* audit = app.add_subcommand("audit", "The audit log and the sandbox history (on this host)");
+  auto* audit = app.add_subcommand("audit", "The audit log and the sandbox history");
   audit->require_subcommand(1);
   auto flags = std::make_shared<VerifyFlags>();
   auto* verify = audit->add_subcommand("verify", "Walk both hash chains; exit 1 and name the first broken row");
   verify->add_option("--state-dir", flags->state_dir, "The daemon's state directory")->capture_default_str();
   verify->add_flag("--json", flags->json, "One JSON object with both reports");
   verify->callback([flags, exit_code] { *exit_code = RunVerify(*flags); });
+
+  auto list = std::make_shared<ListFlags>();
+  auto* ls = audit->add_subcommand("ls", "The org's audit rows in id order (org admins), from the daemon");
+  AddConnectOptions(ls, list->connect);
+  ls->add_option("--limit", list->limit, "At most N rows")->capture_default_str()->check(CLI::Range(1, 1000));
+  ls->add_option("--after", list->after, "Only rows with a larger id (the previous page's next_after)")
+      ->check(CLI::NonNegativeNumber);
+  ls->add_flag("--json", list->json, "Print audit_list's result (records, next_after) as JSON");
+  ls->callback([list, exit_code] { *exit_code = RunList(*list); });
+
+  auto connect = std::make_shared<ConnectFlags>();
+  auto* exp = audit->add_subcommand("export", "Every audit row of the org as JSON lines, hashes included (org admins)");
+  AddConnectOptions(exp, connect);
+  exp->callback([connect, exit_code] { *exit_code = RunExport(*connect); });
 }
 
 }  // namespace isb::cli

@@ -3,6 +3,7 @@
 
 #include <memory>
 
+#include "audit/retention.h"
 #include "base/units.h"
 #include "daemon/serve.h"
 
@@ -49,6 +50,7 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
   auto opts = std::make_shared<daemon::ServeOptions>();
   auto flags = std::make_shared<PolicyFlags>();
   auto reap = std::make_shared<std::string>("60s");
+  auto retention = std::make_shared<std::string>("90d");
   auto* cmd = app.add_subcommand("serve", "Run the daemon: sandboxes as tools over MCP, REST and a unix socket");
   cmd->add_option("--listen", opts->listen, "Loopback or tailnet ADDR:PORT for HTTP")->capture_default_str();
   cmd->add_option("--state-dir", opts->state_dir, "Where state lives (SQLite, sandboxes)")->capture_default_str();
@@ -75,8 +77,12 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
                   "Failed sign-ins allowed per client address within 15 minutes before 429")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
+  cmd->add_option("--audit-retention", *retention,
+                  "Prune audit log and history rows older than this (at least 1h), at start and hourly; "
+                  "off or 0: never prune")
+      ->capture_default_str();
   AddPolicyOptions(cmd, *opts, *flags);
-  cmd->callback([opts, flags, reap, exit_code] {
+  cmd->callback([opts, flags, reap, retention, exit_code] {
     auto interval = ParseDuration(*reap);
     if (!interval.ok() || interval->count() < 1000) {
       std::fprintf(stderr, "isb serve: --reap-interval: %s\n",
@@ -89,6 +95,13 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
       *exit_code = 2;
       return;
     }
+    auto kept = audit::ParseRetention(*retention);
+    if (!kept.ok()) {
+      std::fprintf(stderr, "isb serve: %s\n", kept.error().message.c_str());
+      *exit_code = 2;
+      return;
+    }
+    opts->audit_retention = *kept;
     opts->reap_interval = std::chrono::duration_cast<std::chrono::seconds>(*interval);
     if (Status policy = FinishPolicy(*opts, *flags); !policy.ok()) {
       std::fprintf(stderr, "isb serve: %s\n", policy.error().message.c_str());

@@ -245,7 +245,8 @@ SandboxManager::~SandboxManager() {
 
 std::string SandboxManager::Dir(const std::string& id) const { return options_.state_dir + "/sandboxes/" + id; }
 
-void SandboxManager::Event(const std::string& id, const std::string& event, const std::string& reason) {
+void SandboxManager::Event(const Record& rec, const std::string& event, const std::string& reason) {
+  const std::string& id = rec.id;
   (void)db_->Exec("INSERT INTO sandbox_events(time, sandbox, event, reason) VALUES(?1, ?2, ?3, ?4)",
                   {Now(), id, event, reason});
   if (options_.history == nullptr) return;
@@ -259,7 +260,7 @@ void SandboxManager::Event(const std::string& id, const std::string& event, cons
   if (event == "egress_changed") return;
   audit::HistoryEntry e;
   e.sandbox = id;
-  e.org = "default";
+  e.org = api::OrgOf(rec.spec);  // its isb.org label
   e.event = kind;
   e.actor_kind = "system";
   e.reason = why.substr(0, 120);
@@ -377,7 +378,7 @@ Status SandboxManager::Halt(Record& rec, const std::string& event, const std::st
   Status removed = Kill(rec, &oom);
   rec.state = "stopped";
   ISB_TRY(db_->Exec("UPDATE sandboxes SET state='stopped', pid=0, start_time=0, lease_index=-1 WHERE id=?1", {rec.id}));
-  Event(rec.id, oom && event == "died" ? "oom" : event, reason);
+  Event(rec, oom && event == "died" ? "oom" : event, reason);
   return removed;
 }
 
@@ -556,7 +557,7 @@ Result<api::SandboxInfo> SandboxManager::Create(const api::SandboxSpec& spec) {
       Discard(rec);
       return ins.error();
     }
-    Event(rec.id, "created");
+    Event(rec, "created");
     return Info(rec);
   }
   if (auto st = PrepareNetwork(rec, egress_spec); !st.ok()) {
@@ -582,7 +583,7 @@ Result<api::SandboxInfo> SandboxManager::Create(const api::SandboxSpec& spec) {
     (void)db_->Exec("DELETE FROM sandboxes WHERE id = ?1", {rec.id});
     return st.error();
   }
-  Event(rec.id, "created");
+  Event(rec, "created");
   return Info(rec);
 }
 
@@ -740,7 +741,7 @@ Result<api::SandboxInfo> SandboxManager::Start(const std::string& id_or_name) {
   ISB_TRY(Launch(rec));
   rec.last_active_at = Now();
   (void)db_->Exec("UPDATE sandboxes SET last_active_at = ?2 WHERE id = ?1", {rec.id, rec.last_active_at});
-  Event(rec.id, "started");
+  Event(rec, "started");
   return Info(rec);
 }
 
@@ -752,7 +753,7 @@ Result<api::SandboxInfo> SandboxManager::Extend(const std::string& id_or_name, s
   if (until > Now() + kMaxLifetime) return Invalid("by: a sandbox expires at most 30 days from now");
   rec.expires_at = until;
   ISB_TRY(db_->Exec("UPDATE sandboxes SET expires_at = ?2 WHERE id = ?1", {rec.id, until}));
-  Event(rec.id, "extended", std::to_string(by.count()) + "s");
+  Event(rec, "extended", std::to_string(by.count()) + "s");
   return Info(rec);
 }
 
@@ -768,7 +769,7 @@ Result<api::SandboxInfo> SandboxManager::SetEgress(const std::string& id_or_name
     return Error::Of(st.error().code, "egress: " + st.error().message);
   rec.spec = next;
   ISB_TRY(db_->Exec("UPDATE sandboxes SET spec = ?2 WHERE id = ?1", {rec.id, SpecToJson(rec.spec)}));
-  Event(rec.id, "egress_changed");
+  Event(rec, "egress_changed");
   return Info(rec);
 }
 
@@ -868,7 +869,7 @@ Result<std::string> SandboxManager::Adopt() {
     if (Alive(*rec)) {
       if (Status p = ports_.Publish(id, rec->pid, rec->spec.ports); !p.ok())
         std::fprintf(stderr, "isb: sandbox %s: ports not published: %s\n", id.c_str(), p.error().message.c_str());
-      Event(id, "adopted");
+      Event(*rec, "adopted");
       ++adopted;
     } else {
       (void)Halt(*rec, "died", "exited while no daemon was running");

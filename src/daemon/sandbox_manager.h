@@ -107,7 +107,7 @@ class SandboxManager : public api::Sandboxes {
   static constexpr char kTrustBundleFile[] = "ca-bundle.pem";
   Result<api::SandboxInfo> Info(const Record& rec);
   std::string Dir(const std::string& id) const;
-  void Event(const std::string& id, const std::string& event, const std::string& reason = "");
+  void Event(const Record& rec, const std::string& event, const std::string& reason = "");
   int64_t Now() const { return options_.now(); }
   // Terminal sessions: a slot is reserved (and the id chosen) before the command starts, filled in when it runs,
   // and released when the exec returns.

@@ -29,6 +29,7 @@
 #include "audit/details.h"
 #include "audit/history.h"
 #include "audit/log.h"
+#include "audit/retention.h"
 #include "daemon/sandbox_manager.h"
 #include "engine/cgroup.h"
 #include "engine/spawner.h"
@@ -139,6 +140,14 @@ int Serve(const ServeOptions& options) {
   auto audit_log = audit::AuditLog::Open(*db->get());
   if (!audit_log.ok()) return Fail("audit log: " + audit_log.error().message);
   if (auto st = api::AddAuditTools(registry, **audit_log, **history, manager); !st.ok()) return Fail(st.error().message);
+  // Retention: both chains pruned now and then every prune_interval, on a thread that Stop joins.
+  std::optional<audit::RetentionPruner> pruner;
+  if (options.audit_retention) {
+    pruner.emplace(**audit_log, **history, *options.audit_retention, options.prune_interval, Log);
+    pruner->Start();
+  } else {
+    Log("audit retention off: nothing is pruned");
+  }
   using nlohmann::json;
   registry.SetObserver([log = audit_log->get()](std::string_view name, const api::Tool* tool, const json& input,
                                                 const api::CallContext& ctx, const Result<json>& result) {
@@ -228,6 +237,7 @@ int Serve(const ServeOptions& options) {
   }
   cv.notify_all();
   reaper.join();
+  if (pruner) pruner->Stop();
   return 0;
 }
 

@@ -2,11 +2,13 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "api/spec_policy.h"
 #include "api/tool_policy.h"
+#include "audit/retention.h"
 #include "egress/judge.h"
 
 namespace isb::daemon {
@@ -33,6 +35,9 @@ struct ServeOptions {
   // Sign-in failures allowed per account and per client address within 15 minutes (api::WebAuthOptions).
   int sign_in_account_limit = 5;
   int sign_in_address_limit = 20;
+  // Audit log and history rows older than this are pruned at start and every prune_interval; nullopt: never.
+  std::optional<std::chrono::milliseconds> audit_retention = audit::kDefaultRetention;
+  std::chrono::milliseconds prune_interval = audit::kPruneInterval;
   std::string version = "0.1.0";
 };
 

@@ -158,8 +158,35 @@ TEST_F(AuditToolsTest, HistoryOfTheOrgsSandboxOnly) {
   Error e = Fail("history_query", {{"sandbox", theirs}}, viewer);
   EXPECT_EQ(e.code, Code::kNotFound);
   EXPECT_EQ(e.message, "no sandbox '" + theirs + "'");
-  e = Fail("history_query", json::object(), viewer);
-  EXPECT_EQ(e.code, Code::kInvalidArgument);
+}
+
+TEST_F(AuditToolsTest, HistoryOfTheWholeOrgWithoutASandbox) {
+  std::string first = SandboxOf("a");
+  std::string other = SandboxOf("b");
+  std::string second = SandboxOf("a");
+  // A removed sandbox is gone from the org's view, its events are not.
+  ASSERT_TRUE(history_->Record({.sandbox = first, .org = "a", .event = "removed", .actor = "user:alice",
+                                .actor_kind = "user"}).ok());
+  ASSERT_TRUE(fake_.Remove(first).ok());
+
+  json r = Ok("history_query", json::object(), As(UserIn("vera", "a", Role::kViewer), "a"));
+  EXPECT_EQ(Ids(r["events"]), (std::vector<int64_t>{1, 3, 4}));
+  EXPECT_EQ(r["events"][0]["sandbox"], first);
+  EXPECT_EQ(r["events"][1]["sandbox"], second);
+  EXPECT_EQ(r["events"][2]["event"], "removed");
+  EXPECT_EQ(r["next_after"], nullptr);
+  // Paged: one at a time.
+  r = Ok("history_query", {{"limit", 1}, {"after", 1}}, As(UserIn("vera", "a", Role::kViewer), "a"));
+  EXPECT_EQ(Ids(r["events"]), (std::vector<int64_t>{3}));
+  EXPECT_EQ(r["next_after"], 3);
+
+  r = Ok("history_query", json::object(), As(UserIn("bob", "b", Role::kViewer), "b"));
+  EXPECT_EQ(Ids(r["events"]), (std::vector<int64_t>{2}));
+  EXPECT_EQ(r["events"][0]["sandbox"], other);
+  // The removed sandbox by reference is gone like any missing one.
+  Error e = Fail("history_query", {{"sandbox", first}}, As(UserIn("vera", "a", Role::kViewer), "a"));
+  EXPECT_EQ(e.code, Code::kNotFound);
+  EXPECT_EQ(e.message, "no sandbox '" + first + "'");
 }
 
 }  // namespace

@@ -3,6 +3,8 @@ add_executable(isb_cli_tests
   tests/cli/test_server.cc
   tests/cli/client_test.cc
   tests/cli/sandbox_cmds_test.cc
+  tests/cli/audit_rows_test.cc
+  src/cli/audit_rows.cc
   src/cli/client.cc
   src/cli/bind_spec.cc
   src/cli/sandbox_cmds.cc

@@ -17,6 +17,7 @@
 
 #include "api/org_sandboxes.h"
 #include "base/file.h"
+#include "audit/history.h"
 #include "must_work.h"
 #include "store/migrations.h"
 
@@ -35,6 +36,7 @@ class ManagerTest : public ::testing::Test {
   // A new daemon over the same state: new spawner, new database connection, new manager.
   void Restart() {
     mgr_.reset();
+    history_.reset();
     db_.reset();
     spawner_ = std::make_unique<engine::Spawner>();
     ASSERT_TRUE(spawner_->Start("/run/isb").ok());
@@ -43,8 +45,12 @@ class ManagerTest : public ::testing::Test {
     db_ = std::move(*db);
     auto layout = engine::DetectCgroupLayout();
     ASSERT_TRUE(layout.ok());
-    mgr_ = std::make_unique<SandboxManager>(ManagerOptions{dir_, "/run/isb", [this] { return now_.load(); }},
-                                            spawner_.get(), db_.get(), *layout);
+    auto history = audit::History::Open(*db_);
+    ASSERT_TRUE(history.ok()) << history.error().message;
+    history_ = std::move(*history);
+    ManagerOptions options{dir_, "/run/isb", [this] { return now_.load(); }};
+    options.history = history_.get();
+    mgr_ = std::make_unique<SandboxManager>(options, spawner_.get(), db_.get(), *layout);
   }
   void TearDown() override {
     if (dir_.empty()) return;
@@ -59,6 +65,7 @@ class ManagerTest : public ::testing::Test {
       }
     }
     mgr_.reset();
+    history_.reset();
     spawner_.reset();
     // Nothing of this test's sandboxes is left: cgroups, state (leases: see the engine's tests).
     std::error_code ec;
@@ -79,6 +86,7 @@ class ManagerTest : public ::testing::Test {
   std::atomic<int64_t> now_{1'000'000};
   std::unique_ptr<engine::Spawner> spawner_;
   std::unique_ptr<store::Db> db_;
+  std::unique_ptr<audit::History> history_;
   std::unique_ptr<SandboxManager> mgr_;
 };
 
@@ -227,6 +235,28 @@ TEST_F(ManagerTest, PublishedPortsReachTheSandboxsLoopbackWhileItRuns) {
   EXPECT_EQ(RoundTrip(port, ""), "");  // published again; its server went with the stop
   ASSERT_TRUE(mgr_->Remove(sb->id).ok());
   EXPECT_EQ(RoundTrip(port, "hello"), "errno " + std::to_string(ECONNREFUSED));
+TEST_F(ManagerTest, HistoryEventsCarryTheSandboxesOrg) {
+  api::SandboxSpec spec;
+  spec.labels[api::kOrgLabel] = "acme";
+  auto acme = mgr_->Create(spec);
+  ASSERT_TRUE(acme.ok()) << acme.error().message;
+  auto plain = mgr_->Create({});  // from before orgs: the default org
+  ASSERT_TRUE(plain.ok()) << plain.error().message;
+  ASSERT_TRUE(mgr_->Stop(acme->id).ok());
+  ASSERT_TRUE(mgr_->Remove(acme->id).ok());
+  Restart();  // the new manager adopts the running one
+  ASSERT_TRUE(mgr_->Adopt().ok());
+  auto events = history_->Query({});
+  ASSERT_TRUE(events.ok()) << events.error().message;
+  std::vector<std::string> got;
+  for (const auto& e : *events)
+    got.push_back((e.entry.sandbox == acme->id ? "acme-box " : "plain-box ") + e.entry.org + " " + e.entry.event);
+  EXPECT_EQ(got, (std::vector<std::string>{"acme-box acme created", "plain-box default created",
+                                           "acme-box acme stopped", "acme-box acme removed",
+                                           "plain-box default adopted"}));
+  auto only = history_->Query({.org = "acme"});
+  ASSERT_TRUE(only.ok());
+  EXPECT_EQ(only->size(), 3u);
 }
 
 TEST_F(ManagerTest, FilesResolveInsideTheSandbox) {

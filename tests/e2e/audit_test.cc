@@ -93,5 +93,129 @@ TEST_F(AuditTest, EveryChangeAndEveryRefusalIsRecordedAndNoValueIsKept) {
   EXPECT_EQ(files.find("s3cr3t-value-1f2e"), std::string::npos) << "an env value reached the database";
 }
 
+// "id action target outcome surface actor actor_kind org" of a record as audit_list returns it.
+std::string Summary(const json& r) {
+  return std::to_string(r.value("id", int64_t{0})) + " " + r.value("action", "") + " " + r.value("target", "") + " " +
+         r.value("outcome", "") + " " + r.value("surface", "") + " " + r.value("actor", "") + " " +
+         r.value("actor_kind", "") + " " + r.value("org", "");
+}
+
+// Each line of `text` parsed as JSON; a line that is not JSON fails the test.
+std::vector<json> JsonLines(const std::string& text) {
+  std::vector<json> out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    EXPECT_NE(end, std::string::npos) << "the last line has no newline";
+    if (end == std::string::npos) break;
+    json j = json::parse(text.substr(start, end - start), nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << text.substr(start, end - start);
+    out.push_back(std::move(j));
+    start = end + 1;
+  }
+  return out;
+}
+
+TEST_F(AuditTest, LsAndExportShowTheOrgsRowsAndRefuseAViewer) {
+  std::string id = CreateSandbox();
+  ASSERT_FALSE(id.empty());
+  EXPECT_EQ(Tool("sandbox_get", {{"sandbox", "sb-doesnotexist"}}).status, 404);
+  MustTool("sandbox_remove", {{"sandbox", id}});
+  // The org's history without naming a sandbox: the removed one's events are still there.
+  json history = MustTool("history_query", json::object());
+  ASSERT_TRUE(history.is_object());
+  std::vector<std::string> events;
+  for (const json& e : history["events"]) events.push_back(e.value("sandbox", "") + " " + e.value("event", ""));
+  EXPECT_EQ(events, (std::vector<std::string>{id + " created", id + " removed"}));
+
+  auto audit = [&](std::vector<std::string> args, const std::vector<std::string>& env = {"ISB_TOKEN", "ISB_URL"}) {
+    args.insert(args.begin(), {ISB_BINARY, "audit"});
+    return RunProcess(args, "", 60s, env);
+  };
+  ProcResult ls = audit({"ls", "--socket", socket_path(), "--json"});
+  ASSERT_EQ(ls.exit_status, 0) << ls.Describe();
+  json listed = json::parse(ls.out, nullptr, false);
+  ASSERT_TRUE(listed.is_object()) << ls.out;
+  std::vector<std::string> rows;
+  for (const json& r : listed["records"]) rows.push_back(Summary(r));
+  // The fixture's set-up, then this test's calls; reads that succeed (history_query, audit_list) are not recorded.
+  const std::string host = " unix superadmin superadmin default";
+  EXPECT_EQ(rows, (std::vector<std::string>{"1 user_create e2e ok" + host, "2 member_add e2e ok" + host,
+                                            "3 token_create e2e ok" + host, "4 sandbox_create " + id + " ok" + host,
+                                            "5 sandbox_get sb-doesnotexist not_found" + host,
+                                            "6 sandbox_remove " + id + " ok" + host}));
+  EXPECT_EQ(listed["next_after"], nullptr);
+  ASSERT_EQ(listed["records"].size(), 6u);
+  EXPECT_EQ(listed["records"][0]["prev_hash"], std::string(64, '0'));
+  for (size_t i = 1; i < 6; ++i) EXPECT_EQ(listed["records"][i]["prev_hash"], listed["records"][i - 1]["hash"]) << i;
+  // The sandbox is the row's target; the details policy keeps nothing else of sandbox_remove's input.
+  EXPECT_EQ(listed["records"][5]["details"], json::object());
+
+  ProcResult page = audit({"ls", "--socket", socket_path(), "--json", "--limit", "2", "--after", "3"});
+  ASSERT_EQ(page.exit_status, 0) << page.Describe();
+  json paged = json::parse(page.out, nullptr, false);
+  ASSERT_TRUE(paged.is_object()) << page.out;
+  EXPECT_EQ(paged["records"], (json{listed["records"][3], listed["records"][4]}));
+  EXPECT_EQ(paged["next_after"], 5);
+
+  ProcResult table = audit({"ls", "--socket", socket_path(), "--limit", "1"});
+  ASSERT_EQ(table.exit_status, 0) << table.Describe();
+  EXPECT_EQ(table.out.substr(0, table.out.find('\n')),
+            "ID       TIME                 ACTOR                    ACTION               TARGET                 "
+            "OUTCOME            SURFACE");
+  EXPECT_NE(table.out.find("\n1        "), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find(" superadmin               user_create          e2e                    ok                 unix\n"),
+            std::string::npos) << table.out;
+
+  // Export: every row, every field, one JSON object a line, exactly what audit_list returns.
+  ProcResult exported = audit({"export", "--socket", socket_path()});
+  ASSERT_EQ(exported.exit_status, 0) << exported.Describe();
+  std::vector<json> lines = JsonLines(exported.out);
+  EXPECT_EQ(json(lines), listed["records"]);
+  ASSERT_FALSE(lines.empty());
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : lines[0].items()) keys.push_back(k);
+  EXPECT_EQ(keys, (std::vector<std::string>{"action", "actor", "actor_kind", "details", "hash", "id", "ip", "org",
+                                            "outcome", "prev_hash", "request_id", "surface", "target", "time",
+                                            "user_agent"}));
+
+  // A viewer of the org, over TCP with its token: refused, exit 1, the authorizer's words.
+  MustTool("user_create", {{"name", "vic"}});
+  MustTool("member_add", {{"user", "vic"}, {"role", "viewer"}});
+  json minted = MustTool("token_create", {{"name", "vic"}, {"user", "vic"}});
+  ASSERT_TRUE(minted.is_object());
+  const std::vector<std::string> as_viewer = {"ISB_URL", "ISB_SOCKET", "ISB_TOKEN=" + minted.value("token", "")};
+  for (const std::string sub : {"ls", "export"}) {
+    ProcResult refused = audit({sub, "--url", base_url()}, as_viewer);
+    EXPECT_EQ(refused.exit_status, 1) << refused.Describe();
+    EXPECT_EQ(refused.err, "isb: role viewer may not call audit_list, which needs admin\n") << sub;
+    EXPECT_EQ(refused.out, "") << sub;
+  }
+  // No daemon there: isb failed, 125.
+  ProcResult nowhere = audit({"export", "--socket", temp_dir() + "/none.sock"});
+  EXPECT_EQ(nowhere.exit_status, 125) << nowhere.Describe();
+  // A usage error: 2.
+  EXPECT_EQ(audit({"ls", "--socket", socket_path(), "--limit", "0"}).exit_status, 2);
+
+  // The refusals are rows too, with the viewer's token as the actor.
+  exported = audit({"export", "--socket", socket_path()});
+  ASSERT_EQ(exported.exit_status, 0) << exported.Describe();
+  lines = JsonLines(exported.out);
+  ASSERT_EQ(lines.size(), 11u) << exported.out;
+  EXPECT_EQ(Summary(lines[9]), "10 audit_list  forbidden rest token:2 token default");
+  EXPECT_EQ(Summary(lines[10]), "11 audit_list  forbidden rest token:2 token default");
+}
+
+TEST_F(AuditTest, RetentionFlag) {
+  ProcResult short_one = RunProcess({ISB_BINARY, "serve", "--state-dir", temp_dir() + "/x", "--audit-retention", "5m"});
+  EXPECT_EQ(short_one.exit_status, 2) << short_one.Describe();
+  EXPECT_EQ(short_one.err, "isb serve: --audit-retention: must be at least 1h, or off (never prune)\n");
+  // The fixture's daemon runs with the default, 90 days: nothing in a fresh state dir is that old.
+  EXPECT_EQ(DaemonLog().find("audit retention"), std::string::npos) << DaemonLog();
+  ASSERT_EQ(StopDaemon(), 0);
+  StartDaemon({"--audit-retention", "off"});
+  EXPECT_NE(DaemonLog().find("isb serve: audit retention off: nothing is pruned\n"), std::string::npos) << DaemonLog();
+}
+
 }  // namespace
 }  // namespace isb::e2e

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "e2e/all_tools.h"
 #include "e2e/http_client.h"
 
 #ifndef ISB_BINARY
@@ -59,16 +60,6 @@ struct CurlResult {
   HttpResponse http;
   std::string Describe() const;
 };
-
-// Every tool the daemon serves.
-inline const std::vector<std::string> kAllTools = {
-    "sandbox_create", "sandbox_exec",      "sandbox_exec_input", "sandbox_exec_resize", "sandbox_file_read",
-    "sandbox_file_write", "sandbox_list",  "sandbox_get",        "sandbox_stop",        "sandbox_start",
-    "sandbox_extend", "sandbox_remove",    "sandbox_egress_set", "whoami",              "user_create",
-    "user_list",      "token_create",      "token_list",         "token_revoke",        "org_list",
-    "org_get",        "org_create",        "org_delete",         "member_list",         "member_add",
-    "member_update",  "member_remove",     "invitation_create",  "invitation_accept",   "session_list",
-    "session_revoke", "org_quota_set", "audit_list",     "audit_verify",       "history_query"};
 
 class E2eTest : public ::testing::Test {
  protected:

@@ -1,0 +1,267 @@
+// The role matrix: every tool the daemon registers, called by each role, platform admins, superadmins and scoped
+// tokens, judged by Registry::Admit. The expected access of each tool is written out below from the security
+// model (viewers read, members act in the org, admins manage members, tokens and the audit log, platform tools are
+// for platform admins), not read from the tools, so a tool whose access changes fails here.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "api/audit_tools.h"
+#include "api/fake_sandboxes.h"
+#include "api/identity_tools.h"
+#include "api/org_tools.h"
+#include "api/principals.h"
+#include "api/sandbox_tools.h"
+#include "audit/audit_fixture.h"
+#include "audit/history.h"
+#include "e2e/all_tools.h"
+#include "identity/store.h"
+
+namespace isb::api {
+namespace {
+
+using json = nlohmann::json;
+using identity::Role;
+using identity::ScopeKind;
+
+// Who may call a tool: the least role in the call's org, the scope kind that covers it, whether it acts in the
+// call's org (else it is about the caller itself), and whether only platform admins may call it.
+struct Expected {
+  Role least;
+  ScopeKind kind;
+  bool org_bound;
+  bool platform;
+};
+
+constexpr Expected kRead{Role::kViewer, ScopeKind::kRead, true, false};
+constexpr Expected kAct{Role::kMember, ScopeKind::kDeploy, true, false};
+constexpr Expected kManage{Role::kAdmin, ScopeKind::kAdmin, true, false};
+constexpr Expected kSelfRead{Role::kViewer, ScopeKind::kRead, false, false};
+constexpr Expected kSelfDeploy{Role::kViewer, ScopeKind::kDeploy, false, false};
+constexpr Expected kSelfAdmin{Role::kViewer, ScopeKind::kAdmin, false, false};
+constexpr Expected kPlatformOrg{Role::kOwner, ScopeKind::kAdmin, true, true};     // about the call's org
+constexpr Expected kPlatformAll{Role::kOwner, ScopeKind::kAdmin, false, true};    // about the platform
+
+const std::map<std::string, Expected>& Table() {
+  static const std::map<std::string, Expected> table = {
+      // Sandboxes: viewers look, members act.
+      {"sandbox_list", kRead},
+      {"sandbox_get", kRead},
+      {"sandbox_file_read", kRead},
+      {"sandbox_create", kAct},
+      {"sandbox_exec", kAct},
+      {"sandbox_exec_input", kAct},
+      {"sandbox_exec_resize", kAct},
+      {"sandbox_file_write", kAct},
+      {"sandbox_stop", kAct},
+      {"sandbox_start", kAct},
+      {"sandbox_extend", kAct},
+      {"sandbox_remove", kAct},
+      {"sandbox_egress_set", kAct},
+      {"history_query", kRead},
+      // The org: viewers see it and its members; admins change its members and invitations and read the audit log.
+      {"org_get", kRead},
+      {"member_list", kRead},  // a read-only tool with no secret material
+      {"member_add", kManage},
+      {"member_update", kManage},
+      {"member_remove", kManage},
+      {"invitation_create", kManage},
+      {"audit_list", kManage},
+      // About the caller itself, in no org.
+      {"whoami", kSelfRead},
+      {"org_list", kSelfRead},
+      {"token_list", kSelfRead},
+      {"session_list", kSelfRead},
+      {"invitation_accept", kSelfDeploy},
+      {"token_create", kSelfAdmin},
+      {"token_revoke", kSelfAdmin},
+      {"session_revoke", kSelfAdmin},
+      // Platform admins only.
+      {"org_quota_set", kPlatformOrg},
+      {"org_create", kPlatformAll},
+      {"org_delete", kPlatformAll},
+      {"user_create", kPlatformAll},
+      {"user_list", kPlatformAll},
+      {"audit_verify", kPlatformAll},
+  };
+  return table;
+}
+
+// A valid input for each tool that needs one (what Admit's schema check asks for; the handler never runs).
+json InputFor(const std::string& tool) {
+  static const std::map<std::string, json> inputs = {
+      {"sandbox_get", {{"sandbox", "sb-1"}}},
+      {"sandbox_file_read", {{"sandbox", "sb-1"}, {"path", "/etc/hostname"}}},
+      {"sandbox_exec", {{"sandbox", "sb-1"}, {"argv", {"true"}}}},
+      {"sandbox_exec_input", {{"sandbox", "sb-1"}, {"session", "s1"}, {"data", "x"}}},
+      {"sandbox_exec_resize", {{"sandbox", "sb-1"}, {"session", "s1"}, {"rows", 24}, {"cols", 80}}},
+      {"sandbox_file_write", {{"sandbox", "sb-1"}, {"path", "/tmp/f"}, {"content", "eA=="}}},
+      {"sandbox_stop", {{"sandbox", "sb-1"}}},
+      {"sandbox_start", {{"sandbox", "sb-1"}}},
+      {"sandbox_extend", {{"sandbox", "sb-1"}, {"by", 60}}},
+      {"sandbox_remove", {{"sandbox", "sb-1"}}},
+      {"sandbox_egress_set", {{"sandbox", "sb-1"}, {"egress", "none"}}},
+      {"member_add", {{"user", "u"}, {"role", "member"}}},
+      {"member_update", {{"user", "u"}, {"role", "member"}}},
+      {"member_remove", {{"user", "u"}}},
+      {"invitation_create", {{"role", "member"}}},
+      {"invitation_accept", {{"invitation", "isb_inv_x"}}},
+      {"token_create", {{"name", "t"}}},
+      {"token_revoke", {{"id", 1}}},
+      {"session_revoke", {{"id", 1}}},
+      {"org_quota_set", {{"instances", 1}}},
+      {"org_create", {{"name", "neworg"}}},
+      {"org_delete", {{"name", "neworg"}}},
+      {"user_create", {{"name", "newuser"}}},
+  };
+  auto it = inputs.find(tool);
+  return it == inputs.end() ? json::object() : it->second;
+}
+
+constexpr const char* kOrg = "acme";
+
+// One column of the matrix: a caller and the role it holds in kOrg (nullopt: it does not reach kOrg).
+struct Caller {
+  std::string label;
+  Identity who;
+};
+
+Identity Scoped(const std::string& scope) {
+  Identity who = UserIn("scoped", kOrg, Role::kOwner, 20);
+  auto s = identity::ParseScope(scope);
+  EXPECT_TRUE(s.ok()) << scope;
+  who.scopes = {*s};
+  return who;
+}
+
+std::vector<Caller> Callers() {
+  std::vector<Caller> out = {{"viewer", UserIn("vera", kOrg, Role::kViewer, 2)},
+                             {"member", UserIn("mia", kOrg, Role::kMember, 3)},
+                             {"admin", UserIn("ada", kOrg, Role::kAdmin, 4)},
+                             {"owner", UserIn("otto", kOrg, Role::kOwner, 5)},
+                             {"outsider", UserIn("eve", "other", Role::kOwner, 6)}};
+  Identity platform = UserIn("pat", "other", Role::kViewer, 7);
+  platform.platform_admin = true;
+  out.push_back({"platform admin", platform});
+  out.push_back({"superadmin (host)", Identity::Host()});
+  Identity sa;
+  sa.kind = identity::PrincipalKind::kToken;
+  sa.credential_id = 8;
+  sa.superadmin = true;
+  out.push_back({"superadmin token", sa});
+  for (const char* scope : {"read", "deploy", "admin", "tool:sandbox_*"}) out.push_back({std::string("owner token ") + scope, Scoped(scope)});
+  return out;
+}
+
+// "ok", or "CODE: message" as the oracle below predicts it from the table.
+std::string Predict(const std::string& tool, const Expected& e, const Identity& who) {
+  const bool platform_admin = who.superadmin || who.platform_admin;
+  if (e.platform && !platform_admin) return "forbidden: " + tool + " needs a platform admin";
+  Role role = Role::kOwner;
+  if (e.org_bound) {
+    if (platform_admin) {
+      role = Role::kOwner;
+    } else if (auto it = who.roles.find(kOrg); it != who.roles.end()) {
+      role = it->second;
+    } else {
+      return std::string("not_found: no org '") + kOrg + "'";
+    }
+  }
+  if (role < e.least)
+    return "forbidden: role " + std::string(identity::RoleName(role)) + " may not call " + tool + ", which needs " +
+           std::string(identity::RoleName(e.least));
+  if (who.scopes.empty()) return "ok";
+  const identity::Scope& s = who.scopes[0];
+  bool covered = s.kind == ScopeKind::kTool ? identity::GlobMatch(s.glob, tool)
+                                            : static_cast<int>(s.kind) >= static_cast<int>(e.kind);
+  if (covered) return "ok";
+  std::string needs = e.kind == ScopeKind::kRead     ? "read, deploy, admin, "
+                      : e.kind == ScopeKind::kDeploy ? "deploy, admin, "
+                                                     : "admin, ";
+  return "forbidden: token scopes (" + identity::FormatScope(s) + ") do not cover " + tool + "; it needs scope " +
+         needs + "or tool:" + tool;
+}
+
+class RoleMatrixTest : public audit::testing::AuditDbTest {
+ protected:
+  void SetUp() override {
+    AuditDbTest::SetUp();
+    auto history = audit::History::Open(*db_);
+    ASSERT_TRUE(history.ok()) << history.error().message;
+    history_ = std::move(*history);
+    auto store = identity::IdentityStore::Open(*db_, {.state_dir = dir_});
+    ASSERT_TRUE(store.ok()) << store.error().message;
+    store_ = std::move(*store);
+    // As the daemon wires them (daemon/serve.cc), with fakes for the sandboxes.
+    ASSERT_TRUE(AddSandboxTools(registry_, sandboxes_, {.remote = &remote_, .quota = {}}).ok());
+    ASSERT_TRUE(AddIdentityTools(registry_, *store_).ok());
+    ASSERT_TRUE(AddOrgTools(registry_, *store_).ok());
+    ASSERT_TRUE(AddAuditTools(registry_, *log_, *history_, sandboxes_).ok());
+  }
+  void TearDown() override {
+    store_.reset();
+    history_.reset();
+    AuditDbTest::TearDown();
+  }
+
+  std::string Admit(const std::string& tool, const Identity& who) {
+    CallContext ctx;
+    ctx.surface = "rest";
+    ctx.identity = who;
+    ctx.org = kOrg;
+    auto r = registry_.Admit(tool, InputFor(tool), ctx);
+    if (r.ok()) return *r == registry_.Find(tool) ? "ok" : "a different tool";
+    return std::string(CodeName(r.error().code)) + ": " + r.error().message;
+  }
+
+  RemoteSpecPolicy remote_;
+  FakeSandboxes sandboxes_;
+  std::unique_ptr<audit::History> history_;
+  std::unique_ptr<identity::IdentityStore> store_;
+  Registry registry_;
+};
+
+TEST_F(RoleMatrixTest, TheTableNamesEveryToolTheDaemonServes) {
+  std::set<std::string> registered, listed(e2e::kAllTools.begin(), e2e::kAllTools.end()), tabled;
+  for (const Tool* t : registry_.List()) registered.insert(t->name);
+  for (const auto& [name, _] : Table()) tabled.insert(name);
+  EXPECT_EQ(registered, tabled);
+  EXPECT_EQ(listed, tabled);
+  EXPECT_EQ(tabled.size(), 35u);
+}
+
+TEST_F(RoleMatrixTest, EachToolByEachRoleAndScope) {
+  for (const auto& [tool, expected] : Table()) {
+    for (const Caller& c : Callers()) {
+      EXPECT_EQ(Admit(tool, c.who), Predict(tool, expected, c.who)) << tool << " by " << c.label;
+    }
+  }
+}
+
+// A few cells spelled out, so that the oracle itself is held to the rules.
+TEST_F(RoleMatrixTest, SpotChecks) {
+  EXPECT_EQ(Admit("sandbox_create", UserIn("vera", kOrg, Role::kViewer)),
+            "forbidden: role viewer may not call sandbox_create, which needs member");
+  EXPECT_EQ(Admit("sandbox_list", UserIn("vera", kOrg, Role::kViewer)), "ok");
+  EXPECT_EQ(Admit("audit_list", UserIn("mia", kOrg, Role::kMember)),
+            "forbidden: role member may not call audit_list, which needs admin");
+  EXPECT_EQ(Admit("audit_list", UserIn("ada", kOrg, Role::kAdmin)), "ok");
+  EXPECT_EQ(Admit("sandbox_list", UserIn("eve", "other", Role::kOwner)), "not_found: no org 'acme'");
+  EXPECT_EQ(Admit("whoami", UserIn("eve", "other", Role::kOwner)), "ok");
+  EXPECT_EQ(Admit("org_create", UserIn("otto", kOrg, Role::kOwner)), "forbidden: org_create needs a platform admin");
+  EXPECT_EQ(Admit("org_create", Identity::Host()), "ok");
+  EXPECT_EQ(Admit("sandbox_exec", Scoped("read")),
+            "forbidden: token scopes (read) do not cover sandbox_exec; it needs scope deploy, admin, or "
+            "tool:sandbox_exec");
+  EXPECT_EQ(Admit("sandbox_exec", Scoped("tool:sandbox_*")), "ok");
+  EXPECT_EQ(Admit("member_add", Scoped("deploy")),
+            "forbidden: token scopes (deploy) do not cover member_add; it needs scope admin, or tool:member_add");
+  EXPECT_EQ(Admit("whoami", Scoped("tool:sandbox_*")),
+            "forbidden: token scopes (tool:sandbox_*) do not cover whoami; it needs scope read, deploy, admin, or "
+            "tool:whoami");
+  EXPECT_EQ(Admit("no_such_tool", Identity::Host()), "not_found: unknown tool 'no_such_tool'");
+}
+
+}  // namespace
+}  // namespace isb::api

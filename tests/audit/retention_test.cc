@@ -1,0 +1,167 @@
+#include "audit/retention.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "audit/audit_fixture.h"
+#include "audit/verify_report.h"
+
+namespace isb::audit {
+namespace {
+
+using std::chrono::milliseconds;
+
+class RetentionTest : public testing::AuditDbTest {
+ protected:
+  void SetUp() override {
+    AuditDbTest::SetUp();
+    auto h = History::Open(*db_, TestClock());
+    ASSERT_TRUE(h.ok()) << h.error().message;
+    history_ = std::move(*h);
+  }
+  void TearDown() override {
+    history_.reset();
+    AuditDbTest::TearDown();
+  }
+
+  // Audit rows at 1000, 2000, 3000 and 4000; history rows at 1000, 2000, 3000.
+  void Fill() {
+    for (int i = 1; i <= 4; ++i) {
+      now_ms_ = 1000 * i;
+      Entry e{.org = "acme", .actor = "user:alice", .actor_kind = "user", .surface = "rest",
+              .action = "sandbox_start"};
+      ASSERT_TRUE(log_->Append(e).ok());
+      if (i < 4) {
+        ASSERT_TRUE(history_->Record({.sandbox = "sb-1", .org = "acme", .event = "started", .actor_kind = "system"})
+                        .ok());
+      }
+    }
+  }
+
+  std::unique_ptr<History> history_;
+};
+
+TEST(ParseRetentionTest, DurationsOffAndTooShort) {
+  EXPECT_EQ(*ParseRetention("90d"), std::optional(milliseconds(90LL * 86'400'000)));
+  EXPECT_EQ(*ParseRetention("12h"), std::optional(milliseconds(12LL * 3'600'000)));
+  EXPECT_FALSE(ParseRetention("off")->has_value());
+  EXPECT_FALSE(ParseRetention("0")->has_value());
+  auto short_one = ParseRetention("30m");
+  ASSERT_FALSE(short_one.ok());
+  EXPECT_EQ(short_one.error().code, Code::kInvalidArgument);
+  EXPECT_EQ(short_one.error().message, "--audit-retention: must be at least 1h, or off (never prune)");
+  auto bad = ParseRetention("ninety");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message,
+            "--audit-retention: invalid duration 'ninety' (expected e.g. 30s, 500ms, 5m, 2h)");
+  EXPECT_EQ(kDefaultRetention, milliseconds(90LL * 86'400'000));
+}
+
+TEST_F(RetentionTest, OldRowsGoAndBothChainsStillVerify) {
+  Fill();
+  auto before = log_->List({});
+  ASSERT_TRUE(before.ok());
+  now_ms_ = 10'000;
+  // Older than 10000 - 7500 = 2500: the rows at 1000 and 2000 of each chain.
+  auto r = PruneChains(*log_, *history_, milliseconds(7500));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->audit_log.rows, 2);
+  EXPECT_EQ(r->history.rows, 2);
+  EXPECT_EQ(PruneLine(*r), "pruned 2 audit log rows (anchor 2) and 2 history rows (anchor 2)");
+  auto rows = log_->List({});
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 2u);
+  EXPECT_EQ((*rows)[0].id, 3);
+  auto events = history_->Query({});
+  ASSERT_TRUE(events.ok());
+  ASSERT_EQ(events->size(), 1u);
+  EXPECT_EQ((*events)[0].id, 3);
+
+  auto log_v = log_->Verify();
+  auto history_v = history_->Verify();
+  ASSERT_TRUE(log_v.ok() && history_v.ok());
+  EXPECT_EQ(VerifyReportLine("audit log", *log_v), "audit log ok: 2 rows, head 4 " + (*before)[3].hash +
+                                                       ", pruned through 2 " + (*before)[1].hash);
+  EXPECT_EQ(VerifyReportJson(*log_v)["pruned_through"],
+            (nlohmann::json{{"id", 2}, {"hash", (*before)[1].hash}}));
+  EXPECT_TRUE(history_v->ok);
+  EXPECT_EQ(history_v->pruned_through.id, 2);
+
+  // Nothing more is old enough: no line.
+  auto again = PruneChains(*log_, *history_, milliseconds(7500));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(PruneLine(*again), "");
+}
+
+TEST_F(RetentionTest, TriggersStillRefuseEditsAfterPruning) {
+  Fill();
+  now_ms_ = 10'000;
+  ASSERT_TRUE(PruneChains(*log_, *history_, milliseconds(7500)).ok());
+  EXPECT_EQ(Raw("DELETE FROM audit_log WHERE id = 3"),
+            "audit_log is append-only: rows are deleted only by retention pruning");
+  EXPECT_EQ(Raw("UPDATE audit_log SET actor = 'user:mallory' WHERE id = 4"),
+            "audit_log is append-only: rows cannot be changed");
+  EXPECT_EQ(Raw("DELETE FROM sandbox_history WHERE id = 3"),
+            "sandbox_history is append-only: rows are deleted only by retention pruning");
+  EXPECT_EQ(Raw("UPDATE sandbox_history SET event = 'created' WHERE id = 3"),
+            "sandbox_history is append-only: rows cannot be changed");
+  // The anchor moves only forward, to a row's hash.
+  EXPECT_EQ(Raw("UPDATE chain_anchors SET pruned_through = 1 WHERE chain = 'audit_log'"),
+            "chain_anchors: an anchor only advances, to the hash of a row of its chain");
+  auto v = log_->Verify();
+  ASSERT_TRUE(v.ok());
+  EXPECT_TRUE(v->ok);
+  EXPECT_EQ(v->rows, 2);
+}
+
+TEST_F(RetentionTest, PrunerPrunesAtStartThenEachIntervalAndStops) {
+  Fill();
+  now_ms_ = 10'000;
+  std::mutex mu;
+  std::vector<std::string> lines;
+  RetentionPruner pruner(*log_, *history_, milliseconds(7500), milliseconds(10), [&](const std::string& line) {
+    std::lock_guard lock(mu);
+    lines.push_back(line);
+  });
+  pruner.Start();
+  {
+    std::lock_guard lock(mu);
+    // The prune at start has happened when Start returns.
+    ASSERT_EQ(lines, std::vector<std::string>{
+                         "audit retention: pruned 2 audit log rows (anchor 2) and 2 history rows (anchor 2)"});
+  }
+  now_ms_ = 100'000;  // every row is now old enough
+  for (int i = 0; i < 500; ++i) {
+    {
+      std::lock_guard lock(mu);
+      if (lines.size() >= 2) break;
+    }
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  pruner.Stop();
+  pruner.Stop();
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[1], "audit retention: pruned 2 audit log rows (anchor 4) and 1 history rows (anchor 3)");
+  auto v = log_->Verify();
+  ASSERT_TRUE(v.ok());
+  EXPECT_TRUE(v->ok);
+  EXPECT_EQ(v->rows, 0);
+}
+
+TEST_F(RetentionTest, APruneThatFailsIsReported) {
+  Fill();
+  ASSERT_EQ(Raw("DROP TRIGGER audit_log_no_update; UPDATE audit_log SET actor = 'x' WHERE id = 1"), "");
+  now_ms_ = 10'000;
+  std::vector<std::string> lines;
+  RetentionPruner pruner(*log_, *history_, milliseconds(7500), std::chrono::hours(1),
+                         [&](const std::string& line) { lines.push_back(line); });
+  pruner.RunOnce();
+  EXPECT_EQ(lines, std::vector<std::string>{
+                       "audit retention: refusing to prune audit_log: the chain is broken at row 1 (hash does not "
+                       "match the row's contents); pruning would erase the evidence"});
+}
+
+}  // namespace
+}  // namespace isb::audit

@@ -1,0 +1,19 @@
+// The names of every tool the daemon serves, for the e2e suite and the api tests' role matrix.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace isb::e2e {
+
+// Every tool the daemon serves.
+inline const std::vector<std::string> kAllTools = {
+    "sandbox_create", "sandbox_exec",      "sandbox_exec_input", "sandbox_exec_resize", "sandbox_file_read",
+    "sandbox_file_write", "sandbox_list",  "sandbox_get",        "sandbox_stop",        "sandbox_start",
+    "sandbox_extend", "sandbox_remove",    "sandbox_egress_set", "whoami",              "user_create",
+    "user_list",      "token_create",      "token_list",         "token_revoke",        "org_list",
+    "org_get",        "org_create",        "org_delete",         "member_list",         "member_add",
+    "member_update",  "member_remove",     "invitation_create",  "invitation_accept",   "session_list",
+    "session_revoke", "org_quota_set", "audit_list",     "audit_verify",       "history_query"};
+
+}  // namespace isb::e2e
