@@ -235,6 +235,8 @@ TEST_F(ManagerTest, PublishedPortsReachTheSandboxsLoopbackWhileItRuns) {
   EXPECT_EQ(RoundTrip(port, ""), "");  // published again; its server went with the stop
   ASSERT_TRUE(mgr_->Remove(sb->id).ok());
   EXPECT_EQ(RoundTrip(port, "hello"), "errno " + std::to_string(ECONNREFUSED));
+}
+
 TEST_F(ManagerTest, HistoryEventsCarryTheSandboxesOrg) {
   api::SandboxSpec spec;
   spec.labels[api::kOrgLabel] = "acme";
