@@ -41,6 +41,7 @@ namespace {
 
 constexpr int64_t kMaxLifetime = 30 * 24 * 3600;
 constexpr int kBackgroundNice = 19;
+constexpr std::chrono::milliseconds kRefillDelay{100};
 constexpr uint64_t kExecOutputLimit = 256 * 1024;
 constexpr size_t kMaxStdin = 1 << 20;
 constexpr size_t kMaxRead = 4 << 20;
@@ -425,6 +426,7 @@ std::optional<SandboxManager::Record> SandboxManager::TakeReady(const api::Sandb
   while (!pool_.empty()) {
     Record rec = std::move(pool_.back());
     pool_.pop_back();
+    last_take_ = std::chrono::steady_clock::now();
     pool_cv_.notify_all();
     if (engine::ProcessStartTime(rec.pid) == rec.start_time) return rec;
     lock.unlock();
@@ -439,6 +441,13 @@ void SandboxManager::FillPool() {
   while (!pool_stop_) {
     if (pool_.size() >= options_.pool_size) {
       pool_cv_.wait(lock);
+      continue;
+    }
+    // A launch contends with the commands being started meanwhile for kernel locks the first exec of a sandbox
+    // also needs (moving a task between cgroups holds up every fork on the host), and a create is usually
+    // followed at once by its first exec: while a sandbox is still waiting, the refill lets that exec go first.
+    if (!pool_.empty() && std::chrono::steady_clock::now() < last_take_ + kRefillDelay) {
+      pool_cv_.wait_until(lock, last_take_ + kRefillDelay, [this] { return pool_stop_ || pool_.empty(); });
       continue;
     }
     lock.unlock();

@@ -133,6 +133,7 @@ class SandboxManager : public api::Sandboxes {
   std::mutex pool_mu_;
   std::condition_variable pool_cv_;
   std::vector<Record> pool_;
+  std::chrono::steady_clock::time_point last_take_{};  // when a create last took a pooled sandbox
   bool pool_stop_ = false;
   std::thread pool_thread_;
 };
