@@ -65,6 +65,7 @@ std::string RunIn(const std::string& netns_path, std::vector<std::string> argv) 
 class EgressServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    ::signal(SIGPIPE, SIG_IGN);  // a process running the proxy must (proxy.h)
     ISB_REQUIRE_ROOT();
     // The host: a namespace of our own, entered by a thread that runs the whole test body.
     std::thread([&] {

@@ -3,6 +3,7 @@
 // to real TLS origins whose CA the test made.
 #include "egress/intercept.h"
 
+#include <signal.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -48,6 +49,7 @@ TlsIdentity MustMint(const SandboxCa& ca, const std::string& host) {
 class InterceptTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    ::signal(SIGPIPE, SIG_IGN);  // a process running the proxy must (proxy.h)
     char tmpl[] = "/tmp/isb-intercept-XXXXXX";
     ASSERT_NE(::mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
