@@ -228,6 +228,60 @@ TEST_F(EgressTest, EveryRequestOnAKeptAliveConnectionIsChecked) {
       << out.dump();
 }
 
+// A thousand connections open at once from one sandbox, through the daemon's proxy to a listed name: every one is
+// answered, and once they are closed the daemon holds no more descriptors than before. The name is resolved once:
+// a thousand lookups at once are the DNS responder's test, not the proxy's.
+TEST_F(EgressTest, AThousandConcurrentConnectionsFromASandboxAllGetThroughAndNoneIsLeft) {
+  PrepareOrigin();
+  const std::string origin =
+      "import asyncio\n"
+      "async def serve(r, w):\n"
+      "    await r.readuntil(b'\\r\\n\\r\\n')\n"
+      "    w.write(b'HTTP/1.0 200 OK\\r\\nContent-Length: 3\\r\\n\\r\\nok\\n'); await w.drain(); w.close()\n"
+      "async def main():\n"
+      "    s = await asyncio.start_server(serve, '127.0.0.1', " + std::to_string(port_) + ", backlog=4096)\n"
+      "    await s.serve_forever()\n"
+      "asyncio.run(main())\n";
+  const std::string url = "http://127.0.0.1:" + std::to_string(port_) + "/";
+  ASSERT_TRUE(RunOrigin({"python3", "-c", origin}, [&] { return RunProcess({"curl", "-s", "-m", "1", url}).out == "ok\n"; }))
+      << "the origin did not come up";
+  RestartPinnedTo({"allowed.test"});
+  std::string id = CreateSandbox({{"egress", {"allowed.test:80"}}});
+  ASSERT_FALSE(id.empty());
+  auto descriptors = [&] {
+    size_t n = 0;
+    for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/" + std::to_string(daemon_pid()) + "/fd")) ++n;
+    return n;
+  };
+  const size_t before = descriptors();
+  // All 1000 connect first, then each sends its request and reads its answer.
+  const std::string client =
+      "import asyncio, resource, socket\n"
+      "soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)\n"
+      "resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4096), hard))\n"
+      "async def main():\n"
+      "    proxy = socket.gethostbyname('allowed.test')\n"
+      "    conns = await asyncio.gather(*[asyncio.open_connection(proxy, 80) for _ in range(1000)],\n"
+      "                                 return_exceptions=True)\n"
+      "    opened = [c for c in conns if not isinstance(c, Exception)]\n"
+      "    async def ask(c):\n"
+      "        r, w = c\n"
+      "        w.write(b'GET / HTTP/1.0\\r\\nHost: allowed.test\\r\\n\\r\\n'); await w.drain()\n"
+      "        got = await r.read(); w.close()\n"
+      "        return got.endswith(b'\\r\\n\\r\\nok\\n')\n"
+      "    answers = await asyncio.gather(*[ask(c) for c in opened], return_exceptions=True)\n"
+      "    print('opened', len(opened), 'answered', sum(1 for a in answers if a is True))\n"
+      "asyncio.run(main())\n";
+  json out = MustTool("sandbox_exec", {{"sandbox", id}, {"argv", {"python3", "-c", client}}, {"timeout", 120}});
+  EXPECT_EQ(out["stdout"], "opened 1000 answered 1000\n") << out.dump();
+  size_t after = descriptors();
+  for (int i = 0; i < 50 && after > before; ++i) {
+    ::usleep(100000);
+    after = descriptors();
+  }
+  EXPECT_LE(after, before) << "the daemon holds descriptors the connections left";
+}
+
 // A name marked for interception (a host of one of the sandbox's secrets): the proxy ends its TLS with a certificate
 // from the sandbox's own CA, which the sandbox trusts without any flag (SSL_CERT_FILE and friends name a bundle of
 // the system's roots and that CA), by CONNECT and by SNI, with curl, python and node.
