@@ -23,6 +23,12 @@ Result<Fd> Bound(int type, const sockaddr_in& a) {
   if (type == SOCK_DGRAM) {
     // The address each query arrived at names the sandbox, and the answer leaves from it.
     if (::setsockopt(s.get(), IPPROTO_IP, IP_PKTINFO, &one, sizeof one) != 0) return Error::Sys("IP_PKTINFO");
+    // Room for a burst (a thousand lookups starting at once, from all sandboxes together): a query dropped here
+    // costs its resolver a retry seconds later. Past net.core.rmem_max only as root (the daemon), else the most
+    // the system allows.
+    int room = kDnsUdpReceiveBuffer;
+    if (::setsockopt(s.get(), SOL_SOCKET, SO_RCVBUFFORCE, &room, sizeof room) != 0)
+      (void)::setsockopt(s.get(), SOL_SOCKET, SO_RCVBUF, &room, sizeof room);
   } else if (::setsockopt(s.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0) {
     return Error::Sys("SO_REUSEADDR");
   }

@@ -30,6 +30,8 @@ struct DnsHooks {
   std::function<bool(const std::string& sandbox, std::string_view name)> listed;
 };
 
+// The UDP socket's receive buffer: room for a few thousand queries waiting at once.
+inline constexpr int kDnsUdpReceiveBuffer = 4 << 20;
 inline constexpr size_t kMaxDnsTcpConnections = 64;
 inline constexpr std::chrono::milliseconds kDnsTcpTimeout{5000};
 inline constexpr size_t kMaxDnsTcpMessage = 4096;  // a query is far smaller; longer ones close the connection
