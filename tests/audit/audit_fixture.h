@@ -12,6 +12,7 @@
 #include <string>
 
 #include "audit/chain.h"
+#include "audit/history.h"
 #include "audit/log.h"
 #include "store/db.h"
 #include "store/migrations.h"
@@ -62,6 +63,23 @@ class AuditDbTest : public ::testing::Test {
   std::unique_ptr<store::Db> db_;
   std::unique_ptr<AuditLog> log_;  // on db_, with the default policy and the test clock
   std::atomic<int64_t> now_ms_{1'700'000'000'000};
+};
+
+// The same, with the sandbox history on the database too.
+class HistoryDbTest : public AuditDbTest {
+ protected:
+  void SetUp() override {
+    AuditDbTest::SetUp();
+    auto h = History::Open(*db_, TestClock());
+    ASSERT_TRUE(h.ok()) << h.error().message;
+    history_ = std::move(*h);
+  }
+  void TearDown() override {
+    history_.reset();
+    AuditDbTest::TearDown();
+  }
+
+  std::unique_ptr<History> history_;  // on db_, with the test clock
 };
 
 }  // namespace isb::audit::testing

@@ -9,18 +9,8 @@
 namespace isb::audit {
 namespace {
 
-class HistoryTest : public testing::AuditDbTest {
+class HistoryTest : public testing::HistoryDbTest {
  protected:
-  void SetUp() override {
-    AuditDbTest::SetUp();
-    auto h = History::Open(*db_, TestClock());
-    ASSERT_TRUE(h.ok()) << h.error().message;
-    history_ = std::move(*h);
-  }
-  void TearDown() override {
-    history_.reset();
-    AuditDbTest::TearDown();
-  }
 
   Head MustRecord(std::string sandbox, std::string org, std::string event, std::string actor = "") {
     auto h = history_->Record({.sandbox = std::move(sandbox), .org = std::move(org), .event = std::move(event),
@@ -38,7 +28,6 @@ class HistoryTest : public testing::AuditDbTest {
     return out;
   }
 
-  std::unique_ptr<History> history_;
 };
 
 TEST_F(HistoryTest, LifecycleEventsChainAndQuery) {

@@ -13,18 +13,8 @@ namespace {
 
 using std::chrono::milliseconds;
 
-class RetentionTest : public testing::AuditDbTest {
+class RetentionTest : public testing::HistoryDbTest {
  protected:
-  void SetUp() override {
-    AuditDbTest::SetUp();
-    auto h = History::Open(*db_, TestClock());
-    ASSERT_TRUE(h.ok()) << h.error().message;
-    history_ = std::move(*h);
-  }
-  void TearDown() override {
-    history_.reset();
-    AuditDbTest::TearDown();
-  }
 
   // Audit rows at 1000, 2000, 3000 and 4000; history rows at 1000, 2000, 3000.
   void Fill() {
@@ -40,7 +30,6 @@ class RetentionTest : public testing::AuditDbTest {
     }
   }
 
-  std::unique_ptr<History> history_;
 };
 
 TEST(ParseRetentionTest, DurationsOffAndTooShort) {
