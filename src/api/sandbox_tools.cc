@@ -335,12 +335,6 @@ class Utf8Forwarder {
 
 // ---- handlers ----
 
-json MountsJson(const std::vector<SpecMount>& mounts) {
-  json out = json::array();
-  for (const SpecMount& m : mounts) out.push_back({{"source", m.source}, {"target", m.target}, {"read_only", m.read_only}});
-  return out;
-}
-
 Result<std::vector<SpecMount>> MountsFromJson(const json& in) {
   std::vector<SpecMount> out;
   auto it = in.find("mounts");
@@ -357,13 +351,6 @@ Result<std::vector<SpecMount>> MountsFromJson(const json& in) {
     mount.read_only = m.value("read_only", true);
     out.push_back(std::move(mount));
   }
-  return out;
-}
-
-json PortsJson(const std::vector<SpecPort>& ports) {
-  json out = json::array();
-  for (const SpecPort& p : ports)
-    out.push_back({{"sandbox_port", p.sandbox_port}, {"host_port", p.host_port}, {"host_address", p.host_address}});
   return out;
 }
 
@@ -396,8 +383,8 @@ json SpecJson(const SandboxSpec& s) {
           {"working_dir", s.working_dir},
           {"user", s.user},
           {"labels", s.labels},
-          {"mounts", MountsJson(s.mounts)},
-          {"ports", PortsJson(s.ports)},
+          {"mounts", s.mounts},
+          {"ports", s.ports},
           {"egress", s.egress},
           {"expires", s.expires.count()},
           {"idle_timeout", s.idle_timeout.count()}};

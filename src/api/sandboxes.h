@@ -36,6 +36,23 @@ struct SpecPort {
   bool operator==(const SpecPort&) const = default;
 };
 
+// Their JSON form, as the tools answer with them and the daemon stores them: {source, target, read_only} and
+// {sandbox_port, host_port, host_address}. Reading is lenient (a missing field keeps its default): what is read
+// here was written by isb; a caller's spec is checked field by field by the tools.
+inline void to_json(nlohmann::json& j, const SpecMount& m) {
+  j = {{"source", m.source}, {"target", m.target}, {"read_only", m.read_only}};
+}
+inline void from_json(const nlohmann::json& j, SpecMount& m) {
+  m = {j.value("source", ""), j.value("target", ""), j.value("read_only", true)};
+}
+inline void to_json(nlohmann::json& j, const SpecPort& p) {
+  j = {{"sandbox_port", p.sandbox_port}, {"host_port", p.host_port}, {"host_address", p.host_address}};
+}
+inline void from_json(const nlohmann::json& j, SpecPort& p) {
+  p = {j.value("sandbox_port", uint16_t{0}), j.value("host_port", uint16_t{0}),
+       j.value("host_address", std::string("127.0.0.1"))};
+}
+
 struct SandboxSpec {
   std::string name;          // optional; unique among the org's sandboxes when given (other orgs may reuse it)
   std::string image;         // a directory on the host; empty: the default view of the host

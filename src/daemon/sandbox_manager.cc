@@ -190,15 +190,8 @@ std::string SpecToJson(const api::SandboxSpec& s) {
               {"working_dir", s.working_dir}, {"user", s.user},
               {"labels", s.labels},     {"egress", s.egress},
               {"expires", s.expires.count()}, {"idle_timeout", s.idle_timeout.count()}};
-  if (!s.mounts.empty()) {
-    j["mounts"] = json::array();
-    for (const auto& m : s.mounts) j["mounts"].push_back({{"source", m.source}, {"target", m.target}, {"read_only", m.read_only}});
-  }
-  if (!s.ports.empty()) {
-    j["ports"] = json::array();
-    for (const auto& p : s.ports)
-      j["ports"].push_back({{"sandbox_port", p.sandbox_port}, {"host_port", p.host_port}, {"host_address", p.host_address}});
-  }
+  if (!s.mounts.empty()) j["mounts"] = s.mounts;
+  if (!s.ports.empty()) j["ports"] = s.ports;
   return j.dump();
 }
 
@@ -215,13 +208,8 @@ api::SandboxSpec SpecFromJson(const std::string& text) {
   s.working_dir = j.value("working_dir", "/");
   s.user = j.value("user", "0:0");
   s.labels = j.value("labels", std::map<std::string, std::string>{});
-  if (auto m = j.find("mounts"); m != j.end() && m->is_array())
-    for (const auto& e : *m)
-      s.mounts.push_back({e.value("source", ""), e.value("target", ""), e.value("read_only", true)});
-  if (auto p = j.find("ports"); p != j.end() && p->is_array())
-    for (const auto& e : *p)
-      s.ports.push_back({e.value("sandbox_port", uint16_t{0}), e.value("host_port", uint16_t{0}),
-                         e.value("host_address", std::string("127.0.0.1"))});
+  if (auto m = j.find("mounts"); m != j.end() && m->is_array()) s.mounts = m->get<std::vector<api::SpecMount>>();
+  if (auto p = j.find("ports"); p != j.end() && p->is_array()) s.ports = p->get<std::vector<api::SpecPort>>();
   s.egress = j.contains("egress") ? j["egress"] : json("none");
   s.expires = std::chrono::seconds(j.value("expires", int64_t{86400}));
   s.idle_timeout = std::chrono::seconds(j.value("idle_timeout", int64_t{7200}));
