@@ -60,7 +60,7 @@ add_library(isb_judge STATIC
   src/egress/judge_verdict.cc
   src/egress/stream.cc
   src/egress/verdict_cache.cc)
-target_link_libraries(isb_judge PUBLIC isb_egress OpenSSL::SSL ${CMAKE_DL_LIBS} Threads::Threads)
+target_link_libraries(isb_judge PUBLIC isb_egress isb_http1 OpenSSL::SSL ${CMAKE_DL_LIBS} Threads::Threads)
 
 isb_tests(isb_judge_tests LIBS isb_judge SOURCES
   tests/egress/breaker_test.cc

@@ -69,13 +69,14 @@ ChunkedScanner::Step ChunkedScanner::Fail(size_t used, std::string reason) {
   return Step{used, State::kMalformed, reason_};
 }
 
-ChunkedScanner::Step ChunkedScanner::Feed(std::string_view bytes) {
+ChunkedScanner::Step ChunkedScanner::Feed(std::string_view bytes, std::string* data) {
   if (phase_ == Phase::kDone) return Step{0, State::kDone, ""};
   if (phase_ == Phase::kMalformed) return Step{0, State::kMalformed, reason_};
   size_t i = 0;
   while (i < bytes.size()) {
     if (phase_ == Phase::kData) {
       size_t n = static_cast<size_t>(std::min<uint64_t>(remaining_, bytes.size() - i));
+      if (data != nullptr) data->append(bytes.substr(i, n));
       i += n;
       remaining_ -= n;
       if (remaining_ == 0) phase_ = Phase::kDataCr;

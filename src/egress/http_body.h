@@ -45,7 +45,8 @@ class ChunkedScanner {
     std::string reason;  // kMalformed: a fixed sentence
   };
   // Consumes the next bytes of the body. After kDone or kMalformed, every call returns the same state, using none.
-  Step Feed(std::string_view bytes);
+  // With `data`, the chunks' data bytes (the body de-chunked) are appended to it.
+  Step Feed(std::string_view bytes, std::string* data = nullptr);
 
  private:
   enum class Phase { kSize, kExtension, kSizeLf, kData, kDataCr, kDataLf, kTrailerStart, kTrailer, kTrailerLf,

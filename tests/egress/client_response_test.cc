@@ -1,6 +1,7 @@
 // The HTTP response parser the judge reads its endpoint's answer with: framings, interim answers, limits, and the
-// framings it refuses.
+// framings it refuses (with the reasons of the head and chunk parsers it is built on).
 #include "egress/client_response.h"
+#include "egress/http_response.h"
 
 #include <gtest/gtest.h>
 
@@ -58,26 +59,26 @@ TEST(HttpResponse, Refused) {
     const char* reason;
   };
   std::vector<Case> cases = {
-      {"HTTP/2 200\r\n\r\n", "the status line is not HTTP/1.x"},
-      {"ICY 200 OK\r\n\r\n", "the status line is not HTTP/1.x"},
-      {"HTTP/1.1 2000 OK\r\n\r\n", "the status line is not HTTP/1.x"},
-      {"HTTP/1.1 099 Low\r\n\r\n", "the status code is not a number from 100 to 599"},
-      {"HTTP/1.1 +20 Plus\r\n\r\n", "the status code is not a number from 100 to 599"},
-      {"HTTP/1.1 200 OK\r\nno colon\r\n\r\n", "a header field has no name"},
-      {"HTTP/1.1 200 OK\r\nBad Name: x\r\n\r\n", "a header field has no name"},
-      {"HTTP/1.1 200 OK\r\nX: a\nb\r\n\r\n", "a header field holds a bare CR, LF or NUL"},
-      {"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab", "two different Content-Length fields"},
-      {"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", "Content-Length is not a number"},
-      {"HTTP/1.1 200 OK\r\nContent-Length: 1x\r\n\r\n", "Content-Length is not a number"},
-      {"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", "a transfer coding other than one chunked"},
+      {"HTTP/2 200\r\n\r\n", "status line is not HTTP/1.x SP STATUS SP REASON"},
+      {"ICY 200 OK\r\n\r\n", "status line is not HTTP/1.x SP STATUS SP REASON"},
+      {"HTTP/1.1 2000 OK\r\n\r\n", "status line is not HTTP/1.x SP STATUS SP REASON"},
+      {"HTTP/1.1 099 Low\r\n\r\n", "status code outside 100 to 599"},
+      {"HTTP/1.1 +20 Plus\r\n\r\n", "status line is not HTTP/1.x SP STATUS SP REASON"},
+      {"HTTP/1.1 200 OK\r\nno colon\r\n\r\n", "header line without a colon"},
+      {"HTTP/1.1 200 OK\r\nBad Name: x\r\n\r\n", "header name is not a token"},
+      {"HTTP/1.1 200 OK\r\nX: a\nb\r\n\r\n", "line ends with a bare LF"},
+      {"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab", "more than one Content-Length header"},
+      {"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", "Content-Length is not a decimal number of at most 18 digits"},
+      {"HTTP/1.1 200 OK\r\nContent-Length: 1x\r\n\r\n", "Content-Length is not a decimal number of at most 18 digits"},
+      {"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", "a transfer coding other than chunked alone"},
       {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n",
        "both Content-Length and Transfer-Encoding"},
-      {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "a chunk size is not a hex number"},
-      {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabc\r\n", "a chunk does not end with CRLF"},
+      {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "chunk size line does not start with a hexadecimal size"},
+      {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabc\r\n", "chunk data not followed by CRLF"},
       {"HTTP/1.1 200 OK\r\nContent-Length: 1025\r\n\r\n", "the response body is too large"},
-      {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n401\r\n", "the response body is too large"},
+      {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n401\r\n" + std::string(1025, 'x'), "the response body is too large"},
       {"HTTP/1.1 200 OK\r\n\r\n" + std::string(1025, 'x'), "the response body is too large"},
-      {"HTTP/1.1 200 OK\r\nX: " + std::string(kMaxClientResponseHead, 'x'), "the response head is too large"},
+      {"HTTP/1.1 200 OK\r\nX: " + std::string(kMaxResponseHead, 'x'), "response head larger than 65536 bytes"},
   };
   for (const Case& c : cases) {
     ResponseResult got = Parse(c.bytes);

@@ -171,7 +171,7 @@ TEST_F(JudgeTest, EveryAnswerThatIsNoClearVerdictDenies) {
        "judge failed (HTTP 308)"},
       {"cut off", "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"choices\"",
        "judge failed (malformed HTTP response: the connection closed inside the response body)"},
-      {"not HTTP", "SSH-2.0-OpenSSH_9.6\r\n\r\n", "judge failed (malformed HTTP response: the status line is not HTTP/1.x)"},
+      {"not HTTP", "SSH-2.0-OpenSSH_9.6\r\n\r\n", "judge failed (malformed HTTP response: status line is not HTTP/1.x SP STATUS SP REASON)"},
   };
   for (const NoVerdictCase& c : cases) {
     SCOPED_TRACE(c.name);
