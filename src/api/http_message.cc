@@ -1,19 +1,7 @@
 // Header lookup, query parsing and SSE framing for the Beast-free request and response.
 #include "api/http_message.h"
 
-#include <cctype>
-
 namespace isb::api {
-
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) {
-      return false;
-    }
-  }
-  return true;
-}
 
 void Headers::Set(std::string_view name, std::string value) {
   for (auto& [n, v] : fields_) {

@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/ascii.h"
+
 namespace isb::api {
 
 // Header names compare case-insensitively; order is kept.
@@ -55,6 +57,6 @@ Response JsonResponse(int status, std::string body);
 // One Server-Sent Events message: "event: NAME\n" (omitted when empty), a "data: " line per line of `data`, "\n".
 std::string SseEvent(std::string_view event, std::string_view data);
 
-bool EqualsIgnoreCase(std::string_view a, std::string_view b);
+using isb::EqualsIgnoreCase;
 
 }  // namespace isb::api

@@ -12,22 +12,13 @@
 #include <charconv>
 #include <cstring>
 
+#include "base/ascii.h"
 #include "base/fd.h"
 
 namespace isb::cli {
 namespace {
 
 constexpr size_t kMaxChunkLine = 1024;
-
-char Lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
-bool EqualsNoCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (Lower(a[i]) != Lower(b[i])) return false;
-  }
-  return true;
-}
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -288,7 +279,7 @@ Result<Head> ReadHead(Conn& c, size_t max_header_bytes) {
 
 std::string HeaderOf(const Headers& headers, std::string_view name) {
   for (const auto& [k, v] : headers) {
-    if (EqualsNoCase(k, name)) return v;
+    if (EqualsIgnoreCase(k, name)) return v;
   }
   return "";
 }
@@ -361,12 +352,12 @@ Status ReadBody(Conn& c, const HttpRequest& req, const Head& head, const ClientL
   if (req.method == "HEAD" || head.status == 204 || head.status == 304) return {};
   std::string te = HeaderOf(head.headers, "Transfer-Encoding");
   if (!te.empty()) {
-    if (!EqualsNoCase(Trim(te), "chunked")) return Malformed(c, "unsupported Transfer-Encoding '" + te + "'");
+    if (!EqualsIgnoreCase(Trim(te), "chunked")) return Malformed(c, "unsupported Transfer-Encoding '" + te + "'");
     return ReadChunked(c, limits.max_header_bytes, sink);
   }
   std::string cl;
   for (const auto& [k, v] : head.headers) {
-    if (!EqualsNoCase(k, "Content-Length")) continue;
+    if (!EqualsIgnoreCase(k, "Content-Length")) continue;
     if (!cl.empty() && cl != v) return Malformed(c, "conflicting Content-Length headers");
     cl = v;
   }
@@ -397,11 +388,11 @@ Result<std::string> RequestBytes(const Endpoint& ep, const HttpRequest& req) {
     if (k.empty() || HasLineBreak(k) || HasLineBreak(v) || k.find(':') != std::string::npos) {
       return Error::Of(Code::kInvalidArgument, "invalid HTTP header '" + k + "': no line breaks or colons allowed");
     }
-    if (EqualsNoCase(k, "Host") || EqualsNoCase(k, "Content-Length") || EqualsNoCase(k, "Connection") ||
-        EqualsNoCase(k, "Transfer-Encoding")) {
+    if (EqualsIgnoreCase(k, "Host") || EqualsIgnoreCase(k, "Content-Length") || EqualsIgnoreCase(k, "Connection") ||
+        EqualsIgnoreCase(k, "Transfer-Encoding")) {
       continue;
     }
-    has_agent = has_agent || EqualsNoCase(k, "User-Agent");
+    has_agent = has_agent || EqualsIgnoreCase(k, "User-Agent");
     out += k + ": " + v + "\r\n";
   }
   if (!has_agent) out += "User-Agent: isb-cli\r\n";

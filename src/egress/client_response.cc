@@ -1,5 +1,6 @@
 #include "egress/client_response.h"
 
+#include "base/ascii.h"
 #include "egress/http_body.h"
 #include "egress/http_response.h"
 
@@ -34,12 +35,7 @@ bool OnlyChunked(const ResponseHead& head) {
   std::string_view v = *coding;
   while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
   while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
-  if (v.size() != 7) return false;
-  for (size_t i = 0; i < v.size(); ++i) {
-    char c = v[i] >= 'A' && v[i] <= 'Z' ? static_cast<char>(v[i] - 'A' + 'a') : v[i];
-    if (c != "chunked"[i]) return false;
-  }
-  return true;
+  return EqualsIgnoreCase(v, "chunked");
 }
 
 ResponseResult Body(const ResponseHead& head, std::string_view bytes, bool eof, size_t max_body) {

@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "base/ascii.h"
+
 namespace isb::egress {
 namespace {
 
@@ -20,15 +22,6 @@ std::optional<std::string> ParseStatusLine(std::string_view line, ResponseHead& 
   head.status = (line[9] - '0') * 100 + (line[10] - '0') * 10 + (line[11] - '0');
   if (head.status < 100 || head.status > 599) return "status code outside 100 to 599";
   return std::nullopt;
-}
-
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    char x = a[i] >= 'A' && a[i] <= 'Z' ? static_cast<char>(a[i] - 'A' + 'a') : a[i];
-    if (x != b[i]) return false;
-  }
-  return true;
 }
 
 std::optional<std::string> CheckFraming(ResponseHead& head) {
