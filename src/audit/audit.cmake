@@ -1,6 +1,4 @@
 # Accountability: the hash-chained audit log and sandbox history, their verification and its report.
-find_library(CRYPTO_LIB NAMES libcrypto.a crypto REQUIRED)
-find_path(OPENSSL_INCLUDE openssl/evp.h REQUIRED)
 
 add_library(isb_audit STATIC
   src/audit/chain_encoding.cc
@@ -11,9 +9,8 @@ add_library(isb_audit STATIC
   src/audit/history.cc
   src/audit/verify_report.cc
   src/audit/retention.cc)
-target_link_libraries(isb_audit PUBLIC isb_store nlohmann_json::nlohmann_json ${CRYPTO_LIB} ${CMAKE_DL_LIBS}
+target_link_libraries(isb_audit PUBLIC isb_store nlohmann_json::nlohmann_json OpenSSL::Crypto ${CMAKE_DL_LIBS}
                       Threads::Threads)
-target_include_directories(isb_audit PUBLIC ${OPENSSL_INCLUDE})
 
 isb_tests(isb_audit_tests LIBS isb_audit SOURCES
   tests/audit/chain_encoding_test.cc

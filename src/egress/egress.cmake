@@ -30,10 +30,8 @@ foreach(target http_response chunked_body)
 endforeach()
 
 # The sandboxes' CAs and minted certificates; OpenSSL linked statically, as the isb binary is.
-find_library(ISB_SSL_LIB NAMES libssl.a ssl REQUIRED)
-find_library(ISB_CRYPTO_LIB NAMES libcrypto.a crypto REQUIRED)
 add_library(isb_tls STATIC src/egress/sandbox_ca.cc src/egress/cert_minter.cc)
-target_link_libraries(isb_tls PUBLIC isb_base ${ISB_SSL_LIB} ${ISB_CRYPTO_LIB} Threads::Threads dl)
+target_link_libraries(isb_tls PUBLIC isb_base OpenSSL::SSL Threads::Threads ${CMAKE_DL_LIBS})
 
 add_library(isb_proxy STATIC src/egress/proxy.cc src/egress/classify.cc src/egress/intercept.cc
             src/egress/tls_channel.cc)
@@ -49,9 +47,6 @@ isb_tests(isb_intercept_tests LIBS isb_proxy SOURCES
 
 # The judge: an LLM asked per request through an OpenAI-compatible endpoint, over the daemon's own small HTTP/1.1
 # client (OpenSSL for https), with its verdict cache and circuit breakers.
-# Static archives: the isb binary links statically.
-set(OPENSSL_USE_STATIC_LIBS TRUE)
-find_package(OpenSSL 3 REQUIRED)
 add_library(isb_judge STATIC
   src/egress/breaker.cc
   src/egress/http_client.cc

@@ -1,7 +1,5 @@
 # Identity: users, orgs, roles and scopes, bearer secrets, passwords, sessions, sign-in rate limits.
 # Static archives first: the isb binary links statically.
-find_library(CRYPTO_LIB NAMES libcrypto.a crypto REQUIRED)
-find_path(OPENSSL_INCLUDE openssl/evp.h REQUIRED)
 find_library(SODIUM_LIB NAMES libsodium.a sodium REQUIRED)
 find_path(SODIUM_INCLUDE sodium.h REQUIRED)
 
@@ -19,8 +17,8 @@ add_library(isb_identity STATIC
   src/identity/invitations.cc
   src/identity/setup.cc
   src/identity/store.cc)
-target_link_libraries(isb_identity PUBLIC isb_base isb_store ${SODIUM_LIB} ${CRYPTO_LIB})
-target_include_directories(isb_identity PUBLIC ${OPENSSL_INCLUDE} ${SODIUM_INCLUDE})
+target_link_libraries(isb_identity PUBLIC isb_base isb_store ${SODIUM_LIB} OpenSSL::Crypto)
+target_include_directories(isb_identity PUBLIC ${SODIUM_INCLUDE})
 
 isb_tests(isb_identity_tests LIBS isb_identity SOURCES
   tests/identity/roles_test.cc
