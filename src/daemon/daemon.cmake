@@ -9,7 +9,7 @@ target_link_libraries(isb_daemon PUBLIC isb_engine isb_store isb_net isb_proxy i
                       nlohmann_json::nlohmann_json)
 
 add_executable(isb_daemon_tests tests/store/db_test.cc tests/daemon/sandbox_manager_test.cc
-               tests/daemon/trust_bundle_test.cc)
+               tests/daemon/trust_bundle_test.cc tests/daemon/port_publisher_test.cc tests/net/loopback.cc)
 target_link_libraries(isb_daemon_tests PRIVATE isb_daemon GTest::gtest_main)
 target_include_directories(isb_daemon_tests PRIVATE ${CMAKE_SOURCE_DIR}/tests)
 gtest_discover_tests(isb_daemon_tests DISCOVERY_MODE PRE_TEST)

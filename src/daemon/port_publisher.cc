@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -21,6 +22,7 @@ namespace isb::daemon {
 namespace {
 
 constexpr size_t kChunk = 64 * 1024;
+using Clock = std::chrono::steady_clock;
 
 // One relayed connection: `client` accepted on the host, `inside` made in the sandbox's network namespace.
 struct Conn {
@@ -28,6 +30,7 @@ struct Conn {
   bool connecting = true;
   bool client_eof = false, inside_eof = false;
   std::string to_inside{}, to_client{};  // read from one side, not yet written to the other
+  Clock::time_point last_active = Clock::now();  // when anything last happened on it
 };
 
 // A listening socket on `address`:`port`, or the reason it cannot be.
@@ -64,7 +67,8 @@ Result<Fd> Listen(const std::string& address, uint16_t port) {
 // made there; the listening socket was made on the host before.
 class PortPublisher::Listener {
  public:
-  Listener(Fd listen, Fd netns, uint16_t port) : listen_(std::move(listen)), netns_(std::move(netns)), port_(port) {
+  Listener(Fd listen, Fd netns, uint16_t port, std::chrono::milliseconds idle_timeout)
+      : listen_(std::move(listen)), netns_(std::move(netns)), port_(port), idle_timeout_(idle_timeout) {
     stop_.Reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
     thread_ = std::thread([this] { Run(); });
   }
@@ -102,12 +106,32 @@ class PortPublisher::Listener {
         fds.push_back({c.inside.get(), inside_ev, 0});
         owners.push_back(&c);
       }
-      if (::poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR) return;
+      if (::poll(fds.data(), fds.size(), PollTimeout(conns)) < 0 && errno != EINTR) return;
       if (fds[0].revents != 0) return;
       if (fds[1].revents & POLLIN) Accept(conns);
-      for (size_t i = 0; i < owners.size(); ++i) Step(*owners[i], fds[2 + 2 * i].revents, fds[3 + 2 * i].revents);
+      const Clock::time_point now = Clock::now();
+      for (size_t i = 0; i < owners.size(); ++i) {
+        Conn& c = *owners[i];
+        const short client_rev = fds[2 + 2 * i].revents, inside_rev = fds[3 + 2 * i].revents;
+        if (client_rev != 0 || inside_rev != 0) {
+          c.last_active = now;
+          Step(c, client_rev, inside_rev);
+        } else if (now - c.last_active >= idle_timeout_) {
+          c.client.Reset();
+          c.inside.Reset();
+        }
+      }
       conns.remove_if([](const Conn& c) { return !c.client.valid(); });
     }
+  }
+
+  // Until the first connection would have been idle too long; forever when there is none.
+  int PollTimeout(const std::list<Conn>& conns) const {
+    if (conns.empty()) return -1;
+    Clock::time_point first = conns.front().last_active;
+    for (const Conn& c : conns) first = std::min(first, c.last_active);
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(first + idle_timeout_ - Clock::now());
+    return static_cast<int>(std::clamp<int64_t>(left.count(), 0, 1 << 30));
   }
 
   void Accept(std::list<Conn>& conns) {
@@ -172,10 +196,11 @@ class PortPublisher::Listener {
 
   Fd listen_, netns_, stop_;
   uint16_t port_;
+  std::chrono::milliseconds idle_timeout_;
   std::thread thread_;
 };
 
-PortPublisher::PortPublisher() = default;
+PortPublisher::PortPublisher(std::chrono::milliseconds idle_timeout) : idle_timeout_(idle_timeout) {}
 
 PortPublisher::~PortPublisher() {
   std::lock_guard lock(mu_);
@@ -196,7 +221,7 @@ Status PortPublisher::Publish(const std::string& id, pid_t pid, const std::vecto
     }
     Fd netns(::open(("/proc/" + std::to_string(pid) + "/ns/net").c_str(), O_RDONLY | O_CLOEXEC));
     if (!netns.valid()) return Error::Sys(field + ": the sandbox's network namespace");
-    listeners.push_back(std::make_unique<Listener>(std::move(*listen), std::move(netns), p.sandbox_port));
+    listeners.push_back(std::make_unique<Listener>(std::move(*listen), std::move(netns), p.sandbox_port, idle_timeout_));
   }
   std::lock_guard lock(mu_);
   published_[id] = std::move(listeners);

@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -18,7 +19,9 @@ namespace isb::daemon {
 
 class PortPublisher {
  public:
-  PortPublisher();
+  // A relayed connection on which nothing moved either way for `idle_timeout` is closed, so idle connections cannot
+  // hold a port's kMaxConnections for good.
+  explicit PortPublisher(std::chrono::milliseconds idle_timeout = kIdleTimeout);
   PortPublisher(const PortPublisher&) = delete;
   PortPublisher& operator=(const PortPublisher&) = delete;
   // Closes every listener and connection.
@@ -33,9 +36,11 @@ class PortPublisher {
 
   // At most this many connections at once per published port; more are accepted and closed at once.
   static constexpr size_t kMaxConnections = 64;
+  static constexpr std::chrono::milliseconds kIdleTimeout = std::chrono::minutes(15);
 
  private:
   class Listener;
+  const std::chrono::milliseconds idle_timeout_;
   std::mutex mu_;
   std::map<std::string, std::vector<std::unique_ptr<Listener>>> published_;
 };

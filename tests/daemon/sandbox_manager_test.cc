@@ -19,6 +19,7 @@
 #include "base/file.h"
 #include "audit/history.h"
 #include "must_work.h"
+#include "net/loopback.h"
 #include "store/migrations.h"
 
 namespace isb::daemon {
@@ -157,18 +158,8 @@ TEST_F(ManagerTest, MountsBindTheRealPathAndNeverFollowALaterSymlink) {
   EXPECT_EQ(mgr_->Create(missing).error().message, "mounts[0].source: '" + dir_ + "/nothing' does not exist");
 }
 
-// A free TCP port on the host's loopback (bound and closed again).
-uint16_t FreePort() {
-  int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(s);
-  return ntohs(a.sin_port);
-}
+// A free TCP port on the host's loopback.
+uint16_t FreePort() { return testing::FreeTcpPort().value(); }
 
 // Connects to 127.0.0.1:port, sends `data`, half-closes and reads until EOF: what came back, or "errno N".
 std::string RoundTrip(uint16_t port, const std::string& data) {

@@ -81,6 +81,22 @@ std::string Child::Output(int timeout_ms) {
 Result<Socket> ListenTcp() { return Bind(SOCK_STREAM); }
 Result<Socket> BindUdp() { return Bind(SOCK_DGRAM); }
 
+Result<uint16_t> FreeTcpPort() {
+  ISB_ASSIGN_OR_RETURN(Socket s, Bind(SOCK_STREAM));
+  return s.port;
+}
+
+Result<Fd> ConnectTcp(uint16_t port) {
+  Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return Error::Sys("socket");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return Error::Sys("connect");
+  return fd;
+}
+
 Result<Fd> AcceptWithin(int listener, int timeout_ms) {
   pollfd p{listener, POLLIN, 0};
   if (::poll(&p, 1, timeout_ms) != 1) return Error::Msg("no connection within the time limit");

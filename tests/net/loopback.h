@@ -41,6 +41,12 @@ struct Socket {
 Result<Socket> ListenTcp();
 Result<Socket> BindUdp();
 
+// A TCP port on 127.0.0.1 that was free a moment ago (bound and closed again), for a server the test starts.
+Result<uint16_t> FreeTcpPort();
+
+// A blocking TCP connection to 127.0.0.1:`port`.
+Result<Fd> ConnectTcp(uint16_t port);
+
 // Accepts one connection within `timeout_ms`.
 Result<Fd> AcceptWithin(int listener, int timeout_ms);
 
