@@ -345,8 +345,7 @@ Status SandboxManager::LaunchProcess(Record& rec, bool background) {
   rec.lease_index = s.lease_index;
   rec.uid_base = s.uid_base;
   // A sandbox launched ahead for the pool builds its view at the lowest priority, so it never slows the creates
-  // and execs being served meanwhile,
-  // and the daemon's own once it is ready.
+  // and execs being served meanwhile; it gets the daemon's own priority once it is ready.
   const int normal = ::getpriority(PRIO_PROCESS, 0);  // this thread's nice value, -20..19 (never fails for itself)
   if (background && ::setpriority(PRIO_PROCESS, static_cast<id_t>(rec.pid), kBackgroundNice) != 0)
     return Error::Sys("lower the priority of a pooled sandbox");
