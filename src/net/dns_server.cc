@@ -125,6 +125,12 @@ void DnsServer::AcceptTcp() {
     ++dropped_;
     return;
   }
+  size_t same = 0;
+  for (const TcpClient& other : clients_) same += other.sandbox == *sandbox ? 1 : 0;
+  if (same >= kMaxDnsTcpPerSandbox) {
+    ++dropped_;
+    return;
+  }
   TcpClient c{std::move(fd), std::move(*sandbox), {}, {}, std::chrono::steady_clock::now() + kDnsTcpTimeout};
   std::memcpy(c.proxy.data(), &local.sin_addr.s_addr, 4);
   clients_.push_back(std::move(c));

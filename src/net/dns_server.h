@@ -2,8 +2,9 @@
 // it answers A queries for the sandbox's listed names with the proxy's address (the host end of the sandbox's veth),
 // other types for listed names with no data, everything else NXDOMAIN. It asks no upstream, so nothing can be carried
 // out through DNS. The same answers over TCP on the same port number (each message after its 2-byte length, several
-// on one connection), for at most kMaxDnsTcpConnections at once, each closed when a query takes longer than
-// kDnsTcpTimeout to arrive or is not one the responder answers.
+// on one connection), for at most kMaxDnsTcpConnections at once and kMaxDnsTcpPerSandbox from one sandbox (so one
+// sandbox holding connections open cannot keep the others from DNS over TCP), each closed when a query takes longer
+// than kDnsTcpTimeout to arrive or is not one the responder answers.
 #pragma once
 
 #include <array>
@@ -32,7 +33,8 @@ struct DnsHooks {
 
 // The UDP socket's receive buffer: room for a few thousand queries waiting at once.
 inline constexpr int kDnsUdpReceiveBuffer = 4 << 20;
-inline constexpr size_t kMaxDnsTcpConnections = 64;
+inline constexpr size_t kMaxDnsTcpConnections = 256;
+inline constexpr size_t kMaxDnsTcpPerSandbox = 8;  // more from the same sandbox are closed at once
 inline constexpr std::chrono::milliseconds kDnsTcpTimeout{5000};
 inline constexpr size_t kMaxDnsTcpMessage = 4096;  // a query is far smaller; longer ones close the connection
 

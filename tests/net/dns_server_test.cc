@@ -34,12 +34,13 @@ class DnsServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     DnsHooks h;
+    // 127.0.0.N stands for the host end of sandbox sbN's veth.
     h.sandbox = [](uint32_t addr) -> std::optional<std::string> {
-      if (addr == INADDR_LOOPBACK) return "sb1";
+      if ((addr >> 24) == 127 && (addr & 0xffffff) != 0) return "sb" + std::to_string(addr & 0xffffff);
       return std::nullopt;
     };
     h.listed = [](const std::string& sandbox, std::string_view name) {
-      return sandbox == "sb1" && (name == "api.example.com" || name.ends_with(".cdn.example.com"));
+      return sandbox.starts_with("sb") && (name == "api.example.com" || name.ends_with(".cdn.example.com"));
     };
     Result<std::unique_ptr<DnsServer>> s = DnsServer::Start("0.0.0.0", 0, h);
     ASSERT_TRUE(s.ok()) << s.error().message;
@@ -121,11 +122,12 @@ TEST_F(DnsServerTest, AThousandQueriesAtOnceAreAllAnswered) {
 
 class DnsTcpTest : public DnsServerTest {
  protected:
-  Fd Connect() {
+  // A connection as from sandbox sb`n` (to 127.0.0.n).
+  Fd Connect(uint32_t n = 1) {
     Fd s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
     sockaddr_in a{};
     a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK - 1 + n);
     a.sin_port = htons(server_->port());
     EXPECT_EQ(::connect(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
     return s;
@@ -181,12 +183,31 @@ TEST_F(DnsTcpTest, MalformedInputClosesTheConnectionWithoutAnAnswer) {
   WaitForConnections(0);
 }
 
+// One sandbox gets at most kMaxDnsTcpPerSandbox connections: one more is closed at once, while another sandbox is
+// still answered.
+TEST_F(DnsTcpTest, OneSandboxCannotTakeEveryConnection) {
+  std::vector<Fd> idle;
+  for (size_t i = 0; i < kMaxDnsTcpPerSandbox; ++i) idle.push_back(Connect(1));
+  WaitForConnections(kMaxDnsTcpPerSandbox);
+  Fd extra = Connect(1);
+  EXPECT_EQ(Receive(extra.get(), 2000), "<closed>");
+  EXPECT_EQ(server_->dropped(), 1u);
+  Fd other = Connect(2);
+  Send(other.get(), TcpQuery(9, "api.example.com"));
+  std::string got = Receive(other.get(), 2000, 51);
+  ASSERT_EQ(got.size(), 51u);
+  EXPECT_EQ(got.substr(47, 4), std::string("\x7f\0\0\x02", 4)) << "the address sb2's query arrived at";
+}
+
 // A connection whose query does not arrive in time is closed; at the bound, a new connection waits for a slot.
 TEST_F(DnsTcpTest, SlowConnectionsAreClosedAndTheirNumberIsBounded) {
   std::vector<Fd> idle;
-  for (size_t i = 0; i < kMaxDnsTcpConnections; ++i) idle.push_back(Connect());
+  const uint32_t sandboxes = kMaxDnsTcpConnections / kMaxDnsTcpPerSandbox;
+  for (uint32_t n = 1; n <= sandboxes; ++n) {
+    for (size_t i = 0; i < kMaxDnsTcpPerSandbox; ++i) idle.push_back(Connect(n));
+  }
   WaitForConnections(kMaxDnsTcpConnections);
-  Fd waiting = Connect();
+  Fd waiting = Connect(sandboxes + 1);
   Send(waiting.get(), TcpQuery(7, "api.example.com"));
   EXPECT_EQ(Receive(waiting.get(), 300), "") << "no slot: not served yet";
   Send(idle[0].get(), "\0");  // half a length: still counts as slow
