@@ -9,6 +9,7 @@
 #include <chrono>
 #include <thread>
 
+#include "must_work.h"
 #include "net/loopback.h"
 
 namespace isb::daemon {
@@ -25,6 +26,7 @@ constexpr auto kIdle = 300ms;
 class PortPublisherTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    ISB_REQUIRE_ROOT();  // the relay's thread enters the "sandbox's" network namespace (setns needs CAP_SYS_ADMIN)
     auto inside = testing::ListenTcp();
     ASSERT_TRUE(inside.ok()) << inside.error().message;
     inside_ = std::move(*inside);
