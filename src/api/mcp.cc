@@ -287,10 +287,6 @@ Response McpServer::ToolsCall(Call& call) {
     return RpcError(200, call.id, kInvalidParams, "params.name: expected the tool's name as a string");
   }
   std::string name = p["name"].get<std::string>();
-  std::string header_name = call.req.headers.Get("Mcp-Name");
-  if (!header_name.empty() && header_name != name) {
-    return RpcError(400, call.id, kRpcHeaderMismatch, "Mcp-Name header does not match params.name");
-  }
   CallContext ctx;
   ctx.surface = "mcp";
   ctx.request_id = Dump(call.id);
@@ -298,9 +294,18 @@ Response McpServer::ToolsCall(Call& call) {
   ctx.identity = call.identity;
   ctx.ip = call.req.remote_address;
   ctx.user_agent = SanitizeUtf8(std::string_view(call.req.headers.Get("User-Agent")).substr(0, 256));
+  // Refused before the registry judges it, but a refusal of a call all the same: the audit log hears of it.
+  auto refuse = [&](int status, int code, const std::string& message) {
+    registry_.Refuse(name, ctx, Error::Of(Code::kInvalidArgument, message));
+    return RpcError(status, call.id, code, message);
+  };
+  std::string header_name = call.req.headers.Get("Mcp-Name");
+  if (!header_name.empty() && header_name != name) {
+    return refuse(400, kRpcHeaderMismatch, "Mcp-Name header does not match params.name");
+  }
   json args = p.value("arguments", json::object());
   if (args.is_null()) args = json::object();
-  if (!args.is_object()) return RpcError(200, call.id, kInvalidParams, "params.arguments: expected object");
+  if (!args.is_object()) return refuse(200, kInvalidParams, "params.arguments: expected object");
 
   auto admitted = registry_.Admit(name, args, ctx);
   if (!admitted.ok()) {

@@ -107,6 +107,11 @@ class Registry {
   // there (Authorize), and the input passes the schema (kInvalidArgument naming the field). A refusal is reported to
   // the observer. Surfaces that must answer before running (a stream) call this, then Run.
   Result<const Tool*> Admit(std::string_view name, const nlohmann::json& input, const CallContext& ctx) const;
+  // A call refused before its input could be judged (a body that is not JSON or is too large, arguments that are
+  // not an object): reported to the observer like Admit's refusals, with an empty input.
+  void Refuse(std::string_view name, const CallContext& ctx, const Error& error) const {
+    Report(name, FindVisible(name, ctx.identity), nlohmann::json::object(), ctx, Result<nlohmann::json>(error));
+  }
   // Runs an admitted tool's handler and reports the outcome to the observer.
   Result<nlohmann::json> Run(const Tool& tool, const nlohmann::json& input, const CallContext& ctx) const;
   // The authorizer: role in the call's org, token scopes, platform tools. OK, kNotFound (the org is not reached: as

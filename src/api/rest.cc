@@ -92,14 +92,20 @@ Response RestApi::Handle(const Request& req, const Identity& identity) const {
 
 Response RestApi::CallTool(const Request& req, std::string_view name, const Identity& identity) const {
   CallContext ctx = Context(req, identity);
+  auto refuse = [&](const Error& error) {
+    registry_.Refuse(name, ctx, error);
+    Response r = ErrorResponse(error);
+    r.headers.Set("X-Request-Id", ctx.request_id);
+    return r;
+  };
   if (req.body.size() > max_body_bytes_) {
-    return ErrorResponse(Error::Of(Code::kTooLarge, "request body is larger than " +
-                                                        std::to_string(max_body_bytes_) + " bytes"));
+    return refuse(Error::Of(Code::kTooLarge, "request body is larger than " + std::to_string(max_body_bytes_) +
+                                                 " bytes"));
   }
   json input = json::object();
   if (req.body.find_first_not_of(" \t\r\n") != std::string::npos) {
     auto parsed = ParseJson(req.body);
-    if (!parsed.ok()) return ErrorResponse(parsed.error());
+    if (!parsed.ok()) return refuse(parsed.error());
     input = std::move(*parsed);
   }
   auto admitted = registry_.Admit(name, input, ctx);

@@ -91,6 +91,14 @@ WebAuth::WebAuth(identity::IdentityStore& store, WebAuthOptions options)
                {options_.sign_in_failures_per_address, 900, 10000}) {}
 
 Result<Identity> WebAuth::Authenticate(const Request& req) {
+  std::string account;
+  Result<Identity> who = Identify(req, &account);
+  bool presented = req.headers.Has("Authorization") || !CookieValue(req.headers.Get("Cookie"), kSessionCookie).empty();
+  if (!who.ok() && presented) Report("authenticate", account, req, Status(who.error()));
+  return who;
+}
+
+Result<Identity> WebAuth::Identify(const Request& req, std::string* account) {
   std::string header = req.headers.Get("Authorization");
   if (!header.empty()) {
     if (!StartsWithIgnoreCaseAscii(header, "Bearer ")) {
@@ -110,6 +118,7 @@ Result<Identity> WebAuth::Authenticate(const Request& req) {
   auto kind = identity::ParseSecret(session);
   if (!kind.ok() || *kind != identity::SecretKind::kSession) return Error::Of(Code::kUnauthenticated, "malformed token");
   ISB_ASSIGN_OR_RETURN(Identity who, store_.Resolve(session));
+  *account = who.user_name;
   if (ChangesState(req)) ISB_TRY(CheckBrowserRequest(req, options_));
   return who;
 }
@@ -147,7 +156,10 @@ Response WebAuth::SignIn(const Request& req) {
   auto password = Field(*body, "password");
   if (!user.ok()) return Fail(user.error());
   if (!password.ok()) return Fail(password.error());
-  if (int64_t wait = limiter_.RetryAfter(*user, req.remote_address); wait > 0) return TooMany("failed sign-ins", wait);
+  if (int64_t wait = limiter_.RetryAfter(*user, req.remote_address); wait > 0) {
+    Report("sign_in", *user, req, Error::Of(Code::kTooManyRequests, "rate limited"));
+    return TooMany("failed sign-ins", wait);
+  }
   auto who = store_.users().SignIn(*user, *password);
   Report("sign_in", *user, req, who.ok() ? Status() : Status(who.error()));
   if (!who.ok()) {
@@ -186,7 +198,10 @@ Response WebAuth::SetUp(const Request& req) {
   for (auto* f : {&token, &user, &password}) {
     if (!f->ok()) return Fail(f->error());
   }
-  if (int64_t wait = limiter_.RetryAfter("setup", req.remote_address); wait > 0) return TooMany("failed attempts", wait);
+  if (int64_t wait = limiter_.RetryAfter("setup", req.remote_address); wait > 0) {
+    Report("setup", *user, req, Error::Of(Code::kTooManyRequests, "rate limited"));
+    return TooMany("failed attempts", wait);
+  }
   auto id = store_.setup().CreateFirstAdmin(*token, *user, *password);
   Report("setup", *user, req, id.ok() ? Status() : Status(id.error()));
   if (!id.ok()) {

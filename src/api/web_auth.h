@@ -25,8 +25,10 @@ struct WebAuthOptions {
   bool secure_cookie = false;  // the daemon listens beyond loopback: the cookie is sent over HTTPS only
   // The Host values a browser may send (DNS rebinding defence); empty: any.
   std::vector<std::string> allowed_hosts;
-  // Told of every sign-in, sign-out and setup attempt ("sign_in", "sign_out", "setup"), with the account name given
-  // and the outcome; the daemon's audit log listens. Never given a password or a secret.
+  // Told of every sign-in, sign-out and setup attempt ("sign_in", "sign_out", "setup"), and of every credential
+  // Authenticate refuses ("authenticate": a bad token or session, or a session request that fails the browser
+  // checks), with the account name given or known ("" when none) and the outcome; the daemon's audit log listens.
+  // Never given a password or a secret.
   std::function<void(std::string_view action, std::string_view account, const Request& req, const Status& outcome)>
       on_event;
   // Sign-in failures allowed within 15 minutes, per account and per client address, before 429 with Retry-After
@@ -43,12 +45,15 @@ class WebAuth {
   // Who a TCP request is. A bearer header wins: a bad one is 401 even when a good cookie comes along. A session
   // cookie on a state-changing request (anything but GET, HEAD, OPTIONS) must come with "X-Isb-Csrf: 1", a JSON
   // Content-Type, and an Origin, when sent, naming the Host it was sent to (kForbidden naming the rule otherwise).
+  // A refusal of a credential presented is reported as "authenticate".
   Result<Identity> Authenticate(const Request& req);
 
   // The /api/v1/auth/ routes.
   Response Handle(const Request& req);
 
  private:
+  // Authenticate without the report; *account: the session's user once it is known.
+  Result<Identity> Identify(const Request& req, std::string* account);
   Response SignIn(const Request& req);
   Response SignOut(const Request& req);
   Response SetUp(const Request& req);

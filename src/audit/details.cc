@@ -102,7 +102,8 @@ DetailsPolicy DefaultDetailsPolicy() {
 
 bool IsOutcome(std::string_view outcome) {
   if (outcome == "ok") return true;
-  for (int c = 0; c <= static_cast<int>(Code::kUnavailable); ++c)
+  // Every code, up to the last one declared (kTooManyRequests).
+  for (int c = 0; c <= static_cast<int>(Code::kTooManyRequests); ++c)
     if (outcome == CodeName(static_cast<Code>(c))) return true;
   return false;
 }

@@ -186,6 +186,17 @@ TEST_F(AuthorizerTest, RefusedBeforeValidationAndReported) {
   EXPECT_TRUE(ran.empty());
 }
 
+TEST_F(AuthorizerTest, ASurfacesOwnRefusalReachesTheObserver) {
+  // A body a surface could not read as input: refused before Admit, reported all the same, nothing run.
+  CallContext ctx;
+  ctx.identity = UserIn("m");
+  r.Refuse("poke", ctx, Error::Of(Code::kInvalidArgument, "body: not valid JSON"));
+  r.Refuse("no_such_tool", ctx, Error::Of(Code::kTooLarge, "request body is larger than 8 bytes"));
+  EXPECT_EQ(seen, (std::vector<std::pair<std::string, std::string>>{{"poke", "invalid_argument"},
+                                                                     {"no_such_tool", "too_large"}}));
+  EXPECT_TRUE(ran.empty());
+}
+
 TEST_F(AuthorizerTest, ToolFilterHidesFromCallersButTheHost) {
   r.SetToolFilter([](std::string_view tool) { return tool != "poke"; });
   Identity member = UserIn("m");

@@ -62,6 +62,7 @@ TEST(DetailsTest, OutcomesAreCodesNeverMessages) {
   EXPECT_EQ(OutcomeOf(Result<int>(Error::Of(Code::kForbidden, "x"))), "forbidden");
   EXPECT_EQ(OutcomeOf(Result<int>(3)), "ok");
   EXPECT_TRUE(IsOutcome("unauthenticated"));
+  EXPECT_TRUE(IsOutcome("rate_limited")) << "the last code, a refused sign-in's";
   EXPECT_TRUE(IsOutcome("ok"));
   EXPECT_FALSE(IsOutcome("no sandbox named hunter2"));
   EXPECT_FALSE(IsOutcome(""));

@@ -105,9 +105,7 @@ TEST_F(AdoptionTest, KillNineMidCreateLeavesNoOrphans) {
   // Six creates in flight when the daemon dies: each is either finished (and adopted) or undone at the next start.
   std::vector<std::thread> clients;
   for (int i = 0; i < 6; ++i) {
-    clients.emplace_back([this] {
-      Http(unix_endpoint(), "POST", "/api/v1/tools/sandbox_create", json({{"labels", {{"mid", "create"}}}}).dump());
-    });
+    clients.emplace_back([this] { Tool("sandbox_create", {{"labels", {{"mid", "create"}}}}); });
   }
   std::this_thread::sleep_for(40ms);
   KillDaemon();

@@ -16,4 +16,9 @@ inline const std::vector<std::string> kAllTools = {
     "member_update",  "member_remove",     "invitation_create",  "invitation_accept",   "session_list",
     "session_revoke", "org_quota_set", "audit_list",     "audit_verify",       "history_query"};
 
+// The tools annotated read-only: a call of one that succeeds leaves no audit row (every other call does).
+inline const std::vector<std::string> kReadOnlyTools = {
+    "sandbox_list", "sandbox_get",  "sandbox_file_read", "whoami",    "user_list",  "token_list",   "org_list",
+    "org_get",      "member_list",  "session_list",      "audit_list", "audit_verify", "history_query"};
+
 }  // namespace isb::e2e

@@ -187,6 +187,7 @@ TEST_F(AuditTest, LsAndExportShowTheOrgsRowsAndRefuseAViewer) {
   const std::vector<std::string> as_viewer = {"ISB_URL", "ISB_SOCKET", "ISB_TOKEN=" + minted.value("token", "")};
   for (const std::string sub : {"ls", "export"}) {
     ProcResult refused = audit({sub, "--url", base_url()}, as_viewer);
+    ExpectAudit("isb audit " + sub + " as a viewer", {ByToken("rest", "audit_list", "forbidden")});
     EXPECT_EQ(refused.exit_status, 1) << refused.Describe();
     EXPECT_EQ(refused.err, "isb: role viewer may not call audit_list, which needs admin\n") << sub;
     EXPECT_EQ(refused.out, "") << sub;

@@ -13,34 +13,43 @@ class CliTest : public E2eTest {};
 TEST_F(CliTest, SandboxCommandsThroughTheSocket) {
   // create: the id alone on stdout; --json: the tool's result
   ProcResult created = Isb({"create", "--name", "e2e-cli", "--memory", "64M", "--label", "suite=cli", "--env", "WHO=cli"});
+  ExpectAudit("isb create", {Unix("sandbox_create")});
   ASSERT_EQ(created.exit_status, 0) << created.Describe();
   std::smatch m;
   ASSERT_TRUE(std::regex_match(created.out, m, std::regex("(sb-[0-9a-f]{16})\n"))) << created.Describe();
   const std::string id = m[1].str();
   ProcResult created_json = Isb({"create", "--json", "--label", "suite=cli"});
+  ExpectAudit("isb create --json", {Unix("sandbox_create")});
   ASSERT_EQ(created_json.exit_status, 0) << created_json.Describe();
   json second = json::parse(created_json.out, nullptr, false);
   ASSERT_TRUE(second.is_object() && second["id"].is_string()) << created_json.Describe();
   EXPECT_EQ(second["state"], "running");
   const std::string id2 = second["id"].get<std::string>();
   ProcResult dup = Isb({"create", "--name", "e2e-cli"});
+  ExpectAudit("isb create (a name in use)", {Unix("sandbox_create", "conflict")});
   EXPECT_EQ(dup.exit_status, 1) << "a name in use is a refusal: " << dup.Describe();
 
   // exec: the command's exit code, its stdout and stderr apart, stdin with -i, the spec's environment
   ProcResult ran = Isb({"exec", id, "--", "sh", "-c", "printf 'out:%s\\n' \"$WHO\"; printf 'err\\n' >&2; exit 3"});
+  ExpectAudit("isb exec", {Unix("sandbox_exec")});
   EXPECT_EQ(ran.exit_status, 3) << ran.Describe();
   EXPECT_EQ(ran.out, "out:cli\n");
   EXPECT_EQ(ran.err, "err\n");
   ProcResult piped = Isb({"exec", "-i", "e2e-cli", "--", "tr", "a-z", "A-Z"}, "shout this");
+  ExpectAudit("isb exec -i", {Unix("sandbox_exec")});
   EXPECT_EQ(piped.exit_status, 0) << piped.Describe();
   EXPECT_EQ(piped.out, "SHOUT THIS");
   ProcResult as_json = Isb({"exec", "--json", id, "--", "sh", "-c", "echo hi; exit 5"});
+  ExpectAudit("isb exec --json", {Unix("sandbox_exec")});
   EXPECT_EQ(as_json.exit_status, 5) << as_json.Describe();
   json exec_result = json::parse(as_json.out, nullptr, false);
   EXPECT_EQ(exec_result.value("stdout", ""), "hi\n") << as_json.Describe();
   EXPECT_EQ(exec_result.value("exit_code", -1), 5) << as_json.Describe();
   EXPECT_EQ(Isb({"exec", id, "--", "sh", "-c", "kill -9 $$"}).exit_status, 137);
+  ExpectAudit("isb exec (killed)", {Unix("sandbox_exec")});
   EXPECT_EQ(Isb({"exec", "sb-0000000000000000", "--", "true"}).exit_status, 1) << "an unknown sandbox is a refusal";
+  ExpectAudit("isb exec (an unknown sandbox)", {Unix("sandbox_exec", "not_found")});
+  // ls and inspect read: no rows.
 
   // ls and inspect
   ProcResult ls = Isb({"ls"});
@@ -72,27 +81,35 @@ TEST_F(CliTest, SandboxCommandsThroughTheSocket) {
     ::chmod(local.c_str(), 0700);
   }
   ProcResult cp_in = Isb({"cp", local, id + ":/root/copied.bin"});
+  ExpectAudit("isb cp in", {Unix("sandbox_file_write")});
   EXPECT_EQ(cp_in.exit_status, 0) << cp_in.Describe();
   ProcResult mode = Isb({"exec", id, "--", "stat", "-c", "%a %s", "/root/copied.bin"});
+  ExpectAudit("isb exec stat", {Unix("sandbox_exec")});
   EXPECT_EQ(mode.out, "700 3000\n") << mode.Describe();
   ProcResult cp_out = Isb({"cp", id + ":/root/copied.bin", "-"});
   EXPECT_EQ(cp_out.exit_status, 0) << cp_out.Describe();
   EXPECT_TRUE(cp_out.out == blob) << "cp to stdout returned " << cp_out.out.size() << " bytes";
   ProcResult cp_stdin = Isb({"cp", "-", "e2e-cli:/tmp/from-stdin.txt"}, "via stdin\n");
+  ExpectAudit("isb cp - in", {Unix("sandbox_file_write")});
   EXPECT_EQ(cp_stdin.exit_status, 0) << cp_stdin.Describe();
   EXPECT_EQ(Isb({"exec", id, "--", "cat", "/tmp/from-stdin.txt"}).out, "via stdin\n");
+  ExpectAudit("isb exec cat", {Unix("sandbox_exec")});
   ProcResult missing = Isb({"cp", id + ":/tmp/no-such-file", temp_dir() + "/x"});
+  ExpectAudit("isb cp out (a missing file)", {Unix("sandbox_file_read", "not_found")});
   EXPECT_EQ(missing.exit_status, 1) << missing.Describe();
 
   // stop: exec is refused (1); start: the files are still there
   ProcResult stop = Isb({"stop", id});
+  ExpectAudit("isb stop", {Unix("sandbox_stop")});
   EXPECT_EQ(stop.exit_status, 0) << stop.Describe();
   EXPECT_EQ(stop.out, id + "\n");
   EXPECT_EQ(json::parse(Isb({"inspect", id}).out, nullptr, false).value("state", ""), "stopped");
   ProcResult refused = Isb({"exec", id, "--", "true"});
+  ExpectAudit("isb exec (stopped)", {Unix("sandbox_exec", "conflict")});
   EXPECT_EQ(refused.exit_status, 1) << refused.Describe();
   EXPECT_FALSE(refused.err.empty());
   ProcResult start = Isb({"start", id});
+  ExpectAudit("isb start", {Unix("sandbox_start")});
   EXPECT_EQ(start.exit_status, 0) << start.Describe();
   std::string copied_back = temp_dir() + "/copied-back.bin";
   EXPECT_EQ(Isb({"cp", id + ":/root/copied.bin", copied_back}).exit_status, 0);
@@ -100,18 +117,23 @@ TEST_F(CliTest, SandboxCommandsThroughTheSocket) {
 
   // extend
   ProcResult extend = Isb({"extend", "--json", id, "2h"});
+  ExpectAudit("isb extend", {Unix("sandbox_extend")});
   EXPECT_EQ(extend.exit_status, 0) << extend.Describe();
   json extended = json::parse(extend.out, nullptr, false);
   EXPECT_EQ(extended.value("expires_at", int64_t{0}), info.value("expires_at", int64_t{0}) + 7200) << extend.Describe();
 
   // rm both; then they are unknown (1)
   ProcResult rm = Isb({"rm", id, id2});
+  ExpectAudit("isb rm", {Unix("sandbox_remove")});
+  ExpectAudit("isb rm (the second)", {Unix("sandbox_remove")});
   EXPECT_EQ(rm.exit_status, 0) << rm.Describe();
   EXPECT_EQ(rm.out, id + "\n" + id2 + "\n");
   ProcResult gone = Isb({"inspect", id});
+  ExpectAudit("isb inspect (removed)", {Unix("sandbox_get", "not_found")});
   EXPECT_EQ(gone.exit_status, 1) << gone.Describe();
   EXPECT_NE(gone.err.find(id), std::string::npos) << gone.Describe();
   EXPECT_EQ(Isb({"rm", id}).exit_status, 1);
+  ExpectAudit("isb rm (removed)", {Unix("sandbox_remove", "not_found")});
   EXPECT_EQ(json::parse(Isb({"ls", "--json"}).out, nullptr, false), json({{"sandboxes", json::array()}}));
 
   // usage errors are 2; an unreachable daemon is isb failing, 125

@@ -343,6 +343,7 @@ void E2eTest::TearDown() {
     RemoveAllSandboxes();
     EXPECT_EQ(StopDaemon(), 0) << "isb serve did not exit 0 on SIGTERM; its log:\n" << DaemonLog();
   }
+  if (!daemon_running()) CheckAuditLog();
   CheckNothingLeaked();
 }
 
@@ -390,6 +391,7 @@ void E2eTest::StartDaemon(const std::vector<std::string>& extra_args) {
 
   // The suite's HTTP caller: user "e2e", owner of the default org, with an unscoped token minted by the host.
   if (token_.empty()) {
+    CheckReadOnlyTools();
     MustTool("user_create", {{"name", "e2e"}});
     MustTool("member_add", {{"user", "e2e"}, {"role", "owner"}});
     json minted = MustTool("token_create", {{"name", "e2e"}, {"user", "e2e"}});
@@ -433,9 +435,20 @@ void E2eTest::TrackFrom(const json& j) {
   }
 }
 
-HttpResponse E2eTest::Tool(const std::string& tool, const json& input) {
-  HttpResponse r = Http(unix_endpoint(), "POST", "/api/v1/tools/" + tool, input.dump());
+HttpResponse E2eTest::Tool(const std::string& tool, const json& input, const std::vector<std::string>& headers,
+                           std::chrono::milliseconds timeout) {
+  return Request(unix_endpoint(), "POST", "/api/v1/tools/" + tool, input.dump(), headers, timeout);
+}
+
+HttpResponse E2eTest::Request(const Endpoint& ep, const std::string& method, const std::string& target,
+                              const std::string& body, const std::vector<std::string>& headers,
+                              std::chrono::milliseconds timeout) {
+  uint64_t started = audit_.Tick();
+  std::vector<std::string> h = headers;
+  const std::string request_id = LabelCall(method, target, &h, started);
+  HttpResponse r = Http(ep, method, target, body, h, timeout);
   TrackFrom(r.j);
+  LogCall(!ep.unix_path.empty(), method, target, h, body, r, started, request_id);
   return r;
 }
 
@@ -461,16 +474,19 @@ json E2eTest::Exec(const std::string& sandbox, const std::vector<std::string>& a
 }
 
 CurlResult E2eTest::Curl(std::vector<std::string> args, const std::string& method, const std::string& url,
-                         const std::string& body, const std::vector<std::string>& headers) {
+                         const std::string& body, const std::vector<std::string>& test_headers) {
+  uint64_t started = audit_.Tick();
+  std::vector<std::string> headers = test_headers;
+  const std::string target = url.substr(url.find('/', url.find("//") + 2));
+  const std::string request_id = LabelCall(method, target, &headers, started);
   std::vector<std::string> argv = {"curl", "-sS", "--max-time", "60", "-D", "-"};
   argv.insert(argv.end(), args.begin(), args.end());
   if (method == "HEAD") argv.push_back("-I");
   else if (method != "GET" || !body.empty()) argv.insert(argv.end(), {"-X", method});
   bool has_type = false;
-  for (const auto& h : headers) {
-    argv.insert(argv.end(), {"-H", h});
-    has_type = has_type || h.rfind("Content-Type:", 0) == 0;
-  }
+  for (const auto& h : headers) has_type = has_type || h.rfind("Content-Type:", 0) == 0;
+  if ((method == "POST" || !body.empty()) && !has_type) headers.push_back("Content-Type: application/json");
+  for (const auto& h : headers) argv.insert(argv.end(), {"-H", h});
   if (method == "POST" || !body.empty()) {
     std::string file;
     {
@@ -483,13 +499,14 @@ CurlResult E2eTest::Curl(std::vector<std::string> args, const std::string& metho
       std::fclose(f);
     }
     argv.insert(argv.end(), {"--data-binary", "@" + file});
-    if (!has_type) argv.insert(argv.end(), {"-H", "Content-Type: application/json"});
   }
   argv.push_back(url);
   CurlResult r;
   r.proc = RunProcess(argv, "", 90s);
   r.http = ParseHttpResponse(r.proc.out, /*decoded=*/true);
   TrackFrom(r.http.j);
+  bool via_unix = std::find(args.begin(), args.end(), "--unix-socket") != args.end();
+  LogCall(via_unix, method, target, headers, body, r.http, started, request_id);
   return r;
 }
 

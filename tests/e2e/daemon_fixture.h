@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "e2e/all_tools.h"
+#include "e2e/audit_ledger.h"
 #include "e2e/http_client.h"
 
 #ifndef ISB_BINARY
@@ -89,8 +90,15 @@ class E2eTest : public ::testing::Test {
   std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port_); }
 
   // ---- clients ----
+  // Every tool call made through these helpers is logged with the audit row it must leave (see ExpectAudit).
+  // One request with the raw client (http_client.h), on a fresh connection.
+  HttpResponse Request(const Endpoint& ep, const std::string& method, const std::string& target,
+                       const std::string& body = "", const std::vector<std::string>& headers = {},
+                       std::chrono::milliseconds timeout = 60s);
   // POST /api/v1/tools/<tool> over the unix socket with the raw client (set-up steps; tests of a surface use curl).
-  HttpResponse Tool(const std::string& tool, const json& input);
+  // `headers`: extra header lines (an org: "X-Isb-Org: acme").
+  HttpResponse Tool(const std::string& tool, const json& input, const std::vector<std::string>& headers = {},
+                    std::chrono::milliseconds timeout = 60s);
   // The result of a tool call that must succeed (the test fails otherwise; returns null then).
   json MustTool(const std::string& tool, const json& input);
   // sandbox_create that must succeed; returns the id.
@@ -107,6 +115,20 @@ class E2eTest : public ::testing::Test {
   // An isb CLI invocation, talking to this daemon's socket.
   ProcResult Isb(const std::vector<std::string>& args, const std::string& stdin_data = "");
 
+  // ---- the audit log ----
+  // After the test, before its state dir goes, the audit log must hold exactly the rows of the calls the test made
+  // (every call but a read-only one that succeeded), each with its action, surface, outcome, actor_kind and org, in
+  // the order made, and `isb audit verify` must find the chain whole. The helpers above log their calls; a test
+  // declares here the calls that its other clients made (the isb CLI, node, a raw connection), in the order made.
+  // The calls of one declaration may have overlapped. `where` names them in a failure.
+  void ExpectAudit(const std::string& where, std::vector<ExpectedRow> calls);
+  // The row a call over the unix socket leaves: the host's superadmin in the default org.
+  static ExpectedRow Unix(const std::string& action, const std::string& outcome = "ok");
+  // ... over TCP with a token (rest or mcp).
+  static ExpectedRow ByToken(const std::string& surface, const std::string& action, const std::string& outcome = "ok");
+  // A test that edits the audit log on purpose: the check is skipped.
+  void SkipAuditCheck() { audit_check_ = false; }
+
   // Ids the test saw; the leak check holds the test to each of them.
   void Track(const std::string& id);
   void TrackFrom(const json& j);
@@ -114,6 +136,20 @@ class E2eTest : public ::testing::Test {
  private:
   CurlResult Curl(std::vector<std::string> args, const std::string& method, const std::string& url,
                   const std::string& body, const std::vector<std::string>& headers);
+  // Logs a tool call that got `answer`: the row it must leave, if any.
+  void LogRestCall(const std::string& tool, const std::string& surface, const std::string& actor_kind,
+                   const std::string& org, const std::string& request_id, const HttpResponse& answer,
+                   uint64_t started, const std::string& where);
+  // Before a request to `target` (path and query): a REST tool call gets a request id of the fixture's unless the
+  // test sent one; returns it ("" when the call is matched by its order).
+  std::string LabelCall(const std::string& method, const std::string& target, std::vector<std::string>* headers,
+                        uint64_t started);
+  // After it: logs the tool call, sign-in or refused credential it made, if any.
+  void LogCall(bool via_unix, const std::string& method, const std::string& target,
+               const std::vector<std::string>& headers, const std::string& body, const HttpResponse& answer,
+               uint64_t started, const std::string& request_id);
+  void CheckReadOnlyTools();
+  void CheckAuditLog();
   void RemoveAllSandboxes();
   void CheckNothingLeaked();
   bool ForeignIsbRunning() const;
@@ -125,6 +161,8 @@ class E2eTest : public ::testing::Test {
   uint16_t port_ = 0;
   int daemon_starts_ = 0;
   std::mutex mu_;
+  AuditLedger audit_;
+  bool audit_check_ = true;
   std::set<std::string> ids_;
   int body_files_ = 0;
   // Before the test: sb-* cgroup dirs per controller, uid-range leases, the host's mount count.

@@ -7,6 +7,10 @@ configure_file(${CMAKE_CURRENT_LIST_DIR}/mcp_client.mjs ${ISB_E2E_NODE_DIR}/mcp_
 add_executable(isb_e2e_tests
   tests/e2e/daemon_fixture.cc
   tests/e2e/daemon_fixture.h
+  tests/e2e/fixture_audit.cc
+  tests/e2e/audit_ledger.cc
+  tests/e2e/audit_ledger.h
+  tests/e2e/audit_ledger_test.cc
   tests/e2e/http_client.cc
   tests/e2e/http_client.h
   tests/e2e/rest_test.cc

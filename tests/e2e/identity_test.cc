@@ -14,8 +14,7 @@ class IdentityTest : public E2eTest {
   // A user of its own, `role` in `org` (created on the socket), and an unscoped token of theirs.
   std::string UserToken(const std::string& user, const std::string& org, const std::string& role) {
     MustTool("user_create", {{"name", user}});
-    HttpResponse add = Http(unix_endpoint(), "POST", "/api/v1/tools/member_add",
-                            json({{"user", user}, {"role", role}}).dump(), {"X-Isb-Org: " + org});
+    HttpResponse add = Tool("member_add", {{"user", user}, {"role", role}}, {"X-Isb-Org: " + org});
     EXPECT_EQ(add.status, 200) << add.Describe();
     json minted = MustTool("token_create", {{"name", user}, {"user", user}});
     return minted.is_object() ? minted.value("token", "") : "";
@@ -125,7 +124,7 @@ TEST_F(IdentityTest, TokensForgedRevokedAndOnlyHashedAtRest) {
 
 TEST_F(IdentityTest, SessionCookiesNeedTheCsrfHeaderAndABadBearerIsNeverRescued) {
   MustTool("user_create", {{"name", "sam"}, {"password", "correct horse battery"}});
-  Http(unix_endpoint(), "POST", "/api/v1/tools/member_add", R"({"user":"sam","role":"member"})");
+  MustTool("member_add", {{"user", "sam"}, {"role", "member"}});
   CurlResult bad = CurlTcp("POST", "/api/v1/auth/signin", R"({"user":"sam","password":"wrong password!!"})",
                            {"Content-Type: application/json", "X-Isb-Csrf: 1"}, "");
   EXPECT_EQ(bad.http.status, 401) << bad.Describe();
@@ -275,8 +274,14 @@ TEST_F(IdentityTest, SignInIsRateLimitedPerAccountAndPerAddress) {
   MustTool("user_create", {{"name", "sam"}, {"password", "correct horse battery"}});
   MustTool("user_create", {{"name", "kim"}, {"password", "another good phrase"}});
   auto sign_in = [&](const std::string& user, const std::string& password) {
-    return Http(tcp_endpoint(), "POST", "/api/v1/auth/signin", json({{"user", user}, {"password", password}}).dump(),
-                {"Content-Type: application/json", "X-Isb-Csrf: 1"});
+    HttpResponse r = Http(tcp_endpoint(), "POST", "/api/v1/auth/signin",
+                          json({{"user", user}, {"password", password}}).dump(),
+                          {"Content-Type: application/json", "X-Isb-Csrf: 1"});
+    // Each attempt is an audit row, the refused ones too.
+    ExpectedRow row = ByToken("rest", "sign_in", r.status == 200 ? "ok" : r.j.value("error", "?"));
+    row.actor_kind = "user";
+    ExpectAudit("sign-in as " + user, {row});
+    return r;
   };
   auto expect_limited = [](const HttpResponse& r, const std::string& what) {
     EXPECT_EQ(r.status, 429) << what << ": " << r.Describe();

@@ -41,7 +41,7 @@ TEST_F(MalformedTest, RestAnswersEachBadRequestWithItsExactError) {
     std::vector<std::string> auth;
     if (ep.unix_path.empty()) auth.push_back("Authorization: Bearer " + token());
     auto post = [&](const std::string& tool, const std::string& body) {
-      return Http(ep, "POST", "/api/v1/tools/" + tool, body, auth);
+      return Request(ep, "POST", "/api/v1/tools/" + tool, body, auth);
     };
     ExpectError(post("sandbox_exec", R"({"sandbox": ")" + id + R"(", "argv": ["true"])"), 400, "invalid_argument",
                 "not valid JSON");
@@ -89,7 +89,7 @@ TEST_F(MalformedTest, RestAnswersEachBadRequestWithItsExactError) {
     StillServing();
   }
   // Without the token, even a malformed body gets 401 first: nothing is parsed for strangers.
-  ExpectError(Http(tcp_endpoint(), "POST", "/api/v1/tools/sandbox_exec", "{bad"), 401, "unauthenticated");
+  ExpectError(Request(tcp_endpoint(), "POST", "/api/v1/tools/sandbox_exec", "{bad"), 401, "unauthenticated");
   // The sandbox was never disturbed.
   json ok = Exec(id, {"echo", "fine"});
   EXPECT_EQ(ok["stdout"], "fine\n") << ok.dump();
@@ -99,7 +99,7 @@ TEST_F(MalformedTest, RestAnswersEachBadRequestWithItsExactError) {
 TEST_F(MalformedTest, McpAnswersBadMessagesWithJsonRpcErrors) {
   // A session to send in.
   std::vector<std::string> h = {"Authorization: Bearer " + token(), "Accept: application/json, text/event-stream"};
-  HttpResponse init = Http(tcp_endpoint(), "POST", "/mcp",
+  HttpResponse init = Request(tcp_endpoint(), "POST", "/mcp",
                            json({{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"},
                                  {"params", {{"protocolVersion", "2025-11-25"}, {"capabilities", json::object()},
                                              {"clientInfo", {{"name", "raw"}, {"version", "1"}}}}}})
@@ -108,7 +108,7 @@ TEST_F(MalformedTest, McpAnswersBadMessagesWithJsonRpcErrors) {
   ASSERT_EQ(init.status, 200) << init.Describe();
   h.push_back("Mcp-Session-Id: " + init.Header("mcp-session-id"));
   h.push_back("MCP-Protocol-Version: 2025-11-25");
-  auto rpc = [&](const std::string& body) { return Http(tcp_endpoint(), "POST", "/mcp", body, h); };
+  auto rpc = [&](const std::string& body) { return Request(tcp_endpoint(), "POST", "/mcp", body, h); };
   auto expect_rpc_error = [](const HttpResponse& r, int status, int code, const json& id) {
     EXPECT_EQ(r.status, status) << r.Describe();
     EXPECT_EQ(r.j.value("jsonrpc", ""), "2.0") << r.Describe();

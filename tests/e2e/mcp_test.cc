@@ -48,6 +48,15 @@ TEST_F(McpTest, TypeScriptSdkClientCreatesAndExecs) {
   EXPECT_EQ(node.exit_status, 0) << node.Describe();
   TrackFrom(obs);
   if (obs["create"]["id"].is_string()) Track(obs["create"]["id"].get<std::string>());
+  // The client's calls, in its order; the terminal's input went in while its exec streamed.
+  ExpectAudit("node: create", {ByToken("mcp", "sandbox_create")});
+  ExpectAudit("node: exec", {ByToken("mcp", "sandbox_exec")});
+  ExpectAudit("node: streamed exec", {ByToken("mcp", "sandbox_exec")});
+  ExpectAudit("node: terminal exec and its input",
+              {ByToken("mcp", "sandbox_exec"), ByToken("mcp", "sandbox_exec_input")});
+  ExpectAudit("node: bad input", {ByToken("mcp", "sandbox_exec", "invalid_argument")});
+  ExpectAudit("node: unknown tool", {ByToken("mcp", "sandbox_no_such_tool", "not_found")});
+  ExpectAudit("node: remove", {ByToken("mcp", "sandbox_remove")});
 
   // initialize: a session, the protocol version the SDK asked for, the server's name and the tools capability.
   ASSERT_TRUE(obs["sessionId"].is_string()) << obs.dump();

@@ -154,6 +154,7 @@ TEST_F(TerminalTest, ShellOnATerminalOverRestSse) {
 
   ASSERT_EQ(Input({{"sandbox", id}, {"session", session}, {"data", "exit 7\n"}}).http.status, 200);
   HttpResponse h = call.Finish();
+  ExpectAudit("the terminal exec over TCP", {ByToken("rest", "sandbox_exec")});
   ASSERT_EQ(h.status, 200) << h.Describe();
   auto events = Events(h.body);
   ASSERT_GE(events.size(), 3u) << h.body;
@@ -190,6 +191,7 @@ TEST_F(TerminalTest, ResizeDeliversSigwinch) {
                           json{{"sandbox", id}, {"session", session}, {"rows", 7}, {"cols", 8}}.dump());
   ASSERT_EQ(r.http.status, 200) << r.Describe();
   HttpResponse h = call.Finish();
+  ExpectAudit("the terminal exec on the socket", {Unix("sandbox_exec")});
   auto events = Events(h.body);
   ASSERT_FALSE(events.empty()) << h.body;
   EXPECT_EQ(events.back().second["result"]["exit_code"], 9) << h.body;
@@ -228,6 +230,8 @@ TEST_F(TerminalTest, LiveSessionsPerSandboxAreBounded) {
                                               {"message", "sandbox '" + id + "' has 8 live terminal sessions, the "
                                                           "most it may have; end one first"}})));
     for (auto& c : calls) c->Close();
+    // Each of the eight ends when the daemon notices its caller gone, with the outcome the daemon gives it.
+    ExpectAudit("the eight terminal execs whose callers hung up", std::vector<ExpectedRow>(8, Unix("sandbox_exec", "")));
   }
   // Hung up: within a couple of seconds the daemon notices, init kills the commands, the slots are free again.
   std::string last;
@@ -309,6 +313,10 @@ TEST_F(TerminalTest, CliExecItUnderARealTerminal) {
     ::waitpid(pid, &status, 0);
   }
   ASSERT_EQ(done, pid) << "isb exec -it did not end: " << seen;
+  // The exec, and as many inputs (keys as they come) and resizes as the CLI needed.
+  ExpectedRow input = Unix("sandbox_exec_input"), resize = Unix("sandbox_exec_resize");
+  input.rows = resize.rows = ExpectedRow::Rows::kAny;
+  ExpectAudit("isb exec -it", {Unix("sandbox_exec"), input, resize});
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 3) << "status " << status << ": " << seen;
   termios after{};
   ASSERT_EQ(::tcgetattr(master, &after), 0);
