@@ -132,9 +132,20 @@ std::optional<std::string> McpServer::TouchSession(const std::string& id, const 
 
 Response McpServer::Handle(const Request& req, const Identity& identity) {
   std::optional<std::string> org = McpOrgFromPath(req.Path());
-  // An org the caller does not reach is answered as one that does not exist.
+  // An org the caller does not reach is answered as one that does not exist, and the attempt is audited (as a
+  // refused "mcp" call in that org).
   if (!org || !registry_.Reaches(identity, *org)) {
-    return JsonResponse(404, Dump({{"error", "not_found"}, {"message", "no MCP endpoint here; use /mcp"}}));
+    Error missing = Error::Of(Code::kNotFound, "no MCP endpoint here; use /mcp");
+    if (org) {
+      CallContext ctx;
+      ctx.surface = "mcp";
+      ctx.org = SanitizeUtf8(std::string_view(*org).substr(0, 100));
+      ctx.identity = identity;
+      ctx.ip = req.remote_address;
+      ctx.user_agent = SanitizeUtf8(std::string_view(req.headers.Get("User-Agent")).substr(0, 256));
+      registry_.Refuse("mcp", ctx, missing);
+    }
+    return JsonResponse(404, Dump({{"error", "not_found"}, {"message", missing.message}}));
   }
   // DNS rebinding defence: a browser page from elsewhere must not reach a local daemon.
   if (req.headers.Has("Origin") && !IsLoopbackOrigin(req.headers.Get("Origin"))) {

@@ -163,7 +163,16 @@ TEST_F(McpTest, MethodsPathsAndOrigins) {
   std::string sid = Initialize("/orgs/default/mcp");
   EXPECT_FALSE(sid.empty());
   EXPECT_EQ(Post(Rpc(2, "tools/list"), Session(sid), "/orgs/default/mcp").status, 200);
+  // An org the caller does not reach: 404 as for a missing one, and the attempt is reported as a refused "mcp" call.
+  std::vector<std::string> refused;
+  registry.SetObserver([&](std::string_view name, const Tool* tool, const nlohmann::json&, const CallContext& ctx,
+                           const Result<nlohmann::json>& result) {
+    refused.push_back(std::string(name) + " " + ctx.surface + " " + ctx.org + " " + (tool ? "tool" : "-") + " " +
+                      std::string(result.ok() ? "ok" : CodeName(result.error().code)));
+  });
   EXPECT_EQ(Post(Rpc(1, "initialize"), {}, "/orgs/acme/mcp").status, 404);
+  EXPECT_EQ(refused, std::vector<std::string>{"mcp mcp acme - not_found"});
+  registry.SetObserver(nullptr);
   for (const char* ok : {"http://localhost", "http://localhost:5173", "http://127.0.0.1:8092", "http://[::1]:3000"}) {
     EXPECT_EQ(Post(Rpc(1, "initialize"), {{"Origin", ok}}).status, 200) << ok;
   }
