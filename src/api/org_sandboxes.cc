@@ -21,10 +21,11 @@ std::string MiB(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
 Status CheckQuota(const std::string& org, const identity::Quota& quota, const std::vector<SandboxInfo>& existing,
                   const SandboxSpec& spec) {
   double cpus = 0;
-  uint64_t memory = 0;
+  uint64_t memory = 0, disk = 0;
   for (const SandboxInfo& s : existing) {
     cpus += s.spec.cpus;
     memory += s.spec.mem_limit;
+    disk += s.spec.disk;
   }
   const std::string who = "quota: org '" + org + "' ";
   if (quota.instances && static_cast<int64_t>(existing.size()) + 1 > *quota.instances) {
@@ -38,6 +39,10 @@ Status CheckQuota(const std::string& org, const identity::Quota& quota, const st
   if (quota.memory && memory + spec.mem_limit > static_cast<uint64_t>(*quota.memory)) {
     return Error::Of(Code::kForbidden, who + "may be allocated " + MiB(*quota.memory) + " of memory; it has " +
                                            MiB(memory) + " and this sandbox asks for " + MiB(spec.mem_limit));
+  }
+  if (quota.disk && disk + spec.disk > static_cast<uint64_t>(*quota.disk)) {
+    return Error::Of(Code::kForbidden, who + "may be allocated " + MiB(*quota.disk) + " of disk; it has " + MiB(disk) +
+                                           " and this sandbox asks for " + MiB(spec.disk));
   }
   return {};
 }

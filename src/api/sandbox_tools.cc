@@ -85,6 +85,11 @@ json SpecSchema() {
        {"mem_limit", {{"type", {"integer", "string"}}, {"default", 512 << 20},
                       {"description", "Memory limit, swap included: bytes (integer, at least 1048576) or a size "
                                       "such as \"512M\" or \"2G\"."}}},
+       {"disk", {{"type", {"integer", "string"}}, {"default", kDefaultDisk},
+                 {"description", "Size of the filesystem the sandbox writes to (its root outside /tmp and the "
+                                 "mounts); writing beyond it fails with ENOSPC: bytes (integer, 16 MiB to 1 TiB) or "
+                                 "a size such as \"64M\" or \"10G\"; default 2G. Counts toward the org's disk "
+                                 "quota."}}},
        {"pids", Int("Maximum number of processes.", 1, 65536)},
        {"environment", StringMap("Environment variables of every process in the sandbox.", 256)},
        {"working_dir", Str("Absolute working directory inside the sandbox; default \"/\".", 4096)},
@@ -120,6 +125,8 @@ json InfoSchema() {
   json spec = SpecSchema();
   spec.erase("additionalProperties");
   spec["properties"]["mem_limit"] = {{"type", "integer"}, {"description", "Memory limit in bytes."}};
+  spec["properties"]["disk"] = {{"type", "integer"},
+                                {"description", "Size of the writable layer's filesystem, bytes."}};
   json usage = {{"type", "object"},
                 {"properties",
                  {{"cpu_usec", {{"type", "integer"}, {"description", "CPU time used, microseconds."}}},
@@ -230,21 +237,23 @@ Result<std::string> NormalizePath(const std::string& field, const std::string& p
   return out;
 }
 
-Result<uint64_t> MemLimit(const json& v) {
+// A size field: bytes (an integer) or a size such as "512M"; `min` and `max` are what ValidateSpec allows.
+Result<uint64_t> SizeField(const std::string& field, const json& v, uint64_t min, const std::string& min_text,
+                           uint64_t max, const std::string& max_text) {
   uint64_t bytes = 0;
   if (v.is_string()) {
     auto parsed = ParseSize(v.get<std::string>());
-    if (!parsed.ok()) return Invalid("mem_limit: " + parsed.error().message);
+    if (!parsed.ok()) return Invalid(field + ": " + parsed.error().message);
     bytes = *parsed;
   } else if (v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0)) {
     bytes = v.get<uint64_t>();
   } else if (v.is_number_float()) {
     bytes = static_cast<uint64_t>(v.get<double>());
   } else {
-    return Invalid("mem_limit: must be >= 1048576");
+    return Invalid(field + ": must be >= " + std::to_string(min));
   }
-  if (bytes < (1u << 20)) return Invalid("mem_limit: must be at least 1 MiB (1048576 bytes)");
-  if (bytes > (1ull << 40)) return Invalid("mem_limit: must be at most 1 TiB");
+  if (bytes < min) return Invalid(field + ": must be at least " + min_text + " (" + std::to_string(min) + " bytes)");
+  if (bytes > max) return Invalid(field + ": must be at most " + max_text);
   return bytes;
 }
 
@@ -378,6 +387,7 @@ json SpecJson(const SandboxSpec& s) {
           {"image", s.image},
           {"cpus", s.cpus},
           {"mem_limit", s.mem_limit},
+          {"disk", s.disk},
           {"pids", s.pids},
           {"environment", s.environment},
           {"working_dir", s.working_dir},
@@ -398,7 +408,10 @@ Result<SandboxSpec> SpecFromJson(const json& in) {
   ISB_TRY(CheckNoNul("image", spec.image));
   spec.cpus = in.value("cpus", spec.cpus);
   if (auto it = in.find("mem_limit"); it != in.end()) {
-    ISB_ASSIGN_OR_RETURN(spec.mem_limit, MemLimit(*it));
+    ISB_ASSIGN_OR_RETURN(spec.mem_limit, SizeField("mem_limit", *it, 1u << 20, "1 MiB", 1ull << 40, "1 TiB"));
+  }
+  if (auto it = in.find("disk"); it != in.end()) {
+    ISB_ASSIGN_OR_RETURN(spec.disk, SizeField("disk", *it, kMinDisk, "16 MiB", kMaxDisk, "1 TiB"));
   }
   spec.pids = in.value("pids", spec.pids);
   ISB_ASSIGN_OR_RETURN(spec.environment, EnvMap(in, "environment"));
@@ -578,7 +591,7 @@ Status AddCreateAndExec(Registry& reg, Sandboxes& all, const SandboxToolOptions&
         std::unique_lock<std::mutex> quota_lock;
         if (quota) {
           ISB_ASSIGN_OR_RETURN(identity::Quota q, quota(ctx.org));
-          if (q.cpus || q.memory || q.instances) {
+          if (q.cpus || q.memory || q.instances || q.disk) {
             quota_lock = std::unique_lock(quota_mu);
             ISB_ASSIGN_OR_RETURN(std::vector<SandboxInfo> existing, sb.List());
             if (Status fits = CheckQuota(ctx.org, q, existing, spec); !fits.ok()) return fits.error();

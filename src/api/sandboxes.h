@@ -53,11 +53,18 @@ inline void from_json(const nlohmann::json& j, SpecPort& p) {
        j.value("host_address", std::string("127.0.0.1"))};
 }
 
+inline constexpr uint64_t kDefaultDisk = 2ull << 30;
+inline constexpr uint64_t kMinDisk = 16ull << 20;
+inline constexpr uint64_t kMaxDisk = 1ull << 40;
+
 struct SandboxSpec {
   std::string name;          // optional; unique among the org's sandboxes when given (other orgs may reuse it)
   std::string image;         // a directory on the host; empty: the default view of the host
   double cpus = 2;           // CPU quota in cores
   uint64_t mem_limit = 512ull << 20;  // bytes, swap included
+  // Bytes: the size of the filesystem the writable layer lives in (kMinDisk to kMaxDisk); writing beyond it is
+  // ENOSPC inside. Specs stored before disk limits read as this default.
+  uint64_t disk = kDefaultDisk;
   uint32_t pids = 64;
   std::map<std::string, std::string> environment;
   std::string working_dir = "/";

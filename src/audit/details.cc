@@ -88,7 +88,7 @@ json DetailsPolicy::Filter(std::string_view action, const json& details) const {
 
 DetailsPolicy DefaultDetailsPolicy() {
   DetailsPolicy p;
-  p.Allow("sandbox_create", {{"name"}, {"image"}, {"cpus"}, {"mem_limit"}, {"pids"},
+  p.Allow("sandbox_create", {{"name"}, {"image"}, {"cpus"}, {"mem_limit"}, {"disk"}, {"pids"},
                              {"environment", Keep::kKeyNames}, {"working_dir"}, {"user"},
                              {"labels", Keep::kKeyNames}, {"egress"}, {"expires"}, {"idle_timeout"}});
   p.Allow("sandbox_exec", {{"argv", Keep::kStrings}, {"env", Keep::kKeyNames}, {"workdir"}, {"timeout"},

@@ -11,6 +11,7 @@
 #include <ctime>
 #include <memory>
 #include <optional>
+#include <tuple>
 
 #include "base/fd.h"
 #include "base/file.h"
@@ -126,6 +127,7 @@ struct FieldFlag {
 };
 constexpr FieldFlag kCreateFlags[] = {
     {"name", "--name"},           {"image", "--image"}, {"cpus", "--cpus"},   {"mem_limit", "--memory"},
+    {"disk", "--disk"},
     {"pids", "--pids"},           {"environment", "--env"}, {"working_dir", "--workdir"}, {"user", "--user"},
     {"labels", "--label"},        {"expires", "--expires", true}, {"idle_timeout", "--idle-timeout", true}};
 constexpr FieldFlag kExecFlags[] = {
@@ -409,6 +411,7 @@ void AddSandboxCommands(CLI::App& app, int* exit_code) {
   cmd->add_option("--image", create->image, "A host directory used read-only as the root (default: a view of the host)");
   cmd->add_option("--cpus", create->cpus, "CPU quota in cores, e.g. 0.5 (default 2)");
   cmd->add_option("--memory", create->memory, "Memory limit, swap included, e.g. 512M (default 512M)");
+  cmd->add_option("--disk", create->disk, "Size of the filesystem it writes to, e.g. 10G (default 2G)");
   cmd->add_option("--pids", create->pids, "Most processes at once (default 64)");
   // Repeatable options take one value per occurrence, so that "--" and positionals after them are left alone.
   cmd->add_option("--env", create->env, "K=V in every process's environment (repeatable)")->allow_extra_args(false);
@@ -580,10 +583,11 @@ Result<json> CreateInput(const CreateFlags& f) {
     if (!m.ok()) return Usage("--cpus: " + m.error().message);
     in["cpus"] = static_cast<double>(*m) / 1000.0;
   }
-  if (!f.memory.empty()) {
-    auto bytes = ParseSize(f.memory);
-    if (!bytes.ok()) return Usage("--memory: " + bytes.error().message);
-    in["mem_limit"] = *bytes;
+  for (auto [value, flag, field] : {std::tuple{&f.memory, "--memory", "mem_limit"}, {&f.disk, "--disk", "disk"}}) {
+    if (value->empty()) continue;
+    auto bytes = ParseSize(*value);
+    if (!bytes.ok()) return Usage(std::string(flag) + ": " + bytes.error().message);
+    in[field] = *bytes;
   }
   if (!f.pids.empty()) {
     char* end = nullptr;

@@ -46,7 +46,7 @@ int ExitCodeFor(const Error& error);
 Error DaemonError(int http_status, std::string_view body);
 
 struct CreateFlags {
-  std::string name, image, cpus, memory, pids, workdir, user, expires, idle_timeout;
+  std::string name, image, cpus, memory, disk, pids, workdir, user, expires, idle_timeout;
   std::vector<std::string> env, labels;  // K=V each
   std::vector<std::string> mounts;       // SRC[:DST][:ro|:rw] each
   std::vector<std::string> publish;      // [ADDR:]HOSTPORT:PORT each

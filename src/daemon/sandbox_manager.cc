@@ -167,6 +167,7 @@ Status ValidateSpec(const api::SandboxSpec& s) {
   }
   if (!(s.cpus >= 0.001 && s.cpus <= 1024)) return Invalid("cpus: must be between 0.001 and 1024");
   if (s.mem_limit < (4u << 20)) return Invalid("mem_limit: must be at least 4 MiB");
+  if (s.disk < api::kMinDisk || s.disk > api::kMaxDisk) return Invalid("disk: must be between 16 MiB and 1 TiB");
   if (s.pids < 2 || s.pids > 1'000'000) return Invalid("pids: must be between 2 and 1000000");
   for (const auto& [k, v] : s.environment)
     if (k.empty() || k.find('=') != std::string::npos || k.find('\0') != std::string::npos ||
@@ -185,7 +186,7 @@ Status ValidateSpec(const api::SandboxSpec& s) {
 
 std::string SpecToJson(const api::SandboxSpec& s) {
   json j{{"name", s.name},         {"image", s.image},
-              {"cpus", s.cpus},         {"mem_limit", s.mem_limit},
+              {"cpus", s.cpus},         {"mem_limit", s.mem_limit}, {"disk", s.disk},
               {"pids", s.pids},         {"environment", s.environment},
               {"working_dir", s.working_dir}, {"user", s.user},
               {"labels", s.labels},     {"egress", s.egress},
@@ -203,6 +204,7 @@ api::SandboxSpec SpecFromJson(const std::string& text) {
   s.image = j.value("image", "");
   s.cpus = j.value("cpus", 2.0);
   s.mem_limit = j.value("mem_limit", uint64_t{512} << 20);
+  s.disk = j.value("disk", api::kDefaultDisk);
   s.pids = j.value("pids", 64u);
   s.environment = j.value("environment", std::map<std::string, std::string>{});
   s.working_dir = j.value("working_dir", "/");
@@ -233,6 +235,18 @@ SandboxManager::~SandboxManager() {
 }
 
 std::string SandboxManager::Dir(const std::string& id) const { return options_.state_dir + "/sandboxes/" + id; }
+
+DiskLayer SandboxManager::Layer(const std::string& id) const {
+  return DiskLayer(Dir(id) + "/layer.img", Dir(id) + "/layer");
+}
+
+void SandboxManager::RemoveDir(const std::string& id) {
+  // Unmounted first: removing the files of a mounted layer would empty the image and leave it mounted.
+  if (Status st = Layer(id).Remove(); !st.ok())
+    std::fprintf(stderr, "isb: sandbox %s: its disk layer: %s\n", id.c_str(), st.error().message.c_str());
+  std::error_code ec;
+  std::filesystem::remove_all(Dir(id), ec);
+}
 
 void SandboxManager::Event(const Record& rec, const std::string& event, const std::string& reason) {
   const std::string& id = rec.id;
@@ -339,6 +353,9 @@ Status SandboxManager::LaunchProcess(Record& rec, bool background) {
   ISB_TRY(MakeDirs(Dir(rec.id), 0711));
   for (const std::string& d : {options_.state_dir, options_.state_dir + "/sandboxes", Dir(rec.id)})
     if (::chmod(d.c_str(), 0711) != 0) return Error::Sys("chmod " + d);
+  // The layer's filesystem is mounted on the host before the sandbox's mount namespace is made from it, and stays
+  // mounted while the sandbox runs, daemon or not; a layer from before disk limits is kept unlimited.
+  if (DiskLayer layer = Layer(rec.id); !layer.Legacy()) ISB_TRY(layer.Attach(rec.spec.disk));
   ISB_ASSIGN_OR_RETURN(engine::SpawnedSandbox s, spawner_->Spawn(c, Dir(rec.id) + "/control.sock", rec.id));
   rec.pid = s.pid;
   rec.start_time = s.start_time;
@@ -389,6 +406,8 @@ Status SandboxManager::Kill(Record& rec, bool* oom) {
       ::usleep(5000);
   }
   ::unlink((Dir(rec.id) + "/control.sock").c_str());
+  // Stopped, its layer's filesystem is unmounted (the image keeps the data for the next start).
+  if (Status detached = Layer(rec.id).Detach(); !detached.ok() && removed.ok()) removed = detached;
   rec.pid = 0;
   rec.start_time = 0;
   rec.lease_index = -1;
@@ -398,15 +417,14 @@ Status SandboxManager::Kill(Record& rec, bool* oom) {
 void SandboxManager::Discard(Record& rec) {
   bool oom = false;
   (void)Kill(rec, &oom);
-  std::error_code ec;
-  std::filesystem::remove_all(Dir(rec.id), ec);
+  RemoveDir(rec.id);
 }
 
 std::optional<SandboxManager::Record> SandboxManager::TakeReady(const api::SandboxSpec& spec) {
   // What a pooled sandbox was launched with; everything else in a spec (environment, user, working_dir, labels,
   // lifetimes) is the daemon's to apply, not the sandbox's.
   const api::SandboxSpec pooled;
-  if (!spec.name.empty() || !spec.image.empty() || !spec.mounts.empty() || !spec.ports.empty() || spec.cpus != pooled.cpus || spec.mem_limit != pooled.mem_limit ||
+  if (!spec.name.empty() || !spec.image.empty() || !spec.mounts.empty() || !spec.ports.empty() || spec.cpus != pooled.cpus || spec.mem_limit != pooled.mem_limit || spec.disk != pooled.disk ||
       spec.pids != pooled.pids || spec.egress != pooled.egress)
     return std::nullopt;
   std::unique_lock lock(pool_mu_);
@@ -558,7 +576,7 @@ Result<api::SandboxInfo> SandboxManager::Create(const api::SandboxSpec& spec) {
   }
   if (auto st = PrepareNetwork(rec, egress_spec); !st.ok()) {
     if (options_.egress != nullptr) options_.egress->Release(rec.id);
-    std::filesystem::remove_all(Dir(rec.id));
+    RemoveDir(rec.id);
     return st.error();
   }
   // The row exists before the sandbox does, so a daemon killed mid-create finds and undoes it at start-up.
@@ -568,14 +586,14 @@ Result<api::SandboxInfo> SandboxManager::Create(const api::SandboxSpec& spec) {
       {rec.id, rec.name, SpecToJson(rec.spec), rec.created_at, rec.expires_at, api::OrgOf(rec.spec)});
   if (!ins.ok()) {
     if (options_.egress != nullptr) options_.egress->Release(rec.id);
-    std::filesystem::remove_all(Dir(rec.id));
+    RemoveDir(rec.id);
     if (ins.error().code == Code::kConflict) return Error::Of(Code::kConflict, "name: '" + spec.name + "' is in use");
     return ins.error();
   }
   if (auto st = Launch(rec); !st.ok()) {
     (void)Halt(rec, "failed", st.error().message);
     if (options_.egress != nullptr) options_.egress->Release(rec.id);
-    std::filesystem::remove_all(Dir(rec.id));
+    RemoveDir(rec.id);
     (void)db_->Exec("DELETE FROM sandboxes WHERE id = ?1", {rec.id});
     return st.error();
   }
@@ -774,8 +792,7 @@ Status SandboxManager::Remove(const std::string& id_or_name) {
   ISB_ASSIGN_OR_RETURN(Record rec, Load(id_or_name));
   Status halted = Halt(rec, "removed", "requested");
   if (options_.egress != nullptr) options_.egress->Release(rec.id);
-  std::error_code ec;
-  std::filesystem::remove_all(Dir(rec.id), ec);
+  RemoveDir(rec.id);
   ISB_TRY(db_->Exec("DELETE FROM sandboxes WHERE id = ?1", {rec.id}));
   cpu_samples_.erase(rec.id);
   return halted;
@@ -841,8 +858,7 @@ Result<std::string> SandboxManager::Adopt() {
       // The previous daemon died mid-create: nobody was told of this sandbox. Undo it.
       engine::Cgroup cg = engine::Cgroup::Adopt(layout_, id);
       (void)cg.Remove();
-      std::error_code ec;
-      std::filesystem::remove_all(Dir(id), ec);
+      RemoveDir(id);
       (void)db_->Exec("DELETE FROM sandboxes WHERE id = ?1", {id});
       ++undone;
       continue;
@@ -861,7 +877,10 @@ Result<std::string> SandboxManager::Adopt() {
       }
       if (!st.ok()) std::fprintf(stderr, "isb: sandbox %s: egress not restored: %s\n", id.c_str(), st.error().message.c_str());
     }
-    if (rec->state != "running") continue;
+    if (rec->state != "running") {
+      (void)Layer(id).Detach();  // a daemon killed in the middle of a stop may have left it mounted
+      continue;
+    }
     if (Alive(*rec)) {
       if (Status p = ports_.Publish(id, rec->pid, rec->spec.ports); !p.ok())
         std::fprintf(stderr, "isb: sandbox %s: ports not published: %s\n", id.c_str(), p.error().message.c_str());
@@ -884,12 +903,19 @@ Result<std::string> SandboxManager::Adopt() {
         continue;
       engine::Cgroup cg = engine::Cgroup::Adopt(layout_, name);
       (void)cg.Remove();
-      std::filesystem::remove_all(Dir(name), ec);
+      RemoveDir(name);
       ++orphans;
     }
   }
-  // Lease files whose holder is gone.
+  // State dirs the database does not know and no cgroup led to (a pooled sandbox's layer made before its launch):
+  // their layers are unmounted and their images removed.
   std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(options_.state_dir + "/sandboxes", ec)) {
+    std::string name = e.path().filename().string();
+    if (!name.starts_with("sb-") || known.count(name)) continue;
+    RemoveDir(name);
+  }
+  // Lease files whose holder is gone.
   for (const auto& e : std::filesystem::directory_iterator(engine::IdAllocator::kHostLeaseDir, ec)) {
     try {
       engine::IdAllocator::ForHost().Reclaim(static_cast<uint32_t>(std::stoul(e.path().filename().string())));
@@ -933,8 +959,7 @@ int SandboxManager::ReapOnce() {
       }
       if (why.empty()) continue;
       (void)Halt(*rec, "reaped", why);
-      std::error_code ec;
-      std::filesystem::remove_all(Dir(id), ec);
+      RemoveDir(id);
       (void)db_->Exec("DELETE FROM sandboxes WHERE id = ?1", {id});
       cpu_samples_.erase(id);
       ++removed;

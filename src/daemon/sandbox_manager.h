@@ -17,6 +17,7 @@
 #include "engine/exec_terminal.h"
 #include "engine/spawner.h"
 #include "audit/history.h"
+#include "daemon/disk_layer.h"
 #include "daemon/egress_service.h"
 #include "daemon/port_publisher.h"
 #include "daemon/trust_bundle.h"
@@ -107,6 +108,10 @@ class SandboxManager : public api::Sandboxes {
   static constexpr char kTrustBundleFile[] = "ca-bundle.pem";
   Result<api::SandboxInfo> Info(const Record& rec);
   std::string Dir(const std::string& id) const;
+  // The sandbox's writable layer: <dir>/layer.img mounted on <dir>/layer (disk_layer.h).
+  DiskLayer Layer(const std::string& id) const;
+  // Unmounts the layer, then removes the sandbox's state dir with its image.
+  void RemoveDir(const std::string& id);
   void Event(const Record& rec, const std::string& event, const std::string& reason = "");
   int64_t Now() const { return options_.now(); }
   // Terminal sessions: a slot is reserved (and the id chosen) before the command starts, filled in when it runs,

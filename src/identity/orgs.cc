@@ -54,14 +54,14 @@ Status Orgs::SetQuota(const Principal& caller, std::string_view org, const Quota
   auto opt_real = [](const std::optional<double>& v) { return v ? store::Value(*v) : store::Value(nullptr); };
   auto opt_int = [](const std::optional<int64_t>& v) { return v ? store::Value(*v) : store::Value(nullptr); };
   return db_.Exec(
-      "INSERT INTO org_quotas(org_id, cpus, memory, instances) VALUES (?1, ?2, ?3, ?4) "
-      "ON CONFLICT(org_id) DO UPDATE SET cpus = ?2, memory = ?3, instances = ?4",
-      {o.id, opt_real(quota.cpus), opt_int(quota.memory), opt_int(quota.instances)});
+      "INSERT INTO org_quotas(org_id, cpus, memory, instances, disk) VALUES (?1, ?2, ?3, ?4, ?5) "
+      "ON CONFLICT(org_id) DO UPDATE SET cpus = ?2, memory = ?3, instances = ?4, disk = ?5",
+      {o.id, opt_real(quota.cpus), opt_int(quota.memory), opt_int(quota.instances), opt_int(quota.disk)});
 }
 
 Result<Quota> Orgs::GetQuota(std::string_view org) {
   ISB_ASSIGN_OR_RETURN(Org o, Get(org));
-  ISB_ASSIGN_OR_RETURN(auto rows, db_.Query("SELECT cpus, memory, instances FROM org_quotas WHERE org_id = ?1", {o.id}));
+  ISB_ASSIGN_OR_RETURN(auto rows, db_.Query("SELECT cpus, memory, instances, disk FROM org_quotas WHERE org_id = ?1", {o.id}));
   Quota q;
   if (rows.empty()) return q;
   const store::Row& r = rows[0];
@@ -69,6 +69,7 @@ Result<Quota> Orgs::GetQuota(std::string_view org) {
   else if (auto* i = std::get_if<int64_t>(&r[0])) q.cpus = static_cast<double>(*i);
   if (!std::holds_alternative<std::nullptr_t>(r[1])) q.memory = store::AsInt(r[1]);
   if (!std::holds_alternative<std::nullptr_t>(r[2])) q.instances = store::AsInt(r[2]);
+  if (!std::holds_alternative<std::nullptr_t>(r[3])) q.disk = store::AsInt(r[3]);
   return q;
 }
 

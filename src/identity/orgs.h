@@ -27,6 +27,7 @@ struct Quota {
   std::optional<double> cpus{};        // cores
   std::optional<int64_t> memory{};     // bytes
   std::optional<int64_t> instances{};  // sandboxes, running or stopped
+  std::optional<int64_t> disk{};       // bytes of writable layers (each sandbox's spec.disk)
 };
 
 struct Member {

@@ -1,17 +1,9 @@
 #include "net/firewall.h"
 
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <set>
 #include <sstream>
 
-#include "base/fd.h"
-
-extern char** environ;
+#include "base/program.h"
 
 namespace isb::net {
 namespace {
@@ -116,62 +108,14 @@ std::string RenderRuleset(const FirewallConfig& c, const std::vector<SandboxRule
 
 namespace {
 
-// Runs `nft` with `args`, `input` on its stdin; its stderr is the error on failure. posix_spawn, not fork: the
-// daemon is multi-threaded.
+// Runs `nft` with `args`, `input` on its stdin; its stderr is the error on failure.
 Status RunNft(const std::vector<std::string>& args, const std::string& input) {
-  ISB_ASSIGN_OR_RETURN(Pipe in, MakePipe());
-  ISB_ASSIGN_OR_RETURN(Pipe err, MakePipe());
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, in.read.get(), 0);
-  posix_spawn_file_actions_adddup2(&fa, err.write.get(), 2);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  std::vector<char*> argv;
-  std::string nft = "nft";
-  argv.push_back(nft.data());
-  std::vector<std::string> copy = args;
-  for (std::string& a : copy) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  // The daemon blocks its stop signals and ignores SIGPIPE; nft gets the defaults back.
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none, defaults;
-  sigemptyset(&none);
-  sigemptyset(&defaults);
-  sigaddset(&defaults, SIGPIPE);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  pid_t pid = 0;
-  int rc = ::posix_spawnp(&pid, "nft", &fa, &attr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0) return Error::Sys("starting nft (install the nftables package)", rc);
-  in.read.Reset();
-  err.write.Reset();
-  // nft reads its whole input before it reports anything, so writing first and reading after cannot deadlock.
-  size_t off = 0;
-  while (off < input.size()) {
-    ssize_t n = ::write(in.write.get(), input.data() + off, input.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    off += static_cast<size_t>(n);
-  }
-  in.write.Reset();
-  std::string message;
-  char buf[4096];
-  for (;;) {
-    ssize_t n = ::read(err.read.get(), buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    if (message.size() < 4096) message.append(buf, static_cast<size_t>(n));
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return {};
-  while (!message.empty() && message.back() == '\n') message.pop_back();
-  return Error::Msg("nft refused the ruleset: " + message);
+  std::vector<std::string> argv = {"nft"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  Result<ProgramExit> exit = RunProgram(argv, input);
+  if (!exit.ok()) return Error::Sys("starting nft (install the nftables package)", exit.error().err);
+  if (exit->ok()) return {};
+  return Error::Msg("nft refused the ruleset: " + exit->stderr_text);
 }
 
 }  // namespace

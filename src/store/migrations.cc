@@ -218,6 +218,10 @@ UPDATE sandboxes SET org = coalesce(json_extract(spec, '$.labels."isb.org"'), 'd
 DROP INDEX sandboxes_name;
 CREATE UNIQUE INDEX sandboxes_org_name ON sandboxes(org, name) WHERE name != '';
 )sql",
+      // 6: the org quota's disk, bytes of writable layers (each sandbox's spec.disk); NULL is no limit.
+      R"sql(
+ALTER TABLE org_quotas ADD COLUMN disk INTEGER CHECK (disk IS NULL OR disk > 0);
+)sql",
   };
   return m;
 }

@@ -54,12 +54,14 @@ TEST_F(SandboxToolsTest, CreateAppliesDefaultsAndParsesFields) {
   EXPECT_EQ(info["spec"]["expires"], 86400);
   EXPECT_EQ(info["spec"]["idle_timeout"], 7200);
   EXPECT_EQ(info["spec"]["mem_limit"], 512 << 20);
+  EXPECT_EQ(info["spec"]["disk"], 2ull << 30);
 
-  json full = Ok("sandbox_create", json::parse(R"({"name":"web-1","cpus":0.5,"mem_limit":"1G","pids":10,
+  json full = Ok("sandbox_create", json::parse(R"({"name":"web-1","cpus":0.5,"mem_limit":"1G","disk":"64M","pids":10,
       "environment":{"A":"b"},"working_dir":"/srv/../work","user":"1000:1000","labels":{"team":"x"},
       "egress":"none","expires":3600,"idle_timeout":600})"));
   EXPECT_EQ(full["name"], "web-1");
   EXPECT_EQ(full["spec"]["mem_limit"], 1ull << 30);
+  EXPECT_EQ(full["spec"]["disk"], 64u << 20);
   EXPECT_EQ(full["spec"]["working_dir"], "/work");
   EXPECT_EQ(full["spec"]["environment"]["A"], "b");
   EXPECT_EQ(fake.sandboxes.begin()->second.spec.expires.count(), 86400);
@@ -75,6 +77,9 @@ TEST_F(SandboxToolsTest, CreateRejectsBadSpecsNamingTheField) {
   EXPECT_NE(Fail("sandbox_create", {{"user", "root"}}).message.find("user:"), std::string::npos);
   EXPECT_NE(Fail("sandbox_create", {{"mem_limit", "lots"}}).message.find("mem_limit:"), std::string::npos);
   EXPECT_NE(Fail("sandbox_create", {{"mem_limit", 100}}).message.find("mem_limit:"), std::string::npos);
+  EXPECT_EQ(Fail("sandbox_create", {{"disk", "1M"}}).message, "disk: must be at least 16 MiB (16777216 bytes)");
+  EXPECT_EQ(Fail("sandbox_create", {{"disk", "2T"}}).message, "disk: must be at most 1 TiB");
+  EXPECT_EQ(Fail("sandbox_create", {{"disk", "lots"}}).message.rfind("disk: ", 0), 0u);
   EXPECT_NE(Fail("sandbox_create", {{"environment", {{"A=B", "x"}}}}).message.find("environment:"),
             std::string::npos);
   Create({{"name", "dup"}});
@@ -418,6 +423,28 @@ TEST(SandboxQuotaTest, CreateIsRefusedBeyondTheOrgsQuota) {
   EXPECT_EQ(create("acme", {{"cpus", 0.1}, {"mem_limit", "4M"}}), "quota: org 'acme' may have 2 sandboxes and has 2");
   // Another org's sandboxes count for it, not for acme; an org without a quota is not limited.
   for (int i = 0; i < 3; ++i) EXPECT_EQ(create("default", json::object()), "ok");
+}
+
+// Disk is a budget like memory: the sum of the org's sandboxes' disk sizes, each 2 GiB unless its spec says.
+TEST(SandboxQuotaTest, CreateIsRefusedBeyondTheOrgsDiskQuota) {
+  FakeSandboxes fake;
+  Registry registry;
+  identity::Quota quota{.disk = int64_t{5} << 30};
+  ASSERT_TRUE(AddSandboxTools(registry, fake, {.quota = [&](const std::string&) -> Result<identity::Quota> {
+                                                 return quota;
+                                               }})
+                  .ok());
+  auto create = [&](const json& spec) {
+    auto r = registry.Call("sandbox_create", spec, HostContext("acme"));
+    return r.ok() ? std::string("ok") : r.error().message;
+  };
+  EXPECT_EQ(create(json::object()), "ok");
+  EXPECT_EQ(create({{"disk", "2G"}}), "ok");
+  EXPECT_EQ(create({{"disk", "1025M"}}),
+            "quota: org 'acme' may be allocated 5120 MiB of disk; it has 4096 MiB and this sandbox asks for 1025 MiB");
+  EXPECT_EQ(create({{"disk", "1G"}}), "ok");
+  EXPECT_EQ(create({{"disk", "16M"}}),
+            "quota: org 'acme' may be allocated 5120 MiB of disk; it has 5120 MiB and this sandbox asks for 16 MiB");
 }
 
 }  // namespace

@@ -26,6 +26,7 @@ TEST(CreateInputTest, EveryFlagMapsToTheSchema) {
   f.image = "/srv/rootfs";
   f.cpus = "0.5";
   f.memory = "1G";
+  f.disk = "10G";
   f.pids = "100";
   f.env = {"A=1", "B=x=y", "C="};
   f.workdir = "/work";
@@ -41,6 +42,7 @@ TEST(CreateInputTest, EveryFlagMapsToTheSchema) {
                {"image", "/srv/rootfs"},
                {"cpus", 0.5},
                {"mem_limit", 1ull << 30},
+               {"disk", 10ull << 30},
                {"pids", 100},
                {"environment", {{"A", "1"}, {"B", "x=y"}, {"C", ""}}},
                {"working_dir", "/work"},
@@ -86,6 +88,9 @@ TEST(CreateInputTest, BadFlagsAreUsageErrorsNamingTheFlag) {
   CreateFlags f;
   f.memory = "lots";
   check(f, "--memory");
+  f = {};
+  f.disk = "2X";
+  check(f, "--disk");
   f = {};
   f.cpus = "0";
   check(f, "--cpus");

@@ -18,6 +18,7 @@
 #include "api/org_sandboxes.h"
 #include "base/file.h"
 #include "audit/history.h"
+#include "daemon/mount_table.h"
 #include "must_work.h"
 #include "net/loopback.h"
 #include "store/migrations.h"
@@ -120,6 +121,35 @@ TEST_F(ManagerTest, CreateExecStopStartRemove) {
   EXPECT_EQ(events[1].first, "stopped");
   EXPECT_EQ(events[2].first, "started");
   EXPECT_EQ(events[3].first, "removed");
+}
+
+// The writable layer is a filesystem of the spec's disk size: full inside at that size, mounted on the host only
+// while the sandbox runs, its data kept in the image across a stop, and nothing of it left after removal.
+TEST_F(ManagerTest, TheLayerIsAFilesystemOfTheSpecsDiskSize) {
+  api::SandboxSpec spec;
+  spec.disk = 32 << 20;
+  auto sb = mgr_->Create(spec);
+  ASSERT_TRUE(sb.ok()) << sb.error().message;
+  EXPECT_EQ(sb->spec.disk, 32u << 20);
+  EXPECT_EQ(mgr_->Get(sb->id)->spec.disk, 32u << 20);  // as stored
+  const std::string image = dir_ + "/sandboxes/" + sb->id + "/layer.img";
+  const std::string layer = dir_ + "/sandboxes/" + sb->id + "/layer";
+  EXPECT_EQ(isb::testing::MountsOn(layer).size(), 1u);
+  EXPECT_EQ(isb::testing::LoopsOf(image).size(), 1u);
+  auto full =
+      Exec(sb->id, {"sh", "-c", "echo kept > /root/f && dd if=/dev/zero of=/big bs=1M count=40 2>&1 | head -1"});
+  EXPECT_EQ(full.stdout_data, "dd: error writing '/big': No space left on device\n");
+
+  ASSERT_TRUE(mgr_->Stop(sb->id).ok());
+  EXPECT_TRUE(isb::testing::MountsOn(layer).empty());
+  EXPECT_TRUE(isb::testing::LoopsOf(image).empty());
+  ASSERT_TRUE(mgr_->Start(sb->id).ok());
+  EXPECT_EQ(Exec(sb->id, {"cat", "/root/f"}).stdout_data, "kept\n");
+
+  ASSERT_TRUE(mgr_->Remove(sb->id).ok());
+  EXPECT_TRUE(isb::testing::MountsOn(layer).empty());
+  EXPECT_TRUE(isb::testing::LoopsOf(image).empty());
+  EXPECT_FALSE(std::filesystem::exists(image));
 }
 
 TEST_F(ManagerTest, MountsBindTheRealPathAndNeverFollowALaterSymlink) {
@@ -445,6 +475,11 @@ TEST_F(ManagerTest, CreatesTakeLaunchedSandboxesFromThePoolAndTheManagerRemovesT
   auto limited = mgr_->Create(small);
   ASSERT_TRUE(limited.ok()) << limited.error().message;
   EXPECT_GE(init_started(limited->id), before);
+  api::SandboxSpec small_disk;
+  small_disk.disk = 64 << 20;
+  auto sized = mgr_->Create(small_disk);
+  ASSERT_TRUE(sized.ok()) << sized.error().message;
+  EXPECT_GE(init_started(sized->id), before);
   // A pooled sandbox stops and starts like any other.
   ASSERT_TRUE(mgr_->Stop(pooled->id).ok());
   ASSERT_TRUE(mgr_->Start(pooled->id).ok());
@@ -456,12 +491,17 @@ TEST_F(ManagerTest, CreatesTakeLaunchedSandboxesFromThePoolAndTheManagerRemovesT
   std::vector<std::string> waiting;
   for (const auto& e : std::filesystem::directory_iterator(dir_ + "/sandboxes")) {
     std::string id = e.path().filename().string();
-    if (id != pooled->id && id != own->id && id != limited->id) waiting.push_back(id);
+    if (id != pooled->id && id != own->id && id != limited->id && id != sized->id) waiting.push_back(id);
   }
   ASSERT_EQ(waiting.size(), 2u);
-  for (const auto& id : {pooled->id, own->id, limited->id}) ASSERT_TRUE(mgr_->Remove(id).ok());
+  // Their layers were made ahead too: a create that takes one makes no filesystem.
+  for (const auto& id : waiting)
+    EXPECT_EQ(isb::testing::MountsOn(dir_ + "/sandboxes/" + id + "/layer").size(), 1u) << id;
+  for (const auto& id : {pooled->id, own->id, limited->id, sized->id}) ASSERT_TRUE(mgr_->Remove(id).ok());
   mgr_.reset();
   for (const auto& id : waiting) {
+    EXPECT_TRUE(isb::testing::MountsOn(dir_ + "/sandboxes/" + id + "/layer").empty()) << id;
+    EXPECT_TRUE(isb::testing::LoopsOf(dir_ + "/sandboxes/" + id + "/layer.img").empty()) << id;
     for (const char* c : {"memory", "pids", "cpu", "cpuacct"})
       EXPECT_FALSE(std::filesystem::exists(std::string("/sys/fs/cgroup/") + c + "/isb/" + id)) << id;
     EXPECT_FALSE(std::filesystem::exists(dir_ + "/sandboxes/" + id)) << id;
@@ -486,14 +526,23 @@ TEST(Spec, Validation) {
   s = {};
   s.user = "root";
   EXPECT_NE(ValidateSpec(s).error().message.find("user:"), std::string::npos);
+  for (uint64_t disk : {api::kMinDisk - 1, api::kMaxDisk + 1}) {
+    s = {};
+    s.disk = disk;
+    EXPECT_EQ(ValidateSpec(s).error().message, "disk: must be between 16 MiB and 1 TiB");
+  }
   api::SandboxSpec in;
   in.name = "n";
   in.cpus = 0.5;
+  in.disk = 64 << 20;
   in.labels = {{"a", "b"}};
   api::SandboxSpec r = SpecFromJson(SpecToJson(in));
   EXPECT_EQ(r.name, "n");
   EXPECT_EQ(r.cpus, 0.5);
+  EXPECT_EQ(r.disk, 64u << 20);
   EXPECT_EQ(r.labels.at("a"), "b");
+  // A spec stored before disk limits reads as the default size.
+  EXPECT_EQ(SpecFromJson(R"({"name":"old","mem_limit":1048576})").disk, api::kDefaultDisk);
 }
 
 }  // namespace

@@ -21,6 +21,7 @@ add_executable(isb_e2e_tests
   tests/e2e/reaper_test.cc
   tests/e2e/concurrency_test.cc
   tests/e2e/limits_test.cc
+  tests/e2e/disk_test.cc
   tests/e2e/terminal_test.cc
   tests/e2e/egress_test.cc
   tests/e2e/audit_test.cc

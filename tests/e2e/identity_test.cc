@@ -206,7 +206,7 @@ TEST_F(IdentityTest, RemoteSpecAndToolPolicies) {
 
 TEST_F(IdentityTest, AnOrgsQuotaRefusesCreatesBeyondIt) {
   json set = MustTool("org_quota_set", {{"instances", 1}, {"cpus", 4}});
-  EXPECT_EQ(set["quota"], json({{"cpus", 4.0}, {"memory", nullptr}, {"instances", 1}})) << set.dump();
+  EXPECT_EQ(set["quota"], json({{"cpus", 4.0}, {"memory", nullptr}, {"instances", 1}, {"disk", nullptr}})) << set.dump();
   // Only a platform admin sets quotas; the org's owner cannot raise its own.
   EXPECT_EQ(As(token(), "default", "org_quota_set", {{"instances", 100}}),
             std::make_pair(403, std::string("forbidden: org_quota_set needs a platform admin")));

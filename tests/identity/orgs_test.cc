@@ -50,6 +50,27 @@ TEST_F(OrgsTest, DeletingAnOrgRemovesItsMembershipsAndTokens) {
   EXPECT_ERROR(id_->Resolve(tok->secret), Code::kUnauthenticated, "unknown token");
 }
 
+// Every field of a quota is kept (disk since migration 6), an absent one is no limit, and a set replaces it whole.
+TEST_F(OrgsTest, QuotasKeepEveryFieldAndReplaceWhole) {
+  NewOrg("acme");
+  Quota q{.cpus = 4, .memory = int64_t{8} << 30, .instances = 3, .disk = int64_t{20} << 30};
+  ASSERT_TRUE(id_->orgs().SetQuota(Principal::Host(), "acme", q).ok());
+  auto got = id_->orgs().GetQuota("acme");
+  ASSERT_TRUE(got.ok()) << got.error().message;
+  EXPECT_EQ(got->cpus, 4.0);
+  EXPECT_EQ(got->memory, int64_t{8} << 30);
+  EXPECT_EQ(got->instances, 3);
+  EXPECT_EQ(got->disk, int64_t{20} << 30);
+  ASSERT_TRUE(id_->orgs().SetQuota(Principal::Host(), "acme", Quota{.disk = int64_t{1} << 30}).ok());
+  got = id_->orgs().GetQuota("acme");
+  ASSERT_TRUE(got.ok());
+  EXPECT_FALSE(got->cpus.has_value());
+  EXPECT_FALSE(got->instances.has_value());
+  EXPECT_EQ(got->disk, int64_t{1} << 30);
+  auto zero = db_->Exec("UPDATE org_quotas SET disk = 0");
+  EXPECT_FALSE(zero.ok());
+}
+
 TEST_F(OrgsTest, ListForShowsOnlyReachableOrgs) {
   NewOrg("acme");
   NewOrg("beta");

@@ -1,0 +1,23 @@
+// Running a host program from a multi-threaded daemon: posix_spawn, its stdin fed, its stderr kept.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+
+namespace isb {
+
+struct ProgramExit {
+  int status = 0;           // as waitpid reports it
+  std::string stderr_text;  // at most 4 KiB, trailing newlines removed
+  bool ok() const;          // exited with 0
+};
+
+// Runs `argv` (argv[0] is looked up in PATH unless it holds a '/') with `input` on its stdin, its stdout discarded,
+// the signal mask and SIGPIPE back to their defaults. An error only when it cannot be started (errno in the error);
+// how it ended is the ProgramExit. `argv` must carry no secrets: it is visible in /proc to the whole host.
+Result<ProgramExit> RunProgram(const std::vector<std::string>& argv, std::string_view input = {});
+
+}  // namespace isb
