@@ -97,6 +97,33 @@ TEST_F(SpecPolicyTest, ReservedLabelsRefusedWhateverTheFlags) {
               "label 'isb.owner': labels starting with isb. are reserved");
 }
 
+TEST_F(SpecPolicyTest, PrivilegedNeedsAllowPrivileged) {
+  SandboxSpec spec;
+  spec.privileged = true;
+  RemoteSpecPolicy raw_only;
+  raw_only.allow_raw = true;
+  ExpectError(CheckRemoteSpec(spec, RemoteSpecPolicy{}), Code::kForbidden, "privileged: true needs --allow-privileged");
+  ExpectError(CheckRemoteSpec(spec, raw_only), Code::kForbidden, "privileged: true needs --allow-privileged");
+  RemoteSpecPolicy allowed;
+  allowed.allow_privileged = true;
+  EXPECT_TRUE(CheckRemoteSpec(spec, allowed).ok());
+}
+
+TEST_F(SpecPolicyTest, AnIdmapListNeedsAllowRaw) {
+  SandboxSpec spec;
+  spec.idmap = {{engine::IdMapping::Kind::kBoth, 1000, 1000, 1}};
+  RemoteSpecPolicy privileged_only;
+  privileged_only.allow_privileged = true;
+  ExpectError(CheckRemoteSpec(spec, RemoteSpecPolicy{}), Code::kForbidden, "idmap: mapping host ids needs --allow-raw");
+  ExpectError(CheckRemoteSpec(spec, privileged_only), Code::kForbidden, "idmap: mapping host ids needs --allow-raw");
+  RemoteSpecPolicy allowed;
+  allowed.allow_raw = true;
+  EXPECT_TRUE(CheckRemoteSpec(spec, allowed).ok());
+  // "auto" and "none" are the empty list: nothing to allow.
+  spec.idmap.clear();
+  EXPECT_TRUE(CheckRemoteSpec(spec, RemoteSpecPolicy{}).ok());
+}
+
 TEST_F(SpecPolicyTest, ImageNeedsABindRoot) {
   SandboxSpec spec;
   spec.image = dir_ + "/data/img";
