@@ -77,6 +77,13 @@ class ManagerTest : public ::testing::Test {
     EXPECT_TRUE(std::filesystem::is_empty(dir_ + "/sandboxes", ec) || !std::filesystem::exists(dir_ + "/sandboxes"));
     std::filesystem::remove_all(dir_);
   }
+  // Adopts, which starts the pool, and waits until the pool is full and its last launch has settled.
+  void FillPool() {
+    ASSERT_TRUE(mgr_->Adopt().ok());
+    for (int i = 0; i < 400 && mgr_->PoolSize() < 2; ++i) ::usleep(50000);
+    ASSERT_EQ(mgr_->PoolSize(), 2u);
+    ::usleep(100000);
+  }
   api::ExecResult Exec(const std::string& id, std::vector<std::string> argv) {
     api::ExecRequest req;
     req.argv = std::move(argv);
@@ -423,10 +430,7 @@ uint64_t TicksNow() {
 }
 
 TEST_F(ManagerTest, CreatesTakeLaunchedSandboxesFromThePoolAndTheManagerRemovesTheRest) {
-  ASSERT_TRUE(mgr_->Adopt().ok());
-  for (int i = 0; i < 400 && mgr_->PoolSize() < 2; ++i) ::usleep(50000);
-  ASSERT_EQ(mgr_->PoolSize(), 2u);
-  ::usleep(100000);
+  ASSERT_NO_FATAL_FAILURE(FillPool());
   const uint64_t before = TicksNow();
   auto init_started = [&](const std::string& id) {
     auto rows = db_->Query("SELECT pid FROM sandboxes WHERE id = ?1", {id});
@@ -481,10 +485,7 @@ TEST_F(ManagerTest, CreatesTakeLaunchedSandboxesFromThePoolAndTheManagerRemovesT
 
 // privileged and idmap change the sandbox's user namespace, which a pooled sandbox has already: never from the pool.
 TEST_F(ManagerTest, PrivilegedAndIdmapSandboxesAreLaunchedForTheirCreate) {
-  ASSERT_TRUE(mgr_->Adopt().ok());
-  for (int i = 0; i < 400 && mgr_->PoolSize() < 2; ++i) ::usleep(50000);
-  ASSERT_EQ(mgr_->PoolSize(), 2u);
-  ::usleep(100000);
+  ASSERT_NO_FATAL_FAILURE(FillPool());
   const uint64_t before = TicksNow();
   auto launch = [&](const std::string& id) {
     auto rows = db_->Query("SELECT pid, lease_index, uid_base FROM sandboxes WHERE id = ?1", {id});
