@@ -20,9 +20,10 @@ add_library(isb_api STATIC
   src/api/mcp.cc
   src/api/spec_policy.cc
   src/api/tool_policy.cc)
-# egress for IP address literals (publish addresses), identity for tool globs, audit for the accountability tools.
-target_link_libraries(isb_api PUBLIC isb_base isb_egress isb_identity isb_audit nlohmann_json::nlohmann_json Boost::headers
-                      Threads::Threads)
+# egress for IP address literals (publish addresses), identity for tool globs, audit for the accountability tools,
+# the engine's id mappings for a spec's idmap.
+target_link_libraries(isb_api PUBLIC isb_base isb_id_mapping isb_egress isb_identity isb_audit
+                      nlohmann_json::nlohmann_json Boost::headers Threads::Threads)
 
 # The HTTP server: the one translation unit with Beast, apart so that the logic above builds (and fuzzes) without it.
 add_library(isb_http STATIC src/api/http_server.cc)

@@ -72,6 +72,34 @@ json PortsSchema() {
                            {"sandbox_port", "host_port"})}};
 }
 
+json IdMapSchema() {
+  json entry = Object({{"kind", {{"type", "string"}, {"enum", {"uid", "gid", "both"}},
+                                 {"description", "Which ids: uid, gid or both."}}},
+                       {"host", Int("The first host id mapped in.", 0, 4294967294)},
+                       {"sandbox", Int("The id it appears as inside (0-65535).", 0, 65535)},
+                       {"count", Int("How many consecutive ids; default 1.", 1, 65536)}},
+                      {"kind", "host", "sandbox"});
+  return {{"type", json::array({"string", "array"})},
+          {"default", "auto"},
+          {"maxItems", engine::kMaxIdMapLines},
+          {"items", std::move(entry)},
+          {"description",
+           "The sandbox's user namespace: \"auto\" (the default) or \"none\", its own 65536 ids and no host id; "
+           "or a list of host ids mapped in, e.g. [{\"kind\": \"both\", \"host\": 1000, \"sandbox\": 1000}], "
+           "the rest of 0-65535 staying its own. A remote caller needs the daemon's --allow-raw for a list. Not "
+           "with privileged."}};
+}
+
+Result<std::vector<engine::IdMapping>> IdMapFromJson(const json& in) {
+  auto it = in.find("idmap");
+  if (it == in.end()) return std::vector<engine::IdMapping>{};
+  if (it->is_string()) {
+    if (*it != "auto" && *it != "none") return Invalid("idmap: expected \"auto\", \"none\" or a list of mappings");
+    return std::vector<engine::IdMapping>{};
+  }
+  return it->get<std::vector<engine::IdMapping>>();
+}
+
 json SpecSchema() {
   json spec = Object(
       {{"name", Str("Optional name, unique in the org (other orgs may use it too): letters, digits, '.', '_', '-'; at "
@@ -98,6 +126,10 @@ json SpecSchema() {
        {"mounts", MountsSchema()},
        {"ports", PortsSchema()},
        {"egress", EgressSchema()},
+       {"privileged", Bool("No user namespace of its own: the sandbox's root is the host's root, its ids the host's "
+                           "(still its own mount, pid, network, uts and ipc namespaces, cgroup, capabilities and "
+                           "seccomp). Default false; a remote caller needs the daemon's --allow-privileged.")},
+       {"idmap", IdMapSchema()},
        {"expires", Int("Lifetime in seconds from creation; default 86400 (24h), at most 2592000 (30d).", 1,
                        kMaxExpiresS)},
        {"idle_timeout", Int("Seconds without exec and under 2% of one core after which the sandbox is removed; "
@@ -396,6 +428,8 @@ json SpecJson(const SandboxSpec& s) {
           {"mounts", s.mounts},
           {"ports", s.ports},
           {"egress", s.egress},
+          {"privileged", s.privileged},
+          {"idmap", s.idmap.empty() ? json("auto") : json(s.idmap)},
           {"expires", s.expires.count()},
           {"idle_timeout", s.idle_timeout.count()}};
 }
@@ -424,6 +458,9 @@ Result<SandboxSpec> SpecFromJson(const json& in) {
   ISB_ASSIGN_OR_RETURN(spec.mounts, MountsFromJson(in));
   ISB_ASSIGN_OR_RETURN(spec.ports, PortsFromJson(in));
   if (auto it = in.find("egress"); it != in.end()) spec.egress = *it;
+  spec.privileged = in.value("privileged", false);
+  ISB_ASSIGN_OR_RETURN(spec.idmap, IdMapFromJson(in));
+  ISB_TRY(engine::ValidateIdMappings(spec.idmap, spec.privileged));
   spec.expires = std::chrono::seconds(in.value("expires", int64_t{kDefaultExpiresS}));
   spec.idle_timeout = std::chrono::seconds(in.value("idle_timeout", int64_t{kDefaultIdleTimeoutS}));
   return spec;

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/result.h"
+#include "engine/id_mapping.h"
 
 namespace isb::api {
 
@@ -72,6 +73,11 @@ struct SandboxSpec {
   std::map<std::string, std::string> labels;
   std::vector<SpecMount> mounts;  // host paths bound in; remote callers only under a --bind-root
   std::vector<SpecPort> ports;    // published while the sandbox runs
+  // No user namespace of its own: its root is the host's root (remote callers: --allow-privileged).
+  bool privileged = false;
+  // Host ids mapped in beside the sandbox's own range; empty: "auto" (and "none", its synonym). Remote callers
+  // need --allow-raw for any entry. Never with `privileged`.
+  std::vector<engine::IdMapping> idmap;
   // "none", "open", a list of "host[:port]", or {allow|block|judge: [...], secrets: [...]}; checked by the daemon.
   nlohmann::json egress = "none";
   std::chrono::seconds expires{24 * 3600};       // lifetime; at most 30 days

@@ -93,6 +93,8 @@ Result<std::string> ResolveUnderBindRoot(std::string_view field, const std::stri
 
 Status CheckRemoteSpec(const SandboxSpec& spec, const RemoteSpecPolicy& policy) {
   ISB_TRY(CheckLabels(spec.labels));
+  if (spec.privileged && !policy.allow_privileged) return Forbidden("privileged: true needs --allow-privileged");
+  if (!spec.idmap.empty() && !policy.allow_raw) return Forbidden("idmap: mapping host ids needs --allow-raw");
   if (!spec.image.empty()) ISB_TRY(ResolveUnderBindRoot("image", spec.image, policy));
   for (size_t i = 0; i < spec.mounts.size(); ++i)
     ISB_TRY(ResolveUnderBindRoot("mounts[" + std::to_string(i) + "].source", spec.mounts[i].source, policy));

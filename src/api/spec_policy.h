@@ -29,6 +29,7 @@ Status PrepareRemoteSpecPolicy(RemoteSpecPolicy& policy);
 
 // OK, or kForbidden naming the field and the flag that would allow it:
 //   a label key starting with "isb." (reserved, no flag allows it);
+//   privileged: true without --allow-privileged; an idmap other than auto/none (any entry) without --allow-raw;
 //   an image (a host directory) or a mount's source whose real path is not equal to or below a bind root
 //   (ResolveUnderBindRoot);
 //   a port published on an address CheckPublishAddress refuses ("ports[N]: publishing on ...").

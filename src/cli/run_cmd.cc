@@ -20,6 +20,7 @@ struct RunFlags {
   std::string memory = "512M", cpus = "2", timeout = "0", output_limit = "1M", user = "0:0";
   uint32_t pids = 64;
   std::vector<std::string> binds;
+  std::vector<std::string> idmap;
   std::string runtime_dir = "/run/isb";
   bool json = false;
 };
@@ -42,6 +43,10 @@ Status Finish(RunFlags& f) {
   ISB_ASSIGN_OR_RETURN(auto ids, ParseIds(f.user));
   f.config.uid = ids.first;
   f.config.gid = ids.second;
+  for (const auto& m : f.idmap) {
+    ISB_ASSIGN_OR_RETURN(engine::IdMapping mapping, engine::ParseIdMapping("--idmap", m));
+    f.config.idmap.push_back(mapping);
+  }
   for (const auto& b : f.binds) {
     ISB_ASSIGN_OR_RETURN(BindSpec bind, ParseBindSpec("--bind", b));
     // The engine follows no symlink in a source: the user's path is resolved here, once.
@@ -110,6 +115,10 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--hostname", flags->config.hostname, "Hostname inside the sandbox")->capture_default_str();
   cmd->add_option("--user", flags->user, "UID[:GID] inside the sandbox")->capture_default_str();
   cmd->add_option("--bind", flags->binds, "Host path into the sandbox: SRC[:DST][:ro|:rw] (default ro; repeatable)")
+      ->allow_extra_args(false);
+  cmd->add_flag("--privileged", flags->config.privileged,
+                "No user namespace: the sandbox's root is the host's root (its files are root's)");
+  cmd->add_option("--idmap", flags->idmap, "Map host ids in: uid|gid|both:HOST:SANDBOX[:COUNT] (repeatable)")
       ->allow_extra_args(false);
   cmd->add_option("--runtime-dir", flags->runtime_dir, "Where leases and staging live")->capture_default_str();
   cmd->add_flag("--json", flags->json, "Print one JSON result (output captured into it)");

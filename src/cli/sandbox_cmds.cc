@@ -19,6 +19,7 @@
 #include "cli/bind_spec.h"
 #include "cli/sandbox_cmds_internal.h"
 #include "cli/terminal_exec.h"
+#include "engine/id_mapping.h"
 
 namespace isb::cli {
 namespace {
@@ -427,6 +428,11 @@ void AddSandboxCommands(CLI::App& app, int* exit_code) {
   cmd->add_option("--egress", create->egress,
                   "Where it may connect: none (default), open, or HOST[:PORT] entries (repeatable or comma-separated)")
       ->allow_extra_args(false);
+  cmd->add_flag("--privileged", create->privileged,
+                "No user namespace: the sandbox's root is the host's root (remote: the daemon's --allow-privileged)");
+  cmd->add_option("--idmap", create->idmap,
+                  "Map host ids in: uid|gid|both:HOST:SANDBOX[:COUNT] (repeatable; remote: the daemon's --allow-raw)")
+      ->allow_extra_args(false);
   cmd->add_option("--expires", create->expires, "Lifetime, e.g. 24h (default 24h, at most 30d)");
   cmd->add_option("--idle-timeout", create->idle_timeout, "Removed after this long idle, e.g. 2h (default 2h)");
   cmd->callback([common, create, exit_code] { *exit_code = RunCreate(*common, *create); });
@@ -628,6 +634,11 @@ Result<json> CreateInput(const CreateFlags& f) {
     // "none" and "open" are words of their own; the daemon refuses them combined with anything.
     if (hosts.size() == 1 && (hosts[0] == "none" || hosts[0] == "open")) in["egress"] = hosts[0];
     else in["egress"] = hosts;
+  }
+  if (f.privileged) in["privileged"] = true;
+  for (const auto& m : f.idmap) {
+    ISB_ASSIGN_OR_RETURN(engine::IdMapping mapping, engine::ParseIdMapping("--idmap", m));
+    in["idmap"].push_back(mapping);
   }
   if (!f.expires.empty()) {
     ISB_ASSIGN_OR_RETURN(in["expires"], ParseSeconds("--expires", f.expires));

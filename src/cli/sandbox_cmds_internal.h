@@ -51,6 +51,8 @@ struct CreateFlags {
   std::vector<std::string> mounts;       // SRC[:DST][:ro|:rw] each
   std::vector<std::string> publish;      // [ADDR:]HOSTPORT:PORT each
   std::vector<std::string> egress;       // "none", "open", or host[:port] entries (repeatable, or comma-separated)
+  std::vector<std::string> idmap;        // KIND:HOST:SANDBOX[:COUNT] each
+  bool privileged = false;
 };
 Result<json> CreateInput(const CreateFlags& flags);
 

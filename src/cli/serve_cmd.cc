@@ -18,8 +18,8 @@ struct PolicyFlags {
 
 void AddPolicyOptions(CLI::App* cmd, daemon::ServeOptions& opts, PolicyFlags& flags) {
   api::RemoteSpecPolicy& p = opts.remote_spec;
-  cmd->add_flag("--allow-privileged", p.allow_privileged, "Remote callers may create privileged sandboxes");
-  cmd->add_flag("--allow-raw", p.allow_raw, "Remote callers may use raw keys and an idmap other than auto/none");
+  cmd->add_flag("--allow-privileged", p.allow_privileged, "Remote callers may create privileged sandboxes (privileged: true)");
+  cmd->add_flag("--allow-raw", p.allow_raw, "Remote callers may map host ids into sandboxes (an idmap other than auto/none)");
   // One value per occurrence: `--bind-root A --bind-root B`.
   cmd->add_option("--bind-root", p.bind_roots,
                   "Remote callers may use host paths whose real path lies under DIR; repeatable")

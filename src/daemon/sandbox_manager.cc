@@ -62,6 +62,15 @@ Result<std::pair<uint32_t, uint32_t>> ParseUser(const std::string& user) {
   return *ids;
 }
 
+// The host uid and gid of a sandbox's user (spec.user): in its own range from `uid_base` (0 when privileged: the
+// host's ids), or the host id an idmap entry maps it to.
+std::pair<uid_t, gid_t> HostUser(const api::SandboxSpec& spec, uint32_t uid_base) {
+  auto ids = ParseUser(spec.user);
+  uint32_t uid = ids.ok() ? ids->first : 0, gid = ids.ok() ? ids->second : 0;
+  return {engine::HostIdOf(uid_base, spec.idmap, engine::IdMapKind::kUid, uid),
+          engine::HostIdOf(uid_base, spec.idmap, engine::IdMapKind::kGid, gid)};
+}
+
 // Paths a caller may not read or write inside a sandbox (judged on the lexically normal form; what symlinks
 // lead to is judged on the opened file).
 bool RefusedPath(const std::string& path) {
@@ -175,6 +184,7 @@ Status ValidateSpec(const api::SandboxSpec& s) {
       return Invalid("environment: invalid variable name '" + k + "'");
   if (s.working_dir.empty() || s.working_dir[0] != '/') return Invalid("working_dir: must be an absolute path");
   ISB_TRY(ParseUser(s.user));
+  ISB_TRY(engine::ValidateIdMappings(s.idmap, s.privileged));
   // isb.org and isb.owner come from the tools (OrgSandboxes), which refuse any isb.* label a caller sends.
   for (const auto& [k, v] : s.labels)
     if (k.starts_with("isb.") && k != api::kOrgLabel && k != api::kOwnerLabel)
@@ -193,6 +203,8 @@ std::string SpecToJson(const api::SandboxSpec& s) {
               {"expires", s.expires.count()}, {"idle_timeout", s.idle_timeout.count()}};
   if (!s.mounts.empty()) j["mounts"] = s.mounts;
   if (!s.ports.empty()) j["ports"] = s.ports;
+  if (s.privileged) j["privileged"] = true;
+  if (!s.idmap.empty()) j["idmap"] = s.idmap;
   return j.dump();
 }
 
@@ -213,6 +225,8 @@ api::SandboxSpec SpecFromJson(const std::string& text) {
   if (auto m = j.find("mounts"); m != j.end() && m->is_array()) s.mounts = m->get<std::vector<api::SpecMount>>();
   if (auto p = j.find("ports"); p != j.end() && p->is_array()) s.ports = p->get<std::vector<api::SpecPort>>();
   s.egress = j.contains("egress") ? j["egress"] : json("none");
+  s.privileged = j.value("privileged", false);
+  if (auto m = j.find("idmap"); m != j.end() && m->is_array()) s.idmap = m->get<std::vector<engine::IdMapping>>();
   s.expires = std::chrono::seconds(j.value("expires", int64_t{86400}));
   s.idle_timeout = std::chrono::seconds(j.value("idle_timeout", int64_t{7200}));
   return s;
@@ -340,6 +354,8 @@ Status SandboxManager::LaunchProcess(Record& rec, bool background) {
   c.limits.millicpus = static_cast<uint32_t>(rec.spec.cpus * 1000 + 0.5);
   c.limits.pids = rec.spec.pids;
   c.writable_dir = Dir(rec.id) + "/layer";
+  c.privileged = rec.spec.privileged;
+  c.idmap = rec.spec.idmap;
   for (const api::SpecMount& m : rec.spec.mounts) c.binds.push_back({m.source, m.target, m.read_only});
   if (auto resolv = isb::ReadFile(Dir(rec.id) + "/resolv.conf"); resolv.ok()) c.resolv_conf = *resolv;
   if (std::error_code ec; std::filesystem::exists(Dir(rec.id) + "/" + kTrustBundleFile, ec)) {
@@ -422,10 +438,11 @@ void SandboxManager::Discard(Record& rec) {
 
 std::optional<SandboxManager::Record> SandboxManager::TakeReady(const api::SandboxSpec& spec) {
   // What a pooled sandbox was launched with; everything else in a spec (environment, user, working_dir, labels,
-  // lifetimes) is the daemon's to apply, not the sandbox's.
+  // lifetimes) is the daemon's to apply, not the sandbox's. Its user namespace too: never privileged, no idmap.
   const api::SandboxSpec pooled;
-  if (!spec.name.empty() || !spec.image.empty() || !spec.mounts.empty() || !spec.ports.empty() || spec.cpus != pooled.cpus || spec.mem_limit != pooled.mem_limit || spec.disk != pooled.disk ||
-      spec.pids != pooled.pids || spec.egress != pooled.egress)
+  if (!spec.name.empty() || !spec.image.empty() || !spec.mounts.empty() || !spec.ports.empty() ||
+      spec.cpus != pooled.cpus || spec.mem_limit != pooled.mem_limit || spec.disk != pooled.disk ||
+      spec.pids != pooled.pids || spec.egress != pooled.egress || spec.privileged || !spec.idmap.empty())
     return std::nullopt;
   std::unique_lock lock(pool_mu_);
   while (!pool_.empty()) {
@@ -801,9 +818,8 @@ Status SandboxManager::Remove(const std::string& id_or_name) {
 Result<api::FileData> SandboxManager::ReadFile(const std::string& id_or_name, const std::string& path) {
   ISB_ASSIGN_OR_RETURN(Record rec, Load(id_or_name));
   if (!Alive(rec)) return Error::Of(Code::kConflict, "sandbox '" + rec.id + "' is not running");
-  auto ids = ParseUser(rec.spec.user);
-  ISB_ASSIGN_OR_RETURN(Fd fd, OpenInRoot(rec.pid, path, O_RDONLY, 0, rec.uid_base + (ids.ok() ? ids->first : 0),
-                                         rec.uid_base + (ids.ok() ? ids->second : 0)));
+  auto [uid, gid] = HostUser(rec.spec, rec.uid_base);
+  ISB_ASSIGN_OR_RETURN(Fd fd, OpenInRoot(rec.pid, path, O_RDONLY, 0, uid, gid));
   struct stat st{};
   ::fstat(fd.get(), &st);
   if (static_cast<uint64_t>(st.st_size) > kMaxRead)
@@ -827,10 +843,8 @@ Status SandboxManager::WriteFile(const std::string& id_or_name, const std::strin
   if (data.mode > 0777) return Invalid("mode: only permission bits (at most 0777)");
   ISB_ASSIGN_OR_RETURN(Record rec, Load(id_or_name));
   if (!Alive(rec)) return Error::Of(Code::kConflict, "sandbox '" + rec.id + "' is not running");
-  auto ids = ParseUser(rec.spec.user);
   // Created as the sandbox's user, as if it had written the file itself.
-  uid_t uid = rec.uid_base + (ids.ok() ? ids->first : 0);
-  gid_t gid = rec.uid_base + (ids.ok() ? ids->second : 0);
+  auto [uid, gid] = HostUser(rec.spec, rec.uid_base);
   ISB_ASSIGN_OR_RETURN(Fd fd, OpenInRoot(rec.pid, path, O_WRONLY | O_CREAT | O_TRUNC, data.mode, uid, gid));
   {
     AsSandboxUser as(uid, gid);

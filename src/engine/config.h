@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/id_mapping.h"
+
 namespace isb::engine {
 
 struct BindMount {
@@ -30,6 +32,12 @@ struct SandboxConfig {
   std::string hostname = "sandbox";
   uid_t uid = 0;  // inside the sandbox
   gid_t gid = 0;
+  // No user namespace of its own: the sandbox's root is the host's root and its ids are the host's (no id lease).
+  // Every other namespace, the cgroup, the capability set and seccomp stay as for any sandbox.
+  bool privileged = false;
+  // Host ids mapped into the sandbox's user namespace beside its own range (ValidateIdMappings); not with
+  // `privileged`.
+  std::vector<IdMapping> idmap;
   // Read-only root; empty means the default view of the host (/usr, /bin, /lib*, /sbin, a minimal /etc).
   std::string image;
   // Where the writable layer is kept between runs; empty means a tmpfs discarded at exit.

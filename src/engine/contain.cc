@@ -118,7 +118,8 @@ void ChildMain(const ChildPlan& plan) {
   if (::read(plan.sync_fd, &go, 1) != 1) ChildFail(plan, Step::kSync, errno);
   ::close(plan.sync_fd);
 
-  // The parent has written uid_map/gid_map: become the namespace's root (host uid = the range's base).
+  // The parent has written uid_map/gid_map: become the namespace's root (host uid = the range's base, or the host's
+  // root itself in a privileged sandbox, which has no user namespace of its own).
   if (::setresgid(0, 0, 0) != 0 || ::setgroups(0, nullptr) != 0 || ::setresuid(0, 0, 0) != 0)
     ChildFail(plan, Step::kIds, errno);
   if (::unshare(CLONE_NEWCGROUP) != 0) ChildFail(plan, Step::kCgroupNs, errno);

@@ -67,7 +67,7 @@ struct ChildPlan {
   bool die_with_parent = true;
   bool service = false;  // serve exec sessions on control_fd instead of running argv once
   int control_fd = -1;   // listening SOCK_SEQPACKET socket (service)
-  int lease_fd = -1;     // the uid-range lease; init holds its lock for the sandbox's lifetime (service)
+  int lease_fd = -1;     // the uid-range lease; init holds its lock for the sandbox's lifetime (service; -1: none)
 };
 
 // The sandbox's environment: isb's defaults (PATH, HOME, TERM=xterm when given), overridden by `env`.

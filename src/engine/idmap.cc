@@ -29,7 +29,7 @@ void IdLease::Release() {
   lock_.Reset();
 }
 
-IdAllocator IdAllocator::ForHost() { return IdAllocator(kHostLeaseDir, 1u << 28, 4096); }
+IdAllocator IdAllocator::ForHost() { return IdAllocator(kHostLeaseDir, kHostFirstBase, kHostRanges); }
 
 Result<IdLease> IdAllocator::Acquire() {
   ISB_TRY(MakeDirs(dir_, 0700));
@@ -67,12 +67,10 @@ bool IdAllocator::Reclaim(uint32_t index) {
   return true;
 }
 
-std::string IdMapLine(uid_t base) { return "0 " + std::to_string(base) + " " + std::to_string(kRangeSize) + "\n"; }
-
-Status WriteIdMaps(pid_t pid, uid_t base) {
+Status WriteIdMaps(pid_t pid, uid_t base, const std::vector<IdMapping>& mappings) {
   std::string proc = "/proc/" + std::to_string(pid);
-  ISB_TRY(WriteKernelFile(proc + "/uid_map", IdMapLine(base)));
-  ISB_TRY(WriteKernelFile(proc + "/gid_map", IdMapLine(base)));
+  ISB_TRY(WriteKernelFile(proc + "/uid_map", IdMapText(base, mappings, IdMapKind::kUid)));
+  ISB_TRY(WriteKernelFile(proc + "/gid_map", IdMapText(base, mappings, IdMapKind::kGid)));
   return {};
 }
 

@@ -7,10 +7,14 @@
 
 #include "base/fd.h"
 #include "base/result.h"
+#include "engine/id_mapping.h"
 
 namespace isb::engine {
 
 inline constexpr uint32_t kRangeSize = 65536;
+// The ranges isb leases on a host: kHostRanges of them from kHostFirstBase (IdAllocator::ForHost).
+inline constexpr uid_t kHostFirstBase = 1u << 28;
+inline constexpr uint32_t kHostRanges = 4096;
 
 // A lease on one range, held by an flock on <dir>/<index>; a crashed holder's lock is released by the kernel,
 // so a range is never lost. Destroying the lease unlinks its file.
@@ -21,6 +25,8 @@ class IdLease {
   IdLease& operator=(IdLease&& o) noexcept;
   ~IdLease();
 
+  // False for a lease never acquired (a privileged sandbox's): base() is then 0, the host's own ids.
+  bool held() const { return lock_.valid(); }
   uid_t base() const { return base_; }
   uint32_t index() const { return index_; }
   const std::string& path() const { return path_; }
@@ -60,9 +66,8 @@ class IdAllocator {
   uint32_t count_;
 };
 
-// The single line written to /proc/PID/uid_map and gid_map: "0 <base> 65536".
-std::string IdMapLine(uid_t base);
-// Writes uid_map and gid_map of `pid`; the caller must hold CAP_SETUID/CAP_SETGID in the parent namespace.
-Status WriteIdMaps(pid_t pid, uid_t base);
+// Writes uid_map and gid_map of `pid`: the range from `base`, split around `mappings` (IdMapText). The caller must
+// hold CAP_SETUID/CAP_SETGID in the parent namespace.
+Status WriteIdMaps(pid_t pid, uid_t base, const std::vector<IdMapping>& mappings = {});
 
 }  // namespace isb::engine

@@ -135,6 +135,9 @@ namespace {
 
 constexpr int kMaxSessions = 128;
 
+// Puts `fd` at `target`; one already there stays (dup3 refuses equal descriptors).
+int Place(int fd, int target) { return fd == target ? 0 : ::dup3(fd, target, O_CLOEXEC); }
+
 struct Session {
   int fd = -1;
   pid_t pid = 0;       // the command, once started
@@ -358,9 +361,10 @@ void ServeInit(const ChildPlan& plan) {
   ::sigprocmask(SIG_BLOCK, &chld, nullptr);
   int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
   for (int fd = 0; fd < 3; ++fd) ::dup2(devnull, fd);
-  // Keep exactly: 3 the control socket, 4 the lease; everything else closes, the error pipe too (ready).
+  // Keep exactly: 3 the control socket, 4 the lease (/dev/null for a privileged sandbox, which has none);
+  // everything else closes, the error pipe too (ready).
   const int control = 3, lease = 4;
-  if (::dup3(plan.control_fd, control, O_CLOEXEC) < 0 || ::dup3(plan.lease_fd, lease, O_CLOEXEC) < 0)
+  if (Place(plan.control_fd, control) < 0 || Place(plan.lease_fd >= 0 ? plan.lease_fd : devnull, lease) < 0)
     ChildFail(plan, Step::kServe, errno);
   int sigfd = ::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
   if (sigfd < 0) ChildFail(plan, Step::kServe, errno);

@@ -120,6 +120,7 @@ std::string Launched::Detach() {
 
 Result<Launched> Launch(const SandboxConfig& config, const LaunchOptions& options) {
   ISB_TRY(ValidateHostname(config.hostname));
+  ISB_TRY(ValidateIdMappings(config.idmap, config.privileged));
   static const Result<CgroupLayout> layout = DetectCgroupLayout();
   if (!layout.ok()) return layout.error();
 
@@ -136,9 +137,16 @@ Result<Launched> Launch(const SandboxConfig& config, const LaunchOptions& option
   plan.seccomp = CompiledSeccompProgram();
 
   Launched l;
-  ISB_ASSIGN_OR_RETURN(l.lease_, IdAllocator::ForHost().Acquire());
-  if (!config.writable_dir.empty())
-    ISB_TRY(PrepareWritableDir(config.writable_dir, l.lease_.base(), !config.image.empty()));
+  // A privileged sandbox keeps the host's ids: no range of its own to lease, and its ids map to themselves.
+  if (!config.privileged) {
+    ISB_ASSIGN_OR_RETURN(l.lease_, IdAllocator::ForHost().Acquire());
+  }
+  const uid_t base = l.lease_.base();
+  if (!config.writable_dir.empty()) {
+    const uid_t root_uid = HostIdOf(base, config.idmap, IdMapKind::kUid, 0);
+    const gid_t root_gid = HostIdOf(base, config.idmap, IdMapKind::kGid, 0);
+    ISB_TRY(PrepareWritableDir(config.writable_dir, base, root_uid, root_gid, !config.image.empty()));
+  }
   ISB_ASSIGN_OR_RETURN(l.cgroup_, Cgroup::Create(*layout, options.cgroup_name.empty() ? RandomName() : options.cgroup_name, config.limits));
 
   Fd control;
@@ -160,7 +168,7 @@ Result<Launched> Launch(const SandboxConfig& config, const LaunchOptions& option
   plan.stderr_fd = err.write.get();
 
   int pidfd = -1;
-  pid_t pid = CloneWithPidfd(kCloneNamespaces, &pidfd);
+  pid_t pid = CloneWithPidfd(config.privileged ? kCloneNamespaces & ~CLONE_NEWUSER : kCloneNamespaces, &pidfd);
   if (pid == 0) ChildMain(plan);
   if (pid < 0)
     return Error{std::string("clone of the sandbox failed: ") + std::strerror(-pid) +
@@ -177,7 +185,7 @@ Result<Launched> Launch(const SandboxConfig& config, const LaunchOptions& option
   err.write.Reset();
   control.Reset();
 
-  ISB_TRY(WriteIdMaps(pid, l.lease_.base()));
+  if (!config.privileged) ISB_TRY(WriteIdMaps(pid, base, config.idmap));
   ISB_TRY(l.cgroup_.AddProcess(pid));
   if (::write(sync.write.get(), "g", 1) != 1) return Error::Sys("start the sandbox");
   sync.write.Reset();

@@ -48,7 +48,7 @@ class Launched {
 
   pid_t pid() const { return pid_; }
   int pidfd() const { return pidfd_.get(); }
-  const IdLease& lease() const { return lease_; }
+  const IdLease& lease() const { return lease_; }  // not held for a privileged sandbox
   Cgroup& cgroup() { return cgroup_; }
 
   // kRunOnce: the command's output pipes and init's status pipe; exec_errno is set when exec failed.

@@ -421,7 +421,7 @@ int ShiftOne(const char* path, const struct stat* st, int, FTW*) {
 }
 }  // namespace
 
-Status PrepareWritableDir(const std::string& dir, uid_t base, bool image) {
+Status PrepareWritableDir(const std::string& dir, uid_t base, uid_t root_uid, gid_t root_gid, bool image) {
   ISB_TRY(CheckAbsolute(dir, "--writable"));
   ISB_TRY(MakeDirs(dir, 0700));
   // Searchable by the sandbox's root, an unprivileged host uid; the layers inside belong to it.
@@ -432,7 +432,7 @@ Status PrepareWritableDir(const std::string& dir, uid_t base, bool image) {
                                               : std::vector<std::string>{"root"};
   for (const auto& sub : subs) {
     std::string p = dir + "/" + sub;
-    if (::mkdir(p.c_str(), 0755) == 0 && ::chown(p.c_str(), base, base) != 0) return Error::Sys("chown " + p);
+    if (::mkdir(p.c_str(), 0755) == 0 && ::chown(p.c_str(), root_uid, root_gid) != 0) return Error::Sys("chown " + p);
   }
   if (old.ok()) {
     uid_t old_base = static_cast<uid_t>(std::stoul(*old));

@@ -50,8 +50,9 @@ Result<RootfsPlan> PlanRootfs(const SandboxConfig& config, const std::string& st
 // with errno set.
 int ExecuteRootfs(const RootfsPlan& plan);
 
-// Prepares a kept writable layer for a sandbox whose root is host uid `base`: creates it, and moves files left by
-// an earlier run under another range into this one (the range is recorded in <dir>/.isb-range).
-Status PrepareWritableDir(const std::string& dir, uid_t base, bool image);
+// Prepares a kept writable layer for a sandbox whose ids start at host uid `base` and whose root is host
+// `root_uid`/`root_gid` (base itself unless an idmap maps id 0): creates it, owned by that root, and moves files
+// left by an earlier run under another range into this one (the range is recorded in <dir>/.isb-range).
+Status PrepareWritableDir(const std::string& dir, uid_t base, uid_t root_uid, gid_t root_gid, bool image);
 
 }  // namespace isb::engine

@@ -84,7 +84,7 @@ std::string Handle(const std::string& request, const std::string& runtime_dir, F
     return json{{"error", launched.error().message}, {"code", static_cast<int>(launched.error().code)}}.dump();
   json reply{{"pid", launched->pid()},
              {"start_time", ProcessStartTime(launched->pid())},
-             {"lease_index", launched->lease().index()},
+             {"lease_index", launched->lease().held() ? int64_t{launched->lease().index()} : int64_t{-1}},
              {"uid_base", launched->lease().base()}};
   *report = std::move(launched->report_read);
   reply["cgroup"] = launched->Detach();
@@ -155,7 +155,7 @@ Result<SpawnedSandbox> Spawner::Spawn(const SandboxConfig& config, const std::st
   s.pid = r["pid"].get<pid_t>();
   s.start_time = r["start_time"].get<uint64_t>();
   s.cgroup = r["cgroup"].get<std::string>();
-  s.lease_index = r["lease_index"].get<uint32_t>();
+  s.lease_index = r["lease_index"].get<int64_t>();
   s.uid_base = r["uid_base"].get<uint32_t>();
   s.report = std::move(report);
   return s;
@@ -189,6 +189,8 @@ std::string ConfigToJson(const SandboxConfig& c) {
               {"resolv_conf", c.resolv_conf},
               {"uid", c.uid},
               {"gid", c.gid},
+              {"privileged", c.privileged},
+              {"idmap", c.idmap},
               {"image", c.image},
               {"writable_dir", c.writable_dir},
               {"binds", binds},
@@ -212,6 +214,8 @@ Result<SandboxConfig> ConfigFromJson(const std::string& text) {
     c.resolv_conf = j.value("resolv_conf", "");
     c.uid = j.at("uid").get<uid_t>();
     c.gid = j.at("gid").get<gid_t>();
+    c.privileged = j.value("privileged", false);
+    c.idmap = j.value("idmap", std::vector<IdMapping>{});
     c.image = j.at("image").get<std::string>();
     c.writable_dir = j.at("writable_dir").get<std::string>();
     for (const auto& b : j.at("binds"))

@@ -18,8 +18,8 @@ struct SpawnedSandbox {
   pid_t pid = 0;              // init, in the host's pid namespace
   uint64_t start_time = 0;    // init's start time (/proc/PID/stat), to tell it from a reused pid
   std::string cgroup;         // the cgroup's name under <hierarchy>/isb/
-  uint32_t lease_index = 0;
-  uint32_t uid_base = 0;
+  int64_t lease_index = -1;  // -1: none (a privileged sandbox)
+  uint32_t uid_base = 0;      // 0 for a privileged sandbox: its ids are the host's
   // The sandbox's setup report, still being written: wait on it with WaitForSetup (launch.h) before using the
   // sandbox. Launching returns before setup ends so that sandboxes are set up in parallel.
   Fd report;

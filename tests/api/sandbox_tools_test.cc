@@ -392,6 +392,78 @@ TEST_F(SandboxToolsTest, CreateFillsVarsFromTheCallerOnly) {
             "environment.H: ${PATH} is not among the vars sent");
 }
 
+TEST_F(SandboxToolsTest, CreateParsesPrivilegedAndIdmap) {
+  json plain = Ok("sandbox_create", json::object());
+  EXPECT_EQ(plain["spec"]["privileged"], false);
+  EXPECT_EQ(plain["spec"]["idmap"], "auto");
+  json none = Ok("sandbox_create", {{"idmap", "none"}});
+  EXPECT_EQ(none["spec"]["idmap"], "auto");
+  EXPECT_TRUE(fake.sandboxes[none["id"]].spec.idmap.empty());
+
+  json privileged = Ok("sandbox_create", {{"privileged", true}});
+  EXPECT_EQ(privileged["spec"]["privileged"], true);
+  EXPECT_TRUE(fake.sandboxes[privileged["id"]].spec.privileged);
+
+  json mapped = Ok("sandbox_create", json::parse(R"({"idmap":[{"kind":"both","host":1000,"sandbox":1000},
+      {"kind":"gid","host":27,"sandbox":2000,"count":3}]})"));
+  EXPECT_EQ(mapped["spec"]["idmap"], json::parse(R"([{"kind":"both","host":1000,"sandbox":1000,"count":1},
+      {"kind":"gid","host":27,"sandbox":2000,"count":3}])"));
+  using Kind = engine::IdMapping::Kind;
+  EXPECT_EQ(fake.sandboxes[mapped["id"]].spec.idmap,
+            (std::vector<engine::IdMapping>{{Kind::kBoth, 1000, 1000, 1}, {Kind::kGid, 27, 2000, 3}}));
+}
+
+TEST_F(SandboxToolsTest, CreateRefusesABadIdmapNamingTheField) {
+  auto message = [&](const char* input) { return Fail("sandbox_create", json::parse(input)).message; };
+  EXPECT_EQ(message(R"({"idmap":"host"})"), "idmap: expected \"auto\", \"none\" or a list of mappings");
+  EXPECT_EQ(message(R"({"idmap":[{"kind":"user","host":1,"sandbox":1}]})"),
+            "idmap[0].kind: must be one of [\"uid\",\"gid\",\"both\"]");
+  EXPECT_EQ(message(R"({"idmap":[{"kind":"uid","host":1,"sandbox":70000}]})"), "idmap[0].sandbox: must be <= 65535");
+  EXPECT_EQ(message(R"({"idmap":[{"kind":"uid","host":1,"sandbox":1,"count":0}]})"), "idmap[0].count: must be >= 1");
+  EXPECT_EQ(message(R"({"idmap":[{"kind":"uid","host":1,"sandbox":65535,"count":2}]})"),
+            "idmap[0].sandbox: ids 65535-65536 must lie within 0-65535");
+  EXPECT_EQ(message(R"({"idmap":[{"kind":"uid","host":1,"sandbox":10,"count":5},
+      {"kind":"both","host":100,"sandbox":14}]})"),
+            "idmap[1].sandbox: ids 14-14 overlap idmap[0]");
+  EXPECT_EQ(message(R"({"idmap":[{"kind":"uid","host":268435456,"sandbox":0}]})"),
+            "idmap[0].host: ids 268435456-268435456 overlap isb's own sandbox ranges (ids 268435456-536870911)");
+  EXPECT_EQ(message(R"({"privileged":true,"idmap":[{"kind":"uid","host":1000,"sandbox":1000}]})"),
+            "idmap: a privileged sandbox has no user namespace to map ids into (use one or the other)");
+  EXPECT_TRUE(fake.sandboxes.empty());
+}
+
+// Remote callers are held to the daemon's flags; the host (the unix socket) and superadmins are not.
+TEST(SandboxToolsPolicyTest, PrivilegedAndIdmapFollowTheFlagsForRemoteCallersOnly) {
+  const json privileged = {{"privileged", true}};
+  const json mapped = json::parse(R"({"idmap":[{"kind":"both","host":1000,"sandbox":1000}]})");
+  auto call = [](RemoteSpecPolicy policy, const json& input, const CallContext& ctx) {
+    FakeSandboxes fake;
+    Registry registry;
+    EXPECT_TRUE(AddSandboxTools(registry, fake, {.remote = &policy, .quota = {}}).ok());
+    return registry.Call("sandbox_create", input, ctx);
+  };
+  CallContext remote = HostContext();
+  remote.identity = UserIn("ann");
+  remote.surface = "rest";
+  auto refused = call({}, privileged, remote);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, Code::kForbidden);
+  EXPECT_EQ(refused.error().message, "privileged: true needs --allow-privileged");
+  refused = call({}, mapped, remote);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, Code::kForbidden);
+  EXPECT_EQ(refused.error().message, "idmap: mapping host ids needs --allow-raw");
+  RemoteSpecPolicy allow_privileged, allow_raw;
+  allow_privileged.allow_privileged = true;
+  allow_raw.allow_raw = true;
+  EXPECT_TRUE(call(allow_privileged, privileged, remote).ok());
+  EXPECT_TRUE(call(allow_raw, mapped, remote).ok());
+  EXPECT_TRUE(call({}, {{"idmap", "none"}}, remote).ok());
+  // No policy for the host's socket and superadmins.
+  EXPECT_TRUE(call({}, privileged, HostContext()).ok());
+  EXPECT_TRUE(call({}, mapped, HostContext()).ok());
+}
+
 TEST_F(SandboxToolsTest, IsbLabelsAreReserved) {
   auto r = registry.Call("sandbox_create", {{"labels", {{"isb.org", "acme"}}}}, HostContext());
   ASSERT_FALSE(r.ok());

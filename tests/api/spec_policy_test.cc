@@ -97,6 +97,29 @@ TEST_F(SpecPolicyTest, ReservedLabelsRefusedWhateverTheFlags) {
               "label 'isb.owner': labels starting with isb. are reserved");
 }
 
+// Each refused without its flag (and with the other one), allowed with it. "auto" and "none" are the empty list,
+// which DefaultSpecPasses covers.
+TEST_F(SpecPolicyTest, PrivilegedAndIdmapNeedTheirFlag) {
+  SandboxSpec privileged, mapped;
+  privileged.privileged = true;
+  mapped.idmap = {{engine::IdMapping::Kind::kBoth, 1000, 1000, 1}};
+  RemoteSpecPolicy allow_privileged, allow_raw;
+  allow_privileged.allow_privileged = true;
+  allow_raw.allow_raw = true;
+  struct Case {
+    const SandboxSpec& spec;
+    const RemoteSpecPolicy& flag;
+    const RemoteSpecPolicy& other;
+    std::string refusal;
+  };
+  for (const Case& c : {Case{privileged, allow_privileged, allow_raw, "privileged: true needs --allow-privileged"},
+                        Case{mapped, allow_raw, allow_privileged, "idmap: mapping host ids needs --allow-raw"}}) {
+    ExpectError(CheckRemoteSpec(c.spec, RemoteSpecPolicy{}), Code::kForbidden, c.refusal);
+    ExpectError(CheckRemoteSpec(c.spec, c.other), Code::kForbidden, c.refusal);
+    EXPECT_TRUE(CheckRemoteSpec(c.spec, c.flag).ok()) << c.refusal;
+  }
+}
+
 TEST_F(SpecPolicyTest, ImageNeedsABindRoot) {
   SandboxSpec spec;
   spec.image = dir_ + "/data/img";

@@ -36,6 +36,8 @@ TEST(CreateInputTest, EveryFlagMapsToTheSchema) {
   f.publish = {"8080:80", "100.64.1.2:2222:22", "[::1]:9000:9000"};
   f.expires = "2h";
   f.idle_timeout = "30m";
+  f.privileged = true;
+  f.idmap = {"both:1000:1000", "gid:27:2000:3"};
   auto in = CreateInput(f);
   ASSERT_TRUE(in.ok()) << in.error().message;
   json want = {{"name", "web"},
@@ -53,9 +55,21 @@ TEST(CreateInputTest, EveryFlagMapsToTheSchema) {
                {"ports", {{{"sandbox_port", 80}, {"host_port", 8080}},
                           {{"sandbox_port", 22}, {"host_port", 2222}, {"host_address", "100.64.1.2"}},
                           {{"sandbox_port", 9000}, {"host_port", 9000}, {"host_address", "::1"}}}},
+               {"privileged", true},
+               {"idmap", {{{"kind", "both"}, {"host", 1000}, {"sandbox", 1000}, {"count", 1}},
+                          {{"kind", "gid"}, {"host", 27}, {"sandbox", 2000}, {"count", 3}}}},
                {"expires", 7200},
                {"idle_timeout", 1800}};
   EXPECT_EQ(*in, want) << in->dump();
+}
+
+TEST(CreateInputTest, AMalformedIdmapIsAUsageError) {
+  CreateFlags f;
+  f.idmap = {"both:1000"};
+  auto in = CreateInput(f);
+  ASSERT_FALSE(in.ok());
+  EXPECT_EQ(in.error().code, Code::kInvalidArgument);
+  EXPECT_EQ(in.error().message, "invalid --idmap 'both:1000': use uid|gid|both:HOST:SANDBOX[:COUNT]");
 }
 
 TEST(CreateInputTest, AMountWithoutASourceIsAUsageError) {

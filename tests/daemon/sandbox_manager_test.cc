@@ -14,11 +14,13 @@
 #include <filesystem>
 #include <map>
 #include <thread>
+#include <tuple>
 
 #include "api/org_sandboxes.h"
 #include "base/file.h"
 #include "audit/history.h"
 #include "daemon/mount_table.h"
+#include "engine/idmap.h"
 #include "must_work.h"
 #include "net/loopback.h"
 #include "store/migrations.h"
@@ -76,6 +78,13 @@ class ManagerTest : public ::testing::Test {
         EXPECT_FALSE(std::filesystem::exists(std::string("/sys/fs/cgroup/") + c + "/isb/" + id)) << id;
     EXPECT_TRUE(std::filesystem::is_empty(dir_ + "/sandboxes", ec) || !std::filesystem::exists(dir_ + "/sandboxes"));
     std::filesystem::remove_all(dir_);
+  }
+  // Adopts, which starts the pool, and waits until the pool is full and its last launch has settled.
+  void FillPool() {
+    ASSERT_TRUE(mgr_->Adopt().ok());
+    for (int i = 0; i < 400 && mgr_->PoolSize() < 2; ++i) ::usleep(50000);
+    ASSERT_EQ(mgr_->PoolSize(), 2u);
+    ::usleep(100000);
   }
   api::ExecResult Exec(const std::string& id, std::vector<std::string> argv) {
     api::ExecRequest req;
@@ -442,10 +451,7 @@ uint64_t TicksNow() {
 }
 
 TEST_F(ManagerTest, CreatesTakeLaunchedSandboxesFromThePoolAndTheManagerRemovesTheRest) {
-  ASSERT_TRUE(mgr_->Adopt().ok());
-  for (int i = 0; i < 400 && mgr_->PoolSize() < 2; ++i) ::usleep(50000);
-  ASSERT_EQ(mgr_->PoolSize(), 2u);
-  ::usleep(100000);
+  ASSERT_NO_FATAL_FAILURE(FillPool());
   const uint64_t before = TicksNow();
   auto init_started = [&](const std::string& id) {
     auto rows = db_->Query("SELECT pid FROM sandboxes WHERE id = ?1", {id});
@@ -506,6 +512,66 @@ TEST_F(ManagerTest, CreatesTakeLaunchedSandboxesFromThePoolAndTheManagerRemovesT
       EXPECT_FALSE(std::filesystem::exists(std::string("/sys/fs/cgroup/") + c + "/isb/" + id)) << id;
     EXPECT_FALSE(std::filesystem::exists(dir_ + "/sandboxes/" + id)) << id;
   }
+}
+
+// privileged and idmap change the sandbox's user namespace, which a pooled sandbox has already: never from the pool.
+TEST_F(ManagerTest, PrivilegedAndIdmapSandboxesAreLaunchedForTheirCreate) {
+  ASSERT_NO_FATAL_FAILURE(FillPool());
+  const uint64_t before = TicksNow();
+  auto launch = [&](const std::string& id) {
+    auto rows = db_->Query("SELECT pid, lease_index, uid_base FROM sandboxes WHERE id = ?1", {id});
+    return std::tuple{engine::ProcessStartTime(static_cast<pid_t>(store::AsInt((*rows)[0][0]))),
+                      store::AsInt((*rows)[0][1]), store::AsInt((*rows)[0][2])};
+  };
+  api::SandboxSpec privileged;
+  privileged.privileged = true;
+  auto p = mgr_->Create(privileged);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  auto [p_started, p_lease, p_base] = launch(p->id);
+  EXPECT_GE(p_started, before);
+  EXPECT_EQ(p_lease, -1);  // no id lease
+  EXPECT_EQ(p_base, 0);
+  EXPECT_EQ(Exec(p->id, {"cat", "/proc/self/uid_map"}).stdout_data, "         0          0 4294967295\n");
+  // Files the daemon writes for it are the host's root's, as the sandbox's own are.
+  ASSERT_TRUE(mgr_->WriteFile(p->id, "/tmp/f", {"x", 0644}).ok());
+  EXPECT_EQ(Exec(p->id, {"stat", "-c", "%u:%g", "/tmp/f"}).stdout_data, "0:0\n");
+
+  api::SandboxSpec mapped;
+  mapped.user = "1000:1000";
+  mapped.idmap = {{engine::IdMapping::Kind::kBoth, 1000, 1000, 1}};
+  auto m = mgr_->Create(mapped);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  auto [m_started, m_lease, m_base] = launch(m->id);
+  EXPECT_GE(m_started, before);
+  EXPECT_GE(m_lease, 0);
+  EXPECT_EQ(Exec(m->id, {"sed", "-n", "2p", "/proc/self/uid_map"}).stdout_data, "      1000       1000          1\n");
+  // The daemon writes as the host id the sandbox's user is mapped to.
+  ASSERT_TRUE(mgr_->WriteFile(m->id, "/tmp/f", {"x", 0644}).ok());
+  auto read = mgr_->ReadFile(m->id, "/tmp/f");
+  ASSERT_TRUE(read.ok()) << read.error().message;
+  EXPECT_EQ(Exec(m->id, {"stat", "-c", "%u:%g", "/tmp/f"}).stdout_data, "1000:1000\n");
+  EXPECT_EQ(mgr_->PoolSize(), 2u);
+
+  for (const auto& id : {p->id, m->id}) ASSERT_TRUE(mgr_->Remove(id).ok());
+  EXPECT_FALSE(std::filesystem::exists(std::string(engine::IdAllocator::kHostLeaseDir) + "/" + std::to_string(m_lease)));
+}
+
+TEST(Spec, PrivilegedAndIdmapAreStoredAndOldSpecsLoad) {
+  api::SandboxSpec old = SpecFromJson(R"({"name":"n","cpus":1})");
+  EXPECT_FALSE(old.privileged);
+  EXPECT_TRUE(old.idmap.empty());
+  api::SandboxSpec in;
+  in.privileged = true;
+  EXPECT_EQ(SpecFromJson(SpecToJson(in)).privileged, true);
+  in = {};
+  in.idmap = {{engine::IdMapping::Kind::kGid, 27, 2000, 3}};
+  EXPECT_EQ(SpecFromJson(SpecToJson(in)).idmap, in.idmap);
+  in.privileged = true;
+  EXPECT_EQ(ValidateSpec(in).error().message,
+            "idmap: a privileged sandbox has no user namespace to map ids into (use one or the other)");
+  in = {};
+  in.idmap = {{engine::IdMapping::Kind::kUid, 1, 0, 0}};
+  EXPECT_EQ(ValidateSpec(in).error().message, "idmap[0].count: must be at least 1");
 }
 
 TEST(Spec, Validation) {

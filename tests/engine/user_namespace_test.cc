@@ -1,0 +1,172 @@
+// A sandbox's ids for real: privileged (no user namespace, the host's ids) and raw idmap entries beside its own range.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "base/file.h"
+#include "engine/caps.h"
+#include "engine/launch.h"
+#include "engine/run.h"
+#include "must_work.h"
+
+namespace isb::engine {
+namespace {
+
+namespace fs = std::filesystem;
+
+class UserNamespaceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/isb-userns-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    opts_.runtime_dir = dir_ + "/run";
+    opts_.capture = true;
+    opts_.forward_signals = false;
+    fs::create_directories(dir_ + "/data");
+    ASSERT_EQ(::chmod(dir_.c_str(), 0755), 0);
+    ASSERT_EQ(::chmod((dir_ + "/data").c_str(), 0777), 0);
+  }
+  void TearDown() override {
+    // Nothing of the sandbox stays mounted on the host.
+    auto mounts = isb::ReadFile("/proc/self/mountinfo");
+    ASSERT_TRUE(mounts.ok());
+    EXPECT_EQ(mounts->find(dir_), std::string::npos) << *mounts;
+    fs::remove_all(dir_);
+  }
+  Result<RunResult> Run(const std::string& script, SandboxConfig c) {
+    c.argv = {"sh", "-c", script};
+    c.binds.push_back({dir_ + "/data", "/mnt/data", false});
+    return RunSandbox(c, opts_);
+  }
+  uid_t OwnerOf(const std::string& name, gid_t* gid) {
+    struct stat st{};
+    EXPECT_EQ(::stat((dir_ + "/data/" + name).c_str(), &st), 0) << name;
+    *gid = st.st_gid;
+    return st.st_uid;
+  }
+  std::string dir_;
+  RunOptions opts_;
+};
+
+std::string Hex16(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+TEST_F(UserNamespaceTest, PrivilegedKeepsTheHostsIdsAndTheUsualCapabilities) {
+  ISB_REQUIRE_ROOT();
+  SandboxConfig c;
+  c.privileged = true;
+  auto r = Run("cat /proc/self/uid_map /proc/self/gid_map; readlink /proc/self/ns/user; "
+               "grep -E '^Cap(Eff|Bnd):' /proc/self/status; touch /mnt/data/made-by-root; id -u",
+               c);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  char host_ns[64] = {};
+  ASSERT_GT(::readlink("/proc/self/ns/user", host_ns, sizeof host_ns - 1), 0);
+  const std::string caps = Hex16(KeptCapabilityMask());
+  EXPECT_EQ(r->stdout_data, "         0          0 4294967295\n"
+                            "         0          0 4294967295\n" +
+                                std::string(host_ns) + "\nCapEff:\t" + caps + "\nCapBnd:\t" + caps + "\n0\n");
+  EXPECT_EQ(r->stderr_data, "");
+  EXPECT_EQ(r->exit_code, 0);
+  gid_t gid = 1;
+  EXPECT_EQ(OwnerOf("made-by-root", &gid), 0u);
+  EXPECT_EQ(gid, 0u);
+}
+
+TEST_F(UserNamespaceTest, PrivilegedUserIsTheHostUser) {
+  ISB_REQUIRE_ROOT();
+  SandboxConfig c;
+  c.privileged = true;
+  c.uid = 4321;
+  c.gid = 4322;
+  auto r = Run("touch /mnt/data/made-by-4321 && id -u && id -g", c);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->stdout_data, "4321\n4322\n");
+  gid_t gid = 0;
+  EXPECT_EQ(OwnerOf("made-by-4321", &gid), 4321u);
+  EXPECT_EQ(gid, 4322u);
+}
+
+TEST_F(UserNamespaceTest, RawIdmapMapsHostIdsBesideTheOwnRange) {
+  ISB_REQUIRE_ROOT();
+  ASSERT_TRUE(isb::WriteFile(dir_ + "/data/owned-by-1000", "x").ok());
+  ASSERT_TRUE(isb::WriteFile(dir_ + "/data/owned-by-4242", "x").ok());
+  ASSERT_EQ(::chown((dir_ + "/data/owned-by-1000").c_str(), 1000, 1000), 0);
+  ASSERT_EQ(::chown((dir_ + "/data/owned-by-4242").c_str(), 4242, 4242), 0);
+  SandboxConfig c;
+  c.idmap = {{IdMapping::Kind::kBoth, 1000, 1000, 1}};
+  auto r = Run("awk '{print $1, $2, $3}' /proc/self/uid_map; "
+               "stat -c %u:%g /mnt/data/owned-by-1000 /mnt/data/owned-by-4242",
+               c);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->stderr_data, "");
+  // The own range's base is whatever lease the sandbox got: read it from the first line.
+  unsigned long base = 0;
+  ASSERT_EQ(std::sscanf(r->stdout_data.c_str(), "0 %lu 1000\n", &base), 1) << r->stdout_data;
+  EXPECT_GE(base, kHostFirstBase);
+  EXPECT_EQ(r->stdout_data, "0 " + std::to_string(base) + " 1000\n1000 1000 1\n1001 " + std::to_string(base + 1001) +
+                                " 64535\n1000:1000\n65534:65534\n");
+
+  // The sandbox's user 1000 is the host's: what it writes is host uid 1000's.
+  c.uid = c.gid = 1000;
+  r = Run("touch /mnt/data/made-by-1000", c);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->exit_code, 0) << r->stderr_data;
+  gid_t gid = 0;
+  EXPECT_EQ(OwnerOf("made-by-1000", &gid), 1000u);
+  EXPECT_EQ(gid, 1000u);
+}
+
+TEST_F(UserNamespaceTest, BadIdmapRefusedBeforeAnythingRuns) {
+  SandboxConfig c;
+  c.idmap = {{IdMapping::Kind::kUid, 1, 10, 5}, {IdMapping::Kind::kUid, 2, 12, 1}};
+  auto r = Run("touch /mnt/data/ran", c);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "idmap[1].sandbox: ids 12-12 overlap idmap[0]");
+  c.idmap.pop_back();
+  c.privileged = true;
+  r = Run("touch /mnt/data/ran", c);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "idmap: a privileged sandbox has no user namespace to map ids into (use one or the other)");
+  EXPECT_FALSE(fs::exists(dir_ + "/data/ran"));
+}
+
+// A privileged service sandbox (the daemon's kind): no lease, and its init serves with /dev/null where the lease was.
+TEST_F(UserNamespaceTest, PrivilegedServiceSandboxHoldsNoLease) {
+  ISB_REQUIRE_ROOT();
+  SandboxConfig c;
+  c.privileged = true;
+  LaunchOptions lo;
+  lo.runtime_dir = opts_.runtime_dir;
+  lo.mode = InitMode::kService;
+  lo.control_path = dir_ + "/control.sock";
+  lo.stdin_fd = -1;
+  std::vector<std::string> cgroup_dirs;
+  {
+    auto l = Launch(c, lo);
+    ASSERT_TRUE(l.ok()) << l.error().message;
+    EXPECT_FALSE(l->lease().held());
+    EXPECT_EQ(l->lease().base(), 0u);
+    const std::string proc = "/proc/" + std::to_string(l->pid());
+    auto map = isb::ReadFile(proc + "/uid_map");
+    ASSERT_TRUE(map.ok());
+    EXPECT_EQ(*map, "         0          0 4294967295\n");
+    char target[64] = {};
+    ASSERT_GT(::readlink((proc + "/fd/4").c_str(), target, sizeof target - 1), 0);
+    EXPECT_STREQ(target, "/dev/null");
+    cgroup_dirs = l->cgroup().dirs();
+    EXPECT_FALSE(cgroup_dirs.empty());
+  }
+  for (const auto& d : cgroup_dirs) EXPECT_FALSE(fs::exists(d)) << d;
+  ::unlink(lo.control_path.c_str());
+}
+
+}  // namespace
+}  // namespace isb::engine
