@@ -53,6 +53,16 @@ Result<SandboxInfo> OrgSandboxes::Create(const SandboxSpec& spec) {
       return Error::Of(Code::kForbidden, "label '" + key + "': labels starting with isb. are reserved");
     }
   }
+  // An org other than default is a tenant boundary no spec crosses, whoever sends it (flags, the host and
+  // superadmins included): no sandbox there runs as the host's root, privileged or through an id mapping.
+  if (ctx_.org != identity::kDefaultOrg) {
+    const std::string in = " in org '" + ctx_.org + "': only the default org may have sandboxes that run as the host's root";
+    if (spec.privileged) return Error::Of(Code::kForbidden, "privileged: true is refused" + in);
+    for (size_t i = 0; i < spec.idmap.size(); ++i) {
+      if (spec.idmap[i].host == 0)
+        return Error::Of(Code::kForbidden, "idmap[" + std::to_string(i) + "].host: mapping the host's id 0 is refused" + in);
+    }
+  }
   SandboxSpec owned = spec;
   owned.labels[kOrgLabel] = ctx_.org;
   owned.labels[kOwnerLabel] = ctx_.surface + ":" + ctx_.identity.Subject();

@@ -307,6 +307,31 @@ TEST_F(SandboxToolsTest, AnotherOrgsSandboxIsNotThere) {
   EXPECT_EQ(Ok("sandbox_get", {{"sandbox", id}})["state"], "running");  // untouched
 }
 
+// Outside the default org no sandbox runs as the host's root, whoever asks (here the host itself, with no remote-spec
+// policy): privileged and a mapping of host id 0 are refused, naming the field; other host ids may be mapped in.
+TEST_F(SandboxToolsTest, OnlyTheDefaultOrgHasSandboxesRunningAsTheHostsRoot) {
+  const CallContext acme = HostContext("acme");
+  auto privileged = registry.Call("sandbox_create", {{"privileged", true}}, acme);
+  ASSERT_FALSE(privileged.ok());
+  EXPECT_EQ(privileged.error().code, Code::kForbidden);
+  EXPECT_EQ(privileged.error().message,
+            "privileged: true is refused in org 'acme': only the default org may have sandboxes that run as the "
+            "host's root");
+  const json root = {{"kind", "uid"}, {"host", 0}, {"sandbox", 0}, {"count", 1}};
+  const json user = {{"kind", "both"}, {"host", 1000}, {"sandbox", 1000}, {"count", 1}};
+  auto mapped = registry.Call("sandbox_create", {{"idmap", {user, root}}}, acme);
+  ASSERT_FALSE(mapped.ok());
+  EXPECT_EQ(mapped.error().code, Code::kForbidden);
+  EXPECT_EQ(mapped.error().message,
+            "idmap[1].host: mapping the host's id 0 is refused in org 'acme': only the default org may have sandboxes "
+            "that run as the host's root");
+  EXPECT_TRUE(fake.sandboxes.empty());
+  Ok("sandbox_create", {{"idmap", {user}}}, acme);
+  Ok("sandbox_create", {{"privileged", true}});
+  Ok("sandbox_create", {{"idmap", {root}}});
+  EXPECT_EQ(fake.sandboxes.size(), 3u);
+}
+
 // Names are unique per org: another org may use the same one, and each org's references by name are to its own
 // sandbox, on every tool that takes one. Within one org a name is still taken once.
 TEST_F(SandboxToolsTest, EachOrgHasItsOwnNames) {
