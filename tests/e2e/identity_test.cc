@@ -66,6 +66,7 @@ TEST_F(IdentityTest, AMemberOfOneOrgNeitherSeesNorTouchesAnother) {
                            R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}})",
                            {"Content-Type: application/json", "Accept: application/json, text/event-stream"}, eve);
   EXPECT_EQ(mcp.http.status, 404) << mcp.Describe();
+  ExpectAudit("MCP at another org's endpoint", {ByToken("mcp", "mcp", "not_found")});
   // Alice's sandbox is untouched; she sees it, eve's org is not hers either.
   EXPECT_EQ(As(alice, "default", "sandbox_get", {{"sandbox", id}}).first, 200);
   EXPECT_EQ(As(alice, "acme", "sandbox_list"), std::make_pair(404, std::string("not_found: no org 'acme'")));
