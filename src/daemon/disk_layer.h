@@ -15,7 +15,11 @@ namespace isb::daemon {
 // Remove release it. Not thread-safe for one image: the manager serializes state changes per sandbox.
 class DiskLayer {
  public:
-  DiskLayer(std::string image, std::string dir) : image_(std::move(image)), dir_(std::move(dir)) {}
+  // With `template_dir`, a new image is a copy of the formatted template of its size kept there (made by mkfs the
+  // first time that size is asked for): only the megabyte or so mkfs wrote is copied, extent by extent, instead of
+  // running mkfs for every sandbox. Without one, each image is formatted on its own.
+  DiskLayer(std::string image, std::string dir, std::string template_dir = "")
+      : image_(std::move(image)), dir_(std::move(dir)), template_dir_(std::move(template_dir)) {}
 
   // Smallest and largest sizes an image may have: ext4 needs room for its own metadata below that.
   static constexpr uint64_t kMinBytes = api::kMinDisk;
@@ -41,8 +45,10 @@ class DiskLayer {
 
  private:
   Status MakeImage(uint64_t bytes) const;
+  // A new sparse file of `bytes` at `image`, formatted ext4 by mkfs (made beside it and renamed when complete).
+  static Status Format(const std::string& image, uint64_t bytes);
 
-  std::string image_, dir_;
+  std::string image_, dir_, template_dir_;
 };
 
 // The image a loop device reads ("" when it is not attached): /sys/block/loopN/loop/backing_file, for `dev` (its

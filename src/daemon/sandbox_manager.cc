@@ -251,7 +251,7 @@ SandboxManager::~SandboxManager() {
 std::string SandboxManager::Dir(const std::string& id) const { return options_.state_dir + "/sandboxes/" + id; }
 
 DiskLayer SandboxManager::Layer(const std::string& id) const {
-  return DiskLayer(Dir(id) + "/layer.img", Dir(id) + "/layer");
+  return DiskLayer(Dir(id) + "/layer.img", Dir(id) + "/layer", options_.state_dir + "/layer-templates");
 }
 
 void SandboxManager::RemoveDir(const std::string& id) {

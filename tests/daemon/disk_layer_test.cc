@@ -107,6 +107,29 @@ TEST_F(DiskLayerTest, DataSurvivesDetachAndAttachAndAttachTwiceMountsOnce) {
   EXPECT_EQ(st.st_size, 16 << 20);
 }
 
+// With a template dir, the first image of a size formats the template; every image of that size is a sparse copy
+// of it, a filesystem of its own.
+TEST_F(DiskLayerTest, ImagesOfOneSizeAreCopiesOfOneFormattedTemplate) {
+  const std::string templates = root_ + "/templates";
+  DiskLayer first(image(), dir(), templates), second(root_ + "/second.img", root_ + "/second", templates);
+  ASSERT_TRUE(first.Attach(32ull << 20).ok());
+  struct stat formatted{}, copy{};
+  ASSERT_EQ(::stat((templates + "/" + std::to_string(32ull << 20) + ".img").c_str(), &formatted), 0);
+  ASSERT_TRUE(second.Attach(32ull << 20).ok());
+  ASSERT_EQ(::stat(second.image().c_str(), &copy), 0);
+  EXPECT_EQ(copy.st_size, 32 << 20);
+  EXPECT_LE(copy.st_blocks, formatted.st_blocks) << "holes stay holes";
+  EXPECT_EQ(std::filesystem::directory_iterator(templates)->path().filename(), std::to_string(32ull << 20) + ".img");
+  // Each a filesystem of its own: what one holds the other does not.
+  ASSERT_TRUE(WriteFile(dir() + "/mine", "first").ok());
+  EXPECT_FALSE(std::filesystem::exists(second.dir() + "/mine"));
+  EXPECT_EQ(WriteZeros(second.dir() + "/too-big", 40 << 20), ENOSPC);
+  EXPECT_EQ(WriteZeros(dir() + "/fits", 8 << 20), 0);
+  ASSERT_TRUE(second.Remove().ok());
+  EXPECT_TRUE(MountsOn(second.dir()).empty());
+  EXPECT_TRUE(LoopsOf(second.image()).empty());
+}
+
 TEST_F(DiskLayerTest, SizesOutsideTheRangeAreRefused) {
   DiskLayer layer(image(), dir());
   auto small = layer.Attach(DiskLayer::kMinBytes - 1);
