@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 #include <thread>
 
 #include "base/fd.h"
@@ -42,8 +43,13 @@ struct Loop {
   std::string path;  // /dev/loopN
 };
 
-// A free loop device with `image` attached, set to detach itself when its last user (the mount) lets go.
+// A free loop device with `image` attached, set to detach itself when its last user (the mount) lets go. The
+// kernel names the same free device to everyone who asks until one configures it, so this process's callers take
+// turns (concurrent creates would otherwise lose to each other again and again); other processes on the host are
+// outrun by asking again.
 Result<Loop> AttachLoop(const std::string& image) {
+  static std::mutex one_at_a_time;
+  std::lock_guard lock(one_at_a_time);
   Fd file(::open(image.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
   if (!file.valid()) return Error::Sys("open " + image);
   Fd control(::open("/dev/loop-control", O_RDWR | O_CLOEXEC));

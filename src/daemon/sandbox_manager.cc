@@ -417,10 +417,10 @@ Status SandboxManager::Kill(Record& rec, bool* oom) {
   engine::Cgroup cg = engine::Cgroup::Adopt(layout_, rec.id);
   if (auto st = cg.ReadStats(); st.ok()) *oom = st->oom_kills > 0;
   Status removed = cg.Remove();
-  if (rec.lease_index >= 0) {
-    for (int i = 0; i < 200 && !engine::IdAllocator::ForHost().Reclaim(static_cast<uint32_t>(rec.lease_index)); ++i)
-      ::usleep(5000);
-  }
+  // Its processes are gone, and with them its hold on the uid range: one try. The range may already be another
+  // sandbox's (the spawner reuses a range as soon as it is free); that sandbox's lock is then left alone, where
+  // waiting for it used to hold a removal up for a second.
+  if (rec.lease_index >= 0) (void)engine::IdAllocator::ForHost().Reclaim(static_cast<uint32_t>(rec.lease_index));
   ::unlink((Dir(rec.id) + "/control.sock").c_str());
   // Stopped, its layer's filesystem is unmounted (the image keeps the data for the next start).
   if (Status detached = Layer(rec.id).Detach(); !detached.ok() && removed.ok()) removed = detached;
