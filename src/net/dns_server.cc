@@ -34,7 +34,9 @@ Result<Fd> Bound(int type, const sockaddr_in& a) {
   }
   if (::bind(s.get(), reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0)
     return Error::Sys("DNS responder cannot listen on port " + std::to_string(ntohs(a.sin_port)));
-  if (type == SOCK_STREAM && ::listen(s.get(), 128) != 0) return Error::Sys("listen");
+  // Room in the queue for as many connections as are served at once, which wait there while every slot is taken.
+  if (type == SOCK_STREAM && ::listen(s.get(), static_cast<int>(kMaxDnsTcpConnections)) != 0)
+    return Error::Sys("listen");
   return s;
 }
 
