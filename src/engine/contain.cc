@@ -114,6 +114,9 @@ void ChildMain(const ChildPlan& plan) {
     std::memset(g_args_start, 0, g_args_len);
     std::memcpy(g_args_start, "isb-init", std::min<size_t>(g_args_len, 8));
   }
+  // The clone copied the parent's end of the sync pipe too: without closing it here, a parent that dies before
+  // writing "go" would leave this process waiting forever, outside any cgroup, holding its uid-range lease.
+  if (plan.sync_write_fd >= 0) ::close(plan.sync_write_fd);
   char go = 0;
   if (::read(plan.sync_fd, &go, 1) != 1) ChildFail(plan, Step::kSync, errno);
   ::close(plan.sync_fd);

@@ -61,6 +61,7 @@ struct ChildPlan {
   uid_t uid = 0;
   gid_t gid = 0;
   int sync_fd = -1;    // read end: one byte from the parent means go, EOF means the parent died
+  int sync_write_fd = -1;  // the parent's end of that pipe, closed first in the child so the parent's death is EOF
   int error_fd = -1;   // write end, close-on-exec: a ChildFailure, or EOF when exec succeeded
   int status_fd = -1;  // write end: the command's wait status, from init
   int stdin_fd = -1, stdout_fd = -1, stderr_fd = -1;

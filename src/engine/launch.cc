@@ -161,6 +161,7 @@ Result<Launched> Launch(const SandboxConfig& config, const LaunchOptions& option
   ISB_ASSIGN_OR_RETURN(Pipe out, MakePipe());
   ISB_ASSIGN_OR_RETURN(Pipe err, MakePipe());
   plan.sync_fd = sync.read.get();
+  plan.sync_write_fd = sync.write.get();
   plan.error_fd = errors.write.get();
   plan.status_fd = status.write.get();
   plan.stdin_fd = options.stdin_fd;

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -553,7 +555,13 @@ TEST_F(ManagerTest, PrivilegedAndIdmapSandboxesAreLaunchedForTheirCreate) {
   EXPECT_EQ(mgr_->PoolSize(), 2u);
 
   for (const auto& id : {p->id, m->id}) ASSERT_TRUE(mgr_->Remove(id).ok());
-  EXPECT_FALSE(std::filesystem::exists(std::string(engine::IdAllocator::kHostLeaseDir) + "/" + std::to_string(m_lease)));
+  // Its range went back: the lease file is gone, or it is a newer sandbox's (the pool's refill may take a freed
+  // range at once), locked by that sandbox; never left behind unlocked.
+  const std::string lease = std::string(engine::IdAllocator::kHostLeaseDir) + "/" + std::to_string(m_lease);
+  Fd held(::open(lease.c_str(), O_RDONLY | O_CLOEXEC));
+  if (held.valid()) {
+    EXPECT_NE(::flock(held.get(), LOCK_EX | LOCK_NB), 0) << lease << " was left behind";
+  }
 }
 
 TEST(Spec, PrivilegedAndIdmapAreStoredAndOldSpecsLoad) {
