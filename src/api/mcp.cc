@@ -48,6 +48,17 @@ json ToolResult(const Result<json>& result, bool stateless) {
   return out;
 }
 
+// A call on the MCP surface in `org` by `identity`, with the client's address and User-Agent for the audit log.
+CallContext McpContext(const Request& req, const Identity& identity, std::string org) {
+  CallContext ctx;
+  ctx.surface = "mcp";
+  ctx.org = std::move(org);
+  ctx.identity = identity;
+  ctx.ip = req.remote_address;
+  ctx.user_agent = SanitizeUtf8(std::string_view(req.headers.Get("User-Agent")).substr(0, 256));
+  return ctx;
+}
+
 }  // namespace
 
 struct McpServer::Call {
@@ -137,13 +148,8 @@ Response McpServer::Handle(const Request& req, const Identity& identity) {
   if (!org || !registry_.Reaches(identity, *org)) {
     Error missing = Error::Of(Code::kNotFound, "no MCP endpoint here; use /mcp");
     if (org) {
-      CallContext ctx;
-      ctx.surface = "mcp";
-      ctx.org = SanitizeUtf8(std::string_view(*org).substr(0, 100));
-      ctx.identity = identity;
-      ctx.ip = req.remote_address;
-      ctx.user_agent = SanitizeUtf8(std::string_view(req.headers.Get("User-Agent")).substr(0, 256));
-      registry_.Refuse("mcp", ctx, missing);
+      registry_.Refuse("mcp", McpContext(req, identity, SanitizeUtf8(std::string_view(*org).substr(0, 100))),
+                       missing);
     }
     return JsonResponse(404, Dump({{"error", "not_found"}, {"message", missing.message}}));
   }
@@ -298,13 +304,8 @@ Response McpServer::ToolsCall(Call& call) {
     return RpcError(200, call.id, kInvalidParams, "params.name: expected the tool's name as a string");
   }
   std::string name = p["name"].get<std::string>();
-  CallContext ctx;
-  ctx.surface = "mcp";
+  CallContext ctx = McpContext(call.req, call.identity, call.org);
   ctx.request_id = Dump(call.id);
-  ctx.org = call.org;
-  ctx.identity = call.identity;
-  ctx.ip = call.req.remote_address;
-  ctx.user_agent = SanitizeUtf8(std::string_view(call.req.headers.Get("User-Agent")).substr(0, 256));
   // Refused before the registry judges it, but a refusal of a call all the same: the audit log hears of it.
   auto refuse = [&](int status, int code, const std::string& message) {
     registry_.Refuse(name, ctx, Error::Of(Code::kInvalidArgument, message));

@@ -88,6 +88,14 @@ namespace {
 // A name beside `path` for a file being made, unique to this thread.
 std::string PartName(const std::string& path) { return path + ".new" + std::to_string(::gettid()); }
 
+// Renames the finished file `part` to `path`; on failure `part` is removed.
+Status PutInPlace(const std::string& part, const std::string& path) {
+  if (::rename(part.c_str(), path.c_str()) == 0) return {};
+  Error e = Error::Sys("rename " + part);
+  ::unlink(part.c_str());
+  return e;
+}
+
 // Copies the data extents of `from` into a new file `to` of the same size (holes stay holes).
 Status CopySparse(const std::string& from, const std::string& to) {
   Fd in(::open(from.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
@@ -128,12 +136,7 @@ Status DiskLayer::MakeImage(uint64_t bytes) const {
     ::unlink(part.c_str());
     return copied;
   }
-  if (::rename(part.c_str(), image_.c_str()) != 0) {
-    Error e = Error::Sys("rename " + part);
-    ::unlink(part.c_str());
-    return e;
-  }
-  return {};
+  return PutInPlace(part, image_);
 }
 
 Status DiskLayer::Format(const std::string& image, uint64_t bytes) {
@@ -155,12 +158,7 @@ Status DiskLayer::Format(const std::string& image, uint64_t bytes) {
     if (!mkfs.ok()) return Error::Of(Code::kUnavailable, mkfs.error().message + " (install e2fsprogs)");
     return Error::Msg("mkfs.ext4 " + part + " failed: " + mkfs->stderr_text);
   }
-  if (::rename(part.c_str(), image.c_str()) != 0) {
-    Error e = Error::Sys("rename " + part);
-    ::unlink(part.c_str());
-    return e;
-  }
-  return {};
+  return PutInPlace(part, image);
 }
 
 Status DiskLayer::Attach(uint64_t bytes) {
