@@ -187,6 +187,22 @@ Status AddUserTools(Registry& reg, identity::IdentityStore& store) {
       ToolAccess{.least_role = identity::Role::kViewer, .kind = identity::ScopeKind::kAdmin, .org_bound = false,
                  .platform = true}}));
 
+  ISB_TRY(reg.Add(Tool{
+      "user_revoke", "Revoke a user",
+      "Takes an account away (platform admins): it can no longer sign in, and every session and token it has is "
+      "revoked at once. Its memberships stay, for the record. The last platform admin cannot be revoked.",
+      Object({{"name", Str("The account's name.", 64, 1)}}, {"name"}),
+      Output({{"name", {{"type", "string"}}}, {"revoked", {{"type", "boolean"}}}}, {"name", "revoked"}),
+      ToolAnnotations{.destructive = true, .idempotent = true}, false,
+      [&store](const json& in, const CallContext&) -> Result<json> {
+        std::string name = in["name"].get<std::string>();
+        ISB_ASSIGN_OR_RETURN(identity::User user, store.users().Find(name));
+        if (Status revoked = store.users().Revoke(user.id); !revoked.ok()) return revoked.error();
+        return json{{"name", name}, {"revoked", true}};
+      },
+      ToolAccess{.least_role = identity::Role::kOwner, .kind = identity::ScopeKind::kAdmin, .org_bound = false,
+                 .platform = true}}));
+
   return reg.Add(Tool{
       "whoami", "Who am I",
       "The caller as isb sees it: subject, kind, user, the orgs it reaches with its role in each, and its token's "

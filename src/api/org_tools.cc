@@ -11,10 +11,17 @@ using json = nlohmann::json;
 using identity::Role;
 using identity::ScopeKind;
 
-json OrgJson(const identity::Org& o) { return {{"id", o.id}, {"name", o.name}, {"created_at", o.created_at}}; }
+json OrgJson(const identity::Org& o) {
+  return {{"id", o.id}, {"name", o.name}, {"created_at", o.created_at}, {"display_name", o.display_name},
+          {"description", o.description}};
+}
 
 json OrgSchema() {
-  return Output({{"id", {{"type", "integer"}}}, {"name", {{"type", "string"}}}, {"created_at", {{"type", "integer"}}}},
+  return Output({{"id", {{"type", "integer"}}},
+                 {"name", {{"type", "string"}}},
+                 {"created_at", {{"type", "integer"}}},
+                 {"display_name", {{"type", "string"}}},
+                 {"description", {{"type", "string"}}}},
                 {"id", "name"});
 }
 
@@ -77,6 +84,23 @@ Status AddOrgLifecycle(Registry& reg, identity::IdentityStore& store) {
         out["quota"] = QuotaJson(quota);
         return out;
       }}));
+
+  ISB_TRY(reg.Add(Tool{
+      "org_update", "Change the org",
+      "Changes the call's org's display name and description (owners). An absent field stays as it is. The org's "
+      "name is its identifier (in URLs, token scopes and the audit log) and does not change.",
+      Object({{"display_name", Str("What people see; \"\" for none.", 128)},
+              {"description", Str("A line about the org; \"\" for none.", 1024)}},
+             {}),
+      OrgSchema(), ToolAnnotations{.idempotent = true}, false,
+      [&store](const json& in, const CallContext& ctx) -> Result<json> {
+        identity::OrgUpdate update;
+        if (in.contains("display_name")) update.display_name = in["display_name"].get<std::string>();
+        if (in.contains("description")) update.description = in["description"].get<std::string>();
+        ISB_ASSIGN_OR_RETURN(identity::Org org, store.orgs().Update(ctx.identity, ctx.org, update));
+        return OrgJson(org);
+      },
+      ToolAccess{.least_role = Role::kOwner, .kind = ScopeKind::kAdmin}}));
 
   ISB_TRY(reg.Add(Tool{
       "org_quota_set", "Set the org's quota",
@@ -194,6 +218,44 @@ Status AddInvitationAndSessionTools(Registry& reg, identity::IdentityStore& stor
       },
       ToolAccess{.least_role = Role::kAdmin, .kind = ScopeKind::kAdmin}}));
 
+  json invitation = Output({{"id", {{"type", "integer"}}},
+                            {"role", {{"type", "string"}}},
+                            {"created_by", {{"type", "string"}}},
+                            {"created_at", {{"type", "integer"}}},
+                            {"expires_at", {{"type", "integer"}}},
+                            {"state", {{"type", "string"}, {"enum", {"pending", "accepted", "revoked", "expired"}}}}},
+                           {"id", "role", "created_at", "expires_at", "state"});
+  ISB_TRY(reg.Add(Tool{
+      "invitation_list", "List the org's invitations",
+      "The call's org's invitations, newest first, with their state (admins). Never their secrets.", Object({}, {}),
+      Output({{"invitations", {{"type", "array"}, {"items", invitation}}}}, {"invitations"}),
+      ToolAnnotations{.read_only = true, .idempotent = true}, false,
+      [&store](const json&, const CallContext& ctx) -> Result<json> {
+        ISB_ASSIGN_OR_RETURN(auto list, store.invitations().List(ctx.identity, ctx.org));
+        json out = json::array();
+        for (const auto& i : list) {
+          out.push_back({{"id", i.id}, {"role", identity::RoleName(i.role)}, {"created_by", i.created_by},
+                         {"created_at", i.created_at}, {"expires_at", i.expires_at}, {"state", i.state}});
+        }
+        return json{{"invitations", std::move(out)}};
+      },
+      ToolAccess{.least_role = Role::kAdmin, .kind = ScopeKind::kAdmin}}));
+
+  ISB_TRY(reg.Add(Tool{
+      "invitation_revoke", "Revoke an invitation",
+      "Revokes a pending invitation of the call's org so it can no longer be accepted (admins; owners for an "
+      "invitation to owner). An accepted one is refused: remove the member with member_remove.",
+      Object({{"id", Int("The invitation's id (invitation_list).", 1, INT64_MAX)}}, {"id"}),
+      Output({{"id", {{"type", "integer"}}}, {"revoked", {{"type", "boolean"}}}}, {"id", "revoked"}),
+      ToolAnnotations{.destructive = true, .idempotent = true}, false,
+      [&store](const json& in, const CallContext& ctx) -> Result<json> {
+        int64_t id = in["id"].get<int64_t>();
+        if (Status revoked = store.invitations().Revoke(ctx.identity, ctx.org, id); !revoked.ok())
+          return revoked.error();
+        return json{{"id", id}, {"revoked", true}};
+      },
+      ToolAccess{.least_role = Role::kAdmin, .kind = ScopeKind::kAdmin}}));
+
   ISB_TRY(reg.Add(Tool{
       "invitation_accept", "Accept an invitation",
       "Joins the org an invitation names, with its role, as the calling user.",
@@ -202,8 +264,12 @@ Status AddInvitationAndSessionTools(Registry& reg, identity::IdentityStore& stor
       ToolAnnotations{}, false,
       [&store](const json& in, const CallContext& ctx) -> Result<json> {
         if (ctx.identity.user_id == 0) return Error::Of(Code::kForbidden, "only a user can accept an invitation");
-        ISB_ASSIGN_OR_RETURN(identity::Member m, store.invitations().Accept(in["invitation"].get<std::string>(),
-                                                                            ctx.identity.user_id));
+        auto accepted = store.invitations().Accept(in["invitation"].get<std::string>(), ctx.identity.user_id);
+        // The invitation is an argument, not the call's credential: a bad one is 403, never the 401 that tells a
+        // client to sign in again.
+        if (!accepted.ok() && accepted.error().code == Code::kUnauthenticated)
+          return Error::Of(Code::kForbidden, "invitation: " + accepted.error().message);
+        ISB_ASSIGN_OR_RETURN(identity::Member m, std::move(accepted));
         return json{{"user", m.user_name}, {"role", identity::RoleName(m.role)}};
       },
       ToolAccess{.kind = ScopeKind::kDeploy, .org_bound = false}}));

@@ -94,13 +94,21 @@ void AddUserCommands(CLI::App& app, const std::shared_ptr<Flags>& flags, int* ex
   cmd = Command(user, flags, "ls", "List accounts");
   cmd->callback([flags, exit_code] {
     *exit_code = Run(*flags, "user_list", json::object(), [](const json& r) {
-      std::printf("%-6s %-32s %s\n", "ID", "NAME", "ADMIN");
+      std::printf("%-6s %-32s %-6s %s\n", "ID", "NAME", "ADMIN", "STATE");
       const json users = r.value("users", json::array());
       for (const json& u : users) {
-        std::printf("%-6lld %-32s %s\n", static_cast<long long>(u.value("id", int64_t{0})),
-                    u.value("name", "").c_str(), u.value("platform_admin", false) ? "yes" : "");
+        std::printf("%-6lld %-32s %-6s %s\n", static_cast<long long>(u.value("id", int64_t{0})),
+                    u.value("name", "").c_str(), u.value("platform_admin", false) ? "yes" : "",
+                    u.value("disabled", false) ? "revoked" : "active");
       }
     });
+  });
+  auto revoke_name = std::make_shared<std::string>();
+  cmd = Command(user, flags, "revoke", "Take an account away: no sign-in, every session and token revoked");
+  cmd->add_option("name", *revoke_name, "The account's name")->required();
+  cmd->callback([flags, revoke_name, exit_code] {
+    *exit_code = Run(*flags, "user_revoke", {{"name", *revoke_name}},
+                     [](const json& r) { std::printf("revoked %s\n", r.value("name", "").c_str()); });
   });
 }
 

@@ -23,6 +23,16 @@ struct NewInvitation {
   int64_t expires_at = 0;
 };
 
+// An invitation as its org's admins see it: never its secret.
+struct InvitationRecord {
+  int64_t id = 0;
+  Role role = Role::kViewer;
+  std::string created_by;  // the inviting user's name; "" when the host made it or the user is gone
+  int64_t created_at = 0;
+  int64_t expires_at = 0;
+  std::string state;  // "pending", "accepted", "revoked" or "expired"
+};
+
 // Thread-safe.
 class Invitations {
  public:
@@ -32,10 +42,21 @@ class Invitations {
   Result<NewInvitation> Create(const Principal& caller, std::string_view org, Role role,
                                int64_t ttl_seconds = kInvitationTtl);
   // Makes `user` a member of the invitation's org with its role, once. kUnauthenticated "malformed token",
-  // "unknown token", "token expired" or "token used"; an existing member is kConflict (the invitation stays unused).
+  // "unknown token", "token expired", "token used" or "token revoked"; an existing member is kConflict (the invitation stays unused).
   Result<Member> Accept(std::string_view secret, int64_t user);
 
+  // The org's invitations, newest first (admins of `org`). An org the caller does not reach is kNotFound.
+  Result<std::vector<InvitationRecord>> List(const Principal& caller, std::string_view org);
+  // Revokes a pending invitation of `org`, so it can no longer be accepted: admins of `org`, owners for an
+  // invitation to owner (the rules of Create). Another org's invitation is kNotFound, as a missing one; an accepted
+  // one is kConflict (the member stays: member_remove). Revoking a revoked or expired invitation succeeds.
+  Status Revoke(const Principal& caller, std::string_view org, int64_t id);
+
  private:
+  // kNotFound unless `caller` reaches `org`; kForbidden "role R may not <what>; it needs <need>" unless it is at
+  // least `need` there.
+  static Status Manage(const Principal& caller, std::string_view org, Role need, const std::string& what);
+
   store::Db& db_;
   Clock now_;
   Orgs& orgs_;

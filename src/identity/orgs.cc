@@ -26,7 +26,18 @@ Status NeedPlatformAdmin(const Principal& caller, std::string_view what) {
   return Error::Of(Code::kForbidden, "only platform admins " + std::string(what));
 }
 
-Org OrgOf(const store::Row& r) { return Org{store::AsInt(r[0]), store::AsText(r[1]), store::AsInt(r[2])}; }
+constexpr char kOrgColumns[] = "SELECT id, name, created_at, display_name, description FROM orgs ";
+
+Org OrgOf(const store::Row& r) {
+  return Org{store::AsInt(r[0]), store::AsText(r[1]), store::AsInt(r[2]), store::AsText(r[3]), store::AsText(r[4])};
+}
+
+// Free text shown to people: any UTF-8 but control characters (no line breaks, no terminal escapes).
+Status CheckText(std::string_view field, std::string_view text) {
+  for (unsigned char c : text)
+    if (c < 0x20 || c == 0x7f) return Error::Of(Code::kInvalidArgument, std::string(field) + ": control characters are not allowed");
+  return {};
+}
 
 }  // namespace
 
@@ -73,14 +84,30 @@ Result<Quota> Orgs::GetQuota(std::string_view org) {
   return q;
 }
 
+Result<Org> Orgs::Update(const Principal& caller, std::string_view org, const OrgUpdate& update) {
+  auto role = caller.RoleIn(org);
+  if (!role) return OrgNotFound(org);
+  if (*role < Role::kOwner)
+    return Error::Of(Code::kForbidden, "role " + std::string(RoleName(*role)) + " may not change org " +
+                                           std::string(org) + "; it needs owner");
+  if (update.display_name) ISB_TRY(CheckText("display_name", *update.display_name));
+  if (update.description) ISB_TRY(CheckText("description", *update.description));
+  auto text = [](const std::optional<std::string>& v) { return v ? store::Value(*v) : store::Value(nullptr); };
+  ISB_ASSIGN_OR_RETURN(auto rows, db_.Query("UPDATE orgs SET display_name = coalesce(?2, display_name), "
+                                            "description = coalesce(?3, description) WHERE name = ?1 RETURNING id",
+                                            {std::string(org), text(update.display_name), text(update.description)}));
+  if (rows.empty()) return OrgNotFound(org);
+  return Get(org);
+}
+
 Result<Org> Orgs::Get(std::string_view name) {
-  ISB_ASSIGN_OR_RETURN(auto rows, db_.Query("SELECT id, name, created_at FROM orgs WHERE name = ?1", {std::string(name)}));
+  ISB_ASSIGN_OR_RETURN(auto rows, db_.Query(std::string(kOrgColumns) + "WHERE name = ?1", {std::string(name)}));
   if (rows.empty()) return OrgNotFound(name);
   return OrgOf(rows[0]);
 }
 
 Result<std::vector<Org>> Orgs::List() {
-  ISB_ASSIGN_OR_RETURN(auto rows, db_.Query("SELECT id, name, created_at FROM orgs ORDER BY name"));
+  ISB_ASSIGN_OR_RETURN(auto rows, db_.Query(std::string(kOrgColumns) + "ORDER BY name"));
   std::vector<Org> out;
   for (const auto& r : rows) out.push_back(OrgOf(r));
   return out;

@@ -18,8 +18,16 @@ inline constexpr std::string_view kDefaultOrg = "default";
 
 struct Org {
   int64_t id = 0;
-  std::string name;
+  std::string name;  // the identifier (URLs, token scopes, audit rows): it never changes
   int64_t created_at = 0;
+  std::string display_name;  // "" : none
+  std::string description;
+};
+
+// What org_update changes; an unset field stays as it is.
+struct OrgUpdate {
+  std::optional<std::string> display_name{};
+  std::optional<std::string> description{};
 };
 
 // What an org's sandboxes may be allocated in all; unset: no limit.
@@ -47,6 +55,9 @@ class Orgs {
   Result<int64_t> Create(const Principal& caller, std::string_view name);
   // `default` is kForbidden "org default cannot be deleted". Deletes its memberships, tokens and invitations.
   Status Delete(const Principal& caller, std::string_view name);
+  // Owners of the org (and platform admins) change its display name and description. Control characters are
+  // kInvalidArgument.
+  Result<Org> Update(const Principal& caller, std::string_view org, const OrgUpdate& update);
   Result<Org> Get(std::string_view name);
   Result<std::vector<Org>> List();
   // The orgs `caller` reaches, by name.

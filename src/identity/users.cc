@@ -57,6 +57,20 @@ Status Users::SetDisabled(int64_t user, bool on) {
   return Update(user, "UPDATE users SET disabled = ?2 WHERE id = ?1 RETURNING id", {user, int64_t{on ? 1 : 0}});
 }
 
+Status Users::Revoke(int64_t user) {
+  ISB_ASSIGN_OR_RETURN(User u, Get(user));
+  // One statement, so two platform admins revoking each other cannot both succeed.
+  ISB_ASSIGN_OR_RETURN(auto rows, db_.Query("UPDATE users SET disabled = 1 WHERE id = ?1 AND (platform_admin = 0 OR "
+                                            "disabled = 1 OR EXISTS (SELECT 1 FROM users WHERE platform_admin = 1 "
+                                            "AND disabled = 0 AND id != ?1)) RETURNING id",
+                                            {user}));
+  if (rows.empty())
+    return Error::Of(Code::kConflict, "user " + u.name + " is the last platform admin; make another one first");
+  int64_t now = now_();
+  ISB_TRY(db_.Exec("UPDATE sessions SET revoked_at = ?2 WHERE user_id = ?1 AND revoked_at IS NULL", {user, now}));
+  return db_.Exec("UPDATE tokens SET revoked_at = ?2 WHERE user_id = ?1 AND revoked_at IS NULL", {user, now});
+}
+
 Result<User> Users::Get(int64_t user) {
   ISB_ASSIGN_OR_RETURN(auto rows, db_.Query(std::string("SELECT ") + kUserColumns + " FROM users WHERE id = ?1", {user}));
   if (rows.empty()) return NoSuchUser(user);

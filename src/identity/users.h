@@ -35,6 +35,10 @@ class Users {
   Status SetPlatformAdmin(int64_t user, bool on);
   // A disabled user cannot sign in, and none of its tokens or sessions resolve.
   Status SetDisabled(int64_t user, bool on);
+  // Takes an account away: disabled (it cannot sign in and none of its credentials resolve, from this statement
+  // on), then its sessions and tokens revoked too, so enabling it again brings none of them back. Its memberships
+  // stay, for the record. The last enabled platform admin is kConflict; a revoked account succeeds again.
+  Status Revoke(int64_t user);
 
   Result<User> Get(int64_t user);
   Result<User> Find(std::string_view name);

@@ -222,6 +222,13 @@ CREATE UNIQUE INDEX sandboxes_org_name ON sandboxes(org, name) WHERE name != '';
       R"sql(
 ALTER TABLE org_quotas ADD COLUMN disk INTEGER CHECK (disk IS NULL OR disk > 0);
 )sql",
+      // 7: an org's display name and description (org_update; its name is its identifier and stays), and revoked
+      // invitations.
+      R"sql(
+ALTER TABLE orgs ADD COLUMN display_name TEXT NOT NULL DEFAULT '';
+ALTER TABLE orgs ADD COLUMN description TEXT NOT NULL DEFAULT '';
+ALTER TABLE invitations ADD COLUMN revoked_at INTEGER;
+)sql",
   };
   return m;
 }

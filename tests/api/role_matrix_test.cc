@@ -1,7 +1,7 @@
 // The role matrix: every tool the daemon registers, called by each role, platform admins, superadmins and scoped
 // tokens, judged by Registry::Admit. The expected access of each tool is written out below from the security
-// model (viewers read, members act in the org, admins manage members, tokens and the audit log, platform tools are
-// for platform admins), not read from the tools, so a tool whose access changes fails here.
+// model (viewers read, members act in the org, admins manage members, invitations, tokens and the audit log, owners
+// change the org, platform tools are for platform admins), not read from the tools, so a tool whose access changes fails here.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -37,6 +37,7 @@ struct Expected {
 constexpr Expected kRead{Role::kViewer, ScopeKind::kRead, true, false};
 constexpr Expected kAct{Role::kMember, ScopeKind::kDeploy, true, false};
 constexpr Expected kManage{Role::kAdmin, ScopeKind::kAdmin, true, false};
+constexpr Expected kOwn{Role::kOwner, ScopeKind::kAdmin, true, false};
 constexpr Expected kSelfRead{Role::kViewer, ScopeKind::kRead, false, false};
 constexpr Expected kSelfDeploy{Role::kViewer, ScopeKind::kDeploy, false, false};
 constexpr Expected kSelfAdmin{Role::kViewer, ScopeKind::kAdmin, false, false};
@@ -67,7 +68,11 @@ const std::map<std::string, Expected>& Table() {
       {"member_update", kManage},
       {"member_remove", kManage},
       {"invitation_create", kManage},
+      {"invitation_list", kManage},
+      {"invitation_revoke", kManage},
       {"audit_list", kManage},
+      // Owners change the org itself.
+      {"org_update", kOwn},
       // About the caller itself, in no org.
       {"whoami", kSelfRead},
       {"org_list", kSelfRead},
@@ -83,6 +88,7 @@ const std::map<std::string, Expected>& Table() {
       {"org_delete", kPlatformAll},
       {"user_create", kPlatformAll},
       {"user_list", kPlatformAll},
+      {"user_revoke", kPlatformAll},
       {"audit_verify", kPlatformAll},
   };
   return table;
@@ -107,6 +113,9 @@ json InputFor(const std::string& tool) {
       {"member_remove", {{"user", "u"}}},
       {"invitation_create", {{"role", "member"}}},
       {"invitation_accept", {{"invitation", "isb_inv_x"}}},
+      {"invitation_revoke", {{"id", 1}}},
+      {"org_update", {{"display_name", "Acme"}}},
+      {"user_revoke", {{"name", "u"}}},
       {"token_create", {{"name", "t"}}},
       {"token_revoke", {{"id", 1}}},
       {"session_revoke", {{"id", 1}}},
@@ -228,7 +237,7 @@ TEST_F(RoleMatrixTest, TheTableNamesEveryToolTheDaemonServes) {
   for (const auto& [name, _] : Table()) tabled.insert(name);
   EXPECT_EQ(registered, tabled);
   EXPECT_EQ(listed, tabled);
-  EXPECT_EQ(tabled.size(), 35u);
+  EXPECT_EQ(tabled.size(), 39u);
 }
 
 TEST_F(RoleMatrixTest, EachToolByEachRoleAndScope) {
@@ -247,6 +256,9 @@ TEST_F(RoleMatrixTest, SpotChecks) {
   EXPECT_EQ(Admit("audit_list", UserIn("mia", kOrg, Role::kMember)),
             "forbidden: role member may not call audit_list, which needs admin");
   EXPECT_EQ(Admit("audit_list", UserIn("ada", kOrg, Role::kAdmin)), "ok");
+  EXPECT_EQ(Admit("org_update", UserIn("ada", kOrg, Role::kAdmin)),
+            "forbidden: role admin may not call org_update, which needs owner");
+  EXPECT_EQ(Admit("user_revoke", UserIn("otto", kOrg, Role::kOwner)), "forbidden: user_revoke needs a platform admin");
   EXPECT_EQ(Admit("sandbox_list", UserIn("eve", "other", Role::kOwner)), "not_found: no org 'acme'");
   EXPECT_EQ(Admit("whoami", UserIn("eve", "other", Role::kOwner)), "ok");
   EXPECT_EQ(Admit("org_create", UserIn("otto", kOrg, Role::kOwner)), "forbidden: org_create needs a platform admin");

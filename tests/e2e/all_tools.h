@@ -13,12 +13,13 @@ inline const std::vector<std::string> kAllTools = {
     "sandbox_extend", "sandbox_remove",    "sandbox_egress_set", "whoami",              "user_create",
     "user_list",      "token_create",      "token_list",         "token_revoke",        "org_list",
     "org_get",        "org_create",        "org_delete",         "member_list",         "member_add",
-    "member_update",  "member_remove",     "invitation_create",  "invitation_accept",   "session_list",
+    "member_update",  "member_remove",     "invitation_create",  "invitation_accept",
+    "invitation_list", "invitation_revoke", "org_update", "user_revoke",   "session_list",
     "session_revoke", "org_quota_set", "audit_list",     "audit_verify",       "history_query"};
 
 // The tools annotated read-only: a call of one that succeeds leaves no audit row (every other call does).
 inline const std::vector<std::string> kReadOnlyTools = {
     "sandbox_list", "sandbox_get",  "sandbox_file_read", "whoami",    "user_list",  "token_list",   "org_list",
-    "org_get",      "member_list",  "session_list",      "audit_list", "audit_verify", "history_query"};
+    "org_get",      "member_list",  "invitation_list", "session_list",      "audit_list", "audit_verify", "history_query"};
 
 }  // namespace isb::e2e

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <filesystem>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -526,10 +527,13 @@ CurlResult E2eTest::CurlTcp(const std::string& method, const std::string& path, 
 }
 
 ProcResult E2eTest::Isb(const std::vector<std::string>& args, const std::string& stdin_data) {
+  // --socket follows the command's name: one word, or two for a command of a group (isb user revoke).
+  static const std::set<std::string> kGroups = {"user", "token", "audit"};
+  size_t words = std::min(args.size(), !args.empty() && kGroups.contains(args[0]) ? size_t{2} : size_t{1});
   std::vector<std::string> argv = {ISB_BINARY};
-  if (!args.empty()) argv.push_back(args[0]);
+  argv.insert(argv.end(), args.begin(), args.begin() + static_cast<std::ptrdiff_t>(words));
   argv.insert(argv.end(), {"--socket", socket_path_});
-  if (args.size() > 1) argv.insert(argv.end(), args.begin() + 1, args.end());
+  argv.insert(argv.end(), args.begin() + static_cast<std::ptrdiff_t>(words), args.end());
   // Neither the environment nor a default socket may steer the CLI elsewhere.
   ProcResult r = RunProcess(argv, stdin_data, 60s, {"ISB_URL", "ISB_TOKEN", "ISB_SOCKET"});
   if (json j = json::parse(r.out, nullptr, false); !j.is_discarded()) TrackFrom(j);

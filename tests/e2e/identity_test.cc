@@ -93,6 +93,70 @@ TEST_F(IdentityTest, RolesAndScopesOverRest) {
   EXPECT_EQ(As(ro, "default", "sandbox_create").first, 403);
 }
 
+// An org's people over REST: owners change the org, admins list and revoke invitations (a revoked one cannot be
+// accepted, and no listing shows a secret), platform admins revoke users, whose tokens stop at once; `isb user
+// revoke` does the same on the host.
+TEST_F(IdentityTest, OrgsInvitationsAndUsersAreChangedAndRevoked) {
+  MustTool("org_create", {{"name", "acme"}});
+  std::string otto = UserToken("otto", "acme", "owner");
+  std::string ada = UserToken("ada", "acme", "admin");
+  std::string newbie = UserToken("newbie", "default", "viewer");
+
+  EXPECT_EQ(As(ada, "acme", "org_update", {{"display_name", "Acme"}}),
+            std::make_pair(403, std::string("forbidden: role admin may not call org_update, which needs owner")));
+  CurlResult updated = CurlTcp("POST", "/api/v1/tools/org_update", R"({"display_name":"Acme Inc.","description":"builds"})",
+                               {"Content-Type: application/json", "X-Isb-Org: acme"}, otto);
+  ASSERT_EQ(updated.http.status, 200) << updated.Describe();
+  EXPECT_EQ(updated.http.j["result"]["name"], "acme");
+  EXPECT_EQ(updated.http.j["result"]["display_name"], "Acme Inc.");
+  EXPECT_EQ(updated.http.j["result"]["description"], "builds");
+  EXPECT_EQ(As(otto, "acme", "org_update", {{"description", "a\nb"}}),
+            std::make_pair(400, std::string("invalid_argument: description: control characters are not allowed")));
+
+  CurlResult invited = CurlTcp("POST", "/api/v1/tools/invitation_create", R"({"role":"member"})",
+                               {"Content-Type: application/json", "X-Isb-Org: acme"}, ada);
+  ASSERT_EQ(invited.http.status, 200) << invited.Describe();
+  std::string secret = invited.http.j["result"]["invitation"];
+  int64_t inv_id = invited.http.j["result"]["id"];
+  EXPECT_EQ(As(ada, "default", "invitation_list"), std::make_pair(404, std::string("not_found: no org 'default'")));
+  CurlResult listed = CurlTcp("POST", "/api/v1/tools/invitation_list", "{}", {"X-Isb-Org: acme"}, ada);
+  ASSERT_EQ(listed.http.status, 200) << listed.Describe();
+  ASSERT_EQ(listed.http.j["result"]["invitations"].size(), 1u) << listed.Describe();
+  EXPECT_EQ(listed.http.j["result"]["invitations"][0]["id"], inv_id);
+  EXPECT_EQ(listed.http.j["result"]["invitations"][0]["state"], "pending");
+  EXPECT_EQ(listed.http.j["result"]["invitations"][0]["created_by"], "ada");
+  EXPECT_EQ(listed.http.body.find(secret.substr(8)), std::string::npos) << "a listing shows the invitation's secret";
+  EXPECT_EQ(As(otto, "default", "invitation_revoke", {{"id", inv_id}}),
+            std::make_pair(404, std::string("not_found: no org 'default'")));
+  EXPECT_EQ(As(ada, "acme", "invitation_revoke", {{"id", inv_id}}).first, 200);
+  EXPECT_EQ(As(newbie, "default", "invitation_accept", {{"invitation", secret}}),
+            std::make_pair(403, std::string("forbidden: invitation: token revoked")));
+  listed = CurlTcp("POST", "/api/v1/tools/invitation_list", "{}", {"X-Isb-Org: acme"}, otto);
+  EXPECT_EQ(listed.http.j["result"]["invitations"][0]["state"], "revoked") << listed.Describe();
+
+  EXPECT_EQ(As(otto, "acme", "user_revoke", {{"name", "ada"}}),
+            std::make_pair(403, std::string("forbidden: user_revoke needs a platform admin")));
+  EXPECT_EQ(As(ada, "acme", "whoami").first, 200);
+  MustTool("user_revoke", {{"name", "ada"}});
+  CurlResult gone = CurlTcp("POST", "/api/v1/tools/whoami", "{}", {"X-Isb-Org: acme"}, ada);
+  EXPECT_EQ(gone.http.status, 401) << gone.Describe();
+  EXPECT_EQ(gone.http.j["message"], "token revoked") << gone.Describe();
+
+  ProcResult revoked = Isb({"user", "revoke", "otto"});
+  ExpectAudit("isb user revoke otto", {Unix("user_revoke")});
+  EXPECT_EQ(revoked.exit_status, 0) << revoked.err;
+  EXPECT_EQ(revoked.out, "revoked otto\n");
+  ProcResult users = Isb({"user", "ls"});
+  EXPECT_EQ(users.exit_status, 0) << users.err;
+  EXPECT_TRUE(std::regex_search(users.out, std::regex(R"((^|\n)\d+ +otto +revoked\n)"))) << users.out;
+  EXPECT_TRUE(std::regex_search(users.out, std::regex(R"((^|\n)\d+ +newbie +active\n)"))) << users.out;
+  EXPECT_EQ(As(otto, "acme", "whoami").first, 401);
+  ProcResult missing = Isb({"user", "revoke", "nobody"});
+  EXPECT_EQ(missing.exit_status, 1) << missing.err;
+  EXPECT_EQ(missing.err, "isb: user nobody not found\n");
+  ExpectAudit("isb user revoke nobody", {Unix("user_revoke", "not_found")});
+}
+
 TEST_F(IdentityTest, TokensForgedRevokedAndOnlyHashedAtRest) {
   // A well-formed token nobody minted, and a malformed one: 401 with the reason.
   std::string forged = "isb_tok_" + std::string(43, 'A');

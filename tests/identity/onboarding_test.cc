@@ -104,5 +104,71 @@ TEST_F(OnboardingTest, InvitationMakesAMemberOnce) {
                "unknown token");
 }
 
+// Admins list their org's invitations (never a secret) and revoke pending ones; owners alone touch an owner's; an
+// accepted one stays accepted; another org's is not found.
+TEST_F(OnboardingTest, InvitationsAreListedAndRevoked) {
+  NewOrg("acme");
+  NewOrg("beta");
+  int64_t owner = NewUser("owner", "acme", Role::kOwner);
+  int64_t admin = NewUser("admin", "acme", Role::kAdmin);
+  int64_t member = NewUser("member", "acme", Role::kMember);
+  int64_t outsider = NewUser("outsider", "beta", Role::kOwner);
+  int64_t newbie = NewUser("newbie");
+  auto viewer_inv = id_->invitations().Create(As(admin), "acme", Role::kViewer, 600);
+  auto owner_inv = id_->invitations().Create(As(owner), "acme", Role::kOwner, 600);
+  auto used_inv = id_->invitations().Create(As(admin), "acme", Role::kMember, 600);
+  ASSERT_TRUE(viewer_inv.ok() && owner_inv.ok() && used_inv.ok());
+  ASSERT_TRUE(id_->invitations().Accept(used_inv->secret, newbie).ok());
+  now_ += 10;
+
+  EXPECT_ERROR(id_->invitations().List(As(member), "acme"), Code::kForbidden,
+               "role member may not list the invitations of org acme; it needs admin");
+  EXPECT_ERROR(id_->invitations().List(As(outsider), "acme"), Code::kNotFound, "org acme not found");
+  auto list = id_->invitations().List(As(admin), "acme");
+  ASSERT_TRUE(list.ok()) << list.error().message;
+  ASSERT_EQ(list->size(), 3u);
+  EXPECT_EQ((*list)[0].id, used_inv->id);
+  EXPECT_EQ((*list)[0].state, "accepted");
+  EXPECT_EQ((*list)[1].id, owner_inv->id);
+  EXPECT_EQ((*list)[1].role, Role::kOwner);
+  EXPECT_EQ((*list)[1].created_by, "owner");
+  EXPECT_EQ((*list)[1].state, "pending");
+  EXPECT_EQ((*list)[2].created_by, "admin");
+  EXPECT_EQ((*list)[2].expires_at, now_ - 10 + 600);
+
+  const std::string viewer_id = std::to_string(viewer_inv->id);
+  EXPECT_ERROR(id_->invitations().Revoke(As(member), "acme", viewer_inv->id), Code::kForbidden,
+               "role member may not revoke viewer invitations of org acme; it needs admin");
+  EXPECT_ERROR(id_->invitations().Revoke(As(admin), "acme", owner_inv->id), Code::kForbidden,
+               "role admin may not revoke owner invitations of org acme; it needs owner");
+  EXPECT_ERROR(id_->invitations().Revoke(As(outsider), "beta", viewer_inv->id), Code::kNotFound,
+               "invitation " + viewer_id + " not found");
+  EXPECT_ERROR(id_->invitations().Revoke(As(outsider), "acme", viewer_inv->id), Code::kNotFound,
+               "invitation " + viewer_id + " not found");
+  EXPECT_ERROR(id_->invitations().Revoke(As(admin), "acme", 999), Code::kNotFound, "invitation 999 not found");
+  EXPECT_ERROR(id_->invitations().Revoke(As(admin), "acme", used_inv->id), Code::kConflict,
+               "invitation " + std::to_string(used_inv->id) + " was accepted; remove the member with member_remove");
+  EXPECT_TRUE(id_->invitations().Revoke(As(admin), "acme", viewer_inv->id).ok());
+  EXPECT_TRUE(id_->invitations().Revoke(As(admin), "acme", viewer_inv->id).ok());  // again: still revoked
+  EXPECT_TRUE(id_->invitations().Revoke(As(owner), "acme", owner_inv->id).ok());
+
+  int64_t later = NewUser("later");
+  EXPECT_ERROR(id_->invitations().Accept(viewer_inv->secret, later), Code::kUnauthenticated, "token revoked");
+  EXPECT_ERROR(id_->invitations().Accept(owner_inv->secret, later), Code::kUnauthenticated, "token revoked");
+  EXPECT_FALSE(As(later).RoleIn("acme").has_value());
+  EXPECT_EQ(As(newbie).RoleIn("acme"), Role::kMember);  // the accepted one is untouched
+  list = id_->invitations().List(As(owner), "acme");
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ((*list)[1].state, "revoked");
+  EXPECT_EQ((*list)[2].state, "revoked");
+
+  auto expiring = id_->invitations().Create(As(admin), "acme", Role::kViewer, 5);
+  ASSERT_TRUE(expiring.ok());
+  now_ += 5;
+  list = id_->invitations().List(As(admin), "acme");
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ((*list)[0].state, "expired");
+}
+
 }  // namespace
 }  // namespace isb::identity

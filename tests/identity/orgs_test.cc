@@ -71,6 +71,34 @@ TEST_F(OrgsTest, QuotasKeepEveryFieldAndReplaceWhole) {
   EXPECT_FALSE(zero.ok());
 }
 
+// Owners change their org's display name and description; the name stays; others are refused or not found.
+TEST_F(OrgsTest, OwnersUpdateTheDisplayNameAndDescription) {
+  NewOrg("acme");
+  int64_t owner = NewUser("owner", "acme", Role::kOwner);
+  int64_t admin = NewUser("admin", "acme", Role::kAdmin);
+  int64_t outsider = NewUser("outsider", "default", Role::kOwner);
+  EXPECT_ERROR(id_->orgs().Update(As(admin), "acme", {.display_name = "Acme"}), Code::kForbidden,
+               "role admin may not change org acme; it needs owner");
+  EXPECT_ERROR(id_->orgs().Update(As(outsider), "acme", {.display_name = "Acme"}), Code::kNotFound,
+               "org acme not found");
+  EXPECT_ERROR(id_->orgs().Update(As(owner), "acme", {.description = "one\ntwo"}), Code::kInvalidArgument,
+               "description: control characters are not allowed");
+  EXPECT_ERROR(id_->orgs().Update(As(owner), "acme", {.display_name = "\x1b[31mred"}), Code::kInvalidArgument,
+               "display_name: control characters are not allowed");
+  auto got = id_->orgs().Update(As(owner), "acme", {.display_name = "Acme Café", .description = "builds"});
+  ASSERT_TRUE(got.ok()) << got.error().message;
+  EXPECT_EQ(got->name, "acme");
+  EXPECT_EQ(got->display_name, "Acme Café");
+  EXPECT_EQ(got->description, "builds");
+  got = id_->orgs().Update(As(owner), "acme", {.description = ""});  // an absent field stays
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->display_name, "Acme Café");
+  EXPECT_EQ(got->description, "");
+  EXPECT_EQ(id_->orgs().Get("acme")->display_name, "Acme Café");
+  EXPECT_TRUE(id_->orgs().Update(Principal::Host(), "default", {.display_name = "Default"}).ok());
+  EXPECT_EQ(id_->orgs().Get("default")->display_name, "Default");
+}
+
 TEST_F(OrgsTest, ListForShowsOnlyReachableOrgs) {
   NewOrg("acme");
   NewOrg("beta");

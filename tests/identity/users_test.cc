@@ -77,6 +77,43 @@ TEST_F(UsersTest, SetPasswordReplacesTheOldOneAndEndsSessions) {
                "password: at least 12 characters are needed");
 }
 
+// A revoked account cannot sign in, and its sessions and tokens are revoked, so enabling it again revives none of
+// them; the last platform admin stays.
+TEST_F(UsersTest, RevokeEndsTheAccountAndEveryCredentialOfIt) {
+  auto alice = id_->users().Create("alice", kPassword, true);
+  ASSERT_TRUE(alice.ok()) << alice.error().message;
+  int64_t bob = NewUser("bob", "default", Role::kOwner);
+  auto session = id_->sessions().Create(bob, "127.0.0.1", "test");
+  TokenSpec spec;
+  spec.name = "ci";
+  spec.org = "default";
+  auto token = id_->tokens().Create(As(bob), spec);
+  ASSERT_TRUE(session.ok() && token.ok());
+  ASSERT_TRUE(id_->Resolve(token->secret).ok());
+
+  ASSERT_TRUE(id_->users().Revoke(bob).ok());
+  EXPECT_TRUE(id_->users().Get(bob)->disabled);
+  EXPECT_ERROR(id_->Resolve(token->secret), Code::kUnauthenticated, "token revoked");
+  EXPECT_ERROR(id_->Resolve(session->secret), Code::kUnauthenticated, "token revoked");
+  EXPECT_TRUE(id_->users().Revoke(bob).ok());  // again: still revoked
+  ASSERT_TRUE(id_->users().SetDisabled(bob, false).ok());
+  EXPECT_ERROR(id_->Resolve(token->secret), Code::kUnauthenticated, "token revoked");
+  EXPECT_ERROR(id_->Resolve(session->secret), Code::kUnauthenticated, "token revoked");
+  auto members = id_->orgs().Members("default");
+  ASSERT_TRUE(members.ok());
+  ASSERT_EQ(members->size(), 1u);  // the membership stays, for the record
+  EXPECT_EQ((*members)[0].user_name, "bob");
+
+  EXPECT_ERROR(id_->users().Revoke(*alice), Code::kConflict,
+               "user alice is the last platform admin; make another one first");
+  EXPECT_TRUE(id_->users().SignIn("alice", kPassword).ok());
+  ASSERT_TRUE(id_->users().SetPlatformAdmin(bob, true).ok());
+  EXPECT_TRUE(id_->users().Revoke(*alice).ok());
+  EXPECT_ERROR(id_->users().SignIn("alice", kPassword), Code::kUnauthenticated, "invalid credentials");
+  EXPECT_ERROR(id_->users().Revoke(bob), Code::kConflict, "user bob is the last platform admin; make another one first");
+  EXPECT_ERROR(id_->users().Revoke(99), Code::kNotFound, "user 99 not found");
+}
+
 TEST_F(UsersTest, PrincipalCarriesMembershipsAndPlatformAdmin) {
   NewOrg("acme");
   int64_t alice = NewUser("alice", "acme", Role::kAdmin);
