@@ -45,14 +45,18 @@ std::string HttpDenyResponse(int status, const std::string& reason) {
 class Proxy::Impl {
  public:
   Impl(ProxyOptions o, ProxyHooks h)
-      : opts_(std::move(o)), hooks_(std::move(h)), ioc_(opts_.threads), acceptor_(ioc_), pool_(opts_.blocking_threads) {}
+      : opts_(std::move(o)),
+        hooks_(std::move(h)),
+        loops_(MakeLoops(opts_.threads)),
+        acceptor_(*loops_[0]),
+        pool_(opts_.blocking_threads) {}
 
   ~Impl() {
-    asio::post(ioc_, [this] {
+    asio::post(*loops_[0], [this] {
       boost::system::error_code ec;
       acceptor_.close(ec);
     });
-    ioc_.stop();
+    for (auto& loop : loops_) loop->stop();
     for (std::thread& t : threads_) t.join();
     pool_.join();
   }
@@ -70,8 +74,14 @@ class Proxy::Impl {
     if (!ec) acceptor_.listen(4096, ec);
     if (ec) return Error::Of(Code::kUnavailable, "proxy cannot listen on port " + std::to_string(opts_.port) + ": " + ec.message());
     port_ = acceptor_.local_endpoint().port();
-    asio::co_spawn(ioc_, Accept(), asio::detached);
-    for (int i = 0; i < opts_.threads; ++i) threads_.emplace_back([this] { ioc_.run(); });
+    asio::co_spawn(*loops_[0], Accept(), asio::detached);
+    for (auto& loop : loops_) {
+      // Kept running while it has no connection, until the destructor stops it.
+      threads_.emplace_back([l = loop.get()] {
+        auto busy = asio::make_work_guard(*l);
+        l->run();
+      });
+    }
     return {};
   }
 
@@ -79,12 +89,21 @@ class Proxy::Impl {
   const ProxyStats& stats() const { return stats_; }
 
  private:
+  // One io_context per event-loop thread, each run by that thread alone (concurrency hint 1).
+  static std::vector<std::unique_ptr<asio::io_context>> MakeLoops(int threads) {
+    std::vector<std::unique_ptr<asio::io_context>> loops;
+    for (int i = 0; i < std::max(threads, 1); ++i) loops.push_back(std::make_unique<asio::io_context>(1));
+    return loops;
+  }
+
   asio::awaitable<void> Accept() {
-    for (;;) {
-      // Each connection lives on its own strand: the two directions of a relay (and the sniff's read and timer) are
-      // separate coroutines, and without a strand the event-loop threads would run them at the same time, one closing
-      // the sockets while the other is in a splice on their descriptor numbers (see Pump).
-      auto [ec, socket] = co_await acceptor_.async_accept(asio::make_strand(ioc_), kAwait);
+    for (size_t next = 0;; ++next) {
+      // Each connection lives on one event loop, whose single thread runs all of its coroutines: the two directions
+      // of a relay (and the sniff's read and timer) are separate coroutines, and were two threads to run them at the
+      // same time, one could close the sockets while the other is in a splice on their descriptor numbers (see
+      // Pump). A loop of its own per thread also spares every step of every connection a strand's lock and queue.
+      asio::io_context& loop = *loops_[next % loops_.size()];
+      auto [ec, socket] = co_await acceptor_.async_accept(loop.get_executor(), kAwait);
       if (ec == asio::error::operation_aborted || !acceptor_.is_open()) co_return;
       if (ec) continue;  // EMFILE and friends: the next accept may succeed
       ++stats_.accepted;
@@ -343,8 +362,8 @@ class Proxy::Impl {
     while (remaining > 0) {
       auto [ec, n] = co_await from.async_read_some(asio::buffer(buf, std::min<uint64_t>(sizeof buf, remaining)), kAwait);
       if (ec) co_return Error::Of(Code::kUnavailable, "the request body ended early");
-      auto [wec, m] = co_await asio::async_write(to, asio::buffer(buf, n), kAwait);
-      if (wec) co_return Error::Of(Code::kUnavailable, "writing a request body");
+      bool sent = co_await Send(to, std::string_view(buf, n));
+      if (!sent) co_return Error::Of(Code::kUnavailable, "writing a request body");
       stats_.bytes_up += n;
       remaining -= n;
       if (n < sizeof buf || remaining == 0) continue;
@@ -389,8 +408,15 @@ class Proxy::Impl {
     if (!out.refusal.empty()) Report(box, host + ":" + std::to_string(port), out.refusal);
   }
 
-  asio::awaitable<bool> Send(tcp::socket& s, const std::string& bytes) {
-    auto [ec, n] = co_await asio::async_write(s, asio::buffer(bytes), kAwait);
+  // Writes `bytes` to `s`. A socket with room in its send buffer (the usual case) takes them at once, without a
+  // trip through the event loop; what it does not take is written when it can. The descriptor number is taken at the
+  // call (-1 once closed: EBADF), as in Splice.
+  asio::awaitable<bool> Send(tcp::socket& s, std::string_view bytes) {
+    ssize_t n = ::send(s.native_handle(), bytes.data(), bytes.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n == static_cast<ssize_t>(bytes.size())) co_return true;
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) co_return false;
+    const size_t sent = n > 0 ? static_cast<size_t>(n) : 0;
+    auto [ec, m] = co_await asio::async_write(s, asio::buffer(bytes.substr(sent)), kAwait);
     co_return !ec;
   }
 
@@ -423,12 +449,12 @@ class Proxy::Impl {
   // Moves bytes from `from` to `to` until `from` ends (then half-closes `to`) or either fails (then closes both,
   // which ends the other direction too). A message goes through a small buffer: asio reads it when the socket becomes
   // readable without re-arming epoll (an async_wait would, on every message), three system calls per message (read,
-  // write, the read that finds nothing more). A read that fills the buffer means a bulk transfer: what follows moves
+  // write straight away (Send), the read that finds nothing more). A read that fills the buffer means a bulk transfer: what follows moves
   // through a pipe with splice, never through user space, until the socket has nothing more to give.
-  // Closing both here cannot reach another connection's descriptor: both directions run on the connection's strand
-  // (Accept), so a close happens only while the other direction is suspended in an asio operation on these sockets
-  // (which the close cancels), and Splice takes each descriptor number from the socket at the moment of each call
-  // (-1 once closed: EBADF, never a reused number). The pipe is this direction's own.
+  // Closing both here cannot reach another connection's descriptor: both directions run on the connection's event
+  // loop, one thread (Accept), so a close happens only while the other direction is suspended in an asio operation
+  // on these sockets (which the close cancels), and Splice and Send take each descriptor number from the socket at
+  // the moment of each call (-1 once closed: EBADF, never a reused number). The pipe is this direction's own.
   asio::awaitable<void> Pump(tcp::socket& from, tcp::socket& to, std::atomic<uint64_t>& counter) {
     char buf[16384];
     Fd pipe_read, pipe_write;
@@ -437,8 +463,8 @@ class Proxy::Impl {
       if (ec == asio::error::eof) co_return HalfClose(to);
       if (ec) co_return CloseBoth(from, to);
       counter += n;
-      auto [wec, m] = co_await asio::async_write(to, asio::buffer(buf, n), kAwait);
-      if (wec) co_return CloseBoth(from, to);
+      bool sent = co_await Send(to, std::string_view(buf, n));
+      if (!sent) co_return CloseBoth(from, to);
       if (n < sizeof buf) continue;
       if (!pipe_write.valid()) {
         if (!MakePipe(pipe_read, pipe_write)) co_return CloseBoth(from, to);
@@ -505,7 +531,7 @@ class Proxy::Impl {
   ProxyHooks hooks_;
   ProxyStats stats_;
   std::unique_ptr<Interceptor> interceptor_;  // when hooks_.intercept is set; outlives the connections' frames
-  asio::io_context ioc_;
+  std::vector<std::unique_ptr<asio::io_context>> loops_;  // the event loops; the first also accepts
   tcp::acceptor acceptor_;
   asio::thread_pool pool_;
   std::vector<std::thread> threads_;
