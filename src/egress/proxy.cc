@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "egress/classify.h"
+#include "egress/edge_read.h"
 #include "egress/intercept.h"
 
 namespace isb::egress {
@@ -251,6 +252,8 @@ class Proxy::Impl {
     }
     client.native_non_blocking(true, ec);
     upstream.native_non_blocking(true, ec);
+    EnableEdgeReads(client);
+    EnableEdgeReads(upstream);
     if (sniff.kind == Sniff::Kind::kHttp) {
       HttpConnection conn{box, host, port, explicit_proxy, admission.per_request};
       co_await (RelayRequests(client, upstream, head, conn) && Pump(upstream, client, stats_.bytes_down));
@@ -304,8 +307,8 @@ class Proxy::Impl {
           request.reason = "request head too large";
           break;
         }
-        auto [ec, n] = co_await from.async_read_some(asio::buffer(buf, std::min(sizeof buf, opts_.max_head - buffer.size())), kAwait);
-        if (ec == asio::error::eof && buffer.empty()) co_return HalfClose(to);  // between requests
+        auto [ec, n] = co_await AsyncReadEdge(from, asio::buffer(buf, std::min(sizeof buf, opts_.max_head - buffer.size())), kAwait);
+        if (ec == asio::error::eof && buffer.empty()) co_return HalfClose(from, to);  // between requests
         if (ec) co_return CloseBoth(from, to);
         buffer.append(buf, n);
         request = ReadRelayedRequest(buffer, conn.explicit_proxy);
@@ -360,7 +363,7 @@ class Proxy::Impl {
     char buf[16384];
     Fd pipe_read, pipe_write;
     while (remaining > 0) {
-      auto [ec, n] = co_await from.async_read_some(asio::buffer(buf, std::min<uint64_t>(sizeof buf, remaining)), kAwait);
+      auto [ec, n] = co_await AsyncReadEdge(from, asio::buffer(buf, std::min<uint64_t>(sizeof buf, remaining)), kAwait);
       if (ec) co_return Error::Of(Code::kUnavailable, "the request body ended early");
       bool sent = co_await Send(to, std::string_view(buf, n));
       if (!sent) co_return Error::Of(Code::kUnavailable, "writing a request body");
@@ -391,7 +394,7 @@ class Proxy::Impl {
         stats_.bytes_up += piece.size();
       }
       if (step.state == ChunkedScanner::State::kDone) co_return Status();
-      auto [ec, n] = co_await from.async_read_some(asio::buffer(buf), kAwait);
+      auto [ec, n] = co_await AsyncReadEdge(from, asio::buffer(buf), kAwait);
       if (ec) co_return Error::Of(Code::kUnavailable, "the request body ended early");
       buffer.append(buf, n);
     }
@@ -447,9 +450,9 @@ class Proxy::Impl {
   }
 
   // Moves bytes from `from` to `to` until `from` ends (then half-closes `to`) or either fails (then closes both,
-  // which ends the other direction too). A message goes through a small buffer: asio reads it when the socket becomes
-  // readable without re-arming epoll (an async_wait would, on every message), three system calls per message (read,
-  // write straight away (Send), the read that finds nothing more). A read that fills the buffer means a bulk transfer: what follows moves
+  // which ends the other direction too). A message goes through a small buffer: two system calls per message, the
+  // read when the reactor reports the socket readable (AsyncReadEdge: no re-arming of epoll, as an async_wait would,
+  // and no read that finds nothing first, as async_read_some would) and the write straight away (Send). A read that fills the buffer means a bulk transfer: what follows moves
   // through a pipe with splice, never through user space, until the socket has nothing more to give.
   // Closing both here cannot reach another connection's descriptor: both directions run on the connection's event
   // loop, one thread (Accept), so a close happens only while the other direction is suspended in an asio operation
@@ -459,8 +462,8 @@ class Proxy::Impl {
     char buf[16384];
     Fd pipe_read, pipe_write;
     for (;;) {
-      auto [ec, n] = co_await from.async_read_some(asio::buffer(buf), kAwait);
-      if (ec == asio::error::eof) co_return HalfClose(to);
+      auto [ec, n] = co_await AsyncReadEdge(from, asio::buffer(buf), kAwait);
+      if (ec == asio::error::eof) co_return HalfClose(from, to);
       if (ec) co_return CloseBoth(from, to);
       counter += n;
       bool sent = co_await Send(to, std::string_view(buf, n));
@@ -471,7 +474,7 @@ class Proxy::Impl {
       }
       uint64_t unbounded = UINT64_MAX;
       Drained drained = co_await Splice(from, to, pipe_read.get(), pipe_write.get(), counter, unbounded);
-      if (drained == Drained::kEnd) co_return HalfClose(to);
+      if (drained == Drained::kEnd) co_return HalfClose(from, to);
       if (drained == Drained::kFailed) co_return CloseBoth(from, to);
     }
   }
@@ -516,9 +519,13 @@ class Proxy::Impl {
     co_return Drained::kEmpty;
   }
 
-  static void HalfClose(tcp::socket& to) {
+  // `from` ended: so does what `to` is sent. A socket that cannot be shut down is dead (reset), and then both close,
+  // which ends a read still waiting on `to`: a reset that came with the last bytes read from `to` raises no further
+  // readiness for AsyncReadEdge (edge_read.h), so such a read would otherwise wait for the next write to `to`.
+  static void HalfClose(tcp::socket& from, tcp::socket& to) {
     boost::system::error_code ec;
     to.shutdown(tcp::socket::shutdown_send, ec);
+    if (ec) CloseBoth(from, to);
   }
 
   static void CloseBoth(tcp::socket& a, tcp::socket& b) {
