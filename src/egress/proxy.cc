@@ -277,13 +277,16 @@ class Proxy::Impl {
   };
 
   // Why `head` may not go on `conn`, or empty: it names another host (on the explicit proxy port, another host or
-  // port), or, on a judged name, the judge refuses it. The first request was decided already.
-  asio::awaitable<std::string> CheckRequest(const HttpConnection& conn, const HttpHead& head, bool first) {
+  // port).
+  static std::string OtherHost(const HttpConnection& conn, const HttpHead& head) {
     const uint16_t port = conn.explicit_proxy ? head.port : conn.port;
-    if (head.host != conn.host || port != conn.port)
-      co_return "egress to " + head.host + ":" + std::to_string(port) + " on a connection to " + conn.host + ":" +
-          std::to_string(conn.port) + " is refused: one host per connection";
-    if (first || !conn.per_request) co_return "";
+    if (head.host == conn.host && port == conn.port) return "";
+    return "egress to " + head.host + ":" + std::to_string(port) + " on a connection to " + conn.host + ":" +
+           std::to_string(conn.port) + " is refused: one host per connection";
+  }
+
+  // Why the judge refuses `head` on `conn` (a judged name), or empty.
+  asio::awaitable<std::string> JudgeRequest(const HttpConnection& conn, const HttpHead& head) {
     Admission admission = *co_await OffLoop(RequestDecideCall(conn.sandbox, conn.host, conn.port, head));
     if (admission.allow) co_return "";
     if (admission.reason.empty()) admission.reason = "egress to " + conn.host + ":" + std::to_string(conn.port) + " is not allowed";
@@ -325,7 +328,9 @@ class Proxy::Impl {
         refusal = request.reason;
         status = request.status;
       } else {
-        refusal = co_await CheckRequest(conn, request.head, first);
+        refusal = OtherHost(conn, request.head);
+        // The first request was decided already; a judged name has every later one decided too.
+        if (refusal.empty() && !first && conn.per_request) refusal = co_await JudgeRequest(conn, request.head);
       }
       if (!refusal.empty()) {
         if (status == 403) Report(conn.sandbox, request.head.host + ":" + std::to_string(conn.explicit_proxy ? request.head.port : conn.port), refusal);
@@ -334,12 +339,16 @@ class Proxy::Impl {
         co_await Send(from, response);
         co_return CloseBoth(from, to);
       }
-      bool sent = co_await Send(to, request.upstream);
+      const std::string_view upstream =
+          conn.explicit_proxy ? std::string_view(request.origin_form) : std::string_view(buffer).substr(0, request.head.size);
+      bool sent = co_await Send(to, upstream);
       if (!sent) co_return CloseBoth(from, to);
-      stats_.bytes_up += request.upstream.size();
+      stats_.bytes_up += upstream.size();
       buffer.erase(0, request.head.size);
-      Status body = co_await RelayBody(from, to, buffer, request.body);
-      if (!body.ok()) co_return CloseBoth(from, to);
+      if (request.body.kind != BodyFraming::kNone) {
+        Status body = co_await RelayBody(from, to, buffer, request.body);
+        if (!body.ok()) co_return CloseBoth(from, to);
+      }
       first = false;
       switched = switched || request.opaque_after;
     }
