@@ -256,7 +256,8 @@ class Proxy::Impl {
     EnableEdgeReads(upstream);
     if (sniff.kind == Sniff::Kind::kHttp) {
       HttpConnection conn{box, host, port, explicit_proxy, admission.per_request};
-      co_await (RelayRequests(client, upstream, head, conn) && Pump(upstream, client, stats_.bytes_down));
+      RelayEnds ends;
+      co_await (RelayRequests(client, upstream, head, conn, ends) && Pump(upstream, client, stats_.bytes_down, ends));
       co_return;
     }
     const std::string& first = sniff.upstream_prefix ? *sniff.upstream_prefix : head;
@@ -265,7 +266,34 @@ class Proxy::Impl {
       if (!sent) co_return;
     }
     stats_.bytes_up += first.size();
-    co_await (Pump(client, upstream, stats_.bytes_up) && Pump(upstream, client, stats_.bytes_down));
+    RelayEnds ends;
+    co_await (Pump(client, upstream, stats_.bytes_up, ends) && Pump(upstream, client, stats_.bytes_down, ends));
+  }
+
+  // What the two directions of a relayed connection share.
+  struct RelayEnds {
+    bool half_closed = false;  // one direction has ended with a half-close (HalfClose)
+  };
+
+  // A relay's read. While both directions run: when the reactor reports the socket readable, not first on the
+  // chance (AsyncReadEdge). A reset that came with the last bytes read that way raises no further readiness, and
+  // then the read waits until the other direction writes to the socket (which fails and closes both) or ends
+  // (HalfClose, which cancels the read when it finds the socket dead). Once the other direction has ended, neither
+  // will come: each read tries the socket first, and so sees the reset.
+  static asio::awaitable<std::tuple<boost::system::error_code, size_t>> ReadSome(tcp::socket& s, asio::mutable_buffer b,
+                                                                                 const RelayEnds& ends) {
+    for (;;) {
+      if (ends.half_closed) {
+        ssize_t n = ::recv(s.native_handle(), b.data(), b.size(), MSG_DONTWAIT);
+        if (n > 0) co_return std::tuple(boost::system::error_code(), static_cast<size_t>(n));
+        if (n == 0) co_return std::tuple(boost::system::error_code(asio::error::eof), size_t{0});
+        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+          co_return std::tuple(boost::system::error_code(errno, asio::error::get_system_category()), size_t{0});
+      }
+      auto [ec, n] = co_await AsyncReadEdge(s, b, kAwait);
+      if (ec == asio::error::operation_aborted && ends.half_closed && s.is_open()) continue;  // cancelled by HalfClose
+      co_return std::tuple(ec, n);
+    }
   }
 
   // A plain HTTP connection: the sandbox, the host and port it was admitted for, and how.
@@ -298,7 +326,8 @@ class Proxy::Impl {
   // spliced when large, a chunked one scanned), and the next head is expected after it. A refused request gets a
   // 400 or 403 with the reason and the connection closes. After a CONNECT or an Upgrade request, bytes that are not
   // an HTTP request head are the protocol switched to: from there on the bytes are relayed untouched.
-  asio::awaitable<void> RelayRequests(tcp::socket& from, tcp::socket& to, std::string& buffer, const HttpConnection& conn) {
+  asio::awaitable<void> RelayRequests(tcp::socket& from, tcp::socket& to, std::string& buffer, const HttpConnection& conn,
+                                      RelayEnds& ends) {
     char buf[16384];
     bool first = true, switched = false;
     for (;;) {
@@ -310,8 +339,8 @@ class Proxy::Impl {
           request.reason = "request head too large";
           break;
         }
-        auto [ec, n] = co_await AsyncReadEdge(from, asio::buffer(buf, std::min(sizeof buf, opts_.max_head - buffer.size())), kAwait);
-        if (ec == asio::error::eof && buffer.empty()) co_return HalfClose(from, to);  // between requests
+        auto [ec, n] = co_await ReadSome(from, asio::buffer(buf, std::min(sizeof buf, opts_.max_head - buffer.size())), ends);
+        if (ec == asio::error::eof && buffer.empty()) co_return HalfClose(to, ends);  // between requests
         if (ec) co_return CloseBoth(from, to);
         buffer.append(buf, n);
         request = ReadRelayedRequest(buffer, conn.explicit_proxy);
@@ -320,7 +349,7 @@ class Proxy::Impl {
         bool sent = co_await Send(to, buffer);
         if (!sent) co_return CloseBoth(from, to);
         stats_.bytes_up += buffer.size();
-        co_return co_await Pump(from, to, stats_.bytes_up);
+        co_return co_await Pump(from, to, stats_.bytes_up, ends);
       }
       std::string refusal;
       int status = 403;
@@ -346,7 +375,7 @@ class Proxy::Impl {
       stats_.bytes_up += upstream.size();
       buffer.erase(0, request.head.size);
       if (request.body.kind != BodyFraming::kNone) {
-        Status body = co_await RelayBody(from, to, buffer, request.body);
+        Status body = co_await RelayBody(from, to, buffer, request.body, ends);
         if (!body.ok()) co_return CloseBoth(from, to);
       }
       first = false;
@@ -356,8 +385,9 @@ class Proxy::Impl {
 
   // One request body from `from` to `to` by its framing; `buffer` holds what was read past the head and keeps what
   // was read past the body. Errors: the client ended or broke the body, or a socket failed.
-  asio::awaitable<Status> RelayBody(tcp::socket& from, tcp::socket& to, std::string& buffer, BodyFraming framing) {
-    if (framing.kind == BodyFraming::kChunked) co_return co_await RelayChunked(from, to, buffer);
+  asio::awaitable<Status> RelayBody(tcp::socket& from, tcp::socket& to, std::string& buffer, BodyFraming framing,
+                                    const RelayEnds& ends) {
+    if (framing.kind == BodyFraming::kChunked) co_return co_await RelayChunked(from, to, buffer, ends);
     if (framing.kind != BodyFraming::kLength) co_return Status();
     uint64_t remaining = framing.length;
     size_t take = static_cast<size_t>(std::min<uint64_t>(remaining, buffer.size()));
@@ -372,7 +402,7 @@ class Proxy::Impl {
     char buf[16384];
     Fd pipe_read, pipe_write;
     while (remaining > 0) {
-      auto [ec, n] = co_await AsyncReadEdge(from, asio::buffer(buf, std::min<uint64_t>(sizeof buf, remaining)), kAwait);
+      auto [ec, n] = co_await ReadSome(from, asio::buffer(buf, std::min<uint64_t>(sizeof buf, remaining)), ends);
       if (ec) co_return Error::Of(Code::kUnavailable, "the request body ended early");
       bool sent = co_await Send(to, std::string_view(buf, n));
       if (!sent) co_return Error::Of(Code::kUnavailable, "writing a request body");
@@ -389,7 +419,7 @@ class Proxy::Impl {
     co_return Status();
   }
 
-  asio::awaitable<Status> RelayChunked(tcp::socket& from, tcp::socket& to, std::string& buffer) {
+  asio::awaitable<Status> RelayChunked(tcp::socket& from, tcp::socket& to, std::string& buffer, const RelayEnds& ends) {
     ChunkedScanner scanner;
     char buf[16384];
     for (;;) {
@@ -403,7 +433,7 @@ class Proxy::Impl {
         stats_.bytes_up += piece.size();
       }
       if (step.state == ChunkedScanner::State::kDone) co_return Status();
-      auto [ec, n] = co_await AsyncReadEdge(from, asio::buffer(buf), kAwait);
+      auto [ec, n] = co_await ReadSome(from, asio::buffer(buf), ends);
       if (ec) co_return Error::Of(Code::kUnavailable, "the request body ended early");
       buffer.append(buf, n);
     }
@@ -460,19 +490,19 @@ class Proxy::Impl {
 
   // Moves bytes from `from` to `to` until `from` ends (then half-closes `to`) or either fails (then closes both,
   // which ends the other direction too). A message goes through a small buffer: two system calls per message, the
-  // read when the reactor reports the socket readable (AsyncReadEdge: no re-arming of epoll, as an async_wait would,
-  // and no read that finds nothing first, as async_read_some would) and the write straight away (Send). A read that fills the buffer means a bulk transfer: what follows moves
-  // through a pipe with splice, never through user space, until the socket has nothing more to give.
+  // read when the reactor reports the socket readable (ReadSome) and the write straight away (Send). A read that
+  // fills the buffer means a bulk transfer: what follows moves through a pipe with splice, never through user space,
+  // until the socket has nothing more to give.
   // Closing both here cannot reach another connection's descriptor: both directions run on the connection's event
   // loop, one thread (Accept), so a close happens only while the other direction is suspended in an asio operation
   // on these sockets (which the close cancels), and Splice and Send take each descriptor number from the socket at
   // the moment of each call (-1 once closed: EBADF, never a reused number). The pipe is this direction's own.
-  asio::awaitable<void> Pump(tcp::socket& from, tcp::socket& to, std::atomic<uint64_t>& counter) {
+  asio::awaitable<void> Pump(tcp::socket& from, tcp::socket& to, std::atomic<uint64_t>& counter, RelayEnds& ends) {
     char buf[16384];
     Fd pipe_read, pipe_write;
     for (;;) {
-      auto [ec, n] = co_await AsyncReadEdge(from, asio::buffer(buf), kAwait);
-      if (ec == asio::error::eof) co_return HalfClose(from, to);
+      auto [ec, n] = co_await ReadSome(from, asio::buffer(buf), ends);
+      if (ec == asio::error::eof) co_return HalfClose(to, ends);
       if (ec) co_return CloseBoth(from, to);
       counter += n;
       bool sent = co_await Send(to, std::string_view(buf, n));
@@ -483,7 +513,7 @@ class Proxy::Impl {
       }
       uint64_t unbounded = UINT64_MAX;
       Drained drained = co_await Splice(from, to, pipe_read.get(), pipe_write.get(), counter, unbounded);
-      if (drained == Drained::kEnd) co_return HalfClose(from, to);
+      if (drained == Drained::kEnd) co_return HalfClose(to, ends);
       if (drained == Drained::kFailed) co_return CloseBoth(from, to);
     }
   }
@@ -528,13 +558,14 @@ class Proxy::Impl {
     co_return Drained::kEmpty;
   }
 
-  // `from` ended: so does what `to` is sent. A socket that cannot be shut down is dead (reset), and then both close,
-  // which ends a read still waiting on `to`: a reset that came with the last bytes read from `to` raises no further
-  // readiness for AsyncReadEdge (edge_read.h), so such a read would otherwise wait for the next write to `to`.
-  static void HalfClose(tcp::socket& from, tcp::socket& to) {
+  // A direction ended: so does what `to` is sent, and the other direction reads on alone, each read trying the
+  // socket first (ReadSome). When `to` cannot be shut down it is dead (reset); a read of it still waiting is then
+  // cancelled, to read again that way: what is left goes on, then the reset closes both.
+  static void HalfClose(tcp::socket& to, RelayEnds& ends) {
+    ends.half_closed = true;
     boost::system::error_code ec;
     to.shutdown(tcp::socket::shutdown_send, ec);
-    if (ec) CloseBoth(from, to);
+    if (ec) to.cancel(ec);
   }
 
   static void CloseBoth(tcp::socket& a, tcp::socket& b) {
