@@ -37,12 +37,14 @@ bool IsProxyHeader(const std::string& name) {
 
 // The absolute-form request as the origin expects it: origin-form target, the proxy's own headers dropped.
 std::string OriginForm(const HttpHead& h, std::string_view rest) {
-  std::string out = h.method + " " + h.path + " HTTP/1." + std::to_string(h.minor_version) + "\r\n";
+  std::string out;
+  out.reserve(h.size + rest.size());  // about the size of the head as sent
+  out.append(h.method).append(" ").append(h.path).append(" HTTP/1.").append(std::to_string(h.minor_version)).append("\r\n");
   for (const HttpHeader& f : h.headers) {
     if (IsProxyHeader(f.name)) continue;
-    out += f.name + ": " + f.value + "\r\n";
+    out.append(f.name).append(": ").append(f.value).append("\r\n");
   }
-  out += "\r\n";
+  out.append("\r\n");
   out.append(rest);
   return out;
 }
@@ -95,9 +97,7 @@ RelayedRequest ReadRelayedRequest(std::string_view bytes, bool explicit_proxy) {
     if (h.form != TargetForm::kAbsolute)
       return Refused(State::kMalformed, 400, "a request to the proxy must be CONNECT or carry an absolute URI");
     if (h.scheme != "http") return Refused(State::kMalformed, 400, "only http:// URIs can be proxied without CONNECT");
-    r.upstream = OriginForm(h, "");
-  } else {
-    r.upstream = std::string(bytes.substr(0, h.size));
+    r.origin_form = OriginForm(h, "");
   }
   r.state = State::kParsed;
   r.body = RequestBody(h);

@@ -22,7 +22,8 @@ Sniff ClassifyConnection(std::string_view bytes, uint16_t port, bool explicit_pr
 struct RelayedRequest {
   enum class State { kNeedMore, kParsed, kNotHttp, kMalformed } state = State::kNeedMore;
   HttpHead head;          // kParsed
-  std::string upstream;   // kParsed: the head as the origin gets it (origin form on the explicit proxy port)
+  std::string origin_form;  // kParsed on the explicit proxy port: the head as the origin gets it; elsewhere the
+                           // head goes as sent and this stays empty
   BodyFraming body;       // kParsed
   bool opaque_after = false;  // a CONNECT or an Upgrade: what follows its body may be another protocol
   int status = 0;             // kNotHttp, kMalformed: the status to answer

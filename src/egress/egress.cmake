@@ -36,7 +36,8 @@ target_link_libraries(isb_tls PUBLIC isb_base OpenSSL::SSL Threads::Threads ${CM
 add_library(isb_proxy STATIC src/egress/proxy.cc src/egress/classify.cc src/egress/intercept.cc
             src/egress/tls_channel.cc)
 target_link_libraries(isb_proxy PUBLIC isb_wire isb_http1 isb_tls Boost::headers Threads::Threads)
-isb_tests(isb_proxy_tests LIBS isb_proxy SOURCES tests/egress/proxy_test.cc tests/egress/classify_test.cc)
+isb_tests(isb_proxy_tests LIBS isb_proxy SOURCES tests/egress/proxy_test.cc tests/egress/classify_test.cc
+           tests/egress/edge_read_test.cc)
 isb_tests(isb_intercept_tests LIBS isb_proxy SOURCES
   tests/egress/sandbox_ca_test.cc
   tests/egress/http_response_test.cc

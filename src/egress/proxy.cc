@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "egress/classify.h"
+#include "egress/edge_read.h"
 #include "egress/intercept.h"
 
 namespace isb::egress {
@@ -45,14 +46,18 @@ std::string HttpDenyResponse(int status, const std::string& reason) {
 class Proxy::Impl {
  public:
   Impl(ProxyOptions o, ProxyHooks h)
-      : opts_(std::move(o)), hooks_(std::move(h)), ioc_(opts_.threads), acceptor_(ioc_), pool_(opts_.blocking_threads) {}
+      : opts_(std::move(o)),
+        hooks_(std::move(h)),
+        loops_(MakeLoops(opts_.threads)),
+        acceptor_(*loops_[0]),
+        pool_(opts_.blocking_threads) {}
 
   ~Impl() {
-    asio::post(ioc_, [this] {
+    asio::post(*loops_[0], [this] {
       boost::system::error_code ec;
       acceptor_.close(ec);
     });
-    ioc_.stop();
+    for (auto& loop : loops_) loop->stop();
     for (std::thread& t : threads_) t.join();
     pool_.join();
   }
@@ -70,8 +75,14 @@ class Proxy::Impl {
     if (!ec) acceptor_.listen(4096, ec);
     if (ec) return Error::Of(Code::kUnavailable, "proxy cannot listen on port " + std::to_string(opts_.port) + ": " + ec.message());
     port_ = acceptor_.local_endpoint().port();
-    asio::co_spawn(ioc_, Accept(), asio::detached);
-    for (int i = 0; i < opts_.threads; ++i) threads_.emplace_back([this] { ioc_.run(); });
+    asio::co_spawn(*loops_[0], Accept(), asio::detached);
+    for (auto& loop : loops_) {
+      // Kept running while it has no connection, until the destructor stops it.
+      threads_.emplace_back([l = loop.get()] {
+        auto busy = asio::make_work_guard(*l);
+        l->run();
+      });
+    }
     return {};
   }
 
@@ -79,12 +90,21 @@ class Proxy::Impl {
   const ProxyStats& stats() const { return stats_; }
 
  private:
+  // One io_context per event-loop thread, each run by that thread alone (concurrency hint 1).
+  static std::vector<std::unique_ptr<asio::io_context>> MakeLoops(int threads) {
+    std::vector<std::unique_ptr<asio::io_context>> loops;
+    for (int i = 0; i < std::max(threads, 1); ++i) loops.push_back(std::make_unique<asio::io_context>(1));
+    return loops;
+  }
+
   asio::awaitable<void> Accept() {
-    for (;;) {
-      // Each connection lives on its own strand: the two directions of a relay (and the sniff's read and timer) are
-      // separate coroutines, and without a strand the event-loop threads would run them at the same time, one closing
-      // the sockets while the other is in a splice on their descriptor numbers (see Pump).
-      auto [ec, socket] = co_await acceptor_.async_accept(asio::make_strand(ioc_), kAwait);
+    for (size_t next = 0;; ++next) {
+      // Each connection lives on one event loop, whose single thread runs all of its coroutines: the two directions
+      // of a relay (and the sniff's read and timer) are separate coroutines, and were two threads to run them at the
+      // same time, one could close the sockets while the other is in a splice on their descriptor numbers (see
+      // Pump). A loop of its own per thread also spares every step of every connection a strand's lock and queue.
+      asio::io_context& loop = *loops_[next % loops_.size()];
+      auto [ec, socket] = co_await acceptor_.async_accept(loop.get_executor(), kAwait);
       if (ec == asio::error::operation_aborted || !acceptor_.is_open()) co_return;
       if (ec) continue;  // EMFILE and friends: the next accept may succeed
       ++stats_.accepted;
@@ -232,9 +252,12 @@ class Proxy::Impl {
     }
     client.native_non_blocking(true, ec);
     upstream.native_non_blocking(true, ec);
+    EnableEdgeReads(client);
+    EnableEdgeReads(upstream);
     if (sniff.kind == Sniff::Kind::kHttp) {
       HttpConnection conn{box, host, port, explicit_proxy, admission.per_request};
-      co_await (RelayRequests(client, upstream, head, conn) && Pump(upstream, client, stats_.bytes_down));
+      RelayEnds ends;
+      co_await (RelayRequests(client, upstream, head, conn, ends) && Pump(upstream, client, stats_.bytes_down, ends));
       co_return;
     }
     const std::string& first = sniff.upstream_prefix ? *sniff.upstream_prefix : head;
@@ -243,7 +266,34 @@ class Proxy::Impl {
       if (!sent) co_return;
     }
     stats_.bytes_up += first.size();
-    co_await (Pump(client, upstream, stats_.bytes_up) && Pump(upstream, client, stats_.bytes_down));
+    RelayEnds ends;
+    co_await (Pump(client, upstream, stats_.bytes_up, ends) && Pump(upstream, client, stats_.bytes_down, ends));
+  }
+
+  // What the two directions of a relayed connection share.
+  struct RelayEnds {
+    bool half_closed = false;  // one direction has ended with a half-close (HalfClose)
+  };
+
+  // A relay's read. While both directions run: when the reactor reports the socket readable, not first on the
+  // chance (AsyncReadEdge). A reset that came with the last bytes read that way raises no further readiness, and
+  // then the read waits until the other direction writes to the socket (which fails and closes both) or ends
+  // (HalfClose, which cancels the read when it finds the socket dead). Once the other direction has ended, neither
+  // will come: each read tries the socket first, and so sees the reset.
+  static asio::awaitable<std::tuple<boost::system::error_code, size_t>> ReadSome(tcp::socket& s, asio::mutable_buffer b,
+                                                                                 const RelayEnds& ends) {
+    for (;;) {
+      if (ends.half_closed) {
+        ssize_t n = ::recv(s.native_handle(), b.data(), b.size(), MSG_DONTWAIT);
+        if (n > 0) co_return std::tuple(boost::system::error_code(), static_cast<size_t>(n));
+        if (n == 0) co_return std::tuple(boost::system::error_code(asio::error::eof), size_t{0});
+        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+          co_return std::tuple(boost::system::error_code(errno, asio::error::get_system_category()), size_t{0});
+      }
+      auto [ec, n] = co_await AsyncReadEdge(s, b, kAwait);
+      if (ec == asio::error::operation_aborted && ends.half_closed && s.is_open()) continue;  // cancelled by HalfClose
+      co_return std::tuple(ec, n);
+    }
   }
 
   // A plain HTTP connection: the sandbox, the host and port it was admitted for, and how.
@@ -255,13 +305,16 @@ class Proxy::Impl {
   };
 
   // Why `head` may not go on `conn`, or empty: it names another host (on the explicit proxy port, another host or
-  // port), or, on a judged name, the judge refuses it. The first request was decided already.
-  asio::awaitable<std::string> CheckRequest(const HttpConnection& conn, const HttpHead& head, bool first) {
+  // port).
+  static std::string OtherHost(const HttpConnection& conn, const HttpHead& head) {
     const uint16_t port = conn.explicit_proxy ? head.port : conn.port;
-    if (head.host != conn.host || port != conn.port)
-      co_return "egress to " + head.host + ":" + std::to_string(port) + " on a connection to " + conn.host + ":" +
-          std::to_string(conn.port) + " is refused: one host per connection";
-    if (first || !conn.per_request) co_return "";
+    if (head.host == conn.host && port == conn.port) return "";
+    return "egress to " + head.host + ":" + std::to_string(port) + " on a connection to " + conn.host + ":" +
+           std::to_string(conn.port) + " is refused: one host per connection";
+  }
+
+  // Why the judge refuses `head` on `conn` (a judged name), or empty.
+  asio::awaitable<std::string> JudgeRequest(const HttpConnection& conn, const HttpHead& head) {
     Admission admission = *co_await OffLoop(RequestDecideCall(conn.sandbox, conn.host, conn.port, head));
     if (admission.allow) co_return "";
     if (admission.reason.empty()) admission.reason = "egress to " + conn.host + ":" + std::to_string(conn.port) + " is not allowed";
@@ -273,7 +326,8 @@ class Proxy::Impl {
   // spliced when large, a chunked one scanned), and the next head is expected after it. A refused request gets a
   // 400 or 403 with the reason and the connection closes. After a CONNECT or an Upgrade request, bytes that are not
   // an HTTP request head are the protocol switched to: from there on the bytes are relayed untouched.
-  asio::awaitable<void> RelayRequests(tcp::socket& from, tcp::socket& to, std::string& buffer, const HttpConnection& conn) {
+  asio::awaitable<void> RelayRequests(tcp::socket& from, tcp::socket& to, std::string& buffer, const HttpConnection& conn,
+                                      RelayEnds& ends) {
     char buf[16384];
     bool first = true, switched = false;
     for (;;) {
@@ -285,8 +339,8 @@ class Proxy::Impl {
           request.reason = "request head too large";
           break;
         }
-        auto [ec, n] = co_await from.async_read_some(asio::buffer(buf, std::min(sizeof buf, opts_.max_head - buffer.size())), kAwait);
-        if (ec == asio::error::eof && buffer.empty()) co_return HalfClose(to);  // between requests
+        auto [ec, n] = co_await ReadSome(from, asio::buffer(buf, std::min(sizeof buf, opts_.max_head - buffer.size())), ends);
+        if (ec == asio::error::eof && buffer.empty()) co_return HalfClose(to, ends);  // between requests
         if (ec) co_return CloseBoth(from, to);
         buffer.append(buf, n);
         request = ReadRelayedRequest(buffer, conn.explicit_proxy);
@@ -295,7 +349,7 @@ class Proxy::Impl {
         bool sent = co_await Send(to, buffer);
         if (!sent) co_return CloseBoth(from, to);
         stats_.bytes_up += buffer.size();
-        co_return co_await Pump(from, to, stats_.bytes_up);
+        co_return co_await Pump(from, to, stats_.bytes_up, ends);
       }
       std::string refusal;
       int status = 403;
@@ -303,7 +357,9 @@ class Proxy::Impl {
         refusal = request.reason;
         status = request.status;
       } else {
-        refusal = co_await CheckRequest(conn, request.head, first);
+        refusal = OtherHost(conn, request.head);
+        // The first request was decided already; a judged name has every later one decided too.
+        if (refusal.empty() && !first && conn.per_request) refusal = co_await JudgeRequest(conn, request.head);
       }
       if (!refusal.empty()) {
         if (status == 403) Report(conn.sandbox, request.head.host + ":" + std::to_string(conn.explicit_proxy ? request.head.port : conn.port), refusal);
@@ -312,12 +368,16 @@ class Proxy::Impl {
         co_await Send(from, response);
         co_return CloseBoth(from, to);
       }
-      bool sent = co_await Send(to, request.upstream);
+      const std::string_view upstream =
+          conn.explicit_proxy ? std::string_view(request.origin_form) : std::string_view(buffer).substr(0, request.head.size);
+      bool sent = co_await Send(to, upstream);
       if (!sent) co_return CloseBoth(from, to);
-      stats_.bytes_up += request.upstream.size();
+      stats_.bytes_up += upstream.size();
       buffer.erase(0, request.head.size);
-      Status body = co_await RelayBody(from, to, buffer, request.body);
-      if (!body.ok()) co_return CloseBoth(from, to);
+      if (request.body.kind != BodyFraming::kNone) {
+        Status body = co_await RelayBody(from, to, buffer, request.body, ends);
+        if (!body.ok()) co_return CloseBoth(from, to);
+      }
       first = false;
       switched = switched || request.opaque_after;
     }
@@ -325,8 +385,9 @@ class Proxy::Impl {
 
   // One request body from `from` to `to` by its framing; `buffer` holds what was read past the head and keeps what
   // was read past the body. Errors: the client ended or broke the body, or a socket failed.
-  asio::awaitable<Status> RelayBody(tcp::socket& from, tcp::socket& to, std::string& buffer, BodyFraming framing) {
-    if (framing.kind == BodyFraming::kChunked) co_return co_await RelayChunked(from, to, buffer);
+  asio::awaitable<Status> RelayBody(tcp::socket& from, tcp::socket& to, std::string& buffer, BodyFraming framing,
+                                    const RelayEnds& ends) {
+    if (framing.kind == BodyFraming::kChunked) co_return co_await RelayChunked(from, to, buffer, ends);
     if (framing.kind != BodyFraming::kLength) co_return Status();
     uint64_t remaining = framing.length;
     size_t take = static_cast<size_t>(std::min<uint64_t>(remaining, buffer.size()));
@@ -341,10 +402,10 @@ class Proxy::Impl {
     char buf[16384];
     Fd pipe_read, pipe_write;
     while (remaining > 0) {
-      auto [ec, n] = co_await from.async_read_some(asio::buffer(buf, std::min<uint64_t>(sizeof buf, remaining)), kAwait);
+      auto [ec, n] = co_await ReadSome(from, asio::buffer(buf, std::min<uint64_t>(sizeof buf, remaining)), ends);
       if (ec) co_return Error::Of(Code::kUnavailable, "the request body ended early");
-      auto [wec, m] = co_await asio::async_write(to, asio::buffer(buf, n), kAwait);
-      if (wec) co_return Error::Of(Code::kUnavailable, "writing a request body");
+      bool sent = co_await Send(to, std::string_view(buf, n));
+      if (!sent) co_return Error::Of(Code::kUnavailable, "writing a request body");
       stats_.bytes_up += n;
       remaining -= n;
       if (n < sizeof buf || remaining == 0) continue;
@@ -358,7 +419,7 @@ class Proxy::Impl {
     co_return Status();
   }
 
-  asio::awaitable<Status> RelayChunked(tcp::socket& from, tcp::socket& to, std::string& buffer) {
+  asio::awaitable<Status> RelayChunked(tcp::socket& from, tcp::socket& to, std::string& buffer, const RelayEnds& ends) {
     ChunkedScanner scanner;
     char buf[16384];
     for (;;) {
@@ -372,7 +433,7 @@ class Proxy::Impl {
         stats_.bytes_up += piece.size();
       }
       if (step.state == ChunkedScanner::State::kDone) co_return Status();
-      auto [ec, n] = co_await from.async_read_some(asio::buffer(buf), kAwait);
+      auto [ec, n] = co_await ReadSome(from, asio::buffer(buf), ends);
       if (ec) co_return Error::Of(Code::kUnavailable, "the request body ended early");
       buffer.append(buf, n);
     }
@@ -389,8 +450,15 @@ class Proxy::Impl {
     if (!out.refusal.empty()) Report(box, host + ":" + std::to_string(port), out.refusal);
   }
 
-  asio::awaitable<bool> Send(tcp::socket& s, const std::string& bytes) {
-    auto [ec, n] = co_await asio::async_write(s, asio::buffer(bytes), kAwait);
+  // Writes `bytes` to `s`. A socket with room in its send buffer (the usual case) takes them at once, without a
+  // trip through the event loop; what it does not take is written when it can. The descriptor number is taken at the
+  // call (-1 once closed: EBADF), as in Splice.
+  asio::awaitable<bool> Send(tcp::socket& s, std::string_view bytes) {
+    ssize_t n = ::send(s.native_handle(), bytes.data(), bytes.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n == static_cast<ssize_t>(bytes.size())) co_return true;
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) co_return false;
+    const size_t sent = n > 0 ? static_cast<size_t>(n) : 0;
+    auto [ec, m] = co_await asio::async_write(s, asio::buffer(bytes.substr(sent)), kAwait);
     co_return !ec;
   }
 
@@ -421,31 +489,31 @@ class Proxy::Impl {
   }
 
   // Moves bytes from `from` to `to` until `from` ends (then half-closes `to`) or either fails (then closes both,
-  // which ends the other direction too). A message goes through a small buffer: asio reads it when the socket becomes
-  // readable without re-arming epoll (an async_wait would, on every message), three system calls per message (read,
-  // write, the read that finds nothing more). A read that fills the buffer means a bulk transfer: what follows moves
-  // through a pipe with splice, never through user space, until the socket has nothing more to give.
-  // Closing both here cannot reach another connection's descriptor: both directions run on the connection's strand
-  // (Accept), so a close happens only while the other direction is suspended in an asio operation on these sockets
-  // (which the close cancels), and Splice takes each descriptor number from the socket at the moment of each call
-  // (-1 once closed: EBADF, never a reused number). The pipe is this direction's own.
-  asio::awaitable<void> Pump(tcp::socket& from, tcp::socket& to, std::atomic<uint64_t>& counter) {
+  // which ends the other direction too). A message goes through a small buffer: two system calls per message, the
+  // read when the reactor reports the socket readable (ReadSome) and the write straight away (Send). A read that
+  // fills the buffer means a bulk transfer: what follows moves through a pipe with splice, never through user space,
+  // until the socket has nothing more to give.
+  // Closing both here cannot reach another connection's descriptor: both directions run on the connection's event
+  // loop, one thread (Accept), so a close happens only while the other direction is suspended in an asio operation
+  // on these sockets (which the close cancels), and Splice and Send take each descriptor number from the socket at
+  // the moment of each call (-1 once closed: EBADF, never a reused number). The pipe is this direction's own.
+  asio::awaitable<void> Pump(tcp::socket& from, tcp::socket& to, std::atomic<uint64_t>& counter, RelayEnds& ends) {
     char buf[16384];
     Fd pipe_read, pipe_write;
     for (;;) {
-      auto [ec, n] = co_await from.async_read_some(asio::buffer(buf), kAwait);
-      if (ec == asio::error::eof) co_return HalfClose(to);
+      auto [ec, n] = co_await ReadSome(from, asio::buffer(buf), ends);
+      if (ec == asio::error::eof) co_return HalfClose(to, ends);
       if (ec) co_return CloseBoth(from, to);
       counter += n;
-      auto [wec, m] = co_await asio::async_write(to, asio::buffer(buf, n), kAwait);
-      if (wec) co_return CloseBoth(from, to);
+      bool sent = co_await Send(to, std::string_view(buf, n));
+      if (!sent) co_return CloseBoth(from, to);
       if (n < sizeof buf) continue;
       if (!pipe_write.valid()) {
         if (!MakePipe(pipe_read, pipe_write)) co_return CloseBoth(from, to);
       }
       uint64_t unbounded = UINT64_MAX;
       Drained drained = co_await Splice(from, to, pipe_read.get(), pipe_write.get(), counter, unbounded);
-      if (drained == Drained::kEnd) co_return HalfClose(to);
+      if (drained == Drained::kEnd) co_return HalfClose(to, ends);
       if (drained == Drained::kFailed) co_return CloseBoth(from, to);
     }
   }
@@ -490,9 +558,14 @@ class Proxy::Impl {
     co_return Drained::kEmpty;
   }
 
-  static void HalfClose(tcp::socket& to) {
+  // A direction ended: so does what `to` is sent, and the other direction reads on alone, each read trying the
+  // socket first (ReadSome). When `to` cannot be shut down it is dead (reset); a read of it still waiting is then
+  // cancelled, to read again that way: what is left goes on, then the reset closes both.
+  static void HalfClose(tcp::socket& to, RelayEnds& ends) {
+    ends.half_closed = true;
     boost::system::error_code ec;
     to.shutdown(tcp::socket::shutdown_send, ec);
+    if (ec) to.cancel(ec);
   }
 
   static void CloseBoth(tcp::socket& a, tcp::socket& b) {
@@ -505,7 +578,7 @@ class Proxy::Impl {
   ProxyHooks hooks_;
   ProxyStats stats_;
   std::unique_ptr<Interceptor> interceptor_;  // when hooks_.intercept is set; outlives the connections' frames
-  asio::io_context ioc_;
+  std::vector<std::unique_ptr<asio::io_context>> loops_;  // the event loops; the first also accepts
   tcp::acceptor acceptor_;
   asio::thread_pool pool_;
   std::vector<std::thread> threads_;

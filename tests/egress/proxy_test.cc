@@ -64,7 +64,51 @@ class EchoServer {
   std::thread thread_;
 };
 
-// Hosts: "allowed.test" reaches the echo server; everything else is refused.
+// An origin for one connection: answers the first request head with `response` and resets the connection at once
+// (a close with SO_LINGER 0), so that the answer and the reset reach the proxy together.
+class ResettingOrigin {
+ public:
+  explicit ResettingOrigin(std::string response) : response_(std::move(response)) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (::bind(listener_.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(listener_.get(), 1) != 0 ||
+        ::getsockname(listener_.get(), reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+      ADD_FAILURE() << "resetting origin: " << std::strerror(errno);
+    }
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~ResettingOrigin() { thread_.join(); }
+  uint16_t port() const { return port_; }
+
+ private:
+  void Serve() {
+    pollfd p{listener_.get(), POLLIN, 0};
+    if (::poll(&p, 1, 5000) != 1) return;  // the proxy never dialled: the test fails on what the client got
+    Fd c(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    timeval tv{5, 0};
+    ::setsockopt(c.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    std::string in;
+    char buf[4096];
+    while (in.find("\r\n\r\n") == std::string::npos) {
+      ssize_t n = ::recv(c.get(), buf, sizeof buf, 0);
+      if (n <= 0) return;
+      in.append(buf, static_cast<size_t>(n));
+    }
+    ::send(c.get(), response_.data(), response_.size(), MSG_NOSIGNAL);
+    linger reset{1, 0};
+    ::setsockopt(c.get(), SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+  }
+
+  std::string response_;
+  Fd listener_{::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)};
+  uint16_t port_ = 0;
+  std::thread thread_;
+};
+
+// Hosts: "allowed.test" reaches the echo server (or origin_port_ when a test sets it); everything else is refused.
 Sniff TestClassifier(std::string_view bytes, uint16_t, bool explicit_proxy) {
   Sniff s;
   if (bytes.find("\r\n\r\n") == std::string_view::npos && (bytes.starts_with("GET") || bytes.starts_with("CONNECT"))) return s;
@@ -129,7 +173,8 @@ class ProxyTest : public ::testing::Test {
       sockaddr_in a{};
       a.sin_family = AF_INET;
       a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-      a.sin_port = htons(echo_.port());
+      const uint16_t origin = origin_port_;
+      a.sin_port = htons(origin != 0 ? origin : echo_.port());
       if (::connect(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return Error::Sys("connect");
       return s;
     };
@@ -215,6 +260,7 @@ class ProxyTest : public ::testing::Test {
   EchoServer echo_;
   std::unique_ptr<Proxy> proxy_;
   uint16_t fallback_port_ = 0;
+  std::atomic<uint16_t> origin_port_ = 0;  // where allowed.test is dialled when not 0, else the echo server
   std::mutex mu_;
   std::vector<std::string> denials_;
   std::vector<std::string> decided_;  // "host method path" of each decision asked for
@@ -321,6 +367,18 @@ TEST_F(ProxyTest, SmallMessagesAndBulkAlternateOnOneConnection) {
   SendAll(c.get(), last);
   ::shutdown(c.get(), SHUT_WR);
   EXPECT_EQ(ReadToEnd(c.get()), last);
+}
+
+// The client sends its request and half-closes; the origin answers and resets at once. The answer still reaches the
+// client, and the proxy lets the connection go (TearDown: none left), though the reset came with the answer's bytes.
+TEST_F(ProxyTest, AnAnswerFollowedByAResetAfterTheClientHalfClosedArrivesAndTheConnectionIsLetGo) {
+  const std::string answer = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+  ResettingOrigin origin(answer);
+  origin_port_ = origin.port();
+  Fd c = Connect();
+  SendAll(c.get(), "GET / HTTP/1.1\r\nHost: allowed.test\r\n\r\n");
+  ::shutdown(c.get(), SHUT_WR);
+  EXPECT_EQ(ReadToEnd(c.get()), answer);
 }
 
 // Keep-alive: every request head on a plain HTTP connection is checked, not only the first. A second request for
