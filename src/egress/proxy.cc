@@ -93,7 +93,12 @@ class Proxy::Impl {
   // One io_context per event-loop thread, each run by that thread alone (concurrency hint 1).
   static std::vector<std::unique_ptr<asio::io_context>> MakeLoops(int threads) {
     std::vector<std::unique_ptr<asio::io_context>> loops;
-    for (int i = 0; i < std::max(threads, 1); ++i) loops.push_back(std::make_unique<asio::io_context>(1));
+    for (int i = 0; i < std::max(threads, 1); ++i) {
+      loops.push_back(std::make_unique<asio::io_context>(1));
+      // Its reactor (an epoll, a timer and a wake-up descriptor) made now rather than at its first connection, so
+      // the proxy's descriptors are as many before any connection as after the last one has gone.
+      asio::use_service<asio::detail::reactor>(*loops.back());
+    }
     return loops;
   }
 
