@@ -155,6 +155,77 @@ void AddTokenCommands(CLI::App& app, const std::shared_ptr<Flags>& flags, int* e
   });
 }
 
+struct OrgFlags {
+  std::string name, display_name, description, role;
+  int64_t id = 0;
+};
+
+void AddOrgCommands(CLI::App& app, const std::shared_ptr<Flags>& flags, int* exit_code) {
+  auto* org = app.add_subcommand("org", "Orgs: the tenant boundary (create and rm: platform admins)");
+  org->require_subcommand(1);
+  auto of = std::make_shared<OrgFlags>();
+  auto* cmd = Command(org, flags, "ls", "The orgs you reach");
+  cmd->callback([flags, exit_code] {
+    *exit_code = Run(*flags, "org_list", json::object(), [](const json& r) {
+      std::printf("%-32s %s\n", "NAME", "DISPLAY NAME");
+      for (const json& o : r.value("orgs", json::array()))
+        std::printf("%-32s %s\n", o.value("name", "").c_str(), o.value("display_name", "").c_str());
+    });
+  });
+  cmd = Command(org, flags, "create", "Create an org");
+  cmd->add_option("name", of->name, "Lower-case letters, digits and '-'")->required();
+  cmd->callback([flags, of, exit_code] {
+    *exit_code = Run(*flags, "org_create", {{"name", of->name}},
+                     [](const json& r) { std::printf("%s\n", r.value("name", "").c_str()); });
+  });
+  cmd = Command(org, flags, "rm", "Delete an org with its memberships, tokens and invitations");
+  cmd->add_option("name", of->name, "The org")->required();
+  cmd->callback([flags, of, exit_code] {
+    *exit_code = Run(*flags, "org_delete", {{"name", of->name}},
+                     [](const json& r) { std::printf("deleted %s\n", r.value("name", "").c_str()); });
+  });
+  cmd = Command(org, flags, "update", "Change the org's display name or description (owners; the org is --org)");
+  auto* display = cmd->add_option("--display-name", of->display_name, "What people see (\"\" for none)");
+  auto* description = cmd->add_option("--description", of->description, "A line about the org (\"\" for none)");
+  cmd->callback([flags, of, display, description, exit_code] {
+    json in = json::object();
+    if (display->count() > 0) in["display_name"] = of->display_name;
+    if (description->count() > 0) in["description"] = of->description;
+    *exit_code = Run(*flags, "org_update", in, [](const json& r) {
+      std::printf("%s: %s\n", r.value("name", "").c_str(), r.value("display_name", "").c_str());
+    });
+  });
+}
+
+void AddInvitationCommands(CLI::App& app, const std::shared_ptr<Flags>& flags, int* exit_code) {
+  auto* inv = app.add_subcommand("invitation", "Invitations into an org (admins; the org is --org)");
+  inv->require_subcommand(1);
+  auto of = std::make_shared<OrgFlags>();
+  auto* cmd = Command(inv, flags, "create", "Mint an invitation and print it (shown once; valid 7 days)");
+  cmd->add_option("role", of->role, "viewer, member, admin or owner")->required();
+  cmd->callback([flags, of, exit_code] {
+    *exit_code = Run(*flags, "invitation_create", {{"role", of->role}},
+                     [](const json& r) { std::printf("%s\n", r.value("invitation", "").c_str()); });
+  });
+  cmd = Command(inv, flags, "ls", "The org's invitations and their state");
+  cmd->callback([flags, exit_code] {
+    *exit_code = Run(*flags, "invitation_list", json::object(), [](const json& r) {
+      std::printf("%-6s %-8s %-24s %s\n", "ID", "ROLE", "BY", "STATE");
+      for (const json& i : r.value("invitations", json::array())) {
+        std::printf("%-6lld %-8s %-24s %s\n", static_cast<long long>(i.value("id", int64_t{0})),
+                    i.value("role", "").c_str(), i.value("created_by", "").c_str(), i.value("state", "").c_str());
+      }
+    });
+  });
+  cmd = Command(inv, flags, "revoke", "Revoke a pending invitation");
+  cmd->add_option("id", of->id, "The invitation's id (isb invitation ls)")->required();
+  cmd->callback([flags, of, exit_code] {
+    *exit_code = Run(*flags, "invitation_revoke", {{"id", of->id}}, [](const json& r) {
+      std::printf("revoked %lld\n", static_cast<long long>(r.value("id", int64_t{0})));
+    });
+  });
+}
+
 }  // namespace
 
 void AddIdentityCommands(CLI::App& app, int* exit_code) {
@@ -172,6 +243,8 @@ void AddIdentityCommands(CLI::App& app, int* exit_code) {
   });
   AddUserCommands(app, flags, exit_code);
   AddTokenCommands(app, flags, exit_code);
+  AddOrgCommands(app, flags, exit_code);
+  AddInvitationCommands(app, flags, exit_code);
 }
 
 }  // namespace isb::cli

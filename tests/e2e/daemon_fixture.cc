@@ -528,7 +528,7 @@ CurlResult E2eTest::CurlTcp(const std::string& method, const std::string& path, 
 
 ProcResult E2eTest::Isb(const std::vector<std::string>& args, const std::string& stdin_data) {
   // --socket follows the command's name: one word, or two for a command of a group (isb user revoke).
-  static const std::set<std::string> kGroups = {"user", "token", "audit"};
+  static const std::set<std::string> kGroups = {"user", "token", "audit", "org", "invitation"};
   size_t words = std::min(args.size(), !args.empty() && kGroups.contains(args[0]) ? size_t{2} : size_t{1});
   std::vector<std::string> argv = {ISB_BINARY};
   argv.insert(argv.end(), args.begin(), args.begin() + static_cast<std::ptrdiff_t>(words));

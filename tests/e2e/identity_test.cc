@@ -95,7 +95,7 @@ TEST_F(IdentityTest, RolesAndScopesOverRest) {
 
 // An org's people over REST: owners change the org, admins list and revoke invitations (a revoked one cannot be
 // accepted, and no listing shows a secret), platform admins revoke users, whose tokens stop at once; `isb user
-// revoke` does the same on the host.
+// revoke`, `isb org` and `isb invitation` do the same on the host.
 TEST_F(IdentityTest, OrgsInvitationsAndUsersAreChangedAndRevoked) {
   MustTool("org_create", {{"name", "acme"}});
   std::string otto = UserToken("otto", "acme", "owner");
@@ -141,6 +141,35 @@ TEST_F(IdentityTest, OrgsInvitationsAndUsersAreChangedAndRevoked) {
   CurlResult gone = CurlTcp("POST", "/api/v1/tools/whoami", "{}", {"X-Isb-Org: acme"}, ada);
   EXPECT_EQ(gone.http.status, 401) << gone.Describe();
   EXPECT_EQ(gone.http.j["message"], "token revoked") << gone.Describe();
+
+  // The same through the CLI on the socket, in acme (--org).
+  auto in_acme = [](ExpectedRow row) {
+    row.org = "acme";
+    return row;
+  };
+  ProcResult updated_cli = Isb({"org", "update", "--org", "acme", "--description", ""});
+  EXPECT_EQ(updated_cli.exit_status, 0) << updated_cli.Describe();
+  EXPECT_EQ(updated_cli.out, "acme: Acme Inc.\n");
+  ExpectAudit("isb org update", {in_acme(Unix("org_update"))});
+  ProcResult orgs = Isb({"org", "ls"});
+  EXPECT_TRUE(std::regex_search(orgs.out, std::regex(R"((^|\n)acme +Acme Inc\.\n)"))) << orgs.Describe();
+  ProcResult minted = Isb({"invitation", "create", "--org", "acme", "viewer"});
+  EXPECT_EQ(minted.exit_status, 0) << minted.Describe();
+  EXPECT_TRUE(std::regex_match(minted.out, std::regex("isb_inv_[A-Za-z0-9_-]{43}\n"))) << "not an invitation";
+  ExpectAudit("isb invitation create", {in_acme(Unix("invitation_create"))});
+  ProcResult invitations = Isb({"invitation", "ls", "--org", "acme"});
+  EXPECT_EQ(invitations.exit_status, 0) << invitations.Describe();
+  std::smatch pending;
+  ASSERT_TRUE(std::regex_search(invitations.out, pending, std::regex(R"(\n(\d+) +viewer +pending\n)")))
+      << invitations.out;
+  EXPECT_NE(invitations.out.find(" member   ada                      revoked\n"), std::string::npos) << invitations.out;
+  ProcResult revoked_cli = Isb({"invitation", "revoke", "--org", "acme", pending[1].str()});
+  EXPECT_EQ(revoked_cli.exit_status, 0) << revoked_cli.Describe();
+  EXPECT_EQ(revoked_cli.out, "revoked " + pending[1].str() + "\n");
+  ProcResult again = Isb({"invitation", "revoke", "--org", "acme", std::to_string(inv_id + 100)});
+  EXPECT_EQ(again.exit_status, 1) << again.Describe();
+  EXPECT_EQ(again.err, "isb: invitation " + std::to_string(inv_id + 100) + " not found\n");
+  ExpectAudit("isb invitation revoke", {in_acme(Unix("invitation_revoke")), in_acme(Unix("invitation_revoke", "not_found"))});
 
   ProcResult revoked = Isb({"user", "revoke", "otto"});
   ExpectAudit("isb user revoke otto", {Unix("user_revoke")});
