@@ -13,19 +13,10 @@ Role NeededFor(Role invited) { return invited == Role::kOwner ? Role::kOwner : R
 
 }  // namespace
 
-Status Invitations::Manage(const Principal& caller, std::string_view org, Role need, const std::string& what) {
-  auto reach = caller.RoleIn(org);
-  if (!reach) return Error::Of(Code::kNotFound, "org " + std::string(org) + " not found");
-  if (*reach < need)
-    return Error::Of(Code::kForbidden, "role " + std::string(RoleName(*reach)) + " may not " + what + "; it needs " +
-                                           std::string(RoleName(need)));
-  return {};
-}
-
 Result<NewInvitation> Invitations::Create(const Principal& caller, std::string_view org, Role role,
                                           int64_t ttl_seconds) {
   if (ttl_seconds <= 0) return Error::Of(Code::kInvalidArgument, "invitation lifetime must be positive");
-  ISB_TRY(Manage(caller, org, NeededFor(role), "invite " + std::string(RoleName(role)) + "s to org " + std::string(org)));
+  ISB_TRY(RequireRole(caller, org, NeededFor(role), "invite " + std::string(RoleName(role)) + "s to org " + std::string(org)));
   ISB_ASSIGN_OR_RETURN(Org o, orgs_.Get(org));
   ISB_ASSIGN_OR_RETURN(std::string secret, NewSecret(SecretKind::kInvitation));
   int64_t now = now_();
@@ -68,7 +59,7 @@ Result<Member> Invitations::Accept(std::string_view secret, int64_t user) {
 }
 
 Result<std::vector<InvitationRecord>> Invitations::List(const Principal& caller, std::string_view org) {
-  ISB_TRY(Manage(caller, org, Role::kAdmin, "list the invitations of org " + std::string(org)));
+  ISB_TRY(RequireRole(caller, org, Role::kAdmin, "list the invitations of org " + std::string(org)));
   ISB_ASSIGN_OR_RETURN(auto rows, db_.Query("SELECT i.id, i.role, coalesce(u.name, ''), i.created_at, i.expires_at, "
                                             "i.used_at, i.revoked_at FROM invitations i JOIN orgs o ON o.id = i.org_id "
                                             "LEFT JOIN users u ON u.id = i.created_by WHERE o.name = ?1 "
@@ -97,7 +88,7 @@ Status Invitations::Revoke(const Principal& caller, std::string_view org, int64_
                                             {id, std::string(org)}));
   if (rows.empty()) return not_found;
   ISB_ASSIGN_OR_RETURN(Role role, ParseRole(store::AsText(rows[0][0])));
-  ISB_TRY(Manage(caller, org, NeededFor(role),
+  ISB_TRY(RequireRole(caller, org, NeededFor(role),
                  "revoke " + std::string(RoleName(role)) + " invitations of org " + std::string(org)));
   // One statement decides against a concurrent accept: whichever sets its column first wins.
   ISB_ASSIGN_OR_RETURN(auto revoked, db_.Query("UPDATE invitations SET revoked_at = coalesce(revoked_at, ?2) "

@@ -53,10 +53,6 @@ class Invitations {
   Status Revoke(const Principal& caller, std::string_view org, int64_t id);
 
  private:
-  // kNotFound unless `caller` reaches `org`; kForbidden "role R may not <what>; it needs <need>" unless it is at
-  // least `need` there.
-  static Status Manage(const Principal& caller, std::string_view org, Role need, const std::string& what);
-
   store::Db& db_;
   Clock now_;
   Orgs& orgs_;

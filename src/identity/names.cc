@@ -33,4 +33,12 @@ Status CheckTokenName(std::string_view name) {
   return Error::Of(Code::kInvalidArgument, "token name: 1 to 64 printable ASCII characters");
 }
 
+Status CheckDisplayText(std::string_view field, std::string_view text) {
+  for (unsigned char c : text) {
+    if (c < 0x20 || c == 0x7f)
+      return Error::Of(Code::kInvalidArgument, std::string(field) + ": control characters are not allowed");
+  }
+  return {};
+}
+
 }  // namespace isb::identity

@@ -13,5 +13,8 @@ Status CheckUserName(std::string_view name);
 Status CheckOrgName(std::string_view name);
 // 1 to 64 printable ASCII characters.
 Status CheckTokenName(std::string_view name);
+// Free text shown to people (an org's display name, its description): any bytes but control characters, so no line
+// breaks and no terminal escapes. `field` names it in the error.
+Status CheckDisplayText(std::string_view field, std::string_view text);
 
 }  // namespace isb::identity

@@ -32,13 +32,6 @@ Org OrgOf(const store::Row& r) {
   return Org{store::AsInt(r[0]), store::AsText(r[1]), store::AsInt(r[2]), store::AsText(r[3]), store::AsText(r[4])};
 }
 
-// Free text shown to people: any UTF-8 but control characters (no line breaks, no terminal escapes).
-Status CheckText(std::string_view field, std::string_view text) {
-  for (unsigned char c : text)
-    if (c < 0x20 || c == 0x7f) return Error::Of(Code::kInvalidArgument, std::string(field) + ": control characters are not allowed");
-  return {};
-}
-
 }  // namespace
 
 Result<int64_t> Orgs::Create(const Principal& caller, std::string_view name) {
@@ -85,13 +78,9 @@ Result<Quota> Orgs::GetQuota(std::string_view org) {
 }
 
 Result<Org> Orgs::Update(const Principal& caller, std::string_view org, const OrgUpdate& update) {
-  auto role = caller.RoleIn(org);
-  if (!role) return OrgNotFound(org);
-  if (*role < Role::kOwner)
-    return Error::Of(Code::kForbidden, "role " + std::string(RoleName(*role)) + " may not change org " +
-                                           std::string(org) + "; it needs owner");
-  if (update.display_name) ISB_TRY(CheckText("display_name", *update.display_name));
-  if (update.description) ISB_TRY(CheckText("description", *update.description));
+  ISB_TRY(RequireRole(caller, org, Role::kOwner, "change org " + std::string(org)));
+  if (update.display_name) ISB_TRY(CheckDisplayText("display_name", *update.display_name));
+  if (update.description) ISB_TRY(CheckDisplayText("description", *update.description));
   auto text = [](const std::optional<std::string>& v) { return v ? store::Value(*v) : store::Value(nullptr); };
   ISB_ASSIGN_OR_RETURN(auto rows, db_.Query("UPDATE orgs SET display_name = coalesce(?2, display_name), "
                                             "description = coalesce(?3, description) WHERE name = ?1 RETURNING id",
@@ -122,15 +111,11 @@ Result<std::vector<Org>> Orgs::ListFor(const Principal& caller) {
 }
 
 Result<int64_t> Orgs::ManagedOrg(const Principal& caller, std::string_view org, bool owner_needed) {
-  auto role = caller.RoleIn(org);
-  if (!role) return OrgNotFound(org);
+  if (!caller.RoleIn(org)) return OrgNotFound(org);
   ISB_ASSIGN_OR_RETURN(Org o, Get(org));
-  Role need = owner_needed ? Role::kOwner : Role::kAdmin;
-  if (*role < need)
-    return Error::Of(Code::kForbidden, "role " + std::string(RoleName(*role)) + " may not " +
-                                           (owner_needed ? "make, unmake or remove owners" : "manage members") +
-                                           " of org " + std::string(org) + "; it needs " +
-                                           std::string(RoleName(need)));
+  ISB_TRY(RequireRole(caller, org, owner_needed ? Role::kOwner : Role::kAdmin,
+                      std::string(owner_needed ? "make, unmake or remove owners" : "manage members") + " of org " +
+                          std::string(org)));
   return o.id;
 }
 

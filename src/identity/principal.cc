@@ -34,6 +34,15 @@ std::optional<Role> Principal::RoleIn(std::string_view org) const {
   return role;
 }
 
+Status RequireRole(const Principal& caller, std::string_view org, Role need, const std::string& what) {
+  auto role = caller.RoleIn(org);
+  if (!role) return Error::Of(Code::kNotFound, "org " + std::string(org) + " not found");
+  if (*role < need)
+    return Error::Of(Code::kForbidden, "role " + std::string(RoleName(*role)) + " may not " + what + "; it needs " +
+                                           std::string(RoleName(need)));
+  return {};
+}
+
 std::string Principal::Subject() const {
   switch (kind) {
     case PrincipalKind::kSuperadmin: return "superadmin";

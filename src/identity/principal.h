@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/result.h"
 #include "identity/roles.h"
 
 namespace isb::identity {
@@ -45,5 +46,10 @@ struct Principal {
   // For logs and the audit log: "superadmin", "user:NAME", "session:NAME", "token:ID", "superadmin-token:ID".
   std::string Subject() const;
 };
+
+// What the stores check for a change in an org, after the authorizer's check of the tool: kNotFound "org O not
+// found" when `caller` does not reach `org`, kForbidden "role R may not <what>; it needs <need>" when its role there
+// is below `need`.
+Status RequireRole(const Principal& caller, std::string_view org, Role need, const std::string& what);
 
 }  // namespace isb::identity

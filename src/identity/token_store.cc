@@ -123,11 +123,7 @@ Result<std::vector<TokenRecord>> Tokens::List(const Principal& caller) {
 }
 
 Result<std::vector<TokenRecord>> Tokens::ListOrg(const Principal& caller, std::string_view org) {
-  auto role = caller.RoleIn(org);
-  if (!role) return Error::Of(Code::kNotFound, "org " + std::string(org) + " not found");
-  if (*role < Role::kAdmin)
-    return Error::Of(Code::kForbidden, "role " + std::string(RoleName(*role)) + " may not list the tokens of org " +
-                                           std::string(org) + "; it needs admin");
+  ISB_TRY(RequireRole(caller, org, Role::kAdmin, "list the tokens of org " + std::string(org)));
   return Select("WHERE o.name = ?1 ORDER BY t.id DESC", {std::string(org)});
 }
 

@@ -43,10 +43,14 @@ Status Users::Update(int64_t user, const std::string& sql, const std::vector<sto
   return {};
 }
 
+Status Users::EndSessions(int64_t user, int64_t now) {
+  return db_.Exec("UPDATE sessions SET revoked_at = ?2 WHERE user_id = ?1 AND revoked_at IS NULL", {user, now});
+}
+
 Status Users::SetPassword(int64_t user, std::string_view password) {
   ISB_ASSIGN_OR_RETURN(std::string hash, HashPassword(password));
   ISB_TRY(Update(user, "UPDATE users SET password_hash = ?2 WHERE id = ?1 RETURNING id", {user, hash}));
-  return db_.Exec("UPDATE sessions SET revoked_at = ?2 WHERE user_id = ?1 AND revoked_at IS NULL", {user, now_()});
+  return EndSessions(user, now_());
 }
 
 Status Users::SetPlatformAdmin(int64_t user, bool on) {
@@ -67,7 +71,7 @@ Status Users::Revoke(int64_t user) {
   if (rows.empty())
     return Error::Of(Code::kConflict, "user " + u.name + " is the last platform admin; make another one first");
   int64_t now = now_();
-  ISB_TRY(db_.Exec("UPDATE sessions SET revoked_at = ?2 WHERE user_id = ?1 AND revoked_at IS NULL", {user, now}));
+  ISB_TRY(EndSessions(user, now));
   return db_.Exec("UPDATE tokens SET revoked_at = ?2 WHERE user_id = ?1 AND revoked_at IS NULL", {user, now});
 }
 

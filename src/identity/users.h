@@ -55,6 +55,8 @@ class Users {
   Result<Principal> PrincipalOf(int64_t user, PrincipalKind kind, std::string_view disabled_message);
 
  private:
+  // Revokes every live session of `user` as of `now`.
+  Status EndSessions(int64_t user, int64_t now);
   Status Update(int64_t user, const std::string& sql, const std::vector<store::Value>& args);
 
   store::Db& db_;
