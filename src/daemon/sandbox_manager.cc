@@ -394,16 +394,16 @@ Status SandboxManager::LaunchProcess(Record& rec, bool background) {
   return {};
 }
 
-Status SandboxManager::Halt(Record& rec, const std::string& event, const std::string& reason) {
+Status SandboxManager::Halt(Record& rec, const std::string& event, const std::string& reason, bool unmount_layer) {
   bool oom = false;
-  Status removed = Kill(rec, &oom);
+  Status removed = Kill(rec, &oom, unmount_layer);
   rec.state = "stopped";
   ISB_TRY(db_->Exec("UPDATE sandboxes SET state='stopped', pid=0, start_time=0, lease_index=-1 WHERE id=?1", {rec.id}));
   Event(rec, oom && event == "died" ? "oom" : event, reason);
   return removed;
 }
 
-Status SandboxManager::Kill(Record& rec, bool* oom) {
+Status SandboxManager::Kill(Record& rec, bool* oom, bool unmount_layer) {
   ports_.Unpublish(rec.id);
   if (rec.pid > 0 && engine::ProcessStartTime(rec.pid) == rec.start_time) {
     int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, rec.pid, 0));
@@ -423,7 +423,8 @@ Status SandboxManager::Kill(Record& rec, bool* oom) {
   if (rec.lease_index >= 0) (void)engine::IdAllocator::ForHost().Reclaim(static_cast<uint32_t>(rec.lease_index));
   ::unlink((Dir(rec.id) + "/control.sock").c_str());
   // Stopped, its layer's filesystem is unmounted (the image keeps the data for the next start).
-  if (Status detached = Layer(rec.id).Detach(); !detached.ok() && removed.ok()) removed = detached;
+  if (unmount_layer)
+    if (Status detached = Layer(rec.id).Detach(); !detached.ok() && removed.ok()) removed = detached;
   rec.pid = 0;
   rec.start_time = 0;
   rec.lease_index = -1;
@@ -807,13 +808,20 @@ Result<api::SandboxInfo> SandboxManager::SetEgress(const std::string& id_or_name
 Status SandboxManager::Remove(const std::string& id_or_name) {
   std::lock_guard lock(mu_);
   ISB_ASSIGN_OR_RETURN(Record rec, Load(id_or_name));
-  Status halted = Halt(rec, "removed", "requested");
+  return Retire(rec, "removed", "requested");
+}
+
+Status SandboxManager::Retire(Record& rec, const std::string& event, const std::string& reason) {
+  Status halted = Halt(rec, event, reason, /*unmount_layer=*/false);
   if (options_.egress != nullptr) options_.egress->Release(rec.id);
-  RemoveDir(rec.id);
+  // A row that cannot be deleted keeps its state dir: the sandbox stays, stopped, for another removal.
   ISB_TRY(db_->Exec("DELETE FROM sandboxes WHERE id = ?1", {rec.id}));
   cpu_samples_.erase(rec.id);
+  teardown_.Add([this, id = rec.id] { RemoveDir(id); });
   return halted;
 }
+
+void SandboxManager::SettleTeardown() { teardown_.Settle(); }
 
 Result<api::FileData> SandboxManager::ReadFile(const std::string& id_or_name, const std::string& path) {
   ISB_ASSIGN_OR_RETURN(Record rec, Load(id_or_name));
@@ -972,10 +980,7 @@ int SandboxManager::ReapOnce() {
         why = "idle for " + std::to_string(now - rec->last_active_at) + "s (no exec, under 2% of a core)";
       }
       if (why.empty()) continue;
-      (void)Halt(*rec, "reaped", why);
-      RemoveDir(id);
-      (void)db_->Exec("DELETE FROM sandboxes WHERE id = ?1", {id});
-      cpu_samples_.erase(id);
+      (void)Retire(*rec, "reaped", why);
       ++removed;
     }
   }

@@ -20,6 +20,7 @@
 #include "daemon/disk_layer.h"
 #include "daemon/egress_service.h"
 #include "daemon/port_publisher.h"
+#include "daemon/teardown_queue.h"
 #include "daemon/trust_bundle.h"
 #include "store/db.h"
 
@@ -78,6 +79,10 @@ class SandboxManager : public api::Sandboxes {
   Result<api::FileData> ReadFile(const std::string& id_or_name, const std::string& path) override;
   Status WriteFile(const std::string& id_or_name, const std::string& path, const api::FileData& data) override;
 
+  // Returns once the layers and state dirs of the sandboxes removed so far are gone (a removal returns before
+  // that: teardown_queue.h). For tests.
+  void SettleTeardown();
+
   // Lifecycle events recorded so far for a sandbox: (event, reason) in order. For tests and history.
   std::vector<std::pair<std::string, std::string>> Events(const std::string& id);
 
@@ -90,9 +95,13 @@ class SandboxManager : public api::Sandboxes {
   // priority until it is ready.
   Status LaunchProcess(Record& rec, bool background = false);
   // Kills the sandbox's processes and releases its cgroup and lease. The record's state becomes stopped.
-  Status Halt(Record& rec, const std::string& event, const std::string& reason);
-  // Kills the sandbox's processes, releases its cgroup and lease; *oom is whether the OOM killer struck in it.
-  Status Kill(Record& rec, bool* oom);
+  Status Halt(Record& rec, const std::string& event, const std::string& reason, bool unmount_layer = true);
+  // Kills the sandbox's processes, releases its cgroup and lease, and unmounts its layer unless told not to;
+  // *oom is whether the OOM killer struck in it.
+  Status Kill(Record& rec, bool* oom, bool unmount_layer = true);
+  // Removal (asked for, or the reaper's): halts the sandbox, releases its network, deletes its row, and queues its
+  // layer and state dir for teardown_.
+  Status Retire(Record& rec, const std::string& event, const std::string& reason);
   // A launched sandbox from the pool for `spec`, or nothing when the spec needs more or the pool is empty.
   std::optional<Record> TakeReady(const api::SandboxSpec& spec);
   // Kills a sandbox that was never created (pooled, or its create failed) and removes its state dir.
@@ -141,6 +150,8 @@ class SandboxManager : public api::Sandboxes {
   std::chrono::steady_clock::time_point last_take_{};  // when a create last took a pooled sandbox
   bool pool_stop_ = false;
   std::thread pool_thread_;
+  // What is left of removed sandboxes (their layers and state dirs). Last: destroyed, and so finished, first.
+  TeardownQueue teardown_;
 };
 
 // Spec validation and the JSON form stored in the database.

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <arpa/inet.h>
+#include <signal.h>
 #include <netinet/in.h>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -95,6 +96,13 @@ class ManagerTest : public ::testing::Test {
     EXPECT_TRUE(r.ok()) << r.error().message;
     return r.ok() ? *r : api::ExecResult{};
   }
+  // Gone, or a zombie its parent (the spawner) has yet to reap.
+  static bool Dead(pid_t pid) {
+    auto stat = isb::ReadFile("/proc/" + std::to_string(pid) + "/stat");
+    if (!stat.ok()) return true;
+    size_t paren = stat->rfind(')');
+    return paren != std::string::npos && paren + 2 < stat->size() && (*stat)[paren + 2] == 'Z';
+  }
   std::string dir_;
   std::atomic<int64_t> now_{1'000'000};
   std::unique_ptr<engine::Spawner> spawner_;
@@ -157,10 +165,45 @@ TEST_F(ManagerTest, TheLayerIsAFilesystemOfTheSpecsDiskSize) {
   ASSERT_TRUE(mgr_->Start(sb->id).ok());
   EXPECT_EQ(Exec(sb->id, {"cat", "/root/f"}).stdout_data, "kept\n");
 
+  auto rows = db_->Query("SELECT pid FROM sandboxes WHERE id = ?1", {sb->id});
+  ASSERT_TRUE(rows.ok() && rows->size() == 1u);
+  const pid_t init = static_cast<pid_t>(store::AsInt((*rows)[0][0]));
   ASSERT_TRUE(mgr_->Remove(sb->id).ok());
+  // Dead and forgotten when the removal returns; its layer and state dir go after (teardown_queue.h).
+  EXPECT_TRUE(Dead(init)) << "the sandbox's init " << init << " still runs";
+  for (const char* c : {"memory", "pids", "cpu", "cpuacct"})
+    EXPECT_FALSE(std::filesystem::exists(std::string("/sys/fs/cgroup/") + c + "/isb/" + sb->id)) << c;
+  EXPECT_EQ(mgr_->Get(sb->id).error().code, Code::kNotFound);
+  mgr_->SettleTeardown();
   EXPECT_TRUE(isb::testing::MountsOn(layer).empty());
   EXPECT_TRUE(isb::testing::LoopsOf(image).empty());
   EXPECT_FALSE(std::filesystem::exists(image));
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/sandboxes/" + sb->id));
+}
+
+// A daemon that dies after a removal returned but before its teardown ran leaves the state dir (its layer still
+// mounted) with no row: the next daemon's Adopt finishes the removal.
+TEST_F(ManagerTest, ANewDaemonFinishesATeardownTheLastOneDidNotRun) {
+  auto sb = mgr_->Create({});
+  ASSERT_TRUE(sb.ok()) << sb.error().message;
+  const std::string dir = dir_ + "/sandboxes/" + sb->id;
+  auto rows = db_->Query("SELECT pid FROM sandboxes WHERE id = ?1", {sb->id});
+  ASSERT_TRUE(rows.ok() && rows->size() == 1u);
+  const pid_t init = static_cast<pid_t>(store::AsInt((*rows)[0][0]));
+  // What Remove has done by the time it returns: the sandbox killed, its row deleted.
+  ASSERT_EQ(::kill(init, SIGKILL), 0);
+  ASSERT_TRUE(db_->Exec("DELETE FROM sandboxes WHERE id = ?1", {sb->id}).ok());
+  for (int i = 0; i < 100 && !Dead(init); ++i) ::usleep(10000);
+  ASSERT_EQ(isb::testing::MountsOn(dir + "/layer").size(), 1u);
+  Restart();
+  auto summary = mgr_->Adopt();
+  ASSERT_TRUE(summary.ok()) << summary.error().message;
+  EXPECT_EQ(*summary, "0 adopted, 0 found dead, 0 unfinished creates undone, 1 orphaned cgroups removed");
+  EXPECT_TRUE(isb::testing::MountsOn(dir + "/layer").empty());
+  EXPECT_TRUE(isb::testing::LoopsOf(dir + "/layer.img").empty());
+  EXPECT_FALSE(std::filesystem::exists(dir));
+  for (const char* c : {"memory", "pids", "cpu", "cpuacct"})
+    EXPECT_FALSE(std::filesystem::exists(std::string("/sys/fs/cgroup/") + c + "/isb/" + sb->id)) << c;
 }
 
 TEST_F(ManagerTest, MountsBindTheRealPathAndNeverFollowALaterSymlink) {

@@ -1,5 +1,7 @@
 // A sandbox's disk: the size of the filesystem its writable layer lives in, full from inside at exactly that size.
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include "daemon/mount_table.h"
 #include "e2e/daemon_fixture.h"
@@ -25,6 +27,11 @@ TEST_F(DiskLimitTest, WritingBeyondTheDiskIsENOSPCAndRemovalLeavesNoLoopDevice) 
   EXPECT_EQ(Exec(id, {"echo", "still here"})["stdout"], "still here\n");
 
   MustTool("sandbox_remove", {{"sandbox", id}});
+  // The layer's unmount, loop detach and image go after the removal returns (the daemon's teardown queue).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while ((!isb::testing::LoopsOf(image).empty() || std::filesystem::exists(image)) &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_TRUE(isb::testing::LoopsOf(image).empty());
   EXPECT_FALSE(std::filesystem::exists(image));
 }

@@ -1,4 +1,5 @@
 // The reaper with short timeouts: idle and expired sandboxes go within seconds; a default one stays.
+#include <filesystem>
 #include <thread>
 
 #include "e2e/daemon_fixture.h"
@@ -14,7 +15,18 @@ TEST_F(ReaperTest, RemovesIdleAndExpiredSandboxesAndKeepsTheRest) {
   StopDaemon();
   StartDaemon({"--reap-interval", "1s"});
 
-  std::string idle = CreateSandbox({{"idle_timeout", 2}});
+  // The idle one has a network: its rules must go with it (on the host, in isb's table, while the daemon runs).
+  auto isb_interfaces = [] {
+    std::vector<std::string> out;
+    for (const auto& e : std::filesystem::directory_iterator("/sys/class/net"))
+      if (e.path().filename().string().rfind(kEgressTable, 0) == 0) out.push_back(e.path().filename().string());
+    return out;
+  };
+  std::string idle = CreateSandbox({{"idle_timeout", 2}, {"egress", {"reaped.test"}}});
+  std::vector<std::string> veth = isb_interfaces();
+  ASSERT_EQ(veth.size(), 1u) << "the idle sandbox's veth";
+  auto table = [] { return RunProcess({"/usr/sbin/nft", "list", "table", "inet", kEgressTable}).out; };
+  EXPECT_NE(table().find(veth[0]), std::string::npos) << table();
   std::string expiring = CreateSandbox({{"expires", 3}});
   std::string kept = CreateSandbox();
   ASSERT_FALSE(idle.empty());
@@ -43,6 +55,8 @@ TEST_F(ReaperTest, RemovesIdleAndExpiredSandboxesAndKeepsTheRest) {
   EXPECT_FALSE(idle_init > 0 && ProcessAlive(idle_init)) << "the reaped sandbox's init still runs";
   EXPECT_FALSE(expiring_init > 0 && ProcessAlive(expiring_init)) << "the reaped sandbox's init still runs";
   EXPECT_NE(DaemonLog().find("reaper removed"), std::string::npos) << DaemonLog();
+  EXPECT_EQ(table().find(veth[0]), std::string::npos) << "the reaped sandbox's rules stayed:\n" << table();
+  EXPECT_EQ(isb_interfaces(), std::vector<std::string>{});
 
   json still = MustTool("sandbox_get", {{"sandbox", kept}});
   EXPECT_EQ(still["state"], "running") << still.dump();
