@@ -120,6 +120,17 @@ TEST_F(DiskLayerTest, ImagesOfOneSizeAreCopiesOfOneFormattedTemplate) {
   EXPECT_EQ(copy.st_size, 32 << 20);
   EXPECT_LE(copy.st_blocks, formatted.st_blocks) << "holes stay holes";
   EXPECT_EQ(std::filesystem::directory_iterator(templates)->path().filename(), std::to_string(32ull << 20) + ".img");
+  {
+    // What each new layer writes: the default 2 GiB comes to under 256 KiB (mkfs's blocks kept for growing a
+    // filesystem, which a layer never does, would add a megabyte to every copy).
+    DiskLayer big(root_ + "/big.img", root_ + "/big", templates);
+    ASSERT_TRUE(big.Attach(2ull << 30).ok());
+    struct stat st{};
+    ASSERT_EQ(::stat(big.image().c_str(), &st), 0);
+    EXPECT_EQ(st.st_size, 2ll << 30);
+    EXPECT_LT(st.st_blocks * 512, 256 << 10);
+    ASSERT_TRUE(big.Remove().ok());
+  }
   // Each a filesystem of its own: what one holds the other does not.
   ASSERT_TRUE(WriteFile(dir() + "/mine", "first").ok());
   EXPECT_FALSE(std::filesystem::exists(second.dir() + "/mine"));
