@@ -15,7 +15,9 @@ token=$("$build/isb" token create --superadmin bench --socket "$state/api/isb.so
 echo "== isb serve over REST ($(nproc) cores, $(uname -r), $(date -u +%F))"
 echo "   command: bench/api.sh $build  (api_bench $url <token> --runs ${RUNS:-200} --clients 8)"
 "$build/api_bench" "$url" "$token" --runs "${RUNS:-200}" --clients 8
-# Call by call, with the pool refill beside the next create and without it.
-echo "   command: python3 bench/api_phases.py $url <token> 100 0.3, then 100 0"
+# Call by call, with the pool refill beside the next create and without it; then at a fixed arrival rate (one
+# cycle every 30 ms), where a daemon whose calls return sooner is not handed more work for it.
+echo "   command: python3 bench/api_phases.py $url <token> 100 0.3, then 100 0, then 150 0 0.03"
 python3 "$(dirname "$0")/api_phases.py" "$url" "$token" 100 0.3
 python3 "$(dirname "$0")/api_phases.py" "$url" "$token" 100 0
+python3 "$(dirname "$0")/api_phases.py" "$url" "$token" 150 0 0.03

@@ -806,19 +806,31 @@ Result<api::SandboxInfo> SandboxManager::SetEgress(const std::string& id_or_name
 }
 
 Status SandboxManager::Remove(const std::string& id_or_name) {
-  std::lock_guard lock(mu_);
-  ISB_ASSIGN_OR_RETURN(Record rec, Load(id_or_name));
-  return Retire(rec, "removed", "requested");
+  std::string forgotten;
+  Status retired;
+  {
+    std::lock_guard lock(mu_);
+    ISB_ASSIGN_OR_RETURN(Record rec, Load(id_or_name));
+    retired = Retire(rec, "removed", "requested", &forgotten);
+  }
+  TearDown(forgotten);
+  return retired;
 }
 
-Status SandboxManager::Retire(Record& rec, const std::string& event, const std::string& reason) {
+Status SandboxManager::Retire(Record& rec, const std::string& event, const std::string& reason,
+                              std::string* forgotten) {
   Status halted = Halt(rec, event, reason, /*unmount_layer=*/false);
   if (options_.egress != nullptr) options_.egress->Release(rec.id);
   // A row that cannot be deleted keeps its state dir: the sandbox stays, stopped, for another removal.
   ISB_TRY(db_->Exec("DELETE FROM sandboxes WHERE id = ?1", {rec.id}));
   cpu_samples_.erase(rec.id);
-  teardown_.Add([this, id = rec.id] { RemoveDir(id); });
+  *forgotten = rec.id;
   return halted;
+}
+
+void SandboxManager::TearDown(const std::string& id) {
+  // Called without mu_: when the queue is full the work runs here, and no other sandbox's state change waits.
+  if (!id.empty()) teardown_.Add([this, id] { RemoveDir(id); });
 }
 
 void SandboxManager::SettleTeardown() { teardown_.Settle(); }
@@ -955,7 +967,7 @@ int SandboxManager::ReapOnce() {
   int removed = 0;
   for (const auto& r : *rows) {
     std::string id = AsText(r[0]);
-    std::string why;
+    std::string why, forgotten;
     {
       std::lock_guard lock(mu_);
       auto rec = Load(id);  // re-checked under the lock: an exec or extend may have come in meanwhile
@@ -980,9 +992,10 @@ int SandboxManager::ReapOnce() {
         why = "idle for " + std::to_string(now - rec->last_active_at) + "s (no exec, under 2% of a core)";
       }
       if (why.empty()) continue;
-      (void)Retire(*rec, "reaped", why);
+      (void)Retire(*rec, "reaped", why, &forgotten);
       ++removed;
     }
+    TearDown(forgotten);
   }
   return removed;
 }

@@ -99,9 +99,11 @@ class SandboxManager : public api::Sandboxes {
   // Kills the sandbox's processes, releases its cgroup and lease, and unmounts its layer unless told not to;
   // *oom is whether the OOM killer struck in it.
   Status Kill(Record& rec, bool* oom, bool unmount_layer = true);
-  // Removal (asked for, or the reaper's): halts the sandbox, releases its network, deletes its row, and queues its
-  // layer and state dir for teardown_.
-  Status Retire(Record& rec, const std::string& event, const std::string& reason);
+  // Removal (asked for, or the reaper's), under mu_: halts the sandbox, releases its network and deletes its row;
+  // then *forgotten is its id, for TearDown once mu_ is released.
+  Status Retire(Record& rec, const std::string& event, const std::string& reason, std::string* forgotten);
+  // Queues the layer and state dir of a retired sandbox (nothing for ""): teardown_queue.h.
+  void TearDown(const std::string& id);
   // A launched sandbox from the pool for `spec`, or nothing when the spec needs more or the pool is empty.
   std::optional<Record> TakeReady(const api::SandboxSpec& spec);
   // Kills a sandbox that was never created (pooled, or its create failed) and removes its state dir.
