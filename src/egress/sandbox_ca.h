@@ -1,7 +1,7 @@
 // A sandbox's own certificate authority: the proxy terminates TLS for names marked for interception with leaf
 // certificates it signs, and the sandbox trusts it (its PEM goes into the sandbox's trust store) and nothing else
-// trusts it. One EC P-256 key and a self-signed CA certificate, valid for a short time, made in memory and never
-// written anywhere by this class.
+// trusts it. One EC P-256 key and a self-signed CA certificate, made in memory and never written anywhere by this
+// class.
 #pragma once
 
 #include <chrono>
@@ -13,7 +13,11 @@
 
 namespace isb::egress {
 
-inline constexpr std::chrono::seconds kCaValidity = std::chrono::hours(24 * 30);
+// A CA lives as long as its sandbox may: sandbox_extend has no last day, and a CA that expired under a running
+// sandbox would fail every intercepted connection, while a new one would be distrusted by every process that loaded
+// the old trust store. Its key never leaves the daemon's memory and dies with it, and only its own sandbox trusts
+// it, so the length adds nothing an attacker can use. Leaves stay short (kLeafValidity) and are minted again.
+inline constexpr std::chrono::seconds kCaValidity = std::chrono::hours(24 * 3650);
 inline constexpr std::chrono::seconds kLeafValidity = std::chrono::hours(24 * 7);
 
 // A certificate and its private key, as a TLS server presents them.
