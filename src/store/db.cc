@@ -18,6 +18,7 @@ std::string AsText(const Value& v) {
 }
 
 Db::~Db() {
+  for (auto& [sql, stmt] : statements_) sqlite3_finalize(stmt);
   if (db_) sqlite3_close_v2(db_);
 }
 
@@ -69,11 +70,35 @@ int64_t Db::LastInsertId() {
   return sqlite3_last_insert_rowid(db_);
 }
 
+sqlite3_stmt* Db::Prepare(const std::string& sql, bool* cached) {
+  if (auto it = statements_.find(sql); it != statements_.end()) {
+    *cached = true;
+    return it->second;
+  }
+  *cached = statements_.size() < kMaxCachedStatements;
+  sqlite3_stmt* stmt = nullptr;
+  if (sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()), *cached ? SQLITE_PREPARE_PERSISTENT : 0,
+                         &stmt, nullptr) != SQLITE_OK)
+    return nullptr;
+  if (*cached && stmt != nullptr) statements_.emplace(sql, stmt);
+  return stmt;
+}
+
 Result<std::vector<Row>> Db::QueryLocked(const std::string& sql, const std::vector<Value>& args) {
-  sqlite3_stmt* raw = nullptr;
-  if (sqlite3_prepare_v2(db_, sql.c_str(), static_cast<int>(sql.size()), &raw, nullptr) != SQLITE_OK)
-    return Error::Msg(std::string("sql: ") + sqlite3_errmsg(db_));
-  std::unique_ptr<sqlite3_stmt, decltype(&sqlite3_finalize)> stmt(raw, &sqlite3_finalize);
+  bool cached = false;
+  sqlite3_stmt* raw = Prepare(sql, &cached);
+  if (raw == nullptr) return Error::Msg(std::string("sql: ") + sqlite3_errmsg(db_));
+  // Reset after every use, whatever happened: a cached statement left stepping would hold its read snapshot (and
+  // its bound text) until the next call.
+  auto done = [cached](sqlite3_stmt* s) {
+    if (!cached) {
+      sqlite3_finalize(s);
+      return;
+    }
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+  };
+  std::unique_ptr<sqlite3_stmt, decltype(done)> stmt(raw, done);
   for (size_t i = 0; i < args.size(); ++i) {
     int idx = static_cast<int>(i + 1);
     const Value& v = args[i];

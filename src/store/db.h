@@ -8,6 +8,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -38,8 +39,15 @@ class Db {
  private:
   Db() = default;
   Result<std::vector<Row>> QueryLocked(const std::string& sql, const std::vector<Value>& args);
+  // A prepared statement for `sql`: from the cache, or prepared now (and kept while the cache has room). Null on
+  // error (sqlite3_errmsg says why). The caller resets it after use.
+  sqlite3_stmt* Prepare(const std::string& sql, bool* cached);
   sqlite3* db_ = nullptr;
   std::mutex mu_;
+  // The daemon runs the same few dozen statements over and over: each is parsed once. Bounded, for callers that
+  // build their SQL (a cache full keeps what it has and prepares the rest per call).
+  static constexpr size_t kMaxCachedStatements = 256;
+  std::unordered_map<std::string, sqlite3_stmt*> statements_;
   int version_ = 0;
 };
 

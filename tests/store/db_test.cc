@@ -74,6 +74,46 @@ TEST_F(DbTest, ConstraintViolationIsConflict) {
 
 // Migration 5: names are unique per org. Rows written before it get their org from the spec's isb.org label, or
 // `default` without one; afterwards the same name may be used once in each org.
+// Statements are prepared once and reused: a reuse sees its own values only, one that failed or stopped early
+// leaves nothing behind (no bound value, no open read that would hold back another connection's view), and more
+// distinct statements than the cache keeps still run.
+TEST_F(DbTest, ReusedStatementsStartClean) {
+  auto opened = Db::Open(dir_ + "/s.db", {"CREATE TABLE t(k INTEGER PRIMARY KEY, v TEXT)"});
+  ASSERT_TRUE(opened.ok()) << opened.error().message;
+  Db& db = **opened;
+  const std::string insert = "INSERT INTO t(k, v) VALUES(?1, ?2)";
+  ASSERT_TRUE(db.Exec(insert, {int64_t{1}, std::string("one")}).ok());
+  Status dup = db.Exec(insert, {int64_t{1}, std::string("again")});
+  ASSERT_FALSE(dup.ok());
+  EXPECT_EQ(dup.error().code, Code::kConflict);
+  // Fewer values than the statement has: the last call's second value must not be reused.
+  ASSERT_TRUE(db.Exec(insert, {int64_t{2}}).ok());
+  auto rows = db.Query("SELECT k, v FROM t ORDER BY k");
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 2u);
+  EXPECT_EQ(AsText((*rows)[0][1]), "one");
+  EXPECT_TRUE(std::holds_alternative<std::nullptr_t>((*rows)[1][1])) << AsText((*rows)[1][1]);
+
+  // A second connection writes and checkpoints; this one's reused read sees the new row (no snapshot kept open).
+  ASSERT_EQ(db.Query("SELECT count(*) FROM t")->at(0).at(0), Value(int64_t{2}));
+  {
+    auto other = Db::Open(dir_ + "/s.db", {"CREATE TABLE t(k INTEGER PRIMARY KEY, v TEXT)"});
+    ASSERT_TRUE(other.ok()) << other.error().message;
+    ASSERT_TRUE((*other)->Exec(insert, {int64_t{3}, std::string("three")}).ok());
+    auto ck = (*other)->Query("PRAGMA wal_checkpoint(TRUNCATE)");
+    ASSERT_TRUE(ck.ok()) << ck.error().message;
+    EXPECT_EQ(AsInt(ck->at(0).at(0)), 0) << "the checkpoint was blocked by a reader";
+  }
+  EXPECT_EQ(db.Query("SELECT count(*) FROM t")->at(0).at(0), Value(int64_t{3}));
+
+  // Many distinct statements: past what the cache keeps, each still runs.
+  for (int i = 0; i < 600; ++i) {
+    auto r = db.Query("SELECT " + std::to_string(i) + " + count(*) FROM t");
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(AsInt(r->at(0).at(0)), i + 3);
+  }
+}
+
 TEST_F(DbTest, SandboxNamesBecomeUniquePerOrg) {
   const std::vector<std::string>& all = Migrations();
   ASSERT_GE(all.size(), 5u);
