@@ -28,6 +28,12 @@ struct RelayedRequest {
   bool opaque_after = false;  // a CONNECT or an Upgrade: what follows its body may be another protocol
   int status = 0;             // kNotHttp, kMalformed: the status to answer
   std::string reason;         // kNotHttp, kMalformed: one line
+
+  // kParsed: the head as it goes upstream, given the bytes it was read from: the origin form when there is one,
+  // else the head as sent (no copy).
+  std::string_view Upstream(std::string_view read) const {
+    return origin_form.empty() ? read.substr(0, head.size) : std::string_view(origin_form);
+  }
 };
 // On the explicit proxy port every request carries an absolute http:// URI (and no CONNECT once HTTP is relayed).
 RelayedRequest ReadRelayedRequest(std::string_view bytes, bool explicit_proxy);

@@ -373,8 +373,7 @@ class Proxy::Impl {
         co_await Send(from, response);
         co_return CloseBoth(from, to);
       }
-      const std::string_view upstream =
-          conn.explicit_proxy ? std::string_view(request.origin_form) : std::string_view(buffer).substr(0, request.head.size);
+      const std::string_view upstream = request.Upstream(buffer);
       bool sent = co_await Send(to, upstream);
       if (!sent) co_return CloseBoth(from, to);
       stats_.bytes_up += upstream.size();

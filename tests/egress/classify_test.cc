@@ -62,5 +62,28 @@ TEST(ClassifyTest, TheExplicitProxyTakesConnectAndAbsoluteFormOnly) {
   EXPECT_EQ(t.reason, "the proxy port speaks HTTP only");
 }
 
+// A relayed request's head goes upstream as read on a listed port (the bytes of the buffer, up to the body), and as
+// its origin form on the explicit proxy port.
+TEST(RelayedRequestTest, TheHeadGoesUpstreamAsReadOrInOriginForm) {
+  const std::string listed = "POST /p HTTP/1.1\r\nHost: a.example\r\nContent-Length: 3\r\n\r\nabc";
+  RelayedRequest r = ReadRelayedRequest(listed, false);
+  ASSERT_EQ(r.state, RelayedRequest::State::kParsed);
+  EXPECT_EQ(r.Upstream(listed), "POST /p HTTP/1.1\r\nHost: a.example\r\nContent-Length: 3\r\n\r\n");
+  EXPECT_EQ(r.Upstream(listed).data(), listed.data()) << "the head as read is not copied";
+  EXPECT_EQ(r.body.kind, BodyFraming::kLength);
+
+  const std::string proxied = "GET http://a.example/q?x=1 HTTP/1.1\r\nHost: a.example\r\n\r\n";
+  r = ReadRelayedRequest(proxied, true);
+  ASSERT_EQ(r.state, RelayedRequest::State::kParsed);
+  EXPECT_EQ(r.Upstream(proxied), r.origin_form);
+  EXPECT_EQ(r.Upstream(proxied).substr(0, 19), "GET /q?x=1 HTTP/1.1");
+
+  EXPECT_EQ(ReadRelayedRequest("GET / HTTP/1.1\r\nHo", false).state, RelayedRequest::State::kNeedMore);
+  r = ReadRelayedRequest("GET /q HTTP/1.1\r\nHost: a.example\r\n\r\n", true);
+  EXPECT_EQ(r.state, RelayedRequest::State::kMalformed);
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.reason, "a request to the proxy must be CONNECT or carry an absolute URI");
+}
+
 }  // namespace
 }  // namespace isb::egress
