@@ -4,13 +4,15 @@ find_package(Threads REQUIRED)
 target_link_libraries(isb_store PUBLIC isb_base ${SQLITE_LIB} Threads::Threads m dl)
 
 add_library(isb_daemon STATIC src/daemon/sandbox_manager.cc src/daemon/egress_service.cc src/daemon/port_publisher.cc
-            src/daemon/trust_bundle.cc src/daemon/disk_layer.cc src/daemon/teardown_queue.cc)
+            src/daemon/trust_bundle.cc src/daemon/disk_layer.cc src/daemon/teardown_queue.cc
+            src/daemon/refill_policy.cc)
 target_link_libraries(isb_daemon PUBLIC isb_engine isb_store isb_net isb_proxy isb_egress isb_judge isb_audit
                       nlohmann_json::nlohmann_json)
 
 add_executable(isb_daemon_tests tests/store/db_test.cc tests/daemon/sandbox_manager_test.cc
                tests/daemon/trust_bundle_test.cc tests/daemon/port_publisher_test.cc tests/daemon/disk_layer_test.cc
-               tests/daemon/teardown_queue_test.cc tests/net/loopback.cc)
+               tests/daemon/teardown_queue_test.cc tests/daemon/refill_policy_test.cc
+               tests/net/loopback.cc)
 target_link_libraries(isb_daemon_tests PRIVATE isb_daemon GTest::gtest_main)
 target_include_directories(isb_daemon_tests PRIVATE ${CMAKE_SOURCE_DIR}/tests)
 gtest_discover_tests(isb_daemon_tests DISCOVERY_MODE PRE_TEST)

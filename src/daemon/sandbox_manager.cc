@@ -41,7 +41,6 @@ namespace {
 
 constexpr int64_t kMaxLifetime = 30 * 24 * 3600;
 constexpr int kBackgroundNice = 19;
-constexpr std::chrono::milliseconds kRefillDelay{100};
 constexpr uint64_t kExecOutputLimit = 256 * 1024;
 constexpr size_t kMaxStdin = 1 << 20;
 constexpr size_t kMaxRead = 4 << 20;
@@ -462,15 +461,14 @@ std::optional<SandboxManager::Record> SandboxManager::TakeReady(const api::Sandb
 void SandboxManager::FillPool() {
   std::unique_lock lock(pool_mu_);
   while (!pool_stop_) {
-    if (pool_.size() >= options_.pool_size) {
+    // refill_policy.h: at once when empty, else in a quiet moment (the create's first exec goes first).
+    const auto due = NextRefill({pool_.size(), options_.pool_size, busy_, last_take_, last_quiet_});
+    if (due == PoolState::Time::max()) {
       pool_cv_.wait(lock);
       continue;
     }
-    // A launch contends with the commands being started meanwhile for kernel locks the first exec of a sandbox
-    // also needs (moving a task between cgroups holds up every fork on the host), and a create is usually
-    // followed at once by its first exec: while a sandbox is still waiting, the refill lets that exec go first.
-    if (!pool_.empty() && std::chrono::steady_clock::now() < last_take_ + kRefillDelay) {
-      pool_cv_.wait_until(lock, last_take_ + kRefillDelay, [this] { return pool_stop_ || pool_.empty(); });
+    if (std::chrono::steady_clock::now() < due) {
+      pool_cv_.wait_until(lock, due);
       continue;
     }
     lock.unlock();
@@ -558,7 +556,25 @@ Status SandboxManager::WriteTrustBundle(const Record& rec, const std::string& ca
   return isb::WriteFile(Dir(rec.id) + "/" + kTrustBundleFile, bundle, 0644);
 }
 
+// A create, start or exec running: the pool's refill waits for none to be (refill_policy.h).
+struct SandboxManager::Busy {
+  explicit Busy(SandboxManager* m) : m_(m) {
+    std::lock_guard lock(m_->pool_mu_);
+    ++m_->busy_;
+  }
+  ~Busy() {
+    std::lock_guard lock(m_->pool_mu_);
+    if (--m_->busy_ > 0) return;
+    m_->last_quiet_ = std::chrono::steady_clock::now();
+    m_->pool_cv_.notify_all();
+  }
+  Busy(const Busy&) = delete;
+  Busy& operator=(const Busy&) = delete;
+  SandboxManager* m_;
+};
+
 Result<api::SandboxInfo> SandboxManager::Create(const api::SandboxSpec& spec) {
+  Busy busy(this);
   ISB_TRY(ValidateSpec(spec));
   ISB_ASSIGN_OR_RETURN(egress::EgressSpec egress_spec, Egress(spec));
   ISB_ASSIGN_OR_RETURN(api::SandboxSpec resolved, ResolveMounts(spec));
@@ -641,6 +657,7 @@ Result<std::vector<api::SandboxInfo>> SandboxManager::List() {
 
 Result<api::ExecResult> SandboxManager::Exec(const std::string& id_or_name, const api::ExecRequest& req,
                                              const api::OutputSink& sink) {
+  Busy busy(this);
   if (req.argv.empty() || req.argv[0].empty()) return Invalid("argv: must name a command");
   if (req.stdin_data.size() > kMaxStdin) return Error::Of(Code::kTooLarge, "stdin: at most 1 MiB");
   if (req.timeout.count() < 1 || req.timeout > std::chrono::minutes(15))
@@ -766,6 +783,7 @@ Result<api::SandboxInfo> SandboxManager::Stop(const std::string& id_or_name) {
 }
 
 Result<api::SandboxInfo> SandboxManager::Start(const std::string& id_or_name) {
+  Busy busy(this);
   std::lock_guard lock(mu_);
   ISB_ASSIGN_OR_RETURN(Record rec, Load(id_or_name));
   if (rec.state == "running" && Alive(rec)) return Info(rec);

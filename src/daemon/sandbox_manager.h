@@ -20,6 +20,7 @@
 #include "daemon/disk_layer.h"
 #include "daemon/egress_service.h"
 #include "daemon/port_publisher.h"
+#include "daemon/refill_policy.h"
 #include "daemon/teardown_queue.h"
 #include "daemon/trust_bundle.h"
 #include "store/db.h"
@@ -150,6 +151,9 @@ class SandboxManager : public api::Sandboxes {
   std::condition_variable pool_cv_;
   std::vector<Record> pool_;
   std::chrono::steady_clock::time_point last_take_{};  // when a create last took a pooled sandbox
+  struct Busy;
+  int busy_ = 0;  // creates, starts and execs running (Busy)
+  std::chrono::steady_clock::time_point last_quiet_{};  // when busy_ last dropped to 0
   bool pool_stop_ = false;
   std::thread pool_thread_;
   // What is left of removed sandboxes (their layers and state dirs). Last: destroyed, and so finished, first.
