@@ -9,11 +9,14 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "base/fd.h"
 #include "base/file.h"
@@ -96,7 +99,31 @@ Status PutInPlace(const std::string& part, const std::string& path) {
   return e;
 }
 
-// Copies the data extents of `from` into a new file `to` of the same size (holes stay holes).
+// Writes the blocks of [begin, end) of `in` that hold a nonzero byte to the same offsets of `out`: a block of
+// zeros stays a hole. A filesystem without SEEK_DATA reports the whole file as data; this keeps the copy as sparse
+// as the template's real contents all the same (reading the zeros, not writing them).
+Status CopyNonZeroBlocks(int in, int out, off_t begin, off_t end, const std::string& from, const std::string& to) {
+  constexpr size_t kBlock = 4096, kChunk = 64 * kBlock;
+  static const char kZeros[kBlock] = {};
+  std::vector<char> buf(kChunk);
+  for (off_t at = begin; at < end;) {
+    const size_t want = static_cast<size_t>(std::min<off_t>(static_cast<off_t>(kChunk), end - at));
+    ssize_t n = ::pread(in, buf.data(), want, at);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Error::Sys("read " + from);
+    if (n == 0) break;
+    for (size_t off = 0; off < static_cast<size_t>(n); off += kBlock) {
+      const size_t len = std::min(kBlock, static_cast<size_t>(n) - off);
+      if (std::memcmp(buf.data() + off, kZeros, len) == 0) continue;
+      if (::pwrite(out, buf.data() + off, len, at + static_cast<off_t>(off)) != static_cast<ssize_t>(len))
+        return Error::Sys("write " + to);
+    }
+    at += n;
+  }
+  return {};
+}
+
+// Copies the data extents of `from` into a new file `to` of the same size (holes, and blocks of zeros, stay holes).
 Status CopySparse(const std::string& from, const std::string& to) {
   Fd in(::open(from.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (!in.valid()) return Error::Sys("open " + from);
@@ -111,11 +138,7 @@ Status CopySparse(const std::string& from, const std::string& to) {
     if (data < 0) return Error::Sys("seek " + from);
     off_t hole = ::lseek(in.get(), data, SEEK_HOLE);
     if (hole < 0) return Error::Sys("seek " + from);
-    for (off_t src = data, dst = data; src < hole;) {
-      ssize_t n = ::copy_file_range(in.get(), &src, out.get(), &dst, static_cast<size_t>(hole - src), 0);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return Error::Sys("copy " + from);
-    }
+    ISB_TRY(CopyNonZeroBlocks(in.get(), out.get(), data, hole, from, to));
     at = hole;
   }
   return {};

@@ -16,8 +16,8 @@ namespace isb::daemon {
 class DiskLayer {
  public:
   // With `template_dir`, a new image is a copy of the formatted template of its size kept there (made by mkfs the
-  // first time that size is asked for): only the megabyte or so mkfs wrote is copied, extent by extent, instead of
-  // running mkfs for every sandbox. Without one, each image is formatted on its own.
+  // first time that size is asked for), instead of running mkfs for every sandbox: only the template's blocks that
+  // hold data are written (blocks of zeros stay holes). Without one, each image is formatted on its own.
   DiskLayer(std::string image, std::string dir, std::string template_dir = "")
       : image_(std::move(image)), dir_(std::move(dir)), template_dir_(std::move(template_dir)) {}
 

@@ -141,6 +141,42 @@ TEST_F(DiskLayerTest, ImagesOfOneSizeAreCopiesOfOneFormattedTemplate) {
   EXPECT_TRUE(LoopsOf(second.image()).empty());
 }
 
+// A copy writes only the template's blocks that hold data: blocks of zeros stay holes, even where the template has
+// them allocated (as every block is on a filesystem without SEEK_DATA, which reports the whole file as data).
+TEST_F(DiskLayerTest, BlocksOfZerosInTheTemplateStayHolesInItsCopies) {
+  const std::string templates = root_ + "/templates";
+  DiskLayer first(image(), dir(), templates);
+  ASSERT_TRUE(first.Attach(32ull << 20).ok());
+  ASSERT_TRUE(first.Remove().ok());
+  const std::string formatted = templates + "/" + std::to_string(32ull << 20) + ".img";
+  {
+    // One MiB of written zeros where the template has a hole: its contents do not change, its blocks do.
+    Fd fd(::open(formatted.c_str(), O_RDWR | O_CLOEXEC));
+    ASSERT_TRUE(fd.valid());
+    off_t hole = ::lseek(fd.get(), 0, SEEK_HOLE);
+    ASSERT_GE(hole, 0);
+    off_t next = ::lseek(fd.get(), hole, SEEK_DATA);
+    if (next < 0) next = 32ll << 20;
+    ASSERT_GE(next - hole, 1 << 20) << "no hole of 1 MiB in the template";
+    std::string zeros(1 << 20, '\0');
+    ASSERT_EQ(::pwrite(fd.get(), zeros.data(), zeros.size(), hole), static_cast<ssize_t>(zeros.size()));
+    ASSERT_EQ(::fsync(fd.get()), 0);
+  }
+  struct stat tmpl{}, copy{};
+  ASSERT_EQ(::stat(formatted.c_str(), &tmpl), 0);
+  DiskLayer second(root_ + "/second.img", root_ + "/second", templates);
+  ASSERT_TRUE(second.Attach(32ull << 20).ok()) << "the copy is a filesystem that mounts";
+  ASSERT_TRUE(WriteFile(second.dir() + "/f", "data").ok());
+  ASSERT_TRUE(second.Detach().ok());
+  ASSERT_EQ(::stat(second.image().c_str(), &copy), 0);
+  EXPECT_LE((copy.st_blocks + 2048) * 512, tmpl.st_blocks * 512)
+      << "the copy holds " << copy.st_blocks * 512 << " bytes, the template " << tmpl.st_blocks * 512;
+  ASSERT_TRUE(second.Attach(32ull << 20).ok());
+  auto kept = ReadFile(second.dir() + "/f");
+  EXPECT_EQ(kept.ok() ? *kept : "", "data");
+  ASSERT_TRUE(second.Remove().ok());
+}
+
 TEST_F(DiskLayerTest, SizesOutsideTheRangeAreRefused) {
   DiskLayer layer(image(), dir());
   auto small = layer.Attach(DiskLayer::kMinBytes - 1);
