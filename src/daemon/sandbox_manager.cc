@@ -432,7 +432,7 @@ Status SandboxManager::Kill(Record& rec, bool* oom, bool unmount_layer) {
 
 void SandboxManager::Discard(Record& rec) {
   bool oom = false;
-  (void)Kill(rec, &oom);
+  (void)Kill(rec, &oom, /*unmount_layer=*/false);  // RemoveDir unmounts it
   RemoveDir(rec.id);
 }
 
@@ -625,7 +625,7 @@ Result<api::SandboxInfo> SandboxManager::Create(const api::SandboxSpec& spec) {
     return ins.error();
   }
   if (auto st = Launch(rec); !st.ok()) {
-    (void)Halt(rec, "failed", st.error().message);
+    (void)Halt(rec, "failed", st.error().message, /*unmount_layer=*/false);  // RemoveDir unmounts it
     if (options_.egress != nullptr) options_.egress->Release(rec.id);
     RemoveDir(rec.id);
     (void)db_->Exec("DELETE FROM sandboxes WHERE id = ?1", {rec.id});
