@@ -264,6 +264,9 @@ Status AddInvitationAndSessionTools(Registry& reg, identity::IdentityStore& stor
       ToolAnnotations{}, false,
       [&store](const json& in, const CallContext& ctx) -> Result<json> {
         if (ctx.identity.user_id == 0) return Error::Of(Code::kForbidden, "only a user can accept an invitation");
+        if (ctx.identity.OrgScoped())
+          return Error::Of(Code::kForbidden, "a token scoped to org '" + ctx.identity.org_scope +
+                                                 "' may not accept invitations: joining an org is the account's act");
         auto accepted = store.invitations().Accept(in["invitation"].get<std::string>(), ctx.identity.user_id);
         // The invitation is an argument, not the call's credential: a bad one is 403, never the 401 that tells a
         // client to sign in again.
@@ -285,6 +288,9 @@ Status AddInvitationAndSessionTools(Registry& reg, identity::IdentityStore& stor
       [&store](const json&, const CallContext& ctx) -> Result<json> {
         json out = json::array();
         if (ctx.identity.user_id == 0) return json{{"sessions", std::move(out)}};
+        if (ctx.identity.OrgScoped())
+          return Error::Of(Code::kForbidden, "a token scoped to org '" + ctx.identity.org_scope +
+                                                 "' may not list browser sessions, which reach every org");
         ISB_ASSIGN_OR_RETURN(auto sessions, store.sessions().List(ctx.identity.user_id));
         for (const auto& s : sessions) {
           out.push_back({{"id", s.id}, {"created_at", s.created_at}, {"expires_at", s.expires_at}, {"ip", s.ip},

@@ -67,12 +67,17 @@ Status Registry::Authorize(const Tool& tool, const CallContext& ctx) const {
   if (access.platform && !who.IsPlatformAdmin()) {
     return Error::Of(Code::kForbidden, tool.name + " needs a platform admin");
   }
-  identity::Role role = identity::Role::kOwner;  // about the caller itself: only scopes narrow it
+  identity::Role role = identity::Role::kOwner;  // about the caller itself: only its cap and scopes narrow it
   if (access.org_bound) {
     if (!Reaches(who, ctx.org)) return Error::Of(Code::kNotFound, "no org '" + ctx.org + "'");
     role = *who.RoleIn(ctx.org);
+  } else if (who.role_cap) {
+    role = std::min(role, *who.role_cap);
   }
-  return identity::May(role, who.scopes, access.least_role, access.kind, tool.name);
+  // A viewer calls read-only tools only, whatever a tool declares (a token capped at viewer included).
+  identity::Role least = access.least_role;
+  if (!tool.annotations.read_only) least = std::max(least, identity::Role::kMember);
+  return identity::May(role, who.scopes, least, access.kind, tool.name);
 }
 
 Status Registry::ValidateInput(const Tool& tool, const json& input) const {

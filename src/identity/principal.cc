@@ -25,7 +25,7 @@ Principal Principal::Host() {
 std::optional<Role> Principal::RoleIn(std::string_view org) const {
   if (!org_scope.empty() && org != org_scope) return std::nullopt;
   std::optional<Role> role;
-  if (IsPlatformAdmin()) {
+  if (superadmin || platform_admin) {
     role = Role::kOwner;
   } else if (auto it = roles.find(org); it != roles.end()) {
     role = it->second;

@@ -42,7 +42,12 @@ struct Principal {
   // `org` at all (the authorizer answers as if it did not exist). Superadmins and platform admins are owners of every
   // org.
   std::optional<Role> RoleIn(std::string_view org) const;
-  bool IsPlatformAdmin() const { return superadmin || platform_admin; }
+  // Platform powers (creating orgs and users, revoking anyone's credentials): a platform admin's credential capped
+  // below owner keeps its reach into every org, at the capped role, but not these.
+  bool IsPlatformAdmin() const { return superadmin || (platform_admin && (!role_cap || *role_cap >= Role::kOwner)); }
+  // A credential that reaches one org only (an org-scoped token) may not act on what spans every org: the user's
+  // other credentials, browser sessions, memberships elsewhere.
+  bool OrgScoped() const { return !org_scope.empty(); }
   // For logs and the audit log: "superadmin", "user:NAME", "session:NAME", "token:ID", "superadmin-token:ID".
   std::string Subject() const;
 };

@@ -48,7 +48,9 @@ Result<Principal> Sessions::Resolve(std::string_view secret) {
 
 Status Sessions::Revoke(const Principal& caller, int64_t id) {
   ISB_ASSIGN_OR_RETURN(auto rows, db_.Query("SELECT user_id FROM sessions WHERE id = ?1", {id}));
-  bool allowed = !rows.empty() && (caller.IsPlatformAdmin() || store::AsInt(rows[0][0]) == caller.user_id);
+  // Sessions reach every org: a token scoped to one may not end them.
+  bool allowed = !rows.empty() && !caller.OrgScoped() &&
+                 (caller.IsPlatformAdmin() || store::AsInt(rows[0][0]) == caller.user_id);
   if (!allowed) return Error::Of(Code::kNotFound, "session " + std::to_string(id) + " not found");
   return db_.Exec("UPDATE sessions SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL", {id, now_()});
 }

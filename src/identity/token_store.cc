@@ -109,7 +109,8 @@ Status Tokens::Revoke(const Principal& caller, int64_t id) {
   const Error not_found = Error::Of(Code::kNotFound, "token " + std::to_string(id) + " not found");
   if (found.empty()) return not_found;
   const TokenRecord& t = found[0];
-  bool own = t.user_id != 0 && t.user_id == caller.user_id;
+  // An org-scoped token's own are the tokens of its org: the user's others reach further than it does.
+  bool own = t.user_id != 0 && t.user_id == caller.user_id && (!caller.OrgScoped() || t.org == caller.org_scope);
   auto role = t.org.empty() ? std::nullopt : caller.RoleIn(t.org);
   bool allowed = own || caller.IsPlatformAdmin() || (role && *role >= Role::kAdmin);
   if (t.kind == SecretKind::kSuperadmin) allowed = caller.superadmin;
@@ -119,6 +120,8 @@ Status Tokens::Revoke(const Principal& caller, int64_t id) {
 
 Result<std::vector<TokenRecord>> Tokens::List(const Principal& caller) {
   if (caller.kind == PrincipalKind::kSuperadmin) return Select("ORDER BY t.id DESC", {});
+  if (caller.OrgScoped())
+    return Select("WHERE t.user_id = ?1 AND o.name = ?2 ORDER BY t.id DESC", {caller.user_id, caller.org_scope});
   return Select("WHERE t.user_id = ?1 ORDER BY t.id DESC", {caller.user_id});
 }
 

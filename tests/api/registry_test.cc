@@ -107,6 +107,7 @@ class AuthorizerTest : public ::testing::Test {
     add("rule", ToolAnnotations{}, ToolAccess{.least_role = identity::Role::kOwner, .kind = identity::ScopeKind::kAdmin,
                                               .org_bound = false, .platform = true});
     add("self", ToolAnnotations{.read_only = true}, ToolAccess{.org_bound = false});
+    add("self_change", ToolAnnotations{}, ToolAccess{.kind = identity::ScopeKind::kAdmin, .org_bound = false});
     r.SetOrgCheck([](std::string_view org) { return org == "default" || org == "acme"; });
     r.SetObserver([this](std::string_view name, const Tool*, const json&, const CallContext&,
                          const Result<json>& result) {
@@ -175,6 +176,30 @@ TEST_F(AuthorizerTest, ScopesAndCapsOnlyNarrow) {
   EXPECT_EQ(Call("poke", capped), "forbidden: role viewer may not call poke, which needs member");
 }
 
+TEST_F(AuthorizerTest, ACapHoldsOnToolsAboutTheCallerAndOnPlatformPowers) {
+  // A platform admin's token capped at viewer: it still reads every org, as a viewer, and changes nothing, not
+  // even about its own user, and it is no platform admin.
+  Identity capped = UserIn("p", "default", identity::Role::kViewer);
+  capped.platform_admin = true;
+  capped.role_cap = identity::Role::kViewer;
+  EXPECT_EQ(Call("peek", capped, "acme"), "ok");
+  EXPECT_EQ(Call("self", capped), "ok");
+  EXPECT_EQ(Call("self_change", capped), "forbidden: role viewer may not call self_change, which needs member");
+  EXPECT_EQ(Call("rule", capped), "forbidden: rule needs a platform admin");
+  // Capped at admin: still below owner, so no platform powers; changes about itself are allowed.
+  capped.role_cap = identity::Role::kAdmin;
+  EXPECT_EQ(Call("rule", capped), "forbidden: rule needs a platform admin");
+  EXPECT_EQ(Call("self_change", capped), "ok");
+  // Uncapped, or capped at owner: a platform admin.
+  capped.role_cap = identity::Role::kOwner;
+  EXPECT_EQ(Call("rule", capped), "ok");
+  capped.role_cap.reset();
+  EXPECT_EQ(Call("rule", capped), "ok");
+  // A viewer's own membership: read-only tools only, whatever the tool declares.
+  EXPECT_EQ(Call("self_change", UserIn("v", "default", identity::Role::kViewer)), "ok");
+  EXPECT_EQ(ran, (std::vector<std::string>{"peek", "self", "self_change", "rule", "rule", "self_change"}));
+}
+
 TEST_F(AuthorizerTest, RefusedBeforeValidationAndReported) {
   // An unauthorized caller learns nothing about the input's shape; the refusal reaches the observer.
   EXPECT_EQ(Call("poke", UserIn("v", "default", identity::Role::kViewer), "default", {{"x", "not a number"}}),
@@ -204,8 +229,8 @@ TEST_F(AuthorizerTest, ToolFilterHidesFromCallersButTheHost) {
   EXPECT_EQ(r.FindVisible("poke", member), nullptr);
   std::vector<std::string> names;
   for (const Tool* t : r.Visible(member)) names.push_back(t->name);
-  EXPECT_EQ(names, (std::vector<std::string>{"manage", "peek", "rule", "self"}));
-  EXPECT_EQ(r.Visible(Identity::Host()).size(), 5u);
+  EXPECT_EQ(names, (std::vector<std::string>{"manage", "peek", "rule", "self", "self_change"}));
+  EXPECT_EQ(r.Visible(Identity::Host()).size(), 6u);
   EXPECT_EQ(Call("poke", Identity::Host()), "ok");
 }
 

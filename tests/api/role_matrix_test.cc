@@ -39,8 +39,9 @@ constexpr Expected kAct{Role::kMember, ScopeKind::kDeploy, true, false};
 constexpr Expected kManage{Role::kAdmin, ScopeKind::kAdmin, true, false};
 constexpr Expected kOwn{Role::kOwner, ScopeKind::kAdmin, true, false};
 constexpr Expected kSelfRead{Role::kViewer, ScopeKind::kRead, false, false};
-constexpr Expected kSelfDeploy{Role::kViewer, ScopeKind::kDeploy, false, false};
-constexpr Expected kSelfAdmin{Role::kViewer, ScopeKind::kAdmin, false, false};
+// A change about the caller itself: any user may, but not a credential capped at viewer (viewers only read).
+constexpr Expected kSelfDeploy{Role::kMember, ScopeKind::kDeploy, false, false};
+constexpr Expected kSelfAdmin{Role::kMember, ScopeKind::kAdmin, false, false};
 constexpr Expected kPlatformOrg{Role::kOwner, ScopeKind::kAdmin, true, true};     // about the call's org
 constexpr Expected kPlatformAll{Role::kOwner, ScopeKind::kAdmin, false, true};    // about the platform
 
@@ -160,16 +161,27 @@ std::vector<Caller> Callers() {
   sa.superadmin = true;
   out.push_back({"superadmin token", sa});
   for (const char* scope : {"read", "deploy", "admin", "tool:sandbox_*"}) out.push_back({std::string("owner token ") + scope, Scoped(scope)});
+  // Role caps: on every tool, about the org or the caller itself, and on a platform admin's platform powers.
+  for (Role cap : {Role::kViewer, Role::kMember, Role::kAdmin}) {
+    Identity owner = UserIn("capped", kOrg, Role::kOwner, 21);
+    owner.role_cap = cap;
+    out.push_back({"owner token capped " + std::string(identity::RoleName(cap)), owner});
+    Identity admin = UserIn("pcapped", "other", Role::kViewer, 22);
+    admin.platform_admin = true;
+    admin.role_cap = cap;
+    out.push_back({"platform admin token capped " + std::string(identity::RoleName(cap)), admin});
+  }
   return out;
 }
 
 // "ok", or "CODE: message" as the oracle below predicts it from the table.
 std::string Predict(const std::string& tool, const Expected& e, const Identity& who) {
-  const bool platform_admin = who.superadmin || who.platform_admin;
+  const bool reaches_all = who.superadmin || who.platform_admin;
+  const bool platform_admin = who.superadmin || (who.platform_admin && (!who.role_cap || *who.role_cap == Role::kOwner));
   if (e.platform && !platform_admin) return "forbidden: " + tool + " needs a platform admin";
   Role role = Role::kOwner;
   if (e.org_bound) {
-    if (platform_admin) {
+    if (reaches_all) {
       role = Role::kOwner;
     } else if (auto it = who.roles.find(kOrg); it != who.roles.end()) {
       role = it->second;
@@ -177,6 +189,7 @@ std::string Predict(const std::string& tool, const Expected& e, const Identity& 
       return std::string("not_found: no org '") + kOrg + "'";
     }
   }
+  if (who.role_cap) role = std::min(role, *who.role_cap);
   if (role < e.least)
     return "forbidden: role " + std::string(identity::RoleName(role)) + " may not call " + tool + ", which needs " +
            std::string(identity::RoleName(e.least));

@@ -35,6 +35,19 @@ TEST_F(SessionsTest, CreateResolveListRevoke) {
   EXPECT_TRUE(id_->sessions().List(alice)->empty());
 }
 
+TEST_F(SessionsTest, AnOrgScopedTokenCannotEndTheUsersSessions) {
+  int64_t alice = NewUser("alice", "default", Role::kAdmin);
+  auto s = id_->sessions().Create(alice, "", "");
+  ASSERT_TRUE(s.ok());
+  auto t = id_->tokens().Create(As(alice), {.name = "ci", .org = "default"});
+  ASSERT_TRUE(t.ok());
+  auto scoped = id_->Resolve(t->secret);
+  ASSERT_TRUE(scoped.ok());
+  EXPECT_ERROR(id_->sessions().Revoke(*scoped, s->record.id), Code::kNotFound,
+               "session " + std::to_string(s->record.id) + " not found");
+  EXPECT_TRUE(id_->Resolve(s->secret).ok());
+}
+
 TEST_F(SessionsTest, ExpiresAtItsTime) {
   int64_t alice = NewUser("alice");
   auto s = id_->sessions().Create(alice, "", "");

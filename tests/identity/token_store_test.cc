@@ -182,6 +182,46 @@ TEST_F(TokenStoreTest, WhoMayRevoke) {
   EXPECT_ERROR(id_->Resolve(sa->secret), Code::kUnauthenticated, "token revoked");
 }
 
+TEST_F(TokenStoreTest, AnOrgScopedTokenSeesAndRevokesOnlyItsOrgsTokens) {
+  NewToken wide = Mint({.name = "wide"});
+  NewToken beta = Mint({.name = "beta-ci", .org = "beta"});
+  NewToken acme = Mint({.name = "acme-ci", .org = "acme"});
+  NewToken acme2 = Mint({.name = "acme-deploy", .org = "acme"});
+  auto scoped = id_->Resolve(acme.secret);
+  ASSERT_TRUE(scoped.ok());
+  auto listed = id_->tokens().List(*scoped);
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 2u);
+  EXPECT_EQ((*listed)[0].name, "acme-deploy");
+  EXPECT_EQ((*listed)[1].name, "acme-ci");
+  // The user's token for every org, and its token for another org, are out of reach, as if they did not exist.
+  EXPECT_ERROR(id_->tokens().Revoke(*scoped, wide.record.id), Code::kNotFound,
+               "token " + std::to_string(wide.record.id) + " not found");
+  EXPECT_ERROR(id_->tokens().Revoke(*scoped, beta.record.id), Code::kNotFound,
+               "token " + std::to_string(beta.record.id) + " not found");
+  EXPECT_TRUE(id_->Resolve(wide.secret).ok());
+  EXPECT_TRUE(id_->Resolve(beta.secret).ok());
+  EXPECT_TRUE(id_->tokens().Revoke(*scoped, acme2.record.id).ok());
+  EXPECT_ERROR(id_->Resolve(acme2.secret), Code::kUnauthenticated, "token revoked");
+}
+
+TEST_F(TokenStoreTest, APlatformAdminsTokenCappedBelowOwnerHasNoPlatformPowers) {
+  ASSERT_TRUE(id_->users().SetPlatformAdmin(alice_, true).ok());
+  int64_t bob = NewUser("bob", "acme", Role::kMember);
+  auto bobs = id_->tokens().Create(As(bob), {.name = "bobs"});
+  ASSERT_TRUE(bobs.ok());
+  auto viewer = id_->Resolve(Mint({.name = "viewer", .role_cap = Role::kViewer}).secret);
+  ASSERT_TRUE(viewer.ok());
+  EXPECT_FALSE(viewer->IsPlatformAdmin());
+  EXPECT_EQ(viewer->RoleIn("default"), Role::kViewer);  // still reaches every org, at its cap
+  EXPECT_ERROR(id_->tokens().Revoke(*viewer, bobs->record.id), Code::kNotFound,
+               "token " + std::to_string(bobs->record.id) + " not found");
+  auto owner = id_->Resolve(Mint({.name = "owner", .role_cap = Role::kOwner}).secret);
+  ASSERT_TRUE(owner.ok());
+  EXPECT_TRUE(owner->IsPlatformAdmin());
+  EXPECT_TRUE(id_->tokens().Revoke(*owner, bobs->record.id).ok());
+}
+
 TEST_F(TokenStoreTest, ListsAreScoped) {
   Mint({.name = "one", .org = "acme"});
   Mint({.name = "two"});
