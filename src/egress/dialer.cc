@@ -2,6 +2,7 @@
 #include "egress/dialer.h"
 
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -113,6 +114,49 @@ Result<Fd> ConnectTcp(const Endpoint& to, milliseconds timeout) {
   return fd;
 }
 
+Result<std::vector<IpAddress>> HostAddresses() {
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return Error::Sys("getifaddrs");
+  std::vector<IpAddress> out;
+  for (ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
+    if (i->ifa_addr == nullptr) continue;
+    if (i->ifa_addr->sa_family == AF_INET) {
+      out.push_back(IpAddress::V4(ntohl(reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr)));
+    } else if (i->ifa_addr->sa_family == AF_INET6) {
+      const auto* a6 = reinterpret_cast<const sockaddr_in6*>(i->ifa_addr);
+      uint8_t b[16];
+      std::memcpy(b, a6->sin6_addr.s6_addr, 16);
+      out.push_back(IpAddress::V6(b));
+    }
+  }
+  freeifaddrs(list);
+  return out;
+}
+
+namespace {
+
+// An IPv4-mapped IPv6 address reaches the IPv4 address inside it.
+IpAddress Unmapped(const IpAddress& a) {
+  static constexpr uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  if (!a.v6 || std::memcmp(a.bytes.data(), kMapped, sizeof kMapped) != 0) return a;
+  IpAddress v4;
+  std::copy(a.bytes.begin() + 12, a.bytes.end(), v4.bytes.begin());
+  return v4;
+}
+
+}  // namespace
+
+Status Dialer::CheckNotLocal(std::string_view name, const std::vector<IpAddress>& addresses) const {
+  ISB_ASSIGN_OR_RETURN(std::vector<IpAddress> local, options_.local_addresses());
+  for (IpAddress& l : local) l = Unmapped(l);
+  for (const IpAddress& a : addresses) {
+    if (std::find(local.begin(), local.end(), Unmapped(a)) != local.end())
+      return Refused(name, std::string(ParseIpAddress(name).ok() ? "it is" : "it resolves to") +
+                               " an address of this host (its own services are never reached through egress)");
+  }
+  return {};
+}
+
 Result<Dialer> Dialer::Create(DialerOptions options) {
   std::vector<Pin> pins = std::move(options.pins);
   Dialer d(std::move(options));
@@ -130,6 +174,7 @@ Result<std::vector<Endpoint>> Dialer::Resolve(std::string_view host, uint16_t po
   if (literal.ok()) {
     AddressClass c = Classify(*literal);
     if (!c.is_public()) return Refused(host, c.reason);
+    ISB_TRY(CheckNotLocal(host, {*literal}));
     return std::vector<Endpoint>{{*literal, port}};
   }
   auto name = NormalizeHostName(host);
@@ -148,6 +193,7 @@ Result<std::vector<Endpoint>> Dialer::Resolve(std::string_view host, uint16_t po
     if (!c.is_public()) return Refused(*name, "it resolves to " + c.reason);
     out.push_back({a, port});
   }
+  ISB_TRY(CheckNotLocal(*name, addresses));
   return out;
 }
 

@@ -35,10 +35,17 @@ Result<std::vector<IpAddress>> ResolveSystem(const std::string& name);
 // Errors: kTimeout, or kUnavailable with errno (ECONNREFUSED, ENETUNREACH, ...).
 Result<Fd> ConnectTcp(const Endpoint& to, std::chrono::milliseconds timeout);
 
+// The addresses this host holds on any interface of the daemon's network namespace (getifaddrs(3)), read afresh
+// on every call so an address added later counts. A connection from the daemon to one of them lands on the host's
+// own services, whatever kind of address it is.
+using LocalAddresses = std::function<Result<std::vector<IpAddress>>()>;
+Result<std::vector<IpAddress>> HostAddresses();
+
 struct DialerOptions {
   std::vector<Pin> pins;
   Resolver resolver = ResolveSystem;   // tests inject their own
   Connector connector = ConnectTcp;    // tests inject their own
+  LocalAddresses local_addresses = HostAddresses;  // tests inject their own
   std::chrono::milliseconds connect_timeout{10000};
 };
 
@@ -63,6 +70,8 @@ class Dialer {
 
  private:
   explicit Dialer(DialerOptions options) : options_(std::move(options)) {}
+  // kForbidden when any of `addresses` is one of this host's own.
+  Status CheckNotLocal(std::string_view name, const std::vector<IpAddress>& addresses) const;
 
   DialerOptions options_;
   std::unordered_map<std::string, Pin> pins_;

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,7 @@ struct FakeNet {
   std::vector<std::string> asked;
   std::vector<Endpoint> connected;
   std::vector<Result<std::vector<IpAddress>>> answers;  // one per resolution, in order
+  std::vector<IpAddress> local = {Ip("127.0.0.1"), Ip("::1")};  // the host's own addresses
 
   DialerOptions Options() {
     DialerOptions o;
@@ -65,6 +67,7 @@ struct FakeNet {
       if (asked.size() > answers.size()) return Error::Of(Code::kInternal, "resolver asked too often");
       return answers[asked.size() - 1];
     };
+    o.local_addresses = [this]() -> Result<std::vector<IpAddress>> { return local; };
     o.connector = [this](const Endpoint& to, milliseconds) -> Result<Fd> {
       connected.push_back(to);
       int sv[2];
@@ -115,6 +118,45 @@ TEST(DialerTest, RefusesWhenAnyAddressIsNotPublic) {
   EXPECT_EQ(r.error().message.find("169.254.169.254"), std::string::npos);  // the address itself never shows
   EXPECT_EQ(net.asked, std::vector<std::string>{"mixed.example"});
   EXPECT_TRUE(net.connected.empty());
+}
+
+TEST(DialerTest, TheHostsOwnPublicAddressesAreRefused) {
+  // The daemon dials from the host: a name (or literal) that points at one of the host's own public addresses would
+  // reach its services (sshd, a database on 0.0.0.0, isb's API), in any spelling of that address.
+  FakeNet net;
+  net.local = {Ip("127.0.0.1"), Ip("93.184.216.99"), Ip("2606:4700::99")};
+  net.answers = {std::vector<IpAddress>{Ip("8.8.8.8"), Ip("93.184.216.99")},
+                 std::vector<IpAddress>{Ip("2606:4700::99")},
+                 std::vector<IpAddress>{Ip("::ffff:93.184.216.99")},
+                 std::vector<IpAddress>{Ip("93.184.216.98")}};
+  Dialer dialer = MakeDialer(net.Options());
+  const std::string resolves = "': it resolves to an address of this host (its own services are never reached "
+                               "through egress)" + std::string(kHint);
+  for (const char* name : {"one.example", "two.example", "three.example"}) {
+    auto r = dialer.Dial(name, 22);
+    ASSERT_FALSE(r.ok()) << name;
+    EXPECT_EQ(r.error().code, Code::kForbidden);
+    EXPECT_EQ(r.error().message, "egress refused '" + std::string(name) + resolves);
+    EXPECT_EQ(r.error().message.find("93.184"), std::string::npos);  // the address itself never shows
+  }
+  for (const char* literal : {"93.184.216.99", "1572395107", "[::ffff:93.184.216.99]", "2606:4700::99"}) {
+    auto r = dialer.Resolve(literal, 22);
+    ASSERT_FALSE(r.ok()) << literal;
+    EXPECT_EQ(r.error().message, "egress refused '" + std::string(literal) +
+                                     "': it is an address of this host (its own services are never reached through "
+                                     "egress)" + kHint);
+  }
+  EXPECT_TRUE(net.connected.empty());
+  // Another public address is reached as before.
+  auto other = dialer.Dial("four.example", 22);
+  ASSERT_TRUE(other.ok()) << other.error().message;
+  EXPECT_EQ(net.connected, (std::vector<Endpoint>{{Ip("93.184.216.98"), 22}}));
+}
+
+TEST(DialerTest, HostAddressesListsLoopback) {
+  auto local = HostAddresses();
+  ASSERT_TRUE(local.ok()) << local.error().message;
+  EXPECT_NE(std::find(local->begin(), local->end(), Ip("127.0.0.1")), local->end());
 }
 
 TEST(DialerTest, ConnectsOnlyToCheckedAddressesInOrder) {
