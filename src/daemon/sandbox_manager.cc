@@ -876,6 +876,14 @@ Result<api::FileData> SandboxManager::ReadFile(const std::string& id_or_name, co
   return out;
 }
 
+namespace {
+std::string ModeText(unsigned mode) {
+  char text[8];
+  std::snprintf(text, sizeof text, "0%03o", mode);
+  return text;
+}
+}  // namespace
+
 Status SandboxManager::WriteFile(const std::string& id_or_name, const std::string& path, const api::FileData& data) {
   if (data.content.size() > kMaxWrite) return Error::Of(Code::kTooLarge, "content: at most 2 MiB");
   if (data.mode > 0777) return Invalid("mode: only permission bits (at most 0777)");
@@ -883,11 +891,21 @@ Status SandboxManager::WriteFile(const std::string& id_or_name, const std::strin
   if (!Alive(rec)) return Error::Of(Code::kConflict, "sandbox '" + rec.id + "' is not running");
   // Created as the sandbox's user, as if it had written the file itself.
   auto [uid, gid] = HostUser(rec.spec, rec.uid_base);
-  ISB_ASSIGN_OR_RETURN(Fd fd, OpenInRoot(rec.pid, path, O_WRONLY | O_CREAT | O_TRUNC, data.mode, uid, gid));
-  {
+  // Emptied only once the mode is set: a mode the user may not give (a file it can write but does not own) is
+  // refused with the file as it was.
+  ISB_ASSIGN_OR_RETURN(Fd fd, OpenInRoot(rec.pid, path, O_WRONLY | O_CREAT, data.mode, uid, gid));
+  struct stat st{};
+  if (::fstat(fd.get(), &st) != 0) return Error::Sys("stat " + path);
+  if ((st.st_mode & 07777) != data.mode) {
     AsSandboxUser as(uid, gid);
-    if (::fchmod(fd.get(), data.mode) != 0) return Error::Sys("chmod " + path);
+    if (::fchmod(fd.get(), data.mode) != 0) {
+      if (errno == EPERM)
+        return Error::Of(Code::kForbidden, "mode: the sandbox's user does not own " + path + ", so it may not change "
+                                           "its mode; send the mode it has (" + ModeText(st.st_mode & 07777) + ")");
+      return Error::Sys("chmod " + path);
+    }
   }
+  if (::ftruncate(fd.get(), 0) != 0) return Error::Sys("truncate " + path);
   size_t off = 0;
   while (off < data.content.size()) {
     ssize_t n = ::write(fd.get(), data.content.data() + off, data.content.size() - off);

@@ -163,7 +163,7 @@ Result<ExecOutcome> ExecInSandbox(const std::string& control_path, const ExecSpe
       sock.Reset();  // init kills the command's process group
       return Error::Of(Code::kUnavailable, "the caller went away; the command was killed");
     }
-    if (n == 0 && !exited && Clock::now() >= deadline) {
+    if (!exited && Clock::now() >= deadline) {  // checked on every pass: a command that never stops writing too
       // Closing the session makes init kill the command's process group.
       r.timed_out = true;
       sock.Reset();

@@ -191,7 +191,7 @@ int OpenTerminal(const ExecTtySize& size, int* master, int* fds) {
 
 // Splits `count` NUL-terminated strings starting at *p (bounded by end) into out[]. Returns false if malformed.
 bool SplitStrings(char** p, const char* end, uint32_t count, char** out, size_t cap) {
-  if (count + 1 > cap) return false;
+  if (count >= cap) return false;  // never count + 1: a count of 2^32 - 1 would wrap it to 0
   for (uint32_t i = 0; i < count; ++i) {
     char* s = *p;
     char* nul = static_cast<char*>(::memchr(s, '\0', static_cast<size_t>(end - s)));

@@ -359,6 +359,23 @@ TEST_F(ManagerTest, FilesResolveInsideTheSandbox) {
   EXPECT_EQ(back->mode, 0640u);
 }
 
+TEST_F(ManagerTest, AWriteToAFileTheUserDoesNotOwnKeepsItsModeOrLeavesItAsItWas) {
+  auto sb = mgr_->Create({});
+  ASSERT_TRUE(sb.ok()) << sb.error().message;
+  Exec(sb->id, {"sh", "-c", "echo original > /tmp/h && chown 1000:1000 /tmp/h && chmod 666 /tmp/h"});
+  // A mode it may not give: refused, the file untouched.
+  auto refused = mgr_->WriteFile(sb->id, "/tmp/h", {"new\n", 0644});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, Code::kForbidden);
+  EXPECT_EQ(refused.error().message, "mode: the sandbox's user does not own /tmp/h, so it may not change its mode; "
+                                     "send the mode it has (0666)");
+  EXPECT_EQ(Exec(sb->id, {"sh", "-c", "cat /tmp/h; stat -c '%a %u' /tmp/h"}).stdout_data, "original\n666 1000\n");
+  // The mode it has: written, as the user could.
+  auto w = mgr_->WriteFile(sb->id, "/tmp/h", {"new\n", 0666});
+  ASSERT_TRUE(w.ok()) << w.error().message;
+  EXPECT_EQ(Exec(sb->id, {"sh", "-c", "cat /tmp/h; stat -c '%a %u' /tmp/h"}).stdout_data, "new\n666 1000\n");
+}
+
 TEST_F(ManagerTest, ANewDaemonAdoptsRunningSandboxes) {
   auto a = mgr_->Create({});
   auto b = mgr_->Create({});

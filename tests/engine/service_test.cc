@@ -99,6 +99,23 @@ TEST_F(ServiceTest, TimeoutKillsTheCommandNotTheSandbox) {
   EXPECT_EQ(Exec({"true"})->exit_code, 0);
 }
 
+TEST_F(ServiceTest, TimeoutHoldsForACommandThatNeverStopsWriting) {
+  // Output always waiting to be read (a sink slower than the command, as a slow client makes a streamed exec's)
+  // must not keep the deadline from being checked.
+  ExecSpec spec;
+  spec.argv = {"yes"};
+  spec.env = {"PATH=/usr/bin:/bin"};
+  spec.timeout = std::chrono::milliseconds(300);
+  spec.output_limit = uint64_t{1} << 40;
+  auto slow = [](int, std::string_view) { ::usleep(20000); };
+  auto r = ExecInSandbox(dir_ + "/control.sock", spec, slow);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE(r->timed_out);
+  EXPECT_EQ(r->exit_code, 124);
+  EXPECT_LT(r->duration_ms, 1500);
+  EXPECT_EQ(Exec({"true"})->exit_code, 0);
+}
+
 TEST_F(ServiceTest, NotFoundAndConcurrentExecs) {
   auto nf = Exec({"no-such-cmd"});
   ASSERT_TRUE(nf.ok());
