@@ -156,17 +156,20 @@ Response WebAuth::SignIn(const Request& req) {
   auto password = Field(*body, "password");
   if (!user.ok()) return Fail(user.error());
   if (!password.ok()) return Fail(password.error());
-  if (int64_t wait = limiter_.RetryAfter(*user, req.remote_address); wait > 0) {
+  // Counted as a failure before the password is checked: concurrent tries share the limit instead of each passing
+  // it before any is counted.
+  if (int64_t wait = limiter_.Begin(*user, req.remote_address); wait > 0) {
     Report("sign_in", *user, req, Error::Of(Code::kTooManyRequests, "rate limited"));
     return TooMany("failed sign-ins", wait);
   }
-  auto who = store_.users().SignIn(*user, *password);
-  Report("sign_in", *user, req, who.ok() ? Status() : Status(who.error()));
-  if (!who.ok()) {
-    limiter_.RecordFailure(*user, req.remote_address);
-    return Fail(who.error());
+  Result<identity::Principal> who = Error::Of(Code::kUnavailable, "sign-in is busy; try again");
+  {
+    PasswordCheckSlot slot(password_checks_);
+    if (slot.held()) who = store_.users().SignIn(*user, *password);
   }
-  limiter_.RecordSuccess(*user);
+  Report("sign_in", *user, req, who.ok() ? Status() : Status(who.error()));
+  if (!who.ok()) return Fail(who.error());
+  limiter_.Succeeded(*user, req.remote_address);
   auto session = store_.sessions().Create(who->user_id, req.remote_address, req.headers.Get("User-Agent"));
   if (!session.ok()) return Fail(session.error());
   Response r = JsonResponse(200, Dump({{"user", who->user_name}, {"expires_at", session->record.expires_at}}));
@@ -198,16 +201,18 @@ Response WebAuth::SetUp(const Request& req) {
   for (auto* f : {&token, &user, &password}) {
     if (!f->ok()) return Fail(f->error());
   }
-  if (int64_t wait = limiter_.RetryAfter("setup", req.remote_address); wait > 0) {
+  if (int64_t wait = limiter_.Begin("setup", req.remote_address); wait > 0) {
     Report("setup", *user, req, Error::Of(Code::kTooManyRequests, "rate limited"));
     return TooMany("failed attempts", wait);
   }
-  auto id = store_.setup().CreateFirstAdmin(*token, *user, *password);
-  Report("setup", *user, req, id.ok() ? Status() : Status(id.error()));
-  if (!id.ok()) {
-    limiter_.RecordFailure("setup", req.remote_address);
-    return Fail(id.error());
+  Result<int64_t> id = Error::Of(Code::kUnavailable, "sign-in is busy; try again");
+  {
+    PasswordCheckSlot slot(password_checks_);
+    if (slot.held()) id = store_.setup().CreateFirstAdmin(*token, *user, *password);
   }
+  Report("setup", *user, req, id.ok() ? Status() : Status(id.error()));
+  if (!id.ok()) return Fail(id.error());
+  limiter_.Succeeded("setup", req.remote_address);
   return JsonResponse(200, Dump({{"user", *user}, {"platform_admin", true}}));
 }
 

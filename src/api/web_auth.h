@@ -6,7 +6,9 @@
 //   POST /api/v1/auth/setup    {"setup_token", "user", "password"} -> 200 {"user", "platform_admin": true}
 #pragma once
 
+#include <chrono>
 #include <functional>
+#include <semaphore>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +39,28 @@ struct WebAuthOptions {
   int sign_in_failures_per_address = 20;
 };
 
+// At most this many password checks (argon2id, 64 MiB each) run at once; a sign-in past them waits its turn for
+// at most kPasswordCheckWait, then gets 503. A burst of sign-ins cannot take the host's memory.
+inline constexpr int kMaxPasswordChecks = 4;
+inline constexpr std::chrono::seconds kPasswordCheckWait{10};
+
+// One of the kMaxPasswordChecks slots, held for its scope when held() (it waited at most kPasswordCheckWait).
+class PasswordCheckSlot {
+ public:
+  explicit PasswordCheckSlot(std::counting_semaphore<>& slots)
+      : slots_(slots), held_(slots.try_acquire_for(kPasswordCheckWait)) {}
+  PasswordCheckSlot(const PasswordCheckSlot&) = delete;
+  PasswordCheckSlot& operator=(const PasswordCheckSlot&) = delete;
+  ~PasswordCheckSlot() {
+    if (held_) slots_.release();
+  }
+  bool held() const { return held_; }
+
+ private:
+  std::counting_semaphore<>& slots_;
+  bool held_;
+};
+
 // Thread-safe. The store must outlive it.
 class WebAuth {
  public:
@@ -63,6 +87,7 @@ class WebAuth {
   identity::IdentityStore& store_;
   WebAuthOptions options_;
   identity::SignInLimiter limiter_;
+  std::counting_semaphore<> password_checks_{kMaxPasswordChecks};
 };
 
 // The value of cookie `name` in a Cookie header, or "".

@@ -44,6 +44,12 @@ void RateLimiter::RecordFailure(std::string_view key) {
   }
 }
 
+void RateLimiter::Refund(std::string_view key) {
+  std::lock_guard lock(mu_);
+  auto it = entries_.find(std::string(key));
+  if (it != entries_.end() && !it->second.failures.empty()) it->second.failures.pop_back();
+}
+
 void RateLimiter::Reset(std::string_view key) {
   std::lock_guard lock(mu_);
   auto it = entries_.find(std::string(key));
@@ -70,5 +76,17 @@ void SignInLimiter::RecordFailure(std::string_view account, std::string_view add
 }
 
 void SignInLimiter::RecordSuccess(std::string_view account) { accounts_.Reset(account); }
+
+int64_t SignInLimiter::Begin(std::string_view account, std::string_view address) {
+  std::lock_guard lock(begin_mu_);
+  if (int64_t wait = RetryAfter(account, address); wait > 0) return wait;
+  RecordFailure(account, address);
+  return 0;
+}
+
+void SignInLimiter::Succeeded(std::string_view account, std::string_view address) {
+  accounts_.Reset(account);
+  addresses_.Refund(address);
+}
 
 }  // namespace isb::identity

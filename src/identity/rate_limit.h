@@ -27,6 +27,8 @@ class RateLimiter {
   // 0 when an attempt for `key` may go ahead; otherwise the seconds until it may (Retry-After), at least 1.
   int64_t RetryAfter(std::string_view key);
   void RecordFailure(std::string_view key);
+  // Takes back the last failure recorded for `key` (an attempt counted before it was judged, then good).
+  void Refund(std::string_view key);
   // A success forgets the key's failures.
   void Reset(std::string_view key);
   size_t keys() const;
@@ -57,7 +59,15 @@ class SignInLimiter {
   // A good sign-in clears the account's failures (not the address's: one address may try many accounts).
   void RecordSuccess(std::string_view account);
 
+  // For a check that runs while others do (a sign-in on a worker thread): 0 when the attempt may go ahead, and it
+  // is then counted as a failure at once, so concurrent attempts cannot all pass one check before any is counted;
+  // else the seconds to wait. A good attempt then calls Succeeded.
+  int64_t Begin(std::string_view account, std::string_view address);
+  // The attempt Begin counted was good: the account's failures go, and so does the address's charge for it.
+  void Succeeded(std::string_view account, std::string_view address);
+
  private:
+  std::mutex begin_mu_;  // one Begin at a time: its check and its charge are one step
   RateLimiter accounts_;
   RateLimiter addresses_;
 };

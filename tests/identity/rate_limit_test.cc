@@ -1,5 +1,10 @@
 #include "identity/rate_limit.h"
 
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 namespace isb::identity {
@@ -76,6 +81,32 @@ TEST_F(RateLimitTest, FailuresKeptPerKeyAreBounded) {
   EXPECT_EQ(limiter.RetryAfter("a"), 60);
   now_ += 60;
   EXPECT_EQ(limiter.RetryAfter("a"), 0);
+}
+
+TEST(SignInLimiterTest, ConcurrentAttemptsShareTheLimit) {
+  // 40 attempts at once for one account, each checked before any is judged: exactly the 5 the account allows go
+  // ahead (a check and a count apart would let every one of them through).
+  SignInLimiter limiter([] { return int64_t{1000}; });
+  std::atomic<int> allowed{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 40; ++i)
+    threads.emplace_back([&, i] {
+      if (limiter.Begin("bob", "10.0.1." + std::to_string(i)) == 0) ++allowed;
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(allowed.load(), 5);
+  EXPECT_EQ(limiter.Begin("bob", "10.0.2.1"), 900);
+}
+
+TEST(SignInLimiterTest, AGoodAttemptIsTakenBack) {
+  SignInLimiter limiter([] { return int64_t{1000}; });
+  // 30 good sign-ins from one address: the address's charges are taken back, the account's failures cleared.
+  for (int i = 0; i < 30; ++i) {
+    ASSERT_EQ(limiter.Begin("alice", "10.0.0.1"), 0) << i;
+    limiter.Succeeded("alice", "10.0.0.1");
+  }
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(limiter.Begin("alice", "10.0.0.1"), 0) << i;
+  EXPECT_EQ(limiter.Begin("alice", "10.0.0.1"), 900);
 }
 
 }  // namespace
