@@ -2,6 +2,7 @@
 #include "api/json_schema.h"
 
 #include <cmath>
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -16,11 +17,14 @@ Error Bad(const std::string& path, const std::string& what) {
   return Error::Of(Code::kInvalidArgument, path.empty() ? what : path + ": " + what);
 }
 
+// An integer a handler can read as int64_t: 2^63 and beyond (9223372036854775808, or 9223372036854775807.0, which
+// is 2^63 as a double) are no integer here, or reading them would wrap.
 bool IsIntegral(const json& v) {
+  if (v.is_number_unsigned()) return v.get<uint64_t>() <= static_cast<uint64_t>(INT64_MAX);
   if (v.is_number_integer()) return true;
   if (!v.is_number_float()) return false;
   double d = v.get<double>();
-  return std::isfinite(d) && std::floor(d) == d;
+  return std::isfinite(d) && std::floor(d) == d && d >= -0x1p63 && d < 0x1p63;
 }
 
 bool HasType(const json& v, const std::string& type) {
@@ -72,6 +76,10 @@ Status CheckType(const json& schema, const json& v, const std::string& path) {
   } else {
     return {};
   }
+  // A whole number out of int64_t's range: say so, rather than "expected integer, got integer".
+  if (expected.find("integer") != std::string::npos && v.is_number() &&
+      (v.is_number_integer() || std::floor(v.get<double>()) == v.get<double>()))
+    return Bad(path, "must be an integer between -9223372036854775808 and 9223372036854775807");
   return Bad(path, "expected " + expected + ", got " + JsonTypeName(v));
 }
 

@@ -63,6 +63,20 @@ TEST(JsonSchemaTest, LimitsBuiltFromSignedIntegers) {
   EXPECT_EQ(Fails({{"type", "string"}, {"maxLength", -1}}, "abc"), "ok");  // malformed keyword: ignored
 }
 
+TEST(JsonSchemaTest, AnIntegerIsOneAHandlerCanReadAsInt64) {
+  // With "maximum" INT64_MAX (a double of 2^63), 2^63 in any spelling would pass a comparison of doubles and then
+  // wrap when read as int64_t.
+  json schema = {{"type", "object"},
+                 {"properties", {{"id", {{"type", "integer"}, {"minimum", 1}, {"maximum", INT64_MAX}}}}}};
+  EXPECT_EQ(Fails(schema, json::parse(R"({"id":9223372036854775807})")), "ok");
+  EXPECT_EQ(Fails(schema, json::parse(R"({"id":9223372036854775807.0})")), "id: must be an integer between -9223372036854775808 and 9223372036854775807");
+  EXPECT_EQ(Fails(schema, json::parse(R"({"id":9223372036854775808})")), "id: must be an integer between -9223372036854775808 and 9223372036854775807");
+  EXPECT_EQ(Fails(schema, json::parse(R"({"id":1e300})")), "id: must be an integer between -9223372036854775808 and 9223372036854775807");
+  EXPECT_EQ(Fails({{"type", "integer"}}, json::parse("-9223372036854775808.0")), "ok");
+  EXPECT_EQ(Fails({{"type", "integer"}}, json::parse("-9223372036854777856.0")), "must be an integer between -9223372036854775808 and 9223372036854775807");
+  EXPECT_EQ(Fails({{"type", "integer"}}, json::parse("1.5")), "expected integer, got number");
+}
+
 TEST(JsonSchemaTest, LengthCountsCodePoints) {
   EXPECT_EQ(Fails(kSchema, json::parse("{\"argv\":[\"a\"],\"name\":\"\xC3\xA9\xC3\xA9\xC3\xA9\"}")), "ok");
 }
