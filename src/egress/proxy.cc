@@ -262,7 +262,7 @@ class Proxy::Impl {
     if (sniff.kind == Sniff::Kind::kHttp) {
       HttpConnection conn{box, host, port, explicit_proxy, admission.per_request};
       RelayEnds ends;
-      co_await (RelayRequests(client, upstream, head, conn, ends) && Pump(upstream, client, stats_.bytes_down, ends));
+      co_await (RelayRequests(client, upstream, head, conn, ends) && RelayResponses(upstream, client, ends));
       co_return;
     }
     const std::string& first = sniff.upstream_prefix ? *sniff.upstream_prefix : head;
@@ -278,6 +278,7 @@ class Proxy::Impl {
   // What the two directions of a relayed connection share.
   struct RelayEnds {
     bool half_closed = false;  // one direction has ended with a half-close (HalfClose)
+    int first_status = 0;      // a plain HTTP connection's first response status, once read (RelayResponses)
   };
 
   // A relay's read. While both directions run: when the reactor reports the socket readable, not first on the
@@ -326,15 +327,45 @@ class Proxy::Impl {
     co_return admission.reason;
   }
 
+  // Origin to client on a plain HTTP connection: relayed untouched, but the status of the first response is noted
+  // (ends.first_status) before it goes on, so the request side knows whether the origin took an upgrade.
+  asio::awaitable<void> RelayResponses(tcp::socket& from, tcp::socket& to, RelayEnds& ends) {
+    char buf[16384];
+    size_t have = 0;
+    // "HTTP/1.1 101 ": the status is known once 12 bytes are in, or once they cannot be a status line.
+    while (have < 12) {
+      auto [ec, n] = co_await ReadSome(from, asio::buffer(buf + have, sizeof buf - have), ends);
+      if (ec == asio::error::eof && have == 0) co_return HalfClose(to, ends);
+      if (ec) {
+        if (have > 0) co_await Send(to, std::string_view(buf, have));
+        co_return ec == asio::error::eof ? HalfClose(to, ends) : CloseBoth(from, to);
+      }
+      have += n;
+    }
+    std::string_view line(buf, have);
+    if ((line.starts_with("HTTP/1.1 ") || line.starts_with("HTTP/1.0 ")) && line[9] >= '1' && line[9] <= '9' &&
+        line[10] >= '0' && line[10] <= '9' && line[11] >= '0' && line[11] <= '9')
+      ends.first_status = (line[9] - '0') * 100 + (line[10] - '0') * 10 + (line[11] - '0');
+    else
+      ends.first_status = -1;  // not HTTP: no switch it could confirm
+    stats_.bytes_down += have;
+    bool sent = co_await Send(to, line);
+    if (!sent) co_return CloseBoth(from, to);
+    co_return co_await Pump(from, to, stats_.bytes_down, ends);
+  }
+
   // Client to origin on a plain HTTP connection, from its first request (`buffer`: the bytes read so far): each
   // request head is read and checked before it goes on, then its body follows by its framing (a Content-Length body
   // spliced when large, a chunked one scanned), and the next head is expected after it. A refused request gets a
-  // 400 or 403 with the reason and the connection closes. After a CONNECT or an Upgrade request, bytes that are not
-  // an HTTP request head are the protocol switched to: from there on the bytes are relayed untouched.
+  // 400 or 403 with the reason and the connection closes. When the connection's first request was an Upgrade and
+  // the origin answered it 101 (or a CONNECT, answered 2xx), bytes that are not an HTTP request head are the
+  // protocol switched to: from there on the bytes are relayed untouched. Without that answer they are refused like
+  // any malformed head: a client's Upgrade header alone never turns the checks off.
   asio::awaitable<void> RelayRequests(tcp::socket& from, tcp::socket& to, std::string& buffer, const HttpConnection& conn,
                                       RelayEnds& ends) {
     char buf[16384];
-    bool first = true, switched = false;
+    bool first = true;
+    enum class Switch { kNo, kUpgrade, kConnect } asked = Switch::kNo;  // what the first request asked the origin for
     for (;;) {
       RelayedRequest request = ReadRelayedRequest(buffer, conn.explicit_proxy);
       while (request.state == RelayedRequest::State::kNeedMore) {
@@ -350,6 +381,9 @@ class Proxy::Impl {
         buffer.append(buf, n);
         request = ReadRelayedRequest(buffer, conn.explicit_proxy);
       }
+      const int status = ends.first_status;
+      const bool switched = (asked == Switch::kUpgrade && status == 101) ||
+                            (asked == Switch::kConnect && status >= 200 && status < 300);
       if (switched && request.state != RelayedRequest::State::kParsed) {
         bool sent = co_await Send(to, buffer);
         if (!sent) co_return CloseBoth(from, to);
@@ -357,19 +391,19 @@ class Proxy::Impl {
         co_return co_await Pump(from, to, stats_.bytes_up, ends);
       }
       std::string refusal;
-      int status = 403;
+      int deny_status = 403;
       if (request.state != RelayedRequest::State::kParsed) {
         refusal = request.reason;
-        status = request.status;
+        deny_status = request.status;
       } else {
         refusal = OtherHost(conn, request.head);
         // The first request was decided already; a judged name has every later one decided too.
         if (refusal.empty() && !first && conn.per_request) refusal = co_await JudgeRequest(conn, request.head);
       }
       if (!refusal.empty()) {
-        if (status == 403) Report(conn.sandbox, request.head.host + ":" + std::to_string(conn.explicit_proxy ? request.head.port : conn.port), refusal);
+        if (deny_status == 403) Report(conn.sandbox, request.head.host + ":" + std::to_string(conn.explicit_proxy ? request.head.port : conn.port), refusal);
         else ++stats_.denied;
-        std::string response = HttpDenyResponse(status, refusal);
+        std::string response = HttpDenyResponse(deny_status, refusal);
         co_await Send(from, response);
         co_return CloseBoth(from, to);
       }
@@ -382,8 +416,8 @@ class Proxy::Impl {
         Status body = co_await RelayBody(from, to, buffer, request.body, ends);
         if (!body.ok()) co_return CloseBoth(from, to);
       }
+      if (first && request.opaque_after) asked = request.head.connect ? Switch::kConnect : Switch::kUpgrade;
       first = false;
-      switched = switched || request.opaque_after;
     }
   }
 

@@ -64,20 +64,27 @@ class EchoServer {
   std::thread thread_;
 };
 
+// A TCP listener (backlog 1) on 127.0.0.1 at a port the kernel picks, written to *port.
+Fd LoopbackListener(uint16_t* port) {
+  Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd.get(), 1) != 0 ||
+      ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    ADD_FAILURE() << "origin listener: " << std::strerror(errno);
+  }
+  *port = ntohs(a.sin_port);
+  return fd;
+}
+
 // An origin for one connection: answers the first request head with `response` and resets the connection at once
 // (a close with SO_LINGER 0), so that the answer and the reset reach the proxy together.
 class ResettingOrigin {
  public:
   explicit ResettingOrigin(std::string response) : response_(std::move(response)) {
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    if (::bind(listener_.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(listener_.get(), 1) != 0 ||
-        ::getsockname(listener_.get(), reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-      ADD_FAILURE() << "resetting origin: " << std::strerror(errno);
-    }
-    port_ = ntohs(a.sin_port);
+    listener_ = LoopbackListener(&port_);
     thread_ = std::thread([this] { Serve(); });
   }
   ~ResettingOrigin() { thread_.join(); }
@@ -103,7 +110,59 @@ class ResettingOrigin {
   }
 
   std::string response_;
-  Fd listener_{::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)};
+  Fd listener_;
+  uint16_t port_ = 0;
+  std::thread thread_;
+};
+
+// An origin for one connection: answers the first request head with `response`, then echoes every byte it gets,
+// keeping them (received()) until the connection ends.
+class AnsweringOrigin {
+ public:
+  explicit AnsweringOrigin(std::string response) : response_(std::move(response)) {
+    listener_ = LoopbackListener(&port_);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~AnsweringOrigin() { Join(); }
+  uint16_t port() const { return port_; }
+  // What came after the first head; call once the connection has ended.
+  const std::string& received() {
+    Join();
+    return after_;
+  }
+
+ private:
+  void Join() {
+    if (thread_.joinable()) thread_.join();
+  }
+  void Serve() {
+    pollfd p{listener_.get(), POLLIN, 0};
+    if (::poll(&p, 1, 5000) != 1) return;
+    Fd c(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    timeval tv{5, 0};
+    ::setsockopt(c.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    std::string in;
+    char buf[4096];
+    size_t end;
+    while ((end = in.find("\r\n\r\n")) == std::string::npos) {
+      ssize_t n = ::recv(c.get(), buf, sizeof buf, 0);
+      if (n <= 0) return;
+      in.append(buf, static_cast<size_t>(n));
+    }
+    after_ = in.substr(end + 4);
+    ::send(c.get(), response_.data(), response_.size(), MSG_NOSIGNAL);
+    if (!after_.empty()) ::send(c.get(), after_.data(), after_.size(), MSG_NOSIGNAL);
+    for (;;) {
+      ssize_t n = ::recv(c.get(), buf, sizeof buf, 0);
+      if (n <= 0) return;
+      after_.append(buf, static_cast<size_t>(n));
+      ::send(c.get(), buf, static_cast<size_t>(n), MSG_NOSIGNAL);
+    }
+  }
+
+  std::string response_;
+  std::string after_;
+  Fd listener_;
   uint16_t port_ = 0;
   std::thread thread_;
 };
@@ -456,16 +515,36 @@ TEST_F(ProxyTest, EveryRequestToAJudgedNameIsDecided) {
 
 // After an Upgrade request, bytes that are no HTTP request are the new protocol: relayed untouched from there on.
 TEST_F(ProxyTest, AfterAnUpgradeTheSwitchedProtocolIsRelayedUntouched) {
+  const std::string switching = "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n";
+  AnsweringOrigin origin(switching);
+  origin_port_ = origin.port();
   Fd c = Connect();
   std::string upgrade = "GET /ws HTTP/1.1\r\nHost: allowed.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n";
   SendAll(c.get(), upgrade);
-  ASSERT_EQ(ReadN(c.get(), upgrade.size()), upgrade);
+  ASSERT_EQ(ReadN(c.get(), switching.size()), switching);
   std::string frames("\x81\x05hello\x82\x03\0\1\2", 12);
   SendAll(c.get(), frames);
   EXPECT_EQ(ReadN(c.get(), frames.size()), frames);
   std::string later = "GET / HTTP/1.1\r\nHost: evil.test\r\n\r\n";  // inside the new protocol: its data
   SendAll(c.get(), later);
   EXPECT_EQ(ReadN(c.get(), later.size()), later);
+  c.Reset();
+  EXPECT_EQ(origin.received(), frames + later);
+}
+
+// An Upgrade the origin declines (200, not 101) switches nothing: a later head that does not parse is refused as
+// it would be without the Upgrade header, and never reaches the origin.
+TEST_F(ProxyTest, AnUpgradeTheOriginDeclinedLeavesEveryLaterRequestChecked) {
+  const std::string declined = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+  AnsweringOrigin origin(declined);
+  origin_port_ = origin.port();
+  Fd c = Connect();
+  SendAll(c.get(), "GET /ok HTTP/1.1\r\nHost: allowed.test\r\nUpgrade: x\r\n\r\n");
+  ASSERT_EQ(ReadN(c.get(), declined.size()), declined);
+  SendAll(c.get(), "DELETE /judged/denied HTTP/1.1\nHost: evil.test\n\n");  // bare LF: not a head
+  std::string answer = ReadToEnd(c.get());
+  EXPECT_TRUE(answer.starts_with("HTTP/1.1 400 ")) << answer;
+  EXPECT_EQ(origin.received(), "");
 }
 
 TEST_F(ProxyTest, AThousandConcurrentConnectionsAllGetThroughAndNoneIsLeft) {
