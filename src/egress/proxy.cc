@@ -26,6 +26,8 @@ namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 using namespace asio::experimental::awaitable_operators;
 constexpr auto kAwait = asio::as_tuple(asio::use_awaitable);
+// How long the accept loop waits after a failed accept (EMFILE, ENFILE, ENOBUFS) before it tries again.
+constexpr auto kAcceptRetry = std::chrono::milliseconds(50);
 const std::string kEstablished = "HTTP/1.1 200 Connection established\r\n\r\n";
 
 std::string TlsDenyAlert() {
@@ -111,7 +113,13 @@ class Proxy::Impl {
       asio::io_context& loop = *loops_[next % loops_.size()];
       auto [ec, socket] = co_await acceptor_.async_accept(loop.get_executor(), kAwait);
       if (ec == asio::error::operation_aborted || !acceptor_.is_open()) co_return;
-      if (ec) continue;  // EMFILE and friends: the next accept may succeed
+      if (ec) {
+        // EMFILE and friends: a later accept may succeed. Not at once: with the descriptor table full and clients
+        // queued, retrying straight away would fail again and again and spin a core.
+        asio::steady_timer pause(co_await asio::this_coro::executor, kAcceptRetry);
+        co_await pause.async_wait(kAwait);
+        continue;
+      }
       ++stats_.accepted;
       asio::co_spawn(socket.get_executor(), Handle(std::move(socket)), asio::detached);
     }

@@ -6,6 +6,7 @@
 #include "egress/explicit_proxy.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -545,6 +546,45 @@ TEST_F(ProxyTest, AnUpgradeTheOriginDeclinedLeavesEveryLaterRequestChecked) {
   std::string answer = ReadToEnd(c.get());
   EXPECT_TRUE(answer.starts_with("HTTP/1.1 400 ")) << answer;
   EXPECT_EQ(origin.received(), "");
+}
+
+// With the descriptor table full, clients wait in the listen queue: the accept loop waits between tries instead of
+// spinning a core, and takes them once descriptors free up.
+TEST_F(ProxyTest, AFullDescriptorTableDoesNotSpinTheAcceptLoop) {
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+  std::vector<Fd> clients;
+  for (int i = 0; i < 4; ++i) clients.emplace_back(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  rlimit low = saved;
+  low.rlim_cur = 512;
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  std::vector<Fd> filler;
+  for (;;) {
+    Fd f(::fcntl(0, F_DUPFD_CLOEXEC, 0));
+    if (!f.valid()) break;
+    filler.push_back(std::move(f));
+  }
+  ASSERT_EQ(errno, EMFILE);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(proxy_->port());
+  for (Fd& c : clients) ASSERT_EQ(::connect(c.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  rusage before{}, after{};
+  ::getrusage(RUSAGE_SELF, &before);
+  ::usleep(500000);
+  ::getrusage(RUSAGE_SELF, &after);
+  auto cpu_us = [](const rusage& r) {
+    return (r.ru_utime.tv_sec + r.ru_stime.tv_sec) * 1000000L + r.ru_utime.tv_usec + r.ru_stime.tv_usec;
+  };
+  EXPECT_LT(cpu_us(after) - cpu_us(before), 150000) << "the accept loop spun while the descriptor table was full";
+  filler.clear();
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
+  for (Fd& c : clients) {
+    std::string request = "GET /late HTTP/1.1\r\nHost: allowed.test\r\n\r\n";
+    SendAll(c.get(), request);
+    EXPECT_EQ(ReadN(c.get(), request.size()), request);
+  }
 }
 
 TEST_F(ProxyTest, AThousandConcurrentConnectionsAllGetThroughAndNoneIsLeft) {
