@@ -80,7 +80,7 @@ Response RestApi::Handle(const Request& req, const Identity& identity) const {
     return JsonResponse(200, Dump({{"tools", std::move(tools)}}));
   }
   if (path.starts_with("/api/v1/auth/") && auth_routes_ && !req.via_unix_socket) return auth_routes_(req);
-  if (path == "/api/v1/openapi.json") return get ? JsonResponse(200, Dump(OpenApi())) : MethodNotAllowed("GET");
+  if (path == "/api/v1/openapi.json") return get ? JsonResponse(200, Dump(OpenApi(identity))) : MethodNotAllowed("GET");
   if (path.starts_with(kToolsPrefix)) {
     if (req.method != "POST") return MethodNotAllowed("POST");
     Response r = CallTool(req, path.substr(kToolsPrefix.size()), identity);
@@ -152,9 +152,9 @@ Response RestApi::CallTool(const Request& req, std::string_view name, const Iden
   return r;
 }
 
-json RestApi::OpenApi() const {
+json RestApi::OpenApi(const Identity& identity) const {
   json paths = json::object();
-  for (const Tool* t : registry_.List()) {
+  for (const Tool* t : registry_.Visible(identity)) {
     json ok_schema = {{"type", "object"}, {"required", {"result"}}, {"properties", {{"result", t->output_schema}}}};
     json responses = {
         {"200", {{"description", "The tool's result."},

@@ -32,7 +32,8 @@ class RestApi {
   Response Handle(const Request& req, const Identity& identity) const;
   // Serves /api/v1/auth/ (signing in: no credential needed). During wiring only.
   void SetAuthRoutes(std::function<Response(const Request&)> routes) { auth_routes_ = std::move(routes); }
-  nlohmann::json OpenApi() const;
+  // The tools `identity` may see (a tool the operator's --deny-tools hides is absent, as from tools/list).
+  nlohmann::json OpenApi(const Identity& identity) const;
 
  private:
   Response CallTool(const Request& req, std::string_view name, const Identity& identity) const;

@@ -6,6 +6,7 @@
 #include "api/fake_sandboxes.h"
 #include "api/json_schema.h"
 #include "api/json_util.h"
+#include "api/principals.h"
 #include "api/sandbox_tools.h"
 
 namespace isb::api {
@@ -116,6 +117,22 @@ TEST_F(RestTest, OpenApiIsGeneratedFromTheRegistry) {
   }
   EXPECT_TRUE(doc["components"]["schemas"].contains("Error"));
   EXPECT_EQ(doc["components"]["securitySchemes"]["bearer"]["scheme"], "bearer");
+}
+
+TEST_F(RestTest, OpenApiLeavesOutTheToolsTheCallerMayNotSee) {
+  registry.SetToolFilter([](std::string_view tool) { return tool != "sandbox_exec"; });
+  Request req;
+  req.method = "GET";
+  req.target = "/api/v1/openapi.json";
+  Identity remote = UserIn("m");
+  json doc = Body(rest.Handle(req, remote));
+  EXPECT_FALSE(doc["paths"].contains("/api/v1/tools/sandbox_exec"));
+  EXPECT_TRUE(doc["paths"].contains("/api/v1/tools/sandbox_create"));
+  size_t tool_paths = 0;
+  for (const auto& [path, op] : doc["paths"].items()) tool_paths += path.starts_with("/api/v1/tools/") ? 1 : 0;
+  EXPECT_EQ(tool_paths, registry.Visible(remote).size());
+  // The host sees every tool, as in tools/list.
+  EXPECT_TRUE(Body(Do("GET", "/api/v1/openapi.json"))["paths"].contains("/api/v1/tools/sandbox_exec"));
 }
 
 TEST_F(RestTest, StreamsExecAsServerSentEvents) {
