@@ -1,7 +1,7 @@
 // MCP over Streamable HTTP: JSON-RPC framing, sessions (2025-11-25), stateless requests (2026-07-28), tool calls.
 #include "api/mcp.h"
 
-
+#include <algorithm>
 #include <array>
 #include <cstdio>
 
@@ -110,18 +110,31 @@ size_t McpServer::session_count() const {
 
 json McpServer::ServerInfo() const { return {{"name", "isb"}, {"title", "isb"}, {"version", options_.server_version}}; }
 
-Result<std::string> McpServer::NewSession(const std::string& org, const std::string& subject,
-                                          const std::string& version) {
+Result<std::string> McpServer::NewSession(const std::string& org, const Identity& who, const std::string& version) {
   ISB_ASSIGN_OR_RETURN(std::string id, RandomHex(16));
+  const std::string subject = who.Subject();
+  const std::string account = who.user_id != 0 ? "user:" + std::to_string(who.user_id) : subject;
+  const auto now = std::chrono::steady_clock::now();
   std::lock_guard lock(mu_);
-  if (sessions_.size() >= options_.max_sessions) {
-    auto oldest = sessions_.begin();
+  std::erase_if(sessions_, [&](const auto& s) { return now - s.second.last_used > options_.session_idle_ttl; });
+  std::map<std::string, size_t> held;  // sessions per account
+  for (const auto& [sid, s] : sessions_) ++held[s.account];
+  // The least recently used session of `owner`.
+  auto oldest_of = [&](const std::string& owner) {
+    auto oldest = sessions_.end();
     for (auto it = sessions_.begin(); it != sessions_.end(); ++it) {
-      if (it->second.last_used < oldest->second.last_used) oldest = it;
+      if (it->second.account == owner && (oldest == sessions_.end() || it->second.last_used < oldest->second.last_used))
+        oldest = it;
     }
-    sessions_.erase(oldest);
+    return oldest;
+  };
+  if (held[account] >= options_.max_sessions_per_account) {
+    sessions_.erase(oldest_of(account));
+  } else if (sessions_.size() >= options_.max_sessions) {
+    auto most = std::max_element(held.begin(), held.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+    sessions_.erase(oldest_of(most->first));
   }
-  sessions_[id] = Session{org, subject, version, std::chrono::steady_clock::now()};
+  sessions_[id] = Session{org, subject, account, version, now};
   return id;
 }
 
@@ -265,7 +278,7 @@ Response McpServer::Initialize(Call& call) {
                               ? call.params.value("protocolVersion", "")
                               : "";
   std::string version = IsSessionVersion(requested) ? requested : std::string(kMcpLatestSessionVersion);
-  auto sid = NewSession(call.org, call.identity.Subject(), version);
+  auto sid = NewSession(call.org, call.identity, version);
   if (!sid.ok()) return RpcError(503, call.id, -32603, "no session id could be made: " + sid.error().message);
   Response r = RpcResult(call.id, {{"protocolVersion", version},
                                    {"capabilities", {{"tools", {{"listChanged", false}}}}},

@@ -23,7 +23,8 @@ inline constexpr std::string_view kMcpStatelessVersion = "2026-07-28";
 
 struct McpOptions {
   std::string server_version = "0.0.0";
-  size_t max_sessions = 4096;                            // beyond: the least recently used session is dropped
+  size_t max_sessions = 4096;              // beyond: the account holding the most gives up its least recently used
+  size_t max_sessions_per_account = 64;    // beyond: the account's own least recently used session is dropped
   std::chrono::seconds session_idle_ttl{24 * 3600};
 };
 
@@ -53,6 +54,7 @@ class McpServer {
   struct Session {
     std::string org;
     std::string subject;
+    std::string account;  // the user (every credential of one user counts together), else the subject
     std::string protocol_version;
     std::chrono::steady_clock::time_point last_used;
   };
@@ -63,7 +65,9 @@ class McpServer {
   Response Dispatch(Call& call);
   Response Initialize(Call& call);
   Response ToolsCall(Call& call);
-  Result<std::string> NewSession(const std::string& org, const std::string& subject, const std::string& version);
+  // One caller's sessions never take another's: past its own limit it loses its own oldest, and a full table is
+  // made room in by whoever holds the most (after sessions idle past the TTL go).
+  Result<std::string> NewSession(const std::string& org, const Identity& who, const std::string& version);
   // The session's protocol version, or nullopt when the id is unknown, expired or not this caller's.
   std::optional<std::string> TouchSession(const std::string& id, const std::string& org, const std::string& subject);
   nlohmann::json ServerInfo() const;

@@ -104,6 +104,51 @@ TEST_F(McpTest, SessionFlow) {
   EXPECT_EQ(mcp.session_count(), 0u);
 }
 
+// One caller opening sessions without end loses its own oldest, never another caller's; a full table is made room
+// in by whoever holds the most.
+TEST_F(McpTest, OneCallersSessionsNeverEndAnothers) {
+  McpServer small{registry, McpOptions{.max_sessions = 8, .max_sessions_per_account = 3}};
+  auto init = [&](const Identity& who) {
+    Request req;
+    req.method = "POST";
+    req.target = "/mcp";
+    req.body = Dump({{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"},
+                     {"params", {{"protocolVersion", "2025-11-25"}, {"capabilities", json::object()},
+                                 {"clientInfo", {{"name", "t"}, {"version", "1"}}}}}});
+    Response r = small.Handle(req, who);
+    EXPECT_EQ(r.status, 200);
+    return r.headers.Get("Mcp-Session-Id");
+  };
+  auto alive = [&](const std::string& sid, const Identity& who) {
+    Request req;
+    req.method = "POST";
+    req.target = "/mcp";
+    req.body = Dump(Rpc(2, "tools/list"));
+    req.headers.Add("Mcp-Session-Id", sid);
+    req.headers.Add("MCP-Protocol-Version", "2025-11-25");
+    return small.Handle(req, who).status == 200;
+  };
+  Identity bob = UserIn("bob", "default", identity::Role::kOwner, 2);
+  Identity carol = UserIn("carol", "default", identity::Role::kViewer, 3);
+  std::string bobs = init(bob);
+  for (int i = 0; i < 20; ++i) init(carol);
+  EXPECT_TRUE(alive(bobs, bob));
+  EXPECT_EQ(small.session_count(), 4u);  // bob's one and carol's last three
+  // Every credential of one user counts as that user: carol's tokens share her three.
+  Identity carol_token = carol;
+  carol_token.kind = identity::PrincipalKind::kToken;
+  carol_token.credential_id = 40;
+  for (int i = 0; i < 5; ++i) init(carol_token);
+  EXPECT_EQ(small.session_count(), 4u);
+  // Four more users with one each fill the table (8); for one more, carol, holding the most, gives one up.
+  for (int u = 10; u < 14; ++u) init(UserIn("u" + std::to_string(u), "default", identity::Role::kViewer, u));
+  EXPECT_EQ(small.session_count(), 8u);
+  std::string late = init(UserIn("late", "default", identity::Role::kViewer, 20));
+  EXPECT_EQ(small.session_count(), 8u);
+  EXPECT_TRUE(alive(bobs, bob));
+  EXPECT_TRUE(alive(late, UserIn("late", "default", identity::Role::kViewer, 20)));
+}
+
 TEST_F(McpTest, SessionAndVersionHeaders) {
   EXPECT_EQ(Post(Rpc(1, "tools/list")).status, 400);  // no session
   EXPECT_EQ(Post(Rpc(1, "tools/list"), Session("deadbeef")).status, 404);
