@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -71,6 +72,13 @@ int Serve(const ServeOptions& options) {
   auto listen = api::ParseListenAddress(options.listen);
   if (!listen.ok()) return Fail(listen.error().message);
   if (auto st = api::CheckListenAddress(listen->host); !st.ok()) return Fail(st.error().message);
+
+  // Every relayed connection holds two descriptors and every exec a few: the soft limit (1024 under systemd) would
+  // run out long before the hard one. Sandboxes get their own limits (engine/rlimits.cc), whatever the daemon's.
+  if (rlimit files{}; ::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    (void)::setrlimit(RLIMIT_NOFILE, &files);
+  }
 
   // 1. The spawner, while this process has one thread: every sandbox is cloned from it.
   engine::Spawner spawner;
