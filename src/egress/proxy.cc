@@ -28,6 +28,8 @@ using namespace asio::experimental::awaitable_operators;
 constexpr auto kAwait = asio::as_tuple(asio::use_awaitable);
 // How long the accept loop waits after a failed accept (EMFILE, ENFILE, ENOBUFS) before it tries again.
 constexpr auto kAcceptRetry = std::chrono::milliseconds(50);
+// How often a sandbox's decide or dial waiting for its share of the blocking pool looks again.
+constexpr auto kBlockingRetry = std::chrono::milliseconds(10);
 const std::string kEstablished = "HTTP/1.1 200 Connection established\r\n\r\n";
 
 std::string TlsDenyAlert() {
@@ -164,6 +166,55 @@ class Proxy::Impl {
     ProxyStats& stats;
   };
 
+  // What each sandbox holds now: its open connections, its decides and dials running on the blocking pool.
+  struct Held {
+    int connections = 0;
+    int blocking = 0;
+  };
+  // Takes one of `what` for `sandbox` if it holds fewer than `limit`; Release gives it back.
+  bool Take(const std::string& sandbox, int Held::*what, int limit) {
+    std::lock_guard lock(held_mu_);
+    Held& h = held_[sandbox];
+    if (h.*what >= limit) return false;
+    ++(h.*what);
+    return true;
+  }
+  void Release(const std::string& sandbox, int Held::*what) {
+    std::lock_guard lock(held_mu_);
+    auto it = held_.find(sandbox);
+    if (it == held_.end()) return;
+    --(it->second.*what);
+    if (it->second.connections == 0 && it->second.blocking == 0) held_.erase(it);
+  }
+  // Gives back what Take took when it goes.
+  class Holding {
+   public:
+    Holding(Impl* impl, const std::string& sandbox, int Held::*what) : impl_(impl), sandbox_(sandbox), what_(what) {}
+    Holding(const Holding&) = delete;
+    Holding& operator=(const Holding&) = delete;
+    ~Holding() { impl_->Release(sandbox_, what_); }
+
+   private:
+    Impl* impl_;
+    std::string sandbox_;
+    int Held::*what_;
+  };
+
+  // OffLoop for `sandbox`'s own work: it waits while the sandbox already has blocking_per_sandbox pieces running
+  // (looking again every kBlockingRetry), so other sandboxes always find threads free.
+  template <typename F, typename R = std::invoke_result_t<F>>
+  asio::awaitable<std::optional<R>> OffLoopFor(const std::string& sandbox, F f) {
+    if (!Take(sandbox, &Held::blocking, opts_.blocking_per_sandbox)) {
+      asio::steady_timer wait(co_await asio::this_coro::executor);
+      do {
+        wait.expires_after(kBlockingRetry);
+        co_await wait.async_wait(kAwait);
+      } while (!Take(sandbox, &Held::blocking, opts_.blocking_per_sandbox));
+    }
+    Holding holding(this, sandbox, &Held::blocking);
+    co_return co_await OffLoop(std::move(f));
+  }
+
   asio::awaitable<void> Handle(tcp::socket client) {
     Active active(stats_);
     boost::system::error_code ec;
@@ -171,6 +222,11 @@ class Proxy::Impl {
     if (ec || !local.address().is_v4()) co_return;
     std::optional<std::string> sandbox = hooks_.sandbox(local.address().to_v4().to_uint());
     if (!sandbox) co_return;
+    if (!Take(*sandbox, &Held::connections, opts_.connections_per_sandbox)) {
+      ++stats_.denied;
+      co_return;  // closed at once: the sandbox has connections_per_sandbox open already
+    }
+    Holding connection(this, *sandbox, &Held::connections);
     // The port the sandbox asked for, from conntrack's record of the redirect; a direct connection keeps its own.
     uint16_t port = local.port();
     sockaddr_in original{};
@@ -225,7 +281,7 @@ class Proxy::Impl {
     }
     std::string target = host + ":" + std::to_string(port);
     std::string box = *sandbox;
-    Admission admission = *co_await OffLoop(DecideCall(box, host, port, sniff));
+    Admission admission = *co_await OffLoopFor(box, DecideCall(box, host, port, sniff));
     if (!admission.allow) {
       if (admission.reason.empty()) admission.reason = "egress to " + target + " is not allowed";
       co_await Deny(client, sniff, box, target, admission.reason);
@@ -234,7 +290,7 @@ class Proxy::Impl {
     // A TLS connection that named an intercepted host, or a CONNECT to one: its TLS ends here (intercept.h).
     const bool named = (sniff.kind == Sniff::Kind::kTls && !sniff.host.empty()) || sniff.kind == Sniff::Kind::kConnect;
     const bool intercepted = named && interceptor_ && hooks_.intercept(box, host, port);
-    Result<Fd> dialed = std::move(*co_await OffLoop(DialCall(host, port)));
+    Result<Fd> dialed = std::move(*co_await OffLoopFor(box, DialCall(host, port)));
     if (intercepted && sniff.kind == Sniff::Kind::kTls) {
       co_await Intercept(client, head, box, host, port, dialed);
       co_return;
@@ -329,7 +385,7 @@ class Proxy::Impl {
 
   // Why the judge refuses `head` on `conn` (a judged name), or empty.
   asio::awaitable<std::string> JudgeRequest(const HttpConnection& conn, const HttpHead& head) {
-    Admission admission = *co_await OffLoop(RequestDecideCall(conn.sandbox, conn.host, conn.port, head));
+    Admission admission = *co_await OffLoopFor(conn.sandbox, RequestDecideCall(conn.sandbox, conn.host, conn.port, head));
     if (admission.allow) co_return "";
     if (admission.reason.empty()) admission.reason = "egress to " + conn.host + ":" + std::to_string(conn.port) + " is not allowed";
     co_return admission.reason;
@@ -629,6 +685,8 @@ class Proxy::Impl {
   asio::thread_pool pool_;
   std::vector<std::thread> threads_;
   uint16_t port_ = 0;
+  std::mutex held_mu_;
+  std::map<std::string, Held> held_;  // by sandbox; an entry goes when it holds nothing
   std::mutex deny_mu_;
   std::map<std::string, std::chrono::steady_clock::time_point> last_deny_;
 };

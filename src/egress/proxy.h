@@ -83,6 +83,11 @@ struct ProxyOptions {
   uint16_t explicit_port = 3128;  // HTTP_PROXY inside the sandbox points here
   int threads = 2;             // event-loop threads
   int blocking_threads = 8;    // for decide and dial
+  // One sandbox's share: at most this many of its decides and dials run at once (the rest wait their turn), so a
+  // sandbox dialling names that never answer cannot hold every blocking thread; and at most this many of its
+  // connections are open at once (past it, a new one is closed at once), so it cannot take the daemon's descriptors.
+  int blocking_per_sandbox = 4;
+  int connections_per_sandbox = 4096;
   size_t max_head = 64 * 1024;  // the most read before a name must be known
   int sniff_timeout_ms = 10000;
   InterceptOptions intercept;

@@ -229,6 +229,13 @@ class ProxyTest : public ::testing::Test {
     };
     h.dial = [this](const std::string& host, uint16_t) -> Result<Fd> {
       if (host != "allowed.test") return Error::Msg("test dialer knows only allowed.test");
+      if (int ms = slow_dial_ms_; ms > 0) {  // a name slow to answer: how many such dials run at once
+        int now = ++dialing_;
+        for (int seen = max_dialing_; now > seen && !max_dialing_.compare_exchange_weak(seen, now);) {
+        }
+        ::usleep(static_cast<useconds_t>(ms) * 1000);
+        --dialing_;
+      }
       Fd s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
       sockaddr_in a{};
       a.sin_family = AF_INET;
@@ -245,6 +252,7 @@ class ProxyTest : public ::testing::Test {
     ProxyOptions o;
     o.listen_address = "127.0.0.1";
     o.sniff_timeout_ms = 2000;  // generous: a loaded machine may be slow to send
+    o.connections_per_sandbox = connections_per_sandbox_;
     Result<std::unique_ptr<Proxy>> p = Proxy::Start(o, h);
     ASSERT_TRUE(p.ok()) << p.error().message;
     proxy_ = std::move(*p);
@@ -321,6 +329,9 @@ class ProxyTest : public ::testing::Test {
   std::unique_ptr<Proxy> proxy_;
   uint16_t fallback_port_ = 0;
   std::atomic<uint16_t> origin_port_ = 0;  // where allowed.test is dialled when not 0, else the echo server
+  std::atomic<int> slow_dial_ms_ = 0;      // when not 0, each dial of allowed.test first sleeps this long
+  std::atomic<int> dialing_ = 0, max_dialing_ = 0;
+  int connections_per_sandbox_ = 4096;     // set before SetUp to try a smaller limit
   std::mutex mu_;
   std::vector<std::string> denials_;
   std::vector<std::string> decided_;  // "host method path" of each decision asked for
@@ -585,6 +596,48 @@ TEST_F(ProxyTest, AFullDescriptorTableDoesNotSpinTheAcceptLoop) {
     SendAll(c.get(), request);
     EXPECT_EQ(ReadN(c.get(), request.size()), request);
   }
+}
+
+// A sandbox dialling a name slow to answer holds at most its share of the blocking threads (4 of 8): another
+// sandbox's connections always find one free. Eight slow connections: never more than four dials at once, and
+// every one gets through in the end.
+TEST_F(ProxyTest, ASandboxsSlowDialsHoldOnlyItsShareOfTheBlockingThreads) {
+  slow_dial_ms_ = 300;
+  std::vector<Fd> conns;
+  const std::string request = "GET /slow HTTP/1.1\r\nHost: allowed.test\r\n\r\n";
+  for (int i = 0; i < 8; ++i) {
+    conns.push_back(Connect());
+    SendAll(conns.back().get(), request);
+  }
+  for (Fd& c : conns) EXPECT_EQ(ReadN(c.get(), request.size()), request);
+  EXPECT_EQ(max_dialing_.load(), 4);
+}
+
+class ProxyLimitTest : public ProxyTest {
+ protected:
+  void SetUp() override {
+    connections_per_sandbox_ = 3;
+    ProxyTest::SetUp();
+  }
+};
+
+// Past its limit of open connections, a sandbox's next one is closed at once; once one ends, a new one is served.
+TEST_F(ProxyLimitTest, ASandboxPastItsConnectionLimitIsClosedAtOnce) {
+  const std::string request = "GET / HTTP/1.1\r\nHost: allowed.test\r\n\r\n";
+  std::vector<Fd> open;
+  for (int i = 0; i < 3; ++i) {
+    open.push_back(Connect());
+    SendAll(open.back().get(), request);
+    ASSERT_EQ(ReadN(open.back().get(), request.size()), request);
+  }
+  Fd over = Connect();
+  SendAll(over.get(), request);
+  EXPECT_EQ(ReadToEnd(over.get()), "");
+  open.pop_back();
+  for (int i = 0; i < 100 && proxy_->stats().active != 2; ++i) ::usleep(10000);
+  Fd again = Connect();
+  SendAll(again.get(), request);
+  EXPECT_EQ(ReadN(again.get(), request.size()), request);
 }
 
 TEST_F(ProxyTest, AThousandConcurrentConnectionsAllGetThroughAndNoneIsLeft) {
