@@ -28,6 +28,10 @@ using namespace asio::experimental::awaitable_operators;
 constexpr auto kAwait = asio::as_tuple(asio::use_awaitable);
 // How long the accept loop waits after a failed accept (EMFILE, ENFILE, ENOBUFS) before it tries again.
 constexpr auto kAcceptRetry = std::chrono::milliseconds(50);
+// A head is parsed again from its start after every read, so one sent a byte at a time would cost the event loop
+// time in the square of its length: past this many reads without a whole head, it is refused.
+constexpr int kMaxHeadReads = 256;
+constexpr char kTooManyPieces[] = "request head sent in too many pieces";
 // How often a sandbox's decide or dial waiting for its share of the blocking pool looks again.
 constexpr auto kBlockingRetry = std::chrono::milliseconds(10);
 const std::string kEstablished = "HTTP/1.1 200 Connection established\r\n\r\n";
@@ -237,9 +241,13 @@ class Proxy::Impl {
     std::string head;
     Sniff sniff;
     asio::steady_timer deadline(client.get_executor(), std::chrono::milliseconds(opts_.sniff_timeout_ms));
-    while (sniff.state == Sniff::State::kNeedMore) {
+    for (int reads = 0; sniff.state == Sniff::State::kNeedMore; ++reads) {
       if (head.size() >= opts_.max_head) {
         sniff = Sniff{Sniff::State::kMalformed, Sniff::Kind::kUnknown, "", 0, "request head too large", {}, {}, {}};
+        break;
+      }
+      if (reads == kMaxHeadReads) {
+        sniff = Sniff{Sniff::State::kMalformed, Sniff::Kind::kUnknown, "", 0, kTooManyPieces, {}, {}, {}};
         break;
       }
       char buf[4096];
@@ -432,11 +440,17 @@ class Proxy::Impl {
     enum class Switch { kNo, kUpgrade, kConnect } asked = Switch::kNo;  // what the first request asked the origin for
     for (;;) {
       RelayedRequest request = ReadRelayedRequest(buffer, conn.explicit_proxy);
-      while (request.state == RelayedRequest::State::kNeedMore) {
+      for (int reads = 0; request.state == RelayedRequest::State::kNeedMore; ++reads) {
         if (buffer.size() >= opts_.max_head) {
           request.state = RelayedRequest::State::kMalformed;
           request.status = 431;
           request.reason = "request head too large";
+          break;
+        }
+        if (reads == kMaxHeadReads) {
+          request.state = RelayedRequest::State::kMalformed;
+          request.status = 400;
+          request.reason = kTooManyPieces;
           break;
         }
         auto [ec, n] = co_await ReadSome(from, asio::buffer(buf, std::min(sizeof buf, opts_.max_head - buffer.size())), ends);

@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -611,6 +612,25 @@ TEST_F(ProxyTest, ASandboxsSlowDialsHoldOnlyItsShareOfTheBlockingThreads) {
   }
   for (Fd& c : conns) EXPECT_EQ(ReadN(c.get(), request.size()), request);
   EXPECT_EQ(max_dialing_.load(), 4);
+}
+
+// A head sent a byte at a time is parsed again after every read: past 256 reads without a whole head, it is
+// refused, so a slow sender cannot make the event loop's work grow with the square of the head's length.
+TEST_F(ProxyTest, AHeadSentInTooManyPiecesIsRefused) {
+  Fd c = Connect();
+  const std::string first = "GET /a HTTP/1.1\r\nHost: allowed.test\r\n\r\n";
+  SendAll(c.get(), first);
+  ASSERT_EQ(ReadN(c.get(), first.size()), first);
+  int one = 1;
+  ::setsockopt(c.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  const std::string second = "GET /b HTTP/1.1\r\nHost: allowed.test\r\nX-Pad: " + std::string(800, 'p') + "\r\n\r\n";
+  for (char ch : second) {
+    if (::send(c.get(), &ch, 1, MSG_NOSIGNAL) != 1) break;  // refused and closed meanwhile
+    ::usleep(1000);
+  }
+  std::string answer = ReadToEnd(c.get());
+  EXPECT_TRUE(answer.starts_with("HTTP/1.1 400 ")) << answer;
+  EXPECT_NE(answer.find("request head sent in too many pieces"), std::string::npos) << answer;
 }
 
 class ProxyLimitTest : public ProxyTest {
