@@ -31,12 +31,26 @@ bool ChangesState(const Request& req) {
 
 Error Forbidden(std::string message) { return Error::Of(Code::kForbidden, std::move(message)); }
 
+// The name in a Host header: without its port; an IPv6 literal keeps its brackets.
+std::string_view HostName(std::string_view host) {
+  if (host.starts_with('[')) {
+    size_t close = host.find(']');
+    return close == std::string_view::npos ? host : host.substr(0, close + 1);
+  }
+  size_t colon = host.find(':');
+  return colon == std::string_view::npos ? host : host.substr(0, colon);
+}
+
 // The browser rules for a cookie-authenticated request that changes something (and for sign-in itself).
 Status CheckBrowserRequest(const Request& req, const WebAuthOptions& options) {
   std::string host = req.headers.Get("Host");
-  if (!options.allowed_hosts.empty() &&
-      std::find(options.allowed_hosts.begin(), options.allowed_hosts.end(), host) == options.allowed_hosts.end()) {
-    return Forbidden("Host '" + SanitizeUtf8(std::string_view(host).substr(0, 200)) + "' is not this daemon's");
+  if (!options.allowed_hosts.empty()) {
+    const std::string_view name = HostName(host);
+    bool allowed = false;
+    for (const std::string& a : options.allowed_hosts) allowed = allowed || EqualsIgnoreCase(a, name);
+    if (!allowed)
+      return Forbidden("Host '" + SanitizeUtf8(std::string_view(host).substr(0, 200)) +
+                       "' is not this daemon's (a name a tunnel or proxy gives it is allowed with isb serve --allow-host)");
   }
   if (req.headers.Get("X-Isb-Csrf") != "1") return Forbidden("a session request that changes something needs X-Isb-Csrf: 1");
   if (!StartsWithIgnoreCaseAscii(req.headers.Get("Content-Type"), "application/json")) {

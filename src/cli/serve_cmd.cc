@@ -77,6 +77,9 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
                   "Failed sign-ins allowed per client address within 15 minutes before 429")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
+  cmd->add_option("--allow-host", opts->allow_hosts,
+                  "NAME: a host name browsers may reach the daemon by (a tunnel's or reverse proxy's), besides "
+                  "localhost, 127.0.0.1, [::1] and the listen address; repeatable");
   cmd->add_option("--audit-retention", *retention,
                   "Prune audit log and history rows older than this (at least 1h), at start and hourly; "
                   "off or 0: never prune")

@@ -35,6 +35,9 @@ struct ServeOptions {
   // Sign-in failures allowed per account and per client address within 15 minutes (api::WebAuthOptions).
   int sign_in_account_limit = 5;
   int sign_in_address_limit = 20;
+  // Host names (besides localhost, 127.0.0.1, [::1] and the listen address) a browser may send requests to, as a
+  // tunnel or reverse proxy in front of the daemon names it (--allow-host).
+  std::vector<std::string> allow_hosts;
   // Audit log and history rows older than this are pruned at start and every prune_interval; nullopt: never.
   std::optional<std::chrono::milliseconds> audit_retention = audit::kDefaultRetention;
   std::chrono::milliseconds prune_interval = audit::kPruneInterval;

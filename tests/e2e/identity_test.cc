@@ -242,6 +242,24 @@ TEST_F(IdentityTest, SessionCookiesNeedTheCsrfHeaderAndABadBearerIsNeverRescued)
                     {c, "X-Isb-Csrf: 1", "Content-Type: application/json", "Origin: http://evil.example"}, "")
                 .http.j["message"],
             "Origin 'http://evil.example' is not this daemon's");
+  // A page on another name that resolves to this host (DNS rebinding) sends that name as Host, and its Origin to
+  // match: refused, for a session request and for signing in.
+  const std::string rebound = "Host 'evil.example:8092' is not this daemon's (a name a tunnel or proxy gives it is "
+                              "allowed with isb serve --allow-host)";
+  EXPECT_EQ(CurlTcp("POST", "/api/v1/tools/sandbox_list", "{}",
+                    {c, "X-Isb-Csrf: 1", "Content-Type: application/json", "Host: evil.example:8092",
+                     "Origin: http://evil.example:8092"}, "")
+                .http.j["message"],
+            rebound);
+  EXPECT_EQ(CurlTcp("POST", "/api/v1/auth/signin", R"({"user":"sam","password":"correct horse battery"})",
+                    {"Content-Type: application/json", "X-Isb-Csrf: 1", "Host: evil.example:8092"}, "")
+                .http.j["message"],
+            rebound);
+  // The names it listens by pass, in any case and with any port.
+  EXPECT_EQ(CurlTcp("POST", "/api/v1/tools/whoami", "{}",
+                    {c, "X-Isb-Csrf: 1", "Content-Type: application/json", "Host: LocalHost:1"}, "")
+                .http.status,
+            200);
   CurlResult ok = CurlTcp("POST", "/api/v1/tools/whoami", "{}", {c, "X-Isb-Csrf: 1", "Content-Type: application/json"}, "");
   EXPECT_EQ(ok.http.status, 200) << ok.Describe();
   EXPECT_EQ(ok.http.j["result"]["subject"], "session:sam") << ok.Describe();
