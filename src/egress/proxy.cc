@@ -334,7 +334,8 @@ class Proxy::Impl {
     if (sniff.kind == Sniff::Kind::kHttp) {
       HttpConnection conn{box, host, port, explicit_proxy, admission.per_request};
       RelayEnds ends;
-      co_await (RelayRequests(client, upstream, head, conn, ends) && RelayResponses(upstream, client, ends));
+      co_await ((RelayRequests(client, upstream, head, conn, ends) && RelayResponses(upstream, client, ends)) ||
+                Watch(client, upstream, ends));
       co_return;
     }
     const std::string& first = sniff.upstream_prefix ? *sniff.upstream_prefix : head;
@@ -344,14 +345,32 @@ class Proxy::Impl {
     }
     stats_.bytes_up += first.size();
     RelayEnds ends;
-    co_await (Pump(client, upstream, stats_.bytes_up, ends) && Pump(upstream, client, stats_.bytes_down, ends));
+    co_await ((Pump(client, upstream, stats_.bytes_up, ends) && Pump(upstream, client, stats_.bytes_down, ends)) ||
+              Watch(client, upstream, ends));
   }
 
   // What the two directions of a relayed connection share.
   struct RelayEnds {
     bool half_closed = false;  // one direction has ended with a half-close (HalfClose)
     int first_status = 0;      // a plain HTTP connection's first response status, once read (RelayResponses)
+    std::chrono::steady_clock::time_point last_read = std::chrono::steady_clock::now();  // bytes came either way
   };
+
+  // Ends a relayed connection that has moved no byte either way for relay_idle_ms: it closes both sockets, which
+  // ends both directions. Cancelled (the parallel group ending) once they have ended on their own.
+  asio::awaitable<void> Watch(tcp::socket& a, tcp::socket& b, RelayEnds& ends) {
+    const auto idle = std::chrono::milliseconds(opts_.relay_idle_ms);
+    asio::steady_timer timer(co_await asio::this_coro::executor);
+    for (;;) {
+      timer.expires_at(ends.last_read + idle);
+      auto [ec] = co_await timer.async_wait(kAwait);
+      if (ec) co_return;
+      if (std::chrono::steady_clock::now() - ends.last_read >= idle) {
+        ++stats_.idle_closed;
+        co_return CloseBoth(a, b);
+      }
+    }
+  }
 
   // A relay's read. While both directions run: when the reactor reports the socket readable, not first on the
   // chance (AsyncReadEdge). A reset that came with the last bytes read that way raises no further readiness, and
@@ -359,17 +378,21 @@ class Proxy::Impl {
   // (HalfClose, which cancels the read when it finds the socket dead). Once the other direction has ended, neither
   // will come: each read tries the socket first, and so sees the reset.
   static asio::awaitable<std::tuple<boost::system::error_code, size_t>> ReadSome(tcp::socket& s, asio::mutable_buffer b,
-                                                                                 const RelayEnds& ends) {
+                                                                                 RelayEnds& ends) {
     for (;;) {
       if (ends.half_closed) {
         ssize_t n = ::recv(s.native_handle(), b.data(), b.size(), MSG_DONTWAIT);
-        if (n > 0) co_return std::tuple(boost::system::error_code(), static_cast<size_t>(n));
+        if (n > 0) {
+          ends.last_read = std::chrono::steady_clock::now();
+          co_return std::tuple(boost::system::error_code(), static_cast<size_t>(n));
+        }
         if (n == 0) co_return std::tuple(boost::system::error_code(asio::error::eof), size_t{0});
         if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
           co_return std::tuple(boost::system::error_code(errno, asio::error::get_system_category()), size_t{0});
       }
       auto [ec, n] = co_await AsyncReadEdge(s, b, kAwait);
       if (ec == asio::error::operation_aborted && ends.half_closed && s.is_open()) continue;  // cancelled by HalfClose
+      if (n > 0) ends.last_read = std::chrono::steady_clock::now();
       co_return std::tuple(ec, n);
     }
   }
@@ -502,7 +525,7 @@ class Proxy::Impl {
   // One request body from `from` to `to` by its framing; `buffer` holds what was read past the head and keeps what
   // was read past the body. Errors: the client ended or broke the body, or a socket failed.
   asio::awaitable<Status> RelayBody(tcp::socket& from, tcp::socket& to, std::string& buffer, BodyFraming framing,
-                                    const RelayEnds& ends) {
+                                    RelayEnds& ends) {
     if (framing.kind == BodyFraming::kChunked) co_return co_await RelayChunked(from, to, buffer, ends);
     if (framing.kind != BodyFraming::kLength) co_return Status();
     uint64_t remaining = framing.length;
@@ -529,13 +552,13 @@ class Proxy::Impl {
       if (!pipe_write.valid()) {
         if (!MakePipe(pipe_read, pipe_write)) co_return Error::Sys("pipe");
       }
-      Drained drained = co_await Splice(from, to, pipe_read.get(), pipe_write.get(), stats_.bytes_up, remaining);
+      Drained drained = co_await Splice(from, to, pipe_read.get(), pipe_write.get(), stats_.bytes_up, remaining, ends);
       if (drained == Drained::kEnd || drained == Drained::kFailed) co_return Error::Of(Code::kUnavailable, "the request body ended early");
     }
     co_return Status();
   }
 
-  asio::awaitable<Status> RelayChunked(tcp::socket& from, tcp::socket& to, std::string& buffer, const RelayEnds& ends) {
+  asio::awaitable<Status> RelayChunked(tcp::socket& from, tcp::socket& to, std::string& buffer, RelayEnds& ends) {
     ChunkedScanner scanner;
     char buf[16384];
     for (;;) {
@@ -628,7 +651,7 @@ class Proxy::Impl {
         if (!MakePipe(pipe_read, pipe_write)) co_return CloseBoth(from, to);
       }
       uint64_t unbounded = UINT64_MAX;
-      Drained drained = co_await Splice(from, to, pipe_read.get(), pipe_write.get(), counter, unbounded);
+      Drained drained = co_await Splice(from, to, pipe_read.get(), pipe_write.get(), counter, unbounded, ends);
       if (drained == Drained::kEnd) co_return HalfClose(to, ends);
       if (drained == Drained::kFailed) co_return CloseBoth(from, to);
     }
@@ -649,7 +672,7 @@ class Proxy::Impl {
   // bytes have moved (kEmpty either way; `budget` is decreased by what moved). Never keep a native_handle() across
   // a co_await: the other direction may close the socket meanwhile.
   asio::awaitable<Drained> Splice(tcp::socket& from, tcp::socket& to, int pipe_read, int pipe_write,
-                                  std::atomic<uint64_t>& counter, uint64_t& budget) {
+                                  std::atomic<uint64_t>& counter, uint64_t& budget, RelayEnds& ends) {
     constexpr unsigned kFlags = SPLICE_F_MOVE | SPLICE_F_NONBLOCK;
     while (budget > 0) {
       ssize_t n = ::splice(from.native_handle(), nullptr, pipe_write, nullptr, std::min<uint64_t>(budget, 1 << 20), kFlags);
@@ -657,6 +680,7 @@ class Proxy::Impl {
       if (n < 0) co_return errno == EAGAIN ? Drained::kEmpty : Drained::kFailed;
       counter += static_cast<uint64_t>(n);
       budget -= static_cast<uint64_t>(n);
+      ends.last_read = std::chrono::steady_clock::now();
       while (n > 0) {
         ssize_t m = ::splice(pipe_read, nullptr, to.native_handle(), nullptr, static_cast<size_t>(n), kFlags);
         if (m > 0) {

@@ -88,6 +88,9 @@ struct ProxyOptions {
   // connections are open at once (past it, a new one is closed at once), so it cannot take the daemon's descriptors.
   int blocking_per_sandbox = 4;
   int connections_per_sandbox = 4096;
+  // A relayed connection (not intercepted: those have InterceptOptions::idle_timeout_ms) that moves no byte either
+  // way for this long is closed, so abandoned connections do not hold descriptors for ever.
+  int relay_idle_ms = 3600 * 1000;
   size_t max_head = 64 * 1024;  // the most read before a name must be known
   int sniff_timeout_ms = 10000;
   InterceptOptions intercept;
@@ -95,6 +98,7 @@ struct ProxyOptions {
 
 struct ProxyStats {
   std::atomic<uint64_t> accepted{0}, allowed{0}, denied{0}, active{0}, bytes_up{0}, bytes_down{0};
+  std::atomic<uint64_t> idle_closed{0};  // relayed connections closed for moving nothing for relay_idle_ms
 };
 
 // A process that runs a Proxy must ignore SIGPIPE (`isb serve` does): a splice into a socket its peer has reset

@@ -254,6 +254,7 @@ class ProxyTest : public ::testing::Test {
     o.listen_address = "127.0.0.1";
     o.sniff_timeout_ms = 2000;  // generous: a loaded machine may be slow to send
     o.connections_per_sandbox = connections_per_sandbox_;
+    o.relay_idle_ms = relay_idle_ms_;
     Result<std::unique_ptr<Proxy>> p = Proxy::Start(o, h);
     ASSERT_TRUE(p.ok()) << p.error().message;
     proxy_ = std::move(*p);
@@ -333,6 +334,7 @@ class ProxyTest : public ::testing::Test {
   std::atomic<int> slow_dial_ms_ = 0;      // when not 0, each dial of allowed.test first sleeps this long
   std::atomic<int> dialing_ = 0, max_dialing_ = 0;
   int connections_per_sandbox_ = 4096;     // set before SetUp to try a smaller limit
+  int relay_idle_ms_ = 3600 * 1000;        // likewise
   std::mutex mu_;
   std::vector<std::string> denials_;
   std::vector<std::string> decided_;  // "host method path" of each decision asked for
@@ -658,6 +660,33 @@ TEST_F(ProxyLimitTest, ASandboxPastItsConnectionLimitIsClosedAtOnce) {
   Fd again = Connect();
   SendAll(again.get(), request);
   EXPECT_EQ(ReadN(again.get(), request.size()), request);
+}
+
+class ProxyIdleTest : public ProxyTest {
+ protected:
+  void SetUp() override {
+    relay_idle_ms_ = 400;
+    ProxyTest::SetUp();
+  }
+};
+
+// A relayed connection that moves nothing either way for relay_idle_ms is closed; one that keeps talking is not.
+TEST_F(ProxyIdleTest, ARelayedConnectionIdleForTheTimeoutIsClosed) {
+  const std::string request = "GET / HTTP/1.1\r\nHost: allowed.test\r\n\r\n";
+  Fd talking = Connect();
+  Fd idle = Connect();
+  for (Fd* c : {&talking, &idle}) {
+    SendAll(c->get(), request);
+    ASSERT_EQ(ReadN(c->get(), request.size()), request);
+  }
+  // 1 s: twice the timeout and more, with a request every 100 ms on one of them.
+  for (int i = 0; i < 10; ++i) {
+    ::usleep(100000);
+    SendAll(talking.get(), request);
+    ASSERT_EQ(ReadN(talking.get(), request.size()), request) << "the talking connection was closed at " << i;
+  }
+  EXPECT_EQ(ReadToEnd(idle.get()), "");  // closed by the proxy, not by the test
+  EXPECT_EQ(proxy_->stats().idle_closed.load(), 1u);
 }
 
 TEST_F(ProxyTest, AThousandConcurrentConnectionsAllGetThroughAndNoneIsLeft) {
