@@ -312,7 +312,7 @@ int CopyIn(const Common& c, const ToolClient& client, const CpPlan& plan) {
     if (::fstat(fd.get(), &st) != 0) return Report(Local("stat " + plan.src.path));
     if (S_ISDIR(st.st_mode)) return ReportUsage(Usage(plan.src.path + " is a directory; isb cp copies single files"));
     if (!S_ISREG(st.st_mode)) return ReportUsage(Usage(plan.src.path + " is not a regular file"));
-    mode = st.st_mode & 07777;
+    mode = st.st_mode & 0777;  // set-id and sticky bits stay behind, as cp(1) leaves them
     auto data = ReadAllBounded(fd.get(), kMaxFileWriteBytes, plan.src.path);
     if (!data.ok()) return Report(data.error());
     content = std::move(*data);
@@ -357,7 +357,8 @@ int CopyOut(const Common& c, const ToolClient& client, const CpPlan& plan) {
     if (!path.ends_with("/")) path += "/";
     path += BaseName(plan.src.path);
   }
-  int mode = static_cast<int>(std::strtol(r->value("mode", "0644").c_str(), nullptr, 8)) & 07777;
+  // Permission bits only: a set-id bit chosen inside the sandbox would make what it wrote a set-id program here.
+  int mode = static_cast<int>(std::strtol(r->value("mode", "0644").c_str(), nullptr, 8)) & 0777;
   if (Status s = WriteFile(path, *content, mode); !s.ok()) {
     Error e = s.error();
     e.code = Code::kInvalidArgument;

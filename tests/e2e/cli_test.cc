@@ -10,6 +10,33 @@ namespace {
 
 class CliTest : public E2eTest {};
 
+// isb cp keeps permission bits only, both ways: a set-id program written inside a sandbox never arrives on the
+// host as one, and a local set-id file is copied in (as its permission bits) instead of refused.
+TEST_F(CliTest, CpLeavesSetIdBitsBehind) {
+  ProcResult created = Isb({"create"});
+  ExpectAudit("isb create", {Unix("sandbox_create")});
+  ASSERT_EQ(created.exit_status, 0) << created.Describe();
+  const std::string id = created.out.substr(0, created.out.find('\n'));
+  ProcResult made = Isb({"exec", id, "--", "sh", "-c", "cp /bin/true /tmp/suid && chmod 6755 /tmp/suid"});
+  ExpectAudit("isb exec chmod 6755", {Unix("sandbox_exec")});
+  ASSERT_EQ(made.exit_status, 0) << made.Describe();
+  const std::string out = temp_dir() + "/suid";
+  ProcResult cp_out = Isb({"cp", id + ":/tmp/suid", out});
+  ASSERT_EQ(cp_out.exit_status, 0) << cp_out.Describe();
+  struct stat st{};
+  ASSERT_EQ(::stat(out.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0755u);
+  ::chmod(out.c_str(), 04755);
+  ProcResult cp_in = Isb({"cp", out, id + ":/tmp/back"});
+  ExpectAudit("isb cp in", {Unix("sandbox_file_write")});
+  EXPECT_EQ(cp_in.exit_status, 0) << cp_in.Describe();
+  ProcResult mode = Isb({"exec", id, "--", "stat", "-c", "%a", "/tmp/back"});
+  ExpectAudit("isb exec stat", {Unix("sandbox_exec")});
+  EXPECT_EQ(mode.out, "755\n") << mode.Describe();
+  EXPECT_EQ(Isb({"rm", id}).exit_status, 0);
+  ExpectAudit("isb rm", {Unix("sandbox_remove")});
+}
+
 TEST_F(CliTest, SandboxCommandsThroughTheSocket) {
   // create: the id alone on stdout; --json: the tool's result
   ProcResult created = Isb({"create", "--name", "e2e-cli", "--memory", "64M", "--label", "suite=cli", "--env", "WHO=cli"});
