@@ -7,8 +7,13 @@
 namespace isb::egress {
 namespace {
 
+// Quotes the URL without any user information (user:password@), which is never echoed.
 Error BadUrl(std::string_view url, const std::string& why) {
-  return Error::Of(Code::kInvalidArgument, "URL '" + Printable(url) + "' " + why);
+  std::string shown(url);
+  if (size_t at = shown.find('@'), scheme = shown.find("://"); at != std::string::npos && scheme != std::string::npos &&
+                                                                  scheme + 3 <= at)
+    shown.replace(scheme + 3, at - scheme - 3, "[redacted]");
+  return Error::Of(Code::kInvalidArgument, "URL '" + Printable(shown) + "' " + why);
 }
 
 // The Host header's value: the host, bracketed when IPv6, with the port when it is not the scheme's default.

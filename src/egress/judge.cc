@@ -124,8 +124,12 @@ CircuitBreaker::State Judge::breaker_state(const std::string& policy) { return B
 
 // The endpoint could echo the key back (in a reason or an error): it never leaves the judge.
 std::string Judge::Redacted(std::string text) const {
-  for (size_t at = text.find(key_); at != std::string::npos; at = text.find(key_, at))
-    text.replace(at, key_.size(), "[redacted]");
+  static constexpr std::string_view kRedacted = "[redacted]";
+  if (key_.empty()) return text;
+  // Searching on after the replacement: a key that is part of "[redacted]" itself would otherwise be found again
+  // in it, for ever.
+  for (size_t at = text.find(key_); at != std::string::npos; at = text.find(key_, at + kRedacted.size()))
+    text.replace(at, key_.size(), kRedacted);
   return text;
 }
 

@@ -374,6 +374,17 @@ TEST_F(JudgeTest, AnEchoedKeyIsRedacted) {
   EXPECT_EQ(v.reason, "judge denied: you sent Bearer [redacted]");
 }
 
+TEST_F(JudgeTest, AKeyThatIsPartOfTheRedactionMarkIsRedactedOnce) {
+  std::ofstream(dir_ + "/key", std::ios::trunc) << "red\n";
+  Start([](const ChatRequest& r) {
+    size_t at = r.head.find("Authorization: ");
+    std::string auth = r.head.substr(at + 15, r.head.find("\r\n", at) - at - 15);
+    return Verdict("deny", ("you sent " + auth + " and red again").c_str());
+  });
+  JudgeVerdict v = Decide(Question());
+  EXPECT_EQ(v.reason, "judge denied: you sent Bearer [redacted] and [redacted] again");
+}
+
 TEST_F(JudgeTest, CreateErrorsNameTheOptionNeverTheKey) {
   auto error_of = [&](const std::function<void(JudgeOptions&)>& tweak) {
     JudgeOptions o = Options("http://judge.test/v1/chat/completions");
@@ -388,7 +399,7 @@ TEST_F(JudgeTest, CreateErrorsNameTheOptionNeverTheKey) {
   EXPECT_EQ(error_of([](JudgeOptions& o) { o.url = "ftp://judge.test/"; }),
             "judge: --judge-url: URL 'ftp://judge.test/' must start with http:// or https://");
   EXPECT_EQ(error_of([](JudgeOptions& o) { o.url = "https://user:pw@judge.test/"; }),
-            "judge: --judge-url: URL 'https://user:pw@judge.test/' must not carry user information");
+            "judge: --judge-url: URL 'https://[redacted]@judge.test/' must not carry user information");
   EXPECT_EQ(error_of([](JudgeOptions& o) { o.model = ""; }), "judge: --judge-model is required with --judge-url");
   EXPECT_EQ(error_of([](JudgeOptions& o) { o.key_file = ""; }), "judge: --judge-key-file is required with --judge-url");
   std::ofstream(dir_ + "/empty") << "\n\n";
