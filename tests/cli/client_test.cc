@@ -334,6 +334,10 @@ TEST(ParseUrlTest, Forms) {
     EXPECT_FALSE(ParseUrl(bad).ok()) << bad;
   }
   EXPECT_NE(ParseUrl("https://h").error().message.find("https is not supported"), std::string::npos);
+  // Credentials put in the URL are never echoed.
+  EXPECT_EQ(ParseUrl("http://me:isb_tok_SECRET@127.0.0.1:1").error().message,
+            "invalid daemon URL 'http://[redacted]@127.0.0.1:1': credentials in the URL are not supported; use "
+            "ISB_TOKEN (use http://HOST:PORT or unix:/path/to/isb.sock)");
 }
 
 std::vector<SseEvent> ParseAll(std::string_view text, size_t piece) {
