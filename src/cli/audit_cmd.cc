@@ -3,6 +3,9 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <tuple>
+#include <optional>
+#include <cstdlib>
 #include <memory>
 
 #include "audit/history.h"
@@ -18,10 +21,36 @@ namespace {
 struct VerifyFlags {
   std::string state_dir = "/var/lib/isb";
   bool json = false;
+  std::string audit_head, history_head;  // "ID:HASH" as an earlier verify printed it, kept somewhere else
 };
+
+// "ID:HASH" (or "ID HASH", as verify prints a head) as a pinned head.
+Result<audit::Head> ParseHead(const std::string& flag, const std::string& text) {
+  size_t sep = text.find_first_of(": ");
+  audit::Head h;
+  char* end = nullptr;
+  if (sep != std::string::npos) h.id = std::strtoll(text.c_str(), &end, 10);
+  if (sep == std::string::npos || end != text.c_str() + sep || h.id < 1)
+    return Error::Of(Code::kInvalidArgument, flag + ": expected ID:HASH as an earlier verify printed the head");
+  h.hash = text.substr(sep + 1);
+  if (h.hash.size() != 64 || h.hash.find_first_not_of("0123456789abcdef") != std::string::npos)
+    return Error::Of(Code::kInvalidArgument, flag + ": the hash must be 64 lowercase hex digits");
+  return h;
+}
 
 // Exit status: 0 both chains verify, 1 one is broken, 125 isb could not check.
 int RunVerify(const VerifyFlags& f) {
+  std::optional<audit::Head> audit_head, history_head;
+  for (auto [flag, text, out] : {std::tuple("--audit-head", &f.audit_head, &audit_head),
+                                 std::tuple("--history-head", &f.history_head, &history_head)}) {
+    if (text->empty()) continue;
+    Result<audit::Head> h = ParseHead(flag, *text);
+    if (!h.ok()) {
+      std::fprintf(stderr, "isb audit verify: %s\n", h.error().message.c_str());
+      return 2;
+    }
+    *out = *h;
+  }
   const std::string path = f.state_dir + "/isb.db";
   if (::access(path.c_str(), R_OK) != 0) {
     std::fprintf(stderr, "isb audit verify: no isb state at %s (see --state-dir)\n", f.state_dir.c_str());
@@ -38,8 +67,8 @@ int RunVerify(const VerifyFlags& f) {
     std::fprintf(stderr, "isb audit verify: %s\n", history.error().message.c_str());
     return 125;
   }
-  auto log_result = (*log)->Verify();
-  auto history_result = (*history)->Verify();
+  auto log_result = (*log)->Verify(audit_head);
+  auto history_result = (*history)->Verify(history_head);
   for (const auto* r : {&log_result, &history_result}) {
     if (!r->ok()) {
       std::fprintf(stderr, "isb audit verify: %s\n", r->error().message.c_str());
@@ -94,6 +123,10 @@ void AddAuditCommand(CLI::App& app, int* exit_code) {
   auto* verify = audit->add_subcommand("verify", "Walk both hash chains; exit 1 and name the first broken row");
   verify->add_option("--state-dir", flags->state_dir, "The daemon's state directory")->capture_default_str();
   verify->add_flag("--json", flags->json, "One JSON object with both reports");
+  verify->add_option("--audit-head", flags->audit_head,
+                     "ID:HASH: the audit log's head as an earlier verify printed it (kept elsewhere); that row must "
+                     "still be there with that hash, so rows deleted from the end are found");
+  verify->add_option("--history-head", flags->history_head, "ID:HASH: the same for the sandbox history");
   verify->callback([flags, exit_code] { *exit_code = RunVerify(*flags); });
 
   auto list = std::make_shared<ListFlags>();

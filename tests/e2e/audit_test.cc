@@ -46,6 +46,46 @@ TEST_F(AuditTest, HistoryRecordsTheLifecycleAndVerifyFindsAnEditedRow) {
   EXPECT_EQ(nowhere.err, "isb audit verify: no isb state at " + temp_dir() + "/none (see --state-dir)\n");
 }
 
+// Rows deleted from the end of a chain leave a shorter chain that verifies: the head kept from an earlier verify
+// is what finds them (--audit-head), and a bad head is a usage error.
+TEST_F(AuditTest, AHeadKeptFromAnEarlierVerifyFindsRowsDeletedFromTheEnd) {
+  SkipAuditCheck();  // the test deletes audit rows on purpose
+  std::string id = CreateSandbox();
+  ASSERT_FALSE(id.empty());
+  MustTool("sandbox_remove", {{"sandbox", id}});
+  ASSERT_EQ(StopDaemon(), 0);
+  ProcResult before = RunProcess({ISB_BINARY, "audit", "verify", "--state-dir", state_dir(), "--json"});
+  ASSERT_EQ(before.exit_status, 0) << before.Describe();
+  json head = json::parse(before.out)["audit_log"]["head"];
+  const std::string pinned = std::to_string(head["id"].get<int64_t>()) + ":" + head["hash"].get<std::string>();
+  ProcResult same = RunProcess({ISB_BINARY, "audit", "verify", "--state-dir", state_dir(), "--audit-head", pinned});
+  EXPECT_EQ(same.exit_status, 0) << same.Describe();
+
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((state_dir() + "/isb.db").c_str(), &db), SQLITE_OK);
+  char* err = nullptr;
+  int rc = sqlite3_exec(db,
+                        "DROP TRIGGER audit_log_no_delete;"
+                        "DELETE FROM audit_log WHERE id >= (SELECT max(id) - 1 FROM audit_log);",
+                        nullptr, nullptr, &err);
+  EXPECT_EQ(rc, SQLITE_OK) << (err ? err : "");
+  sqlite3_free(err);
+  sqlite3_close(db);
+
+  ProcResult unpinned = RunProcess({ISB_BINARY, "audit", "verify", "--state-dir", state_dir()});
+  EXPECT_EQ(unpinned.exit_status, 0) << "a shorter chain is a valid chain: " << unpinned.Describe();
+  ProcResult caught = RunProcess({ISB_BINARY, "audit", "verify", "--state-dir", state_dir(), "--audit-head", pinned});
+  EXPECT_EQ(caught.exit_status, 1) << caught.Describe();
+  // The first of the two rows deleted.
+  EXPECT_EQ(caught.out.rfind("audit log BROKEN at row " + std::to_string(head["id"].get<int64_t>() - 1) +
+                                 ": row missing: the chain ends before the pinned head", 0),
+            0u)
+      << caught.out;
+  ProcResult bad = RunProcess({ISB_BINARY, "audit", "verify", "--state-dir", state_dir(), "--audit-head", "7:zz"});
+  EXPECT_EQ(bad.exit_status, 2) << bad.Describe();
+  EXPECT_EQ(bad.err, "isb audit verify: --audit-head: the hash must be 64 lowercase hex digits\n");
+}
+
 // Rows of the audit log, as "action target outcome" lines, read from the state file.
 std::vector<std::string> AuditRows(const std::string& db_path) {
   std::vector<std::string> rows;
