@@ -179,6 +179,20 @@ Result<std::vector<ChainRow>> Chain::Page(int64_t after_id, int64_t through_id, 
 
 Result<std::optional<Broken>> Chain::Walk(const Head& anchor, int64_t through, const std::optional<Head>& pinned,
                                           Head* last) {
+  ISB_ASSIGN_OR_RETURN(std::optional<Broken> broken, WalkRows(anchor, through, pinned, last));
+  // The first row stored with a wrong type, if it comes before what the walk found.
+  std::string typed = "typeof(time) = 'integer' AND typeof(prev_hash) = 'text' AND typeof(hash) = 'text'";
+  for (const std::string& c : def_.columns) typed += " AND typeof(" + c + ") = 'text'";
+  ISB_ASSIGN_OR_RETURN(auto wrong, db_.Query("SELECT min(id) FROM " + def_.table + " WHERE id > ?1 AND id <= ?2 AND NOT (" +
+                                                 typed + ")",
+                                             {anchor.id, through}));
+  if (!std::holds_alternative<std::nullptr_t>(wrong[0][0]) && (!broken || AsInt(wrong[0][0]) < broken->id))
+    return std::optional(Broken{AsInt(wrong[0][0]), kReasonType});
+  return broken;
+}
+
+Result<std::optional<Broken>> Chain::WalkRows(const Head& anchor, int64_t through, const std::optional<Head>& pinned,
+                                              Head* last) {
   *last = anchor;
   if (pinned && pinned->id == anchor.id && pinned->hash != anchor.hash)
     return std::optional(Broken{anchor.id, kReasonPinned});

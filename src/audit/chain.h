@@ -55,6 +55,9 @@ inline constexpr const char* kReasonHash = "hash does not match the row's conten
 inline constexpr const char* kReasonPinned = "hash differs from the pinned head";
 inline constexpr const char* kReasonTruncated = "row missing: the chain ends before the pinned head";
 inline constexpr const char* kReasonBeforeAnchor = "row at or before pruned_through, where pruning removed every row";
+// The hash covers a field's bytes, not how SQLite stores them: a text field stored as a blob hashes the same but
+// matches no filter (org = ?), which would hide the row from every listing.
+inline constexpr const char* kReasonType = "a field is not stored as text, or the time not as an integer";
 
 struct VerifyResult {
   bool ok = false;
@@ -116,6 +119,9 @@ class Chain {
   // Walks rows after the anchor up to `through` (inclusive); returns the first broken row, if any.
   Result<std::optional<Broken>> Walk(const Head& anchor, int64_t through, const std::optional<Head>& pinned,
                                      Head* last);
+  // The hash chain alone, without the type check Walk adds.
+  Result<std::optional<Broken>> WalkRows(const Head& anchor, int64_t through, const std::optional<Head>& pinned,
+                                         Head* last);
 
   store::Db& db_;
   const ChainDef def_;

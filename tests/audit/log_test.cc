@@ -233,6 +233,22 @@ TEST_F(AuditLogTest, PruningKeepsTheChainVerifiable) {
   EXPECT_EQ(v->head, h6);
 }
 
+// A field stored as a blob hashes as the same bytes but matches no listing's filter: verify names the row.
+TEST_F(AuditLogTest, AFieldStoredAsABlobIsFoundByVerify) {
+  for (int i = 0; i < 4; ++i) MustAppend(Call("acme", "alice", "sandbox_list"));
+  auto clean = log_->Verify();
+  ASSERT_TRUE(clean.ok());
+  EXPECT_TRUE(clean->ok);
+  ASSERT_EQ(Raw("DROP TRIGGER audit_log_no_update; UPDATE audit_log SET org = CAST(org AS BLOB) WHERE id = 3"), "");
+  auto v = log_->Verify();
+  ASSERT_TRUE(v.ok());
+  EXPECT_FALSE(v->ok);
+  EXPECT_EQ(v->first_broken, (Broken{3, kReasonType}));
+  // An edit further on than a broken link is not what verify names first.
+  ASSERT_EQ(Raw("UPDATE audit_log SET actor = 'x' WHERE id = 2"), "");
+  EXPECT_EQ(log_->Verify()->first_broken, (Broken{2, kReasonHash}));
+}
+
 TEST_F(AuditLogTest, PruningRefusesToEraseEvidence) {
   for (int i = 0; i < 4; ++i) MustAppend(Call("acme", "alice", "sandbox_list"));
   ASSERT_EQ(Raw("DROP TRIGGER audit_log_no_update; UPDATE audit_log SET actor = 'x' WHERE id = 2"), "");
