@@ -2,6 +2,7 @@
 #include "engine/contain.h"
 
 #include <grp.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -125,6 +126,14 @@ void ChildMain(const ChildPlan& plan) {
   // root itself in a privileged sandbox, which has no user namespace of its own).
   if (::setresgid(0, 0, 0) != 0 || ::setgroups(0, nullptr) != 0 || ::setresuid(0, 0, 0) != 0)
     ChildFail(plan, Step::kIds, errno);
+  if (plan.die_with_parent) {
+    // The switch of ids cleared the parent-death signal set above (the kernel drops it on any change of euid or
+    // egid): set it again, then make sure the parent did not die in between, which no signal would report. The
+    // parent holds the error pipe's read end until this setup ends: a write end with no reader is POLLERR.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    pollfd parent{plan.error_fd, POLLOUT, 0};
+    if (::poll(&parent, 1, 0) == 1 && (parent.revents & POLLERR)) ::_exit(125);
+  }
   if (::unshare(CLONE_NEWCGROUP) != 0) ChildFail(plan, Step::kCgroupNs, errno);
   if (int i = ExecuteRootfs(plan.rootfs); i >= 0) ChildFail(plan, Step::kRootfs, errno, i);
   if (int rc = SetHostname(plan.hostname, plan.hostname_len); rc != 0) ChildFail(plan, Step::kHostname, -rc);

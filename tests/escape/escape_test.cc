@@ -6,6 +6,7 @@
 // network namespace has no route, so it fails locally (and the helper refuses to make it outside a sandbox).
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -574,6 +575,50 @@ TEST_F(EscapeTest, InitCommandLineRevealsNothingOfTheHost) {
   EXPECT_EQ(cmdline.find(runtime_dir()), std::string::npos);
   EXPECT_EQ(cmdline.find("--json"), std::string::npos);
   EXPECT_EQ(cmdline.find_first_not_of(std::string("\0", 1), 8), std::string::npos);
+}
+
+// `isb run` killed outright (a CI timeout, the OOM killer): its sandbox dies with it. The switch to the sandbox's
+// ids clears the parent-death signal, so init sets it again afterwards; without that the command ran on, outside
+// any isb, its uid range free for the next sandbox. What the killed isb could not clean up (its cgroup directories,
+// its lease file) the test removes.
+TEST_F(EscapeTest, ASandboxDiesWithItsKilledIsbRun) {
+  auto names = [](const std::string& dir) {
+    std::set<std::string> out;
+    std::error_code ec;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) out.insert(it->path().filename());
+    return out;
+  };
+  const std::set<std::string> leases = names("/run/isb/ids");
+
+  const std::string tag = "echo " + marker() + "-killed";
+  IsbProcess* isb = Start({}, {"sh", "-c", "sleep 30; " + tag});
+  auto sandboxed = [&] {
+    std::vector<pid_t> out;
+    for (const auto& [pid, cmd] : HostProcessesMatching(tag))
+      if (pid != isb->pid()) out.push_back(pid);
+    return out;
+  };
+  for (int i = 0; i < 500 && sandboxed().empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_FALSE(sandboxed().empty()) << "the sandbox's command never started";
+  // Its cgroup's name, from a line such as "4:pids:/isb/run-0123456789abcdef".
+  std::string own = ReadHostFile("/proc/" + std::to_string(sandboxed()[0]) + "/cgroup");
+  size_t at = own.find("/run-");
+  ASSERT_NE(at, std::string::npos) << own;
+  const std::string cgroup = own.substr(at + 1, own.find('\n', at) - at - 1);
+  ASSERT_EQ(::kill(isb->pid(), SIGKILL), 0);
+  isb->Wait(std::chrono::seconds(5));
+  for (int i = 0; i < 300 && !sandboxed().empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_TRUE(sandboxed().empty()) << "the sandbox outlived its isb run";
+
+  for (const auto& parent : IsbCgroupParents()) ::rmdir((parent + "/" + cgroup).c_str());
+  // Its lease file: new, and locked by nobody now (a lease of a test running beside this one is locked).
+  for (const auto& name : names("/run/isb/ids")) {
+    if (leases.count(name)) continue;
+    const std::string path = "/run/isb/ids/" + name;
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) == 0) ::unlink(path.c_str());
+    if (fd >= 0) ::close(fd);
+  }
 }
 
 }  // namespace
