@@ -155,6 +155,8 @@ Status ValidateSpec(const api::SandboxSpec& s) {
   }
   if (!s.image.empty()) {
     if (s.image[0] != '/') return Invalid("image: must be an absolute directory path");
+    if (s.image.find_first_of(engine::kOverlaySpecialChars) != std::string::npos)
+      return Invalid("image: a path with ':', ',' or '\\' cannot be an overlay layer (overlayfs would split it)");
     std::error_code ec;
     if (!std::filesystem::is_directory(s.image, ec)) return Invalid("image: '" + s.image + "' is not a directory");
   }

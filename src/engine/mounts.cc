@@ -202,6 +202,11 @@ Result<RootfsPlan> PlanRootfs(const SandboxConfig& config, const std::string& st
   if (!config.image.empty()) {
     ISB_TRY(CheckAbsolute(config.image, "--image"));
     if (!IsDir(config.image)) return Error::Msg("image '" + config.image + "' is not a directory");
+    // Both go into overlayfs's options, which split on these: "/x:/etc" would add the host's /etc as a layer.
+    for (const std::string* path : {&config.image, &config.writable_dir})
+      if (path->find_first_of(kOverlaySpecialChars) != std::string::npos)
+        return Error::Msg("'" + *path + "' cannot be an overlay layer: a path with ':', ',' or '\\' would be read as "
+                          "more than one layer or option");
   }
   for (const auto& b : config.binds) {
     ISB_TRY(CheckAbsolute(b.source, "bind source"));

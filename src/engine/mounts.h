@@ -39,6 +39,10 @@ class RootfsPlan {
   std::vector<MountStep> steps_;
 };
 
+// Characters overlayfs reads as separators in its mount options (',' between options, ':' between lower layers,
+// '\' escaping them): a layer path holding one would be read as more layers or options than it is.
+inline constexpr const char* kOverlaySpecialChars = ":,\\";
+
 // Where every sandbox stages its root, inside its own mount namespace (the host never sees mounts there).
 std::string StagingDir(const std::string& runtime_dir);
 

@@ -657,6 +657,13 @@ TEST(Spec, Validation) {
   s = {};
   s.expires = std::chrono::seconds(31 * 86400);
   EXPECT_EQ(ValidateSpec(s).error().message, "expires: must be between 1s and 30d");
+  for (const char* image : {"/srv/x:/etc", "/srv/a,upperdir=/tmp", "/srv/a\\b"}) {
+    s = {};
+    s.image = image;
+    EXPECT_EQ(ValidateSpec(s).error().message,
+              "image: a path with ':', ',' or '\\' cannot be an overlay layer (overlayfs would split it)")
+        << image;
+  }
   s = {};
   s.user = "root";
   EXPECT_NE(ValidateSpec(s).error().message.find("user:"), std::string::npos);

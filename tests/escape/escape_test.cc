@@ -146,6 +146,21 @@ TEST_F(EscapeTest, ImageSymlinkDoesNotRedirectSetupToHost) {
   }
 }
 
+// An image path that overlayfs would split: "/x:/etc" as lowerdir is two layers, the host's /etc the second. The
+// directories exist (a name with ':' in it is legal), so only the refusal keeps the host's /etc out.
+TEST_F(EscapeTest, AnImagePathCannotAddHostDirectoriesAsLayers) {
+  const std::string image = temp_dir() + "/x";
+  ASSERT_NO_FATAL_FAILURE(MakeImage(image));
+  fs::create_directories(image + ":/etc");
+  ::chmod((image + ":").c_str(), 0755);
+  IsbOutcome r = Run({"--image", image + ":/etc"}, {"/bin/cat", "/passwd"});
+  EXPECT_EQ(r.exit_status, 125) << r.Describe();
+  EXPECT_FALSE(r.has_json());
+  EXPECT_EQ(r.err, "isb: '" + image + ":/etc' cannot be an overlay layer: a path with ':', ',' or '\\' would be read "
+                   "as more than one layer or option\n");
+  EXPECT_EQ(r.out.find("root:"), std::string::npos) << "the host's /etc was read through the image";
+}
+
 // --- 3. write the read-only image --------------------------------------------------------------------------------
 
 TEST_F(EscapeTest, WriteReadOnlyHostView) {
