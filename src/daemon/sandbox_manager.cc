@@ -790,7 +790,11 @@ Result<api::SandboxInfo> SandboxManager::Start(const std::string& id_or_name) {
   ISB_ASSIGN_OR_RETURN(Record rec, Load(id_or_name));
   if (rec.state == "running" && Alive(rec)) return Info(rec);
   if (rec.state == "running") ISB_TRY(Halt(rec, "died", "its init exited"));
-  ISB_TRY(Launch(rec));
+  if (Status launched = Launch(rec); !launched.ok()) {
+    // Back to stopped as it was: its processes, cgroups and uid range gone, its layer unmounted.
+    (void)Halt(rec, "failed", launched.error().message);
+    return launched.error();
+  }
   rec.last_active_at = Now();
   (void)db_->Exec("UPDATE sandboxes SET last_active_at = ?2 WHERE id = ?1", {rec.id, rec.last_active_at});
   Event(rec, "started");

@@ -181,6 +181,31 @@ TEST_F(ManagerTest, TheLayerIsAFilesystemOfTheSpecsDiskSize) {
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/sandboxes/" + sb->id));
 }
 
+// A start that fails leaves the sandbox stopped as it was: no process, no cgroup, its layer unmounted.
+TEST_F(ManagerTest, AFailedStartLeavesTheSandboxStoppedAndItsLayerUnmounted) {
+  const std::string src = dir_ + "/shared";
+  std::filesystem::create_directories(src);
+  ::chmod(src.c_str(), 0755);
+  api::SandboxSpec spec;
+  spec.mounts = {{src, "/data", true}};
+  auto sb = mgr_->Create(spec);
+  ASSERT_TRUE(sb.ok()) << sb.error().message;
+  ASSERT_TRUE(mgr_->Stop(sb->id).ok());
+  // The bind's source becomes a symlink, which the engine refuses to follow.
+  std::filesystem::remove(src);
+  std::filesystem::create_directory_symlink("/tmp", src);
+  auto started = mgr_->Start(sb->id);
+  ASSERT_FALSE(started.ok());
+  EXPECT_EQ(mgr_->Get(sb->id)->state, "stopped");
+  const std::string layer = dir_ + "/sandboxes/" + sb->id + "/layer";
+  EXPECT_TRUE(isb::testing::MountsOn(layer).empty()) << "the layer stayed mounted after the failed start";
+  for (const char* c : {"memory", "pids", "cpu", "cpuacct"})
+    EXPECT_FALSE(std::filesystem::exists(std::string("/sys/fs/cgroup/") + c + "/isb/" + sb->id)) << c;
+  EXPECT_EQ(mgr_->Events(sb->id).back().first, "failed");
+  std::filesystem::remove(src);
+  ASSERT_TRUE(mgr_->Remove(sb->id).ok());
+}
+
 // A daemon that dies after a removal returned but before its teardown ran leaves the state dir (its layer still
 // mounted) with no row: the next daemon's Adopt finishes the removal.
 TEST_F(ManagerTest, ANewDaemonFinishesATeardownTheLastOneDidNotRun) {
