@@ -63,6 +63,11 @@ bool IdAllocator::Reclaim(uint32_t index) {
   Fd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
   if (!fd.valid()) return errno == ENOENT;
   if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) return false;
+  // Still the file at that path? Another Reclaim may have unlinked it meanwhile and a new lease taken the path with
+  // a file of its own, locked: that one is not ours to unlink.
+  struct stat held{}, now{};
+  if (::fstat(fd.get(), &held) != 0 || ::stat(path.c_str(), &now) != 0) return true;  // gone already
+  if (held.st_ino != now.st_ino || held.st_dev != now.st_dev) return true;
   ::unlink(path.c_str());
   return true;
 }
