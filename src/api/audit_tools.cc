@@ -39,6 +39,8 @@ Status AddAuditList(Registry& reg, audit::AuditLog& log) {
   props["action"] = Str("Only this action: a tool's name or an event such as sign_in.", 100, 1);
   props["since"] = Int("Only rows at or after this time (unix milliseconds).", 0, INT64_MAX);
   props["until"] = Int("Only rows before this time (unix milliseconds).", 0, INT64_MAX);
+  props["platform"] = Bool("Platform admins: the rows of no org instead of the call's org's: sign-ins and sign-outs, "
+                           "setup, refused credentials (events before any org is known).");
   json record = Output({{"id", {{"type", "integer"}}}, {"time", {{"type", "integer"}}}, {"org", {{"type", "string"}}},
                         {"actor", {{"type", "string"}}}, {"action", {{"type", "string"}}},
                         {"outcome", {{"type", "string"}}}, {"hash", {{"type", "string"}}}},
@@ -52,6 +54,11 @@ Status AddAuditList(Registry& reg, audit::AuditLog& log) {
       [&log](const json& in, const CallContext& ctx) -> Result<json> {
         audit::Filter f;
         f.org = ctx.org;  // never another org's rows, whoever calls
+        if (in.value("platform", false)) {
+          if (!ctx.identity.IsPlatformAdmin())
+            return Error::Of(Code::kForbidden, "platform: only platform admins read the rows of no org");
+          f.no_org = true;
+        }
         f.actor = TextOr(in, "actor");
         f.action = TextOr(in, "action");
         if (in.contains("since")) f.since_ms = in["since"].get<int64_t>();

@@ -22,6 +22,8 @@ namespace isb::audit {
 // Conditions are ANDed; an empty string or nullopt matches everything.
 struct Filter {
   std::string org{};
+  // The rows of no org instead (sign-ins and sign-outs, setup, refused credentials: events before any org is known).
+  bool no_org = false;
   std::string actor{};
   std::string action{};
   std::optional<int64_t> since_ms{};  // time >= since

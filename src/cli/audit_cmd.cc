@@ -91,6 +91,7 @@ struct ListFlags {
   int64_t limit = 100;
   int64_t after = 0;
   bool json = false;
+  bool platform = false;
 };
 
 // Exit status: 0, 1 when the daemon refused (not an admin of the org), 125 when isb failed.
@@ -99,6 +100,7 @@ int RunList(const ListFlags& f) {
   if (!client.ok()) return ReportUsage(client.error());
   json in = {{"limit", f.limit}};
   if (f.after > 0) in["after"] = f.after;
+  if (f.platform) in["platform"] = true;
   auto r = client->Call("audit_list", in);
   if (!r.ok()) return Report(r.error());
   if (f.json) Print(*r);
@@ -106,10 +108,10 @@ int RunList(const ListFlags& f) {
   return kExitOk;
 }
 
-int RunExport(const ConnectFlags& connect) {
+int RunExport(const ConnectFlags& connect, bool platform) {
   auto client = Connect(connect);
   if (!client.ok()) return ReportUsage(client.error());
-  Status st = ExportAudit(*client, [](const std::string& line) { std::printf("%s\n", line.c_str()); });
+  Status st = ExportAudit(*client, [](const std::string& line) { std::printf("%s\n", line.c_str()); }, platform);
   std::fflush(stdout);
   return st.ok() ? kExitOk : Report(st.error());
 }
@@ -136,12 +138,16 @@ void AddAuditCommand(CLI::App& app, int* exit_code) {
   ls->add_option("--after", list->after, "Only rows with a larger id (the previous page's next_after)")
       ->check(CLI::NonNegativeNumber);
   ls->add_flag("--json", list->json, "Print audit_list's result (records, next_after) as JSON");
+  ls->add_flag("--platform", list->platform,
+               "Platform admins: the rows of no org (sign-ins, sign-outs, setup, refused credentials)");
   ls->callback([list, exit_code] { *exit_code = RunList(*list); });
 
   auto connect = std::make_shared<ConnectFlags>();
+  auto platform = std::make_shared<bool>(false);
   auto* exp = audit->add_subcommand("export", "Every audit row of the org as JSON lines, hashes included (org admins)");
   AddConnectOptions(exp, connect);
-  exp->callback([connect, exit_code] { *exit_code = RunExport(*connect); });
+  exp->add_flag("--platform", *platform, "Platform admins: the rows of no org instead");
+  exp->callback([connect, platform, exit_code] { *exit_code = RunExport(*connect, *platform); });
 }
 
 }  // namespace isb::cli

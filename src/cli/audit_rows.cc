@@ -33,8 +33,10 @@ std::string AuditTable(const json& result) {
   return out;
 }
 
-Status ExportAudit(const ToolClient& client, const std::function<void(const std::string& line)>& line) {
+Status ExportAudit(const ToolClient& client, const std::function<void(const std::string& line)>& line,
+                   bool platform) {
   json in = {{"limit", kAuditPage}};
+  if (platform) in["platform"] = true;
   for (;;) {
     ISB_ASSIGN_OR_RETURN(json page, client.Call("audit_list", in));
     const json records = page.value("records", json::array());

@@ -18,6 +18,8 @@ std::string AuditTable(const json& result);
 // Every row of the call's org, in id order, each given to `line` as one JSON object on one line (no newline): all
 // of audit_list's fields, prev_hash and hash included. Pages through audit_list until next_after is null; the first
 // failed call ends it with that error.
-Status ExportAudit(const ToolClient& client, const std::function<void(const std::string& line)>& line);
+// With `platform`, the rows of no org (audit_list's platform).
+Status ExportAudit(const ToolClient& client, const std::function<void(const std::string& line)>& line,
+                   bool platform = false);
 
 }  // namespace isb::cli

@@ -156,6 +156,45 @@ std::vector<json> JsonLines(const std::string& text) {
   return out;
 }
 
+// Sign-ins belong to no org (no org is known yet): platform admins list them with --platform; an org's listing
+// never shows them, and an org admin cannot ask for them.
+TEST_F(AuditTest, RowsOfNoOrgAreListedForPlatformAdmins) {
+  HttpResponse refused = Http(tcp_endpoint(), "POST", "/api/v1/auth/signin", R"({"user":"nobody","password":"not this"})",
+                              {"Content-Type: application/json", "X-Isb-Csrf: 1"});
+  ASSERT_EQ(refused.status, 401) << refused.Describe();
+  ExpectedRow sign_in = ByToken("rest", "sign_in", "unauthenticated");
+  sign_in.actor_kind = "user";
+  ExpectAudit("a failed sign-in", {sign_in});
+  auto audit = [&](std::vector<std::string> args, const std::vector<std::string>& env = {"ISB_TOKEN", "ISB_URL"}) {
+    args.insert(args.begin(), {ISB_BINARY, "audit"});
+    return RunProcess(args, "", 60s, env);
+  };
+  ProcResult platform = audit({"ls", "--socket", socket_path(), "--json", "--platform"});
+  ASSERT_EQ(platform.exit_status, 0) << platform.Describe();
+  json rows = json::parse(platform.out, nullptr, false)["records"];
+  ASSERT_EQ(rows.size(), 1u) << platform.out;
+  EXPECT_EQ(rows[0]["action"], "sign_in");
+  EXPECT_EQ(rows[0]["actor"], "user:nobody");
+  EXPECT_EQ(rows[0]["outcome"], "unauthenticated");
+  EXPECT_EQ(rows[0]["org"], "");
+  ProcResult exported = audit({"export", "--socket", socket_path(), "--platform"});
+  ASSERT_EQ(exported.exit_status, 0) << exported.Describe();
+  EXPECT_EQ(json(JsonLines(exported.out)), rows);
+  ProcResult org = audit({"ls", "--socket", socket_path(), "--json"});
+  ASSERT_EQ(org.exit_status, 0) << org.Describe();
+  for (const json& r : json::parse(org.out, nullptr, false)["records"]) EXPECT_NE(r["action"], "sign_in") << org.out;
+  // An admin of the org who is no platform admin may not.
+  MustTool("user_create", {{"name", "ada"}});
+  MustTool("member_add", {{"user", "ada"}, {"role", "admin"}});
+  json minted = MustTool("token_create", {{"name", "ada"}, {"user", "ada"}});
+  ASSERT_TRUE(minted.is_object());
+  ProcResult admin = audit({"ls", "--url", base_url(), "--platform"},
+                           {"ISB_URL", "ISB_SOCKET", "ISB_TOKEN=" + minted.value("token", "")});
+  ExpectAudit("isb audit ls --platform as an org admin", {ByToken("rest", "audit_list", "forbidden")});
+  EXPECT_EQ(admin.exit_status, 1) << admin.Describe();
+  EXPECT_EQ(admin.err, "isb: platform: only platform admins read the rows of no org\n");
+}
+
 TEST_F(AuditTest, LsAndExportShowTheOrgsRowsAndRefuseAViewer) {
   std::string id = CreateSandbox();
   ASSERT_FALSE(id.empty());
