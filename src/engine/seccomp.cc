@@ -104,7 +104,7 @@ Result<SeccompProgram> BuildSeccompProgram() {
   ISB_TRY(Add(ctx.get(), eperm, "personality", {SCMP_A0(SCMP_CMP_NE, PER_LINUX)}));
 
   // Packet sockets read and forge any frame; raw sockets forge IP packets.
-  ISB_TRY(Add(ctx.get(), eperm, "socket", {SCMP_A0(SCMP_CMP_EQ, AF_PACKET)}));
+  ISB_TRY(Add(ctx.get(), eperm, "socket", {SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffff, AF_PACKET)}));
   ISB_TRY(Add(ctx.get(), eperm, "socket", {SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_RAW)}));
   ISB_TRY(Add(ctx.get(), eperm, "socket", {SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_PACKET)}));
   // Faking terminal input would type commands into a terminal outside the sandbox.

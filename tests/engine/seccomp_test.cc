@@ -63,6 +63,8 @@ TEST(Seccomp, RefusesWithExactErrno) {
   EXPECT_EQ(ErrnoUnderFilter([] { return ::syscall(SYS_clone3, nullptr, 0); }), ENOSYS);
   EXPECT_EQ(ErrnoUnderFilter([] { return static_cast<long>(::personality(READ_IMPLIES_EXEC)); }), EPERM);
   EXPECT_EQ(ErrnoUnderFilter([] { return static_cast<long>(::socket(AF_PACKET, SOCK_RAW, 0)); }), EPERM);
+  // The kernel reads the domain as an int: high bits set in the register still make a packet socket.
+  EXPECT_EQ(ErrnoUnderFilter([] { return ::syscall(SYS_socket, (1L << 32) | AF_PACKET, SOCK_DGRAM, 0); }), EPERM);
   EXPECT_EQ(ErrnoUnderFilter([] { return static_cast<long>(::socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_ICMP)); }),
             EPERM);
 }
