@@ -47,6 +47,31 @@ Status CheckQuota(const std::string& org, const identity::Quota& quota, const st
   return {};
 }
 
+namespace {
+
+thread_local const CallOrigin* t_origin = nullptr;
+
+// Sets the thread's origin for a call's length; calls do not nest, but the previous one is put back all the same.
+class OriginScope {
+ public:
+  explicit OriginScope(const CallContext& ctx)
+      : origin_{ctx.identity.Subject(), std::string(identity::PrincipalKindName(ctx.identity.kind)), ctx.request_id},
+        previous_(t_origin) {
+    t_origin = &origin_;
+  }
+  OriginScope(const OriginScope&) = delete;
+  OriginScope& operator=(const OriginScope&) = delete;
+  ~OriginScope() { t_origin = previous_; }
+
+ private:
+  CallOrigin origin_;
+  const CallOrigin* previous_;
+};
+
+}  // namespace
+
+const CallOrigin* CurrentCallOrigin() { return t_origin; }
+
 Result<SandboxInfo> OrgSandboxes::Create(const SandboxSpec& spec) {
   for (const auto& [key, value] : spec.labels) {
     if (key.starts_with("isb.")) {
@@ -66,6 +91,7 @@ Result<SandboxInfo> OrgSandboxes::Create(const SandboxSpec& spec) {
   SandboxSpec owned = spec;
   owned.labels[kOrgLabel] = ctx_.org;
   owned.labels[kOwnerLabel] = ctx_.surface + ":" + ctx_.identity.Subject();
+  OriginScope origin(ctx_);
   return all_.Create(owned);
 }
 
@@ -109,16 +135,19 @@ Status OrgSandboxes::ExecResize(const std::string& id_or_name, const std::string
 
 Result<SandboxInfo> OrgSandboxes::Stop(const std::string& id_or_name) {
   ISB_ASSIGN_OR_RETURN(std::string id, Own(id_or_name));
+  OriginScope origin(ctx_);
   return all_.Stop(id);
 }
 
 Result<SandboxInfo> OrgSandboxes::Start(const std::string& id_or_name) {
   ISB_ASSIGN_OR_RETURN(std::string id, Own(id_or_name));
+  OriginScope origin(ctx_);
   return all_.Start(id);
 }
 
 Result<SandboxInfo> OrgSandboxes::Extend(const std::string& id_or_name, std::chrono::seconds by) {
   ISB_ASSIGN_OR_RETURN(std::string id, Own(id_or_name));
+  OriginScope origin(ctx_);
   return all_.Extend(id, by);
 }
 
@@ -129,6 +158,7 @@ Result<SandboxInfo> OrgSandboxes::SetEgress(const std::string& id_or_name, const
 
 Status OrgSandboxes::Remove(const std::string& id_or_name) {
   ISB_ASSIGN_OR_RETURN(std::string id, Own(id_or_name));
+  OriginScope origin(ctx_);
   return all_.Remove(id);
 }
 

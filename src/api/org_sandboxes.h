@@ -16,6 +16,15 @@ namespace isb::api {
 Status CheckQuota(const std::string& org, const identity::Quota& quota, const std::vector<SandboxInfo>& existing,
                   const SandboxSpec& spec);
 
+// Who the tool call running on this thread is for, while an OrgSandboxes call is under way (nullptr otherwise:
+// the daemon's own work, such as the reaper), so what it records (the sandbox history) can say who asked.
+struct CallOrigin {
+  std::string actor;       // Identity::Subject()
+  std::string actor_kind;  // PrincipalKindName
+  std::string request_id;
+};
+const CallOrigin* CurrentCallOrigin();
+
 class OrgSandboxes final : public Sandboxes {
  public:
   // REQUIRES: `all` and `ctx` outlive this view (it lives for one call).

@@ -281,6 +281,12 @@ void SandboxManager::Event(const Record& rec, const std::string& event, const st
   e.org = api::OrgOf(rec.spec);  // its isb.org label
   e.event = kind;
   e.actor_kind = "system";
+  // A tool call's: who asked (the reaper's, an OOM's, an adoption's stay the daemon's own).
+  if (const api::CallOrigin* origin = api::CurrentCallOrigin()) {
+    e.actor = origin->actor;
+    e.actor_kind = origin->actor_kind;
+    e.request_id = origin->request_id;
+  }
   e.reason = why.substr(0, 120);
   if (auto r = options_.history->Record(e); !r.ok())
     std::fprintf(stderr, "isb: history: %s %s not recorded: %s\n", id.c_str(), kind.c_str(), r.error().message.c_str());

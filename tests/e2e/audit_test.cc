@@ -206,6 +206,12 @@ TEST_F(AuditTest, LsAndExportShowTheOrgsRowsAndRefuseAViewer) {
   std::vector<std::string> events;
   for (const json& e : history["events"]) events.push_back(e.value("sandbox", "") + " " + e.value("event", ""));
   EXPECT_EQ(events, (std::vector<std::string>{id + " created", id + " removed"}));
+  // Who asked, for both: the fixture's calls here go over the unix socket, as the host; each with its request id.
+  for (const json& e : history["events"]) {
+    EXPECT_EQ(e.value("actor", ""), "superadmin") << e.dump();
+    EXPECT_EQ(e.value("actor_kind", ""), "superadmin") << e.dump();
+    EXPECT_TRUE(e.value("request_id", "").starts_with("e2e-")) << e.dump();
+  }
 
   auto audit = [&](std::vector<std::string> args, const std::vector<std::string>& env = {"ISB_TOKEN", "ISB_URL"}) {
     args.insert(args.begin(), {ISB_BINARY, "audit"});
