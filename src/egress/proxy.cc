@@ -718,13 +718,15 @@ class Proxy::Impl {
   ProxyHooks hooks_;
   ProxyStats stats_;
   std::unique_ptr<Interceptor> interceptor_;  // when hooks_.intercept is set; outlives the connections' frames
+  // What each sandbox holds (by sandbox; an entry goes when it holds nothing). Declared before the loops: a
+  // connection's frame destroyed with its loop gives back what it held.
+  std::mutex held_mu_;
+  std::map<std::string, Held> held_;
   std::vector<std::unique_ptr<asio::io_context>> loops_;  // the event loops; the first also accepts
   tcp::acceptor acceptor_;
   asio::thread_pool pool_;
   std::vector<std::thread> threads_;
   uint16_t port_ = 0;
-  std::mutex held_mu_;
-  std::map<std::string, Held> held_;  // by sandbox; an entry goes when it holds nothing
   std::mutex deny_mu_;
   std::map<std::string, std::chrono::steady_clock::time_point> last_deny_;
 };
