@@ -625,7 +625,12 @@ TEST_F(EscapeTest, ASandboxDiesWithItsKilledIsbRun) {
   for (int i = 0; i < 300 && !sandboxed().empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_TRUE(sandboxed().empty()) << "the sandbox outlived its isb run";
 
-  for (const auto& parent : IsbCgroupParents()) ::rmdir((parent + "/" + cgroup).c_str());
+  // A cgroup is busy until its last task is reaped (init, reparented when isb died, a moment later): try for 5 s.
+  for (const auto& parent : IsbCgroupParents()) {
+    const std::string dir = parent + "/" + cgroup;
+    for (int i = 0; i < 500 && ::rmdir(dir.c_str()) != 0 && errno == EBUSY; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   // Its lease file: new, and locked by nobody now (a lease of a test running beside this one is locked).
   for (const auto& name : names("/run/isb/ids")) {
     if (leases.count(name)) continue;
