@@ -264,9 +264,6 @@ Status AddInvitationAndSessionTools(Registry& reg, identity::IdentityStore& stor
       ToolAnnotations{}, false,
       [&store](const json& in, const CallContext& ctx) -> Result<json> {
         if (ctx.identity.user_id == 0) return Error::Of(Code::kForbidden, "only a user can accept an invitation");
-        if (ctx.identity.OrgScoped())
-          return Error::Of(Code::kForbidden, "a token scoped to org '" + ctx.identity.org_scope +
-                                                 "' may not accept invitations: joining an org is the account's act");
         auto accepted = store.invitations().Accept(in["invitation"].get<std::string>(), ctx.identity.user_id);
         // The invitation is an argument, not the call's credential: a bad one is 403, never the 401 that tells a
         // client to sign in again.
@@ -275,7 +272,7 @@ Status AddInvitationAndSessionTools(Registry& reg, identity::IdentityStore& stor
         ISB_ASSIGN_OR_RETURN(identity::Member m, std::move(accepted));
         return json{{"user", m.user_name}, {"role", identity::RoleName(m.role)}};
       },
-      ToolAccess{.kind = ScopeKind::kDeploy, .org_bound = false}}));
+      ToolAccess{.kind = ScopeKind::kDeploy, .org_bound = false, .account_wide = true}}));
 
   json session = Output({{"id", {{"type", "integer"}}}, {"created_at", {{"type", "integer"}}},
                          {"expires_at", {{"type", "integer"}}}, {"ip", {{"type", "string"}}},
@@ -288,9 +285,6 @@ Status AddInvitationAndSessionTools(Registry& reg, identity::IdentityStore& stor
       [&store](const json&, const CallContext& ctx) -> Result<json> {
         json out = json::array();
         if (ctx.identity.user_id == 0) return json{{"sessions", std::move(out)}};
-        if (ctx.identity.OrgScoped())
-          return Error::Of(Code::kForbidden, "a token scoped to org '" + ctx.identity.org_scope +
-                                                 "' may not list browser sessions, which reach every org");
         ISB_ASSIGN_OR_RETURN(auto sessions, store.sessions().List(ctx.identity.user_id));
         for (const auto& s : sessions) {
           out.push_back({{"id", s.id}, {"created_at", s.created_at}, {"expires_at", s.expires_at}, {"ip", s.ip},
@@ -298,7 +292,7 @@ Status AddInvitationAndSessionTools(Registry& reg, identity::IdentityStore& stor
         }
         return json{{"sessions", std::move(out)}};
       },
-      ToolAccess{.kind = ScopeKind::kRead, .org_bound = false}}));
+      ToolAccess{.kind = ScopeKind::kRead, .org_bound = false, .account_wide = true}}));
 
   return reg.Add(Tool{
       "session_revoke", "Sign a browser session out",
@@ -311,7 +305,7 @@ Status AddInvitationAndSessionTools(Registry& reg, identity::IdentityStore& stor
         ISB_TRY(store.sessions().Revoke(ctx.identity, id));
         return json{{"id", id}, {"revoked", true}};
       },
-      ToolAccess{.kind = ScopeKind::kAdmin, .org_bound = false}});
+      ToolAccess{.kind = ScopeKind::kAdmin, .org_bound = false, .account_wide = true}});
 }
 
 }  // namespace

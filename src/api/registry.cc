@@ -67,6 +67,10 @@ Status Registry::Authorize(const Tool& tool, const CallContext& ctx) const {
   if (access.platform && !who.IsPlatformAdmin()) {
     return Error::Of(Code::kForbidden, tool.name + " needs a platform admin");
   }
+  if (access.account_wide && who.OrgScoped()) {
+    return Error::Of(Code::kForbidden, "a token scoped to org '" + who.org_scope + "' may not call " + tool.name +
+                                           ", which acts beyond that org");
+  }
   identity::Role role = identity::Role::kOwner;  // about the caller itself: only its cap and scopes narrow it
   if (access.org_bound) {
     if (!Reaches(who, ctx.org)) return Error::Of(Code::kNotFound, "no org '" + ctx.org + "'");

@@ -50,6 +50,9 @@ struct ToolAccess {
   identity::ScopeKind kind = identity::ScopeKind::kRead;  // which token scopes cover it
   bool org_bound = true;    // acts in the call's org, so the caller must reach it; false: about the caller itself
   bool platform = false;    // platform admins and superadmins only
+  // Acts on what reaches beyond any one org (the caller's memberships, its browser sessions): never for a
+  // credential scoped to one org.
+  bool account_wide = false;
 };
 
 // Read-only tools: viewers and the read scope; the rest: members and the deploy scope.

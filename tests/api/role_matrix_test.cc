@@ -26,24 +26,29 @@ using identity::Role;
 using identity::ScopeKind;
 
 // Who may call a tool: the least role in the call's org, the scope kind that covers it, whether it acts in the
-// call's org (else it is about the caller itself), and whether only platform admins may call it.
+// call's org (else it is about the caller itself), whether only platform admins may call it, and whether it acts
+// beyond any one org (refused to a credential scoped to one).
 struct Expected {
   Role least;
   ScopeKind kind;
   bool org_bound;
   bool platform;
+  bool account_wide;
 };
 
-constexpr Expected kRead{Role::kViewer, ScopeKind::kRead, true, false};
-constexpr Expected kAct{Role::kMember, ScopeKind::kDeploy, true, false};
-constexpr Expected kManage{Role::kAdmin, ScopeKind::kAdmin, true, false};
-constexpr Expected kOwn{Role::kOwner, ScopeKind::kAdmin, true, false};
-constexpr Expected kSelfRead{Role::kViewer, ScopeKind::kRead, false, false};
+constexpr Expected kRead{Role::kViewer, ScopeKind::kRead, true, false, false};
+constexpr Expected kAct{Role::kMember, ScopeKind::kDeploy, true, false, false};
+constexpr Expected kManage{Role::kAdmin, ScopeKind::kAdmin, true, false, false};
+constexpr Expected kOwn{Role::kOwner, ScopeKind::kAdmin, true, false, false};
+constexpr Expected kSelfRead{Role::kViewer, ScopeKind::kRead, false, false, false};
 // A change about the caller itself: any user may, but not a credential capped at viewer (viewers only read).
-constexpr Expected kSelfDeploy{Role::kMember, ScopeKind::kDeploy, false, false};
-constexpr Expected kSelfAdmin{Role::kMember, ScopeKind::kAdmin, false, false};
-constexpr Expected kPlatformOrg{Role::kOwner, ScopeKind::kAdmin, true, true};     // about the call's org
-constexpr Expected kPlatformAll{Role::kOwner, ScopeKind::kAdmin, false, true};    // about the platform
+constexpr Expected kSelfAdmin{Role::kMember, ScopeKind::kAdmin, false, false, false};
+// About the caller's account beyond any org: its browser sessions, joining another org.
+constexpr Expected kAccountRead{Role::kViewer, ScopeKind::kRead, false, false, true};
+constexpr Expected kAccountDeploy{Role::kMember, ScopeKind::kDeploy, false, false, true};
+constexpr Expected kAccountAdmin{Role::kMember, ScopeKind::kAdmin, false, false, true};
+constexpr Expected kPlatformOrg{Role::kOwner, ScopeKind::kAdmin, true, true, false};     // about the call's org
+constexpr Expected kPlatformAll{Role::kOwner, ScopeKind::kAdmin, false, true, false};    // about the platform
 
 const std::map<std::string, Expected>& Table() {
   static const std::map<std::string, Expected> table = {
@@ -78,11 +83,11 @@ const std::map<std::string, Expected>& Table() {
       {"whoami", kSelfRead},
       {"org_list", kSelfRead},
       {"token_list", kSelfRead},
-      {"session_list", kSelfRead},
-      {"invitation_accept", kSelfDeploy},
+      {"session_list", kAccountRead},
+      {"invitation_accept", kAccountDeploy},
       {"token_create", kSelfAdmin},
       {"token_revoke", kSelfAdmin},
-      {"session_revoke", kSelfAdmin},
+      {"session_revoke", kAccountAdmin},
       // Platform admins only.
       {"org_quota_set", kPlatformOrg},
       {"org_create", kPlatformAll},
@@ -161,6 +166,10 @@ std::vector<Caller> Callers() {
   sa.superadmin = true;
   out.push_back({"superadmin token", sa});
   for (const char* scope : {"read", "deploy", "admin", "tool:sandbox_*"}) out.push_back({std::string("owner token ") + scope, Scoped(scope)});
+  // A token scoped to the org: everything in it, nothing beyond it.
+  Identity org_only = UserIn("scopedorg", kOrg, Role::kOwner, 23);
+  org_only.org_scope = kOrg;
+  out.push_back({"owner token for the org only", org_only});
   // Role caps: on every tool, about the org or the caller itself, and on a platform admin's platform powers.
   for (Role cap : {Role::kViewer, Role::kMember, Role::kAdmin}) {
     Identity owner = UserIn("capped", kOrg, Role::kOwner, 21);
@@ -179,6 +188,8 @@ std::string Predict(const std::string& tool, const Expected& e, const Identity& 
   const bool reaches_all = who.superadmin || who.platform_admin;
   const bool platform_admin = who.superadmin || (who.platform_admin && (!who.role_cap || *who.role_cap == Role::kOwner));
   if (e.platform && !platform_admin) return "forbidden: " + tool + " needs a platform admin";
+  if (e.account_wide && !who.org_scope.empty())
+    return "forbidden: a token scoped to org '" + who.org_scope + "' may not call " + tool + ", which acts beyond that org";
   Role role = Role::kOwner;
   if (e.org_bound) {
     if (reaches_all) {
