@@ -14,6 +14,7 @@
 
 #include "base/ascii.h"
 #include "base/fd.h"
+#include "base/url_text.h"
 
 namespace isb::cli {
 namespace {
@@ -414,11 +415,7 @@ std::string Endpoint::Describe() const {
 
 Result<Endpoint> ParseUrl(std::string_view url) {
   Endpoint ep;
-  // The URL as errors quote it: credentials someone put in it (user:token@) are never echoed.
-  std::string shown(url);
-  if (size_t at = shown.find('@'), scheme = shown.find("://"); at != std::string::npos && scheme != std::string::npos &&
-                                                                  scheme + 3 <= at)
-    shown.replace(scheme + 3, at - scheme - 3, "[redacted]");
+  const std::string shown = WithoutUserInfo(url);
   auto bad = [&](const std::string& why) {
     return Error::Of(Code::kInvalidArgument, "invalid daemon URL '" + shown + "': " + why +
                                                  " (use http://HOST:PORT or unix:/path/to/isb.sock)");

@@ -1,5 +1,6 @@
 #include "egress/http_client.h"
 
+#include "base/url_text.h"
 #include "egress/address.h"
 #include "egress/host_port.h"
 #include "egress/client_response.h"
@@ -7,13 +8,8 @@
 namespace isb::egress {
 namespace {
 
-// Quotes the URL without any user information (user:password@), which is never echoed.
 Error BadUrl(std::string_view url, const std::string& why) {
-  std::string shown(url);
-  if (size_t at = shown.find('@'), scheme = shown.find("://"); at != std::string::npos && scheme != std::string::npos &&
-                                                                  scheme + 3 <= at)
-    shown.replace(scheme + 3, at - scheme - 3, "[redacted]");
-  return Error::Of(Code::kInvalidArgument, "URL '" + Printable(shown) + "' " + why);
+  return Error::Of(Code::kInvalidArgument, "URL '" + Printable(WithoutUserInfo(url)) + "' " + why);
 }
 
 // The Host header's value: the host, bracketed when IPv6, with the port when it is not the scheme's default.
