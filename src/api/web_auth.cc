@@ -3,9 +3,11 @@
 #include "api/web_auth.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "api/json_util.h"
 #include "api/rest.h"
+#include "egress/host_port.h"
 #include "identity/tokens.h"
 
 namespace isb::api {
@@ -31,23 +33,13 @@ bool ChangesState(const Request& req) {
 
 Error Forbidden(std::string message) { return Error::Of(Code::kForbidden, std::move(message)); }
 
-// The name in a Host header: without its port; an IPv6 literal keeps its brackets.
-std::string_view HostName(std::string_view host) {
-  if (host.starts_with('[')) {
-    size_t close = host.find(']');
-    return close == std::string_view::npos ? host : host.substr(0, close + 1);
-  }
-  size_t colon = host.find(':');
-  return colon == std::string_view::npos ? host : host.substr(0, colon);
-}
-
 // The browser rules for a cookie-authenticated request that changes something (and for sign-in itself).
 Status CheckBrowserRequest(const Request& req, const WebAuthOptions& options) {
   std::string host = req.headers.Get("Host");
   if (!options.allowed_hosts.empty()) {
-    const std::string_view name = HostName(host);
+    const std::optional<egress::HostPort> named = egress::SplitHostPort(host);  // without port and brackets
     bool allowed = false;
-    for (const std::string& a : options.allowed_hosts) allowed = allowed || EqualsIgnoreCase(a, name);
+    for (const std::string& a : options.allowed_hosts) allowed = allowed || (named && EqualsIgnoreCase(a, named->host));
     if (!allowed)
       return Forbidden("Host '" + SanitizeUtf8(std::string_view(host).substr(0, 200)) +
                        "' is not this daemon's (a name a tunnel or proxy gives it is allowed with isb serve --allow-host)");

@@ -26,7 +26,7 @@ inline constexpr char kSessionCookie[] = "isb_session";
 struct WebAuthOptions {
   bool secure_cookie = false;  // the daemon listens beyond loopback: the cookie is sent over HTTPS only
   // The host names a browser may send as Host, with any port, compared without case (DNS rebinding defence);
-  // empty: any. IPv6 literals in brackets.
+  // empty: any. IPv6 literals without brackets.
   std::vector<std::string> allowed_hosts;
   // Told of every sign-in, sign-out and setup attempt ("sign_in", "sign_out", "setup"), and of every credential
   // Authenticate refuses ("authenticate": a bad token or session, or a session request that fails the browser

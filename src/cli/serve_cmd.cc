@@ -79,7 +79,7 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--allow-host", opts->allow_hosts,
                   "NAME: a host name browsers may reach the daemon by (a tunnel's or reverse proxy's), besides "
-                  "localhost, 127.0.0.1, [::1] and the listen address; repeatable");
+                  "localhost, 127.0.0.1, ::1 and the listen address (IPv6 without brackets); repeatable");
   cmd->add_option("--audit-retention", *retention,
                   "Prune audit log and history rows older than this (at least 1h), at start and hourly; "
                   "off or 0: never prune")

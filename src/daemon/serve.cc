@@ -192,8 +192,7 @@ int Serve(const ServeOptions& options) {
   web_options.sign_in_failures_per_account = options.sign_in_account_limit;
   web_options.sign_in_failures_per_address = options.sign_in_address_limit;
   // A page on another name that resolves to this host (DNS rebinding) sends its own name as Host: refused.
-  web_options.allowed_hosts = {"localhost", "127.0.0.1", "[::1]",
-                               listen->host.find(':') != std::string::npos ? "[" + listen->host + "]" : listen->host};
+  web_options.allowed_hosts = {"localhost", "127.0.0.1", "::1", listen->host};
   for (const std::string& h : options.allow_hosts) web_options.allowed_hosts.push_back(h);
   web_options.on_event = [log = audit_log->get()](std::string_view action, std::string_view account,
                                                   const api::Request& req, const Status& outcome) {

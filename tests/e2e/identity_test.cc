@@ -255,11 +255,14 @@ TEST_F(IdentityTest, SessionCookiesNeedTheCsrfHeaderAndABadBearerIsNeverRescued)
                     {"Content-Type: application/json", "X-Isb-Csrf: 1", "Host: evil.example:8092"}, "")
                 .http.j["message"],
             rebound);
-  // The names it listens by pass, in any case and with any port.
-  EXPECT_EQ(CurlTcp("POST", "/api/v1/tools/whoami", "{}",
-                    {c, "X-Isb-Csrf: 1", "Content-Type: application/json", "Host: LocalHost:1"}, "")
-                .http.status,
-            200);
+  // The names it listens by pass, in any case and with any port, an IPv6 literal in brackets too.
+  for (const char* name : {"Host: LocalHost:1", "Host: [::1]:8092"}) {
+    EXPECT_EQ(CurlTcp("POST", "/api/v1/tools/whoami", "{}", {c, "X-Isb-Csrf: 1", "Content-Type: application/json", name},
+                      "")
+                  .http.status,
+              200)
+        << name;
+  }
   CurlResult ok = CurlTcp("POST", "/api/v1/tools/whoami", "{}", {c, "X-Isb-Csrf: 1", "Content-Type: application/json"}, "");
   EXPECT_EQ(ok.http.status, 200) << ok.Describe();
   EXPECT_EQ(ok.http.j["result"]["subject"], "session:sam") << ok.Describe();
