@@ -25,7 +25,7 @@ find_package(Boost 1.81 REQUIRED)
 # HTTP/1.1 framing beyond the request head (response heads, bodies), for intercepted connections.
 add_library(isb_http1 STATIC src/egress/http_response.cc src/egress/http_body.cc)
 target_link_libraries(isb_http1 PUBLIC isb_wire)
-foreach(target http_response chunked_body)
+foreach(target http_response response_status chunked_body)
   isb_fuzz_target(${target} LIBS isb_http1)
 endforeach()
 

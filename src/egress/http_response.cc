@@ -103,4 +103,13 @@ ResponseHeadResult ParseResponseHead(std::string_view bytes) {
   }
 }
 
+int PeekResponseStatus(std::string_view first_bytes) {
+  if (first_bytes.size() < kStatusPrefix) return kStatusNeedMore;
+  std::string_view line = first_bytes.substr(0, kStatusPrefix);
+  if (!(line.starts_with("HTTP/1.1 ") || line.starts_with("HTTP/1.0 ")) || line[9] < '1' || line[9] > '9' ||
+      !Digit(line[10]) || !Digit(line[11]))
+    return kNotAStatus;
+  return (line[9] - '0') * 100 + (line[10] - '0') * 10 + (line[11] - '0');
+}
+
 }  // namespace isb::egress

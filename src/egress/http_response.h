@@ -39,4 +39,13 @@ struct ResponseHeadResult {
 // kMaxResponseHead bytes).
 ResponseHeadResult ParseResponseHead(std::string_view bytes);
 
+// The status of the first response on a relayed (not intercepted) plain HTTP connection, read from its first bytes
+// without parsing the rest: whether the origin took an upgrade (101) or a CONNECT (2xx). kStatusNeedMore until
+// kStatusPrefix bytes are in; then the code of a prefix "HTTP/1.0 DDD" or "HTTP/1.1 DDD" (100 to 999), else
+// kNotAStatus. A head ParseResponseHead parses always gives its own status here.
+inline constexpr size_t kStatusPrefix = 12;
+inline constexpr int kStatusNeedMore = 0;
+inline constexpr int kNotAStatus = -1;
+int PeekResponseStatus(std::string_view first_bytes);
+
 }  // namespace isb::egress

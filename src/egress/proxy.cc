@@ -18,6 +18,7 @@
 
 #include "egress/classify.h"
 #include "egress/edge_read.h"
+#include "egress/http_response.h"
 #include "egress/intercept.h"
 
 namespace isb::egress {
@@ -427,8 +428,8 @@ class Proxy::Impl {
   asio::awaitable<void> RelayResponses(tcp::socket& from, tcp::socket& to, RelayEnds& ends) {
     char buf[16384];
     size_t have = 0;
-    // "HTTP/1.1 101 ": the status is known once 12 bytes are in, or once they cannot be a status line.
-    while (have < 12) {
+    // "HTTP/1.1 101 ": the status is known once its prefix is in, or once the bytes cannot be a status line.
+    while (have < kStatusPrefix) {
       auto [ec, n] = co_await ReadSome(from, asio::buffer(buf + have, sizeof buf - have), ends);
       if (ec == asio::error::eof && have == 0) co_return HalfClose(to, ends);
       if (ec) {
@@ -438,11 +439,7 @@ class Proxy::Impl {
       have += n;
     }
     std::string_view line(buf, have);
-    if ((line.starts_with("HTTP/1.1 ") || line.starts_with("HTTP/1.0 ")) && line[9] >= '1' && line[9] <= '9' &&
-        line[10] >= '0' && line[10] <= '9' && line[11] >= '0' && line[11] <= '9')
-      ends.first_status = (line[9] - '0') * 100 + (line[10] - '0') * 10 + (line[11] - '0');
-    else
-      ends.first_status = -1;  // not HTTP: no switch it could confirm
+    ends.first_status = PeekResponseStatus(line);  // kNotAStatus: not HTTP, no switch it could confirm
     stats_.bytes_down += have;
     bool sent = co_await Send(to, line);
     if (!sent) co_return CloseBoth(from, to);

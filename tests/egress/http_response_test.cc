@@ -76,5 +76,31 @@ TEST(ResponseHead, RefusesWhatAClientCouldFrameDifferently) {
   EXPECT_EQ(Refusal(many + "\r\n"), "more than 100 header fields");
 }
 
+TEST(ResponseStatus, IsReadFromTheFirstTwelveBytesOnly) {
+  EXPECT_EQ(PeekResponseStatus(""), kStatusNeedMore);
+  EXPECT_EQ(PeekResponseStatus("HTTP/1.1 10"), kStatusNeedMore);
+  EXPECT_EQ(PeekResponseStatus("HTTP/1.1 101"), 101);
+  EXPECT_EQ(PeekResponseStatus("HTTP/1.1 101 Switching Protocols\r\n"), 101);
+  EXPECT_EQ(PeekResponseStatus("HTTP/1.0 200 OK\r\n"), 200);
+  EXPECT_EQ(PeekResponseStatus("HTTP/1.1 999 x"), 999);
+  // Not a status line: no switch can be confirmed by it.
+  EXPECT_EQ(PeekResponseStatus("HTTP/1.1 010 x"), kNotAStatus);
+  EXPECT_EQ(PeekResponseStatus("HTTP/1.1 1O1 x"), kNotAStatus);
+  EXPECT_EQ(PeekResponseStatus("HTTP/2.0 101 x"), kNotAStatus);
+  EXPECT_EQ(PeekResponseStatus("http/1.1 101 x"), kNotAStatus);
+  EXPECT_EQ(PeekResponseStatus("HTTP/1.1  101 x"), kNotAStatus);
+  EXPECT_EQ(PeekResponseStatus("SSH-2.0-OpenSSH_9.2\r\n"), kNotAStatus);
+  EXPECT_EQ(PeekResponseStatus(std::string_view("HTTP/1.1 1\0\0 x", 14)), kNotAStatus);
+}
+
+TEST(ResponseStatus, AgreesWithTheHeadParser) {
+  for (std::string_view head : {"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n",
+                                "HTTP/1.0 204\r\n\r\n", "HTTP/1.1 599 Odd\r\nContent-Length: 0\r\n\r\n"}) {
+    ResponseHeadResult r = ParseResponseHead(head);
+    ASSERT_EQ(r.kind, ResponseHeadResult::kParsed) << head;
+    EXPECT_EQ(PeekResponseStatus(head), r.head.status) << head;
+  }
+}
+
 }  // namespace
 }  // namespace isb::egress
