@@ -67,8 +67,18 @@ int RunVerify(const VerifyFlags& f) {
     std::fprintf(stderr, "isb audit verify: %s\n", history.error().message.c_str());
     return 125;
   }
-  auto log_result = (*log)->Verify(audit_head);
-  auto history_result = (*history)->Verify(history_head);
+  // Both chains as of one moment: the daemon may prune beside this process, and a walk that saw the rows of
+  // after a prune but the anchor of before it would report a false break.
+  Result<audit::VerifyResult> log_result = Error::Msg("not verified"), history_result = Error::Msg("not verified");
+  Status read = (*db)->Snapshot([&]() -> Status {
+    log_result = (*log)->Verify(audit_head);
+    history_result = (*history)->Verify(history_head);
+    return {};
+  });
+  if (!read.ok()) {
+    std::fprintf(stderr, "isb audit verify: %s\n", read.error().message.c_str());
+    return 125;
+  }
   for (const auto* r : {&log_result, &history_result}) {
     if (!r->ok()) {
       std::fprintf(stderr, "isb audit verify: %s\n", r->error().message.c_str());

@@ -65,6 +65,28 @@ Status Db::Exec(const std::string& sql, const std::vector<Value>& args) {
   return {};
 }
 
+Status Db::Snapshot(const std::function<Status()>& body) {
+  std::lock_guard lock(mu_);
+  if (snapshot_depth_ > 0) return body();
+  // Deferred: the snapshot is taken by the first read in `body`, and kept until the end.
+  if (char* err = nullptr; sqlite3_exec(db_, "BEGIN", nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string msg = err ? err : sqlite3_errmsg(db_);
+    sqlite3_free(err);
+    return Error::Msg("begin a read transaction: " + msg);
+  }
+  ++snapshot_depth_;
+  struct End {
+    Db* db;
+    ~End() {
+      --db->snapshot_depth_;
+      // A read-only transaction commits nothing: this only lets go of the snapshot.
+      if (sqlite3_exec(db->db_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK)
+        sqlite3_exec(db->db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    }
+  } end{this};
+  return body();
+}
+
 int64_t Db::LastInsertId() {
   std::lock_guard lock(mu_);
   return sqlite3_last_insert_rowid(db_);

@@ -4,6 +4,7 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -36,6 +37,14 @@ class Db {
   int64_t LastInsertId();
   int schema_version() const { return version_; }
 
+  // Runs `body` in one read transaction, the connection this thread's for its duration: every Query in `body` sees
+  // the database as of its first read, whatever other connections (other processes) commit meanwhile; in WAL mode
+  // they go on writing. Other threads' calls on this connection wait until it ends, so it is for a process of its
+  // own reading several statements that must agree, such as `isb audit verify` beside a daemon that prunes.
+  // Nested, the inner one joins the outer transaction. `body` reads: a write in it would hold every other writer
+  // off until it ends.
+  Status Snapshot(const std::function<Status()>& body);
+
  private:
   Db() = default;
   Result<std::vector<Row>> QueryLocked(const std::string& sql, const std::vector<Value>& args);
@@ -43,7 +52,8 @@ class Db {
   // error (sqlite3_errmsg says why). The caller resets it after use.
   sqlite3_stmt* Prepare(const std::string& sql, bool* cached);
   sqlite3* db_ = nullptr;
-  std::mutex mu_;
+  std::recursive_mutex mu_;  // recursive: Snapshot's body makes calls of its own
+  int snapshot_depth_ = 0;
   // The daemon runs the same few dozen statements over and over: each is parsed once. Bounded, for callers that
   // build their SQL (a cache full keeps what it has and prepares the rest per call).
   static constexpr size_t kMaxCachedStatements = 256;

@@ -7,6 +7,7 @@
 
 #include "audit/audit_fixture.h"
 #include "audit/verify_report.h"
+#include "store/migrations.h"
 
 namespace isb::audit {
 namespace {
@@ -82,6 +83,48 @@ TEST_F(RetentionTest, OldRowsGoAndBothChainsStillVerify) {
   auto again = PruneChains(*log_, *history_, milliseconds(7500));
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(PruneLine(*again), "");
+}
+
+// `isb audit verify` runs in a process of its own beside the daemon's pruner: in a snapshot, each chain is verified
+// as it was when the snapshot began, however many of its rows another connection prunes meanwhile. Outside one, a
+// walk could take the anchor of before a prune and the rows of after it, and report a break that is not there.
+TEST_F(RetentionTest, AVerifyInASnapshotSeesTheChainsOfOneMoment) {
+  Fill();
+  auto other = store::Db::Open(path_, store::Migrations());
+  ASSERT_TRUE(other.ok()) << other.error().message;
+  auto other_log = AuditLog::Open(**other, DefaultDetailsPolicy(), TestClock());
+  auto other_history = History::Open(**other, TestClock());
+  ASSERT_TRUE(other_log.ok() && other_history.ok());
+  now_ms_ = 10'000;
+  Result<VerifyResult> log_v = Error::Msg("not run"), history_v = Error::Msg("not run");
+  Status read = (*other)->Snapshot([&]() -> Status {
+    auto first = (*other)->Query("SELECT count(*) FROM audit_log");  // the snapshot starts here
+    if (!first.ok()) return first.error();
+    // The "daemon" prunes two rows of each chain on its own connection, and commits.
+    auto pruned = PruneChains(*log_, *history_, milliseconds(7500));
+    if (!pruned.ok()) return pruned.error();
+    if (pruned->audit_log.rows != 2 || pruned->history.rows != 2) return Error::Msg("the prune did not happen");
+    log_v = (*other_log)->Verify();
+    history_v = (*other_history)->Verify();
+    return {};
+  });
+  ASSERT_TRUE(read.ok()) << read.error().message;
+  ASSERT_TRUE(log_v.ok() && history_v.ok());
+  // Every read was of before the prune: all four rows, nothing pruned, and the chain whole.
+  EXPECT_TRUE(log_v->ok);
+  EXPECT_EQ(log_v->rows, 4);
+  EXPECT_EQ(log_v->pruned_through.id, 0);
+  EXPECT_TRUE(history_v->ok);
+  EXPECT_EQ(history_v->rows, 3);
+  EXPECT_EQ(history_v->pruned_through.id, 0);
+  // Once the snapshot has ended, the same connection sees the prune.
+  auto after = (*other_log)->Verify();
+  ASSERT_TRUE(after.ok());
+  EXPECT_TRUE(after->ok);
+  EXPECT_EQ(after->rows, 2);
+  EXPECT_EQ(after->pruned_through.id, 2);
+  other_history->reset();
+  other_log->reset();
 }
 
 TEST_F(RetentionTest, TriggersStillRefuseEditsAfterPruning) {

@@ -114,6 +114,37 @@ TEST_F(DbTest, ReusedStatementsStartClean) {
   }
 }
 
+TEST_F(DbTest, ASnapshotSeesOneStateWhileAnotherConnectionWrites) {
+  auto a = Db::Open(dir_ + "/s.db", {"CREATE TABLE t(x INTEGER)"});
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  auto b = Db::Open(dir_ + "/s.db", {"CREATE TABLE t(x INTEGER)"});
+  ASSERT_TRUE(b.ok()) << b.error().message;
+  ASSERT_TRUE((*a)->Exec("INSERT INTO t VALUES(1), (2)").ok());
+  auto sum = [](Db& db) { return AsInt((*db.Query("SELECT sum(x) FROM t"))[0][0]); };
+  std::vector<int64_t> seen;
+  Status st = (*a)->Snapshot([&]() -> Status {
+    seen.push_back(sum(**a));
+    EXPECT_TRUE((*b)->Exec("INSERT INTO t VALUES(3)").ok());  // another connection commits meanwhile
+    seen.push_back(sum(**a));
+    EXPECT_TRUE((*b)->Exec("DELETE FROM t WHERE x = 1").ok());
+    // Nested: the same snapshot.
+    EXPECT_TRUE((*a)->Snapshot([&]() -> Status {
+                      seen.push_back(sum(**a));
+                      return {};
+                    }).ok());
+    return {};
+  });
+  ASSERT_TRUE(st.ok()) << st.error().message;
+  EXPECT_EQ(seen, (std::vector<int64_t>{3, 3, 3}));
+  EXPECT_EQ(sum(**a), 5);  // 2 and 3: the snapshot has ended
+  // A body's failure is its result, and the transaction still ends.
+  Status failed = (*a)->Snapshot([]() -> Status { return Error::Msg("the body failed"); });
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.error().message, "the body failed");
+  EXPECT_TRUE((*a)->Exec("INSERT INTO t VALUES(4)").ok());
+  EXPECT_EQ(sum(**b), 9);
+}
+
 TEST_F(DbTest, SandboxNamesBecomeUniquePerOrg) {
   const std::vector<std::string>& all = Migrations();
   ASSERT_GE(all.size(), 5u);
