@@ -2,6 +2,7 @@
 #include "engine/launch.h"
 
 #include <signal.h>
+#include <dirent.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -9,23 +10,91 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <optional>
+#include <string_view>
+#include <vector>
 
 #include "base/file.h"
-#include "base/random.h"
 #include "base/unix_address.h"
 #include "engine/contain.h"
 #include "engine/mounts.h"
 #include "engine/namespaces.h"
+#include "engine/spawner.h"
 
 namespace isb::engine {
 namespace {
 
-std::string RandomName() {
-  auto hex = RandomHex(8);
-  return "run-" + (hex.ok() ? *hex : std::to_string(::getpid()));
+// A cgroup made without a name (`isb run`'s) is named for the process that made it and the uid range it leases:
+// run-<pid>-<start time>[-<range>]. A run killed before it could clean up (SIGKILL, the OOM killer) leaves its
+// cgroup directories and its lease file behind; the next run removes those of every run whose maker is gone.
+std::string RunName(const IdLease& lease) {
+  const pid_t self = ::getpid();
+  std::string name = "run-" + std::to_string(self) + "-" + std::to_string(ProcessStartTime(self));
+  if (lease.held()) name += "-" + std::to_string(lease.index());
+  return name;
+}
+
+struct RunMaker {
+  pid_t pid = 0;
+  uint64_t start_time = 0;
+  std::optional<uint32_t> range;
+};
+
+std::optional<uint64_t> Decimal(std::string_view text) {
+  uint64_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || text.empty()) return std::nullopt;
+  return v;
+}
+
+// Who made a run cgroup, from its name; nullopt for any other name (a daemon's sandbox, an older isb's run).
+std::optional<RunMaker> ParseRunName(std::string_view name) {
+  if (!name.starts_with("run-")) return std::nullopt;
+  std::vector<std::string_view> parts;
+  for (size_t at = 4;;) {
+    size_t dash = name.find('-', at);
+    parts.push_back(name.substr(at, dash == std::string_view::npos ? std::string_view::npos : dash - at));
+    if (dash == std::string_view::npos) break;
+    at = dash + 1;
+  }
+  if (parts.size() < 2 || parts.size() > 3) return std::nullopt;
+  auto pid = Decimal(parts[0]);
+  auto start = Decimal(parts[1]);
+  if (!pid || !start || *pid == 0 || *pid > 0x3fffffff || *start == 0) return std::nullopt;
+  RunMaker m{static_cast<pid_t>(*pid), *start, std::nullopt};
+  if (parts.size() == 3) {
+    auto range = Decimal(parts[2]);
+    if (!range || *range > UINT32_MAX) return std::nullopt;
+    m.range = static_cast<uint32_t>(*range);
+  }
+  return m;
+}
+
+// Removes the cgroups (and frees the lease files) of runs whose maker has exited. Only empty ones: their processes
+// die with their run (the parent-death signal), and a cgroup that still holds some is left as it is, never killed
+// (it could be the run of an isb in another pid namespace, which looks dead from here). Best effort: a failure
+// costs only the leftovers.
+void SweepDeadRuns(const CgroupLayout& layout) {
+  const std::string parent = (layout.v2 ? layout.v2_root : layout.memory) + "/isb";
+  std::vector<std::string> names;
+  if (DIR* d = ::opendir(parent.c_str())) {
+    while (dirent* e = ::readdir(d))
+      if (e->d_type == DT_DIR && std::string_view(e->d_name).starts_with("run-")) names.push_back(e->d_name);
+    ::closedir(d);
+  }
+  for (const std::string& name : names) {
+    std::optional<RunMaker> maker = ParseRunName(name);
+    if (!maker || ProcessStartTime(maker->pid) == maker->start_time) continue;  // not a run's, or its maker lives
+    Cgroup cg = Cgroup::Adopt(layout, name);
+    bool gone = true;
+    for (const std::string& dir : cg.dirs())
+      if (::rmdir(dir.c_str()) != 0 && errno != ENOENT) gone = false;
+    cg.Release();
+    if (gone && maker->range) (void)IdAllocator::ForHost().Reclaim(*maker->range);
+  }
 }
 
 Error SetupFailure(const ChildFailure& f, const RootfsPlan& rootfs) {
@@ -147,7 +216,8 @@ Result<Launched> Launch(const SandboxConfig& config, const LaunchOptions& option
     const gid_t root_gid = HostIdOf(base, config.idmap, IdMapKind::kGid, 0);
     ISB_TRY(PrepareWritableDir(config.writable_dir, base, root_uid, root_gid, !config.image.empty()));
   }
-  ISB_ASSIGN_OR_RETURN(l.cgroup_, Cgroup::Create(*layout, options.cgroup_name.empty() ? RandomName() : options.cgroup_name, config.limits));
+  const bool run = options.cgroup_name.empty();
+  ISB_ASSIGN_OR_RETURN(l.cgroup_, Cgroup::Create(*layout, run ? RunName(l.lease_) : options.cgroup_name, config.limits));
 
   Fd control;
   if (plan.service) {
@@ -190,6 +260,8 @@ Result<Launched> Launch(const SandboxConfig& config, const LaunchOptions& option
   ISB_TRY(l.cgroup_.AddProcess(pid));
   if (::write(sync.write.get(), "g", 1) != 1) return Error::Sys("start the sandbox");
   sync.write.Reset();
+  // While the sandbox sets itself up: what earlier runs killed outright left.
+  if (run) SweepDeadRuns(*layout);
 
   if (!options.wait_for_setup) {
     l.report_read = std::move(errors.read);

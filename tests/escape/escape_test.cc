@@ -595,16 +595,8 @@ TEST_F(EscapeTest, InitCommandLineRevealsNothingOfTheHost) {
 // `isb run` killed outright (a CI timeout, the OOM killer): its sandbox dies with it. The switch to the sandbox's
 // ids clears the parent-death signal, so init sets it again afterwards; without that the command ran on, outside
 // any isb, its uid range free for the next sandbox. What the killed isb could not clean up (its cgroup directories,
-// its lease file) the test removes.
+// its lease file) the next `isb run` removes: the cgroup is named for the run that made it, which is gone.
 TEST_F(EscapeTest, ASandboxDiesWithItsKilledIsbRun) {
-  auto names = [](const std::string& dir) {
-    std::set<std::string> out;
-    std::error_code ec;
-    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) out.insert(it->path().filename());
-    return out;
-  };
-  const std::set<std::string> leases = names("/run/isb/ids");
-
   const std::string tag = "echo " + marker() + "-killed";
   IsbProcess* isb = Start({}, {"sh", "-c", "sleep 30; " + tag});
   auto sandboxed = [&] {
@@ -615,30 +607,34 @@ TEST_F(EscapeTest, ASandboxDiesWithItsKilledIsbRun) {
   };
   for (int i = 0; i < 500 && sandboxed().empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   ASSERT_FALSE(sandboxed().empty()) << "the sandbox's command never started";
-  // Its cgroup's name, from a line such as "4:pids:/isb/run-0123456789abcdef".
+  // Its cgroup's name, from a line such as "4:pids:/isb/run-4242-123456-17": the maker's pid and start time, and
+  // the uid range it leased.
   std::string own = ReadHostFile("/proc/" + std::to_string(sandboxed()[0]) + "/cgroup");
   size_t at = own.find("/run-");
   ASSERT_NE(at, std::string::npos) << own;
   const std::string cgroup = own.substr(at + 1, own.find('\n', at) - at - 1);
+  const std::string prefix = "run-" + std::to_string(isb->pid()) + "-";
+  ASSERT_EQ(cgroup.substr(0, prefix.size()), prefix) << cgroup;
+  const std::string lease = "/run/isb/ids/" + cgroup.substr(cgroup.rfind('-') + 1);
+  ASSERT_TRUE(fs::exists(lease)) << lease;
   ASSERT_EQ(::kill(isb->pid(), SIGKILL), 0);
   isb->Wait(std::chrono::seconds(5));
   for (int i = 0; i < 300 && !sandboxed().empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_TRUE(sandboxed().empty()) << "the sandbox outlived its isb run";
+  // Left behind: the cgroup (in every hierarchy) and the lease file. Its last task, init, is reaped a moment after
+  // it died (reparented when isb did); until then the cgroup cannot go.
+  std::vector<std::string> dirs;
+  for (const auto& parent : IsbCgroupParents())
+    if (fs::exists(parent + "/" + cgroup)) dirs.push_back(parent + "/" + cgroup);
+  ASSERT_FALSE(dirs.empty()) << cgroup;
+  EXPECT_TRUE(fs::exists(lease)) << lease;
+  for (int i = 0; i < 500 && !ReadHostFile(dirs[0] + "/cgroup.procs").empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
 
-  // A cgroup is busy until its last task is reaped (init, reparented when isb died, a moment later): try for 5 s.
-  for (const auto& parent : IsbCgroupParents()) {
-    const std::string dir = parent + "/" + cgroup;
-    for (int i = 0; i < 500 && ::rmdir(dir.c_str()) != 0 && errno == EBUSY; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  // Its lease file: new, and locked by nobody now (a lease of a test running beside this one is locked).
-  for (const auto& name : names("/run/isb/ids")) {
-    if (leases.count(name)) continue;
-    const std::string path = "/run/isb/ids/" + name;
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) == 0) ::unlink(path.c_str());
-    if (fd >= 0) ::close(fd);
-  }
+  IsbOutcome next = Run({}, {"true"});
+  EXPECT_EQ(next.exit_status, 0) << next.Describe();
+  for (const auto& dir : dirs) EXPECT_FALSE(fs::exists(dir)) << dir << " outlived the next isb run";
+  EXPECT_FALSE(fs::exists(lease)) << lease << " outlived the next isb run";
 }
 
 }  // namespace
