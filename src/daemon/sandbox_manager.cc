@@ -97,13 +97,16 @@ class AsSandboxUser {
   }
 };
 
-// Opens `path` inside the root of process `pid`: symlinks and ".." resolve within that root, never on the host.
+// Opens `path` inside the root of the process that is pid `pid` since `start_time` (the sandbox's init): symlinks
+// and ".." resolve within that root, never on the host; a pid taken meanwhile by another process is never used.
 // The open itself is done as host uid/gid `uid`/`gid`.
-Result<Fd> OpenInRoot(pid_t pid, const std::string& path, int flags, mode_t mode, uid_t uid, gid_t gid) {
+Result<Fd> OpenInRoot(pid_t pid, uint64_t start_time, const std::string& path, int flags, mode_t mode, uid_t uid,
+                      gid_t gid) {
   if (path.empty() || path[0] != '/') return Invalid("path: must be absolute");
   if (path.find('\0') != std::string::npos) return Invalid("path: must not contain NUL");
   if (RefusedPath(path)) return Error::Of(Code::kForbidden, "path: " + path + " is refused (/proc, /sys, /dev and isb's own paths)");
-  Fd root(::open(("/proc/" + std::to_string(pid) + "/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  Fd proc = engine::OpenProcessDir(pid, start_time);
+  Fd root(proc.valid() ? ::openat(proc.get(), "root", O_PATH | O_DIRECTORY | O_CLOEXEC) : -1);
   if (!root.valid()) return Error::Of(Code::kConflict, "the sandbox is not running");
   open_how how{};
   how.flags = static_cast<uint64_t>(flags | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
@@ -412,14 +415,10 @@ Status SandboxManager::Halt(Record& rec, const std::string& event, const std::st
 
 Status SandboxManager::Kill(Record& rec, bool* oom, bool unmount_layer) {
   ports_.Unpublish(rec.id);
-  if (rec.pid > 0 && engine::ProcessStartTime(rec.pid) == rec.start_time) {
-    int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, rec.pid, 0));
-    if (pidfd >= 0) {
-      ::syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0);
-      pollfd p{pidfd, POLLIN, 0};
-      ::poll(&p, 1, 10'000);  // killing pid 1 takes the whole pid namespace with it
-      ::close(pidfd);
-    }
+  if (Fd pidfd = engine::OpenProcess(rec.pid, rec.start_time); pidfd.valid()) {
+    ::syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0);
+    pollfd p{pidfd.get(), POLLIN, 0};
+    ::poll(&p, 1, 10'000);  // killing pid 1 takes the whole pid namespace with it
   }
   engine::Cgroup cg = engine::Cgroup::Adopt(layout_, rec.id);
   if (auto st = cg.ReadStats(); st.ok()) *oom = st->oom_kills > 0;
@@ -869,7 +868,7 @@ Result<api::FileData> SandboxManager::ReadFile(const std::string& id_or_name, co
   ISB_ASSIGN_OR_RETURN(Record rec, Load(id_or_name));
   if (!Alive(rec)) return Error::Of(Code::kConflict, "sandbox '" + rec.id + "' is not running");
   auto [uid, gid] = HostUser(rec.spec, rec.uid_base);
-  ISB_ASSIGN_OR_RETURN(Fd fd, OpenInRoot(rec.pid, path, O_RDONLY, 0, uid, gid));
+  ISB_ASSIGN_OR_RETURN(Fd fd, OpenInRoot(rec.pid, rec.start_time, path, O_RDONLY, 0, uid, gid));
   struct stat st{};
   ::fstat(fd.get(), &st);
   if (static_cast<uint64_t>(st.st_size) > kMaxRead)
@@ -905,7 +904,7 @@ Status SandboxManager::WriteFile(const std::string& id_or_name, const std::strin
   auto [uid, gid] = HostUser(rec.spec, rec.uid_base);
   // Emptied only once the mode is set: a mode the user may not give (a file it can write but does not own) is
   // refused with the file as it was.
-  ISB_ASSIGN_OR_RETURN(Fd fd, OpenInRoot(rec.pid, path, O_WRONLY | O_CREAT, data.mode, uid, gid));
+  ISB_ASSIGN_OR_RETURN(Fd fd, OpenInRoot(rec.pid, rec.start_time, path, O_WRONLY | O_CREAT, data.mode, uid, gid));
   struct stat st{};
   if (::fstat(fd.get(), &st) != 0) return Error::Sys("stat " + path);
   if ((st.st_mode & 07777) != data.mode) {

@@ -1,14 +1,17 @@
 // The spawner process and its request protocol (one JSON message each way over a SOCK_SEQPACKET pair).
 #include "engine/spawner.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 
 #include <nlohmann/json.hpp>
@@ -161,13 +164,14 @@ Result<SpawnedSandbox> Spawner::Spawn(const SandboxConfig& config, const std::st
   return s;
 }
 
-uint64_t ProcessStartTime(pid_t pid) {
-  auto stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
-  if (!stat.ok()) return 0;
+namespace {
+
+// Field 22 of a /proc/PID/stat text; 0 for a zombie or a text that is not one.
+uint64_t StartTimeOf(const std::string& stat) {
   // The command name (field 2) may hold spaces and parentheses: count fields after the last ')'.
-  size_t p = stat->rfind(')');
-  if (p == std::string::npos) return 0;
-  std::string rest = stat->substr(p + 2);
+  size_t p = stat.rfind(')');
+  if (p == std::string::npos || p + 2 > stat.size()) return 0;
+  std::string rest = stat.substr(p + 2);
   if (rest.empty() || rest[0] == 'Z' || rest[0] == 'X') return 0;  // exited, not yet reaped: not alive
   size_t field = 3, pos = 0;
   while (field < 22 && pos != std::string::npos) {
@@ -177,6 +181,37 @@ uint64_t ProcessStartTime(pid_t pid) {
   }
   if (pos == std::string::npos) return 0;
   return std::strtoull(rest.c_str() + pos, nullptr, 10);
+}
+
+// The start time of the process whose /proc directory `dir` is.
+uint64_t StartTimeAt(int dir) {
+  Fd stat(::openat(dir, "stat", O_RDONLY | O_CLOEXEC));
+  if (!stat.valid()) return 0;
+  char buf[1024];
+  ssize_t n = ::read(stat.get(), buf, sizeof buf - 1);
+  if (n <= 0) return 0;
+  return StartTimeOf(std::string(buf, static_cast<size_t>(n)));
+}
+
+}  // namespace
+
+uint64_t ProcessStartTime(pid_t pid) {
+  auto stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  return stat.ok() ? StartTimeOf(*stat) : 0;
+}
+
+Fd OpenProcess(pid_t pid, uint64_t start_time) {
+  if (pid <= 0 || start_time == 0) return Fd();
+  Fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  if (!pidfd.valid() || ProcessStartTime(pid) != start_time) return Fd();
+  return pidfd;
+}
+
+Fd OpenProcessDir(pid_t pid, uint64_t start_time) {
+  if (pid <= 0 || start_time == 0) return Fd();
+  Fd dir(::open(("/proc/" + std::to_string(pid)).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!dir.valid() || StartTimeAt(dir.get()) != start_time) return Fd();
+  return dir;
 }
 
 std::string ConfigToJson(const SandboxConfig& c) {

@@ -47,6 +47,14 @@ class Spawner {
 // exited (a zombie).
 uint64_t ProcessStartTime(pid_t pid);
 
+// Handles on the process `pid` only while it is the one that started at `start_time`, else an invalid Fd. Each is
+// opened first and checked after, so a pid freed and taken by another process meanwhile is never what it refers to.
+// A pidfd (signals reach that process or no one):
+Fd OpenProcess(pid_t pid, uint64_t start_time);
+// Its /proc directory (O_PATH): what is opened under it ("root", "ns/net") is that process's, or fails with ESRCH
+// once it has exited.
+Fd OpenProcessDir(pid_t pid, uint64_t start_time);
+
 std::string ConfigToJson(const SandboxConfig& c);
 Result<SandboxConfig> ConfigFromJson(const std::string& text);
 

@@ -3,7 +3,9 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -74,6 +76,43 @@ class ServiceTest : public ::testing::Test {
   Spawner spawner_;
   SpawnedSandbox sb_;
 };
+
+// The daemon signals a sandbox's init, and opens files under its root, by pid: only while that pid is still the
+// process that started at the recorded time. A handle opened before the check refers to that process alone, so a
+// pid freed and taken by another process in between is never used.
+TEST(ProcessHandleTest, OnlyTheProcessThatStartedAtTheRecordedTime) {
+  const pid_t self = ::getpid();
+  const uint64_t started = ProcessStartTime(self);
+  ASSERT_GT(started, 0u);
+  EXPECT_TRUE(OpenProcess(self, started).valid());
+  EXPECT_FALSE(OpenProcess(self, started + 1).valid());
+  EXPECT_FALSE(OpenProcess(self, 0).valid());
+  EXPECT_FALSE(OpenProcessDir(self, started + 1).valid());
+  Fd own = OpenProcessDir(self, started);
+  ASSERT_TRUE(own.valid());
+  EXPECT_TRUE(Fd(::openat(own.get(), "root", O_PATH | O_DIRECTORY | O_CLOEXEC)).valid());
+
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  uint64_t child_started = 0;
+  for (int i = 0; i < 100 && (child_started = ProcessStartTime(child)) == 0; ++i) ::usleep(1000);
+  ASSERT_GT(child_started, 0u);
+  Fd dir = OpenProcessDir(child, child_started);
+  ASSERT_TRUE(dir.valid());
+  ASSERT_EQ(::kill(child, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  // Gone (and its pid free for anyone): no new handle, and the old directory opens nothing of whoever comes next.
+  EXPECT_FALSE(OpenProcess(child, child_started).valid());
+  EXPECT_FALSE(OpenProcessDir(child, child_started).valid());
+  errno = 0;
+  EXPECT_FALSE(Fd(::openat(dir.get(), "root", O_PATH | O_DIRECTORY | O_CLOEXEC)).valid());
+  EXPECT_EQ(errno, ESRCH);
+}
 
 TEST_F(ServiceTest, ExecRunsInTheSandbox) {
   auto r = Exec({"sh", "-c", "hostname; cat; echo e >&2; exit 4"}, "from stdin\n");
