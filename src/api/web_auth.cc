@@ -170,7 +170,7 @@ Response WebAuth::SignIn(const Request& req) {
   }
   Result<identity::Principal> who = Error::Of(Code::kUnavailable, "sign-in is busy; try again");
   {
-    PasswordCheckSlot slot(password_checks_);
+    PasswordCheckSlot slot(password_checks_, options_.password_check_wait);
     if (slot.held()) who = store_.users().SignIn(*user, *password);
   }
   Report("sign_in", *user, req, who.ok() ? Status() : Status(who.error()));
@@ -213,7 +213,7 @@ Response WebAuth::SetUp(const Request& req) {
   }
   Result<int64_t> id = Error::Of(Code::kUnavailable, "sign-in is busy; try again");
   {
-    PasswordCheckSlot slot(password_checks_);
+    PasswordCheckSlot slot(password_checks_, options_.password_check_wait);
     if (slot.held()) id = store_.setup().CreateFirstAdmin(*token, *user, *password);
   }
   Report("setup", *user, req, id.ok() ? Status() : Status(id.error()));

@@ -23,6 +23,11 @@ namespace isb::api {
 
 inline constexpr char kSessionCookie[] = "isb_session";
 
+// At most this many password checks (argon2id, 64 MiB each) run at once; a sign-in past them waits its turn for
+// at most kPasswordCheckWait, then gets 503. A burst of sign-ins cannot take the host's memory.
+inline constexpr int kMaxPasswordChecks = 4;
+inline constexpr std::chrono::seconds kPasswordCheckWait{10};
+
 struct WebAuthOptions {
   bool secure_cookie = false;  // the daemon listens beyond loopback: the cookie is sent over HTTPS only
   // The host names a browser may send as Host, with any port, compared without case (DNS rebinding defence);
@@ -38,18 +43,15 @@ struct WebAuthOptions {
   // (`isb serve --sign-in-account-limit`, `--sign-in-address-limit`).
   int sign_in_failures_per_account = 5;
   int sign_in_failures_per_address = 20;
+  // How long a sign-in or setup waits for one of the kMaxPasswordChecks slots before its 503.
+  std::chrono::milliseconds password_check_wait = kPasswordCheckWait;
 };
 
-// At most this many password checks (argon2id, 64 MiB each) run at once; a sign-in past them waits its turn for
-// at most kPasswordCheckWait, then gets 503. A burst of sign-ins cannot take the host's memory.
-inline constexpr int kMaxPasswordChecks = 4;
-inline constexpr std::chrono::seconds kPasswordCheckWait{10};
-
-// One of the kMaxPasswordChecks slots, held for its scope when held() (it waited at most kPasswordCheckWait).
+// One of the kMaxPasswordChecks slots, held for its scope when held() (it waited at most `wait` for it).
 class PasswordCheckSlot {
  public:
-  explicit PasswordCheckSlot(std::counting_semaphore<>& slots)
-      : slots_(slots), held_(slots.try_acquire_for(kPasswordCheckWait)) {}
+  PasswordCheckSlot(std::counting_semaphore<>& slots, std::chrono::milliseconds wait)
+      : slots_(slots), held_(slots.try_acquire_for(wait)) {}
   PasswordCheckSlot(const PasswordCheckSlot&) = delete;
   PasswordCheckSlot& operator=(const PasswordCheckSlot&) = delete;
   ~PasswordCheckSlot() {

@@ -1,0 +1,81 @@
+// The sign-in route's bound on password checks: at most kMaxPasswordChecks argon2id checks (64 MiB each) run at
+// once; a sign-in past them waits for a slot, and gets 503 when none frees up in time.
+#include "api/web_auth.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <barrier>
+#include <thread>
+#include <vector>
+
+#include "identity/identity_fixture.h"
+
+namespace isb::api {
+namespace {
+
+class WebAuthTest : public identity::IdentityTest {
+ protected:
+  // `n` sign-ins of alice at once; the status of each.
+  std::vector<int> SignInAtOnce(WebAuth& auth, int n) {
+    Request req;
+    req.method = "POST";
+    req.target = "/api/v1/auth/signin";
+    req.headers.Set("Host", "localhost:8092");
+    req.headers.Set("X-Isb-Csrf", "1");
+    req.headers.Set("Content-Type", "application/json");
+    req.body = std::string(R"({"user":"alice","password":")") + identity::kPassword + "\"}";
+    req.remote_address = "127.0.0.1";
+    std::vector<int> statuses(static_cast<size_t>(n));
+    std::barrier start(n);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < n; ++i) {
+      threads.emplace_back([&, i] {
+        start.arrive_and_wait();
+        Response r = auth.Handle(req);
+        statuses[static_cast<size_t>(i)] = r.status;
+        if (r.status == 503) {
+          EXPECT_NE(r.body.find("sign-in is busy; try again"), std::string::npos) << r.body;
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    return statuses;
+  }
+
+  WebAuthOptions Options(std::chrono::milliseconds wait) {
+    WebAuthOptions o;
+    o.sign_in_failures_per_account = 1000;  // the limiter is not what this is about
+    o.sign_in_failures_per_address = 1000;
+    o.password_check_wait = wait;
+    return o;
+  }
+};
+
+TEST_F(WebAuthTest, SignInsPastTheConcurrentPasswordChecksWaitThenGet503) {
+  ASSERT_TRUE(id_->users().Create("alice", identity::kPassword).ok());
+  constexpr int kAtOnce = 3 * kMaxPasswordChecks;
+  {
+    // Not waiting: every sign-in that finds the slots taken is refused at once. One that arrives after a check
+    // has ended may still get a slot, so the refused are counted, not fixed.
+    WebAuth auth(*id_, Options(std::chrono::milliseconds(0)));
+    std::vector<int> statuses = SignInAtOnce(auth, kAtOnce);
+    int ok = 0, busy = 0;
+    for (int s : statuses) {
+      if (s == 200) ++ok;
+      if (s == 503) ++busy;
+    }
+    EXPECT_GE(ok, 1);
+    EXPECT_GE(busy, 1) << "no sign-in was refused: nothing bounds the password checks";
+    EXPECT_EQ(ok + busy, kAtOnce);
+  }
+  {
+    // Waiting (the daemon waits 10 s): each takes its turn, and all are signed in.
+    WebAuth auth(*id_, Options(kPasswordCheckWait));
+    std::vector<int> statuses = SignInAtOnce(auth, kAtOnce);
+    EXPECT_EQ(statuses, std::vector<int>(kAtOnce, 200));
+  }
+}
+
+}  // namespace
+}  // namespace isb::api
