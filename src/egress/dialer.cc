@@ -3,6 +3,8 @@
 
 #include <fcntl.h>
 #include <ifaddrs.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -10,6 +12,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 
 #include "egress/host_port.h"
 
@@ -133,6 +136,42 @@ Result<std::vector<IpAddress>> HostAddresses() {
   return out;
 }
 
+HostAddressWatch::HostAddressWatch(LocalAddresses read) : read_(std::move(read)) {
+  Fd sock(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_ROUTE));
+  sockaddr_nl addr{};
+  addr.nl_family = AF_NETLINK;
+  addr.nl_groups = RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR;
+  if (sock.valid() && ::bind(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) sock_ = std::move(sock);
+}
+
+bool HostAddressWatch::Changed() {
+  if (!sock_.valid()) return true;
+  bool changed = false;
+  char buf[8192];
+  for (;;) {
+    ssize_t n = ::recv(sock_.get(), buf, sizeof buf, MSG_DONTWAIT);
+    if (n > 0) {
+      changed = true;  // any message on these groups is an address added or removed
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return changed;
+    return true;  // ENOBUFS (announcements were dropped) or anything else: cannot tell, so read again
+  }
+}
+
+Result<std::vector<IpAddress>> HostAddressWatch::Get() {
+  std::lock_guard lock(mu_);
+  // Drained before reading: an announcement that comes after the drain is there for the next call.
+  if (Changed() || !have_) {
+    have_ = false;  // a failed read leaves nothing to trust: the next call reads again
+    ++reads_;
+    ISB_ASSIGN_OR_RETURN(cached_, read_());
+    have_ = sock_.valid();
+  }
+  return cached_;
+}
+
 namespace {
 
 // An IPv4-mapped IPv6 address reaches the IPv4 address inside it.
@@ -159,6 +198,10 @@ Status Dialer::CheckNotLocal(std::string_view name, const std::vector<IpAddress>
 
 Result<Dialer> Dialer::Create(DialerOptions options) {
   std::vector<Pin> pins = std::move(options.pins);
+  if (!options.local_addresses) {
+    auto watch = std::make_shared<HostAddressWatch>();
+    options.local_addresses = [watch] { return watch->Get(); };
+  }
   Dialer d(std::move(options));
   for (Pin& pin : pins) {
     std::string name = pin.name;

@@ -1,9 +1,11 @@
 // The SSRF-safe dialer: every outbound connection of the daemon resolves, checks and connects through it.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -35,17 +37,42 @@ Result<std::vector<IpAddress>> ResolveSystem(const std::string& name);
 // Errors: kTimeout, or kUnavailable with errno (ECONNREFUSED, ENETUNREACH, ...).
 Result<Fd> ConnectTcp(const Endpoint& to, std::chrono::milliseconds timeout);
 
-// The addresses this host holds on any interface of the daemon's network namespace (getifaddrs(3)), read afresh
-// on every call so an address added later counts. A connection from the daemon to one of them lands on the host's
-// own services, whatever kind of address it is.
+// The addresses this host holds on any interface of the calling thread's network namespace (getifaddrs(3)), read
+// now. A connection from the daemon to one of them lands on the host's own services, whatever kind of address it is.
 using LocalAddresses = std::function<Result<std::vector<IpAddress>>()>;
 Result<std::vector<IpAddress>> HostAddresses();
+
+// HostAddresses, read again only once the kernel has announced an address change since the last read: a
+// getifaddrs costs tens of microseconds and grows with the interfaces on the host (one per sandbox with a network),
+// and a dialer asks at every dial. The announcements (rtnetlink's address groups, on a socket in the network
+// namespace of the thread that makes the watch) are queued before the change is visible to anyone, so an address
+// added before a dial is always among those checked. Without the socket (or when announcements were lost) it reads
+// every time. Thread-safe.
+class HostAddressWatch {
+ public:
+  explicit HostAddressWatch(LocalAddresses read = HostAddresses);
+  Result<std::vector<IpAddress>> Get();
+  // How many times it has read the addresses (tests).
+  uint64_t reads() const { return reads_; }
+
+ private:
+  // Whether any announcement arrived since the last call (or the socket cannot say).
+  bool Changed();
+
+  LocalAddresses read_;
+  std::mutex mu_;
+  Fd sock_;
+  bool have_ = false;
+  std::vector<IpAddress> cached_;
+  std::atomic<uint64_t> reads_{0};
+};
 
 struct DialerOptions {
   std::vector<Pin> pins;
   Resolver resolver = ResolveSystem;   // tests inject their own
   Connector connector = ConnectTcp;    // tests inject their own
-  LocalAddresses local_addresses = HostAddresses;  // tests inject their own
+  // Unset: the host's, through a HostAddressWatch made with the dialer (in the network namespace of its thread).
+  LocalAddresses local_addresses{};  // tests inject their own
   std::chrono::milliseconds connect_timeout{10000};
 };
 

@@ -2,16 +2,25 @@
 // test's own, reached through pins.
 #include "egress/dialer.h"
 
+#include <arpa/inet.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include "must_work.h"
 
 namespace isb::egress {
 namespace {
@@ -157,6 +166,45 @@ TEST(DialerTest, HostAddressesListsLoopback) {
   auto local = HostAddresses();
   ASSERT_TRUE(local.ok()) << local.error().message;
   EXPECT_NE(std::find(local->begin(), local->end(), Ip("127.0.0.1")), local->end());
+}
+
+// The dialer's view of the host's addresses is read again only after the kernel announced a change, and an address
+// added or removed is seen by the very next check. In a network namespace of the test's own: an address added to
+// its loopback (an alias, as `ip addr add` would) and taken away again.
+TEST(DialerTest, TheHostAddressWatchReadsAgainOnlyAfterAChange) {
+  ISB_REQUIRE_ROOT();
+  std::thread([] {
+    ASSERT_EQ(::unshare(CLONE_NEWNET), 0) << std::strerror(errno);
+    HostAddressWatch watch;
+    auto has = [&](const char* ip) {
+      auto local = watch.Get();
+      EXPECT_TRUE(local.ok()) << local.error().message;
+      return local.ok() && std::find(local->begin(), local->end(), Ip(ip)) != local->end();
+    };
+    EXPECT_FALSE(has("203.0.113.9"));
+    EXPECT_FALSE(has("203.0.113.9"));
+    EXPECT_EQ(watch.reads(), 1u) << "read again without a change";
+
+    Fd s(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    ASSERT_TRUE(s.valid());
+    ifreq req{};
+    std::strncpy(req.ifr_name, "lo:1", IFNAMSIZ - 1);
+    auto* sin = reinterpret_cast<sockaddr_in*>(&req.ifr_addr);
+    sin->sin_family = AF_INET;
+    ASSERT_EQ(::inet_pton(AF_INET, "203.0.113.9", &sin->sin_addr), 1);
+    ASSERT_EQ(::ioctl(s.get(), SIOCSIFADDR, &req), 0) << std::strerror(errno);
+    EXPECT_TRUE(has("203.0.113.9")) << "an address added before the check was not seen";
+    EXPECT_EQ(watch.reads(), 2u);
+    EXPECT_TRUE(has("203.0.113.9"));
+    EXPECT_EQ(watch.reads(), 2u);
+
+    // Taking the alias down removes its address.
+    ASSERT_EQ(::ioctl(s.get(), SIOCGIFFLAGS, &req), 0) << std::strerror(errno);
+    req.ifr_flags = static_cast<short>(req.ifr_flags & ~IFF_UP);
+    ASSERT_EQ(::ioctl(s.get(), SIOCSIFFLAGS, &req), 0) << std::strerror(errno);
+    EXPECT_FALSE(has("203.0.113.9")) << "an address removed before the check was still listed";
+    EXPECT_EQ(watch.reads(), 3u);
+  }).join();
 }
 
 TEST(DialerTest, ConnectsOnlyToCheckedAddressesInOrder) {
