@@ -1,4 +1,4 @@
-// JSON parsing with a depth limit, UTF-8 validation and base64, all total functions over untrusted bytes.
+// JSON parsing with depth and size limits, UTF-8 validation and base64, all total functions over untrusted bytes.
 #include "api/json_util.h"
 
 #include <array>
@@ -24,9 +24,12 @@ size_t SeqLen(std::string_view s, size_t i) {
   return n;
 }
 
-// Rejects nesting deeper than max_depth with a scan that tracks strings, so the parser never recurses too far.
+// Rejects nesting deeper than max_depth, and more than kMaxJsonValues values, with a scan that tracks strings: the
+// parser never recurses too far, and a body of 8 MiB cannot become millions of values (an empty array costs the
+// parser tens of bytes for every two bytes of input).
 Status CheckDepth(std::string_view text, int max_depth) {
   int depth = 0;
+  size_t values = 0;
   bool in_string = false;
   for (size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
@@ -34,6 +37,10 @@ Status CheckDepth(std::string_view text, int max_depth) {
       if (c == '\\') ++i;
       else if (c == '"') in_string = false;
       continue;
+    }
+    if ((c == '[' || c == '{' || c == ',') && ++values > kMaxJsonValues) {
+      return Error::Of(Code::kInvalidArgument,
+                       "JSON has more than " + std::to_string(kMaxJsonValues) + " values (at byte " + std::to_string(i) + ")");
     }
     if (c == '"') in_string = true;
     else if (c == '[' || c == '{') {

@@ -17,7 +17,12 @@ using json = nlohmann::json;
 // Nesting deeper than this is refused before parsing, so no recursive walk over input can exhaust the stack.
 inline constexpr int kMaxJsonDepth = 64;
 
-// Parses untrusted text. Errors (Code::kInvalidArgument) say where the text stopped being JSON.
+// Arrays, objects and their elements past this many are refused before parsing (what any tool takes is far less:
+// an egress list of kMaxEgressEntries hosts is some tens of thousands).
+inline constexpr size_t kMaxJsonValues = size_t{1} << 18;
+
+// Parses untrusted text. Errors (Code::kInvalidArgument) say where the text stopped being JSON, or which limit it
+// is over.
 Result<json> ParseJson(std::string_view text, int max_depth = kMaxJsonDepth);
 
 // Serialises without throwing: invalid UTF-8 inside strings becomes U+FFFD.

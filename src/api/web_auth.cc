@@ -59,7 +59,13 @@ Status CheckBrowserRequest(const Request& req, const WebAuthOptions& options) {
 
 Response Fail(const Error& error) { return ErrorResponse(error); }
 
+// Sign-in and setup bodies are a name and a password or two: anything larger is refused before it is parsed, as
+// these routes answer callers that have shown no credential yet.
+constexpr size_t kMaxAuthBody = 16 * 1024;
+
 Result<json> Body(const Request& req) {
+  if (req.body.size() > kMaxAuthBody)
+    return Error::Of(Code::kTooLarge, "body: at most " + std::to_string(kMaxAuthBody) + " bytes");
   ISB_ASSIGN_OR_RETURN(json body, ParseJson(req.body));
   if (!body.is_object()) return Error::Of(Code::kInvalidArgument, "body: expected a JSON object");
   return body;

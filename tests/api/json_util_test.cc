@@ -26,6 +26,23 @@ TEST(JsonUtilTest, RefusesDeepNestingBeforeParsing) {
   EXPECT_FALSE(ParseJson("[" + ok_depth + "]").ok());
 }
 
+// A body of 8 MiB of empty arrays would be millions of parsed values, hundreds of MiB: refused before parsing.
+TEST(JsonUtilTest, RefusesTooManyValuesBeforeParsing) {
+  std::string many = "[";
+  for (size_t i = 0; i < kMaxJsonValues; ++i) many += "[],";
+  many += "[]]";
+  auto r = ParseJson(many);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, Code::kInvalidArgument);
+  EXPECT_EQ(r.error().message, "JSON has more than 262144 values (at byte 393216)");
+  // Commas and brackets inside strings do not count; a list as long as any tool takes parses.
+  EXPECT_TRUE(ParseJson("[\"" + std::string(1 << 20, ',') + "\"]").ok());
+  std::string hosts = "[";
+  for (int i = 0; i < 16384; ++i) hosts += std::string(i ? "," : "") + "{\"host\":\"h" + std::to_string(i) + ".example\",\"port\":443}";
+  hosts += "]";
+  EXPECT_TRUE(ParseJson(hosts).ok());
+}
+
 TEST(JsonUtilTest, Utf8) {
   EXPECT_TRUE(IsValidUtf8("h\xC3\xA9llo \xF0\x9F\x98\x80"));
   EXPECT_FALSE(IsValidUtf8("\xFF"));

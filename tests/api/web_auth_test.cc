@@ -77,5 +77,24 @@ TEST_F(WebAuthTest, SignInsPastTheConcurrentPasswordChecksWaitThenGet503) {
   }
 }
 
+// Sign-in and setup answer callers with no credential yet: a body larger than a name and a password is refused
+// before it is parsed.
+TEST_F(WebAuthTest, AnOversizedSignInOrSetupBodyIsRefusedUnparsed) {
+  WebAuth auth(*id_, Options(kPasswordCheckWait));
+  for (const char* path : {"/api/v1/auth/signin", "/api/v1/auth/setup"}) {
+    Request req;
+    req.method = "POST";
+    req.target = path;
+    req.headers.Set("Host", "localhost");
+    req.headers.Set("X-Isb-Csrf", "1");
+    req.headers.Set("Content-Type", "application/json");
+    req.body = "[" + std::string(1 << 20, '[') + "]";
+    for (size_t i = 0; i < 200000; ++i) req.body += "[],";
+    Response r = auth.Handle(req);
+    EXPECT_EQ(r.status, 413) << path << " " << r.body;
+    EXPECT_NE(r.body.find("body: at most 16384 bytes"), std::string::npos) << r.body;
+  }
+}
+
 }  // namespace
 }  // namespace isb::api
