@@ -46,6 +46,20 @@ Status WriteFile(const std::string& path, std::string_view data, int mode) {
   return {};
 }
 
+Status WriteFileAtomically(const std::string& path, std::string_view data, int mode) {
+  const std::string part = path + ".new" + std::to_string(::gettid());
+  if (Status st = WriteFile(part, data, mode); !st.ok()) {
+    ::unlink(part.c_str());
+    return st;
+  }
+  if (::rename(part.c_str(), path.c_str()) != 0) {
+    Error e = Error::Sys("rename " + part + " to " + path);
+    ::unlink(part.c_str());
+    return e;
+  }
+  return {};
+}
+
 Status MakeDirs(const std::string& path, int mode) {
   if (path.empty()) return {};
   for (size_t i = 1; i <= path.size(); ++i) {

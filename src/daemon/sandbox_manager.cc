@@ -16,8 +16,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <nlohmann/json.hpp>
 
@@ -542,7 +544,7 @@ Status SandboxManager::PrepareNetwork(Record& rec, const egress::EgressSpec& spe
     ISB_TRY(WriteTrustBundle(rec, net.ca_pem));
     for (const char* k : kTrustBundleVariables) rec.spec.environment.try_emplace(k, kSandboxTrustBundle);
   }
-  return isb::WriteFile(Dir(rec.id) + "/net_slot", std::to_string(net.slot), 0600);
+  return isb::WriteFileAtomically(Dir(rec.id) + "/net_slot", std::to_string(net.slot), 0600);
 }
 
 // The spec with each mount's source replaced by its real path, resolved once: every later launch (start, restart)
@@ -927,6 +929,17 @@ Status SandboxManager::WriteFile(const std::string& id_or_name, const std::strin
   return {};
 }
 
+namespace {
+// A net_slot file's number; nullopt for anything else (a file a crash left empty or cut short).
+std::optional<uint32_t> ParseSlot(std::string_view text) {
+  while (!text.empty() && text.back() == '\n') text.remove_suffix(1);
+  uint32_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+}  // namespace
+
 Result<std::string> SandboxManager::Adopt() {
   std::lock_guard lock(mu_);
   int adopted = 0, died = 0, undone = 0, orphans = 0;
@@ -949,8 +962,10 @@ Result<std::string> SandboxManager::Adopt() {
     // Its address and rules, running or stopped: a stopped sandbox gets them back when it starts.
     if (auto slot = isb::ReadFile(Dir(id) + "/net_slot"); slot.ok() && options_.egress != nullptr) {
       Result<egress::EgressSpec> spec = ParseSandboxEgress(rec->spec.egress);
-      Status st = spec.ok() ? options_.egress->Adopt(id, static_cast<uint32_t>(std::stoul(*slot)), *spec)
-                            : Status(spec.error());
+      std::optional<uint32_t> index = ParseSlot(*slot);
+      Status st = !spec.ok() ? Status(spec.error())
+                  : !index   ? Status(Error::Msg("its net_slot file does not hold a slot number"))
+                             : options_.egress->Adopt(id, *index, *spec);
       // A new daemon has a new CA for the sandbox (CAs are kept in memory only): its trust store follows.
       if (st.ok() && std::filesystem::exists(Dir(id) + "/" + kTrustBundleFile)) {
         Result<std::string> ca = options_.egress->SandboxCaPem(id);
@@ -959,7 +974,10 @@ Result<std::string> SandboxManager::Adopt() {
       if (!st.ok()) std::fprintf(stderr, "isb: sandbox %s: egress not restored: %s\n", id.c_str(), st.error().message.c_str());
     }
     if (rec->state != "running") {
-      (void)Layer(id).Detach();  // a daemon killed in the middle of a stop may have left it mounted
+      // A daemon killed in the middle of a start may have left its sandbox running with the row not yet saying so,
+      // and one killed in the middle of a stop its layer mounted: nothing of a stopped sandbox may live on.
+      (void)engine::Cgroup::Adopt(layout_, id).Remove();
+      (void)Layer(id).Detach();
       continue;
     }
     if (Alive(*rec)) {

@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <cstring>
 
 #include "base/file.h"
@@ -440,7 +441,11 @@ Status PrepareWritableDir(const std::string& dir, uid_t base, uid_t root_uid, gi
     if (::mkdir(p.c_str(), 0755) == 0 && ::chown(p.c_str(), root_uid, root_gid) != 0) return Error::Sys("chown " + p);
   }
   if (old.ok()) {
-    uid_t old_base = static_cast<uid_t>(std::stoul(*old));
+    uid_t old_base = 0;
+    auto [end, ec] = std::from_chars(old->data(), old->data() + old->size(), old_base);
+    if (old->empty() || ec != std::errc() || end != old->data() + old->size())
+      return Error::Msg("the writable layer " + dir + " has a range marker that is not a number; it cannot be moved "
+                        "to this sandbox's ids");
     if (old_base != base) {
       g_old_base = old_base;
       g_new_base = base;
@@ -452,7 +457,7 @@ Status PrepareWritableDir(const std::string& dir, uid_t base, uid_t root_uid, gi
       if (g_shift_failed) return Error::Msg("could not move the writable layer " + dir + " to this sandbox's ids");
     }
   }
-  return WriteFile(marker, std::to_string(base));
+  return WriteFileAtomically(marker, std::to_string(base));
 }
 
 }  // namespace isb::engine

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
+#include <sstream>
 #include <map>
 #include <thread>
 #include <tuple>
@@ -417,6 +418,36 @@ TEST_F(ManagerTest, ANewDaemonAdoptsRunningSandboxes) {
   EXPECT_EQ(Exec(a->id, {"cat", "/root/x"}).stdout_data, "before\n");
   EXPECT_EQ(mgr_->Get(b->id)->state, "stopped");
   EXPECT_EQ(mgr_->Events(a->id).back().first, "adopted");
+}
+
+// A daemon killed in the middle of a start leaves the sandbox running while its row still says stopped. The next
+// daemon kills what runs of a stopped sandbox before it could be started again beside it (two inits over one layer,
+// its image mounted twice).
+TEST_F(ManagerTest, ANewDaemonLeavesNothingRunningOfASandboxItsRowSaysIsStopped) {
+  auto a = mgr_->Create({});
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  auto rows = db_->Query("SELECT pid FROM sandboxes WHERE id = ?1", {a->id});
+  ASSERT_TRUE(rows.ok() && rows->size() == 1);
+  const pid_t pid = static_cast<pid_t>(store::AsInt((*rows)[0][0]));
+  ASSERT_FALSE(Dead(pid));
+  Restart();
+  ASSERT_TRUE(db_->Exec("UPDATE sandboxes SET state = 'stopped', pid = 0, start_time = 0 WHERE id = ?1", {a->id}).ok());
+  ASSERT_TRUE(mgr_->Adopt().ok());
+  for (int i = 0; i < 100 && !Dead(pid); ++i) ::usleep(10000);
+  EXPECT_TRUE(Dead(pid)) << "the sandbox of a stopped row still runs";
+  for (const char* c : {"memory", "pids", "cpu", "cpuacct"})
+    EXPECT_FALSE(std::filesystem::exists(std::string("/sys/fs/cgroup/") + c + "/isb/" + a->id)) << c;
+  auto started = mgr_->Start(a->id);
+  ASSERT_TRUE(started.ok()) << started.error().message;
+  const std::string layer = dir_ + "/sandboxes/" + a->id + "/layer";
+  int mounted = 0;
+  auto mountinfo = isb::ReadFile("/proc/self/mountinfo");
+  ASSERT_TRUE(mountinfo.ok());
+  std::istringstream info(*mountinfo);
+  for (std::string line; std::getline(info, line);)
+    if (line.find(" " + layer + " ") != std::string::npos) ++mounted;
+  EXPECT_EQ(mounted, 1) << "its layer is mounted " << mounted << " times";
+  EXPECT_EQ(Exec(a->id, {"true"}).exit_code, 0);
 }
 
 // Names are unique per org: each org's "box" is its own, through OrgSandboxes (as every tool acts), before and
