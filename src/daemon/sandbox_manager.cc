@@ -664,6 +664,22 @@ Result<std::vector<api::SandboxInfo>> SandboxManager::List() {
   return out;
 }
 
+// An exec running in a sandbox, for the reaper (execs_running_), for its scope.
+struct SandboxManager::ExecRunning {
+  ExecRunning(SandboxManager* m, std::string id) : m_(m), id_(std::move(id)) {
+    std::lock_guard lock(m_->execs_mu_);
+    ++m_->execs_running_[id_];
+  }
+  ~ExecRunning() {
+    std::lock_guard lock(m_->execs_mu_);
+    if (--m_->execs_running_[id_] <= 0) m_->execs_running_.erase(id_);
+  }
+  ExecRunning(const ExecRunning&) = delete;
+  ExecRunning& operator=(const ExecRunning&) = delete;
+  SandboxManager* m_;
+  std::string id_;
+};
+
 Result<api::ExecResult> SandboxManager::Exec(const std::string& id_or_name, const api::ExecRequest& req,
                                              const api::OutputSink& sink) {
   Busy busy(this);
@@ -673,6 +689,7 @@ Result<api::ExecResult> SandboxManager::Exec(const std::string& id_or_name, cons
     return Invalid("timeout: must be between 1ms and 15 minutes");
   ISB_ASSIGN_OR_RETURN(Record rec, Load(id_or_name));
   if (rec.state != "running") return Error::Of(Code::kConflict, "sandbox '" + rec.id + "' is stopped; start it first");
+  ExecRunning running(this, rec.id);
   engine::ExecSpec spec;
   spec.argv = req.argv;
   std::vector<std::string> env;
@@ -1037,6 +1054,12 @@ int SandboxManager::ReapOnce() {
       std::lock_guard lock(mu_);
       auto rec = Load(id);  // re-checked under the lock: an exec or extend may have come in meanwhile
       if (!rec.ok()) continue;
+      // One that died (its command crashed it, the OOM killer) is recorded as such and frees its ports, layer
+      // and range now, not when someone next asks for it.
+      if (rec->state == "running" && !Alive(*rec)) {
+        (void)Halt(*rec, "died", "its init exited");
+        continue;
+      }
       const int64_t now = Now();
       uint64_t cpu = 0;
       if (rec->state == "running") {
@@ -1044,13 +1067,19 @@ int SandboxManager::ReapOnce() {
         if (auto st = cg.ReadStats(); st.ok()) cpu = st->cpu_usec;
         cg.Release();
       }
+      // Idle needs a measured share under 2% since the last pass: on a daemon's first pass there is none yet, and
+      // an exec running now (however quiet) is activity.
       auto prev = cpu_samples_.find(id);
-      bool busy = false;
-      if (prev != cpu_samples_.end() && now > prev->second.first) {
+      bool busy = true;
+      if (prev != cpu_samples_.end() && now > prev->second.first && cpu >= prev->second.second) {
         double share = static_cast<double>(cpu - prev->second.second) / 1e6 / static_cast<double>(now - prev->second.first);
         busy = share >= 0.02;
       }
       cpu_samples_[id] = {now, cpu};
+      {
+        std::lock_guard exec_lock(execs_mu_);
+        if (execs_running_.count(id)) busy = true;
+      }
       if (now >= rec->expires_at) {
         why = "expired";
       } else if (now - rec->last_active_at >= rec->spec.idle_timeout.count() && !busy) {

@@ -140,6 +140,10 @@ class SandboxManager : public api::Sandboxes {
   std::mutex mu_;
   PortPublisher ports_;  // the running sandboxes' published ports
   std::map<std::string, std::pair<int64_t, uint64_t>> cpu_samples_;  // id -> (time, cpu_usec) for the reaper
+  // Execs running now, per sandbox id: a sandbox with one is not idle, however long the exec has been quiet.
+  std::mutex execs_mu_;
+  std::map<std::string, int> execs_running_;
+  struct ExecRunning;
   struct Terminal {
     std::string sandbox, caller;
     std::shared_ptr<engine::ExecTerminal> terminal;  // null until the command runs

@@ -541,6 +541,45 @@ TEST_F(ManagerTest, ReaperRemovesExpiredAndIdleWithReasons) {
   EXPECT_TRUE(mgr_->Get(k->id).ok());
 }
 
+// Idle means a measured share under 2% of a core since the reaper's last pass and no exec running: a quiet exec
+// (a sleep, a wait on the network) keeps its sandbox, and a new daemon's first pass, which has measured nothing
+// yet, reaps nothing as idle. A sandbox that died is recorded as dead by the next pass.
+TEST_F(ManagerTest, TheReaperSparesRunningExecsAndUnmeasuredSandboxesAndNoticesTheDead) {
+  api::SandboxSpec idle;
+  idle.idle_timeout = std::chrono::seconds(30);
+  auto a = mgr_->Create(idle);
+  auto b = mgr_->Create(idle);
+  auto d = mgr_->Create({});
+  ASSERT_TRUE(a.ok() && b.ok() && d.ok());
+  EXPECT_EQ(mgr_->ReapOnce(), 0);
+  std::thread quiet([&] { EXPECT_EQ(Exec(a->id, {"sleep", "2"}).exit_code, 0); });
+  ::usleep(500000);
+  now_ += 31;
+  EXPECT_EQ(mgr_->ReapOnce(), 1);  // b; a has an exec running
+  quiet.join();
+  EXPECT_EQ(mgr_->Get(a->id)->state, "running");
+  EXPECT_EQ(mgr_->Events(b->id).back().first, "reaped");
+
+  // A new daemon: nothing is idle before it has measured.
+  Restart();
+  ASSERT_TRUE(mgr_->Adopt().ok());
+  now_ += 31;
+  EXPECT_EQ(mgr_->ReapOnce(), 0);
+  EXPECT_EQ(mgr_->Get(a->id)->state, "running");
+
+  auto rows = db_->Query("SELECT pid FROM sandboxes WHERE id = ?1", {d->id});
+  ASSERT_TRUE(rows.ok() && rows->size() == 1);
+  ASSERT_EQ(::kill(static_cast<pid_t>(store::AsInt((*rows)[0][0])), SIGKILL), 0);
+  ::usleep(200000);
+  now_ += 31;
+  EXPECT_EQ(mgr_->ReapOnce(), 1);  // a, measured idle now; d is recorded dead, not reaped
+  EXPECT_EQ(mgr_->Events(a->id).back().first, "reaped");
+  auto dead = db_->Query("SELECT state FROM sandboxes WHERE id = ?1", {d->id});
+  ASSERT_TRUE(dead.ok() && dead->size() == 1);
+  EXPECT_EQ(store::AsText((*dead)[0][0]), "stopped");
+  EXPECT_EQ(mgr_->Events(d->id).back(), (std::pair<std::string, std::string>{"died", "its init exited"}));
+}
+
 TEST_F(ManagerTest, ConcurrentCreatesAndExecs) {
   std::vector<std::thread> ts;
   std::atomic<int> ok{0};
