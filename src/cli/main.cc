@@ -1,6 +1,9 @@
 // The isb binary: every command of the CLI.
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
+#include <exception>
+
 #include "cli/audit_cmd.h"
 #include "cli/identity_cmds.h"
 #include "cli/run_cmd.h"
@@ -27,6 +30,10 @@ int main(int argc, char** argv) {
     for (const auto* sub : app.get_subcommands())
       if (sub->get_name() == "run") return 125;
     return 2;
+  } catch (const std::exception& e) {
+    // A failure no command expected: isb failed, said so, and exits like any other failure of its own.
+    std::fprintf(stderr, "isb: internal error: %s\n", e.what());
+    return 125;
   }
   return exit_code;
 }

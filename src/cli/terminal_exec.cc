@@ -22,7 +22,8 @@ namespace {
 termios g_saved_termios;
 volatile sig_atomic_t g_raw = 0;
 volatile sig_atomic_t g_winch_fd = -1;
-constexpr int kFatalSignals[] = {SIGTERM, SIGHUP, SIGINT, SIGQUIT};
+// SIGPIPE: the output's reader went away (`isb exec -it ... | head -1`); SIGABRT: a failure isb did not expect.
+constexpr int kFatalSignals[] = {SIGTERM, SIGHUP, SIGINT, SIGQUIT, SIGPIPE, SIGABRT};
 
 void RestoreTerminal() {
   if (g_raw) {

@@ -41,6 +41,19 @@ TEST_F(AuditTest, HistoryRecordsTheLifecycleAndVerifyFindsAnEditedRow) {
   EXPECT_EQ(broken.exit_status, 1) << broken.Describe();
   EXPECT_NE(broken.out.find("\nhistory BROKEN at row 2: "), std::string::npos) << broken.out;
 
+  // A head hash that is not even text (a byte that is no UTF-8): the JSON report still comes, the byte replaced.
+  ASSERT_EQ(sqlite3_open((state_dir() + "/isb.db").c_str(), &db), SQLITE_OK);
+  rc = sqlite3_exec(db, "UPDATE sandbox_history SET hash = CAST(x'ff' AS TEXT) WHERE id = 4;", nullptr, nullptr, &err);
+  EXPECT_EQ(rc, SQLITE_OK) << (err ? err : "");
+  sqlite3_free(err);
+  sqlite3_close(db);
+  ProcResult odd = RunProcess({ISB_BINARY, "audit", "verify", "--state-dir", state_dir(), "--json"});
+  EXPECT_EQ(odd.exit_status, 1) << odd.Describe();
+  json odd_report = json::parse(odd.out, nullptr, false);
+  ASSERT_TRUE(odd_report.is_object()) << odd.Describe();
+  EXPECT_EQ(odd_report["history"]["ok"], false) << odd.out;
+  EXPECT_EQ(odd_report["history"]["head"]["hash"], "\xef\xbf\xbd") << odd.out;
+
   ProcResult nowhere = RunProcess({ISB_BINARY, "audit", "verify", "--state-dir", temp_dir() + "/none"});
   EXPECT_EQ(nowhere.exit_status, 125) << nowhere.Describe();
   EXPECT_EQ(nowhere.err, "isb audit verify: no isb state at " + temp_dir() + "/none (see --state-dir)\n");

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pty.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -322,6 +323,50 @@ TEST_F(TerminalTest, CliExecItUnderARealTerminal) {
   ASSERT_EQ(::tcgetattr(master, &after), 0);
   EXPECT_EQ(after.c_lflag & (ICANON | ECHO), static_cast<tcflag_t>(ICANON | ECHO)) << "the terminal was not restored";
   ::close(master);
+}
+
+// `isb exec -it ... | head -1`: the output's reader goes away and the next write raises SIGPIPE. isb dies of it as
+// any filter would, but hands the terminal back first (raw mode would otherwise outlive it).
+TEST_F(TerminalTest, CliExecItRestoresTheTerminalWhenItsOutputIsGone) {
+  const std::string id = CreateSandbox();
+  ASSERT_FALSE(id.empty());
+  int master = -1;
+  const std::string sock = socket_path();
+  pid_t pid = ::forkpty(&master, nullptr, nullptr, nullptr);
+  ASSERT_GE(pid, 0) << std::strerror(errno);
+  if (pid == 0) {
+    for (const char* v : {"ISB_URL", "ISB_TOKEN", "ISB_SOCKET"}) ::unsetenv(v);
+    int out[2];
+    if (::pipe(out) != 0 || ::dup2(out[1], STDOUT_FILENO) < 0) ::_exit(126);
+    ::close(out[0]);  // nobody reads the output
+    ::close(out[1]);
+    ::signal(SIGPIPE, SIG_DFL);
+    ::execl(ISB_BINARY, ISB_BINARY, "exec", "--socket", sock.c_str(), "-it", id.c_str(), "--", "sh", "-c",
+            "while :; do echo y; done", nullptr);
+    ::_exit(127);
+  }
+  int status = 0;
+  const auto deadline = Clock::now() + 20s;
+  pid_t done = 0;
+  while ((done = ::waitpid(pid, &status, WNOHANG)) == 0 && Clock::now() < deadline) {
+    pollfd p{master, POLLIN, 0};
+    char buf[4096];
+    if (::poll(&p, 1, 100) > 0 && ::read(master, buf, sizeof buf) <= 0) ::usleep(10000);
+  }
+  if (done == 0) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+  }
+  ASSERT_EQ(done, pid) << "isb exec -it went on writing to a pipe nobody reads";
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGPIPE) << "status " << status;
+  termios after{};
+  ASSERT_EQ(::tcgetattr(master, &after), 0);
+  EXPECT_EQ(after.c_lflag & (ICANON | ECHO), static_cast<tcflag_t>(ICANON | ECHO)) << "the terminal was left raw";
+  ::close(master);
+  ExpectedRow input = Unix("sandbox_exec_input"), resize = Unix("sandbox_exec_resize");
+  input.rows = resize.rows = ExpectedRow::Rows::kAny;
+  // The exec ends as the caller went away: unavailable.
+  ExpectAudit("isb exec -it into a closed pipe", {Unix("sandbox_exec", "unavailable"), input, resize});
 }
 
 }  // namespace
