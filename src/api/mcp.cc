@@ -17,6 +17,13 @@ constexpr std::string_view kMetaCapabilities = "io.modelcontextprotocol/clientCa
 
 constexpr int kParseError = -32700, kInvalidRequest = -32600, kMethodNotFound = -32601, kInvalidParams = -32602;
 
+// Every version this server speaks, the stateless revision first.
+json SupportedVersions() {
+  json all = json::array({kMcpStatelessVersion});
+  for (auto v : kSessionVersions) all.push_back(v);
+  return all;
+}
+
 bool IsSessionVersion(std::string_view v) {
   for (auto s : kSessionVersions) {
     if (s == v) return true;
@@ -253,7 +260,7 @@ Response McpServer::HandlePost(const Request& req, const std::string& org, const
     if (meta_version != kMcpStatelessVersion) {
       return RpcError(400, call.id, kRpcUnsupportedVersion,
                       "unsupported protocol version '" + SanitizeUtf8(meta_version.substr(0, 40)) + "'",
-                      {{"supportedVersions", {kMcpStatelessVersion}}, {"requested", SanitizeUtf8(meta_version)}});
+                      {{"supported", SupportedVersions()}, {"requested", SanitizeUtf8(meta_version)}});
     }
     if (header_version != meta_version) {
       return RpcError(400, call.id, kRpcHeaderMismatch,
@@ -264,6 +271,9 @@ Response McpServer::HandlePost(const Request& req, const std::string& org, const
       return RpcError(400, call.id, kInvalidParams,
                       "params._meta is missing '" + std::string(kMetaCapabilities) + "' (an object)");
     }
+    // 2026-07-28 mirrors the method in a header on every request (one that disagrees was refused above).
+    if (header_method.empty())
+      return RpcError(400, call.id, kRpcHeaderMismatch, "missing Mcp-Method header (required by 2026-07-28)");
   } else {
     return RpcError(400, call.id, kInvalidRequest,
                     "missing Mcp-Session-Id header: send initialize first (protocol 2025-11-25), or name protocol "
@@ -325,6 +335,8 @@ Response McpServer::ToolsCall(Call& call) {
     return RpcError(status, call.id, code, message);
   };
   std::string header_name = call.req.headers.Get("Mcp-Name");
+  if (call.stateless && header_name.empty())
+    return refuse(400, kRpcHeaderMismatch, "missing Mcp-Name header (required by 2026-07-28 on tools/call)");
   if (!header_name.empty() && header_name != name) {
     return refuse(400, kRpcHeaderMismatch, "Mcp-Name header does not match params.name");
   }

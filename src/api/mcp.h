@@ -30,7 +30,7 @@ struct McpOptions {
 
 // JSON-RPC error codes used beyond the standard ones.
 inline constexpr int kRpcHeaderMismatch = -32020;        // 2026-07-28: a header disagrees with the body
-inline constexpr int kRpcUnsupportedVersion = -32022;    // 2026-07-28: data.supportedVersions lists ours
+inline constexpr int kRpcUnsupportedVersion = -32022;    // 2026-07-28: data.supported lists ours
 
 // Thread-safe. The registry must outlive it and any streaming response it returned.
 //

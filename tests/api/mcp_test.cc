@@ -301,7 +301,18 @@ TEST_F(McpTest, StatelessRevision) {
   Response unsupported = Post(Rpc(7, "tools/list", {{"_meta", future}}), {{"MCP-Protocol-Version", "2099-01-01"}});
   EXPECT_EQ(unsupported.status, 400);
   EXPECT_EQ(Body(unsupported)["error"]["code"], kRpcUnsupportedVersion);
-  EXPECT_EQ(Body(unsupported)["error"]["data"]["supportedVersions"][0], "2026-07-28");
+  EXPECT_EQ(Body(unsupported)["error"]["data"]["supported"],
+            json::array({"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"}));
+  EXPECT_EQ(Body(unsupported)["error"]["data"]["requested"], "2099-01-01");
+  // The method, and a tool call's name, are mirrored in headers on every stateless request.
+  Response no_method = Post(Rpc(7, "tools/list", {{"_meta", Meta()}}), {{"MCP-Protocol-Version", "2026-07-28"}});
+  EXPECT_EQ(no_method.status, 400);
+  EXPECT_EQ(Body(no_method)["error"]["code"], kRpcHeaderMismatch);
+  EXPECT_EQ(Body(no_method)["error"]["message"], "missing Mcp-Method header (required by 2026-07-28)");
+  Response no_name = Post(Rpc(7, "tools/call", {{"name", "sandbox_list"}, {"_meta", Meta()}}), Stateless("tools/call"));
+  EXPECT_EQ(no_name.status, 400);
+  EXPECT_EQ(Body(no_name)["error"]["code"], kRpcHeaderMismatch);
+  EXPECT_EQ(Body(no_name)["error"]["message"], "missing Mcp-Name header (required by 2026-07-28 on tools/call)");
   // Removed methods and unknown ones: -32601 with HTTP 404.
   Response ping = Post(Rpc(8, "ping", {{"_meta", Meta()}}), Stateless("ping"));
   EXPECT_EQ(ping.status, 404);
