@@ -261,6 +261,7 @@ DiskLayer SandboxManager::Layer(const std::string& id) const {
 }
 
 void SandboxManager::RemoveDir(const std::string& id) {
+  if (id.empty()) return;  // Dir("") is the directory of every sandbox
   // Unmounted first: removing the files of a mounted layer would empty the image and leave it mounted.
   if (Status st = Layer(id).Remove(); !st.ok())
     std::fprintf(stderr, "isb: sandbox %s: its disk layer: %s\n", id.c_str(), st.error().message.c_str());

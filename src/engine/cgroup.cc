@@ -176,6 +176,9 @@ Result<Cgroup> Cgroup::Create(const CgroupLayout& layout, const std::string& nam
 Cgroup Cgroup::Adopt(const CgroupLayout& layout, const std::string& name) {
   Cgroup cg;
   cg.layout_ = layout;
+  // No name, or one that is not a single path component, names no sandbox's cgroup: an empty one would be isb's own
+  // parent of them all (and Remove would kill every sandbox).
+  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos) return cg;
   if (layout.v2) {
     cg.dirs_.push_back(layout.v2_root + "/isb/" + name);
     return cg;

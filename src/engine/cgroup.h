@@ -43,7 +43,8 @@ class Cgroup {
   ~Cgroup();
 
   static Result<Cgroup> Create(const CgroupLayout& layout, const std::string& name, const Limits& limits);
-  // Takes ownership of an existing sandbox cgroup by name (a daemon adopting a sandbox after a restart).
+  // Takes ownership of an existing sandbox cgroup by name (a daemon adopting a sandbox after a restart). A name that
+  // is empty or not one path component gives a Cgroup of no directories.
   static Cgroup Adopt(const CgroupLayout& layout, const std::string& name);
   // Gives up ownership without removing anything; returns the name.
   std::string Release();

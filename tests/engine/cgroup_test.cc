@@ -114,6 +114,23 @@ TEST_F(FakeCgroupfs, V1LimitsAndStats) {
   for (const auto& d : cg->dirs()) std::filesystem::remove_all(d);
 }
 
+// A name that is not one path component names no sandbox: above all not "", which would be isb's own parent of
+// every sandbox's cgroup (whose Remove would kill them all).
+TEST_F(FakeCgroupfs, AdoptingNoNameOrAPathGivesNoDirectories) {
+  CgroupLayout v2{.v2 = true, .v2_root = root_, .memory = {}, .pids = {}, .cpu = {}, .cpuacct = {}};
+  CgroupLayout v1{.v2 = false, .v2_root = {}, .memory = root_ + "/m", .pids = root_ + "/p", .cpu = root_ + "/c",
+                  .cpuacct = root_ + "/c"};
+  for (const CgroupLayout& layout : {v2, v1}) {
+    for (const char* name : {"", ".", "..", "a/b", "../sb1"}) {
+      Cgroup cg = Cgroup::Adopt(layout, name);
+      EXPECT_TRUE(cg.dirs().empty()) << "'" << name << "'";
+      EXPECT_EQ(cg.name(), "");
+      EXPECT_TRUE(cg.Remove().ok());
+    }
+    EXPECT_EQ(Cgroup::Adopt(layout, "sb-1").dirs().size(), layout.v2 ? 1u : 3u);
+  }
+}
+
 // The host's real cgroups: a group is created with its limits, accounts a process, and is removed.
 TEST(CgroupHost, CreateAccountRemove) {
   ISB_REQUIRE_ROOT();
