@@ -30,7 +30,8 @@ json ErrorSchema() {
           {"properties",
            {{"error", {{"type", "string"},
                        {"enum", {"invalid_argument", "unauthenticated", "forbidden", "not_found", "conflict",
-                                 "too_large", "timeout", "unavailable", "internal", "method_not_allowed"}}}},
+                                 "too_large", "timeout", "unavailable", "rate_limited", "internal",
+                                 "method_not_allowed"}}}},
             {"message", {{"type", "string"}}}}}};
 }
 
@@ -165,7 +166,9 @@ json RestApi::OpenApi(const Identity& identity) const {
         {"404", ErrorRef("Unknown tool, or the sandbox does not exist.")},
         {"409", ErrorRef("Conflict: a name in use or a sandbox in the wrong state.")},
         {"413", ErrorRef("Request body or result too large.")},
+        {"429", ErrorRef("Too many requests: a limit on the caller; Retry-After says when to try again.")},
         {"500", ErrorRef("Internal error.")},
+        {"503", ErrorRef("Unavailable: a service the call needs is not running or is busy (egress, a sandbox's init).")},
         {"504", ErrorRef("Timed out.")}};
     if (t->streams) {
       responses["200"]["content"]["text/event-stream"] = {

@@ -159,6 +159,9 @@ json InfoSchema() {
   spec["properties"]["mem_limit"] = {{"type", "integer"}, {"description", "Memory limit in bytes."}};
   spec["properties"]["disk"] = {{"type", "integer"},
                                 {"description", "Size of the writable layer's filesystem, bytes."}};
+  // What a caller may send is bounded; what the daemon returns also holds what it adds (the isb.org and isb.owner
+  // labels, the proxy and trust-store variables of a sandbox with egress).
+  for (const char* added : {"labels", "environment"}) spec["properties"][added].erase("maxProperties");
   json usage = {{"type", "object"},
                 {"properties",
                  {{"cpu_usec", {{"type", "integer"}, {"description", "CPU time used, microseconds."}}},

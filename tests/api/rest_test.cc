@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "api/fake_sandboxes.h"
 #include "api/json_schema.h"
 #include "api/json_util.h"
@@ -101,6 +103,10 @@ TEST_F(RestTest, ListsTools) {
   }
 }
 
+constexpr Code kEveryCode[] = {Code::kInvalidArgument, Code::kUnauthenticated, Code::kForbidden, Code::kNotFound,
+                               Code::kConflict,        Code::kTooLarge,        Code::kTimeout,   Code::kUnavailable,
+                               Code::kTooManyRequests, Code::kInternal};
+
 TEST_F(RestTest, OpenApiIsGeneratedFromTheRegistry) {
   Response r = Do("GET", "/api/v1/openapi.json");
   ASSERT_EQ(r.status, 200);
@@ -114,8 +120,14 @@ TEST_F(RestTest, OpenApiIsGeneratedFromTheRegistry) {
     EXPECT_EQ(op["responses"]["200"]["content"]["application/json"]["schema"]["properties"]["result"],
               t->output_schema);
     EXPECT_EQ(op["responses"]["404"]["content"]["application/json"]["schema"]["$ref"], "#/components/schemas/Error");
+    // Every status an error can have is documented, and every error name is in the schema's list.
+    for (Code c : kEveryCode)
+      EXPECT_TRUE(op["responses"].contains(std::to_string(HttpStatusFor(c)))) << t->name << " " << CodeName(c);
   }
   EXPECT_TRUE(doc["components"]["schemas"].contains("Error"));
+  const json& names = doc["components"]["schemas"]["Error"]["properties"]["error"]["enum"];
+  for (Code c : kEveryCode)
+    EXPECT_NE(std::find(names.begin(), names.end(), json(CodeName(c))), names.end()) << CodeName(c);
   EXPECT_EQ(doc["components"]["securitySchemes"]["bearer"]["scheme"], "bearer");
 }
 

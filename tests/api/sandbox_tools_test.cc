@@ -48,6 +48,25 @@ TEST_F(SandboxToolsTest, RegistersAllTools) {
   EXPECT_TRUE(registry.Find("sandbox_exec")->streams);
 }
 
+// A caller sends at most 64 labels and 256 variables; what the daemon returns also holds what it adds (isb.org and
+// isb.owner, the proxy and trust-store variables), and still matches the tool's published output schema.
+TEST_F(SandboxToolsTest, AResultWithTheDaemonsOwnLabelsAndVariablesMatchesItsSchema) {
+  json labels = json::object(), env = json::object();
+  for (int i = 0; i < 64; ++i) labels["l" + std::to_string(i)] = "v";
+  for (int i = 0; i < 256; ++i) env["V" + std::to_string(i)] = "v";
+  json info = Ok("sandbox_create", {{"labels", labels}, {"environment", env}});
+  info["spec"]["labels"]["isb.org"] = "acme";
+  info["spec"]["labels"]["isb.owner"] = "user:alice";
+  for (const char* k : {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "SSL_CERT_FILE"})
+    info["spec"]["environment"][k] = "x";
+  for (const char* tool : {"sandbox_create", "sandbox_get"}) {
+    Status st = Validate(registry.Find(tool)->output_schema, info);
+    EXPECT_TRUE(st.ok()) << tool << ": " << st.error().message;
+  }
+  labels["one-more"] = "v";
+  EXPECT_EQ(Fail("sandbox_create", {{"labels", labels}}).code, Code::kInvalidArgument);
+}
+
 TEST_F(SandboxToolsTest, CreateAppliesDefaultsAndParsesFields) {
   json info = Ok("sandbox_create", json::object());
   EXPECT_EQ(info["state"], "running");
