@@ -155,7 +155,11 @@ Status EgressService::Attach(const std::string& id, pid_t pid) {
     return firewall_->Set(RulesFor(e));
   }();
   if (!s.ok()) {
-    Release(id);
+    // Undone, but the sandbox keeps its slot, as a stopped sandbox does: its state dir names it (net_slot), the
+    // next start attaches it again, and no other sandbox is handed it meanwhile.
+    std::string ifname = net::HostIfname(options_.ifname_prefix, e.slot);
+    (void)firewall_->Remove(ifname);
+    (void)net::DetachSandbox(ifname);
     return s;
   }
   std::lock_guard lock(mu_);

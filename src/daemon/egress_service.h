@@ -55,7 +55,8 @@ class EgressService {
 
   // Reserves an address for `id` with `spec` (mode list or open; none needs nothing) before the sandbox starts.
   Result<SandboxNet> Prepare(const std::string& id, const egress::EgressSpec& spec);
-  // Once the sandbox's init runs as `pid`: its veth and its rules. On failure the reservation is released.
+  // Once the sandbox's init runs as `pid`: its veth and its rules. On failure what was made is undone and the
+  // reservation kept (the sandbox is stopped, and a later start attaches again; Release gives it up).
   Status Attach(const std::string& id, pid_t pid);
   // A running sandbox's new spec (same mode family); new connections see it at once, the rules within one apply.
   Status Update(const std::string& id, const egress::EgressSpec& spec);

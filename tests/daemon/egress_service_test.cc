@@ -194,6 +194,37 @@ TEST_F(EgressServiceTest, AListedSandboxReachesItsNamesThroughTheProxyAndNothing
   });
 }
 
+// An attach that fails (here: the sandbox's process is already gone) is undone, but the sandbox keeps its address:
+// it is stopped, a later start attaches it again, and no other sandbox is handed its slot meanwhile.
+TEST_F(EgressServiceTest, AFailedAttachKeepsTheSandboxsAddressForItsNextStart) {
+  InHost([&] {
+    EgressOptions o;
+    o.subnet = "10.250.0.0/24";
+    Result<std::unique_ptr<EgressService>> svc = EgressService::Start(o);
+    ASSERT_TRUE(svc.ok()) << svc.error().message;
+    EgressService& egress = **svc;
+    egress::EgressSpec spec = *ParseSandboxEgress(nlohmann::json::array({"allowed.test:80"}));
+    ASSERT_TRUE(egress.Prepare("sb-1", spec).ok());
+    pid_t gone = Spawn({"true"});
+    ASSERT_GT(gone, 0);
+    ASSERT_EQ(::waitpid(gone, nullptr, 0), gone);
+    Status first = egress.Attach("sb-1", gone);
+    EXPECT_FALSE(first.ok());
+    // Another sandbox prepared meanwhile gets another address.
+    Result<SandboxNet> other = egress.Prepare("sb-2", spec);
+    ASSERT_TRUE(other.ok()) << other.error().message;
+    EXPECT_EQ(other->host_address, "10.250.0.5");
+    egress.Release("sb-2");
+    StartSandbox();
+    Status again = egress.Attach("sb-1", sandbox_);
+    EXPECT_TRUE(again.ok()) << again.error().message;
+    EXPECT_TRUE(net::Netlink::Open()->IfIndex("isb0").ok());
+    egress.Release("sb-1");
+    EXPECT_EQ(net::Netlink::Open()->IfIndex("isb0").error().code, Code::kNotFound);
+    StopAll();
+  });
+}
+
 // Names under `judge`: plain HTTP requests are judged with their method and path by a fake chat-completions server
 // on the host's loopback (reached through a pin, as any judge is dialled); without a judge they are refused.
 TEST_F(EgressServiceTest, JudgedNamesAreDecidedPerRequestByTheJudge) {
