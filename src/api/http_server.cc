@@ -10,9 +10,12 @@
 #include <cerrno>
 #include <cstring>
 #include <future>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <type_traits>
+#include <unordered_map>
 #include <vector>
 
 #include <boost/asio.hpp>
@@ -125,6 +128,9 @@ class HttpServer::Impl {
     ~ConnectionSlot() { --n_; }
     std::atomic<size_t>& n_;
   };
+  // One of an account's max_calls_per_account, held until the call's response (a stream included) is done; null
+  // when the account has them all.
+  std::shared_ptr<void> TakeCallSlot(const std::string& account);
 
   template <class Protocol>
   net::awaitable<void> Accept(net::basic_socket_acceptor<Protocol>& acceptor, bool via_unix);
@@ -144,6 +150,8 @@ class HttpServer::Impl {
   Authenticator auth_;
   std::atomic<bool> stopping_{false};
   std::atomic<size_t> connections_{0};
+  std::mutex calls_mu_;
+  std::unordered_map<std::string, size_t> calls_;  // account -> calls running
   uint16_t port_ = 0;
   bool started_ = false, stopped_ = false;
   net::io_context ioc_;
@@ -380,6 +388,21 @@ Response HttpServer::Impl::Dispatch(const Request& req) {
   }
 }
 
+std::shared_ptr<void> HttpServer::Impl::TakeCallSlot(const std::string& account) {
+  std::lock_guard lock(calls_mu_);
+  size_t& running = calls_[account];
+  if (running >= opts_.max_calls_per_account) {
+    if (running == 0) calls_.erase(account);
+    return nullptr;
+  }
+  ++running;
+  // The pointer is only there to make the slot non-null; the deleter gives the slot back and frees nothing.
+  return std::shared_ptr<void>(static_cast<void*>(this), [this, account](void*) {
+    std::lock_guard release(calls_mu_);
+    if (--calls_[account] == 0) calls_.erase(account);
+  });
+}
+
 Response HttpServer::Impl::Authenticated(const Request& req) {
   Identity identity = Identity::Host();
   if (!req.via_unix_socket) {
@@ -396,8 +419,23 @@ Response HttpServer::Impl::Authenticated(const Request& req) {
     }
     identity = std::move(*who);
   }
-  if (McpOrgFromPath(req.Path())) return mcp_.Handle(req, identity);
-  return rest_.Handle(req, identity);
+  std::shared_ptr<void> slot;
+  if (!req.via_unix_socket && !identity.superadmin) {
+    const std::string account = identity.user_id > 0 ? "user:" + std::to_string(identity.user_id) : identity.Subject();
+    slot = TakeCallSlot(account);
+    if (!slot) {
+      Response r = ErrorResponse(Error::Of(Code::kTooManyRequests,
+                                           "this account has " + std::to_string(opts_.max_calls_per_account) +
+                                               " calls running; try again once one has returned"));
+      r.headers.Set("Retry-After", "1");
+      return r;
+    }
+  }
+  Response resp = McpOrgFromPath(req.Path()) ? mcp_.Handle(req, identity) : rest_.Handle(req, identity);
+  if (resp.stream && slot) {
+    resp.stream = [inner = std::move(resp.stream), slot](const ChunkWriter& write) { inner(write); };
+  }
+  return resp;
 }
 
 HttpServer::HttpServer(HttpServerOptions options, RestApi& rest, McpServer& mcp, Authenticator authenticate)

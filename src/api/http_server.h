@@ -32,6 +32,10 @@ struct HttpServerOptions {
   size_t max_body_bytes = 8 << 20; // larger bodies get 413
   size_t max_header_bytes = 64 << 10;
   size_t max_connections = 2048;
+  // Calls one account (a user, whatever credential it uses; a token of no user counts alone) may have running at
+  // once over TCP; past it, 429. Each call holds a worker thread until it returns (an exec up to its timeout), so
+  // without it one account could take every worker from every org. The unix socket's caller is not counted.
+  size_t max_calls_per_account = 64;
   std::chrono::milliseconds header_timeout{30'000};  // also the keep-alive idle limit
   std::chrono::milliseconds body_timeout{120'000};
   std::chrono::milliseconds write_timeout{60'000};

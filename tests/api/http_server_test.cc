@@ -15,6 +15,8 @@
 #include <filesystem>
 
 #include <gtest/gtest.h>
+#include <mutex>
+#include <condition_variable>
 
 #include "api/fake_sandboxes.h"
 #include "api/json_util.h"
@@ -116,6 +118,7 @@ class HttpServerTest : public ::testing::Test {
     opts.unix_socket_path = socket_path_;
     opts.io_threads = 2;
     opts.worker_threads = 8;
+    opts.max_calls_per_account = 2;
     server_ = std::make_unique<HttpServer>(opts, rest_, mcp_, [](const Request& req, bool) -> Result<Identity> {
       if (req.headers.Get("Authorization") == "Bearer s3cret") return UserIn("test");
       return Error::Of(Code::kUnauthenticated, "invalid token");
@@ -269,6 +272,47 @@ TEST_F(HttpServerTest, ExpectContinue) {
   std::string raw = Exchange(fd, head + body);
   EXPECT_EQ(raw.rfind("HTTP/1.1 100 Continue", 0), 0u) << raw;
   EXPECT_NE(raw.find("HTTP/1.1 200"), std::string::npos);
+}
+
+// One account's calls in flight are bounded: past the limit (2 here) it gets 429 at once, while the server answers
+// everyone else (and the host on the unix socket), and once a call returns the account is served again.
+TEST_F(HttpServerTest, AnAccountsCallsInFlightAreBounded) {
+  std::mutex mu;
+  std::condition_variable cv;
+  int running = 0;
+  bool release = false;
+  fake_.exec_fn = [&](const ExecRequest&, const OutputSink&) -> Result<ExecResult> {
+    std::unique_lock lock(mu);
+    ++running;
+    cv.notify_all();
+    cv.wait(lock, [&] { return release; });
+    return ExecResult{};
+  };
+  const std::string id = fake_.Create({})->id;
+  const std::string exec = HttpRequest("POST", "/api/v1/tools/sandbox_exec",
+                                       json({{"sandbox", id}, {"argv", {"sleep", "900"}}}).dump(), kAuth);
+  std::vector<std::thread> calls;
+  std::vector<int> statuses(2);
+  for (int i = 0; i < 2; ++i) calls.emplace_back([&, i] { statuses[static_cast<size_t>(i)] = Tcp(exec).status; });
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return running == 2; }));
+  }
+  Reply third = Tcp(HttpRequest("POST", "/api/v1/tools/sandbox_list", "{}", kAuth));
+  EXPECT_EQ(third.status, 429) << third.raw;
+  EXPECT_NE(third.head.find("Retry-After: 1"), std::string::npos) << third.head;
+  EXPECT_EQ(json::parse(third.body)["message"], "this account has 2 calls running; try again once one has returned");
+  ExpectHealthy();
+  Fd host = ConnectUnix(socket_path_);
+  EXPECT_EQ(ParseReply(Exchange(host, HttpRequest("POST", "/api/v1/tools/sandbox_list", "{}"))).status, 200);
+  {
+    std::lock_guard lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  for (auto& t : calls) t.join();
+  EXPECT_EQ(statuses, (std::vector<int>{200, 200}));
+  EXPECT_EQ(Tcp(HttpRequest("POST", "/api/v1/tools/sandbox_list", "{}", kAuth)).status, 200);
 }
 
 TEST(HttpServerStartTest, RefusesPublicAddressesAndLiveSockets) {
