@@ -98,7 +98,7 @@ int RunVerify(const VerifyFlags& f) {
 }
 
 struct ListFlags {
-  std::shared_ptr<ConnectFlags> connect = std::make_shared<ConnectFlags>();
+  std::shared_ptr<ConnectFlags> connect = SharedConnectFlags();
   int64_t limit = 100;
   int64_t after = 0;
   bool json = false;
@@ -153,7 +153,7 @@ void AddAuditCommand(CLI::App& app, int* exit_code) {
                "Platform admins: the rows of no org (sign-ins, sign-outs, setup, refused credentials)");
   ls->callback([list, exit_code] { *exit_code = RunList(*list); });
 
-  auto connect = std::make_shared<ConnectFlags>();
+  auto connect = SharedConnectFlags();
   auto platform = std::make_shared<bool>(false);
   auto* exp = audit->add_subcommand("export", "Every audit row of the org as JSON lines, hashes included (org admins)");
   AddConnectOptions(exp, connect);

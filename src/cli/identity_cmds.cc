@@ -15,7 +15,7 @@ namespace isb::cli {
 namespace {
 
 struct Flags {
-  std::shared_ptr<ConnectFlags> connect = std::make_shared<ConnectFlags>();
+  std::shared_ptr<ConnectFlags> connect = SharedConnectFlags();
   bool json = false;
 };
 

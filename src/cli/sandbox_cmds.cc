@@ -382,6 +382,11 @@ int RunCopy(const Common& c, const std::string& src, const std::string& dst) {
 
 }  // namespace
 
+std::shared_ptr<ConnectFlags> SharedConnectFlags() {
+  static const std::shared_ptr<ConnectFlags> flags = std::make_shared<ConnectFlags>();
+  return flags;
+}
+
 void AddConnectOptions(CLI::App* cmd, const std::shared_ptr<ConnectFlags>& connect) {
   cmd->add_option("--url", connect->url, "The daemon's HTTP URL (env ISB_URL; token from ISB_TOKEN)");
   cmd->add_option("--socket", connect->socket,
@@ -404,7 +409,7 @@ CLI::App* AddCommand(CLI::App& app, const std::shared_ptr<Common>& common, const
 
 void AddSandboxCommands(CLI::App& app, int* exit_code) {
   auto common = std::make_shared<Common>();
-  common->connect = std::make_shared<ConnectFlags>();
+  common->connect = SharedConnectFlags();
   AddConnectOptions(&app, common->connect);
 
   auto create = std::make_shared<CreateFlags>();

@@ -38,6 +38,9 @@ struct ConnectFlags {
   std::string org{};  // --org, else ISB_ORG; empty: the daemon's default org
 };
 Result<Endpoint> ChooseEndpoint(const ConnectFlags& flags, const char* env_url, const char* env_socket);
+// The one ConnectFlags of this process: every command binds its --url, --socket and --org to it, and so does the
+// top level, so `isb --org acme invitation create ...` acts in acme whichever command follows.
+std::shared_ptr<ConnectFlags> SharedConnectFlags();
 
 // 1 for refusals (a 4xx-class error), 125 for everything that is isb's own failure.
 int ExitCodeFor(const Error& error);

@@ -127,7 +127,9 @@ class Forwarder {
         if (n > 0) in["data_base64"] = Base64Encode(std::string_view(buf, static_cast<size_t>(n)));
         else in["eof"] = true;
         // Input after the command has ended (the session is gone) has nowhere to go; the result says how it ended.
-        if (n <= 0 || !client_.Call("sandbox_exec_input", in).ok()) input_ = false;
+        // The end of input is sent too: the command may be waiting for it.
+        const bool sent = client_.Call("sandbox_exec_input", in).ok();
+        if (n <= 0 || !sent) input_ = false;
       }
     }
   }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <string>
 
 namespace isb::engine {
 
@@ -31,6 +32,7 @@ Status ExecTerminal::Write(std::string_view data, std::chrono::milliseconds time
     ssize_t n = ::write(master_.get(), data.data() + done, data.size() - done);
     if (n > 0) {
       done += static_cast<size_t>(n);
+      last_ = data[done - 1];
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
@@ -50,9 +52,19 @@ Status ExecTerminal::Write(std::string_view data, std::chrono::milliseconds time
 Status ExecTerminal::SendEof(std::chrono::milliseconds timeout) {
   termios t{};
   char eof = 4;  // Ctrl-D
+  bool canonical = true;
   // On a master, tcgetattr reads the slave's settings: the character the command's terminal treats as EOF.
-  if (::tcgetattr(master_.get(), &t) == 0 && t.c_cc[VEOF] != _POSIX_VDISABLE) eof = static_cast<char>(t.c_cc[VEOF]);
-  return Write(std::string_view(&eof, 1), timeout);
+  if (::tcgetattr(master_.get(), &t) == 0) {
+    if (t.c_cc[VEOF] != _POSIX_VDISABLE) eof = static_cast<char>(t.c_cc[VEOF]);
+    canonical = (t.c_lflag & ICANON) != 0;
+  }
+  bool line_pending;
+  {
+    std::lock_guard lock(write_mu_);
+    line_pending = last_ != '\n' && last_ != '\r' && last_ != eof;
+  }
+  // In canonical mode an end-of-file character after characters not yet sent only sends them; the next ends input.
+  return Write(std::string(canonical && line_pending ? 2 : 1, eof), timeout);
 }
 
 Status ExecTerminal::Resize(uint16_t rows, uint16_t cols) {

@@ -26,7 +26,8 @@ class ExecTerminal {
   // Code::kTimeout names how much was written; kUnavailable once the terminal has hung up.
   Status Write(std::string_view data, std::chrono::milliseconds timeout);
   // Types the terminal's end-of-file character (VEOF, normally Ctrl-D): the reader sees end of input when the
-  // terminal is in canonical mode, as at a keyboard.
+  // terminal is in canonical mode, as at a keyboard. After a line not ended, it types it twice, as a user would:
+  // the first only sends the line (`printf abc | isb exec -it SB -- cat` ends).
   Status SendEof(std::chrono::milliseconds timeout);
   // Sets the window size (TIOCSWINSZ): the command's foreground process group receives SIGWINCH.
   Status Resize(uint16_t rows, uint16_t cols);
@@ -36,6 +37,7 @@ class ExecTerminal {
  private:
   Fd master_;
   std::mutex write_mu_;  // keeps each call's bytes together
+  char last_ = '\n';     // the last byte written (write_mu_)
 };
 
 }  // namespace isb::engine

@@ -157,13 +157,14 @@ TEST_F(IdentityTest, OrgsInvitationsAndUsersAreChangedAndRevoked) {
   EXPECT_EQ(minted.exit_status, 0) << minted.Describe();
   EXPECT_TRUE(std::regex_match(minted.out, std::regex("isb_inv_[A-Za-z0-9_-]{43}\n"))) << "not an invitation";
   ExpectAudit("isb invitation create", {in_acme(Unix("invitation_create"))});
-  ProcResult invitations = Isb({"invitation", "ls", "--org", "acme"});
+  // --org before the command counts as much as after it.
+  ProcResult invitations = Isb({"--org", "acme", "invitation", "ls"});
   EXPECT_EQ(invitations.exit_status, 0) << invitations.Describe();
   std::smatch pending;
   ASSERT_TRUE(std::regex_search(invitations.out, pending, std::regex(R"(\n(\d+) +viewer +pending\n)")))
       << invitations.out;
   EXPECT_NE(invitations.out.find(" member   ada                      revoked\n"), std::string::npos) << invitations.out;
-  ProcResult revoked_cli = Isb({"invitation", "revoke", "--org", "acme", pending[1].str()});
+  ProcResult revoked_cli = Isb({"--org", "acme", "invitation", "revoke", pending[1].str()});
   EXPECT_EQ(revoked_cli.exit_status, 0) << revoked_cli.Describe();
   EXPECT_EQ(revoked_cli.out, "revoked " + pending[1].str() + "\n");
   ProcResult again = Isb({"invitation", "revoke", "--org", "acme", std::to_string(inv_id + 100)});

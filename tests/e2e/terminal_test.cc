@@ -369,5 +369,18 @@ TEST_F(TerminalTest, CliExecItRestoresTheTerminalWhenItsOutputIsGone) {
   ExpectAudit("isb exec -it into a closed pipe", {Unix("sandbox_exec", "unavailable"), input, resize});
 }
 
+// Input that ends in the middle of a line (`printf abc | isb exec -it SB -- cat`): at a keyboard the first Ctrl-D
+// only sends "abc" and a second one ends the input; isb types both, and the command ends instead of waiting.
+TEST_F(TerminalTest, CliExecItEndsInputThatStopsMidLine) {
+  const std::string id = CreateSandbox();
+  ASSERT_FALSE(id.empty());
+  ProcResult r = Isb({"exec", "-it", "--timeout", "20s", id, "--", "cat"}, "abc");
+  EXPECT_EQ(r.exit_status, 0) << r.Describe();
+  EXPECT_NE(r.out.find("abc"), std::string::npos) << r.Describe();
+  ExpectedRow input = Unix("sandbox_exec_input"), resize = Unix("sandbox_exec_resize");
+  input.rows = resize.rows = ExpectedRow::Rows::kAny;
+  ExpectAudit("isb exec -it with input that stops mid-line", {Unix("sandbox_exec"), input, resize});
+}
+
 }  // namespace
 }  // namespace isb::e2e
