@@ -265,20 +265,24 @@ int RunOnOne(const Common& c, const std::string& tool, const std::string& sandbo
   return kExitOk;
 }
 
-// Removes each in turn, reporting each failure; the exit code is the worst of them.
+// Removes each in turn, reporting each failure; the exit code is the worst of them. With --json, one object:
+// {"removed": [the names given], "failed": [{"sandbox", "error", "message"}]}.
 int RunRemove(const Common& c, const std::vector<std::string>& sandboxes) {
   auto client = Connect(*c.connect);
   if (!client.ok()) return ReportUsage(client.error());
   int rc = kExitOk;
+  json removed = json::array(), failed = json::array();
   for (const auto& s : sandboxes) {
     auto r = client->Call("sandbox_remove", {{"sandbox", s}});
     if (!r.ok()) {
       rc = std::max(rc, Report(r.error()));
+      failed.push_back({{"sandbox", s}, {"error", CodeName(r.error().code)}, {"message", r.error().message}});
       continue;
     }
-    if (c.json) Print(*r);
-    else std::printf("%s\n", s.c_str());
+    removed.push_back(s);
+    if (!c.json) std::printf("%s\n", s.c_str());
   }
+  if (c.json) Print({{"removed", removed}, {"failed", failed}});
   return rc;
 }
 

@@ -159,8 +159,17 @@ TEST_F(CliTest, SandboxCommandsThroughTheSocket) {
   ExpectAudit("isb inspect (removed)", {Unix("sandbox_get", "not_found")});
   EXPECT_EQ(gone.exit_status, 1) << gone.Describe();
   EXPECT_NE(gone.err.find(id), std::string::npos) << gone.Describe();
-  EXPECT_EQ(Isb({"rm", id}).exit_status, 1);
+  // --json: one object, whatever happened to each.
+  ProcResult rm_json = Isb({"rm", "--json", id, id2});
   ExpectAudit("isb rm (removed)", {Unix("sandbox_remove", "not_found")});
+  ExpectAudit("isb rm (removed, the second)", {Unix("sandbox_remove", "not_found")});
+  EXPECT_EQ(rm_json.exit_status, 1) << rm_json.Describe();
+  json rm_report = json::parse(rm_json.out, nullptr, false);
+  ASSERT_TRUE(rm_report.is_object()) << rm_json.Describe();
+  EXPECT_EQ(rm_report["removed"], json::array()) << rm_json.out;
+  ASSERT_EQ(rm_report["failed"].size(), 2u) << rm_json.out;
+  EXPECT_EQ(rm_report["failed"][1]["sandbox"], id2) << rm_json.out;
+  EXPECT_EQ(rm_report["failed"][1]["error"], "not_found") << rm_json.out;
   EXPECT_EQ(json::parse(Isb({"ls", "--json"}).out, nullptr, false), json({{"sandboxes", json::array()}}));
 
   // usage errors are 2; an unreachable daemon is isb failing, 125
