@@ -145,6 +145,8 @@ Result<ExecOutcome> ExecInSandbox(const std::string& control_path, const ExecSpe
   int status = 0;
   const auto deadline = start + spec.timeout;
   Clock::time_point drain_until = Clock::time_point::max();
+  // Asked about once a second (an ask may write to the client, a keep-alive): not after every read of output.
+  Clock::time_point next_ask = start + std::chrono::seconds(1);
   while (true) {
     // After the command exits, output still in the pipes is read; descendants that keep them open are not
     // waited for beyond a short grace period.
@@ -159,9 +161,12 @@ Result<ExecOutcome> ExecInSandbox(const std::string& control_path, const ExecSpe
     int n = ::poll(fds, 4, static_cast<int>(std::clamp<int64_t>(left, 0, tick)));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return Error::Sys("poll");
-    if (!exited && spec.cancelled && spec.cancelled()) {
-      sock.Reset();  // init kills the command's process group
-      return Error::Of(Code::kUnavailable, "the caller went away; the command was killed");
+    if (!exited && spec.cancelled && Clock::now() >= next_ask) {
+      next_ask = Clock::now() + std::chrono::seconds(1);
+      if (spec.cancelled()) {
+        sock.Reset();  // init kills the command's process group
+        return Error::Of(Code::kUnavailable, "the caller went away; the command was killed");
+      }
     }
     if (!exited && Clock::now() >= deadline) {  // checked on every pass: a command that never stops writing too
       // Closing the session makes init kill the command's process group.

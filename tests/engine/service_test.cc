@@ -207,5 +207,27 @@ TEST_F(ServiceTest, CancelledExecIsKilled) {
   EXPECT_EQ(ps->stdout_data.find("sleep"), std::string::npos) << ps->stdout_data;
 }
 
+// Whether the caller went away is asked about once a second, not after every piece of output: asking may cost a
+// write to the client (a keep-alive on a stream).
+TEST_F(ServiceTest, AChattyExecAsksWhetherItsCallerLeftAboutOnceASecond) {
+  ExecSpec spec;
+  spec.argv = {"sh", "-c", "i=0; while [ $i -lt 20000 ]; do echo $i; i=$((i+1)); done; sleep 1.5"};
+  spec.env = {"PATH=/usr/bin:/bin"};
+  std::atomic<int> asked{0};
+  spec.cancelled = [&] {
+    ++asked;
+    return false;
+  };
+  size_t pieces = 0;
+  auto start = std::chrono::steady_clock::now();
+  auto r = ExecInSandbox(dir_ + "/control.sock", spec, [&](int, std::string_view) { ++pieces; });
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->exit_code, 0);
+  const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_GT(pieces, 20u);
+  EXPECT_LE(asked.load(), seconds + 2) << pieces << " pieces of output in " << seconds << " s";
+  EXPECT_GE(asked.load(), 1);
+}
+
 }  // namespace
 }  // namespace isb::engine
