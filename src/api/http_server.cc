@@ -415,6 +415,11 @@ Response HttpServer::Impl::Authenticated(const Request& req) {
     Result<Identity> who = auth_(req, false);
     if (!who.ok()) {
       if (who.error().code == Code::kForbidden) return ErrorResponse(who.error());
+      if (who.error().code == Code::kTooManyRequests) {
+        Response r = ErrorResponse(who.error());
+        r.headers.Set("Retry-After", "60");
+        return r;
+      }
       return Unauthenticated(who.error().message);
     }
     identity = std::move(*who);

@@ -100,13 +100,20 @@ WebAuth::WebAuth(identity::IdentityStore& store, WebAuthOptions options)
     : store_(store),
       options_(std::move(options)),
       limiter_(identity::UnixNow, {options_.sign_in_failures_per_account, 900, 10000},
-               {options_.sign_in_failures_per_address, 900, 10000}) {}
+               {options_.sign_in_failures_per_address, 900, 10000}),
+      refusals_({kRefusalsPerMinute, 60, 10000}) {}
 
 Result<Identity> WebAuth::Authenticate(const Request& req) {
   std::string account;
   Result<Identity> who = Identify(req, &account);
   bool presented = req.headers.Has("Authorization") || !CookieValue(req.headers.Get("Cookie"), kSessionCookie).empty();
-  if (!who.ok() && presented) Report("authenticate", account, req, Status(who.error()));
+  if (who.ok() || !presented) return who;
+  if (int64_t wait = refusals_.RetryAfter(req.remote_address); wait > 0) {
+    return Error::Of(Code::kTooManyRequests, "too many refused credentials from this address; try again in " +
+                                                 std::to_string(wait) + " s");
+  }
+  refusals_.RecordFailure(req.remote_address);
+  Report("authenticate", account, req, Status(who.error()));
   return who;
 }
 

@@ -27,6 +27,7 @@ inline constexpr char kSessionCookie[] = "isb_session";
 // at most kPasswordCheckWait, then gets 503. A burst of sign-ins cannot take the host's memory.
 inline constexpr int kMaxPasswordChecks = 4;
 inline constexpr std::chrono::seconds kPasswordCheckWait{10};
+inline constexpr int kRefusalsPerMinute = 60;
 
 struct WebAuthOptions {
   bool secure_cookie = false;  // the daemon listens beyond loopback: the cookie is sent over HTTPS only
@@ -90,6 +91,9 @@ class WebAuth {
   identity::IdentityStore& store_;
   WebAuthOptions options_;
   identity::SignInLimiter limiter_;
+  // Credentials refused per client address: each is an audit row, so past kRefusalsPerMinute in a minute an address
+  // gets 429 for a refused credential, and no row (a good credential from it still works).
+  identity::RateLimiter refusals_;
   std::counting_semaphore<> password_checks_{kMaxPasswordChecks};
 };
 

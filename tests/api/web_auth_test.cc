@@ -96,5 +96,45 @@ TEST_F(WebAuthTest, AnOversizedSignInOrSetupBodyIsRefusedUnparsed) {
   }
 }
 
+// Every refused credential is an audit row: past kRefusalsPerMinute from one address in a minute, a refused one
+// gets 429 and no row, while a good credential from the same address, and refusals from another, go on as before.
+TEST_F(WebAuthTest, RefusedCredentialsFromOneAddressAreAuditedUpToALimit) {
+  int64_t alice = NewUser("alice", "default");
+  auto token = id_->tokens().Create(As(alice), {.name = "ci"});
+  ASSERT_TRUE(token.ok()) << token.error().message;
+  int events = 0;
+  WebAuthOptions o = Options(kPasswordCheckWait);
+  o.on_event = [&](std::string_view action, std::string_view, const Request&, const Status& outcome) {
+    EXPECT_EQ(action, "authenticate");
+    EXPECT_FALSE(outcome.ok());
+    ++events;
+  };
+  WebAuth auth(*id_, o);
+  auto call = [&](const std::string& bearer, const std::string& address) {
+    Request req;
+    req.method = "POST";
+    req.target = "/api/v1/tools/whoami";
+    req.headers.Set("Authorization", "Bearer " + bearer);
+    req.remote_address = address;
+    return auth.Authenticate(req);
+  };
+  const std::string bad = "isb_tok_" + std::string(43, 'A');
+  for (int i = 0; i < kRefusalsPerMinute; ++i) {
+    auto r = call(bad, "192.0.2.7");
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().code, Code::kUnauthenticated);
+  }
+  EXPECT_EQ(events, kRefusalsPerMinute);
+  auto limited = call(bad, "192.0.2.7");
+  ASSERT_FALSE(limited.ok());
+  EXPECT_EQ(limited.error().code, Code::kTooManyRequests);
+  EXPECT_EQ(limited.error().message.find("too many refused credentials from this address; try again in "), 0u)
+      << limited.error().message;
+  EXPECT_EQ(events, kRefusalsPerMinute) << "a refusal past the limit was audited";
+  EXPECT_TRUE(call(token->secret, "192.0.2.7").ok());
+  EXPECT_EQ(call(bad, "192.0.2.8").error().code, Code::kUnauthenticated);
+  EXPECT_EQ(events, kRefusalsPerMinute + 1);
+}
+
 }  // namespace
 }  // namespace isb::api
