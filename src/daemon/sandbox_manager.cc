@@ -635,7 +635,9 @@ Result<api::SandboxInfo> SandboxManager::Create(const api::SandboxSpec& spec) {
     return ins.error();
   }
   if (auto st = Launch(rec); !st.ok()) {
-    (void)Halt(rec, "failed", st.error().message, /*unmount_layer=*/false);  // RemoveDir unmounts it
+    // Undone while its row still says creating, which no other call sees: it never existed for anyone.
+    bool oom = false;
+    (void)Kill(rec, &oom, /*unmount_layer=*/false);  // RemoveDir unmounts it
     if (options_.egress != nullptr) options_.egress->Release(rec.id);
     RemoveDir(rec.id);
     (void)db_->Exec("DELETE FROM sandboxes WHERE id = ?1", {rec.id});

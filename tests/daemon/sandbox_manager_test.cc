@@ -328,6 +328,13 @@ TEST_F(ManagerTest, PublishedPortsReachTheSandboxsLoopbackWhileItRuns) {
   EXPECT_EQ(second.error().code, Code::kConflict);
   EXPECT_EQ(second.error().message, "ports[0]: 127.0.0.1:" + std::to_string(port) + ": Address already in use");
   EXPECT_EQ(mgr_->List()->size(), 1u);
+  // It never existed for anyone: no row of it was ever visible (stopped), and the history has no event of it.
+  auto rows = db_->Query("SELECT count(*) FROM sandboxes");
+  ASSERT_TRUE(rows.ok());
+  EXPECT_EQ(store::AsInt((*rows)[0][0]), 1);
+  auto events = history_->Query({});
+  ASSERT_TRUE(events.ok());
+  for (const auto& e : *events) EXPECT_EQ(e.entry.sandbox, sb->id) << "the failed create left a history event: " << e.entry.event;
 
   // Published only while it runs.
   ASSERT_TRUE(mgr_->Stop(sb->id).ok());
