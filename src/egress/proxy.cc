@@ -614,12 +614,24 @@ class Proxy::Impl {
     if (hooks_.on_deny) hooks_.on_deny(sandbox, target, reason, first);
   }
 
+  // Bounded: past kMaxDenyKeys targets refused within the window, a new one is counted but not marked first (a
+  // sandbox trying ever new names cannot grow the map, or the log); the map is swept at most once a second.
   bool FirstInWindow(const std::string& key) {
+    constexpr size_t kMaxDenyKeys = 10000;
+    constexpr auto kWindow = std::chrono::seconds(30);
     auto now = std::chrono::steady_clock::now();
     std::lock_guard lock(deny_mu_);
-    if (last_deny_.size() > 10000) std::erase_if(last_deny_, [&](auto& kv) { return now - kv.second > std::chrono::seconds(30); });
-    auto [it, inserted] = last_deny_.try_emplace(key, now);
-    if (!inserted && now - it->second < std::chrono::seconds(30)) return false;
+    if (last_deny_.size() >= kMaxDenyKeys && now - last_deny_sweep_ >= std::chrono::seconds(1)) {
+      std::erase_if(last_deny_, [&](auto& kv) { return now - kv.second > kWindow; });
+      last_deny_sweep_ = now;
+    }
+    auto it = last_deny_.find(key);
+    if (it == last_deny_.end()) {
+      if (last_deny_.size() >= kMaxDenyKeys) return false;
+      last_deny_.emplace(key, now);
+      return true;
+    }
+    if (now - it->second < kWindow) return false;
     it->second = now;
     return true;
   }
@@ -726,6 +738,7 @@ class Proxy::Impl {
   uint16_t port_ = 0;
   std::mutex deny_mu_;
   std::map<std::string, std::chrono::steady_clock::time_point> last_deny_;
+  std::chrono::steady_clock::time_point last_deny_sweep_{};
 };
 
 Result<std::unique_ptr<Proxy>> Proxy::Start(ProxyOptions options, ProxyHooks hooks) {
