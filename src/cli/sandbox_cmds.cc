@@ -196,16 +196,17 @@ int RunCreate(const Common& c, const CreateFlags& f) {
 
 int RunExec(const Common& c, const ExecFlags& f) {
   if (f.tty && c.json) return ReportUsage(Usage("--json cannot be combined with -t: a terminal's output is live"));
-  std::string stdin_data;
-  if (f.interactive && !f.tty) {
-    auto in = ReadAllBounded(STDIN_FILENO, kMaxStdinBytes, "standard input");
-    if (!in.ok()) return Report(in.error());
-    stdin_data = std::move(*in);
-  }
-  auto input = ExecInput(f, stdin_data);
+  // Flags and the daemon's address are checked before standard input is read: a usage error is reported at once,
+  // not after the user has typed Ctrl-D.
+  auto input = ExecInput(f, "");
   if (!input.ok()) return ReportUsage(input.error());
   auto client = Connect(*c.connect);
   if (!client.ok()) return ReportUsage(client.error());
+  if (f.interactive && !f.tty) {
+    auto in = ReadAllBounded(STDIN_FILENO, kMaxStdinBytes, "standard input");
+    if (!in.ok()) return Report(in.error());
+    (*input)["stdin_base64"] = Base64Encode(*in);
+  }
 
   Result<json> r = f.tty    ? RunTerminalExec(*client, *input, f.interactive)
                    : c.json ? client->Call("sandbox_exec", *input)
@@ -221,7 +222,8 @@ int RunExec(const Common& c, const ExecFlags& f) {
     Print(*r);
   } else {
     if (r->value("timed_out", false)) {
-      std::string t = f.timeout.empty() ? "60s" : f.timeout;
+      // The timeout sent: --timeout's, a terminal's 15 minutes, or the daemon's default of 60 s.
+      const std::string t = input->contains("timeout") ? std::to_string((*input)["timeout"].get<int64_t>()) + "s" : "60s";
       std::fprintf(stderr, "isb: the command timed out after %s and was killed (--timeout)\n", t.c_str());
     }
     // The daemon keeps (and streams) at most 256 KiB per stream; without this note a cut looks like the end.
