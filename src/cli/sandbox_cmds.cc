@@ -167,10 +167,26 @@ int ReportUsage(const Error& e) {
   return kExitUsage;
 }
 
+namespace {
+// A value that goes into a request header: no control characters (a token pasted from a file with its CR LF).
+// The error names where the value came from, never the value.
+Status HeaderSafe(std::string_view value, const char* from) {
+  for (char ch : value) {
+    const auto u = static_cast<unsigned char>(ch);
+    if (u < 0x20 || u == 0x7f) return Usage(std::string(from) + " holds a control character (a line break?); remove it");
+  }
+  return {};
+}
+}  // namespace
+
 // Fails only when --url, --socket or the environment say something unusable: a usage error.
 Result<ToolClient> Connect(const ConnectFlags& flags) {
   ISB_ASSIGN_OR_RETURN(Endpoint ep, ChooseEndpoint(flags, std::getenv("ISB_URL"), std::getenv("ISB_SOCKET")));
-  return ToolClient(HttpClient(std::move(ep)), Env("ISB_TOKEN"), flags.org.empty() ? Env("ISB_ORG") : flags.org);
+  const std::string token = Env("ISB_TOKEN");
+  const std::string org = flags.org.empty() ? Env("ISB_ORG") : flags.org;
+  ISB_TRY(HeaderSafe(token, "ISB_TOKEN"));
+  ISB_TRY(HeaderSafe(org, flags.org.empty() ? "ISB_ORG" : "--org"));
+  return ToolClient(HttpClient(std::move(ep)), token, org);
 }
 
 namespace {

@@ -177,6 +177,14 @@ TEST_F(CliTest, SandboxCommandsThroughTheSocket) {
   ProcResult unreachable = RunProcess({ISB_BINARY, "ls", "--socket", temp_dir() + "/no.sock"}, "", 30s,
                                       {"ISB_URL", "ISB_TOKEN", "ISB_SOCKET"});
   EXPECT_EQ(unreachable.exit_status, 125) << unreachable.Describe();
+  // A token read from a file with its line break is a usage error naming the variable, never showing the token.
+  const std::string secret = "isb_tok_" + std::string(43, 'Q');
+  ProcResult crlf = RunProcess({ISB_BINARY, "ls", "--url", "http://127.0.0.1:1"}, "", 30s,
+                               {"ISB_TOKEN=" + secret + "\r", "ISB_SOCKET", "ISB_URL"});
+  EXPECT_EQ(crlf.exit_status, 2) << crlf.Describe();
+  EXPECT_EQ(crlf.err, "isb: ISB_TOKEN holds a control character (a line break?); remove it\n");
+  EXPECT_EQ(crlf.out.find(secret), std::string::npos);
+  EXPECT_EQ(crlf.err.find(secret), std::string::npos);
 }
 
 }  // namespace
