@@ -43,9 +43,13 @@ namespace {
 
 void Log(const std::string& line) { std::fprintf(stderr, "isb serve: %s\n", line.c_str()); }
 
-int Fail(const std::string& message) {
+// The exit status of a daemon that could not start: 2 for a flag it was given wrong (a usage error, as every isb
+// command has it), 125 for everything else (isb failed: a port in use, a state dir it cannot write).
+constexpr int kExitUsage = 2, kExitFailed = 125;
+
+int Fail(const std::string& message, int status = kExitFailed) {
   std::fprintf(stderr, "isb serve: %s\n", message.c_str());
-  return 1;
+  return status;
 }
 
 // systemd's readiness protocol (Type=notify), without libsystemd: one datagram to $NOTIFY_SOCKET.
@@ -70,8 +74,8 @@ void NotifyReady() {
 
 int Serve(const ServeOptions& options) {
   auto listen = api::ParseListenAddress(options.listen);
-  if (!listen.ok()) return Fail(listen.error().message);
-  if (auto st = api::CheckListenAddress(listen->host); !st.ok()) return Fail(st.error().message);
+  if (!listen.ok()) return Fail(listen.error().message, kExitUsage);
+  if (auto st = api::CheckListenAddress(listen->host); !st.ok()) return Fail(st.error().message, kExitUsage);
 
   // Every relayed connection holds two descriptors and every exec a few: the soft limit (1024 under systemd) would
   // run out long before the hard one. Sandboxes get their own limits (engine/rlimits.cc), whatever the daemon's.
@@ -111,7 +115,7 @@ int Serve(const ServeOptions& options) {
   egress_options.table = egress_options.ifname_prefix = options.egress_table;
   for (const std::string& p : options.egress_pins) {
     auto pin = egress::ParsePin(p);
-    if (!pin.ok()) return Fail("--egress-pin: " + pin.error().message);
+    if (!pin.ok()) return Fail("--egress-pin: " + pin.error().message, kExitUsage);
     egress_options.pins.push_back(*pin);
   }
   egress_options.judge = options.judge;

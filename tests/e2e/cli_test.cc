@@ -187,5 +187,17 @@ TEST_F(CliTest, SandboxCommandsThroughTheSocket) {
   EXPECT_EQ(crlf.err.find(secret), std::string::npos);
 }
 
+// isb serve refuses to listen beyond loopback and the tailnet at start-up, before it touches anything: a flag given
+// wrong, so a usage error (2), with the way out in the message.
+TEST_F(CliTest, ServeRefusesAPublicListenAddressAsAUsageError) {
+  const std::string state = temp_dir() + "/refused";
+  ProcResult r = RunProcess({ISB_BINARY, "serve", "--state-dir", state, "--listen", "0.0.0.0:8092"});
+  EXPECT_EQ(r.exit_status, 2) << r.Describe();
+  EXPECT_EQ(r.err.rfind("isb serve: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("put a tunnel (e.g. Tailscale, ssh -L) or a TLS reverse proxy in front of 127.0.0.1"),
+            std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(state));
+}
+
 }  // namespace
 }  // namespace isb::e2e
