@@ -2,6 +2,7 @@
 
 #include <span>
 
+#include "base/ascii.h"
 #include "egress/client_hello.h"
 #include "egress/http_head.h"
 
@@ -70,6 +71,22 @@ Sniff ExplicitProxy(std::string_view bytes) {
   return s;
 }
 
+// Whether an Upgrade header lists h2c (comma-separated tokens, any case).
+bool UpgradesToH2c(const HttpHead& h) {
+  const std::string* upgrade = FindHeader(h.headers, "upgrade");
+  if (upgrade == nullptr) return false;
+  std::string_view rest = *upgrade;
+  while (!rest.empty()) {
+    size_t comma = rest.find(',');
+    std::string_view token = rest.substr(0, comma);
+    while (!token.empty() && (token.front() == ' ' || token.front() == '\t')) token.remove_prefix(1);
+    while (!token.empty() && (token.back() == ' ' || token.back() == '\t')) token.remove_suffix(1);
+    if (EqualsIgnoreCase(token, "h2c")) return true;
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+  }
+  return false;
+}
+
 RelayedRequest Refused(RelayedRequest::State state, int status, std::string reason) {
   RelayedRequest r;
   r.state = state;
@@ -92,6 +109,11 @@ RelayedRequest ReadRelayedRequest(std::string_view bytes, bool explicit_proxy) {
   RelayedRequest r;
   r.head = std::move(parsed.head);
   const HttpHead& h = r.head;
+  // After an upgrade the bytes are relayed unparsed: HTTP/2 there (h2c) would carry requests for any host, method
+  // and path, none checked. WebSocket and the like carry no requests of HTTP's.
+  if (FindHeader(h.headers, "http2-settings") != nullptr || UpgradesToH2c(h))
+    return Refused(State::kMalformed, 400, "an upgrade to HTTP/2 over cleartext (h2c) is not relayed: its requests "
+                                           "could not be checked; use HTTP/1.1, or https");
   if (explicit_proxy) {
     if (h.connect) return Refused(State::kMalformed, 400, "CONNECT on a connection that relays HTTP");
     if (h.form != TargetForm::kAbsolute)

@@ -547,6 +547,28 @@ TEST_F(ProxyTest, AfterAnUpgradeTheSwitchedProtocolIsRelayedUntouched) {
   EXPECT_EQ(origin.received(), frames + later);
 }
 
+// An upgrade to HTTP/2 over cleartext is refused before it reaches the origin: after a 101 its streams would carry
+// requests for any host, method and path, relayed unparsed.
+TEST_F(ProxyTest, AnUpgradeToH2cIsRefused) {
+  const std::string switching = "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n";
+  for (const std::string& extra : {std::string("Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\n"
+                                               "HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n"),
+                                   std::string("Connection: Upgrade\r\nUpgrade: websocket, H2C\r\n"),
+                                   std::string("HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n")}) {
+    AnsweringOrigin origin(switching);
+    origin_port_ = origin.port();
+    Fd c = Connect();
+    SendAll(c.get(), "GET / HTTP/1.1\r\nHost: allowed.test\r\n" + extra + "\r\n");
+    const std::string reason = "isb: an upgrade to HTTP/2 over cleartext (h2c) is not relayed: its requests could not "
+                               "be checked; use HTTP/1.1, or https\n";
+    EXPECT_EQ(ReadToEnd(c.get()), "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: " +
+                                      std::to_string(reason.size()) + "\r\nConnection: close\r\n\r\n" + reason)
+        << extra;
+    c.Reset();
+    EXPECT_EQ(origin.received(), "") << extra;
+  }
+}
+
 // An Upgrade the origin declines (200, not 101) switches nothing: a later head that does not parse is refused as
 // it would be without the Upgrade header, and never reaches the origin.
 TEST_F(ProxyTest, AnUpgradeTheOriginDeclinedLeavesEveryLaterRequestChecked) {
