@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/ascii.h"
 #include "egress/classify.h"
 #include "egress/edge_read.h"
 #include "egress/http_response.h"
@@ -339,6 +340,13 @@ class Proxy::Impl {
                 Watch(client, upstream, ends));
       co_return;
     }
+    if (sniff.kind == Sniff::Kind::kConnect) {
+      RelayEnds ends;
+      co_await ((RelayTunnel(client, upstream, sniff.upstream_prefix.value_or(""), box, host, port, ends) &&
+                 Pump(upstream, client, stats_.bytes_down, ends)) ||
+                Watch(client, upstream, ends));
+      co_return;
+    }
     const std::string& first = sniff.upstream_prefix ? *sniff.upstream_prefix : head;
     if (!first.empty()) {
       bool sent = co_await Send(upstream, first);
@@ -356,6 +364,47 @@ class Proxy::Impl {
     int first_status = 0;      // a plain HTTP connection's first response status, once read (RelayResponses)
     std::chrono::steady_clock::time_point last_read = std::chrono::steady_clock::now();  // bytes came either way
   };
+
+  // The sandbox's side of a CONNECT tunnel to `host`:`port`, checked before any of it goes on. TLS whose
+  // ClientHello names another host (fronting), or HTTP requests (whose Host no one would check: plain HTTP goes
+  // through the proxy as absolute-form requests, each checked), close the tunnel; a malformed hello or head too.
+  // Anything else (TLS for `host`, SSH, a database protocol) is the named host's and is relayed untouched. The
+  // origin's side flows meanwhile, for protocols whose server speaks first.
+  asio::awaitable<void> RelayTunnel(tcp::socket& from, tcp::socket& to, std::string buffer, const std::string& box,
+                                    const std::string& host, uint16_t port, RelayEnds& ends) {
+    char buf[16384];
+    for (int reads = 0;; ++reads) {
+      const Sniff s = buffer.empty() ? Sniff{} : hooks_.classify(buffer, port, false);
+      if (s.state == Sniff::State::kNeedMore && reads < kMaxHeadReads && buffer.size() < opts_.max_head) {
+        auto [ec, n] = co_await ReadSome(from, asio::buffer(buf), ends);
+        if (!ec) {
+          buffer.append(buf, n);
+          continue;
+        }
+        if (ec != asio::error::eof) co_return CloseBoth(from, to);
+        if (buffer.empty()) co_return HalfClose(to, ends);
+        // Ended before it could be told apart: what came is too short to carry a request; it goes on.
+      }
+      std::string refusal;
+      if (s.kind == Sniff::Kind::kHttp)
+        refusal = "a CONNECT tunnel carries no plain HTTP: send http:// requests to the proxy as they are, each is checked";
+      else if (s.kind == Sniff::Kind::kTls && s.state == Sniff::State::kMalformed)
+        refusal = "a CONNECT tunnel to " + host + " began with a malformed TLS ClientHello";
+      else if (s.kind == Sniff::Kind::kTls && !s.host.empty() && !EqualsIgnoreCase(s.host, host))
+        refusal = "a CONNECT tunnel to " + host + " names " + s.host + " in its TLS ClientHello: one host per tunnel";
+      if (!refusal.empty()) {
+        Report(box, host + ":" + std::to_string(port), refusal);
+        co_return CloseBoth(from, to);
+      }
+      break;
+    }
+    if (!buffer.empty()) {
+      bool sent = co_await Send(to, buffer);
+      if (!sent) co_return CloseBoth(from, to);
+      stats_.bytes_up += buffer.size();
+    }
+    co_return co_await Pump(from, to, stats_.bytes_up, ends);
+  }
 
   // Ends a relayed connection that has moved no byte either way for relay_idle_ms: it closes both sockets, which
   // ends both directions. Cancelled (the parallel group ending) once they have ended on their own.

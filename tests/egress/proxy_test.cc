@@ -170,10 +170,16 @@ class AnsweringOrigin {
 };
 
 // Hosts: "allowed.test" reaches the echo server (or origin_port_ when a test sets it); everything else is refused.
+// "TLS:NAME\n" stands for a TLS ClientHello naming NAME.
 Sniff TestClassifier(std::string_view bytes, uint16_t, bool explicit_proxy) {
   Sniff s;
   if (bytes.find("\r\n\r\n") == std::string_view::npos && (bytes.starts_with("GET") || bytes.starts_with("CONNECT"))) return s;
   s.state = Sniff::State::kDone;
+  if (!explicit_proxy && bytes.starts_with("TLS:")) {
+    s.kind = Sniff::Kind::kTls;
+    s.host = std::string(bytes.substr(4, bytes.find('\n') - 4));
+    return s;
+  }
   if (explicit_proxy && bytes.starts_with("CONNECT ")) {
     s.kind = Sniff::Kind::kConnect;
     size_t end = bytes.find(' ', 8);
@@ -398,6 +404,24 @@ TEST_F(ProxyTest, ExplicitConnectAnswers200AndThenRelays) {
   Fd d = Connect();
   SendAll(d.get(), "CONNECT allowed.test:22 HTTP/1.1\r\nHost: allowed.test:22\r\n\r\n");
   EXPECT_EQ(ReadToEnd(d.get()).substr(0, 24), "HTTP/1.1 403 Forbidden\r\n");
+}
+
+// What a CONNECT tunnel carries is checked before it goes on: plain HTTP (whose Host no one would check) and TLS
+// naming another host close it unrelayed; TLS for the CONNECT's host, and protocols without a name, pass.
+TEST_F(ProxyTest, AConnectTunnelCarriesNoPlainHttpAndNoOtherHostsTls) {
+  RestartAsExplicitProxy(TestClassifier);
+  const std::string established = "HTTP/1.1 200 Connection established\r\n\r\n";
+  for (const std::string& inside : {std::string("GET /x HTTP/1.1\r\nHost: other.test\r\n\r\n"),
+                                    std::string("GET /x HTTP/1.1\r\nHost: allowed.test\r\n\r\n"),
+                                    std::string("TLS:other.test\n")}) {
+    Fd c = Connect();
+    SendAll(c.get(), "CONNECT allowed.test:443 HTTP/1.1\r\nHost: allowed.test:443\r\n\r\n" + inside);
+    // The echo server would send back whatever reached it.
+    EXPECT_EQ(ReadToEnd(c.get()), established) << inside;
+  }
+  Fd tls = Connect();
+  SendAll(tls.get(), "CONNECT allowed.test:443 HTTP/1.1\r\nHost: allowed.test:443\r\n\r\nTLS:allowed.test\n");
+  EXPECT_EQ(ReadN(tls.get(), established.size() + 17), established + "TLS:allowed.test\n");
 }
 
 TEST_F(ProxyTest, BulkTransferArrivesWhole) {
