@@ -138,6 +138,10 @@ Sniff ClassifyConnection(std::string_view bytes, uint16_t /*port*/, bool explici
     case HelloResult::kParsed: return Done(Sniff::Kind::kTls, hello.hello.sni, 0);
     case HelloResult::kNotTls: break;
   }
+  // Servers skip empty lines before a request (RFC 9112 2.2); a parser that did not would take the request for a
+  // protocol without a name, relayed unchecked. Nothing else begins with one: refused.
+  if (bytes.front() == '\r' || bytes.front() == '\n')
+    return Malformed(Sniff::Kind::kHttp, "a connection may not begin with an empty line");
   HeadResult head = ParseHttpHead(bytes);
   switch (head.kind) {
     case HeadResult::kNeedMore: return Sniff{};

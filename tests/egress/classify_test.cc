@@ -33,6 +33,17 @@ TEST(ClassifyTest, MalformedHttpIsRefusedWithTheParsersReason) {
   EXPECT_EQ(s.reason, "more than one Host header");
 }
 
+// An origin skips empty lines before a request; taken for a protocol without a name, the request would go to the
+// port's one listed host unchecked. Refused, as HTTP.
+TEST(ClassifyTest, AnEmptyLineBeforeARequestIsRefused) {
+  for (const char* bytes : {"\r\nGET / HTTP/1.1\r\nHost: other.example\r\n\r\n", "\nGET / HTTP/1.1\r\n", "\r"}) {
+    Sniff s = ClassifyConnection(bytes, 80, false);
+    EXPECT_EQ(s.state, Sniff::State::kMalformed) << bytes;
+    EXPECT_EQ(s.kind, Sniff::Kind::kHttp) << bytes;
+    EXPECT_EQ(s.reason, "a connection may not begin with an empty line") << bytes;
+  }
+}
+
 TEST(ClassifyTest, TheExplicitProxyTakesConnectAndAbsoluteFormOnly) {
   Sniff c = ClassifyConnection("CONNECT api.example.com:443 HTTP/1.1\r\nHost: api.example.com:443\r\n\r\n\x16\x03\x01", 3128, true);
   EXPECT_EQ(c.state, Sniff::State::kDone);
