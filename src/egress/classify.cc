@@ -36,11 +36,19 @@ bool IsProxyHeader(const std::string& name) {
   return eq("proxy-connection") || eq("proxy-authorization");
 }
 
-// The absolute-form request as the origin expects it: origin-form target, the proxy's own headers dropped.
+// The absolute-form request as the origin expects it: origin-form target, the proxy's own headers dropped, and a
+// Host naming the target when the client sent none (RFC 9112 3.2.2: the proxy generates it; an origin without one
+// would answer for its default site). A Host that was sent agrees with the target (the head parser checks).
 std::string OriginForm(const HttpHead& h, std::string_view rest) {
   std::string out;
-  out.reserve(h.size + rest.size());  // about the size of the head as sent
+  out.reserve(h.size + rest.size() + h.host.size() + 16);  // about the size of the head as sent
   out.append(h.method).append(" ").append(h.path).append(" HTTP/1.").append(std::to_string(h.minor_version)).append("\r\n");
+  if (FindHeader(h.headers, "host") == nullptr) {
+    const bool v6 = h.host.find(':') != std::string::npos;
+    out.append("Host: ").append(v6 ? "[" + h.host + "]" : h.host);
+    if (h.port_explicit) out.append(":").append(std::to_string(h.port));
+    out.append("\r\n");
+  }
   for (const HttpHeader& f : h.headers) {
     if (IsProxyHeader(f.name)) continue;
     out.append(f.name).append(": ").append(f.value).append("\r\n");

@@ -89,6 +89,14 @@ TEST(RelayedRequestTest, TheHeadGoesUpstreamAsReadOrInOriginForm) {
   EXPECT_EQ(r.Upstream(proxied), r.origin_form);
   EXPECT_EQ(r.Upstream(proxied).substr(0, 19), "GET /q?x=1 HTTP/1.1");
 
+  // Without a Host, the origin form gets one naming the target, as a proxy must send it.
+  const std::string hostless = "GET http://a.example:8080/q HTTP/1.0\r\nAccept: */*\r\n\r\n";
+  r = ReadRelayedRequest(hostless, true);
+  ASSERT_EQ(r.state, RelayedRequest::State::kParsed) << r.reason;
+  EXPECT_EQ(r.Upstream(hostless), "GET /q HTTP/1.0\r\nHost: a.example:8080\r\nAccept: */*\r\n\r\n");
+  const std::string plain = "GET http://a.example/ HTTP/1.1\r\n\r\n";
+  EXPECT_EQ(ReadRelayedRequest(plain, true).Upstream(plain), "GET / HTTP/1.1\r\nHost: a.example\r\n\r\n");
+
   EXPECT_EQ(ReadRelayedRequest("GET / HTTP/1.1\r\nHo", false).state, RelayedRequest::State::kNeedMore);
   r = ReadRelayedRequest("GET /q HTTP/1.1\r\nHost: a.example\r\n\r\n", true);
   EXPECT_EQ(r.state, RelayedRequest::State::kMalformed);
