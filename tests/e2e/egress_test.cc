@@ -13,6 +13,7 @@
 #include <fstream>
 
 #include "e2e/daemon_fixture.h"
+#include "host_address.h"
 
 namespace isb::e2e {
 namespace {
@@ -183,7 +184,10 @@ TEST_F(EgressTest, AListedSandboxReachesItsNamesAndNothingElse) {
   EXPECT_EQ(Curl(id, {"--noproxy", "*", "-o", "/dev/null", "-w", "%{exitcode}", "http://allowed.test:8080/"}), "7");
   EXPECT_EQ(Curl(id, {"--noproxy", "*", "-o", "/dev/null", "-w", "%{exitcode}",
                       "http://" + host_end + ":" + std::to_string(port_) + "/"}), "7");
-  EXPECT_EQ(Curl(id, {"--noproxy", "*", "-o", "/dev/null", "-w", "%{exitcode}", "http://192.0.2.1/"}), "7");
+  // An address literal beyond the sandbox's network: this host's own (a packet to it never leaves the machine).
+  const std::string host_own = isb::testing::HostOwnIpv4();
+  ASSERT_FALSE(host_own.empty()) << "the host has no IPv4 address beyond loopback to aim at";
+  EXPECT_EQ(Curl(id, {"--noproxy", "*", "-o", "/dev/null", "-w", "%{exitcode}", "http://" + host_own + "/"}), "7");
 
   // A live change: unlisted.test becomes the listed one.
   json changed = MustTool("sandbox_egress_set", {{"sandbox", id}, {"egress", {"unlisted.test:80"}}});
@@ -393,8 +397,9 @@ TEST_F(EgressTest, NoUdpNoIpv6AndNoOtherSandbox) {
   EXPECT_EQ(Exec(a, {"cat", "/proc/sys/net/ipv6/conf/all/disable_ipv6"})["stdout"], "1\n");
   json v6 = Exec(a, {"python3", "-c",
                      "import socket, errno\ns = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)\n"
-                     "try:\n s.connect(('2001:4860:4860::8888', 443))\nexcept OSError as e:\n print(errno.errorcode[e.errno])"});
-  // With IPv6 disabled the sandbox has no address to send from.
+                     "try:\n s.connect(('::1', 443))\nexcept OSError as e:\n print(errno.errorcode[e.errno])"});
+  // With IPv6 disabled the sandbox has no IPv6 address at all, not even its loopback's ::1 (with IPv6 on, that
+  // connect would be refused instead: nothing listens).
   EXPECT_EQ(v6["stdout"], "EADDRNOTAVAIL\n") << v6.dump();
 
   // Another sandbox, its address or its host end: unreachable or refused at once.

@@ -19,7 +19,7 @@ std::string EnsureSdk() {
       return kNodeDir + "/mcp_client.mjs is missing: re-run cmake (e2e.cmake copies it there)";
     if (::access((kNodeDir + "/node_modules/@modelcontextprotocol/sdk/package.json").c_str(), R_OK) == 0) return std::string();
     ProcResult npm = RunProcess({"npm", "install", "--prefix", kNodeDir, "--no-audit", "--no-fund",
-                                 "@modelcontextprotocol/sdk"},
+                                 "@modelcontextprotocol/sdk@1.32.2"},
                                 "", std::chrono::seconds(240));
     if (npm.exit_status != 0) return "npm install @modelcontextprotocol/sdk failed: " + npm.Describe();
     return std::string();

@@ -33,6 +33,8 @@ TEST_F(ReaperTest, RemovesIdleAndExpiredSandboxesAndKeepsTheRest) {
   ASSERT_FALSE(expiring.empty());
   ASSERT_FALSE(kept.empty());
   pid_t idle_init = SandboxInitPid(idle), expiring_init = SandboxInitPid(expiring);
+  ASSERT_GT(idle_init, 0);
+  ASSERT_GT(expiring_init, 0);
   auto t0 = Clock::now();
 
   // An exec keeps the expiring one active (it is not idle), but expiry does not care.
@@ -52,8 +54,8 @@ TEST_F(ReaperTest, RemovesIdleAndExpiredSandboxesAndKeepsTheRest) {
   HttpResponse r = Tool("sandbox_get", {{"sandbox", idle}});
   EXPECT_EQ(r.status, 404) << r.Describe();
   EXPECT_EQ(r.j.value("error", ""), "not_found") << r.Describe();
-  EXPECT_FALSE(idle_init > 0 && ProcessAlive(idle_init)) << "the reaped sandbox's init still runs";
-  EXPECT_FALSE(expiring_init > 0 && ProcessAlive(expiring_init)) << "the reaped sandbox's init still runs";
+  EXPECT_FALSE(ProcessAlive(idle_init)) << "the reaped sandbox's init still runs";
+  EXPECT_FALSE(ProcessAlive(expiring_init)) << "the reaped sandbox's init still runs";
   EXPECT_NE(DaemonLog().find("reaper removed"), std::string::npos) << DaemonLog();
   EXPECT_EQ(table().find(veth[0]), std::string::npos) << "the reaped sandbox's rules stayed:\n" << table();
   EXPECT_EQ(isb_interfaces(), std::vector<std::string>{});
