@@ -374,7 +374,18 @@ class Proxy::Impl {
                                     const std::string& host, uint16_t port, RelayEnds& ends) {
     char buf[16384];
     for (int reads = 0;; ++reads) {
-      const Sniff s = buffer.empty() ? Sniff{} : hooks_.classify(buffer, port, false);
+      Sniff s = buffer.empty() ? Sniff{} : hooks_.classify(buffer, port, false);
+      // A whole first line tells HTTP from the line protocols that look like it (SMTP's "EHLO host", IMAP, POP),
+      // whose client then waits for an answer: no waiting for the blank line that HTTP's head would end with.
+      const bool http_like = s.state == Sniff::State::kNeedMore || s.kind == Sniff::Kind::kHttp;
+      if (http_like && s.kind != Sniff::Kind::kTls && !buffer.empty() && buffer[0] != '\x16') {
+        if (size_t eol = buffer.find('\n'); eol != std::string::npos) {
+          std::string_view line = std::string_view(buffer).substr(0, eol);
+          if (line.ends_with('\r')) line.remove_suffix(1);
+          s.state = Sniff::State::kDone;
+          s.kind = line.ends_with(" HTTP/1.1") || line.ends_with(" HTTP/1.0") ? Sniff::Kind::kHttp : Sniff::Kind::kUnknown;
+        }
+      }
       if (s.state == Sniff::State::kNeedMore && reads < kMaxHeadReads && buffer.size() < opts_.max_head) {
         auto [ec, n] = co_await ReadSome(from, asio::buffer(buf), ends);
         if (!ec) {

@@ -422,6 +422,24 @@ TEST_F(ProxyTest, AConnectTunnelCarriesNoPlainHttpAndNoOtherHostsTls) {
   Fd tls = Connect();
   SendAll(tls.get(), "CONNECT allowed.test:443 HTTP/1.1\r\nHost: allowed.test:443\r\n\r\nTLS:allowed.test\n");
   EXPECT_EQ(ReadN(tls.get(), established.size() + 17), established + "TLS:allowed.test\n");
+  // A request line alone is enough to refuse: the tunnel closes without waiting for the rest of its head.
+  Fd line = Connect();
+  SendAll(line.get(), "CONNECT allowed.test:443 HTTP/1.1\r\nHost: allowed.test:443\r\n\r\nGET / HTTP/1.1\r\n");
+  EXPECT_EQ(ReadN(line.get(), established.size()), established);
+  pollfd closed{line.get(), POLLIN, 0};
+  ASSERT_EQ(::poll(&closed, 1, 3000), 1) << "the tunnel waited for the rest of the head";
+  char byte = 0;
+  EXPECT_EQ(::recv(line.get(), &byte, 1, 0), 0);
+}
+
+// With the daemon's classifier: a line protocol whose first line looks like the start of a request (SMTP's EHLO)
+// goes on at its first line, as its client waits for the answer and sends no blank line.
+TEST_F(ProxyTest, AConnectTunnelPassesALineProtocolAtItsFirstLine) {
+  RestartAsExplicitProxy(ClassifyConnection);
+  const std::string established = "HTTP/1.1 200 Connection established\r\n\r\n";
+  Fd smtp = Connect();
+  SendAll(smtp.get(), "CONNECT allowed.test:80 HTTP/1.1\r\nHost: allowed.test:80\r\n\r\nEHLO sandbox.test\r\n");
+  EXPECT_EQ(ReadN(smtp.get(), established.size() + 19), established + "EHLO sandbox.test\r\n");
 }
 
 TEST_F(ProxyTest, BulkTransferArrivesWhole) {
