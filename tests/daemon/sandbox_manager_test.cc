@@ -560,7 +560,9 @@ TEST_F(ManagerTest, TheReaperSparesRunningExecsAndUnmeasuredSandboxesAndNoticesT
   ASSERT_TRUE(a.ok() && b.ok() && d.ok());
   EXPECT_EQ(mgr_->ReapOnce(), 0);
   std::thread quiet([&] { EXPECT_EQ(Exec(a->id, {"sleep", "2"}).exit_code, 0); });
-  ::usleep(500000);
+  // Until the sleep runs beside init (the exec counts as running from before it starts).
+  for (int i = 0; i < 500 && mgr_->Get(a->id)->usage.pids < 2; ++i) ::usleep(10000);
+  ASSERT_GE(mgr_->Get(a->id)->usage.pids, 2u) << "the exec never started";
   now_ += 31;
   EXPECT_EQ(mgr_->ReapOnce(), 1);  // b; a has an exec running
   quiet.join();
@@ -576,8 +578,10 @@ TEST_F(ManagerTest, TheReaperSparesRunningExecsAndUnmeasuredSandboxesAndNoticesT
 
   auto rows = db_->Query("SELECT pid FROM sandboxes WHERE id = ?1", {d->id});
   ASSERT_TRUE(rows.ok() && rows->size() == 1);
-  ASSERT_EQ(::kill(static_cast<pid_t>(store::AsInt((*rows)[0][0])), SIGKILL), 0);
-  ::usleep(200000);
+  const pid_t d_init = static_cast<pid_t>(store::AsInt((*rows)[0][0]));
+  ASSERT_EQ(::kill(d_init, SIGKILL), 0);
+  for (int i = 0; i < 500 && !Dead(d_init); ++i) ::usleep(10000);
+  ASSERT_TRUE(Dead(d_init));
   now_ += 31;
   EXPECT_EQ(mgr_->ReapOnce(), 1);  // a, measured idle now; d is recorded dead, not reaped
   EXPECT_EQ(mgr_->Events(a->id).back().first, "reaped");
