@@ -546,16 +546,22 @@ ProcResult E2eTest::Isb(const std::vector<std::string>& args, const std::string&
 }
 
 void E2eTest::RemoveAllSandboxes() {
-  HttpResponse list = Tool("sandbox_list", json::object());
-  ASSERT_EQ(list.status, 200) << list.Describe();
-  for (const auto& sb : list.j["result"]["sandboxes"]) {
-    std::string id = sb["id"].get<std::string>();
-    HttpResponse r = Tool("sandbox_remove", {{"sandbox", id}});
-    EXPECT_EQ(r.status, 200) << "removing " << id << ": " << r.Describe();
+  // In every org, not only the default one a call on the socket acts in.
+  HttpResponse orgs = Tool("org_list", json::object());
+  ASSERT_EQ(orgs.status, 200) << orgs.Describe();
+  for (const auto& org : orgs.j["result"]["orgs"]) {
+    const std::vector<std::string> in_org = {"X-Isb-Org: " + org["name"].get<std::string>()};
+    HttpResponse list = Tool("sandbox_list", json::object(), in_org);
+    ASSERT_EQ(list.status, 200) << list.Describe();
+    for (const auto& sb : list.j["result"]["sandboxes"]) {
+      std::string id = sb["id"].get<std::string>();
+      HttpResponse r = Tool("sandbox_remove", {{"sandbox", id}}, in_org);
+      EXPECT_EQ(r.status, 200) << "removing " << id << ": " << r.Describe();
+    }
+    list = Tool("sandbox_list", json::object(), in_org);
+    EXPECT_EQ(list.status, 200) << list.Describe();
+    EXPECT_EQ(list.j["result"]["sandboxes"], json::array()) << list.Describe();
   }
-  list = Tool("sandbox_list", json::object());
-  EXPECT_EQ(list.status, 200) << list.Describe();
-  EXPECT_EQ(list.j["result"]["sandboxes"], json::array()) << list.Describe();
 }
 
 bool E2eTest::ForeignIsbRunning() const {
