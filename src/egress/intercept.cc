@@ -55,6 +55,7 @@ struct Session {
   const Exchange& exchange;
   MessageFilter& filter;
   Interceptor::Outcome& outcome;
+  const RequestJudge& judge;  // empty: requests are not judged one by one
   std::string target;  // host:port, for messages
   std::string from_client;
   std::string from_origin;
@@ -164,6 +165,14 @@ asio::awaitable<void> Relay(Session& s) {
       co_await Answer(s.down, 421, misdirected);
       co_return;
     }
+    if (s.judge) {
+      std::string refusal = co_await s.judge(head);
+      if (!refusal.empty()) {
+        s.outcome.refusal = refusal;
+        co_await Answer(s.down, 403, refusal);
+        co_return;
+      }
+    }
     std::string head_bytes = s.from_client.substr(0, head.size);
     s.from_client.erase(0, head.size);
     s.filter.RequestHead(s.exchange, head, head_bytes);
@@ -243,7 +252,8 @@ Result<std::unique_ptr<Interceptor>> Interceptor::Create(InterceptOptions option
 }
 
 asio::awaitable<Interceptor::Outcome> Interceptor::Run(tcp::socket& client, const std::string& hello,
-                                                       const Exchange& exchange, Result<Fd>& upstream) {
+                                                       const Exchange& exchange, Result<Fd>& upstream,
+                                                       RequestJudge judge) {
   Outcome out;
   const std::chrono::milliseconds idle(options_.idle_timeout_ms);
   Result<std::shared_ptr<const TlsIdentity>> leaf = options_.minter->Leaf(exchange.sandbox, exchange.host);
@@ -262,12 +272,12 @@ asio::awaitable<Interceptor::Outcome> Interceptor::Run(tcp::socket& client, cons
   down.Preload(hello);
   Status handshake = co_await down.Handshake();
   if (!handshake.ok()) co_return out;  // the client left, or does not trust the sandbox's CA: nothing to tell it
-  co_await ToOrigin(down, exchange, upstream, out);
+  co_await ToOrigin(down, exchange, upstream, out, judge);
   co_return out;
 }
 
 asio::awaitable<void> Interceptor::ToOrigin(TlsChannel& down, const Exchange& exchange, Result<Fd>& upstream,
-                                            Outcome& out) {
+                                            Outcome& out, const RequestJudge& judge) {
   std::string target = exchange.host + ":" + std::to_string(exchange.port);
   if (!upstream.ok()) {
     out.failure = "cannot reach " + target + ": " + upstream.error().message;
@@ -294,7 +304,7 @@ asio::awaitable<void> Interceptor::ToOrigin(TlsChannel& down, const Exchange& ex
     co_await Answer(down, 502, out.failure);
     co_return;
   }
-  Session session{down, up, exchange, *options_.filter, out, target, "", ""};
+  Session session{down, up, exchange, *options_.filter, out, judge, target, "", ""};
   co_await Relay(session);
 }
 

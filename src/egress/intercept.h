@@ -6,6 +6,7 @@
 
 #include <boost/asio.hpp>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -18,6 +19,10 @@
 namespace isb::egress {
 
 class TlsChannel;
+
+// Asked about each request on an intercepted connection to a judged name, before it goes on: the refusal (the
+// client gets 403 with it), or "" to let it through.
+using RequestJudge = std::function<boost::asio::awaitable<std::string>(const HttpHead&)>;
 
 class Interceptor {
  public:
@@ -33,14 +38,16 @@ class Interceptor {
   // Takes over `client` after its ClientHello (`hello`, the bytes already read) asked for `exchange.host`.
   // `upstream` is the TCP connection dialled to the origin, or why there is none (the client then gets a 502 once
   // its TLS is up). Returns when the connection is done; the caller closes the sockets.
+  // With `judge`, each request is asked about before it goes on (a judged name: the judge sees every method and
+  // path); without it, each is checked only for naming the connection's host.
   boost::asio::awaitable<Outcome> Run(boost::asio::ip::tcp::socket& client, const std::string& hello,
-                                      const Exchange& exchange, Result<Fd>& upstream);
+                                      const Exchange& exchange, Result<Fd>& upstream, RequestJudge judge = {});
 
  private:
   explicit Interceptor(InterceptOptions options) : options_(std::move(options)) {}
   // After the sandbox's handshake: the origin's TLS, then the requests.
   boost::asio::awaitable<void> ToOrigin(TlsChannel& down, const Exchange& exchange, Result<Fd>& upstream,
-                                        Outcome& out);
+                                        Outcome& out, const RequestJudge& judge);
 
   InterceptOptions options_;
   SslCtxPtr server_ctx_;  // towards the sandbox: our minted certificates

@@ -302,7 +302,7 @@ class Proxy::Impl {
     const bool intercepted = named && interceptor_ && hooks_.intercept(box, host, port);
     Result<Fd> dialed = std::move(*co_await OffLoopFor(box, DialCall(host, port)));
     if (intercepted && sniff.kind == Sniff::Kind::kTls) {
-      co_await Intercept(client, head, box, host, port, dialed);
+      co_await Intercept(client, head, box, host, port, dialed, admission.per_request);
       co_return;
     }
     // A CONNECT that cannot be dialled gets its 502 in the clear (below); else the tunnel's first bytes are the TLS.
@@ -310,7 +310,7 @@ class Proxy::Impl {
       bool sent = co_await Send(client, kEstablished);
       if (!sent) co_return;
       std::string hello = sniff.upstream_prefix.value_or("");
-      co_await Intercept(client, hello, box, host, port, dialed);
+      co_await Intercept(client, hello, box, host, port, dialed, admission.per_request);
       co_return;
     }
     if (!dialed.ok()) {
@@ -636,10 +636,14 @@ class Proxy::Impl {
   }
 
   asio::awaitable<void> Intercept(tcp::socket& client, const std::string& hello, const std::string& box,
-                                  const std::string& host, uint16_t port, Result<Fd>& dialed) {
+                                  const std::string& host, uint16_t port, Result<Fd>& dialed, bool per_request) {
     Exchange exchange{box, host, port};
     if (dialed.ok()) ++stats_.allowed;
-    Interceptor::Outcome out = co_await interceptor_->Run(client, hello, exchange, dialed);
+    // A judged name: the judge sees each request's method and path here, in the clear, as on plain HTTP.
+    const HttpConnection conn{box, host, port, false, per_request};
+    RequestJudge judge;
+    if (per_request) judge = [this, &conn](const HttpHead& head) { return JudgeRequest(conn, head); };
+    Interceptor::Outcome out = co_await interceptor_->Run(client, hello, exchange, dialed, std::move(judge));
     stats_.bytes_up += out.bytes_up;
     stats_.bytes_down += out.bytes_down;
     if (!out.failure.empty()) ++stats_.denied;

@@ -232,6 +232,34 @@ TEST_F(InterceptTest, AHostThatDiffersFromTheServerNameGets421AndNeverReachesThe
   EXPECT_EQ(proxy_->stats().denied.load(), 2u);
 }
 
+// A judged name that is also intercepted: the judge is asked about every request, with its method and path, as on
+// plain HTTP; one it refuses gets 403 and never reaches the origin, and the connection ends.
+TEST_F(InterceptTest, EachRequestToAJudgedInterceptedNameIsJudged) {
+  std::vector<std::string> asked;
+  hooks_.decide = [&](const std::string&, const std::string& host, uint16_t, const std::string& method,
+                      const std::string& path) {
+    std::lock_guard lock(mu_);
+    asked.push_back(host + " " + method + " " + path);
+    if (path == "/denied") return Admission{false, "the judge refuses " + method + " " + path, true};
+    return Admission{true, "", true};
+  };
+  proxy_.reset();
+  Result<std::unique_ptr<Proxy>> p = Proxy::Start(options_, hooks_);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  proxy_ = std::move(*p);
+  port_ = std::to_string(proxy_->port());
+  std::string out = Curl({Transfer("https://origin.test/hello"), Transfer("https://origin.test/denied", {"-X", "DELETE"})});
+  const std::string reason = "the judge refuses DELETE /denied";
+  EXPECT_EQ(out, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-Origin: origin\r\n\r\nhello[1.1 1]\n"
+                 "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: " +
+                     std::to_string(reason.size() + 6) + "\r\nConnection: close\r\n\r\nisb: " + reason + "\n[1.1 0]\n");
+  ASSERT_EQ(origin_->Connections().size(), 1u);
+  EXPECT_EQ(origin_->Connections()[0].size(), 1u) << "only the first request reached the origin";
+  std::lock_guard lock(mu_);
+  // The connection (no method or path: TLS), then each request.
+  EXPECT_EQ(asked, (std::vector<std::string>{"origin.test  ", "origin.test GET /hello", "origin.test DELETE /denied"}));
+}
+
 TEST_F(InterceptTest, AnOriginWhoseCertificateDoesNotVerifyGetsTheClientA502WithTheReason) {
   auto expect_502 = [&](const std::string& host, const std::string& why) {
     std::string reason = "cannot verify the TLS certificate of " + host + ":" + port_ + ": " + why;
