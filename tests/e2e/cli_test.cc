@@ -199,5 +199,13 @@ TEST_F(CliTest, ServeRefusesAPublicListenAddressAsAUsageError) {
   EXPECT_FALSE(std::filesystem::exists(state));
 }
 
+// What a failing test prints (Describe) never shows a credential.
+TEST(RedactSecretsTest, EverySecretIsCutToItsPrefix) {
+  EXPECT_EQ(RedactSecrets("Set-Cookie: isb_session=isb_sess_Ab-_9; Path=/ and isb_tok_x, isb_inv_y\nisb_setup_z"),
+            "Set-Cookie: isb_session=isb_sess_[redacted]; Path=/ and isb_tok_[redacted], isb_inv_[redacted]\n"
+            "isb_setup_[redacted]");
+  EXPECT_EQ(RedactSecrets("no secret here, isb_session="), "no secret here, isb_session=");
+}
+
 }  // namespace
 }  // namespace isb::e2e

@@ -159,7 +159,7 @@ std::string ProcResult::Describe() const {
   o << "exit_status=" << exit_status << " term_signal=" << term_signal
     << (killed_at_deadline ? " (killed at the deadline)" : "") << " stdout=[" << out.substr(0, 3000) << "] stderr=["
     << err.substr(0, 3000) << "]";
-  return o.str();
+  return RedactSecrets(o.str());
 }
 
 std::string FindProgram(const std::string& name) {

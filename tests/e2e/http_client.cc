@@ -56,12 +56,24 @@ std::string HttpResponse::Header(const std::string& lower_name) const {
   return it == headers.end() ? "" : it->second;
 }
 
+std::string RedactSecrets(std::string text) {
+  for (const char* prefix : {"isb_tok_", "isb_sa_", "isb_sess_", "isb_inv_", "isb_rst_", "isb_setup_"}) {
+    const std::string p = prefix;
+    for (size_t at = text.find(p); at != std::string::npos; at = text.find(p, at + p.size())) {
+      size_t end = at + p.size();
+      while (end < text.size() && (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_' || text[end] == '-')) ++end;
+      text.replace(at + p.size(), end - at - p.size(), "[redacted]");
+    }
+  }
+  return text;
+}
+
 std::string HttpResponse::Describe() const {
   std::ostringstream o;
   o << "HTTP " << status;
   if (!error.empty()) o << " (transport error: " << error << ")";
   o << " body=[" << body.substr(0, 1500) << (body.size() > 1500 ? "...]" : "]");
-  return o.str();
+  return RedactSecrets(o.str());
 }
 
 HttpResponse ParseHttpResponse(const std::string& raw, bool decoded) {

@@ -13,6 +13,10 @@
 
 namespace isb::e2e {
 
+// `text` with every isb secret in it (isb_tok_, isb_sa_, isb_sess_, isb_inv_, isb_rst_, isb_setup_ and what follows)
+// cut to its prefix and "[redacted]": what a failing test prints never shows a credential.
+std::string RedactSecrets(std::string text);
+
 using json = nlohmann::json;
 using namespace std::chrono_literals;
 

@@ -231,7 +231,7 @@ TEST_F(IdentityTest, SessionCookiesNeedTheCsrfHeaderAndABadBearerIsNeverRescued)
   std::string raw = in.proc.out;
   ASSERT_TRUE(std::regex_search(raw, cookie, std::regex("isb_session=(isb_sess_[A-Za-z0-9_-]+); Path=/; HttpOnly; "
                                                         "SameSite=Strict")))
-      << raw;
+      << RedactSecrets(raw);
   std::string c = "Cookie: isb_session=" + cookie[1].str();
   // Reading needs only the cookie; changing something needs the CSRF header and JSON.
   EXPECT_EQ(CurlTcp("POST", "/api/v1/tools/sandbox_list", "{}", {c, "Content-Type: application/json"}, "").http.j["message"],
