@@ -78,8 +78,7 @@ class ManagerTest : public ::testing::Test {
     // Nothing of this test's sandboxes is left: cgroups, state (leases: see the engine's tests).
     std::error_code ec;
     for (const auto& id : ids)
-      for (const char* c : {"memory", "pids", "cpu", "cpuacct"})
-        EXPECT_FALSE(std::filesystem::exists(std::string("/sys/fs/cgroup/") + c + "/isb/" + id)) << id;
+      ExpectNoCgroup(id);
     EXPECT_TRUE(std::filesystem::is_empty(dir_ + "/sandboxes", ec) || !std::filesystem::exists(dir_ + "/sandboxes"));
     std::filesystem::remove_all(dir_);
   }
@@ -96,6 +95,15 @@ class ManagerTest : public ::testing::Test {
     auto r = mgr_->Exec(id, req, nullptr);
     EXPECT_TRUE(r.ok()) << r.error().message;
     return r.ok() ? *r : api::ExecResult{};
+  }
+  // No cgroup directory of `id` in any hierarchy of this host's layout (v2 or v1).
+  static void ExpectNoCgroup(const std::string& id) {
+    auto layout = engine::DetectCgroupLayout();
+    ASSERT_TRUE(layout.ok());
+    engine::Cgroup cg = engine::Cgroup::Adopt(*layout, id);
+    ASSERT_FALSE(cg.dirs().empty()) << id;
+    for (const auto& dir : cg.dirs()) EXPECT_FALSE(std::filesystem::exists(dir)) << dir;
+    cg.Release();
   }
   // Gone, or a zombie its parent (the spawner) has yet to reap.
   static bool Dead(pid_t pid) {
@@ -172,8 +180,7 @@ TEST_F(ManagerTest, TheLayerIsAFilesystemOfTheSpecsDiskSize) {
   ASSERT_TRUE(mgr_->Remove(sb->id).ok());
   // Dead and forgotten when the removal returns; its layer and state dir go after (teardown_queue.h).
   EXPECT_TRUE(Dead(init)) << "the sandbox's init " << init << " still runs";
-  for (const char* c : {"memory", "pids", "cpu", "cpuacct"})
-    EXPECT_FALSE(std::filesystem::exists(std::string("/sys/fs/cgroup/") + c + "/isb/" + sb->id)) << c;
+  ExpectNoCgroup(sb->id);
   EXPECT_EQ(mgr_->Get(sb->id).error().code, Code::kNotFound);
   mgr_->SettleTeardown();
   EXPECT_TRUE(isb::testing::MountsOn(layer).empty());
@@ -200,8 +207,7 @@ TEST_F(ManagerTest, AFailedStartLeavesTheSandboxStoppedAndItsLayerUnmounted) {
   EXPECT_EQ(mgr_->Get(sb->id)->state, "stopped");
   const std::string layer = dir_ + "/sandboxes/" + sb->id + "/layer";
   EXPECT_TRUE(isb::testing::MountsOn(layer).empty()) << "the layer stayed mounted after the failed start";
-  for (const char* c : {"memory", "pids", "cpu", "cpuacct"})
-    EXPECT_FALSE(std::filesystem::exists(std::string("/sys/fs/cgroup/") + c + "/isb/" + sb->id)) << c;
+  ExpectNoCgroup(sb->id);
   EXPECT_EQ(mgr_->Events(sb->id).back().first, "failed");
   std::filesystem::remove(src);
   ASSERT_TRUE(mgr_->Remove(sb->id).ok());
@@ -228,8 +234,7 @@ TEST_F(ManagerTest, ANewDaemonFinishesATeardownTheLastOneDidNotRun) {
   EXPECT_TRUE(isb::testing::MountsOn(dir + "/layer").empty());
   EXPECT_TRUE(isb::testing::LoopsOf(dir + "/layer.img").empty());
   EXPECT_FALSE(std::filesystem::exists(dir));
-  for (const char* c : {"memory", "pids", "cpu", "cpuacct"})
-    EXPECT_FALSE(std::filesystem::exists(std::string("/sys/fs/cgroup/") + c + "/isb/" + sb->id)) << c;
+  ExpectNoCgroup(sb->id);
 }
 
 TEST_F(ManagerTest, MountsBindTheRealPathAndNeverFollowALaterSymlink) {
@@ -442,8 +447,7 @@ TEST_F(ManagerTest, ANewDaemonLeavesNothingRunningOfASandboxItsRowSaysIsStopped)
   ASSERT_TRUE(mgr_->Adopt().ok());
   for (int i = 0; i < 100 && !Dead(pid); ++i) ::usleep(10000);
   EXPECT_TRUE(Dead(pid)) << "the sandbox of a stopped row still runs";
-  for (const char* c : {"memory", "pids", "cpu", "cpuacct"})
-    EXPECT_FALSE(std::filesystem::exists(std::string("/sys/fs/cgroup/") + c + "/isb/" + a->id)) << c;
+  ExpectNoCgroup(a->id);
   auto started = mgr_->Start(a->id);
   ASSERT_TRUE(started.ok()) << started.error().message;
   const std::string layer = dir_ + "/sandboxes/" + a->id + "/layer";
@@ -676,8 +680,7 @@ TEST_F(ManagerTest, CreatesTakeLaunchedSandboxesFromThePoolAndTheManagerRemovesT
   for (const auto& id : waiting) {
     EXPECT_TRUE(isb::testing::MountsOn(dir_ + "/sandboxes/" + id + "/layer").empty()) << id;
     EXPECT_TRUE(isb::testing::LoopsOf(dir_ + "/sandboxes/" + id + "/layer.img").empty()) << id;
-    for (const char* c : {"memory", "pids", "cpu", "cpuacct"})
-      EXPECT_FALSE(std::filesystem::exists(std::string("/sys/fs/cgroup/") + c + "/isb/" + id)) << id;
+    ExpectNoCgroup(id);
     EXPECT_FALSE(std::filesystem::exists(dir_ + "/sandboxes/" + id)) << id;
   }
 }

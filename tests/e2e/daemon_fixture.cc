@@ -21,6 +21,7 @@
 #include <sstream>
 #include <thread>
 
+#include "cgroup_parents.h"
 #include "must_work.h"
 
 extern char** environ;
@@ -98,19 +99,7 @@ std::set<std::string> Entries(const std::string& dir, bool dirs_only, const std:
 size_t CountLines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
 
 // The per-sandbox cgroup parents of this host (cpu and cpuacct may be one co-mounted hierarchy: listed once).
-std::vector<std::string> IsbCgroupParents() {
-  std::vector<std::string> out;
-  std::set<std::string> seen;
-  for (const char* c : {"memory", "pids", "cpu", "cpuacct", "unified"}) {
-    if (c == std::string("unified") && !fs::exists("/sys/fs/cgroup/unified/isb")) continue;
-    std::string dir = std::string("/sys/fs/cgroup/") + c + "/isb";
-    std::error_code ec;
-    std::string real = fs::weakly_canonical(dir, ec).string();
-    if (!seen.insert(ec ? dir : real).second) continue;
-    out.push_back(dir);
-  }
-  return out;
-}
+std::vector<std::string> IsbCgroupParents() { return testing::IsbCgroupParents(); }
 
 std::string Cmdline(pid_t pid) {
   std::string cmd = ReadFileOrEmpty("/proc/" + std::to_string(pid) + "/cmdline");

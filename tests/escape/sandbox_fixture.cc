@@ -1,6 +1,7 @@
 // The boundary suite's fixture: `isb run` as a subprocess, and the leak check after every test.
 #include "sandbox_fixture.h"
 
+#include "cgroup_parents.h"
 #include "base/random.h"
 #include "must_work.h"
 
@@ -508,20 +509,6 @@ std::string ToHex(const std::string& s) {
   return out;
 }
 
-std::vector<std::string> IsbCgroupParents() {
-  std::vector<std::string> out;
-  std::set<std::string> seen;
-  for (const char* c : {"memory", "pids", "cpu", "cpuacct", "unified"}) {
-    std::string dir = std::string("/sys/fs/cgroup/") + c + "/isb";
-    std::error_code ec;
-    std::string real = fs::weakly_canonical(dir, ec).string();  // cpu and cpuacct may be one co-mounted hierarchy
-    if (ec) real = dir;
-    if (!seen.insert(real).second) continue;
-    // Listed even if absent now: a test may create it, and what it then holds was not there before.
-    if (c == std::string("unified") && !fs::exists(std::string("/sys/fs/cgroup/unified"))) continue;
-    out.push_back(dir);
-  }
-  return out;
-}
+std::vector<std::string> IsbCgroupParents() { return testing::IsbCgroupParents(); }
 
 }  // namespace isb::escape
