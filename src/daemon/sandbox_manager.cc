@@ -16,7 +16,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <charconv>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
@@ -949,17 +948,6 @@ Status SandboxManager::WriteFile(const std::string& id_or_name, const std::strin
   return {};
 }
 
-namespace {
-// A net_slot file's number; nullopt for anything else (a file a crash left empty or cut short).
-std::optional<uint32_t> ParseSlot(std::string_view text) {
-  while (!text.empty() && text.back() == '\n') text.remove_suffix(1);
-  uint32_t v = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return v;
-}
-}  // namespace
-
 Result<std::string> SandboxManager::Adopt() {
   std::lock_guard lock(mu_);
   int adopted = 0, died = 0, undone = 0, orphans = 0;
@@ -982,7 +970,10 @@ Result<std::string> SandboxManager::Adopt() {
     // Its address and rules, running or stopped: a stopped sandbox gets them back when it starts.
     if (auto slot = isb::ReadFile(Dir(id) + "/net_slot"); slot.ok() && options_.egress != nullptr) {
       Result<egress::EgressSpec> spec = ParseSandboxEgress(rec->spec.egress);
-      std::optional<uint32_t> index = ParseSlot(*slot);
+      std::string_view text = *slot;
+      while (!text.empty() && text.back() == '\n') text.remove_suffix(1);
+      // nullopt: a file a crash left empty or cut short.
+      std::optional<uint32_t> index = ParseDecimal<uint32_t>(text);
       Status st = !spec.ok() ? Status(spec.error())
                   : !index   ? Status(Error::Msg("its net_slot file does not hold a slot number"))
                              : options_.egress->Adopt(id, *index, *spec);

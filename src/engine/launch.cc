@@ -10,7 +10,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <optional>
@@ -18,6 +17,7 @@
 #include <vector>
 
 #include "base/file.h"
+#include "base/units.h"
 #include "base/unix_address.h"
 #include "engine/contain.h"
 #include "engine/mounts.h"
@@ -43,13 +43,6 @@ struct RunMaker {
   std::optional<uint32_t> range;
 };
 
-std::optional<uint64_t> Decimal(std::string_view text) {
-  uint64_t v = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || end != text.data() + text.size() || text.empty()) return std::nullopt;
-  return v;
-}
-
 // Who made a run cgroup, from its name; nullopt for any other name (a daemon's sandbox, an older isb's run).
 std::optional<RunMaker> ParseRunName(std::string_view name) {
   if (!name.starts_with("run-")) return std::nullopt;
@@ -61,14 +54,13 @@ std::optional<RunMaker> ParseRunName(std::string_view name) {
     at = dash + 1;
   }
   if (parts.size() < 2 || parts.size() > 3) return std::nullopt;
-  auto pid = Decimal(parts[0]);
-  auto start = Decimal(parts[1]);
-  if (!pid || !start || *pid == 0 || *pid > 0x3fffffff || *start == 0) return std::nullopt;
-  RunMaker m{static_cast<pid_t>(*pid), *start, std::nullopt};
+  auto pid = ParseDecimal<pid_t>(parts[0]);
+  auto start = ParseDecimal<uint64_t>(parts[1]);
+  if (!pid || !start || *pid <= 0 || *start == 0) return std::nullopt;
+  RunMaker m{*pid, *start, std::nullopt};
   if (parts.size() == 3) {
-    auto range = Decimal(parts[2]);
-    if (!range || *range > UINT32_MAX) return std::nullopt;
-    m.range = static_cast<uint32_t>(*range);
+    m.range = ParseDecimal<uint32_t>(parts[2]);
+    if (!m.range) return std::nullopt;
   }
   return m;
 }

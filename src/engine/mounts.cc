@@ -9,10 +9,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <charconv>
 #include <cstring>
 
 #include "base/file.h"
+#include "base/units.h"
 #include "engine/idmap.h"
 
 namespace isb::engine {
@@ -441,11 +441,11 @@ Status PrepareWritableDir(const std::string& dir, uid_t base, uid_t root_uid, gi
     if (::mkdir(p.c_str(), 0755) == 0 && ::chown(p.c_str(), root_uid, root_gid) != 0) return Error::Sys("chown " + p);
   }
   if (old.ok()) {
-    uid_t old_base = 0;
-    auto [end, ec] = std::from_chars(old->data(), old->data() + old->size(), old_base);
-    if (old->empty() || ec != std::errc() || end != old->data() + old->size())
+    std::optional<uid_t> parsed = ParseDecimal<uid_t>(*old);
+    if (!parsed)
       return Error::Msg("the writable layer " + dir + " has a range marker that is not a number; it cannot be moved "
                         "to this sandbox's ids");
+    const uid_t old_base = *parsed;
     if (old_base != base) {
       g_old_base = old_base;
       g_new_base = base;

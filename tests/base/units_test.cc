@@ -55,5 +55,14 @@ TEST(ParseIds, UidAndOptionalGid) {
     EXPECT_EQ(ParseIds(bad).error().message.find("invalid user '" + std::string(bad) + "'"), 0u) << bad;
 }
 
+TEST(ParseDecimal, TheWholeTextAsDigitsInRange) {
+  EXPECT_EQ(ParseDecimal<uint32_t>("0"), std::optional<uint32_t>(0));
+  EXPECT_EQ(ParseDecimal<uint32_t>("4294967295"), std::optional<uint32_t>(4294967295u));
+  EXPECT_EQ(ParseDecimal<uint32_t>("4294967296"), std::nullopt);
+  EXPECT_EQ(ParseDecimal<int>("-5"), std::nullopt);
+  EXPECT_EQ(ParseDecimal<int>("+5"), std::nullopt);
+  for (const char* bad : {"", " 1", "1 ", "1\n", "0x10", "12a"}) EXPECT_EQ(ParseDecimal<uint64_t>(bad), std::nullopt) << bad;
+}
+
 }  // namespace
 }  // namespace isb
