@@ -3,11 +3,12 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <tuple>
-#include <optional>
 #include <cstdlib>
 #include <memory>
+#include <optional>
+#include <tuple>
 
+#include "api/json_util.h"
 #include "audit/history.h"
 #include "audit/log.h"
 #include "audit/verify_report.h"
@@ -88,8 +89,8 @@ int RunVerify(const VerifyFlags& f) {
   if (f.json) {
     nlohmann::json out = {{"audit_log", audit::VerifyReportJson(*log_result)},
                           {"history", audit::VerifyReportJson(*history_result)}};
-    // A tampered row may hold bytes that are not UTF-8: shown replaced, never a failure to report.
-    std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    // A tampered row may hold bytes that are not UTF-8: shown replaced (api::Dump), never a failure to report.
+    std::printf("%s\n", api::Dump(out).c_str());
   } else {
     std::printf("%s\n%s\n", audit::VerifyReportLine("audit log", *log_result).c_str(),
                 audit::VerifyReportLine("history", *history_result).c_str());
