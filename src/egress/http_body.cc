@@ -79,6 +79,8 @@ ChunkedScanner::Step ChunkedScanner::Feed(std::string_view bytes, std::string* d
       continue;
     }
     const char c = bytes[i++];
+    const bool trailer = phase_ == Phase::kTrailerStart || phase_ == Phase::kTrailerName || phase_ == Phase::kTrailer;
+    if (trailer && ++trailers_ > kMaxChunkTrailers) return Fail(i, "chunked trailer section larger than 16384 bytes");
     switch (phase_) {
       case Phase::kSize: {
         int v = HexValue(c);
@@ -119,14 +121,28 @@ ChunkedScanner::Step ChunkedScanner::Feed(std::string_view bytes, std::string* d
         phase_ = Phase::kSize;
         break;
       case Phase::kTrailerStart:
-      case Phase::kTrailer:
-        if (++trailers_ > kMaxChunkTrailers) return Fail(i, "chunked trailer section larger than 16384 bytes");
+        // A trailer line is a header field: a token, then a colon at once (RFC 9112 5.1). A line that starts
+        // with whitespace would continue the last one (obsolete folding), which RFC 9112 5.2 lets a proxy refuse.
         if (c == '\r') {
-          phase_ = phase_ == Phase::kTrailerStart ? Phase::kLastLf : Phase::kTrailerLf;
+          phase_ = Phase::kLastLf;
+        } else if (IsTokenChar(c)) {
+          phase_ = Phase::kTrailerName;
+        } else {
+          return Fail(i, "chunked trailer line does not start with a field name");
+        }
+        break;
+      case Phase::kTrailerName:
+        if (c == ':') {
+          phase_ = Phase::kTrailer;
+        } else if (!IsTokenChar(c)) {
+          return Fail(i, "chunked trailer field name is not a token followed by a colon");
+        }
+        break;
+      case Phase::kTrailer:
+        if (c == '\r') {
+          phase_ = Phase::kTrailerLf;
         } else if (ControlByte(c)) {
           return Fail(i, "chunked trailer contains a control character or a bare LF");
-        } else {
-          phase_ = Phase::kTrailer;
         }
         break;
       case Phase::kTrailerLf:

@@ -35,7 +35,8 @@ inline constexpr size_t kMaxChunkLine = 4096;        // a size line with its ext
 inline constexpr size_t kMaxChunkTrailers = 16 * 1024;
 
 // Follows a chunked body through its chunk-size lines, data, and trailer section, byte-exact and strict (CRLF line
-// ends, hexadecimal sizes of at most 15 digits, no control bytes in extensions and trailers).
+// ends, hexadecimal sizes of at most 15 digits, no control bytes in extensions and trailers, each trailer line a field
+// name and a colon before its value).
 class ChunkedScanner {
  public:
   enum class State { kMore, kDone, kMalformed };
@@ -49,8 +50,8 @@ class ChunkedScanner {
   Step Feed(std::string_view bytes, std::string* data = nullptr);
 
  private:
-  enum class Phase { kSize, kExtension, kSizeLf, kData, kDataCr, kDataLf, kTrailerStart, kTrailer, kTrailerLf,
-                     kLastLf, kDone, kMalformed };
+  enum class Phase { kSize, kExtension, kSizeLf, kData, kDataCr, kDataLf, kTrailerStart, kTrailerName, kTrailer,
+                     kTrailerLf, kLastLf, kDone, kMalformed };
   Step Fail(size_t used, std::string reason);
 
   Phase phase_ = Phase::kSize;

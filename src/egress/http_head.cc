@@ -7,6 +7,7 @@
 #include <cctype>
 #include <charconv>
 
+#include "base/ascii.h"
 #include "net/host_name.h"
 
 namespace isb::egress {
@@ -24,11 +25,6 @@ using Problem = std::optional<Refusal>;
 Problem Bad(std::string reason, int status = 400) { return Refusal{status, std::move(reason)}; }
 
 bool MethodByte(char c) { return (c >= 'A' && c <= 'Z') || c == '-' || c == '_'; }
-
-bool TokenByte(char c) {
-  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
-  return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-}
 
 char Lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
 
@@ -284,7 +280,7 @@ std::optional<std::string> ParseFieldLine(std::string_view line, std::vector<Htt
   if (name.empty()) return "header name is not a token";
   if (name.back() == ' ' || name.back() == '\t') return "whitespace between a header name and its colon";
   for (char c : name) {
-    if (!TokenByte(c)) return "header name is not a token";
+    if (!IsTokenChar(c)) return "header name is not a token";
   }
   std::string_view value = TrimWhitespace(line.substr(colon + 1));
   for (char c : value) {

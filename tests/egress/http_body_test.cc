@@ -69,7 +69,7 @@ Scanned Scan(std::string_view bytes, size_t piece) {
 }
 
 TEST(ChunkedScanner, FindsTheEndOfABodyHoweverItsBytesArrive) {
-  std::string body = "5\r\nhello\r\n1A;ext=\"v\"\r\nabcdefghijklmnopqrstuvwxyz\r\n0\r\nTrailer: x\r\n\r\n";
+  std::string body = "5\r\nhello\r\n1A;ext=\"v\"\r\nabcdefghijklmnopqrstuvwxyz\r\n0\r\nTrailer: x\r\nEmpty:\r\nX-Sum:a  b\r\n\r\n";
   std::string next = "GET /next HTTP/1.1\r\n";
   for (size_t piece : {body.size() + next.size(), size_t{1}, size_t{2}, size_t{7}}) {
     Scanned s = Scan(body + next, piece);
@@ -106,6 +106,13 @@ TEST(ChunkedScanner, RefusesAnythingLooserThanTheGrammar) {
   EXPECT_EQ(reason("5;" + std::string(kMaxChunkLine, 'a')), "chunk size line longer than 4096 bytes");
   EXPECT_EQ(reason("0\r\nA: b\n\r\n"), "chunked trailer contains a control character or a bare LF");
   EXPECT_EQ(reason("0\r\nA: b\rX"), "chunked trailer line ends with a bare CR");
+  // Each trailer line is a field: a token and a colon, no folding, no space before the colon.
+  EXPECT_EQ(reason("0\r\n Folded: x\r\n\r\n"), "chunked trailer line does not start with a field name");
+  EXPECT_EQ(reason("0\r\nA: b\r\n\tmore\r\n\r\n"), "chunked trailer line does not start with a field name");
+  EXPECT_EQ(reason("0\r\n: x\r\n\r\n"), "chunked trailer line does not start with a field name");
+  EXPECT_EQ(reason("0\r\nName : x\r\n\r\n"), "chunked trailer field name is not a token followed by a colon");
+  EXPECT_EQ(reason("0\r\nNoColon\r\n\r\n"), "chunked trailer field name is not a token followed by a colon");
+  EXPECT_EQ(reason("0\r\nGET / HTTP/1.1\r\n\r\n"), "chunked trailer field name is not a token followed by a colon");
   EXPECT_EQ(reason("0\r\n\rX"), "chunked body ends with a bare CR");
   EXPECT_EQ(reason("0\r\n" + std::string(kMaxChunkTrailers + 1, 'a')), "chunked trailer section larger than 16384 bytes");
 }
