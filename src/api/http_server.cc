@@ -123,19 +123,28 @@ class HttpServer::Impl {
   uint16_t port() const { return port_; }
 
  private:
-  struct ConnectionSlot {
-    explicit ConnectionSlot(std::atomic<size_t>& n) : n_(n) { ++n_; }
-    ~ConnectionSlot() { --n_; }
-    std::atomic<size_t>& n_;
+  // Counted slots per key (an account's calls, an address's connections), at most `limit` held per key.
+  class KeyedSlots {
+   public:
+    explicit KeyedSlots(size_t limit) : limit_(limit) {}
+    // A slot for `key`, given back when the last copy of the pointer goes; null when `key` holds them all.
+    std::shared_ptr<void> Take(const std::string& key);
+
+   private:
+    const size_t limit_;
+    std::mutex mu_;
+    std::unordered_map<std::string, size_t> held_;
   };
-  // One of an account's max_calls_per_account, held until the call's response (a stream included) is done; null
-  // when the account has them all.
-  std::shared_ptr<void> TakeCallSlot(const std::string& account);
+  // Refuses a connection at accept: a 503 saying why, then close.
+  template <class Protocol>
+  static void Turn(typename Protocol::socket& socket, const std::string& message);
 
   template <class Protocol>
   net::awaitable<void> Accept(net::basic_socket_acceptor<Protocol>& acceptor, bool via_unix);
   template <class Protocol>
-  net::awaitable<void> Serve(beast::basic_stream<Protocol> stream, bool via_unix);
+  // The slots are held until the connection is done: one of its listener's and, over TCP, one of its address's.
+  net::awaitable<void> Serve(beast::basic_stream<Protocol> stream, bool via_unix, std::shared_ptr<void> connection_slot,
+                             std::shared_ptr<void> address_slot);
   template <class Protocol>
   net::awaitable<void> FailAndClose(beast::basic_stream<Protocol>& stream, int status, const std::string& message);
   template <class Protocol>
@@ -149,9 +158,9 @@ class HttpServer::Impl {
   McpServer& mcp_;
   Authenticator auth_;
   std::atomic<bool> stopping_{false};
-  std::atomic<size_t> connections_{0};
-  std::mutex calls_mu_;
-  std::unordered_map<std::string, size_t> calls_;  // account -> calls running
+  std::atomic<size_t> connections_[2] = {0, 0};  // open over TCP, over the unix socket
+  KeyedSlots calls_{opts_.max_calls_per_account};              // per account, over TCP
+  KeyedSlots addresses_{opts_.max_connections_per_address};    // connections per remote address, over TCP
   uint16_t port_ = 0;
   bool started_ = false, stopped_ = false;
   net::io_context ioc_;
@@ -229,20 +238,40 @@ net::awaitable<void> HttpServer::Impl::Accept(net::basic_socket_acceptor<Protoco
       co_await timer.async_wait(kAwait);
       continue;
     }
-    if (connections_.load() >= opts_.max_connections) {
-      beast::error_code ignored;
-      socket.close(ignored);
+    // The unix socket has slots of its own, so connections over TCP never lock the host's caller out; over TCP,
+    // one address may hold only some of them, so a client that opens connections and sends nothing (or sends
+    // slowly) cannot take every slot from everyone else.
+    std::atomic<size_t>& open = connections_[via_unix];
+    if (open.load() >= opts_.max_connections) {
+      Turn<Protocol>(socket, "the server has " + std::to_string(opts_.max_connections) +
+                                 " connections open; try again once one has closed");
       continue;
     }
+    ++open;
+    std::shared_ptr<void> connection_slot(static_cast<void*>(this), [&open](void*) { --open; });
+    std::shared_ptr<void> address_slot;
+    if constexpr (std::is_same_v<Protocol, tcp>) {
+      beast::error_code peer_ec;
+      auto peer = socket.remote_endpoint(peer_ec);
+      address_slot = addresses_.Take(peer_ec ? std::string() : peer.address().to_string());
+      if (!address_slot) {
+        Turn<Protocol>(socket, "this address has " + std::to_string(opts_.max_connections_per_address) +
+                                   " connections open; close one first");
+        continue;
+      }
+    }
     auto executor = socket.get_executor();
-    net::co_spawn(executor, Serve(beast::basic_stream<Protocol>(std::move(socket)), via_unix),
+    net::co_spawn(executor,
+                  Serve(beast::basic_stream<Protocol>(std::move(socket)), via_unix, std::move(connection_slot),
+                        std::move(address_slot)),
                   [](std::exception_ptr) {});
   }
 }
 
 template <class Protocol>
-net::awaitable<void> HttpServer::Impl::Serve(beast::basic_stream<Protocol> stream, bool via_unix) {
-  ConnectionSlot slot(connections_);
+net::awaitable<void> HttpServer::Impl::Serve(beast::basic_stream<Protocol> stream, bool via_unix,
+                                             [[maybe_unused]] std::shared_ptr<void> connection_slot,
+                                             [[maybe_unused]] std::shared_ptr<void> address_slot) {
   beast::flat_buffer buffer;
   for (;;) {
     http::request_parser<http::string_body> parser;
@@ -388,19 +417,34 @@ Response HttpServer::Impl::Dispatch(const Request& req) {
   }
 }
 
-std::shared_ptr<void> HttpServer::Impl::TakeCallSlot(const std::string& account) {
-  std::lock_guard lock(calls_mu_);
-  size_t& running = calls_[account];
-  if (running >= opts_.max_calls_per_account) {
-    if (running == 0) calls_.erase(account);
+std::shared_ptr<void> HttpServer::Impl::KeyedSlots::Take(const std::string& key) {
+  std::lock_guard lock(mu_);
+  size_t& held = held_[key];
+  if (held >= limit_) {
+    if (held == 0) held_.erase(key);
     return nullptr;
   }
-  ++running;
+  ++held;
   // The pointer is only there to make the slot non-null; the deleter gives the slot back and frees nothing.
-  return std::shared_ptr<void>(static_cast<void*>(this), [this, account](void*) {
-    std::lock_guard release(calls_mu_);
-    if (--calls_[account] == 0) calls_.erase(account);
+  return std::shared_ptr<void>(static_cast<void*>(this), [this, key](void*) {
+    std::lock_guard release(mu_);
+    if (--held_[key] == 0) held_.erase(key);
   });
+}
+
+template <class Protocol>
+void HttpServer::Impl::Turn(typename Protocol::socket& socket, const std::string& message) {
+  const std::string body = json{{"error", "unavailable"}, {"message", message}}.dump();
+  const std::string reply = "HTTP/1.1 503 Service Unavailable\r\nServer: isb\r\nContent-Type: application/json\r\n"
+                            "Retry-After: 1\r\nConnection: close\r\nContent-Length: " +
+                            std::to_string(body.size()) + "\r\n\r\n" + body;
+  // What the client sent already is read first, so that closing does not reset the connection before the reply.
+  char scratch[4096];
+  (void)::recv(socket.native_handle(), scratch, sizeof scratch, MSG_DONTWAIT);
+  (void)::send(socket.native_handle(), reply.data(), reply.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  beast::error_code ignored;
+  socket.shutdown(net::socket_base::shutdown_send, ignored);
+  socket.close(ignored);
 }
 
 Response HttpServer::Impl::Authenticated(const Request& req) {
@@ -427,7 +471,7 @@ Response HttpServer::Impl::Authenticated(const Request& req) {
   std::shared_ptr<void> slot;
   if (!req.via_unix_socket && !identity.superadmin) {
     const std::string account = identity.user_id > 0 ? "user:" + std::to_string(identity.user_id) : identity.Subject();
-    slot = TakeCallSlot(account);
+    slot = calls_.Take(account);
     if (!slot) {
       Response r = ErrorResponse(Error::Of(Code::kTooManyRequests,
                                            "this account has " + std::to_string(opts_.max_calls_per_account) +

@@ -31,7 +31,12 @@ struct HttpServerOptions {
   int worker_threads = 256;        // tool calls block, an exec for up to 15 minutes; one thread per call
   size_t max_body_bytes = 8 << 20; // larger bodies get 413
   size_t max_header_bytes = 64 << 10;
+  // Connections open at once, over TCP and over the unix socket each (so TCP clients never lock the host's caller
+  // out); past it, a new one gets 503 and is closed.
   size_t max_connections = 2048;
+  // TCP connections one remote address may have open at once; past it, 503 and closed. Behind a reverse proxy on
+  // the same host every connection comes from its address: raise this there.
+  size_t max_connections_per_address = 256;
   // Calls one account (a user, whatever credential it uses; a token of no user counts alone) may have running at
   // once over TCP; past it, 429. Each call holds a worker thread until it returns (an exec up to its timeout), so
   // without it one account could take every worker from every org. The unix socket's caller is not counted.

@@ -57,8 +57,15 @@ Reply ParseReply(const std::string& raw) {
   return r;
 }
 
-Fd Connect(uint16_t port) {
+// A connection to the server's port, from `source` when given (any of 127.0.0.0/8 is the host's own).
+Fd Connect(uint16_t port, const char* source = nullptr) {
   Fd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (source != nullptr) {
+    sockaddr_in from{};
+    from.sin_family = AF_INET;
+    EXPECT_EQ(inet_pton(AF_INET, source, &from.sin_addr), 1);
+    EXPECT_EQ(bind(fd.get(), reinterpret_cast<sockaddr*>(&from), sizeof from), 0) << std::strerror(errno);
+  }
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port);
@@ -119,6 +126,7 @@ class HttpServerTest : public ::testing::Test {
     opts.io_threads = 2;
     opts.worker_threads = 8;
     opts.max_calls_per_account = 2;
+    Configure(opts);
     server_ = std::make_unique<HttpServer>(opts, rest_, mcp_, [](const Request& req, bool) -> Result<Identity> {
       if (req.headers.Get("Authorization") == "Bearer s3cret") return UserIn("test");
       return Error::Of(Code::kUnauthenticated, "invalid token");
@@ -127,6 +135,7 @@ class HttpServerTest : public ::testing::Test {
     ASSERT_TRUE(s.ok()) << s.error().message;
     ASSERT_NE(server_->port(), 0);
   }
+  virtual void Configure(HttpServerOptions&) {}
   void TearDown() override {
     server_.reset();
     std::filesystem::remove_all(dir_);
@@ -352,6 +361,57 @@ TEST(HttpServerStartTest, RefusesPublicAddressesAndLiveSockets) {
   first.Stop();
   EXPECT_FALSE(std::filesystem::exists(u.unix_socket_path));
   std::filesystem::remove_all(dir);
+}
+
+class HttpServerConnectionsTest : public HttpServerTest {
+ protected:
+  void Configure(HttpServerOptions& opts) override {
+    opts.max_connections = 5;
+    opts.max_connections_per_address = 3;
+  }
+  // The status of /healthz from `source`, once it is not 503 (slots come back when the server sees a close), or
+  // 503 after 10 s.
+  int HealthFrom(const char* source) {
+    int status = 0;
+    for (int i = 0; i < 500; ++i) {
+      status = ParseReply(Exchange(Connect(server_->port(), source), HttpRequest("GET", "/healthz"))).status;
+      if (status != 503) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return status;
+  }
+};
+
+TEST_F(HttpServerConnectionsTest, OneAddressCannotTakeEverySlotAndTheUnixSocketHasItsOwn) {
+  // Connections that send nothing, as a slow client's: three from one address, two from another fill the server.
+  std::vector<Fd> first, second;
+  for (int i = 0; i < 3; ++i) first.push_back(Connect(server_->port(), "127.0.0.1"));
+  for (int i = 0; i < 2; ++i) second.push_back(Connect(server_->port(), "127.0.0.2"));
+  Reply full = ParseReply(Exchange(Connect(server_->port(), "127.0.0.3"), ""));
+  EXPECT_EQ(full.status, 503) << full.raw;
+  EXPECT_NE(full.head.find("Retry-After: 1"), std::string::npos) << full.head;
+  EXPECT_EQ(json::parse(full.body),
+            json({{"error", "unavailable"},
+                  {"message", "the server has 5 connections open; try again once one has closed"}}));
+  // The host's caller is not locked out by TCP clients.
+  Fd host = ConnectUnix(socket_path_);
+  EXPECT_EQ(ParseReply(Exchange(host, HttpRequest("GET", "/healthz"))).status, 200);
+
+  second.pop_back();
+  EXPECT_EQ(HealthFrom("127.0.0.3"), 200);
+  // Four open, one slot free (once the server has seen the last check's connection close), but not for the
+  // address that holds three.
+  Reply crowded;
+  for (int i = 0; i < 500; ++i) {
+    crowded = ParseReply(Exchange(Connect(server_->port(), "127.0.0.1"), HttpRequest("GET", "/healthz")));
+    if (crowded.body.find("the server has 5 connections open") == std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(crowded.status, 503) << crowded.raw;
+  EXPECT_EQ(json::parse(crowded.body)["message"], "this address has 3 connections open; close one first");
+
+  first.clear();
+  EXPECT_EQ(HealthFrom("127.0.0.1"), 200);
 }
 
 }  // namespace
