@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <optional>
 #include <set>
+#include <utility>
 #include <nlohmann/json.hpp>
 
 #include "base/fd.h"
@@ -313,6 +314,52 @@ Result<std::string> SandboxManager::Resolve(const std::string& org, const std::s
   return AsText(rows[0][0]);
 }
 
+SandboxManager::SandboxLocks::Held::Held(Held&& o) noexcept
+    : owner_(std::exchange(o.owner_, nullptr)),
+      id_(std::move(o.id_)),
+      entry_(std::move(o.entry_)),
+      shared_(std::move(o.shared_)),
+      exclusive_(std::move(o.exclusive_)),
+      own_(std::move(o.own_)) {}
+
+SandboxManager::SandboxLocks::Held::~Held() {
+  if (own_.owns_lock()) own_.unlock();
+  if (owner_ != nullptr && entry_ != nullptr) {
+    std::lock_guard lock(owner_->mu_);
+    if (--entry_->users == 0) owner_->entries_.erase(id_);
+  }
+}
+
+SandboxManager::SandboxLocks::Held SandboxManager::SandboxLocks::Lock(const std::string& id) {
+  Held held;
+  held.shared_ = std::shared_lock(all_);
+  {
+    std::lock_guard lock(mu_);
+    std::shared_ptr<Entry>& entry = entries_[id];
+    if (entry == nullptr) entry = std::make_shared<Entry>();
+    ++entry->users;
+    held.entry_ = entry;
+  }
+  held.owner_ = this;
+  held.id_ = id;
+  held.own_ = std::unique_lock(held.entry_->mu);
+  return held;
+}
+
+SandboxManager::SandboxLocks::Held SandboxManager::SandboxLocks::LockAll() {
+  Held held;
+  held.exclusive_ = std::unique_lock(all_);
+  return held;
+}
+
+Result<SandboxManager::Record> SandboxManager::LoadLocked(const std::string& id_or_name,
+                                                          std::optional<SandboxLocks::Held>* held) {
+  ISB_ASSIGN_OR_RETURN(Record found, Load(id_or_name));
+  held->emplace(locks_.Lock(found.id));
+  // What it was before the lock may have changed meanwhile (stopped, started, removed).
+  return Load(found.id);
+}
+
 Result<SandboxManager::Record> SandboxManager::Load(const std::string& id_or_name) {
   auto rows = db_->Query(
       "SELECT id, name, spec, state, pid, start_time, lease_index, uid_base, created_at, expires_at, last_active_at "
@@ -419,6 +466,7 @@ Status SandboxManager::Kill(Record& rec, bool* oom, bool unmount_layer) {
   ports_.Unpublish(rec.id);
   if (Fd pidfd = engine::OpenProcess(rec.pid, rec.start_time); pidfd.valid()) {
     ::syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0);
+    if (options_.on_kill) options_.on_kill(rec.id);
     pollfd p{pidfd.get(), POLLIN, 0};
     ::poll(&p, 1, 10'000);  // killing pid 1 takes the whole pid namespace with it
   }
@@ -649,8 +697,8 @@ Result<api::SandboxInfo> SandboxManager::Create(const api::SandboxSpec& spec) {
 Result<api::SandboxInfo> SandboxManager::Get(const std::string& id_or_name) {
   ISB_ASSIGN_OR_RETURN(Record rec, Load(id_or_name));
   if (rec.state == "running" && !Alive(rec)) {
-    std::lock_guard lock(mu_);
-    ISB_ASSIGN_OR_RETURN(rec, Load(id_or_name));
+    std::optional<SandboxLocks::Held> held;
+    ISB_ASSIGN_OR_RETURN(rec, LoadLocked(rec.id, &held));
     if (rec.state == "running" && !Alive(rec)) ISB_TRY(Halt(rec, "died", "its init exited"));
   }
   return Info(rec);
@@ -804,16 +852,16 @@ Status SandboxManager::ExecResize(const std::string& id_or_name, const std::stri
 }
 
 Result<api::SandboxInfo> SandboxManager::Stop(const std::string& id_or_name) {
-  std::lock_guard lock(mu_);
-  ISB_ASSIGN_OR_RETURN(Record rec, Load(id_or_name));
+  std::optional<SandboxLocks::Held> held;
+  ISB_ASSIGN_OR_RETURN(Record rec, LoadLocked(id_or_name, &held));
   if (rec.state == "running") ISB_TRY(Halt(rec, "stopped", "requested"));
   return Info(rec);
 }
 
 Result<api::SandboxInfo> SandboxManager::Start(const std::string& id_or_name) {
   Busy busy(this);
-  std::lock_guard lock(mu_);
-  ISB_ASSIGN_OR_RETURN(Record rec, Load(id_or_name));
+  std::optional<SandboxLocks::Held> held;
+  ISB_ASSIGN_OR_RETURN(Record rec, LoadLocked(id_or_name, &held));
   if (rec.state == "running" && Alive(rec)) return Info(rec);
   if (rec.state == "running") ISB_TRY(Halt(rec, "died", "its init exited"));
   if (Status launched = Launch(rec); !launched.ok()) {
@@ -829,8 +877,8 @@ Result<api::SandboxInfo> SandboxManager::Start(const std::string& id_or_name) {
 
 Result<api::SandboxInfo> SandboxManager::Extend(const std::string& id_or_name, std::chrono::seconds by) {
   if (by.count() < 1) return Invalid("by: must be at least 1s");
-  std::lock_guard lock(mu_);
-  ISB_ASSIGN_OR_RETURN(Record rec, Load(id_or_name));
+  std::optional<SandboxLocks::Held> held;
+  ISB_ASSIGN_OR_RETURN(Record rec, LoadLocked(id_or_name, &held));
   int64_t until = std::max(rec.expires_at, Now()) + by.count();
   if (until > Now() + kMaxLifetime) return Invalid("by: a sandbox expires at most 30 days from now");
   rec.expires_at = until;
@@ -840,8 +888,8 @@ Result<api::SandboxInfo> SandboxManager::Extend(const std::string& id_or_name, s
 }
 
 Result<api::SandboxInfo> SandboxManager::SetEgress(const std::string& id_or_name, const nlohmann::json& egress) {
-  std::lock_guard lock(mu_);
-  ISB_ASSIGN_OR_RETURN(Record rec, Load(id_or_name));
+  std::optional<SandboxLocks::Held> held;
+  ISB_ASSIGN_OR_RETURN(Record rec, LoadLocked(id_or_name, &held));
   api::SandboxSpec next = rec.spec;
   next.egress = egress;
   ISB_ASSIGN_OR_RETURN(egress::EgressSpec spec, Egress(next));
@@ -859,8 +907,8 @@ Status SandboxManager::Remove(const std::string& id_or_name) {
   std::string forgotten;
   Status retired;
   {
-    std::lock_guard lock(mu_);
-    ISB_ASSIGN_OR_RETURN(Record rec, Load(id_or_name));
+    std::optional<SandboxLocks::Held> held;
+    ISB_ASSIGN_OR_RETURN(Record rec, LoadLocked(id_or_name, &held));
     retired = Retire(rec, "removed", "requested", &forgotten);
   }
   TearDown(forgotten);
@@ -873,13 +921,16 @@ Status SandboxManager::Retire(Record& rec, const std::string& event, const std::
   if (options_.egress != nullptr) options_.egress->Release(rec.id);
   // A row that cannot be deleted keeps its state dir: the sandbox stays, stopped, for another removal.
   ISB_TRY(db_->Exec("DELETE FROM sandboxes WHERE id = ?1", {rec.id}));
-  cpu_samples_.erase(rec.id);
+  {
+    std::lock_guard lock(samples_mu_);
+    cpu_samples_.erase(rec.id);
+  }
   *forgotten = rec.id;
   return halted;
 }
 
 void SandboxManager::TearDown(const std::string& id) {
-  // Called without mu_: when the queue is full the work runs here, and no other sandbox's state change waits.
+  // Called without the sandbox's lock: when the queue is full the work runs here, holding nothing.
   if (!id.empty()) teardown_.Add([this, id] { RemoveDir(id); });
 }
 
@@ -949,7 +1000,7 @@ Status SandboxManager::WriteFile(const std::string& id_or_name, const std::strin
 }
 
 Result<std::string> SandboxManager::Adopt() {
-  std::lock_guard lock(mu_);
+  SandboxLocks::Held all = locks_.LockAll();
   int adopted = 0, died = 0, undone = 0, orphans = 0;
   ISB_ASSIGN_OR_RETURN(auto rows, db_->Query("SELECT id, state FROM sandboxes"));
   std::set<std::string> known;
@@ -1045,7 +1096,7 @@ int SandboxManager::ReapOnce() {
     std::string id = AsText(r[0]);
     std::string why, forgotten;
     {
-      std::lock_guard lock(mu_);
+      SandboxLocks::Held held = locks_.Lock(id);
       auto rec = Load(id);  // re-checked under the lock: an exec or extend may have come in meanwhile
       if (!rec.ok()) continue;
       // One that died (its command crashed it, the OOM killer) is recorded as such and frees its ports, layer
@@ -1063,13 +1114,17 @@ int SandboxManager::ReapOnce() {
       }
       // Idle needs a measured share under 2% since the last pass: on a daemon's first pass there is none yet, and
       // an exec running now (however quiet) is activity.
-      auto prev = cpu_samples_.find(id);
       bool busy = true;
-      if (prev != cpu_samples_.end() && now > prev->second.first && cpu >= prev->second.second) {
-        double share = static_cast<double>(cpu - prev->second.second) / 1e6 / static_cast<double>(now - prev->second.first);
-        busy = share >= 0.02;
+      {
+        std::lock_guard samples_lock(samples_mu_);
+        auto prev = cpu_samples_.find(id);
+        if (prev != cpu_samples_.end() && now > prev->second.first && cpu >= prev->second.second) {
+          double share =
+              static_cast<double>(cpu - prev->second.second) / 1e6 / static_cast<double>(now - prev->second.first);
+          busy = share >= 0.02;
+        }
+        cpu_samples_[id] = {now, cpu};
       }
-      cpu_samples_[id] = {now, cpu};
       {
         std::lock_guard exec_lock(execs_mu_);
         if (execs_running_.count(id)) busy = true;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -40,6 +41,9 @@ struct ManagerOptions {
   // in the database: the manager's destructor removes them, and after a kill -9 the next daemon's Adopt does (as
   // orphaned cgroups). 0: no pool.
   size_t pool_size = 2;
+  // Called once a sandbox's processes have been sent SIGKILL, before the wait for them to be gone (up to 10 s). For
+  // tests, which hold a kill there; null: nothing.
+  std::function<void(const std::string& id)> on_kill{};
 };
 
 class SandboxManager : public api::Sandboxes {
@@ -100,8 +104,8 @@ class SandboxManager : public api::Sandboxes {
   // Kills the sandbox's processes, releases its cgroup and lease, and unmounts its layer unless told not to;
   // *oom is whether the OOM killer struck in it.
   Status Kill(Record& rec, bool* oom, bool unmount_layer = true);
-  // Removal (asked for, or the reaper's), under mu_: halts the sandbox, releases its network and deletes its row;
-  // then *forgotten is its id, for TearDown once mu_ is released.
+  // Removal (asked for, or the reaper's), under the sandbox's lock: halts the sandbox, releases its network and
+  // deletes its row; then *forgotten is its id, for TearDown once the lock is released.
   Status Retire(Record& rec, const std::string& event, const std::string& reason, std::string* forgotten);
   // Queues the layer and state dir of a retired sandbox (nothing for ""): teardown_queue.h.
   void TearDown(const std::string& id);
@@ -136,9 +140,46 @@ class SandboxManager : public api::Sandboxes {
   engine::Spawner* spawner_;
   store::Db* db_;
   engine::CgroupLayout layout_;
-  // Serializes state changes per sandbox id (create/stop/start/remove/reap); execs do not take it.
-  std::mutex mu_;
+  // State changes of one sandbox (stop, start, extend, egress, removal, the reaper's, a dead one's halt) hold its
+  // own lock, so a slow one (a kill waits up to 10 s for the processes to go, a start launches) never holds up
+  // another sandbox's; Adopt holds all of them. Execs and creates take none.
+  class SandboxLocks {
+    struct Entry {
+      std::mutex mu;
+      int users = 0;  // holders and waiters; the entry goes with the last
+    };
+
+   public:
+    // One sandbox's lock, or all of them, held until destroyed.
+    class Held {
+     public:
+      Held() = default;
+      Held(Held&& o) noexcept;
+      Held& operator=(Held&&) = delete;
+      ~Held();
+
+     private:
+      friend class SandboxLocks;
+      SandboxLocks* owner_ = nullptr;  // set for one sandbox's lock
+      std::string id_;
+      std::shared_ptr<Entry> entry_;
+      std::shared_lock<std::shared_mutex> shared_;
+      std::unique_lock<std::shared_mutex> exclusive_;
+      std::unique_lock<std::mutex> own_;
+    };
+    Held Lock(const std::string& id);
+    Held LockAll();
+
+   private:
+    std::shared_mutex all_;
+    std::mutex mu_;
+    std::map<std::string, std::shared_ptr<Entry>> entries_;
+  };
+  SandboxLocks locks_;
+  // The sandbox `id_or_name`, loaded again under its lock, which *held then keeps.
+  Result<Record> LoadLocked(const std::string& id_or_name, std::optional<SandboxLocks::Held>* held);
   PortPublisher ports_;  // the running sandboxes' published ports
+  std::mutex samples_mu_;
   std::map<std::string, std::pair<int64_t, uint64_t>> cpu_samples_;  // id -> (time, cpu_usec) for the reaper
   // Execs running now, per sandbox id: a sandbox with one is not idle, however long the exec has been quiet.
   std::mutex execs_mu_;

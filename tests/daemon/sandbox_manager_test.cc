@@ -14,7 +14,10 @@
 
 #include <atomic>
 #include <cstdio>
+#include <condition_variable>
 #include <filesystem>
+#include <future>
+#include <mutex>
 #include <sstream>
 #include <map>
 #include <thread>
@@ -58,6 +61,9 @@ class ManagerTest : public ::testing::Test {
     history_ = std::move(*history);
     ManagerOptions options{dir_, "/run/isb", [this] { return now_.load(); }};
     options.history = history_.get();
+    options.on_kill = [this](const std::string& id) {
+      if (on_kill_) on_kill_(id);
+    };
     mgr_ = std::make_unique<SandboxManager>(options, spawner_.get(), db_.get(), *layout);
   }
   void TearDown() override {
@@ -118,6 +124,7 @@ class ManagerTest : public ::testing::Test {
   std::unique_ptr<store::Db> db_;
   std::unique_ptr<audit::History> history_;
   std::unique_ptr<SandboxManager> mgr_;
+  std::function<void(const std::string&)> on_kill_;  // what the manager's on_kill does
 };
 
 TEST_F(ManagerTest, CreateExecStopStartRemove) {
@@ -550,6 +557,64 @@ TEST_F(ManagerTest, ReaperRemovesExpiredAndIdleWithReasons) {
   EXPECT_EQ(mgr_->Events(i->id).back(), (std::pair<std::string, std::string>{"reaped", "idle for 31s (no exec, under 2% of a core)"}));
   EXPECT_EQ(mgr_->Events(e->id).back(), (std::pair<std::string, std::string>{"reaped", "expired"}));
   EXPECT_TRUE(mgr_->Get(k->id).ok());
+}
+
+// A kill that takes long (a sandbox whose processes are slow to go, which the manager waits up to 10 s for) holds
+// up its own sandbox only: another sandbox's stop, start, extend, removal and a look at a dead one go on meanwhile.
+TEST_F(ManagerTest, ASlowKillHoldsUpOnlyItsOwnSandbox) {
+  auto a = mgr_->Create({});
+  auto b = mgr_->Create({});
+  auto c = mgr_->Create({});
+  auto d = mgr_->Create({});
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok() && d.ok());
+  std::mutex mu;
+  std::condition_variable cv;
+  bool holding = false, release = false;
+  on_kill_ = [&](const std::string& id) {
+    if (id != a->id) return;
+    std::unique_lock lock(mu);
+    holding = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return release; });
+  };
+  auto stop_a = std::async(std::launch::async, [&] { return mgr_->Stop(a->id); });
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return holding; }));
+  }
+  auto rows = db_->Query("SELECT pid FROM sandboxes WHERE id = ?1", {d->id});
+  ASSERT_TRUE(rows.ok() && rows->size() == 1u);
+  const pid_t d_init = static_cast<pid_t>(store::AsInt((*rows)[0][0]));
+  ASSERT_EQ(::kill(d_init, SIGKILL), 0);
+  auto others = std::async(std::launch::async, [&] {
+    std::vector<std::string> failed;
+    auto check = [&](const char* what, bool ok) {
+      if (!ok) failed.push_back(what);
+    };
+    check("stop b", mgr_->Stop(b->id).ok());
+    check("start b", mgr_->Start(b->id).ok());
+    check("extend b", mgr_->Extend(b->id, std::chrono::seconds(60)).ok());
+    check("remove c", mgr_->Remove(c->id).ok());
+    // d's init is dead: a look at it records so, under d's lock.
+    for (int i = 0; i < 500 && !Dead(d_init); ++i) ::usleep(10000);
+    auto got = mgr_->Get(d->id);
+    check("get d", got.ok() && got->state == "stopped");
+    return failed;
+  });
+  const bool finished = others.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+  {
+    std::lock_guard lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  EXPECT_TRUE(finished) << "another sandbox's calls waited for a's kill";
+  EXPECT_EQ(others.get(), std::vector<std::string>{});
+  auto stopped = stop_a.get();
+  ASSERT_TRUE(stopped.ok()) << stopped.error().message;
+  EXPECT_EQ(stopped->state, "stopped");
+  EXPECT_EQ(mgr_->Get(b->id)->state, "running");
+  EXPECT_EQ(mgr_->Get(c->id).error().code, Code::kNotFound);
+  EXPECT_EQ(mgr_->Events(d->id).back().first, "died");
 }
 
 // Idle means a measured share under 2% of a core since the reaper's last pass and no exec running: a quiet exec
