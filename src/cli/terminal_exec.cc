@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "base/fd.h"
+#include "engine/exec_terminal.h"
 
 namespace isb::cli {
 namespace {
@@ -126,10 +127,8 @@ class Forwarder {
         json in = {{"sandbox", sandbox_}, {"session", session}};
         if (n > 0) in["data_base64"] = Base64Encode(std::string_view(buf, static_cast<size_t>(n)));
         else in["eof"] = true;
-        // Input after the command has ended (the session is gone) has nowhere to go; the result says how it ended.
         // The end of input is sent too: the command may be waiting for it.
-        const bool sent = client_.Call("sandbox_exec_input", in).ok();
-        if (n <= 0 || !sent) input_ = false;
+        if (!SendInput(in) || n <= 0) input_ = false;
       }
     }
   }
@@ -144,6 +143,35 @@ class Forwarder {
   }
 
  private:
+  // Sends one read of input (or its end); whether input goes on. Input after the command has ended (its session
+  // gone, its terminal hung up) has nowhere to go, and the result says how it ended. A refusal for too many calls
+  // at once took nothing, so the same input is sent again a second later. A command too slow to read took part of
+  // it, which is said, and input goes on. Any other failure is said once, and no more input is sent.
+  bool SendInput(const json& in) {
+    for (;;) {
+      Result<json> sent = client_.Call("sandbox_exec_input", in);
+      if (sent.ok()) return true;
+      const Error& e = sent.error();
+      if (e.code == Code::kNotFound || e.message == engine::kTerminalHungUp) return false;
+      if (e.code == Code::kTooManyRequests) {
+        pollfd wake{wake_fd_, POLLIN, 0};
+        if (::poll(&wake, 1, 1000) > 0) Drain(wake_fd_);
+        if (Stopped()) return false;  // the command ended meanwhile
+        continue;
+      }
+      const bool goes_on = e.code == Code::kTimeout;
+      // The terminal may be raw: a line of its own starts at the left margin.
+      const std::string line = "\r\nisb: typing into the terminal failed: " + e.message +
+                               (goes_on ? "; what was not written is lost" : "; no more input is sent") + "\r\n";
+      (void)::write(STDERR_FILENO, line.data(), line.size());
+      return goes_on;
+    }
+  }
+  bool Stopped() {
+    std::lock_guard lock(mu_);
+    return stop_;
+  }
+
   static void Drain(int fd) {
     char buf[64];
     while (::read(fd, buf, sizeof buf) > 0) {

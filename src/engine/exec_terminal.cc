@@ -36,7 +36,7 @@ Status ExecTerminal::Write(std::string_view data, std::chrono::milliseconds time
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno != EAGAIN) return Error::Of(Code::kUnavailable, "the terminal has hung up");
+    if (n < 0 && errno != EAGAIN) return Error::Of(Code::kUnavailable, kTerminalHungUp);
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     pollfd p{master_.get(), POLLOUT, 0};
     if (left <= 0 || ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1000))) < 0) {
@@ -71,7 +71,7 @@ Status ExecTerminal::Resize(uint16_t rows, uint16_t cols) {
   winsize ws{};
   ws.ws_row = rows;
   ws.ws_col = cols;
-  if (::ioctl(master_.get(), TIOCSWINSZ, &ws) != 0) return Error::Of(Code::kUnavailable, "the terminal has hung up");
+  if (::ioctl(master_.get(), TIOCSWINSZ, &ws) != 0) return Error::Of(Code::kUnavailable, kTerminalHungUp);
   return {};
 }
 

@@ -12,6 +12,9 @@
 
 namespace isb::engine {
 
+// The message of a call on a terminal whose command has ended (Code::kUnavailable): its session is over.
+inline constexpr char kTerminalHungUp[] = "the terminal has hung up";
+
 // Thread-safe: the exec's own thread reads the master while other threads write input and resize it.
 class ExecTerminal {
  public:

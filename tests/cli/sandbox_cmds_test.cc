@@ -5,7 +5,10 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <chrono>
+#include <condition_variable>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 
 #include "cli/sandbox_cmds.h"
@@ -400,6 +403,81 @@ TEST(CommandsTest, ExecTtyAsksForATerminalAndFollowsTheSession) {
   EXPECT_EQ(body["argv"], json({"tty"}));
   EXPECT_TRUE(body["rows"].is_number_integer() && body["cols"].is_number_integer()) << body.dump();
   EXPECT_FALSE(body.contains("stdin_base64"));
+}
+
+// -it: input the daemon refused for too many calls at once took nothing, so it is sent again (nothing typed is
+// lost); a failure of another kind is said on stderr, and no more input is sent, while the command's output and
+// exit code still come through.
+TEST(CommandsTest, ExecItSendsRefusedInputAgainAndSaysWhenInputStops) {
+  std::mutex mu;
+  std::condition_variable cv;
+  int inputs = 0;
+  bool finish = false;
+  TestServer server(
+      [&](int fd, const SeenRequest& req) {
+        if (PathOf(req) == "/api/v1/tools/sandbox_exec?stream=1") {
+          SendAll(fd, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n" + Sse("session", {{"session", "ts-1"}}));
+          std::unique_lock lock(mu);
+          cv.wait_for(lock, std::chrono::seconds(20), [&] { return finish; });
+          SendAll(fd, Sse("stdout", {{"data", "done\r\n"}}) +
+                          Sse("result", {{"result", {{"exit_code", 5}, {"timed_out", false}, {"session", "ts-1"}}}}));
+          return;
+        }
+        int n = 0;
+        {
+          std::lock_guard lock(mu);
+          n = ++inputs;
+        }
+        cv.notify_all();
+        if (n == 1) {
+          SendAll(fd, JsonAnswer(429, R"({"error":"rate_limited","message":"this account has 64 calls running"})"));
+        } else if (n == 2) {
+          SendAll(fd, JsonAnswer(200, R"({"result":{}})"));
+        } else {
+          SendAll(fd, JsonAnswer(500, R"({"error":"internal","message":"the input could not be delivered"})"));
+        }
+      },
+      true, /*concurrent=*/true);
+  auto wait_for_inputs = [&](int want) {
+    std::unique_lock lock(mu);
+    return cv.wait_for(lock, std::chrono::seconds(10), [&] { return inputs >= want; });
+  };
+  // Standard input is a pipe the test types into.
+  int keys[2];
+  ASSERT_EQ(::pipe(keys), 0);
+  const int saved_stdin = ::dup(STDIN_FILENO);
+  ASSERT_EQ(::dup2(keys[0], STDIN_FILENO), STDIN_FILENO);
+  ::close(keys[0]);
+  CmdRun r;
+  std::thread cli([&] { r = RunIsb({"--socket", server.socket_path(), "exec", "-i", "-t", "web", "--", "cat"}); });
+  ASSERT_EQ(::write(keys[1], "one", 3), 3);
+  EXPECT_TRUE(wait_for_inputs(2));
+  ASSERT_EQ(::write(keys[1], "two", 3), 3);
+  EXPECT_TRUE(wait_for_inputs(3));
+  ASSERT_EQ(::write(keys[1], "three", 5), 5);
+  ::close(keys[1]);
+  {
+    std::lock_guard lock(mu);
+    finish = true;
+  }
+  cv.notify_all();
+  cli.join();
+  ::dup2(saved_stdin, STDIN_FILENO);
+  ::close(saved_stdin);
+
+  EXPECT_EQ(r.exit_code, 5) << r.err;
+  EXPECT_EQ(r.out, "done\r\n");
+  EXPECT_EQ(r.err, "\r\nisb: typing into the terminal failed: the input could not be delivered; no more input is sent\r\n");
+  std::vector<std::string> sent;
+  for (const SeenRequest& req : server.requests()) {
+    if (PathOf(req) != "/api/v1/tools/sandbox_exec_input") continue;
+    json body = json::parse(BodyOf(req));
+    EXPECT_EQ(body["session"], "ts-1");
+    auto data = Base64Decode(body.value("data_base64", ""));
+    sent.push_back(body.contains("eof") ? "EOF" : data.ok() ? *data : "?");
+  }
+  // "one" twice (refused, then taken), "two" (failed); neither "three" nor the end of input after that.
+  EXPECT_EQ(sent, (std::vector<std::string>{"one", "one", "two"}));
 }
 
 TEST(CommandsTest, ExecTtyWithJsonIsAUsageError) {

@@ -1,4 +1,4 @@
-// The scripted test server: one thread, one connection at a time.
+// The scripted test server: one thread, one connection at a time, or a thread per connection.
 #include "cli/test_server.h"
 
 #include <poll.h>
@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 
 namespace isb::cli::testing {
 
@@ -27,7 +28,8 @@ std::string JsonAnswer(int status, std::string_view body, std::string_view type)
          "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + std::string(body);
 }
 
-TestServer::TestServer(Responder respond, bool read_body) : respond_(std::move(respond)), read_body_(read_body) {
+TestServer::TestServer(Responder respond, bool read_body, bool concurrent)
+    : respond_(std::move(respond)), read_body_(read_body), concurrent_(concurrent) {
   char tmpl[] = "/tmp/isb-cli-test-XXXXXX";
   if (::mkdtemp(tmpl) == nullptr) std::abort();
   dir_ = tmpl;
@@ -49,6 +51,7 @@ TestServer::TestServer(Responder respond, bool read_body) : respond_(std::move(r
 TestServer::~TestServer() {
   stop_.write.Reset();
   thread_.join();
+  for (auto& t : workers_) t.join();
   listener_.Reset();
   std::error_code ec;
   std::filesystem::remove_all(dir_, ec);
@@ -68,7 +71,12 @@ void TestServer::Loop() {
     }
     if (p[1].revents != 0) return;
     Fd conn(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
-    if (conn.valid()) Serve(std::move(conn));
+    if (!conn.valid()) continue;
+    if (concurrent_) {
+      workers_.emplace_back([this, c = std::make_shared<Fd>(std::move(conn))] { Serve(std::move(*c)); });
+    } else {
+      Serve(std::move(conn));
+    }
   }
 }
 

@@ -26,7 +26,9 @@ class TestServer {
   // `respond` writes the answer on the connection's fd; the server closes it afterwards.
   // With `read_body` false the server answers after the headers, without reading the body.
   using Responder = std::function<void(int fd, const SeenRequest& request)>;
-  explicit TestServer(Responder respond, bool read_body = true);
+  // With `concurrent`, each connection is served on a thread of its own (a streaming call and the calls made
+  // while it runs); else one at a time.
+  explicit TestServer(Responder respond, bool read_body = true, bool concurrent = false);
   ~TestServer();
   TestServer(const TestServer&) = delete;
   TestServer& operator=(const TestServer&) = delete;
@@ -41,6 +43,8 @@ class TestServer {
 
   Responder respond_;
   bool read_body_;
+  bool concurrent_;
+  std::vector<std::thread> workers_;
   std::string dir_, socket_path_;
   Fd listener_;
   Pipe stop_;
