@@ -642,7 +642,11 @@ Result<api::SandboxInfo> SandboxManager::Create(const api::SandboxSpec& spec) {
   rec.spec = std::move(resolved);
   rec.created_at = rec.last_active_at = Now();
   rec.expires_at = rec.created_at + spec.expires.count();
+  // Its own lock from before its row is seen until its creation is recorded: a stop or removal by name that finds
+  // the row meanwhile waits, so the history never has "created" after "removed".
+  std::optional<SandboxLocks::Held> held;
   if (auto ready = TakeReady(spec)) {
+    held.emplace(locks_.Lock(ready->id));
     ready->name = rec.name;
     ready->spec = rec.spec;
     ready->created_at = rec.created_at;
@@ -665,6 +669,7 @@ Result<api::SandboxInfo> SandboxManager::Create(const api::SandboxSpec& spec) {
     Event(rec, "created");
     return Info(rec);
   }
+  held.emplace(locks_.Lock(rec.id));
   if (auto st = PrepareNetwork(rec, egress_spec); !st.ok()) {
     if (options_.egress != nullptr) options_.egress->Release(rec.id);
     RemoveDir(rec.id);

@@ -53,7 +53,8 @@ class SandboxManager : public api::Sandboxes {
   // Removes the pooled sandboxes; the created ones keep running.
   ~SandboxManager() override;
 
-  // At start-up: adopts every sandbox that is still running, marks the ones that died meanwhile stopped and
+  // At start-up, before any other call (it holds every sandbox's lock, but creates and the pool take none until
+  // the sandbox is theirs, and it removes what the database does not know): adopts every sandbox that is still running, marks the ones that died meanwhile stopped and
   // releases what they held, finishes or undoes creates the previous daemon did not complete, and removes
   // orphaned cgroups and leases. Returns a one-line summary. Then starts filling the pool (ManagerOptions::pool_size).
   Result<std::string> Adopt();
@@ -142,7 +143,8 @@ class SandboxManager : public api::Sandboxes {
   engine::CgroupLayout layout_;
   // State changes of one sandbox (stop, start, extend, egress, removal, the reaper's, a dead one's halt) hold its
   // own lock, so a slow one (a kill waits up to 10 s for the processes to go, a start launches) never holds up
-  // another sandbox's; Adopt holds all of them. Execs and creates take none.
+  // another sandbox's; Adopt holds all of them. A create holds its new sandbox's from before its row is seen until
+  // its creation is recorded; execs take none.
   class SandboxLocks {
     struct Entry {
       std::mutex mu;

@@ -570,14 +570,30 @@ TEST_F(ManagerTest, ASlowKillHoldsUpOnlyItsOwnSandbox) {
   std::mutex mu;
   std::condition_variable cv;
   bool holding = false, release = false;
-  on_kill_ = [&](const std::string& id) {
-    if (id != a->id) return;
+  auto let_go = [&] {
+    {
+      std::lock_guard lock(mu);
+      release = true;
+    }
+    cv.notify_all();
+  };
+  on_kill_ = [&, held = a->id](const std::string& id) {
+    if (id != held) return;
     std::unique_lock lock(mu);
     holding = true;
     cv.notify_all();
     cv.wait(lock, [&] { return release; });
   };
   auto stop_a = std::async(std::launch::async, [&] { return mgr_->Stop(a->id); });
+  // However the test ends, a's kill is let go, its stop finishes, and then the hook goes, before what it uses.
+  struct Cleanup {
+    std::function<void()> fn;
+    ~Cleanup() { fn(); }
+  } cleanup{[&] {
+    let_go();
+    if (stop_a.valid()) stop_a.wait();
+    on_kill_ = nullptr;
+  }};
   {
     std::unique_lock lock(mu);
     ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return holding; }));
@@ -602,11 +618,7 @@ TEST_F(ManagerTest, ASlowKillHoldsUpOnlyItsOwnSandbox) {
     return failed;
   });
   const bool finished = others.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
-  {
-    std::lock_guard lock(mu);
-    release = true;
-  }
-  cv.notify_all();
+  let_go();
   EXPECT_TRUE(finished) << "another sandbox's calls waited for a's kill";
   EXPECT_EQ(others.get(), std::vector<std::string>{});
   auto stopped = stop_a.get();

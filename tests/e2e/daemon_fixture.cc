@@ -391,8 +391,13 @@ void E2eTest::StartDaemon(const std::vector<std::string>& extra_args) {
   }
 }
 
+void E2eTest::TrackStateDir() {
+  for (const auto& name : Entries(state_dir_ + "/sandboxes", false)) Track(name);
+}
+
 int E2eTest::StopDaemon() {
   if (!daemon_running()) return -1;
+  TrackStateDir();
   ::kill(daemon_pid_, SIGTERM);
   int status = 0;
   ReapOrKill(daemon_pid_, 10s, &status);
@@ -403,6 +408,7 @@ int E2eTest::StopDaemon() {
 
 void E2eTest::KillDaemon() {
   if (!daemon_running()) return;
+  TrackStateDir();
   ::kill(daemon_pid_, SIGKILL);
   ReapOrKill(daemon_pid_, 10s, nullptr);
   daemon_pid_ = 0;

@@ -75,6 +75,9 @@ class E2eTest : public ::testing::Test {
   int StopDaemon();
   // SIGKILL, as a crash would.
   void KillDaemon();
+  // Counts every sandbox with a state dir (the daemon's pool included) as this test's, for the leak check: what
+  // the daemon launched ahead and still held when it stopped must be gone too, whatever else runs on the host.
+  void TrackStateDir();
   bool daemon_running() const { return daemon_pid_ > 0; }
   pid_t daemon_pid() const { return daemon_pid_; }
   // Everything the daemon has written to stderr since it was last started.
