@@ -137,7 +137,9 @@ class HttpServer::Impl {
   };
   // Refuses a connection at accept: a 503 saying why, then close.
   template <class Protocol>
-  static void Turn(typename Protocol::socket& socket, const std::string& message);
+  void Turn(typename Protocol::socket socket, const std::string& message);
+  static constexpr size_t kMaxTurning = 256;
+  std::atomic<size_t> turning_{0};  // connections being turned away
 
   template <class Protocol>
   net::awaitable<void> Accept(net::basic_socket_acceptor<Protocol>& acceptor, bool via_unix);
@@ -239,11 +241,11 @@ net::awaitable<void> HttpServer::Impl::Accept(net::basic_socket_acceptor<Protoco
       continue;
     }
     // The unix socket has slots of its own, so connections over TCP never lock the host's caller out; over TCP,
-    // one address may hold only some of them, so a client that opens connections and sends nothing (or sends
+    // one remote address may hold only some of them, so a peer that opens connections and sends nothing (or sends
     // slowly) cannot take every slot from everyone else.
     std::atomic<size_t>& open = connections_[via_unix];
     if (open.load() >= opts_.max_connections) {
-      Turn<Protocol>(socket, "the server has " + std::to_string(opts_.max_connections) +
+      Turn<Protocol>(std::move(socket), "the server has " + std::to_string(opts_.max_connections) +
                                  " connections open; try again once one has closed");
       continue;
     }
@@ -253,9 +255,10 @@ net::awaitable<void> HttpServer::Impl::Accept(net::basic_socket_acceptor<Protoco
     if constexpr (std::is_same_v<Protocol, tcp>) {
       beast::error_code peer_ec;
       auto peer = socket.remote_endpoint(peer_ec);
-      address_slot = addresses_.Take(peer_ec ? std::string() : peer.address().to_string());
-      if (!address_slot) {
-        Turn<Protocol>(socket, "this address has " + std::to_string(opts_.max_connections_per_address) +
+      const bool counted = peer_ec || opts_.limit_loopback_peers || !peer.address().is_loopback();
+      if (counted) address_slot = addresses_.Take(peer_ec ? std::string() : peer.address().to_string());
+      if (counted && !address_slot) {
+        Turn<Protocol>(std::move(socket), "this address has " + std::to_string(opts_.max_connections_per_address) +
                                    " connections open; close one first");
         continue;
       }
@@ -433,18 +436,39 @@ std::shared_ptr<void> HttpServer::Impl::KeyedSlots::Take(const std::string& key)
 }
 
 template <class Protocol>
-void HttpServer::Impl::Turn(typename Protocol::socket& socket, const std::string& message) {
+void HttpServer::Impl::Turn(typename Protocol::socket socket, const std::string& message) {
+  // A connection being turned away holds a descriptor for up to a second; past kMaxTurning of them, one is closed
+  // at once, without a word.
+  if (turning_.load() >= kMaxTurning) {
+    beast::error_code ignored;
+    socket.close(ignored);
+    return;
+  }
+  ++turning_;
+  std::shared_ptr<void> slot(static_cast<void*>(this), [this](void*) { --turning_; });
   const std::string body = json{{"error", "unavailable"}, {"message", message}}.dump();
-  const std::string reply = "HTTP/1.1 503 Service Unavailable\r\nServer: isb\r\nContent-Type: application/json\r\n"
-                            "Retry-After: 1\r\nConnection: close\r\nContent-Length: " +
-                            std::to_string(body.size()) + "\r\n\r\n" + body;
-  // What the client sent already is read first, so that closing does not reset the connection before the reply.
-  char scratch[4096];
-  (void)::recv(socket.native_handle(), scratch, sizeof scratch, MSG_DONTWAIT);
-  (void)::send(socket.native_handle(), reply.data(), reply.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
-  beast::error_code ignored;
-  socket.shutdown(net::socket_base::shutdown_send, ignored);
-  socket.close(ignored);
+  std::string reply = "HTTP/1.1 503 Service Unavailable\r\nServer: isb\r\nContent-Type: application/json\r\n"
+                      "Retry-After: 1\r\nConnection: close\r\nContent-Length: " +
+                      std::to_string(body.size()) + "\r\n\r\n" + body;
+  auto executor = socket.get_executor();
+  net::co_spawn(
+      executor,
+      [stream = beast::basic_stream<Protocol>(std::move(socket)), reply = std::move(reply),
+       slot = std::move(slot)]() mutable -> net::awaitable<void> {
+        // The reply, the end of what the server sends, and then what the client sends is read and dropped until it
+        // closes (at most a second): closing with its bytes unread would reset the connection, and the reset could
+        // overtake the reply.
+        stream.expires_after(std::chrono::seconds(1));
+        auto [ec, n] = co_await net::async_write(stream, net::buffer(reply), kAwait);
+        if (!ec) {
+          beast::get_lowest_layer(stream).socket().shutdown(net::socket_base::shutdown_send, ec);
+          char scratch[4096];
+          while (!ec) std::tie(ec, n) = co_await stream.async_read_some(net::buffer(scratch), kAwait);
+        }
+        beast::error_code ignored;
+        beast::get_lowest_layer(stream).socket().close(ignored);
+      },
+      [](std::exception_ptr) {});
 }
 
 Response HttpServer::Impl::Authenticated(const Request& req) {

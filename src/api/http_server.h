@@ -34,9 +34,12 @@ struct HttpServerOptions {
   // Connections open at once, over TCP and over the unix socket each (so TCP clients never lock the host's caller
   // out); past it, a new one gets 503 and is closed.
   size_t max_connections = 2048;
-  // TCP connections one remote address may have open at once; past it, 503 and closed. Behind a reverse proxy on
-  // the same host every connection comes from its address: raise this there.
+  // TCP connections one remote address (a tailnet peer) may have open at once; past it, 503 and closed.
   size_t max_connections_per_address = 256;
+  // Whether loopback peers are held to max_connections_per_address too. They are not by default: a tunnel or
+  // reverse proxy in front of isb (how it is reached from elsewhere) brings every user from a loopback address,
+  // and guards against slow clients itself.
+  bool limit_loopback_peers = false;
   // Calls one account (a user, whatever credential it uses; a token of no user counts alone) may have running at
   // once over TCP; past it, 429. Each call holds a worker thread until it returns (an exec up to its timeout), so
   // without it one account could take every worker from every org. The unix socket's caller is not counted.
