@@ -432,6 +432,8 @@ CLI::App* AddCommand(CLI::App& app, const std::shared_ptr<Common>& common, const
 void AddSandboxCommands(CLI::App& app, int* exit_code) {
   auto common = std::make_shared<Common>();
   common->connect = SharedConnectFlags();
+  // A new command line starts from no flags (a process that parses more than one, as the tests do, keeps none).
+  *common->connect = ConnectFlags{};
   AddConnectOptions(&app, common->connect);
 
   auto create = std::make_shared<CreateFlags>();
