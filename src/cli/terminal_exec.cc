@@ -145,28 +145,33 @@ class Forwarder {
  private:
   // Sends one read of input (or its end); whether input goes on. Input after the command has ended (its session
   // gone, its terminal hung up) has nowhere to go, and the result says how it ended. A refusal for too many calls
-  // at once took nothing, so the same input is sent again a second later. A command too slow to read took part of
-  // it, which is said, and input goes on. Any other failure is said once, and no more input is sent.
+  // at once, or a daemon busy or out of reach, took nothing: the same input is sent again a second later, up to
+  // kInputTries times. A command too slow to read took part of it, which is said, and input goes on. Otherwise
+  // input stops, which is said, and the terminal is given back: Ctrl-C then ends isb and with it the command.
   bool SendInput(const json& in) {
-    for (;;) {
+    for (int tries = 1;; ++tries) {
       Result<json> sent = client_.Call("sandbox_exec_input", in);
       if (sent.ok()) return true;
       const Error& e = sent.error();
       if (e.code == Code::kNotFound || e.message == engine::kTerminalHungUp) return false;
-      if (e.code == Code::kTooManyRequests) {
+      if ((e.code == Code::kTooManyRequests || e.code == Code::kUnavailable) && tries < kInputTries) {
         pollfd wake{wake_fd_, POLLIN, 0};
         if (::poll(&wake, 1, 1000) > 0) Drain(wake_fd_);
         if (Stopped()) return false;  // the command ended meanwhile
         continue;
       }
       const bool goes_on = e.code == Code::kTimeout;
+      if (!goes_on) RestoreTerminal();
       // The terminal may be raw: a line of its own starts at the left margin.
       const std::string line = "\r\nisb: typing into the terminal failed: " + e.message +
-                               (goes_on ? "; what was not written is lost" : "; no more input is sent") + "\r\n";
+                               (goes_on ? "; what was not written is lost"
+                                        : "; no more input is sent (Ctrl-C ends isb and the command)") +
+                               "\r\n";
       (void)::write(STDERR_FILENO, line.data(), line.size());
       return goes_on;
     }
   }
+  static constexpr int kInputTries = 10;
   bool Stopped() {
     std::lock_guard lock(mu_);
     return stop_;

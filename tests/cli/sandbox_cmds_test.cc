@@ -467,7 +467,8 @@ TEST(CommandsTest, ExecItSendsRefusedInputAgainAndSaysWhenInputStops) {
 
   EXPECT_EQ(r.exit_code, 5) << r.err;
   EXPECT_EQ(r.out, "done\r\n");
-  EXPECT_EQ(r.err, "\r\nisb: typing into the terminal failed: the input could not be delivered; no more input is sent\r\n");
+  EXPECT_EQ(r.err, "\r\nisb: typing into the terminal failed: the input could not be delivered; no more input is sent "
+                   "(Ctrl-C ends isb and the command)\r\n");
   std::vector<std::string> sent;
   for (const SeenRequest& req : server.requests()) {
     if (PathOf(req) != "/api/v1/tools/sandbox_exec_input") continue;
