@@ -1,9 +1,34 @@
 // SQLite wrapper and migration runner.
 #include "store/db.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <memory>
 
+#include "base/fd.h"
+
 namespace isb::store {
+namespace {
+
+// The database holds every org's sandbox specs, the password hashes and the audit log: only the daemon's user may
+// read it, whatever the umask. SQLite gives the -wal and -shm files it makes the database file's mode, so the
+// file is made 0600 before SQLite opens it; files an older isb left readable are narrowed.
+Status KeepPrivate(const std::string& path) {
+  if (path.empty() || path == ":memory:" || path.rfind("file:", 0) == 0) return {};
+  Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd.valid()) return Error::Sys("open database " + path);
+  if (::fchmod(fd.get(), 0600) != 0) return Error::Sys("chmod 0600 " + path);
+  for (const char* suffix : {"-wal", "-shm", "-journal"}) {
+    const std::string side = path + suffix;
+    if (::chmod(side.c_str(), 0600) != 0 && errno != ENOENT) return Error::Sys("chmod 0600 " + side);
+  }
+  return {};
+}
+
+}  // namespace
 
 int64_t AsInt(const Value& v) {
   if (auto* i = std::get_if<int64_t>(&v)) return *i;
@@ -23,6 +48,7 @@ Db::~Db() {
 }
 
 Result<std::unique_ptr<Db>> Db::Open(const std::string& path, const std::vector<std::string>& migrations) {
+  ISB_TRY(KeepPrivate(path));
   std::unique_ptr<Db> db(new Db());
   int rc = sqlite3_open_v2(path.c_str(), &db->db_,
                            SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);

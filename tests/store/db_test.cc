@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <tuple>
@@ -21,6 +24,32 @@ class DbTest : public ::testing::Test {
   void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string dir_;
 };
+
+// Only the daemon's user can read the database and its WAL files, whatever the umask, and one an older isb made
+// readable is narrowed when it is opened.
+TEST_F(DbTest, TheDatabaseAndItsLogFilesAreTheOwnersAlone) {
+  const mode_t old_umask = ::umask(022);
+  const std::string path = dir_ + "/isb.db";
+  auto mode = [](const std::string& p) {
+    struct stat st{};
+    return ::stat(p.c_str(), &st) == 0 ? static_cast<int>(st.st_mode & 07777) : -1;
+  };
+  {
+    auto db = Db::Open(path, {"CREATE TABLE t(x)"});
+    ASSERT_TRUE(db.ok()) << db.error().message;
+    ASSERT_TRUE((*db)->Exec("INSERT INTO t VALUES(1)").ok());
+    EXPECT_EQ(mode(path), 0600);
+    EXPECT_EQ(mode(path + "-wal"), 0600);
+    EXPECT_EQ(mode(path + "-shm"), 0600);
+  }
+  ASSERT_EQ(::chmod(path.c_str(), 0644), 0);
+  {
+    auto db = Db::Open(path, {"CREATE TABLE t(x)"});
+    ASSERT_TRUE(db.ok()) << db.error().message;
+    EXPECT_EQ(mode(path), 0600);
+  }
+  ::umask(old_umask);
+}
 
 TEST_F(DbTest, MigrationsApplyOnceAndInOrder) {
   std::vector<std::string> m = {"CREATE TABLE a(x INTEGER)", "ALTER TABLE a ADD COLUMN y TEXT"};
