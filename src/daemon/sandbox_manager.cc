@@ -16,6 +16,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
@@ -597,11 +598,43 @@ Status SandboxManager::PrepareNetwork(Record& rec, const egress::EgressSpec& spe
 
 // The spec with each mount's source replaced by its real path, resolved once: every later launch (start, restart)
 // binds that path, following no symlink.
-static Result<api::SandboxSpec> ResolveMounts(api::SandboxSpec spec) {
+// Whether `a` and `b` (canonical paths) are the same directory or one holds the other.
+static bool Overlap(const std::filesystem::path& a, const std::filesystem::path& b) {
+  auto within = [](const std::filesystem::path& inner, const std::filesystem::path& outer) {
+    auto [o, i] = std::mismatch(outer.begin(), outer.end(), inner.begin(), inner.end());
+    return o == outer.end();
+  };
+  return within(a, b) || within(b, a);
+}
+
+Result<api::SandboxSpec> SandboxManager::ResolveMounts(api::SandboxSpec spec) const {
+  // isb's own directories never reach a sandbox, whoever asks and whatever the flags: the state dir holds the
+  // database, the API's socket (the host's, trusted with everything) and every sandbox's control socket; the
+  // runtime dir the id leases. Neither may be mounted or be an image, nor may a directory that holds one.
+  std::vector<std::filesystem::path> own;
+  for (const std::string& dir : {options_.state_dir, options_.runtime_dir}) {
+    std::error_code ec;
+    if (auto real = std::filesystem::canonical(dir, ec); !ec) own.push_back(real);
+  }
+  auto keep_out = [&](const std::string& field, const std::filesystem::path& real) -> Status {
+    for (const auto& dir : own)
+      if (Overlap(real, dir))
+        return Invalid(field + ": '" + real.string() + "' is or holds isb's own directory " + dir.string() +
+                       ", which no sandbox may see");
+    return {};
+  };
+  if (!spec.image.empty()) {
+    std::error_code ec;
+    auto real = std::filesystem::canonical(spec.image, ec);
+    if (ec) return Invalid("image: '" + spec.image + "' does not exist");
+    ISB_TRY(keep_out("image", real));
+  }
   for (size_t i = 0; i < spec.mounts.size(); ++i) {
+    const std::string field = "mounts[" + std::to_string(i) + "].source";
     std::error_code ec;
     auto real = std::filesystem::canonical(spec.mounts[i].source, ec);
-    if (ec) return Invalid("mounts[" + std::to_string(i) + "].source: '" + spec.mounts[i].source + "' does not exist");
+    if (ec) return Invalid(field + ": '" + spec.mounts[i].source + "' does not exist");
+    ISB_TRY(keep_out(field, real));
     spec.mounts[i].source = real.string();
   }
   return spec;

@@ -42,6 +42,10 @@ class ManagerTest : public ::testing::Test {
     char tmpl[] = "/tmp/isb-mgr-XXXXXX";
     ASSERT_NE(::mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
+    char host_tmpl[] = "/tmp/isb-mgr-host-XXXXXX";
+    ASSERT_NE(::mkdtemp(host_tmpl), nullptr);
+    host_ = host_tmpl;
+    ::chmod(host_.c_str(), 0711);  // the sandbox's root, an unprivileged host uid, reaches its mounts through it
     Restart();
   }
   // A new daemon over the same state: new spawner, new database connection, new manager.
@@ -87,6 +91,7 @@ class ManagerTest : public ::testing::Test {
       ExpectNoCgroup(id);
     EXPECT_TRUE(std::filesystem::is_empty(dir_ + "/sandboxes", ec) || !std::filesystem::exists(dir_ + "/sandboxes"));
     std::filesystem::remove_all(dir_);
+    std::filesystem::remove_all(host_);
   }
   // Adopts, which starts the pool, and waits until the pool is full and its last launch has settled.
   void FillPool() {
@@ -118,7 +123,8 @@ class ManagerTest : public ::testing::Test {
     size_t paren = stat->rfind(')');
     return paren != std::string::npos && paren + 2 < stat->size() && (*stat)[paren + 2] == 'Z';
   }
-  std::string dir_;
+  std::string dir_;   // the daemon's state dir
+  std::string host_;  // host files for the sandboxes to mount, outside the state dir (which none may see)
   std::atomic<int64_t> now_{1'000'000};
   std::unique_ptr<engine::Spawner> spawner_;
   std::unique_ptr<store::Db> db_;
@@ -198,7 +204,7 @@ TEST_F(ManagerTest, TheLayerIsAFilesystemOfTheSpecsDiskSize) {
 
 // A start that fails leaves the sandbox stopped as it was: no process, no cgroup, its layer unmounted.
 TEST_F(ManagerTest, AFailedStartLeavesTheSandboxStoppedAndItsLayerUnmounted) {
-  const std::string src = dir_ + "/shared";
+  const std::string src = host_ + "/shared";
   std::filesystem::create_directories(src);
   ::chmod(src.c_str(), 0755);
   api::SandboxSpec spec;
@@ -245,13 +251,13 @@ TEST_F(ManagerTest, ANewDaemonFinishesATeardownTheLastOneDidNotRun) {
 }
 
 TEST_F(ManagerTest, MountsBindTheRealPathAndNeverFollowALaterSymlink) {
-  const std::string share = dir_ + "/share";
+  const std::string share = host_ + "/share";
   std::filesystem::create_directories(share);
   std::filesystem::permissions(share, std::filesystem::perms::all);  // the sandbox's root is an unprivileged host uid
   ASSERT_TRUE(isb::WriteFile(share + "/hello", "hello\n").ok());
-  std::filesystem::create_symlink(share, dir_ + "/via");
+  std::filesystem::create_symlink(share, host_ + "/via");
   api::SandboxSpec spec;
-  spec.mounts = {{dir_ + "/via", "/mnt/share", false}, {share + "/hello", "/etc/greeting", true}};
+  spec.mounts = {{host_ + "/via", "/mnt/share", false}, {share + "/hello", "/etc/greeting", true}};
   auto sb = mgr_->Create(spec);
   ASSERT_TRUE(sb.ok()) << sb.error().message;
   // Stored as the real path; bound where asked, writable or read-only as asked.
@@ -266,8 +272,8 @@ TEST_F(ManagerTest, MountsBindTheRealPathAndNeverFollowALaterSymlink) {
 
   // The source is swapped for a symlink while the sandbox is stopped: the next start binds nothing.
   ASSERT_TRUE(mgr_->Stop(sb->id).ok());
-  std::filesystem::rename(share, dir_ + "/moved");
-  std::filesystem::create_symlink(dir_ + "/moved", share);
+  std::filesystem::rename(share, host_ + "/moved");
+  std::filesystem::create_symlink(host_ + "/moved", share);
   auto started = mgr_->Start(sb->id);
   ASSERT_FALSE(started.ok());
   EXPECT_EQ(started.error().message, "sandbox setup failed while building the root filesystem (bind " + share +
@@ -276,8 +282,44 @@ TEST_F(ManagerTest, MountsBindTheRealPathAndNeverFollowALaterSymlink) {
   EXPECT_EQ(mgr_->Get(sb->id)->state, "stopped");
 
   api::SandboxSpec missing;
-  missing.mounts = {{dir_ + "/nothing", "/mnt/x", true}};
-  EXPECT_EQ(mgr_->Create(missing).error().message, "mounts[0].source: '" + dir_ + "/nothing' does not exist");
+  missing.mounts = {{host_ + "/nothing", "/mnt/x", true}};
+  EXPECT_EQ(mgr_->Create(missing).error().message, "mounts[0].source: '" + host_ + "/nothing' does not exist");
+}
+
+// isb's own directories reach no sandbox, whoever asks: neither the state dir (the database, the API's socket, the
+// sandboxes' control sockets) nor what is in it nor a directory that holds it may be mounted or be an image.
+TEST_F(ManagerTest, IsbsOwnDirectoriesCannotBeMountedOrBeAnImage) {
+  const std::string state = std::filesystem::canonical(dir_).string();
+  const std::string holder = std::filesystem::path(state).parent_path().string();
+  auto refusal = [](const std::string& field, const std::string& path, const std::string& own) {
+    return field + ": '" + path + "' is or holds isb's own directory " + own + ", which no sandbox may see";
+  };
+  for (const std::string& source : {state, state + "/isb.db", holder}) {
+    api::SandboxSpec spec;
+    spec.mounts = {{source, "/mnt/x", true}};
+    auto created = mgr_->Create(spec);
+    ASSERT_FALSE(created.ok()) << source;
+    EXPECT_EQ(created.error().code, Code::kInvalidArgument);
+    EXPECT_EQ(created.error().message, refusal("mounts[0].source", source, state));
+  }
+  for (const std::string& source : {state, holder}) {
+    api::SandboxSpec image;
+    image.image = source;
+    EXPECT_EQ(mgr_->Create(image).error().message, refusal("image", source, state)) << source;
+  }
+  // Through a symlink too: it is the real path that counts.
+  std::filesystem::create_directory_symlink(state, host_ + "/state-link");
+  api::SandboxSpec linked;
+  linked.mounts = {{host_ + "/state-link", "/mnt/x", true}};
+  EXPECT_EQ(mgr_->Create(linked).error().message, refusal("mounts[0].source", state, state));
+  // A directory beside it is fine.
+  std::filesystem::permissions(host_, std::filesystem::perms::all);
+  api::SandboxSpec beside;
+  beside.mounts = {{host_, "/mnt/x", true}};
+  auto ok = mgr_->Create(beside);
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  EXPECT_TRUE(mgr_->Remove(ok->id).ok());
+  EXPECT_TRUE(mgr_->List()->empty());
 }
 
 // A free TCP port on the host's loopback.
