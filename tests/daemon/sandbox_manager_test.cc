@@ -164,6 +164,14 @@ TEST_F(ManagerTest, CreateExecStopStartRemove) {
   EXPECT_EQ(events[3].first, "removed");
 }
 
+// An exec's command starts with standard input, output and error and nothing else of the init's or the daemon's:
+// ls lists those and the directory it reads.
+TEST_F(ManagerTest, AnExecInheritsNoOtherDescriptor) {
+  auto sb = mgr_->Create({});
+  ASSERT_TRUE(sb.ok()) << sb.error().message;
+  EXPECT_EQ(Exec(sb->id, {"ls", "/proc/self/fd"}).stdout_data, "0\n1\n2\n3\n");
+}
+
 // The writable layer is a filesystem of the spec's disk size: full inside at that size, mounted on the host only
 // while the sandbox runs, its data kept in the image across a stop, and nothing of it left after removal.
 TEST_F(ManagerTest, TheLayerIsAFilesystemOfTheSpecsDiskSize) {

@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/ioctl.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -38,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -289,6 +291,53 @@ int IoUring() {
   io_uring_params p{};
   long rc = syscall(SYS_io_uring_setup, 4, &p);
   Say(Outcome(rc, errno));
+  return 0;
+}
+
+// getpid through the i386 ABI (int 0x80, where it is number 20): "survived" only if the filter let it through.
+int Ia32Syscall() {
+  long ret = 20;
+  asm volatile("int $0x80" : "+a"(ret) : : "memory");
+  Say(ret > 0 ? "survived" : "survived " + Errno(static_cast<int>(-ret)));
+  return 0;
+}
+
+// getpid through the x32 ABI (its number with bit 30 set): "survived" with the kernel's answer only if the filter
+// let it through.
+int X32Syscall() {
+  long rc = syscall(0x40000000L | SYS_getpid);
+  Say("survived " + Outcome(rc, errno));
+  return 0;
+}
+
+// The terminal ioctls that type into or take over a terminal, on standard input (which need not be one: the
+// kernel alone would answer ENOTTY there, so EPERM is the filter's); also with bits above the 32 the kernel reads
+// set in the request, which a filter comparing all 64 would let through.
+int TerminalIoctls() {
+  char c = 'x';
+  const unsigned long high = 1UL << 32;
+  Say("TIOCSTI=" + Attempt([&] { return ioctl(0, TIOCSTI, &c); }) +
+      " TIOCSTI+high=" + Attempt([&] { return ioctl(0, static_cast<unsigned long>(TIOCSTI) | high, &c); }) +
+      " TIOCLINUX=" + Attempt([&] { return ioctl(0, TIOCLINUX, &c); }) +
+      " TIOCLINUX+high=" + Attempt([&] { return ioctl(0, static_cast<unsigned long>(TIOCLINUX) | high, &c); }));
+  return 0;
+}
+
+// The descriptors the command was started with (what /proc/self/fd lists, less the one listing it).
+int OpenDescriptors() {
+  DIR* dir = opendir("/proc/self/fd");
+  if (dir == nullptr) return Say(Errno(errno)), 1;
+  std::vector<int> fds;
+  while (dirent* e = readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    int fd = atoi(e->d_name);
+    if (fd != dirfd(dir)) fds.push_back(fd);
+  }
+  closedir(dir);
+  std::sort(fds.begin(), fds.end());
+  std::string line;
+  for (int fd : fds) line += (line.empty() ? "" : " ") + std::to_string(fd);
+  Say(line);
   return 0;
 }
 
@@ -610,6 +659,10 @@ int main(int argc, char** argv) {
   if (attack == "keyctl") return need(0), Keyctl();
   if (attack == "io-uring") return need(0), IoUring();
   if (attack == "userfaultfd") return need(0), Userfaultfd();
+  if (attack == "ia32-syscall") return need(0), Ia32Syscall();
+  if (attack == "x32-syscall") return need(0), X32Syscall();
+  if (attack == "terminal-ioctls") return need(0), TerminalIoctls();
+  if (attack == "fds") return need(0), OpenDescriptors();
   if (attack == "perf-event-open") return need(0), PerfEventOpen();
   if (attack == "unshare-user") return need(0), Unshare(CLONE_NEWUSER);
   if (attack == "unshare-net") return need(0), Unshare(CLONE_NEWNET);
