@@ -221,6 +221,51 @@ TEST_F(FirewallTest, AListedSandboxReachesOnlyTheProxyOnItsPortsAndDns) {
   EXPECT_EQ(got, 'x');
 }
 
+// The proxy and the DNS responder listen on every address of the host and know a sandbox by the address a
+// connection arrives at: only a sandbox's own redirected traffic may reach them. The host itself and a machine on
+// its LAN (here a namespace on a veth that is no sandbox's) are dropped, on the sandbox's host end and on loopback.
+TEST_F(FirewallTest, OnlySandboxesReachTheProxyAndTheDnsResponder) {
+  SandboxLink a, lan_link;
+  Fd sa = Sandbox(1, &a);
+  Fd lan = NewNetns();
+  In(host_, [&]() -> Status {
+    ISB_ASSIGN_OR_RETURN(lan_link, AttachSandbox(lan.get(), pool_.SlotAt(2), "lan"));
+    return {};
+  });
+  ASSERT_TRUE(Apply({{a.host_ifname, EgressMode::kList, {443}}}).ok());
+  Fd proxy = ListenIn(host_, INADDR_ANY, kProxyPort);
+  Fd dns = SocketIn(host_, SOCK_DGRAM);
+  sockaddr_in any = Addr(INADDR_ANY, kDnsPort);
+  ASSERT_EQ(::bind(dns.get(), reinterpret_cast<sockaddr*>(&any), sizeof any), 0);
+  Fd dns_tcp = ListenIn(host_, INADDR_ANY, kDnsPort);
+  Fd host_service = ListenIn(host_, INADDR_ANY, 8080);
+  In(host_, []() -> Status {
+    ISB_ASSIGN_OR_RETURN(Netlink nl, Netlink::Open());
+    ISB_ASSIGN_OR_RETURN(int lo, nl.IfIndex("lo"));
+    return nl.SetUp(lo);
+  });
+
+  // The sandbox: its listed port and DNS land on them.
+  EXPECT_EQ(ConnectFrom(sa, a.slot.host, 443), 0);
+  EXPECT_TRUE(UdpReaches(sa, a.slot.host, 53, dns));
+  // The host, on the sandbox's host end and on loopback: dropped.
+  for (uint32_t to : {a.slot.host, Ip("127.0.0.1")}) {
+    EXPECT_EQ(ConnectFrom(host_, to, kProxyPort), ETIMEDOUT) << FormatIpv4(to);
+    EXPECT_EQ(ConnectFrom(host_, to, kDnsPort), ETIMEDOUT) << FormatIpv4(to);
+    EXPECT_FALSE(UdpReaches(host_, to, kDnsPort, dns)) << FormatIpv4(to);
+  }
+  // The LAN, to the sandbox's host end: the ports themselves dropped, and the sandbox's redirects are not its.
+  EXPECT_EQ(ConnectFrom(lan, a.slot.host, kProxyPort), ETIMEDOUT);
+  EXPECT_EQ(ConnectFrom(lan, a.slot.host, kDnsPort), ETIMEDOUT);
+  EXPECT_FALSE(UdpReaches(lan, a.slot.host, kDnsPort, dns));
+  EXPECT_EQ(ConnectFrom(lan, a.slot.host, 443), ECONNREFUSED);
+  EXPECT_FALSE(UdpReaches(lan, a.slot.host, 53, dns));
+  // The controls: the host and the LAN do reach the host's other services, so what stopped them was the rules.
+  EXPECT_EQ(ConnectFrom(host_, Ip("127.0.0.1"), 8080), 0);
+  EXPECT_EQ(ConnectFrom(lan, a.slot.host, 8080), 0);
+  In(host_, [&] { return DetachSandbox(lan_link.host_ifname); });
+}
+
 TEST_F(FirewallTest, AnOpenSandboxReachesPublicAddressesOnlyAndIsMasqueraded) {
   SandboxLink open_link, list_link;
   Fd open_sb = Sandbox(1, &open_link);
