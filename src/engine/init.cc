@@ -135,9 +135,6 @@ namespace {
 
 constexpr int kMaxSessions = 128;
 
-// Puts `fd` at `target`; one already there stays (dup3 refuses equal descriptors).
-int Place(int fd, int target) { return fd == target ? 0 : ::dup3(fd, target, O_CLOEXEC); }
-
 struct Session {
   int fd = -1;
   pid_t pid = 0;       // the command, once started
@@ -359,16 +356,19 @@ void ServeInit(const ChildPlan& plan) {
   sigemptyset(&chld);
   sigaddset(&chld, SIGCHLD);
   ::sigprocmask(SIG_BLOCK, &chld, nullptr);
+  // Keep exactly: 0-2 /dev/null, 3 the control socket, 4 the lease (/dev/null for a privileged sandbox, which has
+  // none), 5 the signalfd; everything else closes, the error pipe too (ready). What is kept is first copied above
+  // those numbers, wherever the parent had it, so that putting one in place never overwrites another.
   int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  const int control_from = ::fcntl(plan.control_fd, F_DUPFD_CLOEXEC, 10);
+  const int lease_from = ::fcntl(plan.lease_fd >= 0 ? plan.lease_fd : devnull, F_DUPFD_CLOEXEC, 10);
+  if (devnull < 0 || control_from < 0 || lease_from < 0) ChildFail(plan, Step::kServe, errno);
   for (int fd = 0; fd < 3; ++fd) ::dup2(devnull, fd);
-  // Keep exactly: 3 the control socket, 4 the lease (/dev/null for a privileged sandbox, which has none);
-  // everything else closes, the error pipe too (ready).
   const int control = 3, lease = 4;
-  if (Place(plan.control_fd, control) < 0 || Place(plan.lease_fd >= 0 ? plan.lease_fd : devnull, lease) < 0)
+  if (::dup3(control_from, control, O_CLOEXEC) < 0 || ::dup3(lease_from, lease, O_CLOEXEC) < 0)
     ChildFail(plan, Step::kServe, errno);
-  int sigfd = ::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
-  if (sigfd < 0) ChildFail(plan, Step::kServe, errno);
-  if (::dup3(sigfd, 5, O_CLOEXEC) < 0) ChildFail(plan, Step::kServe, errno);
+  int sigfd = ::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);  // 5 at the lowest, 0 to 4 being taken
+  if (sigfd < 0 || (sigfd != 5 && ::dup3(sigfd, 5, O_CLOEXEC) < 0)) ChildFail(plan, Step::kServe, errno);
   sigfd = 5;
   ::syscall(SYS_close_range, 6, ~0U, 0);  // closes the error pipe: the parent reads EOF, meaning ready
 

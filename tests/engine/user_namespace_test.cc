@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -136,6 +138,36 @@ TEST_F(UserNamespaceTest, BadIdmapRefusedBeforeAnythingRuns) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().message, "idmap: a privileged sandbox has no user namespace to map ids into (use one or the other)");
   EXPECT_FALSE(fs::exists(dir_ + "/data/ran"));
+}
+
+// A service init starts whatever descriptors its parent holds. Here the parent has only 0 to 2 open, so in the
+// child the signalfd is made at 5, the number it is kept at, and /dev/null at 3, where the control socket goes.
+TEST_F(UserNamespaceTest, AServiceInitStartsFromAParentWithOnlyItsStandardDescriptors) {
+  ISB_REQUIRE_ROOT();
+  for (bool privileged : {false, true}) {
+    pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      ::syscall(SYS_close_range, 3, ~0U, 0);
+      int rc = 1;
+      {
+        SandboxConfig c;
+        c.privileged = privileged;
+        LaunchOptions lo;
+        lo.runtime_dir = opts_.runtime_dir;
+        lo.mode = InitMode::kService;
+        lo.control_path = dir_ + (privileged ? "/privileged.sock" : "/control.sock");
+        lo.stdin_fd = -1;
+        auto l = Launch(c, lo);  // killed again, its cgroup and lease released, as it goes out of scope
+        if (l.ok()) rc = 0;
+        else std::fprintf(stderr, "%s\n", l.error().message.c_str());
+      }
+      ::_exit(rc);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "privileged=" << privileged << " status " << status;
+  }
 }
 
 // A privileged service sandbox (the daemon's kind): no lease, and its init serves with /dev/null where the lease was.
