@@ -47,9 +47,13 @@ Status Finish(RunFlags& f) {
     ISB_ASSIGN_OR_RETURN(engine::IdMapping mapping, engine::ParseIdMapping("--idmap", m));
     f.config.idmap.push_back(mapping);
   }
+  // The engine follows no symlink in an image's path or a bind's source: the user's paths are resolved here, once.
+  if (!f.config.image.empty()) {
+    std::error_code ec;
+    if (auto real = std::filesystem::canonical(f.config.image, ec); !ec) f.config.image = real.string();
+  }
   for (const auto& b : f.binds) {
     ISB_ASSIGN_OR_RETURN(BindSpec bind, ParseBindSpec("--bind", b));
-    // The engine follows no symlink in a source: the user's path is resolved here, once.
     std::error_code ec;
     if (auto real = std::filesystem::canonical(bind.source, ec); !ec) bind.source = real.string();
     f.config.binds.push_back({bind.source, bind.target, bind.read_only});

@@ -628,6 +628,7 @@ Result<api::SandboxSpec> SandboxManager::ResolveMounts(api::SandboxSpec spec) co
     auto real = std::filesystem::canonical(spec.image, ec);
     if (ec) return Invalid("image: '" + spec.image + "' does not exist");
     ISB_TRY(keep_out("image", real));
+    spec.image = real.string();  // what every start mounts, following no symlink
   }
   for (size_t i = 0; i < spec.mounts.size(); ++i) {
     const std::string field = "mounts[" + std::to_string(i) + "].source";

@@ -118,8 +118,8 @@ class SandboxManager : public api::Sandboxes {
   bool Alive(const Record& rec) const;
   // The spec's egress, checked; kNone needs no network.
   Result<egress::EgressSpec> Egress(const api::SandboxSpec& spec) const;
-  // The spec with its mounts' sources made real paths; refuses a source or image that does not exist or that is
-  // (or holds) isb's state or runtime dir.
+  // The spec with its image and its mounts' sources made real paths; refuses a source or image that does not exist
+  // or that is (or holds) isb's state or runtime dir.
   Result<api::SandboxSpec> ResolveMounts(api::SandboxSpec spec) const;
   // Reserves the network of a new sandbox with an egress list or open egress (nothing for none).
   Status PrepareNetwork(Record& rec, const egress::EgressSpec& spec);

@@ -231,8 +231,12 @@ Result<RootfsPlan> PlanRootfs(const SandboxConfig& config, const std::string& st
       pl.Mkdir(staging + "/upper");
       pl.Mkdir(staging + "/work");
     }
+    // The image is reached without following any symlink (overlayfs itself would follow them in its lowerdir):
+    // bound read-only into the staging dir, this sandbox's own, and layered from there.
+    pl.Mkdir(staging + "/image");
+    pl.BindNoFollow(config.image, staging + "/image", /*read_only=*/true);
     pl.Mount("overlay", root, "overlay", MS_NOSUID | MS_NODEV,
-             "lowerdir=" + config.image + ",upperdir=" + layer + "/upper,workdir=" + layer + "/work");
+             "lowerdir=" + staging + "/image,upperdir=" + layer + "/upper,workdir=" + layer + "/work");
   } else {
     // The kept layer is the root: bound in, then made nosuid while staying writable.
     pl.Mount(config.writable_dir + "/root", root, nullptr, MS_BIND | MS_REC);

@@ -294,6 +294,31 @@ TEST_F(ManagerTest, MountsBindTheRealPathAndNeverFollowALaterSymlink) {
   EXPECT_EQ(mgr_->Create(missing).error().message, "mounts[0].source: '" + host_ + "/nothing' does not exist");
 }
 
+// An image is stored as its real path and mounted without following any symlink: a directory on its path swapped
+// for a symlink while the sandbox is stopped fails the next start, instead of layering what the link points to.
+TEST_F(ManagerTest, AnImagePathSwappedForASymlinkFailsTheStart) {
+  const std::string image = host_ + "/tree/image";
+  std::filesystem::create_directories(image + "/etc");
+  std::filesystem::create_directories(host_ + "/decoy/image/etc");
+  std::filesystem::create_directory_symlink(host_ + "/tree", host_ + "/via");
+  for (const std::string& dir : {host_ + "/tree", image, host_ + "/decoy", host_ + "/decoy/image"})
+    std::filesystem::permissions(dir, std::filesystem::perms::all);
+  api::SandboxSpec spec;
+  spec.image = host_ + "/via/image";
+  auto sb = mgr_->Create(spec);
+  ASSERT_TRUE(sb.ok()) << sb.error().message;
+  EXPECT_EQ(sb->spec.image, image);
+  ASSERT_TRUE(mgr_->Stop(sb->id).ok());
+  std::filesystem::rename(host_ + "/tree", host_ + "/moved");
+  std::filesystem::create_directory_symlink(host_ + "/decoy", host_ + "/tree");
+  auto started = mgr_->Start(sb->id);
+  ASSERT_FALSE(started.ok());
+  EXPECT_EQ(started.error().message, "sandbox setup failed while building the root filesystem (bind " + image +
+                                         " (no symlinks) on /run/isb/staging/image): Too many levels of symbolic "
+                                         "links");
+  EXPECT_EQ(mgr_->Get(sb->id)->state, "stopped");
+}
+
 // isb's own directories reach no sandbox, whoever asks: neither the state dir (the database, the API's socket, the
 // sandboxes' control sockets) nor what is in it nor a directory that holds it may be mounted or be an image.
 TEST_F(ManagerTest, IsbsOwnDirectoriesCannotBeMountedOrBeAnImage) {
