@@ -10,6 +10,7 @@
 #include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -170,6 +171,18 @@ TEST_F(ManagerTest, AnExecInheritsNoOtherDescriptor) {
   auto sb = mgr_->Create({});
   ASSERT_TRUE(sb.ok()) << sb.error().message;
   EXPECT_EQ(Exec(sb->id, {"ls", "/proc/self/fd"}).stdout_data, "0\n1\n2\n3\n");
+}
+
+// A sandbox's control socket, through which its init runs any command as any of its users, is root's alone on the
+// host (0600; it listens only once it is, so no one connects before).
+TEST_F(ManagerTest, TheControlSocketIsRootsAlone) {
+  auto sb = mgr_->Create({});
+  ASSERT_TRUE(sb.ok()) << sb.error().message;
+  struct stat st{};
+  ASSERT_EQ(::lstat((dir_ + "/sandboxes/" + sb->id + "/control.sock").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  EXPECT_EQ(st.st_uid, 0u);
 }
 
 // The writable layer is a filesystem of the spec's disk size: full inside at that size, mounted on the host only

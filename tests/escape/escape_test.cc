@@ -315,6 +315,34 @@ TEST_F(EscapeTest, SeccompRefusesTerminalInjection) {
 // A command starts with standard input, output and error and nothing else of isb's or the host's.
 TEST_F(EscapeTest, ACommandInheritsNoOtherDescriptor) { EXPECT_EQ(Attack({"fds"}), "0 1 2\n"); }
 
+// The sandbox sees only its own cgroups: from the host its command is in isb's, inside every hierarchy's line names
+// its root (a cgroup namespace made once the child was in its cgroups), so nothing of the host's tree shows.
+TEST_F(EscapeTest, ASandboxSeesOnlyItsOwnCgroup) {
+  const std::string tag = "echo " + marker() + "-cgroup";
+  IsbProcess* isb = Start({}, {"sh", "-c", "cat /proc/self/cgroup; sleep 30; " + tag});
+  std::vector<pid_t> sandboxed;
+  for (int i = 0; i < 500 && sandboxed.empty(); ++i) {
+    for (const auto& [pid, cmd] : HostProcessesMatching(tag))
+      if (pid != isb->pid()) sandboxed.push_back(pid);
+    if (sandboxed.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_FALSE(sandboxed.empty()) << "the sandbox's command never started";
+  const std::string host_view = ReadHostFile("/proc/" + std::to_string(sandboxed[0]) + "/cgroup");
+  EXPECT_NE(host_view.find(":/isb/run-"), std::string::npos) << host_view;
+  isb->Stop();
+
+  IsbOutcome r = Run({}, {"cat", "/proc/self/cgroup"});
+  ASSERT_EQ(r.exit_code(), 0) << r.Describe();
+  const std::string inside = r.text("stdout");
+  ASSERT_FALSE(inside.empty());
+  for (size_t at = 0; at < inside.size();) {
+    size_t end = inside.find('\n', at);
+    const std::string line = inside.substr(at, end - at);
+    EXPECT_TRUE(line.ends_with(":/")) << "a line names more than its root: " << line << "\n" << inside;
+    at = end == std::string::npos ? inside.size() : end + 1;
+  }
+}
+
 // --- 8. namespaces --------------------------------------------------------------------------------------------------
 
 TEST_F(EscapeTest, SeccompRefusesNewNamespaces) {
