@@ -3,6 +3,8 @@
 #include "api/principals.h"
 
 #include <gtest/gtest.h>
+#include <thread>
+#include <algorithm>
 
 #include "api/fake_sandboxes.h"
 #include "api/json_schema.h"
@@ -513,6 +515,35 @@ TEST_F(SandboxToolsTest, IsbLabelsAreReserved) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, Code::kForbidden);
   EXPECT_EQ(r.error().message, "label 'isb.org': labels starting with isb. are reserved");
+}
+
+// Creates at once against an org's quota: its check and the create are one step, so of eight creates racing for
+// the last instance exactly one gets it, however long a create takes.
+TEST(SandboxQuotaTest, ConcurrentCreatesCannotAllSqueezeIntoTheQuota) {
+  struct SlowCreates : FakeSandboxes {
+    Result<SandboxInfo> Create(const SandboxSpec& spec) override {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      return FakeSandboxes::Create(spec);
+    }
+  } fake;
+  Registry registry;
+  ASSERT_TRUE(AddSandboxTools(registry, fake,
+                              {.quota = [](const std::string&) -> Result<identity::Quota> {
+                                 return identity::Quota{.instances = 1};
+                               }})
+                  .ok());
+  std::vector<std::string> outcomes(8);
+  std::vector<std::thread> creates;
+  for (size_t i = 0; i < outcomes.size(); ++i)
+    creates.emplace_back([&, i] {
+      auto r = registry.Call("sandbox_create", json::object(), HostContext("acme"));
+      outcomes[i] = r.ok() ? "ok" : r.error().message;
+    });
+  for (auto& t : creates) t.join();
+  EXPECT_EQ(std::count(outcomes.begin(), outcomes.end(), "ok"), 1) << ::testing::PrintToString(outcomes);
+  EXPECT_EQ(std::count(outcomes.begin(), outcomes.end(), "quota: org 'acme' may have 1 sandboxes and has 1"), 7)
+      << ::testing::PrintToString(outcomes);
+  EXPECT_EQ(fake.sandboxes.size(), 1u);
 }
 
 // A quota is a budget of what the org's sandboxes are allocated; the refusal names it and the current use.
