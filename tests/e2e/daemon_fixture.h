@@ -79,6 +79,8 @@ class E2eTest : public ::testing::Test {
   // the daemon launched ahead and still held when it stopped must be gone too, whatever else runs on the host.
   void TrackStateDir();
   bool daemon_running() const { return daemon_pid_ > 0; }
+  // The extra arguments the daemon was last started with.
+  const std::vector<std::string>& daemon_args() const { return daemon_args_; }
   pid_t daemon_pid() const { return daemon_pid_; }
   // Everything the daemon has written to stderr since it was last started.
   std::string DaemonLog() const;

@@ -201,6 +201,44 @@ TEST_F(EgressTest, AListedSandboxReachesItsNamesAndNothingElse) {
   EXPECT_EQ(Curl(none, {"-o", "/dev/null", "-w", "%{exitcode}", "http://" + host_end + "/"}), "7");
 }
 
+// kill -9 of the daemon leaves its sandboxes confined: the host-side rules are the kernel's, not the daemon's, so
+// while it is down nothing but the proxy's redirects leaves a sandbox, and those find nothing. A new daemon adopts
+// each sandbox's network with its list as last changed: the changed list works, the name it replaced is refused.
+TEST_F(EgressTest, ASandboxStaysConfinedWhileTheDaemonIsDownAndKeepsItsLastListAfter) {
+  StartOriginAndPin({"allowed.test", "other.test"});
+  std::string id = CreateSandbox({{"egress", {"allowed.test:80"}}});
+  ASSERT_FALSE(id.empty());
+  MustTool("sandbox_egress_set", {{"sandbox", id}, {"egress", {"other.test:80"}}});
+  EXPECT_EQ(Curl(id, {"http://other.test/"}), "hello from the origin\n");
+  std::string proxy = MustTool("sandbox_get", {{"sandbox", id}})["spec"]["environment"]["HTTP_PROXY"];
+  const std::string host_end = proxy.substr(7, proxy.rfind(':') - 7);
+  const std::string host_own = isb::testing::HostOwnIpv4();
+  ASSERT_FALSE(host_own.empty()) << "the host has no IPv4 address beyond loopback to aim at";
+
+  KillDaemon();
+  const pid_t init = SandboxInitPid(id);
+  ASSERT_GT(init, 0) << "the sandbox did not outlive its daemon";
+  // curl in the sandbox's network (the host's files: no isb resolver, so names are given their address).
+  auto curl_inside = [&](const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {"nsenter", "-t", std::to_string(init), "-n", "curl", "-s", "-m", "3",
+                                     "-o", "/dev/null", "-w", "%{exitcode}", "--noproxy", "*"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunProcess(argv).out;
+  };
+  // The listed name's redirect reaches no proxy; the origin's port on the host end, the host's own address and
+  // an address beyond: refused at once (7), nothing answered.
+  EXPECT_EQ(curl_inside({"--resolve", "other.test:80:" + host_end, "http://other.test/"}), "7");
+  EXPECT_EQ(curl_inside({"http://" + host_end + ":" + std::to_string(port_) + "/"}), "7");
+  EXPECT_EQ(curl_inside({"http://" + host_own + ":" + std::to_string(port_) + "/"}), "7");
+
+  StartDaemon(daemon_args());
+  EXPECT_EQ(MustTool("sandbox_get", {{"sandbox", id}})["spec"]["egress"], json::array({"other.test:80"}));
+  EXPECT_EQ(Curl(id, {"http://other.test/"}), "hello from the origin\n");
+  EXPECT_EQ(Curl(id, {"--noproxy", "*", "http://other.test/"}), "hello from the origin\n");
+  EXPECT_EQ(Curl(id, {"-o", "/dev/null", "-w", "%{http_code}", "http://allowed.test/"}), "403");
+  EXPECT_EQ(Exec(id, {"getent", "hosts", "allowed.test"})["exit_code"], 2);
+}
+
 // Keep-alive: every request on a plain HTTP connection is checked. Two requests for the listed name share one
 // connection; a second request for another name on it gets the proxy's 403 and the connection ends.
 TEST_F(EgressTest, EveryRequestOnAKeptAliveConnectionIsChecked) {
