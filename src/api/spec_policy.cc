@@ -99,8 +99,14 @@ Status CheckRemoteSpec(const SandboxSpec& spec, const RemoteSpecPolicy& policy) 
   for (size_t i = 0; i < spec.mounts.size(); ++i)
     ISB_TRY(ResolveUnderBindRoot("mounts[" + std::to_string(i) + "].source", spec.mounts[i].source, policy));
   for (size_t i = 0; i < spec.ports.size(); ++i) {
+    const std::string field = "ports[" + std::to_string(i) + "]";
+    // A port below 1024 no unprivileged user of the host may listen on, and host services trust it (a mail relay
+    // on 25, ssh on 22): the daemon, root, listens for the host's own callers only.
+    if (spec.ports[i].host_port < 1024)
+      return Forbidden(field + ": host port " + std::to_string(spec.ports[i].host_port) +
+                       " is below 1024, which only the host may publish");
     if (Status st = CheckPublishAddress(spec.ports[i].host_address, policy); !st.ok())
-      return Error::Of(st.error().code, "ports[" + std::to_string(i) + "]: " + st.error().message);
+      return Error::Of(st.error().code, field + ": " + st.error().message);
   }
   return {};
 }

@@ -32,7 +32,7 @@ Status PrepareRemoteSpecPolicy(RemoteSpecPolicy& policy);
 //   privileged: true without --allow-privileged; an idmap other than auto/none (any entry) without --allow-raw;
 //   an image (a host directory) or a mount's source whose real path is not equal to or below a bind root
 //   (ResolveUnderBindRoot);
-//   a port published on an address CheckPublishAddress refuses ("ports[N]: publishing on ...").
+//   a port published on a host port below 1024, or on an address CheckPublishAddress refuses ("ports[N]: ...").
 // REQUIRES: `policy` went through PrepareRemoteSpecPolicy.
 Status CheckRemoteSpec(const SandboxSpec& spec, const RemoteSpecPolicy& policy);
 

@@ -146,6 +146,11 @@ TEST_F(SpecPolicyTest, PortsPublishOnLoopbackUnlessAnAddressIsAllowed) {
   spec.ports.push_back({22, 2222, "0.0.0.0"});
   ExpectError(CheckRemoteSpec(spec, RemoteSpecPolicy{}), Code::kForbidden,
               "ports[2]: publishing on 0.0.0.0 needs --publish-address 0.0.0.0");
+  // A privileged host port is the host's own, on any address: a member cannot squat 127.0.0.1:25.
+  SandboxSpec low;
+  low.ports = {{8080, 1024, "127.0.0.1"}, {25, 25, "127.0.0.1"}};
+  ExpectError(CheckRemoteSpec(low, RemoteSpecPolicy{}), Code::kForbidden,
+              "ports[1]: host port 25 is below 1024, which only the host may publish");
   RemoteSpecPolicy tailnet;
   tailnet.publish_addresses = {"100.64.1.2"};
   ASSERT_TRUE(PrepareRemoteSpecPolicy(tailnet).ok());
