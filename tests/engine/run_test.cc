@@ -3,9 +3,12 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <filesystem>
 
+#include "base/file.h"
+#include "cgroup_parents.h"
 #include "engine/contain.h"
 #include "must_work.h"
 
@@ -21,7 +24,17 @@ class RunTest : public ::testing::Test {
     opts_.capture = true;
     opts_.forward_signals = false;
   }
+  // Nothing of this test's sandboxes is left: no cgroup of a run this process made (named run-<pid>-...), no mount
+  // under the runtime dir.
   void TearDown() override {
+    const std::string ours = "run-" + std::to_string(::getpid()) + "-";
+    std::error_code ec;
+    for (const std::string& parent : isb::testing::IsbCgroupParents())
+      for (const auto& e : std::filesystem::directory_iterator(parent, ec))
+        EXPECT_NE(e.path().filename().string().rfind(ours, 0), 0u) << "cgroup left behind: " << e.path();
+    auto mounts = isb::ReadFile("/proc/self/mountinfo");
+    ASSERT_TRUE(mounts.ok());
+    EXPECT_EQ(mounts->find(opts_.runtime_dir), std::string::npos) << *mounts;
     std::filesystem::remove_all(opts_.runtime_dir);
   }
   Result<RunResult> Run(std::vector<std::string> argv, SandboxConfig c = {}) {
