@@ -625,6 +625,7 @@ Status AddCreateAndExec(Registry& reg, Sandboxes& all, const SandboxToolOptions&
                                  ResolveUnderBindRoot("mounts[" + std::to_string(i) + "].source",
                                                       spec.mounts[i].source, *remote));
           }
+          spec.paths_checked = true;
         }
         // The quota's check and the create are one step per daemon, so concurrent creates cannot both squeeze in.
         static std::mutex quota_mu;

@@ -598,46 +598,76 @@ Status SandboxManager::PrepareNetwork(Record& rec, const egress::EgressSpec& spe
 
 // The spec with each mount's source replaced by its real path, resolved once: every later launch (start, restart)
 // binds that path, following no symlink.
-// Whether `a` and `b` (canonical paths) are the same directory or one holds the other.
-static bool Overlap(const std::filesystem::path& a, const std::filesystem::path& b) {
-  auto within = [](const std::filesystem::path& inner, const std::filesystem::path& outer) {
-    auto [o, i] = std::mismatch(outer.begin(), outer.end(), inner.begin(), inner.end());
-    return o == outer.end();
+namespace {
+
+// A directory as the kernel knows it: the same (device, inode) is the same directory by whatever path, a bind
+// mount's included.
+using DirId = std::pair<dev_t, ino_t>;
+
+// `path` and each directory above it, up to /; empty when it cannot be looked at.
+std::vector<DirId> DirChain(std::filesystem::path path) {
+  std::vector<DirId> out;
+  for (;;) {
+    struct stat st{};
+    if (::stat(path.c_str(), &st) != 0) return {};
+    out.emplace_back(st.st_dev, st.st_ino);
+    if (path == path.root_path() || !path.has_relative_path()) return out;
+    path = path.parent_path();
+  }
+}
+
+// Whether `a` and `b` are the same directory or one holds the other.
+bool Overlap(const std::vector<DirId>& a, const std::vector<DirId>& b) {
+  if (a.empty() || b.empty()) return false;
+  return std::find(a.begin(), a.end(), b.front()) != a.end() || std::find(b.begin(), b.end(), a.front()) != b.end();
+}
+
+}  // namespace
+
+Status SandboxManager::KeepIsbOut(const api::SandboxSpec& spec) const {
+  std::vector<std::vector<DirId>> own;
+  for (const std::string& dir : {options_.state_dir, options_.runtime_dir, options_.serve_socket_dir})
+    if (!dir.empty()) own.push_back(DirChain(dir));
+  auto check = [&](const std::string& field, const std::string& path) -> Status {
+    const std::vector<DirId> chain = DirChain(path);
+    for (const auto& dir : own)
+      if (Overlap(chain, dir))
+        return Error::Of(Code::kForbidden, field + ": '" + path + "' is or holds a directory of isb's own, which no "
+                                                                  "sandbox may see");
+    return {};
   };
-  return within(a, b) || within(b, a);
+  if (!spec.image.empty()) ISB_TRY(check("image", spec.image));
+  for (size_t i = 0; i < spec.mounts.size(); ++i)
+    ISB_TRY(check("mounts[" + std::to_string(i) + "].source", spec.mounts[i].source));
+  return {};
 }
 
 Result<api::SandboxSpec> SandboxManager::ResolveMounts(api::SandboxSpec spec) const {
-  // isb's own directories never reach a sandbox, whoever asks and whatever the flags: the state dir holds the
-  // database, the API's socket (the host's, trusted with everything) and every sandbox's control socket; the
-  // runtime dir the id leases. Neither may be mounted or be an image, nor may a directory that holds one.
-  std::vector<std::filesystem::path> own;
-  for (const std::string& dir : {options_.state_dir, options_.runtime_dir}) {
+  // Each path becomes its real path, what every start then reaches without following a symlink. Paths the API
+  // already resolved and checked against the bind roots are kept as they are, only if no symlink has come onto
+  // them since: resolving them again would follow one swapped in meanwhile, past the check.
+  auto resolve = [&](const std::string& field, std::string& path) -> Status {
+    if (spec.paths_checked) {
+      open_how how{};
+      how.flags = O_PATH | O_CLOEXEC | O_NOFOLLOW;
+      how.resolve = RESOLVE_NO_SYMLINKS;
+      Fd fd(static_cast<int>(::syscall(SYS_openat2, AT_FDCWD, path.c_str(), &how, sizeof how)));
+      struct stat st{};
+      if (!fd.valid() || ::fstat(fd.get(), &st) != 0 || S_ISLNK(st.st_mode))
+        return Error::Of(Code::kForbidden, field + ": '" + path + "' changed since it was checked (a symlink is on "
+                                                                  "its path now)");
+      return {};
+    }
     std::error_code ec;
-    if (auto real = std::filesystem::canonical(dir, ec); !ec) own.push_back(real);
-  }
-  auto keep_out = [&](const std::string& field, const std::filesystem::path& real) -> Status {
-    for (const auto& dir : own)
-      if (Overlap(real, dir))
-        return Invalid(field + ": '" + real.string() + "' is or holds isb's own directory " + dir.string() +
-                       ", which no sandbox may see");
+    auto real = std::filesystem::canonical(path, ec);
+    if (ec) return Invalid(field + ": '" + path + "' does not exist");
+    path = real.string();
     return {};
   };
-  if (!spec.image.empty()) {
-    std::error_code ec;
-    auto real = std::filesystem::canonical(spec.image, ec);
-    if (ec) return Invalid("image: '" + spec.image + "' does not exist");
-    ISB_TRY(keep_out("image", real));
-    spec.image = real.string();  // what every start mounts, following no symlink
-  }
-  for (size_t i = 0; i < spec.mounts.size(); ++i) {
-    const std::string field = "mounts[" + std::to_string(i) + "].source";
-    std::error_code ec;
-    auto real = std::filesystem::canonical(spec.mounts[i].source, ec);
-    if (ec) return Invalid(field + ": '" + spec.mounts[i].source + "' does not exist");
-    ISB_TRY(keep_out(field, real));
-    spec.mounts[i].source = real.string();
-  }
+  if (!spec.image.empty()) ISB_TRY(resolve("image", spec.image));
+  for (size_t i = 0; i < spec.mounts.size(); ++i)
+    ISB_TRY(resolve("mounts[" + std::to_string(i) + "].source", spec.mounts[i].source));
+  ISB_TRY(KeepIsbOut(spec));
   return spec;
 }
 
@@ -903,6 +933,8 @@ Result<api::SandboxInfo> SandboxManager::Start(const std::string& id_or_name) {
   ISB_ASSIGN_OR_RETURN(Record rec, LoadLocked(id_or_name, &held));
   if (rec.state == "running" && Alive(rec)) return Info(rec);
   if (rec.state == "running") ISB_TRY(Halt(rec, "died", "its init exited"));
+  // Checked again at every start: a sandbox stored before isb's directories were kept out must not reach them.
+  ISB_TRY(KeepIsbOut(rec.spec));
   if (Status launched = Launch(rec); !launched.ok()) {
     // Back to stopped as it was: its processes, cgroups and uid range gone, its layer unmounted.
     (void)Halt(rec, "failed", launched.error().message);

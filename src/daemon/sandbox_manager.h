@@ -41,6 +41,8 @@ struct ManagerOptions {
   // in the database: the manager's destructor removes them, and after a kill -9 the next daemon's Adopt does (as
   // orphaned cgroups). 0: no pool.
   size_t pool_size = 2;
+  // The API socket's directory when it is not in the state dir (--serve-socket): no sandbox may see it either.
+  std::string serve_socket_dir{};
   // Called once a sandbox's processes have been sent SIGKILL, before the wait for them to be gone (up to 10 s). For
   // tests, which hold a kill there; null: nothing.
   std::function<void(const std::string& id)> on_kill{};
@@ -118,9 +120,12 @@ class SandboxManager : public api::Sandboxes {
   bool Alive(const Record& rec) const;
   // The spec's egress, checked; kNone needs no network.
   Result<egress::EgressSpec> Egress(const api::SandboxSpec& spec) const;
-  // The spec with its image and its mounts' sources made real paths; refuses a source or image that does not exist
-  // or that is (or holds) isb's state or runtime dir.
+  // The spec with its image and its mounts' sources made real paths (or, when the API checked them, kept only if
+  // still free of symlinks); refuses a path that does not exist, and what KeepIsbOut refuses.
   Result<api::SandboxSpec> ResolveMounts(api::SandboxSpec spec) const;
+  // Refuses (kForbidden) an image or mount source that is, is in, or holds one of isb's own directories (the state,
+  // runtime and API socket dirs), judged by device and inode, so no path or bind mount leads around it.
+  Status KeepIsbOut(const api::SandboxSpec& spec) const;
   // Reserves the network of a new sandbox with an egress list or open egress (nothing for none).
   Status PrepareNetwork(Record& rec, const egress::EgressSpec& spec);
   // The sandbox's trust store (trust_bundle.h) with `ca_pem`, in its directory as kTrustBundleFile.

@@ -232,9 +232,11 @@ Result<RootfsPlan> PlanRootfs(const SandboxConfig& config, const std::string& st
       pl.Mkdir(staging + "/work");
     }
     // The image is reached without following any symlink (overlayfs itself would follow them in its lowerdir):
-    // bound read-only into the staging dir, this sandbox's own, and layered from there.
+    // bound into the staging dir, this sandbox's own, and layered from there. Not remounted read-only: overlayfs
+    // never writes a lower layer, the bind goes with the old root at the pivot, and in a user namespace a remount
+    // that left out a flag of the image's own mount (noexec) would be refused.
     pl.Mkdir(staging + "/image");
-    pl.BindNoFollow(config.image, staging + "/image", /*read_only=*/true);
+    pl.BindNoFollow(config.image, staging + "/image", /*read_only=*/false);
     pl.Mount("overlay", root, "overlay", MS_NOSUID | MS_NODEV,
              "lowerdir=" + staging + "/image,upperdir=" + layer + "/upper,workdir=" + layer + "/work");
   } else {

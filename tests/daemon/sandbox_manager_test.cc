@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -15,6 +16,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstring>
 #include <condition_variable>
 #include <filesystem>
 #include <future>
@@ -235,7 +237,8 @@ TEST_F(ManagerTest, AFailedStartLeavesTheSandboxStoppedAndItsLayerUnmounted) {
   ASSERT_TRUE(mgr_->Stop(sb->id).ok());
   // The bind's source becomes a symlink, which the engine refuses to follow.
   std::filesystem::remove(src);
-  std::filesystem::create_directory_symlink("/tmp", src);
+  std::filesystem::create_directories(host_ + "/elsewhere");
+  std::filesystem::create_directory_symlink(host_ + "/elsewhere", src);
   auto started = mgr_->Start(sb->id);
   ASSERT_FALSE(started.ok());
   EXPECT_EQ(mgr_->Get(sb->id)->state, "stopped");
@@ -337,15 +340,15 @@ TEST_F(ManagerTest, AnImagePathSwappedForASymlinkFailsTheStart) {
 TEST_F(ManagerTest, IsbsOwnDirectoriesCannotBeMountedOrBeAnImage) {
   const std::string state = std::filesystem::canonical(dir_).string();
   const std::string holder = std::filesystem::path(state).parent_path().string();
-  auto refusal = [](const std::string& field, const std::string& path, const std::string& own) {
-    return field + ": '" + path + "' is or holds isb's own directory " + own + ", which no sandbox may see";
+  auto refusal = [](const std::string& field, const std::string& path, const std::string&) {
+    return field + ": '" + path + "' is or holds a directory of isb's own, which no sandbox may see";
   };
   for (const std::string& source : {state, state + "/isb.db", holder}) {
     api::SandboxSpec spec;
     spec.mounts = {{source, "/mnt/x", true}};
     auto created = mgr_->Create(spec);
     ASSERT_FALSE(created.ok()) << source;
-    EXPECT_EQ(created.error().code, Code::kInvalidArgument);
+    EXPECT_EQ(created.error().code, Code::kForbidden);
     EXPECT_EQ(created.error().message, refusal("mounts[0].source", source, state));
   }
   for (const std::string& source : {state, holder}) {
@@ -358,6 +361,26 @@ TEST_F(ManagerTest, IsbsOwnDirectoriesCannotBeMountedOrBeAnImage) {
   api::SandboxSpec linked;
   linked.mounts = {{host_ + "/state-link", "/mnt/x", true}};
   EXPECT_EQ(mgr_->Create(linked).error().message, refusal("mounts[0].source", state, state));
+  // Nor through a bind mount of it elsewhere: the same directory by device and inode.
+  const std::string alias = host_ + "/alias";
+  std::filesystem::create_directories(alias);
+  ASSERT_EQ(::mount(state.c_str(), alias.c_str(), nullptr, MS_BIND, nullptr), 0) << std::strerror(errno);
+  api::SandboxSpec aliased;
+  aliased.mounts = {{alias + "/sandboxes", "/mnt/x", true}};
+  std::filesystem::create_directories(state + "/sandboxes");
+  auto through_alias = mgr_->Create(aliased);
+  ::umount2(alias.c_str(), MNT_DETACH);
+  ASSERT_FALSE(through_alias.ok());
+  EXPECT_EQ(through_alias.error().message, refusal("mounts[0].source", alias + "/sandboxes", state));
+  // A path the API resolved and checked is kept only while no symlink is on it: one that has come since (the
+  // bind root's tree swapped by someone who can write it) is refused, not followed.
+  std::filesystem::create_directories(host_ + "/root/real");
+  std::filesystem::create_directory_symlink(host_ + "/root/real", host_ + "/root/swapped");
+  api::SandboxSpec checked;
+  checked.mounts = {{host_ + "/root/swapped", "/mnt/x", true}};
+  checked.paths_checked = true;
+  EXPECT_EQ(mgr_->Create(checked).error().message,
+            "mounts[0].source: '" + host_ + "/root/swapped' changed since it was checked (a symlink is on its path now)");
   // A directory beside it is fine.
   std::filesystem::permissions(host_, std::filesystem::perms::all);
   api::SandboxSpec beside;
