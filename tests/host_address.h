@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 
 #include <string>
+#include <string_view>
 
 namespace isb::testing {
 
@@ -19,6 +20,8 @@ inline std::string HostOwnIpv4() {
   for (ifaddrs* i = list; i != nullptr && out.empty(); i = i->ifa_next) {
     if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
     if ((i->ifa_flags & IFF_UP) == 0 || (i->ifa_flags & IFF_LOOPBACK) != 0) continue;
+    // Not a sandbox's host end (isb's veths, this suite's or another daemon's): the host's own network only.
+    if (std::string_view(i->ifa_name).starts_with("isb")) continue;
     char text[INET_ADDRSTRLEN] = {};
     const auto* a = reinterpret_cast<const sockaddr_in*>(i->ifa_addr);
     if (::inet_ntop(AF_INET, &a->sin_addr, text, sizeof text) != nullptr) out = text;

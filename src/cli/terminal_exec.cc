@@ -145,8 +145,8 @@ class Forwarder {
  private:
   // Sends one read of input (or its end); whether input goes on. Input after the command has ended (its session
   // gone, its terminal hung up) has nowhere to go, and the result says how it ended. A refusal for too many calls
-  // at once, or a daemon busy or out of reach, took nothing: the same input is sent again a second later, up to
-  // kInputTries times. A command too slow to read took part of it, which is said, and input goes on. Otherwise
+  // at once took nothing: the same input is sent again a second later, up to kInputTries times. (Other failures
+  // may have come after the keys were typed: sending them again could type them twice.) A command too slow to read took part of it, which is said, and input goes on. Otherwise
   // input stops, which is said, and the terminal is given back: Ctrl-C then ends isb and with it the command.
   bool SendInput(const json& in) {
     for (int tries = 1;; ++tries) {
@@ -154,7 +154,7 @@ class Forwarder {
       if (sent.ok()) return true;
       const Error& e = sent.error();
       if (e.code == Code::kNotFound || e.message == engine::kTerminalHungUp) return false;
-      if ((e.code == Code::kTooManyRequests || e.code == Code::kUnavailable) && tries < kInputTries) {
+      if (e.code == Code::kTooManyRequests && tries < kInputTries) {
         pollfd wake{wake_fd_, POLLIN, 0};
         if (::poll(&wake, 1, 1000) > 0) Drain(wake_fd_);
         if (Stopped()) return false;  // the command ended meanwhile

@@ -359,16 +359,23 @@ void ServeInit(const ChildPlan& plan) {
   // Keep exactly: 0-2 /dev/null, 3 the control socket, 4 the lease (/dev/null for a privileged sandbox, which has
   // none), 5 the signalfd; everything else closes, the error pipe too (ready). What is kept is first copied above
   // those numbers, wherever the parent had it, so that putting one in place never overwrites another.
+  // The error pipe is moved up too: a failure is reported on it, and its closing is the report of success.
   int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  const int error_to = ::fcntl(plan.error_fd, F_DUPFD_CLOEXEC, 10);
+  if (error_to < 0) ChildFail(plan, Step::kServe, errno);
+  auto fail = [error_to](int err) {
+    ChildFailure f{Step::kServe, err, 0};
+    (void)!::write(error_to, &f, sizeof f);
+    ::_exit(125);
+  };
   const int control_from = ::fcntl(plan.control_fd, F_DUPFD_CLOEXEC, 10);
   const int lease_from = ::fcntl(plan.lease_fd >= 0 ? plan.lease_fd : devnull, F_DUPFD_CLOEXEC, 10);
-  if (devnull < 0 || control_from < 0 || lease_from < 0) ChildFail(plan, Step::kServe, errno);
+  if (devnull < 0 || control_from < 0 || lease_from < 0) fail(errno);
   for (int fd = 0; fd < 3; ++fd) ::dup2(devnull, fd);
   const int control = 3, lease = 4;
-  if (::dup3(control_from, control, O_CLOEXEC) < 0 || ::dup3(lease_from, lease, O_CLOEXEC) < 0)
-    ChildFail(plan, Step::kServe, errno);
+  if (::dup3(control_from, control, O_CLOEXEC) < 0 || ::dup3(lease_from, lease, O_CLOEXEC) < 0) fail(errno);
   int sigfd = ::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);  // 5 at the lowest, 0 to 4 being taken
-  if (sigfd < 0 || (sigfd != 5 && ::dup3(sigfd, 5, O_CLOEXEC) < 0)) ChildFail(plan, Step::kServe, errno);
+  if (sigfd < 0 || (sigfd != 5 && ::dup3(sigfd, 5, O_CLOEXEC) < 0)) fail(errno);
   sigfd = 5;
   ::syscall(SYS_close_range, 6, ~0U, 0);  // closes the error pipe: the parent reads EOF, meaning ready
 

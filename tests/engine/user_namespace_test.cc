@@ -11,6 +11,7 @@
 
 #include "base/file.h"
 #include "engine/caps.h"
+#include "engine/exec_client.h"
 #include "engine/launch.h"
 #include "engine/run.h"
 #include "must_work.h"
@@ -159,8 +160,27 @@ TEST_F(UserNamespaceTest, AServiceInitStartsFromAParentWithOnlyItsStandardDescri
         lo.control_path = dir_ + (privileged ? "/privileged.sock" : "/control.sock");
         lo.stdin_fd = -1;
         auto l = Launch(c, lo);  // killed again, its cgroup and lease released, as it goes out of scope
-        if (l.ok()) rc = 0;
-        else std::fprintf(stderr, "%s\n", l.error().message.c_str());
+        if (!l.ok()) {
+          std::fprintf(stderr, "%s\n", l.error().message.c_str());
+        } else {
+          // Each kept descriptor where it belongs, nothing past them, and a command runs through the socket.
+          auto link = [&](int fd) {
+            char buf[256];
+            std::string path = "/proc/" + std::to_string(l->pid()) + "/fd/" + std::to_string(fd);
+            ssize_t n = ::readlink(path.c_str(), buf, sizeof buf);
+            return n < 0 ? std::string("none") : std::string(buf, static_cast<size_t>(n));
+          };
+          const std::string lease = link(4);
+          const bool wired = link(3).rfind("socket:[", 0) == 0 &&
+                             (privileged ? lease == "/dev/null" : lease.find("/ids/") != std::string::npos) &&
+                             link(5) == "anon_inode:[signalfd]" && link(6) == "none";
+          ExecSpec spec;
+          spec.argv = {"true"};
+          auto ran = ExecInSandbox(lo.control_path, spec, nullptr);
+          if (wired && ran.ok() && ran->exit_code == 0) rc = 0;
+          else std::fprintf(stderr, "fds 3-6: %s %s %s %s; exec: %s\n", link(3).c_str(), lease.c_str(),
+                            link(5).c_str(), link(6).c_str(), ran.ok() ? "ran" : ran.error().message.c_str());
+        }
       }
       ::_exit(rc);
     }

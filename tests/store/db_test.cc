@@ -28,7 +28,10 @@ class DbTest : public ::testing::Test {
 // Only the daemon's user can read the database and its WAL files, whatever the umask, and one an older isb made
 // readable is narrowed when it is opened.
 TEST_F(DbTest, TheDatabaseAndItsLogFilesAreTheOwnersAlone) {
-  const mode_t old_umask = ::umask(022);
+  struct Umask {
+    mode_t old = ::umask(022);
+    ~Umask() { ::umask(old); }
+  } umask_022;
   const std::string path = dir_ + "/isb.db";
   auto mode = [](const std::string& p) {
     struct stat st{};
@@ -48,7 +51,6 @@ TEST_F(DbTest, TheDatabaseAndItsLogFilesAreTheOwnersAlone) {
     ASSERT_TRUE(db.ok()) << db.error().message;
     EXPECT_EQ(mode(path), 0600);
   }
-  ::umask(old_umask);
 }
 
 TEST_F(DbTest, MigrationsApplyOnceAndInOrder) {
