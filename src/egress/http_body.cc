@@ -33,6 +33,13 @@ BodyFraming RequestBody(const HttpHead& request) {
   return {};
 }
 
+std::string JudgedBodyRefusal(const HttpHead& request) {
+  const bool body = request.chunked || request.content_length.value_or(0) > 0;
+  if (!body || (request.method != "GET" && request.method != "HEAD")) return "";
+  return "a " + request.method + " request with a body is refused for a judged name (an origin could read the body "
+         "as a request the judge never saw)";
+}
+
 BodyFraming ResponseBody(std::string_view method, const ResponseHead& response) {
   if (method == "HEAD" || response.status < 200 || response.status == 204 || response.status == 304) return {};
   if (response.chunked) return {BodyFraming::kChunked, 0};

@@ -19,6 +19,7 @@
 #include "base/ascii.h"
 #include "egress/classify.h"
 #include "egress/edge_read.h"
+#include "egress/http_body.h"
 #include "egress/http_response.h"
 #include "egress/intercept.h"
 
@@ -555,6 +556,10 @@ class Proxy::Impl {
         deny_status = request.status;
       } else {
         refusal = OtherHost(conn, request.head);
+        if (refusal.empty() && conn.per_request) {
+          refusal = JudgedBodyRefusal(request.head);
+          if (!refusal.empty()) deny_status = 400;
+        }
         // The first request was decided already; a judged name has every later one decided too.
         if (refusal.empty() && !first && conn.per_request) refusal = co_await JudgeRequest(conn, request.head);
       }

@@ -106,6 +106,15 @@ class InterceptTest : public ::testing::Test {
     port_ = std::to_string(proxy_->port());
   }
 
+  // A new proxy with the fixture's options and hooks_ as they are now.
+  void RestartProxy() {
+    proxy_.reset();
+    Result<std::unique_ptr<Proxy>> p = Proxy::Start(options_, hooks_);
+    ASSERT_TRUE(p.ok()) << p.error().message;
+    proxy_ = std::move(*p);
+    port_ = std::to_string(proxy_->port());
+  }
+
   void TearDown() override {
     for (int i = 0; i < 200 && proxy_ && proxy_->stats().active != 0; ++i) ::usleep(20000);
     if (proxy_) {
@@ -243,11 +252,7 @@ TEST_F(InterceptTest, EachRequestToAJudgedInterceptedNameIsJudged) {
     if (path == "/denied") return Admission{false, "the judge refuses " + method + " " + path, true};
     return Admission{true, "", true};
   };
-  proxy_.reset();
-  Result<std::unique_ptr<Proxy>> p = Proxy::Start(options_, hooks_);
-  ASSERT_TRUE(p.ok()) << p.error().message;
-  proxy_ = std::move(*p);
-  port_ = std::to_string(proxy_->port());
+  RestartProxy();
   std::string out = Curl({Transfer("https://origin.test/hello"), Transfer("https://origin.test/denied", {"-X", "DELETE"})});
   const std::string reason = "the judge refuses DELETE /denied";
   EXPECT_EQ(out, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-Origin: origin\r\n\r\nhello[1.1 1]\n"
@@ -258,6 +263,27 @@ TEST_F(InterceptTest, EachRequestToAJudgedInterceptedNameIsJudged) {
   std::lock_guard lock(mu_);
   // The connection (no method or path: TLS), then each request.
   EXPECT_EQ(asked, (std::vector<std::string>{"origin.test  ", "origin.test GET /hello", "origin.test DELETE /denied"}));
+}
+
+// A GET with a body to a judged intercepted name is refused before the judge is asked: an origin that ignores
+// such a body would read it as a request the judge never saw.
+TEST_F(InterceptTest, AJudgedInterceptedNameRefusesAGetWithABody) {
+  std::vector<std::string> asked;
+  hooks_.decide = [&](const std::string&, const std::string& host, uint16_t, const std::string& method,
+                      const std::string& path) {
+    std::lock_guard lock(mu_);
+    asked.push_back(host + " " + method + " " + path);
+    return Admission{true, "", true};
+  };
+  RestartProxy();
+  std::string out = Curl({Transfer("https://origin.test/hello", {"-X", "GET", "--data", "DELETE /x HTTP/1.1"})});
+  const std::string reason = "a GET request with a body is refused for a judged name (an origin could read the body "
+                             "as a request the judge never saw)";
+  EXPECT_EQ(out, "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: " +
+                     std::to_string(reason.size() + 6) + "\r\nConnection: close\r\n\r\nisb: " + reason + "\n[1.1 1]\n");
+  EXPECT_EQ(origin_->Connections(), (std::vector<std::vector<std::string>>{{}})) << "nothing reached the origin";
+  std::lock_guard lock(mu_);
+  EXPECT_EQ(asked, (std::vector<std::string>{"origin.test  "}));
 }
 
 TEST_F(InterceptTest, AnOriginWhoseCertificateDoesNotVerifyGetsTheClientA502WithTheReason) {

@@ -570,6 +570,24 @@ TEST_F(ProxyTest, EveryRequestToAJudgedNameIsDecided) {
                                                 "allowed.test DELETE /judged/denied"}));
 }
 
+// On a judged name a GET or HEAD with a body is refused, before the judge is asked: an origin that ignores such a
+// body would read it as the next request, one the judge never saw. An empty body (Content-Length: 0) goes on.
+TEST_F(ProxyTest, AJudgedNameRefusesAGetWithABody) {
+  Fd c = Connect();
+  const std::string empty = "GET /judged/1 HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: 0\r\n\r\n";
+  SendAll(c.get(), empty);
+  ASSERT_EQ(ReadN(c.get(), empty.size()), empty);
+  const std::string hidden = "DELETE /judged/denied HTTP/1.1\r\nHost: allowed.test\r\n\r\n";
+  SendAll(c.get(), "GET /judged/2 HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: " + std::to_string(hidden.size()) +
+                       "\r\n\r\n" + hidden);
+  const std::string reason = "a GET request with a body is refused for a judged name (an origin could read the body "
+                             "as a request the judge never saw)";
+  EXPECT_EQ(ReadToEnd(c.get()), "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: " +
+                                    std::to_string(reason.size() + 6) + "\r\nConnection: close\r\n\r\nisb: " + reason + "\n");
+  std::lock_guard lock(mu_);
+  EXPECT_EQ(decided_, std::vector<std::string>{"allowed.test GET /judged/1"}) << "the hidden request was never judged";
+}
+
 // After an Upgrade request, bytes that are no HTTP request are the new protocol: relayed untouched from there on.
 TEST_F(ProxyTest, AfterAnUpgradeTheSwitchedProtocolIsRelayedUntouched) {
   const std::string switching = "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n";
