@@ -596,44 +596,54 @@ Status SandboxManager::PrepareNetwork(Record& rec, const egress::EgressSpec& spe
   return isb::WriteFileAtomically(Dir(rec.id) + "/net_slot", std::to_string(net.slot), 0600);
 }
 
-// The spec with each mount's source replaced by its real path, resolved once: every later launch (start, restart)
-// binds that path, following no symlink.
 namespace {
 
-// A directory as the kernel knows it: the same (device, inode) is the same directory by whatever path, a bind
+// A file or directory as the kernel knows it: the same (device, inode) is the same one by whatever path, a bind
 // mount's included.
-using DirId = std::pair<dev_t, ino_t>;
+using FileId = std::pair<dev_t, ino_t>;
 
-// `path` and each directory above it, up to /; empty when it cannot be looked at.
-std::vector<DirId> DirChain(std::filesystem::path path) {
-  std::vector<DirId> out;
+// The real path of `path` (absolute, symlinks resolved) and each directory above it, up to /. A path that does not
+// exist yet (the runtime dir before the first launch) starts at its nearest existing ancestor. Empty only when
+// nothing can be looked at.
+std::vector<FileId> Chain(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::weakly_canonical(std::filesystem::absolute(path, ec), ec);
+  if (ec) return {};
+  std::vector<FileId> out;
   for (;;) {
     struct stat st{};
-    if (::stat(path.c_str(), &st) != 0) return {};
-    out.emplace_back(st.st_dev, st.st_ino);
-    if (path == path.root_path() || !path.has_relative_path()) return out;
-    path = path.parent_path();
+    if (::stat(p.c_str(), &st) == 0) out.emplace_back(st.st_dev, st.st_ino);
+    if (p == p.root_path() || !p.has_relative_path()) return out;
+    p = p.parent_path();
   }
 }
 
-// Whether `a` and `b` are the same directory or one holds the other.
-bool Overlap(const std::vector<DirId>& a, const std::vector<DirId>& b) {
-  if (a.empty() || b.empty()) return false;
-  return std::find(a.begin(), a.end(), b.front()) != a.end() || std::find(b.begin(), b.end(), a.front()) != b.end();
+bool Holds(const std::vector<FileId>& chain, const FileId& id) {
+  return std::find(chain.begin(), chain.end(), id) != chain.end();
 }
 
 }  // namespace
 
 Status SandboxManager::KeepIsbOut(const api::SandboxSpec& spec) const {
-  std::vector<std::vector<DirId>> own;
-  for (const std::string& dir : {options_.state_dir, options_.runtime_dir, options_.serve_socket_dir})
-    if (!dir.empty()) own.push_back(DirChain(dir));
+  // The state and runtime dirs: not the source, not above it, not below it. The API socket (which may live
+  // elsewhere, beside other files): not the source, not below it.
+  // One that does not exist yet (the runtime dir before the first launch) has nothing below it to keep out.
+  std::vector<std::vector<FileId>> dirs, files;
+  for (const std::string& dir : {options_.state_dir, options_.runtime_dir}) {
+    std::error_code ec;
+    if (dir.empty()) continue;
+    (std::filesystem::exists(dir, ec) ? dirs : files).push_back(Chain(dir));
+  }
+  if (!options_.serve_socket.empty()) files.push_back(Chain(options_.serve_socket));
   auto check = [&](const std::string& field, const std::string& path) -> Status {
-    const std::vector<DirId> chain = DirChain(path);
-    for (const auto& dir : own)
-      if (Overlap(chain, dir))
-        return Error::Of(Code::kForbidden, field + ": '" + path + "' is or holds a directory of isb's own, which no "
-                                                                  "sandbox may see");
+    const std::vector<FileId> source = Chain(path);
+    bool overlap = source.empty();
+    for (const auto& own : dirs)
+      overlap = overlap || own.empty() || Holds(own, source.front()) || Holds(source, own.front());
+    for (const auto& own : files) overlap = overlap || own.empty() || Holds(own, source.front());
+    if (overlap)
+      return Error::Of(Code::kForbidden,
+                       field + ": '" + path + "' is or holds a directory of isb's own, which no sandbox may see");
     return {};
   };
   if (!spec.image.empty()) ISB_TRY(check("image", spec.image));
@@ -652,8 +662,11 @@ Result<api::SandboxSpec> SandboxManager::ResolveMounts(api::SandboxSpec spec) co
       how.flags = O_PATH | O_CLOEXEC | O_NOFOLLOW;
       how.resolve = RESOLVE_NO_SYMLINKS;
       Fd fd(static_cast<int>(::syscall(SYS_openat2, AT_FDCWD, path.c_str(), &how, sizeof how)));
+      if (!fd.valid() && errno == ENOENT) return Invalid(field + ": '" + path + "' does not exist");
       struct stat st{};
-      if (!fd.valid() || ::fstat(fd.get(), &st) != 0 || S_ISLNK(st.st_mode))
+      if (fd.valid() && ::fstat(fd.get(), &st) != 0) return Error::Sys(field + ": " + path);
+      if (!fd.valid() && errno != ELOOP) return Error::Sys(field + ": " + path);
+      if (!fd.valid() || S_ISLNK(st.st_mode))
         return Error::Of(Code::kForbidden, field + ": '" + path + "' changed since it was checked (a symlink is on "
                                                                   "its path now)");
       return {};

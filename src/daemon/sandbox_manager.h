@@ -41,8 +41,8 @@ struct ManagerOptions {
   // in the database: the manager's destructor removes them, and after a kill -9 the next daemon's Adopt does (as
   // orphaned cgroups). 0: no pool.
   size_t pool_size = 2;
-  // The API socket's directory when it is not in the state dir (--serve-socket): no sandbox may see it either.
-  std::string serve_socket_dir{};
+  // The API socket when it is not in the state dir (--serve-socket): no sandbox may see it either.
+  std::string serve_socket{};
   // Called once a sandbox's processes have been sent SIGKILL, before the wait for them to be gone (up to 10 s). For
   // tests, which hold a kill there; null: nothing.
   std::function<void(const std::string& id)> on_kill{};
@@ -123,8 +123,9 @@ class SandboxManager : public api::Sandboxes {
   // The spec with its image and its mounts' sources made real paths (or, when the API checked them, kept only if
   // still free of symlinks); refuses a path that does not exist, and what KeepIsbOut refuses.
   Result<api::SandboxSpec> ResolveMounts(api::SandboxSpec spec) const;
-  // Refuses (kForbidden) an image or mount source that is, is in, or holds one of isb's own directories (the state,
-  // runtime and API socket dirs), judged by device and inode, so no path or bind mount leads around it.
+  // Refuses (kForbidden) an image or mount source that is, is in, or holds isb's state or runtime dir, or that is
+  // or holds the API socket, judged by the real paths' device and inode numbers, so no other path leads around it.
+  // (A mount of one of them that the operator placed below a source is not looked for.)
   Status KeepIsbOut(const api::SandboxSpec& spec) const;
   // Reserves the network of a new sandbox with an egress list or open egress (nothing for none).
   Status PrepareNetwork(Record& rec, const egress::EgressSpec& spec);

@@ -127,8 +127,7 @@ int Serve(const ServeOptions& options) {
 
   // 5. Adopt what the previous daemon left running.
   ManagerOptions manager_options{options.state_dir, options.runtime_dir, {}};
-  if (!options.serve_socket.empty())
-    manager_options.serve_socket_dir = std::filesystem::path(options.serve_socket).parent_path().string();
+  manager_options.serve_socket = options.serve_socket;
   manager_options.egress = egress->get();
   auto history = audit::History::Open(*db->get());
   if (!history.ok()) return Fail("history: " + history.error().message);

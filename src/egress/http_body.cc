@@ -35,7 +35,7 @@ BodyFraming RequestBody(const HttpHead& request) {
 
 std::string JudgedBodyRefusal(const HttpHead& request) {
   const bool body = request.chunked || request.content_length.value_or(0) > 0;
-  if (!body || (request.method != "GET" && request.method != "HEAD")) return "";
+  if (!body || (request.method != "GET" && request.method != "HEAD" && request.method != "TRACE")) return "";
   return "a " + request.method + " request with a body is refused for a judged name (an origin could read the body "
          "as a request the judge never saw)";
 }

@@ -551,9 +551,11 @@ class Proxy::Impl {
       }
       std::string refusal;
       int deny_status = 403;
+      bool policy = true;  // a refusal of the policy's (reported), not of a malformed request
       if (request.state != RelayedRequest::State::kParsed) {
         refusal = request.reason;
         deny_status = request.status;
+        policy = false;
       } else {
         refusal = OtherHost(conn, request.head);
         if (refusal.empty() && conn.per_request) {
@@ -564,7 +566,7 @@ class Proxy::Impl {
         if (refusal.empty() && !first && conn.per_request) refusal = co_await JudgeRequest(conn, request.head);
       }
       if (!refusal.empty()) {
-        if (deny_status == 403) Report(conn.sandbox, request.head.host + ":" + std::to_string(conn.explicit_proxy ? request.head.port : conn.port), refusal);
+        if (policy) Report(conn.sandbox, request.head.host + ":" + std::to_string(conn.explicit_proxy ? request.head.port : conn.port), refusal);
         else ++stats_.denied;
         std::string response = HttpDenyResponse(deny_status, refusal);
         co_await Send(from, response);

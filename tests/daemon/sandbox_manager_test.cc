@@ -51,8 +51,9 @@ class ManagerTest : public ::testing::Test {
     ::chmod(host_.c_str(), 0711);  // the sandbox's root, an unprivileged host uid, reaches its mounts through it
     Restart();
   }
-  // A new daemon over the same state: new spawner, new database connection, new manager.
-  void Restart() {
+  // A new daemon over the same state: new spawner, new database connection, new manager (whose state dir is
+  // `state_dir` when given: the database stays in dir_).
+  void Restart(const std::string& state_dir = "") {
     mgr_.reset();
     history_.reset();
     db_.reset();
@@ -66,7 +67,7 @@ class ManagerTest : public ::testing::Test {
     auto history = audit::History::Open(*db_);
     ASSERT_TRUE(history.ok()) << history.error().message;
     history_ = std::move(*history);
-    ManagerOptions options{dir_, "/run/isb", [this] { return now_.load(); }};
+    ManagerOptions options{state_dir.empty() ? dir_ : state_dir, "/run/isb", [this] { return now_.load(); }};
     options.history = history_.get();
     options.on_kill = [this](const std::string& id) {
       if (on_kill_) on_kill_(id);
@@ -310,6 +311,21 @@ TEST_F(ManagerTest, MountsBindTheRealPathAndNeverFollowALaterSymlink) {
   EXPECT_EQ(mgr_->Create(missing).error().message, "mounts[0].source: '" + host_ + "/nothing' does not exist");
 }
 
+// isb's own directories are kept out by what they really are, however the daemon was told them: a state dir given
+// through a symlink (or a relative path) is judged by its real path and the directories really above it.
+TEST_F(ManagerTest, IsbsOwnDirectoriesAreKeptOutWhateverPathNamesThem) {
+  std::filesystem::create_directories(host_ + "/real/state");
+  std::filesystem::create_directory_symlink(host_ + "/real/state", host_ + "/link");
+  Restart(host_ + "/link");
+  for (const std::string& source : {host_ + "/real", host_ + "/real/state", host_ + "/link"}) {
+    api::SandboxSpec spec;
+    spec.mounts = {{source, "/mnt/x", true}};
+    auto created = mgr_->Create(spec);
+    ASSERT_FALSE(created.ok()) << source;
+    EXPECT_EQ(created.error().code, Code::kForbidden) << source << ": " << created.error().message;
+  }
+}
+
 // An image is stored as its real path and mounted without following any symlink: a directory on its path swapped
 // for a symlink while the sandbox is stopped fails the next start, instead of layering what the link points to.
 TEST_F(ManagerTest, AnImagePathSwappedForASymlinkFailsTheStart) {
@@ -365,11 +381,18 @@ TEST_F(ManagerTest, IsbsOwnDirectoriesCannotBeMountedOrBeAnImage) {
   const std::string alias = host_ + "/alias";
   std::filesystem::create_directories(alias);
   ASSERT_EQ(::mount(state.c_str(), alias.c_str(), nullptr, MS_BIND, nullptr), 0) << std::strerror(errno);
-  api::SandboxSpec aliased;
-  aliased.mounts = {{alias + "/sandboxes", "/mnt/x", true}};
-  std::filesystem::create_directories(state + "/sandboxes");
-  auto through_alias = mgr_->Create(aliased);
-  ::umount2(alias.c_str(), MNT_DETACH);
+  struct Unmount {
+    std::string at;
+    ~Unmount() { EXPECT_EQ(::umount2(at.c_str(), MNT_DETACH), 0) << at << ": " << std::strerror(errno); }
+  };
+  Result<api::SandboxInfo> through_alias = Error::Msg("not tried");
+  {
+    Unmount unmount{alias};
+    api::SandboxSpec aliased;
+    aliased.mounts = {{alias + "/sandboxes", "/mnt/x", true}};
+    std::filesystem::create_directories(state + "/sandboxes");
+    through_alias = mgr_->Create(aliased);
+  }
   ASSERT_FALSE(through_alias.ok());
   EXPECT_EQ(through_alias.error().message, refusal("mounts[0].source", alias + "/sandboxes", state));
   // A path the API resolved and checked is kept only while no symlink is on it: one that has come since (the

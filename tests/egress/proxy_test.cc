@@ -584,8 +584,23 @@ TEST_F(ProxyTest, AJudgedNameRefusesAGetWithABody) {
                              "as a request the judge never saw)";
   EXPECT_EQ(ReadToEnd(c.get()), "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: " +
                                     std::to_string(reason.size() + 6) + "\r\nConnection: close\r\n\r\nisb: " + reason + "\n");
+  // The first request of a connection too (its admission judged the request, not what its body hides), chunked or
+  // not. (This test's classifier knows GET only; the parser's other methods are checked in JudgedBodyRefusal's test.)
+  for (std::string first : {"GET /judged/3 HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: 1\r\n\r\nx",
+                                    "GET /judged/4 HTTP/1.1\r\nHost: allowed.test\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                    "1\r\nx\r\n0\r\n\r\n"}) {
+    Fd d = Connect();
+    SendAll(d.get(), first);
+    const std::string method = first.substr(0, first.find(' '));
+    const std::string why = "a " + method + reason.substr(reason.find(" request"));
+    EXPECT_EQ(ReadToEnd(d.get()), "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: " +
+                                      std::to_string(why.size() + 6) + "\r\nConnection: close\r\n\r\nisb: " + why + "\n");
+  }
   std::lock_guard lock(mu_);
-  EXPECT_EQ(decided_, std::vector<std::string>{"allowed.test GET /judged/1"}) << "the hidden request was never judged";
+  EXPECT_EQ(decided_, (std::vector<std::string>{"allowed.test GET /judged/1", "allowed.test GET /judged/3",
+                                                "allowed.test GET /judged/4"}))
+      << "the hidden request was never judged";
+  EXPECT_EQ(denials_.size(), 3u) << "each refusal is reported";
 }
 
 // After an Upgrade request, bytes that are no HTTP request are the new protocol: relayed untouched from there on.
