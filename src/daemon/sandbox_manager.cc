@@ -946,7 +946,8 @@ Result<api::SandboxInfo> SandboxManager::Start(const std::string& id_or_name) {
   ISB_ASSIGN_OR_RETURN(Record rec, LoadLocked(id_or_name, &held));
   if (rec.state == "running" && Alive(rec)) return Info(rec);
   if (rec.state == "running") ISB_TRY(Halt(rec, "died", "its init exited"));
-  // Checked again at every start: a sandbox stored before isb's directories were kept out must not reach them.
+  // Checked again at every start: a sandbox stored before isb's directories were kept out must not reach them
+  // (such a sandbox can only be removed).
   ISB_TRY(KeepIsbOut(rec.spec));
   if (Status launched = Launch(rec); !launched.ok()) {
     // Back to stopped as it was: its processes, cgroups and uid range gone, its layer unmounted.
@@ -1127,6 +1128,12 @@ Result<std::string> SandboxManager::Adopt() {
       continue;
     }
     if (Alive(*rec)) {
+      // One made before isb kept its own directories out, and mounting one, is stopped rather than left seeing it.
+      if (Status kept = KeepIsbOut(rec->spec); !kept.ok()) {
+        std::fprintf(stderr, "isb: sandbox %s stopped: %s\n", id.c_str(), kept.error().message.c_str());
+        (void)Halt(*rec, "stopped", kept.error().message);
+        continue;
+      }
       if (Status p = ports_.Publish(id, rec->pid, rec->spec.ports); !p.ok())
         std::fprintf(stderr, "isb: sandbox %s: ports not published: %s\n", id.c_str(), p.error().message.c_str());
       Event(*rec, "adopted");

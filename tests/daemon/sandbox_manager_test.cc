@@ -326,6 +326,30 @@ TEST_F(ManagerTest, IsbsOwnDirectoriesAreKeptOutWhateverPathNamesThem) {
   }
 }
 
+// A running sandbox that a new daemon finds mounting one of isb's own directories (made by an isb that did not keep
+// them out; here its source is made to lead to the state dir while it runs) is stopped, and cannot start again.
+TEST_F(ManagerTest, ANewDaemonStopsASandboxThatMountsIsbsOwnDirectory) {
+  const std::string data = host_ + "/data";
+  std::filesystem::create_directories(data);
+  std::filesystem::permissions(data, std::filesystem::perms::all);
+  api::SandboxSpec spec;
+  spec.mounts = {{data, "/mnt/data", true}};
+  auto sb = mgr_->Create(spec);
+  ASSERT_TRUE(sb.ok()) << sb.error().message;
+  std::filesystem::rename(data, host_ + "/data-was");
+  std::filesystem::create_directory_symlink(dir_, data);
+  Restart();
+  ASSERT_TRUE(mgr_->Adopt().ok());
+  EXPECT_EQ(mgr_->Get(sb->id)->state, "stopped");
+  const std::string why = "mounts[0].source: '" + data + "' is or holds a directory of isb's own, which no sandbox "
+                          "may see";
+  EXPECT_EQ(mgr_->Events(sb->id).back(), (std::pair<std::string, std::string>{"stopped", why}));
+  auto started = mgr_->Start(sb->id);
+  ASSERT_FALSE(started.ok());
+  EXPECT_EQ(started.error().message, why);
+  std::filesystem::remove(data);
+}
+
 // An image is stored as its real path and mounted without following any symlink: a directory on its path swapped
 // for a symlink while the sandbox is stopped fails the next start, instead of layering what the link points to.
 TEST_F(ManagerTest, AnImagePathSwappedForASymlinkFailsTheStart) {
