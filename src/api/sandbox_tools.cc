@@ -616,14 +616,14 @@ Status AddCreateAndExec(Registry& reg, Sandboxes& all, const SandboxToolOptions&
         // Every caller but the host and superadmins: only what the operator's flags allow, and an image by the real
         // path that was checked, not the one sent.
         if (remote != nullptr && !ctx.identity.superadmin) {
-          if (Status allowed = CheckRemoteSpec(spec, *remote); !allowed.ok()) return allowed.error();
+          if (Status allowed = CheckRemoteSpec(spec, *remote, ctx.org); !allowed.ok()) return allowed.error();
           if (!spec.image.empty()) {
-            ISB_ASSIGN_OR_RETURN(spec.image, ResolveUnderBindRoot("image", spec.image, *remote));
+            ISB_ASSIGN_OR_RETURN(spec.image, ResolveUnderBindRoot("image", spec.image, *remote, ctx.org));
           }
           for (size_t i = 0; i < spec.mounts.size(); ++i) {
             ISB_ASSIGN_OR_RETURN(spec.mounts[i].source,
                                  ResolveUnderBindRoot("mounts[" + std::to_string(i) + "].source",
-                                                      spec.mounts[i].source, *remote));
+                                                      spec.mounts[i].source, *remote, ctx.org));
           }
           spec.paths_checked = true;
         }

@@ -61,13 +61,20 @@ Result<egress::IpAddress> ParseAddress(std::string_view what, std::string_view t
 }  // namespace
 
 Status PrepareRemoteSpecPolicy(RemoteSpecPolicy& policy) {
-  for (std::string& root : policy.bind_roots) {
+  std::vector<std::string> every;
+  for (const std::string& entry : policy.bind_roots) {
+    // ORG=DIR: an org's name has no '/', a directory starts with one.
+    const size_t eq = entry.find('=');
+    const bool for_org = eq != std::string::npos && entry.find('/') > eq;
+    if (for_org && eq == 0) return Invalid("--bind-root " + entry + ": ORG=DIR needs an org");
+    const std::string root = for_org ? entry.substr(eq + 1) : entry;
     std::error_code ec;
     fs::path real = fs::canonical(root, ec);
-    if (ec) return Invalid("--bind-root " + root + ": " + ec.message());
-    if (!fs::is_directory(real, ec)) return Invalid("--bind-root " + root + ": not a directory");
-    root = real.string();
+    if (ec) return Invalid("--bind-root " + entry + ": " + ec.message());
+    if (!fs::is_directory(real, ec)) return Invalid("--bind-root " + entry + ": not a directory");
+    (for_org ? policy.org_bind_roots[entry.substr(0, eq)] : every).push_back(real.string());
   }
+  policy.bind_roots = std::move(every);
   for (std::string& address : policy.publish_addresses) {
     ISB_ASSIGN_OR_RETURN(egress::IpAddress ip, ParseAddress("--publish-address", address));
     address = ip.ToString();
@@ -76,28 +83,31 @@ Status PrepareRemoteSpecPolicy(RemoteSpecPolicy& policy) {
 }
 
 Result<std::string> ResolveUnderBindRoot(std::string_view field, const std::string& path,
-                                         const RemoteSpecPolicy& policy) {
+                                         const RemoteSpecPolicy& policy, const std::string& org) {
   std::string name = std::string(field) + " " + Quote(path);
   if (path.empty() || path[0] != '/') return Invalid(name + ": must be an absolute path");
-  if (policy.bind_roots.empty()) return Forbidden(name + ": host paths need --bind-root DIR (none is set)");
-  if (!UnderSomeRoot(Lexical(path), policy.bind_roots)) return Forbidden(name + " is outside every --bind-root");
+  std::vector<std::string> roots = policy.bind_roots;
+  if (auto own = policy.org_bind_roots.find(org); own != policy.org_bind_roots.end())
+    roots.insert(roots.end(), own->second.begin(), own->second.end());
+  if (roots.empty()) return Forbidden(name + ": host paths need --bind-root DIR (none is set)");
+  if (!UnderSomeRoot(Lexical(path), roots)) return Forbidden(name + " is outside every --bind-root");
   std::error_code ec;
   fs::path real = fs::canonical(path, ec);
   if (ec) return Invalid(name + " does not exist");
   std::string real_path = real.string();
-  if (!UnderSomeRoot(real_path, policy.bind_roots)) {
+  if (!UnderSomeRoot(real_path, roots)) {
     return Forbidden(name + " resolves to " + Quote(real_path) + ", outside every --bind-root");
   }
   return real_path;
 }
 
-Status CheckRemoteSpec(const SandboxSpec& spec, const RemoteSpecPolicy& policy) {
+Status CheckRemoteSpec(const SandboxSpec& spec, const RemoteSpecPolicy& policy, const std::string& org) {
   ISB_TRY(CheckLabels(spec.labels));
   if (spec.privileged && !policy.allow_privileged) return Forbidden("privileged: true needs --allow-privileged");
   if (!spec.idmap.empty() && !policy.allow_raw) return Forbidden("idmap: mapping host ids needs --allow-raw");
-  if (!spec.image.empty()) ISB_TRY(ResolveUnderBindRoot("image", spec.image, policy));
+  if (!spec.image.empty()) ISB_TRY(ResolveUnderBindRoot("image", spec.image, policy, org));
   for (size_t i = 0; i < spec.mounts.size(); ++i)
-    ISB_TRY(ResolveUnderBindRoot("mounts[" + std::to_string(i) + "].source", spec.mounts[i].source, policy));
+    ISB_TRY(ResolveUnderBindRoot("mounts[" + std::to_string(i) + "].source", spec.mounts[i].source, policy, org));
   for (size_t i = 0; i < spec.ports.size(); ++i) {
     const std::string field = "ports[" + std::to_string(i) + "]";
     // A port below 1024 no unprivileged user of the host may listen on, and host services trust it (a mail relay

@@ -16,14 +16,17 @@ struct RemoteSpecPolicy {
   bool allow_privileged = false;  // --allow-privileged
   bool allow_raw = false;         // --allow-raw
   bool any_instance = false;      // --any-instance
-  // --bind-root DIR: after PrepareRemoteSpecPolicy, real paths (symlinks followed), each an existing directory.
+  // --bind-root DIR (every org's members) and --bind-root ORG=DIR (that org's only): after PrepareRemoteSpecPolicy,
+  // real paths (symlinks followed), each an existing directory, the ORG= ones moved to org_bind_roots.
   std::vector<std::string> bind_roots;
+  std::map<std::string, std::vector<std::string>> org_bind_roots;
   // --publish-address IP: after PrepareRemoteSpecPolicy, canonical address text. Loopback needs no flag.
   std::vector<std::string> publish_addresses;
 };
 
 // Checks the operator's flags once at start and puts them in the form the checks use: each bind root resolved to
-// its real path (one that does not exist or is not a directory is kInvalidArgument naming it), each publish
+// its real path (one that does not exist or is not a directory, or an ORG= with an empty org, is kInvalidArgument
+// naming it) and sorted by org, each publish
 // address parsed and written canonically (one that is not an IP address is kInvalidArgument naming it).
 Status PrepareRemoteSpecPolicy(RemoteSpecPolicy& policy);
 
@@ -33,8 +36,9 @@ Status PrepareRemoteSpecPolicy(RemoteSpecPolicy& policy);
 //   an image (a host directory) or a mount's source whose real path is not equal to or below a bind root
 //   (ResolveUnderBindRoot);
 //   a port published on a host port below 1024, or on an address CheckPublishAddress refuses ("ports[N]: ...").
+// The bind roots are every org's and `org`'s own.
 // REQUIRES: `policy` went through PrepareRemoteSpecPolicy.
-Status CheckRemoteSpec(const SandboxSpec& spec, const RemoteSpecPolicy& policy);
+Status CheckRemoteSpec(const SandboxSpec& spec, const RemoteSpecPolicy& policy, const std::string& org = "");
 
 // The real path (symlinks followed) of the host path `path` that the spec's `field` names, when it is equal to or
 // below a bind root, component-wise (/data2 is not below /data). The path is first judged as written, with "." and
@@ -42,7 +46,7 @@ Status CheckRemoteSpec(const SandboxSpec& spec, const RemoteSpecPolicy& policy);
 // outside the roots. kForbidden when outside; kInvalidArgument when it does not exist (named) or is not absolute.
 // The caller should hand the engine the returned real path, not the one sent.
 Result<std::string> ResolveUnderBindRoot(std::string_view field, const std::string& path,
-                                         const RemoteSpecPolicy& policy);
+                                         const RemoteSpecPolicy& policy, const std::string& org = "");
 
 // OK when a port may be published on `address`: a loopback address always, any other only when it is one of
 // --publish-address (compared as addresses, not as text). Otherwise kForbidden naming the flag.

@@ -22,8 +22,9 @@ void AddPolicyOptions(CLI::App* cmd, daemon::ServeOptions& opts, PolicyFlags& fl
   cmd->add_flag("--allow-raw", p.allow_raw, "Remote callers may map host ids into sandboxes (an idmap other than auto/none)");
   // One value per occurrence: `--bind-root A --bind-root B`.
   cmd->add_option("--bind-root", p.bind_roots,
-                  "Remote callers may use host paths whose real path lies under DIR; repeatable")
-      ->type_name("DIR")
+                  "Remote callers may use host paths whose real path lies under DIR; ORG=DIR: only members of ORG; "
+                  "repeatable")
+      ->type_name("[ORG=]DIR")
       ->allow_extra_args(false);
   cmd->add_option("--publish-address", p.publish_addresses,
                   "Remote callers may publish ports on IP besides loopback; repeatable")

@@ -3,12 +3,15 @@
 #include "api/principals.h"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
+#include <filesystem>
 #include <thread>
 #include <algorithm>
 
 #include "api/fake_sandboxes.h"
 #include "api/json_schema.h"
 #include "api/json_util.h"
+#include "api/spec_policy.h"
 
 namespace isb::api {
 namespace {
@@ -508,6 +511,39 @@ TEST(SandboxToolsPolicyTest, PrivilegedAndIdmapFollowTheFlagsForRemoteCallersOnl
   // No policy for the host's socket and superadmins.
   EXPECT_TRUE(call({}, privileged, HostContext()).ok());
   EXPECT_TRUE(call({}, mapped, HostContext()).ok());
+}
+
+// An org's own bind roots are its members' only: the create checks the caller's org, and hands the daemon the
+// real path it checked, marked as checked.
+TEST(SandboxToolsPolicyTest, AMemberMountsUnderItsOwnOrgsBindRootsOnly) {
+  char tmpl[] = "/tmp/isb-roots-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string dir = std::filesystem::canonical(tmpl).string();
+  std::filesystem::create_directories(dir + "/acme");
+  RemoteSpecPolicy policy;
+  policy.bind_roots = {"acme=" + dir + "/acme"};
+  ASSERT_TRUE(PrepareRemoteSpecPolicy(policy).ok());
+  FakeSandboxes fake;
+  Registry registry;
+  ASSERT_TRUE(AddSandboxTools(registry, fake, {.remote = &policy, .quota = {}}).ok());
+  const json input = {{"mounts", {{{"source", dir + "/acme/"}, {"target", "/mnt/x"}}}}};
+  auto in = [](const std::string& org) {
+    CallContext ctx = HostContext(org);
+    ctx.identity = UserIn("ann", org);
+    ctx.surface = "rest";
+    return ctx;
+  };
+  auto beta = registry.Call("sandbox_create", input, in("beta"));
+  ASSERT_FALSE(beta.ok());
+  EXPECT_EQ(beta.error().code, Code::kForbidden);
+  EXPECT_EQ(beta.error().message, "mounts[0].source '" + dir + "/acme/': host paths need --bind-root DIR (none is set)");
+  auto acme = registry.Call("sandbox_create", input, in("acme"));
+  ASSERT_TRUE(acme.ok()) << acme.error().message;
+  ASSERT_EQ(fake.sandboxes.size(), 1u);
+  const SandboxSpec& made = fake.sandboxes.begin()->second.spec;
+  EXPECT_EQ(made.mounts[0].source, dir + "/acme");
+  EXPECT_TRUE(made.paths_checked);
+  std::filesystem::remove_all(dir);
 }
 
 TEST_F(SandboxToolsTest, IsbLabelsAreReserved) {

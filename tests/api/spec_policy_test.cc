@@ -139,6 +139,40 @@ TEST_F(SpecPolicyTest, MountSourcesNeedABindRootByTheirRealPath) {
   EXPECT_TRUE(CheckRemoteSpec(spec, policy_).ok());
 }
 
+// --bind-root ORG=DIR is for that org's members only; a plain --bind-root DIR is every org's, beside their own.
+TEST_F(SpecPolicyTest, AnOrgsBindRootsAreItsMembersOnly) {
+  fs::create_directories(dir_ + "/acme");
+  fs::create_directories(dir_ + "/beta");
+  RemoteSpecPolicy p;
+  p.bind_roots = {"acme=" + dir_ + "/acme", "beta=" + dir_ + "/beta/", dir_ + "/data2"};
+  ASSERT_TRUE(PrepareRemoteSpecPolicy(p).ok());
+  EXPECT_EQ(p.bind_roots, std::vector<std::string>{dir_ + "/data2"});
+  EXPECT_EQ(p.org_bind_roots, (std::map<std::string, std::vector<std::string>>{{"acme", {dir_ + "/acme"}},
+                                                                              {"beta", {dir_ + "/beta"}}}));
+  EXPECT_EQ(ResolveUnderBindRoot("image", dir_ + "/acme", p, "acme").value(), dir_ + "/acme");
+  ExpectError(ResolveUnderBindRoot("image", dir_ + "/acme", p, "beta"), Code::kForbidden,
+              "image '" + dir_ + "/acme' is outside every --bind-root");
+  ExpectError(ResolveUnderBindRoot("image", dir_ + "/acme", p), Code::kForbidden,
+              "image '" + dir_ + "/acme' is outside every --bind-root");
+  for (const char* org : {"acme", "beta", "gamma"})
+    EXPECT_EQ(ResolveUnderBindRoot("image", dir_ + "/data2", p, org).value(), dir_ + "/data2") << org;
+  SandboxSpec spec;
+  spec.mounts = {{dir_ + "/beta", "/mnt/x", true}};
+  EXPECT_TRUE(CheckRemoteSpec(spec, p, "beta").ok());
+  ExpectError(CheckRemoteSpec(spec, p, "acme"), Code::kForbidden,
+              "mounts[0].source '" + dir_ + "/beta' is outside every --bind-root");
+  // Only the org's roots and none for every org: another org has none at all.
+  RemoteSpecPolicy only;
+  only.bind_roots = {"acme=" + dir_ + "/acme"};
+  ASSERT_TRUE(PrepareRemoteSpecPolicy(only).ok());
+  ExpectError(ResolveUnderBindRoot("image", dir_ + "/acme", only, "beta"), Code::kForbidden,
+              "image '" + dir_ + "/acme': host paths need --bind-root DIR (none is set)");
+  RemoteSpecPolicy nameless;
+  nameless.bind_roots = {"=" + dir_ + "/acme"};
+  ExpectError(Result<int>(PrepareRemoteSpecPolicy(nameless).error()), Code::kInvalidArgument,
+              "--bind-root =" + dir_ + "/acme: ORG=DIR needs an org");
+}
+
 TEST_F(SpecPolicyTest, PortsPublishOnLoopbackUnlessAnAddressIsAllowed) {
   SandboxSpec spec;
   spec.ports = {{8080, 18080, "127.0.0.1"}, {8080, 18081, "::1"}};
