@@ -6,6 +6,7 @@
 
 #include "api/json_util.h"
 #include "egress/address.h"
+#include "identity/names.h"
 
 namespace isb::api {
 namespace {
@@ -67,7 +68,12 @@ Status PrepareRemoteSpecPolicy(RemoteSpecPolicy& policy) {
     const size_t eq = entry.find('=');
     const bool for_org = eq != std::string::npos && entry.find('/') > eq;
     if (for_org && eq == 0) return Invalid("--bind-root " + entry + ": ORG=DIR needs an org");
+    if (for_org) {
+      if (Status named = identity::CheckOrgName(entry.substr(0, eq)); !named.ok())
+        return Invalid("--bind-root " + entry + ": " + named.error().message);
+    }
     const std::string root = for_org ? entry.substr(eq + 1) : entry;
+    if (root.empty() || root[0] != '/') return Invalid("--bind-root " + entry + ": the directory must be absolute");
     std::error_code ec;
     fs::path real = fs::canonical(root, ec);
     if (ec) return Invalid("--bind-root " + entry + ": " + ec.message());
@@ -89,7 +95,9 @@ Result<std::string> ResolveUnderBindRoot(std::string_view field, const std::stri
   std::vector<std::string> roots = policy.bind_roots;
   if (auto own = policy.org_bind_roots.find(org); own != policy.org_bind_roots.end())
     roots.insert(roots.end(), own->second.begin(), own->second.end());
-  if (roots.empty()) return Forbidden(name + ": host paths need --bind-root DIR (none is set)");
+  if (roots.empty() && policy.org_bind_roots.empty())
+    return Forbidden(name + ": host paths need --bind-root DIR (none is set)");
+  if (roots.empty()) return Forbidden(name + ": host paths need --bind-root DIR or " + org + "=DIR (none is set for org " + Quote(org) + ")");
   if (!UnderSomeRoot(Lexical(path), roots)) return Forbidden(name + " is outside every --bind-root");
   std::error_code ec;
   fs::path real = fs::canonical(path, ec);

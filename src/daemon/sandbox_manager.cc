@@ -636,6 +636,15 @@ Status SandboxManager::KeepIsbOut(const api::SandboxSpec& spec) const {
   }
   if (!options_.serve_socket.empty()) files.push_back(Chain(options_.serve_socket));
   auto check = [&](const std::string& field, const std::string& path) -> Status {
+    // Judged as the engine reaches it: a path that is gone, or has a symlink on it now, binds nothing (the launch
+    // fails on it), so it is not this check's to refuse; nor is a running sandbox stopped for what the path would
+    // lead to today rather than what it bound.
+    open_how how{};
+    how.flags = O_PATH | O_CLOEXEC | O_NOFOLLOW;
+    how.resolve = RESOLVE_NO_SYMLINKS;
+    Fd reached(static_cast<int>(::syscall(SYS_openat2, AT_FDCWD, path.c_str(), &how, sizeof how)));
+    struct stat st{};
+    if (!reached.valid() || ::fstat(reached.get(), &st) != 0 || S_ISLNK(st.st_mode)) return Status();
     const std::vector<FileId> source = Chain(path);
     bool overlap = source.empty();
     for (const auto& own : dirs)

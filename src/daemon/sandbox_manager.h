@@ -125,7 +125,8 @@ class SandboxManager : public api::Sandboxes {
   Result<api::SandboxSpec> ResolveMounts(api::SandboxSpec spec) const;
   // Refuses (kForbidden) an image or mount source that is, is in, or holds isb's state or runtime dir, or that is
   // or holds the API socket, judged by the real paths' device and inode numbers, so no other path leads around it.
-  // (A mount of one of them that the operator placed below a source is not looked for.)
+  // A source that is gone or has a symlink on it is not refused here (the engine binds nothing through it). (A
+  // mount of one of isb's directories that the operator placed below a source is not looked for.)
   Status KeepIsbOut(const api::SandboxSpec& spec) const;
   // Reserves the network of a new sandbox with an egress list or open egress (nothing for none).
   Status PrepareNetwork(Record& rec, const egress::EgressSpec& spec);

@@ -519,6 +519,10 @@ TEST(SandboxToolsPolicyTest, AMemberMountsUnderItsOwnOrgsBindRootsOnly) {
   char tmpl[] = "/tmp/isb-roots-XXXXXX";
   ASSERT_NE(::mkdtemp(tmpl), nullptr);
   const std::string dir = std::filesystem::canonical(tmpl).string();
+  struct Remove {
+    std::string dir;
+    ~Remove() { std::filesystem::remove_all(dir); }
+  } remove{dir};
   std::filesystem::create_directories(dir + "/acme");
   RemoteSpecPolicy policy;
   policy.bind_roots = {"acme=" + dir + "/acme"};
@@ -536,14 +540,14 @@ TEST(SandboxToolsPolicyTest, AMemberMountsUnderItsOwnOrgsBindRootsOnly) {
   auto beta = registry.Call("sandbox_create", input, in("beta"));
   ASSERT_FALSE(beta.ok());
   EXPECT_EQ(beta.error().code, Code::kForbidden);
-  EXPECT_EQ(beta.error().message, "mounts[0].source '" + dir + "/acme/': host paths need --bind-root DIR (none is set)");
+  EXPECT_EQ(beta.error().message, "mounts[0].source '" + dir + "/acme/': host paths need --bind-root DIR or beta=DIR "
+                                  "(none is set for org 'beta')");
   auto acme = registry.Call("sandbox_create", input, in("acme"));
   ASSERT_TRUE(acme.ok()) << acme.error().message;
   ASSERT_EQ(fake.sandboxes.size(), 1u);
   const SandboxSpec& made = fake.sandboxes.begin()->second.spec;
   EXPECT_EQ(made.mounts[0].source, dir + "/acme");
   EXPECT_TRUE(made.paths_checked);
-  std::filesystem::remove_all(dir);
 }
 
 TEST_F(SandboxToolsTest, IsbLabelsAreReserved) {

@@ -166,11 +166,25 @@ TEST_F(SpecPolicyTest, AnOrgsBindRootsAreItsMembersOnly) {
   only.bind_roots = {"acme=" + dir_ + "/acme"};
   ASSERT_TRUE(PrepareRemoteSpecPolicy(only).ok());
   ExpectError(ResolveUnderBindRoot("image", dir_ + "/acme", only, "beta"), Code::kForbidden,
-              "image '" + dir_ + "/acme': host paths need --bind-root DIR (none is set)");
-  RemoteSpecPolicy nameless;
-  nameless.bind_roots = {"=" + dir_ + "/acme"};
-  ExpectError(Result<int>(PrepareRemoteSpecPolicy(nameless).error()), Code::kInvalidArgument,
-              "--bind-root =" + dir_ + "/acme: ORG=DIR needs an org");
+              "image '" + dir_ + "/acme': host paths need --bind-root DIR or beta=DIR (none is set for org 'beta')");
+  // A directory with '=' in its name is a directory for every org; an org entry needs a valid org and an absolute
+  // directory.
+  fs::create_directories(dir_ + "/a=b");
+  RemoteSpecPolicy equals;
+  equals.bind_roots = {dir_ + "/a=b"};
+  ASSERT_TRUE(PrepareRemoteSpecPolicy(equals).ok());
+  EXPECT_EQ(equals.bind_roots, std::vector<std::string>{dir_ + "/a=b"});
+  for (const auto& [entry, why] : std::vector<std::pair<std::string, std::string>>{
+           {"=" + dir_ + "/acme", "ORG=DIR needs an org"},
+           {"acme=acme", "the directory must be absolute"}}) {
+    RemoteSpecPolicy bad;
+    bad.bind_roots = {entry};
+    ExpectError(Result<int>(PrepareRemoteSpecPolicy(bad).error()), Code::kInvalidArgument,
+                "--bind-root " + entry + ": " + why);
+  }
+  RemoteSpecPolicy badly_named;
+  badly_named.bind_roots = {"Acme Corp=" + dir_ + "/acme"};
+  EXPECT_FALSE(PrepareRemoteSpecPolicy(badly_named).ok());
 }
 
 TEST_F(SpecPolicyTest, PortsPublishOnLoopbackUnlessAnAddressIsAllowed) {

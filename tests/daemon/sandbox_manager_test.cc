@@ -326,28 +326,43 @@ TEST_F(ManagerTest, IsbsOwnDirectoriesAreKeptOutWhateverPathNamesThem) {
   }
 }
 
-// A running sandbox that a new daemon finds mounting one of isb's own directories (made by an isb that did not keep
-// them out; here its source is made to lead to the state dir while it runs) is stopped, and cannot start again.
+// A running sandbox that a new daemon finds mounting one of isb's own directories (one an older isb made, its row
+// written here as such) is stopped, with the reason, and cannot start again. One whose source is merely gone now,
+// or has a symlink on it, is adopted as it is: it never saw what the path would lead to today.
 TEST_F(ManagerTest, ANewDaemonStopsASandboxThatMountsIsbsOwnDirectory) {
-  const std::string data = host_ + "/data";
-  std::filesystem::create_directories(data);
-  std::filesystem::permissions(data, std::filesystem::perms::all);
-  api::SandboxSpec spec;
-  spec.mounts = {{data, "/mnt/data", true}};
-  auto sb = mgr_->Create(spec);
-  ASSERT_TRUE(sb.ok()) << sb.error().message;
-  std::filesystem::rename(data, host_ + "/data-was");
-  std::filesystem::create_directory_symlink(dir_, data);
+  std::vector<std::string> ids;
+  for (const char* name : {"/old", "/gone", "/swapped"}) {
+    std::filesystem::create_directories(host_ + name);
+    std::filesystem::permissions(host_ + name, std::filesystem::perms::all);
+    api::SandboxSpec spec;
+    spec.mounts = {{host_ + name, "/mnt/data", true}};
+    auto sb = mgr_->Create(spec);
+    ASSERT_TRUE(sb.ok()) << sb.error().message;
+    ids.push_back(sb->id);
+  }
+  auto rows = db_->Query("SELECT spec FROM sandboxes WHERE id = ?1", {ids[0]});
+  ASSERT_TRUE(rows.ok() && rows->size() == 1u);
+  nlohmann::json old_spec = nlohmann::json::parse(store::AsText((*rows)[0][0]));
+  old_spec["mounts"][0]["source"] = std::filesystem::canonical(dir_).string();
+  ASSERT_TRUE(db_->Exec("UPDATE sandboxes SET spec = ?2 WHERE id = ?1", {ids[0], old_spec.dump()}).ok());
+  std::filesystem::remove(host_ + "/gone");
+  std::filesystem::rename(host_ + "/swapped", host_ + "/swapped-was");
+  std::filesystem::create_directory_symlink("/", host_ + "/swapped");
+
   Restart();
   ASSERT_TRUE(mgr_->Adopt().ok());
-  EXPECT_EQ(mgr_->Get(sb->id)->state, "stopped");
-  const std::string why = "mounts[0].source: '" + data + "' is or holds a directory of isb's own, which no sandbox "
-                          "may see";
-  EXPECT_EQ(mgr_->Events(sb->id).back(), (std::pair<std::string, std::string>{"stopped", why}));
-  auto started = mgr_->Start(sb->id);
+  EXPECT_EQ(mgr_->Get(ids[0])->state, "stopped");
+  const std::string why = "mounts[0].source: '" + std::filesystem::canonical(dir_).string() +
+                          "' is or holds a directory of isb's own, which no sandbox may see";
+  EXPECT_EQ(mgr_->Events(ids[0]).back(), (std::pair<std::string, std::string>{"stopped", why}));
+  auto started = mgr_->Start(ids[0]);
   ASSERT_FALSE(started.ok());
   EXPECT_EQ(started.error().message, why);
-  std::filesystem::remove(data);
+  for (size_t i : {size_t{1}, size_t{2}}) {
+    EXPECT_EQ(mgr_->Get(ids[i])->state, "running") << i;
+    EXPECT_EQ(mgr_->Events(ids[i]).back().first, "adopted") << i;
+  }
+  std::filesystem::remove(host_ + "/swapped");
 }
 
 // An image is stored as its real path and mounted without following any symlink: a directory on its path swapped
