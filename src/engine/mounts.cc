@@ -203,8 +203,10 @@ Result<RootfsPlan> PlanRootfs(const SandboxConfig& config, const std::string& st
   if (!config.image.empty()) {
     ISB_TRY(CheckAbsolute(config.image, "--image"));
     if (!IsDir(config.image)) return Error::Msg("image '" + config.image + "' is not a directory");
-    // Both go into overlayfs's options, which split on these: "/x:/etc" would add the host's /etc as a layer.
-    for (const std::string* path : {&config.image, &config.writable_dir})
+    // These go into overlayfs's options (the staging dir, where the image is bound, and the writable layer), which
+    // split on these: "/x:/etc" would add the host's /etc as a layer. The image itself no longer does (its bind is
+    // the layer), but a path like that is refused all the same.
+    for (const std::string* path : {&config.image, &config.writable_dir, &staging})
       if (path->find_first_of(kOverlaySpecialChars) != std::string::npos)
         return Error::Msg("'" + *path + "' cannot be an overlay layer: a path with ':', ',' or '\\' would be read as "
                           "more than one layer or option");

@@ -94,6 +94,11 @@ TEST(RootfsPlan, RefusesBadPaths) {
   EXPECT_NE(PlanRootfs(c, kStaging).error().message.find("must be an absolute path"), std::string::npos);
   c.image = "/nonexistent-isb-image";
   EXPECT_EQ(PlanRootfs(c, kStaging).error().message, "image '/nonexistent-isb-image' is not a directory");
+  // The staging dir names the overlay's layers: a runtime dir with an overlay separator is refused.
+  c.image = "/usr";
+  EXPECT_EQ(PlanRootfs(c, "/run/isb:/etc/staging").error().message,
+            "'/run/isb:/etc/staging' cannot be an overlay layer: a path with ':', ',' or '\\' would be read as more "
+            "than one layer or option");
   c.image.clear();
   c.binds = {{"/usr", "/a/../../etc", true}};
   EXPECT_NE(PlanRootfs(c, kStaging).error().message.find("without '..'"), std::string::npos);
