@@ -278,7 +278,12 @@ TEST_F(IdentityTest, RemoteSpecAndToolPolicies) {
   std::string root = temp_dir() + "/images";
   std::filesystem::create_directories(root + "/ok/etc");
   std::filesystem::create_symlink("/etc", root + "/escape");
-  StartDaemon({"--bind-root", root, "--deny-tools", "sandbox_egress_set,org_*"});
+  // Another org's own root: not this caller's (the default org's).
+  const std::string others = temp_dir() + "/others";
+  std::filesystem::create_directories(others);
+  StartDaemon({"--bind-root", root, "--bind-root", "other=" + others, "--deny-tools", "sandbox_egress_set,org_*"});
+  EXPECT_EQ(As(token(), "default", "sandbox_create", {{"image", others}}),
+            std::make_pair(403, "forbidden: image '" + others + "' is outside every --bind-root"));
   // A remote caller's image must lie under a --bind-root, symlinks followed; the host's is not held to it.
   EXPECT_EQ(As(token(), "default", "sandbox_create", {{"image", "/etc"}}),
             std::make_pair(403, std::string("forbidden: image '/etc' is outside every --bind-root")));
