@@ -16,11 +16,14 @@ inline bool MustWork() {
 
 }  // namespace isb::testing
 
-// Use at the top of a test body.
-#define ISB_REQUIRE_ROOT()                                                                      \
+// Use at the top of a test body: what the test needs of the machine (`why` says what); without it the test is
+// skipped, or FAILED when ISB_MUST_WORK=1.
+#define ISB_REQUIRE_MACHINE(condition, why)                                                      \
   do {                                                                                          \
-    if (::geteuid() != 0) {                                                                     \
-      if (::isb::testing::MustWork()) FAIL() << "this test needs root and ISB_MUST_WORK=1";     \
-      GTEST_SKIP() << "needs root (set ISB_MUST_WORK=1 to make this a failure)";                \
+    if (!(condition)) {                                                                         \
+      if (::isb::testing::MustWork()) FAIL() << why << " and ISB_MUST_WORK=1";                  \
+      GTEST_SKIP() << why << " (set ISB_MUST_WORK=1 to make this a failure)";                   \
     }                                                                                           \
   } while (0)
+
+#define ISB_REQUIRE_ROOT() ISB_REQUIRE_MACHINE(::geteuid() == 0, "this test needs root")
