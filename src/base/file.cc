@@ -1,6 +1,10 @@
 // Whole-file helpers.
 #include "base/file.h"
 
+#include <sys/syscall.h>
+
+#include <linux/openat2.h>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -68,6 +72,13 @@ Status MakeDirs(const std::string& path, int mode) {
     if (::mkdir(prefix.c_str(), mode) != 0 && errno != EEXIST) return Error::Sys("mkdir " + prefix);
   }
   return {};
+}
+
+int OpenNoSymlinks(const char* path, uint64_t flags) {
+  open_how how{};
+  how.flags = flags | O_CLOEXEC | O_NOFOLLOW;
+  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  return static_cast<int>(::syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how));
 }
 
 }  // namespace isb

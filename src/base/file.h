@@ -1,6 +1,7 @@
 // Small whole-file helpers for the kernel's text interfaces (procfs, cgroupfs).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -18,5 +19,10 @@ Status WriteFile(const std::string& path, std::string_view data, int mode = 0644
 Status WriteFileAtomically(const std::string& path, std::string_view data, int mode = 0644);
 // mkdir -p; existing directories are fine.
 Status MakeDirs(const std::string& path, int mode = 0755);
+
+// openat2 of `path` with `flags` (O_CLOEXEC and O_NOFOLLOW added) following no symlink on the way, magic links
+// included: an fd, or -1 with errno set (ELOOP for a symlink on the path). Makes no allocation, so a child between
+// clone and exec may call it. With O_PATH a final component that is a symlink is opened as one: check for it.
+int OpenNoSymlinks(const char* path, uint64_t flags);
 
 }  // namespace isb

@@ -618,6 +618,19 @@ std::vector<FileId> Chain(const std::string& path) {
   }
 }
 
+// `path` opened (O_PATH) as the engine reaches a source: with no symlink on the way, nor as its last component.
+// Invalid, with errno set (ELOOP for a symlink), otherwise.
+Fd OpenAsBound(const std::string& path) {
+  Fd fd(OpenNoSymlinks(path.c_str(), O_PATH));
+  struct stat st{};
+  if (fd.valid() && (::fstat(fd.get(), &st) != 0 || S_ISLNK(st.st_mode))) {
+    const int err = S_ISLNK(st.st_mode) ? ELOOP : errno;
+    fd.Reset();
+    errno = err;
+  }
+  return fd;
+}
+
 bool Holds(const std::vector<FileId>& chain, const FileId& id) {
   return std::find(chain.begin(), chain.end(), id) != chain.end();
 }
@@ -639,12 +652,7 @@ Status SandboxManager::KeepIsbOut(const api::SandboxSpec& spec) const {
     // Judged as the engine reaches it: a path that is gone, or has a symlink on it now, binds nothing (the launch
     // fails on it), so it is not this check's to refuse; nor is a running sandbox stopped for what the path would
     // lead to today rather than what it bound.
-    open_how how{};
-    how.flags = O_PATH | O_CLOEXEC | O_NOFOLLOW;
-    how.resolve = RESOLVE_NO_SYMLINKS;
-    Fd reached(static_cast<int>(::syscall(SYS_openat2, AT_FDCWD, path.c_str(), &how, sizeof how)));
-    struct stat st{};
-    if (!reached.valid() || ::fstat(reached.get(), &st) != 0 || S_ISLNK(st.st_mode)) return Status();
+    if (!OpenAsBound(path).valid()) return Status();
     const std::vector<FileId> source = Chain(path);
     bool overlap = source.empty();
     for (const auto& own : dirs)
@@ -667,18 +675,11 @@ Result<api::SandboxSpec> SandboxManager::ResolveMounts(api::SandboxSpec spec) co
   // them since: resolving them again would follow one swapped in meanwhile, past the check.
   auto resolve = [&](const std::string& field, std::string& path) -> Status {
     if (spec.paths_checked) {
-      open_how how{};
-      how.flags = O_PATH | O_CLOEXEC | O_NOFOLLOW;
-      how.resolve = RESOLVE_NO_SYMLINKS;
-      Fd fd(static_cast<int>(::syscall(SYS_openat2, AT_FDCWD, path.c_str(), &how, sizeof how)));
-      if (!fd.valid() && errno == ENOENT) return Invalid(field + ": '" + path + "' does not exist");
-      struct stat st{};
-      if (fd.valid() && ::fstat(fd.get(), &st) != 0) return Error::Sys(field + ": " + path);
-      if (!fd.valid() && errno != ELOOP) return Error::Sys(field + ": " + path);
-      if (!fd.valid() || S_ISLNK(st.st_mode))
-        return Error::Of(Code::kForbidden, field + ": '" + path + "' changed since it was checked (a symlink is on "
-                                                                  "its path now)");
-      return {};
+      if (OpenAsBound(path).valid()) return {};
+      if (errno == ENOENT) return Invalid(field + ": '" + path + "' does not exist");
+      if (errno != ELOOP) return Error::Sys(field + ": " + path);
+      return Error::Of(Code::kForbidden, field + ": '" + path + "' changed since it was checked (a symlink is on "
+                                                                "its path now)");
     }
     std::error_code ec;
     auto real = std::filesystem::canonical(path, ec);

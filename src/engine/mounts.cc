@@ -270,14 +270,8 @@ Result<RootfsPlan> PlanRootfs(const SandboxConfig& config, const std::string& st
 
 namespace {
 
-// Mount targets are resolved without following any symlink: an image's symlink (say /tmp -> /host/dir) would
-// otherwise redirect a step of the setup onto the host. Returns an fd or -1 with errno set.
-int OpenNoSymlinks(const char* path, uint64_t flags) {
-  open_how how{};
-  how.flags = flags | O_CLOEXEC | O_NOFOLLOW;
-  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-  return static_cast<int>(::syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how));
-}
+// Mount targets are resolved without following any symlink (OpenNoSymlinks, base/file.h): an image's symlink
+// (say /tmp -> /host/dir) would otherwise redirect a step of the setup onto the host.
 
 // Opens the parent directory of `path` and points *name at its last component.
 int OpenParent(const char* path, const char** name) {

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -73,6 +74,14 @@ Fd ListenIn(const Fd& ns, uint32_t addr, uint16_t port) {
   return s;
 }
 
+// A UDP socket of `ns` bound to addr:port.
+Fd UdpIn(const Fd& ns, uint32_t addr, uint16_t port) {
+  Fd s = SocketIn(ns, SOCK_DGRAM);
+  sockaddr_in a = Addr(addr, port);
+  EXPECT_EQ(::bind(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << std::strerror(errno);
+  return s;
+}
+
 // Connects from `ns`; 0 on success (the connected socket in `out`), else the errno, ETIMEDOUT after 1.5 s.
 int ConnectFrom(const Fd& ns, uint32_t addr, uint16_t port, Fd* out = nullptr) {
   Fd s = SocketIn(ns, SOCK_STREAM | SOCK_NONBLOCK);
@@ -117,6 +126,15 @@ class FirewallTest : public ::testing::Test {
       return {};
     });
     return ns;
+  }
+
+  // What isb listens on in the host, on every address: the proxy, and the DNS responder over UDP and TCP.
+  struct Responders {
+    Fd proxy, dns, dns_tcp;
+  };
+  Responders ListenAsIsb() {
+    return {ListenIn(host_, INADDR_ANY, kProxyPort), UdpIn(host_, INADDR_ANY, kDnsPort),
+            ListenIn(host_, INADDR_ANY, kDnsPort)};
   }
 
   Status Apply(const std::vector<SandboxRules>& rules) {
@@ -172,15 +190,9 @@ TEST_F(FirewallTest, AListedSandboxReachesOnlyTheProxyOnItsPortsAndDns) {
   Fd sb = Sandbox(2, &b);
   ASSERT_TRUE(Apply({{a.host_ifname, EgressMode::kList, {443, 80}}, {b.host_ifname, EgressMode::kList, {443}}}).ok());
 
-  Fd proxy = ListenIn(host_, INADDR_ANY, kProxyPort);
-  Fd dns = SocketIn(host_, SOCK_DGRAM);
-  sockaddr_in any = Addr(INADDR_ANY, kDnsPort);
-  ASSERT_EQ(::bind(dns.get(), reinterpret_cast<sockaddr*>(&any), sizeof any), 0);
-  Fd dns_tcp = ListenIn(host_, INADDR_ANY, kDnsPort);
+  auto [proxy, dns, dns_tcp] = ListenAsIsb();
   Fd host_service = ListenIn(host_, INADDR_ANY, 22);
-  Fd other_udp = SocketIn(host_, SOCK_DGRAM);
-  sockaddr_in u = Addr(INADDR_ANY, 9999);
-  ASSERT_EQ(::bind(other_udp.get(), reinterpret_cast<sockaddr*>(&u), sizeof u), 0);
+  Fd other_udp = UdpIn(host_, INADDR_ANY, 9999);
 
   // A listed port on the host end lands on the proxy, which learns the port asked for and, from the address the
   // connection arrived at, the sandbox.
@@ -233,11 +245,7 @@ TEST_F(FirewallTest, OnlySandboxesReachTheProxyAndTheDnsResponder) {
     return {};
   });
   ASSERT_TRUE(Apply({{a.host_ifname, EgressMode::kList, {443}}}).ok());
-  Fd proxy = ListenIn(host_, INADDR_ANY, kProxyPort);
-  Fd dns = SocketIn(host_, SOCK_DGRAM);
-  sockaddr_in any = Addr(INADDR_ANY, kDnsPort);
-  ASSERT_EQ(::bind(dns.get(), reinterpret_cast<sockaddr*>(&any), sizeof any), 0);
-  Fd dns_tcp = ListenIn(host_, INADDR_ANY, kDnsPort);
+  auto [proxy, dns, dns_tcp] = ListenAsIsb();
   Fd host_service = ListenIn(host_, INADDR_ANY, 8080);
   In(host_, []() -> Status {
     ISB_ASSIGN_OR_RETURN(Netlink nl, Netlink::Open());
