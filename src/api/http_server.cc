@@ -135,7 +135,7 @@ class HttpServer::Impl {
     std::mutex mu_;
     std::unordered_map<std::string, size_t> held_;
   };
-  // Refuses a connection at accept: a 503 saying why, then close.
+  // Refuses a connection at accept: a 503 saying why (FailAndClose), then close.
   template <class Protocol>
   void Turn(typename Protocol::socket socket, const std::string& message);
   static constexpr size_t kMaxTurning = 256;
@@ -384,13 +384,17 @@ bool HttpServer::Impl::RunStream(const Response& resp, beast::basic_stream<Proto
   return alive;
 }
 
-// Answers a request that could not be read, then drains what the client still sends (up to 16 MiB or 2 s) so
-// the answer is not lost to a reset, and closes.
+// Answers a request that could not be read, or a connection turned away (503), then drains what the client still
+// sends (up to 16 MiB or 2 s) so the answer is not lost to a reset, and closes.
 template <class Protocol>
 net::awaitable<void> HttpServer::Impl::FailAndClose(beast::basic_stream<Protocol>& stream, int status,
                                                     const std::string& message) {
-  Response r = ErrorResponse(Error::Of(status == 413 ? Code::kTooLarge : Code::kInvalidArgument, message));
+  Response r = ErrorResponse(Error::Of(status == 413   ? Code::kTooLarge
+                                       : status == 503 ? Code::kUnavailable
+                                                       : Code::kInvalidArgument,
+                                       message));
   r.status = status;
+  if (status == 503) r.headers.Set("Retry-After", "1");
   http::response<http::string_body> res;
   CopyHeaders(r, res);
   res.body() = std::move(r.body);
@@ -446,28 +450,11 @@ void HttpServer::Impl::Turn(typename Protocol::socket socket, const std::string&
   }
   ++turning_;
   std::shared_ptr<void> slot(static_cast<void*>(this), [this](void*) { --turning_; });
-  const std::string body = json{{"error", "unavailable"}, {"message", message}}.dump();
-  std::string reply = "HTTP/1.1 503 Service Unavailable\r\nServer: isb\r\nContent-Type: application/json\r\n"
-                      "Retry-After: 1\r\nConnection: close\r\nContent-Length: " +
-                      std::to_string(body.size()) + "\r\n\r\n" + body;
   auto executor = socket.get_executor();
   net::co_spawn(
       executor,
-      [stream = beast::basic_stream<Protocol>(std::move(socket)), reply = std::move(reply),
-       slot = std::move(slot)]() mutable -> net::awaitable<void> {
-        // The reply, the end of what the server sends, and then what the client sends is read and dropped until it
-        // closes (at most a second): closing with its bytes unread would reset the connection, and the reset could
-        // overtake the reply.
-        stream.expires_after(std::chrono::seconds(1));
-        auto [ec, n] = co_await net::async_write(stream, net::buffer(reply), kAwait);
-        if (!ec) {
-          beast::get_lowest_layer(stream).socket().shutdown(net::socket_base::shutdown_send, ec);
-          char scratch[4096];
-          while (!ec) std::tie(ec, n) = co_await stream.async_read_some(net::buffer(scratch), kAwait);
-        }
-        beast::error_code ignored;
-        beast::get_lowest_layer(stream).socket().close(ignored);
-      },
+      [this, stream = beast::basic_stream<Protocol>(std::move(socket)), message, slot = std::move(slot)]() mutable
+      -> net::awaitable<void> { co_await FailAndClose(stream, 503, message); },
       [](std::exception_ptr) {});
 }
 
