@@ -201,19 +201,25 @@ Status DiskLayer::Attach(uint64_t bytes) {
 
 Status DiskLayer::Detach() {
   dev_t attached = 0;
+  std::string backing;
   // Stacked mounts are undone one by one; a mount still in use somewhere on the host is detached lazily.
   for (int i = 0; i < kMaxStacked; ++i) {
     dev_t dev = MountedDevice(dir_);
     if (dev == 0) break;
-    if (LoopBackingFile(dev) != "") attached = dev;
+    if (std::string file = LoopBackingFile(dev); !file.empty()) {
+      attached = dev;
+      backing = std::move(file);
+    }
     if (::umount2(dir_.c_str(), UMOUNT_NOFOLLOW) != 0 &&
         (errno != EBUSY || ::umount2(dir_.c_str(), UMOUNT_NOFOLLOW | MNT_DETACH) != 0))
       return Error::Sys("unmount " + dir_);
   }
   if (attached == 0) return {};
-  // The loop device detaches itself once the filesystem is gone, which may lag the unmount a little.
+  // The loop device detaches itself once the filesystem is gone, which may lag the unmount a little. Once free, the
+  // device may at once be another layer's (a create picks the lowest free one): what is waited for is this
+  // image leaving it, not the device becoming free.
   const auto deadline = std::chrono::steady_clock::now() + kDetachWait;
-  while (!LoopBackingFile(attached).empty() && std::chrono::steady_clock::now() < deadline)
+  while (LoopBackingFile(attached) == backing && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   return {};
 }

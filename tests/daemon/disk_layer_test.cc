@@ -3,11 +3,16 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/loop.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstring>
 #include <filesystem>
+#include <future>
 #include <string>
 #include <vector>
 
@@ -105,6 +110,46 @@ TEST_F(DiskLayerTest, DataSurvivesDetachAndAttachAndAttachTwiceMountsOnce) {
   struct stat st{};
   ASSERT_EQ(::stat(image().c_str(), &st), 0);
   EXPECT_EQ(st.st_size, 16 << 20);
+}
+
+// A detach waits for its image to leave the loop device, not for the device to be free: a create may take the
+// device the moment it is free, and a removal must not then wait out its whole 2 s for an image that is not its own.
+TEST_F(DiskLayerTest, ADetachIsNotHeldUpByTheNextImageOnItsLoopDevice) {
+  DiskLayer a(image(), dir());
+  ASSERT_TRUE(a.Attach(16ull << 20).ok());
+  std::vector<std::string> loops = LoopsOf(image());
+  ASSERT_EQ(loops.size(), 1u);
+  const std::string device = "/dev/" + loops[0];
+  const std::string next = root_ + "/next.img";
+  Fd next_file(::open(next.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+  ASSERT_TRUE(next_file.valid() && ::ftruncate(next_file.get(), 16 << 20) == 0);
+  // Held open here, the device stays this image's after the unmount, until this closes it.
+  Fd held(::open(device.c_str(), O_RDONLY | O_CLOEXEC));
+  ASSERT_TRUE(held.valid()) << std::strerror(errno);
+  auto detached = std::async(std::launch::async, [&] { return a.Detach(); });
+  for (int i = 0; i < 1000 && !MountsOn(dir()).empty(); ++i) ::usleep(1000);
+  ASSERT_TRUE(MountsOn(dir()).empty()) << "the detach never unmounted";
+  // The last close lets the image go; another image is put on the device the moment it is free.
+  held = Fd();
+  Fd taken(::open(device.c_str(), O_RDWR | O_CLOEXEC));
+  ASSERT_TRUE(taken.valid()) << std::strerror(errno);
+  loop_config config{};
+  config.fd = static_cast<uint32_t>(next_file.get());
+  bool configured = false;
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+       !configured && std::chrono::steady_clock::now() < until;)
+    configured = ::ioctl(taken.get(), LOOP_CONFIGURE, &config) == 0;
+  ASSERT_TRUE(configured) << "the loop device stayed busy after its last user closed it";
+  const auto reused = std::chrono::steady_clock::now();
+  EXPECT_EQ(LoopsOf(next), loops);
+  const bool ready = detached.wait_for(std::chrono::milliseconds(1500)) == std::future_status::ready;
+  ::ioctl(taken.get(), LOOP_CLR_FD, 0);
+  ASSERT_TRUE(ready) << "the detach waited for " << device << ", which holds another image now";
+  EXPECT_TRUE(detached.get().ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - reused, std::chrono::milliseconds(1500));
+  taken = Fd();
+  for (int i = 0; i < 1000 && !LoopsOf(next).empty(); ++i) ::usleep(1000);
+  EXPECT_TRUE(LoopsOf(next).empty());
 }
 
 // With a template dir, the first image of a size formats the template; every image of that size is a sparse copy
