@@ -558,6 +558,10 @@ Result<api::SandboxInfo> SandboxManager::Info(const Record& rec) {
   info.created_at = rec.created_at;
   info.expires_at = rec.expires_at;
   info.last_active_at = rec.last_active_at;
+  {
+    std::lock_guard lock(execs_mu_);
+    if (execs_running_.count(rec.id) != 0) info.last_active_at = Now();  // an exec running is activity now
+  }
   info.state = rec.state;
   if (rec.state == "running") {
     engine::Cgroup cg = engine::Cgroup::Adopt(layout_, rec.id);
@@ -874,11 +878,13 @@ Result<api::ExecResult> SandboxManager::Exec(const std::string& id_or_name, cons
       m->terminals_.erase(session);
     }
   } release{this, session};
-  (void)db_->Exec("UPDATE sandboxes SET last_active_at = ?2 WHERE id = ?1", {rec.id, Now()});
   auto out = engine::ExecInSandbox(Dir(rec.id) + "/control.sock", spec,
                                    sink ? engine::ExecSink([&](int s, std::string_view d) { sink(s, d); })
                                         : engine::ExecSink());
-  (void)db_->Exec("UPDATE sandboxes SET last_active_at = ?2 WHERE id = ?1", {rec.id, Now()});
+  // The sandbox was active until now. While the exec ran it counted as active through execs_running_ (the reaper
+  // and Info read that), so the row is written once, at the end, and not at all when it already holds this second.
+  if (const int64_t now = Now(); now != rec.last_active_at)
+    (void)db_->Exec("UPDATE sandboxes SET last_active_at = ?2 WHERE id = ?1 AND last_active_at < ?2", {rec.id, now});
   if (!out.ok()) {
     if (out.error().code == Code::kNotFound)
       return Error::Of(Code::kConflict, "sandbox '" + rec.id + "' is not running");

@@ -732,6 +732,32 @@ TEST_F(ManagerTest, ReaperRemovesExpiredAndIdleWithReasons) {
   EXPECT_TRUE(mgr_->Get(k->id).ok());
 }
 
+// A sandbox's last activity: an exec running shows as activity now, and the row records when the last exec ended.
+TEST_F(ManagerTest, AnExecIsActivityWhileItRunsAndIsRecordedWhenItEnds) {
+  const int64_t created = now_;
+  auto sb = mgr_->Create({});
+  ASSERT_TRUE(sb.ok()) << sb.error().message;
+  EXPECT_EQ(mgr_->Get(sb->id)->last_active_at, created);
+  std::thread slow([&] { EXPECT_EQ(Exec(sb->id, {"sleep", "1"}).exit_code, 0); });
+  for (int i = 0; i < 500 && mgr_->Get(sb->id)->usage.pids < 2; ++i) ::usleep(10000);
+  ASSERT_GE(mgr_->Get(sb->id)->usage.pids, 2u) << "the exec never started";
+  now_ += 40;
+  EXPECT_EQ(mgr_->Get(sb->id)->last_active_at, created + 40);  // running: active now
+  auto stored = [&] {
+    auto rows = db_->Query("SELECT last_active_at FROM sandboxes WHERE id = ?1", {sb->id});
+    return rows.ok() && rows->size() == 1 ? store::AsInt((*rows)[0][0]) : -1;
+  };
+  EXPECT_EQ(stored(), created);  // nothing written while it runs
+  now_ += 5;
+  slow.join();
+  EXPECT_EQ(stored(), created + 45);  // when it ended
+  EXPECT_EQ(mgr_->Get(sb->id)->last_active_at, created + 45);
+  now_ += 20;
+  EXPECT_EQ(mgr_->Get(sb->id)->last_active_at, created + 45);  // nothing running: the last end
+  EXPECT_EQ(Exec(sb->id, {"true"}).exit_code, 0);
+  EXPECT_EQ(stored(), created + 65);
+}
+
 // A kill that takes long (a sandbox whose processes are slow to go, which the manager waits up to 10 s for) holds
 // up its own sandbox only: another sandbox's stop, start, extend, removal and a look at a dead one go on meanwhile.
 TEST_F(ManagerTest, ASlowKillHoldsUpOnlyItsOwnSandbox) {
