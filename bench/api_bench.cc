@@ -2,14 +2,20 @@
 // running sandbox against plain fork/exec of /bin/true. Prints medians, p99 and rates.
 //
 //   api_bench URL TOKEN [--runs N] [--clients C]
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <numeric>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -49,6 +55,56 @@ struct Api {
     }
     return json::parse(r->body)["result"];
   }
+};
+
+// One kept-alive HTTP/1.1 connection, as a program's HTTP client keeps one: the daemon's work per call without a
+// TCP handshake and teardown each time. Responses are read by their Content-Length (the daemon's tool responses
+// carry one).
+class KeptAlive {
+ public:
+  KeptAlive(const isb::cli::Endpoint& ep, std::string token) : token_(std::move(token)) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(ep.port);
+    int one = 1;
+    ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (::inet_pton(AF_INET, ep.host.c_str(), &a.sin_addr) != 1 ||
+        ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+      std::fprintf(stderr, "api_bench: cannot connect to %s:%u (an IPv4 address is needed)\n", ep.host.c_str(), ep.port);
+      std::exit(1);
+    }
+  }
+  ~KeptAlive() { ::close(fd_); }
+  json Call(const std::string& tool, const json& input) {
+    const std::string body = input.dump();
+    const std::string req = "POST /api/v1/tools/" + tool + " HTTP/1.1\r\nHost: isb\r\nAuthorization: Bearer " + token_ +
+                            "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+                            "\r\n\r\n" + body;
+    if (::send(fd_, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) Fail(tool, "send");
+    std::string in;
+    size_t head_end = std::string::npos, length = 0;
+    while (head_end == std::string::npos || in.size() < head_end + 4 + length) {
+      char buf[65536];
+      ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) Fail(tool, "the connection ended");
+      in.append(buf, static_cast<size_t>(n));
+      if (head_end != std::string::npos || (head_end = in.find("\r\n\r\n")) == std::string::npos) continue;
+      size_t at = in.find("Content-Length: ");
+      if (at == std::string::npos || at > head_end) Fail(tool, "a response without Content-Length");
+      length = std::strtoul(in.c_str() + at + 16, nullptr, 10);
+    }
+    if (in.compare(0, 12, "HTTP/1.1 200") != 0) Fail(tool, in.substr(0, head_end));
+    return json::parse(in.substr(head_end + 4, length))["result"];
+  }
+
+ private:
+  [[noreturn]] static void Fail(const std::string& tool, const std::string& why) {
+    std::fprintf(stderr, "api_bench: %s failed: %s\n", tool.c_str(), why.c_str());
+    std::exit(1);
+  }
+  int fd_ = -1;
+  std::string token_;
 };
 
 // create + exec true + remove; returns (create+first exec, whole cycle) in ms.
@@ -114,13 +170,18 @@ int main(int argc, char** argv) {
   Report(label.c_str(), ccycle);
   std::printf("%-44s %8.1f sandboxes/s\n", "concurrent rate", 1000.0 * static_cast<double>(ccycle.size()) / wall);
 
-  // exec alone in a running sandbox, against fork/exec of /bin/true on the host.
+  // exec alone in a running sandbox, over a new connection per call and over one kept-alive connection, against
+  // fork/exec of /bin/true on the host, in turns.
   std::string id = api.Call("sandbox_create", json::object())["id"];
-  std::vector<double> exec, fork_exec;
+  KeptAlive kept(*ep, argv[2]);
+  std::vector<double> exec, exec_kept, fork_exec;
   for (int i = 0; i < runs + 10; ++i) {
     auto t0 = Clock::now();
     api.Call("sandbox_exec", {{"sandbox", id}, {"argv", {"true"}}});
     if (i >= 10) exec.push_back(Ms(Clock::now() - t0));
+    t0 = Clock::now();
+    if (kept.Call("sandbox_exec", {{"sandbox", id}, {"argv", {"true"}}})["exit_code"] != 0) std::exit(1);
+    if (i >= 10) exec_kept.push_back(Ms(Clock::now() - t0));
     t0 = Clock::now();
     pid_t pid;
     char* args[] = {const_cast<char*>("/bin/true"), nullptr};
@@ -130,7 +191,9 @@ int main(int argc, char** argv) {
   }
   api.Call("sandbox_remove", {{"sandbox", id}});
   Report("exec of true in a running sandbox (REST)", exec);
+  Report("the same, one kept-alive connection", exec_kept);
   Report("fork/exec of /bin/true on the host", fork_exec);
   std::printf("%-44s %8.2fx\n", "exec / fork-exec (p50)", Pct(exec, 0.5) / Pct(fork_exec, 0.5));
+  std::printf("%-44s %8.2fx\n", "kept-alive exec / fork-exec (p50)", Pct(exec_kept, 0.5) / Pct(fork_exec, 0.5));
   return 0;
 }
