@@ -878,13 +878,20 @@ Result<api::ExecResult> SandboxManager::Exec(const std::string& id_or_name, cons
       m->terminals_.erase(session);
     }
   } release{this, session};
+  // Activity, recorded when the exec starts (a new daemon adopting the sandbox mid-exec has only the row) and when
+  // it ends; a row that already holds this second is not written again (a busy sandbox's execs share one write).
+  int64_t recorded = rec.last_active_at;
+  auto record_activity = [&] {
+    if (const int64_t now = Now(); now > recorded) {
+      (void)db_->Exec("UPDATE sandboxes SET last_active_at = ?2 WHERE id = ?1 AND last_active_at < ?2", {rec.id, now});
+      recorded = now;
+    }
+  };
+  record_activity();
   auto out = engine::ExecInSandbox(Dir(rec.id) + "/control.sock", spec,
                                    sink ? engine::ExecSink([&](int s, std::string_view d) { sink(s, d); })
                                         : engine::ExecSink());
-  // The sandbox was active until now. While the exec ran it counted as active through execs_running_ (the reaper
-  // and Info read that), so the row is written once, at the end, and not at all when it already holds this second.
-  if (const int64_t now = Now(); now != rec.last_active_at)
-    (void)db_->Exec("UPDATE sandboxes SET last_active_at = ?2 WHERE id = ?1 AND last_active_at < ?2", {rec.id, now});
+  record_activity();
   if (!out.ok()) {
     if (out.error().code == Code::kNotFound)
       return Error::Of(Code::kConflict, "sandbox '" + rec.id + "' is not running");
@@ -1204,6 +1211,13 @@ int SandboxManager::ReapOnce() {
     std::string why, forgotten;
     {
       SandboxLocks::Held held = locks_.Lock(id);
+      // Whether an exec runs is looked at before the row is read (and again below): an exec that ends between the
+      // two has written its activity before it stops counting as running, so the row read after shows it.
+      bool exec_ran;
+      {
+        std::lock_guard exec_lock(execs_mu_);
+        exec_ran = execs_running_.count(id) != 0;
+      }
       auto rec = Load(id);  // re-checked under the lock: an exec or extend may have come in meanwhile
       if (!rec.ok()) continue;
       // One that died (its command crashed it, the OOM killer) is recorded as such and frees its ports, layer
@@ -1234,7 +1248,7 @@ int SandboxManager::ReapOnce() {
       }
       {
         std::lock_guard exec_lock(execs_mu_);
-        if (execs_running_.count(id)) busy = true;
+        if (exec_ran || execs_running_.count(id)) busy = true;
       }
       if (now >= rec->expires_at) {
         why = "expired";

@@ -732,13 +732,24 @@ TEST_F(ManagerTest, ReaperRemovesExpiredAndIdleWithReasons) {
   EXPECT_TRUE(mgr_->Get(k->id).ok());
 }
 
-// A sandbox's last activity: an exec running shows as activity now, and the row records when the last exec ended.
+// A sandbox's last activity: an exec running shows as activity now, and the row records when the last exec started
+// and when it ended (once per second at most).
 TEST_F(ManagerTest, AnExecIsActivityWhileItRunsAndIsRecordedWhenItEnds) {
   const int64_t created = now_;
   auto sb = mgr_->Create({});
   ASSERT_TRUE(sb.ok()) << sb.error().message;
   EXPECT_EQ(mgr_->Get(sb->id)->last_active_at, created);
-  std::thread slow([&] { EXPECT_EQ(Exec(sb->id, {"sleep", "1"}).exit_code, 0); });
+  // Runs until the test writes /tmp/go into the sandbox.
+  std::thread slow([&] {
+    EXPECT_EQ(Exec(sb->id, {"sh", "-c", "while [ ! -e /tmp/go ]; do sleep 0.01; done"}).exit_code, 0);
+  });
+  struct Release {
+    std::function<void()> fn;
+    ~Release() { fn(); }
+  } release{[&] {
+    (void)mgr_->WriteFile(sb->id, "/tmp/go", {"", 0644});
+    if (slow.joinable()) slow.join();
+  }};
   for (int i = 0; i < 500 && mgr_->Get(sb->id)->usage.pids < 2; ++i) ::usleep(10000);
   ASSERT_GE(mgr_->Get(sb->id)->usage.pids, 2u) << "the exec never started";
   now_ += 40;
@@ -749,6 +760,7 @@ TEST_F(ManagerTest, AnExecIsActivityWhileItRunsAndIsRecordedWhenItEnds) {
   };
   EXPECT_EQ(stored(), created);  // nothing written while it runs
   now_ += 5;
+  ASSERT_TRUE(mgr_->WriteFile(sb->id, "/tmp/go", {"", 0644}).ok());
   slow.join();
   EXPECT_EQ(stored(), created + 45);  // when it ended
   EXPECT_EQ(mgr_->Get(sb->id)->last_active_at, created + 45);
@@ -874,17 +886,26 @@ TEST_F(ManagerTest, TheReaperSparesRunningExecsAndUnmeasuredSandboxesAndNoticesT
 TEST_F(ManagerTest, ConcurrentCreatesAndExecs) {
   std::vector<std::thread> ts;
   std::atomic<int> ok{0};
+  std::mutex mu;
+  std::vector<std::string> errors;
+  auto failed = [&](const std::string& what) {
+    std::lock_guard lock(mu);
+    errors.push_back(what);
+  };
   for (int t = 0; t < 10; ++t)
     ts.emplace_back([&] {
       auto sb = mgr_->Create({});
-      if (!sb.ok()) return;
+      if (!sb.ok()) return failed("create: " + sb.error().message);
       api::ExecRequest req;
       req.argv = {"echo", "x"};
       auto r = mgr_->Exec(sb->id, req, nullptr);
-      if (r.ok() && r->stdout_data == "x\n") ++ok;
+      if (!r.ok()) return failed("exec: " + r.error().message);
+      if (r->stdout_data != "x\n") return failed("exec printed '" + r->stdout_data + "'");
+      ++ok;
     });
   for (auto& t : ts) t.join();
   EXPECT_EQ(ok.load(), 10);
+  EXPECT_EQ(errors, std::vector<std::string>{});
 }
 
 // Clock ticks since boot, the unit of engine::ProcessStartTime.
