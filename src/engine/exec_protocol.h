@@ -32,7 +32,7 @@ struct ExecTtySize {
 };
 
 enum class ExecEventKind : uint32_t {
-  kStarted = 1,  // value: the command's pid inside the sandbox; a terminal session's pty master rides along
+  kStarted = 1,  // terminal sessions only: value: the command's pid inside the sandbox; the pty master rides along
   kExited = 2,   // value: wait status
   kFailed = 3,   // value: errno; detail: the failing step (contain.h Step)
 };

@@ -325,11 +325,10 @@ void HandleRequest(Session& s) {
   RaiseOomScore(pid);
   s.pid = pid;
   if (master >= 0) {
-    // The daemon holds the only master from here: when it goes, the terminal hangs up.
+    // The daemon holds the only master from here: when it goes, the terminal hangs up. (Without a terminal there
+    // is nothing to pass: the next event is the command's exit, one wake-up of the daemon per exec.)
     SendStarted(s.fd, pid, master);
     ::close(master);
-  } else {
-    Send(s.fd, ExecEventKind::kStarted, pid);
   }
 }
 
