@@ -28,8 +28,8 @@ struct HttpServerOptions {
   uint16_t port = 8092;            // 0: a free port, see HttpServer::port()
   std::string unix_socket_path;    // empty: none. Created 0600; its directory is made 0700.
   // Threads reading and writing connections; tool calls run on the worker threads. One by default: more share one
-  // asio scheduler, and every call's hand-offs then wake threads through its lock (40-odd futex calls per exec, about
-  // a tenth to a fifth of the daemon's CPU per exec on 2 cores).
+  // asio scheduler, and every call's hand-offs then wake threads through its lock (44 futex calls per exec with
+  // four, 12.5 with one, on 2 cores).
   int io_threads = 1;
   int worker_threads = 256;        // tool calls block, an exec for up to 15 minutes; one thread per call
   size_t max_body_bytes = 8 << 20; // larger bodies get 413
