@@ -61,12 +61,18 @@ class Planner {
   }
   void Bind(const std::string& src, const std::string& dst, bool read_only, bool optional = false) {
     Mount(src, dst, nullptr, MS_BIND | MS_REC, "", optional);
-    if (read_only) Mount("", dst, nullptr, kRoBind, "", optional);
+    if (read_only) LockTree(dst, true, optional);
   }
-  // A caller's bind: its source is reached without following symlinks (the caller resolved it beforehand).
+  // A caller's bind: its source is reached without following symlinks (the caller resolved it beforehand). Nosuid
+  // and nodev even when writable.
   void BindNoFollow(const std::string& src, const std::string& dst, bool read_only) {
     p_->Add({MountStep::kBindNoFollow, p_->Keep(src), p_->Keep(dst), nullptr, 0, nullptr, 0, false});
-    if (read_only) Mount("", dst, nullptr, kRoBind);
+    LockTree(dst, read_only);
+  }
+  // Nosuid, nodev and (when asked) read-only for the bind at `dst` and every mount that came along with it.
+  void LockTree(const std::string& dst, bool read_only, bool optional = false) {
+    const unsigned long attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (read_only ? MOUNT_ATTR_RDONLY : 0);
+    p_->Add({MountStep::kTreeAttrs, nullptr, p_->Keep(dst), nullptr, attrs, nullptr, 0, optional});
   }
   void Mkdir(const std::string& dst, unsigned mode = 0755) {
     p_->Add({MountStep::kMkdir, nullptr, p_->Keep(dst), nullptr, 0, nullptr, mode, false});
@@ -191,6 +197,9 @@ std::string RootfsPlan::Describe(size_t i) const {
     case MountStep::kWriteFile: return "write " + str(s.target);
     case MountStep::kPivotRoot: return "pivot_root into " + str(s.target);
     case MountStep::kBindNoFollow: return "bind " + str(s.source) + " (no symlinks) on " + str(s.target);
+    case MountStep::kTreeAttrs:
+      return std::string("make ") + str(s.target) + " and the mounts below it " +
+             (s.flags & MOUNT_ATTR_RDONLY ? "read-only, " : "") + "nosuid and nodev";
   }
   return "unknown step";
 }
@@ -261,8 +270,6 @@ Result<RootfsPlan> PlanRootfs(const SandboxConfig& config, const std::string& st
     if (S_ISDIR(st.st_mode)) pl.Mkdir(root + b.target);
     else pl.Touch(root + b.target);
     pl.BindNoFollow(b.source, root + b.target, b.read_only);
-    // Binds are nosuid even when writable.
-    if (!b.read_only) pl.Mount("", root + b.target, nullptr, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV);
   }
   pl.Pivot(root);
   return plan;
@@ -378,6 +385,17 @@ int RunStep(const MountStep& s) {
       int saved = errno;
       ::close(src);
       if (dst >= 0) ::close(dst);
+      errno = saved;
+      return rc;
+    }
+    case MountStep::kTreeAttrs: {
+      int fd = OpenNoSymlinks(s.target, O_PATH);
+      if (fd < 0) return -1;
+      mount_attr attr{};
+      attr.attr_set = s.flags;
+      int rc = ::mount_setattr(fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr);
+      int saved = errno;
+      ::close(fd);
       errno = saved;
       return rc;
     }

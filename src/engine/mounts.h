@@ -15,7 +15,9 @@ namespace isb::engine {
 struct MountStep {
   // kBindNoFollow: a recursive bind of `source`, reached without following any symlink (ELOOP if a component is
   // one), so a path checked on the host cannot be swapped for a symlink to somewhere else before it is mounted.
-  enum Kind { kMount, kMkdir, kTouch, kSymlink, kWriteFile, kPivotRoot, kBindNoFollow } kind;
+  // kTreeAttrs: sets the MOUNT_ATTR_* bits in `flags` on the mount at `target` and on every mount below it (a
+  // bind's submounts come along with it, and a remount would change the top one alone).
+  enum Kind { kMount, kMkdir, kTouch, kSymlink, kWriteFile, kPivotRoot, kBindNoFollow, kTreeAttrs } kind;
   const char* source = nullptr;  // kMount, kBindNoFollow: source; kSymlink: link target; kWriteFile: contents
   const char* target = nullptr;
   const char* fstype = nullptr;

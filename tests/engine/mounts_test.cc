@@ -36,8 +36,8 @@ TEST(RootfsPlan, DefaultViewIsReadOnlyHostDirsAndFreshSpecialFilesystems) {
   const std::string r = kStaging;
   bool usr_ro = false;
   for (const auto& s : plan->steps())
-    if (s.kind == MountStep::kMount && s.target == r + "/usr" && (s.flags & MS_REMOUNT) && (s.flags & MS_RDONLY) &&
-        (s.flags & MS_NOSUID))
+    if (s.kind == MountStep::kTreeAttrs && s.target == r + "/usr" &&
+        s.flags == (MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV))
       usr_ro = true;
   EXPECT_TRUE(usr_ro);
   EXPECT_TRUE(HasStep(*plan, MountStep::kMount, r + "/proc", "proc"));
@@ -118,9 +118,9 @@ TEST(RootfsPlan, BindsAreNosuidAndReadOnlyByDefault) {
   EXPECT_TRUE(HasStep(*plan, MountStep::kMkdir, r + "/opt/tools"));
   int ro = 0, nosuid_rw = 0;
   for (const auto& s : plan->steps()) {
-    if (s.kind != MountStep::kMount || !(s.flags & MS_REMOUNT)) continue;
-    if (s.target == r + "/opt/tools/bin" && (s.flags & MS_RDONLY) && (s.flags & MS_NOSUID)) ++ro;
-    if (s.target == r + "/scratch" && !(s.flags & MS_RDONLY) && (s.flags & MS_NOSUID)) ++nosuid_rw;
+    if (s.kind != MountStep::kTreeAttrs) continue;  // set on the bind and every mount below it
+    if (s.target == r + "/opt/tools/bin" && s.flags == (MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)) ++ro;
+    if (s.target == r + "/scratch" && s.flags == (MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)) ++nosuid_rw;
   }
   EXPECT_EQ(ro, 1);
   EXPECT_EQ(nosuid_rw, 1);

@@ -2,12 +2,15 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 
 #include "base/file.h"
@@ -82,6 +85,32 @@ TEST_F(UserNamespaceTest, PrivilegedKeepsTheHostsIdsAndTheUsualCapabilities) {
   gid_t gid = 1;
   EXPECT_EQ(OwnerOf("made-by-root", &gid), 0u);
   EXPECT_EQ(gid, 0u);
+}
+
+// A bind brings the mounts below its source along: a read-only bind is read-only all the way down, and every bind's
+// submounts are nosuid and nodev like the bind itself (a remount would change the top mount alone).
+TEST_F(UserNamespaceTest, ABindsSubmountsTakeItsReadOnlyNosuidAndNodev) {
+  ISB_REQUIRE_ROOT();
+  fs::create_directories(dir_ + "/ro/sub");
+  fs::create_directories(dir_ + "/data/sub");
+  for (const char* sub : {"/ro/sub", "/data/sub"})
+    ASSERT_EQ(::mount("tmpfs", (dir_ + sub).c_str(), "tmpfs", 0, "mode=1777"), 0) << std::strerror(errno);
+  struct Unmount {
+    std::string dir;
+    ~Unmount() {
+      for (const char* sub : {"/ro/sub", "/data/sub"}) ::umount2((dir + sub).c_str(), MNT_DETACH);
+    }
+  } unmount{dir_};
+  SandboxConfig c;
+  c.binds.push_back({dir_ + "/ro", "/mnt/ro", true});
+  auto r = Run("touch /mnt/ro/sub/x; echo $?; touch /mnt/data/sub/x; echo $?; "
+               "awk '$5 == \"/mnt/ro/sub\" || $5 == \"/mnt/data/sub\" { print $5, $6 }' /proc/self/mountinfo",
+               c);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->stdout_data, "1\n0\n/mnt/ro/sub ro,nosuid,nodev,relatime\n/mnt/data/sub rw,nosuid,nodev,relatime\n");
+  EXPECT_EQ(r->stderr_data, "touch: cannot touch '/mnt/ro/sub/x': Read-only file system\n");
+  EXPECT_FALSE(fs::exists(dir_ + "/ro/sub/x"));
+  EXPECT_TRUE(fs::exists(dir_ + "/data/sub/x"));
 }
 
 TEST_F(UserNamespaceTest, PrivilegedUserIsTheHostUser) {
