@@ -243,17 +243,17 @@ Result<RootfsPlan> PlanRootfs(const SandboxConfig& config, const std::string& st
       pl.Mkdir(staging + "/work");
     }
     // The image is reached without following any symlink (overlayfs itself would follow them in its lowerdir):
-    // bound into the staging dir, this sandbox's own, and layered from there. Not remounted read-only: overlayfs
-    // never writes a lower layer, the bind goes with the old root at the pivot, and in a user namespace a remount
-    // that left out a flag of the image's own mount (noexec) would be refused.
+    // bound into the staging dir, this sandbox's own, read-only (overlayfs never writes a lower layer; the flags
+    // are added to the image's own, so a noexec there stays), and layered from there.
     pl.Mkdir(staging + "/image");
-    pl.BindNoFollow(config.image, staging + "/image", /*read_only=*/false);
+    pl.BindNoFollow(config.image, staging + "/image", /*read_only=*/true);
     pl.Mount("overlay", root, "overlay", MS_NOSUID | MS_NODEV,
              "lowerdir=" + staging + "/image,upperdir=" + layer + "/upper,workdir=" + layer + "/work");
   } else {
-    // The kept layer is the root: bound in, then made nosuid while staying writable.
+    // The kept layer is the root: bound in, then made nosuid and nodev (with whatever is mounted below it) while
+    // staying writable.
     pl.Mount(config.writable_dir + "/root", root, nullptr, MS_BIND | MS_REC);
-    pl.Mount("", root, nullptr, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV);
+    pl.LockTree(root, /*read_only=*/false);
     PlanHostView(pl, root, config);
   }
   PlanProc(pl, root);

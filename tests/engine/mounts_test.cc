@@ -131,6 +131,11 @@ TEST(RootfsPlan, DescribeNamesTheStep) {
   ASSERT_TRUE(plan.ok());
   EXPECT_EQ(plan->Describe(plan->steps().size() - 1), "pivot_root into " + kStaging);
   EXPECT_EQ(plan->Describe(1), "mount tmpfs on " + kStaging);
+  for (size_t i = 0; i < plan->steps().size(); ++i) {
+    if (plan->steps()[i].kind == MountStep::kTreeAttrs && plan->steps()[i].target == kStaging + "/usr") {
+      EXPECT_EQ(plan->Describe(i), "make " + kStaging + "/usr and the mounts below it read-only, nosuid and nodev");
+    }
+  }
 }
 
 }  // namespace

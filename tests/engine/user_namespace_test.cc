@@ -93,14 +93,14 @@ TEST_F(UserNamespaceTest, ABindsSubmountsTakeItsReadOnlyNosuidAndNodev) {
   ISB_REQUIRE_ROOT();
   fs::create_directories(dir_ + "/ro/sub");
   fs::create_directories(dir_ + "/data/sub");
-  for (const char* sub : {"/ro/sub", "/data/sub"})
-    ASSERT_EQ(::mount("tmpfs", (dir_ + sub).c_str(), "tmpfs", 0, "mode=1777"), 0) << std::strerror(errno);
   struct Unmount {
     std::string dir;
     ~Unmount() {
       for (const char* sub : {"/ro/sub", "/data/sub"}) ::umount2((dir + sub).c_str(), MNT_DETACH);
     }
   } unmount{dir_};
+  for (const char* sub : {"/ro/sub", "/data/sub"})
+    ASSERT_EQ(::mount("tmpfs", (dir_ + sub).c_str(), "tmpfs", 0, "mode=1777"), 0) << std::strerror(errno);
   SandboxConfig c;
   c.binds.push_back({dir_ + "/ro", "/mnt/ro", true});
   auto r = Run("touch /mnt/ro/sub/x; echo $?; touch /mnt/data/sub/x; echo $?; "
