@@ -1101,6 +1101,8 @@ Status SandboxManager::WriteFile(const std::string& id_or_name, const std::strin
   while (off < data.content.size()) {
     ssize_t n = ::write(fd.get(), data.content.data() + off, data.content.size() - off);
     if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == ENOSPC || errno == EDQUOT))
+      return Error::Of(Code::kTooLarge, "path: no space left for " + path + " in the sandbox");
     if (n < 0) return Error::Sys("write " + path);
     off += static_cast<size_t>(n);
   }

@@ -155,7 +155,14 @@ void PlanProc(Planner& pl, const std::string& root) {
   }
 }
 
-void PlanDev(Planner& pl, const std::string& root) {
+// A tmpfs the sandbox writes to, at most `bytes` large (0: the kernel's default, half the host's memory). What the
+// sandbox's own processes write there is charged to its memory limit; what the daemon writes for it (the file
+// tools) is charged to the daemon, so the size is what bounds that.
+std::string ScratchTmpfs(uint64_t bytes) {
+  return bytes == 0 ? "mode=1777" : "mode=1777,size=" + std::to_string((bytes + 4095) / 4096 * 4096);
+}
+
+void PlanDev(Planner& pl, const std::string& root, uint64_t scratch_bytes) {
   const std::string dev = root + "/dev";
   pl.Mkdir(dev);
   // Not nodev: the device nodes below are binds of the host's, whose own mount decides; nothing can be created
@@ -169,7 +176,7 @@ void PlanDev(Planner& pl, const std::string& root) {
   pl.Mount("devpts", dev + "/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620,gid=5");
   pl.Symlink("pts/ptmx", dev + "/ptmx");
   pl.Mkdir(dev + "/shm");
-  pl.Mount("tmpfs", dev + "/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777");
+  pl.Mount("tmpfs", dev + "/shm", "tmpfs", MS_NOSUID | MS_NODEV, ScratchTmpfs(scratch_bytes));
   pl.Symlink("/proc/self/fd", dev + "/fd");
   pl.Symlink("/proc/self/fd/0", dev + "/stdin");
   pl.Symlink("/proc/self/fd/1", dev + "/stdout");
@@ -257,9 +264,9 @@ Result<RootfsPlan> PlanRootfs(const SandboxConfig& config, const std::string& st
     PlanHostView(pl, root, config);
   }
   PlanProc(pl, root);
-  PlanDev(pl, root);
+  PlanDev(pl, root, config.limits.memory_bytes);
   pl.Mkdir(root + "/tmp", 01777);
-  pl.Mount("tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777");
+  pl.Mount("tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, ScratchTmpfs(config.limits.memory_bytes));
   pl.Mkdir(root + "/sys");
   pl.Mount("sysfs", root + "/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC);
   for (const auto& b : config.binds) {

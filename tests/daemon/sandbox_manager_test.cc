@@ -732,6 +732,30 @@ TEST_F(ManagerTest, ReaperRemovesExpiredAndIdleWithReasons) {
   EXPECT_TRUE(mgr_->Get(k->id).ok());
 }
 
+// What the file tools write to a sandbox's tmpfs is written by the daemon, so the sandbox's memory limit does not
+// see it: each tmpfs is sized to that limit instead, which bounds it.
+TEST_F(ManagerTest, FileWritesToATmpfsStopAtTheSandboxsMemoryLimit) {
+  api::SandboxSpec small;
+  small.mem_limit = 16 << 20;
+  auto sb = mgr_->Create(small);
+  ASSERT_TRUE(sb.ok()) << sb.error().message;
+  const std::string two_mib(2 << 20, 'x');
+  int written = 0;
+  Status last;
+  for (int i = 0; i < 32 && last.ok(); ++i) {
+    last = mgr_->WriteFile(sb->id, "/tmp/f" + std::to_string(i), {two_mib, 0644});
+    if (last.ok()) ++written;
+  }
+  EXPECT_EQ(written, 8);  // 16 MiB
+  ASSERT_FALSE(last.ok());
+  EXPECT_EQ(last.error().code, Code::kTooLarge);
+  EXPECT_EQ(last.error().message, "path: no space left for /tmp/f8 in the sandbox");
+  // /dev/shm, which the file tools refuse, has the same bound.
+  const std::string sizes = "awk '$5 == \"/tmp\" || $5 == \"/dev/shm\" { n = split($NF, o, \",\"); "
+                            "for (i = 1; i <= n; i++) if (o[i] ~ /^size=/) print $5, o[i] }' /proc/self/mountinfo";
+  EXPECT_EQ(Exec(sb->id, {"sh", "-c", sizes}).stdout_data, "/dev/shm size=16384k\n/tmp size=16384k\n");
+}
+
 // A sandbox's last activity: an exec running shows as activity now, and the row records when the last exec started
 // and when it ended (once per second at most).
 TEST_F(ManagerTest, AnExecIsActivityWhileItRunsAndIsRecordedWhenItEnds) {
