@@ -109,6 +109,13 @@ void ChildFail(const ChildPlan& plan, Step step, int err, int detail) {
 }
 
 void ChildMain(const ChildPlan& plan) {
+  // Every signal back to its default action. What the launcher ignored (a daemon ignores SIGPIPE, and systemd
+  // starts services with it ignored) would otherwise stay ignored in init and in every command it starts, since an
+  // exec keeps ignored signals: `yes | head` would get EPIPE instead of ending.
+  struct sigaction default_action{};
+  default_action.sa_handler = SIG_DFL;
+  for (int sig = 1; sig < NSIG; ++sig)
+    if (sig != SIGKILL && sig != SIGSTOP) (void)::sigaction(sig, &default_action, nullptr);
   if (plan.die_with_parent) ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   ::prctl(PR_SET_NAME, "isb-init");
   if (g_args_start != nullptr) {

@@ -113,6 +113,22 @@ TEST_F(UserNamespaceTest, ABindsSubmountsTakeItsReadOnlyNosuidAndNodev) {
   EXPECT_TRUE(fs::exists(dir_ + "/data/sub/x"));
 }
 
+// A sandbox starts with every signal at its default action, whatever its launcher ignored (a daemon ignores SIGPIPE;
+// systemd starts services so): an ignored signal would stay ignored through every exec.
+TEST_F(UserNamespaceTest, ACommandInheritsNoIgnoredSignal) {
+  ISB_REQUIRE_ROOT();
+  struct sigaction ignore{}, old_pipe{}, old_hup{};
+  ignore.sa_handler = SIG_IGN;
+  ASSERT_EQ(::sigaction(SIGPIPE, &ignore, &old_pipe), 0);
+  ASSERT_EQ(::sigaction(SIGHUP, &ignore, &old_hup), 0);
+  auto r = Run("grep SigIgn /proc/self/status; yes | head -c 4", SandboxConfig{});
+  ::sigaction(SIGPIPE, &old_pipe, nullptr);
+  ::sigaction(SIGHUP, &old_hup, nullptr);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->stdout_data, "SigIgn:\t0000000000000000\ny\ny\n");
+  EXPECT_EQ(r->stderr_data, "");  // yes ends on SIGPIPE, without a "Broken pipe" message
+}
+
 TEST_F(UserNamespaceTest, PrivilegedUserIsTheHostUser) {
   ISB_REQUIRE_ROOT();
   SandboxConfig c;
