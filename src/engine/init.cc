@@ -212,8 +212,10 @@ bool SplitStrings(char** p, const char* end, uint32_t count, char** out, size_t 
     // the tty is the user's, as a login gives it.
     if (::setsid() < 0 || ::ioctl(fds[0], TIOCSCTTY, 0) != 0 || ::fchown(fds[0], h.uid, static_cast<gid_t>(-1)) != 0)
       SessionFail(session_fd, Step::kStdio, errno);
-  } else {
-    ::setpgid(0, 0);
+  } else if (::setsid() < 0) {
+    // A session of its own without a terminal: a session leader cannot move to another process group, so a timeout
+    // or a cancel, which kills the command's group, always reaches the command itself.
+    SessionFail(session_fd, Step::kStdio, errno);
   }
   if (::dup2(fds[0], 0) < 0 || ::dup2(fds[1], 1) < 0 || ::dup2(fds[2], 2) < 0)
     SessionFail(session_fd, Step::kStdio, errno);

@@ -138,6 +138,20 @@ TEST_F(ServiceTest, TimeoutKillsTheCommandNotTheSandbox) {
   EXPECT_EQ(Exec({"true"})->exit_code, 0);
 }
 
+// A timeout kills the command's process group; a command without a terminal leads a session of its own, so it
+// cannot move into init's group (or any other) to outlive the kill while isb reports it killed.
+TEST_F(ServiceTest, ACommandCannotLeaveTheGroupATimeoutKills) {
+  auto r = Exec({"perl", "-e", "print setpgrp(0, 1) ? \"moved\\n\" : \"$!\\n\"; $| = 1; sleep 30"}, "", 300);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE(r->timed_out);
+  EXPECT_EQ(r->exit_code, 124);
+  EXPECT_EQ(r->stdout_data, "Operation not permitted\n");
+  // Nothing of it is left running.
+  auto left = Exec({"sh", "-c", "for c in /proc/[0-9]*/comm; do cat $c; done 2>/dev/null | grep -c perl || true"});
+  ASSERT_TRUE(left.ok()) << left.error().message;
+  EXPECT_EQ(left->stdout_data, "0\n");
+}
+
 TEST_F(ServiceTest, TimeoutHoldsForACommandThatNeverStopsWriting) {
   // Output always waiting to be read (a sink slower than the command, as a slow client makes a streamed exec's)
   // must not keep the deadline from being checked.
