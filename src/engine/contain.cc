@@ -6,10 +6,12 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 #include "engine/caps.h"
@@ -111,11 +113,18 @@ void ChildFail(const ChildPlan& plan, Step step, int err, int detail) {
 void ChildMain(const ChildPlan& plan) {
   // Every signal back to its default action. What the launcher ignored (a daemon ignores SIGPIPE, and systemd
   // starts services with it ignored) would otherwise stay ignored in init and in every command it starts, since an
-  // exec keeps ignored signals: `yes | head` would get EPIPE instead of ending.
-  struct sigaction default_action{};
-  default_action.sa_handler = SIG_DFL;
+  // exec keeps ignored signals: `yes | head` would get EPIPE instead of ending. Through the system call itself:
+  // the C library's sigaction refuses the two real-time signals it keeps for itself, which a launcher may ignore
+  // all the same.
+  struct {
+    void (*handler)(int);
+    unsigned long flags;
+    void (*restorer)();
+    uint64_t mask;
+  } default_action{SIG_DFL, 0, nullptr, 0};
   for (int sig = 1; sig < NSIG; ++sig)
-    if (sig != SIGKILL && sig != SIGSTOP) (void)::sigaction(sig, &default_action, nullptr);
+    if (sig != SIGKILL && sig != SIGSTOP)
+      (void)::syscall(SYS_rt_sigaction, sig, &default_action, nullptr, sizeof default_action.mask);
   if (plan.die_with_parent) ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   ::prctl(PR_SET_NAME, "isb-init");
   if (g_args_start != nullptr) {

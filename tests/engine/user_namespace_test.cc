@@ -117,13 +117,15 @@ TEST_F(UserNamespaceTest, ABindsSubmountsTakeItsReadOnlyNosuidAndNodev) {
 // systemd starts services so): an ignored signal would stay ignored through every exec.
 TEST_F(UserNamespaceTest, ACommandInheritsNoIgnoredSignal) {
   ISB_REQUIRE_ROOT();
-  struct sigaction ignore{}, old_pipe{}, old_hup{};
+  struct sigaction ignore{}, old_pipe{}, old_hup{}, old_rt{};
   ignore.sa_handler = SIG_IGN;
   ASSERT_EQ(::sigaction(SIGPIPE, &ignore, &old_pipe), 0);
   ASSERT_EQ(::sigaction(SIGHUP, &ignore, &old_hup), 0);
+  ASSERT_EQ(::sigaction(SIGRTMIN + 1, &ignore, &old_rt), 0);
   auto r = Run("grep SigIgn /proc/self/status; yes | head -c 4", SandboxConfig{});
   ::sigaction(SIGPIPE, &old_pipe, nullptr);
   ::sigaction(SIGHUP, &old_hup, nullptr);
+  ::sigaction(SIGRTMIN + 1, &old_rt, nullptr);
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->stdout_data, "SigIgn:\t0000000000000000\ny\ny\n");
   EXPECT_EQ(r->stderr_data, "");  // yes ends on SIGPIPE, without a "Broken pipe" message
