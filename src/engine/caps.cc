@@ -44,7 +44,8 @@ int RestrictCapabilities(uint64_t keep) {
   __user_cap_data_struct data[2];
   for (int i = 0; i < 2; ++i) {
     auto word = static_cast<uint32_t>(keep >> (32 * i));
-    data[i].effective = data[i].permitted = data[i].inheritable = word;
+    data[i].effective = data[i].permitted = word;
+    data[i].inheritable = 0;  // nothing to pass to a program's file capabilities (nosuid ignores them anyway)
   }
   if (::syscall(SYS_capset, &header, data) != 0) return -errno;
   return 0;

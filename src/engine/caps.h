@@ -16,8 +16,8 @@ struct CapInfo {
 const std::vector<CapInfo>& KeptCapabilities();
 uint64_t KeptCapabilityMask();
 
-// Drops every capability not in `keep` from the bounding set, clears the ambient set, and sets effective,
-// permitted and inheritable to `keep`. Async-signal-safe; returns 0 or -errno.
+// Drops every capability not in `keep` from the bounding set, clears the ambient and inheritable sets, and sets
+// effective and permitted to `keep`. Async-signal-safe; returns 0 or -errno.
 int RestrictCapabilities(uint64_t keep);
 
 }  // namespace isb::engine

@@ -42,6 +42,7 @@ TEST(Caps, RestrictLeavesExactlyTheKeptSets) {
     if (StatusField("CapEff") != mask) return 3;
     if (StatusField("CapPrm") != mask) return 4;
     if (StatusField("CapAmb") != 0) return 5;
+    if (StatusField("CapInh") != 0) return 7;
     // Gone for good: a dropped capability cannot be raised again.
     if (::prctl(PR_CAPBSET_READ, CAP_SYS_ADMIN) != 0) return 6;
     return 0;
