@@ -125,8 +125,14 @@ Result<Fd> OpenInRoot(pid_t pid, uint64_t start_time, const std::string& path, i
   if (fd < 0) {
     Error err = Error::Sys("open " + path, e);
     if (e == EOVERFLOW) e = EACCES;  // a file of ids outside the sandbox's range
-    err.code = e == ENOENT ? Code::kNotFound : e == EISDIR || e == ENOTDIR ? Code::kInvalidArgument
-               : e == EACCES || e == EPERM || e == EROFS ? Code::kForbidden : Code::kInternal;
+    // What the sandbox can bring about at will is the caller's error, never isb's: a symlink loop or a magic link
+    // (ELOOP), a FIFO with no reader or a socket (ENXIO), a path too long, a program running (ETXTBSY), a rename
+    // racing the resolution (EAGAIN).
+    err.code = e == ENOENT                                                  ? Code::kNotFound
+               : e == EISDIR || e == ENOTDIR || e == ELOOP || e == ENXIO || e == ENAMETOOLONG ? Code::kInvalidArgument
+               : e == EACCES || e == EPERM || e == EROFS || e == EXDEV ? Code::kForbidden
+               : e == ETXTBSY || e == EAGAIN                            ? Code::kConflict
+                                                                        : Code::kInternal;
     return err;
   }
   Fd out(static_cast<int>(fd));

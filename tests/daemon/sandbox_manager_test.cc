@@ -577,6 +577,25 @@ TEST_F(ManagerTest, FilesResolveInsideTheSandbox) {
   EXPECT_EQ(back->mode, 0640u);
 }
 
+// What a sandbox can make a path into (a symlink loop, a FIFO nobody reads, a socket) is the caller's error, named as
+// such, never an internal one; nothing blocks.
+TEST_F(ManagerTest, PathsTheSandboxMadeStrangeAreTheCallersError) {
+  auto sb = mgr_->Create({});
+  ASSERT_TRUE(sb.ok()) << sb.error().message;
+  ASSERT_EQ(Exec(sb->id, {"sh", "-c", "ln -s loop-b /tmp/loop-a && ln -s loop-a /tmp/loop-b && mkfifo /tmp/fifo"})
+                .exit_code,
+            0);
+  for (const std::string path : {"/tmp/loop-a", "/tmp/fifo"}) {
+    auto read = mgr_->ReadFile(sb->id, path);
+    ASSERT_FALSE(read.ok()) << path;
+    EXPECT_EQ(read.error().code, Code::kInvalidArgument) << path << ": " << read.error().message;
+    auto written = mgr_->WriteFile(sb->id, path, {"x", 0644});
+    ASSERT_FALSE(written.ok()) << path;
+    EXPECT_EQ(written.error().code, Code::kInvalidArgument) << path << ": " << written.error().message;
+  }
+  EXPECT_EQ(Exec(sb->id, {"sh", "-c", "test -p /tmp/fifo && echo still a fifo"}).stdout_data, "still a fifo\n");
+}
+
 TEST_F(ManagerTest, AWriteToAFileTheUserDoesNotOwnKeepsItsModeOrLeavesItAsItWas) {
   auto sb = mgr_->Create({});
   ASSERT_TRUE(sb.ok()) << sb.error().message;
