@@ -86,18 +86,32 @@ bool RefusedPath(const std::string& path) {
   return false;
 }
 
-// Acts as the sandbox's user for file access on this thread only (the fsuid is per thread): permission checks are
-// the user's own, and a created file is the user's. Capabilities over files come back with fsuid 0.
+// Acts as the sandbox's user for file access on this thread only (the fsuid and the groups are per thread when set
+// by the system calls themselves, which the C library's wrappers would apply to every thread): permission checks
+// are the user's own, with none of the daemon's supplementary groups (started through sudo, it has root's), and a
+// created file is the user's. Capabilities over files come back with fsuid 0.
 class AsSandboxUser {
  public:
   AsSandboxUser(uid_t uid, gid_t gid) {
+    const int n = ::getgroups(0, nullptr);
+    if (n > 0) {
+      groups_.resize(static_cast<size_t>(n));
+      groups_.resize(static_cast<size_t>(std::max(0, ::getgroups(n, groups_.data()))));
+    }
+    ::syscall(SYS_setgroups, 0, nullptr);
     ::syscall(SYS_setfsgid, gid);
     ::syscall(SYS_setfsuid, uid);
   }
   ~AsSandboxUser() {
     ::syscall(SYS_setfsuid, 0);
     ::syscall(SYS_setfsgid, 0);
+    ::syscall(SYS_setgroups, groups_.size(), groups_.data());
   }
+  AsSandboxUser(const AsSandboxUser&) = delete;
+  AsSandboxUser& operator=(const AsSandboxUser&) = delete;
+
+ private:
+  std::vector<gid_t> groups_;
 };
 
 // Opens `path` inside the root of the process that is pid `pid` since `start_time` (the sandbox's init): symlinks

@@ -10,6 +10,7 @@
 #include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -594,6 +595,38 @@ TEST_F(ManagerTest, PathsTheSandboxMadeStrangeAreTheCallersError) {
     EXPECT_EQ(written.error().code, Code::kInvalidArgument) << path << ": " << written.error().message;
   }
   EXPECT_EQ(Exec(sb->id, {"sh", "-c", "test -p /tmp/fifo && echo still a fifo"}).stdout_data, "still a fifo\n");
+}
+
+// The file tools act as the sandbox's user with none of the daemon's own supplementary groups: a file in a bind
+// that only a group of the daemon's may write stays as the sandbox's user would find it.
+TEST_F(ManagerTest, TheFileToolsCarryNoneOfTheDaemonsGroups) {
+  const std::string share = host_ + "/groups";
+  std::filesystem::create_directories(share);
+  std::filesystem::permissions(share, std::filesystem::perms::all);
+  ASSERT_TRUE(isb::WriteFile(share + "/group-only", "kept\n").ok());
+  ASSERT_EQ(::chown((share + "/group-only").c_str(), 0, 4242), 0);
+  ASSERT_EQ(::chmod((share + "/group-only").c_str(), 0060), 0);
+  api::SandboxSpec spec;
+  spec.mounts = {{share, "/mnt/share", false}};
+  auto sb = mgr_->Create(spec);
+  ASSERT_TRUE(sb.ok()) << sb.error().message;
+  // This thread (the one the tools run on here) holds group 4242, as a daemon started with it would.
+  const int n = ::getgroups(0, nullptr);
+  std::vector<gid_t> saved(static_cast<size_t>(std::max(n, 0)));
+  if (n > 0) {
+    ASSERT_EQ(::getgroups(n, saved.data()), n);
+  }
+  const gid_t extra = 4242;
+  ASSERT_EQ(::syscall(SYS_setgroups, 1, &extra), 0) << std::strerror(errno);
+  auto written = mgr_->WriteFile(sb->id, "/mnt/share/group-only", {"changed\n", 0060});
+  auto read = mgr_->ReadFile(sb->id, "/mnt/share/group-only");
+  ASSERT_EQ(::syscall(SYS_setgroups, saved.size(), saved.data()), 0);
+  ASSERT_FALSE(written.ok());
+  EXPECT_EQ(written.error().code, Code::kForbidden) << written.error().message;
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.error().code, Code::kForbidden) << read.error().message;
+  auto still = isb::ReadFile(share + "/group-only");
+  EXPECT_EQ(still.ok() ? *still : "", "kept\n");
 }
 
 TEST_F(ManagerTest, AWriteToAFileTheUserDoesNotOwnKeepsItsModeOrLeavesItAsItWas) {
