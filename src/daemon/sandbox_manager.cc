@@ -867,9 +867,12 @@ Result<api::ExecResult> SandboxManager::Exec(const std::string& id_or_name, cons
   for (const auto& [k, v] : merged) env.push_back(k + "=" + v);
   spec.env = engine::SandboxEnvironment(env);
   spec.workdir = req.workdir.empty() ? rec.spec.working_dir : req.workdir;
+  // Checked when the spec was stored; a row that no longer holds a valid user runs nothing rather than run as root.
   auto ids = ParseUser(rec.spec.user);
-  spec.uid = ids.ok() ? ids->first : 0;
-  spec.gid = ids.ok() ? ids->second : 0;
+  if (!ids.ok())
+    return Error::Of(Code::kConflict, "sandbox '" + rec.id + "': its spec's " + ids.error().message + "; it runs no command");
+  spec.uid = ids->first;
+  spec.gid = ids->second;
   spec.stdin_data = req.stdin_data;
   spec.timeout = req.timeout;
   spec.output_limit = kExecOutputLimit;

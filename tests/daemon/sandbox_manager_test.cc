@@ -629,6 +629,23 @@ TEST_F(ManagerTest, TheFileToolsCarryNoneOfTheDaemonsGroups) {
   EXPECT_EQ(still.ok() ? *still : "", "kept\n");
 }
 
+// A stored spec whose user no longer parses (specs are checked when stored; a row changed since) runs no command,
+// where an exec used to fall back to root.
+TEST_F(ManagerTest, AnExecForAUserThatDoesNotParseRunsNothing) {
+  api::SandboxSpec spec;
+  spec.user = "1000:1000";
+  auto sb = mgr_->Create(spec);
+  ASSERT_TRUE(sb.ok()) << sb.error().message;
+  ASSERT_TRUE(db_->Exec("UPDATE sandboxes SET spec = json_set(spec, '$.user', 'no such user') WHERE id = ?1", {sb->id})
+                  .ok());
+  api::ExecRequest req;
+  req.argv = {"id", "-u"};
+  auto r = mgr_->Exec(sb->id, req, nullptr);
+  ASSERT_FALSE(r.ok()) << "ran as uid " << r->stdout_data;
+  EXPECT_EQ(r.error().code, Code::kConflict);
+  EXPECT_EQ(r.error().message.rfind("sandbox '" + sb->id + "': its spec's user: ", 0), 0u) << r.error().message;
+}
+
 TEST_F(ManagerTest, AWriteToAFileTheUserDoesNotOwnKeepsItsModeOrLeavesItAsItWas) {
   auto sb = mgr_->Create({});
   ASSERT_TRUE(sb.ok()) << sb.error().message;
