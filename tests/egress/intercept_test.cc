@@ -106,6 +106,19 @@ class InterceptTest : public ::testing::Test {
     port_ = std::to_string(proxy_->port());
   }
 
+  // Every name a judged one: each question ("host method path"; method and path empty for the connection) is added
+  // to `asked`, and a request for `refused_path` is refused, saying so.
+  void JudgeEverything(std::vector<std::string>* asked, const std::string& refused_path = "") {
+    hooks_.decide = [this, asked, refused_path](const std::string&, const std::string& host, uint16_t,
+                                                const std::string& method, const std::string& path) {
+      std::lock_guard lock(mu_);
+      asked->push_back(host + " " + method + " " + path);
+      if (!refused_path.empty() && path == refused_path)
+        return Admission{false, "the judge refuses " + method + " " + path, true};
+      return Admission{true, "", true};
+    };
+  }
+
   // A new proxy with the fixture's options and hooks_ as they are now.
   void RestartProxy() {
     proxy_.reset();
@@ -245,13 +258,7 @@ TEST_F(InterceptTest, AHostThatDiffersFromTheServerNameGets421AndNeverReachesThe
 // plain HTTP; one it refuses gets 403 and never reaches the origin, and the connection ends.
 TEST_F(InterceptTest, EachRequestToAJudgedInterceptedNameIsJudged) {
   std::vector<std::string> asked;
-  hooks_.decide = [&](const std::string&, const std::string& host, uint16_t, const std::string& method,
-                      const std::string& path) {
-    std::lock_guard lock(mu_);
-    asked.push_back(host + " " + method + " " + path);
-    if (path == "/denied") return Admission{false, "the judge refuses " + method + " " + path, true};
-    return Admission{true, "", true};
-  };
+  JudgeEverything(&asked, "/denied");
   RestartProxy();
   std::string out = Curl({Transfer("https://origin.test/hello"), Transfer("https://origin.test/denied", {"-X", "DELETE"})});
   const std::string reason = "the judge refuses DELETE /denied";
@@ -269,12 +276,7 @@ TEST_F(InterceptTest, EachRequestToAJudgedInterceptedNameIsJudged) {
 // such a body would read it as a request the judge never saw.
 TEST_F(InterceptTest, AJudgedInterceptedNameRefusesAGetWithABody) {
   std::vector<std::string> asked;
-  hooks_.decide = [&](const std::string&, const std::string& host, uint16_t, const std::string& method,
-                      const std::string& path) {
-    std::lock_guard lock(mu_);
-    asked.push_back(host + " " + method + " " + path);
-    return Admission{true, "", true};
-  };
+  JudgeEverything(&asked);
   RestartProxy();
   std::string out = Curl({Transfer("https://origin.test/hello", {"-X", "GET", "--data", "DELETE /x HTTP/1.1"})});
   const std::string reason = "a GET request with a body is refused for a judged name (an origin could read the body "
