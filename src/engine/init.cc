@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -23,14 +24,17 @@
 #include "base/fd_passing.h"
 #include "engine/contain.h"
 #include "engine/exec_protocol.h"
+#include "engine/raw_syscall.h"
 
 namespace isb::engine {
 namespace {
 
 volatile sig_atomic_t g_command_pid = 0;
 
-// Commands start with clone(CLONE_VM | CLONE_VFORK), as posix_spawn does: no copy of init's address space, and
-// init sleeps until the command has exec'd (or failed). The child runs on this stack and writes nothing init reads.
+// The command of `isb run` starts with clone(CLONE_VM | CLONE_VFORK), as posix_spawn does: no copy of init's address
+// space, and init sleeps until the command has exec'd (or failed). The child runs on this stack and writes nothing
+// init reads. Nothing else runs in that sandbox yet, so nothing can stop the child before its exec; a service
+// sandbox's commands start another way (Launch, below).
 alignas(64) char g_spawn_stack[256 * 1024];
 
 // Makes a started command (and so everything it starts) the OOM killer's first choice, ahead of init, whose death
@@ -135,17 +139,55 @@ namespace {
 
 constexpr int kMaxSessions = 128;
 
+// What one command's child reads until it execs: the request (argv, environment, working directory), its
+// descriptors, and below them its stack, all in a mapping of the session's own. The child shares init's memory
+// (clone with CLONE_VM: no copy of init's address space) but not its time: init does not wait for the exec, as it
+// would with CLONE_VFORK, since a process in the sandbox may stop the child before its exec (SIGSTOP needs only the
+// same user) and so would stop init, and every exec after it, for good. So the child reads nothing init writes
+// later and writes nothing init reads: it makes its system calls itself (RawSyscall, no errno, which is init's),
+// and the mapping goes only when the session closes, once the child is reaped.
+struct Launch {
+  int session_fd;
+  int fds[3];
+  ExecRequestHeader h;
+  const char* workdir;
+  char* argv[4096];
+  char* envp[4096];
+  char path[4096];
+  alignas(8) char message[kExecMaxMessage];
+};
+constexpr size_t kLaunchStack = 64 * 1024;
+
 struct Session {
   int fd = -1;
-  pid_t pid = 0;       // the command, once started
+  pid_t pid = 0;        // the command, once started
   bool hung_up = false;
+  int exec_watch = -1;  // read end of a pipe whose write end the child holds until its exec (close-on-exec)
+  void* mapping = nullptr;
+  size_t mapping_size = 0;
 };
 
 Session g_sessions[kMaxSessions];
-alignas(8) char g_request[kExecMaxMessage];
-char g_path[4096];
-char* g_argv[4096];
-char* g_envp[4096];
+
+Launch* LaunchOf(const Session& s) {
+  return reinterpret_cast<Launch*>(static_cast<char*>(s.mapping) + s.mapping_size - sizeof(Launch));
+}
+
+// The mapping: a guard page, the child's stack, then the Launch (at the end, whole pages before it).
+bool MapLaunch(Session& s) {
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const size_t launch_pages = (sizeof(Launch) + page - 1) / page * page;
+  const size_t size = page + kLaunchStack + launch_pages;
+  void* m = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m == MAP_FAILED) return false;
+  if (::mprotect(m, page, PROT_NONE) != 0) {
+    ::munmap(m, size);
+    return false;
+  }
+  s.mapping = m;
+  s.mapping_size = size;
+  return true;
+}
 
 void Send(int fd, ExecEventKind kind, int32_t value, int32_t detail = 0) {
   ExecEvent e{kind, value, detail};
@@ -181,11 +223,6 @@ int OpenTerminal(const ExecTtySize& size, int* master, int* fds) {
   return 0;
 }
 
-[[noreturn]] void SessionFail(int fd, Step step, int err) {
-  Send(fd, ExecEventKind::kFailed, err, static_cast<int32_t>(step));
-  ::_exit(err == ENOENT ? 127 : 126);
-}
-
 // Splits `count` NUL-terminated strings starting at *p (bounded by end) into out[]. Returns false if malformed.
 bool SplitStrings(char** p, const char* end, uint32_t count, char** out, size_t cap) {
   if (count >= cap) return false;  // never count + 1: a count of 2^32 - 1 would wrap it to 0
@@ -200,67 +237,86 @@ bool SplitStrings(char** p, const char* end, uint32_t count, char** out, size_t 
   return true;
 }
 
-// In the forked child: become the requested user, attach the received descriptors (or the terminal), exec.
-[[noreturn]] void StartCommand(int session_fd, const ExecRequestHeader& h, char** argv, char** envp,
-                               const char* workdir, const int* fds) {
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  const bool tty = h.magic == kExecMagicTty;
-  if (tty) {
-    // A session of its own (so a process group too, killed as one) with the terminal as its controlling tty;
-    // the tty is the user's, as a login gives it.
-    if (::setsid() < 0 || ::ioctl(fds[0], TIOCSCTTY, 0) != 0 || ::fchown(fds[0], h.uid, static_cast<gid_t>(-1)) != 0)
-      SessionFail(session_fd, Step::kStdio, errno);
-  } else if (::setsid() < 0) {
-    // A session of its own without a terminal: a session leader cannot move to another process group, so a timeout
-    // or a cancel, which kills the command's group, always reaches the command itself.
-    SessionFail(session_fd, Step::kStdio, errno);
+// In the command's child (RawSyscall only: see Launch).
+[[noreturn]] void SessionFail(int fd, Step step, long ret) {
+  const int err = static_cast<int>(-ret);
+  ExecEvent e{ExecEventKind::kFailed, err, static_cast<int32_t>(step)};
+  RawSyscall(SYS_sendto, fd, reinterpret_cast<long>(&e), sizeof e, MSG_NOSIGNAL);
+  for (;;) RawSyscall(SYS_exit_group, err == ENOENT ? 127 : 126);
+}
+
+// The command's child: become the requested user, attach the received descriptors (or the terminal), exec.
+[[noreturn]] void StartCommand(Launch& l) {
+  const int fd = l.session_fd;
+  const ExecRequestHeader& h = l.h;
+  const uint64_t none = 0;
+  RawSyscall(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&none), 0, sizeof none);
+  // A session of its own: a session leader cannot move to another process group, so a timeout or a cancel, which
+  // kills the command's group, always reaches the command itself. With a terminal, the terminal becomes its
+  // controlling tty, and the tty is the user's, as a login gives it.
+  long r = RawSyscall(SYS_setsid);
+  if (r < 0) SessionFail(fd, Step::kStdio, r);
+  if (h.magic == kExecMagicTty) {
+    if ((r = RawSyscall(SYS_ioctl, l.fds[0], TIOCSCTTY, 0)) < 0 ||
+        (r = RawSyscall(SYS_fchown, l.fds[0], h.uid, static_cast<gid_t>(-1))) < 0)
+      SessionFail(fd, Step::kStdio, r);
   }
-  if (::dup2(fds[0], 0) < 0 || ::dup2(fds[1], 1) < 0 || ::dup2(fds[2], 2) < 0)
-    SessionFail(session_fd, Step::kStdio, errno);
-  ::syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
-  if (::setgroups(0, nullptr) != 0 || ::setresgid(h.gid, h.gid, h.gid) != 0 ||
-      ::setresuid(h.uid, h.uid, h.uid) != 0)
-    SessionFail(session_fd, Step::kUser, errno);
-  if (::chdir(workdir) != 0) SessionFail(session_fd, Step::kWorkdir, errno);
-  const char* cmd = argv[0];
-  if (std::strchr(cmd, '/') != nullptr) {
-    ::execve(cmd, argv, envp);
-    SessionFail(session_fd, Step::kExec, errno);
-  }
+  // The descriptors are all above 2 (init keeps 0 to 2 on /dev/null), so dup3 never meets its own number.
+  for (int i = 0; i < 3; ++i)
+    if ((r = RawSyscall(SYS_dup3, l.fds[i], i, 0)) < 0) SessionFail(fd, Step::kStdio, r);
+  RawSyscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
+  if ((r = RawSyscall(SYS_setgroups, 0, 0)) < 0 || (r = RawSyscall(SYS_setresgid, h.gid, h.gid, h.gid)) < 0 ||
+      (r = RawSyscall(SYS_setresuid, h.uid, h.uid, h.uid)) < 0)
+    SessionFail(fd, Step::kUser, r);
+  if ((r = RawSyscall(SYS_chdir, reinterpret_cast<long>(l.workdir))) < 0) SessionFail(fd, Step::kWorkdir, r);
+  auto exec = [&l](const char* file) {
+    return RawSyscall(SYS_execve, reinterpret_cast<long>(file), reinterpret_cast<long>(l.argv),
+                      reinterpret_cast<long>(l.envp));
+  };
+  const char* cmd = l.argv[0];
+  if (std::strchr(cmd, '/') != nullptr) SessionFail(fd, Step::kExec, exec(cmd));
   const char* path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-  for (char** e = envp; *e != nullptr; ++e)
+  for (char** e = l.envp; *e != nullptr; ++e)
     if (std::strncmp(*e, "PATH=", 5) == 0) path = *e + 5;
-  int err = ENOENT;
+  long failed = -ENOENT;
   const size_t cmd_len = std::strlen(cmd);
   for (const char* p = path;;) {
     const char* colon = std::strchr(p, ':');
     size_t dir_len = colon ? static_cast<size_t>(colon - p) : std::strlen(p);
-    if (dir_len + cmd_len + 2 < sizeof g_path) {
-      std::memcpy(g_path, dir_len ? p : ".", dir_len ? dir_len : 1);
+    if (dir_len + cmd_len + 2 < sizeof l.path) {
+      std::memcpy(l.path, dir_len ? p : ".", dir_len ? dir_len : 1);
       size_t n = dir_len ? dir_len : 1;
-      g_path[n] = '/';
-      std::memcpy(g_path + n + 1, cmd, cmd_len + 1);
-      ::execve(g_path, argv, envp);
-      if (errno != ENOENT && errno != ENOTDIR) err = errno;
+      l.path[n] = '/';
+      std::memcpy(l.path + n + 1, cmd, cmd_len + 1);
+      r = exec(l.path);
+      // Like a shell: keep looking after ENOENT, remember that a match was not executable.
+      if (r != -ENOENT && r != -ENOTDIR) failed = r;
     }
     if (colon == nullptr) break;
     p = colon + 1;
   }
-  SessionFail(session_fd, Step::kExec, err);
+  SessionFail(fd, Step::kExec, failed);
 }
 
 void CloseSession(Session& s) {
   ::close(s.fd);
+  if (s.exec_watch >= 0) ::close(s.exec_watch);
+  if (s.mapping != nullptr) ::munmap(s.mapping, s.mapping_size);
   s = Session{};
 }
 
 // Reads one request from `s` and starts its command.
 void HandleRequest(Session& s) {
-  int fds[3] = {-1, -1, -1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)];
-  iovec iov{g_request, sizeof g_request};
+  if (s.mapping == nullptr && !MapLaunch(s)) {
+    Send(s.fd, ExecEventKind::kFailed, ENOMEM, static_cast<int32_t>(Step::kFork));
+    CloseSession(s);
+    return;
+  }
+  Launch& l = *LaunchOf(s);
+  int* fds = l.fds;
+  fds[0] = fds[1] = fds[2] = -1;
+  alignas(cmsghdr) char control[CMSG_SPACE(3 * sizeof(int))];
+  iovec iov{l.message, sizeof l.message};
   msghdr msg{};
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
@@ -276,14 +332,14 @@ void HandleRequest(Session& s) {
       for (int i = 3; i < nfds; ++i) ::close(reinterpret_cast<int*>(CMSG_DATA(c))[i]);
     }
   }
-  auto close_fds = [&] {
-    for (int fd : fds)
-      if (fd >= 0) ::close(fd);
+  auto close_fds = [fds] {
+    for (int i = 0; i < 3; ++i)
+      if (fds[i] >= 0) ::close(fds[i]);
   };
-  ExecRequestHeader h{};
+  ExecRequestHeader& h = l.h;
   ExecTtySize size{};
   bool ok = n >= static_cast<ssize_t>(sizeof h) && !(msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC));
-  if (ok) std::memcpy(&h, g_request, sizeof h);
+  if (ok) std::memcpy(&h, l.message, sizeof h);
   const bool tty = ok && h.magic == kExecMagicTty;
   const size_t extra = tty ? sizeof size : 0;
   if (ok) {
@@ -292,13 +348,13 @@ void HandleRequest(Session& s) {
          sizeof h + extra + h.strings_len == static_cast<size_t>(n) && h.uid < 65536 && h.gid < 65536;
   }
   if (ok && tty) {
-    std::memcpy(&size, g_request + sizeof h, sizeof size);
+    std::memcpy(&size, l.message + sizeof h, sizeof size);
     ok = size.rows > 0 && size.cols > 0;
   }
-  char* p = g_request + sizeof h + extra;
-  const char* end = g_request + n;
+  char* p = l.message + sizeof h + extra;
+  const char* end = l.message + n;
   char* workdir[2] = {nullptr, nullptr};
-  ok = ok && SplitStrings(&p, end, h.argc, g_argv, 4096) && SplitStrings(&p, end, h.envc, g_envp, 4096) &&
+  ok = ok && SplitStrings(&p, end, h.argc, l.argv, 4096) && SplitStrings(&p, end, h.envc, l.envp, 4096) &&
        SplitStrings(&p, end, 1, workdir, 2);
   if (!ok) {
     close_fds();
@@ -306,6 +362,8 @@ void HandleRequest(Session& s) {
     CloseSession(s);
     return;
   }
+  l.workdir = workdir[0];
+  l.session_fd = s.fd;
   int master = -1;
   if (tty) {
     if (int err = OpenTerminal(size, &master, fds); err != 0) {
@@ -314,18 +372,35 @@ void HandleRequest(Session& s) {
       return;
     }
   }
-  auto start = [&] { StartCommand(s.fd, h, g_argv, g_envp, workdir[0], fds); };
-  pid_t pid = SpawnShared(&start);
-  if (tty) fds[1] = fds[2] = -1;  // one slave descriptor, owned by fds[0]
-  close_fds();
+  int watch[2];
+  pid_t pid = -1;
+  int err = 0;
+  if (::pipe2(watch, O_CLOEXEC) != 0) {
+    err = errno;
+  } else {
+    auto entry = [](void* arg) -> int { StartCommand(*static_cast<Launch*>(arg)); };
+    char* stack_top = static_cast<char*>(s.mapping) + s.mapping_size - sizeof(Launch);
+    stack_top -= reinterpret_cast<uintptr_t>(stack_top) % 64;
+    pid = ::clone(entry, stack_top, CLONE_VM | SIGCHLD, &l);
+    err = errno;
+    ::close(watch[1]);
+    if (pid < 0) ::close(watch[0]);
+  }
+  // Init's copies close; the child's own (its descriptor table is a copy) stay, and l.fds, which it reads, is left
+  // alone. With a terminal, the three are one slave descriptor.
+  ::close(fds[0]);
+  if (!tty) {
+    ::close(fds[1]);
+    ::close(fds[2]);
+  }
   if (pid < 0) {
     if (master >= 0) ::close(master);
-    Send(s.fd, ExecEventKind::kFailed, errno, static_cast<int32_t>(Step::kFork));
+    Send(s.fd, ExecEventKind::kFailed, err, static_cast<int32_t>(Step::kFork));
     CloseSession(s);
     return;
   }
-  RaiseOomScore(pid);
   s.pid = pid;
+  s.exec_watch = watch[0];
   if (master >= 0) {
     // The daemon holds the only master from here: when it goes, the terminal hangs up. (Without a terminal there
     // is nothing to pass: the next event is the command's exit, one wake-up of the daemon per exec.)
@@ -380,13 +455,16 @@ void ServeInit(const ChildPlan& plan) {
   sigfd = 5;
   ::syscall(SYS_close_range, 6, ~0U, 0);  // closes the error pipe: the parent reads EOF, meaning ready
 
-  pollfd fds[kMaxSessions + 2];
+  // fds: the control socket, the signalfd, each session's socket, then each session's exec watch.
+  pollfd fds[2 * kMaxSessions + 2];
   for (;;) {
     fds[0] = {control, POLLIN, 0};
     fds[1] = {sigfd, POLLIN, 0};
-    for (int i = 0; i < kMaxSessions; ++i)
+    for (int i = 0; i < kMaxSessions; ++i) {
       fds[i + 2] = {g_sessions[i].hung_up ? -1 : g_sessions[i].fd, POLLIN, 0};
-    if (::poll(fds, kMaxSessions + 2, -1) < 0) continue;
+      fds[i + 2 + kMaxSessions] = {g_sessions[i].exec_watch, POLLIN, 0};
+    }
+    if (::poll(fds, 2 * kMaxSessions + 2, -1) < 0) continue;
     if (fds[1].revents) {
       signalfd_siginfo si;
       while (::read(sigfd, &si, sizeof si) == sizeof si) {
@@ -395,14 +473,22 @@ void ServeInit(const ChildPlan& plan) {
     }
     for (int i = 0; i < kMaxSessions; ++i) {
       Session& s = g_sessions[i];
+      if (s.exec_watch >= 0 && fds[i + 2 + kMaxSessions].revents != 0) {
+        // The child exec'd (or failed and exited): it no longer shares init's memory, so the score is its own.
+        RaiseOomScore(s.pid);
+        ::close(s.exec_watch);
+        s.exec_watch = -1;
+      }
       short ev = fds[i + 2].revents;
       if (s.fd < 0 || ev == 0) continue;
       if (s.pid == 0 && (ev & POLLIN)) {
         HandleRequest(s);
       } else if (ev & (POLLHUP | POLLERR | POLLIN)) {
-        // The daemon went away (cancel, timeout, or its own death): end the command's group.
+        // The daemon went away (cancel, timeout, or its own death): end the command's group, and the command
+        // itself, which has no group of its own if it was stopped before its setsid.
         if (s.pid > 0) {
           ::kill(-s.pid, SIGKILL);
+          ::kill(s.pid, SIGKILL);
           s.hung_up = true;  // reaped later by ReapChildren, which closes the session
         } else {
           CloseSession(s);

@@ -152,6 +152,40 @@ TEST_F(ServiceTest, ACommandCannotLeaveTheGroupATimeoutKills) {
   EXPECT_EQ(left->stdout_data, "0\n");
 }
 
+// A process in the sandbox stops every process it may (kill(-1, SIGSTOP), as root of the sandbox) for a while,
+// and so the children init starts for other execs, many of them before their exec. Those execs time out and are
+// killed; init itself must never wait on one of them, so once the stopping ends the next exec runs as usual.
+TEST_F(ServiceTest, AChildStoppedBeforeItsExecDoesNotStopInit) {
+  std::atomic<bool> stopping{true};
+  std::atomic<int> started{0};
+  std::thread stopper([&] {
+    auto r = Exec({"perl", "-MTime::HiRes=time", "-e", "my $end = time + 1.5; kill 'STOP', -1 while time < $end"},
+                  "", 5000);
+    stopping = false;
+    EXPECT_TRUE(r.ok() && r->exit_code == 0 && !r->timed_out) << (r.ok() ? r->stderr_data : r.error().message);
+  });
+  std::vector<std::thread> callers;
+  for (int i = 0; i < 4; ++i)
+    callers.emplace_back([&] {
+      while (stopping) {
+        ++started;
+        (void)Exec({"true"}, "", 300);
+      }
+    });
+  stopper.join();
+  for (auto& t : callers) t.join();
+  EXPECT_GT(started.load(), 4);
+  auto r = Exec({"echo", "alive"}, "", 5000);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_FALSE(r->timed_out);
+  EXPECT_EQ(r->exit_code, 0);
+  EXPECT_EQ(r->stdout_data, "alive\n");
+  // Every stopped child was killed with its exec: only init and the looking shell are left.
+  auto left = Exec({"sh", "-c", "set -- /proc/[0-9]*; echo $#"});
+  ASSERT_TRUE(left.ok()) << left.error().message;
+  EXPECT_EQ(left->stdout_data, "2\n");
+}
+
 TEST_F(ServiceTest, TimeoutHoldsForACommandThatNeverStopsWriting) {
   // Output always waiting to be read (a sink slower than the command, as a slow client makes a streamed exec's)
   // must not keep the deadline from being checked.
