@@ -734,7 +734,8 @@ struct SandboxManager::Busy {
     std::lock_guard lock(m_->pool_mu_);
     if (--m_->busy_ > 0) return;
     m_->last_quiet_ = std::chrono::steady_clock::now();
-    m_->pool_cv_.notify_all();
+    // Only a pool short of its size has a refill waiting for this; a full one's need not wake at every exec.
+    if (m_->pool_.size() < m_->options_.pool_size) m_->pool_cv_.notify_all();
   }
   Busy(const Busy&) = delete;
   Busy& operator=(const Busy&) = delete;
