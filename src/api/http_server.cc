@@ -37,6 +37,31 @@ namespace {
 
 constexpr auto kAwait = net::as_tuple(net::use_awaitable);
 
+// Runs f() on a worker thread and resumes the calling coroutine with its result (or its exception) on the
+// coroutine's own executor: one hand-off each way. (co_spawn onto the pool also ran a coroutine there, whose own
+// completion woke a second worker for nothing on every call.)
+template <class F>
+auto OnWorker(net::thread_pool& pool, F f) {
+  using T = std::invoke_result_t<F&>;
+  auto initiate = [&pool](auto handler, F work) {
+    auto home = net::prefer(net::get_associated_executor(handler), net::execution::outstanding_work.tracked);
+    net::post(pool, [h = std::move(handler), home = std::move(home), work = std::move(work)]() mutable {
+      std::exception_ptr error;
+      std::optional<T> result;
+      try {
+        result.emplace(work());
+      } catch (...) {
+        error = std::current_exception();
+      }
+      net::dispatch(home, [h2 = std::move(h), error, out = std::move(result)]() mutable {
+        std::move(h2)(error, out ? std::move(*out) : T{});
+      });
+    });
+  };
+  return net::async_initiate<const net::use_awaitable_t<>&, void(std::exception_ptr, T)>(initiate, net::use_awaitable,
+                                                                                          std::move(f));
+}
+
 bool IsHttpParseError(const beast::error_code& ec) {
   return ec.category() == http::make_error_code(http::error::partial_message).category();
 }
@@ -318,8 +343,7 @@ net::awaitable<void> HttpServer::Impl::Serve(beast::basic_stream<Protocol> strea
       if (!peer_ec) req.remote_address = peer.address().to_string();
     }
     bool keep_alive = parser.get().keep_alive();
-    Response resp = co_await net::co_spawn(
-        pool_, [&]() -> net::awaitable<Response> { co_return Dispatch(req); }, net::use_awaitable);
+    Response resp = co_await OnWorker(pool_, [&] { return Dispatch(req); });
 
     stream.expires_after(opts_.write_timeout);
     if (!resp.stream) {
@@ -339,8 +363,7 @@ net::awaitable<void> HttpServer::Impl::Serve(beast::basic_stream<Protocol> strea
       http::response_serializer<http::empty_body> sr{head};
       std::tie(ec, n) = co_await http::async_write_header(stream, sr, kAwait);
       if (ec) co_return;
-      bool alive = co_await net::co_spawn(
-          pool_, [&]() -> net::awaitable<bool> { co_return RunStream(resp, stream); }, net::use_awaitable);
+      bool alive = co_await OnWorker(pool_, [&] { return RunStream(resp, stream); });
       if (!alive) co_return;
       stream.expires_after(opts_.write_timeout);
       std::tie(ec, n) = co_await net::async_write(stream, http::make_chunk_last(), kAwait);
