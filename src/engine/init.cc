@@ -508,7 +508,10 @@ void ServeInit(const ChildPlan& plan) {
           Send(fd, ExecEventKind::kFailed, EAGAIN, 0);
           ::close(fd);
         } else {
+          // The daemon sends its request right after connecting: it is usually here already, so it is read now
+          // rather than after another poll (HandleRequest leaves a session whose request has not come yet).
           free_slot->fd = fd;
+          HandleRequest(*free_slot);
         }
       }
     }
