@@ -34,6 +34,17 @@ constexpr auto kAcceptRetry = std::chrono::milliseconds(50);
 // A head is parsed again from its start after every read, so one sent a byte at a time would cost the event loop
 // time in the square of its length: past this many reads without a whole head, it is refused.
 constexpr int kMaxHeadReads = 256;
+
+// Whether a first line ends the way an HTTP request line does: its last word names an HTTP version, any version and
+// any case, blanks after it ignored ("GET / HTTP/1.1 ", "PRI * HTTP/2.0").
+static bool NamesAnHttpVersion(std::string_view line) {
+  while (!line.empty() && (line.back() == ' ' || line.back() == '\t')) line.remove_suffix(1);
+  const size_t blank = line.find_last_of(" \t");
+  if (blank == std::string_view::npos) return false;
+  const std::string_view last = line.substr(blank + 1);
+  return last.size() >= 5 && EqualsIgnoreCase(last.substr(0, 5), "HTTP/");
+}
+
 constexpr char kTooManyPieces[] = "request head sent in too many pieces";
 // How often a sandbox's decide or dial waiting for its share of the blocking pool looks again.
 constexpr auto kBlockingRetry = std::chrono::milliseconds(10);
@@ -384,21 +395,30 @@ class Proxy::Impl {
           std::string_view line = std::string_view(buffer).substr(0, eol);
           if (line.ends_with('\r')) line.remove_suffix(1);
           s.state = Sniff::State::kDone;
-          s.kind = line.ends_with(" HTTP/1.1") || line.ends_with(" HTTP/1.0") ? Sniff::Kind::kHttp : Sniff::Kind::kUnknown;
+          s.kind = NamesAnHttpVersion(line) ? Sniff::Kind::kHttp : Sniff::Kind::kUnknown;
         }
       }
-      if (s.state == Sniff::State::kNeedMore && reads < kMaxHeadReads && buffer.size() < opts_.max_head) {
-        auto [ec, n] = co_await ReadSome(from, asio::buffer(buf), ends);
-        if (!ec) {
-          buffer.append(buf, n);
-          continue;
+      bool undecided = false;  // still not told apart after all the reads or bytes a head may take
+      if (s.state == Sniff::State::kNeedMore) {
+        if (reads >= kMaxHeadReads || buffer.size() >= opts_.max_head) {
+          undecided = true;
+        } else {
+          auto [ec, n] = co_await ReadSome(from, asio::buffer(buf), ends);
+          if (!ec) {
+            buffer.append(buf, n);
+            continue;
+          }
+          if (ec != asio::error::eof) co_return CloseBoth(from, to);
+          if (buffer.empty()) co_return HalfClose(to, ends);
+          // Ended before it could be told apart: what came is too short to carry a request; it goes on.
         }
-        if (ec != asio::error::eof) co_return CloseBoth(from, to);
-        if (buffer.empty()) co_return HalfClose(to, ends);
-        // Ended before it could be told apart: what came is too short to carry a request; it goes on.
       }
       std::string refusal;
-      if (s.kind == Sniff::Kind::kHttp)
+      if (undecided)
+        refusal = "a CONNECT tunnel to " + host + " began with bytes that were still neither a TLS ClientHello nor "
+                  "an HTTP request line after " + std::to_string(reads) + " reads and " +
+                  std::to_string(buffer.size()) + " bytes";
+      else if (s.kind == Sniff::Kind::kHttp)
         refusal = "a CONNECT tunnel carries no plain HTTP: send http:// requests to the proxy as they are, each is checked";
       else if (s.kind == Sniff::Kind::kTls && s.state == Sniff::State::kMalformed)
         refusal = "a CONNECT tunnel to " + host + " began with a malformed TLS ClientHello";

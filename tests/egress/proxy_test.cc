@@ -442,6 +442,33 @@ TEST_F(ProxyTest, AConnectTunnelPassesALineProtocolAtItsFirstLine) {
   EXPECT_EQ(ReadN(smtp.get(), established.size() + 19), established + "EHLO sandbox.test\r\n");
 }
 
+// With the daemon's classifier: what a tunnel carries is told apart before any of it goes on, or the tunnel closes.
+// An HTTP request line with blanks after its version, or naming another version (HTTP/2's preface), is HTTP; bytes
+// that could still be either after all the reads a head may take (one byte per read) are never relayed undecided.
+TEST_F(ProxyTest, AConnectTunnelRelaysNothingItCouldNotTellApart) {
+  RestartAsExplicitProxy(ClassifyConnection);
+  const std::string established = "HTTP/1.1 200 Connection established\r\n\r\n";
+  const std::string connect = "CONNECT allowed.test:80 HTTP/1.1\r\nHost: allowed.test:80\r\n\r\n";
+  for (const std::string& inside : {std::string("GET / HTTP/1.1 \r\nHost: other.test\r\n\r\n"),
+                                    std::string("GET / http/1.1\t\r\nHost: other.test\r\n\r\n"),
+                                    std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")}) {
+    Fd c = Connect();
+    SendAll(c.get(), connect + inside);
+    EXPECT_EQ(ReadToEnd(c.get()), established) << inside;  // the echo server would send back what reached it
+  }
+  Fd trickle = Connect();
+  SendAll(trickle.get(), connect);
+  ASSERT_EQ(ReadN(trickle.get(), established.size()), established);
+  int one = 1;
+  ::setsockopt(trickle.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  const std::string line = "GET /" + std::string(400, 'a');
+  for (char ch : line) {
+    if (::send(trickle.get(), &ch, 1, MSG_NOSIGNAL) != 1) break;  // refused and closed meanwhile
+    ::usleep(1000);
+  }
+  EXPECT_EQ(ReadToEnd(trickle.get()), "");
+}
+
 TEST_F(ProxyTest, BulkTransferArrivesWhole) {
   Fd c = Connect();
   std::string request = "GET / HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: 33554432\r\n\r\n";
