@@ -162,11 +162,16 @@ int Serve(const ServeOptions& options) {
     Log("audit retention off: nothing is pruned");
   }
   using nlohmann::json;
-  registry.SetObserver([log = audit_log->get()](std::string_view name, const api::Tool* tool, const json& input,
-                                                const api::CallContext& ctx, const Result<json>& result) {
+  registry.SetObserver([log = audit_log->get(), &registry](std::string_view name, const api::Tool* tool,
+                                                           const json& input, const api::CallContext& ctx,
+                                                           const Result<json>& result) {
     if (tool != nullptr && tool->annotations.read_only && result.ok()) return;
     audit::Entry e;
-    e.org = ctx.org;
+    // The call's org names a row's org only for a caller who reaches it. The org is the caller's to name (a header),
+    // and tools about the caller itself (its tokens, its sessions) or the platform run in whatever org it names:
+    // their rows, and the refusals of callers who are in no such org, go to the rows of no org (platform admins
+    // read those), so that no one files rows in another org's log, or reads there what someone else did.
+    e.org = registry.Reaches(ctx.identity, ctx.org) ? ctx.org : "";
     e.actor = ctx.identity.Subject();
     e.actor_kind = std::string(identity::PrincipalKindName(ctx.identity.kind));
     e.surface = ctx.surface;

@@ -144,6 +144,9 @@ void E2eTest::LogRestCall(const std::string& tool, const std::string& surface, c
   ExpectedRow row{.action = tool, .surface = surface, .outcome = RestOutcome(answer), .actor_kind = actor_kind,
                   .org = org, .request_id = request_id};
   row.rows = RowsFor(tool, row.outcome);
+  // Refused for an org the caller does not reach: the row is filed in no org, never in the org it named.
+  if (answer.status == 404 && answer.j.is_object() && answer.j.value("message", "") == "no org '" + org + "'")
+    row.org = "";
   // Refused before any tool is looked at: no credential at all.
   if (answer.status == 401) row.rows = ExpectedRow::Rows::kNone;
   row.where = where;

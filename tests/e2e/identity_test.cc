@@ -29,6 +29,51 @@ class IdentityTest : public E2eTest {
   }
 };
 
+// The org a call names is the caller's to choose (a header). A call about the caller itself (a token of its own) in
+// an org it is not in, and a refusal for such an org, are filed in no org: the admins of that org never read them,
+// and no one writes into another org's log. Platform admins read them among the rows of no org.
+TEST_F(IdentityTest, ARowIsFiledOnlyInAnOrgTheCallerIsIn) {
+  SkipAuditCheck();  // the rows are checked here, by org
+  MustTool("org_create", {{"name", "acme"}});
+  std::string eve = UserToken("eve", "acme", "owner");
+  std::string bob = UserToken("bob", "default", "admin");
+  ASSERT_FALSE(eve.empty());
+  ASSERT_FALSE(bob.empty());
+  // Two more tokens of eve's, minted on the socket, each revoked by eve: one naming default, one naming acme.
+  auto mint = [&](const std::string& name) {
+    json minted = MustTool("token_create", {{"name", name}, {"user", "eve"}});
+    return minted.is_object() ? minted["record"].value("id", int64_t{0}) : int64_t{0};
+  };
+  const int64_t in_default = mint("eve-2"), in_acme = mint("eve-3");
+  ASSERT_GT(in_default, 0);
+  ASSERT_GT(in_acme, 0);
+  EXPECT_EQ(As(eve, "default", "token_revoke", {{"id", in_default}}).first, 200);
+  EXPECT_EQ(As(eve, "default", "sandbox_list"), std::make_pair(404, std::string("not_found: no org 'default'")));
+  EXPECT_EQ(As(eve, "acme", "token_revoke", {{"id", in_acme}}).first, 200);
+  auto rows = [&](const std::string& token, const json& input) {
+    CurlResult r = CurlTcp("POST", "/api/v1/tools/audit_list", input.dump(),
+                           {"Content-Type: application/json", "X-Isb-Org: " + std::string(token == bob ? "default" : "acme")},
+                           token);
+    EXPECT_EQ(r.http.status, 200) << r.Describe();
+    std::vector<std::string> out;
+    for (const json& rec : r.http.j["result"]["records"])
+      if (rec.value("actor_kind", "") == "token") out.push_back(rec.value("action", "") + " " + rec.value("target", ""));
+    return out;
+  };
+  // The only calls made with tokens here are eve's (bob's audit_list, a read that succeeds, is not recorded).
+  // default's admin: nothing eve did.
+  EXPECT_EQ(rows(bob, json::object()), std::vector<std::string>{});
+  // acme's owner: what eve did in acme.
+  EXPECT_EQ(rows(eve, json::object()), std::vector<std::string>{"token_revoke " + std::to_string(in_acme)});
+  // The host (a superadmin): the rest, among the rows of no org.
+  HttpResponse platform = Tool("audit_list", {{"platform", true}});
+  ASSERT_EQ(platform.status, 200) << platform.Describe();
+  std::vector<std::string> none;
+  for (const json& rec : platform.j["result"]["records"])
+    if (rec.value("actor_kind", "") == "token") none.push_back(rec.value("action", "") + " " + rec.value("outcome", ""));
+  EXPECT_EQ(none, (std::vector<std::string>{"token_revoke ok", "sandbox_list not_found"}));
+}
+
 TEST_F(IdentityTest, AMemberOfOneOrgNeitherSeesNorTouchesAnother) {
   MustTool("org_create", {{"name", "acme"}});
   std::string alice = UserToken("alice", "default", "owner");
