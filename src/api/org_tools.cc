@@ -143,7 +143,8 @@ Status AddOrgLifecycle(Registry& reg, identity::IdentityStore& store) {
   return reg.Add(Tool{
       "org_delete", "Delete an org",
       "Deletes an org with its memberships, tokens and invitations (platform admins). The default org cannot be "
-      "deleted; an org that still has sandboxes should have them removed first.",
+      "deleted, nor an org that still has sandboxes (remove them first). Its audit records and history keep its "
+      "name, which no new org can take while they do.",
       Object({{"name", OrgName()}}, {"name"}),
       Output({{"name", {{"type", "string"}}}, {"deleted", {{"type", "boolean"}}}}, {"name", "deleted"}),
       ToolAnnotations{.destructive = true}, false,

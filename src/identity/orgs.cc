@@ -37,19 +37,32 @@ Org OrgOf(const store::Row& r) {
 Result<int64_t> Orgs::Create(const Principal& caller, std::string_view name) {
   ISB_TRY(NeedPlatformAdmin(caller, "create orgs"));
   ISB_TRY(CheckOrgName(name));
-  auto rows = db_.Query("INSERT INTO orgs(name, created_at) VALUES (?1, ?2) RETURNING id", {std::string(name), now_()});
+  // The audit log and the sandboxes' history keep a deleted org's name, and an org reads its rows by name: a new org
+  // of that name would read the old one's. So a name stays taken while rows name it.
+  auto rows = db_.Query(
+      "INSERT INTO orgs(name, created_at) SELECT ?1, ?2 WHERE NOT EXISTS (SELECT 1 FROM audit_log WHERE org = ?1) "
+      "AND NOT EXISTS (SELECT 1 FROM sandbox_history WHERE org = ?1) RETURNING id",
+      {std::string(name), now_()});
   if (!rows.ok() && rows.error().code == Code::kConflict)
     return Error::Of(Code::kConflict, "org " + std::string(name) + " already exists");
   if (!rows.ok()) return rows.error();
+  if (rows->empty())
+    return Error::Of(Code::kConflict, "org " + std::string(name) +
+                                          " existed before, and its audit records and history keep the name: "
+                                          "choose another");
   return store::AsInt((*rows)[0][0]);
 }
 
 Status Orgs::Delete(const Principal& caller, std::string_view name) {
   ISB_TRY(NeedPlatformAdmin(caller, "delete orgs"));
   if (name == kDefaultOrg) return Error::Of(Code::kForbidden, "org default cannot be deleted");
-  ISB_ASSIGN_OR_RETURN(auto rows, db_.Query("DELETE FROM orgs WHERE name = ?1 RETURNING id", {std::string(name)}));
-  if (rows.empty()) return OrgNotFound(name);
-  return {};
+  // Sandboxes name their org too, and would pass to a later org of that name: an org goes only without any.
+  ISB_ASSIGN_OR_RETURN(auto rows, db_.Query("DELETE FROM orgs WHERE name = ?1 AND NOT EXISTS "
+                                            "(SELECT 1 FROM sandboxes WHERE org = ?1) RETURNING id",
+                                            {std::string(name)}));
+  if (!rows.empty()) return {};
+  ISB_TRY(Get(name));
+  return Error::Of(Code::kConflict, "org " + std::string(name) + " still has sandboxes: remove them first");
 }
 
 Status Orgs::SetQuota(const Principal& caller, std::string_view org, const Quota& quota) {

@@ -50,6 +50,33 @@ TEST_F(OrgsTest, DeletingAnOrgRemovesItsMembershipsAndTokens) {
   EXPECT_ERROR(id_->Resolve(tok->secret), Code::kUnauthenticated, "unknown token");
 }
 
+// An org's sandboxes, audit records and history name it by name, and an org reads its rows by name: an org with
+// sandboxes is not deleted, and the name of one deleted stays taken while rows name it, so a new org of that name
+// never reads or acts on what the old one had.
+TEST_F(OrgsTest, AnOrgsNameIsNeverHandedOnWithItsRows) {
+  NewOrg("acme");
+  ASSERT_TRUE(db_->Exec("INSERT INTO sandboxes(id, name, spec, state, created_at, expires_at, last_active_at, org) "
+                        "VALUES ('sb-1', '', '{}', 'stopped', 0, 0, 0, 'acme')").ok());
+  EXPECT_ERROR(id_->orgs().Delete(Principal::Host(), "acme"), Code::kConflict,
+               "org acme still has sandboxes: remove them first");
+  EXPECT_TRUE(id_->orgs().Get("acme").ok());
+  ASSERT_TRUE(db_->Exec("DELETE FROM sandboxes WHERE id = 'sb-1'").ok());
+  EXPECT_ERROR(id_->orgs().Delete(Principal::Host(), "nosuch"), Code::kNotFound, "org nosuch not found");
+  ASSERT_TRUE(id_->orgs().Delete(Principal::Host(), "acme").ok());
+  // No row names it: the name is free again.
+  EXPECT_TRUE(id_->orgs().Create(Principal::Host(), "acme").ok());
+  ASSERT_TRUE(id_->orgs().Delete(Principal::Host(), "acme").ok());
+  // Rows name it (here its history): taken.
+  // (The first row of the chain: id 1 after the anchor, whose hash is all zeros.)
+  const std::string zeros(64, '0');
+  ASSERT_TRUE(db_->Exec("INSERT INTO sandbox_history(id, time, org, sandbox, event, actor, actor_kind, reason, "
+                        "request_id, prev_hash, hash) VALUES (1, 0, 'acme', 'sb-1', 'created', 'a', 'user', '', '', '" +
+                        zeros + "', '" + zeros + "')").ok());
+  EXPECT_ERROR(id_->orgs().Create(Principal::Host(), "acme"), Code::kConflict,
+               "org acme existed before, and its audit records and history keep the name: choose another");
+  EXPECT_ERROR(id_->orgs().Get("acme"), Code::kNotFound, "org acme not found");
+}
+
 // Every field of a quota is kept (disk since migration 6), an absent one is no limit, and a set replaces it whole.
 TEST_F(OrgsTest, QuotasKeepEveryFieldAndReplaceWhole) {
   NewOrg("acme");
