@@ -282,7 +282,8 @@ Result<uint64_t> SizeField(const std::string& field, const json& v, uint64_t min
     bytes = *parsed;
   } else if (v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0)) {
     bytes = v.get<uint64_t>();
-  } else if (v.is_number_float()) {
+  } else if (v.is_number_float() && v.get<double>() >= 0) {
+    // (The schema lets through integral values below 2^63 only; a negative one would not convert.)
     bytes = static_cast<uint64_t>(v.get<double>());
   } else {
     return Invalid(field + ": must be >= " + std::to_string(min));

@@ -102,6 +102,7 @@ TEST_F(SandboxToolsTest, CreateRejectsBadSpecsNamingTheField) {
   EXPECT_NE(Fail("sandbox_create", {{"mem_limit", "lots"}}).message.find("mem_limit:"), std::string::npos);
   EXPECT_NE(Fail("sandbox_create", {{"mem_limit", 100}}).message.find("mem_limit:"), std::string::npos);
   EXPECT_EQ(Fail("sandbox_create", {{"disk", "1M"}}).message, "disk: must be at least 16 MiB (16777216 bytes)");
+  EXPECT_EQ(Fail("sandbox_create", {{"mem_limit", -1.0}}).message, "mem_limit: must be >= 1048576");
   EXPECT_EQ(Fail("sandbox_create", {{"disk", "2T"}}).message, "disk: must be at most 1 TiB");
   EXPECT_EQ(Fail("sandbox_create", {{"disk", "lots"}}).message.rfind("disk: ", 0), 0u);
   EXPECT_NE(Fail("sandbox_create", {{"environment", {{"A=B", "x"}}}}).message.find("environment:"),
