@@ -18,6 +18,7 @@
 #include <sched.h>
 #include <termios.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -140,14 +141,19 @@ namespace {
 constexpr int kMaxSessions = 128;
 
 // What one command's child reads until it execs: the request (argv, environment, working directory), its
-// descriptors, and below them its stack, all in a mapping of the session's own. The child shares init's memory
-// (clone with CLONE_VM: no copy of init's address space) but not its time: init does not wait for the exec, as it
-// would with CLONE_VFORK, since a process in the sandbox may stop the child before its exec (SIGSTOP needs only the
-// same user) and so would stop init, and every exec after it, for good. So the child reads nothing init writes
-// later and writes nothing init reads: it makes its system calls itself (RawSyscall, no errno, which is init's),
-// and the mapping goes only when the session closes, once the child is reaped.
+// descriptors, and below them its stack, all in a mapping of the session's own. Init does not wait for the exec,
+// as it would with CLONE_VFORK: a process in the sandbox may stop the child before its exec (SIGSTOP needs only the
+// same user), and would so stop init, and every exec after it, for good.
+// A command of init's own user (the sandbox's root, the usual case) shares init's memory until its exec (clone with
+// CLONE_VM: no copy of init's address space), and runs beside init: it reads nothing init writes later and writes
+// nothing init reads, makes its system calls itself (RawSyscall, no errno, which is init's), and the mapping goes
+// only when the session closes, once the child is reaped. A command of another user gets a copy instead (a plain
+// fork), so that it changes user in memory of its own: the kernel makes memory whose user changed dumpable as
+// fs.suid_dumpable says, and memory shared with init would let that user, who may signal the child, trace it
+// (suid_dumpable 1) or have a core dump take init with it (2, kernels before 5.16).
 struct Launch {
   int session_fd;
+  int exec_watch;  // the write end of the session's exec watch
   int fds[3];
   ExecRequestHeader h;
   const char* workdir;
@@ -168,6 +174,8 @@ struct Session {
 };
 
 Session g_sessions[kMaxSessions];
+uid_t g_init_uid = 0;
+gid_t g_init_gid = 0;
 
 Launch* LaunchOf(const Session& s) {
   return reinterpret_cast<Launch*>(static_cast<char*>(s.mapping) + s.mapping_size - sizeof(Launch));
@@ -264,7 +272,13 @@ bool SplitStrings(char** p, const char* end, uint32_t count, char** out, size_t 
   // The descriptors are all above 2 (init keeps 0 to 2 on /dev/null), so dup3 never meets its own number.
   for (int i = 0; i < 3; ++i)
     if ((r = RawSyscall(SYS_dup3, l.fds[i], i, 0)) < 0) SessionFail(fd, Step::kStdio, r);
-  RawSyscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
+  // Nothing else of init's stays open in the child (other sessions' sockets, the control socket), even while it
+  // is stopped before its exec; the session and the watch close at the exec.
+  const unsigned low = static_cast<unsigned>(std::min(fd, l.exec_watch));
+  const unsigned high = static_cast<unsigned>(std::max(fd, l.exec_watch));
+  if (low > 3) RawSyscall(SYS_close_range, 3, low - 1, 0);
+  if (high > low + 1) RawSyscall(SYS_close_range, low + 1, high - 1, 0);
+  RawSyscall(SYS_close_range, high + 1, ~0U, 0);
   if ((r = RawSyscall(SYS_setgroups, 0, 0)) < 0 || (r = RawSyscall(SYS_setresgid, h.gid, h.gid, h.gid)) < 0 ||
       (r = RawSyscall(SYS_setresuid, h.uid, h.uid, h.uid)) < 0)
     SessionFail(fd, Step::kUser, r);
@@ -381,7 +395,9 @@ void HandleRequest(Session& s) {
     auto entry = [](void* arg) -> int { StartCommand(*static_cast<Launch*>(arg)); };
     char* stack_top = static_cast<char*>(s.mapping) + s.mapping_size - sizeof(Launch);
     stack_top -= reinterpret_cast<uintptr_t>(stack_top) % 64;
-    pid = ::clone(entry, stack_top, CLONE_VM | SIGCHLD, &l);
+    l.exec_watch = watch[1];
+    const bool own_user = h.uid == g_init_uid && h.gid == g_init_gid;
+    pid = ::clone(entry, stack_top, (own_user ? CLONE_VM : 0) | SIGCHLD, &l);
     err = errno;
     ::close(watch[1]);
     if (pid < 0) ::close(watch[0]);
@@ -428,6 +444,9 @@ void ReapChildren() {
 
 void ServeInit(const ChildPlan& plan) {
   ::prctl(PR_SET_DUMPABLE, 0);
+  // (The kernel resets dumpable only when the effective ids change: a command of these shares init's memory.)
+  g_init_uid = ::geteuid();
+  g_init_gid = ::getegid();
   sigset_t chld;
   sigemptyset(&chld);
   sigaddset(&chld, SIGCHLD);
@@ -464,7 +483,12 @@ void ServeInit(const ChildPlan& plan) {
       fds[i + 2] = {g_sessions[i].hung_up ? -1 : g_sessions[i].fd, POLLIN, 0};
       fds[i + 2 + kMaxSessions] = {g_sessions[i].exec_watch, POLLIN, 0};
     }
-    if (::poll(fds, 2 * kMaxSessions + 2, -1) < 0) continue;
+    if (::poll(fds, 2 * kMaxSessions + 2, -1) < 0) {
+      // EINVAL if something in the sandbox lowered init's RLIMIT_NOFILE below the array (its root may), ENOMEM
+      // under pressure: wait a little rather than spin on the sandbox's CPU.
+      if (errno != EINTR) ::usleep(10000);
+      continue;
+    }
     if (fds[1].revents) {
       signalfd_siginfo si;
       while (::read(sigfd, &si, sizeof si) == sizeof si) {

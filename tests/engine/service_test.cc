@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "base/file.h"
 #include "engine/cgroup.h"
 #include "engine/exec_client.h"
 #include "engine/idmap.h"
@@ -184,6 +185,31 @@ TEST_F(ServiceTest, AChildStoppedBeforeItsExecDoesNotStopInit) {
   auto left = Exec({"sh", "-c", "set -- /proc/[0-9]*; echo $#"});
   ASSERT_TRUE(left.ok()) << left.error().message;
   EXPECT_EQ(left->stdout_data, "2\n");
+}
+
+// The kernel makes memory whose user changes dumpable as fs.suid_dumpable says; at 1, memory the sandbox's root
+// could then read through /proc. A command of another user changes user in memory of its own, never init's: with
+// suid_dumpable at 1 (set here for the test's length), init stays unreadable after such a command.
+TEST_F(ServiceTest, InitStaysUnreadableAfterACommandOfAnotherUser) {
+  const std::string sysctl = "/proc/sys/fs/suid_dumpable";
+  auto old = isb::ReadFile(sysctl);
+  ASSERT_TRUE(old.ok()) << old.error().message;
+  ASSERT_TRUE(isb::WriteFile(sysctl, "1\n").ok());
+  struct Restore {
+    std::string path, value;
+    ~Restore() { (void)isb::WriteFile(path, value); }
+  } restore{sysctl, *old};
+  ExecSpec spec;
+  spec.argv = {"id", "-u"};
+  spec.env = {"PATH=/usr/bin:/bin"};
+  spec.uid = spec.gid = 1000;
+  auto user = ExecInSandbox(dir_ + "/control.sock", spec, nullptr);
+  ASSERT_TRUE(user.ok()) << user.error().message;
+  EXPECT_EQ(user->stdout_data, "1000\n");
+  auto environ = Exec({"cat", "/proc/1/environ"});
+  ASSERT_TRUE(environ.ok()) << environ.error().message;
+  EXPECT_EQ(environ->exit_code, 1);
+  EXPECT_EQ(environ->stderr_data, "cat: /proc/1/environ: Permission denied\n");
 }
 
 TEST_F(ServiceTest, TimeoutHoldsForACommandThatNeverStopsWriting) {
