@@ -139,7 +139,8 @@ class HttpServer::Impl {
         mcp_(mcp),
         auth_(std::move(auth)),
         ioc_(std::max(1, opts_.io_threads)),
-        pool_(static_cast<size_t>(std::max(1, opts_.worker_threads))) {}
+        pool_(static_cast<size_t>(std::max(1, opts_.worker_threads))),
+        unix_pool_(static_cast<size_t>(std::max(1, opts_.unix_worker_threads))) {}
 
   ~Impl() { Stop(); }
 
@@ -191,7 +192,8 @@ class HttpServer::Impl {
   uint16_t port_ = 0;
   bool started_ = false, stopped_ = false;
   net::io_context ioc_;
-  net::thread_pool pool_;
+  net::thread_pool pool_;       // TCP's calls
+  net::thread_pool unix_pool_;  // the unix socket's
   std::optional<tcp::acceptor> tcp_;
   std::optional<unix_proto::acceptor> unix_;
   std::vector<std::thread> threads_;
@@ -249,7 +251,9 @@ void HttpServer::Impl::Stop() {
   for (auto& t : threads_) t.join();
   // Running tool calls finish (streams notice stopping_ and give up writing); queued ones are dropped.
   pool_.stop();
+  unix_pool_.stop();
   pool_.join();
+  unix_pool_.join();
   if (unix_) unlink(opts_.unix_socket_path.c_str());
 }
 
@@ -343,7 +347,8 @@ net::awaitable<void> HttpServer::Impl::Serve(beast::basic_stream<Protocol> strea
       if (!peer_ec) req.remote_address = peer.address().to_string();
     }
     bool keep_alive = parser.get().keep_alive();
-    Response resp = co_await OnWorker(pool_, [&] { return Dispatch(req); });
+    net::thread_pool& workers = via_unix ? unix_pool_ : pool_;
+    Response resp = co_await OnWorker(workers, [&] { return Dispatch(req); });
 
     stream.expires_after(opts_.write_timeout);
     if (!resp.stream) {
@@ -363,7 +368,7 @@ net::awaitable<void> HttpServer::Impl::Serve(beast::basic_stream<Protocol> strea
       http::response_serializer<http::empty_body> sr{head};
       std::tie(ec, n) = co_await http::async_write_header(stream, sr, kAwait);
       if (ec) co_return;
-      bool alive = co_await OnWorker(pool_, [&] { return RunStream(resp, stream); });
+      bool alive = co_await OnWorker(workers, [&] { return RunStream(resp, stream); });
       if (!alive) co_return;
       stream.expires_after(opts_.write_timeout);
       std::tie(ec, n) = co_await net::async_write(stream, http::make_chunk_last(), kAwait);

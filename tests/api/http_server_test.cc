@@ -137,8 +137,39 @@ class HttpServerTest : public ::testing::Test {
   }
   virtual void Configure(HttpServerOptions&) {}
   void TearDown() override {
+    JoinExecs();
     server_.reset();
     std::filesystem::remove_all(dir_);
+  }
+
+  // Starts `n` TCP sandbox_execs, each blocked in the fake until JoinExecs, which returns their statuses.
+  void BlockExecs(size_t n) {
+    fake_.exec_fn = [this](const ExecRequest&, const OutputSink&) -> Result<ExecResult> {
+      std::unique_lock lock(exec_mu_);
+      ++execs_blocked_;
+      exec_cv_.notify_all();
+      exec_cv_.wait(lock, [this] { return execs_released_; });
+      return ExecResult{};
+    };
+    const std::string id = fake_.Create({})->id;
+    const std::string exec = HttpRequest("POST", "/api/v1/tools/sandbox_exec",
+                                         json({{"sandbox", id}, {"argv", {"sleep", "900"}}}).dump(), kAuth);
+    exec_statuses_.assign(n, 0);
+    for (size_t i = 0; i < n; ++i) exec_calls_.emplace_back([this, exec, i] { exec_statuses_[i] = Tcp(exec).status; });
+  }
+  bool WaitForBlockedExecs(int n) {
+    std::unique_lock lock(exec_mu_);
+    return exec_cv_.wait_for(lock, std::chrono::seconds(10), [&] { return execs_blocked_ == n; });
+  }
+  std::vector<int> JoinExecs() {
+    {
+      std::lock_guard lock(exec_mu_);
+      execs_released_ = true;
+    }
+    exec_cv_.notify_all();
+    for (auto& t : exec_calls_) t.join();
+    exec_calls_.clear();
+    return exec_statuses_;
   }
 
   Reply Tcp(const std::string& request, bool half_close = false) {
@@ -157,6 +188,12 @@ class HttpServerTest : public ::testing::Test {
   RestApi rest_{registry_, "test"};
   McpServer mcp_{registry_, McpOptions{}};
   std::unique_ptr<HttpServer> server_;
+  std::mutex exec_mu_;
+  std::condition_variable exec_cv_;
+  int execs_blocked_ = 0;
+  bool execs_released_ = false;
+  std::vector<std::thread> exec_calls_;
+  std::vector<int> exec_statuses_;
 };
 
 TEST_F(HttpServerTest, AuthenticatesTcpRequests) {
@@ -286,27 +323,8 @@ TEST_F(HttpServerTest, ExpectContinue) {
 // One account's calls in flight are bounded: past the limit (2 here) it gets 429 at once, while the server answers
 // everyone else (and the host on the unix socket), and once a call returns the account is served again.
 TEST_F(HttpServerTest, AnAccountsCallsInFlightAreBounded) {
-  std::mutex mu;
-  std::condition_variable cv;
-  int running = 0;
-  bool release = false;
-  fake_.exec_fn = [&](const ExecRequest&, const OutputSink&) -> Result<ExecResult> {
-    std::unique_lock lock(mu);
-    ++running;
-    cv.notify_all();
-    cv.wait(lock, [&] { return release; });
-    return ExecResult{};
-  };
-  const std::string id = fake_.Create({})->id;
-  const std::string exec = HttpRequest("POST", "/api/v1/tools/sandbox_exec",
-                                       json({{"sandbox", id}, {"argv", {"sleep", "900"}}}).dump(), kAuth);
-  std::vector<std::thread> calls;
-  std::vector<int> statuses(2);
-  for (int i = 0; i < 2; ++i) calls.emplace_back([&, i] { statuses[static_cast<size_t>(i)] = Tcp(exec).status; });
-  {
-    std::unique_lock lock(mu);
-    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return running == 2; }));
-  }
+  BlockExecs(2);
+  ASSERT_TRUE(WaitForBlockedExecs(2));
   Reply third = Tcp(HttpRequest("POST", "/api/v1/tools/sandbox_list", "{}", kAuth));
   EXPECT_EQ(third.status, 429) << third.raw;
   EXPECT_NE(third.head.find("Retry-After: 1"), std::string::npos) << third.head;
@@ -314,14 +332,27 @@ TEST_F(HttpServerTest, AnAccountsCallsInFlightAreBounded) {
   ExpectHealthy();
   Fd host = ConnectUnix(socket_path_);
   EXPECT_EQ(ParseReply(Exchange(host, HttpRequest("POST", "/api/v1/tools/sandbox_list", "{}"))).status, 200);
-  {
-    std::lock_guard lock(mu);
-    release = true;
-  }
-  cv.notify_all();
-  for (auto& t : calls) t.join();
-  EXPECT_EQ(statuses, (std::vector<int>{200, 200}));
+  EXPECT_EQ(JoinExecs(), (std::vector<int>{200, 200}));
   EXPECT_EQ(Tcp(HttpRequest("POST", "/api/v1/tools/sandbox_list", "{}", kAuth)).status, 200);
+}
+
+class HttpServerWorkersTest : public HttpServerTest {
+ protected:
+  void Configure(HttpServerOptions& opts) override {
+    opts.worker_threads = 2;
+    opts.max_calls_per_account = 8;
+  }
+};
+
+// TCP calls that hold every worker (two here, each blocked in an exec) leave the host's caller on the unix socket
+// served: its calls have workers of their own.
+TEST_F(HttpServerWorkersTest, TheHostsCallsHaveWorkersOfTheirOwn) {
+  BlockExecs(2);
+  ASSERT_TRUE(WaitForBlockedExecs(2));
+  Fd host = ConnectUnix(socket_path_);
+  Reply listed = ParseReply(Exchange(host, HttpRequest("POST", "/api/v1/tools/sandbox_list", "{}")));
+  EXPECT_EQ(listed.status, 200) << listed.raw;
+  EXPECT_EQ(JoinExecs(), (std::vector<int>{200, 200}));
 }
 
 TEST(HttpServerStartTest, RefusesPublicAddressesAndLiveSockets) {
