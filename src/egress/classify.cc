@@ -122,8 +122,11 @@ RelayedRequest ReadRelayedRequest(std::string_view bytes, bool explicit_proxy) {
   if (FindHeader(h.headers, "http2-settings") != nullptr || UpgradesToH2c(h))
     return Refused(State::kMalformed, 400, "an upgrade to HTTP/2 over cleartext (h2c) is not relayed: its requests "
                                            "could not be checked; use HTTP/1.1, or https");
+  // CONNECT is the explicit proxy's own request (the first on its connection), never relayed: to an origin it could
+  // only name that origin again (any other host is refused), and an origin that answered it 2xx without opening a
+  // tunnel would then take unparsed bytes as requests no one checked.
+  if (h.connect) return Refused(State::kMalformed, 400, "CONNECT on a connection that relays HTTP");
   if (explicit_proxy) {
-    if (h.connect) return Refused(State::kMalformed, 400, "CONNECT on a connection that relays HTTP");
     if (h.form != TargetForm::kAbsolute)
       return Refused(State::kMalformed, 400, "a request to the proxy must be CONNECT or carry an absolute URI");
     if (h.scheme != "http") return Refused(State::kMalformed, 400, "only http:// URIs can be proxied without CONNECT");
@@ -131,7 +134,7 @@ RelayedRequest ReadRelayedRequest(std::string_view bytes, bool explicit_proxy) {
   }
   r.state = State::kParsed;
   r.body = RequestBody(h);
-  r.opaque_after = h.connect || FindHeader(h.headers, "upgrade") != nullptr;
+  r.opaque_after = FindHeader(h.headers, "upgrade") != nullptr;
   return r;
 }
 

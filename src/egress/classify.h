@@ -25,7 +25,7 @@ struct RelayedRequest {
   std::string origin_form;  // kParsed on the explicit proxy port: the head as the origin gets it; elsewhere the
                            // head goes as sent and this stays empty
   BodyFraming body;       // kParsed
-  bool opaque_after = false;  // a CONNECT or an Upgrade: what follows its body may be another protocol
+  bool opaque_after = false;  // an Upgrade: what follows its body may be another protocol
   int status = 0;             // kNotHttp, kMalformed: the status to answer
   std::string reason;         // kNotHttp, kMalformed: one line
 

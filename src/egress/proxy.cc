@@ -531,14 +531,14 @@ class Proxy::Impl {
   // request head is read and checked before it goes on, then its body follows by its framing (a Content-Length body
   // spliced when large, a chunked one scanned), and the next head is expected after it. A refused request gets a
   // 400 or 403 with the reason and the connection closes. When the connection's first request was an Upgrade and
-  // the origin answered it 101 (or a CONNECT, answered 2xx), bytes that are not an HTTP request head are the
+  // the origin answered it 101, bytes that are not an HTTP request head are the
   // protocol switched to: from there on the bytes are relayed untouched. Without that answer they are refused like
   // any malformed head: a client's Upgrade header alone never turns the checks off.
   asio::awaitable<void> RelayRequests(tcp::socket& from, tcp::socket& to, std::string& buffer, const HttpConnection& conn,
                                       RelayEnds& ends) {
     char buf[16384];
     bool first = true;
-    enum class Switch { kNo, kUpgrade, kConnect } asked = Switch::kNo;  // what the first request asked the origin for
+    bool asked_upgrade = false;  // whether the first request asked the origin to switch protocols
     for (;;) {
       RelayedRequest request = ReadRelayedRequest(buffer, conn.explicit_proxy);
       for (int reads = 0; request.state == RelayedRequest::State::kNeedMore; ++reads) {
@@ -561,8 +561,7 @@ class Proxy::Impl {
         request = ReadRelayedRequest(buffer, conn.explicit_proxy);
       }
       const int status = ends.first_status;
-      const bool switched = (asked == Switch::kUpgrade && status == 101) ||
-                            (asked == Switch::kConnect && status >= 200 && status < 300);
+      const bool switched = asked_upgrade && status == 101;
       if (switched && request.state != RelayedRequest::State::kParsed) {
         bool sent = co_await Send(to, buffer);
         if (!sent) co_return CloseBoth(from, to);
@@ -601,7 +600,7 @@ class Proxy::Impl {
         Status body = co_await RelayBody(from, to, buffer, request.body, ends);
         if (!body.ok()) co_return CloseBoth(from, to);
       }
-      if (first && request.opaque_after) asked = request.head.connect ? Switch::kConnect : Switch::kUpgrade;
+      if (first && request.opaque_after) asked_upgrade = true;
       first = false;
     }
   }

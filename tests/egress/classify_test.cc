@@ -104,5 +104,16 @@ TEST(RelayedRequestTest, TheHeadGoesUpstreamAsReadOrInOriginForm) {
   EXPECT_EQ(r.reason, "a request to the proxy must be CONNECT or carry an absolute URI");
 }
 
+// CONNECT is never relayed, on a listed port as on the proxy's: an origin that answered it 2xx without opening a
+// tunnel would take the bytes after it, unchecked, as requests.
+TEST(RelayedRequestTest, AConnectIsNeverRelayed) {
+  for (bool explicit_proxy : {false, true}) {
+    RelayedRequest r = ReadRelayedRequest("CONNECT allowed.test:80 HTTP/1.1\r\nHost: allowed.test:80\r\n\r\n", explicit_proxy);
+    EXPECT_EQ(r.state, RelayedRequest::State::kMalformed) << explicit_proxy;
+    EXPECT_EQ(r.status, 400);
+    EXPECT_EQ(r.reason, "CONNECT on a connection that relays HTTP");
+  }
+}
+
 }  // namespace
 }  // namespace isb::egress
