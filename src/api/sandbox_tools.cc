@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "api/json_schema.h"
 #include "api/json_util.h"
 #include "api/org_sandboxes.h"
 #include "api/schema.h"
@@ -604,14 +605,17 @@ Status AddCreateAndExec(Registry& reg, Sandboxes& all, const SandboxToolOptions&
       "Creates a long-lived sandbox and returns once it is ready. Every field is optional. Durations are whole "
       "seconds; expires defaults to 86400 (24h, at most 30 days) and idle_timeout to 7200 (2h).",
       CreateSchema(), InfoSchema(), ToolAnnotations{}, false,
-      [&all, remote = options.remote, quota = options.quota](const json& in, const CallContext& ctx) -> Result<json> {
+      [&all, remote = options.remote, quota = options.quota, schema = CreateSchema()](
+          const json& in, const CallContext& ctx) -> Result<json> {
         OrgSandboxes sb(all, ctx);
         // ${NAME} comes from the caller's vars alone: always for a remote caller, for the host when it sends vars.
+        // What was filled is judged by the schema again (a field's length).
         json filled = in;
         if (!ctx.identity.superadmin || in.contains("vars")) {
           std::map<std::string, std::string> vars;
           if (auto it = in.find("vars"); it != in.end()) vars = it->get<std::map<std::string, std::string>>();
           ISB_ASSIGN_OR_RETURN(filled, ExpandSpecVars(in, vars));
+          if (Status judged = Validate(schema, filled); !judged.ok()) return judged.error();
         }
         ISB_ASSIGN_OR_RETURN(SandboxSpec spec, SpecFromJson(filled));
         // Every caller but the host and superadmins: only what the operator's flags allow, and an image by the real

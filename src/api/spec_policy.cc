@@ -140,7 +140,9 @@ Status CheckPublishAddress(std::string_view address, const RemoteSpecPolicy& pol
   return Forbidden("publishing on " + text + " needs --publish-address " + text);
 }
 
-Result<std::string> ExpandVars(std::string_view text, const std::map<std::string, std::string>& vars) {
+Result<std::string> ExpandVars(std::string_view text, const std::map<std::string, std::string>& vars,
+                               size_t max_bytes) {
+  auto too_long = [max_bytes] { return Invalid("expands to more than " + std::to_string(max_bytes) + " bytes"); };
   std::string out;
   out.reserve(text.size());
   size_t i = 0;
@@ -167,19 +169,26 @@ Result<std::string> ExpandVars(std::string_view text, const std::map<std::string
     if (!valid) return Invalid("${" + shown + "} is not a variable name");
     auto it = vars.find(std::string(name));
     if (it == vars.end()) return Invalid("${" + shown + "} is not among the vars sent");
+    if (out.size() + it->second.size() > max_bytes) return too_long();
     out += it->second;
     i = close + 1;
   }
+  if (out.size() > max_bytes) return too_long();
   return out;
 }
 
 Result<nlohmann::json> ExpandSpecVars(const nlohmann::json& input, const std::map<std::string, std::string>& vars) {
   nlohmann::json out = input;
   out.erase("vars");
+  size_t budget = kMaxExpandedSpecBytes;  // shared by every field
   auto expand = [&](const std::string& field, nlohmann::json& value) -> Status {
     if (!value.is_string()) return {};  // the schema has refused it already
-    Result<std::string> filled = ExpandVars(value.get_ref<const std::string&>(), vars);
+    Result<std::string> filled = ExpandVars(value.get_ref<const std::string&>(), vars, budget);
+    if (!filled.ok() && filled.error().message.starts_with("expands to more than"))
+      return Invalid(field + ": the filled fields of a spec take more than " + std::to_string(kMaxExpandedSpecBytes) +
+                     " bytes together");
     if (!filled.ok()) return Invalid(field + ": " + filled.error().message);
+    budget -= filled->size();
     value = std::move(*filled);
     return {};
   };
