@@ -32,6 +32,7 @@ constexpr const char* kMaskedFiles[] = {"kcore", "keys", "latency_stats", "timer
 constexpr const char* kMaskedDirs[] = {"acpi", "asound", "scsi", "driver"};
 constexpr const char* kReadOnly[] = {"bus", "fs", "irq", "sys", "sysrq-trigger"};
 constexpr const char* kDevices[] = {"null", "zero", "full", "random", "urandom", "tty"};
+constexpr int kMaxPtys = 64;
 
 const char kPasswd[] =
     "root:x:0:0:root:/root:/bin/sh\n"
@@ -71,7 +72,10 @@ class Planner {
   }
   // Nosuid, nodev and (when asked) read-only for the bind at `dst` and every mount that came along with it.
   void LockTree(const std::string& dst, bool read_only, bool optional = false) {
-    const unsigned long attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (read_only ? MOUNT_ATTR_RDONLY : 0);
+    TreeAttrs(dst, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (read_only ? MOUNT_ATTR_RDONLY : 0), optional);
+  }
+  // `attrs` (MOUNT_ATTR_*) added to the mount at `dst` and every mount below it.
+  void TreeAttrs(const std::string& dst, unsigned long attrs, bool optional = false) {
     p_->Add({MountStep::kTreeAttrs, nullptr, p_->Keep(dst), nullptr, attrs, nullptr, 0, optional});
   }
   void Mkdir(const std::string& dst, unsigned mode = 0755) {
@@ -129,6 +133,10 @@ void PlanHostView(Planner& pl, const std::string& root, const SandboxConfig& con
     } else if (S_ISDIR(st.st_mode)) {
       pl.Mkdir(root + host);
       pl.Bind(host, root + host, true);
+      // The TLS roots, not the host's TLS keys: unreadable to a sandbox with a user namespace anyway (the
+      // directory is root's), but a privileged sandbox's root would read them.
+      if (std::strcmp(e, "ssl") == 0 && IsDir("/etc/ssl/private"))
+        pl.Mount("tmpfs", root + "/etc/ssl/private", "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0");
     } else if (S_ISREG(st.st_mode)) {
       pl.Touch(root + host);
       pl.Bind(host, root + host, true);
@@ -168,12 +176,18 @@ void PlanDev(Planner& pl, const std::string& root, uint64_t scratch_bytes) {
   // Not nodev: the device nodes below are binds of the host's, whose own mount decides; nothing can be created
   // here anyway (no CAP_MKNOD).
   pl.Mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k");
+  // Read-only binds (not nodev: they are devices): reads and writes of a device go on, but its mode and owner (the
+  // host's own /dev/null's) are out of reach even of a privileged sandbox's root.
   for (const char* d : kDevices) {
     pl.Touch(dev + "/" + d);
-    pl.Bind(std::string("/dev/") + d, dev + "/" + d, false);
+    pl.Mount(std::string("/dev/") + d, dev + "/" + d, nullptr, MS_BIND);
+    pl.TreeAttrs(dev + "/" + d, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID);
   }
   pl.Mkdir(dev + "/pts");
-  pl.Mount("devpts", dev + "/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620,gid=5");
+  // At most kMaxPtys terminals: every devpts instance draws on the host's one pool (kernel.pty.max, 4096 less the
+  // 1024 kept for the host's own), which a sandbox would otherwise empty for every other.
+  pl.Mount("devpts", dev + "/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+           "newinstance,ptmxmode=0666,mode=0620,gid=5,max=" + std::to_string(kMaxPtys));
   pl.Symlink("pts/ptmx", dev + "/ptmx");
   pl.Mkdir(dev + "/shm");
   pl.Mount("tmpfs", dev + "/shm", "tmpfs", MS_NOSUID | MS_NODEV, ScratchTmpfs(scratch_bytes));
@@ -346,12 +360,21 @@ int RunStep(const MountStep& s) {
     case MountStep::kWriteFile: {
       int dir = OpenParent(s.target, &name);
       if (dir < 0) return -1;
-      int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (s.kind == MountStep::kWriteFile ? O_TRUNC : 0);
+      // Non-blocking, then a regular file or nothing: a FIFO left at a target (the sandbox's root may make one in
+      // its layer, an image may hold one) would block the open for good, with nothing in the sandbox yet to read it.
+      int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK |
+                  (s.kind == MountStep::kWriteFile ? O_TRUNC : 0);
       int fd = ::openat(dir, name, flags, s.mode);
       int saved = errno;
       ::close(dir);
       if (fd < 0) {
-        errno = saved;
+        errno = saved == ENXIO ? EINVAL : saved;  // ENXIO: a FIFO (or socket) no one reads
+        return -1;
+      }
+      struct stat st{};
+      if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        ::close(fd);
+        errno = EINVAL;
         return -1;
       }
       int rc = 0;

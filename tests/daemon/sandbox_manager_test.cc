@@ -252,6 +252,23 @@ TEST_F(ManagerTest, AFailedStartLeavesTheSandboxStoppedAndItsLayerUnmounted) {
   ASSERT_TRUE(mgr_->Remove(sb->id).ok());
 }
 
+// A FIFO the sandbox's root leaves where setup writes a file (its hostname, in its own layer) fails the next start
+// at once, where the open for writing would wait for a reader for good, holding the sandbox's lock (and with it
+// the reaper) and the start's caller.
+TEST_F(ManagerTest, AFifoInTheLayerFailsTheNextStartAtOnce) {
+  auto sb = mgr_->Create({});
+  ASSERT_TRUE(sb.ok()) << sb.error().message;
+  EXPECT_EQ(Exec(sb->id, {"sh", "-c", "rm /etc/hostname && mkfifo /etc/hostname && echo made"}).stdout_data, "made\n");
+  ASSERT_TRUE(mgr_->Stop(sb->id).ok());
+  auto started = std::async(std::launch::async, [&] { return mgr_->Start(sb->id); });
+  ASSERT_EQ(started.wait_for(std::chrono::seconds(10)), std::future_status::ready) << "the start hung on the FIFO";
+  auto r = started.get();
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("Invalid argument"), std::string::npos) << r.error().message;
+  EXPECT_EQ(mgr_->Get(sb->id)->state, "stopped");
+  ASSERT_TRUE(mgr_->Remove(sb->id).ok());
+}
+
 // A daemon that dies after a removal returned but before its teardown ran leaves the state dir (its layer still
 // mounted) with no row: the next daemon's Adopt finishes the removal.
 TEST_F(ManagerTest, ANewDaemonFinishesATeardownTheLastOneDidNotRun) {

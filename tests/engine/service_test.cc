@@ -212,6 +212,16 @@ TEST_F(ServiceTest, InitStaysUnreadableAfterACommandOfAnotherUser) {
   EXPECT_EQ(environ->stderr_data, "cat: /proc/1/environ: Permission denied\n");
 }
 
+// A sandbox's terminals come from a devpts of its own, at most 64 of them: the host's pool of ptys, which every
+// sandbox draws on, is never emptied by one.
+TEST_F(ServiceTest, ASandboxOpensAtMost64Terminals) {
+  auto r = Exec({"python3", "-c",
+                 "import os\nn = 0\ntry:\n    while True:\n        os.open('/dev/ptmx', os.O_RDWR | os.O_NOCTTY)\n"
+                 "        n += 1\nexcept OSError as e:\n    print(n, os.strerror(e.errno))\n"});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->stdout_data, "64 No space left on device\n") << r->stderr_data;
+}
+
 TEST_F(ServiceTest, TimeoutHoldsForACommandThatNeverStopsWriting) {
   // Output always waiting to be read (a sink slower than the command, as a slow client makes a streamed exec's)
   // must not keep the deadline from being checked.

@@ -131,6 +131,36 @@ TEST_F(UserNamespaceTest, ACommandInheritsNoIgnoredSignal) {
   EXPECT_EQ(r->stderr_data, "");  // yes ends on SIGPIPE, without a "Broken pipe" message
 }
 
+// A privileged sandbox's root keeps CAP_CHOWN and CAP_FOWNER over the host's files, but the host's device nodes
+// are bound read-only (used as ever, their mode and owner out of reach) and its TLS keys are masked.
+TEST_F(UserNamespaceTest, PrivilegedRootChangesNoHostDeviceAndReadsNoHostKey) {
+  ISB_REQUIRE_ROOT();
+  struct stat before{}, urandom{};
+  ASSERT_EQ(::stat("/dev/null", &before), 0);
+  ASSERT_EQ(::stat("/dev/urandom", &urandom), 0);
+  // Should the binds ever be writable again, the host's devices are put back as they were.
+  struct Restore {
+    struct stat null_st, urandom_st;
+    ~Restore() {
+      (void)::chmod("/dev/null", null_st.st_mode & 07777);
+      (void)::chown("/dev/urandom", urandom_st.st_uid, urandom_st.st_gid);
+    }
+  } restore{before, urandom};
+  SandboxConfig c;
+  c.privileged = true;
+  auto r = Run("echo x > /dev/null && echo wrote; head -c 4 /dev/zero | wc -c; chmod 600 /dev/null; "
+               "chown 1:1 /dev/urandom; ls -A /etc/ssl/private | wc -l; ls /etc/ssl/certs | grep -c . >/dev/null && "
+               "echo roots",
+               c);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->stdout_data, "wrote\n4\n0\nroots\n");
+  EXPECT_EQ(r->stderr_data, "chmod: changing permissions of '/dev/null': Read-only file system\n"
+                            "chown: changing ownership of '/dev/urandom': Read-only file system\n");
+  struct stat after{};
+  ASSERT_EQ(::stat("/dev/null", &after), 0);
+  EXPECT_EQ(after.st_mode, before.st_mode);
+}
+
 TEST_F(UserNamespaceTest, PrivilegedUserIsTheHostUser) {
   ISB_REQUIRE_ROOT();
   SandboxConfig c;
