@@ -78,8 +78,38 @@ struct McpServer::Call {
   bool stateless = false;
 };
 
+// A tools/call in a session, from its start to its end: its cancel flag is found by notifications/cancelled.
+class McpServer::Running {
+ public:
+  Running(McpServer& server, std::string session, const json& id) : server_(server) {
+    if (session.empty()) return;  // stateless: nothing to cancel by
+    key_ = {std::move(session), Dump(id)};
+    std::lock_guard lock(server_.mu_);
+    server_.running_[key_] = flag_;
+  }
+  ~Running() {
+    if (key_.first.empty()) return;
+    std::lock_guard lock(server_.mu_);
+    if (auto it = server_.running_.find(key_); it != server_.running_.end() && it->second == flag_)
+      server_.running_.erase(it);
+  }
+  Running(const Running&) = delete;
+  Running& operator=(const Running&) = delete;
+  std::shared_ptr<std::atomic<bool>> flag() const { return flag_; }
+
+ private:
+  McpServer& server_;
+  std::pair<std::string, std::string> key_;
+  std::shared_ptr<std::atomic<bool>> flag_ = std::make_shared<std::atomic<bool>>(false);
+};
+
 McpServer::McpServer(const Registry& registry, McpOptions options)
     : registry_(registry), options_(std::move(options)) {}
+
+void McpServer::Cancel(const std::string& session, const json& request_id) {
+  std::lock_guard lock(mu_);
+  if (auto it = running_.find({session, Dump(request_id)}); it != running_.end()) *it->second = true;
+}
 
 std::optional<std::string> McpOrgFromPath(std::string_view path) {
   if (path == "/mcp") return "default";
@@ -246,8 +276,13 @@ Response McpServer::HandlePost(const Request& req, const std::string& org, const
                       "unsupported MCP-Protocol-Version '" + SanitizeUtf8(header_version.substr(0, 40)) +
                           "'; this server supports 2025-11-25, 2025-06-18 and 2025-03-26 with sessions");
     }
-    if (!TouchSession(sid, org, identity.Subject())) {
-      return RpcError(404, call.id, kInvalidRequest, "unknown or ended session; send initialize again");
+    std::optional<std::string> negotiated = TouchSession(sid, org, identity.Subject());
+    if (!negotiated) return RpcError(404, call.id, kInvalidRequest, "unknown or ended session; send initialize again");
+    // The header carries the version the session negotiated, no other.
+    if (!header_version.empty() && header_version != *negotiated) {
+      return RpcError(400, call.id, kInvalidRequest,
+                      "MCP-Protocol-Version '" + SanitizeUtf8(header_version.substr(0, 40)) +
+                          "' is not this session's, which negotiated " + *negotiated);
     }
   } else if (header_version == kMcpStatelessVersion || meta_names_version) {
     call.stateless = true;
@@ -279,7 +314,13 @@ Response McpServer::HandlePost(const Request& req, const std::string& org, const
                     "missing Mcp-Session-Id header: send initialize first (protocol 2025-11-25), or name protocol "
                     "2026-07-28 in MCP-Protocol-Version and params._meta");
   }
-  if (!is_request) return Response{.status = 202, .headers = {}, .body = {}, .stream = {}};
+  if (!is_request) {
+    // A client's cancel of one of its calls in this session: the call's command is stopped (a call of another
+    // session, or one already ended, is not found: nothing happens, as the spec allows).
+    if (call.method == "notifications/cancelled" && !sid.empty() && call.params.contains("requestId"))
+      Cancel(sid, call.params["requestId"]);
+    return Response{.status = 202, .headers = {}, .body = {}, .stream = {}};
+  }
   return Dispatch(call);
 }
 
@@ -358,6 +399,8 @@ Response McpServer::ToolsCall(Call& call) {
   json token = p.value("_meta", json::object()).is_object() ? p.value("_meta", json::object()).value("progressToken", json())
                                                              : json();
   if (!tool->streams || !(token.is_string() || token.is_number_integer())) {
+    Running running(*this, call.req.headers.Get("Mcp-Session-Id"), call.id);
+    ctx.cancelled = [flag = running.flag()] { return flag->load(); };
     return RpcResult(call.id, ToolResult(registry_.Run(*tool, args, ctx), call.stateless));
   }
 
@@ -365,8 +408,9 @@ Response McpServer::ToolsCall(Call& call) {
   r.headers.Set("Content-Type", "text/event-stream");
   r.headers.Set("Cache-Control", "no-cache");
   const Registry& registry = registry_;
-  r.stream = [&registry, tool, args = std::move(args), ctx, token, id = call.id,
-              stateless = call.stateless](const ChunkWriter& write) mutable {
+  r.stream = [&registry, tool, args = std::move(args), ctx, token, id = call.id, stateless = call.stateless,
+              server = this, sid = call.req.headers.Get("Mcp-Session-Id")](const ChunkWriter& write) mutable {
+    Running running(*server, sid, id);
     std::mutex mu;  // output may arrive from the stdout and the stderr reader at once
     bool client_gone = false;
     double progress = 0;
@@ -385,10 +429,10 @@ Response McpServer::ToolsCall(Call& call) {
                         {"message", std::string(chunk)},
                         {"_meta", std::move(meta)}}}});
     };
-    ctx.cancelled = [&] {
+    ctx.cancelled = [&, flag = running.flag()] {
       std::lock_guard lock(mu);
       if (!client_gone) client_gone = !write(": keep-alive\n\n");
-      return client_gone;
+      return client_gone || flag->load();
     };
     json result = ToolResult(registry.Run(*tool, args, ctx), stateless);
     std::lock_guard lock(mu);

@@ -4,7 +4,9 @@
 
 #include <chrono>
 #include <cstddef>
+#include <atomic>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -72,10 +74,16 @@ class McpServer {
   std::optional<std::string> TouchSession(const std::string& id, const std::string& org, const std::string& subject);
   nlohmann::json ServerInfo() const;
 
+  // notifications/cancelled: the flag of the call with that id in that session (Running registers it).
+  void Cancel(const std::string& session, const nlohmann::json& request_id);
+  class Running;
+
   const Registry& registry_;
   McpOptions options_;
   mutable std::mutex mu_;
   std::map<std::string, Session> sessions_;
+  // Calls running in a session, by (session id, request id as JSON text): set when the client cancels one.
+  std::map<std::pair<std::string, std::string>, std::shared_ptr<std::atomic<bool>>> running_;
 };
 
 // "/mcp" -> "default"; "/orgs/<org>/mcp" -> org; any other path -> nullopt.

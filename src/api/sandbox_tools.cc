@@ -704,12 +704,12 @@ Status AddCreateAndExec(Registry& reg, Sandboxes& all, const SandboxToolOptions&
           return Invalid("tty: needs a streaming call (REST ?stream=1 or Accept: text/event-stream; MCP with a "
                          "progressToken), which announces the session to send input to");
         }
+        req.cancelled = ctx.cancelled;  // the caller's cancel (MCP's notifications/cancelled), or its going away
         if (!ctx.progress) {
           ISB_ASSIGN_OR_RETURN(ExecResult r, sb.Exec(Ref(in), req, nullptr));
           return ExecResultJson(std::move(r), base64);
         }
         Utf8Forwarder forward(ctx.progress);
-        req.cancelled = ctx.cancelled;
         std::string session;
         if (req.tty) {
           req.caller = Caller(ctx);

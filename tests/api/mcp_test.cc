@@ -3,6 +3,9 @@
 #include "api/principals.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+#include <thread>
+#include <atomic>
 
 #include "api/fake_sandboxes.h"
 #include "api/json_util.h"
@@ -149,6 +152,39 @@ TEST_F(McpTest, OneCallersSessionsNeverEndAnothers) {
   EXPECT_TRUE(alive(late, UserIn("late", "default", identity::Role::kViewer, 20)));
 }
 
+// notifications/cancelled stops the call it names, in its own session only: the exec sees its cancel and returns.
+TEST_F(McpTest, ACancelledCallStopsItsCommand) {
+  const std::string sid = Initialize(), other = Initialize();
+  const std::string box = fake.Create({})->id;
+  std::atomic<bool> entered{false}, cancelled{false};
+  fake.exec_fn = [&](const ExecRequest& req, const OutputSink&) -> Result<ExecResult> {
+    entered = true;
+    for (int i = 0; i < 1000 && !(req.cancelled && req.cancelled()); ++i) ::usleep(10000);
+    cancelled = req.cancelled && req.cancelled();
+    return ExecResult{};
+  };
+  std::atomic<bool> done{false};
+  Response answer;
+  std::thread call([&] {
+    answer = Post(Rpc(7, "tools/call", {{"name", "sandbox_exec"}, {"arguments", {{"sandbox", box}, {"argv", {"sleep", "600"}}}}}),
+                  Session(sid));
+    done = true;
+  });
+  for (int i = 0; i < 500 && !entered; ++i) ::usleep(10000);
+  ASSERT_TRUE(entered);
+  const json cancel = {{"jsonrpc", "2.0"}, {"method", "notifications/cancelled"},
+                       {"params", {{"requestId", 7}, {"reason", "the user stopped it"}}}};
+  EXPECT_EQ(Post(cancel, Session(other)).status, 202);  // another session's call 7: none
+  ::usleep(200000);
+  EXPECT_FALSE(done.load());
+  EXPECT_EQ(Post(cancel, Session(sid)).status, 202);
+  for (int i = 0; i < 300 && !done; ++i) ::usleep(10000);
+  EXPECT_TRUE(done.load()) << "the cancelled call went on";
+  call.join();
+  EXPECT_TRUE(cancelled.load());
+  EXPECT_EQ(answer.status, 200);
+}
+
 TEST_F(McpTest, SessionAndVersionHeaders) {
   EXPECT_EQ(Post(Rpc(1, "tools/list")).status, 400);  // no session
   EXPECT_EQ(Post(Rpc(1, "tools/list"), Session("deadbeef")).status, 404);
@@ -156,6 +192,11 @@ TEST_F(McpTest, SessionAndVersionHeaders) {
   EXPECT_EQ(Post(Rpc(1, "tools/list"), {{"Mcp-Session-Id", sid}, {"MCP-Protocol-Version", "1999-01-01"}}).status,
             400);
   EXPECT_EQ(Post(Rpc(1, "tools/list"), {{"Mcp-Session-Id", sid}}).status, 200);  // absent: 2025-03-26 assumed
+  // A version this server speaks, but not the one this session negotiated (2025-11-25).
+  Response other_version = Post(Rpc(1, "tools/list"), {{"Mcp-Session-Id", sid}, {"MCP-Protocol-Version", "2025-06-18"}});
+  EXPECT_EQ(other_version.status, 400);
+  EXPECT_EQ(json::parse(other_version.body)["error"]["message"],
+            "MCP-Protocol-Version '2025-06-18' is not this session's, which negotiated 2025-11-25");
   // A session is bound to who opened it and where.
   Request other;
   other.method = "POST";
