@@ -38,8 +38,8 @@ namespace {
 constexpr auto kAwait = net::as_tuple(net::use_awaitable);
 
 // Runs f() on a worker thread and resumes the calling coroutine with its result (or its exception) on the
-// coroutine's own executor: one hand-off each way. (co_spawn onto the pool also ran a coroutine there, whose own
-// completion woke a second worker for nothing on every call.)
+// coroutine's own executor: one post to the pool, one dispatch back, and no coroutine of its own on the pool (whose
+// completion would wake a second worker on every call).
 template <class F>
 auto OnWorker(net::thread_pool& pool, F f) {
   using T = std::invoke_result_t<F&>;

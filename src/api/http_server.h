@@ -34,7 +34,7 @@ struct HttpServerOptions {
   int worker_threads = 256;        // tool calls block, an exec for up to 15 minutes; one thread per call
   // The unix socket's calls run on workers of their own: TCP callers that hold every worker (up to
   // max_calls_per_account each) never lock the host's caller out.
-  int unix_worker_threads = 32;
+  int unix_worker_threads = 128;
   size_t max_body_bytes = 8 << 20; // larger bodies get 413
   size_t max_header_bytes = 64 << 10;
   // Connections open at once, over TCP and over the unix socket each (so TCP clients never lock the host's caller

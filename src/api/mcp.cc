@@ -96,6 +96,7 @@ class McpServer::Running {
   Running(const Running&) = delete;
   Running& operator=(const Running&) = delete;
   std::shared_ptr<std::atomic<bool>> flag() const { return flag_; }
+  bool cancellable() const { return !key_.first.empty(); }  // in a session: a notification can name it
 
  private:
   McpServer& server_;
@@ -400,7 +401,7 @@ Response McpServer::ToolsCall(Call& call) {
                                                              : json();
   if (!tool->streams || !(token.is_string() || token.is_number_integer())) {
     Running running(*this, call.req.headers.Get("Mcp-Session-Id"), call.id);
-    ctx.cancelled = [flag = running.flag()] { return flag->load(); };
+    if (running.cancellable()) ctx.cancelled = [flag = running.flag()] { return flag->load(); };
     return RpcResult(call.id, ToolResult(registry_.Run(*tool, args, ctx), call.stateless));
   }
 

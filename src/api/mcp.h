@@ -2,9 +2,9 @@
 // 2026-07-28 (stateless, per-request _meta).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
-#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>

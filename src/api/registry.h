@@ -33,7 +33,8 @@ struct CallContext {
   Identity identity;
   std::string ip, user_agent;   // of an HTTP caller, for the audit log
   ProgressFn progress;            // empty: the caller does not stream
-  // With `progress`: true once the streaming caller has gone away. Asked about once a second by long work.
+  // True once the caller has gone away (a streaming caller) or cancelled the call (MCP's notifications/cancelled).
+  // Asked about once a second by long work.
   std::function<bool()> cancelled;
 };
 

@@ -110,7 +110,7 @@ struct ExecRequest {
   std::map<std::string, std::string> env;
   std::string workdir;            // empty: the sandbox's working_dir
   std::chrono::milliseconds timeout{60'000};  // at most 15 minutes
-  // Set by a streaming surface: true once its caller has gone away (the command is then killed).
+  // True once the caller has gone away or cancelled the call (the command is then killed).
   std::function<bool()> cancelled;
   // A terminal (a pty inside the sandbox) instead of pipes: stderr merges into stdout, and the session can be
   // driven while it runs (ExecInput, ExecResize) by the same `caller` only.

@@ -142,7 +142,9 @@ Status CheckPublishAddress(std::string_view address, const RemoteSpecPolicy& pol
 
 Result<std::string> ExpandVars(std::string_view text, const std::map<std::string, std::string>& vars,
                                size_t max_bytes) {
-  auto too_long = [max_bytes] { return Invalid("expands to more than " + std::to_string(max_bytes) + " bytes"); };
+  auto too_long = [max_bytes] {
+    return Error::Of(Code::kTooLarge, "expands to more than " + std::to_string(max_bytes) + " bytes");
+  };
   std::string out;
   out.reserve(text.size());
   size_t i = 0;
@@ -180,15 +182,16 @@ Result<std::string> ExpandVars(std::string_view text, const std::map<std::string
 Result<nlohmann::json> ExpandSpecVars(const nlohmann::json& input, const std::map<std::string, std::string>& vars) {
   nlohmann::json out = input;
   out.erase("vars");
-  size_t budget = kMaxExpandedSpecBytes;  // shared by every field
+  size_t growth = kMaxExpandedSpecBytes;  // what filling may add, shared by every field
   auto expand = [&](const std::string& field, nlohmann::json& value) -> Status {
     if (!value.is_string()) return {};  // the schema has refused it already
-    Result<std::string> filled = ExpandVars(value.get_ref<const std::string&>(), vars, budget);
-    if (!filled.ok() && filled.error().message.starts_with("expands to more than"))
-      return Invalid(field + ": the filled fields of a spec take more than " + std::to_string(kMaxExpandedSpecBytes) +
-                     " bytes together");
+    const std::string& text = value.get_ref<const std::string&>();
+    Result<std::string> filled = ExpandVars(text, vars, text.size() + growth);
+    if (!filled.ok() && filled.error().code == Code::kTooLarge)
+      return Error::Of(Code::kTooLarge, field + ": filling the spec's ${NAME}s adds more than " +
+                                            std::to_string(kMaxExpandedSpecBytes) + " bytes");
     if (!filled.ok()) return Invalid(field + ": " + filled.error().message);
-    budget -= filled->size();
+    if (filled->size() > text.size()) growth -= filled->size() - text.size();
     value = std::move(*filled);
     return {};
   };

@@ -52,21 +52,22 @@ Result<std::string> ResolveUnderBindRoot(std::string_view field, const std::stri
 // --publish-address (compared as addresses, not as text). Otherwise kForbidden naming the flag.
 Status CheckPublishAddress(std::string_view address, const RemoteSpecPolicy& policy);
 
-// The most a spec's filled fields may take together, in bytes.
+// The most that filling a spec's ${NAME}s may add to it, in bytes.
 inline constexpr size_t kMaxExpandedSpecBytes = 1 << 20;
 
 // Fills each ${NAME} in `text` (NAME: a letter or '_', then letters, digits, '_') from `vars` only, never from the
 // daemon's environment; "$$" is a literal '$', and a '$' before anything else stays as it is. An unknown NAME, a
 // malformed ${...} or an unterminated one is kInvalidArgument naming it (never a value).
-// What a text may grow to: past `max_bytes` it is refused ("expands to more than N bytes"), so that a short text
-// repeating a long variable never makes the daemon build gigabytes.
+// What a text may grow to: past `max_bytes` it is refused (kTooLarge, "expands to more than N bytes"), so that a
+// short text repeating a long variable never makes the daemon build gigabytes.
 Result<std::string> ExpandVars(std::string_view text, const std::map<std::string, std::string>& vars,
                                size_t max_bytes = kMaxExpandedSpecBytes);
 
 // A sandbox_create input with ${NAME} filled by ExpandVars in its string fields: name, image, working_dir, user,
-// and the values of environment and labels (keys and every other field as sent), all of them together within
-// kMaxExpandedSpecBytes. "vars" is left out of the result; what was filled is the schema's to judge again. A refusal is kInvalidArgument naming the field first ("environment.GREETING: ${X} is not among the vars
-// sent"). Remote callers' specs always pass through it (no daemon environment ever fills a name); the host's and
+// and the values of environment and labels (keys and every other field as sent); filling may add at most
+// kMaxExpandedSpecBytes to them all together (kTooLarge). "vars" is left out of the result; what was filled is the
+// schema's to judge again. A refusal is kInvalidArgument naming the field first ("environment.GREETING: ${X} is not
+// among the vars sent"). Remote callers' specs always pass through it (no daemon environment ever fills a name); the host's and
 // superadmins' when they send vars.
 Result<nlohmann::json> ExpandSpecVars(const nlohmann::json& input, const std::map<std::string, std::string>& vars);
 

@@ -35,7 +35,7 @@ struct RelayedRequest {
     return origin_form.empty() ? read.substr(0, head.size) : std::string_view(origin_form);
   }
 };
-// On the explicit proxy port every request carries an absolute http:// URI (and no CONNECT once HTTP is relayed).
+// On the explicit proxy port every request carries an absolute http:// URI. No relayed request is a CONNECT.
 RelayedRequest ReadRelayedRequest(std::string_view bytes, bool explicit_proxy);
 
 }  // namespace isb::egress

@@ -34,6 +34,10 @@ constexpr auto kAcceptRetry = std::chrono::milliseconds(50);
 // A head is parsed again from its start after every read, so one sent a byte at a time would cost the event loop
 // time in the square of its length: past this many reads without a whole head, it is refused.
 constexpr int kMaxHeadReads = 256;
+constexpr char kTooManyPieces[] = "request head sent in too many pieces";
+// How often a sandbox's decide or dial waiting for its share of the blocking pool looks again.
+constexpr auto kBlockingRetry = std::chrono::milliseconds(10);
+const std::string kEstablished = "HTTP/1.1 200 Connection established\r\n\r\n";
 
 // Whether a first line ends the way an HTTP request line does: its last word names an HTTP version, any version and
 // any case, blanks after it ignored ("GET / HTTP/1.1 ", "PRI * HTTP/2.0").
@@ -44,11 +48,6 @@ static bool NamesAnHttpVersion(std::string_view line) {
   const std::string_view last = line.substr(blank + 1);
   return last.size() >= 5 && EqualsIgnoreCase(last.substr(0, 5), "HTTP/");
 }
-
-constexpr char kTooManyPieces[] = "request head sent in too many pieces";
-// How often a sandbox's decide or dial waiting for its share of the blocking pool looks again.
-constexpr auto kBlockingRetry = std::chrono::milliseconds(10);
-const std::string kEstablished = "HTTP/1.1 200 Connection established\r\n\r\n";
 
 std::string TlsDenyAlert() {
   // A TLS record (alert, TLS 1.0 record version as in a first flight) with a fatal unrecognized_name alert.

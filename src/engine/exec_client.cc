@@ -165,7 +165,7 @@ Result<ExecOutcome> ExecInSandbox(const std::string& control_path, const ExecSpe
       next_ask = Clock::now() + std::chrono::seconds(1);
       if (spec.cancelled()) {
         sock.Reset();  // init kills the command's process group
-        return Error::Of(Code::kUnavailable, "the caller went away; the command was killed");
+        return Error::Of(Code::kUnavailable, "the caller went away or cancelled the call; the command was killed");
       }
     }
     if (!exited && Clock::now() >= deadline) {  // checked on every pass: a command that never stops writing too

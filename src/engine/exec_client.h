@@ -23,7 +23,7 @@ struct ExecSpec {
   std::chrono::milliseconds timeout{60'000};
   uint64_t output_limit = 256 * 1024;  // per stream
   // Asked about once a second while the command runs; true ends it (its process group is killed), for a caller
-  // that went away. Called on the exec's own thread.
+  // that went away or cancelled. Called on the exec's own thread.
   std::function<bool()> cancelled;
   // A terminal instead of pipes: stdout and stderr are one stream (stdout), stdin_data is typed into it, and all
   // output reaches the sink (output_limit bounds only what the outcome keeps).

@@ -154,6 +154,7 @@ constexpr int kMaxSessions = 128;
 struct Launch {
   int session_fd;
   int exec_watch;  // the write end of the session's exec watch
+  bool copied;     // the child has a copy of init's memory (a command of another user), not init's own
   int fds[3];
   ExecRequestHeader h;
   const char* workdir;
@@ -279,6 +280,15 @@ bool SplitStrings(char** p, const char* end, uint32_t count, char** out, size_t 
   if (low > 3) RawSyscall(SYS_close_range, 3, low - 1, 0);
   if (high > low + 1) RawSyscall(SYS_close_range, low + 1, high - 1, 0);
   RawSyscall(SYS_close_range, high + 1, ~0U, 0);
+  // A copy of init's memory holds the other sessions' requests too (their argv and environment): gone before the
+  // change of user, after which that user may read what is left (fs.suid_dumpable permitting).
+  if (l.copied) {
+    for (const Session& other : g_sessions)
+      if (other.mapping != nullptr && !(reinterpret_cast<const char*>(&l) >= static_cast<const char*>(other.mapping) &&
+                                        reinterpret_cast<const char*>(&l) <
+                                            static_cast<const char*>(other.mapping) + other.mapping_size))
+        RawSyscall(SYS_munmap, reinterpret_cast<long>(other.mapping), static_cast<long>(other.mapping_size));
+  }
   if ((r = RawSyscall(SYS_setgroups, 0, 0)) < 0 || (r = RawSyscall(SYS_setresgid, h.gid, h.gid, h.gid)) < 0 ||
       (r = RawSyscall(SYS_setresuid, h.uid, h.uid, h.uid)) < 0)
     SessionFail(fd, Step::kUser, r);
@@ -396,8 +406,8 @@ void HandleRequest(Session& s) {
     char* stack_top = static_cast<char*>(s.mapping) + s.mapping_size - sizeof(Launch);
     stack_top -= reinterpret_cast<uintptr_t>(stack_top) % 64;
     l.exec_watch = watch[1];
-    const bool own_user = h.uid == g_init_uid && h.gid == g_init_gid;
-    pid = ::clone(entry, stack_top, (own_user ? CLONE_VM : 0) | SIGCHLD, &l);
+    l.copied = h.uid != g_init_uid || h.gid != g_init_gid;
+    pid = ::clone(entry, stack_top, (l.copied ? 0 : CLONE_VM) | SIGCHLD, &l);
     err = errno;
     ::close(watch[1]);
     if (pid < 0) ::close(watch[0]);

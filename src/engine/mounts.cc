@@ -220,7 +220,8 @@ std::string RootfsPlan::Describe(size_t i) const {
     case MountStep::kBindNoFollow: return "bind " + str(s.source) + " (no symlinks) on " + str(s.target);
     case MountStep::kTreeAttrs:
       return std::string("make ") + str(s.target) + " and the mounts below it " +
-             (s.flags & MOUNT_ATTR_RDONLY ? "read-only, " : "") + "nosuid and nodev";
+             (s.flags & MOUNT_ATTR_RDONLY ? "read-only, " : "") +
+             (s.flags & MOUNT_ATTR_NODEV ? "nosuid and nodev" : "nosuid");
   }
   return "unknown step";
 }

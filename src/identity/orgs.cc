@@ -46,6 +46,8 @@ Result<int64_t> Orgs::Create(const Principal& caller, std::string_view name) {
   if (!rows.ok() && rows.error().code == Code::kConflict)
     return Error::Of(Code::kConflict, "org " + std::string(name) + " already exists");
   if (!rows.ok()) return rows.error();
+  if (rows->empty() && Get(name).ok())
+    return Error::Of(Code::kConflict, "org " + std::string(name) + " already exists");
   if (rows->empty())
     return Error::Of(Code::kConflict, "org " + std::string(name) +
                                           " existed before, and its audit records and history keep the name: "

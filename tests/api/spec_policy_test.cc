@@ -276,22 +276,27 @@ TEST(ExpandVarsTest, FillsFromTheCallersVarsOnly) {
   ::unsetenv("ISB_SPEC_POLICY_TEST_VAR");
 }
 
-// A short text repeating a long variable is refused once it would pass its budget, never built: a spec's fields
-// together within kMaxExpandedSpecBytes, each then judged by the schema.
+// A short text repeating a long variable is refused once it would pass its budget, never built: filling a spec may
+// add kMaxExpandedSpecBytes to it, and each field is then judged by the schema.
 TEST(ExpandVarsTest, AFieldGrowsOnlySoFar) {
   std::map<std::string, std::string> vars = {{"A", std::string(32768, 'a')}};
   std::string text;
   for (int i = 0; i < 8192; ++i) text += "${A}";  // 1 GiB if it were filled
-  ExpectError(ExpandVars(text, vars), Code::kInvalidArgument, "expands to more than 1048576 bytes");
+  ExpectError(ExpandVars(text, vars), Code::kTooLarge, "expands to more than 1048576 bytes");
   auto fits = ExpandVars("${A}${A}", vars, 65536);
   ASSERT_TRUE(fits.ok());
   EXPECT_EQ(fits->size(), 65536u);
-  ExpectError(ExpandVars("${A}${A}x", vars, 65536), Code::kInvalidArgument, "expands to more than 65536 bytes");
-  // Over a whole spec the budget is shared: sixteen labels of 64 KiB fill it (in key order: l0, l1, l10 to l19, l2
-  // to l5), the seventeenth passes it.
+  ExpectError(ExpandVars("${A}${A}x", vars, 65536), Code::kTooLarge, "expands to more than 65536 bytes");
+  // Over a whole spec the growth is shared: sixteen labels growing by 64 KiB (less their 8-byte texts) fit, in key
+  // order l0, l1, l10 to l19, l2 to l5; the seventeenth passes it.
   nlohmann::json spec = {{"labels", nlohmann::json::object()}};
   for (int i = 0; i < 20; ++i) spec["labels"]["l" + std::to_string(i)] = "${A}${A}";
-  ExpectError(ExpandSpecVars(spec, vars), Code::kInvalidArgument, "labels.l6: the filled fields of a spec take more than 1048576 bytes together");
+  ExpectError(ExpandSpecVars(spec, vars), Code::kTooLarge,
+              "labels.l6: filling the spec's ${NAME}s adds more than 1048576 bytes");
+  // Fields that fill nothing take none of it: thirty-two plain 32 KiB labels (1 MiB) pass.
+  nlohmann::json plain = {{"labels", nlohmann::json::object()}};
+  for (int i = 0; i < 32; ++i) plain["labels"]["l" + std::to_string(i)] = std::string(32768, 'p');
+  EXPECT_TRUE(ExpandSpecVars(plain, vars).ok());
 }
 
 TEST(ExpandVarsTest, Syntax) {

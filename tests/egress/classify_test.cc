@@ -108,7 +108,8 @@ TEST(RelayedRequestTest, TheHeadGoesUpstreamAsReadOrInOriginForm) {
 // tunnel would take the bytes after it, unchecked, as requests.
 TEST(RelayedRequestTest, AConnectIsNeverRelayed) {
   for (bool explicit_proxy : {false, true}) {
-    RelayedRequest r = ReadRelayedRequest("CONNECT allowed.test:80 HTTP/1.1\r\nHost: allowed.test:80\r\n\r\n", explicit_proxy);
+    RelayedRequest r =
+        ReadRelayedRequest("CONNECT allowed.test:80 HTTP/1.1\r\nHost: allowed.test:80\r\n\r\n", explicit_proxy);
     EXPECT_EQ(r.state, RelayedRequest::State::kMalformed) << explicit_proxy;
     EXPECT_EQ(r.status, 400);
     EXPECT_EQ(r.reason, "CONNECT on a connection that relays HTTP");

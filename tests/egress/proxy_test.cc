@@ -444,7 +444,7 @@ TEST_F(ProxyTest, AConnectTunnelPassesALineProtocolAtItsFirstLine) {
 
 // With the daemon's classifier: what a tunnel carries is told apart before any of it goes on, or the tunnel closes.
 // An HTTP request line with blanks after its version, or naming another version (HTTP/2's preface), is HTTP; bytes
-// that could still be either after all the reads a head may take (one byte per read) are never relayed undecided.
+// that could still be either after all the bytes a head may take are never relayed undecided.
 TEST_F(ProxyTest, AConnectTunnelRelaysNothingItCouldNotTellApart) {
   RestartAsExplicitProxy(ClassifyConnection);
   const std::string established = "HTTP/1.1 200 Connection established\r\n\r\n";
@@ -456,17 +456,17 @@ TEST_F(ProxyTest, AConnectTunnelRelaysNothingItCouldNotTellApart) {
     SendAll(c.get(), connect + inside);
     EXPECT_EQ(ReadToEnd(c.get()), established) << inside;  // the echo server would send back what reached it
   }
-  Fd trickle = Connect();
-  SendAll(trickle.get(), connect);
-  ASSERT_EQ(ReadN(trickle.get(), established.size()), established);
-  int one = 1;
-  ::setsockopt(trickle.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  const std::string line = "GET /" + std::string(400, 'a');
-  for (char ch : line) {
-    if (::send(trickle.get(), &ch, 1, MSG_NOSIGNAL) != 1) break;  // refused and closed meanwhile
-    ::usleep(1000);
+  // A first line that never ends: past the most a head may take (64 KiB), still undecided.
+  Fd endless = Connect();
+  SendAll(endless.get(), connect);
+  ASSERT_EQ(ReadN(endless.get(), established.size()), established);
+  const std::string line = "GET /" + std::string(80 << 10, 'a');
+  for (size_t sent = 0; sent < line.size();) {
+    ssize_t n = ::send(endless.get(), line.data() + sent, line.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) break;  // refused and closed meanwhile
+    sent += static_cast<size_t>(n);
   }
-  EXPECT_EQ(ReadToEnd(trickle.get()), "");
+  EXPECT_EQ(ReadToEnd(endless.get()), "");
 }
 
 TEST_F(ProxyTest, BulkTransferArrivesWhole) {

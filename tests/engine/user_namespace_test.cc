@@ -138,7 +138,7 @@ TEST_F(UserNamespaceTest, PrivilegedRootChangesNoHostDeviceAndReadsNoHostKey) {
   struct stat before{}, urandom{};
   ASSERT_EQ(::stat("/dev/null", &before), 0);
   ASSERT_EQ(::stat("/dev/urandom", &urandom), 0);
-  // Should the binds ever be writable again, the host's devices are put back as they were.
+  // Should the binds ever be writable again, the host's devices are put back as they were all the same.
   struct Restore {
     struct stat null_st, urandom_st;
     ~Restore() {
@@ -148,12 +148,12 @@ TEST_F(UserNamespaceTest, PrivilegedRootChangesNoHostDeviceAndReadsNoHostKey) {
   } restore{before, urandom};
   SandboxConfig c;
   c.privileged = true;
-  auto r = Run("echo x > /dev/null && echo wrote; head -c 4 /dev/zero | wc -c; chmod 600 /dev/null; "
-               "chown 1:1 /dev/urandom; ls -A /etc/ssl/private | wc -l; ls /etc/ssl/certs | grep -c . >/dev/null && "
-               "echo roots",
+  // The mode and owner asked for are the ones they have: refused all the same, and harmless should they not be.
+  auto r = Run("echo x > /dev/null && echo wrote; head -c 4 /dev/zero | wc -c; chmod 666 /dev/null; "
+               "chown 0:0 /dev/urandom; ls -A /etc/ssl/private 2>/dev/null | wc -l",
                c);
   ASSERT_TRUE(r.ok()) << r.error().message;
-  EXPECT_EQ(r->stdout_data, "wrote\n4\n0\nroots\n");
+  EXPECT_EQ(r->stdout_data, "wrote\n4\n0\n");
   EXPECT_EQ(r->stderr_data, "chmod: changing permissions of '/dev/null': Read-only file system\n"
                             "chown: changing ownership of '/dev/urandom': Read-only file system\n");
   struct stat after{};

@@ -74,6 +74,12 @@ TEST_F(OrgsTest, AnOrgsNameIsNeverHandedOnWithItsRows) {
                         zeros + "', '" + zeros + "')").ok());
   EXPECT_ERROR(id_->orgs().Create(Principal::Host(), "acme"), Code::kConflict,
                "org acme existed before, and its audit records and history keep the name: choose another");
+  // A live org that rows name is still simply taken.
+  NewOrg("beta");
+  ASSERT_TRUE(db_->Exec("INSERT INTO sandbox_history(id, time, org, sandbox, event, actor, actor_kind, reason, "
+                        "request_id, prev_hash, hash) VALUES (2, 0, 'beta', 'sb-2', 'created', 'a', 'user', '', '', '" +
+                        zeros + "', '" + std::string(64, '1') + "')").ok());
+  EXPECT_ERROR(id_->orgs().Create(Principal::Host(), "beta"), Code::kConflict, "org beta already exists");
   EXPECT_ERROR(id_->orgs().Get("acme"), Code::kNotFound, "org acme not found");
 }
 
