@@ -112,6 +112,19 @@ Result<json> Registry::Call(std::string_view name, const json& input, const Call
   return Run(*tool, input, ctx);
 }
 
+Status Registry::Precheck(const Tool& tool, const json& input, const CallContext& ctx) const {
+  if (!tool.precheck) return {};
+  Status checked = [&]() -> Status {
+    try {
+      return tool.precheck(input, ctx);
+    } catch (const std::exception& e) {
+      return Error::Of(Code::kInternal, "tool " + tool.name + " failed: " + e.what());
+    }
+  }();
+  if (!checked.ok()) Report(tool.name, &tool, input, ctx, Result<json>(checked.error()));
+  return checked;
+}
+
 Result<json> Registry::Run(const Tool& tool, const json& input, const CallContext& ctx) const {
   Result<json> result = [&]() -> Result<json> {
     try {

@@ -71,6 +71,9 @@ struct Tool {
   bool streams = false;     // the handler reports output through ctx.progress when it is set
   ToolHandler handler;
   std::optional<ToolAccess> access{};  // unset: DefaultAccess(annotations)
+  // A streaming call's check of what it acts on, before its response begins (REST sends a stream's status first):
+  // what it refuses (a sandbox that does not exist) gets its own status instead of an error event after a 200.
+  std::function<Status(const nlohmann::json& input, const CallContext& ctx)> precheck{};
 };
 
 // CodeName (base/result.h) names an error code as REST and MCP publish it: "invalid_argument", "not_found", ...
@@ -116,6 +119,8 @@ class Registry {
   void Refuse(std::string_view name, const CallContext& ctx, const Error& error) const {
     Report(name, FindVisible(name, ctx.identity), nlohmann::json::object(), ctx, Result<nlohmann::json>(error));
   }
+  // Runs an admitted tool's precheck (when it has one); a refusal is reported to the observer like Admit's.
+  Status Precheck(const Tool& tool, const nlohmann::json& input, const CallContext& ctx) const;
   // Runs an admitted tool's handler and reports the outcome to the observer.
   Result<nlohmann::json> Run(const Tool& tool, const nlohmann::json& input, const CallContext& ctx) const;
   // The authorizer: role in the call's org, token scopes, platform tools. OK, kNotFound (the org is not reached: as

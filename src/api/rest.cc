@@ -124,6 +124,11 @@ Response RestApi::CallTool(const Request& req, std::string_view name, const Iden
     return r;
   }
 
+  if (Status checked = registry_.Precheck(*tool, input, ctx); !checked.ok()) {
+    Response r = ErrorResponse(checked.error());
+    r.headers.Set("X-Request-Id", ctx.request_id);
+    return r;
+  }
   Response r;
   r.headers.Set("Content-Type", "text/event-stream");
   r.headers.Set("Cache-Control", "no-cache");

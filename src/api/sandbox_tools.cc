@@ -686,7 +686,7 @@ Status AddCreateAndExec(Registry& reg, Sandboxes& all, const SandboxToolOptions&
         {"stderr_truncated", {{"type", "boolean"}, {"description", "stderr exceeded 256 KiB and was cut."}}},
         {"duration_ms", {{"type", "number"}}},
         {"session", {{"type", "string"}, {"description", "With tty: the terminal session's id."}}}}}};
-  return reg.Add(Tool{
+  Tool exec{
       "sandbox_exec", "Run a command in a sandbox",
       "Runs argv in the sandbox and returns its exit code, stdout and stderr (each capped at 256 KiB, with a "
       "truncated flag) and duration. timeout is in seconds (default 60, at most 900). Streaming callers (REST "
@@ -726,7 +726,15 @@ Status AddCreateAndExec(Registry& reg, Sandboxes& all, const SandboxToolOptions&
         json out = ExecResultJson(std::move(*result), base64);
         if (!session.empty()) out["session"] = session;
         return out;
-      }});
+      }};
+  // A sandbox that is not there is told before a stream begins (404); one that stops meanwhile ends the stream with
+  // an error event.
+  exec.precheck = [&all](const json& in, const CallContext& ctx) -> Status {
+    OrgSandboxes sb(all, ctx);
+    if (auto found = sb.Get(Ref(in)); !found.ok()) return found.error();
+    return {};
+  };
+  return reg.Add(std::move(exec));
 }
 
 Status AddTerminalTools(Registry& reg, Sandboxes& all) {

@@ -168,11 +168,17 @@ TEST_F(RestTest, StreamsExecAsServerSentEvents) {
     EXPECT_EQ(result["result"]["stdout"], "out: ls");
     EXPECT_TRUE(sse.ends_with("\n\n"));
   }
-  // Bad input is refused before the stream starts; a failing call ends with an error event.
+  // Bad input, and a sandbox that is not there, are refused before the stream starts, with their own status; a
+  // call that fails once started (here, in a stopped sandbox) ends with an error event.
   EXPECT_EQ(Do("POST", "/api/v1/tools/sandbox_exec?stream=1", R"({"sandbox":"a"})").status, 400);
   Response gone = Do("POST", "/api/v1/tools/sandbox_exec?stream=1", R"({"sandbox":"zz","argv":["x"]})");
-  ASSERT_TRUE(gone.stream);
-  EXPECT_NE(Drain(gone).find("event: error\ndata: {\"error\":\"not_found\""), std::string::npos);
+  EXPECT_FALSE(gone.stream);
+  EXPECT_EQ(gone.status, 404);
+  EXPECT_EQ(Body(gone), json({{"error", "not_found"}, {"message", "no sandbox 'zz'"}}));
+  Do("POST", "/api/v1/tools/sandbox_stop", R"({"sandbox":"a"})");
+  Response stopped = Do("POST", "/api/v1/tools/sandbox_exec?stream=1", R"({"sandbox":"a","argv":["x"]})");
+  ASSERT_TRUE(stopped.stream);
+  EXPECT_NE(Drain(stopped).find("event: error\ndata: {\"error\":\"conflict\""), std::string::npos);
   // A non-streaming tool ignores ?stream=1.
   EXPECT_FALSE(Do("POST", "/api/v1/tools/sandbox_list?stream=1", "{}").stream);
 }
