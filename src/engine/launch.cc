@@ -3,6 +3,7 @@
 
 #include <signal.h>
 #include <dirent.h>
+#include <poll.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -10,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <optional>
@@ -114,8 +116,24 @@ Result<Fd> ListenControl(const std::string& path) {
   return fd;
 }
 
-// The child's report: nothing (EOF, success) or one ChildFailure.
-Result<std::optional<ChildFailure>> ReadSetupReport(int fd) {
+// The child's report: nothing (EOF, success) or one ChildFailure; kUnavailable when none came within `timeout`
+// (negative: no limit).
+Result<std::optional<ChildFailure>> ReadSetupReport(int fd,
+                                                    std::chrono::milliseconds timeout = std::chrono::milliseconds(-1)) {
+  if (timeout.count() >= 0) {
+    using Clock = std::chrono::steady_clock;
+    pollfd p{fd, POLLIN, 0};
+    const auto deadline = Clock::now() + timeout;
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      int n = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(left, 0)));
+      if (n > 0) break;
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return Error::Sys("wait for the sandbox's setup report");
+      return Error::Of(Code::kUnavailable,
+                       "the sandbox's setup did not finish within " + std::to_string(timeout.count()) + " ms");
+    }
+  }
   ChildFailure failure{};
   ssize_t got;
   while ((got = ::read(fd, &failure, sizeof failure)) < 0 && errno == EINTR) {
@@ -127,8 +145,9 @@ Result<std::optional<ChildFailure>> ReadSetupReport(int fd) {
 
 }  // namespace
 
-Status WaitForSetup(int report_fd, const SandboxConfig& config, const std::string& runtime_dir, int* exec_errno) {
-  ISB_ASSIGN_OR_RETURN(auto report, ReadSetupReport(report_fd));
+Status WaitForSetup(int report_fd, const SandboxConfig& config, const std::string& runtime_dir, int* exec_errno,
+                    std::chrono::milliseconds timeout) {
+  ISB_ASSIGN_OR_RETURN(auto report, ReadSetupReport(report_fd, timeout));
   if (!report.has_value()) return {};
   if (report->step == Step::kExec && exec_errno != nullptr) {
     *exec_errno = report->err;

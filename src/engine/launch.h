@@ -3,6 +3,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <string>
 #include <utility>
 
@@ -72,8 +73,11 @@ class Launched {
 
 // Reads a setup report pipe to its end: OK when every containment step succeeded (EOF), else the failed step,
 // described for `config` (the same config the sandbox was launched with). *exec_errno is set when only the exec of
-// a run-once command failed.
-Status WaitForSetup(int report_fd, const SandboxConfig& config, const std::string& runtime_dir, int* exec_errno);
+// a run-once command failed. A setup that has not reported within `timeout` is kUnavailable (the caller halts the
+// sandbox): nothing the sandbox left in its layer or image may hold up its caller, and the locks it holds, for good.
+inline constexpr std::chrono::milliseconds kSetupTimeout{30'000};
+Status WaitForSetup(int report_fd, const SandboxConfig& config, const std::string& runtime_dir, int* exec_errno,
+                    std::chrono::milliseconds timeout = kSetupTimeout);
 
 // Builds the sandbox and starts its init. Fails closed: if any containment step fails, nothing runs and nothing
 // is left behind. REQUIRES: the calling process is single-threaded (the sandbox is cloned from it).

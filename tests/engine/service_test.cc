@@ -78,6 +78,24 @@ class ServiceTest : public ::testing::Test {
   SpawnedSandbox sb_;
 };
 
+// A setup that never reports (its report pipe neither written nor closed) is given up on at the deadline, never
+// waited on for good.
+TEST(SetupReportTest, ASetupThatNeverReportsIsGivenUpOn) {
+  int p[2];
+  ASSERT_EQ(::pipe2(p, O_CLOEXEC), 0);
+  Fd read_end(p[0]), write_end(p[1]);
+  const auto start = std::chrono::steady_clock::now();
+  Status st = WaitForSetup(read_end.get(), SandboxConfig{}, "/run/isb", nullptr, std::chrono::milliseconds(200));
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code, Code::kUnavailable);
+  EXPECT_EQ(st.error().message, "the sandbox's setup did not finish within 200 ms");
+  EXPECT_GE(took, std::chrono::milliseconds(200));
+  EXPECT_LT(took, std::chrono::seconds(5));
+  write_end.Reset();  // closed without a failure: success
+  EXPECT_TRUE(WaitForSetup(read_end.get(), SandboxConfig{}, "/run/isb", nullptr, std::chrono::milliseconds(200)).ok());
+}
+
 // The daemon signals a sandbox's init, and opens files under its root, by pid: only while that pid is still the
 // process that started at the recorded time. A handle opened before the check refers to that process alone, so a
 // pid freed and taken by another process in between is never used.
