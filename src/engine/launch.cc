@@ -125,11 +125,12 @@ Result<std::optional<ChildFailure>> ReadSetupReport(int fd,
     pollfd p{fd, POLLIN, 0};
     const auto deadline = Clock::now() + timeout;
     for (;;) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
       int n = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(left, 0)));
       if (n > 0) break;
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) return Error::Sys("wait for the sandbox's setup report");
+      if (Clock::now() < deadline) continue;  // woken a little early
       return Error::Of(Code::kUnavailable,
                        "the sandbox's setup did not finish within " + std::to_string(timeout.count()) + " ms");
     }
