@@ -112,27 +112,29 @@ Result<json> Registry::Call(std::string_view name, const json& input, const Call
   return Run(*tool, input, ctx);
 }
 
+namespace {
+
+// What a tool's code returns, or kInternal for what it throws: never an exception out of the registry.
+template <class R, class F>
+R Guarded(const Tool& tool, F run) {
+  try {
+    return run();
+  } catch (const std::exception& e) {
+    return Error::Of(Code::kInternal, "tool " + tool.name + " failed: " + e.what());
+  }
+}
+
+}  // namespace
+
 Status Registry::Precheck(const Tool& tool, const json& input, const CallContext& ctx) const {
   if (!tool.precheck) return {};
-  Status checked = [&]() -> Status {
-    try {
-      return tool.precheck(input, ctx);
-    } catch (const std::exception& e) {
-      return Error::Of(Code::kInternal, "tool " + tool.name + " failed: " + e.what());
-    }
-  }();
+  Status checked = Guarded<Status>(tool, [&] { return tool.precheck(input, ctx); });
   if (!checked.ok()) Report(tool.name, &tool, input, ctx, Result<json>(checked.error()));
   return checked;
 }
 
 Result<json> Registry::Run(const Tool& tool, const json& input, const CallContext& ctx) const {
-  Result<json> result = [&]() -> Result<json> {
-    try {
-      return tool.handler(input, ctx);
-    } catch (const std::exception& e) {
-      return Error::Of(Code::kInternal, "tool " + tool.name + " failed: " + e.what());
-    }
-  }();
+  Result<json> result = Guarded<Result<json>>(tool, [&] { return tool.handler(input, ctx); });
   Report(tool.name, &tool, input, ctx, result);
   return result;
 }

@@ -171,7 +171,10 @@ int Serve(const ServeOptions& options) {
     // and tools about the caller itself (its tokens, its sessions) or the platform run in whatever org it names:
     // their rows, and the refusals of callers who are in no such org, go to the rows of no org (platform admins
     // read those), so that no one files rows in another org's log, or reads there what someone else did.
-    e.org = registry.Reaches(ctx.identity, ctx.org) ? ctx.org : "";
+    // (A call of a tool bound to its org that got through reached it already: only the others ask the store.)
+    const bool admitted_in_org = tool != nullptr && result.ok() &&
+                                 tool->access.value_or(api::DefaultAccess(tool->annotations)).org_bound;
+    e.org = admitted_in_org || registry.Reaches(ctx.identity, ctx.org) ? ctx.org : "";
     e.actor = ctx.identity.Subject();
     e.actor_kind = std::string(identity::PrincipalKindName(ctx.identity.kind));
     e.surface = ctx.surface;

@@ -155,6 +155,7 @@ struct Launch {
   int session_fd;
   int exec_watch;  // the write end of the session's exec watch
   bool copied;     // the child has a copy of init's memory (a command of another user), not init's own
+  const void* mapping;  // the session's mapping, which holds this
   int fds[3];
   ExecRequestHeader h;
   const char* workdir;
@@ -284,9 +285,7 @@ bool SplitStrings(char** p, const char* end, uint32_t count, char** out, size_t 
   // change of user, after which that user may read what is left (fs.suid_dumpable permitting).
   if (l.copied) {
     for (const Session& other : g_sessions)
-      if (other.mapping != nullptr && !(reinterpret_cast<const char*>(&l) >= static_cast<const char*>(other.mapping) &&
-                                        reinterpret_cast<const char*>(&l) <
-                                            static_cast<const char*>(other.mapping) + other.mapping_size))
+      if (other.mapping != nullptr && other.mapping != l.mapping)
         RawSyscall(SYS_munmap, reinterpret_cast<long>(other.mapping), static_cast<long>(other.mapping_size));
   }
   if ((r = RawSyscall(SYS_setgroups, 0, 0)) < 0 || (r = RawSyscall(SYS_setresgid, h.gid, h.gid, h.gid)) < 0 ||
@@ -403,9 +402,10 @@ void HandleRequest(Session& s) {
     err = errno;
   } else {
     auto entry = [](void* arg) -> int { StartCommand(*static_cast<Launch*>(arg)); };
-    char* stack_top = static_cast<char*>(s.mapping) + s.mapping_size - sizeof(Launch);
+    char* stack_top = reinterpret_cast<char*>(&l);  // the stack lies below the Launch
     stack_top -= reinterpret_cast<uintptr_t>(stack_top) % 64;
     l.exec_watch = watch[1];
+    l.mapping = s.mapping;
     l.copied = h.uid != g_init_uid || h.gid != g_init_gid;
     pid = ::clone(entry, stack_top, (l.copied ? 0 : CLONE_VM) | SIGCHLD, &l);
     err = errno;

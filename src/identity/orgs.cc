@@ -43,11 +43,10 @@ Result<int64_t> Orgs::Create(const Principal& caller, std::string_view name) {
       "INSERT INTO orgs(name, created_at) SELECT ?1, ?2 WHERE NOT EXISTS (SELECT 1 FROM audit_log WHERE org = ?1) "
       "AND NOT EXISTS (SELECT 1 FROM sandbox_history WHERE org = ?1) RETURNING id",
       {std::string(name), now_()});
-  if (!rows.ok() && rows.error().code == Code::kConflict)
-    return Error::Of(Code::kConflict, "org " + std::string(name) + " already exists");
+  auto taken = [&] { return Error::Of(Code::kConflict, "org " + std::string(name) + " already exists"); };
+  if (!rows.ok() && rows.error().code == Code::kConflict) return taken();
   if (!rows.ok()) return rows.error();
-  if (rows->empty() && Get(name).ok())
-    return Error::Of(Code::kConflict, "org " + std::string(name) + " already exists");
+  if (rows->empty() && Get(name).ok()) return taken();  // live, and named by rows: the insert selected nothing
   if (rows->empty())
     return Error::Of(Code::kConflict, "org " + std::string(name) +
                                           " existed before, and its audit records and history keep the name: "

@@ -207,7 +207,7 @@ TEST_F(ServiceTest, AChildStoppedBeforeItsExecDoesNotStopInit) {
 
 // The kernel makes memory whose user changes dumpable as fs.suid_dumpable says; at 1, memory the sandbox's root
 // could then read through /proc. A command of another user changes user in memory of its own, never init's: with
-// suid_dumpable at 1 (set here for the test's length), init stays unreadable after such a command.
+// suid_dumpable at 1 (set here around one such command), init stays unreadable after it.
 TEST_F(ServiceTest, InitStaysUnreadableAfterACommandOfAnotherUser) {
   // suid_dumpable is 1 only around the command of the other user (when init's memory could take it), and a guard
   // process puts the old value back even should this test be killed meanwhile.
