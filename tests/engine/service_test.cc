@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <thread>
@@ -256,6 +257,23 @@ TEST_F(ServiceTest, ASandboxOpensAtMost64Terminals) {
                  "        n += 1\nexcept OSError as e:\n    print(n, os.strerror(e.errno))\n"});
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->stdout_data, "64 No space left on device\n") << r->stderr_data;
+}
+
+// Each exec's mapping (its request and its child's stack) is init's only until the session closes: after execs
+// that succeed, fail to start or time out, init holds the mappings it held before.
+TEST_F(ServiceTest, InitKeepsNoMappingOfAnEndedExec) {
+  auto mappings = [&] {
+    auto maps = isb::ReadFile("/proc/" + std::to_string(sb_.pid) + "/maps");
+    return maps.ok() ? std::count(maps->begin(), maps->end(), '\n') : -1;
+  };
+  ASSERT_EQ(Exec({"true"})->exit_code, 0);  // whatever a first exec sets up once
+  const auto before = mappings();
+  ASSERT_GT(before, 0);
+  for (int i = 0; i < 5; ++i) ASSERT_EQ(Exec({"true"})->exit_code, 0);
+  EXPECT_EQ(Exec({"no-such-cmd"})->exit_code, 127);
+  EXPECT_TRUE(Exec({"sleep", "30"}, "", 200)->timed_out);
+  EXPECT_EQ(Exec({"true"})->exit_code, 0);  // by then the timed-out one is reaped and its session closed
+  EXPECT_EQ(mappings(), before);
 }
 
 TEST_F(ServiceTest, TimeoutHoldsForACommandThatNeverStopsWriting) {
