@@ -138,6 +138,9 @@ void ChildMain(const ChildPlan& plan) {
   if (::read(plan.sync_fd, &go, 1) != 1) ChildFail(plan, Step::kSync, errno);
   ::close(plan.sync_fd);
 
+  // Cloned with the parent's thread keeping its capabilities across a change of euid (NamespaceOwner): from here
+  // a change of ids drops them again as usual, in init and every command it starts.
+  if (int rc = ClearSetuidFixupBit(); rc != 0) ChildFail(plan, Step::kIds, -rc);
   // The parent has written uid_map/gid_map: become the namespace's root (host uid = the range's base, or the host's
   // root itself in a privileged sandbox, which has no user namespace of its own).
   if (::setresgid(0, 0, 0) != 0 || ::setgroups(0, nullptr) != 0 || ::setresuid(0, 0, 0) != 0)

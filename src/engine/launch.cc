@@ -251,8 +251,21 @@ Result<Launched> Launch(const SandboxConfig& config, const LaunchOptions& option
   plan.stderr_fd = err.write.get();
 
   int pidfd = -1;
-  pid_t pid = CloneWithPidfd(config.privileged ? kCloneNamespaces & ~CLONE_NEWUSER : kCloneNamespaces, &pidfd);
-  if (pid == 0) ChildMain(plan);
+  pid_t pid;
+  {
+    // The sandbox's user namespace is owned by its range's first host uid, which no one else has, not by the
+    // host's root. The kernel charges what a namespace's processes hold to its owner in the parent namespace as
+    // well (inotify instances and watches, POSIX message queue bytes, pending signals): owned by root, every
+    // sandbox together would spend root's budget, and with it the host's own services' (a sandbox holding 128
+    // inotify instances left root none).
+    std::optional<NamespaceOwner> owner;
+    if (!config.privileged) {
+      ISB_ASSIGN_OR_RETURN(NamespaceOwner o, NamespaceOwner::Become(base, base));
+      owner.emplace(std::move(o));
+    }
+    pid = CloneWithPidfd(config.privileged ? kCloneNamespaces & ~CLONE_NEWUSER : kCloneNamespaces, &pidfd);
+    if (pid == 0) ChildMain(plan);  // never returns: the owner's ids are put back in this process only
+  }
   if (pid < 0)
     return Error{std::string("clone of the sandbox failed: ") + std::strerror(-pid) +
                      (-pid == EPERM || -pid == ENOSPC

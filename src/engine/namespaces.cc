@@ -1,17 +1,54 @@
 // clone and the namespace-local settings.
 #include "engine/namespaces.h"
 
+#include <linux/securebits.h>
 #include <net/if.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cctype>
+#include <cstdlib>
 #include <cstring>
 
 namespace isb::engine {
+
+Result<NamespaceOwner> NamespaceOwner::Become(uid_t uid, gid_t gid) {
+  NamespaceOwner o;
+  o.old_uid_ = ::geteuid();
+  o.old_gid_ = ::getegid();
+  long bits = ::syscall(SYS_prctl, PR_GET_SECUREBITS, 0, 0, 0, 0);
+  if (bits < 0) return Error::Sys("PR_GET_SECUREBITS");
+  o.old_bits_ = static_cast<int>(bits);
+  if (::syscall(SYS_prctl, PR_SET_SECUREBITS, bits | SECBIT_NO_SETUID_FIXUP, 0, 0, 0) != 0)
+    return Error::Sys("keep capabilities across the change of euid (PR_SET_SECUREBITS)");
+  o.active_ = true;  // from here the destructor puts back what changed
+  if (::syscall(SYS_setresgid, -1, gid, -1) != 0) return Error::Sys("setresgid to the namespace's owner");
+  if (::syscall(SYS_setresuid, -1, uid, -1) != 0) return Error::Sys("setresuid to the namespace's owner");
+  return o;
+}
+
+NamespaceOwner::NamespaceOwner(NamespaceOwner&& other) noexcept
+    : active_(other.active_), old_uid_(other.old_uid_), old_gid_(other.old_gid_), old_bits_(other.old_bits_) {
+  other.active_ = false;
+}
+
+NamespaceOwner::~NamespaceOwner() {
+  if (!active_) return;
+  if (::syscall(SYS_setresuid, -1, old_uid_, -1) != 0 || ::syscall(SYS_setresgid, -1, old_gid_, -1) != 0 ||
+      ::syscall(SYS_prctl, PR_SET_SECUREBITS, old_bits_, 0, 0, 0) != 0)
+    std::abort();
+}
+
+int ClearSetuidFixupBit() {
+  long bits = ::syscall(SYS_prctl, PR_GET_SECUREBITS, 0, 0, 0, 0);
+  if (bits < 0) return -errno;
+  if ((bits & SECBIT_NO_SETUID_FIXUP) == 0) return 0;
+  return ::syscall(SYS_prctl, PR_SET_SECUREBITS, bits & ~SECBIT_NO_SETUID_FIXUP, 0, 0, 0) == 0 ? 0 : -errno;
+}
 
 pid_t CloneWithPidfd(int flags, int* pidfd) {
   // Raw clone without a new stack behaves as fork: the child continues on a copy of the caller's stack.

@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <mqueue.h>
+#include <sys/inotify.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -12,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <thread>
 
 #include "base/file.h"
 #include "engine/caps.h"
@@ -129,6 +132,59 @@ TEST_F(UserNamespaceTest, ACommandInheritsNoIgnoredSignal) {
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->stdout_data, "SigIgn:\t0000000000000000\ny\ny\n");
   EXPECT_EQ(r->stderr_data, "");  // yes ends on SIGPIPE, without a "Broken pipe" message
+}
+
+// What a sandbox's processes hold is charged to its user namespace's owner on the host as well (the kernel counts
+// inotify instances and POSIX message queue bytes up the chain of namespaces). Owned by the host's root, a sandbox
+// that took its fill left root none: the host's own services could then open no inotify instance and no queue.
+TEST_F(UserNamespaceTest, ASandboxSpendsNothingOfTheHostRootsInotifyOrQueueBudget) {
+  ISB_REQUIRE_ROOT();
+  auto max_instances = isb::ReadFile("/proc/sys/fs/inotify/max_user_instances");
+  ASSERT_TRUE(max_instances.ok());
+  ASSERT_TRUE(isb::WriteFile(dir_ + "/data/hold.py", R"(
+import ctypes, os, time
+libc = ctypes.CDLL(None, use_errno=True)
+class Attr(ctypes.Structure):
+    _fields_ = [("flags", ctypes.c_long), ("maxmsg", ctypes.c_long), ("msgsize", ctypes.c_long),
+                ("curmsgs", ctypes.c_long), ("pad", ctypes.c_long * 4)]
+n = 0
+while n < 100000 and libc.inotify_init1(0) >= 0:
+    n += 1
+attr = Attr(0, 10, 8192, 0)
+q = 0
+while q < 1000 and libc.mq_open(b"/q%d" % q, os.O_CREAT | os.O_RDWR, 0o600, ctypes.byref(attr)) >= 0:
+    q += 1
+print(n, "instances", "queues" if q > 0 else "no queue", flush=True)
+open("/mnt/data/held", "w").close()
+while not os.path.exists("/mnt/data/go"):
+    time.sleep(0.01)
+)").ok());
+  Result<RunResult> r = Error::Msg("not run");
+  std::thread sandbox([&] { r = Run("python3 /mnt/data/hold.py", SandboxConfig{}); });
+  for (int i = 0; i < 1000 && !fs::exists(dir_ + "/data/held"); ++i) ::usleep(10000);
+  // While the sandbox holds all it could: the host's root still opens both.
+  int inotify = ::inotify_init1(IN_CLOEXEC);
+  int inotify_errno = errno;
+  mq_attr attr{};
+  attr.mq_maxmsg = 10;
+  attr.mq_msgsize = 8192;
+  const std::string queue = "/isb-test-" + std::to_string(::getpid());
+  mqd_t q = ::mq_open(queue.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600, &attr);
+  int queue_errno = errno;
+  if (inotify >= 0) ::close(inotify);
+  if (q != static_cast<mqd_t>(-1)) {
+    ::mq_close(q);
+    ::mq_unlink(queue.c_str());
+  }
+  ASSERT_TRUE(isb::WriteFile(dir_ + "/data/go", "").ok());
+  sandbox.join();
+  EXPECT_GE(inotify, 0) << std::strerror(inotify_errno);
+  EXPECT_NE(q, static_cast<mqd_t>(-1)) << std::strerror(queue_errno);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  // Its own budget is whole: the per-user limit, counted for its namespace's owner alone.
+  EXPECT_EQ(r->stdout_data, std::to_string(std::stoi(*max_instances)) + " instances queues\n");
+  EXPECT_EQ(r->stderr_data, "");
+  EXPECT_EQ(r->exit_code, 0);
 }
 
 // A privileged sandbox's root keeps CAP_CHOWN and CAP_FOWNER over the host's files, but the host's device nodes
