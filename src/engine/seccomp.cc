@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <memory>
+#include <string>
 
 #include "base/fd.h"
 
@@ -77,8 +78,16 @@ namespace {
 using Ctx = std::unique_ptr<void, decltype(&seccomp_release)>;
 
 Status Add(scmp_filter_ctx ctx, uint32_t action, const char* name, std::initializer_list<scmp_arg_cmp> args = {}) {
+  // A name libseccomp knows but this architecture lacks resolves to a negative pseudo-number, which adds no rule.
+  // A name it does not know at all (an older libseccomp than the list was written for) would leave the call
+  // allowed: the filter is not built.
   int nr = seccomp_syscall_resolve_name(name);
-  if (nr == __NR_SCMP_ERROR) return {};  // not a syscall on this architecture
+  if (nr == __NR_SCMP_ERROR) {
+    const scmp_version* v = seccomp_version();
+    return Error::Msg("libseccomp " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
+                      std::to_string(v->micro) + " does not know the system call '" + name +
+                      "', so the filter could not refuse it; build isb with a libseccomp that does (2.5.4 or later)");
+  }
   int rc = seccomp_rule_add_array(ctx, action, nr, static_cast<unsigned>(args.size()), args.begin());
   if (rc != 0) return Error::Sys(std::string("seccomp rule for ") + name, -rc);
   return {};
@@ -86,14 +95,16 @@ Status Add(scmp_filter_ctx ctx, uint32_t action, const char* name, std::initiali
 
 }  // namespace
 
-Result<SeccompProgram> BuildSeccompProgram() {
+Result<SeccompProgram> BuildSeccompProgram() { return BuildSeccompProgram(RefusedSyscalls()); }
+
+Result<SeccompProgram> BuildSeccompProgram(const std::vector<SeccompRule>& refused) {
   Ctx ctx(seccomp_init(SCMP_ACT_ALLOW), &seccomp_release);
   if (!ctx) return Error::Msg("seccomp_init failed");
   // Syscalls of another ABI (i386 through int 0x80, x32) are not covered by the rules: kill instead of allowing.
   if (int rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS); rc != 0)
     return Error::Sys("seccomp badarch action", -rc);
   const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
-  for (const auto& r : RefusedSyscalls()) ISB_TRY(Add(ctx.get(), eperm, r.syscall));
+  for (const auto& r : refused) ISB_TRY(Add(ctx.get(), eperm, r.syscall));
 
   ISB_TRY(Add(ctx.get(), eperm, "unshare", {SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER)}));
   ISB_TRY(Add(ctx.get(), eperm, "clone", {SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER)}));

@@ -29,7 +29,10 @@ const std::vector<SeccompRule>& RefusedSyscalls();
 // fail with EPERM; clone3 fails with ENOSYS (its flags live in memory a filter cannot read, and libc then falls
 // back to clone); personality other than the default (PER_LINUX); packet and raw sockets; TIOCSTI/TIOCLINUX; any other
 // architecture kills the process.
+// A system call name the build's libseccomp does not know is an error, not a rule silently left out.
 Result<SeccompProgram> BuildSeccompProgram();
+// The same with `refused` in place of RefusedSyscalls().
+Result<SeccompProgram> BuildSeccompProgram(const std::vector<SeccompRule>& refused);
 
 // The same filter, compiled when isb was built: what sandboxes run under. A test checks it equals
 // BuildSeccompProgram().

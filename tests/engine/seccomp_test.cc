@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <linux/bpf.h>
 #include <sched.h>
+#include <seccomp.h>
 #include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -38,6 +39,20 @@ TEST(Seccomp, ProgramCompiles) {
   auto p = BuildSeccompProgram();
   ASSERT_TRUE(p.ok()) << p.error().message;
   EXPECT_GT(p->code.size(), 20u);
+}
+
+// A name libseccomp cannot resolve must fail the build of the filter, not leave that call allowed; a name it knows
+// but this architecture lacks (i386's socketcall here) adds nothing and is no error.
+TEST(Seccomp, AnUnknownSyscallNameFailsTheFilter) {
+  auto p = BuildSeccompProgram({{"kexec_load", "x"}, {"no_such_syscall", "x"}});
+  ASSERT_FALSE(p.ok());
+  const scmp_version* v = seccomp_version();
+  EXPECT_EQ(p.error().message, "libseccomp " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
+                                   std::to_string(v->micro) +
+                                   " does not know the system call 'no_such_syscall', so the filter could not refuse "
+                                   "it; build isb with a libseccomp that does (2.5.4 or later)");
+  auto absent = BuildSeccompProgram({{"socketcall", "x"}});
+  ASSERT_TRUE(absent.ok()) << absent.error().message;
 }
 
 // Installs the filter in a child and returns errno of `call` (0 when it succeeded).
