@@ -261,7 +261,8 @@ Status AddInvitationAndSessionTools(Registry& reg, identity::IdentityStore& stor
       "invitation_accept", "Accept an invitation",
       "Joins the org an invitation names, with its role, as the calling user.",
       Object({{"invitation", Str("The isb_inv_ secret.", 128, 1)}}, {"invitation"}),
-      Output({{"org", {{"type", "string"}}}, {"role", {{"type", "string"}}}}, {"role"}),
+      Output({{"org", {{"type", "string"}}}, {"user", {{"type", "string"}}}, {"role", {{"type", "string"}}}},
+             {"org", "user", "role"}),
       ToolAnnotations{}, false,
       [&store](const json& in, const CallContext& ctx) -> Result<json> {
         if (ctx.identity.user_id == 0) return Error::Of(Code::kForbidden, "only a user can accept an invitation");
@@ -270,8 +271,9 @@ Status AddInvitationAndSessionTools(Registry& reg, identity::IdentityStore& stor
         // client to sign in again.
         if (!accepted.ok() && accepted.error().code == Code::kUnauthenticated)
           return Error::Of(Code::kForbidden, "invitation: " + accepted.error().message);
-        ISB_ASSIGN_OR_RETURN(identity::Member m, std::move(accepted));
-        return json{{"user", m.user_name}, {"role", identity::RoleName(m.role)}};
+        if (!accepted.ok()) return accepted.error();
+        return json{{"org", accepted->org}, {"user", accepted->member.user_name},
+                    {"role", identity::RoleName(accepted->member.role)}};
       },
       ToolAccess{.kind = ScopeKind::kDeploy, .org_bound = false, .account_wide = true}}));
 

@@ -175,6 +175,9 @@ int Serve(const ServeOptions& options) {
     const bool admitted_in_org = tool != nullptr && result.ok() &&
                                  tool->access.value_or(api::DefaultAccess(tool->annotations)).org_bound;
     e.org = admitted_in_org || registry.Reaches(ctx.identity, ctx.org) ? ctx.org : "";
+    // Accepting an invitation joins its org: the row is that org's (its admins see who joined), whatever org the
+    // call named.
+    if (name == "invitation_accept" && result.ok()) e.org = result->value("org", "");
     e.actor = ctx.identity.Subject();
     e.actor_kind = std::string(identity::PrincipalKindName(ctx.identity.kind));
     e.surface = ctx.surface;

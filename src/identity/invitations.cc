@@ -27,7 +27,7 @@ Result<NewInvitation> Invitations::Create(const Principal& caller, std::string_v
   return NewInvitation{std::move(secret), store::AsInt(rows[0][0]), o.name, role, now + ttl_seconds};
 }
 
-Result<Member> Invitations::Accept(std::string_view secret, int64_t user) {
+Result<Accepted> Invitations::Accept(std::string_view secret, int64_t user) {
   auto kind = ParseSecret(secret);
   if (!kind.ok()) return kind.error();
   if (*kind != SecretKind::kInvitation) return Error::Of(Code::kUnauthenticated, "unknown token");
@@ -55,7 +55,7 @@ Result<Member> Invitations::Accept(std::string_view secret, int64_t user) {
   ISB_TRY(db_.Exec("INSERT INTO memberships(org_id, user_id, role) VALUES (?1, ?2, ?3)",
                    {org_id, user, std::string(RoleName(role))}));
   ISB_ASSIGN_OR_RETURN(auto name, db_.Query("SELECT name FROM users WHERE id = ?1", {user}));
-  return Member{user, name.empty() ? "" : store::AsText(name[0][0]), role};
+  return Accepted{store::AsText(r[6]), Member{user, name.empty() ? "" : store::AsText(name[0][0]), role}};
 }
 
 Result<std::vector<InvitationRecord>> Invitations::List(const Principal& caller, std::string_view org) {

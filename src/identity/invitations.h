@@ -33,6 +33,12 @@ struct InvitationRecord {
   std::string state;  // "pending", "accepted", "revoked" or "expired"
 };
 
+// An accepted invitation: the org joined and the new member.
+struct Accepted {
+  std::string org;
+  Member member;
+};
+
 // Thread-safe.
 class Invitations {
  public:
@@ -43,7 +49,7 @@ class Invitations {
                                int64_t ttl_seconds = kInvitationTtl);
   // Makes `user` a member of the invitation's org with its role, once. kUnauthenticated "malformed token",
   // "unknown token", "token expired", "token used" or "token revoked"; an existing member is kConflict (the invitation stays unused).
-  Result<Member> Accept(std::string_view secret, int64_t user);
+  Result<Accepted> Accept(std::string_view secret, int64_t user);
 
   // The org's invitations, newest first (admins of `org`). An org the caller does not reach is kNotFound.
   Result<std::vector<InvitationRecord>> List(const Principal& caller, std::string_view org);

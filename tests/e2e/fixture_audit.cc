@@ -147,6 +147,8 @@ void E2eTest::LogRestCall(const std::string& tool, const std::string& surface, c
   // Refused for an org the caller does not reach: the row is filed in no org, never in the org it named.
   if (answer.status == 404 && answer.j.is_object() && answer.j.value("message", "") == "no org '" + org + "'")
     row.org = "";
+  // An accepted invitation's row is the joined org's.
+  if (tool == "invitation_accept" && answer.status == 200) row.org = answer.j["result"].value("org", "?");
   // Refused before any tool is looked at: no credential at all.
   if (answer.status == 401) row.rows = ExpectedRow::Rows::kNone;
   row.where = where;

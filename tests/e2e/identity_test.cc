@@ -178,6 +178,20 @@ TEST_F(IdentityTest, OrgsInvitationsAndUsersAreChangedAndRevoked) {
             std::make_pair(403, std::string("forbidden: invitation: token revoked")));
   listed = CurlTcp("POST", "/api/v1/tools/invitation_list", "{}", {"X-Isb-Org: acme"}, otto);
   EXPECT_EQ(listed.http.j["result"]["invitations"][0]["state"], "revoked") << listed.Describe();
+  // A live one joins newbie to acme, whatever org the call named, and acme's admins see that row in acme's log.
+  invited = CurlTcp("POST", "/api/v1/tools/invitation_create", R"({"role":"viewer"})",
+                    {"Content-Type: application/json", "X-Isb-Org: acme"}, ada);
+  ASSERT_EQ(invited.http.status, 200) << invited.Describe();
+  CurlResult joined = CurlTcp("POST", "/api/v1/tools/invitation_accept",
+                              json{{"invitation", invited.http.j["result"]["invitation"]}}.dump(),
+                              {"Content-Type: application/json"}, newbie);
+  ASSERT_EQ(joined.http.status, 200) << joined.Describe();
+  EXPECT_EQ(joined.http.j["result"], json({{"org", "acme"}, {"user", "newbie"}, {"role", "viewer"}}));
+  CurlResult acme_rows = CurlTcp("POST", "/api/v1/tools/audit_list", R"({"action":"invitation_accept"})",
+                                 {"Content-Type: application/json", "X-Isb-Org: acme"}, ada);
+  ASSERT_EQ(acme_rows.http.status, 200) << acme_rows.Describe();
+  ASSERT_EQ(acme_rows.http.j["result"]["records"].size(), 1u) << acme_rows.Describe();
+  EXPECT_EQ(acme_rows.http.j["result"]["records"][0]["outcome"], "ok");
 
   EXPECT_EQ(As(otto, "acme", "user_revoke", {{"name", "ada"}}),
             std::make_pair(403, std::string("forbidden: user_revoke needs a platform admin")));

@@ -89,7 +89,9 @@ TEST_F(OnboardingTest, InvitationMakesAMemberOnce) {
                "user " + std::to_string(member) + " is already a member of org acme");
   auto joined = id_->invitations().Accept(inv->secret, newbie);
   ASSERT_TRUE(joined.ok()) << joined.error().message;
-  EXPECT_EQ(joined->user_name, "newbie");
+  EXPECT_EQ(joined->org, "acme");
+  EXPECT_EQ(joined->member.user_name, "newbie");
+  EXPECT_EQ(joined->member.role, Role::kMember);
   EXPECT_EQ(As(newbie).RoleIn("acme"), Role::kMember);
   EXPECT_ERROR(id_->invitations().Accept(inv->secret, other), Code::kUnauthenticated, "token used");
 
