@@ -12,6 +12,7 @@ namespace isb::api {
 namespace {
 
 constexpr std::array<std::string_view, 3> kSessionVersions = {"2025-11-25", "2025-06-18", "2025-03-26"};
+constexpr std::string_view kBatchVersion = "2025-03-26";  // the one revision with JSON-RPC batches
 constexpr std::string_view kMetaVersion = "io.modelcontextprotocol/protocolVersion";
 constexpr std::string_view kMetaCapabilities = "io.modelcontextprotocol/clientCapabilities";
 
@@ -76,6 +77,7 @@ struct McpServer::Call {
   std::string method;
   json params;     // an object (empty when absent)
   bool stateless = false;
+  bool in_batch = false;  // one message of a 2025-03-26 batch: answered in the batch's array, never streamed
 };
 
 // A tools/call in a session, from its start to its end: its cancel flag is found by notifications/cancelled.
@@ -232,15 +234,46 @@ Response McpServer::HandleDelete(const Request& req, const std::string& org, con
 Response McpServer::HandlePost(const Request& req, const std::string& org, const Identity& identity) {
   auto parsed = ParseJson(req.body);
   if (!parsed.ok()) return RpcError(400, nullptr, kParseError, "parse error: " + parsed.error().message);
-  const json& msg = *parsed;
-  if (msg.is_array()) {
+  if (parsed->is_array()) return HandleBatch(req, org, identity, *parsed);
+  return HandleMessage(req, org, identity, *parsed, false);
+}
+
+// 2025-03-26 let a POST carry an array of messages; 2025-06-18 removed that. A batch is served only in a session
+// that negotiated 2025-03-26: each message as if it came alone, in order, without progress streams (the answers
+// travel together), and the answers to its requests come back as one array (none: 202).
+Response McpServer::HandleBatch(const Request& req, const std::string& org, const Identity& identity,
+                                const json& batch) {
+  std::string sid = req.headers.Get("Mcp-Session-Id");
+  std::optional<std::string> negotiated;
+  if (!sid.empty()) negotiated = TouchSession(sid, org, identity.Subject());
+  if (!sid.empty() && !negotiated)
+    return RpcError(404, nullptr, kInvalidRequest, "unknown or ended session; send initialize again");
+  if (negotiated != kBatchVersion) {
     return RpcError(400, nullptr, kInvalidRequest,
-                    "JSON-RPC batches are not supported (removed from MCP in 2025-06-18); send one message per POST");
+                    "JSON-RPC batches belong to protocol 2025-03-26 only (removed in 2025-06-18), and " +
+                        (negotiated ? "this session negotiated " + *negotiated
+                                    : std::string("a batch needs a session that negotiated it")) +
+                        "; send one message per POST");
   }
+  if (batch.empty()) return RpcError(400, nullptr, kInvalidRequest, "an empty batch");
+  json answers = json::array();
+  for (const json& msg : batch) {
+    Response one = HandleMessage(req, org, identity, msg, true);
+    if (one.body.empty()) continue;  // a notification or a response: nothing to answer
+    auto answer = ParseJson(one.body);
+    if (answer.ok()) answers.push_back(std::move(*answer));
+  }
+  if (answers.empty()) return Response{.status = 202, .headers = {}, .body = {}, .stream = {}};
+  return JsonResponse(200, Dump(answers));
+}
+
+Response McpServer::HandleMessage(const Request& req, const std::string& org, const Identity& identity,
+                                  const json& msg, bool in_batch) {
   if (!msg.is_object() || msg.value("jsonrpc", json()) != "2.0") {
     return RpcError(400, nullptr, kInvalidRequest, "expected a JSON-RPC 2.0 object with \"jsonrpc\": \"2.0\"");
   }
   Call call{req, org, identity, msg.contains("id") ? msg["id"] : json(nullptr), "", json::object()};
+  call.in_batch = in_batch;
   bool has_method = msg.contains("method");
   bool is_request = has_method && msg.contains("id");
   if (has_method && !msg["method"].is_string()) {
@@ -269,7 +302,10 @@ Response McpServer::HandlePost(const Request& req, const std::string& org, const
   const json meta = call.params.value("_meta", json::object());
   bool meta_names_version = meta.is_object() && meta.contains(kMetaVersion);
 
-  if (is_request && call.method == "initialize") return Initialize(call);
+  if (is_request && call.method == "initialize") {
+    if (in_batch) return RpcError(400, call.id, kInvalidRequest, "initialize must not be part of a JSON-RPC batch");
+    return Initialize(call);
+  }
 
   if (!sid.empty()) {
     if (!header_version.empty() && !IsSessionVersion(header_version)) {
@@ -399,7 +435,7 @@ Response McpServer::ToolsCall(Call& call) {
 
   json token = p.value("_meta", json::object()).is_object() ? p.value("_meta", json::object()).value("progressToken", json())
                                                              : json();
-  if (!tool->streams || !(token.is_string() || token.is_number_integer())) {
+  if (!tool->streams || call.in_batch || !(token.is_string() || token.is_number_integer())) {
     Running running(*this, call.req.headers.Get("Mcp-Session-Id"), call.id);
     if (running.cancellable()) ctx.cancelled = [flag = running.flag()] { return flag->load(); };
     return RpcResult(call.id, ToolResult(registry_.Run(*tool, args, ctx), call.stateless));

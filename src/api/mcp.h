@@ -43,7 +43,7 @@ inline constexpr int kRpcUnsupportedVersion = -32022;    // 2026-07-28: data.sup
 // served statelessly; params._meta must carry io.modelcontextprotocol/protocolVersion (= the header) and
 // io.modelcontextprotocol/clientCapabilities. server/discover replaces initialize; results carry resultType.
 // Both: Mcp-Method (and Mcp-Name for tools/call), when sent, must match the body (400); a non-loopback Origin: 403;
-// JSON-RPC batches: refused (400).
+// JSON-RPC batches: served in a session that negotiated 2025-03-26 (an array of answers, or 202), else refused (400).
 class McpServer {
  public:
   McpServer(const Registry& registry, McpOptions options);
@@ -63,6 +63,10 @@ class McpServer {
   struct Call;  // one JSON-RPC message being served
 
   Response HandlePost(const Request& req, const std::string& org, const Identity& identity);
+  Response HandleBatch(const Request& req, const std::string& org, const Identity& identity,
+                       const nlohmann::json& batch);
+  Response HandleMessage(const Request& req, const std::string& org, const Identity& identity,
+                         const nlohmann::json& msg, bool in_batch);
   Response HandleDelete(const Request& req, const std::string& org, const Identity& identity);
   Response Dispatch(Call& call);
   Response Initialize(Call& call);

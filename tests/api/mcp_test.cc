@@ -212,6 +212,67 @@ TEST_F(McpTest, SessionAndVersionHeaders) {
   EXPECT_EQ(Body(older)["result"]["protocolVersion"], "2025-06-18");
 }
 
+// 2025-03-26 batches: each message is served in order, requests are answered in one array, and a batch of nothing
+// but notifications gets 202. Outside a session of that revision a batch is refused.
+TEST_F(McpTest, ABatchIsServedInASessionOf20250326Only) {
+  Response init = Post(Rpc(1, "initialize", {{"protocolVersion", "2025-03-26"}, {"capabilities", json::object()},
+                                             {"clientInfo", {{"name", "t"}, {"version", "1"}}}}));
+  ASSERT_EQ(Body(init)["result"]["protocolVersion"], "2025-03-26");
+  std::string sid = init.headers.Get("Mcp-Session-Id");
+  Hdrs session = {{"Mcp-Session-Id", sid}, {"MCP-Protocol-Version", "2025-03-26"}};
+
+  json notification = {{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}};
+  Response batch = Post(json::array({Rpc(1, "ping"), notification,
+                                     Rpc(2, "tools/call", {{"name", "sandbox_list"}, {"arguments", json::object()}}),
+                                     Rpc(3, "initialize", {{"protocolVersion", "2025-03-26"}}), Rpc(4, "nope"),
+                                     json(5)}),
+                        session);
+  ASSERT_EQ(batch.status, 200);
+  EXPECT_EQ(batch.headers.Get("Content-Type"), "application/json");
+  json answers = Body(batch);
+  ASSERT_TRUE(answers.is_array());
+  ASSERT_EQ(answers.size(), 5u);
+  EXPECT_EQ(answers[0], json({{"jsonrpc", "2.0"}, {"id", 1}, {"result", json::object()}}));
+  EXPECT_EQ(answers[1]["id"], 2);
+  EXPECT_EQ(answers[1]["result"]["isError"], false);
+  EXPECT_EQ(answers[1]["result"]["structuredContent"]["sandboxes"], json::array());
+  EXPECT_EQ(answers[2]["id"], 3);
+  EXPECT_EQ(answers[2]["error"]["code"], -32600);
+  EXPECT_EQ(answers[2]["error"]["message"], "initialize must not be part of a JSON-RPC batch");
+  EXPECT_EQ(answers[3]["id"], 4);
+  EXPECT_EQ(answers[3]["error"]["code"], -32601);
+  EXPECT_TRUE(answers[4]["id"].is_null());
+  EXPECT_EQ(answers[4]["error"]["code"], -32600);
+
+  // A call that would stream its progress answers inside the array instead.
+  Post(Rpc(5, "tools/call", {{"name", "sandbox_create"}, {"arguments", {{"name", "s"}}}}), session);
+  Response exec = Post(json::array({Rpc(6, "tools/call", {{"name", "sandbox_exec"},
+                                                          {"arguments", {{"sandbox", "s"}, {"argv", {"ls"}}}},
+                                                          {"_meta", {{"progressToken", "tok"}}}})}),
+                       session);
+  ASSERT_FALSE(exec.stream);
+  ASSERT_EQ(exec.status, 200);
+  EXPECT_EQ(Body(exec)[0]["result"]["structuredContent"]["stdout"], "out: ls");
+
+  Response notes = Post(json::array({notification, notification}), session);
+  EXPECT_EQ(notes.status, 202);
+  EXPECT_TRUE(notes.body.empty());
+  Response empty = Post(json::array(), session);
+  EXPECT_EQ(empty.status, 400);
+  EXPECT_EQ(Body(empty)["error"]["message"], "an empty batch");
+  Response sessionless = Post(json::array({Rpc(1, "ping")}));
+  EXPECT_EQ(sessionless.status, 400);
+  EXPECT_EQ(Body(sessionless)["error"]["message"],
+            "JSON-RPC batches belong to protocol 2025-03-26 only (removed in 2025-06-18), and a batch needs a session "
+            "that negotiated it; send one message per POST");
+  EXPECT_EQ(Post(json::array({Rpc(1, "ping")}), {{"Mcp-Session-Id", "0123"}}).status, 404);
+  // A session's version header must still be its own.
+  Response wrong = Post(json::array({Rpc(1, "ping")}), {{"Mcp-Session-Id", sid}, {"MCP-Protocol-Version", "2025-11-25"}});
+  ASSERT_EQ(wrong.status, 200);
+  EXPECT_EQ(Body(wrong)[0]["error"]["message"],
+            "MCP-Protocol-Version '2025-11-25' is not this session's, which negotiated 2025-03-26");
+}
+
 TEST_F(McpTest, JsonRpcErrors) {
   std::string sid = Initialize();
   Response parse = Send("POST", "{oops", Session(sid));
@@ -221,6 +282,9 @@ TEST_F(McpTest, JsonRpcErrors) {
   Response batch = Post(json::array({Rpc(1, "ping"), Rpc(2, "ping")}), Session(sid));
   EXPECT_EQ(batch.status, 400);
   EXPECT_EQ(Body(batch)["error"]["code"], -32600);
+  EXPECT_EQ(Body(batch)["error"]["message"],
+            "JSON-RPC batches belong to protocol 2025-03-26 only (removed in 2025-06-18), and this session negotiated "
+            "2025-11-25; send one message per POST");
   EXPECT_EQ(Body(Post({{"jsonrpc", "1.0"}, {"id", 1}, {"method", "ping"}}, Session(sid)))["error"]["code"], -32600);
   EXPECT_EQ(Body(Post(Rpc(7, "nope/nope"), Session(sid)))["error"]["code"], -32601);
   json unknown_tool = Body(Post(Rpc(8, "tools/call", {{"name", "nope"}}), Session(sid)));
