@@ -23,6 +23,10 @@ Result<NamespaceOwner> NamespaceOwner::Become(uid_t uid, gid_t gid) {
   long bits = ::syscall(SYS_prctl, PR_GET_SECUREBITS, 0, 0, 0, 0);
   if (bits < 0) return Error::Sys("PR_GET_SECUREBITS");
   o.old_bits_ = static_cast<int>(bits);
+  o.old_dumpable_ = static_cast<int>(::syscall(SYS_prctl, PR_GET_DUMPABLE, 0, 0, 0, 0));
+  if (o.old_dumpable_ < 0 || ::syscall(SYS_prctl, PR_GET_PDEATHSIG, &o.old_death_signal_, 0, 0, 0) != 0)
+    return Error::Sys("PR_GET_DUMPABLE or PR_GET_PDEATHSIG");
+  o.old_parent_ = ::getppid();
   if (::syscall(SYS_prctl, PR_SET_SECUREBITS, bits | SECBIT_NO_SETUID_FIXUP, 0, 0, 0) != 0)
     return Error::Sys("keep capabilities across the change of euid (PR_SET_SECUREBITS)");
   o.active_ = true;  // from here the destructor puts back what changed
@@ -32,7 +36,13 @@ Result<NamespaceOwner> NamespaceOwner::Become(uid_t uid, gid_t gid) {
 }
 
 NamespaceOwner::NamespaceOwner(NamespaceOwner&& other) noexcept
-    : active_(other.active_), old_uid_(other.old_uid_), old_gid_(other.old_gid_), old_bits_(other.old_bits_) {
+    : active_(other.active_),
+      old_uid_(other.old_uid_),
+      old_gid_(other.old_gid_),
+      old_bits_(other.old_bits_),
+      old_dumpable_(other.old_dumpable_),
+      old_death_signal_(other.old_death_signal_),
+      old_parent_(other.old_parent_) {
   other.active_ = false;
 }
 
@@ -41,13 +51,10 @@ NamespaceOwner::~NamespaceOwner() {
   if (::syscall(SYS_setresuid, -1, old_uid_, -1) != 0 || ::syscall(SYS_setresgid, -1, old_gid_, -1) != 0 ||
       ::syscall(SYS_prctl, PR_SET_SECUREBITS, old_bits_, 0, 0, 0) != 0)
     std::abort();
-}
-
-int ClearSetuidFixupBit() {
-  long bits = ::syscall(SYS_prctl, PR_GET_SECUREBITS, 0, 0, 0, 0);
-  if (bits < 0) return -errno;
-  if ((bits & SECBIT_NO_SETUID_FIXUP) == 0) return 0;
-  return ::syscall(SYS_prctl, PR_SET_SECUREBITS, bits & ~SECBIT_NO_SETUID_FIXUP, 0, 0, 0) == 0 ? 0 : -errno;
+  (void)::syscall(SYS_prctl, PR_SET_DUMPABLE, old_dumpable_, 0, 0, 0);
+  (void)::syscall(SYS_prctl, PR_SET_PDEATHSIG, old_death_signal_, 0, 0, 0);
+  // A parent that died while the signal was unset sent none: this process ends as it would have.
+  if (old_death_signal_ != 0 && ::getppid() != old_parent_) ::raise(old_death_signal_);
 }
 
 pid_t CloneWithPidfd(int flags, int* pidfd) {

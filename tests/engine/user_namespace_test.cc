@@ -5,6 +5,7 @@
 #include <mqueue.h>
 #include <sys/inotify.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -15,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 #include <thread>
+#include <vector>
 
 #include "base/file.h"
 #include "engine/caps.h"
@@ -185,6 +187,28 @@ while not os.path.exists("/mnt/data/go"):
   EXPECT_EQ(r->stdout_data, std::to_string(std::stoi(*max_instances)) + " instances queues\n");
   EXPECT_EQ(r->stderr_data, "");
   EXPECT_EQ(r->exit_code, 0);
+}
+
+// The launcher takes the namespace owner's euid only for the clone: afterwards its ids, its securebits, its dumpable
+// flag and its parent-death signal (the last two reset by the kernel on any change of euid) are as they were.
+TEST_F(UserNamespaceTest, LaunchingLeavesTheLaunchersCredentialsAsTheyWere) {
+  ISB_REQUIRE_ROOT();
+  ASSERT_EQ(::prctl(PR_SET_PDEATHSIG, SIGUSR2), 0);
+  ASSERT_EQ(::prctl(PR_GET_DUMPABLE), 1);
+  auto r = Run("true", SandboxConfig{});
+  int death_signal = -1;
+  EXPECT_EQ(::prctl(PR_GET_PDEATHSIG, &death_signal), 0);
+  ::prctl(PR_SET_PDEATHSIG, 0);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->exit_code, 0);
+  EXPECT_EQ(death_signal, SIGUSR2);
+  EXPECT_EQ(::prctl(PR_GET_DUMPABLE), 1);
+  EXPECT_EQ(::prctl(PR_GET_SECUREBITS), 0);
+  uid_t ruid, euid, suid;
+  gid_t rgid, egid, sgid;
+  ASSERT_EQ(::getresuid(&ruid, &euid, &suid), 0);
+  ASSERT_EQ(::getresgid(&rgid, &egid, &sgid), 0);
+  EXPECT_EQ(std::vector<unsigned>({ruid, euid, suid, rgid, egid, sgid}), std::vector<unsigned>(6, 0));
 }
 
 // A privileged sandbox's root keeps CAP_CHOWN and CAP_FOWNER over the host's files, but the host's device nodes
