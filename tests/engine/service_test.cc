@@ -262,9 +262,21 @@ TEST_F(ServiceTest, ASandboxOpensAtMost64Terminals) {
 // Each exec's mapping (its request and its child's stack) is init's only until the session closes: after execs
 // that succeed, fail to start or time out, init holds the mappings it held before.
 TEST_F(ServiceTest, InitKeepsNoMappingOfAnEndedExec) {
-  auto mappings = [&] {
+  auto count = [&] {
     auto maps = isb::ReadFile("/proc/" + std::to_string(sb_.pid) + "/maps");
     return maps.ok() ? std::count(maps->begin(), maps->end(), '\n') : -1;
+  };
+  // Init closes a session when it sees the hang-up, just after the exec's caller has its answer: counted once the
+  // count has held for three reads 10 ms apart.
+  auto mappings = [&] {
+    auto last = count();
+    for (int same = 0, i = 0; same < 3 && i < 200; ++i) {
+      ::usleep(10000);
+      auto now = count();
+      same = now == last ? same + 1 : 0;
+      last = now;
+    }
+    return last;
   };
   ASSERT_EQ(Exec({"true"})->exit_code, 0);  // whatever a first exec sets up once
   const auto before = mappings();
