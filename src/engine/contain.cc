@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 
 #include "engine/caps.h"
 #include "engine/init.h"
+#include "engine/mounts.h"
 #include "engine/namespaces.h"
 
 namespace isb::engine {
@@ -134,20 +136,36 @@ void ChildMain(const ChildPlan& plan) {
   // The clone copied the parent's end of the sync pipe too: without closing it here, a parent that dies before
   // writing "go" would leave this process waiting forever, outside any cgroup, holding its uid-range lease.
   if (plan.sync_write_fd >= 0) ::close(plan.sync_write_fd);
+  // One byte means go; an image's idmapped tree may come with it. EOF means the parent died.
   char go = 0;
-  if (::read(plan.sync_fd, &go, 1) != 1) ChildFail(plan, Step::kSync, errno);
+  iovec iov{&go, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr m{};
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  m.msg_control = control;
+  m.msg_controllen = sizeof control;
+  ssize_t got;
+  while ((got = ::recvmsg(plan.sync_fd, &m, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {
+  }
+  if (got != 1) ChildFail(plan, Step::kSync, got < 0 ? errno : 0);
+  for (cmsghdr* c = CMSG_FIRSTHDR(&m); c != nullptr; c = CMSG_NXTHDR(&m, c)) {
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int))) {
+      int tree;
+      std::memcpy(&tree, CMSG_DATA(c), sizeof tree);
+      SetImageTree(tree);
+    }
+  }
   ::close(plan.sync_fd);
 
-  // Cloned with the parent's thread keeping its capabilities across a change of euid (NamespaceOwner): from here
-  // a change of ids drops them again as usual, in init and every command it starts.
-  if (int rc = ClearSetuidFixupBit(); rc != 0) ChildFail(plan, Step::kIds, -rc);
   // The parent has written uid_map/gid_map: become the namespace's root (host uid = the range's base, or the host's
   // root itself in a privileged sandbox, which has no user namespace of its own).
   if (::setresgid(0, 0, 0) != 0 || ::setgroups(0, nullptr) != 0 || ::setresuid(0, 0, 0) != 0)
     ChildFail(plan, Step::kIds, errno);
   if (plan.die_with_parent) {
-    // The switch of ids cleared the parent-death signal set above (the kernel drops it on any change of euid or
-    // egid): set it again, then make sure the parent did not die in between, which no signal would report. The
+    // The switch of ids may have cleared the parent-death signal set above (the kernel drops it on any change of
+    // euid or egid, as in a privileged sandbox's): set it again, then make sure the parent did not die in between,
+    // which no signal would report. The
     // parent holds the error pipe's read end until this setup ends: a write end with no reader is POLLERR.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     pollfd parent{plan.error_fd, POLLOUT, 0};

@@ -1,6 +1,7 @@
 // Launch: lease ids, make the cgroup, clone, map ids, release the child, wait for its setup report.
 #include "engine/launch.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <dirent.h>
 #include <poll.h>
@@ -18,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/fd_passing.h"
 #include "base/file.h"
 #include "base/units.h"
 #include "base/unix_address.h"
@@ -237,7 +239,14 @@ Result<Launched> Launch(const SandboxConfig& config, const LaunchOptions& option
     plan.control_fd = control.get();
     plan.lease_fd = l.lease_.fd();
   }
-  ISB_ASSIGN_OR_RETURN(Pipe sync, MakePipe());
+  // The go signal, and with it the image's idmapped tree: a socket pair, so a descriptor can ride along.
+  Pipe sync;
+  {
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return Error::Sys("socketpair");
+    sync.read.Reset(sv[0]);
+    sync.write.Reset(sv[1]);
+  }
   ISB_ASSIGN_OR_RETURN(Pipe errors, MakePipe());
   ISB_ASSIGN_OR_RETURN(Pipe status, MakePipe());
   ISB_ASSIGN_OR_RETURN(Pipe out, MakePipe());
@@ -283,7 +292,17 @@ Result<Launched> Launch(const SandboxConfig& config, const LaunchOptions& option
 
   if (!config.privileged) ISB_TRY(WriteIdMaps(pid, base, config.idmap));
   ISB_TRY(l.cgroup_.AddProcess(pid));
-  if (::write(sync.write.get(), "g", 1) != 1) return Error::Sys("start the sandbox");
+  // An image is seen through the sandbox's own id mapping (IdmappedTree), made here: only the host's root may
+  // idmap a mount of the host's filesystem.
+  Fd image_tree;
+  if (!config.privileged && !config.image.empty()) {
+    Fd userns(::open(("/proc/" + std::to_string(pid) + "/ns/user").c_str(), O_RDONLY | O_CLOEXEC));
+    if (!userns.valid()) return Error::Sys("open the sandbox's user namespace");
+    image_tree = IdmappedTree(config.image, userns.get());
+  }
+  const int tree_fd = image_tree.get();
+  if (SendWithFds(sync.write.get(), "g", 1, &tree_fd, tree_fd >= 0 ? 1 : 0) != 1)
+    return Error::Sys("start the sandbox");
   sync.write.Reset();
   // While the sandbox sets itself up: what earlier runs killed outright left.
   if (run) SweepDeadRuns(*layout);

@@ -51,6 +51,8 @@ Status CheckAbsolute(const std::string& path, const char* what) {
   return {};
 }
 
+int g_image_tree = -1;  // in the child: the image's idmapped tree, until its kImage step moves it into place
+
 class Planner {
  public:
   explicit Planner(RootfsPlan* plan) : p_(plan) {}
@@ -69,6 +71,11 @@ class Planner {
   void BindNoFollow(const std::string& src, const std::string& dst, bool read_only) {
     p_->Add({MountStep::kBindNoFollow, p_->Keep(src), p_->Keep(dst), nullptr, 0, nullptr, 0, false});
     LockTree(dst, read_only);
+  }
+  // The image at `dst`: the parent's idmapped tree, else a bind as BindNoFollow; read-only, nosuid, nodev.
+  void Image(const std::string& src, const std::string& dst) {
+    p_->Add({MountStep::kImage, p_->Keep(src), p_->Keep(dst), nullptr, 0, nullptr, 0, false});
+    LockTree(dst, true);
   }
   // Nosuid, nodev and (when asked) read-only for the bind at `dst` and every mount that came along with it.
   void LockTree(const std::string& dst, bool read_only, bool optional = false) {
@@ -218,6 +225,7 @@ std::string RootfsPlan::Describe(size_t i) const {
     case MountStep::kWriteFile: return "write " + str(s.target);
     case MountStep::kPivotRoot: return "pivot_root into " + str(s.target);
     case MountStep::kBindNoFollow: return "bind " + str(s.source) + " (no symlinks) on " + str(s.target);
+    case MountStep::kImage: return "image " + str(s.source) + " (no symlinks) on " + str(s.target);
     case MountStep::kTreeAttrs:
       return std::string("make ") + str(s.target) + " and the mounts below it " +
              (s.flags & MOUNT_ATTR_RDONLY ? "read-only, " : "") +
@@ -268,7 +276,7 @@ Result<RootfsPlan> PlanRootfs(const SandboxConfig& config, const std::string& st
     // bound into the staging dir, this sandbox's own, read-only (overlayfs never writes a lower layer; the flags
     // are added to the image's own, so a noexec there stays), and layered from there.
     pl.Mkdir(staging + "/image");
-    pl.BindNoFollow(config.image, staging + "/image", /*read_only=*/true);
+    pl.Image(config.image, staging + "/image");
     pl.Mount("overlay", root, "overlay", MS_NOSUID | MS_NODEV,
              "lowerdir=" + staging + "/image,upperdir=" + layer + "/upper,workdir=" + layer + "/work");
   } else {
@@ -398,6 +406,19 @@ int RunStep(const MountStep& s) {
       errno = saved;
       return rc;
     }
+    case MountStep::kImage:
+      if (g_image_tree >= 0) {
+        int dst = OpenNoSymlinks(s.target, O_PATH);
+        int rc = dst < 0 ? -1
+                         : ::move_mount(g_image_tree, "", dst, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
+        int saved = errno;
+        ::close(g_image_tree);
+        g_image_tree = -1;
+        if (dst >= 0) ::close(dst);
+        errno = saved;
+        return rc;
+      }
+      [[fallthrough]];
     case MountStep::kBindNoFollow: {
       int src = OpenNoSymlinks(s.source, O_PATH);
       if (src < 0) return -1;
@@ -449,6 +470,21 @@ int RunStep(const MountStep& s) {
 }
 
 }  // namespace
+
+Fd IdmappedTree(const std::string& path, int userns_fd) {
+  Fd src(OpenNoSymlinks(path.c_str(), O_PATH));
+  struct stat st{};
+  if (!src.valid() || ::fstat(src.get(), &st) != 0 || !S_ISDIR(st.st_mode)) return Fd();
+  Fd tree(::open_tree(src.get(), "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE));
+  if (!tree.valid()) return Fd();
+  mount_attr attr{};
+  attr.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+  attr.userns_fd = static_cast<uint64_t>(userns_fd);
+  if (::mount_setattr(tree.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) != 0) return Fd();
+  return tree;
+}
+
+void SetImageTree(int fd) { g_image_tree = fd; }
 
 int ExecuteRootfs(const RootfsPlan& plan) {
   const mode_t old_umask = ::umask(0);  // modes in the plan are exact

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "base/fd.h"
 #include "base/result.h"
 #include "engine/config.h"
 
@@ -17,7 +18,9 @@ struct MountStep {
   // one), so a path checked on the host cannot be swapped for a symlink to somewhere else before it is mounted.
   // kTreeAttrs: sets the MOUNT_ATTR_* bits in `flags` on the mount at `target` and on every mount below it (a
   // bind's submounts come along with it, and a remount would change the top one alone).
-  enum Kind { kMount, kMkdir, kTouch, kSymlink, kWriteFile, kPivotRoot, kBindNoFollow, kTreeAttrs } kind;
+  // kImage: the image's tree the parent made for this sandbox (IdmappedTree, handed over by SetImageTree) moved to
+  // `target`; without one, a bind of `source` as kBindNoFollow.
+  enum Kind { kMount, kMkdir, kTouch, kSymlink, kWriteFile, kPivotRoot, kBindNoFollow, kTreeAttrs, kImage } kind;
   const char* source = nullptr;  // kMount, kBindNoFollow: source; kSymlink: link target; kWriteFile: contents
   const char* target = nullptr;
   const char* fstype = nullptr;
@@ -51,6 +54,16 @@ std::string StagingDir(const std::string& runtime_dir);
 // Plans the root for `config`: the image (overlay with a writable layer) or the default host view, binds,
 // /proc with masked and read-only paths, a minimal /dev, /tmp, read-only /sys, then pivot_root.
 Result<RootfsPlan> PlanRootfs(const SandboxConfig& config, const std::string& staging_dir);
+
+// A detached copy of the mount tree at `path` (reached without following symlinks), read-only, nosuid and nodev,
+// whose files' owners are seen through the user namespace `userns_fd`: a file of host uid 0 belongs to that
+// namespace's root, and so on through its mapping. An image's files are those of a host user (root, mostly):
+// through it, the sandbox's root owns what the image's root owned, and its writes copy up as usual. Invalid when the
+// kernel (before 5.19 under overlayfs) or the image's filesystem cannot idmap a mount: the image is then bound as
+// it is (its root's files belong to no one in the sandbox).
+Fd IdmappedTree(const std::string& path, int userns_fd);
+// In the child, before ExecuteRootfs: the tree its kImage step moves into place (closed by that step).
+void SetImageTree(int fd);
 
 // Runs the plan. Async-signal-safe. Returns -1 when all steps succeeded, else the index of the failed step
 // with errno set.

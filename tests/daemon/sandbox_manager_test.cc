@@ -402,7 +402,7 @@ TEST_F(ManagerTest, AnImagePathSwappedForASymlinkFailsTheStart) {
   std::filesystem::create_directory_symlink(host_ + "/decoy", host_ + "/tree");
   auto started = mgr_->Start(sb->id);
   ASSERT_FALSE(started.ok());
-  EXPECT_EQ(started.error().message, "sandbox setup failed while building the root filesystem (bind " + image +
+  EXPECT_EQ(started.error().message, "sandbox setup failed while building the root filesystem (image " + image +
                                          " (no symlinks) on /run/isb/staging/image): Too many levels of symbolic "
                                          "links");
   EXPECT_EQ(mgr_->Get(sb->id)->state, "stopped");

@@ -63,8 +63,8 @@ TEST(RootfsPlan, DefaultViewIsReadOnlyHostDirsAndFreshSpecialFilesystems) {
   }
 }
 
-// The image is bound into the staging dir without following symlinks (overlayfs would follow them in a lowerdir),
-// and the overlay layers that bind.
+// The image is put into the staging dir (its idmapped tree from the parent, else a bind that follows no symlink:
+// overlayfs would follow them in a lowerdir), read-only, and the overlay layers it.
 TEST(RootfsPlan, ImageIsAnOverlayWithADiscardedLayer) {
   SandboxConfig c;
   c.image = "/usr";  // any existing directory
@@ -75,8 +75,13 @@ TEST(RootfsPlan, ImageIsAnOverlayWithADiscardedLayer) {
   for (size_t i = 0; i < steps.size(); ++i) {
     const MountStep& s = steps[i];
     const std::string target = s.target ? s.target : "";
-    if (s.kind == MountStep::kBindNoFollow && std::string(s.source) == "/usr" && target == kStaging + "/image")
+    if (s.kind == MountStep::kImage && std::string(s.source) == "/usr" && target == kStaging + "/image")
       bound = static_cast<int>(i);
+    if (bound >= 0 && static_cast<int>(i) == bound + 1) {
+      EXPECT_EQ(s.kind, MountStep::kTreeAttrs);
+      EXPECT_EQ(target, kStaging + "/image");
+      EXPECT_EQ(s.flags, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+    }
     if (s.kind == MountStep::kMount && s.fstype && std::string(s.fstype) == "overlay") {
       overlay = static_cast<int>(i);
       EXPECT_EQ(std::string(s.data), "lowerdir=" + kStaging + "/image,upperdir=" + kStaging + "/upper,workdir=" +

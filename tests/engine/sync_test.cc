@@ -1,9 +1,10 @@
-// The sandbox's first process and the sync pipe: it waits for the launcher's "go", and a launcher that dies before
+// The sandbox's first process and the sync channel (a socket pair): it waits for the launcher's "go", and a launcher that dies before
 // sending it must make it exit, not leave it waiting forever outside any cgroup with its uid-range lease. The clone
 // copies the launcher's write end of the pipe into the child too, so the child must close that copy first.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -26,7 +27,7 @@ struct Child {
 // write end (as Launch's does) so the child can close it. The parent's ends are closed, as if the launcher died.
 Child StartAndAbandon(bool tell_child) {
   int sync[2], errors[2];
-  EXPECT_EQ(::pipe2(sync, O_CLOEXEC), 0);
+  EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sync), 0);  // as Launch's: a descriptor may ride along
   EXPECT_EQ(::pipe2(errors, O_CLOEXEC), 0);
   ChildPlan plan;
   plan.sync_fd = sync[0];
