@@ -6,7 +6,6 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -15,6 +14,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "base/fd_passing.h"
 #include "engine/caps.h"
 #include "engine/init.h"
 #include "engine/mounts.h"
@@ -138,24 +138,10 @@ void ChildMain(const ChildPlan& plan) {
   if (plan.sync_write_fd >= 0) ::close(plan.sync_write_fd);
   // One byte means go; an image's idmapped tree may come with it. EOF means the parent died.
   char go = 0;
-  iovec iov{&go, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr m{};
-  m.msg_iov = &iov;
-  m.msg_iovlen = 1;
-  m.msg_control = control;
-  m.msg_controllen = sizeof control;
-  ssize_t got;
-  while ((got = ::recvmsg(plan.sync_fd, &m, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {
-  }
+  int tree = -1;
+  ssize_t got = RecvWithFd(plan.sync_fd, &go, 1, &tree);
   if (got != 1) ChildFail(plan, Step::kSync, got < 0 ? errno : 0);
-  for (cmsghdr* c = CMSG_FIRSTHDR(&m); c != nullptr; c = CMSG_NXTHDR(&m, c)) {
-    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int))) {
-      int tree;
-      std::memcpy(&tree, CMSG_DATA(c), sizeof tree);
-      SetImageTree(tree);
-    }
-  }
+  if (tree >= 0) SetImageTree(tree);
   ::close(plan.sync_fd);
 
   // The parent has written uid_map/gid_map: become the namespace's root (host uid = the range's base, or the host's

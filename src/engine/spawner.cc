@@ -46,25 +46,14 @@ Result<std::string> RecvText(int fd, Fd* received = nullptr) {
   if (len == 0) return Error::Msg("the spawner exited");
   if (static_cast<size_t>(len) > kMaxMessage) return Error::Msg("spawner message too large");
   std::string buf(static_cast<size_t>(len), '\0');
-  iovec iov{buf.data(), buf.size()};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr m{};
-  m.msg_iov = &iov;
-  m.msg_iovlen = 1;
-  m.msg_control = control;
-  m.msg_controllen = sizeof control;
-  ssize_t n;
-  while ((n = ::recvmsg(fd, &m, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {
-  }
-  if (n < 0) return Error::Sys("recv");
-  if (n == 0) return Error::Msg("the spawner exited");
-  for (cmsghdr* c = CMSG_FIRSTHDR(&m); c != nullptr; c = CMSG_NXTHDR(&m, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-    int got = -1;
-    std::memcpy(&got, CMSG_DATA(c), sizeof(int));
+  int got = -1;
+  ssize_t n = RecvWithFd(fd, buf.data(), buf.size(), &got);
+  if (got >= 0) {
     if (received != nullptr) received->Reset(got);
     else ::close(got);
   }
+  if (n < 0) return Error::Sys("recv");
+  if (n == 0) return Error::Msg("the spawner exited");
   buf.resize(static_cast<size_t>(n));
   return buf;
 }
