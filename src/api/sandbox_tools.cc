@@ -632,6 +632,9 @@ Status AddCreateAndExec(Registry& reg, Sandboxes& all, const SandboxToolOptions&
           }
           spec.paths_checked = true;
         }
+        // An image the host chose is seen through the sandbox's id mapping: its root's files are the sandbox
+        // root's. A remote caller's image is a directory below a bind root, whose files it may see only as others.
+        spec.image_idmapped = !spec.image.empty() && !spec.paths_checked;
         // The quota's check and the create are one step per daemon, so concurrent creates cannot both squeeze in.
         static std::mutex quota_mu;
         std::unique_lock<std::mutex> quota_lock;

@@ -82,6 +82,9 @@ struct SandboxSpec {
   nlohmann::json egress = "none";
   std::chrono::seconds expires{24 * 3600};       // lifetime; at most 30 days
   std::chrono::seconds idle_timeout{2 * 3600};
+  // The image seen through the sandbox's id mapping (engine::SandboxConfig::idmap_image): set by the create tool for
+  // the host and superadmins only (never taken from the caller), and stored.
+  bool image_idmapped = false;
   // Not stored: set by the API when `image` and the mounts' sources are the real paths it checked against the bind
   // roots, so that the daemon keeps them only while no symlink has come onto them rather than resolving them again.
   bool paths_checked = false;

@@ -232,6 +232,7 @@ std::string SpecToJson(const api::SandboxSpec& s) {
   if (!s.ports.empty()) j["ports"] = s.ports;
   if (s.privileged) j["privileged"] = true;
   if (!s.idmap.empty()) j["idmap"] = s.idmap;
+  if (s.image_idmapped) j["image_idmapped"] = true;
   return j.dump();
 }
 
@@ -253,6 +254,7 @@ api::SandboxSpec SpecFromJson(const std::string& text) {
   if (auto p = j.find("ports"); p != j.end() && p->is_array()) s.ports = p->get<std::vector<api::SpecPort>>();
   s.egress = j.contains("egress") ? j["egress"] : json("none");
   s.privileged = j.value("privileged", false);
+  s.image_idmapped = j.value("image_idmapped", false);
   if (auto m = j.find("idmap"); m != j.end() && m->is_array()) s.idmap = m->get<std::vector<engine::IdMapping>>();
   s.expires = std::chrono::seconds(j.value("expires", int64_t{86400}));
   s.idle_timeout = std::chrono::seconds(j.value("idle_timeout", int64_t{7200}));
@@ -430,6 +432,7 @@ Status SandboxManager::LaunchProcess(Record& rec, bool background) {
   engine::SandboxConfig c;
   c.hostname = rec.name.empty() ? "sandbox" : rec.name;
   c.image = rec.spec.image;
+  c.idmap_image = rec.spec.image_idmapped;
   c.limits.memory_bytes = rec.spec.mem_limit;
   c.limits.millicpus = static_cast<uint32_t>(rec.spec.cpus * 1000 + 0.5);
   c.limits.pids = rec.spec.pids;

@@ -40,10 +40,15 @@ struct SandboxConfig {
   std::vector<IdMapping> idmap;
   // Read-only root; empty means the default view of the host (/usr, /bin, /lib*, /sbin, a minimal /etc).
   std::string image;
+  // The image seen through the sandbox's id mapping (IdmappedTree): its host ids 0..65535 are the sandbox's, so the
+  // sandbox's root owns (and may read and change, in its layer) whatever the host's root owns there. For images
+  // the host chose; a remote caller's image (a directory below a bind root) is bound as it is, seen as `other`.
+  bool idmap_image = true;
   // Where the writable layer is kept between runs; empty means a tmpfs discarded at exit.
   std::string writable_dir;
   std::vector<BindMount> binds;
-  // The default view's /etc/resolv.conf (empty: no name service); a sandbox with an egress list names isb's DNS.
+  // /etc/resolv.conf (the default view's, or in place of an image's; empty: no name service); a sandbox with an
+  // egress list names isb's DNS.
   std::string resolv_conf;
   Limits limits;
   // Wall-clock limit for the whole tree; zero means none.

@@ -295,7 +295,7 @@ Result<Launched> Launch(const SandboxConfig& config, const LaunchOptions& option
   // An image is seen through the sandbox's own id mapping (IdmappedTree), made here: only the host's root may
   // idmap a mount of the host's filesystem.
   Fd image_tree;
-  if (!config.privileged && !config.image.empty()) {
+  if (!config.privileged && !config.image.empty() && config.idmap_image && OverlayTakesIdmappedLayers()) {
     Fd userns(::open(("/proc/" + std::to_string(pid) + "/ns/user").c_str(), O_RDONLY | O_CLOEXEC));
     if (!userns.valid()) return Error::Sys("open the sandbox's user namespace");
     image_tree = IdmappedTree(config.image, userns.get());
@@ -303,6 +303,7 @@ Result<Launched> Launch(const SandboxConfig& config, const LaunchOptions& option
   const int tree_fd = image_tree.get();
   if (SendWithFds(sync.write.get(), "g", 1, &tree_fd, tree_fd >= 0 ? 1 : 0) != 1)
     return Error::Sys("start the sandbox");
+  image_tree.Reset();  // the child holds it now
   sync.write.Reset();
   // While the sandbox sets itself up: what earlier runs killed outright left.
   if (run) SweepDeadRuns(*layout);

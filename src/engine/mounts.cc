@@ -7,8 +7,10 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 
 #include "base/file.h"
@@ -88,6 +90,9 @@ class Planner {
   void Mkdir(const std::string& dst, unsigned mode = 0755) {
     p_->Add({MountStep::kMkdir, nullptr, p_->Keep(dst), nullptr, 0, nullptr, mode, false});
   }
+  void MkdirBestEffort(const std::string& dst) {
+    p_->Add({MountStep::kMkdir, nullptr, p_->Keep(dst), nullptr, 0, nullptr, 0755, false, true});
+  }
   // mkdir -p for a path under `root`, one step per component.
   void MkdirAll(const std::string& root, const std::string& path) {
     for (size_t i = 1; i <= path.size(); ++i)
@@ -102,6 +107,11 @@ class Planner {
   void Write(const std::string& dst, const std::string& contents) {
     p_->Add({MountStep::kWriteFile, p_->Keep(contents), p_->Keep(dst), nullptr, 0, nullptr, 0644, false});
   }
+  // Best effort: an image's /etc that the sandbox's root does not own (an image bound without its id mapping)
+  // keeps its own files.
+  void Replace(const std::string& dst, const std::string& contents) {
+    p_->Add({MountStep::kReplaceFile, p_->Keep(contents), p_->Keep(dst), nullptr, 0, nullptr, 0644, false, true});
+  }
   void Pivot(const std::string& root) {
     p_->Add({MountStep::kPivotRoot, nullptr, p_->Keep(root), nullptr, 0, nullptr, 0, false});
   }
@@ -109,6 +119,10 @@ class Planner {
  private:
   RootfsPlan* p_;
 };
+
+std::string HostsFile(const std::string& hostname) {
+  return "127.0.0.1 localhost " + hostname + "\n::1 localhost\n";
+}
 
 void PlanHostView(Planner& pl, const std::string& root, const SandboxConfig& config) {
   for (const char* d : kHostDirs) {
@@ -127,7 +141,7 @@ void PlanHostView(Planner& pl, const std::string& root, const SandboxConfig& con
   pl.Write(root + "/etc/group", kGroup);
   pl.Write(root + "/etc/nsswitch.conf", kNsswitch);
   pl.Write(root + "/etc/hostname", config.hostname + "\n");
-  pl.Write(root + "/etc/hosts", "127.0.0.1 localhost " + config.hostname + "\n::1 localhost\n");
+  pl.Write(root + "/etc/hosts", HostsFile(config.hostname));
   pl.Write(root + "/etc/resolv.conf", config.resolv_conf);
   for (const char* e : kHostEtc) {
     std::string host = std::string("/etc/") + e;
@@ -223,6 +237,7 @@ std::string RootfsPlan::Describe(size_t i) const {
     case MountStep::kTouch: return "create mount point " + str(s.target);
     case MountStep::kSymlink: return "create symlink " + str(s.target);
     case MountStep::kWriteFile: return "write " + str(s.target);
+    case MountStep::kReplaceFile: return "replace " + str(s.target);
     case MountStep::kPivotRoot: return "pivot_root into " + str(s.target);
     case MountStep::kBindNoFollow: return "bind " + str(s.source) + " (no symlinks) on " + str(s.target);
     case MountStep::kImage: return "image " + str(s.source) + " (no symlinks) on " + str(s.target);
@@ -279,6 +294,12 @@ Result<RootfsPlan> PlanRootfs(const SandboxConfig& config, const std::string& st
     pl.Image(config.image, staging + "/image");
     pl.Mount("overlay", root, "overlay", MS_NOSUID | MS_NODEV,
              "lowerdir=" + staging + "/image,upperdir=" + layer + "/upper,workdir=" + layer + "/work");
+    // The sandbox's own names and resolver, as in the default view, in place of the image's (in the writable
+    // layer; an image's /etc/resolv.conf is often a symlink into a /run that nothing fills here).
+    pl.MkdirBestEffort(root + "/etc");
+    pl.Replace(root + "/etc/hostname", config.hostname + "\n");
+    pl.Replace(root + "/etc/hosts", HostsFile(config.hostname));
+    pl.Replace(root + "/etc/resolv.conf", config.resolv_conf);
   } else {
     // The kept layer is the root: bound in, then made nosuid and nodev (with whatever is mounted below it) while
     // staying writable.
@@ -366,13 +387,20 @@ int RunStep(const MountStep& s) {
       return rc;
     }
     case MountStep::kTouch:
-    case MountStep::kWriteFile: {
+    case MountStep::kWriteFile:
+    case MountStep::kReplaceFile: {
       int dir = OpenParent(s.target, &name);
       if (dir < 0) return -1;
+      if (s.kind == MountStep::kReplaceFile && ::unlinkat(dir, name, 0) != 0 && errno != ENOENT) {
+        int saved = errno;
+        ::close(dir);
+        errno = saved;
+        return -1;
+      }
       // Non-blocking, then a regular file or nothing: a FIFO left at a target (the sandbox's root may make one in
       // its layer, an image may hold one) would block the open for good, with nothing in the sandbox yet to read it.
       int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK |
-                  (s.kind == MountStep::kWriteFile ? O_TRUNC : 0);
+                  (s.kind == MountStep::kWriteFile ? O_TRUNC : 0) | (s.kind == MountStep::kReplaceFile ? O_EXCL : 0);
       int fd = ::openat(dir, name, flags, s.mode);
       int saved = errno;
       ::close(dir);
@@ -387,7 +415,7 @@ int RunStep(const MountStep& s) {
         return -1;
       }
       int rc = 0;
-      if (s.kind == MountStep::kWriteFile) {
+      if (s.kind != MountStep::kTouch) {
         size_t len = std::strlen(s.source);
         rc = ::write(fd, s.source, len) == static_cast<ssize_t>(len) ? 0 : -1;
       }
@@ -416,7 +444,8 @@ int RunStep(const MountStep& s) {
         g_image_tree = -1;
         if (dst >= 0) ::close(dst);
         errno = saved;
-        return rc;
+        if (rc == 0 || dst < 0) return rc;
+        // Not moved: bound as it is, as without a tree.
       }
       [[fallthrough]];
     case MountStep::kBindNoFollow: {
@@ -480,11 +509,24 @@ Fd IdmappedTree(const std::string& path, int userns_fd) {
   mount_attr attr{};
   attr.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
   attr.userns_fd = static_cast<uint64_t>(userns_fd);
+  // A clone keeps its originals' peer groups: shared, the unmount of the old root at the pivot would propagate to
+  // the host and unmount what is mounted below the image there.
+  attr.propagation = MS_PRIVATE;
   if (::mount_setattr(tree.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) != 0) return Fd();
   return tree;
 }
 
 void SetImageTree(int fd) { g_image_tree = fd; }
+
+bool OverlayTakesIdmappedLayers() {
+  static const bool takes = [] {
+    utsname u{};
+    unsigned major = 0, minor = 0;
+    if (::uname(&u) != 0 || std::sscanf(u.release, "%u.%u", &major, &minor) != 2) return false;
+    return major > 5 || (major == 5 && minor >= 19);
+  }();
+  return takes;
+}
 
 int ExecuteRootfs(const RootfsPlan& plan) {
   const mode_t old_umask = ::umask(0);  // modes in the plan are exact
@@ -496,6 +538,7 @@ int ExecuteRootfs(const RootfsPlan& plan) {
   for (size_t i = 0; i < steps.size(); ++i) {
     if (RunStep(steps[i]) == 0) continue;
     if (steps[i].optional && errno == ENOENT) continue;
+    if (steps[i].best_effort) continue;
     return static_cast<int>(i);
   }
   return -1;

@@ -20,14 +20,19 @@ struct MountStep {
   // bind's submounts come along with it, and a remount would change the top one alone).
   // kImage: the image's tree the parent made for this sandbox (IdmappedTree, handed over by SetImageTree) moved to
   // `target`; without one, a bind of `source` as kBindNoFollow.
-  enum Kind { kMount, kMkdir, kTouch, kSymlink, kWriteFile, kPivotRoot, kBindNoFollow, kTreeAttrs, kImage } kind;
-  const char* source = nullptr;  // kMount, kBindNoFollow: source; kSymlink: link target; kWriteFile: contents
+  // kReplaceFile: whatever is at `target` (a file, a symlink, a FIFO; not a directory) removed, then `source`
+  // written there as a new file.
+  enum Kind {
+    kMount, kMkdir, kTouch, kSymlink, kWriteFile, kReplaceFile, kPivotRoot, kBindNoFollow, kTreeAttrs, kImage
+  } kind;
+  const char* source = nullptr;  // kMount, kBindNoFollow: source; kSymlink: link target; k*File: contents
   const char* target = nullptr;
   const char* fstype = nullptr;
   unsigned long flags = 0;
   const char* data = nullptr;
   unsigned mode = 0755;
   bool optional = false;  // a missing target (ENOENT) is skipped, for /proc entries some kernels lack
+  bool best_effort = false;  // any failure is skipped (what an image's own files may refuse)
 };
 
 // The steps, and the storage for every string they point to (a deque: its elements never move).
@@ -55,7 +60,12 @@ std::string StagingDir(const std::string& runtime_dir);
 // /proc with masked and read-only paths, a minimal /dev, /tmp, read-only /sys, then pivot_root.
 Result<RootfsPlan> PlanRootfs(const SandboxConfig& config, const std::string& staging_dir);
 
-// A detached copy of the mount tree at `path` (reached without following symlinks), read-only, nosuid and nodev,
+// Whether overlayfs takes an idmapped lower layer: Linux 5.19 and later (mount_setattr may idmap from 5.12, but
+// the overlay mount on such a layer fails before 5.19).
+bool OverlayTakesIdmappedLayers();
+
+// A detached copy of the mount tree at `path` (reached without following symlinks), read-only, nosuid, nodev and
+// private (its unmount at the pivot must not reach the host's mounts it was copied from),
 // whose files' owners are seen through the user namespace `userns_fd`: a file of host uid 0 belongs to that
 // namespace's root, and so on through its mapping. An image's files are those of a host user (root, mostly):
 // through it, the sandbox's root owns what the image's root owned, and its writes copy up as usual. Invalid when the

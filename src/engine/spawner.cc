@@ -216,6 +216,7 @@ std::string ConfigToJson(const SandboxConfig& c) {
               {"privileged", c.privileged},
               {"idmap", c.idmap},
               {"image", c.image},
+              {"idmap_image", c.idmap_image},
               {"writable_dir", c.writable_dir},
               {"binds", binds},
               {"memory_bytes", c.limits.memory_bytes},
@@ -241,6 +242,7 @@ Result<SandboxConfig> ConfigFromJson(const std::string& text) {
     c.privileged = j.value("privileged", false);
     c.idmap = j.value("idmap", std::vector<IdMapping>{});
     c.image = j.at("image").get<std::string>();
+    c.idmap_image = j.value("idmap_image", false);
     c.writable_dir = j.at("writable_dir").get<std::string>();
     for (const auto& b : j.at("binds"))
       c.binds.push_back({b.at("source").get<std::string>(), b.at("target").get<std::string>(),

@@ -514,16 +514,24 @@ TEST(SandboxToolsPolicyTest, PrivilegedAndIdmapFollowTheFlagsForRemoteCallersOnl
   EXPECT_TRUE(call({}, mapped, HostContext()).ok());
 }
 
+// A directory of the test's own (its real path), removed with everything in it at the end.
+struct TempDir {
+  TempDir() {
+    char tmpl[] = "/tmp/isb-roots-XXXXXX";
+    if (::mkdtemp(tmpl) != nullptr) dir = std::filesystem::canonical(tmpl).string();
+  }
+  ~TempDir() {
+    if (!dir.empty()) std::filesystem::remove_all(dir);
+  }
+  std::string dir;
+};
+
 // An org's own bind roots are its members' only: the create checks the caller's org, and hands the daemon the
 // real path it checked, marked as checked.
 TEST(SandboxToolsPolicyTest, AMemberMountsUnderItsOwnOrgsBindRootsOnly) {
-  char tmpl[] = "/tmp/isb-roots-XXXXXX";
-  ASSERT_NE(::mkdtemp(tmpl), nullptr);
-  const std::string dir = std::filesystem::canonical(tmpl).string();
-  struct Remove {
-    std::string dir;
-    ~Remove() { std::filesystem::remove_all(dir); }
-  } remove{dir};
+  TempDir temp;
+  ASSERT_FALSE(temp.dir.empty());
+  const std::string& dir = temp.dir;
   std::filesystem::create_directories(dir + "/acme");
   RemoteSpecPolicy policy;
   policy.bind_roots = {"acme=" + dir + "/acme"};
@@ -549,6 +557,33 @@ TEST(SandboxToolsPolicyTest, AMemberMountsUnderItsOwnOrgsBindRootsOnly) {
   const SandboxSpec& made = fake.sandboxes.begin()->second.spec;
   EXPECT_EQ(made.mounts[0].source, dir + "/acme");
   EXPECT_TRUE(made.paths_checked);
+}
+
+// An image is seen through the sandbox's id mapping (its root's files the sandbox root's) only when the host or a
+// superadmin chose it; a member's image below a bind root is bound as it is, whatever the input says.
+TEST(SandboxToolsPolicyTest, OnlyTheHostsImagesAreSeenThroughTheSandboxsIdMapping) {
+  TempDir temp;
+  ASSERT_FALSE(temp.dir.empty());
+  const std::string& dir = temp.dir;
+  std::filesystem::create_directories(dir + "/image");
+  RemoteSpecPolicy policy;
+  policy.bind_roots = {dir};
+  ASSERT_TRUE(PrepareRemoteSpecPolicy(policy).ok());
+  FakeSandboxes fake;
+  Registry registry;
+  ASSERT_TRUE(AddSandboxTools(registry, fake, {.remote = &policy, .quota = {}}).ok());
+  CallContext member = HostContext();
+  member.identity = UserIn("ann");
+  member.surface = "rest";
+  ASSERT_TRUE(registry.Call("sandbox_create", {{"name", "host"}, {"image", dir + "/image"}}, HostContext()).ok());
+  ASSERT_TRUE(registry.Call("sandbox_create", {{"name", "plain"}}, HostContext()).ok());
+  ASSERT_TRUE(registry.Call("sandbox_create", {{"name", "ann"}, {"image", dir + "/image"}}, member).ok());
+  auto smuggled = registry.Call("sandbox_create", {{"image", dir + "/image"}, {"image_idmapped", true}}, member);
+  ASSERT_FALSE(smuggled.ok());
+  EXPECT_EQ(smuggled.error().code, Code::kInvalidArgument);
+  std::map<std::string, bool> idmapped;
+  for (const auto& [id, sb] : fake.sandboxes) idmapped[sb.spec.name] = sb.spec.image_idmapped;
+  EXPECT_EQ(idmapped, (std::map<std::string, bool>{{"host", true}, {"plain", false}, {"ann", false}}));
 }
 
 TEST_F(SandboxToolsTest, IsbLabelsAreReserved) {

@@ -1193,7 +1193,9 @@ TEST(Spec, Validation) {
   in.cpus = 0.5;
   in.disk = 64 << 20;
   in.labels = {{"a", "b"}};
+  in.image_idmapped = true;
   api::SandboxSpec r = SpecFromJson(SpecToJson(in));
+  EXPECT_TRUE(r.image_idmapped);
   EXPECT_EQ(r.name, "n");
   EXPECT_EQ(r.cpus, 0.5);
   EXPECT_EQ(r.disk, 64u << 20);

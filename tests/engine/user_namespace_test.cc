@@ -211,6 +211,85 @@ TEST_F(UserNamespaceTest, LaunchingLeavesTheLaunchersCredentialsAsTheyWere) {
   EXPECT_EQ(std::vector<unsigned>({ruid, euid, suid, rgid, egid, sgid}), std::vector<unsigned>(6, 0));
 }
 
+// An image is seen through the sandbox's id mapping: what the host's root owns in it is the sandbox root's, which
+// changes it in its writable layer, never in the image. Its /etc/hostname, hosts and resolv.conf are the sandbox's
+// own, in place of the image's (a symlink to a /run nothing fills, here).
+TEST_F(UserNamespaceTest, AnImageIsTheSandboxRootsAndItsNamesAreTheSandboxs) {
+  ISB_REQUIRE_ROOT();
+  ASSERT_TRUE(fs::exists("/bin/busybox")) << "the busybox-static package provides /bin/busybox";
+  const std::string image = dir_ + "/image";
+  fs::create_directories(image + "/bin");
+  fs::create_directories(image + "/etc");
+  fs::copy_file("/bin/busybox", image + "/bin/busybox");
+  for (const char* applet : {"sh", "cat", "stat", "echo"}) fs::create_symlink("busybox", image + "/bin/" + applet);
+  ASSERT_TRUE(isb::WriteFile(image + "/etc/hosts", "10.9.9.9 elsewhere\n").ok());
+  ASSERT_TRUE(isb::WriteFile(image + "/etc/owned-by-1000", "x\n").ok());
+  ASSERT_EQ(::chown((image + "/etc/owned-by-1000").c_str(), 1000, 1000), 0);
+  fs::create_symlink("../run/resolv.conf", image + "/etc/resolv.conf");
+  for (const char* d : {"", "/bin", "/etc"}) ASSERT_EQ(::chmod((image + d).c_str(), 0755), 0);
+  SandboxConfig c;
+  c.image = image;
+  c.hostname = "box";
+  c.resolv_conf = "nameserver 10.1.2.3\n";
+  c.argv = {"sh", "-c",
+            "stat -c '%u:%g %n' /etc /bin/busybox /etc/hosts /etc/owned-by-1000; echo changed > /etc/hosts; "
+            "cat /etc/hosts /etc/hostname /etc/resolv.conf"};
+  auto r = RunSandbox(c, opts_);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->stdout_data, "0:0 /etc\n0:0 /bin/busybox\n0:0 /etc/hosts\n1000:1000 /etc/owned-by-1000\n"
+                            "changed\nbox\nnameserver 10.1.2.3\n");
+  EXPECT_EQ(r->stderr_data, "");
+  EXPECT_EQ(r->exit_code, 0);
+  // The image is as it was.
+  EXPECT_EQ(*isb::ReadFile(image + "/etc/hosts"), "10.9.9.9 elsewhere\n");
+  EXPECT_TRUE(fs::is_symlink(image + "/etc/resolv.conf"));
+  EXPECT_FALSE(fs::exists(image + "/etc/hostname"));
+  struct stat st{};
+  ASSERT_EQ(::stat((image + "/etc/hosts").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 0u);
+
+  // Without the mapping (a remote caller's image): the image's files are no one's in the sandbox, and its /etc,
+  // which the sandbox's root cannot write, keeps its own names.
+  c.idmap_image = false;
+  c.argv = {"sh", "-c", "stat -c '%u:%g %n' /etc/hosts; cat /etc/hosts; echo x > /etc/hosts"};
+  r = RunSandbox(c, opts_);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->stdout_data, "65534:65534 /etc/hosts\n10.9.9.9 elsewhere\n");
+  EXPECT_EQ(r->stderr_data, "sh: can't create /etc/hosts: Permission denied\n");
+  EXPECT_EQ(r->exit_code, 1);
+}
+
+// The image's tree is a copy of the host's mounts there: private, so that its unmount at the pivot does not
+// propagate to the host and unmount what is mounted below the image (a shared mount, as systemd makes /).
+TEST_F(UserNamespaceTest, AnImagesMountsOnTheHostStayMounted) {
+  ISB_REQUIRE_ROOT();
+  const std::string image = dir_ + "/image";
+  fs::create_directories(image + "/bin");
+  fs::create_directories(image + "/mnt");
+  fs::copy_file("/bin/busybox", image + "/bin/busybox");
+  fs::create_symlink("busybox", image + "/bin/true");
+  for (const char* d : {"", "/bin", "/mnt"}) ASSERT_EQ(::chmod((image + d).c_str(), 0755), 0);
+  struct Unmount {
+    std::string image;
+    ~Unmount() {
+      ::umount2((image + "/mnt").c_str(), MNT_DETACH);
+      ::umount2(image.c_str(), MNT_DETACH);
+    }
+  } unmount{image};
+  ASSERT_EQ(::mount(image.c_str(), image.c_str(), nullptr, MS_BIND, nullptr), 0) << std::strerror(errno);
+  ASSERT_EQ(::mount(nullptr, image.c_str(), nullptr, MS_SHARED, nullptr), 0) << std::strerror(errno);
+  ASSERT_EQ(::mount("tmpfs", (image + "/mnt").c_str(), "tmpfs", 0, "mode=0755"), 0) << std::strerror(errno);
+  SandboxConfig c;
+  c.image = image;
+  c.argv = {"true"};
+  auto r = RunSandbox(c, opts_);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->exit_code, 0);
+  auto mounts = isb::ReadFile("/proc/self/mountinfo");
+  ASSERT_TRUE(mounts.ok());
+  EXPECT_NE(mounts->find(" " + image + "/mnt "), std::string::npos) << "the host's mount below the image is gone";
+}
+
 // A privileged sandbox's root keeps CAP_CHOWN and CAP_FOWNER over the host's files, but the host's device nodes
 // are bound read-only (used as ever, their mode and owner out of reach) and its TLS keys are masked.
 TEST_F(UserNamespaceTest, PrivilegedRootChangesNoHostDeviceAndReadsNoHostKey) {
