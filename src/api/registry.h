@@ -145,8 +145,10 @@ class Registry {
               const Result<nlohmann::json>& result) const {
     if (observer_) observer_(name, tool, input, ctx, result);
   }
+  // The tool filter (--allow-tools, --deny-tools) holds for every caller of a listener, superadmin tokens included;
+  // only the host (the unix socket, the CLI on the host) has every tool.
   bool MaySee(const Tool& tool, const Identity& identity) const {
-    return identity.superadmin || !filter_ || filter_(tool.name);
+    return identity.kind == identity::PrincipalKind::kSuperadmin || !filter_ || filter_(tool.name);
   }
   CallObserver observer_;
   ToolFilter filter_;

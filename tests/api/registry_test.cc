@@ -232,6 +232,12 @@ TEST_F(AuthorizerTest, ToolFilterHidesFromCallersButTheHost) {
   EXPECT_EQ(names, (std::vector<std::string>{"manage", "peek", "rule", "self", "self_change"}));
   EXPECT_EQ(r.Visible(Identity::Host()).size(), 6u);
   EXPECT_EQ(Call("poke", Identity::Host()), "ok");
+  // A superadmin token over a listener sees the tools the listener offers, as the spec says.
+  Identity token = Identity::Host();
+  token.kind = identity::PrincipalKind::kToken;
+  token.credential_id = 7;
+  EXPECT_EQ(Call("poke", token), "not_found: unknown tool 'poke'");
+  EXPECT_EQ(r.Visible(token).size(), 5u);
 }
 
 }  // namespace

@@ -382,6 +382,16 @@ TEST_F(IdentityTest, RemoteSpecAndToolPolicies) {
   }
   EXPECT_EQ(As(token(), "default", "org_list"), std::make_pair(404, std::string("not_found: unknown tool 'org_list'")));
   EXPECT_EQ(Tool("org_list", json::object()).status, 200);
+  // So is a superadmin token's over HTTP: it has no remote-spec policy, but sees only the tools the listener offers.
+  ProcResult minted = Isb({"token", "create", "--superadmin", "sa"});
+  ASSERT_EQ(minted.exit_status, 0) << minted.Describe();
+  const std::string sa = minted.out.substr(0, minted.out.find('\n'));
+  ASSERT_TRUE(sa.starts_with("isb_sa_")) << minted.Describe();
+  ExpectAudit("isb token create --superadmin", {Unix("token_create")});
+  EXPECT_EQ(As(sa, "default", "org_list"), std::make_pair(404, std::string("not_found: unknown tool 'org_list'")));
+  tools = CurlTcp("GET", "/api/v1/tools", "", {}, sa);
+  ASSERT_EQ(tools.http.status, 200) << tools.Describe();
+  for (const json& t : tools.http.j["tools"]) EXPECT_NE(t["name"], "sandbox_egress_set");
 }
 
 TEST_F(IdentityTest, AnOrgsQuotaRefusesCreatesBeyondIt) {
