@@ -1264,16 +1264,22 @@ int SandboxManager::ReapOnce() {
       }
       // Idle needs a measured share under 2% since the last pass: on a daemon's first pass there is none yet, and
       // an exec running now (however quiet) is activity.
-      bool busy = true;
+      bool busy = true, measured_busy = false;
       {
         std::lock_guard samples_lock(samples_mu_);
         auto prev = cpu_samples_.find(id);
         if (prev != cpu_samples_.end() && now > prev->second.first && cpu >= prev->second.second) {
           double share =
               static_cast<double>(cpu - prev->second.second) / 1e6 / static_cast<double>(now - prev->second.first);
-          busy = share >= 0.02;
+          busy = measured_busy = share >= 0.02;
         }
         cpu_samples_[id] = {now, cpu};
+      }
+      // A share of 2% or more is activity, as an exec is: idle means under 2% for the whole idle_timeout, so a
+      // sandbox whose background work has just ended is not removed at the first quiet pass.
+      if (measured_busy && rec->last_active_at < now) {
+        rec->last_active_at = now;
+        (void)db_->Exec("UPDATE sandboxes SET last_active_at = ?2 WHERE id = ?1 AND last_active_at < ?2", {id, now});
       }
       {
         std::lock_guard exec_lock(execs_mu_);

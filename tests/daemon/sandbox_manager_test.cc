@@ -993,6 +993,28 @@ TEST_F(ManagerTest, TheReaperSparesRunningExecsAndUnmeasuredSandboxesAndNoticesT
   EXPECT_EQ(mgr_->Events(d->id).back(), (std::pair<std::string, std::string>{"died", "its init exited"}));
 }
 
+// Idle means under 2% of a core for the whole idle_timeout: a pass that measures more is activity, so a sandbox whose
+// background work (started by an exec long ago) has just ended is kept until it has been quiet that long.
+TEST_F(ManagerTest, BackgroundWorkIsActivity) {
+  api::SandboxSpec spec;
+  spec.idle_timeout = std::chrono::seconds(30);
+  auto sb = mgr_->Create(spec);
+  ASSERT_TRUE(sb.ok()) << sb.error().message;
+  EXPECT_EQ(Exec(sb->id, {"sh", "-c", "setsid timeout 2 sh -c 'while :; do :; done' </dev/null >/dev/null 2>&1 &"})
+                .exit_code,
+            0);
+  EXPECT_EQ(mgr_->ReapOnce(), 0);  // the first measure
+  ::usleep(2500 * 1000);           // about 2 s of CPU, then the loop ends
+  now_ += 31;
+  EXPECT_EQ(mgr_->ReapOnce(), 0);  // busy: 2 s of CPU in 31 s is over 2%
+  now_ += 1;
+  EXPECT_EQ(mgr_->ReapOnce(), 0);  // quiet for 1 s only
+  EXPECT_EQ(mgr_->Get(sb->id)->state, "running");
+  now_ += 30;
+  EXPECT_EQ(mgr_->ReapOnce(), 1);  // quiet for 31 s
+  EXPECT_EQ(mgr_->Events(sb->id).back().first, "reaped");
+}
+
 TEST_F(ManagerTest, ConcurrentCreatesAndExecs) {
   std::vector<std::thread> ts;
   std::atomic<int> ok{0};
