@@ -208,9 +208,10 @@ Response McpServer::Handle(const Request& req, const Identity& identity) {
   }
   // DNS rebinding defence: a browser page from elsewhere must not reach a local daemon.
   if (req.headers.Has("Origin") && !IsLoopbackOrigin(req.headers.Get("Origin"))) {
-    return JsonResponse(403, Dump({{"error", "forbidden"},
-                                   {"message", "Origin '" + SanitizeUtf8(req.headers.Get("Origin").substr(0, 200)) +
-                                                   "' is not allowed; only loopback origins may call /mcp"}}));
+    Error refused = Error::Of(Code::kForbidden, "Origin '" + SanitizeUtf8(req.headers.Get("Origin").substr(0, 200)) +
+                                                    "' is not allowed; only loopback origins may call /mcp");
+    registry_.Refuse("mcp", McpContext(req, identity, *org), refused);  // the audit log hears of it
+    return JsonResponse(403, Dump({{"error", "forbidden"}, {"message", refused.message}}));
   }
   if (req.method == "POST") return HandlePost(req, *org, identity);
   if (req.method == "DELETE") return HandleDelete(req, *org, identity);

@@ -323,14 +323,18 @@ TEST_F(McpTest, MethodsPathsAndOrigins) {
   });
   EXPECT_EQ(Post(Rpc(1, "initialize"), {}, "/orgs/acme/mcp").status, 404);
   EXPECT_EQ(refused, std::vector<std::string>{"mcp mcp acme - not_found"});
-  registry.SetObserver(nullptr);
+  refused.clear();
   for (const char* ok : {"http://localhost", "http://localhost:5173", "http://127.0.0.1:8092", "http://[::1]:3000"}) {
     EXPECT_EQ(Post(Rpc(1, "initialize"), {{"Origin", ok}}).status, 200) << ok;
   }
+  EXPECT_EQ(refused, std::vector<std::string>{});
   for (const char* bad : {"http://evil.example", "http://localhost.evil.example", "null", "http://127.0.0.1:80x",
                           "http://127.0.0.1.nip.io"}) {
     EXPECT_EQ(Post(Rpc(1, "initialize"), {{"Origin", bad}}).status, 403) << bad;
   }
+  // Each refused origin is a refusal the audit log hears of.
+  EXPECT_EQ(refused, std::vector<std::string>(5, "mcp mcp default - forbidden"));
+  registry.SetObserver(nullptr);
   EXPECT_EQ(McpOrgFromPath("/mcp"), "default");
   EXPECT_EQ(McpOrgFromPath("/orgs/x/mcp"), "x");
   EXPECT_FALSE(McpOrgFromPath("/orgs//mcp"));

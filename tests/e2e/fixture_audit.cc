@@ -188,6 +188,13 @@ void E2eTest::LogCall(bool via_unix, const std::string& method, const std::strin
     add({.action = "authenticate", .surface = "rest", .outcome = RestOutcome(answer), .actor_kind = "user"});
     return;
   }
+  // MCP, whatever the method: a foreign Origin is refused before any message is read, as a refused "mcp" call.
+  if ((route == "/mcp" || (route.rfind("/orgs/", 0) == 0 && route.ends_with("/mcp"))) && answer.status == 403 &&
+      answer.j.is_object() && answer.j.value("message", "").rfind("Origin '", 0) == 0) {
+    add({.action = "mcp", .surface = "mcp", .outcome = "forbidden", .actor_kind = actor_kind,
+         .org = route == "/mcp" ? "default" : route.substr(6, route.size() - 10)});
+    return;
+  }
   if (method != "POST") return;
   if (route.rfind(kToolsPrefix, 0) == 0) {
     LogRestCall(route.substr(kToolsPrefix.size()), via_unix ? "unix" : "rest", actor_kind, OrgOf(headers, target),
