@@ -114,12 +114,13 @@ net::SandboxRules EgressService::RulesFor(const Entry& e) const {
   return r;
 }
 
-Result<SandboxNet> EgressService::Prepare(const std::string& id, const egress::EgressSpec& spec) {
+Result<SandboxNet> EgressService::Prepare(const std::string& id, const egress::EgressSpec& spec,
+                                          const std::string& org) {
   if (spec.mode == egress::EgressMode::kNone) return Error::Of(Code::kInvalidArgument, "egress none needs no network");
   ISB_ASSIGN_OR_RETURN(net::Slot slot, pool_.Allocate());
   {
     std::lock_guard lock(mu_);
-    by_id_[id] = Entry{id, slot.index, std::make_shared<const egress::EgressPolicy>(spec), false};
+    by_id_[id] = Entry{id, slot.index, std::make_shared<const egress::EgressPolicy>(spec), false, org};
     by_slot_[slot.index] = id;
   }
   SandboxNet n;
@@ -200,9 +201,10 @@ void EgressService::Release(const std::string& id) {
   pool_.Free(e.slot);
 }
 
-Status EgressService::Adopt(const std::string& id, uint32_t slot, const egress::EgressSpec& spec) {
+Status EgressService::Adopt(const std::string& id, uint32_t slot, const egress::EgressSpec& spec,
+                            const std::string& org) {
   ISB_TRY(pool_.Reserve(slot));
-  Entry e{id, slot, std::make_shared<const egress::EgressPolicy>(spec), true};
+  Entry e{id, slot, std::make_shared<const egress::EgressPolicy>(spec), true, org};
   {
     std::lock_guard lock(mu_);
     by_id_[id] = e;
@@ -219,22 +221,25 @@ std::optional<std::string> EgressService::SandboxAt(uint32_t host_end) {
   return it->second;
 }
 
-std::shared_ptr<const egress::EgressPolicy> EgressService::PolicyOf(const std::string& id) {
+std::shared_ptr<const egress::EgressPolicy> EgressService::PolicyOf(const std::string& id, std::string* org) {
   std::lock_guard lock(mu_);
   auto it = by_id_.find(id);
-  return it == by_id_.end() ? nullptr : it->second.policy;
+  if (it == by_id_.end()) return nullptr;
+  if (org != nullptr) *org = it->second.org;
+  return it->second.policy;
 }
 
 egress::Admission EgressService::Decide(const std::string& id, const std::string& host, uint16_t port,
                                        const std::string& method, const std::string& path) {
-  auto policy = PolicyOf(id);
+  std::string org;
+  auto policy = PolicyOf(id, &org);
   if (!policy) return egress::Admission{false, "the sandbox is gone"};
   egress::Decision d = policy->Check(host, port);
   if (d.verdict == egress::Verdict::kAllow) return egress::Admission{true, ""};
   if (d.verdict == egress::Verdict::kDeny) return egress::Admission{false, d.reason};
   if (!judge_) return egress::Admission{false, d.reason + "; no judge configured (isb serve --judge-url)"};
-  // Sandboxes have no org of their own yet; each sandbox's policy is its own (cache and circuit breaker).
-  egress::JudgeVerdict v = judge_->Decide(egress::JudgeQuestion{"default", id, id, host, port, method, path});
+  // Each sandbox's policy is its own (cache and circuit breaker); the judge hears its org too.
+  egress::JudgeVerdict v = judge_->Decide(egress::JudgeQuestion{org, id, id, host, port, method, path});
   // The verdict was for this method and path: each later request on a plain HTTP connection is asked about too.
   return egress::Admission{v.allow, v.reason, true};
 }

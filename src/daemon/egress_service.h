@@ -53,8 +53,9 @@ class EgressService {
   static Result<std::unique_ptr<EgressService>> Start(EgressOptions options);
   ~EgressService();  // stops the proxy and the DNS responder, removes the rules; veths go with their sandboxes
 
-  // Reserves an address for `id` with `spec` (mode list or open; none needs nothing) before the sandbox starts.
-  Result<SandboxNet> Prepare(const std::string& id, const egress::EgressSpec& spec);
+  // Reserves an address for `id` of org `org` with `spec` (mode list or open; none needs nothing) before the sandbox
+  // starts. The org names the sandbox to the judge (and keys its verdicts).
+  Result<SandboxNet> Prepare(const std::string& id, const egress::EgressSpec& spec, const std::string& org = "default");
   // Once the sandbox's init runs as `pid`: its veth and its rules. On failure what was made is undone and the
   // reservation kept (the sandbox is stopped, and a later start attaches again; Release gives it up).
   Status Attach(const std::string& id, pid_t pid);
@@ -63,7 +64,8 @@ class EgressService {
   // Rules, veth and address of `id` go; unknown ids are fine.
   void Release(const std::string& id);
   // At start-up, a running sandbox adopted with the slot it had.
-  Status Adopt(const std::string& id, uint32_t slot, const egress::EgressSpec& spec);
+  Status Adopt(const std::string& id, uint32_t slot, const egress::EgressSpec& spec,
+               const std::string& org = "default");
 
   uint16_t proxy_port() const;
   uint16_t dns_port() const;
@@ -78,13 +80,14 @@ class EgressService {
     uint32_t slot = 0;
     std::shared_ptr<const egress::EgressPolicy> policy;
     bool attached = false;
+    std::string org;
   };
   explicit EgressService(EgressOptions options, net::Subnet subnet, egress::Dialer dialer);
   Status StartServers();
   net::SandboxRules RulesFor(const Entry& e) const;
   // Lookups for the proxy and the DNS responder.
   std::optional<std::string> SandboxAt(uint32_t host_end);
-  std::shared_ptr<const egress::EgressPolicy> PolicyOf(const std::string& id);
+  std::shared_ptr<const egress::EgressPolicy> PolicyOf(const std::string& id, std::string* org = nullptr);
   bool NameListed(const std::string& id, std::string_view name);
   egress::Admission Decide(const std::string& id, const std::string& host, uint16_t port, const std::string& method,
                            const std::string& path);

@@ -608,7 +608,7 @@ Result<egress::EgressSpec> SandboxManager::Egress(const api::SandboxSpec& spec) 
 
 Status SandboxManager::PrepareNetwork(Record& rec, const egress::EgressSpec& spec) {
   if (spec.mode == egress::EgressMode::kNone) return {};
-  ISB_ASSIGN_OR_RETURN(SandboxNet net, options_.egress->Prepare(rec.id, spec));
+  ISB_ASSIGN_OR_RETURN(SandboxNet net, options_.egress->Prepare(rec.id, spec, api::OrgOf(rec.spec)));
   // The proxy variables join the sandbox's environment unless the caller set them.
   for (const std::string& kv : net.env) {
     size_t eq = kv.find('=');
@@ -1164,7 +1164,7 @@ Result<std::string> SandboxManager::Adopt() {
       std::optional<uint32_t> index = ParseDecimal<uint32_t>(text);
       Status st = !spec.ok() ? Status(spec.error())
                   : !index   ? Status(Error::Msg("its net_slot file does not hold a slot number"))
-                             : options_.egress->Adopt(id, *index, *spec);
+                             : options_.egress->Adopt(id, *index, *spec, api::OrgOf(rec->spec));
       // A new daemon has a new CA for the sandbox (CAs are kept in memory only): its trust store follows.
       if (st.ok() && std::filesystem::exists(Dir(id) + "/" + kTrustBundleFile)) {
         Result<std::string> ca = options_.egress->SandboxCaPem(id);

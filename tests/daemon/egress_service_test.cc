@@ -237,7 +237,9 @@ TEST_F(EgressServiceTest, JudgedNamesAreDecidedPerRequestByTheJudge) {
     testing::FakeChatServer judge_server([](const testing::ChatRequest& r) {
       auto body = nlohmann::json::parse(r.body);
       auto asked = nlohmann::json::parse(body["messages"][1]["content"].get<std::string>());
-      bool front = asked["host"] == "judged.test" && asked["method"] == "GET" && asked["path"] == "/";
+      // The sandbox's org is in the question (acme's, below): a question without it is denied.
+      bool front = asked["org"] == "acme" && asked["host"] == "judged.test" && asked["method"] == "GET" &&
+                   asked["path"] == "/";
       return testing::ChatCompletion(nlohmann::json({{"verdict", front ? "allow" : "deny"},
                                                      {"reason", front ? "the front page" : "not the front page"}})
                                          .dump());
@@ -255,7 +257,7 @@ TEST_F(EgressServiceTest, JudgedNamesAreDecidedPerRequestByTheJudge) {
     std::string ns = StartSandbox();
     auto spec = ParseSandboxEgress(nlohmann::json({{"allow", nlohmann::json::array()}, {"judge", {"judged.test:80"}}}));
     ASSERT_TRUE(spec.ok()) << spec.error().message;
-    ASSERT_TRUE((*svc)->Prepare("sb-1", *spec).ok());
+    ASSERT_TRUE((*svc)->Prepare("sb-1", *spec, "acme").ok());
     ASSERT_TRUE((*svc)->Attach("sb-1", sandbox_).ok());
     AwaitOrigin();
     std::vector<std::string> curl = {"curl", "-s", "-m", "10", "-w", " %{http_code}", "--resolve",
