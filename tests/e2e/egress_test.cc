@@ -355,7 +355,7 @@ TEST_F(EgressTest, AnInterceptedNameIsTrustedInsideWithoutFlags) {
   EXPECT_EQ(node["stdout"], "200\n") << node.dump();
 }
 
-// A raw socket cannot be made inside (no CAP_NET_RAW), and a listed name that resolves to a private address on the
+// A raw socket cannot be made inside (no CAP_NET_RAW), nor a ping socket, and a listed name that resolves to a private address on the
 // host (localhost, with no pin) is refused by the proxy's dialer with its reason.
 TEST_F(EgressTest, NoRawSocketsAndAListedNameResolvingToAPrivateAddressIsRefused) {
   std::string id = CreateSandbox({{"egress", {"localhost:80"}}});
@@ -365,6 +365,15 @@ TEST_F(EgressTest, NoRawSocketsAndAListedNameResolvingToAPrivateAddressIsRefused
                        "try:\n socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)\n print('made')\n"
                        "except OSError as e:\n print(errno.errorcode[e.errno])"});
   EXPECT_EQ(raw["stdout"], "EPERM\n") << raw.dump();
+  // Nor an ICMP datagram (ping) socket: no group may make one in the sandbox's network namespace, and the sysctl
+  // that would allow it is read-only there. So no ICMP leaves (and the host's rules take TCP only).
+  json ping = Exec(id, {"python3", "-c",
+                        "import socket, errno\n"
+                        "try:\n socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_ICMP)\n print('made')\n"
+                        "except OSError as e:\n print(errno.errorcode[e.errno])\n"
+                        "try:\n open('/proc/sys/net/ipv4/ping_group_range', 'w').write('0 2147483647')\n print('wrote')\n"
+                        "except OSError as e:\n print(errno.errorcode[e.errno])"});
+  EXPECT_EQ(ping["stdout"], "EACCES\nEROFS\n") << ping.dump();
   std::string proxy = MustTool("sandbox_get", {{"sandbox", id}})["spec"]["environment"]["HTTP_PROXY"];
   std::string host_end = proxy.substr(7, proxy.rfind(':') - 7);
   // Straight to the host end's port 80 with Host: localhost (the sandbox's own /etc/hosts names its loopback).
