@@ -97,6 +97,7 @@ DetailsPolicy DefaultDetailsPolicy() {
   p.Allow("sandbox_list", {{"labels", Keep::kKeyNames}});
   p.Allow("sandbox_file_read", {{"path"}, {"encoding"}});
   p.Allow("sandbox_file_write", {{"path"}, {"mode"}});
+  p.Allow("egress_connect", {{"reason"}});  // a sandbox's refused connection: why (names a host, never a secret)
   return p;
 }
 

@@ -55,8 +55,13 @@ Status EgressService::StartServers() {
   h.decide = [this](const std::string& id, const std::string& host, uint16_t port, const std::string& method,
                     const std::string& path) { return Decide(id, host, port, method, path); };
   h.dial = [this](const std::string& host, uint16_t port) { return dialer_.Dial(host, port); };
-  h.on_deny = [](const std::string& id, const std::string& target, const std::string& reason, bool first) {
-    if (first) std::fprintf(stderr, "isb: egress: %s refused %s: %s\n", id.c_str(), target.c_str(), reason.c_str());
+  h.on_deny = [this](const std::string& id, const std::string& target, const std::string& reason, bool first) {
+    if (!first) return;
+    std::fprintf(stderr, "isb: egress: %s refused %s: %s\n", id.c_str(), target.c_str(), reason.c_str());
+    if (!options_.on_refusal) return;
+    std::string org;
+    if (PolicyOf(id, &org) == nullptr) return;  // gone meanwhile
+    options_.on_refusal(id, org, target, reason);
   };
   // The hosts of the sandbox's secrets: their TLS ends at the proxy (the secrets issue substitutes them there).
   h.intercept = [this](const std::string& id, const std::string& host, uint16_t port) {

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -36,6 +37,11 @@ struct EgressOptions {
   // through this service's pins.
   egress::JudgeOptions judge;
   std::string upstream_ca_file;  // --egress-ca: trusted for intercepted origins beside the system roots
+  // A connection refused: called for the first refusal of each sandbox and target every 30 s (the proxy's window),
+  // from the proxy's threads, with the sandbox's org; for the audit log.
+  std::function<void(const std::string& id, const std::string& org, const std::string& target,
+                     const std::string& reason)>
+      on_refusal;
 };
 
 // What a sandbox with a network is given before it starts.

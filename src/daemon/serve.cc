@@ -108,8 +108,28 @@ int Serve(const ServeOptions& options) {
   ::pthread_sigmask(SIG_BLOCK, &stop, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
 
-  // 4. Egress: the sandbox network's rules, the proxy and the DNS responder.
+  // 4. Egress: the sandbox network's rules, the proxy and the DNS responder. A refused connection is a refusal
+  // the audit log hears of, once the log is open (sandboxes start after it is) and until it closes.
+  struct RefusalSink {
+    std::mutex mu;
+    audit::AuditLog* log = nullptr;
+  } refusals;
   EgressOptions egress_options;
+  egress_options.on_refusal = [&refusals](const std::string& id, const std::string& org, const std::string& target,
+                                          const std::string& reason) {
+    audit::Entry e;
+    e.org = org;
+    e.actor = "sandbox:" + id;
+    e.actor_kind = "sandbox";
+    e.surface = "egress";
+    e.action = "egress_connect";
+    e.target = target;
+    e.details = {{"reason", reason}};
+    e.outcome = "forbidden";
+    std::lock_guard lock(refusals.mu);
+    if (refusals.log == nullptr) return;
+    if (auto r = refusals.log->Append(e); !r.ok()) Log("audit: an egress refusal was not recorded: " + r.error().message);
+  };
   egress_options.subnet = options.sandbox_subnet;
   egress_options.upstream_ca_file = options.egress_ca;
   egress_options.table = egress_options.ifname_prefix = options.egress_table;
@@ -144,7 +164,7 @@ int Serve(const ServeOptions& options) {
                                           return store->orgs().GetQuota(org);
                                         }};
   if (auto st = api::AddSandboxTools(registry, manager, sandbox_tools); !st.ok()) return Fail(st.error().message);
-  // --allow-tools / --deny-tools: what remote callers see and may call (the host and superadmins: everything).
+  // --allow-tools / --deny-tools: what callers of the HTTP listener see and may call (the unix socket: everything).
   registry.SetToolFilter([policy = options.tool_policy](std::string_view tool) { return policy.Allows(tool); });
   if (auto st = api::AddIdentityTools(registry, **identity); !st.ok()) return Fail(st.error().message);
   if (auto st = api::AddOrgTools(registry, **identity); !st.ok()) return Fail(st.error().message);
@@ -153,6 +173,18 @@ int Serve(const ServeOptions& options) {
   auto audit_log = audit::AuditLog::Open(*db->get());
   if (!audit_log.ok()) return Fail("audit log: " + audit_log.error().message);
   if (auto st = api::AddAuditTools(registry, **audit_log, **history, manager); !st.ok()) return Fail(st.error().message);
+  {
+    std::lock_guard lock(refusals.mu);
+    refusals.log = audit_log->get();
+  }
+  // Before the log closes, the proxy's threads stop writing to it.
+  struct CloseRefusals {
+    RefusalSink& sink;
+    ~CloseRefusals() {
+      std::lock_guard lock(sink.mu);
+      sink.log = nullptr;
+    }
+  } close_refusals{refusals};
   // Retention: both chains pruned now and then every prune_interval, on a thread that Stop joins.
   std::optional<audit::RetentionPruner> pruner;
   if (options.audit_retention) {

@@ -180,6 +180,21 @@ TEST_F(EgressTest, AListedSandboxReachesItsNamesAndNothingElse) {
   EXPECT_EQ(Curl(id, {"-o", "/dev/null", "-w", "%{http_code}", "http://unlisted.test/"}), "403");
   EXPECT_EQ(Curl(id, {"--noproxy", "*", "-w", " %{http_code}", "--resolve", "unlisted.test:80:" + host_end,
                       "http://unlisted.test/"}).substr(0, 5), "isb: ");
+  // Both refusals are in the audit log, in the sandbox's org, as one row: the first of its window (30 s).
+  HttpResponse refused = Tool("audit_list", {{"action", "egress_connect"}});
+  ASSERT_EQ(refused.status, 200) << refused.Describe();
+  std::vector<std::string> rows;
+  for (const json& r : refused.j["result"]["records"]) {
+    rows.push_back(r.value("org", "") + " " + r.value("actor", "") + " " + r.value("actor_kind", "") + " " +
+                   r.value("surface", "") + " " + r.value("target", "") + " " + r.value("outcome", ""));
+  }
+  EXPECT_EQ(rows, std::vector<std::string>{"default sandbox:" + id + " sandbox egress unlisted.test:80 forbidden"})
+      << refused.Describe();
+  if (!rows.empty()) {
+    // With the proxy's reason (what the sandbox was told).
+    EXPECT_EQ(refused.j["result"]["records"][0]["details"], json({{"reason", "unlisted.test:80 is not in the egress list"}}))
+        << refused.Describe();
+  }
   // Other ports, the host's own services, address literals: refused at once (curl: could not connect).
   EXPECT_EQ(Curl(id, {"--noproxy", "*", "-o", "/dev/null", "-w", "%{exitcode}", "http://allowed.test:8080/"}), "7");
   EXPECT_EQ(Curl(id, {"--noproxy", "*", "-o", "/dev/null", "-w", "%{exitcode}",
