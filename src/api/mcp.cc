@@ -13,6 +13,7 @@ namespace {
 
 constexpr std::array<std::string_view, 3> kSessionVersions = {"2025-11-25", "2025-06-18", "2025-03-26"};
 constexpr std::string_view kBatchVersion = "2025-03-26";  // the one revision with JSON-RPC batches
+constexpr size_t kMaxBatch = 100;
 constexpr std::string_view kMetaVersion = "io.modelcontextprotocol/protocolVersion";
 constexpr std::string_view kMetaCapabilities = "io.modelcontextprotocol/clientCapabilities";
 
@@ -257,6 +258,9 @@ Response McpServer::HandleBatch(const Request& req, const std::string& org, cons
                         "; send one message per POST");
   }
   if (batch.empty()) return RpcError(400, nullptr, kInvalidRequest, "an empty batch");
+  // Its calls run one after another on one worker, each audited: a bound on what one POST may ask for.
+  if (batch.size() > kMaxBatch)
+    return RpcError(400, nullptr, kInvalidRequest, "a batch of more than " + std::to_string(kMaxBatch) + " messages");
   json answers = json::array();
   for (const json& msg : batch) {
     Response one = HandleMessage(req, org, identity, msg, true);

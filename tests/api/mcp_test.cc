@@ -257,6 +257,14 @@ TEST_F(McpTest, ABatchIsServedInASessionOf20250326Only) {
   Response notes = Post(json::array({notification, notification}), session);
   EXPECT_EQ(notes.status, 202);
   EXPECT_TRUE(notes.body.empty());
+  Response many = Post(json(std::vector<json>(101, Rpc(1, "ping"))), session);
+  EXPECT_EQ(many.status, 400);
+  EXPECT_EQ(Body(many)["error"]["message"], "a batch of more than 100 messages");
+  EXPECT_EQ(Body(Post(json(std::vector<json>(100, Rpc(1, "ping"))), session)).size(), 100u);
+  // An element that is itself an array is no message.
+  Response nested = Post(json::array({json::array({Rpc(1, "ping")})}), session);
+  ASSERT_EQ(nested.status, 200);
+  EXPECT_EQ(Body(nested)[0]["error"]["code"], -32600);
   Response empty = Post(json::array(), session);
   EXPECT_EQ(empty.status, 400);
   EXPECT_EQ(Body(empty)["error"]["message"], "an empty batch");
