@@ -61,7 +61,7 @@ class EgressService {
 
   // Reserves an address for `id` of org `org` with `spec` (mode list or open; none needs nothing) before the sandbox
   // starts. The org names the sandbox to the judge (and keys its verdicts).
-  Result<SandboxNet> Prepare(const std::string& id, const egress::EgressSpec& spec, const std::string& org = "default");
+  Result<SandboxNet> Prepare(const std::string& id, const egress::EgressSpec& spec, const std::string& org);
   // Once the sandbox's init runs as `pid`: its veth and its rules. On failure what was made is undone and the
   // reservation kept (the sandbox is stopped, and a later start attaches again; Release gives it up).
   Status Attach(const std::string& id, pid_t pid);
@@ -70,8 +70,7 @@ class EgressService {
   // Rules, veth and address of `id` go; unknown ids are fine.
   void Release(const std::string& id);
   // At start-up, a running sandbox adopted with the slot it had.
-  Status Adopt(const std::string& id, uint32_t slot, const egress::EgressSpec& spec,
-               const std::string& org = "default");
+  Status Adopt(const std::string& id, uint32_t slot, const egress::EgressSpec& spec, const std::string& org);
 
   uint16_t proxy_port() const;
   uint16_t dns_port() const;

@@ -149,7 +149,7 @@ TEST_F(EgressServiceTest, AListedSandboxReachesItsNamesThroughTheProxyAndNothing
     std::string ns = StartSandbox();
     Result<egress::EgressSpec> spec = ParseSandboxEgress(nlohmann::json::array({"allowed.test:80"}));
     ASSERT_TRUE(spec.ok()) << spec.error().message;
-    Result<SandboxNet> net = egress.Prepare("sb-1", *spec);
+    Result<SandboxNet> net = egress.Prepare("sb-1", *spec, "default");
     ASSERT_TRUE(net.ok()) << net.error().message;
     EXPECT_EQ(net->host_address, "10.250.0.1");
     EXPECT_EQ(net->resolv_conf, "nameserver 10.250.0.1\n");
@@ -204,14 +204,14 @@ TEST_F(EgressServiceTest, AFailedAttachKeepsTheSandboxsAddressForItsNextStart) {
     ASSERT_TRUE(svc.ok()) << svc.error().message;
     EgressService& egress = **svc;
     egress::EgressSpec spec = *ParseSandboxEgress(nlohmann::json::array({"allowed.test:80"}));
-    ASSERT_TRUE(egress.Prepare("sb-1", spec).ok());
+    ASSERT_TRUE(egress.Prepare("sb-1", spec, "default").ok());
     pid_t gone = Spawn({"true"});
     ASSERT_GT(gone, 0);
     ASSERT_EQ(::waitpid(gone, nullptr, 0), gone);
     Status first = egress.Attach("sb-1", gone);
     EXPECT_FALSE(first.ok());
     // Another sandbox prepared meanwhile gets another address.
-    Result<SandboxNet> other = egress.Prepare("sb-2", spec);
+    Result<SandboxNet> other = egress.Prepare("sb-2", spec, "default");
     ASSERT_TRUE(other.ok()) << other.error().message;
     EXPECT_EQ(other->host_address, "10.250.0.5");
     egress.Release("sb-2");
@@ -282,7 +282,7 @@ TEST_F(EgressServiceTest, JudgedNamesAreDecidedPerRequestByTheJudge) {
     o.judge = {};
     svc = EgressService::Start(o);
     ASSERT_TRUE(svc.ok()) << svc.error().message;
-    ASSERT_TRUE((*svc)->Prepare("sb-1", *spec).ok());
+    ASSERT_TRUE((*svc)->Prepare("sb-1", *spec, "default").ok());
     ASSERT_TRUE((*svc)->Attach("sb-1", sandbox_).ok());
     EXPECT_EQ(get("http://judged.test/"),
               "isb: judged.test:80 is for the judge to decide (judged.test:80); no judge configured "
