@@ -42,8 +42,9 @@ struct SandboxConfig {
   std::string image;
   // The image seen through the sandbox's id mapping (IdmappedTree): its host ids 0..65535 are the sandbox's, so the
   // sandbox's root owns (and may read and change, in its layer) whatever the host's root owns there. For images
-  // the host chose; a remote caller's image (a directory below a bind root) is bound as it is, seen as `other`.
-  bool idmap_image = true;
+  // the host chose (`isb run`, the host's and superadmins' sandboxes); a remote caller's image (a directory below a
+  // bind root) is bound as it is, seen as `other`.
+  bool idmap_image = false;
   // Where the writable layer is kept between runs; empty means a tmpfs discarded at exit.
   std::string writable_dir;
   std::vector<BindMount> binds;

@@ -10,6 +10,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <climits>
 #include <cstdio>
 #include <cstring>
 
@@ -299,7 +300,8 @@ Result<RootfsPlan> PlanRootfs(const SandboxConfig& config, const std::string& st
     pl.MkdirBestEffort(root + "/etc");
     pl.Replace(root + "/etc/hostname", config.hostname + "\n");
     pl.Replace(root + "/etc/hosts", HostsFile(config.hostname));
-    pl.Replace(root + "/etc/resolv.conf", config.resolv_conf);
+    // Only when isb names a resolver (a list): an open sandbox keeps the image's own, which it can reach.
+    if (!config.resolv_conf.empty()) pl.Replace(root + "/etc/resolv.conf", config.resolv_conf);
   } else {
     // The kept layer is the root: bound in, then made nosuid and nodev (with whatever is mounted below it) while
     // staying writable.
@@ -386,21 +388,45 @@ int RunStep(const MountStep& s) {
       errno = saved;
       return rc;
     }
-    case MountStep::kTouch:
-    case MountStep::kWriteFile:
     case MountStep::kReplaceFile: {
+      // Written beside it under a name of isb's, then renamed over it (a file, a symlink): a write that fails
+      // leaves the old file in place, never none.
       int dir = OpenParent(s.target, &name);
       if (dir < 0) return -1;
-      if (s.kind == MountStep::kReplaceFile && ::unlinkat(dir, name, 0) != 0 && errno != ENOENT) {
-        int saved = errno;
+      char temp[NAME_MAX + 1] = ".isb-new-";
+      const size_t prefix = std::strlen(temp), len = std::strlen(name);
+      if (prefix + len > NAME_MAX) {
         ::close(dir);
-        errno = saved;
+        errno = ENAMETOOLONG;
         return -1;
       }
+      std::memcpy(temp + prefix, name, len + 1);
+      (void)::unlinkat(dir, temp, 0);  // one a failed start left
+      int fd = ::openat(dir, temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, s.mode);
+      int rc = -1;
+      if (fd >= 0) {
+        size_t n = std::strlen(s.source);
+        rc = ::write(fd, s.source, n) == static_cast<ssize_t>(n) ? 0 : -1;
+        int saved = errno;
+        ::close(fd);
+        if (rc == 0) rc = ::renameat(dir, temp, dir, name);
+        saved = rc == 0 ? saved : errno;
+        if (rc != 0) ::unlinkat(dir, temp, 0);
+        errno = saved;
+      }
+      int saved = errno;
+      ::close(dir);
+      errno = saved;
+      return rc;
+    }
+    case MountStep::kTouch:
+    case MountStep::kWriteFile: {
+      int dir = OpenParent(s.target, &name);
+      if (dir < 0) return -1;
       // Non-blocking, then a regular file or nothing: a FIFO left at a target (the sandbox's root may make one in
       // its layer, an image may hold one) would block the open for good, with nothing in the sandbox yet to read it.
       int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK |
-                  (s.kind == MountStep::kWriteFile ? O_TRUNC : 0) | (s.kind == MountStep::kReplaceFile ? O_EXCL : 0);
+                  (s.kind == MountStep::kWriteFile ? O_TRUNC : 0);
       int fd = ::openat(dir, name, flags, s.mode);
       int saved = errno;
       ::close(dir);
@@ -415,7 +441,7 @@ int RunStep(const MountStep& s) {
         return -1;
       }
       int rc = 0;
-      if (s.kind != MountStep::kTouch) {
+      if (s.kind == MountStep::kWriteFile) {
         size_t len = std::strlen(s.source);
         rc = ::write(fd, s.source, len) == static_cast<ssize_t>(len) ? 0 : -1;
       }
@@ -538,7 +564,10 @@ int ExecuteRootfs(const RootfsPlan& plan) {
   for (size_t i = 0; i < steps.size(); ++i) {
     if (RunStep(steps[i]) == 0) continue;
     if (steps[i].optional && errno == ENOENT) continue;
-    if (steps[i].best_effort) continue;
+    // What an image's own files may refuse a sandbox that does not own them; a full disk or an I/O error still fails.
+    if (steps[i].best_effort && (errno == EACCES || errno == EPERM || errno == EOVERFLOW || errno == EISDIR ||
+                                 errno == EBUSY || errno == ELOOP || errno == ENOTDIR || errno == EROFS))
+      continue;
     return static_cast<int>(i);
   }
   return -1;
@@ -560,8 +589,11 @@ int ShiftOne(const char* path, const struct stat* st, int, FTW*) {
 Status PrepareWritableDir(const std::string& dir, uid_t base, uid_t root_uid, gid_t root_gid, bool image) {
   ISB_TRY(CheckAbsolute(dir, "--writable"));
   ISB_TRY(MakeDirs(dir, 0700));
-  // Searchable by the sandbox's root, an unprivileged host uid; the layers inside belong to it.
-  if (::chmod(dir.c_str(), 0711) != 0) return Error::Sys("chmod " + dir);
+  // The sandbox's root's, and no one else's (but the host's root): it reaches its layers through it, and no host
+  // user reaches what the sandbox left in them (a set-uid file of its range would make that user its namespace's
+  // owner, on a filesystem mounted without nosuid).
+  if (::chown(dir.c_str(), root_uid, root_gid) != 0 || ::chmod(dir.c_str(), 0700) != 0)
+    return Error::Sys("chown " + dir);
   const std::string marker = dir + "/.isb-range";
   auto old = ReadFile(marker);
   const std::vector<std::string> subs = image ? std::vector<std::string>{"upper", "work"}

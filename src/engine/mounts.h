@@ -20,8 +20,8 @@ struct MountStep {
   // bind's submounts come along with it, and a remount would change the top one alone).
   // kImage: the image's tree the parent made for this sandbox (IdmappedTree, handed over by SetImageTree) moved to
   // `target`; without one, a bind of `source` as kBindNoFollow.
-  // kReplaceFile: whatever is at `target` (a file, a symlink, a FIFO; not a directory) removed, then `source`
-  // written there as a new file.
+  // kReplaceFile: `source` written as a new file beside `target`, then renamed over whatever is there (a file, a
+  // symlink, a FIFO; not a directory).
   enum Kind {
     kMount, kMkdir, kTouch, kSymlink, kWriteFile, kReplaceFile, kPivotRoot, kBindNoFollow, kTreeAttrs, kImage
   } kind;
@@ -32,7 +32,7 @@ struct MountStep {
   const char* data = nullptr;
   unsigned mode = 0755;
   bool optional = false;  // a missing target (ENOENT) is skipped, for /proc entries some kernels lack
-  bool best_effort = false;  // any failure is skipped (what an image's own files may refuse)
+  bool best_effort = false;  // a refusal (EACCES, EPERM, EROFS, ...) is skipped: what an image's own files may refuse
 };
 
 // The steps, and the storage for every string they point to (a deque: its elements never move).
