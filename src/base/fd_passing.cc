@@ -31,7 +31,7 @@ ssize_t SendWithFds(int sock, const void* data, size_t len, const int* fds, size
   return ::sendmsg(sock, &m, MSG_NOSIGNAL);
 }
 
-ssize_t RecvWithFd(int sock, void* data, size_t len, int* fd) {
+ssize_t RecvWithFd(int sock, void* data, size_t len, int* fd, int flags) {
   *fd = -1;
   iovec iov{data, len};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxPassedFds)] = {};
@@ -41,7 +41,7 @@ ssize_t RecvWithFd(int sock, void* data, size_t len, int* fd) {
   m.msg_control = control;
   m.msg_controllen = sizeof control;
   ssize_t n;
-  while ((n = ::recvmsg(sock, &m, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {
+  while ((n = ::recvmsg(sock, &m, flags | MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {
   }
   if (n < 0) return n;
   for (cmsghdr* c = CMSG_FIRSTHDR(&m); c != nullptr; c = CMSG_NXTHDR(&m, c)) {

@@ -14,8 +14,9 @@ inline constexpr size_t kMaxPassedFds = 4;
 // what sendmsg returned; -1 with EINVAL for too many descriptors.
 ssize_t SendWithFds(int sock, const void* data, size_t len, const int* fds, size_t nfds);
 
-// recvmsg(2) of up to `len` bytes (retried on EINTR) with at most one descriptor, received close-on-exec into *fd
-// (-1 when none came; any others are closed). Returns what recvmsg returned.
-ssize_t RecvWithFd(int sock, void* data, size_t len, int* fd);
+// recvmsg(2) of up to `len` bytes (retried on EINTR; `flags` such as MSG_DONTWAIT added) with at most one
+// descriptor, received close-on-exec into *fd (-1 when none came; any others are closed). Returns what recvmsg
+// returned.
+ssize_t RecvWithFd(int sock, void* data, size_t len, int* fd, int flags = 0);
 
 }  // namespace isb

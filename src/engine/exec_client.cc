@@ -64,24 +64,11 @@ Result<std::string> EncodeRequest(const ExecSpec& spec) {
 
 // Receives one event; a descriptor riding along (a terminal's master) lands in *fd, any further ones are closed.
 ssize_t ReceiveEvent(int sock, ExecEvent* e, Fd* fd) {
-  iovec iov{e, sizeof *e};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
-  msghdr m{};
-  m.msg_iov = &iov;
-  m.msg_iovlen = 1;
-  m.msg_control = control;
-  m.msg_controllen = sizeof control;
-  ssize_t got = ::recvmsg(sock, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-  if (got < 0) return got;
-  for (cmsghdr* c = CMSG_FIRSTHDR(&m); c != nullptr; c = CMSG_NXTHDR(&m, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-    size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    for (size_t i = 0; i < n; ++i) {
-      int received;
-      std::memcpy(&received, CMSG_DATA(c) + i * sizeof(int), sizeof received);
-      if (!fd->valid()) fd->Reset(received);
-      else ::close(received);
-    }
+  int received = -1;
+  ssize_t got = RecvWithFd(sock, e, sizeof *e, &received, MSG_DONTWAIT);
+  if (received >= 0) {
+    if (!fd->valid()) fd->Reset(received);
+    else ::close(received);
   }
   return got;
 }
