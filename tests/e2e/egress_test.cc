@@ -256,6 +256,32 @@ TEST_F(EgressTest, ASandboxStaysConfinedWhileTheDaemonIsDownAndKeepsItsLastListA
 
 // Keep-alive: every request on a plain HTTP connection is checked. Two requests for the listed name share one
 // connection; a second request for another name on it gets the proxy's 403 and the connection ends.
+// A sandbox the host makes from an image (a directory of the host's root's, as an unpacked root filesystem is) with
+// a list: it starts, its root owns the image's files and changes them in its own layer, and its resolver is isb's
+// (the image's resolv.conf, a symlink into an empty /run, is replaced), and it reaches its listed name.
+TEST_F(EgressTest, ASandboxFromARootOwnedImageStartsWithIsbsResolverAndReachesItsName) {
+  StartOriginAndPin({"allowed.test"});
+  ASSERT_TRUE(std::filesystem::exists("/bin/busybox")) << "the busybox-static package provides /bin/busybox";
+  const std::string image = temp_dir() + "/image";
+  std::filesystem::create_directories(image + "/bin");
+  std::filesystem::create_directories(image + "/etc");
+  std::filesystem::copy_file("/bin/busybox", image + "/bin/busybox");
+  for (const char* applet : {"sh", "cat", "stat", "touch", "wget"})
+    std::filesystem::create_symlink("busybox", image + "/bin/" + applet);
+  std::filesystem::create_symlink("../run/resolv.conf", image + "/etc/resolv.conf");
+  for (const char* d : {"", "/bin", "/etc"}) ASSERT_EQ(::chmod((image + d).c_str(), 0755), 0);
+  std::string id = CreateSandbox({{"image", image}, {"egress", {"allowed.test:80"}}});
+  ASSERT_FALSE(id.empty());
+  std::string proxy = MustTool("sandbox_get", {{"sandbox", id}})["spec"]["environment"]["HTTP_PROXY"];
+  std::string host_end = proxy.substr(7, proxy.rfind(':') - 7);
+  json out = Exec(id, {"sh", "-c", "stat -c %u:%g /etc; touch /etc/made && echo made; cat /etc/resolv.conf; "
+                                   "wget -q -O - http://allowed.test/"});
+  EXPECT_EQ(out["stdout"], "0:0\nmade\nnameserver " + host_end + "\nhello from the origin\n") << out.dump();
+  EXPECT_EQ(out["exit_code"], 0) << out.dump();
+  EXPECT_FALSE(std::filesystem::exists(image + "/etc/made"));
+  EXPECT_TRUE(std::filesystem::is_symlink(image + "/etc/resolv.conf"));
+}
+
 TEST_F(EgressTest, EveryRequestOnAKeptAliveConnectionIsChecked) {
   StartOriginAndPin({"allowed.test", "unlisted.test"}, /*keep_alive=*/true);
   std::string id = CreateSandbox({{"egress", {"allowed.test:80"}}});
