@@ -266,7 +266,13 @@ Response McpServer::HandleBatch(const Request& req, const std::string& org, cons
     Response one = HandleMessage(req, org, identity, msg, true);
     if (one.body.empty()) continue;  // a notification or a response: nothing to answer
     auto answer = ParseJson(one.body);
-    if (answer.ok()) answers.push_back(std::move(*answer));
+    if (answer.ok()) {
+      answers.push_back(std::move(*answer));
+    } else {
+      // Every answer here is JSON; one that is not is still answered, never dropped.
+      answers.push_back({{"jsonrpc", "2.0"}, {"id", msg.is_object() && msg.contains("id") ? msg["id"] : json(nullptr)},
+                         {"error", {{"code", -32603}, {"message", "internal error: an answer that is not JSON"}}}});
+    }
   }
   if (answers.empty()) return Response{.status = 202, .headers = {}, .body = {}, .stream = {}};
   return JsonResponse(200, Dump(answers));
