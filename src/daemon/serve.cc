@@ -100,6 +100,10 @@ int Serve(const ServeOptions& options) {
   if (!setup_path.ok()) return Fail("setup token: " + setup_path.error().message);
   auto layout = engine::DetectCgroupLayout();
   if (!layout.ok()) return Fail(layout.error().message);
+  // The audit log: every call that changes something, and every refusal, whatever the surface (the egress
+  // service's too, below).
+  auto audit_log = audit::AuditLog::Open(*db->get());
+  if (!audit_log.ok()) return Fail("audit log: " + audit_log.error().message);
 
   // 3. Signals are taken by this thread alone (sigwait below): block them before any thread starts.
   sigset_t stop;
@@ -109,14 +113,10 @@ int Serve(const ServeOptions& options) {
   ::signal(SIGPIPE, SIG_IGN);
 
   // 4. Egress: the sandbox network's rules, the proxy and the DNS responder. A refused connection is a refusal
-  // the audit log hears of, once the log is open (sandboxes start after it is) and until it closes.
-  struct RefusalSink {
-    std::mutex mu;
-    audit::AuditLog* log = nullptr;
-  } refusals;
+  // the audit log hears of (the log outlives the service: declared before it).
   EgressOptions egress_options;
-  egress_options.on_refusal = [&refusals](const std::string& id, const std::string& org, const std::string& target,
-                                          const std::string& reason) {
+  egress_options.on_refusal = [log = audit_log->get()](const std::string& id, const std::string& org,
+                                                       const std::string& target, const std::string& reason) {
     audit::Entry e;
     e.org = org;
     e.actor = "sandbox:" + id;
@@ -126,9 +126,7 @@ int Serve(const ServeOptions& options) {
     e.target = target;
     e.details = {{"reason", reason}};
     e.outcome = "forbidden";
-    std::lock_guard lock(refusals.mu);
-    if (refusals.log == nullptr) return;
-    if (auto r = refusals.log->Append(e); !r.ok()) Log("audit: an egress refusal was not recorded: " + r.error().message);
+    if (auto r = log->Append(e); !r.ok()) Log("audit: an egress refusal was not recorded: " + r.error().message);
   };
   egress_options.subnet = options.sandbox_subnet;
   egress_options.upstream_ca_file = options.egress_ca;
@@ -169,22 +167,7 @@ int Serve(const ServeOptions& options) {
   if (auto st = api::AddIdentityTools(registry, **identity); !st.ok()) return Fail(st.error().message);
   if (auto st = api::AddOrgTools(registry, **identity); !st.ok()) return Fail(st.error().message);
   registry.SetOrgCheck([store = identity->get()](std::string_view org) { return store->orgs().Get(org).ok(); });
-  // Every call that changes something, and every refusal, whatever the surface.
-  auto audit_log = audit::AuditLog::Open(*db->get());
-  if (!audit_log.ok()) return Fail("audit log: " + audit_log.error().message);
   if (auto st = api::AddAuditTools(registry, **audit_log, **history, manager); !st.ok()) return Fail(st.error().message);
-  {
-    std::lock_guard lock(refusals.mu);
-    refusals.log = audit_log->get();
-  }
-  // Before the log closes, the proxy's threads stop writing to it.
-  struct CloseRefusals {
-    RefusalSink& sink;
-    ~CloseRefusals() {
-      std::lock_guard lock(sink.mu);
-      sink.log = nullptr;
-    }
-  } close_refusals{refusals};
   // Retention: both chains pruned now and then every prune_interval, on a thread that Stop joins.
   std::optional<audit::RetentionPruner> pruner;
   if (options.audit_retention) {
