@@ -47,8 +47,8 @@ Status Finish(RunFlags& f) {
     ISB_ASSIGN_OR_RETURN(engine::IdMapping mapping, engine::ParseIdMapping("--idmap", m));
     f.config.idmap.push_back(mapping);
   }
-  // The engine follows no symlink in an image's path or a bind's source: the user's paths are resolved here, once.
   f.config.idmap_image = true;  // the host's own choice of image
+  // The engine follows no symlink in an image's path or a bind's source: the user's paths are resolved here, once.
   if (!f.config.image.empty()) {
     std::error_code ec;
     if (auto real = std::filesystem::canonical(f.config.image, ec); !ec) f.config.image = real.string();

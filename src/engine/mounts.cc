@@ -402,22 +402,16 @@ int RunStep(const MountStep& s) {
       }
       std::memcpy(temp + prefix, name, len + 1);
       (void)::unlinkat(dir, temp, 0);  // one a failed start left
+      const size_t n = std::strlen(s.source);
       int fd = ::openat(dir, temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, s.mode);
-      int rc = -1;
-      if (fd >= 0) {
-        size_t n = std::strlen(s.source);
-        rc = ::write(fd, s.source, n) == static_cast<ssize_t>(n) ? 0 : -1;
-        int saved = errno;
-        ::close(fd);
-        if (rc == 0) rc = ::renameat(dir, temp, dir, name);
-        saved = rc == 0 ? saved : errno;
-        if (rc != 0) ::unlinkat(dir, temp, 0);
-        errno = saved;
-      }
+      bool ok = fd >= 0 && ::write(fd, s.source, n) == static_cast<ssize_t>(n);
       int saved = errno;
+      if (fd >= 0) ::close(fd);
+      if (ok && ::renameat(dir, temp, dir, name) != 0) ok = false, saved = errno;
+      if (!ok && fd >= 0) ::unlinkat(dir, temp, 0);
       ::close(dir);
       errno = saved;
-      return rc;
+      return ok ? 0 : -1;
     }
     case MountStep::kTouch:
     case MountStep::kWriteFile: {
