@@ -55,6 +55,20 @@ class UserNamespaceTest : public ::testing::Test {
     c.binds.push_back({dir_ + "/data", "/mnt/data", false});
     return RunSandbox(c, opts_);
   }
+  // A root filesystem of the host's root's at `image`: /bin/busybox with `applets` beside it, and `dirs`, each 0755.
+  static void MakeBusyboxImage(const std::string& image, std::initializer_list<const char*> applets,
+                               std::initializer_list<const char*> dirs) {
+    ASSERT_TRUE(fs::exists("/bin/busybox")) << "the busybox-static package provides /bin/busybox";
+    fs::create_directories(image + "/bin");
+    fs::copy_file("/bin/busybox", image + "/bin/busybox");
+    for (const char* applet : applets) fs::create_symlink("busybox", image + "/bin/" + applet);
+    ASSERT_EQ(::chmod(image.c_str(), 0755), 0);
+    ASSERT_EQ(::chmod((image + "/bin").c_str(), 0755), 0);
+    for (const char* d : dirs) {
+      fs::create_directories(image + d);
+      ASSERT_EQ(::chmod((image + d).c_str(), 0755), 0);
+    }
+  }
   uid_t OwnerOf(const std::string& name, gid_t* gid) {
     struct stat st{};
     EXPECT_EQ(::stat((dir_ + "/data/" + name).c_str(), &st), 0) << name;
@@ -228,17 +242,12 @@ TEST_F(UserNamespaceTest, LaunchingLeavesTheLaunchersCredentialsAsTheyWere) {
 // own, in place of the image's (a symlink to a /run nothing fills, here).
 TEST_F(UserNamespaceTest, AnImageIsTheSandboxRootsAndItsNamesAreTheSandboxs) {
   ISB_REQUIRE_ROOT();
-  ASSERT_TRUE(fs::exists("/bin/busybox")) << "the busybox-static package provides /bin/busybox";
   const std::string image = dir_ + "/image";
-  fs::create_directories(image + "/bin");
-  fs::create_directories(image + "/etc");
-  fs::copy_file("/bin/busybox", image + "/bin/busybox");
-  for (const char* applet : {"sh", "cat", "stat", "echo"}) fs::create_symlink("busybox", image + "/bin/" + applet);
+  ASSERT_NO_FATAL_FAILURE(MakeBusyboxImage(image, {"sh", "cat", "stat", "echo"}, {"/etc"}));
   ASSERT_TRUE(isb::WriteFile(image + "/etc/hosts", "10.9.9.9 elsewhere\n").ok());
   ASSERT_TRUE(isb::WriteFile(image + "/etc/owned-by-1000", "x\n").ok());
   ASSERT_EQ(::chown((image + "/etc/owned-by-1000").c_str(), 1000, 1000), 0);
   fs::create_symlink("../run/resolv.conf", image + "/etc/resolv.conf");
-  for (const char* d : {"", "/bin", "/etc"}) ASSERT_EQ(::chmod((image + d).c_str(), 0755), 0);
   SandboxConfig c;
   c.image = image;
   c.idmap_image = true;
@@ -303,13 +312,8 @@ TEST_F(UserNamespaceTest, AKeptLayerIsTheSandboxRootsAlone) {
 // propagate to the host and unmount what is mounted below the image (a shared mount, as systemd makes /).
 TEST_F(UserNamespaceTest, AnImagesMountsOnTheHostStayMounted) {
   ISB_REQUIRE_ROOT();
-  ASSERT_TRUE(fs::exists("/bin/busybox")) << "the busybox-static package provides /bin/busybox";
   const std::string image = dir_ + "/image";
-  fs::create_directories(image + "/bin");
-  fs::create_directories(image + "/mnt");
-  fs::copy_file("/bin/busybox", image + "/bin/busybox");
-  fs::create_symlink("busybox", image + "/bin/true");
-  for (const char* d : {"", "/bin", "/mnt"}) ASSERT_EQ(::chmod((image + d).c_str(), 0755), 0);
+  ASSERT_NO_FATAL_FAILURE(MakeBusyboxImage(image, {"true"}, {"/mnt"}));
   struct Unmount {
     std::string image;
     ~Unmount() {
