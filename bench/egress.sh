@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Egress benchmark: isb's egress proxy against squid, mitmproxy and no proxy at all, side by side in one run on
-# loopback, with one origin (bench/egress_bench origin) and the same clients (wrk, curl).
+# loopback, with one origin (bench/egress_bench origin) and the same clients (wrk, curl). A relay that only copies
+# bytes (bench/egress_bench relay: no parsing, no policy, no dialer) runs beside them as the floor of what any proxy
+# can reach on the machine.
 # Usage: bench/egress.sh BUILD_DIR   (BUILD_DIR holds egress_bench; wrk, squid and mitmdump must be installed:
 # bash scripts/install-deps.sh --bench)
 # ROUNDS (3) rounds, each taking every proxy in turn; DURATION (10) seconds per wrk run; BULK_RUNS (3) downloads of
@@ -55,6 +57,14 @@ pid[isb]=$!
 wait_line "$tmp/isb.out" "$tmp/isb.err"
 read -r _ isb_port _ sni_port <"$tmp/isb.out"
 
+# The floor: a bare relay joined to the origin's ports (absolute-form requests pass through to the origin, which
+# serves them; the TLS listener is what pass-through costs once a connection is admitted).
+"$bench" relay "$http_port" "$tls_port" >"$tmp/floor.out" 2>"$tmp/floor.err" &
+pids+=($!)
+pid[floor]=$!
+wait_line "$tmp/floor.out" "$tmp/floor.err"
+read -r _ floor_port _ floor_tls_port <"$tmp/floor.out"
+
 # squid: no cache, no access log, loopback clients only, no DNS server (the name is in /etc/hosts).
 squid_port=$(free_port)
 mkdir "$tmp/squid"
@@ -86,8 +96,8 @@ pid[mitmproxy]=$!
 
 # Before timing anything: every path answers with the body (so the figures count real responses), and isb refuses
 # a name it does not allow (so it is isb's checking proxy that is measured, not a bare relay).
-declare -A proxy=([direct]="" [isb]=$isb_port [squid]=$squid_port [mitmproxy]=$mitm_port)
-proxies=(direct isb squid mitmproxy)
+declare -A proxy=([direct]="" [isb]=$isb_port [floor]=$floor_port [squid]=$squid_port [mitmproxy]=$mitm_port)
+proxies=(direct isb floor squid mitmproxy)
 url=http://$name:$http_port/
 get() {  # get PROXY URL [curl args]: "code size bytes_per_s"
   local p=$1 u=$2
@@ -123,14 +133,16 @@ wrk_run() {
     die "$p: cannot read wrk's output: $out"
 }
 # bulk KIND PROXY: "MiB/s cpu_ms" of one 100 MiB download, the CPU being the proxy's (for direct: the origin's); KIND http (absolute-form through the proxy), connect (https, CONNECT
-# through the proxy) or sni (https straight to isb's transparent listener, as a sandbox's redirected connection).
+# through the proxy) or sni (https straight to isb's transparent listener, as a sandbox's redirected connection;
+# for the floor, to its TLS relay).
 bulk() {
   local kind=$1 p=$2 r before
   before=$(cpu_ns "${pid[$p]}")
   case $kind in
     http) r=$(get "$p" "${url}bulk") ;;
     connect) r=$(get "$p" "https://$name:$tls_port/bulk" --cacert "$tmp/cert.pem") ;;
-    sni) r=$(get direct "https://$name:$tls_port/bulk" --cacert "$tmp/cert.pem" --connect-to "$name:$tls_port:127.0.0.1:$sni_port") ;;
+    sni) r=$(get direct "https://$name:$tls_port/bulk" --cacert "$tmp/cert.pem" \
+           --connect-to "$name:$tls_port:127.0.0.1:$([ "$p" = floor ] && echo "$floor_tls_port" || echo "$sni_port")") ;;
   esac
   [ "${r% *}" = "200 $((100 << 20))" ] || die "$kind bulk through $p: $r"
   awk -v b="${r##* }" -v ns=$(($(cpu_ns "${pid[$p]}") - before)) 'BEGIN { printf "%.1f %.0f\n", b / 1048576, ns / 1e6 }'
@@ -149,6 +161,8 @@ for ((r = 1; r <= rounds; r++)); do
       bulk connect "$p" >>"$tmp/connect.$p"
     done
     bulk sni isb >>"$tmp/sni.isb"
+    bulk http floor >>"$tmp/http.floor"
+    bulk sni floor >>"$tmp/sni.floor"
   done
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -177,12 +191,17 @@ vs_squid=$(ratio "$isb_rps" "$(median "$tmp/wrk50.squid")")
 vs_direct=$(ratio "$isb_rps" "$(median "$tmp/wrk50.direct")")
 echo "   isb/squid ${vs_squid}x (target >= 3: $(verdict "$vs_squid" 3)); isb/mitmproxy $(ratio "$isb_rps" "$(median "$tmp/wrk50.mitmproxy")")x;" \
   "isb/direct $vs_direct (target >= 0.60: $(verdict "$vs_direct" 0.6))"
+floor_rps=$(median "$tmp/wrk50.floor")
+echo "   the floor (a relay in user space that only copies, as a proxy doing nothing else would): floor/direct" \
+  "$(ratio "$floor_rps" "$(median "$tmp/wrk50.direct")"), isb/floor $(ratio "$isb_rps" "$floor_rps")"
 echo "   proxy CPU per request: squid/isb $(ratio "$(median "$tmp/wrk50.squid" 3)" "$(median "$tmp/wrk50.isb" 3)")x," \
   "mitmproxy/isb $(ratio "$(median "$tmp/wrk50.mitmproxy" 3)" "$(median "$tmp/wrk50.isb" 3)")x"
 echo "   100 MiB, one curl download at a time, median of $((rounds * bulk_runs)) (MiB/s; CPU: the proxy's CPU time per"
 echo "   download, the origin's for direct)"
-printf '   %-23s %8s %8s %8s %10s %10s %9s %9s\n' path direct isb squid isb/direct isb/squid "isb CPU" "squid CPU"
+printf '   %-23s %8s %8s %8s %8s %10s %10s %12s %9s %9s\n' path direct isb floor squid isb/direct isb/squid \
+  floor/direct "isb CPU" "squid CPU"
 for kind in http connect sni; do
+  fm=$(median "$tmp/${kind/connect/sni}.floor")  # the floor's pass-through is its TLS relay, for CONNECT as for SNI
   dm=$(median "$tmp/${kind/sni/connect}.direct")  # the direct path of SNI pass-through is the direct https one
   im=$(median "$tmp/$kind.isb")
   ic=$(median "$tmp/$kind.isb" 2)ms
@@ -199,6 +218,7 @@ for kind in http connect sni; do
     connect) label="HTTPS via CONNECT" ;;
     sni) label="HTTPS via SNI (transp.)" ;;
   esac
-  printf '   %-23s %8s %8s %8s %10s %10s %9s %9s\n' "$label" "$dm" "$im" "$sm" "$(ratio "$im" "$dm")" "$sr" "$ic" "$sc"
+  printf '   %-23s %8s %8s %8s %8s %10s %10s %12s %9s %9s\n' "$label" "$dm" "$im" "$fm" "$sm" "$(ratio "$im" "$dm")" "$sr" \
+    "$(ratio "$fm" "$dm")" "$ic" "$sc"
   [ "$kind" = http ] || echo "     pass-through $kind: isb/direct target >= 0.90: $(verdict "$(ratio "$im" "$dm")" 0.9)"
 done

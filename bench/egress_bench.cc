@@ -9,17 +9,28 @@
 //     requests and CONNECT; dials the port asked for) and a transparent one (what a sandbox's redirected connection
 //     reaches: the name from the TLS SNI or the Host; dials NAME's TLS port, given as --sni-port). Prints
 //     "explicit PORT sni PORT", and its counters on exit.
+//   egress_bench relay HTTP_PORT TLS_PORT
+//     The floor of any proxy on this machine: a relay that checks nothing and parses nothing. Each connection to
+//     its first listener is joined to 127.0.0.1:HTTP_PORT, each to its second to 127.0.0.1:TLS_PORT, and bytes are
+//     copied both ways (recv and send through a 64 KiB buffer, epoll, one loop per thread, two threads as isb's
+//     proxy has). Prints "http PORT tls PORT".
 //
-// Both run until SIGINT or SIGTERM.
+// All run until SIGINT or SIGTERM.
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <fcntl.h>
+#include <netinet/tcp.h>
 #include <signal.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -208,12 +219,168 @@ int RunProxy(const std::string& name, const std::string& sni_target_port) {
   return 0;
 }
 
+// ---- the floor: a relay that only copies ----
+
+// One direction of a joined pair: what was read from `from` and not yet sent to `to`.
+struct Flow {
+  int from = -1, to = -1;
+  char buf[64 << 10];
+  size_t off = 0, len = 0;
+  bool ended = false;  // `from` reached its end and `to` was shut for writing
+};
+
+// A joined pair of sockets. Each socket's epoll entry points at the pair; it waits for input while its flow out has
+// room, and for output while the flow into it has bytes left.
+struct Pair {
+  int fd[2];
+  Flow flow[2];  // flow[i] reads fd[i] and writes fd[1 - i]
+};
+
+void Watch(int ep, Pair* p, int i, int op) {
+  uint32_t events = 0;
+  if (!p->flow[i].ended && p->flow[i].len == 0) events |= EPOLLIN;
+  if (p->flow[1 - i].len > 0) events |= EPOLLOUT;
+  epoll_event ev{};
+  ev.events = events;
+  ev.data.u64 = reinterpret_cast<uintptr_t>(p) | static_cast<uintptr_t>(i);  // a Pair is aligned: bit 0 is free
+  ::epoll_ctl(ep, op, p->fd[i], &ev);
+}
+
+// Sends what flow f holds; false when its peer refused (the pair is then closed by the caller).
+bool Drain(Flow& f) {
+  while (f.len > 0) {
+    ssize_t n = ::send(f.to, f.buf + f.off, f.len, MSG_NOSIGNAL);
+    if (n < 0) return errno == EAGAIN;
+    f.off += static_cast<size_t>(n);
+    f.len -= static_cast<size_t>(n);
+  }
+  f.off = 0;
+  return true;
+}
+
+// Moves what can move on socket i of p; false when the pair is done (both ends ended, or an error).
+bool Step(Pair* p, int i) {
+  Flow& out = p->flow[i];  // reads fd[i]
+  Flow& in = p->flow[1 - i];  // writes fd[i]
+  if (!Drain(in)) return false;
+  while (!out.ended && out.len == 0) {
+    ssize_t n = ::recv(p->fd[i], out.buf, sizeof out.buf, MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EAGAIN) break;
+      return false;
+    }
+    if (n == 0) {
+      out.ended = true;
+      ::shutdown(out.to, SHUT_WR);
+      break;
+    }
+    out.len = static_cast<size_t>(n);
+    if (!Drain(out)) return false;
+  }
+  return !(out.ended && in.ended && out.len == 0 && in.len == 0);
+}
+
+int Listen(uint16_t* port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(*port);
+  socklen_t len = sizeof a;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, 1024) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    Die(std::string("relay: listen: ") + std::strerror(errno));
+  }
+  *port = ntohs(a.sin_port);
+  return fd;
+}
+
+// One thread's loop: its own listeners (SO_REUSEPORT spreads the connections) and its own pairs.
+void RelayLoop(const uint16_t (&ports)[2], const uint16_t (&targets)[2]) {
+  int ep = ::epoll_create1(EPOLL_CLOEXEC);
+  int listeners[2];
+  for (int k = 0; k < 2; ++k) {
+    uint16_t port = ports[k];
+    listeners[k] = Listen(&port);
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = static_cast<uint64_t>(k);  // 0 and 1: the listeners (a Pair's address is never that small)
+    ::epoll_ctl(ep, EPOLL_CTL_ADD, listeners[k], &ev);
+  }
+  int one = 1;
+  epoll_event events[256];
+  std::vector<std::unique_ptr<Pair>> closed;  // freed after the batch: a later event of it may still name one
+  for (;;) {
+    closed.clear();
+    int n = ::epoll_wait(ep, events, 256, -1);
+    for (int e = 0; e < n; ++e) {
+      uint64_t tag = events[e].data.u64;
+      if (tag < 2) {
+        int c;
+        while ((c = ::accept4(listeners[tag], nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
+          int u = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+          sockaddr_in o{};
+          o.sin_family = AF_INET;
+          o.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+          o.sin_port = htons(targets[tag]);
+          if (::connect(u, reinterpret_cast<sockaddr*>(&o), sizeof o) != 0) {
+            ::close(c);
+            ::close(u);
+            continue;
+          }
+          ::fcntl(u, F_SETFL, O_NONBLOCK);
+          ::setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+          ::setsockopt(u, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+          auto* p = new Pair{{c, u}, {}};
+          p->flow[0].from = c;
+          p->flow[0].to = u;
+          p->flow[1].from = u;
+          p->flow[1].to = c;
+          Watch(ep, p, 0, EPOLL_CTL_ADD);
+          Watch(ep, p, 1, EPOLL_CTL_ADD);
+        }
+        continue;
+      }
+      auto* p = reinterpret_cast<Pair*>(tag & ~uint64_t{1});
+      int i = static_cast<int>(tag & 1);
+      if (p->fd[0] < 0) continue;  // closed earlier in this batch
+      if (!Step(p, i) || !Step(p, 1 - i)) {
+        ::close(p->fd[0]);
+        ::close(p->fd[1]);
+        p->fd[0] = p->fd[1] = -1;
+        closed.emplace_back(p);
+        continue;
+      }
+      Watch(ep, p, 0, EPOLL_CTL_MOD);
+      Watch(ep, p, 1, EPOLL_CTL_MOD);
+    }
+  }
+}
+
+int RunRelay(const std::string& http_port, const std::string& tls_port) {
+  sigset_t stop = BlockStopSignals();
+  const uint16_t targets[2] = {static_cast<uint16_t>(std::stoi(http_port)), static_cast<uint16_t>(std::stoi(tls_port))};
+  uint16_t ports[2] = {0, 0};
+  for (int k = 0; k < 2; ++k) ::close(Listen(&ports[k]));  // pick the ports; each thread then binds its own
+  for (int t = 0; t < 2; ++t) std::thread([&ports, &targets] { RelayLoop(ports, targets); }).detach();
+  std::printf("http %u tls %u\n", ports[0], ports[1]);
+  std::fflush(stdout);
+  WaitForStop(stop);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.size() == 3 && args[0] == "origin") return RunOrigin(args[1].c_str(), args[2].c_str());
   if (args.size() == 4 && args[0] == "proxy" && args[2] == "--sni-port") return RunProxy(args[1], args[3]);
-  std::fprintf(stderr, "usage: egress_bench origin CERT KEY | egress_bench proxy NAME --sni-port PORT\n");
+  if (args.size() == 3 && args[0] == "relay") return RunRelay(args[1], args[2]);
+  std::fprintf(stderr,
+               "usage: egress_bench origin CERT KEY | egress_bench proxy NAME --sni-port PORT | "
+               "egress_bench relay HTTP_PORT TLS_PORT\n");
   return 2;
 }
