@@ -194,8 +194,12 @@ Result<std::optional<Broken>> Chain::Walk(const Head& anchor, int64_t through, c
 Result<std::optional<Broken>> Chain::WalkRows(const Head& anchor, int64_t through, const std::optional<Head>& pinned,
                                               Head* last) {
   *last = anchor;
-  if (pinned && pinned->id == anchor.id && pinned->hash != anchor.hash)
-    return std::optional(Broken{anchor.id, kReasonPinned});
+  // A head pinned at or before the anchor: the rows through it were pruned, and a match with the anchor would say
+  // only that the whole pinned log is gone (pruning it all takes one update of the anchor). Never "ok".
+  if (pinned && pinned->id <= anchor.id) {
+    if (pinned->id == anchor.id && pinned->hash != anchor.hash) return std::optional(Broken{anchor.id, kReasonPinned});
+    return std::optional(Broken{pinned->id, kReasonPinnedPruned});
+  }
   for (;;) {
     ISB_ASSIGN_OR_RETURN(auto page, Page(last->id, through, kPage));
     for (const ChainRow& row : page) {

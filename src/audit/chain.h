@@ -54,6 +54,8 @@ inline constexpr const char* kReasonLink = "prev_hash is not the hash of the row
 inline constexpr const char* kReasonHash = "hash does not match the row's contents";
 inline constexpr const char* kReasonPinned = "hash differs from the pinned head";
 inline constexpr const char* kReasonTruncated = "row missing: the chain ends before the pinned head";
+inline constexpr const char* kReasonPinnedPruned =
+    "the pinned head was pruned: rows through it are gone, so the pin vouches for nothing kept; pin a newer head";
 inline constexpr const char* kReasonBeforeAnchor = "row at or before pruned_through, where pruning removed every row";
 // The hash covers a field's bytes, not how SQLite stores them: a text field stored as a blob hashes the same but
 // matches no filter (org = ?), which would hide the row from every listing.

@@ -85,6 +85,45 @@ TEST_F(RetentionTest, OldRowsGoAndBothChainsStillVerify) {
   EXPECT_EQ(PruneLine(*again), "");
 }
 
+// A head pinned before pruning reached it is checked as before; one that pruning passed, or reached, vouches for
+// nothing kept and is never "ok": else whoever can write the database would erase the whole log with one update of
+// the anchor (the triggers let it advance to any row's hash), and a verify against the head kept from before would
+// pass on an empty log.
+TEST_F(RetentionTest, AHeadPinnedAtOrBeforeTheAnchorIsNeverOk) {
+  Fill();
+  auto before = log_->List({});
+  ASSERT_TRUE(before.ok());
+  ASSERT_EQ(before->size(), 4u);
+  const Head second{2, (*before)[1].hash}, third{3, (*before)[2].hash}, last{4, (*before)[3].hash};
+  now_ms_ = 10'000;
+  ASSERT_TRUE(PruneChains(*log_, *history_, milliseconds(7500)).ok());  // through row 2
+
+  auto kept = log_->Verify(third);
+  ASSERT_TRUE(kept.ok());
+  EXPECT_TRUE(kept->ok);
+  const std::pair<Head, const char*> pins[] = {{Head{1, (*before)[0].hash}, kReasonPinnedPruned},
+                                               {second, kReasonPinnedPruned},
+                                               {Head{2, std::string(64, '0')}, kReasonPinned}};
+  for (const auto& [pin, reason] : pins) {
+    auto v = log_->Verify(pin);
+    ASSERT_TRUE(v.ok());
+    EXPECT_FALSE(v->ok) << pin.id;
+    EXPECT_EQ(v->first_broken, (Broken{pin.id, reason})) << pin.id;
+  }
+  EXPECT_EQ(VerifyReportLine("audit log", *log_->Verify(second)),
+            "audit log BROKEN at row 2: " + std::string(kReasonPinnedPruned) + " (2 rows, head 4 " + last.hash +
+                ", pruned through 2 " + second.hash + ")");
+
+  // The whole log erased by moving the anchor to its last row: the head kept from before names it.
+  EXPECT_EQ(Raw("UPDATE chain_anchors SET pruned_through = 4, hash = '" + last.hash + "' WHERE chain = 'audit_log'"),
+            "");
+  auto erased = log_->Verify(last);
+  ASSERT_TRUE(erased.ok());
+  EXPECT_EQ(erased->rows, 0);
+  EXPECT_FALSE(erased->ok);
+  EXPECT_EQ(erased->first_broken, (Broken{4, kReasonPinnedPruned}));
+}
+
 // `isb audit verify` runs in a process of its own beside the daemon's pruner: in a snapshot, each chain is verified
 // as it was when the snapshot began, however many of its rows another connection prunes meanwhile. Outside one, a
 // walk could take the anchor of before a prune and the rows of after it, and report a break that is not there.
