@@ -160,6 +160,14 @@ void WebAuth::Report(std::string_view action, std::string_view account, const Re
   if (options_.on_event) options_.on_event(action, account, req, outcome);
 }
 
+// A sign-in or setup turned away by the limiter costs no password check, so nothing else bounds how fast an address
+// sends them: each is a row only within the budget of refusals that addresses share with refused credentials.
+void WebAuth::ReportLimited(std::string_view action, std::string_view account, const Request& req) {
+  if (refusals_.RetryAfter(req.remote_address) > 0) return;
+  refusals_.RecordFailure(req.remote_address);
+  Report(action, account, req, Error::Of(Code::kTooManyRequests, "rate limited"));
+}
+
 std::string WebAuth::Cookie(const std::string& value, int64_t max_age) const {
   std::string c = std::string(kSessionCookie) + "=" + value + "; Path=/; HttpOnly; SameSite=Strict; Max-Age=" +
                   std::to_string(max_age);
@@ -178,7 +186,7 @@ Response WebAuth::SignIn(const Request& req) {
   // Counted as a failure before the password is checked: concurrent tries share the limit instead of each passing
   // it before any is counted.
   if (int64_t wait = limiter_.Begin(*user, req.remote_address); wait > 0) {
-    Report("sign_in", *user, req, Error::Of(Code::kTooManyRequests, "rate limited"));
+    ReportLimited("sign_in", *user, req);
     return TooMany("failed sign-ins", wait);
   }
   Result<identity::Principal> who = Error::Of(Code::kUnavailable, "sign-in is busy; try again");
@@ -221,7 +229,7 @@ Response WebAuth::SetUp(const Request& req) {
     if (!f->ok()) return Fail(f->error());
   }
   if (int64_t wait = limiter_.Begin("setup", req.remote_address); wait > 0) {
-    Report("setup", *user, req, Error::Of(Code::kTooManyRequests, "rate limited"));
+    ReportLimited("setup", *user, req);
     return TooMany("failed attempts", wait);
   }
   Result<int64_t> id = Error::Of(Code::kUnavailable, "sign-in is busy; try again");

@@ -87,12 +87,14 @@ class WebAuth {
   Response SetUp(const Request& req);
   std::string Cookie(const std::string& value, int64_t max_age) const;
   void Report(std::string_view action, std::string_view account, const Request& req, const Status& outcome);
+  void ReportLimited(std::string_view action, std::string_view account, const Request& req);
 
   identity::IdentityStore& store_;
   WebAuthOptions options_;
   identity::SignInLimiter limiter_;
   // Credentials refused per client address: each is an audit row, so past kRefusalsPerMinute in a minute an address
-  // gets 429 for a refused credential, and no row (a good credential from it still works).
+  // gets 429 for a refused credential, and no row (a good credential from it still works). Sign-ins and setups the
+  // limiter turns away spend the same budget for their rows.
   identity::RateLimiter refusals_;
   std::counting_semaphore<> password_checks_{kMaxPasswordChecks};
 };

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <barrier>
+#include <map>
 #include <thread>
 #include <vector>
 
@@ -41,6 +42,18 @@ class WebAuthTest : public identity::IdentityTest {
     }
     for (auto& t : threads) t.join();
     return statuses;
+  }
+
+  // A browser's POST of `body` to the auth route `path`.
+  static Request AuthPost(const std::string& path, std::string body) {
+    Request req;
+    req.method = "POST";
+    req.target = path;
+    req.headers.Set("Host", "localhost");
+    req.headers.Set("X-Isb-Csrf", "1");
+    req.headers.Set("Content-Type", "application/json");
+    req.body = std::move(body);
+    return req;
   }
 
   WebAuthOptions Options(std::chrono::milliseconds wait) {
@@ -82,13 +95,7 @@ TEST_F(WebAuthTest, SignInsPastTheConcurrentPasswordChecksWaitThenGet503) {
 TEST_F(WebAuthTest, AnOversizedSignInOrSetupBodyIsRefusedUnparsed) {
   WebAuth auth(*id_, Options(kPasswordCheckWait));
   for (const char* path : {"/api/v1/auth/signin", "/api/v1/auth/setup"}) {
-    Request req;
-    req.method = "POST";
-    req.target = path;
-    req.headers.Set("Host", "localhost");
-    req.headers.Set("X-Isb-Csrf", "1");
-    req.headers.Set("Content-Type", "application/json");
-    req.body = "[" + std::string(1 << 20, '[') + "]";
+    Request req = AuthPost(path, "[" + std::string(1 << 20, '[') + "]");
     for (size_t i = 0; i < 200000; ++i) req.body += "[],";
     Response r = auth.Handle(req);
     EXPECT_EQ(r.status, 413) << path << " " << r.body;
@@ -134,6 +141,36 @@ TEST_F(WebAuthTest, RefusedCredentialsFromOneAddressAreAuditedUpToALimit) {
   EXPECT_TRUE(call(token->secret, "192.0.2.7").ok());
   EXPECT_EQ(call(bad, "192.0.2.8").error().code, Code::kUnauthenticated);
   EXPECT_EQ(events, kRefusalsPerMinute + 1);
+}
+
+// A sign-in or setup the limiter turns away is a row too, within the same budget as refused credentials: sent as
+// fast as an address can, they cannot flood the log (each costs no password check, so nothing else slows them).
+TEST_F(WebAuthTest, SignInsAndSetupsTurnedAwayAreAuditedUpToALimit) {
+  std::map<std::string, int> rows;  // "action outcome" -> count
+  WebAuthOptions o = Options(kPasswordCheckWait);
+  o.sign_in_failures_per_address = 20;
+  o.on_event = [&](std::string_view action, std::string_view, const Request&, const Status& outcome) {
+    ++rows[std::string(action) + " " + (outcome.ok() ? "ok" : std::string(CodeName(outcome.error().code)))];
+  };
+  WebAuth auth(*id_, o);
+  auto post = [&](const char* path, const std::string& body) {
+    Request req = AuthPost(path, body);
+    req.remote_address = "192.0.2.9";
+    return auth.Handle(req).status;
+  };
+  int limited = 0;
+  for (int i = 0; i < 300; ++i) {
+    limited += post("/api/v1/auth/signin", R"({"user":"mallory","password":"wrong"})") == 429;
+    limited += post("/api/v1/auth/setup", R"({"setup_token":"isb_setup_x","user":"m","password":"wrong-password"})") == 429;
+  }
+  EXPECT_GE(limited, 550);
+  int limited_rows = 0, all = 0;
+  for (const auto& [key, n] : rows) {
+    all += n;
+    if (key.ends_with(" " + std::string(CodeName(Code::kTooManyRequests)))) limited_rows += n;
+  }
+  EXPECT_EQ(limited_rows, kRefusalsPerMinute) << testing::PrintToString(rows);
+  EXPECT_LE(all, kRefusalsPerMinute + 2 * 20) << testing::PrintToString(rows);
 }
 
 }  // namespace
