@@ -595,6 +595,67 @@ TEST_F(ManagerTest, FilesResolveInsideTheSandbox) {
   EXPECT_EQ(back->mode, 0640u);
 }
 
+// /dev and /dev/shm are tmpfs, whose pages are charged to whoever writes them: through the file tools, the daemon,
+// past the sandbox's own memory limit. Refused by name, they must be refused whatever symlink leads there, for reads
+// and writes, before anything is made there; and a new file is never made at the end of a symlink.
+TEST_F(ManagerTest, TheFileToolsReachNothingOnDevThroughASymlink) {
+  auto sb = mgr_->Create({});
+  ASSERT_TRUE(sb.ok()) << sb.error().message;
+  ASSERT_EQ(Exec(sb->id, {"sh", "-c",
+                          "echo hi > /dev/shm/x && ln -s /dev/shm /tmp/s && ln -s /dev/shm/x /tmp/sx && "
+                          "ln -s /dev /tmp/d && ln -s /dev/shm/new /tmp/nothing"})
+                .exit_code,
+            0);
+  for (const std::string path : {"/tmp/s/x", "/tmp/sx", "/tmp/d/shm/x"}) {
+    auto read = mgr_->ReadFile(sb->id, path);
+    ASSERT_FALSE(read.ok()) << path;
+    EXPECT_EQ(read.error().code, Code::kForbidden) << path;
+    EXPECT_EQ(read.error().message, "path: " + path + " is refused (/proc, /sys, /dev and isb's own paths)");
+  }
+  for (const std::string path : {"/tmp/s/x", "/tmp/sx", "/tmp/s/y", "/tmp/d/y", "/tmp/d/shm/y"}) {
+    Status written = mgr_->WriteFile(sb->id, path, {"changed\n", 0644});
+    ASSERT_FALSE(written.ok()) << path;
+    EXPECT_EQ(written.error().code, Code::kForbidden) << path << ": " << written.error().message;
+  }
+  Status dangling = mgr_->WriteFile(sb->id, "/tmp/nothing", {"x", 0644});
+  ASSERT_FALSE(dangling.ok());
+  EXPECT_EQ(dangling.error().code, Code::kConflict);
+  EXPECT_EQ(dangling.error().message, "path: /tmp/nothing is a symlink to nothing, or was made meanwhile; a symlink "
+                                      "is never followed to make a file");
+  EXPECT_EQ(Exec(sb->id, {"sh", "-c", "cat /dev/shm/x; ls /dev/shm /dev | grep -c -e '^y$' -e '^new$'"}).stdout_data,
+            "hi\n0\n");
+  // Elsewhere, symlinks inside the sandbox are followed as before.
+  ASSERT_TRUE(mgr_->WriteFile(sb->id, "/tmp/plain", {"plain\n", 0600}).ok());
+  ASSERT_EQ(Exec(sb->id, {"ln", "-s", "/tmp/plain", "/tmp/to-plain"}).exit_code, 0);
+  ASSERT_TRUE(mgr_->WriteFile(sb->id, "/tmp/to-plain", {"again\n", 0600}).ok());
+  auto back = mgr_->ReadFile(sb->id, "/tmp/to-plain");
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->content, "again\n");
+}
+
+// A write that finds no room is refused with the file as it was: the space is taken before a byte of it changes.
+TEST_F(ManagerTest, AWriteThatFindsNoSpaceLeavesTheFileAsItWas) {
+  api::SandboxSpec small;
+  small.mem_limit = 16 << 20;  // /tmp: a tmpfs of 16 MiB
+  auto sb = mgr_->Create(small);
+  ASSERT_TRUE(sb.ok()) << sb.error().message;
+  const std::string kept(100 << 10, 'k');
+  ASSERT_TRUE(mgr_->WriteFile(sb->id, "/tmp/keep", {kept, 0644}).ok());
+  for (int i = 0; i < 7; ++i)
+    ASSERT_TRUE(mgr_->WriteFile(sb->id, "/tmp/f" + std::to_string(i), {std::string(2 << 20, 'x'), 0644}).ok()) << i;
+  ASSERT_TRUE(mgr_->WriteFile(sb->id, "/tmp/f7", {std::string(1 << 20, 'x'), 0644}).ok());  // under 1 MiB left
+  Status full = mgr_->WriteFile(sb->id, "/tmp/keep", {std::string(2 << 20, 'n'), 0644});
+  ASSERT_FALSE(full.ok());
+  EXPECT_EQ(full.error().code, Code::kTooLarge);
+  EXPECT_EQ(full.error().message, "path: no space left for /tmp/keep in the sandbox");
+  auto back = mgr_->ReadFile(sb->id, "/tmp/keep");
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_TRUE(back->content == kept) << "the file changed: " << back->content.size() << " bytes";
+  // A shorter content replaces a longer one whole.
+  ASSERT_TRUE(mgr_->WriteFile(sb->id, "/tmp/keep", {"short\n", 0644}).ok());
+  EXPECT_EQ(Exec(sb->id, {"cat", "/tmp/keep"}).stdout_data, "short\n");
+}
+
 // What a sandbox can make a path into (a symlink loop, a FIFO nobody reads, a socket) is the caller's error, named as
 // such, never an internal one; nothing blocks.
 TEST_F(ManagerTest, PathsTheSandboxMadeStrangeAreTheCallersError) {
