@@ -62,7 +62,9 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
                   "NAME=IP[:PORT]: dial NAME at IP (the only way to a private address); repeatable");
   cmd->add_option("--egress-ca", opts->egress_ca,
                   "PEM FILE of CA certificates trusted for intercepted origins, besides the system's");
-  cmd->add_option("--egress-table", opts->egress_table, "The nftables table (and veth prefix) of this daemon")
+  cmd->add_option("--egress-table", opts->egress_table,
+                  "The nftables table of this daemon, and its veths' prefix (<table>-<slot>): a letter, then "
+                  "letters, digits or _")
       ->capture_default_str();
   cmd->add_option("--judge-url", opts->judge.url,
                   "OpenAI-compatible chat-completions URL (http:// or https://) that judges names listed under judge");

@@ -20,6 +20,7 @@ Result<egress::EgressSpec> ParseSandboxEgress(const nlohmann::json& value) { ret
 
 Result<std::unique_ptr<EgressService>> EgressService::Start(EgressOptions options) {
   ISB_ASSIGN_OR_RETURN(net::Subnet subnet, net::ParseSubnet(options.subnet));
+  ISB_TRY(net::CheckIfnamePrefix(options.ifname_prefix, subnet));
   ISB_ASSIGN_OR_RETURN(std::vector<net::Subnet> routes, net::HostRoutes());
   // Our own veths' routes from a previous run are in the table too; they are ours, not an overlap.
   std::erase_if(routes, [&](const net::Subnet& r) { return r.prefix_len == 30 && subnet.Contains(r.base); });
@@ -182,10 +183,16 @@ Status EgressService::Update(const std::string& id, const egress::EgressSpec& sp
     const egress::EgressMode before = it->second.policy->spec().mode;
     if (spec.mode == egress::EgressMode::kNone || (before == egress::EgressMode::kOpen) != (spec.mode == egress::EgressMode::kOpen))
       return Error::Of(Code::kInvalidArgument, "egress can change between lists while the sandbox runs, not to or from none or open");
-    it->second.policy = std::make_shared<const egress::EgressPolicy>(spec);
     e = it->second;
   }
-  return firewall_->Set(RulesFor(e));
+  // The proxy and the DNS responder take the new list only once the rules have it: a change the rules refused is
+  // refused whole, and the old list stays in force everywhere.
+  auto policy = std::make_shared<const egress::EgressPolicy>(spec);
+  e.policy = policy;
+  ISB_TRY(firewall_->Set(RulesFor(e)));
+  std::lock_guard lock(mu_);
+  if (auto it = by_id_.find(id); it != by_id_.end()) it->second.policy = std::move(policy);
+  return {};
 }
 
 void EgressService::Release(const std::string& id) {
@@ -215,7 +222,15 @@ Status EgressService::Adopt(const std::string& id, uint32_t slot, const egress::
     by_id_[id] = e;
     by_slot_[slot] = id;
   }
-  return firewall_->Set(RulesFor(e));
+  ISB_TRY(firewall_->Set(RulesFor(e)));
+  // A sandbox started by an isb from before veths were <prefix>-<slot> has a veth that none of the rules match: cut
+  // off rather than unconfined, until a restart attaches it again under its name.
+  ISB_ASSIGN_OR_RETURN(bool unseparated, net::DetachUnseparatedVeth(options_.ifname_prefix, slot));
+  if (unseparated)
+    return Error::Msg("its veth " + options_.ifname_prefix + std::to_string(slot) +
+                      " was named by an older isb and matched no rule: removed, the sandbox has no network until it "
+                      "is restarted");
+  return {};
 }
 
 std::optional<std::string> EgressService::SandboxAt(uint32_t host_end) {

@@ -65,11 +65,13 @@ class EgressService {
   // Once the sandbox's init runs as `pid`: its veth and its rules. On failure what was made is undone and the
   // reservation kept (the sandbox is stopped, and a later start attaches again; Release gives it up).
   Status Attach(const std::string& id, pid_t pid);
-  // A running sandbox's new spec (same mode family); new connections see it at once, the rules within one apply.
+  // A running sandbox's new spec (same mode family): the rules take it in one apply, then new connections and
+  // queries see it. When the rules cannot take it, nothing does: the error, and the old spec stays in force.
   Status Update(const std::string& id, const egress::EgressSpec& spec);
   // Rules, veth and address of `id` go; unknown ids are fine.
   void Release(const std::string& id);
-  // At start-up, a running sandbox adopted with the slot it had.
+  // At start-up, a running sandbox adopted with the slot it had. A veth of it that an older isb named <prefix><slot>
+  // (which no rule matches) is removed, and the error says so.
   Status Adopt(const std::string& id, uint32_t slot, const egress::EgressSpec& spec, const std::string& org);
 
   uint16_t proxy_port() const;

@@ -35,6 +35,7 @@
 #include "engine/cgroup.h"
 #include "engine/spawner.h"
 #include "identity/store.h"
+#include "net/sandbox_network.h"
 #include "store/db.h"
 #include "store/migrations.h"
 
@@ -131,6 +132,12 @@ int Serve(const ServeOptions& options) {
   egress_options.subnet = options.sandbox_subnet;
   egress_options.upstream_ca_file = options.egress_ca;
   egress_options.table = egress_options.ifname_prefix = options.egress_table;
+  // The table names the veths too (<table>-<slot>): one that cannot is a flag given wrong. (A subnet that does not
+  // parse is the egress service's to report.)
+  if (auto subnet = net::ParseSubnet(options.sandbox_subnet); subnet.ok()) {
+    if (auto st = net::CheckIfnamePrefix(options.egress_table, *subnet); !st.ok())
+      return Fail("--egress-table: " + st.error().message, kExitUsage);
+  }
   for (const std::string& p : options.egress_pins) {
     auto pin = egress::ParsePin(p);
     if (!pin.ok()) return Fail("--egress-pin: " + pin.error().message, kExitUsage);

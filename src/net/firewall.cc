@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "base/program.h"
+#include "net/sandbox_network.h"
 
 namespace isb::net {
 namespace {
@@ -42,7 +43,8 @@ std::string RenderRuleset(const FirewallConfig& c, const std::vector<SandboxRule
     if (s.all_ports) any_port_ifaces.insert(Quoted(s.ifname));
     for (uint16_t p : s.ports) list_ports.insert(Quoted(s.ifname) + " . " + std::to_string(p));
   }
-  const std::string sb = Quoted(c.ifname_prefix + "*");
+  // This daemon's veths and no other's (sandbox_network.h: no name of one prefix is another's).
+  const std::string sb = Quoted(c.ifname_prefix + kSlotSeparator + "*");
   const std::string proxy = std::to_string(c.proxy_port), dns = std::to_string(c.dns_port);
   std::ostringstream o;
   // Creating the table first makes the delete valid when there is none; the three lines are one transaction.
@@ -72,9 +74,10 @@ std::string RenderRuleset(const FirewallConfig& c, const std::vector<SandboxRule
     << "    udp dport " << dns << " counter drop\n"
     << "    tcp dport " << dns << " counter drop\n"
     << "  }\n"
+    // By port, never by state alone: the ports change at every daemon start, and a flow tracked before (a sandbox
+    // may keep one alive for good, querying from one port) still leads to the old one, where anything may listen.
     << "  chain from_sandbox {\n"
     << "    meta nfproto ipv6 drop\n"
-    << "    ct state established,related accept\n"
     << "    ct status dnat tcp dport " << proxy << " accept\n"
     << "    ct status dnat iifname @list_ifaces udp dport " << dns << " accept\n"
     << "    ct status dnat iifname @list_ifaces tcp dport " << dns << " accept\n"

@@ -25,7 +25,7 @@ struct SandboxRules {
 
 struct FirewallConfig {
   std::string table = "isb";
-  std::string ifname_prefix = "isb";  // every sandbox veth's host end starts with it, and nothing else's does
+  std::string ifname_prefix = "isb";  // every sandbox veth's host end is <prefix>-<slot> (HostIfname), none else
   uint16_t proxy_port = 0;            // where listed ports are redirected (on the host end's address)
   uint16_t dns_port = 0;              // where DNS (udp and tcp 53) is redirected
   // When isb had to turn on IPv4 forwarding for open sandboxes, the host routes nothing that isb did not ask for.

@@ -1,5 +1,10 @@
 #include "net/sandbox_network.h"
 
+#include <net/if.h>
+#include <unistd.h>
+
+#include <cerrno>
+
 #include "base/file.h"
 #include "net/netlink.h"
 
@@ -8,10 +13,8 @@ namespace {
 
 constexpr int kPrefixLen = 30;
 
-// IPv6 off for one interface, or for every interface ("all" and "default") of the calling thread's namespace.
-Status DisableIpv6(const std::string& ifname) {
-  return WriteKernelFile("/proc/sys/net/ipv6/conf/" + ifname + "/disable_ipv6", "1");
-}
+bool IsLetter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
 Status ConfigureSandboxEnd(int netns_fd, const Slot& slot, bool default_route) {
   return InNetns(netns_fd, [&]() -> Status {
@@ -30,7 +33,33 @@ Status ConfigureSandboxEnd(int netns_fd, const Slot& slot, bool default_route) {
 
 }  // namespace
 
-std::string HostIfname(const std::string& prefix, uint32_t slot_index) { return prefix + std::to_string(slot_index); }
+std::string HostIfname(const std::string& prefix, uint32_t slot_index) {
+  return prefix + kSlotSeparator + std::to_string(slot_index);
+}
+
+Status CheckIfnamePrefix(const std::string& prefix, const Subnet& subnet) {
+  bool valid = !prefix.empty() && IsLetter(prefix[0]);
+  for (char c : prefix) valid = valid && (IsLetter(c) || IsDigit(c) || c == '_');
+  if (!valid)
+    return Error::Of(Code::kInvalidArgument, "\"" + prefix + "\" must be a letter followed by letters, digits or _ "
+                                             "(the sandboxes' veths are named <prefix>-<slot>)");
+  const uint32_t slots = uint32_t{1} << (30 - subnet.prefix_len);  // a /30 each
+  const std::string last = HostIfname(prefix, slots - 1);
+  if (last.size() >= IFNAMSIZ)
+    return Error::Of(Code::kInvalidArgument, "\"" + prefix + "\" is too long for the sandbox subnet " +
+                                                 subnet.ToString() + ": the veth of its last slot, " + last + ", has " +
+                                                 std::to_string(last.size()) + " characters, over the " +
+                                                 std::to_string(IFNAMSIZ - 1) + " of an interface name");
+  return {};
+}
+
+Status DisableIpv6(const std::string& ifname, const std::string& proc_sys) {
+  Status s = WriteKernelFile(proc_sys + "/net/ipv6/conf/" + ifname + "/disable_ipv6", "1");
+  // Only the whole tree missing says IPv6 is off: an interface missing from a tree that is there is an error.
+  if (!s.ok() && s.error().err == ENOENT && ::access((proc_sys + "/net/ipv6").c_str(), F_OK) != 0 && errno == ENOENT)
+    return {};
+  return s;
+}
 
 Result<SandboxLink> AttachSandbox(int netns_fd, const Slot& slot, const std::string& ifname_prefix,
                                   bool default_route) {
@@ -60,6 +89,15 @@ Status DetachSandbox(const std::string& host_ifname) {
   Status s = nl.DeleteLink(*index);
   if (!s.ok() && s.error().code == Code::kNotFound) return {};
   return s;
+}
+
+Result<bool> DetachUnseparatedVeth(const std::string& prefix, uint32_t slot_index) {
+  const std::string name = prefix + std::to_string(slot_index);
+  ISB_ASSIGN_OR_RETURN(Netlink nl, Netlink::Open());
+  Result<int> index = nl.IfIndex(name);
+  if (!index.ok()) return index.error().code == Code::kNotFound ? Result<bool>(false) : Result<bool>(index.error());
+  ISB_TRY(DetachSandbox(name));
+  return true;
 }
 
 }  // namespace isb::net

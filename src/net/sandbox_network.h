@@ -9,12 +9,24 @@
 
 namespace isb::net {
 
+// A host end is named <prefix>-<slot>. A prefix has no '-' (CheckIfnamePrefix), so no name of one prefix is
+// another's: "isb-12" is slot 12 of "isb" and nothing of "isb1", and the firewall's "isb-*" matches none of "isbe2e".
+inline constexpr char kSlotSeparator = '-';
+
 struct SandboxLink {
-  std::string host_ifname;  // e.g. isb12, the prefix the firewall matches plus the slot index
+  std::string host_ifname;  // e.g. isb-12, the prefix the firewall matches, the separator and the slot index
   Slot slot;
 };
 
 std::string HostIfname(const std::string& prefix, uint32_t slot_index);
+
+// Refuses a prefix that is not a letter followed by letters, digits or '_' (the nftables table of the daemon bears
+// the same name), or too long for the name of the last slot of `subnet` to fit an interface name (15 characters).
+Status CheckIfnamePrefix(const std::string& prefix, const Subnet& subnet);
+
+// Turns IPv6 off for `ifname` (or "all", or "default") in the sysctl tree at `proc_sys` of the calling thread's
+// namespace. A kernel without IPv6 (booted with ipv6.disable=1) has no net/ipv6 there: it is off already.
+Status DisableIpv6(const std::string& ifname, const std::string& proc_sys = "/proc/sys");
 
 // Creates and configures the veth for `slot` between the caller's namespace and `netns_fd` (the sandbox's).
 // `default_route`: a route to everywhere through the host end (open egress); without it the sandbox can address
@@ -24,5 +36,9 @@ Result<SandboxLink> AttachSandbox(int netns_fd, const Slot& slot, const std::str
 
 // Deletes the veth (both ends). A link that is already gone is not an error.
 Status DetachSandbox(const std::string& host_ifname);
+
+// Deletes the veth that an isb from before the separator named <prefix><slot> for `slot_index`, which no rule of this
+// one matches; true when there was one.
+Result<bool> DetachUnseparatedVeth(const std::string& prefix, uint32_t slot_index);
 
 }  // namespace isb::net

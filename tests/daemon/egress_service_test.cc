@@ -186,7 +186,7 @@ TEST_F(EgressServiceTest, AListedSandboxReachesItsNamesThroughTheProxyAndNothing
                          "allowed.test:80:10.250.0.1", "http://allowed.test/"}), "403");
 
     egress.Release("sb-1");
-    EXPECT_EQ(net::Netlink::Open()->IfIndex("isb0").error().code, Code::kNotFound);
+    EXPECT_EQ(net::Netlink::Open()->IfIndex("isb-0").error().code, Code::kNotFound);
     StopAll();
     svc->reset();
     // With no sandbox left, the daemon's table is gone too.
@@ -218,9 +218,9 @@ TEST_F(EgressServiceTest, AFailedAttachKeepsTheSandboxsAddressForItsNextStart) {
     StartSandbox();
     Status again = egress.Attach("sb-1", sandbox_);
     EXPECT_TRUE(again.ok()) << again.error().message;
-    EXPECT_TRUE(net::Netlink::Open()->IfIndex("isb0").ok());
+    EXPECT_TRUE(net::Netlink::Open()->IfIndex("isb-0").ok());
     egress.Release("sb-1");
-    EXPECT_EQ(net::Netlink::Open()->IfIndex("isb0").error().code, Code::kNotFound);
+    EXPECT_EQ(net::Netlink::Open()->IfIndex("isb-0").error().code, Code::kNotFound);
     StopAll();
   });
 }
@@ -291,6 +291,65 @@ TEST_F(EgressServiceTest, JudgedNamesAreDecidedPerRequestByTheJudge) {
     StopAll();
     svc->reset();
     std::filesystem::remove_all(key_dir);
+  });
+}
+
+// A change of list the rules could not follow (here nft, looked up in PATH, is not there) is refused, and the old
+// list stays in full force: neither the DNS responder nor the proxy takes the new one.
+TEST_F(EgressServiceTest, AChangeTheRulesCouldNotFollowLeavesTheOldListInForce) {
+  InHost([&] {
+    EgressOptions o;
+    o.subnet = "10.250.0.0/24";
+    Result<std::unique_ptr<EgressService>> svc = EgressService::Start(o);
+    ASSERT_TRUE(svc.ok()) << svc.error().message;
+    EgressService& egress = **svc;
+    std::string ns = StartSandbox();
+    egress::EgressSpec a = *ParseSandboxEgress(nlohmann::json::array({"a.example.com:80"}));
+    ASSERT_TRUE(egress.Prepare("sb-1", a, "default").ok());
+    ASSERT_TRUE(egress.Attach("sb-1", sandbox_).ok());
+
+    char dir[] = "/tmp/isb-no-nft-XXXXXX";
+    ASSERT_NE(::mkdtemp(dir), nullptr);
+    const std::string path = ::getenv("PATH");
+    ASSERT_EQ(::setenv("PATH", dir, 1), 0);
+    Status changed =
+        egress.Update("sb-1", *ParseSandboxEgress(nlohmann::json::array({"a.example.com:80", "b.example.com:80"})));
+    ASSERT_EQ(::setenv("PATH", path.c_str(), 1), 0);
+    ::rmdir(dir);
+    ASSERT_FALSE(changed.ok());
+    EXPECT_EQ(changed.error().message, "starting nft (install the nftables package): No such file or directory");
+
+    EXPECT_EQ(RunIn(ns, {"dig", "@10.250.0.1", "+short", "+time=2", "+tries=1", "a.example.com"}), "10.250.0.1\n");
+    std::string b = RunIn(ns, {"dig", "@10.250.0.1", "+time=2", "+tries=1", "b.example.com"});
+    EXPECT_NE(b.find("status: NXDOMAIN"), std::string::npos) << b;
+    EXPECT_EQ(RunIn(ns, {"curl", "-s", "-m", "5", "-o", "/dev/null", "-w", "%{http_code}", "--resolve",
+                         "b.example.com:80:10.250.0.1", "http://b.example.com/"}), "403");
+    egress.Release("sb-1");
+    StopAll();
+  });
+}
+
+// A sandbox adopted from an isb that named veths <prefix><slot>: no rule matches that name, so the veth goes (the
+// sandbox is cut off rather than left unconfined) and the adoption says why.
+TEST_F(EgressServiceTest, AnAdoptedVethOfTheOlderNamingIsRemovedNotLeftUnconfined) {
+  InHost([&] {
+    EgressOptions o;
+    o.subnet = "10.250.0.0/24";
+    Result<std::unique_ptr<EgressService>> svc = EgressService::Start(o);
+    ASSERT_TRUE(svc.ok()) << svc.error().message;
+    EgressService& egress = **svc;
+    std::string ns_path = StartSandbox();
+    Fd ns(::open(ns_path.c_str(), O_RDONLY | O_CLOEXEC));
+    ASSERT_TRUE(ns.valid());
+    ASSERT_TRUE(net::Netlink::Open()->CreateVeth("isb2", "eth0", ns.get()).ok());
+    Status adopted = egress.Adopt("sb-1", 2, *ParseSandboxEgress(nlohmann::json::array({"a.example.com"})), "default");
+    ASSERT_FALSE(adopted.ok());
+    EXPECT_EQ(adopted.error().message,
+              "its veth isb2 was named by an older isb and matched no rule: removed, the sandbox has no network until "
+              "it is restarted");
+    EXPECT_EQ(net::Netlink::Open()->IfIndex("isb2").error().code, Code::kNotFound);
+    egress.Release("sb-1");
+    StopAll();
   });
 }
 

@@ -5,12 +5,14 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/netfilter_ipv4.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -82,9 +84,16 @@ Fd UdpIn(const Fd& ns, uint32_t addr, uint16_t port) {
   return s;
 }
 
-// Connects from `ns`; 0 on success (the connected socket in `out`), else the errno, ETIMEDOUT after 1.5 s.
-int ConnectFrom(const Fd& ns, uint32_t addr, uint16_t port, Fd* out = nullptr) {
+// Connects from `ns` (from `from_port` unless 0); 0 on success (the connected socket in `out`), else the errno,
+// ETIMEDOUT after 1.5 s.
+int ConnectFrom(const Fd& ns, uint32_t addr, uint16_t port, Fd* out = nullptr, uint16_t from_port = 0) {
   Fd s = SocketIn(ns, SOCK_STREAM | SOCK_NONBLOCK);
+  if (from_port != 0) {
+    int one = 1;
+    ::setsockopt(s.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in local = Addr(INADDR_ANY, from_port);
+    if (::bind(s.get(), reinterpret_cast<sockaddr*>(&local), sizeof local) != 0) return errno;
+  }
   sockaddr_in a = Addr(addr, port);
   if (::connect(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 && errno != EINPROGRESS) return errno;
   pollfd p{s.get(), POLLOUT, 0};
@@ -107,6 +116,21 @@ bool UdpReaches(const Fd& ns, uint32_t addr, uint16_t port, const Fd& receiver) 
   return ::recv(receiver.get(), buf, sizeof buf, 0) == 1;
 }
 
+// True when `listener` gets a connection within 300 ms (which it accepts and closes).
+bool Accepts(const Fd& listener) {
+  pollfd p{listener.get(), POLLIN, 0};
+  if (::poll(&p, 1, 300) != 1) return false;
+  return Fd(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC)).valid();
+}
+
+// Closes a connected TCP socket without a FIN or a reset (repair mode), as a peer that vanished would: the kernel's
+// tracking of the connection stays established.
+void CloseSilently(Fd& s) {
+  int one = 1;
+  EXPECT_EQ(::setsockopt(s.get(), SOL_TCP, TCP_REPAIR, &one, sizeof one), 0) << std::strerror(errno);
+  s.Reset();
+}
+
 class FirewallTest : public ::testing::Test {
  protected:
   static constexpr uint16_t kProxyPort = 15001, kDnsPort = 15053;
@@ -118,11 +142,11 @@ class FirewallTest : public ::testing::Test {
     In(host_, [] { return WriteKernelFile("/proc/sys/net/ipv4/ip_forward", "1"); });
   }
 
-  // A sandbox namespace attached at `slot` of the pool.
-  Fd Sandbox(uint32_t index, SandboxLink* link) {
+  // A sandbox namespace attached at `slot` of the pool, its veth named with `prefix`.
+  Fd Sandbox(uint32_t index, SandboxLink* link, const std::string& prefix = "isb") {
     Fd ns = NewNetns();
     In(host_, [&]() -> Status {
-      ISB_ASSIGN_OR_RETURN(*link, AttachSandbox(ns.get(), pool_.SlotAt(index), "isb"));
+      ISB_ASSIGN_OR_RETURN(*link, AttachSandbox(ns.get(), pool_.SlotAt(index), prefix));
       return {};
     });
     return ns;
@@ -137,10 +161,13 @@ class FirewallTest : public ::testing::Test {
             ListenIn(host_, INADDR_ANY, kDnsPort)};
   }
 
-  Status Apply(const std::vector<SandboxRules>& rules) {
+  // The table `table`, its sandboxes' veths named with the same prefix, as isb serve has it.
+  Status Apply(const std::vector<SandboxRules>& rules, uint16_t proxy_port = kProxyPort, uint16_t dns_port = kDnsPort,
+               const std::string& table = "isb") {
     FirewallConfig c;
-    c.proxy_port = kProxyPort;
-    c.dns_port = kDnsPort;
+    c.table = c.ifname_prefix = table;
+    c.proxy_port = proxy_port;
+    c.dns_port = dns_port;
     return InNetns(host_.get(), [&] { return ApplyRuleset(RenderRuleset(c, rules)); });
   }
 
@@ -151,7 +178,7 @@ class FirewallTest : public ::testing::Test {
 TEST_F(FirewallTest, AttachGivesTheSandboxItsAddressItsRouteAndNoIpv6) {
   SandboxLink link;
   Fd sb = Sandbox(1, &link);
-  EXPECT_EQ(link.host_ifname, "isb1");
+  EXPECT_EQ(link.host_ifname, "isb-1");
   EXPECT_EQ(FormatIpv4(link.slot.host), "198.18.0.5");
   EXPECT_EQ(FormatIpv4(link.slot.sandbox), "198.18.0.6");
   In(sb, []() -> Status {
@@ -163,7 +190,7 @@ TEST_F(FirewallTest, AttachGivesTheSandboxItsAddressItsRouteAndNoIpv6) {
     return {};
   });
   In(host_, [] {
-    EXPECT_EQ(*ReadFile("/proc/sys/net/ipv6/conf/isb1/disable_ipv6"), "1\n");
+    EXPECT_EQ(*ReadFile("/proc/sys/net/ipv6/conf/isb-1/disable_ipv6"), "1\n");
     return Status();
   });
   // No rules yet: a listener on the host end is reachable, as a plain veth would have it.
@@ -174,7 +201,7 @@ TEST_F(FirewallTest, AttachGivesTheSandboxItsAddressItsRouteAndNoIpv6) {
   In(host_, [&] { return DetachSandbox(link.host_ifname); });
   In(host_, [&]() -> Status {
     ISB_ASSIGN_OR_RETURN(Netlink nl, Netlink::Open());
-    EXPECT_EQ(nl.IfIndex("isb1").error().code, Code::kNotFound);
+    EXPECT_EQ(nl.IfIndex("isb-1").error().code, Code::kNotFound);
     return {};
   });
   In(sb, []() -> Status {
@@ -328,6 +355,152 @@ TEST_F(FirewallTest, ABadRulesetLeavesTheTableAsItWasAndSaysWhy) {
   // Without the table, the veth is plain again.
   Fd svc = ListenIn(host_, INADDR_ANY, 80);
   EXPECT_EQ(ConnectFrom(sa, a.slot.host, 80), 0);
+}
+
+// The proxy and the DNS responder get new ports at each daemon start. A flow the kernel tracked under the old rules
+// keeps their redirect to the old port (a sandbox that queries DNS from one source port again and again keeps it
+// alive): under the new rules it reaches nothing on the host, whatever listens on the old port now.
+TEST_F(FirewallTest, AFlowTrackedUnderTheOldPortsReachesNothingOnTheHost) {
+  constexpr uint16_t kNewProxyPort = kProxyPort + 1, kNewDnsPort = kDnsPort + 1;
+  SandboxLink a;
+  Fd sa = Sandbox(1, &a);
+  ASSERT_TRUE(Apply({{a.host_ifname, EgressMode::kList, {443}}}).ok());
+
+  // DNS: a query from port 40000, and its answer.
+  Fd dns = UdpIn(host_, INADDR_ANY, kDnsPort);
+  Fd client = UdpIn(sa, INADDR_ANY, 40000);
+  sockaddr_in to = Addr(a.slot.host, 53);
+  ASSERT_EQ(::sendto(client.get(), "q", 1, 0, reinterpret_cast<sockaddr*>(&to), sizeof to), 1);
+  pollfd p{dns.get(), POLLIN, 0};
+  ASSERT_EQ(::poll(&p, 1, 1000), 1);
+  char buf[16];
+  sockaddr_in from{};
+  socklen_t len = sizeof from;
+  ASSERT_EQ(::recvfrom(dns.get(), buf, sizeof buf, 0, reinterpret_cast<sockaddr*>(&from), &len), 1);
+  ASSERT_EQ(::sendto(dns.get(), "a", 1, 0, reinterpret_cast<sockaddr*>(&from), len), 1);
+  p = {client.get(), POLLIN, 0};
+  ASSERT_EQ(::poll(&p, 1, 1000), 1);
+  ASSERT_EQ(::recv(client.get(), buf, sizeof buf, 0), 1);
+  // TCP: a connection to the proxy from port 40001 whose ends both vanished without a word.
+  Fd proxy = ListenIn(host_, INADDR_ANY, kProxyPort);
+  Fd c;
+  ASSERT_EQ(ConnectFrom(sa, a.slot.host, 443, &c, 40001), 0);
+  Fd accepted(::accept4(proxy.get(), nullptr, nullptr, SOCK_CLOEXEC));
+  ASSERT_TRUE(accepted.valid());
+  CloseSilently(c);
+  CloseSilently(accepted);
+
+  // The daemon restarts: its servers go, the rules come back with new ports, and host services take the old ones.
+  dns.Reset();
+  proxy.Reset();
+  ASSERT_TRUE(Apply({{a.host_ifname, EgressMode::kList, {443}}}, kNewProxyPort, kNewDnsPort).ok());
+  Fd old_dns_port = UdpIn(host_, INADDR_ANY, kDnsPort);
+  Fd old_proxy_port = ListenIn(host_, INADDR_ANY, kProxyPort);
+  ASSERT_EQ(::sendto(client.get(), "q", 1, 0, reinterpret_cast<sockaddr*>(&to), sizeof to), 1);
+  p = {old_dns_port.get(), POLLIN, 0};
+  EXPECT_EQ(::poll(&p, 1, 300), 0) << "a host service on the old DNS port got the sandbox's query";
+  // The SYN follows the old redirect (the kernel takes it for the vanished connection's peers getting in step).
+  EXPECT_EQ(ConnectFrom(sa, a.slot.host, 443, nullptr, 40001), ECONNREFUSED);
+  EXPECT_FALSE(Accepts(old_proxy_port)) << "a host service on the old proxy port got the sandbox's connection";
+  // New flows land on the new ports.
+  Fd new_dns = UdpIn(host_, INADDR_ANY, kNewDnsPort);
+  Fd new_proxy = ListenIn(host_, INADDR_ANY, kNewProxyPort);
+  EXPECT_TRUE(UdpReaches(sa, a.slot.host, 53, new_dns));
+  EXPECT_EQ(ConnectFrom(sa, a.slot.host, 443), 0);
+  EXPECT_TRUE(Accepts(new_proxy));
+}
+
+// Two daemons on one host, each with its table, its proxy and its veths (named after its table): each table's rules
+// keep to its own daemon's sandboxes, also where one table's name begins with the other's.
+TEST_F(FirewallTest, TwoDaemonsRulesKeepToTheirOwnSandboxes) {
+  constexpr uint16_t kOtherProxyPort = kProxyPort + 100, kOtherDnsPort = kDnsPort + 100;
+  SandboxLink mine, theirs;
+  Fd s_mine = Sandbox(1, &mine, "isb");
+  Fd s_theirs = Sandbox(2, &theirs, "isbe2e");
+  ASSERT_TRUE(Apply({{mine.host_ifname, EgressMode::kList, {443}}}).ok());
+  ASSERT_TRUE(Apply({{theirs.host_ifname, EgressMode::kList, {443}}}, kOtherProxyPort, kOtherDnsPort, "isbe2e").ok());
+  Fd proxy = ListenIn(host_, INADDR_ANY, kProxyPort);
+  Fd their_proxy = ListenIn(host_, INADDR_ANY, kOtherProxyPort);
+  Fd dns = UdpIn(host_, INADDR_ANY, kDnsPort);
+  Fd their_dns = UdpIn(host_, INADDR_ANY, kOtherDnsPort);
+
+  EXPECT_EQ(ConnectFrom(s_theirs, theirs.slot.host, 443), 0);
+  EXPECT_TRUE(Accepts(their_proxy));
+  EXPECT_TRUE(UdpReaches(s_theirs, theirs.slot.host, 53, their_dns));
+  EXPECT_EQ(ConnectFrom(s_mine, mine.slot.host, 443), 0);
+  EXPECT_TRUE(Accepts(proxy));
+  EXPECT_TRUE(UdpReaches(s_mine, mine.slot.host, 53, dns));
+  // Neither reaches the other daemon's proxy: its own table refuses it, the other's drops it, whichever sees it first.
+  for (int e : {ConnectFrom(s_theirs, theirs.slot.host, kProxyPort),
+                ConnectFrom(s_mine, mine.slot.host, kOtherProxyPort)})
+    EXPECT_TRUE(e == ECONNREFUSED || e == ETIMEDOUT) << std::strerror(e);
+  EXPECT_FALSE(Accepts(proxy));
+  EXPECT_FALSE(Accepts(their_proxy));
+}
+
+// A veth name belongs to one prefix and slot only: attaching the sandbox of slot 13 under "isb" leaves the veth of
+// slot 3 under "isb1" alone (it is no stale veth of its own).
+TEST_F(FirewallTest, NoVethNameOfOnePrefixIsAnothers) {
+  SandboxLink one, other;
+  Fd s_one = Sandbox(3, &one, "isb1");
+  Fd s_other = Sandbox(13, &other, "isb");
+  EXPECT_EQ(one.host_ifname, "isb1-3");
+  EXPECT_EQ(other.host_ifname, "isb-13");
+  In(s_one, []() -> Status {
+    ISB_ASSIGN_OR_RETURN(Netlink nl, Netlink::Open());
+    EXPECT_TRUE(nl.IfIndex("eth0").ok()) << "the other prefix's attach deleted this sandbox's veth";
+    return {};
+  });
+  Fd l = ListenIn(host_, one.slot.host, 8080);
+  EXPECT_EQ(ConnectFrom(s_one, one.slot.host, 8080), 0);
+}
+
+// A prefix names an nftables table and, with a slot, a veth: a letter, then letters, digits or _, and short enough
+// for the last slot of the subnet.
+TEST(IfnamePrefixTest, NamesEveryVethApartAndWithinTheLengthOfAnInterfaceName) {
+  const Subnet big = *ParseSubnet(kDefaultSandboxSubnet), small = *ParseSubnet("10.250.0.0/24");
+  for (const char* ok : {"isb", "isbe2e", "isb_2", "I"}) {
+    Status s = CheckIfnamePrefix(ok, big);
+    EXPECT_TRUE(s.ok()) << ok << ": " << s.error().message;
+  }
+  for (const char* bad : {"", "isb-e2e", "1isb", "_isb", "isb.x", "isb*", "is b"}) {
+    Status s = CheckIfnamePrefix(bad, big);
+    ASSERT_FALSE(s.ok()) << bad;
+    EXPECT_EQ(s.error().code, Code::kInvalidArgument);
+    EXPECT_EQ(s.error().message, "\"" + std::string(bad) +
+                                     "\" must be a letter followed by letters, digits or _ (the sandboxes' veths are "
+                                     "named <prefix>-<slot>)");
+  }
+  // 32768 slots: "isbisbisb-32767" is 15 characters, one more is too many. 64 slots leave room for a longer one.
+  EXPECT_TRUE(CheckIfnamePrefix("isbisbisb", big).ok());
+  Status s = CheckIfnamePrefix("isbisbisbx", big);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().message,
+            "\"isbisbisbx\" is too long for the sandbox subnet 198.18.0.0/15: the veth of its last slot, "
+            "isbisbisbx-32767, has 16 characters, over the 15 of an interface name");
+  EXPECT_TRUE(CheckIfnamePrefix("isbisbisbxyz", small).ok());
+  EXPECT_FALSE(CheckIfnamePrefix("isbisbisbxyz", *ParseSubnet("10.250.0.0/23")).ok());
+}
+
+// A kernel booted with ipv6.disable=1 has no net/ipv6 under /proc/sys: IPv6 is off already, which is what was asked.
+// With the tree there, an interface it does not have is an error still.
+TEST(DisableIpv6Test, AKernelWithoutIpv6HasItOffAlready) {
+  char dir[] = "/tmp/isb-sysctl-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string root = dir;
+  ASSERT_TRUE(MakeDirs(root + "/net/ipv4", 0755).ok());
+  EXPECT_TRUE(DisableIpv6("all", root).ok());
+  EXPECT_TRUE(DisableIpv6("isb-1", root).ok());
+
+  ASSERT_TRUE(MakeDirs(root + "/net/ipv6/conf/all", 0755).ok());
+  ASSERT_TRUE(WriteFile(root + "/net/ipv6/conf/all/disable_ipv6", "0\n").ok());
+  EXPECT_TRUE(DisableIpv6("all", root).ok());
+  EXPECT_EQ(*ReadFile(root + "/net/ipv6/conf/all/disable_ipv6"), "1\n");
+  Status missing = DisableIpv6("isb-1", root);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().err, ENOENT);
+  EXPECT_EQ(missing.error().message, "open " + root + "/net/ipv6/conf/isb-1/disable_ipv6: No such file or directory");
+  std::filesystem::remove_all(root);
 }
 
 }  // namespace
