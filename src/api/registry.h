@@ -74,6 +74,9 @@ struct Tool {
   // A streaming call's check of what it acts on, before its response begins (REST sends a stream's status first):
   // what it refuses (a sandbox that does not exist) gets its own status instead of an error event after a 200.
   std::function<Status(const nlohmann::json& input, const CallContext& ctx)> precheck{};
+  // A call that may run for minutes (an exec, a terminal): the start observer hears of it when its handler begins
+  // as well, so that a daemon that dies while it runs still leaves a row of it.
+  bool long_running = false;
 };
 
 // CodeName (base/result.h) names an error code as REST and MCP publish it: "invalid_argument", "not_found", ...
@@ -85,12 +88,22 @@ int HttpStatusFor(Code code);
 using CallObserver = std::function<void(std::string_view name, const Tool* tool, const nlohmann::json& input,
                                         const CallContext& ctx, const Result<nlohmann::json>& result)>;
 
+// Told, on a thread of the registry's own, that the handler of a long-running tool (Tool::long_running) has begun:
+// the call's name, tool, input and caller, as the call observer will be told of them once it ends.
+using StartObserver = std::function<void(std::string_view name, const Tool& tool, const nlohmann::json& input,
+                                         const CallContext& ctx)>;
+
 // Whether a caller that is not a superadmin may see and call a tool (the daemon's --allow-tools/--deny-tools).
 using ToolFilter = std::function<bool(std::string_view tool)>;
 
 // Thread-safe after start-up: Add, SetObserver and SetToolFilter during wiring, then Find/Call from any thread.
 class Registry {
  public:
+  Registry();
+  ~Registry();
+  Registry(const Registry&) = delete;
+  Registry& operator=(const Registry&) = delete;
+
   // REQUIRES: a unique name, object schemas and a handler. A duplicate is a wiring bug: returns kInternal.
   Status Add(Tool tool);
   // nullptr when no tool has that name.
@@ -121,13 +134,15 @@ class Registry {
   }
   // Runs an admitted tool's precheck (when it has one); a refusal is reported to the observer like Admit's.
   Status Precheck(const Tool& tool, const nlohmann::json& input, const CallContext& ctx) const;
-  // Runs an admitted tool's handler and reports the outcome to the observer.
+  // Runs an admitted tool's handler and reports the outcome to the observer. A long-running tool's start is
+  // reported to the start observer while the handler runs (never holding it up), and always before its outcome.
   Result<nlohmann::json> Run(const Tool& tool, const nlohmann::json& input, const CallContext& ctx) const;
   // The authorizer: role in the call's org, token scopes, platform tools. OK, kNotFound (the org is not reached: as
   // if it did not exist) or kForbidden naming what is missing.
   Status Authorize(const Tool& tool, const CallContext& ctx) const;
   Status ValidateInput(const Tool& tool, const nlohmann::json& input) const;
   void SetObserver(CallObserver observer) { observer_ = std::move(observer); }
+  void SetStartObserver(StartObserver observer);
   void SetToolFilter(ToolFilter filter) { filter_ = std::move(filter); }
   // Whether `identity` reaches `org` and it exists.
   bool Reaches(const Identity& identity, std::string_view org) const {
@@ -151,6 +166,8 @@ class Registry {
     return identity.kind == identity::PrincipalKind::kSuperadmin || !filter_ || filter_(tool.name);
   }
   CallObserver observer_;
+  class Starts;
+  std::unique_ptr<Starts> starts_;  // when a start observer is set
   ToolFilter filter_;
   std::function<bool(std::string_view)> org_exists_;
   mutable std::mutex mu_;

@@ -732,6 +732,7 @@ Status AddCreateAndExec(Registry& reg, Sandboxes& all, const SandboxToolOptions&
       }};
   // A sandbox that is not there is told before a stream begins (404); one that stops meanwhile ends the stream with
   // an error event.
+  exec.long_running = true;  // up to 15 minutes, or a terminal session: recorded when it begins too
   exec.precheck = [&all](const json& in, const CallContext& ctx) -> Status {
     OrgSandboxes sb(all, ctx);
     if (auto found = sb.Get(Ref(in)); !found.ok()) return found.error();

@@ -102,7 +102,7 @@ DetailsPolicy DefaultDetailsPolicy() {
 }
 
 bool IsOutcome(std::string_view outcome) {
-  if (outcome == "ok") return true;
+  if (outcome == "ok" || outcome == kOutcomeStarted) return true;
   // Every code, up to the last one declared (kTooManyRequests).
   for (int c = 0; c <= static_cast<int>(Code::kTooManyRequests); ++c)
     if (outcome == CodeName(static_cast<Code>(c))) return true;

@@ -48,8 +48,10 @@ class DetailsPolicy {
 // The allow-lists of the tools isb has: sandbox_* (argv and env names for sandbox_exec; no file content).
 DetailsPolicy DefaultDetailsPolicy();
 
-// An audit outcome: "ok", or the error's code ("not_found", "forbidden", ...), never its message.
-// IsOutcome: "ok" or one of CodeName's names (base/result.h).
+// An audit outcome: "ok", or the error's code ("not_found", "forbidden", ...), never its message; or "started", the
+// row of a long-running call that has begun (its outcome follows in a row of its own).
+// IsOutcome: "ok", "started" or one of CodeName's names (base/result.h).
+inline constexpr const char* kOutcomeStarted = "started";
 bool IsOutcome(std::string_view outcome);
 std::string OutcomeOf(const Status& status);
 std::string OutcomeOf(const Error& error);

@@ -42,7 +42,8 @@ class AuditLog {
                                                 Clock clock = SystemClock());
 
   // Records one call. Details are reduced by the policy for e.action; every text is cleaned to valid UTF-8 and cut
-  // to kMaxDetailBytes; an outcome other than "ok" or a code name is stored as "internal". Returns the new head.
+  // to kMaxDetailBytes; an outcome other than "ok", "started" or a code name is stored as "internal". Returns the new
+  // head.
   Result<Head> Append(const Entry& e);
 
   // Records matching `f`, in id order.

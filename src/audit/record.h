@@ -20,7 +20,7 @@ struct Entry {
   std::string action{};      // the tool's name, or an event such as "sign_in"
   std::string target{};      // the object acted on: a sandbox, a user, a token's id
   nlohmann::json details = nlohmann::json::object();  // raw input; the log keeps only what DetailsPolicy allows
-  std::string outcome = "ok";  // "ok" or an error code (OutcomeOf); anything else is stored as "internal"
+  std::string outcome = "ok";  // "ok", "started" or an error code (OutcomeOf); anything else is stored as "internal"
   std::string ip{};
   std::string user_agent{};
   std::string request_id{};

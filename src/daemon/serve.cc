@@ -184,10 +184,9 @@ int Serve(const ServeOptions& options) {
     Log("audit retention off: nothing is pruned");
   }
   using nlohmann::json;
-  registry.SetObserver([log = audit_log->get(), &registry](std::string_view name, const api::Tool* tool,
-                                                           const json& input, const api::CallContext& ctx,
-                                                           const Result<json>& result) {
-    if (tool != nullptr && tool->annotations.read_only && result.ok()) return;
+  // A call's row: its outcome, or "started" for a long-running call that has begun (Registry::SetStartObserver).
+  auto call_entry = [&registry](std::string_view name, const api::Tool* tool, const json& input,
+                                const api::CallContext& ctx, const Result<json>& result) {
     audit::Entry e;
     // The call's org names a row's org only for a caller who reaches it. The org is the caller's to name (a header),
     // and tools about the caller itself (its tokens, its sessions) or the platform run in whatever org it names:
@@ -219,7 +218,22 @@ int Serve(const ServeOptions& options) {
     e.ip = ctx.ip;
     e.user_agent = ctx.user_agent;
     e.request_id = ctx.request_id;
+    return e;
+  };
+  registry.SetObserver([log = audit_log->get(), call_entry](std::string_view name, const api::Tool* tool,
+                                                           const json& input, const api::CallContext& ctx,
+                                                           const Result<json>& result) {
+    if (tool != nullptr && tool->annotations.read_only && result.ok()) return;
+    audit::Entry e = call_entry(name, tool, input, ctx, result);
     if (auto r = log->Append(e); !r.ok()) Log("audit: a " + e.action + " call was not recorded: " + r.error().message);
+  });
+  registry.SetStartObserver([log = audit_log->get(), call_entry](std::string_view name, const api::Tool& tool,
+                                                                const json& input, const api::CallContext& ctx) {
+    // Admitted, so reported as a call that got through; its outcome follows in a row of its own.
+    audit::Entry e = call_entry(name, &tool, input, ctx, Result<json>(json::object()));
+    e.outcome = audit::kOutcomeStarted;
+    if (auto r = log->Append(e); !r.ok())
+      Log("audit: the start of a " + e.action + " call was not recorded: " + r.error().message);
   });
   api::RestApi rest(registry, options.version);
   api::McpOptions mcp_options;

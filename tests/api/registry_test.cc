@@ -3,6 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
 #include "api/principals.h"
 
 namespace isb::api {
@@ -35,6 +41,50 @@ TEST(RegistryTest, AddFindList) {
   EXPECT_NE(r.Find("echo"), nullptr);
   EXPECT_EQ(r.Find("nope"), nullptr);
   ASSERT_EQ(r.List().size(), 1u);
+}
+
+// A long-running tool's start is told on a thread of the registry's own while its handler runs (the handler here
+// waits to see it), and always before its outcome; a tool that is not long-running has no start.
+TEST(RegistryTest, ALongCallsStartIsToldWhileItsHandlerRunsAndBeforeItsOutcome) {
+  Registry r;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::string> events;
+  std::thread::id start_thread;
+  for (bool long_running : {true, false}) {
+    Tool t{long_running ? "long" : "short", "t", "A tool.", json{{"type", "object"}}, json{{"type", "object"}},
+           ToolAnnotations{}, false, [&](const json&, const CallContext& ctx) -> Result<json> {
+             std::unique_lock lock(mu);
+             if (ctx.surface == "long") {
+               bool seen = cv.wait_for(lock, std::chrono::seconds(10), [&] {
+                 return std::find(events.begin(), events.end(), "start long") != events.end();
+               });
+               events.push_back(seen ? "the handler saw the start" : "the handler waited in vain");
+             }
+             return json::object();
+           }};
+    t.long_running = long_running;
+    ASSERT_TRUE(r.Add(std::move(t)).ok());
+  }
+  r.SetStartObserver([&](std::string_view name, const Tool&, const json&, const CallContext&) {
+    std::lock_guard lock(mu);
+    events.push_back("start " + std::string(name));
+    start_thread = std::this_thread::get_id();
+    cv.notify_all();
+  });
+  r.SetObserver([&](std::string_view name, const Tool*, const json&, const CallContext&, const Result<json>& result) {
+    std::lock_guard lock(mu);
+    events.push_back("end " + std::string(name) + (result.ok() ? " ok" : " failed"));
+  });
+  for (const char* name : {"long", "short"}) {
+    CallContext ctx;
+    ctx.identity = UserIn("m");
+    ctx.org = "default";
+    ctx.surface = name;
+    ASSERT_TRUE(r.Call(name, json::object(), ctx).ok()) << name;
+  }
+  EXPECT_EQ(events, (std::vector<std::string>{"start long", "the handler saw the start", "end long ok", "end short ok"}));
+  EXPECT_NE(start_thread, std::this_thread::get_id());
 }
 
 TEST(RegistryTest, ValidatesBeforeTheHandler) {

@@ -102,6 +102,39 @@ TEST_F(AdoptionTest, SigtermStopsTheDaemonAndLeavesSandboxesRunning) {
   EXPECT_EQ(SandboxInitPid(id), init);
 }
 
+// An exec is recorded when it begins as well as when it ends: one that the daemon died during (its command may
+// run on, and a terminal session for minutes) is in the audit log all the same.
+TEST_F(AdoptionTest, AnExecTheDaemonDiedDuringIsInTheAuditLog) {
+  const std::string id = CreateSandbox(json::object());
+  ASSERT_FALSE(id.empty());
+  // A whole exec: its start, then its outcome.
+  ASSERT_EQ(Exec(id, {"true"})["exit_code"], 0);
+  std::thread client([&] {
+    Tool("sandbox_exec", {{"sandbox", id}, {"argv", {"sh", "-c", "touch /tmp/began; exec sleep 60"}}, {"timeout", 120}},
+         {"X-Request-Id: e2e-dies-during"});
+  });
+  bool began = false;
+  for (int i = 0; i < 500 && !began; ++i) {
+    began = Exec(id, {"test", "-e", "/tmp/began"})["exit_code"] == 0;
+    if (!began) std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_TRUE(began) << "the long exec never ran";
+  KillDaemon();
+  client.join();
+
+  std::string error;
+  std::vector<AuditRow> rows = ReadAuditRows(state_dir() + "/isb.db", &error);
+  ASSERT_TRUE(error.empty()) << error;
+  std::vector<std::string> execs, dying;
+  for (const AuditRow& r : rows) {
+    if (r.action == "sandbox_exec" && r.request_id != "e2e-dies-during" && execs.size() < 2) execs.push_back(r.outcome);
+    if (r.request_id == "e2e-dies-during") dying.push_back(r.action + " " + r.outcome);
+  }
+  EXPECT_EQ(execs, (std::vector<std::string>{"started", "ok"}));
+  EXPECT_EQ(dying, std::vector<std::string>{"sandbox_exec started"});
+  StartDaemon();
+}
+
 TEST_F(AdoptionTest, KillNineMidCreateLeavesNoOrphans) {
   // Six creates in flight when the daemon dies: each is either finished (and adopted) or undone at the next start.
   std::vector<std::thread> clients;

@@ -83,9 +83,14 @@ size_t AuditLedger::size() const {
   return n;
 }
 
-std::vector<std::string> AuditLedger::Check(const std::vector<AuditRow>& rows) const {
+std::vector<std::string> AuditLedger::Check(const std::vector<AuditRow>& all_rows) const {
   std::lock_guard lock(mu_);
   std::vector<std::string> out;
+  // The row of a long call's start ("started") comes with its outcome's row, which is what a call is checked by;
+  // AdoptionTest.AnExecTheDaemonDiedDuringIsInTheAuditLog checks the starts.
+  std::vector<AuditRow> rows;
+  for (const AuditRow& r : all_rows)
+    if (r.outcome != "started") rows.push_back(r);
 
   // 1. Calls with a request id of the fixture's: their row is the one that carries it.
   std::map<std::string, std::vector<const AuditRow*>> by_request;

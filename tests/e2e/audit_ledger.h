@@ -52,7 +52,8 @@ class AuditLedger {
   size_t size() const;
 
   // Every way `rows` differ from the calls: a call without its row (named by its where), a row of a call that must
-  // leave none, a row out of order, a row no call explains. Empty when they agree.
+  // leave none, a row out of order, a row no call explains. Empty when they agree. The row of a long call's start
+  // ("started") is not a call's row here.
   std::vector<std::string> Check(const std::vector<AuditRow>& rows) const;
 
  private:

@@ -130,15 +130,17 @@ TEST_F(AuditTest, EveryChangeAndEveryRefusalIsRecordedAndNoValueIsKept) {
   MustTool("sandbox_remove", {{"sandbox", id}});
   ASSERT_EQ(StopDaemon(), 0);
 
-  // The fixture's set-up on the socket (its user, membership and token), then the test's calls.
+  // The fixture's set-up on the socket (its user, membership and token), then the test's calls (an exec's start
+  // and its outcome).
   std::vector<std::string> want = {"user_create e2e ok unix", "member_add e2e ok unix", "token_create e2e ok unix",
-                                   "sandbox_create " + id + " ok unix", "sandbox_exec " + id + " ok unix",
+                                   "sandbox_create " + id + " ok unix", "sandbox_exec " + id + " started unix",
+                                   "sandbox_exec " + id + " ok unix",
                                    "sandbox_get sb-doesnotexist not_found unix", "sandbox_create  invalid_argument unix",
                                    "sandbox_remove " + id + " ok unix"};
   EXPECT_EQ(AuditRows(state_dir() + "/isb.db"), want);
   ProcResult ok = RunProcess({ISB_BINARY, "audit", "verify", "--state-dir", state_dir()});
   EXPECT_EQ(ok.exit_status, 0) << ok.Describe();
-  EXPECT_EQ(ok.out.rfind("audit log ok: 8 rows, head 8 ", 0), 0u) << ok.out;
+  EXPECT_EQ(ok.out.rfind("audit log ok: 9 rows, head 9 ", 0), 0u) << ok.out;
   // The exec's env key is kept, its value nowhere in the state files.
   std::string files;
   for (const char* f : {"/isb.db", "/isb.db-wal"}) files += ReadFileOrEmpty(state_dir() + f);
