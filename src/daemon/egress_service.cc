@@ -3,9 +3,11 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 
 #include "base/fd.h"
+#include "base/file.h"
 #include "egress/classify.h"
 #include "net/sandbox_network.h"
 
@@ -13,6 +15,25 @@ namespace isb::daemon {
 namespace {
 
 bool Proxied(egress::EgressMode m) { return m == egress::EgressMode::kAllowlist || m == egress::EgressMode::kBlocklist; }
+
+constexpr const char* kBootId = "/proc/sys/kernel/random/boot_id";
+
+std::string MarkerPath(const std::string& state_dir) { return state_dir + "/" + kForwardingMarker; }
+
+// Whether the host forwards IPv4 because an isb turned forwarding on, in this boot: then it is to route sandboxes
+// only. A marker of an earlier boot (which reset forwarding) or of a turn-on that never came (forwarding is off) is
+// no longer true and goes, so that forwarding someone else turns on later is never taken for isb's.
+Result<bool> ForwardingIsIsbs(const std::string& state_dir) {
+  if (state_dir.empty()) return false;
+  const std::string marker = MarkerPath(state_dir);
+  Result<std::string> mark = ReadFile(marker);
+  if (!mark.ok()) return mark.error().err == ENOENT ? Result<bool>(false) : Result<bool>(mark.error());
+  ISB_ASSIGN_OR_RETURN(std::string boot, ReadFile(kBootId));
+  ISB_ASSIGN_OR_RETURN(bool on, net::Ipv4ForwardingOn());
+  if (*mark == boot && on) return true;
+  if (::unlink(marker.c_str()) != 0 && errno != ENOENT) return Error::Sys("removing " + marker);
+  return false;
+}
 
 }  // namespace
 
@@ -85,6 +106,8 @@ Status EgressService::StartServers() {
   fc.ifname_prefix = options_.ifname_prefix;
   fc.proxy_port = proxy_->port();
   fc.dns_port = dns_->port();
+  // From the first apply on: the table this one replaces may be all that kept the host from routing for others.
+  ISB_ASSIGN_OR_RETURN(fc.forward_only_sandboxes, ForwardingIsIsbs(options_.state_dir));
   firewall_ = std::make_unique<net::Firewall>(fc);
   return firewall_->Sync();
 }
@@ -94,8 +117,10 @@ EgressService::~EgressService() {
   dns_.reset();
   std::lock_guard lock(mu_);
   // Rules stay while any sandbox with a network outlives the daemon: they keep confining it, and the next daemon
-  // replaces them. With none left, nothing needs them.
-  if (by_id_.empty() && firewall_) (void)net::DeleteTable(options_.table);
+  // replaces them. With none left, nothing needs them, unless isb turned forwarding on: that stays on
+  // (EnsureForwarding), and the table's drop is what keeps the host from routing for anyone else.
+  if (by_id_.empty() && firewall_ && !firewall_->config().forward_only_sandboxes)
+    (void)net::DeleteTable(options_.table);
 }
 
 uint16_t EgressService::proxy_port() const { return proxy_->port(); }
@@ -158,6 +183,7 @@ Status EgressService::Attach(const std::string& id, pid_t pid) {
     Fd ns(::open(("/proc/" + std::to_string(pid) + "/ns/net").c_str(), O_RDONLY | O_CLOEXEC));
     if (!ns.valid()) return Error::Sys("opening the sandbox's network namespace");
     const bool open = e.policy->spec().mode == egress::EgressMode::kOpen;
+    if (open) ISB_TRY(EnsureForwarding());
     ISB_TRY(net::AttachSandbox(ns.get(), pool_.SlotAt(e.slot), options_.ifname_prefix, open));
     return firewall_->Set(RulesFor(e));
   }();
@@ -230,7 +256,37 @@ Status EgressService::Adopt(const std::string& id, uint32_t slot, const egress::
     return Error::Msg("its veth " + options_.ifname_prefix + std::to_string(slot) +
                       " was named by an older isb and matched no rule: removed, the sandbox has no network until it "
                       "is restarted");
+  if (spec.mode == egress::EgressMode::kOpen) return EnsureForwarding();
   return {};
+}
+
+// A default Debian routes nothing (net.ipv4.ip_forward=0), so an open sandbox would reach nothing. Forwarding that is
+// on already (a router, a container host) is someone else's: left as it is, with all it forwards. Forwarding isb turns
+// on routes sandboxes only: the rules drop every other forwarded packet before it is on, and the marker is written
+// before too, so that no crash leaves it on with a later daemon taking it for someone else's.
+// It is never turned off again, not even when the last open sandbox goes: an attach or an adoption running meanwhile
+// would lose its route, each write of ip_forward resets every interface's forwarding host-wide, and with the drop in
+// place forwarding left on routes nothing but sandboxes. The marker tells the next daemon as much.
+Status EgressService::EnsureForwarding() {
+  std::lock_guard lock(forwarding_mu_);
+  ISB_ASSIGN_OR_RETURN(bool on, net::Ipv4ForwardingOn());
+  if (on) return {};
+  if (options_.state_dir.empty())
+    return Error::Msg("open egress needs IPv4 forwarding (net.ipv4.ip_forward), which is off, and the egress service "
+                      "has no state directory to record turning it on in");
+  const std::string marker = MarkerPath(options_.state_dir);
+  ISB_ASSIGN_OR_RETURN(std::string boot, ReadFile(kBootId));
+  ISB_TRY(WriteFileAtomically(marker, boot, 0600));
+  Status s = firewall_->SetForwardOnlySandboxes(true);
+  if (s.ok()) s = net::TurnOnIpv4Forwarding();
+  if (s.ok()) return {};
+  // Forwarding is off still: neither the marker nor the rules may claim it, since whoever turns it on later is not isb.
+  (void)firewall_->SetForwardOnlySandboxes(false);
+  ::unlink(marker.c_str());
+  return Error{"open egress needs IPv4 forwarding: " + s.error().message +
+                   " (let isb serve write /proc/sys, or turn it on before isb serve starts, which leaves the host "
+                   "forwarding for others too)",
+               s.error().err};
 }
 
 std::optional<std::string> EgressService::SandboxAt(uint32_t host_end) {

@@ -37,12 +37,20 @@ struct EgressOptions {
   // through this service's pins.
   egress::JudgeOptions judge;
   std::string upstream_ca_file;  // --egress-ca: trusted for intercepted origins beside the system roots
+  // The daemon's state directory: where the service records (kForwardingMarker) that it turned on the host's IPv4
+  // forwarding, so that a later daemon knows the forwarding is isb's. Without one, open egress on a host that
+  // does not forward is refused.
+  std::string state_dir;
   // A connection refused: called for the first refusal of each sandbox and target every 30 s (the proxy's window),
   // from the proxy's threads, with the sandbox's org; for the audit log.
   std::function<void(const std::string& id, const std::string& org, const std::string& target,
                      const std::string& reason)>
       on_refusal;
 };
+
+// In EgressOptions::state_dir while IPv4 forwarding is on because an isb turned it on: the boot's id
+// (kernel.random.boot_id), since a boot turns forwarding off again.
+inline constexpr char kForwardingMarker[] = "ip_forward_by_isb";
 
 // What a sandbox with a network is given before it starts.
 struct SandboxNet {
@@ -92,6 +100,8 @@ class EgressService {
   explicit EgressService(EgressOptions options, net::Subnet subnet, egress::Dialer dialer);
   Status StartServers();
   net::SandboxRules RulesFor(const Entry& e) const;
+  // Open sandboxes are routed by the host: turns its IPv4 forwarding on if it is off (see the .cc).
+  Status EnsureForwarding();
   // Lookups for the proxy and the DNS responder.
   std::optional<std::string> SandboxAt(uint32_t host_end);
   std::shared_ptr<const egress::EgressPolicy> PolicyOf(const std::string& id, std::string* org = nullptr);
@@ -108,6 +118,7 @@ class EgressService {
   std::shared_ptr<egress::CertMinter> minter_ = std::make_shared<egress::CertMinter>();
   std::unique_ptr<egress::Proxy> proxy_;
   std::unique_ptr<net::DnsServer> dns_;
+  std::mutex forwarding_mu_;  // one EnsureForwarding at a time
   std::mutex mu_;
   std::map<std::string, Entry> by_id_;
   std::map<uint32_t, std::string> by_slot_;

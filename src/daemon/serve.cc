@@ -132,6 +132,7 @@ int Serve(const ServeOptions& options) {
   egress_options.subnet = options.sandbox_subnet;
   egress_options.upstream_ca_file = options.egress_ca;
   egress_options.table = egress_options.ifname_prefix = options.egress_table;
+  egress_options.state_dir = options.state_dir;  // where it records turning IPv4 forwarding on, for open sandboxes
   // The table names the veths too (<table>-<slot>): one that cannot is a flag given wrong. (A subnet that does not
   // parse is the egress service's to report.)
   if (auto subnet = net::ParseSubnet(options.sandbox_subnet); subnet.ok()) {

@@ -155,6 +155,15 @@ Status Firewall::Sync() {
   return ApplyLocked();
 }
 
+Status Firewall::SetForwardOnlySandboxes(bool on) {
+  std::lock_guard lock(mu_);
+  const bool before = config_.forward_only_sandboxes;
+  config_.forward_only_sandboxes = on;
+  Status s = ApplyLocked();
+  if (!s.ok()) config_.forward_only_sandboxes = before;
+  return s;
+}
+
 Status Firewall::ApplyLocked() {
   std::vector<SandboxRules> all;
   all.reserve(sandboxes_.size());

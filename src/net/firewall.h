@@ -48,12 +48,17 @@ class Firewall {
   Status Remove(const std::string& ifname);
   // Reapplies the whole table (at start-up, after adopting sandboxes).
   Status Sync();
-  const FirewallConfig& config() const { return config_; }
+  // Sets forward_only_sandboxes and reapplies; on failure the kernel and the config keep the previous value.
+  Status SetForwardOnlySandboxes(bool on);
+  FirewallConfig config() const {
+    std::lock_guard lock(mu_);
+    return config_;
+  }
 
  private:
   Status ApplyLocked();
   FirewallConfig config_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::map<std::string, SandboxRules> sandboxes_;
 };
 

@@ -61,6 +61,18 @@ Status DisableIpv6(const std::string& ifname, const std::string& proc_sys) {
   return s;
 }
 
+Result<bool> Ipv4ForwardingOn(const std::string& proc_sys) {
+  Result<std::string> value = ReadFile(proc_sys + "/net/ipv4/ip_forward");
+  if (!value.ok()) return Error{"reading net.ipv4.ip_forward: " + value.error().message, value.error().err};
+  return value->substr(0, value->find('\n')) != "0";
+}
+
+Status TurnOnIpv4Forwarding(const std::string& proc_sys) {
+  Status s = WriteKernelFile(proc_sys + "/net/ipv4/ip_forward", "1");
+  if (!s.ok()) return Error{"turning on IPv4 forwarding (net.ipv4.ip_forward): " + s.error().message, s.error().err};
+  return {};
+}
+
 Result<SandboxLink> AttachSandbox(int netns_fd, const Slot& slot, const std::string& ifname_prefix,
                                   bool default_route) {
   SandboxLink link{HostIfname(ifname_prefix, slot.index), slot};

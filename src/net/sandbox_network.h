@@ -28,6 +28,11 @@ Status CheckIfnamePrefix(const std::string& prefix, const Subnet& subnet);
 // namespace. A kernel without IPv6 (booted with ipv6.disable=1) has no net/ipv6 there: it is off already.
 Status DisableIpv6(const std::string& ifname, const std::string& proc_sys = "/proc/sys");
 
+// IPv4 forwarding (net.ipv4.ip_forward) in the sysctl tree at `proc_sys` of the calling thread's namespace: whether
+// it is on, and turning it on. Each error names the sysctl.
+Result<bool> Ipv4ForwardingOn(const std::string& proc_sys = "/proc/sys");
+Status TurnOnIpv4Forwarding(const std::string& proc_sys = "/proc/sys");
+
 // Creates and configures the veth for `slot` between the caller's namespace and `netns_fd` (the sandbox's).
 // `default_route`: a route to everywhere through the host end (open egress); without it the sandbox can address
 // only the host end (a list: everything else is unreachable at once). On failure nothing is left behind.

@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 #include "egress/fake_chat_server.h"
 #include "must_work.h"
 #include "net/netlink.h"
+#include "net/netns.h"
 
 extern char** environ;
 
@@ -62,6 +64,24 @@ std::string RunIn(const std::string& netns_path, std::vector<std::string> argv) 
   return out;
 }
 
+// What the file at `path` holds, or why it could not be read.
+std::string Contents(const std::string& path) {
+  Result<std::string> text = ReadFile(path);
+  return text.ok() ? *text : text.error().message;
+}
+
+// Gives the calling thread a mount namespace of its own in which /proc/sys is a read-only bind of itself, as
+// systemd's ProtectKernelTunables=yes leaves it; both go with the thread. "" or what failed.
+std::string MakeSysctlsReadOnly() {
+  auto failed = [](const char* what) { return std::string(what) + ": " + std::strerror(errno); };
+  if (::unshare(CLONE_NEWNS) != 0) return failed("unshare");
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return failed("making / private");
+  if (::mount("/proc/sys", "/proc/sys", nullptr, MS_BIND | MS_REC, nullptr) != 0) return failed("bind /proc/sys");
+  if (::mount(nullptr, "/proc/sys", nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr) != 0)
+    return failed("remount /proc/sys read-only");
+  return "";
+}
+
 class EgressServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -72,6 +92,9 @@ class EgressServiceTest : public ::testing::Test {
       if (::unshare(CLONE_NEWNET) == 0) host_ = Fd(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
     }).join();
     ASSERT_TRUE(host_.valid());
+    char dir[] = "/tmp/isb-egress-state-XXXXXX";
+    ASSERT_NE(::mkdtemp(dir), nullptr);
+    state_dir_ = dir;
   }
 
   void InHost(const std::function<void()>& body) {
@@ -106,6 +129,14 @@ class EgressServiceTest : public ::testing::Test {
   }
 
   // The sandbox: a process in a network namespace of its own; returns the path of that namespace.
+  // The service on 10.250.0.0/24, recording in `state_dir` when one is given.
+  static Result<std::unique_ptr<EgressService>> StartOn(const std::string& state_dir = "") {
+    EgressOptions o;
+    o.subnet = "10.250.0.0/24";
+    o.state_dir = state_dir;
+    return EgressService::Start(o);
+  }
+
   std::string StartSandbox() {
     sandbox_ = Spawn({"unshare", "--net", "sleep", "600"});
     EXPECT_GT(sandbox_, 0);
@@ -129,12 +160,51 @@ class EgressServiceTest : public ::testing::Test {
     origin_dir_.clear();
   }
 
-  void TearDown() override { StopAll(); }
+  void TearDown() override {
+    StopAll();
+    if (state_dir_.empty()) return;
+    std::filesystem::remove_all(state_dir_);
+    EXPECT_FALSE(std::filesystem::exists(state_dir_));
+  }
+
+  // The host's IPv4 forwarding (net.ipv4.ip_forward), "0\n" or "1\n". Call from InHost.
+  static std::string Forwarding() { return Contents("/proc/sys/net/ipv4/ip_forward"); }
+  static void SetForwarding(const char* value) {
+    ASSERT_TRUE(WriteKernelFile("/proc/sys/net/ipv4/ip_forward", value).ok());
+    ASSERT_EQ(Forwarding(), std::string(value) + "\n");
+  }
+  static std::string BootId() { return Contents("/proc/sys/kernel/random/boot_id"); }
+  std::string Marker() const { return state_dir_ + "/" + kForwardingMarker; }
+
+  // Whether the table's forward chain ends in the drop of forward_only_sandboxes. Call from InHost.
+  static bool ForwardsOnlySandboxes() {
+    std::string chain = RunIn("/proc/thread-self/ns/net", {"nft", "list", "chain", "inet", "isb", "forward"});
+    EXPECT_NE(chain.find("chain forward {"), std::string::npos) << chain;
+    return chain.find(" drop\n") != std::string::npos;
+  }
+
+  // The network namespace of the sandbox StartSandbox started.
+  Fd SandboxNetns() const {
+    return Fd(::open(("/proc/" + std::to_string(sandbox_) + "/ns/net").c_str(), O_RDONLY | O_CLOEXEC));
+  }
 
   Fd host_;
   pid_t origin_ = -1, sandbox_ = -1;
   std::string origin_dir_;
+  std::string state_dir_;  // the daemon's, for the forwarding marker
 };
+
+// Connects from `ns` to the public server at 11.0.0.1:80 (testing::Internet) and returns the source address it saw.
+std::string PublicServerSees(const Fd& ns, const Fd& server) {
+  Fd c;
+  int err = testing::ConnectFrom(ns, testing::Ip("11.0.0.1"), 80, &c);
+  if (err != 0) return std::strerror(err);
+  sockaddr_in peer{};
+  socklen_t len = sizeof peer;
+  Fd accepted(::accept4(server.get(), reinterpret_cast<sockaddr*>(&peer), &len, SOCK_CLOEXEC));
+  if (!accepted.valid()) return "not accepted";
+  return net::FormatIpv4(ntohl(peer.sin_addr.s_addr));
+}
 
 TEST_F(EgressServiceTest, AListedSandboxReachesItsNamesThroughTheProxyAndNothingElse) {
   InHost([&] {
@@ -198,9 +268,7 @@ TEST_F(EgressServiceTest, AListedSandboxReachesItsNamesThroughTheProxyAndNothing
 // it is stopped, a later start attaches it again, and no other sandbox is handed its slot meanwhile.
 TEST_F(EgressServiceTest, AFailedAttachKeepsTheSandboxsAddressForItsNextStart) {
   InHost([&] {
-    EgressOptions o;
-    o.subnet = "10.250.0.0/24";
-    Result<std::unique_ptr<EgressService>> svc = EgressService::Start(o);
+    Result<std::unique_ptr<EgressService>> svc = StartOn();
     ASSERT_TRUE(svc.ok()) << svc.error().message;
     EgressService& egress = **svc;
     egress::EgressSpec spec = *ParseSandboxEgress(nlohmann::json::array({"allowed.test:80"}));
@@ -298,9 +366,7 @@ TEST_F(EgressServiceTest, JudgedNamesAreDecidedPerRequestByTheJudge) {
 // list stays in full force: neither the DNS responder nor the proxy takes the new one.
 TEST_F(EgressServiceTest, AChangeTheRulesCouldNotFollowLeavesTheOldListInForce) {
   InHost([&] {
-    EgressOptions o;
-    o.subnet = "10.250.0.0/24";
-    Result<std::unique_ptr<EgressService>> svc = EgressService::Start(o);
+    Result<std::unique_ptr<EgressService>> svc = StartOn();
     ASSERT_TRUE(svc.ok()) << svc.error().message;
     EgressService& egress = **svc;
     std::string ns = StartSandbox();
@@ -333,9 +399,7 @@ TEST_F(EgressServiceTest, AChangeTheRulesCouldNotFollowLeavesTheOldListInForce) 
 // sandbox is cut off rather than left unconfined) and the adoption says why.
 TEST_F(EgressServiceTest, AnAdoptedVethOfTheOlderNamingIsRemovedNotLeftUnconfined) {
   InHost([&] {
-    EgressOptions o;
-    o.subnet = "10.250.0.0/24";
-    Result<std::unique_ptr<EgressService>> svc = EgressService::Start(o);
+    Result<std::unique_ptr<EgressService>> svc = StartOn();
     ASSERT_TRUE(svc.ok()) << svc.error().message;
     EgressService& egress = **svc;
     std::string ns_path = StartSandbox();
@@ -349,6 +413,145 @@ TEST_F(EgressServiceTest, AnAdoptedVethOfTheOlderNamingIsRemovedNotLeftUnconfine
               "it is restarted");
     EXPECT_EQ(net::Netlink::Open()->IfIndex("isb2").error().code, Code::kNotFound);
     egress.Release("sb-1");
+    StopAll();
+  });
+}
+
+// A default Debian does not forward IPv4, so an open sandbox would reach nothing: attaching one turns forwarding on,
+// having recorded first that isb did, and the host then routes sandboxes only (the forward chain ends in a drop), so
+// a machine on its LAN that it did not route before is not routed now either. It stays so after the sandbox goes.
+TEST_F(EgressServiceTest, AnOpenSandboxTurnsForwardingOnForSandboxesOnlyWhereItWasOff) {
+  Fd internet = testing::Internet(host_);
+  Fd lan = testing::LanMachine(host_);
+  Fd server = testing::ListenIn(internet, INADDR_ANY, 80);
+  InHost([&] {
+    SetForwarding("0");
+    Result<std::unique_ptr<EgressService>> svc = StartOn(state_dir_);
+    ASSERT_TRUE(svc.ok()) << svc.error().message;
+    EXPECT_FALSE(ForwardsOnlySandboxes());
+    StartSandbox();
+    ASSERT_TRUE((*svc)->Prepare("sb-1", *ParseSandboxEgress("open"), "default").ok());
+    Status attached = (*svc)->Attach("sb-1", sandbox_);
+    ASSERT_TRUE(attached.ok()) << attached.error().message;
+
+    EXPECT_EQ(Forwarding(), "1\n");
+    EXPECT_EQ(Contents(Marker()), BootId());
+    EXPECT_TRUE(ForwardsOnlySandboxes());
+    EXPECT_EQ(PublicServerSees(SandboxNetns(), server), "11.0.0.254") << "masqueraded to the host's address";
+    EXPECT_EQ(testing::ConnectFrom(lan, testing::Ip("11.0.0.1"), 80), ETIMEDOUT);
+
+    (*svc)->Release("sb-1");
+    StopAll();
+    svc->reset();
+    // Forwarding stays on, and the table with its drop.
+    EXPECT_EQ(Forwarding(), "1\n");
+    EXPECT_TRUE(ForwardsOnlySandboxes());
+    EXPECT_EQ(testing::ConnectFrom(lan, testing::Ip("11.0.0.1"), 80), ETIMEDOUT);
+  });
+}
+
+// Forwarding that was on before isb touched it (a router, a container host) is someone else's: an open sandbox uses
+// it, and the host goes on routing what it routed. A marker of an earlier boot, which turned forwarding off again, no
+// longer says it is isb's and goes.
+TEST_F(EgressServiceTest, ForwardingThatWasOnIsLeftRoutingEverythingItRouted) {
+  Fd internet = testing::Internet(host_);
+  Fd lan = testing::LanMachine(host_);
+  Fd server = testing::ListenIn(internet, INADDR_ANY, 80);
+  InHost([&] {
+    SetForwarding("1");
+    ASSERT_TRUE(WriteFile(Marker(), "00000000-0000-0000-0000-000000000000\n", 0600).ok());
+    Result<std::unique_ptr<EgressService>> svc = StartOn(state_dir_);
+    ASSERT_TRUE(svc.ok()) << svc.error().message;
+    EXPECT_FALSE(std::filesystem::exists(Marker())) << "the marker of an earlier boot is still there";
+    StartSandbox();
+    ASSERT_TRUE((*svc)->Prepare("sb-1", *ParseSandboxEgress("open"), "default").ok());
+    Status attached = (*svc)->Attach("sb-1", sandbox_);
+    ASSERT_TRUE(attached.ok()) << attached.error().message;
+
+    EXPECT_EQ(Forwarding(), "1\n");
+    EXPECT_FALSE(std::filesystem::exists(Marker()));
+    EXPECT_FALSE(ForwardsOnlySandboxes());
+    EXPECT_EQ(PublicServerSees(SandboxNetns(), server), "11.0.0.254");
+    EXPECT_EQ(PublicServerSees(lan, server), "10.30.0.1") << "the host no longer routes its LAN";
+
+    (*svc)->Release("sb-1");
+    StopAll();
+    svc->reset();
+    EXPECT_EQ(RunIn("/proc/thread-self/ns/net", {"nft", "list", "tables"}), "");
+  });
+}
+
+// A daemon restarted while an open sandbox runs finds forwarding on: the marker says an earlier isb turned it on, so
+// from its very first ruleset the host routes sandboxes only, and the adopted sandbox still reaches the public server.
+TEST_F(EgressServiceTest, ARestartedServiceKeepsTheForwardingAnEarlierOneTurnedOnForSandboxesOnly) {
+  Fd internet = testing::Internet(host_);
+  Fd lan = testing::LanMachine(host_);
+  Fd server = testing::ListenIn(internet, INADDR_ANY, 80);
+  InHost([&] {
+    SetForwarding("0");
+    EgressOptions o;
+    o.subnet = "10.250.0.0/24";
+    o.state_dir = state_dir_;
+    egress::EgressSpec open = *ParseSandboxEgress("open");
+    Result<std::unique_ptr<EgressService>> first = EgressService::Start(o);
+    ASSERT_TRUE(first.ok()) << first.error().message;
+    StartSandbox();
+    Result<SandboxNet> net = (*first)->Prepare("sb-1", open, "default");
+    ASSERT_TRUE(net.ok()) << net.error().message;
+    ASSERT_TRUE((*first)->Attach("sb-1", sandbox_).ok());
+    ASSERT_EQ(Forwarding(), "1\n");
+    first->reset();  // the daemon stops; its sandbox runs on
+
+    Result<std::unique_ptr<EgressService>> second = EgressService::Start(o);
+    ASSERT_TRUE(second.ok()) << second.error().message;
+    EXPECT_TRUE(ForwardsOnlySandboxes()) << "before adopting anything";
+    EXPECT_EQ(Contents(Marker()), BootId());
+    Status adopted = (*second)->Adopt("sb-1", net->slot, open, "default");
+    ASSERT_TRUE(adopted.ok()) << adopted.error().message;
+    EXPECT_TRUE(ForwardsOnlySandboxes());
+    EXPECT_EQ(PublicServerSees(SandboxNetns(), server), "11.0.0.254");
+    EXPECT_EQ(testing::ConnectFrom(lan, testing::Ip("11.0.0.1"), 80), ETIMEDOUT);
+    (*second)->Release("sb-1");
+    StopAll();
+  });
+}
+
+// Where /proc/sys cannot be written (here read-only, as systemd's ProtectKernelTunables=yes leaves it), an open
+// sandbox is not attached: the error names the sysctl, and neither the marker nor the rules claim forwarding for isb.
+// Its address is kept, and an attach where forwarding can be turned on works.
+TEST_F(EgressServiceTest, AnOpenSandboxIsNotAttachedWhereForwardingCannotBeTurnedOn) {
+  InHost([&] {
+    SetForwarding("0");
+    Result<std::unique_ptr<EgressService>> svc = StartOn(state_dir_);
+    ASSERT_TRUE(svc.ok()) << svc.error().message;
+    StartSandbox();
+    ASSERT_TRUE((*svc)->Prepare("sb-1", *ParseSandboxEgress("open"), "default").ok());
+
+    // The attach, on a thread of its own in the host's network namespace, sees a read-only /proc/sys.
+    std::string setup_error;
+    Status attached;
+    std::thread([&] {
+      setup_error = MakeSysctlsReadOnly();
+      if (setup_error.empty() && ::setns(host_.get(), CLONE_NEWNET) != 0)
+        setup_error = std::string("setns: ") + std::strerror(errno);
+      if (setup_error.empty()) attached = (*svc)->Attach("sb-1", sandbox_);
+    }).join();
+    ASSERT_EQ(setup_error, "");
+    ASSERT_FALSE(attached.ok());
+    EXPECT_EQ(attached.error().message,
+              "open egress needs IPv4 forwarding: turning on IPv4 forwarding (net.ipv4.ip_forward): open "
+              "/proc/sys/net/ipv4/ip_forward: Read-only file system (let isb serve write /proc/sys, or turn it on "
+              "before isb serve starts, which leaves the host forwarding for others too)");
+    EXPECT_EQ(Forwarding(), "0\n");
+    EXPECT_FALSE(std::filesystem::exists(Marker()));
+    EXPECT_FALSE(ForwardsOnlySandboxes());
+    EXPECT_EQ(net::Netlink::Open()->IfIndex("isb-0").error().code, Code::kNotFound);
+
+    Status again = (*svc)->Attach("sb-1", sandbox_);
+    ASSERT_TRUE(again.ok()) << again.error().message;
+    EXPECT_EQ(Forwarding(), "1\n");
+    EXPECT_TRUE(ForwardsOnlySandboxes());
+    (*svc)->Release("sb-1");
     StopAll();
   });
 }

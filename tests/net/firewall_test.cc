@@ -13,7 +13,6 @@
 
 #include <cstring>
 #include <filesystem>
-#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -21,60 +20,13 @@
 #include "base/file.h"
 #include "must_work.h"
 #include "net/netlink.h"
+#include "net/netns.h"
 #include "net/sandbox_network.h"
 
 namespace isb::net {
 namespace {
 
-// A fresh network namespace, alive as long as the returned fd.
-Fd NewNetns() {
-  Fd ns;
-  std::thread([&] {
-    if (::unshare(CLONE_NEWNET) != 0) return;
-    ns = Fd(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
-  }).join();
-  return ns;
-}
-
-// Runs `fn` in `ns`, failing the test on error.
-void In(const Fd& ns, const std::function<Status()>& fn) {
-  Status s = InNetns(ns.get(), fn);
-  ASSERT_TRUE(s.ok()) << s.error().message;
-}
-
-sockaddr_in Addr(uint32_t host_order, uint16_t port) {
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr = ToInAddr(host_order);
-  a.sin_port = htons(port);
-  return a;
-}
-
-uint32_t Ip(const char* text) {
-  in_addr a{};
-  ::inet_pton(AF_INET, text, &a);
-  return ntohl(a.s_addr);
-}
-
-// A socket of `type` created in `ns` (it stays in that namespace whichever thread uses it later).
-Fd SocketIn(const Fd& ns, int type) {
-  Fd s;
-  In(ns, [&]() -> Status {
-    s = Fd(::socket(AF_INET, type | SOCK_CLOEXEC, 0));
-    return s.valid() ? Status() : Error::Sys("socket");
-  });
-  return s;
-}
-
-Fd ListenIn(const Fd& ns, uint32_t addr, uint16_t port) {
-  Fd s = SocketIn(ns, SOCK_STREAM);
-  int one = 1;
-  ::setsockopt(s.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in a = Addr(addr, port);
-  EXPECT_EQ(::bind(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << std::strerror(errno);
-  EXPECT_EQ(::listen(s.get(), 16), 0);
-  return s;
-}
+using namespace isb::testing;  // NOLINT: the namespaces and sockets of net/netns.h
 
 // A UDP socket of `ns` bound to addr:port.
 Fd UdpIn(const Fd& ns, uint32_t addr, uint16_t port) {
@@ -82,27 +34,6 @@ Fd UdpIn(const Fd& ns, uint32_t addr, uint16_t port) {
   sockaddr_in a = Addr(addr, port);
   EXPECT_EQ(::bind(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << std::strerror(errno);
   return s;
-}
-
-// Connects from `ns` (from `from_port` unless 0); 0 on success (the connected socket in `out`), else the errno,
-// ETIMEDOUT after 1.5 s.
-int ConnectFrom(const Fd& ns, uint32_t addr, uint16_t port, Fd* out = nullptr, uint16_t from_port = 0) {
-  Fd s = SocketIn(ns, SOCK_STREAM | SOCK_NONBLOCK);
-  if (from_port != 0) {
-    int one = 1;
-    ::setsockopt(s.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    sockaddr_in local = Addr(INADDR_ANY, from_port);
-    if (::bind(s.get(), reinterpret_cast<sockaddr*>(&local), sizeof local) != 0) return errno;
-  }
-  sockaddr_in a = Addr(addr, port);
-  if (::connect(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 && errno != EINPROGRESS) return errno;
-  pollfd p{s.get(), POLLOUT, 0};
-  if (::poll(&p, 1, 1500) == 0) return ETIMEDOUT;
-  int err = 0;
-  socklen_t len = sizeof err;
-  ::getsockopt(s.get(), SOL_SOCKET, SO_ERROR, &err, &len);
-  if (err == 0 && out != nullptr) *out = std::move(s);
-  return err;
 }
 
 // Sends one datagram from `ns`; true when `receiver` got it within 300 ms.
@@ -306,23 +237,7 @@ TEST_F(FirewallTest, AnOpenSandboxReachesPublicAddressesOnlyAndIsMasqueraded) {
   Fd open_sb = Sandbox(1, &open_link);
   Fd list_sb = Sandbox(2, &list_link);
   // A public server in a namespace of its own behind the host, and a private one on the same link.
-  Fd internet = NewNetns();
-  In(host_, [&]() -> Status {
-    ISB_ASSIGN_OR_RETURN(Netlink nl, Netlink::Open());
-    ISB_TRY(nl.CreateVeth("wan0", "eth0", internet.get()));
-    ISB_ASSIGN_OR_RETURN(int wan, nl.IfIndex("wan0"));
-    ISB_TRY(nl.AddAddress(wan, ToInAddr(Ip("11.0.0.254")), 24));
-    ISB_TRY(nl.AddAddress(wan, ToInAddr(Ip("10.20.0.254")), 24));
-    return nl.SetUp(wan);
-  });
-  In(internet, []() -> Status {
-    ISB_ASSIGN_OR_RETURN(Netlink nl, Netlink::Open());
-    ISB_ASSIGN_OR_RETURN(int eth0, nl.IfIndex("eth0"));
-    ISB_TRY(nl.AddAddress(eth0, ToInAddr(Ip("11.0.0.1")), 24));
-    ISB_TRY(nl.AddAddress(eth0, ToInAddr(Ip("10.20.0.1")), 24));
-    ISB_TRY(nl.SetUp(eth0));
-    return nl.AddDefaultRoute(ToInAddr(Ip("11.0.0.254")), eth0);
-  });
+  Fd internet = Internet(host_);
   Fd server = ListenIn(internet, INADDR_ANY, 80);
   ASSERT_TRUE(Apply({{open_link.host_ifname, EgressMode::kOpen, {}}, {list_link.host_ifname, EgressMode::kList, {443}}}).ok());
 
@@ -338,6 +253,44 @@ TEST_F(FirewallTest, AnOpenSandboxReachesPublicAddressesOnlyAndIsMasqueraded) {
   EXPECT_EQ(ConnectFrom(open_sb, Ip("11.0.0.254"), 22), ECONNREFUSED);
   EXPECT_EQ(ConnectFrom(open_sb, list_link.slot.sandbox, 443), ECONNREFUSED);
   EXPECT_EQ(ConnectFrom(list_sb, Ip("11.0.0.1"), 80), ECONNREFUSED);
+}
+
+// Where isb turned IPv4 forwarding on, the host forwards nothing but sandboxes: a machine on its LAN that it routed
+// before is dropped, while an open sandbox still reaches the public server.
+TEST_F(FirewallTest, ForwardingOnlySandboxesTheHostRoutesNothingElse) {
+  SandboxLink open_link;
+  Fd open_sb = Sandbox(1, &open_link);
+  Fd internet = Internet(host_);
+  Fd lan = LanMachine(host_);
+  Fd server = ListenIn(internet, INADDR_ANY, 80);
+  FirewallConfig c;
+  c.proxy_port = kProxyPort;
+  c.dns_port = kDnsPort;
+  Firewall firewall(c);
+  In(host_, [&] { return firewall.Set({open_link.host_ifname, EgressMode::kOpen, {}}); });
+  EXPECT_EQ(ConnectFrom(lan, Ip("11.0.0.1"), 80), 0) << "the control: a host that routes for its LAN";
+  EXPECT_EQ(ConnectFrom(open_sb, Ip("11.0.0.1"), 80), 0);
+
+  In(host_, [&] { return firewall.SetForwardOnlySandboxes(true); });
+  EXPECT_TRUE(firewall.config().forward_only_sandboxes);
+  EXPECT_EQ(ConnectFrom(lan, Ip("11.0.0.1"), 80), ETIMEDOUT);
+  EXPECT_EQ(ConnectFrom(open_sb, Ip("11.0.0.1"), 80), 0);
+  // It outlives the sandboxes' changes: the last sandbox gone, the host still routes nothing.
+  In(host_, [&] { return firewall.Remove(open_link.host_ifname); });
+  EXPECT_EQ(ConnectFrom(lan, Ip("11.0.0.1"), 80), ETIMEDOUT);
+  // A change nft refuses (none in PATH) leaves the rules and the config as they were.
+  char dir[] = "/tmp/isb-no-nft-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string path = ::getenv("PATH");
+  ASSERT_EQ(::setenv("PATH", dir, 1), 0);
+  Status refused = InNetns(host_.get(), [&] { return firewall.SetForwardOnlySandboxes(false); });
+  ASSERT_EQ(::setenv("PATH", path.c_str(), 1), 0);
+  ::rmdir(dir);
+  EXPECT_FALSE(refused.ok());
+  EXPECT_TRUE(firewall.config().forward_only_sandboxes);
+  EXPECT_EQ(ConnectFrom(lan, Ip("11.0.0.1"), 80), ETIMEDOUT);
+  In(host_, [&] { return firewall.SetForwardOnlySandboxes(false); });
+  EXPECT_EQ(ConnectFrom(lan, Ip("11.0.0.1"), 80), 0);
 }
 
 TEST_F(FirewallTest, ABadRulesetLeavesTheTableAsItWasAndSaysWhy) {
@@ -500,6 +453,30 @@ TEST(DisableIpv6Test, AKernelWithoutIpv6HasItOffAlready) {
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.error().err, ENOENT);
   EXPECT_EQ(missing.error().message, "open " + root + "/net/ipv6/conf/isb-1/disable_ipv6: No such file or directory");
+  std::filesystem::remove_all(root);
+}
+
+// IPv4 forwarding is read and turned on in the sysctl tree given, and an error says which sysctl it was about.
+TEST(Ipv4ForwardingTest, IsReadAndTurnedOnInTheTreeGivenAndEachErrorNamesTheSysctl) {
+  char dir[] = "/tmp/isb-sysctl-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string root = dir, file = root + "/net/ipv4/ip_forward";
+  Result<bool> unread = Ipv4ForwardingOn(root);
+  ASSERT_FALSE(unread.ok());
+  EXPECT_EQ(unread.error().err, ENOENT);
+  EXPECT_EQ(unread.error().message, "reading net.ipv4.ip_forward: open " + file + ": No such file or directory");
+  Status unwritten = TurnOnIpv4Forwarding(root);
+  ASSERT_FALSE(unwritten.ok());
+  EXPECT_EQ(unwritten.error().err, ENOENT);
+  EXPECT_EQ(unwritten.error().message,
+            "turning on IPv4 forwarding (net.ipv4.ip_forward): open " + file + ": No such file or directory");
+
+  ASSERT_TRUE(MakeDirs(root + "/net/ipv4", 0755).ok());
+  ASSERT_TRUE(WriteFile(file, "0\n").ok());
+  EXPECT_FALSE(*Ipv4ForwardingOn(root));
+  EXPECT_TRUE(TurnOnIpv4Forwarding(root).ok());
+  EXPECT_EQ(*ReadFile(file), "1\n");
+  EXPECT_TRUE(*Ipv4ForwardingOn(root));
   std::filesystem::remove_all(root);
 }
 
