@@ -323,8 +323,10 @@ egress::Admission EgressService::Decide(const std::string& id, const std::string
 bool EgressService::NameListed(const std::string& id, std::string_view name) {
   auto policy = PolicyOf(id);
   if (!policy) return false;
+  // A block list lets through every port of a name but those blocked: the name resolves unless it is blocked on
+  // every port (port 0 matches only entries without one).
   if (policy->spec().mode == egress::EgressMode::kBlocklist)
-    return policy->Check(name, 443).verdict != egress::Verdict::kDeny;
+    return policy->Check(name, 0).verdict != egress::Verdict::kDeny;
   for (uint16_t port : policy->ListedPorts())
     if (policy->Check(name, port).verdict != egress::Verdict::kDeny) return true;
   return false;

@@ -60,10 +60,11 @@ std::string RenderRuleset(const FirewallConfig& c, const std::vector<SandboxRule
     // address the connection arrives at.
     << "  chain prerouting {\n"
     << "    type nat hook prerouting priority dstnat; policy accept;\n"
-    << "    iifname " << sb << " fib daddr type local meta iifname . tcp dport @list_ports redirect to :" << proxy << "\n"
-    << "    iifname @any_port_ifaces fib daddr type local tcp dport != 53 redirect to :" << proxy << "\n"
+    // DNS first: port 53 of the host end is the responder's, also where a list names a host on port 53.
     << "    iifname @list_ifaces fib daddr type local udp dport 53 redirect to :" << dns << "\n"
     << "    iifname @list_ifaces fib daddr type local tcp dport 53 redirect to :" << dns << "\n"
+    << "    iifname " << sb << " fib daddr type local meta iifname . tcp dport @list_ports redirect to :" << proxy << "\n"
+    << "    iifname @any_port_ifaces fib daddr type local tcp dport != 53 redirect to :" << proxy << "\n"
     << "  }\n"
     // To the host itself: only what was redirected above.
     << "  chain input {\n"

@@ -206,6 +206,35 @@ std::string PublicServerSees(const Fd& ns, const Fd& server) {
   return net::FormatIpv4(ntohl(peer.sin_addr.s_addr));
 }
 
+// A block list lets through every port of a name but those blocked: a name blocked on one port resolves (its other
+// ports are open), one blocked on every port does not exist, and the ports hold at the proxy.
+TEST_F(EgressServiceTest, ABlockListResolvesANameBlockedOnSomePortsOnly) {
+  InHost([&] {
+    StartOrigin();
+    EgressOptions o;
+    o.subnet = "10.250.0.0/24";
+    o.pins = {*egress::ParsePin("partly.test=127.0.0.1:18080")};
+    Result<std::unique_ptr<EgressService>> svc = EgressService::Start(o);
+    ASSERT_TRUE(svc.ok()) << svc.error().message;
+    std::string ns = StartSandbox();
+    Result<egress::EgressSpec> spec =
+        ParseSandboxEgress(nlohmann::json{{"block", {"partly.test:443", "wholly.test", "*.below.test"}}});
+    ASSERT_TRUE(spec.ok()) << spec.error().message;
+    ASSERT_TRUE((*svc)->Prepare("sb-1", *spec, "default").ok());
+    ASSERT_TRUE((*svc)->Attach("sb-1", sandbox_).ok());
+    AwaitOrigin();
+    EXPECT_EQ(RunIn(ns, {"dig", "@10.250.0.1", "+short", "+time=2", "+tries=1", "partly.test"}), "10.250.0.1\n");
+    for (const char* name : {"wholly.test", "a.below.test"}) {
+      std::string gone = RunIn(ns, {"dig", "@10.250.0.1", "+time=2", "+tries=1", name});
+      EXPECT_NE(gone.find("status: NXDOMAIN"), std::string::npos) << name << ": " << gone;
+    }
+    EXPECT_EQ(RunIn(ns, {"curl", "-s", "-m", "5", "-x", "http://10.250.0.1:3128", "http://partly.test/"}),
+              "hello from the origin\n");
+    (*svc)->Release("sb-1");
+    StopAll();
+  });
+}
+
 TEST_F(EgressServiceTest, AListedSandboxReachesItsNamesThroughTheProxyAndNothingElse) {
   InHost([&] {
     StartOrigin();

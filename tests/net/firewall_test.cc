@@ -191,6 +191,21 @@ TEST_F(FirewallTest, AListedSandboxReachesOnlyTheProxyOnItsPortsAndDns) {
   EXPECT_EQ(got, 'x');
 }
 
+// Port 53 of the host end is the DNS responder's, over TCP as over UDP, also for a list that names a host on port 53
+// (that host is for the explicit proxy): the answers a sandbox gets over TCP are the responder's, never a relay's.
+TEST_F(FirewallTest, DnsOverTcpReachesTheResponderWhereAListNamesPort53) {
+  SandboxLink a;
+  Fd sa = Sandbox(1, &a);
+  ASSERT_TRUE(Apply({{a.host_ifname, EgressMode::kList, {53, 443}}}).ok());
+  auto [proxy, dns, dns_tcp] = ListenAsIsb();
+  EXPECT_EQ(ConnectFrom(sa, a.slot.host, 53), 0);
+  EXPECT_TRUE(Accepts(dns_tcp)) << "TCP to port 53 did not reach the DNS responder";
+  EXPECT_FALSE(Accepts(proxy)) << "TCP to port 53 reached the proxy";
+  EXPECT_TRUE(UdpReaches(sa, a.slot.host, 53, dns));
+  EXPECT_EQ(ConnectFrom(sa, a.slot.host, 443), 0);
+  EXPECT_TRUE(Accepts(proxy));
+}
+
 // The proxy and the DNS responder listen on every address of the host and know a sandbox by the address a
 // connection arrives at: only a sandbox's own redirected traffic may reach them. The host itself and a machine on
 // its LAN (here a namespace on a veth that is no sandbox's) are dropped, on the sandbox's host end and on loopback.
