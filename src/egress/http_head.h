@@ -14,6 +14,11 @@ namespace isb::egress {
 inline constexpr size_t kMaxHttpHead = 64 * 1024;    // request line, header fields and the blank line
 inline constexpr size_t kMaxRequestLine = 8 * 1024;
 inline constexpr size_t kMaxHeaderFields = 100;
+// A head is parsed again from its start after every read, so one sent a byte at a time (a TLS record each, on an
+// intercepted connection) would cost the event loop time in the square of its length: past this many reads without
+// a whole head, it is refused.
+inline constexpr int kMaxHeadReads = 256;
+inline constexpr char kTooManyPieces[] = "request head sent in too many pieces";
 
 enum class TargetForm { kOrigin, kAbsolute, kAuthority, kAsterisk };
 

@@ -122,11 +122,14 @@ asio::awaitable<Status> ForwardBody(Session& s, bool request, BodyFraming framin
 }
 
 asio::awaitable<Result<ResponseHead>> ReadResponseHead(Session& s) {
-  for (;;) {
+  for (int reads = 0;; ++reads) {
     ResponseHeadResult r = ParseResponseHead(s.from_origin);
     if (r.kind == ResponseHeadResult::kParsed) co_return r.head;
     if (r.kind == ResponseHeadResult::kMalformed)
       co_return Error::Of(Code::kUnavailable, "the response from " + s.target + " is refused: " + r.reason);
+    if (reads == kMaxHeadReads)
+      co_return Error::Of(Code::kUnavailable, "the response from " + s.target + " is refused: its head came in "
+                                              "too many pieces");
     Result<bool> more = co_await ReadMore(s.up, s.from_origin);
     if (!more.ok()) co_return Error::Of(more.error().code, "reading the response from " + s.target + ": " + more.error().message);
     if (!*more) co_return Error::Of(Code::kUnavailable, s.target + " closed the connection without a whole response head");
@@ -145,7 +148,13 @@ asio::awaitable<Status> ForwardResponseHead(Session& s, const ResponseHead& head
 asio::awaitable<void> Relay(Session& s) {
   for (;;) {
     HeadResult request = ParseHttpHead(s.from_client);
-    while (request.kind == HeadResult::kNeedMore) {
+    for (int reads = 0; request.kind == HeadResult::kNeedMore; ++reads) {
+      if (reads == kMaxHeadReads) {
+        request.kind = HeadResult::kMalformed;
+        request.status = 400;
+        request.reason = kTooManyPieces;
+        break;
+      }
       Result<bool> more = co_await ReadMore(s.down, s.from_client);
       if (!more.ok() || !*more) co_return;  // the client has finished (or is gone) between requests
       request = ParseHttpHead(s.from_client);

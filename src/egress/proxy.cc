@@ -31,10 +31,6 @@ using namespace asio::experimental::awaitable_operators;
 constexpr auto kAwait = asio::as_tuple(asio::use_awaitable);
 // How long the accept loop waits after a failed accept (EMFILE, ENFILE, ENOBUFS) before it tries again.
 constexpr auto kAcceptRetry = std::chrono::milliseconds(50);
-// A head is parsed again from its start after every read, so one sent a byte at a time would cost the event loop
-// time in the square of its length: past this many reads without a whole head, it is refused.
-constexpr int kMaxHeadReads = 256;
-constexpr char kTooManyPieces[] = "request head sent in too many pieces";
 // How often a sandbox's decide or dial waiting for its share of the blocking pool looks again.
 constexpr auto kBlockingRetry = std::chrono::milliseconds(10);
 const std::string kEstablished = "HTTP/1.1 200 Connection established\r\n\r\n";

@@ -254,6 +254,38 @@ TEST_F(InterceptTest, AHostThatDiffersFromTheServerNameGets421AndNeverReachesThe
   EXPECT_EQ(proxy_->stats().denied.load(), 2u);
 }
 
+// A request head is parsed again after every read, and on an intercepted connection a read is one TLS record: a
+// head sent a byte a record is refused past kMaxHeadReads reads, as on plain HTTP, before the origin hears of it
+// (else each such head would cost the event loop time in the square of its length).
+TEST_F(InterceptTest, AHeadSentARecordAByteIsRefusedAfterSoManyReads) {
+  SslCtxPtr ctx(SSL_CTX_new(TLS_client_method()));
+  ASSERT_TRUE(ctx);
+  ASSERT_EQ(SSL_CTX_load_verify_locations(ctx.get(), sandbox_ca_file_.c_str(), nullptr), 1);
+  SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER, nullptr);
+  Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(proxy_->port());
+  ASSERT_EQ(::connect(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  SslPtr ssl(SSL_new(ctx.get()));
+  SSL_set_fd(ssl.get(), fd.get());
+  SSL_set_tlsext_host_name(ssl.get(), "origin.test");
+  ASSERT_EQ(SSL_connect(ssl.get()), 1);
+  const std::string start = "GET /hello HTTP/1.1\r\nHost: origin.test\r\nX-Slow: ";
+  ASSERT_EQ(SSL_write(ssl.get(), start.data(), static_cast<int>(start.size())), static_cast<int>(start.size()));
+  for (int i = 0; i < kMaxHeadReads + 50; ++i) {
+    if (SSL_write(ssl.get(), "a", 1) != 1) break;  // refused, and closed, meanwhile
+  }
+  std::string answer;
+  char buf[4096];
+  for (int n; (n = SSL_read(ssl.get(), buf, sizeof buf)) > 0;) answer.append(buf, static_cast<size_t>(n));
+  const std::string reason = kTooManyPieces;
+  EXPECT_EQ(answer, "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: " +
+                        std::to_string(reason.size() + 6) + "\r\nConnection: close\r\n\r\nisb: " + reason + "\n");
+  for (const auto& requests : origin_->Connections()) EXPECT_TRUE(requests.empty()) << requests.front();
+}
+
 // A judged name that is also intercepted: the judge is asked about every request, with its method and path, as on
 // plain HTTP; one it refuses gets 403 and never reaches the origin, and the connection ends.
 TEST_F(InterceptTest, EachRequestToAJudgedInterceptedNameIsJudged) {
