@@ -123,6 +123,9 @@ Status CheckRemoteSpec(const SandboxSpec& spec, const RemoteSpecPolicy& policy, 
     if (spec.ports[i].host_port < 1024)
       return Forbidden(field + ": host port " + std::to_string(spec.ports[i].host_port) +
                        " is below 1024, which only the host may publish");
+    if (policy.api_port != 0 && spec.ports[i].host_port == policy.api_port)
+      return Forbidden(field + ": host port " + std::to_string(spec.ports[i].host_port) +
+                       " is the isb daemon's own, on every address");
     if (Status st = CheckPublishAddress(spec.ports[i].host_address, policy); !st.ok())
       return Error::Of(st.error().code, field + ": " + st.error().message);
   }

@@ -22,6 +22,9 @@ struct RemoteSpecPolicy {
   std::map<std::string, std::vector<std::string>> org_bind_roots;
   // --publish-address IP: after PrepareRemoteSpecPolicy, canonical address text. Loopback needs no flag.
   std::vector<std::string> publish_addresses;
+  // The daemon's own TCP port (--listen), when it is a fixed one: never published, on any address (a listener on
+  // the loopback address the daemon does not listen on, ::1 say, would take the calls made to "localhost").
+  uint16_t api_port = 0;
 };
 
 // Checks the operator's flags once at start and puts them in the form the checks use: each bind root resolved to

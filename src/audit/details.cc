@@ -47,6 +47,23 @@ json KeyNames(const json& v) {
   return CutList(std::move(names));
 }
 
+json Records(const json& v) {
+  if (!v.is_array()) return nullptr;
+  json out = json::array();
+  for (const auto& e : v) {
+    if (out.size() == kMaxDetailItems) {
+      out.push_back("\xE2\x80\xA6 " + std::to_string(v.size() - kMaxDetailItems) + " more");
+      break;
+    }
+    if (!e.is_object()) continue;
+    json record = json::object();
+    for (const auto& [k, member] : e.items())
+      if (json kept = Scalar(member); !kept.is_null()) record[CleanText(k)] = std::move(kept);
+    out.push_back(std::move(record));
+  }
+  return out;
+}
+
 bool IsAscii(std::string_view s) {
   for (char c : s)
     if (static_cast<unsigned char>(c) >= 0x80) return false;
@@ -80,7 +97,10 @@ json DetailsPolicy::Filter(std::string_view action, const json& details) const {
   for (const DetailField& f : it->second) {
     auto v = details.find(f.key);
     if (v == details.end()) continue;
-    json kept = f.keep == Keep::kScalar ? Scalar(*v) : f.keep == Keep::kStrings ? Strings(*v) : KeyNames(*v);
+    json kept = f.keep == Keep::kScalar    ? Scalar(*v)
+                : f.keep == Keep::kStrings ? Strings(*v)
+                : f.keep == Keep::kRecords ? Records(*v)
+                                           : KeyNames(*v);
     if (!kept.is_null()) out[f.key] = std::move(kept);
   }
   return out;
@@ -90,7 +110,8 @@ DetailsPolicy DefaultDetailsPolicy() {
   DetailsPolicy p;
   p.Allow("sandbox_create", {{"name"}, {"image"}, {"cpus"}, {"mem_limit"}, {"disk"}, {"pids"},
                              {"environment", Keep::kKeyNames}, {"working_dir"}, {"user"},
-                             {"labels", Keep::kKeyNames}, {"egress"}, {"expires"}, {"idle_timeout"}});
+                             {"labels", Keep::kKeyNames}, {"egress"}, {"expires"}, {"idle_timeout"},
+                             {"ports", Keep::kRecords}});
   p.Allow("sandbox_exec", {{"argv", Keep::kStrings}, {"env", Keep::kKeyNames}, {"workdir"}, {"timeout"},
                            {"encoding"}});
   p.Allow("sandbox_extend", {{"by"}});

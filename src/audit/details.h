@@ -16,6 +16,7 @@ enum class Keep {
   kScalar,    // a string, number or boolean; anything else is dropped
   kStrings,   // an array of strings (argv): each string kept, other elements dropped
   kKeyNames,  // an object (env) or an array of "NAME=value" strings: only the names, sorted; never a value
+  kRecords,   // an array of objects (published ports): each object's scalar members kept, other members dropped
 };
 
 struct DetailField {

@@ -165,7 +165,9 @@ int Serve(const ServeOptions& options) {
 
   // 6. The registry and its surfaces.
   api::Registry registry;
-  api::SandboxToolOptions sandbox_tools{.remote = &options.remote_spec,
+  api::RemoteSpecPolicy remote_spec = options.remote_spec;
+  remote_spec.api_port = listen->port;  // 0 (any free port) is left unchecked: no fixed port to keep
+  api::SandboxToolOptions sandbox_tools{.remote = &remote_spec,
                                         .quota = [store = identity->get()](const std::string& org) {
                                           return store->orgs().GetQuota(org);
                                         }};

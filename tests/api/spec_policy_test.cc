@@ -199,6 +199,15 @@ TEST_F(SpecPolicyTest, PortsPublishOnLoopbackUnlessAnAddressIsAllowed) {
   low.ports = {{8080, 1024, "127.0.0.1"}, {25, 25, "127.0.0.1"}};
   ExpectError(CheckRemoteSpec(low, RemoteSpecPolicy{}), Code::kForbidden,
               "ports[1]: host port 25 is below 1024, which only the host may publish");
+  // The daemon's own port, on any address: ::1 would take what a client sends to "localhost".
+  RemoteSpecPolicy daemon;
+  daemon.api_port = 8092;
+  for (const char* address : {"::1", "127.0.0.2"}) {
+    SandboxSpec own;
+    own.ports = {{8080, 8092, address}};
+    ExpectError(CheckRemoteSpec(own, daemon), Code::kForbidden,
+                "ports[0]: host port 8092 is the isb daemon's own, on every address");
+  }
   RemoteSpecPolicy tailnet;
   tailnet.publish_addresses = {"100.64.1.2"};
   ASSERT_TRUE(PrepareRemoteSpecPolicy(tailnet).ok());

@@ -18,6 +18,17 @@ TEST(DetailsTest, ExecKeepsArgvAndEnvNamesOnly) {
   EXPECT_EQ(out.dump(), R"({"argv":["sh","-c","echo hi"],"env":["A","TOKEN"],"timeout":30})");
 }
 
+// What a create publishes is on record: each port's scalar fields, nothing else of an element.
+TEST(DetailsTest, ACreateKeepsThePortsItPublishes) {
+  json in = {{"name", "web"},
+             {"ports", {{{"sandbox_port", 8080}, {"host_port", 18080}, {"host_address", "127.0.0.1"}},
+                        {{"sandbox_port", 22}, {"host_port", 2222}, {"extra", {{"nested", 1}}}},
+                        "not a port"}}};
+  EXPECT_EQ(DefaultDetailsPolicy().Filter("sandbox_create", in).dump(),
+            R"({"name":"web","ports":[{"host_address":"127.0.0.1","host_port":18080,"sandbox_port":8080},)"
+            R"({"host_port":2222,"sandbox_port":22}]})");
+}
+
 TEST(DetailsTest, KeyNamesFromNameEqualsValueStrings) {
   DetailsPolicy p;
   p.Allow("x", {{"env", Keep::kKeyNames}});
