@@ -22,6 +22,8 @@ namespace isb::daemon {
 namespace {
 
 constexpr size_t kChunk = 64 * 1024;
+// Reported by poll whatever was asked for, at every call for as long as they hold (level-triggered).
+constexpr short kHangup = POLLHUP | POLLERR;
 using Clock = std::chrono::steady_clock;
 
 // One relayed connection: `client` accepted on the host, `inside` made in the sandbox's network namespace.
@@ -29,8 +31,12 @@ struct Conn {
   Fd client, inside;
   bool connecting = true;
   bool client_eof = false, inside_eof = false;
+  // The socket reported POLLHUP or POLLERR: a TCP socket does only once nothing can be sent on it any more (reset,
+  // failed, or shut down both ways), and what is left to read from it is read at once, so it is polled only while
+  // it is to be read; a socket polled meanwhile would wake the thread at every poll.
+  bool client_hung_up = false, inside_hung_up = false;
   std::string to_inside{}, to_client{};  // read from one side, not yet written to the other
-  Clock::time_point last_active = Clock::now();  // when anything last happened on it
+  Clock::time_point last_active = Clock::now();  // when bytes or an end of stream last moved
 };
 
 // A listening socket on `address`:`port`, or the reason it cannot be.
@@ -102,8 +108,9 @@ class PortPublisher::Listener {
           if (c.to_client.empty() && !c.inside_eof) inside_ev |= POLLIN;
           if (!c.to_inside.empty()) inside_ev |= POLLOUT;
         }
-        fds.push_back({c.client.get(), client_ev, 0});
-        fds.push_back({c.inside.get(), inside_ev, 0});
+        // A negative fd is skipped by poll.
+        fds.push_back({c.client_hung_up && client_ev == 0 ? -1 : c.client.get(), client_ev, 0});
+        fds.push_back({c.inside_hung_up && inside_ev == 0 ? -1 : c.inside.get(), inside_ev, 0});
         owners.push_back(&c);
       }
       if (::poll(fds.data(), fds.size(), PollTimeout(conns)) < 0 && errno != EINTR) return;
@@ -113,10 +120,9 @@ class PortPublisher::Listener {
       for (size_t i = 0; i < owners.size(); ++i) {
         Conn& c = *owners[i];
         const short client_rev = fds[2 + 2 * i].revents, inside_rev = fds[3 + 2 * i].revents;
-        if (client_rev != 0 || inside_rev != 0) {
-          c.last_active = now;
-          Step(c, client_rev, inside_rev);
-        } else if (now - c.last_active >= idle_timeout_) {
+        if (client_rev != 0 || inside_rev != 0) Step(c, client_rev, inside_rev, now);
+        // An event that moved nothing is no activity.
+        if (c.client.valid() && now - c.last_active >= idle_timeout_) {
           c.client.Reset();
           c.inside.Reset();
         }
@@ -150,35 +156,53 @@ class PortPublisher::Listener {
     }
   }
 
-  // Moves what can be moved for one connection; closes it (client invalid) when it is over or failed.
-  static void Step(Conn& c, short client_rev, short inside_rev) {
+  // Moves what can be moved for one connection at `now`; closes it (client invalid) when it is over or failed.
+  static void Step(Conn& c, short client_rev, short inside_rev, Clock::time_point now) {
     auto close = [&] {
       c.client.Reset();
       c.inside.Reset();
     };
     if (c.connecting) {
+      if (client_rev & kHangup) return close();  // the client reset before the sandbox answered
       if (inside_rev == 0) return;
       int err = 0;
       socklen_t len = sizeof err;
       if (::getsockopt(c.inside.get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) return close();
       c.connecting = false;
+      c.last_active = now;
       return;
     }
-    if (!Move(c.client.get(), c.inside.get(), client_rev, inside_rev, c.to_inside, c.client_eof) ||
-        !Move(c.inside.get(), c.client.get(), inside_rev, client_rev, c.to_client, c.inside_eof))
+    if (client_rev & kHangup) HangUp(c.client_hung_up, c.to_client, c.inside_eof);
+    if (inside_rev & kHangup) HangUp(c.inside_hung_up, c.to_inside, c.client_eof);
+    bool moved = false;
+    if (!Move(c.client.get(), c.inside.get(), client_rev, inside_rev, c.to_inside, c.client_eof, moved) ||
+        !Move(c.inside.get(), c.client.get(), inside_rev, client_rev, c.to_client, c.inside_eof, moved))
       return close();
+    if (moved) c.last_active = now;
     if (c.client_eof && c.inside_eof && c.to_inside.empty() && c.to_client.empty()) close();
   }
 
-  // One direction, from `src` to `dst` through `buf`. False when the connection failed.
-  static bool Move(int src, int dst, short src_rev, short dst_rev, std::string& buf, bool& eof) {
-    if (!buf.empty() && (dst_rev & (POLLOUT | POLLERR | POLLHUP))) {
+  // Nothing more reaches a hung up socket: what was on its way to it is dropped and the other socket is no longer
+  // read, while what the hung up one sent is still delivered.
+  static void HangUp(bool& hung_up, std::string& to_it, bool& peer_eof) {
+    hung_up = true;
+    to_it.clear();
+    peer_eof = true;
+  }
+
+  // One direction, from `src` to `dst` through `buf`; `moved` is set when bytes or the end of stream went through.
+  // False when the connection failed.
+  static bool Move(int src, int dst, short src_rev, short dst_rev, std::string& buf, bool& eof, bool& moved) {
+    if (!buf.empty() && (dst_rev & (POLLOUT | kHangup))) {
       ssize_t n = ::send(dst, buf.data(), buf.size(), MSG_NOSIGNAL);
       if (n < 0 && errno != EAGAIN && errno != EINTR) return false;
-      if (n > 0) buf.erase(0, static_cast<size_t>(n));
+      if (n > 0) {
+        buf.erase(0, static_cast<size_t>(n));
+        moved = true;
+      }
       if (buf.empty() && eof) ::shutdown(dst, SHUT_WR);
     }
-    if (buf.empty() && !eof && (src_rev & (POLLIN | POLLHUP | POLLERR))) {
+    if (buf.empty() && !eof && (src_rev & (POLLIN | kHangup))) {
       buf.resize(kChunk);
       ssize_t n = ::recv(src, buf.data(), buf.size(), 0);
       if (n < 0) {
@@ -186,6 +210,7 @@ class PortPublisher::Listener {
         return errno == EAGAIN || errno == EINTR;
       }
       buf.resize(static_cast<size_t>(n));
+      moved = true;
       if (n == 0) {
         eof = true;
         ::shutdown(dst, SHUT_WR);

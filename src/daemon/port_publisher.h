@@ -20,7 +20,8 @@ namespace isb::daemon {
 class PortPublisher {
  public:
   // A relayed connection on which nothing moved either way for `idle_timeout` is closed, so idle connections cannot
-  // hold a port's kMaxConnections for good.
+  // hold a port's kMaxConnections for good; one ended both ways, or reset by either side with nothing left to deliver,
+  // is closed at once.
   explicit PortPublisher(std::chrono::milliseconds idle_timeout = kIdleTimeout);
   PortPublisher(const PortPublisher&) = delete;
   PortPublisher& operator=(const PortPublisher&) = delete;

@@ -1286,8 +1286,13 @@ Result<std::string> SandboxManager::Adopt() {
         (void)Halt(*rec, "stopped", kept.error().message);
         continue;
       }
-      if (Status p = ports_.Publish(id, rec->pid, rec->spec.ports); !p.ok())
-        std::fprintf(stderr, "isb: sandbox %s: ports not published: %s\n", id.c_str(), p.error().message.c_str());
+      // A port taken while no daemon ran is another program's: the sandbox is halted as a start that could not
+      // publish is, rather than run while that program answers on its port.
+      if (Status p = ports_.Publish(id, rec->pid, rec->spec.ports); !p.ok()) {
+        std::fprintf(stderr, "isb: sandbox %s stopped: %s\n", id.c_str(), p.error().message.c_str());
+        (void)Halt(*rec, "failed", p.error().message);
+        continue;
+      }
       Event(*rec, "adopted");
       ++adopted;
     } else {

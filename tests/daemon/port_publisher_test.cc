@@ -1,14 +1,20 @@
-// Published ports relay both ways and close a connection that stays idle. The "sandbox" here is this process (its
-// network namespace is the test's own), with a listener on loopback standing in for the sandbox's server.
+// Published ports relay both ways and close a connection that stays idle or that a reset ended. The "sandbox" here is
+// this process (its network namespace is the test's own), with a listener on loopback standing in for the sandbox's
+// server.
 #include "daemon/port_publisher.h"
 
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <sstream>
 #include <thread>
 
+#include "base/file.h"
 #include "must_work.h"
 #include "net/loopback.h"
 
@@ -50,6 +56,70 @@ class PortPublisherTest : public ::testing::Test {
   static std::string Exchange(int from, int to, const std::string& bytes) {
     if (::send(from, bytes.data(), bytes.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(bytes.size())) return "send failed";
     return ReadUntil(to, [&](const std::string& got) { return got.size() >= bytes.size(); }, 2000);
+  }
+
+  // Closes `fd` with a reset (SO_LINGER {1, 0}) instead of a FIN.
+  static void CloseWithReset(Fd fd) {
+    linger abort{1, 0};
+    ASSERT_EQ(::setsockopt(fd.get(), SOL_SOCKET, SO_LINGER, &abort, sizeof abort), 0);
+  }
+
+  // The file descriptors this process holds, the publisher's sockets among them.
+  static size_t OpenFds() {
+    size_t n = 0;
+    for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
+    return n;
+  }
+
+  // CPU time (user and system, in ms) used so far by this process's threads other than the calling one: the
+  // publisher's listener threads.
+  static int64_t PublisherCpuMs() {
+    const std::string self = std::to_string(::gettid());
+    int64_t ticks = 0;
+    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+      if (task.path().filename() == self) continue;
+      auto stat = isb::ReadFile(task.path().string() + "/stat");
+      if (!stat.ok()) continue;  // a thread that ended meanwhile
+      // After the command's ")": the state (field 3) ... utime (field 14) and stime (field 15).
+      std::istringstream fields(stat->substr(stat->rfind(')') + 2));
+      std::string skip;
+      for (int i = 3; i < 14; ++i) fields >> skip;
+      int64_t utime = 0, stime = 0;
+      fields >> utime >> stime;
+      ticks += utime + stime;
+    }
+    return ticks * 1000 / ::sysconf(_SC_CLK_TCK);
+  }
+
+  // What the end `fd` learns of the publisher's socket at the other side when it sends a byte now: a closed socket
+  // answers it with a reset, which a socket that had the other side's FIN before reports as "Broken pipe" (EPIPE);
+  // an open one takes it ("nothing").
+  static std::string AfterSendingAByte(int fd) {
+    if (::send(fd, "x", 1, MSG_NOSIGNAL) != 1) return std::string("send: ") + std::strerror(errno);
+    pollfd p{fd, 0, 0};  // POLLERR and POLLHUP are reported unasked
+    if (::poll(&p, 1, 1000) != 1) return "nothing";
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+      return std::string("SO_ERROR: ") + std::strerror(errno);
+    return std::strerror(err);
+  }
+
+  // `reset` (one end of a relayed connection, its other end `other` holding on, or -1 where there is none) is closed
+  // with a reset: the publisher closes both its sockets of the connection at once, well before the idle timeout, its
+  // thread stays idle meanwhile, and `other` then finds the publisher's socket gone.
+  void ExpectClosedAtOnceAfterAReset(Fd reset, int other) {
+    const size_t open = OpenFds();
+    const int64_t cpu = PublisherCpuMs();
+    const auto start = Clock::now();
+    CloseWithReset(std::move(reset));
+    while (OpenFds() != open - 3 && Clock::now() - start < kIdle / 3) std::this_thread::sleep_for(1ms);
+    EXPECT_EQ(OpenFds(), open - 3) << "the publisher still holds the connection's sockets";
+    std::this_thread::sleep_until(start + 1s);
+    EXPECT_LT(PublisherCpuMs() - cpu, 50) << "the publisher's thread was busy for a connection with nothing to move";
+    if (other >= 0) {
+      EXPECT_EQ(AfterSendingAByte(other), "Broken pipe");
+    }
   }
 
   testing::Socket inside_;
@@ -108,6 +178,46 @@ TEST_F(PortPublisherTest, UnpublishClosesTheListenerAndItsConnections) {
   auto refused = ConnectTcp(host_port_);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().message, "connect: Connection refused");
+}
+
+// poll reports a reset socket (POLLHUP, POLLERR) whatever it was asked, at every call: a connection whose client
+// ended its direction and then reset is over (nothing is left to deliver either way), and is closed at once.
+TEST_F(PortPublisherTest, AClientsResetAfterItsEofClosesTheConnectionAtOnce) {
+  auto [client, served] = Connect();
+  ASSERT_TRUE(client.valid() && served.valid());
+  ASSERT_EQ(::shutdown(client.get(), SHUT_WR), 0);
+  ASSERT_EQ(ReadUntil(served.get(), [](const std::string&) { return false; }, 2000), "");  // the EOF got there
+  ExpectClosedAtOnceAfterAReset(std::move(client), served.get());
+}
+
+// The same from the sandbox's side: its server ends its direction and then resets while the client holds on.
+TEST_F(PortPublisherTest, TheSandboxsResetAfterItsEofClosesTheConnectionAtOnce) {
+  auto [client, served] = Connect();
+  ASSERT_TRUE(client.valid() && served.valid());
+  ASSERT_EQ(::shutdown(served.get(), SHUT_WR), 0);
+  ASSERT_EQ(ReadUntil(client.get(), [](const std::string&) { return false; }, 2000), "");  // the EOF got there
+  ExpectClosedAtOnceAfterAReset(std::move(served), client.get());
+}
+
+// A client that resets while the publisher's connect in the sandbox is still unanswered (its server's backlog is full,
+// so its SYN is dropped) is closed at once too.
+TEST_F(PortPublisherTest, AClientsResetWhileTheSandboxHasYetToAnswerClosesTheConnectionAtOnce) {
+  auto full = testing::ListenTcp();
+  ASSERT_TRUE(full.ok()) << full.error().message;
+  ASSERT_EQ(::listen(full->fd.get(), 0), 0);  // room for one connection waiting to be accepted
+  auto waiting = ConnectTcp(full->port);
+  ASSERT_TRUE(waiting.ok()) << waiting.error().message;
+  auto host_port = testing::FreeTcpPort();
+  ASSERT_TRUE(host_port.ok()) << host_port.error().message;
+  Status st = publisher_.Publish("full", ::getpid(), {{full->port, *host_port, "127.0.0.1"}});
+  ASSERT_TRUE(st.ok()) << st.error().message;
+  const size_t open = OpenFds();
+  auto client = ConnectTcp(*host_port);
+  ASSERT_TRUE(client.ok()) << client.error().message;
+  // The client's socket and, once the publisher has accepted it, its two.
+  for (int i = 0; i < 1000 && OpenFds() != open + 3; ++i) std::this_thread::sleep_for(1ms);
+  ASSERT_EQ(OpenFds(), open + 3);
+  ExpectClosedAtOnceAfterAReset(std::move(*client), -1);
 }
 
 }  // namespace

@@ -548,6 +548,52 @@ TEST_F(ManagerTest, PublishedPortsReachTheSandboxsLoopbackWhileItRuns) {
   EXPECT_EQ(RoundTrip(port, "hello"), "errno " + std::to_string(ECONNREFUSED));
 }
 
+// A host port another program took while no daemon ran cannot be published again when a new daemon adopts the
+// sandbox: the sandbox is stopped, recorded as a start that could not publish is, rather than left running while that
+// program answers on its port; once the port is free, a start publishes it again.
+TEST_F(ManagerTest, ANewDaemonStopsASandboxWhosePortWasTakenMeanwhile) {
+  const uint16_t port = FreePort();
+  api::SandboxSpec spec;
+  spec.ports = {{8080, port, "127.0.0.1"}};
+  auto sb = mgr_->Create(spec);
+  ASSERT_TRUE(sb.ok()) << sb.error().message;
+  auto rows = db_->Query("SELECT pid FROM sandboxes WHERE id = ?1", {sb->id});
+  ASSERT_TRUE(rows.ok() && rows->size() == 1u);
+  const pid_t pid = static_cast<pid_t>(store::AsInt((*rows)[0][0]));
+  Restart();  // the old daemon's listener goes with it; the sandbox runs on
+  ASSERT_FALSE(Dead(pid));
+  Fd squatter(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(squatter.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << std::strerror(errno);
+  ASSERT_EQ(::listen(squatter.get(), 8), 0);
+
+  auto summary = mgr_->Adopt();
+  ASSERT_TRUE(summary.ok()) << summary.error().message;
+  EXPECT_EQ(*summary, "0 adopted, 0 found dead, 0 unfinished creates undone, 0 orphaned cgroups removed");
+  EXPECT_EQ(mgr_->Get(sb->id)->state, "stopped");
+  const std::string why = "ports[0]: 127.0.0.1:" + std::to_string(port) + ": Address already in use";
+  EXPECT_EQ(mgr_->Events(sb->id).back(), (std::pair<std::string, std::string>{"failed", why}));
+  auto history = history_->Query({.sandbox = sb->id});
+  ASSERT_TRUE(history.ok()) << history.error().message;
+  ASSERT_FALSE(history->empty());
+  EXPECT_EQ(history->back().entry.event + " " + history->back().entry.reason, "stopped failed");
+  for (int i = 0; i < 100 && !Dead(pid); ++i) ::usleep(10000);
+  EXPECT_TRUE(Dead(pid)) << "the sandbox runs on without its port";
+  ExpectNoCgroup(sb->id);
+
+  // isb holds nothing of the port: once its squatter is gone, nothing listens there.
+  squatter.Reset();
+  EXPECT_EQ(RoundTrip(port, "hello"), "errno " + std::to_string(ECONNREFUSED));
+  auto started = mgr_->Start(sb->id);
+  ASSERT_TRUE(started.ok()) << started.error().message;
+  EXPECT_EQ(started->state, "running");
+  EXPECT_EQ(RoundTrip(port, ""), "");  // published again: accepted, and closed as nothing listens on 8080 inside
+  EXPECT_EQ(mgr_->Events(sb->id).back().first, "started");
+}
+
 TEST_F(ManagerTest, HistoryEventsCarryTheSandboxesOrg) {
   api::SandboxSpec spec;
   spec.labels[api::kOrgLabel] = "acme";
