@@ -151,7 +151,8 @@ size_t McpServer::session_count() const {
 
 json McpServer::ServerInfo() const { return {{"name", "isb"}, {"title", "isb"}, {"version", options_.server_version}}; }
 
-Result<std::string> McpServer::NewSession(const std::string& org, const Identity& who, const std::string& version) {
+Result<std::string> McpServer::NewSession(const std::string& org, const Identity& who, const std::string& version,
+                                          bool can_ask) {
   ISB_ASSIGN_OR_RETURN(std::string id, RandomHex(16));
   const std::string subject = who.Subject();
   const std::string account = who.user_id != 0 ? "user:" + std::to_string(who.user_id) : subject;
@@ -175,7 +176,7 @@ Result<std::string> McpServer::NewSession(const std::string& org, const Identity
     auto most = std::max_element(held.begin(), held.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
     sessions_.erase(oldest_of(most->first));
   }
-  sessions_[id] = Session{org, subject, account, version, now};
+  sessions_[id] = Session{org, subject, account, version, now, can_ask};
   return id;
 }
 
@@ -367,6 +368,7 @@ Response McpServer::HandleMessage(const Request& req, const std::string& org, co
     // session, or one already ended, is not found: nothing happens, as the spec allows).
     if (call.method == "notifications/cancelled" && !sid.empty() && call.params.contains("requestId"))
       Cancel(sid, call.params["requestId"]);
+    if (!has_method && !sid.empty()) Answered(sid, msg);
     return Response{.status = 202, .headers = {}, .body = {}, .stream = {}};
   }
   return Dispatch(call);
@@ -377,7 +379,9 @@ Response McpServer::Initialize(Call& call) {
                               ? call.params.value("protocolVersion", "")
                               : "";
   std::string version = IsSessionVersion(requested) ? requested : std::string(kMcpLatestSessionVersion);
-  auto sid = NewSession(call.org, call.identity, version);
+  const json caps = call.params.value("capabilities", json::object());
+  const bool can_ask = caps.is_object() && caps.contains("elicitation") && caps["elicitation"].is_object();
+  auto sid = NewSession(call.org, call.identity, version, can_ask);
   if (!sid.ok()) return RpcError(503, call.id, -32603, "no session id could be made: " + sid.error().message);
   Response r = RpcResult(call.id, {{"protocolVersion", version},
                                    {"capabilities", {{"tools", {{"listChanged", false}}}}},
@@ -443,6 +447,16 @@ Response McpServer::ToolsCall(Call& call) {
     return RpcResult(call.id, ToolResult(admitted.error(), call.stateless));
   }
   const Tool* tool = *admitted;
+  if (tool->annotations.destructive && !tool->annotations.read_only && options_.pre_approved.count(tool->name) == 0) {
+    const std::string sid = call.req.headers.Get("Mcp-Session-Id");
+    if (!call.stateless && !call.in_batch && !sid.empty() && CanAsk(sid)) return AskThenRun(call, *tool, args, ctx, sid);
+    Error refused = Error::Of(Code::kForbidden, tool->name + " is destructive and runs over MCP only once a person "
+                                                "approves it, and this client cannot be asked (it declared no "
+                                                "elicitation capability); call it through the CLI or REST, or have "
+                                                "the daemon pre-approve it (isb serve --mcp-pre-approve)");
+    registry_.Refuse(name, ctx, refused);
+    return RpcResult(call.id, ToolResult(refused, call.stateless));
+  }
 
   json token = p.value("_meta", json::object()).is_object() ? p.value("_meta", json::object()).value("progressToken", json())
                                                              : json();
@@ -485,6 +499,85 @@ Response McpServer::ToolsCall(Call& call) {
     json result = ToolResult(registry.Run(*tool, args, ctx), stateless);
     std::lock_guard lock(mu);
     send({{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}});
+  };
+  return r;
+}
+
+bool McpServer::CanAsk(const std::string& session) {
+  std::lock_guard lock(mu_);
+  auto it = sessions_.find(session);
+  return it != sessions_.end() && it->second.can_ask;
+}
+
+void McpServer::Answered(const std::string& session, const json& message) {
+  if (!message.contains("id")) return;
+  std::lock_guard lock(mu_);
+  auto it = asks_.find({session, Dump(message["id"])});
+  if (it == asks_.end() || it->second) return;  // not an ask of this session's, or answered already
+  it->second = message;
+  answered_.notify_all();
+}
+
+Response McpServer::AskThenRun(Call& call, const Tool& tool, json args, CallContext ctx, const std::string& sid) {
+  std::string ask_id;
+  {
+    std::lock_guard lock(mu_);
+    ask_id = "isb-approval-" + std::to_string(++asked_);
+    asks_[{sid, Dump(json(ask_id))}] = std::nullopt;
+  }
+  Response r;
+  r.headers.Set("Content-Type", "text/event-stream");
+  r.headers.Set("Cache-Control", "no-cache");
+  const Registry& registry = registry_;
+  r.stream = [&registry, &tool, args = std::move(args), ctx = std::move(ctx), id = call.id, server = this, sid, ask_id,
+              wait = options_.approval_wait](const ChunkWriter& write) mutable {
+    Running running(*server, sid, id);
+    const std::pair<std::string, std::string> key{sid, Dump(json(ask_id))};
+    std::string what = Dump(args);
+    if (what.size() > 512) what = what.substr(0, 512) + "...";
+    json ask = {{"jsonrpc", "2.0"},
+                {"id", ask_id},
+                {"method", "elicitation/create"},
+                {"params",
+                 {{"message", "Approve " + tool.name + " " + what + "? " + tool.title + ": it cannot be undone."},
+                  {"requestedSchema",
+                   {{"type", "object"},
+                    {"properties", {{"approve", {{"type", "boolean"}, {"title", "Approve " + tool.name}}}}},
+                    {"required", {"approve"}}}}}}};
+    bool gone = !write(SseEvent("", Dump(ask)));
+    std::optional<json> answer;
+    {
+      std::unique_lock lock(server->mu_);
+      const auto until = std::chrono::steady_clock::now() + wait;
+      while (!gone && !server->asks_[key] && !running.flag()->load() && std::chrono::steady_clock::now() < until) {
+        server->answered_.wait_for(lock, std::chrono::seconds(1));
+        if (server->asks_[key]) break;
+        lock.unlock();
+        gone = !write(": keep-alive\n\n");  // a client that went away ends the wait
+        lock.lock();
+      }
+      answer = server->asks_[key];
+      server->asks_.erase(key);
+    }
+    if (gone) return;
+    const json result = answer ? answer->value("result", json::object()) : json::object();
+    const bool approved = result.is_object() && result.value("action", "") == "accept" &&
+                          result.value("content", json::object()).is_object() &&
+                          result.value("content", json::object()).value("approve", json(false)) == json(true);
+    json out;
+    if (approved) {
+      ctx.cancelled = [flag = running.flag()] { return flag->load(); };
+      out = ToolResult(registry.Run(tool, args, ctx), false);
+    } else {
+      Error refused = Error::Of(Code::kForbidden, tool.name + " was not approved: " +
+                                                      (answer ? "the person asked did not approve it"
+                                                              : "no answer came within " +
+                                                                    std::to_string(std::chrono::duration_cast<
+                                                                        std::chrono::seconds>(wait).count()) + " s"));
+      registry.Refuse(tool.name, ctx, refused);
+      out = ToolResult(refused, false);
+    }
+    write(SseEvent("", Dump(json{{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(out)}})));
   };
   return r;
 }

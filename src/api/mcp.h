@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <map>
 #include <memory>
@@ -28,6 +29,12 @@ struct McpOptions {
   size_t max_sessions = 4096;              // beyond: the account holding the most gives up its least recently used
   size_t max_sessions_per_account = 64;    // beyond: the account's own least recently used session is dropped
   std::chrono::seconds session_idle_ttl{24 * 3600};
+  // A destructive tool (destructiveHint) called over MCP runs only once a person approved it: the client is asked
+  // (elicitation/create on the call's event stream) when it declared it can be, and the call is refused when it
+  // cannot be asked. These tools need no approval: their reach is the caller's own sandbox (and the keystrokes of an
+  // exec already running).
+  std::set<std::string> pre_approved = {"sandbox_exec", "sandbox_exec_input", "sandbox_file_write"};
+  std::chrono::milliseconds approval_wait{std::chrono::minutes(5)};  // no answer by then: not approved
 };
 
 // JSON-RPC error codes used beyond the standard ones.
@@ -59,6 +66,7 @@ class McpServer {
     std::string account;  // the user (every credential of one user counts together), else the subject
     std::string protocol_version;
     std::chrono::steady_clock::time_point last_used;
+    bool can_ask = false;  // the client declared elicitation: a person can be asked to approve a call
   };
   struct Call;  // one JSON-RPC message being served
 
@@ -73,13 +81,20 @@ class McpServer {
   Response ToolsCall(Call& call);
   // One caller's sessions never take another's: past its own limit it loses its own oldest, and a full table is
   // made room in by whoever holds the most (after sessions idle past the TTL go).
-  Result<std::string> NewSession(const std::string& org, const Identity& who, const std::string& version);
+  Result<std::string> NewSession(const std::string& org, const Identity& who, const std::string& version,
+                                 bool can_ask);
   // The session's protocol version, or nullopt when the id is unknown, expired or not this caller's.
   std::optional<std::string> TouchSession(const std::string& id, const std::string& org, const std::string& subject);
   nlohmann::json ServerInfo() const;
 
   // notifications/cancelled: the flag of the call with that id in that session (Running registers it).
   void Cancel(const std::string& session, const nlohmann::json& request_id);
+  // A destructive tool's call, once a person approved it: asks on the call's event stream, waits for the answer,
+  // then runs it (or answers that it was not approved).
+  Response AskThenRun(Call& call, const Tool& tool, nlohmann::json args, CallContext ctx, const std::string& sid);
+  bool CanAsk(const std::string& session);
+  // A response the client POSTed in `session`: the answer to one of its asks, if it is one.
+  void Answered(const std::string& session, const nlohmann::json& message);
   class Running;
 
   const Registry& registry_;
@@ -88,6 +103,10 @@ class McpServer {
   std::map<std::string, Session> sessions_;
   // Calls running in a session, by (session id, request id as JSON text): set when the client cancels one.
   std::map<std::pair<std::string, std::string>, std::shared_ptr<std::atomic<bool>>> running_;
+  // Approvals asked of clients, by (session id, the ask's id as JSON text): the client's response once it came.
+  std::map<std::pair<std::string, std::string>, std::optional<nlohmann::json>> asks_;
+  std::condition_variable answered_;
+  uint64_t asked_ = 0;
 };
 
 // "/mcp" -> "default"; "/orgs/<org>/mcp" -> org; any other path -> nullopt.

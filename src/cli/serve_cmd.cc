@@ -2,6 +2,10 @@
 #include "cli/serve_cmd.h"
 
 #include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
 
 #include "audit/retention.h"
 #include "base/units.h"
@@ -14,6 +18,7 @@ namespace {
 // The remote-spec and tool policy flags. Tool lists are parsed, and bind roots and publish addresses checked, at start.
 struct PolicyFlags {
   std::string allow_tools, deny_tools;
+  std::optional<std::string> mcp_pre_approve;
 };
 
 void AddPolicyOptions(CLI::App* cmd, daemon::ServeOptions& opts, PolicyFlags& flags) {
@@ -37,11 +42,29 @@ void AddPolicyOptions(CLI::App* cmd, daemon::ServeOptions& opts, PolicyFlags& fl
   cmd->add_option("--deny-tools", flags.deny_tools,
                   "Comma-separated tool names or globs remote callers never see; wins over --allow-tools")
       ->type_name("LIST");
+  cmd->add_option("--mcp-pre-approve", flags.mcp_pre_approve,
+                  "Comma-separated destructive tools an MCP client may call without a person's approval, or none; "
+                  "default sandbox_exec,sandbox_exec_input,sandbox_file_write")
+      ->type_name("LIST");
 }
 
 Status FinishPolicy(daemon::ServeOptions& opts, const PolicyFlags& flags) {
   ISB_TRY(api::PrepareRemoteSpecPolicy(opts.remote_spec));
   ISB_ASSIGN_OR_RETURN(opts.tool_policy, api::ToolPolicy::Parse(flags.allow_tools, flags.deny_tools));
+  if (flags.mcp_pre_approve) {
+    std::set<std::string> tools;
+    std::string_view rest = *flags.mcp_pre_approve;
+    while (*flags.mcp_pre_approve != "none" && !rest.empty()) {
+      const size_t comma = rest.find(',');
+      std::string_view name = rest.substr(0, comma);
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+      if (name.empty() || name.find_first_not_of("abcdefghijklmnopqrstuvwxyz_") != std::string_view::npos)
+        return Error::Of(Code::kInvalidArgument, "--mcp-pre-approve: '" + std::string(name) +
+                                                     "' is not a tool name (comma-separated names, or none)");
+      tools.emplace(name);
+    }
+    opts.mcp_pre_approved = std::move(tools);
+  }
   return {};
 }
 

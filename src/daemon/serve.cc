@@ -241,6 +241,11 @@ int Serve(const ServeOptions& options) {
   api::RestApi rest(registry, options.version);
   api::McpOptions mcp_options;
   mcp_options.server_version = options.version;
+  if (options.mcp_pre_approved) {
+    for (const std::string& name : *options.mcp_pre_approved)
+      if (registry.Find(name) == nullptr) return Fail("--mcp-pre-approve: no tool is called " + name, kExitUsage);
+    mcp_options.pre_approved = *options.mcp_pre_approved;
+  }
   api::McpServer mcp(registry, mcp_options);
   api::WebAuthOptions web_options;
   web_options.secure_cookie = !api::IsLoopbackHost(listen->host);

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,9 @@ struct ServeOptions {
   api::RemoteSpecPolicy remote_spec;
   // Which tools remote callers see and may call (--allow-tools, --deny-tools).
   api::ToolPolicy tool_policy;
+  // --mcp-pre-approve: the destructive tools an MCP client may call without a person's approval (unset: McpOptions'
+  // own default).
+  std::optional<std::set<std::string>> mcp_pre_approved;
   // The judge (--judge-url, --judge-model, --judge-key-file); none without a url.
   egress::JudgeOptions judge;
   std::string egress_ca;  // PEM bundle trusted (besides the system roots) for origins of intercepted connections

@@ -350,6 +350,74 @@ TEST_F(McpTest, MethodsPathsAndOrigins) {
   EXPECT_FALSE(McpOrgFromPath("/api/v1/tools"));
 }
 
+// A destructive tool over MCP runs only once a person approved it. A client that declared elicitation is asked on
+// the call's event stream, and the call runs on "accept" with approve true only; a client that cannot be asked is
+// refused with the way around; pre-approved tools (exec, file writes) are not asked about.
+TEST_F(McpTest, ADestructiveCallRunsOnlyOnceAPersonApprovedIt) {
+  std::vector<std::string> seen;  // "tool outcome" as the audit log hears it
+  registry.SetObserver([&](std::string_view name, const Tool*, const json&, const CallContext&,
+                           const Result<json>& result) {
+    seen.push_back(std::string(name) + " " + (result.ok() ? "ok" : std::string(CodeName(result.error().code))));
+  });
+  const std::string box = fake.Create({})->id;
+  auto remove = [&](int id) { return Rpc(id, "tools/call", {{"name", "sandbox_remove"}, {"arguments", {{"sandbox", box}}}}); };
+
+  // A client that cannot be asked.
+  const std::string plain = Initialize();
+  Response refused = Post(remove(1), Session(plain));
+  EXPECT_FALSE(refused.stream);
+  json body = Body(refused);
+  EXPECT_EQ(body["result"]["isError"], true) << body.dump();
+  EXPECT_EQ(body["result"]["content"][0]["text"].get<std::string>().find(
+                "forbidden: sandbox_remove is destructive and runs over MCP only once a person approves it, and this "
+                "client cannot be asked (it declared no elicitation capability)"),
+            0u)
+      << body.dump();
+  // Pre-approved: an exec runs without a question.
+  EXPECT_EQ(Body(Post(Rpc(2, "tools/call", {{"name", "sandbox_exec"}, {"arguments", {{"sandbox", box}, {"argv", {"ls"}}}}}),
+                      Session(plain)))["result"]["isError"],
+            false);
+
+  // A client that can be asked: declined, then approved.
+  Response init = Post({{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"},
+                        {"params", {{"protocolVersion", "2025-11-25"}, {"capabilities", {{"elicitation", json::object()}}},
+                                    {"clientInfo", {{"name", "t"}, {"version", "1"}}}}}});
+  const std::string asking = init.headers.Get("Mcp-Session-Id");
+  for (const bool approve : {false, true}) {
+    Response r = Post(remove(approve ? 4 : 3), Session(asking));
+    ASSERT_TRUE(r.stream);
+    std::vector<json> events;
+    r.stream([&](std::string_view chunk) {
+      if (chunk.starts_with(":")) return true;  // a keep-alive
+      events.push_back(json::parse(chunk.substr(6)));
+      const json& e = events.back();
+      if (e.value("method", "") == "elicitation/create") {
+        // The client answers on a request of its own, as Streamable HTTP clients do; a response for an ask of
+        // another session, or one that asks nothing, changes nothing.
+        const json answer = {{"jsonrpc", "2.0"}, {"id", e["id"]},
+                             {"result", {{"action", "accept"}, {"content", {{"approve", approve}}}}}};
+        EXPECT_EQ(Post(answer, Session(plain)).status, 202);
+        EXPECT_EQ(Post(answer, Session(asking)).status, 202);
+      }
+      return true;
+    });
+    ASSERT_EQ(events.size(), 2u);
+    EXPECT_EQ(events[0]["params"]["message"], "Approve sandbox_remove {\"sandbox\":\"" + box +
+                                                  "\"}? Remove a sandbox: it cannot be undone.");
+    EXPECT_EQ(events[0]["params"]["requestedSchema"]["required"], json({"approve"}));
+    EXPECT_EQ(events[1]["id"], approve ? 4 : 3);
+    EXPECT_EQ(events[1]["result"]["isError"], !approve) << events[1].dump();
+    if (!approve) {
+      EXPECT_EQ(events[1]["result"]["content"][0]["text"],
+                "forbidden: sandbox_remove was not approved: the person asked did not approve it");
+      EXPECT_TRUE(fake.Get(box).ok()) << "a declined removal removed the sandbox";
+    }
+  }
+  EXPECT_FALSE(fake.Get(box).ok()) << "the approved removal did not run";
+  EXPECT_EQ(seen, (std::vector<std::string>{"sandbox_remove forbidden", "sandbox_exec ok", "sandbox_remove forbidden",
+                                            "sandbox_remove ok"}));
+}
+
 TEST_F(McpTest, StreamsProgressNotifications) {
   std::string sid = Initialize();
   Post(Rpc(1, "tools/call", {{"name", "sandbox_create"}, {"arguments", {{"name", "s"}}}}), Session(sid));

@@ -2,6 +2,7 @@
 // `isb serve`. Usage: node mcp_client.mjs URL TOKEN. Prints one JSON line of observations; the C++ test judges them.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
 const [url, token] = process.argv.slice(2);
 const obs = { ok: false, steps: [] };
@@ -11,7 +12,13 @@ const text = (result) => (result?.content ?? []).filter((c) => c.type === 'text'
 const transport = new StreamableHTTPClientTransport(new URL(url), {
   requestInit: { headers: { Authorization: `Bearer ${token}` } },
 });
-const client = new Client({ name: 'isb-e2e', version: '1.0.0' });
+const client = new Client({ name: 'isb-e2e', version: '1.0.0' }, { capabilities: { elicitation: {} } });
+// A person's answer to isb's question before a destructive call: approved, and the question kept for the test.
+obs.asked = [];
+client.setRequestHandler(ElicitRequestSchema, async (request) => {
+  obs.asked.push({ message: request.params.message, schema: request.params.requestedSchema ?? null });
+  return { action: 'accept', content: { approve: true } };
+});
 
 try {
   await client.connect(transport);  // initialize + notifications/initialized

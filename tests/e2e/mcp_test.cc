@@ -112,6 +112,12 @@ TEST_F(McpTest, TypeScriptSdkClientCreatesAndExecs) {
   EXPECT_EQ(obs["unknownTool"]["threw"], true) << obs["unknownTool"];
   EXPECT_EQ(obs["unknownTool"]["code"], -32602) << obs["unknownTool"];
 
+  // The removal, destructive, ran once the client's person approved it: the SDK's elicitation handler was asked
+  // once, about it, and nothing before it was asked about (exec is pre-approved).
+  ASSERT_EQ(obs["asked"].size(), 1u) << obs["asked"].dump();
+  EXPECT_EQ(obs["asked"][0]["message"], "Approve sandbox_remove {\"sandbox\":\"" + obs["create"]["id"].get<std::string>() +
+                                            "\"}? Remove a sandbox: it cannot be undone.");
+  EXPECT_EQ(obs["asked"][0]["schema"]["properties"]["approve"]["type"], "boolean");
   EXPECT_EQ(obs["remove"]["isError"], false) << obs["remove"];
   EXPECT_EQ(obs["remove"]["structured"]["removed"], true) << obs["remove"];
   EXPECT_TRUE(obs["sessionAfterTerminate"].is_null()) << obs.dump();
