@@ -449,7 +449,8 @@ Response McpServer::ToolsCall(Call& call) {
   const Tool* tool = *admitted;
   if (tool->annotations.destructive && !tool->annotations.read_only && options_.pre_approved.count(tool->name) == 0) {
     const std::string sid = call.req.headers.Get("Mcp-Session-Id");
-    if (!call.stateless && !call.in_batch && !sid.empty() && CanAsk(sid)) return AskThenRun(call, *tool, args, ctx, sid);
+    if (!call.stateless && !call.in_batch && !sid.empty() && CanAsk(sid))
+      return AskThenRun(call, *tool, args, ctx, sid);
     Error refused = Error::Of(Code::kForbidden, tool->name + " is destructive and runs over MCP only once a person "
                                                 "approves it, and this client cannot be asked (it declared no "
                                                 "elicitation capability); call it through the CLI or REST, or have "
@@ -523,7 +524,6 @@ Response McpServer::AskThenRun(Call& call, const Tool& tool, json args, CallCont
   {
     std::lock_guard lock(mu_);
     ask_id = "isb-approval-" + std::to_string(++asked_);
-    asks_[{sid, Dump(json(ask_id))}] = std::nullopt;
   }
   Response r;
   r.headers.Set("Content-Type", "text/event-stream");
@@ -544,6 +544,12 @@ Response McpServer::AskThenRun(Call& call, const Tool& tool, json args, CallCont
                    {{"type", "object"},
                     {"properties", {{"approve", {{"type", "boolean"}, {"title", "Approve " + tool.name}}}}},
                     {"required", {"approve"}}}}}}};
+    {
+      // Waited for from before the question goes out (the answer cannot come sooner), and only while this stream
+      // runs: a response that is never streamed leaves nothing behind.
+      std::lock_guard lock(server->mu_);
+      server->asks_[key] = std::nullopt;
+    }
     bool gone = !write(SseEvent("", Dump(ask)));
     std::optional<json> answer;
     {
@@ -559,7 +565,12 @@ Response McpServer::AskThenRun(Call& call, const Tool& tool, json args, CallCont
       answer = server->asks_[key];
       server->asks_.erase(key);
     }
-    if (gone) return;
+    if (gone) {
+      registry.Refuse(tool.name, ctx,
+                      Error::Of(Code::kForbidden,
+                                tool.name + " was not approved: the client went away before an answer"));
+      return;
+    }
     const json result = answer ? answer->value("result", json::object()) : json::object();
     const bool approved = result.is_object() && result.value("action", "") == "accept" &&
                           result.value("content", json::object()).is_object() &&
