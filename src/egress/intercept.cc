@@ -224,7 +224,9 @@ asio::awaitable<void> Relay(Session& s) {
     if (!forwarded.ok()) co_return;
     if (response_body.kind == BodyFraming::kUntilClose || !Persists(head.minor_version, head.headers) ||
         !Persists(response.minor_version, response.headers)) {
-      co_await s.down.Close();
+      // A body that ended with the origin's connection is whole only if the origin said so with close_notify; a
+      // bare end of the connection (which anyone on the path could cause) is passed on as one, never made whole.
+      co_await s.down.Close(response_body.kind != BodyFraming::kUntilClose || s.up.ended_with_close_notify());
       co_return;
     }
   }

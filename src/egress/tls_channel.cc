@@ -71,7 +71,10 @@ asio::awaitable<Result<size_t>> TlsChannel::Read(char* data, size_t size) {
     int r = SSL_read_ex(ssl_.get(), data, size, &got);
     if (r == 1) co_return got;
     int error = SSL_get_error(ssl_.get(), r);
-    if (error == SSL_ERROR_ZERO_RETURN) co_return size_t{0};
+    if (error == SSL_ERROR_ZERO_RETURN) {
+      close_notify_ = true;
+      co_return size_t{0};
+    }
     if (error != SSL_ERROR_WANT_READ) co_return Error::Of(Code::kUnavailable, OpenSslError("TLS read"));
     Status flushed = co_await Flush();  // a TLS 1.3 key update's answer, for one
     if (!flushed.ok()) co_return flushed.error();
@@ -93,9 +96,9 @@ asio::awaitable<Status> TlsChannel::Write(std::string_view bytes) {
   co_return co_await Flush();
 }
 
-asio::awaitable<void> TlsChannel::Close() {
+asio::awaitable<void> TlsChannel::Close(bool notify) {
   ERR_clear_error();
-  SSL_shutdown(ssl_.get());
+  if (notify) SSL_shutdown(ssl_.get());
   ERR_clear_error();
   co_await Flush();
   boost::system::error_code ec;

@@ -27,9 +27,13 @@ class TlsChannel {
   boost::asio::awaitable<Status> Handshake();
   // Up to `size` bytes of application data; 0 when the peer has finished (close_notify, or the connection ended).
   boost::asio::awaitable<Result<size_t>> Read(char* data, size_t size);
+  // After Read returned 0: whether the peer finished with close_notify, the end that no one on the path can forge
+  // (a bare end of the connection can be anyone's).
+  bool ended_with_close_notify() const { return close_notify_; }
   boost::asio::awaitable<Status> Write(std::string_view bytes);
-  // Sends close_notify (best effort), half-closes the socket and waits up to a second for the peer to close.
-  boost::asio::awaitable<void> Close();
+  // Sends close_notify (best effort; none when `notify` is false, so that the peer can tell an end the channel
+  // cannot vouch for), half-closes the socket and waits up to a second for the peer to close.
+  boost::asio::awaitable<void> Close(bool notify = true);
 
   SSL* ssl() const { return ssl_.get(); }
   Socket& socket() const { return socket_; }
@@ -45,6 +49,7 @@ class TlsChannel {
   std::chrono::milliseconds idle_;
   boost::asio::steady_timer timer_;
   std::vector<char> buffer_;  // on the heap: coroutine frames stay small
+  bool close_notify_ = false;
 };
 
 }  // namespace isb::egress

@@ -33,6 +33,7 @@ OriginReply Respond(const std::string& request) {
     return {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n7;x=y\r\n, world\r\n0\r\n\r\n"};
   if (line == "GET /204 HTTP/1.1") return {"HTTP/1.1 204 No Content\r\nX-A: b\r\n\r\n"};
   if (line == "GET /close HTTP/1.1") return {"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil the end", true};
+  if (line == "GET /cut HTTP/1.1") return {"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\npartial", true, true};
   if (line == "POST /echo HTTP/1.1") {
     std::string body = request.substr(request.find("\r\n\r\n") + 4);
     return {"HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body};
@@ -168,6 +169,31 @@ class InterceptTest : public ::testing::Test {
     port_ = std::to_string(proxy_->port());
   }
 
+  // A TLS client of the proxy as a sandbox's would be: trusting the sandbox's CA, asking for `name`; no ssl when the
+  // connection or the handshake failed.
+  struct TlsClient {
+    SslCtxPtr ctx;
+    Fd fd;
+    SslPtr ssl;
+  };
+  TlsClient ConnectTls(const std::string& name) {
+    TlsClient c;
+    c.ctx.reset(SSL_CTX_new(TLS_client_method()));
+    if (!c.ctx || SSL_CTX_load_verify_locations(c.ctx.get(), sandbox_ca_file_.c_str(), nullptr) != 1) return c;
+    SSL_CTX_set_verify(c.ctx.get(), SSL_VERIFY_PEER, nullptr);
+    c.fd = Fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(proxy_->port());
+    if (::connect(c.fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return c;
+    SslPtr ssl(SSL_new(c.ctx.get()));
+    SSL_set_fd(ssl.get(), c.fd.get());
+    SSL_set_tlsext_host_name(ssl.get(), name.c_str());
+    if (SSL_connect(ssl.get()) == 1) c.ssl = std::move(ssl);
+    return c;
+  }
+
   ProxyHooks hooks_;
   ProxyOptions options_;
   std::string dir_, origins_ca_file_, sandbox_ca_file_, port_;
@@ -254,32 +280,47 @@ TEST_F(InterceptTest, AHostThatDiffersFromTheServerNameGets421AndNeverReachesThe
   EXPECT_EQ(proxy_->stats().denied.load(), 2u);
 }
 
+// A body that ends with the origin's connection is whole only when the origin ended it with close_notify: ended by
+// a bare end of the connection (which anyone on the path could cause), the client's connection ends bare too, so
+// the client can tell, and is never handed a close_notify the origin did not send.
+TEST_F(InterceptTest, AResponseCutShortByABareEndOfTheConnectionIsNotMadeWhole) {
+  for (const bool cut : {false, true}) {
+    TlsClient client = ConnectTls("origin.test");
+    ASSERT_TRUE(client.ssl) << "no TLS connection through the proxy";
+    SSL* ssl = client.ssl.get();
+    const std::string request = std::string("GET ") + (cut ? "/cut" : "/close") + " HTTP/1.1\r\nHost: origin.test\r\n\r\n";
+    ASSERT_EQ(SSL_write(ssl, request.data(), static_cast<int>(request.size())), static_cast<int>(request.size()));
+    std::string answer;
+    char buf[4096];
+    int n;
+    while ((n = SSL_read(ssl, buf, sizeof buf)) > 0) answer.append(buf, static_cast<size_t>(n));
+    const int end = SSL_get_error(ssl, n);
+    EXPECT_EQ(answer, cut ? "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\npartial"
+                          : "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil the end");
+    if (cut) {
+      EXPECT_NE(end, SSL_ERROR_ZERO_RETURN) << "the client was told the cut body was whole";
+      EXPECT_EQ(SSL_get_shutdown(ssl) & SSL_RECEIVED_SHUTDOWN, 0);
+    } else {
+      EXPECT_EQ(end, SSL_ERROR_ZERO_RETURN);
+    }
+  }
+}
+
 // A request head is parsed again after every read, and on an intercepted connection a read is one TLS record: a
 // head sent a byte a record is refused past kMaxHeadReads reads, as on plain HTTP, before the origin hears of it
 // (else each such head would cost the event loop time in the square of its length).
 TEST_F(InterceptTest, AHeadSentARecordAByteIsRefusedAfterSoManyReads) {
-  SslCtxPtr ctx(SSL_CTX_new(TLS_client_method()));
-  ASSERT_TRUE(ctx);
-  ASSERT_EQ(SSL_CTX_load_verify_locations(ctx.get(), sandbox_ca_file_.c_str(), nullptr), 1);
-  SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER, nullptr);
-  Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(proxy_->port());
-  ASSERT_EQ(::connect(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  SslPtr ssl(SSL_new(ctx.get()));
-  SSL_set_fd(ssl.get(), fd.get());
-  SSL_set_tlsext_host_name(ssl.get(), "origin.test");
-  ASSERT_EQ(SSL_connect(ssl.get()), 1);
+  TlsClient client = ConnectTls("origin.test");
+  ASSERT_TRUE(client.ssl) << "no TLS connection through the proxy";
+  SSL* ssl = client.ssl.get();
   const std::string start = "GET /hello HTTP/1.1\r\nHost: origin.test\r\nX-Slow: ";
-  ASSERT_EQ(SSL_write(ssl.get(), start.data(), static_cast<int>(start.size())), static_cast<int>(start.size()));
+  ASSERT_EQ(SSL_write(ssl, start.data(), static_cast<int>(start.size())), static_cast<int>(start.size()));
   for (int i = 0; i < kMaxHeadReads + 50; ++i) {
-    if (SSL_write(ssl.get(), "a", 1) != 1) break;  // refused, and closed, meanwhile
+    if (SSL_write(ssl, "a", 1) != 1) break;  // refused, and closed, meanwhile
   }
   std::string answer;
   char buf[4096];
-  for (int n; (n = SSL_read(ssl.get(), buf, sizeof buf)) > 0;) answer.append(buf, static_cast<size_t>(n));
+  for (int n; (n = SSL_read(ssl, buf, sizeof buf)) > 0;) answer.append(buf, static_cast<size_t>(n));
   const std::string reason = kTooManyPieces;
   EXPECT_EQ(answer, "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: " +
                         std::to_string(reason.size() + 6) + "\r\nConnection: close\r\n\r\nisb: " + reason + "\n");

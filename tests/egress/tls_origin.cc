@@ -115,6 +115,7 @@ void TlsOrigin::Handle(int fd) {
     }
     OriginReply reply = respond_(request);
     SSL_write(ssl.get(), reply.bytes.data(), static_cast<int>(reply.bytes.size()));
+    if (reply.close && reply.abrupt) return;  // the caller closes the socket: no close_notify went out
     if (reply.close) break;
   }
   SSL_shutdown(ssl.get());
