@@ -72,7 +72,7 @@ Judge::Judge(JudgeOptions options, HttpUrl url, std::string key, Dialer dialer, 
 Judge::~Judge() { OPENSSL_cleanse(key_.data(), key_.size()); }
 
 JudgeVerdict Judge::Decide(const JudgeQuestion& q) {
-  return cache_.Get(CacheKey(q), [&] { return Ask(q); });
+  return cache_.Get(CacheKey(q), q.org, [&] { return Ask(q); });
 }
 
 VerdictCache::Answer Judge::Ask(const JudgeQuestion& q) {

@@ -5,7 +5,13 @@ namespace isb::egress {
 VerdictCache::VerdictCache(size_t capacity, std::chrono::milliseconds ttl, SteadyClock clock)
     : capacity_(capacity), ttl_(ttl), clock_(std::move(clock)) {}
 
-JudgeVerdict VerdictCache::Get(const std::string& key, const std::function<Answer()>& ask) {
+void VerdictCache::Erase(std::list<Entry>::iterator it) {
+  if (auto h = held_.find(it->owner); h != held_.end() && --h->second == 0) held_.erase(h);
+  index_.erase(it->key);
+  lru_.erase(it);
+}
+
+JudgeVerdict VerdictCache::Get(const std::string& key, const std::string& owner, const std::function<Answer()>& ask) {
   std::shared_ptr<Flight> flight;
   {
     std::unique_lock lock(mu_);
@@ -14,8 +20,7 @@ JudgeVerdict VerdictCache::Get(const std::string& key, const std::function<Answe
         lru_.splice(lru_.begin(), lru_, it->second);
         return it->second->verdict;
       }
-      lru_.erase(it->second);
-      index_.erase(it);
+      Erase(it->second);
     }
     if (auto it = flights_.find(key); it != flights_.end()) {
       std::shared_ptr<Flight> joined = it->second;
@@ -30,11 +35,17 @@ JudgeVerdict VerdictCache::Get(const std::string& key, const std::function<Answe
   Answer answer = ask();
   std::lock_guard lock(mu_);
   if (answer.cacheable && capacity_ > 0) {
-    lru_.push_front(Entry{key, answer.verdict, clock_() + ttl_});
+    if (auto it = index_.find(key); it != index_.end()) Erase(it->second);  // a flight that began after an expiry
+    lru_.push_front(Entry{key, owner, answer.verdict, clock_() + ttl_});
     index_[key] = lru_.begin();
+    ++held_[owner];
     while (lru_.size() > capacity_) {
-      index_.erase(lru_.back().key);
-      lru_.pop_back();
+      std::string most = owner;
+      for (const auto& [who, n] : held_)
+        if (n > held_[most]) most = who;
+      auto victim = std::prev(lru_.end());
+      while (victim->owner != most) --victim;  // `most` holds one at least
+      Erase(victim);
     }
   }
   flight->verdict = answer.verdict;

@@ -31,9 +31,11 @@ class VerdictCache {
   VerdictCache(size_t capacity, std::chrono::milliseconds ttl, SteadyClock clock);
 
   // Thread-safe. A fresh cached verdict for `key` if there is one; else the answer of the call already asking the
-  // same key, waited for; else `ask`'s answer (run on this thread, without locks held), remembered if cacheable,
-  // evicting the least recently used entry beyond `capacity`.
-  JudgeVerdict Get(const std::string& key, const std::function<Answer()>& ask);
+  // same key, waited for; else `ask`'s answer (run on this thread, without locks held), remembered if cacheable.
+  // Beyond `capacity`, the owner holding the most entries (an org) gives up its least recently used one: one owner
+  // asking ever new questions evicts its own verdicts, never another's, while others hold fewer.
+  JudgeVerdict Get(const std::string& key, const std::string& owner, const std::function<Answer()>& ask);
+  JudgeVerdict Get(const std::string& key, const std::function<Answer()>& ask) { return Get(key, "", ask); }
 
   size_t size() const;
   // Callers waiting for another's call to land (what tests of the single flight wait for).
@@ -42,9 +44,11 @@ class VerdictCache {
  private:
   struct Entry {
     std::string key;
+    std::string owner;
     JudgeVerdict verdict;
     SteadyTime expires;
   };
+  void Erase(std::list<Entry>::iterator it);  // with mu_ held
   struct Flight {
     bool done = false;
     JudgeVerdict verdict;
@@ -58,6 +62,7 @@ class VerdictCache {
   std::list<Entry> lru_;  // most recently used first
   std::unordered_map<std::string, std::list<Entry>::iterator> index_;
   std::unordered_map<std::string, std::shared_ptr<Flight>> flights_;
+  std::unordered_map<std::string, size_t> held_;  // entries per owner
   size_t waiting_ = 0;
 };
 

@@ -47,6 +47,21 @@ TEST(VerdictCache, FailuresAreNotRemembered) {
   EXPECT_EQ(cache.size(), 0u);
 }
 
+// One owner (an org) asking ever new questions evicts its own verdicts, never another's that holds fewer.
+TEST(VerdictCache, AnOwnerAskingNewQuestionsEvictsItsOwnVerdicts) {
+  VerdictCache cache(3, milliseconds(1000), [] { return SteadyTime(); });
+  Counter x, y;
+  cache.Get("x1", "org-x", x.Ask());
+  for (const char* k : {"y1", "y2", "y3", "y4"}) cache.Get(k, "org-y", y.Ask());
+  EXPECT_EQ(cache.size(), 3u);
+  cache.Get("x1", "org-x", x.Ask());
+  EXPECT_EQ(x.calls, 1) << "org-y's questions evicted org-x's verdict";
+  cache.Get("y4", "org-y", y.Ask());
+  EXPECT_EQ(y.calls, 4);
+  cache.Get("y1", "org-y", y.Ask());  // its own oldest went
+  EXPECT_EQ(y.calls, 5);
+}
+
 TEST(VerdictCache, EvictsTheLeastRecentlyUsed) {
   VerdictCache cache(2, milliseconds(1000), [] { return SteadyTime(); });
   Counter a, b, c;
