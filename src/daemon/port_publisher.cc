@@ -73,8 +73,14 @@ Result<Fd> Listen(const std::string& address, uint16_t port) {
 // made there; the listening socket was made on the host before.
 class PortPublisher::Listener {
  public:
-  Listener(Fd listen, Fd netns, uint16_t port, std::chrono::milliseconds idle_timeout)
-      : listen_(std::move(listen)), netns_(std::move(netns)), port_(port), idle_timeout_(idle_timeout) {
+  Listener(Fd listen, Fd netns, uint16_t port, std::chrono::milliseconds idle_timeout, std::atomic<size_t>& open,
+           size_t max_open)
+      : listen_(std::move(listen)),
+        netns_(std::move(netns)),
+        port_(port),
+        idle_timeout_(idle_timeout),
+        open_(open),
+        max_open_(max_open) {
     stop_.Reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
     thread_ = std::thread([this] { Run(); });
   }
@@ -93,6 +99,11 @@ class PortPublisher::Listener {
       return;
     }
     std::list<Conn> conns;
+    struct Held {  // this listener's share of the publisher's count, given back however Run ends
+      std::atomic<size_t>& open;
+      const std::list<Conn>& conns;
+      ~Held() { open -= conns.size(); }
+    } held{open_, conns};
     std::vector<pollfd> fds;
     std::vector<Conn*> owners;
     for (;;) {
@@ -127,7 +138,7 @@ class PortPublisher::Listener {
           c.inside.Reset();
         }
       }
-      conns.remove_if([](const Conn& c) { return !c.client.valid(); });
+      open_ -= conns.remove_if([](const Conn& c) { return !c.client.valid(); });
     }
   }
 
@@ -144,7 +155,7 @@ class PortPublisher::Listener {
     for (;;) {
       Fd client(::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
       if (!client.valid()) return;
-      if (conns.size() >= kMaxConnections) continue;  // closed at once
+      if (conns.size() >= kMaxConnections || open_.load() >= max_open_) continue;  // closed at once
       Fd inside(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
       if (!inside.valid()) continue;
       sockaddr_in to{};
@@ -153,6 +164,7 @@ class PortPublisher::Listener {
       to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
       if (::connect(inside.get(), reinterpret_cast<sockaddr*>(&to), sizeof to) != 0 && errno != EINPROGRESS) continue;
       conns.push_back(Conn{std::move(client), std::move(inside)});
+      ++open_;
     }
   }
 
@@ -222,10 +234,13 @@ class PortPublisher::Listener {
   Fd listen_, netns_, stop_;
   uint16_t port_;
   std::chrono::milliseconds idle_timeout_;
+  std::atomic<size_t>& open_;
+  const size_t max_open_;
   std::thread thread_;
 };
 
-PortPublisher::PortPublisher(std::chrono::milliseconds idle_timeout) : idle_timeout_(idle_timeout) {}
+PortPublisher::PortPublisher(std::chrono::milliseconds idle_timeout, size_t max_open)
+    : idle_timeout_(idle_timeout), max_open_(max_open) {}
 
 PortPublisher::~PortPublisher() {
   std::lock_guard lock(mu_);
@@ -246,7 +261,8 @@ Status PortPublisher::Publish(const std::string& id, pid_t pid, const std::vecto
     }
     Fd netns(::open(("/proc/" + std::to_string(pid) + "/ns/net").c_str(), O_RDONLY | O_CLOEXEC));
     if (!netns.valid()) return Error::Sys(field + ": the sandbox's network namespace");
-    listeners.push_back(std::make_unique<Listener>(std::move(*listen), std::move(netns), p.sandbox_port, idle_timeout_));
+    listeners.push_back(std::make_unique<Listener>(std::move(*listen), std::move(netns), p.sandbox_port, idle_timeout_,
+                                                   open_, max_open_));
   }
   std::lock_guard lock(mu_);
   published_[id] = std::move(listeners);

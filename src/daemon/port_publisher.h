@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -22,7 +23,9 @@ class PortPublisher {
   // A relayed connection on which nothing moved either way for `idle_timeout` is closed, so idle connections cannot
   // hold a port's kMaxConnections for good; one ended both ways, or reset by either side with nothing left to deliver,
   // is closed at once.
-  explicit PortPublisher(std::chrono::milliseconds idle_timeout = kIdleTimeout);
+  // At most `max_open` relayed connections at once across every published port (each holds two of the daemon's
+  // descriptors): more are accepted and closed at once, so many sandboxes' ports cannot take the daemon's descriptors.
+  explicit PortPublisher(std::chrono::milliseconds idle_timeout = kIdleTimeout, size_t max_open = kMaxOpen);
   PortPublisher(const PortPublisher&) = delete;
   PortPublisher& operator=(const PortPublisher&) = delete;
   // Closes every listener and connection.
@@ -37,11 +40,14 @@ class PortPublisher {
 
   // At most this many connections at once per published port; more are accepted and closed at once.
   static constexpr size_t kMaxConnections = 64;
+  static constexpr size_t kMaxOpen = 4096;
   static constexpr std::chrono::milliseconds kIdleTimeout = std::chrono::minutes(15);
 
  private:
   class Listener;
   const std::chrono::milliseconds idle_timeout_;
+  const size_t max_open_;
+  std::atomic<size_t> open_{0};  // relayed connections open, every listener's (declared before the listeners)
   std::mutex mu_;
   std::map<std::string, std::vector<std::unique_ptr<Listener>>> published_;
 };

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "base/file.h"
 #include "must_work.h"
@@ -168,6 +169,44 @@ TEST_F(PortPublisherTest, ConnectionsBeyondTheLimitAreClosedAtOnce) {
   EXPECT_EQ(ReadUntil(extra->get(), [](const std::string&) { return false; }, 5000), "");
   EXPECT_LT(Clock::now() - start, kIdle) << "the connection over the limit was held, not closed at once";
   EXPECT_EQ(Exchange(open.front().first.get(), open.front().second.get(), "ok"), "ok");
+}
+
+// Across every published port, the publisher holds at most its max_open connections (two descriptors each): more
+// are closed at once, whichever port they came to, and a connection that ends gives its place back.
+TEST_F(PortPublisherTest, ConnectionsBeyondTheDaemonsLimitAreClosedAtOnceOnEveryPort) {
+  PortPublisher small(std::chrono::duration_cast<std::chrono::milliseconds>(kIdle), 2);
+  auto ports = std::vector<uint16_t>{};
+  for (int i = 0; i < 2; ++i) {
+    auto port = testing::FreeTcpPort();
+    ASSERT_TRUE(port.ok()) << port.error().message;
+    ports.push_back(*port);
+  }
+  ASSERT_TRUE(small.Publish("a", ::getpid(), {{inside_.port, ports[0], "127.0.0.1"}}).ok());
+  ASSERT_TRUE(small.Publish("b", ::getpid(), {{inside_.port, ports[1], "127.0.0.1"}}).ok());
+  auto through = [&](uint16_t port) -> std::pair<Fd, Fd> {
+    auto client = ConnectTcp(port);
+    EXPECT_TRUE(client.ok()) << client.error().message;
+    auto served = AcceptWithin(inside_.fd.get(), 2000);
+    EXPECT_TRUE(served.ok()) << served.error().message;
+    if (!client.ok() || !served.ok()) return {};
+    return {std::move(*client), std::move(*served)};
+  };
+  auto first = through(ports[0]);
+  auto second = through(ports[1]);
+  ASSERT_TRUE(first.first.valid() && second.first.valid());
+  for (uint16_t port : ports) {
+    auto extra = ConnectTcp(port);
+    ASSERT_TRUE(extra.ok()) << extra.error().message;
+    const auto start = Clock::now();
+    EXPECT_EQ(ReadUntil(extra->get(), [](const std::string&) { return false; }, 5000), "");
+    EXPECT_LT(Clock::now() - start, kIdle) << "a connection over the daemon's limit was held on port " << port;
+  }
+  EXPECT_EQ(Exchange(second.first.get(), second.second.get(), "ok"), "ok");
+  first = {};  // both ends close: the publisher closes its two, and the place is free again
+  std::this_thread::sleep_for(100ms);
+  auto again = through(ports[0]);
+  ASSERT_TRUE(again.first.valid());
+  EXPECT_EQ(Exchange(again.first.get(), again.second.get(), "back"), "back");
 }
 
 TEST_F(PortPublisherTest, UnpublishClosesTheListenerAndItsConnections) {
