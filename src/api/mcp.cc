@@ -571,20 +571,26 @@ Response McpServer::AskThenRun(Call& call, const Tool& tool, json args, CallCont
                                 tool.name + " was not approved: the client went away before an answer"));
       return;
     }
-    const json result = answer ? answer->value("result", json::object()) : json::object();
-    const bool approved = result.is_object() && result.value("action", "") == "accept" &&
-                          result.value("content", json::object()).is_object() &&
-                          result.value("content", json::object()).value("approve", json(false)) == json(true);
+    // The client's answer is its own to shape: anything but {"action": "accept", "content": {"approve": true}} is
+    // no approval (looked at without ever assuming a member's type).
+    auto member = [](const json& object, const char* name) -> json {
+      return object.is_object() && object.contains(name) ? object[name] : json();
+    };
+    const json result = answer ? member(*answer, "result") : json();
+    const bool approved = member(result, "action") == json("accept") &&
+                          member(member(result, "content"), "approve") == json(true);
     json out;
     if (approved) {
       ctx.cancelled = [flag = running.flag()] { return flag->load(); };
       out = ToolResult(registry.Run(tool, args, ctx), false);
     } else {
-      Error refused = Error::Of(Code::kForbidden, tool.name + " was not approved: " +
-                                                      (answer ? "the person asked did not approve it"
-                                                              : "no answer came within " +
-                                                                    std::to_string(std::chrono::duration_cast<
-                                                                        std::chrono::seconds>(wait).count()) + " s"));
+      const std::string why =
+          answer                    ? "the person asked did not approve it"
+          : running.flag()->load() ? "the call was cancelled before an answer"
+                                   : "no answer came within " +
+                                         std::to_string(std::chrono::duration_cast<std::chrono::seconds>(wait).count()) +
+                                         " s";
+      Error refused = Error::Of(Code::kForbidden, tool.name + " was not approved: " + why);
       registry.Refuse(tool.name, ctx, refused);
       out = ToolResult(refused, false);
     }

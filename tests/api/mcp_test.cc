@@ -383,6 +383,28 @@ TEST_F(McpTest, ADestructiveCallRunsOnlyOnceAPersonApprovedIt) {
                         {"params", {{"protocolVersion", "2025-11-25"}, {"capabilities", {{"elicitation", json::object()}}},
                                     {"clientInfo", {{"name", "t"}, {"version", "1"}}}}}});
   const std::string asking = init.headers.Get("Mcp-Session-Id");
+  // Answers of every shape but the one that approves are no approval, and never break the daemon.
+  const json odd_answers[] = {json{{"action", 5}}, json{{"action", "accept"}, {"content", "yes"}},
+                              json{{"action", "accept"}, {"content", {{"approve", "true"}}}}, json::array({1}), json(7)};
+  int odd_id = 10;
+  for (const json& odd : odd_answers) {
+    Response r = Post(remove(odd_id++), Session(asking));
+    ASSERT_TRUE(r.stream);
+    json last;
+    r.stream([&](std::string_view chunk) {
+      if (chunk.starts_with(":")) return true;
+      json e = json::parse(chunk.substr(6));
+      if (e.value("method", "") == "elicitation/create")
+        Post({{"jsonrpc", "2.0"}, {"id", e["id"]}, {"result", odd}}, Session(asking));
+      last = e;
+      return true;
+    });
+    EXPECT_EQ(last["result"]["content"][0]["text"],
+              "forbidden: sandbox_remove was not approved: the person asked did not approve it") << odd.dump();
+  }
+  EXPECT_TRUE(fake.Get(box).ok());
+  seen.resize(2);  // the odd answers' refusals are checked above
+
   for (const bool approve : {false, true}) {
     Response r = Post(remove(approve ? 4 : 3), Session(asking));
     ASSERT_TRUE(r.stream);
