@@ -14,11 +14,13 @@ json Scalar(const json& v) {
   return nullptr;
 }
 
+// What stands for the items of a list past kMaxDetailItems.
+std::string More(size_t total) { return "\xE2\x80\xA6 " + std::to_string(total - kMaxDetailItems) + " more"; }
+
 json CutList(std::vector<std::string> items) {
   json out = json::array();
   for (size_t i = 0; i < items.size() && i < kMaxDetailItems; ++i) out.push_back(CleanText(items[i]));
-  if (items.size() > kMaxDetailItems)
-    out.push_back("\xE2\x80\xA6 " + std::to_string(items.size() - kMaxDetailItems) + " more");
+  if (items.size() > kMaxDetailItems) out.push_back(More(items.size()));
   return out;
 }
 
@@ -52,7 +54,7 @@ json Records(const json& v) {
   json out = json::array();
   for (const auto& e : v) {
     if (out.size() == kMaxDetailItems) {
-      out.push_back("\xE2\x80\xA6 " + std::to_string(v.size() - kMaxDetailItems) + " more");
+      out.push_back(More(v.size()));
       break;
     }
     if (!e.is_object()) continue;

@@ -44,9 +44,10 @@ class PortPublisherTest : public ::testing::Test {
     ASSERT_TRUE(st.ok()) << st.error().message;
   }
 
-  // A client connection through the published port and the connection the "sandbox" accepted for it.
-  std::pair<Fd, Fd> Connect() {
-    auto client = ConnectTcp(host_port_);
+  // A client connection through the published port (`port`, else the fixture's) and the connection the "sandbox"
+  // accepted for it.
+  std::pair<Fd, Fd> Connect(uint16_t port = 0) {
+    auto client = ConnectTcp(port != 0 ? port : host_port_);
     EXPECT_TRUE(client.ok()) << client.error().message;
     auto served = AcceptWithin(inside_.fd.get(), 2000);
     EXPECT_TRUE(served.ok()) << served.error().message;
@@ -183,16 +184,8 @@ TEST_F(PortPublisherTest, ConnectionsBeyondTheDaemonsLimitAreClosedAtOnceOnEvery
   }
   ASSERT_TRUE(small.Publish("a", ::getpid(), {{inside_.port, ports[0], "127.0.0.1"}}).ok());
   ASSERT_TRUE(small.Publish("b", ::getpid(), {{inside_.port, ports[1], "127.0.0.1"}}).ok());
-  auto through = [&](uint16_t port) -> std::pair<Fd, Fd> {
-    auto client = ConnectTcp(port);
-    EXPECT_TRUE(client.ok()) << client.error().message;
-    auto served = AcceptWithin(inside_.fd.get(), 2000);
-    EXPECT_TRUE(served.ok()) << served.error().message;
-    if (!client.ok() || !served.ok()) return {};
-    return {std::move(*client), std::move(*served)};
-  };
-  auto first = through(ports[0]);
-  auto second = through(ports[1]);
+  auto first = Connect(ports[0]);
+  auto second = Connect(ports[1]);
   ASSERT_TRUE(first.first.valid() && second.first.valid());
   for (uint16_t port : ports) {
     auto extra = ConnectTcp(port);
@@ -204,7 +197,7 @@ TEST_F(PortPublisherTest, ConnectionsBeyondTheDaemonsLimitAreClosedAtOnceOnEvery
   EXPECT_EQ(Exchange(second.first.get(), second.second.get(), "ok"), "ok");
   first = {};  // both ends close: the publisher closes its two, and the place is free again
   std::this_thread::sleep_for(100ms);
-  auto again = through(ports[0]);
+  auto again = Connect(ports[0]);
   ASSERT_TRUE(again.first.valid());
   EXPECT_EQ(Exchange(again.first.get(), again.second.get(), "back"), "back");
 }
