@@ -173,9 +173,19 @@ struct Session {
   int exec_watch = -1;  // read end of a pipe whose write end the child holds until its exec (close-on-exec)
   void* mapping = nullptr;
   size_t mapping_size = 0;
+  size_t message_len = 0;  // the request's bytes in the mapping, cleared before the mapping is used again
 };
 
 Session g_sessions[kMaxSessions];
+// Mappings of closed sessions, kept for the next ones: a new mapping costs an mmap, a munmap (a TLB flush on every
+// core the child ran on) and a page fault per page the next child touches. Cleared of the request they held.
+constexpr int kMaxSpareMappings = 8;
+struct Spare {
+  void* mapping;
+  size_t size;
+};
+Spare g_spares[kMaxSpareMappings];
+int g_spare_count = 0;
 uid_t g_init_uid = 0;
 gid_t g_init_gid = 0;
 
@@ -186,8 +196,12 @@ Launch* LaunchOf(const Session& s) {
 // The mapping: a guard page, the child's stack, then the Launch (at the end, whole pages before it).
 bool MapLaunch(Session& s) {
   const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-  const size_t launch_pages = (sizeof(Launch) + page - 1) / page * page;
-  const size_t size = page + kLaunchStack + launch_pages;
+  const size_t size = page + kLaunchStack + (sizeof(Launch) + page - 1) / page * page;
+  if (g_spare_count > 0) {
+    s.mapping = g_spares[--g_spare_count].mapping;
+    s.mapping_size = size;
+    return true;
+  }
   void* m = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (m == MAP_FAILED) return false;
   if (::mprotect(m, page, PROT_NONE) != 0) {
@@ -287,6 +301,8 @@ bool SplitStrings(char** p, const char* end, uint32_t count, char** out, size_t 
     for (const Session& other : g_sessions)
       if (other.mapping != nullptr && other.mapping != l.mapping)
         RawSyscall(SYS_munmap, reinterpret_cast<long>(other.mapping), static_cast<long>(other.mapping_size));
+    for (int i = 0; i < g_spare_count; ++i)
+      RawSyscall(SYS_munmap, reinterpret_cast<long>(g_spares[i].mapping), static_cast<long>(g_spares[i].size));
   }
   if ((r = RawSyscall(SYS_setgroups, 0, 0)) < 0 || (r = RawSyscall(SYS_setresgid, h.gid, h.gid, h.gid)) < 0 ||
       (r = RawSyscall(SYS_setresuid, h.uid, h.uid, h.uid)) < 0)
@@ -321,10 +337,22 @@ bool SplitStrings(char** p, const char* end, uint32_t count, char** out, size_t 
   SessionFail(fd, Step::kExec, failed);
 }
 
+// Only once no child runs on the session's mapping: it was never started, or it has been reaped.
 void CloseSession(Session& s) {
   ::close(s.fd);
   if (s.exec_watch >= 0) ::close(s.exec_watch);
-  if (s.mapping != nullptr) ::munmap(s.mapping, s.mapping_size);
+  if (s.mapping != nullptr) {
+    if (g_spare_count < kMaxSpareMappings) {
+      // The next session's child may be of another user, who may read its memory before its exec: nothing of this
+      // request (its environment may hold secrets) is left for it.
+      Launch& l = *LaunchOf(s);
+      std::memset(l.message, 0, s.message_len);
+      std::memset(l.path, 0, sizeof l.path);
+      g_spares[g_spare_count++] = Spare{s.mapping, s.mapping_size};
+    } else {
+      ::munmap(s.mapping, s.mapping_size);
+    }
+  }
   s = Session{};
 }
 
@@ -347,6 +375,7 @@ void HandleRequest(Session& s) {
   msg.msg_controllen = sizeof control;
   ssize_t n = ::recvmsg(s.fd, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+  if (n > 0) s.message_len = std::max(s.message_len, static_cast<size_t>(n));
   int nfds = 0;
   for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
     if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
+#include <sstream>
 #include <atomic>
 #include <filesystem>
 #include <thread>
@@ -259,8 +261,9 @@ TEST_F(ServiceTest, ASandboxOpensAtMost64Terminals) {
   EXPECT_EQ(r->stdout_data, "64 No space left on device\n") << r->stderr_data;
 }
 
-// Each exec's mapping (its request and its child's stack) is init's only until the session closes: after execs
-// that succeed, fail to start or time out, init holds the mappings it held before.
+// Each exec's mapping (its request and its child's stack) is the session's until it closes, and then kept, cleared,
+// for the next session (a few at most): after execs that succeed, fail to start or time out, one after another,
+// init holds the mappings it held before.
 TEST_F(ServiceTest, InitKeepsNoMappingOfAnEndedExec) {
   auto count = [&] {
     auto maps = isb::ReadFile("/proc/" + std::to_string(sb_.pid) + "/maps");
@@ -286,6 +289,50 @@ TEST_F(ServiceTest, InitKeepsNoMappingOfAnEndedExec) {
   EXPECT_TRUE(Exec({"sleep", "30"}, "", 200)->timed_out);
   EXPECT_EQ(Exec({"true"})->exit_code, 0);  // by then the timed-out one is reaped and its session closed
   EXPECT_EQ(mappings(), before);
+}
+
+// What a request carried (its environment may hold secrets) is gone from init once its session has closed: the
+// mapping it came in is kept for the next session, cleared. Read through /proc/<init>/mem, every mapping init can
+// write.
+TEST_F(ServiceTest, InitKeepsNothingOfAnEndedExecsRequest) {
+  std::string marker = "isb-request-marker-";
+  for (int i = 0; i < 16; ++i) marker += static_cast<char>('a' + (::getpid() + i * 7) % 26);
+  ExecSpec spec;
+  spec.argv = {"true", marker + "-argv"};
+  spec.env = {"PATH=/usr/bin:/bin", "TOKEN=" + marker + "-env"};
+  auto r = ExecInSandbox(dir_ + "/control.sock", spec, nullptr);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->exit_code, 0);
+  ASSERT_EQ(Exec({"true"})->exit_code, 0);  // a session after it, on the same kept mapping
+  ::usleep(50000);                            // init closes a session just after its caller has the answer
+  const std::string pid = std::to_string(sb_.pid);
+  auto maps = isb::ReadFile("/proc/" + pid + "/maps");
+  ASSERT_TRUE(maps.ok()) << maps.error().message;
+  int mem = ::open(("/proc/" + pid + "/mem").c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(mem, 0) << std::strerror(errno);
+  size_t scanned = 0;
+  std::istringstream lines(*maps);
+  for (std::string line; std::getline(lines, line);) {
+    unsigned long from = 0, to = 0;
+    char perms[5] = {};
+    if (std::sscanf(line.c_str(), "%lx-%lx %4s", &from, &to, perms) != 3 || perms[1] != 'w') continue;
+    std::string bytes(to - from, '\0');
+    ssize_t n = ::pread(mem, bytes.data(), bytes.size(), static_cast<off_t>(from));
+    if (n <= 0) continue;
+    bytes.resize(static_cast<size_t>(n));
+    scanned += bytes.size();
+    EXPECT_EQ(bytes.find(marker), std::string::npos) << line;
+  }
+  ::close(mem);
+  EXPECT_GT(scanned, 256u * 1024);  // the kept mapping's request area alone is that large
+}
+
+// A command becomes the OOM killer's first choice once it has exec'd, and what it starts inherits that; init keeps
+// its own score.
+TEST_F(ServiceTest, ACommandScoresAboveInitForTheOomKiller) {
+  auto r = Exec({"sh", "-c", "sleep 0.2; cat /proc/self/oom_score_adj /proc/1/oom_score_adj"});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->stdout_data, "1000\n0\n") << r->stderr_data;
 }
 
 TEST_F(ServiceTest, TimeoutHoldsForACommandThatNeverStopsWriting) {
@@ -361,7 +408,8 @@ TEST_F(ServiceTest, CancelledExecIsKilled) {
 // write to the client (a keep-alive on a stream).
 TEST_F(ServiceTest, AChattyExecAsksWhetherItsCallerLeftAboutOnceASecond) {
   ExecSpec spec;
-  spec.argv = {"sh", "-c", "i=0; while [ $i -lt 20000 ]; do echo $i; i=$((i+1)); done; sleep 1.5"};
+  // Pieces 20 ms apart, as many as a busy host (a parallel test run) cannot merge into a few reads.
+  spec.argv = {"sh", "-c", "for i in $(seq 60); do echo $i; sleep 0.02; done; sleep 1"};
   spec.env = {"PATH=/usr/bin:/bin"};
   std::atomic<int> asked{0};
   spec.cancelled = [&] {
