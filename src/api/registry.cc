@@ -1,11 +1,6 @@
 // Registry: lookup, input validation before every handler, and the one description all surfaces publish.
 #include "api/registry.h"
 
-#include <condition_variable>
-#include <deque>
-#include <future>
-#include <thread>
-
 #include "api/json_schema.h"
 #include "api/json_util.h"
 
@@ -13,58 +8,10 @@ namespace isb::api {
 
 using json = nlohmann::json;
 
-// One thread that tells the start observer of long calls' starts, in the order posted, while their handlers run.
-class Registry::Starts {
- public:
-  explicit Starts(StartObserver observer) : observer_(std::move(observer)), thread_([this] { Loop(); }) {}
-  ~Starts() {
-    {
-      std::lock_guard lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_one();
-    thread_.join();
-  }
-  // Ready once the observer has been told; the references must outlive that (the caller waits for it).
-  std::future<void> Post(const Tool& tool, const json& input, const CallContext& ctx) {
-    std::packaged_task<void()> task([this, &tool, &input, &ctx] { observer_(tool.name, tool, input, ctx); });
-    std::future<void> told = task.get_future();
-    {
-      std::lock_guard lock(mu_);
-      queue_.push_back(std::move(task));
-    }
-    cv_.notify_one();
-    return told;
-  }
-
- private:
-  void Loop() {
-    std::unique_lock lock(mu_);
-    for (;;) {
-      cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, with nothing left to tell
-      std::packaged_task<void()> task = std::move(queue_.front());
-      queue_.pop_front();
-      lock.unlock();
-      task();
-      lock.lock();
-    }
-  }
-
-  StartObserver observer_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::packaged_task<void()>> queue_;
-  bool stop_ = false;
-  std::thread thread_;  // last: starts once the rest is ready
-};
-
 Registry::Registry() = default;
 Registry::~Registry() = default;
 
-void Registry::SetStartObserver(StartObserver observer) {
-  starts_ = observer ? std::make_unique<Starts>(std::move(observer)) : nullptr;
-}
+void Registry::SetStartObserver(StartObserver observer) { start_observer_ = std::move(observer); }
 
 int HttpStatusFor(Code code) {
   switch (code) {
@@ -192,10 +139,23 @@ Status Registry::Precheck(const Tool& tool, const json& input, const CallContext
 }
 
 Result<json> Registry::Run(const Tool& tool, const json& input, const CallContext& ctx) const {
-  std::future<void> started;
-  if (tool.long_running && starts_) started = starts_->Post(tool, input, ctx);
-  Result<json> result = Guarded<Result<json>>(tool, [&] { return tool.handler(input, ctx); });
-  if (started.valid()) started.wait();
+  Result<json> result = Error::Of(Code::kInternal, "not run");
+  if (tool.long_running && start_observer_) {
+    CallContext running = ctx;
+    bool told = false;
+    running.began = [&] {
+      if (told) return;
+      told = true;
+      // The observer reports its own failures; one that throws does not end the call, whose work goes on.
+      (void)Guarded<Status>(tool, [&] {
+        start_observer_(tool.name, tool, input, ctx);
+        return Status{};
+      });
+    };
+    result = Guarded<Result<json>>(tool, [&] { return tool.handler(input, running); });
+  } else {
+    result = Guarded<Result<json>>(tool, [&] { return tool.handler(input, ctx); });
+  }
   Report(tool.name, &tool, input, ctx, result);
   return result;
 }

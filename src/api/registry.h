@@ -36,6 +36,10 @@ struct CallContext {
   // True once the caller has gone away (a streaming caller) or cancelled the call (MCP's notifications/cancelled).
   // Asked about once a second by long work.
   std::function<bool()> cancelled;
+  // Set by the registry for a long-running tool (Tool::long_running) when a start observer listens: the handler
+  // calls it once its work has begun (an exec, once the sandbox has the command), on its own thread, and the start
+  // observer is told then. Later calls do nothing; a handler that fails before it begins never calls it.
+  std::function<void()> began;
 };
 
 struct ToolAnnotations {
@@ -74,8 +78,8 @@ struct Tool {
   // A streaming call's check of what it acts on, before its response begins (REST sends a stream's status first):
   // what it refuses (a sandbox that does not exist) gets its own status instead of an error event after a 200.
   std::function<Status(const nlohmann::json& input, const CallContext& ctx)> precheck{};
-  // A call that may run for minutes (an exec, a terminal): the start observer hears of it when its handler begins
-  // as well, so that a daemon that dies while it runs still leaves a row of it.
+  // A call that may run for minutes (an exec, a terminal): the start observer hears of it when its work begins
+  // (CallContext::began) as well, so that a daemon that dies while it runs still leaves a row of it.
   bool long_running = false;
 };
 
@@ -88,8 +92,9 @@ int HttpStatusFor(Code code);
 using CallObserver = std::function<void(std::string_view name, const Tool* tool, const nlohmann::json& input,
                                         const CallContext& ctx, const Result<nlohmann::json>& result)>;
 
-// Told, on a thread of the registry's own, that the handler of a long-running tool (Tool::long_running) has begun:
-// the call's name, tool, input and caller, as the call observer will be told of them once it ends.
+// Told, on the handler's thread, that the work of a long-running tool (Tool::long_running) has begun (its handler
+// called CallContext::began): the call's name, tool, input and caller, as the call observer will be told of them once
+// it ends. The handler's work goes on meanwhile (an exec's command is running).
 using StartObserver = std::function<void(std::string_view name, const Tool& tool, const nlohmann::json& input,
                                          const CallContext& ctx)>;
 
@@ -166,8 +171,7 @@ class Registry {
     return identity.kind == identity::PrincipalKind::kSuperadmin || !filter_ || filter_(tool.name);
   }
   CallObserver observer_;
-  class Starts;
-  std::unique_ptr<Starts> starts_;  // when a start observer is set
+  StartObserver start_observer_;
   ToolFilter filter_;
   std::function<bool(std::string_view)> org_exists_;
   mutable std::mutex mu_;

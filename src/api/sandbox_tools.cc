@@ -708,6 +708,7 @@ Status AddCreateAndExec(Registry& reg, Sandboxes& all, const SandboxToolOptions&
                          "progressToken), which announces the session to send input to");
         }
         req.cancelled = ctx.cancelled;  // the caller's cancel (MCP's notifications/cancelled), or its going away
+        req.began = ctx.began;          // the audit log's "started" row, once the sandbox has the command
         if (!ctx.progress) {
           ISB_ASSIGN_OR_RETURN(ExecResult r, sb.Exec(Ref(in), req, nullptr));
           return ExecResultJson(std::move(r), base64);

@@ -43,48 +43,46 @@ TEST(RegistryTest, AddFindList) {
   ASSERT_EQ(r.List().size(), 1u);
 }
 
-// A long-running tool's start is told on a thread of the registry's own while its handler runs (the handler here
-// waits to see it), and always before its outcome; a tool that is not long-running has no start.
-TEST(RegistryTest, ALongCallsStartIsToldWhileItsHandlerRunsAndBeforeItsOutcome) {
+// A long-running tool's start is told when its handler says its work began (CallContext::began), on the handler's
+// thread, once however often it says so, and always before its outcome; a long-running handler that fails before
+// its work begins, and a tool that is not long-running, have no start.
+TEST(RegistryTest, ALongCallsStartIsToldWhenItsWorkBeginsAndBeforeItsOutcome) {
   Registry r;
-  std::mutex mu;
-  std::condition_variable cv;
   std::vector<std::string> events;
-  std::thread::id start_thread;
-  for (bool long_running : {true, false}) {
-    Tool t{long_running ? "long" : "short", "t", "A tool.", json{{"type", "object"}}, json{{"type", "object"}},
-           ToolAnnotations{}, false, [&](const json&, const CallContext& ctx) -> Result<json> {
-             std::unique_lock lock(mu);
-             if (ctx.surface == "long") {
-               bool seen = cv.wait_for(lock, std::chrono::seconds(10), [&] {
-                 return std::find(events.begin(), events.end(), "start long") != events.end();
-               });
-               events.push_back(seen ? "the handler saw the start" : "the handler waited in vain");
+  std::vector<std::thread::id> start_threads;
+  for (const char* name : {"long", "short", "fails_early"}) {
+    const std::string n = name;
+    Tool t{n, "t", "A tool.", json{{"type", "object"}}, json{{"type", "object"}}, ToolAnnotations{}, false,
+           [&events, n](const json&, const CallContext& ctx) -> Result<json> {
+             if (n == "fails_early") return Error::Of(Code::kConflict, "stopped");
+             events.push_back(ctx.began ? "handler of " + n + " may begin" : "handler of " + n + " has no began");
+             if (ctx.began) {
+               ctx.began();
+               events.push_back("working");
+               ctx.began();
              }
              return json::object();
            }};
-    t.long_running = long_running;
+    t.long_running = n != "short";
     ASSERT_TRUE(r.Add(std::move(t)).ok());
   }
-  r.SetStartObserver([&](std::string_view name, const Tool&, const json&, const CallContext&) {
-    std::lock_guard lock(mu);
-    events.push_back("start " + std::string(name));
-    start_thread = std::this_thread::get_id();
-    cv.notify_all();
+  r.SetStartObserver([&](std::string_view name, const Tool&, const json&, const CallContext& ctx) {
+    events.push_back("start " + std::string(name) + (ctx.began ? " (a context with began)" : ""));
+    start_threads.push_back(std::this_thread::get_id());
   });
   r.SetObserver([&](std::string_view name, const Tool*, const json&, const CallContext&, const Result<json>& result) {
-    std::lock_guard lock(mu);
     events.push_back("end " + std::string(name) + (result.ok() ? " ok" : " failed"));
   });
-  for (const char* name : {"long", "short"}) {
+  for (const char* name : {"long", "short", "fails_early"}) {
     CallContext ctx;
     ctx.identity = UserIn("m");
     ctx.org = "default";
-    ctx.surface = name;
-    ASSERT_TRUE(r.Call(name, json::object(), ctx).ok()) << name;
+    (void)r.Call(name, json::object(), ctx);
   }
-  EXPECT_EQ(events, (std::vector<std::string>{"start long", "the handler saw the start", "end long ok", "end short ok"}));
-  EXPECT_NE(start_thread, std::this_thread::get_id());
+  EXPECT_EQ(events, (std::vector<std::string>{"handler of long may begin", "start long", "working", "end long ok",
+                                              "handler of short has no began", "end short ok",
+                                              "end fails_early failed"}));
+  EXPECT_EQ(start_threads, std::vector<std::thread::id>{std::this_thread::get_id()});
 }
 
 TEST(RegistryTest, ValidatesBeforeTheHandler) {
