@@ -463,7 +463,7 @@ Result<SandboxManager::Record> SandboxManager::Load(const std::string& id_or_nam
   Record rec;
   rec.id = AsText(r[0]);
   rec.name = AsText(r[1]);
-  rec.spec = SpecFromJson(AsText(r[2]));
+  rec.spec = ParsedSpec(AsText(r[2]));
   rec.state = AsText(r[3]);
   rec.pid = static_cast<pid_t>(AsInt(r[4]));
   rec.start_time = static_cast<uint64_t>(AsInt(r[5]));
@@ -473,6 +473,18 @@ Result<SandboxManager::Record> SandboxManager::Load(const std::string& id_or_nam
   rec.expires_at = AsInt(r[9]);
   rec.last_active_at = AsInt(r[10]);
   return rec;
+}
+
+api::SandboxSpec SandboxManager::ParsedSpec(const std::string& text) {
+  {
+    std::lock_guard lock(parsed_mu_);
+    if (auto it = parsed_specs_.find(text); it != parsed_specs_.end()) return it->second;
+  }
+  api::SandboxSpec spec = SpecFromJson(text);
+  std::lock_guard lock(parsed_mu_);
+  if (parsed_specs_.size() >= kMaxParsedSpecs) parsed_specs_.clear();
+  parsed_specs_.emplace(text, spec);
+  return spec;
 }
 
 bool SandboxManager::Alive(const Record& rec) const {

@@ -191,6 +191,12 @@ class SandboxManager : public api::Sandboxes {
   // The sandbox `id_or_name`, loaded again under its lock, which *held then keeps.
   Result<Record> LoadLocked(const std::string& id_or_name, std::optional<SandboxLocks::Held>* held);
   PortPublisher ports_;  // the running sandboxes' published ports
+  // Specs as parsed from their stored text, by that text: every call loads its sandbox's row, and the same few specs
+  // would be parsed again on each. Bounded: emptied when full.
+  static constexpr size_t kMaxParsedSpecs = 1024;
+  std::mutex parsed_mu_;
+  std::map<std::string, api::SandboxSpec, std::less<>> parsed_specs_;
+  api::SandboxSpec ParsedSpec(const std::string& text);
   std::mutex samples_mu_;
   std::map<std::string, std::pair<int64_t, uint64_t>> cpu_samples_;  // id -> (time, cpu_usec) for the reaper
   // Execs running now, per sandbox id: a sandbox with one is not idle, however long the exec has been quiet.
