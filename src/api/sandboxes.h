@@ -30,10 +30,15 @@ struct SpecMount {
 
 // A TCP port inside a sandbox published on a host address: connections to host_address:host_port reach
 // 127.0.0.1:sandbox_port inside. Only loopback unless the daemon's --publish-address allows another address.
+// The address a port is published on when its spec names none: a loopback address of its own. A browser keeps
+// cookies by host, not by port, so a port published where browsers reach isb would receive the session cookie of
+// everyone signed in to isb's web sign-in there, and the sandbox's server could replay it (CheckPublishApartFromIsb).
+inline constexpr char kDefaultPublishAddress[] = "127.0.0.2";
+
 struct SpecPort {
   uint16_t sandbox_port = 0;
   uint16_t host_port = 0;
-  std::string host_address = "127.0.0.1";
+  std::string host_address = kDefaultPublishAddress;
   bool operator==(const SpecPort&) const = default;
 };
 

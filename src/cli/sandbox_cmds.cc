@@ -453,7 +453,7 @@ void AddSandboxCommands(CLI::App& app, int* exit_code) {
                   "A path on the daemon's host into the sandbox: SRC[:DST][:ro|:rw] (default ro; repeatable)")
       ->allow_extra_args(false);
   cmd->add_option("-p,--publish", create->publish,
-                  "Publish a port while it runs: [ADDR:]HOSTPORT:PORT (ADDR default 127.0.0.1; repeatable)")
+                  "Publish a port while it runs: [ADDR:]HOSTPORT:PORT (ADDR default 127.0.0.2; repeatable)")
       ->allow_extra_args(false);
   cmd->add_option("--egress", create->egress,
                   "Where it may connect: none (default), open, or HOST[:PORT] entries (repeatable or comma-separated)")
