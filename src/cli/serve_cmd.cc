@@ -83,6 +83,9 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--egress-pin", opts->egress_pins,
                   "NAME=IP[:PORT]: dial NAME at IP (the only way to a private address); repeatable");
+  cmd->add_option("--dns-upstream", opts->dns_upstreams,
+                  "IP[:PORT]: a resolver open sandboxes' DNS queries are relayed to (default: the nameservers of "
+                  "/etc/resolv.conf); repeatable, asked in order");
   cmd->add_option("--egress-ca", opts->egress_ca,
                   "PEM FILE of CA certificates trusted for intercepted origins, besides the system's");
   cmd->add_option("--egress-table", opts->egress_table,

@@ -99,7 +99,15 @@ Status EgressService::StartServers() {
   net::DnsHooks dh;
   dh.sandbox = [this](uint32_t a) { return SandboxAt(a); };
   dh.listed = [this](const std::string& id, std::string_view name) { return NameListed(id, name); };
-  ISB_ASSIGN_OR_RETURN(dns_, net::DnsServer::Start("0.0.0.0", 0, std::move(dh)));
+  dh.forwarded = [this](const std::string& id) {
+    auto policy = PolicyOf(id);
+    return policy != nullptr && policy->spec().mode == egress::EgressMode::kOpen;
+  };
+  std::vector<net::DnsUpstream> upstreams = options_.dns_upstreams;
+  if (upstreams.empty()) {
+    if (auto conf = isb::ReadFile("/etc/resolv.conf"); conf.ok()) upstreams = net::UpstreamsFromResolvConf(*conf);
+  }
+  ISB_ASSIGN_OR_RETURN(dns_, net::DnsServer::Start("0.0.0.0", 0, std::move(dh), std::move(upstreams)));
 
   net::FirewallConfig fc;
   fc.table = options_.table;
@@ -158,12 +166,13 @@ Result<SandboxNet> EgressService::Prepare(const std::string& id, const egress::E
   n.slot = slot.index;
   n.host_address = net::FormatIpv4(slot.host);
   n.sandbox_address = net::FormatIpv4(slot.sandbox);
+  // The responder: a list sandbox's answers, an open one's relayed from the host's resolvers.
+  n.resolv_conf = "nameserver " + n.host_address + "\n";
   if (Proxied(spec.mode)) {
     std::string proxy = "http://" + n.host_address + ":" + std::to_string(options_.explicit_proxy_port);
     for (const char* k : {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"}) n.env.push_back(std::string(k) + "=" + proxy);
     n.env.push_back("NO_PROXY=localhost,127.0.0.1");
     n.env.push_back("no_proxy=localhost,127.0.0.1");
-    n.resolv_conf = "nameserver " + n.host_address + "\n";
     // Every list sandbox trusts its CA (the bundle is the caller's to write): a live change may mark names for
     // interception in a sandbox that had none.
     ISB_ASSIGN_OR_RETURN(n.ca_pem, minter_->CaPem(id));

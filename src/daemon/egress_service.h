@@ -37,6 +37,9 @@ struct EgressOptions {
   // through this service's pins.
   egress::JudgeOptions judge;
   std::string upstream_ca_file;  // --egress-ca: trusted for intercepted origins beside the system roots
+  // The resolvers an open sandbox's DNS queries are relayed to (--dns-upstream). Empty: the host's /etc/resolv.conf
+  // nameservers, read at start.
+  std::vector<net::DnsUpstream> dns_upstreams;
   // The daemon's state directory: where the service records (kForwardingMarker) that it turned on the host's IPv4
   // forwarding, so that a later daemon knows the forwarding is isb's. Without one, open egress on a host that
   // does not forward is refused.
@@ -58,7 +61,7 @@ struct SandboxNet {
   std::string host_address;  // the gateway, proxy and DNS server, as seen from inside
   std::string sandbox_address;
   std::vector<std::string> env;  // HTTP_PROXY and friends (lists only)
-  std::string resolv_conf;       // /etc/resolv.conf for the sandbox (lists only)
+  std::string resolv_conf;       // /etc/resolv.conf for the sandbox: the responder at the host end
   std::string ca_pem;            // the sandbox's own CA certificate, for its trust store (lists only)
 };
 

@@ -131,6 +131,11 @@ int Serve(const ServeOptions& options) {
   };
   egress_options.subnet = options.sandbox_subnet;
   egress_options.upstream_ca_file = options.egress_ca;
+  for (const std::string& text : options.dns_upstreams) {
+    auto upstream = net::ParseDnsUpstream(text);
+    if (!upstream.ok()) return Fail("--dns-upstream: " + upstream.error().message, kExitUsage);
+    egress_options.dns_upstreams.push_back(*upstream);
+  }
   egress_options.table = egress_options.ifname_prefix = options.egress_table;
   egress_options.state_dir = options.state_dir;  // where it records turning IPv4 forwarding on, for open sandboxes
   // The table names the veths too (<table>-<slot>): one that cannot is a flag given wrong. (A subnet that does not

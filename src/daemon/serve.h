@@ -35,6 +35,9 @@ struct ServeOptions {
   std::optional<std::set<std::string>> mcp_pre_approved;
   // The judge (--judge-url, --judge-model, --judge-key-file); none without a url.
   egress::JudgeOptions judge;
+  // --dns-upstream IP[:PORT]: the resolvers an open sandbox's DNS queries are relayed to (empty: the host's
+  // /etc/resolv.conf nameservers).
+  std::vector<std::string> dns_upstreams;
   std::string egress_ca;  // PEM bundle trusted (besides the system roots) for origins of intercepted connections
   // Sign-in failures allowed per account and per client address within 15 minutes (api::WebAuthOptions).
   int sign_in_account_limit = 5;

@@ -22,7 +22,7 @@ inline constexpr uint32_t kDnsAnswerTtl = 5;      // seconds: a list change reac
 inline constexpr uint16_t kDnsUdpPayload = 1232;  // what the responder's OPT record advertises
 inline constexpr size_t kMaxDnsName = 255;        // wire bytes, length octets and the root label included
 
-enum class DnsRcode : uint16_t { kNoError = 0, kFormErr = 1, kNxDomain = 3, kNotImp = 4, kBadVers = 16 };
+enum class DnsRcode : uint16_t { kNoError = 0, kFormErr = 1, kServFail = 2, kNxDomain = 3, kNotImp = 4, kBadVers = 16 };
 
 using Ipv4 = std::array<uint8_t, 4>;
 
@@ -55,7 +55,8 @@ DnsParse ParseDnsQuery(std::span<const uint8_t> packet);
 
 // Responses: QR, AA and RA set, opcode and RD copied, the question echoed, an OPT record when the query had one.
 std::vector<uint8_t> BuildAnswer(const DnsQuery& query, Ipv4 address, uint32_t ttl = kDnsAnswerTtl);
-// No answer records: kNoError is "no data of this type", kNxDomain "no such name", kBadVers for EDNS above 0.
+// No answer records: kNoError is "no data of this type", kNxDomain "no such name", kBadVers for EDNS above 0,
+// kServFail "no resolver to ask".
 std::vector<uint8_t> BuildEmpty(const DnsQuery& query, DnsRcode rcode);
 // A bare header (no question) for a query that could not be read: FORMERR or NOTIMP.
 std::vector<uint8_t> BuildHeaderOnly(uint16_t id, uint16_t flags, DnsRcode rcode);

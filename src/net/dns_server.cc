@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -42,7 +43,75 @@ Result<Fd> Bound(int type, const sockaddr_in& a) {
 
 }  // namespace
 
-Result<std::unique_ptr<DnsServer>> DnsServer::Start(const std::string& address, uint16_t port, DnsHooks hooks) {
+Result<DnsUpstream> ParseDnsUpstream(std::string_view text) {
+  auto bad = [&] { return Error::Of(Code::kInvalidArgument, "DNS upstream '" + std::string(text) +
+                                                                 "' is not IP, IP:PORT or [IPv6]:PORT"); };
+  std::string host(text);
+  uint16_t port = 53;
+  if (!host.empty() && host.front() == '[') {
+    size_t close = host.find(']');
+    if (close == std::string::npos) return bad();
+    std::string rest = host.substr(close + 1);
+    host = host.substr(1, close - 1);
+    if (!rest.empty()) {
+      if (rest.front() != ':') return bad();
+      rest.erase(0, 1);
+      char* end = nullptr;
+      long n = std::strtol(rest.c_str(), &end, 10);
+      if (rest.empty() || *end != '\0' || n < 1 || n > 65535) return bad();
+      port = static_cast<uint16_t>(n);
+    }
+  } else if (std::count(host.begin(), host.end(), ':') == 1) {
+    size_t colon = host.find(':');
+    std::string digits = host.substr(colon + 1);
+    char* end = nullptr;
+    long n = std::strtol(digits.c_str(), &end, 10);
+    if (digits.empty() || *end != '\0' || n < 1 || n > 65535) return bad();
+    port = static_cast<uint16_t>(n);
+    host.resize(colon);
+  }
+  DnsUpstream u;
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&u.address);
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(&u.address);
+  if (::inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(port);
+    u.length = sizeof *v4;
+  } else if (::inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(port);
+    u.length = sizeof *v6;
+  } else {
+    return bad();
+  }
+  return u;
+}
+
+std::vector<DnsUpstream> UpstreamsFromResolvConf(std::string_view text) {
+  std::vector<DnsUpstream> out;
+  while (!text.empty()) {
+    size_t eol = text.find('\n');
+    std::string_view line = text.substr(0, eol);
+    text = eol == std::string_view::npos ? std::string_view() : text.substr(eol + 1);
+    auto word = [&line]() {
+      while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+      size_t end = line.find_first_of(" \t");
+      std::string_view w = line.substr(0, end);
+      line = end == std::string_view::npos ? std::string_view() : line.substr(end);
+      return w;
+    };
+    if (word() != "nameserver") continue;
+    std::string_view address = word();
+    // A bare address only (resolv.conf names no port); an IPv6 literal holds colons, so it goes in brackets.
+    std::string a(address);
+    if (a.find(':') != std::string::npos) a = "[" + a + "]";
+    if (auto u = ParseDnsUpstream(a); u.ok()) out.push_back(*u);
+  }
+  return out;
+}
+
+Result<std::unique_ptr<DnsServer>> DnsServer::Start(const std::string& address, uint16_t port, DnsHooks hooks,
+                                                    std::vector<DnsUpstream> upstreams) {
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(port);
@@ -61,14 +130,25 @@ Result<std::unique_ptr<DnsServer>> DnsServer::Start(const std::string& address, 
     }
     Fd stop(::eventfd(0, EFD_CLOEXEC));
     if (!stop.valid()) return Error::Sys("eventfd");
-    return std::unique_ptr<DnsServer>(
-        new DnsServer(std::move(udp), std::move(*tcp), std::move(stop), ntohs(at.sin_port), std::move(hooks)));
+    // Forwarded queries leave from ports of the kernel's choosing, one socket per family that an upstream has.
+    Fd up4, up6;
+    for (const DnsUpstream& u : upstreams) {
+      Fd& s = u.address.ss_family == AF_INET ? up4 : up6;
+      if (s.valid()) continue;
+      s.Reset(::socket(u.address.ss_family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+      if (!s.valid()) return Error::Sys("DNS upstream socket");
+    }
+    return std::unique_ptr<DnsServer>(new DnsServer(std::move(udp), std::move(*tcp), std::move(stop),
+                                                    ntohs(at.sin_port), std::move(hooks), std::move(upstreams),
+                                                    std::move(up4), std::move(up6)));
   }
 }
 
-DnsServer::DnsServer(Fd socket, Fd listener, Fd stop, uint16_t port, DnsHooks hooks)
+DnsServer::DnsServer(Fd socket, Fd listener, Fd stop, uint16_t port, DnsHooks hooks,
+                     std::vector<DnsUpstream> upstreams, Fd upstream4, Fd upstream6)
     : socket_(std::move(socket)), listener_(std::move(listener)), stop_(std::move(stop)), port_(port),
-      hooks_(std::move(hooks)) {
+      hooks_(std::move(hooks)), upstreams_(std::move(upstreams)), upstream4_(std::move(upstream4)),
+      upstream6_(std::move(upstream6)) {
   thread_ = std::thread([this] { Serve(); });
 }
 
@@ -87,7 +167,10 @@ void DnsServer::Serve() {
     p.push_back({socket_.get(), POLLIN, 0});
     // At the bound, new connections wait in the listen queue until one closes.
     p.push_back({listener_.get(), static_cast<short>(clients_.size() < kMaxDnsTcpConnections ? POLLIN : 0), 0});
+    p.push_back({upstream4_.get(), POLLIN, 0});
+    p.push_back({upstream6_.get(), POLLIN, 0});
     Clock::time_point now = Clock::now(), next = now + kDnsTcpTimeout;
+    if (!pending_.empty()) next = std::min(next, now + std::chrono::milliseconds(250));  // retries, give-ups
     for (const TcpClient& c : clients_) {
       p.push_back({c.fd.get(), POLLIN, 0});
       next = std::min(next, c.deadline);
@@ -100,12 +183,15 @@ void DnsServer::Serve() {
       return;
     }
     if (p[1].revents != 0) ServeUdp();
+    if (p[3].revents != 0) ReadUpstream(upstream4_.get());
+    if (p[4].revents != 0) ReadUpstream(upstream6_.get());
+    if (!pending_.empty()) RetryPending();
     // Clients first (their indices match p's), then the new ones.
     now = Clock::now();
     size_t kept = 0;
     for (size_t i = 0; i < clients_.size(); ++i) {
       TcpClient& c = clients_[i];
-      bool keep = p[3 + i].revents != 0 ? ServeTcp(c) : now < c.deadline;
+      bool keep = p[5 + i].revents != 0 ? ServeTcp(c) : now < c.deadline;
       if (keep) {
         if (kept != i) clients_[kept] = std::move(c);
         ++kept;
@@ -123,7 +209,7 @@ void DnsServer::AcceptTcp() {
   Fd fd(::accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
   if (!fd.valid() || ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&local), &len) != 0) return;
   std::optional<std::string> sandbox = hooks_.sandbox(ntohl(local.sin_addr.s_addr));
-  if (!sandbox) {
+  if (!sandbox || (hooks_.forwarded && hooks_.forwarded(*sandbox))) {  // an open sandbox: UDP only
     ++dropped_;
     return;
   }
@@ -201,6 +287,10 @@ void DnsServer::ServeUdp() {
       ++dropped_;
       return;
     }
+    if (hooks_.forwarded && hooks_.forwarded(*sandbox)) {
+      Forward(std::span<const uint8_t>(packet, static_cast<size_t>(n)), from, info.ipi_addr);
+      return;
+    }
     Ipv4 proxy;
     std::memcpy(proxy.data(), &info.ipi_addr.s_addr, 4);  // network order: the bytes as they appear on the wire
     std::optional<std::vector<uint8_t>> answer =
@@ -210,25 +300,128 @@ void DnsServer::ServeUdp() {
       ++dropped_;
       return;
     }
-    // From the address the query was sent to, so the sandbox's resolver accepts the answer.
-    in_pktinfo reply{};
-    reply.ipi_spec_dst = info.ipi_addr;
-    alignas(cmsghdr) char reply_control[CMSG_SPACE(sizeof(in_pktinfo))] = {};
-    iovec out{answer->data(), answer->size()};
-    msghdr r{};
-    r.msg_name = &from;
-    r.msg_namelen = sizeof from;
-    r.msg_iov = &out;
-    r.msg_iovlen = 1;
-    r.msg_control = reply_control;
-    r.msg_controllen = sizeof reply_control;
-    cmsghdr* c = CMSG_FIRSTHDR(&r);
-    c->cmsg_level = IPPROTO_IP;
-    c->cmsg_type = IP_PKTINFO;
-    c->cmsg_len = CMSG_LEN(sizeof reply);
-    std::memcpy(CMSG_DATA(c), &reply, sizeof reply);
-    if (::sendmsg(socket_.get(), &r, MSG_DONTWAIT) > 0) ++answered_;
+    if (ReplyFrom(from, info.ipi_addr, *answer)) ++answered_;
     else ++dropped_;
+  }
+}
+
+bool DnsServer::ReplyFrom(const sockaddr_in& to, in_addr local, std::span<const uint8_t> packet) {
+  in_pktinfo reply{};
+  reply.ipi_spec_dst = local;
+  alignas(cmsghdr) char reply_control[CMSG_SPACE(sizeof(in_pktinfo))] = {};
+  iovec out{const_cast<uint8_t*>(packet.data()), packet.size()};
+  sockaddr_in dest = to;
+  msghdr r{};
+  r.msg_name = &dest;
+  r.msg_namelen = sizeof dest;
+  r.msg_iov = &out;
+  r.msg_iovlen = 1;
+  r.msg_control = reply_control;
+  r.msg_controllen = sizeof reply_control;
+  cmsghdr* c = CMSG_FIRSTHDR(&r);
+  c->cmsg_level = IPPROTO_IP;
+  c->cmsg_type = IP_PKTINFO;
+  c->cmsg_len = CMSG_LEN(sizeof reply);
+  std::memcpy(CMSG_DATA(c), &reply, sizeof reply);
+  return ::sendmsg(socket_.get(), &r, MSG_DONTWAIT) > 0;
+}
+
+// A query of an open sandbox: one the responder can read goes to the first upstream under an id of its own; one it
+// cannot is refused as any sandbox's is.
+void DnsServer::Forward(std::span<const uint8_t> packet, const sockaddr_in& from, in_addr local) {
+  DnsParse parsed = ParseDnsQuery(packet);
+  if (parsed.kind == DnsParse::kDrop) {
+    ++dropped_;
+    return;
+  }
+  std::optional<std::vector<uint8_t>> refusal;
+  if (parsed.kind == DnsParse::kRefuse) refusal = BuildHeaderOnly(parsed.query.id, parsed.query.flags, parsed.rcode);
+  else if (upstreams_.empty()) refusal = BuildEmpty(parsed.query, DnsRcode::kServFail);
+  if (refusal) {
+    if (ReplyFrom(from, local, *refusal)) ++answered_;
+    else ++dropped_;
+    return;
+  }
+  if (pending_.size() >= kMaxDnsPending) {
+    ++dropped_;  // its resolver asks again
+    return;
+  }
+  // An id no pending query has, that an address which can see none of this traffic cannot guess.
+  uint16_t id = 0;
+  for (int attempt = 0;; ++attempt) {
+    if (attempt == 16 || ::getrandom(&id, sizeof id, 0) != static_cast<ssize_t>(sizeof id)) {
+      ++dropped_;
+      return;
+    }
+    if (pending_.count(id) == 0) break;
+  }
+  Pending p;
+  p.client = from;
+  p.local = local;
+  p.client_id = parsed.query.id;
+  p.query.assign(packet.begin(), packet.end());
+  p.query[0] = static_cast<uint8_t>(id >> 8);
+  p.query[1] = static_cast<uint8_t>(id);
+  p.first = p.asked = std::chrono::steady_clock::now();
+  if (!Ask(p)) {
+    ++dropped_;
+    return;
+  }
+  pending_.emplace(id, std::move(p));
+}
+
+bool DnsServer::Ask(const Pending& p) {
+  const DnsUpstream& u = upstreams_[p.upstream];
+  const Fd& s = u.address.ss_family == AF_INET ? upstream4_ : upstream6_;
+  return ::sendto(s.get(), p.query.data(), p.query.size(), MSG_DONTWAIT | MSG_NOSIGNAL,
+                  reinterpret_cast<const sockaddr*>(&u.address), u.length) == static_cast<ssize_t>(p.query.size());
+}
+
+// An answer from an upstream: taken only from an upstream's own address and port, for a query it was asked, then
+// passed on under the sandbox's own id.
+void DnsServer::ReadUpstream(int fd) {
+  for (;;) {
+    std::vector<uint8_t> packet(65535);
+    sockaddr_storage from{};
+    socklen_t len = sizeof from;
+    ssize_t n = ::recvfrom(fd, packet.data(), packet.size(), MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&from), &len);
+    if (n < 0) return;
+    if (n < 12 || (packet[2] & 0x80) == 0) continue;  // not a response
+    packet.resize(static_cast<size_t>(n));
+    const uint16_t id = static_cast<uint16_t>(packet[0] << 8 | packet[1]);
+    auto it = pending_.find(id);
+    if (it == pending_.end()) continue;
+    bool known = false;
+    for (size_t i = 0; i <= it->second.upstream && !known; ++i) {
+      const DnsUpstream& u = upstreams_[i];
+      known = len == u.length && std::memcmp(&from, &u.address, len) == 0;
+    }
+    if (!known) continue;
+    packet[0] = static_cast<uint8_t>(it->second.client_id >> 8);
+    packet[1] = static_cast<uint8_t>(it->second.client_id);
+    if (ReplyFrom(it->second.client, it->second.local, packet)) ++forwarded_;
+    else ++dropped_;
+    pending_.erase(it);
+  }
+}
+
+// A query unanswered for kDnsUpstreamRetry goes to the next upstream (once each); after kDnsUpstreamGiveUp it is
+// forgotten, and the sandbox's resolver asks again or gives up.
+void DnsServer::RetryPending() {
+  const auto now = std::chrono::steady_clock::now();
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    Pending& p = it->second;
+    if (now - p.first >= kDnsUpstreamGiveUp) {
+      ++dropped_;
+      it = pending_.erase(it);
+      continue;
+    }
+    if (now - p.asked >= kDnsUpstreamRetry && p.upstream + 1 < upstreams_.size()) {
+      ++p.upstream;
+      p.asked = now;
+      (void)Ask(p);
+    }
+    ++it;
   }
 }
 

@@ -1,7 +1,10 @@
-// The DNS responder sandboxes with an egress list talk to (their port 53 is redirected here by the host-side rules):
-// it answers A queries for the sandbox's listed names with the proxy's address (the host end of the sandbox's veth),
-// other types for listed names with no data, everything else NXDOMAIN. It asks no upstream, so nothing can be carried
-// out through DNS. The same answers over TCP on the same port number (each message after its 2-byte length, several
+// The DNS responder sandboxes with a network talk to (their port 53 is redirected here by the host-side rules). For a
+// sandbox with an egress list it answers A queries for the sandbox's listed names with the proxy's address (the host
+// end of the sandbox's veth), other types for listed names with no data, everything else NXDOMAIN, and asks no
+// upstream, so nothing can be carried out through DNS. An open sandbox's queries (DnsHooks::forwarded) are relayed
+// over UDP to the host's resolvers, under an id of the responder's own (random), and their answers relayed back:
+// such a sandbox reaches any public address anyway, but not the host's resolver, which is often on loopback or the
+// LAN. Over TCP an open sandbox is not served (a resolver asks over TCP only after a truncated answer). The same answers over TCP on the same port number (each message after its 2-byte length, several
 // on one connection), for at most kMaxDnsTcpConnections at once and kMaxDnsTcpPerSandbox from one sandbox (so one
 // sandbox holding connections open cannot keep the others from DNS over TCP), each closed when a query takes longer
 // than kDnsTcpTimeout to arrive or is not one the responder answers.
@@ -12,8 +15,12 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <sys/socket.h>
+#include <netinet/in.h>
 #include <memory>
 #include <optional>
+#include <span>
+#include <unordered_map>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -29,7 +36,24 @@ struct DnsHooks {
   std::function<std::optional<std::string>(uint32_t host_end)> sandbox;
   // Whether `sandbox` may reach `name` (lowercased, no trailing dot) on some port.
   std::function<bool(const std::string& sandbox, std::string_view name)> listed;
+  // Whether `sandbox`'s queries go to the upstream resolvers (open egress). Unset: none do.
+  std::function<bool(const std::string& sandbox)> forwarded;
 };
+
+// A resolver forwarded queries go to.
+struct DnsUpstream {
+  sockaddr_storage address{};
+  socklen_t length = 0;
+};
+// "IP", "IP:PORT" or "[IPv6]:PORT" (port 53 when none); kInvalidArgument naming the text otherwise.
+Result<DnsUpstream> ParseDnsUpstream(std::string_view text);
+// The nameserver lines of a resolv.conf, in order, on port 53 (an address that does not parse, as one with an IPv6
+// zone, is left out).
+std::vector<DnsUpstream> UpstreamsFromResolvConf(std::string_view text);
+
+inline constexpr size_t kMaxDnsPending = 4096;  // forwarded queries awaiting an answer; more are dropped
+inline constexpr std::chrono::milliseconds kDnsUpstreamRetry{1000};   // then the next upstream is asked
+inline constexpr std::chrono::milliseconds kDnsUpstreamGiveUp{4000};  // then the query is forgotten
 
 // The UDP socket's receive buffer: room for a few thousand queries waiting at once.
 inline constexpr int kDnsUdpReceiveBuffer = 4 << 20;
@@ -40,12 +64,15 @@ inline constexpr size_t kMaxDnsTcpMessage = 4096;  // a query is far smaller; lo
 
 class DnsServer {
  public:
-  // Listens on UDP and TCP `address`:`port` (0: a port free for both).
-  static Result<std::unique_ptr<DnsServer>> Start(const std::string& address, uint16_t port, DnsHooks hooks);
+  // Listens on UDP and TCP `address`:`port` (0: a port free for both). Forwarded queries go to `upstreams` (none:
+  // they are answered SERVFAIL).
+  static Result<std::unique_ptr<DnsServer>> Start(const std::string& address, uint16_t port, DnsHooks hooks,
+                                                  std::vector<DnsUpstream> upstreams = {});
   ~DnsServer();
   uint16_t port() const { return port_; }
   uint64_t answered() const { return answered_; }
   uint64_t dropped() const { return dropped_; }
+  uint64_t forwarded() const { return forwarded_; }  // answers relayed from an upstream
   size_t tcp_connections() const { return tcp_open_; }
 
  private:
@@ -56,9 +83,24 @@ class DnsServer {
     std::vector<uint8_t> buffer;
     std::chrono::steady_clock::time_point deadline;
   };
-  DnsServer(Fd socket, Fd listener, Fd stop, uint16_t port, DnsHooks hooks);
+  struct Pending {
+    sockaddr_in client{};
+    in_addr local{};  // where the query arrived: the answer leaves from it
+    uint16_t client_id = 0;
+    std::vector<uint8_t> query;  // as sent upstream, under the responder's id
+    size_t upstream = 0;         // the upstream asked last
+    std::chrono::steady_clock::time_point first, asked;
+  };
+  DnsServer(Fd socket, Fd listener, Fd stop, uint16_t port, DnsHooks hooks, std::vector<DnsUpstream> upstreams,
+            Fd upstream4, Fd upstream6);
   void Serve();
   void ServeUdp();
+  // Sends `packet` to `to` from `local` (the address the query arrived at, so the sandbox's resolver takes it).
+  bool ReplyFrom(const sockaddr_in& to, in_addr local, std::span<const uint8_t> packet);
+  void Forward(std::span<const uint8_t> packet, const sockaddr_in& from, in_addr local);
+  bool Ask(const Pending& p);
+  void ReadUpstream(int fd);
+  void RetryPending();
   void AcceptTcp();
   // Reads what `client` sent and answers each whole query in it; false: close it.
   bool ServeTcp(TcpClient& client);
@@ -67,7 +109,10 @@ class DnsServer {
   Fd stop_;  // an eventfd: written once to end Serve
   uint16_t port_;
   DnsHooks hooks_;
-  std::atomic<uint64_t> answered_{0}, dropped_{0};
+  std::atomic<uint64_t> answered_{0}, dropped_{0}, forwarded_{0};
+  std::vector<DnsUpstream> upstreams_;
+  Fd upstream4_, upstream6_;  // unconnected UDP sockets the forwarded queries leave from
+  std::unordered_map<uint16_t, Pending> pending_;  // by the responder's id; the Serve thread's only
   std::atomic<size_t> tcp_open_{0};
   std::vector<TcpClient> clients_;  // the Serve thread's only
   std::thread thread_;

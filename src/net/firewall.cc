@@ -60,9 +60,11 @@ std::string RenderRuleset(const FirewallConfig& c, const std::vector<SandboxRule
     // address the connection arrives at.
     << "  chain prerouting {\n"
     << "    type nat hook prerouting priority dstnat; policy accept;\n"
-    // DNS first: port 53 of the host end is the responder's, also where a list names a host on port 53.
+    // DNS first: port 53 of the host end is the responder's, also where a list names a host on port 53. An open
+    // sandbox's over UDP: the responder relays it to the host's resolvers.
     << "    iifname @list_ifaces fib daddr type local udp dport 53 redirect to :" << dns << "\n"
     << "    iifname @list_ifaces fib daddr type local tcp dport 53 redirect to :" << dns << "\n"
+    << "    iifname @open_ifaces fib daddr type local udp dport 53 redirect to :" << dns << "\n"
     << "    iifname " << sb << " fib daddr type local meta iifname . tcp dport @list_ports redirect to :" << proxy << "\n"
     << "    iifname @any_port_ifaces fib daddr type local tcp dport != 53 redirect to :" << proxy << "\n"
     << "  }\n"
@@ -82,6 +84,7 @@ std::string RenderRuleset(const FirewallConfig& c, const std::vector<SandboxRule
     << "    ct status dnat tcp dport " << proxy << " accept\n"
     << "    ct status dnat iifname @list_ifaces udp dport " << dns << " accept\n"
     << "    ct status dnat iifname @list_ifaces tcp dport " << dns << " accept\n"
+    << "    ct status dnat iifname @open_ifaces udp dport " << dns << " accept\n"
     << "    meta l4proto tcp counter reject with tcp reset\n"
     << "    counter drop\n"
     << "  }\n"

@@ -479,6 +479,50 @@ TEST_F(EgressServiceTest, AnOpenSandboxTurnsForwardingOnForSandboxesOnlyWhereItW
   });
 }
 
+// An open sandbox resolves names through the responder at its host end, which relays each query to the host's
+// resolver (here one on the host's loopback, which the sandbox itself may not reach) and the answer back.
+TEST_F(EgressServiceTest, AnOpenSandboxResolvesNamesThroughTheHostsResolver) {
+  InHost([&] {
+    ASSERT_TRUE(net::Netlink::Open()->SetUp(*net::Netlink::Open()->IfIndex("lo")).ok());
+    // The host's resolver: every A query answered 192.0.2.7 (its answer follows the question: queries without EDNS).
+    // As the origin: StopAll ends it, whatever the test's outcome.
+    origin_ = Spawn({"python3", "-c",
+                     "import socket\n"
+                     "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+                     "s.bind(('127.0.0.1', 5300))\n"
+                     "while True:\n"
+                     "    q, a = s.recvfrom(512)\n"
+                     "    r = bytearray(q); r[2] |= 0x80; r[7] = 1\n"
+                     "    r += bytes([0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 192, 0, 2, 7])\n"
+                     "    s.sendto(bytes(r), a)\n"});
+    ASSERT_GT(origin_, 0);
+    EgressOptions o;
+    o.subnet = "10.250.0.0/24";
+    o.state_dir = state_dir_;
+    o.dns_upstreams = {*net::ParseDnsUpstream("127.0.0.1:5300")};
+    Result<std::unique_ptr<EgressService>> svc = EgressService::Start(o);
+    ASSERT_TRUE(svc.ok()) << svc.error().message;
+    std::string ns = StartSandbox();
+    auto net = (*svc)->Prepare("sb-1", *ParseSandboxEgress("open"), "default");
+    ASSERT_TRUE(net.ok()) << net.error().message;
+    EXPECT_EQ(net->resolv_conf, "nameserver 10.250.0.1\n");
+    Status attached = (*svc)->Attach("sb-1", sandbox_);
+    ASSERT_TRUE(attached.ok()) << attached.error().message;
+    std::string answer;
+    for (int i = 0; i < 50 && answer.empty(); ++i) {  // until the python resolver listens
+      answer = RunIn(ns, {"dig", "@10.250.0.1", "+short", "+noedns", "+time=1", "+tries=1", "example.test", "A"});
+      if (answer.find("192.0.2.7") == std::string::npos) answer.clear(), ::usleep(100000);
+    }
+    EXPECT_EQ(answer, "192.0.2.7\n");
+    // The resolver itself is not the sandbox's to reach.
+    EXPECT_EQ(RunIn(ns, {"dig", "@127.0.0.1", "-p", "5300", "+short", "+noedns", "+time=1", "+tries=1", "example.test"})
+                  .find("192.0.2.7"),
+              std::string::npos);
+    (*svc)->Release("sb-1");
+    StopAll();
+  });
+}
+
 // Forwarding that was on before isb touched it (a router, a container host) is someone else's: an open sandbox uses
 // it, and the host goes on routing what it routed. A marker of an earlier boot, which turned forwarding off again, no
 // longer says it is isb's and goes.

@@ -2,12 +2,16 @@
 #include "net/dns_server.h"
 
 #include <netinet/in.h>
+#include <arpa/inet.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
+#include <thread>
+#include <mutex>
+#include <atomic>
 #include <cstdio>
 #include <vector>
 
@@ -18,8 +22,8 @@
 namespace isb::net {
 namespace {
 
-std::string Dig(uint16_t port, const std::string& args) {
-  std::string cmd = "dig @127.0.0.1 -p " + std::to_string(port) + " +time=2 +tries=1 " + args + " 2>&1";
+std::string Dig(uint16_t port, const std::string& args, const std::string& at = "127.0.0.1") {
+  std::string cmd = "dig @" + at + " -p " + std::to_string(port) + " +time=2 +tries=1 " + args + " 2>&1";
   std::string out;
   FILE* p = ::popen(cmd.c_str(), "r");
   if (p == nullptr) return "popen failed";
@@ -216,6 +220,161 @@ TEST_F(DnsTcpTest, SlowConnectionsAreClosedAndTheirNumberIsBounded) {
   EXPECT_EQ(Receive(waiting.get(), 2000, 51).size(), 51u);
   // Each of the others by its own deadline (it was accepted a little later than the first).
   for (Fd& f : idle) EXPECT_EQ(Receive(f.get(), static_cast<int>(kDnsTcpTimeout.count()) + 2000), "<closed>");
+}
+
+// An upstream resolver on loopback for the forwarding tests: answers each A query with 192.0.2.7, after a forged
+// answer (6.6.6.6, the same id) from another port of the same address, and records the ids it was asked under.
+class FakeUpstream {
+ public:
+  FakeUpstream() {
+    sock_.Reset(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    forger_.Reset(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::bind(sock_.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    socklen_t len = sizeof a;
+    ::getsockname(sock_.get(), reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~FakeUpstream() {
+    stop_ = true;
+    thread_.join();
+  }
+  uint16_t port() const { return port_; }
+  std::vector<uint16_t> ids() {
+    std::lock_guard lock(mu_);
+    return ids_;
+  }
+
+ private:
+  void Serve() {
+    while (!stop_) {
+      pollfd p{sock_.get(), POLLIN, 0};
+      if (::poll(&p, 1, 50) != 1) continue;
+      uint8_t q[512];
+      sockaddr_in from{};
+      socklen_t len = sizeof from;
+      ssize_t n = ::recvfrom(sock_.get(), q, sizeof q, 0, reinterpret_cast<sockaddr*>(&from), &len);
+      if (n < 12) continue;
+      {
+        std::lock_guard lock(mu_);
+        ids_.push_back(static_cast<uint16_t>(q[0] << 8 | q[1]));
+      }
+      for (const uint8_t octet : {uint8_t{6}, uint8_t{7}}) {
+        std::vector<uint8_t> a(q, q + n);
+        a[2] |= 0x80;  // QR
+        a[7] = 1;      // one answer
+        const uint8_t rr[] = {0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4};
+        a.insert(a.end(), rr, rr + sizeof rr);
+        if (octet == 6) a.insert(a.end(), {6, 6, 6, 6});
+        else a.insert(a.end(), {192, 0, 2, 7});
+        const Fd& s = octet == 6 ? forger_ : sock_;
+        ::sendto(s.get(), a.data(), a.size(), 0, reinterpret_cast<sockaddr*>(&from), len);
+      }
+    }
+  }
+  Fd sock_, forger_;
+  uint16_t port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::vector<uint16_t> ids_;
+  std::thread thread_;
+};
+
+// An open sandbox's queries go to the upstream under an id of the responder's own and come back under the sandbox's;
+// an answer from any other address or port is not taken; nothing of a list sandbox's goes upstream.
+TEST(DnsForwardTest, AnOpenSandboxsQueriesAreRelayedToTheUpstreamAndBack) {
+  FakeUpstream upstream;
+  DnsHooks h;
+  // 127.0.0.1 is the host end of open sandbox "open1", 127.0.0.2 of list sandbox "list2".
+  h.sandbox = [](uint32_t addr) -> std::optional<std::string> {
+    if (addr == 0x7f000001) return "open1";
+    if (addr == 0x7f000002) return "list2";
+    return std::nullopt;
+  };
+  h.listed = [](const std::string&, std::string_view) { return false; };
+  h.forwarded = [](const std::string& sandbox) { return sandbox == "open1"; };
+  // The first upstream answers nothing (nothing listens there): the second is asked a second later.
+  auto dead = ParseDnsUpstream("127.0.0.1:9");
+  auto live = ParseDnsUpstream("127.0.0.1:" + std::to_string(upstream.port()));
+  ASSERT_TRUE(dead.ok() && live.ok());
+  auto s = DnsServer::Start("0.0.0.0", 0, h, {*dead, *live});
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  std::unique_ptr<DnsServer> server = std::move(*s);
+
+  Fd c(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(server->port());
+  to.sin_addr.s_addr = htonl(0x7f000001);
+  std::string q = TcpQuery(0x1234, "example.test").substr(2);
+  ASSERT_EQ(::sendto(c.get(), q.data(), q.size(), 0, reinterpret_cast<sockaddr*>(&to), sizeof to),
+            static_cast<ssize_t>(q.size()));
+  pollfd p{c.get(), POLLIN, 0};
+  ASSERT_EQ(::poll(&p, 1, 3000), 1) << "no answer";
+  uint8_t a[512];
+  ssize_t n = ::recv(c.get(), a, sizeof a, 0);
+  ASSERT_EQ(n, static_cast<ssize_t>(q.size() + 16));
+  EXPECT_EQ(a[0] << 8 | a[1], 0x1234);
+  EXPECT_EQ(std::vector<uint8_t>(a + n - 4, a + n), (std::vector<uint8_t>{192, 0, 2, 7}));
+  EXPECT_EQ(::poll(&p, 1, 300), 0) << "a second answer came";
+  ASSERT_EQ(upstream.ids().size(), 1u);
+  EXPECT_NE(upstream.ids()[0], 0x1234);
+  EXPECT_EQ(server->forwarded(), 1u);
+
+  // A list sandbox's query is answered by the responder itself: NXDOMAIN, and the upstream never hears of it.
+  EXPECT_NE(Dig(server->port(), "example.test A", "127.0.0.2").find("status: NXDOMAIN"), std::string::npos);
+  EXPECT_EQ(upstream.ids().size(), 1u);
+  // Over TCP an open sandbox is not served.
+  EXPECT_EQ(Dig(server->port(), "+tcp +short example.test A").find("192.0.2.7"), std::string::npos);
+  EXPECT_EQ(upstream.ids().size(), 1u);
+}
+
+TEST(DnsForwardTest, WithNoUpstreamAnOpenSandboxIsAnsweredServfail) {
+  DnsHooks h;
+  h.sandbox = [](uint32_t) -> std::optional<std::string> { return "open1"; };
+  h.listed = [](const std::string&, std::string_view) { return false; };
+  h.forwarded = [](const std::string&) { return true; };
+  auto s = DnsServer::Start("0.0.0.0", 0, h);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  std::string out = Dig((*s)->port(), "example.test A");
+  EXPECT_NE(out.find("status: SERVFAIL"), std::string::npos) << out;
+}
+
+TEST(DnsUpstreamTest, ParsesAddressesAndResolvConf) {
+  auto text = [](const DnsUpstream& u) {
+    char host[64] = {};
+    uint16_t port = 0;
+    if (u.address.ss_family == AF_INET) {
+      const auto* a = reinterpret_cast<const sockaddr_in*>(&u.address);
+      ::inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
+      port = ntohs(a->sin_port);
+    } else {
+      const auto* a = reinterpret_cast<const sockaddr_in6*>(&u.address);
+      ::inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
+      port = ntohs(a->sin6_port);
+    }
+    return std::string(host) + " " + std::to_string(port);
+  };
+  EXPECT_EQ(text(*ParseDnsUpstream("192.0.2.1")), "192.0.2.1 53");
+  EXPECT_EQ(text(*ParseDnsUpstream("192.0.2.1:5353")), "192.0.2.1 5353");
+  EXPECT_EQ(text(*ParseDnsUpstream("[2001:db8::1]:54")), "2001:db8::1 54");
+  EXPECT_EQ(text(*ParseDnsUpstream("[2001:db8::1]")), "2001:db8::1 53");
+  EXPECT_EQ(text(*ParseDnsUpstream("2001:db8::1")), "2001:db8::1 53");
+  for (const char* bad : {"", "resolver", "192.0.2.1:0", "192.0.2.1:65536", "[2001:db8::1", "[::1]x", "1.2.3.4:x"}) {
+    auto r = ParseDnsUpstream(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error().message, "DNS upstream '" + std::string(bad) + "' is not IP, IP:PORT or [IPv6]:PORT");
+  }
+  std::vector<DnsUpstream> conf = UpstreamsFromResolvConf(
+      "# comment\nsearch example.org\nnameserver 127.0.0.53\n  nameserver\t192.0.2.9  # trailing\n"
+      "nameserver 2001:db8::2\nnameserver fe80::1%eth0\nnameserver bogus\noptions edns0\n");
+  ASSERT_EQ(conf.size(), 3u);
+  EXPECT_EQ(text(conf[0]), "127.0.0.53 53");
+  EXPECT_EQ(text(conf[1]), "192.0.2.9 53");
+  EXPECT_EQ(text(conf[2]), "2001:db8::2 53");
 }
 
 }  // namespace

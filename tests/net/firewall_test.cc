@@ -268,6 +268,13 @@ TEST_F(FirewallTest, AnOpenSandboxReachesPublicAddressesOnlyAndIsMasqueraded) {
   EXPECT_EQ(ConnectFrom(open_sb, Ip("11.0.0.254"), 22), ECONNREFUSED);
   EXPECT_EQ(ConnectFrom(open_sb, list_link.slot.sandbox, 443), ECONNREFUSED);
   EXPECT_EQ(ConnectFrom(list_sb, Ip("11.0.0.1"), 80), ECONNREFUSED);
+  // DNS over UDP to the host end reaches the responder (which relays it to the host's resolvers); over TCP, and
+  // the responder's own port asked for directly, nothing.
+  auto [proxy, dns, dns_tcp] = ListenAsIsb();
+  EXPECT_TRUE(UdpReaches(open_sb, open_link.slot.host, 53, dns));
+  EXPECT_FALSE(UdpReaches(open_sb, open_link.slot.host, kDnsPort, dns));
+  EXPECT_EQ(ConnectFrom(open_sb, open_link.slot.host, 53), ECONNREFUSED);
+  EXPECT_FALSE(Accepts(dns_tcp));
 }
 
 // Where isb turned IPv4 forwarding on, the host forwards nothing but sandboxes: a machine on its LAN that it routed
