@@ -335,4 +335,12 @@ HeadResult ParseHttpHead(std::string_view bytes) {
   }
 }
 
+bool NamesAnHttpVersion(std::string_view line) {
+  while (!line.empty() && (line.back() == ' ' || line.back() == '\t')) line.remove_suffix(1);
+  const size_t blank = line.find_last_of(" \t");
+  if (blank == std::string_view::npos) return false;
+  const std::string_view last = line.substr(blank + 1);
+  return last.size() >= 5 && EqualsIgnoreCase(last.substr(0, 5), "HTTP/");
+}
+
 }  // namespace isb::egress

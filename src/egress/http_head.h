@@ -73,4 +73,9 @@ std::optional<std::string> ParseFieldLine(std::string_view line, std::vector<Htt
 // space; kMalformed with a status and reason for anything else the proxy refuses.
 HeadResult ParseHttpHead(std::string_view bytes);
 
+// Whether a first line (without its line end) ends the way an HTTP request line does: its last word names an HTTP
+// version, any version and any case, blanks after it ignored ("GET / HTTP/1.1 ", "PRI * HTTP/2.0"). Tells HTTP from
+// the line protocols that look like it (SMTP's "EHLO host") once a whole line has come.
+bool NamesAnHttpVersion(std::string_view line);
+
 }  // namespace isb::egress

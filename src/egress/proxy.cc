@@ -35,16 +35,6 @@ constexpr auto kAcceptRetry = std::chrono::milliseconds(50);
 constexpr auto kBlockingRetry = std::chrono::milliseconds(10);
 const std::string kEstablished = "HTTP/1.1 200 Connection established\r\n\r\n";
 
-// Whether a first line ends the way an HTTP request line does: its last word names an HTTP version, any version and
-// any case, blanks after it ignored ("GET / HTTP/1.1 ", "PRI * HTTP/2.0").
-static bool NamesAnHttpVersion(std::string_view line) {
-  while (!line.empty() && (line.back() == ' ' || line.back() == '\t')) line.remove_suffix(1);
-  const size_t blank = line.find_last_of(" \t");
-  if (blank == std::string_view::npos) return false;
-  const std::string_view last = line.substr(blank + 1);
-  return last.size() >= 5 && EqualsIgnoreCase(last.substr(0, 5), "HTTP/");
-}
-
 std::string TlsDenyAlert() {
   // A TLS record (alert, TLS 1.0 record version as in a first flight) with a fatal unrecognized_name alert.
   return std::string("\x15\x03\x01\x00\x02\x02\x70", 7);
