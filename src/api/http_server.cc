@@ -24,6 +24,7 @@
 
 #include "api/json_util.h"
 #include "api/listen_address.h"
+#include "identity/rate_limit.h"
 
 namespace isb::api {
 
@@ -188,6 +189,9 @@ class HttpServer::Impl {
   std::atomic<bool> stopping_{false};
   std::atomic<size_t> connections_[2] = {0, 0};  // open over TCP, over the unix socket
   KeyedSlots calls_{opts_.max_calls_per_account};              // per account, over TCP
+  identity::RateLimiter refusal_rows_{{kRefusalRowsPerMinute, 60, 10000}};  // HttpServerOptions::on_refused
+  // Tells on_refused of `error`, within the budget of `key`, and answers with it.
+  Response Refuse(const Request& req, const Identity* who, const std::string& key, Error error);
   KeyedSlots addresses_{opts_.max_connections_per_address};    // connections per remote address, over TCP
   uint16_t port_ = 0;
   bool started_ = false, stopped_ = false;
@@ -486,13 +490,25 @@ void HttpServer::Impl::Turn(typename Protocol::socket socket, const std::string&
       [](std::exception_ptr) {});
 }
 
+Response HttpServer::Impl::Refuse(const Request& req, const Identity* who, const std::string& key, Error error) {
+  if (opts_.on_refused && refusal_rows_.RetryAfter(key) == 0) {
+    refusal_rows_.RecordFailure(key);
+    opts_.on_refused(req, who, McpOrgFromPath(req.Path()) ? "mcp" : "rest", error);
+  }
+  if (error.code == Code::kUnauthenticated) return Unauthenticated(error.message);
+  Response r = ErrorResponse(error);
+  if (error.code == Code::kTooManyRequests) r.headers.Set("Retry-After", "1");
+  return r;
+}
+
 Response HttpServer::Impl::Authenticated(const Request& req) {
   Identity identity = Identity::Host();
   if (!req.via_unix_socket) {
     std::string header = req.headers.Get("Authorization");
     bool bearer = StartsWithIgnoreCase(header, "Bearer ") && header.size() > 7;
     if (!bearer && !req.headers.Has("Cookie")) {
-      return Unauthenticated("missing bearer token: send \"Authorization: Bearer <token>\"");
+      return Refuse(req, nullptr, "address:" + req.remote_address,
+                    Error::Of(Code::kUnauthenticated, "missing bearer token: send \"Authorization: Bearer <token>\""));
     }
     if (!auth_) return Unauthenticated("token authentication is not configured; use the unix socket");
     Result<Identity> who = auth_(req, false);
@@ -512,11 +528,9 @@ Response HttpServer::Impl::Authenticated(const Request& req) {
     const std::string account = identity.user_id > 0 ? "user:" + std::to_string(identity.user_id) : identity.Subject();
     slot = calls_.Take(account);
     if (!slot) {
-      Response r = ErrorResponse(Error::Of(Code::kTooManyRequests,
-                                           "this account has " + std::to_string(opts_.max_calls_per_account) +
-                                               " calls running; try again once one has returned"));
-      r.headers.Set("Retry-After", "1");
-      return r;
+      return Refuse(req, &identity, account,
+                    Error::Of(Code::kTooManyRequests, "this account has " + std::to_string(opts_.max_calls_per_account) +
+                                                          " calls running; try again once one has returned"));
     }
   }
   Response resp = McpOrgFromPath(req.Path()) ? mcp_.Handle(req, identity) : rest_.Handle(req, identity);

@@ -50,10 +50,18 @@ struct HttpServerOptions {
   // once over TCP; past it, 429. Each call holds a worker thread until it returns (an exec up to its timeout), so
   // without it one account could take every worker from every org. The unix socket's caller is not counted.
   size_t max_calls_per_account = 64;
+  // Told of a request turned away before any tool or MCP message saw it: with no credential at all (401, `who` null)
+  // or past max_calls_per_account (429, `who` the caller), with the surface it came for ("rest" or "mcp"), for the
+  // audit log. At most kRefusalRowsPerMinute a minute per account, or per address for no credential: past that
+  // they are refused alike, untold.
+  std::function<void(const Request& req, const Identity* who, std::string_view surface, const Error& error)>
+      on_refused;
   std::chrono::milliseconds header_timeout{30'000};  // also the keep-alive idle limit
   std::chrono::milliseconds body_timeout{120'000};
   std::chrono::milliseconds write_timeout{60'000};
 };
+
+inline constexpr int kRefusalRowsPerMinute = 60;
 
 // Routes: /mcp and /orgs/<org>/mcp to `mcp`, everything else to `rest`; /healthz needs no authentication.
 // Malformed HTTP gets a 4xx (400 malformed or truncated, 413 body too large, 431 headers too large) and the

@@ -275,6 +275,25 @@ int Serve(const ServeOptions& options) {
   api::WebAuth web_auth(**identity, web_options);
   rest.SetAuthRoutes([&web_auth](const api::Request& req) { return web_auth.Handle(req); });
   api::HttpServerOptions http;
+  // Requests turned away before any tool saw them: no credential at all, or an account's calls in flight at the
+  // limit. Filed in no org (none was reached).
+  http.on_refused = [log = audit_log->get()](const api::Request& req, const api::Identity* who,
+                                             std::string_view surface, const Error& error) {
+    audit::Entry e;
+    e.actor = who != nullptr ? who->Subject() : "anonymous";
+    e.actor_kind = who != nullptr ? std::string(identity::PrincipalKindName(who->kind)) : "anonymous";
+    e.surface = std::string(surface);
+    // A REST call names its tool in its path; an MCP message is not read.
+    const std::string path(req.Path());
+    const std::string tools = "/api/v1/tools/";
+    e.action = who == nullptr                 ? "authenticate"
+               : path.rfind(tools, 0) == 0 ? audit::CleanText(path.substr(tools.size(), 64))
+                                           : std::string(surface);
+    e.outcome = audit::OutcomeOf(error);
+    e.ip = req.remote_address;
+    e.user_agent = req.headers.Get("User-Agent");
+    if (auto r = log->Append(e); !r.ok()) Log("audit: a refused " + e.action + " was not recorded: " + r.error().message);
+  };
   http.host = listen->host;
   http.port = listen->port;
   http.unix_socket_path = options.serve_socket.empty() ? options.state_dir + "/api/isb.sock" : options.serve_socket;

@@ -336,6 +336,44 @@ TEST_F(HttpServerTest, AnAccountsCallsInFlightAreBounded) {
   EXPECT_EQ(Tcp(HttpRequest("POST", "/api/v1/tools/sandbox_list", "{}", kAuth)).status, 200);
 }
 
+// Requests turned away before any tool saw them are told for the audit log: one with no credential (no caller),
+// one past the account's calls in flight (the caller), each with its surface; at most kRefusalRowsPerMinute a minute
+// per address or account, the rest refused alike.
+class HttpServerRefusalsTest : public HttpServerTest {
+ protected:
+  void Configure(HttpServerOptions& opts) override {
+    opts.on_refused = [this](const Request& req, const Identity* who, std::string_view surface, const Error& error) {
+      std::lock_guard lock(mu_);
+      told_.push_back(std::string(req.Path()) + " " + (who ? who->Subject() : "-") + " " + std::string(surface) + " " +
+                      std::string(CodeName(error.code)));
+    };
+  }
+  std::vector<std::string> Told() {
+    std::lock_guard lock(mu_);
+    return told_;
+  }
+  std::mutex mu_;
+  std::vector<std::string> told_;
+};
+
+TEST_F(HttpServerRefusalsTest, RequestsTurnedAwayBeforeAnyToolAreToldWithinABudget) {
+  EXPECT_EQ(Tcp(HttpRequest("POST", "/api/v1/tools/sandbox_list", "{}")).status, 401);
+  EXPECT_EQ(Tcp(HttpRequest("POST", "/mcp", "{}")).status, 401);
+  EXPECT_EQ(Tcp(HttpRequest("POST", "/api/v1/tools/sandbox_list", "{}", kAuth)).status, 200);  // not told
+  BlockExecs(2);
+  ASSERT_TRUE(WaitForBlockedExecs(2));
+  EXPECT_EQ(Tcp(HttpRequest("POST", "/api/v1/tools/sandbox_list", "{}", kAuth)).status, 429);
+  EXPECT_EQ(JoinExecs(), (std::vector<int>{200, 200}));
+  const std::string user = UserIn("test").Subject();
+  EXPECT_EQ(Told(), (std::vector<std::string>{"/api/v1/tools/sandbox_list - rest unauthenticated",
+                                              "/mcp - mcp unauthenticated",
+                                              "/api/v1/tools/sandbox_list " + user + " rest rate_limited"}));
+  // The address has 2 of its kRefusalRowsPerMinute spent: the rest of them are told, and no more.
+  for (int i = 0; i < kRefusalRowsPerMinute; ++i)
+    ASSERT_EQ(Tcp(HttpRequest("GET", "/api/v1/tools")).status, 401);
+  EXPECT_EQ(Told().size(), 3u + kRefusalRowsPerMinute - 2);
+}
+
 class HttpServerWorkersTest : public HttpServerTest {
  protected:
   void Configure(HttpServerOptions& opts) override {

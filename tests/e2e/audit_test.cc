@@ -210,6 +210,25 @@ TEST_F(AuditTest, RowsOfNoOrgAreListedForPlatformAdmins) {
   EXPECT_EQ(admin.err, "isb: platform: only platform admins read the rows of no org\n");
 }
 
+// A request with no credential at all is refused before any tool sees it, and is recorded all the same: a row of
+// no one, in no org, with its surface and address.
+TEST_F(AuditTest, ARequestWithNoCredentialIsRecorded) {
+  CurlResult rest = CurlTcp("POST", "/api/v1/tools/sandbox_list", "{}", {"Content-Type: application/json"}, "");
+  ASSERT_EQ(rest.http.status, 401) << rest.Describe();
+  CurlResult mcp = CurlTcp("POST", "/mcp", "{}", {"Content-Type: application/json"}, "");
+  ASSERT_EQ(mcp.http.status, 401) << mcp.Describe();
+  HttpResponse platform = Tool("audit_list", {{"platform", true}});
+  ASSERT_EQ(platform.status, 200) << platform.Describe();
+  std::vector<std::string> rows;
+  for (const json& r : platform.j["result"]["records"])
+    rows.push_back(r.value("action", "") + " " + r.value("actor", "") + " " + r.value("actor_kind", "") + " " +
+                   r.value("surface", "") + " " + r.value("outcome", "") + " " + r.value("ip", "") + " [" +
+                   r.value("org", "") + "]");
+  EXPECT_EQ(rows, (std::vector<std::string>{"authenticate anonymous anonymous rest unauthenticated 127.0.0.1 []",
+                                            "authenticate anonymous anonymous mcp unauthenticated 127.0.0.1 []"}))
+      << platform.Describe();
+}
+
 TEST_F(AuditTest, LsAndExportShowTheOrgsRowsAndRefuseAViewer) {
   std::string id = CreateSandbox();
   ASSERT_FALSE(id.empty());

@@ -149,7 +149,7 @@ void E2eTest::LogRestCall(const std::string& tool, const std::string& surface, c
     row.org = "";
   // An accepted invitation's row is the joined org's.
   if (tool == "invitation_accept" && answer.status == 200) row.org = answer.j["result"].value("org", "?");
-  // Refused before any tool is looked at: no credential at all.
+  // A Cookie header that holds no session, and no token: refused as no credential, and not recorded.
   if (answer.status == 401) row.rows = ExpectedRow::Rows::kNone;
   row.where = where;
   audit_.Add(std::move(row), started, audit_.Tick());
@@ -182,6 +182,17 @@ void E2eTest::LogCall(bool via_unix, const std::string& method, const std::strin
     row.where = where;
     audit_.Add(std::move(row), started, audit_.Tick());
   };
+  // No credential at all (no bearer token, no Cookie header) on a route that needs one: an "authenticate" row of no
+  // one, within the daemon's budget of such rows per address (HttpServerOptions::on_refused).
+  const std::string bearer = HeaderValue(headers, "Authorization");
+  if (!via_unix && answer.status == 401 && route.rfind("/api/v1/auth/", 0) != 0 &&
+      !(StartsWithNoCase(bearer, "Bearer ") && bearer.size() > 7) &&
+      std::none_of(headers.begin(), headers.end(), [](const std::string& h) { return StartsWithNoCase(h, "Cookie:"); })) {
+    const bool mcp = route == "/mcp" || (route.rfind("/orgs/", 0) == 0 && route.ends_with("/mcp"));
+    add({.action = "authenticate", .surface = mcp ? "mcp" : "rest", .outcome = "unauthenticated",
+         .actor_kind = "anonymous", .rows = ExpectedRow::Rows::kMaybe});
+    return;
+  }
   // A credential the daemon refused (a bad token or session, a session request failing the browser checks): an
   // "authenticate" row in place of the call's.
   if (!via_unix && !actor_kind.empty() && route.rfind("/api/v1/auth/sign", 0) != 0 && RefusedCredential(headers, answer)) {
