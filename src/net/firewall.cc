@@ -93,7 +93,9 @@ std::string RenderRuleset(const FirewallConfig& c, const std::vector<SandboxRule
     << "    type filter hook forward priority filter; policy accept;\n"
     << "    iifname " << sb << " jump sandbox_out\n"
     << "    oifname " << sb << " jump sandbox_in\n";
-  if (c.forward_only_sandboxes) o << "    counter drop\n";
+  // Neither from nor to a sandbox's veth, this daemon's or another isb's (whose own rules judge it): dropped.
+  if (c.forward_only_sandboxes)
+    o << "    iifgroup != " << kSandboxVethGroup << " oifgroup != " << kSandboxVethGroup << " counter drop\n";
   o << "  }\n"
     << "  chain sandbox_out {\n"
     << "    meta nfproto ipv6 drop\n"

@@ -191,6 +191,15 @@ Status Netlink::SetUp(int ifindex) {
   return Transact(m.Finish(++seq_), m.size(), "bringing a link up");
 }
 
+Status Netlink::SetGroup(int ifindex, uint32_t group) {
+  Message m(RTM_NEWLINK, 0);
+  auto* ifi = m.Fixed<ifinfomsg>();
+  ifi->ifi_family = AF_UNSPEC;
+  ifi->ifi_index = ifindex;
+  m.Scalar<uint32_t>(IFLA_GROUP, group);
+  return Transact(m.Finish(++seq_), m.size(), "setting a link's group");
+}
+
 Status Netlink::Rename(int ifindex, const std::string& name) {
   Message m(RTM_NEWLINK, 0);
   auto* ifi = m.Fixed<ifinfomsg>();

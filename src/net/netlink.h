@@ -25,6 +25,7 @@ class Netlink {
   Result<int> IfIndex(const std::string& name);
   Status SetUp(int ifindex);
   Status Rename(int ifindex, const std::string& name);
+  Status SetGroup(int ifindex, uint32_t group);
   Status AddAddress(int ifindex, in_addr addr, int prefix_len);
   Status AddDefaultRoute(in_addr gateway, int ifindex);
   // Deleting one end of a veth deletes both.

@@ -84,6 +84,7 @@ Result<SandboxLink> AttachSandbox(int netns_fd, const Slot& slot, const std::str
     ISB_ASSIGN_OR_RETURN(int host, nl.IfIndex(link.host_ifname));
     ISB_TRY(DisableIpv6(link.host_ifname));
     ISB_TRY(nl.AddAddress(host, ToInAddr(slot.host), kPrefixLen));
+    ISB_TRY(nl.SetGroup(host, kSandboxVethGroup));
     ISB_TRY(nl.SetUp(host));
     return ConfigureSandboxEnd(netns_fd, slot, default_route);
   }();
@@ -92,6 +93,13 @@ Result<SandboxLink> AttachSandbox(int netns_fd, const Slot& slot, const std::str
     return configured.error();
   }
   return link;
+}
+
+Status GroupHostEnd(const std::string& host_ifname) {
+  ISB_ASSIGN_OR_RETURN(Netlink nl, Netlink::Open());
+  Result<int> index = nl.IfIndex(host_ifname);
+  if (!index.ok()) return index.error().code == Code::kNotFound ? Status() : Status(index.error());
+  return nl.SetGroup(*index, kSandboxVethGroup);
 }
 
 Status DetachSandbox(const std::string& host_ifname) {

@@ -13,6 +13,11 @@ namespace isb::net {
 // another's: "isb-12" is slot 12 of "isb" and nothing of "isb1", and the firewall's "isb-*" matches none of "isbe2e".
 inline constexpr char kSlotSeparator = '-';
 
+// The interface group of every isb's host ends, whatever its prefix: a daemon whose forwarding rules drop what is
+// not its sandboxes' (FirewallConfig::forward_only_sandboxes) lets another daemon's sandboxes through to their own
+// daemon's rules by it, as it knows only its own prefix.
+inline constexpr uint32_t kSandboxVethGroup = 0x69736200;  // "isb\0"
+
 struct SandboxLink {
   std::string host_ifname;  // e.g. isb-12, the prefix the firewall matches, the separator and the slot index
   Slot slot;
@@ -33,7 +38,11 @@ Status DisableIpv6(const std::string& ifname, const std::string& proc_sys = "/pr
 Result<bool> Ipv4ForwardingOn(const std::string& proc_sys = "/proc/sys");
 Status TurnOnIpv4Forwarding(const std::string& proc_sys = "/proc/sys");
 
-// Creates and configures the veth for `slot` between the caller's namespace and `netns_fd` (the sandbox's).
+// Puts the host end `host_ifname`, if there is one, in kSandboxVethGroup (a veth of an isb from before groups).
+Status GroupHostEnd(const std::string& host_ifname);
+
+// Creates and configures the veth for `slot` between the caller's namespace and `netns_fd` (the sandbox's), its host
+// end in kSandboxVethGroup.
 // `default_route`: a route to everywhere through the host end (open egress); without it the sandbox can address
 // only the host end (a list: everything else is unreachable at once). On failure nothing is left behind.
 Result<SandboxLink> AttachSandbox(int netns_fd, const Slot& slot, const std::string& ifname_prefix,

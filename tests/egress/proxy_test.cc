@@ -46,7 +46,13 @@ class EchoServer {
   asio::awaitable<void> Accept() {
     for (;;) {
       auto [ec, s] = co_await acceptor_.async_accept(asio::as_tuple(asio::use_awaitable));
-      if (ec) co_return;
+      if (ec == asio::error::operation_aborted) co_return;
+      if (ec) {
+        // EMFILE while a test holds the descriptor table full: the next accept may succeed.
+        asio::steady_timer pause(ioc_, std::chrono::milliseconds(10));
+        co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
+        continue;
+      }
       asio::co_spawn(ioc_, Echo(std::move(s)), asio::detached);
     }
   }
@@ -291,11 +297,13 @@ class ProxyTest : public ::testing::Test {
     ASSERT_EQ(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
   }
 
-  // Reads until `n` bytes or end of stream.
+  // Reads until `n` bytes, end of stream, or 10 s without a byte (a test that fails, not one that hangs).
   static std::string ReadN(int fd, size_t n) {
     std::string out;
     char buf[65536];
     while (out.size() < n) {
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, 10000) != 1) break;
       ssize_t r = ::recv(fd, buf, std::min(sizeof buf, n - out.size()), 0);
       if (r <= 0) break;
       out.append(buf, static_cast<size_t>(r));

@@ -277,6 +277,32 @@ TEST_F(FirewallTest, AnOpenSandboxReachesPublicAddressesOnlyAndIsMasqueraded) {
   EXPECT_FALSE(Accepts(dns_tcp));
 }
 
+// Two daemons on one host, each with its table and its veths' prefix: the one that forwards only sandboxes drops
+// a LAN machine's packets, but lets the other daemon's open sandbox through to that daemon's own rules (its veth is
+// an isb veth by its group, whatever its name), which pass it; a sandbox of neither is dropped.
+TEST_F(FirewallTest, AnotherDaemonsOpenSandboxIsNotDroppedByTheForwardingOnlyRules) {
+  SandboxLink mine, theirs;
+  Fd my_sb = Sandbox(1, &mine);
+  Fd their_sb = Sandbox(2, &theirs, "other");
+  Fd internet = Internet(host_);
+  Fd lan = LanMachine(host_);
+  Fd server = ListenIn(internet, INADDR_ANY, 80);
+  FirewallConfig c;
+  c.proxy_port = kProxyPort;
+  c.dns_port = kDnsPort;
+  c.forward_only_sandboxes = true;
+  Firewall firewall(c);
+  In(host_, [&] { return firewall.Set({mine.host_ifname, EgressMode::kOpen, {}}); });
+  ASSERT_TRUE(Apply({{theirs.host_ifname, EgressMode::kOpen, {}}}, kProxyPort + 1, kDnsPort + 1, "other").ok());
+  EXPECT_EQ(ConnectFrom(my_sb, Ip("11.0.0.1"), 80), 0);
+  EXPECT_EQ(ConnectFrom(their_sb, Ip("11.0.0.1"), 80), 0) << "the other daemon's open sandbox was dropped";
+  EXPECT_EQ(ConnectFrom(lan, Ip("11.0.0.1"), 80), ETIMEDOUT);
+  // The other daemon's rules still judge its sandboxes: a list sandbox of it reaches nothing out there.
+  ASSERT_TRUE(Apply({{theirs.host_ifname, EgressMode::kList, {443}}}, kProxyPort + 1, kDnsPort + 1, "other").ok());
+  EXPECT_EQ(ConnectFrom(their_sb, Ip("11.0.0.1"), 80), ECONNREFUSED);
+  In(host_, [] { return DeleteTable("other"); });
+}
+
 // Where isb turned IPv4 forwarding on, the host forwards nothing but sandboxes: a machine on its LAN that it routed
 // before is dropped, while an open sandbox still reaches the public server.
 TEST_F(FirewallTest, ForwardingOnlySandboxesTheHostRoutesNothingElse) {
