@@ -81,6 +81,9 @@ std::string RenderRuleset(const FirewallConfig& c, const std::vector<SandboxRule
     // may keep one alive for good, querying from one port) still leads to the old one, where anything may listen.
     << "  chain from_sandbox {\n"
     << "    meta nfproto ipv6 drop\n"
+    // A source its veth does not route back to: forged (its root holds CAP_NET_RAW there), so that an answer (the
+    // DNS responder's) would go from the host to an address the sandbox may not reach.
+    << "    fib saddr . iif oif missing counter drop\n"
     << "    ct status dnat tcp dport " << proxy << " accept\n"
     << "    ct status dnat iifname @list_ifaces udp dport " << dns << " accept\n"
     << "    ct status dnat iifname @list_ifaces tcp dport " << dns << " accept\n"
@@ -99,6 +102,7 @@ std::string RenderRuleset(const FirewallConfig& c, const std::vector<SandboxRule
   o << "  }\n"
     << "  chain sandbox_out {\n"
     << "    meta nfproto ipv6 drop\n"
+    << "    fib saddr . iif oif missing counter drop\n"
     << "    oifname != " << sb << " iifname @open_ifaces ip daddr != @nonpublic4 accept\n"
     << "    meta l4proto tcp counter reject with tcp reset\n"
     << "    counter drop\n"

@@ -277,6 +277,53 @@ TEST_F(FirewallTest, AnOpenSandboxReachesPublicAddressesOnlyAndIsMasqueraded) {
   EXPECT_FALSE(Accepts(dns_tcp));
 }
 
+// A sandbox's root may send from any source it likes (CAP_NET_RAW in its namespace, or an address added to eth0):
+// a packet whose source its veth does not route back to reaches neither the host (the DNS responder would answer
+// that address, from the host, where the sandbox may not go) nor, through it, anywhere else.
+TEST_F(FirewallTest, APacketWithAForgedSourceIsDropped) {
+  SandboxLink list_link, open_link;
+  Fd list_sb = Sandbox(1, &list_link);
+  Fd open_sb = Sandbox(2, &open_link);
+  Fd internet = Internet(host_);
+  Fd echo = UdpIn(internet, INADDR_ANY, 7);
+  ASSERT_TRUE(Apply({{list_link.host_ifname, EgressMode::kList, {443}}, {open_link.host_ifname, EgressMode::kOpen, {}}})
+                  .ok());
+  auto [proxy, dns, dns_tcp] = ListenAsIsb();
+  // The forged source: a LAN address, added to each sandbox's eth0 (as its root may).
+  for (const Fd* ns : {&list_sb, &open_sb}) {
+    In(*ns, []() -> Status {
+      ISB_ASSIGN_OR_RETURN(Netlink nl, Netlink::Open());
+      ISB_ASSIGN_OR_RETURN(int eth0, nl.IfIndex("eth0"));
+      return nl.AddAddress(eth0, ToInAddr(Ip("10.30.0.77")), 32);
+    });
+  }
+  auto send_from = [&](const Fd& ns, uint32_t source, uint32_t to, uint16_t port) {
+    Fd s = SocketIn(ns, SOCK_DGRAM);
+    sockaddr_in from = Addr(source, 0);
+    EXPECT_EQ(::bind(s.get(), reinterpret_cast<sockaddr*>(&from), sizeof from), 0) << std::strerror(errno);
+    sockaddr_in a = Addr(to, port);
+    EXPECT_EQ(::sendto(s.get(), "q", 1, 0, reinterpret_cast<sockaddr*>(&a), sizeof a), 1);
+  };
+  auto arrives = [](const Fd& receiver) {
+    pollfd p{receiver.get(), POLLIN, 0};
+    if (::poll(&p, 1, 300) != 1) return false;
+    char buf[16];
+    return ::recv(receiver.get(), buf, sizeof buf, 0) == 1;
+  };
+  // The controls: from their own addresses, DNS reaches the responder and the open sandbox the public echo.
+  send_from(list_sb, list_link.slot.sandbox, list_link.slot.host, 53);
+  EXPECT_TRUE(arrives(dns));
+  send_from(open_sb, open_link.slot.sandbox, Ip("11.0.0.1"), 7);
+  EXPECT_TRUE(arrives(echo));
+  // Forged: nothing arrives.
+  send_from(list_sb, Ip("10.30.0.77"), list_link.slot.host, 53);
+  EXPECT_FALSE(arrives(dns));
+  send_from(open_sb, Ip("10.30.0.77"), open_link.slot.host, 53);
+  EXPECT_FALSE(arrives(dns));
+  send_from(open_sb, Ip("10.30.0.77"), Ip("11.0.0.1"), 7);
+  EXPECT_FALSE(arrives(echo));
+}
+
 // Two daemons on one host, each with its table and its veths' prefix: the one that forwards only sandboxes drops
 // a LAN machine's packets, but lets the other daemon's open sandbox through to that daemon's own rules (its veth is
 // an isb veth by its group, whatever its name), which pass it; a sandbox of neither is dropped.
