@@ -182,10 +182,16 @@ void DnsServer::Serve() {
       tcp_open_ = 0;
       return;
     }
-    if (p[1].revents != 0) ServeUdp();
+    // Several queries per wake-up (a burst from many sandboxes), but not so many that TCP clients wait.
+    if (p[1].revents != 0)
+      for (int i = 0; i < 64 && ServeUdp(); ++i) {
+      }
     if (p[3].revents != 0) ReadUpstream(upstream4_.get());
     if (p[4].revents != 0) ReadUpstream(upstream6_.get());
-    if (!pending_.empty()) RetryPending();
+    if (!pending_.empty() && Clock::now() >= next_retry_check_) {
+      RetryPending();
+      next_retry_check_ = Clock::now() + std::chrono::milliseconds(100);
+    }
     // Clients first (their indices match p's), then the new ones.
     now = Clock::now();
     size_t kept = 0;
@@ -258,7 +264,7 @@ bool DnsServer::ServeTcp(TcpClient& c) {
   return true;
 }
 
-void DnsServer::ServeUdp() {
+bool DnsServer::ServeUdp() {
   uint8_t packet[1500];
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(in_pktinfo))];
   {
@@ -272,7 +278,7 @@ void DnsServer::ServeUdp() {
     m.msg_control = control;
     m.msg_controllen = sizeof control;
     ssize_t n = ::recvmsg(socket_.get(), &m, MSG_DONTWAIT);
-    if (n <= 0) return;
+    if (n <= 0) return false;
     in_pktinfo info{};
     bool have_info = false;
     for (cmsghdr* c = CMSG_FIRSTHDR(&m); c != nullptr; c = CMSG_NXTHDR(&m, c)) {
@@ -285,11 +291,11 @@ void DnsServer::ServeUdp() {
     if (have_info) sandbox = hooks_.sandbox(ntohl(info.ipi_addr.s_addr));
     if (!sandbox) {
       ++dropped_;
-      return;
+      return true;
     }
     if (hooks_.forwarded && hooks_.forwarded(*sandbox)) {
-      Forward(std::span<const uint8_t>(packet, static_cast<size_t>(n)), from, info.ipi_addr);
-      return;
+      Forward(std::span<const uint8_t>(packet, static_cast<size_t>(n)), from, info.ipi_addr, *sandbox);
+      return true;
     }
     Ipv4 proxy;
     std::memcpy(proxy.data(), &info.ipi_addr.s_addr, 4);  // network order: the bytes as they appear on the wire
@@ -298,11 +304,12 @@ void DnsServer::ServeUdp() {
                 [&](std::string_view name) { return hooks_.listed(*sandbox, name); }, proxy);
     if (!answer) {
       ++dropped_;
-      return;
+      return true;
     }
     if (ReplyFrom(from, info.ipi_addr, *answer)) ++answered_;
     else ++dropped_;
   }
+  return true;
 }
 
 bool DnsServer::ReplyFrom(const sockaddr_in& to, in_addr local, std::span<const uint8_t> packet) {
@@ -328,7 +335,8 @@ bool DnsServer::ReplyFrom(const sockaddr_in& to, in_addr local, std::span<const 
 
 // A query of an open sandbox: one the responder can read goes to the first upstream under an id of its own; one it
 // cannot is refused as any sandbox's is.
-void DnsServer::Forward(std::span<const uint8_t> packet, const sockaddr_in& from, in_addr local) {
+void DnsServer::Forward(std::span<const uint8_t> packet, const sockaddr_in& from, in_addr local,
+                        const std::string& sandbox) {
   DnsParse parsed = ParseDnsQuery(packet);
   if (parsed.kind == DnsParse::kDrop) {
     ++dropped_;
@@ -342,8 +350,9 @@ void DnsServer::Forward(std::span<const uint8_t> packet, const sockaddr_in& from
     else ++dropped_;
     return;
   }
-  if (pending_.size() >= kMaxDnsPending) {
-    ++dropped_;  // its resolver asks again
+  // Its resolver asks again. One sandbox's share is bounded, so that its flood leaves room for the others'.
+  if (pending_.size() >= kMaxDnsPending || pending_per_sandbox_[sandbox] >= kMaxDnsPendingPerSandbox) {
+    ++dropped_;
     return;
   }
   // An id no pending query has, that an address which can see none of this traffic cannot guess.
@@ -359,6 +368,7 @@ void DnsServer::Forward(std::span<const uint8_t> packet, const sockaddr_in& from
   p.client = from;
   p.local = local;
   p.client_id = parsed.query.id;
+  p.sandbox = sandbox;
   p.query.assign(packet.begin(), packet.end());
   p.query[0] = static_cast<uint8_t>(id >> 8);
   p.query[1] = static_cast<uint8_t>(id);
@@ -368,6 +378,13 @@ void DnsServer::Forward(std::span<const uint8_t> packet, const sockaddr_in& from
     return;
   }
   pending_.emplace(id, std::move(p));
+  ++pending_per_sandbox_[sandbox];
+}
+
+void DnsServer::Forget(std::unordered_map<uint16_t, Pending>::iterator it) {
+  auto count = pending_per_sandbox_.find(it->second.sandbox);
+  if (count != pending_per_sandbox_.end() && --count->second <= 0) pending_per_sandbox_.erase(count);
+  pending_.erase(it);
 }
 
 bool DnsServer::Ask(const Pending& p) {
@@ -401,7 +418,7 @@ void DnsServer::ReadUpstream(int fd) {
     packet[1] = static_cast<uint8_t>(it->second.client_id);
     if (ReplyFrom(it->second.client, it->second.local, packet)) ++forwarded_;
     else ++dropped_;
-    pending_.erase(it);
+    Forget(it);
   }
 }
 
@@ -413,7 +430,9 @@ void DnsServer::RetryPending() {
     Pending& p = it->second;
     if (now - p.first >= kDnsUpstreamGiveUp) {
       ++dropped_;
-      it = pending_.erase(it);
+      auto next = std::next(it);
+      Forget(it);
+      it = next;
       continue;
     }
     if (now - p.asked >= kDnsUpstreamRetry && p.upstream + 1 < upstreams_.size()) {

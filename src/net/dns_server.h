@@ -52,6 +52,7 @@ Result<DnsUpstream> ParseDnsUpstream(std::string_view text);
 std::vector<DnsUpstream> UpstreamsFromResolvConf(std::string_view text);
 
 inline constexpr size_t kMaxDnsPending = 4096;  // forwarded queries awaiting an answer; more are dropped
+inline constexpr int kMaxDnsPendingPerSandbox = 256;  // of them, one sandbox's
 inline constexpr std::chrono::milliseconds kDnsUpstreamRetry{1000};   // then the next upstream is asked
 inline constexpr std::chrono::milliseconds kDnsUpstreamGiveUp{4000};  // then the query is forgotten
 
@@ -88,19 +89,22 @@ class DnsServer {
     in_addr local{};  // where the query arrived: the answer leaves from it
     uint16_t client_id = 0;
     std::vector<uint8_t> query;  // as sent upstream, under the responder's id
+    std::string sandbox;
     size_t upstream = 0;         // the upstream asked last
     std::chrono::steady_clock::time_point first, asked;
   };
   DnsServer(Fd socket, Fd listener, Fd stop, uint16_t port, DnsHooks hooks, std::vector<DnsUpstream> upstreams,
             Fd upstream4, Fd upstream6);
   void Serve();
-  void ServeUdp();
+  // Reads and answers one UDP query; false when none was waiting.
+  bool ServeUdp();
   // Sends `packet` to `to` from `local` (the address the query arrived at, so the sandbox's resolver takes it).
   bool ReplyFrom(const sockaddr_in& to, in_addr local, std::span<const uint8_t> packet);
-  void Forward(std::span<const uint8_t> packet, const sockaddr_in& from, in_addr local);
+  void Forward(std::span<const uint8_t> packet, const sockaddr_in& from, in_addr local, const std::string& sandbox);
   bool Ask(const Pending& p);
   void ReadUpstream(int fd);
   void RetryPending();
+  void Forget(std::unordered_map<uint16_t, struct Pending>::iterator it);
   void AcceptTcp();
   // Reads what `client` sent and answers each whole query in it; false: close it.
   bool ServeTcp(TcpClient& client);
@@ -113,6 +117,8 @@ class DnsServer {
   std::vector<DnsUpstream> upstreams_;
   Fd upstream4_, upstream6_;  // unconnected UDP sockets the forwarded queries leave from
   std::unordered_map<uint16_t, Pending> pending_;  // by the responder's id; the Serve thread's only
+  std::unordered_map<std::string, int> pending_per_sandbox_;
+  std::chrono::steady_clock::time_point next_retry_check_{};
   std::atomic<size_t> tcp_open_{0};
   std::vector<TcpClient> clients_;  // the Serve thread's only
   std::thread thread_;

@@ -332,6 +332,49 @@ TEST(DnsForwardTest, AnOpenSandboxsQueriesAreRelayedToTheUpstreamAndBack) {
   EXPECT_EQ(upstream.ids().size(), 1u);
 }
 
+// One open sandbox's flood holds at most kMaxDnsPendingPerSandbox queries awaiting an upstream that does not answer,
+// and another's query still goes up.
+TEST(DnsForwardTest, OneSandboxsFloodLeavesRoomForTheOthers) {
+  Fd silent(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(silent.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  int room = 4 << 20;
+  ASSERT_EQ(::setsockopt(silent.get(), SOL_SOCKET, SO_RCVBUFFORCE, &room, sizeof room), 0);
+  socklen_t len = sizeof a;
+  ::getsockname(silent.get(), reinterpret_cast<sockaddr*>(&a), &len);
+  DnsHooks h;
+  h.sandbox = [](uint32_t addr) -> std::optional<std::string> { return "sb" + std::to_string(addr & 0xff); };
+  h.listed = [](const std::string&, std::string_view) { return false; };
+  h.forwarded = [](const std::string&) { return true; };
+  auto s = DnsServer::Start("0.0.0.0", 0, h, {*ParseDnsUpstream("127.0.0.1:" + std::to_string(ntohs(a.sin_port)))});
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  auto send = [&](uint32_t to_host_end, int queries) {
+    Fd c(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons((*s)->port());
+    to.sin_addr.s_addr = htonl(to_host_end);
+    for (int i = 0; i < queries; ++i) {
+      std::string q = TcpQuery(static_cast<uint16_t>(i), "flood.test").substr(2);
+      ASSERT_EQ(::sendto(c.get(), q.data(), q.size(), 0, reinterpret_cast<sockaddr*>(&to), sizeof to),
+                static_cast<ssize_t>(q.size()));
+    }
+  };
+  auto received = [&] {
+    int n = 0;
+    pollfd p{silent.get(), POLLIN, 0};
+    char buf[512];
+    while (::poll(&p, 1, 500) == 1 && ::recv(silent.get(), buf, sizeof buf, 0) > 0) ++n;
+    return n;
+  };
+  send(0x7f000001, 300);
+  EXPECT_EQ(received(), kMaxDnsPendingPerSandbox);
+  send(0x7f000002, 1);
+  EXPECT_EQ(received(), 1);
+}
+
 TEST(DnsForwardTest, WithNoUpstreamAnOpenSandboxIsAnsweredServfail) {
   DnsHooks h;
   h.sandbox = [](uint32_t) -> std::optional<std::string> { return "open1"; };
