@@ -189,7 +189,11 @@ class HttpServer::Impl {
   std::atomic<bool> stopping_{false};
   std::atomic<size_t> connections_[2] = {0, 0};  // open over TCP, over the unix socket
   KeyedSlots calls_{opts_.max_calls_per_account};              // per account, over TCP
-  identity::RateLimiter refusal_rows_{{kRefusalRowsPerMinute, 60, 10000}};  // HttpServerOptions::on_refused
+  // HttpServerOptions::on_refused's budgets: per account or address, and for all of them together (addresses are
+  // many: any local user may send from all of 127.0.0.0/8). Checked and spent as one step.
+  std::mutex refusal_mu_;
+  identity::RateLimiter refusal_rows_{{kRefusalRowsPerMinute, 60, 10000}};
+  identity::RateLimiter all_refusal_rows_{{kRefusalRowsPerMinute * 10, 60, 1}};
   // Tells on_refused of `error`, within the budget of `key`, and answers with it.
   Response Refuse(const Request& req, const Identity* who, const std::string& key, Error error);
   KeyedSlots addresses_{opts_.max_connections_per_address};    // connections per remote address, over TCP
@@ -491,10 +495,16 @@ void HttpServer::Impl::Turn(typename Protocol::socket socket, const std::string&
 }
 
 Response HttpServer::Impl::Refuse(const Request& req, const Identity* who, const std::string& key, Error error) {
-  if (opts_.on_refused && refusal_rows_.RetryAfter(key) == 0) {
-    refusal_rows_.RecordFailure(key);
-    opts_.on_refused(req, who, McpOrgFromPath(req.Path()) ? "mcp" : "rest", error);
+  bool tell = false;
+  if (opts_.on_refused) {
+    std::lock_guard lock(refusal_mu_);
+    tell = refusal_rows_.RetryAfter(key) == 0 && all_refusal_rows_.RetryAfter("all") == 0;
+    if (tell) {
+      refusal_rows_.RecordFailure(key);
+      all_refusal_rows_.RecordFailure("all");
+    }
   }
+  if (tell) opts_.on_refused(req, who, McpOrgFromPath(req.Path()) ? "mcp" : "rest", error);
   if (error.code == Code::kUnauthenticated) return Unauthenticated(error.message);
   Response r = ErrorResponse(error);
   if (error.code == Code::kTooManyRequests) r.headers.Set("Retry-After", "1");
@@ -507,7 +517,11 @@ Response HttpServer::Impl::Authenticated(const Request& req) {
     std::string header = req.headers.Get("Authorization");
     bool bearer = StartsWithIgnoreCase(header, "Bearer ") && header.size() > 7;
     if (!bearer && !req.headers.Has("Cookie")) {
-      return Refuse(req, nullptr, "address:" + req.remote_address,
+      // Every loopback address is one: a tunnel or proxy in front brings everyone from there, and any local user may
+      // send from each of 127.0.0.0/8.
+      const bool loopback = req.remote_address.rfind("127.", 0) == 0 || req.remote_address == "::1" ||
+                            req.remote_address.rfind("::ffff:127.", 0) == 0;
+      return Refuse(req, nullptr, "address:" + (loopback ? std::string("loopback") : req.remote_address),
                     Error::Of(Code::kUnauthenticated, "missing bearer token: send \"Authorization: Bearer <token>\""));
     }
     if (!auth_) return Unauthenticated("token authentication is not configured; use the unix socket");

@@ -637,7 +637,7 @@ Status AddCreateAndExec(Registry& reg, Sandboxes& all, const SandboxToolOptions&
         // Every caller's: its ports never where a browser reaches isb (the host's and a superadmin's sandboxes run
         // code as untrusted as anyone's).
         for (size_t i = 0; i < spec.ports.size(); ++i) {
-          if (Status apart = CheckPublishApartFromIsb(spec.ports[i].host_address, isb_address); !apart.ok())
+          if (Status apart = egress::CheckPublishApartFromIsb(spec.ports[i].host_address, isb_address); !apart.ok())
             return Error::Of(apart.error().code, "ports[" + std::to_string(i) + "]: " + apart.error().message);
         }
         // An image the host chose is seen through the sandbox's id mapping: its root's files are the sandbox

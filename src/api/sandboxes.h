@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/result.h"
+#include "egress/publish_address.h"
 #include "engine/id_mapping.h"
 
 namespace isb::api {
@@ -30,15 +31,10 @@ struct SpecMount {
 
 // A TCP port inside a sandbox published on a host address: connections to host_address:host_port reach
 // 127.0.0.1:sandbox_port inside. Only loopback unless the daemon's --publish-address allows another address.
-// The address a port is published on when its spec names none: a loopback address of its own. A browser keeps
-// cookies by host, not by port, so a port published where browsers reach isb would receive the session cookie of
-// everyone signed in to isb's web sign-in there, and the sandbox's server could replay it (CheckPublishApartFromIsb).
-inline constexpr char kDefaultPublishAddress[] = "127.0.0.2";
-
 struct SpecPort {
   uint16_t sandbox_port = 0;
   uint16_t host_port = 0;
-  std::string host_address = kDefaultPublishAddress;
+  std::string host_address = egress::kDefaultPublishAddress;  // never where a browser reaches isb
   bool operator==(const SpecPort&) const = default;
 };
 
@@ -56,7 +52,7 @@ inline void to_json(nlohmann::json& j, const SpecPort& p) {
 }
 inline void from_json(const nlohmann::json& j, SpecPort& p) {
   p = {j.value("sandbox_port", uint16_t{0}), j.value("host_port", uint16_t{0}),
-       j.value("host_address", std::string("127.0.0.1"))};
+       j.value("host_address", std::string(egress::kDefaultPublishAddress))};
 }
 
 inline constexpr uint64_t kDefaultDisk = 2ull << 30;

@@ -1,7 +1,6 @@
 // The remote-spec policy's checks, over the fields a SandboxSpec has, and ${VAR} expansion from the caller's vars.
 #include "api/spec_policy.h"
 
-#include <cstring>
 #include <filesystem>
 #include <system_error>
 
@@ -142,30 +141,6 @@ Status CheckPublishAddress(std::string_view address, const RemoteSpecPolicy& pol
   }
   std::string text = ip.ToString();
   return Forbidden("publishing on " + text + " needs --publish-address " + text);
-}
-
-Status CheckPublishApartFromIsb(std::string_view address, std::string_view isb_address) {
-  ISB_ASSIGN_OR_RETURN(egress::IpAddress ip, ParseAddress("publish address", address));
-  // ::ffff:a.b.c.d listens on a.b.c.d.
-  auto unmapped = [](egress::IpAddress a) {
-    static constexpr uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-    if (!a.v6 || std::memcmp(a.bytes.data(), kMapped, sizeof kMapped) != 0) return a;
-    return egress::IpAddress::V4(uint32_t{a.bytes[12]} << 24 | uint32_t{a.bytes[13]} << 16 |
-                                 uint32_t{a.bytes[14]} << 8 | a.bytes[15]);
-  };
-  ip = unmapped(ip);
-  const std::string text = ip.ToString();
-  const std::string why = ": a browser signed in to isb there sends its session cookie to every port of that host, "
-                          "and the sandbox's server would receive it; publish on another address, such as " +
-                          std::string(kDefaultPublishAddress) + " (the default)";
-  if (egress::Classify(ip).kind == egress::AddressKind::kUnspecified)
-    return Forbidden("publishing on " + text + " listens on every address of the host, isb's own among them" + why);
-  const egress::IpAddress localhost[] = {egress::IpAddress::V4(0x7f000001), *egress::ParseIpAddress("::1")};
-  for (const egress::IpAddress& l : localhost)
-    if (ip == l) return Forbidden("publishing on " + text + ": that is where \"localhost\" leads" + why);
-  if (auto own = egress::ParseIpAddress(isb_address); own.ok() && unmapped(*own) == ip)
-    return Forbidden("publishing on " + text + ": isb listens there" + why);
-  return {};
 }
 
 Result<std::string> ExpandVars(std::string_view text, const std::map<std::string, std::string>& vars,

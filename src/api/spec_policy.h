@@ -9,6 +9,7 @@
 
 #include "api/sandboxes.h"
 #include "base/result.h"
+#include "egress/publish_address.h"
 
 namespace isb::api {
 
@@ -54,12 +55,6 @@ Result<std::string> ResolveUnderBindRoot(std::string_view field, const std::stri
 // OK when a port may be published on `address`: a loopback address always, any other only when it is one of
 // --publish-address (compared as addresses, not as text). Otherwise kForbidden naming the flag.
 Status CheckPublishAddress(std::string_view address, const RemoteSpecPolicy& policy);
-
-// OK when a port may be published on `address` beside a daemon that listens on `isb_address` (empty: none known),
-// for every caller: never on isb_address, on 127.0.0.1 or ::1 (where "localhost" leads a browser), on an
-// IPv4-mapped spelling of any of these, or on the unspecified address (every address, isb's among them), for the
-// reason kDefaultPublishAddress gives. Otherwise kForbidden saying so; kInvalidArgument when it is not an address.
-Status CheckPublishApartFromIsb(std::string_view address, std::string_view isb_address);
 
 // The most that filling a spec's ${NAME}s may add to it, in bytes.
 inline constexpr size_t kMaxExpandedSpecBytes = 1 << 20;

@@ -258,7 +258,9 @@ Status EgressService::Adopt(const std::string& id, uint32_t slot, const egress::
     by_slot_[slot] = id;
   }
   ISB_TRY(firewall_->Set(RulesFor(e)));
-  ISB_TRY(net::GroupHostEnd(net::HostIfname(options_.ifname_prefix, slot)));
+  // A veth of an isb from before the group: another daemon that forwards only sandboxes would drop its traffic.
+  if (Status grouped = net::GroupHostEnd(net::HostIfname(options_.ifname_prefix, slot)); !grouped.ok())
+    std::fprintf(stderr, "isb: egress: %s: %s\n", id.c_str(), grouped.error().message.c_str());
   // A sandbox started by an isb from before veths were <prefix>-<slot> has a veth that none of the rules match: cut
   // off rather than unconfined, until a restart attaches it again under its name.
   ISB_ASSIGN_OR_RETURN(bool unseparated, net::DetachUnseparatedVeth(options_.ifname_prefix, slot));

@@ -481,9 +481,13 @@ api::SandboxSpec SandboxManager::ParsedSpec(const std::string& text) {
     if (auto it = parsed_specs_.find(text); it != parsed_specs_.end()) return it->second;
   }
   api::SandboxSpec spec = SpecFromJson(text);
+  if (text.size() > kMaxParsedSpec) return spec;
   std::lock_guard lock(parsed_mu_);
-  if (parsed_specs_.size() >= kMaxParsedSpecs) parsed_specs_.clear();
-  parsed_specs_.emplace(text, spec);
+  if (parsed_bytes_ + text.size() > kMaxParsedSpecBytes) {
+    parsed_specs_.clear();
+    parsed_bytes_ = 0;
+  }
+  if (parsed_specs_.emplace(text, spec).second) parsed_bytes_ += text.size();
   return spec;
 }
 
@@ -491,7 +495,16 @@ bool SandboxManager::Alive(const Record& rec) const {
   return rec.state == "running" && rec.pid > 0 && engine::ProcessStartTime(rec.pid) == rec.start_time;
 }
 
+Status SandboxManager::PortsApartFromIsb(const api::SandboxSpec& spec) const {
+  for (size_t i = 0; i < spec.ports.size(); ++i) {
+    if (Status apart = egress::CheckPublishApartFromIsb(spec.ports[i].host_address, options_.isb_address); !apart.ok())
+      return Error::Of(apart.error().code, "ports[" + std::to_string(i) + "]: " + apart.error().message);
+  }
+  return {};
+}
+
 Status SandboxManager::Launch(Record& rec) {
+  ISB_TRY(PortsApartFromIsb(rec.spec));
   ISB_TRY(LaunchProcess(rec));
   if (Status published = ports_.Publish(rec.id, rec.pid, rec.spec.ports); !published.ok()) {
     bool oom = false;
@@ -1301,7 +1314,9 @@ Result<std::string> SandboxManager::Adopt() {
       }
       // A port taken while no daemon ran is another program's: the sandbox is halted as a start that could not
       // publish is, rather than run while that program answers on its port.
-      if (Status p = ports_.Publish(id, rec->pid, rec->spec.ports); !p.ok()) {
+      Status p = PortsApartFromIsb(rec->spec);
+      if (p.ok()) p = ports_.Publish(id, rec->pid, rec->spec.ports);
+      if (!p.ok()) {
         std::fprintf(stderr, "isb: sandbox %s stopped: %s\n", id.c_str(), p.error().message.c_str());
         (void)Halt(*rec, "failed", p.error().message);
         continue;

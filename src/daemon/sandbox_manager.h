@@ -46,6 +46,10 @@ struct ManagerOptions {
   // Called once a sandbox's processes have been sent SIGKILL, before the wait for them to be gone (up to 10 s). For
   // tests, which hold a kill there; null: nothing.
   std::function<void(const std::string& id)> on_kill{};
+  // The address isb's HTTP listener is on: a sandbox whose spec publishes a port there, or on 127.0.0.1, ::1 or an
+  // unspecified address (one stored by an isb from before that rule), is not started, nor adopted
+  // (egress::CheckPublishApartFromIsb).
+  std::string isb_address{};
 };
 
 class SandboxManager : public api::Sandboxes {
@@ -192,11 +196,14 @@ class SandboxManager : public api::Sandboxes {
   Result<Record> LoadLocked(const std::string& id_or_name, std::optional<SandboxLocks::Held>* held);
   PortPublisher ports_;  // the running sandboxes' published ports
   // Specs as parsed from their stored text, by that text: every call loads its sandbox's row, and the same few specs
-  // would be parsed again on each. Bounded: emptied when full.
-  static constexpr size_t kMaxParsedSpecs = 1024;
+  // would be parsed again on each. Bounded by their texts' bytes (a spec may be megabytes; one above kMaxParsedSpec
+  // is parsed on every load): emptied when full.
+  static constexpr size_t kMaxParsedSpec = 64 << 10, kMaxParsedSpecBytes = 16 << 20;
   std::mutex parsed_mu_;
   std::map<std::string, api::SandboxSpec, std::less<>> parsed_specs_;
+  size_t parsed_bytes_ = 0;
   api::SandboxSpec ParsedSpec(const std::string& text);
+  Status PortsApartFromIsb(const api::SandboxSpec& spec) const;
   std::mutex samples_mu_;
   std::map<std::string, std::pair<int64_t, uint64_t>> cpu_samples_;  // id -> (time, cpu_usec) for the reaper
   // Execs running now, per sandbox id: a sandbox with one is not idle, however long the exec has been quiet.

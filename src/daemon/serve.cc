@@ -159,6 +159,7 @@ int Serve(const ServeOptions& options) {
   // 5. Adopt what the previous daemon left running.
   ManagerOptions manager_options{options.state_dir, options.runtime_dir, {}};
   manager_options.serve_socket = options.serve_socket;
+  manager_options.isb_address = listen->host;
   manager_options.egress = egress->get();
   auto history = audit::History::Open(*db->get());
   if (!history.ok()) return Fail("history: " + history.error().message);
@@ -277,18 +278,19 @@ int Serve(const ServeOptions& options) {
   api::HttpServerOptions http;
   // Requests turned away before any tool saw them: no credential at all, or an account's calls in flight at the
   // limit. Filed in no org (none was reached).
-  http.on_refused = [log = audit_log->get()](const api::Request& req, const api::Identity* who,
-                                             std::string_view surface, const Error& error) {
+  http.on_refused = [log = audit_log->get(), &registry](const api::Request& req, const api::Identity* who,
+                                                        std::string_view surface, const Error& error) {
     audit::Entry e;
     e.actor = who != nullptr ? who->Subject() : "anonymous";
     e.actor_kind = who != nullptr ? std::string(identity::PrincipalKindName(who->kind)) : "anonymous";
     e.surface = std::string(surface);
-    // A REST call names its tool in its path; an MCP message is not read.
+    // A REST call names its tool in its path (a name no tool has is not a row's action); an MCP message is not read.
     const std::string path(req.Path());
     const std::string tools = "/api/v1/tools/";
-    e.action = who == nullptr                 ? "authenticate"
-               : path.rfind(tools, 0) == 0 ? audit::CleanText(path.substr(tools.size(), 64))
-                                           : std::string(surface);
+    const std::string tool = path.rfind(tools, 0) == 0 ? path.substr(tools.size()) : "";
+    e.action = who == nullptr                                      ? "authenticate"
+               : !tool.empty() && registry.Find(tool) != nullptr ? tool
+                                                                   : std::string(surface);
     e.outcome = audit::OutcomeOf(error);
     e.ip = req.remote_address;
     e.user_agent = req.headers.Get("User-Agent");

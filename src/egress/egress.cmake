@@ -6,6 +6,7 @@ add_library(isb_egress STATIC
   src/egress/pin.cc
   src/egress/policy.cc
   src/egress/public_suffix.cc
+  src/egress/publish_address.cc
   src/egress/punycode.cc)
 target_link_libraries(isb_egress PUBLIC isb_base nlohmann_json::nlohmann_json)
 

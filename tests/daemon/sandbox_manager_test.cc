@@ -474,7 +474,7 @@ TEST_F(ManagerTest, IsbsOwnDirectoriesCannotBeMountedOrBeAnImage) {
 // A free TCP port on the host's loopback.
 uint16_t FreePort() { return testing::FreeTcpPort().value(); }
 
-// Connects to 127.0.0.1:port, sends `data`, half-closes and reads until EOF: what came back, or "errno N".
+// Connects to 127.0.0.2:port (the default publish address), sends `data`, half-closes and reads until EOF: what came back, or "errno N".
 std::string RoundTrip(uint16_t port, const std::string& data) {
   int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   timeval tv{5, 0};
@@ -482,7 +482,7 @@ std::string RoundTrip(uint16_t port, const std::string& data) {
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_addr.s_addr = htonl(0x7f000002);
   if (::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
     std::string e = "errno " + std::to_string(errno);
     ::close(s);
@@ -502,7 +502,7 @@ std::string RoundTrip(uint16_t port, const std::string& data) {
 TEST_F(ManagerTest, PublishedPortsReachTheSandboxsLoopbackWhileItRuns) {
   const uint16_t port = FreePort(), idle = FreePort();
   api::SandboxSpec spec;
-  spec.ports = {{8080, port, "127.0.0.1"}, {8081, idle, "127.0.0.1"}};
+  spec.ports = {{8080, port, "127.0.0.2"}, {8081, idle, "127.0.0.2"}};
   auto sb = mgr_->Create(spec);
   ASSERT_TRUE(sb.ok()) << sb.error().message;
   EXPECT_EQ(sb->spec.ports, spec.ports);
@@ -525,11 +525,11 @@ TEST_F(ManagerTest, PublishedPortsReachTheSandboxsLoopbackWhileItRuns) {
 
   // A port another sandbox holds: refused naming it, and nothing of the second sandbox stays.
   api::SandboxSpec taken;
-  taken.ports = {{9000, port, "127.0.0.1"}};
+  taken.ports = {{9000, port, "127.0.0.2"}};
   auto second = mgr_->Create(taken);
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.error().code, Code::kConflict);
-  EXPECT_EQ(second.error().message, "ports[0]: 127.0.0.1:" + std::to_string(port) + ": Address already in use");
+  EXPECT_EQ(second.error().message, "ports[0]: 127.0.0.2:" + std::to_string(port) + ": Address already in use");
   EXPECT_EQ(mgr_->List()->size(), 1u);
   // It never existed for anyone: no row of it was ever visible (stopped), and the history has no event of it.
   auto rows = db_->Query("SELECT count(*) FROM sandboxes");
@@ -554,7 +554,7 @@ TEST_F(ManagerTest, PublishedPortsReachTheSandboxsLoopbackWhileItRuns) {
 TEST_F(ManagerTest, ANewDaemonStopsASandboxWhosePortWasTakenMeanwhile) {
   const uint16_t port = FreePort();
   api::SandboxSpec spec;
-  spec.ports = {{8080, port, "127.0.0.1"}};
+  spec.ports = {{8080, port, "127.0.0.2"}};
   auto sb = mgr_->Create(spec);
   ASSERT_TRUE(sb.ok()) << sb.error().message;
   auto rows = db_->Query("SELECT pid FROM sandboxes WHERE id = ?1", {sb->id});
@@ -566,7 +566,7 @@ TEST_F(ManagerTest, ANewDaemonStopsASandboxWhosePortWasTakenMeanwhile) {
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_addr.s_addr = htonl(0x7f000002);
   ASSERT_EQ(::bind(squatter.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << std::strerror(errno);
   ASSERT_EQ(::listen(squatter.get(), 8), 0);
 
@@ -574,7 +574,7 @@ TEST_F(ManagerTest, ANewDaemonStopsASandboxWhosePortWasTakenMeanwhile) {
   ASSERT_TRUE(summary.ok()) << summary.error().message;
   EXPECT_EQ(*summary, "0 adopted, 0 found dead, 0 unfinished creates undone, 0 orphaned cgroups removed");
   EXPECT_EQ(mgr_->Get(sb->id)->state, "stopped");
-  const std::string why = "ports[0]: 127.0.0.1:" + std::to_string(port) + ": Address already in use";
+  const std::string why = "ports[0]: 127.0.0.2:" + std::to_string(port) + ": Address already in use";
   EXPECT_EQ(mgr_->Events(sb->id).back(), (std::pair<std::string, std::string>{"failed", why}));
   auto history = history_->Query({.sandbox = sb->id});
   ASSERT_TRUE(history.ok()) << history.error().message;
@@ -592,6 +592,49 @@ TEST_F(ManagerTest, ANewDaemonStopsASandboxWhosePortWasTakenMeanwhile) {
   EXPECT_EQ(started->state, "running");
   EXPECT_EQ(RoundTrip(port, ""), "");  // published again: accepted, and closed as nothing listens on 8080 inside
   EXPECT_EQ(mgr_->Events(sb->id).back().first, "started");
+}
+
+// A spec that publishes where a browser reaches isb is neither created nor, stored by an isb from before that rule,
+// started or adopted: a running one is halted when a new daemon adopts it, the reason in its events.
+TEST_F(ManagerTest, NoSandboxPublishesWhereABrowserReachesIsb) {
+  const std::string why = ": that is where \"localhost\" leads: a browser signed in to isb there sends its session "
+                          "cookie to every port of that host, and the sandbox's server would receive it; publish on "
+                          "another address, such as 127.0.0.2 (the default)";
+  const uint16_t port = FreePort();
+  api::SandboxSpec refused;
+  refused.ports = {{8080, port, "127.0.0.1"}};
+  auto made = mgr_->Create(refused);
+  ASSERT_FALSE(made.ok());
+  EXPECT_EQ(made.error().code, Code::kForbidden);
+  EXPECT_EQ(made.error().message, "ports[0]: publishing on 127.0.0.1" + why);
+  EXPECT_TRUE(mgr_->List()->empty());
+
+  api::SandboxSpec spec;
+  spec.ports = {{8080, port, "127.0.0.2"}};
+  auto sb = mgr_->Create(spec);
+  ASSERT_TRUE(sb.ok()) << sb.error().message;
+  auto rows = db_->Query("SELECT pid FROM sandboxes WHERE id = ?1", {sb->id});
+  ASSERT_TRUE(rows.ok() && rows->size() == 1u);
+  const pid_t pid = static_cast<pid_t>(store::AsInt((*rows)[0][0]));
+  // As an older isb stored it: on 127.0.0.1.
+  ASSERT_TRUE(db_->Exec("UPDATE sandboxes SET spec = replace(spec, '127.0.0.2', '127.0.0.1') WHERE id = ?1", {sb->id})
+                  .ok());
+  Restart();
+  auto summary = mgr_->Adopt();
+  ASSERT_TRUE(summary.ok()) << summary.error().message;
+  EXPECT_EQ(*summary, "0 adopted, 0 found dead, 0 unfinished creates undone, 0 orphaned cgroups removed");
+  EXPECT_EQ(mgr_->Get(sb->id)->state, "stopped");
+  EXPECT_EQ(mgr_->Events(sb->id).back(),
+            (std::pair<std::string, std::string>{"failed", "ports[0]: publishing on 127.0.0.1" + why}));
+  for (int i = 0; i < 100 && !Dead(pid); ++i) ::usleep(10000);
+  EXPECT_TRUE(Dead(pid));
+  ExpectNoCgroup(sb->id);
+  EXPECT_EQ(RoundTrip(port, "hello"), "errno " + std::to_string(ECONNREFUSED));
+  auto started = mgr_->Start(sb->id);
+  ASSERT_FALSE(started.ok());
+  EXPECT_EQ(started.error().message, "ports[0]: publishing on 127.0.0.1" + why);
+  EXPECT_EQ(mgr_->Get(sb->id)->state, "stopped");
+  ASSERT_TRUE(mgr_->Remove(sb->id).ok());
 }
 
 TEST_F(ManagerTest, HistoryEventsCarryTheSandboxesOrg) {
