@@ -130,25 +130,15 @@ Result<std::unique_ptr<DnsServer>> DnsServer::Start(const std::string& address, 
     }
     Fd stop(::eventfd(0, EFD_CLOEXEC));
     if (!stop.valid()) return Error::Sys("eventfd");
-    // Forwarded queries leave from ports of the kernel's choosing, one socket per family that an upstream has.
-    Fd up4, up6;
-    for (const DnsUpstream& u : upstreams) {
-      Fd& s = u.address.ss_family == AF_INET ? up4 : up6;
-      if (s.valid()) continue;
-      s.Reset(::socket(u.address.ss_family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-      if (!s.valid()) return Error::Sys("DNS upstream socket");
-    }
     return std::unique_ptr<DnsServer>(new DnsServer(std::move(udp), std::move(*tcp), std::move(stop),
-                                                    ntohs(at.sin_port), std::move(hooks), std::move(upstreams),
-                                                    std::move(up4), std::move(up6)));
+                                                    ntohs(at.sin_port), std::move(hooks), std::move(upstreams)));
   }
 }
 
 DnsServer::DnsServer(Fd socket, Fd listener, Fd stop, uint16_t port, DnsHooks hooks,
-                     std::vector<DnsUpstream> upstreams, Fd upstream4, Fd upstream6)
+                     std::vector<DnsUpstream> upstreams)
     : socket_(std::move(socket)), listener_(std::move(listener)), stop_(std::move(stop)), port_(port),
-      hooks_(std::move(hooks)), upstreams_(std::move(upstreams)), upstream4_(std::move(upstream4)),
-      upstream6_(std::move(upstream6)) {
+      hooks_(std::move(hooks)), upstreams_(std::move(upstreams)) {
   thread_ = std::thread([this] { Serve(); });
 }
 
@@ -167,13 +157,19 @@ void DnsServer::Serve() {
     p.push_back({socket_.get(), POLLIN, 0});
     // At the bound, new connections wait in the listen queue until one closes.
     p.push_back({listener_.get(), static_cast<short>(clients_.size() < kMaxDnsTcpConnections ? POLLIN : 0), 0});
-    p.push_back({upstream4_.get(), POLLIN, 0});
-    p.push_back({upstream6_.get(), POLLIN, 0});
     Clock::time_point now = Clock::now(), next = now + kDnsTcpTimeout;
     if (!pending_.empty()) next = std::min(next, now + std::chrono::milliseconds(250));  // retries, give-ups
     for (const TcpClient& c : clients_) {
       p.push_back({c.fd.get(), POLLIN, 0});
       next = std::min(next, c.deadline);
+    }
+    // Then each forwarded query's own socket.
+    const size_t first_pending = p.size();
+    std::vector<uint16_t> asked;
+    asked.reserve(pending_.size());
+    for (const auto& [id, pending] : pending_) {
+      p.push_back({pending.sock.get(), POLLIN, 0});
+      asked.push_back(id);
     }
     int wait = static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(next - now).count());
     if (::poll(p.data(), p.size(), std::max(wait, 0)) < 0) continue;
@@ -186,8 +182,8 @@ void DnsServer::Serve() {
     if (p[1].revents != 0)
       for (int i = 0; i < 64 && ServeUdp(); ++i) {
       }
-    if (p[3].revents != 0) ReadUpstream(upstream4_.get());
-    if (p[4].revents != 0) ReadUpstream(upstream6_.get());
+    for (size_t i = 0; i < asked.size(); ++i)
+      if (p[first_pending + i].revents != 0) ReadUpstream(asked[i]);
     if (!pending_.empty() && Clock::now() >= next_retry_check_) {
       RetryPending();
       next_retry_check_ = Clock::now() + std::chrono::milliseconds(100);
@@ -197,7 +193,7 @@ void DnsServer::Serve() {
     size_t kept = 0;
     for (size_t i = 0; i < clients_.size(); ++i) {
       TcpClient& c = clients_[i];
-      bool keep = p[5 + i].revents != 0 ? ServeTcp(c) : now < c.deadline;
+      bool keep = p[3 + i].revents != 0 ? ServeTcp(c) : now < c.deadline;
       if (keep) {
         if (kept != i) clients_[kept] = std::move(c);
         ++kept;
@@ -369,6 +365,7 @@ void DnsServer::Forward(std::span<const uint8_t> packet, const sockaddr_in& from
   p.local = local;
   p.client_id = parsed.query.id;
   p.sandbox = sandbox;
+  p.question = parsed.query.question;
   p.query.assign(packet.begin(), packet.end());
   p.query[0] = static_cast<uint8_t>(id >> 8);
   p.query[1] = static_cast<uint8_t>(id);
@@ -387,38 +384,37 @@ void DnsServer::Forget(std::unordered_map<uint16_t, Pending>::iterator it) {
   pending_.erase(it);
 }
 
-bool DnsServer::Ask(const Pending& p) {
+// Each query, and each retry of it, goes out on a socket of its own, connected to the upstream asked: from a port the
+// kernel picks at random, and taking datagrams from that upstream's address and port only (RFC 5452).
+bool DnsServer::Ask(Pending& p) {
   const DnsUpstream& u = upstreams_[p.upstream];
-  const Fd& s = u.address.ss_family == AF_INET ? upstream4_ : upstream6_;
-  return ::sendto(s.get(), p.query.data(), p.query.size(), MSG_DONTWAIT | MSG_NOSIGNAL,
-                  reinterpret_cast<const sockaddr*>(&u.address), u.length) == static_cast<ssize_t>(p.query.size());
+  p.sock.Reset(::socket(u.address.ss_family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!p.sock.valid() || ::connect(p.sock.get(), reinterpret_cast<const sockaddr*>(&u.address), u.length) != 0)
+    return false;
+  return ::send(p.sock.get(), p.query.data(), p.query.size(), MSG_DONTWAIT | MSG_NOSIGNAL) ==
+         static_cast<ssize_t>(p.query.size());
 }
 
-// An answer from an upstream: taken only from an upstream's own address and port, for a query it was asked, then
-// passed on under the sandbox's own id.
-void DnsServer::ReadUpstream(int fd) {
-  for (;;) {
+// An answer on the query's own socket: taken when it is a response under the responder's id to the question asked
+// (case as sent), then passed on under the sandbox's own id. Anything else on that socket is dropped.
+void DnsServer::ReadUpstream(uint16_t id) {
+  auto it = pending_.find(id);
+  if (it == pending_.end()) return;
+  Pending& p = it->second;
+  for (int reads = 0; reads < 4; ++reads) {
     std::vector<uint8_t> packet(65535);
-    sockaddr_storage from{};
-    socklen_t len = sizeof from;
-    ssize_t n = ::recvfrom(fd, packet.data(), packet.size(), MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&from), &len);
+    ssize_t n = ::recv(p.sock.get(), packet.data(), packet.size(), MSG_DONTWAIT);
     if (n < 0) return;
-    if (n < 12 || (packet[2] & 0x80) == 0) continue;  // not a response
     packet.resize(static_cast<size_t>(n));
-    const uint16_t id = static_cast<uint16_t>(packet[0] << 8 | packet[1]);
-    auto it = pending_.find(id);
-    if (it == pending_.end()) continue;
-    bool known = false;
-    for (size_t i = 0; i <= it->second.upstream && !known; ++i) {
-      const DnsUpstream& u = upstreams_[i];
-      known = len == u.length && std::memcmp(&from, &u.address, len) == 0;
-    }
-    if (!known) continue;
-    packet[0] = static_cast<uint8_t>(it->second.client_id >> 8);
-    packet[1] = static_cast<uint8_t>(it->second.client_id);
-    if (ReplyFrom(it->second.client, it->second.local, packet)) ++forwarded_;
+    if (packet.size() < 12 + p.question.size() || (packet[2] & 0x80) == 0) continue;  // not a response
+    if (packet[0] != p.query[0] || packet[1] != p.query[1]) continue;
+    if (!std::equal(p.question.begin(), p.question.end(), packet.begin() + 12)) continue;
+    packet[0] = static_cast<uint8_t>(p.client_id >> 8);
+    packet[1] = static_cast<uint8_t>(p.client_id);
+    if (ReplyFrom(p.client, p.local, packet)) ++forwarded_;
     else ++dropped_;
     Forget(it);
+    return;
   }
 }
 

@@ -2,7 +2,8 @@
 // sandbox with an egress list it answers A queries for the sandbox's listed names with the proxy's address (the host
 // end of the sandbox's veth), other types for listed names with no data, everything else NXDOMAIN, and asks no
 // upstream, so nothing can be carried out through DNS. An open sandbox's queries (DnsHooks::forwarded) are relayed
-// over UDP to the host's resolvers, under an id of the responder's own (random), and their answers relayed back:
+// over UDP to the host's resolvers, each under an id of the responder's own (random) and from a port of its own, and
+// an answer echoing the question relayed back:
 // such a sandbox reaches any public address anyway, but not the host's resolver, which is often on loopback or the
 // LAN. Over TCP an open sandbox is not served (a resolver asks over TCP only after a truncated answer). The same answers over TCP on the same port number (each message after its 2-byte length, several
 // on one connection), for at most kMaxDnsTcpConnections at once and kMaxDnsTcpPerSandbox from one sandbox (so one
@@ -51,8 +52,9 @@ Result<DnsUpstream> ParseDnsUpstream(std::string_view text);
 // zone, is left out).
 std::vector<DnsUpstream> UpstreamsFromResolvConf(std::string_view text);
 
-inline constexpr size_t kMaxDnsPending = 4096;  // forwarded queries awaiting an answer; more are dropped
-inline constexpr int kMaxDnsPendingPerSandbox = 256;  // of them, one sandbox's
+// Forwarded queries awaiting an answer, each holding a socket; more are dropped.
+inline constexpr size_t kMaxDnsPending = 1024;
+inline constexpr int kMaxDnsPendingPerSandbox = 128;  // of them, one sandbox's
 inline constexpr std::chrono::milliseconds kDnsUpstreamRetry{1000};   // then the next upstream is asked
 inline constexpr std::chrono::milliseconds kDnsUpstreamGiveUp{4000};  // then the query is forgotten
 
@@ -88,21 +90,22 @@ class DnsServer {
     sockaddr_in client{};
     in_addr local{};  // where the query arrived: the answer leaves from it
     uint16_t client_id = 0;
-    std::vector<uint8_t> query;  // as sent upstream, under the responder's id
+    std::vector<uint8_t> query;     // as sent upstream, under the responder's id
+    std::vector<uint8_t> question;  // its question section, which an answer must echo
     std::string sandbox;
+    Fd sock;                        // connected to the upstream asked last
     size_t upstream = 0;         // the upstream asked last
     std::chrono::steady_clock::time_point first, asked;
   };
-  DnsServer(Fd socket, Fd listener, Fd stop, uint16_t port, DnsHooks hooks, std::vector<DnsUpstream> upstreams,
-            Fd upstream4, Fd upstream6);
+  DnsServer(Fd socket, Fd listener, Fd stop, uint16_t port, DnsHooks hooks, std::vector<DnsUpstream> upstreams);
   void Serve();
   // Reads and answers one UDP query; false when none was waiting.
   bool ServeUdp();
   // Sends `packet` to `to` from `local` (the address the query arrived at, so the sandbox's resolver takes it).
   bool ReplyFrom(const sockaddr_in& to, in_addr local, std::span<const uint8_t> packet);
   void Forward(std::span<const uint8_t> packet, const sockaddr_in& from, in_addr local, const std::string& sandbox);
-  bool Ask(const Pending& p);
-  void ReadUpstream(int fd);
+  bool Ask(Pending& p);
+  void ReadUpstream(uint16_t id);
   void RetryPending();
   void Forget(std::unordered_map<uint16_t, struct Pending>::iterator it);
   void AcceptTcp();
@@ -115,7 +118,6 @@ class DnsServer {
   DnsHooks hooks_;
   std::atomic<uint64_t> answered_{0}, dropped_{0}, forwarded_{0};
   std::vector<DnsUpstream> upstreams_;
-  Fd upstream4_, upstream6_;  // unconnected UDP sockets the forwarded queries leave from
   std::unordered_map<uint16_t, Pending> pending_;  // by the responder's id; the Serve thread's only
   std::unordered_map<std::string, int> pending_per_sandbox_;
   std::chrono::steady_clock::time_point next_retry_check_{};

@@ -222,8 +222,9 @@ TEST_F(DnsTcpTest, SlowConnectionsAreClosedAndTheirNumberIsBounded) {
   for (Fd& f : idle) EXPECT_EQ(Receive(f.get(), static_cast<int>(kDnsTcpTimeout.count()) + 2000), "<closed>");
 }
 
-// An upstream resolver on loopback for the forwarding tests: answers each A query with 192.0.2.7, after a forged
-// answer (6.6.6.6, the same id) from another port of the same address, and records the ids it was asked under.
+// An upstream resolver on loopback for the forwarding tests: answers each A query with 192.0.2.7, after two forged
+// answers under the same id: 6.6.6.6 from another port of the same address, and 5.5.5.5 from its own port but to
+// another question. It records the ids and source ports it was asked from.
 class FakeUpstream {
  public:
   FakeUpstream() {
@@ -247,6 +248,10 @@ class FakeUpstream {
     std::lock_guard lock(mu_);
     return ids_;
   }
+  std::vector<uint16_t> ports() {
+    std::lock_guard lock(mu_);
+    return ports_;
+  }
 
  private:
   void Serve() {
@@ -261,15 +266,17 @@ class FakeUpstream {
       {
         std::lock_guard lock(mu_);
         ids_.push_back(static_cast<uint16_t>(q[0] << 8 | q[1]));
+        ports_.push_back(ntohs(from.sin_port));
       }
-      for (const uint8_t octet : {uint8_t{6}, uint8_t{7}}) {
+      for (const uint8_t octet : {uint8_t{6}, uint8_t{5}, uint8_t{7}}) {
         std::vector<uint8_t> a(q, q + n);
         a[2] |= 0x80;  // QR
         a[7] = 1;      // one answer
+        if (octet == 5) a[13] ^= 0x01;  // the question's first letter changed
         const uint8_t rr[] = {0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4};
         a.insert(a.end(), rr, rr + sizeof rr);
-        if (octet == 6) a.insert(a.end(), {6, 6, 6, 6});
-        else a.insert(a.end(), {192, 0, 2, 7});
+        if (octet == 7) a.insert(a.end(), {192, 0, 2, 7});
+        else a.insert(a.end(), {octet, octet, octet, octet});
         const Fd& s = octet == 6 ? forger_ : sock_;
         ::sendto(s.get(), a.data(), a.size(), 0, reinterpret_cast<sockaddr*>(&from), len);
       }
@@ -279,7 +286,7 @@ class FakeUpstream {
   uint16_t port_ = 0;
   std::atomic<bool> stop_{false};
   std::mutex mu_;
-  std::vector<uint16_t> ids_;
+  std::vector<uint16_t> ids_, ports_;
   std::thread thread_;
 };
 
@@ -323,13 +330,23 @@ TEST(DnsForwardTest, AnOpenSandboxsQueriesAreRelayedToTheUpstreamAndBack) {
   ASSERT_EQ(upstream.ids().size(), 1u);
   EXPECT_NE(upstream.ids()[0], 0x1234);
   EXPECT_EQ(server->forwarded(), 1u);
+  // Each query from a port of its own.
+  for (uint16_t i = 0; i < 2; ++i) {
+    ASSERT_EQ(::sendto(c.get(), q.data(), q.size(), 0, reinterpret_cast<sockaddr*>(&to), sizeof to),
+              static_cast<ssize_t>(q.size()));
+    ASSERT_EQ(::poll(&p, 1, 3000), 1) << "no answer";
+    ASSERT_GT(::recv(c.get(), a, sizeof a, 0), 0);
+  }
+  std::vector<uint16_t> ports = upstream.ports();
+  ASSERT_EQ(ports.size(), 3u);
+  EXPECT_TRUE(ports[0] != ports[1] && ports[1] != ports[2] && ports[0] != ports[2]) << ports[0] << " " << ports[1];
 
   // A list sandbox's query is answered by the responder itself: NXDOMAIN, and the upstream never hears of it.
   EXPECT_NE(Dig(server->port(), "example.test A", "127.0.0.2").find("status: NXDOMAIN"), std::string::npos);
-  EXPECT_EQ(upstream.ids().size(), 1u);
+  EXPECT_EQ(upstream.ids().size(), 3u);
   // Over TCP an open sandbox is not served.
   EXPECT_EQ(Dig(server->port(), "+tcp +short example.test A").find("192.0.2.7"), std::string::npos);
-  EXPECT_EQ(upstream.ids().size(), 1u);
+  EXPECT_EQ(upstream.ids().size(), 3u);
 }
 
 // One open sandbox's flood holds at most kMaxDnsPendingPerSandbox queries awaiting an upstream that does not answer,
