@@ -24,6 +24,7 @@
 
 #include "api/json_util.h"
 #include "api/listen_address.h"
+#include "api/web_auth.h"
 #include "identity/rate_limit.h"
 
 namespace isb::api {
@@ -516,7 +517,9 @@ Response HttpServer::Impl::Authenticated(const Request& req) {
   if (!req.via_unix_socket) {
     std::string header = req.headers.Get("Authorization");
     bool bearer = StartsWithIgnoreCase(header, "Bearer ") && header.size() > 7;
-    if (!bearer && !req.headers.Has("Cookie")) {
+    // No credential at all: no bearer token, and no session among the cookies (a browser sends the cookies of
+    // other apps on this host too).
+    if (!bearer && CookieValue(req.headers.Get("Cookie"), kSessionCookie).empty()) {
       // Every loopback address is one: a tunnel or proxy in front brings everyone from there, and any local user may
       // send from each of 127.0.0.0/8.
       const bool loopback = req.remote_address.rfind("127.", 0) == 0 || req.remote_address == "::1" ||

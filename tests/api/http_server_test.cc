@@ -359,6 +359,8 @@ class HttpServerRefusalsTest : public HttpServerTest {
 TEST_F(HttpServerRefusalsTest, RequestsTurnedAwayBeforeAnyToolAreToldWithinABudget) {
   EXPECT_EQ(Tcp(HttpRequest("POST", "/api/v1/tools/sandbox_list", "{}")).status, 401);
   EXPECT_EQ(Tcp(HttpRequest("POST", "/mcp", "{}")).status, 401);
+  // Another app's cookie on this host is no credential either.
+  EXPECT_EQ(Tcp(HttpRequest("POST", "/api/v1/tools/sandbox_list", "{}", "Cookie: theme=dark\r\n")).status, 401);
   EXPECT_EQ(Tcp(HttpRequest("POST", "/api/v1/tools/sandbox_list", "{}", kAuth)).status, 200);  // not told
   BlockExecs(2);
   ASSERT_TRUE(WaitForBlockedExecs(2));
@@ -367,11 +369,12 @@ TEST_F(HttpServerRefusalsTest, RequestsTurnedAwayBeforeAnyToolAreToldWithinABudg
   const std::string user = UserIn("test").Subject();
   EXPECT_EQ(Told(), (std::vector<std::string>{"/api/v1/tools/sandbox_list - rest unauthenticated",
                                               "/mcp - mcp unauthenticated",
+                                              "/api/v1/tools/sandbox_list - rest unauthenticated",
                                               "/api/v1/tools/sandbox_list " + user + " rest rate_limited"}));
-  // The address has 2 of its kRefusalRowsPerMinute spent: the rest of them are told, and no more.
+  // The address has 3 of its kRefusalRowsPerMinute spent: the rest of them are told, and no more.
   for (int i = 0; i < kRefusalRowsPerMinute; ++i)
     ASSERT_EQ(Tcp(HttpRequest("GET", "/api/v1/tools")).status, 401);
-  EXPECT_EQ(Told().size(), 3u + kRefusalRowsPerMinute - 2);
+  EXPECT_EQ(Told().size(), 4u + kRefusalRowsPerMinute - 3);
 }
 
 class HttpServerWorkersTest : public HttpServerTest {

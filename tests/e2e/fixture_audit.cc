@@ -149,7 +149,7 @@ void E2eTest::LogRestCall(const std::string& tool, const std::string& surface, c
     row.org = "";
   // An accepted invitation's row is the joined org's.
   if (tool == "invitation_accept" && answer.status == 200) row.org = answer.j["result"].value("org", "?");
-  // A Cookie header that holds no session, and no token: refused as no credential, and not recorded.
+  // Refused before any tool: no row of the call itself (its refusal's row, if any, is logged by LogCall).
   if (answer.status == 401) row.rows = ExpectedRow::Rows::kNone;
   row.where = where;
   audit_.Add(std::move(row), started, audit_.Tick());
@@ -182,12 +182,12 @@ void E2eTest::LogCall(bool via_unix, const std::string& method, const std::strin
     row.where = where;
     audit_.Add(std::move(row), started, audit_.Tick());
   };
-  // No credential at all (no bearer token, no Cookie header) on a route that needs one: an "authenticate" row of no
+  // No credential at all (no bearer token, no session cookie) on a route that needs one: an "authenticate" row of no
   // one, within the daemon's budget of such rows per address (HttpServerOptions::on_refused).
   const std::string bearer = HeaderValue(headers, "Authorization");
   if (!via_unix && answer.status == 401 && route.rfind("/api/v1/auth/", 0) != 0 &&
       !(StartsWithNoCase(bearer, "Bearer ") && bearer.size() > 7) &&
-      std::none_of(headers.begin(), headers.end(), [](const std::string& h) { return StartsWithNoCase(h, "Cookie:"); })) {
+      HeaderValue(headers, "Cookie").find("isb_session=") == std::string::npos) {
     const bool mcp = route == "/mcp" || (route.rfind("/orgs/", 0) == 0 && route.ends_with("/mcp"));
     add({.action = "authenticate", .surface = mcp ? "mcp" : "rest", .outcome = "unauthenticated",
          .actor_kind = "anonymous", .rows = ExpectedRow::Rows::kMaybe});
