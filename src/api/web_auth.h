@@ -30,7 +30,7 @@ inline constexpr std::chrono::seconds kPasswordCheckWait{10};
 inline constexpr int kRefusalsPerMinute = 60;
 
 struct WebAuthOptions {
-  bool secure_cookie = false;  // the daemon listens beyond loopback: the cookie is sent over HTTPS only
+  bool secure_cookie = false;  // beyond loopback or behind a proxy (--allow-host): the cookie goes over HTTPS only
   // The host names a browser may send as Host, with any port, compared without case (DNS rebinding defence);
   // empty: any. IPv6 literals without brackets.
   std::vector<std::string> allowed_hosts;

@@ -255,7 +255,10 @@ int Serve(const ServeOptions& options) {
   }
   api::McpServer mcp(registry, mcp_options);
   api::WebAuthOptions web_options;
-  web_options.secure_cookie = !api::IsLoopbackHost(listen->host);
+  // Secure beyond loopback, and behind a proxy that gives isb a name of its own (--allow-host, which must be TLS): a
+  // browser sends a host's cookies to every port of it, and a Secure one over HTTPS only, so not to a plain-HTTP port
+  // a sandbox publishes on the address that name leads to.
+  web_options.secure_cookie = !api::IsLoopbackHost(listen->host) || !options.allow_hosts.empty();
   web_options.sign_in_failures_per_account = options.sign_in_account_limit;
   web_options.sign_in_failures_per_address = options.sign_in_address_limit;
   // A page on another name that resolves to this host (DNS rebinding) sends its own name as Host: refused.

@@ -455,6 +455,20 @@ TEST_F(IdentityTest, EachOrgHasItsOwnNamesAndSpecsTakeOnlyTheirVars) {
   EXPECT_EQ(As(tokens.at("acme"), "acme", "sandbox_remove", {{"sandbox", "box"}}).first, 200);
 }
 
+// Behind a proxy that gives isb a name of its own (--allow-host), the session cookie is Secure: a browser sends it over
+// HTTPS only, so not to a plain-HTTP port a sandbox publishes on the address that name leads to.
+TEST_F(IdentityTest, BehindAProxyTheSessionCookieIsSecure) {
+  ASSERT_EQ(StopDaemon(), 0);
+  StartDaemon({"--allow-host", "isb.example.test"});
+  MustTool("user_create", {{"name", "sam"}, {"password", "correct horse battery"}});
+  CurlResult in = CurlTcp("POST", "/api/v1/auth/signin", R"({"user":"sam","password":"correct horse battery"})",
+                          {"Content-Type: application/json", "X-Isb-Csrf: 1", "Host: isb.example.test"}, "");
+  ASSERT_EQ(in.http.status, 200) << in.Describe();
+  EXPECT_TRUE(std::regex_search(in.proc.out, std::regex("isb_session=isb_sess_[A-Za-z0-9_-]+; Path=/; HttpOnly; "
+                                                        "SameSite=Strict; Max-Age=[0-9]+; Secure\r?\n")))
+      << RedactSecrets(in.proc.out);
+}
+
 // Sign-in is limited per account and per client address (5 and 20 failures by default; 2 and 4 here, through the
 // serve flags, to keep the test short), each answered 429 with a Retry-After of whole seconds; during a lockout even
 // the right password is refused.
