@@ -165,11 +165,13 @@ void DnsServer::Serve() {
     }
     // Then each forwarded query's own socket.
     const size_t first_pending = p.size();
-    std::vector<uint16_t> asked;
+    std::vector<std::pair<uint16_t, size_t>> asked;  // (id, which of its sockets)
     asked.reserve(pending_.size());
     for (const auto& [id, pending] : pending_) {
-      p.push_back({pending.sock.get(), POLLIN, 0});
-      asked.push_back(id);
+      for (size_t k = 0; k < pending.socks.size(); ++k) {
+        p.push_back({pending.socks[k].get(), POLLIN, 0});
+        asked.emplace_back(id, k);
+      }
     }
     int wait = static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(next - now).count());
     if (::poll(p.data(), p.size(), std::max(wait, 0)) < 0) continue;
@@ -183,7 +185,7 @@ void DnsServer::Serve() {
       for (int i = 0; i < 64 && ServeUdp(); ++i) {
       }
     for (size_t i = 0; i < asked.size(); ++i)
-      if (p[first_pending + i].revents != 0) ReadUpstream(asked[i]);
+      if (p[first_pending + i].revents != 0) ReadUpstream(asked[i].first, asked[i].second);
     if (!pending_.empty() && Clock::now() >= next_retry_check_) {
       RetryPending();
       next_retry_check_ = Clock::now() + std::chrono::milliseconds(100);
@@ -347,7 +349,9 @@ void DnsServer::Forward(std::span<const uint8_t> packet, const sockaddr_in& from
     return;
   }
   // Its resolver asks again. One sandbox's share is bounded, so that its flood leaves room for the others'.
-  if (pending_.size() >= kMaxDnsPending || pending_per_sandbox_[sandbox] >= kMaxDnsPendingPerSandbox) {
+  const auto share = pending_per_sandbox_.find(sandbox);
+  if (pending_.size() >= kMaxDnsPending ||
+      (share != pending_per_sandbox_.end() && share->second >= kMaxDnsPendingPerSandbox)) {
     ++dropped_;
     return;
   }
@@ -387,28 +391,52 @@ void DnsServer::Forget(std::unordered_map<uint16_t, Pending>::iterator it) {
 // Each query, and each retry of it, goes out on a socket of its own, connected to the upstream asked: from a port the
 // kernel picks at random, and taking datagrams from that upstream's address and port only (RFC 5452).
 bool DnsServer::Ask(Pending& p) {
-  const DnsUpstream& u = upstreams_[p.upstream];
-  p.sock.Reset(::socket(u.address.ss_family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-  if (!p.sock.valid() || ::connect(p.sock.get(), reinterpret_cast<const sockaddr*>(&u.address), u.length) != 0)
-    return false;
-  return ::send(p.sock.get(), p.query.data(), p.query.size(), MSG_DONTWAIT | MSG_NOSIGNAL) ==
-         static_cast<ssize_t>(p.query.size());
+  for (; p.upstream < upstreams_.size(); ++p.upstream) {
+    const DnsUpstream& u = upstreams_[p.upstream];
+    Fd s(::socket(u.address.ss_family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    if (s.valid() && ::connect(s.get(), reinterpret_cast<const sockaddr*>(&u.address), u.length) == 0 &&
+        ::send(s.get(), p.query.data(), p.query.size(), MSG_DONTWAIT | MSG_NOSIGNAL) ==
+            static_cast<ssize_t>(p.query.size())) {
+      p.socks.push_back(std::move(s));
+      return true;
+    }
+  }
+  p.upstream = upstreams_.size() - 1;
+  return false;
 }
+
+namespace {
+
+// Whether `answer` (a response) is to `question` (as asked): the same question, the name in any case (a resolver
+// may echo it normalised), or none at all in an error (FORMERR, REFUSED) that names none.
+bool AnswersQuestion(std::span<const uint8_t> answer, std::span<const uint8_t> question) {
+  const uint16_t questions = static_cast<uint16_t>(answer[4] << 8 | answer[5]);
+  if (questions == 0) return (answer[3] & 0x0f) != 0;
+  if (questions != 1 || answer.size() < 12 + question.size()) return false;
+  for (size_t i = 0; i < question.size(); ++i) {
+    auto lower = [](uint8_t c) { return c >= 'A' && c <= 'Z' ? static_cast<uint8_t>(c + 32) : c; };
+    if (lower(answer[12 + i]) != lower(question[i])) return false;
+  }
+  return true;
+}
+
+}  // namespace
 
 // An answer on the query's own socket: taken when it is a response under the responder's id to the question asked
 // (case as sent), then passed on under the sandbox's own id. Anything else on that socket is dropped.
-void DnsServer::ReadUpstream(uint16_t id) {
+void DnsServer::ReadUpstream(uint16_t id, size_t sock) {
   auto it = pending_.find(id);
-  if (it == pending_.end()) return;
+  if (it == pending_.end() || sock >= it->second.socks.size()) return;
   Pending& p = it->second;
   for (int reads = 0; reads < 4; ++reads) {
-    std::vector<uint8_t> packet(65535);
-    ssize_t n = ::recv(p.sock.get(), packet.data(), packet.size(), MSG_DONTWAIT);
+    upstream_buffer_.resize(65535);
+    ssize_t n = ::recv(p.socks[sock].get(), upstream_buffer_.data(), upstream_buffer_.size(), MSG_DONTWAIT);
     if (n < 0) return;
+    std::vector<uint8_t>& packet = upstream_buffer_;
     packet.resize(static_cast<size_t>(n));
-    if (packet.size() < 12 + p.question.size() || (packet[2] & 0x80) == 0) continue;  // not a response
+    if (packet.size() < 12 || (packet[2] & 0x80) == 0) continue;  // not a response
     if (packet[0] != p.query[0] || packet[1] != p.query[1]) continue;
-    if (!std::equal(p.question.begin(), p.question.end(), packet.begin() + 12)) continue;
+    if (!AnswersQuestion(packet, p.question)) continue;
     packet[0] = static_cast<uint8_t>(p.client_id >> 8);
     packet[1] = static_cast<uint8_t>(p.client_id);
     if (ReplyFrom(p.client, p.local, packet)) ++forwarded_;

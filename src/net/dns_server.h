@@ -52,7 +52,7 @@ Result<DnsUpstream> ParseDnsUpstream(std::string_view text);
 // zone, is left out).
 std::vector<DnsUpstream> UpstreamsFromResolvConf(std::string_view text);
 
-// Forwarded queries awaiting an answer, each holding a socket; more are dropped.
+// Forwarded queries awaiting an answer, each holding a socket per upstream asked; more are dropped.
 inline constexpr size_t kMaxDnsPending = 1024;
 inline constexpr int kMaxDnsPendingPerSandbox = 128;  // of them, one sandbox's
 inline constexpr std::chrono::milliseconds kDnsUpstreamRetry{1000};   // then the next upstream is asked
@@ -93,7 +93,7 @@ class DnsServer {
     std::vector<uint8_t> query;     // as sent upstream, under the responder's id
     std::vector<uint8_t> question;  // its question section, which an answer must echo
     std::string sandbox;
-    Fd sock;                        // connected to the upstream asked last
+    std::vector<Fd> socks;          // one per upstream asked, each connected to it: a late answer still counts
     size_t upstream = 0;         // the upstream asked last
     std::chrono::steady_clock::time_point first, asked;
   };
@@ -104,8 +104,9 @@ class DnsServer {
   // Sends `packet` to `to` from `local` (the address the query arrived at, so the sandbox's resolver takes it).
   bool ReplyFrom(const sockaddr_in& to, in_addr local, std::span<const uint8_t> packet);
   void Forward(std::span<const uint8_t> packet, const sockaddr_in& from, in_addr local, const std::string& sandbox);
+  // Sends the query to upstreams_[p.upstream] on a new socket; on failure to the next ones, in turn. False: none took it.
   bool Ask(Pending& p);
-  void ReadUpstream(uint16_t id);
+  void ReadUpstream(uint16_t id, size_t sock);
   void RetryPending();
   void Forget(std::unordered_map<uint16_t, struct Pending>::iterator it);
   void AcceptTcp();
@@ -120,6 +121,7 @@ class DnsServer {
   std::vector<DnsUpstream> upstreams_;
   std::unordered_map<uint16_t, Pending> pending_;  // by the responder's id; the Serve thread's only
   std::unordered_map<std::string, int> pending_per_sandbox_;
+  std::vector<uint8_t> upstream_buffer_;  // where an upstream's answer is read
   std::chrono::steady_clock::time_point next_retry_check_{};
   std::atomic<size_t> tcp_open_{0};
   std::vector<TcpClient> clients_;  // the Serve thread's only

@@ -43,10 +43,24 @@ std::string StringAt(const json& j, const char* key) {
   return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
 }
 
+// Whether the Cookie header holds a non-empty isb_session, read as the daemon reads it (name exact, blanks trimmed).
+bool HasSessionCookie(const std::vector<std::string>& headers) {
+  std::string cookies = HeaderValue(headers, "Cookie");
+  for (size_t at = 0; at <= cookies.size();) {
+    size_t end = cookies.find(';', at);
+    if (end == std::string::npos) end = cookies.size();
+    std::string pair = cookies.substr(at, end - at);
+    pair.erase(0, pair.find_first_not_of(' '));
+    if (pair.rfind("isb_session=", 0) == 0 && pair.size() > 12) return true;
+    at = end + 1;
+  }
+  return false;
+}
+
 // The credential a TCP call presents: "token" (a bearer, API or superadmin token), "session" (the cookie), or "".
 std::string ActorKindOf(const std::vector<std::string>& headers) {
   if (StartsWithNoCase(HeaderValue(headers, "Authorization"), "Bearer isb_")) return "token";
-  if (HeaderValue(headers, "Cookie").find("isb_session=") != std::string::npos) return "session";
+  if (HasSessionCookie(headers)) return "session";
   return "";
 }
 
@@ -187,7 +201,7 @@ void E2eTest::LogCall(bool via_unix, const std::string& method, const std::strin
   const std::string bearer = HeaderValue(headers, "Authorization");
   if (!via_unix && answer.status == 401 && route.rfind("/api/v1/auth/", 0) != 0 &&
       !(StartsWithNoCase(bearer, "Bearer ") && bearer.size() > 7) &&
-      HeaderValue(headers, "Cookie").find("isb_session=") == std::string::npos) {
+      !HasSessionCookie(headers)) {
     const bool mcp = route == "/mcp" || (route.rfind("/orgs/", 0) == 0 && route.ends_with("/mcp"));
     add({.action = "authenticate", .surface = mcp ? "mcp" : "rest", .outcome = "unauthenticated",
          .actor_kind = "anonymous", .rows = ExpectedRow::Rows::kMaybe});

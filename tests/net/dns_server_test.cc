@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <chrono>
 #include <thread>
 #include <mutex>
 #include <atomic>
@@ -227,7 +228,7 @@ TEST_F(DnsTcpTest, SlowConnectionsAreClosedAndTheirNumberIsBounded) {
 // another question. It records the ids and source ports it was asked from.
 class FakeUpstream {
  public:
-  FakeUpstream() {
+  explicit FakeUpstream(int delay_ms = 0) : delay_ms_(delay_ms) {
     sock_.Reset(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
     forger_.Reset(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
     sockaddr_in a{};
@@ -268,6 +269,7 @@ class FakeUpstream {
         ids_.push_back(static_cast<uint16_t>(q[0] << 8 | q[1]));
         ports_.push_back(ntohs(from.sin_port));
       }
+      if (delay_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms_));
       for (const uint8_t octet : {uint8_t{6}, uint8_t{5}, uint8_t{7}}) {
         std::vector<uint8_t> a(q, q + n);
         a[2] |= 0x80;  // QR
@@ -282,6 +284,7 @@ class FakeUpstream {
       }
     }
   }
+  int delay_ms_;
   Fd sock_, forger_;
   uint16_t port_ = 0;
   std::atomic<bool> stop_{false};
@@ -390,6 +393,30 @@ TEST(DnsForwardTest, OneSandboxsFloodLeavesRoomForTheOthers) {
   EXPECT_EQ(received(), kMaxDnsPendingPerSandbox);
   send(0x7f000002, 1);
   EXPECT_EQ(received(), 1);
+}
+
+// A resolver slower than the retry still counts: its answer, after the next resolver was asked, is relayed.
+TEST(DnsForwardTest, ASlowResolversLateAnswerIsRelayed) {
+  FakeUpstream slow(1500);
+  Fd silent(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(silent.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  socklen_t len = sizeof a;
+  ::getsockname(silent.get(), reinterpret_cast<sockaddr*>(&a), &len);
+  DnsHooks h;
+  h.sandbox = [](uint32_t) -> std::optional<std::string> { return "open1"; };
+  h.listed = [](const std::string&, std::string_view) { return false; };
+  h.forwarded = [](const std::string&) { return true; };
+  auto s = DnsServer::Start("0.0.0.0", 0, h,
+                            {*ParseDnsUpstream("127.0.0.1:" + std::to_string(slow.port())),
+                             *ParseDnsUpstream("127.0.0.1:" + std::to_string(ntohs(a.sin_port)))});
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  std::string out = Dig((*s)->port(), "+short +noedns +time=3 example.test A");  // the answer follows the question
+  EXPECT_EQ(out, "192.0.2.7\n");
+  char buf[512];
+  EXPECT_GT(::recv(silent.get(), buf, sizeof buf, MSG_DONTWAIT), 0) << "the second resolver was not asked";
 }
 
 TEST(DnsForwardTest, WithNoUpstreamAnOpenSandboxIsAnsweredServfail) {
