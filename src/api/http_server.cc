@@ -522,9 +522,8 @@ Response HttpServer::Impl::Authenticated(const Request& req) {
     if (!bearer && CookieValue(req.headers.Get("Cookie"), kSessionCookie).empty()) {
       // Every loopback address is one: a tunnel or proxy in front brings everyone from there, and any local user may
       // send from each of 127.0.0.0/8.
-      const bool loopback = req.remote_address.rfind("127.", 0) == 0 || req.remote_address == "::1" ||
-                            req.remote_address.rfind("::ffff:127.", 0) == 0;
-      return Refuse(req, nullptr, "address:" + (loopback ? std::string("loopback") : req.remote_address),
+      return Refuse(req, nullptr,
+                    "address:" + (IsLoopbackHost(req.remote_address) ? std::string("loopback") : req.remote_address),
                     Error::Of(Code::kUnauthenticated, "missing bearer token: send \"Authorization: Bearer <token>\""));
     }
     if (!auth_) return Unauthenticated("token authentication is not configured; use the unix socket");

@@ -606,8 +606,7 @@ Status AddCreateAndExec(Registry& reg, Sandboxes& all, const SandboxToolOptions&
       "Creates a long-lived sandbox and returns once it is ready. Every field is optional. Durations are whole "
       "seconds; expires defaults to 86400 (24h, at most 30 days) and idle_timeout to 7200 (2h).",
       CreateSchema(), InfoSchema(), ToolAnnotations{}, false,
-      [&all, remote = options.remote, isb_address = options.isb_address, quota = options.quota,
-       schema = CreateSchema()](
+      [&all, remote = options.remote, quota = options.quota, schema = CreateSchema()](
           const json& in, const CallContext& ctx) -> Result<json> {
         OrgSandboxes sb(all, ctx);
         // ${NAME} comes from the caller's vars alone: always for a remote caller, for the host when it sends vars.
@@ -633,12 +632,6 @@ Status AddCreateAndExec(Registry& reg, Sandboxes& all, const SandboxToolOptions&
                                                       spec.mounts[i].source, *remote, ctx.org));
           }
           spec.paths_checked = true;
-        }
-        // Every caller's: its ports never where a browser reaches isb (the host's and a superadmin's sandboxes run
-        // code as untrusted as anyone's).
-        for (size_t i = 0; i < spec.ports.size(); ++i) {
-          if (Status apart = egress::CheckPublishApartFromIsb(spec.ports[i].host_address, isb_address); !apart.ok())
-            return Error::Of(apart.error().code, "ports[" + std::to_string(i) + "]: " + apart.error().message);
         }
         // An image the host chose is seen through the sandbox's id mapping: its root's files are the sandbox
         // root's. A remote caller's image is a directory below a bind root, whose files it may see only as others.

@@ -33,9 +33,6 @@ struct SandboxToolOptions {
   // sandbox_create holds every caller but the host and superadmins to it (CheckRemoteSpec); it must outlive the
   // registry. nullptr: no remote-spec policy.
   const RemoteSpecPolicy* remote = nullptr;
-  // The address the daemon's HTTP listener is on: no caller's sandbox publishes a port there
-  // (CheckPublishApartFromIsb), nor on 127.0.0.1, ::1 or an unspecified address.
-  std::string isb_address{};
   // An org's quota (sandbox_create checks it, for every caller); empty: no quotas.
   std::function<Result<identity::Quota>(const std::string& org)> quota;
 };

@@ -174,7 +174,6 @@ int Serve(const ServeOptions& options) {
   api::RemoteSpecPolicy remote_spec = options.remote_spec;
   remote_spec.api_port = listen->port;  // 0 (any free port) is left unchecked: no fixed port to keep
   api::SandboxToolOptions sandbox_tools{.remote = &remote_spec,
-                                        .isb_address = listen->host,
                                         .quota = [store = identity->get()](const std::string& org) {
                                           return store->orgs().GetQuota(org);
                                         }};

@@ -12,6 +12,7 @@ target_link_libraries(isb_egress PUBLIC isb_base nlohmann_json::nlohmann_json)
 
 isb_tests(isb_egress_tests LIBS isb_egress SOURCES
   tests/egress/address_test.cc
+  tests/egress/publish_address_test.cc
   tests/egress/dialer_test.cc
   tests/egress/host_port_test.cc
   tests/egress/pin_test.cc

@@ -127,39 +127,6 @@ TEST_F(SandboxToolsTest, CreateParsesMountsNamingTheBadOne) {
             "mounts[0]: missing required field 'target'");
 }
 
-// A browser sends a host's cookies to every port of it: no sandbox, whoever creates it (the host here), publishes
-// where a browser reaches isb, whose session cookie its server would receive.
-TEST(SandboxToolsPortsTest, NoPortIsPublishedWhereABrowserReachesIsb) {
-  FakeSandboxes fake;
-  Registry registry;
-  ASSERT_TRUE(AddSandboxTools(registry, fake, {.isb_address = "100.64.1.2", .quota = {}}).ok());
-  const std::string why =
-      ": a browser signed in to isb there sends its session cookie to every port of that host, and the sandbox's "
-      "server would receive it; publish on another address, such as 127.0.0.2 (the default)";
-  const std::pair<const char*, std::string> refused[] = {
-      {"127.0.0.1", "publishing on 127.0.0.1: that is where \"localhost\" leads"},
-      {"::1", "publishing on ::1: that is where \"localhost\" leads"},
-      {"::ffff:127.0.0.1", "publishing on 127.0.0.1: that is where \"localhost\" leads"},
-      {"0x7f000001", "publishing on 127.0.0.1: that is where \"localhost\" leads"},
-      {"0.0.0.0", "publishing on 0.0.0.0 listens on every address of the host, isb's own among them"},
-      {"::", "publishing on :: listens on every address of the host, isb's own among them"},
-      {"100.64.1.2", "publishing on 100.64.1.2: isb listens there"},
-  };
-  for (const auto& [address, message] : refused) {
-    json in = {{"ports", {{{"sandbox_port", 80}, {"host_port", 18080}},
-                          {{"sandbox_port", 80}, {"host_port", 18081}, {"host_address", address}}}}};
-    auto r = registry.Call("sandbox_create", in, HostContext());
-    ASSERT_FALSE(r.ok()) << address;
-    EXPECT_EQ(r.error().code, Code::kForbidden) << address;
-    EXPECT_EQ(r.error().message, "ports[1]: " + message + why) << address;
-  }
-  EXPECT_TRUE(fake.sandboxes.empty());
-  auto ok = registry.Call("sandbox_create", {{"ports", {{{"sandbox_port", 80}, {"host_port", 18080},
-                                                         {"host_address", "127.0.0.3"}}}}}, HostContext());
-  ASSERT_TRUE(ok.ok()) << ok.error().message;
-  EXPECT_EQ(fake.sandboxes.size(), 1u);
-}
-
 TEST_F(SandboxToolsTest, CreateParsesPublishedPorts) {
   json info = Ok("sandbox_create", json::parse(R"({"ports":[{"sandbox_port":8080,"host_port":18080},
       {"sandbox_port":22,"host_port":2222,"host_address":"100.64.1.2"}]})"));

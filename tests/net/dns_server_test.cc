@@ -14,6 +14,7 @@
 #include <mutex>
 #include <atomic>
 #include <cstdio>
+#include <filesystem>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -352,24 +353,46 @@ TEST(DnsForwardTest, AnOpenSandboxsQueriesAreRelayedToTheUpstreamAndBack) {
   EXPECT_EQ(upstream.ids().size(), 3u);
 }
 
-// One open sandbox's flood holds at most kMaxDnsPendingPerSandbox queries awaiting an upstream that does not answer,
-// and another's query still goes up.
-TEST(DnsForwardTest, OneSandboxsFloodLeavesRoomForTheOthers) {
-  Fd silent(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(silent.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  int room = 4 << 20;
-  ASSERT_EQ(::setsockopt(silent.get(), SOL_SOCKET, SO_RCVBUFFORCE, &room, sizeof room), 0);
-  socklen_t len = sizeof a;
-  ::getsockname(silent.get(), reinterpret_cast<sockaddr*>(&a), &len);
+// A resolver on loopback that reads every query and answers none.
+struct SilentResolver {
+  SilentResolver() {
+    fd.Reset(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    int room = 4 << 20;  // a flood waits here whole
+    EXPECT_EQ(::setsockopt(fd.get(), SOL_SOCKET, SO_RCVBUFFORCE, &room, sizeof room), 0);
+    socklen_t len = sizeof a;
+    ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&a), &len);
+    upstream = *ParseDnsUpstream("127.0.0.1:" + std::to_string(ntohs(a.sin_port)));
+  }
+  Fd fd;
+  DnsUpstream upstream;
+};
+
+// Every address is the host end of an open sandbox, sb<last octet>.
+DnsHooks EveryoneForwarded() {
   DnsHooks h;
   h.sandbox = [](uint32_t addr) -> std::optional<std::string> { return "sb" + std::to_string(addr & 0xff); };
   h.listed = [](const std::string&, std::string_view) { return false; };
   h.forwarded = [](const std::string&) { return true; };
-  auto s = DnsServer::Start("0.0.0.0", 0, h, {*ParseDnsUpstream("127.0.0.1:" + std::to_string(ntohs(a.sin_port)))});
+  return h;
+}
+
+size_t OpenDescriptors() {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
+  return n;
+}
+
+// One open sandbox's flood holds at most kMaxDnsPendingPerSandbox queries awaiting an upstream that does not answer,
+// and another's query still goes up.
+TEST(DnsForwardTest, OneSandboxsFloodLeavesRoomForTheOthers) {
+  SilentResolver silent;
+  auto s = DnsServer::Start("0.0.0.0", 0, EveryoneForwarded(), {silent.upstream});
   ASSERT_TRUE(s.ok()) << s.error().message;
+  const size_t descriptors = OpenDescriptors();
   auto send = [&](uint32_t to_host_end, int queries) {
     Fd c(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
     sockaddr_in to{};
@@ -384,47 +407,36 @@ TEST(DnsForwardTest, OneSandboxsFloodLeavesRoomForTheOthers) {
   };
   auto received = [&] {
     int n = 0;
-    pollfd p{silent.get(), POLLIN, 0};
+    pollfd p{silent.fd.get(), POLLIN, 0};
     char buf[512];
-    while (::poll(&p, 1, 500) == 1 && ::recv(silent.get(), buf, sizeof buf, 0) > 0) ++n;
+    while (::poll(&p, 1, 500) == 1 && ::recv(silent.fd.get(), buf, sizeof buf, 0) > 0) ++n;
     return n;
   };
   send(0x7f000001, 300);
   EXPECT_EQ(received(), kMaxDnsPendingPerSandbox);
   send(0x7f000002, 1);
   EXPECT_EQ(received(), 1);
+  // Each waiting query holds a socket of its own, given back when the query is given up on.
+  EXPECT_EQ(OpenDescriptors(), descriptors + kMaxDnsPendingPerSandbox + 1);
+  for (int i = 0; i < 60 && OpenDescriptors() != descriptors; ++i) ::usleep(100000);
+  EXPECT_EQ(OpenDescriptors(), descriptors);
 }
 
 // A resolver slower than the retry still counts: its answer, after the next resolver was asked, is relayed.
 TEST(DnsForwardTest, ASlowResolversLateAnswerIsRelayed) {
   FakeUpstream slow(1500);
-  Fd silent(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(silent.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  socklen_t len = sizeof a;
-  ::getsockname(silent.get(), reinterpret_cast<sockaddr*>(&a), &len);
-  DnsHooks h;
-  h.sandbox = [](uint32_t) -> std::optional<std::string> { return "open1"; };
-  h.listed = [](const std::string&, std::string_view) { return false; };
-  h.forwarded = [](const std::string&) { return true; };
-  auto s = DnsServer::Start("0.0.0.0", 0, h,
-                            {*ParseDnsUpstream("127.0.0.1:" + std::to_string(slow.port())),
-                             *ParseDnsUpstream("127.0.0.1:" + std::to_string(ntohs(a.sin_port)))});
+  SilentResolver silent;
+  auto s = DnsServer::Start("0.0.0.0", 0, EveryoneForwarded(),
+                            {*ParseDnsUpstream("127.0.0.1:" + std::to_string(slow.port())), silent.upstream});
   ASSERT_TRUE(s.ok()) << s.error().message;
   std::string out = Dig((*s)->port(), "+short +noedns +time=3 example.test A");  // the answer follows the question
   EXPECT_EQ(out, "192.0.2.7\n");
   char buf[512];
-  EXPECT_GT(::recv(silent.get(), buf, sizeof buf, MSG_DONTWAIT), 0) << "the second resolver was not asked";
+  EXPECT_GT(::recv(silent.fd.get(), buf, sizeof buf, MSG_DONTWAIT), 0) << "the second resolver was not asked";
 }
 
 TEST(DnsForwardTest, WithNoUpstreamAnOpenSandboxIsAnsweredServfail) {
-  DnsHooks h;
-  h.sandbox = [](uint32_t) -> std::optional<std::string> { return "open1"; };
-  h.listed = [](const std::string&, std::string_view) { return false; };
-  h.forwarded = [](const std::string&) { return true; };
-  auto s = DnsServer::Start("0.0.0.0", 0, h);
+  auto s = DnsServer::Start("0.0.0.0", 0, EveryoneForwarded());
   ASSERT_TRUE(s.ok()) << s.error().message;
   std::string out = Dig((*s)->port(), "example.test A");
   EXPECT_NE(out.find("status: SERVFAIL"), std::string::npos) << out;
