@@ -2,6 +2,7 @@
 #include "engine/seccomp.h"
 
 #include <fcntl.h>
+#include <linux/netlink.h>
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <seccomp.h>
@@ -73,7 +74,28 @@ const std::vector<SeccompRule>& RefusedSyscalls() {
   return rules;
 }
 
+const std::vector<SocketFamilyRule>& AllowedSocketFamilies() {
+  static const std::vector<SocketFamilyRule> families = {
+      {AF_UNIX, "AF_UNIX", "local sockets inside the sandbox (bound in its own mount namespace)"},
+      {AF_INET, "AF_INET", "IPv4, confined by the sandbox's network namespace and egress rules"},
+      {AF_INET6, "AF_INET6", "IPv6, as AF_INET"},
+      {AF_NETLINK, "AF_NETLINK", "its own network namespace's addresses and routes (the protocols below only)"},
+  };
+  return families;
+}
+
+const std::vector<SocketFamilyRule>& AllowedNetlinkProtocols() {
+  static const std::vector<SocketFamilyRule> protocols = {
+      {NETLINK_ROUTE, "NETLINK_ROUTE", "interfaces, addresses and routes of its own namespace (libc, ip)"},
+      {NETLINK_SOCK_DIAG, "NETLINK_SOCK_DIAG", "its own namespace's sockets (ss)"},
+  };
+  return protocols;
+}
+
 namespace {
+
+// Netlink protocol numbers the kernel accepts are below this (MAX_LINKS).
+constexpr int kNetlinkProtocols = 32;
 
 using Ctx = std::unique_ptr<void, decltype(&seccomp_release)>;
 
@@ -118,6 +140,27 @@ Result<SeccompProgram> BuildSeccompProgram(const std::vector<SeccompRule>& refus
   ISB_TRY(Add(ctx.get(), eperm, "socket", {SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffff, AF_PACKET)}));
   ISB_TRY(Add(ctx.get(), eperm, "socket", {SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_RAW)}));
   ISB_TRY(Add(ctx.get(), eperm, "socket", {SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_PACKET)}));
+  // Every other address family is refused as a kernel without it would: vsock crosses network namespaces (one
+  // port space for the machine, and the hypervisor beyond it), and the rest (AF_KEY, AF_ALG, AF_TIPC, AF_RDS,
+  // AF_BLUETOOTH, AF_XDP, ...) are kernel surface a sandbox has no use for. The kernel reads the family as an int.
+  auto allowed = [](const std::vector<SocketFamilyRule>& list, int v) {
+    for (const auto& r : list)
+      if (r.family == v) return true;
+    return false;
+  };
+  for (int family = 0; family < AF_MAX; ++family) {
+    if (family == AF_PACKET || allowed(AllowedSocketFamilies(), family)) continue;
+    ISB_TRY(Add(ctx.get(), SCMP_ACT_ERRNO(EAFNOSUPPORT), "socket",
+                {SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffff, static_cast<scmp_datum_t>(family))}));
+  }
+  // Netlink reaches kernel subsystems by protocol: audit and uevents are not namespaced, and xfrm, netfilter
+  // and generic netlink are large surface.
+  for (int protocol = 0; protocol < kNetlinkProtocols; ++protocol) {
+    if (allowed(AllowedNetlinkProtocols(), protocol)) continue;
+    ISB_TRY(Add(ctx.get(), SCMP_ACT_ERRNO(EPROTONOSUPPORT), "socket",
+                {SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffff, AF_NETLINK),
+                 SCMP_A2(SCMP_CMP_MASKED_EQ, 0xffffffff, static_cast<scmp_datum_t>(protocol))}));
+  }
   // Faking terminal input would type commands into a terminal outside the sandbox.
   ISB_TRY(Add(ctx.get(), eperm, "ioctl", {SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffff, TIOCSTI)}));
   ISB_TRY(Add(ctx.get(), eperm, "ioctl", {SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffff, TIOCLINUX)}));

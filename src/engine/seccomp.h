@@ -25,9 +25,21 @@ struct SeccompRule {
 };
 const std::vector<SeccompRule>& RefusedSyscalls();
 
+// A socket address family a sandbox may open, with what it is for; every other family below AF_MAX fails
+// with EAFNOSUPPORT, as on a kernel built without it (AF_PACKET keeps EPERM). Netlink is allowed for the
+// protocols listed in AllowedNetlinkProtocols() only; another fails with EPROTONOSUPPORT. SECURITY.md lists both.
+struct SocketFamilyRule {
+  int family;
+  const char* name;
+  const char* why;
+};
+const std::vector<SocketFamilyRule>& AllowedSocketFamilies();
+const std::vector<SocketFamilyRule>& AllowedNetlinkProtocols();
+
 // The filter: default allow; the refused list fails with EPERM; clone/unshare that would create a user namespace
 // fail with EPERM; clone3 fails with ENOSYS (its flags live in memory a filter cannot read, and libc then falls
-// back to clone); personality other than the default (PER_LINUX); packet and raw sockets; TIOCSTI/TIOCLINUX; any other
+// back to clone); personality other than the default (PER_LINUX); packet and raw sockets; socket families and
+// netlink protocols outside the allowed lists; TIOCSTI/TIOCLINUX; any other
 // architecture kills the process.
 // A system call name the build's libseccomp does not know is an error, not a rule silently left out.
 Result<SeccompProgram> BuildSeccompProgram();

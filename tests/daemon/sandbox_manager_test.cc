@@ -177,6 +177,25 @@ TEST_F(ManagerTest, AnExecInheritsNoOtherDescriptor) {
   EXPECT_EQ(Exec(sb->id, {"ls", "/proc/self/fd"}).stdout_data, "0\n1\n2\n3\n");
 }
 
+// A daemon sandbox (no egress) opens no vsock socket (one port space for the machine, across namespaces) nor a
+// family it has no use for, as isb run's do not (the escape suite covers those).
+TEST_F(ManagerTest, ASandboxOpensNoVsockOrOtherUnneededSocketFamily) {
+  auto sb = mgr_->Create({});
+  ASSERT_TRUE(sb.ok()) << sb.error().message;
+  const char* script =
+      "import errno, socket\n"
+      "def tried(*a):\n"
+      "    try:\n"
+      "        socket.socket(*a).close(); return 'ok'\n"
+      "    except OSError as e:\n"
+      "        return errno.errorcode[e.errno]\n"
+      "print(tried(socket.AF_VSOCK, socket.SOCK_STREAM), tried(30, socket.SOCK_RDM), "
+      "tried(socket.AF_ALG, socket.SOCK_SEQPACKET), tried(socket.AF_NETLINK, socket.SOCK_DGRAM, 9), "
+      "tried(socket.AF_INET, socket.SOCK_STREAM), tried(socket.AF_NETLINK, socket.SOCK_DGRAM, 0))\n";
+  EXPECT_EQ(Exec(sb->id, {"python3", "-c", script}).stdout_data,
+            "EAFNOSUPPORT EAFNOSUPPORT EAFNOSUPPORT EPROTONOSUPPORT ok ok\n");
+}
+
 // A sandbox's control socket, through which its init runs any command as any of its users, is root's alone on the
 // host (0600; it listens only once it is, so no one connects before).
 TEST_F(ManagerTest, TheControlSocketIsRootsAlone) {

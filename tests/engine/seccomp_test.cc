@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <netinet/in.h>
+#include <linux/netlink.h>
 #include <unistd.h>
 
 #include <set>
@@ -82,6 +83,27 @@ TEST(Seccomp, RefusesWithExactErrno) {
   EXPECT_EQ(ErrnoUnderFilter([] { return ::syscall(SYS_socket, (1L << 32) | AF_PACKET, SOCK_DGRAM, 0); }), EPERM);
   EXPECT_EQ(ErrnoUnderFilter([] { return static_cast<long>(::socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_ICMP)); }),
             EPERM);
+}
+
+TEST(Seccomp, RefusesSocketFamiliesASandboxHasNoUseFor) {
+  auto open_socket = [](int family, int type, int protocol) {
+    return [=] {
+      int fd = ::socket(family, type | SOCK_CLOEXEC, protocol);
+      return fd < 0 ? -1L : static_cast<long>(::close(fd));
+    };
+  };
+  for (int family : {AF_VSOCK, AF_KEY, AF_ALG, AF_TIPC, AF_RDS, AF_BLUETOOTH, AF_XDP, AF_CAN, AF_X25, AF_UNSPEC})
+    EXPECT_EQ(ErrnoUnderFilter(open_socket(family, SOCK_DGRAM, 0)), EAFNOSUPPORT) << family;
+  EXPECT_EQ(ErrnoUnderFilter(open_socket(AF_VSOCK, SOCK_STREAM, 0)), EAFNOSUPPORT);
+  // High bits in the register do not make another family.
+  EXPECT_EQ(ErrnoUnderFilter([] { return ::syscall(SYS_socket, (1L << 32) | AF_VSOCK, SOCK_STREAM, 0); }),
+            EAFNOSUPPORT);
+  for (int protocol : {NETLINK_AUDIT, NETLINK_KOBJECT_UEVENT, NETLINK_XFRM, NETLINK_NETFILTER, NETLINK_GENERIC})
+    EXPECT_EQ(ErrnoUnderFilter(open_socket(AF_NETLINK, SOCK_DGRAM, protocol)), EPROTONOSUPPORT) << protocol;
+  for (int family : {AF_UNIX, AF_INET, AF_INET6})
+    EXPECT_EQ(ErrnoUnderFilter(open_socket(family, SOCK_STREAM, 0)), 0) << family;
+  EXPECT_EQ(ErrnoUnderFilter(open_socket(AF_NETLINK, SOCK_DGRAM, NETLINK_ROUTE)), 0);
+  EXPECT_EQ(ErrnoUnderFilter(open_socket(AF_NETLINK, SOCK_DGRAM, NETLINK_SOCK_DIAG)), 0);
 }
 
 TEST(Seccomp, AllowsOrdinaryWork) {

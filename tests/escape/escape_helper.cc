@@ -36,6 +36,7 @@
 #include <sys/types.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
+#include <linux/vm_sockets.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -397,6 +398,53 @@ int Socket(int domain, int type, int protocol) {
   return 0;
 }
 
+// Every address family (a datagram socket of protocol 0, then a stream one): the families whose outcome is not
+// EAFNOSUPPORT, as "family:outcome" in order.
+int SocketFamilies() {
+  std::string line;
+  for (int family = 0; family < AF_MAX; ++family) {
+    std::string outcome;
+    for (int type : {SOCK_DGRAM, SOCK_STREAM}) {
+      int fd = socket(family, type | SOCK_CLOEXEC, 0);
+      int err = errno;
+      if (fd >= 0) close(fd);
+      outcome = Outcome(fd, err);
+      if (outcome == "ok") break;
+    }
+    if (outcome != "errno=EAFNOSUPPORT") line += (line.empty() ? "" : " ") + std::to_string(family) + ":" + outcome;
+  }
+  Say(line);
+  return 0;
+}
+
+// Every netlink protocol: the ones a datagram socket opens for, and the outcomes other than EPROTONOSUPPORT.
+int NetlinkProtocols() {
+  std::string line;
+  for (int protocol = 0; protocol < 32; ++protocol) {
+    int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, protocol);
+    std::string outcome = Outcome(fd, errno);
+    if (fd >= 0) close(fd);
+    if (outcome != "errno=EPROTONOSUPPORT")
+      line += (line.empty() ? "" : " ") + std::to_string(protocol) + ":" + outcome;
+  }
+  Say(line);
+  return 0;
+}
+
+// Binds and listens on a vsock port of any context id: the machine has one vsock port space.
+int VsockListen(unsigned port) {
+  int fd = socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Say("socket=" + Errno(errno)), 0;
+  sockaddr_vm addr{};
+  addr.svm_family = AF_VSOCK;
+  addr.svm_cid = VMADDR_CID_ANY;
+  addr.svm_port = port;
+  std::string bound = Attempt([&] { return bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr); });
+  close(fd);
+  Say("socket=ok bind=" + bound);
+  return 0;
+}
+
 // TCP connect to an outside address. Refused outside a sandbox: it must never send traffic from the host.
 int ConnectExternal(const std::string& ip, int port) {
   if (!InSandbox()) {
@@ -676,6 +724,9 @@ int main(int argc, char** argv) {
   if (attack == "clone3") return need(0), Clone3();
   if (attack == "raw-socket") return need(0), Socket(AF_INET, SOCK_RAW, IPPROTO_ICMP);
   if (attack == "packet-socket") return need(0), Socket(AF_PACKET, SOCK_RAW, 0);
+  if (attack == "socket-families") return need(0), SocketFamilies();
+  if (attack == "netlink-protocols") return need(0), NetlinkProtocols();
+  if (attack == "vsock-listen") return need(1), VsockListen(static_cast<unsigned>(atol(a[0].c_str())));
   if (attack == "connect-external") return need(2), ConnectExternal(a[0], atoi(a[1].c_str()));
   if (attack == "loopback") return need(0), Loopback();
   if (attack == "hostname") return need(1), Hostname(a[0]);

@@ -371,6 +371,15 @@ TEST_F(EscapeTest, SeccompRefusesRawAndPacketSockets) {
   EXPECT_EQ(Attack({"packet-socket"}), "errno=EPERM\n");
 }
 
+// vsock is one port space for the whole machine (network namespaces do not confine it): a sandbox must not open
+// it, nor any family beyond unix, IPv4, IPv6 and netlink (route and sock_diag only). Every other family fails
+// as on a kernel without it; packet sockets keep EPERM.
+TEST_F(EscapeTest, SeccompRefusesEveryOtherSocketFamily) {
+  EXPECT_EQ(Attack({"vsock-listen", "5555"}), "socket=errno=EAFNOSUPPORT\n");
+  EXPECT_EQ(Attack({"socket-families"}), "1:ok 2:ok 10:ok 16:ok 17:errno=EPERM\n");
+  EXPECT_EQ(Attack({"netlink-protocols"}), "0:ok 4:ok\n");
+}
+
 // --- 10. network ----------------------------------------------------------------------------------------------------
 
 TEST_F(EscapeTest, NoNetworkButLoopback) {
