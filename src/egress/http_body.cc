@@ -33,11 +33,12 @@ BodyFraming RequestBody(const HttpHead& request) {
   return {};
 }
 
-std::string JudgedBodyRefusal(const HttpHead& request) {
+std::string BodylessMethodRefusal(const HttpHead& request) {
   const bool body = request.chunked || request.content_length.value_or(0) > 0;
-  if (!body || (request.method != "GET" && request.method != "HEAD" && request.method != "TRACE")) return "";
-  return "a " + request.method + " request with a body is refused for a judged name (an origin could read the body "
-         "as a request the judge never saw)";
+  const std::string& m = request.method;
+  if (!body || (m != "GET" && m != "HEAD" && m != "DELETE" && m != "TRACE")) return "";
+  return "a " + m + " request with a body is refused (an origin may read the body as another request); send the "
+         "body with POST";
 }
 
 BodyFraming ResponseBody(std::string_view method, const ResponseHead& response) {

@@ -25,10 +25,10 @@ BodyFraming RequestBody(const HttpHead& request);
 // Content-Length, or until the connection closes.
 BodyFraming ResponseBody(std::string_view method, const ResponseHead& response);
 
-// Why `request` may not go on where every request is judged, or empty: a GET, HEAD or TRACE with a body (chunked,
-// or a Content-Length above 0). RFC 9110 gives such a body no meaning (TRACE may not have one), and an origin that
-// ignores it would read it as the next request on the connection: one the judge never saw.
-std::string JudgedBodyRefusal(const HttpHead& request);
+// Why `request` may not go on to any origin, or empty: a GET, HEAD, DELETE or TRACE with a body (chunked, or a
+// Content-Length above 0). RFC 9110 gives such a body no meaning (TRACE may not have one), and an origin that ignores
+// it ("CL.0") reads it as the next request on the connection: one, for any Host, the policy never saw.
+std::string BodylessMethodRefusal(const HttpHead& request);
 
 // Whether the connection stays open after a message with these headers: HTTP/1.1 unless a Connection header lists
 // "close"; HTTP/1.0 only when it lists "keep-alive".

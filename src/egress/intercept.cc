@@ -174,14 +174,13 @@ asio::awaitable<void> Relay(Session& s) {
       co_await Answer(s.down, 421, misdirected);
       co_return;
     }
+    if (std::string refusal = BodylessMethodRefusal(head); !refusal.empty()) {
+      s.outcome.refusal = refusal;
+      co_await Answer(s.down, 400, refusal);
+      co_return;
+    }
     if (s.judge) {
-      std::string refusal = JudgedBodyRefusal(head);
-      if (!refusal.empty()) {
-        s.outcome.refusal = refusal;
-        co_await Answer(s.down, 400, refusal);
-        co_return;
-      }
-      refusal = co_await s.judge(head);
+      std::string refusal = co_await s.judge(head);
       if (!refusal.empty()) {
         s.outcome.refusal = refusal;
         co_await Answer(s.down, 403, refusal);

@@ -562,8 +562,8 @@ class Proxy::Impl {
         policy = false;
       } else {
         refusal = OtherHost(conn, request.head);
-        if (refusal.empty() && conn.per_request) {
-          refusal = JudgedBodyRefusal(request.head);
+        if (refusal.empty()) {
+          refusal = BodylessMethodRefusal(request.head);
           if (!refusal.empty()) deny_status = 400;
         }
         // The first request was decided already; a judged name has every later one decided too.

@@ -117,26 +117,27 @@ TEST(ChunkedScanner, RefusesAnythingLooserThanTheGrammar) {
   EXPECT_EQ(reason("0\r\n" + std::string(kMaxChunkTrailers + 1, 'a')), "chunked trailer section larger than 16384 bytes");
 }
 
-// Where every request is judged: a GET, HEAD or TRACE with a body is refused (its body could be read as a request
-// the judge never saw); an empty one, and a body on other methods, are not.
-TEST(JudgedBodyRefusal, GetHeadAndTraceWithABody) {
+// On every path to an origin: a GET, HEAD, DELETE or TRACE with a body is refused (an origin that ignores it would
+// read it as another request, which no policy saw); an empty one, and a body on other methods, are not.
+TEST(BodylessMethodRefusal, GetHeadDeleteAndTraceWithABody) {
   auto refusal = [](const std::string& method, std::optional<uint64_t> length, bool chunked) {
     HttpHead h;
     h.method = method;
     h.content_length = length;
     h.chunked = chunked;
-    return JudgedBodyRefusal(h);
+    return BodylessMethodRefusal(h);
   };
-  for (const char* method : {"GET", "HEAD", "TRACE"}) {
-    const std::string why = std::string("a ") + method + " request with a body is refused for a judged name (an "
-                            "origin could read the body as a request the judge never saw)";
+  for (const char* method : {"GET", "HEAD", "DELETE", "TRACE"}) {
+    const std::string why = std::string("a ") + method + " request with a body is refused (an origin may read the "
+                            "body as another request); send the body with POST";
     EXPECT_EQ(refusal(method, 1, false), why);
     EXPECT_EQ(refusal(method, std::nullopt, true), why);
     EXPECT_EQ(refusal(method, 0, false), "");
     EXPECT_EQ(refusal(method, std::nullopt, false), "");
   }
   EXPECT_EQ(refusal("POST", 10, false), "");
-  EXPECT_EQ(refusal("DELETE", std::nullopt, true), "");
+  EXPECT_EQ(refusal("PUT", std::nullopt, true), "");
+  EXPECT_EQ(refusal("OPTIONS", 3, false), "");
 }
 
 }  // namespace

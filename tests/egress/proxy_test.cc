@@ -87,6 +87,16 @@ Fd LoopbackListener(uint16_t* port) {
   return fd;
 }
 
+// The one connection a test origin serves, accepted within 5 s (else an invalid Fd), its reads timing out after 5 s.
+Fd AcceptOne(const Fd& listener) {
+  pollfd p{listener.get(), POLLIN, 0};
+  if (::poll(&p, 1, 5000) != 1) return Fd();
+  Fd c(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
+  timeval tv{5, 0};
+  ::setsockopt(c.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  return c;
+}
+
 // An origin for one connection: answers the first request head with `response` and resets the connection at once
 // (a close with SO_LINGER 0), so that the answer and the reset reach the proxy together.
 class ResettingOrigin {
@@ -144,11 +154,8 @@ class AnsweringOrigin {
     if (thread_.joinable()) thread_.join();
   }
   void Serve() {
-    pollfd p{listener_.get(), POLLIN, 0};
-    if (::poll(&p, 1, 5000) != 1) return;
-    Fd c(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
-    timeval tv{5, 0};
-    ::setsockopt(c.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    Fd c = AcceptOne(listener_);
+    if (!c.valid()) return;
     std::string in;
     char buf[4096];
     size_t end;
@@ -175,11 +182,60 @@ class AnsweringOrigin {
   std::thread thread_;
 };
 
+// An origin that ignores request bodies ("CL.0", as many back ends do on GET): it reads request heads one after
+// another from its connection's bytes, answers each with an empty 200, and logs the Host of every head it parses.
+class BodyIgnoringOrigin {
+ public:
+  BodyIgnoringOrigin() {
+    listener_ = LoopbackListener(&port_);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~BodyIgnoringOrigin() { Join(); }
+  uint16_t port() const { return port_; }
+  // The Host of each head parsed; call once the connection has ended.
+  const std::vector<std::string>& hosts() {
+    Join();
+    return hosts_;
+  }
+
+ private:
+  void Join() {
+    if (thread_.joinable()) thread_.join();
+  }
+  void Serve() {
+    Fd c = AcceptOne(listener_);
+    if (!c.valid()) return;
+    std::string in;
+    char buf[4096];
+    for (;;) {
+      size_t end;
+      while ((end = in.find("\r\n\r\n")) != std::string::npos) {
+        const std::string head = in.substr(0, end);
+        in.erase(0, end + 4);
+        size_t h = head.find("\r\nHost: ");
+        hosts_.push_back(h == std::string::npos ? "" : head.substr(h + 8, head.find("\r\n", h + 8) - h - 8));
+        const std::string ok = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+        ::send(c.get(), ok.data(), ok.size(), MSG_NOSIGNAL);
+      }
+      ssize_t n = ::recv(c.get(), buf, sizeof buf, 0);
+      if (n <= 0) return;
+      in.append(buf, static_cast<size_t>(n));
+    }
+  }
+
+  std::vector<std::string> hosts_;
+  Fd listener_;
+  uint16_t port_ = 0;
+  std::thread thread_;
+};
+
 // Hosts: "allowed.test" reaches the echo server (or origin_port_ when a test sets it); everything else is refused.
 // "TLS:NAME\n" stands for a TLS ClientHello naming NAME.
 Sniff TestClassifier(std::string_view bytes, uint16_t, bool explicit_proxy) {
   Sniff s;
-  if (bytes.find("\r\n\r\n") == std::string_view::npos && (bytes.starts_with("GET") || bytes.starts_with("CONNECT"))) return s;
+  if (bytes.find("\r\n\r\n") == std::string_view::npos &&
+      (bytes.starts_with("GET") || bytes.starts_with("POST") || bytes.starts_with("CONNECT")))
+    return s;
   s.state = Sniff::State::kDone;
   if (!explicit_proxy && bytes.starts_with("TLS:")) {
     s.kind = Sniff::Kind::kTls;
@@ -196,7 +252,7 @@ Sniff TestClassifier(std::string_view bytes, uint16_t, bool explicit_proxy) {
     s.upstream_prefix = std::string(bytes.substr(bytes.find("\r\n\r\n") + 4));
     return s;
   }
-  if (bytes.starts_with("GET ")) {
+  if (bytes.starts_with("GET ") || bytes.starts_with("POST ")) {
     s.kind = Sniff::Kind::kHttp;
     size_t h = bytes.find("Host: ");
     if (h == std::string_view::npos) {
@@ -205,8 +261,9 @@ Sniff TestClassifier(std::string_view bytes, uint16_t, bool explicit_proxy) {
       return s;
     }
     s.host = std::string(bytes.substr(h + 6, bytes.find("\r\n", h) - h - 6));
-    s.method = "GET";
-    s.path = std::string(bytes.substr(4, bytes.find(' ', 4) - 4));
+    const size_t space = bytes.find(' ');
+    s.method = std::string(bytes.substr(0, space));
+    s.path = std::string(bytes.substr(space + 1, bytes.find(' ', space + 1) - space - 1));
   }
   return s;
 }
@@ -356,12 +413,12 @@ class ProxyTest : public ::testing::Test {
 
 TEST_F(ProxyTest, AnAllowedNameIsRelayedUntouchedBothWaysWithHalfClose) {
   Fd c = Connect();
-  std::string request = "GET /items?x=1 HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: 8\r\n\r\n";
+  std::string request = "POST /items?x=1 HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: 8\r\n\r\n";
   SendAll(c.get(), request);
   EXPECT_EQ(ReadN(c.get(), request.size()), request);
   {
     std::lock_guard lock(mu_);
-    EXPECT_EQ(decided_, std::vector<std::string>{"allowed.test GET /items?x=1"}) << "the judge sees method and path";
+    EXPECT_EQ(decided_, std::vector<std::string>{"allowed.test POST /items?x=1"}) << "the judge sees method and path";
   }
   SendAll(c.get(), std::string("\0binary\xff", 8));  // the body
   EXPECT_EQ(ReadN(c.get(), 8), std::string("\0binary\xff", 8));
@@ -479,7 +536,7 @@ TEST_F(ProxyTest, AConnectTunnelRelaysNothingItCouldNotTellApart) {
 
 TEST_F(ProxyTest, BulkTransferArrivesWhole) {
   Fd c = Connect();
-  std::string request = "GET / HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: 33554432\r\n\r\n";
+  std::string request = "POST / HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: 33554432\r\n\r\n";
   std::string payload(32 << 20, '\0');
   for (size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<char>(i * 131 % 251);
   std::thread writer([&] {
@@ -574,7 +631,7 @@ TEST_F(ProxyTest, ExplicitProxyRequestsAreEachRewrittenAndChecked) {
 TEST_F(ProxyTest, ARequestInsideABodyIsDataAndTheHeadAfterItIsChecked) {
   Fd c = Connect();
   const std::string inner = "GET / HTTP/1.1\r\nHost: evil.test\r\n\r\n";
-  std::string sized = "GET /a HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: " + std::to_string(inner.size()) +
+  std::string sized = "POST /a HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: " + std::to_string(inner.size()) +
                       "\r\n\r\n" + inner;
   SendAll(c.get(), sized);
   ASSERT_EQ(ReadN(c.get(), sized.size()), sized);
@@ -615,12 +672,12 @@ TEST_F(ProxyTest, AJudgedNameRefusesAGetWithABody) {
   const std::string hidden = "DELETE /judged/denied HTTP/1.1\r\nHost: allowed.test\r\n\r\n";
   SendAll(c.get(), "GET /judged/2 HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: " + std::to_string(hidden.size()) +
                        "\r\n\r\n" + hidden);
-  const std::string reason = "a GET request with a body is refused for a judged name (an origin could read the body "
-                             "as a request the judge never saw)";
+  const std::string reason = "a GET request with a body is refused (an origin may read the body as another request); "
+                             "send the body with POST";
   EXPECT_EQ(ReadToEnd(c.get()), "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: " +
                                     std::to_string(reason.size() + 6) + "\r\nConnection: close\r\n\r\nisb: " + reason + "\n");
   // The first request of a connection too (its admission judged the request, not what its body hides), chunked or
-  // not. (This test's classifier knows GET only; the parser's other methods are checked in JudgedBodyRefusal's test.)
+  // not. (The parser's other methods are checked in BodylessMethodRefusal's test.)
   for (std::string first : {"GET /judged/3 HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: 1\r\n\r\nx",
                                     "GET /judged/4 HTTP/1.1\r\nHost: allowed.test\r\nTransfer-Encoding: chunked\r\n\r\n"
                                     "1\r\nx\r\n0\r\n\r\n"}) {
@@ -636,6 +693,55 @@ TEST_F(ProxyTest, AJudgedNameRefusesAGetWithABody) {
                                                 "allowed.test GET /judged/4"}))
       << "the hidden request was never judged";
   EXPECT_EQ(denials_.size(), 3u) << "each refusal is reported";
+}
+
+// On any allowed name, a GET (or HEAD, DELETE, TRACE) with a body never reaches the origin: one that ignores such a
+// body would read a second request, for another host, from it. An empty body (Content-Length: 0) goes on.
+TEST_F(ProxyTest, AGetWithABodyNeverReachesAnOriginThatIgnoresBodies) {
+  const std::string hidden = "GET /b HTTP/1.1\r\nHost: bad.test\r\n\r\n";
+  const std::string ok = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+  auto refusal = [](const std::string& method) {
+    const std::string why = "a " + method + " request with a body is refused (an origin may read the body as another "
+                            "request); send the body with POST";
+    return "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: " + std::to_string(why.size() + 6) +
+           "\r\nConnection: close\r\n\r\nisb: " + why + "\n";
+  };
+  {
+    BodyIgnoringOrigin origin;
+    origin_port_ = origin.port();
+    Fd c = Connect();
+    SendAll(c.get(), "GET /a HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: " + std::to_string(hidden.size()) +
+                         "\r\n\r\n" + hidden);
+    EXPECT_EQ(ReadToEnd(c.get()), refusal("GET"));
+    c.Reset();
+    EXPECT_EQ(origin.hosts(), std::vector<std::string>{}) << "nothing reached the origin";
+  }
+  {
+    // A later request on a kept-alive connection, chunked, with another method.
+    BodyIgnoringOrigin origin;
+    origin_port_ = origin.port();
+    Fd c = Connect();
+    SendAll(c.get(), "GET /a HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: 0\r\n\r\n");
+    ASSERT_EQ(ReadN(c.get(), ok.size()), ok);
+    SendAll(c.get(), "DELETE /a HTTP/1.1\r\nHost: allowed.test\r\nTransfer-Encoding: chunked\r\n\r\n" +
+                         std::to_string(hidden.size()) + "\r\n" + hidden + "\r\n0\r\n\r\n");
+    EXPECT_EQ(ReadToEnd(c.get()), refusal("DELETE"));
+    c.Reset();
+    EXPECT_EQ(origin.hosts(), std::vector<std::string>{"allowed.test"}) << "only the bodiless GET reached the origin";
+  }
+  {
+    BodyIgnoringOrigin origin;  // a body on POST is its own and goes on
+    origin_port_ = origin.port();
+    Fd c = Connect();
+    SendAll(c.get(), "GET /a HTTP/1.1\r\nHost: allowed.test\r\n\r\n");
+    ASSERT_EQ(ReadN(c.get(), ok.size()), ok);
+    SendAll(c.get(), "POST /a HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: 2\r\n\r\nhi");
+    ASSERT_EQ(ReadN(c.get(), ok.size()), ok);
+    c.Reset();
+    EXPECT_EQ(origin.hosts(), (std::vector<std::string>{"allowed.test", "allowed.test"}));
+  }
+  std::lock_guard lock(mu_);
+  EXPECT_EQ(denials_.size(), 2u) << "each refusal is reported";
 }
 
 // After an Upgrade request, bytes that are no HTTP request are the new protocol: relayed untouched from there on.
@@ -858,7 +964,7 @@ TEST_F(ProxyTest, ConnectionsResetMidTransferNeverCrossBytesWithOthers) {
   auto client = [&](int t) {
     for (int round = 0; round < kRounds && failures == 0; ++round) {
       Fd c = Connect();
-      std::string request = "GET /" + std::to_string(t) + " HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: 262144\r\n\r\n";
+      std::string request = "POST /" + std::to_string(t) + " HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: 262144\r\n\r\n";
       SendAll(c.get(), request);
       if (ReadN(c.get(), request.size()) != request) ++failures;
       std::string payload = pattern(t, round, 256 << 10);  // the body
