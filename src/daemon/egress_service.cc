@@ -42,6 +42,10 @@ Result<egress::EgressSpec> ParseSandboxEgress(const nlohmann::json& value) { ret
 Result<std::unique_ptr<EgressService>> EgressService::Start(EgressOptions options) {
   ISB_ASSIGN_OR_RETURN(net::Subnet subnet, net::ParseSubnet(options.subnet));
   ISB_TRY(net::CheckIfnamePrefix(options.ifname_prefix, subnet));
+  // Before anything is looked at or changed: another live daemon's table, veths or subnet are not this one's.
+  const std::string holder = options.holder.empty() ? "pid " + std::to_string(::getpid()) : options.holder;
+  ISB_ASSIGN_OR_RETURN(EgressClaims claims,
+                       EgressClaims::Take(options.claim_dir, options.table, options.ifname_prefix, subnet, holder));
   ISB_ASSIGN_OR_RETURN(std::vector<net::Subnet> routes, net::HostRoutes());
   // Our own veths' routes from a previous run are in the table too; they are ours, not an overlap.
   std::erase_if(routes, [&](const net::Subnet& r) { return r.prefix_len == 30 && subnet.Contains(r.base); });
@@ -54,14 +58,19 @@ Result<std::unique_ptr<EgressService>> EgressService::Start(EgressOptions option
     options.judge.pins = options.pins;
     ISB_ASSIGN_OR_RETURN(judge, egress::Judge::Create(options.judge));
   }
-  std::unique_ptr<EgressService> s(new EgressService(std::move(options), subnet, std::move(dialer)));
+  std::unique_ptr<EgressService> s(
+      new EgressService(std::move(options), subnet, std::move(dialer), std::move(claims)));
   s->judge_ = std::move(judge);
   ISB_TRY(s->StartServers());
   return s;
 }
 
-EgressService::EgressService(EgressOptions options, net::Subnet subnet, egress::Dialer dialer)
-    : options_(std::move(options)), subnet_(subnet), pool_(subnet), dialer_(std::move(dialer)) {}
+EgressService::EgressService(EgressOptions options, net::Subnet subnet, egress::Dialer dialer, EgressClaims claims)
+    : claims_(std::move(claims)),
+      options_(std::move(options)),
+      subnet_(subnet),
+      pool_(subnet),
+      dialer_(std::move(dialer)) {}
 
 Status EgressService::StartServers() {
   egress::ProxyHooks h;

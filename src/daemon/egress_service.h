@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "daemon/egress_claims.h"
 #include "egress/cert_minter.h"
 #include "egress/dialer.h"
 #include "egress/judge.h"
@@ -44,6 +45,10 @@ struct EgressOptions {
   // forwarding, so that a later daemon knows the forwarding is isb's. Without one, open egress on a host that
   // does not forward is refused.
   std::string state_dir;
+  // Where the table, veth prefix and subnet are claimed against other daemons on the host (egress_claims.h), and
+  // who this daemon is in a refusal of another's ("pid N, state dir D").
+  std::string claim_dir = kEgressClaimDir;
+  std::string holder;
   // A connection refused: called for the first refusal of each sandbox and target every 30 s (the proxy's window),
   // from the proxy's threads, with the sandbox's org; for the audit log.
   std::function<void(const std::string& id, const std::string& org, const std::string& target,
@@ -100,7 +105,7 @@ class EgressService {
     bool attached = false;
     std::string org;
   };
-  explicit EgressService(EgressOptions options, net::Subnet subnet, egress::Dialer dialer);
+  explicit EgressService(EgressOptions options, net::Subnet subnet, egress::Dialer dialer, EgressClaims claims);
   Status StartServers();
   net::SandboxRules RulesFor(const Entry& e) const;
   // Open sandboxes are routed by the host: turns its IPv4 forwarding on if it is off (see the .cc).
@@ -112,6 +117,7 @@ class EgressService {
   egress::Admission Decide(const std::string& id, const std::string& host, uint16_t port, const std::string& method,
                            const std::string& path);
 
+  EgressClaims claims_;  // first in, last out: held until the rules are gone
   EgressOptions options_;
   net::Subnet subnet_;
   net::AddressPool pool_;

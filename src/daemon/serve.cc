@@ -138,6 +138,7 @@ int Serve(const ServeOptions& options) {
   }
   egress_options.table = egress_options.ifname_prefix = options.egress_table;
   egress_options.state_dir = options.state_dir;  // where it records turning IPv4 forwarding on, for open sandboxes
+  egress_options.holder = "pid " + std::to_string(::getpid()) + ", state dir " + options.state_dir;
   // The table names the veths too (<table>-<slot>): one that cannot is a flag given wrong. (A subnet that does not
   // parse is the egress service's to report.)
   if (auto subnet = net::ParseSubnet(options.sandbox_subnet); subnet.ok()) {
@@ -152,7 +153,10 @@ int Serve(const ServeOptions& options) {
   egress_options.judge = options.judge;
   if (egress_options.judge.ca_file.empty()) egress_options.judge.ca_file = options.egress_ca;  // one extra trust for both
   auto egress = EgressService::Start(egress_options);
-  if (!egress.ok()) return Fail("egress: " + egress.error().message);
+  // Another live daemon's table or subnet: a flag to change, as for a port in use.
+  if (!egress.ok())
+    return Fail("egress: " + egress.error().message,
+                egress.error().code == Code::kConflict ? kExitUsage : kExitFailed);
   Log("egress: proxy on port " + std::to_string((*egress)->proxy_port()) + ", DNS on port " +
       std::to_string((*egress)->dns_port()) + ", sandbox subnet " + options.sandbox_subnet);
 

@@ -95,6 +95,9 @@ class EgressServiceTest : public ::testing::Test {
     char dir[] = "/tmp/isb-egress-state-XXXXXX";
     ASSERT_NE(::mkdtemp(dir), nullptr);
     state_dir_ = dir;
+    char claims[] = "/tmp/isb-egress-claims-XXXXXX";
+    ASSERT_NE(::mkdtemp(claims), nullptr);
+    claim_dir_ = claims;
   }
 
   void InHost(const std::function<void()>& body) {
@@ -132,6 +135,7 @@ class EgressServiceTest : public ::testing::Test {
   // The service on 10.250.0.0/24, recording in `state_dir` when one is given.
   static Result<std::unique_ptr<EgressService>> StartOn(const std::string& state_dir = "") {
     EgressOptions o;
+    o.claim_dir = claim_dir_;
     o.subnet = "10.250.0.0/24";
     o.state_dir = state_dir;
     return EgressService::Start(o);
@@ -162,6 +166,7 @@ class EgressServiceTest : public ::testing::Test {
 
   void TearDown() override {
     StopAll();
+    if (!claim_dir_.empty()) std::filesystem::remove_all(claim_dir_);
     if (state_dir_.empty()) return;
     std::filesystem::remove_all(state_dir_);
     EXPECT_FALSE(std::filesystem::exists(state_dir_));
@@ -192,6 +197,7 @@ class EgressServiceTest : public ::testing::Test {
   pid_t origin_ = -1, sandbox_ = -1;
   std::string origin_dir_;
   std::string state_dir_;  // the daemon's, for the forwarding marker
+  static inline std::string claim_dir_;  // where services claim their table, veths and subnet
 };
 
 // Connects from `ns` to the public server at 11.0.0.1:80 (testing::Internet) and returns the source address it saw.
@@ -212,6 +218,7 @@ TEST_F(EgressServiceTest, ABlockListResolvesANameBlockedOnSomePortsOnly) {
   InHost([&] {
     StartOrigin();
     EgressOptions o;
+    o.claim_dir = claim_dir_;
     o.subnet = "10.250.0.0/24";
     o.pins = {*egress::ParsePin("partly.test=127.0.0.1:18080")};
     Result<std::unique_ptr<EgressService>> svc = EgressService::Start(o);
@@ -239,6 +246,7 @@ TEST_F(EgressServiceTest, AListedSandboxReachesItsNamesThroughTheProxyAndNothing
   InHost([&] {
     StartOrigin();
     EgressOptions o;
+    o.claim_dir = claim_dir_;
     o.subnet = "10.250.0.0/24";
     o.pins = {*egress::ParsePin("allowed.test=127.0.0.1:18080"), *egress::ParsePin("other.test=127.0.0.1:18080")};
     Result<std::unique_ptr<EgressService>> svc = EgressService::Start(o);
@@ -342,6 +350,7 @@ TEST_F(EgressServiceTest, JudgedNamesAreDecidedPerRequestByTheJudge) {
                                          .dump());
     });
     EgressOptions o;
+    o.claim_dir = claim_dir_;
     o.subnet = "10.250.0.0/24";
     o.pins = {*egress::ParsePin("judged.test=127.0.0.1:18080"),
               *egress::ParsePin("judge.test=127.0.0.1:" + std::to_string(judge_server.port()))};
@@ -497,6 +506,7 @@ TEST_F(EgressServiceTest, AnOpenSandboxResolvesNamesThroughTheHostsResolver) {
                      "    s.sendto(bytes(r), a)\n"});
     ASSERT_GT(origin_, 0);
     EgressOptions o;
+    o.claim_dir = claim_dir_;
     o.subnet = "10.250.0.0/24";
     o.state_dir = state_dir_;
     o.dns_upstreams = {*net::ParseDnsUpstream("127.0.0.1:5300")};
@@ -554,6 +564,58 @@ TEST_F(EgressServiceTest, ForwardingThatWasOnIsLeftRoutingEverythingItRouted) {
   });
 }
 
+// Two daemons on one host: the second may not take the table (and veth prefix) or a subnet overlapping the one a
+// live first one holds, whatever else differs; the refusal names the holder and the flag. Once the first is gone,
+// its claims are free (a crash frees them likewise: they are locks of its process).
+TEST_F(EgressServiceTest, ASecondServiceOnATableOrSubnetALiveOneHoldsIsRefused) {
+  InHost([&] {
+    EgressOptions o;
+    o.claim_dir = claim_dir_;
+    o.subnet = "10.250.0.0/24";
+    o.holder = "pid 1, state dir /var/lib/first";
+    Result<std::unique_ptr<EgressService>> first = EgressService::Start(o);
+    ASSERT_TRUE(first.ok()) << first.error().message;
+    const std::string rules = RunIn("/proc/thread-self/ns/net", {"nft", "list", "table", "inet", "isb"});
+
+    EgressOptions same_table = o;
+    same_table.subnet = "10.251.0.0/24";
+    same_table.holder = "pid 2";
+    Result<std::unique_ptr<EgressService>> second = EgressService::Start(same_table);
+    ASSERT_FALSE(second.ok());
+    EXPECT_EQ(second.error().code, Code::kConflict);
+    EXPECT_EQ(second.error().message, "the nftables table \"isb\" is held by another isb (pid 1, state dir "
+                                      "/var/lib/first) on this host; give this daemon another with --egress-table");
+
+    EgressOptions same_subnet = o;
+    same_subnet.table = same_subnet.ifname_prefix = "other";
+    same_subnet.subnet = "10.250.0.0/16";  // contains the first's
+    second = EgressService::Start(same_subnet);
+    ASSERT_FALSE(second.ok());
+    EXPECT_EQ(second.error().code, Code::kConflict);
+    EXPECT_EQ(second.error().message, "the sandbox subnet 10.250.0.0/16 overlaps 10.250.0.0/24, held by another isb "
+                                      "(pid 1, state dir /var/lib/first) on this host; give this daemon another with "
+                                      "--sandbox-subnet");
+    same_subnet.subnet = "10.250.0.0/24";
+    EXPECT_EQ(EgressService::Start(same_subnet).error().message,
+              "the sandbox subnet 10.250.0.0/24 is held by another isb (pid 1, state dir /var/lib/first) on this "
+              "host; give this daemon another with --sandbox-subnet");
+    EXPECT_EQ(RunIn("/proc/thread-self/ns/net", {"nft", "list", "table", "inet", "isb"}), rules)
+        << "the refused ones changed nothing of the first's";
+    EXPECT_EQ(RunIn("/proc/thread-self/ns/net", {"nft", "list", "tables"}), "table inet isb\n");
+
+    // Apart in both, a second runs beside the first; and once the first is gone, its table and subnet are free.
+    same_subnet.subnet = "10.251.0.0/24";
+    second = EgressService::Start(same_subnet);
+    ASSERT_TRUE(second.ok()) << second.error().message;
+    first->reset();
+    second->reset();
+    first = EgressService::Start(o);
+    ASSERT_TRUE(first.ok()) << first.error().message;
+    first->reset();
+    StopAll();
+  });
+}
+
 // A daemon restarted while an open sandbox runs finds forwarding on: the marker says an earlier isb turned it on, so
 // from its very first ruleset the host routes sandboxes only, and the adopted sandbox still reaches the public server.
 TEST_F(EgressServiceTest, ARestartedServiceKeepsTheForwardingAnEarlierOneTurnedOnForSandboxesOnly) {
@@ -563,6 +625,7 @@ TEST_F(EgressServiceTest, ARestartedServiceKeepsTheForwardingAnEarlierOneTurnedO
   InHost([&] {
     SetForwarding("0");
     EgressOptions o;
+    o.claim_dir = claim_dir_;
     o.subnet = "10.250.0.0/24";
     o.state_dir = state_dir_;
     egress::EgressSpec open = *ParseSandboxEgress("open");

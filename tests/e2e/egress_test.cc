@@ -151,6 +151,38 @@ TEST_F(EgressTest, HttpsToAListedNameByConnectAndBySniAndAnUnlistedSniGetsAnAler
   EXPECT_EQ(Curl(id, {"-o", "/dev/null", "-w", "%{http_connect}", "https://other.test/"}), "403");
 }
 
+// A second isb serve on the host, on the running daemon's table or on its subnet, exits 2 at start-up naming the
+// holder and the flag to change, and leaves the first's rules and sandbox network as they were.
+TEST_F(EgressTest, ASecondDaemonOnTheSameTableOrSubnetIsRefused) {
+  std::string id = CreateSandbox({{"egress", {"allowed.test"}}});
+  auto table = [] { return RunProcess({"/usr/sbin/nft", "list", "table", "inet", kEgressTable}).out; };
+  const std::string rules = table();
+  ASSERT_NE(rules.find(kEgressTable), std::string::npos) << rules;
+  const std::string other_state = temp_dir() + "/second";
+  const std::string holder = "another isb (pid " + std::to_string(daemon_pid()) + ", state dir " + state_dir() + ")";
+  auto second = [&](const std::string& table_name, const std::string& subnet) {
+    return RunProcess({ISB_BINARY, "serve", "--listen", "127.0.0.1:0", "--state-dir", other_state, "--egress-table",
+                       table_name, "--sandbox-subnet", subnet},
+                      "", 20s);
+  };
+  ProcResult r = second(kEgressTable, "198.20.0.0/16");
+  EXPECT_EQ(r.exit_status, 2) << r.Describe();
+  EXPECT_NE(r.err.find(std::string("egress: the nftables table \"") + kEgressTable + "\" is held by " + holder +
+                       " on this host; give this daemon another with --egress-table"),
+            std::string::npos)
+      << r.err;
+  r = second("isbe2ex", "198.19.128.0/17");
+  EXPECT_EQ(r.exit_status, 2) << r.Describe();
+  EXPECT_NE(r.err.find("egress: the sandbox subnet 198.19.128.0/17 overlaps 198.19.0.0/16, held by " + holder +
+                       " on this host; give this daemon another with --sandbox-subnet"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(table(), rules);
+  EXPECT_EQ(RunProcess({"/usr/sbin/nft", "list", "table", "inet", "isbe2ex"}).exit_status, 1)
+      << "the refused daemon made no table";
+  EXPECT_EQ(Exec(id, {"true"})["exit_code"], 0);
+}
+
 TEST_F(EgressTest, AListedSandboxReachesItsNamesAndNothingElse) {
   StartOriginAndPin({"allowed.test", "unlisted.test"});
   std::string id = CreateSandbox({{"egress", {"allowed.test:80"}}});
