@@ -17,8 +17,10 @@
 namespace isb::audit {
 
 // The events a sandbox goes through; History::Record refuses any other.
-inline constexpr std::string_view kHistoryEvents[] = {"created", "started", "stopped", "oom",    "reaped",
-                                                      "adopted", "removed", "extended"};
+// "network": the host's side of its network was changed by another program (reason "rules_deleted",
+// "rules_changed" or "veth_removed").
+inline constexpr std::string_view kHistoryEvents[] = {"created", "started", "stopped",  "oom",    "reaped",
+                                                      "adopted", "removed", "extended", "network"};
 
 struct HistoryEntry {
   std::string sandbox{};  // the sandbox's id

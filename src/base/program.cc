@@ -42,15 +42,20 @@ std::string ReadSome(int fd, size_t limit) {
 
 }  // namespace
 
-Result<ProgramExit> RunProgram(const std::vector<std::string>& argv, std::string_view input) {
+Result<ProgramExit> RunProgram(const std::vector<std::string>& argv, std::string_view input, size_t stdout_limit) {
   if (argv.empty()) return Error::Msg("no program to run");
   ISB_ASSIGN_OR_RETURN(Pipe in, MakePipe());
   ISB_ASSIGN_OR_RETURN(Pipe err, MakePipe());
+  Pipe out_pipe;
+  if (stdout_limit > 0) {
+    ISB_ASSIGN_OR_RETURN(out_pipe, MakePipe());
+  }
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_adddup2(&fa, in.read.get(), 0);
   posix_spawn_file_actions_adddup2(&fa, err.write.get(), 2);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  if (stdout_limit > 0) posix_spawn_file_actions_adddup2(&fa, out_pipe.write.get(), 1);
+  else posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
   std::vector<std::string> copy = argv;
   std::vector<char*> args;
   for (std::string& a : copy) args.push_back(a.data());
@@ -72,10 +77,12 @@ Result<ProgramExit> RunProgram(const std::vector<std::string>& argv, std::string
   if (rc != 0) return Error::Sys("start " + argv[0], rc);
   in.read.Reset();
   err.write.Reset();
+  out_pipe.write.Reset();
   // Programs run here read their whole input before they report anything: writing first cannot deadlock.
   WriteAll(in.write.get(), input);
   in.write.Reset();
   ProgramExit out;
+  if (stdout_limit > 0) out.stdout_text = ReadSome(out_pipe.read.get(), stdout_limit);
   out.stderr_text = ReadSome(err.read.get(), 4096);
   while (::waitpid(pid, &out.status, 0) < 0 && errno == EINTR) {
   }

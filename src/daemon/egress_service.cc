@@ -1,6 +1,7 @@
 #include "daemon/egress_service.h"
 
 #include <fcntl.h>
+#include <net/if.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -125,11 +126,77 @@ Status EgressService::StartServers() {
   fc.dns_port = dns_->port();
   // From the first apply on: the table this one replaces may be all that kept the host from routing for others.
   ISB_ASSIGN_OR_RETURN(fc.forward_only_sandboxes, ForwardingIsIsbs(options_.state_dir));
-  firewall_ = std::make_unique<net::Firewall>(fc);
-  return firewall_->Sync();
+  firewall_ = std::make_unique<net::Firewall>(fc, [this] {
+    std::lock_guard lock(watch_mu_);
+    watch_now_ = true;
+    watch_cv_.notify_one();
+  });
+  ISB_TRY(firewall_->Sync());
+  // The thread shares this one's network namespace (a test's own), where the table and veths are.
+  if (options_.watch_interval_ms > 0) watch_ = std::thread([this] { Watch(); });
+  return {};
+}
+
+void EgressService::Watch() {
+  std::unique_lock lock(watch_mu_);
+  for (;;) {
+    watch_cv_.wait_for(lock, std::chrono::milliseconds(options_.watch_interval_ms),
+                       [&] { return watch_stop_ || watch_now_; });
+    if (watch_stop_) return;
+    const bool soon = watch_now_;
+    watch_now_ = false;
+    lock.unlock();
+    // Right after an apply: a moment for the callers' next applies (a burst of creates), then one reference.
+    if (soon) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    CheckNetwork();
+    lock.lock();
+  }
+}
+
+void EgressService::CheckNetwork() {
+  Result<std::string> found = firewall_->Restore();
+  struct Affected {
+    std::string id, org, ifname;
+  };
+  std::vector<Affected> attached, lost;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [id, e] : by_id_) {
+      if (!e.attached) continue;
+      Affected a{id, e.org, net::HostIfname(options_.ifname_prefix, e.slot)};
+      attached.push_back(a);
+      if (e.veth_lost || ::if_nametoindex(a.ifname.c_str()) != 0) continue;
+      e.veth_lost = true;
+      lost.push_back(a);
+    }
+  }
+  auto tell = [&](const std::string& id, const std::string& org, const std::string& reason) {
+    if (options_.on_network_event) options_.on_network_event(id, org, reason);
+  };
+  if (!found.ok()) {
+    std::fprintf(stderr, "isb: egress: cannot check the table inet %s: %s\n", options_.table.c_str(),
+                 found.error().message.c_str());
+  } else if (!found->empty()) {
+    std::fprintf(stderr,
+                 "isb: egress: the table inet %s was %s under this daemon by another program; restored it (%zu "
+                 "sandboxes with a network)\n",
+                 options_.table.c_str(), found->c_str(), attached.size());
+    for (const Affected& a : attached) tell(a.id, a.org, "rules_" + *found);
+  }
+  for (const Affected& a : lost) {
+    std::fprintf(stderr, "isb: egress: %s: its veth %s was removed by another program; it has no network until it "
+                 "is restarted\n", a.id.c_str(), a.ifname.c_str());
+    tell(a.id, a.org, "veth_removed");
+  }
 }
 
 EgressService::~EgressService() {
+  {
+    std::lock_guard lock(watch_mu_);
+    watch_stop_ = true;
+    watch_cv_.notify_one();
+  }
+  if (watch_.joinable()) watch_.join();
   proxy_.reset();
   dns_.reset();
   std::lock_guard lock(mu_);
@@ -214,7 +281,10 @@ Status EgressService::Attach(const std::string& id, pid_t pid) {
     return s;
   }
   std::lock_guard lock(mu_);
-  if (auto it = by_id_.find(id); it != by_id_.end()) it->second.attached = true;
+  if (auto it = by_id_.find(id); it != by_id_.end()) {
+    it->second.attached = true;
+    it->second.veth_lost = false;
+  }
   return {};
 }
 

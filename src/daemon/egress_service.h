@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -12,6 +13,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/result.h"
@@ -54,6 +56,11 @@ struct EgressOptions {
   std::function<void(const std::string& id, const std::string& org, const std::string& target,
                      const std::string& reason)>
       on_refusal;
+  // The host's side of the sandboxes' networks changed under the daemon, by another program: `reason` is
+  // "rules_deleted" or "rules_changed" (the table was restored at once) or "veth_removed" (the sandbox has no network
+  // until it is restarted). Called from the watch thread for each sandbox affected; for its history.
+  std::function<void(const std::string& id, const std::string& org, const std::string& reason)> on_network_event;
+  int watch_interval_ms = 2000;  // how often the table and the veths are looked at
 };
 
 // In EgressOptions::state_dir while IPv4 forwarding is on because an isb turned it on: the boot's id
@@ -104,9 +111,16 @@ class EgressService {
     std::shared_ptr<const egress::EgressPolicy> policy;
     bool attached = false;
     std::string org;
+    bool veth_lost = false;  // reported once, until it is attached again
   };
   explicit EgressService(EgressOptions options, net::Subnet subnet, egress::Dialer dialer, EgressClaims claims);
   Status StartServers();
+  // The watch thread: every watch_interval_ms (and soon after each apply, to take the new table as the reference),
+  // CheckNetwork.
+  void Watch();
+  // Restores a table deleted or changed by someone else and reports veths that went; logs and calls
+  // on_network_event for each sandbox affected.
+  void CheckNetwork();
   net::SandboxRules RulesFor(const Entry& e) const;
   // Open sandboxes are routed by the host: turns its IPv4 forwarding on if it is off (see the .cc).
   Status EnsureForwarding();
@@ -131,6 +145,11 @@ class EgressService {
   std::mutex mu_;
   std::map<std::string, Entry> by_id_;
   std::map<uint32_t, std::string> by_slot_;
+  std::mutex watch_mu_;
+  std::condition_variable watch_cv_;
+  bool watch_stop_ = false;
+  bool watch_now_ = false;  // an apply happened: look soon
+  std::thread watch_;
 };
 
 // The spec's egress field as the daemon stores it and gives it back.

@@ -138,6 +138,26 @@ int Serve(const ServeOptions& options) {
   }
   egress_options.table = egress_options.ifname_prefix = options.egress_table;
   egress_options.state_dir = options.state_dir;  // where it records turning IPv4 forwarding on, for open sandboxes
+  // The history opens after egress starts and closes before it stops; outside that a change under the daemon is
+  // logged only.
+  struct HistorySlot {
+    std::mutex mu;
+    audit::History* history = nullptr;
+  };
+  auto history_for_egress = std::make_shared<HistorySlot>();
+  egress_options.on_network_event = [history_for_egress](const std::string& id, const std::string& org,
+                                                         const std::string& reason) {
+    std::lock_guard lock(history_for_egress->mu);
+    audit::History* h = history_for_egress->history;
+    if (h == nullptr) return;
+    audit::HistoryEntry e;
+    e.sandbox = id;
+    e.org = org;
+    e.event = "network";
+    e.actor_kind = "system";
+    e.reason = reason;
+    if (auto r = h->Record(e); !r.ok()) Log("history: " + id + " network " + reason + " not recorded: " + r.error().message);
+  };
   egress_options.holder = "pid " + std::to_string(::getpid()) + ", state dir " + options.state_dir;
   // The table names the veths too (<table>-<slot>): one that cannot is a flag given wrong. (A subnet that does not
   // parse is the egress service's to report.)
@@ -168,6 +188,17 @@ int Serve(const ServeOptions& options) {
   auto history = audit::History::Open(*db->get());
   if (!history.ok()) return Fail("history: " + history.error().message);
   manager_options.history = history->get();
+  {
+    std::lock_guard lock(history_for_egress->mu);
+    history_for_egress->history = history->get();
+  }
+  struct ClearOnExit {
+    HistorySlot& slot;
+    ~ClearOnExit() {
+      std::lock_guard lock(slot.mu);
+      slot.history = nullptr;
+    }
+  } clear_history_for_egress{*history_for_egress};
   SandboxManager manager(manager_options, &spawner, db->get(), *layout);
   auto adopted = manager.Adopt();
   if (!adopted.ok()) return Fail(adopted.error().message);

@@ -1,5 +1,6 @@
 #include "net/firewall.h"
 
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -178,7 +179,48 @@ Status Firewall::ApplyLocked() {
   std::vector<SandboxRules> all;
   all.reserve(sandboxes_.size());
   for (const auto& [name, r] : sandboxes_) all.push_back(r);
-  return ApplyRuleset(RenderRuleset(config_, all));
+  Status s = ApplyRuleset(RenderRuleset(config_, all));
+  if (s.ok()) {
+    ++applied_;
+    if (on_applied_) on_applied_();
+  }
+  return s;
+}
+
+namespace {
+
+// The table as the kernel has it, without counters; nullopt when there is no such table.
+Result<std::optional<std::string>> ListTable(const std::string& table) {
+  Result<ProgramExit> exit = RunProgram({"nft", "-s", "list", "table", "inet", table}, {}, 16 << 20);
+  if (!exit.ok()) return Error::Sys("starting nft (install the nftables package)", exit.error().err);
+  if (!exit->ok()) {
+    if (exit->stderr_text.find("No such file or directory") != std::string::npos) return std::optional<std::string>();
+    return Error::Msg("nft list table inet " + table + ": " + exit->stderr_text);
+  }
+  return std::optional<std::string>(exit->stdout_text);
+}
+
+}  // namespace
+
+Result<std::string> Firewall::Restore() {
+  std::lock_guard lock(mu_);
+  if (applied_ == 0) return std::string();  // nothing applied yet
+  ISB_ASSIGN_OR_RETURN(std::optional<std::string> now, ListTable(config_.table));
+  std::string found;
+  if (!now) found = "deleted";
+  else if (referenced_ != applied_) {
+    reference_ = *now;
+    referenced_ = applied_;
+    return std::string();
+  } else if (*now != reference_) {
+    found = "changed";
+  }
+  if (found.empty()) return found;
+  ISB_TRY(ApplyLocked());
+  ISB_ASSIGN_OR_RETURN(now, ListTable(config_.table));
+  reference_ = now.value_or("");
+  referenced_ = applied_;
+  return found;
 }
 
 }  // namespace isb::net

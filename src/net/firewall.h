@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -43,11 +44,18 @@ Status DeleteTable(const std::string& table);
 // The rules of every sandbox with a network, kept in step with the kernel.
 class Firewall {
  public:
-  explicit Firewall(FirewallConfig config) : config_(std::move(config)) {}
+  // `on_applied`, when given, is called after each apply (with the firewall's lock held: it may only signal).
+  explicit Firewall(FirewallConfig config, std::function<void()> on_applied = nullptr)
+      : config_(std::move(config)), on_applied_(std::move(on_applied)) {}
   Status Set(const SandboxRules& rules);
   Status Remove(const std::string& ifname);
   // Reapplies the whole table (at start-up, after adopting sandboxes).
   Status Sync();
+  // Whether the kernel's table is still the one last applied: someone else (`nft`, another program) may delete or
+  // change it. The first call after an apply takes the kernel's table as the reference. When it differs, the table
+  // is applied again and the answer says what was found ("deleted", "changed"); "" when intact. Errors: nft could
+  // not be run, or the table could not be applied again.
+  Result<std::string> Restore();
   // Sets forward_only_sandboxes and reapplies; on failure the kernel and the config keep the previous value.
   Status SetForwardOnlySandboxes(bool on);
   FirewallConfig config() const {
@@ -60,6 +68,10 @@ class Firewall {
   FirewallConfig config_;
   mutable std::mutex mu_;
   std::map<std::string, SandboxRules> sandboxes_;
+  std::function<void()> on_applied_;
+  uint64_t applied_ = 0;     // applies so far
+  uint64_t referenced_ = 0;  // the apply reference_ was listed after
+  std::string reference_;    // `nft -s list table` after that apply (counters left out)
 };
 
 }  // namespace isb::net

@@ -616,6 +616,58 @@ TEST_F(EgressServiceTest, ASecondServiceOnATableOrSubnetALiveOneHoldsIsRefused) 
   });
 }
 
+// A table deleted or changed under a live service by another program is noticed within seconds, restored, and told
+// for each sandbox with a network (the daemon records it in their history); a veth removed likewise, once.
+TEST_F(EgressServiceTest, RulesChangedUnderALiveServiceAreRestoredAndReported) {
+  InHost([&] {
+    std::mutex mu;
+    std::vector<std::string> told;
+    EgressOptions o;
+    o.claim_dir = claim_dir_;
+    o.subnet = "10.250.0.0/24";
+    o.watch_interval_ms = 100;
+    o.on_network_event = [&](const std::string& id, const std::string& org, const std::string& reason) {
+      std::lock_guard lock(mu);
+      told.push_back(id + " " + org + " " + reason);
+    };
+    Result<std::unique_ptr<EgressService>> svc = EgressService::Start(o);
+    ASSERT_TRUE(svc.ok()) << svc.error().message;
+    std::string ns = StartSandbox();
+    ASSERT_TRUE((*svc)->Prepare("sb-1", *ParseSandboxEgress(nlohmann::json{"a.test"}), "acme").ok());
+    ASSERT_TRUE((*svc)->Attach("sb-1", sandbox_).ok());
+    const std::string here = "/proc/thread-self/ns/net";
+    auto listing = [&] { return RunIn(here, {"nft", "-s", "list", "table", "inet", "isb"}); };
+    const std::string rules = listing();
+    ASSERT_NE(rules.find("isb-0"), std::string::npos) << rules;
+    auto await_told = [&](size_t n) {
+      for (int i = 0; i < 100; ++i) {
+        {
+          std::lock_guard lock(mu);
+          if (told.size() >= n) return;
+        }
+        ::usleep(50000);
+      }
+    };
+    ::usleep(300000);  // the service has taken the applied table as its reference
+    RunIn(here, {"nft", "delete", "table", "inet", "isb"});
+    await_told(1);
+    EXPECT_EQ(listing(), rules) << "restored";
+    RunIn(here, {"nft", "flush", "chain", "inet", "isb", "forward"});
+    await_told(2);
+    EXPECT_EQ(listing(), rules) << "restored";
+    RunIn(here, {"ip", "link", "del", "isb-0"});
+    await_told(3);
+    ::usleep(300000);  // told once only
+    {
+      std::lock_guard lock(mu);
+      EXPECT_EQ(told, (std::vector<std::string>{"sb-1 acme rules_deleted", "sb-1 acme rules_changed",
+                                                "sb-1 acme veth_removed"}));
+    }
+    (*svc)->Release("sb-1");
+    StopAll();
+  });
+}
+
 // A daemon restarted while an open sandbox runs finds forwarding on: the marker says an earlier isb turned it on, so
 // from its very first ruleset the host routes sandboxes only, and the adopted sandbox still reaches the public server.
 TEST_F(EgressServiceTest, ARestartedServiceKeepsTheForwardingAnEarlierOneTurnedOnForSandboxesOnly) {
