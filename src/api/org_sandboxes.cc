@@ -21,11 +21,12 @@ std::string MiB(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
 Status CheckQuota(const std::string& org, const identity::Quota& quota, const std::vector<SandboxInfo>& existing,
                   const SandboxSpec& spec) {
   double cpus = 0;
-  uint64_t memory = 0, disk = 0;
+  uint64_t memory = 0, disk = 0, pids = 0;
   for (const SandboxInfo& s : existing) {
     cpus += s.spec.cpus;
     memory += s.spec.mem_limit;
     disk += s.spec.disk;
+    pids += s.spec.pids;
   }
   const std::string who = "quota: org '" + org + "' ";
   if (quota.instances && static_cast<int64_t>(existing.size()) + 1 > *quota.instances) {
@@ -43,6 +44,11 @@ Status CheckQuota(const std::string& org, const identity::Quota& quota, const st
   if (quota.disk && disk + spec.disk > static_cast<uint64_t>(*quota.disk)) {
     return Error::Of(Code::kForbidden, who + "may be allocated " + MiB(*quota.disk) + " of disk; it has " + MiB(disk) +
                                            " and this sandbox asks for " + MiB(spec.disk));
+  }
+  if (quota.pids && pids + spec.pids > static_cast<uint64_t>(*quota.pids)) {
+    return Error::Of(Code::kForbidden, who + "may be allocated " + std::to_string(*quota.pids) + " pids; it has " +
+                                           std::to_string(pids) + " and this sandbox asks for " +
+                                           std::to_string(spec.pids));
   }
   return {};
 }

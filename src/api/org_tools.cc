@@ -31,6 +31,7 @@ json QuotaJson(const identity::Quota& q) {
   out["memory"] = q.memory ? json(*q.memory) : json(nullptr);
   out["instances"] = q.instances ? json(*q.instances) : json(nullptr);
   out["disk"] = q.disk ? json(*q.disk) : json(nullptr);
+  out["pids"] = q.pids ? json(*q.pids) : json(nullptr);
   return out;
 }
 
@@ -40,7 +41,8 @@ json QuotaSchema() {
           {"properties", {{"cpus", {{"type", {"number", "null"}}}},
                           {"memory", {{"type", {"integer", "null"}}}},
                           {"instances", {{"type", {"integer", "null"}}}},
-                          {"disk", {{"type", {"integer", "null"}}}}}}};
+                          {"disk", {{"type", {"integer", "null"}}}},
+                          {"pids", {{"type", {"integer", "null"}}}}}}};
 }
 
 json MemberJson(const identity::Member& m) {
@@ -105,13 +107,14 @@ Status AddOrgLifecycle(Registry& reg, identity::IdentityStore& store) {
   ISB_TRY(reg.Add(Tool{
       "org_quota_set", "Set the org's quota",
       "Replaces the call's org's quota (platform admins): the most cpus, memory (bytes), disk (bytes of writable "
-      "layers) and sandboxes its sandboxes "
+      "layers), pids (processes and threads) and sandboxes its sandboxes "
       "may be allocated in all, running or stopped. An absent field is no limit. sandbox_create is refused beyond it, "
       "naming the quota and the current use.",
       Object({{"cpus", {{"type", "number"}, {"minimum", 0.001}, {"maximum", 1e6}, {"description", "Cores."}}},
               {"memory", Int("Bytes.", 1, INT64_MAX)},
               {"instances", Int("Sandboxes.", 0, 1000000)},
-              {"disk", Int("Bytes of writable layers (each sandbox's disk).", 1, INT64_MAX)}},
+              {"disk", Int("Bytes of writable layers (each sandbox's disk).", 1, INT64_MAX)},
+              {"pids", Int("Processes and threads (each sandbox's pids).", 1, INT64_MAX)}},
              {}),
       with_quota, ToolAnnotations{.idempotent = true}, false,
       [&store](const json& in, const CallContext& ctx) -> Result<json> {
@@ -120,6 +123,7 @@ Status AddOrgLifecycle(Registry& reg, identity::IdentityStore& store) {
         if (in.contains("memory")) q.memory = in["memory"].get<int64_t>();
         if (in.contains("instances")) q.instances = in["instances"].get<int64_t>();
         if (in.contains("disk")) q.disk = in["disk"].get<int64_t>();
+        if (in.contains("pids")) q.pids = in["pids"].get<int64_t>();
         if (Status set = store.orgs().SetQuota(ctx.identity, ctx.org, q); !set.ok()) return set.error();
         ISB_ASSIGN_OR_RETURN(identity::Org org, store.orgs().Get(ctx.org));
         json out = OrgJson(org);

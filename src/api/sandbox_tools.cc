@@ -641,7 +641,7 @@ Status AddCreateAndExec(Registry& reg, Sandboxes& all, const SandboxToolOptions&
         std::unique_lock<std::mutex> quota_lock;
         if (quota) {
           ISB_ASSIGN_OR_RETURN(identity::Quota q, quota(ctx.org));
-          if (q.cpus || q.memory || q.instances || q.disk) {
+          if (q.cpus || q.memory || q.instances || q.disk || q.pids) {
             quota_lock = std::unique_lock(quota_mu);
             ISB_ASSIGN_OR_RETURN(std::vector<SandboxInfo> existing, sb.List());
             if (Status fits = CheckQuota(ctx.org, q, existing, spec); !fits.ok()) return fits.error();

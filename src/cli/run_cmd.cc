@@ -10,6 +10,7 @@
 
 #include "base/units.h"
 #include "cli/bind_spec.h"
+#include "engine/cgroup.h"
 #include "engine/run.h"
 
 namespace isb::cli {
@@ -39,6 +40,8 @@ Status Finish(RunFlags& f) {
   ISB_ASSIGN_OR_RETURN(f.config.timeout, ParseDuration(f.timeout));
   ISB_ASSIGN_OR_RETURN(f.config.output_limit, ParseSize(f.output_limit));
   if (f.pids < 2) return Error::Msg("--pids must be at least 2 (the sandbox's init and the command)");
+  if (const engine::PidsBound& host = engine::HostPidsBound(); f.pids > host.sandboxes())
+    return Error::Msg("--pids must be at most " + host.Describe());
   f.config.limits.pids = f.pids;
   ISB_ASSIGN_OR_RETURN(auto ids, ParseIds(f.user));
   f.config.uid = ids.first;

@@ -30,6 +30,7 @@
 #include "base/file.h"
 #include "base/random.h"
 #include "base/units.h"
+#include "engine/cgroup.h"
 #include "engine/contain.h"
 #include "engine/exec_client.h"
 #include "engine/idmap.h"
@@ -270,7 +271,8 @@ Status ValidateSpec(const api::SandboxSpec& s) {
   if (!(s.cpus >= 0.001 && s.cpus <= 1024)) return Invalid("cpus: must be between 0.001 and 1024");
   if (s.mem_limit < (4u << 20)) return Invalid("mem_limit: must be at least 4 MiB");
   if (s.disk < api::kMinDisk || s.disk > api::kMaxDisk) return Invalid("disk: must be between 16 MiB and 1 TiB");
-  if (s.pids < 2 || s.pids > 1'000'000) return Invalid("pids: must be between 2 and 1000000");
+  if (const engine::PidsBound& host = engine::HostPidsBound(); s.pids < 2 || s.pids > host.sandboxes())
+    return Invalid("pids: must be between 2 and " + host.Describe());
   for (const auto& [k, v] : s.environment)
     if (k.empty() || k.find('=') != std::string::npos || k.find('\0') != std::string::npos ||
         v.find('\0') != std::string::npos)

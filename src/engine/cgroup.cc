@@ -6,6 +6,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <mutex>
+#include <set>
+#include <cstdlib>
 #include <sstream>
 #include <tuple>
 #include <thread>
@@ -56,6 +59,18 @@ Status MakeGroupDir(const std::string& path) {
   return {};
 }
 
+// isb's parent group is bounded once per process and hierarchy (its pids.max outlives the process; a later one
+// writes it again, in case kernel.pid_max changed or an older isb left it unbounded).
+Status BoundParentPids(const std::string& parent) {
+  static std::mutex mu;
+  static std::set<std::string> done;
+  std::lock_guard lock(mu);
+  if (done.count(parent)) return {};
+  ISB_TRY(WriteKernelFile(parent + "/pids.max", std::to_string(HostPidsBound().sandboxes())));
+  done.insert(parent);
+  return {};
+}
+
 Status EnableV2Controllers(const std::string& dir) {
   // The "no internal processes" rule: controllers are enabled for children only in groups that hold no
   // processes themselves, so isb's own group (<root>/isb) only ever contains sandbox groups.
@@ -63,6 +78,25 @@ Status EnableV2Controllers(const std::string& dir) {
 }
 
 }  // namespace
+
+const PidsBound& HostPidsBound() {
+  static const PidsBound bound = [] {
+    PidsBound b;
+    b.pid_max = 32768;  // the kernel's default, should the file be unreadable
+    if (auto text = ReadFile("/proc/sys/kernel/pid_max"); text.ok()) {
+      unsigned long v = std::strtoul(text->c_str(), nullptr, 10);
+      if (v > 0) b.pid_max = static_cast<uint32_t>(v);
+    }
+    b.reserve = std::max(kMinHostPidsReserve, b.pid_max / kHostPidsReserveDivisor);
+    return b;
+  }();
+  return bound;
+}
+
+std::string PidsBound::Describe() const {
+  return std::to_string(sandboxes()) + " (kernel.pid_max " + std::to_string(pid_max) + " less the " +
+         std::to_string(reserve) + " this host keeps for itself)";
+}
 
 Result<CgroupLayout> ParseCgroupLayout(const std::string& mountinfo, const std::string& v2_controllers) {
   CgroupLayout layout;
@@ -138,6 +172,7 @@ Result<Cgroup> Cgroup::Create(const CgroupLayout& layout, const std::string& nam
     ISB_TRY(EnableV2Controllers(layout.v2_root));
     ISB_TRY(MakeGroupDir(parent));
     ISB_TRY(EnableV2Controllers(parent));
+    ISB_TRY(BoundParentPids(parent));
     std::string dir = parent + "/" + name;
     ISB_TRY(MakeGroupDir(dir));
     cg.dirs_.push_back(dir);
@@ -166,6 +201,7 @@ Result<Cgroup> Cgroup::Create(const CgroupLayout& layout, const std::string& nam
       return Error::Msg("the host has swap but no swap accounting, so the memory limit could be bypassed; boot "
                         "with swapaccount=1 or cgroup v2");
   }
+  ISB_TRY(BoundParentPids(layout.pids + "/isb"));
   std::string c = layout.cpu + "/isb/" + name;
   ISB_TRY(WriteKernelFile(c + "/cpu.cfs_period_us", std::to_string(period)));
   ISB_TRY(WriteKernelFile(c + "/cpu.cfs_quota_us", quota));

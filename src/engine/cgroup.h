@@ -34,6 +34,21 @@ struct CgroupStats {
   uint64_t pids = 0;          // current count
 };
 
+// The host keeps for itself (its services, the daemon) this share of kernel.pid_max: all sandboxes together may hold
+// at most the rest, a bound the kernel enforces on isb's parent group (pids.max of <pids hierarchy>/isb), and no one
+// sandbox may ask for more. At least kMinHostPidsReserve.
+inline constexpr uint32_t kHostPidsReserveDivisor = 8;
+inline constexpr uint32_t kMinHostPidsReserve = 1024;
+struct PidsBound {
+  uint32_t pid_max = 0;  // kernel.pid_max
+  uint32_t reserve = 0;  // kept for the host
+  uint32_t sandboxes() const { return pid_max > reserve ? pid_max - reserve : 0; }
+  // "28672 (kernel.pid_max 32768 less the 4096 this host keeps for itself)", for refusals.
+  std::string Describe() const;
+};
+// This host's, read once.
+const PidsBound& HostPidsBound();
+
 // One sandbox's cgroup(s) under <hierarchy>/isb/<name>; removed by Remove() or the destructor.
 class Cgroup {
  public:

@@ -9,7 +9,8 @@ namespace isb::engine {
 std::vector<RlimitSetting> SandboxRlimits() {
   std::vector<RlimitSetting> out = {
       {RLIMIT_CORE, 0, 0, "RLIMIT_CORE", "no core dumps: they would write sandbox memory to disk"},
-      {RLIMIT_NOFILE, 1024, 65536, "RLIMIT_NOFILE", "bounds kernel memory held in open files"},
+      {RLIMIT_NOFILE, kSandboxNofileSoft, kSandboxNofileHard, "RLIMIT_NOFILE",
+       "bounds the host's one file table: a sandbox holds at most its pids limit times this"},
       {RLIMIT_MEMLOCK, 8u << 20, 8u << 20, "RLIMIT_MEMLOCK", "locked memory escapes the cgroup's reclaim"},
       {RLIMIT_MSGQUEUE, 800u << 10, 800u << 10, "RLIMIT_MSGQUEUE", "POSIX message queues are kernel memory"},
       {RLIMIT_SIGPENDING, 4096, 4096, "RLIMIT_SIGPENDING", "queued signals are kernel memory"},

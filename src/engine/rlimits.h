@@ -9,6 +9,13 @@
 
 namespace isb::engine {
 
+// Open files per sandbox process: the soft limit most programs expect, and a hard one a program may raise itself
+// to. The host has one file table (fs.file-max) for everyone: a sandbox holds at most pids x kSandboxNofileHard of
+// it, and an org at most its pids quota times that. (isb's daemon runs with CAP_SYS_ADMIN, which the kernel lets
+// open files past a full table.)
+inline constexpr rlim_t kSandboxNofileSoft = 1024;
+inline constexpr rlim_t kSandboxNofileHard = 4096;
+
 struct RlimitSetting {
   int resource;
   rlim_t soft;

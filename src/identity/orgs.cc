@@ -72,14 +72,15 @@ Status Orgs::SetQuota(const Principal& caller, std::string_view org, const Quota
   auto opt_real = [](const std::optional<double>& v) { return v ? store::Value(*v) : store::Value(nullptr); };
   auto opt_int = [](const std::optional<int64_t>& v) { return v ? store::Value(*v) : store::Value(nullptr); };
   return db_.Exec(
-      "INSERT INTO org_quotas(org_id, cpus, memory, instances, disk) VALUES (?1, ?2, ?3, ?4, ?5) "
-      "ON CONFLICT(org_id) DO UPDATE SET cpus = ?2, memory = ?3, instances = ?4, disk = ?5",
-      {o.id, opt_real(quota.cpus), opt_int(quota.memory), opt_int(quota.instances), opt_int(quota.disk)});
+      "INSERT INTO org_quotas(org_id, cpus, memory, instances, disk, pids) VALUES (?1, ?2, ?3, ?4, ?5, ?6) "
+      "ON CONFLICT(org_id) DO UPDATE SET cpus = ?2, memory = ?3, instances = ?4, disk = ?5, pids = ?6",
+      {o.id, opt_real(quota.cpus), opt_int(quota.memory), opt_int(quota.instances), opt_int(quota.disk),
+       opt_int(quota.pids)});
 }
 
 Result<Quota> Orgs::GetQuota(std::string_view org) {
   ISB_ASSIGN_OR_RETURN(Org o, Get(org));
-  ISB_ASSIGN_OR_RETURN(auto rows, db_.Query("SELECT cpus, memory, instances, disk FROM org_quotas WHERE org_id = ?1", {o.id}));
+  ISB_ASSIGN_OR_RETURN(auto rows, db_.Query("SELECT cpus, memory, instances, disk, pids FROM org_quotas WHERE org_id = ?1", {o.id}));
   Quota q;
   if (rows.empty()) return q;
   const store::Row& r = rows[0];
@@ -88,6 +89,7 @@ Result<Quota> Orgs::GetQuota(std::string_view org) {
   if (!std::holds_alternative<std::nullptr_t>(r[1])) q.memory = store::AsInt(r[1]);
   if (!std::holds_alternative<std::nullptr_t>(r[2])) q.instances = store::AsInt(r[2]);
   if (!std::holds_alternative<std::nullptr_t>(r[3])) q.disk = store::AsInt(r[3]);
+  if (!std::holds_alternative<std::nullptr_t>(r[4])) q.pids = store::AsInt(r[4]);
   return q;
 }
 

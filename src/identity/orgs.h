@@ -36,6 +36,7 @@ struct Quota {
   std::optional<int64_t> memory{};     // bytes
   std::optional<int64_t> instances{};  // sandboxes, running or stopped
   std::optional<int64_t> disk{};       // bytes of writable layers (each sandbox's spec.disk)
+  std::optional<int64_t> pids{};       // processes and threads (each sandbox's spec.pids)
 };
 
 struct Member {

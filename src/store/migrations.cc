@@ -229,6 +229,10 @@ ALTER TABLE orgs ADD COLUMN display_name TEXT NOT NULL DEFAULT '';
 ALTER TABLE orgs ADD COLUMN description TEXT NOT NULL DEFAULT '';
 ALTER TABLE invitations ADD COLUMN revoked_at INTEGER;
 )sql",
+      // 8: the org quota's pids, processes and threads (each sandbox's spec.pids); NULL is no limit.
+      R"sql(
+ALTER TABLE org_quotas ADD COLUMN pids INTEGER CHECK (pids IS NULL OR pids > 0);
+)sql",
   };
   return m;
 }

@@ -670,5 +670,26 @@ TEST(SandboxQuotaTest, CreateIsRefusedBeyondTheOrgsDiskQuota) {
             "quota: org 'acme' may be allocated 5120 MiB of disk; it has 5120 MiB and this sandbox asks for 16 MiB");
 }
 
+// Processes are a budget too: the sum of the org's sandboxes' pids limits (64 each unless its spec says), so a
+// member cannot take the host's process table with one sandbox of pids 65536 or many of 64.
+TEST(SandboxQuotaTest, CreateIsRefusedBeyondTheOrgsPidsQuota) {
+  FakeSandboxes fake;
+  Registry registry;
+  identity::Quota quota{.pids = 200};
+  ASSERT_TRUE(AddSandboxTools(registry, fake, {.quota = [&](const std::string&) -> Result<identity::Quota> {
+                                                 return quota;
+                                               }})
+                  .ok());
+  auto create = [&](const json& spec) {
+    auto r = registry.Call("sandbox_create", spec, HostContext("acme"));
+    return r.ok() ? std::string("ok") : r.error().message;
+  };
+  EXPECT_EQ(create({{"pids", 65536}}), "quota: org 'acme' may be allocated 200 pids; it has 0 and this sandbox asks for 65536");
+  EXPECT_EQ(create(json::object()), "ok");
+  EXPECT_EQ(create({{"pids", 100}}), "ok");
+  EXPECT_EQ(create(json::object()), "quota: org 'acme' may be allocated 200 pids; it has 164 and this sandbox asks for 64");
+  EXPECT_EQ(create({{"pids", 36}}), "ok");
+}
+
 }  // namespace
 }  // namespace isb::api

@@ -196,6 +196,30 @@ TEST_F(ManagerTest, ASandboxOpensNoVsockOrOtherUnneededSocketFamily) {
             "EAFNOSUPPORT EAFNOSUPPORT EAFNOSUPPORT EPROTONOSUPPORT ok ok\n");
 }
 
+// The host's process and file tables: a sandbox may not ask for more pids than the host leaves its sandboxes (all of
+// them together are bounded so on isb's parent cgroup), and each of its processes may open 1024 files, 4096 at most.
+TEST_F(ManagerTest, PidsAreBoundedByTheHostAndOpenFilesPerProcess) {
+  const engine::PidsBound& host = engine::HostPidsBound();
+  api::SandboxSpec big;
+  big.pids = 65536;
+  auto refused = mgr_->Create(big);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, Code::kInvalidArgument);
+  EXPECT_EQ(refused.error().message, "pids: must be between 2 and " + host.Describe());
+  if (host.pid_max == 32768) {
+    EXPECT_EQ(host.Describe(), "28672 (kernel.pid_max 32768 less the 4096 this host keeps for itself)");
+  }
+  auto sb = mgr_->Create({});
+  ASSERT_TRUE(sb.ok()) << sb.error().message;
+  EXPECT_EQ(Exec(sb->id, {"sh", "-c", "ulimit -Sn; ulimit -Hn"}).stdout_data, "1024\n4096\n");
+  auto layout = engine::DetectCgroupLayout();
+  ASSERT_TRUE(layout.ok());
+  const std::string parent = (layout->v2 ? layout->v2_root : layout->pids) + "/isb/pids.max";
+  auto bound = isb::ReadFile(parent);
+  ASSERT_TRUE(bound.ok()) << bound.error().message;
+  EXPECT_EQ(*bound, std::to_string(host.sandboxes()) + "\n");
+}
+
 // A sandbox's control socket, through which its init runs any command as any of its users, is root's alone on the
 // host (0600; it listens only once it is, so no one connects before).
 TEST_F(ManagerTest, TheControlSocketIsRootsAlone) {

@@ -396,7 +396,8 @@ TEST_F(IdentityTest, RemoteSpecAndToolPolicies) {
 
 TEST_F(IdentityTest, AnOrgsQuotaRefusesCreatesBeyondIt) {
   json set = MustTool("org_quota_set", {{"instances", 1}, {"cpus", 4}});
-  EXPECT_EQ(set["quota"], json({{"cpus", 4.0}, {"memory", nullptr}, {"instances", 1}, {"disk", nullptr}})) << set.dump();
+  EXPECT_EQ(set["quota"], json({{"cpus", 4.0}, {"memory", nullptr}, {"instances", 1}, {"disk", nullptr}, {"pids", nullptr}}))
+      << set.dump();
   // Only a platform admin sets quotas; the org's owner cannot raise its own.
   EXPECT_EQ(As(token(), "default", "org_quota_set", {{"instances", 100}}),
             std::make_pair(403, std::string("forbidden: org_quota_set needs a platform admin")));
@@ -406,6 +407,11 @@ TEST_F(IdentityTest, AnOrgsQuotaRefusesCreatesBeyondIt) {
   EXPECT_EQ(As(token(), "default", "sandbox_create", {{"cpus", 1}}),
             std::make_pair(403, std::string("forbidden: quota: org 'default' may have 1 sandboxes and has 1")));
   EXPECT_EQ(MustTool("org_get", json::object())["quota"]["instances"], 1);
+  // Processes: the sum of the org's sandboxes' pids limits (the first has the default 64).
+  MustTool("org_quota_set", {{"pids", 100}});
+  EXPECT_EQ(As(token(), "default", "sandbox_create", {{"pids", 65536}}),
+            std::make_pair(403, std::string("forbidden: quota: org 'default' may be allocated 100 pids; it has 64 and "
+                                            "this sandbox asks for 65536")));
 }
 
 // Names are unique per org: acme may call a sandbox what default calls one, and each org's calls by that name reach

@@ -64,7 +64,7 @@ class FakeCgroupfs : public ::testing::Test {
 
 TEST_F(FakeCgroupfs, V2LimitsAndStats) {
   Touch(root_, {"cgroup.subtree_control"});
-  Touch(root_ + "/isb", {"cgroup.subtree_control"});
+  Touch(root_ + "/isb", {"cgroup.subtree_control", "pids.max"});
   const std::string d = root_ + "/isb/sb1";
   Touch(d, {"memory.max", "memory.swap.max", "cpu.max", "pids.max", "cgroup.procs"});
   CgroupLayout layout{.v2 = true, .v2_root = root_, .memory = {}, .pids = {}, .cpu = {}, .cpuacct = {}};
@@ -72,6 +72,8 @@ TEST_F(FakeCgroupfs, V2LimitsAndStats) {
   ASSERT_TRUE(cg.ok()) << cg.error().message;
   EXPECT_EQ(Read(root_ + "/cgroup.subtree_control"), "+memory +pids +cpu");
   EXPECT_EQ(Read(root_ + "/isb/cgroup.subtree_control"), "+memory +pids +cpu");
+  // All sandboxes together leave the host its share of kernel.pid_max.
+  EXPECT_EQ(Read(root_ + "/isb/pids.max"), std::to_string(HostPidsBound().sandboxes()));
   EXPECT_EQ(Read(d + "/memory.max"), "67108864");
   EXPECT_EQ(Read(d + "/memory.swap.max"), "0");
   EXPECT_EQ(Read(d + "/cpu.max"), "50000 100000");
@@ -93,6 +95,7 @@ TEST_F(FakeCgroupfs, V1LimitsAndStats) {
   const std::string m = root_ + "/memory", p = root_ + "/pids", c = root_ + "/cpu,cpuacct";
   Touch(m + "/isb/sb1", {"memory.limit_in_bytes", "memory.memsw.limit_in_bytes", "cgroup.procs"});
   Touch(p + "/isb/sb1", {"pids.max", "cgroup.procs"});
+  Touch(p + "/isb", {"pids.max"});
   Touch(c + "/isb/sb1", {"cpu.cfs_period_us", "cpu.cfs_quota_us", "cgroup.procs"});
   CgroupLayout layout{.v2 = false, .v2_root = {}, .memory = m, .pids = p, .cpu = c, .cpuacct = c};
   auto cg = Cgroup::Create(layout, "sb1", Limits{.memory_bytes = 128ull << 20, .millicpus = 1500, .pids = 10});
@@ -103,6 +106,9 @@ TEST_F(FakeCgroupfs, V1LimitsAndStats) {
   EXPECT_EQ(Read(c + "/isb/sb1/cpu.cfs_period_us"), "100000");
   EXPECT_EQ(Read(c + "/isb/sb1/cpu.cfs_quota_us"), "150000");
   EXPECT_EQ(Read(p + "/isb/sb1/pids.max"), "10");
+  EXPECT_EQ(Read(p + "/isb/pids.max"), std::to_string(HostPidsBound().sandboxes()));
+  // 32768 here (the kernel's default): 4096 kept, 28672 for every sandbox together.
+  EXPECT_EQ(HostPidsBound().reserve, std::max(kMinHostPidsReserve, HostPidsBound().pid_max / 8));
   ASSERT_TRUE(WriteFile(m + "/isb/sb1/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n").ok());
   ASSERT_TRUE(WriteFile(m + "/isb/sb1/memory.max_usage_in_bytes", "999\n").ok());
   ASSERT_TRUE(WriteFile(c + "/isb/sb1/cpuacct.usage", "7000000\n").ok());
