@@ -649,18 +649,26 @@ TEST(SandboxQuotaTest, CreateIsRefusedBeyondTheOrgsQuota) {
 }
 
 // Disk is a budget like memory: the sum of the org's sandboxes' disk sizes, each 2 GiB unless its spec says.
-TEST(SandboxQuotaTest, CreateIsRefusedBeyondTheOrgsDiskQuota) {
-  FakeSandboxes fake;
-  Registry registry;
-  identity::Quota quota{.disk = int64_t{5} << 30};
-  ASSERT_TRUE(AddSandboxTools(registry, fake, {.quota = [&](const std::string&) -> Result<identity::Quota> {
-                                                 return quota;
-                                               }})
-                  .ok());
-  auto create = [&](const json& spec) {
+// The sandbox tools over fake sandboxes, every org under `quota`; Create answers "ok" or the refusal.
+struct QuotaFixture {
+  explicit QuotaFixture(identity::Quota q) : quota(q) {
+    EXPECT_TRUE(AddSandboxTools(registry, fake, {.quota = [this](const std::string&) -> Result<identity::Quota> {
+                                                   return quota;
+                                                 }})
+                    .ok());
+  }
+  std::string Create(const json& spec) {
     auto r = registry.Call("sandbox_create", spec, HostContext("acme"));
     return r.ok() ? std::string("ok") : r.error().message;
-  };
+  }
+  FakeSandboxes fake;
+  Registry registry;
+  identity::Quota quota;
+};
+
+TEST(SandboxQuotaTest, CreateIsRefusedBeyondTheOrgsDiskQuota) {
+  QuotaFixture f(identity::Quota{.disk = int64_t{5} << 30});
+  auto create = [&](const json& spec) { return f.Create(spec); };
   EXPECT_EQ(create(json::object()), "ok");
   EXPECT_EQ(create({{"disk", "2G"}}), "ok");
   EXPECT_EQ(create({{"disk", "1025M"}}),
@@ -673,17 +681,8 @@ TEST(SandboxQuotaTest, CreateIsRefusedBeyondTheOrgsDiskQuota) {
 // Processes are a budget too: the sum of the org's sandboxes' pids limits (64 each unless its spec says), so a
 // member cannot take the host's process table with one sandbox of pids 65536 or many of 64.
 TEST(SandboxQuotaTest, CreateIsRefusedBeyondTheOrgsPidsQuota) {
-  FakeSandboxes fake;
-  Registry registry;
-  identity::Quota quota{.pids = 200};
-  ASSERT_TRUE(AddSandboxTools(registry, fake, {.quota = [&](const std::string&) -> Result<identity::Quota> {
-                                                 return quota;
-                                               }})
-                  .ok());
-  auto create = [&](const json& spec) {
-    auto r = registry.Call("sandbox_create", spec, HostContext("acme"));
-    return r.ok() ? std::string("ok") : r.error().message;
-  };
+  QuotaFixture f(identity::Quota{.pids = 200});
+  auto create = [&](const json& spec) { return f.Create(spec); };
   EXPECT_EQ(create({{"pids", 65536}}), "quota: org 'acme' may be allocated 200 pids; it has 0 and this sandbox asks for 65536");
   EXPECT_EQ(create(json::object()), "ok");
   EXPECT_EQ(create({{"pids", 100}}), "ok");
