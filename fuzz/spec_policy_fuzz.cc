@@ -29,8 +29,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       auto policy = ToolPolicy::Parse(in.substr(0, a), in.substr(a + 1, b - a - 1));
       if (!policy.ok()) break;
       std::string_view tool = in.substr(b + 1);
-      // Deny wins: a tool matched by a deny entry equal to its own name is never allowed.
-      if (!tool.empty() && in.substr(a + 1, b - a - 1) == tool && policy->Allows(tool)) abort();
+      // Deny wins: a tool matched by a deny entry equal to its own name is never allowed; and a string that is no
+      // tool name (a comma in it, say) is allowed by no list.
+      if (in.substr(a + 1, b - a - 1) == tool && policy->Allows(tool)) abort();
+      if (!IsToolName(tool) && policy->Allows(tool)) abort();
       break;
     }
   }

@@ -3,6 +3,7 @@
 
 #include "api/json_schema.h"
 #include "api/json_util.h"
+#include "api/tool_policy.h"
 
 namespace isb::api {
 
@@ -30,8 +31,8 @@ int HttpStatusFor(Code code) {
 }
 
 Status Registry::Add(Tool tool) {
-  if (tool.name.empty() || !tool.handler || !tool.input_schema.is_object() || !tool.output_schema.is_object()) {
-    return Error::Of(Code::kInternal, "tool '" + tool.name + "' needs a name, a handler and object schemas");
+  if (!IsToolName(tool.name) || !tool.handler || !tool.input_schema.is_object() || !tool.output_schema.is_object()) {
+    return Error::Of(Code::kInternal, "tool '" + tool.name + "' needs a name (a-z, 0-9, _), a handler and object schemas");
   }
   std::lock_guard lock(mu_);
   if (tools_.count(tool.name) != 0) return Error::Of(Code::kInternal, "tool '" + tool.name + "' registered twice");

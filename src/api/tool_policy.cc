@@ -38,6 +38,12 @@ bool AnyMatches(const std::vector<std::string>& globs, std::string_view tool) {
 
 }  // namespace
 
+bool IsToolName(std::string_view name) {
+  return !name.empty() && name.size() <= kMaxEntry && std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
 Result<ToolPolicy> ToolPolicy::Parse(std::string_view allow, std::string_view deny) {
   ToolPolicy policy;
   ISB_ASSIGN_OR_RETURN(policy.allow_, ParseList("--allow-tools", allow));
@@ -46,7 +52,7 @@ Result<ToolPolicy> ToolPolicy::Parse(std::string_view allow, std::string_view de
 }
 
 bool ToolPolicy::Allows(std::string_view tool) const {
-  if (AnyMatches(deny_, tool)) return false;
+  if (!IsToolName(tool) || AnyMatches(deny_, tool)) return false;
   return allow_.empty() || AnyMatches(allow_, tool);
 }
 

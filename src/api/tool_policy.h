@@ -9,6 +9,10 @@
 
 namespace isb::api {
 
+// A tool's name: 1 to 64 characters of a-z, 0-9 and '_' (so no list entry can hold more than one name, and no
+// name is mistaken for a glob). The registry takes no other.
+bool IsToolName(std::string_view name);
+
 class ToolPolicy {
  public:
   // The default: every tool.
@@ -19,7 +23,7 @@ class ToolPolicy {
   // ("a,,b") or one with another character is kInvalidArgument naming the flag and the entry.
   static Result<ToolPolicy> Parse(std::string_view allow, std::string_view deny);
 
-  // Whether a remote caller may see and call `tool`.
+  // Whether a remote caller may see and call `tool`; never a string that is not a tool name.
   bool Allows(std::string_view tool) const;
 
  private:
