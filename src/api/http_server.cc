@@ -197,6 +197,12 @@ class HttpServer::Impl {
   identity::RateLimiter all_refusal_rows_{{kRefusalRowsPerMinute * 10, 60, 1}};
   // Tells on_refused of `error`, within the budget of `key`, and answers with it.
   Response Refuse(const Request& req, const Identity* who, const std::string& key, Error error);
+  // Whether on_refused may be told of one more refusal of `key`; spends it if so.
+  bool SpendRefusalRow(const std::string& key);
+  // Tells on_refused (surface "http") of a request refused as malformed or too large before it could be read, from
+  // the address `stream` is connected to, within that address's budget: a flood of them is visible.
+  template <class Protocol>
+  void TellMalformed(beast::basic_stream<Protocol>& stream, int status, const std::string& message);
   KeyedSlots addresses_{opts_.max_connections_per_address};    // connections per remote address, over TCP
   uint16_t port_ = 0;
   bool started_ = false, stopped_ = false;
@@ -329,22 +335,24 @@ net::awaitable<void> HttpServer::Impl::Serve(beast::basic_stream<Protocol> strea
       stream.expires_after(opts_.body_timeout);
       std::tie(ec, n) = co_await http::async_read(stream, buffer, parser, kAwait);
     }
+    int refused = 0;
+    std::string why;
     if (ec == http::error::body_limit) {
-      co_await FailAndClose(stream, 413, "request body is larger than " + std::to_string(opts_.max_body_bytes) +
-                                             " bytes");
-      co_return;
+      refused = 413;
+      why = "request body is larger than " + std::to_string(opts_.max_body_bytes) + " bytes";
+    } else if (ec == http::error::header_limit) {
+      refused = 431;
+      why = "request headers are larger than " + std::to_string(opts_.max_header_bytes) + " bytes";
+    } else if (ec == http::error::partial_message) {
+      refused = 400;
+      why = "truncated HTTP request: the connection ended mid-message";
+    } else if (ec && IsHttpParseError(ec) && ec != http::error::end_of_stream) {
+      refused = 400;
+      why = "malformed HTTP request: " + ec.message();
     }
-    if (ec == http::error::header_limit) {
-      co_await FailAndClose(stream, 431, "request headers are larger than " +
-                                             std::to_string(opts_.max_header_bytes) + " bytes");
-      co_return;
-    }
-    if (ec == http::error::partial_message) {
-      co_await FailAndClose(stream, 400, "truncated HTTP request: the connection ended mid-message");
-      co_return;
-    }
-    if (ec && IsHttpParseError(ec) && ec != http::error::end_of_stream) {
-      co_await FailAndClose(stream, 400, "malformed HTTP request: " + ec.message());
+    if (refused != 0) {
+      TellMalformed(stream, refused, why);
+      co_await FailAndClose(stream, refused, why);
       co_return;
     }
     if (ec) co_return;  // closed, reset or timed out
@@ -495,16 +503,32 @@ void HttpServer::Impl::Turn(typename Protocol::socket socket, const std::string&
       [](std::exception_ptr) {});
 }
 
-Response HttpServer::Impl::Refuse(const Request& req, const Identity* who, const std::string& key, Error error) {
-  bool tell = false;
-  if (opts_.on_refused) {
-    std::lock_guard lock(refusal_mu_);
-    tell = refusal_rows_.RetryAfter(key) == 0 && all_refusal_rows_.RetryAfter("all") == 0;
-    if (tell) {
-      refusal_rows_.RecordFailure(key);
-      all_refusal_rows_.RecordFailure("all");
-    }
+bool HttpServer::Impl::SpendRefusalRow(const std::string& key) {
+  if (!opts_.on_refused) return false;
+  std::lock_guard lock(refusal_mu_);
+  if (refusal_rows_.RetryAfter(key) != 0 || all_refusal_rows_.RetryAfter("all") != 0) return false;
+  refusal_rows_.RecordFailure(key);
+  all_refusal_rows_.RecordFailure("all");
+  return true;
+}
+
+template <class Protocol>
+void HttpServer::Impl::TellMalformed(beast::basic_stream<Protocol>& stream, int status, const std::string& message) {
+  Request req;
+  if constexpr (std::is_same_v<Protocol, tcp>) {
+    beast::error_code peer_ec;
+    auto peer = beast::get_lowest_layer(stream).socket().remote_endpoint(peer_ec);
+    if (!peer_ec) req.remote_address = peer.address().to_string();
   }
+  const std::string key = req.remote_address.empty()         ? std::string("unix")
+                          : IsLoopbackHost(req.remote_address) ? std::string("address:loopback")
+                                                               : "address:" + req.remote_address;
+  if (!SpendRefusalRow(key)) return;
+  opts_.on_refused(req, nullptr, "http", Error::Of(status == 400 ? Code::kInvalidArgument : Code::kTooLarge, message));
+}
+
+Response HttpServer::Impl::Refuse(const Request& req, const Identity* who, const std::string& key, Error error) {
+  const bool tell = SpendRefusalRow(key);
   if (tell) opts_.on_refused(req, who, McpOrgFromPath(req.Path()) ? "mcp" : "rest", error);
   if (error.code == Code::kUnauthenticated) return Unauthenticated(error.message);
   Response r = ErrorResponse(error);

@@ -52,7 +52,8 @@ struct HttpServerOptions {
   size_t max_calls_per_account = 64;
   // Told of a request turned away before any tool or MCP message saw it: with no credential at all (401, `who` null)
   // or past max_calls_per_account (429, `who` the caller), with the surface it came for ("rest" or "mcp"), for the
-  // audit log. At most kRefusalRowsPerMinute a minute per account, or per address for no credential (loopback
+  // audit log; and of one refused as malformed or too large before it could be read (400, 413, 431: surface
+  // "http", `who` null, only the address known). At most kRefusalRowsPerMinute a minute per account, or per address for no credential (loopback
   // addresses counting as one), and ten times that in all: past that they are refused alike, untold.
   std::function<void(const Request& req, const Identity* who, std::string_view surface, const Error& error)>
       on_refused;

@@ -325,7 +325,9 @@ int Serve(const ServeOptions& options) {
     const std::string path(req.Path());
     const std::string tools = "/api/v1/tools/";
     const std::string tool = path.rfind(tools, 0) == 0 ? path.substr(tools.size()) : "";
-    e.action = who == nullptr                                      ? "authenticate"
+    // A request refused as malformed or too large before it was read ("http") has no path or credential.
+    e.action = surface == "http"                                   ? "http_request"
+               : who == nullptr                                    ? "authenticate"
                : !tool.empty() && registry.Find(tool) != nullptr ? tool
                                                                    : std::string(surface);
     e.outcome = audit::OutcomeOf(error);

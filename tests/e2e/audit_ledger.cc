@@ -88,9 +88,18 @@ std::vector<std::string> AuditLedger::Check(const std::vector<AuditRow>& all_row
   std::vector<std::string> out;
   // The row of a long call's start ("started") comes with its outcome's row, which is what a call is checked by;
   // AdoptionTest.AnExecTheDaemonDiedDuringIsInTheAuditLog checks the starts.
+  // A request refused as malformed or too large before it was read (action "http_request") is no call either: it
+  // must read as one, and MalformedTest.EachMalformedRequestIsRecordedWithinItsAddresssBudget counts them.
   std::vector<AuditRow> rows;
-  for (const AuditRow& r : all_rows)
+  for (const AuditRow& r : all_rows) {
+    if (r.action == "http_request") {
+      if (r.surface != "http" || r.actor_kind != "anonymous" || !r.org.empty() ||
+          (r.outcome != "invalid_argument" && r.outcome != "too_large"))
+        out.push_back("a malformed request's row reads otherwise: " + r.Describe());
+      continue;
+    }
     if (r.outcome != "started") rows.push_back(r);
+  }
 
   // 1. Calls with a request id of the fixture's: their row is the one that carries it.
   std::map<std::string, std::vector<const AuditRow*>> by_request;

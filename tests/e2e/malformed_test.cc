@@ -96,6 +96,36 @@ TEST_F(MalformedTest, RestAnswersEachBadRequestWithItsExactError) {
   StillServing();
 }
 
+// Requests refused before they could be read (no caller is known) leave rows, so that a flood of them is visible:
+// one each, anonymous, with the address, up to the budget of rows one address (loopback counting as one) has a
+// minute.
+TEST_F(MalformedTest, EachMalformedRequestIsRecordedWithinItsAddresssBudget) {
+  const Endpoint ep = tcp_endpoint();
+  auto rows = [&] {
+    std::string error;
+    std::vector<AuditRow> out;
+    for (const AuditRow& r : ReadAuditRows(state_dir() + "/isb.db", &error))
+      if (r.action == "http_request") out.push_back(r);
+    EXPECT_EQ(error, "");
+    return out;
+  };
+  ASSERT_EQ(rows().size(), 0u);
+  EXPECT_EQ(Raw(ep, "HELLO THERE\r\n\r\n").status, 400);
+  EXPECT_EQ(Raw(ep, "POST /api/v1/tools/sandbox_list HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{").status, 400);
+  EXPECT_EQ(Raw(ep, "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(70 << 10, 'a') + "\r\n\r\n").status, 431);
+  std::vector<AuditRow> got = rows();
+  ASSERT_EQ(got.size(), 3u);
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].surface, "http");
+    EXPECT_EQ(got[i].actor_kind, "anonymous");
+    EXPECT_EQ(got[i].outcome, i < 2 ? "invalid_argument" : "too_large") << got[i].Describe();
+  }
+  // Past the address's budget (60 a minute), refused alike but unrecorded.
+  for (int i = 0; i < 70; ++i) Raw(ep, "HELLO THERE\r\n\r\n");
+  EXPECT_EQ(rows().size(), 60u);
+  StillServing();
+}
+
 TEST_F(MalformedTest, McpAnswersBadMessagesWithJsonRpcErrors) {
   // A session to send in.
   std::vector<std::string> h = {"Authorization: Bearer " + token(), "Accept: application/json, text/event-stream"};
