@@ -33,6 +33,7 @@ bench: build
 # libFuzzer builds of every fuzz target (clang), each run for FUZZ_SECONDS from its seed corpus.
 FUZZ_SECONDS ?= 60
 fuzz: deps
+	@bash scripts/install-deps.sh --fuzz
 	@CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DISB_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	@ninja -C build-fuzz -j$(JOBS) fuzz_targets
 	@for t in $$(ls fuzz/corpus); do mkdir -p build-fuzz/corpus-$$t; \

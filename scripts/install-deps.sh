@@ -8,8 +8,11 @@ build=(cmake ninja-build g++ make pkg-config ccache libseccomp-dev nlohmann-json
 # The egress benchmark's clients and peers. Where services start on install, squid's package starts its own service
 # on port 3128; the benchmark runs a squid of its own on a free loopback port and leaves that one alone.
 bench=(bubblewrap util-linux wrk squid mitmproxy)
+# `make fuzz`: clang with libFuzzer and the sanitizers' runtimes.
+fuzz=(clang libclang-rt-14-dev)
 want=("${build[@]}")
 [ "${1:-}" = "--bench" ] && want+=("${bench[@]}")
+[ "${1:-}" = "--fuzz" ] && want+=("${fuzz[@]}")
 # Node runs the official MCP SDK client in the end-to-end tests; a machine that has it from elsewhere keeps it.
 command -v node >/dev/null && command -v npm >/dev/null || want+=(nodejs npm)
 missing=()

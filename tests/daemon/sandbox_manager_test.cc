@@ -220,6 +220,16 @@ TEST_F(ManagerTest, PidsAreBoundedByTheHostAndOpenFilesPerProcess) {
   EXPECT_EQ(*bound, std::to_string(host.sandboxes()) + "\n");
 }
 
+// Nothing a default sandbox reads of its mounts names where the daemon keeps its state (a host path, and the layout
+// of other tenants' sandboxes). (With an image, the overlay's options still name its layer's host path.)
+TEST_F(ManagerTest, ASandboxsMountinfoNamesNoHostStatePath) {
+  auto sb = mgr_->Create({});
+  ASSERT_TRUE(sb.ok()) << sb.error().message;
+  const std::string info = Exec(sb->id, {"cat", "/proc/self/mountinfo"}).stdout_data;
+  ASSERT_FALSE(info.empty());
+  EXPECT_EQ(info.find(dir_), std::string::npos) << info;
+}
+
 // A sandbox's control socket, through which its init runs any command as any of its users, is root's alone on the
 // host (0600; it listens only once it is, so no one connects before).
 TEST_F(ManagerTest, TheControlSocketIsRootsAlone) {
