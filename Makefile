@@ -34,11 +34,12 @@ bench: build
 # mutations (CI's run is then the same on every machine but for its speed); 0 picks a new seed each run.
 FUZZ_SECONDS ?= 60
 FUZZ_SEED ?= 0
+FUZZ_TARGETS ?= $(shell ls fuzz/corpus)
 fuzz: deps
 	@bash scripts/install-deps.sh --fuzz
 	@CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DISB_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	@ninja -C build-fuzz -j$(JOBS) fuzz_targets
-	@for t in $$(ls fuzz/corpus); do mkdir -p build-fuzz/corpus-$$t; \
+	@for t in $(FUZZ_TARGETS); do mkdir -p build-fuzz/corpus-$$t; \
 	  build-fuzz/$${t}_fuzz -max_total_time=$(FUZZ_SECONDS) -seed=$(FUZZ_SEED) build-fuzz/corpus-$$t fuzz/corpus/$$t || exit 1; done
 
 clean:

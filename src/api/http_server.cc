@@ -520,9 +520,10 @@ void HttpServer::Impl::TellMalformed(beast::basic_stream<Protocol>& stream, int 
     auto peer = beast::get_lowest_layer(stream).socket().remote_endpoint(peer_ec);
     if (!peer_ec) req.remote_address = peer.address().to_string();
   }
-  const std::string key = req.remote_address.empty()         ? std::string("unix")
-                          : IsLoopbackHost(req.remote_address) ? std::string("address:loopback")
-                                                               : "address:" + req.remote_address;
+  // A budget of their own: malformed requests do not use up the rows of an address's refused credentials.
+  const std::string key = req.remote_address.empty()         ? std::string("malformed:unix")
+                          : IsLoopbackHost(req.remote_address) ? std::string("malformed:loopback")
+                                                               : "malformed:" + req.remote_address;
   if (!SpendRefusalRow(key)) return;
   opts_.on_refused(req, nullptr, "http", Error::Of(status == 400 ? Code::kInvalidArgument : Code::kTooLarge, message));
 }

@@ -17,8 +17,8 @@
 namespace isb::audit {
 
 // The events a sandbox goes through; History::Record refuses any other.
-// "network": the host's side of its network was changed by another program (reason "rules_deleted",
-// "rules_changed" or "veth_removed").
+// "network": the host's side of its network was changed by another program (reason "rules_deleted" or
+// "rules_changed").
 inline constexpr std::string_view kHistoryEvents[] = {"created", "started", "stopped",  "oom",    "reaped",
                                                       "adopted", "removed", "extended", "network"};
 

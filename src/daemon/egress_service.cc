@@ -1,7 +1,6 @@
 #include "daemon/egress_service.h"
 
 #include <fcntl.h>
-#include <net/if.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -155,39 +154,24 @@ void EgressService::Watch() {
 
 void EgressService::CheckNetwork() {
   Result<std::string> found = firewall_->Restore();
-  struct Affected {
-    std::string id, org, ifname;
-  };
-  std::vector<Affected> attached, lost;
-  {
-    std::lock_guard lock(mu_);
-    for (auto& [id, e] : by_id_) {
-      if (!e.attached) continue;
-      Affected a{id, e.org, net::HostIfname(options_.ifname_prefix, e.slot)};
-      attached.push_back(a);
-      if (e.veth_lost || ::if_nametoindex(a.ifname.c_str()) != 0) continue;
-      e.veth_lost = true;
-      lost.push_back(a);
-    }
-  }
-  auto tell = [&](const std::string& id, const std::string& org, const std::string& reason) {
-    if (options_.on_network_event) options_.on_network_event(id, org, reason);
-  };
   if (!found.ok()) {
     std::fprintf(stderr, "isb: egress: cannot check the table inet %s: %s\n", options_.table.c_str(),
                  found.error().message.c_str());
-  } else if (!found->empty()) {
-    std::fprintf(stderr,
-                 "isb: egress: the table inet %s was %s under this daemon by another program; restored it (%zu "
-                 "sandboxes with a network)\n",
-                 options_.table.c_str(), found->c_str(), attached.size());
-    for (const Affected& a : attached) tell(a.id, a.org, "rules_" + *found);
+    return;
   }
-  for (const Affected& a : lost) {
-    std::fprintf(stderr, "isb: egress: %s: its veth %s was removed by another program; it has no network until it "
-                 "is restarted\n", a.id.c_str(), a.ifname.c_str());
-    tell(a.id, a.org, "veth_removed");
+  if (found->empty()) return;
+  std::vector<std::pair<std::string, std::string>> attached;  // id, org
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [id, e] : by_id_)
+      if (e.attached) attached.emplace_back(id, e.org);
   }
+  std::fprintf(stderr,
+               "isb: egress: the table inet %s was %s under this daemon by another program; restored it (%zu "
+               "sandboxes with a network)\n",
+               options_.table.c_str(), found->c_str(), attached.size());
+  if (!options_.on_network_event) return;
+  for (const auto& [id, org] : attached) options_.on_network_event(id, org, "rules_" + *found);
 }
 
 EgressService::~EgressService() {
@@ -281,10 +265,7 @@ Status EgressService::Attach(const std::string& id, pid_t pid) {
     return s;
   }
   std::lock_guard lock(mu_);
-  if (auto it = by_id_.find(id); it != by_id_.end()) {
-    it->second.attached = true;
-    it->second.veth_lost = false;
-  }
+  if (auto it = by_id_.find(id); it != by_id_.end()) it->second.attached = true;
   return {};
 }
 

@@ -57,10 +57,10 @@ struct EgressOptions {
                      const std::string& reason)>
       on_refusal;
   // The host's side of the sandboxes' networks changed under the daemon, by another program: `reason` is
-  // "rules_deleted" or "rules_changed" (the table was restored at once) or "veth_removed" (the sandbox has no network
-  // until it is restarted). Called from the watch thread for each sandbox affected; for its history.
+  // "rules_deleted" or "rules_changed" (the table was restored at once). Called from the watch thread for each
+  // sandbox with a network (stopped ones included: the service does not know which stopped); for their history.
   std::function<void(const std::string& id, const std::string& org, const std::string& reason)> on_network_event;
-  int watch_interval_ms = 2000;  // how often the table and the veths are looked at
+  int watch_interval_ms = 2000;  // how often the table is looked at
 };
 
 // In EgressOptions::state_dir while IPv4 forwarding is on because an isb turned it on: the boot's id
@@ -111,15 +111,14 @@ class EgressService {
     std::shared_ptr<const egress::EgressPolicy> policy;
     bool attached = false;
     std::string org;
-    bool veth_lost = false;  // reported once, until it is attached again
   };
   explicit EgressService(EgressOptions options, net::Subnet subnet, egress::Dialer dialer, EgressClaims claims);
   Status StartServers();
   // The watch thread: every watch_interval_ms (and soon after each apply, to take the new table as the reference),
   // CheckNetwork.
   void Watch();
-  // Restores a table deleted or changed by someone else and reports veths that went; logs and calls
-  // on_network_event for each sandbox affected.
+  // Restores a table deleted or changed by someone else; logs it and calls on_network_event for each sandbox with a
+  // network.
   void CheckNetwork();
   net::SandboxRules RulesFor(const Entry& e) const;
   // Open sandboxes are routed by the host: turns its IPv4 forwarding on if it is off (see the .cc).

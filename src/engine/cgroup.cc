@@ -87,6 +87,12 @@ const PidsBound& HostPidsBound() {
       unsigned long v = std::strtoul(text->c_str(), nullptr, 10);
       if (v > 0) b.pid_max = static_cast<uint32_t>(v);
     }
+    // The kernel's other bound on tasks (from the host's memory) is often the lower one where systemd raised
+    // pid_max to 4194304.
+    if (auto text = ReadFile("/proc/sys/kernel/threads-max"); text.ok()) {
+      unsigned long v = std::strtoul(text->c_str(), nullptr, 10);
+      if (v > 0 && v < b.pid_max) b.pid_max = static_cast<uint32_t>(v);
+    }
     b.reserve = std::max(kMinHostPidsReserve, b.pid_max / kHostPidsReserveDivisor);
     return b;
   }();
@@ -94,7 +100,7 @@ const PidsBound& HostPidsBound() {
 }
 
 std::string PidsBound::Describe() const {
-  return std::to_string(sandboxes()) + " (kernel.pid_max " + std::to_string(pid_max) + " less the " +
+  return std::to_string(sandboxes()) + " (the host's " + std::to_string(pid_max) + " tasks less the " +
          std::to_string(reserve) + " this host keeps for itself)";
 }
 

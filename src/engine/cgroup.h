@@ -40,7 +40,7 @@ struct CgroupStats {
 inline constexpr uint32_t kHostPidsReserveDivisor = 8;
 inline constexpr uint32_t kMinHostPidsReserve = 1024;
 struct PidsBound {
-  uint32_t pid_max = 0;  // kernel.pid_max
+  uint32_t pid_max = 0;  // kernel.pid_max, or kernel.threads-max where that is lower
   uint32_t reserve = 0;  // kept for the host
   uint32_t sandboxes() const { return pid_max > reserve ? pid_max - reserve : 0; }
   // "28672 (kernel.pid_max 32768 less the 4096 this host keeps for itself)", for refusals.

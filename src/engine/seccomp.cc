@@ -9,6 +9,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/personality.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -152,6 +153,18 @@ Result<SeccompProgram> BuildSeccompProgram(const std::vector<SeccompRule>& refus
     if (family == AF_PACKET || allowed(AllowedSocketFamilies(), family)) continue;
     ISB_TRY(Add(ctx.get(), SCMP_ACT_ERRNO(EAFNOSUPPORT), "socket",
                 {SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffff, static_cast<scmp_datum_t>(family))}));
+  }
+  // A pair of connected sockets is a unix one's business: the kernel makes pairs of some other families too (TIPC),
+  // and creates any family's socket before it finds it cannot pair.
+  ISB_TRY(Add(ctx.get(), SCMP_ACT_ERRNO(EAFNOSUPPORT), "socketpair", {SCMP_A0(SCMP_CMP_NE, AF_UNIX)}));
+  // IPv4 and IPv6 by protocols a sandbox has no use for, each a module of its own: SCTP, DCCP, L2TP, and SMC (which
+  // IPPROTO_SMC opens without AF_SMC).
+  for (int family : {AF_INET, AF_INET6}) {
+    for (int protocol : {int{IPPROTO_SCTP}, int{IPPROTO_DCCP}, 115 /* IPPROTO_L2TP */, 256 /* IPPROTO_SMC */}) {
+      ISB_TRY(Add(ctx.get(), SCMP_ACT_ERRNO(EPROTONOSUPPORT), "socket",
+                  {SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffff, static_cast<scmp_datum_t>(family)),
+                   SCMP_A2(SCMP_CMP_MASKED_EQ, 0xffffffff, static_cast<scmp_datum_t>(protocol))}));
+    }
   }
   // Netlink reaches kernel subsystems by protocol: audit and uevents are not namespaced, and xfrm, netfilter
   // and generic netlink are large surface.

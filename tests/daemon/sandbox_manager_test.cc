@@ -201,13 +201,13 @@ TEST_F(ManagerTest, ASandboxOpensNoVsockOrOtherUnneededSocketFamily) {
 TEST_F(ManagerTest, PidsAreBoundedByTheHostAndOpenFilesPerProcess) {
   const engine::PidsBound& host = engine::HostPidsBound();
   api::SandboxSpec big;
-  big.pids = 65536;
+  big.pids = host.sandboxes() + 1;
   auto refused = mgr_->Create(big);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().code, Code::kInvalidArgument);
   EXPECT_EQ(refused.error().message, "pids: must be between 2 and " + host.Describe());
   if (host.pid_max == 32768) {
-    EXPECT_EQ(host.Describe(), "28672 (kernel.pid_max 32768 less the 4096 this host keeps for itself)");
+    EXPECT_EQ(host.Describe(), "28672 (the host's 32768 tasks less the 4096 this host keeps for itself)");
   }
   auto sb = mgr_->Create({});
   ASSERT_TRUE(sb.ok()) << sb.error().message;

@@ -103,6 +103,24 @@ TEST(Seccomp, RefusesSocketFamiliesASandboxHasNoUseFor) {
   for (int family : {AF_UNIX, AF_INET, AF_INET6})
     EXPECT_EQ(ErrnoUnderFilter(open_socket(family, SOCK_STREAM, 0)), 0) << family;
   EXPECT_EQ(ErrnoUnderFilter(open_socket(AF_NETLINK, SOCK_DGRAM, NETLINK_ROUTE)), 0);
+  // Pairs: unix only.
+  EXPECT_EQ(ErrnoUnderFilter([] {
+              int sv[2];
+              return static_cast<long>(::socketpair(AF_TIPC, SOCK_SEQPACKET, 0, sv));
+            }),
+            EAFNOSUPPORT);
+  EXPECT_EQ(ErrnoUnderFilter([] {
+              int sv[2];
+              if (::socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) return -1L;
+              ::close(sv[0]);
+              ::close(sv[1]);
+              return 0L;
+            }),
+            0);
+  // IPv4 and IPv6 protocols that are modules of their own.
+  for (int family : {AF_INET, AF_INET6})
+    for (int protocol : {int{IPPROTO_SCTP}, int{IPPROTO_DCCP}, 115, 256})
+      EXPECT_EQ(ErrnoUnderFilter(open_socket(family, SOCK_STREAM, protocol)), EPROTONOSUPPORT) << protocol;
   EXPECT_EQ(ErrnoUnderFilter(open_socket(AF_NETLINK, SOCK_DGRAM, NETLINK_SOCK_DIAG)), 0);
 }
 
