@@ -89,12 +89,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   api::Response r = Auth().Handle(req);
   if (r.status == 200 || (r.status >= 500 && r.status != 503)) abort();
   nlohmann::json body = nlohmann::json::parse(req.body, nullptr, false);
+  std::string elsewhere = req.target;
+  for (const char* name : {"Authorization", "Cookie", "Host", "Origin", "Content-Type", "X-Isb-Csrf"})
+    elsewhere += "\n" + req.headers.Get(name);
   if (body.is_object()) {
     for (const char* field : {"password", "setup_token"}) {
       auto it = body.find(field);
-      // (A 404 names the path asked for: a secret the client put in the path too may appear there.)
+      // (A refusal names the path or the Host asked for: a secret the client put there too may appear in it.)
       if (it != body.end() && it->is_string() && it->get_ref<const std::string&>().size() >= 8 &&
-          Contains(r.body, it->get_ref<const std::string&>()) && !Contains(req.target, it->get_ref<const std::string&>()))
+          Contains(r.body, it->get_ref<const std::string&>()) && !Contains(elsewhere, it->get_ref<const std::string&>()))
         abort();
     }
   }
