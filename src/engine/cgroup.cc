@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <mutex>
 #include <set>
 #include <cstdlib>
@@ -66,7 +67,13 @@ Status BoundParentPids(const std::string& parent) {
   static std::set<std::string> done;
   std::lock_guard lock(mu);
   if (done.count(parent)) return {};
-  ISB_TRY(WriteKernelFile(parent + "/pids.max", std::to_string(HostPidsBound().sandboxes())));
+  // A lower bound an operator set stays.
+  const uint32_t bound = HostPidsBound().sandboxes();
+  auto now = ReadFile(parent + "/pids.max");
+  const unsigned long current = now.ok() && !now->empty() && std::isdigit(static_cast<unsigned char>((*now)[0]))
+                                    ? std::strtoul(now->c_str(), nullptr, 10)
+                                    : 0;
+  if (current == 0 || current > bound) ISB_TRY(WriteKernelFile(parent + "/pids.max", std::to_string(bound)));
   done.insert(parent);
   return {};
 }

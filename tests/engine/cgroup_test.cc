@@ -107,6 +107,19 @@ TEST_F(FakeCgroupfs, V1LimitsAndStats) {
   EXPECT_EQ(Read(c + "/isb/sb1/cpu.cfs_quota_us"), "150000");
   EXPECT_EQ(Read(p + "/isb/sb1/pids.max"), "10");
   EXPECT_EQ(Read(p + "/isb/pids.max"), std::to_string(HostPidsBound().sandboxes()));
+  // A lower bound an operator set on isb's group stays.
+  {
+    CgroupLayout other = layout;
+    other.pids = root_ + "/pids-again";
+    Touch(other.pids + "/isb/sb2", {"pids.max", "cgroup.procs"});
+    Touch(m + "/isb/sb2", {"memory.limit_in_bytes", "memory.memsw.limit_in_bytes", "cgroup.procs"});
+    Touch(c + "/isb/sb2", {"cpu.cfs_period_us", "cpu.cfs_quota_us", "cgroup.procs"});
+    ASSERT_TRUE(WriteFile(other.pids + "/isb/pids.max", "100\n").ok());
+    auto kept = Cgroup::Create(other, "sb2", Limits{.memory_bytes = 128ull << 20, .millicpus = 1500, .pids = 10});
+    ASSERT_TRUE(kept.ok()) << kept.error().message;
+    EXPECT_EQ(Read(other.pids + "/isb/pids.max"), "100\n");
+    for (const auto& d : kept->dirs()) std::filesystem::remove_all(d);
+  }
   // 32768 here (the kernel's default): 4096 kept, 28672 for every sandbox together.
   EXPECT_EQ(HostPidsBound().reserve, std::max(kMinHostPidsReserve, HostPidsBound().pid_max / 8));
   ASSERT_TRUE(WriteFile(m + "/isb/sb1/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n").ok());
