@@ -95,9 +95,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (body.is_object()) {
     for (const char* field : {"password", "setup_token"}) {
       auto it = body.find(field);
-      // (A refusal names the path or the Host asked for: a secret the client put there too may appear in it.)
+      // (A refusal names the path or the Host asked for: a secret the client put there too may appear in it. And a
+      // short "secret" may be a piece of a fixed sentence, "changes somethin": only one holding '~', which no
+      // message of isb's has, is looked for.)
       if (it != body.end() && it->is_string() && it->get_ref<const std::string&>().size() >= 8 &&
-          Contains(r.body, it->get_ref<const std::string&>()) && !Contains(elsewhere, it->get_ref<const std::string&>()))
+          Contains(it->get_ref<const std::string&>(), "~") && Contains(r.body, it->get_ref<const std::string&>()) &&
+          !Contains(elsewhere, it->get_ref<const std::string&>()))
         abort();
     }
   }
