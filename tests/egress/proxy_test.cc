@@ -97,24 +97,39 @@ Fd AcceptOne(const Fd& listener) {
   return c;
 }
 
+// A test origin's one connection: listens on a loopback port, and serves the connection accepted there (within 5 s)
+// with `serve` on a thread of its own (none accepted: nothing is served, and a test fails on what its client got),
+// joined by Join or the destructor. An origin declares it after what `serve` uses, so that it is joined first.
+class OneConnection {
+ public:
+  explicit OneConnection(std::function<void(Fd&)> serve) {
+    listener_ = LoopbackListener(&port_);
+    thread_ = std::thread([this, serve = std::move(serve)] {
+      Fd c = AcceptOne(listener_);
+      if (c.valid()) serve(c);
+    });
+  }
+  ~OneConnection() { Join(); }
+  uint16_t port() const { return port_; }
+  void Join() {
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  Fd listener_;
+  uint16_t port_ = 0;
+  std::thread thread_;
+};
+
 // An origin for one connection: answers the first request head with `response` and resets the connection at once
 // (a close with SO_LINGER 0), so that the answer and the reset reach the proxy together.
 class ResettingOrigin {
  public:
-  explicit ResettingOrigin(std::string response) : response_(std::move(response)) {
-    listener_ = LoopbackListener(&port_);
-    thread_ = std::thread([this] { Serve(); });
-  }
-  ~ResettingOrigin() { thread_.join(); }
-  uint16_t port() const { return port_; }
+  explicit ResettingOrigin(std::string response) : response_(std::move(response)) {}
+  uint16_t port() const { return conn_.port(); }
 
  private:
-  void Serve() {
-    pollfd p{listener_.get(), POLLIN, 0};
-    if (::poll(&p, 1, 5000) != 1) return;  // the proxy never dialled: the test fails on what the client got
-    Fd c(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
-    timeval tv{5, 0};
-    ::setsockopt(c.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  void Serve(Fd& c) {
     std::string in;
     char buf[4096];
     while (in.find("\r\n\r\n") == std::string::npos) {
@@ -128,34 +143,23 @@ class ResettingOrigin {
   }
 
   std::string response_;
-  Fd listener_;
-  uint16_t port_ = 0;
-  std::thread thread_;
+  OneConnection conn_{[this](Fd& c) { Serve(c); }};
 };
 
 // An origin for one connection: answers the first request head with `response`, then echoes every byte it gets,
 // keeping them (received()) until the connection ends.
 class AnsweringOrigin {
  public:
-  explicit AnsweringOrigin(std::string response) : response_(std::move(response)) {
-    listener_ = LoopbackListener(&port_);
-    thread_ = std::thread([this] { Serve(); });
-  }
-  ~AnsweringOrigin() { Join(); }
-  uint16_t port() const { return port_; }
+  explicit AnsweringOrigin(std::string response) : response_(std::move(response)) {}
+  uint16_t port() const { return conn_.port(); }
   // What came after the first head; call once the connection has ended.
   const std::string& received() {
-    Join();
+    conn_.Join();
     return after_;
   }
 
  private:
-  void Join() {
-    if (thread_.joinable()) thread_.join();
-  }
-  void Serve() {
-    Fd c = AcceptOne(listener_);
-    if (!c.valid()) return;
+  void Serve(Fd& c) {
     std::string in;
     char buf[4096];
     size_t end;
@@ -177,34 +181,22 @@ class AnsweringOrigin {
 
   std::string response_;
   std::string after_;
-  Fd listener_;
-  uint16_t port_ = 0;
-  std::thread thread_;
+  OneConnection conn_{[this](Fd& c) { Serve(c); }};
 };
 
 // An origin that ignores request bodies ("CL.0", as many back ends do on GET): it reads request heads one after
 // another from its connection's bytes, answers each with an empty 200, and logs the Host of every head it parses.
 class BodyIgnoringOrigin {
  public:
-  BodyIgnoringOrigin() {
-    listener_ = LoopbackListener(&port_);
-    thread_ = std::thread([this] { Serve(); });
-  }
-  ~BodyIgnoringOrigin() { Join(); }
-  uint16_t port() const { return port_; }
+  uint16_t port() const { return conn_.port(); }
   // The Host of each head parsed; call once the connection has ended.
   const std::vector<std::string>& hosts() {
-    Join();
+    conn_.Join();
     return hosts_;
   }
 
  private:
-  void Join() {
-    if (thread_.joinable()) thread_.join();
-  }
-  void Serve() {
-    Fd c = AcceptOne(listener_);
-    if (!c.valid()) return;
+  void Serve(Fd& c) {
     std::string in;
     char buf[4096];
     for (;;) {
@@ -224,9 +216,7 @@ class BodyIgnoringOrigin {
   }
 
   std::vector<std::string> hosts_;
-  Fd listener_;
-  uint16_t port_ = 0;
-  std::thread thread_;
+  OneConnection conn_{[this](Fd& c) { Serve(c); }};
 };
 
 // Hosts: "allowed.test" reaches the echo server (or origin_port_ when a test sets it); everything else is refused.
