@@ -57,6 +57,15 @@ json ToolResult(const Result<json>& result, bool stateless) {
   return out;
 }
 
+// Runs an admitted tool, as a tool result. A call that took effect but whose outcome the audit log could not record
+// says so in the result's _meta ("isb/audit-unrecorded": why).
+json RunTool(const Registry& registry, const Tool& tool, const json& args, const CallContext& ctx, bool stateless) {
+  std::string unrecorded;
+  json out = ToolResult(registry.Run(tool, args, ctx, &unrecorded), stateless);
+  if (!unrecorded.empty()) out["_meta"] = {{"isb/audit-unrecorded", unrecorded}};
+  return out;
+}
+
 // A call on the MCP surface in `org` by `identity`, with the client's address and User-Agent for the audit log.
 CallContext McpContext(const Request& req, const Identity& identity, std::string org) {
   CallContext ctx;
@@ -464,7 +473,7 @@ Response McpServer::ToolsCall(Call& call) {
   if (!tool->streams || call.in_batch || !(token.is_string() || token.is_number_integer())) {
     Running running(*this, call.req.headers.Get("Mcp-Session-Id"), call.id);
     if (running.cancellable()) ctx.cancelled = [flag = running.flag()] { return flag->load(); };
-    return RpcResult(call.id, ToolResult(registry_.Run(*tool, args, ctx), call.stateless));
+    return RpcResult(call.id, RunTool(registry_, *tool, args, ctx, call.stateless));
   }
 
   Response r;
@@ -497,7 +506,7 @@ Response McpServer::ToolsCall(Call& call) {
       if (!client_gone) client_gone = !write(": keep-alive\n\n");
       return client_gone || flag->load();
     };
-    json result = ToolResult(registry.Run(*tool, args, ctx), stateless);
+    json result = RunTool(registry, *tool, args, ctx, stateless);
     std::lock_guard lock(mu);
     send({{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}});
   };
@@ -582,7 +591,7 @@ Response McpServer::AskThenRun(Call& call, const Tool& tool, json args, CallCont
     json out;
     if (approved) {
       ctx.cancelled = [flag = running.flag()] { return flag->load(); };
-      out = ToolResult(registry.Run(tool, args, ctx), false);
+      out = RunTool(registry, tool, args, ctx, false);
     } else {
       const std::string why =
           answer                    ? "the person asked did not approve it"

@@ -12,7 +12,6 @@ using json = nlohmann::json;
 Registry::Registry() = default;
 Registry::~Registry() = default;
 
-void Registry::SetStartObserver(StartObserver observer) { start_observer_ = std::move(observer); }
 
 int HttpStatusFor(Code code) {
   switch (code) {
@@ -101,7 +100,7 @@ Status Registry::ValidateInput(const Tool& tool, const json& input) const {
 Result<const Tool*> Registry::Admit(std::string_view name, const json& input, const CallContext& ctx) const {
   const Tool* tool = Find(name);
   auto refuse = [&](Error error) -> Result<const Tool*> {
-    Report(name, tool, input, ctx, Result<json>(error));
+    (void)Report(name, tool, input, ctx, Result<json>(error));
     return error;
   };
   if (tool == nullptr || !MaySee(*tool, ctx.identity)) {
@@ -135,29 +134,19 @@ R Guarded(const Tool& tool, F run) {
 Status Registry::Precheck(const Tool& tool, const json& input, const CallContext& ctx) const {
   if (!tool.precheck) return {};
   Status checked = Guarded<Status>(tool, [&] { return tool.precheck(input, ctx); });
-  if (!checked.ok()) Report(tool.name, &tool, input, ctx, Result<json>(checked.error()));
+  if (!checked.ok()) (void)Report(tool.name, &tool, input, ctx, Result<json>(checked.error()));
   return checked;
 }
 
-Result<json> Registry::Run(const Tool& tool, const json& input, const CallContext& ctx) const {
-  Result<json> result = Error::Of(Code::kInternal, "not run");
-  if (tool.long_running && start_observer_) {
-    CallContext running = ctx;
-    bool told = false;
-    running.began = [&] {
-      if (told) return;
-      told = true;
-      // The observer reports its own failures; one that throws does not end the call, whose work goes on.
-      (void)Guarded<Status>(tool, [&] {
-        start_observer_(tool.name, tool, input, ctx);
-        return Status{};
-      });
-    };
-    result = Guarded<Result<json>>(tool, [&] { return tool.handler(input, running); });
-  } else {
-    result = Guarded<Result<json>>(tool, [&] { return tool.handler(input, ctx); });
+Result<json> Registry::Run(const Tool& tool, const json& input, const CallContext& ctx, std::string* unrecorded) const {
+  if (!tool.annotations.read_only && intent_observer_) {
+    Status recorded = Guarded<Status>(tool, [&] { return intent_observer_(tool.name, tool, input, ctx); });
+    if (!recorded.ok())
+      return Error::Of(Code::kUnavailable, tool.name + " was not run, so nothing changed: " + recorded.error().message);
   }
-  Report(tool.name, &tool, input, ctx, result);
+  Result<json> result = Guarded<Result<json>>(tool, [&] { return tool.handler(input, ctx); });
+  Status recorded = Guarded<Status>(tool, [&] { return Report(tool.name, &tool, input, ctx, result); });
+  if (!recorded.ok() && unrecorded != nullptr) *unrecorded = recorded.error().message;
   return result;
 }
 

@@ -36,10 +36,6 @@ struct CallContext {
   // True once the caller has gone away (a streaming caller) or cancelled the call (MCP's notifications/cancelled).
   // Asked about once a second by long work.
   std::function<bool()> cancelled;
-  // Set by the registry for a long-running tool (Tool::long_running) when a start observer listens: the handler
-  // calls it once its work has begun (an exec, once the sandbox has the command), on its own thread, and the start
-  // observer is told then. Later calls do nothing; a handler that fails before it begins never calls it.
-  std::function<void()> began;
 };
 
 struct ToolAnnotations {
@@ -78,9 +74,6 @@ struct Tool {
   // A streaming call's check of what it acts on, before its response begins (REST sends a stream's status first):
   // what it refuses (a sandbox that does not exist) gets its own status instead of an error event after a 200.
   std::function<Status(const nlohmann::json& input, const CallContext& ctx)> precheck{};
-  // A call that may run for minutes (an exec, a terminal): the start observer hears of it when its work begins
-  // (CallContext::began) as well, so that a daemon that dies while it runs still leaves a row of it.
-  bool long_running = false;
 };
 
 // CodeName (base/result.h) names an error code as REST and MCP publish it: "invalid_argument", "not_found", ...
@@ -88,15 +81,17 @@ struct Tool {
 int HttpStatusFor(Code code);
 
 // Told of every call once it has an outcome: the tool (null when none has that name), its input as sent, the
-// caller, and the result. The daemon's audit log listens here, so no surface can call a tool unrecorded.
-using CallObserver = std::function<void(std::string_view name, const Tool* tool, const nlohmann::json& input,
-                                        const CallContext& ctx, const Result<nlohmann::json>& result)>;
+// caller, and the result. The daemon's audit log listens here, so no surface can call a tool unrecorded. An error is
+// an outcome it could not record: the operator has been told, and Run tells the caller.
+using CallObserver = std::function<Status(std::string_view name, const Tool* tool, const nlohmann::json& input,
+                                          const CallContext& ctx, const Result<nlohmann::json>& result)>;
 
-// Told, on the handler's thread, that the work of a long-running tool (Tool::long_running) has begun (its handler
-// called CallContext::began): the call's name, tool, input and caller, as the call observer will be told of them once
-// it ends. The handler's work goes on meanwhile (an exec's command is running).
-using StartObserver = std::function<void(std::string_view name, const Tool& tool, const nlohmann::json& input,
-                                         const CallContext& ctx)>;
+// Told of a call that may change something (a tool that is not read-only) once it is admitted, before its handler
+// runs, with the name, tool, input and caller the call observer will be told of once it ends. The daemon records it
+// ("started"), so that a call whose outcome cannot be recorded (a full disk, a daemon that dies during an exec) is in
+// the log all the same. An error means it could not be recorded, and the call is not run: nothing changes unrecorded.
+using IntentObserver = std::function<Status(std::string_view name, const Tool& tool, const nlohmann::json& input,
+                                            const CallContext& ctx)>;
 
 // Whether a caller that is not a superadmin may see and call a tool (the daemon's --allow-tools/--deny-tools).
 using ToolFilter = std::function<bool(std::string_view tool)>;
@@ -135,19 +130,22 @@ class Registry {
   // A call refused before its input could be judged (a body that is not JSON or is too large, arguments that are
   // not an object): reported to the observer like Admit's refusals, with an empty input.
   void Refuse(std::string_view name, const CallContext& ctx, const Error& error) const {
-    Report(name, FindVisible(name, ctx.identity), nlohmann::json::object(), ctx, Result<nlohmann::json>(error));
+    (void)Report(name, FindVisible(name, ctx.identity), nlohmann::json::object(), ctx, Result<nlohmann::json>(error));
   }
   // Runs an admitted tool's precheck (when it has one); a refusal is reported to the observer like Admit's.
   Status Precheck(const Tool& tool, const nlohmann::json& input, const CallContext& ctx) const;
-  // Runs an admitted tool's handler and reports the outcome to the observer. A long-running tool's start is
-  // reported to the start observer while the handler runs (never holding it up), and always before its outcome.
-  Result<nlohmann::json> Run(const Tool& tool, const nlohmann::json& input, const CallContext& ctx) const;
+  // Runs an admitted tool's handler and reports the outcome to the observer. A tool that is not read-only is first
+  // reported to the intent observer; when that fails, the handler does not run and the call fails with kUnavailable
+  // "TOOL was not run, so nothing changed: WHY". When the outcome could not be recorded, `unrecorded` (if given) is
+  // set to why: the surface tells the caller that its call took effect but is in the log only as started.
+  Result<nlohmann::json> Run(const Tool& tool, const nlohmann::json& input, const CallContext& ctx,
+                             std::string* unrecorded = nullptr) const;
   // The authorizer: role in the call's org, token scopes, platform tools. OK, kNotFound (the org is not reached: as
   // if it did not exist) or kForbidden naming what is missing.
   Status Authorize(const Tool& tool, const CallContext& ctx) const;
   Status ValidateInput(const Tool& tool, const nlohmann::json& input) const;
   void SetObserver(CallObserver observer) { observer_ = std::move(observer); }
-  void SetStartObserver(StartObserver observer);
+  void SetIntentObserver(IntentObserver observer) { intent_observer_ = std::move(observer); }
   void SetToolFilter(ToolFilter filter) { filter_ = std::move(filter); }
   // Whether `identity` reaches `org` and it exists.
   bool Reaches(const Identity& identity, std::string_view org) const {
@@ -161,9 +159,9 @@ class Registry {
   static nlohmann::json Describe(const Tool& tool);
 
  private:
-  void Report(std::string_view name, const Tool* tool, const nlohmann::json& input, const CallContext& ctx,
-              const Result<nlohmann::json>& result) const {
-    if (observer_) observer_(name, tool, input, ctx, result);
+  Status Report(std::string_view name, const Tool* tool, const nlohmann::json& input, const CallContext& ctx,
+                const Result<nlohmann::json>& result) const {
+    return observer_ ? observer_(name, tool, input, ctx, result) : Status{};
   }
   // The tool filter (--allow-tools, --deny-tools) holds for every caller of a listener, superadmin tokens included;
   // only the host (the unix socket, the CLI on the host) has every tool.
@@ -171,7 +169,7 @@ class Registry {
     return identity.kind == identity::PrincipalKind::kSuperadmin || !filter_ || filter_(tool.name);
   }
   CallObserver observer_;
-  StartObserver start_observer_;
+  IntentObserver intent_observer_;
   ToolFilter filter_;
   std::function<bool(std::string_view)> org_exists_;
   mutable std::mutex mu_;

@@ -35,6 +35,14 @@ json ErrorSchema() {
             {"message", {{"type", "string"}}}}}};
 }
 
+// A call's 200 body: {"result": ...}, and "audit_unrecorded" saying why when the call took effect but the audit log
+// could not record its outcome.
+json ResultBody(const json& result, const std::string& unrecorded) {
+  json body = {{"result", result}};
+  if (!unrecorded.empty()) body["audit_unrecorded"] = unrecorded;
+  return body;
+}
+
 json ErrorRef(const char* description) {
   return {{"description", description},
           {"content", {{"application/json", {{"schema", {{"$ref", "#/components/schemas/Error"}}}}}}}};
@@ -118,8 +126,9 @@ Response RestApi::CallTool(const Request& req, std::string_view name, const Iden
   const Tool* tool = *admitted;
 
   if (!tool->streams || !WantsStream(req)) {
-    auto result = registry_.Run(*tool, input, ctx);
-    Response r = result.ok() ? JsonResponse(200, Dump({{"result", *result}})) : ErrorResponse(result.error());
+    std::string unrecorded;
+    auto result = registry_.Run(*tool, input, ctx, &unrecorded);
+    Response r = result.ok() ? JsonResponse(200, Dump(ResultBody(*result, unrecorded))) : ErrorResponse(result.error());
     r.headers.Set("X-Request-Id", ctx.request_id);
     return r;
   }
@@ -151,8 +160,9 @@ Response RestApi::CallTool(const Request& req, std::string_view name, const Iden
       if (!client_gone) client_gone = !write(": keep-alive\n\n");
       return client_gone;
     };
-    auto result = registry.Run(*tool, input, ctx);
-    if (result.ok()) send("result", {{"result", *result}});
+    std::string unrecorded;
+    auto result = registry.Run(*tool, input, ctx, &unrecorded);
+    if (result.ok()) send("result", ResultBody(*result, unrecorded));
     else send("error", {{"error", CodeName(result.error().code)}, {"message", result.error().message}});
   };
   return r;
@@ -173,7 +183,8 @@ json RestApi::OpenApi(const Identity& identity) const {
         {"413", ErrorRef("Request body or result too large.")},
         {"429", ErrorRef("Too many requests: a limit on the caller; Retry-After says when to try again.")},
         {"500", ErrorRef("Internal error.")},
-        {"503", ErrorRef("Unavailable: a service the call needs is not running or is busy (egress, a sandbox's init).")},
+        {"503", ErrorRef("Unavailable: a service the call needs is not running or is busy (egress, a sandbox's init), "
+                         "or the audit log cannot record the call, which then did not run.")},
         {"504", ErrorRef("Timed out.")}};
     if (t->streams) {
       responses["200"]["content"]["text/event-stream"] = {

@@ -709,7 +709,6 @@ Status AddCreateAndExec(Registry& reg, Sandboxes& all, const SandboxToolOptions&
                          "progressToken), which announces the session to send input to");
         }
         req.cancelled = ctx.cancelled;  // the caller's cancel (MCP's notifications/cancelled), or its going away
-        req.began = ctx.began;          // the audit log's "started" row, once the sandbox has the command
         if (!ctx.progress) {
           ISB_ASSIGN_OR_RETURN(ExecResult r, sb.Exec(Ref(in), req, nullptr));
           return ExecResultJson(std::move(r), base64);
@@ -734,7 +733,6 @@ Status AddCreateAndExec(Registry& reg, Sandboxes& all, const SandboxToolOptions&
       }};
   // A sandbox that is not there is told before a stream begins (404); one that stops meanwhile ends the stream with
   // an error event.
-  exec.long_running = true;  // up to 15 minutes, or a terminal session: recorded when it begins too
   exec.precheck = [&all](const json& in, const CallContext& ctx) -> Status {
     OrgSandboxes sb(all, ctx);
     if (auto found = sb.Get(Ref(in)); !found.ok()) return found.error();

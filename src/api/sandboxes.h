@@ -123,8 +123,6 @@ struct ExecRequest {
   std::string caller;  // who started it: the org and the identity, as the tools spell them
   // With tty: called once with the session's id when the command runs, before any output.
   std::function<void(const std::string& session)> on_session;
-  // Called once the sandbox has the command (it is starting), on the exec's thread, while it runs.
-  std::function<void()> began;
 };
 
 // Labels isb sets on every sandbox: the org it belongs to, and who created it over which surface

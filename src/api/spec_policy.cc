@@ -85,6 +85,20 @@ Status PrepareRemoteSpecPolicy(RemoteSpecPolicy& policy) {
     ISB_ASSIGN_OR_RETURN(egress::IpAddress ip, ParseAddress("--publish-address", address));
     address = ip.ToString();
   }
+  // Below 1024 no unprivileged user of the host may listen, and host services trust those ports (a mail relay on 25,
+  // ssh on 22): the daemon, root, publishes there for the host's own callers only.
+  const std::string& range = policy.publish_ports;
+  const size_t dash = range.find('-');
+  auto bound = [&](std::string_view text) -> int {
+    if (text.empty() || text.size() > 5 || text.find_first_not_of("0123456789") != std::string_view::npos) return -1;
+    return std::stoi(std::string(text));
+  };
+  const int first = dash == std::string::npos ? -1 : bound(std::string_view(range).substr(0, dash));
+  const int last = dash == std::string::npos ? -1 : bound(std::string_view(range).substr(dash + 1));
+  if (first < 1024 || last > 65535 || first > last)
+    return Invalid("--publish-ports " + range + ": expected FIRST-LAST within 1024-65535, FIRST no more than LAST");
+  policy.publish_port_first = static_cast<uint16_t>(first);
+  policy.publish_port_last = static_cast<uint16_t>(last);
   return {};
 }
 
@@ -118,11 +132,10 @@ Status CheckRemoteSpec(const SandboxSpec& spec, const RemoteSpecPolicy& policy, 
     ISB_TRY(ResolveUnderBindRoot("mounts[" + std::to_string(i) + "].source", spec.mounts[i].source, policy, org));
   for (size_t i = 0; i < spec.ports.size(); ++i) {
     const std::string field = "ports[" + std::to_string(i) + "]";
-    // A port below 1024 no unprivileged user of the host may listen on, and host services trust it (a mail relay
-    // on 25, ssh on 22): the daemon, root, listens for the host's own callers only.
-    if (spec.ports[i].host_port < 1024)
-      return Forbidden(field + ": host port " + std::to_string(spec.ports[i].host_port) +
-                       " is below 1024, which only the host may publish");
+    const uint16_t port = spec.ports[i].host_port;
+    if (port < policy.publish_port_first || port > policy.publish_port_last)
+      return Forbidden(field + ": host port " + std::to_string(port) + " is outside " + policy.publish_ports +
+                       ", the ports isb publishes for remote callers (isb serve --publish-ports)");
     if (policy.api_port != 0 && spec.ports[i].host_port == policy.api_port)
       return Forbidden(field + ": host port " + std::to_string(spec.ports[i].host_port) +
                        " is the isb daemon's own, on every address");

@@ -23,6 +23,11 @@ struct RemoteSpecPolicy {
   std::map<std::string, std::vector<std::string>> org_bind_roots;
   // --publish-address IP: after PrepareRemoteSpecPolicy, canonical address text. Loopback needs no flag.
   std::vector<std::string> publish_addresses;
+  // --publish-ports FIRST-LAST: the host ports remote callers may publish on, a range the operator keeps for isb.
+  // Outside it a port is refused before any bind, so whether a host port is in use is never told to a remote caller
+  // (a bind's "Address already in use" would be). PrepareRemoteSpecPolicy parses it into the two bounds.
+  std::string publish_ports = "20000-29999";
+  uint16_t publish_port_first = 20000, publish_port_last = 29999;
   // The daemon's own TCP port (--listen), when it is a fixed one: never published, on any address (a listener on
   // the loopback address the daemon does not listen on, ::1 say, would take the calls made to "localhost").
   uint16_t api_port = 0;
@@ -31,7 +36,8 @@ struct RemoteSpecPolicy {
 // Checks the operator's flags once at start and puts them in the form the checks use: each bind root resolved to
 // its real path (one that does not exist or is not a directory, or an ORG= with an empty org, is kInvalidArgument
 // naming it) and sorted by org, each publish
-// address parsed and written canonically (one that is not an IP address is kInvalidArgument naming it).
+// address parsed and written canonically (one that is not an IP address is kInvalidArgument naming it), and the
+// publish ports parsed (FIRST-LAST within 1024-65535, FIRST <= LAST; otherwise kInvalidArgument).
 Status PrepareRemoteSpecPolicy(RemoteSpecPolicy& policy);
 
 // OK, or kForbidden naming the field and the flag that would allow it:
@@ -39,7 +45,8 @@ Status PrepareRemoteSpecPolicy(RemoteSpecPolicy& policy);
 //   privileged: true without --allow-privileged; an idmap other than auto/none (any entry) without --allow-raw;
 //   an image (a host directory) or a mount's source whose real path is not equal to or below a bind root
 //   (ResolveUnderBindRoot);
-//   a port published on a host port below 1024, or on an address CheckPublishAddress refuses ("ports[N]: ...").
+//   a port published on a host port outside --publish-ports, or on an address CheckPublishAddress refuses
+//   ("ports[N]: ...").
 // The bind roots are every org's and `org`'s own.
 // REQUIRES: `policy` went through PrepareRemoteSpecPolicy.
 Status CheckRemoteSpec(const SandboxSpec& spec, const RemoteSpecPolicy& policy, const std::string& org = "");

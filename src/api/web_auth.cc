@@ -113,7 +113,7 @@ Result<Identity> WebAuth::Authenticate(const Request& req) {
                                                  std::to_string(wait) + " s");
   }
   refusals_.RecordFailure(req.remote_address);
-  Report("authenticate", account, req, Status(who.error()));
+  (void)Report("authenticate", account, req, Status(who.error()));
   return who;
 }
 
@@ -156,8 +156,8 @@ Response WebAuth::Handle(const Request& req) {
   return Fail(Error::Of(Code::kNotFound, "no route for " + SanitizeUtf8(path.substr(0, 200))));
 }
 
-void WebAuth::Report(std::string_view action, std::string_view account, const Request& req, const Status& outcome) {
-  if (options_.on_event) options_.on_event(action, account, req, outcome);
+Status WebAuth::Report(std::string_view action, std::string_view account, const Request& req, const Status& outcome) {
+  return options_.on_event ? options_.on_event(action, account, req, outcome) : Status{};
 }
 
 // A sign-in or setup turned away by the limiter costs no password check, so nothing else bounds how fast an address
@@ -165,7 +165,7 @@ void WebAuth::Report(std::string_view action, std::string_view account, const Re
 void WebAuth::ReportLimited(std::string_view action, std::string_view account, const Request& req) {
   if (refusals_.RetryAfter(req.remote_address) > 0) return;
   refusals_.RecordFailure(req.remote_address);
-  Report(action, account, req, Error::Of(Code::kTooManyRequests, "rate limited"));
+  (void)Report(action, account, req, Error::Of(Code::kTooManyRequests, "rate limited"));
 }
 
 std::string WebAuth::Cookie(const std::string& value, int64_t max_age) const {
@@ -194,8 +194,9 @@ Response WebAuth::SignIn(const Request& req) {
     PasswordCheckSlot slot(password_checks_, options_.password_check_wait);
     if (slot.held()) who = store_.users().SignIn(*user, *password);
   }
-  Report("sign_in", *user, req, who.ok() ? Status() : Status(who.error()));
+  Status recorded = Report("sign_in", *user, req, who.ok() ? Status() : Status(who.error()));
   if (!who.ok()) return Fail(who.error());
+  if (!recorded.ok()) return Fail(Error::Of(Code::kUnavailable, "sign-in refused: " + recorded.error().message));
   limiter_.Succeeded(*user, req.remote_address);
   auto session = store_.sessions().Create(who->user_id, req.remote_address, req.headers.Get("User-Agent"));
   if (!session.ok()) return Fail(session.error());
@@ -212,7 +213,7 @@ Response WebAuth::SignOut(const Request& req) {
     return Fail(Error::Of(Code::kInvalidArgument, "sign-out ends a browser session; revoke a token with token_revoke"));
   }
   Status revoked = store_.sessions().Revoke(*who, who->credential_id);
-  Report("sign_out", who->user_name, req, revoked);
+  (void)Report("sign_out", who->user_name, req, revoked);
   if (!revoked.ok()) return Fail(revoked.error());
   Response r = JsonResponse(200, R"({"signed_out":true})");
   r.headers.Set("Set-Cookie", Cookie("", 0));
@@ -237,7 +238,7 @@ Response WebAuth::SetUp(const Request& req) {
     PasswordCheckSlot slot(password_checks_, options_.password_check_wait);
     if (slot.held()) id = store_.setup().CreateFirstAdmin(*token, *user, *password);
   }
-  Report("setup", *user, req, id.ok() ? Status() : Status(id.error()));
+  (void)Report("setup", *user, req, id.ok() ? Status() : Status(id.error()));
   if (!id.ok()) return Fail(id.error());
   limiter_.Succeeded("setup", req.remote_address);
   return JsonResponse(200, Dump({{"user", *user}, {"platform_admin", true}}));

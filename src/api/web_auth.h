@@ -37,8 +37,9 @@ struct WebAuthOptions {
   // Told of every sign-in, sign-out and setup attempt ("sign_in", "sign_out", "setup"), and of every credential
   // Authenticate refuses ("authenticate": a bad token or session, or a session request that fails the browser
   // checks), with the account name given or known ("" when none) and the outcome; the daemon's audit log listens.
-  // Never given a password or a secret.
-  std::function<void(std::string_view action, std::string_view account, const Request& req, const Status& outcome)>
+  // Never given a password or a secret. An error is an event it could not record: a sign-in whose success cannot be
+  // recorded is refused (503), before its session exists.
+  std::function<Status(std::string_view action, std::string_view account, const Request& req, const Status& outcome)>
       on_event;
   // Sign-in failures allowed within 15 minutes, per account and per client address, before 429 with Retry-After
   // (`isb serve --sign-in-account-limit`, `--sign-in-address-limit`).
@@ -86,7 +87,7 @@ class WebAuth {
   Response SignOut(const Request& req);
   Response SetUp(const Request& req);
   std::string Cookie(const std::string& value, int64_t max_age) const;
-  void Report(std::string_view action, std::string_view account, const Request& req, const Status& outcome);
+  Status Report(std::string_view action, std::string_view account, const Request& req, const Status& outcome);
   void ReportLimited(std::string_view action, std::string_view account, const Request& req);
 
   identity::IdentityStore& store_;

@@ -93,6 +93,9 @@ Result<json> ResultOf(const json& envelope) {
   if (!envelope.contains("result")) {
     return Error::Of(Code::kInternal, "the isb daemon's answer has no \"result\": " + Dump(envelope, -1).substr(0, 200));
   }
+  // The call took effect; the operator has been told its outcome is missing from the audit log, and so is the user.
+  if (auto it = envelope.find("audit_unrecorded"); it != envelope.end() && it->is_string())
+    std::fprintf(stderr, "isb: warning: %s\n", it->get<std::string>().c_str());
   return envelope["result"];
 }
 

@@ -35,6 +35,10 @@ void AddPolicyOptions(CLI::App* cmd, daemon::ServeOptions& opts, PolicyFlags& fl
                   "Remote callers may publish ports on IP besides loopback; repeatable")
       ->type_name("IP")
       ->allow_extra_args(false);
+  cmd->add_option("--publish-ports", p.publish_ports,
+                  "The host ports remote callers may publish on, kept for isb; from 1024 up")
+      ->type_name("FIRST-LAST")
+      ->default_str(p.publish_ports);
   cmd->add_flag("--any-instance", p.any_instance, "Remote callers may reach instances isb serve does not manage");
   cmd->add_option("--allow-tools", flags.allow_tools,
                   "Comma-separated tool names or globs (sandbox_*) remote callers see; default all")

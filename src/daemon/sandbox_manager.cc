@@ -974,7 +974,6 @@ Result<api::ExecResult> SandboxManager::Exec(const std::string& id_or_name, cons
   spec.timeout = req.timeout;
   spec.output_limit = kExecOutputLimit;
   spec.cancelled = req.cancelled;
-  spec.on_sent = req.began;
   std::string session;
   if (req.tty) {
     if (req.rows == 0 || req.cols == 0) return Invalid("rows, cols: a terminal needs at least 1 of each");

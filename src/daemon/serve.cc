@@ -228,7 +228,8 @@ int Serve(const ServeOptions& options) {
     Log("audit retention off: nothing is pruned");
   }
   using nlohmann::json;
-  // A call's row: its outcome, or "started" for a long-running call that has begun (Registry::SetStartObserver).
+  // A call's row: its outcome, or "started" for a call that may change something, before it runs
+  // (Registry::SetIntentObserver).
   auto call_entry = [&registry](std::string_view name, const api::Tool* tool, const json& input,
                                 const api::CallContext& ctx, const Result<json>& result) {
     audit::Entry e;
@@ -266,18 +267,25 @@ int Serve(const ServeOptions& options) {
   };
   registry.SetObserver([log = audit_log->get(), call_entry](std::string_view name, const api::Tool* tool,
                                                            const json& input, const api::CallContext& ctx,
-                                                           const Result<json>& result) {
-    if (tool != nullptr && tool->annotations.read_only && result.ok()) return;
+                                                           const Result<json>& result) -> Status {
+    if (tool != nullptr && tool->annotations.read_only && result.ok()) return {};
     audit::Entry e = call_entry(name, tool, input, ctx, result);
-    if (auto r = log->Append(e); !r.ok()) Log("audit: a " + e.action + " call was not recorded: " + r.error().message);
+    auto r = log->Append(e);
+    if (r.ok()) return {};
+    Log("audit: the outcome of a " + e.action + " call was not recorded: " + r.error().message);
+    return Error::Of(Code::kUnavailable, "the audit log could not record its outcome (" + r.error().message +
+                                             "); it is there as started");
   });
-  registry.SetStartObserver([log = audit_log->get(), call_entry](std::string_view name, const api::Tool& tool,
-                                                                const json& input, const api::CallContext& ctx) {
+  registry.SetIntentObserver([log = audit_log->get(), call_entry](std::string_view name, const api::Tool& tool,
+                                                                 const json& input,
+                                                                 const api::CallContext& ctx) -> Status {
     // Admitted, so reported as a call that got through; its outcome follows in a row of its own.
     audit::Entry e = call_entry(name, &tool, input, ctx, Result<json>(json::object()));
     e.outcome = audit::kOutcomeStarted;
-    if (auto r = log->Append(e); !r.ok())
-      Log("audit: the start of a " + e.action + " call was not recorded: " + r.error().message);
+    auto r = log->Append(e);
+    if (r.ok()) return {};
+    Log("audit: a " + e.action + " call was refused: the audit log could not record it: " + r.error().message);
+    return Error::Of(Code::kUnavailable, "the audit log could not record it (" + r.error().message + ")");
   });
   api::RestApi rest(registry, options.version);
   api::McpOptions mcp_options;
@@ -299,7 +307,7 @@ int Serve(const ServeOptions& options) {
   web_options.allowed_hosts = {"localhost", "127.0.0.1", "::1", listen->host};
   for (const std::string& h : options.allow_hosts) web_options.allowed_hosts.push_back(h);
   web_options.on_event = [log = audit_log->get()](std::string_view action, std::string_view account,
-                                                  const api::Request& req, const Status& outcome) {
+                                                  const api::Request& req, const Status& outcome) -> Status {
     audit::Entry e;
     e.actor = "user:" + audit::CleanText(account);
     e.actor_kind = "user";
@@ -308,7 +316,10 @@ int Serve(const ServeOptions& options) {
     e.outcome = audit::OutcomeOf(outcome);
     e.ip = req.remote_address;
     e.user_agent = req.headers.Get("User-Agent");
-    if (auto r = log->Append(e); !r.ok()) Log("audit: a " + e.action + " was not recorded: " + r.error().message);
+    auto r = log->Append(e);
+    if (r.ok()) return {};
+    Log("audit: a " + e.action + " was not recorded: " + r.error().message);
+    return Error::Of(Code::kUnavailable, "the audit log could not record it (" + r.error().message + ")");
   };
   api::WebAuth web_auth(**identity, web_options);
   rest.SetAuthRoutes([&web_auth](const api::Request& req) { return web_auth.Handle(req); });

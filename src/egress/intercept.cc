@@ -73,7 +73,7 @@ asio::awaitable<Result<bool>> ReadMore(TlsChannel& channel, std::string& buffer)
 
 asio::awaitable<void> Answer(TlsChannel& down, int status, const std::string& reason) {
   std::string response = HttpDenyResponse(status, reason);
-  co_await down.Write(response);
+  (void)co_await down.Write(response);  // a client gone before its answer is closed all the same
   co_await down.Close();
 }
 

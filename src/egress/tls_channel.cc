@@ -100,7 +100,7 @@ asio::awaitable<void> TlsChannel::Close(bool notify) {
   ERR_clear_error();
   if (notify) SSL_shutdown(ssl_.get());
   ERR_clear_error();
-  co_await Flush();
+  (void)co_await Flush();  // a close notify the peer cannot take changes nothing: the socket is shut down next
   boost::system::error_code ec;
   socket_.shutdown(Socket::shutdown_send, ec);
   // Closing with unread bytes would reset the connection, and a reset can destroy our last answer before the peer

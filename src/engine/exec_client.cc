@@ -123,7 +123,6 @@ Result<ExecOutcome> ExecInSandbox(const std::string& control_path, const ExecSpe
   for (int fd : {in.write.get(), out.read.get(), err.read.get()})
     if (fd >= 0) ::fcntl(fd, F_SETFL, O_NONBLOCK);
   if (spec.stdin_data.empty()) in.write.Reset();
-  if (spec.on_sent) spec.on_sent();
 
   ExecOutcome r;
   Output outs[2] = {{std::move(out.read), &r.stdout_data, &r.stdout_truncated, 1},

@@ -32,9 +32,6 @@ struct ExecSpec {
   // With tty: called once the command runs, before any output, with its terminal, for input and resizes from
   // other threads. Called on the exec's own thread.
   std::function<void(std::shared_ptr<ExecTerminal>)> on_terminal;
-  // Called once the sandbox has the request (the command is starting), before any output is read. Called on the
-  // exec's own thread, while the command runs.
-  std::function<void()> on_sent;
 };
 
 struct ExecOutcome {

@@ -135,7 +135,7 @@ Result<SeccompProgram> BuildSeccompProgram(const std::vector<SeccompRule>& refus
 
   // personality: only the default. libseccomp cannot compare one argument twice in a rule, so the read-only
   // query (0xffffffff) is refused too; nothing common needs it.
-  ISB_TRY(Add(ctx.get(), eperm, "personality", {SCMP_A0(SCMP_CMP_NE, PER_LINUX)}));
+  ISB_TRY(Add(ctx.get(), eperm, "personality", {SCMP_A0(SCMP_CMP_NE, PER_LINUX, 0)}));
 
   // Packet sockets read and forge any frame; raw sockets forge IP packets.
   ISB_TRY(Add(ctx.get(), eperm, "socket", {SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffff, AF_PACKET)}));
@@ -156,7 +156,7 @@ Result<SeccompProgram> BuildSeccompProgram(const std::vector<SeccompRule>& refus
   }
   // A pair of connected sockets is a unix one's business: the kernel makes pairs of some other families too (TIPC),
   // and creates any family's socket before it finds it cannot pair.
-  ISB_TRY(Add(ctx.get(), SCMP_ACT_ERRNO(EAFNOSUPPORT), "socketpair", {SCMP_A0(SCMP_CMP_NE, AF_UNIX)}));
+  ISB_TRY(Add(ctx.get(), SCMP_ACT_ERRNO(EAFNOSUPPORT), "socketpair", {SCMP_A0(SCMP_CMP_NE, AF_UNIX, 0)}));
   // IPv4 and IPv6 by protocols a sandbox has no use for, each a module of its own: SCTP, DCCP, L2TP, and SMC (which
   // IPPROTO_SMC opens without AF_SMC).
   for (int family : {AF_INET, AF_INET6}) {

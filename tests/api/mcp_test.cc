@@ -325,9 +325,10 @@ TEST_F(McpTest, MethodsPathsAndOrigins) {
   // An org the caller does not reach: 404 as for a missing one, and the attempt is reported as a refused "mcp" call.
   std::vector<std::string> refused;
   registry.SetObserver([&](std::string_view name, const Tool* tool, const nlohmann::json&, const CallContext& ctx,
-                           const Result<nlohmann::json>& result) {
+                           const Result<nlohmann::json>& result) -> Status {
     refused.push_back(std::string(name) + " " + ctx.surface + " " + ctx.org + " " + (tool ? "tool" : "-") + " " +
                       std::string(result.ok() ? "ok" : CodeName(result.error().code)));
+    return {};
   });
   EXPECT_EQ(Post(Rpc(1, "initialize"), {}, "/orgs/acme/mcp").status, 404);
   EXPECT_EQ(refused, std::vector<std::string>{"mcp mcp acme - not_found"});
@@ -356,8 +357,9 @@ TEST_F(McpTest, MethodsPathsAndOrigins) {
 TEST_F(McpTest, ADestructiveCallRunsOnlyOnceAPersonApprovedIt) {
   std::vector<std::string> seen;  // "tool outcome" as the audit log hears it
   registry.SetObserver([&](std::string_view name, const Tool*, const json&, const CallContext&,
-                           const Result<json>& result) {
+                           const Result<json>& result) -> Status {
     seen.push_back(std::string(name) + " " + (result.ok() ? "ok" : std::string(CodeName(result.error().code))));
+    return {};
   });
   const std::string box = fake.Create({})->id;
   auto remove = [&](int id) { return Rpc(id, "tools/call", {{"name", "sandbox_remove"}, {"arguments", {{"sandbox", box}}}}); };

@@ -43,46 +43,65 @@ TEST(RegistryTest, AddFindList) {
   ASSERT_EQ(r.List().size(), 1u);
 }
 
-// A long-running tool's start is told when its handler says its work began (CallContext::began), on the handler's
-// thread, once however often it says so, and always before its outcome; a long-running handler that fails before
-// its work begins, and a tool that is not long-running, have no start.
-TEST(RegistryTest, ALongCallsStartIsToldWhenItsWorkBeginsAndBeforeItsOutcome) {
+// A call that may change something is told to the intent observer before its handler runs, and to the observer
+// after. When the intent cannot be recorded, the handler never runs and the caller is told why; when the outcome
+// cannot be recorded, the call's result stands and Run says why. A read-only tool has no intent.
+TEST(RegistryTest, AChangeWhoseIntentCannotBeRecordedNeverRuns) {
   Registry r;
   std::vector<std::string> events;
-  std::vector<std::thread::id> start_threads;
-  for (const char* name : {"long", "short", "fails_early"}) {
+  for (const char* name : {"change", "peek"}) {
     const std::string n = name;
-    Tool t{n, "t", "A tool.", json{{"type", "object"}}, json{{"type", "object"}}, ToolAnnotations{}, false,
-           [&events, n](const json&, const CallContext& ctx) -> Result<json> {
-             if (n == "fails_early") return Error::Of(Code::kConflict, "stopped");
-             events.push_back(ctx.began ? "handler of " + n + " may begin" : "handler of " + n + " has no began");
-             if (ctx.began) {
-               ctx.began();
-               events.push_back("working");
-               ctx.began();
-             }
-             return json::object();
-           }};
-    t.long_running = n != "short";
-    ASSERT_TRUE(r.Add(std::move(t)).ok());
+    ASSERT_TRUE(r.Add(Tool{n, "t", "A tool.", json{{"type", "object"}}, json{{"type", "object"}},
+                           ToolAnnotations{.read_only = n == "peek"}, false,
+                           [&events, n](const json&, const CallContext&) -> Result<json> {
+                             events.push_back("handler of " + n);
+                             return json{{"done", n}};
+                           }})
+                    .ok());
   }
-  r.SetStartObserver([&](std::string_view name, const Tool&, const json&, const CallContext& ctx) {
-    events.push_back("start " + std::string(name) + (ctx.began ? " (a context with began)" : ""));
-    start_threads.push_back(std::this_thread::get_id());
+  Status intent_recorded, outcome_recorded;
+  r.SetIntentObserver([&](std::string_view name, const Tool&, const json&, const CallContext&) -> Status {
+    events.push_back("intent " + std::string(name));
+    return intent_recorded;
   });
-  r.SetObserver([&](std::string_view name, const Tool*, const json&, const CallContext&, const Result<json>& result) {
+  r.SetObserver([&](std::string_view name, const Tool*, const json&, const CallContext&,
+                    const Result<json>& result) -> Status {
     events.push_back("end " + std::string(name) + (result.ok() ? " ok" : " failed"));
+    return outcome_recorded;
   });
-  for (const char* name : {"long", "short", "fails_early"}) {
-    CallContext ctx;
-    ctx.identity = UserIn("m");
-    ctx.org = "default";
-    (void)r.Call(name, json::object(), ctx);
-  }
-  EXPECT_EQ(events, (std::vector<std::string>{"handler of long may begin", "start long", "working", "end long ok",
-                                              "handler of short has no began", "end short ok",
-                                              "end fails_early failed"}));
-  EXPECT_EQ(start_threads, std::vector<std::thread::id>{std::this_thread::get_id()});
+  CallContext ctx;
+  ctx.identity = UserIn("m");
+  ctx.org = "default";
+  auto run = [&](const std::string& name, std::string* unrecorded) {
+    const Tool* tool = *r.Admit(name, json::object(), ctx);
+    return r.Run(*tool, json::object(), ctx, unrecorded);
+  };
+
+  std::string unrecorded = "untouched";
+  ASSERT_TRUE(run("change", &unrecorded).ok());
+  ASSERT_TRUE(run("peek", &unrecorded).ok());
+  EXPECT_EQ(unrecorded, "untouched");
+  EXPECT_EQ(events, (std::vector<std::string>{"intent change", "handler of change", "end change ok", "handler of peek",
+                                              "end peek ok"}));
+
+  events.clear();
+  intent_recorded = Error::Of(Code::kUnavailable, "the audit log could not record it (disk full)");
+  auto refused = run("change", &unrecorded);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, Code::kUnavailable);
+  EXPECT_EQ(refused.error().message,
+            "change was not run, so nothing changed: the audit log could not record it (disk full)");
+  EXPECT_TRUE(run("peek", &unrecorded).ok());  // nothing to record before it
+  EXPECT_EQ(events, (std::vector<std::string>{"intent change", "handler of peek", "end peek ok"}));
+
+  events.clear();
+  intent_recorded = {};
+  outcome_recorded = Error::Of(Code::kUnavailable, "the audit log could not record its outcome (disk full)");
+  auto done = run("change", &unrecorded);
+  ASSERT_TRUE(done.ok());
+  EXPECT_EQ(*done, (json{{"done", "change"}}));
+  EXPECT_EQ(unrecorded, "the audit log could not record its outcome (disk full)");
+  EXPECT_EQ(events, (std::vector<std::string>{"intent change", "handler of change", "end change ok"}));
 }
 
 TEST(RegistryTest, ValidatesBeforeTheHandler) {
@@ -158,8 +177,9 @@ class AuthorizerTest : public ::testing::Test {
     add("self_change", ToolAnnotations{}, ToolAccess{.kind = identity::ScopeKind::kAdmin, .org_bound = false});
     r.SetOrgCheck([](std::string_view org) { return org == "default" || org == "acme"; });
     r.SetObserver([this](std::string_view name, const Tool*, const json&, const CallContext&,
-                         const Result<json>& result) {
+                         const Result<json>& result) -> Status {
       seen.emplace_back(std::string(name), result.ok() ? "ok" : std::string(CodeName(result.error().code)));
+      return {};
     });
   }
 

@@ -189,24 +189,41 @@ TEST_F(SpecPolicyTest, AnOrgsBindRootsAreItsMembersOnly) {
 
 TEST_F(SpecPolicyTest, PortsPublishOnLoopbackUnlessAnAddressIsAllowed) {
   SandboxSpec spec;
-  spec.ports = {{8080, 18080, "127.0.0.1"}, {8080, 18081, "::1"}};
+  spec.ports = {{8080, 28080, "127.0.0.1"}, {8080, 28081, "::1"}};
   EXPECT_TRUE(CheckRemoteSpec(spec, RemoteSpecPolicy{}).ok());
-  spec.ports.push_back({22, 2222, "0.0.0.0"});
+  spec.ports.push_back({22, 22222, "0.0.0.0"});
   ExpectError(CheckRemoteSpec(spec, RemoteSpecPolicy{}), Code::kForbidden,
               "ports[2]: publishing on 0.0.0.0 needs --publish-address 0.0.0.0");
-  // A privileged host port is the host's own, on any address: a member cannot squat 127.0.0.1:25.
-  SandboxSpec low;
-  low.ports = {{8080, 1024, "127.0.0.1"}, {25, 25, "127.0.0.1"}};
-  ExpectError(CheckRemoteSpec(low, RemoteSpecPolicy{}), Code::kForbidden,
-              "ports[1]: host port 25 is below 1024, which only the host may publish");
+  // Only isb's own range (--publish-ports), on any address: a member can neither squat 127.0.0.1:25 nor learn from
+  // a bind's refusal which other host ports are in use.
+  SandboxSpec outside;
+  outside.ports = {{8080, 20000, "127.0.0.1"}, {8080, 29999, "127.0.0.1"}, {25, 25, "127.0.0.1"}};
+  ExpectError(CheckRemoteSpec(outside, RemoteSpecPolicy{}), Code::kForbidden,
+              "ports[2]: host port 25 is outside 20000-29999, the ports isb publishes for remote callers (isb serve "
+              "--publish-ports)");
+  outside.ports[2].host_port = 30000;
+  ExpectError(CheckRemoteSpec(outside, RemoteSpecPolicy{}), Code::kForbidden,
+              "ports[2]: host port 30000 is outside 20000-29999, the ports isb publishes for remote callers (isb serve "
+              "--publish-ports)");
+  RemoteSpecPolicy wider;
+  wider.publish_ports = "1024-40000";
+  ASSERT_TRUE(PrepareRemoteSpecPolicy(wider).ok());
+  EXPECT_TRUE(CheckRemoteSpec(outside, wider).ok());
+  for (const char* bad : {"80-90", "1023-2000", "3000-2000", "2000", "2000-70000", "-5", "1e3-2000", "2000-"}) {
+    RemoteSpecPolicy p;
+    p.publish_ports = bad;
+    ExpectError(PrepareRemoteSpecPolicy(p), Code::kInvalidArgument,
+                std::string("--publish-ports ") + bad +
+                    ": expected FIRST-LAST within 1024-65535, FIRST no more than LAST");
+  }
   // The daemon's own port, on any address: ::1 would take what a client sends to "localhost".
   RemoteSpecPolicy daemon;
-  daemon.api_port = 8092;
+  daemon.api_port = 28092;
   for (const char* address : {"::1", "127.0.0.2"}) {
     SandboxSpec own;
-    own.ports = {{8080, 8092, address}};
+    own.ports = {{8080, 28092, address}};
     ExpectError(CheckRemoteSpec(own, daemon), Code::kForbidden,
-                "ports[0]: host port 8092 is the isb daemon's own, on every address");
+                "ports[0]: host port 28092 is the isb daemon's own, on every address");
   }
   RemoteSpecPolicy tailnet;
   tailnet.publish_addresses = {"100.64.1.2"};

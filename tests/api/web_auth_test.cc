@@ -90,6 +90,29 @@ TEST_F(WebAuthTest, SignInsPastTheConcurrentPasswordChecksWaitThenGet503) {
   }
 }
 
+// A sign-in the audit log cannot record is refused before a session exists: 503 with the reason, no cookie.
+TEST_F(WebAuthTest, ASignInTheAuditLogCannotRecordStartsNoSession) {
+  auto alice = id_->users().Create("alice", identity::kPassword);
+  ASSERT_TRUE(alice.ok()) << alice.error().message;
+  WebAuthOptions o = Options(kPasswordCheckWait);
+  std::vector<std::string> told;
+  o.on_event = [&](std::string_view action, std::string_view account, const Request&, const Status& outcome) -> Status {
+    told.push_back(std::string(action) + " " + std::string(account) + " " + (outcome.ok() ? "ok" : "failed"));
+    return Error::Of(Code::kUnavailable, "the audit log could not record it (database or disk is full)");
+  };
+  WebAuth auth(*id_, o);
+  Response r = auth.Handle(AuthPost("/api/v1/auth/signin",
+                                    std::string(R"({"user":"alice","password":")") + identity::kPassword + "\"}"));
+  EXPECT_EQ(r.status, 503) << r.body;
+  EXPECT_EQ(r.body, R"j({"error":"unavailable","message":"sign-in refused: the audit log could not record it )j"
+                    R"j((database or disk is full)"})j");
+  EXPECT_EQ(r.headers.Get("Set-Cookie"), "");
+  EXPECT_EQ(told, std::vector<std::string>{"sign_in alice ok"});
+  auto sessions = id_->sessions().List(*alice);
+  ASSERT_TRUE(sessions.ok()) << sessions.error().message;
+  EXPECT_TRUE(sessions->empty());
+}
+
 // Sign-in and setup answer callers with no credential yet: a body larger than a name and a password is refused
 // before it is parsed.
 TEST_F(WebAuthTest, AnOversizedSignInOrSetupBodyIsRefusedUnparsed) {
@@ -111,10 +134,11 @@ TEST_F(WebAuthTest, RefusedCredentialsFromOneAddressAreAuditedUpToALimit) {
   ASSERT_TRUE(token.ok()) << token.error().message;
   int events = 0;
   WebAuthOptions o = Options(kPasswordCheckWait);
-  o.on_event = [&](std::string_view action, std::string_view, const Request&, const Status& outcome) {
+  o.on_event = [&](std::string_view action, std::string_view, const Request&, const Status& outcome) -> Status {
     EXPECT_EQ(action, "authenticate");
     EXPECT_FALSE(outcome.ok());
     ++events;
+    return {};
   };
   WebAuth auth(*id_, o);
   auto call = [&](const std::string& bearer, const std::string& address) {
@@ -149,8 +173,9 @@ TEST_F(WebAuthTest, SignInsAndSetupsTurnedAwayAreAuditedUpToALimit) {
   std::map<std::string, int> rows;  // "action outcome" -> count
   WebAuthOptions o = Options(kPasswordCheckWait);
   o.sign_in_failures_per_address = 20;
-  o.on_event = [&](std::string_view action, std::string_view, const Request&, const Status& outcome) {
+  o.on_event = [&](std::string_view action, std::string_view, const Request&, const Status& outcome) -> Status {
     ++rows[std::string(action) + " " + (outcome.ok() ? "ok" : std::string(CodeName(outcome.error().code)))];
+    return {};
   };
   WebAuth auth(*id_, o);
   auto post = [&](const char* path, const std::string& body) {

@@ -1,6 +1,15 @@
 // The sandbox history's hash chain, end to end: a real daemon records each lifecycle event on it, `isb audit verify`
 // walks it, and an edit made straight in the SQLite file is found at its row.
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <future>
+#include <thread>
 
 #include "e2e/daemon_fixture.h"
 
@@ -8,6 +17,138 @@ namespace isb::e2e {
 namespace {
 
 class AuditTest : public E2eTest {};
+
+// Rows of the audit log, as "action target outcome" lines, read from the state file.
+std::vector<std::string> AuditRows(const std::string& db_path) {
+  std::vector<std::string> rows;
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) return rows;
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(db, "SELECT action, target, outcome, surface FROM audit_log ORDER BY id", -1, &st, nullptr);
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    std::string row;
+    for (int i = 0; i < 4; ++i) {
+      const unsigned char* t = sqlite3_column_text(st, i);
+      row += (i ? " " : "") + std::string(t ? reinterpret_cast<const char*>(t) : "");
+    }
+    rows.push_back(row);
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return rows;
+}
+
+// Writes zeros to `path` until its file system is full; returns the errno that stopped it.
+int FillFileSystem(const std::string& path) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return errno;
+  static const std::string chunk(1 << 20, '\0');
+  int err = 0;
+  for (;;) {
+    ssize_t n = ::write(fd, chunk.data(), chunk.size());
+    if (n < 0) {
+      err = errno;
+      break;
+    }
+  }
+  ::close(fd);
+  return err;
+}
+
+// A daemon whose audit log cannot be written (its state dir's file system is full) runs no call that would change
+// something: the caller gets 503 with the reason, the operator a line in the log, and nothing changes. An exec that
+// was recorded as started when the disk filled under it finishes, and its caller is told that its end is not in the
+// log. Once there is room again, calls run and are recorded.
+TEST_F(AuditTest, ACallTheAuditLogCannotRecordChangesNothingAndAnUnrecordedEndIsReported) {
+  // The state dir on a small file system of its own, with the daemon's state so far.
+  ASSERT_EQ(StopDaemon(), 0);
+  const std::string kept = temp_dir() + "/state-on-disk";
+  ASSERT_EQ(::rename(state_dir().c_str(), kept.c_str()), 0) << std::strerror(errno);
+  struct stat st{};
+  ASSERT_EQ(::stat(kept.c_str(), &st), 0);
+  ASSERT_EQ(::mkdir(state_dir().c_str(), st.st_mode & 07777), 0) << std::strerror(errno);
+  ASSERT_EQ(::mount("isb-e2e-full", state_dir().c_str(), "tmpfs", 0, "size=64m,mode=0711"), 0) << std::strerror(errno);
+  struct Unmount {
+    std::string dir, kept;
+    ~Unmount() {
+      ::umount2(dir.c_str(), MNT_DETACH);
+      ::rmdir(dir.c_str());
+      ::rename(kept.c_str(), dir.c_str());  // the state as it was, for the fixture's checks
+    }
+  } unmount{state_dir(), kept};
+  ProcResult copied = RunProcess({"cp", "-a", kept + "/.", state_dir()});
+  ASSERT_EQ(copied.exit_status, 0) << copied.Describe();
+  StartDaemon();
+  SkipAuditCheck();  // the refused calls leave no row by design; the rows are checked below
+
+  const std::string id = CreateSandbox();
+  ASSERT_FALSE(id.empty());
+  // An exec that is running when the disk fills: recorded as started, it ends with no room for its outcome.
+  auto long_exec = std::async(std::launch::async, [&] {
+    return Tool("sandbox_exec", {{"sandbox", id}, {"argv", {"sh", "-c", "touch /tmp/running; sleep 3; echo done"}}});
+  });
+  bool running = false;
+  for (int i = 0; i < 500 && !running; ++i) {
+    running = Exec(id, {"test", "-e", "/tmp/running"})["exit_code"] == 0;
+    if (!running) std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_TRUE(running) << "the long exec never ran";
+  const std::string fill = state_dir() + "/fill";
+  ASSERT_EQ(FillFileSystem(fill), ENOSPC);
+
+  HttpResponse refused = Tool("sandbox_create", {{"name", "unrecorded"}});
+  EXPECT_EQ(refused.status, 503) << refused.body;
+  json error = json::parse(refused.body, nullptr, false);
+  EXPECT_EQ(error.value("error", ""), "unavailable") << refused.body;
+  const std::string why = "the audit log could not record it (";
+  EXPECT_EQ(error.value("message", "").rfind("sandbox_create was not run, so nothing changed: " + why, 0), 0u)
+      << refused.body;
+  HttpResponse list = Tool("sandbox_list", json::object());
+  ASSERT_EQ(list.status, 200) << list.body;
+  EXPECT_EQ(json::parse(list.body)["result"]["sandboxes"].size(), 1u) << list.body;
+  EXPECT_NE(DaemonLog().find("audit: a sandbox_create call was refused: the audit log could not record it: "),
+            std::string::npos)
+      << DaemonLog();
+
+  HttpResponse ended = long_exec.get();
+  ASSERT_EQ(ended.status, 200) << ended.body;
+  json done = json::parse(ended.body);
+  EXPECT_EQ(done["result"]["stdout"], "done\n") << ended.body;
+  const std::string unrecorded = done.value("audit_unrecorded", "");
+  EXPECT_EQ(unrecorded.rfind("the audit log could not record its outcome (", 0), 0u) << ended.body;
+  EXPECT_TRUE(unrecorded.ends_with("); it is there as started")) << ended.body;
+  EXPECT_NE(DaemonLog().find("audit: the outcome of a sandbox_exec call was not recorded: "), std::string::npos)
+      << DaemonLog();
+
+  // Room again: calls run and are recorded.
+  ASSERT_EQ(::unlink(fill.c_str()), 0);
+  const std::string second = CreateSandbox({{"name", "recorded"}});
+  ASSERT_FALSE(second.empty());
+  MustTool("sandbox_remove", {{"sandbox", id}});
+  MustTool("sandbox_remove", {{"sandbox", second}});
+  ASSERT_EQ(StopDaemon(), 0);
+
+  using Row = std::pair<std::string, std::string>;
+  std::vector<Row> rows;
+  for (const std::string& line : AuditRows(state_dir() + "/isb.db")) {  // "action target outcome surface"
+    const size_t surface = line.rfind(' '), outcome = line.rfind(' ', surface - 1);
+    rows.emplace_back(line.substr(0, line.find(' ')), line.substr(outcome + 1, surface - outcome - 1));
+  }
+  // The last rows: the poll that saw the long exec run, and the calls once there was room. The long exec's start is
+  // in the log and its end is not; the refused create is absent.
+  std::vector<Row> tail(rows.end() - std::min<size_t>(rows.size(), 8), rows.end());
+  EXPECT_EQ(tail, (std::vector<Row>{{"sandbox_exec", "started"}, {"sandbox_exec", "ok"},
+                                    {"sandbox_create", "started"}, {"sandbox_create", "ok"},
+                                    {"sandbox_remove", "started"}, {"sandbox_remove", "ok"},
+                                    {"sandbox_remove", "started"}, {"sandbox_remove", "ok"}}));
+  size_t exec_starts = 0, exec_ends = 0, creates = 0;
+  for (const Row& r : rows) {
+    if (r.first == "sandbox_exec") ++(r.second == "started" ? exec_starts : exec_ends);
+    if (r == Row{"sandbox_create", "started"}) ++creates;
+  }
+  EXPECT_EQ(exec_starts, exec_ends + 1) << "one exec, the long one, has no end";
+  EXPECT_EQ(creates, 2u) << "the refused create left no row";
+}
 
 TEST_F(AuditTest, HistoryRecordsTheLifecycleAndVerifyFindsAnEditedRow) {
   std::string id = CreateSandbox();
@@ -99,26 +240,6 @@ TEST_F(AuditTest, AHeadKeptFromAnEarlierVerifyFindsRowsDeletedFromTheEnd) {
   EXPECT_EQ(bad.err, "isb audit verify: --audit-head: the hash must be 64 lowercase hex digits\n");
 }
 
-// Rows of the audit log, as "action target outcome" lines, read from the state file.
-std::vector<std::string> AuditRows(const std::string& db_path) {
-  std::vector<std::string> rows;
-  sqlite3* db = nullptr;
-  if (sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) return rows;
-  sqlite3_stmt* st = nullptr;
-  sqlite3_prepare_v2(db, "SELECT action, target, outcome, surface FROM audit_log ORDER BY id", -1, &st, nullptr);
-  while (sqlite3_step(st) == SQLITE_ROW) {
-    std::string row;
-    for (int i = 0; i < 4; ++i) {
-      const unsigned char* t = sqlite3_column_text(st, i);
-      row += (i ? " " : "") + std::string(t ? reinterpret_cast<const char*>(t) : "");
-    }
-    rows.push_back(row);
-  }
-  sqlite3_finalize(st);
-  sqlite3_close(db);
-  return rows;
-}
-
 TEST_F(AuditTest, EveryChangeAndEveryRefusalIsRecordedAndNoValueIsKept) {
   std::string id = CreateSandbox();
   ASSERT_FALSE(id.empty());
@@ -130,17 +251,19 @@ TEST_F(AuditTest, EveryChangeAndEveryRefusalIsRecordedAndNoValueIsKept) {
   MustTool("sandbox_remove", {{"sandbox", id}});
   ASSERT_EQ(StopDaemon(), 0);
 
-  // The fixture's set-up on the socket (its user, membership and token), then the test's calls (an exec's start
-  // and its outcome).
-  std::vector<std::string> want = {"user_create e2e ok unix", "member_add e2e ok unix", "token_create e2e ok unix",
-                                   "sandbox_create " + id + " ok unix", "sandbox_exec " + id + " started unix",
-                                   "sandbox_exec " + id + " ok unix",
+  // The fixture's set-up on the socket (its user, membership and token), then the test's calls: each change's start
+  // before it runs (a create's names no sandbox yet) and its outcome; a refusal before any handler ran, once.
+  std::vector<std::string> want = {"user_create e2e started unix", "user_create e2e ok unix",
+                                   "member_add e2e started unix", "member_add e2e ok unix",
+                                   "token_create e2e started unix", "token_create e2e ok unix",
+                                   "sandbox_create  started unix", "sandbox_create " + id + " ok unix",
+                                   "sandbox_exec " + id + " started unix", "sandbox_exec " + id + " ok unix",
                                    "sandbox_get sb-doesnotexist not_found unix", "sandbox_create  invalid_argument unix",
-                                   "sandbox_remove " + id + " ok unix"};
+                                   "sandbox_remove " + id + " started unix", "sandbox_remove " + id + " ok unix"};
   EXPECT_EQ(AuditRows(state_dir() + "/isb.db"), want);
   ProcResult ok = RunProcess({ISB_BINARY, "audit", "verify", "--state-dir", state_dir()});
   EXPECT_EQ(ok.exit_status, 0) << ok.Describe();
-  EXPECT_EQ(ok.out.rfind("audit log ok: 9 rows, head 9 ", 0), 0u) << ok.out;
+  EXPECT_EQ(ok.out.rfind("audit log ok: 14 rows, head 14 ", 0), 0u) << ok.out;
   // The exec's env key is kept, its value nowhere in the state files.
   std::string files;
   for (const char* f : {"/isb.db", "/isb.db-wal"}) files += ReadFileOrEmpty(state_dir() + f);
@@ -259,16 +382,19 @@ TEST_F(AuditTest, LsAndExportShowTheOrgsRowsAndRefuseAViewer) {
   for (const json& r : listed["records"]) rows.push_back(Summary(r));
   // The fixture's set-up, then this test's calls; reads that succeed (history_query, audit_list) are not recorded.
   const std::string host = " unix superadmin superadmin default";
-  EXPECT_EQ(rows, (std::vector<std::string>{"1 user_create e2e ok" + host, "2 member_add e2e ok" + host,
-                                            "3 token_create e2e ok" + host, "4 sandbox_create " + id + " ok" + host,
-                                            "5 sandbox_get sb-doesnotexist not_found" + host,
-                                            "6 sandbox_remove " + id + " ok" + host}));
+  EXPECT_EQ(rows, (std::vector<std::string>{"1 user_create e2e started" + host, "2 user_create e2e ok" + host,
+                                            "3 member_add e2e started" + host, "4 member_add e2e ok" + host,
+                                            "5 token_create e2e started" + host, "6 token_create e2e ok" + host,
+                                            "7 sandbox_create  started" + host, "8 sandbox_create " + id + " ok" + host,
+                                            "9 sandbox_get sb-doesnotexist not_found" + host,
+                                            "10 sandbox_remove " + id + " started" + host,
+                                            "11 sandbox_remove " + id + " ok" + host}));
   EXPECT_EQ(listed["next_after"], nullptr);
-  ASSERT_EQ(listed["records"].size(), 6u);
+  ASSERT_EQ(listed["records"].size(), 11u);
   EXPECT_EQ(listed["records"][0]["prev_hash"], std::string(64, '0'));
-  for (size_t i = 1; i < 6; ++i) EXPECT_EQ(listed["records"][i]["prev_hash"], listed["records"][i - 1]["hash"]) << i;
+  for (size_t i = 1; i < 11; ++i) EXPECT_EQ(listed["records"][i]["prev_hash"], listed["records"][i - 1]["hash"]) << i;
   // The sandbox is the row's target; the details policy keeps nothing else of sandbox_remove's input.
-  EXPECT_EQ(listed["records"][5]["details"], json::object());
+  EXPECT_EQ(listed["records"][10]["details"], json::object());
 
   ProcResult page = audit({"ls", "--socket", socket_path(), "--json", "--limit", "2", "--after", "3"});
   ASSERT_EQ(page.exit_status, 0) << page.Describe();
@@ -283,7 +409,7 @@ TEST_F(AuditTest, LsAndExportShowTheOrgsRowsAndRefuseAViewer) {
             "ID       TIME                 ACTOR                    ACTION               TARGET                 "
             "OUTCOME            SURFACE");
   EXPECT_NE(table.out.find("\n1        "), std::string::npos) << table.out;
-  EXPECT_NE(table.out.find(" superadmin               user_create          e2e                    ok                 unix\n"),
+  EXPECT_NE(table.out.find(" superadmin               user_create          e2e                    started            unix\n"),
             std::string::npos) << table.out;
 
   // Export: every row, every field, one JSON object a line, exactly what audit_list returns.
@@ -321,9 +447,9 @@ TEST_F(AuditTest, LsAndExportShowTheOrgsRowsAndRefuseAViewer) {
   exported = audit({"export", "--socket", socket_path()});
   ASSERT_EQ(exported.exit_status, 0) << exported.Describe();
   lines = JsonLines(exported.out);
-  ASSERT_EQ(lines.size(), 11u) << exported.out;
-  EXPECT_EQ(Summary(lines[9]), "10 audit_list  forbidden rest token:2 token default");
-  EXPECT_EQ(Summary(lines[10]), "11 audit_list  forbidden rest token:2 token default");
+  ASSERT_EQ(lines.size(), 19u) << exported.out;  // and the viewer's user, membership and token: 3 calls, 6 rows
+  EXPECT_EQ(Summary(lines[17]), "18 audit_list  forbidden rest token:2 token default");
+  EXPECT_EQ(Summary(lines[18]), "19 audit_list  forbidden rest token:2 token default");
 }
 
 TEST_F(AuditTest, RetentionFlag) {
