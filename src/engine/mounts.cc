@@ -88,6 +88,9 @@ class Planner {
   void TreeAttrs(const std::string& dst, unsigned long attrs, bool optional = false) {
     p_->Add({MountStep::kTreeAttrs, nullptr, p_->Keep(dst), nullptr, attrs, nullptr, 0, optional});
   }
+  void Chdir(const std::string& dst) {
+    p_->Add({MountStep::kChdir, nullptr, p_->Keep(dst), nullptr, 0, nullptr, 0, false});
+  }
   void Mkdir(const std::string& dst, unsigned mode = 0755) {
     p_->Add({MountStep::kMkdir, nullptr, p_->Keep(dst), nullptr, 0, nullptr, mode, false});
   }
@@ -240,6 +243,7 @@ std::string RootfsPlan::Describe(size_t i) const {
     case MountStep::kWriteFile: return "write " + str(s.target);
     case MountStep::kReplaceFile: return "replace " + str(s.target);
     case MountStep::kPivotRoot: return "pivot_root into " + str(s.target);
+    case MountStep::kChdir: return "change directory to " + str(s.target);
     case MountStep::kBindNoFollow: return "bind " + str(s.source) + " (no symlinks) on " + str(s.target);
     case MountStep::kImage: return "image " + str(s.source) + " (no symlinks) on " + str(s.target);
     case MountStep::kTreeAttrs:
@@ -293,8 +297,18 @@ Result<RootfsPlan> PlanRootfs(const SandboxConfig& config, const std::string& st
     // are added to the image's own, so a noexec there stays), and layered from there.
     pl.Mkdir(staging + "/image");
     pl.Image(config.image, staging + "/image");
+    // The overlay's options are what the sandbox reads in its mountinfo: named relative to the staging dir (a kept
+    // layer bound in there), they say nothing of where on the host its layers are.
+    std::string upper = "upper", work = "work";
+    if (!config.writable_dir.empty()) {
+      pl.Mkdir(staging + "/layer");
+      pl.Mount(config.writable_dir, staging + "/layer", nullptr, MS_BIND);
+      upper = "layer/upper";
+      work = "layer/work";
+    }
+    pl.Chdir(staging);
     pl.Mount("overlay", root, "overlay", MS_NOSUID | MS_NODEV,
-             "lowerdir=" + staging + "/image,upperdir=" + layer + "/upper,workdir=" + layer + "/work");
+             "lowerdir=image,upperdir=" + upper + ",workdir=" + work);
     // The sandbox's own names and resolver, as in the default view, in place of the image's (in the writable
     // layer; an image's /etc/resolv.conf is often a symlink into a /run that nothing fills here).
     pl.MkdirBestEffort(root + "/etc");
@@ -497,6 +511,15 @@ int RunStep(const MountStep& s) {
       int rc = ::mount_setattr(fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr);
       int saved = errno;
       ::close(fd);
+      errno = saved;
+      return rc;
+    }
+    case MountStep::kChdir: {
+      int dir = OpenNoSymlinks(s.target, O_PATH | O_DIRECTORY);
+      if (dir < 0) return -1;
+      int rc = ::fchdir(dir);
+      int saved = errno;
+      ::close(dir);
       errno = saved;
       return rc;
     }

@@ -22,8 +22,10 @@ struct MountStep {
   // `target`; without one, a bind of `source` as kBindNoFollow.
   // kReplaceFile: `source` written as a new file beside `target`, then renamed over whatever is there (a file, a
   // symlink, a FIFO; not a directory).
+  // kChdir: makes `target` (reached without following symlinks) the working directory, which the relative paths
+  // of a later mount's options are resolved from.
   enum Kind {
-    kMount, kMkdir, kTouch, kSymlink, kWriteFile, kReplaceFile, kPivotRoot, kBindNoFollow, kTreeAttrs, kImage
+    kMount, kMkdir, kTouch, kSymlink, kWriteFile, kReplaceFile, kPivotRoot, kBindNoFollow, kTreeAttrs, kImage, kChdir
   } kind;
   const char* source = nullptr;  // kMount, kBindNoFollow: source; kSymlink: link target; k*File: contents
   const char* target = nullptr;

@@ -220,14 +220,36 @@ TEST_F(ManagerTest, PidsAreBoundedByTheHostAndOpenFilesPerProcess) {
   EXPECT_EQ(*bound, std::to_string(host.sandboxes()) + "\n");
 }
 
-// Nothing a default sandbox reads of its mounts names where the daemon keeps its state (a host path, and the layout
-// of other tenants' sandboxes). (With an image, the overlay's options still name its layer's host path.)
+// Nothing a sandbox reads of its mounts names where the daemon keeps its state (a host path, and the layout of other
+// tenants' sandboxes): not in the default view, and not with an image, whose overlay names its layers relative to
+// the staging dir it was mounted from.
 TEST_F(ManagerTest, ASandboxsMountinfoNamesNoHostStatePath) {
-  auto sb = mgr_->Create({});
-  ASSERT_TRUE(sb.ok()) << sb.error().message;
-  const std::string info = Exec(sb->id, {"cat", "/proc/self/mountinfo"}).stdout_data;
+  auto plain = mgr_->Create({});
+  ASSERT_TRUE(plain.ok()) << plain.error().message;
+  const std::string info = Exec(plain->id, {"cat", "/proc/self/mountinfo"}).stdout_data;
   ASSERT_FALSE(info.empty());
   EXPECT_EQ(info.find(dir_), std::string::npos) << info;
+
+  ASSERT_TRUE(std::filesystem::exists("/bin/busybox")) << "the busybox-static package provides /bin/busybox";
+  const std::string image = host_ + "/busybox";
+  std::filesystem::create_directories(image + "/bin");
+  std::filesystem::copy_file("/bin/busybox", image + "/bin/busybox");
+  for (const char* applet : {"cat", "sh"}) std::filesystem::create_symlink("busybox", image + "/bin/" + applet);
+  for (const std::string& dir : {host_, image, image + "/bin"})
+    std::filesystem::permissions(dir, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+                                          std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
+                                          std::filesystem::perms::others_exec);
+  api::SandboxSpec spec;
+  spec.image = image;
+  auto imaged = mgr_->Create(spec);
+  ASSERT_TRUE(imaged.ok()) << imaged.error().message;
+  const std::string layered = Exec(imaged->id, {"/bin/cat", "/proc/self/mountinfo"}).stdout_data;
+  EXPECT_NE(layered.find(" / / rw,nosuid,nodev,relatime - overlay overlay rw,lowerdir=image,upperdir=layer/upper,"
+                         "workdir=layer/work"),
+            std::string::npos)
+      << layered;
+  EXPECT_EQ(layered.find(dir_), std::string::npos) << layered;
+  EXPECT_EQ(layered.find(host_), std::string::npos) << layered;
 }
 
 // A sandbox's control socket, through which its init runs any command as any of its users, is root's alone on the

@@ -64,7 +64,8 @@ TEST(RootfsPlan, DefaultViewIsReadOnlyHostDirsAndFreshSpecialFilesystems) {
 }
 
 // The image is put into the staging dir (its idmapped tree from the parent, else a bind that follows no symlink:
-// overlayfs would follow them in a lowerdir), read-only, and the overlay layers it.
+// overlayfs would follow them in a lowerdir), read-only, and the overlay layers it, its options relative to the
+// staging dir (the sandbox reads them in its mountinfo).
 TEST(RootfsPlan, ImageIsAnOverlayWithADiscardedLayer) {
   SandboxConfig c;
   c.image = "/usr";  // any existing directory
@@ -84,9 +85,11 @@ TEST(RootfsPlan, ImageIsAnOverlayWithADiscardedLayer) {
     }
     if (s.kind == MountStep::kMount && s.fstype && std::string(s.fstype) == "overlay") {
       overlay = static_cast<int>(i);
-      EXPECT_EQ(std::string(s.data), "lowerdir=" + kStaging + "/image,upperdir=" + kStaging + "/upper,workdir=" +
-                                         kStaging + "/work");
+      EXPECT_EQ(std::string(s.data), "lowerdir=image,upperdir=upper,workdir=work");
       EXPECT_TRUE(s.flags & MS_NOSUID);
+      ASSERT_GT(i, 0u);
+      EXPECT_EQ(steps[i - 1].kind, MountStep::kChdir);
+      EXPECT_EQ(std::string(steps[i - 1].target), kStaging);
     }
   }
   EXPECT_GE(bound, 0);
