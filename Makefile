@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= 2
 
-.PHONY: all deps build test run demo bench fuzz clean
+.PHONY: all deps build test run demo bench san-build sanitize fuzz clean
 
 all: build
 
@@ -30,17 +30,29 @@ bench: build
 	@bash bench/api.sh $(BUILD)
 	@bash bench/egress.sh $(BUILD)
 
-# libFuzzer builds of every fuzz target (clang), each run for FUZZ_SECONDS from its seed corpus. FUZZ_SEED fixes the
-# mutations (CI's run is then the same on every machine but for its speed); 0 picks a new seed each run.
+# The sanitizer build (clang, ASan and UBSan, -O1 with line tables), shared by `make sanitize` and `make fuzz`.
+SAN_BUILD ?= build-fuzz
+san-build: deps
+	@bash scripts/install-deps.sh --fuzz
+	@CC=clang CXX=clang++ cmake -S . -B $(SAN_BUILD) -G Ninja -DISB_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" >/dev/null
+
+# The unit tests and the escape suite under ASan and UBSan: a memory error, a leak or undefined behaviour fails them.
+sanitize: san-build
+	@ninja -C $(SAN_BUILD) -j$(JOBS) isb isb_unit_tests isb_escape_tests escape_helper
+	@$(SAN_BUILD)/isb_unit_tests --gtest_brief=1
+	@$(SAN_BUILD)/isb_escape_tests --gtest_brief=1
+
+# libFuzzer builds of every fuzz target, each run for FUZZ_SECONDS from its seed corpus, FUZZ_JOBS at a time.
+# FUZZ_SEED fixes the mutations (CI's run is then the same on every machine but for its speed); 0 picks a new seed
+# each run.
 FUZZ_SECONDS ?= 60
 FUZZ_SEED ?= 0
+FUZZ_JOBS ?= 1
 FUZZ_TARGETS ?= $(shell ls fuzz/corpus)
-fuzz: deps
-	@bash scripts/install-deps.sh --fuzz
-	@CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DISB_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-	@ninja -C build-fuzz -j$(JOBS) fuzz_targets
-	@for t in $(FUZZ_TARGETS); do mkdir -p build-fuzz/corpus-$$t; \
-	  build-fuzz/$${t}_fuzz -max_total_time=$(FUZZ_SECONDS) -seed=$(FUZZ_SEED) build-fuzz/corpus-$$t fuzz/corpus/$$t || exit 1; done
+fuzz: san-build
+	@ninja -C $(SAN_BUILD) -j$(JOBS) fuzz_targets
+	@bash scripts/fuzz.sh $(SAN_BUILD) $(FUZZ_SECONDS) $(FUZZ_SEED) $(FUZZ_JOBS) $(FUZZ_TARGETS)
 
 clean:
 	rm -rf $(BUILD)

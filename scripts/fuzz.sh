@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Runs libFuzzer targets of a fuzz build from their seed corpora, JOBS at a time, each for SECONDS; a crash fails.
+# usage: fuzz.sh BUILD_DIR SECONDS SEED JOBS TARGET...   (SEED 0: a new seed each run)
+set -euo pipefail
+build=$1 seconds=$2 seed=$3 jobs=$4
+shift 4
+cd "$(dirname "$0")/.."
+run_one() {
+  local build=$1 seconds=$2 seed=$3 t=$4
+  mkdir -p "$build/corpus-$t"
+  if "$build/${t}_fuzz" -max_total_time="$seconds" -seed="$seed" "$build/corpus-$t" "fuzz/corpus/$t" \
+       >"$build/fuzz-$t.log" 2>&1; then
+    echo "fuzz $t: clean for ${seconds} s ($(grep -o 'stat::number_of_executed_units: [0-9]*' "$build/fuzz-$t.log" | grep -o '[0-9]*$' || echo '?') runs)"
+  else
+    echo "fuzz $t: FAILED; its log ($build/fuzz-$t.log):"
+    tail -n 60 "$build/fuzz-$t.log"
+    return 1
+  fi
+}
+export -f run_one
+printf '%s\n' "$@" | xargs -P "$jobs" -I{} bash -c 'run_one "$@"' _ "$build" "$seconds" "$seed" {}
