@@ -1,6 +1,8 @@
 #include "daemon/egress_service.h"
 
 #include <fcntl.h>
+#include <net/if.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -159,7 +161,7 @@ void EgressService::CheckNetwork() {
                  found.error().message.c_str());
     return;
   }
-  if (found->empty()) return;
+  if (found->empty()) return CheckVeths();
   std::vector<std::pair<std::string, std::string>> attached;  // id, org
   {
     std::lock_guard lock(mu_);
@@ -170,8 +172,35 @@ void EgressService::CheckNetwork() {
                "isb: egress: the table inet %s was %s under this daemon by another program; restored it (%zu "
                "sandboxes with a network)\n",
                options_.table.c_str(), found->c_str(), attached.size());
-  if (!options_.on_network_event) return;
-  for (const auto& [id, org] : attached) options_.on_network_event(id, org, "rules_" + *found);
+  if (options_.on_network_event)
+    for (const auto& [id, org] : attached) options_.on_network_event(id, org, "rules_" + *found);
+  CheckVeths();
+}
+
+void EgressService::CheckVeths() {
+  std::lock_guard releasing(veth_mu_);
+  std::vector<Entry> attached;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [id, e] : by_id_)
+      if (e.attached) attached.push_back(e);
+  }
+  for (const Entry& e : attached) {
+    const std::string ifname = net::HostIfname(options_.ifname_prefix, e.slot);
+    if (::if_nametoindex(ifname.c_str()) != 0 || errno != ENODEV) continue;
+    // A sandbox that is not running (stopped, or adopted stopped) has no veth: its namespace took it along.
+    if (!e.init) continue;
+    auto alive = [&] { return ::syscall(SYS_pidfd_send_signal, e.init->get(), 0, nullptr, 0) == 0; };
+    if (!alive()) continue;
+    Fd ns(::open(("/proc/" + std::to_string(e.pid) + "/ns/net").c_str(), O_RDONLY | O_CLOEXEC));
+    if (!ns.valid() || !alive()) continue;  // it died meanwhile, and its pid may be another's now
+    const bool open = e.policy->spec().mode == egress::EgressMode::kOpen;
+    auto link = net::AttachSandbox(ns.get(), pool_.SlotAt(e.slot), options_.ifname_prefix, open);
+    const std::string outcome = link.ok() ? "put it back" : "could not put it back: " + link.error().message;
+    std::fprintf(stderr, "isb: egress: sandbox %s: its veth %s was deleted under this daemon by another program; %s\n",
+                 e.id.c_str(), ifname.c_str(), outcome.c_str());
+    if (options_.on_network_event) options_.on_network_event(e.id, e.org, "veth_deleted");
+  }
 }
 
 EgressService::~EgressService() {
@@ -248,7 +277,9 @@ Status EgressService::Attach(const std::string& id, pid_t pid) {
     if (it == by_id_.end()) return Error::Of(Code::kNotFound, "no network prepared for " + id);
     e = it->second;
   }
+  auto init = std::make_shared<Fd>(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
   Status s = [&]() -> Status {
+    if (!init->valid()) return Error::Sys("pidfd_open of the sandbox's init");
     Fd ns(::open(("/proc/" + std::to_string(pid) + "/ns/net").c_str(), O_RDONLY | O_CLOEXEC));
     if (!ns.valid()) return Error::Sys("opening the sandbox's network namespace");
     const bool open = e.policy->spec().mode == egress::EgressMode::kOpen;
@@ -265,7 +296,11 @@ Status EgressService::Attach(const std::string& id, pid_t pid) {
     return s;
   }
   std::lock_guard lock(mu_);
-  if (auto it = by_id_.find(id); it != by_id_.end()) it->second.attached = true;
+  if (auto it = by_id_.find(id); it != by_id_.end()) {
+    it->second.attached = true;
+    it->second.pid = pid;
+    it->second.init = std::move(init);
+  }
   return {};
 }
 
@@ -291,6 +326,7 @@ Status EgressService::Update(const std::string& id, const egress::EgressSpec& sp
 }
 
 void EgressService::Release(const std::string& id) {
+  std::lock_guard releasing(veth_mu_);
   Entry e;
   {
     std::lock_guard lock(mu_);
@@ -309,9 +345,16 @@ void EgressService::Release(const std::string& id) {
 }
 
 Status EgressService::Adopt(const std::string& id, uint32_t slot, const egress::EgressSpec& spec,
-                            const std::string& org) {
+                            const std::string& org, pid_t pid) {
   ISB_TRY(pool_.Reserve(slot));
   Entry e{id, slot, std::make_shared<const egress::EgressPolicy>(spec), true, org};
+  if (pid > 0) {
+    auto init = std::make_shared<Fd>(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+    if (init->valid()) {
+      e.pid = pid;
+      e.init = std::move(init);
+    }
+  }
   {
     std::lock_guard lock(mu_);
     by_id_[id] = e;

@@ -14,6 +14,8 @@
 #include <optional>
 #include <string>
 #include <thread>
+
+#include "base/fd.h"
 #include <vector>
 
 #include "base/result.h"
@@ -93,9 +95,11 @@ class EgressService {
   Status Update(const std::string& id, const egress::EgressSpec& spec);
   // Rules, veth and address of `id` go; unknown ids are fine.
   void Release(const std::string& id);
-  // At start-up, a running sandbox adopted with the slot it had. A veth of it that an older isb named <prefix><slot>
-  // (which no rule matches) is removed, and the error says so.
-  Status Adopt(const std::string& id, uint32_t slot, const egress::EgressSpec& spec, const std::string& org);
+  // At start-up, a sandbox adopted with the slot it had; `pid`: its init, when it runs (its veth is then watched as
+  // an attached one's). A veth of it that an older isb named <prefix><slot> (which no rule matches) is removed, and
+  // the error says so.
+  Status Adopt(const std::string& id, uint32_t slot, const egress::EgressSpec& spec, const std::string& org,
+               pid_t pid = 0);
 
   uint16_t proxy_port() const;
   uint16_t dns_port() const;
@@ -111,6 +115,10 @@ class EgressService {
     std::shared_ptr<const egress::EgressPolicy> policy;
     bool attached = false;
     std::string org;
+    // The sandbox's init since Attach (a pidfd; an adopted sandbox has none): while it lives, a veth someone deleted
+    // is put back in its network namespace. Once it has died, its veth went with its namespace, as a stop does.
+    pid_t pid = 0;
+    std::shared_ptr<Fd> init{};
   };
   explicit EgressService(EgressOptions options, net::Subnet subnet, egress::Dialer dialer, EgressClaims claims);
   Status StartServers();
@@ -118,8 +126,11 @@ class EgressService {
   // CheckNetwork.
   void Watch();
   // Restores a table deleted or changed by someone else; logs it and calls on_network_event for each sandbox with a
-  // network.
+  // network. Then CheckVeths.
   void CheckNetwork();
+  // Puts back the veth of each attached sandbox whose host end someone deleted, logs it and calls
+  // on_network_event(id, org, "veth_deleted").
+  void CheckVeths();
   net::SandboxRules RulesFor(const Entry& e) const;
   // Open sandboxes are routed by the host: turns its IPv4 forwarding on if it is off (see the .cc).
   Status EnsureForwarding();
@@ -142,6 +153,7 @@ class EgressService {
   std::unique_ptr<net::DnsServer> dns_;
   std::mutex forwarding_mu_;  // one EnsureForwarding at a time
   std::mutex mu_;
+  std::mutex veth_mu_;  // Release and CheckVeths: no veth is put back for a sandbox being released
   std::map<std::string, Entry> by_id_;
   std::map<uint32_t, std::string> by_slot_;
   std::mutex watch_mu_;

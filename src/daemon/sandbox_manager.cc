@@ -1291,7 +1291,8 @@ Result<std::string> SandboxManager::Adopt() {
       std::optional<uint32_t> index = ParseDecimal<uint32_t>(text);
       Status st = !spec.ok() ? Status(spec.error())
                   : !index   ? Status(Error::Msg("its net_slot file does not hold a slot number"))
-                             : options_.egress->Adopt(id, *index, *spec, api::OrgOf(rec->spec));
+                             : options_.egress->Adopt(id, *index, *spec, api::OrgOf(rec->spec),
+                                                      rec->state == "running" && Alive(*rec) ? rec->pid : 0);
       // A new daemon has a new CA for the sandbox (CAs are kept in memory only): its trust store follows.
       if (st.ok() && std::filesystem::exists(Dir(id) + "/" + kTrustBundleFile)) {
         Result<std::string> ca = options_.egress->SandboxCaPem(id);

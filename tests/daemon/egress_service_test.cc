@@ -16,6 +16,7 @@
 #include <thread>
 
 #include <gtest/gtest.h>
+#include <net/if.h>
 
 #include "base/file.h"
 #include "egress/fake_chat_server.h"
@@ -659,6 +660,65 @@ TEST_F(EgressServiceTest, RulesChangedUnderALiveServiceAreRestoredAndReported) {
     {
       std::lock_guard lock(mu);
       EXPECT_EQ(told, (std::vector<std::string>{"sb-1 acme rules_deleted", "sb-1 acme rules_changed"}));
+    }
+    (*svc)->Release("sb-1");
+    StopAll();
+  });
+}
+
+// A sandbox's veth deleted under a live service is put back within seconds (the sandbox's end too, with its
+// address), logged and reported for that sandbox; one whose sandbox has died is not (its namespace took it along).
+TEST_F(EgressServiceTest, AVethDeletedUnderALiveServiceIsPutBackAndReported) {
+  InHost([&] {
+    std::mutex mu;
+    std::vector<std::string> told;
+    EgressOptions o;
+    o.claim_dir = claim_dir_;
+    o.subnet = "10.250.0.0/24";
+    o.watch_interval_ms = 100;
+    o.on_network_event = [&](const std::string& id, const std::string& org, const std::string& reason) {
+      std::lock_guard lock(mu);
+      told.push_back(id + " " + org + " " + reason);
+    };
+    Result<std::unique_ptr<EgressService>> svc = EgressService::Start(o);
+    ASSERT_TRUE(svc.ok()) << svc.error().message;
+    const std::string ns = StartSandbox();
+    ASSERT_TRUE((*svc)->Prepare("sb-1", *ParseSandboxEgress(nlohmann::json{"a.test"}), "acme").ok());
+    ASSERT_TRUE((*svc)->Attach("sb-1", sandbox_).ok());
+    const std::string here = "/proc/thread-self/ns/net";
+    // The sandbox's address (its link's index left out: a new link has a new one).
+    auto address = [&] {
+      const std::string out = RunIn(ns, {"ip", "-o", "-4", "addr", "show", "scope", "global"});
+      return out.substr(std::min(out.find(':'), out.size()));
+    };
+    const std::string inside = address();
+    ASSERT_NE(inside.find("10.250.0."), std::string::npos) << inside;
+    ::usleep(300000);  // the service has taken the applied table as its reference
+    RunIn(here, {"ip", "link", "del", "isb-0"});
+    bool back = false;
+    for (int i = 0; i < 100 && !back; ++i) {
+      ::usleep(50000);
+      std::lock_guard lock(mu);
+      back = !told.empty();
+    }
+    ASSERT_TRUE(back) << "the deletion was not noticed";
+    EXPECT_NE(::if_nametoindex("isb-0"), 0u);
+    EXPECT_EQ(address(), inside);
+    ::usleep(300000);
+    {
+      std::lock_guard lock(mu);
+      EXPECT_EQ(told, std::vector<std::string>{"sb-1 acme veth_deleted"});
+    }
+    // The sandbox dies (a stop): its veth goes with its namespace, and nothing is put back or reported.
+    ::kill(sandbox_, SIGKILL);
+    ::waitpid(sandbox_, nullptr, 0);
+    sandbox_ = 0;
+    for (int i = 0; i < 100 && ::if_nametoindex("isb-0") != 0; ++i) ::usleep(20000);
+    ::usleep(500000);
+    EXPECT_EQ(::if_nametoindex("isb-0"), 0u);
+    {
+      std::lock_guard lock(mu);
+      EXPECT_EQ(told.size(), 1u);
     }
     (*svc)->Release("sb-1");
     StopAll();
