@@ -154,6 +154,20 @@ class EgressServiceTest : public ::testing::Test {
     return "/proc/" + std::to_string(sandbox_) + "/ns/net";
   }
 
+  // Options of a service that looks at its network every 100 ms and tells `told` (guarded by `mu`) of each event as
+  // "id org reason".
+  EgressOptions Watched(std::mutex& mu, std::vector<std::string>& told) const {
+    EgressOptions o;
+    o.claim_dir = claim_dir_;
+    o.subnet = "10.250.0.0/24";
+    o.watch_interval_ms = 100;
+    o.on_network_event = [&mu, &told](const std::string& id, const std::string& org, const std::string& reason) {
+      std::lock_guard lock(mu);
+      told.push_back(id + " " + org + " " + reason);
+    };
+    return o;
+  }
+
   void StopAll() {
     for (pid_t* pid : {&sandbox_, &origin_}) {
       if (*pid <= 0) continue;
@@ -623,15 +637,7 @@ TEST_F(EgressServiceTest, RulesChangedUnderALiveServiceAreRestoredAndReported) {
   InHost([&] {
     std::mutex mu;
     std::vector<std::string> told;
-    EgressOptions o;
-    o.claim_dir = claim_dir_;
-    o.subnet = "10.250.0.0/24";
-    o.watch_interval_ms = 100;
-    o.on_network_event = [&](const std::string& id, const std::string& org, const std::string& reason) {
-      std::lock_guard lock(mu);
-      told.push_back(id + " " + org + " " + reason);
-    };
-    Result<std::unique_ptr<EgressService>> svc = EgressService::Start(o);
+    Result<std::unique_ptr<EgressService>> svc = EgressService::Start(Watched(mu, told));
     ASSERT_TRUE(svc.ok()) << svc.error().message;
     std::string ns = StartSandbox();
     ASSERT_TRUE((*svc)->Prepare("sb-1", *ParseSandboxEgress(nlohmann::json{"a.test"}), "acme").ok());
@@ -672,15 +678,7 @@ TEST_F(EgressServiceTest, AVethDeletedUnderALiveServiceIsPutBackAndReported) {
   InHost([&] {
     std::mutex mu;
     std::vector<std::string> told;
-    EgressOptions o;
-    o.claim_dir = claim_dir_;
-    o.subnet = "10.250.0.0/24";
-    o.watch_interval_ms = 100;
-    o.on_network_event = [&](const std::string& id, const std::string& org, const std::string& reason) {
-      std::lock_guard lock(mu);
-      told.push_back(id + " " + org + " " + reason);
-    };
-    Result<std::unique_ptr<EgressService>> svc = EgressService::Start(o);
+    Result<std::unique_ptr<EgressService>> svc = EgressService::Start(Watched(mu, told));
     ASSERT_TRUE(svc.ok()) << svc.error().message;
     const std::string ns = StartSandbox();
     ASSERT_TRUE((*svc)->Prepare("sb-1", *ParseSandboxEgress(nlohmann::json{"a.test"}), "acme").ok());
