@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 run_one() {
   local build=$1 seconds=$2 seed=$3 t=$4
   mkdir -p "$build/corpus-$t"
-  if "$build/${t}_fuzz" -max_total_time="$seconds" -seed="$seed" -print_final_stats=1 "$build/corpus-$t" "fuzz/corpus/$t" \
+  if "$build/${t}_fuzz" -max_total_time="$seconds" -seed="$seed" -print_final_stats=1 \
+       -timeout=25 -artifact_prefix="$build/fuzz-$t-" "$build/corpus-$t" "fuzz/corpus/$t" \
        >"$build/fuzz-$t.log" 2>&1; then
     echo "fuzz $t: clean for ${seconds} s ($(grep -o 'stat::number_of_executed_units: [0-9]*' "$build/fuzz-$t.log" | grep -o '[0-9]*$' || echo '?') runs)"
   else

@@ -475,6 +475,10 @@ Response McpServer::ToolsCall(Call& call) {
     if (running.cancellable()) ctx.cancelled = [flag = running.flag()] { return flag->load(); };
     return RpcResult(call.id, RunTool(registry_, *tool, args, ctx, call.stateless));
   }
+  // What is refused before the stream begins (a missing sandbox, a start the audit log cannot record) is a plain
+  // tool error, as on the paths above.
+  if (Status begun = registry_.Begin(*tool, args, ctx); !begun.ok())
+    return RpcResult(call.id, ToolResult(begun.error(), call.stateless));
 
   Response r;
   r.headers.Set("Content-Type", "text/event-stream");

@@ -138,12 +138,22 @@ Status Registry::Precheck(const Tool& tool, const json& input, const CallContext
   return checked;
 }
 
+Status Registry::RecordIntent(const Tool& tool, const json& input, const CallContext& ctx) const {
+  if (tool.annotations.read_only || !intent_observer_ || ctx.intent_recorded) return {};
+  Status recorded = Guarded<Status>(tool, [&] { return intent_observer_(tool.name, tool, input, ctx); });
+  if (recorded.ok()) return {};
+  return Error::Of(Code::kUnavailable, tool.name + " was not run, so nothing changed: " + recorded.error().message);
+}
+
+Status Registry::Begin(const Tool& tool, const json& input, CallContext& ctx) const {
+  ISB_TRY(Precheck(tool, input, ctx));
+  ISB_TRY(RecordIntent(tool, input, ctx));
+  ctx.intent_recorded = true;
+  return {};
+}
+
 Result<json> Registry::Run(const Tool& tool, const json& input, const CallContext& ctx, std::string* unrecorded) const {
-  if (!tool.annotations.read_only && intent_observer_) {
-    Status recorded = Guarded<Status>(tool, [&] { return intent_observer_(tool.name, tool, input, ctx); });
-    if (!recorded.ok())
-      return Error::Of(Code::kUnavailable, tool.name + " was not run, so nothing changed: " + recorded.error().message);
-  }
+  ISB_TRY(RecordIntent(tool, input, ctx));
   Result<json> result = Guarded<Result<json>>(tool, [&] { return tool.handler(input, ctx); });
   Status recorded = Guarded<Status>(tool, [&] { return Report(tool.name, &tool, input, ctx, result); });
   if (!recorded.ok() && unrecorded != nullptr) *unrecorded = recorded.error().message;

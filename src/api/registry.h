@@ -36,6 +36,8 @@ struct CallContext {
   // True once the caller has gone away (a streaming caller) or cancelled the call (MCP's notifications/cancelled).
   // Asked about once a second by long work.
   std::function<bool()> cancelled;
+  // Set by Registry::Begin once the call's start is recorded: Run records none of its own.
+  bool intent_recorded = false;
 };
 
 struct ToolAnnotations {
@@ -134,6 +136,10 @@ class Registry {
   }
   // Runs an admitted tool's precheck (when it has one); a refusal is reported to the observer like Admit's.
   Status Precheck(const Tool& tool, const nlohmann::json& input, const CallContext& ctx) const;
+  // For a surface that must answer before running (a stream): the precheck, then the intent Run would record, so
+  // that a call the audit log cannot take is refused with its own status (503) before a response begins. Marks
+  // `ctx` (intent_recorded) for the Run that follows.
+  Status Begin(const Tool& tool, const nlohmann::json& input, CallContext& ctx) const;
   // Runs an admitted tool's handler and reports the outcome to the observer. A tool that is not read-only is first
   // reported to the intent observer; when that fails, the handler does not run and the call fails with kUnavailable
   // "TOOL was not run, so nothing changed: WHY". When the outcome could not be recorded, `unrecorded` (if given) is
@@ -165,6 +171,9 @@ class Registry {
   }
   // The tool filter (--allow-tools, --deny-tools) holds for every caller of a listener, superadmin tokens included;
   // only the host (the unix socket, the CLI on the host) has every tool.
+  // The intent observer's row for a call that may change something, unless Begin wrote it; kUnavailable when it
+  // cannot be recorded.
+  Status RecordIntent(const Tool& tool, const nlohmann::json& input, const CallContext& ctx) const;
   bool MaySee(const Tool& tool, const Identity& identity) const {
     return identity.kind == identity::PrincipalKind::kSuperadmin || !filter_ || filter_(tool.name);
   }

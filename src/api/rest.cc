@@ -133,7 +133,7 @@ Response RestApi::CallTool(const Request& req, std::string_view name, const Iden
     return r;
   }
 
-  if (Status checked = registry_.Precheck(*tool, input, ctx); !checked.ok()) {
+  if (Status checked = registry_.Begin(*tool, input, ctx); !checked.ok()) {
     Response r = ErrorResponse(checked.error());
     r.headers.Set("X-Request-Id", ctx.request_id);
     return r;

@@ -11,6 +11,7 @@
 #include "base/fd.h"
 #include "base/file.h"
 #include "egress/classify.h"
+#include "engine/spawner.h"
 #include "net/sandbox_network.h"
 
 namespace isb::daemon {
@@ -177,6 +178,16 @@ void EgressService::CheckNetwork() {
   CheckVeths();
 }
 
+namespace {
+
+// A pidfd of the init that runs as `pid` since `start_time` (0: whatever runs as `pid` now), or an invalid Fd.
+int InitHandle(pid_t pid, uint64_t start_time) {
+  if (start_time != 0) return engine::OpenProcess(pid, start_time).Release();
+  return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+}
+
+}  // namespace
+
 void EgressService::CheckVeths() {
   std::lock_guard releasing(veth_mu_);
   std::vector<Entry> attached;
@@ -187,7 +198,10 @@ void EgressService::CheckVeths() {
   }
   for (const Entry& e : attached) {
     const std::string ifname = net::HostIfname(options_.ifname_prefix, e.slot);
-    if (::if_nametoindex(ifname.c_str()) != 0 || errno != ENODEV) continue;
+    if (::if_nametoindex(ifname.c_str()) != 0 || errno != ENODEV) {
+      veths_lost_.erase(e.slot);
+      continue;
+    }
     // A sandbox that is not running (stopped, or adopted stopped) has no veth: its namespace took it along.
     if (!e.init) continue;
     auto alive = [&] { return ::syscall(SYS_pidfd_send_signal, e.init->get(), 0, nullptr, 0) == 0; };
@@ -196,6 +210,9 @@ void EgressService::CheckVeths() {
     if (!ns.valid() || !alive()) continue;  // it died meanwhile, and its pid may be another's now
     const bool open = e.policy->spec().mode == egress::EgressMode::kOpen;
     auto link = net::AttachSandbox(ns.get(), pool_.SlotAt(e.slot), options_.ifname_prefix, open);
+    // One that cannot be put back (a host tool took its names) is told once, not at every look.
+    if (!link.ok() && !veths_lost_.insert(e.slot).second) continue;
+    if (link.ok()) veths_lost_.erase(e.slot);
     const std::string outcome = link.ok() ? "put it back" : "could not put it back: " + link.error().message;
     std::fprintf(stderr, "isb: egress: sandbox %s: its veth %s was deleted under this daemon by another program; %s\n",
                  e.id.c_str(), ifname.c_str(), outcome.c_str());
@@ -269,7 +286,7 @@ Result<SandboxNet> EgressService::Prepare(const std::string& id, const egress::E
   return n;
 }
 
-Status EgressService::Attach(const std::string& id, pid_t pid) {
+Status EgressService::Attach(const std::string& id, pid_t pid, uint64_t start_time) {
   Entry e;
   {
     std::lock_guard lock(mu_);
@@ -277,7 +294,8 @@ Status EgressService::Attach(const std::string& id, pid_t pid) {
     if (it == by_id_.end()) return Error::Of(Code::kNotFound, "no network prepared for " + id);
     e = it->second;
   }
-  auto init = std::make_shared<Fd>(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  std::lock_guard attaching(veth_mu_);
+  auto init = std::make_shared<Fd>(InitHandle(pid, start_time));
   Status s = [&]() -> Status {
     if (!init->valid()) return Error::Sys("pidfd_open of the sandbox's init");
     Fd ns(::open(("/proc/" + std::to_string(pid) + "/ns/net").c_str(), O_RDONLY | O_CLOEXEC));
@@ -337,6 +355,7 @@ void EgressService::Release(const std::string& id) {
     by_id_.erase(it);
   }
   minter_->Forget(id);
+  veths_lost_.erase(e.slot);
   std::string ifname = net::HostIfname(options_.ifname_prefix, e.slot);
   (void)firewall_->Remove(ifname);
   // The veth usually went with the sandbox's namespace; this removes one that did not.
@@ -345,11 +364,11 @@ void EgressService::Release(const std::string& id) {
 }
 
 Status EgressService::Adopt(const std::string& id, uint32_t slot, const egress::EgressSpec& spec,
-                            const std::string& org, pid_t pid) {
+                            const std::string& org, pid_t pid, uint64_t start_time) {
   ISB_TRY(pool_.Reserve(slot));
   Entry e{id, slot, std::make_shared<const egress::EgressPolicy>(spec), true, org};
   if (pid > 0) {
-    auto init = std::make_shared<Fd>(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+    auto init = std::make_shared<Fd>(InitHandle(pid, start_time));
     if (init->valid()) {
       e.pid = pid;
       e.init = std::move(init);

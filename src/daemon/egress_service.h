@@ -13,11 +13,12 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <set>
 #include <thread>
 
-#include "base/fd.h"
 #include <vector>
 
+#include "base/fd.h"
 #include "base/result.h"
 #include "daemon/egress_claims.h"
 #include "egress/cert_minter.h"
@@ -87,19 +88,20 @@ class EgressService {
   // Reserves an address for `id` of org `org` with `spec` (mode list or open; none needs nothing) before the sandbox
   // starts. The org names the sandbox to the judge (and keys its verdicts).
   Result<SandboxNet> Prepare(const std::string& id, const egress::EgressSpec& spec, const std::string& org);
-  // Once the sandbox's init runs as `pid`: its veth and its rules. On failure what was made is undone and the
-  // reservation kept (the sandbox is stopped, and a later start attaches again; Release gives it up).
-  Status Attach(const std::string& id, pid_t pid);
+  // Once the sandbox's init runs as `pid`, started at `start_time` (ProcessStartTime; 0: whatever runs as `pid`
+  // now): its veth and its rules. On failure what was made is undone and the reservation kept (the sandbox is
+  // stopped, and a later start attaches again; Release gives it up).
+  Status Attach(const std::string& id, pid_t pid, uint64_t start_time = 0);
   // A running sandbox's new spec (same mode family): the rules take it in one apply, then new connections and
   // queries see it. When the rules cannot take it, nothing does: the error, and the old spec stays in force.
   Status Update(const std::string& id, const egress::EgressSpec& spec);
   // Rules, veth and address of `id` go; unknown ids are fine.
   void Release(const std::string& id);
-  // At start-up, a sandbox adopted with the slot it had; `pid`: its init, when it runs (its veth is then watched as
-  // an attached one's). A veth of it that an older isb named <prefix><slot> (which no rule matches) is removed, and
-  // the error says so.
+  // At start-up, a sandbox adopted with the slot it had; `pid` (started at `start_time`): its init, when it runs
+  // (its veth is then watched as an attached one's). A veth of it that an older isb named <prefix><slot> (which no
+  // rule matches) is removed, and the error says so.
   Status Adopt(const std::string& id, uint32_t slot, const egress::EgressSpec& spec, const std::string& org,
-               pid_t pid = 0);
+               pid_t pid = 0, uint64_t start_time = 0);
 
   uint16_t proxy_port() const;
   uint16_t dns_port() const;
@@ -153,7 +155,9 @@ class EgressService {
   std::unique_ptr<net::DnsServer> dns_;
   std::mutex forwarding_mu_;  // one EnsureForwarding at a time
   std::mutex mu_;
-  std::mutex veth_mu_;  // Release and CheckVeths: no veth is put back for a sandbox being released
+  // Attach, Release and CheckVeths: no veth is put back for a sandbox being attached again or released.
+  std::mutex veth_mu_;
+  std::set<uint32_t> veths_lost_;  // slots whose veth could not be put back, reported once (guarded by veth_mu_)
   std::map<std::string, Entry> by_id_;
   std::map<uint32_t, std::string> by_slot_;
   std::mutex watch_mu_;

@@ -563,7 +563,7 @@ Status SandboxManager::LaunchProcess(Record& rec, bool background) {
   // Its veth and rules before anything runs in it (before then, it has only loopback).
   if (std::filesystem::exists(Dir(rec.id) + "/net_slot")) {
     if (options_.egress == nullptr) return Error::Of(Code::kUnavailable, "egress: " + options_.egress_unavailable);
-    ISB_TRY(options_.egress->Attach(rec.id, rec.pid));
+    ISB_TRY(options_.egress->Attach(rec.id, rec.pid, rec.start_time));
   }
   if (background && ::setpriority(PRIO_PROCESS, static_cast<id_t>(rec.pid), normal) != 0)
     return Error::Sys("restore the priority of a pooled sandbox");
@@ -1292,7 +1292,7 @@ Result<std::string> SandboxManager::Adopt() {
       Status st = !spec.ok() ? Status(spec.error())
                   : !index   ? Status(Error::Msg("its net_slot file does not hold a slot number"))
                              : options_.egress->Adopt(id, *index, *spec, api::OrgOf(rec->spec),
-                                                      rec->state == "running" && Alive(*rec) ? rec->pid : 0);
+                                                      rec->state == "running" ? rec->pid : 0, rec->start_time);
       // A new daemon has a new CA for the sandbox (CAs are kept in memory only): its trust store follows.
       if (st.ok() && std::filesystem::exists(Dir(id) + "/" + kTrustBundleFile)) {
         Result<std::string> ca = options_.egress->SandboxCaPem(id);

@@ -273,8 +273,9 @@ int Serve(const ServeOptions& options) {
     auto r = log->Append(e);
     if (r.ok()) return {};
     Log("audit: the outcome of a " + e.action + " call was not recorded: " + r.error().message);
-    return Error::Of(Code::kUnavailable, "the audit log could not record its outcome (" + r.error().message +
-                                             "); it is there as started");
+    const bool started = tool != nullptr && !tool->annotations.read_only;
+    return Error::Of(Code::kUnavailable, "the audit log could not record its outcome (" + r.error().message + ")" +
+                                             (started ? "; it is there as started" : ""));
   });
   registry.SetIntentObserver([log = audit_log->get(), call_entry](std::string_view name, const api::Tool& tool,
                                                                  const json& input,

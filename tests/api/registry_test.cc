@@ -102,6 +102,23 @@ TEST(RegistryTest, AChangeWhoseIntentCannotBeRecordedNeverRuns) {
   EXPECT_EQ(*done, (json{{"done", "change"}}));
   EXPECT_EQ(unrecorded, "the audit log could not record its outcome (disk full)");
   EXPECT_EQ(events, (std::vector<std::string>{"intent change", "handler of change", "end change ok"}));
+
+  // A stream's Begin records the intent before any response (a refusal is its own status); Run then records none.
+  events.clear();
+  outcome_recorded = {};
+  const Tool* change = r.Find("change");
+  CallContext streamed = ctx;
+  ASSERT_TRUE(r.Begin(*change, json::object(), streamed).ok());
+  EXPECT_TRUE(streamed.intent_recorded);
+  ASSERT_TRUE(r.Run(*change, json::object(), streamed).ok());
+  EXPECT_EQ(events, (std::vector<std::string>{"intent change", "handler of change", "end change ok"}));
+  intent_recorded = Error::Of(Code::kUnavailable, "the audit log could not record it (disk full)");
+  CallContext refused_stream = ctx;
+  Status begun = r.Begin(*change, json::object(), refused_stream);
+  ASSERT_FALSE(begun.ok());
+  EXPECT_EQ(begun.error().message,
+            "change was not run, so nothing changed: the audit log could not record it (disk full)");
+  EXPECT_FALSE(refused_stream.intent_recorded);
 }
 
 TEST(RegistryTest, ValidatesBeforeTheHandler) {
