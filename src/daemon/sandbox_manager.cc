@@ -534,11 +534,17 @@ Status SandboxManager::LaunchProcess(Record& rec, bool background) {
   c.idmap = rec.spec.idmap;
   for (const api::SpecMount& m : rec.spec.mounts) c.binds.push_back({m.source, m.target, m.read_only});
   if (auto resolv = isb::ReadFile(Dir(rec.id) + "/resolv.conf"); resolv.ok()) c.resolv_conf = *resolv;
-  if (std::error_code ec; std::filesystem::exists(Dir(rec.id) + "/" + kTrustBundleFile, ec)) {
-    // The engine follows no symlink in a bind's source: the state dir's real path.
-    auto real = std::filesystem::canonical(Dir(rec.id) + "/" + kTrustBundleFile, ec);
+  DiskLayer layer = Layer(rec.id);
+  const bool bundled = std::filesystem::exists(Dir(rec.id) + "/" + kTrustBundleFile);
+  if (bundled) {
+    // The engine follows no symlink in a bind's source: the state dir's real path. The bind is of the copy on the
+    // layer's own file system, whose mountinfo line then names no host path ("/ca-bundle.pem"); a layer from before
+    // disk images is a directory of the state dir's, and its sandbox binds the bundle beside it.
+    std::error_code ec;
+    auto real = std::filesystem::canonical(Dir(rec.id), ec);
     if (ec) return Error::Of(Code::kInternal, "the sandbox's trust bundle: " + ec.message());
-    c.binds.push_back({real.string(), kSandboxTrustBundle, true});
+    c.binds.push_back({real.string() + (layer.Legacy() ? "/" : "/layer/") + kTrustBundleFile, kSandboxTrustBundle,
+                       true});
   }
   // Searchable (not readable) by the sandbox's root, an unprivileged host uid, which mounts its layer from here
   // while it is being built; the control socket inside stays 0600 root's.
@@ -547,7 +553,8 @@ Status SandboxManager::LaunchProcess(Record& rec, bool background) {
     if (::chmod(d.c_str(), 0711) != 0) return Error::Sys("chmod " + d);
   // The layer's filesystem is mounted on the host before the sandbox's mount namespace is made from it, and stays
   // mounted while the sandbox runs, daemon or not; a layer from before disk limits is kept unlimited.
-  if (DiskLayer layer = Layer(rec.id); !layer.Legacy()) ISB_TRY(layer.Attach(rec.spec.disk));
+  if (!layer.Legacy()) ISB_TRY(layer.Attach(rec.spec.disk));
+  if (bundled && !layer.Legacy()) ISB_TRY(CopyTrustBundleToLayer(rec.id));
   ISB_ASSIGN_OR_RETURN(engine::SpawnedSandbox s, spawner_->Spawn(c, Dir(rec.id) + "/control.sock", rec.id));
   rec.pid = s.pid;
   rec.start_time = s.start_time;
@@ -816,8 +823,17 @@ Result<api::SandboxSpec> SandboxManager::ResolveMounts(api::SandboxSpec spec) co
 
 Status SandboxManager::WriteTrustBundle(const Record& rec, const std::string& ca_pem) {
   ISB_ASSIGN_OR_RETURN(std::string bundle, TrustBundle(rec.spec.image.empty() ? "/" : rec.spec.image, ca_pem));
-  // Rewritten in place: a running sandbox's bind of it sees the new contents.
-  return isb::WriteFile(Dir(rec.id) + "/" + kTrustBundleFile, bundle, 0644);
+  ISB_TRY(isb::WriteFile(Dir(rec.id) + "/" + kTrustBundleFile, bundle, 0644));
+  // A running sandbox's copy on its mounted layer, rewritten in place: its bind sees the new contents. A stopped
+  // one's layer is not mounted (nothing is there); it gets the copy when it starts.
+  if (std::filesystem::exists(Dir(rec.id) + "/layer/" + kTrustBundleFile))
+    return isb::WriteFile(Dir(rec.id) + "/layer/" + kTrustBundleFile, bundle, 0644);
+  return {};
+}
+
+Status SandboxManager::CopyTrustBundleToLayer(const std::string& id) {
+  ISB_ASSIGN_OR_RETURN(std::string bundle, isb::ReadFile(Dir(id) + "/" + kTrustBundleFile));
+  return isb::WriteFile(Dir(id) + "/layer/" + kTrustBundleFile, bundle, 0644);
 }
 
 // A create, start or exec running: the pool's refill waits for none to be (refill_policy.h).

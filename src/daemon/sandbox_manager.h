@@ -137,6 +137,8 @@ class SandboxManager : public api::Sandboxes {
   // The sandbox's trust store (trust_bundle.h) with `ca_pem`, in its directory as kTrustBundleFile.
   Status WriteTrustBundle(const Record& rec, const std::string& ca_pem);
   static constexpr char kTrustBundleFile[] = "ca-bundle.pem";
+  // The bundle's copy on the sandbox's mounted layer (beside upper/ and work/), which its bind is of.
+  Status CopyTrustBundleToLayer(const std::string& id);
   Result<api::SandboxInfo> Info(const Record& rec);
   std::string Dir(const std::string& id) const;
   // The sandbox's writable layer: <dir>/layer.img mounted on <dir>/layer (disk_layer.h).

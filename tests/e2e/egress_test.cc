@@ -415,6 +415,18 @@ TEST_F(EgressTest, AnInterceptedNameIsTrustedInsideWithoutFlags) {
   EXPECT_EQ(subject["stdout"], "subject=CN = isb sandbox CA " + id + "\n") << subject.dump();
   EXPECT_EQ(Exec(id, {"grep", "-c", "BEGIN CERTIFICATE", "/etc/isb/ca-bundle.pem"})["stdout"],
             std::to_string(std::stoi(RunProcess({"grep", "-c", "BEGIN CERTIFICATE", "/etc/ssl/certs/ca-certificates.crt"}).out) + 1) + "\n");
+  // Bound from the copy on the sandbox's own layer: its mountinfo line names no host path of isb's.
+  const std::string mounts = Exec(id, {"cat", "/proc/self/mountinfo"})["stdout"];
+  EXPECT_NE(mounts.find(" /ca-bundle.pem /etc/isb/ca-bundle.pem ro,"), std::string::npos) << mounts;
+  EXPECT_EQ(mounts.find(state_dir()), std::string::npos) << mounts;
+  EXPECT_EQ(mounts.find(temp_dir()), std::string::npos) << mounts;
+  // A new daemon has a new CA for the running sandbox: the bundle it reads follows, in place.
+  const std::string before = Exec(id, {"tail", "-c", "200", "/etc/isb/ca-bundle.pem"})["stdout"];
+  ASSERT_EQ(StopDaemon(), 0);
+  StartDaemon(daemon_args());
+  const std::string after = Exec(id, {"tail", "-c", "200", "/etc/isb/ca-bundle.pem"})["stdout"];
+  EXPECT_FALSE(after.empty());
+  EXPECT_NE(after, before) << "the running sandbox still trusts the old daemon's CA";
 
   EXPECT_EQ(Curl(id, {"-o", "/dev/null", "-w", "%{http_code}", "https://secure.test/"}), "200");
   EXPECT_EQ(Curl(id, {"--noproxy", "*", "-o", "/dev/null", "-w", "%{http_code}", "https://secure.test/"}), "200");
