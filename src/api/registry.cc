@@ -12,7 +12,6 @@ using json = nlohmann::json;
 Registry::Registry() = default;
 Registry::~Registry() = default;
 
-
 int HttpStatusFor(Code code) {
   switch (code) {
     case Code::kInvalidArgument: return 400;

@@ -535,12 +535,12 @@ Status SandboxManager::LaunchProcess(Record& rec, bool background) {
   for (const api::SpecMount& m : rec.spec.mounts) c.binds.push_back({m.source, m.target, m.read_only});
   if (auto resolv = isb::ReadFile(Dir(rec.id) + "/resolv.conf"); resolv.ok()) c.resolv_conf = *resolv;
   DiskLayer layer = Layer(rec.id);
-  const bool bundled = std::filesystem::exists(Dir(rec.id) + "/" + kTrustBundleFile);
+  std::error_code ec;
+  const bool bundled = std::filesystem::exists(Dir(rec.id) + "/" + kTrustBundleFile, ec);
   if (bundled) {
     // The engine follows no symlink in a bind's source: the state dir's real path. The bind is of the copy on the
     // layer's own file system, whose mountinfo line then names no host path ("/ca-bundle.pem"); a layer from before
     // disk images is a directory of the state dir's, and its sandbox binds the bundle beside it.
-    std::error_code ec;
     auto real = std::filesystem::canonical(Dir(rec.id), ec);
     if (ec) return Error::Of(Code::kInternal, "the sandbox's trust bundle: " + ec.message());
     c.binds.push_back({real.string() + (layer.Legacy() ? "/" : "/layer/") + kTrustBundleFile, kSandboxTrustBundle,
@@ -826,7 +826,7 @@ Status SandboxManager::WriteTrustBundle(const Record& rec, const std::string& ca
   ISB_TRY(isb::WriteFile(Dir(rec.id) + "/" + kTrustBundleFile, bundle, 0644));
   // A running sandbox's copy on its mounted layer, rewritten in place: its bind sees the new contents. A stopped
   // one's layer is not mounted (nothing is there); it gets the copy when it starts.
-  if (std::filesystem::exists(Dir(rec.id) + "/layer/" + kTrustBundleFile))
+  if (std::error_code ec; std::filesystem::exists(Dir(rec.id) + "/layer/" + kTrustBundleFile, ec))
     return isb::WriteFile(Dir(rec.id) + "/layer/" + kTrustBundleFile, bundle, 0644);
   return {};
 }
