@@ -9,7 +9,9 @@ add_library(isb_api STATIC
   src/api/registry.cc
   src/api/sandboxes.cc
   src/api/sandbox_tools.cc
+  src/api/sandbox_handlers.cc
   src/api/org_sandboxes.cc
+  src/api/quota_gate.cc
   src/api/web_auth.cc
   src/api/identity_tools.cc
   src/api/org_tools.cc
@@ -21,8 +23,8 @@ add_library(isb_api STATIC
   src/api/spec_policy.cc
   src/api/tool_policy.cc)
 # egress for IP address literals (publish addresses), identity for tool globs, audit for the accountability tools,
-# the engine's id mappings for a spec's idmap.
-target_link_libraries(isb_api PUBLIC isb_base isb_id_mapping isb_egress isb_identity isb_audit
+# the engine's id mappings for a spec's idmap, spec/ for the sandbox spec and exec request.
+target_link_libraries(isb_api PUBLIC isb_base isb_id_mapping isb_spec isb_egress isb_identity isb_audit
                       nlohmann_json::nlohmann_json Boost::headers Threads::Threads)
 
 # The HTTP server: the one translation unit with Beast, apart so that the logic above builds (and fuzzes) without it.

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/base64.h"
 #include "base/result.h"
 
 namespace isb::api {
@@ -34,8 +35,5 @@ std::string SanitizeUtf8(std::string_view s);
 // Number of code points in valid UTF-8 (each invalid byte counts as one).
 size_t Utf8Length(std::string_view s);
 
-std::string Base64Encode(std::string_view data);
-// Standard alphabet, padding optional; whitespace is not accepted.
-Result<std::string> Base64Decode(std::string_view text);
 
 }  // namespace isb::api

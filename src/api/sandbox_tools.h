@@ -5,6 +5,7 @@
 #include <functional>
 #include <string>
 
+#include "api/quota_gate.h"
 #include "api/registry.h"
 #include "api/spec_policy.h"
 #include "api/sandboxes.h"
@@ -12,19 +13,21 @@
 
 namespace isb::api {
 
-// Limits the tools enforce before calling Sandboxes (the numbers).
-inline constexpr size_t kMaxStdinBytes = 1 << 20;
-inline constexpr size_t kMaxOutputBytes = 256 << 10;      // per stream, in an exec result
+// The spec's and the exec request's defaults and limits (spec/), which the schemas state to callers.
+using spec::kDefaultCols;
+using spec::kDefaultExecTimeoutS;
+using spec::kDefaultExpiresS;
+using spec::kDefaultIdleTimeoutS;
+using spec::kDefaultRows;
+using spec::kMaxExecTimeoutS;
+using spec::kMaxExpiresS;
+using spec::kMaxStdinBytes;
+using spec::kMaxTerminalSide;
+
+// Limits of the tools' own answers and file transfers.
+inline constexpr size_t kMaxOutputBytes = 256 << 10;  // per stream, in an exec result
 inline constexpr size_t kMaxFileReadBytes = 4 << 20;
 inline constexpr size_t kMaxFileWriteBytes = 2 << 20;
-inline constexpr int kDefaultExecTimeoutS = 60;
-inline constexpr int kMaxExecTimeoutS = 15 * 60;
-inline constexpr int kDefaultExpiresS = 24 * 3600;
-inline constexpr int kMaxExpiresS = 30 * 24 * 3600;
-inline constexpr int kDefaultIdleTimeoutS = 2 * 3600;
-inline constexpr int kDefaultRows = 24;
-inline constexpr int kDefaultCols = 80;
-inline constexpr int kMaxTerminalSide = 1000;  // rows or columns
 
 // Registers sandbox_create, sandbox_exec, sandbox_exec_input, sandbox_exec_resize, sandbox_file_read, sandbox_file_write, sandbox_list, sandbox_get,
 // sandbox_stop, sandbox_start, sandbox_extend and sandbox_remove. `sandboxes` must outlive `registry`.
@@ -33,8 +36,8 @@ struct SandboxToolOptions {
   // sandbox_create holds every caller but the host and superadmins to it (CheckRemoteSpec); it must outlive the
   // registry. nullptr: no remote-spec policy.
   const RemoteSpecPolicy* remote = nullptr;
-  // An org's quota (sandbox_create checks it, for every caller); empty: no quotas.
-  std::function<Result<identity::Quota>(const std::string& org)> quota;
+  // Org quotas (sandbox_create checks them, for every caller); nullptr: no quotas. Must outlive the registry.
+  QuotaGate* quotas = nullptr;
 };
 
 Status AddSandboxTools(Registry& registry, Sandboxes& sandboxes, SandboxToolOptions options = {});

@@ -13,83 +13,19 @@
 #include <nlohmann/json.hpp>
 
 #include "base/result.h"
-#include "egress/publish_address.h"
-#include "engine/id_mapping.h"
+#include "spec/exec_request.h"
+#include "spec/sandbox_spec.h"
+#include "spec/spec_json.h"
 
 namespace isb::api {
 
-// The spec of a sandbox, as sent by a caller (the JSON fields of sandbox_create).
-// A host path bound into a sandbox. The tools store its real path (symlinks resolved when the sandbox is created),
-// and the engine reaches it without following any symlink, so a path swapped for a symlink later makes the launch
-// fail instead of binding somewhere else.
-struct SpecMount {
-  std::string source;  // absolute host path
-  std::string target;  // absolute path inside the sandbox, not "/" and not under /proc, /sys or /dev
-  bool read_only = true;
-  bool operator==(const SpecMount&) const = default;
-};
-
-// A TCP port inside a sandbox published on a host address: connections to host_address:host_port reach
-// 127.0.0.1:sandbox_port inside. Only loopback unless the daemon's --publish-address allows another address.
-struct SpecPort {
-  uint16_t sandbox_port = 0;
-  uint16_t host_port = 0;
-  std::string host_address = egress::kDefaultPublishAddress;  // never where a browser reaches isb
-  bool operator==(const SpecPort&) const = default;
-};
-
-// Their JSON form, as the tools answer with them and the daemon stores them: {source, target, read_only} and
-// {sandbox_port, host_port, host_address}. Reading is lenient (a missing field keeps its default): what is read
-// here was written by isb; a caller's spec is checked field by field by the tools.
-inline void to_json(nlohmann::json& j, const SpecMount& m) {
-  j = {{"source", m.source}, {"target", m.target}, {"read_only", m.read_only}};
-}
-inline void from_json(const nlohmann::json& j, SpecMount& m) {
-  m = {j.value("source", ""), j.value("target", ""), j.value("read_only", true)};
-}
-inline void to_json(nlohmann::json& j, const SpecPort& p) {
-  j = {{"sandbox_port", p.sandbox_port}, {"host_port", p.host_port}, {"host_address", p.host_address}};
-}
-inline void from_json(const nlohmann::json& j, SpecPort& p) {
-  p = {j.value("sandbox_port", uint16_t{0}), j.value("host_port", uint16_t{0}),
-       j.value("host_address", std::string(egress::kDefaultPublishAddress))};
-}
-
-inline constexpr uint64_t kDefaultDisk = 2ull << 30;
-inline constexpr uint64_t kMinDisk = 16ull << 20;
-inline constexpr uint64_t kMaxDisk = 1ull << 40;
-
-struct SandboxSpec {
-  std::string name;          // optional; unique among the org's sandboxes when given (other orgs may reuse it)
-  std::string image;         // a directory on the host; empty: the default view of the host
-  double cpus = 2;           // CPU quota in cores
-  uint64_t mem_limit = 512ull << 20;  // bytes, swap included
-  // Bytes: the size of the filesystem the writable layer lives in (kMinDisk to kMaxDisk); writing beyond it is
-  // ENOSPC inside. Specs stored before disk limits read as this default.
-  uint64_t disk = kDefaultDisk;
-  uint32_t pids = 64;
-  std::map<std::string, std::string> environment;
-  std::string working_dir = "/";
-  std::string user = "0:0";  // UID[:GID] inside
-  std::map<std::string, std::string> labels;
-  std::vector<SpecMount> mounts;  // host paths bound in; remote callers only under a --bind-root
-  std::vector<SpecPort> ports;    // published while the sandbox runs
-  // No user namespace of its own: its root is the host's root (remote callers: --allow-privileged).
-  bool privileged = false;
-  // Host ids mapped in beside the sandbox's own range; empty: "auto" (and "none", its synonym). Remote callers
-  // need --allow-raw for any entry. Never with `privileged`.
-  std::vector<engine::IdMapping> idmap;
-  // "none", "open", a list of "host[:port]", or {allow|block|judge: [...], secrets: [...]}; checked by the daemon.
-  nlohmann::json egress = "none";
-  std::chrono::seconds expires{24 * 3600};       // lifetime; at most 30 days
-  std::chrono::seconds idle_timeout{2 * 3600};
-  // The image seen through the sandbox's id mapping (engine::SandboxConfig::idmap_image): set by the create tool for
-  // the host and superadmins only (never taken from the caller), and stored.
-  bool image_idmapped = false;
-  // Not stored: set by the API when `image` and the mounts' sources are the real paths it checked against the bind
-  // roots, so that the daemon keeps them only while no symlink has come onto them rather than resolving them again.
-  bool paths_checked = false;
-};
+// The sandbox spec and the exec request have one home, spec/; the interface names them here.
+using spec::ExecRequest;
+using spec::SandboxSpec;
+using spec::SpecMount;
+using spec::SpecPort;
+using spec::kOrgLabel;
+using spec::kOwnerLabel;
 
 struct SandboxUsage {
   uint64_t cpu_usec = 0;
@@ -107,28 +43,6 @@ struct SandboxInfo {
   int64_t last_active_at = 0;
   SandboxUsage usage;
 };
-
-struct ExecRequest {
-  std::vector<std::string> argv;  // never a shell string
-  std::string stdin_data;         // at most 1 MiB
-  std::map<std::string, std::string> env;
-  std::string workdir;            // empty: the sandbox's working_dir
-  std::chrono::milliseconds timeout{60'000};  // at most 15 minutes
-  // True once the caller has gone away or cancelled the call (the command is then killed).
-  std::function<bool()> cancelled;
-  // A terminal (a pty inside the sandbox) instead of pipes: stderr merges into stdout, and the session can be
-  // driven while it runs (ExecInput, ExecResize) by the same `caller` only.
-  bool tty = false;
-  uint16_t rows = 24, cols = 80;
-  std::string caller;  // who started it: the org and the identity, as the tools spell them
-  // With tty: called once with the session's id when the command runs, before any output.
-  std::function<void(const std::string& session)> on_session;
-};
-
-// Labels isb sets on every sandbox: the org it belongs to, and who created it over which surface
-// ("rest:user:alice", "mcp:token:12", "unix:superadmin").
-inline constexpr char kOrgLabel[] = "isb.org";
-inline constexpr char kOwnerLabel[] = "isb.owner";
 
 // The org a sandbox belongs to: its isb.org label; sandboxes from before orgs belong to "default".
 std::string OrgOf(const SandboxSpec& spec);

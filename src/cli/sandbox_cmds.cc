@@ -369,7 +369,7 @@ int CopyOut(const Common& c, const ToolClient& client, const CpPlan& plan) {
     Print(*r);
     return kExitOk;
   }
-  auto content = Base64Decode((*r)["content_base64"].get<std::string>());
+  auto content = Base64Decode((*r)["content_base64"].get<std::string>(), Base64Padding::kRequired);
   if (!content.ok()) return Report(Error::Of(Code::kInternal, "the isb daemon sent bad base64: " +
                                                                   content.error().message));
   if (plan.dst.path == "-") {
@@ -831,55 +831,6 @@ std::string ListTable(const json& result, int64_t now) {
   return out;
 }
 
-std::string Base64Encode(std::string_view data) {
-  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((data.size() + 2) / 3 * 4);
-  for (size_t i = 0; i < data.size(); i += 3) {
-    uint32_t n = static_cast<uint8_t>(data[i]) << 16;
-    if (i + 1 < data.size()) n |= static_cast<uint8_t>(data[i + 1]) << 8;
-    if (i + 2 < data.size()) n |= static_cast<uint8_t>(data[i + 2]);
-    out.push_back(kAlphabet[(n >> 18) & 63]);
-    out.push_back(kAlphabet[(n >> 12) & 63]);
-    out.push_back(i + 1 < data.size() ? kAlphabet[(n >> 6) & 63] : '=');
-    out.push_back(i + 2 < data.size() ? kAlphabet[n & 63] : '=');
-  }
-  return out;
-}
-
-Result<std::string> Base64Decode(std::string_view text) {
-  auto value = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  if (text.size() % 4 != 0) return Error::Msg("base64 length is not a multiple of 4");
-  std::string out;
-  out.reserve(text.size() / 4 * 3);
-  for (size_t i = 0; i < text.size(); i += 4) {
-    bool last = i + 4 == text.size();
-    int pad = 0;
-    uint32_t n = 0;
-    for (size_t k = 0; k < 4; ++k) {
-      char c = text[i + k];
-      if (c == '=' && last && k >= 2 && (k == 3 || text[i + 3] == '=')) {
-        ++pad;
-        n <<= 6;
-        continue;
-      }
-      int v = value(c);
-      if (v < 0 || pad > 0) return Error::Msg("invalid base64 character");
-      n = (n << 6) | static_cast<uint32_t>(v);
-    }
-    out.push_back(static_cast<char>((n >> 16) & 0xff));
-    if (pad < 2) out.push_back(static_cast<char>((n >> 8) & 0xff));
-    if (pad < 1) out.push_back(static_cast<char>(n & 0xff));
-  }
-  return out;
-}
 
 HttpRequest ToolClient::Request(const std::string& tool, const json& input, bool stream) const {
   HttpRequest req;

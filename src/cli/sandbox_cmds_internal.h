@@ -9,8 +9,10 @@
 #include <string_view>
 #include <vector>
 
+#include "base/base64.h"
 #include "base/result.h"
 #include "cli/client.h"
+#include "spec/exec_request.h"
 
 #include <memory>
 
@@ -26,9 +28,9 @@ constexpr int kExitUsage = 2;       // the command line itself is wrong
 constexpr int kExitIsbFailed = 125; // isb could not do its part: daemon unreachable, 5xx, malformed answer
 
 constexpr const char* kDefaultSocket = "/var/lib/isb/api/isb.sock";
-constexpr size_t kMaxStdinBytes = 1u << 20;      // sandbox_exec's stdin limit
+using spec::kMaxExecTimeoutS;                    // sandbox_exec's longest timeout
+using spec::kMaxStdinBytes;                      // sandbox_exec's stdin limit
 constexpr size_t kMaxFileWriteBytes = 2u << 20;  // sandbox_file_write's content limit
-constexpr int kMaxExecTimeoutS = 15 * 60;        // sandbox_exec's longest timeout
 
 // Where to find the daemon: --url over --socket over ISB_URL over ISB_SOCKET over the default socket.
 // REQUIRES: env values may be null (unset).
@@ -93,9 +95,6 @@ std::string ListTable(const json& result, int64_t now);
 std::string ShortDuration(int64_t seconds);
 // 536870912 -> "512M", 1536 -> "1.5K".
 std::string ShortBytes(uint64_t bytes);
-
-std::string Base64Encode(std::string_view data);
-Result<std::string> Base64Decode(std::string_view text);
 
 // Calls tools over an HttpClient, adding the bearer token on TCP.
 class ToolClient {

@@ -186,8 +186,7 @@ Status DiskLayer::Format(const std::string& image, uint64_t bytes) {
 }
 
 Status DiskLayer::Attach(uint64_t bytes) {
-  if (bytes < kMinBytes || bytes > kMaxBytes)
-    return Error::Of(Code::kInvalidArgument, "disk: must be between 16 MiB and 1 TiB");
+  ISB_TRY(spec::CheckSize("disk", bytes, kMinBytes, kMaxBytes));
   ISB_TRY(MakeDirs(dir_, 0700));
   if (Attached()) return {};
   if (::access(image_.c_str(), F_OK) != 0) ISB_TRY(MakeImage(bytes));

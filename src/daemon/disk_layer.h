@@ -22,8 +22,8 @@ class DiskLayer {
       : image_(std::move(image)), dir_(std::move(dir)), template_dir_(std::move(template_dir)) {}
 
   // Smallest and largest sizes an image may have: ext4 needs room for its own metadata below that.
-  static constexpr uint64_t kMinBytes = api::kMinDisk;
-  static constexpr uint64_t kMaxBytes = api::kMaxDisk;
+  static constexpr uint64_t kMinBytes = spec::kMinDisk;
+  static constexpr uint64_t kMaxBytes = spec::kMaxDisk;
 
   // Makes the image (sparse, `bytes` long, ext4 with every block usable by anyone) unless it exists, then mounts
   // it on the dir (nosuid, nodev) through a free loop device that detaches itself when unmounted. Already mounted

@@ -45,10 +45,8 @@ using store::AsText;
 
 namespace {
 
-constexpr int64_t kMaxLifetime = 30 * 24 * 3600;
 constexpr int kBackgroundNice = 19;
 constexpr uint64_t kExecOutputLimit = 256 * 1024;
-constexpr size_t kMaxStdin = 1 << 20;
 constexpr size_t kMaxRead = 4 << 20;
 constexpr size_t kMaxWrite = 2 << 20;
 // How long one input call waits for a command that does not read its terminal.
@@ -61,16 +59,10 @@ std::string NewId() {
   return hex.ok() ? "sb-" + *hex : "";
 }
 
-Result<std::pair<uint32_t, uint32_t>> ParseUser(const std::string& user) {
-  auto ids = ParseIds(user);
-  if (!ids.ok()) return Invalid("user: " + ids.error().message);
-  return *ids;
-}
-
 // The host uid and gid of a sandbox's user (spec.user): in its own range from `uid_base` (0 when privileged: the
 // host's ids), or the host id an idmap entry maps it to.
 std::pair<uid_t, gid_t> HostUser(const api::SandboxSpec& spec, uint32_t uid_base) {
-  auto ids = ParseUser(spec.user);
+  auto ids = spec::ParseUser(spec.user);
   uint32_t uid = ids.ok() ? ids->first : 0, gid = ids.ok() ? ids->second : 0;
   return {engine::HostIdOf(uid_base, spec.idmap, engine::IdMapKind::kUid, uid),
           engine::HostIdOf(uid_base, spec.idmap, engine::IdMapKind::kGid, gid)};
@@ -240,93 +232,16 @@ struct SandboxManager::Record {
   int64_t created_at = 0, expires_at = 0, last_active_at = 0;
 };
 
-Status ValidateSpec(const api::SandboxSpec& s) {
-  if (!s.name.empty()) {
-    if (auto st = engine::ValidateHostname(s.name); !st.ok())
-      return Invalid("name: use 1-63 letters, digits and inner hyphens, got '" + s.name + "'");
-    if (s.name.starts_with("sb-")) return Invalid("name: must not start with 'sb-' (reserved for ids)");
-  }
+// What a spec asks of this host, beyond spec::Validate's rules: an image directory that exists, and processes
+// within the host's bound.
+Status CheckOnHost(const api::SandboxSpec& s) {
   if (!s.image.empty()) {
-    if (s.image[0] != '/') return Invalid("image: must be an absolute directory path");
-    if (s.image.find_first_of(engine::kOverlaySpecialChars) != std::string::npos)
-      return Invalid("image: a path with ':', ',' or '\\' cannot be an overlay layer (overlayfs would split it)");
     std::error_code ec;
     if (!std::filesystem::is_directory(s.image, ec)) return Invalid("image: '" + s.image + "' is not a directory");
   }
-  for (size_t i = 0; i < s.mounts.size(); ++i) {
-    const std::string field = "mounts[" + std::to_string(i) + "]";
-    const api::SpecMount& m = s.mounts[i];
-    if (m.source.empty() || m.source[0] != '/') return Invalid(field + ".source: must be an absolute path");
-    if (m.target.empty() || m.target[0] != '/' || m.target == "/")
-      return Invalid(field + ".target: must be an absolute path other than /");
-  }
-  for (size_t i = 0; i < s.ports.size(); ++i) {
-    const std::string field = "ports[" + std::to_string(i) + "]";
-    const api::SpecPort& p = s.ports[i];
-    in6_addr any{};
-    if (::inet_pton(AF_INET, p.host_address.c_str(), &any) != 1 && ::inet_pton(AF_INET6, p.host_address.c_str(), &any) != 1)
-      return Invalid(field + ".host_address: '" + p.host_address + "' is not an IP address");
-    if (p.sandbox_port == 0 || p.host_port == 0) return Invalid(field + ": ports are 1 to 65535");
-  }
-  if (!(s.cpus >= 0.001 && s.cpus <= 1024)) return Invalid("cpus: must be between 0.001 and 1024");
-  if (s.mem_limit < (4u << 20)) return Invalid("mem_limit: must be at least 4 MiB");
-  if (s.disk < api::kMinDisk || s.disk > api::kMaxDisk) return Invalid("disk: must be between 16 MiB and 1 TiB");
-  if (const engine::PidsBound& host = engine::HostPidsBound(); s.pids < 2 || s.pids > host.sandboxes())
+  if (const engine::PidsBound& host = engine::HostPidsBound(); s.pids < spec::kMinPids || s.pids > host.sandboxes())
     return Invalid("pids: must be between 2 and " + host.Describe());
-  for (const auto& [k, v] : s.environment)
-    if (k.empty() || k.find('=') != std::string::npos || k.find('\0') != std::string::npos ||
-        v.find('\0') != std::string::npos)
-      return Invalid("environment: invalid variable name '" + k + "'");
-  if (s.working_dir.empty() || s.working_dir[0] != '/') return Invalid("working_dir: must be an absolute path");
-  ISB_TRY(ParseUser(s.user));
-  ISB_TRY(engine::ValidateIdMappings(s.idmap, s.privileged));
-  // isb.org and isb.owner come from the tools (OrgSandboxes), which refuse any isb.* label a caller sends.
-  for (const auto& [k, v] : s.labels)
-    if (k.starts_with("isb.") && k != api::kOrgLabel && k != api::kOwnerLabel)
-      return Invalid("labels: '" + k + "' is reserved (isb.* labels are set by isb)");
-  if (s.expires.count() < 1 || s.expires.count() > kMaxLifetime) return Invalid("expires: must be between 1s and 30d");
-  if (s.idle_timeout.count() < 1) return Invalid("idle_timeout: must be at least 1s");
   return {};
-}
-
-std::string SpecToJson(const api::SandboxSpec& s) {
-  json j{{"name", s.name},         {"image", s.image},
-              {"cpus", s.cpus},         {"mem_limit", s.mem_limit}, {"disk", s.disk},
-              {"pids", s.pids},         {"environment", s.environment},
-              {"working_dir", s.working_dir}, {"user", s.user},
-              {"labels", s.labels},     {"egress", s.egress},
-              {"expires", s.expires.count()}, {"idle_timeout", s.idle_timeout.count()}};
-  if (!s.mounts.empty()) j["mounts"] = s.mounts;
-  if (!s.ports.empty()) j["ports"] = s.ports;
-  if (s.privileged) j["privileged"] = true;
-  if (!s.idmap.empty()) j["idmap"] = s.idmap;
-  if (s.image_idmapped) j["image_idmapped"] = true;
-  return j.dump();
-}
-
-api::SandboxSpec SpecFromJson(const std::string& text) {
-  json j = json::parse(text, nullptr, false);
-  api::SandboxSpec s;
-  if (!j.is_object()) return s;
-  s.name = j.value("name", "");
-  s.image = j.value("image", "");
-  s.cpus = j.value("cpus", 2.0);
-  s.mem_limit = j.value("mem_limit", uint64_t{512} << 20);
-  s.disk = j.value("disk", api::kDefaultDisk);
-  s.pids = j.value("pids", 64u);
-  s.environment = j.value("environment", std::map<std::string, std::string>{});
-  s.working_dir = j.value("working_dir", "/");
-  s.user = j.value("user", "0:0");
-  s.labels = j.value("labels", std::map<std::string, std::string>{});
-  if (auto m = j.find("mounts"); m != j.end() && m->is_array()) s.mounts = m->get<std::vector<api::SpecMount>>();
-  if (auto p = j.find("ports"); p != j.end() && p->is_array()) s.ports = p->get<std::vector<api::SpecPort>>();
-  s.egress = j.contains("egress") ? j["egress"] : json("none");
-  s.privileged = j.value("privileged", false);
-  s.image_idmapped = j.value("image_idmapped", false);
-  if (auto m = j.find("idmap"); m != j.end() && m->is_array()) s.idmap = m->get<std::vector<engine::IdMapping>>();
-  s.expires = std::chrono::seconds(j.value("expires", int64_t{86400}));
-  s.idle_timeout = std::chrono::seconds(j.value("idle_timeout", int64_t{7200}));
-  return s;
 }
 
 SandboxManager::SandboxManager(ManagerOptions options, engine::Spawner* spawner, store::Db* db,
@@ -482,7 +397,7 @@ api::SandboxSpec SandboxManager::ParsedSpec(const std::string& text) {
     std::lock_guard lock(parsed_mu_);
     if (auto it = parsed_specs_.find(text); it != parsed_specs_.end()) return it->second;
   }
-  api::SandboxSpec spec = SpecFromJson(text);
+  api::SandboxSpec spec = spec::FromStoredJson(text);
   if (text.size() > kMaxParsedSpec) return spec;
   std::lock_guard lock(parsed_mu_);
   if (parsed_bytes_ + text.size() > kMaxParsedSpecBytes) {
@@ -521,7 +436,7 @@ Status SandboxManager::Launch(Record& rec) {
 }
 
 Status SandboxManager::LaunchProcess(Record& rec, bool background) {
-  auto ids = ParseUser(rec.spec.user);
+  auto ids = spec::ParseUser(rec.spec.user);
   engine::SandboxConfig c;
   c.hostname = rec.name.empty() ? "sandbox" : rec.name;
   c.image = rec.spec.image;
@@ -856,7 +771,8 @@ struct SandboxManager::Busy {
 
 Result<api::SandboxInfo> SandboxManager::Create(const api::SandboxSpec& spec) {
   Busy busy(this);
-  ISB_TRY(ValidateSpec(spec));
+  ISB_TRY(spec::Validate(spec));
+  ISB_TRY(CheckOnHost(spec));
   ISB_ASSIGN_OR_RETURN(egress::EgressSpec egress_spec, Egress(spec));
   ISB_ASSIGN_OR_RETURN(api::SandboxSpec resolved, ResolveMounts(spec));
   Record rec;
@@ -883,7 +799,7 @@ Result<api::SandboxInfo> SandboxManager::Create(const api::SandboxSpec& spec) {
     auto ins = db_->Exec(
         "INSERT INTO sandboxes(id, name, spec, state, created_at, expires_at, last_active_at, pid, start_time, "
         "lease_index, uid_base, org) VALUES(?1, ?2, ?3, 'running', ?4, ?5, ?4, ?6, ?7, ?8, ?9, ?10)",
-        {rec.id, rec.name, SpecToJson(rec.spec), rec.created_at, rec.expires_at, static_cast<int64_t>(rec.pid),
+        {rec.id, rec.name, spec::ToStoredJson(rec.spec), rec.created_at, rec.expires_at, static_cast<int64_t>(rec.pid),
          static_cast<int64_t>(rec.start_time), rec.lease_index, static_cast<int64_t>(rec.uid_base),
          api::OrgOf(rec.spec)});
     if (!ins.ok()) {
@@ -903,7 +819,7 @@ Result<api::SandboxInfo> SandboxManager::Create(const api::SandboxSpec& spec) {
   auto ins = db_->Exec(
       "INSERT INTO sandboxes(id, name, spec, state, created_at, expires_at, last_active_at, org) "
       "VALUES(?1, ?2, ?3, 'creating', ?4, ?5, ?4, ?6)",
-      {rec.id, rec.name, SpecToJson(rec.spec), rec.created_at, rec.expires_at, api::OrgOf(rec.spec)});
+      {rec.id, rec.name, spec::ToStoredJson(rec.spec), rec.created_at, rec.expires_at, api::OrgOf(rec.spec)});
   if (!ins.ok()) {
     if (options_.egress != nullptr) options_.egress->Release(rec.id);
     RemoveDir(rec.id);
@@ -962,10 +878,7 @@ struct SandboxManager::ExecRunning {
 Result<api::ExecResult> SandboxManager::Exec(const std::string& id_or_name, const api::ExecRequest& req,
                                              const api::OutputSink& sink) {
   Busy busy(this);
-  if (req.argv.empty() || req.argv[0].empty()) return Invalid("argv: must name a command");
-  if (req.stdin_data.size() > kMaxStdin) return Error::Of(Code::kTooLarge, "stdin: at most 1 MiB");
-  if (req.timeout.count() < 1 || req.timeout > std::chrono::minutes(15))
-    return Invalid("timeout: must be between 1ms and 15 minutes");
+  ISB_TRY(spec::Validate(req));
   ISB_ASSIGN_OR_RETURN(Record rec, Load(id_or_name));
   if (rec.state != "running") return Error::Of(Code::kConflict, "sandbox '" + rec.id + "' is stopped; start it first");
   ExecRunning running(this, rec.id);
@@ -973,15 +886,12 @@ Result<api::ExecResult> SandboxManager::Exec(const std::string& id_or_name, cons
   spec.argv = req.argv;
   std::vector<std::string> env;
   std::map<std::string, std::string> merged = rec.spec.environment;
-  for (const auto& [k, v] : req.env) {
-    if (k.empty() || k.find('=') != std::string::npos) return Invalid("env: invalid variable name '" + k + "'");
-    merged[k] = v;
-  }
+  for (const auto& [k, v] : req.env) merged[k] = v;
   for (const auto& [k, v] : merged) env.push_back(k + "=" + v);
   spec.env = engine::SandboxEnvironment(env);
   spec.workdir = req.workdir.empty() ? rec.spec.working_dir : req.workdir;
   // Checked when the spec was stored; a row that no longer holds a valid user runs nothing rather than run as root.
-  auto ids = ParseUser(rec.spec.user);
+  auto ids = spec::ParseUser(rec.spec.user);
   if (!ids.ok())
     return Error::Of(Code::kConflict, "sandbox '" + rec.id + "': its spec's " + ids.error().message + "; it runs no command");
   spec.uid = ids->first;
@@ -992,7 +902,6 @@ Result<api::ExecResult> SandboxManager::Exec(const std::string& id_or_name, cons
   spec.cancelled = req.cancelled;
   std::string session;
   if (req.tty) {
-    if (req.rows == 0 || req.cols == 0) return Invalid("rows, cols: a terminal needs at least 1 of each");
     ISB_ASSIGN_OR_RETURN(session, ReserveTerminal(rec.id, req.caller));
     spec.tty = true;
     spec.rows = req.rows;
@@ -1087,7 +996,7 @@ Status SandboxManager::ExecInput(const std::string& id_or_name, const std::strin
 
 Status SandboxManager::ExecResize(const std::string& id_or_name, const std::string& session, const std::string& caller,
                                   uint16_t rows, uint16_t cols) {
-  if (rows == 0 || cols == 0) return Invalid("rows, cols: a terminal needs at least 1 of each");
+  ISB_TRY(spec::ValidateTerminalSize(rows, cols));
   ISB_ASSIGN_OR_RETURN(auto terminal, FindTerminal(id_or_name, session, caller));
   return terminal->Resize(rows, cols);
 }
@@ -1124,7 +1033,7 @@ Result<api::SandboxInfo> SandboxManager::Extend(const std::string& id_or_name, s
   std::optional<SandboxLocks::Held> held;
   ISB_ASSIGN_OR_RETURN(Record rec, LoadLocked(id_or_name, &held));
   int64_t until = std::max(rec.expires_at, Now()) + by.count();
-  if (until > Now() + kMaxLifetime) return Invalid("by: a sandbox expires at most 30 days from now");
+  if (until > Now() + spec::kMaxExpiresS) return Invalid("by: a sandbox expires at most 30 days from now");
   rec.expires_at = until;
   ISB_TRY(db_->Exec("UPDATE sandboxes SET expires_at = ?2 WHERE id = ?1", {rec.id, until}));
   Event(rec, "extended", std::to_string(by.count()) + "s");
@@ -1142,7 +1051,7 @@ Result<api::SandboxInfo> SandboxManager::SetEgress(const std::string& id_or_name
   if (auto st = options_.egress->Update(rec.id, spec); !st.ok())
     return Error::Of(st.error().code, "egress: " + st.error().message);
   rec.spec = next;
-  ISB_TRY(db_->Exec("UPDATE sandboxes SET spec = ?2 WHERE id = ?1", {rec.id, SpecToJson(rec.spec)}));
+  ISB_TRY(db_->Exec("UPDATE sandboxes SET spec = ?2 WHERE id = ?1", {rec.id, spec::ToStoredJson(rec.spec)}));
   Event(rec, "egress_changed");
   return Info(rec);
 }

@@ -232,9 +232,4 @@ class SandboxManager : public api::Sandboxes {
   TeardownQueue teardown_;
 };
 
-// Spec validation and the JSON form stored in the database.
-Status ValidateSpec(const api::SandboxSpec& spec);
-std::string SpecToJson(const api::SandboxSpec& spec);
-api::SandboxSpec SpecFromJson(const std::string& text);
-
 }  // namespace isb::daemon

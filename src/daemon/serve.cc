@@ -208,10 +208,8 @@ int Serve(const ServeOptions& options) {
   api::Registry registry;
   api::RemoteSpecPolicy remote_spec = options.remote_spec;
   remote_spec.api_port = listen->port;  // 0 (any free port) is left unchecked: no fixed port to keep
-  api::SandboxToolOptions sandbox_tools{.remote = &remote_spec,
-                                        .quota = [store = identity->get()](const std::string& org) {
-                                          return store->orgs().GetQuota(org);
-                                        }};
+  api::QuotaGate quotas([store = identity->get()](const std::string& org) { return store->orgs().GetQuota(org); });
+  api::SandboxToolOptions sandbox_tools{.remote = &remote_spec, .quotas = &quotas};
   if (auto st = api::AddSandboxTools(registry, manager, sandbox_tools); !st.ok()) return Fail(st.error().message);
   // --allow-tools / --deny-tools: what callers of the HTTP listener see and may call (the unix socket: everything).
   registry.SetToolFilter([policy = options.tool_policy](std::string_view tool) { return policy.Allows(tool); });

@@ -35,7 +35,7 @@ Result<Fd> Connect(const std::string& path) {
 }
 
 Result<std::string> EncodeRequest(const ExecSpec& spec) {
-  if (spec.argv.empty() || spec.argv[0].empty()) return Error::Of(Code::kInvalidArgument, "argv: must not be empty");
+  if (spec.argv.empty() || spec.argv[0].empty()) return Error::Of(Code::kInvalidArgument, "argv[0]: must name a command");
   std::string strings;
   auto add = [&](const std::string& s) -> Status {
     if (s.find('\0') != std::string::npos)

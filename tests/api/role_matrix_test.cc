@@ -227,7 +227,7 @@ class RoleMatrixTest : public audit::testing::AuditDbTest {
     ASSERT_TRUE(store.ok()) << store.error().message;
     store_ = std::move(*store);
     // As the daemon wires them (daemon/serve.cc), with fakes for the sandboxes.
-    ASSERT_TRUE(AddSandboxTools(registry_, sandboxes_, {.remote = &remote_, .quota = {}}).ok());
+    ASSERT_TRUE(AddSandboxTools(registry_, sandboxes_, {.remote = &remote_}).ok());
     ASSERT_TRUE(AddIdentityTools(registry_, *store_).ok());
     ASSERT_TRUE(AddOrgTools(registry_, *store_).ok());
     ASSERT_TRUE(AddAuditTools(registry_, *log_, *history_, sandboxes_).ok());

@@ -102,7 +102,7 @@ TEST_F(SandboxToolsTest, CreateRejectsBadSpecsNamingTheField) {
   EXPECT_NE(Fail("sandbox_create", {{"mem_limit", "lots"}}).message.find("mem_limit:"), std::string::npos);
   EXPECT_NE(Fail("sandbox_create", {{"mem_limit", 100}}).message.find("mem_limit:"), std::string::npos);
   EXPECT_EQ(Fail("sandbox_create", {{"disk", "1M"}}).message, "disk: must be at least 16 MiB (16777216 bytes)");
-  EXPECT_EQ(Fail("sandbox_create", {{"mem_limit", -1.0}}).message, "mem_limit: must be >= 1048576");
+  EXPECT_EQ(Fail("sandbox_create", {{"mem_limit", -1.0}}).message, "mem_limit: must be at least 4 MiB (4194304 bytes)");
   EXPECT_EQ(Fail("sandbox_create", {{"disk", "2T"}}).message, "disk: must be at most 1 TiB");
   EXPECT_EQ(Fail("sandbox_create", {{"disk", "lots"}}).message.rfind("disk: ", 0), 0u);
   EXPECT_NE(Fail("sandbox_create", {{"environment", {{"A=B", "x"}}}}).message.find("environment:"),
@@ -489,7 +489,7 @@ TEST(SandboxToolsPolicyTest, PrivilegedAndIdmapFollowTheFlagsForRemoteCallersOnl
   auto call = [](RemoteSpecPolicy policy, const json& input, const CallContext& ctx) {
     FakeSandboxes fake;
     Registry registry;
-    EXPECT_TRUE(AddSandboxTools(registry, fake, {.remote = &policy, .quota = {}}).ok());
+    EXPECT_TRUE(AddSandboxTools(registry, fake, {.remote = &policy}).ok());
     return registry.Call("sandbox_create", input, ctx);
   };
   CallContext remote = HostContext();
@@ -538,7 +538,7 @@ TEST(SandboxToolsPolicyTest, AMemberMountsUnderItsOwnOrgsBindRootsOnly) {
   ASSERT_TRUE(PrepareRemoteSpecPolicy(policy).ok());
   FakeSandboxes fake;
   Registry registry;
-  ASSERT_TRUE(AddSandboxTools(registry, fake, {.remote = &policy, .quota = {}}).ok());
+  ASSERT_TRUE(AddSandboxTools(registry, fake, {.remote = &policy}).ok());
   const json input = {{"mounts", {{{"source", dir + "/acme/"}, {"target", "/mnt/x"}}}}};
   auto in = [](const std::string& org) {
     CallContext ctx = HostContext(org);
@@ -571,7 +571,7 @@ TEST(SandboxToolsPolicyTest, OnlyTheHostsImagesAreSeenThroughTheSandboxsIdMappin
   ASSERT_TRUE(PrepareRemoteSpecPolicy(policy).ok());
   FakeSandboxes fake;
   Registry registry;
-  ASSERT_TRUE(AddSandboxTools(registry, fake, {.remote = &policy, .quota = {}}).ok());
+  ASSERT_TRUE(AddSandboxTools(registry, fake, {.remote = &policy}).ok());
   CallContext member = HostContext();
   member.identity = UserIn("ann");
   member.surface = "rest";
@@ -603,11 +603,8 @@ TEST(SandboxQuotaTest, ConcurrentCreatesCannotAllSqueezeIntoTheQuota) {
     }
   } fake;
   Registry registry;
-  ASSERT_TRUE(AddSandboxTools(registry, fake,
-                              {.quota = [](const std::string&) -> Result<identity::Quota> {
-                                 return identity::Quota{.instances = 1};
-                               }})
-                  .ok());
+  QuotaGate quotas([](const std::string&) -> Result<identity::Quota> { return identity::Quota{.instances = 1}; });
+  ASSERT_TRUE(AddSandboxTools(registry, fake, {.quotas = &quotas}).ok());
   std::vector<std::string> outcomes(8);
   std::vector<std::thread> creates;
   for (size_t i = 0; i < outcomes.size(); ++i)
@@ -627,12 +624,11 @@ TEST(SandboxQuotaTest, CreateIsRefusedBeyondTheOrgsQuota) {
   FakeSandboxes fake;
   Registry registry;
   identity::Quota quota{.cpus = 3, .memory = int64_t{1} << 30, .instances = 2};
-  ASSERT_TRUE(AddSandboxTools(registry, fake,
-                              {.quota = [&](const std::string& org) -> Result<identity::Quota> {
-                                 if (org == "acme") return quota;
-                                 return identity::Quota{};
-                               }})
-                  .ok());
+  QuotaGate quotas([&](const std::string& org) -> Result<identity::Quota> {
+    if (org == "acme") return quota;
+    return identity::Quota{};
+  });
+  ASSERT_TRUE(AddSandboxTools(registry, fake, {.quotas = &quotas}).ok());
   auto create = [&](const std::string& org, const json& spec) {
     auto r = registry.Call("sandbox_create", spec, HostContext(org));
     return r.ok() ? std::string("ok") : r.error().message;
@@ -652,18 +648,16 @@ TEST(SandboxQuotaTest, CreateIsRefusedBeyondTheOrgsQuota) {
 // The sandbox tools over fake sandboxes, every org under `quota`; Create answers "ok" or the refusal.
 struct QuotaFixture {
   explicit QuotaFixture(identity::Quota q) : quota(q) {
-    EXPECT_TRUE(AddSandboxTools(registry, fake, {.quota = [this](const std::string&) -> Result<identity::Quota> {
-                                                   return quota;
-                                                 }})
-                    .ok());
+    EXPECT_TRUE(AddSandboxTools(registry, fake, {.quotas = &quotas}).ok());
   }
   std::string Create(const json& spec) {
     auto r = registry.Call("sandbox_create", spec, HostContext("acme"));
     return r.ok() ? std::string("ok") : r.error().message;
   }
+  identity::Quota quota;
+  QuotaGate quotas{[this](const std::string&) -> Result<identity::Quota> { return quota; }};
   FakeSandboxes fake;
   Registry registry;
-  identity::Quota quota;
 };
 
 TEST(SandboxQuotaTest, CreateIsRefusedBeyondTheOrgsDiskQuota) {

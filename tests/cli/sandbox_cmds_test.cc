@@ -273,17 +273,6 @@ TEST(ListTableTest, Columns) {
   EXPECT_EQ(ListTable(json{{"sandboxes", json::array()}}, 0), "ID   NAME   STATE   CPU   MEMORY   AGE   EXPIRES\n");
 }
 
-TEST(Base64Test, RoundTrip) {
-  for (const std::string& s : std::vector<std::string>{"", "f", "fo", "foo", "foob", "fooba", "foobar", std::string("\0\xff\x80", 3)}) {
-    auto back = Base64Decode(Base64Encode(s));
-    ASSERT_TRUE(back.ok()) << s;
-    EXPECT_EQ(*back, s);
-  }
-  EXPECT_EQ(Base64Encode("foobar"), "Zm9vYmFy");
-  EXPECT_EQ(Base64Encode("fo"), "Zm8=");
-  for (const char* bad : {"Zm9", "Zm=v", "Z===", "Zm9v!A==", "=AAA"}) EXPECT_FALSE(Base64Decode(bad).ok()) << bad;
-}
-
 // ---- whole commands, through CLI11, against a scripted daemon ----
 
 std::string BodyOf(const SeenRequest& r) { return r.body; }

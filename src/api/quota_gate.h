@@ -1,0 +1,30 @@
+// Org quotas at sandbox creation: the check and the create as one step, so concurrent creates cannot both fit.
+#pragma once
+
+#include <functional>
+#include <mutex>
+#include <string>
+
+#include "api/sandboxes.h"
+#include "base/result.h"
+#include "identity/orgs.h"
+
+namespace isb::api {
+
+// One per daemon, shared by every surface's sandbox_create (SandboxToolOptions::quotas).
+// Thread-safe: creates of orgs with a quota are serialized; those of orgs without one are not held up.
+class QuotaGate {
+ public:
+  using Lookup = std::function<Result<identity::Quota>(const std::string& org)>;
+  explicit QuotaGate(Lookup lookup) : lookup_(std::move(lookup)) {}
+
+  // Creates `spec` through `org_sandboxes` (the org's own view) if it fits `org`'s quota beside what the org has,
+  // running or stopped; else kForbidden naming the quota (CheckQuota).
+  Result<SandboxInfo> Create(Sandboxes& org_sandboxes, const std::string& org, const SandboxSpec& spec);
+
+ private:
+  Lookup lookup_;
+  std::mutex mu_;  // held from a quota's check until its create is done
+};
+
+}  // namespace isb::api

@@ -1,0 +1,18 @@
+// Base64 (RFC 4648, the standard alphabet): one codec for the API's byte fields, the CLI and the proxy.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "base/result.h"
+
+namespace isb {
+
+std::string Base64Encode(std::string_view data);
+
+enum class Base64Padding { kOptional, kRequired };
+// The standard alphabet; no whitespace. With kRequired the length is a multiple of 4, '=' padding included.
+// Refusals are kInvalidArgument "invalid base64: ...".
+Result<std::string> Base64Decode(std::string_view text, Base64Padding padding = Base64Padding::kOptional);
+
+}  // namespace isb
