@@ -24,7 +24,7 @@ struct ExecRequest {
   std::vector<std::string> argv;  // never a shell string
   std::string stdin_data;         // at most kMaxStdinBytes
   std::map<std::string, std::string> env;
-  std::string workdir;  // empty: the sandbox's working_dir
+  std::string workdir;                                             // empty: the sandbox's working_dir
   std::chrono::milliseconds timeout{kDefaultExecTimeoutS * 1000};  // at most kMaxExecTimeoutS
   // True once the caller has gone away or cancelled the call (the command is then killed).
   std::function<bool()> cancelled;

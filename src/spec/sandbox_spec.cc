@@ -37,8 +37,7 @@ Status ValidateMounts(const std::vector<SpecMount>& mounts) {
   for (size_t i = 0; i < mounts.size(); ++i) {
     const std::string field = Index("mounts", i);
     const SpecMount& m = mounts[i];
-    if (m.source.find('\0') != std::string::npos)
-      return Invalid(field + ".source: must not contain a NUL character");
+    if (m.source.find('\0') != std::string::npos) return Invalid(field + ".source: must not contain a NUL character");
     if (m.source.empty() || m.source[0] != '/') return Invalid(field + ".source: must be an absolute path");
     ISB_TRY(ValidateInsidePath(field + ".target", m.target));
     if (m.target == "/") return Invalid(field + ".target: must not be /");
@@ -105,7 +104,8 @@ std::string SizeText(uint64_t bytes) {
 }
 
 Status CheckSize(const std::string& field, uint64_t bytes, uint64_t min, uint64_t max) {
-  if (bytes < min) return Invalid(field + ": must be at least " + SizeText(min) + " (" + std::to_string(min) + " bytes)");
+  if (bytes < min)
+    return Invalid(field + ": must be at least " + SizeText(min) + " (" + std::to_string(min) + " bytes)");
   if (bytes > max) return Invalid(field + ": must be at most " + SizeText(max));
   return {};
 }

@@ -52,8 +52,8 @@ struct SpecPort {
 struct SandboxSpec {
   std::string name;   // optional; a host name label, unique among the org's sandboxes (other orgs may reuse it)
   std::string image;  // a directory on the host; empty: the default view of the host
-  double cpus = kDefaultCpus;               // CPU quota in cores
-  uint64_t mem_limit = kDefaultMemLimit;    // bytes, swap included
+  double cpus = kDefaultCpus;             // CPU quota in cores
+  uint64_t mem_limit = kDefaultMemLimit;  // bytes, swap included
   // Bytes: the size of the filesystem the writable layer lives in; writing beyond it is ENOSPC inside. Specs
   // stored before disk limits read as this default.
   uint64_t disk = kDefaultDisk;

@@ -27,8 +27,8 @@ Result<std::vector<SpecMount>> MountsFromCaller(const json& in) {
   for (size_t i = 0; i < it->size(); ++i) {
     const json& m = (*it)[i];
     SpecMount mount{m["source"].get<std::string>(), "", m.value("read_only", true)};
-    ISB_ASSIGN_OR_RETURN(mount.target,
-                         NormalizeInsidePath("mounts[" + std::to_string(i) + "].target", m["target"].get<std::string>()));
+    ISB_ASSIGN_OR_RETURN(
+        mount.target, NormalizeInsidePath("mounts[" + std::to_string(i) + "].target", m["target"].get<std::string>()));
     out.push_back(std::move(mount));
   }
   return out;
