@@ -68,8 +68,9 @@ inline constexpr int kRefusalRowsPerMinute = 60;
 
 // Routes by ServerRoutes() (api/server_routes.h): /mcp and /orgs/<org>/mcp to `mcp`, /healthz, /api/v1/auth/ and
 // /api/v1/ to `rest`, any other path 404; all but /healthz and /api/v1/auth/ need a login (401 without one, before
-// the 404). A WebSocket upgrade is refused (400, after the login) where the route takes none. Malformed HTTP gets a 4xx (400 malformed or truncated, 413 body too large, 431 headers too large) and the
-// connection is closed; the server keeps serving others.
+// the 404). A WebSocket upgrade is refused (400, after the login) where the route takes none. Malformed HTTP gets a
+// 4xx (400 malformed or truncated, 413 body too large, 431 headers too large) and the connection is closed; the
+// server keeps serving others.
 //
 // Lifetime: rest, mcp and the authenticator must outlive the server. Start once, Stop once (the destructor stops).
 class HttpServer {
