@@ -18,6 +18,8 @@ add_library(isb_api STATIC
   src/api/audit_tools.cc
   src/api/http_message.cc
   src/api/listen_address.cc
+  src/api/router.cc
+  src/api/server_routes.cc
   src/api/rest.cc
   src/api/mcp.cc
   src/api/spec_policy.cc
@@ -42,7 +44,9 @@ add_executable(isb_api_tests
   tests/api/rest_test.cc
   tests/api/mcp_test.cc
   tests/api/listen_address_test.cc
+  tests/api/raw_http.cc
   tests/api/http_server_test.cc
+  tests/api/router_test.cc
   tests/api/spec_policy_test.cc
   tests/api/tool_policy_test.cc
   tests/api/audit_tools_test.cc
@@ -54,5 +58,7 @@ gtest_discover_tests(isb_api_tests DISCOVERY_MODE PRE_TEST)
 
 # ${VAR} expansion of remote specs and the tool lists.
 isb_fuzz_target(spec_policy LIBS isb_api)
+# The path and Host of any request, matched against a route table.
+isb_fuzz_target(router LIBS isb_api)
 # The credentials in a TCP request (Authorization, Cookie, the browser headers) and the sign-in and setup bodies.
 isb_fuzz_target(web_auth LIBS isb_api)

@@ -24,6 +24,7 @@
 
 #include "api/json_util.h"
 #include "api/listen_address.h"
+#include "api/server_routes.h"
 #include "api/web_auth.h"
 #include "identity/rate_limit.h"
 
@@ -140,6 +141,7 @@ class HttpServer::Impl {
         rest_(rest),
         mcp_(mcp),
         auth_(std::move(auth)),
+        router_(Router::Make(ServerRoutes())),
         ioc_(std::max(1, opts_.io_threads)),
         pool_(static_cast<size_t>(std::max(1, opts_.worker_threads))),
         unix_pool_(static_cast<size_t>(std::max(1, opts_.unix_worker_threads))) {}
@@ -149,6 +151,10 @@ class HttpServer::Impl {
   Status Start();
   void Stop();
   uint16_t port() const { return port_; }
+  const std::vector<Route>& routes() const {
+    static const std::vector<Route> kNone;
+    return router_.ok() ? router_->routes() : kNone;
+  }
 
  private:
   // Counted slots per key (an account's calls, an address's connections), at most `limit` held per key.
@@ -181,12 +187,16 @@ class HttpServer::Impl {
   bool RunStream(const Response& resp, beast::basic_stream<Protocol>& stream);
 
   Response Dispatch(const Request& req);
-  Response Authenticated(const Request& req);
+  // A request to a route that needs a login: its caller's identity, then the account's call slot, then the route.
+  Response Authenticated(const Route& route, const Request& req);
+  // The route's handler, for a caller already let in.
+  Response Handle(const Route& route, const Request& req, const Identity& identity);
 
   HttpServerOptions opts_;
   RestApi& rest_;
   McpServer& mcp_;
   Authenticator auth_;
+  const Result<Router> router_;  // an error only if ServerRoutes() is malformed; Start then says so
   std::atomic<bool> stopping_{false};
   std::atomic<size_t> connections_[2] = {0, 0};  // open over TCP, over the unix socket
   KeyedSlots calls_{opts_.max_calls_per_account};              // per account, over TCP
@@ -196,7 +206,7 @@ class HttpServer::Impl {
   identity::RateLimiter refusal_rows_{{kRefusalRowsPerMinute, 60, 10000}};
   identity::RateLimiter all_refusal_rows_{{kRefusalRowsPerMinute * 10, 60, 1}};
   // Tells on_refused of `error`, within the budget of `key`, and answers with it.
-  Response Refuse(const Request& req, const Identity* who, const std::string& key, Error error);
+  Response Refuse(const Route& route, const Request& req, const Identity* who, const std::string& key, Error error);
   // Whether on_refused may be told of one more refusal of `key`; spends it if so.
   bool SpendRefusalRow(const std::string& key);
   // Tells on_refused (surface "http") of a request refused as malformed or too large before it could be read, from
@@ -216,6 +226,7 @@ class HttpServer::Impl {
 
 Status HttpServer::Impl::Start() {
   if (started_) return Error::Msg("HttpServer::Start called twice");
+  if (!router_.ok()) return router_.error();
   beast::error_code ec;
   if (opts_.listen_tcp) {
     ISB_TRY(CheckListenAddress(opts_.host));
@@ -461,9 +472,10 @@ net::awaitable<void> HttpServer::Impl::FailAndClose(beast::basic_stream<Protocol
 
 Response HttpServer::Impl::Dispatch(const Request& req) {
   try {
-    // Liveness, and signing in (which is how a caller gets a credential), need none.
-    if (req.Path() == "/healthz" || req.Path().starts_with("/api/v1/auth/")) return rest_.Handle(req, Identity{});
-    return Authenticated(req);
+    const Route& route = router_->Find(req);
+    if (route.needs_login) return Authenticated(route, req);
+    if (Status upgrade = CheckUpgrade(route, req); !upgrade.ok()) return ErrorResponse(upgrade.error());
+    return Handle(route, req, Identity{});
   } catch (const std::exception& e) {
     return ErrorResponse(Error::Of(Code::kInternal, std::string("internal error: ") + e.what()));
   }
@@ -528,16 +540,17 @@ void HttpServer::Impl::TellMalformed(beast::basic_stream<Protocol>& stream, int 
   opts_.on_refused(req, nullptr, "http", Error::Of(status == 400 ? Code::kInvalidArgument : Code::kTooLarge, message));
 }
 
-Response HttpServer::Impl::Refuse(const Request& req, const Identity* who, const std::string& key, Error error) {
+Response HttpServer::Impl::Refuse(const Route& route, const Request& req, const Identity* who, const std::string& key,
+                                  Error error) {
   const bool tell = SpendRefusalRow(key);
-  if (tell) opts_.on_refused(req, who, McpOrgFromPath(req.Path()) ? "mcp" : "rest", error);
+  if (tell) opts_.on_refused(req, who, SurfaceOf(route.handler), error);
   if (error.code == Code::kUnauthenticated) return Unauthenticated(error.message);
   Response r = ErrorResponse(error);
   if (error.code == Code::kTooManyRequests) r.headers.Set("Retry-After", "1");
   return r;
 }
 
-Response HttpServer::Impl::Authenticated(const Request& req) {
+Response HttpServer::Impl::Authenticated(const Route& route, const Request& req) {
   Identity identity = Identity::Host();
   if (!req.via_unix_socket) {
     std::string header = req.headers.Get("Authorization");
@@ -547,7 +560,7 @@ Response HttpServer::Impl::Authenticated(const Request& req) {
     if (!bearer && CookieValue(req.headers.Get("Cookie"), kSessionCookie).empty()) {
       // Every loopback address is one: a tunnel or proxy in front brings everyone from there, and any local user may
       // send from each of 127.0.0.0/8.
-      return Refuse(req, nullptr,
+      return Refuse(route, req, nullptr,
                     "address:" + (IsLoopbackHost(req.remote_address) ? std::string("loopback") : req.remote_address),
                     Error::Of(Code::kUnauthenticated, "missing bearer token: send \"Authorization: Bearer <token>\""));
     }
@@ -564,21 +577,34 @@ Response HttpServer::Impl::Authenticated(const Request& req) {
     }
     identity = std::move(*who);
   }
+  // Only once the caller is known: a stranger learns nothing of a route, not even whether it upgrades.
+  if (Status upgrade = CheckUpgrade(route, req); !upgrade.ok()) return ErrorResponse(upgrade.error());
   std::shared_ptr<void> slot;
   if (!req.via_unix_socket && !identity.superadmin) {
     const std::string account = identity.user_id > 0 ? "user:" + std::to_string(identity.user_id) : identity.Subject();
     slot = calls_.Take(account);
     if (!slot) {
-      return Refuse(req, &identity, account,
+      return Refuse(route, req, &identity, account,
                     Error::Of(Code::kTooManyRequests, "this account has " + std::to_string(opts_.max_calls_per_account) +
                                                           " calls running; try again once one has returned"));
     }
   }
-  Response resp = McpOrgFromPath(req.Path()) ? mcp_.Handle(req, identity) : rest_.Handle(req, identity);
+  Response resp = Handle(route, req, identity);
   if (resp.stream && slot) {
     resp.stream = [inner = std::move(resp.stream), slot](const ChunkWriter& write) { inner(write); };
   }
   return resp;
+}
+
+Response HttpServer::Impl::Handle(const Route& route, const Request& req, const Identity& identity) {
+  switch (route.handler) {
+    case Handler::kHealth:
+    case Handler::kSignIn:  // RestApi hands /api/v1/auth/ to the sign-in routes (over TCP; the unix socket: 404)
+    case Handler::kRest: return rest_.Handle(req, identity);
+    case Handler::kMcp: return mcp_.Handle(req, identity);
+    case Handler::kNoRoute: return NoRouteResponse(req.Path());
+  }
+  return NoRouteResponse(req.Path());
 }
 
 HttpServer::HttpServer(HttpServerOptions options, RestApi& rest, McpServer& mcp, Authenticator authenticate)
@@ -586,6 +612,7 @@ HttpServer::HttpServer(HttpServerOptions options, RestApi& rest, McpServer& mcp,
 HttpServer::~HttpServer() = default;
 Status HttpServer::Start() { return impl_->Start(); }
 uint16_t HttpServer::port() const { return impl_->port(); }
+const std::vector<Route>& HttpServer::routes() const { return impl_->routes(); }
 void HttpServer::Stop() { impl_->Stop(); }
 
 }  // namespace isb::api

@@ -7,19 +7,21 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "api/http_message.h"
 #include "api/mcp.h"
 #include "api/registry.h"
 #include "api/rest.h"
+#include "api/router.h"
 #include "base/result.h"
 
 namespace isb::api {
 
-// Decides who a TCP request is. Called only for TCP requests that carry "Authorization: Bearer ..." or a Cookie
-// header (the server answers 401 itself when neither is there; unix-socket callers are always Identity::Host(), so
-// via_unix_socket is false today). /healthz and /api/v1/auth/ (signing in) are served without a credential. Return kUnauthenticated (401) or kForbidden (403) to refuse. May block: it runs
-// on a worker thread.
+// Decides who a TCP request is. Called only for TCP requests to a route that needs a login (see ServerRoutes) and
+// that carry "Authorization: Bearer ..." or a session cookie (the server answers 401 itself when neither is there;
+// unix-socket callers are always Identity::Host(), so via_unix_socket is false today). Return kUnauthenticated (401)
+// or kForbidden (403) to refuse. May block: it runs on a worker thread.
 using Authenticator = std::function<Result<Identity>(const Request& req, bool via_unix_socket)>;
 
 struct HttpServerOptions {
@@ -64,9 +66,11 @@ struct HttpServerOptions {
 
 inline constexpr int kRefusalRowsPerMinute = 60;
 
-// Routes: /mcp and /orgs/<org>/mcp to `mcp`, everything else to `rest`; /healthz needs no authentication.
-// Malformed HTTP gets a 4xx (400 malformed or truncated, 413 body too large, 431 headers too large) and the
-// connection is closed; the server keeps serving others.
+// Routes by ServerRoutes() (api/server_routes.h): /mcp and /orgs/<org>/mcp to `mcp`, /healthz, /api/v1/auth/ and
+// /api/v1/ to `rest`, any other path 404; all but /healthz and /api/v1/auth/ need a login (401 without one, before
+// the 404). A WebSocket upgrade is refused (400, after the login) where the route takes none. Malformed HTTP gets a
+// 4xx (400 malformed or truncated, 413 body too large, 431 headers too large) and the connection is closed; the
+// server keeps serving others.
 //
 // Lifetime: rest, mcp and the authenticator must outlive the server. Start once, Stop once (the destructor stops).
 class HttpServer {
@@ -82,6 +86,8 @@ class HttpServer {
   uint16_t port() const;
   // Stops accepting, drops open connections, waits for running tool calls, removes the unix socket file.
   void Stop();
+  // The route table this server dispatches by, in match order.
+  const std::vector<Route>& routes() const;
 
  private:
   class Impl;

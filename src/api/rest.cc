@@ -54,6 +54,11 @@ Response ErrorResponse(const Error& error) {
   return JsonResponse(HttpStatusFor(error.code), Dump({{"error", CodeName(error.code)}, {"message", error.message}}));
 }
 
+Response NoRouteResponse(std::string_view path) {
+  return ErrorResponse(Error::Of(Code::kNotFound, "no route for " + SanitizeUtf8(path.substr(0, 200)) +
+                                                      "; see GET /api/v1/openapi.json"));
+}
+
 RestApi::RestApi(const Registry& registry, std::string version, size_t max_body_bytes)
     : registry_(registry), version_(std::move(version)), max_body_bytes_(max_body_bytes) {}
 
@@ -95,8 +100,7 @@ Response RestApi::Handle(const Request& req, const Identity& identity) const {
     Response r = CallTool(req, path.substr(kToolsPrefix.size()), identity);
     return r;
   }
-  return ErrorResponse(Error::Of(Code::kNotFound, "no route for " + SanitizeUtf8(path.substr(0, 200)) +
-                                                      "; see GET /api/v1/openapi.json"));
+  return NoRouteResponse(path);
 }
 
 Response RestApi::CallTool(const Request& req, std::string_view name, const Identity& identity) const {

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -49,5 +50,8 @@ class RestApi {
 
 // {"error": CodeName(code), "message": ...} with HttpStatusFor(code).
 Response ErrorResponse(const Error& error);
+
+// 404 for a path nothing serves, pointing at the OpenAPI document.
+Response NoRouteResponse(std::string_view path);
 
 }  // namespace isb::api

@@ -1,0 +1,19 @@
+// The HTTP server's route table.
+#include "api/server_routes.h"
+
+namespace isb::api {
+
+std::vector<Route> ServerRoutes() {
+  return {
+      {.match = RouteMatch::Exact("/healthz"), .handler = Handler::kHealth, .needs_login = false},
+      {.match = RouteMatch::Prefix("/api/v1/auth/"), .handler = Handler::kSignIn, .needs_login = false},
+      {.match = RouteMatch::Prefix("/api/v1/"), .handler = Handler::kRest},
+      {.match = RouteMatch::Exact("/mcp"), .handler = Handler::kMcp},
+      {.match = RouteMatch::Segments("/orgs/*/mcp"), .handler = Handler::kMcp},
+      // A path nothing serves is 404, after the login every path but the two above needs: without one, the caller
+      // learns nothing of which paths exist.
+      {.match = RouteMatch::Any(), .handler = Handler::kNoRoute},
+  };
+}
+
+}  // namespace isb::api
