@@ -79,11 +79,7 @@ class OriginScope {
 const CallOrigin* CurrentCallOrigin() { return t_origin; }
 
 Result<SandboxInfo> OrgSandboxes::Create(const SandboxSpec& spec) {
-  for (const auto& [key, value] : spec.labels) {
-    if (key.starts_with("isb.")) {
-      return Error::Of(Code::kForbidden, "label '" + key + "': labels starting with isb. are reserved");
-    }
-  }
+  ISB_TRY(spec::CheckCallerLabels(spec.labels));
   // An org other than default is a tenant boundary no spec crosses, whoever sends it (flags, the host and
   // superadmins included): no sandbox there runs as the host's root, privileged or through an id mapping.
   if (ctx_.org != identity::kDefaultOrg) {

@@ -13,7 +13,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr std::string_view kReservedLabelPrefix = "isb.";
 constexpr size_t kMaxQuoted = 128;  // caller text quoted in a message is cut to this
 
 Error Forbidden(std::string msg) { return Error::Of(Code::kForbidden, std::move(msg)); }
@@ -44,14 +43,7 @@ std::string Lexical(const std::string& path) {
   return out;
 }
 
-Status CheckLabels(const std::map<std::string, std::string>& labels) {
-  for (const auto& [key, value] : labels) {
-    if (key.starts_with(kReservedLabelPrefix)) {
-      return Forbidden("label " + Quote(key) + ": labels starting with isb. are reserved");
-    }
-  }
-  return {};
-}
+Status CheckLabels(const std::map<std::string, std::string>& labels) { return spec::CheckCallerLabels(labels); }
 
 Result<egress::IpAddress> ParseAddress(std::string_view what, std::string_view text) {
   auto ip = egress::ParseIpAddress(text);

@@ -35,9 +35,13 @@ Result<std::string> Base64Decode(std::string_view text, Base64Padding padding) {
     for (int k = 0; k < 64; ++k) t[static_cast<unsigned char>(alphabet[k])] = static_cast<int8_t>(k);
     return t;
   }();
-  if (padding == Base64Padding::kRequired && text.size() % 4 != 0)
-    return Error::Of(Code::kInvalidArgument, "invalid base64: the length is not a multiple of 4");
-  while (!text.empty() && text.back() == '=') text.remove_suffix(1);
+  if (padding == Base64Padding::kRequired) {
+    if (text.size() % 4 != 0) return Error::Of(Code::kInvalidArgument, "invalid base64: the length is not a multiple of 4");
+    // At most two '=', at the end of the last group of four.
+    for (int pad = 0; pad < 2 && !text.empty() && text.back() == '='; ++pad) text.remove_suffix(1);
+  } else {
+    while (!text.empty() && text.back() == '=') text.remove_suffix(1);
+  }
   if (text.size() % 4 == 1) return Error::Of(Code::kInvalidArgument, "invalid base64: bad length");
   std::string out;
   out.reserve(text.size() * 3 / 4);

@@ -123,7 +123,7 @@ std::string BaseName(const std::string& path) {
   return slash == std::string::npos ? p : p.substr(slash + 1);
 }
 
-// The daemon names schema fields ("mem_limit: must be at least 1 MiB"); say which flag that was.
+// The daemon names schema fields ("mem_limit: must be at least 4 MiB (4194304 bytes)"); say which flag that was.
 struct FieldFlag {
   const char* field;
   const char* flag;
@@ -631,8 +631,8 @@ Result<json> CreateInput(const CreateFlags& f) {
   if (!f.pids.empty()) {
     char* end = nullptr;
     unsigned long long pids = std::strtoull(f.pids.c_str(), &end, 10);
-    if (f.pids[0] < '0' || f.pids[0] > '9' || *end != '\0' || pids == 0 || pids > 65536) {
-      return Usage("--pids '" + f.pids + "': use a whole number from 1 to 65536");
+    if (f.pids[0] < '0' || f.pids[0] > '9' || *end != '\0' || pids < spec::kMinPids || pids > 65536) {
+      return Usage("--pids '" + f.pids + "': use a whole number from 2 to 65536");
     }
     in["pids"] = pids;
   }

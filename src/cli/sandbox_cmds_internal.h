@@ -13,6 +13,7 @@
 #include "base/result.h"
 #include "cli/client.h"
 #include "spec/exec_request.h"
+#include "spec/sandbox_spec.h"
 
 #include <memory>
 

@@ -4,10 +4,12 @@
 #include <arpa/inet.h>
 
 #include <cctype>
+#include <cstring>
 #include <iterator>
 
 #include "base/units.h"
 #include "engine/mounts.h"
+#include "spec/spec_json.h"
 
 namespace isb::spec {
 namespace {
@@ -21,16 +23,20 @@ bool IsIpAddress(const std::string& text) {
   return ::inet_pton(AF_INET, text.c_str(), &any) == 1 || ::inet_pton(AF_INET6, text.c_str(), &any) == 1;
 }
 
-// A path inside the sandbox: absolute, in its lexically normal form, and not under the kernel's own trees (the
-// engine resolves symlinks inside the sandbox's root and refuses those too).
+// A path inside the sandbox: absolute, in its lexically normal form (so "//proc" or "/x/../dev" cannot pass for
+// another path), and not under the kernel's own trees (the engine resolves symlinks inside the sandbox's root and
+// refuses those too).
 Status ValidateInsidePath(const std::string& field, const std::string& path) {
-  if (path.find('\0') != std::string::npos) return Invalid(field + ": must not contain a NUL character");
-  if (path.empty() || path[0] != '/') return Invalid(field + ": must be an absolute path, got '" + path + "'");
-  for (std::string_view refused : {"/proc", "/sys", "/dev"}) {
-    if (path == refused || path.starts_with(std::string(refused) + "/"))
-      return Invalid(field + ": paths under " + std::string(refused) + " are refused");
-  }
+  ISB_ASSIGN_OR_RETURN(std::string normal, NormalizeInsidePath(field, path));
+  if (normal != path) return Invalid(field + ": must be in its normal form, '" + normal + "'");
   return {};
+}
+
+bool SameAddress(const std::string& a, const std::string& b) {
+  in6_addr x{}, y{};
+  if (::inet_pton(AF_INET6, a.c_str(), &x) == 1 && ::inet_pton(AF_INET6, b.c_str(), &y) == 1)
+    return std::memcmp(&x, &y, sizeof x) == 0;
+  return a == b;
 }
 
 Status ValidateMounts(const std::vector<SpecMount>& mounts) {
@@ -53,7 +59,7 @@ Status ValidatePorts(const std::vector<SpecPort>& ports) {
       return Invalid(field + ".host_address: '" + p.host_address + "' is not an IP address");
     if (p.sandbox_port == 0 || p.host_port == 0) return Invalid(field + ": ports are 1 to 65535");
     for (size_t j = 0; j < i; ++j)
-      if (ports[j].host_port == p.host_port && ports[j].host_address == p.host_address)
+      if (ports[j].host_port == p.host_port && SameAddress(ports[j].host_address, p.host_address))
         return Invalid(field + ": " + p.host_address + ":" + std::to_string(p.host_port) + " is published twice");
   }
   return {};
@@ -107,6 +113,13 @@ Status CheckSize(const std::string& field, uint64_t bytes, uint64_t min, uint64_
   if (bytes < min)
     return Invalid(field + ": must be at least " + SizeText(min) + " (" + std::to_string(min) + " bytes)");
   if (bytes > max) return Invalid(field + ": must be at most " + SizeText(max));
+  return {};
+}
+
+Status CheckCallerLabels(const std::map<std::string, std::string>& labels) {
+  for (const auto& [key, value] : labels)
+    if (key.starts_with("isb."))
+      return Error::Of(Code::kForbidden, "label '" + key + "': labels starting with isb. are reserved");
   return {};
 }
 

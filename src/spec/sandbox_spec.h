@@ -91,6 +91,9 @@ Status Validate(const SandboxSpec& spec);
 Status ValidateName(const std::string& name);
 Result<std::pair<uint32_t, uint32_t>> ParseUser(const std::string& user);  // "UID[:GID]" -> {uid, gid}
 Status ValidateVariableName(const std::string& field, const std::string& name);
+// A caller may set no isb.* label (isb sets kOrgLabel and kOwnerLabel itself): kForbidden "label 'isb.x': labels
+// starting with isb. are reserved".
+Status CheckCallerLabels(const std::map<std::string, std::string>& labels);
 // A size in bytes within [min, max], refused as "FIELD: must be at least 4 MiB (4194304 bytes)" or "FIELD: must be
 // at most 1 TiB".
 Status CheckSize(const std::string& field, uint64_t bytes, uint64_t min, uint64_t max);

@@ -45,6 +45,19 @@ std::vector<SpecPort> PortsFromCaller(const json& in) {
   return out;
 }
 
+// A stored field as `T`, or `fallback` when the row has none or one of another type: a row is read whatever it
+// holds, never thrown on.
+template <class T>
+T Stored(const json& j, const char* key, T fallback) {
+  auto it = j.find(key);
+  if (it == j.end()) return fallback;
+  try {
+    return it->get<T>();
+  } catch (const json::exception&) {
+    return fallback;
+  }
+}
+
 // "auto" and "none" (and no field) are the sandbox's own range alone; otherwise a list of mappings.
 Result<std::vector<engine::IdMapping>> IdMapFromCaller(const json& in) {
   auto it = in.find("idmap");
@@ -132,6 +145,7 @@ Result<SandboxSpec> FromCallerJson(const json& in) {
   }
   spec.user = in.value("user", spec.user);
   spec.labels = StringMap(in, "labels");
+  ISB_TRY(CheckCallerLabels(spec.labels));
   ISB_ASSIGN_OR_RETURN(spec.mounts, MountsFromCaller(in));
   spec.ports = PortsFromCaller(in);
   if (auto it = in.find("egress"); it != in.end()) spec.egress = *it;
@@ -180,24 +194,24 @@ SandboxSpec FromStoredJson(std::string_view text) {
   json j = json::parse(text, nullptr, false);
   SandboxSpec s;
   if (!j.is_object()) return s;
-  s.name = j.value("name", "");
-  s.image = j.value("image", "");
-  s.cpus = j.value("cpus", kDefaultCpus);
-  s.mem_limit = j.value("mem_limit", kDefaultMemLimit);
-  s.disk = j.value("disk", kDefaultDisk);
-  s.pids = j.value("pids", kDefaultPids);
+  s.name = Stored<std::string>(j, "name", "");
+  s.image = Stored<std::string>(j, "image", "");
+  s.cpus = Stored(j, "cpus", kDefaultCpus);
+  s.mem_limit = Stored(j, "mem_limit", kDefaultMemLimit);
+  s.disk = Stored(j, "disk", kDefaultDisk);
+  s.pids = Stored(j, "pids", kDefaultPids);
   s.environment = StringMap(j, "environment");
-  s.working_dir = j.value("working_dir", kDefaultWorkingDir);
-  s.user = j.value("user", kDefaultUser);
+  s.working_dir = Stored<std::string>(j, "working_dir", kDefaultWorkingDir);
+  s.user = Stored<std::string>(j, "user", kDefaultUser);
   s.labels = StringMap(j, "labels");
-  if (auto m = j.find("mounts"); m != j.end() && m->is_array()) s.mounts = m->get<std::vector<SpecMount>>();
-  if (auto p = j.find("ports"); p != j.end() && p->is_array()) s.ports = p->get<std::vector<SpecPort>>();
+  s.mounts = Stored(j, "mounts", std::vector<SpecMount>{});
+  s.ports = Stored(j, "ports", std::vector<SpecPort>{});
   s.egress = j.contains("egress") ? j["egress"] : json("none");
-  s.privileged = j.value("privileged", false);
-  s.image_idmapped = j.value("image_idmapped", false);
-  if (auto m = j.find("idmap"); m != j.end() && m->is_array()) s.idmap = m->get<std::vector<engine::IdMapping>>();
-  s.expires = std::chrono::seconds(j.value("expires", kDefaultExpiresS));
-  s.idle_timeout = std::chrono::seconds(j.value("idle_timeout", kDefaultIdleTimeoutS));
+  s.privileged = Stored(j, "privileged", false);
+  s.image_idmapped = Stored(j, "image_idmapped", false);
+  s.idmap = Stored(j, "idmap", std::vector<engine::IdMapping>{});
+  s.expires = std::chrono::seconds(Stored(j, "expires", kDefaultExpiresS));
+  s.idle_timeout = std::chrono::seconds(Stored(j, "idle_timeout", kDefaultIdleTimeoutS));
   return s;
 }
 

@@ -32,6 +32,9 @@ TEST(Base64Test, MalformedTextIsRefusedInBothModes) {
   for (Base64Padding mode : {Base64Padding::kOptional, Base64Padding::kRequired}) {
     for (const char* bad : {"Zm=v", "Z===", "Zm9v!A==", "=AAA"}) EXPECT_FALSE(Base64Decode(bad, mode).ok()) << bad;
   }
+  // Padding beyond the last group's two places is refused when padding is required.
+  for (const char* bad : {"====", "Zm9v====", "Zg======"})
+    EXPECT_FALSE(Base64Decode(bad, Base64Padding::kRequired).ok()) << bad;
   EXPECT_EQ(Base64Decode("Zm9v!A==").error().message, "invalid base64: unexpected character at offset 4");
   EXPECT_EQ(Base64Decode("Z===").error().message, "invalid base64: bad length");
 }

@@ -83,6 +83,18 @@ TEST(SandboxSpecTest, EachRuleNamesItsField) {
   EXPECT_EQ(Refusal(s), "mounts[0].source: must be an absolute path");
   s.mounts = {{"/srv", "/proc/1", true}};
   EXPECT_EQ(Refusal(s), "mounts[0].target: paths under /proc are refused");
+  // A path that is not in its normal form cannot pass for another.
+  for (const char* odd : {"//proc/self", "/x/../dev", "//", "/."}) {
+    s.mounts = {{"/srv", odd, true}};
+    EXPECT_EQ(Refusal(s).rfind("mounts[0].target: ", 0), 0u) << odd;
+    EXPECT_NE(Refusal(s), "accepted") << odd;
+  }
+  s.mounts = {};
+  s.working_dir = "/srv/";
+  EXPECT_EQ(Refusal(s), "working_dir: must be in its normal form, '/srv'");
+  s = {};
+  s.ports = {{1, 8080, "fd00::1"}, {2, 8080, "fd00:0::1"}};
+  EXPECT_EQ(Refusal(s), "ports[1]: fd00:0::1:8080 is published twice");
   s = {};
   s.expires = std::chrono::seconds(31 * 86400);
   EXPECT_EQ(Refusal(s), "expires: must be between 1s and 30d");
@@ -160,6 +172,13 @@ TEST(SandboxSpecTest, TheCallersParserNormalizesPathsAndReadsSizes) {
   EXPECT_EQ(CallerRefusal({{"mounts", {{{"source", "/srv"}, {"target", "/a/.."}}}}}), "mounts[0].target: must not be /");
   EXPECT_EQ(CallerRefusal({{"idmap", "host"}}), "idmap: expected \"auto\", \"none\" or a list of mappings");
   EXPECT_EQ(CallerRefusal({{"name", "a_b"}}), "name: use 1-63 letters, digits and inner hyphens, got 'a_b'");
+  // A caller's isb.* label is refused as the API always refused it (403), isb.org and isb.owner too.
+  for (const char* key : {"isb.team", "isb.org", "isb.owner"}) {
+    auto labelled = FromCallerJson({{"labels", {{key, "x"}}}});
+    ASSERT_FALSE(labelled.ok()) << key;
+    EXPECT_EQ(labelled.error().code, Code::kForbidden);
+    EXPECT_EQ(labelled.error().message, "label '" + std::string(key) + "': labels starting with isb. are reserved");
+  }
 }
 
 TEST(SandboxSpecTest, PrivilegedAndIdmapAreStoredAndOldSpecsLoad) {
@@ -197,6 +216,10 @@ TEST(SandboxSpecTest, AStoredSpecRoundTripsAndOmitsWhatIsRareAndDefault) {
   // paths_checked is never stored: the daemon judges a reloaded spec's paths again.
   in.paths_checked = true;
   EXPECT_FALSE(FromStoredJson(ToStoredJson(in)).paths_checked);
+  // A row holding a field of another type reads that field as its default, never throwing.
+  for (const char* odd : {R"({"name":null})", R"({"cpus":"2"})", R"({"privileged":1})", R"({"expires":"1d"})",
+                          R"({"mounts":[1]})", R"({"ports":[{"host_port":"80"}]})", R"({"labels":[1]})"})
+    EXPECT_EQ(ToJson(FromStoredJson(odd)), ToJson(SandboxSpec{})) << odd;
   // A spec stored before disk limits reads as the default size.
   EXPECT_EQ(FromStoredJson(R"({"name":"old","mem_limit":1048576})").disk, kDefaultDisk);
 }
