@@ -85,18 +85,22 @@ BodyRelay::Step BodyRelay::Feed(std::string_view bytes, std::string& out) {
       break;
     }
     case BodyFraming::kChunked: {
+      // Nothing of a piece with a fault in it goes on.
       ChunkedScanner::Step scanned;
       if (filter_) {
         data_.clear();
         scanned = scanner_.Feed(bytes, &data_, &trailers_);
-        Pass(data_, out);
       } else {
         scanned = scanner_.Feed(bytes);
-        out.append(bytes.substr(0, scanned.used));
-        length_out_ += scanned.used;
       }
       if (scanned.state == ChunkedScanner::State::kMalformed)
         return Stop({scanned.used, State::kMalformed, scanned.reason});
+      if (filter_) {
+        Pass(data_, out);
+      } else {
+        out.append(bytes.substr(0, scanned.used));
+        length_out_ += scanned.used;
+      }
       if (scanned.state == ChunkedScanner::State::kDone) return Finish(scanned.used, out);
       step.used = scanned.used;
       break;

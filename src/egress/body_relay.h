@@ -44,8 +44,9 @@ class BodyRelay {
     State state = State::kMore;
     std::string reason;  // kMalformed, kTooLarge: one line
   };
-  // Takes the body's next bytes from the start of `bytes`, none past its end, and appends what goes on to `out`.
-  // After kDone, kMalformed or kTooLarge every call returns the same, using nothing.
+  // Takes the body's next bytes from the start of `bytes`, none past its end, and appends what goes on to `out`
+  // (nothing of a piece found malformed). After kDone, kMalformed or kTooLarge every call returns the same, using
+  // nothing.
   Step Feed(std::string_view bytes, std::string& out);
   // The input ended (the connection): the end of a body framed by it (kDone, the rest appended to `out`); for any
   // other, kMalformed: it ended early.

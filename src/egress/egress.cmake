@@ -49,11 +49,13 @@ add_library(isb_proxy STATIC
   src/egress/tls_channel.cc)
 target_link_libraries(isb_proxy PUBLIC isb_wire isb_http1 isb_tls Boost::headers Threads::Threads)
 isb_tests(isb_proxy_tests LIBS isb_proxy SOURCES tests/egress/proxy_test.cc tests/egress/classify_test.cc
-           tests/egress/edge_read_test.cc)
+           tests/egress/edge_read_test.cc tests/egress/message_relay_test.cc)
 isb_tests(isb_intercept_tests LIBS isb_proxy SOURCES
   tests/egress/sandbox_ca_test.cc
   tests/egress/http_response_test.cc
   tests/egress/http_body_test.cc
+  tests/egress/body_relay_test.cc
+  tests/egress/outgoing_head_test.cc
   tests/egress/intercept_test.cc
   tests/egress/tls_origin.cc
   tests/net/loopback.cc)

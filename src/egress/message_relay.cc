@@ -55,14 +55,14 @@ asio::awaitable<Status> RelayMessage(MessageStream& from, MessageStream& to, std
     out.clear();
     BodyRelay::Step step = body.Feed(buffer, out);
     buffer.erase(0, step.used);
+    if (step.state == BodyRelay::State::kMalformed || step.state == BodyRelay::State::kTooLarge)
+      co_return BodyFailure(step);
     if (held) {
       whole.append(out);
     } else if (!out.empty()) {
       Status sent = co_await to.Write(out);
       if (!sent.ok()) co_return sent;
     }
-    if (step.state == BodyRelay::State::kMalformed || step.state == BodyRelay::State::kTooLarge)
-      co_return BodyFailure(step);
     if (step.state == BodyRelay::State::kDone) break;
     const uint64_t opaque = body.opaque_remaining();
     if (full_read && opaque > 0) {
