@@ -7,8 +7,6 @@
 namespace isb::egress {
 namespace {
 
-using testing::ReplacingBody;
-
 std::unique_ptr<BodyFilter> Replacing(std::string needle = "PLACEHOLDER", std::string with = "s3cr3t") {
   return std::make_unique<ReplacingBody>(std::move(needle), std::move(with));
 }

@@ -88,7 +88,7 @@ TEST(MessageRelay, AnUnfilteredRequestGoesAsSentAndTheNextRequestStaysInTheBuffe
 
 TEST(MessageRelay, AFilteredRequestGetsItsHeadEditedForItsSandboxAndItsBodyChunkedAnew) {
   const std::string head = "POST /a HTTP/1.1\r\nHost: example.test\r\nContent-Length: 11\r\n\r\n";
-  testing::ReplacingFilter filter("PLACEHOLDER", "s3cr3t");
+  ReplacingFilter filter("PLACEHOLDER", "s3cr3t");
   PreparedMessage message = PrepareRequest(filter, kExchange, head, Request(head));
   ScriptedStream from, to;
   std::string buffer = "PLACEHOLDERGET /next HTTP/1.1\r\n";
@@ -100,7 +100,7 @@ TEST(MessageRelay, AFilteredRequestGetsItsHeadEditedForItsSandboxAndItsBodyChunk
 
 TEST(MessageRelay, AFilteredHttp10RequestIsSentWithItsNewContentLengthAfterItsBody) {
   const std::string head = "POST /a HTTP/1.0\r\nHost: example.test\r\nContent-Length: 13\r\n\r\n";
-  testing::ReplacingFilter filter("PLACEHOLDER", "s3cr3t");
+  ReplacingFilter filter("PLACEHOLDER", "s3cr3t");
   PreparedMessage message = PrepareRequest(filter, kExchange, head, Request(head));
   EXPECT_EQ(message.out, Reframe::kBuffered);
   ScriptedStream from({"PLACEH", "OLDER!!"}), to;
@@ -113,7 +113,7 @@ TEST(MessageRelay, AFilteredHttp10RequestIsSentWithItsNewContentLengthAfterItsBo
 TEST(MessageRelay, AFilteredHttp10RequestPastTheBoundIsRefusedBeforeAnythingIsSent) {
   const uint64_t size = kMaxBufferedBody + 100;
   const std::string head = "POST /a HTTP/1.0\r\nHost: example.test\r\nContent-Length: " + std::to_string(size) + "\r\n\r\n";
-  testing::ReplacingFilter filter("PLACEHOLDER", "s3cr3t");
+  ReplacingFilter filter("PLACEHOLDER", "s3cr3t");
   PreparedMessage message = PrepareRequest(filter, kExchange, head, Request(head));
   ScriptedStream from({std::string(size, 'a')}), to;
   std::string buffer;
@@ -153,7 +153,7 @@ TEST(MessageRelay, AFilteredResponseToAnHttp10ClientLosesItsLengthAndEndsWithThe
   const std::string raw = "HTTP/1.1 200 OK\r\nContent-Length: 11\r\nX: y\r\n\r\n";
   ResponseHeadResult parsed = ParseResponseHead(raw);
   ASSERT_EQ(parsed.kind, ResponseHeadResult::kParsed);
-  testing::ReplacingFilter filter("PLACEHOLDER", "s3cr3t");
+  ReplacingFilter filter("PLACEHOLDER", "s3cr3t");
   PreparedMessage message = PrepareResponse(filter, kExchange, request, raw, parsed.head);
   EXPECT_EQ(message.out, Reframe::kUntilClose);
   ScriptedStream from({"PLACEHOLDER"}), to;
@@ -166,7 +166,7 @@ TEST(MessageRelay, AResponseToHeadHasNoBodyWhateverItsContentLength) {
   const HttpHead request = Request("HEAD / HTTP/1.1\r\nHost: example.test\r\n\r\n");
   const std::string raw = "HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\n";
   ResponseHeadResult parsed = ParseResponseHead(raw);
-  testing::ReplacingFilter filter("PLACEHOLDER", "s3cr3t");
+  ReplacingFilter filter("PLACEHOLDER", "s3cr3t");
   PreparedMessage message = PrepareResponse(filter, kExchange, request, raw, parsed.head);
   ScriptedStream from({"GET"}), to;
   std::string buffer;
@@ -181,7 +181,7 @@ TEST(MessageRelay, ALargeFilteredBodyGoesThroughInBoundedReadsAndWrites) {
   for (int i = 0; body.size() < 4 * kMaxBufferedBody; ++i) body += "PLACEHOLDER " + std::to_string(i) + "\n";
   const std::string head = "PUT /big HTTP/1.1\r\nHost: example.test\r\nContent-Length: " + std::to_string(body.size()) +
                            "\r\n\r\n";
-  testing::ReplacingFilter filter("PLACEHOLDER", "s");
+  ReplacingFilter filter("PLACEHOLDER", "s");
   PreparedMessage message = PrepareRequest(filter, kExchange, head, Request(head));
   std::deque<std::string> pieces;
   for (size_t at = 0; at < body.size(); at += 100000) pieces.push_back(body.substr(at, 100000));

@@ -8,7 +8,7 @@
 
 #include "egress/message_filter.h"
 
-namespace isb::egress::testing {
+namespace isb::egress {
 
 class ReplacingBody : public BodyFilter {
  public:
@@ -57,4 +57,4 @@ class ReplacingFilter : public MessageFilter {
   std::string needle_, replacement_;
 };
 
-}  // namespace isb::egress::testing
+}  // namespace isb::egress
