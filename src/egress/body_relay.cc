@@ -1,3 +1,4 @@
+// The body relay's state machine: a body's bytes followed by their framing, or decoded, filtered and framed anew.
 #include "egress/body_relay.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// The deny window's map of when each sandbox and target was last logged, swept when full.
 #include "egress/deny_window.h"
 
 namespace isb::egress {

@@ -28,7 +28,7 @@ find_package(Boost 1.81 REQUIRED)
 add_library(isb_http1 STATIC src/egress/http_response.cc src/egress/http_body.cc src/egress/body_relay.cc
             src/egress/outgoing_head.cc)
 target_link_libraries(isb_http1 PUBLIC isb_wire)
-foreach(target http_response response_status chunked_body)
+foreach(target http_response response_status chunked_body body_relay)
   isb_fuzz_target(${target} LIBS isb_http1)
 endforeach()
 

@@ -1,3 +1,4 @@
+// A head written from its parts when a filter or a new framing changed it; as it came otherwise.
 #include "egress/outgoing_head.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// Per-sandbox counts of connections and blocking work, under one lock.
 #include "egress/sandbox_shares.h"
 
 namespace isb::egress {

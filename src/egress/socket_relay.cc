@@ -1,3 +1,4 @@
+// The socket relay's reads, writes, splices and ends, as free functions over a connection's two sockets.
 #include "egress/socket_relay.h"
 
 #include <fcntl.h>
