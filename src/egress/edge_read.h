@@ -30,7 +30,7 @@ using tcp = asio::ip::tcp;
 // alone would not do: the FIN that follows the last bytes may have raised its edge before they were read.)
 // One case the count misses: a reset that came with the last bytes (TCP_INQ counts no reset). The read after them
 // then waits until the socket is written to (which fails) or closed, or a read that tries the socket first comes:
-// Proxy::Impl::ReadSome says how the proxy's relays live with that.
+// ReadSome (socket_relay.h) says how the proxy's relays live with that.
 static_assert(std::is_same_v<detail::reactor, detail::epoll_reactor>, "edge reads need asio's epoll reactor");
 
 // The socket's descriptor and reactor registration, which asio keeps in a protected member: reached through a

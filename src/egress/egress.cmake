@@ -25,9 +25,10 @@ isb_fuzz_target(egress_policy LIBS isb_egress isb_api)
 # The proxy: sniffs the first bytes with the wire parsers (src/net/net.cmake), relays with splice.
 find_package(Boost 1.81 REQUIRED)
 # HTTP/1.1 framing beyond the request head (response heads, bodies), for intercepted connections.
-add_library(isb_http1 STATIC src/egress/http_response.cc src/egress/http_body.cc)
+add_library(isb_http1 STATIC src/egress/http_response.cc src/egress/http_body.cc src/egress/body_relay.cc
+            src/egress/outgoing_head.cc)
 target_link_libraries(isb_http1 PUBLIC isb_wire)
-foreach(target http_response response_status chunked_body)
+foreach(target http_response response_status chunked_body body_relay)
   isb_fuzz_target(${target} LIBS isb_http1)
 endforeach()
 
@@ -35,15 +36,26 @@ endforeach()
 add_library(isb_tls STATIC src/egress/sandbox_ca.cc src/egress/cert_minter.cc)
 target_link_libraries(isb_tls PUBLIC isb_base OpenSSL::SSL Threads::Threads ${CMAKE_DL_LIBS})
 
-add_library(isb_proxy STATIC src/egress/proxy.cc src/egress/classify.cc src/egress/intercept.cc
-            src/egress/tls_channel.cc)
+add_library(isb_proxy STATIC
+  src/egress/proxy.cc
+  src/egress/plain_http.cc
+  src/egress/connect_tunnel.cc
+  src/egress/socket_relay.cc
+  src/egress/message_relay.cc
+  src/egress/sandbox_shares.cc
+  src/egress/deny_window.cc
+  src/egress/classify.cc
+  src/egress/intercept.cc
+  src/egress/tls_channel.cc)
 target_link_libraries(isb_proxy PUBLIC isb_wire isb_http1 isb_tls Boost::headers Threads::Threads)
 isb_tests(isb_proxy_tests LIBS isb_proxy SOURCES tests/egress/proxy_test.cc tests/egress/classify_test.cc
-           tests/egress/edge_read_test.cc)
+           tests/egress/edge_read_test.cc tests/egress/message_relay_test.cc)
 isb_tests(isb_intercept_tests LIBS isb_proxy SOURCES
   tests/egress/sandbox_ca_test.cc
   tests/egress/http_response_test.cc
   tests/egress/http_body_test.cc
+  tests/egress/body_relay_test.cc
+  tests/egress/outgoing_head_test.cc
   tests/egress/intercept_test.cc
   tests/egress/tls_origin.cc
   tests/net/loopback.cc)

@@ -73,7 +73,7 @@ ChunkedScanner::Step ChunkedScanner::Fail(size_t used, std::string reason) {
   return Step{used, State::kMalformed, reason_};
 }
 
-ChunkedScanner::Step ChunkedScanner::Feed(std::string_view bytes, std::string* data) {
+ChunkedScanner::Step ChunkedScanner::Feed(std::string_view bytes, std::string* data, std::string* trailers) {
   if (phase_ == Phase::kDone) return Step{0, State::kDone, ""};
   if (phase_ == Phase::kMalformed) return Step{0, State::kMalformed, reason_};
   size_t i = 0;
@@ -89,6 +89,9 @@ ChunkedScanner::Step ChunkedScanner::Feed(std::string_view bytes, std::string* d
     const char c = bytes[i++];
     const bool trailer = phase_ == Phase::kTrailerStart || phase_ == Phase::kTrailerName || phase_ == Phase::kTrailer;
     if (trailer && ++trailers_ > kMaxChunkTrailers) return Fail(i, "chunked trailer section larger than 16384 bytes");
+    // A trailer line's bytes, its CRLF included; the CR of the blank line that ends the section is not one.
+    if (trailers != nullptr && ((trailer && !(phase_ == Phase::kTrailerStart && c == '\r')) || phase_ == Phase::kTrailerLf))
+      trailers->push_back(c);
     switch (phase_) {
       case Phase::kSize: {
         int v = HexValue(c);

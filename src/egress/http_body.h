@@ -51,8 +51,9 @@ class ChunkedScanner {
     std::string reason;  // kMalformed: a fixed sentence
   };
   // Consumes the next bytes of the body. After kDone or kMalformed, every call returns the same state, using none.
-  // With `data`, the chunks' data bytes (the body de-chunked) are appended to it.
-  Step Feed(std::string_view bytes, std::string* data = nullptr);
+  // With `data`, the chunks' data bytes (the body de-chunked) are appended to it; with `trailers`, the trailer
+  // section's field lines, each with its CRLF (not the blank line that ends the body).
+  Step Feed(std::string_view bytes, std::string* data = nullptr, std::string* trailers = nullptr);
 
  private:
   enum class Phase { kSize, kExtension, kSizeLf, kData, kDataCr, kDataLf, kTrailerStart, kTrailerName, kTrailer,

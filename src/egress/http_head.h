@@ -25,6 +25,7 @@ enum class TargetForm { kOrigin, kAbsolute, kAuthority, kAsterisk };
 struct HttpHeader {
   std::string name;   // as sent
   std::string value;  // without the whitespace around it
+  bool operator==(const HttpHeader&) const = default;
 };
 
 struct HttpHead {

@@ -19,6 +19,7 @@ std::optional<std::string> ParseStatusLine(std::string_view line, ResponseHead& 
     if ((u < 0x20 && u != '\t') || u == 0x7f) return "status line contains a control character";
   }
   head.minor_version = line[7] - '0';
+  head.reason = line.size() > 12 ? line.substr(13) : std::string_view();
   head.status = (line[9] - '0') * 100 + (line[10] - '0') * 10 + (line[11] - '0');
   if (head.status < 100 || head.status > 599) return "status code outside 100 to 599";
   return std::nullopt;

@@ -19,6 +19,7 @@ inline constexpr size_t kMaxResponseHead = 64 * 1024;
 struct ResponseHead {
   int minor_version = 1;  // HTTP/1.0 or HTTP/1.1
   int status = 0;         // 100 to 599
+  std::string reason;     // the reason phrase as sent (may be empty)
   std::vector<HttpHeader> headers;
   std::optional<uint64_t> content_length;
   bool chunked = false;      // Transfer-Encoding whose last coding is chunked

@@ -1,5 +1,6 @@
 // The intercepted connection runs as one coroutine: the sandbox's TLS, then the origin's, then requests one after
-// another (HTTP/1.1 has one request in flight per connection), each forwarded whole before its response is read.
+// another (HTTP/1.1 has one request in flight per connection), each checked, then relayed with its body by the
+// message relay (message_relay.h) before its response is read and relayed the same way.
 #include "egress/intercept.h"
 
 #include <openssl/x509v3.h>
@@ -8,6 +9,7 @@
 
 #include "egress/cert_minter.h"
 #include "egress/http_body.h"
+#include "egress/message_relay.h"
 #include "egress/tls_channel.h"
 
 namespace isb::egress {
@@ -16,8 +18,6 @@ namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 
 namespace {
-
-constexpr size_t kPiece = 16 * 1024;
 
 // ALPN towards the sandbox: http/1.1 when offered; otherwise none, and the client speaks HTTP/1.1 anyway.
 int SelectHttp11(SSL*, const unsigned char** out, unsigned char* out_size, const unsigned char* in, unsigned int in_size,
@@ -43,10 +43,29 @@ std::string UpstreamHandshakeFailure(SSL* ssl, const std::string& target, const 
   return "TLS with " + target + " failed: " + error.message;
 }
 
-MessageFilter& IdentityFilter() {
-  static MessageFilter identity;
-  return identity;
-}
+// A TLS channel as the message relay reads and writes it; what is written is added to `written`.
+class ChannelStream : public MessageStream {
+ public:
+  ChannelStream(TlsChannel& channel, uint64_t& written) : channel_(channel), written_(written) {}
+
+  asio::awaitable<Result<size_t>> ReadInto(std::string& buffer, size_t max) override {
+    const size_t had = buffer.size();
+    buffer.resize(had + max);
+    Result<size_t> n = co_await channel_.Read(buffer.data() + had, max);
+    buffer.resize(had + (n.ok() ? *n : 0));
+    co_return n;
+  }
+
+  asio::awaitable<Status> Write(std::string_view bytes) override {
+    Status sent = co_await channel_.Write(bytes);
+    if (sent.ok()) written_ += bytes.size();
+    co_return sent;
+  }
+
+ private:
+  TlsChannel& channel_;
+  uint64_t& written_;
+};
 
 // Both sides of one intercepted connection, and what each has sent past the message being relayed.
 struct Session {
@@ -57,68 +76,16 @@ struct Session {
   Interceptor::Outcome& outcome;
   const RequestJudge& judge;  // empty: requests are not judged one by one
   std::string target;  // host:port, for messages
-  std::string from_client;
-  std::string from_origin;
+  ChannelStream client{down, outcome.bytes_down};  // written: towards the sandbox
+  ChannelStream origin{up, outcome.bytes_up};
+  std::string from_client{};
+  std::string from_origin{};
 };
-
-// Appends the channel's next bytes to `buffer`; false when it has finished.
-asio::awaitable<Result<bool>> ReadMore(TlsChannel& channel, std::string& buffer) {
-  size_t had = buffer.size();
-  buffer.resize(had + kPiece);
-  Result<size_t> n = co_await channel.Read(buffer.data() + had, kPiece);
-  buffer.resize(had + (n.ok() ? *n : 0));
-  if (!n.ok()) co_return n.error();
-  co_return *n > 0;
-}
 
 asio::awaitable<void> Answer(TlsChannel& down, int status, const std::string& reason) {
   std::string response = HttpDenyResponse(status, reason);
   (void)co_await down.Write(response);  // a client gone before its answer is closed all the same
   co_await down.Close();
-}
-
-// Forwards one body (request: client to origin; else origin to client) as framed, through the filter.
-asio::awaitable<Status> ForwardBody(Session& s, bool request, BodyFraming framing) {
-  if (framing.kind == BodyFraming::kNone) co_return Status();
-  std::string& buffer = request ? s.from_client : s.from_origin;
-  TlsChannel& from = request ? s.down : s.up;
-  TlsChannel& to = request ? s.up : s.down;
-  uint64_t remaining = framing.length;
-  ChunkedScanner scanner;
-  for (;;) {
-    size_t take = buffer.size();
-    bool done = false;
-    if (framing.kind == BodyFraming::kLength) {
-      take = static_cast<size_t>(std::min<uint64_t>(remaining, buffer.size()));
-      remaining -= take;
-      done = remaining == 0;
-    } else if (framing.kind == BodyFraming::kChunked) {
-      ChunkedScanner::Step step = scanner.Feed(buffer);
-      if (step.state == ChunkedScanner::State::kMalformed) co_return Error::Of(Code::kInvalidArgument, step.reason);
-      take = step.used;
-      done = step.state == ChunkedScanner::State::kDone;
-    }
-    if (take > 0) {
-      std::string piece = buffer.substr(0, take);
-      buffer.erase(0, take);
-      if (request) {
-        s.filter.RequestBody(s.exchange, piece);
-        s.outcome.bytes_up += piece.size();
-      } else {
-        s.filter.ResponseBody(s.exchange, piece);
-        s.outcome.bytes_down += piece.size();
-      }
-      Status sent = co_await to.Write(piece);
-      if (!sent.ok()) co_return sent;
-    }
-    if (done) co_return Status();
-    Result<bool> more = co_await ReadMore(from, buffer);
-    if (!more.ok()) co_return more.error();
-    if (!*more) {
-      if (framing.kind == BodyFraming::kUntilClose) co_return Status();
-      co_return Error::Of(Code::kUnavailable, "the body ended before its end");
-    }
-  }
 }
 
 asio::awaitable<Result<ResponseHead>> ReadResponseHead(Session& s) {
@@ -130,18 +97,20 @@ asio::awaitable<Result<ResponseHead>> ReadResponseHead(Session& s) {
     if (reads == kMaxHeadReads)
       co_return Error::Of(Code::kUnavailable, "the response from " + s.target + " is refused: its head came in "
                                               "too many pieces");
-    Result<bool> more = co_await ReadMore(s.up, s.from_origin);
+    Result<size_t> more = co_await s.origin.ReadInto(s.from_origin, kRelayPiece);
     if (!more.ok()) co_return Error::Of(more.error().code, "reading the response from " + s.target + ": " + more.error().message);
-    if (!*more) co_return Error::Of(Code::kUnavailable, s.target + " closed the connection without a whole response head");
+    if (*more == 0) co_return Error::Of(Code::kUnavailable, s.target + " closed the connection without a whole response head");
   }
 }
 
-asio::awaitable<Status> ForwardResponseHead(Session& s, const ResponseHead& head) {
+// The response head at the start of from_origin (`head`, parsed), through the filter, then its body if it has one.
+// `went`: how its body went out.
+asio::awaitable<Status> RelayResponse(Session& s, const HttpHead& request, const ResponseHead& head, Reframe& went) {
   std::string bytes = s.from_origin.substr(0, head.size);
   s.from_origin.erase(0, head.size);
-  s.filter.ResponseHead(s.exchange, head, bytes);
-  s.outcome.bytes_down += bytes.size();
-  co_return co_await s.down.Write(bytes);
+  PreparedMessage message = PrepareResponse(s.filter, s.exchange, request, std::move(bytes), head);
+  went = message.out;
+  co_return co_await RelayMessage(s.origin, s.client, s.from_origin, message);
 }
 
 // Relays requests and their responses until either side ends the connection or a request is refused.
@@ -155,8 +124,8 @@ asio::awaitable<void> Relay(Session& s) {
         request.reason = kTooManyPieces;
         break;
       }
-      Result<bool> more = co_await ReadMore(s.down, s.from_client);
-      if (!more.ok() || !*more) co_return;  // the client has finished (or is gone) between requests
+      Result<size_t> more = co_await s.client.ReadInto(s.from_client, kRelayPiece);
+      if (!more.ok() || *more == 0) co_return;  // the client has finished (or is gone) between requests
       request = ParseHttpHead(s.from_client);
     }
     if (request.kind != HeadResult::kParsed) {
@@ -189,18 +158,22 @@ asio::awaitable<void> Relay(Session& s) {
     }
     std::string head_bytes = s.from_client.substr(0, head.size);
     s.from_client.erase(0, head.size);
-    s.filter.RequestHead(s.exchange, head, head_bytes);
-    s.outcome.bytes_up += head_bytes.size();
-    Status sent = co_await s.up.Write(head_bytes);
-    if (!sent.ok()) {
+    PreparedMessage message = PrepareRequest(s.filter, s.exchange, std::move(head_bytes), head);
+    // The body follows at once, whatever Expect says: the client sends it after the origin's 100 or after its own
+    // wait for one, and the origin's 100 reaches it as an interim response.
+    const uint64_t before = s.outcome.bytes_up;
+    Status sent = co_await RelayMessage(s.client, s.origin, s.from_client, message);
+    if (!sent.ok() && sent.error().code == Code::kTooLarge) {
+      s.outcome.failure = sent.error().message;
+      co_await Answer(s.down, 413, s.outcome.failure);
+      co_return;
+    }
+    if (!sent.ok() && s.outcome.bytes_up == before) {
       s.outcome.failure = "sending the request to " + s.target + ": " + sent.error().message;
       co_await Answer(s.down, 502, s.outcome.failure);
       co_return;
     }
-    // The body follows at once, whatever Expect says: the client sends it after the origin's 100 or after its own
-    // wait for one, and the origin's 100 reaches it as an interim response.
-    Status body_sent = co_await ForwardBody(s, true, RequestBody(head));
-    if (!body_sent.ok()) co_return;
+    if (!sent.ok()) co_return;
     ResponseHead response;
     for (;;) {
       Result<ResponseHead> next = co_await ReadResponseHead(s);
@@ -209,20 +182,23 @@ asio::awaitable<void> Relay(Session& s) {
         co_await Answer(s.down, 502, s.outcome.failure);
         co_return;
       }
-      Status forwarded = co_await ForwardResponseHead(s, *next);
-      if (!forwarded.ok()) co_return;
       if (next->status >= 200 || next->status == 101) {
         response = std::move(*next);
         break;
       }
+      Reframe none;
+      Status interim = co_await RelayResponse(s, head, *next, none);
+      if (!interim.ok()) co_return;
     }
     // Upgrades (101) are not relayed by interception: the connection ends after the origin's answer.
-    if (response.status == 101) co_return;
-    BodyFraming response_body = ResponseBody(head.method, response);
-    Status forwarded = co_await ForwardBody(s, false, response_body);
-    if (!forwarded.ok()) co_return;
-    if (response_body.kind == BodyFraming::kUntilClose || !Persists(head.minor_version, head.headers) ||
-        !Persists(response.minor_version, response.headers)) {
+    const BodyFraming response_body = ResponseBody(head.method, response);
+    Reframe went = Reframe::kAsSent;
+    Status forwarded = co_await RelayResponse(s, head, response, went);
+    if (!forwarded.ok() || response.status == 101) co_return;
+    // A body that went without framing (one that came so, or a filtered one to an HTTP/1.0 client) ends with the
+    // connection.
+    if (response_body.kind == BodyFraming::kUntilClose || went == Reframe::kUntilClose ||
+        !Persists(head.minor_version, head.headers) || !Persists(response.minor_version, response.headers)) {
       // A body that ended with the origin's connection is whole only if the origin said so with close_notify; a
       // bare end of the connection (which anyone on the path could cause) is passed on as one, never made whole.
       co_await s.down.Close(response_body.kind != BodyFraming::kUntilClose || s.up.ended_with_close_notify());
@@ -263,13 +239,12 @@ Result<std::unique_ptr<Interceptor>> Interceptor::Create(InterceptOptions option
   if (!file.empty() && SSL_CTX_load_verify_locations(client, file.c_str(), nullptr) != 1)
     return Error::Of(Code::kInvalidArgument, OpenSslError("--egress-ca " + file + ": cannot load it as PEM certificates"));
   SSL_CTX_set_verify(client, SSL_VERIFY_PEER, nullptr);
-  if (!self->options_.filter) self->options_.filter = std::shared_ptr<MessageFilter>(&IdentityFilter(), [](MessageFilter*) {});
   return self;
 }
 
 asio::awaitable<Interceptor::Outcome> Interceptor::Run(tcp::socket& client, const std::string& hello,
                                                        const Exchange& exchange, Result<Fd>& upstream,
-                                                       RequestJudge judge) {
+                                                       MessageFilter& filter, RequestJudge judge) {
   Outcome out;
   const std::chrono::milliseconds idle(options_.idle_timeout_ms);
   Result<std::shared_ptr<const TlsIdentity>> leaf = options_.minter->Leaf(exchange.sandbox, exchange.host);
@@ -288,12 +263,12 @@ asio::awaitable<Interceptor::Outcome> Interceptor::Run(tcp::socket& client, cons
   down.Preload(hello);
   Status handshake = co_await down.Handshake();
   if (!handshake.ok()) co_return out;  // the client left, or does not trust the sandbox's CA: nothing to tell it
-  co_await ToOrigin(down, exchange, upstream, out, judge);
+  co_await ToOrigin(down, exchange, upstream, filter, out, judge);
   co_return out;
 }
 
 asio::awaitable<void> Interceptor::ToOrigin(TlsChannel& down, const Exchange& exchange, Result<Fd>& upstream,
-                                            Outcome& out, const RequestJudge& judge) {
+                                            MessageFilter& filter, Outcome& out, const RequestJudge& judge) {
   std::string target = exchange.host + ":" + std::to_string(exchange.port);
   if (!upstream.ok()) {
     out.failure = "cannot reach " + target + ": " + upstream.error().message;
@@ -320,7 +295,7 @@ asio::awaitable<void> Interceptor::ToOrigin(TlsChannel& down, const Exchange& ex
     co_await Answer(down, 502, out.failure);
     co_return;
   }
-  Session session{down, up, exchange, *options_.filter, out, judge, target, "", ""};
+  Session session{down, up, exchange, filter, out, judge, target};
   co_await Relay(session);
 }
 

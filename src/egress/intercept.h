@@ -1,7 +1,7 @@
 // Interception of a TLS connection to a name marked for it: the proxy ends the sandbox's TLS with a certificate
 // minted from the sandbox's own CA (ALPN http/1.1 only), opens a verified TLS connection to the origin (system roots
 // plus the daemon's --egress-ca bundle, the name checked, SNI set), and relays HTTP/1.1 request by request, each
-// request's Host checked against the TLS server name, every message passing the MessageFilter seam.
+// request's Host checked against the TLS server name, every message through the one message relay and its MessageFilter.
 #pragma once
 
 #include <boost/asio.hpp>
@@ -40,14 +40,16 @@ class Interceptor {
   // its TLS is up). Returns when the connection is done; the caller closes the sockets.
   // With `judge`, each request is asked about before it goes on (a judged name: the judge sees every method and
   // path); without it, each is checked only for naming the connection's host.
+  // Every message passes `filter`, which must outlive the call.
   boost::asio::awaitable<Outcome> Run(boost::asio::ip::tcp::socket& client, const std::string& hello,
-                                      const Exchange& exchange, Result<Fd>& upstream, RequestJudge judge = {});
+                                      const Exchange& exchange, Result<Fd>& upstream, MessageFilter& filter,
+                                      RequestJudge judge = {});
 
  private:
   explicit Interceptor(InterceptOptions options) : options_(std::move(options)) {}
   // After the sandbox's handshake: the origin's TLS, then the requests.
   boost::asio::awaitable<void> ToOrigin(TlsChannel& down, const Exchange& exchange, Result<Fd>& upstream,
-                                        Outcome& out, const RequestJudge& judge);
+                                        MessageFilter& filter, Outcome& out, const RequestJudge& judge);
 
   InterceptOptions options_;
   SslCtxPtr server_ctx_;  // towards the sandbox: our minted certificates

@@ -1,35 +1,58 @@
-// The seam where an intercepted connection's messages can be changed on their way: secrets substituted into a
-// request, a response scrubbed. The proxy calls a filter for every request and response of an intercepted
-// connection, in order, with the bytes it is about to forward; the default filter forwards them unchanged.
+// The seam where a relayed HTTP/1.1 message can be changed on its way (secrets substituted into a request, a response
+// scrubbed): a MessageFilter, shared by every connection of a proxy, edits each parsed head and makes a BodyFilter,
+// the state of one body, for each body it wants to see. The message relay (message_relay.h) calls it and writes the
+// framing itself; the default filter changes nothing, and an unchanged message goes on byte for byte.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <string_view>
 
 #include "egress/http_head.h"
 #include "egress/http_response.h"
 
 namespace isb::egress {
 
-// Whose connection and to where: the sandbox and the name it asked for (the TLS server name every request's Host
-// was checked against) and the port.
+// Whose connection and to where: the sandbox it serves and the name it was admitted for (on an intercepted
+// connection, the TLS server name every request's Host was checked against) and the port.
 struct Exchange {
   std::string sandbox;
   std::string host;
   uint16_t port = 0;
 };
 
+// One body's content on its way, as a stream: chunk framing removed, the pieces as they arrive (any split; a value
+// the filter looks for may straddle two). The relay frames what it is given again (body_relay.h).
+class BodyFilter {
+ public:
+  virtual ~BodyFilter() = default;
+  // The next bytes of the content; appends what may go on now to `out`. It may keep a tail back to match across
+  // pieces (what it keeps is its own memory to bound), to be given back by a later Take or by Finish.
+  virtual void Take(std::string_view data, std::string& out) = 0;
+  // The content has ended: appends what was kept back.
+  virtual void Finish(std::string& out) = 0;
+};
+
+// Called on the event loop, so it must not block. Holds only configuration shared by all connections; whatever one
+// body needs lives in its BodyFilter.
 class MessageFilter {
  public:
   virtual ~MessageFilter() = default;
-  // A request head (request line to blank line, as the client sent it) and its parse; `bytes` may be replaced.
-  virtual void RequestHead(const Exchange&, const HttpHead&, std::string& /*bytes*/) {}
-  // The next piece of a request body as it passes, framing included (chunk sizes of a chunked body). A filter that
-  // changes a body's length must change its framing in the head too (the next issue's work: it buffers the body).
-  virtual void RequestBody(const Exchange&, std::string& /*bytes*/) {}
-  // A response head (interim 1xx ones too) and its parse.
-  virtual void ResponseHead(const Exchange&, const ResponseHead&, std::string& /*bytes*/) {}
-  virtual void ResponseBody(const Exchange&, std::string& /*bytes*/) {}
+  // A request head after every check (host, method, judge), before it goes on. The method, target, version and
+  // header fields may be changed; the head's summary (host, port, framing) is not read again. Content-Length and
+  // Transfer-Encoding are the relay's to write: whatever the filter leaves in them is replaced by the framing the
+  // relay sends.
+  virtual void RequestHead(const Exchange&, HttpHead&) {}
+  // The filter for this request's body, or null: the body goes on byte for byte in its own framing.
+  virtual std::unique_ptr<BodyFilter> RequestBody(const Exchange&, const HttpHead&) { return nullptr; }
+  // A response head (interim 1xx ones too) to `request`: status, reason and fields may be changed, the framing
+  // fields as for requests (a filter that decodes a Content-Encoding removes that field here).
+  virtual void ResponseHead(const Exchange&, const HttpHead& /*request*/, ResponseHead&) {}
+  virtual std::unique_ptr<BodyFilter> ResponseBody(const Exchange&, const HttpHead& /*request*/,
+                                                   const egress::ResponseHead&) {
+    return nullptr;
+  }
 };
 
 }  // namespace isb::egress

@@ -3,7 +3,8 @@
 // end of its veth; nothing inside the sandbox is trusted to say who it is) and the port it asked for from conntrack,
 // reads just enough of the first bytes to learn the name asked for, asks the policy, and for an allowed name dials it
 // and relays bytes both ways untouched (splice: they never pass through user space). On a plain HTTP connection
-// every request head is read as it comes (bodies are followed by their framing only, bulk still spliced): a request
+// every request goes through the message relay (message_relay.h: bodies followed by their framing, bulk still
+// spliced, unless a filter changes them): a request
 // for another host than the connection's is refused with a 403 and the connection closed, and a judged name's
 // requests are each decided.
 #pragma once
@@ -73,7 +74,6 @@ struct ProxyHooks {
 struct InterceptOptions {
   std::shared_ptr<CertMinter> minter;      // the sandboxes' CAs; required when ProxyHooks::intercept is set
   std::string upstream_ca_file;            // a PEM bundle trusted for origins beside the system roots; empty: none
-  std::shared_ptr<MessageFilter> filter;   // null: every message forwarded unchanged
   int idle_timeout_ms = 60000;             // either side silent this long ends the connection
 };
 
@@ -94,6 +94,9 @@ struct ProxyOptions {
   size_t max_head = 64 * 1024;  // the most read before a name must be known
   int sniff_timeout_ms = 10000;
   InterceptOptions intercept;
+  // Every request on a plain HTTP connection and every message on an intercepted one pass it (message_filter.h);
+  // null: every message is forwarded unchanged. Responses on plain HTTP are relayed untouched, unfiltered.
+  std::shared_ptr<MessageFilter> filter;
 };
 
 struct ProxyStats {

@@ -142,3 +142,26 @@ TEST(BodylessMethodRefusal, GetHeadDeleteAndTraceWithABody) {
 
 }  // namespace
 }  // namespace isb::egress
+
+namespace isb::egress {
+namespace {
+
+TEST(ChunkedScanner, HandsOverTheDataAndTheTrailerLinesApart) {
+  const std::string body = "5;x=y\r\nhello\r\n2\r\n, \r\n0\r\nX-Sum: 7\r\nX-B:c\r\n\r\n";
+  for (size_t piece = 1; piece <= body.size(); ++piece) {
+    ChunkedScanner scanner;
+    std::string data, trailers;
+    ChunkedScanner::Step step;
+    for (size_t at = 0; at < body.size(); at += piece) step = scanner.Feed(body.substr(at, piece), &data, &trailers);
+    EXPECT_EQ(step.state, ChunkedScanner::State::kDone) << piece;
+    EXPECT_EQ(data, "hello, ") << piece;
+    EXPECT_EQ(trailers, "X-Sum: 7\r\nX-B:c\r\n") << piece;
+  }
+  ChunkedScanner none;
+  std::string data, trailers;
+  EXPECT_EQ(none.Feed("0\r\n\r\n", &data, &trailers).state, ChunkedScanner::State::kDone);
+  EXPECT_EQ(trailers, "");
+}
+
+}  // namespace
+}  // namespace isb::egress

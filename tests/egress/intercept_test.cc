@@ -19,6 +19,7 @@
 #include "egress/explicit_proxy.h"
 #include "egress/cert_minter.h"
 #include "egress/classify.h"
+#include "egress/replacing_filter.h"
 #include "net/loopback.h"
 #include "tls_origin.h"
 
@@ -244,6 +245,31 @@ TEST_F(InterceptTest, BodiesAndResponsesOfEveryFramingPassOnOneKeptAliveConnecti
                 "GET /chunked HTTP/1.1\r\n" + common + "\r\n",
                 "HEAD /hello HTTP/1.1\r\n" + common + "\r\n",
                 "GET /204 HTTP/1.1\r\n" + common + "\r\n",
+            }}));
+}
+
+// A filter that changes bodies' lengths: the request body the origin gets and the response bodies the client gets
+// are chunked anew, the request head edited for the sandbox; a response to HEAD keeps its Content-Length.
+TEST_F(InterceptTest, BodiesAFilterChangesAreChunkedAnewBothWays) {
+  options_.filter = std::make_shared<ReplacingFilter>("hello", "bonjour!");
+  RestartProxy();
+  const std::string url = "https://origin.test";
+  std::string out = Curl({Transfer(url + "/echo", {"--data-binary", "say hello"}), Transfer(url + "/hello"),
+                          Transfer(url + "/hello", {"-I"})});
+  const std::string sent = "c\r\nsay bonjour!\r\n0\r\n\r\n";
+  // The origin's echo of `sent` is one piece; the filter keeps its last 4 bytes back until the body's end.
+  EXPECT_EQ(out, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                 "12\r\n" + sent.substr(0, 18) + "\r\n4\r\n" + sent.substr(18) + "\r\n0\r\n\r\n[1.1 1]\n"
+                 "HTTP/1.1 200 OK\r\nX-Origin: origin\r\nTransfer-Encoding: chunked\r\n\r\n8\r\nbonjour!\r\n0\r\n\r\n[1.1 0]\n"
+                 "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-Origin: origin\r\n\r\n[1.1 0]\n");
+  const std::string common = "Host: origin.test\r\nUser-Agent: isb-test\r\nAccept: */*\r\n";
+  EXPECT_EQ(origin_->Connections(),
+            (std::vector<std::vector<std::string>>{{
+                "POST /echo HTTP/1.1\r\n" + common +
+                    "Content-Type: application/x-www-form-urlencoded\r\nX-Filtered: sb1\r\n"
+                    "Transfer-Encoding: chunked\r\n\r\n" + sent,
+                "GET /hello HTTP/1.1\r\n" + common + "X-Filtered: sb1\r\n\r\n",
+                "HEAD /hello HTTP/1.1\r\n" + common + "X-Filtered: sb1\r\n\r\n",
             }}));
 }
 

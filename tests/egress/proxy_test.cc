@@ -2,8 +2,10 @@
 // a listed port is the firewall's, tested in tests/net), an echo server stands in for the internet.
 #include "egress/proxy.h"
 
+#include "egress/body_relay.h"
 #include "egress/classify.h"
 #include "egress/explicit_proxy.h"
+#include "egress/replacing_filter.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -314,6 +316,7 @@ class ProxyTest : public ::testing::Test {
     o.sniff_timeout_ms = 2000;  // generous: a loaded machine may be slow to send
     o.connections_per_sandbox = connections_per_sandbox_;
     o.relay_idle_ms = relay_idle_ms_;
+    o.filter = filter_;
     Result<std::unique_ptr<Proxy>> p = Proxy::Start(o, h);
     ASSERT_TRUE(p.ok()) << p.error().message;
     proxy_ = std::move(*p);
@@ -396,6 +399,7 @@ class ProxyTest : public ::testing::Test {
   std::atomic<int> dialing_ = 0, max_dialing_ = 0;
   int connections_per_sandbox_ = 4096;     // set before SetUp to try a smaller limit
   int relay_idle_ms_ = 3600 * 1000;        // likewise
+  std::shared_ptr<MessageFilter> filter_;  // likewise
   std::mutex mu_;
   std::vector<std::string> denials_;
   std::vector<std::string> decided_;  // "host method path" of each decision asked for
@@ -985,6 +989,84 @@ TEST_F(ProxyTest, ConnectionsResetMidTransferNeverCrossBytesWithOthers) {
   for (std::thread& th : threads) th.join();
   EXPECT_EQ(failures.load(), 0);
   EXPECT_EQ(proxy_->stats().allowed.load(), static_cast<uint64_t>(kThreads * kRounds));
+}
+
+class ProxyFilterTest : public ProxyTest {
+ protected:
+  void SetUp() override {
+    filter_ = std::make_shared<ReplacingFilter>("PLACEHOLDER", "s3cr3t");
+    ProxyTest::SetUp();
+  }
+};
+
+// On plain HTTP the filter sees each request too: its head is edited for the sandbox and a body whose length it
+// changes goes chunked, exactly so; the echo server shows what the origin got.
+TEST_F(ProxyFilterTest, ARequestBodyAFilterChangesIsChunkedAnew) {
+  Fd c = Connect();
+  SendAll(c.get(), "POST /a HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: 17\r\n\r\nkey=PLACEHOLDER!!");
+  const std::string filtered = "POST /a HTTP/1.1\r\nHost: allowed.test\r\nX-Filtered: sb1\r\nTransfer-Encoding: chunked\r\n"
+                               "\r\na\r\nkey=s3cr3t\r\n2\r\n!!\r\n0\r\n\r\n";
+  EXPECT_EQ(ReadN(c.get(), filtered.size()), filtered);
+  const std::string chunked = "POST /b HTTP/1.1\r\nHost: allowed.test\r\nTransfer-Encoding: chunked\r\n\r\n"
+                              "4;x=1\r\nPLAC\r\n7\r\nEHOLDER\r\n0\r\nX-T: 1\r\n\r\n";
+  SendAll(c.get(), chunked);
+  const std::string rechunked = "POST /b HTTP/1.1\r\nHost: allowed.test\r\nX-Filtered: sb1\r\nTransfer-Encoding: chunked\r\n"
+                                "\r\n6\r\ns3cr3t\r\n0\r\nX-T: 1\r\n\r\n";
+  EXPECT_EQ(ReadN(c.get(), rechunked.size()), rechunked);
+  ::shutdown(c.get(), SHUT_WR);
+  EXPECT_EQ(ReadToEnd(c.get()), "");
+}
+
+// A body larger than any buffer of the relay's (and than the bound for a held body) goes through filtered in
+// pieces, and the request after it on the connection is relayed and checked as usual.
+TEST_F(ProxyFilterTest, ALargeFilteredBodyArrivesWholeAndTheNextRequestFollows) {
+  std::string body;
+  for (int i = 0; body.size() < (3u << 20); ++i) body += "PLACEHOLDER " + std::to_string(i) + "\n";
+  std::string expected;
+  size_t at = 0;
+  for (size_t hit; (hit = body.find("PLACEHOLDER", at)) != std::string::npos; at = hit + 11)
+    expected.append(body, at, hit - at).append("s3cr3t");
+  expected.append(body, at);
+  Fd c = Connect();
+  const std::string next = "GET /after HTTP/1.1\r\nHost: allowed.test\r\n\r\n";
+  std::thread writer([&] {
+    SendAll(c.get(), "POST /big HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: " + std::to_string(body.size()) +
+                         "\r\n\r\n");
+    SendAll(c.get(), body);
+    SendAll(c.get(), next);
+    ::shutdown(c.get(), SHUT_WR);
+  });
+  std::string back = ReadN(c.get(), 16u << 20);
+  writer.join();
+  const std::string head = "POST /big HTTP/1.1\r\nHost: allowed.test\r\nX-Filtered: sb1\r\nTransfer-Encoding: chunked\r\n\r\n";
+  ASSERT_TRUE(back.starts_with(head)) << back.substr(0, 200);
+  ChunkedScanner scanner;
+  std::string content;
+  ChunkedScanner::Step step = scanner.Feed(std::string_view(back).substr(head.size()), &content);
+  ASSERT_EQ(step.state, ChunkedScanner::State::kDone) << step.reason;
+  EXPECT_TRUE(content == expected) << content.size() << " bytes, not " << expected.size();
+  EXPECT_EQ(back.substr(head.size() + step.used), "GET /after HTTP/1.1\r\nHost: allowed.test\r\nX-Filtered: sb1\r\n\r\n");
+}
+
+// An HTTP/1.0 request's filtered body is held whole, to be sent with its new length; past the bound it is refused
+// with 413 before any of it reaches the origin.
+TEST_F(ProxyFilterTest, AnHttp10RequestsFilteredBodyPastTheBoundGets413) {
+  Fd c = Connect();
+  SendAll(c.get(), "POST /a HTTP/1.0\r\nHost: allowed.test\r\nContent-Length: 15\r\n\r\nPLACEHOLDER!!!!");
+  const std::string held = "POST /a HTTP/1.0\r\nHost: allowed.test\r\nX-Filtered: sb1\r\nContent-Length: 10\r\n\r\ns3cr3t!!!!";
+  EXPECT_EQ(ReadN(c.get(), held.size()), held);
+  Fd big = Connect();
+  const size_t size = kMaxBufferedBody + 100;
+  std::thread writer([&] {
+    SendAll(big.get(), "POST /a HTTP/1.0\r\nHost: allowed.test\r\nContent-Length: " + std::to_string(size) + "\r\n\r\n");
+    std::string body(size, 'a');
+    (void)::send(big.get(), body.data(), body.size(), MSG_NOSIGNAL);  // refused, and closed, part way
+  });
+  const std::string reason = "an HTTP/1.0 request's body that a filter changes is held whole, and this one came to "
+                             "more than 1048576 bytes: send it with HTTP/1.1";
+  EXPECT_EQ(ReadToEnd(big.get()), "HTTP/1.1 413 Content Too Large\r\nContent-Type: text/plain\r\nContent-Length: " +
+                                      std::to_string(reason.size() + 6) + "\r\nConnection: close\r\n\r\nisb: " + reason + "\n");
+  writer.join();
 }
 
 }  // namespace

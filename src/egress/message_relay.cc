@@ -1,0 +1,96 @@
+// A message is relayed by one coroutine, reading a piece, passing it through the BodyRelay and writing what comes
+// out before the next read: at most a piece and what the filter keeps back are held (a buffered body excepted).
+#include "egress/message_relay.h"
+
+#include <algorithm>
+
+namespace isb::egress {
+
+namespace asio = boost::asio;
+
+PreparedMessage PrepareRequest(MessageFilter& filter, const Exchange& exchange, std::string as_sent,
+                               const HttpHead& head) {
+  HttpHead edited = head;
+  filter.RequestHead(exchange, edited);
+  PreparedMessage m{OutgoingHead::Request(std::move(as_sent), head, edited), RequestBody(head), Reframe::kAsSent, nullptr};
+  if (m.in.kind != BodyFraming::kNone) m.filter = filter.RequestBody(exchange, edited);
+  m.out = ChooseReframe(m.in, m.filter != nullptr, true, head.minor_version);
+  if (m.out != Reframe::kBuffered) m.head.SetFraming(m.out);
+  return m;
+}
+
+PreparedMessage PrepareResponse(MessageFilter& filter, const Exchange& exchange, const HttpHead& request,
+                                std::string as_sent, const ResponseHead& head) {
+  ResponseHead edited = head;
+  filter.ResponseHead(exchange, request, edited);
+  PreparedMessage m{OutgoingHead::Response(std::move(as_sent), head, edited), ResponseBody(request.method, head),
+                    Reframe::kAsSent, nullptr};
+  if (m.in.kind != BodyFraming::kNone) m.filter = filter.ResponseBody(exchange, request, edited);
+  m.out = ChooseReframe(m.in, m.filter != nullptr, false, request.minor_version);
+  m.head.SetFraming(m.out);
+  return m;
+}
+
+namespace {
+
+Error BodyFailure(const BodyRelay::Step& step) {
+  return Error::Of(step.state == BodyRelay::State::kTooLarge ? Code::kTooLarge : Code::kInvalidArgument, step.reason);
+}
+
+}  // namespace
+
+asio::awaitable<Status> RelayMessage(MessageStream& from, MessageStream& to, std::string& buffer,
+                                     PreparedMessage& message) {
+  const bool held = message.out == Reframe::kBuffered;
+  if (!held) {
+    const std::string head = message.head.Bytes();
+    Status sent = co_await to.Write(head);
+    if (!sent.ok()) co_return sent;
+  }
+  if (message.in.kind == BodyFraming::kNone) co_return Status();
+  BodyRelay body(message.in, message.out, std::move(message.filter));
+  std::string out, whole;
+  bool full_read = false;  // the last read filled its piece: a bulk body, whose rest may be forwarded
+  for (;;) {
+    out.clear();
+    BodyRelay::Step step = body.Feed(buffer, out);
+    buffer.erase(0, step.used);
+    if (step.state == BodyRelay::State::kMalformed || step.state == BodyRelay::State::kTooLarge)
+      co_return BodyFailure(step);
+    if (held) {
+      whole.append(out);
+    } else if (!out.empty()) {
+      Status sent = co_await to.Write(out);
+      if (!sent.ok()) co_return sent;
+    }
+    if (step.state == BodyRelay::State::kDone) break;
+    const uint64_t opaque = body.opaque_remaining();
+    if (full_read && opaque > 0) {
+      Result<uint64_t> moved = co_await from.Forward(to, opaque);
+      if (!moved.ok()) co_return Error::Of(Code::kUnavailable, "the body ended before its end");
+      body.Skipped(*moved);
+      if (*moved > 0) continue;
+    }
+    const size_t want = opaque > 0 ? static_cast<size_t>(std::min<uint64_t>(opaque, kRelayPiece)) : kRelayPiece;
+    Result<size_t> n = co_await from.ReadInto(buffer, want);
+    if (!n.ok()) co_return n.error();
+    full_read = *n == want;
+    if (*n > 0) continue;
+    out.clear();
+    BodyRelay::Step end = body.End(out);
+    if (end.state != BodyRelay::State::kDone) co_return Error::Of(Code::kUnavailable, end.reason);
+    if (held) {
+      whole.append(out);
+    } else if (!out.empty()) {
+      Status sent = co_await to.Write(out);
+      if (!sent.ok()) co_return sent;
+    }
+    break;
+  }
+  if (!held) co_return Status();
+  message.head.SetFraming(Reframe::kBuffered, body.length_out());
+  std::string bytes = message.head.Bytes() + whole;
+  co_return co_await to.Write(bytes);
+}
+
+}  // namespace isb::egress
