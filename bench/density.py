@@ -111,6 +111,14 @@ class Cgroups:
                 return int(v)
         return 0
 
+    def go_home(self, proc_cgroup):
+        """Moves this process back to its memory cgroup as /proc/self/cgroup read `proc_cgroup`."""
+        for line in proc_cgroup.splitlines():
+            _, controllers, path = line.split(":", 2)
+            if (self.v1 and "memory" in controllers.split(",")) or (not self.v1 and controllers == ""):
+                write(os.path.join(self.memory_root, path.lstrip("/"), "cgroup.procs"), str(os.getpid()))
+                return
+
     def sandbox(self, sandbox_id):
         return os.path.join(self.memory_root, "isb", sandbox_id)
 
@@ -121,18 +129,32 @@ class Cgroups:
         return sorted({os.path.realpath("/sys/fs/cgroup/" + c) for c in ("memory", "pids", "cpu", "cpuacct")})
 
 
-def reading(cg, daemon_pid=None, sandbox_ids=()):
+def image_cache(images):
+    """Bytes of the host's page cache that hold the writable layers' images (their data as the loop device read or
+    wrote it through the host's filesystem)."""
+    if not images:
+        return 0
+    out = subprocess.run(["fincore", "--bytes", "--noheadings", "--output", "RES"] + images,
+                         capture_output=True, text=True).stdout
+    return sum(int(x) for x in out.split())
+
+
+def reading(cg, daemon_pid=None, sandbox_ids=(), images=()):
     """One reading of the host: medians of SAMPLES reads, after the caches are dropped. "Available" is MemAvailable
-    with the anonymous memory of every process but this run's added back: on a shared host the heaps of other work
-    come and go by hundreds of MiB within seconds, which would bury the figure; what this run's own processes hold
-    (the daemon's group, the sandboxes' groups) stays in it."""
+    with the anonymous memory and page tables of every process but this run's added back: on a shared host the
+    heaps of other work come and go by hundreds of MiB within seconds, which would bury the figure; what this run's
+    own processes hold (the daemon's group, the sandboxes' groups) stays in it."""
+    cached = image_cache(images)
+    own_pids = [int(p) for g in ([cg.daemon] if daemon_pid else []) + [cg.sandbox(i) for i in sandbox_ids]
+                for p in read(os.path.join(g, "cgroup.procs")).split()]
     drop_caches()
     samples = []
     for _ in range(SAMPLES):
         m = meminfo()
         ours = cg.anon(cg.daemon) if daemon_pid else 0
         ours += sum(cg.anon(cg.sandbox(i)) for i in sandbox_ids)
-        m["Available"] = m["MemAvailable"] + m["AnonPages"] - ours
+        ours_pte = sum(rollup(p).get("VmPTE", 0) for p in own_pids)
+        m["Available"] = m["MemAvailable"] + m["AnonPages"] - ours + m["PageTables"] - ours_pte
         samples.append(m)
         time.sleep(0.2)
     r = {k: statistics.median(s[k] for s in samples) for k in MEMINFO_KEYS + ["Available"]}
@@ -141,8 +163,9 @@ def reading(cg, daemon_pid=None, sandbox_ids=()):
         r["slab: " + name] = sum(v for k, v in slabs.items() if pattern.match(k))
     grouped = sum(r["slab: " + name] for name, _ in SLAB_GROUPS)
     r["slab: everything else (kmalloc-*, ...)"] = sum(slabs.values()) - grouped
+    r["image cache"] = cached
+    r["own cgroup"] = cg.usage(cg.daemon)
     if daemon_pid:
-        r["daemon cgroup"] = cg.usage(cg.daemon)
         r["daemon anon"] = rollup(daemon_pid).get("Pss_Anon", 0)
     return r
 
@@ -190,7 +213,6 @@ class Daemon:
         self.sock = os.path.join(state, "api", "isb.sock")
         self.pooled = []
         self.log_path = state + ".log"
-        os.makedirs(cg.daemon, exist_ok=True)
         log_file = open(self.log_path, "w")
         # Its own memory cgroup (which the spawner, forked from it, shares): what the daemon allocates for the
         # sandboxes, in user space and in the kernel, is read from there.
@@ -259,14 +281,15 @@ def init_pid(cg, sandbox_id):
 
 # ------------------------------------------------------------------------------------------------ what is measured
 
-def sandbox_rounds(daemon, cg, egress, rounds):
+def sandbox_rounds(daemon, cg, egress, rounds, label=""):
     """Per sandbox: host readings, and what each sandbox's init and memory cgroup hold, over `rounds` rounds."""
     results = []
     for r in range(rounds):
         before = reading(cg, daemon.proc.pid, daemon.pooled)
         ids = [daemon.create("%s-%s-%d-%d" % (TAG, egress, r, i), egress) for i in range(N)]
         time.sleep(SETTLE)
-        during = reading(cg, daemon.proc.pid, daemon.pooled + ids)
+        images = [os.path.join(daemon.state, "sandboxes", i, "layer.img") for i in ids]
+        during = reading(cg, daemon.proc.pid, daemon.pooled + ids, images)
         inits = [rollup(init_pid(cg, i)) for i in ids]
         during_own = {
             "init Pss": sum(x.get("Pss", 0) for x in inits),
@@ -281,23 +304,30 @@ def sandbox_rounds(daemon, cg, egress, rounds):
         row = per_item(before, during, after, N)
         row.update({k: v / N for k, v in during_own.items()})
         results.append(row)
-        log("   round %d (egress %s): %.2f MiB per sandbox (MemAvailable alone: %.2f)" % (
-            r + 1, egress, row["Available"] / MIB, row["MemAvailable"] / MIB))
+        log("   %s (egress %s): %.2f MiB per sandbox (MemAvailable alone: %.2f)" % (
+            label or "round %d" % (r + 1), egress, row["Available"] / MIB, row["MemAvailable"] / MIB))
     return median_rounds(results)
 
 
-def held(cg, make, release, rounds):
+def held(cg, make, release, rounds, images=lambda token: []):
     """Per item: host readings with N items held by `make` (undone by `release`), over `rounds` rounds."""
     results = []
-    for _ in range(rounds):
-        before = reading(cg)
-        token = make()
-        try:
-            during = reading(cg)
-        finally:
-            release(token)
-        after = reading(cg)
-        results.append(per_item(before, during, after, N))
+    home = read("/proc/self/cgroup")
+    # Made from this run's own memory cgroup: what the kernel charges for them (most of what it allocates for a
+    # mount, a namespace or a cgroup) is read there exactly, whatever else the host does meanwhile.
+    write(os.path.join(cg.daemon, "cgroup.procs"), str(os.getpid()))
+    try:
+        for _ in range(rounds):
+            before = reading(cg)
+            token = make()
+            try:
+                during = reading(cg, images=images(token))
+            finally:
+                release(token)
+            after = reading(cg)
+            results.append(per_item(before, during, after, N))
+    finally:
+        cg.go_home(home)
     return median_rounds(results)
 
 
@@ -319,7 +349,10 @@ def layers_alone(build, cg, workdir, rounds):
             die("layer_hold could not remove its layers")
         shutil.rmtree(d)
 
-    return held(cg, make, release, rounds)
+    def layer_images(token):
+        return [os.path.join(token[1], "l%d.img" % i) for i in range(N)]
+
+    return held(cg, make, release, rounds, layer_images)
 
 
 def netns_alone(cg, rounds):
@@ -414,6 +447,7 @@ def main():
         log("== host memory per idle sandbox (%d cores, %d MiB, %s, %s)" % (
             os.cpu_count(), meminfo()["MemTotal"] // MIB, os.uname().release, time.strftime("%F", time.gmtime())))
         log("   command: bench/density.sh %s  (N=%d sandboxes, ROUNDS=%d, SAMPLES=%d)" % (build, N, ROUNDS, SAMPLES))
+        os.makedirs(cg.daemon, exist_ok=True)
         no_daemon = reading(cg)
         daemon = Daemon(isb, cg, state)
         pooled = daemon.wait_pool()
@@ -429,6 +463,8 @@ def main():
         # The daemon's pool stays full throughout: the sandboxes are created with names, which no pooled sandbox
         # takes, so every one measured is launched for its create and the pool is not in the figure.
         log("-- %d named sandboxes (the default spec but a name, so the pool of %d is never drawn on)" % (N, len(pooled)))
+        # The daemon's first creates grow its heap and its threads' arenas and stacks, once: a round not counted.
+        sandbox_rounds(daemon, cg, "none", 1, "warm-up, not counted")
         box = sandbox_rounds(daemon, cg, "none", ROUNDS)
         seen.update(daemon.sandbox_dirs())
         log("-- %d sandboxes with egress open (a veth and nftables rules more), 1 round" % N)
@@ -438,6 +474,7 @@ def main():
             box_open = None
             log("   skipped: " + str(e)[:200])
         seen.update(daemon.sandbox_dirs())
+        daemon_running = reading(cg, daemon.proc.pid, daemon.pooled)
         daemon.stop()
         daemon_stopped = reading(cg)
         log("-- the parts alone: %d writable layers (layer_hold), %d network namespaces (ip netns add, lo up), "
@@ -461,13 +498,20 @@ def main():
         if os.path.exists(log_path):
             os.unlink(log_path)
 
-    def row(what, how, v):
-        print("  %-44s %-60s %s" % (what, how, kib(v)))
+    def row(what, how, v, unit=kib):
+        print("  %-46s %-58s %s" % (what, how, unit(v)))
 
-    print()
-    print("  %-44s %-60s %8s" % ("per idle sandbox", "measured as", "KiB"))
-    row("TOTAL (host memory available)", "MemAvailable drop, others' anon added back", box["Available"])
+    def head(what, unit):
+        print("\n  %-46s %-58s %8s" % (what, "measured as", unit))
+
+    head("per idle sandbox (median of %d rounds of %d)" % (ROUNDS, N), "KiB")
+    row("TOTAL: host memory available", "MemAvailable drop + others' anon (see top of file)", box["Available"])
     row("  the same from MemAvailable alone", "MemAvailable drop (noisy on a shared host)", box["MemAvailable"])
+    row("  charged to memory cgroups", "daemon's group + the sandbox's isb/<id>",
+        box["own cgroup"] + box["sandbox cgroups"])
+    row("    the daemon's (daemon, spawner, the mount)", "usage of the daemon's own group", box["own cgroup"])
+    row("      of it the daemon's heap", "Pss_Anon of isb serve", box["daemon anon"])
+    row("    (d) the sandbox's own memory cgroup", "usage of isb/<id> (init, its mounts, tmpfs)", box["sandbox cgroups"])
     row("  kernel: slab", "Slab in /proc/meminfo", box["Slab"])
     for name, _ in SLAB_GROUPS + [("everything else (kmalloc-*, ...)", None)]:
         row("    " + name, "/proc/slabinfo caches", box["slab: " + name])
@@ -475,45 +519,44 @@ def main():
     row("  kernel: page tables", "PageTables", box["PageTables"])
     row("  kernel: per-cpu", "Percpu", box["Percpu"])
     row("  kernel: vmalloc", "VmallocUsed", box["VmallocUsed"])
-    row("  tmpfs/shmem", "Shmem", box["Shmem"])
-    row("  (c) init: Pss", "smaps_rollup of each sandbox's init", box["init Pss"])
-    row("      init: private pages", "Private_Clean + Private_Dirty", box["init Private"])
-    row("      init: page tables", "VmPTE (part of PageTables above)", box["init page tables"])
-    row("  (d) charged to the sandbox's memory cgroup", "memory usage of isb/<id> (init, its mounts...)",
-        box["sandbox cgroups"])
-    row("  the daemon's memory for it", "daemon's own memory cgroup (daemon + spawner)", box["daemon cgroup"])
-    row("      of which the daemon's heap", "Pss_Anon of isb serve", box["daemon anon"])
-    print()
-    print("  %-44s %-60s %8s" % ("the parts alone, per item", "", "KiB"))
-    row("  (a) writable layer: ext4 image, loop, mount", "available drop, N layers held by layer_hold", layer["Available"])
-    row("        of it slab", "Slab", layer["Slab"])
-    row("  (b) network namespace (lo up)", "available drop, N x ip netns add", netns["Available"])
-    row("        of it slab", "Slab", netns["Slab"])
-    row("        of it per-cpu", "Percpu", netns["Percpu"])
+    row("  tmpfs", "Shmem", box["Shmem"])
+    row("  (c) init", "Pss, smaps_rollup of each sandbox's init", box["init Pss"])
+    row("      its private pages", "Private_Clean + Private_Dirty", box["init Private"])
+    row("      its page tables", "VmPTE (within PageTables above)", box["init page tables"])
+    row("  (a) page cache of its layer image", "fincore of layer.img, before the caches are dropped", box["image cache"])
+
+    groups_how = "N x mkdir in %d hierarch%s" % (len(cg.hierarchies()), "y" if len(cg.hierarchies()) == 1 else "ies")
+    head("the parts alone, per item (median of %d rounds of %d)" % (ROUNDS, N), "KiB")
+    for what, how, part in (("(a) writable layer: ext4 on a loop device", "layer_hold (DiskLayer::Attach)", layer),
+                            ("(b) network namespace, lo up", "ip netns add", netns),
+                            ("(d) empty cgroups, one per hierarchy", groups_how, groups)):
+        row("  " + what, "available drop, " + how, part["Available"])
+        row("    charged to a memory cgroup", "usage of the group it was made from", part["own cgroup"])
+        row("    slab", "Slab", part["Slab"])
+        if part is layer:
+            row("    page cache of the image", "fincore of the image, before the caches are dropped", part["image cache"])
     if box_open:
-        row("  (b) egress open: veth, nftables, slot", "available drop, open sandbox less a none one",
+        row("  (b) egress open: veth, nftables rules, slot", "available drop, open sandbox less a none one",
             box_open["Available"] - box["Available"])
-    row("  (d) cgroups, empty, one per hierarchy", "available drop, N x mkdir in %d hierarch%s" % (
-        len(cg.hierarchies()), "y" if len(cg.hierarchies()) == 1 else "ies"), groups["Available"])
-    print()
+
     pool_size = len(pooled)
-    daemon_total = no_daemon["Available"] - with_pool["Available"]
-    daemon_pss = sum(x.get("Pss", 0) for x in own)
-    print("  %-44s %-60s %8s" % ("the daemon and (e) its pool", "", "MiB"))
-    print("  %-44s %-60s %s" % ("daemon started, pool of %d full" % pool_size, "available drop from before its start",
-                                mib(daemon_total)))
-    print("  %-44s %-60s %s" % ("  the daemon's own processes", "Pss of isb serve and isb-spawner (%d threads)" % threads,
-                                mib(daemon_pss)))
-    print("  %-44s %-60s %s" % ("  (e) the pool: its inits and cgroups", "init Pss + isb/<id> memory of the pooled",
-                                mib(sum(x.get("Pss", 0) for x in pool_inits) + pool_cgroups)))
-    print("  %-44s %-60s %s" % ("  (e) the pool at the per-sandbox total", "%d x TOTAL above" % pool_size,
-                                mib(pool_size * box["Available"])))
-    print("  %-44s %-60s %s" % ("daemon stopped (sandboxes removed)", "available drop from before its start",
-                                mib(no_daemon["Available"] - daemon_stopped["Available"])))
-    hosts = meminfo()["MemTotal"] / max(box["Available"], 1)
+    head("the daemon and (e) its pool", "MiB")
+    row("daemon started, pool of %d full" % pool_size, "available drop from before its start",
+        no_daemon["Available"] - with_pool["Available"], mib)
+    row("  the daemon's own processes", "Pss of isb serve and isb-spawner (%d threads)" % threads,
+        sum(x.get("Pss", 0) for x in own), mib)
+    row("  (e) the pool's inits and cgroups", "init Pss + isb/<id> usage of the pooled",
+        sum(x.get("Pss", 0) for x in pool_inits) + pool_cgroups, mib)
+    row("  (e) the pool at the per-sandbox TOTAL", "%d x TOTAL above (derived)" % pool_size, pool_size * box["Available"],
+        mib)
+    row("stopping the daemon (pool of %d) frees" % pool_size, "available gain from just before its stop",
+        daemon_stopped["Available"] - daemon_running["Available"], mib)
     print()
-    print("  %.2f MiB per idle sandbox: about %d on this host's %d MiB" % (
-        box["Available"] / MIB, hosts, meminfo()["MemTotal"] // MIB))
+    if box["Available"] > 0:
+        print("  %.2f MiB per idle sandbox: about %d on this host's %d MiB" % (
+            box["Available"] / MIB, meminfo()["MemTotal"] / box["Available"], meminfo()["MemTotal"] // MIB))
+    else:
+        print("  per idle sandbox: below what this host's noise lets MemAvailable show; see the charged figure")
     left = leftovers(cg, workdir, seen)
     if left:
         die("left behind:\n  " + "\n  ".join(left))
