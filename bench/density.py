@@ -5,8 +5,11 @@ Every figure is a difference of host readings taken after `sync; echo 3 > /proc/
 the median of SAMPLES reads of /proc/meminfo. A round reads the host, creates N sandboxes, reads it again, removes
 them and reads it a third time; the round's figure is the middle reading against the mean of the outer two, so a
 steady drift of the host's own use (other work on a shared machine) cancels. The per-sandbox figure is the median
-over ROUNDS rounds, divided by N. The parts (the writable layers alone, network namespaces alone, cgroups alone) are
-measured the same way with nothing else made.
+over ROUNDS rounds, divided by N, after a warm-up round that is not counted. The total is MemAvailable with the
+anonymous memory and page tables of every process but the run's own added back (reading()); beside it, what the
+memory cgroups were charged, which other work on the host does not move. The parts (the writable layers alone,
+network namespaces alone, cgroups alone) are measured the same way with nothing else made, from a memory cgroup of
+the run's own.
 """
 import http.client
 import json
@@ -427,7 +430,8 @@ def leftovers(cg, workdir, sandbox_names):
             for sid in sandbox_names:
                 if os.path.isdir(os.path.join(isb_dir, sid)):
                     found.append("cgroup " + os.path.join(isb_dir, sid))
-    tables = subprocess.run(["nft", "list", "tables"], capture_output=True, text=True).stdout.split()
+    tables = subprocess.run(["nft", "list", "tables"], capture_output=True, text=True).stdout.split() \
+        if shutil.which("nft") else []
     if TABLE in tables and not EGRESS_OPEN:
         found.append("nftables table inet " + TABLE)
     if os.path.isdir("/run/netns"):

@@ -6,5 +6,7 @@
 set -euo pipefail
 build=${1:?usage: bench/density.sh BUILD_DIR}
 [ "$(id -u)" = 0 ] || { echo "density.sh: run as root" >&2; exit 1; }
-command -v ip >/dev/null || { echo "density.sh: needs ip (iproute2)" >&2; exit 1; }
+for tool in ip fincore; do
+  command -v $tool >/dev/null || { echo "density.sh: needs $tool (iproute2, util-linux)" >&2; exit 1; }
+done
 exec python3 "$(dirname "$0")/density.py" "$build"
