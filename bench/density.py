@@ -520,7 +520,7 @@ def main():
 
     head("per idle sandbox (median of %d rounds of %d: %s KiB)" % (
         ROUNDS, N, ", ".join("%.0f" % (v / KIB) for v in box["Available rounds"])), "KiB")
-    row("TOTAL: host memory available", "MemAvailable drop + others' anon (see top of file)", box["Available"])
+    row("TOTAL: host memory available", "MemAvailable drop + others' anon, page tables", box["Available"])
     row("  the same from MemAvailable alone", "MemAvailable drop (noisy on a shared host)", box["MemAvailable"])
     row("  charged to memory cgroups", "daemon's group + the sandbox's isb/<id>",
         box["own cgroup"] + box["sandbox cgroups"])
