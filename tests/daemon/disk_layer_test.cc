@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <linux/loop.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -110,6 +111,42 @@ TEST_F(DiskLayerTest, DataSurvivesDetachAndAttachAndAttachTwiceMountsOnce) {
   struct stat st{};
   ASSERT_EQ(::stat(image().c_str(), &st), 0);
   EXPECT_EQ(st.st_size, 16 << 20);
+}
+
+// Pages of `path` in the host's page cache.
+size_t CachedPages(const std::string& path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  struct stat st{};
+  if (!fd.valid() || ::fstat(fd.get(), &st) != 0 || st.st_size == 0) return 0;
+  const size_t len = static_cast<size_t>(st.st_size);
+  void* map = ::mmap(nullptr, len, PROT_READ, MAP_SHARED, fd.get(), 0);
+  if (map == MAP_FAILED) return 0;
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> in_core((len + page - 1) / page);
+  size_t n = 0;
+  if (::mincore(map, len, in_core.data()) == 0)
+    for (unsigned char c : in_core) n += c & 1;
+  ::munmap(map, len);
+  return n;
+}
+
+// The loop device reads and writes the image with direct I/O: what the layer's filesystem caches (charged to the
+// sandbox that reads it) is not cached a second time as the image's pages on the host, charged to no one.
+TEST_F(DiskLayerTest, TheImageIsReadAndWrittenPastTheHostsPageCache) {
+  {
+    Fd probe(::open((root_ + "/probe").c_str(), O_RDWR | O_CREAT | O_DIRECT | O_CLOEXEC, 0600));
+    if (!probe.valid() && errno == EINVAL) GTEST_SKIP() << root_ << " is on a filesystem without direct I/O";
+  }
+  DiskLayer layer(image(), dir());
+  ASSERT_TRUE(layer.Attach(32ull << 20).ok());
+  std::vector<std::string> loops = LoopsOf(image());
+  ASSERT_EQ(loops.size(), 1u);
+  auto dio = ReadFile("/sys/block/" + loops[0] + "/loop/dio");
+  EXPECT_EQ(dio.ok() ? *dio : "", "1\n");
+  EXPECT_EQ(CachedPages(image()), 0u);  // not even what making the image wrote
+  ASSERT_EQ(WriteZeros(dir() + "/four-mib", 4 << 20), 0);
+  ::sync();
+  EXPECT_EQ(CachedPages(image()), 0u);
 }
 
 // A detach waits for its image to leave the loop device, not for the device to be free: a create may take the
