@@ -179,7 +179,16 @@ json InfoSchema() {
             {"created_at", {{"type", "integer"}, {"description", "Unix seconds."}}},
             {"expires_at", {{"type", "integer"}, {"description", "Unix seconds."}}},
             {"last_active_at", {{"type", "integer"}, {"description", "Unix seconds."}}},
-            {"usage", std::move(usage)}}}};
+            {"usage", std::move(usage)},
+            {"timing",
+             {{"type", "object"},
+              {"description", "In a create's result only: how it was served."},
+              {"properties",
+               {{"path", {{"type", "string"}, {"enum", {"pool", "cold"}},
+                          {"description", "pool: a sandbox launched ahead, fitted to the spec; cold: launched for "
+                                          "the call (another image, mounts, a disk size, larger limits than the "
+                                          "defaults, open egress, or an empty pool)."}}},
+                {"create_ms", {{"type", "number"}, {"description", "The create's time in the daemon."}}}}}}}}}};
 }
 
 // ---- input checks the schema subset cannot express ----
@@ -858,15 +867,17 @@ Status AddFileTools(Registry& reg, Sandboxes& all) {
 }  // namespace
 
 json SandboxInfoJson(const SandboxInfo& info) {
-  return {{"id", info.id},
-          {"name", info.name},
-          {"state", info.state},
-          {"spec", SpecJson(info.spec)},
-          {"created_at", info.created_at},
-          {"expires_at", info.expires_at},
-          {"last_active_at", info.last_active_at},
-          {"usage",
-           {{"cpu_usec", info.usage.cpu_usec}, {"memory_bytes", info.usage.memory_bytes}, {"pids", info.usage.pids}}}};
+  json out = {{"id", info.id},
+              {"name", info.name},
+              {"state", info.state},
+              {"spec", SpecJson(info.spec)},
+              {"created_at", info.created_at},
+              {"expires_at", info.expires_at},
+              {"last_active_at", info.last_active_at},
+              {"usage",
+               {{"cpu_usec", info.usage.cpu_usec}, {"memory_bytes", info.usage.memory_bytes}, {"pids", info.usage.pids}}}};
+  if (!info.create_path.empty()) out["timing"] = {{"path", info.create_path}, {"create_ms", info.create_ms}};
+  return out;
 }
 
 Status AddSandboxTools(Registry& registry, Sandboxes& sandboxes, SandboxToolOptions options) {
