@@ -107,6 +107,18 @@ class ManagerTest : public ::testing::Test {
     ASSERT_EQ(mgr_->PoolSize(), 2u);
     ::usleep(100000);
   }
+  // An echo server on the sandbox's own loopback port 8080, in a session of its own so it outlives the exec.
+  api::ExecResult StartEcho(const std::string& id) {
+    return Exec(id, {"sh", "-c",
+                     "setsid python3 -c \"import socket\n"
+                     "s = socket.socket(); s.bind(('127.0.0.1', 8080)); s.listen()\n"
+                     "while True:\n"
+                     "    c, _ = s.accept(); d = b''\n"
+                     "    while (b := c.recv(100)): d += b\n"
+                     "    c.sendall(b'echo:' + d); c.close()\" </dev/null >/dev/null 2>&1 &\n"
+                     "for i in $(seq 100); do grep -q ' 0100007F:1F90 ' /proc/net/tcp && exit 0; "
+                     "sleep 0.05; done; exit 1"});
+  }
   api::ExecResult Exec(const std::string& id, std::vector<std::string> argv) {
     api::ExecRequest req;
     req.argv = std::move(argv);
@@ -584,16 +596,7 @@ TEST_F(ManagerTest, PublishedPortsReachTheSandboxsLoopbackWhileItRuns) {
   auto sb = mgr_->Create(spec);
   ASSERT_TRUE(sb.ok()) << sb.error().message;
   EXPECT_EQ(sb->spec.ports, spec.ports);
-  // An echo server on the sandbox's own loopback, in a session of its own so it outlives the exec.
-  auto started = Exec(sb->id, {"sh", "-c",
-                               "setsid python3 -c \"import socket\n"
-                               "s = socket.socket(); s.bind(('127.0.0.1', 8080)); s.listen()\n"
-                               "while True:\n"
-                               "    c, _ = s.accept(); d = b''\n"
-                               "    while (b := c.recv(100)): d += b\n"
-                               "    c.sendall(b'echo:' + d); c.close()\" </dev/null >/dev/null 2>&1 &\n"
-                               "for i in $(seq 100); do grep -q ' 0100007F:1F90 ' /proc/net/tcp && exit 0; "
-                               "sleep 0.05; done; exit 1"});
+  auto started = StartEcho(sb->id);
   ASSERT_EQ(started.exit_code, 0) << started.stderr_data;
   EXPECT_EQ(RoundTrip(port, "hello"), "echo:hello");
   EXPECT_EQ(RoundTrip(port, std::string(200000, 'x')), "echo:" + std::string(200000, 'x'));
@@ -622,6 +625,35 @@ TEST_F(ManagerTest, PublishedPortsReachTheSandboxsLoopbackWhileItRuns) {
   EXPECT_EQ(RoundTrip(port, "hello"), "errno " + std::to_string(ECONNREFUSED));
   ASSERT_TRUE(mgr_->Start(sb->id).ok());
   EXPECT_EQ(RoundTrip(port, ""), "");  // published again; its server went with the stop
+  ASSERT_TRUE(mgr_->Remove(sb->id).ok());
+  EXPECT_EQ(RoundTrip(port, "hello"), "errno " + std::to_string(ECONNREFUSED));
+}
+
+// A pooled sandbox publishes its ports before its create returns, and a port in use refuses the create as a cold
+// one's does, leaving no row or history event.
+TEST_F(ManagerTest, APooledSandboxPublishesItsPortsAsAColdOneDoes) {
+  ASSERT_NO_FATAL_FAILURE(FillPool());
+  const uint16_t port = FreePort();
+  api::SandboxSpec spec;
+  spec.ports = {{8080, port, "127.0.0.2"}};
+  auto sb = mgr_->Create(spec);
+  ASSERT_TRUE(sb.ok()) << sb.error().message;
+  EXPECT_EQ(sb->create_path, "pool");
+  auto started = StartEcho(sb->id);
+  ASSERT_EQ(started.exit_code, 0) << started.stderr_data;
+  EXPECT_EQ(RoundTrip(port, "hello"), "echo:hello");
+  api::SandboxSpec taken;
+  taken.ports = {{9000, port, "127.0.0.2"}};
+  auto second = mgr_->Create(taken);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.error().code, Code::kConflict);
+  EXPECT_EQ(second.error().message, "ports[0]: 127.0.0.2:" + std::to_string(port) + ": Address already in use");
+  auto rows = db_->Query("SELECT count(*) FROM sandboxes");
+  ASSERT_TRUE(rows.ok());
+  EXPECT_EQ(store::AsInt((*rows)[0][0]), 1);
+  auto events = history_->Query({});
+  ASSERT_TRUE(events.ok());
+  for (const auto& e : *events) EXPECT_EQ(e.entry.sandbox, sb->id) << "the failed create left a history event: " << e.entry.event;
   ASSERT_TRUE(mgr_->Remove(sb->id).ok());
   EXPECT_EQ(RoundTrip(port, "hello"), "errno " + std::to_string(ECONNREFUSED));
 }
