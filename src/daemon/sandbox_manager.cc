@@ -1489,7 +1489,8 @@ Result<std::string> SandboxManager::Adopt() {
     } catch (...) {
     }
   }
-  if (options_.pool_size > 0 && !pool_thread_.joinable()) pool_thread_ = std::thread([this] { FillPool(); });
+  const bool pooling = options_.pool_size > 0 || (options_.egress != nullptr && options_.net_pool_size > 0);
+  if (pooling && !pool_thread_.joinable()) pool_thread_ = std::thread([this] { FillPool(); });
   return std::to_string(adopted) + " adopted, " + std::to_string(died) + " found dead, " + std::to_string(undone) +
          " unfinished creates undone, " + std::to_string(orphans) + " orphaned cgroups removed";
 }
