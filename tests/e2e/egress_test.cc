@@ -228,6 +228,9 @@ TEST_F(EgressTest, AListedSandboxFromThePoolIsTheColdOneWithTheSameSpec) {
 // A second isb serve on the host, on the running daemon's table or on its subnet, exits 2 at start-up naming the
 // holder and the flag to change, and leaves the first's rules and sandbox network as they were.
 TEST_F(EgressTest, ASecondDaemonOnTheSameTableOrSubnetIsRefused) {
+  // No net pool, whose refills would change the table in the background while it is compared.
+  ASSERT_EQ(StopDaemon(), 0);
+  StartDaemon({"--net-pool-size", "0"});
   std::string id = CreateSandbox({{"egress", {"allowed.test"}}});
   auto table = [] { return RunProcess({"/usr/sbin/nft", "list", "table", "inet", kEgressTable}).out; };
   const std::string rules = table();
