@@ -1,7 +1,10 @@
 // Benchmarks the daemon over REST: create + exec `true` + remove (sequential and concurrent), and exec alone in a
-// running sandbox against plain fork/exec of /bin/true. Prints medians, p99 and rates.
+// running sandbox against plain fork/exec of /bin/true. Prints medians, p99 and rates. With --cold-url (a daemon
+// started with --pool-size 0 --net-pool-size 0), first the creates agents send, side by side: `{}` and a named
+// sandbox with an egress list, labels and mem_limit, on the pooled daemon and on the cold one, each sequential and
+// at C clients, with the path (result's timing.path) each create took.
 //
-//   api_bench URL TOKEN [--runs N] [--clients C]
+//   api_bench URL TOKEN [--runs N] [--clients C] [--cold-url URL2 --cold-token TOKEN2]
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -11,6 +14,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <map>
 #include <numeric>
 #include <chrono>
 #include <cstdio>
@@ -118,6 +123,75 @@ std::pair<double, double> Cycle(const Api& api) {
   return {Ms(t1 - t0), Ms(Clock::now() - t0)};
 }
 
+// The create a bench row sends: `{}`, or what agents send (a name, an egress list, labels, a memory limit).
+json CreateSpec(bool agent) {
+  static std::atomic<int> next{0};
+  if (!agent) return json::object();
+  return {{"name", "bench-" + std::to_string(::getpid()) + "-" + std::to_string(next++)},
+          {"egress", {"pypi.org", "github.com"}},
+          {"labels", {{"team", "bench"}, {"task", "t-1"}}},
+          {"mem_limit", 256 << 20}};
+}
+
+// Creates + first exec of `spec` in `clients` threads (1: sequential), `runs` in all after a few warm-up cycles:
+// the times, and how many creates took each path.
+struct Sample {
+  std::vector<double> first;
+  std::map<std::string, int> paths;
+};
+
+Sample CreateRuns(const Api& api, bool agent, int runs, int clients) {
+  Sample out;
+  std::mutex mu;
+  auto one = [&](bool record) {
+    auto t0 = Clock::now();
+    json created = api.Call("sandbox_create", CreateSpec(agent));
+    const std::string id = created["id"];
+    json r = api.Call("sandbox_exec", {{"sandbox", id}, {"argv", {"true"}}});
+    const double ms = Ms(Clock::now() - t0);
+    if (r["exit_code"] != 0) std::exit(1);
+    api.Call("sandbox_remove", {{"sandbox", id}});
+    if (!record) return;
+    std::lock_guard lock(mu);
+    out.first.push_back(ms);
+    ++out.paths[created.contains("timing") ? created["timing"].value("path", "?") : "?"];
+  };
+  for (int i = 0; i < 5; ++i) one(false);
+  std::vector<std::thread> ts;
+  for (int c = 0; c < clients; ++c)
+    ts.emplace_back([&] {
+      for (int i = 0; i < runs / clients; ++i) one(true);
+    });
+  for (auto& t : ts) t.join();
+  return out;
+}
+
+std::string Paths(const std::map<std::string, int>& paths) {
+  std::string s;
+  for (const auto& [path, n] : paths) s += (s.empty() ? "" : ", ") + path + " " + std::to_string(n);
+  return s;
+}
+
+// The side-by-side table of create + first exec.
+void CreateTable(const Api& pooled, const Api& cold, int runs, int clients) {
+  std::printf("create + first exec, ms (p50 / p99; path: how many creates took each)\n");
+  std::printf("  %-52s %-19s %-19s %s\n", "", "sequential", (std::to_string(clients) + " clients").c_str(), "paths (seq | conc)");
+  struct Row {
+    const char* name;
+    const Api* api;
+    bool agent;
+  };
+  for (const Row& row : {Row{"{}", &pooled, false}, Row{"named + egress list + labels + mem_limit", &pooled, true},
+                         Row{"{}, pool off", &cold, false},
+                         Row{"named + egress list + labels + mem_limit, pool off", &cold, true}}) {
+    Sample seq = CreateRuns(*row.api, row.agent, runs, 1);
+    Sample conc = CreateRuns(*row.api, row.agent, runs, clients);
+    std::printf("  %-52s %7.2f / %7.2f   %7.2f / %7.2f   %s | %s\n", row.name, Pct(seq.first, 0.5), Pct(seq.first, 0.99),
+                Pct(conc.first, 0.5), Pct(conc.first, 0.99), Paths(seq.paths).c_str(), Paths(conc.paths).c_str());
+    std::fflush(stdout);
+  }
+}
+
 void Report(const char* name, const std::vector<double>& v) {
   std::printf("%-44s p50 %8.2f ms   p99 %8.2f ms   (n=%zu)\n", name, Pct(v, 0.5), Pct(v, 0.99), v.size());
 }
@@ -130,13 +204,21 @@ int main(int argc, char** argv) {
     return 2;
   }
   int runs = 200, clients = 8;
+  std::string cold_url, cold_token;
   for (int i = 3; i + 1 < argc; i += 2) {
     if (std::string(argv[i]) == "--runs") runs = std::atoi(argv[i + 1]);
     if (std::string(argv[i]) == "--clients") clients = std::atoi(argv[i + 1]);
+    if (std::string(argv[i]) == "--cold-url") cold_url = argv[i + 1];
+    if (std::string(argv[i]) == "--cold-token") cold_token = argv[i + 1];
   }
   auto ep = isb::cli::ParseUrl(argv[1]);
   if (!ep.ok()) return 2;
   Api api{isb::cli::HttpClient(*ep), argv[2]};
+  if (!cold_url.empty()) {
+    auto cold_ep = isb::cli::ParseUrl(cold_url);
+    if (!cold_ep.ok()) return 2;
+    CreateTable(api, Api{isb::cli::HttpClient(*cold_ep), cold_token}, runs, clients);
+  }
 
   for (int i = 0; i < 10; ++i) Cycle(api);  // warm-up
   std::vector<double> first, cycle;

@@ -333,15 +333,17 @@ Result<json> SandboxHandlers::FileWrite(const json& in, const CallContext& ctx) 
 }
 
 json SandboxInfoJson(const SandboxInfo& info) {
-  return {{"id", info.id},
-          {"name", info.name},
-          {"state", info.state},
-          {"spec", spec::ToJson(info.spec)},
-          {"created_at", info.created_at},
-          {"expires_at", info.expires_at},
-          {"last_active_at", info.last_active_at},
-          {"usage",
-           {{"cpu_usec", info.usage.cpu_usec}, {"memory_bytes", info.usage.memory_bytes}, {"pids", info.usage.pids}}}};
+  json out = {{"id", info.id},
+              {"name", info.name},
+              {"state", info.state},
+              {"spec", spec::ToJson(info.spec)},
+              {"created_at", info.created_at},
+              {"expires_at", info.expires_at},
+              {"last_active_at", info.last_active_at},
+              {"usage",
+               {{"cpu_usec", info.usage.cpu_usec}, {"memory_bytes", info.usage.memory_bytes}, {"pids", info.usage.pids}}}};
+  if (!info.create_path.empty()) out["timing"] = {{"path", info.create_path}, {"create_ms", info.create_ms}};
+  return out;
 }
 
 }  // namespace isb::api

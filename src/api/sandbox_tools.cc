@@ -156,7 +156,16 @@ json InfoSchema() {
             {"created_at", {{"type", "integer"}, {"description", "Unix seconds."}}},
             {"expires_at", {{"type", "integer"}, {"description", "Unix seconds."}}},
             {"last_active_at", {{"type", "integer"}, {"description", "Unix seconds."}}},
-            {"usage", std::move(usage)}}}};
+            {"usage", std::move(usage)},
+            {"timing",
+             {{"type", "object"},
+              {"description", "In a create's result only: how it was served."},
+              {"properties",
+               {{"path", {{"type", "string"}, {"enum", {"pool", "cold"}},
+                          {"description", "pool: a sandbox launched ahead, fitted to the spec; cold: launched for "
+                                          "the call (another image, mounts, a disk size, larger limits than the "
+                                          "defaults, open egress, or an empty pool)."}}},
+                {"create_ms", {{"type", "number"}, {"description", "The create's time in the daemon."}}}}}}}}}};
 }
 
 using Handlers = std::shared_ptr<SandboxHandlers>;

@@ -42,6 +42,11 @@ struct SandboxInfo {
   int64_t expires_at = 0;
   int64_t last_active_at = 0;
   SandboxUsage usage;
+  // A create's result only: how the create was served and how long it took in the daemon. "pool": a sandbox
+  // launched ahead, fitted to the spec; "cold": launched for the call (another image, mounts, a disk size, larger
+  // limits, open egress, or an empty pool).
+  std::string create_path;
+  double create_ms = 0;
 };
 
 // The org a sandbox belongs to: its isb.org label; sandboxes from before orgs belong to "default".

@@ -83,6 +83,12 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--listen", opts->listen, "Loopback or tailnet ADDR:PORT for HTTP")->capture_default_str();
   cmd->add_option("--state-dir", opts->state_dir, "Where state lives (SQLite, sandboxes)")->capture_default_str();
   cmd->add_option("--serve-socket", opts->serve_socket, "The unix socket (default <state-dir>/api/isb.sock)");
+  cmd->add_option("--pool-size", opts->pool_size,
+                  "Sandboxes kept launched ahead of creates with egress none (0: every create launches its own)")
+      ->capture_default_str();
+  cmd->add_option("--net-pool-size", opts->net_pool_size,
+                  "Sandboxes kept launched ahead of creates with an egress list, their network attached")
+      ->capture_default_str();
   cmd->add_option("--sandbox-subnet", opts->sandbox_subnet, "IPv4 subnet for sandbox veths, a /30 each")
       ->capture_default_str();
   cmd->add_option("--egress-pin", opts->egress_pins,

@@ -5,6 +5,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 
@@ -340,6 +341,39 @@ Status EgressService::Update(const std::string& id, const egress::EgressSpec& sp
   ISB_TRY(firewall_->Set(RulesFor(e)));
   std::lock_guard lock(mu_);
   if (auto it = by_id_.find(id); it != by_id_.end()) it->second.policy = std::move(policy);
+  return {};
+}
+
+namespace {
+
+bool SameRules(net::SandboxRules a, net::SandboxRules b) {
+  std::sort(a.ports.begin(), a.ports.end());
+  std::sort(b.ports.begin(), b.ports.end());
+  return a.ifname == b.ifname && a.mode == b.mode && a.ports == b.ports && a.all_ports == b.all_ports;
+}
+
+}  // namespace
+
+Status EgressService::Assign(const std::string& id, const egress::EgressSpec& spec, const std::string& org) {
+  if (!Proxied(spec.mode)) return Error::Of(Code::kInvalidArgument, "only a list is assigned to a prepared network");
+  Entry e;
+  {
+    std::lock_guard lock(mu_);
+    auto it = by_id_.find(id);
+    if (it == by_id_.end()) return Error::Of(Code::kNotFound, "no network prepared for " + id);
+    if (!Proxied(it->second.policy->spec().mode))
+      return Error::Of(Code::kInvalidArgument, "the network of " + id + " was prepared for another mode");
+    e = it->second;
+  }
+  const net::SandboxRules before = RulesFor(e);
+  auto policy = std::make_shared<const egress::EgressPolicy>(spec);
+  e.policy = policy;
+  if (const net::SandboxRules after = RulesFor(e); !SameRules(before, after)) ISB_TRY(firewall_->Set(after));
+  std::lock_guard lock(mu_);
+  if (auto it = by_id_.find(id); it != by_id_.end()) {
+    it->second.policy = std::move(policy);
+    it->second.org = org;
+  }
   return {};
 }
 

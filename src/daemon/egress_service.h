@@ -95,6 +95,10 @@ class EgressService {
   // A running sandbox's new spec (same mode family): the rules take it in one apply, then new connections and
   // queries see it. When the rules cannot take it, nothing does: the error, and the old spec stays in force.
   Status Update(const std::string& id, const egress::EgressSpec& spec);
+  // A sandbox launched ahead with a network (Prepare, Attach) taken by a create: its policy and org become the
+  // create's. The rules are applied again only when they differ (a list of other ports); when they cannot be, the
+  // error, and nothing changed. Lists only, as Update.
+  Status Assign(const std::string& id, const egress::EgressSpec& spec, const std::string& org);
   // Rules, veth and address of `id` go; unknown ids are fine.
   void Release(const std::string& id);
   // At start-up, a sandbox adopted with the slot it had; `pid` (started at `start_time`): its init, when it runs

@@ -36,6 +36,7 @@
 #include "engine/idmap.h"
 #include "engine/launch.h"
 #include "engine/namespaces.h"
+#include "daemon/sandbox_fit.h"
 
 namespace isb::daemon {
 
@@ -232,6 +233,11 @@ struct SandboxManager::Record {
   int64_t created_at = 0, expires_at = 0, last_active_at = 0;
 };
 
+struct SandboxManager::Pooled {
+  Record rec;
+  std::optional<SandboxNet> net;  // the net pool's: what its network gave it
+};
+
 // What a spec asks of this host, beyond spec::Validate's rules: an image directory that exists, and processes
 // within the host's bound.
 Status CheckOnHost(const api::SandboxSpec& s) {
@@ -257,7 +263,8 @@ SandboxManager::~SandboxManager() {
   }
   pool_cv_.notify_all();
   if (pool_thread_.joinable()) pool_thread_.join();
-  for (Record& rec : pool_) Discard(rec);
+  for (std::vector<Pooled>* pool : {&pool_, &net_pool_})
+    for (Pooled& p : *pool) Discard(p.rec);
 }
 
 std::string SandboxManager::Dir(const std::string& id) const { return options_.state_dir + "/sandboxes/" + id; }
@@ -529,36 +536,79 @@ Status SandboxManager::Kill(Record& rec, bool* oom, bool unmount_layer) {
 void SandboxManager::Discard(Record& rec) {
   bool oom = false;
   (void)Kill(rec, &oom, /*unmount_layer=*/false);  // RemoveDir unmounts it
+  if (options_.egress != nullptr) options_.egress->Release(rec.id);
   RemoveDir(rec.id);
 }
 
-std::optional<SandboxManager::Record> SandboxManager::TakeReady(const api::SandboxSpec& spec) {
-  // What a pooled sandbox was launched with; everything else in a spec (environment, user, working_dir, labels,
-  // lifetimes) is the daemon's to apply, not the sandbox's. Its user namespace too: never privileged, no idmap.
+SandboxManager::PoolKind SandboxManager::PoolFor(const api::SandboxSpec& spec, const egress::EgressSpec& egress) const {
+  // What a pooled sandbox was launched with and cannot change: the default view on a layer of the default size, its
+  // user namespace (never privileged, no idmap), and limits that may only come down (sandbox_fit.h). The rest of
+  // a spec (name, environment, user, working_dir, labels, lifetimes, ports) is applied to it afterwards.
   const api::SandboxSpec pooled;
-  if (!spec.name.empty() || !spec.image.empty() || !spec.mounts.empty() || !spec.ports.empty() ||
-      spec.cpus != pooled.cpus || spec.mem_limit != pooled.mem_limit || spec.disk != pooled.disk ||
-      spec.pids != pooled.pids || spec.egress != pooled.egress || spec.privileged || !spec.idmap.empty())
-    return std::nullopt;
+  if (!spec.image.empty() || spec.image_idmapped || !spec.mounts.empty() || spec.disk != pooled.disk ||
+      spec.privileged || !spec.idmap.empty() || spec.cpus > pooled.cpus || spec.mem_limit > pooled.mem_limit ||
+      spec.pids > pooled.pids)
+    return PoolKind::kCold;
+  if (egress.mode == egress::EgressMode::kNone) return PoolKind::kPlain;
+  if (egress.mode == egress::EgressMode::kAllowlist && options_.egress != nullptr) return PoolKind::kNet;
+  return PoolKind::kCold;  // open egress routes its sandbox differently; a block list takes every port's rules
+}
+
+std::optional<SandboxManager::Pooled> SandboxManager::TakeReady(PoolKind kind) {
+  if (kind == PoolKind::kCold) return std::nullopt;
+  std::vector<Pooled>& pool = kind == PoolKind::kNet ? net_pool_ : pool_;
   std::unique_lock lock(pool_mu_);
-  while (!pool_.empty()) {
-    Record rec = std::move(pool_.back());
-    pool_.pop_back();
+  while (!pool.empty()) {
+    Pooled p = std::move(pool.back());
+    pool.pop_back();
     last_take_ = std::chrono::steady_clock::now();
     pool_cv_.notify_all();
-    if (engine::ProcessStartTime(rec.pid) == rec.start_time) return rec;
+    if (engine::ProcessStartTime(p.rec.pid) == p.rec.start_time) return p;
     lock.unlock();
-    Discard(rec);  // died while waiting (say, killed from outside)
+    Discard(p.rec);  // died while waiting (say, killed from outside)
     lock.lock();
   }
   return std::nullopt;
 }
 
+// The net pool's sandboxes wait with a list of one name on the default port: their rules are then those of the
+// usual list (port 443 and the proxy's), which a create's list of the same ports takes without applying rules again.
+constexpr char kPooledListName[] = "pooled.invalid";
+
+Result<SandboxManager::Pooled> SandboxManager::LaunchPooled(PoolKind kind) {
+  Pooled p;
+  p.rec.id = NewId();
+  if (p.rec.id.empty()) return Error::Msg("no randomness for a sandbox id");
+  if (kind == PoolKind::kNet) {
+    p.rec.spec.egress = json::array({kPooledListName});
+    ISB_ASSIGN_OR_RETURN(egress::EgressSpec placeholder, Egress(p.rec.spec));
+    p.net.emplace();
+    if (Status st = PrepareNetwork(p.rec, placeholder, &*p.net); !st.ok()) {
+      Discard(p.rec);
+      return st.error();
+    }
+  }
+  if (Status st = LaunchProcess(p.rec, true); !st.ok()) {
+    Discard(p.rec);
+    return st.error();
+  }
+  return p;
+}
+
 void SandboxManager::FillPool() {
   std::unique_lock lock(pool_mu_);
   while (!pool_stop_) {
-    // refill_policy.h: at once when empty, else in a quiet moment (the create's first exec goes first).
-    const auto due = NextRefill({pool_.size(), options_.pool_size, busy_, last_take_, last_quiet_});
+    // refill_policy.h: at once when empty, else in a quiet moment (the create's first exec goes first). The pool
+    // due first is filled first.
+    auto due = NextRefill({pool_.size(), options_.pool_size, busy_, last_take_, last_quiet_});
+    PoolKind kind = PoolKind::kPlain;
+    if (options_.egress != nullptr) {
+      const auto net_due = NextRefill({net_pool_.size(), options_.net_pool_size, busy_, last_take_, last_quiet_});
+      if (net_due < due) {
+        due = net_due;
+        kind = PoolKind::kNet;
+      }
+    }
     if (due == PoolState::Time::max()) {
       pool_cv_.wait(lock);
       continue;
@@ -568,24 +618,27 @@ void SandboxManager::FillPool() {
       continue;
     }
     lock.unlock();
-    Record rec;
-    rec.id = NewId();
-    Status st = rec.id.empty() ? Status(Error::Msg("no randomness for a sandbox id")) : LaunchProcess(rec, true);
-    if (!st.ok()) {
-      Discard(rec);
-      std::fprintf(stderr, "isb: the pool could not launch a sandbox: %s\n", st.error().message.c_str());
+    Result<Pooled> launched = LaunchPooled(kind);
+    if (!launched.ok()) {
+      std::fprintf(stderr, "isb: the pool could not launch a sandbox: %s\n", launched.error().message.c_str());
       lock.lock();
       pool_cv_.wait_for(lock, std::chrono::seconds(5), [this] { return pool_stop_; });
       continue;
     }
     lock.lock();
-    pool_.push_back(std::move(rec));  // the destructor discards it if stopping
+    // The destructor discards it if stopping.
+    (kind == PoolKind::kNet ? net_pool_ : pool_).push_back(std::move(*launched));
   }
 }
 
 size_t SandboxManager::PoolSize() {
   std::lock_guard lock(pool_mu_);
   return pool_.size();
+}
+
+size_t SandboxManager::NetPoolSize() {
+  std::lock_guard lock(pool_mu_);
+  return net_pool_.size();
 }
 
 Result<api::SandboxInfo> SandboxManager::Info(const Record& rec) {
@@ -621,21 +674,26 @@ Result<egress::EgressSpec> SandboxManager::Egress(const api::SandboxSpec& spec) 
   return e;
 }
 
-Status SandboxManager::PrepareNetwork(Record& rec, const egress::EgressSpec& spec) {
-  if (spec.mode == egress::EgressMode::kNone) return {};
-  ISB_ASSIGN_OR_RETURN(SandboxNet net, options_.egress->Prepare(rec.id, spec, api::OrgOf(rec.spec)));
+void SandboxManager::AddNetworkEnvironment(api::SandboxSpec& spec, const SandboxNet& net) {
   // The proxy variables join the sandbox's environment unless the caller set them.
   for (const std::string& kv : net.env) {
     size_t eq = kv.find('=');
-    rec.spec.environment.try_emplace(kv.substr(0, eq), kv.substr(eq + 1));
+    spec.environment.try_emplace(kv.substr(0, eq), kv.substr(eq + 1));
   }
+  if (!net.ca_pem.empty())
+    for (const char* k : kTrustBundleVariables) spec.environment.try_emplace(k, kSandboxTrustBundle);
+}
+
+Status SandboxManager::PrepareNetwork(Record& rec, const egress::EgressSpec& spec, SandboxNet* out) {
+  if (spec.mode == egress::EgressMode::kNone) return {};
+  ISB_ASSIGN_OR_RETURN(SandboxNet net, options_.egress->Prepare(rec.id, spec, api::OrgOf(rec.spec)));
+  AddNetworkEnvironment(rec.spec, net);
   ISB_TRY(MakeDirs(Dir(rec.id), 0711));
   ISB_TRY(isb::WriteFile(Dir(rec.id) + "/resolv.conf", net.resolv_conf, 0644));
-  if (!net.ca_pem.empty()) {
-    ISB_TRY(WriteTrustBundle(rec, net.ca_pem));
-    for (const char* k : kTrustBundleVariables) rec.spec.environment.try_emplace(k, kSandboxTrustBundle);
-  }
-  return isb::WriteFileAtomically(Dir(rec.id) + "/net_slot", std::to_string(net.slot), 0600);
+  if (!net.ca_pem.empty()) ISB_TRY(WriteTrustBundle(rec, net.ca_pem));
+  ISB_TRY(isb::WriteFileAtomically(Dir(rec.id) + "/net_slot", std::to_string(net.slot), 0600));
+  if (out != nullptr) *out = std::move(net);
+  return {};
 }
 
 namespace {
@@ -762,53 +820,104 @@ struct SandboxManager::Busy {
     if (--m_->busy_ > 0) return;
     m_->last_quiet_ = std::chrono::steady_clock::now();
     // Only a pool short of its size has a refill waiting for this; a full one's need not wake at every exec.
-    if (m_->pool_.size() < m_->options_.pool_size) m_->pool_cv_.notify_all();
+    if (m_->pool_.size() < m_->options_.pool_size ||
+        (m_->options_.egress != nullptr && m_->net_pool_.size() < m_->options_.net_pool_size))
+      m_->pool_cv_.notify_all();
   }
   Busy(const Busy&) = delete;
   Busy& operator=(const Busy&) = delete;
   SandboxManager* m_;
 };
 
+namespace {
+
+double MsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+Result<api::SandboxInfo> SandboxManager::CreateFromPool(Pooled ready, Record rec, const egress::EgressSpec& egress) {
+  const auto start = std::chrono::steady_clock::now();
+  // Its own lock from before its row is seen until its creation is recorded (as a cold create's).
+  SandboxLocks::Held held = locks_.Lock(ready.rec.id);
+  rec.id = ready.rec.id;
+  rec.pid = ready.rec.pid;
+  rec.start_time = ready.rec.start_time;
+  rec.lease_index = ready.rec.lease_index;
+  rec.uid_base = ready.rec.uid_base;
+  rec.state = "running";
+  // Everything a cold launch would have given it from the spec, before the create returns; on failure it was never
+  // created, and goes.
+  Status fitted = [&]() -> Status {
+    if (ready.net) {
+      ISB_TRY(options_.egress->Assign(rec.id, egress, api::OrgOf(rec.spec)));
+      AddNetworkEnvironment(rec.spec, *ready.net);
+    }
+    const api::SandboxSpec launched;
+    engine::Limits limits;
+    limits.memory_bytes = rec.spec.mem_limit;
+    limits.millicpus = static_cast<uint32_t>(rec.spec.cpus * 1000 + 0.5);
+    limits.pids = rec.spec.pids;
+    if (rec.spec.mem_limit != launched.mem_limit || rec.spec.cpus != launched.cpus || rec.spec.pids != launched.pids) {
+      engine::Cgroup cg = engine::Cgroup::Adopt(layout_, rec.id);
+      Status set = cg.SetLimits(limits);
+      cg.Release();
+      ISB_TRY(set);
+    }
+    NamespaceFit fit;
+    fit.hostname = rec.name;
+    if (rec.spec.mem_limit != launched.mem_limit) fit.scratch_bytes = rec.spec.mem_limit;
+    ISB_TRY(FitNamespaces(rec.pid, rec.start_time, fit));
+    return ports_.Publish(rec.id, rec.pid, rec.spec.ports);
+  }();
+  // Created once its row is written (running, with its pid): a daemon killed before then leaves an orphan that the
+  // next Adopt removes.
+  Status ins = fitted;
+  if (ins.ok()) {
+    ins = db_->Exec(
+        "INSERT INTO sandboxes(id, name, spec, state, created_at, expires_at, last_active_at, pid, start_time, "
+        "lease_index, uid_base, org) VALUES(?1, ?2, ?3, 'running', ?4, ?5, ?4, ?6, ?7, ?8, ?9, ?10)",
+        {rec.id, rec.name, spec::ToStoredJson(rec.spec), rec.created_at, rec.expires_at, static_cast<int64_t>(rec.pid),
+         static_cast<int64_t>(rec.start_time), rec.lease_index, static_cast<int64_t>(rec.uid_base),
+         api::OrgOf(rec.spec)});
+    if (!ins.ok() && ins.error().code == Code::kConflict) ins = Error::Of(Code::kConflict, "name: '" + rec.name + "' is in use");
+  }
+  if (!ins.ok()) {
+    Discard(rec);
+    return ins.error();
+  }
+  Event(rec, "created");
+  ISB_ASSIGN_OR_RETURN(api::SandboxInfo info, Info(rec));
+  info.create_path = "pool";
+  info.create_ms = MsSince(start);
+  return info;
+}
+
 Result<api::SandboxInfo> SandboxManager::Create(const api::SandboxSpec& spec) {
+  const auto start = std::chrono::steady_clock::now();
   Busy busy(this);
   ISB_TRY(spec::Validate(spec));
   ISB_TRY(CheckOnHost(spec));
   ISB_ASSIGN_OR_RETURN(egress::EgressSpec egress_spec, Egress(spec));
   ISB_ASSIGN_OR_RETURN(api::SandboxSpec resolved, ResolveMounts(spec));
   Record rec;
-  rec.id = NewId();
-  if (rec.id.empty()) return Error::Msg("no randomness for a sandbox id");
   rec.name = spec.name;
   rec.spec = std::move(resolved);
   rec.created_at = rec.last_active_at = Now();
   rec.expires_at = rec.created_at + spec.expires.count();
+  // Refused before a pooled sandbox is spent on it (a cold launch refuses it too).
+  ISB_TRY(PortsApartFromIsb(rec.spec));
+  if (auto ready = TakeReady(PoolFor(rec.spec, egress_spec))) {
+    ISB_ASSIGN_OR_RETURN(api::SandboxInfo info, CreateFromPool(std::move(*ready), std::move(rec), egress_spec));
+    info.create_ms = MsSince(start);
+    return info;
+  }
+  rec.id = NewId();
+  if (rec.id.empty()) return Error::Msg("no randomness for a sandbox id");
   // Its own lock from before its row is seen until its creation is recorded: a stop or removal by name that finds
   // the row meanwhile waits, so the history never has "created" after "removed".
   std::optional<SandboxLocks::Held> held;
-  if (auto ready = TakeReady(spec)) {
-    held.emplace(locks_.Lock(ready->id));
-    ready->name = rec.name;
-    ready->spec = rec.spec;
-    ready->created_at = rec.created_at;
-    ready->last_active_at = rec.last_active_at;
-    ready->expires_at = rec.expires_at;
-    ready->state = "running";
-    rec = std::move(*ready);
-    // Created once its row is written (running, with its pid): a daemon killed before then leaves an orphan that
-    // the next Adopt removes.
-    auto ins = db_->Exec(
-        "INSERT INTO sandboxes(id, name, spec, state, created_at, expires_at, last_active_at, pid, start_time, "
-        "lease_index, uid_base, org) VALUES(?1, ?2, ?3, 'running', ?4, ?5, ?4, ?6, ?7, ?8, ?9, ?10)",
-        {rec.id, rec.name, spec::ToStoredJson(rec.spec), rec.created_at, rec.expires_at, static_cast<int64_t>(rec.pid),
-         static_cast<int64_t>(rec.start_time), rec.lease_index, static_cast<int64_t>(rec.uid_base),
-         api::OrgOf(rec.spec)});
-    if (!ins.ok()) {
-      Discard(rec);
-      return ins.error();
-    }
-    Event(rec, "created");
-    return Info(rec);
-  }
   held.emplace(locks_.Lock(rec.id));
   if (auto st = PrepareNetwork(rec, egress_spec); !st.ok()) {
     if (options_.egress != nullptr) options_.egress->Release(rec.id);
@@ -836,7 +945,10 @@ Result<api::SandboxInfo> SandboxManager::Create(const api::SandboxSpec& spec) {
     return st.error();
   }
   Event(rec, "created");
-  return Info(rec);
+  ISB_ASSIGN_OR_RETURN(api::SandboxInfo info, Info(rec));
+  info.create_path = "cold";
+  info.create_ms = MsSince(start);
+  return info;
 }
 
 Result<api::SandboxInfo> SandboxManager::Get(const std::string& id_or_name) {
@@ -1286,7 +1398,8 @@ Result<std::string> SandboxManager::Adopt() {
     } catch (...) {
     }
   }
-  if (options_.pool_size > 0 && !pool_thread_.joinable()) pool_thread_ = std::thread([this] { FillPool(); });
+  const bool pooling = options_.pool_size > 0 || (options_.egress != nullptr && options_.net_pool_size > 0);
+  if (pooling && !pool_thread_.joinable()) pool_thread_ = std::thread([this] { FillPool(); });
   return std::to_string(adopted) + " adopted, " + std::to_string(died) + " found dead, " + std::to_string(undone) +
          " unfinished creates undone, " + std::to_string(orphans) + " orphaned cgroups removed";
 }

@@ -36,11 +36,19 @@ struct ManagerOptions {
   std::string egress_unavailable = "the daemon runs without an egress service";
   audit::History* history = nullptr;  // the hash-chained record of lifecycle events; null: sandbox_events only
   // How many sandboxes are kept launched ahead of any create, once Adopt has run: the default view (no image), the
-  // default hostname, no network and the default limits. A create whose spec needs nothing else takes one (its id,
-  // cgroup, uid range and state dir are already its own) instead of waiting for a launch. Pooled sandboxes are not
-  // in the database: the manager's destructor removes them, and after a kill -9 the next daemon's Adopt does (as
-  // orphaned cgroups). 0: no pool.
+  // default hostname, no network and the default limits (api::SandboxSpec's). A create takes one (its id, cgroup,
+  // uid range and state dir are already its own) instead of waiting for a launch when its spec asks for nothing a
+  // launched sandbox cannot be given afterwards: any name, labels, environment, user, working dir, lifetimes and
+  // ports, and limits at most the defaults, are applied before the create returns (sandbox_fit.h). Another image,
+  // mounts, a disk size, privileged or idmap, or larger limits launch for the call ("cold"). Pooled sandboxes are
+  // not in the database: the manager's destructor removes them, and after a kill -9 the next daemon's Adopt does
+  // (as orphaned cgroups). 0: no pool.
   size_t pool_size = 2;
+  // As many again are kept with a network, for creates with an egress list (with `egress` only): each launched as a
+  // list sandbox is, its veth attached, its rules (port 443 and the proxy's) applied, its resolver, proxy variables
+  // and trust bundle in place; the create's list replaces the placeholder, and only a list of other ports applies
+  // the rules again. Egress none takes a sandbox without one (loopback only, as a cold one); open is cold.
+  size_t net_pool_size = 2;
   // The API socket when it is not in the state dir (--serve-socket): no sandbox may see it either.
   std::string serve_socket{};
   // Called once a sandbox's processes have been sent SIGKILL, before the wait for them to be gone (up to 10 s). For
@@ -65,8 +73,9 @@ class SandboxManager : public api::Sandboxes {
   // orphaned cgroups and leases. Returns a one-line summary. Then starts filling the pool (ManagerOptions::pool_size).
   Result<std::string> Adopt();
 
-  // How many launched sandboxes wait in the pool. For tests.
+  // How many launched sandboxes wait in the pool, without and with a network. For tests.
   size_t PoolSize();
+  size_t NetPoolSize();
 
   // One pass of the reaper: removes expired sandboxes and idle ones (no exec and under 2% of one core for their
   // idle_timeout), re-checking each before removal and recording why. Returns how many it removed.
@@ -116,11 +125,21 @@ class SandboxManager : public api::Sandboxes {
   Status Retire(Record& rec, const std::string& event, const std::string& reason, std::string* forgotten);
   // Queues the layer and state dir of a retired sandbox (nothing for ""): teardown_queue.h.
   void TearDown(const std::string& id);
-  // A launched sandbox from the pool for `spec`, or nothing when the spec needs more or the pool is empty.
-  std::optional<Record> TakeReady(const api::SandboxSpec& spec);
-  // Kills a sandbox that was never created (pooled, or its create failed) and removes its state dir.
+  // A sandbox launched ahead, and the network it was launched with (net pool).
+  struct Pooled;
+  // Whether a create of `spec` can take a pooled sandbox (see ManagerOptions::pool_size), and from which pool.
+  enum class PoolKind { kCold, kPlain, kNet };
+  PoolKind PoolFor(const api::SandboxSpec& spec, const egress::EgressSpec& egress) const;
+  // A launched sandbox from the pool `kind`, or nothing when it is empty.
+  std::optional<Pooled> TakeReady(PoolKind kind);
+  // The create of `rec` (its id not yet chosen) served by `ready`: fitted to the spec, then recorded.
+  Result<api::SandboxInfo> CreateFromPool(Pooled ready, Record rec, const egress::EgressSpec& egress);
+  // Kills a sandbox that was never created (pooled, or its create failed), gives up its network and removes its
+  // state dir.
   void Discard(Record& rec);
   void FillPool();
+  // Launches one sandbox for the pool `kind`.
+  Result<Pooled> LaunchPooled(PoolKind kind);
   bool Alive(const Record& rec) const;
   // The spec's egress, checked; kNone needs no network.
   Result<egress::EgressSpec> Egress(const api::SandboxSpec& spec) const;
@@ -132,8 +151,11 @@ class SandboxManager : public api::Sandboxes {
   // A source that is gone or has a symlink on it is not refused here (the engine binds nothing through it). (A
   // mount of one of isb's directories that the operator placed below a source is not looked for.)
   Status KeepIsbOut(const api::SandboxSpec& spec) const;
-  // Reserves the network of a new sandbox with an egress list or open egress (nothing for none).
-  Status PrepareNetwork(Record& rec, const egress::EgressSpec& spec);
+  // Reserves the network of a new sandbox with an egress list or open egress (nothing for none); *net, when given,
+  // is what it was given.
+  Status PrepareNetwork(Record& rec, const egress::EgressSpec& spec, SandboxNet* net = nullptr);
+  // What a network gives the sandbox's environment: the proxy and trust-store variables, unless the spec sets them.
+  static void AddNetworkEnvironment(api::SandboxSpec& spec, const SandboxNet& net);
   // The sandbox's trust store (trust_bundle.h) with `ca_pem`, in its directory as kTrustBundleFile.
   Status WriteTrustBundle(const Record& rec, const std::string& ca_pem);
   static constexpr char kTrustBundleFile[] = "ca-bundle.pem";
@@ -221,7 +243,7 @@ class SandboxManager : public api::Sandboxes {
   // Sandboxes launched ahead (ManagerOptions::pool_size), filled by pool_thread_.
   std::mutex pool_mu_;
   std::condition_variable pool_cv_;
-  std::vector<Record> pool_;
+  std::vector<Pooled> pool_, net_pool_;
   std::chrono::steady_clock::time_point last_take_{};  // when a create last took a pooled sandbox
   struct Busy;
   int busy_ = 0;  // creates, starts and execs running (Busy)

@@ -183,6 +183,8 @@ int Serve(const ServeOptions& options) {
   // 5. Adopt what the previous daemon left running.
   ManagerOptions manager_options{options.state_dir, options.runtime_dir, {}};
   manager_options.serve_socket = options.serve_socket;
+  manager_options.pool_size = options.pool_size;
+  manager_options.net_pool_size = options.net_pool_size;
   manager_options.isb_address = listen->host;
   manager_options.egress = egress->get();
   auto history = audit::History::Open(*db->get());

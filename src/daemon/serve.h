@@ -20,6 +20,9 @@ struct ServeOptions {
   std::string serve_socket;                 // default <state_dir>/api/isb.sock
   std::string runtime_dir = "/run/isb";
   std::chrono::seconds reap_interval{60};
+  // Sandboxes launched ahead of creates, without and with a network (ManagerOptions::pool_size, net_pool_size).
+  size_t pool_size = 2;
+  size_t net_pool_size = 2;
   // Egress: the sandbox subnet (refused when it overlaps a host route), the nftables table (its name is also the
   // prefix of the sandboxes' veths), and pins NAME=IP[:PORT], the only way to a private address.
   std::string sandbox_subnet = "198.18.0.0/15";

@@ -176,10 +176,6 @@ Cgroup::~Cgroup() { (void)Remove(); }
 Result<Cgroup> Cgroup::Create(const CgroupLayout& layout, const std::string& name, const Limits& limits) {
   Cgroup cg;
   cg.layout_ = layout;
-  const std::string mem = std::to_string(limits.memory_bytes);
-  const uint64_t period = 100000;
-  const std::string quota = std::to_string(uint64_t{limits.millicpus} * period / 1000);
-  const std::string pids = std::to_string(limits.pids);
   if (layout.v2) {
     std::string parent = layout.v2_root + "/isb";
     ISB_TRY(EnableV2Controllers(layout.v2_root));
@@ -189,10 +185,8 @@ Result<Cgroup> Cgroup::Create(const CgroupLayout& layout, const std::string& nam
     std::string dir = parent + "/" + name;
     ISB_TRY(MakeGroupDir(dir));
     cg.dirs_.push_back(dir);
-    ISB_TRY(WriteKernelFile(dir + "/memory.max", mem));
     ISB_TRY(WriteKernelFile(dir + "/memory.swap.max", "0"));  // the memory limit includes swap
-    ISB_TRY(WriteKernelFile(dir + "/cpu.max", quota + " " + std::to_string(period)));
-    ISB_TRY(WriteKernelFile(dir + "/pids.max", pids));
+    ISB_TRY(cg.SetLimits(limits));
     return cg;
   }
   for (const std::string* root : {&layout.memory, &layout.pids, &layout.cpu, &layout.cpuacct}) {
@@ -203,23 +197,44 @@ Result<Cgroup> Cgroup::Create(const CgroupLayout& layout, const std::string& nam
     cg.dirs_.push_back(dir);
   }
   std::string m = layout.memory + "/isb/" + name;
-  ISB_TRY(WriteKernelFile(m + "/memory.limit_in_bytes", mem));
   // memsw is memory plus swap; without swap accounting (swapaccount=0) the file is absent and swap is unbounded,
   // which only matters when the host has swap: refuse then rather than run with a weaker limit.
-  if (::access((m + "/memory.memsw.limit_in_bytes").c_str(), F_OK) == 0) {
-    ISB_TRY(WriteKernelFile(m + "/memory.memsw.limit_in_bytes", mem));
-  } else {
+  if (::access((m + "/memory.memsw.limit_in_bytes").c_str(), F_OK) != 0) {
     auto swaps = ReadFile("/proc/swaps");
     if (swaps.ok() && std::count(swaps->begin(), swaps->end(), '\n') > 1)
       return Error::Msg("the host has swap but no swap accounting, so the memory limit could be bypassed; boot "
                         "with swapaccount=1 or cgroup v2");
   }
   ISB_TRY(BoundParentPids(layout.pids + "/isb"));
-  std::string c = layout.cpu + "/isb/" + name;
+  ISB_TRY(cg.SetLimits(limits));
+  return cg;
+}
+
+Status Cgroup::SetLimits(const Limits& limits) const {
+  if (dirs_.empty()) return Error::Msg("cgroup already removed");
+  const std::string mem = std::to_string(limits.memory_bytes);
+  const uint64_t period = 100000;
+  const std::string quota = std::to_string(uint64_t{limits.millicpus} * period / 1000);
+  const std::string pids = std::to_string(limits.pids);
+  if (layout_.v2) {
+    const std::string& dir = dirs_[0];
+    ISB_TRY(WriteKernelFile(dir + "/memory.max", mem));
+    ISB_TRY(WriteKernelFile(dir + "/cpu.max", quota + " " + std::to_string(period)));
+    return WriteKernelFile(dir + "/pids.max", pids);
+  }
+  const std::string m = layout_.memory + "/isb/" + name();
+  const std::string memsw = m + "/memory.memsw.limit_in_bytes";
+  const bool swap_accounted = ::access(memsw.c_str(), F_OK) == 0;
+  // The kernel refuses a memory limit above memsw and a memsw below the memory limit: a limit that grows takes
+  // memsw first, one that shrinks the memory limit first.
+  const uint64_t before = ReadNumber(m + "/memory.limit_in_bytes");
+  if (swap_accounted && limits.memory_bytes > before) ISB_TRY(WriteKernelFile(memsw, mem));
+  ISB_TRY(WriteKernelFile(m + "/memory.limit_in_bytes", mem));
+  if (swap_accounted && limits.memory_bytes <= before) ISB_TRY(WriteKernelFile(memsw, mem));
+  const std::string c = layout_.cpu + "/isb/" + name();
   ISB_TRY(WriteKernelFile(c + "/cpu.cfs_period_us", std::to_string(period)));
   ISB_TRY(WriteKernelFile(c + "/cpu.cfs_quota_us", quota));
-  ISB_TRY(WriteKernelFile(layout.pids + "/isb/" + name + "/pids.max", pids));
-  return cg;
+  return WriteKernelFile(layout_.pids + "/isb/" + name() + "/pids.max", pids);
 }
 
 Cgroup Cgroup::Adopt(const CgroupLayout& layout, const std::string& name) {

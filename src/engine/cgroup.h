@@ -66,6 +66,10 @@ class Cgroup {
   std::string name() const;
 
   Status AddProcess(pid_t pid) const;
+  // Writes new limits into a live sandbox's cgroup, as Create writes them: a sandbox launched ahead with other
+  // limits gets its create's. On v1 the memory and memory+swap limits are written in the order the kernel accepts
+  // (memsw is never below the memory limit).
+  Status SetLimits(const Limits& limits) const;
   Result<CgroupStats> ReadStats() const;
   // SIGKILLs every process in the cgroup (cgroup.kill on v2).
   void KillAll() const;

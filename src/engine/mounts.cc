@@ -19,6 +19,14 @@
 #include "engine/idmap.h"
 
 namespace isb::engine {
+std::string HostsFile(const std::string& hostname) {
+  return "127.0.0.1 localhost " + hostname + "\n::1 localhost\n";
+}
+
+std::string ScratchTmpfs(uint64_t bytes) {
+  return bytes == 0 ? "mode=1777" : "mode=1777,size=" + std::to_string((bytes + 4095) / 4096 * 4096);
+}
+
 namespace {
 
 constexpr unsigned long kRoBind = MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV;
@@ -124,10 +132,6 @@ class Planner {
   RootfsPlan* p_;
 };
 
-std::string HostsFile(const std::string& hostname) {
-  return "127.0.0.1 localhost " + hostname + "\n::1 localhost\n";
-}
-
 void PlanHostView(Planner& pl, const std::string& root, const SandboxConfig& config) {
   for (const char* d : kHostDirs) {
     std::string host = std::string("/") + d;
@@ -186,13 +190,6 @@ void PlanProc(Planner& pl, const std::string& root) {
     pl.Mount(proc + "/" + r, proc + "/" + r, nullptr, MS_BIND | MS_REC, "", true);
     pl.Mount("", proc + "/" + r, nullptr, kRoBind | MS_NOEXEC, "", true);
   }
-}
-
-// A tmpfs the sandbox writes to, at most `bytes` large (0: the kernel's default, half the host's memory). What the
-// sandbox's own processes write there is charged to its memory limit; what the daemon writes for it (the file
-// tools) is charged to the daemon, so the size is what bounds that.
-std::string ScratchTmpfs(uint64_t bytes) {
-  return bytes == 0 ? "mode=1777" : "mode=1777,size=" + std::to_string((bytes + 4095) / 4096 * 4096);
 }
 
 void PlanDev(Planner& pl, const std::string& root, uint64_t scratch_bytes) {

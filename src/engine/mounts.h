@@ -57,6 +57,12 @@ inline constexpr const char* kOverlaySpecialChars = ":,\\";
 
 // Where every sandbox stages its root, inside its own mount namespace (the host never sees mounts there).
 std::string StagingDir(const std::string& runtime_dir);
+// The sandbox's /etc/hosts: its hostname on the loopback addresses.
+std::string HostsFile(const std::string& hostname);
+// The options of a tmpfs the sandbox writes to (/tmp, /dev/shm), at most `bytes` large (0: the kernel's default, half
+// the host's memory). What the sandbox's own processes write there is charged to its memory limit; what the daemon
+// writes for it (the file tools) is charged to the daemon, so the size is what bounds that.
+std::string ScratchTmpfs(uint64_t bytes);
 
 // Plans the root for `config`: the image (overlay with a writable layer) or the default host view, binds,
 // /proc with masked and read-only paths, a minimal /dev, /tmp, read-only /sys, then pivot_root.

@@ -24,6 +24,7 @@
 #include <mutex>
 #include <sstream>
 #include <map>
+#include <set>
 #include <thread>
 #include <tuple>
 
@@ -70,6 +71,7 @@ class ManagerTest : public ::testing::Test {
     history_ = std::move(*history);
     ManagerOptions options{state_dir.empty() ? dir_ : state_dir, "/run/isb", [this] { return now_.load(); }};
     options.history = history_.get();
+    options.pool_size = pool_size_;
     options.on_kill = [this](const std::string& id) {
       if (on_kill_) on_kill_(id);
     };
@@ -105,6 +107,18 @@ class ManagerTest : public ::testing::Test {
     ASSERT_EQ(mgr_->PoolSize(), 2u);
     ::usleep(100000);
   }
+  // An echo server on the sandbox's own loopback port 8080, in a session of its own so it outlives the exec.
+  api::ExecResult StartEcho(const std::string& id) {
+    return Exec(id, {"sh", "-c",
+                     "setsid python3 -c \"import socket\n"
+                     "s = socket.socket(); s.bind(('127.0.0.1', 8080)); s.listen()\n"
+                     "while True:\n"
+                     "    c, _ = s.accept(); d = b''\n"
+                     "    while (b := c.recv(100)): d += b\n"
+                     "    c.sendall(b'echo:' + d); c.close()\" </dev/null >/dev/null 2>&1 &\n"
+                     "for i in $(seq 100); do grep -q ' 0100007F:1F90 ' /proc/net/tcp && exit 0; "
+                     "sleep 0.05; done; exit 1"});
+  }
   api::ExecResult Exec(const std::string& id, std::vector<std::string> argv) {
     api::ExecRequest req;
     req.argv = std::move(argv);
@@ -136,6 +150,7 @@ class ManagerTest : public ::testing::Test {
   std::unique_ptr<audit::History> history_;
   std::unique_ptr<SandboxManager> mgr_;
   std::function<void(const std::string&)> on_kill_;  // what the manager's on_kill does
+  size_t pool_size_ = 2;  // the next Restart's ManagerOptions::pool_size
 };
 
 TEST_F(ManagerTest, CreateExecStopStartRemove) {
@@ -581,16 +596,7 @@ TEST_F(ManagerTest, PublishedPortsReachTheSandboxsLoopbackWhileItRuns) {
   auto sb = mgr_->Create(spec);
   ASSERT_TRUE(sb.ok()) << sb.error().message;
   EXPECT_EQ(sb->spec.ports, spec.ports);
-  // An echo server on the sandbox's own loopback, in a session of its own so it outlives the exec.
-  auto started = Exec(sb->id, {"sh", "-c",
-                               "setsid python3 -c \"import socket\n"
-                               "s = socket.socket(); s.bind(('127.0.0.1', 8080)); s.listen()\n"
-                               "while True:\n"
-                               "    c, _ = s.accept(); d = b''\n"
-                               "    while (b := c.recv(100)): d += b\n"
-                               "    c.sendall(b'echo:' + d); c.close()\" </dev/null >/dev/null 2>&1 &\n"
-                               "for i in $(seq 100); do grep -q ' 0100007F:1F90 ' /proc/net/tcp && exit 0; "
-                               "sleep 0.05; done; exit 1"});
+  auto started = StartEcho(sb->id);
   ASSERT_EQ(started.exit_code, 0) << started.stderr_data;
   EXPECT_EQ(RoundTrip(port, "hello"), "echo:hello");
   EXPECT_EQ(RoundTrip(port, std::string(200000, 'x')), "echo:" + std::string(200000, 'x'));
@@ -619,6 +625,35 @@ TEST_F(ManagerTest, PublishedPortsReachTheSandboxsLoopbackWhileItRuns) {
   EXPECT_EQ(RoundTrip(port, "hello"), "errno " + std::to_string(ECONNREFUSED));
   ASSERT_TRUE(mgr_->Start(sb->id).ok());
   EXPECT_EQ(RoundTrip(port, ""), "");  // published again; its server went with the stop
+  ASSERT_TRUE(mgr_->Remove(sb->id).ok());
+  EXPECT_EQ(RoundTrip(port, "hello"), "errno " + std::to_string(ECONNREFUSED));
+}
+
+// A pooled sandbox publishes its ports before its create returns, and a port in use refuses the create as a cold
+// one's does, leaving no row or history event.
+TEST_F(ManagerTest, APooledSandboxPublishesItsPortsAsAColdOneDoes) {
+  ASSERT_NO_FATAL_FAILURE(FillPool());
+  const uint16_t port = FreePort();
+  api::SandboxSpec spec;
+  spec.ports = {{8080, port, "127.0.0.2"}};
+  auto sb = mgr_->Create(spec);
+  ASSERT_TRUE(sb.ok()) << sb.error().message;
+  EXPECT_EQ(sb->create_path, "pool");
+  auto started = StartEcho(sb->id);
+  ASSERT_EQ(started.exit_code, 0) << started.stderr_data;
+  EXPECT_EQ(RoundTrip(port, "hello"), "echo:hello");
+  api::SandboxSpec taken;
+  taken.ports = {{9000, port, "127.0.0.2"}};
+  auto second = mgr_->Create(taken);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.error().code, Code::kConflict);
+  EXPECT_EQ(second.error().message, "ports[0]: 127.0.0.2:" + std::to_string(port) + ": Address already in use");
+  auto rows = db_->Query("SELECT count(*) FROM sandboxes");
+  ASSERT_TRUE(rows.ok());
+  EXPECT_EQ(store::AsInt((*rows)[0][0]), 1);
+  auto events = history_->Query({});
+  ASSERT_TRUE(events.ok());
+  for (const auto& e : *events) EXPECT_EQ(e.entry.sandbox, sb->id) << "the failed create left a history event: " << e.entry.event;
   ASSERT_TRUE(mgr_->Remove(sb->id).ok());
   EXPECT_EQ(RoundTrip(port, "hello"), "errno " + std::to_string(ECONNREFUSED));
 }
@@ -1297,23 +1332,28 @@ TEST_F(ManagerTest, CreatesTakeLaunchedSandboxesFromThePoolAndTheManagerRemovesT
   // It was built at the lowest priority, and runs commands at the daemon's own once taken.
   EXPECT_EQ(Exec(pooled->id, {"cut", "-d", " ", "-f", "19", "/proc/self/stat"}).stdout_data,
             std::to_string(::getpriority(PRIO_PROCESS, 0)) + "\n");
-  // A name (the hostname) or other limits: launched for the call.
+  EXPECT_EQ(pooled->create_path, "pool");
+  // A name (the hostname) and lower limits are given to a pooled sandbox (the next test compares it with a cold
+  // one); another disk size, or limits above those the pool launched with, launch for the call.
   api::SandboxSpec named;
   named.name = "named1";
   auto own = mgr_->Create(named);
   ASSERT_TRUE(own.ok()) << own.error().message;
-  EXPECT_GE(init_started(own->id), before);
+  EXPECT_LT(init_started(own->id), before);
+  EXPECT_EQ(own->create_path, "pool");
   EXPECT_EQ(Exec("named1", {"hostname"}).stdout_data, "named1\n");
-  api::SandboxSpec small;
-  small.mem_limit = 64 << 20;
-  auto limited = mgr_->Create(small);
+  api::SandboxSpec large;
+  large.mem_limit = 1024 << 20;
+  auto limited = mgr_->Create(large);
   ASSERT_TRUE(limited.ok()) << limited.error().message;
   EXPECT_GE(init_started(limited->id), before);
+  EXPECT_EQ(limited->create_path, "cold");
   api::SandboxSpec small_disk;
   small_disk.disk = 64 << 20;
   auto sized = mgr_->Create(small_disk);
   ASSERT_TRUE(sized.ok()) << sized.error().message;
   EXPECT_GE(init_started(sized->id), before);
+  EXPECT_EQ(sized->create_path, "cold");
   // A pooled sandbox stops and starts like any other.
   ASSERT_TRUE(mgr_->Stop(pooled->id).ok());
   ASSERT_TRUE(mgr_->Start(pooled->id).ok());
@@ -1339,6 +1379,119 @@ TEST_F(ManagerTest, CreatesTakeLaunchedSandboxesFromThePoolAndTheManagerRemovesT
     ExpectNoCgroup(id);
     EXPECT_FALSE(std::filesystem::exists(dir_ + "/sandboxes/" + id)) << id;
   }
+}
+
+// The limits in a sandbox's cgroup files, as the kernel has them: "memory cpu-quota pids", v2 or v1.
+std::string CgroupLimits(const std::string& id) {
+  auto layout = engine::DetectCgroupLayout();
+  if (!layout.ok()) return "no cgroup layout";
+  auto read = [](const std::string& path) {
+    auto text = isb::ReadFile(path);
+    std::string v = text.ok() ? *text : "unreadable " + path;
+    while (!v.empty() && v.back() == '\n') v.pop_back();
+    return v;
+  };
+  if (layout->v2) {
+    const std::string d = layout->v2_root + "/isb/" + id;
+    return read(d + "/memory.max") + " " + read(d + "/memory.swap.max") + " " + read(d + "/cpu.max") + " " +
+           read(d + "/pids.max");
+  }
+  const std::string m = layout->memory + "/isb/" + id;
+  std::string memsw = std::filesystem::exists(m + "/memory.memsw.limit_in_bytes")
+                          ? read(m + "/memory.memsw.limit_in_bytes") : "no-memsw";
+  return read(m + "/memory.limit_in_bytes") + " " + memsw + " " +
+         read(layout->cpu + "/isb/" + id + "/cpu.cfs_quota_us") + " " +
+         read(layout->cpu + "/isb/" + id + "/cpu.cfs_period_us") + " " + read(layout->pids + "/isb/" + id + "/pids.max");
+}
+
+// A create that a pooled sandbox serves gives the same sandbox as a cold launch of the same spec: its name as
+// hostname and in /etc, its limits in the cgroup files and the scratch tmpfs sizes, its environment, user, working
+// dir, labels and events, loopback only; and it is adopted by a new daemon as a cold one is.
+TEST_F(ManagerTest, APooledSandboxIsTheColdOneWithTheSameSpec) {
+  ASSERT_NO_FATAL_FAILURE(FillPool());
+  auto spec_named = [](const std::string& name) {
+    api::SandboxSpec s;
+    s.name = name;
+    s.labels = {{"team", "blue"}};
+    s.environment = {{"GREETING", "hello"}};
+    s.user = "1000:1000";
+    s.working_dir = "/tmp";
+    s.mem_limit = 96 << 20;
+    s.cpus = 0.5;
+    s.pids = 48;
+    s.expires = std::chrono::seconds(3600);
+    return s;
+  };
+  auto pooled = mgr_->Create(spec_named("twin-pool"));
+  ASSERT_TRUE(pooled.ok()) << pooled.error().message;
+  EXPECT_EQ(pooled->create_path, "pool");
+  EXPECT_GT(pooled->create_ms, 0);
+  // A new daemon with no pool adopts it, and launches the other for its create.
+  pool_size_ = 0;
+  Restart();
+  auto summary = mgr_->Adopt();
+  ASSERT_TRUE(summary.ok()) << summary.error().message;
+  EXPECT_EQ(*summary, "1 adopted, 0 found dead, 0 unfinished creates undone, 0 orphaned cgroups removed");
+  auto cold = mgr_->Create(spec_named("twin-cold"));
+  ASSERT_TRUE(cold.ok()) << cold.error().message;
+  EXPECT_EQ(cold->create_path, "cold");
+
+  const std::string view =
+      "echo $(hostname) $(cat /etc/hostname) $GREETING $(id -u):$(id -g) $(pwd); cat /etc/hosts; ls /sys/class/net; "
+      "awk '$5 == \"/tmp\" || $5 == \"/dev/shm\" || $5 == \"/etc/resolv.conf\" { $1 = $2 = $3 = \"\"; print }' "
+      "/proc/self/mountinfo | sed 's/uid=[0-9]*,gid=[0-9]*/uid=U,gid=G/'; cat /etc/resolv.conf; "
+      "ls -ln /etc/hostname /etc/hosts | cut -d' ' -f1-4";
+  // (A tmpfs's uid and gid options are the host ids of the sandbox's root: each sandbox's own range.)
+  auto seen = [&](const std::string& id, const std::string& name) {
+    std::string out = Exec(id, {"sh", "-c", view}).stdout_data;
+    for (size_t at; (at = out.find(name)) != std::string::npos;) out.replace(at, name.size(), "NAME");
+    return out;
+  };
+  const std::string from_pool = seen(pooled->id, "twin-pool");
+  EXPECT_EQ(from_pool.substr(0, from_pool.find("lo\n") + 3),
+            "NAME NAME hello 1000:1000 /tmp\n127.0.0.1 localhost NAME\n::1 localhost\nlo\n");
+  EXPECT_NE(from_pool.find("size=98304k"), std::string::npos) << from_pool;
+  EXPECT_EQ(from_pool, seen(cold->id, "twin-cold"));
+  EXPECT_EQ(CgroupLimits(pooled->id), CgroupLimits(cold->id));
+  EXPECT_NE(CgroupLimits(pooled->id).find("100663296"), std::string::npos) << CgroupLimits(pooled->id);
+
+  auto a = mgr_->Get(pooled->id), b = mgr_->Get(cold->id);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->spec.labels, b->spec.labels);
+  EXPECT_EQ(a->spec.environment, b->spec.environment);
+  EXPECT_EQ(a->expires_at - a->created_at, b->expires_at - b->created_at);
+  EXPECT_EQ(mgr_->Events(pooled->id), (std::vector<std::pair<std::string, std::string>>{{"created", ""}, {"adopted", ""}}));
+  EXPECT_EQ(mgr_->Events(cold->id), (std::vector<std::pair<std::string, std::string>>{{"created", ""}}));
+  // Restarted, the pooled one is launched from its spec as the cold one was.
+  ASSERT_TRUE(mgr_->Stop(pooled->id).ok());
+  ASSERT_TRUE(mgr_->Start(pooled->id).ok());
+  EXPECT_EQ(seen(pooled->id, "twin-pool"), from_pool);
+  EXPECT_EQ(CgroupLimits(pooled->id), CgroupLimits(cold->id));
+}
+
+// A name taken is refused as a cold create refuses it, and the pooled sandbox it would have taken is gone with
+// nothing left of it.
+TEST_F(ManagerTest, APooledCreateOfANameInUseIsRefusedAndLeavesNothing) {
+  ASSERT_NO_FATAL_FAILURE(FillPool());
+  api::SandboxSpec spec;
+  spec.name = "taken";
+  auto first = mgr_->Create(spec);
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  EXPECT_EQ(first->create_path, "pool");
+  std::set<std::string> before;
+  for (const auto& e : std::filesystem::directory_iterator(dir_ + "/sandboxes")) before.insert(e.path().filename());
+  auto second = mgr_->Create(spec);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.error().code, Code::kConflict);
+  EXPECT_EQ(second.error().message, "name: 'taken' is in use");
+  int gone = 0;
+  for (const std::string& id : before) {
+    if (std::filesystem::exists(dir_ + "/sandboxes/" + id)) continue;
+    ExpectNoCgroup(id);  // the pooled sandbox the refused create took
+    ++gone;
+  }
+  EXPECT_EQ(gone, 1);
+  EXPECT_EQ(Exec("taken", {"hostname"}).stdout_data, "taken\n");
 }
 
 // privileged and idmap change the sandbox's user namespace, which a pooled sandbox has already: never from the pool.

@@ -151,9 +151,86 @@ TEST_F(EgressTest, HttpsToAListedNameByConnectAndBySniAndAnUnlistedSniGetsAnAler
   EXPECT_EQ(Curl(id, {"-o", "/dev/null", "-w", "%{http_connect}", "https://other.test/"}), "403");
 }
 
+// A create with a name, an egress list, labels and a lower memory limit that the net pool serves gives the sandbox a
+// cold create of the same spec gives: hostname, proxy and trust-store variables, resolver, interfaces, trust bundle
+// and scratch mounts, the same reach (the listed name through the proxy and by SNI) and the same refusals. A create
+// with egress none beside that pool is served without a network: loopback only, as a cold one.
+TEST_F(EgressTest, AListedSandboxFromThePoolIsTheColdOneWithTheSameSpec) {
+  std::string ca = StartTlsOriginAndPin("secure.test");
+  ASSERT_FALSE(ca.empty());
+  // Both pools full (two sandboxes each), nothing created yet.
+  auto launched = [&] {
+    size_t n = 0;
+    std::error_code ec;
+    for (auto it = std::filesystem::directory_iterator(state_dir() + "/sandboxes", ec);
+         !ec && it != std::filesystem::directory_iterator(); ++it)
+      ++n;
+    return n;
+  };
+  for (int i = 0; i < 400 && launched() < 4; ++i) ::usleep(50000);
+  ASSERT_EQ(launched(), 4u);
+  ::usleep(200000);
+  auto spec = [](const std::string& name) {
+    return json{{"name", name}, {"egress", {"secure.test"}}, {"labels", {{"team", "blue"}}}, {"mem_limit", 256 << 20}};
+  };
+  json pooled = MustTool("sandbox_create", spec("twin-pool"));
+  EXPECT_EQ(pooled["timing"]["path"], "pool") << pooled.dump();
+  json pooled_none = MustTool("sandbox_create", json::object());
+  EXPECT_EQ(pooled_none["timing"]["path"], "pool") << pooled_none.dump();
+  std::vector<std::string> no_pool = daemon_args();
+  no_pool.insert(no_pool.end(), {"--pool-size", "0", "--net-pool-size", "0"});
+  ASSERT_EQ(StopDaemon(), 0);
+  StartDaemon(no_pool);
+  json cold = MustTool("sandbox_create", spec("twin-cold"));
+  EXPECT_EQ(cold["timing"]["path"], "cold") << cold.dump();
+  json cold_none = MustTool("sandbox_create", json::object());
+  EXPECT_EQ(cold_none["timing"]["path"], "cold") << cold_none.dump();
+
+  // What each sees and reaches, its own name, CA and address (its slot's) written alike.
+  auto seen = [&](const json& info) {
+    const std::string id = info["id"], name = info["name"];
+    json env = MustTool("sandbox_get", {{"sandbox", id}})["spec"]["environment"];
+    std::string out;
+    if (env.contains("HTTPS_PROXY")) {
+      MustTool("sandbox_file_write", {{"sandbox", id}, {"path", "/tmp/ca.pem"}, {"content", ca}});
+      std::string proxy = env["HTTPS_PROXY"];
+      out += "host_end " + proxy.substr(7, proxy.rfind(':') - 7) + "\n";
+      out += Curl(id, {"--cacert", "/tmp/ca.pem", "-o", "/dev/null", "-w", "%{http_code}\n", "https://secure.test/"});
+      out += Curl(id, {"--noproxy", "*", "--cacert", "/tmp/ca.pem", "-o", "/dev/null", "-w", "%{http_code}\n",
+                       "https://secure.test/"});
+      out += Curl(id, {"-o", "/dev/null", "-w", "%{http_connect}\n", "https://other.test/"});
+    }
+    out += Exec(id, {"sh", "-c",
+                     "hostname; env | grep -i -e proxy -e _CA -e SSL_CERT | sort; cat /etc/resolv.conf; "
+                     "ls /sys/class/net; grep -c 'BEGIN CERT' /etc/isb/ca-bundle.pem; "
+                     "awk '$5 == \"/etc/isb/ca-bundle.pem\" || $5 == \"/tmp\" { $1 = $2 = $3 = \"\"; print }' "
+                     "/proc/self/mountinfo | sed 's/uid=[0-9]*,gid=[0-9]*/uid=U,gid=G/; s|/dev/loop[0-9]*|/dev/loopN|'"})
+               ["stdout"].get<std::string>();  // (each sandbox's own uid range and layer device)
+    for (const std::string& own : {name, std::string(info["id"])})
+      for (size_t at; !own.empty() && (at = out.find(own)) != std::string::npos;) out.replace(at, own.size(), "OWN");
+    if (size_t at = out.find("host_end "); at != std::string::npos) {
+      const std::string host_end = out.substr(at + 9, out.find('\n', at) - at - 9);
+      for (size_t h; (h = out.find(host_end)) != std::string::npos;) out.replace(h, host_end.size(), "HOST_END");
+    }
+    return out;
+  };
+  const std::string listed = seen(pooled);
+  EXPECT_NE(listed.find("200\n200\n403\nOWN\n"), std::string::npos) << listed;
+  EXPECT_NE(listed.find("eth0\nlo\n"), std::string::npos) << listed;
+  EXPECT_NE(listed.find(" /ca-bundle.pem /etc/isb/ca-bundle.pem ro,"), std::string::npos) << listed;
+  EXPECT_NE(listed.find("size=262144k"), std::string::npos) << listed;
+  EXPECT_EQ(listed, seen(cold));
+  const std::string none = seen(pooled_none);
+  EXPECT_EQ(none.substr(0, none.find("lo\n") + 3), "sandbox\nlo\n") << none;
+  EXPECT_EQ(none, seen(cold_none));
+}
+
 // A second isb serve on the host, on the running daemon's table or on its subnet, exits 2 at start-up naming the
 // holder and the flag to change, and leaves the first's rules and sandbox network as they were.
 TEST_F(EgressTest, ASecondDaemonOnTheSameTableOrSubnetIsRefused) {
+  // No net pool, whose refills would change the table in the background while it is compared.
+  ASSERT_EQ(StopDaemon(), 0);
+  StartDaemon({"--net-pool-size", "0"});
   std::string id = CreateSandbox({{"egress", {"allowed.test"}}});
   auto table = [] { return RunProcess({"/usr/sbin/nft", "list", "table", "inet", kEgressTable}).out; };
   const std::string rules = table();

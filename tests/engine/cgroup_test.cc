@@ -133,6 +133,48 @@ TEST_F(FakeCgroupfs, V1LimitsAndStats) {
   for (const auto& d : cg->dirs()) std::filesystem::remove_all(d);
 }
 
+// A live sandbox's limits written again (a pooled sandbox taken by a create with lower ones): every file of both
+// layouts has the new value.
+TEST_F(FakeCgroupfs, SetLimitsWritesNewLimitsInEitherLayout) {
+  Touch(root_, {"cgroup.subtree_control"});
+  Touch(root_ + "/isb", {"cgroup.subtree_control", "pids.max"});
+  Touch(root_ + "/isb/sb1", {"memory.max", "memory.swap.max", "cpu.max", "pids.max"});
+  CgroupLayout v2{.v2 = true, .v2_root = root_, .memory = {}, .pids = {}, .cpu = {}, .cpuacct = {}};
+  auto cg2 = Cgroup::Create(v2, "sb1", Limits{});
+  ASSERT_TRUE(cg2.ok()) << cg2.error().message;
+  // The kernel's files take each write whole; these regular files are emptied first, as a write does not cut them.
+  Touch(root_ + "/isb/sb1", {"memory.max", "cpu.max", "pids.max"});
+  ASSERT_TRUE(cg2->SetLimits(Limits{.memory_bytes = 96ull << 20, .millicpus = 250, .pids = 16}).ok());
+  EXPECT_EQ(Read(root_ + "/isb/sb1/memory.max"), "100663296");
+  EXPECT_EQ(Read(root_ + "/isb/sb1/memory.swap.max"), "0");
+  EXPECT_EQ(Read(root_ + "/isb/sb1/cpu.max"), "25000 100000");
+  EXPECT_EQ(Read(root_ + "/isb/sb1/pids.max"), "16");
+  std::filesystem::remove_all(root_ + "/isb/sb1");
+  cg2->Release();
+
+  const std::string m = root_ + "/memory", p = root_ + "/pids", c = root_ + "/cpu,cpuacct";
+  Touch(m + "/isb/sb2", {"memory.limit_in_bytes", "memory.memsw.limit_in_bytes"});
+  Touch(p + "/isb/sb2", {"pids.max"});
+  Touch(p + "/isb", {"pids.max"});
+  Touch(c + "/isb/sb2", {"cpu.cfs_period_us", "cpu.cfs_quota_us"});
+  CgroupLayout v1{.v2 = false, .v2_root = {}, .memory = m, .pids = p, .cpu = c, .cpuacct = c};
+  auto cg1 = Cgroup::Create(v1, "sb2", Limits{});
+  ASSERT_TRUE(cg1.ok()) << cg1.error().message;
+  for (uint64_t mem : {uint64_t{96} << 20, uint64_t{1} << 30}) {  // down, then up
+    Touch(m + "/isb/sb2", {"memory.limit_in_bytes", "memory.memsw.limit_in_bytes"});
+    Touch(p + "/isb/sb2", {"pids.max"});
+    Touch(c + "/isb/sb2", {"cpu.cfs_period_us", "cpu.cfs_quota_us"});
+    ASSERT_TRUE(cg1->SetLimits(Limits{.memory_bytes = mem, .millicpus = 250, .pids = 16}).ok());
+    EXPECT_EQ(Read(m + "/isb/sb2/memory.limit_in_bytes"), std::to_string(mem));
+    EXPECT_EQ(Read(m + "/isb/sb2/memory.memsw.limit_in_bytes"), std::to_string(mem));
+  }
+  EXPECT_EQ(Read(c + "/isb/sb2/cpu.cfs_quota_us"), "25000");
+  EXPECT_EQ(Read(c + "/isb/sb2/cpu.cfs_period_us"), "100000");
+  EXPECT_EQ(Read(p + "/isb/sb2/pids.max"), "16");
+  for (const auto& d : cg1->dirs()) std::filesystem::remove_all(d);
+  cg1->Release();
+}
+
 // A name that is not one path component names no sandbox: above all not "", which would be isb's own parent of
 // every sandbox's cgroup (whose Remove would kill them all).
 TEST_F(FakeCgroupfs, AdoptingNoNameOrAPathGivesNoDirectories) {
