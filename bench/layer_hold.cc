@@ -17,7 +17,7 @@ int main(int argc, char** argv) {
   }
   const std::string dir = argv[1];
   const int n = std::atoi(argv[2]);
-  const uint64_t bytes = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : isb::api::kDefaultDisk;
+  const uint64_t bytes = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : isb::spec::kDefaultDisk;
   std::vector<isb::daemon::DiskLayer> layers;
   int status = 0;
   for (int i = 0; i < n; ++i) {

@@ -5,7 +5,9 @@ target_link_libraries(isb_store PUBLIC isb_base ${SQLITE_LIB} Threads::Threads m
 
 add_library(isb_daemon STATIC src/daemon/sandbox_manager.cc src/daemon/egress_service.cc src/daemon/port_publisher.cc
             src/daemon/trust_bundle.cc src/daemon/disk_layer.cc src/daemon/teardown_queue.cc
-            src/daemon/refill_policy.cc src/daemon/egress_claims.cc src/daemon/sandbox_fit.cc)
+            src/daemon/refill_policy.cc src/daemon/egress_claims.cc src/daemon/sandbox_fit.cc
+            src/daemon/sandbox_files.cc src/daemon/sandbox_pool.cc src/daemon/host_paths.cc src/daemon/sandbox_adoption.cc
+            src/daemon/sandbox_terminals.cc)
 target_link_libraries(isb_daemon PUBLIC isb_engine isb_spec isb_store isb_net isb_proxy isb_egress isb_judge isb_audit
                       nlohmann_json::nlohmann_json)
 

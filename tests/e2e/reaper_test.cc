@@ -13,7 +13,8 @@ class ReaperTest : public E2eTest {};
 
 TEST_F(ReaperTest, RemovesIdleAndExpiredSandboxesAndKeepsTheRest) {
   StopDaemon();
-  StartDaemon({"--reap-interval", "1s"});
+  // No net pool: its waiting sandboxes' veths would stand beside the reaped one's, which must be the only one.
+  StartDaemon({"--reap-interval", "1s", "--net-pool-size", "0"});
 
   // The idle one has a network: its rules must go with it (on the host, in isb's table, while the daemon runs).
   auto isb_interfaces = [] {
