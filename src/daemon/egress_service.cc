@@ -95,7 +95,7 @@ Status EgressService::StartServers() {
     std::fprintf(stderr, "isb: egress: %s refused %s: %s\n", id.c_str(), target.c_str(), reason.c_str());
     if (!options_.on_refusal) return;
     std::string org;
-    if (PolicyOf(id, &org) == nullptr) return;  // gone meanwhile
+    if (PolicyOf(id, &org) == nullptr || org.empty()) return;  // gone meanwhile, or pooled (nobody's yet)
     options_.on_refusal(id, org, target, reason);
   };
   // The hosts of the sandbox's secrets: their TLS ends at the proxy (the secrets issue substitutes them there).
@@ -168,7 +168,7 @@ void EgressService::CheckNetwork() {
   {
     std::lock_guard lock(mu_);
     for (const auto& [id, e] : by_id_)
-      if (e.attached) attached.emplace_back(id, e.org);
+      if (e.attached && !e.org.empty()) attached.emplace_back(id, e.org);  // a pooled one is nobody's yet
   }
   std::fprintf(stderr,
                "isb: egress: the table inet %s was %s under this daemon by another program; restored it (%zu "
@@ -217,7 +217,7 @@ void EgressService::CheckVeths() {
     const std::string outcome = link.ok() ? "put it back" : "could not put it back: " + link.error().message;
     std::fprintf(stderr, "isb: egress: sandbox %s: its veth %s was deleted under this daemon by another program; %s\n",
                  e.id.c_str(), ifname.c_str(), outcome.c_str());
-    if (options_.on_network_event) options_.on_network_event(e.id, e.org, "veth_deleted");
+    if (options_.on_network_event && !e.org.empty()) options_.on_network_event(e.id, e.org, "veth_deleted");
   }
 }
 

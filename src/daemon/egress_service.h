@@ -62,6 +62,8 @@ struct EgressOptions {
   // The host's side of the sandboxes' networks changed under the daemon, by another program: `reason` is
   // "rules_deleted" or "rules_changed" (the table was restored at once). Called from the watch thread for each
   // sandbox with a network (stopped ones included: the service does not know which stopped); for their history.
+  // A sandbox prepared with no org (a pooled one, until Assign names its org) is reported to nobody, here and in
+  // on_refusal.
   std::function<void(const std::string& id, const std::string& org, const std::string& reason)> on_network_event;
   int watch_interval_ms = 2000;  // how often the table is looked at
 };

@@ -88,6 +88,8 @@ Result<SandboxManager::Pooled> SandboxManager::LaunchPooled(PoolKind kind) {
   if (p.rec.id.empty()) return Error::Msg("no randomness for a sandbox id");
   if (kind == PoolKind::kNet) {
     p.rec.spec.egress = json::array({kPooledListName});
+    // No org's until a create takes it (EgressService::Assign names the org): its network's events are nobody's.
+    p.rec.spec.labels[api::kOrgLabel] = "";
     ISB_ASSIGN_OR_RETURN(egress::EgressSpec placeholder, Egress(p.rec.spec));
     p.net.emplace();
     if (Status st = PrepareNetwork(p.rec, placeholder, &*p.net); !st.ok()) {

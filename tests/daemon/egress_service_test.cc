@@ -674,6 +674,48 @@ TEST_F(EgressServiceTest, RulesChangedUnderALiveServiceAreRestoredAndReported) {
 
 // A sandbox's veth deleted under a live service is put back within seconds (the sandbox's end too, with its
 // address), logged and reported for that sandbox; one whose sandbox has died is not (its namespace took it along).
+// A pooled sandbox (prepared with no org) is nobody's: its veth deleted under the service is put back, and nothing
+// is reported until a create assigns it to an org.
+TEST_F(EgressServiceTest, APooledSandboxsNetworkEventsAreNobodysUntilItIsAssigned) {
+  InHost([&] {
+    std::mutex mu;
+    std::vector<std::string> told;
+    Result<std::unique_ptr<EgressService>> svc = EgressService::Start(Watched(mu, told));
+    ASSERT_TRUE(svc.ok()) << svc.error().message;
+    StartSandbox();
+    ASSERT_TRUE((*svc)->Prepare("sb-1", *ParseSandboxEgress(nlohmann::json{"pooled.test"}), "").ok());
+    ASSERT_TRUE((*svc)->Attach("sb-1", sandbox_).ok());
+    ::usleep(300000);  // the service has taken the applied table as its reference
+    const std::string here = "/proc/thread-self/ns/net";
+    RunIn(here, {"ip", "link", "del", "isb-0"});
+    for (int i = 0; i < 100 && ::if_nametoindex("isb-0") == 0; ++i) ::usleep(50000);
+    EXPECT_NE(::if_nametoindex("isb-0"), 0u) << "the pooled sandbox's veth was not put back";
+    ::usleep(300000);
+    {
+      std::lock_guard lock(mu);
+      EXPECT_EQ(told, std::vector<std::string>{});
+    }
+    ASSERT_TRUE((*svc)->Assign("sb-1", *ParseSandboxEgress(nlohmann::json{"a.test"}), "acme").ok());
+    RunIn(here, {"ip", "link", "del", "isb-0"});
+    bool back = false;
+    for (int i = 0; i < 100 && !back; ++i) {
+      ::usleep(50000);
+      std::lock_guard lock(mu);
+      back = !told.empty();
+    }
+    {
+      std::lock_guard lock(mu);
+      EXPECT_EQ(told, std::vector<std::string>{"sb-1 acme veth_deleted"});
+    }
+    ::kill(sandbox_, SIGKILL);
+    ::waitpid(sandbox_, nullptr, 0);
+    sandbox_ = 0;
+    for (int i = 0; i < 100 && ::if_nametoindex("isb-0") != 0; ++i) ::usleep(20000);
+    (*svc)->Release("sb-1");
+    StopAll();
+  });
+}
+
 TEST_F(EgressServiceTest, AVethDeletedUnderALiveServiceIsPutBackAndReported) {
   InHost([&] {
     std::mutex mu;
