@@ -168,6 +168,19 @@ class EgressServiceTest : public ::testing::Test {
     return o;
   }
 
+  // What `told` (guarded by `mu`) holds once something is told, waiting at most 5 s.
+  static std::vector<std::string> Told(std::mutex& mu, const std::vector<std::string>& told) {
+    for (int i = 0; i < 100; ++i) {
+      {
+        std::lock_guard lock(mu);
+        if (!told.empty()) return told;
+      }
+      ::usleep(50000);
+    }
+    std::lock_guard lock(mu);
+    return told;
+  }
+
   void StopAll() {
     for (pid_t* pid : {&sandbox_, &origin_}) {
       if (*pid <= 0) continue;
@@ -697,16 +710,7 @@ TEST_F(EgressServiceTest, APooledSandboxsNetworkEventsAreNobodysUntilItIsAssigne
     }
     ASSERT_TRUE((*svc)->Assign("sb-1", *ParseSandboxEgress(nlohmann::json{"a.test"}), "acme").ok());
     RunIn(here, {"ip", "link", "del", "isb-0"});
-    bool back = false;
-    for (int i = 0; i < 100 && !back; ++i) {
-      ::usleep(50000);
-      std::lock_guard lock(mu);
-      back = !told.empty();
-    }
-    {
-      std::lock_guard lock(mu);
-      EXPECT_EQ(told, std::vector<std::string>{"sb-1 acme veth_deleted"});
-    }
+    EXPECT_EQ(Told(mu, told), std::vector<std::string>{"sb-1 acme veth_deleted"});
     ::kill(sandbox_, SIGKILL);
     ::waitpid(sandbox_, nullptr, 0);
     sandbox_ = 0;
