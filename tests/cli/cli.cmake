@@ -8,6 +8,7 @@ add_executable(isb_cli_tests
   src/cli/client.cc
   src/cli/bind_spec.cc
   src/cli/sandbox_cmds.cc
+  src/cli/sandbox_inputs.cc
   src/cli/terminal_exec.cc)
 target_link_libraries(isb_cli_tests PRIVATE isb_base isb_id_mapping isb_spec nlohmann_json::nlohmann_json CLI11::CLI11 GTest::gtest_main)
 target_include_directories(isb_cli_tests PRIVATE ${CMAKE_SOURCE_DIR}/tests ${CMAKE_SOURCE_DIR}/src)
