@@ -43,8 +43,6 @@ std::string Lexical(const std::string& path) {
   return out;
 }
 
-Status CheckLabels(const std::map<std::string, std::string>& labels) { return spec::CheckCallerLabels(labels); }
-
 Result<egress::IpAddress> ParseAddress(std::string_view what, std::string_view text) {
   auto ip = egress::ParseIpAddress(text);
   if (!ip.ok()) return Invalid(std::string(what) + " " + Quote(text) + " is not an IP address");
@@ -116,7 +114,7 @@ Result<std::string> ResolveUnderBindRoot(std::string_view field, const std::stri
 }
 
 Status CheckRemoteSpec(const SandboxSpec& spec, const RemoteSpecPolicy& policy, const std::string& org) {
-  ISB_TRY(CheckLabels(spec.labels));
+  ISB_TRY(spec::CheckCallerLabels(spec.labels));
   if (spec.privileged && !policy.allow_privileged) return Forbidden("privileged: true needs --allow-privileged");
   if (!spec.idmap.empty() && !policy.allow_raw) return Forbidden("idmap: mapping host ids needs --allow-raw");
   if (!spec.image.empty()) ISB_TRY(ResolveUnderBindRoot("image", spec.image, policy, org));

@@ -503,10 +503,15 @@ Result<api::SandboxInfo> SandboxManager::Create(const api::SandboxSpec& spec) {
     (void)db_->Exec("DELETE FROM sandboxes WHERE id = ?1", {rec.id});
     return st.error();
   }
+  ISB_ASSIGN_OR_RETURN(api::SandboxInfo info, Created(rec, "cold"));
+  info.create_ms = MsSince(start);
+  return info;
+}
+
+Result<api::SandboxInfo> SandboxManager::Created(const Record& rec, const char* path) {
   Event(rec, "created");
   ISB_ASSIGN_OR_RETURN(api::SandboxInfo info, Info(rec));
-  info.create_path = "cold";
-  info.create_ms = MsSince(start);
+  info.create_path = path;
   return info;
 }
 

@@ -134,6 +134,8 @@ class SandboxManager : public api::Sandboxes {
   std::optional<Pooled> TakeReady(PoolKind kind);
   // The create of `rec` (its id not yet chosen) served by `ready`: fitted to the spec, then recorded.
   Result<api::SandboxInfo> CreateFromPool(Pooled ready, Record rec, const egress::EgressSpec& egress);
+  // A create's end: its "created" event recorded, and its info with the path it took ("pool" or "cold").
+  Result<api::SandboxInfo> Created(const Record& rec, const char* path);
   // Kills a sandbox that was never created (pooled, or its create failed), gives up its network and removes its
   // state dir.
   void Discard(Record& rec);

@@ -152,7 +152,6 @@ size_t SandboxManager::NetPoolSize() {
 
 
 Result<api::SandboxInfo> SandboxManager::CreateFromPool(Pooled ready, Record rec, const egress::EgressSpec& egress) {
-  const auto start = std::chrono::steady_clock::now();
   // Its own lock from before its row is seen until its creation is recorded (as a cold create's).
   SandboxLocks::Held held = locks_.Lock(ready.rec.id);
   rec.id = ready.rec.id;
@@ -203,11 +202,7 @@ Result<api::SandboxInfo> SandboxManager::CreateFromPool(Pooled ready, Record rec
     Discard(rec);
     return ins.error();
   }
-  Event(rec, "created");
-  ISB_ASSIGN_OR_RETURN(api::SandboxInfo info, Info(rec));
-  info.create_path = "pool";
-  info.create_ms = MsSince(start);
-  return info;
+  return Created(rec, "pool");
 }
 
 

@@ -100,6 +100,17 @@ class ManagerTest : public ::testing::Test {
     std::filesystem::remove_all(dir_);
     std::filesystem::remove_all(host_);
   }
+
+  // `id` is the only sandbox: a create that failed left no row (not even a stopped one) and no history event.
+  void ExpectOnlySandbox(const std::string& id) {
+    auto rows = db_->Query("SELECT count(*) FROM sandboxes");
+    ASSERT_TRUE(rows.ok());
+    EXPECT_EQ(store::AsInt((*rows)[0][0]), 1);
+    auto events = history_->Query({});
+    ASSERT_TRUE(events.ok());
+    for (const auto& e : *events) EXPECT_EQ(e.entry.sandbox, id) << "the failed create left a history event: " << e.entry.event;
+  }
+
   // Adopts, which starts the pool, and waits until the pool is full and its last launch has settled.
   void FillPool() {
     ASSERT_TRUE(mgr_->Adopt().ok());
@@ -613,12 +624,7 @@ TEST_F(ManagerTest, PublishedPortsReachTheSandboxsLoopbackWhileItRuns) {
   EXPECT_EQ(second.error().message, "ports[0]: 127.0.0.2:" + std::to_string(port) + ": Address already in use");
   EXPECT_EQ(mgr_->List()->size(), 1u);
   // It never existed for anyone: no row of it was ever visible (stopped), and the history has no event of it.
-  auto rows = db_->Query("SELECT count(*) FROM sandboxes");
-  ASSERT_TRUE(rows.ok());
-  EXPECT_EQ(store::AsInt((*rows)[0][0]), 1);
-  auto events = history_->Query({});
-  ASSERT_TRUE(events.ok());
-  for (const auto& e : *events) EXPECT_EQ(e.entry.sandbox, sb->id) << "the failed create left a history event: " << e.entry.event;
+  ASSERT_NO_FATAL_FAILURE(ExpectOnlySandbox(sb->id));
 
   // Published only while it runs.
   ASSERT_TRUE(mgr_->Stop(sb->id).ok());
@@ -648,12 +654,7 @@ TEST_F(ManagerTest, APooledSandboxPublishesItsPortsAsAColdOneDoes) {
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.error().code, Code::kConflict);
   EXPECT_EQ(second.error().message, "ports[0]: 127.0.0.2:" + std::to_string(port) + ": Address already in use");
-  auto rows = db_->Query("SELECT count(*) FROM sandboxes");
-  ASSERT_TRUE(rows.ok());
-  EXPECT_EQ(store::AsInt((*rows)[0][0]), 1);
-  auto events = history_->Query({});
-  ASSERT_TRUE(events.ok());
-  for (const auto& e : *events) EXPECT_EQ(e.entry.sandbox, sb->id) << "the failed create left a history event: " << e.entry.event;
+  ASSERT_NO_FATAL_FAILURE(ExpectOnlySandbox(sb->id));
   ASSERT_TRUE(mgr_->Remove(sb->id).ok());
   EXPECT_EQ(RoundTrip(port, "hello"), "errno " + std::to_string(ECONNREFUSED));
 }

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "egress/parsed_messages.h"
+
 #include "egress/replacing_filter.h"
 
 namespace isb::egress {
@@ -38,16 +40,6 @@ std::string ReplaceAll(std::string_view text, std::string_view needle, std::stri
   for (size_t hit; (hit = text.find(needle, at)) != std::string_view::npos; at = hit + needle.size())
     out.append(text.substr(at, hit - at)).append(with);
   return out.append(text.substr(at));
-}
-
-// The content of a chunked body, or "" with a failure when it does not scan whole.
-std::string Dechunk(std::string_view body) {
-  ChunkedScanner scanner;
-  std::string data;
-  ChunkedScanner::Step step = scanner.Feed(body, &data);
-  EXPECT_EQ(step.state, ChunkedScanner::State::kDone) << step.reason;
-  EXPECT_EQ(step.used, body.size());
-  return data;
 }
 
 TEST(ChooseReframe, OnlyAFilteredBodyIsFramedAnewAndHttp10GetsNoChunks) {

@@ -2,20 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include "egress/parsed_messages.h"
+
 namespace isb::egress {
 namespace {
-
-HttpHead Request(std::string_view bytes) {
-  HeadResult r = ParseHttpHead(bytes);
-  EXPECT_EQ(r.kind, HeadResult::kParsed) << r.reason;
-  return r.head;
-}
-
-ResponseHead Response(std::string_view bytes) {
-  ResponseHeadResult r = ParseResponseHead(bytes);
-  EXPECT_EQ(r.kind, ResponseHeadResult::kParsed) << r.reason;
-  return r.head;
-}
 
 TEST(BodyFraming, ARequestHasABodyOnlyWithContentLengthOrChunked) {
   EXPECT_EQ(RequestBody(Request("GET / HTTP/1.1\r\nHost: a\r\n\r\n")).kind, BodyFraming::kNone);

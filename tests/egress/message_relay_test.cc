@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "egress/parsed_messages.h"
+
 #include "egress/replacing_filter.h"
 
 namespace isb::egress {
@@ -57,22 +59,7 @@ Status Relay(ScriptedStream& from, ScriptedStream& to, std::string& buffer, Prep
   return result;
 }
 
-HttpHead Request(std::string_view bytes) {
-  HeadResult r = ParseHttpHead(bytes);
-  EXPECT_EQ(r.kind, HeadResult::kParsed) << r.reason;
-  return r.head;
-}
-
 const Exchange kExchange{"sb1", "example.test", 443};
-
-std::string Dechunk(std::string_view body) {
-  ChunkedScanner scanner;
-  std::string data;
-  ChunkedScanner::Step step = scanner.Feed(body, &data);
-  EXPECT_EQ(step.state, ChunkedScanner::State::kDone) << step.reason;
-  EXPECT_EQ(step.used, body.size());
-  return data;
-}
 
 TEST(MessageRelay, AnUnfilteredRequestGoesAsSentAndTheNextRequestStaysInTheBuffer) {
   const std::string head = "POST /a HTTP/1.1\r\nHost:  example.test\r\nContent-Length: 11\r\n\r\n";

@@ -2,20 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include "egress/parsed_messages.h"
+
 namespace isb::egress {
 namespace {
-
-HttpHead Request(std::string_view bytes) {
-  HeadResult r = ParseHttpHead(bytes);
-  EXPECT_EQ(r.kind, HeadResult::kParsed) << r.reason;
-  return r.head;
-}
-
-ResponseHead Response(std::string_view bytes) {
-  ResponseHeadResult r = ParseResponseHead(bytes);
-  EXPECT_EQ(r.kind, ResponseHeadResult::kParsed) << r.reason;
-  return r.head;
-}
 
 TEST(OutgoingHead, AHeadNoOneChangedGoesAsItCameByteForByte) {
   const std::string raw = "POST /a HTTP/1.1\r\nHost:   example.test  \r\nContent-Length: 3\r\n\r\n";
