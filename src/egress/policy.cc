@@ -96,6 +96,19 @@ bool ValidSecretName(const std::string& name) {
   });
 }
 
+bool ValidVariable(const std::string& name) {
+  if (name.empty() || name.size() > 128 || (name[0] >= '0' && name[0] <= '9')) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+Result<OnLeak> ParseOnLeak(const json& v) {
+  for (OnLeak o : {OnLeak::kPass, OnLeak::kBlock, OnLeak::kStop})
+    if (v.is_string() && v.get_ref<const std::string&>() == OnLeakName(o)) return o;
+  return BadSpec("'on_leak' is \"pass\", \"block\" or \"stop\"; got " + Printable(Shown(v)));
+}
+
 Result<SecretRule> ParseSecret(const json& j, const Suffixes& suffixes, Budget& budget) {
   SecretRule secret;
   const json* hosts = nullptr;
@@ -105,6 +118,8 @@ Result<SecretRule> ParseSecret(const json& j, const Suffixes& suffixes, Budget& 
     for (const auto& [k, v] : j.items()) {
       if (k == "name" && v.is_string()) {
         secret.name = v.get<std::string>();
+      } else if (k == "env" && v.is_string()) {
+        secret.env = v.get<std::string>();
       } else if (k == "hosts") {
         hosts = &v;
       } else {
@@ -117,6 +132,11 @@ Result<SecretRule> ParseSecret(const json& j, const Suffixes& suffixes, Budget& 
   if (!ValidSecretName(secret.name)) {
     return BadSpec("secret '" + Printable(secret.name) +
                    "': a name is 1 to 128 letters, digits, '_', '-' or '.'");
+  }
+  if (!ValidVariable(secret.Variable())) {
+    return BadSpec("secret '" + secret.name + "': '" + Printable(secret.Variable()) +
+                   "' cannot name an environment variable (letters, digits and '_', not starting with a digit)" +
+                   (secret.env.empty() ? "; give one in \"env\"" : ""));
   }
   if (hosts != nullptr) {
     ISB_ASSIGN_OR_RETURN(secret.hosts, ParseRules(*hosts, "hosts", 443, suffixes, budget));
@@ -139,10 +159,16 @@ Result<EgressSpec> ParseObject(const json& j, const Suffixes& suffixes) {
     } else if (key == "secrets") {
       if (!v.is_array()) return BadSpec("'secrets' must be a list");
       ISB_TRY(budget.Take(v.size()));
+      std::set<std::string> names, variables;
       for (const json& s : v) {
         ISB_ASSIGN_OR_RETURN(SecretRule secret, ParseSecret(s, suffixes, budget));
+        if (!names.insert(secret.name).second) return BadSpec("secret '" + secret.name + "' is listed twice");
+        if (!variables.insert(secret.Variable()).second)
+          return BadSpec("two secrets are given in the variable '" + secret.Variable() + "'");
         spec.secrets.push_back(std::move(secret));
       }
+    } else if (key == "on_leak") {
+      ISB_ASSIGN_OR_RETURN(spec.on_leak, ParseOnLeak(v));
     } else {
       return BadSpec("unknown key '" + Printable(key) + "' (" + kForms + ")");
     }
@@ -155,6 +181,7 @@ Result<EgressSpec> ParseObject(const json& j, const Suffixes& suffixes) {
   } else if (!spec.secrets.empty()) {
     return BadSpec("secrets need an allow, block or judge list: with egress none nothing leaves the sandbox");
   }
+  if (j.contains("on_leak") && spec.secrets.empty()) return BadSpec("'on_leak' is for secrets; none are given");
   return spec;
 }
 
@@ -190,6 +217,22 @@ std::string NameAndPort(const std::string& name, uint16_t port) { return name + 
 
 }  // namespace
 
+std::string SecretRule::Variable() const {
+  if (!env.empty()) return env;
+  std::string out = name;
+  for (char& c : out)
+    if (c == '.' || c == '-') c = '_';
+  return out;
+}
+
+const char* OnLeakName(OnLeak on_leak) {
+  switch (on_leak) {
+    case OnLeak::kBlock: return "block";
+    case OnLeak::kStop: return "stop";
+    default: return "pass";
+  }
+}
+
 std::string HostRule::ToString() const {
   std::string out = wildcard ? "*." + name : name;
   if (port) out += ":" + std::to_string(*port);
@@ -216,13 +259,17 @@ json EgressSpecToJson(const EgressSpec& spec) {
   if (!spec.secrets.empty()) {
     json secrets = json::array();
     for (const SecretRule& s : spec.secrets) {
-      if (s.hosts.empty()) {
+      if (s.hosts.empty() && s.env.empty()) {
         secrets.push_back(s.name);
-      } else {
-        secrets.push_back({{"name", s.name}, {"hosts", RulesToJson(s.hosts)}});
+        continue;
       }
+      json one = {{"name", s.name}};
+      if (!s.env.empty()) one["env"] = s.env;
+      if (!s.hosts.empty()) one["hosts"] = RulesToJson(s.hosts);
+      secrets.push_back(std::move(one));
     }
     out["secrets"] = std::move(secrets);
+    if (spec.on_leak != OnLeak::kPass) out["on_leak"] = OnLeakName(spec.on_leak);
   }
   return out;
 }

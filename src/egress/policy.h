@@ -32,12 +32,22 @@ struct HostRule {
   bool operator==(const HostRule&) const = default;
 };
 
-// A secret the proxy will substitute for its placeholder on the way to its hosts (the secrets issue uses it).
+// A secret the proxy substitutes for its placeholder on the way to its hosts: the sandbox's environment holds the
+// placeholder in `env`, never the value.
 struct SecretRule {
   std::string name;              // the org secret's name
   std::vector<HostRule> hosts;   // empty: the hosts the secret itself is approved for
+  std::string env;               // the variable holding the placeholder; empty: from the name
+  // The variable the placeholder is given in: `env`, or the name with each character a variable cannot hold ('.',
+  // '-') as '_' ("gh-token.v2" in gh_token_v2).
+  std::string Variable() const;
   bool operator==(const SecretRule&) const = default;
 };
+
+// What the proxy does with a placeholder headed where its secret may not go (another host, plain HTTP): forward it
+// as it is (the host gets the placeholder), refuse the request (403 naming the secret), or stop the sandbox.
+enum class OnLeak { kPass, kBlock, kStop };
+const char* OnLeakName(OnLeak on_leak);  // "pass", "block", "stop"
 
 struct EgressSpec {
   EgressMode mode = EgressMode::kNone;
@@ -45,6 +55,7 @@ struct EgressSpec {
   std::vector<HostRule> block;   // kBlocklist
   std::vector<HostRule> judge;   // either list mode: decided per request by the judge
   std::vector<SecretRule> secrets;
+  OnLeak on_leak = OnLeak::kPass;
   bool operator==(const EgressSpec&) const = default;
 };
 
@@ -53,7 +64,8 @@ inline constexpr size_t kMaxEgressEntries = 16384;
 
 // The `egress` field: null, "none", "open", a list of "host[:port]" (port 443 unless given), or an object with
 // "allow" (a list as above), "block" (entries without a port block every port), "judge" (entries, port 443 unless
-// given) and "secrets" ("NAME" or {"name": NAME, "hosts": [...]}). "allow" and "block" exclude each other; an
+// given), "secrets" ("NAME" or {"name": NAME, "env": VARIABLE, "hosts": [...]}) and "on_leak" ("pass", "block" or
+// "stop"; only with secrets). "allow" and "block" exclude each other; an
 // empty list, or an object with no allow or judge entry and no block key, is none; "none" combines with nothing.
 // Refused: IP addresses, wildcards anywhere but as the whole first label, a wildcard over a single label ("*.com")
 // or over a public suffix ("*.co.uk", "*.github.io"), invalid names and ports. Errors (kInvalidArgument) name the

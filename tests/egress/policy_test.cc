@@ -63,8 +63,19 @@ TEST(EgressSpecTest, ObjectForms) {
   EXPECT_EQ(a.mode, EgressMode::kAllowlist);
   EXPECT_EQ(a.allow, std::vector<HostRule>{Rule("api.openai.com", false, 443)});
   EXPECT_EQ(a.judge, std::vector<HostRule>{Rule("docs.example.com", true, 443)});
-  EXPECT_EQ(a.secrets, (std::vector<SecretRule>{{"OPENAI_KEY", {}},
-                                                {"gh-token.v2", {Rule("api.github.com", false, 443)}}}));
+  EXPECT_EQ(a.secrets, (std::vector<SecretRule>{{"OPENAI_KEY", {}, ""},
+                                                {"gh-token.v2", {Rule("api.github.com", false, 443)}, ""}}));
+
+  EXPECT_EQ(a.on_leak, OnLeak::kPass);
+  EXPECT_EQ(a.secrets[1].Variable(), "gh_token_v2");  // '.' and '-' cannot be in a variable's name
+  EgressSpec with_env = Parse(json::parse(
+      R"({"allow": ["x.example"], "on_leak": "stop", "secrets": [{"name": "k.1", "env": "OPENAI_API_KEY"}]})"));
+  EXPECT_EQ(with_env.on_leak, OnLeak::kStop);
+  EXPECT_EQ(with_env.secrets.at(0).Variable(), "OPENAI_API_KEY");
+  EXPECT_EQ(EgressSpecToJson(with_env),
+            json::parse(R"({"allow": ["x.example:443"], "on_leak": "stop",
+                            "secrets": [{"name": "k.1", "env": "OPENAI_API_KEY"}]})"));
+  EXPECT_EQ(Parse(EgressSpecToJson(with_env)), with_env);
 
   EgressSpec b = Parse(json::parse(R"({"block": ["evil.example", "*.ads.example:443"], "judge": ["new.example"]})"));
   EXPECT_EQ(b.mode, EgressMode::kBlocklist);
@@ -176,6 +187,23 @@ TEST(EgressSpecTest, RefusesBadShapes) {
        "egress: secret {\"name\":5}: unknown or mistyped key 'name'"},
       {json::parse(R"({"allow": ["a.example"], "secrets": [7]})"),
        "egress: secret 7: expected \"NAME\" or {\"name\": NAME, \"hosts\": [...]}"},
+      {json::parse(R"({"allow": ["a.example"], "secrets": [{"name": "K", "env": "1X"}]})"),
+       "egress: secret 'K': '1X' cannot name an environment variable (letters, digits and '_', not starting with a "
+       "digit)"},
+      {json::parse(R"({"allow": ["a.example"], "secrets": [{"name": "K", "env": "A=B"}]})"),
+       "egress: secret 'K': 'A=B' cannot name an environment variable (letters, digits and '_', not starting with a "
+       "digit)"},
+      {json::parse(R"({"allow": ["a.example"], "secrets": ["9key"]})"),
+       "egress: secret '9key': '9key' cannot name an environment variable (letters, digits and '_', not starting "
+       "with a digit); give one in \"env\""},
+      {json::parse(R"({"allow": ["a.example"], "secrets": ["K", {"name": "K", "env": "OTHER"}]})"),
+       "egress: secret 'K' is listed twice"},
+      {json::parse(R"({"allow": ["a.example"], "secrets": ["a.b", "a_b"]})"),
+       "egress: two secrets are given in the variable 'a_b'"},
+      {json::parse(R"({"allow": ["a.example"], "secrets": ["K"], "on_leak": "drop"})"),
+       "egress: 'on_leak' is \"pass\", \"block\" or \"stop\"; got \"drop\""},
+      {json::parse(R"({"allow": ["a.example"], "on_leak": "block"})"),
+       "egress: 'on_leak' is for secrets; none are given"},
   };
   for (const Case& c : cases) EXPECT_EQ(Refusal(c.spec), c.message) << c.spec.dump();
 }
