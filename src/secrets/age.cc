@@ -61,8 +61,9 @@ Result<bool> UnwrapX25519(const AgeStanza& stanza, size_t number, const AgeIdent
 Result<FileKey> FindFileKey(const AgeHeader& header, const AgeIdentity& identity) {
   for (const AgeStanza& stanza : header.stanzas) {
     if (stanza.args[0] == kScryptType) {
-      return Refuse("encrypted with a passphrase (scrypt); isb reads only files encrypted to X25519 recipients "
-                    "(age -r age1...)");
+      return Refuse(
+          "encrypted with a passphrase (scrypt); isb reads only files encrypted to X25519 recipients "
+          "(age -r age1...)");
     }
   }
   FileKey file_key;
@@ -72,8 +73,9 @@ Result<FileKey> FindFileKey(const AgeHeader& header, const AgeIdentity& identity
     ISB_ASSIGN_OR_RETURN(bool opened, UnwrapX25519(stanza, i + 1, identity, file_key));
     if (opened) return file_key;
   }
-  return Error::Of(Code::kForbidden, "age file: not encrypted to this key (" + identity.Recipient() + "): none of its " +
-                                         std::to_string(header.stanzas.size()) + " recipient stanzas opens with it");
+  return Error::Of(Code::kForbidden, "age file: not encrypted to this key (" + identity.Recipient() +
+                                         "): none of its " + std::to_string(header.stanzas.size()) +
+                                         " recipient stanzas opens with it");
 }
 
 }  // namespace

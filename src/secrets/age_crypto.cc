@@ -84,8 +84,7 @@ Result<Key32> HkdfSha256(std::string_view ikm, std::string_view salt, std::strin
   params[n++] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY, const_cast<char*>(ikm.data()), ikm.size());
   // An empty salt is HMAC's zero-length key, which RFC 5869 makes equal to HashLen zero bytes.
   if (!salt.empty()) {
-    params[n++] =
-        OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT, const_cast<char*>(salt.data()), salt.size());
+    params[n++] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT, const_cast<char*>(salt.data()), salt.size());
   }
   params[n++] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO, const_cast<char*>(info.data()), info.size());
   params[n] = OSSL_PARAM_construct_end();
@@ -125,12 +124,12 @@ bool AeadOpen(const Key32& key, std::string_view nonce, std::string_view ciphert
   std::unique_ptr<EVP_CIPHER_CTX, CipherCtxFree> ctx(EVP_CIPHER_CTX_new());
   auto* dst = reinterpret_cast<unsigned char*>(out);
   int len = 0, tail = 0;
-  const bool ok =
-      ctx && EVP_DecryptInit_ex(ctx.get(), EVP_chacha20_poly1305(), nullptr, key.data(), Bytes(nonce)) == 1 &&
-      EVP_DecryptUpdate(ctx.get(), dst, &len, Bytes(ciphertext), static_cast<int>(size)) == 1 &&
-      EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_AEAD_SET_TAG, kAeadTagSize,
-                          const_cast<char*>(ciphertext.data() + size)) == 1 &&
-      EVP_DecryptFinal_ex(ctx.get(), dst + len, &tail) == 1;
+  const bool ok = ctx &&
+                  EVP_DecryptInit_ex(ctx.get(), EVP_chacha20_poly1305(), nullptr, key.data(), Bytes(nonce)) == 1 &&
+                  EVP_DecryptUpdate(ctx.get(), dst, &len, Bytes(ciphertext), static_cast<int>(size)) == 1 &&
+                  EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_AEAD_SET_TAG, kAeadTagSize,
+                                      const_cast<char*>(ciphertext.data() + size)) == 1 &&
+                  EVP_DecryptFinal_ex(ctx.get(), dst + len, &tail) == 1;
   if (!ok) OPENSSL_cleanse(out, size);
   return ok;
 }

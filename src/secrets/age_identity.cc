@@ -40,19 +40,10 @@ AgeIdentity AgeIdentity::Generate() {
 }
 
 Result<AgeIdentity> AgeIdentity::Parse(std::string_view text) {
-  std::string_view key_line;
-  int keys = 0;
-  while (!text.empty()) {
-    size_t end = text.find('\n');
-    std::string_view line = Trim(text.substr(0, end));
-    text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
-    if (line.empty() || line.front() == '#') continue;
-    key_line = line;
-    ++keys;
-  }
-  if (keys == 0) return BadIdentity("no AGE-SECRET-KEY-1... line found");
-  if (keys > 1) return BadIdentity("more than one key line; give exactly one AGE-SECRET-KEY-1... line");
-  auto decoded = Bech32Decode(key_line);
+  const std::vector<KeyLine> lines = KeyLines(text);
+  if (lines.empty()) return BadIdentity("no AGE-SECRET-KEY-1... line found");
+  if (lines.size() > 1) return BadIdentity("more than one key line; give exactly one AGE-SECRET-KEY-1... line");
+  auto decoded = Bech32Decode(lines[0].text);
   if (!decoded.ok()) return BadIdentity("not a valid age secret key (" + decoded.error().message + ")");
   DecodedKey key{std::move(decoded).value()};
   if (key.data.hrp == kAgeRecipientHrp) {
@@ -75,6 +66,17 @@ SecretBytes AgeIdentity::Encode() const {
     if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
   }
   return SecretBytes(std::move(text));
+}
+
+std::vector<KeyLine> KeyLines(std::string_view text) {
+  std::vector<KeyLine> out;
+  for (int number = 1; !text.empty(); ++number) {
+    const size_t end = text.find('\n');
+    std::string_view line = Trim(text.substr(0, end));
+    text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
+    if (!line.empty() && line.front() != '#') out.push_back({number, line});
+  }
+  return out;
 }
 
 Result<Key32> DecodeRecipient(std::string_view recipient) {

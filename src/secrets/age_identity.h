@@ -3,6 +3,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/result.h"
 #include "secrets/age_crypto.h"
@@ -36,6 +37,13 @@ class AgeIdentity {
   Key32 private_;
   Key32 public_;
 };
+
+struct KeyLine {
+  int number;             // from 1
+  std::string_view text;  // without surrounding whitespace
+};
+// The lines of a key or recipients file that hold a key: blank lines and '#' comment lines skipped.
+std::vector<KeyLine> KeyLines(std::string_view text);
 
 // The 32-byte X25519 key of an age1... recipient; kInvalidArgument "recipient 'X': ..." naming what is wrong.
 Result<Key32> DecodeRecipient(std::string_view recipient);

@@ -80,14 +80,16 @@ TEST(AgeHeaderTest, UnknownStanzasAreParsedAndSkippedAndAScryptStanzaIsRefusedBy
   ASSERT_TRUE(value.ok()) << value.error().message;
   EXPECT_TRUE(value->view() == "hello");
 
-  std::string scrypt = ForgeAgeFile(key, {{"hello", true}}, {{{"scrypt", "c2FsdHNhbHRzYWx0c2FsdA", "18"}, std::string(32, 's')}});
+  std::string scrypt =
+      ForgeAgeFile(key, {{"hello", true}}, {{{"scrypt", "c2FsdHNhbHRzYWx0c2FsdA", "18"}, std::string(32, 's')}});
   header = ParseAgeHeader(scrypt);
   ASSERT_TRUE(header.ok()) << header.error().message;
   EXPECT_EQ(header->stanzas[0].args.size(), 3u);
   Error e = DecryptError(scrypt, key);
   EXPECT_EQ(e.code, Code::kInvalidArgument);
-  EXPECT_EQ(e.message, "age file: encrypted with a passphrase (scrypt); isb reads only files encrypted to X25519 "
-                       "recipients (age -r age1...)");
+  EXPECT_EQ(e.message,
+            "age file: encrypted with a passphrase (scrypt); isb reads only files encrypted to X25519 "
+            "recipients (age -r age1...)");
 }
 
 TEST(AgeHeaderTest, MalformedHeadersAreRefusedWithTheLineAndTheReason) {
@@ -217,8 +219,8 @@ TEST(AgeInteropTest, TheRealAgeDecryptsWhatIsbWroteForEachOfSeveralRecipients) {
     WriteAll(dir / "in.age", *file);
     for (const auto* key : {&a, &b}) {
       std::filesystem::remove(dir / "out");
-      ProgramExit d = RunTool({"age", "-d", "-i", key->file.string(), "-o", (dir / "out").string(),
-                           (dir / "in.age").string()});
+      ProgramExit d =
+          RunTool({"age", "-d", "-i", key->file.string(), "-o", (dir / "out").string(), (dir / "in.age").string()});
       ASSERT_TRUE(d.ok()) << "size " << size << ": " << d.stderr_text;
       EXPECT_TRUE(ReadAll(dir / "out") == plain) << "size " << size;
     }
@@ -233,7 +235,7 @@ TEST(AgeInteropTest, IsbDecryptsWhatTheRealAgeWroteForSeveralRecipients) {
     const std::string plain = Pattern(size);
     WriteAll(dir / "plain", plain);
     ProgramExit e = RunTool({"age", "-r", other.recipient, "-r", a.Recipient(), "-r", b.Recipient(), "-o",
-                         (dir / "out.age").string(), (dir / "plain").string()});
+                             (dir / "out.age").string(), (dir / "plain").string()});
     ASSERT_TRUE(e.ok()) << e.stderr_text;
     const std::string file = ReadAll(dir / "out.age");
     for (const AgeIdentity* key : {&a, &b}) {
@@ -248,8 +250,8 @@ TEST(AgeInteropTest, AnArmoredFileFromTheRealAgeIsRefusedWithHowToGiveTheBinaryF
   TempDir dir;
   AgeIdentity key = AgeIdentity::Generate();
   WriteAll(dir / "plain", "value");
-  ProgramExit e = RunTool({"age", "-a", "-r", key.Recipient(), "-o", (dir / "out.age").string(),
-                       (dir / "plain").string()});
+  ProgramExit e =
+      RunTool({"age", "-a", "-r", key.Recipient(), "-o", (dir / "out.age").string(), (dir / "plain").string()});
   ASSERT_TRUE(e.ok()) << e.stderr_text;
   Error err = DecryptError(ReadAll(dir / "out.age"), key);
   EXPECT_EQ(err.code, Code::kInvalidArgument);
@@ -290,7 +292,8 @@ TEST(AgeDecryptTest, AFlippedByteInTheHeaderMacOrPayloadGivesAnErrorAndNoValue) 
       {3, Code::kInvalidArgument, "age file: not an age file (it does not start with 'age-encryption.org/v1')"},
       {body_line + 2, Code::kForbidden,
        "age file: not encrypted to this key (" + key.Recipient() + "): none of its 1 recipient stanzas opens with it"},
-      {mac_at + 5, Code::kInvalidArgument, "age file: the header MAC does not verify (the header was changed or corrupted)"},
+      {mac_at + 5, Code::kInvalidArgument,
+       "age file: the header MAC does not verify (the header was changed or corrupted)"},
       {header->payload_offset + 3, Code::kInvalidArgument,
        "age file: chunk 0 does not authenticate as the final chunk (the file is corrupted, truncated, or has data "
        "appended)"},
