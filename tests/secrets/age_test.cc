@@ -92,6 +92,30 @@ TEST(AgeHeaderTest, UnknownStanzasAreParsedAndSkippedAndAScryptStanzaIsRefusedBy
             "recipients (age -r age1...)");
 }
 
+TEST(AgeDecryptTest, AnX25519StanzaWithALowOrderShareOrTheWrongShapeIsRefusedBeforeOursIsTried) {
+  AgeIdentity key = AgeIdentity::Generate();
+  const std::string zero_share(43, 'A');  // 32 zero bytes: a low-order point, so the shared secret would be zero
+  const std::string share = AgeBase64Encode(AgeIdentity::Generate().public_key().view());
+  struct Case {
+    AgeStanza stanza;
+    std::string message;
+  };
+  const Case cases[] = {
+      {{{"X25519", zero_share}, std::string(32, 'b')}, "age file: X25519 stanza 1: X25519 share is a low-order point"},
+      {{{"X25519"}, std::string(32, 'b')}, "age file: X25519 stanza 1 does not have exactly one argument, its share"},
+      {{{"X25519", share, "extra"}, std::string(32, 'b')},
+       "age file: X25519 stanza 1 does not have exactly one argument, its share"},
+      {{{"X25519", share.substr(0, 42)}, std::string(32, 'b')},
+       "age file: X25519 stanza 1: the share is not 32 bytes of canonical base64"},
+      {{{"X25519", share}, std::string(31, 'b')}, "age file: X25519 stanza 1: the body is not 32 bytes"},
+  };
+  for (const Case& c : cases) {
+    Error e = DecryptError(ForgeAgeFile(key, {{"value", true}}, {c.stanza}), key);
+    EXPECT_EQ(e.code, Code::kInvalidArgument);
+    EXPECT_EQ(e.message, c.message);
+  }
+}
+
 TEST(AgeHeaderTest, MalformedHeadersAreRefusedWithTheLineAndTheReason) {
   struct Case {
     std::string file, message;
