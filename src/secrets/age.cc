@@ -1,7 +1,7 @@
 // age v1 encryption and decryption: X25519 stanzas wrap a 16-byte file key; a header MAC; the STREAM payload.
 #include "secrets/age.h"
 
-#include <cstring>
+#include <openssl/crypto.h>
 
 #include "secrets/age_crypto.h"
 #include "secrets/age_stream.h"

@@ -2,6 +2,7 @@
 #include "secrets/age_stream.h"
 
 #include <array>
+#include <cstdint>
 
 namespace isb::secrets {
 namespace {

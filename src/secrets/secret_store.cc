@@ -230,7 +230,7 @@ Result<SecretStore::Value> SecretStore::Get(const std::string& org, const std::s
   if (!file.ok()) return Error::Msg(what + ": " + file.error().message);
   auto value = AgeDecrypt(*file, identity_);
   if (!value.ok()) return Error::Of(value.error().code, what + ": " + value.error().message);
-  return Value{std::move(meta), version, std::move(value).value()};
+  return Value{std::move(meta), std::move(value).value(), version};
 }
 
 Result<SecretMeta> SecretStore::Inspect(const std::string& org, const std::string& name) const {

@@ -62,8 +62,8 @@ class SecretStore {
 
   struct Value {
     SecretMeta meta;
-    int version = 0;  // the version this value is
     SecretBytes value;
+    int version = 0;  // the version this value is (meta.version is the latest)
   };
   // `version` 0 is the latest. kNotFound for a missing secret or version.
   Result<Value> Get(const std::string& org, const std::string& name, int version = 0) const;

@@ -149,9 +149,9 @@ TEST_F(SecretStoreTest, DeleteRemovesEveryVersionFileAndTheNameCanBeUsedAgain) {
 }
 
 TEST_F(SecretStoreTest, FilesAre0600AndDirectories0700AndEachVersionIsAnAgeFile) {
-  ::umask(0);  // the store's modes must not depend on the umask it runs under
+  const mode_t umask_before = ::umask(0);  // the store's modes must not depend on the umask it runs under
   auto store = OpenStore();
-  ::umask(022);
+  ::umask(umask_before);
   ASSERT_TRUE(store->Create("acme", "K", Bytes("one"), {}, {}).ok());
   ASSERT_TRUE(store->Set("acme", "K", Bytes("two")).ok());
   EXPECT_EQ(ModeOf(dir_ / "secrets"), 0700);
