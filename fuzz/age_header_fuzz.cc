@@ -34,8 +34,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   auto value = AgeDecrypt(file, identity);
   if (value.ok() && !header.ok()) abort();
-  if (!value.ok() && value.error().code != isb::Code::kInvalidArgument &&
-      value.error().code != isb::Code::kForbidden) {
+  if (!value.ok() && value.error().code != isb::Code::kInvalidArgument && value.error().code != isb::Code::kForbidden) {
     abort();
   }
   return 0;
