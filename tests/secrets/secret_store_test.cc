@@ -170,6 +170,41 @@ TEST_F(SecretStoreTest, FilesAre0600AndDirectories0700AndEachVersionIsAnAgeFile)
   EXPECT_EQ(ReadAll(SecretDir("acme", "K") / "meta.json").find("one"), std::string::npos);
 }
 
+TEST_F(SecretStoreTest, NoFileInTheStoreHoldsTheValueInTheClear) {
+  const std::string value = "sk-live-the-value-nobody-may-read-0123456789";
+  auto store = OpenStore();
+  ASSERT_TRUE(store->Create("acme", "K", SecretBytes(std::string_view(value)), {"a.example.com"}, {}).ok());
+  ASSERT_TRUE(store->Set("acme", "K", SecretBytes(std::string_view(value))).ok());
+  int files = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir_.path())) {
+    if (!entry.is_regular_file()) continue;
+    ++files;
+    EXPECT_EQ(ReadAll(entry.path()).find(value), std::string::npos) << entry.path();
+  }
+  EXPECT_EQ(files, 3);
+}
+
+TEST_F(SecretStoreTest, AVersionFileDamagedOnDiskGivesAnErrorNamingItAndNoValue) {
+  auto store = OpenStore();
+  ASSERT_TRUE(store->Create("acme", "K", Bytes("one"), {}, {}).ok());
+  ASSERT_TRUE(store->Set("acme", "K", Bytes("two")).ok());
+  const auto v2 = SecretDir("acme", "K") / "v2.age";
+  std::string file = ReadAll(v2);
+  file[file.size() - 3] ^= 0x20;
+  WriteAll(v2, file);
+  auto got = store->Get("acme", "K");
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.error().code, Code::kInvalidArgument);
+  EXPECT_EQ(got.error().message,
+            "secret 'K' in org 'acme' version 2: age file: chunk 0 does not authenticate as the final chunk (the file "
+            "is corrupted, truncated, or has data appended)");
+  EXPECT_TRUE(ValueOf(*store, "acme", "K", 1) == "one");
+  auto reencrypt = store->Reencrypt();
+  ASSERT_FALSE(reencrypt.ok());
+  EXPECT_TRUE(reencrypt.error().message.starts_with("reencrypt secret 'K' in org 'acme' version 2: age file: "))
+      << reencrypt.error().message;
+}
+
 TEST_F(SecretStoreTest, NamesValuesAndHostsAreChecked) {
   auto store = OpenStore();
   for (std::string bad : {std::string(""), std::string("."), std::string(".."), std::string("a/b"), std::string("a b"),
