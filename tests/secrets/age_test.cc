@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 
 #include "secrets/age_bech32.h"
@@ -430,6 +431,18 @@ TEST(SecretBytesTest, HoldsItsBytesAndIsEmptyAfterAMove) {
   EXPECT_TRUE(b == SecretBytes(std::string_view("short")));
   EXPECT_FALSE(b == SecretBytes(std::string_view("shorT")));
   EXPECT_TRUE(b.Clone() == b);
+}
+
+TEST(SecretBytesTest, AnAllocatedBufferIsFilledInPlaceAndTruncatedToWhatWasWritten) {
+  SecretBytes out = SecretBytes::Allocate(8);
+  ASSERT_EQ(out.size(), 8u);
+  std::memcpy(out.data(), "abcdefgh", 8);
+  out.Truncate(3);
+  EXPECT_EQ(out.size(), 3u);
+  EXPECT_TRUE(out.view() == "abc");
+  out.Truncate(5);  // never grows
+  EXPECT_EQ(out.size(), 3u);
+  EXPECT_EQ(SecretBytes::Allocate(0).size(), 0u);
 }
 
 }  // namespace
