@@ -295,6 +295,23 @@ TEST(AgeDecryptTest, AFileForAnotherKeyIsRefusedNamingOurRecipient) {
                            "): none of its 2 recipient stanzas opens with it");
 }
 
+TEST(AgeInteropTest, AFileTheRealAgeWroteForAnSshKeyIsRefusedNamingItsRecipientType) {
+  TempDir dir;
+  AgeIdentity key = AgeIdentity::Generate();
+  ProgramExit made = RunTool({"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", (dir / "id").string()});
+  ASSERT_TRUE(made.ok()) << made.stderr_text;
+  WriteAll(dir / "plain", "value");
+  ProgramExit e =
+      RunTool({"age", "-R", (dir / "id.pub").string(), "-o", (dir / "out.age").string(), (dir / "plain").string()});
+  ASSERT_TRUE(e.ok()) << e.stderr_text;
+  Error err = DecryptError(ReadAll(dir / "out.age"), key);
+  EXPECT_EQ(err.code, Code::kForbidden);
+  EXPECT_EQ(err.message,
+            "age file: encrypted only to other kinds of recipient (ssh-ed25519); isb reads files "
+            "encrypted to X25519 recipients (age -r " +
+                key.Recipient() + ")");
+}
+
 TEST(AgeDecryptTest, AFlippedByteInTheHeaderMacOrPayloadGivesAnErrorAndNoValue) {
   AgeIdentity key = AgeIdentity::Generate();
   auto file = AgeEncrypt(Pattern(100), {key.Recipient()});
