@@ -33,6 +33,8 @@ struct ManagerOptions {
   std::string runtime_dir = "/run/isb";
   std::function<int64_t()> now;    // unix seconds; injectable for tests
   EgressService* egress = nullptr;  // null: only egress none; `egress_unavailable` says why
+  // Resolves an egress spec's secrets and makes their placeholders; null: a spec naming secrets is refused.
+  const SecretBroker* secrets = nullptr;
   std::string egress_unavailable = "the daemon runs without an egress service";
   audit::History* history = nullptr;  // the hash-chained record of lifecycle events; null: sandbox_events only
   // How many sandboxes are kept launched ahead of any create, once Adopt has run: the default view (no image), the
@@ -158,6 +160,9 @@ class SandboxManager : public api::Sandboxes {
   Status PrepareNetwork(Record& rec, const egress::EgressSpec& spec, SandboxNet* net = nullptr);
   // What a network gives the sandbox's environment: the proxy and trust-store variables, unless the spec sets them.
   static void AddNetworkEnvironment(api::SandboxSpec& spec, const SandboxNet& net);
+  // Once `rec` has its id: the egress as resolved (the secrets' hosts in it) is what is stored, and the secrets'
+  // placeholders join its environment.
+  Status AddSecrets(Record& rec, const egress::EgressSpec& egress) const;
   // The sandbox's trust store (trust_bundle.h) with `ca_pem`, in its directory as kTrustBundleFile.
   Status WriteTrustBundle(const Record& rec, const std::string& ca_pem);
   static constexpr char kTrustBundleFile[] = "ca-bundle.pem";

@@ -163,6 +163,7 @@ Result<api::SandboxInfo> SandboxManager::CreateFromPool(Pooled ready, Record rec
   // Everything a cold launch would have given it from the spec, before the create returns; on failure it was never
   // created, and goes.
   Status fitted = [&]() -> Status {
+    ISB_TRY(AddSecrets(rec, egress));
     if (ready.net) {
       ISB_TRY(options_.egress->Assign(rec.id, egress, api::OrgOf(rec.spec)));
       AddNetworkEnvironment(rec.spec, *ready.net);
