@@ -224,7 +224,7 @@ Status AddReads(Registry& reg, secrets::SecretStore& store) {
         ISB_ASSIGN_OR_RETURN(int files, store.Reencrypt());
         return json{{"files", files}};
       },
-      ToolAccess{.least_role = Role::kMember, .kind = ScopeKind::kAdmin, .org_bound = false, .platform = true}});
+      ToolAccess{.least_role = Role::kOwner, .kind = ScopeKind::kAdmin, .org_bound = false, .platform = true}});
 }
 
 }  // namespace
