@@ -246,10 +246,12 @@ Status SandboxManager::PortsApartFromIsb(const api::SandboxSpec& spec) const {
 Status SandboxManager::Launch(Record& rec) {
   ISB_TRY(PortsApartFromIsb(rec.spec));
   ISB_TRY(LaunchProcess(rec));
-  if (Status published = ports_.Publish(rec.id, rec.pid, rec.spec.ports); !published.ok()) {
+  Status ready = ports_.Publish(rec.id, rec.pid, rec.spec.ports);
+  if (ready.ok()) ready = WriteSecretFiles(rec);
+  if (!ready.ok()) {
     bool oom = false;
     (void)Kill(rec, &oom);
-    return published;
+    return ready;
   }
   rec.state = "running";
   return db_->Exec("UPDATE sandboxes SET state='running', pid=?2, start_time=?3, lease_index=?4, uid_base=?5 "
@@ -270,6 +272,7 @@ Status SandboxManager::LaunchProcess(Record& rec, bool background) {
   c.writable_dir = Dir(rec.id) + "/layer";
   c.privileged = rec.spec.privileged;
   c.idmap = rec.spec.idmap;
+  c.secrets_tmpfs = !rec.spec.secrets.empty();
   for (const api::SpecMount& m : rec.spec.mounts) c.binds.push_back({m.source, m.target, m.read_only});
   if (auto resolv = isb::ReadFile(Dir(rec.id) + "/resolv.conf"); resolv.ok()) c.resolv_conf = *resolv;
   DiskLayer layer = Layer(rec.id);
@@ -463,6 +466,7 @@ Result<api::SandboxInfo> SandboxManager::Create(const api::SandboxSpec& spec) {
   ISB_TRY(spec::Validate(spec));
   ISB_TRY(CheckOnHost(spec));
   ISB_ASSIGN_OR_RETURN(egress::EgressSpec egress_spec, Egress(spec));
+  ISB_TRY(CheckSecretFiles(spec));
   ISB_ASSIGN_OR_RETURN(api::SandboxSpec resolved, ResolveMounts(spec));
   Record rec;
   rec.name = spec.name;

@@ -150,13 +150,30 @@ void SecretBroker::Unbind(const std::string& id) {
 }
 
 void SecretBroker::Changed(const std::string& org, const std::string& name) {
-  std::lock_guard lock(mu_);
-  for (const auto& [id, bound] : bound_) {
-    if (bound.org != org) continue;
-    bool uses = std::any_of(bound.spec.secrets.begin(), bound.spec.secrets.end(),
-                            [&](const egress::SecretRule& r) { return r.name == name; });
-    if (uses) options_.filter->Set(id, Bindings(id, bound));
+  std::function<void(const std::string&, const std::string&)> changed;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [id, bound] : bound_) {
+      if (bound.org != org) continue;
+      bool uses = std::any_of(bound.spec.secrets.begin(), bound.spec.secrets.end(),
+                              [&](const egress::SecretRule& r) { return r.name == name; });
+      if (uses) options_.filter->Set(id, Bindings(id, bound));
+    }
+    changed = changed_;
   }
+  if (changed) changed(org, name);
+}
+
+void SecretBroker::OnChange(std::function<void(const std::string& org, const std::string& name)> changed) {
+  std::lock_guard lock(mu_);
+  changed_ = std::move(changed);
+}
+
+Result<secrets::SecretStore::Value> SecretBroker::FileSecret(const std::string& org, const std::string& name) const {
+  Result<secrets::SecretStore::Value> secret = options_.store->Get(org, name);
+  if (!secret.ok() && secret.error().code == Code::kNotFound)
+    return Error::Of(Code::kNotFound, "secrets: org '" + org + "' has no secret '" + name + "'");
+  return secret;
 }
 
 std::map<std::string, secrets::SecretCounters> SecretBroker::Counters(const std::string& id) const {

@@ -58,6 +58,11 @@ class SecretBroker {
   void Bind(const std::string& id, const std::string& org, const egress::EgressSpec& spec);
   void Unbind(const std::string& id);
 
+  // A secret of `org` for a file: its value (kNotFound when it does not exist).
+  Result<secrets::SecretStore::Value> FileSecret(const std::string& org, const std::string& name) const;
+  // Told of every change of a secret after the proxy has it (a sandbox's files follow): set once, before serving.
+  void OnChange(std::function<void(const std::string& org, const std::string& name)> changed);
+
   // Counters of `id`'s secrets, by name.
   std::map<std::string, secrets::SecretCounters> Counters(const std::string& id) const;
 
@@ -73,6 +78,7 @@ class SecretBroker {
   SecretBrokerOptions options_;
   mutable std::mutex mu_;
   std::map<std::string, Bound> bound_;  // by sandbox id (guarded by mu_)
+  std::function<void(const std::string&, const std::string&)> changed_;  // guarded by mu_
 };
 
 // The key placeholders are made with, kept in `path` (0600), made at first use.

@@ -226,9 +226,15 @@ int Serve(const ServeOptions& options) {
   (*daemon_secrets)->SetStopper([&manager](const std::string& id) {
     if (auto r = manager.Stop(id); !r.ok()) Log("secrets: stopping " + id + " after a leak: " + r.error().message);
   });
+  // A new version of a secret reaches the running sandboxes given it as a file.
+  (*daemon_secrets)->broker().OnChange(
+      [&manager](const std::string& org, const std::string& name) { manager.SecretChanged(org, name); });
   struct ClearStopper {
     DaemonSecrets& secrets;
-    ~ClearStopper() { secrets.SetStopper({}); }
+    ~ClearStopper() {
+      secrets.broker().OnChange({});
+      secrets.SetStopper({});
+    }
   } clear_stopper{**daemon_secrets};
   auto adopted = manager.Adopt();
   if (!adopted.ok()) return Fail(adopted.error().message);

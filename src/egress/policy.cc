@@ -88,14 +88,6 @@ Result<std::vector<HostRule>> ParseRules(const json& j, const char* key, std::op
   return rules;
 }
 
-bool ValidSecretName(const std::string& name) {
-  if (name.empty() || name.size() > 128) return false;
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
-           c == '.';
-  });
-}
-
 bool ValidVariable(const std::string& name) {
   if (name.empty() || name.size() > 128 || (name[0] >= '0' && name[0] <= '9')) return false;
   return std::all_of(name.begin(), name.end(), [](char c) {
@@ -129,7 +121,7 @@ Result<SecretRule> ParseSecret(const json& j, const Suffixes& suffixes, Budget& 
   } else {
     return BadSpec("secret " + Printable(Shown(j)) + ": expected \"NAME\" or {\"name\": NAME, \"hosts\": [...]}");
   }
-  if (!ValidSecretName(secret.name)) {
+  if (!IsValidSecretName(secret.name)) {
     return BadSpec("secret '" + Printable(secret.name) +
                    "': a name is 1 to 128 letters, digits, '_', '-' or '.'");
   }
@@ -216,6 +208,14 @@ json RulesToJson(const std::vector<HostRule>& rules) {
 std::string NameAndPort(const std::string& name, uint16_t port) { return name + ":" + std::to_string(port); }
 
 }  // namespace
+
+bool IsValidSecretName(std::string_view name) {
+  if (name.empty() || name.size() > 128) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+           c == '.';
+  });
+}
 
 std::string SecretRule::Variable() const {
   if (!env.empty()) return env;

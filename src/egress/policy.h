@@ -44,6 +44,9 @@ struct SecretRule {
   bool operator==(const SecretRule&) const = default;
 };
 
+// A secret's name: 1 to 128 letters, digits, '_', '-' or '.'.
+bool IsValidSecretName(std::string_view name);
+
 // What the proxy does with a placeholder headed where its secret may not go (another host, plain HTTP): forward it
 // as it is (the host gets the placeholder), refuse the request (403 naming the secret), or stop the sandbox.
 enum class OnLeak { kPass, kBlock, kStop };
