@@ -63,7 +63,7 @@ Result<std::vector<SpecSecretFile>> SecretFilesFromCaller(const json& in) {
       if (auto mode = f.find("mode"); mode != f.end()) {
         const std::string text = mode->get<std::string>();
         if (text.empty() || text.size() > 4 || text.find_first_not_of("01234567") != std::string::npos)
-          return Invalid(field + ".mode: an octal mode such as "0400", got '" + text + "'");
+          return Invalid(field + ".mode: an octal mode such as \"0400\", got '" + text + "'");
         file.mode = static_cast<uint32_t>(std::stoul(text, nullptr, 8));
       }
     }
