@@ -1,0 +1,334 @@
+// SecretStore: age files per secret version, meta.json beside them, one mutex.
+#include "secrets/secret_store.h"
+
+#include <algorithm>
+#include <chrono>
+#include <system_error>
+
+#include "base/file.h"
+#include "secrets/secret_store_files.h"
+
+namespace isb::secrets {
+namespace {
+
+constexpr std::string_view kMetaFile = "meta.json";
+// An import's file may carry the largest value plus its header and chunk tags.
+constexpr size_t kMaxImportFileSize = kMaxSecretValueSize + 64 * 1024;
+
+std::string Named(const std::string& org, const std::string& name) {
+  return "secret '" + name + "' in org '" + org + "'";
+}
+
+std::string VersionFile(int version) { return "v" + std::to_string(version) + ".age"; }
+
+// The version a file name is ("v12.age" is 12), or 0 for any other name.
+int VersionOf(const std::string& file) {
+  if (!file.starts_with('v') || !file.ends_with(".age") || file.size() < 6) return 0;
+  const std::string digits = file.substr(1, file.size() - 5);
+  if (digits.empty() || digits.size() > 9 || digits.front() == '0') return 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return 0;
+  }
+  return std::stoi(digits);
+}
+
+Status CheckOrgAndName(const std::string& org, const std::string& name) {
+  ISB_TRY(CheckOrgDirName(org));
+  return CheckSecretName(name);
+}
+
+std::vector<std::filesystem::path> SubdirsByName(const std::filesystem::path& dir) {
+  std::vector<std::filesystem::path> out;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (entry.is_directory(ec) && !entry.path().filename().string().starts_with(kStrayPrefix)) {
+      out.push_back(entry.path());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Clears what a crash left half-done: temp files beside meta.json and the version files, directories being removed.
+void ClearStrays(const std::filesystem::path& orgs) {
+  RemoveStrays(orgs);
+  for (const auto& org : SubdirsByName(orgs)) {
+    RemoveStrays(org);
+    for (const auto& secret : SubdirsByName(org)) RemoveStrays(secret);
+  }
+}
+
+// Any one version file under `orgs`, to check the identity against; empty when the store holds none.
+std::filesystem::path AnyVersionFile(const std::filesystem::path& orgs) {
+  std::error_code ec;
+  for (const auto& org : SubdirsByName(orgs)) {
+    for (const auto& secret : SubdirsByName(org)) {
+      for (const auto& entry : std::filesystem::directory_iterator(secret, ec)) {
+        if (VersionOf(entry.path().filename().string()) > 0) return entry.path();
+      }
+    }
+  }
+  return {};
+}
+
+Result<std::vector<std::string>> RecipientsFor(const SecretStoreOptions& options) {
+  std::vector<std::string> out{options.identity.Recipient()};
+  for (const std::string& r : options.extra_recipients) {
+    if (Status st = CheckRecipient(r); !st.ok())
+      return Error::Of(Code::kInvalidArgument, "break-glass " + st.error().message);
+    if (std::find(out.begin(), out.end(), r) == out.end()) out.push_back(r);
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<SecretStore>> SecretStore::Open(SecretStoreOptions options) {
+  if (options.dir.empty()) return Error::Of(Code::kInvalidArgument, "secrets dir: not set");
+  ISB_ASSIGN_OR_RETURN(std::vector<std::string> recipients, RecipientsFor(options));
+  ISB_TRY(MakeDirs(options.dir.string(), 0700));
+  std::error_code ec;
+  std::filesystem::permissions(options.dir, std::filesystem::perms::owner_all, ec);
+  if (ec) return Error::Msg("chmod 700 " + options.dir.string() + ": " + ec.message());
+  const std::filesystem::path orgs = options.dir / "orgs";
+  ISB_TRY(MakeDirDurably(orgs));
+  ClearStrays(orgs);
+  if (std::filesystem::path sample = AnyVersionFile(orgs); !sample.empty()) {
+    ISB_ASSIGN_OR_RETURN(std::string file, ReadFile(sample.string()));
+    auto value = AgeDecrypt(file, options.identity);
+    if (!value.ok() && value.error().code == Code::kForbidden) {
+      return Error::Of(Code::kForbidden,
+                       "secrets store " + options.dir.string() + ": its files are not encrypted to this daemon key (" +
+                           options.identity.Recipient() + "); start isb with the key that wrote them");
+    }
+  }
+  return std::unique_ptr<SecretStore>(new SecretStore(std::move(options), std::move(recipients)));
+}
+
+SecretStore::SecretStore(SecretStoreOptions options, std::vector<std::string> recipients)
+    : dir_(options.dir / "orgs"),
+      identity_(std::move(options.identity)),
+      recipients_(std::move(recipients)),
+      now_ms_(std::move(options.now_ms)) {}
+
+std::string SecretStore::Recipient() const { return identity_.Recipient(); }
+
+std::filesystem::path SecretStore::OrgDir(const std::string& org) const { return dir_ / org; }
+
+std::filesystem::path SecretStore::SecretDir(const std::string& org, const std::string& name) const {
+  return dir_ / org / name;
+}
+
+int64_t SecretStore::NowMs() const {
+  if (now_ms_) return now_ms_();
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+Result<SecretMeta> SecretStore::ReadMetaLocked(const std::string& org, const std::string& name) const {
+  const std::filesystem::path path = SecretDir(org, name) / kMetaFile;
+  auto text = ReadFile(path.string());
+  if (!text.ok()) {
+    if (text.error().err == ENOENT || text.error().err == ENOTDIR) {
+      return Error::Of(Code::kNotFound, Named(org, name) + " not found");
+    }
+    return text.error();
+  }
+  auto meta = ParseSecretMeta(*text);
+  if (!meta.ok()) return Error::Msg(Named(org, name) + ": " + meta.error().message);
+  return meta;
+}
+
+Status SecretStore::WriteVersionLocked(const SecretMeta& meta, int version, std::string_view value) const {
+  ISB_ASSIGN_OR_RETURN(std::string file, AgeEncrypt(value, recipients_));
+  return WriteFileDurably(SecretDir(meta.org, meta.name) / VersionFile(version), file);
+}
+
+Result<SecretMeta> SecretStore::CreateLocked(const std::string& org, const std::string& name, std::string_view value,
+                                             std::vector<std::string> hosts,
+                                             std::map<std::string, std::string> labels) {
+  auto existing = ReadMetaLocked(org, name);
+  if (existing.ok()) {
+    return Error::Of(Code::kConflict, Named(org, name) + " already exists; add a version with set");
+  }
+  if (existing.error().code != Code::kNotFound) return existing.error();
+  ISB_TRY(MakeDirDurably(OrgDir(org)));
+  // A directory without meta.json is a create that crashed before it finished: start it again.
+  std::error_code ec;
+  if (std::filesystem::exists(SecretDir(org, name), ec)) ISB_TRY(RemoveDirDurably(SecretDir(org, name)));
+  ISB_TRY(MakeDirDurably(SecretDir(org, name)));
+  SecretMeta meta{org, name, 1, NowMs(), 0, std::move(labels), std::move(hosts)};
+  meta.updated_ms = meta.created_ms;
+  ISB_TRY(WriteVersionLocked(meta, 1, value));
+  ISB_TRY(WriteFileDurably(SecretDir(org, name) / kMetaFile, FormatSecretMeta(meta)));
+  return meta;
+}
+
+Result<SecretMeta> SecretStore::SetLocked(const std::string& org, const std::string& name, std::string_view value) {
+  ISB_ASSIGN_OR_RETURN(SecretMeta meta, ReadMetaLocked(org, name));
+  // The new file first: until meta.json names it, readers get the previous version.
+  ISB_TRY(WriteVersionLocked(meta, meta.version + 1, value));
+  meta.version += 1;
+  meta.updated_ms = NowMs();
+  ISB_TRY(WriteFileDurably(SecretDir(org, name) / kMetaFile, FormatSecretMeta(meta)));
+  return meta;
+}
+
+Result<SecretMeta> SecretStore::Create(const std::string& org, const std::string& name, const SecretBytes& value,
+                                       std::vector<std::string> hosts, std::map<std::string, std::string> labels) {
+  ISB_TRY(CheckOrgAndName(org, name));
+  ISB_TRY(CheckSecretValueSize(value.size()));
+  ISB_TRY(CheckSecretHosts(hosts));
+  Result<SecretMeta> meta = [&] {
+    std::lock_guard lock(mu_);
+    return CreateLocked(org, name, value.view(), std::move(hosts), std::move(labels));
+  }();
+  if (meta.ok()) Notify(org, name);
+  return meta;
+}
+
+Result<SecretMeta> SecretStore::Set(const std::string& org, const std::string& name, const SecretBytes& value) {
+  ISB_TRY(CheckOrgAndName(org, name));
+  ISB_TRY(CheckSecretValueSize(value.size()));
+  Result<SecretMeta> meta = [&] {
+    std::lock_guard lock(mu_);
+    return SetLocked(org, name, value.view());
+  }();
+  if (meta.ok()) Notify(org, name);
+  return meta;
+}
+
+Result<SecretMeta> SecretStore::Update(const std::string& org, const std::string& name,
+                                       std::optional<std::vector<std::string>> hosts,
+                                       std::optional<std::map<std::string, std::string>> labels) {
+  ISB_TRY(CheckOrgAndName(org, name));
+  if (hosts) ISB_TRY(CheckSecretHosts(*hosts));
+  Result<SecretMeta> updated = [&]() -> Result<SecretMeta> {
+    std::lock_guard lock(mu_);
+    ISB_ASSIGN_OR_RETURN(SecretMeta meta, ReadMetaLocked(org, name));
+    if (hosts) meta.hosts = std::move(*hosts);
+    if (labels) meta.labels = std::move(*labels);
+    meta.updated_ms = NowMs();
+    ISB_TRY(WriteFileDurably(SecretDir(org, name) / kMetaFile, FormatSecretMeta(meta)));
+    return meta;
+  }();
+  if (updated.ok()) Notify(org, name);
+  return updated;
+}
+
+Result<SecretStore::Value> SecretStore::Get(const std::string& org, const std::string& name, int version) const {
+  ISB_TRY(CheckOrgAndName(org, name));
+  std::lock_guard lock(mu_);
+  ISB_ASSIGN_OR_RETURN(SecretMeta meta, ReadMetaLocked(org, name));
+  if (version == 0) version = meta.version;
+  if (version < 1 || version > meta.version) {
+    return Error::Of(Code::kNotFound, Named(org, name) + " has no version " + std::to_string(version) +
+                                          " (it has 1 to " + std::to_string(meta.version) + ")");
+  }
+  const std::string what = Named(org, name) + " version " + std::to_string(version);
+  auto file = ReadFile((SecretDir(org, name) / VersionFile(version)).string());
+  if (!file.ok()) return Error::Msg(what + ": " + file.error().message);
+  auto value = AgeDecrypt(*file, identity_);
+  if (!value.ok()) return Error::Of(value.error().code, what + ": " + value.error().message);
+  return Value{std::move(meta), std::move(value).value(), version};
+}
+
+Result<SecretMeta> SecretStore::Inspect(const std::string& org, const std::string& name) const {
+  ISB_TRY(CheckOrgAndName(org, name));
+  std::lock_guard lock(mu_);
+  return ReadMetaLocked(org, name);
+}
+
+std::vector<SecretMeta> SecretStore::List(const std::string& org) const {
+  std::vector<SecretMeta> out;
+  if (!CheckOrgDirName(org).ok()) return out;
+  std::lock_guard lock(mu_);
+  for (const auto& dir : SubdirsByName(OrgDir(org))) {
+    // A directory without a readable meta.json is a create that did not finish: not a secret.
+    auto meta = ReadMetaLocked(org, dir.filename().string());
+    if (meta.ok()) out.push_back(std::move(meta).value());
+  }
+  return out;
+}
+
+Status SecretStore::Delete(const std::string& org, const std::string& name) {
+  ISB_TRY(CheckOrgAndName(org, name));
+  {
+    std::lock_guard lock(mu_);
+    ISB_TRY(ReadMetaLocked(org, name));
+    ISB_TRY(RemoveDirDurably(SecretDir(org, name)));
+  }
+  Notify(org, name);
+  return {};
+}
+
+Result<SecretMeta> SecretStore::Import(const std::string& org, const std::string& name, std::string_view age_file,
+                                       std::vector<std::string> hosts, std::map<std::string, std::string> labels) {
+  ISB_TRY(CheckOrgAndName(org, name));
+  ISB_TRY(CheckSecretHosts(hosts));
+  if (age_file.size() > kMaxImportFileSize) {
+    return Error::Of(Code::kTooLarge, "import: the file is " + std::to_string(age_file.size()) +
+                                          " bytes; a secret's value is at most 1 MiB (1048576 bytes)");
+  }
+  auto value = AgeDecrypt(age_file, identity_);
+  if (!value.ok() && value.error().code == Code::kForbidden) {
+    return Error::Of(Code::kForbidden,
+                     "import: the file is not encrypted to isb's key; encrypt it with age -r " + identity_.Recipient());
+  }
+  if (!value.ok()) return Error::Of(value.error().code, "import: " + value.error().message);
+  ISB_TRY(CheckSecretValueSize(value->size()));
+  Result<SecretMeta> meta = [&]() -> Result<SecretMeta> {
+    std::lock_guard lock(mu_);
+    auto existing = ReadMetaLocked(org, name);
+    if (existing.ok()) return SetLocked(org, name, value->view());
+    if (existing.error().code != Code::kNotFound) return existing.error();
+    return CreateLocked(org, name, value->view(), std::move(hosts), std::move(labels));
+  }();
+  if (meta.ok()) Notify(org, name);
+  return meta;
+}
+
+Result<int> SecretStore::ReencryptSecretLocked(const std::string& org, const std::string& name) {
+  auto meta = ReadMetaLocked(org, name);
+  // A directory without meta.json is a create that did not finish: nothing in it is a version yet.
+  if (!meta.ok()) return meta.error().code == Code::kNotFound ? Result<int>(0) : Result<int>(meta.error());
+  for (int version = 1; version <= meta->version; ++version) {
+    const std::filesystem::path path = SecretDir(org, name) / VersionFile(version);
+    const std::string what = "reencrypt " + Named(org, name) + " version " + std::to_string(version);
+    auto file = ReadFile(path.string());
+    if (!file.ok()) return Error::Msg(what + ": " + file.error().message);
+    auto value = AgeDecrypt(*file, identity_);
+    if (!value.ok()) return Error::Of(value.error().code, what + ": " + value.error().message);
+    ISB_ASSIGN_OR_RETURN(std::string again, AgeEncrypt(value->view(), recipients_));
+    ISB_TRY(WriteFileDurably(path, again));
+  }
+  return meta->version;
+}
+
+Result<int> SecretStore::Reencrypt() {
+  std::lock_guard lock(mu_);
+  int rewritten = 0;
+  for (const auto& org : SubdirsByName(dir_)) {
+    for (const auto& secret : SubdirsByName(org)) {
+      ISB_ASSIGN_OR_RETURN(int n, ReencryptSecretLocked(org.filename().string(), secret.filename().string()));
+      rewritten += n;
+    }
+  }
+  return rewritten;
+}
+
+void SecretStore::Watch(Watcher watcher) {
+  std::lock_guard lock(watchers_mu_);
+  watchers_.push_back(std::move(watcher));
+}
+
+void SecretStore::Notify(const std::string& org, const std::string& name) {
+  std::vector<Watcher> watchers;
+  {
+    std::lock_guard lock(watchers_mu_);
+    watchers = watchers_;
+  }
+  for (const Watcher& watcher : watchers) watcher(org, name);
+}
+
+}  // namespace isb::secrets

@@ -1,0 +1,30 @@
+// What the secret store accepts: names, value sizes, and which values can stand behind a placeholder.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+
+namespace isb::secrets {
+
+inline constexpr size_t kMaxSecretNameSize = 128;
+inline constexpr size_t kMaxSecretValueSize = size_t{1} << 20;        // 1 MiB
+inline constexpr size_t kMaxPlaceholderValueSize = size_t{64} << 10;  // 64 KiB
+
+// 1-128 of [A-Za-z0-9_.-], not "." or "..": kInvalidArgument
+// "name: use 1-128 letters, digits, '_', '.' or '-', got 'X'".
+Status CheckSecretName(std::string_view name);
+// The same rule for an org's directory name, as "org: ...".
+Status CheckOrgDirName(std::string_view org);
+// kTooLarge over 1 MiB. Never quotes the value.
+Status CheckSecretValueSize(size_t size);
+// A value a placeholder can be swapped for on the wire: at most 64 KiB and no CR or LF. kInvalidArgument saying
+// why, and that delivering it as a file still works. Never quotes the value.
+Status CheckPlaceholderValue(std::string_view value);
+// Every host a secret may be sent to is non-empty; the api layer checks their form.
+Status CheckSecretHosts(const std::vector<std::string>& hosts);
+
+}  // namespace isb::secrets

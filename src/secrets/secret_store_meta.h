@@ -1,0 +1,29 @@
+// A secret's metadata (meta.json beside its version files): never its value.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+
+namespace isb::secrets {
+
+struct SecretMeta {
+  std::string org, name;
+  int version = 0;  // the latest; versions are 1..version
+  int64_t created_ms = 0, updated_ms = 0;
+  std::map<std::string, std::string> labels;
+  // Where the value may ever be sent: egress host strings as given ("api.example.com", "*.example.com:8443").
+  std::vector<std::string> hosts;
+
+  bool operator==(const SecretMeta&) const = default;
+};
+
+std::string FormatSecretMeta(const SecretMeta& meta);
+// kInternal naming what is wrong: the store wrote this file, so a bad one is damage, not input.
+Result<SecretMeta> ParseSecretMeta(std::string_view text);
+
+}  // namespace isb::secrets
