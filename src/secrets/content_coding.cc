@@ -52,10 +52,7 @@ class ZlibDecoder : public Decoder {
   bool raw() const override { return raw_; }
 
   Result<bool> Pull(std::string& out, size_t max) override {
-    if (ended_) {
-      in_.used = in_.bytes.size();
-      return false;
-    }
+    if (ended_ && !NextMember()) return false;
     if (!started_) {
       // deflate: a zlib header is a CMF of method 8 and a check making CMF*256+FLG a multiple of 31; anything else
       // is taken as raw deflate, which browsers accept too.
@@ -78,14 +75,8 @@ class ZlibDecoder : public Decoder {
     in_.used = in_.bytes.size() - z_.avail_in;
     out.resize(had + max - z_.avail_out);
     if (rc == Z_STREAM_END) {
-      // gzip: another member may follow (RFC 1952 allows several); anything else after the end is dropped.
-      if (gzip_ && in_.left() > 0 && in_.at()[0] == 0x1f) {
-        inflateReset(&z_);
-        return true;
-      }
       ended_ = true;
-      in_.used = in_.bytes.size();
-      return false;
+      return NextMember();
     }
     if (rc == Z_BUF_ERROR) return false;  // no progress possible until more comes
     if (rc != Z_OK)
@@ -94,7 +85,21 @@ class ZlibDecoder : public Decoder {
   }
 
  private:
+  // After a stream's end: gzip may have another member next (RFC 1952 allows several), whose first byte is 0x1f;
+  // anything else, and everything after it, is dropped. True when a member starts.
+  bool NextMember() {
+    if (gzip_ && !trailing_ && in_.left() > 0 && in_.at()[0] == 0x1f) {
+      inflateReset(&z_);
+      ended_ = false;
+      return true;
+    }
+    if (in_.left() > 0) trailing_ = true;
+    in_.used = in_.bytes.size();
+    return false;
+  }
+
   bool gzip_;
+  bool trailing_ = false;
   bool raw_ = false;
   bool started_ = false;
   bool ended_ = false;

@@ -176,6 +176,15 @@ TEST(ContentCoding, GzipMembersOneAfterAnotherAreOneBody) {
   auto body = Scrubbing(Coding::kGzip);
   const std::string out = Through(*body, ZlibWhole("first sk-live-", 31) + ZlibWhole("value second", 31), 5);
   EXPECT_EQ(UnzlibWhole(out, 31), "first isb_PH second");
+  // Cut exactly where the second member starts.
+  auto cut = Scrubbing(Coding::kGzip);
+  std::string whole;
+  cut->Take(ZlibWhole("first sk-live-", 31), whole);
+  cut->Take(ZlibWhole("value second", 31) + "trailing bytes", whole);
+  cut->Take("\x1f\x8b more trailing bytes", whole);
+  cut->Finish(whole);
+  EXPECT_EQ(cut->Refusal(), "");
+  EXPECT_EQ(UnzlibWhole(whole, 31), "first isb_PH second") << "what follows the last member is dropped";
 }
 
 TEST(ContentCoding, DataNotInItsCodingIsRefusedWithTheLibrarysReason) {
