@@ -159,20 +159,30 @@ std::vector<std::string> JsonForms(std::string_view text) {
   return forms;
 }
 
-std::vector<std::string> Base64Runs(std::string_view text) {
-  std::vector<std::string> runs;
-  for (size_t offset = 0; offset < 3; ++offset) {
-    const std::string encoded = Base64Encode(std::string(offset, '\0') + std::string(text));
-    // Character c holds bits [6c, 6c + 6) of the bytes: only those wholly inside `text` are the same in any context.
-    const size_t first = (8 * offset + 5) / 6;
-    const size_t end = 8 * (offset + text.size()) / 6;
-    if (end < first + 8) continue;
-    std::string run = encoded.substr(first, end - first);
-    AddOnce(runs, run);
+namespace {
+
+// The base64 characters of `text` at `offset` (0 to 2) bytes into a longer text that depend on nothing else:
+// character c holds bits [6c, 6c + 6) of the bytes, so only those wholly inside `text`.
+std::string Base64Run(std::string_view text, size_t offset, bool url) {
+  const std::string encoded = Base64Encode(std::string(offset, '\0') + std::string(text));
+  const size_t first = (8 * offset + 5) / 6;
+  const size_t end = 8 * (offset + text.size()) / 6;
+  if (end < first + 8) return {};
+  std::string run = encoded.substr(first, end - first);
+  if (url) {
     std::replace(run.begin(), run.end(), '+', '-');
     std::replace(run.begin(), run.end(), '/', '_');
-    AddOnce(runs, run);
   }
+  return run;
+}
+
+}  // namespace
+
+std::vector<std::string> Base64Runs(std::string_view text) {
+  std::vector<std::string> runs;
+  for (size_t offset = 0; offset < 3; ++offset)
+    for (bool url : {false, true})
+      if (std::string run = Base64Run(text, offset, url); !run.empty()) AddOnce(runs, std::move(run));
   return runs;
 }
 
@@ -216,6 +226,13 @@ std::vector<Replacement> ScrubPairs(std::string_view placeholder, std::string_vi
   for (std::string& form : JsonForms(value)) AddOnce(forms, std::move(form));
   std::vector<Replacement> pairs;
   for (std::string& form : forms) pairs.push_back({std::move(form), std::string(placeholder)});
+  // Inside base64 (an echoed Basic header, a token): the value's run becomes the placeholder's at the same offset.
+  for (size_t offset = 0; offset < 3; ++offset) {
+    for (bool url : {false, true}) {
+      std::string run = Base64Run(value, offset, url);
+      if (!run.empty()) pairs.push_back({std::move(run), Base64Run(placeholder, offset, url)});
+    }
+  }
   return pairs;
 }
 

@@ -41,7 +41,9 @@ BodyKind BodyKindOf(const std::string* content_type);
 // body's own syntax.
 std::vector<Replacement> SwapPairs(std::string_view placeholder, std::string_view value, BodyKind kind);
 // Response: the value (raw; percent-encoded in either case, with '+' for a space too; its JSON forms) to the
-// placeholder.
+// placeholder; and the value's base64 runs (Base64Runs) to the placeholder's at the same offset. That last is not
+// exact: the base64 characters that straddle the value's edges stay, so the text may no longer decode cleanly, but
+// no more than four bits of the value's first and last bytes are left in it.
 std::vector<Replacement> ScrubPairs(std::string_view placeholder, std::string_view value);
 // The forms that count as the placeholder where it may not go: raw, fully percent-encoded in either case, and its
 // base64 runs.

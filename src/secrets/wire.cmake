@@ -22,7 +22,10 @@ isb_tests(isb_secrets_wire_tests LIBS isb_secrets_wire isb_proxy SOURCES
   tests/secrets/stream_replace_test.cc
   tests/secrets/secret_forms_test.cc
   tests/secrets/content_coding_test.cc
-  tests/secrets/secrets_filter_test.cc)
+  tests/secrets/secrets_filter_test.cc
+  tests/secrets/secrets_filter_proxy_test.cc
+  tests/egress/tls_origin.cc
+  tests/net/loopback.cc)
 
 # The substitution engine (a stream holding placeholders, cut anywhere, against a one-shot reference), the scrubber
 # (values in their forms) and the content-coding decoders on arbitrary bytes.
