@@ -159,6 +159,11 @@ asio::awaitable<void> Relay(Session& s) {
     std::string head_bytes = s.from_client.substr(0, head.size);
     s.from_client.erase(0, head.size);
     PreparedMessage message = PrepareRequest(s.filter, s.exchange, std::move(head_bytes), head);
+    if (!message.refusal.empty()) {
+      s.outcome.refusal = message.refusal;
+      co_await Answer(s.down, 403, message.refusal);
+      co_return;
+    }
     // The body follows at once, whatever Expect says: the client sends it after the origin's 100 or after its own
     // wait for one, and the origin's 100 reaches it as an interim response.
     const uint64_t before = s.outcome.bytes_up;
@@ -166,6 +171,11 @@ asio::awaitable<void> Relay(Session& s) {
     if (!sent.ok() && sent.error().code == Code::kTooLarge) {
       s.outcome.failure = sent.error().message;
       co_await Answer(s.down, 413, s.outcome.failure);
+      co_return;
+    }
+    if (!sent.ok() && sent.error().code == Code::kForbidden) {  // the filter refused the body: nothing more goes
+      s.outcome.refusal = sent.error().message;
+      co_await Answer(s.down, 403, s.outcome.refusal);
       co_return;
     }
     if (!sent.ok() && s.outcome.bytes_up == before) {
