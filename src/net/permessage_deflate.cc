@@ -206,7 +206,8 @@ Result<bool> WsInflater::Finish(std::string& out, size_t max_out) {
 }
 
 WsDeflater::WsDeflater(int window_bits, bool no_context_takeover) : no_context_takeover_(no_context_takeover) {
-  deflateInit2(&z_, Z_DEFAULT_COMPRESSION, Z_DEFLATED, -std::max(window_bits, 9), 8, Z_DEFAULT_STRATEGY);
+  deflateInit2(&z_, Z_DEFAULT_COMPRESSION, Z_DEFLATED, -std::max(window_bits, 9), 8,
+               window_bits < 9 ? Z_HUFFMAN_ONLY : Z_DEFAULT_STRATEGY);
 }
 
 WsDeflater::~WsDeflater() { deflateEnd(&z_); }

@@ -82,7 +82,9 @@ class WsInflater {
 // Deflates the messages of one direction of a connection.
 class WsDeflater {
  public:
-  // `window_bits` 9 to 15 (zlib's raw DEFLATE has no 8); `no_context_takeover`: each message on its own.
+  // `window_bits` 8 to 15, what the receiver allows; zlib's raw DEFLATE has no window of 8, so with 8 it finds no
+  // matches at all (Huffman coding alone refers to no earlier byte, which any window allows).
+  // `no_context_takeover`: each message on its own.
   WsDeflater(int window_bits, bool no_context_takeover);
   ~WsDeflater();
   WsDeflater(const WsDeflater&) = delete;

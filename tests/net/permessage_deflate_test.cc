@@ -47,6 +47,18 @@ TEST(PermessageDeflateTest, WithoutContextTakeoverEveryMessageStandsAlone) {
   EXPECT_EQ(Deflate(deflater, "Hello"), kHelloCompressed);
 }
 
+TEST(PermessageDeflateTest, AWindowOfEightBitsRefersToNothingEarlier) {
+  WsDeflater deflater(8, false);
+  WsInflater inflater(false, 1 << 20);
+  const std::string message(4000, 'a');
+  std::string compressed = Deflate(deflater, message);
+  // Huffman coding alone: about a bit per byte of a one-letter text, where matches would take a few bytes.
+  EXPECT_GT(compressed.size(), 400u);
+  EXPECT_EQ(Inflate(inflater, compressed).value(), message);
+  WsDeflater nine(9, false);
+  EXPECT_LT(Deflate(nine, message).size(), 100u);
+}
+
 TEST(PermessageDeflateTest, AnEmptyMessageDeflatesToOneZeroByte) {
   WsDeflater deflater(15, false);
   EXPECT_EQ(Deflate(deflater, ""), Bytes({0x00}));
