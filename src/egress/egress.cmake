@@ -46,10 +46,13 @@ add_library(isb_proxy STATIC
   src/egress/deny_window.cc
   src/egress/classify.cc
   src/egress/intercept.cc
-  src/egress/tls_channel.cc)
-target_link_libraries(isb_proxy PUBLIC isb_wire isb_http1 isb_tls Boost::headers Threads::Threads)
+  src/egress/tls_channel.cc
+  src/egress/websocket_pump.cc
+  src/egress/websocket_relay.cc)
+target_link_libraries(isb_proxy PUBLIC isb_wire isb_http1 isb_tls isb_websocket Boost::headers Threads::Threads)
 isb_tests(isb_proxy_tests LIBS isb_proxy SOURCES tests/egress/proxy_test.cc tests/egress/classify_test.cc
-           tests/egress/edge_read_test.cc tests/egress/message_relay_test.cc)
+           tests/egress/edge_read_test.cc tests/egress/message_relay_test.cc tests/egress/websocket_pump_test.cc
+           tests/egress/websocket_relay_test.cc)
 isb_tests(isb_intercept_tests LIBS isb_proxy SOURCES
   tests/egress/sandbox_ca_test.cc
   tests/egress/http_response_test.cc
