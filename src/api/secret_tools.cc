@@ -18,7 +18,7 @@ using identity::Role;
 using identity::ScopeKind;
 
 json NameField() {
-  return Str("The secret's name: 1-128 letters, digits, '_', '.' or '-'.", secrets::kMaxSecretNameLength, 1);
+  return Str("The secret's name: 1-128 letters, digits, '_', '.' or '-'.", secrets::kMaxSecretNameSize, 1);
 }
 
 json HostsField() {
@@ -33,9 +33,9 @@ json HostsField() {
 json LabelsField() { return StringMap("Labels of the secret (never secret themselves).", 64); }
 
 json ValueFields(json props) {
-  props["value"] = Str("The value, as text. Or value_base64 for bytes.", secrets::kMaxSecretValueBytes);
+  props["value"] = Str("The value, as text. Or value_base64 for bytes.", secrets::kMaxSecretValueSize);
   props["value_base64"] =
-      Str("The value's bytes in base64, instead of value.", (secrets::kMaxSecretValueBytes + 2) / 3 * 4);
+      Str("The value's bytes in base64, instead of value.", (secrets::kMaxSecretValueSize + 2) / 3 * 4);
   return props;
 }
 
@@ -70,7 +70,7 @@ Result<secrets::SecretBytes> ValueOf(const json& in) {
   Result<std::string> decoded = Base64Decode(in["value_base64"].get_ref<const std::string&>());
   if (!decoded.ok()) return Error::Of(Code::kInvalidArgument, "value_base64: not base64");
   secrets::SecretBytes value(std::move(*decoded));
-  if (value.size() > secrets::kMaxSecretValueBytes)
+  if (value.size() > secrets::kMaxSecretValueSize)
     return Error::Of(Code::kInvalidArgument, "value_base64: a value is at most 1 MiB");
   return value;
 }
@@ -177,7 +177,7 @@ Status AddReads(Registry& reg, secrets::SecretStore& store) {
       [&store](const json& in, const CallContext& ctx) -> Result<json> {
         ISB_ASSIGN_OR_RETURN(secrets::SecretStore::Value v,
                              store.Get(ctx.org, in["name"].get<std::string>(), in.value("version", 0)));
-        json out = {{"name", v.meta.name}, {"version", v.meta.version}};
+        json out = {{"name", v.meta.name}, {"version", v.version}};
         if (IsValidUtf8(v.value.view())) {
           out["value"] = std::string(v.value.view());
         } else {
