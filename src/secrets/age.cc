@@ -3,6 +3,8 @@
 
 #include <openssl/crypto.h>
 
+#include <algorithm>
+
 #include "secrets/age_crypto.h"
 #include "secrets/age_stream.h"
 
@@ -58,6 +60,20 @@ Result<bool> UnwrapX25519(const AgeStanza& stanza, size_t number, const AgeIdent
   return AeadOpen(wrap, kZeroNonce, stanza.body, reinterpret_cast<char*>(file_key.data()));
 }
 
+// The stanzas' types for a message, each cut short and the list too: they are the file's words, not ours.
+std::string StanzaTypes(const AgeHeader& header) {
+  constexpr size_t kShownTypes = 4, kShownChars = 32;
+  std::vector<std::string> types;
+  for (const AgeStanza& stanza : header.stanzas) {
+    std::string type = stanza.args[0].substr(0, kShownChars);
+    if (std::find(types.begin(), types.end(), type) == types.end()) types.push_back(std::move(type));
+  }
+  std::string out;
+  for (size_t i = 0; i < types.size() && i < kShownTypes; ++i) out += (i == 0 ? "" : ", ") + types[i];
+  if (types.size() > kShownTypes) out += ", ...";
+  return out;
+}
+
 Result<FileKey> FindFileKey(const AgeHeader& header, const AgeIdentity& identity) {
   for (const AgeStanza& stanza : header.stanzas) {
     if (stanza.args[0] == kScryptType) {
@@ -67,11 +83,18 @@ Result<FileKey> FindFileKey(const AgeHeader& header, const AgeIdentity& identity
     }
   }
   FileKey file_key;
+  bool any_x25519 = false;
   for (size_t i = 0; i < header.stanzas.size(); ++i) {
     const AgeStanza& stanza = header.stanzas[i];
     if (stanza.args[0] != kX25519Type) continue;  // another kind of recipient: not ours to judge
+    any_x25519 = true;
     ISB_ASSIGN_OR_RETURN(bool opened, UnwrapX25519(stanza, i + 1, identity, file_key));
     if (opened) return file_key;
+  }
+  if (!any_x25519) {
+    return Error::Of(Code::kForbidden, "age file: encrypted only to other kinds of recipient (" + StanzaTypes(header) +
+                                           "); isb reads files encrypted to X25519 recipients (age -r " +
+                                           identity.Recipient() + ")");
   }
   return Error::Of(Code::kForbidden, "age file: not encrypted to this key (" + identity.Recipient() +
                                          "): none of its " + std::to_string(header.stanzas.size()) +

@@ -23,7 +23,8 @@ Result<std::string> AgeEncrypt(std::string_view plaintext, const std::vector<std
 // The plaintext of `file`, all of it or nothing. Errors:
 //   kInvalidArgument "age file: ..."   the file is malformed, armored, corrupted, truncated or has bytes appended;
 //                                      or it is for a passphrase (scrypt), which isb does not read
-//   kForbidden "age file: not encrypted to this key (age1...)"   no X25519 stanza opens with `identity`
+//   kForbidden "age file: not encrypted to this key (age1...)..."   no X25519 stanza opens with `identity`, or the
+//              file has none ("encrypted only to other kinds of recipient (ssh-ed25519)...")
 Result<SecretBytes> AgeDecrypt(std::string_view file, const AgeIdentity& identity);
 
 }  // namespace isb::secrets

@@ -22,21 +22,6 @@ Result<Key32> PayloadKey(const FileKey& file_key, std::string_view nonce) {
 
 Error Refuse(std::string why) { return Error::Of(Code::kInvalidArgument, "age file: " + std::move(why)); }
 
-// The plaintext buffer being filled; wiped unless handed over whole.
-class PlaintextBuffer {
- public:
-  explicit PlaintextBuffer(size_t capacity) : bytes_(capacity, '\0') {}
-  ~PlaintextBuffer() { OPENSSL_cleanse(bytes_.data(), bytes_.size()); }
-  char* at(size_t offset) { return bytes_.data() + offset; }
-  SecretBytes Take(size_t size) {
-    SecretBytes out(std::string_view(bytes_.data(), size));
-    return out;
-  }
-
- private:
-  std::string bytes_;
-};
-
 }  // namespace
 
 Status SealAgePayload(const FileKey& file_key, std::string_view plaintext, std::string& out) {
@@ -60,7 +45,8 @@ Result<SecretBytes> OpenAgePayload(const FileKey& file_key, std::string_view pay
   if (payload.size() < kAgePayloadNonceSize) return Refuse("truncated: the payload nonce is missing");
   ISB_ASSIGN_OR_RETURN(Key32 key, PayloadKey(file_key, payload.substr(0, kAgePayloadNonceSize)));
   std::string_view rest = payload.substr(kAgePayloadNonceSize);
-  PlaintextBuffer plain(rest.size());
+  // Decrypted in place into what is returned; on any error it goes out of scope and is wiped whole.
+  SecretBytes plain = SecretBytes::Allocate(rest.size());
   size_t size = 0;
   for (uint64_t i = 0;; ++i) {
     const std::string chunk_name = "chunk " + std::to_string(i);
@@ -69,9 +55,9 @@ Result<SecretBytes> OpenAgePayload(const FileKey& file_key, std::string_view pay
     }
     if (rest.size() > kSealedChunkSize) {
       std::string_view sealed = rest.substr(0, kSealedChunkSize);
-      if (!AeadOpen(key, ChunkNonce(i, false), sealed, plain.at(size))) {
+      if (!AeadOpen(key, ChunkNonce(i, false), sealed, plain.data() + size)) {
         // A valid final chunk followed by more bytes fails as a middle chunk; say what it is.
-        if (AeadOpen(key, ChunkNonce(i, true), sealed, plain.at(size))) {
+        if (AeadOpen(key, ChunkNonce(i, true), sealed, plain.data() + size)) {
           return Refuse("data after the final chunk (" + chunk_name + ")");
         }
         return Refuse(chunk_name + " does not authenticate (the file is corrupted)");
@@ -80,8 +66,8 @@ Result<SecretBytes> OpenAgePayload(const FileKey& file_key, std::string_view pay
       rest.remove_prefix(kSealedChunkSize);
       continue;
     }
-    if (!AeadOpen(key, ChunkNonce(i, true), rest, plain.at(size))) {
-      if (rest.size() == kSealedChunkSize && AeadOpen(key, ChunkNonce(i, false), rest, plain.at(size))) {
+    if (!AeadOpen(key, ChunkNonce(i, true), rest, plain.data() + size)) {
+      if (rest.size() == kSealedChunkSize && AeadOpen(key, ChunkNonce(i, false), rest, plain.data() + size)) {
         return Refuse("truncated: the file ends after " + chunk_name + ", before its final chunk");
       }
       return Refuse(chunk_name +
@@ -92,7 +78,8 @@ Result<SecretBytes> OpenAgePayload(const FileKey& file_key, std::string_view pay
       return Refuse("the final chunk is empty, which only an empty file may have");
     }
     size += rest.size() - kAeadTagSize;
-    return plain.Take(size);
+    plain.Truncate(size);
+    return plain;
   }
 }
 

@@ -18,6 +18,20 @@ SecretBytes::SecretBytes(std::string&& value) : SecretBytes(std::string_view(val
   value.clear();
 }
 
+SecretBytes SecretBytes::Allocate(size_t size) {
+  SecretBytes out;
+  out.data_.reset(new char[size + 1]);  // not value-initialized: the caller writes every byte it keeps
+  out.size_ = size;
+  out.data_[size] = '\0';
+  return out;
+}
+
+void SecretBytes::Truncate(size_t size) {
+  if (size >= size_) return;
+  OPENSSL_cleanse(data_.get() + size, size_ - size);
+  size_ = size;
+}
+
 SecretBytes::SecretBytes(SecretBytes&& other) noexcept
     : data_(std::move(other.data_)), size_(std::exchange(other.size_, 0)) {}
 

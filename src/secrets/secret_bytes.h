@@ -22,6 +22,13 @@ class SecretBytes {
   SecretBytes& operator=(const SecretBytes&) = delete;
   ~SecretBytes();
 
+  // `size` bytes to be written through data() (a decryption's output, filled in place so no copy is left behind);
+  // their contents are unspecified until written.
+  static SecretBytes Allocate(size_t size);
+  char* data() { return data_.get(); }
+  // Keeps the first `size` bytes (at most size()), wiping the rest.
+  void Truncate(size_t size);
+
   // A copy, for the rare holder that needs one (a store keeping the value it returns); wiped the same way.
   SecretBytes Clone() const { return SecretBytes(view()); }
 

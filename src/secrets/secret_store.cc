@@ -74,8 +74,9 @@ std::filesystem::path AnyVersionFile(const std::filesystem::path& orgs) {
 Result<std::vector<std::string>> RecipientsFor(const SecretStoreOptions& options) {
   std::vector<std::string> out{options.identity.Recipient()};
   for (const std::string& r : options.extra_recipients) {
-    if (Status st = CheckRecipient(r); !st.ok())
+    if (Status st = CheckRecipient(r); !st.ok()) {
       return Error::Of(Code::kInvalidArgument, "break-glass " + st.error().message);
+    }
     if (std::find(out.begin(), out.end(), r) == out.end()) out.push_back(r);
   }
   return out;

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 
 #include "secrets/age_bech32.h"
@@ -294,6 +295,23 @@ TEST(AgeDecryptTest, AFileForAnotherKeyIsRefusedNamingOurRecipient) {
                            "): none of its 2 recipient stanzas opens with it");
 }
 
+TEST(AgeInteropTest, AFileTheRealAgeWroteForAnSshKeyIsRefusedNamingItsRecipientType) {
+  TempDir dir;
+  AgeIdentity key = AgeIdentity::Generate();
+  ProgramExit made = RunTool({"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", (dir / "id").string()});
+  ASSERT_TRUE(made.ok()) << made.stderr_text;
+  WriteAll(dir / "plain", "value");
+  ProgramExit e =
+      RunTool({"age", "-R", (dir / "id.pub").string(), "-o", (dir / "out.age").string(), (dir / "plain").string()});
+  ASSERT_TRUE(e.ok()) << e.stderr_text;
+  Error err = DecryptError(ReadAll(dir / "out.age"), key);
+  EXPECT_EQ(err.code, Code::kForbidden);
+  EXPECT_EQ(err.message,
+            "age file: encrypted only to other kinds of recipient (ssh-ed25519); isb reads files "
+            "encrypted to X25519 recipients (age -r " +
+                key.Recipient() + ")");
+}
+
 TEST(AgeDecryptTest, AFlippedByteInTheHeaderMacOrPayloadGivesAnErrorAndNoValue) {
   AgeIdentity key = AgeIdentity::Generate();
   auto file = AgeEncrypt(Pattern(100), {key.Recipient()});
@@ -430,6 +448,18 @@ TEST(SecretBytesTest, HoldsItsBytesAndIsEmptyAfterAMove) {
   EXPECT_TRUE(b == SecretBytes(std::string_view("short")));
   EXPECT_FALSE(b == SecretBytes(std::string_view("shorT")));
   EXPECT_TRUE(b.Clone() == b);
+}
+
+TEST(SecretBytesTest, AnAllocatedBufferIsFilledInPlaceAndTruncatedToWhatWasWritten) {
+  SecretBytes out = SecretBytes::Allocate(8);
+  ASSERT_EQ(out.size(), 8u);
+  std::memcpy(out.data(), "abcdefgh", 8);
+  out.Truncate(3);
+  EXPECT_EQ(out.size(), 3u);
+  EXPECT_TRUE(out.view() == "abc");
+  out.Truncate(5);  // never grows
+  EXPECT_EQ(out.size(), 3u);
+  EXPECT_EQ(SecretBytes::Allocate(0).size(), 0u);
 }
 
 }  // namespace
