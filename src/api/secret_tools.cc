@@ -95,7 +95,9 @@ Status AddChanges(Registry& reg, secrets::SecretStore& store) {
       [&store](const json& in, const CallContext& ctx) -> Result<json> {
         ISB_ASSIGN_OR_RETURN(secrets::SecretBytes value, ValueOf(in));
         std::vector<std::string> hosts;
-        if (in.contains("hosts")) ISB_ASSIGN_OR_RETURN(hosts, CanonicalSecretHosts(in["hosts"]));
+        if (in.contains("hosts")) {
+          ISB_ASSIGN_OR_RETURN(hosts, CanonicalSecretHosts(in["hosts"]));
+        }
         ISB_ASSIGN_OR_RETURN(secrets::SecretMeta meta,
                              store.Create(ctx.org, in["name"].get<std::string>(), value, hosts, LabelsOf(in)));
         return WithReadiness(meta, store);
@@ -111,14 +113,18 @@ Status AddChanges(Registry& reg, secrets::SecretStore& store) {
       [&store](const json& in, const CallContext& ctx) -> Result<json> {
         const std::string name = in["name"].get<std::string>();
         std::optional<std::vector<std::string>> hosts;
-        if (in.contains("hosts")) ISB_ASSIGN_OR_RETURN(hosts, CanonicalSecretHosts(in["hosts"]));
+        if (in.contains("hosts")) {
+          ISB_ASSIGN_OR_RETURN(hosts, CanonicalSecretHosts(in["hosts"]));
+        }
         std::optional<std::map<std::string, std::string>> labels;
         if (in.contains("labels")) labels = LabelsOf(in);
         const bool new_value = in.contains("value") || in.contains("value_base64");
         if (!new_value && !hosts && !labels)
           return Error::Of(Code::kInvalidArgument, "secret_set: give a value, hosts or labels to change");
         ISB_ASSIGN_OR_RETURN(secrets::SecretMeta meta, store.Inspect(ctx.org, name));
-        if (hosts || labels) ISB_ASSIGN_OR_RETURN(meta, store.Update(ctx.org, name, hosts, labels));
+        if (hosts || labels) {
+          ISB_ASSIGN_OR_RETURN(meta, store.Update(ctx.org, name, hosts, labels));
+        }
         if (new_value) {
           ISB_ASSIGN_OR_RETURN(secrets::SecretBytes value, ValueOf(in));
           ISB_ASSIGN_OR_RETURN(meta, store.Set(ctx.org, name, value));
@@ -141,7 +147,9 @@ Status AddChanges(Registry& reg, secrets::SecretStore& store) {
         Result<std::string> file = Base64Decode(in["age_file_base64"].get_ref<const std::string&>());
         if (!file.ok()) return Error::Of(Code::kInvalidArgument, "age_file_base64: not base64");
         std::vector<std::string> hosts;
-        if (in.contains("hosts")) ISB_ASSIGN_OR_RETURN(hosts, CanonicalSecretHosts(in["hosts"]));
+        if (in.contains("hosts")) {
+          ISB_ASSIGN_OR_RETURN(hosts, CanonicalSecretHosts(in["hosts"]));
+        }
         ISB_ASSIGN_OR_RETURN(secrets::SecretMeta meta,
                              store.Import(ctx.org, in["name"].get<std::string>(), *file, hosts, LabelsOf(in)));
         return WithReadiness(meta, store);

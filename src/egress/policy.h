@@ -37,7 +37,7 @@ struct HostRule {
 struct SecretRule {
   std::string name;              // the org secret's name
   std::vector<HostRule> hosts;   // empty: the hosts the secret itself is approved for
-  std::string env;               // the variable holding the placeholder; empty: from the name
+  std::string env{};             // the variable holding the placeholder; empty: from the name
   // The variable the placeholder is given in: `env`, or the name with each character a variable cannot hold ('.',
   // '-') as '_' ("gh-token.v2" in gh_token_v2).
   std::string Variable() const;

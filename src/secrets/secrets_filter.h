@@ -17,7 +17,7 @@
 
 namespace isb::secrets {
 
-enum class OnLeak { kPass, kBlock, kStop };
+using OnLeak = egress::OnLeak;  // egress/policy.h: the spec's on_leak
 
 struct SecretBinding {
   std::string name;         // the org secret's name: the only part ever reported

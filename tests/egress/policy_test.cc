@@ -63,8 +63,8 @@ TEST(EgressSpecTest, ObjectForms) {
   EXPECT_EQ(a.mode, EgressMode::kAllowlist);
   EXPECT_EQ(a.allow, std::vector<HostRule>{Rule("api.openai.com", false, 443)});
   EXPECT_EQ(a.judge, std::vector<HostRule>{Rule("docs.example.com", true, 443)});
-  EXPECT_EQ(a.secrets, (std::vector<SecretRule>{{"OPENAI_KEY", {}, ""},
-                                                {"gh-token.v2", {Rule("api.github.com", false, 443)}, ""}}));
+  EXPECT_EQ(a.secrets, (std::vector<SecretRule>{{"OPENAI_KEY", {}},
+                                                {"gh-token.v2", {Rule("api.github.com", false, 443)}}}));
 
   EXPECT_EQ(a.on_leak, OnLeak::kPass);
   EXPECT_EQ(a.secrets[1].Variable(), "gh_token_v2");  // '.' and '-' cannot be in a variable's name
