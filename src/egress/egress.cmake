@@ -60,8 +60,12 @@ isb_tests(isb_intercept_tests LIBS isb_proxy SOURCES
   tests/egress/body_relay_test.cc
   tests/egress/outgoing_head_test.cc
   tests/egress/intercept_test.cc
+  tests/egress/websocket_intercept_test.cc
   tests/egress/tls_origin.cc
   tests/net/loopback.cc)
+target_compile_definitions(isb_intercept_tests PRIVATE ISB_EGRESS_TESTDATA="${CMAKE_SOURCE_DIR}/tests/egress/testdata")
+# What a sandbox or an origin sends once a connection upgraded to a WebSocket.
+isb_fuzz_target(websocket_pump LIBS isb_proxy)
 
 # The judge: an LLM asked per request through an OpenAI-compatible endpoint, over the daemon's own small HTTP/1.1
 # client (OpenSSL for https), with its verdict cache and circuit breakers.

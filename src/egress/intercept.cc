@@ -1,6 +1,7 @@
 // The intercepted connection runs as one coroutine: the sandbox's TLS, then the origin's, then requests one after
 // another (HTTP/1.1 has one request in flight per connection), each checked, then relayed with its body by the
-// message relay (message_relay.h) before its response is read and relayed the same way.
+// message relay (message_relay.h) before its response is read and relayed the same way. A WebSocket handshake the
+// origin accepts hands the connection to the WebSocket relay (websocket_relay.h) for good.
 #include "egress/intercept.h"
 
 #include <openssl/x509v3.h>

@@ -60,8 +60,9 @@ class MessageFilter {
   }
   // On an intercepted connection that upgraded to a WebSocket: the filter for one message's payload (defragmented,
   // decompressed when permessage-deflate is in use), from the sandbox (`to_origin`) or to it, text or binary; or
-  // null, and its frames go on as they came. What the filter gives is framed again (compressed and masked as the
-  // receiver expects). Control frames (close, ping, pong) are never filtered.
+  // null, and its frames go on as they came (a compressed one is inflated and deflated again all the same: the
+  // receiver's compression context is the proxy's). What the filter gives is framed again (compressed and masked as
+  // the receiver expects). Control frames (close, ping, pong) are never filtered.
   virtual std::unique_ptr<BodyFilter> WebSocketMessage(const Exchange&, bool /*to_origin*/, bool /*text*/) {
     return nullptr;
   }

@@ -59,7 +59,8 @@ asio::awaitable<Status> TlsChannel::Flush() {
 
 asio::awaitable<Result<bool>> TlsChannel::Fill() {
   read_timer_.expires_after(idle_);
-  auto result = co_await (socket_.async_read_some(asio::buffer(read_buffer_.data(), read_buffer_.size()), kAwait) || read_timer_.async_wait(kAwait));
+  auto result = co_await (socket_.async_read_some(asio::buffer(read_buffer_.data(), read_buffer_.size()), kAwait) ||
+                          read_timer_.async_wait(kAwait));
   if (result.index() == 1) co_return Error::Of(Code::kTimeout, "the peer sent nothing for too long");
   auto [ec, n] = std::get<0>(result);
   if (ec == asio::error::eof) co_return false;

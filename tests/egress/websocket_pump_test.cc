@@ -5,36 +5,15 @@
 
 #include <gtest/gtest.h>
 
-#include <cctype>
+#include "egress/uppercase_filter.h"
+#include "net/byte_string.h"
 
 #include "net/permessage_deflate.h"
 
 namespace isb::egress {
 namespace {
 
-std::string Bytes(std::initializer_list<int> bytes) {
-  std::string out;
-  for (int b : bytes) out.push_back(static_cast<char>(b));
-  return out;
-}
-
-class Uppercase : public BodyFilter {
- public:
-  void Take(std::string_view data, std::string& out) override {
-    for (char c : data) out.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
-  }
-  void Finish(std::string&) override {}
-};
-
-// Uppercases text messages both ways; binary ones pass as they came. Counts the messages it was asked about.
-class UppercaseText : public MessageFilter {
- public:
-  std::unique_ptr<BodyFilter> WebSocketMessage(const Exchange&, bool to_origin, bool text) override {
-    asked.push_back(std::string(to_origin ? "up " : "down ") + (text ? "text" : "binary"));
-    return text ? std::make_unique<Uppercase>() : nullptr;
-  }
-  std::vector<std::string> asked;
-};
+using testing::Bytes;
 
 const Exchange kExchange{"sb1", "ws.test", 443};
 

@@ -9,8 +9,10 @@
 
 #include <gtest/gtest.h>
 
+#include "egress/uppercase_filter.h"
+#include "net/byte_string.h"
+
 #include <boost/asio/experimental/awaitable_operators.hpp>
-#include <cctype>
 #include <future>
 #include <thread>
 
@@ -24,11 +26,7 @@ namespace asio = boost::asio;
 using namespace asio::experimental::awaitable_operators;
 using Local = asio::local::stream_protocol::socket;
 
-std::string Bytes(std::initializer_list<int> bytes) {
-  std::string out;
-  for (int b : bytes) out.push_back(static_cast<char>(b));
-  return out;
-}
+using testing::Bytes;
 
 // A socket as the relay reads and writes it, silent past `idle` with kTimeout as the TLS channel is.
 class LocalStream : public MessageStream {
@@ -63,20 +61,6 @@ class LocalStream : public MessageStream {
   Local& socket_;
   asio::steady_timer timer_;
   std::chrono::milliseconds idle_;
-};
-
-class Uppercase : public BodyFilter {
- public:
-  void Take(std::string_view data, std::string& out) override {
-    for (char c : data) out.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
-  }
-  void Finish(std::string&) override {}
-};
-class UppercaseText : public MessageFilter {
- public:
-  std::unique_ptr<BodyFilter> WebSocketMessage(const Exchange&, bool, bool text) override {
-    return text ? std::make_unique<Uppercase>() : nullptr;
-  }
 };
 
 const Exchange kExchange{"sb1", "ws.test", 443};

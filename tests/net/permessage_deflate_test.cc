@@ -4,14 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include "net/byte_string.h"
+
 namespace isb::net {
 namespace {
 
-std::string Bytes(std::initializer_list<int> bytes) {
-  std::string out;
-  for (int b : bytes) out.push_back(static_cast<char>(b));
-  return out;
-}
+using testing::Bytes;
 
 const std::string kHelloCompressed = Bytes({0xf2, 0x48, 0xcd, 0xc9, 0xc9, 0x07, 0x00});
 

@@ -4,14 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include "net/byte_string.h"
+
 namespace isb::net {
 namespace {
 
-std::string Bytes(std::initializer_list<int> bytes) {
-  std::string out;
-  for (int b : bytes) out.push_back(static_cast<char>(b));
-  return out;
-}
+using testing::Bytes;
 
 // A masked "Hello" from a client (RFC 6455 section 5.7).
 const std::string kMaskedHello = Bytes({0x81, 0x85, 0x37, 0xfa, 0x21, 0x3d, 0x7f, 0x9f, 0x4d, 0x51, 0x58});
