@@ -96,9 +96,7 @@ void StreamReplacer::Take(std::string_view data, std::string& out) {
   Scan(out, false);
 }
 
-void StreamReplacer::Finish(std::string& out) {
-  Scan(out, true);
-}
+void StreamReplacer::Finish(std::string& out) { Scan(out, true); }
 
 void StreamReplacer::Commit(std::string& out) {
   out.append(pending_, emitted_, best_->start - emitted_);

@@ -47,7 +47,8 @@ std::string GzipWhole(std::string_view text) {
 OriginReply Echo(const std::string& request) {
   if (request.starts_with("GET /gzip ")) {
     const std::string body = GzipWhole(request);
-    return {"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body};
+    return {"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
+            body};
   }
   return {"HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(request.size()) + "\r\n\r\n" + request};
 }
@@ -117,8 +118,15 @@ class SecretsProxyTest : public ::testing::Test {
 
   // curl through the proxy (trusting the sandbox's CA): the response's head and body as it prints them.
   std::string Curl(const std::string& url, std::vector<std::string> extra = {}) {
-    std::vector<std::string> argv = {"curl", "-sS", "-i", "--connect-to", "::127.0.0.1:" + std::to_string(proxy_->port()),
-                                     "--cacert", dir_ + "/sandbox.pem", "-A", "isb-test"};
+    std::vector<std::string> argv = {"curl",
+                                     "-sS",
+                                     "-i",
+                                     "--connect-to",
+                                     "::127.0.0.1:" + std::to_string(proxy_->port()),
+                                     "--cacert",
+                                     dir_ + "/sandbox.pem",
+                                     "-A",
+                                     "isb-test"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     argv.push_back(url);
     Result<testing::Child> child = testing::Child::Start(argv);
@@ -146,11 +154,12 @@ TEST_F(SecretsProxyTest, TheOriginGetsTheValueEverywhereAndTheSandboxSeesOnlyThe
   Bind(OnLeak::kPass);
   const std::string ph = kPlaceholder;
   const std::string out = Curl("https://api.test/v1?key=" + ph,
-                               {"-H", "Authorization: Bearer " + ph, "-u", "me:" + ph, "-H", "Content-Type: application/json",
-                                "--data-binary", "{\"k\":\"" + ph + "\"}"});
-  const std::string received = "POST /v1?key=sk-live-42 HTTP/1.1\r\nHost: api.test\r\nUser-Agent: isb-test\r\n"
-                               "Accept: */*\r\nAuthorization: Bearer sk-live-42\r\nContent-Type: application/json\r\n"
-                               "Transfer-Encoding: chunked\r\n\r\n12\r\n{\"k\":\"sk-live-42\"}\r\n0\r\n\r\n";
+                               {"-H", "Authorization: Bearer " + ph, "-u", "me:" + ph, "-H",
+                                "Content-Type: application/json", "--data-binary", "{\"k\":\"" + ph + "\"}"});
+  const std::string received =
+      "POST /v1?key=sk-live-42 HTTP/1.1\r\nHost: api.test\r\nUser-Agent: isb-test\r\n"
+      "Accept: */*\r\nAuthorization: Bearer sk-live-42\r\nContent-Type: application/json\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n12\r\n{\"k\":\"sk-live-42\"}\r\n0\r\n\r\n";
   // curl sends -u as a Basic header of its own: the explicit Authorization one wins, so the Basic form is tested
   // alone below.
   std::vector<std::vector<std::string>> got = origins_["api.test"]->Connections();
@@ -172,7 +181,8 @@ TEST_F(SecretsProxyTest, BasicCredentialsReachTheOriginWithTheValueAndAGzipEchoC
   ASSERT_EQ(got.size(), 1u);
   ASSERT_EQ(got[0].size(), 1u);
   EXPECT_NE(got[0][0].find("Authorization: Basic bWU6c2stbGl2ZS00Mg==\r\n"), std::string::npos) << got[0][0];
-  EXPECT_TRUE(out.starts_with("HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n")) << out;
+  EXPECT_TRUE(out.starts_with("HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n"))
+      << out;
   // The echoed Basic header: the value's base64 run became the placeholder's.
   EXPECT_NE(out.find("Authorization: Basic bWU6aXNiX3BsYWNlaG9sZGVyX1E3bUsyeFY5g==\r\n"), std::string::npos) << out;
   EXPECT_EQ(out.find("c2stbGl2ZS00"), std::string::npos) << out;
@@ -188,7 +198,8 @@ TEST_F(SecretsProxyTest, UnderBlockAPlaceholderForAnotherHostIsRefusedWith403And
   EXPECT_EQ(origins_["other.test"]->Connections(), (std::vector<std::vector<std::string>>{{}}))
       << "connected (the proxy dials before the first request) but sent nothing";
   std::lock_guard lock(mu_);
-  EXPECT_EQ(leaks_, (std::vector<LeakEvent>{{"sb1", "API_KEY", "other.test", proxy_->port(), "header X-Key", OnLeak::kBlock}}));
+  EXPECT_EQ(leaks_,
+            (std::vector<LeakEvent>{{"sb1", "API_KEY", "other.test", proxy_->port(), "header X-Key", OnLeak::kBlock}}));
 }
 
 TEST_F(SecretsProxyTest, UnderBlockABodyCarryingThePlaceholderToAnotherHostIsCutAndAnswered403) {
