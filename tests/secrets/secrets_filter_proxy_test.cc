@@ -8,8 +8,11 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <poll.h>
+
 #include <filesystem>
 #include <mutex>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -53,6 +56,49 @@ OriginReply Echo(const std::string& request) {
   return {"HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(request.size()) + "\r\n\r\n" + request};
 }
 
+// A plain HTTP origin for one connection: keeps the request head it gets (empty when none comes) and answers 204.
+class PlainOrigin {
+ public:
+  PlainOrigin() {
+    Result<testing::Socket> s = testing::ListenTcp();
+    EXPECT_TRUE(s.ok());
+    if (!s.ok()) return;
+    listener_ = std::move(s->fd);
+    port_ = s->port;
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~PlainOrigin() {
+    if (thread_.joinable()) thread_.join();
+  }
+  uint16_t port() const { return port_; }
+  std::string Received() {
+    if (thread_.joinable()) thread_.join();
+    return received_;
+  }
+
+ private:
+  void Serve() {
+    pollfd waiting{listener_.get(), POLLIN, 0};
+    if (::poll(&waiting, 1, 10000) != 1) return;
+    Fd c(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    char buf[4096];
+    while (c.get() >= 0 && received_.find("\r\n\r\n") == std::string::npos) {
+      pollfd readable{c.get(), POLLIN, 0};
+      if (::poll(&readable, 1, 10000) != 1) return;
+      const ssize_t n = ::recv(c.get(), buf, sizeof buf, 0);
+      if (n <= 0) return;
+      received_.append(buf, static_cast<size_t>(n));
+    }
+    const std::string answer = "HTTP/1.1 204 No Content\r\n\r\n";
+    ::send(c.get(), answer.data(), answer.size(), MSG_NOSIGNAL);
+  }
+
+  Fd listener_;
+  uint16_t port_ = 0;
+  std::string received_;
+  std::thread thread_;
+};
+
 class SecretsProxyTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -67,6 +113,7 @@ class SecretsProxyTest : public ::testing::Test {
       Result<egress::TlsIdentity> leaf = (*origins_ca)->Mint(name);
       ASSERT_TRUE(leaf.ok());
       origins_[name] = std::make_unique<egress::TlsOrigin>(*leaf, Echo);
+      ports_[name] = origins_[name]->port();
     }
     auto minter = std::make_shared<egress::CertMinter>();
     Result<std::string> pem = minter->CaPem("sb1");
@@ -105,13 +152,18 @@ class SecretsProxyTest : public ::testing::Test {
   }
 
   Result<Fd> DialOrigin(const std::string& host) {
-    auto it = origins_.find(host);
-    if (it == origins_.end()) return Error::Of(Code::kUnavailable, "no route to " + host);
+    uint16_t port = 0;
+    {
+      std::lock_guard lock(mu_);
+      auto it = ports_.find(host);
+      if (it == ports_.end()) return Error::Of(Code::kUnavailable, "no route to " + host);
+      port = it->second;
+    }
     Fd s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = htons(it->second->port());
+    a.sin_port = htons(port);
     if (::connect(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return Error::Sys("connect");
     return s;
   }
@@ -144,6 +196,7 @@ class SecretsProxyTest : public ::testing::Test {
 
   std::string dir_;
   std::map<std::string, std::unique_ptr<egress::TlsOrigin>> origins_;
+  std::map<std::string, uint16_t> ports_;  // where each name is dialed
   std::shared_ptr<SecretsFilter> filter_;
   std::unique_ptr<egress::Proxy> proxy_;
   std::mutex mu_;
@@ -209,6 +262,38 @@ TEST_F(SecretsProxyTest, UnderBlockABodyCarryingThePlaceholderToAnotherHostIsCut
   EXPECT_NE(out.find("isb: secret API_KEY may not be sent to other.test"), std::string::npos) << out;
   for (const std::vector<std::string>& connection : origins_["other.test"]->Connections())
     for (const std::string& request : connection) EXPECT_EQ(request.find("isb_pl"), std::string::npos) << request;
+}
+
+// Plain HTTP: the placeholder is never swapped, even for its own host; pass lets it through as it is, reported.
+TEST_F(SecretsProxyTest, OverPlainHttpThePlaceholderGoesUnchangedUnderPassAndIsReported) {
+  Bind(OnLeak::kPass);
+  PlainOrigin plain;
+  {
+    std::lock_guard lock(mu_);
+    ports_["api.test"] = plain.port();
+  }
+  const std::string out = Curl("http://api.test/", {"-H", std::string("X-Key: ") + kPlaceholder});
+  EXPECT_EQ(out, "HTTP/1.1 204 No Content\r\n\r\n");
+  EXPECT_EQ(plain.Received(), std::string("GET / HTTP/1.1\r\nHost: api.test\r\nUser-Agent: isb-test\r\nAccept: */*\r\n"
+                                          "X-Key: ") +
+                                  kPlaceholder + "\r\n\r\n");
+  std::lock_guard lock(mu_);
+  EXPECT_EQ(leaks_,
+            (std::vector<LeakEvent>{{"sb1", "API_KEY", "api.test", proxy_->port(), "plain http", OnLeak::kPass}}));
+}
+
+TEST_F(SecretsProxyTest, OverPlainHttpBlockAnswers403SayingTheSecretGoesOnlyOverHttps) {
+  Bind(OnLeak::kBlock);
+  PlainOrigin plain;
+  {
+    std::lock_guard lock(mu_);
+    ports_["api.test"] = plain.port();
+  }
+  const std::string out = Curl("http://api.test/?k=" + std::string(kPlaceholder));
+  EXPECT_TRUE(out.starts_with("HTTP/1.1 403 Forbidden\r\n")) << out;
+  EXPECT_NE(out.find("isb: secret API_KEY may be sent to api.test only over HTTPS"), std::string::npos) << out;
+  EXPECT_EQ(plain.Received(), "") << "connected (the proxy dials before the request goes) but sent nothing";
+  EXPECT_EQ(proxy_->stats().denied.load(), 1u);
 }
 
 }  // namespace
