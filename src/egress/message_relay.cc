@@ -13,7 +13,8 @@ PreparedMessage PrepareRequest(MessageFilter& filter, const Exchange& exchange, 
   HttpHead edited = head;
   std::string refusal = filter.RequestHead(exchange, edited);
   if (!refusal.empty()) {
-    PreparedMessage refused{OutgoingHead::Request(std::move(as_sent), head, head), BodyFraming{}, Reframe::kAsSent, nullptr};
+    PreparedMessage refused{OutgoingHead::Request(std::move(as_sent), head, head), BodyFraming{}, Reframe::kAsSent,
+                            nullptr};
     refused.refusal = std::move(refusal);
     return refused;
   }

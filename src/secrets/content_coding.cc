@@ -79,8 +79,7 @@ class ZlibDecoder : public Decoder {
       return NextMember();
     }
     if (rc == Z_BUF_ERROR) return false;  // no progress possible until more comes
-    if (rc != Z_OK)
-      return Error::Of(Code::kInvalidArgument, z_.msg != nullptr ? z_.msg : "invalid compressed data");
+    if (rc != Z_OK) return Error::Of(Code::kInvalidArgument, z_.msg != nullptr ? z_.msg : "invalid compressed data");
     return z_.avail_out == 0 || in_.left() > 0;
   }
 
@@ -125,7 +124,8 @@ class BrotliDecoder : public Decoder {
     size_t avail_in = in_.left(), avail_out = max;
     const uint8_t* next_in = in_.at();
     uint8_t* next_out = reinterpret_cast<uint8_t*>(out.data() + had);
-    const BrotliDecoderResult rc = BrotliDecoderDecompressStream(state_, &avail_in, &next_in, &avail_out, &next_out, nullptr);
+    const BrotliDecoderResult rc =
+        BrotliDecoderDecompressStream(state_, &avail_in, &next_in, &avail_out, &next_out, nullptr);
     in_.used = in_.bytes.size() - avail_in;
     out.resize(had + max - avail_out);
     switch (rc) {
@@ -133,9 +133,12 @@ class BrotliDecoder : public Decoder {
         ended_ = true;
         in_.used = in_.bytes.size();
         return false;
-      case BROTLI_DECODER_RESULT_NEEDS_MORE_INPUT: return false;
-      case BROTLI_DECODER_RESULT_NEEDS_MORE_OUTPUT: return true;
-      case BROTLI_DECODER_RESULT_ERROR: break;
+      case BROTLI_DECODER_RESULT_NEEDS_MORE_INPUT:
+        return false;
+      case BROTLI_DECODER_RESULT_NEEDS_MORE_OUTPUT:
+        return true;
+      case BROTLI_DECODER_RESULT_ERROR:
+        break;
     }
     return Error::Of(Code::kInvalidArgument, BrotliDecoderErrorString(BrotliDecoderGetErrorCode(state_)));
   }
@@ -230,7 +233,8 @@ class BrotliEncoder : public Encoder {
       out.resize(had + kPiece);
       size_t avail_out = kPiece;
       uint8_t* next_out = reinterpret_cast<uint8_t*>(out.data() + had);
-      const bool ok = BrotliEncoderCompressStream(state_, operation, &avail_in, &next_in, &avail_out, &next_out, nullptr);
+      const bool ok =
+          BrotliEncoderCompressStream(state_, operation, &avail_in, &next_in, &avail_out, &next_out, nullptr);
       out.resize(had + kPiece - avail_out);
       if (!ok) return Error::Of(Code::kInternal, "brotli failed to encode");
       if (avail_in == 0 && !BrotliEncoderHasMoreOutput(state_)) {
@@ -272,10 +276,14 @@ class ZstdEncoder : public Encoder {
 
 std::string_view CodingName(Coding coding) {
   switch (coding) {
-    case Coding::kGzip: return "gzip";
-    case Coding::kDeflate: return "deflate";
-    case Coding::kBrotli: return "br";
-    case Coding::kZstd: return "zstd";
+    case Coding::kGzip:
+      return "gzip";
+    case Coding::kDeflate:
+      return "deflate";
+    case Coding::kBrotli:
+      return "br";
+    case Coding::kZstd:
+      return "zstd";
   }
   return "";
 }
@@ -305,9 +313,12 @@ Result<std::vector<Coding>> ParseContentEncoding(std::string_view value) {
 std::unique_ptr<Decoder> Decoder::For(Coding coding) {
   switch (coding) {
     case Coding::kGzip:
-    case Coding::kDeflate: return std::make_unique<ZlibDecoder>(coding);
-    case Coding::kBrotli: return std::make_unique<BrotliDecoder>();
-    case Coding::kZstd: return std::make_unique<ZstdDecoder>();
+    case Coding::kDeflate:
+      return std::make_unique<ZlibDecoder>(coding);
+    case Coding::kBrotli:
+      return std::make_unique<BrotliDecoder>();
+    case Coding::kZstd:
+      return std::make_unique<ZstdDecoder>();
   }
   return nullptr;
 }
@@ -315,9 +326,12 @@ std::unique_ptr<Decoder> Decoder::For(Coding coding) {
 std::unique_ptr<Encoder> Encoder::For(Coding coding, bool raw) {
   switch (coding) {
     case Coding::kGzip:
-    case Coding::kDeflate: return std::make_unique<ZlibEncoder>(coding, raw);
-    case Coding::kBrotli: return std::make_unique<BrotliEncoder>();
-    case Coding::kZstd: return std::make_unique<ZstdEncoder>();
+    case Coding::kDeflate:
+      return std::make_unique<ZlibEncoder>(coding, raw);
+    case Coding::kBrotli:
+      return std::make_unique<BrotliEncoder>();
+    case Coding::kZstd:
+      return std::make_unique<ZstdEncoder>();
   }
   return nullptr;
 }
@@ -330,8 +344,9 @@ std::string RecodedBody::Refusal() const { return refusal_.empty() ? inner_->Ref
 void RecodedBody::Encode(std::string_view content, Encoder::Op op, std::string& out) {
   if (!encoder_) encoder_ = Encoder::For(coding_, decoder_->raw());
   Status encoded = encoder_->Run(content, op, out);
-  if (!encoded.ok()) refusal_ = "isb: encoding the body again as " + std::string(CodingName(coding_)) + " failed: " +
-                                encoded.error().message;
+  if (!encoded.ok())
+    refusal_ =
+        "isb: encoding the body again as " + std::string(CodingName(coding_)) + " failed: " + encoded.error().message;
 }
 
 void RecodedBody::Drain(std::string& out) {

@@ -36,10 +36,10 @@ int HexValue(char c) {
 }
 
 struct JsonStyle {
-  bool slash = false;       // "/" as "\/"
-  bool upper = false;       // \u00XX with upper-case hex
-  bool ascii = false;       // non-ASCII as \uXXXX
-  bool html = false;        // < > & as \u003c \u003e \u0026
+  bool slash = false;  // "/" as "\/"
+  bool upper = false;  // \u00XX with upper-case hex
+  bool ascii = false;  // non-ASCII as \uXXXX
+  bool html = false;   // < > & as \u003c \u003e \u0026
 };
 
 void AppendU(std::string& out, uint32_t unit, bool upper) {
@@ -69,15 +69,32 @@ std::string JsonEscapeStyled(std::string_view text, JsonStyle style) {
   for (size_t i = 0; i < text.size(); ++i) {
     const unsigned char c = static_cast<unsigned char>(text[i]);
     switch (c) {
-      case '"': out += "\\\""; continue;
-      case '\\': out += "\\\\"; continue;
-      case '\b': out += "\\b"; continue;
-      case '\f': out += "\\f"; continue;
-      case '\n': out += "\\n"; continue;
-      case '\r': out += "\\r"; continue;
-      case '\t': out += "\\t"; continue;
-      case '/': out += style.slash ? "\\/" : "/"; continue;
-      default: break;
+      case '"':
+        out += "\\\"";
+        continue;
+      case '\\':
+        out += "\\\\";
+        continue;
+      case '\b':
+        out += "\\b";
+        continue;
+      case '\f':
+        out += "\\f";
+        continue;
+      case '\n':
+        out += "\\n";
+        continue;
+      case '\r':
+        out += "\\r";
+        continue;
+      case '\t':
+        out += "\\t";
+        continue;
+      case '/':
+        out += style.slash ? "\\/" : "/";
+        continue;
+      default:
+        break;
     }
     if (c < 0x20 || (style.html && (c == '<' || c == '>' || c == '&'))) {
       AppendU(out, c, style.upper);

@@ -43,7 +43,8 @@ thread_local LastHead last_head;
 
 std::vector<uint8_t> TakeMarks(const void* filter, const void* head, size_t bindings) {
   std::vector<uint8_t> marks(bindings, kNothing);
-  if (last_head.filter == filter && last_head.head == head && last_head.marks.size() == bindings) marks = last_head.marks;
+  if (last_head.filter == filter && last_head.head == head && last_head.marks.size() == bindings)
+    marks = last_head.marks;
   last_head = {};
   return marks;
 }
@@ -124,12 +125,14 @@ std::string LeakRefusal(const SecretBinding& binding, const egress::Exchange& ex
 }
 
 // Reports one leak and counts it; returns the refusal when the sandbox's on_leak refuses it.
-std::string Leak(const SecretsFilter::Sandbox& box, size_t binding, const LeakContext& context, const std::string& where) {
+std::string Leak(const SecretsFilter::Sandbox& box, size_t binding, const LeakContext& context,
+                 const std::string& where) {
   const SecretBinding& secret = box.bindings[binding];
   box.tally->Add(secret.name, &SecretCounters::held);
   const egress::Exchange& ex = context.exchange;
   if (context.callback && *context.callback)
-    (*context.callback)(LeakEvent{ex.sandbox, secret.name, ex.host, ex.port, ex.intercepted ? where : "plain http", box.on_leak});
+    (*context.callback)(
+        LeakEvent{ex.sandbox, secret.name, ex.host, ex.port, ex.intercepted ? where : "plain http", box.on_leak});
   if (box.on_leak == secrets::OnLeak::kPass) return {};
   return LeakRefusal(secret, ex, !ex.intercepted && box.hosts[binding].Intercepted(ex.host, 443));
 }
@@ -140,8 +143,12 @@ class CountingBody : public egress::BodyFilter {
  public:
   CountingBody(std::shared_ptr<const SecretsFilter::Sandbox> box, std::shared_ptr<const OwnedSet> set,
                LeakContext context, std::vector<uint8_t> marks, uint64_t SecretCounters::*counter)
-      : box_(std::move(box)), set_(std::move(set)), replacer_(set_->set), context_(std::move(context)),
-        marks_(std::move(marks)), counter_(counter) {}
+      : box_(std::move(box)),
+        set_(std::move(set)),
+        replacer_(set_->set),
+        context_(std::move(context)),
+        marks_(std::move(marks)),
+        counter_(counter) {}
 
   ~CountingBody() override {
     const std::vector<uint64_t>& counts = replacer_.counts();
@@ -291,10 +298,12 @@ std::string SecretsFilter::RequestHead(const egress::Exchange& exchange, egress:
     if (HeaderCarries("", head.target, placeholder)) {
       const size_t query = head.target.find('?');
       const FlexibleHit hit = FindFlexible(head.target, placeholder);
-      where = query != std::string::npos && (hit.start == std::string_view::npos || hit.start > query) ? "query" : "path";
+      where =
+          query != std::string::npos && (hit.start == std::string_view::npos || hit.start > query) ? "query" : "path";
     }
     for (size_t h = 0; where.empty() && h < head.headers.size(); ++h)
-      if (HeaderCarries(head.headers[h].name, head.headers[h].value, placeholder)) where = "header " + head.headers[h].name;
+      if (HeaderCarries(head.headers[h].name, head.headers[h].value, placeholder))
+        where = "header " + head.headers[h].name;
     if (where.empty()) continue;
     marks[i] |= filter_parts::kReported;
     std::string refused = Leak(*box, i, context, where);
@@ -305,7 +314,8 @@ std::string SecretsFilter::RequestHead(const egress::Exchange& exchange, egress:
     if (!approved[i]) continue;
     const SecretBinding& b = box->bindings[i];
     size_t swaps = SwapInTarget(head.target, b.placeholder, b.value);
-    for (egress::HttpHeader& field : head.headers) swaps += SwapInHeader(field.name, field.value, b.placeholder, b.value);
+    for (egress::HttpHeader& field : head.headers)
+      swaps += SwapInHeader(field.name, field.value, b.placeholder, b.value);
     if (swaps > 0) marks[i] |= filter_parts::kHit;
   }
   if (HasBody(egress::RequestBody(head))) {

@@ -20,9 +20,9 @@ namespace isb::secrets {
 using OnLeak = egress::OnLeak;  // egress/policy.h: the spec's on_leak
 
 struct SecretBinding {
-  std::string name;         // the org secret's name: the only part ever reported
-  std::string placeholder;  // what the sandbox holds
-  std::string value;        // never logged, never in an error
+  std::string name;                     // the org secret's name: the only part ever reported
+  std::string placeholder;              // what the sandbox holds
+  std::string value;                    // never logged, never in an error
   std::vector<egress::HostRule> hosts;  // where it may be sent (approved, already narrowed)
 };
 
@@ -66,7 +66,8 @@ class SecretsFilter : public egress::MessageFilter {
   std::map<std::string, SecretCounters> Counters(const std::string& sandbox) const;
 
   std::string RequestHead(const egress::Exchange& exchange, egress::HttpHead& head) override;
-  std::unique_ptr<egress::BodyFilter> RequestBody(const egress::Exchange& exchange, const egress::HttpHead& head) override;
+  std::unique_ptr<egress::BodyFilter> RequestBody(const egress::Exchange& exchange,
+                                                  const egress::HttpHead& head) override;
   void ResponseHead(const egress::Exchange& exchange, const egress::HttpHead& request,
                     egress::ResponseHead& head) override;
   std::unique_ptr<egress::BodyFilter> ResponseBody(const egress::Exchange& exchange, const egress::HttpHead& request,

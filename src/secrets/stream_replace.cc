@@ -96,9 +96,7 @@ void StreamReplacer::Take(std::string_view data, std::string& out) {
   Scan(out, false);
 }
 
-void StreamReplacer::Finish(std::string& out) {
-  Scan(out, true);
-}
+void StreamReplacer::Finish(std::string& out) { Scan(out, true); }
 
 void StreamReplacer::Commit(std::string& out) {
   out.append(pending_, emitted_, best_->start - emitted_);
@@ -115,6 +113,12 @@ void StreamReplacer::Scan(std::string& out, bool final) {
   const std::vector<ReplaceSet::Node>& nodes = set_->nodes_;
   for (;;) {
     while (scanned_ < pending_.size()) {
+      if (state_ == 0) {
+        // At the root, bytes that start no needle are passed over in a tight loop: most of a body is such bytes.
+        const char* bytes = pending_.data();
+        while (scanned_ < pending_.size() && set_->root_next_[static_cast<uint8_t>(bytes[scanned_])] == 0) ++scanned_;
+        if (scanned_ == pending_.size()) break;
+      }
       state_ = set_->Step(state_, static_cast<uint8_t>(pending_[scanned_]));
       ++scanned_;
       const ReplaceSet::Node& node = nodes[state_];

@@ -80,7 +80,7 @@ class StreamReplacer : public egress::BodyFilter {
   std::vector<uint64_t> counts_;
   std::string pending_;  // bytes from emitted_ on are not yet out
   size_t emitted_ = 0;
-  size_t scanned_ = 0;   // pending_ up to here went through the automaton
+  size_t scanned_ = 0;  // pending_ up to here went through the automaton
   int32_t state_ = 0;
   std::optional<Match> best_;  // the leftmost, then longest, match found and not yet replaced
 };

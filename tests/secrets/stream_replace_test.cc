@@ -106,7 +106,8 @@ std::string Reference(const std::vector<Replacement>& pairs, std::string_view te
   for (size_t at = 0; at < text.size();) {
     const Replacement* best = nullptr;
     for (const Replacement& p : pairs)
-      if (!p.needle.empty() && text.substr(at).starts_with(p.needle) && (!best || p.needle.size() > best->needle.size()))
+      if (!p.needle.empty() && text.substr(at).starts_with(p.needle) &&
+          (!best || p.needle.size() > best->needle.size()))
         best = &p;
     if (best) {
       out += best->replacement;
