@@ -18,17 +18,19 @@ Result<std::unique_ptr<DaemonSecrets>> DaemonSecrets::Open(const SecretsConfig& 
   sources.generated = dir + "/identity";
   Result<secrets::AgeIdentity> identity = secrets::LoadDaemonIdentity(sources);
   if (!identity.ok()) return Error::Of(identity.error().code, "secrets: " + identity.error().message);
-  secrets::SecretStoreOptions store_options;
-  store_options.dir = dir + "/store";
-  store_options.identity = std::move(*identity);
+  std::vector<std::string> recipients;
   if (!config.recipients_file.empty()) {
-    Result<std::vector<std::string>> recipients = secrets::ReadRecipientsFile(config.recipients_file);
-    if (!recipients.ok()) return Error::Of(recipients.error().code, "--secrets-recipients: " + recipients.error().message);
-    store_options.extra_recipients = std::move(*recipients);
+    Result<std::vector<std::string>> read = secrets::ReadRecipientsFile(config.recipients_file);
+    if (!read.ok()) return Error::Of(read.error().code, "--secrets-recipients: " + read.error().message);
+    recipients = std::move(*read);
   }
+  secrets::SecretStoreOptions store_options{
+      .dir = dir, .identity = std::move(*identity), .extra_recipients = std::move(recipients)};
   std::unique_ptr<DaemonSecrets> out(new DaemonSecrets());
   out->log_ = log;
-  ISB_ASSIGN_OR_RETURN(out->store_, secrets::SecretStore::Open(std::move(store_options)));
+  Result<std::unique_ptr<secrets::SecretStore>> store = secrets::SecretStore::Open(std::move(store_options));
+  if (!store.ok()) return Error::Of(store.error().code, "secrets: " + store.error().message);
+  out->store_ = std::move(*store);
   out->filter_ = std::make_shared<secrets::SecretsFilter>();
   ISB_ASSIGN_OR_RETURN(std::string key, LoadPlaceholderKey(dir + "/placeholder.key"));
   SecretBrokerOptions broker;

@@ -20,11 +20,11 @@
 namespace isb::daemon {
 
 struct SecretsConfig {
-  std::string state_dir;
-  std::string key_file;         // --secrets-key
-  std::string recipients_file;  // --secrets-recipients
-  std::string env_key;          // $ISB_AGE_KEY
-  std::string credentials_dir;  // $CREDENTIALS_DIRECTORY
+  std::string state_dir{};
+  std::string key_file{};         // --secrets-key
+  std::string recipients_file{};  // --secrets-recipients
+  std::string env_key{};          // $ISB_AGE_KEY
+  std::string credentials_dir{};  // $CREDENTIALS_DIRECTORY
 };
 
 class DaemonSecrets {

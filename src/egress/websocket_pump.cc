@@ -127,6 +127,9 @@ net::WsRefusal WebSocketPump::Decoded(std::string_view content, std::string& out
   filtered_.clear();
   if (body_ != nullptr) {
     body_->Take(content, filtered_);
+    // A filter that refuses the message (a secret headed where it may not go) ends the connection: the message goes
+    // no further, and both sides are told why (1008).
+    if (std::string refusal = body_->Refusal(); !refusal.empty()) return {net::ws_close::kPolicy, refusal};
     Encode(filtered_, out);
   } else {
     Encode(content, out);
@@ -151,6 +154,7 @@ net::WsRefusal WebSocketPump::EndMessage(std::string& out) {
   if (body_ != nullptr) {
     filtered_.clear();
     body_->Finish(filtered_);
+    if (std::string refusal = body_->Refusal(); !refusal.empty()) return {net::ws_close::kPolicy, refusal};
     Encode(filtered_, out);
     body_.reset();
   }

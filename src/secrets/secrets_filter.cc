@@ -372,4 +372,23 @@ std::unique_ptr<egress::BodyFilter> SecretsFilter::ResponseBody(const egress::Ex
   return UnderCodings(head.Find("Content-Encoding"), std::move(body), true);
 }
 
+std::unique_ptr<egress::BodyFilter> SecretsFilter::WebSocketMessage(const egress::Exchange& exchange, bool to_origin,
+                                                                    bool /*text*/) {
+  std::shared_ptr<const Sandbox> box = Find(exchange.sandbox);
+  if (!box) return nullptr;
+  std::vector<uint8_t> marks(box->bindings.size(), filter_parts::kNothing);
+  // A message is a body of its own: the sandbox's swapped (raw: a WebSocket message has no syntax isb knows) where
+  // approved and held back elsewhere, the origin's scrubbed.
+  if (!to_origin)
+    return std::make_unique<CountingBody>(box, box->scrub, LeakContext{exchange, nullptr}, std::move(marks),
+                                          &SecretCounters::scrubbed);
+  LeakContext context{exchange, nullptr};
+  {
+    std::lock_guard lock(mu_);
+    context.callback = on_leak_;
+  }
+  return std::make_unique<CountingBody>(box, box->RequestSet(box->Approved(exchange), BodyKind::kRaw),
+                                        std::move(context), std::move(marks), &SecretCounters::swapped);
+}
+
 }  // namespace isb::secrets

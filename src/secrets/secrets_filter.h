@@ -72,6 +72,10 @@ class SecretsFilter : public egress::MessageFilter {
                     egress::ResponseHead& head) override;
   std::unique_ptr<egress::BodyFilter> ResponseBody(const egress::Exchange& exchange, const egress::HttpHead& request,
                                                    const egress::ResponseHead& head) override;
+  // A WebSocket message on an intercepted connection: the sandbox's placeholders swapped (or held back), the
+  // origin's values scrubbed, as for bodies.
+  std::unique_ptr<egress::BodyFilter> WebSocketMessage(const egress::Exchange& exchange, bool to_origin,
+                                                       bool text) override;
 
   struct Sandbox;  // one sandbox's secrets, compiled (secrets_filter.cc)
   struct Tally;    // one sandbox's counters, kept across Set
