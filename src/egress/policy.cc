@@ -168,10 +168,9 @@ Result<EgressSpec> ParseObject(const json& j, const Suffixes& suffixes) {
   if (has_block && j.contains("allow")) return BadSpec("'allow' and 'block' exclude each other; give one");
   if (has_block) {
     spec.mode = EgressMode::kBlocklist;
-  } else if (!spec.allow.empty() || !spec.judge.empty()) {
+  } else if (!spec.allow.empty() || !spec.judge.empty() || !spec.secrets.empty()) {
+    // Secrets alone: a list of the hosts they may be sent to (the daemon adds them when it resolves the secrets).
     spec.mode = EgressMode::kAllowlist;
-  } else if (!spec.secrets.empty()) {
-    return BadSpec("secrets need an allow, block or judge list: with egress none nothing leaves the sandbox");
   }
   if (j.contains("on_leak") && spec.secrets.empty()) return BadSpec("'on_leak' is for secrets; none are given");
   return spec;

@@ -120,8 +120,8 @@ struct LeakContext {
 };
 
 std::string LeakRefusal(const SecretBinding& binding, const egress::Exchange& exchange, bool approved_host) {
-  if (approved_host) return "isb: secret " + binding.name + " may be sent to " + exchange.host + " only over HTTPS";
-  return "isb: secret " + binding.name + " may not be sent to " + exchange.host;
+  if (approved_host) return "secret " + binding.name + " may be sent to " + exchange.host + " only over HTTPS";
+  return "secret " + binding.name + " may not be sent to " + exchange.host;
 }
 
 // Reports one leak and counts it; returns the refusal when the sandbox's on_leak refuses it.

@@ -250,7 +250,8 @@ class RoleMatrixTest : public audit::testing::AuditDbTest {
     ASSERT_TRUE(AddIdentityTools(registry_, *store_).ok());
     ASSERT_TRUE(AddOrgTools(registry_, *store_).ok());
     ASSERT_TRUE(AddAuditTools(registry_, *log_, *history_, sandboxes_).ok());
-    auto secrets = secrets::SecretStore::Open({.dir = dir_ + "/secrets", .identity = secrets::AgeIdentity::Generate()});
+    auto secrets = secrets::SecretStore::Open(
+        {.dir = dir_ + "/secrets", .identity = secrets::AgeIdentity::Generate(), .extra_recipients = {}});
     ASSERT_TRUE(secrets.ok()) << secrets.error().message;
     secrets_ = std::move(*secrets);
     ASSERT_TRUE(AddSecretTools(registry_, *secrets_).ok());

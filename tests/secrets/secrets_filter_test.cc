@@ -150,7 +150,7 @@ TEST_F(SecretsFilterTest, BlockRefusesAPlaceholderHeadedForAnotherHostNamingTheS
   std::string got;
   Status sent = SendRequest(kOtherHost, request, got);
   ASSERT_FALSE(sent.ok());
-  EXPECT_EQ(sent.error().message, "isb: secret OPENAI_KEY may not be sent to evil.example.com");
+  EXPECT_EQ(sent.error().message, "secret OPENAI_KEY may not be sent to evil.example.com");
   EXPECT_EQ(
       leaks_,
       (std::vector<LeakEvent>{{"sb1", "OPENAI_KEY", "evil.example.com", 443, "header X-Api-Key", OnLeak::kBlock}}));
@@ -163,7 +163,7 @@ TEST_F(SecretsFilterTest, BlockOverPlainHttpSaysTheSecretGoesOnlyOverHttps) {
   std::string got;
   Status sent = SendRequest(kPlain, request, got);
   ASSERT_FALSE(sent.ok());
-  EXPECT_EQ(sent.error().message, "isb: secret OPENAI_KEY may be sent to api.example.com only over HTTPS");
+  EXPECT_EQ(sent.error().message, "secret OPENAI_KEY may be sent to api.example.com only over HTTPS");
 }
 
 TEST_F(SecretsFilterTest, StopRefusesAndReportsTheLeakForTheSandboxToBeStopped) {
@@ -173,7 +173,7 @@ TEST_F(SecretsFilterTest, StopRefusesAndReportsTheLeakForTheSandboxToBeStopped) 
   std::string got;
   Status sent = SendRequest(kOtherHost, request, got);
   ASSERT_FALSE(sent.ok());
-  EXPECT_EQ(sent.error().message, "isb: secret OPENAI_KEY may not be sent to evil.example.com");
+  EXPECT_EQ(sent.error().message, "secret OPENAI_KEY may not be sent to evil.example.com");
   EXPECT_EQ(leaks_, (std::vector<LeakEvent>{{"sb1", "OPENAI_KEY", "evil.example.com", 443, "query", OnLeak::kStop}}));
 }
 
@@ -186,7 +186,7 @@ TEST_F(SecretsFilterTest, APlaceholderInTheBodyForAnotherHostCutsTheBodyBeforeIt
   Status sent = SendRequest(kOtherHost, request, got);
   ASSERT_FALSE(sent.ok());
   EXPECT_EQ(sent.error().code, Code::kForbidden);
-  EXPECT_EQ(sent.error().message, "isb: secret OPENAI_KEY may not be sent to evil.example.com");
+  EXPECT_EQ(sent.error().message, "secret OPENAI_KEY may not be sent to evil.example.com");
   EXPECT_EQ(got.find("isb_pl"), std::string::npos) << got;
   EXPECT_EQ(leaks_, (std::vector<LeakEvent>{{"sb1", "OPENAI_KEY", "evil.example.com", 443, "body", OnLeak::kBlock}}));
 }
