@@ -100,11 +100,14 @@ TEST_F(SecretsTest, APlaceholderIsSwappedInEveryPartOfARequestAndTheValueNeverCo
     const char* what;
     std::string script;    // run inside; its answer must hold the placeholder and not the value
     std::string received;  // what the origin must have been sent
+    std::string answered = "";  // what the answer must hold; default the placeholder
   };
   const std::string basic = "Authorization: Basic " + Base64("user:" + std::string(kValue));
   const Case cases[] = {
       {"a header", "curl -s -H \"Authorization: Bearer $KEY\" https://echo.test/h", "Authorization: Bearer " + std::string(kValue)},
-      {"basic auth", "curl -s -u \"user:$KEY\" https://echo.test/b", basic},
+      // The echo's base64 of the value is scrubbed into the placeholder's, but for the run's last characters.
+      {"basic auth", "curl -s -u \"user:$KEY\" https://echo.test/b", basic,
+       "Authorization: Basic " + Base64("user:" + placeholder_).substr(0, 68)},
       {"the query", "curl -s \"https://echo.test/q?key=$KEY&x=1\"", "GET /q?key=" + std::string(kValue) + "&x=1 HTTP/1.1"},
       {"a JSON body", "curl -s -H 'Content-Type: application/json' -d \"{\\\"key\\\": \\\"$KEY\\\"}\" https://echo.test/j",
        "{\"key\": \"" + std::string(kValue) + "\"}"},
@@ -125,7 +128,8 @@ TEST_F(SecretsTest, APlaceholderIsSwappedInEveryPartOfARequestAndTheValueNeverCo
     std::string received = Received();
     EXPECT_NE(received.find(c.received), std::string::npos) << c.what << ": the origin got " << Shown(received);
     EXPECT_FALSE(HasValue(answer)) << c.what << ": the sandbox saw the value: " << Shown(answer);
-    EXPECT_NE(answer.find(placeholder_), std::string::npos) << c.what << ": " << Shown(answer);
+    EXPECT_NE(answer.find(c.answered.empty() ? placeholder_ : c.answered), std::string::npos)
+        << c.what << ": " << Shown(answer);
   }
 
   // Every answer the origin encodes or chunks is scrubbed too; the sandbox's Accept-Encoding is what the origin got.
@@ -239,7 +243,8 @@ TEST_F(SecretsTest, ASandboxMayNarrowASecretsHostsButNotWidenThem) {
   EXPECT_EQ(missing.j["message"], "egress: secret 'nope': org 'default' has no such secret");
   HttpResponse lines = create("two-lines");
   EXPECT_EQ(lines.status, 400) << lines.Describe();
-  EXPECT_EQ(lines.j["message"].get<std::string>().substr(0, 29), "egress: secret 'two-lines': ");
+  EXPECT_EQ(lines.j["message"], "egress: secret 'two-lines': value: holds a CR or LF, which a placeholder cannot "
+                                "carry into an HTTP header; deliver it as a file instead, which takes any bytes");
 }
 
 }  // namespace
