@@ -217,7 +217,7 @@ class UnixHttp(http.client.HTTPConnection):
 
 
 class Daemon:
-    def __init__(self, isb, cg, state):
+    def __init__(self, isb, cg, state, pools=True):
         self.cg, self.state = cg, state
         self.sock = os.path.join(state, "api", "isb.sock")
         self.pooled = []
@@ -227,7 +227,7 @@ class Daemon:
         # sandboxes, in user space and in the kernel, is read from there.
         self.proc = subprocess.Popen(
             [isb, "serve", "--state-dir", state, "--listen", "127.0.0.1:0", "--egress-table", TABLE,
-             "--sandbox-subnet", "198.19.252.0/22"],
+             "--sandbox-subnet", "198.19.252.0/22"] + ([] if pools else ["--pool-size", "0", "--net-pool-size", "0"]),
             stdout=log_file, stderr=log_file,
             preexec_fn=lambda: write(os.path.join(cg.daemon, "cgroup.procs"), str(os.getpid())))
         for _ in range(400):
@@ -473,9 +473,12 @@ def main():
         pool_inits = [rollup(init_pid(cg, i)) for i in pooled]
         pool_cgroups = sum(cg.usage(cg.sandbox(i)) for i in pooled)
 
-        # The daemon's pool stays full throughout: the sandboxes are created with names, which no pooled sandbox
-        # takes, so every one measured is launched for its create and the pool is not in the figure.
-        log("-- %d named sandboxes (the default spec but a name, so the pool of %d is never drawn on)" % (N, len(pooled)))
+        # The pools serve named creates too: the sandboxes measured come from a daemon without pools, so every one
+        # is launched for its create (a cold create) and no pool is in the figure.
+        daemon.stop()
+        daemon = Daemon(isb, cg, state, pools=False)
+        log("-- %d named sandboxes (the default spec but a name), from a daemon with --pool-size 0 "
+            "--net-pool-size 0" % N)
         # The daemon's first creates grow its heap and its threads' arenas and stacks, once: a round not counted.
         sandbox_rounds(daemon, cg, "none", 1, "warm-up, not counted")
         box = sandbox_rounds(daemon, cg, "none", ROUNDS)

@@ -56,6 +56,9 @@ struct ToolAccess {
   // Acts on what reaches beyond any one org (the caller's memberships, its browser sessions): never for a
   // credential scoped to one org.
   bool account_wide = false;
+  // A read the audit log records even when it succeeds (a secret's value read): other read-only calls are recorded
+  // only when refused.
+  bool audit_reads = false;
 };
 
 // Read-only tools: viewers and the read scope; the rest: members and the deploy scope.

@@ -47,6 +47,24 @@ json MountsSchema() {
                            {"source", "target"})}};
 }
 
+json SecretFilesSchema() {
+  // A name alone, or the object: one schema for both (the string checks apply to a string, the rest to an object).
+  json file = Object({{"name", Str("The org secret's name.", 128, 1)},
+                      {"target", Str("A file directly in /run/secrets; default /run/secrets/NAME.", 4096, 1)},
+                      {"mode", Str("Octal file mode; default \"0400\".", 4, 1)}},
+                     {"name"});
+  file["type"] = json::array({"string", "object"});
+  file["maxLength"] = 128;
+  file["minLength"] = 1;
+  return {{"type", "array"},
+          {"maxItems", spec::kMaxSecretFiles},
+          {"description",
+           "Org secrets given as files on a tmpfs at /run/secrets owned by the sandbox's root (never in its layer "
+           "or image), rewritten within 2 s of a new version: \"NAME\" or {name, target, mode}. A sandbox with "
+           "files is created cold. For a secret the sandbox uses but never sees, list it in egress.secrets."},
+          {"items", std::move(file)}};
+}
+
 json PortsSchema() {
   return {{"type", "array"},
           {"maxItems", 16},
@@ -104,6 +122,7 @@ json SpecSchema() {
        {"labels", StringMap("Free-form labels; sandbox_list can filter on them.", 64)},
        {"mounts", MountsSchema()},
        {"ports", PortsSchema()},
+       {"secrets", SecretFilesSchema()},
        {"egress", EgressSchema()},
        {"privileged", Bool("No user namespace of its own: the sandbox's root is the host's root, its ids the host's "
                            "(still its own mount, pid, network, uts and ipc namespaces, cgroup, capabilities and "

@@ -121,6 +121,13 @@ DetailsPolicy DefaultDetailsPolicy() {
   p.Allow("sandbox_file_read", {{"path"}, {"encoding"}});
   p.Allow("sandbox_file_write", {{"path"}, {"mode"}});
   p.Allow("egress_connect", {{"reason"}});  // a sandbox's refused connection: why (names a host, never a secret)
+  // Secrets: names, versions and hosts, never a value (the value fields are not on any list).
+  for (const char* tool : {"secret_create", "secret_set", "secret_import"})
+    p.Allow(tool, {{"name"}, {"hosts", Keep::kStrings}, {"labels", Keep::kKeyNames}});
+  for (const char* tool : {"secret_get", "secret_inspect", "secret_delete"}) p.Allow(tool, {{"name"}, {"version"}});
+  // The proxy's reports about a sandbox's secrets: which secret, which host, what was done.
+  p.Allow("secret_leak", {{"secret"}, {"host"}, {"where"}, {"action"}});
+  p.Allow("secret_use", {{"secret"}, {"host"}, {"swapped"}, {"scrubbed"}, {"held"}});
   return p;
 }
 

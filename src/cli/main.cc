@@ -7,6 +7,7 @@
 #include "cli/audit_cmd.h"
 #include "cli/identity_cmds.h"
 #include "cli/run_cmd.h"
+#include "cli/secret_cmds.h"
 #include "cli/sandbox_cmds.h"
 #include "cli/serve_cmd.h"
 #include "engine/contain.h"
@@ -21,6 +22,7 @@ int main(int argc, char** argv) {
   isb::cli::AddAuditCommand(app, &exit_code);
   isb::cli::AddSandboxCommands(app, &exit_code);
   isb::cli::AddIdentityCommands(app, &exit_code);
+  isb::cli::AddSecretCommands(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -98,6 +98,11 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
                   "/etc/resolv.conf); repeatable, asked in order");
   cmd->add_option("--egress-ca", opts->egress_ca,
                   "PEM FILE of CA certificates trusted for intercepted origins, besides the system's");
+  cmd->add_option("--secrets-key", opts->secrets_key,
+                  "FILE holding the daemon's age identity (AGE-SECRET-KEY-1...), mode 0600; default: $ISB_AGE_KEY, "
+                  "the systemd credential isb-secrets-key, or one made in the state dir");
+  cmd->add_option("--secrets-recipients", opts->secrets_recipients,
+                  "FILE of break-glass age recipients (age1..., one a line): secrets are encrypted to them too");
   cmd->add_option("--egress-table", opts->egress_table,
                   "The nftables table of this daemon, and its veths' prefix (<table>-<slot>): a letter, then "
                   "letters, digits or _")

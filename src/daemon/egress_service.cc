@@ -98,7 +98,7 @@ Status EgressService::StartServers() {
     if (PolicyOf(id, &org) == nullptr || org.empty()) return;  // gone meanwhile, or pooled (nobody's yet)
     options_.on_refusal(id, org, target, reason);
   };
-  // The hosts of the sandbox's secrets: their TLS ends at the proxy (the secrets issue substitutes them there).
+  // The hosts of the sandbox's secrets: their TLS ends at the proxy, where the secrets filter swaps placeholders.
   h.intercept = [this](const std::string& id, const std::string& host, uint16_t port) {
     auto policy = PolicyOf(id);
     return policy != nullptr && policy->Intercepted(host, port);
@@ -107,6 +107,7 @@ Status EgressService::StartServers() {
   po.explicit_port = options_.explicit_proxy_port;
   po.intercept.minter = minter_;
   po.intercept.upstream_ca_file = options_.upstream_ca_file;
+  po.filter = options_.filter;
   ISB_ASSIGN_OR_RETURN(proxy_, egress::Proxy::Start(po, std::move(h)));
 
   net::DnsHooks dh;
@@ -260,6 +261,10 @@ net::SandboxRules EgressService::RulesFor(const Entry& e) const {
   return r;
 }
 
+void EgressService::BindSecrets(const std::string& id, const std::string& org, const egress::EgressSpec& spec) {
+  if (options_.secrets != nullptr) options_.secrets->Bind(id, org, spec);
+}
+
 Result<SandboxNet> EgressService::Prepare(const std::string& id, const egress::EgressSpec& spec,
                                           const std::string& org) {
   if (spec.mode == egress::EgressMode::kNone) return Error::Of(Code::kInvalidArgument, "egress none needs no network");
@@ -269,6 +274,7 @@ Result<SandboxNet> EgressService::Prepare(const std::string& id, const egress::E
     by_id_[id] = Entry{id, slot.index, std::make_shared<const egress::EgressPolicy>(spec), false, org};
     by_slot_[slot.index] = id;
   }
+  BindSecrets(id, org, spec);
   SandboxNet n;
   n.slot = slot.index;
   n.host_address = net::FormatIpv4(slot.host);
@@ -339,6 +345,7 @@ Status EgressService::Update(const std::string& id, const egress::EgressSpec& sp
   auto policy = std::make_shared<const egress::EgressPolicy>(spec);
   e.policy = policy;
   ISB_TRY(firewall_->Set(RulesFor(e)));
+  BindSecrets(id, e.org, spec);
   std::lock_guard lock(mu_);
   if (auto it = by_id_.find(id); it != by_id_.end()) it->second.policy = std::move(policy);
   return {};
@@ -369,6 +376,7 @@ Status EgressService::Assign(const std::string& id, const egress::EgressSpec& sp
   auto policy = std::make_shared<const egress::EgressPolicy>(spec);
   e.policy = policy;
   if (const net::SandboxRules after = RulesFor(e); !SameRules(before, after)) ISB_TRY(firewall_->Set(after));
+  BindSecrets(id, org, spec);
   std::lock_guard lock(mu_);
   if (auto it = by_id_.find(id); it != by_id_.end()) {
     it->second.policy = std::move(policy);
@@ -389,6 +397,7 @@ void EgressService::Release(const std::string& id) {
     by_id_.erase(it);
   }
   minter_->Forget(id);
+  if (options_.secrets != nullptr) options_.secrets->Unbind(id);
   veths_lost_.erase(e.slot);
   std::string ifname = net::HostIfname(options_.ifname_prefix, e.slot);
   (void)firewall_->Remove(ifname);
@@ -413,6 +422,7 @@ Status EgressService::Adopt(const std::string& id, uint32_t slot, const egress::
     by_id_[id] = e;
     by_slot_[slot] = id;
   }
+  BindSecrets(id, org, spec);
   ISB_TRY(firewall_->Set(RulesFor(e)));
   // A veth of an isb from before the group: another daemon that forwards only sandboxes would drop its traffic.
   if (Status grouped = net::GroupHostEnd(net::HostIfname(options_.ifname_prefix, slot)); !grouped.ok())

@@ -21,6 +21,7 @@
 #include "base/fd.h"
 #include "base/result.h"
 #include "daemon/egress_claims.h"
+#include "daemon/secret_broker.h"
 #include "egress/cert_minter.h"
 #include "egress/dialer.h"
 #include "egress/judge.h"
@@ -66,6 +67,11 @@ struct EgressOptions {
   // on_refusal.
   std::function<void(const std::string& id, const std::string& org, const std::string& reason)> on_network_event;
   int watch_interval_ms = 2000;  // how often the table is looked at
+  // Every relayed HTTP message passes it (the secrets filter); null: messages go on unchanged.
+  std::shared_ptr<egress::MessageFilter> filter;
+  // Told of each sandbox's egress spec as it is prepared, assigned, changed or adopted, and of its release: the
+  // proxy swaps its secrets' placeholders. Null: a spec's secrets are intercepted and relayed unchanged.
+  SecretBroker* secrets = nullptr;
 };
 
 // In EgressOptions::state_dir while IPv4 forwarding is on because an isb turned it on: the boot's id
@@ -140,6 +146,7 @@ class EgressService {
   // on_network_event(id, org, "veth_deleted").
   void CheckVeths();
   net::SandboxRules RulesFor(const Entry& e) const;
+  void BindSecrets(const std::string& id, const std::string& org, const egress::EgressSpec& spec);
   // Open sandboxes are routed by the host: turns its IPv4 forwarding on if it is off (see the .cc).
   Status EnsureForwarding();
   // Lookups for the proxy and the DNS responder.

@@ -315,4 +315,76 @@ Status SandboxManager::WriteFile(const std::string& id_or_name, const std::strin
   return {};
 }
 
+// ---- secrets given as files ----
+
+Status SandboxManager::CheckSecretFiles(const api::SandboxSpec& spec) const {
+  if (spec.secrets.empty()) return {};
+  if (options_.secrets == nullptr)
+    return Error::Of(Code::kUnavailable, "secrets: the daemon runs without a secret store");
+  for (const spec::SpecSecretFile& f : spec.secrets)
+    ISB_TRY(options_.secrets->FileSecret(api::OrgOf(spec), f.name));
+  return {};
+}
+
+Status SandboxManager::WriteSecretFiles(const Record& rec, const std::string& only) {
+  if (rec.spec.secrets.empty()) return {};
+  if (options_.secrets == nullptr)
+    return Error::Of(Code::kUnavailable, "secrets: the daemon runs without a secret store");
+  auto [uid, gid] = HostUser(rec.spec, rec.uid_base);
+  ISB_ASSIGN_OR_RETURN(Fd root, SandboxRoot(rec.pid, rec.start_time));
+  ISB_ASSIGN_OR_RETURN(Fd dir, OpenInRoot(root.get(), spec::kSecretsDir, O_PATH | O_DIRECTORY, uid, gid));
+  // Only on the tmpfs isb mounted there: a sandbox that took it away (its root may unmount it) gets no file in its
+  // layer, where the value would outlive it.
+  struct statfs sf{};
+  std::optional<FilePlace> at = PlaceOf(dir.get()), top = PlaceOf(root.get());
+  if (::fstatfs(dir.get(), &sf) != 0 || static_cast<unsigned long>(sf.f_type) != TMPFS_MAGIC || !at || !top ||
+      at->Same(*top))
+    return Error::Of(Code::kConflict, std::string("secrets: ") + spec::kSecretsDir +
+                                          " in the sandbox is not the tmpfs isb mounted there; no file is written");
+  const size_t prefix = std::string(spec::kSecretsDir).size() + 1;
+  for (const spec::SpecSecretFile& f : rec.spec.secrets) {
+    if (!only.empty() && f.name != only) continue;
+    const std::string file = f.target.substr(prefix), fresh = "." + file + ".isb-new";
+    Result<secrets::SecretStore::Value> secret = options_.secrets->FileSecret(api::OrgOf(rec.spec), f.name);
+    AsSandboxUser as(uid, gid);
+    if (!secret.ok()) {
+      if (secret.error().code != Code::kNotFound) return secret.error();
+      (void)::unlinkat(dir.get(), file.c_str(), 0);  // deleted: the sandbox has it no more
+      continue;
+    }
+    // Written beside, then renamed over: a reader sees one version whole.
+    open_how how{};
+    how.flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW;
+    how.mode = f.mode;
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+    Fd out(static_cast<int>(::syscall(SYS_openat2, dir.get(), fresh.c_str(), &how, sizeof how)));
+    if (!out.valid()) return Error::Sys("secrets: write " + f.target);
+    std::string_view value = secret->value.view();
+    while (!value.empty()) {
+      ssize_t n = ::write(out.get(), value.data(), value.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return Error::Sys("secrets: write " + f.target);
+      value.remove_prefix(static_cast<size_t>(n));
+    }
+    if (::fchmod(out.get(), f.mode) != 0 || ::renameat(dir.get(), fresh.c_str(), dir.get(), file.c_str()) != 0)
+      return Error::Sys("secrets: write " + f.target);
+  }
+  return {};
+}
+
+void SandboxManager::SecretChanged(const std::string& org, const std::string& name) {
+  auto rows = db_->Query("SELECT id FROM sandboxes WHERE org = ?1 AND state = 'running'", {org});
+  if (!rows.ok()) return;
+  for (const auto& row : *rows) {
+    std::optional<SandboxLocks::Held> held;
+    Result<Record> rec = LoadLocked(AsText(row[0]), &held);
+    if (!rec.ok() || rec->state != "running") continue;
+    bool uses = std::any_of(rec->spec.secrets.begin(), rec->spec.secrets.end(),
+                            [&](const spec::SpecSecretFile& f) { return f.name == name; });
+    if (!uses) continue;
+    if (Status st = WriteSecretFiles(*rec, name); !st.ok())
+      std::fprintf(stderr, "isb: secrets: %s: %s\n", rec->id.c_str(), st.error().message.c_str());
+  }
+}
+
 }  // namespace isb::daemon

@@ -246,10 +246,12 @@ Status SandboxManager::PortsApartFromIsb(const api::SandboxSpec& spec) const {
 Status SandboxManager::Launch(Record& rec) {
   ISB_TRY(PortsApartFromIsb(rec.spec));
   ISB_TRY(LaunchProcess(rec));
-  if (Status published = ports_.Publish(rec.id, rec.pid, rec.spec.ports); !published.ok()) {
+  Status ready = ports_.Publish(rec.id, rec.pid, rec.spec.ports);
+  if (ready.ok()) ready = WriteSecretFiles(rec);
+  if (!ready.ok()) {
     bool oom = false;
     (void)Kill(rec, &oom);
-    return published;
+    return ready;
   }
   rec.state = "running";
   return db_->Exec("UPDATE sandboxes SET state='running', pid=?2, start_time=?3, lease_index=?4, uid_base=?5 "
@@ -270,6 +272,7 @@ Status SandboxManager::LaunchProcess(Record& rec, bool background) {
   c.writable_dir = Dir(rec.id) + "/layer";
   c.privileged = rec.spec.privileged;
   c.idmap = rec.spec.idmap;
+  c.secrets_tmpfs = !rec.spec.secrets.empty();
   for (const api::SpecMount& m : rec.spec.mounts) c.binds.push_back({m.source, m.target, m.read_only});
   if (auto resolv = isb::ReadFile(Dir(rec.id) + "/resolv.conf"); resolv.ok()) c.resolv_conf = *resolv;
   DiskLayer layer = Layer(rec.id);
@@ -386,7 +389,18 @@ Result<egress::EgressSpec> SandboxManager::Egress(const api::SandboxSpec& spec) 
   if (!e.ok()) return Error::Of(e.error().code, "egress: " + e.error().message);
   if (e->mode != egress::EgressMode::kNone && options_.egress == nullptr)
     return Error::Of(Code::kUnavailable, "egress: " + options_.egress_unavailable);
+  if (!e->secrets.empty()) {
+    if (options_.secrets == nullptr)
+      return Error::Of(Code::kUnavailable, "egress: secrets: the daemon runs without a secret store");
+    ISB_TRY(options_.secrets->Resolve(api::OrgOf(spec), *e));
+  }
   return e;
+}
+
+Status SandboxManager::AddSecrets(Record& rec, const egress::EgressSpec& egress) const {
+  if (egress.secrets.empty()) return {};
+  rec.spec.egress = egress::EgressSpecToJson(egress);
+  return options_.secrets->AddEnvironment(rec.id, egress, rec.spec.environment);
 }
 
 void SandboxManager::AddNetworkEnvironment(api::SandboxSpec& spec, const SandboxNet& net) {
@@ -452,6 +466,7 @@ Result<api::SandboxInfo> SandboxManager::Create(const api::SandboxSpec& spec) {
   ISB_TRY(spec::Validate(spec));
   ISB_TRY(CheckOnHost(spec));
   ISB_ASSIGN_OR_RETURN(egress::EgressSpec egress_spec, Egress(spec));
+  ISB_TRY(CheckSecretFiles(spec));
   ISB_ASSIGN_OR_RETURN(api::SandboxSpec resolved, ResolveMounts(spec));
   Record rec;
   rec.name = spec.name;
@@ -474,6 +489,7 @@ Result<api::SandboxInfo> SandboxManager::Create(const api::SandboxSpec& spec) {
   }
   rec.id = NewId();
   if (rec.id.empty()) return Error::Msg("no randomness for a sandbox id");
+  ISB_TRY(AddSecrets(rec, egress_spec));
   // Its own lock from before its row is seen until its creation is recorded: a stop or removal by name that finds
   // the row meanwhile waits, so the history never has "created" after "removed".
   std::optional<SandboxLocks::Held> held;
@@ -680,6 +696,12 @@ Result<api::SandboxInfo> SandboxManager::SetEgress(const std::string& id_or_name
   ISB_ASSIGN_OR_RETURN(egress::EgressSpec spec, Egress(next));
   if (options_.egress == nullptr || !std::filesystem::exists(Dir(rec.id) + "/net_slot"))
     return Invalid("egress: the sandbox was created with egress none; it has no network to change");
+  if (!spec.secrets.empty()) {
+    Record changed = rec;
+    changed.spec = next;
+    ISB_TRY(AddSecrets(changed, spec));
+    next = changed.spec;
+  }
   if (auto st = options_.egress->Update(rec.id, spec); !st.ok())
     return Error::Of(st.error().code, "egress: " + st.error().message);
   rec.spec = next;

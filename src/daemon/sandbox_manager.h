@@ -33,6 +33,8 @@ struct ManagerOptions {
   std::string runtime_dir = "/run/isb";
   std::function<int64_t()> now;    // unix seconds; injectable for tests
   EgressService* egress = nullptr;  // null: only egress none; `egress_unavailable` says why
+  // Resolves an egress spec's secrets and makes their placeholders; null: a spec naming secrets is refused.
+  const SecretBroker* secrets = nullptr;
   std::string egress_unavailable = "the daemon runs without an egress service";
   audit::History* history = nullptr;  // the hash-chained record of lifecycle events; null: sandbox_events only
   // How many sandboxes are kept launched ahead of any create, once Adopt has run: the default view (no image), the
@@ -80,6 +82,9 @@ class SandboxManager : public api::Sandboxes {
   // One pass of the reaper: removes expired sandboxes and idle ones (no exec and under 2% of one core for their
   // idle_timeout), re-checking each before removal and recording why. Returns how many it removed.
   int ReapOnce();
+  // Secret `name` of `org` changed (a new version, or deleted): the running sandboxes given it as a file get the
+  // new one (sandbox_files.cc).
+  void SecretChanged(const std::string& org, const std::string& name);
 
   Result<api::SandboxInfo> Create(const api::SandboxSpec& spec) override;
   Result<api::SandboxInfo> Get(const std::string& id_or_name) override;
@@ -158,6 +163,14 @@ class SandboxManager : public api::Sandboxes {
   Status PrepareNetwork(Record& rec, const egress::EgressSpec& spec, SandboxNet* net = nullptr);
   // What a network gives the sandbox's environment: the proxy and trust-store variables, unless the spec sets them.
   static void AddNetworkEnvironment(api::SandboxSpec& spec, const SandboxNet& net);
+  // Once `rec` has its id: the egress as resolved (the secrets' hosts in it) is what is stored, and the secrets'
+  // placeholders join its environment.
+  Status AddSecrets(Record& rec, const egress::EgressSpec& egress) const;
+  // The spec's secret files name secrets of its org (sandbox_files.cc).
+  Status CheckSecretFiles(const api::SandboxSpec& spec) const;
+  // Writes the running sandbox's secret files (only those of secret `only` when given) on its /run/secrets tmpfs,
+  // as its user; a file whose secret is gone is removed (sandbox_files.cc).
+  Status WriteSecretFiles(const Record& rec, const std::string& only = "");
   // The sandbox's trust store (trust_bundle.h) with `ca_pem`, in its directory as kTrustBundleFile.
   Status WriteTrustBundle(const Record& rec, const std::string& ca_pem);
   static constexpr char kTrustBundleFile[] = "ca-bundle.pem";

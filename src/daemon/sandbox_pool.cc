@@ -50,9 +50,11 @@ using store::AsText;
 SandboxManager::PoolKind SandboxManager::PoolFor(const api::SandboxSpec& spec, const egress::EgressSpec& egress) const {
   // What a pooled sandbox was launched with and cannot change: the default view on a layer of the default size, its
   // user namespace (never privileged, no idmap), and limits that may only come down (sandbox_fit.h). The rest of
-  // a spec (name, environment, user, working_dir, labels, lifetimes, ports) is applied to it afterwards.
+  // a spec (name, environment, user, working_dir, labels, lifetimes, ports) is applied to it afterwards. Secret
+  // files need a tmpfs of the sandbox's own mounted at its start.
   const api::SandboxSpec pooled;
-  if (!spec.image.empty() || spec.image_idmapped || !spec.mounts.empty() || spec.disk != pooled.disk ||
+  if (!spec.image.empty() || spec.image_idmapped || !spec.mounts.empty() || !spec.secrets.empty() ||
+      spec.disk != pooled.disk ||
       spec.privileged || !spec.idmap.empty() || spec.cpus > pooled.cpus || spec.mem_limit > pooled.mem_limit ||
       spec.pids > pooled.pids)
     return PoolKind::kCold;
@@ -163,6 +165,7 @@ Result<api::SandboxInfo> SandboxManager::CreateFromPool(Pooled ready, Record rec
   // Everything a cold launch would have given it from the spec, before the create returns; on failure it was never
   // created, and goes.
   Status fitted = [&]() -> Status {
+    ISB_TRY(AddSecrets(rec, egress));
     if (ready.net) {
       ISB_TRY(options_.egress->Assign(rec.id, egress, api::OrgOf(rec.spec)));
       AddNetworkEnvironment(rec.spec, *ready.net);

@@ -2,6 +2,7 @@
 #include "daemon/serve.h"
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/resource.h>
@@ -24,6 +25,7 @@
 #include "api/identity_tools.h"
 #include "api/org_tools.h"
 #include "api/sandbox_tools.h"
+#include "api/secret_tools.h"
 #include "api/web_auth.h"
 #include "base/file.h"
 #include "base/random.h"
@@ -32,6 +34,7 @@
 #include "audit/log.h"
 #include "audit/retention.h"
 #include "daemon/sandbox_manager.h"
+#include "daemon/serve_secrets.h"
 #include "engine/cgroup.h"
 #include "engine/spawner.h"
 #include "identity/store.h"
@@ -85,9 +88,20 @@ int Serve(const ServeOptions& options) {
     (void)::setrlimit(RLIMIT_NOFILE, &files);
   }
 
+  // The daemon's age key may come in its environment: taken out before any process is started from this one.
+  SecretsConfig secrets_config{.state_dir = options.state_dir,
+                               .key_file = options.secrets_key,
+                               .recipients_file = options.secrets_recipients};
+  if (const char* key = std::getenv("ISB_AGE_KEY")) secrets_config.env_key = key;
+  if (const char* creds = std::getenv("CREDENTIALS_DIRECTORY")) secrets_config.credentials_dir = creds;
+  ::unsetenv("ISB_AGE_KEY");
+
   // 1. The spawner, while this process has one thread: every sandbox is cloned from it.
   engine::Spawner spawner;
   if (auto st = spawner.Start(options.runtime_dir); !st.ok()) return Fail(st.error().message);
+  // Secret values live in this process from now on: no core dump, and no other process of the host's root user
+  // reads its memory through /proc without ptrace rights.
+  ::prctl(PR_SET_DUMPABLE, 0);
 
   // 2. State.
   if (auto st = MakeDirs(options.state_dir, 0711); !st.ok()) return Fail(st.error().message);
@@ -105,6 +119,9 @@ int Serve(const ServeOptions& options) {
   // service's too, below).
   auto audit_log = audit::AuditLog::Open(*db->get());
   if (!audit_log.ok()) return Fail("audit log: " + audit_log.error().message);
+  // The secret store, and the filter by which the proxy swaps placeholders for values (a leak is an audit row).
+  auto daemon_secrets = DaemonSecrets::Open(secrets_config, audit_log->get());
+  if (!daemon_secrets.ok()) return Fail(daemon_secrets.error().message, kExitUsage);
 
   // 3. Signals are taken by this thread alone (sigwait below): block them before any thread starts.
   sigset_t stop;
@@ -129,6 +146,8 @@ int Serve(const ServeOptions& options) {
     e.outcome = "forbidden";
     if (auto r = log->Append(e); !r.ok()) Log("audit: an egress refusal was not recorded: " + r.error().message);
   };
+  egress_options.filter = (*daemon_secrets)->filter();
+  egress_options.secrets = &(*daemon_secrets)->broker();
   egress_options.subnet = options.sandbox_subnet;
   egress_options.upstream_ca_file = options.egress_ca;
   for (const std::string& text : options.dns_upstreams) {
@@ -187,6 +206,7 @@ int Serve(const ServeOptions& options) {
   manager_options.net_pool_size = options.net_pool_size;
   manager_options.isb_address = listen->host;
   manager_options.egress = egress->get();
+  manager_options.secrets = &(*daemon_secrets)->broker();
   auto history = audit::History::Open(*db->get());
   if (!history.ok()) return Fail("history: " + history.error().message);
   manager_options.history = history->get();
@@ -202,6 +222,20 @@ int Serve(const ServeOptions& options) {
     }
   } clear_history_for_egress{*history_for_egress};
   SandboxManager manager(manager_options, &spawner, db->get(), *layout);
+  // on_leak stop: the sandbox is stopped (and that is in its history), until the manager goes.
+  (*daemon_secrets)->SetStopper([&manager](const std::string& id) {
+    if (auto r = manager.Stop(id); !r.ok()) Log("secrets: stopping " + id + " after a leak: " + r.error().message);
+  });
+  // A new version of a secret reaches the running sandboxes given it as a file.
+  (*daemon_secrets)->broker().OnChange(
+      [&manager](const std::string& org, const std::string& name) { manager.SecretChanged(org, name); });
+  struct ClearStopper {
+    DaemonSecrets& secrets;
+    ~ClearStopper() {
+      secrets.broker().OnChange({});
+      secrets.SetStopper({});
+    }
+  } clear_stopper{**daemon_secrets};
   auto adopted = manager.Adopt();
   if (!adopted.ok()) return Fail(adopted.error().message);
   Log("sandboxes: " + *adopted);
@@ -219,6 +253,7 @@ int Serve(const ServeOptions& options) {
   if (auto st = api::AddOrgTools(registry, **identity); !st.ok()) return Fail(st.error().message);
   registry.SetOrgCheck([store = identity->get()](std::string_view org) { return store->orgs().Get(org).ok(); });
   if (auto st = api::AddAuditTools(registry, **audit_log, **history, manager); !st.ok()) return Fail(st.error().message);
+  if (auto st = api::AddSecretTools(registry, (*daemon_secrets)->store()); !st.ok()) return Fail(st.error().message);
   // Retention: both chains pruned now and then every prune_interval, on a thread that Stop joins.
   std::optional<audit::RetentionPruner> pruner;
   if (options.audit_retention) {
@@ -268,7 +303,9 @@ int Serve(const ServeOptions& options) {
   registry.SetObserver([log = audit_log->get(), call_entry](std::string_view name, const api::Tool* tool,
                                                            const json& input, const api::CallContext& ctx,
                                                            const Result<json>& result) -> Status {
-    if (tool != nullptr && tool->annotations.read_only && result.ok()) return {};
+    if (tool != nullptr && tool->annotations.read_only && result.ok() &&
+        !tool->access.value_or(api::DefaultAccess(tool->annotations)).audit_reads)
+      return {};
     audit::Entry e = call_entry(name, tool, input, ctx, result);
     auto r = log->Append(e);
     if (r.ok()) return {};

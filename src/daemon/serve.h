@@ -42,6 +42,10 @@ struct ServeOptions {
   // /etc/resolv.conf nameservers).
   std::vector<std::string> dns_upstreams;
   std::string egress_ca;  // PEM bundle trusted (besides the system roots) for origins of intercepted connections
+  // The daemon's age identity for the secret store: this file (0600), else $ISB_AGE_KEY, a systemd credential
+  // (isb-secrets-key), or one made at first start in <state_dir>/secrets/identity.
+  std::string secrets_key;
+  std::string secrets_recipients;  // break-glass age recipients, one a line: every secret is encrypted to them too
   // Sign-in failures allowed per account and per client address within 15 minutes (api::WebAuthOptions).
   int sign_in_account_limit = 5;
   int sign_in_address_limit = 20;

@@ -39,16 +39,20 @@ void BodyRelay::Frame(std::string_view content, std::string& out) {
   out.append(size, static_cast<size_t>(n)).append(content).append("\r\n");
 }
 
-void BodyRelay::Pass(std::string_view content, std::string& out) {
+bool BodyRelay::Pass(std::string_view content, std::string& out) {
   if (!filter_) {
     out.append(content);
     length_out_ += content.size();
-    return;
+    return true;
   }
   filtered_.clear();
   filter_->Take(content, filtered_);
+  if (!filter_->Refusal().empty()) return false;
   Frame(filtered_, out);
+  return true;
 }
+
+BodyRelay::Step BodyRelay::Refused(size_t used) { return Stop({used, State::kRefused, filter_->Refusal()}); }
 
 BodyRelay::Step BodyRelay::Stop(Step step) {
   stopped_ = true;
@@ -61,6 +65,7 @@ BodyRelay::Step BodyRelay::Finish(size_t used, std::string& out) {
   if (filter_) {
     filtered_.clear();
     filter_->Finish(filtered_);
+    if (!filter_->Refusal().empty()) return Refused(used);
     Frame(filtered_, out);
     if (out_ == Reframe::kChunked) out.append("0\r\n").append(trailers_).append("\r\n");
     trailers_.clear();
@@ -79,7 +84,7 @@ BodyRelay::Step BodyRelay::Feed(std::string_view bytes, std::string& out) {
       return Finish(0, out);
     case BodyFraming::kLength: {
       const size_t take = static_cast<size_t>(std::min<uint64_t>(remaining_, bytes.size()));
-      Pass(bytes.substr(0, take), out);
+      if (!Pass(bytes.substr(0, take), out)) return Refused(take);
       remaining_ -= take;
       if (remaining_ == 0) return Finish(take, out);
       step.used = take;
@@ -97,7 +102,7 @@ BodyRelay::Step BodyRelay::Feed(std::string_view bytes, std::string& out) {
       if (scanned.state == ChunkedScanner::State::kMalformed)
         return Stop({scanned.used, State::kMalformed, scanned.reason});
       if (filter_) {
-        Pass(data_, out);
+        if (!Pass(data_, out)) return Refused(scanned.used);
       } else {
         out.append(bytes.substr(0, scanned.used));
         length_out_ += scanned.used;
@@ -107,7 +112,7 @@ BodyRelay::Step BodyRelay::Feed(std::string_view bytes, std::string& out) {
       break;
     }
     case BodyFraming::kUntilClose:
-      Pass(bytes, out);
+      if (!Pass(bytes, out)) return Refused(bytes.size());
       step.used = bytes.size();
       break;
   }

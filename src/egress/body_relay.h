@@ -38,15 +38,15 @@ class BodyRelay {
   // `filter` null: the body passes unchanged (then `out` must be kAsSent).
   BodyRelay(BodyFraming in, Reframe out, std::unique_ptr<BodyFilter> filter);
 
-  enum class State { kMore, kDone, kMalformed, kTooLarge };
+  enum class State { kMore, kDone, kMalformed, kTooLarge, kRefused };
   struct Step {
     size_t used = 0;  // bytes of the input that belong to the body (all of them while kMore)
     State state = State::kMore;
-    std::string reason;  // kMalformed, kTooLarge: one line
+    std::string reason;  // kMalformed, kTooLarge, kRefused (the filter's BodyFilter::Refusal): one line
   };
   // Takes the body's next bytes from the start of `bytes`, none past its end, and appends what goes on to `out`
-  // (nothing of a piece found malformed). After kDone, kMalformed or kTooLarge every call returns the same, using
-  // nothing.
+  // (nothing of a piece found malformed, or that the filter refused). After kDone, kMalformed, kTooLarge or kRefused
+  // every call returns the same, using nothing.
   Step Feed(std::string_view bytes, std::string& out);
   // The input ended (the connection): the end of a body framed by it (kDone, the rest appended to `out`); for any
   // other, kMalformed: it ended early.
@@ -60,10 +60,11 @@ class BodyRelay {
   uint64_t length_out() const { return length_out_; }
 
  private:
-  void Pass(std::string_view content, std::string& out);  // through the filter, then framed
+  bool Pass(std::string_view content, std::string& out);  // through the filter, then framed; false: refused
   void Frame(std::string_view content, std::string& out);
   Step Finish(size_t used, std::string& out);
   Step Stop(Step step);
+  Step Refused(size_t used);
 
   BodyFraming in_;
   Reframe out_;

@@ -46,10 +46,13 @@ add_library(isb_proxy STATIC
   src/egress/deny_window.cc
   src/egress/classify.cc
   src/egress/intercept.cc
-  src/egress/tls_channel.cc)
-target_link_libraries(isb_proxy PUBLIC isb_wire isb_http1 isb_tls Boost::headers Threads::Threads)
+  src/egress/tls_channel.cc
+  src/egress/websocket_pump.cc
+  src/egress/websocket_relay.cc)
+target_link_libraries(isb_proxy PUBLIC isb_wire isb_http1 isb_tls isb_websocket Boost::headers Threads::Threads)
 isb_tests(isb_proxy_tests LIBS isb_proxy SOURCES tests/egress/proxy_test.cc tests/egress/classify_test.cc
-           tests/egress/edge_read_test.cc tests/egress/message_relay_test.cc)
+           tests/egress/edge_read_test.cc tests/egress/message_relay_test.cc tests/egress/websocket_pump_test.cc
+           tests/egress/websocket_relay_test.cc)
 isb_tests(isb_intercept_tests LIBS isb_proxy SOURCES
   tests/egress/sandbox_ca_test.cc
   tests/egress/http_response_test.cc
@@ -57,8 +60,12 @@ isb_tests(isb_intercept_tests LIBS isb_proxy SOURCES
   tests/egress/body_relay_test.cc
   tests/egress/outgoing_head_test.cc
   tests/egress/intercept_test.cc
+  tests/egress/websocket_intercept_test.cc
   tests/egress/tls_origin.cc
   tests/net/loopback.cc)
+target_compile_definitions(isb_intercept_tests PRIVATE ISB_EGRESS_TESTDATA="${CMAKE_SOURCE_DIR}/tests/egress/testdata")
+# What a sandbox or an origin sends once a connection upgraded to a WebSocket.
+isb_fuzz_target(websocket_pump LIBS isb_proxy)
 
 # The judge: an LLM asked per request through an OpenAI-compatible endpoint, over the daemon's own small HTTP/1.1
 # client (OpenSSL for https), with its verdict cache and circuit breakers.

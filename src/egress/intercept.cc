@@ -1,6 +1,7 @@
 // The intercepted connection runs as one coroutine: the sandbox's TLS, then the origin's, then requests one after
 // another (HTTP/1.1 has one request in flight per connection), each checked, then relayed with its body by the
-// message relay (message_relay.h) before its response is read and relayed the same way.
+// message relay (message_relay.h) before its response is read and relayed the same way. A WebSocket handshake the
+// origin accepts hands the connection to the WebSocket relay (websocket_relay.h) for good.
 #include "egress/intercept.h"
 
 #include <openssl/x509v3.h>
@@ -11,6 +12,8 @@
 #include "egress/http_body.h"
 #include "egress/message_relay.h"
 #include "egress/tls_channel.h"
+#include "egress/websocket_relay.h"
+#include "net/websocket_handshake.h"
 
 namespace isb::egress {
 
@@ -76,6 +79,7 @@ struct Session {
   Interceptor::Outcome& outcome;
   const RequestJudge& judge;  // empty: requests are not judged one by one
   std::string target;  // host:port, for messages
+  std::chrono::milliseconds idle;
   ChannelStream client{down, outcome.bytes_down};  // written: towards the sandbox
   ChannelStream origin{up, outcome.bytes_up};
   std::string from_client{};
@@ -111,6 +115,22 @@ asio::awaitable<Status> RelayResponse(Session& s, const HttpHead& request, const
   PreparedMessage message = PrepareResponse(s.filter, s.exchange, request, std::move(bytes), head);
   went = message.out;
   co_return co_await RelayMessage(s.origin, s.client, s.from_origin, message);
+}
+
+// The origin's 101 to a WebSocket handshake `request`: checked against what was offered, relayed, then the
+// connection's frames both ways until either side ends it.
+asio::awaitable<void> RelayUpgraded(Session& s, const HttpHead& request, const ResponseHead& response) {
+  Result<WebSocketSession> session = AcceptedWebSocket(request, response);
+  if (!session.ok()) {
+    s.outcome.failure = "the WebSocket answer from " + s.target + " is refused: " + session.error().message;
+    co_await Answer(s.down, 502, s.outcome.failure);
+    co_return;
+  }
+  Reframe went = Reframe::kAsSent;
+  if (!(co_await RelayResponse(s, request, response, went)).ok()) co_return;
+  s.outcome.failure = co_await RelayWebSocket(s.client, s.origin, std::move(s.from_client), std::move(s.from_origin),
+                                              s.filter, s.exchange, *session, s.idle);
+  co_await s.down.Close();
 }
 
 // Relays requests and their responses until either side ends the connection or a request is refused.
@@ -158,7 +178,22 @@ asio::awaitable<void> Relay(Session& s) {
     }
     std::string head_bytes = s.from_client.substr(0, head.size);
     s.from_client.erase(0, head.size);
+    // A WebSocket handshake goes on offering only the extensions whose frames the relay reads.
+    const bool websocket = net::AsksForWebSocket(head);
+    if (websocket) {
+      head_bytes = ReadableWebSocketOffer(head_bytes, head);
+      request = ParseHttpHead(head_bytes);
+      if (request.kind != HeadResult::kParsed) {
+        co_await Answer(s.down, 400, request.reason);
+        co_return;
+      }
+    }
     PreparedMessage message = PrepareRequest(s.filter, s.exchange, std::move(head_bytes), head);
+    if (!message.refusal.empty()) {
+      s.outcome.refusal = message.refusal;
+      co_await Answer(s.down, 403, message.refusal);
+      co_return;
+    }
     // The body follows at once, whatever Expect says: the client sends it after the origin's 100 or after its own
     // wait for one, and the origin's 100 reaches it as an interim response.
     const uint64_t before = s.outcome.bytes_up;
@@ -166,6 +201,11 @@ asio::awaitable<void> Relay(Session& s) {
     if (!sent.ok() && sent.error().code == Code::kTooLarge) {
       s.outcome.failure = sent.error().message;
       co_await Answer(s.down, 413, s.outcome.failure);
+      co_return;
+    }
+    if (!sent.ok() && sent.error().code == Code::kForbidden) {  // the filter refused the body: nothing more goes
+      s.outcome.refusal = sent.error().message;
+      co_await Answer(s.down, 403, s.outcome.refusal);
       co_return;
     }
     if (!sent.ok() && s.outcome.bytes_up == before) {
@@ -190,7 +230,11 @@ asio::awaitable<void> Relay(Session& s) {
       Status interim = co_await RelayResponse(s, head, *next, none);
       if (!interim.ok()) co_return;
     }
-    // Upgrades (101) are not relayed by interception: the connection ends after the origin's answer.
+    if (response.status == 101 && websocket) {
+      co_await RelayUpgraded(s, head, response);
+      co_return;
+    }
+    // Other upgrades (101) are not relayed by interception: the connection ends after the origin's answer.
     const BodyFraming response_body = ResponseBody(head.method, response);
     Reframe went = Reframe::kAsSent;
     Status forwarded = co_await RelayResponse(s, head, response, went);
@@ -295,7 +339,7 @@ asio::awaitable<void> Interceptor::ToOrigin(TlsChannel& down, const Exchange& ex
     co_await Answer(down, 502, out.failure);
     co_return;
   }
-  Session session{down, up, exchange, filter, out, judge, target};
+  Session session{down, up, exchange, filter, out, judge, target, std::chrono::milliseconds(options_.idle_timeout_ms)};
   co_await Relay(session);
 }
 

@@ -20,6 +20,7 @@ struct Exchange {
   std::string sandbox;
   std::string host;
   uint16_t port = 0;
+  bool intercepted = false;  // TLS terminated by the proxy (true) or plain HTTP (false)
 };
 
 // One body's content on its way, as a stream: chunk framing removed, the pieces as they arrive (any split; a value
@@ -32,6 +33,9 @@ class BodyFilter {
   virtual void Take(std::string_view data, std::string& out) = 0;
   // The content has ended: appends what was kept back.
   virtual void Finish(std::string& out) = 0;
+  // Non-empty (after a Take): the body may not go on. The relay sends nothing more of it, not even what that Take
+  // gave, and closes both sides; the text says why (the sandbox gets it when it can still be answered).
+  virtual std::string Refusal() const { return {}; }
 };
 
 // Called on the event loop, so it must not block. Holds only configuration shared by all connections; whatever one
@@ -42,8 +46,9 @@ class MessageFilter {
   // A request head after every check (host, method, judge), before it goes on. The method, target, version and
   // header fields may be changed; the head's summary (host, port, framing) is not read again. Content-Length and
   // Transfer-Encoding are the relay's to write: whatever the filter leaves in them is replaced by the framing the
-  // relay sends.
-  virtual void RequestHead(const Exchange&, HttpHead&) {}
+  // relay sends. Returns empty to go on, or a refusal: the request is not sent, the sandbox is answered 403 with
+  // that text and the connection closed.
+  virtual std::string RequestHead(const Exchange&, HttpHead&) { return {}; }
   // The filter for this request's body, or null: the body goes on byte for byte in its own framing.
   virtual std::unique_ptr<BodyFilter> RequestBody(const Exchange&, const HttpHead&) { return nullptr; }
   // A response head (interim 1xx ones too) to `request`: status, reason and fields may be changed, the framing
@@ -51,6 +56,14 @@ class MessageFilter {
   virtual void ResponseHead(const Exchange&, const HttpHead& /*request*/, ResponseHead&) {}
   virtual std::unique_ptr<BodyFilter> ResponseBody(const Exchange&, const HttpHead& /*request*/,
                                                    const egress::ResponseHead&) {
+    return nullptr;
+  }
+  // On an intercepted connection that upgraded to a WebSocket: the filter for one message's payload (defragmented,
+  // decompressed when permessage-deflate is in use), from the sandbox (`to_origin`) or to it, text or binary; or
+  // null, and its frames go on as they came (a compressed one is inflated and deflated again all the same: the
+  // receiver's compression context is the proxy's). What the filter gives is framed again (compressed and masked as
+  // the receiver expects). Control frames (close, ping, pong) are never filtered.
+  virtual std::unique_ptr<BodyFilter> WebSocketMessage(const Exchange&, bool /*to_origin*/, bool /*text*/) {
     return nullptr;
   }
 };

@@ -11,7 +11,13 @@ namespace asio = boost::asio;
 PreparedMessage PrepareRequest(MessageFilter& filter, const Exchange& exchange, std::string as_sent,
                                const HttpHead& head) {
   HttpHead edited = head;
-  filter.RequestHead(exchange, edited);
+  std::string refusal = filter.RequestHead(exchange, edited);
+  if (!refusal.empty()) {
+    PreparedMessage refused{OutgoingHead::Request(std::move(as_sent), head, head), BodyFraming{}, Reframe::kAsSent,
+                            nullptr};
+    refused.refusal = std::move(refusal);
+    return refused;
+  }
   PreparedMessage m{OutgoingHead::Request(std::move(as_sent), head, edited), RequestBody(head), Reframe::kAsSent, nullptr};
   if (m.in.kind != BodyFraming::kNone) m.filter = filter.RequestBody(exchange, edited);
   m.out = ChooseReframe(m.in, m.filter != nullptr, true, head.minor_version);
@@ -34,6 +40,7 @@ PreparedMessage PrepareResponse(MessageFilter& filter, const Exchange& exchange,
 namespace {
 
 Error BodyFailure(const BodyRelay::Step& step) {
+  if (step.state == BodyRelay::State::kRefused) return Error::Of(Code::kForbidden, step.reason);
   return Error::Of(step.state == BodyRelay::State::kTooLarge ? Code::kTooLarge : Code::kInvalidArgument, step.reason);
 }
 
@@ -55,7 +62,8 @@ asio::awaitable<Status> RelayMessage(MessageStream& from, MessageStream& to, std
     out.clear();
     BodyRelay::Step step = body.Feed(buffer, out);
     buffer.erase(0, step.used);
-    if (step.state == BodyRelay::State::kMalformed || step.state == BodyRelay::State::kTooLarge)
+    if (step.state == BodyRelay::State::kMalformed || step.state == BodyRelay::State::kTooLarge ||
+        step.state == BodyRelay::State::kRefused)
       co_return BodyFailure(step);
     if (held) {
       whole.append(out);
@@ -78,6 +86,7 @@ asio::awaitable<Status> RelayMessage(MessageStream& from, MessageStream& to, std
     if (*n > 0) continue;
     out.clear();
     BodyRelay::Step end = body.End(out);
+    if (end.state == BodyRelay::State::kRefused) co_return BodyFailure(end);
     if (end.state != BodyRelay::State::kDone) co_return Error::Of(Code::kUnavailable, end.reason);
     if (held) {
       whole.append(out);

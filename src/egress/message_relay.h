@@ -40,9 +40,11 @@ struct PreparedMessage {
   BodyFraming in;
   Reframe out = Reframe::kAsSent;
   std::unique_ptr<BodyFilter> filter;  // null: the body goes on as sent
+  std::string refusal{};  // a request the filter refused (MessageFilter::RequestHead): not to be relayed
 };
 
-// A request whose head (`as_sent`, parsed as `head`) passed every check, through `filter`.
+// A request whose head (`as_sent`, parsed as `head`) passed every check, through `filter`; when the filter refuses
+// it, only `refusal` is set.
 PreparedMessage PrepareRequest(MessageFilter& filter, const Exchange& exchange, std::string as_sent,
                                const HttpHead& head);
 // A response to `request` whose head (`as_sent`) parsed as `head`, through `filter`.
@@ -53,7 +55,8 @@ PreparedMessage PrepareResponse(MessageFilter& filter, const Exchange& exchange,
 // keeps those read past the body. Unfiltered Content-Length bodies past the first full read go by
 // MessageStream::Forward when the streams can. Errors: kInvalidArgument, a malformed chunked body (the reason);
 // kUnavailable, a body that ended early or a stream that failed; kTooLarge, a held body past kMaxBufferedBody, for
-// which nothing was written (the sender may be answered 413).
+// which nothing was written (the sender may be answered 413); kForbidden, a body its filter refused
+// (BodyFilter::Refusal, the message), of which nothing more was written (the connection is to be closed).
 boost::asio::awaitable<Status> RelayMessage(MessageStream& from, MessageStream& to, std::string& buffer,
                                             PreparedMessage& message);
 

@@ -65,7 +65,7 @@ asio::awaitable<void> Proxy::Impl::RelayRequests(Socket& from, Socket& to, std::
   char buf[16384];
   SocketStream client(from, ends, stats_.bytes_down);
   SocketStream origin(to, ends, stats_.bytes_up);
-  const Exchange exchange{conn.sandbox, conn.host, conn.port};
+  const Exchange exchange{conn.sandbox, conn.host, conn.port, false};
   bool first = true;
   bool asked_upgrade = false;  // whether the first request asked the origin to switch protocols
   for (;;) {
@@ -125,10 +125,17 @@ asio::awaitable<void> Proxy::Impl::RelayRequests(Socket& from, Socket& to, std::
     std::string as_sent(request.Upstream(buffer));
     buffer.erase(0, request.head.size);
     PreparedMessage message = PrepareRequest(*filter_, exchange, std::move(as_sent), head);
-    Status relayed = co_await RelayMessage(client, origin, buffer, message);
-    if (!relayed.ok() && relayed.error().code == Code::kTooLarge) {
+    if (!message.refusal.empty()) {
       ++stats_.denied;
-      std::string response = HttpDenyResponse(413, relayed.error().message);
+      std::string response = HttpDenyResponse(403, message.refusal);
+      co_await Send(from, response);
+      co_return CloseBoth(from, to);
+    }
+    Status relayed = co_await RelayMessage(client, origin, buffer, message);
+    const Code failed = relayed.ok() ? Code::kInternal : relayed.error().code;
+    if (failed == Code::kTooLarge || failed == Code::kForbidden) {
+      ++stats_.denied;
+      std::string response = HttpDenyResponse(failed == Code::kTooLarge ? 413 : 403, relayed.error().message);
       co_await Send(from, response);
     }
     if (!relayed.ok()) co_return CloseBoth(from, to);

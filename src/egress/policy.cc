@@ -88,14 +88,6 @@ Result<std::vector<HostRule>> ParseRules(const json& j, const char* key, std::op
   return rules;
 }
 
-bool ValidSecretName(const std::string& name) {
-  if (name.empty() || name.size() > 128) return false;
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
-           c == '.';
-  });
-}
-
 bool ValidVariable(const std::string& name) {
   if (name.empty() || name.size() > 128 || (name[0] >= '0' && name[0] <= '9')) return false;
   return std::all_of(name.begin(), name.end(), [](char c) {
@@ -129,7 +121,7 @@ Result<SecretRule> ParseSecret(const json& j, const Suffixes& suffixes, Budget& 
   } else {
     return BadSpec("secret " + Printable(Shown(j)) + ": expected \"NAME\" or {\"name\": NAME, \"hosts\": [...]}");
   }
-  if (!ValidSecretName(secret.name)) {
+  if (!IsValidSecretName(secret.name)) {
     return BadSpec("secret '" + Printable(secret.name) +
                    "': a name is 1 to 128 letters, digits, '_', '-' or '.'");
   }
@@ -176,10 +168,9 @@ Result<EgressSpec> ParseObject(const json& j, const Suffixes& suffixes) {
   if (has_block && j.contains("allow")) return BadSpec("'allow' and 'block' exclude each other; give one");
   if (has_block) {
     spec.mode = EgressMode::kBlocklist;
-  } else if (!spec.allow.empty() || !spec.judge.empty()) {
+  } else if (!spec.allow.empty() || !spec.judge.empty() || !spec.secrets.empty()) {
+    // Secrets alone: a list of the hosts they may be sent to (the daemon adds them when it resolves the secrets).
     spec.mode = EgressMode::kAllowlist;
-  } else if (!spec.secrets.empty()) {
-    return BadSpec("secrets need an allow, block or judge list: with egress none nothing leaves the sandbox");
   }
   if (j.contains("on_leak") && spec.secrets.empty()) return BadSpec("'on_leak' is for secrets; none are given");
   return spec;
@@ -216,6 +207,14 @@ json RulesToJson(const std::vector<HostRule>& rules) {
 std::string NameAndPort(const std::string& name, uint16_t port) { return name + ":" + std::to_string(port); }
 
 }  // namespace
+
+bool IsValidSecretName(std::string_view name) {
+  if (name.empty() || name.size() > 128) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+           c == '.';
+  });
+}
 
 std::string SecretRule::Variable() const {
   if (!env.empty()) return env;

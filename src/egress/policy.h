@@ -37,12 +37,15 @@ struct HostRule {
 struct SecretRule {
   std::string name;              // the org secret's name
   std::vector<HostRule> hosts;   // empty: the hosts the secret itself is approved for
-  std::string env;               // the variable holding the placeholder; empty: from the name
+  std::string env{};             // the variable holding the placeholder; empty: from the name
   // The variable the placeholder is given in: `env`, or the name with each character a variable cannot hold ('.',
   // '-') as '_' ("gh-token.v2" in gh_token_v2).
   std::string Variable() const;
   bool operator==(const SecretRule&) const = default;
 };
+
+// A secret's name: 1 to 128 letters, digits, '_', '-' or '.'.
+bool IsValidSecretName(std::string_view name);
 
 // What the proxy does with a placeholder headed where its secret may not go (another host, plain HTTP): forward it
 // as it is (the host gets the placeholder), refuse the request (403 naming the secret), or stop the sandbox.

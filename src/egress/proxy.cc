@@ -278,7 +278,7 @@ asio::awaitable<void> Proxy::Impl::Handle(Socket client) {
 asio::awaitable<void> Proxy::Impl::Intercept(Socket& client, const std::string& hello, const std::string& box,
                                              const std::string& host, uint16_t port, Result<Fd>& dialed,
                                              bool per_request) {
-  Exchange exchange{box, host, port};
+  Exchange exchange{box, host, port, true};
   if (dialed.ok()) ++stats_.allowed;
   // A judged name: the judge sees each request's method and path here, in the clear, as on plain HTTP.
   const HttpConnection conn{box, host, port, false, per_request};

@@ -11,7 +11,13 @@ constexpr auto kAwait = asio::as_tuple(asio::use_awaitable);
 }  // namespace
 
 TlsChannel::TlsChannel(Socket& socket, SslPtr ssl, std::chrono::milliseconds idle)
-    : socket_(socket), ssl_(std::move(ssl)), idle_(idle), timer_(socket.get_executor()), buffer_(16 * 1024) {
+    : socket_(socket),
+      ssl_(std::move(ssl)),
+      idle_(idle),
+      read_timer_(socket.get_executor()),
+      write_timer_(socket.get_executor()),
+      read_buffer_(16 * 1024),
+      write_buffer_(16 * 1024) {
   in_ = BIO_new(BIO_s_mem());
   out_ = BIO_new(BIO_s_mem());
   BIO_set_mem_eof_return(in_, -1);  // an empty input buffer means "wait for more", not end of stream
@@ -23,27 +29,43 @@ void TlsChannel::Preload(std::string_view bytes) {
 }
 
 asio::awaitable<Status> TlsChannel::Flush() {
+  if (flushing_) co_return Status();
+  // Cleared however the flush ends, a cancelled coroutine's exception included.
+  struct Flushing {
+    bool& flag;
+    explicit Flushing(bool& f) : flag(f) { flag = true; }
+    ~Flushing() { flag = false; }
+  } flushing(flushing_);
+  Status status;
   while (BIO_ctrl_pending(out_) > 0) {
-    int n = BIO_read(out_, buffer_.data(), static_cast<int>(buffer_.size()));
+    int n = BIO_read(out_, write_buffer_.data(), static_cast<int>(write_buffer_.size()));
     if (n <= 0) break;
-    timer_.expires_after(idle_);
-    auto result = co_await (asio::async_write(socket_, asio::buffer(buffer_.data(), static_cast<size_t>(n)), kAwait) ||
-                            timer_.async_wait(kAwait));
-    if (result.index() == 1) co_return Error::Of(Code::kTimeout, "the peer did not read for too long");
+    write_timer_.expires_after(idle_);
+    auto result =
+        co_await (asio::async_write(socket_, asio::buffer(write_buffer_.data(), static_cast<size_t>(n)), kAwait) ||
+                  write_timer_.async_wait(kAwait));
+    if (result.index() == 1) {
+      status = Error::Of(Code::kTimeout, "the peer did not read for too long");
+      break;
+    }
     auto [ec, written] = std::get<0>(result);
-    if (ec) co_return Error::Of(Code::kUnavailable, "sending: " + ec.message());
+    if (ec) {
+      status = Error::Of(Code::kUnavailable, "sending: " + ec.message());
+      break;
+    }
   }
-  co_return Status();
+  co_return status;
 }
 
 asio::awaitable<Result<bool>> TlsChannel::Fill() {
-  timer_.expires_after(idle_);
-  auto result = co_await (socket_.async_read_some(asio::buffer(buffer_.data(), buffer_.size()), kAwait) || timer_.async_wait(kAwait));
+  read_timer_.expires_after(idle_);
+  auto result = co_await (socket_.async_read_some(asio::buffer(read_buffer_.data(), read_buffer_.size()), kAwait) ||
+                          read_timer_.async_wait(kAwait));
   if (result.index() == 1) co_return Error::Of(Code::kTimeout, "the peer sent nothing for too long");
   auto [ec, n] = std::get<0>(result);
   if (ec == asio::error::eof) co_return false;
   if (ec) co_return Error::Of(Code::kUnavailable, "receiving: " + ec.message());
-  BIO_write(in_, buffer_.data(), static_cast<int>(n));
+  BIO_write(in_, read_buffer_.data(), static_cast<int>(n));
   co_return true;
 }
 
@@ -105,10 +127,10 @@ asio::awaitable<void> TlsChannel::Close(bool notify) {
   socket_.shutdown(Socket::shutdown_send, ec);
   // Closing with unread bytes would reset the connection, and a reset can destroy our last answer before the peer
   // reads it; so wait (briefly) for the peer to close, discarding what it still sends.
-  timer_.expires_after(std::chrono::seconds(1));
+  read_timer_.expires_after(std::chrono::seconds(1));
   for (;;) {
-    auto result = co_await (socket_.async_read_some(asio::buffer(buffer_.data(), buffer_.size()), kAwait) ||
-                            timer_.async_wait(kAwait));
+    auto result = co_await (socket_.async_read_some(asio::buffer(read_buffer_.data(), read_buffer_.size()), kAwait) ||
+                            read_timer_.async_wait(kAwait));
     if (result.index() == 1 || std::get<0>(std::get<0>(result))) break;
   }
 }

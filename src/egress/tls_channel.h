@@ -1,7 +1,8 @@
 // TLS over a connected socket on the proxy's event loop, one side of an intercepted connection: OpenSSL works on
 // memory buffers and the coroutine moves their bytes to and from the socket, so nothing blocks and bytes already read
-// from the socket (the ClientHello the proxy sniffed) can be handed to OpenSSL first. One coroutine at a time uses
-// a channel.
+// from the socket (the ClientHello the proxy sniffed) can be handed to OpenSSL first. One coroutine may read while
+// another writes (a WebSocket relays both ways at once): reading and writing have buffers and timers of their own,
+// and one flush at a time sends what OpenSSL wrote.
 #pragma once
 
 #include <boost/asio.hpp>
@@ -39,7 +40,9 @@ class TlsChannel {
   Socket& socket() const { return socket_; }
 
  private:
-  boost::asio::awaitable<Status> Flush();  // OpenSSL's output to the socket
+  // OpenSSL's output to the socket. While one flush runs, another returns at once: the running one sends all that
+  // is pending, its own and the other's.
+  boost::asio::awaitable<Status> Flush();
   boost::asio::awaitable<Result<bool>> Fill();  // the socket's next bytes to OpenSSL; false at end of stream
 
   Socket& socket_;
@@ -47,8 +50,11 @@ class TlsChannel {
   BIO* in_ = nullptr;   // owned by ssl_
   BIO* out_ = nullptr;  // owned by ssl_
   std::chrono::milliseconds idle_;
-  boost::asio::steady_timer timer_;
-  std::vector<char> buffer_;  // on the heap: coroutine frames stay small
+  boost::asio::steady_timer read_timer_;
+  boost::asio::steady_timer write_timer_;
+  std::vector<char> read_buffer_;  // on the heap: coroutine frames stay small
+  std::vector<char> write_buffer_;
+  bool flushing_ = false;
   bool close_notify_ = false;
 };
 

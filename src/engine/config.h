@@ -51,6 +51,9 @@ struct SandboxConfig {
   // /etc/resolv.conf (the default view's, or in place of an image's; empty: no name service); a sandbox with an
   // egress list names isb's DNS.
   std::string resolv_conf;
+  // A tmpfs at /run/secrets of the sandbox's own, owned by its root, for secrets given as files (the daemon writes
+  // them there once the sandbox runs): never in its layer or image.
+  bool secrets_tmpfs = false;
   Limits limits;
   // Wall-clock limit for the whole tree; zero means none.
   std::chrono::milliseconds timeout{0};

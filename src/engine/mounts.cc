@@ -324,6 +324,11 @@ Result<RootfsPlan> PlanRootfs(const SandboxConfig& config, const std::string& st
   PlanDev(pl, root, config.limits.memory_bytes);
   pl.Mkdir(root + "/tmp", 01777);
   pl.Mount("tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, ScratchTmpfs(config.limits.memory_bytes));
+  if (config.secrets_tmpfs) {
+    // Files of at most 1 MiB each, at most 64 of them: 72 MiB holds them all, and a tmpfs takes only what it holds.
+    pl.MkdirAll(root, "/run/secrets");
+    pl.Mount("tmpfs", root + "/run/secrets", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=72m");
+  }
   pl.Mkdir(root + "/sys");
   pl.Mount("sysfs", root + "/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC);
   for (const auto& b : config.binds) {

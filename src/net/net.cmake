@@ -35,3 +35,26 @@ isb_tests(isb_net_tests LIBS isb_net LABELS net SOURCES
   tests/net/dns_server_test.cc
   tests/net/firewall_test.cc)
 
+
+# WebSocket (RFC 6455) frames, messages and the opening handshake, and permessage-deflate (RFC 7692): what the
+# proxy relays on an intercepted connection that upgraded, and what isb's own WebSocket routes read. zlib as a static
+# archive, like the other C libraries.
+find_library(ISB_ZLIB_LIB NAMES libz.a z REQUIRED)
+add_library(isb_websocket STATIC
+  src/net/utf8_stream.cc
+  src/net/websocket_frame.cc
+  src/net/websocket_message.cc
+  src/net/websocket_handshake.cc
+  src/net/permessage_deflate.cc)
+target_link_libraries(isb_websocket PUBLIC isb_http1 OpenSSL::Crypto ${ISB_ZLIB_LIB})
+
+isb_tests(isb_websocket_tests LIBS isb_websocket SOURCES
+  tests/net/utf8_stream_test.cc
+  tests/net/websocket_frame_test.cc
+  tests/net/websocket_message_test.cc
+  tests/net/websocket_handshake_test.cc
+  tests/net/permessage_deflate_test.cc)
+
+foreach(target websocket_frame permessage_deflate)
+  isb_fuzz_target(${target} LIBS isb_websocket)
+endforeach()

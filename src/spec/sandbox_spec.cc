@@ -6,8 +6,11 @@
 #include <cctype>
 #include <cstring>
 #include <iterator>
+#include <set>
 
 #include "base/units.h"
+#include "egress/host_port.h"
+#include "egress/policy.h"
 #include "engine/mounts.h"
 #include "spec/spec_json.h"
 
@@ -47,6 +50,27 @@ Status ValidateMounts(const std::vector<SpecMount>& mounts) {
     if (m.source.empty() || m.source[0] != '/') return Invalid(field + ".source: must be an absolute path");
     ISB_TRY(ValidateInsidePath(field + ".target", m.target));
     if (m.target == "/") return Invalid(field + ".target: must not be /");
+  }
+  return {};
+}
+
+Status ValidateSecretFiles(const std::vector<SpecSecretFile>& files) {
+  if (files.size() > kMaxSecretFiles)
+    return Invalid("secrets: at most " + std::to_string(kMaxSecretFiles) + " files");
+  std::set<std::string> targets;
+  const std::string dir = std::string(kSecretsDir) + "/";
+  for (size_t i = 0; i < files.size(); ++i) {
+    const std::string field = Index("secrets", i);
+    const SpecSecretFile& f = files[i];
+    if (!egress::IsValidSecretName(f.name))
+      return Invalid(field + ".name: a name is 1 to 128 letters, digits, '_', '-' or '.', got '" +
+                     egress::Printable(f.name) + "'");
+    const std::string file = f.target.starts_with(dir) ? f.target.substr(dir.size()) : "";
+    if (file.empty() || file.find('/') != std::string::npos || file == "." || file == "..")
+      return Invalid(field + ".target: must be a file directly in " + kSecretsDir + ", got '" +
+                     egress::Printable(f.target) + "'");
+    if (f.mode > 0777) return Invalid(field + ".mode: must be an octal mode of at most 0777");
+    if (!targets.insert(f.target).second) return Invalid(field + ".target: '" + f.target + "' is given twice");
   }
   return {};
 }
@@ -133,6 +157,7 @@ Status Validate(const SandboxSpec& s) {
   }
   ISB_TRY(ValidateMounts(s.mounts));
   ISB_TRY(ValidatePorts(s.ports));
+  ISB_TRY(ValidateSecretFiles(s.secrets));
   ISB_TRY(ValidateLimits(s));
   for (const auto& [k, v] : s.environment) {
     ISB_TRY(ValidateVariableName("environment", k));

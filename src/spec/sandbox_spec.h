@@ -49,6 +49,18 @@ struct SpecPort {
   bool operator==(const SpecPort&) const = default;
 };
 
+// A secret of the sandbox's org given to it as a file: on a tmpfs of the sandbox's own at /run/secrets (never its
+// layer, image or stored spec), owned by its root, rewritten when the secret gets a new version.
+inline constexpr char kSecretsDir[] = "/run/secrets";
+inline constexpr size_t kMaxSecretFiles = 64;
+inline constexpr uint32_t kDefaultSecretFileMode = 0400;
+struct SpecSecretFile {
+  std::string name;    // the org secret's name
+  std::string target;  // kSecretsDir/FILE; default kSecretsDir/NAME
+  uint32_t mode = kDefaultSecretFileMode;
+  bool operator==(const SpecSecretFile&) const = default;
+};
+
 struct SandboxSpec {
   std::string name;   // optional; a host name label, unique among the org's sandboxes (other orgs may reuse it)
   std::string image;  // a directory on the host; empty: the default view of the host
@@ -64,6 +76,7 @@ struct SandboxSpec {
   std::map<std::string, std::string> labels;
   std::vector<SpecMount> mounts;  // host paths bound in; remote callers only under a --bind-root
   std::vector<SpecPort> ports;    // published while the sandbox runs
+  std::vector<SpecSecretFile> secrets;  // files at /run/secrets (an egress spec's secrets are placeholders)
   // No user namespace of its own: its root is the host's root (remote callers: --allow-privileged).
   bool privileged = false;
   // Host ids mapped in beside the sandbox's own range; empty: "auto" (and "none", its synonym). Remote callers

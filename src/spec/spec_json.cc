@@ -1,6 +1,8 @@
 // The sandbox spec's JSON forms: the caller's parser, the answered form, and the stored row's codec.
 #include "spec/spec_json.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include "base/units.h"
@@ -45,6 +47,32 @@ std::vector<SpecPort> PortsFromCaller(const json& in) {
   return out;
 }
 
+// "NAME" or {"name", "target", "mode": "0400"}: the target's default is /run/secrets/NAME, the mode's 0400.
+Result<std::vector<SpecSecretFile>> SecretFilesFromCaller(const json& in) {
+  std::vector<SpecSecretFile> out;
+  auto it = in.find("secrets");
+  if (it == in.end()) return out;
+  for (size_t i = 0; i < it->size(); ++i) {
+    const json& f = (*it)[i];
+    const std::string field = "secrets[" + std::to_string(i) + "]";
+    SpecSecretFile file;
+    file.name = f.is_string() ? f.get<std::string>() : f.value("name", "");
+    std::string target = std::string(kSecretsDir) + "/" + file.name;
+    if (f.is_object()) {
+      target = f.value("target", target);
+      if (auto mode = f.find("mode"); mode != f.end()) {
+        const std::string text = mode->get<std::string>();
+        if (text.empty() || text.size() > 4 || text.find_first_not_of("01234567") != std::string::npos)
+          return Invalid(field + ".mode: an octal mode such as \"0400\", got '" + text + "'");
+        file.mode = static_cast<uint32_t>(std::stoul(text, nullptr, 8));
+      }
+    }
+    ISB_ASSIGN_OR_RETURN(file.target, NormalizeInsidePath(field + ".target", target));
+    out.push_back(std::move(file));
+  }
+  return out;
+}
+
 // A stored field as `T`, or `fallback` when the row has none or one of another type: a row is read whatever it
 // holds, never thrown on.
 template <class T>
@@ -76,6 +104,16 @@ void to_json(json& j, const SpecMount& m) {
 }
 void from_json(const json& j, SpecMount& m) {
   m = {j.value("source", ""), j.value("target", ""), j.value("read_only", true)};
+}
+void to_json(json& j, const SpecSecretFile& f) {
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%04o", f.mode);
+  j = {{"name", f.name}, {"target", f.target}, {"mode", mode}};
+}
+void from_json(const json& j, SpecSecretFile& f) {
+  f.name = j.value("name", "");
+  f.target = j.value("target", "");
+  f.mode = static_cast<uint32_t>(std::strtoul(j.value("mode", "0400").c_str(), nullptr, 8));
 }
 void to_json(json& j, const SpecPort& p) {
   j = {{"sandbox_port", p.sandbox_port}, {"host_port", p.host_port}, {"host_address", p.host_address}};
@@ -148,6 +186,7 @@ Result<SandboxSpec> FromCallerJson(const json& in) {
   ISB_TRY(CheckCallerLabels(spec.labels));
   ISB_ASSIGN_OR_RETURN(spec.mounts, MountsFromCaller(in));
   spec.ports = PortsFromCaller(in);
+  ISB_ASSIGN_OR_RETURN(spec.secrets, SecretFilesFromCaller(in));
   if (auto it = in.find("egress"); it != in.end()) spec.egress = *it;
   spec.privileged = in.value("privileged", false);
   ISB_ASSIGN_OR_RETURN(spec.idmap, IdMapFromCaller(in));
@@ -158,7 +197,7 @@ Result<SandboxSpec> FromCallerJson(const json& in) {
 }
 
 json ToJson(const SandboxSpec& s) {
-  return {{"name", s.name},
+  json j = {{"name", s.name},
           {"image", s.image},
           {"cpus", s.cpus},
           {"mem_limit", s.mem_limit},
@@ -175,6 +214,9 @@ json ToJson(const SandboxSpec& s) {
           {"idmap", s.idmap.empty() ? json("auto") : json(s.idmap)},
           {"expires", s.expires.count()},
           {"idle_timeout", s.idle_timeout.count()}};
+  // Names and places of files, never values; only when there are any, as specs before them read.
+  if (!s.secrets.empty()) j["secrets"] = s.secrets;
+  return j;
 }
 
 std::string ToStoredJson(const SandboxSpec& s) {
@@ -206,6 +248,7 @@ SandboxSpec FromStoredJson(std::string_view text) {
   s.labels = StringMap(j, "labels");
   s.mounts = Stored(j, "mounts", std::vector<SpecMount>{});
   s.ports = Stored(j, "ports", std::vector<SpecPort>{});
+  s.secrets = Stored(j, "secrets", std::vector<SpecSecretFile>{});
   s.egress = j.contains("egress") ? j["egress"] : json("none");
   s.privileged = Stored(j, "privileged", false);
   s.image_idmapped = Stored(j, "image_idmapped", false);

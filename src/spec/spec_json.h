@@ -35,6 +35,8 @@ Result<uint64_t> SizeFromJson(const std::string& field, const nlohmann::json& va
 // JSON codecs of the parts (the stored and answered forms; reading is lenient as FromStoredJson is).
 void to_json(nlohmann::json& j, const SpecMount& m);
 void from_json(const nlohmann::json& j, SpecMount& m);
+void to_json(nlohmann::json& j, const SpecSecretFile& f);
+void from_json(const nlohmann::json& j, SpecSecretFile& f);
 void to_json(nlohmann::json& j, const SpecPort& p);
 void from_json(const nlohmann::json& j, SpecPort& p);
 

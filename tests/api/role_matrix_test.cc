@@ -13,6 +13,7 @@
 #include "api/org_tools.h"
 #include "api/principals.h"
 #include "api/sandbox_tools.h"
+#include "api/secret_tools.h"
 #include "audit/audit_fixture.h"
 #include "audit/history.h"
 #include "e2e/all_tools.h"
@@ -47,6 +48,8 @@ constexpr Expected kSelfAdmin{Role::kMember, ScopeKind::kAdmin, false, false, fa
 constexpr Expected kAccountRead{Role::kViewer, ScopeKind::kRead, false, false, true};
 constexpr Expected kAccountDeploy{Role::kMember, ScopeKind::kDeploy, false, false, true};
 constexpr Expected kAccountAdmin{Role::kMember, ScopeKind::kAdmin, false, false, true};
+// A secret's value: members, and of tokens only those with the admin scope (read and deploy tokens get no value).
+constexpr Expected kReadValue{Role::kMember, ScopeKind::kAdmin, true, false, false};
 constexpr Expected kPlatformOrg{Role::kOwner, ScopeKind::kAdmin, true, true, false};     // about the call's org
 constexpr Expected kPlatformAll{Role::kOwner, ScopeKind::kAdmin, false, true, false};    // about the platform
 
@@ -96,6 +99,16 @@ const std::map<std::string, Expected>& Table() {
       {"user_list", kPlatformAll},
       {"user_revoke", kPlatformAll},
       {"audit_verify", kPlatformAll},
+      // Secrets: viewers see names and hosts, members read values, admins change them.
+      {"secret_list", kRead},
+      {"secret_inspect", kRead},
+      {"secret_recipient", kRead},
+      {"secret_get", kReadValue},
+      {"secret_create", kManage},
+      {"secret_set", kManage},
+      {"secret_import", kManage},
+      {"secret_delete", kManage},
+      {"secret_reencrypt", kPlatformAll},
   };
   return table;
 }
@@ -114,6 +127,12 @@ json InputFor(const std::string& tool) {
       {"sandbox_extend", {{"sandbox", "sb-1"}, {"by", 60}}},
       {"sandbox_remove", {{"sandbox", "sb-1"}}},
       {"sandbox_egress_set", {{"sandbox", "sb-1"}, {"egress", "none"}}},
+      {"secret_get", {{"name", "K"}}},
+      {"secret_inspect", {{"name", "K"}}},
+      {"secret_create", {{"name", "K"}, {"value", "v"}}},
+      {"secret_set", {{"name", "K"}, {"value", "v"}}},
+      {"secret_import", {{"name", "K"}, {"age_file_base64", "eA=="}}},
+      {"secret_delete", {{"name", "K"}}},
       {"member_add", {{"user", "u"}, {"role", "member"}}},
       {"member_update", {{"user", "u"}, {"role", "member"}}},
       {"member_remove", {{"user", "u"}}},
@@ -231,8 +250,14 @@ class RoleMatrixTest : public audit::testing::AuditDbTest {
     ASSERT_TRUE(AddIdentityTools(registry_, *store_).ok());
     ASSERT_TRUE(AddOrgTools(registry_, *store_).ok());
     ASSERT_TRUE(AddAuditTools(registry_, *log_, *history_, sandboxes_).ok());
+    auto secrets = secrets::SecretStore::Open(
+        {.dir = dir_ + "/secrets", .identity = secrets::AgeIdentity::Generate(), .extra_recipients = {}});
+    ASSERT_TRUE(secrets.ok()) << secrets.error().message;
+    secrets_ = std::move(*secrets);
+    ASSERT_TRUE(AddSecretTools(registry_, *secrets_).ok());
   }
   void TearDown() override {
+    secrets_.reset();
     store_.reset();
     history_.reset();
     AuditDbTest::TearDown();
@@ -252,6 +277,7 @@ class RoleMatrixTest : public audit::testing::AuditDbTest {
   FakeSandboxes sandboxes_;
   std::unique_ptr<audit::History> history_;
   std::unique_ptr<identity::IdentityStore> store_;
+  std::unique_ptr<secrets::SecretStore> secrets_;
   Registry registry_;
 };
 
@@ -261,7 +287,7 @@ TEST_F(RoleMatrixTest, TheTableNamesEveryToolTheDaemonServes) {
   for (const auto& [name, _] : Table()) tabled.insert(name);
   EXPECT_EQ(registered, tabled);
   EXPECT_EQ(listed, tabled);
-  EXPECT_EQ(tabled.size(), 39u);
+  EXPECT_EQ(tabled.size(), 48u);
 }
 
 TEST_F(RoleMatrixTest, EachToolByEachRoleAndScope) {

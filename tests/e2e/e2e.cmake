@@ -23,7 +23,10 @@ add_executable(isb_e2e_tests
   tests/e2e/limits_test.cc
   tests/e2e/disk_test.cc
   tests/e2e/terminal_test.cc
+  tests/e2e/origin_fixture.cc
+  tests/e2e/origin_fixture.h
   tests/e2e/egress_test.cc
+  tests/e2e/secrets_test.cc
   tests/e2e/audit_test.cc
   tests/e2e/identity_test.cc)
 # SQLite: the audit test edits the state file directly, as an attacker with the file could.
@@ -31,6 +34,7 @@ target_link_libraries(isb_e2e_tests PRIVATE GTest::gtest_main nlohmann_json::nlo
                       ${CMAKE_DL_LIBS} m)
 target_include_directories(isb_e2e_tests PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tests)
 target_compile_definitions(isb_e2e_tests PRIVATE
-  ISB_BINARY="$<TARGET_FILE:isb>" ISB_E2E_NODE_DIR="${ISB_E2E_NODE_DIR}")
+  ISB_BINARY="$<TARGET_FILE:isb>" ISB_E2E_NODE_DIR="${ISB_E2E_NODE_DIR}"
+  ISB_ECHO_ORIGIN="${CMAKE_SOURCE_DIR}/tests/e2e/echo_origin.py")
 add_dependencies(isb_e2e_tests isb)
 gtest_discover_tests(isb_e2e_tests DISCOVERY_MODE PRE_TEST PROPERTIES RUN_SERIAL TRUE LABELS e2e)

@@ -12,71 +12,14 @@
 #include <functional>
 #include <fstream>
 
-#include "e2e/daemon_fixture.h"
+#include "e2e/origin_fixture.h"
 #include "host_address.h"
 
 namespace isb::e2e {
 namespace {
 
-// A TCP port on loopback that nothing listens on right now (the kernel's pick, released for the origin to take).
-int FreeLoopbackPort() {
-  int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  int port = 0;
-  if (::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-    port = ntohs(a.sin_port);
-  ::close(s);
-  return port;
-}
-
-class EgressTest : public E2eTest {
+class EgressTest : public OriginTest {
  protected:
-  void TearDown() override {
-    if (origin_ > 0) {
-      ::kill(origin_, SIGKILL);
-      ::waitpid(origin_, nullptr, 0);
-    }
-    if (!origin_dir_.empty()) std::filesystem::remove_all(origin_dir_);
-    E2eTest::TearDown();
-  }
-
-  // The origin's files go in a fresh directory; it will listen on a free loopback port.
-  void PrepareOrigin() {
-    origin_dir_ = "/tmp/isb-origin-" + RandomHex(6);
-    std::filesystem::create_directories(origin_dir_);
-    port_ = FreeLoopbackPort();
-  }
-
-  // Runs `argv` as the origin, its output discarded, until `up` says it answers (at most 5 s).
-  bool RunOrigin(const std::vector<std::string>& argv, const std::function<bool()>& up) {
-    // Built before fork: the child of a threaded process must not allocate.
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    origin_ = ::fork();
-    if (origin_ == 0) {
-      int devnull = ::open("/dev/null", O_RDWR);
-      for (int fd : {0, 1, 2}) ::dup2(devnull, fd);
-      ::execvp(args[0], args.data());
-      ::_exit(127);
-    }
-    for (int i = 0; i < 100; ++i) {
-      if (up()) return true;
-      ::usleep(50000);
-    }
-    return up();
-  }
-
-  // The daemon again, with each of `names` pinned to the origin (and `args` besides).
-  void RestartPinnedTo(const std::vector<std::string>& names, std::vector<std::string> args = {}) {
-    ASSERT_EQ(StopDaemon(), 0);
-    for (const auto& n : names) args.insert(args.end(), {"--egress-pin", n + "=127.0.0.1:" + std::to_string(port_)});
-    StartDaemon(args);
-  }
-
   // Starts an HTTP origin (python; HTTP/1.1 with keep-alive when `keep_alive`, else 1.0) and restarts the daemon
   // with names pinned to it.
   void StartOriginAndPin(const std::vector<std::string>& names, bool keep_alive = false) {
@@ -97,19 +40,11 @@ class EgressTest : public E2eTest {
     RestartPinnedTo(names);
   }
 
-  std::string Curl(const std::string& id, std::vector<std::string> args) {
-    args.insert(args.begin(), {"curl", "-s", "-m", "5"});
-    return Exec(id, args)["stdout"];
-  }
-
   // An HTTPS origin (openssl s_server, a self-signed certificate for `name`) on a free loopback port; the daemon is
   // restarted with `name` pinned to it. The certificate (its own CA) is returned as PEM.
   std::string StartTlsOriginAndPin(const std::string& name, bool trust_origin = false) {
     PrepareOrigin();
-    ProcResult gen = RunProcess({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
-                                 "-nodes", "-days", "1", "-subj", "/CN=" + name, "-addext", "subjectAltName=DNS:" + name,
-                                 "-keyout", origin_dir_ + "/key.pem", "-out", origin_dir_ + "/cert.pem"});
-    EXPECT_EQ(gen.exit_status, 0) << gen.Describe();
+    MakeCertificate(name);
     std::string probe = "https://" + name + ":" + std::to_string(port_) + "/";
     std::string resolve = name + ":" + std::to_string(port_) + ":127.0.0.1";
     bool up = RunOrigin({"openssl", "s_server", "-quiet", "-accept", "127.0.0.1:" + std::to_string(port_), "-cert",
@@ -127,9 +62,6 @@ class EgressTest : public E2eTest {
     return ReadFileOrEmpty(origin_dir_ + "/cert.pem");
   }
 
-  pid_t origin_ = 0;
-  int port_ = 0;
-  std::string origin_dir_;
 };
 
 TEST_F(EgressTest, HttpsToAListedNameByConnectAndBySniAndAnUnlistedSniGetsAnAlert) {
@@ -480,6 +412,7 @@ TEST_F(EgressTest, AThousandConcurrentConnectionsFromASandboxAllGetThroughAndNon
 TEST_F(EgressTest, AnInterceptedNameIsTrustedInsideWithoutFlags) {
   std::string origin_ca = StartTlsOriginAndPin("secure.test", /*trust_origin=*/true);
   ASSERT_FALSE(origin_ca.empty());
+  MustTool("secret_create", {{"name", "TOKEN"}, {"value", "t0ken"}, {"hosts", {"secure.test"}}});
   json egress = {{"allow", {"secure.test"}}, {"secrets", {{{"name", "TOKEN"}, {"hosts", {"secure.test"}}}}}};
   std::string id = CreateSandbox({{"egress", egress}});
   ASSERT_FALSE(id.empty());

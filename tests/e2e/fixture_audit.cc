@@ -124,8 +124,10 @@ bool RefusedCredential(const std::vector<std::string>& headers, const HttpRespon
          (!origin.empty() && origin.rfind("http://127.0.0.1:", 0) != 0);
 }
 
+// Read-only, and so left out of the audit log when it succeeds.
 bool IsReadOnly(const std::string& tool) {
-  return std::find(kReadOnlyTools.begin(), kReadOnlyTools.end(), tool) != kReadOnlyTools.end();
+  return std::find(kReadOnlyTools.begin(), kReadOnlyTools.end(), tool) != kReadOnlyTools.end() &&
+         std::find(kAuditedReads.begin(), kAuditedReads.end(), tool) == kAuditedReads.end();
 }
 
 // The rows a call that ended in `outcome` leaves.

@@ -20,6 +20,7 @@
 #include "egress/cert_minter.h"
 #include "egress/classify.h"
 #include "egress/replacing_filter.h"
+#include "egress/stop_proxy.h"
 #include "net/loopback.h"
 #include "tls_origin.h"
 
@@ -131,11 +132,7 @@ class InterceptTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    for (int i = 0; i < 200 && proxy_ && proxy_->stats().active != 0; ++i) ::usleep(20000);
-    if (proxy_) {
-      EXPECT_EQ(proxy_->stats().active.load(), 0u);
-    }
-    proxy_.reset();
+    StopProxy(proxy_);
     std::filesystem::remove_all(dir_);
   }
 

@@ -63,10 +63,14 @@ TEST(EgressSpecTest, ObjectForms) {
   EXPECT_EQ(a.mode, EgressMode::kAllowlist);
   EXPECT_EQ(a.allow, std::vector<HostRule>{Rule("api.openai.com", false, 443)});
   EXPECT_EQ(a.judge, std::vector<HostRule>{Rule("docs.example.com", true, 443)});
-  EXPECT_EQ(a.secrets, (std::vector<SecretRule>{{"OPENAI_KEY", {}, ""},
-                                                {"gh-token.v2", {Rule("api.github.com", false, 443)}, ""}}));
+  EXPECT_EQ(a.secrets, (std::vector<SecretRule>{{"OPENAI_KEY", {}},
+                                                {"gh-token.v2", {Rule("api.github.com", false, 443)}}}));
 
   EXPECT_EQ(a.on_leak, OnLeak::kPass);
+  // Secrets alone are a list: the hosts the daemon resolves them to.
+  EgressSpec only = Parse(json::parse(R"({"secrets": ["K"]})"));
+  EXPECT_EQ(only.mode, EgressMode::kAllowlist);
+  EXPECT_TRUE(only.allow.empty());
   EXPECT_EQ(a.secrets[1].Variable(), "gh_token_v2");  // '.' and '-' cannot be in a variable's name
   EgressSpec with_env = Parse(json::parse(
       R"({"allow": ["x.example"], "on_leak": "stop", "secrets": [{"name": "k.1", "env": "OPENAI_API_KEY"}]})"));
@@ -175,8 +179,6 @@ TEST(EgressSpecTest, RefusesBadShapes) {
       {json::parse(R"({"judge": {}})"), "egress: 'judge' must be a list of \"host[:port]\""},
       {json::parse(R"({"allowed": []})"), "egress: unknown key 'allowed' (" + forms + ")"},
       {json::parse(R"({"secrets": "K", "allow": ["a.example"]})"), "egress: 'secrets' must be a list"},
-      {json::parse(R"({"secrets": ["K"]})"),
-       "egress: secrets need an allow, block or judge list: with egress none nothing leaves the sandbox"},
       {json::parse(R"({"allow": ["a.example"], "secrets": ["bad name"]})"),
        "egress: secret 'bad name': a name is 1 to 128 letters, digits, '_', '-' or '.'"},
       {json::parse(R"({"allow": ["a.example"], "secrets": [""]})"),

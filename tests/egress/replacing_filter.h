@@ -43,8 +43,9 @@ class ReplacingFilter : public MessageFilter {
  public:
   ReplacingFilter(std::string needle, std::string replacement)
       : needle_(std::move(needle)), replacement_(std::move(replacement)) {}
-  void RequestHead(const Exchange& exchange, HttpHead& head) override {
+  std::string RequestHead(const Exchange& exchange, HttpHead& head) override {
     head.headers.push_back({"X-Filtered", exchange.sandbox});
+    return {};
   }
   std::unique_ptr<BodyFilter> RequestBody(const Exchange&, const HttpHead&) override {
     return std::make_unique<ReplacingBody>(needle_, replacement_);

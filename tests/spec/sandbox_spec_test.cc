@@ -224,5 +224,34 @@ TEST(SandboxSpecTest, AStoredSpecRoundTripsAndOmitsWhatIsRareAndDefault) {
   EXPECT_EQ(FromStoredJson(R"({"name":"old","mem_limit":1048576})").disk, kDefaultDisk);
 }
 
+// Secrets given as files: a name alone or {name, target, mode}, each a file directly in /run/secrets, stored and
+// answered with their names and places (never a value).
+TEST(SandboxSpecTest, SecretFilesAreNamedFilesInRunSecrets) {
+  auto parsed = FromCallerJson(json::parse(
+      R"({"secrets": ["db-pass", {"name": "tls.key", "target": "/run/secrets/./server.key", "mode": "0440"}]})"));
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  EXPECT_EQ(parsed->secrets, (std::vector<SpecSecretFile>{{"db-pass", "/run/secrets/db-pass", 0400},
+                                                          {"tls.key", "/run/secrets/server.key", 0440}}));
+  EXPECT_EQ(ToJson(*parsed)["secrets"], json::parse(R"([{"name": "db-pass", "target": "/run/secrets/db-pass",
+      "mode": "0400"}, {"name": "tls.key", "target": "/run/secrets/server.key", "mode": "0440"}])"));
+  EXPECT_EQ(FromStoredJson(ToStoredJson(*parsed)).secrets, parsed->secrets);
+  EXPECT_FALSE(ToJson(SandboxSpec{}).contains("secrets"));
+
+  EXPECT_EQ(CallerRefusal(json::parse(R"({"secrets": [{"name": "k", "target": "/etc/k"}]})")),
+            "secrets[0].target: must be a file directly in /run/secrets, got '/etc/k'");
+  EXPECT_EQ(CallerRefusal(json::parse(R"({"secrets": [{"name": "k", "target": "/run/secrets/a/b"}]})")),
+            "secrets[0].target: must be a file directly in /run/secrets, got '/run/secrets/a/b'");
+  EXPECT_EQ(CallerRefusal(json::parse(R"({"secrets": [{"name": "k", "target": "/run/secrets"}]})")),
+            "secrets[0].target: must be a file directly in /run/secrets, got '/run/secrets'");
+  EXPECT_EQ(CallerRefusal(json::parse(R"({"secrets": ["a", {"name": "b", "target": "/run/secrets/a"}]})")),
+            "secrets[1].target: '/run/secrets/a' is given twice");
+  EXPECT_EQ(CallerRefusal(json::parse(R"({"secrets": ["bad name"]})")),
+            "secrets[0].name: a name is 1 to 128 letters, digits, '_', '-' or '.', got 'bad name'");
+  EXPECT_EQ(CallerRefusal(json::parse(R"({"secrets": [{"name": "k", "mode": "0999"}]})")),
+            "secrets[0].mode: an octal mode such as \"0400\", got '0999'");
+  EXPECT_EQ(CallerRefusal(json::parse(R"({"secrets": [{"name": "k", "mode": "7777"}]})")),
+            "secrets[0].mode: must be an octal mode of at most 0777");
+}
+
 }  // namespace
 }  // namespace isb::spec

@@ -1,0 +1,195 @@
+// The secret broker: the spec's secrets resolved against the store, placeholders made, the filter kept bound.
+#include "daemon/secret_broker.h"
+
+#include <openssl/hmac.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include "base/file.h"
+#include "base/random.h"
+
+namespace isb::daemon {
+namespace {
+
+// Whether `rule` names only hosts that `approved` names: the same port, and the same name or names below a wildcard.
+bool Within(const egress::HostRule& rule, const egress::HostRule& approved) {
+  if (rule.port != approved.port) return false;
+  if (!approved.wildcard) return !rule.wildcard && rule.name == approved.name;
+  if (rule.wildcard && rule.name == approved.name) return true;
+  return rule.name.size() > approved.name.size() && rule.name.ends_with("." + approved.name);
+}
+
+Result<std::vector<egress::HostRule>> ApprovedHosts(const secrets::SecretMeta& meta) {
+  Result<egress::EgressSpec> parsed = egress::ParseEgressSpec(nlohmann::json{{"allow", meta.hosts}});
+  if (!parsed.ok())
+    return Error::Of(Code::kInternal, "secret '" + meta.name + "': its stored hosts: " + parsed.error().message);
+  return parsed->allow;
+}
+
+}  // namespace
+
+SecretBroker::SecretBroker(SecretBrokerOptions options) : options_(std::move(options)) {
+  if (options_.on_leak) {
+    options_.filter->OnLeak([this](const secrets::LeakEvent& event) {
+      LeakReport report{event, ""};
+      {
+        std::lock_guard lock(mu_);
+        if (auto it = bound_.find(event.sandbox); it != bound_.end()) report.org = it->second.org;
+      }
+      options_.on_leak(report);
+    });
+  }
+  options_.store->Watch([this](const std::string& org, const std::string& name) { Changed(org, name); });
+}
+
+Status SecretBroker::Resolve(const std::string& org, egress::EgressSpec& spec) const {
+  std::set<std::string> allowed;
+  for (const egress::HostRule& r : spec.allow) allowed.insert(r.ToString());
+  for (egress::SecretRule& rule : spec.secrets) {
+    const std::string what = "egress: secret '" + rule.name + "'";
+    Result<secrets::SecretStore::Value> secret = options_.store->Get(org, rule.name);
+    if (!secret.ok()) {
+      if (secret.error().code == Code::kNotFound)
+        return Error::Of(Code::kNotFound, what + ": org '" + org + "' has no such secret");
+      return Error::Of(secret.error().code, what + ": " + secret.error().message);
+    }
+    if (Status usable = secrets::CheckPlaceholderValue(secret->value.view()); !usable.ok())
+      return Error::Of(Code::kInvalidArgument, what + ": " + usable.error().message);
+    ISB_ASSIGN_OR_RETURN(std::vector<egress::HostRule> approved, ApprovedHosts(secret->meta));
+    if (approved.empty())
+      return Error::Of(Code::kForbidden, what + " may be sent to no host: an admin names its hosts (secret_set hosts)");
+    if (rule.hosts.empty()) {
+      rule.hosts = approved;
+    } else {
+      for (const egress::HostRule& host : rule.hosts) {
+        bool ok = std::any_of(approved.begin(), approved.end(),
+                              [&](const egress::HostRule& a) { return Within(host, a); });
+        if (!ok)
+          return Error::Of(Code::kForbidden, what + " may not be sent to " + host.ToString() +
+                                                 ": the secret allows only its own hosts (secret_inspect)");
+      }
+    }
+    for (const egress::HostRule& host : rule.hosts) {
+      if (spec.mode == egress::EgressMode::kAllowlist) {
+        if (allowed.insert(host.ToString()).second) spec.allow.push_back(host);
+      } else if (spec.mode == egress::EgressMode::kBlocklist && !host.wildcard) {
+        egress::Decision d = egress::EgressPolicy(spec).Check(host.name, host.port.value_or(443));
+        if (d.verdict == egress::Verdict::kDeny)
+          return Error::Of(Code::kInvalidArgument, what + ": its host " + host.ToString() + " is blocked: " + d.reason);
+      }
+    }
+  }
+  return {};
+}
+
+std::string SecretBroker::Placeholder(const std::string& id, const std::string& variable) const {
+  const std::string message = id + '\0' + variable;
+  unsigned char mac[32];
+  unsigned int len = sizeof mac;
+  ::HMAC(EVP_sha256(), options_.placeholder_key.data(), static_cast<int>(options_.placeholder_key.size()),
+         reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac, &len);
+  static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyz234567";  // 5 bits a character: 160 of 256 bits
+  std::string out = kPlaceholderPrefix;
+  uint64_t bits = 0;
+  int have = 0;
+  for (unsigned int i = 0; i < len && out.size() < sizeof kPlaceholderPrefix - 1 + 32; ++i) {
+    bits = (bits << 8) | mac[i];
+    have += 8;
+    while (have >= 5 && out.size() < sizeof kPlaceholderPrefix - 1 + 32) {
+      have -= 5;
+      out += kAlphabet[(bits >> have) & 31];
+    }
+  }
+  return out;
+}
+
+Status SecretBroker::AddEnvironment(const std::string& id, const egress::EgressSpec& spec,
+                                    std::map<std::string, std::string>& env) const {
+  for (const egress::SecretRule& rule : spec.secrets) {
+    const std::string variable = rule.Variable();
+    const std::string placeholder = Placeholder(id, variable);
+    auto [it, added] = env.try_emplace(variable, placeholder);
+    if (!added && it->second != placeholder)
+      return Error::Of(Code::kInvalidArgument, "environment: " + variable + " holds the placeholder of secret '" +
+                                                   rule.name + "'; leave it out of the environment");
+  }
+  return {};
+}
+
+secrets::SandboxSecrets SecretBroker::Bindings(const std::string& id, const Bound& bound) const {
+  secrets::SandboxSecrets out;
+  out.on_leak = bound.spec.on_leak;
+  for (const egress::SecretRule& rule : bound.spec.secrets) {
+    Result<secrets::SecretStore::Value> secret = options_.store->Get(bound.org, rule.name);
+    if (!secret.ok() || !secrets::CheckPlaceholderValue(secret->value.view()).ok()) continue;
+    secrets::SecretBinding b;
+    b.name = rule.name;
+    b.placeholder = Placeholder(id, rule.Variable());
+    b.value = std::string(secret->value.view());
+    b.hosts = rule.hosts;
+    out.bindings.push_back(std::move(b));
+  }
+  return out;
+}
+
+void SecretBroker::Bind(const std::string& id, const std::string& org, const egress::EgressSpec& spec) {
+  if (spec.secrets.empty()) return Unbind(id);
+  Bound bound{org, spec};
+  secrets::SandboxSecrets bindings = Bindings(id, bound);
+  std::lock_guard lock(mu_);
+  bound_[id] = std::move(bound);
+  options_.filter->Set(id, std::move(bindings));
+}
+
+void SecretBroker::Unbind(const std::string& id) {
+  std::lock_guard lock(mu_);
+  bound_.erase(id);
+  options_.filter->Remove(id);
+}
+
+void SecretBroker::Changed(const std::string& org, const std::string& name) {
+  std::function<void(const std::string&, const std::string&)> changed;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [id, bound] : bound_) {
+      if (bound.org != org) continue;
+      bool uses = std::any_of(bound.spec.secrets.begin(), bound.spec.secrets.end(),
+                              [&](const egress::SecretRule& r) { return r.name == name; });
+      if (uses) options_.filter->Set(id, Bindings(id, bound));
+    }
+    changed = changed_;
+  }
+  if (changed) changed(org, name);
+}
+
+void SecretBroker::OnChange(std::function<void(const std::string& org, const std::string& name)> changed) {
+  std::lock_guard lock(mu_);
+  changed_ = std::move(changed);
+}
+
+Result<secrets::SecretStore::Value> SecretBroker::FileSecret(const std::string& org, const std::string& name) const {
+  Result<secrets::SecretStore::Value> secret = options_.store->Get(org, name);
+  if (!secret.ok() && secret.error().code == Code::kNotFound)
+    return Error::Of(Code::kNotFound, "secrets: org '" + org + "' has no secret '" + name + "'");
+  return secret;
+}
+
+std::map<std::string, secrets::SecretCounters> SecretBroker::Counters(const std::string& id) const {
+  return options_.filter->Counters(id);
+}
+
+Result<std::string> LoadPlaceholderKey(const std::string& path) {
+  if (std::error_code ec; std::filesystem::exists(path, ec) || ec) {
+    ISB_ASSIGN_OR_RETURN(std::string key, ReadFile(path));
+    if (key.size() != 32) return Error::Of(Code::kInvalidArgument, path + ": a placeholder key is 32 bytes");
+    return key;
+  }
+  std::string key(32, '\0');
+  ISB_TRY(RandomBytes(key.data(), key.size()));
+  ISB_TRY(WriteFileAtomically(path, key, 0600));
+  return key;
+}
+
+}  // namespace isb::daemon

@@ -1,0 +1,60 @@
+// The daemon's secrets, as `isb serve` opens them: its age identity, the store under the state dir, the proxy's
+// secrets filter and the broker between them; and what is done when a placeholder heads where its secret may not go
+// (an audit row, and with on_leak stop, the sandbox stopped off the proxy's thread).
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "audit/log.h"
+#include "base/result.h"
+#include "daemon/secret_broker.h"
+#include "secrets/secret_store.h"
+#include "secrets/secrets_filter.h"
+
+namespace isb::daemon {
+
+struct SecretsConfig {
+  std::string state_dir{};
+  std::string key_file{};         // --secrets-key
+  std::string recipients_file{};  // --secrets-recipients
+  std::string env_key{};          // $ISB_AGE_KEY
+  std::string credentials_dir{};  // $CREDENTIALS_DIRECTORY
+};
+
+class DaemonSecrets {
+ public:
+  // Errors name the flag or file at fault.
+  static Result<std::unique_ptr<DaemonSecrets>> Open(const SecretsConfig& config, audit::AuditLog* log);
+  ~DaemonSecrets();  // after the stopper is cleared, waits for a stop in progress
+
+  secrets::SecretStore& store() { return *store_; }
+  SecretBroker& broker() { return *broker_; }
+  std::shared_ptr<secrets::SecretsFilter> filter() { return filter_; }
+  // Who stops a sandbox for on_leak stop: set once the manager exists, cleared (empty) before it goes.
+  void SetStopper(std::function<void(const std::string& id)> stop);
+
+ private:
+  DaemonSecrets() = default;
+  void Leaked(const LeakReport& leak);  // on the proxy's thread: records, and queues a stop
+  void StopLoop();
+
+  audit::AuditLog* log_ = nullptr;
+  std::unique_ptr<secrets::SecretStore> store_;
+  std::shared_ptr<secrets::SecretsFilter> filter_;
+  std::unique_ptr<SecretBroker> broker_;
+  std::mutex stop_mu_;  // held while a sandbox is being stopped
+  std::function<void(const std::string&)> stop_;  // guarded by stop_mu_
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::string> to_stop_;                // guarded by mu_
+  bool done_ = false;                              // guarded by mu_
+  std::thread stopper_;
+};
+
+}  // namespace isb::daemon

@@ -1,0 +1,92 @@
+// The proxy's secrets on the wire: a MessageFilter that swaps each sandbox's placeholders for their values in
+// requests to the hosts a secret is approved for (intercepted TLS only), holds them back anywhere else (on_leak:
+// pass, block or stop, each reported), and scrubs the values back into placeholders in every response, compressed
+// ones included.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "egress/message_filter.h"
+#include "egress/policy.h"
+
+namespace isb::secrets {
+
+using OnLeak = egress::OnLeak;  // egress/policy.h: the spec's on_leak
+
+struct SecretBinding {
+  std::string name;                     // the org secret's name: the only part ever reported
+  std::string placeholder;              // what the sandbox holds
+  std::string value;                    // never logged, never in an error
+  std::vector<egress::HostRule> hosts;  // where it may be sent (approved, already narrowed)
+};
+
+struct SandboxSecrets {
+  secrets::OnLeak on_leak = secrets::OnLeak::kPass;
+  std::vector<SecretBinding> bindings;
+};
+
+// A placeholder headed where its secret may not go.
+struct LeakEvent {
+  std::string sandbox, secret, host;
+  uint16_t port = 0;
+  // "path", "query", "header NAME", "body" on an intercepted connection; "plain http" on a plain one.
+  std::string where;
+  secrets::OnLeak action = secrets::OnLeak::kPass;
+  bool operator==(const LeakEvent&) const = default;
+};
+
+struct SecretCounters {
+  uint64_t swapped = 0;   // requests with the placeholder swapped (head or body)
+  uint64_t scrubbed = 0;  // responses with the value turned back into the placeholder (head or body)
+  uint64_t held = 0;      // requests where the placeholder was held back from a host it may not go to
+  bool operator==(const SecretCounters&) const = default;
+};
+
+// Shared by every connection of a proxy; Set, Remove, OnLeak and Counters are thread-safe and take effect on the
+// next message. Request bodies: the placeholder (raw, and every byte percent-encoded) becomes the value as the
+// body's Content-Type writes it (JSON-escaped in JSON, percent-encoded in a form, else raw). Response bodies in
+// gzip, deflate, br or zstd (stacked codings too) are decoded, scrubbed and encoded again in the same coding, so
+// Content-Encoding and the client's Accept-Encoding stand; a coding isb does not know cuts the response.
+class SecretsFilter : public egress::MessageFilter {
+ public:
+  SecretsFilter();
+  ~SecretsFilter() override;
+
+  void Set(const std::string& sandbox, SandboxSecrets secrets);
+  void Remove(const std::string& sandbox);
+  // Called on the proxy's event loop for every leak: must not block.
+  void OnLeak(std::function<void(const LeakEvent&)> callback);
+  // By secret name.
+  std::map<std::string, SecretCounters> Counters(const std::string& sandbox) const;
+
+  std::string RequestHead(const egress::Exchange& exchange, egress::HttpHead& head) override;
+  std::unique_ptr<egress::BodyFilter> RequestBody(const egress::Exchange& exchange,
+                                                  const egress::HttpHead& head) override;
+  void ResponseHead(const egress::Exchange& exchange, const egress::HttpHead& request,
+                    egress::ResponseHead& head) override;
+  std::unique_ptr<egress::BodyFilter> ResponseBody(const egress::Exchange& exchange, const egress::HttpHead& request,
+                                                   const egress::ResponseHead& head) override;
+  // A WebSocket message on an intercepted connection: the sandbox's placeholders swapped (or held back), the
+  // origin's values scrubbed, as for bodies.
+  std::unique_ptr<egress::BodyFilter> WebSocketMessage(const egress::Exchange& exchange, bool to_origin,
+                                                       bool text) override;
+
+  struct Sandbox;  // one sandbox's secrets, compiled (secrets_filter.cc)
+  struct Tally;    // one sandbox's counters, kept across Set
+
+ private:
+  std::shared_ptr<const Sandbox> Find(const std::string& sandbox) const;
+
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<const Sandbox>> sandboxes_;
+  std::map<std::string, std::shared_ptr<Tally>> tallies_;
+  std::shared_ptr<const std::function<void(const LeakEvent&)>> on_leak_;
+};
+
+}  // namespace isb::secrets

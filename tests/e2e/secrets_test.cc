@@ -1,0 +1,251 @@
+// Secrets from inside real sandboxes, with real clients (curl, python, node): the sandbox holds a placeholder, the
+// proxy swaps it for the value on the way to an approved host (header, Basic auth, query, JSON and form bodies,
+// chunked or not, WebSocket), and turns the value back into the placeholder in every answer (plain, gzip, deflate,
+// br, zstd, chunked, WebSocket). The origin (echo_origin.py) answers with exactly what it received and logs it, so
+// the log shows what left isb and the answer shows what the sandbox saw. The value is never printed by a failure.
+#include <filesystem>
+#include <fstream>
+
+#include "e2e/origin_fixture.h"
+
+namespace isb::e2e {
+namespace {
+
+// The secret's value. Tests match it in the sandbox with kValuePattern, a regex that is not the value itself, so no
+// command line inside ever holds it.
+constexpr char kValue[] = "sk-live-8f3Kq9ZtW2xYvB7nR4mPe";
+constexpr char kValuePattern[] = "sk-live-8f3Kq9Zt[W]2xYvB7nR4mPe";
+
+// `text` with the value shown as <VALUE>, for failure messages.
+std::string Shown(std::string text) {
+  for (size_t at = text.find(kValue); at != std::string::npos; at = text.find(kValue, at))
+    text.replace(at, sizeof kValue - 1, "<VALUE>");
+  return text;
+}
+
+bool HasValue(const std::string& text) { return text.find(kValue) != std::string::npos; }
+
+class SecretsTest : public OriginTest {
+ protected:
+  // The echo origin: HTTPS on port_ (echo.test, ws on ws_port_ as ws.test), plain HTTP on plain_port_ (plain.test),
+  // each name pinned; the daemon trusts the origin's certificate.
+  void StartEcho() {
+    PrepareOrigin();
+    ws_port_ = FreeLoopbackPort();
+    plain_port_ = FreeLoopbackPort();
+    ProcResult gen = RunProcess({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                                 "-nodes", "-days", "1", "-subj", "/CN=echo.test", "-addext",
+                                 "subjectAltName=DNS:echo.test,DNS:ws.test,DNS:other.test", "-keyout",
+                                 origin_dir_ + "/key.pem", "-out", origin_dir_ + "/cert.pem"});
+    ASSERT_EQ(gen.exit_status, 0) << gen.Describe();
+    log_ = origin_dir_ + "/received.log";
+    const std::string probe = "https://echo.test:" + std::to_string(port_) + "/probe";
+    bool up = RunOrigin({"/usr/bin/python3", ISB_ECHO_ORIGIN, std::to_string(port_), std::to_string(ws_port_),
+                         std::to_string(plain_port_), origin_dir_ + "/cert.pem", origin_dir_ + "/key.pem", log_},
+                        [&] {
+                          return RunProcess({"curl", "-s", "-m", "1", "-o", "/dev/null", "-w", "%{http_code}",
+                                             "--cacert", origin_dir_ + "/cert.pem", "--resolve",
+                                             "echo.test:" + std::to_string(port_) + ":127.0.0.1", probe})
+                                     .out == "200";
+                        });
+    ASSERT_TRUE(up) << "the echo origin did not come up";
+    ASSERT_EQ(StopDaemon(), 0);
+    const std::string at = "=127.0.0.1:";
+    StartDaemon({"--egress-ca", origin_dir_ + "/cert.pem", "--egress-pin", "echo.test" + at + std::to_string(port_),
+                 "--egress-pin", "other.test" + at + std::to_string(port_), "--egress-pin",
+                 "ws.test" + at + std::to_string(ws_port_), "--egress-pin",
+                 "plain.test" + at + std::to_string(plain_port_)});
+  }
+
+  // What the origin received since the last call.
+  std::string Received() {
+    std::string all = ReadFileOrEmpty(log_);
+    std::string fresh = all.substr(std::min(seen_, all.size()));
+    seen_ = all.size();
+    return fresh;
+  }
+
+  // sh -c SCRIPT inside, with the secret's placeholder in $KEY: stdout.
+  std::string Sh(const std::string& id, const std::string& script) {
+    json r = Exec(id, {"sh", "-c", script});
+    EXPECT_EQ(r["exit_code"], 0) << Shown(r.dump());
+    return r.value("stdout", "");
+  }
+
+  std::string CreateWithKey(const json& egress) {
+    std::string id = CreateSandbox({{"egress", egress}});
+    placeholder_ = MustTool("sandbox_get", {{"sandbox", id}})["spec"]["environment"].value("KEY", "");
+    return id;
+  }
+
+  int ws_port_ = 0, plain_port_ = 0;
+  std::string log_, placeholder_;
+  size_t seen_ = 0;
+};
+
+TEST_F(SecretsTest, APlaceholderIsSwappedInEveryPartOfARequestAndTheValueNeverComesBack) {
+  StartEcho();
+  MustTool("secret_create", {{"name", "api-key"}, {"value", kValue}, {"hosts", {"echo.test", "ws.test"}}});
+  std::string id = CreateWithKey({{"allow", json::array()}, {"secrets", {{{"name", "api-key"}, {"env", "KEY"}}}}});
+  ASSERT_FALSE(id.empty());
+  // The sandbox holds a placeholder, stable for it and the variable; its spec names the secret's hosts.
+  ASSERT_EQ(placeholder_.size(), 16u + 32u);
+  EXPECT_EQ(placeholder_.substr(0, 16), "isb_placeholder_");
+  json spec = MustTool("sandbox_get", {{"sandbox", id}})["spec"];
+  EXPECT_EQ(spec["egress"], json::parse(R"({"allow": ["echo.test:443", "ws.test:443"],
+      "secrets": [{"name": "api-key", "env": "KEY", "hosts": ["echo.test:443", "ws.test:443"]}]})"));
+  Received();
+
+  struct Case {
+    const char* what;
+    std::string script;    // run inside; its answer must hold the placeholder and not the value
+    std::string received;  // what the origin must have been sent
+    std::string answered = "";  // what the answer must hold; default the placeholder
+  };
+  const std::string basic = "Authorization: Basic " + Base64("user:" + std::string(kValue));
+  const Case cases[] = {
+      {"a header", "curl -s -H \"Authorization: Bearer $KEY\" https://echo.test/h", "Authorization: Bearer " + std::string(kValue)},
+      // The echo's base64 of the value is scrubbed into the placeholder's, but for the run's last characters.
+      {"basic auth", "curl -s -u \"user:$KEY\" https://echo.test/b", basic,
+       "Authorization: Basic " + Base64("user:" + placeholder_).substr(0, 68)},
+      {"the query", "curl -s \"https://echo.test/q?key=$KEY&x=1\"", "GET /q?key=" + std::string(kValue) + "&x=1 HTTP/1.1"},
+      {"a JSON body", "curl -s -H 'Content-Type: application/json' -d \"{\\\"key\\\": \\\"$KEY\\\"}\" https://echo.test/j",
+       "{\"key\": \"" + std::string(kValue) + "\"}"},
+      {"a form body", "curl -s --data-urlencode \"key=$KEY\" https://echo.test/f", "key=" + std::string(kValue)},
+      {"a chunked body",
+       "printf 'a%.0s' $(seq 1 5000) > /tmp/pad; { cat /tmp/pad; printf \"$KEY\"; cat /tmp/pad; } > /tmp/body; "
+       "curl -s -H 'Transfer-Encoding: chunked' --data-binary @/tmp/body https://echo.test/c | tail -c 6000",
+       std::string(kValue) + "aaaa"},
+      {"python", "python3 -c \"import os, urllib.request as u; print(u.urlopen(u.Request('https://echo.test/p', "
+                 "headers={'X-Key': os.environ['KEY']})).read().decode())\"",
+       "X-Key: " + std::string(kValue)},
+      {"node", "node -e \"fetch('https://echo.test/n', {headers: {'x-key': process.env.KEY}})"
+               ".then(r => r.text()).then(t => console.log(t))\"",
+       "x-key: " + std::string(kValue)},
+  };
+  for (const Case& c : cases) {
+    std::string answer = Sh(id, c.script);
+    std::string received = Received();
+    EXPECT_NE(received.find(c.received), std::string::npos) << c.what << ": the origin got " << Shown(received);
+    EXPECT_FALSE(HasValue(answer)) << c.what << ": the sandbox saw the value: " << Shown(answer);
+    EXPECT_NE(answer.find(c.answered.empty() ? placeholder_ : c.answered), std::string::npos)
+        << c.what << ": " << Shown(answer);
+  }
+
+  // Every answer the origin encodes or chunks is scrubbed too; the sandbox's Accept-Encoding is what the origin got.
+  for (const char* form : {"gzip", "deflate", "br", "zstd", "chunked", "json"}) {
+    std::string answer =
+        Sh(id, std::string("curl -s -i --compressed -H \"X-Key: $KEY\" https://echo.test/") + form);
+    std::string received = Received();
+    EXPECT_NE(received.find("X-Key: " + std::string(kValue)), std::string::npos) << form << ": " << Shown(received);
+    EXPECT_NE(received.find("Accept-Encoding: deflate, gzip, br, zstd"), std::string::npos) << form << ": " << Shown(received);
+    EXPECT_FALSE(HasValue(answer)) << form << ": " << Shown(answer);
+    EXPECT_NE(answer.find("X-Key: " + placeholder_), std::string::npos) << form << ": " << Shown(answer);
+  }
+  // The origin's header naming the value comes back with the placeholder.
+  std::string head = Sh(id, "curl -s -o /dev/null -D - -H \"Authorization: Bearer $KEY\" https://echo.test/h");
+  EXPECT_NE(head.find("X-Echo-Authorization: Bearer " + placeholder_), std::string::npos) << Shown(head);
+
+  // WebSocket (permessage-deflate, as the library offers it): swapped on the way out, scrubbed on the way back.
+  std::string ws = Sh(id, "python3 -c \"import asyncio, os, websockets\n"
+                          "async def main():\n"
+                          "  async with websockets.connect('wss://ws.test/') as s:\n"
+                          "    await s.send('key ' + os.environ['KEY'])\n"
+                          "    print(await s.recv())\n"
+                          "asyncio.run(main())\"");
+  EXPECT_EQ(ws, "echo: key " + placeholder_ + "\n") << Shown(ws);
+  EXPECT_NE(Received().find("ws: key " + std::string(kValue)), std::string::npos);
+
+  // Nothing the sandbox can read holds the value: its environment and every process's, its files.
+  std::string scan = Sh(id, std::string("cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null | grep -ac '") +
+                                kValuePattern + "'; grep -rlI '" + kValuePattern +
+                                "' /etc /tmp /root /run /var /home /dev/shm 2>/dev/null; true");
+  EXPECT_EQ(scan, "0\n") << Shown(scan);
+  // Nor the sandbox's spec, the daemon's log, the state dir (beside the age files) or the audit log.
+  EXPECT_FALSE(HasValue(MustTool("sandbox_get", {{"sandbox", id}}).dump()));
+  EXPECT_FALSE(HasValue(DaemonLog()));
+  ProcResult grep = RunProcess({"sh", "-c", "find '" + state_dir() + "' -type f -size -64M ! -name '*.age' -print0 | "
+                                                "xargs -0 grep -la -e '" + kValuePattern + "'; true"});
+  EXPECT_EQ(grep.out, "") << "files in the state dir hold the value";
+  // The read of the value is an audit row; the value is not in it.
+  EXPECT_EQ(MustTool("secret_get", {{"name", "api-key"}}).value("value", ""), kValue);
+  json rows = MustTool("audit_list", {{"action", "secret_get"}})["records"];
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0]["details"], json({{"name", "api-key"}}));
+}
+
+// A placeholder headed where its secret may not go (here plain HTTP to another host) goes as it is with on_leak
+// pass, is refused with block, and stops the sandbox with stop; each is an audit row naming the secret and host.
+TEST_F(SecretsTest, APlaceholderHeadedElsewhereIsPassedRefusedOrStopsTheSandbox) {
+  StartEcho();
+  MustTool("secret_create", {{"name", "api-key"}, {"value", kValue}, {"hosts", {"echo.test"}}});
+  auto egress = [](const char* on_leak) {
+    return json{{"allow", {"plain.test:80"}}, {"on_leak", on_leak}, {"secrets", {{{"name", "api-key"}, {"env", "KEY"}}}}};
+  };
+  std::string pass = CreateWithKey(egress("pass"));
+  Received();
+  std::string answer = Sh(pass, "curl -s -H \"X-Key: $KEY\" http://plain.test/");
+  EXPECT_NE(Received().find("X-Key: " + placeholder_), std::string::npos);
+  EXPECT_NE(answer.find("X-Key: " + placeholder_), std::string::npos) << Shown(answer);
+
+  std::string block = CreateWithKey(egress("block"));
+  answer = Sh(block, "curl -s -w ' %{http_code}' -H \"X-Key: $KEY\" http://plain.test/");
+  EXPECT_EQ(answer, "isb: secret api-key may not be sent to plain.test\n 403") << Shown(answer);
+  EXPECT_EQ(Received(), "");
+
+  std::string stop = CreateWithKey(egress("stop"));
+  // Stopped under the exec that sent it.
+  HttpResponse sent = Tool("sandbox_exec", {{"sandbox", stop}, {"argv", {"sh", "-c", "curl -s -H \"X-Key: $KEY\" http://plain.test/; sleep 10"}}});
+  EXPECT_EQ(sent.status, 503) << Shown(sent.Describe());
+  EXPECT_EQ(sent.j.value("message", ""), "the sandbox stopped during the exec") << Shown(sent.Describe());
+  std::string state;
+  for (int i = 0; i < 50 && state != "stopped"; ++i) {
+    ::usleep(100000);
+    state = MustTool("sandbox_get", {{"sandbox", stop}}).value("state", "");
+  }
+  EXPECT_EQ(state, "stopped");
+  EXPECT_EQ(Received(), "");
+
+  json rows = MustTool("audit_list", {{"action", "secret_leak"}})["records"];
+  std::vector<std::string> seen;
+  for (const json& r : rows)
+    seen.push_back(r.value("actor", "") + " " + r["details"].value("secret", "") + " " +
+                   r["details"].value("host", "") + " " + r["details"].value("action", "") + " " +
+                   r.value("outcome", ""));
+  EXPECT_EQ(seen, (std::vector<std::string>{"sandbox:" + pass + " api-key plain.test:80 pass ok",
+                                            "sandbox:" + block + " api-key plain.test:80 block forbidden",
+                                            "sandbox:" + stop + " api-key plain.test:80 stop forbidden"}));
+}
+
+// A secret's hosts bound a sandbox: a spec may narrow them, never widen them; a secret with no hosts, one that does
+// not exist, or one too long for a header cannot be a placeholder.
+TEST_F(SecretsTest, ASandboxMayNarrowASecretsHostsButNotWidenThem) {
+  MustTool("secret_create", {{"name", "api-key"}, {"value", kValue}, {"hosts", {"*.example.com"}}});
+  MustTool("secret_create", {{"name", "files-only"}, {"value", "x"}});
+  MustTool("secret_create", {{"name", "two-lines"}, {"value", "a\nb"}, {"hosts", {"a.example.com"}}});
+  auto create = [&](const json& secret) {
+    return Tool("sandbox_create", {{"egress", {{"allow", json::array()}, {"secrets", {secret}}}}});
+  };
+  HttpResponse narrowed = create({{"name", "api-key"}, {"hosts", {"api.example.com"}}});
+  ASSERT_EQ(narrowed.status, 200) << narrowed.Describe();
+  TrackFrom(narrowed.j["result"]);
+  EXPECT_EQ(narrowed.j["result"]["spec"]["egress"]["allow"], json::array({"api.example.com:443"}));
+  HttpResponse widened = create({{"name", "api-key"}, {"hosts", {"evil.test"}}});
+  EXPECT_EQ(widened.status, 403) << widened.Describe();
+  EXPECT_EQ(widened.j["message"],
+            "egress: secret 'api-key' may not be sent to evil.test:443: the secret allows only its own hosts "
+            "(secret_inspect)");
+  HttpResponse none = create("files-only");
+  EXPECT_EQ(none.status, 403) << none.Describe();
+  EXPECT_EQ(none.j["message"], "egress: secret 'files-only' may be sent to no host: an admin names its hosts (secret_set hosts)");
+  HttpResponse missing = create("nope");
+  EXPECT_EQ(missing.status, 404) << missing.Describe();
+  EXPECT_EQ(missing.j["message"], "egress: secret 'nope': org 'default' has no such secret");
+  HttpResponse lines = create("two-lines");
+  EXPECT_EQ(lines.status, 400) << lines.Describe();
+  EXPECT_EQ(lines.j["message"], "egress: secret 'two-lines': value: holds a CR or LF, which a placeholder cannot "
+                                "carry into an HTTP header; deliver it as a file instead, which takes any bytes");
+}
+
+}  // namespace
+}  // namespace isb::e2e

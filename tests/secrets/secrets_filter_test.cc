@@ -1,0 +1,298 @@
+// The secrets filter driven through the egress proxy's own message relay (PrepareRequest, PrepareResponse,
+// RelayMessage) over in-memory streams: the exact bytes that reach the origin and the sandbox, the leaks reported
+// and the counters.
+#include "secrets/secrets_filter.h"
+
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <deque>
+
+#include "base/base64.h"
+#include "egress/message_relay.h"
+#include "egress/parsed_messages.h"
+
+namespace isb::secrets {
+namespace {
+
+namespace asio = boost::asio;
+using egress::Exchange;
+using egress::PreparedMessage;
+
+constexpr char kPlaceholder[] = "isb_placeholder_Q7mK2xV9";
+constexpr char kValue[] = "sk-live/\"42\"";
+
+// One side of the relay in memory: reads hand out `input` in pieces of `piece` bytes, writes are kept.
+class MemoryStream : public egress::MessageStream {
+ public:
+  explicit MemoryStream(std::string input = {}, size_t piece = 5) : input_(std::move(input)), piece_(piece) {}
+  asio::awaitable<Result<size_t>> ReadInto(std::string& buffer, size_t max) override {
+    const size_t n = std::min({max, piece_, input_.size() - read_});
+    buffer.append(input_, read_, n);
+    read_ += n;
+    co_return n;
+  }
+  asio::awaitable<Status> Write(std::string_view bytes) override {
+    written.append(bytes);
+    co_return Status();
+  }
+  std::string written;
+
+ private:
+  std::string input_;
+  size_t read_ = 0;
+  size_t piece_;
+};
+
+SandboxSecrets OneSecret(OnLeak on_leak) {
+  SandboxSecrets secrets;
+  secrets.on_leak = on_leak;
+  secrets.bindings.push_back({"OPENAI_KEY", kPlaceholder, kValue, {{"api.example.com", false, 443}}});
+  return secrets;
+}
+
+const Exchange kApproved{"sb1", "api.example.com", 443, true};
+const Exchange kOtherHost{"sb1", "evil.example.com", 443, true};
+const Exchange kPlain{"sb1", "api.example.com", 80, false};
+
+class SecretsFilterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    filter_.Set("sb1", OneSecret(OnLeak::kPass));
+    filter_.OnLeak([this](const LeakEvent& event) { leaks_.push_back(event); });
+  }
+
+  // A request (head and body bytes) through the relay: what the origin got, and the relay's status.
+  Status SendRequest(const Exchange& exchange, const std::string& bytes, std::string& origin_got) {
+    const egress::HttpHead head = egress::Request(bytes);
+    PreparedMessage message = egress::PrepareRequest(filter_, exchange, bytes.substr(0, head.size), head);
+    if (!message.refusal.empty()) return Error::Of(Code::kForbidden, message.refusal);
+    return Relay(bytes.substr(head.size), message, origin_got);
+  }
+
+  // A response to `request` through the relay: what the sandbox got.
+  Status SendResponse(const Exchange& exchange, const std::string& request, const std::string& bytes,
+                      std::string& sandbox_got) {
+    const egress::ResponseHead head = egress::Response(bytes);
+    PreparedMessage message =
+        egress::PrepareResponse(filter_, exchange, egress::Request(request), bytes.substr(0, head.size), head);
+    return Relay(bytes.substr(head.size), message, sandbox_got);
+  }
+
+  Status Relay(const std::string& body, PreparedMessage& message, std::string& got) {
+    MemoryStream from(body), to;
+    std::string buffer;
+    asio::io_context io;
+    Status result = Error::Of(Code::kInternal, "did not finish");
+    asio::co_spawn(io, egress::RelayMessage(from, to, buffer, message), [&](std::exception_ptr e, Status s) {
+      if (!e) result = std::move(s);
+    });
+    io.run();
+    got = to.written;
+    return result;
+  }
+
+  SecretsFilter filter_;
+  std::vector<LeakEvent> leaks_;
+};
+
+TEST_F(SecretsFilterTest, AnApprovedHostGetsTheValueInTargetHeadersBasicAuthAndAJsonBody) {
+  const std::string body = std::string("{\"key\":\"") + kPlaceholder + "\"}";
+  const std::string request = std::string("POST /v1/") + kPlaceholder +
+                              "?key=%69sb_placeholder_Q7mK2xV9 HTTP/1.1\r\n"
+                              "Host: api.example.com\r\nAuthorization: Bearer " +
+                              kPlaceholder +
+                              "\r\n"
+                              "Proxy-Authorization: Basic " +
+                              Base64Encode(std::string("me:") + kPlaceholder) +
+                              "\r\n"
+                              "Content-Type: application/json\r\nContent-Length: " +
+                              std::to_string(body.size()) + "\r\n\r\n" + body;
+  std::string got;
+  ASSERT_TRUE(SendRequest(kApproved, request, got).ok());
+  const std::string head =
+      "POST /v1/sk-live%2F%2242%22?key=sk-live%2F%2242%22 HTTP/1.1\r\nHost: api.example.com\r\n"
+      "Authorization: Bearer sk-live/\"42\"\r\nProxy-Authorization: Basic " +
+      Base64Encode("me:sk-live/\"42\"") +
+      "\r\nContent-Type: application/json\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n";
+  ASSERT_EQ(got.substr(0, head.size()), head);
+  EXPECT_EQ(egress::Dechunk(std::string_view(got).substr(head.size())), "{\"key\":\"sk-live/\\\"42\\\"\"}");
+  EXPECT_TRUE(leaks_.empty());
+  EXPECT_EQ(filter_.Counters("sb1"), (std::map<std::string, SecretCounters>{{"OPENAI_KEY", {1, 0, 0}}}));
+}
+
+TEST_F(SecretsFilterTest, APlaceholderCutAcrossChunksOfAChunkedBodyIsSwapped) {
+  const std::string request =
+      std::string("PUT /x HTTP/1.1\r\nHost: api.example.com\r\nTransfer-Encoding: chunked\r\n\r\n") +
+      "6\r\nisb_pl\r\n12\r\naceholder_Q7mK2xV9\r\n2\r\n!!\r\n0\r\n\r\n";
+  std::string got;
+  ASSERT_TRUE(SendRequest(kApproved, request, got).ok());
+  const std::string head = "PUT /x HTTP/1.1\r\nHost: api.example.com\r\nTransfer-Encoding: chunked\r\n\r\n";
+  ASSERT_EQ(got.substr(0, head.size()), head);
+  EXPECT_EQ(egress::Dechunk(std::string_view(got).substr(head.size())), std::string(kValue) + "!!");
+}
+
+TEST_F(SecretsFilterTest, OverPlainHttpThePlaceholderIsNeverSwappedAndTheLeakIsReported) {
+  const std::string request = std::string("GET /?k=") + kPlaceholder + " HTTP/1.1\r\nHost: api.example.com\r\n\r\n";
+  std::string got;
+  ASSERT_TRUE(SendRequest(kPlain, request, got).ok());
+  EXPECT_EQ(got, request);
+  EXPECT_EQ(leaks_,
+            (std::vector<LeakEvent>{{"sb1", "OPENAI_KEY", "api.example.com", 80, "plain http", OnLeak::kPass}}));
+  EXPECT_EQ(filter_.Counters("sb1"), (std::map<std::string, SecretCounters>{{"OPENAI_KEY", {0, 0, 1}}}));
+}
+
+TEST_F(SecretsFilterTest, BlockRefusesAPlaceholderHeadedForAnotherHostNamingTheSecretNotTheValue) {
+  filter_.Set("sb1", OneSecret(OnLeak::kBlock));
+  const std::string request =
+      std::string("GET / HTTP/1.1\r\nHost: evil.example.com\r\nX-Api-Key: ") + kPlaceholder + "\r\n\r\n";
+  std::string got;
+  Status sent = SendRequest(kOtherHost, request, got);
+  ASSERT_FALSE(sent.ok());
+  EXPECT_EQ(sent.error().message, "secret OPENAI_KEY may not be sent to evil.example.com");
+  EXPECT_EQ(
+      leaks_,
+      (std::vector<LeakEvent>{{"sb1", "OPENAI_KEY", "evil.example.com", 443, "header X-Api-Key", OnLeak::kBlock}}));
+}
+
+TEST_F(SecretsFilterTest, BlockOverPlainHttpSaysTheSecretGoesOnlyOverHttps) {
+  filter_.Set("sb1", OneSecret(OnLeak::kBlock));
+  const std::string request =
+      std::string("GET / HTTP/1.1\r\nHost: api.example.com\r\nCookie: k=") + kPlaceholder + "\r\n\r\n";
+  std::string got;
+  Status sent = SendRequest(kPlain, request, got);
+  ASSERT_FALSE(sent.ok());
+  EXPECT_EQ(sent.error().message, "secret OPENAI_KEY may be sent to api.example.com only over HTTPS");
+}
+
+TEST_F(SecretsFilterTest, StopRefusesAndReportsTheLeakForTheSandboxToBeStopped) {
+  filter_.Set("sb1", OneSecret(OnLeak::kStop));
+  const std::string request =
+      "GET /?q=" + Base64Encode(std::string("x") + kPlaceholder) + " HTTP/1.1\r\nHost: evil.example.com\r\n\r\n";
+  std::string got;
+  Status sent = SendRequest(kOtherHost, request, got);
+  ASSERT_FALSE(sent.ok());
+  EXPECT_EQ(sent.error().message, "secret OPENAI_KEY may not be sent to evil.example.com");
+  EXPECT_EQ(leaks_, (std::vector<LeakEvent>{{"sb1", "OPENAI_KEY", "evil.example.com", 443, "query", OnLeak::kStop}}));
+}
+
+TEST_F(SecretsFilterTest, APlaceholderInTheBodyForAnotherHostCutsTheBodyBeforeItUnderBlock) {
+  filter_.Set("sb1", OneSecret(OnLeak::kBlock));
+  const std::string body = std::string(40, 'a') + kPlaceholder + "zz";
+  const std::string request =
+      "POST / HTTP/1.1\r\nHost: evil.example.com\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  std::string got;
+  Status sent = SendRequest(kOtherHost, request, got);
+  ASSERT_FALSE(sent.ok());
+  EXPECT_EQ(sent.error().code, Code::kForbidden);
+  EXPECT_EQ(sent.error().message, "secret OPENAI_KEY may not be sent to evil.example.com");
+  EXPECT_EQ(got.find("isb_pl"), std::string::npos) << got;
+  EXPECT_EQ(leaks_, (std::vector<LeakEvent>{{"sb1", "OPENAI_KEY", "evil.example.com", 443, "body", OnLeak::kBlock}}));
+}
+
+TEST_F(SecretsFilterTest, UnderPassABodyForAnotherHostGoesUnchangedAndIsReportedOnce) {
+  const std::string body = std::string(kPlaceholder) + " " + kPlaceholder;
+  const std::string request =
+      "POST / HTTP/1.1\r\nHost: evil.example.com\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  std::string got;
+  ASSERT_TRUE(SendRequest(kOtherHost, request, got).ok());
+  const std::string head = "POST / HTTP/1.1\r\nHost: evil.example.com\r\nTransfer-Encoding: chunked\r\n\r\n";
+  ASSERT_EQ(got.substr(0, head.size()), head);
+  EXPECT_EQ(egress::Dechunk(std::string_view(got).substr(head.size())), body);
+  EXPECT_EQ(leaks_, (std::vector<LeakEvent>{{"sb1", "OPENAI_KEY", "evil.example.com", 443, "body", OnLeak::kPass}}));
+  EXPECT_EQ(filter_.Counters("sb1"), (std::map<std::string, SecretCounters>{{"OPENAI_KEY", {0, 0, 1}}}));
+}
+
+const char kGet[] = "GET / HTTP/1.1\r\nHost: api.example.com\r\n\r\n";
+
+TEST_F(SecretsFilterTest, AResponseHasTheValueScrubbedFromHeadersAndItsJsonEscapedFormFromTheBody) {
+  const std::string body = "{\"echo\":\"sk-live\\/\\\"42\\\"\",\"raw\":\"sk-live%2F%2242%22\"}";
+  const std::string response =
+      "HTTP/1.1 200 OK\r\nX-Echo: sk-live/\"42\"\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  std::string got;
+  ASSERT_TRUE(SendResponse(kApproved, kGet, response, got).ok());
+  const std::string head =
+      std::string("HTTP/1.1 200 OK\r\nX-Echo: ") + kPlaceholder + "\r\nTransfer-Encoding: chunked\r\n\r\n";
+  ASSERT_EQ(got.substr(0, head.size()), head);
+  EXPECT_EQ(egress::Dechunk(std::string_view(got).substr(head.size())),
+            std::string("{\"echo\":\"") + kPlaceholder + "\",\"raw\":\"" + kPlaceholder + "\"}");
+  EXPECT_EQ(filter_.Counters("sb1"), (std::map<std::string, SecretCounters>{{"OPENAI_KEY", {0, 1, 0}}}));
+}
+
+std::string Gzip(std::string_view text) {
+  z_stream z{};
+  deflateInit2(&z, 6, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY);
+  std::string out(deflateBound(&z, text.size()) + 32, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  z.avail_in = static_cast<uInt>(text.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  deflate(&z, Z_FINISH);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
+std::string Gunzip(std::string_view data) {
+  z_stream z{};
+  inflateInit2(&z, 31);
+  std::string out(1 << 20, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  z.avail_in = static_cast<uInt>(data.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  EXPECT_EQ(inflate(&z, Z_FINISH), Z_STREAM_END);
+  out.resize(z.total_out);
+  inflateEnd(&z);
+  return out;
+}
+
+TEST_F(SecretsFilterTest, AGzipResponseIsScrubbedAndStaysGzip) {
+  const std::string body = Gzip(std::string("echo: ") + kValue + " end");
+  const std::string response =
+      "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  std::string got;
+  ASSERT_TRUE(SendResponse(kApproved, kGet, response, got).ok());
+  const std::string head = "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n";
+  ASSERT_EQ(got.substr(0, head.size()), head);
+  EXPECT_EQ(Gunzip(egress::Dechunk(std::string_view(got).substr(head.size()))),
+            std::string("echo: ") + kPlaceholder + " end");
+}
+
+TEST_F(SecretsFilterTest, AResponseInACodingIsbCannotReadIsCutAfterItsHead) {
+  const std::string response = "HTTP/1.1 200 OK\r\nContent-Encoding: compress\r\nContent-Length: 4\r\n\r\nabcd";
+  std::string got;
+  Status sent = SendResponse(kApproved, kGet, response, got);
+  ASSERT_FALSE(sent.ok());
+  EXPECT_EQ(sent.error().code, Code::kForbidden);
+  EXPECT_EQ(
+      sent.error().message,
+      "isb: the body cannot be scrubbed of secrets: content coding \"compress\" is not one of gzip, deflate, br, zstd");
+  EXPECT_EQ(got, "HTTP/1.1 200 OK\r\nContent-Encoding: compress\r\nTransfer-Encoding: chunked\r\n\r\n");
+}
+
+TEST_F(SecretsFilterTest, ANewValueTakesEffectOnTheNextMessageAndARemovedSandboxGetsNothingSwapped) {
+  const std::string request =
+      std::string("GET / HTTP/1.1\r\nHost: api.example.com\r\nX-Key: ") + kPlaceholder + "\r\n\r\n";
+  SandboxSecrets next = OneSecret(OnLeak::kPass);
+  next.bindings[0].value = "v2";
+  filter_.Set("sb1", next);
+  std::string got;
+  ASSERT_TRUE(SendRequest(kApproved, request, got).ok());
+  EXPECT_EQ(got, "GET / HTTP/1.1\r\nHost: api.example.com\r\nX-Key: v2\r\n\r\n");
+  filter_.Remove("sb1");
+  ASSERT_TRUE(SendRequest(kApproved, request, got).ok());
+  EXPECT_EQ(got, request);
+  EXPECT_TRUE(filter_.Counters("sb1").empty());
+}
+
+TEST_F(SecretsFilterTest, ASandboxWithoutSecretsIsRelayedByteForByte) {
+  const std::string request = "POST / HTTP/1.1\r\nHost: api.example.com\r\nContent-Length: 3\r\n\r\nabc";
+  std::string got;
+  ASSERT_TRUE(SendRequest({"other", "api.example.com", 443, true}, request, got).ok());
+  EXPECT_EQ(got, request);
+}
+
+}  // namespace
+}  // namespace isb::secrets
