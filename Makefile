@@ -18,9 +18,9 @@ build: deps
 test: build thread-safety
 	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 300
 
-# clang's -Wthread-safety over every src/ file, as an error: a member GUARDED_BY a mutex touched without it, a
-# function that REQUIRES a lock called without it (base/mutex.h). A parse of each file with the build's own flags
-# (compile_commands.json), nothing generated.
+# clang's -Wthread-safety, as an error, over every src/ file that uses the locks of base/mutex.h: a member
+# ISB_GUARDED_BY a mutex touched without it, a function that ISB_REQUIRES a lock called without it. A parse of each
+# file with the build's own flags (compile_commands.json), nothing generated.
 thread-safety: build
 	@bash scripts/install-deps.sh --clang
 	@bash scripts/thread_safety.sh $(BUILD) $(JOBS)

@@ -3,8 +3,8 @@
 // A member written `int n_ ISB_GUARDED_BY(mu_);` may be touched only with mu_ held, a function declared
 // `void Grow() ISB_REQUIRES(mu_);` only be called with it held, and clang proves both at compile time
 // (`make thread-safety`). Under g++ the macros are empty. They carry ISB_ because bare names collide (<scsi/scsi.h>
-// defines RELEASE). The analysis follows one function at a time: a lambda knows of no lock its caller holds, so a
-// wait is a loop around CondVar::Wait, not a predicate.
+// defines RELEASE). The analysis follows one function at a time: a lambda knows of no lock its caller holds (say
+// ISB_REQUIRES on the lambda), so a wait is a loop around CondVar::Wait, not a predicate.
 #pragma once
 
 #include <chrono>
@@ -41,52 +41,31 @@ namespace isb {
 
 class CondVar;
 
-// Mutex, as a capability. lock/unlock/try_lock also make it Lockable for the std templates.
-class ISB_CAPABILITY("mutex") Mutex {
+// A std mutex (std::mutex, std::recursive_mutex, std::shared_mutex), as a capability. lock/unlock/try_lock (and a
+// shared mutex's lock_shared/unlock_shared) also make it Lockable for the std templates.
+template <class M>
+class ISB_CAPABILITY("mutex") BasicMutex {
  public:
-  Mutex() = default;
-  Mutex(const Mutex&) = delete;
-  Mutex& operator=(const Mutex&) = delete;
+  BasicMutex() = default;
+  BasicMutex(const BasicMutex&) = delete;
+  BasicMutex& operator=(const BasicMutex&) = delete;
 
   void lock() ISB_ACQUIRE() { mu_.lock(); }
   void unlock() ISB_RELEASE() { mu_.unlock(); }
   bool try_lock() ISB_TRY_ACQUIRE(true) { return mu_.try_lock(); }
-
- private:
-  friend class CondVar;
-  std::mutex mu_;
-};
-
-// std::recursive_mutex, as a capability. The analysis sees one function at a time, so a function that takes it
-// and calls another that takes it again passes; taking it twice in one function is refused.
-class ISB_CAPABILITY("mutex") RecursiveMutex {
- public:
-  RecursiveMutex() = default;
-  RecursiveMutex(const RecursiveMutex&) = delete;
-  RecursiveMutex& operator=(const RecursiveMutex&) = delete;
-
-  void lock() ISB_ACQUIRE() { mu_.lock(); }
-  void unlock() ISB_RELEASE() { mu_.unlock(); }
-
- private:
-  std::recursive_mutex mu_;
-};
-
-// std::shared_mutex, as a capability held exclusively (lock) or shared (lock_shared).
-class ISB_CAPABILITY("mutex") SharedMutex {
- public:
-  SharedMutex() = default;
-  SharedMutex(const SharedMutex&) = delete;
-  SharedMutex& operator=(const SharedMutex&) = delete;
-
-  void lock() ISB_ACQUIRE() { mu_.lock(); }
-  void unlock() ISB_RELEASE() { mu_.unlock(); }
+  // SharedMutex only (a member of a template is compiled only where it is called).
   void lock_shared() ISB_ACQUIRE_SHARED() { mu_.lock_shared(); }
   void unlock_shared() ISB_RELEASE_SHARED() { mu_.unlock_shared(); }
 
  private:
-  std::shared_mutex mu_;
+  friend class CondVar;
+  M mu_;
 };
+using Mutex = BasicMutex<std::mutex>;
+// The analysis sees one function at a time: a function that takes it and calls another that takes it again passes;
+// taking it twice in one function is refused.
+using RecursiveMutex = BasicMutex<std::recursive_mutex>;
+using SharedMutex = BasicMutex<std::shared_mutex>;
 
 // Holds a mutex for its scope. Unlock and Lock let a scope let go for a while (a slow call made without it); the
 // destructor releases it only if held.
@@ -116,18 +95,6 @@ class ISB_SCOPED_CAPABILITY BasicMutexLock {
 using MutexLock = BasicMutexLock<Mutex>;
 using RecursiveMutexLock = BasicMutexLock<RecursiveMutex>;
 
-// Holds a SharedMutex shared for its scope.
-class ISB_SCOPED_CAPABILITY SharedMutexLock {
- public:
-  explicit SharedMutexLock(SharedMutex& mu) ISB_ACQUIRE_SHARED(mu) : mu_(mu) { mu_.lock_shared(); }
-  ~SharedMutexLock() ISB_RELEASE() { mu_.unlock_shared(); }
-  SharedMutexLock(const SharedMutexLock&) = delete;
-  SharedMutexLock& operator=(const SharedMutexLock&) = delete;
-
- private:
-  SharedMutex& mu_;
-};
-
 // std::condition_variable over a Mutex the caller holds. A wait may wake without a notify: callers loop on their
 // condition, e.g. `while (queue_.empty()) cv_.Wait(mu_);`.
 class CondVar {
@@ -149,6 +116,14 @@ class CondVar {
   template <class Rep, class Period>
   bool WaitFor(Mutex& mu, const std::chrono::duration<Rep, Period>& timeout) ISB_REQUIRES(mu) {
     return WaitUntil(mu, std::chrono::steady_clock::now() + timeout);
+  }
+  // Waits until `flag` (guarded by `mu`) is true or `timeout` has passed; returns `flag`.
+  template <class Rep, class Period>
+  bool WaitForFlag(Mutex& mu, const bool& flag, const std::chrono::duration<Rep, Period>& timeout) ISB_REQUIRES(mu) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!flag && WaitUntil(mu, deadline)) {
+    }
+    return flag;
   }
   void NotifyOne() { cv_.notify_one(); }
   void NotifyAll() { cv_.notify_all(); }
