@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= 2
 
-.PHONY: all deps build test run demo bench san-build sanitize fuzz clean
+.PHONY: all deps build test thread-safety run demo bench san-build sanitize fuzz clean
 
 all: build
 
@@ -13,9 +13,17 @@ build: deps
 	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	@ninja -C $(BUILD) -j$(JOBS)
 
-# Every test: unit tests in parallel, then the boundary suites (real sandboxes) one at a time.
-test: build
+# Every test: the locks checked by clang, unit tests in parallel, then the boundary suites (real sandboxes) one at a
+# time.
+test: build thread-safety
 	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 300
+
+# clang's -Wthread-safety, as an error, over every src/ file that uses the locks of base/mutex.h: a member
+# ISB_GUARDED_BY a mutex touched without it, a function that ISB_REQUIRES a lock called without it. A parse of each
+# file with the build's own flags (compile_commands.json), nothing generated.
+thread-safety: build
+	@bash scripts/install-deps.sh --clang
+	@bash scripts/thread_safety.sh $(BUILD) $(JOBS)
 
 # The main job: the daemon in the foreground (state in ./.isb). `make demo` tours `isb run`.
 run: build

@@ -11,9 +11,12 @@ build=(cmake ninja-build g++ make pkg-config ccache libseccomp-dev nlohmann-json
 bench=(bubblewrap util-linux wrk squid mitmproxy)
 # `make fuzz`: clang with libFuzzer and the sanitizers' runtimes.
 fuzz=(clang libclang-rt-14-dev)
+# `make thread-safety` (part of `make test`): clang, for its -Wthread-safety.
+clang=(clang)
 want=("${build[@]}")
 [ "${1:-}" = "--bench" ] && want+=("${bench[@]}")
 [ "${1:-}" = "--fuzz" ] && want+=("${fuzz[@]}")
+[ "${1:-}" = "--clang" ] && want+=("${clang[@]}")
 # Node runs the official MCP SDK client in the end-to-end tests; a machine that has it from elsewhere keeps it.
 command -v node >/dev/null && command -v npm >/dev/null || want+=(nodejs npm)
 missing=()

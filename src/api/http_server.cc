@@ -11,7 +11,6 @@
 #include <cstring>
 #include <future>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <thread>
 #include <type_traits>
@@ -26,6 +25,7 @@
 #include "api/listen_address.h"
 #include "api/server_routes.h"
 #include "api/web_auth.h"
+#include "base/mutex.h"
 #include "identity/rate_limit.h"
 
 namespace isb::api {
@@ -166,8 +166,8 @@ class HttpServer::Impl {
 
    private:
     const size_t limit_;
-    std::mutex mu_;
-    std::unordered_map<std::string, size_t> held_;
+    Mutex mu_;
+    std::unordered_map<std::string, size_t> held_ ISB_GUARDED_BY(mu_);
   };
   // Refuses a connection at accept: a 503 saying why (FailAndClose), then close.
   template <class Protocol>
@@ -202,9 +202,9 @@ class HttpServer::Impl {
   KeyedSlots calls_{opts_.max_calls_per_account};              // per account, over TCP
   // HttpServerOptions::on_refused's budgets: per account or address, and for all of them together (addresses are
   // many: any local user may send from all of 127.0.0.0/8). Checked and spent as one step.
-  std::mutex refusal_mu_;
-  identity::RateLimiter refusal_rows_{{kRefusalRowsPerMinute, 60, 10000}};
-  identity::RateLimiter all_refusal_rows_{{kRefusalRowsPerMinute * 10, 60, 1}};
+  Mutex refusal_mu_;
+  identity::RateLimiter refusal_rows_ ISB_GUARDED_BY(refusal_mu_){{kRefusalRowsPerMinute, 60, 10000}};
+  identity::RateLimiter all_refusal_rows_ ISB_GUARDED_BY(refusal_mu_){{kRefusalRowsPerMinute * 10, 60, 1}};
   // Tells on_refused of `error`, within the budget of `key`, and answers with it.
   Response Refuse(const Route& route, const Request& req, const Identity* who, const std::string& key, Error error);
   // Whether on_refused may be told of one more refusal of `key`; spends it if so.
@@ -482,7 +482,7 @@ Response HttpServer::Impl::Dispatch(const Request& req) {
 }
 
 std::shared_ptr<void> HttpServer::Impl::KeyedSlots::Take(const std::string& key) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   size_t& held = held_[key];
   if (held >= limit_) {
     if (held == 0) held_.erase(key);
@@ -491,7 +491,7 @@ std::shared_ptr<void> HttpServer::Impl::KeyedSlots::Take(const std::string& key)
   ++held;
   // The pointer is only there to make the slot non-null; the deleter gives the slot back and frees nothing.
   return std::shared_ptr<void>(static_cast<void*>(this), [this, key](void*) {
-    std::lock_guard release(mu_);
+    MutexLock release(mu_);
     if (--held_[key] == 0) held_.erase(key);
   });
 }
@@ -517,7 +517,7 @@ void HttpServer::Impl::Turn(typename Protocol::socket socket, const std::string&
 
 bool HttpServer::Impl::SpendRefusalRow(const std::string& key) {
   if (!opts_.on_refused) return false;
-  std::lock_guard lock(refusal_mu_);
+  MutexLock lock(refusal_mu_);
   if (refusal_rows_.RetryAfter(key) != 0 || all_refusal_rows_.RetryAfter("all") != 0) return false;
   refusal_rows_.RecordFailure(key);
   all_refusal_rows_.RecordFailure("all");

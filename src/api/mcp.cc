@@ -96,12 +96,12 @@ class McpServer::Running {
   Running(McpServer& server, std::string session, const json& id) : server_(server) {
     if (session.empty()) return;  // stateless: nothing to cancel by
     key_ = {std::move(session), Dump(id)};
-    std::lock_guard lock(server_.mu_);
+    MutexLock lock(server_.mu_);
     server_.running_[key_] = flag_;
   }
   ~Running() {
     if (key_.first.empty()) return;
-    std::lock_guard lock(server_.mu_);
+    MutexLock lock(server_.mu_);
     if (auto it = server_.running_.find(key_); it != server_.running_.end() && it->second == flag_)
       server_.running_.erase(it);
   }
@@ -120,7 +120,7 @@ McpServer::McpServer(const Registry& registry, McpOptions options)
     : registry_(registry), options_(std::move(options)) {}
 
 void McpServer::Cancel(const std::string& session, const json& request_id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (auto it = running_.find({session, Dump(request_id)}); it != running_.end()) *it->second = true;
 }
 
@@ -154,7 +154,7 @@ bool IsLoopbackOrigin(std::string_view origin) {
 }
 
 size_t McpServer::session_count() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return sessions_.size();
 }
 
@@ -166,12 +166,12 @@ Result<std::string> McpServer::NewSession(const std::string& org, const Identity
   const std::string subject = who.Subject();
   const std::string account = who.user_id != 0 ? "user:" + std::to_string(who.user_id) : subject;
   const auto now = std::chrono::steady_clock::now();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::erase_if(sessions_, [&](const auto& s) { return now - s.second.last_used > options_.session_idle_ttl; });
   std::map<std::string, size_t> held;  // sessions per account
   for (const auto& [sid, s] : sessions_) ++held[s.account];
   // The least recently used session of `owner`.
-  auto oldest_of = [&](const std::string& owner) {
+  auto oldest_of = [&](const std::string& owner) ISB_REQUIRES(mu_) {
     auto oldest = sessions_.end();
     for (auto it = sessions_.begin(); it != sessions_.end(); ++it) {
       if (it->second.account == owner && (oldest == sessions_.end() || it->second.last_used < oldest->second.last_used))
@@ -191,7 +191,7 @@ Result<std::string> McpServer::NewSession(const std::string& org, const Identity
 
 std::optional<std::string> McpServer::TouchSession(const std::string& id, const std::string& org,
                                                    const std::string& subject) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = sessions_.find(id);
   if (it == sessions_.end()) return std::nullopt;
   auto now = std::chrono::steady_clock::now();
@@ -236,7 +236,7 @@ Response McpServer::HandleDelete(const Request& req, const std::string& org, con
   std::string sid = req.headers.Get("Mcp-Session-Id");
   if (sid.empty()) return RpcError(400, nullptr, kInvalidRequest, "missing Mcp-Session-Id header");
   if (!TouchSession(sid, org, identity.Subject())) return RpcError(404, nullptr, kInvalidRequest, "unknown session");
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   sessions_.erase(sid);
   Response r;
   r.status = 204;
@@ -487,14 +487,14 @@ Response McpServer::ToolsCall(Call& call) {
   r.stream = [&registry, tool, args = std::move(args), ctx, token, id = call.id, stateless = call.stateless,
               server = this, sid = call.req.headers.Get("Mcp-Session-Id")](const ChunkWriter& write) mutable {
     Running running(*server, sid, id);
-    std::mutex mu;  // output may arrive from the stdout and the stderr reader at once
+    Mutex mu;  // output may arrive from the stdout and the stderr reader at once
     bool client_gone = false;
     double progress = 0;
     auto send = [&](const json& message) {
       if (!client_gone) client_gone = !write(SseEvent("", Dump(message)));
     };
     ctx.progress = [&](std::string_view stream, std::string_view chunk) {
-      std::lock_guard lock(mu);
+      MutexLock lock(mu);
       progress += static_cast<double>(chunk.size());
       json meta = {{"isb/stream", std::string(stream)}};
       if (stream == "session") meta["isb/session"] = std::string(chunk);
@@ -506,36 +506,36 @@ Response McpServer::ToolsCall(Call& call) {
                         {"_meta", std::move(meta)}}}});
     };
     ctx.cancelled = [&, flag = running.flag()] {
-      std::lock_guard lock(mu);
+      MutexLock lock(mu);
       if (!client_gone) client_gone = !write(": keep-alive\n\n");
       return client_gone || flag->load();
     };
     json result = RunTool(registry, *tool, args, ctx, stateless);
-    std::lock_guard lock(mu);
+    MutexLock lock(mu);
     send({{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}});
   };
   return r;
 }
 
 bool McpServer::CanAsk(const std::string& session) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = sessions_.find(session);
   return it != sessions_.end() && it->second.can_ask;
 }
 
 void McpServer::Answered(const std::string& session, const json& message) {
   if (!message.contains("id")) return;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = asks_.find({session, Dump(message["id"])});
   if (it == asks_.end() || it->second) return;  // not an ask of this session's, or answered already
   it->second = message;
-  answered_.notify_all();
+  answered_.NotifyAll();
 }
 
 Response McpServer::AskThenRun(Call& call, const Tool& tool, json args, CallContext ctx, const std::string& sid) {
   std::string ask_id;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ask_id = "isb-approval-" + std::to_string(++asked_);
   }
   Response r;
@@ -560,20 +560,20 @@ Response McpServer::AskThenRun(Call& call, const Tool& tool, json args, CallCont
     {
       // Waited for from before the question goes out (the answer cannot come sooner), and only while this stream
       // runs: a response that is never streamed leaves nothing behind.
-      std::lock_guard lock(server->mu_);
+      MutexLock lock(server->mu_);
       server->asks_[key] = std::nullopt;
     }
     bool gone = !write(SseEvent("", Dump(ask)));
     std::optional<json> answer;
     {
-      std::unique_lock lock(server->mu_);
+      MutexLock lock(server->mu_);
       const auto until = std::chrono::steady_clock::now() + wait;
       while (!gone && !server->asks_[key] && !running.flag()->load() && std::chrono::steady_clock::now() < until) {
-        server->answered_.wait_for(lock, std::chrono::seconds(1));
+        server->answered_.WaitFor(server->mu_, std::chrono::seconds(1));
         if (server->asks_[key]) break;
-        lock.unlock();
+        lock.Unlock();
         gone = !write(": keep-alive\n\n");  // a client that went away ends the wait
-        lock.lock();
+        lock.Lock();
       }
       answer = server->asks_[key];
       server->asks_.erase(key);

@@ -4,11 +4,9 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -18,6 +16,7 @@
 
 #include "api/http_message.h"
 #include "api/registry.h"
+#include "base/mutex.h"
 
 namespace isb::api {
 
@@ -99,14 +98,14 @@ class McpServer {
 
   const Registry& registry_;
   McpOptions options_;
-  mutable std::mutex mu_;
-  std::map<std::string, Session> sessions_;
+  mutable Mutex mu_;
+  std::map<std::string, Session> sessions_ ISB_GUARDED_BY(mu_);
   // Calls running in a session, by (session id, request id as JSON text): set when the client cancels one.
-  std::map<std::pair<std::string, std::string>, std::shared_ptr<std::atomic<bool>>> running_;
+  std::map<std::pair<std::string, std::string>, std::shared_ptr<std::atomic<bool>>> running_ ISB_GUARDED_BY(mu_);
   // Approvals asked of clients, by (session id, the ask's id as JSON text): the client's response once it came.
-  std::map<std::pair<std::string, std::string>, std::optional<nlohmann::json>> asks_;
-  std::condition_variable answered_;
-  uint64_t asked_ = 0;
+  std::map<std::pair<std::string, std::string>, std::optional<nlohmann::json>> asks_ ISB_GUARDED_BY(mu_);
+  CondVar answered_;
+  uint64_t asked_ ISB_GUARDED_BY(mu_) = 0;
 };
 
 // "/mcp" -> "default"; "/orgs/<org>/mcp" -> org; any other path -> nullopt.

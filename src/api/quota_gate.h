@@ -2,10 +2,10 @@
 #pragma once
 
 #include <functional>
-#include <mutex>
 #include <string>
 
 #include "api/sandboxes.h"
+#include "base/mutex.h"
 #include "base/result.h"
 #include "identity/orgs.h"
 
@@ -24,7 +24,7 @@ class QuotaGate {
 
  private:
   Lookup lookup_;
-  std::mutex mu_;  // held from a quota's check until its create is done
+  Mutex mu_;  // held from a quota's check until its create is done
 };
 
 }  // namespace isb::api

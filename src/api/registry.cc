@@ -32,7 +32,7 @@ Status Registry::Add(Tool tool) {
   if (!IsToolName(tool.name) || !tool.handler || !tool.input_schema.is_object() || !tool.output_schema.is_object()) {
     return Error::Of(Code::kInternal, "tool '" + tool.name + "' needs a name (a-z, 0-9, _), a handler and object schemas");
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (tools_.count(tool.name) != 0) return Error::Of(Code::kInternal, "tool '" + tool.name + "' registered twice");
   std::string name = tool.name;
   tools_.emplace(std::move(name), std::make_unique<Tool>(std::move(tool)));
@@ -40,13 +40,13 @@ Status Registry::Add(Tool tool) {
 }
 
 const Tool* Registry::Find(std::string_view name) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = tools_.find(name);
   return it == tools_.end() ? nullptr : it->second.get();
 }
 
 std::vector<const Tool*> Registry::List() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<const Tool*> out;
   for (const auto& [name, tool] : tools_) out.push_back(tool.get());
   return out;

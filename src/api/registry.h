@@ -4,7 +4,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -12,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/mutex.h"
 #include "base/result.h"
 #include "identity/principal.h"
 #include "identity/roles.h"
@@ -184,8 +184,8 @@ class Registry {
   IntentObserver intent_observer_;
   ToolFilter filter_;
   std::function<bool(std::string_view)> org_exists_;
-  mutable std::mutex mu_;
-  std::map<std::string, std::unique_ptr<Tool>, std::less<>> tools_;
+  mutable Mutex mu_;
+  std::map<std::string, std::unique_ptr<Tool>, std::less<>> tools_ ISB_GUARDED_BY(mu_);
 };
 
 }  // namespace isb::api

@@ -2,9 +2,9 @@
 #include "api/rest.h"
 
 #include <cctype>
-#include <mutex>
 
 #include "api/json_util.h"
+#include "base/mutex.h"
 
 namespace isb::api {
 namespace {
@@ -148,10 +148,10 @@ Response RestApi::CallTool(const Request& req, std::string_view name, const Iden
   r.headers.Set("X-Request-Id", ctx.request_id);
   const Registry& registry = registry_;
   r.stream = [&registry, tool, input = std::move(input), ctx](const ChunkWriter& write) mutable {
-    std::mutex mu;  // output may arrive from the stdout and the stderr reader at once
+    Mutex mu;  // output may arrive from the stdout and the stderr reader at once
     bool client_gone = false;
     auto send = [&](std::string_view event, const json& data) {
-      std::lock_guard lock(mu);
+      MutexLock lock(mu);
       if (!client_gone) client_gone = !write(SseEvent(event, Dump(data)));
     };
     ctx.progress = [&](std::string_view stream, std::string_view chunk) {
@@ -160,7 +160,7 @@ Response RestApi::CallTool(const Request& req, std::string_view name, const Iden
     };
     // An SSE comment is ignored by clients; writing one is how a silent command learns its caller has gone.
     ctx.cancelled = [&] {
-      std::lock_guard lock(mu);
+      MutexLock lock(mu);
       if (!client_gone) client_gone = !write(": keep-alive\n\n");
       return client_gone;
     };

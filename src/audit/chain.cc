@@ -120,11 +120,11 @@ Result<Head> Chain::Append(std::vector<std::string> fields) {
     return Error::Msg(def_.table + ": " + std::to_string(fields.size()) + " fields for " +
                       std::to_string(def_.columns.size()) + " columns");
   Pending me{std::move(fields)};
-  std::unique_lock lock(queue_mu_);
+  MutexLock lock(queue_mu_);
   queue_.push_back(&me);
   while (!me.done) {
     if (writing_) {
-      written_.wait(lock);
+      written_.Wait(queue_mu_);
       continue;
     }
     // Become the writer for everything queued so far, this call's row among them.
@@ -132,15 +132,15 @@ Result<Head> Chain::Append(std::vector<std::string> fields) {
     size_t n = std::min(queue_.size(), kMaxBatch);
     std::vector<Pending*> batch(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
     queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
-    lock.unlock();
+    lock.Unlock();
     Status st = WriteBatch(batch);
-    lock.lock();
+    lock.Lock();
     for (Pending* p : batch) {
       if (!st.ok()) p->result = st.error();
       p->done = true;
     }
     writing_ = false;
-    written_.notify_all();
+    written_.NotifyAll();
   }
   return std::move(me.result);
 }
@@ -218,7 +218,7 @@ Result<std::optional<Broken>> Chain::WalkRows(const Head& anchor, int64_t throug
 }
 
 Result<VerifyResult> Chain::Verify(const std::optional<Head>& pinned) {
-  std::lock_guard lock(walk_mu_);
+  MutexLock lock(walk_mu_);
   VerifyResult out;
   ISB_ASSIGN_OR_RETURN(out.pruned_through, Anchor());
   // The head as of now: rows appended while the walk runs are left for the next verify.
@@ -239,7 +239,7 @@ Result<VerifyResult> Chain::Verify(const std::optional<Head>& pinned) {
 }
 
 Result<PruneResult> Chain::Prune(std::chrono::milliseconds retention) {
-  std::lock_guard lock(walk_mu_);
+  MutexLock lock(walk_mu_);
   int64_t cutoff = clock_() - retention.count();
   ISB_ASSIGN_OR_RETURN(Head anchor, Anchor());
   // Only a prefix can go: the rows before the first one young enough to keep.

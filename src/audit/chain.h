@@ -2,14 +2,13 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/result.h"
 #include "store/db.h"
 
@@ -130,13 +129,13 @@ class Chain {
   const Clock clock_;
   const std::string insert_sql_;
   const std::string select_cols_;
-  std::mutex queue_mu_;  // guards queue_ and writing_
-  std::condition_variable written_;
-  std::vector<Pending*> queue_;
-  bool writing_ = false;  // one thread writes at a time; head_ and loaded_ belong to it
+  Mutex queue_mu_;
+  CondVar written_;
+  std::vector<Pending*> queue_ ISB_GUARDED_BY(queue_mu_);
+  bool writing_ ISB_GUARDED_BY(queue_mu_) = false;  // one thread writes at a time; head_ and loaded_ belong to it
   Head head_{};
   bool loaded_ = false;
-  std::mutex walk_mu_;    // Verify and Prune, one at a time
+  Mutex walk_mu_;    // Verify and Prune, one at a time
 };
 
 }  // namespace isb::audit

@@ -44,21 +44,21 @@ void RetentionPruner::RunOnce() {
 void RetentionPruner::Start() {
   RunOnce();
   thread_ = std::thread([this] {
-    std::unique_lock lock(mu_);
-    while (!cv_.wait_for(lock, interval_, [this] { return stopping_; })) {
-      lock.unlock();
+    MutexLock lock(mu_);
+    while (!cv_.WaitForFlag(mu_, stopping_, interval_)) {
+      lock.Unlock();
       RunOnce();
-      lock.lock();
+      lock.Lock();
     }
   });
 }
 
 void RetentionPruner::Stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   if (thread_.joinable()) thread_.join();
 }
 

@@ -2,9 +2,7 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -12,6 +10,7 @@
 
 #include "audit/history.h"
 #include "audit/log.h"
+#include "base/mutex.h"
 #include "base/result.h"
 
 namespace isb::audit {
@@ -56,9 +55,9 @@ class RetentionPruner {
   History& history_;
   const std::chrono::milliseconds retention_, interval_;
   const std::function<void(const std::string&)> report_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
+  Mutex mu_;
+  CondVar cv_;
+  bool stopping_ ISB_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

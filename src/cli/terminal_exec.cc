@@ -10,10 +10,10 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <mutex>
 #include <thread>
 
 #include "base/fd.h"
+#include "base/mutex.h"
 #include "engine/exec_terminal.h"
 
 namespace isb::cli {
@@ -104,7 +104,7 @@ class Forwarder {
     std::string session;
     for (;;) {
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         if (stop_) return;
         session = session_;
       }
@@ -134,11 +134,11 @@ class Forwarder {
   }
 
   void SetSession(const std::string& session) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     session_ = session;
   }
   void Stop() {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
 
@@ -173,7 +173,7 @@ class Forwarder {
   }
   static constexpr int kInputTries = 10;
   bool Stopped() {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return stop_;
   }
 
@@ -187,9 +187,9 @@ class Forwarder {
   std::string sandbox_;
   bool input_;
   int winch_fd_, wake_fd_;
-  std::mutex mu_;
-  std::string session_;
-  bool stop_ = false;
+  Mutex mu_;
+  std::string session_ ISB_GUARDED_BY(mu_);
+  bool stop_ ISB_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace

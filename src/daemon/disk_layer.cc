@@ -14,12 +14,12 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "base/fd.h"
 #include "base/file.h"
+#include "base/mutex.h"
 #include "base/program.h"
 
 namespace isb::daemon {
@@ -51,8 +51,8 @@ struct Loop {
 // turns (concurrent creates would otherwise lose to each other again and again); other processes on the host are
 // outrun by asking again.
 Result<Loop> AttachLoop(const std::string& image) {
-  static std::mutex one_at_a_time;
-  std::lock_guard lock(one_at_a_time);
+  static Mutex one_at_a_time;
+  MutexLock lock(one_at_a_time);
   Fd file(::open(image.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
   if (!file.valid()) return Error::Sys("open " + image);
   Fd control(::open("/dev/loop-control", O_RDWR | O_CLOEXEC));

@@ -131,9 +131,9 @@ Status EgressService::StartServers() {
   // From the first apply on: the table this one replaces may be all that kept the host from routing for others.
   ISB_ASSIGN_OR_RETURN(fc.forward_only_sandboxes, ForwardingIsIsbs(options_.state_dir));
   firewall_ = std::make_unique<net::Firewall>(fc, [this] {
-    std::lock_guard lock(watch_mu_);
+    MutexLock lock(watch_mu_);
     watch_now_ = true;
-    watch_cv_.notify_one();
+    watch_cv_.NotifyOne();
   });
   ISB_TRY(firewall_->Sync());
   // The thread shares this one's network namespace (a test's own), where the table and veths are.
@@ -142,18 +142,19 @@ Status EgressService::StartServers() {
 }
 
 void EgressService::Watch() {
-  std::unique_lock lock(watch_mu_);
+  MutexLock lock(watch_mu_);
   for (;;) {
-    watch_cv_.wait_for(lock, std::chrono::milliseconds(options_.watch_interval_ms),
-                       [&] { return watch_stop_ || watch_now_; });
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.watch_interval_ms);
+    while (!watch_stop_ && !watch_now_ && watch_cv_.WaitUntil(watch_mu_, deadline)) {
+    }
     if (watch_stop_) return;
     const bool soon = watch_now_;
     watch_now_ = false;
-    lock.unlock();
+    lock.Unlock();
     // Right after an apply: a moment for the callers' next applies (a burst of creates), then one reference.
     if (soon) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     CheckNetwork();
-    lock.lock();
+    lock.Lock();
   }
 }
 
@@ -167,7 +168,7 @@ void EgressService::CheckNetwork() {
   if (found->empty()) return CheckVeths();
   std::vector<std::pair<std::string, std::string>> attached;  // id, org
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (const auto& [id, e] : by_id_)
       if (e.attached && !e.org.empty()) attached.emplace_back(id, e.org);  // a pooled one is nobody's yet
   }
@@ -191,10 +192,10 @@ int InitHandle(pid_t pid, uint64_t start_time) {
 }  // namespace
 
 void EgressService::CheckVeths() {
-  std::lock_guard releasing(veth_mu_);
+  MutexLock releasing(veth_mu_);
   std::vector<Entry> attached;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (const auto& [id, e] : by_id_)
       if (e.attached) attached.push_back(e);
   }
@@ -224,14 +225,14 @@ void EgressService::CheckVeths() {
 
 EgressService::~EgressService() {
   {
-    std::lock_guard lock(watch_mu_);
+    MutexLock lock(watch_mu_);
     watch_stop_ = true;
-    watch_cv_.notify_one();
+    watch_cv_.NotifyOne();
   }
   if (watch_.joinable()) watch_.join();
   proxy_.reset();
   dns_.reset();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   // Rules stay while any sandbox with a network outlives the daemon: they keep confining it, and the next daemon
   // replaces them. With none left, nothing needs them, unless isb turned forwarding on: that stays on
   // (EnsureForwarding), and the table's drop is what keeps the host from routing for anyone else.
@@ -270,7 +271,7 @@ Result<SandboxNet> EgressService::Prepare(const std::string& id, const egress::E
   if (spec.mode == egress::EgressMode::kNone) return Error::Of(Code::kInvalidArgument, "egress none needs no network");
   ISB_ASSIGN_OR_RETURN(net::Slot slot, pool_.Allocate());
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     by_id_[id] = Entry{id, slot.index, std::make_shared<const egress::EgressPolicy>(spec), false, org};
     by_slot_[slot.index] = id;
   }
@@ -296,12 +297,12 @@ Result<SandboxNet> EgressService::Prepare(const std::string& id, const egress::E
 Status EgressService::Attach(const std::string& id, pid_t pid, uint64_t start_time) {
   Entry e;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = by_id_.find(id);
     if (it == by_id_.end()) return Error::Of(Code::kNotFound, "no network prepared for " + id);
     e = it->second;
   }
-  std::lock_guard attaching(veth_mu_);
+  MutexLock attaching(veth_mu_);
   auto init = std::make_shared<Fd>(InitHandle(pid, start_time));
   Status s = [&]() -> Status {
     if (!init->valid()) return Error::Sys("pidfd_open of the sandbox's init");
@@ -320,7 +321,7 @@ Status EgressService::Attach(const std::string& id, pid_t pid, uint64_t start_ti
     (void)net::DetachSandbox(ifname);
     return s;
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (auto it = by_id_.find(id); it != by_id_.end()) {
     it->second.attached = true;
     it->second.pid = pid;
@@ -332,7 +333,7 @@ Status EgressService::Attach(const std::string& id, pid_t pid, uint64_t start_ti
 Status EgressService::Update(const std::string& id, const egress::EgressSpec& spec) {
   Entry e;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = by_id_.find(id);
     if (it == by_id_.end()) return Error::Of(Code::kInvalidArgument, "the sandbox has no network (egress none)");
     const egress::EgressMode before = it->second.policy->spec().mode;
@@ -346,7 +347,7 @@ Status EgressService::Update(const std::string& id, const egress::EgressSpec& sp
   e.policy = policy;
   ISB_TRY(firewall_->Set(RulesFor(e)));
   BindSecrets(id, e.org, spec);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (auto it = by_id_.find(id); it != by_id_.end()) it->second.policy = std::move(policy);
   return {};
 }
@@ -365,7 +366,7 @@ Status EgressService::Assign(const std::string& id, const egress::EgressSpec& sp
   if (!Proxied(spec.mode)) return Error::Of(Code::kInvalidArgument, "only a list is assigned to a prepared network");
   Entry e;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = by_id_.find(id);
     if (it == by_id_.end()) return Error::Of(Code::kNotFound, "no network prepared for " + id);
     if (!Proxied(it->second.policy->spec().mode))
@@ -377,7 +378,7 @@ Status EgressService::Assign(const std::string& id, const egress::EgressSpec& sp
   e.policy = policy;
   if (const net::SandboxRules after = RulesFor(e); !SameRules(before, after)) ISB_TRY(firewall_->Set(after));
   BindSecrets(id, org, spec);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (auto it = by_id_.find(id); it != by_id_.end()) {
     it->second.policy = std::move(policy);
     it->second.org = org;
@@ -386,10 +387,10 @@ Status EgressService::Assign(const std::string& id, const egress::EgressSpec& sp
 }
 
 void EgressService::Release(const std::string& id) {
-  std::lock_guard releasing(veth_mu_);
+  MutexLock releasing(veth_mu_);
   Entry e;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = by_id_.find(id);
     if (it == by_id_.end()) return;
     e = it->second;
@@ -418,7 +419,7 @@ Status EgressService::Adopt(const std::string& id, uint32_t slot, const egress::
     }
   }
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     by_id_[id] = e;
     by_slot_[slot] = id;
   }
@@ -446,7 +447,7 @@ Status EgressService::Adopt(const std::string& id, uint32_t slot, const egress::
 // would lose its route, each write of ip_forward resets every interface's forwarding host-wide, and with the drop in
 // place forwarding left on routes nothing but sandboxes. The marker tells the next daemon as much.
 Status EgressService::EnsureForwarding() {
-  std::lock_guard lock(forwarding_mu_);
+  MutexLock lock(forwarding_mu_);
   ISB_ASSIGN_OR_RETURN(bool on, net::Ipv4ForwardingOn());
   if (on) return {};
   if (options_.state_dir.empty())
@@ -469,14 +470,14 @@ Status EgressService::EnsureForwarding() {
 
 std::optional<std::string> EgressService::SandboxAt(uint32_t host_end) {
   if (!subnet_.Contains(host_end) || (host_end - subnet_.base) % 4 != 1) return std::nullopt;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = by_slot_.find((host_end - subnet_.base) / 4);
   if (it == by_slot_.end()) return std::nullopt;
   return it->second;
 }
 
 std::shared_ptr<const egress::EgressPolicy> EgressService::PolicyOf(const std::string& id, std::string* org) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = by_id_.find(id);
   if (it == by_id_.end()) return nullptr;
   if (org != nullptr) *org = it->second.org;

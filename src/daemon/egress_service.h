@@ -5,12 +5,10 @@
 
 #include <sys/types.h>
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <set>
@@ -19,6 +17,7 @@
 #include <vector>
 
 #include "base/fd.h"
+#include "base/mutex.h"
 #include "base/result.h"
 #include "daemon/egress_claims.h"
 #include "daemon/secret_broker.h"
@@ -166,17 +165,17 @@ class EgressService {
   std::shared_ptr<egress::CertMinter> minter_ = std::make_shared<egress::CertMinter>();
   std::unique_ptr<egress::Proxy> proxy_;
   std::unique_ptr<net::DnsServer> dns_;
-  std::mutex forwarding_mu_;  // one EnsureForwarding at a time
-  std::mutex mu_;
+  Mutex forwarding_mu_;  // one EnsureForwarding at a time
+  Mutex mu_;
   // Attach, Release and CheckVeths: no veth is put back for a sandbox being attached again or released.
-  std::mutex veth_mu_;
-  std::set<uint32_t> veths_lost_;  // slots whose veth could not be put back, reported once (guarded by veth_mu_)
-  std::map<std::string, Entry> by_id_;
-  std::map<uint32_t, std::string> by_slot_;
-  std::mutex watch_mu_;
-  std::condition_variable watch_cv_;
-  bool watch_stop_ = false;
-  bool watch_now_ = false;  // an apply happened: look soon
+  Mutex veth_mu_;
+  std::set<uint32_t> veths_lost_ ISB_GUARDED_BY(veth_mu_);  // slots whose veth could not be put back, reported once
+  std::map<std::string, Entry> by_id_ ISB_GUARDED_BY(mu_);
+  std::map<uint32_t, std::string> by_slot_ ISB_GUARDED_BY(mu_);
+  Mutex watch_mu_;
+  CondVar watch_cv_;
+  bool watch_stop_ ISB_GUARDED_BY(watch_mu_) = false;
+  bool watch_now_ ISB_GUARDED_BY(watch_mu_) = false;  // an apply happened: look soon
   std::thread watch_;
 };
 

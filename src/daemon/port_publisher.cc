@@ -243,7 +243,7 @@ PortPublisher::PortPublisher(std::chrono::milliseconds idle_timeout, size_t max_
     : idle_timeout_(idle_timeout), max_open_(max_open) {}
 
 PortPublisher::~PortPublisher() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   published_.clear();
 }
 
@@ -264,7 +264,7 @@ Status PortPublisher::Publish(const std::string& id, pid_t pid, const std::vecto
     listeners.push_back(std::make_unique<Listener>(std::move(*listen), std::move(netns), p.sandbox_port, idle_timeout_,
                                                    open_, max_open_));
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   published_[id] = std::move(listeners);
   return {};
 }
@@ -272,7 +272,7 @@ Status PortPublisher::Publish(const std::string& id, pid_t pid, const std::vecto
 void PortPublisher::Unpublish(const std::string& id) {
   std::vector<std::unique_ptr<Listener>> gone;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = published_.find(id);
     if (it == published_.end()) return;
     gone = std::move(it->second);

@@ -9,11 +9,11 @@
 #include <chrono>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "api/sandboxes.h"
+#include "base/mutex.h"
 #include "base/result.h"
 
 namespace isb::daemon {
@@ -48,8 +48,8 @@ class PortPublisher {
   const std::chrono::milliseconds idle_timeout_;
   const size_t max_open_;
   std::atomic<size_t> open_{0};  // relayed connections open, every listener's (declared before the listeners)
-  std::mutex mu_;
-  std::map<std::string, std::vector<std::unique_ptr<Listener>>> published_;
+  Mutex mu_;
+  std::map<std::string, std::vector<std::unique_ptr<Listener>>> published_ ISB_GUARDED_BY(mu_);
 };
 
 }  // namespace isb::daemon

@@ -164,7 +164,7 @@ int SandboxManager::ReapOnce() {
       // two has written its activity before it stops counting as running, so the row read after shows it.
       bool exec_ran;
       {
-        std::lock_guard exec_lock(execs_mu_);
+        MutexLock exec_lock(execs_mu_);
         exec_ran = execs_running_.count(id) != 0;
       }
       auto rec = Load(id);  // re-checked under the lock: an exec or extend may have come in meanwhile
@@ -186,7 +186,7 @@ int SandboxManager::ReapOnce() {
       // an exec running now (however quiet) is activity.
       bool busy = true, measured_busy = false;
       {
-        std::lock_guard samples_lock(samples_mu_);
+        MutexLock samples_lock(samples_mu_);
         auto prev = cpu_samples_.find(id);
         if (prev != cpu_samples_.end() && now > prev->second.first && cpu >= prev->second.second) {
           double share =
@@ -202,7 +202,7 @@ int SandboxManager::ReapOnce() {
         (void)db_->Exec("UPDATE sandboxes SET last_active_at = ?2 WHERE id = ?1 AND last_active_at < ?2", {id, now});
       }
       {
-        std::lock_guard exec_lock(execs_mu_);
+        MutexLock exec_lock(execs_mu_);
         if (exec_ran || execs_running_.count(id)) busy = true;
       }
       if (now >= rec->expires_at) {

@@ -74,10 +74,10 @@ SandboxManager::SandboxManager(ManagerOptions options, engine::Spawner* spawner,
 
 SandboxManager::~SandboxManager() {
   {
-    std::lock_guard lock(pool_mu_);
+    MutexLock lock(pool_mu_);
     pool_stop_ = true;
   }
-  pool_cv_.notify_all();
+  pool_cv_.NotifyAll();
   if (pool_thread_.joinable()) pool_thread_.join();
   for (std::vector<Pooled>* pool : {&pool_, &net_pool_})
     for (Pooled& p : *pool) Discard(p.rec);
@@ -154,7 +154,7 @@ SandboxManager::SandboxLocks::Held::Held(Held&& o) noexcept
 SandboxManager::SandboxLocks::Held::~Held() {
   if (own_.owns_lock()) own_.unlock();
   if (owner_ != nullptr && entry_ != nullptr) {
-    std::lock_guard lock(owner_->mu_);
+    MutexLock lock(owner_->mu_);
     if (--entry_->users == 0) owner_->entries_.erase(id_);
   }
 }
@@ -163,7 +163,7 @@ SandboxManager::SandboxLocks::Held SandboxManager::SandboxLocks::Lock(const std:
   Held held;
   held.shared_ = std::shared_lock(all_);
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     std::shared_ptr<Entry>& entry = entries_[id];
     if (entry == nullptr) entry = std::make_shared<Entry>();
     ++entry->users;
@@ -217,12 +217,12 @@ Result<SandboxManager::Record> SandboxManager::Load(const std::string& id_or_nam
 
 api::SandboxSpec SandboxManager::ParsedSpec(const std::string& text) {
   {
-    std::lock_guard lock(parsed_mu_);
+    MutexLock lock(parsed_mu_);
     if (auto it = parsed_specs_.find(text); it != parsed_specs_.end()) return it->second;
   }
   api::SandboxSpec spec = spec::FromStoredJson(text);
   if (text.size() > kMaxParsedSpec) return spec;
-  std::lock_guard lock(parsed_mu_);
+  MutexLock lock(parsed_mu_);
   if (parsed_bytes_ + text.size() > kMaxParsedSpecBytes) {
     parsed_specs_.clear();
     parsed_bytes_ = 0;
@@ -368,7 +368,7 @@ Result<api::SandboxInfo> SandboxManager::Info(const Record& rec) {
   info.expires_at = rec.expires_at;
   info.last_active_at = rec.last_active_at;
   {
-    std::lock_guard lock(execs_mu_);
+    MutexLock lock(execs_mu_);
     if (execs_running_.count(rec.id) != 0) info.last_active_at = Now();  // an exec running is activity now
   }
   info.state = rec.state;
@@ -443,17 +443,17 @@ Status SandboxManager::CopyTrustBundleToLayer(const std::string& id) {
 // A create, start or exec running: the pool's refill waits for none to be (refill_policy.h).
 struct SandboxManager::Busy {
   explicit Busy(SandboxManager* m) : m_(m) {
-    std::lock_guard lock(m_->pool_mu_);
+    MutexLock lock(m_->pool_mu_);
     ++m_->busy_;
   }
   ~Busy() {
-    std::lock_guard lock(m_->pool_mu_);
+    MutexLock lock(m_->pool_mu_);
     if (--m_->busy_ > 0) return;
     m_->last_quiet_ = std::chrono::steady_clock::now();
     // Only a pool short of its size has a refill waiting for this; a full one's need not wake at every exec.
     if (m_->pool_.size() < m_->options_.pool_size ||
         (m_->options_.egress != nullptr && m_->net_pool_.size() < m_->options_.net_pool_size))
-      m_->pool_cv_.notify_all();
+      m_->pool_cv_.NotifyAll();
   }
   Busy(const Busy&) = delete;
   Busy& operator=(const Busy&) = delete;
@@ -554,11 +554,11 @@ Result<std::vector<api::SandboxInfo>> SandboxManager::List() {
 // An exec running in a sandbox, for the reaper (execs_running_), for its scope.
 struct SandboxManager::ExecRunning {
   ExecRunning(SandboxManager* m, std::string id) : m_(m), id_(std::move(id)) {
-    std::lock_guard lock(m_->execs_mu_);
+    MutexLock lock(m_->execs_mu_);
     ++m_->execs_running_[id_];
   }
   ~ExecRunning() {
-    std::lock_guard lock(m_->execs_mu_);
+    MutexLock lock(m_->execs_mu_);
     if (--m_->execs_running_[id_] <= 0) m_->execs_running_.erase(id_);
   }
   ExecRunning(const ExecRunning&) = delete;
@@ -600,7 +600,7 @@ Result<api::ExecResult> SandboxManager::Exec(const std::string& id_or_name, cons
     spec.cols = req.cols;
     spec.on_terminal = [&](std::shared_ptr<engine::ExecTerminal> t) {
       {
-        std::lock_guard lock(terminals_mu_);
+        MutexLock lock(terminals_mu_);
         terminals_[session].terminal = std::move(t);
       }
       if (req.on_session) req.on_session(session);
@@ -611,7 +611,7 @@ Result<api::ExecResult> SandboxManager::Exec(const std::string& id_or_name, cons
     const std::string& session;
     ~Release() {
       if (session.empty()) return;
-      std::lock_guard lock(m->terminals_mu_);
+      MutexLock lock(m->terminals_mu_);
       m->terminals_.erase(session);
     }
   } release{this, session};
@@ -729,7 +729,7 @@ Status SandboxManager::Retire(Record& rec, const std::string& event, const std::
   // A row that cannot be deleted keeps its state dir: the sandbox stays, stopped, for another removal.
   ISB_TRY(db_->Exec("DELETE FROM sandboxes WHERE id = ?1", {rec.id}));
   {
-    std::lock_guard lock(samples_mu_);
+    MutexLock lock(samples_mu_);
     cpu_samples_.erase(rec.id);
   }
   *forgotten = rec.id;

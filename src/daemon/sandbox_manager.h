@@ -2,7 +2,6 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
@@ -14,6 +13,7 @@
 #include <vector>
 
 #include "api/sandboxes.h"
+#include "base/mutex.h"
 #include "engine/cgroup.h"
 #include "engine/exec_terminal.h"
 #include "engine/spawner.h"
@@ -200,7 +200,7 @@ class SandboxManager : public api::Sandboxes {
   // its creation is recorded; execs take none.
   class SandboxLocks {
     struct Entry {
-      std::mutex mu;
+      Mutex mu;
       int users = 0;  // holders and waiters; the entry goes with the last
     };
 
@@ -218,17 +218,19 @@ class SandboxManager : public api::Sandboxes {
       SandboxLocks* owner_ = nullptr;  // set for one sandbox's lock
       std::string id_;
       std::shared_ptr<Entry> entry_;
-      std::shared_lock<std::shared_mutex> shared_;
-      std::unique_lock<std::shared_mutex> exclusive_;
-      std::unique_lock<std::mutex> own_;
+      // Held past the call that took them, which the analysis cannot follow: std's movable locks, over the
+      // annotated mutexes.
+      std::shared_lock<SharedMutex> shared_;
+      std::unique_lock<SharedMutex> exclusive_;
+      std::unique_lock<Mutex> own_;
     };
     Held Lock(const std::string& id);
     Held LockAll();
 
    private:
-    std::shared_mutex all_;
-    std::mutex mu_;
-    std::map<std::string, std::shared_ptr<Entry>> entries_;
+    SharedMutex all_;
+    Mutex mu_;
+    std::map<std::string, std::shared_ptr<Entry>> entries_ ISB_GUARDED_BY(mu_);
   };
   SandboxLocks locks_;
   // The sandbox `id_or_name`, loaded again under its lock, which *held then keeps.
@@ -238,32 +240,34 @@ class SandboxManager : public api::Sandboxes {
   // would be parsed again on each. Bounded by their texts' bytes (a spec may be megabytes; one above kMaxParsedSpec
   // is parsed on every load): emptied when full.
   static constexpr size_t kMaxParsedSpec = 64 << 10, kMaxParsedSpecBytes = 16 << 20;
-  std::mutex parsed_mu_;
-  std::map<std::string, api::SandboxSpec, std::less<>> parsed_specs_;
-  size_t parsed_bytes_ = 0;
+  Mutex parsed_mu_;
+  std::map<std::string, api::SandboxSpec, std::less<>> parsed_specs_ ISB_GUARDED_BY(parsed_mu_);
+  size_t parsed_bytes_ ISB_GUARDED_BY(parsed_mu_) = 0;
   api::SandboxSpec ParsedSpec(const std::string& text);
   Status PortsApartFromIsb(const api::SandboxSpec& spec) const;
-  std::mutex samples_mu_;
-  std::map<std::string, std::pair<int64_t, uint64_t>> cpu_samples_;  // id -> (time, cpu_usec) for the reaper
+  Mutex samples_mu_;
+  // id -> (time, cpu_usec) for the reaper
+  std::map<std::string, std::pair<int64_t, uint64_t>> cpu_samples_ ISB_GUARDED_BY(samples_mu_);
   // Execs running now, per sandbox id: a sandbox with one is not idle, however long the exec has been quiet.
-  std::mutex execs_mu_;
-  std::map<std::string, int> execs_running_;
+  Mutex execs_mu_;
+  std::map<std::string, int> execs_running_ ISB_GUARDED_BY(execs_mu_);
   struct ExecRunning;
   struct Terminal {
     std::string sandbox, caller;
     std::shared_ptr<engine::ExecTerminal> terminal;  // null until the command runs
   };
-  std::mutex terminals_mu_;
-  std::map<std::string, Terminal> terminals_;  // by session id
+  Mutex terminals_mu_;
+  std::map<std::string, Terminal> terminals_ ISB_GUARDED_BY(terminals_mu_);  // by session id
   // Sandboxes launched ahead (ManagerOptions::pool_size), filled by pool_thread_.
-  std::mutex pool_mu_;
-  std::condition_variable pool_cv_;
-  std::vector<Pooled> pool_, net_pool_;
-  std::chrono::steady_clock::time_point last_take_{};  // when a create last took a pooled sandbox
+  Mutex pool_mu_;
+  CondVar pool_cv_;
+  std::vector<Pooled> pool_ ISB_GUARDED_BY(pool_mu_), net_pool_ ISB_GUARDED_BY(pool_mu_);
+  // When a create last took a pooled sandbox.
+  std::chrono::steady_clock::time_point last_take_ ISB_GUARDED_BY(pool_mu_){};
   struct Busy;
-  int busy_ = 0;  // creates, starts and execs running (Busy)
-  std::chrono::steady_clock::time_point last_quiet_{};  // when busy_ last dropped to 0
-  bool pool_stop_ = false;
+  int busy_ ISB_GUARDED_BY(pool_mu_) = 0;  // creates, starts and execs running (Busy)
+  std::chrono::steady_clock::time_point last_quiet_ ISB_GUARDED_BY(pool_mu_){};  // when busy_ last dropped to 0
+  bool pool_stop_ ISB_GUARDED_BY(pool_mu_) = false;
   std::thread pool_thread_;
   // What is left of removed sandboxes (their layers and state dirs). Last: destroyed, and so finished, first.
   TeardownQueue teardown_;

@@ -66,16 +66,16 @@ SandboxManager::PoolKind SandboxManager::PoolFor(const api::SandboxSpec& spec, c
 std::optional<SandboxManager::Pooled> SandboxManager::TakeReady(PoolKind kind) {
   if (kind == PoolKind::kCold) return std::nullopt;
   std::vector<Pooled>& pool = kind == PoolKind::kNet ? net_pool_ : pool_;
-  std::unique_lock lock(pool_mu_);
+  MutexLock lock(pool_mu_);
   while (!pool.empty()) {
     Pooled p = std::move(pool.back());
     pool.pop_back();
     last_take_ = std::chrono::steady_clock::now();
-    pool_cv_.notify_all();
+    pool_cv_.NotifyAll();
     if (engine::ProcessStartTime(p.rec.pid) == p.rec.start_time) return p;
-    lock.unlock();
+    lock.Unlock();
     Discard(p.rec);  // died while waiting (say, killed from outside)
-    lock.lock();
+    lock.Lock();
   }
   return std::nullopt;
 }
@@ -107,7 +107,7 @@ Result<SandboxManager::Pooled> SandboxManager::LaunchPooled(PoolKind kind) {
 }
 
 void SandboxManager::FillPool() {
-  std::unique_lock lock(pool_mu_);
+  MutexLock lock(pool_mu_);
   while (!pool_stop_) {
     // refill_policy.h: at once when empty, else in a quiet moment (the create's first exec goes first). The pool
     // due first is filled first.
@@ -121,34 +121,34 @@ void SandboxManager::FillPool() {
       }
     }
     if (due == PoolState::Time::max()) {
-      pool_cv_.wait(lock);
+      pool_cv_.Wait(pool_mu_);
       continue;
     }
     if (std::chrono::steady_clock::now() < due) {
-      pool_cv_.wait_until(lock, due);
+      pool_cv_.WaitUntil(pool_mu_, due);
       continue;
     }
-    lock.unlock();
+    lock.Unlock();
     Result<Pooled> launched = LaunchPooled(kind);
     if (!launched.ok()) {
       std::fprintf(stderr, "isb: the pool could not launch a sandbox: %s\n", launched.error().message.c_str());
-      lock.lock();
-      pool_cv_.wait_for(lock, std::chrono::seconds(5), [this] { return pool_stop_; });
+      lock.Lock();
+      pool_cv_.WaitForFlag(pool_mu_, pool_stop_, std::chrono::seconds(5));
       continue;
     }
-    lock.lock();
+    lock.Lock();
     // The destructor discards it if stopping.
     (kind == PoolKind::kNet ? net_pool_ : pool_).push_back(std::move(*launched));
   }
 }
 
 size_t SandboxManager::PoolSize() {
-  std::lock_guard lock(pool_mu_);
+  MutexLock lock(pool_mu_);
   return pool_.size();
 }
 
 size_t SandboxManager::NetPoolSize() {
-  std::lock_guard lock(pool_mu_);
+  MutexLock lock(pool_mu_);
   return net_pool_.size();
 }
 

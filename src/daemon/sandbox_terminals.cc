@@ -50,7 +50,7 @@ constexpr std::chrono::milliseconds kTerminalInputWait{5000};
 Result<std::string> SandboxManager::ReserveTerminal(const std::string& sandbox, const std::string& caller) {
   ISB_ASSIGN_OR_RETURN(std::string hex, RandomHex(16));
   std::string session = "ts-" + hex;
-  std::lock_guard lock(terminals_mu_);
+  MutexLock lock(terminals_mu_);
   size_t live = 0;
   for (const auto& [id, t] : terminals_) live += t.sandbox == sandbox ? 1 : 0;
   if (live >= api::kMaxTerminalSessions) {
@@ -65,7 +65,7 @@ Result<std::shared_ptr<engine::ExecTerminal>> SandboxManager::FindTerminal(const
                                                                            const std::string& session,
                                                                            const std::string& caller) {
   ISB_ASSIGN_OR_RETURN(Record rec, Load(id_or_name));
-  std::lock_guard lock(terminals_mu_);
+  MutexLock lock(terminals_mu_);
   auto it = terminals_.find(session);
   if (it == terminals_.end() || it->second.sandbox != rec.id || it->second.caller != caller || !it->second.terminal)
     return api::NoTerminalSession(session, id_or_name);

@@ -35,7 +35,7 @@ SecretBroker::SecretBroker(SecretBrokerOptions options) : options_(std::move(opt
     options_.filter->OnLeak([this](const secrets::LeakEvent& event) {
       LeakReport report{event, ""};
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         if (auto it = bound_.find(event.sandbox); it != bound_.end()) report.org = it->second.org;
       }
       options_.on_leak(report);
@@ -138,13 +138,13 @@ void SecretBroker::Bind(const std::string& id, const std::string& org, const egr
   if (spec.secrets.empty()) return Unbind(id);
   Bound bound{org, spec};
   secrets::SandboxSecrets bindings = Bindings(id, bound);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   bound_[id] = std::move(bound);
   options_.filter->Set(id, std::move(bindings));
 }
 
 void SecretBroker::Unbind(const std::string& id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   bound_.erase(id);
   options_.filter->Remove(id);
 }
@@ -152,7 +152,7 @@ void SecretBroker::Unbind(const std::string& id) {
 void SecretBroker::Changed(const std::string& org, const std::string& name) {
   std::function<void(const std::string&, const std::string&)> changed;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (const auto& [id, bound] : bound_) {
       if (bound.org != org) continue;
       bool uses = std::any_of(bound.spec.secrets.begin(), bound.spec.secrets.end(),
@@ -165,7 +165,7 @@ void SecretBroker::Changed(const std::string& org, const std::string& name) {
 }
 
 void SecretBroker::OnChange(std::function<void(const std::string& org, const std::string& name)> changed) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   changed_ = std::move(changed);
 }
 

@@ -6,9 +6,9 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 
+#include "base/mutex.h"
 #include "base/result.h"
 #include "egress/policy.h"
 #include "secrets/secret_store.h"
@@ -76,9 +76,9 @@ class SecretBroker {
   secrets::SandboxSecrets Bindings(const std::string& id, const Bound& bound) const;
 
   SecretBrokerOptions options_;
-  mutable std::mutex mu_;
-  std::map<std::string, Bound> bound_;  // by sandbox id (guarded by mu_)
-  std::function<void(const std::string&, const std::string&)> changed_;  // guarded by mu_
+  mutable Mutex mu_;
+  std::map<std::string, Bound> bound_ ISB_GUARDED_BY(mu_);  // by sandbox id
+  std::function<void(const std::string&, const std::string&)> changed_ ISB_GUARDED_BY(mu_);
 };
 
 // The key placeholders are made with, kept in `path` (0600), made at first use.

@@ -10,10 +10,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <condition_variable>
 #include <cstdio>
 #include <cstring>
-#include <mutex>
 #include <thread>
 
 #include "api/audit_tools.h"
@@ -28,6 +26,7 @@
 #include "api/secret_tools.h"
 #include "api/web_auth.h"
 #include "base/file.h"
+#include "base/mutex.h"
 #include "base/random.h"
 #include "audit/details.h"
 #include "audit/history.h"
@@ -160,13 +159,13 @@ int Serve(const ServeOptions& options) {
   // The history opens after egress starts and closes before it stops; outside that a change under the daemon is
   // logged only.
   struct HistorySlot {
-    std::mutex mu;
-    audit::History* history = nullptr;
+    Mutex mu;
+    audit::History* history ISB_GUARDED_BY(mu) = nullptr;
   };
   auto history_for_egress = std::make_shared<HistorySlot>();
   egress_options.on_network_event = [history_for_egress](const std::string& id, const std::string& org,
                                                          const std::string& reason) {
-    std::lock_guard lock(history_for_egress->mu);
+    MutexLock lock(history_for_egress->mu);
     audit::History* h = history_for_egress->history;
     if (h == nullptr) return;
     audit::HistoryEntry e;
@@ -211,13 +210,13 @@ int Serve(const ServeOptions& options) {
   if (!history.ok()) return Fail("history: " + history.error().message);
   manager_options.history = history->get();
   {
-    std::lock_guard lock(history_for_egress->mu);
+    MutexLock lock(history_for_egress->mu);
     history_for_egress->history = history->get();
   }
   struct ClearOnExit {
     HistorySlot& slot;
     ~ClearOnExit() {
-      std::lock_guard lock(slot.mu);
+      MutexLock lock(slot.mu);
       slot.history = nullptr;
     }
   } clear_history_for_egress{*history_for_egress};
@@ -393,16 +392,16 @@ int Serve(const ServeOptions& options) {
   if (auto st = server.Start(); !st.ok()) return Fail(st.error().message);
 
   // 7. The reaper.
-  std::mutex mu;
-  std::condition_variable cv;
+  Mutex mu;
+  CondVar cv;
   bool stopping = false;
   std::thread reaper([&] {
-    std::unique_lock lock(mu);
-    while (!cv.wait_for(lock, options.reap_interval, [&] { return stopping; })) {
-      lock.unlock();
+    MutexLock lock(mu);
+    while (!cv.WaitForFlag(mu, stopping, options.reap_interval)) {
+      lock.Unlock();
       int n = manager.ReapOnce();
       if (n > 0) Log("reaper removed " + std::to_string(n) + " sandbox(es)");
-      lock.lock();
+      lock.Lock();
     }
   });
 
@@ -418,10 +417,10 @@ int Serve(const ServeOptions& options) {
   Log(std::string("stopping on ") + ::strsignal(sig) + "; sandboxes keep running");
   server.Stop();
   {
-    std::lock_guard lock(mu);
+    MutexLock lock(mu);
     stopping = true;
   }
-  cv.notify_all();
+  cv.NotifyAll();
   reaper.join();
   if (pruner) pruner->Stop();
   return 0;

@@ -46,15 +46,15 @@ Result<std::unique_ptr<DaemonSecrets>> DaemonSecrets::Open(const SecretsConfig& 
 
 DaemonSecrets::~DaemonSecrets() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     done_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   if (stopper_.joinable()) stopper_.join();
 }
 
 void DaemonSecrets::SetStopper(std::function<void(const std::string& id)> stop) {
-  std::lock_guard stopping(stop_mu_);  // waits for a stop in progress
+  MutexLock stopping(stop_mu_);  // waits for a stop in progress
   stop_ = std::move(stop);
 }
 
@@ -76,23 +76,23 @@ void DaemonSecrets::Leaked(const LeakReport& report) {
     std::fprintf(stderr, "isb: audit: a secret leak of %s was not recorded: %s\n", leak.sandbox.c_str(),
                  r.error().message.c_str());
   if (leak.action != egress::OnLeak::kStop) return;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   to_stop_.push_back(leak.sandbox);
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 void DaemonSecrets::StopLoop() {
   while (true) {
     std::string id;
     {
-      std::unique_lock lock(mu_);
-      cv_.wait(lock, [this] { return done_ || !to_stop_.empty(); });
+      MutexLock lock(mu_);
+      while (!done_ && to_stop_.empty()) cv_.Wait(mu_);
       if (done_) return;
       id = std::move(to_stop_.front());
       to_stop_.pop_front();
     }
     // The queue stays open meanwhile: the proxy's thread never waits for a stop.
-    std::lock_guard stopping(stop_mu_);
+    MutexLock stopping(stop_mu_);
     if (stop_) stop_(id);
   }
 }

@@ -3,15 +3,14 @@
 // (an audit row, and with on_leak stop, the sandbox stopped off the proxy's thread).
 #pragma once
 
-#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
 #include "audit/log.h"
+#include "base/mutex.h"
 #include "base/result.h"
 #include "daemon/secret_broker.h"
 #include "secrets/secret_store.h"
@@ -48,12 +47,12 @@ class DaemonSecrets {
   std::unique_ptr<secrets::SecretStore> store_;
   std::shared_ptr<secrets::SecretsFilter> filter_;
   std::unique_ptr<SecretBroker> broker_;
-  std::mutex stop_mu_;  // held while a sandbox is being stopped
-  std::function<void(const std::string&)> stop_;  // guarded by stop_mu_
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::string> to_stop_;                // guarded by mu_
-  bool done_ = false;                              // guarded by mu_
+  Mutex stop_mu_;  // held while a sandbox is being stopped
+  std::function<void(const std::string&)> stop_ ISB_GUARDED_BY(stop_mu_);
+  Mutex mu_;
+  CondVar cv_;
+  std::deque<std::string> to_stop_ ISB_GUARDED_BY(mu_);
+  bool done_ ISB_GUARDED_BY(mu_) = false;
   std::thread stopper_;
 };
 

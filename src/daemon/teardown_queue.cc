@@ -12,20 +12,20 @@ TeardownQueue::TeardownQueue() : thread_([this] { Run(); }) {}
 
 TeardownQueue::~TeardownQueue() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   thread_.join();
 }
 
 void TeardownQueue::Add(std::function<void()> work) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (queue_.size() < kMaxPending) {
       queue_.push_back(std::move(work));
       ++added_;
-      cv_.notify_one();
+      cv_.NotifyOne();
       return;
     }
   }
@@ -33,13 +33,13 @@ void TeardownQueue::Add(std::function<void()> work) {
 }
 
 void TeardownQueue::Settle() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   const uint64_t target = added_;
-  done_cv_.wait(lock, [&] { return finished_ >= target; });
+  while (finished_ < target) done_cv_.Wait(mu_);
 }
 
 size_t TeardownQueue::Pending() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return static_cast<size_t>(added_ - finished_);
 }
 
@@ -47,17 +47,17 @@ void TeardownQueue::Run() {
   // This thread only (a nice value is per thread on Linux): what is left of a removal yields the CPU to the calls
   // being served. A failure leaves it at the daemon's priority, which is only slower for others.
   (void)::setpriority(PRIO_PROCESS, 0, kLowestNice);
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   for (;;) {
-    cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+    while (!stop_ && queue_.empty()) cv_.Wait(mu_);
     if (queue_.empty()) return;  // stopping, and everything queued has run
     std::function<void()> work = std::move(queue_.front());
     queue_.pop_front();
-    lock.unlock();
+    lock.Unlock();
     work();
-    lock.lock();
+    lock.Lock();
     ++finished_;
-    done_cv_.notify_all();
+    done_cv_.NotifyAll();
   }
 }
 

@@ -2,11 +2,11 @@
 // lowest priority, in the order it was added.
 #pragma once
 
-#include <condition_variable>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <thread>
+
+#include "base/mutex.h"
 
 namespace isb::daemon {
 
@@ -36,12 +36,12 @@ class TeardownQueue {
  private:
   void Run();
 
-  std::mutex mu_;
-  std::condition_variable cv_;       // work added, or stopping
-  std::condition_variable done_cv_;  // a piece of work finished
-  std::deque<std::function<void()>> queue_;
-  uint64_t added_ = 0, finished_ = 0;
-  bool stop_ = false;
+  Mutex mu_;
+  CondVar cv_;       // work added, or stopping
+  CondVar done_cv_;  // a piece of work finished
+  std::deque<std::function<void()>> queue_ ISB_GUARDED_BY(mu_);
+  uint64_t added_ ISB_GUARDED_BY(mu_) = 0, finished_ ISB_GUARDED_BY(mu_) = 0;
+  bool stop_ ISB_GUARDED_BY(mu_) = false;
   std::thread thread_;  // last: started once the rest is in place
 };
 

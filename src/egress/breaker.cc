@@ -3,7 +3,7 @@
 namespace isb::egress {
 
 CircuitBreaker::Ticket CircuitBreaker::Admit(SteadyTime now) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   switch (state_) {
     case State::kClosed: return {true, false, generation_};
     case State::kHalfOpen: return {false, false, generation_};
@@ -17,7 +17,7 @@ CircuitBreaker::Ticket CircuitBreaker::Admit(SteadyTime now) {
 }
 
 void CircuitBreaker::Record(const Ticket& ticket, bool success, SteadyTime now) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!ticket.admitted || ticket.generation != generation_) return;
   if (ticket.probe) {
     if (state_ != State::kHalfOpen) return;
@@ -46,7 +46,7 @@ void CircuitBreaker::Open(SteadyTime now) {
 }
 
 CircuitBreaker::State CircuitBreaker::state() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return state_;
 }
 

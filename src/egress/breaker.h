@@ -5,7 +5,8 @@
 
 #include <chrono>
 #include <cstdint>
-#include <mutex>
+
+#include "base/mutex.h"
 
 namespace isb::egress {
 
@@ -33,15 +34,15 @@ class CircuitBreaker {
   State state() const;
 
  private:
-  void Open(SteadyTime now);
+  void Open(SteadyTime now) ISB_REQUIRES(mu_);
 
   const int threshold_;
   const std::chrono::milliseconds open_for_;
-  mutable std::mutex mu_;
-  State state_ = State::kClosed;
-  int failures_ = 0;
-  SteadyTime opened_at_{};
-  uint64_t generation_ = 0;
+  mutable Mutex mu_;
+  State state_ ISB_GUARDED_BY(mu_) = State::kClosed;
+  int failures_ ISB_GUARDED_BY(mu_) = 0;
+  SteadyTime opened_at_ ISB_GUARDED_BY(mu_){};
+  uint64_t generation_ ISB_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace isb::egress

@@ -18,13 +18,13 @@ Result<std::shared_ptr<const SandboxCa>> CertMinter::CaLocked(const std::string&
 }
 
 Result<std::string> CertMinter::CaPem(const std::string& sandbox) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   ISB_ASSIGN_OR_RETURN(std::shared_ptr<const SandboxCa> ca, CaLocked(sandbox));
   return ca->pem();
 }
 
 Result<std::shared_ptr<const TlsIdentity>> CertMinter::Leaf(const std::string& sandbox, const std::string& host) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Key key{sandbox, host};
   auto it = leaves_.find(key);
   if (it != leaves_.end()) {
@@ -48,7 +48,7 @@ Result<std::shared_ptr<const TlsIdentity>> CertMinter::Leaf(const std::string& s
 }
 
 void CertMinter::Forget(const std::string& sandbox) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   cas_.erase(sandbox);
   for (auto it = leaves_.begin(); it != leaves_.end();) {
     if (it->first.first == sandbox) {
@@ -61,7 +61,7 @@ void CertMinter::Forget(const std::string& sandbox) {
 }
 
 size_t CertMinter::cached_leaves() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return leaves_.size();
 }
 

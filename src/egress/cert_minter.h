@@ -7,10 +7,10 @@
 #include <list>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 
+#include "base/mutex.h"
 #include "base/result.h"
 #include "egress/sandbox_ca.h"
 
@@ -37,17 +37,17 @@ class CertMinter {
 
  private:
   using Key = std::pair<std::string, std::string>;  // sandbox, host
-  Result<std::shared_ptr<const SandboxCa>> CaLocked(const std::string& sandbox);
+  Result<std::shared_ptr<const SandboxCa>> CaLocked(const std::string& sandbox) ISB_REQUIRES(mu_);
 
   CertMinterOptions options_;
-  mutable std::mutex mu_;
-  std::map<std::string, std::shared_ptr<const SandboxCa>> cas_;
-  std::list<Key> lru_;  // most recently used first
+  mutable Mutex mu_;
+  std::map<std::string, std::shared_ptr<const SandboxCa>> cas_ ISB_GUARDED_BY(mu_);
+  std::list<Key> lru_ ISB_GUARDED_BY(mu_);  // most recently used first
   struct Cached {
     std::shared_ptr<const TlsIdentity> leaf;
     std::list<Key>::iterator position;
   };
-  std::map<Key, Cached> leaves_;
+  std::map<Key, Cached> leaves_ ISB_GUARDED_BY(mu_);
 };
 
 }  // namespace isb::egress

@@ -5,7 +5,7 @@ namespace isb::egress {
 
 bool DenyWindow::FirstInWindow(const std::string& key) {
   auto now = std::chrono::steady_clock::now();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (last_.size() >= kMaxDenyKeys && now - last_sweep_ >= std::chrono::seconds(1)) {
     std::erase_if(last_, [&](auto& kv) { return now - kv.second > kWindow; });
     last_sweep_ = now;

@@ -5,8 +5,9 @@
 #include <chrono>
 #include <cstddef>
 #include <map>
-#include <mutex>
 #include <string>
+
+#include "base/mutex.h"
 
 namespace isb::egress {
 
@@ -20,9 +21,9 @@ class DenyWindow {
   bool FirstInWindow(const std::string& key);
 
  private:
-  std::mutex mu_;
-  std::map<std::string, std::chrono::steady_clock::time_point> last_;
-  std::chrono::steady_clock::time_point last_sweep_{};
+  Mutex mu_;
+  std::map<std::string, std::chrono::steady_clock::time_point> last_ ISB_GUARDED_BY(mu_);
+  std::chrono::steady_clock::time_point last_sweep_ ISB_GUARDED_BY(mu_){};
 };
 
 }  // namespace isb::egress

@@ -161,7 +161,7 @@ bool HostAddressWatch::Changed() {
 }
 
 Result<std::vector<IpAddress>> HostAddressWatch::Get() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   // Drained before reading: an announcement that comes after the drain is there for the next call.
   if (Changed() || !have_) {
     have_ = false;  // a failed read leaves nothing to trust: the next call reads again

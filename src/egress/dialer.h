@@ -5,13 +5,13 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "base/fd.h"
+#include "base/mutex.h"
 #include "base/result.h"
 #include "egress/address.h"
 #include "egress/pin.h"
@@ -57,13 +57,13 @@ class HostAddressWatch {
 
  private:
   // Whether any announcement arrived since the last call (or the socket cannot say).
-  bool Changed();
+  bool Changed() ISB_REQUIRES(mu_);
 
   LocalAddresses read_;
-  std::mutex mu_;
-  Fd sock_;
-  bool have_ = false;
-  std::vector<IpAddress> cached_;
+  Mutex mu_;
+  Fd sock_ ISB_GUARDED_BY(mu_);
+  bool have_ ISB_GUARDED_BY(mu_) = false;
+  std::vector<IpAddress> cached_ ISB_GUARDED_BY(mu_);
   std::atomic<uint64_t> reads_{0};
 };
 

@@ -107,7 +107,7 @@ Result<JudgeVerdict> Judge::Call(const JudgeQuestion& q) {
 }
 
 std::shared_ptr<CircuitBreaker> Judge::BreakerOf(const std::string& policy) {
-  std::lock_guard lock(breakers_mu_);
+  MutexLock lock(breakers_mu_);
   // Policies come and go with sandboxes: past a bound, closed breakers nobody holds are forgotten (a closed
   // breaker's only state is a count of recent failures).
   if (breakers_.size() >= kMaxBreakers) {

@@ -8,11 +8,11 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/result.h"
 #include "egress/breaker.h"
 #include "egress/dialer.h"
@@ -73,8 +73,8 @@ class Judge {
   const std::shared_ptr<const TlsTrust> trust_;
   VerdictCache cache_;
   std::atomic<uint64_t> calls_{0};
-  std::mutex breakers_mu_;
-  std::unordered_map<std::string, std::shared_ptr<CircuitBreaker>> breakers_;
+  Mutex breakers_mu_;
+  std::unordered_map<std::string, std::shared_ptr<CircuitBreaker>> breakers_ ISB_GUARDED_BY(breakers_mu_);
   static constexpr size_t kMaxBreakers = 10000;
 };
 

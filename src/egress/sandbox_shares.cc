@@ -4,7 +4,7 @@
 namespace isb::egress {
 
 bool SandboxShares::Take(const std::string& sandbox, Kind kind, int limit) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   int& held = held_[sandbox].Of(kind);
   if (held >= limit) return false;
   ++held;
@@ -12,7 +12,7 @@ bool SandboxShares::Take(const std::string& sandbox, Kind kind, int limit) {
 }
 
 void SandboxShares::Release(const std::string& sandbox, Kind kind) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = held_.find(sandbox);
   if (it == held_.end()) return;
   --it->second.Of(kind);

@@ -3,8 +3,9 @@
 #pragma once
 
 #include <map>
-#include <mutex>
 #include <string>
+
+#include "base/mutex.h"
 
 namespace isb::egress {
 
@@ -37,8 +38,8 @@ class SandboxShares {
     int blocking = 0;
     int& Of(Kind kind) { return kind == Kind::kConnection ? connections : blocking; }
   };
-  std::mutex mu_;
-  std::map<std::string, Held> held_;  // by sandbox; an entry goes when it holds nothing
+  Mutex mu_;
+  std::map<std::string, Held> held_ ISB_GUARDED_BY(mu_);  // by sandbox; an entry goes when it holds nothing
 };
 
 }  // namespace isb::egress

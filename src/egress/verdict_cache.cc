@@ -14,7 +14,7 @@ void VerdictCache::Erase(std::list<Entry>::iterator it) {
 JudgeVerdict VerdictCache::Get(const std::string& key, const std::string& owner, const std::function<Answer()>& ask) {
   std::shared_ptr<Flight> flight;
   {
-    std::unique_lock lock(mu_);
+    MutexLock lock(mu_);
     if (auto it = index_.find(key); it != index_.end()) {
       if (clock_() < it->second->expires) {
         lru_.splice(lru_.begin(), lru_, it->second);
@@ -25,7 +25,7 @@ JudgeVerdict VerdictCache::Get(const std::string& key, const std::string& owner,
     if (auto it = flights_.find(key); it != flights_.end()) {
       std::shared_ptr<Flight> joined = it->second;
       ++waiting_;
-      landed_.wait(lock, [&] { return joined->done; });
+      while (!joined->done) landed_.Wait(mu_);
       --waiting_;
       return joined->verdict;
     }
@@ -33,7 +33,7 @@ JudgeVerdict VerdictCache::Get(const std::string& key, const std::string& owner,
     flights_.emplace(key, flight);
   }
   Answer answer = ask();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (answer.cacheable && capacity_ > 0) {
     if (auto it = index_.find(key); it != index_.end()) Erase(it->second);  // a flight that began after an expiry
     lru_.push_front(Entry{key, owner, answer.verdict, clock_() + ttl_});
@@ -51,17 +51,17 @@ JudgeVerdict VerdictCache::Get(const std::string& key, const std::string& owner,
   flight->verdict = answer.verdict;
   flight->done = true;
   flights_.erase(key);
-  landed_.notify_all();
+  landed_.NotifyAll();
   return answer.verdict;
 }
 
 size_t VerdictCache::size() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return lru_.size();
 }
 
 size_t VerdictCache::waiting() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return waiting_;
 }
 

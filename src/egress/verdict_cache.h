@@ -3,15 +3,14 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <functional>
 #include <list>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 
+#include "base/mutex.h"
 #include "egress/breaker.h"
 #include "egress/judge_verdict.h"
 
@@ -48,8 +47,8 @@ class VerdictCache {
     JudgeVerdict verdict;
     SteadyTime expires;
   };
-  void Erase(std::list<Entry>::iterator it);  // with mu_ held
-  struct Flight {
+  void Erase(std::list<Entry>::iterator it) ISB_REQUIRES(mu_);
+  struct Flight {  // its fields with mu_ held
     bool done = false;
     JudgeVerdict verdict;
   };
@@ -57,13 +56,13 @@ class VerdictCache {
   const size_t capacity_;
   const std::chrono::milliseconds ttl_;
   const SteadyClock clock_;
-  mutable std::mutex mu_;
-  std::condition_variable landed_;
-  std::list<Entry> lru_;  // most recently used first
-  std::unordered_map<std::string, std::list<Entry>::iterator> index_;
-  std::unordered_map<std::string, std::shared_ptr<Flight>> flights_;
-  std::unordered_map<std::string, size_t> held_;  // entries per owner
-  size_t waiting_ = 0;
+  mutable Mutex mu_;
+  CondVar landed_;
+  std::list<Entry> lru_ ISB_GUARDED_BY(mu_);  // most recently used first
+  std::unordered_map<std::string, std::list<Entry>::iterator> index_ ISB_GUARDED_BY(mu_);
+  std::unordered_map<std::string, std::shared_ptr<Flight>> flights_ ISB_GUARDED_BY(mu_);
+  std::unordered_map<std::string, size_t> held_ ISB_GUARDED_BY(mu_);  // entries per owner
+  size_t waiting_ ISB_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace isb::egress

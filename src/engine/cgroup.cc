@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <mutex>
 #include <set>
 #include <cstdlib>
 #include <sstream>
@@ -15,6 +14,7 @@
 #include <thread>
 
 #include "base/file.h"
+#include "base/mutex.h"
 
 namespace isb::engine {
 namespace {
@@ -63,9 +63,9 @@ Status MakeGroupDir(const std::string& path) {
 // isb's parent group is bounded once per process and hierarchy (its pids.max outlives the process; a later one
 // writes it again, in case kernel.pid_max changed or an older isb left it unbounded).
 Status BoundParentPids(const std::string& parent) {
-  static std::mutex mu;
-  static std::set<std::string> done;
-  std::lock_guard lock(mu);
+  static Mutex mu;
+  static std::set<std::string> done ISB_GUARDED_BY(mu);
+  MutexLock lock(mu);
   if (done.count(parent)) return {};
   // A lower bound an operator set stays.
   const uint32_t bound = HostPidsBound().sandboxes();

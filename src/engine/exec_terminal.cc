@@ -25,7 +25,7 @@ Result<Fd> ExecTerminal::AdoptMaster(Fd fd) {
 }
 
 Status ExecTerminal::Write(std::string_view data, std::chrono::milliseconds timeout) {
-  std::lock_guard lock(write_mu_);
+  MutexLock lock(write_mu_);
   const auto deadline = Clock::now() + timeout;
   size_t done = 0;
   while (done < data.size()) {
@@ -60,7 +60,7 @@ Status ExecTerminal::SendEof(std::chrono::milliseconds timeout) {
   }
   bool line_pending;
   {
-    std::lock_guard lock(write_mu_);
+    MutexLock lock(write_mu_);
     line_pending = last_ != '\n' && last_ != '\r' && last_ != eof;
   }
   // In canonical mode an end-of-file character after characters not yet sent only sends them; the next ends input.

@@ -4,10 +4,10 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <string_view>
 
 #include "base/fd.h"
+#include "base/mutex.h"
 #include "base/result.h"
 
 namespace isb::engine {
@@ -39,8 +39,8 @@ class ExecTerminal {
 
  private:
   Fd master_;
-  std::mutex write_mu_;  // keeps each call's bytes together
-  char last_ = '\n';     // the last byte written (write_mu_)
+  Mutex write_mu_;  // keeps each call's bytes together
+  char last_ ISB_GUARDED_BY(write_mu_) = '\n';  // the last byte written
 };
 
 }  // namespace isb::engine

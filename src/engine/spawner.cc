@@ -126,6 +126,7 @@ Status Spawner::Start(const std::string& runtime_dir) {
     SpawnerMain(sv[1], runtime_dir);
   }
   ::close(sv[1]);
+  MutexLock lock(mu_);
   sock_.Reset(sv[0]);
   pid_ = pid;
   return {};
@@ -133,7 +134,7 @@ Status Spawner::Start(const std::string& runtime_dir) {
 
 Result<SpawnedSandbox> Spawner::Spawn(const SandboxConfig& config, const std::string& control_path,
                                       const std::string& cgroup_name) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!sock_.valid()) return Error::Msg("the spawner is not running");
   ISB_TRY(SendText(sock_.get(), json{{"config", ConfigToJson(config)}, {"control_path", control_path}, {"cgroup_name", cgroup_name}}.dump()));
   Fd report;

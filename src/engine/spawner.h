@@ -4,10 +4,10 @@
 #include <sys/types.h>
 
 #include <cstdint>
-#include <mutex>
 #include <string>
 
 #include "base/fd.h"
+#include "base/mutex.h"
 #include "base/result.h"
 #include "engine/config.h"
 
@@ -38,8 +38,8 @@ class Spawner {
                                const std::string& cgroup_name = "");
 
  private:
-  std::mutex mu_;
-  Fd sock_;
+  Mutex mu_;
+  Fd sock_ ISB_GUARDED_BY(mu_);  // one request and its reply at a time
   pid_t pid_ = 0;
 };
 

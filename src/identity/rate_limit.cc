@@ -14,7 +14,7 @@ void RateLimiter::Expire(Entry& e, int64_t now) const {
 void RateLimiter::Touch(Entry& e) { lru_.splice(lru_.begin(), lru_, e.lru); }
 
 int64_t RateLimiter::RetryAfter(std::string_view key) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = entries_.find(std::string(key));
   if (it == entries_.end()) return 0;
   int64_t now = now_();
@@ -25,7 +25,7 @@ int64_t RateLimiter::RetryAfter(std::string_view key) {
 }
 
 void RateLimiter::RecordFailure(std::string_view key) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   int64_t now = now_();
   auto [it, added] = entries_.try_emplace(std::string(key));
   Entry& e = it->second;
@@ -45,13 +45,13 @@ void RateLimiter::RecordFailure(std::string_view key) {
 }
 
 void RateLimiter::Refund(std::string_view key) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = entries_.find(std::string(key));
   if (it != entries_.end() && !it->second.failures.empty()) it->second.failures.pop_back();
 }
 
 void RateLimiter::Reset(std::string_view key) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = entries_.find(std::string(key));
   if (it == entries_.end()) return;
   lru_.erase(it->second.lru);
@@ -59,7 +59,7 @@ void RateLimiter::Reset(std::string_view key) {
 }
 
 size_t RateLimiter::keys() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return entries_.size();
 }
 
@@ -78,7 +78,7 @@ void SignInLimiter::RecordFailure(std::string_view account, std::string_view add
 void SignInLimiter::RecordSuccess(std::string_view account) { accounts_.Reset(account); }
 
 int64_t SignInLimiter::Begin(std::string_view account, std::string_view address) {
-  std::lock_guard lock(begin_mu_);
+  MutexLock lock(begin_mu_);
   if (int64_t wait = RetryAfter(account, address); wait > 0) return wait;
   RecordFailure(account, address);
   return 0;

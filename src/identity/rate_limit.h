@@ -4,11 +4,11 @@
 #include <cstdint>
 #include <deque>
 #include <list>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 
+#include "base/mutex.h"
 #include "identity/clock.h"
 
 namespace isb::identity {
@@ -39,13 +39,13 @@ class RateLimiter {
     std::list<std::string>::iterator lru;   // position in lru_
   };
   void Expire(Entry& e, int64_t now) const;
-  void Touch(Entry& e);
+  void Touch(Entry& e) ISB_REQUIRES(mu_);
 
   RateLimit limit_;
   Clock now_;
-  mutable std::mutex mu_;
-  std::unordered_map<std::string, Entry> entries_;
-  std::list<std::string> lru_;  // most recently touched first
+  mutable Mutex mu_;
+  std::unordered_map<std::string, Entry> entries_ ISB_GUARDED_BY(mu_);
+  std::list<std::string> lru_ ISB_GUARDED_BY(mu_);  // most recently touched first
 };
 
 // The sign-in limits: per account (5 failures in 15 minutes) and per client address (20 in 15 minutes).
@@ -67,7 +67,7 @@ class SignInLimiter {
   void Succeeded(std::string_view account, std::string_view address);
 
  private:
-  std::mutex begin_mu_;  // one Begin at a time: its check and its charge are one step
+  Mutex begin_mu_;  // one Begin at a time: its check and its charge are one step
   RateLimiter accounts_;
   RateLimiter addresses_;
 };

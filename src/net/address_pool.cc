@@ -90,7 +90,7 @@ Slot AddressPool::SlotAt(uint32_t index) const {
 }
 
 Result<Slot> AddressPool::Allocate() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (uint32_t i = 0; i < capacity_; ++i) {
     uint32_t index = (next_ + i) % capacity_;
     if (used_[index]) continue;
@@ -102,7 +102,7 @@ Result<Slot> AddressPool::Allocate() {
 }
 
 Status AddressPool::Reserve(uint32_t index) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (index >= capacity_) return Error::Of(Code::kInvalidArgument, "address slot out of range");
   if (used_[index]) return Error::Of(Code::kConflict, "address slot already in use");
   used_[index] = true;
@@ -110,7 +110,7 @@ Status AddressPool::Reserve(uint32_t index) {
 }
 
 void AddressPool::Free(uint32_t index) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (index < capacity_) used_[index] = false;
 }
 

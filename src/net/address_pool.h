@@ -4,10 +4,10 @@
 #include <netinet/in.h>
 
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/result.h"
 
 namespace isb::net {
@@ -53,9 +53,9 @@ class AddressPool {
  private:
   Subnet subnet_;
   uint32_t capacity_;
-  std::mutex mu_;
-  std::vector<bool> used_;
-  uint32_t next_ = 0;  // where the search for a free slot starts
+  Mutex mu_;
+  std::vector<bool> used_ ISB_GUARDED_BY(mu_);
+  uint32_t next_ ISB_GUARDED_BY(mu_) = 0;  // where the search for a free slot starts
 };
 
 }  // namespace isb::net

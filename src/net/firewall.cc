@@ -141,7 +141,7 @@ Status DeleteTable(const std::string& table) {
 }
 
 Status Firewall::Set(const SandboxRules& rules) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   SandboxRules before;
   bool existed = sandboxes_.count(rules.ifname) != 0;
   if (existed) before = sandboxes_[rules.ifname];
@@ -156,18 +156,18 @@ Status Firewall::Set(const SandboxRules& rules) {
 }
 
 Status Firewall::Remove(const std::string& ifname) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (sandboxes_.erase(ifname) == 0) return {};
   return ApplyLocked();
 }
 
 Status Firewall::Sync() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return ApplyLocked();
 }
 
 Status Firewall::SetForwardOnlySandboxes(bool on) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const bool before = config_.forward_only_sandboxes;
   config_.forward_only_sandboxes = on;
   Status s = ApplyLocked();
@@ -203,7 +203,7 @@ Result<std::optional<std::string>> ListTable(const std::string& table) {
 }  // namespace
 
 Result<std::string> Firewall::Restore() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (applied_ == 0) return std::string();  // nothing applied yet
   ISB_ASSIGN_OR_RETURN(std::optional<std::string> now, ListTable(config_.table));
   std::string found;

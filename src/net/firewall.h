@@ -6,10 +6,10 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/result.h"
 
 namespace isb::net {
@@ -59,19 +59,19 @@ class Firewall {
   // Sets forward_only_sandboxes and reapplies; on failure the kernel and the config keep the previous value.
   Status SetForwardOnlySandboxes(bool on);
   FirewallConfig config() const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return config_;
   }
 
  private:
-  Status ApplyLocked();
-  FirewallConfig config_;
-  mutable std::mutex mu_;
-  std::map<std::string, SandboxRules> sandboxes_;
+  Status ApplyLocked() ISB_REQUIRES(mu_);
+  mutable Mutex mu_;
+  FirewallConfig config_ ISB_GUARDED_BY(mu_);
+  std::map<std::string, SandboxRules> sandboxes_ ISB_GUARDED_BY(mu_);
   std::function<void()> on_applied_;
-  uint64_t applied_ = 0;     // applies so far
-  uint64_t referenced_ = 0;  // the apply reference_ was listed after
-  std::string reference_;    // `nft -s list table` after that apply (counters left out)
+  uint64_t applied_ ISB_GUARDED_BY(mu_) = 0;     // applies so far
+  uint64_t referenced_ ISB_GUARDED_BY(mu_) = 0;  // the apply reference_ was listed after
+  std::string reference_ ISB_GUARDED_BY(mu_);    // `nft -s list table` after that apply (counters left out)
 };
 
 }  // namespace isb::net

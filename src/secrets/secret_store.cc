@@ -1,4 +1,5 @@
 // SecretStore: age files per secret version, meta.json beside them, one mutex.
+#include "base/mutex.h"
 #include "secrets/secret_store.h"
 
 #include <algorithm>
@@ -181,7 +182,7 @@ Result<SecretMeta> SecretStore::Create(const std::string& org, const std::string
   ISB_TRY(CheckSecretValueSize(value.size()));
   ISB_TRY(CheckSecretHosts(hosts));
   Result<SecretMeta> meta = [&] {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return CreateLocked(org, name, value.view(), std::move(hosts), std::move(labels));
   }();
   if (meta.ok()) Notify(org, name);
@@ -192,7 +193,7 @@ Result<SecretMeta> SecretStore::Set(const std::string& org, const std::string& n
   ISB_TRY(CheckOrgAndName(org, name));
   ISB_TRY(CheckSecretValueSize(value.size()));
   Result<SecretMeta> meta = [&] {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return SetLocked(org, name, value.view());
   }();
   if (meta.ok()) Notify(org, name);
@@ -205,7 +206,7 @@ Result<SecretMeta> SecretStore::Update(const std::string& org, const std::string
   ISB_TRY(CheckOrgAndName(org, name));
   if (hosts) ISB_TRY(CheckSecretHosts(*hosts));
   Result<SecretMeta> updated = [&]() -> Result<SecretMeta> {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ISB_ASSIGN_OR_RETURN(SecretMeta meta, ReadMetaLocked(org, name));
     if (hosts) meta.hosts = std::move(*hosts);
     if (labels) meta.labels = std::move(*labels);
@@ -219,7 +220,7 @@ Result<SecretMeta> SecretStore::Update(const std::string& org, const std::string
 
 Result<SecretStore::Value> SecretStore::Get(const std::string& org, const std::string& name, int version) const {
   ISB_TRY(CheckOrgAndName(org, name));
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   ISB_ASSIGN_OR_RETURN(SecretMeta meta, ReadMetaLocked(org, name));
   if (version == 0) version = meta.version;
   if (version < 1 || version > meta.version) {
@@ -236,14 +237,14 @@ Result<SecretStore::Value> SecretStore::Get(const std::string& org, const std::s
 
 Result<SecretMeta> SecretStore::Inspect(const std::string& org, const std::string& name) const {
   ISB_TRY(CheckOrgAndName(org, name));
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return ReadMetaLocked(org, name);
 }
 
 std::vector<SecretMeta> SecretStore::List(const std::string& org) const {
   std::vector<SecretMeta> out;
   if (!CheckOrgDirName(org).ok()) return out;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& dir : SubdirsByName(OrgDir(org))) {
     // A directory without a readable meta.json is a create that did not finish: not a secret.
     auto meta = ReadMetaLocked(org, dir.filename().string());
@@ -255,7 +256,7 @@ std::vector<SecretMeta> SecretStore::List(const std::string& org) const {
 Status SecretStore::Delete(const std::string& org, const std::string& name) {
   ISB_TRY(CheckOrgAndName(org, name));
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ISB_TRY(ReadMetaLocked(org, name));
     ISB_TRY(RemoveDirDurably(SecretDir(org, name)));
   }
@@ -279,7 +280,7 @@ Result<SecretMeta> SecretStore::Import(const std::string& org, const std::string
   if (!value.ok()) return Error::Of(value.error().code, "import: " + value.error().message);
   ISB_TRY(CheckSecretValueSize(value->size()));
   Result<SecretMeta> meta = [&]() -> Result<SecretMeta> {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto existing = ReadMetaLocked(org, name);
     if (existing.ok()) return SetLocked(org, name, value->view());
     if (existing.error().code != Code::kNotFound) return existing.error();
@@ -307,7 +308,7 @@ Result<int> SecretStore::ReencryptSecretLocked(const std::string& org, const std
 }
 
 Result<int> SecretStore::Reencrypt() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   int rewritten = 0;
   for (const auto& org : SubdirsByName(dir_)) {
     for (const auto& secret : SubdirsByName(org)) {
@@ -319,14 +320,14 @@ Result<int> SecretStore::Reencrypt() {
 }
 
 void SecretStore::Watch(Watcher watcher) {
-  std::lock_guard lock(watchers_mu_);
+  MutexLock lock(watchers_mu_);
   watchers_.push_back(std::move(watcher));
 }
 
 void SecretStore::Notify(const std::string& org, const std::string& name) {
   std::vector<Watcher> watchers;
   {
-    std::lock_guard lock(watchers_mu_);
+    MutexLock lock(watchers_mu_);
     watchers = watchers_;
   }
   for (const Watcher& watcher : watchers) watcher(org, name);

@@ -15,12 +15,12 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/result.h"
 #include "secrets/age.h"
 #include "secrets/secret_bytes.h"
@@ -92,21 +92,23 @@ class SecretStore {
   std::filesystem::path OrgDir(const std::string& org) const;
   std::filesystem::path SecretDir(const std::string& org, const std::string& name) const;
   int64_t NowMs() const;
-  Result<SecretMeta> ReadMetaLocked(const std::string& org, const std::string& name) const;
-  Status WriteVersionLocked(const SecretMeta& meta, int version, std::string_view value) const;
+  Result<SecretMeta> ReadMetaLocked(const std::string& org, const std::string& name) const ISB_REQUIRES(mu_);
+  Status WriteVersionLocked(const SecretMeta& meta, int version, std::string_view value) const ISB_REQUIRES(mu_);
   Result<SecretMeta> CreateLocked(const std::string& org, const std::string& name, std::string_view value,
-                                  std::vector<std::string> hosts, std::map<std::string, std::string> labels);
-  Result<SecretMeta> SetLocked(const std::string& org, const std::string& name, std::string_view value);
-  Result<int> ReencryptSecretLocked(const std::string& org, const std::string& name);
+                                  std::vector<std::string> hosts, std::map<std::string, std::string> labels)
+      ISB_REQUIRES(mu_);
+  Result<SecretMeta> SetLocked(const std::string& org, const std::string& name, std::string_view value)
+      ISB_REQUIRES(mu_);
+  Result<int> ReencryptSecretLocked(const std::string& org, const std::string& name) ISB_REQUIRES(mu_);
   void Notify(const std::string& org, const std::string& name);
 
   const std::filesystem::path dir_;
   const AgeIdentity identity_;
   const std::vector<std::string> recipients_;
   const std::function<int64_t()> now_ms_;
-  mutable std::mutex mu_;  // guards every file under dir_
-  std::mutex watchers_mu_;
-  std::vector<Watcher> watchers_;
+  mutable Mutex mu_;  // guards every file under dir_
+  Mutex watchers_mu_;
+  std::vector<Watcher> watchers_ ISB_GUARDED_BY(watchers_mu_);
 };
 
 }  // namespace isb::secrets

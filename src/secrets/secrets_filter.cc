@@ -2,6 +2,7 @@
 // scrubbing automaton, and request-body automata made on first use for each set of approved secrets and body syntax.
 // A message's head is judged and edited here; its body goes through a CountingBody (a stream replacer that reports
 // what it found), under content codings when the message has them.
+#include "base/mutex.h"
 #include "secrets/secrets_filter.h"
 
 #include "egress/http_body.h"
@@ -56,11 +57,11 @@ using filter_parts::OwnedSet;
 using filter_parts::Role;
 
 struct SecretsFilter::Tally {
-  std::mutex mu;
+  Mutex mu;
   std::map<std::string, SecretCounters> by_secret;
 
   void Add(const std::string& secret, uint64_t SecretCounters::*field) {
-    std::lock_guard lock(mu);
+    MutexLock lock(mu);
     ++(by_secret[secret].*field);
   }
 };
@@ -71,7 +72,7 @@ struct SecretsFilter::Sandbox {
   std::vector<egress::EgressPolicy> hosts;  // per binding: a policy whose only secret is it
   std::shared_ptr<const OwnedSet> scrub;
   std::shared_ptr<Tally> tally;
-  mutable std::mutex cache_mu;
+  mutable Mutex cache_mu;
   mutable std::map<std::string, std::shared_ptr<const OwnedSet>> request_sets;  // by approved mask and body kind
 
   // Which secrets may be swapped on `exchange`: TLS the proxy terminated, to a host the secret is approved for.
@@ -86,7 +87,7 @@ struct SecretsFilter::Sandbox {
   std::shared_ptr<const OwnedSet> RequestSet(const std::vector<bool>& approved, BodyKind kind) const {
     std::string key(approved.begin(), approved.end());
     key += static_cast<char>(kind);
-    std::lock_guard lock(cache_mu);
+    MutexLock lock(cache_mu);
     std::shared_ptr<const OwnedSet>& cached = request_sets[key];
     if (cached) return cached;
     std::vector<Replacement> pairs;
@@ -241,7 +242,7 @@ void SecretsFilter::Set(const std::string& sandbox, SandboxSecrets secrets) {
     }
   }
   box->scrub = std::make_shared<const OwnedSet>(filter_parts::MakeSet(std::move(scrub), std::move(owners)));
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::shared_ptr<Tally>& tally = tallies_[sandbox];
   if (!tally) tally = std::make_shared<Tally>();
   box->tally = tally;
@@ -249,31 +250,31 @@ void SecretsFilter::Set(const std::string& sandbox, SandboxSecrets secrets) {
 }
 
 void SecretsFilter::Remove(const std::string& sandbox) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   sandboxes_.erase(sandbox);
   tallies_.erase(sandbox);
 }
 
 void SecretsFilter::OnLeak(std::function<void(const LeakEvent&)> callback) {
   auto shared = std::make_shared<const std::function<void(const LeakEvent&)>>(std::move(callback));
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   on_leak_ = std::move(shared);
 }
 
 std::map<std::string, SecretCounters> SecretsFilter::Counters(const std::string& sandbox) const {
   std::shared_ptr<Tally> tally;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = tallies_.find(sandbox);
     if (it == tallies_.end()) return {};
     tally = it->second;
   }
-  std::lock_guard lock(tally->mu);
+  MutexLock lock(tally->mu);
   return tally->by_secret;
 }
 
 std::shared_ptr<const SecretsFilter::Sandbox> SecretsFilter::Find(const std::string& sandbox) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = sandboxes_.find(sandbox);
   if (it == sandboxes_.end() || it->second->bindings.empty()) return nullptr;
   return it->second;
@@ -284,7 +285,7 @@ std::string SecretsFilter::RequestHead(const egress::Exchange& exchange, egress:
   if (!box) return {};
   LeakContext context{exchange, nullptr};
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     context.callback = on_leak_;
   }
   const std::vector<bool> approved = box->Approved(exchange);
@@ -333,7 +334,7 @@ std::unique_ptr<egress::BodyFilter> SecretsFilter::RequestBody(const egress::Exc
   if (!box) return nullptr;
   LeakContext context{exchange, nullptr};
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     context.callback = on_leak_;
   }
   std::vector<uint8_t> marks = filter_parts::TakeMarks(this, &head, box->bindings.size());
@@ -384,7 +385,7 @@ std::unique_ptr<egress::BodyFilter> SecretsFilter::WebSocketMessage(const egress
                                           &SecretCounters::scrubbed);
   LeakContext context{exchange, nullptr};
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     context.callback = on_leak_;
   }
   return std::make_unique<CountingBody>(box, box->RequestSet(box->Approved(exchange), BodyKind::kRaw),

@@ -8,10 +8,10 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "egress/message_filter.h"
 #include "egress/policy.h"
 
@@ -83,10 +83,10 @@ class SecretsFilter : public egress::MessageFilter {
  private:
   std::shared_ptr<const Sandbox> Find(const std::string& sandbox) const;
 
-  mutable std::mutex mu_;
-  std::map<std::string, std::shared_ptr<const Sandbox>> sandboxes_;
-  std::map<std::string, std::shared_ptr<Tally>> tallies_;
-  std::shared_ptr<const std::function<void(const LeakEvent&)>> on_leak_;
+  mutable Mutex mu_;
+  std::map<std::string, std::shared_ptr<const Sandbox>> sandboxes_ ISB_GUARDED_BY(mu_);
+  std::map<std::string, std::shared_ptr<Tally>> tallies_ ISB_GUARDED_BY(mu_);
+  std::shared_ptr<const std::function<void(const LeakEvent&)>> on_leak_ ISB_GUARDED_BY(mu_);
 };
 
 }  // namespace isb::secrets

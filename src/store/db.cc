@@ -54,7 +54,7 @@ Result<std::unique_ptr<Db>> Db::Open(const std::string& path, const std::vector<
                            SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
   if (rc != SQLITE_OK) return Error::Msg("open database " + path + ": " + sqlite3_errstr(rc));
   sqlite3_busy_timeout(db->db_, 5000);
-  std::lock_guard lock(db->mu_);
+  RecursiveMutexLock lock(db->mu_);
   for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "PRAGMA foreign_keys=ON"}) {
     auto r = db->QueryLocked(pragma, {});
     if (!r.ok()) return r.error();
@@ -81,7 +81,7 @@ Result<std::unique_ptr<Db>> Db::Open(const std::string& path, const std::vector<
 }
 
 Result<std::vector<Row>> Db::Query(const std::string& sql, const std::vector<Value>& args) {
-  std::lock_guard lock(mu_);
+  RecursiveMutexLock lock(mu_);
   return QueryLocked(sql, args);
 }
 
@@ -92,7 +92,7 @@ Status Db::Exec(const std::string& sql, const std::vector<Value>& args) {
 }
 
 Status Db::Snapshot(const std::function<Status()>& body) {
-  std::lock_guard lock(mu_);
+  RecursiveMutexLock lock(mu_);
   if (snapshot_depth_ > 0) return body();
   // Deferred: the snapshot is taken by the first read in `body`, and kept until the end.
   if (char* err = nullptr; sqlite3_exec(db_, "BEGIN", nullptr, nullptr, &err) != SQLITE_OK) {
@@ -114,7 +114,7 @@ Status Db::Snapshot(const std::function<Status()>& body) {
 }
 
 int64_t Db::LastInsertId() {
-  std::lock_guard lock(mu_);
+  RecursiveMutexLock lock(mu_);
   return sqlite3_last_insert_rowid(db_);
 }
 

@@ -6,13 +6,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
 #include <variant>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/result.h"
 
 namespace isb::store {
@@ -47,17 +47,17 @@ class Db {
 
  private:
   Db() = default;
-  Result<std::vector<Row>> QueryLocked(const std::string& sql, const std::vector<Value>& args);
+  Result<std::vector<Row>> QueryLocked(const std::string& sql, const std::vector<Value>& args) ISB_REQUIRES(mu_);
   // A prepared statement for `sql`: from the cache, or prepared now (and kept while the cache has room). Null on
   // error (sqlite3_errmsg says why). The caller resets it after use.
-  sqlite3_stmt* Prepare(const std::string& sql, bool* cached);
+  sqlite3_stmt* Prepare(const std::string& sql, bool* cached) ISB_REQUIRES(mu_);
   sqlite3* db_ = nullptr;
-  std::recursive_mutex mu_;  // recursive: Snapshot's body makes calls of its own
-  int snapshot_depth_ = 0;
+  RecursiveMutex mu_;  // recursive: Snapshot's body makes calls of its own
+  int snapshot_depth_ ISB_GUARDED_BY(mu_) = 0;
   // The daemon runs the same few dozen statements over and over: each is parsed once. Bounded, for callers that
   // build their SQL (a cache full keeps what it has and prepares the rest per call).
   static constexpr size_t kMaxCachedStatements = 256;
-  std::unordered_map<std::string, sqlite3_stmt*> statements_;
+  std::unordered_map<std::string, sqlite3_stmt*> statements_ ISB_GUARDED_BY(mu_);
   int version_ = 0;
 };
 
