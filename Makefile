@@ -37,6 +37,7 @@ bench: build
 	@bash bench/startup.sh $(BUILD)
 	@bash bench/api.sh $(BUILD)
 	@bash bench/egress.sh $(BUILD)
+	@bash bench/secrets.sh $(BUILD)
 	@bash bench/density.sh $(BUILD)
 
 # The sanitizer build (clang, ASan and UBSan, -O1 with line tables), shared by `make sanitize` and `make fuzz`.

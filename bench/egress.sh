@@ -18,28 +18,13 @@ here=$(cd "$(dirname "$0")" && pwd)
 name=localhost  # the origin's name: pinned to 127.0.0.1 in isb, from /etc/hosts for squid and mitmproxy
 
 die() { echo "egress.sh: $*" >&2; exit 1; }
-[ -x "$bench" ] || die "$bench is missing: build it first (ninja -C $build egress_bench)"
-for t in wrk squid mitmdump curl openssl python3; do
-  command -v "$t" >/dev/null || die "$t is not installed: run bash scripts/install-deps.sh --bench"
-done
-for v in rounds duration bulk_runs; do
-  [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "${v^^} must be a positive whole number, not '${!v}'"
-done
-
+# shellcheck source=bench/lib.sh
+. "$here/lib.sh"
+bench_preflight wrk squid mitmdump curl openssl python3
 tmp=$(mktemp -d /tmp/isb-egress-bench-XXXXXX)
 chmod 0711 "$tmp"  # squid drops to its own user and writes in $tmp/squid
 pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-# Waits until FILE has a line (a server's ports), at most 10 s.
-wait_line() { for _ in $(seq 200); do [ -s "$1" ] && return 0; sleep 0.05; done; die "no ports in $1: $(cat "$2")"; }
+bench_cleanup_on_exit
 
 # The origin: plain HTTP and TLS with a throwaway certificate for the name.
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj "/CN=$name" \
@@ -110,9 +95,6 @@ for p in "${proxies[@]}"; do
 done
 [ "$(get isb "http://denied.test:$http_port/" | cut -d' ' -f1)" = 403 ] || die "isb did not refuse a name it does not allow"
 
-# CPU time (ns) the threads of a process have used so far: a proxy's cost, which the machine's load does not change
-# as it changes throughput.
-cpu_ns() { cat /proc/"$1"/task/*/schedstat | awk '{ s += $1 } END { printf "%.0f\n", s }'; }
 # wrk_run PROXY CONNECTIONS THREADS: "requests_per_s p50_us cpu_us_per_request", the CPU being the proxy's (for
 # direct: the origin's); fails on a response that is not 2xx.
 wrk_run() {
@@ -124,12 +106,7 @@ wrk_run() {
     out=$(TARGET=$url wrk -t"$t" -c"$c" -d"${duration}s" --latency -s "$here/egress_wrk.lua" "http://127.0.0.1:${proxy[$p]}/")
   fi
   ! grep -q "Non-2xx" <<<"$out" || die "$p: wrk got responses that are not 2xx: $out"
-  awk -v ns=$(($(cpu_ns "${pid[$p]}") - before)) '
-       / requests in / { n = $1 }
-       /Requests\/sec/ { rps = $2 }
-       $1 == "50%" { v = $2; u = v; sub(/[0-9.]+/, "", u); sub(/[a-z]+$/, "", v)
-                     p50 = v * (u == "us" ? 1 : u == "ms" ? 1000 : 1000000) }
-       END { if (rps == "" || p50 == "" || n == 0) exit 1; printf "%s %.0f %.2f\n", rps, p50, ns / 1000 / n }' <<<"$out" ||
+  wrk_figures $(($(cpu_ns "${pid[$p]}") - before)) <<<"$out" ||
     die "$p: cannot read wrk's output: $out"
 }
 # bulk KIND PROXY: "MiB/s cpu_ms" of one 100 MiB download, the CPU being the proxy's (for direct: the origin's); KIND http (absolute-form through the proxy), connect (https, CONNECT
@@ -145,16 +122,13 @@ bulk() {
            --connect-to "$name:$tls_port:127.0.0.1:$([ "$p" = floor ] && echo "$floor_tls_port" || echo "$sni_port")") ;;
   esac
   [ "${r% *}" = "200 $((100 << 20))" ] || die "$kind bulk through $p: $r"
-  awk -v b="${r##* }" -v ns=$(($(cpu_ns "${pid[$p]}") - before)) 'BEGIN { printf "%.1f %.0f\n", b / 1048576, ns / 1e6 }'
+  bulk_figures "${r##* }" $(($(cpu_ns "${pid[$p]}") - before))
 }
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 for ((r = 1; r <= rounds; r++)); do
   echo "round $r/$rounds" >&2
-  for p in "${proxies[@]}"; do
-    wrk_run "$p" 50 2 >>"$tmp/wrk50.$p"
-    wrk_run "$p" 1 1 >>"$tmp/wrk1.$p"
-  done
+  wrk_rounds "${proxies[@]}"
   for ((b = 0; b < bulk_runs; b++)); do
     for p in direct isb squid; do
       bulk http "$p" >>"$tmp/http.$p"
@@ -166,26 +140,11 @@ for ((r = 1; r <= rounds; r++)); do
   done
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
-for f in wrk50 wrk1; do
-  for p in "${proxies[@]}"; do [ "$(wc -l <"$tmp/$f.$p")" -eq "$rounds" ] || die "$f.$p: the runs did not all finish"; done
-done
-
-# median FILE [COLUMN]
-median() { cut -d' ' -f"${2:-1}" "$1" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
-verdict() { awk -v v="$1" -v t="$2" 'BEGIN { print (v >= t) ? "met" : "MISSED" }'; }
+wrk_all_ran "${proxies[@]}"
 
 echo "== egress proxies on loopback ($(nproc) cores shared with other work, $(uname -r), $(date -u +%F)), load before $load_before, after $load_after"
 echo "   command: bench/egress.sh $build  (ROUNDS=$rounds DURATION=$duration BULK_RUNS=$bulk_runs; medians)"
-echo "   1 KiB responses, keep-alive: wrk -t2 -c50 -d${duration}s (req/s, p50) and wrk -t1 -c1 (p50 of one connection)"
-echo "   (CPU/req: the proxy's CPU time per request at 50 connections; for direct, the origin's)"
-printf '   %-10s %10s %10s %10s %12s %10s\n' proxy "req/s" "p50 c50" "p50 c1" "added p50 c1" "CPU/req"
-d1=$(median "$tmp/wrk1.direct" 2)
-for p in "${proxies[@]}"; do
-  printf '   %-10s %10.0f %8.0fus %8.0fus %10.0fus %8.1fus\n' "$p" "$(median "$tmp/wrk50.$p")" "$(median "$tmp/wrk50.$p" 2)" \
-    "$(median "$tmp/wrk1.$p" 2)" "$(awk -v a="$(median "$tmp/wrk1.$p" 2)" -v b="$d1" 'BEGIN { print a - b }')" \
-    "$(median "$tmp/wrk50.$p" 3)"
-done
+print_wrk_table proxy "${proxies[@]}"
 isb_rps=$(median "$tmp/wrk50.isb")
 vs_squid=$(ratio "$isb_rps" "$(median "$tmp/wrk50.squid")")
 vs_direct=$(ratio "$isb_rps" "$(median "$tmp/wrk50.direct")")

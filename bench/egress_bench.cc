@@ -1,14 +1,19 @@
-// The egress benchmark's two servers (bench/egress.sh runs them and the clients):
+// The egress benchmarks' servers (bench/egress.sh and bench/secrets.sh run them and the clients):
 //
 //   egress_bench origin CERT KEY
 //     An HTTP origin on 127.0.0.1 (plain and TLS, keep-alive, many connections, two threads): any request for a
-//     target ending in /bulk gets 100 MiB, any other request 1 KiB. Prints "http PORT tls PORT".
-//   egress_bench proxy NAME
+//     target ending in /bulk gets 100 MiB, any other request 1 KiB. A request with an X-Key header gets its value as
+//     the body's first bytes (an API echoing a credential back, for the secrets scrubber to find). Prints
+//     "http PORT tls PORT".
+//   egress_bench proxy NAME --sni-port PORT [--secret PLACEHOLDER=VALUE --origin-ca FILE --sandbox-ca FILE]
 //     isb's egress proxy (egress::Proxy with the real classifier and the SSRF-safe dialer) with NAME allowed and
 //     pinned to 127.0.0.1, every other name refused. Two listeners: the explicit proxy (HTTP_PROXY: absolute-form
 //     requests and CONNECT; dials the port asked for) and a transparent one (what a sandbox's redirected connection
 //     reaches: the name from the TLS SNI or the Host; dials NAME's TLS port, given as --sni-port). Prints
-//     "explicit PORT sni PORT", and its counters on exit.
+//     "explicit PORT sni PORT", and its counters on exit. With --secret, NAME's TLS is intercepted as the daemon
+//     intercepts a secret's hosts: a leaf minted from sandbox "bench"'s CA (written to --sandbox-ca as PEM, for
+//     the clients to trust), the origin verified against --origin-ca, and every message through the SecretsFilter
+//     with PLACEHOLDER bound to VALUE for NAME; the filter's counters are printed on exit too.
 //   egress_bench relay HTTP_PORT TLS_PORT
 //     The floor of any proxy on this machine: a relay that checks nothing and parses nothing. Each connection to
 //     its first listener is joined to 127.0.0.1:HTTP_PORT, each to its second to 127.0.0.1:TLS_PORT, and bytes are
@@ -21,6 +26,7 @@
 #include <fcntl.h>
 #include <netinet/tcp.h>
 #include <signal.h>
+#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -36,10 +42,13 @@
 #include <thread>
 #include <vector>
 
+#include "base/file.h"
+#include "egress/cert_minter.h"
 #include "egress/classify.h"
 #include "egress/dialer.h"
 #include "egress/pin.h"
 #include "egress/proxy.h"
+#include "secrets/secrets_filter.h"
 
 namespace {
 
@@ -77,14 +86,26 @@ std::string Headers(size_t length) {
          "\r\n\r\n";
 }
 
+// The value of the request head's X-Key field; empty when there is none.
+std::string_view KeyOf(std::string_view head) {
+  for (size_t at = head.find("\r\n"); at != std::string_view::npos; at = head.find("\r\n", at + 2)) {
+    std::string_view line = head.substr(at + 2, head.find("\r\n", at + 2) - at - 2);
+    if (line.size() < 6 || strncasecmp(line.data(), "x-key:", 6) != 0) continue;
+    line.remove_prefix(6);
+    while (!line.empty() && line.front() == ' ') line.remove_prefix(1);
+    return line;
+  }
+  return {};
+}
+
 // Answers every request on one connection, in order, until the client closes. A request is its head (requests
-// carry no body here); the request line's target decides the size.
+// carry no body here); the request line's target decides the size, an X-Key field the body's first bytes.
 template <typename Stream>
 asio::awaitable<void> Serve(Stream& s) {
   static const std::string small = Headers(kSmall) + std::string(kSmall, 'x');
   static const std::string bulk_head = Headers(kBulk);
   static const std::string chunk(kChunk, 'y');
-  std::string in;
+  std::string in, answer, first_chunk;
   char buf[16384];
   for (;;) {
     size_t end;
@@ -96,16 +117,22 @@ asio::awaitable<void> Serve(Stream& s) {
     std::string_view line(in.data(), in.find("\r\n"));
     size_t sp = line.rfind(' ');
     bool is_bulk = sp != std::string_view::npos && line.substr(0, sp).ends_with("/bulk");
-    in.erase(0, end + 4);
+    std::string_view key = KeyOf(std::string_view(in.data(), end + 2)).substr(0, kSmall);
     if (!is_bulk) {
-      auto [ec, n] = co_await asio::async_write(s, asio::buffer(small), kAwait);
+      answer = small;
+      answer.replace(answer.size() - kSmall, key.size(), key);
+      in.erase(0, end + 4);
+      auto [ec, n] = co_await asio::async_write(s, asio::buffer(answer), kAwait);
       if (ec) co_return;
       continue;
     }
+    first_chunk = chunk;
+    first_chunk.replace(0, key.size(), key);
+    in.erase(0, end + 4);
     auto [ec, n] = co_await asio::async_write(s, asio::buffer(bulk_head), kAwait);
     if (ec) co_return;
     for (size_t sent = 0; sent < kBulk; sent += kChunk) {
-      auto [wec, m] = co_await asio::async_write(s, asio::buffer(chunk), kAwait);
+      auto [wec, m] = co_await asio::async_write(s, asio::buffer(sent == 0 ? first_chunk : chunk), kAwait);
       if (wec) co_return;
     }
   }
@@ -172,8 +199,15 @@ uint16_t FreePort() {
   return a.local_endpoint().port();
 }
 
+// What --secret asks for: NAME's TLS intercepted and its messages through the secrets filter.
+struct Interception {
+  std::shared_ptr<isb::egress::CertMinter> minter;
+  std::string origin_ca;  // the PEM file the origin's certificate is verified against
+  std::shared_ptr<isb::secrets::SecretsFilter> filter;
+};
+
 std::unique_ptr<isb::egress::Proxy> StartProxy(const std::string& name, const std::string& pin, uint16_t port,
-                                               uint16_t explicit_port) {
+                                               uint16_t explicit_port, const Interception* interception) {
   using namespace isb::egress;
   isb::Result<Pin> parsed = ParsePin(pin);
   if (!parsed.ok()) Die("pin " + pin + ": " + parsed.error().message);
@@ -196,17 +230,44 @@ std::unique_ptr<isb::egress::Proxy> StartProxy(const std::string& name, const st
   o.listen_address = "127.0.0.1";
   o.port = port;
   o.explicit_port = explicit_port;
+  if (interception != nullptr) {
+    // As the daemon does for a sandbox whose secrets name the host (src/daemon/egress_service.cc).
+    h.intercept = [name](const std::string&, const std::string& host, uint16_t) { return host == name; };
+    o.intercept.minter = interception->minter;
+    o.intercept.upstream_ca_file = interception->origin_ca;
+    o.filter = interception->filter;
+  }
   auto proxy = Proxy::Start(o, std::move(h));
   if (!proxy.ok()) Die("proxy: " + proxy.error().message);
   return std::move(*proxy);
 }
 
-int RunProxy(const std::string& name, const std::string& sni_target_port) {
+// --secret PLACEHOLDER=VALUE --origin-ca FILE --sandbox-ca FILE: the interception, the sandbox CA written out.
+Interception InterceptionFor(const std::string& name, const std::string& secret, const std::string& origin_ca,
+                             const std::string& sandbox_ca) {
+  size_t eq = secret.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == secret.size())
+    Die("--secret wants PLACEHOLDER=VALUE, both non-empty");
+  Interception i{std::make_shared<isb::egress::CertMinter>(), origin_ca,
+                 std::make_shared<isb::secrets::SecretsFilter>()};
+  isb::Result<std::string> pem = i.minter->CaPem("bench");
+  if (!pem.ok()) Die("the sandbox CA: " + pem.error().message);
+  if (isb::Status w = isb::WriteFile(sandbox_ca, *pem); !w.ok()) Die("--sandbox-ca: " + w.error().message);
+  isb::secrets::SandboxSecrets secrets;
+  // Every port: the transparent listener's connections reach the proxy's own port, not 443.
+  secrets.bindings.push_back({"BENCH_KEY", secret.substr(0, eq), secret.substr(eq + 1), {{name, false, std::nullopt}}});
+  i.filter->Set("bench", std::move(secrets));
+  return i;
+}
+
+int RunProxy(const std::string& name, const std::string& sni_target_port, const std::optional<Interception>& intercept) {
   sigset_t stop = BlockStopSignals();
+  ::signal(SIGPIPE, SIG_IGN);  // a splice into a socket its peer reset raises it (proxy.h)
   uint16_t port = FreePort();
-  auto explicit_proxy = StartProxy(name, name + "=127.0.0.1", port, port);
+  const Interception* i = intercept ? &*intercept : nullptr;
+  auto explicit_proxy = StartProxy(name, name + "=127.0.0.1", port, port, i);
   // Port 0 is never a connection's destination, so the transparent listener sniffs every connection.
-  auto transparent = StartProxy(name, name + "=127.0.0.1:" + sni_target_port, 0, 0);
+  auto transparent = StartProxy(name, name + "=127.0.0.1:" + sni_target_port, 0, 0, i);
   std::printf("explicit %u sni %u\n", explicit_proxy->port(), transparent->port());
   std::fflush(stdout);
   WaitForStop(stop);
@@ -215,6 +276,11 @@ int RunProxy(const std::string& name, const std::string& sni_target_port) {
     std::fprintf(stderr, "egress_bench: proxy %u: %lu accepted, %lu allowed, %lu denied, %lu B up, %lu B down\n",
                  p->port(), s.accepted.load(), s.allowed.load(), s.denied.load(), s.bytes_up.load(),
                  s.bytes_down.load());
+  }
+  if (i != nullptr) {
+    for (const auto& [secret, c] : i->filter->Counters("bench"))
+      std::fprintf(stderr, "egress_bench: secret %s: %lu swapped, %lu scrubbed, %lu held\n", secret.c_str(),
+                   c.swapped, c.scrubbed, c.held);
   }
   return 0;
 }
@@ -377,10 +443,14 @@ int RunRelay(const std::string& http_port, const std::string& tls_port) {
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.size() == 3 && args[0] == "origin") return RunOrigin(args[1].c_str(), args[2].c_str());
-  if (args.size() == 4 && args[0] == "proxy" && args[2] == "--sni-port") return RunProxy(args[1], args[3]);
+  if (args.size() == 4 && args[0] == "proxy" && args[2] == "--sni-port") return RunProxy(args[1], args[3], {});
+  if (args.size() == 10 && args[0] == "proxy" && args[2] == "--sni-port" && args[4] == "--secret" &&
+      args[6] == "--origin-ca" && args[8] == "--sandbox-ca")
+    return RunProxy(args[1], args[3], InterceptionFor(args[1], args[5], args[7], args[9]));
   if (args.size() == 3 && args[0] == "relay") return RunRelay(args[1], args[2]);
   std::fprintf(stderr,
-               "usage: egress_bench origin CERT KEY | egress_bench proxy NAME --sni-port PORT | "
+               "usage: egress_bench origin CERT KEY | egress_bench proxy NAME --sni-port PORT [--secret PLACEHOLDER=VALUE "
+               "--origin-ca FILE --sandbox-ca FILE] | "
                "egress_bench relay HTTP_PORT TLS_PORT\n");
   return 2;
 }
