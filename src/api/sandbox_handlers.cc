@@ -194,6 +194,13 @@ Result<json> SandboxHandlers::Create(const json& in, const CallContext& ctx) {
   }
   ISB_ASSIGN_OR_RETURN(SandboxSpec spec, spec::FromCallerJson(filled));
   if (options_.remote != nullptr && !ctx.identity.superadmin) ISB_TRY(ApplyRemotePolicy(spec, *options_.remote, ctx.org));
+  if (!spec.secrets.empty()) {
+    Status may = options_.may_read_secrets ? options_.may_read_secrets(ctx)
+                                           : Error::Of(Code::kForbidden, "this daemon gives no secret files");
+    if (!may.ok())
+      return Error::Of(Code::kForbidden, "secrets: whoever execs in the sandbox reads its secret files, so giving "
+                                         "them takes what secret_get takes: " + may.error().message);
+  }
   // An image the host chose is seen through the sandbox's id mapping: its root's files are the sandbox root's. A
   // remote caller's image is a directory below a bind root, whose files it may see only as others.
   spec.image_idmapped = !spec.image.empty() && !spec.paths_checked;
@@ -343,6 +350,12 @@ json SandboxInfoJson(const SandboxInfo& info) {
               {"usage",
                {{"cpu_usec", info.usage.cpu_usec}, {"memory_bytes", info.usage.memory_bytes}, {"pids", info.usage.pids}}}};
   if (!info.create_path.empty()) out["timing"] = {{"path", info.create_path}, {"create_ms", info.create_ms}};
+  if (!info.secrets.empty()) {
+    json use = json::object();
+    for (const auto& [name, u] : info.secrets)
+      use[name] = {{"swapped", u.swapped}, {"scrubbed", u.scrubbed}, {"held", u.held}};
+    out["secrets"] = std::move(use);
+  }
   return out;
 }
 

@@ -38,6 +38,9 @@ struct SandboxToolOptions {
   const RemoteSpecPolicy* remote = nullptr;
   // Org quotas (sandbox_create checks them, for every caller); nullptr: no quotas. Must outlive the registry.
   QuotaGate* quotas = nullptr;
+  // Whether the caller may give a sandbox secret files (spec `secrets`): whoever execs in it reads their values, so
+  // it needs what secret_get needs (the daemon asks the registry). Unset: secret files are refused.
+  std::function<Status(const CallContext& ctx)> may_read_secrets{};
 };
 
 Status AddSandboxTools(Registry& registry, Sandboxes& sandboxes, SandboxToolOptions options = {});

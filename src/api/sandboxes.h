@@ -33,6 +33,13 @@ struct SandboxUsage {
   uint32_t pids = 0;
 };
 
+// What the proxy did with one of a sandbox's secrets (egress.secrets) since the daemon started.
+struct SecretUse {
+  uint64_t swapped = 0;   // requests (and WebSocket messages) with its placeholder swapped for the value
+  uint64_t scrubbed = 0;  // responses with the value turned back into the placeholder
+  uint64_t held = 0;      // requests where the placeholder was held back from a host it may not go to
+};
+
 struct SandboxInfo {
   std::string id;    // "sb-" + 16 hex digits
   std::string name;
@@ -42,6 +49,7 @@ struct SandboxInfo {
   int64_t expires_at = 0;
   int64_t last_active_at = 0;
   SandboxUsage usage;
+  std::map<std::string, SecretUse> secrets;  // by secret name; only names, never a value
   // A create's result only: how the create was served and how long it took in the daemon. "pool": a sandbox
   // launched ahead, fitted to the spec; "cold": launched for the call (another image, mounts, a disk size, larger
   // limits, open egress, or an empty pool).

@@ -12,6 +12,7 @@
 #include <linux/openat2.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -92,7 +93,7 @@ Status CheckPath(const std::string& path) {
 // created file is the user's. Capabilities over files come back with fsuid 0.
 class AsSandboxUser {
  public:
-  AsSandboxUser(uid_t uid, gid_t gid) {
+  AsSandboxUser(uid_t uid, gid_t gid) : dumpable_(::prctl(PR_GET_DUMPABLE)) {
     const int n = ::getgroups(0, nullptr);
     if (n > 0) {
       groups_.resize(static_cast<size_t>(n));
@@ -106,11 +107,15 @@ class AsSandboxUser {
     ::syscall(SYS_setfsuid, 0);
     ::syscall(SYS_setfsgid, 0);
     ::syscall(SYS_setgroups, groups_.size(), groups_.data());
+    // A change of the fs ids sets the process's dumpable flag to fs.suid_dumpable: the daemon's (0: no core dump
+    // of the values it holds) is put back.
+    if (dumpable_ >= 0) ::prctl(PR_SET_DUMPABLE, dumpable_);
   }
   AsSandboxUser(const AsSandboxUser&) = delete;
   AsSandboxUser& operator=(const AsSandboxUser&) = delete;
 
  private:
+  int dumpable_;
   std::vector<gid_t> groups_;
 };
 
@@ -354,11 +359,15 @@ Status SandboxManager::WriteSecretFiles(const Record& rec, const std::string& on
     }
     // Written beside, then renamed over: a reader sees one version whole.
     open_how how{};
-    how.flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW;
+    // Non-blocking: a FIFO the sandbox put there fails (ENXIO) rather than holding the daemon.
+    how.flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
     how.mode = f.mode;
     how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
     Fd out(static_cast<int>(::syscall(SYS_openat2, dir.get(), fresh.c_str(), &how, sizeof how)));
     if (!out.valid()) return Error::Sys("secrets: write " + f.target);
+    struct stat st{};
+    if (::fstat(out.get(), &st) != 0 || !S_ISREG(st.st_mode))
+      return Error::Of(Code::kConflict, "secrets: " + f.target + " is not a regular file; no value is written");
     std::string_view value = secret->value.view();
     while (!value.empty()) {
       ssize_t n = ::write(out.get(), value.data(), value.size());

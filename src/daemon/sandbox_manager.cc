@@ -372,6 +372,9 @@ Result<api::SandboxInfo> SandboxManager::Info(const Record& rec) {
     if (execs_running_.count(rec.id) != 0) info.last_active_at = Now();  // an exec running is activity now
   }
   info.state = rec.state;
+  if (options_.secrets != nullptr)
+    for (const auto& [name, c] : options_.secrets->Counters(rec.id))
+      info.secrets[name] = api::SecretUse{c.swapped, c.scrubbed, c.held};
   if (rec.state == "running") {
     engine::Cgroup cg = engine::Cgroup::Adopt(layout_, rec.id);
     if (auto st = cg.ReadStats(); st.ok()) {

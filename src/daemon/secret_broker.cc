@@ -124,11 +124,16 @@ secrets::SandboxSecrets SecretBroker::Bindings(const std::string& id, const Boun
   for (const egress::SecretRule& rule : bound.spec.secrets) {
     Result<secrets::SecretStore::Value> secret = options_.store->Get(bound.org, rule.name);
     if (!secret.ok() || !secrets::CheckPlaceholderValue(secret->value.view()).ok()) continue;
+    // The secret's hosts as they are now: an admin's narrowing reaches a sandbox resolved against wider ones.
+    Result<std::vector<egress::HostRule>> approved = ApprovedHosts(secret->meta);
+    if (!approved.ok()) continue;
     secrets::SecretBinding b;
     b.name = rule.name;
     b.placeholder = Placeholder(id, rule.Variable());
     b.value = std::string(secret->value.view());
-    b.hosts = rule.hosts;
+    for (const egress::HostRule& host : rule.hosts)
+      if (std::any_of(approved->begin(), approved->end(), [&](const egress::HostRule& a) { return Within(host, a); }))
+        b.hosts.push_back(host);
     out.bindings.push_back(std::move(b));
   }
   return out;

@@ -91,7 +91,11 @@ int Serve(const ServeOptions& options) {
   SecretsConfig secrets_config{.state_dir = options.state_dir,
                                .key_file = options.secrets_key,
                                .recipients_file = options.secrets_recipients};
-  if (const char* key = std::getenv("ISB_AGE_KEY")) secrets_config.env_key = key;
+  if (char* key = std::getenv("ISB_AGE_KEY")) {
+    secrets_config.env_key = key;
+    // Wiped where it lay, not only unset: the processes forked from this one carry a copy of its memory.
+    for (char* c = key; *c != '\0'; ++c) *c = 'x';
+  }
   if (const char* creds = std::getenv("CREDENTIALS_DIRECTORY")) secrets_config.credentials_dir = creds;
   ::unsetenv("ISB_AGE_KEY");
 
@@ -245,6 +249,11 @@ int Serve(const ServeOptions& options) {
   remote_spec.api_port = listen->port;  // 0 (any free port) is left unchecked: no fixed port to keep
   api::QuotaGate quotas([store = identity->get()](const std::string& org) { return store->orgs().GetQuota(org); });
   api::SandboxToolOptions sandbox_tools{.remote = &remote_spec, .quotas = &quotas};
+  sandbox_tools.may_read_secrets = [&registry](const api::CallContext& ctx) -> Status {
+    const api::Tool* get = registry.FindVisible("secret_get", ctx.identity);
+    if (get == nullptr) return Error::Of(Code::kForbidden, "secret_get is not open to this caller");
+    return registry.Authorize(*get, ctx);
+  };
   if (auto st = api::AddSandboxTools(registry, manager, sandbox_tools); !st.ok()) return Fail(st.error().message);
   // --allow-tools / --deny-tools: what callers of the HTTP listener see and may call (the unix socket: everything).
   registry.SetToolFilter([policy = options.tool_policy](std::string_view tool) { return policy.Allows(tool); });

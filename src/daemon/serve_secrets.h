@@ -3,7 +3,9 @@
 // (an audit row, and with on_leak stop, the sandbox stopped off the proxy's thread).
 #pragma once
 
+#include <chrono>
 #include <deque>
+#include <map>
 #include <functional>
 #include <memory>
 #include <string>
@@ -41,6 +43,10 @@ class DaemonSecrets {
  private:
   DaemonSecrets() = default;
   void Leaked(const LeakReport& leak);  // on the proxy's thread: records, and queues a stop
+  // Whether `key` was not recorded within kLeakWindow (and marks it recorded now).
+  bool FirstInWindow(const std::string& key);
+  static constexpr std::chrono::seconds kLeakWindow{60};
+  static constexpr size_t kMaxLeakWindowEntries = 4096;
   void StopLoop();
 
   audit::AuditLog* log_ = nullptr;
@@ -52,6 +58,8 @@ class DaemonSecrets {
   Mutex mu_;
   CondVar cv_;
   std::deque<std::string> to_stop_ ISB_GUARDED_BY(mu_);
+  Mutex window_mu_;
+  std::map<std::string, std::chrono::steady_clock::time_point> recorded_ ISB_GUARDED_BY(window_mu_);
   bool done_ ISB_GUARDED_BY(mu_) = false;
   std::thread stopper_;
 };

@@ -14,8 +14,12 @@ Reframe ChooseReframe(BodyFraming in, bool filtered, bool request, int receiver_
   return request ? Reframe::kBuffered : Reframe::kUntilClose;
 }
 
-BodyRelay::BodyRelay(BodyFraming in, Reframe out, std::unique_ptr<BodyFilter> filter)
-    : in_(in), out_(filter ? out : Reframe::kAsSent), filter_(std::move(filter)), remaining_(in.length) {}
+BodyRelay::BodyRelay(BodyFraming in, Reframe out, std::unique_ptr<BodyFilter> filter, bool keep_trailers)
+    : in_(in),
+      out_(filter ? out : Reframe::kAsSent),
+      filter_(std::move(filter)),
+      remaining_(in.length),
+      keep_trailers_(keep_trailers) {}
 
 uint64_t BodyRelay::opaque_remaining() const {
   return !filter_ && !stopped_ && in_.kind == BodyFraming::kLength ? remaining_ : 0;
@@ -67,7 +71,7 @@ BodyRelay::Step BodyRelay::Finish(size_t used, std::string& out) {
     filter_->Finish(filtered_);
     if (!filter_->Refusal().empty()) return Refused(used);
     Frame(filtered_, out);
-    if (out_ == Reframe::kChunked) out.append("0\r\n").append(trailers_).append("\r\n");
+    if (out_ == Reframe::kChunked) out.append("0\r\n").append(keep_trailers_ ? trailers_ : "").append("\r\n");
     trailers_.clear();
   }
   if (out_ == Reframe::kBuffered && length_out_ > kMaxBufferedBody)

@@ -35,8 +35,9 @@ Reframe ChooseReframe(BodyFraming in, bool filtered, bool request, int receiver_
 
 class BodyRelay {
  public:
-  // `filter` null: the body passes unchanged (then `out` must be kAsSent).
-  BodyRelay(BodyFraming in, Reframe out, std::unique_ptr<BodyFilter> filter);
+  // `filter` null: the body passes unchanged (then `out` must be kAsSent). A filtered chunked body's trailer
+  // fields go on unless `keep_trailers` is false.
+  BodyRelay(BodyFraming in, Reframe out, std::unique_ptr<BodyFilter> filter, bool keep_trailers = true);
 
   enum class State { kMore, kDone, kMalformed, kTooLarge, kRefused };
   struct Step {
@@ -74,6 +75,7 @@ class BodyRelay {
   std::string data_;      // a chunked piece's content, decoded
   std::string filtered_;  // what the filter gave, to be framed
   std::string trailers_;  // a filtered chunked body's trailer lines, sent after its last chunk
+  bool keep_trailers_ = true;
   uint64_t length_out_ = 0;
   bool stopped_ = false;
   Step last_;

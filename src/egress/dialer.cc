@@ -7,6 +7,7 @@
 #include <linux/rtnetlink.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 
@@ -102,6 +103,9 @@ Result<Fd> ConnectTcp(const Endpoint& to, milliseconds timeout) {
   auto deadline = Clock::now() + timeout;
   Fd fd(socket(to.address.v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return Error::Sys("socket");
+  // Each relayed piece goes at once (the proxy writes messages in pieces; see the accept loop's note on Nagle).
+  const int one = 1;
+  (void)setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   sockaddr_storage ss;
   socklen_t len = ToSockaddr(to, &ss);
   int err = 0;

@@ -33,6 +33,7 @@ PreparedMessage PrepareResponse(MessageFilter& filter, const Exchange& exchange,
                     Reframe::kAsSent, nullptr};
   if (m.in.kind != BodyFraming::kNone) m.filter = filter.ResponseBody(exchange, request, edited);
   m.out = ChooseReframe(m.in, m.filter != nullptr, false, request.minor_version);
+  m.keep_trailers = false;
   m.head.SetFraming(m.out);
   return m;
 }
@@ -55,7 +56,7 @@ asio::awaitable<Status> RelayMessage(MessageStream& from, MessageStream& to, std
     if (!sent.ok()) co_return sent;
   }
   if (message.in.kind == BodyFraming::kNone) co_return Status();
-  BodyRelay body(message.in, message.out, std::move(message.filter));
+  BodyRelay body(message.in, message.out, std::move(message.filter), message.keep_trailers);
   std::string out, whole;
   bool full_read = false;  // the last read filled its piece: a bulk body, whose rest may be forwarded
   for (;;) {

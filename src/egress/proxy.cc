@@ -124,6 +124,10 @@ asio::awaitable<void> Proxy::Impl::Accept() {
       continue;
     }
     ++stats_.accepted;
+    // A relayed message is often written in more than one piece (an intercepted head, then its body): without
+    // this, Nagle's algorithm holds the last piece for the client's delayed ACK (40 ms a request).
+    boost::system::error_code nodelay;
+    socket.set_option(asio::ip::tcp::no_delay(true), nodelay);
     asio::co_spawn(socket.get_executor(), Handle(std::move(socket)), asio::detached);
   }
 }

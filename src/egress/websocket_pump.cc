@@ -80,7 +80,7 @@ net::WsRefusal WebSocketPump::Feed(std::string_view bytes, std::string& out) {
         if (!close.ok()) return Fail({net::ws_close::kProtocolError, close.error().message});
         closed_ = true;
       }
-      out.append(held_);
+      if (net::WsRefusal r = FilterControl(h, out); !r.ok()) return Fail(r);
       held_.clear();
       continue;
     }
@@ -89,6 +89,31 @@ net::WsRefusal WebSocketPump::Feed(std::string_view bytes, std::string& out) {
       if (net::WsRefusal r = EndMessage(out); !r.ok()) return Fail(r);
     }
   }
+  return {};
+}
+
+net::WsRefusal WebSocketPump::FilterControl(const net::WsFrameHeader& h, std::string& out) {
+  // A ping's, pong's or close's payload passes the filter too (a close reason may quote what a message carried): as
+  // it came when the filter leaves it alone, else framed again, cut to what a control frame holds.
+  std::unique_ptr<BodyFilter> body = filter_.WebSocketMessage(exchange_, to_origin_, false);
+  if (body == nullptr || h.length == 0) {
+    out.append(held_);
+    return {};
+  }
+  std::string payload = held_.substr(held_.size() - h.length);
+  if (h.masked) net::MaskPayload(h.mask, 0, payload.data(), payload.size());
+  std::string filtered;
+  body->Take(payload, filtered);
+  body->Finish(filtered);
+  if (std::string refusal = body->Refusal(); !refusal.empty()) return {net::ws_close::kPolicy, refusal};
+  if (filtered == payload) {
+    out.append(held_);
+    return {};
+  }
+  if (filtered.size() > net::kMaxControlPayload) filtered.resize(net::kMaxControlPayload);
+  net::WsFrameHeader header = h;
+  header.length = filtered.size();
+  out.append(net::EncodeFrame(header, filtered));
   return {};
 }
 

@@ -50,6 +50,8 @@ class WebSocketPump {
  private:
   enum class Mode { kRaw, kRewrite };
   net::WsRefusal Fail(net::WsRefusal refusal);
+  // A whole control frame in held_, through the filter, to `out`.
+  net::WsRefusal FilterControl(const net::WsFrameHeader& h, std::string& out);
   net::WsRefusal StartFrame();
   net::WsRefusal Rewrite(std::string_view payload, std::string& out);
   net::WsRefusal Decoded(std::string_view content, std::string& out);

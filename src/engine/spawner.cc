@@ -212,6 +212,7 @@ std::string ConfigToJson(const SandboxConfig& c) {
               {"workdir", c.workdir},
               {"hostname", c.hostname},
               {"resolv_conf", c.resolv_conf},
+              {"secrets_tmpfs", c.secrets_tmpfs},
               {"uid", c.uid},
               {"gid", c.gid},
               {"privileged", c.privileged},
@@ -238,6 +239,7 @@ Result<SandboxConfig> ConfigFromJson(const std::string& text) {
     c.workdir = j.at("workdir").get<std::string>();
     c.hostname = j.at("hostname").get<std::string>();
     c.resolv_conf = j.value("resolv_conf", "");
+    c.secrets_tmpfs = j.value("secrets_tmpfs", false);
     c.uid = j.at("uid").get<uid_t>();
     c.gid = j.at("gid").get<gid_t>();
     c.privileged = j.value("privileged", false);

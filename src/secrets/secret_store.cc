@@ -1,11 +1,11 @@
 // SecretStore: age files per secret version, meta.json beside them, one mutex.
-#include "base/mutex.h"
 #include "secrets/secret_store.h"
 
 #include <algorithm>
 #include <chrono>
 #include <system_error>
 
+#include "base/mutex.h"
 #include "base/file.h"
 #include "secrets/secret_store_files.h"
 

@@ -2,9 +2,12 @@
 // scrubbing automaton, and request-body automata made on first use for each set of approved secrets and body syntax.
 // A message's head is judged and edited here; its body goes through a CountingBody (a stream replacer that reports
 // what it found), under content codings when the message has them.
-#include "base/mutex.h"
 #include "secrets/secrets_filter.h"
 
+#include <optional>
+
+#include "base/ascii.h"
+#include "base/mutex.h"
 #include "egress/http_body.h"
 #include "secrets/content_coding.h"
 #include "secrets/secret_forms.h"
@@ -220,6 +223,33 @@ std::unique_ptr<egress::BodyFilter> UnderCodings(const std::string* content_enco
 
 bool HasBody(const egress::BodyFraming& framing) { return framing.kind != egress::BodyFraming::kNone; }
 
+// Every field `name` of a head joined as one list (a coding list may come in several fields, and each counts).
+std::optional<std::string> JoinedFields(const std::vector<egress::HttpHeader>& headers, std::string_view name) {
+  std::optional<std::string> out;
+  for (const egress::HttpHeader& h : headers) {
+    if (!EqualsIgnoreCase(h.name, name)) continue;
+    out = out ? *out + ", " + h.value : h.value;
+  }
+  return out;
+}
+
+// A response framed by transfer-codings other than chunked: its body is not content the scrubber can read.
+bool OtherTransferCodings(const std::vector<egress::HttpHeader>& headers) {
+  std::optional<std::string> te = JoinedFields(headers, "Transfer-Encoding");
+  if (!te) return false;
+  std::string_view rest = *te;
+  while (!rest.empty()) {
+    size_t comma = rest.find(',');
+    std::string_view coding = rest.substr(0, comma);
+    while (!coding.empty() && (coding.front() == ' ' || coding.front() == '\t')) coding.remove_prefix(1);
+    while (!coding.empty() && (coding.back() == ' ' || coding.back() == '\t')) coding.remove_suffix(1);
+    if (!coding.empty() && !EqualsIgnoreCase(coding, "chunked")) return true;
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
 }  // namespace
 
 SecretsFilter::SecretsFilter() = default;
@@ -288,6 +318,8 @@ std::string SecretsFilter::RequestHead(const egress::Exchange& exchange, egress:
     MutexLock lock(mu_);
     context.callback = on_leak_;
   }
+  // No transfer-coding but chunked comes back (TE asks for others): the scrubber reads content, not codings.
+  std::erase_if(head.headers, [](const egress::HttpHeader& h) { return EqualsIgnoreCase(h.name, "TE"); });
   const std::vector<bool> approved = box->Approved(exchange);
   std::vector<uint8_t> marks(box->bindings.size(), filter_parts::kNothing);
   std::string refusal;
@@ -341,7 +373,8 @@ std::unique_ptr<egress::BodyFilter> SecretsFilter::RequestBody(const egress::Exc
   std::shared_ptr<const OwnedSet> set = box->RequestSet(box->Approved(exchange), BodyKindOf(head.Find("Content-Type")));
   auto body = std::make_unique<CountingBody>(box, std::move(set), std::move(context), std::move(marks),
                                              &SecretCounters::swapped);
-  return UnderCodings(head.Find("Content-Encoding"), std::move(body), false);
+  std::optional<std::string> codings = JoinedFields(head.headers, "Content-Encoding");
+  return UnderCodings(codings ? &*codings : nullptr, std::move(body), false);
 }
 
 void SecretsFilter::ResponseHead(const egress::Exchange& exchange, const egress::HttpHead& request,
@@ -350,7 +383,10 @@ void SecretsFilter::ResponseHead(const egress::Exchange& exchange, const egress:
   if (!box) return;
   std::vector<uint64_t> counts(box->scrub->owners.size(), 0);
   head.reason = box->scrub->set->ReplaceAll(head.reason, &counts);
-  for (egress::HttpHeader& field : head.headers) field.value = box->scrub->set->ReplaceAll(field.value, &counts);
+  for (egress::HttpHeader& field : head.headers) {
+    field.name = box->scrub->set->ReplaceAll(field.name, &counts);
+    field.value = box->scrub->set->ReplaceAll(field.value, &counts);
+  }
   std::vector<uint8_t> marks(box->bindings.size(), filter_parts::kNothing);
   for (size_t j = 0; j < counts.size(); ++j)
     if (counts[j] > 0) marks[box->scrub->owners[j].binding] |= filter_parts::kHit;
@@ -368,9 +404,13 @@ std::unique_ptr<egress::BodyFilter> SecretsFilter::ResponseBody(const egress::Ex
   std::shared_ptr<const Sandbox> box = Find(exchange.sandbox);
   if (!box) return nullptr;
   std::vector<uint8_t> marks = filter_parts::TakeMarks(this, &head, box->bindings.size());
+  if (OtherTransferCodings(head.headers))
+    return std::make_unique<RefusedBody>("isb: a response in a transfer-coding other than chunked cannot be scrubbed "
+                                         "of secrets");
   auto body = std::make_unique<CountingBody>(box, box->scrub, LeakContext{exchange, nullptr}, std::move(marks),
                                              &SecretCounters::scrubbed);
-  return UnderCodings(head.Find("Content-Encoding"), std::move(body), true);
+  std::optional<std::string> codings = JoinedFields(head.headers, "Content-Encoding");
+  return UnderCodings(codings ? &*codings : nullptr, std::move(body), true);
 }
 
 std::unique_ptr<egress::BodyFilter> SecretsFilter::WebSocketMessage(const egress::Exchange& exchange, bool to_origin,

@@ -156,6 +156,12 @@ TEST_F(SecretsTest, APlaceholderIsSwappedInEveryPartOfARequestAndTheValueNeverCo
   EXPECT_EQ(ws, "echo: key " + placeholder_ + "\n") << Shown(ws);
   EXPECT_NE(Received().find("ws: key " + std::string(kValue)), std::string::npos);
 
+  // What the proxy did, by secret: 15 requests and a WebSocket message swapped, as many answers scrubbed.
+  json use = MustTool("sandbox_get", {{"sandbox", id}})["secrets"]["api-key"];
+  EXPECT_GE(use.value("swapped", 0), 16) << use.dump();
+  EXPECT_GE(use.value("scrubbed", 0), 16) << use.dump();
+  EXPECT_EQ(use.value("held", -1), 0) << use.dump();
+
   // Nothing the sandbox can read holds the value: its environment and every process's, its files.
   std::string scan = Sh(id, std::string("cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null | grep -ac '") +
                                 kValuePattern + "'; grep -rlI '" + kValuePattern +
@@ -206,6 +212,7 @@ TEST_F(SecretsTest, APlaceholderHeadedElsewhereIsPassedRefusedOrStopsTheSandbox)
   EXPECT_EQ(state, "stopped");
   EXPECT_EQ(Received(), "");
 
+  EXPECT_EQ(MustTool("sandbox_get", {{"sandbox", block}})["secrets"]["api-key"]["held"], 1);
   json rows = MustTool("audit_list", {{"action", "secret_leak"}})["records"];
   std::vector<std::string> seen;
   for (const json& r : rows)
@@ -245,6 +252,39 @@ TEST_F(SecretsTest, ASandboxMayNarrowASecretsHostsButNotWidenThem) {
   EXPECT_EQ(lines.status, 400) << lines.Describe();
   EXPECT_EQ(lines.j["message"], "egress: secret 'two-lines': value: holds a CR or LF, which a placeholder cannot "
                                 "carry into an HTTP header; deliver it as a file instead, which takes any bytes");
+}
+
+// A secret given as a file: on the sandbox's own tmpfs at /run/secrets, owned by its user with the mode asked for,
+// rewritten when the secret gets a new version and removed when it is deleted; the spec keeps names and places
+// only. Whoever execs in the sandbox reads the file, so a deploy token (no secret_get) may not give one.
+TEST_F(SecretsTest, ASecretFileIsOnTheSandboxsOwnTmpfsAndFollowsItsSecret) {
+  MustTool("secret_create", {{"name", "db-pass"}, {"value", "first-version"}});
+  std::string id = CreateSandbox(
+      {{"secrets", {"db-pass", {{"name", "db-pass"}, {"target", "/run/secrets/copy"}, {"mode", "0440"}}}}});
+  ASSERT_FALSE(id.empty());
+  EXPECT_EQ(Exec(id, {"cat", "/run/secrets/db-pass"})["stdout"], "first-version");
+  EXPECT_EQ(Exec(id, {"stat", "-c", "%a %u %g", "/run/secrets/db-pass", "/run/secrets/copy"})["stdout"],
+            "400 0 0\n440 0 0\n");
+  EXPECT_EQ(Exec(id, {"stat", "-f", "-c", "%T", "/run/secrets"})["stdout"], "tmpfs\n");
+  EXPECT_EQ(MustTool("sandbox_get", {{"sandbox", id}})["spec"]["secrets"],
+            json::parse(R"([{"name": "db-pass", "target": "/run/secrets/db-pass", "mode": "0400"},
+                            {"name": "db-pass", "target": "/run/secrets/copy", "mode": "0440"}])"));
+  // Not on the sandbox's root file system (its layer): a device of its own.
+  std::string devices = Exec(id, {"stat", "-c", "%d", "/", "/run/secrets"})["stdout"];
+  EXPECT_NE(devices.substr(0, devices.find('\n')), devices.substr(devices.find('\n') + 1)) << devices;
+  MustTool("secret_set", {{"name", "db-pass"}, {"value", "second-version"}});
+  EXPECT_EQ(Exec(id, {"cat", "/run/secrets/db-pass", "/run/secrets/copy"})["stdout"], "second-versionsecond-version");
+  MustTool("secret_delete", {{"name", "db-pass"}});
+  EXPECT_EQ(Exec(id, {"ls", "-A", "/run/secrets"})["stdout"], "");
+
+  MustTool("secret_create", {{"name", "db-pass"}, {"value", "third"}});
+  std::string deploy = MustTool("token_create", {{"name", "dep"}, {"user", "e2e"}, {"scopes", "deploy"}}).value("token", "");
+  CurlResult refused = CurlTcp("POST", "/api/v1/tools/sandbox_create", R"({"secrets": ["db-pass"]})",
+                               {"Content-Type: application/json"}, deploy);
+  EXPECT_EQ(refused.http.status, 403) << refused.http.body;
+  EXPECT_EQ(refused.http.j.value("message", ""),
+            "secrets: whoever execs in the sandbox reads its secret files, so giving them takes what secret_get "
+            "takes: token scopes (deploy) do not cover secret_get; it needs scope admin, or tool:secret_get");
 }
 
 }  // namespace

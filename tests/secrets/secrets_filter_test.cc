@@ -272,6 +272,52 @@ TEST_F(SecretsFilterTest, AResponseInACodingIsbCannotReadIsCutAfterItsHead) {
   EXPECT_EQ(got, "HTTP/1.1 200 OK\r\nContent-Encoding: compress\r\nTransfer-Encoding: chunked\r\n\r\n");
 }
 
+// A chunked response's trailer fields are dropped, whatever they hold: the scrubber reads content only.
+TEST_F(SecretsFilterTest, AChunkedResponsesTrailersAreDropped) {
+  const std::string response = std::string("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n") +
+                               "X-Err: " + kValue + "\r\n\r\n";
+  std::string got;
+  ASSERT_TRUE(SendResponse(kApproved, kGet, response, got).ok());
+  EXPECT_EQ(got, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n");
+}
+
+// Every Content-Encoding field counts (gzip in a second field is still decoded and scrubbed), a header's name is
+// scrubbed as its value is, and a transfer-coding other than chunked cuts the response after its head.
+TEST_F(SecretsFilterTest, EveryCodingFieldCountsHeaderNamesAreScrubbedAndOtherTransferCodingsAreCut) {
+  const std::string body = Gzip(std::string("echo: ") + kValue);
+  const std::string response = "HTTP/1.1 200 OK\r\nContent-Encoding: identity\r\nContent-Encoding: gzip\r\n"
+                               "sk-live: 1\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  std::string got;
+  ASSERT_TRUE(SendResponse(kApproved, kGet, response, got).ok());
+  const std::string head = "HTTP/1.1 200 OK\r\nContent-Encoding: identity\r\nContent-Encoding: gzip\r\n"
+                           "sk-live: 1\r\nTransfer-Encoding: chunked\r\n\r\n";
+  ASSERT_EQ(got.substr(0, head.size()), head);
+  EXPECT_EQ(Gunzip(egress::Dechunk(std::string_view(got).substr(head.size()))), std::string("echo: ") + kPlaceholder);
+
+  std::string named;
+  filter_.Set("sb1", [] {
+    SandboxSecrets s;
+    s.bindings.push_back({"TOKEN", "isb_placeholder_tok", "X-Token-abc", {{"api.example.com", false, 443}}});
+    return s;
+  }());
+  ASSERT_TRUE(SendResponse(kApproved, kGet, "HTTP/1.1 204 No Content\r\nX-Token-abc: 1\r\n\r\n", named).ok());
+  EXPECT_EQ(named, "HTTP/1.1 204 No Content\r\nisb_placeholder_tok: 1\r\n\r\n");
+
+  filter_.Set("sb1", OneSecret(OnLeak::kPass));
+  std::string cut;
+  Status sent = SendResponse(kApproved, kGet,
+                             "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n4\r\nabcd\r\n0\r\n\r\n", cut);
+  ASSERT_FALSE(sent.ok());
+  EXPECT_EQ(sent.error().message, "isb: a response in a transfer-coding other than chunked cannot be scrubbed of secrets");
+}
+
+// A request's TE field does not reach the origin: no transfer-coding but chunked comes back.
+TEST_F(SecretsFilterTest, ARequestsTeFieldIsRemoved) {
+  std::string got;
+  ASSERT_TRUE(SendRequest(kApproved, "GET / HTTP/1.1\r\nHost: api.example.com\r\nTE: gzip, trailers\r\n\r\n", got).ok());
+  EXPECT_EQ(got, "GET / HTTP/1.1\r\nHost: api.example.com\r\n\r\n");
+}
+
 TEST_F(SecretsFilterTest, ANewValueTakesEffectOnTheNextMessageAndARemovedSandboxGetsNothingSwapped) {
   const std::string request =
       std::string("GET / HTTP/1.1\r\nHost: api.example.com\r\nX-Key: ") + kPlaceholder + "\r\n\r\n";
