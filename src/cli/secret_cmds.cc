@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "api/json_util.h"
 #include "base/base64.h"
 #include "base/file.h"
 #include "cli/sandbox_cmds_internal.h"
@@ -72,12 +73,11 @@ Result<json> MetaInput(const SecretFlags& f) {
   return in;
 }
 
-// The value as the secret tools take it: text when it is UTF-8 JSON can carry, else base64.
+// The value as the secret tools take it: text when it is UTF-8, else base64.
 void PutValue(json& in, const std::string& value) {
-  try {
-    (void)json(value).dump();
+  if (api::IsValidUtf8(value)) {
     in["value"] = value;
-  } catch (const json::exception&) {
+  } else {
     in["value_base64"] = Base64Encode(value);
   }
 }

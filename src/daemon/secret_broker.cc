@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <set>
 
 #include "base/file.h"
@@ -47,6 +48,9 @@ SecretBroker::SecretBroker(SecretBrokerOptions options) : options_(std::move(opt
 Status SecretBroker::Resolve(const std::string& org, egress::EgressSpec& spec) const {
   std::set<std::string> allowed;
   for (const egress::HostRule& r : spec.allow) allowed.insert(r.ToString());
+  // A block list is not changed here: one matcher over it for every secret host.
+  std::optional<egress::EgressPolicy> blocks;
+  if (spec.mode == egress::EgressMode::kBlocklist) blocks.emplace(spec);
   for (egress::SecretRule& rule : spec.secrets) {
     const std::string what = "egress: secret '" + rule.name + "'";
     Result<secrets::SecretStore::Value> secret = options_.store->Get(org, rule.name);
@@ -74,8 +78,8 @@ Status SecretBroker::Resolve(const std::string& org, egress::EgressSpec& spec) c
     for (const egress::HostRule& host : rule.hosts) {
       if (spec.mode == egress::EgressMode::kAllowlist) {
         if (allowed.insert(host.ToString()).second) spec.allow.push_back(host);
-      } else if (spec.mode == egress::EgressMode::kBlocklist && !host.wildcard) {
-        egress::Decision d = egress::EgressPolicy(spec).Check(host.name, host.port.value_or(443));
+      } else if (blocks && !host.wildcard) {
+        egress::Decision d = blocks->Check(host.name, host.port.value_or(443));
         if (d.verdict == egress::Verdict::kDeny)
           return Error::Of(Code::kInvalidArgument, what + ": its host " + host.ToString() + " is blocked: " + d.reason);
       }

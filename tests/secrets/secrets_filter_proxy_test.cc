@@ -17,12 +17,14 @@
 #include <gtest/gtest.h>
 
 #include "base/file.h"
+#include "secrets/zlib_whole.h"
 #include "egress/cert_minter.h"
 #include "egress/classify.h"
 #include "egress/proxy.h"
 #include "egress/tls_origin.h"
 #include "net/loopback.h"
 #include "secrets/secrets_filter.h"
+#include "secrets/zlib_whole.h"
 
 namespace isb::secrets {
 namespace {
@@ -32,24 +34,10 @@ using egress::OriginReply;
 constexpr char kPlaceholder[] = "isb_placeholder_Q7mK2xV9";
 constexpr char kValue[] = "sk-live-42";
 
-std::string GzipWhole(std::string_view text) {
-  z_stream z{};
-  deflateInit2(&z, 6, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY);
-  std::string out(deflateBound(&z, text.size()) + 32, '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
-  z.avail_in = static_cast<uInt>(text.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  deflate(&z, Z_FINISH);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
-}
-
 // Echoes the whole request it got as its body; under /gzip, gzip-encoded.
 OriginReply Echo(const std::string& request) {
   if (request.starts_with("GET /gzip ")) {
-    const std::string body = GzipWhole(request);
+    const std::string body = ZlibWhole(request, 31);
     return {"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
             body};
   }

@@ -11,6 +11,7 @@
 #include "base/base64.h"
 #include "egress/message_relay.h"
 #include "egress/parsed_messages.h"
+#include "secrets/zlib_whole.h"
 
 namespace isb::secrets {
 namespace {
@@ -220,20 +221,6 @@ TEST_F(SecretsFilterTest, AResponseHasTheValueScrubbedFromHeadersAndItsJsonEscap
   EXPECT_EQ(filter_.Counters("sb1"), (std::map<std::string, SecretCounters>{{"OPENAI_KEY", {0, 1, 0}}}));
 }
 
-std::string Gzip(std::string_view text) {
-  z_stream z{};
-  deflateInit2(&z, 6, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY);
-  std::string out(deflateBound(&z, text.size()) + 32, '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
-  z.avail_in = static_cast<uInt>(text.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  deflate(&z, Z_FINISH);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
-}
-
 std::string Gunzip(std::string_view data) {
   z_stream z{};
   inflateInit2(&z, 31);
@@ -249,7 +236,7 @@ std::string Gunzip(std::string_view data) {
 }
 
 TEST_F(SecretsFilterTest, AGzipResponseIsScrubbedAndStaysGzip) {
-  const std::string body = Gzip(std::string("echo: ") + kValue + " end");
+  const std::string body = ZlibWhole(std::string("echo: ") + kValue + " end", 31);
   const std::string response =
       "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
   std::string got;
@@ -284,7 +271,7 @@ TEST_F(SecretsFilterTest, AChunkedResponsesTrailersAreDropped) {
 // Every Content-Encoding field counts (gzip in a second field is still decoded and scrubbed), a header's name is
 // scrubbed as its value is, and a transfer-coding other than chunked cuts the response after its head.
 TEST_F(SecretsFilterTest, EveryCodingFieldCountsHeaderNamesAreScrubbedAndOtherTransferCodingsAreCut) {
-  const std::string body = Gzip(std::string("echo: ") + kValue);
+  const std::string body = ZlibWhole(std::string("echo: ") + kValue, 31);
   const std::string response = "HTTP/1.1 200 OK\r\nContent-Encoding: identity\r\nContent-Encoding: gzip\r\n"
                                "sk-live: 1\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
   std::string got;
