@@ -287,5 +287,42 @@ TEST_F(SecretsTest, ASecretFileIsOnTheSandboxsOwnTmpfsAndFollowsItsSecret) {
             "takes: token scopes (deploy) do not cover secret_get; it needs scope admin, or tool:secret_get");
 }
 
+// `isb secret`: the value from stdin (one final newline dropped) or a file (bytes as they are, text or not), back
+// from `get` byte for byte; `ls` and `inspect` never show it; `rm` removes it.
+TEST_F(SecretsTest, TheCliTakesValuesFromStdinOrAFileAndGivesThemBackByteForByte) {
+  ProcResult made = Isb({"secret", "create", "cli-key", "--host", "api.example.com", "--label", "team=blue"},
+                        "typed-value\n");
+  ExpectAudit("isb secret create", {Unix("secret_create")});
+  ASSERT_EQ(made.exit_status, 0) << made.Describe();
+  EXPECT_EQ(made.out, "cli-key v1 hosts=api.example.com:443\n");
+  ProcResult got = Isb({"secret", "get", "cli-key"});
+  ExpectAudit("isb secret get", {Unix("secret_get")});
+  EXPECT_EQ(got.exit_status, 0) << got.Describe();
+  EXPECT_EQ(got.out, "typed-value");
+
+  const std::string bytes = std::string("\xff\x00bin\n", 6);
+  std::ofstream(temp_dir() + "/value.bin", std::ios::binary) << bytes;
+  ProcResult set = Isb({"secret", "set", "cli-key", "--from-file", temp_dir() + "/value.bin"});
+  ExpectAudit("isb secret set", {Unix("secret_set")});
+  EXPECT_EQ(set.out, "cli-key v2 hosts=api.example.com:443 (files only: over 64 KiB or has CR/LF)\n") << set.Describe();
+  got = Isb({"secret", "get", "cli-key"});
+  ExpectAudit("isb secret get v2", {Unix("secret_get")});
+  EXPECT_TRUE(got.out == bytes) << got.Describe();
+  got = Isb({"secret", "get", "cli-key", "--version", "1"});
+  ExpectAudit("isb secret get v1", {Unix("secret_get")});
+  EXPECT_EQ(got.out, "typed-value");
+
+  ProcResult listed = Isb({"secret", "ls"});
+  EXPECT_EQ(listed.out, "NAME                             VERSION  HOSTS\ncli-key                          2        "
+                        "api.example.com:443\n");
+  EXPECT_EQ(Isb({"secret", "inspect", "cli-key"}).out.find("typed-value"), std::string::npos);
+  ProcResult removed = Isb({"secret", "rm", "cli-key"});
+  ExpectAudit("isb secret rm", {Unix("secret_delete")});
+  EXPECT_EQ(removed.out, "deleted cli-key\n");
+  ProcResult gone = Isb({"secret", "get", "cli-key"});
+  ExpectAudit("isb secret get gone", {Unix("secret_get", "not_found")});
+  EXPECT_EQ(gone.exit_status, 1) << gone.Describe();
+}
+
 }  // namespace
 }  // namespace isb::e2e
