@@ -168,7 +168,7 @@ json ExecResultJson(ExecResult r, bool base64) {
 // that were checked, not the ones sent.
 Status ApplyRemotePolicy(SandboxSpec& spec, const RemoteSpecPolicy& remote, const std::string& org) {
   ISB_TRY(CheckRemoteSpec(spec, remote, org));
-  if (!spec.image.empty()) {
+  if (!spec.image.empty() && !spec::IsImageReference(spec.image)) {
     ISB_ASSIGN_OR_RETURN(spec.image, ResolveUnderBindRoot("image", spec.image, remote, org));
   }
   for (size_t i = 0; i < spec.mounts.size(); ++i) {
@@ -180,6 +180,25 @@ Status ApplyRemotePolicy(SandboxSpec& spec, const RemoteSpecPolicy& remote, cons
 }
 
 }  // namespace
+
+Status SandboxHandlers::ApplyImage(SandboxSpec& spec, const json& given, const std::string& org) const {
+  if (!options_.resolve_image)
+    return Error::Of(Code::kInvalidArgument, "image: this daemon has no image store; give a host directory");
+  ISB_ASSIGN_OR_RETURN(ResolvedImage image, options_.resolve_image(org, spec.image));
+  spec.image = image.name;
+  spec.image_digest = image.digest;
+  spec.image_layers = std::move(image.layers);
+  spec.image_idmapped = true;
+  // The image's config fills what the caller left out; the caller's values win.
+  for (const std::string& entry : image.env) {
+    const size_t eq = entry.find('=');
+    if (eq == 0 || eq == std::string::npos) continue;
+    spec.environment.try_emplace(entry.substr(0, eq), entry.substr(eq + 1));
+  }
+  if (!given.contains("working_dir") && !image.working_dir.empty()) spec.working_dir = image.working_dir;
+  if (!given.contains("user") && !image.user.empty()) spec.user = image.user;
+  return {};
+}
 
 Result<json> SandboxHandlers::Create(const json& in, const CallContext& ctx) {
   OrgSandboxes sb(all_, ctx);
@@ -202,8 +221,10 @@ Result<json> SandboxHandlers::Create(const json& in, const CallContext& ctx) {
                                          "them takes what secret_get takes: " + may.error().message);
   }
   // An image the host chose is seen through the sandbox's id mapping: its root's files are the sandbox root's. A
-  // remote caller's image is a directory below a bind root, whose files it may see only as others.
+  // remote caller's image is a directory below a bind root, whose files it may see only as others. An image of the
+  // org's is the sandbox's own, whoever asks.
   spec.image_idmapped = !spec.image.empty() && !spec.paths_checked;
+  if (spec::IsImageReference(spec.image)) ISB_TRY(ApplyImage(spec, filled, ctx.org));
   if (options_.quotas != nullptr) return InfoResult(options_.quotas->Create(sb, ctx.org, spec));
   return InfoResult(sb.Create(spec));
 }

@@ -36,6 +36,9 @@ class SandboxHandlers {
   Result<json> FileWrite(const json& in, const CallContext& ctx);
 
  private:
+  // Resolves spec.image, a reference, among `org`'s images: its layers, digest and config into `spec`, where `given`
+  // (the caller's fields) has none.
+  Status ApplyImage(SandboxSpec& spec, const json& given, const std::string& org) const;
   Sandboxes& all_;
   const SandboxToolOptions options_;
   const json create_schema_;  // what a filled-in ${NAME} is judged by again

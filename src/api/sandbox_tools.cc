@@ -102,8 +102,9 @@ json SpecSchema() {
       {{"name", Str("Optional name, unique in the org (other orgs may use it too), and the sandbox's host name: 1 to 63 "
                     "letters, digits and inner hyphens; not starting with \"sb-\".",
                     spec::kMaxNameLength)},
-       {"image", Str("A directory on the host used as the root filesystem; empty or absent: the default view of "
-                     "the host.",
+       {"image", Str("An image of the org (\"python:3.12\", \"127.0.0.1:5000/team/app@sha256:...\", an image id; see "
+                     "image_list) or a directory on the host (an absolute path) used as the root filesystem; empty "
+                     "or absent: the default view of the host.",
                      4096)},
        {"cpus", {{"type", "number"}, {"minimum", spec::kMinCpus}, {"maximum", spec::kMaxCpus}, {"default", spec::kDefaultCpus},
                  {"description", "CPU quota in cores, e.g. 0.5 or 2."}}},

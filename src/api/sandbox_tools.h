@@ -32,6 +32,17 @@ inline constexpr size_t kMaxFileWriteBytes = 2 << 20;
 // Registers sandbox_create, sandbox_exec, sandbox_exec_input, sandbox_exec_resize, sandbox_file_read, sandbox_file_write, sandbox_list, sandbox_get,
 // sandbox_stop, sandbox_start, sandbox_extend and sandbox_remove. `sandboxes` must outlive `registry`.
 // Durations in these tools are whole seconds (JSON integers).
+// An image of an org as a sandbox is made from it: its layers' directories (bottom first) and what of its config a
+// sandbox takes where the caller gave nothing.
+struct ResolvedImage {
+  std::string name;    // its normalized reference
+  std::string digest;  // its manifest's
+  std::vector<std::string> layers;
+  std::vector<std::string> env;  // "NAME=value"
+  std::string working_dir;       // "" when the image names none
+  std::string user;              // "UID:GID", "" when the image names none
+};
+
 struct SandboxToolOptions {
   // sandbox_create holds every caller but the host and superadmins to it (CheckRemoteSpec); it must outlive the
   // registry. nullptr: no remote-spec policy.
@@ -41,6 +52,9 @@ struct SandboxToolOptions {
   // Whether the caller may give a sandbox secret files (spec `secrets`): whoever execs in it reads their values, so
   // it needs what secret_get needs (the daemon asks the registry). Unset: secret files are refused.
   std::function<Status(const CallContext& ctx)> may_read_secrets{};
+  // Finds the org's image a spec's `image` names by reference (the daemon's image store). Unset: references are
+  // refused.
+  std::function<Result<ResolvedImage>(const std::string& org, const std::string& ref)> resolve_image{};
 };
 
 Status AddSandboxTools(Registry& registry, Sandboxes& sandboxes, SandboxToolOptions options = {});

@@ -117,7 +117,9 @@ Status CheckRemoteSpec(const SandboxSpec& spec, const RemoteSpecPolicy& policy, 
   ISB_TRY(spec::CheckCallerLabels(spec.labels));
   if (spec.privileged && !policy.allow_privileged) return Forbidden("privileged: true needs --allow-privileged");
   if (!spec.idmap.empty() && !policy.allow_raw) return Forbidden("idmap: mapping host ids needs --allow-raw");
-  if (!spec.image.empty()) ISB_TRY(ResolveUnderBindRoot("image", spec.image, policy, org));
+  // An image reference names one of the org's own images: no host path is in it.
+  if (!spec.image.empty() && !spec::IsImageReference(spec.image))
+    ISB_TRY(ResolveUnderBindRoot("image", spec.image, policy, org));
   for (size_t i = 0; i < spec.mounts.size(); ++i)
     ISB_TRY(ResolveUnderBindRoot("mounts[" + std::to_string(i) + "].source", spec.mounts[i].source, policy, org));
   for (size_t i = 0; i < spec.ports.size(); ++i) {

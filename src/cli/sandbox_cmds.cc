@@ -701,7 +701,7 @@ Result<json> ToolClient::CallStreaming(
   bool started = false;
   SseHandler handle = [&](const SseEvent& ev) {
     started = true;
-    if (ev.event == "stdout" || ev.event == "stderr") {
+    if (ev.event == "stdout" || ev.event == "stderr" || ev.event == "progress") {
       json j = json::parse(ev.data, nullptr, false);
       if (j.is_object() && j.contains("data") && j["data"].is_string()) {
         on_output(ev.event, j["data"].get<std::string>());

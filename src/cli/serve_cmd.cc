@@ -103,6 +103,12 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
                   "the systemd credential isb-secrets-key, or one made in the state dir");
   cmd->add_option("--secrets-recipients", opts->secrets_recipients,
                   "FILE of break-glass age recipients (age1..., one a line): secrets are encrypted to them too");
+  cmd->add_option("--registry-allow", opts->registry_allow,
+                  "HOST[:PORT]: a registry on a loopback or private address images may be pulled from; repeatable");
+  cmd->add_option("--registry-insecure", opts->registry_insecure,
+                  "HOST[:PORT]: a registry spoken to in plain http rather than https; repeatable");
+  cmd->add_option("--registry-ca", opts->registry_ca,
+                  "PEM FILE of CA certificates trusted for registries, besides the system's");
   cmd->add_option("--egress-table", opts->egress_table,
                   "The nftables table of this daemon, and its veths' prefix (<table>-<slot>): a letter, then "
                   "letters, digits or _")

@@ -4,7 +4,7 @@ find_package(Threads REQUIRED)
 target_link_libraries(isb_store PUBLIC isb_base ${SQLITE_LIB} Threads::Threads m dl)
 
 add_library(isb_daemon STATIC src/daemon/sandbox_manager.cc src/daemon/egress_service.cc src/daemon/port_publisher.cc
-            src/daemon/trust_bundle.cc src/daemon/disk_layer.cc src/daemon/teardown_queue.cc
+            src/daemon/trust_bundle.cc src/daemon/sandbox_snapshot.cc src/daemon/disk_layer.cc src/daemon/teardown_queue.cc
             src/daemon/refill_policy.cc src/daemon/egress_claims.cc src/daemon/sandbox_fit.cc
             src/daemon/sandbox_files.cc src/daemon/sandbox_pool.cc src/daemon/host_paths.cc src/daemon/sandbox_adoption.cc
             src/daemon/sandbox_terminals.cc src/daemon/secret_broker.cc)
@@ -24,6 +24,6 @@ isb_tests(isb_egress_service_tests LIBS isb_daemon LABELS net SOURCES tests/daem
           tests/egress/fake_chat_server.cc)
 
 if(TARGET isb_api)
-  target_sources(isb_daemon PRIVATE src/daemon/serve.cc src/daemon/serve_secrets.cc)
+  target_sources(isb_daemon PRIVATE src/daemon/serve.cc src/daemon/serve_secrets.cc src/daemon/serve_images.cc)
   target_link_libraries(isb_daemon PUBLIC isb_http)
 endif()

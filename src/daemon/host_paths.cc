@@ -114,7 +114,7 @@ Status SandboxManager::KeepIsbOut(const api::SandboxSpec& spec) const {
                        field + ": '" + path + "' is or holds a directory of isb's own, which no sandbox may see");
     return {};
   };
-  if (!spec.image.empty()) ISB_TRY(check("image", spec.image));
+  if (!spec.image.empty() && !spec::IsImageReference(spec.image)) ISB_TRY(check("image", spec.image));
   for (size_t i = 0; i < spec.mounts.size(); ++i)
     ISB_TRY(check("mounts[" + std::to_string(i) + "].source", spec.mounts[i].source));
   return {};
@@ -138,7 +138,7 @@ Result<api::SandboxSpec> SandboxManager::ResolveMounts(api::SandboxSpec spec) co
     path = real.string();
     return {};
   };
-  if (!spec.image.empty()) ISB_TRY(resolve("image", spec.image));
+  if (!spec.image.empty() && !spec::IsImageReference(spec.image)) ISB_TRY(resolve("image", spec.image));
   for (size_t i = 0; i < spec.mounts.size(); ++i)
     ISB_TRY(resolve("mounts[" + std::to_string(i) + "].source", spec.mounts[i].source));
   ISB_TRY(KeepIsbOut(spec));

@@ -57,9 +57,17 @@ constexpr uint64_t kExecOutputLimit = 256 * 1024;
 // What a spec asks of this host, beyond spec::Validate's rules: an image directory that exists, and processes
 // within the host's bound.
 Status CheckOnHost(const api::SandboxSpec& s) {
-  if (!s.image.empty()) {
-    std::error_code ec;
-    if (!std::filesystem::is_directory(s.image, ec)) return Invalid("image: '" + s.image + "' is not a directory");
+  std::error_code ec;
+  if (spec::IsImageReference(s.image)) {
+    // The org's image, its layers found by the API in the image store.
+    if (s.image_layers.empty()) return Invalid("image: '" + s.image + "' names no layers");
+    for (const std::string& layer : s.image_layers) {
+      if (!std::filesystem::is_directory(layer, ec))
+        return Error::Of(Code::kFailedPrecondition,
+                         "image '" + s.image + "': a layer of it is gone from the image store: pull it again");
+    }
+  } else if (!s.image.empty() && !std::filesystem::is_directory(s.image, ec)) {
+    return Invalid("image: '" + s.image + "' is not a directory");
   }
   if (const engine::PidsBound& host = engine::HostPidsBound(); s.pids < spec::kMinPids || s.pids > host.sandboxes())
     return Invalid("pids: must be between 2 and " + host.Describe());
@@ -264,7 +272,11 @@ Status SandboxManager::LaunchProcess(Record& rec, bool background) {
   auto ids = spec::ParseUser(rec.spec.user);
   engine::SandboxConfig c;
   c.hostname = rec.name.empty() ? "sandbox" : rec.name;
-  c.image = rec.spec.image;
+  if (spec::IsImageReference(rec.spec.image)) {
+    c.image_layers = rec.spec.image_layers;
+  } else {
+    c.image = rec.spec.image;
+  }
   c.idmap_image = rec.spec.image_idmapped;
   c.limits.memory_bytes = rec.spec.mem_limit;
   c.limits.millicpus = static_cast<uint32_t>(rec.spec.cpus * 1000 + 0.5);
@@ -429,7 +441,7 @@ Status SandboxManager::PrepareNetwork(Record& rec, const egress::EgressSpec& spe
 }
 
 Status SandboxManager::WriteTrustBundle(const Record& rec, const std::string& ca_pem) {
-  ISB_ASSIGN_OR_RETURN(std::string bundle, TrustBundle(rec.spec.image.empty() ? "/" : rec.spec.image, ca_pem));
+  ISB_ASSIGN_OR_RETURN(std::string bundle, SandboxTrustBundle(rec.spec, ca_pem));
   ISB_TRY(isb::WriteFile(Dir(rec.id) + "/" + kTrustBundleFile, bundle, 0644));
   // A running sandbox's copy on its mounted layer, rewritten in place: its bind sees the new contents. A stopped
   // one's layer is not mounted (nothing is there); it gets the copy when it starts.

@@ -105,6 +105,12 @@ class SandboxManager : public api::Sandboxes {
   Result<api::FileData> ReadFile(const std::string& id_or_name, const std::string& path) override;
   Status WriteFile(const std::string& id_or_name, const std::string& path, const api::FileData& data) override;
 
+  // Calls `use` with the sandbox's writable layer (the overlay upper dir), the first host id of its range and its
+  // spec, under the sandbox's lock; a stopped sandbox's layer is mounted for the call. Only for a sandbox made from
+  // an image of its org (sandbox_snapshot.cc).
+  using LayerUse = std::function<Status(const std::string& upper, uint32_t uid_base, const api::SandboxSpec& spec)>;
+  Status WithLayer(const std::string& id_or_name, const LayerUse& use);
+
   // Returns once the layers and state dirs of the sandboxes removed so far are gone (a removal returns before
   // that: teardown_queue.h). For tests.
   void SettleTeardown();

@@ -33,6 +33,7 @@
 #include "audit/log.h"
 #include "audit/retention.h"
 #include "daemon/sandbox_manager.h"
+#include "daemon/serve_images.h"
 #include "daemon/serve_secrets.h"
 #include "engine/cgroup.h"
 #include "engine/spawner.h"
@@ -125,6 +126,11 @@ int Serve(const ServeOptions& options) {
   // The secret store, and the filter by which the proxy swaps placeholders for values (a leak is an audit row).
   auto daemon_secrets = DaemonSecrets::Open(secrets_config, audit_log->get());
   if (!daemon_secrets.ok()) return Fail(daemon_secrets.error().message, kExitUsage);
+  // Images: pulled, imported and snapshotted by orgs, their layers shared on disk.
+  auto images = OpenDaemonImages(options.state_dir, image::RegistrySettings{.allow = options.registry_allow,
+                                                                            .insecure = options.registry_insecure,
+                                                                            .ca_file = options.registry_ca});
+  if (!images.ok()) return Fail(images.error().message, kExitUsage);
 
   // 3. Signals are taken by this thread alone (sigwait below): block them before any thread starts.
   sigset_t stop;
@@ -254,6 +260,7 @@ int Serve(const ServeOptions& options) {
     if (get == nullptr) return Error::Of(Code::kForbidden, "secret_get is not open to this caller");
     return registry.Authorize(*get, ctx);
   };
+  sandbox_tools.resolve_image = ImageResolver(*images);
   if (auto st = api::AddSandboxTools(registry, manager, sandbox_tools); !st.ok()) return Fail(st.error().message);
   // --allow-tools / --deny-tools: what callers of the HTTP listener see and may call (the unix socket: everything).
   registry.SetToolFilter([policy = options.tool_policy](std::string_view tool) { return policy.Allows(tool); });
@@ -262,6 +269,8 @@ int Serve(const ServeOptions& options) {
   registry.SetOrgCheck([store = identity->get()](std::string_view org) { return store->orgs().Get(org).ok(); });
   if (auto st = api::AddAuditTools(registry, **audit_log, **history, manager); !st.ok()) return Fail(st.error().message);
   if (auto st = api::AddSecretTools(registry, (*daemon_secrets)->store()); !st.ok()) return Fail(st.error().message);
+  if (auto st = AddDaemonImageTools(registry, *images, manager, (*daemon_secrets)->store()); !st.ok())
+    return Fail(st.error().message);
   // Retention: both chains pruned now and then every prune_interval, on a thread that Stop joins.
   std::optional<audit::RetentionPruner> pruner;
   if (options.audit_retention) {

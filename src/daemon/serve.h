@@ -46,6 +46,11 @@ struct ServeOptions {
   // (isb-secrets-key), or one made at first start in <state_dir>/secrets/identity.
   std::string secrets_key;
   std::string secrets_recipients;  // break-glass age recipients, one a line: every secret is encrypted to them too
+  // Registries images are pulled from: --registry-allow HOST[:PORT] (on a loopback or private address),
+  // --registry-insecure HOST[:PORT] (plain http), --registry-ca FILE (a CA trusted beside the system's).
+  std::vector<std::string> registry_allow;
+  std::vector<std::string> registry_insecure;
+  std::string registry_ca;
   // Sign-in failures allowed per account and per client address within 15 minutes (api::WebAuthOptions).
   int sign_in_account_limit = 5;
   int sign_in_address_limit = 20;

@@ -33,20 +33,36 @@ std::optional<std::string> ReadInRoot(int root, const char* path) {
   return *text;
 }
 
+// The first system bundle found in `root`, or "".
+Result<std::string> SystemBundle(const std::string& root) {
+  Fd dir(::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!dir.valid()) return Error::Sys("opening " + root + " for its CA bundle");
+  for (const char* path : kSystemBundles) {
+    if (std::optional<std::string> text = ReadInRoot(dir.get(), path)) return std::move(*text);
+  }
+  return std::string();
+}
+
+std::string Joined(std::string bundle, const std::string& ca_pem) {
+  if (!bundle.empty() && bundle.back() != '\n') bundle += '\n';
+  return bundle + ca_pem;
+}
+
 }  // namespace
 
 Result<std::string> TrustBundle(const std::string& root, const std::string& ca_pem) {
-  Fd dir(::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!dir.valid()) return Error::Sys("opening " + root + " for its CA bundle");
-  std::string bundle;
-  for (const char* path : kSystemBundles) {
-    if (std::optional<std::string> text = ReadInRoot(dir.get(), path)) {
-      bundle = std::move(*text);
-      break;
-    }
+  ISB_ASSIGN_OR_RETURN(std::string bundle, SystemBundle(root));
+  return Joined(std::move(bundle), ca_pem);
+}
+
+Result<std::string> SandboxTrustBundle(const spec::SandboxSpec& spec, const std::string& ca_pem) {
+  if (!spec::IsImageReference(spec.image)) return TrustBundle(spec.image.empty() ? "/" : spec.image, ca_pem);
+  // The top-most layer that holds a bundle: where the image's own view of it comes from.
+  for (auto it = spec.image_layers.rbegin(); it != spec.image_layers.rend(); ++it) {
+    ISB_ASSIGN_OR_RETURN(std::string bundle, SystemBundle(*it));
+    if (!bundle.empty()) return Joined(std::move(bundle), ca_pem);
   }
-  if (!bundle.empty() && bundle.back() != '\n') bundle += '\n';
-  return bundle + ca_pem;
+  return ca_pem;
 }
 
 }  // namespace isb::daemon

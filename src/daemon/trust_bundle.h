@@ -7,6 +7,7 @@
 #include <string>
 
 #include "base/result.h"
+#include "spec/sandbox_spec.h"
 
 namespace isb::daemon {
 
@@ -21,5 +22,8 @@ inline constexpr size_t kMaxSystemBundle = 8 << 20;
 // root, never to the host), from the first of the usual places (Debian, Fedora, Alpine, SUSE) that holds a regular
 // file of at most kMaxSystemBundle; then `ca_pem`. With no system bundle in `root`, `ca_pem` alone.
 Result<std::string> TrustBundle(const std::string& root, const std::string& ca_pem);
+// The bundle of a sandbox's root: its image directory's, the top-most of its image's layers that holds one, or the
+// host's.
+Result<std::string> SandboxTrustBundle(const spec::SandboxSpec& spec, const std::string& ca_pem);
 
 }  // namespace isb::daemon

@@ -151,8 +151,10 @@ Status Validate(const SandboxSpec& s) {
   ISB_TRY(ValidateName(s.name));
   if (!s.image.empty()) {
     if (s.image.find('\0') != std::string::npos) return Invalid("image: must not contain a NUL character");
-    if (s.image[0] != '/') return Invalid("image: must be an absolute directory path");
-    if (s.image.find_first_of(engine::kOverlaySpecialChars) != std::string::npos)
+    if (s.image[0] != '/' && s.image.size() > 512) return Invalid("image: a reference is at most 512 characters");
+    if (s.image[0] != '/' && s.image.find_first_of(" \t\n\r") != std::string::npos)
+      return Invalid("image: an image reference has no white space (\"python:3.12\", \"host:5000/team/app:tag\")");
+    if (s.image[0] == '/' && s.image.find_first_of(engine::kOverlaySpecialChars) != std::string::npos)
       return Invalid("image: a path with ':', ',' or '\\' cannot be an overlay layer (overlayfs would split it)");
   }
   ISB_TRY(ValidateMounts(s.mounts));

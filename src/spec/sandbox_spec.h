@@ -63,7 +63,9 @@ struct SpecSecretFile {
 
 struct SandboxSpec {
   std::string name;   // optional; a host name label, unique among the org's sandboxes (other orgs may reuse it)
-  std::string image;  // a directory on the host; empty: the default view of the host
+  // An image of the sandbox's org by reference ("python:3.12", "registry.example/team/app@sha256:..."), or a
+  // directory on the host (an absolute path); empty: the default view of the host.
+  std::string image;
   double cpus = kDefaultCpus;             // CPU quota in cores
   uint64_t mem_limit = kDefaultMemLimit;  // bytes, swap included
   // Bytes: the size of the filesystem the writable layer lives in; writing beyond it is ENOSPC inside. Specs
@@ -90,10 +92,18 @@ struct SandboxSpec {
   // The image seen through the sandbox's id mapping (engine::SandboxConfig::idmap_image): set by the create tool for
   // the host and superadmins only (never taken from the caller), and stored.
   bool image_idmapped = false;
+  // Set by the daemon when `image` names an image of the org (never taken from a caller), and stored: the layers'
+  // directories on the host, bottom first, and the manifest digest of the image they are, so a sandbox keeps the
+  // image it was made from when the name later points elsewhere.
+  std::vector<std::string> image_layers;
+  std::string image_digest;
   // Not stored: set by the API when `image` and the mounts' sources are the real paths it checked against the bind
   // roots, so that the daemon keeps them only while no symlink has come onto them rather than resolving them again.
   bool paths_checked = false;
 };
+
+// Whether `image` names an image by reference rather than a host directory.
+inline bool IsImageReference(const std::string& image) { return !image.empty() && image[0] != '/'; }
 
 // The rules every spec obeys, whoever made it; the first broken one as kInvalidArgument, naming the field and what
 // it takes. What depends on the host (the image exists, pids within the host's bound, mount sources) is the

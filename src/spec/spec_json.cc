@@ -229,6 +229,8 @@ std::string ToStoredJson(const SandboxSpec& s) {
   if (s.privileged) j["privileged"] = true;
   if (!s.idmap.empty()) j["idmap"] = s.idmap;
   if (s.image_idmapped) j["image_idmapped"] = true;
+  if (!s.image_layers.empty()) j["image_layers"] = s.image_layers;
+  if (!s.image_digest.empty()) j["image_digest"] = s.image_digest;
   return j.dump();
 }
 
@@ -252,6 +254,8 @@ SandboxSpec FromStoredJson(std::string_view text) {
   s.egress = j.contains("egress") ? j["egress"] : json("none");
   s.privileged = Stored(j, "privileged", false);
   s.image_idmapped = Stored(j, "image_idmapped", false);
+  s.image_layers = Stored(j, "image_layers", std::vector<std::string>{});
+  s.image_digest = Stored<std::string>(j, "image_digest", "");
   s.idmap = Stored(j, "idmap", std::vector<engine::IdMapping>{});
   s.expires = std::chrono::seconds(Stored(j, "expires", kDefaultExpiresS));
   s.idle_timeout = std::chrono::seconds(Stored(j, "idle_timeout", kDefaultIdleTimeoutS));

@@ -108,8 +108,12 @@ TEST(SandboxSpecTest, EachRuleNamesItsField) {
         << image;
   }
   s = {};
-  s.image = "rel/dir";
-  EXPECT_EQ(Refusal(s), "image: must be an absolute directory path");
+  s.image = "team/app:1 2";
+  EXPECT_EQ(Refusal(s), "image: an image reference has no white space (\"python:3.12\", \"host:5000/team/app:tag\")");
+  s.image = std::string(513, 'a');
+  EXPECT_EQ(Refusal(s), "image: a reference is at most 512 characters");
+  s.image = "team/app:1.2";  // a reference: the daemon resolves it among the org's images
+  EXPECT_TRUE(Validate(s).ok());
   s = {};
   s.user = "root";
   EXPECT_EQ(Refusal(s), "user: expected UID[:GID] with numeric ids below 65536, e.g. \"1000:1000\", got 'root'");

@@ -1,0 +1,40 @@
+// The image tools: an org's images, pulled from registries, imported from archives on the host, exported, listed,
+// inspected and removed, and sandboxes snapshotted into new ones.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/registry.h"
+#include "api/sandbox_tools.h"
+#include "image/image_service.h"
+
+namespace isb::api {
+
+struct ImageToolOptions {
+  // The org's sandboxes made from the image with manifest digest `digest` (their names or ids): image_inspect shows
+  // them, image_remove is refused while there are any.
+  std::function<std::vector<std::string>(const std::string& org, const std::string& digest)> users{};
+  // The login an org secret holds ("USER:PASSWORD"), for image_pull's `auth_secret`. Unset: no secrets store.
+  std::function<Result<image::RegistryLogin>(const std::string& org, const std::string& secret)> login{};
+  // sandbox_snapshot: the sandbox `ref` of `org` made into the image `name`. Unset: no snapshots.
+  std::function<Result<image::ImageRecord>(const std::string& org, const std::string& ref, const std::string& name)>
+      snapshot{};
+};
+
+// image_pull (members; streams progress), image_list and image_inspect (viewers), image_remove (members; refused
+// while a sandbox uses the image), image_import and image_export (the host only: they name files on it), and
+// sandbox_snapshot (members). `images` must outlive the registry.
+Status AddImageTools(Registry& registry, image::ImageService& images, ImageToolOptions options);
+
+// An image as the tools show it.
+nlohmann::json ImageJson(const image::ImageRecord& record);
+
+// The image of `org` that `ref` names, resolved for a sandbox: its layers' directories and config. User names in the
+// config are looked up in the image's own /etc/passwd and /etc/group.
+Result<ResolvedImage> ResolveImage(const image::ImageStore& store, const std::string& org,
+                                          const std::string& ref);
+
+}  // namespace isb::api

@@ -1,0 +1,64 @@
+// The daemon's images, wired: tools over the service, users of an image from the sandbox list, snapshots through
+// the manager, registry logins from the secret store.
+#include "daemon/serve_images.h"
+
+#include "api/image_tools.h"
+#include "api/sandboxes.h"
+
+namespace isb::daemon {
+
+Result<DaemonImages> OpenDaemonImages(const std::string& state_dir, image::RegistrySettings settings) {
+  DaemonImages out;
+  ISB_ASSIGN_OR_RETURN(out.store, image::ImageStore::Open(state_dir + "/images"));
+  ISB_ASSIGN_OR_RETURN(out.service, image::ImageService::Create(*out.store, std::move(settings)));
+  return out;
+}
+
+Status AddDaemonImageTools(api::Registry& registry, DaemonImages& images, SandboxManager& manager,
+                           secrets::SecretStore& secrets) {
+  api::ImageToolOptions options;
+  options.users = [&manager](const std::string& org, const std::string& digest) {
+    std::vector<std::string> users;
+    auto all = manager.List();
+    if (!all.ok()) return users;
+    for (const api::SandboxInfo& s : *all) {
+      if (api::OrgOf(s.spec) == org && s.spec.image_digest == digest) users.push_back(s.name.empty() ? s.id : s.name);
+    }
+    return users;
+  };
+  options.login = [&secrets](const std::string& org, const std::string& name) -> Result<image::RegistryLogin> {
+    auto value = secrets.Get(org, name);
+    if (!value.ok()) return Error::Of(value.error().code, "auth_secret: " + value.error().message);
+    const std::string_view text = value->value.view();
+    const size_t colon = text.find(':');
+    if (colon == std::string_view::npos || colon == 0)
+      return Error::Of(Code::kInvalidArgument, "auth_secret: secret '" + name + "' is not USER:PASSWORD");
+    return image::RegistryLogin{std::string(text.substr(0, colon)), std::string(text.substr(colon + 1))};
+  };
+  options.snapshot = [&images, &manager](const std::string& org, const std::string& ref,
+                                         const std::string& name) -> Result<image::ImageRecord> {
+    ISB_ASSIGN_OR_RETURN(std::string id, manager.Resolve(org, ref));
+    std::optional<image::ImageRecord> made;
+    ISB_TRY(manager.WithLayer(id, [&](const std::string& upper, uint32_t uid_base, const api::SandboxSpec& spec) {
+      auto base = images.store->Get(org, spec.image_digest);
+      if (!base.ok())
+        return Status(Error::Of(Code::kFailedPrecondition, "the sandbox's image '" + spec.image + "' is gone"));
+      // What is the sandbox's own at run time (secrets, sockets, scratch), never part of an image.
+      auto r = images.service->Snapshot(org, name, *base, upper, uid_base, {"run", "tmp", "proc", "dev", "sys"});
+      if (!r.ok()) return Status(r.error());
+      made = std::move(*r);
+      return Status();
+    }));
+    return std::move(*made);
+  };
+  return api::AddImageTools(registry, *images.service, std::move(options));
+}
+
+std::function<Result<api::ResolvedImage>(const std::string& org, const std::string& ref)> ImageResolver(
+    const DaemonImages& images) {
+  return [store = images.store.get()](const std::string& org, const std::string& ref) {
+    return api::ResolveImage(*store, org, ref);
+  };
+}
+
+}  // namespace isb::daemon

@@ -1,0 +1,35 @@
+// The daemon's images: the store under <state>/images, the service that pulls, imports, exports and snapshots, and
+// their tools wired to the sandboxes and the secret store.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "api/registry.h"
+#include "api/sandbox_tools.h"
+#include "base/result.h"
+#include "daemon/sandbox_manager.h"
+#include "image/image_service.h"
+#include "image/image_store.h"
+#include "secrets/secret_store.h"
+
+namespace isb::daemon {
+
+struct DaemonImages {
+  std::unique_ptr<image::ImageStore> store;
+  std::unique_ptr<image::ImageService> service;
+};
+
+// Opens <state_dir>/images. Errors name the flag at fault (--registry-allow, --registry-ca).
+Result<DaemonImages> OpenDaemonImages(const std::string& state_dir, image::RegistrySettings settings);
+
+// The image tools and sandbox_snapshot, over `images`, `manager` (who uses an image, a sandbox's layer) and
+// `secrets` (a registry login an org keeps as a secret). All must outlive the registry.
+Status AddDaemonImageTools(api::Registry& registry, DaemonImages& images, SandboxManager& manager,
+                           secrets::SecretStore& secrets);
+
+// sandbox_create's resolution of an image reference among the org's images.
+std::function<Result<api::ResolvedImage>(const std::string& org, const std::string& ref)> ImageResolver(
+    const DaemonImages& images);
+
+}  // namespace isb::daemon

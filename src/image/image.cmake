@@ -1,0 +1,12 @@
+# An org's images: records per org and layers shared by all (image_store), and how images come and go — pulled
+# (registry client of distribution.cmake, unpacker of layer.cmake), imported, exported, snapshotted.
+add_library(isb_image STATIC
+  src/image/image_store.cc
+  src/image/image_service.cc
+  src/image/image_pull.cc
+  src/image/image_import.cc
+  src/image/layer_store_io.cc
+  src/image/layer_writer.cc
+  src/image/tar_writer.cc)
+target_link_libraries(isb_image PUBLIC isb_image_dist isb_image_layer isb_base nlohmann_json::nlohmann_json
+                      OpenSSL::Crypto ${ZLIB_STATIC} Threads::Threads)

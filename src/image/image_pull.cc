@@ -1,0 +1,198 @@
+// ImageService::Pull: the manifest (through an index to this host's platform), the config, then the layers in
+// parallel, each streamed at once into the blob store and, through a socket pair, into the unpacker — so a layer is
+// unpacked while it arrives, and kept only once both its blob digest and its diff_id check out.
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "base/fd.h"
+#include "base/mutex.h"
+#include "image/digest.h"
+#include "image/image_service.h"
+#include "image/layer_store_io.h"
+#include "image/manifest.h"
+#include "image/reference.h"
+#include "image/registry_client.h"
+#include "image/registry_http.h"
+
+namespace isb::image {
+
+struct ImageService::PullJob {
+  std::string repository;
+  RegistryClient* client = nullptr;
+  ImageManifest manifest;
+  ImageConfig config;
+  const PullProgressFn* progress = nullptr;
+  const std::function<bool()>* cancelled = nullptr;
+  Mutex progress_mu;                // progress reports come from every layer's thread
+  std::atomic<bool> failed{false};  // one layer failed: the others stop at their next piece
+};
+
+namespace {
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Sends all of `piece` on a socket whose reader may have gone (EPIPE, never SIGPIPE).
+Status SendAll(int fd, std::string_view piece) {
+  while (!piece.empty()) {
+    const ssize_t n = ::send(fd, piece.data(), piece.size(), MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Error::Sys("handing the layer to the unpacker");
+    piece.remove_prefix(static_cast<size_t>(n));
+  }
+  return {};
+}
+
+std::vector<HostRule> Rules(const std::vector<std::string>& entries) {
+  std::vector<HostRule> out;
+  for (const std::string& e : entries) {
+    if (Result<HostRule> r = ParseHostRule(e); r.ok()) out.push_back(*r);
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<LayerRecord> ImageService::PullLayer(PullJob& job, size_t index) {
+  const Descriptor& layer = job.manifest.layers[index];
+  const std::string diff_id = job.config.diff_ids[index].str();
+  ISB_ASSIGN_OR_RETURN(LayerCompression lc, LayerCompressionOf(layer.media_type));
+  LayerRecord record{layer.digest.str(), diff_id, layer.media_type, layer.size, 0};
+  if (store_.HasLayer(diff_id)) {
+    // Unpacked already (another image has it): only its blob, for exports, if that is gone.
+    if (!blobs_.Has(layer.digest)) ISB_TRY(job.client->FetchBlobToStore(blobs_, job.repository, layer, "layer"));
+    return record;
+  }
+
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) return Error::Sys("pulling a layer");
+  Fd reader(pair[0]), writer(pair[1]);
+  ISB_ASSIGN_OR_RETURN(BlobWriter blob, blobs_.Begin(layer.digest, layer.size, "layer"));
+
+  // The fetch runs beside the unpack: it writes the blob and feeds the socket; its outcome (the blob's digest
+  // checked, the blob committed) decides whether the unpacked layer is kept.
+  Status fetched;
+  std::thread fetch([&] {
+    uint64_t done = 0;
+    auto last = std::chrono::steady_clock::now();
+    BodySink sink = [&](std::string_view piece) -> Status {
+      if (job.failed.load()) return Error::Of(Code::kCancelled, "another layer of the pull failed");
+      ISB_TRY(blob.Write(piece));
+      ISB_TRY(SendAll(writer.get(), piece));
+      done += piece.size();
+      const auto now = std::chrono::steady_clock::now();
+      if (now - last >= std::chrono::milliseconds(250) || done == layer.size) {
+        last = now;
+        if (job.cancelled != nullptr && *job.cancelled && (*job.cancelled)())
+          return Error::Of(Code::kCancelled, "the pull was cancelled");
+        if (job.progress != nullptr && *job.progress) {
+          MutexLock lock(job.progress_mu);
+          (*job.progress)(PullProgress{"layer", layer.digest.str(), done, layer.size});
+        }
+      }
+      return {};
+    };
+    fetched = job.client->FetchBlob(job.repository, layer, sink, "layer");
+    ::shutdown(writer.get(), SHUT_WR);  // the unpacker reads to the end either way
+    if (fetched.ok()) fetched = blob.Commit();
+  });
+  bool joined = false;
+  auto join = [&]() -> Status {
+    if (!joined) fetch.join();
+    joined = true;
+    return fetched;
+  };
+  FdSource source(reader.get());
+  Result<UnpackedLayer> unpacked =
+      UnpackIntoStore(store_, source, ToCompression(lc), diff_id, settings_.max_image_bytes, join);
+  reader.Reset();  // a fetch still sending (the unpack failed) gets EPIPE
+  Status fetch_status = join();
+  if (!fetch_status.ok()) return fetch_status.error();  // the blob's own error says most
+  if (!unpacked.ok()) return unpacked.error();
+  record.unpacked_bytes = unpacked->bytes;
+  return record;
+}
+
+Result<ImageRecord> ImageService::Pull(const std::string& org, const std::string& ref_text,
+                                       const std::optional<RegistryLogin>& login, const PullProgressFn& progress,
+                                       const std::function<bool()>& cancelled) {
+  ISB_ASSIGN_OR_RETURN(ImageReference ref, ParseImageReference(ref_text));
+  RegistryClientOptions options;
+  options.transport.dialer = &dialer_;
+  options.transport.trust = trust_;
+  options.transport.allowed_private = Rules(settings_.allow);
+  options.transport.plain_http = Rules(settings_.insecure);
+  if (login) options.credentials = RegistryCredentials{login->user, login->password};
+  ISB_ASSIGN_OR_RETURN(std::unique_ptr<RegistryClient> client, RegistryClient::Create(ref.registry, options));
+
+  if (progress) progress(PullProgress{"manifest", "", 0, 0});
+  ISB_ASSIGN_OR_RETURN(FetchedManifest fetched, client->FetchManifest(ref));
+  if (IsIndexType(fetched.media_type)) {
+    ISB_ASSIGN_OR_RETURN(ImageIndex index, ParseIndex(fetched.bytes));
+    ISB_ASSIGN_OR_RETURN(Descriptor chosen, SelectPlatform(index, HostPlatform()));
+    ImageReference by_digest = ref;
+    by_digest.digest = chosen.digest.str();
+    ISB_ASSIGN_OR_RETURN(fetched, client->FetchManifest(by_digest));
+    if (!IsManifestType(fetched.media_type))
+      return Error::Of(Code::kInvalidArgument, "image '" + ref.str() + "': the index's entry for " +
+                                                   HostPlatform().str() + " is not an image manifest");
+  }
+  ISB_ASSIGN_OR_RETURN(ImageManifest manifest, ParseManifest(fetched.bytes));
+  ISB_TRY(client->FetchBlobToStore(blobs_, ref.repository, manifest.config, "config"));
+  ISB_ASSIGN_OR_RETURN(std::string config_bytes, ReadBlob(blobs_, manifest.config.digest.str(), kMaxConfigBytes));
+  ISB_ASSIGN_OR_RETURN(ImageConfig config, ParseImageConfig(config_bytes));
+  ISB_TRY(CheckConfigMatches(manifest, config));
+  if (!blobs_.Has(fetched.digest)) ISB_TRY(blobs_.Put(fetched.digest, fetched.bytes, "manifest"));
+
+  PullJob job;
+  job.repository = ref.repository;
+  job.client = client.get();
+  job.manifest = manifest;
+  job.config = config;
+  job.progress = &progress;
+  job.cancelled = &cancelled;
+  const size_t n = manifest.layers.size();
+  std::vector<Result<LayerRecord>> results(n, Error::Of(Code::kInternal, "layer not pulled"));
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < n; i = next++) {
+      results[i] = PullLayer(job, i);
+      if (!results[i].ok()) job.failed = true;
+    }
+  };
+  std::vector<std::thread> workers;
+  const size_t threads = std::min<size_t>(n, static_cast<size_t>(std::max(1, settings_.parallel_layers)));
+  for (size_t t = 1; t < threads; ++t) workers.emplace_back(worker);
+  worker();
+  for (std::thread& t : workers) t.join();
+
+  ImageRecord r;
+  r.org = org;
+  r.name = ref.str();
+  r.manifest_digest = fetched.digest.str();
+  r.config_digest = manifest.config.digest.str();
+  r.manifest_media_type = manifest.media_type;
+  // The first layer that failed for its own reason, not for another's.
+  for (Result<LayerRecord>& l : results) {
+    if (!l.ok() && l.error().code != Code::kCancelled) return l.error();
+  }
+  for (Result<LayerRecord>& l : results) {
+    if (!l.ok()) return l.error();
+    r.layers.push_back(std::move(*l));
+  }
+  r.config = RunConfig{config.env,         config.entrypoint, config.cmd, config.working_dir,
+                       config.user,        config.os,         config.architecture};
+  r.source = "pull";
+  r.created_ms = NowMs();
+  ISB_TRY(store_.Put(r));
+  if (progress) progress(PullProgress{"done", "", 0, 0});
+  return r;
+}
+
+}  // namespace isb::image

@@ -1,0 +1,278 @@
+// ImageStore: records per org as JSON files, layers as directories renamed into place once complete.
+#include "image/image_store.h"
+
+#include <openssl/evp.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <set>
+#include <system_error>
+
+#include "base/file.h"
+#include "base/random.h"
+
+namespace isb::image {
+namespace {
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+std::string Sha256Hex(std::string_view data) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned i = 0; i < len; ++i) {
+    out += kHex[md[i] >> 4];
+    out += kHex[md[i] & 15];
+  }
+  return out;
+}
+
+// "sha256:<64 lower-case hex>": the only digests a layer dir is named by.
+bool IsSha256Digest(std::string_view d) {
+  if (!d.starts_with("sha256:") || d.size() != 7 + 64) return false;
+  return std::all_of(d.begin() + 7, d.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+Status Sys(const std::string& what, const std::error_code& ec) {
+  return Error::Of(Code::kInternal, what + ": " + ec.message());
+}
+
+// The size of what is below `dir` (regular files), for the garbage report.
+uint64_t TreeBytes(const fs::path& dir) {
+  uint64_t total = 0;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, fs::directory_options::skip_permission_denied, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (it->is_regular_file(ec) && !it->is_symlink(ec)) total += it->file_size(ec);
+  }
+  return total;
+}
+
+json LayerJson(const LayerRecord& l) {
+  return {{"digest", l.digest},
+          {"diff_id", l.diff_id},
+          {"media_type", l.media_type},
+          {"size", l.size},
+          {"unpacked_bytes", l.unpacked_bytes}};
+}
+
+json RunConfigJson(const RunConfig& c) {
+  return {{"env", c.env},   {"entrypoint", c.entrypoint}, {"cmd", c.cmd},
+          {"working_dir", c.working_dir}, {"user", c.user}, {"os", c.os}, {"architecture", c.architecture}};
+}
+
+}  // namespace
+
+json ToJson(const ImageRecord& r) {
+  json layers = json::array();
+  for (const LayerRecord& l : r.layers) layers.push_back(LayerJson(l));
+  return {{"org", r.org},
+          {"name", r.name},
+          {"manifest_digest", r.manifest_digest},
+          {"config_digest", r.config_digest},
+          {"manifest_media_type", r.manifest_media_type},
+          {"layers", std::move(layers)},
+          {"config", RunConfigJson(r.config)},
+          {"source", r.source},
+          {"created_ms", r.created_ms}};
+}
+
+Result<ImageRecord> ImageRecordFromJson(const json& j) {
+  try {
+    ImageRecord r;
+    r.org = j.at("org").get<std::string>();
+    r.name = j.at("name").get<std::string>();
+    r.manifest_digest = j.at("manifest_digest").get<std::string>();
+    r.config_digest = j.value("config_digest", "");
+    r.manifest_media_type = j.value("manifest_media_type", "");
+    for (const json& l : j.at("layers")) {
+      LayerRecord layer{l.value("digest", ""), l.at("diff_id").get<std::string>(), l.value("media_type", ""),
+                        l.value("size", uint64_t{0}), l.value("unpacked_bytes", uint64_t{0})};
+      if (!IsSha256Digest(layer.diff_id)) return Error::Of(Code::kInvalidArgument, "layer diff_id is not sha256");
+      r.layers.push_back(std::move(layer));
+    }
+    const json& c = j.at("config");
+    r.config.env = c.value("env", std::vector<std::string>{});
+    r.config.entrypoint = c.value("entrypoint", std::vector<std::string>{});
+    r.config.cmd = c.value("cmd", std::vector<std::string>{});
+    r.config.working_dir = c.value("working_dir", "");
+    r.config.user = c.value("user", "");
+    r.config.os = c.value("os", "");
+    r.config.architecture = c.value("architecture", "");
+    r.source = j.value("source", "");
+    r.created_ms = j.value("created_ms", int64_t{0});
+    return r;
+  } catch (const json::exception& e) {
+    return Error::Of(Code::kInvalidArgument, std::string("image record: ") + e.what());
+  }
+}
+
+std::string ShortId(const ImageRecord& record) {
+  const std::string& d = record.manifest_digest;
+  const size_t colon = d.find(':');
+  return d.substr(colon == std::string::npos ? 0 : colon + 1, 12);
+}
+
+Result<std::unique_ptr<ImageStore>> ImageStore::Open(fs::path root) {
+  for (const char* sub : {"", "blobs", "layers", "layers/sha256", "layers/tmp", "orgs"}) {
+    const fs::path dir = root / sub;
+    ISB_TRY(MakeDirs(dir.string(), 0700));
+    ::chmod(dir.c_str(), 0700);
+  }
+  // A layer half unpacked when the daemon stopped: nothing names it.
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(root / "layers/tmp", ec)) fs::remove_all(e.path(), ec);
+  return std::unique_ptr<ImageStore>(new ImageStore(std::move(root)));
+}
+
+fs::path ImageStore::LayerRoot(const std::string& diff_id) const {
+  return root_ / "layers/sha256" / diff_id.substr(diff_id.find(':') + 1) / "root";
+}
+
+bool ImageStore::HasLayer(const std::string& diff_id) const {
+  std::error_code ec;
+  return IsSha256Digest(diff_id) && fs::is_directory(LayerRoot(diff_id), ec);
+}
+
+Result<fs::path> ImageStore::BeginLayer() {
+  ISB_ASSIGN_OR_RETURN(std::string name, RandomHex(12));
+  const fs::path dir = root_ / "layers/tmp" / name;
+  std::error_code ec;
+  fs::create_directories(dir / "root", ec);
+  if (ec) return Sys("image store: make a layer dir", ec);
+  // The root dir's own mode and owner are the tar's to set (its "./" entry); until then only root reaches it.
+  ::chmod((dir / "root").c_str(), 0755);
+  return dir / "root";
+}
+
+Status ImageStore::CommitLayer(const fs::path& begun_root, const std::string& diff_id) {
+  if (!IsSha256Digest(diff_id))
+    return Error::Of(Code::kInvalidArgument, "layer diff_id '" + diff_id + "' is not a sha256 digest");
+  const fs::path from = begun_root.parent_path();
+  const fs::path to = LayerRoot(diff_id).parent_path();
+  std::error_code ec;
+  fs::rename(from, to, ec);
+  if (!ec) return {};
+  // Another pull unpacked the same layer first: its dir is as good as this one.
+  if (ec == std::errc::directory_not_empty || ec == std::errc::file_exists) {
+    fs::remove_all(from, ec);
+    return {};
+  }
+  return Sys("image store: move layer " + diff_id + " into place", ec);
+}
+
+void ImageStore::DiscardLayer(const fs::path& begun_root) {
+  std::error_code ec;
+  fs::remove_all(begun_root.parent_path(), ec);
+}
+
+fs::path ImageStore::RecordPath(const std::string& org, const std::string& name) const {
+  return root_ / "orgs" / org / (Sha256Hex(name) + ".json");
+}
+
+Status ImageStore::Put(const ImageRecord& record) {
+  for (const LayerRecord& l : record.layers) {
+    if (!HasLayer(l.diff_id))
+      return Error::Of(Code::kFailedPrecondition, "image '" + record.name + "': layer " + l.diff_id + " is not stored");
+  }
+  MutexLock lock(mu_);
+  const fs::path dir = root_ / "orgs" / record.org;
+  ISB_TRY(MakeDirs(dir.string(), 0700));
+  return WriteFileAtomically(RecordPath(record.org, record.name).string(), ToJson(record).dump(), 0600);
+}
+
+std::vector<ImageRecord> ImageStore::ListLocked(const std::string& org) const {
+  std::vector<ImageRecord> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(root_ / "orgs" / org, ec)) {
+    if (e.path().extension() != ".json") continue;
+    Result<std::string> text = ReadFile(e.path().string());
+    if (!text.ok()) continue;
+    json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) continue;
+    Result<ImageRecord> r = ImageRecordFromJson(j);
+    if (r.ok() && r->org == org) out.push_back(std::move(*r));
+  }
+  std::sort(out.begin(), out.end(), [](const ImageRecord& a, const ImageRecord& b) { return a.name < b.name; });
+  return out;
+}
+
+std::vector<ImageRecord> ImageStore::ListAll() const {
+  std::vector<ImageRecord> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(root_ / "orgs", ec)) {
+    for (ImageRecord& r : ListLocked(e.path().filename().string())) out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::vector<ImageRecord> ImageStore::List(const std::string& org) const {
+  MutexLock lock(mu_);
+  return ListLocked(org);
+}
+
+Result<ImageRecord> ImageStore::Get(const std::string& org, const std::string& ref) const {
+  MutexLock lock(mu_);
+  std::vector<ImageRecord> all = ListLocked(org);
+  for (const ImageRecord& r : all) {
+    if (r.name == ref || r.manifest_digest == ref) return r;
+  }
+  // An id: 12 or more hex digits of the manifest digest, naming one image only.
+  const bool hex = ref.size() >= 12 && ref.size() <= 64 &&
+                   std::all_of(ref.begin(), ref.end(), [](char c) { return std::isxdigit((unsigned char)c); });
+  if (hex) {
+    const ImageRecord* found = nullptr;
+    for (const ImageRecord& r : all) {
+      if (r.manifest_digest.compare(7, ref.size(), ref) != 0) continue;
+      if (found != nullptr && found->manifest_digest != r.manifest_digest)
+        return Error::Of(Code::kInvalidArgument, "image id '" + ref + "' names more than one image: give more digits");
+      found = &r;
+    }
+    if (found != nullptr) return *found;
+  }
+  return Error::Of(Code::kNotFound,
+                   "image '" + ref + "' not found in org '" + org + "': pull or import it first (isb image pull)");
+}
+
+Status ImageStore::Remove(const std::string& org, const std::string& name) {
+  MutexLock lock(mu_);
+  std::error_code ec;
+  if (!fs::remove(RecordPath(org, name), ec) || ec)
+    return Error::Of(Code::kNotFound, "image '" + name + "' not found in org '" + org + "'");
+  return {};
+}
+
+Result<ImageStore::Garbage> ImageStore::CollectGarbage(const std::vector<std::string>& in_use) {
+  MutexLock lock(mu_);
+  std::set<std::string> keep(in_use.begin(), in_use.end());
+  for (const ImageRecord& r : ListAll()) {
+    keep.insert(r.manifest_digest);
+    keep.insert(r.config_digest);
+    for (const LayerRecord& l : r.layers) {
+      keep.insert(l.digest);
+      keep.insert(l.diff_id);
+    }
+  }
+  Garbage g;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(root_ / "layers/sha256", ec)) {
+    if (keep.contains("sha256:" + e.path().filename().string())) continue;
+    g.bytes += TreeBytes(e.path());
+    fs::remove_all(e.path(), ec);
+    if (ec) return Sys("image store: remove layer " + e.path().filename().string(), ec);
+    ++g.layers;
+  }
+  for (const auto& e : fs::directory_iterator(root_ / "blobs/sha256", ec)) {
+    if (keep.contains("sha256:" + e.path().filename().string())) continue;
+    g.bytes += e.file_size(ec);
+    fs::remove(e.path(), ec);
+    if (ec) return Sys("image store: remove blob " + e.path().filename().string(), ec);
+    ++g.blobs;
+  }
+  return g;
+}
+
+}  // namespace isb::image

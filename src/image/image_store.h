@@ -1,0 +1,113 @@
+// ImageStore: the images each org holds, and the unpacked layers they share.
+//
+// Layout under its root (<state>/images):
+//   blobs/sha256/<hex>                    verified blobs (BlobStore's; manifests, configs, compressed layers)
+//   layers/sha256/<diff_id hex>/root/     one layer unpacked, overlay whiteouts in place; made in layers/tmp/ and
+//                                         renamed here only once its diff_id was checked, so a layer dir that
+//                                         exists is complete
+//   orgs/<org>/<sha256 of the name>.json  one image record of that org
+// A layer or blob is stored once for every org; an org sees and uses only the images its records name.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/mutex.h"
+#include "base/result.h"
+
+namespace isb::image {
+
+// One layer of an image, bottom first in ImageRecord::layers.
+struct LayerRecord {
+  std::string digest;      // the blob's ("sha256:..."), as the manifest names it; empty for a snapshot's until export
+  std::string diff_id;     // the uncompressed tar's: the key of its unpacked dir
+  std::string media_type;  // the blob's
+  uint64_t size = 0;       // the blob's bytes
+  uint64_t unpacked_bytes = 0;
+  bool operator==(const LayerRecord&) const = default;
+};
+
+// What of an image's config a sandbox takes: the caller's values win over these.
+struct RunConfig {
+  std::vector<std::string> env;  // "NAME=value"
+  std::vector<std::string> entrypoint;
+  std::vector<std::string> cmd;
+  std::string working_dir;
+  std::string user;
+  std::string os;
+  std::string architecture;
+  bool operator==(const RunConfig&) const = default;
+};
+
+struct ImageRecord {
+  std::string org;
+  std::string name;             // the normalized reference it is known by ("docker.io/library/python:3.12")
+  std::string manifest_digest;  // "sha256:..." of the manifest it was made from
+  std::string config_digest;
+  std::string manifest_media_type;
+  std::vector<LayerRecord> layers;  // bottom first
+  RunConfig config;
+  std::string source;  // "pull", "import", "snapshot"
+  int64_t created_ms = 0;
+  bool operator==(const ImageRecord&) const = default;
+};
+nlohmann::json ToJson(const ImageRecord& record);
+Result<ImageRecord> ImageRecordFromJson(const nlohmann::json& j);
+
+// The short id an image is shown and may be named by: the first 12 hex digits of its manifest digest.
+std::string ShortId(const ImageRecord& record);
+
+// Thread-safe. Messages name the org and the image, and say what to do.
+class ImageStore {
+ public:
+  // Creates the directories (0700) and clears what a crash left in layers/tmp.
+  static Result<std::unique_ptr<ImageStore>> Open(std::filesystem::path root);
+
+  const std::filesystem::path& root() const { return root_; }
+  std::filesystem::path BlobDir() const { return root_ / "blobs"; }
+
+  // The unpacked layer's root directory for `diff_id` ("sha256:<hex>"), and whether it is there.
+  std::filesystem::path LayerRoot(const std::string& diff_id) const;
+  bool HasLayer(const std::string& diff_id) const;
+  // A new empty dir to unpack a layer into: <tmp>/root. Commit it or Discard it.
+  Result<std::filesystem::path> BeginLayer();
+  // Moves an unpacked layer into place (a layer that came there meanwhile wins; this one is removed).
+  Status CommitLayer(const std::filesystem::path& begun_root, const std::string& diff_id);
+  void DiscardLayer(const std::filesystem::path& begun_root);
+
+  // Stores (or replaces) the org's record under its name.
+  Status Put(const ImageRecord& record);
+  // The org's image named `ref`: by its normalized name, its manifest digest ("sha256:..."), or a prefix of at least
+  // 12 hex digits of it. kNotFound otherwise ("image 'x' not found in org 'acme': isb image pull x").
+  Result<ImageRecord> Get(const std::string& org, const std::string& ref) const;
+  std::vector<ImageRecord> List(const std::string& org) const;
+  // Removes the record (the layers stay until CollectGarbage).
+  Status Remove(const std::string& org, const std::string& name);
+
+  struct Garbage {
+    int layers = 0;
+    int blobs = 0;
+    uint64_t bytes = 0;
+  };
+  // Removes every layer dir and blob that no record of any org names. `in_use` adds diff_ids and digests to keep
+  // (those of a pull under way).
+  Result<Garbage> CollectGarbage(const std::vector<std::string>& in_use = {});
+
+ private:
+  explicit ImageStore(std::filesystem::path root) : root_(std::move(root)) {}
+  std::filesystem::path RecordPath(const std::string& org, const std::string& name) const;
+  std::vector<ImageRecord> ListAll() const ISB_REQUIRES(mu_);
+  std::vector<ImageRecord> ListLocked(const std::string& org) const ISB_REQUIRES(mu_);
+
+  const std::filesystem::path root_;
+  mutable Mutex mu_;  // orders record writes against reads and garbage collection
+};
+
+}  // namespace isb::image
