@@ -17,7 +17,6 @@ add_library(isb_api STATIC
   src/api/org_tools.cc
   src/api/audit_tools.cc
   src/api/secret_tools.cc
-  src/api/image_tools.cc
   src/api/http_message.cc
   src/api/listen_address.cc
   src/api/router.cc
@@ -30,7 +29,7 @@ add_library(isb_api STATIC
 # the secret store for the secret tools,
 # the engine's id mappings for a spec's idmap, spec/ for the sandbox spec and exec request.
 target_link_libraries(isb_api PUBLIC isb_base isb_id_mapping isb_spec isb_egress isb_identity isb_audit
-                      isb_secrets_store isb_image nlohmann_json::nlohmann_json Boost::headers Threads::Threads)
+                      isb_secrets_store nlohmann_json::nlohmann_json Boost::headers Threads::Threads)
 
 # The HTTP server: the one translation unit with Beast, apart so that the logic above builds (and fuzzes) without it.
 add_library(isb_http STATIC src/api/http_server.cc)

@@ -225,11 +225,11 @@ Status AddChanges(Registry& reg, image::ImageService& images, const ImageToolOpt
           if (!users.empty()) {
             std::string names;
             for (const std::string& u : users) names += (names.empty() ? "" : ", ") + u;
-            return Error::Of(Code::kFailedPrecondition,
+            return Error::Of(Code::kConflict,
                              "image '" + r.name + "' is used by sandbox(es) " + names + ": remove them first");
           }
         }
-        ISB_TRY(images.store().Remove(ctx.org, r.name));
+        if (Status st = images.store().Remove(ctx.org, r.name); !st.ok()) return st.error();
         (void)images.store().CollectGarbage();
         return json{{"removed", r.name}};
       }}));
@@ -242,7 +242,7 @@ Status AddChanges(Registry& reg, image::ImageService& images, const ImageToolOpt
              {"path"}),
       Output({{"images", {{"type", "array"}, {"items", ImageSchema()}}}}, {"images"}), ToolAnnotations{}, false,
       [&images](const json& in, const CallContext& ctx) -> Result<json> {
-        ISB_TRY(HostOnly(ctx, "image_import"));
+        if (Status host = HostOnly(ctx, "image_import"); !host.ok()) return host.error();
         ISB_ASSIGN_OR_RETURN(std::vector<image::ImageRecord> got,
                              images.Import(ctx.org, in["path"].get<std::string>(), in.value("name", "")));
         json out = json::array();
@@ -258,9 +258,9 @@ Status AddChanges(Registry& reg, image::ImageService& images, const ImageToolOpt
       Output({{"path", {{"type", "string"}}}, {"digest", {{"type", "string"}}}}, {"path", "digest"}),
       ToolAnnotations{}, false,
       [&images](const json& in, const CallContext& ctx) -> Result<json> {
-        ISB_TRY(HostOnly(ctx, "image_export"));
+        if (Status host = HostOnly(ctx, "image_export"); !host.ok()) return host.error();
         ISB_ASSIGN_OR_RETURN(image::ImageRecord r, FindImage(images.store(), ctx.org, in["image"].get<std::string>()));
-        ISB_TRY(images.Export(ctx.org, r.name, in["path"].get<std::string>()));
+        if (Status st = images.Export(ctx.org, r.name, in["path"].get<std::string>()); !st.ok()) return st.error();
         return json{{"path", in["path"]}, {"digest", r.manifest_digest}};
       }}));
   if (!options.snapshot) return {};
@@ -299,7 +299,7 @@ Result<ResolvedImage> ResolveImage(const image::ImageStore& store, const std::st
   out.digest = r.manifest_digest;
   for (const image::LayerRecord& l : r.layers) {
     if (!store.HasLayer(l.diff_id))
-      return Error::Of(Code::kFailedPrecondition,
+      return Error::Of(Code::kConflict,
                        "image '" + r.name + "': layer " + l.diff_id + " is gone from the image store: pull it again");
     out.layers.push_back(store.LayerRoot(l.diff_id).string());
   }

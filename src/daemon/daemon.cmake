@@ -25,5 +25,5 @@ isb_tests(isb_egress_service_tests LIBS isb_daemon LABELS net SOURCES tests/daem
 
 if(TARGET isb_api)
   target_sources(isb_daemon PRIVATE src/daemon/serve.cc src/daemon/serve_secrets.cc src/daemon/serve_images.cc)
-  target_link_libraries(isb_daemon PUBLIC isb_http)
+  target_link_libraries(isb_daemon PUBLIC isb_http isb_image_api)
 endif()

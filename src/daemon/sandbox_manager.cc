@@ -63,7 +63,7 @@ Status CheckOnHost(const api::SandboxSpec& s) {
     if (s.image_layers.empty()) return Invalid("image: '" + s.image + "' names no layers");
     for (const std::string& layer : s.image_layers) {
       if (!std::filesystem::is_directory(layer, ec))
-        return Error::Of(Code::kFailedPrecondition,
+        return Error::Of(Code::kConflict,
                          "image '" + s.image + "': a layer of it is gone from the image store: pull it again");
     }
   } else if (!s.image.empty() && !std::filesystem::is_directory(s.image, ec)) {

@@ -42,7 +42,7 @@ Status AddDaemonImageTools(api::Registry& registry, DaemonImages& images, Sandbo
     ISB_TRY(manager.WithLayer(id, [&](const std::string& upper, uint32_t uid_base, const api::SandboxSpec& spec) {
       auto base = images.store->Get(org, spec.image_digest);
       if (!base.ok())
-        return Status(Error::Of(Code::kFailedPrecondition, "the sandbox's image '" + spec.image + "' is gone"));
+        return Status(Error::Of(Code::kConflict, "the sandbox's image '" + spec.image + "' is gone"));
       // What is the sandbox's own at run time (secrets, sockets, scratch), never part of an image.
       auto r = images.service->Snapshot(org, name, *base, upper, uid_base, {"run", "tmp", "proc", "dev", "sys"});
       if (!r.ok()) return Status(r.error());

@@ -10,3 +10,7 @@ add_library(isb_image STATIC
   src/image/tar_writer.cc)
 target_link_libraries(isb_image PUBLIC isb_image_dist isb_image_layer isb_base nlohmann_json::nlohmann_json
                       OpenSSL::Crypto ${ZLIB_STATIC} Threads::Threads)
+
+# The image tools over the service: the api layer's registry and schemas, apart so the api library needs no images.
+add_library(isb_image_api STATIC src/api/image_tools.cc)
+target_link_libraries(isb_image_api PUBLIC isb_api isb_image)

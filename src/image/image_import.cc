@@ -80,7 +80,7 @@ Status ExtractArchive(const std::string& path, const fs::path& dir, uint64_t max
     }
     if (entry->type != TarEntry::Type::kFile) continue;
     total += entry->size;
-    if (total > max_bytes) return Error::Of(Code::kResourceExhausted, "image archive " + path + ": larger than allowed");
+    if (total > max_bytes) return Error::Of(Code::kTooLarge, "image archive " + path + ": larger than allowed");
     const fs::path out = dir / name;
     std::error_code ec;
     fs::create_directories(out.parent_path(), ec);

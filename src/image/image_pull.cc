@@ -29,6 +29,7 @@ struct ImageService::PullJob {
   const std::function<bool()>* cancelled = nullptr;
   Mutex progress_mu;                // progress reports come from every layer's thread
   std::atomic<bool> failed{false};  // one layer failed: the others stop at their next piece
+  std::atomic<int> first_failed{-1};  // which: its error is the pull's
 };
 
 namespace {
@@ -82,7 +83,7 @@ Result<LayerRecord> ImageService::PullLayer(PullJob& job, size_t index) {
     uint64_t done = 0;
     auto last = std::chrono::steady_clock::now();
     BodySink sink = [&](std::string_view piece) -> Status {
-      if (job.failed.load()) return Error::Of(Code::kCancelled, "another layer of the pull failed");
+      if (job.failed.load()) return Error::Of(Code::kUnavailable, "another layer of the pull failed");
       ISB_TRY(blob.Write(piece));
       ISB_TRY(SendAll(writer.get(), piece));
       done += piece.size();
@@ -90,7 +91,7 @@ Result<LayerRecord> ImageService::PullLayer(PullJob& job, size_t index) {
       if (now - last >= std::chrono::milliseconds(250) || done == layer.size) {
         last = now;
         if (job.cancelled != nullptr && *job.cancelled && (*job.cancelled)())
-          return Error::Of(Code::kCancelled, "the pull was cancelled");
+          return Error::Of(Code::kUnavailable, "the pull was cancelled");
         if (job.progress != nullptr && *job.progress) {
           MutexLock lock(job.progress_mu);
           (*job.progress)(PullProgress{"layer", layer.digest.str(), done, layer.size});
@@ -163,7 +164,11 @@ Result<ImageRecord> ImageService::Pull(const std::string& org, const std::string
   auto worker = [&] {
     for (size_t i = next++; i < n; i = next++) {
       results[i] = PullLayer(job, i);
-      if (!results[i].ok()) job.failed = true;
+      if (!results[i].ok()) {
+        int none = -1;
+        job.first_failed.compare_exchange_strong(none, static_cast<int>(i));
+        job.failed = true;
+      }
     }
   };
   std::vector<std::thread> workers;
@@ -178,14 +183,9 @@ Result<ImageRecord> ImageService::Pull(const std::string& org, const std::string
   r.manifest_digest = fetched.digest.str();
   r.config_digest = manifest.config.digest.str();
   r.manifest_media_type = manifest.media_type;
-  // The first layer that failed for its own reason, not for another's.
-  for (Result<LayerRecord>& l : results) {
-    if (!l.ok() && l.error().code != Code::kCancelled) return l.error();
-  }
-  for (Result<LayerRecord>& l : results) {
-    if (!l.ok()) return l.error();
-    r.layers.push_back(std::move(*l));
-  }
+  // The layer that failed first, for its own reason: the others stopped for it.
+  if (const int i = job.first_failed.load(); i >= 0) return results[static_cast<size_t>(i)].error();
+  for (Result<LayerRecord>& l : results) r.layers.push_back(std::move(*l));
   r.config = RunConfig{config.env,         config.entrypoint, config.cmd, config.working_dir,
                        config.user,        config.os,         config.architecture};
   r.source = "pull";

@@ -140,10 +140,10 @@ Result<ImageRecord> ImageService::Snapshot(const std::string& org, const std::st
   if (base) {
     ISB_ASSIGN_OR_RETURN(std::string text, ReadBlob(blobs_, base->config_digest, kMaxConfig));
     config = json::parse(text, nullptr, false);
-    if (!config.is_object()) return Error::Of(Code::kDataLoss, "image '" + base->name + "': its config is not JSON");
+    if (!config.is_object()) return Error::Of(Code::kInvalidArgument, "image '" + base->name + "': its config is not JSON");
     for (const LayerRecord& l : base->layers) {
       if (l.digest.empty())
-        return Error::Of(Code::kFailedPrecondition, "image '" + base->name + "' has a layer without a blob");
+        return Error::Of(Code::kConflict, "image '" + base->name + "' has a layer without a blob");
       manifest_layers.push_back({{"mediaType", l.media_type}, {"digest", l.digest}, {"size", l.size}});
     }
     r.layers = base->layers;
@@ -206,7 +206,7 @@ Status ImageService::Export(const std::string& org, const std::string& ref, cons
     ISB_TRY(tar.AddFile(TarHeader{.path = blob_name(r.manifest_digest)}, manifest));
     ISB_TRY(CopyBlobInto(tar, blobs_, r.config_digest, blob_name(r.config_digest)));
     for (const LayerRecord& l : r.layers) {
-      if (l.digest.empty()) return Error::Of(Code::kFailedPrecondition, "image '" + r.name + "' has a layer without a blob");
+      if (l.digest.empty()) return Error::Of(Code::kConflict, "image '" + r.name + "' has a layer without a blob");
       ISB_TRY(CopyBlobInto(tar, blobs_, l.digest, blob_name(l.digest)));
     }
     ISB_TRY(tar.Finish());

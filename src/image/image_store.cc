@@ -36,7 +36,7 @@ bool IsSha256Digest(std::string_view d) {
   return std::all_of(d.begin() + 7, d.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
-Status Sys(const std::string& what, const std::error_code& ec) {
+Error Sys(const std::string& what, const std::error_code& ec) {
   return Error::Of(Code::kInternal, what + ": " + ec.message());
 }
 
@@ -176,7 +176,7 @@ fs::path ImageStore::RecordPath(const std::string& org, const std::string& name)
 Status ImageStore::Put(const ImageRecord& record) {
   for (const LayerRecord& l : record.layers) {
     if (!HasLayer(l.diff_id))
-      return Error::Of(Code::kFailedPrecondition, "image '" + record.name + "': layer " + l.diff_id + " is not stored");
+      return Error::Of(Code::kConflict, "image '" + record.name + "': layer " + l.diff_id + " is not stored");
   }
   MutexLock lock(mu_);
   const fs::path dir = root_ / "orgs" / record.org;

@@ -55,7 +55,7 @@ Result<UnpackedLayer> UnpackIntoStore(ImageStore& store, ByteSource& compressed,
   const std::string diff_id = hasher.Finish().str();
   if (!expect_diff_id.empty() && diff_id != expect_diff_id) {
     store.DiscardLayer(dir);
-    return Error::Of(Code::kDataLoss,
+    return Error::Of(Code::kInvalidArgument,
                      "layer " + expect_diff_id + ": the unpacked tar's digest is " + diff_id + ", not its diff_id");
   }
   if (before_commit) {
@@ -106,7 +106,7 @@ Result<std::string> ReadBlob(const BlobStore& blobs, const std::string& digest, 
     got += static_cast<size_t>(n);
   }
   if (DigestOf(bytes) != d)
-    return Error::Of(Code::kDataLoss, "blob " + digest + " in the image store does not match its digest");
+    return Error::Of(Code::kInvalidArgument, "blob " + digest + " in the image store does not match its digest");
   return bytes;
 }
 

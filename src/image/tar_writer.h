@@ -22,13 +22,13 @@ struct TarHeader {
                            kFifo = '6' };
   Type type = Type::kFile;
   std::string path;  // relative, '/'-separated; a directory's without a trailing '/'
-  std::string link;  // a symlink's target or a hardlink's first name
+  std::string link{};  // a symlink's target or a hardlink's first name
   uint64_t size = 0;  // a file's data bytes
   uint32_t mode = 0644;
   uint32_t uid = 0, gid = 0;
   int64_t mtime = 0;
   uint32_t dev_major = 0, dev_minor = 0;
-  std::vector<std::pair<std::string, std::string>> xattrs;  // as SCHILY.xattr.NAME pax records
+  std::vector<std::pair<std::string, std::string>> xattrs{};  // as SCHILY.xattr.NAME pax records
 };
 
 class TarWriter {
