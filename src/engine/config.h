@@ -4,6 +4,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -25,6 +26,10 @@ struct Limits {
   uint32_t pids = 64;
 };
 
+// The most layers one sandbox stacks: each is a descriptor in the one message that starts the sandbox (SCM_RIGHTS
+// takes at most 253) and a name in the overlay's options (one page). An image with more is flattened by its caller.
+inline constexpr size_t kMaxImageLayers = 128;
+
 struct SandboxConfig {
   std::vector<std::string> argv;
   std::vector<std::string> env;  // "K=V"; replaces isb's defaults for the same K
@@ -40,6 +45,12 @@ struct SandboxConfig {
   std::vector<IdMapping> idmap;
   // Read-only root; empty means the default view of the host (/usr, /bin, /lib*, /sbin, a minimal /etc).
   std::string image;
+  // An image in layers (host directories, bottom layer first), stacked read-only under the writable layer in place
+  // of `image` when not empty. Each is checked as `image` is. OCI whiteouts as overlayfs writes them: a character
+  // device 0/0 hides a lower layer's file, a directory with the xattr user.overlay.opaque=y hides the lower layers'
+  // directory there (the sandbox's overlay, mounted in its own user namespace, cannot read trusted.* xattrs: it
+  // reads user.overlay.*). At most kMaxImageLayers.
+  std::vector<std::string> image_layers{};
   // The image seen through the sandbox's id mapping (IdmappedTree): its host ids 0..65535 are the sandbox's, so the
   // sandbox's root owns (and may read and change, in its layer) whatever the host's root owns there. For images
   // the host chose (`isb run`, the host's and superadmins' sandboxes); a remote caller's image (a directory below a

@@ -14,8 +14,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "base/fd_passing.h"
 #include "engine/caps.h"
+#include "engine/image_trees.h"
 #include "engine/init.h"
 #include "engine/mounts.h"
 #include "engine/namespaces.h"
@@ -136,12 +136,9 @@ void ChildMain(const ChildPlan& plan) {
   // The clone copied the parent's end of the sync pipe too: without closing it here, a parent that dies before
   // writing "go" would leave this process waiting forever, outside any cgroup, holding its uid-range lease.
   if (plan.sync_write_fd >= 0) ::close(plan.sync_write_fd);
-  // One byte means go; an image's idmapped tree may come with it. EOF means the parent died.
-  char go = 0;
-  int tree = -1;
-  ssize_t got = RecvWithFd(plan.sync_fd, &go, 1, &tree);
+  // One byte means go; the image's idmapped trees may come with it. EOF means the parent died.
+  ssize_t got = ReceiveGo(plan.sync_fd);
   if (got != 1) ChildFail(plan, Step::kSync, got < 0 ? errno : 0);
-  if (tree >= 0) SetImageTree(tree);
   ::close(plan.sync_fd);
 
   // The parent has written uid_map/gid_map: become the namespace's root (host uid = the range's base, or the host's

@@ -19,11 +19,11 @@
 #include <string_view>
 #include <vector>
 
-#include "base/fd_passing.h"
 #include "base/file.h"
 #include "base/units.h"
 #include "base/unix_address.h"
 #include "engine/contain.h"
+#include "engine/image_trees.h"
 #include "engine/mounts.h"
 #include "engine/namespaces.h"
 #include "engine/spawner.h"
@@ -228,7 +228,7 @@ Result<Launched> Launch(const SandboxConfig& config, const LaunchOptions& option
   if (!config.writable_dir.empty()) {
     const uid_t root_uid = HostIdOf(base, config.idmap, IdMapKind::kUid, 0);
     const gid_t root_gid = HostIdOf(base, config.idmap, IdMapKind::kGid, 0);
-    ISB_TRY(PrepareWritableDir(config.writable_dir, base, root_uid, root_gid, !config.image.empty()));
+    ISB_TRY(PrepareWritableDir(config.writable_dir, base, root_uid, root_gid, !ImageLayers(config).empty()));
   }
   const bool run = options.cgroup_name.empty();
   ISB_ASSIGN_OR_RETURN(l.cgroup_, Cgroup::Create(*layout, run ? RunName(l.lease_) : options.cgroup_name, config.limits));
@@ -239,7 +239,7 @@ Result<Launched> Launch(const SandboxConfig& config, const LaunchOptions& option
     plan.control_fd = control.get();
     plan.lease_fd = l.lease_.fd();
   }
-  // The go signal, and with it the image's idmapped tree: a socket pair, so a descriptor can ride along.
+  // The go signal, and with it the image's idmapped trees: a socket pair, so descriptors can ride along.
   Pipe sync;
   {
     int sv[2];
@@ -292,18 +292,17 @@ Result<Launched> Launch(const SandboxConfig& config, const LaunchOptions& option
 
   if (!config.privileged) ISB_TRY(WriteIdMaps(pid, base, config.idmap));
   ISB_TRY(l.cgroup_.AddProcess(pid));
-  // An image is seen through the sandbox's own id mapping (IdmappedTree), made here: only the host's root may
-  // idmap a mount of the host's filesystem.
-  Fd image_tree;
-  if (!config.privileged && !config.image.empty() && config.idmap_image && OverlayTakesIdmappedLayers()) {
+  // An image is seen through the sandbox's own id mapping (IdmappedTrees, one per layer), made here: only the
+  // host's root may idmap a mount of the host's filesystem.
+  std::vector<Fd> image_trees;
+  const std::vector<std::string> layers = ImageLayers(config);
+  if (!config.privileged && !layers.empty() && config.idmap_image && OverlayTakesIdmappedLayers()) {
     Fd userns(::open(("/proc/" + std::to_string(pid) + "/ns/user").c_str(), O_RDONLY | O_CLOEXEC));
     if (!userns.valid()) return Error::Sys("open the sandbox's user namespace");
-    image_tree = IdmappedTree(config.image, userns.get());
+    image_trees = IdmappedTrees(layers, userns.get());
   }
-  const int tree_fd = image_tree.get();
-  if (SendWithFds(sync.write.get(), "g", 1, &tree_fd, tree_fd >= 0 ? 1 : 0) != 1)
-    return Error::Sys("start the sandbox");
-  image_tree.Reset();  // the child holds it now
+  if (SendGo(sync.write.get(), image_trees) != 1) return Error::Sys("start the sandbox");
+  image_trees.clear();  // the child holds them now
   sync.write.Reset();
   // While the sandbox sets itself up: what earlier runs killed outright left.
   if (run) SweepDeadRuns(*layout);

@@ -7,7 +7,6 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <climits>
@@ -17,6 +16,7 @@
 #include "base/file.h"
 #include "base/units.h"
 #include "engine/idmap.h"
+#include "engine/image_trees.h"
 
 namespace isb::engine {
 std::string HostsFile(const std::string& hostname) {
@@ -62,8 +62,6 @@ Status CheckAbsolute(const std::string& path, const char* what) {
   return {};
 }
 
-int g_image_tree = -1;  // in the child: the image's idmapped tree, until its kImage step moves it into place
-
 class Planner {
  public:
   explicit Planner(RootfsPlan* plan) : p_(plan) {}
@@ -83,9 +81,9 @@ class Planner {
     p_->Add({MountStep::kBindNoFollow, p_->Keep(src), p_->Keep(dst), nullptr, 0, nullptr, 0, false});
     LockTree(dst, read_only);
   }
-  // The image at `dst`: the parent's idmapped tree, else a bind as BindNoFollow; read-only, nosuid, nodev.
-  void Image(const std::string& src, const std::string& dst) {
-    p_->Add({MountStep::kImage, p_->Keep(src), p_->Keep(dst), nullptr, 0, nullptr, 0, false});
+  // Image layer `layer` at `dst`: the parent's idmapped tree, else a bind as BindNoFollow; read-only, nosuid, nodev.
+  void Image(const std::string& src, const std::string& dst, size_t layer) {
+    p_->Add({MountStep::kImage, p_->Keep(src), p_->Keep(dst), nullptr, 0, nullptr, 0, false, false, layer});
     LockTree(dst, true);
   }
   // Nosuid, nodev and (when asked) read-only for the bind at `dst` and every mount that came along with it.
@@ -253,20 +251,41 @@ std::string RootfsPlan::Describe(size_t i) const {
 
 std::string StagingDir(const std::string& runtime_dir) { return runtime_dir + "/staging"; }
 
+namespace {
+
+// Every layer of the image as the single image is checked: an absolute directory (not a symlink to one: each is
+// reached without following symlinks) whose path overlayfs would not split.
+Status CheckImageLayers(const SandboxConfig& config, const std::vector<std::string>& layers,
+                        const std::string& staging) {
+  if (layers.empty()) return {};
+  if (layers.size() > kMaxImageLayers)
+    return Error::Msg("image_layers: " + std::to_string(layers.size()) + " layers, more than the " +
+                      std::to_string(kMaxImageLayers) + " one sandbox stacks; flatten the lower layers into one");
+  const bool single = config.image_layers.empty();
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const std::string what = single ? "image" : "image layer " + std::to_string(i);
+    ISB_TRY(CheckAbsolute(layers[i], single ? "--image" : what.c_str()));
+    if (!IsDir(layers[i])) return Error::Msg(what + " '" + layers[i] + "' is not a directory");
+  }
+  // These go into overlayfs's options (the staging dir, where the layers are bound, and the writable layer), which
+  // split on these: "/x:/etc" would add the host's /etc as a layer. The layers themselves no longer do (their binds
+  // are the layers), but a path like that is refused all the same.
+  std::vector<const std::string*> paths = {&config.writable_dir, &staging};
+  for (const std::string& layer : layers) paths.push_back(&layer);
+  for (const std::string* path : paths)
+    if (path->find_first_of(kOverlaySpecialChars) != std::string::npos)
+      return Error::Msg("'" + *path + "' cannot be an overlay layer: a path with ':', ',' or '\\' would be read as "
+                        "more than one layer or option");
+  return {};
+}
+
+}  // namespace
+
 Result<RootfsPlan> PlanRootfs(const SandboxConfig& config, const std::string& staging) {
   RootfsPlan plan;
   Planner pl(&plan);
-  if (!config.image.empty()) {
-    ISB_TRY(CheckAbsolute(config.image, "--image"));
-    if (!IsDir(config.image)) return Error::Msg("image '" + config.image + "' is not a directory");
-    // These go into overlayfs's options (the staging dir, where the image is bound, and the writable layer), which
-    // split on these: "/x:/etc" would add the host's /etc as a layer. The image itself no longer does (its bind is
-    // the layer), but a path like that is refused all the same.
-    for (const std::string* path : {&config.image, &config.writable_dir, &staging})
-      if (path->find_first_of(kOverlaySpecialChars) != std::string::npos)
-        return Error::Msg("'" + *path + "' cannot be an overlay layer: a path with ':', ',' or '\\' would be read as "
-                          "more than one layer or option");
-  }
+  const std::vector<std::string> layers = ImageLayers(config);
+  ISB_TRY(CheckImageLayers(config, layers, staging));
   for (const auto& b : config.binds) {
     ISB_TRY(CheckAbsolute(b.source, "bind source"));
     ISB_TRY(CheckAbsolute(b.target, "bind target"));
@@ -278,22 +297,26 @@ Result<RootfsPlan> PlanRootfs(const SandboxConfig& config, const std::string& st
   pl.Mount("", "/", nullptr, MS_REC | MS_PRIVATE);
   pl.Mount("tmpfs", staging, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755");
   // The default view with a discarded layer is that tmpfs itself: one mount, already nosuid and a mount point.
-  const bool root_is_staging = config.image.empty() && config.writable_dir.empty();
+  const bool root_is_staging = layers.empty() && config.writable_dir.empty();
   const std::string root = root_is_staging ? staging : staging + "/root";
   if (!root_is_staging) pl.Mkdir(root);
-  const std::string layer = config.writable_dir.empty() ? staging : config.writable_dir;
   if (root_is_staging) {
     PlanHostView(pl, root, config);
-  } else if (!config.image.empty()) {
+  } else if (!layers.empty()) {
     if (config.writable_dir.empty()) {
       pl.Mkdir(staging + "/upper");
       pl.Mkdir(staging + "/work");
     }
-    // The image is reached without following any symlink (overlayfs itself would follow them in its lowerdir):
+    // Each layer is reached without following any symlink (overlayfs itself would follow them in its lowerdir):
     // bound into the staging dir, this sandbox's own, read-only (overlayfs never writes a lower layer; the flags
-    // are added to the image's own, so a noexec there stays), and layered from there.
-    pl.Mkdir(staging + "/image");
-    pl.Image(config.image, staging + "/image");
+    // are added to the layer's own, so a noexec there stays), and layered from there, the top layer first.
+    std::string lowerdir;
+    for (size_t i = 0; i < layers.size(); ++i) {
+      const std::string name = config.image_layers.empty() ? "image" : "l" + std::to_string(i);
+      pl.Mkdir(staging + "/" + name);
+      pl.Image(layers[i], staging + "/" + name, i);
+      lowerdir = lowerdir.empty() ? name : name + ":" + lowerdir;
+    }
     // The overlay's options are what the sandbox reads in its mountinfo: named relative to the staging dir (a kept
     // layer bound in there), they say nothing of where on the host its layers are.
     std::string upper = "upper", work = "work";
@@ -303,9 +326,14 @@ Result<RootfsPlan> PlanRootfs(const SandboxConfig& config, const std::string& st
       upper = "layer/upper";
       work = "layer/work";
     }
+    std::string options = "lowerdir=" + lowerdir + ",upperdir=" + upper + ",workdir=" + work;
+    // A layered image's opaque directories are read from user.overlay.opaque, and the overlay's own markers in the
+    // writable layer written as user.overlay.*: the sandbox's root mounts it in its own user namespace, where
+    // trusted.* xattrs can be neither read nor written. Not for a single image: a privileged sandbox's kept layer
+    // holds trusted.overlay.* markers already, and no single image's user.overlay.* xattrs were ever read.
+    if (!config.image_layers.empty()) options += ",userxattr";
     pl.Chdir(staging);
-    pl.Mount("overlay", root, "overlay", MS_NOSUID | MS_NODEV,
-             "lowerdir=image,upperdir=" + upper + ",workdir=" + work);
+    pl.Mount("overlay", root, "overlay", MS_NOSUID | MS_NODEV, options);
     // The sandbox's own names and resolver, as in the default view, in place of the image's (in the writable
     // layer; an image's /etc/resolv.conf is often a symlink into a /run that nothing fills here).
     pl.MkdirBestEffort(root + "/etc");
@@ -471,13 +499,11 @@ int RunStep(const MountStep& s) {
       return rc;
     }
     case MountStep::kImage:
-      if (g_image_tree >= 0) {
+      if (int tree = TakeImageTree(s.layer); tree >= 0) {
         int dst = OpenNoSymlinks(s.target, O_PATH);
-        int rc = dst < 0 ? -1
-                         : ::move_mount(g_image_tree, "", dst, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
+        int rc = dst < 0 ? -1 : ::move_mount(tree, "", dst, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
         int saved = errno;
-        ::close(g_image_tree);
-        g_image_tree = -1;
+        ::close(tree);
         if (dst >= 0) ::close(dst);
         errno = saved;
         if (rc == 0 || dst < 0) return rc;
@@ -544,34 +570,6 @@ int RunStep(const MountStep& s) {
 }
 
 }  // namespace
-
-Fd IdmappedTree(const std::string& path, int userns_fd) {
-  Fd src(OpenNoSymlinks(path.c_str(), O_PATH));
-  struct stat st{};
-  if (!src.valid() || ::fstat(src.get(), &st) != 0 || !S_ISDIR(st.st_mode)) return Fd();
-  Fd tree(::open_tree(src.get(), "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE));
-  if (!tree.valid()) return Fd();
-  mount_attr attr{};
-  attr.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
-  attr.userns_fd = static_cast<uint64_t>(userns_fd);
-  // A clone keeps its originals' peer groups: shared, the unmount of the old root at the pivot would propagate to
-  // the host and unmount what is mounted below the image there.
-  attr.propagation = MS_PRIVATE;
-  if (::mount_setattr(tree.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) != 0) return Fd();
-  return tree;
-}
-
-void SetImageTree(int fd) { g_image_tree = fd; }
-
-bool OverlayTakesIdmappedLayers() {
-  static const bool takes = [] {
-    utsname u{};
-    unsigned major = 0, minor = 0;
-    if (::uname(&u) != 0 || std::sscanf(u.release, "%u.%u", &major, &minor) != 2) return false;
-    return major > 5 || (major == 5 && minor >= 19);
-  }();
-  return takes;
-}
 
 int ExecuteRootfs(const RootfsPlan& plan) {
   const mode_t old_umask = ::umask(0);  // modes in the plan are exact

@@ -18,8 +18,8 @@ struct MountStep {
   // one), so a path checked on the host cannot be swapped for a symlink to somewhere else before it is mounted.
   // kTreeAttrs: sets the MOUNT_ATTR_* bits in `flags` on the mount at `target` and on every mount below it (a
   // bind's submounts come along with it, and a remount would change the top one alone).
-  // kImage: the image's tree the parent made for this sandbox (IdmappedTree, handed over by SetImageTree) moved to
-  // `target`; without one, a bind of `source` as kBindNoFollow.
+  // kImage: the tree the parent made of image layer `layer` for this sandbox (TakeImageTree) moved to `target`;
+  // without one, a bind of `source` as kBindNoFollow.
   // kReplaceFile: `source` written as a new file beside `target`, then renamed over whatever is there (a file, a
   // symlink, a FIFO; not a directory).
   // kChdir: makes `target` (reached without following symlinks) the working directory, which the relative paths
@@ -35,6 +35,7 @@ struct MountStep {
   unsigned mode = 0755;
   bool optional = false;  // a missing target (ENOENT) is skipped, for /proc entries some kernels lack
   bool best_effort = false;  // a refusal (EACCES, EPERM, EROFS, ...) is skipped: what an image's own files may refuse
+  size_t layer = 0;  // kImage: which of the image's layers (bottom first)
 };
 
 // The steps, and the storage for every string they point to (a deque: its elements never move).
@@ -67,21 +68,6 @@ std::string ScratchTmpfs(uint64_t bytes);
 // Plans the root for `config`: the image (overlay with a writable layer) or the default host view, binds,
 // /proc with masked and read-only paths, a minimal /dev, /tmp, read-only /sys, then pivot_root.
 Result<RootfsPlan> PlanRootfs(const SandboxConfig& config, const std::string& staging_dir);
-
-// Whether overlayfs takes an idmapped lower layer: Linux 5.19 and later (mount_setattr may idmap from 5.12, but
-// the overlay mount on such a layer fails before 5.19).
-bool OverlayTakesIdmappedLayers();
-
-// A detached copy of the mount tree at `path` (reached without following symlinks), read-only, nosuid, nodev and
-// private (its unmount at the pivot must not reach the host's mounts it was copied from),
-// whose files' owners are seen through the user namespace `userns_fd`: a file of host uid 0 belongs to that
-// namespace's root, and so on through its mapping. An image's files are those of a host user (root, mostly):
-// through it, the sandbox's root owns what the image's root owned, and its writes copy up as usual. Invalid when the
-// kernel (before 5.19 under overlayfs) or the image's filesystem cannot idmap a mount: the image is then bound as
-// it is (its root's files belong to no one in the sandbox).
-Fd IdmappedTree(const std::string& path, int userns_fd);
-// In the child, before ExecuteRootfs: the tree its kImage step moves into place (closed by that step).
-void SetImageTree(int fd);
 
 // Runs the plan. Async-signal-safe. Returns -1 when all steps succeeded, else the index of the failed step
 // with errno set.

@@ -218,6 +218,7 @@ std::string ConfigToJson(const SandboxConfig& c) {
               {"privileged", c.privileged},
               {"idmap", c.idmap},
               {"image", c.image},
+              {"image_layers", c.image_layers},
               {"idmap_image", c.idmap_image},
               {"writable_dir", c.writable_dir},
               {"binds", binds},
@@ -245,6 +246,7 @@ Result<SandboxConfig> ConfigFromJson(const std::string& text) {
     c.privileged = j.value("privileged", false);
     c.idmap = j.value("idmap", std::vector<IdMapping>{});
     c.image = j.at("image").get<std::string>();
+    c.image_layers = j.value("image_layers", std::vector<std::string>{});
     c.idmap_image = j.value("idmap_image", false);
     c.writable_dir = j.at("writable_dir").get<std::string>();
     for (const auto& b : j.at("binds"))

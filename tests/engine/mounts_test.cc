@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <string>
+#include <vector>
 
 namespace isb::engine {
 namespace {
@@ -16,6 +17,13 @@ bool HasStep(const RootfsPlan& plan, MountStep::Kind kind, const std::string& ta
     if (s.kind == kind && s.target == target && (fstype == nullptr || (s.fstype && std::string(s.fstype) == fstype)))
       return true;
   return false;
+}
+
+// The options of the plan's overlay mount; empty when it has none.
+std::string OverlayOptions(const RootfsPlan& plan) {
+  for (const auto& s : plan.steps())
+    if (s.kind == MountStep::kMount && s.fstype && std::string(s.fstype) == "overlay") return s.data;
+  return "";
 }
 
 TEST(RootfsPlan, StartsPrivateEndsWithPivot) {
@@ -94,6 +102,50 @@ TEST(RootfsPlan, ImageIsAnOverlayWithADiscardedLayer) {
   }
   EXPECT_GE(bound, 0);
   EXPECT_GT(overlay, bound);
+}
+
+// An image in layers: each put into the staging dir under a short name (its tree from the parent, picked by the
+// layer's index, else a bind that follows no symlink), read-only, and stacked top first; the overlay reads opaque
+// directories from user.overlay.* (userxattr). The single image, if also given, is not used.
+TEST(RootfsPlan, ImageLayersAreStackedTopFirstUnderShortNames) {
+  SandboxConfig c;
+  c.image = "/nonexistent-isb-image";
+  c.image_layers = {"/usr", "/usr/share", "/etc"};
+  auto plan = PlanRootfs(c, kStaging);
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  std::vector<std::string> images;
+  const auto& steps = plan->steps();
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const MountStep& s = steps[i];
+    if (s.kind == MountStep::kImage) {
+      images.push_back(std::string(s.source) + " " + s.target + " " + std::to_string(s.layer));
+      ASSERT_LT(i + 1, steps.size());
+      EXPECT_EQ(steps[i + 1].kind, MountStep::kTreeAttrs);
+      EXPECT_EQ(steps[i + 1].flags, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+    }
+  }
+  EXPECT_EQ(images, (std::vector<std::string>{"/usr " + kStaging + "/l0 0", "/usr/share " + kStaging + "/l1 1",
+                                              "/etc " + kStaging + "/l2 2"}));
+  EXPECT_EQ(OverlayOptions(*plan), "lowerdir=l2:l1:l0,upperdir=upper,workdir=work,userxattr");
+
+  c.writable_dir = "/var/lib/isb-test/layer";
+  plan = PlanRootfs(c, kStaging);
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  EXPECT_EQ(OverlayOptions(*plan), "lowerdir=l2:l1:l0,upperdir=layer/upper,workdir=layer/work,userxattr");
+}
+
+TEST(RootfsPlan, RefusesMoreLayersThanASandboxStacksAndBadLayers) {
+  SandboxConfig c;
+  c.image_layers.assign(kMaxImageLayers, "/usr");
+  EXPECT_TRUE(PlanRootfs(c, kStaging).ok());
+  c.image_layers.push_back("/usr");
+  EXPECT_EQ(PlanRootfs(c, kStaging).error().message,
+            "image_layers: 129 layers, more than the 128 one sandbox stacks; flatten the lower layers into one");
+  c.image_layers = {"/usr", "/usr/../etc"};
+  EXPECT_EQ(PlanRootfs(c, kStaging).error().message,
+            "image layer 1 '/usr/../etc' must be an absolute path without '..'");
+  c.image_layers = {"/usr", "/nonexistent-isb-layer"};
+  EXPECT_EQ(PlanRootfs(c, kStaging).error().message, "image layer 1 '/nonexistent-isb-layer' is not a directory");
 }
 
 TEST(RootfsPlan, RefusesBadPaths) {
