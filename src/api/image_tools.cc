@@ -142,6 +142,11 @@ json RecordJson(const image::ImageRecord& r) {
   return out;
 }
 
+// Tools that name a file on the daemon's host: listed for platform admins, called by the host alone (HostOnly).
+ToolAccess HostFileAccess() {
+  return ToolAccess{.least_role = Role::kOwner, .kind = ScopeKind::kAdmin, .org_bound = true, .platform = true};
+}
+
 // Whether the caller is the host itself: only it may name files on the host.
 Status HostOnly(const CallContext& ctx, const char* tool) {
   if (ctx.identity.superadmin) return {};
@@ -248,7 +253,8 @@ Status AddChanges(Registry& reg, image::ImageService& images, const ImageToolOpt
         json out = json::array();
         for (const image::ImageRecord& r : got) out.push_back(ImageJson(r));
         return json{{"images", std::move(out)}};
-      }}));
+      },
+      HostFileAccess()}));
   ISB_TRY(reg.Add(Tool{
       "image_export", "Export an image archive",
       "Writes the org's image as an OCI archive (a tar of an OCI layout, read by skopeo and podman load) to a file "
@@ -262,7 +268,8 @@ Status AddChanges(Registry& reg, image::ImageService& images, const ImageToolOpt
         ISB_ASSIGN_OR_RETURN(image::ImageRecord r, FindImage(images.store(), ctx.org, in["image"].get<std::string>()));
         if (Status st = images.Export(ctx.org, r.name, in["path"].get<std::string>()); !st.ok()) return st.error();
         return json{{"path", in["path"]}, {"digest", r.manifest_digest}};
-      }}));
+      },
+      HostFileAccess()}));
   if (!options.snapshot) return {};
   return reg.Add(Tool{
       "sandbox_snapshot", "Snapshot a sandbox into an image",

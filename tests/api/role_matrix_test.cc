@@ -10,6 +10,7 @@
 #include "api/audit_tools.h"
 #include "api/fake_sandboxes.h"
 #include "api/identity_tools.h"
+#include "api/image_tools.h"
 #include "api/org_tools.h"
 #include "api/principals.h"
 #include "api/sandbox_tools.h"
@@ -109,6 +110,14 @@ const std::map<std::string, Expected>& Table() {
       {"secret_import", kManage},
       {"secret_delete", kManage},
       {"secret_reencrypt", kPlatformAll},
+      // Images: viewers see them, members pull, remove and snapshot; import and export name host files.
+      {"image_list", kRead},
+      {"image_inspect", kRead},
+      {"image_pull", kAct},
+      {"image_remove", kAct},
+      {"sandbox_snapshot", kAct},
+      {"image_import", kPlatformOrg},
+      {"image_export", kPlatformOrg},
   };
   return table;
 }
@@ -133,6 +142,12 @@ json InputFor(const std::string& tool) {
       {"secret_set", {{"name", "K"}, {"value", "v"}}},
       {"secret_import", {{"name", "K"}, {"age_file_base64", "eA=="}}},
       {"secret_delete", {{"name", "K"}}},
+      {"image_pull", {{"ref", "busybox:1"}}},
+      {"image_inspect", {{"image", "busybox:1"}}},
+      {"image_remove", {{"image", "busybox:1"}}},
+      {"image_import", {{"path", "/srv/a.tar"}}},
+      {"image_export", {{"image", "busybox:1"}, {"path", "/srv/a.tar"}}},
+      {"sandbox_snapshot", {{"sandbox", "sb-1"}, {"name", "snap:1"}}},
       {"member_add", {{"user", "u"}, {"role", "member"}}},
       {"member_update", {{"user", "u"}, {"role", "member"}}},
       {"member_remove", {{"user", "u"}}},
@@ -255,8 +270,20 @@ class RoleMatrixTest : public audit::testing::AuditDbTest {
     ASSERT_TRUE(secrets.ok()) << secrets.error().message;
     secrets_ = std::move(*secrets);
     ASSERT_TRUE(AddSecretTools(registry_, *secrets_).ok());
+    auto images = image::ImageStore::Open(dir_ + "/images");
+    ASSERT_TRUE(images.ok()) << images.error().message;
+    images_ = std::move(*images);
+    auto service = image::ImageService::Create(*images_, {});
+    ASSERT_TRUE(service.ok()) << service.error().message;
+    image_service_ = std::move(*service);
+    ImageToolOptions image_options;
+    image_options.snapshot = [](const std::string&, const std::string&, const std::string&)
+        -> Result<image::ImageRecord> { return Error::Of(Code::kInternal, "not in this test"); };
+    ASSERT_TRUE(AddImageTools(registry_, *image_service_, image_options).ok());
   }
   void TearDown() override {
+    image_service_.reset();
+    images_.reset();
     secrets_.reset();
     store_.reset();
     history_.reset();
@@ -278,6 +305,8 @@ class RoleMatrixTest : public audit::testing::AuditDbTest {
   std::unique_ptr<audit::History> history_;
   std::unique_ptr<identity::IdentityStore> store_;
   std::unique_ptr<secrets::SecretStore> secrets_;
+  std::unique_ptr<image::ImageStore> images_;
+  std::unique_ptr<image::ImageService> image_service_;
   Registry registry_;
 };
 

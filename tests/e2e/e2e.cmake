@@ -27,14 +27,17 @@ add_executable(isb_e2e_tests
   tests/e2e/origin_fixture.h
   tests/e2e/egress_test.cc
   tests/e2e/secrets_test.cc
+  tests/e2e/images_test.cc
+  tests/image/registry_fixture.cc
   tests/e2e/audit_test.cc
   tests/e2e/identity_test.cc)
 # SQLite: the audit test edits the state file directly, as an attacker with the file could.
-target_link_libraries(isb_e2e_tests PRIVATE GTest::gtest_main nlohmann_json::nlohmann_json Threads::Threads ${SQLITE_LIB}
+target_link_libraries(isb_e2e_tests PRIVATE isb_image_dist GTest::gtest_main nlohmann_json::nlohmann_json Threads::Threads ${SQLITE_LIB}
                       ${CMAKE_DL_LIBS} m)
 target_include_directories(isb_e2e_tests PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tests)
 target_compile_definitions(isb_e2e_tests PRIVATE
   ISB_BINARY="$<TARGET_FILE:isb>" ISB_E2E_NODE_DIR="${ISB_E2E_NODE_DIR}"
-  ISB_ECHO_ORIGIN="${CMAKE_SOURCE_DIR}/tests/e2e/echo_origin.py")
+  ISB_ECHO_ORIGIN="${CMAKE_SOURCE_DIR}/tests/e2e/echo_origin.py"
+  ISB_MAKE_TEST_IMAGE="${CMAKE_SOURCE_DIR}/tests/image/make_test_image.sh")
 add_dependencies(isb_e2e_tests isb)
 gtest_discover_tests(isb_e2e_tests DISCOVERY_MODE PRE_TEST PROPERTIES RUN_SERIAL TRUE LABELS e2e)

@@ -1,0 +1,229 @@
+// Images end to end: a real registry (Debian's docker-registry, TLS with a test CA, anonymous or behind basic auth)
+// holding images the tests build with umoci and skopeo from a static busybox, pulled by a real `isb serve`, run as
+// sandboxes, snapshotted, exported (read back by skopeo) and imported; one org's images out of another's reach.
+#include <filesystem>
+#include <fstream>
+
+#include "e2e/daemon_fixture.h"
+#include "image/registry_fixture.h"
+#include "must_work.h"
+
+namespace isb::e2e {
+namespace {
+
+namespace fs = std::filesystem;
+using image::testing::TestImages;
+using image::testing::TestRegistry;
+
+class ImagesTest : public E2eTest {
+ protected:
+  static void SetUpTestSuite() {
+    if (!image::testing::MissingTool().empty()) return;
+    auto built = TestImages::Build();
+    if (built.ok()) images_ = std::move(*built);
+  }
+  static void TearDownTestSuite() { images_.reset(); }
+
+  void SetUp() override {
+    const std::string missing = image::testing::MissingTool();
+    if (!missing.empty()) {
+      if (MustWork()) FAIL() << missing << " is needed for the image tests";
+      GTEST_SKIP() << missing << " is missing";
+    }
+    ASSERT_NE(images_, nullptr) << "the test images could not be built";
+    E2eTest::SetUp();
+  }
+  void TearDown() override {
+    registry_.reset();  // before the leak check
+    E2eTest::TearDown();
+  }
+
+  // A registry with the test image pushed as test/busybox:1; the daemon restarted to allow and trust it.
+  void StartRegistry(bool basic_auth = false, bool allow = true) {
+    auto r = TestRegistry::Start(basic_auth);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    registry_ = std::move(*r);
+    auto digest = registry_->Push(*images_, "amd64", registry_->host() + "/test/busybox:1");
+    ASSERT_TRUE(digest.ok()) << digest.error().message;
+    digest_ = *digest;
+    ASSERT_EQ(StopDaemon(), 0);
+    std::vector<std::string> args = {"--registry-ca", registry_->ca_file()};
+    if (allow) args.insert(args.end(), {"--registry-allow", registry_->host()});
+    StartDaemon(args);
+  }
+
+  std::string Ref() const { return registry_->host() + "/test/busybox:1"; }
+
+  // `sh -c SCRIPT` in the sandbox: its stdout, the exit code asserted 0.
+  std::string Sh(const std::string& id, const std::string& script) {
+    json r = Exec(id, {"/bin/sh", "-c", script});
+    EXPECT_EQ(r.value("exit_code", -1), 0) << r.dump();
+    return r.value("stdout", "");
+  }
+
+  size_t LayerDirs() const {
+    size_t n = 0;
+    std::error_code ec;
+    for (auto it = fs::directory_iterator(state_dir() + "/images/layers/sha256", ec); !ec && it != fs::directory_iterator();
+         it.increment(ec))
+      ++n;
+    return n;
+  }
+
+  static std::unique_ptr<TestImages> images_;
+  std::unique_ptr<TestRegistry> registry_;
+  std::string digest_;
+};
+
+std::unique_ptr<TestImages> ImagesTest::images_;
+
+TEST_F(ImagesTest, APulledImageRunsAsASandboxAndASnapshotKeepsItsFilesButNotRunOrTmp) {
+  StartRegistry();
+  ProcResult pull = Isb({"image", "pull", "-q", Ref()});
+  ASSERT_EQ(pull.exit_status, 0) << pull.Describe();
+  EXPECT_EQ(pull.out, digest_.substr(7, 12) + " " + Ref() + " " + digest_ + "\n");
+  json listed = MustTool("image_list", json::object());
+  ASSERT_EQ(listed["images"].size(), 1u) << listed.dump();
+  EXPECT_EQ(listed["images"][0]["name"], Ref());
+  EXPECT_EQ(listed["images"][0]["layers"], 3);
+  EXPECT_EQ(LayerDirs(), 3u);
+
+  const std::string id = CreateSandbox({{"image", Ref()}, {"name", "from-image"}});
+  // The layers stacked: busybox from the first, /etc/d/f from the second, /etc/motd whited out by the third; the
+  // config's Env taken.
+  EXPECT_EQ(Sh(id, "cat /etc/d/f; test -e /etc/motd && echo motd || echo no-motd; echo $PATH"), "f\nno-motd\n/bin\n");
+  EXPECT_EQ(Sh(id, "stat -c %u:%g /bin/busybox"), "0:0\n");
+  Sh(id, "echo kept > /etc/kept; rm /etc/d/f; echo scratch > /tmp/scratch; mkdir -p /run/x; echo r > /run/x/f");
+
+  json snap = MustTool("sandbox_snapshot", {{"sandbox", "from-image"}, {"name", "snap/app:1"}});
+  EXPECT_EQ(snap["name"], "snap/app:1") << snap.dump();
+  EXPECT_EQ(snap["layers"], 4);
+  EXPECT_EQ(snap["source"], "snapshot");
+  const std::string next = CreateSandbox({{"image", "snap/app:1"}});
+  EXPECT_EQ(Sh(next, "cat /etc/kept; test -e /etc/d/f && echo f || echo no-f; test -e /tmp/scratch && echo tmp || "
+                     "echo no-tmp; test -e /run/x/f && echo run || echo no-run"),
+            "kept\nno-f\nno-tmp\nno-run\n");
+
+  // Removal is refused while a sandbox is made from the image, and names it.
+  HttpResponse busy = Tool("image_remove", {{"image", Ref()}});
+  EXPECT_EQ(busy.status, 409) << busy.Describe();
+  EXPECT_EQ(busy.j.value("message", ""), "image '" + Ref() + "' is used by sandbox(es) from-image: remove them first");
+  MustTool("sandbox_remove", {{"sandbox", id}});
+  MustTool("sandbox_remove", {{"sandbox", next}});
+  // The snapshot still holds the three layers; only what nothing uses goes.
+  EXPECT_EQ(MustTool("image_remove", {{"image", Ref()}})["removed"], Ref());
+  EXPECT_EQ(LayerDirs(), 4u);
+  EXPECT_EQ(MustTool("image_remove", {{"image", "snap/app:1"}})["removed"], "snap/app:1");
+  EXPECT_EQ(LayerDirs(), 0u);
+  EXPECT_TRUE(fs::is_empty(state_dir() + "/images/blobs/sha256"));
+  ExpectAudit("the CLI's pull", {Unix("image_pull")});
+}
+
+TEST_F(ImagesTest, AnExportIsReadBySkopeoAndImportsIntoAnotherOrgUnderANewName) {
+  StartRegistry();
+  MustTool("image_pull", {{"ref", Ref()}});
+  const std::string archive = temp_dir() + "/busybox.tar";
+  ProcResult exported = Isb({"image", "export", Ref(), archive});
+  ASSERT_EQ(exported.exit_status, 0) << exported.Describe();
+  ProcResult inspect = RunProcess({"skopeo", "inspect", "oci-archive:" + archive});
+  ASSERT_EQ(inspect.exit_status, 0) << inspect.Describe();
+  json seen = json::parse(inspect.out, nullptr, false);
+  EXPECT_EQ(seen.value("Digest", ""), digest_) << inspect.out;
+  EXPECT_EQ(seen["Layers"].size(), 3u) << inspect.out;
+  ExpectAudit("the CLI's export", {Unix("image_export")});
+
+  MustTool("org_create", {{"name", "beta"}});
+  HttpResponse imported = Tool("image_import", {{"path", archive}, {"name", "team/busybox:copy"}}, {"X-Isb-Org: beta"});
+  ASSERT_EQ(imported.status, 200) << imported.Describe();
+  EXPECT_EQ(imported.j["result"]["images"][0]["name"], "docker.io/team/busybox:copy") << imported.Describe();
+  EXPECT_EQ(imported.j["result"]["images"][0]["digest"], digest_);
+  EXPECT_EQ(LayerDirs(), 3u);  // the same layers, stored once
+
+  // A docker save archive (skopeo's docker-archive) names its image by its RepoTags.
+  const std::string docker = temp_dir() + "/docker.tar";
+  ProcResult save = RunProcess({"skopeo", "copy", "--quiet", "oci:" + images_->work() + "/oci:amd64",
+                                "docker-archive:" + docker + ":saved/busybox:2"});
+  ASSERT_EQ(save.exit_status, 0) << save.Describe();
+  json from_docker = MustTool("image_import", {{"path", docker}});
+  EXPECT_EQ(from_docker["images"][0]["name"], "docker.io/saved/busybox:2") << from_docker.dump();
+  const std::string id = CreateSandbox({{"image", "saved/busybox:2"}});
+  EXPECT_EQ(Sh(id, "cat /etc/d/f"), "f\n");
+}
+
+TEST_F(ImagesTest, AnOrgSeesUsesAndRemovesOnlyItsOwnImages) {
+  StartRegistry();
+  MustTool("image_pull", {{"ref", Ref()}});
+  MustTool("org_create", {{"name", "beta"}});
+  const std::string not_found = "image '" + Ref() + "' not found in org 'beta': pull or import it first (isb image pull)";
+  HttpResponse inspect = Tool("image_inspect", {{"image", Ref()}}, {"X-Isb-Org: beta"});
+  EXPECT_EQ(inspect.status, 404) << inspect.Describe();
+  EXPECT_EQ(inspect.j.value("message", ""), not_found);
+  HttpResponse by_id = Tool("image_inspect", {{"image", digest_.substr(7, 12)}}, {"X-Isb-Org: beta"});
+  EXPECT_EQ(by_id.status, 404) << by_id.Describe();
+  HttpResponse list = Tool("image_list", json::object(), {"X-Isb-Org: beta"});
+  EXPECT_EQ(list.j["result"]["images"], json::array()) << list.Describe();
+  HttpResponse create = Tool("sandbox_create", {{"image", Ref()}}, {"X-Isb-Org: beta"});
+  EXPECT_EQ(create.status, 404) << create.Describe();
+  EXPECT_EQ(create.j.value("message", ""), not_found);
+  HttpResponse remove = Tool("image_remove", {{"image", Ref()}}, {"X-Isb-Org: beta"});
+  EXPECT_EQ(remove.status, 404) << remove.Describe();
+  // Pulled in beta too: its own record, the same layers on disk.
+  HttpResponse pulled = Tool("image_pull", {{"ref", Ref()}}, {"X-Isb-Org: beta"});
+  EXPECT_EQ(pulled.status, 200) << pulled.Describe();
+  EXPECT_EQ(LayerDirs(), 3u);
+  EXPECT_EQ(MustTool("image_list", json::object())["images"].size(), 1u);
+}
+
+TEST_F(ImagesTest, BasicAuthComesFromAnOrgSecretAndAWrongPasswordIsRefused) {
+  StartRegistry(/*basic_auth=*/true);
+  HttpResponse anonymous = Tool("image_pull", {{"ref", Ref()}});
+  EXPECT_EQ(anonymous.status, 401) << anonymous.Describe();
+  MustTool("secret_create", {{"name", "REG_WRONG"}, {"value", "alice:wrong"}});
+  HttpResponse wrong = Tool("image_pull", {{"ref", Ref()}, {"auth_secret", "REG_WRONG"}});
+  EXPECT_EQ(wrong.status, 401) << wrong.Describe();
+  EXPECT_EQ(wrong.body.find("wrong"), std::string::npos) << "the password is in the answer";
+  MustTool("secret_create", {{"name", "REG"}, {"value", std::string(image::testing::kTestUser) + ":" +
+                                                         image::testing::kTestPassword}});
+  json pulled = MustTool("image_pull", {{"ref", Ref()}, {"auth_secret", "REG"}});
+  EXPECT_EQ(pulled["digest"], digest_);
+}
+
+TEST_F(ImagesTest, ATamperedLayerIsRefusedNamingItAndNothingIsLeft) {
+  StartRegistry();
+  // The registry's copy of the second layer loses its last byte.
+  ProcResult manifest = RunProcess({"skopeo", "inspect", "--raw", "oci:" + images_->work() + "/oci:amd64"});
+  ASSERT_EQ(manifest.exit_status, 0) << manifest.Describe();
+  const json m = json::parse(manifest.out);
+  auto layer = image::ParseDigest(m["layers"][1]["digest"].get<std::string>());
+  ASSERT_TRUE(layer.ok());
+  const std::string data = registry_->BlobDataPath(*layer);
+  std::string bytes = ReadFileOrEmpty(data);
+  ASSERT_FALSE(bytes.empty()) << data;
+  bytes.back() ^= 0x55;
+  { std::ofstream(data, std::ios::binary | std::ios::trunc) << bytes; }
+  HttpResponse pull = Tool("image_pull", {{"ref", Ref()}});
+  EXPECT_EQ(pull.status, 400) << pull.Describe();
+  EXPECT_NE(pull.j.value("message", "").find("layer " + layer->Short() + ": digest mismatch"), std::string::npos)
+      << pull.Describe();
+  EXPECT_EQ(MustTool("image_list", json::object())["images"], json::array());
+  EXPECT_TRUE(fs::is_empty(state_dir() + "/images/layers/tmp"));
+  EXPECT_TRUE(fs::is_empty(state_dir() + "/images/blobs/tmp"));
+  EXPECT_FALSE(fs::exists(state_dir() + "/images/blobs/sha256/" + layer->hex));
+}
+
+TEST_F(ImagesTest, AnIndexResolvesToTheHostsPlatformAndALoopbackRegistryNeedsTheOperatorsAllow) {
+  StartRegistry(/*basic_auth=*/false, /*allow=*/false);
+  HttpResponse refused = Tool("image_pull", {{"ref", Ref()}});
+  EXPECT_EQ(refused.status, 403) << refused.Describe();
+  ASSERT_EQ(StopDaemon(), 0);
+  StartDaemon({"--registry-ca", registry_->ca_file(), "--registry-allow", registry_->host()});
+  auto arm = registry_->Push(*images_, "arm64", registry_->host() + "/test/busybox:arm");
+  ASSERT_TRUE(arm.ok()) << arm.error().message;
+  auto index = registry_->PushIndex("test/busybox", digest_, *arm, "multi");
+  ASSERT_TRUE(index.ok()) << index.error().message;
+  json pulled = MustTool("image_pull", {{"ref", registry_->host() + "/test/busybox:multi"}});
+  EXPECT_EQ(pulled["digest"], digest_) << pulled.dump();
+}
+
+}  // namespace
+}  // namespace isb::e2e
