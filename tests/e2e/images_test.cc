@@ -27,7 +27,7 @@ class ImagesTest : public E2eTest {
   void SetUp() override {
     const std::string missing = image::testing::MissingTool();
     if (!missing.empty()) {
-      if (MustWork()) FAIL() << missing << " is needed for the image tests";
+      if (isb::testing::MustWork()) FAIL() << missing << " is needed for the image tests";
       GTEST_SKIP() << missing << " is missing";
     }
     ASSERT_NE(images_, nullptr) << "the test images could not be built";
