@@ -192,7 +192,17 @@ class Unpacker {
     }
     return cur;
   }
-  Result<Fd> OpenParent(const Name& n) { return OpenDir(n.parts, n.parts.size() - 1, true); }
+  // The directory an entry goes in, borrowed from a one-entry cache (a layer's entries come directory by directory):
+  // valid until the next OpenParent, or until a removal takes it or a directory above it (ClearSlot forgets it then).
+  Result<int> OpenParent(const Name& n) {
+    const std::string parent = ParentPath(n);
+    if (!cached_.valid() || cached_path_ != parent) {
+      cached_.Reset();
+      ISB_ASSIGN_OR_RETURN(cached_, OpenDir(n.parts, n.parts.size() - 1, true));
+      cached_path_ = parent;
+    }
+    return cached_.get();
+  }
 
   // Makes room for `leaf` in `parent`: what is there goes (a directory with all below it), except a directory when
   // `merge_dir`. True when a directory stays.
@@ -204,6 +214,7 @@ class Unpacker {
     }
     if (merge_dir && S_ISDIR(st.st_mode)) return true;
     ISB_TRY(RemoveTree(parent, leaf, path));
+    if (cached_path_ == path || cached_path_.starts_with(path + "/")) cached_.Reset();
     EraseTree(dirs_, path);
     EraseTree(made_, path);
     return false;
@@ -261,13 +272,13 @@ class Unpacker {
   }
 
   Status File(const TarEntry& e, const Name& n) {
-    ISB_ASSIGN_OR_RETURN(Fd parent, OpenParent(n));
-    ISB_TRY(ClearSlot(parent.get(), n.parts.back(), n.path, false));
+    ISB_ASSIGN_OR_RETURN(int parent, OpenParent(n));
+    ISB_TRY(ClearSlot(parent, n.parts.back(), n.path, false));
     if (e.size > limits_.max_bytes - report_.bytes) {
       return Fail(Code::kTooLarge, "the layer's files hold more than " + std::to_string(limits_.max_bytes) +
                                        " bytes (the limit max_bytes)");
     }
-    Fd fd(OpenBeneath(parent.get(), n.parts.back(), O_WRONLY | O_CREAT | O_EXCL, 0600));
+    Fd fd(OpenBeneath(parent, n.parts.back(), O_WRONLY | O_CREAT | O_EXCL, 0600));
     if (!fd.valid()) return SysFail("create");
     std::array<uint8_t, 64 << 10> buf;
     for (;;) {
@@ -297,11 +308,11 @@ class Unpacker {
     if (n.parts.empty()) {
       fd.Reset(::fcntl(root_.get(), F_DUPFD_CLOEXEC, 0));
     } else {
-      ISB_ASSIGN_OR_RETURN(Fd parent, OpenParent(n));
-      ISB_ASSIGN_OR_RETURN(bool kept, ClearSlot(parent.get(), n.parts.back(), n.path, true));
+      ISB_ASSIGN_OR_RETURN(int parent, OpenParent(n));
+      ISB_ASSIGN_OR_RETURN(bool kept, ClearSlot(parent, n.parts.back(), n.path, true));
       // 0700 until the end: the final mode may forbid writing what comes below.
-      if (!kept && ::mkdirat(parent.get(), n.parts.back().c_str(), 0700) != 0) return SysFail("mkdir");
-      fd.Reset(OpenBeneath(parent.get(), n.parts.back(), O_RDONLY | O_DIRECTORY));
+      if (!kept && ::mkdirat(parent, n.parts.back().c_str(), 0700) != 0) return SysFail("mkdir");
+      fd.Reset(OpenBeneath(parent, n.parts.back(), O_RDONLY | O_DIRECTORY));
     }
     if (!fd.valid()) return SysFail("open");
     if (::fchown(fd.get(), e.uid, e.gid) != 0) return SysFail("chown");
@@ -313,13 +324,13 @@ class Unpacker {
 
   Status Symlink(const TarEntry& e, const Name& n) {
     if (e.link.empty()) return Fail(Code::kInvalidArgument, "a symlink with an empty target");
-    ISB_ASSIGN_OR_RETURN(Fd parent, OpenParent(n));
+    ISB_ASSIGN_OR_RETURN(int parent, OpenParent(n));
     const std::string& leaf = n.parts.back();
-    ISB_TRY(ClearSlot(parent.get(), leaf, n.path, false));
-    if (::symlinkat(e.link.c_str(), parent.get(), leaf.c_str()) != 0) return SysFail("symlink");
-    if (::fchownat(parent.get(), leaf.c_str(), e.uid, e.gid, AT_SYMLINK_NOFOLLOW) != 0) return SysFail("lchown");
+    ISB_TRY(ClearSlot(parent, leaf, n.path, false));
+    if (::symlinkat(e.link.c_str(), parent, leaf.c_str()) != 0) return SysFail("symlink");
+    if (::fchownat(parent, leaf.c_str(), e.uid, e.gid, AT_SYMLINK_NOFOLLOW) != 0) return SysFail("lchown");
     const timespec times[2] = {MtimeOf(e), MtimeOf(e)};
-    if (::utimensat(parent.get(), leaf.c_str(), times, AT_SYMLINK_NOFOLLOW) != 0) return SysFail("utimensat");
+    if (::utimensat(parent, leaf.c_str(), times, AT_SYMLINK_NOFOLLOW) != 0) return SysFail("utimensat");
     for (const auto& x : e.xattrs) report_.skipped.push_back(n.path + ": xattr " + Shown(x.first) + " dropped");
     made_.insert(n.path);
     ++report_.symlinks;
@@ -338,10 +349,10 @@ class Unpacker {
                                               "only name an earlier file of its own layer)");
     }
     ISB_ASSIGN_OR_RETURN(Fd from, OpenDir(target->parts, target->parts.size() - 1, false));
-    ISB_ASSIGN_OR_RETURN(Fd parent, OpenParent(n));
-    ISB_TRY(ClearSlot(parent.get(), n.parts.back(), n.path, false));
+    ISB_ASSIGN_OR_RETURN(int parent, OpenParent(n));
+    ISB_TRY(ClearSlot(parent, n.parts.back(), n.path, false));
     // Flags 0: a symlink target is linked as the symlink itself, never followed.
-    if (::linkat(from.get(), target->parts.back().c_str(), parent.get(), n.parts.back().c_str(), 0) != 0) {
+    if (::linkat(from.get(), target->parts.back().c_str(), parent, n.parts.back().c_str(), 0) != 0) {
       return SysFail("link to \"" + target->path + "\"");
     }
     made_.insert(n.path);
@@ -352,9 +363,9 @@ class Unpacker {
   Status Whiteout(const Name& n) {
     const std::string& leaf = n.parts.back();
     if (leaf == kOpaque) {
-      ISB_ASSIGN_OR_RETURN(Fd dir, OpenParent(n));
+      ISB_ASSIGN_OR_RETURN(int dir, OpenParent(n));
       for (const char* key : {"trusted.overlay.opaque", "user.overlay.opaque"}) {
-        if (::fsetxattr(dir.get(), key, "y", 1, 0) != 0) return SysFail(std::string("setxattr ") + key);
+        if (::fsetxattr(dir, key, "y", 1, 0) != 0) return SysFail(std::string("setxattr ") + key);
       }
       ++report_.opaque_dirs;
       return {};
@@ -367,10 +378,10 @@ class Unpacker {
     if (hidden.empty() || hidden == "." || hidden == "..") {
       return Fail(Code::kInvalidArgument, "a whiteout of no name (\"" + leaf + "\")");
     }
-    ISB_ASSIGN_OR_RETURN(Fd parent, OpenParent(n));
+    ISB_ASSIGN_OR_RETURN(int parent, OpenParent(n));
     const std::string path = Join(ParentPath(n), hidden);
-    ISB_TRY(ClearSlot(parent.get(), hidden, path, false));
-    if (::mknodat(parent.get(), hidden.c_str(), S_IFCHR, makedev(0, 0)) != 0) return SysFail("mknod of the whiteout");
+    ISB_TRY(ClearSlot(parent, hidden, path, false));
+    if (::mknodat(parent, hidden.c_str(), S_IFCHR, makedev(0, 0)) != 0) return SysFail("mknod of the whiteout");
     ++report_.whiteouts;
     return {};
   }
@@ -397,6 +408,8 @@ class Unpacker {
   Fd root_;
   UnpackReport report_;
   std::string entry_;                      // the entry being placed, for messages
+  Fd cached_;                              // OpenParent's last directory
+  std::string cached_path_;
   std::map<std::string, DirTimes> dirs_;   // directories this layer declared, their final mode and mtime
   std::set<std::string> made_;             // non-directories this layer made: what a hardlink may name
 };

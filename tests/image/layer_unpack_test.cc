@@ -245,6 +245,15 @@ TEST_F(LayerTest, TruncatedDataIsAnErrorAndTheHalfWrittenFileIsLeftForTheCaller)
   EXPECT_EQ(Tree(dir()), (Lines{"f f0600 0:0 =short"}));
 }
 
+TEST_F(LayerTest, AFileWithMoreDataThanDeclaredKeepsItsDeclaredBytesAndTheRestFailsAsAHeader) {
+  const std::string tar = TarBuilder().Entry({.name = "f", .size = 3}, std::string(600, 'A')).End();
+  Result<UnpackReport> r = Unpack(tar);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "tar header at byte 1024: checksum mismatch (stored 0, computed 5976): not a tar "
+                               "header, or a corrupt one");
+  EXPECT_EQ(Tree(dir()), (Lines{"f f0644 0:0 =AAA"}));
+}
+
 TEST_F(LayerTest, AGzipBombStopsAtMaxOut) {
   const std::string tar = TarBuilder().File("zeros", std::string(8 << 20, '\0')).End();
   const std::string gz = secrets::ZlibWhole(tar, 31);
