@@ -193,7 +193,8 @@ class Unpacker {
     return cur;
   }
   // The directory an entry goes in, borrowed from a one-entry cache (a layer's entries come directory by directory):
-  // valid until the next OpenParent, or until a removal takes it or a directory above it (ClearSlot forgets it then).
+  // valid until the next OpenParent. Removals take only names inside it today; ClearSlot forgets it should one ever
+  // take it or a directory above it.
   Result<int> OpenParent(const Name& n) {
     const std::string parent = ParentPath(n);
     if (!cached_.valid() || cached_path_ != parent) {

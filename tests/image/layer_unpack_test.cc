@@ -175,6 +175,13 @@ TEST_F(LayerTest, AFileReplacesADirectoryAndAllBelowIt) {
   EXPECT_EQ(Tree(dir()), (Lines{"d f0644 0:0 =file"}));
 }
 
+TEST_F(LayerTest, ADirectoryMadeAgainAfterItsRemovalReceivesTheEntriesThatFollow) {
+  Result<UnpackReport> r =
+      Unpack(TarBuilder().File("a/b/f1", "1").File("a", "x").Dir("a").File("a/b/f2", "2").End());
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(Tree(dir()), (Lines{"a d0755 0:0", "a/b d0755 0:0", "a/b/f2 f0644 0:0 =2"}));
+}
+
 TEST_F(LayerTest, ADirectoryReplacesAFile) {
   ASSERT_TRUE(Unpack(TarBuilder().File("e", "x").Dir("e", 0700).File("e/f", "y").End()).ok());
   EXPECT_EQ(Tree(dir()), (Lines{"e d0700 0:0", "e/f f0644 0:0 =y"}));
