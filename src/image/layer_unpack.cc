@@ -24,6 +24,7 @@ namespace isb::image {
 namespace {
 
 constexpr size_t kMaxPath = 4096;
+constexpr size_t kMaxSkipped = 1000;
 constexpr std::string_view kWhiteout = ".wh.";
 constexpr std::string_view kOpaque = ".wh..wh..opq";
 
@@ -128,6 +129,7 @@ class Unpacker {
     entry_ = ".";
     ISB_TRY(FinishDirs());
     ISB_TRY(tar_.Drain());
+    if (skipped_more_ > 0) report_.skipped.push_back("and " + std::to_string(skipped_more_) + " more skipped");
     return std::move(report_);
   }
 
@@ -155,8 +157,8 @@ class Unpacker {
     if (n.parts.back().starts_with(kWhiteout)) return Whiteout(n);
     switch (e.type) {
       case TarEntry::Type::kChar:
-      case TarEntry::Type::kBlock: report_.skipped.push_back(n.path + ": device node skipped"); return {};
-      case TarEntry::Type::kFifo: report_.skipped.push_back(n.path + ": fifo skipped"); return {};
+      case TarEntry::Type::kBlock: Skipped(n.path + ": device node skipped"); return {};
+      case TarEntry::Type::kFifo: Skipped(n.path + ": fifo skipped"); return {};
       case TarEntry::Type::kFile: return File(e, n);
       case TarEntry::Type::kDir: return Directory(e, n);
       case TarEntry::Type::kSymlink: return Symlink(e, n);
@@ -252,6 +254,16 @@ class Unpacker {
     return names;
   }
 
+  // A line of UnpackReport::skipped; past kMaxSkipped lines only counted, so that a layer cannot grow the report
+  // past its own size many times over (a 4 KiB name with thousands of dropped xattrs).
+  void Skipped(std::string line) {
+    if (report_.skipped.size() < kMaxSkipped) {
+      report_.skipped.push_back(std::move(line));
+    } else {
+      ++skipped_more_;
+    }
+  }
+
   uint32_t FinalMode(const TarEntry& e) {
     uint32_t mode = e.mode & 07777;
     if ((mode & (S_ISUID | S_ISGID)) != 0) {
@@ -264,7 +276,7 @@ class Unpacker {
   Status SetXattrs(int fd, const TarEntry& e, const std::string& path) {
     for (const auto& [key, value] : e.xattrs) {
       if (!XattrKept(key)) {
-        report_.skipped.push_back(path + ": xattr " + Shown(key) + " dropped");
+        Skipped(path + ": xattr " + Shown(key) + " dropped");
         continue;
       }
       if (::fsetxattr(fd, key.c_str(), value.data(), value.size(), 0) != 0) return SysFail("setxattr " + key);
@@ -332,7 +344,7 @@ class Unpacker {
     if (::fchownat(parent, leaf.c_str(), e.uid, e.gid, AT_SYMLINK_NOFOLLOW) != 0) return SysFail("lchown");
     const timespec times[2] = {MtimeOf(e), MtimeOf(e)};
     if (::utimensat(parent, leaf.c_str(), times, AT_SYMLINK_NOFOLLOW) != 0) return SysFail("utimensat");
-    for (const auto& x : e.xattrs) report_.skipped.push_back(n.path + ": xattr " + Shown(x.first) + " dropped");
+    for (const auto& x : e.xattrs) Skipped(n.path + ": xattr " + Shown(x.first) + " dropped");
     made_.insert(n.path);
     ++report_.symlinks;
     return {};
@@ -372,7 +384,7 @@ class Unpacker {
       return {};
     }
     if (leaf.starts_with(std::string(kWhiteout) + std::string(kWhiteout))) {
-      report_.skipped.push_back(n.path + ": reserved whiteout name skipped");
+      Skipped(n.path + ": reserved whiteout name skipped");
       return {};
     }
     const std::string hidden = leaf.substr(kWhiteout.size());
@@ -409,6 +421,7 @@ class Unpacker {
   Fd root_;
   UnpackReport report_;
   std::string entry_;                      // the entry being placed, for messages
+  uint64_t skipped_more_ = 0;              // skipped lines past kMaxSkipped
   Fd cached_;                              // OpenParent's last directory
   std::string cached_path_;
   std::map<std::string, DirTimes> dirs_;   // directories this layer declared, their final mode and mtime

@@ -50,7 +50,9 @@ struct UnpackLimits {
 struct UnpackReport {
   uint64_t files = 0, dirs = 0, symlinks = 0, hardlinks = 0, whiteouts = 0, opaque_dirs = 0, bytes = 0,
            setid_stripped = 0;
-  std::vector<std::string> skipped;  // "dev/null: device node skipped", "a: xattr security.capability dropped"
+  // "dev/null: device node skipped", "a: xattr security.capability dropped"; the first 1000, then one line
+  // "and N more skipped".
+  std::vector<std::string> skipped;
 };
 
 // The largest uid and gid a layer's files may have: the image ids a sandbox's id mapping covers.

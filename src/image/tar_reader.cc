@@ -230,6 +230,7 @@ Result<std::optional<TarEntry>> TarReader::Next() {
   ISB_TRY(Skip(remaining_ + padding_));
   remaining_ = padding_ = 0;
   Pending pending;
+  uint64_t pending_bytes = 0;  // pax records and long names kept for the coming entry: bounded as one of them is
   for (;;) {
     const uint64_t at = offset_;
     std::array<uint8_t, kBlock> block;
@@ -247,6 +248,10 @@ Result<std::optional<TarEntry>> TarReader::Next() {
       const char* what = flag == 'x' ? "pax header" : flag == 'g' ? "pax global header" : flag == 'L' ? "GNU long name"
                                                                                                         : "GNU long link";
       ISB_ASSIGN_OR_RETURN(std::string meta, ReadMeta(size, at, what));
+      if (flag != 'g' && (pending_bytes += size) > kMaxTarMetaBytes) {
+        return Error::Of(Code::kTooLarge, At(at) + "metadata for one entry past " +
+                                              std::to_string(kMaxTarMetaBytes) + " bytes");
+      }
       if (flag == 'x') ISB_TRY(ParsePax(meta, pending, at));
       if (flag == 'L') pending.path = meta.substr(0, meta.find('\0'));
       if (flag == 'K') pending.link = meta.substr(0, meta.find('\0'));

@@ -29,7 +29,8 @@ struct TarEntry {
   std::vector<std::pair<std::string, std::string>> xattrs;  // pax SCHILY.xattr.NAME=VALUE, in archive order
 };
 
-// The largest pax header, GNU long name or long link taken: past it kTooLarge.
+// The most pax headers, GNU long names and long links may hold, one alone or all before one entry together (and a
+// pax global header alone): past it kTooLarge.
 inline constexpr uint64_t kMaxTarMetaBytes = 1 << 20;
 
 // Reads `in` (which must outlive the reader). Every error names the byte offset of the header or the entry it is

@@ -159,6 +159,16 @@ TEST_F(LayerTest, DeviceNodesAndFifosAreSkippedAndListed) {
                                "dev/fake-whiteout: device node skipped", "run/fifo: fifo skipped"}));
 }
 
+TEST_F(LayerTest, TheSkippedListStopsAtAThousandLinesAndCountsTheRest) {
+  TarBuilder tar;
+  for (int i = 0; i < 1002; ++i) tar.Entry({.name = "f" + std::to_string(i), .type = '6'});
+  Result<UnpackReport> r = Unpack(tar.End());
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->skipped.size(), 1001u);
+  EXPECT_EQ(r->skipped[999], "f999: fifo skipped");
+  EXPECT_EQ(r->skipped[1000], "and 2 more skipped");
+}
+
 TEST_F(LayerTest, NamesEqualAfterNormalizationAreOneNameAndTheLaterEntryWins) {
   Result<UnpackReport> r = Unpack(TarBuilder().File("a/./b", "one").File("a//b", "two").File("./a/b/", "three")
                                       .End());

@@ -299,5 +299,19 @@ TEST(TarReaderTest, MetadataPastTheLimitIsRefusedBeforeItIsRead) {
   EXPECT_EQ(r.error().message, "tar header at byte 0: GNU long name of 2097152 bytes (at most 1048576)");
 }
 
+TEST(TarReaderTest, MetadataForOneEntryIsBoundedAltogether) {
+  const std::string records = testing::PaxRecord("SCHILY.xattr.user.a", std::string(600 << 10, 'x'));
+  Result<ReadBack> r = ReadAll(TarBuilder()
+                                   .Entry({.name = "p1", .type = 'x'}, records)
+                                   .Entry({.name = "p2", .type = 'x'}, records)
+                                   .File("f", "")
+                                   .End());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, Code::kTooLarge);
+  const uint64_t second = 512 + (records.size() + 511) / 512 * 512;
+  EXPECT_EQ(r.error().message, "tar header at byte " + std::to_string(second) + ": metadata for one entry past "
+                               "1048576 bytes");
+}
+
 }  // namespace
 }  // namespace isb::image
