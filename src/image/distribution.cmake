@@ -18,7 +18,9 @@ isb_tests(isb_image_dist_tests LIBS isb_image_dist SOURCES
   tests/image/blob_store_test.cc
   tests/image/registry_auth_test.cc
   tests/image/registry_fixture.cc
-  tests/image/registry_client_test.cc)
+  tests/image/registry_client_test.cc
+  tests/image/registry_redirect_test.cc
+  tests/egress/fake_chat_server.cc)
 target_compile_definitions(isb_image_dist_tests PRIVATE
   ISB_MAKE_TEST_IMAGE="${CMAKE_SOURCE_DIR}/tests/image/make_test_image.sh")
 

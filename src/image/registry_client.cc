@@ -12,22 +12,17 @@ bool IsRedirect(int status) {
   return status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
 }
 
-std::string HostText(const egress::HttpUrl& url) {
-  bool v6 = url.host.find(':') != std::string::npos;
-  return (v6 ? "[" + url.host + "]" : url.host) + ":" + std::to_string(url.port);
-}
-
 // A Location header's target, absolute or relative to `from`.
 Result<egress::HttpUrl> RedirectTarget(const egress::HttpUrl& from, const std::string& location) {
   if (location.starts_with("/") && !location.starts_with("//")) {
     egress::HttpUrl to = from;
     to.target = location;
     if (to.target.find_first_of(std::string_view(" \t\r\n#\0", 6)) != std::string::npos)
-      return Error::Of(Code::kUnavailable, "registry " + HostText(from) + " redirected to a malformed location");
+      return Error::Of(Code::kUnavailable, "registry " + HostPortText(from) + " redirected to a malformed location");
     return to;
   }
   Result<egress::HttpUrl> to = egress::ParseHttpUrl(location);
-  if (!to.ok()) return Error::Of(Code::kUnavailable, "registry " + HostText(from) + " redirected to a malformed location");
+  if (!to.ok()) return Error::Of(Code::kUnavailable, "registry " + HostPortText(from) + " redirected to a malformed location");
   return to;
 }
 
@@ -184,7 +179,7 @@ Result<HttpGetResponse> RegistryClient::Follow(const egress::HttpUrl& start,
                                                " redirects for " + start.target);
     const std::string* location = response.Find("location");
     if (location == nullptr)
-      return Error::Of(Code::kUnavailable, "registry " + HostText(url) + " redirected without a Location");
+      return Error::Of(Code::kUnavailable, "registry " + HostPortText(url) + " redirected without a Location");
     ISB_ASSIGN_OR_RETURN(url, RedirectTarget(url, *location));
     ISB_TRY(transport_.CheckScheme(url));
   }
@@ -243,7 +238,7 @@ Result<std::string> RegistryClient::FetchToken(const AuthChallenge& challenge, e
                                            : "an anonymous token";
     Code code = response.status == 401 ? Code::kUnauthenticated
                 : response.status == 403 ? Code::kForbidden : Code::kUnavailable;
-    return Error::Of(code, "registry " + registry_ + "'s token endpoint " + HostText(*realm) + " refused " + who +
+    return Error::Of(code, "registry " + registry_ + "'s token endpoint " + HostPortText(*realm) + " refused " + who +
                                " for " + challenge.scope + " (HTTP " + std::to_string(response.status) + ")");
   }
   ISB_ASSIGN_OR_RETURN(BearerToken token, ParseTokenResponse(response.body));

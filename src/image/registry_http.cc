@@ -28,11 +28,6 @@ bool Matches(const std::vector<HostRule>& rules, const egress::HttpUrl& url) {
   return false;
 }
 
-std::string HostText(const egress::HttpUrl& url) {
-  bool v6 = url.host.find(':') != std::string::npos;
-  return (v6 ? "[" + url.host + "]" : url.host) + ":" + std::to_string(url.port);
-}
-
 std::string HostHeader(const egress::HttpUrl& url) {
   bool v6 = url.host.find(':') != std::string::npos;
   std::string host = v6 ? "[" + url.host + "]" : url.host;
@@ -41,7 +36,7 @@ std::string HostHeader(const egress::HttpUrl& url) {
 }
 
 Error Cut(const egress::HttpUrl& url, const std::string& why) {
-  return Error::Of(Code::kUnavailable, "registry " + HostText(url) + ": " + why);
+  return Error::Of(Code::kUnavailable, "registry " + HostPortText(url) + ": " + why);
 }
 
 // Hands each piece of a body to `consume` until the body ends, reading more from `stream` as needed.
@@ -118,6 +113,11 @@ class BodyReader {
 
 }  // namespace
 
+std::string HostPortText(const egress::HttpUrl& url) {
+  bool v6 = url.host.find(':') != std::string::npos;
+  return (v6 ? "[" + url.host + "]" : url.host) + ":" + std::to_string(url.port);
+}
+
 std::vector<std::string> HttpGetResponse::All(std::string_view name) const {
   std::vector<std::string> out;
   for (const egress::HttpHeader& h : headers) {
@@ -150,7 +150,7 @@ Result<HostRule> ParseHostRule(std::string_view text) {
 
 Status RegistryTransport::CheckScheme(const egress::HttpUrl& url) const {
   if (url.tls || Matches(options_.plain_http, url)) return {};
-  return Error::Of(Code::kForbidden, "registry " + HostText(url) +
+  return Error::Of(Code::kForbidden, "registry " + HostPortText(url) +
                                          ": plain http is refused; use https, or allow plain http for this host");
 }
 
@@ -159,7 +159,13 @@ egress::Deadline RegistryTransport::StepDeadline(egress::Deadline overall) const
 }
 
 Result<Fd> RegistryTransport::Connect(const egress::HttpUrl& url) const {
-  if (!Matches(options_.allowed_private, url)) return options_.dialer->Dial(url.host, url.port);
+  if (!Matches(options_.allowed_private, url)) {
+    Result<Fd> fd = options_.dialer->Dial(url.host, url.port);
+    if (fd.ok() || fd.error().code != Code::kForbidden) return fd;
+    Error refused = fd.error();
+    refused.message += kRegistryAllowHint;
+    return refused;
+  }
   // An allowed host is dialled at whatever address it has: the admin named it, so its range is not checked.
   std::vector<egress::IpAddress> addresses;
   if (Result<egress::IpAddress> literal = egress::ParseIpAddress(url.host); literal.ok()) {
@@ -190,7 +196,7 @@ Result<HttpGetResponse> RegistryTransport::Get(const egress::HttpUrl& url,
   // errors (a blob over its size) name their blob already.
   if (!r.ok() && !sink_failed && !r.error().message.starts_with("registry ")) {
     Error e = r.error();
-    e.message = "registry " + HostText(url) + ": " + e.message;
+    e.message = "registry " + HostPortText(url) + ": " + e.message;
     return e;
   }
   return r;
@@ -203,7 +209,7 @@ Result<HttpGetResponse> RegistryTransport::Exchange(const egress::HttpUrl& url,
   ISB_TRY(CheckScheme(url));
   if (url.tls && options_.trust == nullptr) return Error::Of(Code::kInternal, "https needs a TLS trust store");
   ISB_ASSIGN_OR_RETURN(Fd fd, Connect(url));
-  if (Clock::now() >= overall) return Error::Of(Code::kTimeout, "registry " + HostText(url) + ": timed out");
+  if (Clock::now() >= overall) return Error::Of(Code::kTimeout, "registry " + HostPortText(url) + ": timed out");
   Result<egress::Stream> stream = url.tls ? egress::Stream::Tls(std::move(fd), *options_.trust, url.host,
                                                                 StepDeadline(overall))
                                           : egress::Stream::Plain(std::move(fd));
@@ -239,7 +245,7 @@ Result<HttpGetResponse> RegistryTransport::Exchange(const egress::HttpUrl& url,
   bool to_sink = sink != nullptr && head.status >= 200 && head.status < 300;
   BodySink keep = [&](std::string_view piece) -> Status {
     if (response.body.size() + piece.size() > max_kept_body)
-      return Error::Of(Code::kTooLarge, "registry " + HostText(url) + ": response body over " +
+      return Error::Of(Code::kTooLarge, "registry " + HostPortText(url) + ": response body over " +
                                             std::to_string(max_kept_body) + " bytes");
     response.body.append(piece);
     return {};

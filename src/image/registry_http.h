@@ -19,8 +19,15 @@
 
 namespace isb::image {
 
+// Appended to the dialer's refusal of a non-public registry.
+inline constexpr std::string_view kRegistryAllowHint =
+    "; a registry on a private or loopback address is reachable when allowed (isb serve --registry-allow HOST[:PORT])";
+
 // Receives a response body piece by piece; an error stops the transfer and is returned as the GET's.
 using BodySink = std::function<Status(std::string_view piece)>;
+
+// "host:port" of a URL ("[fd00::1]:443"), as messages name a registry or the storage it redirects to.
+std::string HostPortText(const egress::HttpUrl& url);
 
 struct HttpGetResponse {
   int status = 0;

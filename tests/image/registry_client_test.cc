@@ -313,7 +313,8 @@ TEST_F(RegistryClientTest, ALoopbackRegistryIsRefusedWithoutTheAllowListEntry) {
   Result<FetchedManifest> m = Client(r, Options(r, /*allow=*/false))->FetchManifest(Ref(r, "team/app:1.0"));
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.error().code, Code::kForbidden);
-  EXPECT_EQ(m.error().message, "registry " + r.host() + ": " + dialer_->Resolve("127.0.0.1", r.port()).error().message);
+  EXPECT_EQ(m.error().message, "registry " + r.host() + ": " + dialer_->Resolve("127.0.0.1", r.port()).error().message +
+                                   std::string(kRegistryAllowHint));
   EXPECT_TRUE(m.error().message.starts_with("registry " + r.host() + ": egress refused '127.0.0.1': "))
       << m.error().message;
   // An entry for another port of the same host does not allow this one.
