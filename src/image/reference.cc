@@ -70,6 +70,12 @@ bool NamesRegistry(std::string_view first) {
 
 }  // namespace
 
+std::string RegistryApiHost(std::string_view registry) {
+  return registry == kDockerHub ? std::string(kDockerHubApi) : std::string(registry);
+}
+
+std::string ImageReference::ApiHost() const { return RegistryApiHost(registry); }
+
 std::string ImageReference::str() const {
   std::string out = registry + "/" + repository;
   if (!tag.empty()) out += ":" + tag;

@@ -24,9 +24,12 @@ struct ImageReference {
   // What the manifest is fetched by: the digest when there is one, else the tag.
   const std::string& ManifestReference() const { return digest.empty() ? tag : digest; }
   // The host:port the registry's API is reached at (docker.io's is registry-1.docker.io).
-  std::string ApiHost() const { return registry == kDockerHub ? kDockerHubApi : registry; }
+  std::string ApiHost() const;
   bool operator==(const ImageReference&) const = default;
 };
+
+// The host:port a registry's API is reached at: docker.io's is registry-1.docker.io, every other its own.
+std::string RegistryApiHost(std::string_view registry);
 
 // Errors (kInvalidArgument) quote the reference and name the part that is wrong.
 Result<ImageReference> ParseImageReference(std::string_view text);

@@ -51,16 +51,16 @@ std::string MediaTypeOf(const HttpGetResponse& response) {
 }  // namespace
 
 Result<std::unique_ptr<RegistryClient>> RegistryClient::Create(std::string registry, RegistryClientOptions options) {
-  ImageReference probe{registry, "x", "", ""};
-  Result<HostRule> host = ParseHostRule(probe.ApiHost());
-  if (!host.ok()) return Error::Of(Code::kInvalidArgument, "registry '" + egress::Printable(registry) + "' is not HOST[:PORT]");
-  RegistryTransport transport(options.transport);
-  Result<egress::HttpUrl> base = egress::ParseHttpUrl("https://" + probe.ApiHost() + "/");
-  if (!base.ok()) return Error::Of(Code::kInvalidArgument, "registry '" + egress::Printable(registry) + "' is not HOST[:PORT]");
+  if (options.transport.dialer == nullptr) return Error::Of(Code::kInternal, "registry client: no dialer given");
+  std::string api = RegistryApiHost(registry);
+  Result<HostRule> host = ParseHostRule(api);
+  Result<egress::HttpUrl> base = egress::ParseHttpUrl("https://" + api + "/");
+  if (!host.ok() || !base.ok())
+    return Error::Of(Code::kInvalidArgument, "registry '" + egress::Printable(registry) + "' is not HOST[:PORT]");
   egress::HttpUrl plain = *base;
   plain.tls = false;
   if (!host->port) plain.port = 80;
-  if (transport.CheckScheme(plain).ok()) base = plain;
+  if (RegistryTransport(options.transport).CheckScheme(plain).ok()) base = plain;
   return std::unique_ptr<RegistryClient>(new RegistryClient(std::move(registry), *base, std::move(options)));
 }
 
@@ -86,9 +86,12 @@ Result<FetchedManifest> RegistryClient::FetchManifest(const ImageReference& ref)
   if (!IsManifestType(m.media_type) && !IsIndexType(m.media_type))
     return Error::Of(Code::kInvalidArgument, "registry " + registry_ + ": " + target.what + " has media type '" +
                                                  egress::Printable(m.media_type) + "', which is not a manifest or index isb takes");
-  Result<Digest> wanted = ref.digest.empty() ? Result<Digest>(Error::Msg("")) : ParseDigest(ref.digest);
-  m.digest = DigestOf(response.body, wanted.ok() ? wanted->algorithm : "sha256");
-  if (wanted.ok() && *wanted != m.digest)
+  std::optional<Digest> wanted;
+  if (!ref.digest.empty()) {
+    ISB_ASSIGN_OR_RETURN(wanted, ParseDigest(ref.digest));
+  }
+  m.digest = DigestOf(response.body, wanted ? wanted->algorithm : "sha256");
+  if (wanted && *wanted != m.digest)
     return Error::Of(Code::kInvalidArgument, "registry " + registry_ + ": " + target.what + ": digest mismatch (got " +
                                                  m.digest.str() + ")");
   if (const std::string* header = response.Find("docker-content-digest")) {

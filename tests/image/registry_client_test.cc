@@ -11,6 +11,8 @@
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+
 #include "base/file.h"
 #include "image/registry_fixture.h"
 #include "must_work.h"
@@ -82,7 +84,8 @@ class RegistryClientTest : public ::testing::Test {
 
   TestRegistry& Start(bool basic_auth) {
     Result<std::unique_ptr<TestRegistry>> r = TestRegistry::Start(basic_auth);
-    if (!r.ok()) ADD_FAILURE() << r.error().message;
+    // gtest reports an exception from the test body as its failure, with this message.
+    if (!r.ok()) throw std::runtime_error("the test registry did not start: " + r.error().message);
     registries_.push_back(std::move(*r));
     return *registries_.back();
   }
