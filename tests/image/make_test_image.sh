@@ -3,10 +3,12 @@
 # registry with skopeo (or, for an image index, with curl).
 #
 #   make_test_image.sh build WORK                  an OCI layout WORK/oci with tags amd64 and arm64, three layers each:
-#                                                  busybox and /bin/sh; /etc/motd and /etc/d/f; /etc/motd removed
-#   make_test_image.sh push WORK TAG DEST CERTDIR [USER:PASSWORD] [oci|docker]
+#                                                  busybox and the symlink /bin/sh; /etc/motd, /etc/d/f, its hardlink
+#                                                  /etc/d/hard and the set-uid /bin/setid; /etc/motd removed (a whiteout)
+#   make_test_image.sh push WORK TAG DEST CERTDIR [USER:PASSWORD] [oci|docker|zstd]
 #                                                  copies WORK/oci:TAG to docker://DEST (REGISTRY/REPO:TAG), trusting
-#                                                  the CA in CERTDIR/ca.crt; prints the manifest's digest
+#                                                  the CA in CERTDIR/ca.crt, as an OCI image (gzip layers), a Docker
+#                                                  schema-2 one, or an OCI one with zstd layers; prints its digest
 #   make_test_image.sh index REGISTRY REPO AMD64_DIGEST ARM64_DIGEST TAG CAFILE [USER:PASSWORD]
 #                                                  PUTs an OCI index of the two manifests (linux/amd64, linux/arm64/v8)
 #                                                  as REPO:TAG; prints its digest
@@ -26,6 +28,9 @@ build() {
   mkdir -p "$bundle/rootfs/etc/d"
   echo "isb test image" > "$bundle/rootfs/etc/motd"
   echo f > "$bundle/rootfs/etc/d/f"
+  ln "$bundle/rootfs/etc/d/f" "$bundle/rootfs/etc/d/hard"
+  printf '#!/bin/sh\necho set-id\n' > "$bundle/rootfs/bin/setid"
+  chmod 4755 "$bundle/rootfs/bin/setid"
   umoci repack --refresh-bundle --image "$oci:amd64" "$bundle"
   rm "$bundle/rootfs/etc/motd"
   umoci repack --image "$oci:amd64" "$bundle"
@@ -38,7 +43,12 @@ push() {
   local work=$1 tag=$2 dest=$3 certdir=$4 creds=${5:-} format=${6:-oci}
   local args=(--dest-cert-dir "$certdir" --digestfile "$work/digest.$tag")
   [[ -n $creds ]] && args+=(--dest-creds "$creds")
-  [[ $format == docker ]] && args+=(--format v2s2)
+  case $format in
+    docker) args+=(--format v2s2) ;;
+    zstd) args+=(--dest-compress-format zstd) ;;
+    oci) ;;
+    *) die "push: format '$format' is none of oci, docker, zstd" ;;
+  esac
   skopeo copy --quiet "${args[@]}" "oci:$work/oci:$tag" "docker://$dest" >&2
   cat "$work/digest.$tag"
 }
@@ -65,7 +75,7 @@ index() {
 
 case ${1:-} in
   build) [[ $# -eq 2 ]] || die "usage: build WORK"; build "$2" ;;
-  push) [[ $# -ge 5 ]] || die "usage: push WORK TAG DEST CERTDIR [USER:PASSWORD] [oci|docker]"; shift; push "$@" ;;
+  push) [[ $# -ge 5 ]] || die "usage: push WORK TAG DEST CERTDIR [USER:PASSWORD] [oci|docker|zstd]"; shift; push "$@" ;;
   index) [[ $# -ge 7 ]] || die "usage: index REGISTRY REPO AMD64_DIGEST ARM64_DIGEST TAG CAFILE [USER:PASSWORD]"; shift; index "$@" ;;
   *) die "usage: build | push | index (see the comment at the top)" ;;
 esac

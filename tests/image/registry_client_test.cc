@@ -90,8 +90,9 @@ class RegistryClientTest : public ::testing::Test {
     return *registries_.back();
   }
 
-  std::string Push(const TestRegistry& r, const std::string& tag, const std::string& repo_tag, bool docker = false) {
-    Result<std::string> digest = r.Push(*images_, tag, repo_tag, docker);
+  std::string Push(const TestRegistry& r, const std::string& tag, const std::string& repo_tag,
+                   testing::PushFormat format = testing::PushFormat::kOci) {
+    Result<std::string> digest = r.Push(*images_, tag, repo_tag, format);
     EXPECT_TRUE(digest.ok()) << digest.error().message;
     return digest.ok() ? *digest : "";
   }
@@ -167,7 +168,7 @@ TEST_F(RegistryClientTest, AnAnonymousRegistryServesAnOciImageWhoseManifestAndBl
 
 TEST_F(RegistryClientTest, ADockerSchema2ManifestAndItsBlobsStreamIntoASink) {
   TestRegistry& r = Start(false);
-  std::string pushed = Push(r, "amd64", "team/app:docker", true);
+  std::string pushed = Push(r, "amd64", "team/app:docker", testing::PushFormat::kDocker);
   std::unique_ptr<RegistryClient> client = Client(r, Options(r));
   Result<FetchedManifest> m = client->FetchManifest(Ref(r, "team/app:docker"));
   ASSERT_TRUE(m.ok()) << m.error().message;
@@ -187,6 +188,21 @@ TEST_F(RegistryClientTest, ADockerSchema2ManifestAndItsBlobsStreamIntoASink) {
   EXPECT_EQ(DigestOf(bytes), manifest.layers[0].digest);
   EXPECT_EQ(bytes.size(), manifest.layers[0].size);
   EXPECT_GT(pieces, 1u);  // a megabyte of busybox arrives in pieces, never whole
+}
+
+TEST_F(RegistryClientTest, AnImageWithZstdLayersArrivesVerifiedWithItsCompressionNamed) {
+  TestRegistry& r = Start(false);
+  Push(r, "amd64", "team/app:zstd", testing::PushFormat::kOciZstd);
+  std::unique_ptr<RegistryClient> client = Client(r, Options(r));
+  ImageManifest manifest = PullInto(*client, Ref(r, "team/app:zstd"));
+  ASSERT_EQ(manifest.layers.size(), 3u);
+  for (const Descriptor& layer : manifest.layers) {
+    EXPECT_EQ(layer.media_type, media::kOciLayerZstd);
+    EXPECT_EQ(*LayerCompressionOf(layer.media_type), LayerCompression::kZstd);
+    Result<std::string> bytes = ReadFile(store_->Path(layer.digest));
+    ASSERT_TRUE(bytes.ok());
+    EXPECT_EQ(bytes->substr(0, 4), std::string("\x28\xb5\x2f\xfd", 4));  // zstd's frame magic
+  }
 }
 
 TEST_F(RegistryClientTest, BasicAuthWithTheRightPasswordFetches) {

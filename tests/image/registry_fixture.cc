@@ -172,11 +172,11 @@ std::string TestRegistry::BlobDataPath(const Digest& digest) const {
 }
 
 Result<std::string> TestRegistry::Push(const TestImages& images, const std::string& tag, const std::string& repo_tag,
-                                       bool docker_format) const {
+                                       PushFormat format) const {
   std::string out;
   std::string creds = basic_auth_ ? std::string(kTestUser) + ":" + kTestPassword : "";
   ISB_TRY(Run({ISB_MAKE_TEST_IMAGE, "push", images.work(), tag, host() + "/" + repo_tag, dir() + "/certs", creds,
-               docker_format ? "docker" : "oci"},
+               format == PushFormat::kDocker ? "docker" : format == PushFormat::kOciZstd ? "zstd" : "oci"},
               &out));
   return out;
 }

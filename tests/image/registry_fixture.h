@@ -47,6 +47,8 @@ class TestImages {
   TempDir dir_;
 };
 
+enum class PushFormat { kOci, kDocker, kOciZstd };  // gzip layers, schema 2, zstd layers
+
 class TestRegistry {
  public:
   // Starts a registry in a temp dir of its own and waits until it answers. With basic_auth, kTestUser and
@@ -65,7 +67,7 @@ class TestRegistry {
 
   // Pushes the test image's `tag` ("amd64" or "arm64") as REPO:TO_TAG; the manifest's digest.
   Result<std::string> Push(const TestImages& images, const std::string& tag, const std::string& repo_tag,
-                           bool docker_format = false) const;
+                           PushFormat format = PushFormat::kOci) const;
   // Puts an OCI index of the two manifests as REPO:TAG; its digest.
   Result<std::string> PushIndex(const std::string& repo, const std::string& amd64, const std::string& arm64,
                                 const std::string& tag) const;
