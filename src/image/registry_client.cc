@@ -12,16 +12,13 @@ bool IsRedirect(int status) {
   return status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
 }
 
-// A Location header's target, absolute or relative to `from`.
+// A Location header's target, absolute or relative to `from` (a path on the same origin), held to ParseHttpUrl's
+// rules either way.
 Result<egress::HttpUrl> RedirectTarget(const egress::HttpUrl& from, const std::string& location) {
-  if (location.starts_with("/") && !location.starts_with("//")) {
-    egress::HttpUrl to = from;
-    to.target = location;
-    if (to.target.find_first_of(std::string_view(" \t\r\n#\0", 6)) != std::string::npos)
-      return Error::Of(Code::kUnavailable, "registry " + HostPortText(from) + " redirected to a malformed location");
-    return to;
-  }
-  Result<egress::HttpUrl> to = egress::ParseHttpUrl(location);
+  std::string absolute = location;
+  if (location.starts_with("/") && !location.starts_with("//"))
+    absolute = (from.tls ? "https://" : "http://") + HostPortText(from) + location;
+  Result<egress::HttpUrl> to = egress::ParseHttpUrl(absolute);
   if (!to.ok()) return Error::Of(Code::kUnavailable, "registry " + HostPortText(from) + " redirected to a malformed location");
   return to;
 }
@@ -156,11 +153,8 @@ Result<HttpGetResponse> RegistryClient::Request(const Target& target, std::vecto
     ISB_ASSIGN_OR_RETURN(HttpGetResponse response, Follow(url, headers, authorization, sink, max_kept_body, overall));
     if (response.status != 401) return response;
     if (attempt > 0) {  // asked again after an answer: the answer was refused
-      std::string who = options_.credentials
-                            ? "the credentials of user '" + egress::Printable(options_.credentials->user) + "'"
-                            : "anonymous access";
-      return Error::Of(Code::kUnauthenticated, "registry " + registry_ + " refused " + who + " to " + target.what +
-                                                   " (HTTP 401)");
+      return Error::Of(Code::kUnauthenticated, "registry " + registry_ + " refused " + Who("anonymous access") + " to " +
+                                                   target.what + " (HTTP 401)");
     }
     ISB_ASSIGN_OR_RETURN(authorization, Answer(response, target.repository, overall));
   }
@@ -186,6 +180,11 @@ Result<HttpGetResponse> RegistryClient::Follow(const egress::HttpUrl& start,
     ISB_ASSIGN_OR_RETURN(url, RedirectTarget(url, *location));
     ISB_TRY(transport_.CheckScheme(url));
   }
+}
+
+std::string RegistryClient::Who(const char* anonymous) const {
+  if (!options_.credentials) return anonymous;
+  return "the credentials of user '" + egress::Printable(options_.credentials->user) + "'";  // never the password
 }
 
 std::string RegistryClient::KnownAuthorization(const std::string& repository) {
@@ -237,12 +236,10 @@ Result<std::string> RegistryClient::FetchToken(const AuthChallenge& challenge, e
   if (options_.credentials) headers.push_back({"Authorization", BasicAuthorization(*options_.credentials)});
   ISB_ASSIGN_OR_RETURN(HttpGetResponse response, transport_.Get(*realm, headers, nullptr, 64 * 1024, overall));
   if (response.status != 200) {
-    std::string who = options_.credentials ? "the credentials of user '" + egress::Printable(options_.credentials->user) + "'"
-                                           : "an anonymous token";
     Code code = response.status == 401 ? Code::kUnauthenticated
                 : response.status == 403 ? Code::kForbidden : Code::kUnavailable;
-    return Error::Of(code, "registry " + registry_ + "'s token endpoint " + HostPortText(*realm) + " refused " + who +
-                               " for " + challenge.scope + " (HTTP " + std::to_string(response.status) + ")");
+    return Error::Of(code, "registry " + registry_ + "'s token endpoint " + HostPortText(*realm) + " refused " +
+                               Who("an anonymous token") + " for " + challenge.scope + " (HTTP " + std::to_string(response.status) + ")");
   }
   ISB_ASSIGN_OR_RETURN(BearerToken token, ParseTokenResponse(response.body));
   tokens_.Put(challenge, token);

@@ -83,6 +83,8 @@ class RegistryClient {
   Result<std::string> Answer(const HttpGetResponse& response, const std::string& repository,
                              egress::Deadline overall);
   Result<std::string> FetchToken(const AuthChallenge& challenge, egress::Deadline overall);
+  // "the credentials of user 'alice'", or `anonymous` without credentials: what a refusal says was refused.
+  std::string Who(const char* anonymous) const;
   Status CheckStatus(const HttpGetResponse& response, const Target& target) const;
   Status FetchRaw(const std::string& repository, const Descriptor& blob, const BodySink& sink,
                   const std::string& what);
