@@ -312,6 +312,8 @@ Result<ResolvedImage> ResolveImage(const image::ImageStore& store, const std::st
   }
   out.env = r.config.env;
   out.working_dir = r.config.working_dir;
+  out.entrypoint = r.config.entrypoint;
+  out.cmd = r.config.cmd;
   ISB_ASSIGN_OR_RETURN(out.user, ResolveUser(out.layers, r.config.user));
   return out;
 }

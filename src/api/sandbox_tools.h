@@ -41,6 +41,7 @@ struct ResolvedImage {
   std::vector<std::string> env;  // "NAME=value"
   std::string working_dir;       // "" when the image names none
   std::string user;              // "UID:GID", "" when the image names none
+  std::vector<std::string> entrypoint, cmd;  // the default command: `isb run` without one runs entrypoint + cmd
 };
 
 struct SandboxToolOptions {

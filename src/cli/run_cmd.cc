@@ -12,6 +12,9 @@
 #include "cli/bind_spec.h"
 #include "engine/cgroup.h"
 #include "engine/run.h"
+#include "api/image_tools.h"
+#include "image/image_store.h"
+#include "spec/sandbox_spec.h"
 
 namespace isb::cli {
 namespace {
@@ -24,6 +27,9 @@ struct RunFlags {
   std::vector<std::string> idmap;
   std::string runtime_dir = "/run/isb";
   bool json = false;
+  // --image REF: an image of `org` in the daemon's store under `state_dir`.
+  std::string state_dir = "/var/lib/isb", org = "default";
+  bool workdir_given = false, user_given = false;
 };
 
 constexpr int kIsbFailed = 125;
@@ -33,7 +39,39 @@ int Fail(const std::string& message) {
   return kIsbFailed;
 }
 
+// --image naming an image of the org (not a directory): its layers, and its config where the flags said nothing.
+Status ApplyImageReference(RunFlags& f) {
+  const std::string store_dir = f.state_dir + "/images";
+  std::error_code ec;
+  if (!std::filesystem::is_directory(store_dir, ec))
+    return Error::Msg("--image " + f.config.image + ": not a directory, and there is no image store at " + store_dir +
+                      " (isb image pull it first, or give --state-dir)");
+  ISB_ASSIGN_OR_RETURN(auto store, image::ImageStore::Open(store_dir));
+  ISB_ASSIGN_OR_RETURN(api::ResolvedImage img, api::ResolveImage(*store, f.org, f.config.image));
+  f.config.image.clear();
+  f.config.image_layers = img.layers;
+  std::vector<std::string> env;
+  for (const std::string& kv : img.env) {
+    const std::string key = kv.substr(0, kv.find('=') + 1);
+    bool set = false;
+    for (const std::string& mine : f.config.env) set = set || mine.starts_with(key);
+    if (!set) env.push_back(kv);
+  }
+  env.insert(env.end(), f.config.env.begin(), f.config.env.end());
+  f.config.env = std::move(env);
+  if (!f.workdir_given && !img.working_dir.empty()) f.config.workdir = img.working_dir;
+  if (!f.user_given && !img.user.empty()) f.user = img.user;
+  if (f.config.argv.empty()) {
+    f.config.argv = img.entrypoint;
+    f.config.argv.insert(f.config.argv.end(), img.cmd.begin(), img.cmd.end());
+  }
+  return {};
+}
+
 Status Finish(RunFlags& f) {
+  if (spec::IsImageReference(f.config.image) && !std::filesystem::is_directory(f.config.image))
+    ISB_TRY(ApplyImageReference(f));
+  if (f.config.argv.empty()) return Error::Msg("give the command after -- (the image names none)");
   ISB_ASSIGN_OR_RETURN(f.config.limits.memory_bytes, ParseSize(f.memory));
   if (f.config.limits.memory_bytes < (4u << 20)) return Error::Msg("--memory must be at least 4M");
   ISB_ASSIGN_OR_RETURN(f.config.limits.millicpus, ParseCpus(f.cpus));
@@ -107,7 +145,12 @@ int Run(RunFlags& f) {
 void AddRunCommand(CLI::App& app, int* exit_code) {
   auto flags = std::make_shared<RunFlags>();
   auto* cmd = app.add_subcommand("run", "Run a command in a fresh sandbox and exit with its status");
-  cmd->add_option("--image", flags->config.image, "Directory used read-only as the root (default: a view of the host)");
+  cmd->add_option("--image", flags->config.image,
+                  "An image of the org (isb image pull) or a directory, read-only under the sandbox's layer (default: "
+                  "a view of the host)");
+  cmd->add_option("--state-dir", flags->state_dir, "The daemon's state dir, where --image REF is looked up")
+      ->capture_default_str();
+  cmd->add_option("--org", flags->org, "The org whose image --image REF names")->capture_default_str();
   cmd->add_option("--writable", flags->config.writable_dir, "Keep the writable layer in DIR (default: discarded)");
   cmd->add_option("--memory", flags->memory, "Memory limit, swap included")->capture_default_str();
   cmd->add_option("--cpus", flags->cpus, "CPU quota in cores")->capture_default_str();
@@ -130,8 +173,13 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
       ->allow_extra_args(false);
   cmd->add_option("--runtime-dir", flags->runtime_dir, "Where leases and staging live")->capture_default_str();
   cmd->add_flag("--json", flags->json, "Print one JSON result (output captured into it)");
-  cmd->add_option("command", flags->config.argv, "The command and its arguments, after --")->required();
-  cmd->callback([flags, exit_code] { *exit_code = Run(*flags); });
+  cmd->add_option("command", flags->config.argv,
+                  "The command and its arguments, after -- (default: an image's entrypoint and cmd)");
+  cmd->callback([flags, exit_code, cmd] {
+    flags->workdir_given = cmd->count("--workdir") > 0;
+    flags->user_given = cmd->count("--user") > 0;
+    *exit_code = Run(*flags);
+  });
 }
 
 }  // namespace isb::cli

@@ -88,6 +88,14 @@ TEST_F(ImagesTest, APulledImageRunsAsASandboxAndASnapshotKeepsItsFilesButNotRunO
   EXPECT_EQ(listed["images"][0]["layers"], 3);
   EXPECT_EQ(LayerDirs(), 3u);
 
+  // `isb run` finds the org's image in the daemon's store, and runs its cmd (/bin/sh) when given no command.
+  ProcResult run = RunProcess({ISB_BINARY, "run", "--state-dir", state_dir(), "--image", Ref(), "--", "cat", "/etc/d/f"});
+  EXPECT_EQ(run.exit_status, 0) << run.Describe();
+  EXPECT_EQ(run.out, "f\n");
+  ProcResult shell = RunProcess({ISB_BINARY, "run", "--state-dir", state_dir(), "--image", Ref()}, "echo $PATH\n");
+  EXPECT_EQ(shell.exit_status, 0) << shell.Describe();
+  EXPECT_EQ(shell.out, "/bin\n");
+
   const std::string id = CreateSandbox({{"image", Ref()}, {"name", "from-image"}});
   // The layers stacked: busybox from the first, /etc/d/f from the second, /etc/motd whited out by the third; the
   // config's Env taken.
