@@ -39,6 +39,7 @@ bench: build
 	@bash bench/egress.sh $(BUILD)
 	@bash bench/secrets.sh $(BUILD)
 	@bash bench/density.sh $(BUILD)
+	@bash bench/images.sh $(BUILD)
 
 # The sanitizer build (clang, ASan and UBSan, -O1 with line tables), shared by `make sanitize` and `make fuzz`.
 SAN_BUILD ?= build-fuzz

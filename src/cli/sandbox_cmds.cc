@@ -442,7 +442,9 @@ void AddSandboxCommands(CLI::App& app, int* exit_code) {
   auto create = std::make_shared<CreateFlags>();
   auto* cmd = AddCommand(app, common, "create", "Create a long-lived sandbox and print its id");
   cmd->add_option("--name", create->name, "A unique name to refer to it by");
-  cmd->add_option("--image", create->image, "A host directory used read-only as the root (default: a view of the host)");
+  cmd->add_option("--image", create->image,
+                  "An image of the org (isb image ls) or a host directory, read-only under the sandbox's layer "
+                  "(default: a view of the host)");
   cmd->add_option("--cpus", create->cpus, "CPU quota in cores, e.g. 0.5 (default 2)");
   cmd->add_option("--memory", create->memory, "Memory limit, swap included, e.g. 512M (default 512M)");
   cmd->add_option("--disk", create->disk, "Size of the filesystem it writes to, e.g. 10G (default 2G)");
