@@ -170,7 +170,8 @@ Status AddPull(Registry& reg, image::ImageService& images, const ImageToolOption
         std::optional<image::RegistryLogin> login;
         if (in.contains("auth_secret")) {
           if (!options.login) return Error::Of(Code::kInvalidArgument, "auth_secret: this daemon has no secrets store");
-          ISB_ASSIGN_OR_RETURN(image::RegistryLogin l, options.login(ctx.org, in["auth_secret"].get<std::string>()));
+          ISB_ASSIGN_OR_RETURN(image::RegistryLogin l, options.login(ctx, in["auth_secret"].get<std::string>(),
+                                                                     in["ref"].get<std::string>()));
           login = std::move(l);
         }
         image::PullProgressFn progress;
@@ -235,7 +236,7 @@ Status AddChanges(Registry& reg, image::ImageService& images, const ImageToolOpt
           }
         }
         if (Status st = images.store().Remove(ctx.org, r.name); !st.ok()) return st.error();
-        (void)images.store().CollectGarbage();
+        (void)images.store().CollectGarbage(options.in_use ? options.in_use() : std::vector<std::string>{});
         return json{{"removed", r.name}};
       }}));
   ISB_TRY(reg.Add(Tool{
@@ -280,8 +281,12 @@ Status AddChanges(Registry& reg, image::ImageService& images, const ImageToolOpt
              {"sandbox", "name"}),
       ImageSchema(), ToolAnnotations{}, false,
       [options](const json& in, const CallContext& ctx) -> Result<json> {
-        ISB_ASSIGN_OR_RETURN(image::ImageRecord r, options.snapshot(ctx.org, in["sandbox"].get<std::string>(),
-                                                                    in["name"].get<std::string>()));
+        // Named as pulls are (normalized), so one spelling finds it; a name a sandbox spec could not hold is refused.
+        ISB_ASSIGN_OR_RETURN(image::ImageReference name, image::ParseImageReference(in["name"].get<std::string>()));
+        if (!name.digest.empty())
+          return Error::Of(Code::kInvalidArgument, "name: a snapshot is named by a tag, not a digest");
+        ISB_ASSIGN_OR_RETURN(image::ImageRecord r,
+                             options.snapshot(ctx.org, in["sandbox"].get<std::string>(), name.str()));
         return ImageJson(r);
       }});
 }

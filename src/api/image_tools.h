@@ -17,8 +17,13 @@ struct ImageToolOptions {
   // The org's sandboxes made from the image with manifest digest `digest` (their names or ids): image_inspect shows
   // them, image_remove is refused while there are any.
   std::function<std::vector<std::string>(const std::string& org, const std::string& digest)> users{};
-  // The login an org secret holds ("USER:PASSWORD"), for image_pull's `auth_secret`. Unset: no secrets store.
-  std::function<Result<image::RegistryLogin>(const std::string& org, const std::string& secret)> login{};
+  // The login an org secret holds ("USER:PASSWORD") for image_pull's `auth_secret`, to the registry of `ref`: the
+  // caller needs what secret_get needs, and the registry must be one of the secret's hosts or allowed by the
+  // operator. Unset: no secrets store.
+  std::function<Result<image::RegistryLogin>(const CallContext& ctx, const std::string& secret, const std::string& ref)>
+      login{};
+  // The diff_ids of the layers sandboxes are made from: garbage collection keeps them whatever the records say.
+  std::function<std::vector<std::string>()> in_use{};
   // sandbox_snapshot: the sandbox `ref` of `org` made into the image `name`. Unset: no snapshots.
   std::function<Result<image::ImageRecord>(const std::string& org, const std::string& ref, const std::string& name)>
       snapshot{};

@@ -46,7 +46,8 @@ Status ApplyImageReference(RunFlags& f) {
   if (!std::filesystem::is_directory(store_dir, ec))
     return Error::Msg("--image " + f.config.image + ": not a directory, and there is no image store at " + store_dir +
                       " (isb image pull it first, or give --state-dir)");
-  ISB_ASSIGN_OR_RETURN(auto store, image::ImageStore::Open(store_dir));
+  // Beside a running daemon: what it is unpacking stays where it is.
+  ISB_ASSIGN_OR_RETURN(auto store, image::ImageStore::Open(store_dir, /*clean=*/false));
   ISB_ASSIGN_OR_RETURN(api::ResolvedImage img, api::ResolveImage(*store, f.org, f.config.image));
   f.config.image.clear();
   f.config.image_layers = img.layers;

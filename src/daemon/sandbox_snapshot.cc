@@ -14,11 +14,14 @@ Status SandboxManager::WithLayer(const std::string& id_or_name, const LayerUse& 
   DiskLayer layer = Layer(rec.id);
   const bool attach = !layer.Legacy() && !layer.Attached();
   if (attach) ISB_TRY(layer.Attach(rec.spec.disk));
-  Status st = use(Dir(rec.id) + "/layer/upper", rec.uid_base, rec.spec);
-  if (attach) {
-    if (Status detached = layer.Detach(); !detached.ok() && st.ok()) st = detached;
-  }
-  return st;
+  // Detached on every way out, a throw included.
+  struct Detach {
+    DiskLayer* layer;
+    ~Detach() {
+      if (layer != nullptr) (void)layer->Detach();
+    }
+  } detach{attach ? &layer : nullptr};
+  return use(Dir(rec.id) + "/layer/upper", rec.uid_base, rec.spec);
 }
 
 }  // namespace isb::daemon

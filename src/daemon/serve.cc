@@ -269,7 +269,9 @@ int Serve(const ServeOptions& options) {
   registry.SetOrgCheck([store = identity->get()](std::string_view org) { return store->orgs().Get(org).ok(); });
   if (auto st = api::AddAuditTools(registry, **audit_log, **history, manager); !st.ok()) return Fail(st.error().message);
   if (auto st = api::AddSecretTools(registry, (*daemon_secrets)->store()); !st.ok()) return Fail(st.error().message);
-  if (auto st = AddDaemonImageTools(registry, *images, manager, (*daemon_secrets)->store()); !st.ok())
+  if (auto st = AddDaemonImageTools(registry, *images, manager, (*daemon_secrets)->store(),
+                                    sandbox_tools.may_read_secrets);
+      !st.ok())
     return Fail(st.error().message);
   // Retention: both chains pruned now and then every prune_interval, on a thread that Stop joins.
   std::optional<audit::RetentionPruner> pruner;

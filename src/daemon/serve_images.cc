@@ -4,6 +4,9 @@
 
 #include "api/image_tools.h"
 #include "api/sandboxes.h"
+#include "image/reference.h"
+
+#include <cstdlib>
 
 namespace isb::daemon {
 
@@ -15,7 +18,8 @@ Result<DaemonImages> OpenDaemonImages(const std::string& state_dir, image::Regis
 }
 
 Status AddDaemonImageTools(api::Registry& registry, DaemonImages& images, SandboxManager& manager,
-                           secrets::SecretStore& secrets) {
+                           secrets::SecretStore& secrets,
+                           std::function<Status(const api::CallContext& ctx)> may_read_secrets) {
   api::ImageToolOptions options;
   options.users = [&manager](const std::string& org, const std::string& digest) {
     std::vector<std::string> users;
@@ -26,14 +30,41 @@ Status AddDaemonImageTools(api::Registry& registry, DaemonImages& images, Sandbo
     }
     return users;
   };
-  options.login = [&secrets](const std::string& org, const std::string& name) -> Result<image::RegistryLogin> {
-    auto value = secrets.Get(org, name);
+  options.login = [&secrets, &images, may_read_secrets](const api::CallContext& ctx, const std::string& name,
+                                                        const std::string& ref) -> Result<image::RegistryLogin> {
+    // The value goes to a registry as the caller's login: as much as reading it.
+    if (Status may = may_read_secrets ? may_read_secrets(ctx) : Status(Error::Of(Code::kForbidden, "no secrets"));
+        !may.ok())
+      return Error::Of(Code::kForbidden, "auth_secret: using a secret as a login takes what secret_get takes: " +
+                                             may.error().message);
+    ISB_ASSIGN_OR_RETURN(image::ImageReference parsed, image::ParseImageReference(ref));
+    auto value = secrets.Get(ctx.org, name);
     if (!value.ok()) return Error::Of(value.error().code, "auth_secret: " + value.error().message);
+    const std::string api = parsed.ApiHost();
+    const size_t port_at = api.rfind(':');
+    const std::string host = port_at == std::string::npos ? api : api.substr(0, port_at);
+    const uint16_t port =
+        port_at == std::string::npos ? 443 : static_cast<uint16_t>(std::atoi(api.c_str() + port_at + 1));
+    if (!images.service->OperatorAllows(parsed.registry) && !image::HostListed(value->meta.hosts, host, port))
+      return Error::Of(Code::kForbidden, "auth_secret: secret '" + name + "' may not be sent to " + host + ":" +
+                                             std::to_string(port) + " (not one of its hosts)");
     const std::string_view text = value->value.view();
     const size_t colon = text.find(':');
     if (colon == std::string_view::npos || colon == 0)
       return Error::Of(Code::kInvalidArgument, "auth_secret: secret '" + name + "' is not USER:PASSWORD");
-    return image::RegistryLogin{std::string(text.substr(0, colon)), std::string(text.substr(colon + 1))};
+    return image::RegistryLogin{std::string(text.substr(0, colon)), std::string(text.substr(colon + 1)),
+                                value->meta.hosts};
+  };
+  options.in_use = [&manager] {
+    std::vector<std::string> ids;
+    auto all = manager.List();
+    if (!all.ok()) return ids;
+    for (const api::SandboxInfo& s : *all) {
+      for (const std::string& layer : s.spec.image_layers) {
+        if (std::string id = image::DiffIdOfLayerRoot(layer); !id.empty()) ids.push_back(id);
+      }
+    }
+    return ids;
   };
   options.snapshot = [&images, &manager](const std::string& org, const std::string& ref,
                                          const std::string& name) -> Result<image::ImageRecord> {

@@ -127,7 +127,7 @@ Result<std::string> ReadIn(const fs::path& dir, const std::string& name, size_t 
 // Copies a file of the layout into the blob store as `expected` (its digest and size checked on the way).
 Status CopyBlob(const BlobStore& blobs, const fs::path& dir, const std::string& name, const Descriptor& expected,
                 const std::string& what) {
-  if (blobs.Has(expected.digest)) return {};
+  // Read and checked even when the store has the digest: the archive's bytes must be what it says they are.
   ISB_ASSIGN_OR_RETURN(Fd f, OpenIn(dir, name));
   ISB_ASSIGN_OR_RETURN(BlobWriter w, blobs.Begin(expected.digest, expected.size, what));
   char buf[128 << 10];
@@ -227,6 +227,7 @@ Result<std::vector<ImageRecord>> ImageService::Import(const std::string& org, co
                                                                                                     "fits only one");
 
   std::vector<ImageRecord> out;
+  ImageStore::Pins pins(store_);
   for (Found& f : found) {
     ImageRecord r;
     r.org = org;
@@ -281,9 +282,18 @@ Result<std::vector<ImageRecord>> ImageService::Import(const std::string& org, co
       ISB_TRY(CopyBlob(blobs_, dir, BlobName(manifest.config.digest), manifest.config, "config"));
       for (const Descriptor& d : manifest.layers) ISB_TRY(CopyBlob(blobs_, dir, BlobName(d.digest), d, "layer"));
     }
+    if (manifest.layers.size() > kMaxStackedLayers)
+      return Bad(path, "an image of " + std::to_string(manifest.layers.size()) + " layers; a sandbox stacks at most " +
+                           std::to_string(kMaxStackedLayers));
     ISB_ASSIGN_OR_RETURN(std::string config_bytes, ReadBlob(blobs_, manifest.config.digest.str(), kMaxConfigBytes));
     ISB_ASSIGN_OR_RETURN(ImageConfig config, ParseImageConfig(config_bytes));
     ISB_TRY(CheckConfigMatches(manifest, config));
+    std::vector<std::string> pinned = {f.manifest_digest.str(), manifest.config.digest.str()};
+    for (size_t i = 0; i < manifest.layers.size(); ++i) {
+      pinned.push_back(manifest.layers[i].digest.str());
+      pinned.push_back(config.diff_ids[i].str());
+    }
+    pins.Add(pinned);
     if (!blobs_.Has(f.manifest_digest)) ISB_TRY(blobs_.Put(f.manifest_digest, f.manifest_bytes, "manifest"));
     for (size_t i = 0; i < manifest.layers.size(); ++i) {
       const Descriptor& d = manifest.layers[i];

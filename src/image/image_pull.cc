@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <chrono>
 #include <thread>
 
@@ -21,6 +22,7 @@
 namespace isb::image {
 
 struct ImageService::PullJob {
+  std::string org;
   std::string repository;
   RegistryClient* client = nullptr;
   ImageManifest manifest;
@@ -58,18 +60,48 @@ std::vector<HostRule> Rules(const std::vector<std::string>& entries) {
   return out;
 }
 
+// "host" and port of a HOST[:PORT] text (port 443 when none).
+std::pair<std::string, uint16_t> SplitHostPort(const std::string& text) {
+  const size_t colon = text.rfind(':');
+  if (colon == std::string::npos || text.find(']', colon) != std::string::npos) return {text, 443};
+  const int port = std::atoi(text.c_str() + colon + 1);
+  return {text.substr(0, colon), static_cast<uint16_t>(port > 0 && port < 65536 ? port : 443)};
+}
+
 }  // namespace
+
+bool HostListed(const std::vector<std::string>& entries, const std::string& host, uint16_t port) {
+  const std::string suffix = ":" + std::to_string(port);
+  for (const std::string& e : entries) {
+    if (!e.ends_with(suffix)) continue;
+    const std::string name = e.substr(0, e.size() - suffix.size());
+    if (name == host) return true;
+    if (name.starts_with("*.") && host.size() > name.size() - 1 && host.ends_with(name.substr(1))) return true;
+  }
+  return false;
+}
+
+bool ImageService::OperatorAllows(const std::string& registry) const {
+  const auto [host, port] = SplitHostPort(registry);
+  const bool port_given = registry.rfind(':') != std::string::npos;
+  for (const std::string& entry : settings_.allow) {
+    Result<HostRule> rule = ParseHostRule(entry);
+    if (!rule.ok() || rule->host != host) continue;
+    if (!rule->port || (port_given && *rule->port == port)) return true;
+  }
+  return false;
+}
 
 Result<LayerRecord> ImageService::PullLayer(PullJob& job, size_t index) {
   const Descriptor& layer = job.manifest.layers[index];
   const std::string diff_id = job.config.diff_ids[index].str();
   ISB_ASSIGN_OR_RETURN(LayerCompression lc, LayerCompressionOf(layer.media_type));
   LayerRecord record{layer.digest.str(), diff_id, layer.media_type, layer.size, 0};
-  if (store_.HasLayer(diff_id)) {
-    // Unpacked already (another image has it): only its blob, for exports, if that is gone.
-    if (!blobs_.Has(layer.digest)) ISB_TRY(job.client->FetchBlobToStore(blobs_, job.repository, layer, "layer"));
+  // A layer the org holds already (an image of its own has this blob and diff_id) is not fetched again. Any other
+  // is fetched and unpacked in full even when another org's copy is stored: that shows this registry has it.
+  if (store_.OrgHolds(job.org, record.digest) && store_.OrgHolds(job.org, diff_id) && store_.HasLayer(diff_id) &&
+      blobs_.Has(layer.digest))
     return record;
-  }
 
   int pair[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) return Error::Sys("pulling a layer");
@@ -129,7 +161,15 @@ Result<ImageRecord> ImageService::Pull(const std::string& org, const std::string
   options.transport.trust = trust_;
   options.transport.allowed_private = Rules(settings_.allow);
   options.transport.plain_http = Rules(settings_.insecure);
-  if (login) options.credentials = RegistryCredentials{login->user, login->password};
+  if (login) {
+    options.credentials = RegistryCredentials{login->user, login->password};
+    const std::string api_host = ref.ApiHost();
+    options.may_send_credentials = [this, login_hosts = login->hosts, api_host](const egress::HttpUrl& realm) {
+      const std::string realm_host = realm.host + ":" + std::to_string(realm.port);
+      return realm_host == api_host || realm.host == api_host || OperatorAllows(realm_host) ||
+             HostListed(login_hosts, realm.host, realm.port);
+    };
+  }
   ISB_ASSIGN_OR_RETURN(std::unique_ptr<RegistryClient> client, RegistryClient::Create(ref.registry, options));
 
   if (progress) progress(PullProgress{"manifest", "", 0, 0});
@@ -145,13 +185,37 @@ Result<ImageRecord> ImageService::Pull(const std::string& org, const std::string
                                                    HostPlatform().str() + " is not an image manifest");
   }
   ISB_ASSIGN_OR_RETURN(ImageManifest manifest, ParseManifest(fetched.bytes));
-  ISB_TRY(client->FetchBlobToStore(blobs_, ref.repository, manifest.config, "config"));
-  ISB_ASSIGN_OR_RETURN(std::string config_bytes, ReadBlob(blobs_, manifest.config.digest.str(), kMaxConfigBytes));
+  if (manifest.layers.size() > kMaxStackedLayers)
+    return Error::Of(Code::kInvalidArgument, "image '" + ref.str() + "' has " + std::to_string(manifest.layers.size()) +
+                                                 " layers; a sandbox stacks at most " +
+                                                 std::to_string(kMaxStackedLayers));
+  ImageStore::Pins pins(store_);
+  std::vector<std::string> pinned = {fetched.digest.str(), manifest.config.digest.str()};
+  for (const Descriptor& l : manifest.layers) pinned.push_back(l.digest.str());
+  pins.Add(pinned);
+  // The config from the registry unless the org holds it: its bytes, checked against the digest, show this
+  // registry has the image (a digest alone would take another org's config from the store).
+  std::string config_bytes;
+  if (store_.OrgHolds(org, manifest.config.digest.str()) && blobs_.Has(manifest.config.digest)) {
+    ISB_ASSIGN_OR_RETURN(config_bytes, ReadBlob(blobs_, manifest.config.digest.str(), kMaxConfigBytes));
+  } else {
+    if (manifest.config.size > kMaxConfigBytes)
+      return Error::Of(Code::kTooLarge, "image '" + ref.str() + "': its config is larger than 8 MiB");
+    ISB_TRY(client->FetchBlob(ref.repository, manifest.config, [&config_bytes](std::string_view piece) {
+      config_bytes.append(piece);
+      return Status();
+    }, "config"));
+    if (!blobs_.Has(manifest.config.digest)) ISB_TRY(blobs_.Put(manifest.config.digest, config_bytes, "config"));
+  }
   ISB_ASSIGN_OR_RETURN(ImageConfig config, ParseImageConfig(config_bytes));
   ISB_TRY(CheckConfigMatches(manifest, config));
+  std::vector<std::string> diff_ids;
+  for (const Digest& d : config.diff_ids) diff_ids.push_back(d.str());
+  pins.Add(diff_ids);
   if (!blobs_.Has(fetched.digest)) ISB_TRY(blobs_.Put(fetched.digest, fetched.bytes, "manifest"));
 
   PullJob job;
+  job.org = org;
   job.repository = ref.repository;
   job.client = client.get();
   job.manifest = manifest;

@@ -120,12 +120,23 @@ Result<ImageRecord> ImageService::Snapshot(const std::string& org, const std::st
                                            uint32_t uid_base, const std::vector<std::string>& exclude) {
   // What isb itself put in the layer (names, resolver, trust bundle) belongs to that sandbox, not to the image.
   static const std::vector<std::string> kDrop = {"etc/hostname", "etc/hosts", "etc/resolv.conf", "etc/isb"};
+  if (base && base->layers.size() + 1 > kMaxStackedLayers)
+    return Error::Of(Code::kInvalidArgument, "image '" + base->name + "' has " + std::to_string(base->layers.size()) +
+                                                 " layers: a snapshot on top would pass the " +
+                                                 std::to_string(kMaxStackedLayers) + " a sandbox stacks");
+  ImageStore::Pins pins(store_);
+  if (base) {
+    std::vector<std::string> pinned = {base->config_digest};
+    for (const LayerRecord& l : base->layers) pinned.insert(pinned.end(), {l.digest, l.diff_id});
+    pins.Add(pinned);
+  }
   ISB_ASSIGN_OR_RETURN(std::string temp, BlobTempPath(blobs_));
   Result<WrittenLayer> written = WriteUpperAsLayer(upper, uid_base, exclude, kDrop, temp);
   if (!written.ok()) {
     ::unlink(temp.c_str());
     return written.error();
   }
+  pins.Add({written->digest, written->diff_id});
   ISB_TRY(AdoptBlob(blobs_, temp, written->digest));
 
   ISB_ASSIGN_OR_RETURN(Digest layer_digest, ParseDigest(written->digest));
@@ -149,8 +160,13 @@ Result<ImageRecord> ImageService::Snapshot(const std::string& org, const std::st
     r.layers = base->layers;
     r.config = base->config;
   }
+  // The base's config as it is but for what a snapshot adds; fields of the wrong type (parsers ignore history) are
+  // made what they must be rather than thrown at.
+  if (!config["rootfs"].is_object()) config["rootfs"] = json::object();
   config["rootfs"]["type"] = "layers";
+  if (!config["rootfs"]["diff_ids"].is_array()) config["rootfs"]["diff_ids"] = json::array();
   config["rootfs"]["diff_ids"].push_back(written->diff_id);
+  if (!config["history"].is_array()) config["history"] = json::array();
   config["history"].push_back({{"created", Rfc3339Now()}, {"created_by", "isb snapshot"}});
   config["created"] = Rfc3339Now();
   const std::string config_bytes = config.dump();
@@ -197,7 +213,8 @@ Status ImageService::Export(const std::string& org, const std::string& ref, cons
                    {{{"mediaType", media},
                      {"digest", r.manifest_digest},
                      {"size", manifest.size()},
-                     {"annotations", {{"org.opencontainers.image.ref.name", TagOf(r.name)}}}}}}};
+                     {"annotations",
+                      {{"org.opencontainers.image.ref.name", TagOf(r.name)}, {"io.containerd.image.name", r.name}}}}}}};
     ISB_TRY(tar.AddFile(TarHeader{.path = "oci-layout"}, R"({"imageLayoutVersion":"1.0.0"})"));
     ISB_TRY(tar.AddFile(TarHeader{.path = "index.json"}, index.dump()));
     ISB_TRY(tar.Add(TarHeader{.type = TarHeader::Type::kDir, .path = "blobs", .mode = 0755}));

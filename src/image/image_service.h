@@ -17,6 +17,9 @@
 
 namespace isb::image {
 
+// The most layers an image may have: what a sandbox stacks (engine::kMaxImageLayers); deeper images are refused.
+inline constexpr size_t kMaxStackedLayers = 128;
+
 // What the daemon's operator allows of registries.
 struct RegistrySettings {
   // HOST[:PORT] entries (`isb serve --registry-allow`): registries on loopback or private addresses the daemon may
@@ -37,7 +40,13 @@ struct RegistrySettings {
 struct RegistryLogin {
   std::string user;
   std::string password;
+  // Hosts it may be sent to ("name:port", "*.domain:port", as a secret's hosts are written): a registry and a token
+  // realm the operator did not allow (--registry-allow) get it only when listed here.
+  std::vector<std::string> hosts;
 };
+
+// Whether `host`:`port` is one of `entries` ("name:port", or "*.domain:port" for names below domain).
+bool HostListed(const std::vector<std::string>& entries, const std::string& host, uint16_t port);
 
 struct PullProgress {
   std::string phase;   // "manifest", "layer", "done"
@@ -54,6 +63,8 @@ class ImageService {
   ~ImageService();
 
   ImageStore& store() { return store_; }
+  // Whether the operator allowed this registry (HOST[:PORT] as in a reference) with --registry-allow.
+  bool OperatorAllows(const std::string& registry) const;
 
   // Fetches `ref` (manifest, or the index's entry for this host's platform; its config; its layers, in parallel,
   // each verified and unpacked as it streams) and records it as `org`'s image under its normalized name. Layers

@@ -116,16 +116,53 @@ std::string ShortId(const ImageRecord& record) {
   return d.substr(colon == std::string::npos ? 0 : colon + 1, 12);
 }
 
-Result<std::unique_ptr<ImageStore>> ImageStore::Open(fs::path root) {
-  for (const char* sub : {"", "blobs", "layers", "layers/sha256", "layers/tmp", "orgs"}) {
+Result<std::unique_ptr<ImageStore>> ImageStore::Open(fs::path root, bool clean) {
+  for (const char* sub : {"", "blobs", "layers", "layers/sha256", "layers/tmp", "layers/trash", "orgs"}) {
     const fs::path dir = root / sub;
     ISB_TRY(MakeDirs(dir.string(), 0700));
     ::chmod(dir.c_str(), 0700);
   }
-  // A layer half unpacked when the daemon stopped: nothing names it.
+  // A layer half unpacked, or collected but not yet deleted, when the daemon stopped: nothing names it.
   std::error_code ec;
-  for (const auto& e : fs::directory_iterator(root / "layers/tmp", ec)) fs::remove_all(e.path(), ec);
+  for (const char* sub : {"layers/tmp", "layers/trash"}) {
+    if (!clean) break;
+    for (const auto& e : fs::directory_iterator(root / sub, ec)) fs::remove_all(e.path(), ec);
+  }
   return std::unique_ptr<ImageStore>(new ImageStore(std::move(root)));
+}
+
+std::string DiffIdOfLayerRoot(const std::string& path) {
+  const fs::path p(path);
+  if (p.filename() != "root" || p.parent_path().parent_path().filename() != "sha256") return "";
+  const std::string id = "sha256:" + p.parent_path().filename().string();
+  return IsSha256Digest(id) ? id : "";
+}
+
+bool ImageStore::OrgHolds(const std::string& org, const std::string& digest) const {
+  MutexLock lock(mu_);
+  for (const ImageRecord& r : ListLocked(org)) {
+    if (r.manifest_digest == digest || r.config_digest == digest) return true;
+    for (const LayerRecord& l : r.layers) {
+      if (l.digest == digest || l.diff_id == digest) return true;
+    }
+  }
+  return false;
+}
+
+ImageStore::Pins::~Pins() {
+  MutexLock lock(store_.mu_);
+  for (const std::string& d : held_) {
+    auto it = store_.pins_.find(d);
+    if (it != store_.pins_.end() && --it->second <= 0) store_.pins_.erase(it);
+  }
+}
+
+void ImageStore::Pins::Add(const std::vector<std::string>& digests) {
+  MutexLock lock(store_.mu_);
+  for (const std::string& d : digests) {
+    ++store_.pins_[d];
+    held_.push_back(d);
+  }
 }
 
 fs::path ImageStore::LayerRoot(const std::string& diff_id) const {
@@ -174,11 +211,11 @@ fs::path ImageStore::RecordPath(const std::string& org, const std::string& name)
 }
 
 Status ImageStore::Put(const ImageRecord& record) {
+  MutexLock lock(mu_);  // before the layers are looked at: a collection cannot take one between look and write
   for (const LayerRecord& l : record.layers) {
     if (!HasLayer(l.diff_id))
       return Error::Of(Code::kConflict, "image '" + record.name + "': layer " + l.diff_id + " is not stored");
   }
-  MutexLock lock(mu_);
   const fs::path dir = root_ / "orgs" / record.org;
   ISB_TRY(MakeDirs(dir.string(), 0700));
   return WriteFileAtomically(RecordPath(record.org, record.name).string(), ToJson(record).dump(), 0600);
@@ -246,31 +283,44 @@ Status ImageStore::Remove(const std::string& org, const std::string& name) {
 }
 
 Result<ImageStore::Garbage> ImageStore::CollectGarbage(const std::vector<std::string>& in_use) {
-  MutexLock lock(mu_);
-  std::set<std::string> keep(in_use.begin(), in_use.end());
-  for (const ImageRecord& r : ListAll()) {
-    keep.insert(r.manifest_digest);
-    keep.insert(r.config_digest);
-    for (const LayerRecord& l : r.layers) {
-      keep.insert(l.digest);
-      keep.insert(l.diff_id);
+  Garbage g;
+  std::vector<fs::path> doomed;
+  {
+    MutexLock lock(mu_);
+    std::set<std::string> keep(in_use.begin(), in_use.end());
+    for (const auto& [digest, count] : pins_) keep.insert(digest);
+    for (const ImageRecord& r : ListAll()) {
+      keep.insert(r.manifest_digest);
+      keep.insert(r.config_digest);
+      for (const LayerRecord& l : r.layers) {
+        keep.insert(l.digest);
+        keep.insert(l.diff_id);
+      }
+    }
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(root_ / "layers/sha256", ec)) {
+      if (keep.contains("sha256:" + e.path().filename().string())) continue;
+      // Moved aside at once (a rename): a pull that looks for the layer after this finds it gone, never half gone.
+      Result<std::string> name = RandomHex(8);
+      if (!name.ok()) return name.error();
+      const fs::path to = root_ / "layers/trash" / *name;
+      fs::rename(e.path(), to, ec);
+      if (ec) return Sys("image store: remove layer " + e.path().filename().string(), ec);
+      doomed.push_back(to);
+      ++g.layers;
+    }
+    for (const auto& e : fs::directory_iterator(root_ / "blobs/sha256", ec)) {
+      if (keep.contains("sha256:" + e.path().filename().string())) continue;
+      g.bytes += e.file_size(ec);
+      fs::remove(e.path(), ec);
+      if (ec) return Sys("image store: remove blob " + e.path().filename().string(), ec);
+      ++g.blobs;
     }
   }
-  Garbage g;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(root_ / "layers/sha256", ec)) {
-    if (keep.contains("sha256:" + e.path().filename().string())) continue;
-    g.bytes += TreeBytes(e.path());
-    fs::remove_all(e.path(), ec);
-    if (ec) return Sys("image store: remove layer " + e.path().filename().string(), ec);
-    ++g.layers;
-  }
-  for (const auto& e : fs::directory_iterator(root_ / "blobs/sha256", ec)) {
-    if (keep.contains("sha256:" + e.path().filename().string())) continue;
-    g.bytes += e.file_size(ec);
-    fs::remove(e.path(), ec);
-    if (ec) return Sys("image store: remove blob " + e.path().filename().string(), ec);
-    ++g.blobs;
+  for (const fs::path& dir : doomed) {
+    g.bytes += TreeBytes(dir);
+    std::error_code ec;
+    fs::remove_all(dir, ec);
   }
   return g;
 }

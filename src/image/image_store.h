@@ -67,8 +67,9 @@ std::string ShortId(const ImageRecord& record);
 // Thread-safe. Messages name the org and the image, and say what to do.
 class ImageStore {
  public:
-  // Creates the directories (0700) and clears what a crash left in layers/tmp.
-  static Result<std::unique_ptr<ImageStore>> Open(std::filesystem::path root);
+  // Creates the directories (0700) and, with `clean` (the daemon's open), clears what a crash left in layers/tmp
+  // and layers/trash; a reader beside a running daemon (`isb run --image`) opens without it.
+  static Result<std::unique_ptr<ImageStore>> Open(std::filesystem::path root, bool clean = true);
 
   const std::filesystem::path& root() const { return root_; }
   std::filesystem::path BlobDir() const { return root_ / "blobs"; }
@@ -84,6 +85,25 @@ class ImageStore {
 
   // Stores (or replaces) the org's record under its name.
   Status Put(const ImageRecord& record);
+  // Whether a record of `org` names `digest` (a manifest, config, blob or diff_id): content the org has shown it
+  // holds, which a pull may take from the store rather than fetch and check again. Knowing a digest is not holding
+  // its content: another org's layer is never reused on the strength of its digest alone.
+  bool OrgHolds(const std::string& org, const std::string& digest) const;
+
+  // Digests (blobs, diff_ids) a pull, import or snapshot under way needs kept: CollectGarbage leaves them. Unpinned
+  // when this goes away.
+  class Pins {
+   public:
+    explicit Pins(ImageStore& store) : store_(store) {}
+    Pins(const Pins&) = delete;
+    Pins& operator=(const Pins&) = delete;
+    ~Pins();
+    void Add(const std::vector<std::string>& digests);
+
+   private:
+    ImageStore& store_;
+    std::vector<std::string> held_;
+  };
   // The org's image named `ref`: by its normalized name, its manifest digest ("sha256:..."), or a prefix of at least
   // 12 hex digits of it. kNotFound otherwise ("image 'x' not found in org 'acme': isb image pull x").
   Result<ImageRecord> Get(const std::string& org, const std::string& ref) const;
@@ -96,8 +116,8 @@ class ImageStore {
     int blobs = 0;
     uint64_t bytes = 0;
   };
-  // Removes every layer dir and blob that no record of any org names. `in_use` adds diff_ids and digests to keep
-  // (those of a pull under way).
+  // Removes every layer dir and blob that no record of any org names, no Pins hold and `in_use` (the diff_ids of
+  // the layers sandboxes are made from) does not list. What goes is moved aside under the lock and deleted after it.
   Result<Garbage> CollectGarbage(const std::vector<std::string>& in_use = {});
 
  private:
@@ -108,6 +128,10 @@ class ImageStore {
 
   const std::filesystem::path root_;
   mutable Mutex mu_;  // orders record writes against reads and garbage collection
+  std::map<std::string, int> pins_ ISB_GUARDED_BY(mu_);
 };
+
+// The diff_id of a layer directory LayerRoot made ("<root>/layers/sha256/<hex>/root"), or "" for another path.
+std::string DiffIdOfLayerRoot(const std::string& path);
 
 }  // namespace isb::image

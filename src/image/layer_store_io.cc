@@ -29,7 +29,8 @@ Compression ToCompression(LayerCompression c) {
 Result<UnpackedLayer> UnpackIntoStore(ImageStore& store, ByteSource& compressed, Compression c,
                                       const std::string& expect_diff_id, uint64_t max_bytes,
                                       const std::function<Status()>& before_commit) {
-  if (!expect_diff_id.empty() && store.HasLayer(expect_diff_id)) return UnpackedLayer{expect_diff_id, 0};
+  // Unpacked and checked even when a layer of that diff_id is stored already: only the tar's own digest shows that
+  // whoever handed it over holds that content (CommitLayer then keeps the one there).
   ISB_ASSIGN_OR_RETURN(std::filesystem::path dir, store.BeginLayer());
   DigestHasher hasher;
   std::unique_ptr<ByteSource> plain = Decompressing(compressed, c, max_bytes);

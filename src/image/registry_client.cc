@@ -233,7 +233,9 @@ Result<std::string> RegistryClient::FetchToken(const AuthChallenge& challenge, e
     return Error::Of(Code::kUnavailable, "registry " + registry_ + " names a token realm that is not an http(s) URL");
   realm->target += TokenQuery(challenge, realm->target.find('?') != std::string::npos);
   std::vector<egress::HttpHeader> headers;
-  if (options_.credentials) headers.push_back({"Authorization", BasicAuthorization(*options_.credentials)});
+  const bool send = options_.credentials &&
+                    (!options_.may_send_credentials || options_.may_send_credentials(*realm));
+  if (send) headers.push_back({"Authorization", BasicAuthorization(*options_.credentials)});
   ISB_ASSIGN_OR_RETURN(HttpGetResponse response, transport_.Get(*realm, headers, nullptr, 64 * 1024, overall));
   if (response.status != 200) {
     Code code = response.status == 401 ? Code::kUnauthenticated

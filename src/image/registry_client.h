@@ -8,6 +8,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -30,6 +31,9 @@ struct RegistryClientOptions {
   TransportOptions transport;
   // Sent to this client's registry (and its token realm) when it asks; never to a redirect's other host.
   std::optional<RegistryCredentials> credentials;
+  // Whether the credentials may go to a token realm the registry names (a host other than its own); unset: they
+  // may. A realm refused here is asked for a token without them.
+  std::function<bool(const egress::HttpUrl& realm)> may_send_credentials{};
   std::chrono::milliseconds manifest_timeout{60000};  // a whole manifest fetch, auth and redirects included
   std::chrono::milliseconds blob_timeout{3600000};    // a whole blob fetch
 };

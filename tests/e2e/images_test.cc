@@ -96,7 +96,10 @@ TEST_F(ImagesTest, APulledImageRunsAsASandboxAndASnapshotKeepsItsFilesButNotRunO
   EXPECT_EQ(shell.exit_status, 0) << shell.Describe();
   EXPECT_EQ(shell.out, "/bin\n");
 
-  const std::string id = CreateSandbox({{"image", Ref()}, {"name", "from-image"}});
+  MustTool("secret_create", {{"name", "FILE_SECRET"}, {"value", "file-secret-value"}});
+  const std::string id =
+      CreateSandbox({{"image", Ref()}, {"name", "from-image"}, {"secrets", json::array({"FILE_SECRET"})}});
+  EXPECT_EQ(Sh(id, "cat /run/secrets/FILE_SECRET"), "file-secret-value");
   // The layers stacked: busybox from the first, /etc/d/f from the second, /etc/motd whited out by the third; the
   // config's Env taken.
   EXPECT_EQ(Sh(id, "cat /etc/d/f; test -e /etc/motd && echo motd || echo no-motd; echo $PATH"), "f\nno-motd\n/bin\n");
@@ -104,13 +107,14 @@ TEST_F(ImagesTest, APulledImageRunsAsASandboxAndASnapshotKeepsItsFilesButNotRunO
   Sh(id, "echo kept > /etc/kept; rm /etc/d/f; echo scratch > /tmp/scratch; mkdir -p /run/x; echo r > /run/x/f");
 
   json snap = MustTool("sandbox_snapshot", {{"sandbox", "from-image"}, {"name", "snap/app:1"}});
-  EXPECT_EQ(snap["name"], "snap/app:1") << snap.dump();
+  EXPECT_EQ(snap["name"], "docker.io/snap/app:1") << snap.dump();
   EXPECT_EQ(snap["layers"], 4);
   EXPECT_EQ(snap["source"], "snapshot");
   const std::string next = CreateSandbox({{"image", "snap/app:1"}});
   EXPECT_EQ(Sh(next, "cat /etc/kept; test -e /etc/d/f && echo f || echo no-f; test -e /tmp/scratch && echo tmp || "
-                     "echo no-tmp; test -e /run/x/f && echo run || echo no-run"),
-            "kept\nno-f\nno-tmp\nno-run\n");
+                     "echo no-tmp; test -e /run/x/f && echo run || echo no-run; test -e /run/secrets/FILE_SECRET "
+                     "&& echo secret || echo no-secret; grep -rl file-secret-value / 2>/dev/null | head -1"),
+            "kept\nno-f\nno-tmp\nno-run\nno-secret\n");
 
   // Removal is refused while a sandbox is made from the image, and names it.
   HttpResponse busy = Tool("image_remove", {{"image", Ref()}});
@@ -121,7 +125,7 @@ TEST_F(ImagesTest, APulledImageRunsAsASandboxAndASnapshotKeepsItsFilesButNotRunO
   // The snapshot still holds the three layers; only what nothing uses goes.
   EXPECT_EQ(MustTool("image_remove", {{"image", Ref()}})["removed"], Ref());
   EXPECT_EQ(LayerDirs(), 4u);
-  EXPECT_EQ(MustTool("image_remove", {{"image", "snap/app:1"}})["removed"], "snap/app:1");
+  EXPECT_EQ(MustTool("image_remove", {{"image", "snap/app:1"}})["removed"], "docker.io/snap/app:1");
   EXPECT_EQ(LayerDirs(), 0u);
   EXPECT_TRUE(fs::is_empty(state_dir() + "/images/blobs/sha256"));
   ExpectAudit("the CLI's pull", {Unix("image_pull")});
