@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= 2
 
-.PHONY: all deps build test thread-safety run demo bench san-build sanitize fuzz clean
+.PHONY: all deps build test test-images thread-safety run demo bench san-build sanitize fuzz clean
 
 all: build
 
@@ -15,8 +15,13 @@ build: deps
 
 # Every test: the locks checked by clang, unit tests in parallel, then the boundary suites (real sandboxes) one at a
 # time.
-test: build thread-safety
+test: build thread-safety test-images
 	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 300
+
+# The Debian image the image tests run apt and python in: made once by mmdebstrap from the host's apt sources and
+# kept in the build dir (a test that finds none makes it itself, which takes minutes).
+test-images: build
+	@bash tests/image/make_debian_image.sh $(BUILD)/debian-image
 
 # clang's -Wthread-safety, as an error, over every src/ file that uses the locks of base/mutex.h: a member
 # ISB_GUARDED_BY a mutex touched without it, a function that ISB_REQUIRES a lock called without it. A parse of each

@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages isb builds, tests and benchmarks with; a no-op when all are present.
 set -euo pipefail
 build=(cmake ninja-build g++ make pkg-config ccache libseccomp-dev nlohmann-json3-dev libcli11-dev
-       libfmt-dev libgtest-dev libgmock-dev busybox-static docker-registry umoci skopeo apache2-utils jq
+       libfmt-dev libgtest-dev libgmock-dev busybox-static docker-registry umoci skopeo apache2-utils jq mmdebstrap
        libboost1.81-dev libsqlite3-dev libssl-dev libsodium-dev curl openssl dnsutils nftables publicsuffix
        python3 zlib1g-dev libbrotli-dev libzstd-dev age python3-websockets
        python3-brotli python3-zstandard)

@@ -38,6 +38,8 @@ target_include_directories(isb_e2e_tests PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE
 target_compile_definitions(isb_e2e_tests PRIVATE
   ISB_BINARY="$<TARGET_FILE:isb>" ISB_E2E_NODE_DIR="${ISB_E2E_NODE_DIR}"
   ISB_ECHO_ORIGIN="${CMAKE_SOURCE_DIR}/tests/e2e/echo_origin.py"
-  ISB_MAKE_TEST_IMAGE="${CMAKE_SOURCE_DIR}/tests/image/make_test_image.sh")
+  ISB_MAKE_TEST_IMAGE="${CMAKE_SOURCE_DIR}/tests/image/make_test_image.sh"
+  ISB_MAKE_DEBIAN_IMAGE="${CMAKE_SOURCE_DIR}/tests/image/make_debian_image.sh"
+  ISB_DEBIAN_IMAGE_DIR="${CMAKE_BINARY_DIR}/debian-image")
 add_dependencies(isb_e2e_tests isb)
 gtest_discover_tests(isb_e2e_tests DISCOVERY_MODE PRE_TEST PROPERTIES RUN_SERIAL TRUE LABELS e2e)

@@ -237,5 +237,18 @@ TEST_F(ImagesTest, AnIndexResolvesToTheHostsPlatformAndALoopbackRegistryNeedsThe
   EXPECT_EQ(pulled["digest"], digest_) << pulled.dump();
 }
 
+TEST_F(ImagesTest, ADebianRootfsMadeByMmdebstrapRunsAptAndPython) {
+  ProcResult made = RunProcess({"bash", ISB_MAKE_DEBIAN_IMAGE, ISB_DEBIAN_IMAGE_DIR}, "", std::chrono::minutes(10));
+  ASSERT_EQ(made.exit_status, 0) << made.Describe();
+  json imported = MustTool("image_import", {{"path", std::string(ISB_DEBIAN_IMAGE_DIR) + "/oci"}, {"name", "debian:12-isb"}});
+  ASSERT_EQ(imported["images"].size(), 1u) << imported.dump();
+  const std::string id = CreateSandbox({{"image", "debian:12-isb"}});
+  json apt = Exec(id, {"apt-get", "--version"});
+  EXPECT_EQ(apt.value("exit_code", -1), 0) << apt.dump();
+  EXPECT_TRUE(apt.value("stdout", "").starts_with("apt 2.6")) << apt.dump();
+  json py = Exec(id, {"python3", "-c", "import sys; print(6*7, sys.version_info[0])"});
+  EXPECT_EQ(py.value("stdout", ""), "42 3\n") << py.dump();
+}
+
 }  // namespace
 }  // namespace isb::e2e
