@@ -27,6 +27,10 @@ constexpr size_t kMaxPath = 4096;
 constexpr size_t kMaxSkipped = 1000;
 constexpr std::string_view kWhiteout = ".wh.";
 constexpr std::string_view kOpaque = ".wh..wh..opq";
+// What max_bytes charges besides file data (layer_unpack.h says why): an entry's inode and name, the size of the
+// tar header it came in, and a directory's first block.
+constexpr uint64_t kEntryCost = 512;
+constexpr uint64_t kDirCost = 4096;
 
 // openat2 of one name in `dirfd`, beneath it and following no symlink (the name itself included).
 int OpenBeneath(int dirfd, const std::string& name, uint64_t flags, mode_t mode = 0) {
@@ -78,9 +82,11 @@ std::string ParentPath(const Name& n) {
 
 std::string Join(const std::string& dir, const std::string& leaf) { return dir.empty() ? leaf : dir + "/" + leaf; }
 
-// Erases `path` and everything below it from a sorted container of paths (a map's keys or a set).
+// Erases `path` and everything below it from a sorted container of paths (a map's keys or a set); the bytes of the
+// names erased.
 template <typename Sorted>
-void EraseTree(Sorted& sorted, const std::string& path) {
+uint64_t EraseTree(Sorted& sorted, const std::string& path) {
+  uint64_t erased = 0;
   auto it = sorted.lower_bound(path);
   while (it != sorted.end()) {
     const std::string& key = [&]() -> const std::string& {
@@ -89,11 +95,13 @@ void EraseTree(Sorted& sorted, const std::string& path) {
     }();
     if (key.compare(0, path.size(), path) != 0) break;
     if (key.size() == path.size() || key[path.size()] == '/') {
+      erased += key.size();
       it = sorted.erase(it);
     } else {
       ++it;
     }
   }
+  return erased;
 }
 
 // Whether an extended attribute from a layer lands on the host (layer_unpack.h says why only these).
@@ -115,15 +123,12 @@ class Unpacker {
   Result<UnpackReport> Run(const std::string& dir) {
     root_.Reset(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!root_.valid()) return Error::Sys("layer directory " + dir);
-    uint64_t entries = 0;
     for (;;) {
       ISB_ASSIGN_OR_RETURN(std::optional<TarEntry> e, tar_.Next());
       if (!e) break;
-      if (++entries > limits_.max_entries) {
-        return Error::Of(Code::kTooLarge, "layer: more than " + std::to_string(limits_.max_entries) +
-                                              " entries (the limit max_entries)");
-      }
+      ISB_TRY(CountEntry());
       entry_ = Shown(e->path);
+      ISB_TRY(Charge(kEntryCost));
       ISB_TRY(Place(*e));
     }
     entry_ = ".";
@@ -140,6 +145,41 @@ class Unpacker {
   Error SysFail(const std::string& what, int err = errno) const {
     Error e = Error::Sys("layer entry \"" + entry_ + "\": " + what, err);
     return e;
+  }
+
+  // One more entry against max_entries: a tar entry or a directory made for a missing parent.
+  Status CountEntry() {
+    if (++entries_ > limits_.max_entries) {
+      return Error::Of(Code::kTooLarge, "layer: more than " + std::to_string(limits_.max_entries) +
+                                            " entries, missing parent directories made included (the limit "
+                                            "max_entries)");
+    }
+    return {};
+  }
+
+  // `bytes` more against max_bytes; charged_ never passes it.
+  Status Charge(uint64_t bytes) {
+    if (bytes > limits_.max_bytes - charged_) {
+      return Fail(Code::kTooLarge, "the layer takes more than " + std::to_string(limits_.max_bytes) +
+                                       " bytes (the limit max_bytes: file data, " + std::to_string(kEntryCost) +
+                                       " bytes an entry and " + std::to_string(kDirCost) + " a directory made)");
+    }
+    charged_ += bytes;
+    return {};
+  }
+
+  // A name kept in made_ or dirs_ until the end: its bytes against max_name_bytes.
+  Status KeepName(const std::string& path) {
+    names_kept_ += path.size();
+    if (names_kept_ > limits_.max_name_bytes) {
+      return Fail(Code::kTooLarge, "the names kept for hardlinks and directories' modes take more than " +
+                                       std::to_string(limits_.max_name_bytes) + " bytes (the limit max_name_bytes)");
+    }
+    return {};
+  }
+  Status KeepMade(const std::string& path) { return made_.insert(path).second ? KeepName(path) : Status{}; }
+  Status KeepDir(const std::string& path, const DirTimes& times) {
+    return dirs_.insert_or_assign(path, times).second ? KeepName(path) : Status{};
   }
 
   Status Place(const TarEntry& e) {
@@ -176,6 +216,8 @@ class Unpacker {
       so_far = Join(so_far, parts[i]);
       int fd = OpenBeneath(cur.get(), parts[i], O_RDONLY | O_DIRECTORY);
       if (fd < 0 && errno == ENOENT && create) {
+        ISB_TRY(CountEntry());
+        ISB_TRY(Charge(kDirCost));
         if (::mkdirat(cur.get(), parts[i].c_str(), 0700) != 0) return SysFail("mkdir of parent \"" + so_far + "\"");
         fd = OpenBeneath(cur.get(), parts[i], O_RDONLY | O_DIRECTORY);
         if (fd >= 0 && ::fchmod(fd, 0755) != 0) return SysFail("chmod of parent \"" + so_far + "\"");
@@ -218,8 +260,7 @@ class Unpacker {
     if (merge_dir && S_ISDIR(st.st_mode)) return true;
     ISB_TRY(RemoveTree(parent, leaf, path));
     if (cached_path_ == path || cached_path_.starts_with(path + "/")) cached_.Reset();
-    EraseTree(dirs_, path);
-    EraseTree(made_, path);
+    names_kept_ -= EraseTree(dirs_, path) + EraseTree(made_, path);
     return false;
   }
 
@@ -287,10 +328,7 @@ class Unpacker {
   Status File(const TarEntry& e, const Name& n) {
     ISB_ASSIGN_OR_RETURN(int parent, OpenParent(n));
     ISB_TRY(ClearSlot(parent, n.parts.back(), n.path, false));
-    if (e.size > limits_.max_bytes - report_.bytes) {
-      return Fail(Code::kTooLarge, "the layer's files hold more than " + std::to_string(limits_.max_bytes) +
-                                       " bytes (the limit max_bytes)");
-    }
+    ISB_TRY(Charge(e.size));
     Fd fd(OpenBeneath(parent, n.parts.back(), O_WRONLY | O_CREAT | O_EXCL, 0600));
     if (!fd.valid()) return SysFail("create");
     std::array<uint8_t, 64 << 10> buf;
@@ -311,7 +349,7 @@ class Unpacker {
     ISB_TRY(SetXattrs(fd.get(), e, n.path));
     const timespec times[2] = {MtimeOf(e), MtimeOf(e)};
     if (::futimens(fd.get(), times) != 0) return SysFail("utimensat");
-    made_.insert(n.path);
+    ISB_TRY(KeepMade(n.path));
     ++report_.files;
     return {};
   }
@@ -324,13 +362,16 @@ class Unpacker {
       ISB_ASSIGN_OR_RETURN(int parent, OpenParent(n));
       ISB_ASSIGN_OR_RETURN(bool kept, ClearSlot(parent, n.parts.back(), n.path, true));
       // 0700 until the end: the final mode may forbid writing what comes below.
-      if (!kept && ::mkdirat(parent, n.parts.back().c_str(), 0700) != 0) return SysFail("mkdir");
+      if (!kept) {
+        ISB_TRY(Charge(kDirCost));
+        if (::mkdirat(parent, n.parts.back().c_str(), 0700) != 0) return SysFail("mkdir");
+      }
       fd.Reset(OpenBeneath(parent, n.parts.back(), O_RDONLY | O_DIRECTORY));
     }
     if (!fd.valid()) return SysFail("open");
     if (::fchown(fd.get(), e.uid, e.gid) != 0) return SysFail("chown");
     ISB_TRY(SetXattrs(fd.get(), e, n.path.empty() ? "." : n.path));
-    dirs_[n.path] = DirTimes{FinalMode(e), MtimeOf(e)};
+    ISB_TRY(KeepDir(n.path, DirTimes{FinalMode(e), MtimeOf(e)}));
     ++report_.dirs;
     return {};
   }
@@ -345,7 +386,7 @@ class Unpacker {
     const timespec times[2] = {MtimeOf(e), MtimeOf(e)};
     if (::utimensat(parent, leaf.c_str(), times, AT_SYMLINK_NOFOLLOW) != 0) return SysFail("utimensat");
     for (const auto& x : e.xattrs) Skipped(n.path + ": xattr " + Shown(x.first) + " dropped");
-    made_.insert(n.path);
+    ISB_TRY(KeepMade(n.path));
     ++report_.symlinks;
     return {};
   }
@@ -368,7 +409,7 @@ class Unpacker {
     if (::linkat(from.get(), target->parts.back().c_str(), parent, n.parts.back().c_str(), 0) != 0) {
       return SysFail("link to \"" + target->path + "\"");
     }
-    made_.insert(n.path);
+    ISB_TRY(KeepMade(n.path));
     ++report_.hardlinks;
     return {};
   }
@@ -421,6 +462,9 @@ class Unpacker {
   Fd root_;
   UnpackReport report_;
   std::string entry_;                      // the entry being placed, for messages
+  uint64_t entries_ = 0;                   // against max_entries: tar entries and parent directories made
+  uint64_t charged_ = 0;                   // against max_bytes: file data and kEntryCost, kDirCost
+  uint64_t names_kept_ = 0;                // against max_name_bytes: the bytes of the keys of dirs_ and made_
   uint64_t skipped_more_ = 0;              // skipped lines past kMaxSkipped
   Fd cached_;                              // OpenParent's last directory
   std::string cached_path_;

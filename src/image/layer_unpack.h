@@ -8,7 +8,7 @@
 // - Nothing is ever followed: every parent directory is opened a component at a time with openat2 and
 //   RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS and O_NOFOLLOW, and a parent that is a symlink is
 //   an error. A symlink in the layer may point anywhere; it is created as it is and never followed. Missing parents
-//   are created (0755, root).
+//   are created (0755, root) and count as entries (Limits below).
 // - An entry whose name exists already replaces it (a directory and everything below it included), except that a
 //   directory entry over a directory merges into it: later entries win, as tar's order says.
 // - Hardlinks: only to a name this layer already extracted and that is not a directory (never to lower layers, to
@@ -26,8 +26,17 @@
 //   overlayfs acts on (opaque, redirect, metacopy): only a `.wh..wh..opq` makes a directory opaque. security.capability
 //   would grant a file capabilities (on the host as much as in the sandbox, where no_new_privs makes them inert
 //   anyway), security.selinux and system.posix_acl_* speak to the host's policy: none of them lands on the host.
-// - Limits: more than UnpackLimits::max_entries entries, or more than max_bytes of file data written, is kTooLarge
-//   naming the limit.
+// - Limits, each kTooLarge naming the limit when passed, so that a small layer cannot make an unpack use much more
+//   memory, inodes or disk than the limits say (a gzip of a million 4 KiB names is tens of MB):
+//   - max_entries counts every tar entry, whatever its type (skipped ones included), and every directory made for a
+//     missing parent: "u/a/a/.../a/f" is one entry plus one per directory it makes.
+//   - max_bytes charges file data, 512 bytes for every entry counted above (an inode and its name; the size of the
+//     tar header it came in) and 4096 more for every directory made, implicit or not (its first block), so that
+//     empty files and directories cannot fill the disk's inodes and blocks within the limit.
+//   - max_name_bytes bounds the bytes of the names kept until the end of the layer (the files, symlinks and
+//     hardlinks it made, which later hardlinks may name, and the directories it declared, whose modes and times are
+//     applied last); a name removed by a later entry stops counting. It also bounds FinishDirs' work: reopening
+//     each declared directory walks its components, at most max_name_bytes / 2 opens in all.
 //
 // Errors are values naming the entry: "layer entry \"a/../../etc/passwd\": ...". On an error the directory is left
 // partly unpacked: the caller removes it (and unpacks into a fresh one to retry).
@@ -43,8 +52,9 @@
 namespace isb::image {
 
 struct UnpackLimits {
-  uint64_t max_bytes = 0;    // file data written, all files together
-  uint64_t max_entries = 0;  // tar entries, whatever their type
+  uint64_t max_bytes = 0;                       // file data and a fixed cost per entry and directory made
+  uint64_t max_entries = 0;                     // tar entries, whatever their type, and parent directories made
+  uint64_t max_name_bytes = uint64_t{64} << 20;  // names kept until the end of the layer
 };
 
 struct UnpackReport {

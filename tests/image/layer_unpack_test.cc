@@ -243,14 +243,85 @@ TEST_F(LayerTest, MoreEntriesThanMaxEntriesIsTooLarge) {
       Unpack(TarBuilder().File("a", "").File("b", "").File("c", "").File("d", "").End(), {1 << 20, 3});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, Code::kTooLarge);
-  EXPECT_EQ(r.error().message, "layer: more than 3 entries (the limit max_entries)");
+  EXPECT_EQ(r.error().message,
+            "layer: more than 3 entries, missing parent directories made included (the limit max_entries)");
+}
+
+TEST_F(LayerTest, EveryMissingParentDirectoryMadeCountsAsAnEntry) {
+  std::string deep = "u";
+  for (int i = 0; i < 100; ++i) deep += "/a";
+  const std::string tar = TarBuilder().Pax({{"path", deep + "/f"}}).File("x", "").End();
+  // One tar entry and 101 directories made (u and 100 a's).
+  Result<UnpackReport> r = Unpack(tar, {1 << 30, 101});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, Code::kTooLarge);
+  EXPECT_EQ(r.error().message,
+            "layer: more than 101 entries, missing parent directories made included (the limit max_entries)");
+  EXPECT_EQ(Tree(dir()).size(), 100u);
+  std::filesystem::remove_all(dir());
+  ASSERT_EQ(::mkdir(dir().c_str(), 0700), 0);
+  r = Unpack(tar, {1 << 30, 102});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(Tree(dir()).size(), 102u);
+  EXPECT_EQ(Tree(dir()).back(), deep + "/f f0644 0:0 =");
+}
+
+TEST_F(LayerTest, EmptyFilesAreChargedAnEntryAgainstMaxBytes) {
+  Result<UnpackReport> r = Unpack(TarBuilder().File("a", "").File("b", "").File("c", "").End(), {1024, 100});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, Code::kTooLarge);
+  EXPECT_EQ(r.error().message, "layer entry \"c\": the layer takes more than 1024 bytes (the limit max_bytes: file "
+                               "data, 512 bytes an entry and 4096 a directory made)");
+  EXPECT_EQ(Tree(dir()), (Lines{"a f0644 0:0 =", "b f0644 0:0 ="}));
+}
+
+TEST_F(LayerTest, DirectoriesMadeDeclaredOrMissingAreChargedAnEntryAndABlockAgainstMaxBytes) {
+  for (const std::string& tar : {TarBuilder().Dir("d").End(), TarBuilder().File("p/f", "").End()}) {
+    const std::string name = tar.substr(0, tar.find('\0'));
+    Result<UnpackReport> r = Unpack(tar, {512 + 4096 - 1, 100});
+    ASSERT_FALSE(r.ok()) << name;
+    EXPECT_EQ(r.error().code, Code::kTooLarge);
+    EXPECT_EQ(r.error().message, "layer entry \"" + name + "\": the layer takes more than 4607 bytes (the limit "
+                                 "max_bytes: file data, 512 bytes an entry and 4096 a directory made)");
+    EXPECT_EQ(Tree(dir()), Lines{}) << name;
+  }
+  Result<UnpackReport> d = Unpack(TarBuilder().Dir("d").End(), {512 + 4096, 100});
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  EXPECT_EQ(Tree(dir()), (Lines{"d d0755 0:0"}));
+}
+
+TEST_F(LayerTest, NamesKeptPastMaxNameBytesAreTooLargeAndARemovedNameStopsCounting) {
+  // 200-byte names, files and directories alternating: five fit in 1000 bytes.
+  auto name = [](int i) { return std::string(195, 'n') + std::to_string(10000 + i); };
+  TarBuilder fits;
+  for (int i = 0; i < 5; ++i) {
+    fits.Pax({{"path", name(i)}});
+    if (i % 2 == 0) fits.File("x", ""); else fits.Dir("x");
+  }
+  const UnpackLimits limits{.max_bytes = 1 << 30, .max_entries = 100, .max_name_bytes = 1000};
+  TarBuilder removed = fits;
+  removed.Pax({{"path", ".wh." + name(0)}}).File("x", "").Pax({{"path", name(5)}}).File("x", "");
+  Result<UnpackReport> r = Unpack(removed.End(), limits);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->whiteouts, 1u);
+
+  std::filesystem::remove_all(dir());
+  ASSERT_EQ(::mkdir(dir().c_str(), 0700), 0);
+  fits.Pax({{"path", name(5)}}).Dir("x");
+  r = Unpack(fits.End(), limits);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, Code::kTooLarge);
+  EXPECT_EQ(r.error().message, "layer entry \"" + name(5) + "\": the names kept for hardlinks and directories' "
+                               "modes take more than 1000 bytes (the limit max_name_bytes)");
 }
 
 TEST_F(LayerTest, MoreFileBytesThanMaxBytesIsTooLargeAndLeavesThePartForTheCallerToRemove) {
-  Result<UnpackReport> r = Unpack(TarBuilder().File("a", "aaaaaa").File("b", "bbbbb").End(), {10, 100});
+  // "a" takes 512 + 6 bytes, "b" 512 + 5: b's data passes 1030.
+  Result<UnpackReport> r = Unpack(TarBuilder().File("a", "aaaaaa").File("b", "bbbbb").End(), {1030, 100});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, Code::kTooLarge);
-  EXPECT_EQ(r.error().message, "layer entry \"b\": the layer's files hold more than 10 bytes (the limit max_bytes)");
+  EXPECT_EQ(r.error().message, "layer entry \"b\": the layer takes more than 1030 bytes (the limit max_bytes: file "
+                               "data, 512 bytes an entry and 4096 a directory made)");
   EXPECT_EQ(Tree(dir()), (Lines{"a f0644 0:0 =aaaaaa"}));
 }
 
@@ -289,7 +360,7 @@ TEST_F(LayerTest, TheWholeStreamIsReadSoAnObserverSeesEveryByte) {
   std::string seen;
   ObservedSource observed(in, [&](std::span<const uint8_t> b) { seen.append(b.begin(), b.end()); });
   TarReader reader(observed);
-  ASSERT_TRUE(UnpackLayer(reader, dir(), {100, 100}).ok());
+  ASSERT_TRUE(UnpackLayer(reader, dir(), {1 << 20, 100}).ok());
   EXPECT_EQ(seen, tar);
 }
 
