@@ -44,8 +44,9 @@ class ImageStoreTest : public ::testing::Test {
     r.org = org;
     r.name = name;
     r.manifest_digest = Sha(manifest);
-    r.config_digest = Sha('c');
-    for (char l : layers) r.layers.push_back(LayerRecord{Sha(static_cast<char>(l + 1)), Sha(l), "t", 1, 1});
+    r.config_digest = Sha('0');
+    // Blob digests of digits, apart from the letters of diff_ids and manifests.
+    for (char l : layers) r.layers.push_back(LayerRecord{Sha(static_cast<char>(l - 'a' + '1')), Sha(l), "t", 1, 1});
     r.source = "pull";
     return r;
   }
@@ -109,7 +110,7 @@ TEST_F(ImageStoreTest, GarbageIsWhatNoRecordOfAnyOrgNames) {
   ASSERT_TRUE(store_->Put(Record("acme", "one", 'e', {'a', 'b'})).ok());
   ASSERT_TRUE(store_->Put(Record("beta", "two", 'f', {'a'})).ok());
   fs::create_directories(dir_ + "/images/blobs/sha256");
-  for (const std::string& blob : {std::string(64, 'b'), std::string(64, '9')})  // layer a's blob, and an orphan
+  for (const std::string& blob : {std::string(64, '1'), std::string(64, '9')})  // layer a's blob, and an orphan
     std::ofstream(dir_ + "/images/blobs/sha256/" + blob) << "x";
   auto g = store_->CollectGarbage();
   ASSERT_TRUE(g.ok()) << g.error().message;

@@ -55,15 +55,25 @@ class LayerWriterTest : public ::testing::Test {
     dir_ = tmpl;
     upper_ = dir_ + "/upper";
     fs::create_directories(upper_);
+    ASSERT_EQ(::chown(upper_.c_str(), kBase, kBase), 0);
   }
   void TearDown() override {
     std::error_code ec;
     if (!dir_.empty()) fs::remove_all(dir_, ec);
   }
 
+  // The directories a sandbox made are its own: owned by its root (kBase on the host).
+  void Dirs(const std::string& rel) {
+    fs::path at = upper_;
+    for (const auto& part : fs::path(rel)) {
+      at /= part;
+      fs::create_directory(at);
+      ASSERT_EQ(::chown(at.c_str(), kBase, kBase), 0);
+    }
+  }
   void File(const std::string& rel, const std::string& data, uint32_t uid, mode_t mode = 0644) {
     const std::string p = upper_ + "/" + rel;
-    fs::create_directories(fs::path(p).parent_path());
+    Dirs(fs::path(rel).parent_path().string());
     std::ofstream(p) << data;
     ASSERT_EQ(::chown(p.c_str(), uid, uid), 0);
     ASSERT_EQ(::chmod(p.c_str(), mode), 0);
@@ -75,10 +85,11 @@ class LayerWriterTest : public ::testing::Test {
 TEST_F(LayerWriterTest, AnUpperDirBecomesALayerTheUnpackerRestoresWithTheSandboxsIds) {
   File("etc/kept", "kept\n", kBase);
   File("home/u/notes", "mine\n", kBase + 1000, 0600);
+  ASSERT_EQ(::chown((upper_ + "/home/u").c_str(), kBase + 1000, kBase + 1000), 0);
   ASSERT_EQ(::link((upper_ + "/etc/kept").c_str(), (upper_ + "/etc/kept2").c_str()), 0);
   ASSERT_EQ(::symlink("/etc/kept", (upper_ + "/etc/link").c_str()), 0);
   ASSERT_EQ(::mknod((upper_ + "/etc/gone").c_str(), S_IFCHR | 0, makedev(0, 0)), 0);
-  fs::create_directories(upper_ + "/opt/fresh");
+  Dirs("opt/fresh");
   ASSERT_EQ(::setxattr((upper_ + "/opt/fresh").c_str(), "user.overlay.opaque", "y", 1, 0), 0);
   File("opt/fresh/new", "n", kBase);
   File("run/secrets/TOKEN", "never", kBase);
