@@ -88,6 +88,7 @@ TEST_F(LayerWriterTest, AnUpperDirBecomesALayerTheUnpackerRestoresWithTheSandbox
   ASSERT_EQ(::chown((upper_ + "/home/u").c_str(), kBase + 1000, kBase + 1000), 0);
   ASSERT_EQ(::link((upper_ + "/etc/kept").c_str(), (upper_ + "/etc/kept2").c_str()), 0);
   ASSERT_EQ(::symlink("/etc/kept", (upper_ + "/etc/link").c_str()), 0);
+  ASSERT_EQ(::lchown((upper_ + "/etc/link").c_str(), kBase, kBase), 0);
   ASSERT_EQ(::mknod((upper_ + "/etc/gone").c_str(), S_IFCHR | 0, makedev(0, 0)), 0);
   Dirs("opt/fresh");
   ASSERT_EQ(::setxattr((upper_ + "/opt/fresh").c_str(), "user.overlay.opaque", "y", 1, 0), 0);
