@@ -24,12 +24,16 @@ add_library(isb_api STATIC
   src/api/rest.cc
   src/api/mcp.cc
   src/api/spec_policy.cc
-  src/api/tool_policy.cc)
+  src/api/tool_policy.cc
+  src/api/web_ui.cc
+  src/api/websocket_session.cc
+  src/api/terminal_socket.cc)
 # egress for IP address literals (publish addresses), identity for tool globs, audit for the accountability tools,
 # the secret store for the secret tools,
 # the engine's id mappings for a spec's idmap, spec/ for the sandbox spec and exec request.
+# isb_websocket for a sandbox's terminal over a WebSocket.
 target_link_libraries(isb_api PUBLIC isb_base isb_id_mapping isb_spec isb_egress isb_identity isb_audit
-                      isb_secrets_store nlohmann_json::nlohmann_json Boost::headers Threads::Threads)
+                      isb_secrets_store isb_websocket nlohmann_json::nlohmann_json Boost::headers Threads::Threads)
 
 # The HTTP server: the one translation unit with Beast, apart so that the logic above builds (and fuzzes) without it.
 add_library(isb_http STATIC src/api/http_server.cc)
