@@ -57,7 +57,8 @@ add_executable(isb_api_tests
   tests/api/tool_policy_test.cc
   tests/api/audit_tools_test.cc
   tests/api/role_matrix_test.cc
-  tests/api/web_auth_test.cc)
+  tests/api/web_auth_test.cc
+  tests/api/web_ui_test.cc)
 target_link_libraries(isb_api_tests PRIVATE isb_http GTest::gtest_main)
 target_include_directories(isb_api_tests PRIVATE ${CMAKE_SOURCE_DIR}/tests)
 gtest_discover_tests(isb_api_tests DISCOVERY_MODE PRE_TEST)

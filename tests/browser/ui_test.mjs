@@ -7,7 +7,7 @@
 // Usage: node ui_test.mjs --base http://127.0.0.1:PORT --setup-token TOKEN --node-modules DIR --out DIR
 // Prints "ok NAME" per step, "first_load_ms=N" and "csp_violations=0 console_errors=0"; exits 1 on any failure.
 import { createRequire } from 'node:module';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { join, resolve } from 'node:path';
 
@@ -20,6 +20,7 @@ const puppeteer = createRequire(join(resolve(args['node-modules']), 'index.js'))
 const BASE = args.base;
 const OUT = resolve(args.out);
 mkdirSync(OUT, { recursive: true });
+rmSync(join(OUT, 'failure.png'), { force: true });
 const USER = 'admin';
 const PASSWORD = 'a long browser password';
 const STEP_MS = 20000;
@@ -160,9 +161,17 @@ try {
   // navigation's start).
   await page.goto('about:blank');
   await page.goto(BASE + '/#/sandboxes');
-  await page.waitForFunction(() => document.querySelector('#sandbox-list') &&
-                             document.querySelector('p[role=status]')?.textContent !== '', { timeout: STEP_MS });
-  const firstLoad = await page.evaluate(() => performance.now());
+  await page.waitForFunction(() => performance.getEntriesByName('isb-sandboxes-listed').length > 0,
+                             { timeout: STEP_MS });
+  const firstLoad = await page.evaluate(() => performance.getEntriesByName('isb-sandboxes-listed')[0].startTime);
+  const timing = await page.evaluate(() => {
+    const nav = performance.getEntriesByType('navigation')[0];
+    const calls = performance.getEntriesByType('resource').map((r) => r.name.replace(/^.*\//, '') + ' ' +
+                                                              Math.round(r.duration) + ' ms');
+    return 'html ' + Math.round(nav.responseEnd) + ' ms, DOMContentLoaded ' + Math.round(nav.domContentLoadedEventEnd) +
+           ' ms; ' + calls.join(', ');
+  });
+  console.log('first load: ' + timing);
   console.log('first_load_ms=' + Math.round(firstLoad));
   await shot(page, '03-sandboxes-empty');
 

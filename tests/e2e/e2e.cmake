@@ -29,9 +29,11 @@ add_executable(isb_e2e_tests
   tests/e2e/secrets_test.cc
   tests/e2e/audit_test.cc
   tests/e2e/identity_test.cc
-  tests/e2e/web_ui_test.cc)
+  tests/e2e/web_ui_test.cc
+  tests/e2e/terminal_socket_test.cc)
 # SQLite: the audit test edits the state file directly, as an attacker with the file could.
-target_link_libraries(isb_e2e_tests PRIVATE GTest::gtest_main nlohmann_json::nlohmann_json Threads::Threads ${SQLITE_LIB}
+# isb_websocket: the terminal test's client reads and writes RFC 6455 frames.
+target_link_libraries(isb_e2e_tests PRIVATE isb_websocket GTest::gtest_main nlohmann_json::nlohmann_json Threads::Threads ${SQLITE_LIB}
                       ${CMAKE_DL_LIBS} m)
 target_include_directories(isb_e2e_tests PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tests)
 target_compile_definitions(isb_e2e_tests PRIVATE

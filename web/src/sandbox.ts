@@ -78,8 +78,22 @@ export class SandboxPage implements Page {
 
   private changed(ev: SandboxEvent | null): void {
     if (ev && ev.sandbox !== this.id) return;
-    if (ev) append(this.events, h('li', {}, `${ev.at || ''} ${ev.type}${ev.state ? ' (' + ev.state + ')' : ''}`));
     void this.load(false);
+  }
+
+  // The sandbox's history (history_query): what happened to it, who asked and why.
+  private async loadEvents(): Promise<void> {
+    try {
+      const r = await call('history_query', { sandbox: this.id, limit: 100 });
+      clear(this.events);
+      for (const e of r.events) {
+        append(this.events, h('li', {}, new Date(e.time).toLocaleString() + ' ' + e.event +
+                              (e.actor ? ' by ' + e.actor : '') + (e.reason ? ' (' + e.reason + ')' : '')));
+      }
+    } catch (e) {
+      clear(this.events);
+      append(this.events, h('li', {}, notice((e as Error).message)));
+    }
   }
 
   private async load(first: boolean): Promise<void> {
@@ -128,6 +142,7 @@ export class SandboxPage implements Page {
              h('dt', {}, 'Created'), h('dd', {}, when(s.created_at)),
              h('dt', {}, 'Expires'), h('dd', {}, when(s.expires_at))));
     if (first) this.egress.value = egressText(s.spec.egress);
+    await this.loadEvents();
     clear(this.ports);
     for (const p of s.spec.ports || []) {
       append(this.ports, h('li', {}, `${p.host_address || '127.0.0.2'}:${p.host_port} → ${p.sandbox_port}`));
