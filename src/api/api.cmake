@@ -69,3 +69,5 @@ isb_fuzz_target(spec_policy LIBS isb_api)
 isb_fuzz_target(router LIBS isb_api)
 # The credentials in a TCP request (Authorization, Cookie, the browser headers) and the sign-in and setup bodies.
 isb_fuzz_target(web_auth LIBS isb_api)
+# What a browser sends on a terminal WebSocket once upgraded.
+isb_fuzz_target(websocket_session LIBS isb_api)
