@@ -208,5 +208,30 @@ TEST_F(TerminalSocketTest, TheNinthTerminalOfASandboxEndsWithTheLimitsError) {
   ExpectAudit("nine terminals", rows);
 }
 
+// A tab closed or a network gone: the shell is killed within the exec's cancel check (1 s) and its slot is free.
+TEST_F(TerminalSocketTest, AShellWhoseClientWentAwayIsKilledAndItsSlotFreed) {
+  std::string id = CreateSandbox();
+  // A shell that reaches its session message, whose client then leaves without a word; false when the daemon
+  // answered with an error instead (no free slot).
+  auto open_and_leave = [&] {
+    TerminalClient c(tcp_endpoint(), Target(id), Bearer());
+    c.Run([&c](const json&) { c.conn.Shutdown(); }, 20s);
+    EXPECT_FALSE(c.texts.empty()) << c.head;
+    return !c.texts.empty() && c.texts.front()["type"] == "session";
+  };
+  for (int i = 0; i < 8; ++i) ASSERT_TRUE(open_and_leave()) << "shell " << i;
+  // Eight more, twice the limit in all: each slot comes back once its shell is killed (the exec asks once a second).
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  for (int i = 0; i < 8; ++i) {
+    bool got = false;
+    while (!(got = open_and_leave()) && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(200ms);
+    ASSERT_TRUE(got) << "slot " << i << " was not freed within 10 s of its client leaving";
+  }
+  // Each shell ended as a call whose caller went away; a try before its slot was free, as a conflict.
+  ExpectedRow gone = ByToken("rest", "sandbox_exec", "unavailable"), busy = ByToken("rest", "sandbox_exec", "conflict");
+  gone.rows = busy.rows = ExpectedRow::Rows::kAny;
+  ExpectAudit("shells left behind", {gone, busy});
+}
+
 }  // namespace
 }  // namespace isb::e2e

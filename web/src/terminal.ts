@@ -1,9 +1,13 @@
 // A sandbox's terminal: xterm.js over the WebSocket at /api/v1/sandboxes/<id>/terminal (binary frames both ways,
-// JSON text frames for the session, resizes and the end).
+// JSON text frames for the session, resizes and the end). Paste is typed input; a lost connection reconnects to a
+// new shell (a shell's session ends with its connection), and Reconnect does so by hand.
 import { Terminal } from '@xterm/xterm';
 import { FitAddon } from '@xterm/addon-fit';
 import { currentOrg } from './api';
 import { h, append, clear } from './dom';
+
+const MAX_RETRIES = 3;
+const RETRY_MS = 1000;
 
 export class TerminalView {
   readonly element: HTMLElement;
@@ -15,6 +19,8 @@ export class TerminalView {
   private status: HTMLElement;
   private reconnect: HTMLButtonElement;
   private observer: ResizeObserver;
+  private retries = 0;
+  private retryTimer: number | undefined;
 
   constructor(private sandbox: string) {
     this.status = h('span', { class: 'term-status', role: 'status' }, 'connecting');
@@ -50,6 +56,7 @@ export class TerminalView {
   }
 
   connect(): void {
+    window.clearTimeout(this.retryTimer);
     this.socket?.close();
     this.ready = false;
     this.ended = false;
@@ -69,6 +76,7 @@ export class TerminalView {
       const msg = JSON.parse(ev.data);
       if (msg.type === 'session') {
         this.ready = true;
+        this.retries = 0;
         this.setStatus('connected');
         this.term.focus();
       } else if (msg.type === 'exit') {
@@ -80,9 +88,18 @@ export class TerminalView {
     };
     ws.onclose = () => {
       if (this.socket !== ws) return;
+      const wasReady = this.ready;
       this.ready = false;
-      if (!this.ended) this.setStatus('disconnected');
       this.reconnect.hidden = false;
+      if (this.ended) return;
+      // A connection lost while the shell ran (a network change, a daemon restart): a new shell, a few times.
+      if (wasReady && this.retries < MAX_RETRIES) {
+        this.retries++;
+        this.setStatus('disconnected; reconnecting');
+        this.retryTimer = window.setTimeout(() => this.connect(), RETRY_MS);
+      } else {
+        this.setStatus('disconnected');
+      }
     };
   }
 
@@ -91,6 +108,7 @@ export class TerminalView {
   }
 
   dispose(): void {
+    window.clearTimeout(this.retryTimer);
     this.observer.disconnect();
     const ws = this.socket;
     this.socket = null;
