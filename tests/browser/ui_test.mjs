@@ -247,13 +247,29 @@ try {
     await page.waitForSelector(ready, { timeout: STEP_MS });
     await shot(page, name);
   }
+  // Platform admins: an org made and its quota set in the Orgs page.
+  await page.goto(BASE + '/#/orgs');
+  await page.waitForSelector('form[aria-label="New org"]', { timeout: STEP_MS });
+  await page.type('input[name=org-name]', 'acme');
+  await page.click('form[aria-label="New org"] button[type=submit]');
+  await page.waitForSelector('form[aria-label="Quota of acme"]', { timeout: STEP_MS });
+  await page.type('form[aria-label="Quota of acme"] input[name=instances]', '5');
+  await page.click('form[aria-label="Quota of acme"] button[type=submit]');
+  await waitText(page, 'form[aria-label="Quota of acme"] .notice', 'Saved');
+  const acme = await (await fetch(BASE + '/api/v1/tools/org_get', { method: 'POST', body: '{}', headers: {
+    'Content-Type': 'application/json', 'X-Isb-Csrf': '1', 'X-Isb-Org': 'acme', Cookie: cookie } })).json();
+  check(acme.result && acme.result.quota.instances === 5, 'acme\'s quota: ' + JSON.stringify(acme));
+  await shot(page, '14-orgs');
+  console.log('ok orgs');
+  await page.goto(BASE + '/#/audit');
+  await page.waitForSelector('#audit-list', { timeout: STEP_MS });
   await page.click('#verify');
   await waitText(page, '#verify-result', 'Audit log: intact');
   console.log('ok audit verify');
   await shot(page, '13-audit-verified');
   await page.setViewport({ width: 390, height: 844 });
-  for (const [path, name, ready] of [['#/sandboxes', '14-phone-sandboxes', '#sandbox-list'],
-                                     ['#/sandboxes/web-one', '15-phone-sandbox', '#sandbox-state']]) {
+  for (const [path, name, ready] of [['#/sandboxes', '15-phone-sandboxes', '#sandbox-list'],
+                                     ['#/sandboxes/web-one', '16-phone-sandbox', '#sandbox-state']]) {
     await page.goto(BASE + '/' + path);
     await page.waitForSelector(ready, { timeout: STEP_MS });
     const width = await page.evaluate(() => document.documentElement.scrollWidth);

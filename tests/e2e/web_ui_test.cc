@@ -35,7 +35,7 @@ TEST_F(E2eTest, TheWebUiDoesEverythingItOffersInARealBrowserWithNoConsoleErrorOr
                               "", std::chrono::minutes(4));
   EXPECT_EQ(run.exit_status, 0) << run.Describe() << "\nthe daemon says:\n" << DaemonLog();
   for (const char* step : {"ok setup", "ok sign in", "ok create", "ok terminal 42", "ok upload", "ok egress",
-                           "ok live list", "ok audit verify", "ok pages", "ok labels", "ok cross-origin refused",
+                           "ok live list", "ok orgs", "ok audit verify", "ok pages", "ok labels", "ok cross-origin refused",
                            "ok sign out"}) {
     EXPECT_NE(run.out.find(std::string(step) + "\n"), std::string::npos) << step << " did not pass:\n" << run.out;
   }

@@ -11,14 +11,16 @@ import { Page, PageFactory } from './page';
 import { SandboxCreatePage, SandboxListPage } from './sandboxes';
 import { SandboxPage } from './sandbox';
 import { AuditPage, MembersPage, SecretsPage, TokensPage } from './admin';
+import { OrgsPage } from './orgs';
 
 // The navigation, in order; a page for a new capability (images) is one more entry.
-const NAV: { path: string; label: string; page: PageFactory }[] = [
+const NAV: { path: string; label: string; page: PageFactory; platformAdmin?: boolean }[] = [
   { path: 'sandboxes', label: 'Sandboxes', page: () => new SandboxListPage() },
   { path: 'secrets', label: 'Secrets', page: () => new SecretsPage() },
   { path: 'members', label: 'Members', page: () => new MembersPage() },
   { path: 'tokens', label: 'Tokens', page: () => new TokensPage() },
   { path: 'audit', label: 'Audit', page: () => new AuditPage() },
+  { path: 'orgs', label: 'Orgs', page: () => new OrgsPage(), platformAdmin: true },
 ];
 
 let current: Page | null = null;
@@ -127,11 +129,12 @@ async function header(active: string): Promise<HTMLElement> {
   signOutButton.addEventListener('click', () => void signOut().then(done, (e) => append(out, notice(e.message))));
   const everywhere = h('button', { type: 'button', id: 'sign-out-everywhere' }, 'Sign out everywhere');
   everywhere.addEventListener('click', () => void signOutEverywhere().then(done, (e) => append(out, notice(e.message))));
+  const visible = NAV.filter((n) => !n.platformAdmin || who.platform_admin);
   const skip = h('button', { type: 'button', class: 'skip' }, 'Skip to content');
   skip.addEventListener('click', () => (document.getElementById('main') as HTMLElement).focus());
   return h('header', { class: 'top' }, skip,
            h('span', { class: 'brand' }, 'isb'),
-           h('nav', { 'aria-label': 'Main' }, h('ul', {}, ...NAV.map((n) =>
+           h('nav', { 'aria-label': 'Main' }, h('ul', {}, ...visible.map((n) =>
              h('li', {}, h('a', { href: '#/' + n.path, 'aria-current': n.path === active ? 'page' : undefined },
                            n.label))))),
            h('div', { class: 'account' }, field('Org', picker),
