@@ -40,7 +40,7 @@ struct TerminalClient {
   // Reads until the server closes; `on_text` sees each text frame (and may send).
   void Run(const std::function<void(const json&)>& on_text, std::chrono::milliseconds timeout = 30s) {
     std::string pending;
-    bool in_frames = false;
+    bool in_frames = false, refused = false;
     net::WsFrameParser parser({.sender = net::WsSender::kServer});
     std::string payload;
     conn.ReadAll(timeout, [&](std::string_view data) {
@@ -51,11 +51,15 @@ struct TerminalClient {
         head = pending.substr(0, end + 4);
         pending.erase(0, end + 4);
         in_frames = true;
-        if (head.rfind("HTTP/1.1 101 ", 0) != 0) {
-          head += pending;  // a refusal's body
-          pending.clear();
-          return;
-        }
+        refused = head.rfind("HTTP/1.1 101 ", 0) != 0;
+      }
+      if (refused) {
+        // A refusal's body; the server keeps the connection for another request, so the client ends it.
+        head += pending;
+        pending.clear();
+        HttpResponse r = ParseHttpResponse(head);
+        if (r.status != 0 && r.body.size() >= std::stoul("0" + r.Header("content-length"))) conn.Shutdown();
+        return;
       }
       while (!pending.empty()) {
         net::WsFrameParser::Step step = parser.Feed(pending, payload);
