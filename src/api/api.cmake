@@ -24,12 +24,16 @@ add_library(isb_api STATIC
   src/api/rest.cc
   src/api/mcp.cc
   src/api/spec_policy.cc
-  src/api/tool_policy.cc)
+  src/api/tool_policy.cc
+  src/api/web_ui.cc
+  src/api/websocket_session.cc
+  src/api/terminal_socket.cc)
 # egress for IP address literals (publish addresses), identity for tool globs, audit for the accountability tools,
 # the secret store for the secret tools,
 # the engine's id mappings for a spec's idmap, spec/ for the sandbox spec and exec request.
+# isb_websocket for a sandbox's terminal over a WebSocket.
 target_link_libraries(isb_api PUBLIC isb_base isb_id_mapping isb_spec isb_egress isb_identity isb_audit
-                      isb_secrets_store nlohmann_json::nlohmann_json Boost::headers Threads::Threads)
+                      isb_secrets_store isb_websocket nlohmann_json::nlohmann_json Boost::headers Threads::Threads)
 
 # The HTTP server: the one translation unit with Beast, apart so that the logic above builds (and fuzzes) without it.
 add_library(isb_http STATIC src/api/http_server.cc)
@@ -53,7 +57,8 @@ add_executable(isb_api_tests
   tests/api/tool_policy_test.cc
   tests/api/audit_tools_test.cc
   tests/api/role_matrix_test.cc
-  tests/api/web_auth_test.cc)
+  tests/api/web_auth_test.cc
+  tests/api/web_ui_test.cc)
 target_link_libraries(isb_api_tests PRIVATE isb_http isb_image_api GTest::gtest_main)
 target_include_directories(isb_api_tests PRIVATE ${CMAKE_SOURCE_DIR}/tests)
 gtest_discover_tests(isb_api_tests DISCOVERY_MODE PRE_TEST)
@@ -64,3 +69,5 @@ isb_fuzz_target(spec_policy LIBS isb_api)
 isb_fuzz_target(router LIBS isb_api)
 # The credentials in a TCP request (Authorization, Cookie, the browser headers) and the sign-in and setup bodies.
 isb_fuzz_target(web_auth LIBS isb_api)
+# What a browser sends on a terminal WebSocket once upgraded.
+isb_fuzz_target(websocket_session LIBS isb_api)

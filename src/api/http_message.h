@@ -49,6 +49,10 @@ struct Response {
   // When set, the server sends status and headers, then calls `stream` on a worker thread, sending each chunk as it
   // is written (chunked transfer encoding); `body` is ignored.
   std::function<void(const ChunkWriter& write)> stream;
+  // When set (with status 101), the server sends status and headers, then hands the connection over on a worker
+  // thread: `fd` is the socket (non-blocking; poll it), `pending` what the client sent past the request, `stopping`
+  // whether the server is stopping. The server closes the socket once it returns.
+  std::function<void(int fd, std::string_view pending, const std::function<bool()>& stopping)> upgraded = {};
 };
 
 // A JSON response with Content-Type application/json.

@@ -183,6 +183,10 @@ class HttpServer::Impl {
                              std::shared_ptr<void> address_slot);
   template <class Protocol>
   net::awaitable<void> FailAndClose(beast::basic_stream<Protocol>& stream, int status, const std::string& message);
+  // Sends a 101 and gives the connection to the response's `upgraded` on a worker until it returns.
+  template <class Protocol>
+  net::awaitable<void> HandOver(Response resp, beast::basic_stream<Protocol>& stream, beast::flat_buffer& buffer,
+                                net::thread_pool& workers);
   template <class Protocol>
   bool RunStream(const Response& resp, beast::basic_stream<Protocol>& stream);
 
@@ -379,6 +383,10 @@ net::awaitable<void> HttpServer::Impl::Serve(beast::basic_stream<Protocol> strea
     Response resp = co_await OnWorker(workers, [&] { return Dispatch(req); });
 
     stream.expires_after(opts_.write_timeout);
+    if (resp.upgraded && resp.status == 101) {
+      co_await HandOver(std::move(resp), stream, buffer, workers);
+      co_return;
+    }
     if (!resp.stream) {
       http::response<http::string_body> res;
       CopyHeaders(resp, res);
@@ -408,6 +416,25 @@ net::awaitable<void> HttpServer::Impl::Serve(beast::basic_stream<Protocol> strea
       co_return;
     }
   }
+}
+
+template <class Protocol>
+net::awaitable<void> HttpServer::Impl::HandOver(Response resp, beast::basic_stream<Protocol>& stream,
+                                                beast::flat_buffer& buffer, net::thread_pool& workers) {
+  http::response<http::empty_body> head;
+  CopyHeaders(resp, head);
+  auto [ec, n] = co_await http::async_write(stream, head, kAwait);
+  if (ec) co_return;
+  // The session reads and writes the socket itself (polling it) for as long as it lasts: no timeout of the HTTP
+  // server's may cut it.
+  stream.expires_never();
+  const std::string pending(static_cast<const char*>(buffer.data().data()), buffer.size());
+  const int fd = beast::get_lowest_layer(stream).socket().native_handle();
+  std::function<bool()> stopping = [this] { return stopping_.load(); };
+  co_await OnWorker(workers, [&] {
+    resp.upgraded(fd, pending, stopping);
+    return true;
+  });
 }
 
 // Runs the response's producer on this worker thread; each chunk is written by the connection's strand while
@@ -593,6 +620,12 @@ Response HttpServer::Impl::Authenticated(const Route& route, const Request& req)
   if (resp.stream && slot) {
     resp.stream = [inner = std::move(resp.stream), slot](const ChunkWriter& write) { inner(write); };
   }
+  if (resp.upgraded && slot) {
+    resp.upgraded = [inner = std::move(resp.upgraded), slot](int fd, std::string_view pending,
+                                                             const std::function<bool()>& stopping) {
+      inner(fd, pending, stopping);
+    };
+  }
   return resp;
 }
 
@@ -602,6 +635,8 @@ Response HttpServer::Impl::Handle(const Route& route, const Request& req, const 
     case Handler::kSignIn:  // RestApi hands /api/v1/auth/ to the sign-in routes (over TCP; the unix socket: 404)
     case Handler::kRest: return rest_.Handle(req, identity);
     case Handler::kMcp: return mcp_.Handle(req, identity);
+    case Handler::kWebUi: return opts_.web_ui ? opts_.web_ui(req) : NoRouteResponse(req.Path());
+    case Handler::kTerminal: return opts_.terminal ? opts_.terminal(req, identity) : NoRouteResponse(req.Path());
     case Handler::kNoRoute: return NoRouteResponse(req.Path());
   }
   return NoRouteResponse(req.Path());

@@ -59,6 +59,10 @@ struct HttpServerOptions {
   // addresses counting as one), and ten times that in all: past that they are refused alike, untold.
   std::function<void(const Request& req, const Identity* who, std::string_view surface, const Error& error)>
       on_refused;
+  // The web UI's page and files (Handler::kWebUi; api/web_ui.h) and a sandbox's terminal over a WebSocket
+  // (Handler::kTerminal, after the login; api/terminal_socket.h). Unset: 404.
+  std::function<Response(const Request& req)> web_ui;
+  std::function<Response(const Request& req, const Identity& who)> terminal;
   std::chrono::milliseconds header_timeout{30'000};  // also the keep-alive idle limit
   std::chrono::milliseconds body_timeout{120'000};
   std::chrono::milliseconds write_timeout{60'000};

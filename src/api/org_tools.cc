@@ -283,7 +283,8 @@ Status AddInvitationAndSessionTools(Registry& reg, identity::IdentityStore& stor
 
   json session = Output({{"id", {{"type", "integer"}}}, {"created_at", {{"type", "integer"}}},
                          {"expires_at", {{"type", "integer"}}}, {"ip", {{"type", "string"}}},
-                         {"user_agent", {{"type", "string"}}}},
+                         {"user_agent", {{"type", "string"}}},
+                         {"current", {{"type", "boolean"}, {"description", "The session this call came with."}}}},
                         {"id", "created_at", "expires_at"});
   ISB_TRY(reg.Add(Tool{
       "session_list", "List your browser sessions", "The calling user's live browser sessions, newest first.",
@@ -294,8 +295,9 @@ Status AddInvitationAndSessionTools(Registry& reg, identity::IdentityStore& stor
         if (ctx.identity.user_id == 0) return json{{"sessions", std::move(out)}};
         ISB_ASSIGN_OR_RETURN(auto sessions, store.sessions().List(ctx.identity.user_id));
         for (const auto& s : sessions) {
+          const bool current = ctx.identity.kind == identity::PrincipalKind::kSession && ctx.identity.credential_id == s.id;
           out.push_back({{"id", s.id}, {"created_at", s.created_at}, {"expires_at", s.expires_at}, {"ip", s.ip},
-                         {"user_agent", s.user_agent}});
+                         {"user_agent", s.user_agent}, {"current", current}});
         }
         return json{{"sessions", std::move(out)}};
       },

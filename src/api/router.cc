@@ -117,6 +117,8 @@ std::string_view HandlerName(Handler handler) {
     case Handler::kSignIn: return "sign_in";
     case Handler::kRest: return "rest";
     case Handler::kMcp: return "mcp";
+    case Handler::kWebUi: return "web_ui";
+    case Handler::kTerminal: return "terminal";
     case Handler::kNoRoute: return "no_route";
   }
   return "unknown";

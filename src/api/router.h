@@ -16,6 +16,8 @@ enum class Handler {
   kSignIn,   // /api/v1/auth/: how a caller gets a credential
   kRest,     // the REST API (RestApi)
   kMcp,      // MCP (McpServer)
+  kWebUi,    // the web UI's page and assets (WebUi)
+  kTerminal, // a sandbox's terminal over a WebSocket (TerminalSocket)
   kNoRoute,  // a path nothing serves: 404
 };
 std::string_view HandlerName(Handler handler);

@@ -8,6 +8,11 @@ std::vector<Route> ServerRoutes() {
       {.match = RouteMatch::Exact("/healthz"), .handler = Handler::kHealth, .needs_login = false},
       {.match = RouteMatch::Prefix("/api/v1/auth/"), .handler = Handler::kSignIn, .needs_login = false},
       {.match = RouteMatch::Prefix("/api/v1/"), .handler = Handler::kRest},
+      // The web UI's page and files hold no data: a browser loads them before anyone signs in.
+      {.match = RouteMatch::Exact("/"), .handler = Handler::kWebUi, .needs_login = false},
+      {.match = RouteMatch::Prefix("/assets/"), .handler = Handler::kWebUi, .needs_login = false},
+      {.match = RouteMatch::Segments("/api/v1/sandboxes/*/terminal"), .handler = Handler::kTerminal,
+       .websocket = true},
       {.match = RouteMatch::Exact("/mcp"), .handler = Handler::kMcp},
       {.match = RouteMatch::Segments("/orgs/*/mcp"), .handler = Handler::kMcp},
       // A path nothing serves is 404, after the login every path but the two above needs: without one, the caller

@@ -7,8 +7,9 @@
 
 namespace isb::api {
 
-// /healthz and /api/v1/auth/ (signing in, which is how a caller gets a credential) need no login; the REST API
-// (/api/v1/), MCP (/mcp, /orgs/<org>/mcp) and every other path do. None takes a WebSocket upgrade yet.
+// /healthz, /api/v1/auth/ (signing in, which is how a caller gets a credential) and the web UI's files (/, /assets/)
+// need no login; the REST API (/api/v1/), MCP (/mcp, /orgs/<org>/mcp) and every other path do. Only a sandbox's
+// terminal (/api/v1/sandboxes/<id>/terminal) takes a WebSocket upgrade.
 std::vector<Route> ServerRoutes();
 
 }  // namespace isb::api

@@ -7,6 +7,7 @@
 
 #include "api/json_util.h"
 #include "api/rest.h"
+#include "api/router.h"
 #include "egress/host_port.h"
 #include "identity/tokens.h"
 
@@ -33,17 +34,33 @@ bool ChangesState(const Request& req) {
 
 Error Forbidden(std::string message) { return Error::Of(Code::kForbidden, std::move(message)); }
 
+Status CheckHost(const std::string& host, const WebAuthOptions& options) {
+  if (options.allowed_hosts.empty()) return {};
+  const std::optional<egress::HostPort> named = egress::SplitHostPort(host);  // without port and brackets
+  bool allowed = false;
+  for (const std::string& a : options.allowed_hosts) allowed = allowed || (named && EqualsIgnoreCase(a, named->host));
+  if (allowed) return {};
+  return Forbidden("Host '" + SanitizeUtf8(std::string_view(host).substr(0, 200)) +
+                   "' is not this daemon's (a name a tunnel or proxy gives it is allowed with isb serve --allow-host)");
+}
+
+// A browser sends no custom header on a WebSocket and any page may open one to any host, with the cookies of that
+// host: the Origin it always sends must be isb's own.
+Status CheckWebSocketRequest(const Request& req, const WebAuthOptions& options) {
+  std::string host = req.headers.Get("Host");
+  ISB_TRY(CheckHost(host, options));
+  std::string origin = req.headers.Get("Origin");
+  if (origin != "http://" + host && origin != "https://" + host) {
+    return Forbidden("a session WebSocket must come from isb's own page: Origin '" +
+                     SanitizeUtf8(std::string_view(origin).substr(0, 200)) + "' is not this daemon's");
+  }
+  return {};
+}
+
 // The browser rules for a cookie-authenticated request that changes something (and for sign-in itself).
 Status CheckBrowserRequest(const Request& req, const WebAuthOptions& options) {
   std::string host = req.headers.Get("Host");
-  if (!options.allowed_hosts.empty()) {
-    const std::optional<egress::HostPort> named = egress::SplitHostPort(host);  // without port and brackets
-    bool allowed = false;
-    for (const std::string& a : options.allowed_hosts) allowed = allowed || (named && EqualsIgnoreCase(a, named->host));
-    if (!allowed)
-      return Forbidden("Host '" + SanitizeUtf8(std::string_view(host).substr(0, 200)) +
-                       "' is not this daemon's (a name a tunnel or proxy gives it is allowed with isb serve --allow-host)");
-  }
+  ISB_TRY(CheckHost(host, options));
   if (req.headers.Get("X-Isb-Csrf") != "1") return Forbidden("a session request that changes something needs X-Isb-Csrf: 1");
   if (!StartsWithIgnoreCaseAscii(req.headers.Get("Content-Type"), "application/json")) {
     return Forbidden("a session request that changes something needs Content-Type: application/json");
@@ -138,7 +155,8 @@ Result<Identity> WebAuth::Identify(const Request& req, std::string* account) {
   if (!kind.ok() || *kind != identity::SecretKind::kSession) return Error::Of(Code::kUnauthenticated, "malformed token");
   ISB_ASSIGN_OR_RETURN(Identity who, store_.Resolve(session));
   *account = who.user_name;
-  if (ChangesState(req)) ISB_TRY(CheckBrowserRequest(req, options_));
+  if (AsksForWebSocket(req.headers)) ISB_TRY(CheckWebSocketRequest(req, options_));
+  else if (ChangesState(req)) ISB_TRY(CheckBrowserRequest(req, options_));
   return who;
 }
 

@@ -24,7 +24,9 @@
 #include "api/org_tools.h"
 #include "api/sandbox_tools.h"
 #include "api/secret_tools.h"
+#include "api/terminal_socket.h"
 #include "api/web_auth.h"
+#include "api/web_ui.h"
 #include "base/file.h"
 #include "base/mutex.h"
 #include "base/random.h"
@@ -381,6 +383,13 @@ int Serve(const ServeOptions& options) {
   api::WebAuth web_auth(**identity, web_options);
   rest.SetAuthRoutes([&web_auth](const api::Request& req) { return web_auth.Handle(req); });
   api::HttpServerOptions http;
+  // The web UI from the files embedded at build time, and sandbox terminals over WebSockets.
+  api::WebUi web_ui(api::EmbeddedWebAssets());
+  api::TerminalSocket terminals(registry);
+  http.web_ui = [&web_ui](const api::Request& req) { return web_ui.Handle(req); };
+  http.terminal = [&terminals](const api::Request& req, const api::Identity& who) {
+    return terminals.Handle(req, who);
+  };
   // Requests turned away before any tool saw them: no credential at all, or an account's calls in flight at the
   // limit. Filed in no org (none was reached).
   http.on_refused = [log = audit_log->get(), &registry](const api::Request& req, const api::Identity* who,

@@ -200,3 +200,53 @@ TEST_F(WebAuthTest, SignInsAndSetupsTurnedAwayAreAuditedUpToALimit) {
 
 }  // namespace
 }  // namespace isb::api
+
+namespace isb::api {
+namespace {
+
+// A page on any site may open a WebSocket to isb with isb's cookies and no custom header: a session's upgrade must
+// carry isb's own Origin (a bearer token, which no page holds by accident, needs none).
+TEST_F(WebAuthTest, ASessionWebSocketUpgradeNeedsIsbsOwnOriginAndHost) {
+  int64_t alice = NewUser("alice", "default");
+  auto session = id_->sessions().Create(alice, "127.0.0.1", "test");
+  ASSERT_TRUE(session.ok()) << session.error().message;
+  auto token = id_->tokens().Create(As(alice), {.name = "ci"});
+  ASSERT_TRUE(token.ok()) << token.error().message;
+  WebAuthOptions o = Options(kPasswordCheckWait);
+  o.allowed_hosts = {"localhost"};
+  WebAuth auth(*id_, o);
+  auto upgrade = [&](const std::string& host, const std::string& origin, bool cookie = true) {
+    Request req;
+    req.method = "GET";
+    req.target = "/api/v1/sandboxes/sb-1/terminal";
+    req.headers.Set("Host", host);
+    req.headers.Set("Upgrade", "websocket");
+    req.headers.Set("Connection", "Upgrade");
+    if (!origin.empty()) req.headers.Set("Origin", origin);
+    if (cookie) req.headers.Set("Cookie", std::string(kSessionCookie) + "=" + session->secret);
+    else req.headers.Set("Authorization", "Bearer " + token->secret);
+    req.remote_address = "127.0.0.1";
+    return auth.Authenticate(req);
+  };
+  EXPECT_TRUE(upgrade("localhost:8092", "http://localhost:8092").ok());
+  EXPECT_TRUE(upgrade("localhost:8092", "https://localhost:8092").ok());
+  for (const auto& [origin, message] : std::vector<std::pair<std::string, std::string>>{
+           {"http://evil.example", "a session WebSocket must come from isb's own page: Origin 'http://evil.example' "
+                                   "is not this daemon's"},
+           {"http://localhost:8093", "a session WebSocket must come from isb's own page: Origin "
+                                     "'http://localhost:8093' is not this daemon's"},
+           {"", "a session WebSocket must come from isb's own page: Origin '' is not this daemon's"}}) {
+    Result<Identity> refused = upgrade("localhost:8092", origin);
+    ASSERT_FALSE(refused.ok()) << origin;
+    EXPECT_EQ(refused.error().code, Code::kForbidden);
+    EXPECT_EQ(refused.error().message, message);
+  }
+  Result<Identity> rebound = upgrade("evil.example:8092", "http://evil.example:8092");
+  ASSERT_FALSE(rebound.ok());
+  EXPECT_EQ(rebound.error().message, "Host 'evil.example:8092' is not this daemon's (a name a tunnel or proxy gives it "
+                                     "is allowed with isb serve --allow-host)");
+  EXPECT_TRUE(upgrade("localhost:8092", "", /*cookie=*/false).ok());
+}
+
+}  // namespace
+}  // namespace isb::api

@@ -30,9 +30,14 @@ add_executable(isb_e2e_tests
   tests/e2e/images_test.cc
   tests/image/registry_fixture.cc
   tests/e2e/audit_test.cc
-  tests/e2e/identity_test.cc)
+  tests/e2e/identity_test.cc
+  tests/e2e/web_ui_test.cc
+  tests/e2e/terminal_socket_test.cc)
 # SQLite: the audit test edits the state file directly, as an attacker with the file could.
-target_link_libraries(isb_e2e_tests PRIVATE isb_image_dist GTest::gtest_main nlohmann_json::nlohmann_json Threads::Threads ${SQLITE_LIB}
+# isb_websocket: the terminal test's client reads and writes RFC 6455 frames; isb_image_dist: the test registry's
+# digests.
+target_link_libraries(isb_e2e_tests PRIVATE isb_websocket isb_image_dist GTest::gtest_main nlohmann_json::nlohmann_json
+                      Threads::Threads ${SQLITE_LIB}
                       ${CMAKE_DL_LIBS} m)
 target_include_directories(isb_e2e_tests PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tests)
 target_compile_definitions(isb_e2e_tests PRIVATE
@@ -40,6 +45,8 @@ target_compile_definitions(isb_e2e_tests PRIVATE
   ISB_ECHO_ORIGIN="${CMAKE_SOURCE_DIR}/tests/e2e/echo_origin.py"
   ISB_MAKE_TEST_IMAGE="${CMAKE_SOURCE_DIR}/tests/image/make_test_image.sh"
   ISB_MAKE_DEBIAN_IMAGE="${CMAKE_SOURCE_DIR}/tests/image/make_debian_image.sh"
-  ISB_DEBIAN_IMAGE_DIR="${CMAKE_BINARY_DIR}/debian-image")
-add_dependencies(isb_e2e_tests isb)
+  ISB_DEBIAN_IMAGE_DIR="${CMAKE_BINARY_DIR}/debian-image"
+  ISB_BROWSER_TEST="${CMAKE_SOURCE_DIR}/tests/browser/ui_test.mjs" ISB_BROWSER_NODE_MODULES="${ISB_BROWSER_NPM_DIR}/node_modules"
+  ISB_BROWSER_OUT="${CMAKE_BINARY_DIR}/browser-test")
+add_dependencies(isb_e2e_tests isb isb_browser_npm)
 gtest_discover_tests(isb_e2e_tests DISCOVERY_MODE PRE_TEST PROPERTIES RUN_SERIAL TRUE LABELS e2e)

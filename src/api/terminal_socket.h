@@ -1,0 +1,29 @@
+// A sandbox's terminal over a WebSocket (GET /api/v1/sandboxes/<id>/terminal): the streaming sandbox_exec with a tty,
+// run for the caller exactly as REST runs it (admitted, authorized, audited, at most kMaxTerminalSessions), with its
+// input and resizes sent as sandbox_exec_input and sandbox_exec_resize.
+//
+// Query: org (default "default"), rows, cols (the terminal's first size; 24x80 when absent).
+// Server to client: binary frames of the terminal's output; text frames {"type":"session","session":ID} first, then
+// {"type":"exit","exit_code":N} or {"type":"error","error":CODE,"message":...}, then a close.
+// Client to server: binary frames are typed input; text frames are {"type":"input","data":"..."} or
+// {"type":"resize","rows":R,"cols":C}. Input sent before the session message is refused with an error message.
+// A refusal before the upgrade (no such sandbox, a viewer, too many sessions) is the HTTP error REST would give.
+#pragma once
+
+#include "api/http_message.h"
+#include "api/registry.h"
+
+namespace isb::api {
+
+class TerminalSocket {
+ public:
+  // REQUIRES: `registry` outlives this and every session it answered.
+  explicit TerminalSocket(const Registry& registry) : registry_(registry) {}
+  // For a caller the HTTP server let in (and, with a session cookie, whose Origin is isb's own).
+  Response Handle(const Request& req, const Identity& who) const;
+
+ private:
+  const Registry& registry_;
+};
+
+}  // namespace isb::api

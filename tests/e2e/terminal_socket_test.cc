@@ -1,0 +1,241 @@
+// A sandbox's terminal over a WebSocket (GET /api/v1/sandboxes/<id>/terminal) end to end, with a raw client: the
+// handshake, output and input, a resize, the end, the limit of sessions, and the refusals (a session's foreign
+// Origin, a sandbox that does not exist, a request that is not an upgrade).
+#include <regex>
+
+#include "e2e/daemon_fixture.h"
+#include "net/websocket_frame.h"
+#include "net/websocket_message.h"
+
+namespace isb::e2e {
+namespace {
+
+namespace op = net::ws_opcode;
+
+// RFC 6455's own example key and the accept value it calls for.
+constexpr const char* kKey = "dGhlIHNhbXBsZSBub25jZQ==";
+constexpr const char* kAccept = "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=";
+
+std::string ClientFrame(uint8_t opcode, std::string_view payload) {
+  net::WsFrameHeader header{.fin = true, .opcode = opcode, .masked = true, .mask = {0x12, 0x34, 0x56, 0x78}};
+  return net::EncodeFrame(header, payload);
+}
+
+// One WebSocket to the terminal route: the 101's head, then every frame the server sent until it closed.
+struct TerminalClient {
+  RawConnection conn;
+  std::string head;       // the response head (status line and headers); the whole response when refused
+  std::string output;     // binary frames' payloads, in order
+  std::vector<json> texts;  // text frames, parsed
+  int close_code = 0;
+
+  TerminalClient(const Endpoint& ep, const std::string& target, const std::vector<std::string>& headers) : conn(ep) {
+    std::string request = "GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(ep.port) +
+                          "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+                          "Sec-WebSocket-Key: " + std::string(kKey) + "\r\n";
+    for (const std::string& h : headers) request += h + "\r\n";
+    conn.Send(request + "\r\n");
+  }
+
+  // Reads until the server closes; `on_text` sees each text frame (and may send).
+  void Run(const std::function<void(const json&)>& on_text, std::chrono::milliseconds timeout = 30s) {
+    std::string pending;
+    bool in_frames = false, refused = false;
+    net::WsFrameParser parser({.sender = net::WsSender::kServer});
+    std::string payload;
+    conn.ReadAll(timeout, [&](std::string_view data) {
+      pending.append(data);
+      if (!in_frames) {
+        size_t end = pending.find("\r\n\r\n");
+        if (end == std::string::npos) return;
+        head = pending.substr(0, end + 4);
+        pending.erase(0, end + 4);
+        in_frames = true;
+        refused = head.rfind("HTTP/1.1 101 ", 0) != 0;
+      }
+      if (refused) {
+        // A refusal's body; the server keeps the connection for another request, so the client ends it.
+        head += pending;
+        pending.clear();
+        HttpResponse r = ParseHttpResponse(head);
+        if (r.status != 0 && r.body.size() >= std::stoul("0" + r.Header("content-length"))) conn.Shutdown();
+        return;
+      }
+      while (!pending.empty()) {
+        net::WsFrameParser::Step step = parser.Feed(pending, payload);
+        pending.erase(0, step.used);
+        if (step.state != net::WsFrameParser::State::kFrame) return;
+        const uint8_t opcode = parser.header().opcode;
+        if (opcode == op::kBinary) output += payload;
+        if (opcode == op::kText) {
+          texts.push_back(json::parse(payload, nullptr, false));
+          if (on_text) on_text(texts.back());
+        }
+        if (opcode == op::kClose) {
+          Result<net::WsClose> close = net::ParseClosePayload(payload);
+          close_code = close.ok() ? close->code : -1;
+          conn.Send(ClientFrame(op::kClose, payload));
+        }
+        payload.clear();
+      }
+    });
+  }
+};
+
+class TerminalSocketTest : public E2eTest {
+ protected:
+  std::string Target(const std::string& sandbox) { return "/api/v1/sandboxes/" + sandbox + "/terminal?rows=30&cols=90"; }
+  std::vector<std::string> Bearer() { return {"Authorization: Bearer " + token()}; }
+  // The first platform admin, made with the setup token, signed in: the session cookie's header line.
+  std::string SessionCookie() {
+    std::string setup = ReadFileOrEmpty(state_dir() + "/setup-token");
+    while (!setup.empty() && setup.back() == '\n') setup.pop_back();
+    const std::vector<std::string> browser = {"Content-Type: application/json", "X-Isb-Csrf: 1"};
+    HttpResponse made = Http(tcp_endpoint(), "POST", "/api/v1/auth/setup",
+                             json({{"setup_token", setup}, {"user", "web"}, {"password", "pw-for-the-web"}}).dump(),
+                             browser);
+    EXPECT_EQ(made.status, 200) << made.Describe();
+    HttpResponse in = Http(tcp_endpoint(), "POST", "/api/v1/auth/signin",
+                           json({{"user", "web"}, {"password", "pw-for-the-web"}}).dump(), browser);
+    EXPECT_EQ(in.status, 200) << in.Describe();
+    std::smatch m;
+    std::string cookie = in.Header("set-cookie");
+    EXPECT_TRUE(std::regex_search(cookie, m, std::regex("isb_session=([^;]+)"))) << cookie;
+    return "Cookie: isb_session=" + m[1].str();
+  }
+};
+
+TEST_F(TerminalSocketTest, AShellRunsOverTheWebSocketTakesInputAndResizesAndEndsWithItsExitCode) {
+  std::string id = CreateSandbox();
+  TerminalClient client(tcp_endpoint(), Target(id), Bearer());
+  client.Run([&](const json& msg) {
+    if (msg.value("type", "") != "session") return;
+    client.conn.Send(ClientFrame(op::kBinary, "echo $((6*7))\n"));
+    client.conn.Send(ClientFrame(op::kText, R"({"type":"resize","rows":40,"cols":120})"));
+    client.conn.Send(ClientFrame(op::kText, R"({"type":"input","data":"stty size; exit 3\n"})"));
+  });
+  ASSERT_EQ(client.head.rfind("HTTP/1.1 101 Switching Protocols\r\n", 0), 0u) << client.head;
+  EXPECT_NE(client.head.find("\r\nSec-WebSocket-Accept: " + std::string(kAccept) + "\r\n"), std::string::npos)
+      << client.head;
+  ASSERT_GE(client.texts.size(), 2u) << client.output;
+  EXPECT_EQ(client.texts.front()["type"], "session");
+  EXPECT_EQ(client.texts.front()["session"].get<std::string>().rfind("ts-", 0), 0u);
+  EXPECT_EQ(client.texts.back(), json({{"type", "exit"}, {"exit_code", 3}})) << client.output;
+  EXPECT_EQ(client.close_code, net::ws_close::kNormal);
+  // Each answer on a line of its own (bash ends its bracketed-paste mode with a carriage return before it).
+  EXPECT_TRUE(std::regex_search(client.output, std::regex("[\r\n]42\r\n"))) << client.output;
+  EXPECT_TRUE(std::regex_search(client.output, std::regex("[\r\n]40 120\r\n"))) << client.output;
+  // The exec as REST records it, with as many inputs and resizes as the client sent.
+  ExpectedRow input = ByToken("rest", "sandbox_exec_input"), resize = ByToken("rest", "sandbox_exec_resize");
+  input.rows = resize.rows = ExpectedRow::Rows::kAny;
+  ExpectAudit("the terminal WebSocket", {ByToken("rest", "sandbox_exec"), input, resize});
+}
+
+TEST_F(TerminalSocketTest, ASessionWebSocketMustComeFromIsbsOwnOrigin) {
+  SkipAuditCheck();  // the setup, sign-in and refused credentials are another suite's to count
+  std::string id = CreateSandbox();
+  const std::string cookie = SessionCookie();
+  const std::string own = "Origin: http://127.0.0.1:" + std::to_string(port());
+  for (const auto& [origin, shown] : std::vector<std::pair<std::string, std::string>>{
+           {"Origin: http://evil.example", "http://evil.example"}, {"", ""},
+           {"Origin: http://localhost:1", "http://localhost:1"}}) {
+    TerminalClient refused(tcp_endpoint(), Target(id), origin.empty() ? std::vector{cookie} : std::vector{cookie, origin});
+    refused.Run(nullptr, 10s);
+    HttpResponse r = ParseHttpResponse(refused.head);
+    EXPECT_EQ(r.status, 403) << refused.head;
+    EXPECT_EQ(r.j, json({{"error", "forbidden"},
+                         {"message", "a session WebSocket must come from isb's own page: Origin '" + shown +
+                                         "' is not this daemon's"}})) << refused.head;
+  }
+  TerminalClient allowed(tcp_endpoint(), Target(id), {cookie, own});
+  allowed.Run([&](const json& msg) {
+    if (msg.value("type", "") == "session") allowed.conn.Send(ClientFrame(op::kBinary, "exit\n"));
+  });
+  EXPECT_EQ(allowed.head.rfind("HTTP/1.1 101 ", 0), 0u) << allowed.head;
+  ASSERT_FALSE(allowed.texts.empty());
+  EXPECT_EQ(allowed.texts.back(), json({{"type", "exit"}, {"exit_code", 0}}));
+}
+
+TEST_F(TerminalSocketTest, ATerminalTheCallerCouldNotStartIsRefusedBeforeTheUpgrade) {
+  SkipAuditCheck();  // refusals of a sandbox that does not exist are counted by the REST suite
+  TerminalClient missing(tcp_endpoint(), Target("nope"), Bearer());
+  missing.Run(nullptr, 10s);
+  HttpResponse r = ParseHttpResponse(missing.head);
+  EXPECT_EQ(r.status, 404) << missing.head;
+  EXPECT_EQ(r.j, json({{"error", "not_found"}, {"message", "no sandbox 'nope'"}})) << missing.head;
+
+  HttpResponse plain = Http(tcp_endpoint(), "GET", Target("nope"), "", Bearer());
+  EXPECT_EQ(plain.status, 426) << plain.Describe();
+  EXPECT_EQ(plain.Header("upgrade"), "websocket");
+  EXPECT_EQ(plain.j, json({{"error", "invalid_argument"},
+                           {"message", "a terminal is a WebSocket: send \"Upgrade: websocket\""}}));
+  HttpResponse none = Http(tcp_endpoint(), "GET", Target("nope"));
+  EXPECT_EQ(none.status, 401) << none.Describe();
+}
+
+TEST_F(TerminalSocketTest, TheNinthTerminalOfASandboxEndsWithTheLimitsError) {
+  std::string id = CreateSandbox();
+  std::vector<std::unique_ptr<TerminalClient>> open;
+  std::vector<std::thread> readers;
+  std::atomic<int> started{0};
+  for (int i = 0; i < 8; ++i) {
+    open.push_back(std::make_unique<TerminalClient>(tcp_endpoint(), Target(id), Bearer()));
+    TerminalClient* c = open.back().get();
+    readers.emplace_back([c, &started] {
+      c->Run([&](const json& msg) {
+        if (msg.value("type", "") == "session") ++started;
+      }, 60s);
+    });
+  }
+  for (auto until = std::chrono::steady_clock::now() + 30s; started < 8 && std::chrono::steady_clock::now() < until;)
+    std::this_thread::sleep_for(50ms);
+  ASSERT_EQ(started.load(), 8);
+  TerminalClient ninth(tcp_endpoint(), Target(id), Bearer());
+  ninth.Run(nullptr, 20s);
+  EXPECT_EQ(ninth.head.rfind("HTTP/1.1 101 ", 0), 0u) << ninth.head;
+  ASSERT_EQ(ninth.texts.size(), 1u);
+  EXPECT_EQ(ninth.texts[0], json({{"type", "error"}, {"error", "conflict"},
+                                   {"message", "sandbox '" + id + "' has 8 live terminal sessions, the most it may "
+                                               "have; end one first"}}));
+  for (auto& c : open) c->conn.Send(ClientFrame(op::kBinary, "exit\n"));
+  for (auto& t : readers) t.join();
+  for (auto& c : open) {
+    ASSERT_FALSE(c->texts.empty());
+    EXPECT_EQ(c->texts.back(), json({{"type", "exit"}, {"exit_code", 0}}));
+  }
+  // Eight shells, each with its input; the ninth refused.
+  ExpectedRow input = ByToken("rest", "sandbox_exec_input");
+  input.rows = ExpectedRow::Rows::kAny;
+  std::vector<ExpectedRow> rows(8, ByToken("rest", "sandbox_exec"));
+  rows.push_back(ByToken("rest", "sandbox_exec", "conflict"));
+  rows.push_back(input);
+  ExpectAudit("nine terminals", rows);
+}
+
+// A tab closed or a network gone: the shell is killed within the exec's cancel check (1 s) and its slot is free.
+TEST_F(TerminalSocketTest, AShellWhoseClientWentAwayIsKilledAndItsSlotFreed) {
+  std::string id = CreateSandbox();
+  // A shell that reaches its session message, whose client then leaves without a word; false when the daemon
+  // answered with an error instead (no free slot).
+  auto open_and_leave = [&] {
+    TerminalClient c(tcp_endpoint(), Target(id), Bearer());
+    c.Run([&c](const json&) { c.conn.Shutdown(); }, 20s);
+    EXPECT_FALSE(c.texts.empty()) << c.head;
+    return !c.texts.empty() && c.texts.front()["type"] == "session";
+  };
+  for (int i = 0; i < 8; ++i) ASSERT_TRUE(open_and_leave()) << "shell " << i;
+  // Eight more, twice the limit in all: each slot comes back once its shell is killed (the exec asks once a second).
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  for (int i = 0; i < 8; ++i) {
+    bool got = false;
+    while (!(got = open_and_leave()) && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(200ms);
+    ASSERT_TRUE(got) << "slot " << i << " was not freed within 10 s of its client leaving";
+  }
+  // Each shell ended as a call whose caller went away; a try before its slot was free, as a conflict.
+  ExpectedRow gone = ByToken("rest", "sandbox_exec", "unavailable"), busy = ByToken("rest", "sandbox_exec", "conflict");
+  gone.rows = busy.rows = ExpectedRow::Rows::kAny;
+  ExpectAudit("shells left behind", {gone, busy});
+}
+
+}  // namespace
+}  // namespace isb::e2e
