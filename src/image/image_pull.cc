@@ -155,6 +155,16 @@ Result<LayerRecord> ImageService::PullLayer(PullJob& job, size_t index) {
 Result<ImageRecord> ImageService::Pull(const std::string& org, const std::string& ref_text,
                                        const std::optional<RegistryLogin>& login, const PullProgressFn& progress,
                                        const std::function<bool()>& cancelled) {
+  Result<ImageRecord> r = PullOnce(org, ref_text, login, progress, cancelled);
+  // A registry that refused the login (or asked for one) failed the pull; kUnauthenticated is for isb's own callers
+  // whose credentials isb refused.
+  if (!r.ok() && r.error().code == Code::kUnauthenticated) return Error::Of(Code::kForbidden, r.error().message);
+  return r;
+}
+
+Result<ImageRecord> ImageService::PullOnce(const std::string& org, const std::string& ref_text,
+                                           const std::optional<RegistryLogin>& login, const PullProgressFn& progress,
+                                           const std::function<bool()>& cancelled) {
   ISB_ASSIGN_OR_RETURN(ImageReference ref, ParseImageReference(ref_text));
   RegistryClientOptions options;
   options.transport.dialer = &dialer_;

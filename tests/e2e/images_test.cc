@@ -43,7 +43,7 @@ class ImagesTest : public E2eTest {
     auto r = TestRegistry::Start(basic_auth);
     ASSERT_TRUE(r.ok()) << r.error().message;
     registry_ = std::move(*r);
-    auto digest = registry_->Push(*images_, "amd64", registry_->host() + "/test/busybox:1");
+    auto digest = registry_->Push(*images_, "amd64", "test/busybox:1");
     ASSERT_TRUE(digest.ok()) << digest.error().message;
     digest_ = *digest;
     ASSERT_EQ(StopDaemon(), 0);
@@ -78,7 +78,7 @@ class ImagesTest : public E2eTest {
 std::unique_ptr<TestImages> ImagesTest::images_;
 
 TEST_F(ImagesTest, APulledImageRunsAsASandboxAndASnapshotKeepsItsFilesButNotRunOrTmp) {
-  StartRegistry();
+  ASSERT_NO_FATAL_FAILURE(StartRegistry());
   ProcResult pull = Isb({"image", "pull", "-q", Ref()});
   ASSERT_EQ(pull.exit_status, 0) << pull.Describe();
   EXPECT_EQ(pull.out, digest_.substr(7, 12) + " " + Ref() + " " + digest_ + "\n");
@@ -89,7 +89,8 @@ TEST_F(ImagesTest, APulledImageRunsAsASandboxAndASnapshotKeepsItsFilesButNotRunO
   EXPECT_EQ(LayerDirs(), 3u);
 
   // `isb run` finds the org's image in the daemon's store, and runs its cmd (/bin/sh) when given no command.
-  ProcResult run = RunProcess({ISB_BINARY, "run", "--state-dir", state_dir(), "--image", Ref(), "--", "cat", "/etc/d/f"});
+  ProcResult run =
+      RunProcess({ISB_BINARY, "run", "--state-dir", state_dir(), "--image", Ref(), "--", "/bin/sh", "-c", "cat /etc/d/f"});
   EXPECT_EQ(run.exit_status, 0) << run.Describe();
   EXPECT_EQ(run.out, "f\n");
   ProcResult shell = RunProcess({ISB_BINARY, "run", "--state-dir", state_dir(), "--image", Ref()}, "echo $PATH\n");
@@ -132,7 +133,7 @@ TEST_F(ImagesTest, APulledImageRunsAsASandboxAndASnapshotKeepsItsFilesButNotRunO
 }
 
 TEST_F(ImagesTest, AnExportIsReadBySkopeoAndImportsIntoAnotherOrgUnderANewName) {
-  StartRegistry();
+  ASSERT_NO_FATAL_FAILURE(StartRegistry());
   MustTool("image_pull", {{"ref", Ref()}});
   const std::string archive = temp_dir() + "/busybox.tar";
   ProcResult exported = Isb({"image", "export", Ref(), archive});
@@ -163,7 +164,7 @@ TEST_F(ImagesTest, AnExportIsReadBySkopeoAndImportsIntoAnotherOrgUnderANewName) 
 }
 
 TEST_F(ImagesTest, AnOrgSeesUsesAndRemovesOnlyItsOwnImages) {
-  StartRegistry();
+  ASSERT_NO_FATAL_FAILURE(StartRegistry());
   MustTool("image_pull", {{"ref", Ref()}});
   MustTool("org_create", {{"name", "beta"}});
   const std::string not_found = "image '" + Ref() + "' not found in org 'beta': pull or import it first (isb image pull)";
@@ -187,12 +188,13 @@ TEST_F(ImagesTest, AnOrgSeesUsesAndRemovesOnlyItsOwnImages) {
 }
 
 TEST_F(ImagesTest, BasicAuthComesFromAnOrgSecretAndAWrongPasswordIsRefused) {
-  StartRegistry(/*basic_auth=*/true);
+  ASSERT_NO_FATAL_FAILURE(StartRegistry(/*basic_auth=*/true));
+  // The registry's refusal is the pull's failure, not the caller's: 403, as isb's own 401 is for its own callers.
   HttpResponse anonymous = Tool("image_pull", {{"ref", Ref()}});
-  EXPECT_EQ(anonymous.status, 401) << anonymous.Describe();
+  EXPECT_EQ(anonymous.status, 403) << anonymous.Describe();
   MustTool("secret_create", {{"name", "REG_WRONG"}, {"value", "alice:wrong"}});
   HttpResponse wrong = Tool("image_pull", {{"ref", Ref()}, {"auth_secret", "REG_WRONG"}});
-  EXPECT_EQ(wrong.status, 401) << wrong.Describe();
+  EXPECT_EQ(wrong.status, 403) << wrong.Describe();
   EXPECT_EQ(wrong.body.find("wrong"), std::string::npos) << "the password is in the answer";
   MustTool("secret_create", {{"name", "REG"}, {"value", std::string(image::testing::kTestUser) + ":" +
                                                          image::testing::kTestPassword}});
@@ -201,7 +203,7 @@ TEST_F(ImagesTest, BasicAuthComesFromAnOrgSecretAndAWrongPasswordIsRefused) {
 }
 
 TEST_F(ImagesTest, ATamperedLayerIsRefusedNamingItAndNothingIsLeft) {
-  StartRegistry();
+  ASSERT_NO_FATAL_FAILURE(StartRegistry());
   // The registry's copy of the second layer loses its last byte.
   ProcResult manifest = RunProcess({"skopeo", "inspect", "--raw", "oci:" + images_->work() + "/oci:amd64"});
   ASSERT_EQ(manifest.exit_status, 0) << manifest.Describe();
@@ -215,7 +217,7 @@ TEST_F(ImagesTest, ATamperedLayerIsRefusedNamingItAndNothingIsLeft) {
   { std::ofstream(data, std::ios::binary | std::ios::trunc) << bytes; }
   HttpResponse pull = Tool("image_pull", {{"ref", Ref()}});
   EXPECT_EQ(pull.status, 400) << pull.Describe();
-  EXPECT_NE(pull.j.value("message", "").find("layer " + layer->Short() + ": digest mismatch"), std::string::npos)
+  EXPECT_TRUE(pull.j.value("message", "").starts_with("layer " + layer->Short() + "\u2026: digest mismatch (got sha256:"))
       << pull.Describe();
   EXPECT_EQ(MustTool("image_list", json::object())["images"], json::array());
   EXPECT_TRUE(fs::is_empty(state_dir() + "/images/layers/tmp"));
@@ -224,12 +226,12 @@ TEST_F(ImagesTest, ATamperedLayerIsRefusedNamingItAndNothingIsLeft) {
 }
 
 TEST_F(ImagesTest, AnIndexResolvesToTheHostsPlatformAndALoopbackRegistryNeedsTheOperatorsAllow) {
-  StartRegistry(/*basic_auth=*/false, /*allow=*/false);
+  ASSERT_NO_FATAL_FAILURE(StartRegistry(/*basic_auth=*/false, /*allow=*/false));
   HttpResponse refused = Tool("image_pull", {{"ref", Ref()}});
   EXPECT_EQ(refused.status, 403) << refused.Describe();
   ASSERT_EQ(StopDaemon(), 0);
   StartDaemon({"--registry-ca", registry_->ca_file(), "--registry-allow", registry_->host()});
-  auto arm = registry_->Push(*images_, "arm64", registry_->host() + "/test/busybox:arm");
+  auto arm = registry_->Push(*images_, "arm64", "test/busybox:arm");
   ASSERT_TRUE(arm.ok()) << arm.error().message;
   auto index = registry_->PushIndex("test/busybox", digest_, *arm, "multi");
   ASSERT_TRUE(index.ok()) << index.error().message;
