@@ -23,6 +23,7 @@
 
 #include "api/json_util.h"
 #include "api/listen_address.h"
+#include "api/metrics_endpoint.h"
 #include "api/server_routes.h"
 #include "api/web_auth.h"
 #include "base/mutex.h"
@@ -558,6 +559,9 @@ Response HttpServer::Impl::Authenticated(const Route& route, const Request& req)
     // No credential at all: no bearer token, and no session among the cookies (a browser sends the cookies of
     // other apps on this host too).
     if (!bearer && CookieValue(req.headers.Get("Cookie"), kSessionCookie).empty()) {
+      if (route.handler == Handler::kMetrics && opts_.metrics && opts_.metrics_public &&
+          IsLoopbackHost(req.remote_address))
+        return ServeMetrics(opts_.metrics, req, nullptr);
       // Every loopback address is one: a tunnel or proxy in front brings everyone from there, and any local user may
       // send from each of 127.0.0.0/8.
       return Refuse(route, req, nullptr,
@@ -602,6 +606,8 @@ Response HttpServer::Impl::Handle(const Route& route, const Request& req, const 
     case Handler::kSignIn:  // RestApi hands /api/v1/auth/ to the sign-in routes (over TCP; the unix socket: 404)
     case Handler::kRest: return rest_.Handle(req, identity);
     case Handler::kMcp: return mcp_.Handle(req, identity);
+    case Handler::kEvents: return opts_.events ? opts_.events(req, identity) : NoRouteResponse(req.Path());
+    case Handler::kMetrics: return opts_.metrics ? ServeMetrics(opts_.metrics, req, &identity) : NoRouteResponse(req.Path());
     case Handler::kNoRoute: return NoRouteResponse(req.Path());
   }
   return NoRouteResponse(req.Path());

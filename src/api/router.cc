@@ -117,6 +117,8 @@ std::string_view HandlerName(Handler handler) {
     case Handler::kSignIn: return "sign_in";
     case Handler::kRest: return "rest";
     case Handler::kMcp: return "mcp";
+    case Handler::kEvents: return "events";
+    case Handler::kMetrics: return "metrics";
     case Handler::kNoRoute: return "no_route";
   }
   return "unknown";

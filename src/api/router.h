@@ -16,6 +16,8 @@ enum class Handler {
   kSignIn,   // /api/v1/auth/: how a caller gets a credential
   kRest,     // the REST API (RestApi)
   kMcp,      // MCP (McpServer)
+  kEvents,   // GET /api/v1/events: lifecycle events as Server-Sent Events (events_stream.h)
+  kMetrics,  // GET /metrics: the Prometheus text (metrics_endpoint.h)
   kNoRoute,  // a path nothing serves: 404
 };
 std::string_view HandlerName(Handler handler);

@@ -36,6 +36,8 @@ class SandboxHandlers {
   Result<json> FileWrite(const json& in, const CallContext& ctx);
 
  private:
+  // Exec without its count and latency (isb_sandbox_execs_total, isb_sandbox_exec_seconds).
+  Result<json> ExecUntimed(const json& in, const CallContext& ctx);
   Sandboxes& all_;
   const SandboxToolOptions options_;
   const json create_schema_;  // what a filled-in ${NAME} is judged by again

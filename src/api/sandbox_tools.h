@@ -8,6 +8,7 @@
 #include "api/quota_gate.h"
 #include "api/registry.h"
 #include "api/spec_policy.h"
+#include "api/usage_store.h"
 #include "api/sandboxes.h"
 #include "identity/orgs.h"
 
@@ -30,7 +31,7 @@ inline constexpr size_t kMaxFileReadBytes = 4 << 20;
 inline constexpr size_t kMaxFileWriteBytes = 2 << 20;
 
 // Registers sandbox_create, sandbox_exec, sandbox_exec_input, sandbox_exec_resize, sandbox_file_read, sandbox_file_write, sandbox_list, sandbox_get,
-// sandbox_stop, sandbox_start, sandbox_extend and sandbox_remove. `sandboxes` must outlive `registry`.
+// sandbox_usage, sandbox_stop, sandbox_start, sandbox_extend and sandbox_remove. `sandboxes` must outlive `registry`.
 // Durations in these tools are whole seconds (JSON integers).
 struct SandboxToolOptions {
   // sandbox_create holds every caller but the host and superadmins to it (CheckRemoteSpec); it must outlive the
@@ -41,6 +42,8 @@ struct SandboxToolOptions {
   // Whether the caller may give a sandbox secret files (spec `secrets`): whoever execs in it reads their values, so
   // it needs what secret_get needs (the daemon asks the registry). Unset: secret files are refused.
   std::function<Status(const CallContext& ctx)> may_read_secrets{};
+  // What sandbox_usage reads (usage_tool.h); null: it answers that nothing is sampled. Must outlive the registry.
+  const UsageStore* usage = nullptr;
 };
 
 Status AddSandboxTools(Registry& registry, Sandboxes& sandboxes, SandboxToolOptions options = {});

@@ -28,6 +28,8 @@ class CounterCell {
   void Inc(double by = 1) {
     if (by > 0) value_.fetch_add(by, std::memory_order_relaxed);
   }
+  // For a total kept elsewhere (a subsystem's own atomic count), copied in by a collector.
+  void SetTotal(double total) { value_.store(total, std::memory_order_relaxed); }
   double Value() const { return value_.load(std::memory_order_relaxed); }
 
  private:

@@ -28,7 +28,8 @@ add_executable(isb_e2e_tests
   tests/e2e/egress_test.cc
   tests/e2e/secrets_test.cc
   tests/e2e/audit_test.cc
-  tests/e2e/identity_test.cc)
+  tests/e2e/identity_test.cc
+  tests/e2e/metrics_test.cc)
 # SQLite: the audit test edits the state file directly, as an attacker with the file could.
 target_link_libraries(isb_e2e_tests PRIVATE GTest::gtest_main nlohmann_json::nlohmann_json Threads::Threads ${SQLITE_LIB}
                       ${CMAKE_DL_LIBS} m)
