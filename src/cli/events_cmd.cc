@@ -7,6 +7,19 @@
 #include "cli/sandbox_cmds_internal.h"
 
 namespace isb::cli {
+
+// ToolClient's streaming GET lives with its one user.
+Result<HttpResponse> ToolClient::Follow(const std::string& target, const Headers& extra,
+                                       const SseHandler& on_event) const {
+  HttpRequest req;
+  req.target = target;
+  req.headers = extra;
+  req.headers.emplace_back("Accept", "text/event-stream");
+  if (http_.endpoint().unix_path.empty() && !token_.empty()) req.headers.emplace_back("Authorization", "Bearer " + token_);
+  if (!org_.empty()) req.headers.emplace_back("X-Isb-Org", org_);
+  return http_.SendStreaming(req, on_event);
+}
+
 namespace {
 
 struct EventsFlags {

@@ -663,17 +663,6 @@ std::string ListTable(const json& result, int64_t now) {
 }
 
 
-Result<HttpResponse> ToolClient::Follow(const std::string& target, const Headers& extra,
-                                       const SseHandler& on_event) const {
-  HttpRequest req;
-  req.target = target;
-  req.headers = extra;
-  req.headers.emplace_back("Accept", "text/event-stream");
-  if (http_.endpoint().unix_path.empty() && !token_.empty()) req.headers.emplace_back("Authorization", "Bearer " + token_);
-  if (!org_.empty()) req.headers.emplace_back("X-Isb-Org", org_);
-  return http_.SendStreaming(req, on_event);
-}
-
 HttpRequest ToolClient::Request(const std::string& tool, const json& input, bool stream) const {
   HttpRequest req;
   req.method = "POST";
