@@ -27,9 +27,9 @@ std::string Rfc3339Ms(int64_t unix_ms) {
 }
 
 std::string EventJson(const SandboxEvent& e) {
-  nlohmann::ordered_json j = {{"id", e.id},           {"type", e.type},   {"org", e.org},
-                              {"sandbox", e.sandbox}, {"name", e.name},   {"state", e.state},
-                              {"at", Rfc3339Ms(e.at_ms)}};
+  nlohmann::ordered_json j = {
+      {"id", e.id},       {"type", e.type},          {"org", e.org}, {"sandbox", e.sandbox}, {"name", e.name},
+      {"state", e.state}, {"at", Rfc3339Ms(e.at_ms)}};
   // Invalid UTF-8 (a name is checked at create; this is a last guard) is replaced, never a throw.
   return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }

@@ -42,8 +42,7 @@ ResumeFrom ResumePoint(const Request& req) {
   return {.given = true, .after = id.value_or(0), .valid = id.has_value()};
 }
 
-Response ServeEvents(const EventBus& bus, const Request& req, const Identity& who,
-                     const EventsStreamOptions& options) {
+Response ServeEvents(const EventBus& bus, const Request& req, const Identity& who, const EventsStreamOptions& options) {
   if (req.method != "GET") return MethodNotAllowed("GET");
   Response r;
   r.headers.Set("Content-Type", "text/event-stream");

@@ -607,7 +607,8 @@ Response HttpServer::Impl::Handle(const Route& route, const Request& req, const 
     case Handler::kRest: return rest_.Handle(req, identity);
     case Handler::kMcp: return mcp_.Handle(req, identity);
     case Handler::kEvents: return opts_.events ? opts_.events(req, identity) : NoRouteResponse(req.Path());
-    case Handler::kMetrics: return opts_.metrics ? ServeMetrics(opts_.metrics, req, &identity) : NoRouteResponse(req.Path());
+    case Handler::kMetrics:
+      return opts_.metrics ? ServeMetrics(opts_.metrics, req, &identity) : NoRouteResponse(req.Path());
     case Handler::kNoRoute: return NoRouteResponse(req.Path());
   }
   return NoRouteResponse(req.Path());

@@ -88,8 +88,8 @@ Status AddTokenTools(Registry& reg, identity::IdentityStore& store) {
       "token_create", "Create an API token",
       "Mints an isb_tok_ bearer token for the caller (a signed-in user or the host; a token can never mint a token). "
       "The secret is in the result once and never again; isb keeps only its SHA-256. org scopes it to one org; "
-      "role caps the role; scopes (comma-separated: read, deploy, admin, metrics, tool:GLOB) only narrow it. superadmin "
-      "(host only) mints an isb_sa_ token instead.",
+      "role caps the role; scopes (comma-separated: read, deploy, admin, metrics, tool:GLOB) only narrow it. "
+      "superadmin (host only) mints an isb_sa_ token instead.",
       Object({{"name", Str("What you call it.", 64, 1)},
               {"org", Str("The one org it reaches; absent: every org the user reaches.", 64)},
               {"role", {{"type", "string"}, {"enum", {"viewer", "member", "admin", "owner"}},

@@ -12,10 +12,12 @@ Status MayReadMetrics(const Identity& who) {
   const identity::Scope metrics{identity::ScopeKind::kMetrics, ""};
   // A platform admin's token narrowed to the metrics scope (for a scraper): only a platform admin's (or the host's)
   // credential reads the platform's figures, whatever its scopes.
-  if ((who.superadmin || who.platform_admin) && std::find(who.scopes.begin(), who.scopes.end(), metrics) != who.scopes.end())
+  if ((who.superadmin || who.platform_admin) &&
+      std::find(who.scopes.begin(), who.scopes.end(), metrics) != who.scopes.end())
     return {};
-  return Error::Of(Code::kForbidden, "metrics are for platform admins: use a platform admin's token, or one of theirs "
-                                     "with the metrics scope (isb token create --scopes metrics)");
+  return Error::Of(Code::kForbidden,
+                   "metrics are for platform admins: use a platform admin's token, or one of theirs "
+                   "with the metrics scope (isb token create --scopes metrics)");
 }
 
 Response ServeMetrics(const std::function<std::string()>& render, const Request& req, const Identity* who) {

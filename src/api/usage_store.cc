@@ -31,7 +31,8 @@ std::vector<UsagePoint> UsageStore::Series(const std::string& sandbox, UsageReso
     UsagePoint p{.at_ms = s.at_ms, .memory_bytes = s.memory_bytes, .pids = s.pids};
     // A restart begins the count again: no rate across it.
     if (prev != nullptr && s.at_ms > prev->at_ms && s.cpu_usec >= prev->cpu_usec)
-      p.cpu_cores = static_cast<double>(s.cpu_usec - prev->cpu_usec) / 1000.0 / static_cast<double>(s.at_ms - prev->at_ms);
+      p.cpu_cores =
+          static_cast<double>(s.cpu_usec - prev->cpu_usec) / 1000.0 / static_cast<double>(s.at_ms - prev->at_ms);
     prev = &s;
     if (s.at_ms >= since_ms) out.push_back(p);
   }

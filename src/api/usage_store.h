@@ -34,8 +34,8 @@ enum class UsageResolution { kFine, kCoarse };  // 2 s for the last hour; 1 min 
 // Thread-safe. Bounded: kFinePoints and kCoarsePoints per sandbox, for the sandboxes sampled in the last pass.
 class UsageStore {
  public:
-  static constexpr size_t kFinePoints = 1800;   // an hour at 2 s
-  static constexpr size_t kCoarsePoints = 1440; // a day at 1 min
+  static constexpr size_t kFinePoints = 1800;    // an hour at 2 s
+  static constexpr size_t kCoarsePoints = 1440;  // a day at 1 min
   static constexpr int64_t kCoarseMs = 60'000;
 
   // Appends a reading: to the fine series always, to the coarse one when it starts a new minute.

@@ -26,24 +26,30 @@ Result<json> Usage(Sandboxes& all, const UsageStore* usage, const json& in, cons
   json samples = json::array();
   for (const UsagePoint& p : usage->Series(info.id, coarse ? UsageResolution::kCoarse : UsageResolution::kFine))
     samples.push_back(PointJson(p));
-  return json{{"sandbox", info.id},       {"state", info.state},         {"interval_s", coarse ? 60 : 2},
-              {"samples", std::move(samples)}, {"network", kNetworkNote}};
+  return json{{"sandbox", info.id},
+              {"state", info.state},
+              {"interval_s", coarse ? 60 : 2},
+              {"samples", std::move(samples)},
+              {"network", kNetworkNote}};
 }
 
 }  // namespace
 
 Status AddUsageTool(Registry& registry, Sandboxes& sandboxes, const UsageStore* usage) {
-  json point = Output({{"at", Str("When it was read (RFC 3339, UTC).", 40)},
-                       {"cpu_cores", {{"type", "number"}, {"description", "Cores used on average since the point before."}}},
-                       {"memory_bytes", Int("Memory in use.", 0, INT64_MAX)},
-                       {"pids", Int("Processes and threads.", 0, INT64_MAX)}},
-                      {"at", "cpu_cores", "memory_bytes", "pids"});
+  json point =
+      Output({{"at", Str("When it was read (RFC 3339, UTC).", 40)},
+              {"cpu_cores", {{"type", "number"}, {"description", "Cores used on average since the point before."}}},
+              {"memory_bytes", Int("Memory in use.", 0, INT64_MAX)},
+              {"pids", Int("Processes and threads.", 0, INT64_MAX)}},
+             {"at", "cpu_cores", "memory_bytes", "pids"});
   json input = Object({{"sandbox", Str("The sandbox: its id (\"sb-\" and 16 hex digits) or its name.", 128, 1)},
-                       {"resolution", {{"type", "string"},
-                                       {"enum", {"2s", "1m"}},
-                                       {"default", "2s"},
-                                       {"description", "\"2s\": the last hour, a point every 2 s; \"1m\": the last "
-                                                       "day, a point a minute."}}}},
+                       {"resolution",
+                        {{"type", "string"},
+                         {"enum", {"2s", "1m"}},
+                         {"default", "2s"},
+                         {"description",
+                          "\"2s\": the last hour, a point every 2 s; \"1m\": the last "
+                          "day, a point a minute."}}}},
                       {"sandbox"});
   json output = Output({{"sandbox", Str("The sandbox's id.", 64)},
                         {"state", Str("Its state now.", 32)},
@@ -51,12 +57,12 @@ Status AddUsageTool(Registry& registry, Sandboxes& sandboxes, const UsageStore* 
                         {"samples", {{"type", "array"}, {"items", point}}},
                         {"network", Str("Why there are no network bytes here.", 256)}},
                        {"sandbox", "state", "interval_s", "samples"});
-  return registry.Add(Tool{
-      "sandbox_usage", "A sandbox's usage over time",
-      "CPU (cores), memory and pids of one sandbox, sampled every 2 s while it runs: the last hour at 2 s, or the "
-      "last day at 1 min. Network bytes are not sampled per sandbox.",
-      input, output, ToolAnnotations{.read_only = true, .idempotent = true}, false,
-      [&sandboxes, usage](const json& in, const CallContext& ctx) { return Usage(sandboxes, usage, in, ctx); }});
+  return registry.Add(
+      Tool{"sandbox_usage", "A sandbox's usage over time",
+           "CPU (cores), memory and pids of one sandbox, sampled every 2 s while it runs: the last hour at 2 s, or the "
+           "last day at 1 min. Network bytes are not sampled per sandbox.",
+           input, output, ToolAnnotations{.read_only = true, .idempotent = true}, false,
+           [&sandboxes, usage](const json& in, const CallContext& ctx) { return Usage(sandboxes, usage, in, ctx); }});
 }
 
 }  // namespace isb::api

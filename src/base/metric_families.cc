@@ -9,9 +9,9 @@ GaugeFamily& Sandboxes() {
 }
 
 CounterFamily& SandboxCreates() {
-  static CounterFamily& f = Global().Counter(
-      "isb_sandbox_creates_total", "Sandbox creates by outcome (ok or the error code) and path (pool, cold).",
-      {"outcome", "path"});
+  static CounterFamily& f =
+      Global().Counter("isb_sandbox_creates_total",
+                       "Sandbox creates by outcome (ok or the error code) and path (pool, cold).", {"outcome", "path"});
   return f;
 }
 
@@ -34,9 +34,9 @@ HistogramFamily& SandboxExecSeconds() {
 }
 
 CounterFamily& ReaperActions() {
-  static CounterFamily& f = Global().Counter(
-      "isb_reaper_actions_total", "What the reaper did: removed an expired or idle sandbox, halted a dead one.",
-      {"action"});
+  static CounterFamily& f =
+      Global().Counter("isb_reaper_actions_total",
+                       "What the reaper did: removed an expired or idle sandbox, halted a dead one.", {"action"});
   return f;
 }
 
@@ -60,8 +60,7 @@ CounterFamily& LifecycleEvents() {
 
 CounterFamily& ProxyConnections() {
   static CounterFamily& f = Global().Counter(
-      "isb_proxy_connections_total", "Egress proxy connections: accepted, allowed, denied, closed idle.",
-      {"outcome"});
+      "isb_proxy_connections_total", "Egress proxy connections: accepted, allowed, denied, closed idle.", {"outcome"});
   return f;
 }
 
@@ -71,9 +70,9 @@ GaugeFamily& ProxyActive() {
 }
 
 CounterFamily& ProxyBytes() {
-  static CounterFamily& f = Global().Counter(
-      "isb_proxy_bytes_total", "Bytes relayed by the egress proxy: up (to origins), down (to sandboxes).",
-      {"direction"});
+  static CounterFamily& f =
+      Global().Counter("isb_proxy_bytes_total",
+                       "Bytes relayed by the egress proxy: up (to origins), down (to sandboxes).", {"direction"});
   return f;
 }
 
@@ -84,8 +83,8 @@ CounterFamily& ProxyRefusals() {
 }
 
 CounterFamily& DnsAnswers() {
-  static CounterFamily& f =
-      Global().Counter("isb_dns_answers_total", "Queries of the sandboxes' DNS responder: answered or dropped.", {"outcome"});
+  static CounterFamily& f = Global().Counter(
+      "isb_dns_answers_total", "Queries of the sandboxes' DNS responder: answered or dropped.", {"outcome"});
   return f;
 }
 

@@ -31,9 +31,12 @@ bool ValidName(std::string_view name, bool colon) {
 std::string EscapeHelp(std::string_view v) {
   std::string out;
   for (char c : v) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '\n') out += "\\n";
-    else out += c;
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
   }
   return out;
 }
@@ -55,9 +58,12 @@ std::string LabelText(const Labels& names, const Labels& values, std::string_vie
 
 std::string_view TypeName(Kind kind) {
   switch (kind) {
-    case Kind::kCounter: return "counter";
-    case Kind::kGauge: return "gauge";
-    case Kind::kHistogram: return "histogram";
+    case Kind::kCounter:
+      return "counter";
+    case Kind::kGauge:
+      return "gauge";
+    case Kind::kHistogram:
+      return "histogram";
   }
   return "untyped";
 }
@@ -78,15 +84,21 @@ std::string FormatValue(double v) {
 std::string EscapeLabelValue(std::string_view v) {
   std::string out;
   for (char c : v) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out += c;
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
   }
   return out;
 }
 
-std::vector<double> LatencyBuckets() { return {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}; }
+std::vector<double> LatencyBuckets() {
+  return {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
+}
 
 HistogramCell::HistogramCell(const std::vector<double>& bounds)
     : bounds_(bounds), counts_(new std::atomic<uint64_t>[bounds.size() + 1]) {
@@ -170,9 +182,12 @@ Family<Cell>& Registry::Declare(const std::string& name, const std::string& help
   }
   auto family = std::unique_ptr<Family<Cell>>(new Family<Cell>(name, help, label_names, kind, bounds));
   Family<Cell>* raw = family.get();
-  if constexpr (std::is_same_v<Cell, CounterCell>) counters_.push_back(std::move(family));
-  else if constexpr (std::is_same_v<Cell, GaugeCell>) gauges_.push_back(std::move(family));
-  else histograms_.push_back(std::move(family));
+  if constexpr (std::is_same_v<Cell, CounterCell>)
+    counters_.push_back(std::move(family));
+  else if constexpr (std::is_same_v<Cell, GaugeCell>)
+    gauges_.push_back(std::move(family));
+  else
+    histograms_.push_back(std::move(family));
   entries_.emplace(name, Entry{kind, help, label_names, std::move(bounds), raw});
   return *raw;
 }
@@ -206,9 +221,15 @@ std::string Registry::Render() const {
   MutexLock lock(mu_);
   for (const auto& [name, entry] : entries_) {
     switch (entry.kind) {
-      case Kind::kCounter: static_cast<const CounterFamily*>(entry.family)->Render(out); break;
-      case Kind::kGauge: static_cast<const GaugeFamily*>(entry.family)->Render(out); break;
-      case Kind::kHistogram: static_cast<const HistogramFamily*>(entry.family)->Render(out); break;
+      case Kind::kCounter:
+        static_cast<const CounterFamily*>(entry.family)->Render(out);
+        break;
+      case Kind::kGauge:
+        static_cast<const GaugeFamily*>(entry.family)->Render(out);
+        break;
+      case Kind::kHistogram:
+        static_cast<const HistogramFamily*>(entry.family)->Render(out);
+        break;
     }
   }
   return out;

@@ -83,7 +83,10 @@ class Family {
  private:
   friend class Registry;
   Family(std::string name, std::string help, Labels label_names, Kind kind, std::vector<double> bounds = {})
-      : name_(std::move(name)), help_(std::move(help)), label_names_(std::move(label_names)), kind_(kind),
+      : name_(std::move(name)),
+        help_(std::move(help)),
+        label_names_(std::move(label_names)),
+        kind_(kind),
         bounds_(std::move(bounds)) {}
   void Render(std::string& out) const;
   void RenderCell(std::string& out, const Labels& values, const Cell& cell) const;

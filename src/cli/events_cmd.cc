@@ -10,12 +10,13 @@ namespace isb::cli {
 
 // ToolClient's streaming GET lives with its one user.
 Result<HttpResponse> ToolClient::Follow(const std::string& target, const Headers& extra,
-                                       const SseHandler& on_event) const {
+                                        const SseHandler& on_event) const {
   HttpRequest req;
   req.target = target;
   req.headers = extra;
   req.headers.emplace_back("Accept", "text/event-stream");
-  if (http_.endpoint().unix_path.empty() && !token_.empty()) req.headers.emplace_back("Authorization", "Bearer " + token_);
+  if (http_.endpoint().unix_path.empty() && !token_.empty())
+    req.headers.emplace_back("Authorization", "Bearer " + token_);
   if (!org_.empty()) req.headers.emplace_back("X-Isb-Org", org_);
   return http_.SendStreaming(req, on_event);
 }
@@ -61,8 +62,8 @@ int RunEvents(const ConnectFlags& connect, const EventsFlags& f) {
 }  // namespace
 
 std::string EventLine(const nlohmann::json& e) {
-  std::string line = e.value("at", "") + " " + e.value("type", "") + " " + e.value("org", "") + "/" +
-                     e.value("sandbox", "");
+  std::string line =
+      e.value("at", "") + " " + e.value("type", "") + " " + e.value("org", "") + "/" + e.value("sandbox", "");
   if (const std::string name = e.value("name", ""); !name.empty()) line += " (" + name + ")";
   return line + " " + e.value("state", "");
 }
@@ -70,8 +71,9 @@ std::string EventLine(const nlohmann::json& e) {
 void AddEventsCommand(CLI::App& app, int* exit_code) {
   auto flags = std::make_shared<EventsFlags>();
   auto connect = SharedConnectFlags();
-  auto* cmd = app.add_subcommand("events", "Follow sandbox lifecycle events (created, started, stopped, ...) as "
-                                           "they happen, in the orgs you may see");
+  auto* cmd = app.add_subcommand("events",
+                                 "Follow sandbox lifecycle events (created, started, stopped, ...) as "
+                                 "they happen, in the orgs you may see");
   cmd->add_flag("--json", flags->json, "Print each event's JSON, one a line");
   cmd->add_option("--since", flags->since, "Start after this event id (what a previous run printed last)");
   AddConnectOptions(cmd, connect);

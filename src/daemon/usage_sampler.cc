@@ -32,9 +32,9 @@ void UsageSampler::Start() {
 void UsageSampler::SampleOnce() {
   auto rows = db_->Query("SELECT id, state FROM sandboxes");
   if (!rows.ok()) return;
-  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count();
+  const int64_t now_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
   std::set<std::string> known;
   for (const auto& r : *rows) {
     const std::string id = store::AsText(r[0]);
