@@ -118,10 +118,13 @@ CounterFamily& AuditVerifyFailures() {
 }
 
 std::string_view RefusalKind(std::string_view reason) {
-  if (reason.find("judge") != std::string_view::npos) return "judge";
-  if (reason.find("is not allowed") != std::string_view::npos) return "not_allowed";
+  auto has = [reason](std::string_view part) { return reason.find(part) != std::string_view::npos; };
+  if (has("judge")) return "judge";
+  if (has("not in the egress list")) return "not_listed";
+  if (has("is blocked by")) return "blocked";
+  if (has("is not allowed")) return "not_allowed";
   for (std::string_view protocol : {"CONNECT", "ClientHello", "HTTP", "request head"})
-    if (reason.find(protocol) != std::string_view::npos) return "protocol";
+    if (has(protocol)) return "protocol";
   return "other";
 }
 
@@ -142,7 +145,8 @@ void DeclareAll() {
   for (const char* outcome : {"accepted", "allowed", "denied", "idle_closed"}) ProxyConnections().With({outcome});
   ProxyActive().Get();
   for (const char* direction : {"up", "down"}) ProxyBytes().With({direction});
-  for (const char* kind : {"not_allowed", "judge", "protocol", "other"}) ProxyRefusals().With({kind});
+  for (const char* kind : {"not_listed", "blocked", "not_allowed", "judge", "protocol", "other"})
+    ProxyRefusals().With({kind});
   for (const char* outcome : {"answered", "dropped"}) DnsAnswers().With({outcome});
   for (const char* verdict : {"allow", "deny", "error", "circuit_open"}) JudgeVerdicts().With({verdict});
   for (const char* result : {"hit", "miss"}) JudgeCache().With({result});

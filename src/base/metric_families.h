@@ -33,7 +33,7 @@ CounterFamily& AuditRows();            // isb_audit_rows_total{chain}: audit_log
 CounterFamily& AuditVerifyFailures();  // isb_audit_verify_failures_total{chain}
 
 // The kind of a proxy refusal, for its label (the reason itself names hosts: too many values for a label):
-// not_allowed, judge, protocol, other.
+// not_listed, blocked, not_allowed, judge, protocol, other.
 std::string_view RefusalKind(std::string_view reason);
 
 // Every family above declared, so that /metrics lists each from the start, and the outcome children that are

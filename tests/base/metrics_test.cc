@@ -1,4 +1,5 @@
 #include "base/metrics.h"
+#include "base/metric_families.h"
 
 #include <gtest/gtest.h>
 
@@ -113,6 +114,15 @@ TEST(Metrics, CountsFromManyThreadsAreAllKept) {
     });
   for (auto& t : threads) t.join();
   EXPECT_EQ(c.With({"x"}).Value(), 40000);
+}
+
+TEST(RefusalKind, NamesEachKindOfProxyRefusalWithoutTheHostItNames) {
+  EXPECT_EQ(RefusalKind("unlisted.test:80 is not in the egress list"), "not_listed");
+  EXPECT_EQ(RefusalKind("evil.test:443 is blocked by *.test"), "blocked");
+  EXPECT_EQ(RefusalKind("egress to x.test:25 is not allowed"), "not_allowed");
+  EXPECT_EQ(RefusalKind("judge denied: exfiltration"), "judge");
+  EXPECT_EQ(RefusalKind("a CONNECT tunnel to x.test began with a malformed TLS ClientHello"), "protocol");
+  EXPECT_EQ(RefusalKind("egress is none: this sandbox has no network"), "other");
 }
 
 }  // namespace

@@ -74,6 +74,24 @@ TEST_F(MetricsTest, PromtoolFindsNothingToSayAndEveryNamedMetricMovesWithItsEven
   EXPECT_GE(moved("isb_audit_rows_total{chain=\"sandbox_history\"}"), 3) << after;
 }
 
+TEST_F(MetricsTest, TheProxyAndDnsCountsMoveWithASandboxsRefusedRequest) {
+  StopDaemon();
+  StartDaemon({"--metrics-public"});
+  const std::string id = CreateSandbox({{"egress", {"allowed.test:80"}}});
+  ASSERT_FALSE(id.empty());
+  const std::string before = Scrape();
+  // The responder answers (NXDOMAIN) for a name not listed, and the proxy refuses a request for it with a 403.
+  EXPECT_EQ(Exec(id, {"getent", "hosts", "unlisted.test"})["exit_code"], 2);
+  json curl = Exec(id, {"curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "http://unlisted.test/"});
+  EXPECT_EQ(curl["stdout"], "403") << curl.dump();
+  const std::string after = Scrape();
+  auto moved = [&](const std::string& series) { return Sample(after, series) - Sample(before, series); };
+  EXPECT_GE(moved("isb_dns_answers_total{outcome=\"answered\"}"), 1) << after;
+  EXPECT_EQ(moved("isb_proxy_connections_total{outcome=\"accepted\"}"), 1) << after;
+  EXPECT_EQ(moved("isb_proxy_connections_total{outcome=\"denied\"}"), 1) << after;
+  EXPECT_EQ(moved("isb_proxy_refusals_total{reason=\"not_listed\"}"), 1) << after;
+}
+
 TEST_F(MetricsTest, WithoutMetricsPublicALoopbackCallerWithoutATokenIsRefused) {
   CurlResult r = CurlTcp("GET", "/metrics", "", {}, "");
   EXPECT_EQ(r.http.status, 401) << r.Describe();
