@@ -18,6 +18,11 @@ add_library(isb_api STATIC
   src/api/audit_tools.cc
   src/api/secret_tools.cc
   src/api/http_message.cc
+  src/api/event_bus.cc
+  src/api/events_stream.cc
+  src/api/metrics_endpoint.cc
+  src/api/usage_store.cc
+  src/api/usage_tool.cc
   src/api/listen_address.cc
   src/api/router.cc
   src/api/server_routes.cc
@@ -58,7 +63,9 @@ add_executable(isb_api_tests
   tests/api/audit_tools_test.cc
   tests/api/role_matrix_test.cc
   tests/api/web_auth_test.cc
-  tests/api/web_ui_test.cc)
+  tests/api/web_ui_test.cc
+  tests/api/event_bus_test.cc
+  tests/api/events_http_test.cc)
 target_link_libraries(isb_api_tests PRIVATE isb_http isb_image_api GTest::gtest_main)
 target_include_directories(isb_api_tests PRIVATE ${CMAKE_SOURCE_DIR}/tests)
 gtest_discover_tests(isb_api_tests DISCOVERY_MODE PRE_TEST)

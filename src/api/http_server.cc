@@ -23,6 +23,7 @@
 
 #include "api/json_util.h"
 #include "api/listen_address.h"
+#include "api/metrics_endpoint.h"
 #include "api/server_routes.h"
 #include "api/web_auth.h"
 #include "base/mutex.h"
@@ -585,6 +586,9 @@ Response HttpServer::Impl::Authenticated(const Route& route, const Request& req)
     // No credential at all: no bearer token, and no session among the cookies (a browser sends the cookies of
     // other apps on this host too).
     if (!bearer && CookieValue(req.headers.Get("Cookie"), kSessionCookie).empty()) {
+      if (route.handler == Handler::kMetrics && opts_.metrics && opts_.metrics_public &&
+          IsLoopbackHost(req.remote_address))
+        return ServeMetrics(opts_.metrics, req, nullptr);
       // Every loopback address is one: a tunnel or proxy in front brings everyone from there, and any local user may
       // send from each of 127.0.0.0/8.
       return Refuse(route, req, nullptr,
@@ -637,6 +641,9 @@ Response HttpServer::Impl::Handle(const Route& route, const Request& req, const 
     case Handler::kMcp: return mcp_.Handle(req, identity);
     case Handler::kWebUi: return opts_.web_ui ? opts_.web_ui(req) : NoRouteResponse(req.Path());
     case Handler::kTerminal: return opts_.terminal ? opts_.terminal(req, identity) : NoRouteResponse(req.Path());
+    case Handler::kEvents: return opts_.events ? opts_.events(req, identity) : NoRouteResponse(req.Path());
+    case Handler::kMetrics:
+      return opts_.metrics ? ServeMetrics(opts_.metrics, req, &identity) : NoRouteResponse(req.Path());
     case Handler::kNoRoute: return NoRouteResponse(req.Path());
   }
   return NoRouteResponse(req.Path());

@@ -63,6 +63,11 @@ struct HttpServerOptions {
   // (Handler::kTerminal, after the login; api/terminal_socket.h). Unset: 404.
   std::function<Response(const Request& req)> web_ui;
   std::function<Response(const Request& req, const Identity& who)> terminal;
+  // GET /api/v1/events (api/events_stream.h), and the text of GET /metrics (api/metrics_endpoint.h): 404 when unset.
+  std::function<Response(const Request& req, const Identity& who)> events;
+  std::function<std::string()> metrics;
+  // Loopback callers without a credential may read /metrics (isb serve --metrics-public).
+  bool metrics_public = false;
   std::chrono::milliseconds header_timeout{30'000};  // also the keep-alive idle limit
   std::chrono::milliseconds body_timeout{120'000};
   std::chrono::milliseconds write_timeout{60'000};

@@ -88,13 +88,13 @@ Status AddTokenTools(Registry& reg, identity::IdentityStore& store) {
       "token_create", "Create an API token",
       "Mints an isb_tok_ bearer token for the caller (a signed-in user or the host; a token can never mint a token). "
       "The secret is in the result once and never again; isb keeps only its SHA-256. org scopes it to one org; "
-      "role caps the role; scopes (comma-separated: read, deploy, admin, tool:GLOB) only narrow it. superadmin "
-      "(host only) mints an isb_sa_ token instead.",
+      "role caps the role; scopes (comma-separated: read, deploy, admin, metrics, tool:GLOB) only narrow it. "
+      "superadmin (host only) mints an isb_sa_ token instead.",
       Object({{"name", Str("What you call it.", 64, 1)},
               {"org", Str("The one org it reaches; absent: every org the user reaches.", 64)},
               {"role", {{"type", "string"}, {"enum", {"viewer", "member", "admin", "owner"}},
                         {"description", "A cap on the user's role."}}},
-              {"scopes", Str("Comma-separated scopes: read, deploy, admin, tool:GLOB.", 1024)},
+              {"scopes", Str("Comma-separated scopes: read, deploy, admin, metrics, tool:GLOB.", 1024)},
               {"expires_in", Int("Seconds until it expires; absent: never.", 60, 10LL * 365 * 86400)},
               {"user", Str("Host only: the user it is minted for.", 64, 1)},
               {"superadmin", Bool("Host only: a superadmin token (isb_sa_).")}},

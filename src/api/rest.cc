@@ -7,10 +7,6 @@
 #include "base/mutex.h"
 
 namespace isb::api {
-namespace {
-
-constexpr std::string_view kToolsPrefix = "/api/v1/tools/";
-
 Response MethodNotAllowed(std::string allow) {
   Response r = ErrorResponse(Error::Of(Code::kInvalidArgument, "method not allowed; use " + allow));
   r.status = 405;
@@ -18,6 +14,10 @@ Response MethodNotAllowed(std::string allow) {
   r.headers.Set("Allow", std::move(allow));
   return r;
 }
+
+namespace {
+
+constexpr std::string_view kToolsPrefix = "/api/v1/tools/";
 
 bool WantsStream(const Request& req) {
   std::string s = req.QueryParam("stream");

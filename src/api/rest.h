@@ -51,6 +51,9 @@ class RestApi {
 // {"error": CodeName(code), "message": ...} with HttpStatusFor(code).
 Response ErrorResponse(const Error& error);
 
+// 405 {"error":"method_not_allowed"} with Allow: `allow`.
+Response MethodNotAllowed(std::string allow);
+
 // 404 for a path nothing serves, pointing at the OpenAPI document.
 Response NoRouteResponse(std::string_view path);
 

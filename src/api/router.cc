@@ -119,6 +119,8 @@ std::string_view HandlerName(Handler handler) {
     case Handler::kMcp: return "mcp";
     case Handler::kWebUi: return "web_ui";
     case Handler::kTerminal: return "terminal";
+    case Handler::kEvents: return "events";
+    case Handler::kMetrics: return "metrics";
     case Handler::kNoRoute: return "no_route";
   }
   return "unknown";

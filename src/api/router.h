@@ -18,6 +18,8 @@ enum class Handler {
   kMcp,      // MCP (McpServer)
   kWebUi,    // the web UI's page and assets (WebUi)
   kTerminal, // a sandbox's terminal over a WebSocket (TerminalSocket)
+  kEvents,   // GET /api/v1/events: lifecycle events as Server-Sent Events (events_stream.h)
+  kMetrics,  // GET /metrics: the Prometheus text (metrics_endpoint.h)
   kNoRoute,  // a path nothing serves: 404
 };
 std::string_view HandlerName(Handler handler);

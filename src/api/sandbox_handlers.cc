@@ -10,6 +10,7 @@
 #include "api/json_util.h"
 #include "api/org_sandboxes.h"
 #include "api/spec_policy.h"
+#include "base/metric_families.h"
 
 namespace isb::api {
 namespace {
@@ -23,6 +24,16 @@ std::string Ref(const json& in) { return in["sandbox"].get<std::string>(); }
 
 // Who a terminal session belongs to: only the same org and identity may drive it.
 std::string Caller(const CallContext& ctx) { return ctx.org + "/" + ctx.identity.Subject(); }
+
+// A call's outcome as its metrics label it: "ok", or its error's code name.
+template <class T>
+std::string Outcome(const Result<T>& r) {
+  return r.ok() ? "ok" : std::string(CodeName(r.error().code));
+}
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 Result<json> InfoResult(Result<SandboxInfo> r) {
   if (!r.ok()) return r.error();
@@ -225,8 +236,12 @@ Result<json> SandboxHandlers::Create(const json& in, const CallContext& ctx) {
   // org's is the sandbox's own, whoever asks.
   spec.image_idmapped = !spec.image.empty() && !spec.paths_checked;
   if (spec::IsImageReference(spec.image)) ISB_TRY(ApplyImage(spec, filled, ctx.org));
-  if (options_.quotas != nullptr) return InfoResult(options_.quotas->Create(sb, ctx.org, spec));
-  return InfoResult(sb.Create(spec));
+  const auto start = std::chrono::steady_clock::now();
+  Result<SandboxInfo> made = options_.quotas != nullptr ? options_.quotas->Create(sb, ctx.org, spec) : sb.Create(spec);
+  const std::string outcome = Outcome(made);
+  metrics::SandboxCreates().With({outcome, made.ok() ? made->create_path : ""}).Inc();
+  metrics::SandboxCreateSeconds().With({outcome}).Observe(SecondsSince(start));
+  return InfoResult(std::move(made));
 }
 
 Result<json> SandboxHandlers::Get(const json& in, const CallContext& ctx) {
@@ -278,6 +293,15 @@ Result<json> SandboxHandlers::Remove(const json& in, const CallContext& ctx) {
 }
 
 Result<json> SandboxHandlers::Exec(const json& in, const CallContext& ctx) {
+  const auto start = std::chrono::steady_clock::now();
+  Result<json> out = ExecUntimed(in, ctx);
+  const std::string outcome = Outcome(out);
+  metrics::SandboxExecs().With({outcome}).Inc();
+  metrics::SandboxExecSeconds().With({outcome}).Observe(SecondsSince(start));
+  return out;
+}
+
+Result<json> SandboxHandlers::ExecUntimed(const json& in, const CallContext& ctx) {
   OrgSandboxes sb(all_, ctx);
   ISB_ASSIGN_OR_RETURN(ExecRequest req, ExecFromJson(in));
   bool base64 = in.value("encoding", "utf-8") == "base64";

@@ -39,6 +39,8 @@ class SandboxHandlers {
   // Resolves spec.image, a reference, among `org`'s images: its layers, digest and config into `spec`, where `given`
   // (the caller's fields) has none.
   Status ApplyImage(SandboxSpec& spec, const json& given, const std::string& org) const;
+  // Exec without its count and latency (isb_sandbox_execs_total, isb_sandbox_exec_seconds).
+  Result<json> ExecUntimed(const json& in, const CallContext& ctx);
   Sandboxes& all_;
   const SandboxToolOptions options_;
   const json create_schema_;  // what a filled-in ${NAME} is judged by again

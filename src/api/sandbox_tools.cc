@@ -1,5 +1,6 @@
 // The sandbox tools: each declared once (name, schemas, annotations) with its named handler (sandbox_handlers.h).
 #include "api/sandbox_tools.h"
+#include "api/usage_tool.h"
 
 #include <memory>
 #include <string>
@@ -394,6 +395,7 @@ Status AddSandboxTools(Registry& registry, Sandboxes& sandboxes, SandboxToolOpti
   ISB_TRY(AddCreateAndExec(registry, h));
   ISB_TRY(AddTerminalTools(registry, h));
   ISB_TRY(AddFileTools(registry, h));
+  ISB_TRY(AddUsageTool(registry, sandboxes, options.usage));
   return AddLifecycleTools(registry, h);
 }
 

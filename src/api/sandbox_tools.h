@@ -8,6 +8,7 @@
 #include "api/quota_gate.h"
 #include "api/registry.h"
 #include "api/spec_policy.h"
+#include "api/usage_store.h"
 #include "api/sandboxes.h"
 #include "identity/orgs.h"
 
@@ -30,7 +31,7 @@ inline constexpr size_t kMaxFileReadBytes = 4 << 20;
 inline constexpr size_t kMaxFileWriteBytes = 2 << 20;
 
 // Registers sandbox_create, sandbox_exec, sandbox_exec_input, sandbox_exec_resize, sandbox_file_read, sandbox_file_write, sandbox_list, sandbox_get,
-// sandbox_stop, sandbox_start, sandbox_extend and sandbox_remove. `sandboxes` must outlive `registry`.
+// sandbox_usage, sandbox_stop, sandbox_start, sandbox_extend and sandbox_remove. `sandboxes` must outlive `registry`.
 // Durations in these tools are whole seconds (JSON integers).
 // An image of an org as a sandbox is made from it: its layers' directories (bottom first) and what of its config a
 // sandbox takes where the caller gave nothing.
@@ -56,6 +57,8 @@ struct SandboxToolOptions {
   // Finds the org's image a spec's `image` names by reference (the daemon's image store). Unset: references are
   // refused.
   std::function<Result<ResolvedImage>(const std::string& org, const std::string& ref)> resolve_image{};
+  // What sandbox_usage reads (usage_tool.h); null: it answers that nothing is sampled. Must outlive the registry.
+  const UsageStore* usage = nullptr;
 };
 
 Status AddSandboxTools(Registry& registry, Sandboxes& sandboxes, SandboxToolOptions options = {});

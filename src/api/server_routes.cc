@@ -13,6 +13,9 @@ std::vector<Route> ServerRoutes() {
       {.match = RouteMatch::Prefix("/assets/"), .handler = Handler::kWebUi, .needs_login = false},
       {.match = RouteMatch::Segments("/api/v1/sandboxes/*/terminal"), .handler = Handler::kTerminal,
        .websocket = true},
+      {.match = RouteMatch::Exact("/api/v1/events"), .handler = Handler::kEvents},
+      // A login, or a loopback caller without one under --metrics-public (HttpServerOptions::metrics_public).
+      {.match = RouteMatch::Exact("/metrics"), .handler = Handler::kMetrics},
       {.match = RouteMatch::Exact("/mcp"), .handler = Handler::kMcp},
       {.match = RouteMatch::Segments("/orgs/*/mcp"), .handler = Handler::kMcp},
       // A path nothing serves is 404, after the login every path but the two above needs: without one, the caller

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "audit/chain_encoding.h"
+#include "base/metric_families.h"
 
 namespace isb::audit {
 namespace {
@@ -142,6 +143,7 @@ Result<Head> Chain::Append(std::vector<std::string> fields) {
     writing_ = false;
     written_.NotifyAll();
   }
+  if (me.result.ok()) metrics::AuditRows().With({def_.table}).Inc();
   return std::move(me.result);
 }
 
@@ -235,6 +237,7 @@ Result<VerifyResult> Chain::Verify(const std::optional<Head>& pinned) {
     ISB_ASSIGN_OR_RETURN(out.first_broken, Walk(out.pruned_through, out.head.id, pinned, &last));
   }
   out.ok = !out.first_broken.has_value();
+  if (!out.ok) metrics::AuditVerifyFailures().With({def_.table}).Inc();
   return out;
 }
 

@@ -120,7 +120,7 @@ void AddTokenCommands(CLI::App& app, const std::shared_ptr<Flags>& flags, int* e
   cmd->add_option("name", tf->name, "What you call it")->required();
   cmd->add_option("--org-only", tf->org, "The one org it reaches (default: every org the user reaches)");
   cmd->add_option("--role", tf->role, "A cap on the role: viewer, member, admin or owner");
-  cmd->add_option("--scopes", tf->scopes, "Comma-separated: read, deploy, admin, tool:GLOB");
+  cmd->add_option("--scopes", tf->scopes, "Comma-separated: read, deploy, admin, metrics (platform admins: /metrics only), tool:GLOB");
   cmd->add_option("--expires", tf->expires, "Lifetime, e.g. 30d (default: none)");
   cmd->add_option("--for-user", tf->user, "On the host: mint it for this user");
   cmd->add_flag("--superadmin", tf->superadmin, "On the host: a superadmin token (isb_sa_)");

@@ -5,6 +5,7 @@
 #include <exception>
 
 #include "cli/audit_cmd.h"
+#include "cli/events_cmd.h"
 #include "cli/identity_cmds.h"
 #include "cli/image_cmds.h"
 #include "cli/run_cmd.h"
@@ -25,6 +26,7 @@ int main(int argc, char** argv) {
   isb::cli::AddIdentityCommands(app, &exit_code);
   isb::cli::AddSecretCommands(app, &exit_code);
   isb::cli::AddImageCommands(app, &exit_code);
+  isb::cli::AddEventsCommand(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

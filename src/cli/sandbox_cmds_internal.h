@@ -109,6 +109,9 @@ class ToolClient {
   // terminal exec's session id comes first as on_output("session", id).
   Result<json> CallStreaming(const std::string& tool, const json& input,
                              const std::function<void(const std::string&, const std::string&)>& on_output) const;
+  // A GET of `target` (the bearer token and org added as for a call) whose text/event-stream answer is read as it
+  // comes; `extra` headers besides.
+  Result<HttpResponse> Follow(const std::string& target, const Headers& extra, const SseHandler& on_event) const;
 
  private:
   HttpRequest Request(const std::string& tool, const json& input, bool stream) const;

@@ -117,6 +117,8 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
                   "OpenAI-compatible chat-completions URL (http:// or https://) that judges names listed under judge");
   cmd->add_option("--judge-model", opts->judge.model, "The model the judge asks");
   cmd->add_option("--judge-key-file", opts->judge.key_file, "File holding the judge's API key (sent as a bearer token)");
+  cmd->add_flag("--metrics-public", opts->metrics_public,
+                "Loopback callers may read GET /metrics without a credential (a local Prometheus)");
   cmd->add_option("--reap-interval", *reap, "How often the reaper looks for expired and idle sandboxes")
       ->capture_default_str();
   cmd->add_option("--sign-in-account-limit", opts->sign_in_account_limit,

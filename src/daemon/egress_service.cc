@@ -243,6 +243,8 @@ EgressService::~EgressService() {
 uint16_t EgressService::proxy_port() const { return proxy_->port(); }
 uint16_t EgressService::dns_port() const { return dns_->port(); }
 const egress::ProxyStats& EgressService::proxy_stats() const { return proxy_->stats(); }
+uint64_t EgressService::dns_answered() const { return dns_->answered(); }
+uint64_t EgressService::dns_dropped() const { return dns_->dropped(); }
 Result<std::string> EgressService::SandboxCaPem(const std::string& id) { return minter_->CaPem(id); }
 
 net::SandboxRules EgressService::RulesFor(const Entry& e) const {

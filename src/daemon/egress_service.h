@@ -117,6 +117,9 @@ class EgressService {
   uint16_t proxy_port() const;
   uint16_t dns_port() const;
   const egress::ProxyStats& proxy_stats() const;
+  // Queries the DNS responder answered, and dropped (malformed, or past its bounds).
+  uint64_t dns_answered() const;
+  uint64_t dns_dropped() const;
   // The sandbox's own CA certificate (PEM), which the proxy's certificates for intercepted names chain to; for the
   // sandbox's trust store.
   Result<std::string> SandboxCaPem(const std::string& id);

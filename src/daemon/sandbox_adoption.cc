@@ -4,6 +4,7 @@
 
 
 #include "api/org_sandboxes.h"
+#include "base/metric_families.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -172,6 +173,7 @@ int SandboxManager::ReapOnce() {
       // One that died (its command crashed it, the OOM killer) is recorded as such and frees its ports, layer
       // and range now, not when someone next asks for it.
       if (rec->state == "running" && !Alive(*rec)) {
+        metrics::ReaperActions().With({"died"}).Inc();
         (void)Halt(*rec, "died", "its init exited");
         continue;
       }
@@ -211,6 +213,7 @@ int SandboxManager::ReapOnce() {
         why = "idle for " + std::to_string(now - rec->last_active_at) + "s (no exec, under 2% of a core)";
       }
       if (why.empty()) continue;
+      metrics::ReaperActions().With({why == "expired" ? "expired" : "idle"}).Inc();
       (void)Retire(*rec, "reaped", why, &forgotten);
       ++removed;
     }

@@ -37,6 +37,7 @@
 #include "engine/idmap.h"
 #include "engine/launch.h"
 #include "engine/namespaces.h"
+#include "daemon/lifecycle_events.h"
 #include "daemon/sandbox_fit.h"
 #include "daemon/sandbox_record.h"
 
@@ -110,6 +111,7 @@ void SandboxManager::Event(const Record& rec, const std::string& event, const st
   const std::string& id = rec.id;
   (void)db_->Exec("INSERT INTO sandbox_events(time, sandbox, event, reason) VALUES(?1, ?2, ?3, ?4)",
                   {Now(), id, event, reason});
+  PublishLifecycle(options_.events, event, api::OrgOf(rec.spec), id, rec.name, rec.state, !rec.spec.ports.empty());
   if (options_.history == nullptr) return;
   // The history's events: a sandbox that died, was halted by a failed create or reaped is "stopped" or "reaped" there,
   // with the cause as its reason; changes that are not lifecycle events (egress) belong to the audit log.

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "api/event_bus.h"
 #include "api/sandboxes.h"
 #include "base/mutex.h"
 #include "engine/cgroup.h"
@@ -60,6 +61,8 @@ struct ManagerOptions {
   // unspecified address (one stored by an isb from before that rule), is not started, nor adopted
   // (egress::CheckPublishApartFromIsb).
   std::string isb_address{};
+  // Where lifecycle changes are published (GET /api/v1/events); null: they are only counted (lifecycle_events.h).
+  api::EventBus* events = nullptr;
 };
 
 class SandboxManager : public api::Sandboxes {

@@ -3,6 +3,7 @@
 #include "daemon/sandbox_manager.h"
 
 
+#include "base/metric_families.h"
 #include "api/org_sandboxes.h"
 
 #include <arpa/inet.h>
@@ -72,7 +73,10 @@ std::optional<SandboxManager::Pooled> SandboxManager::TakeReady(PoolKind kind) {
     pool.pop_back();
     last_take_ = std::chrono::steady_clock::now();
     pool_cv_.NotifyAll();
-    if (engine::ProcessStartTime(p.rec.pid) == p.rec.start_time) return p;
+    if (engine::ProcessStartTime(p.rec.pid) == p.rec.start_time) {
+      metrics::PoolHits().With({kind == PoolKind::kNet ? "net" : "plain"}).Inc();
+      return p;
+    }
     lock.Unlock();
     Discard(p.rec);  // died while waiting (say, killed from outside)
     lock.Lock();

@@ -15,6 +15,8 @@
 #include <thread>
 
 #include "api/audit_tools.h"
+#include "api/event_bus.h"
+#include "api/events_stream.h"
 #include "api/http_server.h"
 #include "api/listen_address.h"
 #include "api/mcp.h"
@@ -28,14 +30,17 @@
 #include "api/web_auth.h"
 #include "api/web_ui.h"
 #include "base/file.h"
+#include "base/metric_families.h"
 #include "base/mutex.h"
 #include "base/random.h"
 #include "audit/details.h"
 #include "audit/history.h"
 #include "audit/log.h"
 #include "audit/retention.h"
+#include "daemon/daemon_metrics.h"
 #include "daemon/sandbox_manager.h"
 #include "daemon/serve_images.h"
+#include "daemon/usage_sampler.h"
 #include "daemon/serve_secrets.h"
 #include "engine/cgroup.h"
 #include "engine/spawner.h"
@@ -210,8 +215,11 @@ int Serve(const ServeOptions& options) {
   Log("egress: proxy on port " + std::to_string((*egress)->proxy_port()) + ", DNS on port " +
       std::to_string((*egress)->dns_port()) + ", sandbox subnet " + options.sandbox_subnet);
 
-  // 5. Adopt what the previous daemon left running.
+  // 5. Adopt what the previous daemon left running. Lifecycle changes are published from here on.
+  metrics::DeclareAll();
+  api::EventBus events;
   ManagerOptions manager_options{options.state_dir, options.runtime_dir, {}};
+  manager_options.events = &events;
   manager_options.serve_socket = options.serve_socket;
   manager_options.pool_size = options.pool_size;
   manager_options.net_pool_size = options.net_pool_size;
@@ -250,13 +258,16 @@ int Serve(const ServeOptions& options) {
   auto adopted = manager.Adopt();
   if (!adopted.ok()) return Fail(adopted.error().message);
   Log("sandboxes: " + *adopted);
+  api::UsageStore usage;
+  UsageSampler sampler(db->get(), *layout, &usage);
+  sampler.Start();
 
   // 6. The registry and its surfaces.
   api::Registry registry;
   api::RemoteSpecPolicy remote_spec = options.remote_spec;
   remote_spec.api_port = listen->port;  // 0 (any free port) is left unchecked: no fixed port to keep
   api::QuotaGate quotas([store = identity->get()](const std::string& org) { return store->orgs().GetQuota(org); });
-  api::SandboxToolOptions sandbox_tools{.remote = &remote_spec, .quotas = &quotas};
+  api::SandboxToolOptions sandbox_tools{.remote = &remote_spec, .quotas = &quotas, .usage = &usage};
   sandbox_tools.may_read_secrets = [&registry](const api::CallContext& ctx) -> Status {
     const api::Tool* get = registry.FindVisible("secret_get", ctx.identity);
     if (get == nullptr) return Error::Of(Code::kForbidden, "secret_get is not open to this caller");
@@ -412,6 +423,11 @@ int Serve(const ServeOptions& options) {
     e.user_agent = req.headers.Get("User-Agent");
     if (auto r = log->Append(e); !r.ok()) Log("audit: a refused " + e.action + " was not recorded: " + r.error().message);
   };
+  http.events = [&events](const api::Request& req, const api::Identity& who) {
+    return api::ServeEvents(events, req, who);
+  };
+  http.metrics = [&db, &manager, &egress] { return RenderDaemonMetrics(**db, manager, egress->get()); };
+  http.metrics_public = options.metrics_public;
   http.host = listen->host;
   http.port = listen->port;
   http.unix_socket_path = options.serve_socket.empty() ? options.state_dir + "/api/isb.sock" : options.serve_socket;

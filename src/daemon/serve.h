@@ -61,6 +61,8 @@ struct ServeOptions {
   std::optional<std::chrono::milliseconds> audit_retention = audit::kDefaultRetention;
   std::chrono::milliseconds prune_interval = audit::kPruneInterval;
   std::string version = "0.1.0";
+  // Loopback callers without a credential may read GET /metrics (--metrics-public).
+  bool metrics_public = false;
 };
 
 // Runs the daemon until SIGTERM or SIGINT; sandboxes keep running after it returns. Returns the exit status.

@@ -2,7 +2,10 @@
 
 #include <openssl/crypto.h>
 
+#include <algorithm>
+
 #include "base/file.h"
+#include "base/metric_families.h"
 
 namespace isb::egress {
 namespace {
@@ -72,15 +75,26 @@ Judge::Judge(JudgeOptions options, HttpUrl url, std::string key, Dialer dialer, 
 Judge::~Judge() { OPENSSL_cleanse(key_.data(), key_.size()); }
 
 JudgeVerdict Judge::Decide(const JudgeQuestion& q) {
-  return cache_.Get(CacheKey(q), q.org, [&] { return Ask(q); });
+  bool asked = false;
+  JudgeVerdict verdict = cache_.Get(CacheKey(q), q.org, [&] {
+    asked = true;
+    return Ask(q);
+  });
+  metrics::JudgeCache().With({asked ? "miss" : "hit"}).Inc();
+  return verdict;
 }
 
 VerdictCache::Answer Judge::Ask(const JudgeQuestion& q) {
   std::shared_ptr<CircuitBreaker> breaker = BreakerOf(q.policy);
   CircuitBreaker::Ticket ticket = breaker->Admit(options_.clock());
-  if (!ticket.admitted) return {{false, kJudgeCircuitOpen}, false};
+  if (!ticket.admitted) {
+    metrics::JudgeVerdicts().With({"circuit_open"}).Inc();
+    return {{false, kJudgeCircuitOpen}, false};
+  }
   Result<JudgeVerdict> verdict = Call(q);
   breaker->Record(ticket, verdict.ok(), options_.clock());
+  metrics::JudgeVerdicts().With({!verdict.ok() ? "error" : verdict->allow ? "allow" : "deny"}).Inc();
+  metrics::JudgeBreakerOpen().Get().Set(static_cast<double>(OpenBreakers()));
   if (!verdict.ok()) return {{false, Redacted("judge failed (" + verdict.error().message + ")")}, false};
   std::string reason = verdict->reason.empty() ? "no reason given" : verdict->reason;
   reason = Redacted((verdict->allow ? "judge allowed: " : "judge denied: ") + reason);
@@ -121,6 +135,13 @@ std::shared_ptr<CircuitBreaker> Judge::BreakerOf(const std::string& policy) {
 }
 
 CircuitBreaker::State Judge::breaker_state(const std::string& policy) { return BreakerOf(policy)->state(); }
+
+size_t Judge::OpenBreakers() {
+  MutexLock lock(breakers_mu_);
+  return static_cast<size_t>(std::count_if(breakers_.begin(), breakers_.end(), [](const auto& kv) {
+    return kv.second->state() != CircuitBreaker::State::kClosed;
+  }));
+}
 
 // The endpoint could echo the key back (in a reason or an error): it never leaves the judge.
 std::string Judge::Redacted(std::string text) const {

@@ -57,6 +57,8 @@ class Judge {
   uint64_t calls() const { return calls_; }  // requests sent to the endpoint
   size_t waiting() const { return cache_.waiting(); }  // questions waiting for an identical one's answer
   CircuitBreaker::State breaker_state(const std::string& policy);
+  // Breakers open or half-open now (their policies' questions are refused without a call).
+  size_t OpenBreakers();
 
  private:
   Judge(JudgeOptions options, HttpUrl url, std::string key, Dialer dialer, std::shared_ptr<const TlsTrust> trust);

@@ -12,6 +12,7 @@
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <chrono>
 
+#include "base/metric_families.h"
 #include "egress/edge_read.h"
 #include "egress/proxy_impl.h"
 
@@ -314,6 +315,7 @@ asio::awaitable<void> Proxy::Impl::Deny(Socket& client, const Sniff& sniff, cons
 
 void Proxy::Impl::Report(const std::string& sandbox, const std::string& target, const std::string& reason) {
   ++stats_.denied;
+  metrics::ProxyRefusals().With({std::string(metrics::RefusalKind(reason))}).Inc();
   bool first = deny_window_.FirstInWindow(sandbox + " " + target);
   if (hooks_.on_deny) hooks_.on_deny(sandbox, target, reason, first);
 }

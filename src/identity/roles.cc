@@ -10,12 +10,14 @@ namespace {
 constexpr std::array<std::string_view, 4> kRoleNames = {"viewer", "member", "admin", "owner"};
 constexpr std::array<std::string_view, 3> kKindNames = {"read", "deploy", "admin"};
 constexpr std::string_view kToolPrefix = "tool:";
+constexpr std::string_view kMetricsScope = "metrics";
 constexpr size_t kMaxGlob = 64;
 
 bool GlobChar(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '*' || c == '?'; }
 
 bool Covers(const Scope& scope, ScopeKind tool_kind, std::string_view tool) {
   if (scope.kind == ScopeKind::kTool) return GlobMatch(scope.glob, tool);
+  if (scope.kind == ScopeKind::kMetrics) return false;
   return static_cast<int>(scope.kind) >= static_cast<int>(tool_kind);
 }
 
@@ -45,15 +47,17 @@ Result<Scope> ParseScope(std::string_view text) {
                        "scope: tool:GLOB needs a glob of 1 to 64 characters of a-z, 0-9, _, * and ?");
     return Scope{ScopeKind::kTool, std::string(glob)};
   }
+  if (text == kMetricsScope) return Scope{ScopeKind::kMetrics, ""};
   auto kind = ParseToolKind(text);
   if (!kind.ok())
     return Error::Of(Code::kInvalidArgument, "scope: '" + std::string(text.substr(0, 32)) +
-                                                 "' is not a scope (read, deploy, admin, tool:GLOB)");
+                                                 "' is not a scope (read, deploy, admin, metrics, tool:GLOB)");
   return Scope{*kind, ""};
 }
 
 std::string FormatScope(const Scope& scope) {
   if (scope.kind == ScopeKind::kTool) return std::string(kToolPrefix) + scope.glob;
+  if (scope.kind == ScopeKind::kMetrics) return std::string(kMetricsScope);
   return std::string(kKindNames[static_cast<size_t>(scope.kind)]);
 }
 

@@ -17,8 +17,9 @@ std::string_view RoleName(Role role);
 Result<Role> ParseRole(std::string_view text);
 
 // A token's scope. read < deploy < admin cover the tools of their kind and the kinds below; tool:GLOB covers the tools
-// whose names match GLOB (`*` any run, `?` one character) whatever their kind.
-enum class ScopeKind { kRead, kDeploy, kAdmin, kTool };
+// whose names match GLOB (`*` any run, `?` one character) whatever their kind. metrics covers no tool: it lets a
+// platform admin's token read GET /metrics (api/metrics_endpoint.h), for a scraper that may do nothing else.
+enum class ScopeKind { kRead, kDeploy, kAdmin, kTool, kMetrics };
 
 struct Scope {
   ScopeKind kind = ScopeKind::kRead;
@@ -26,7 +27,7 @@ struct Scope {
   bool operator==(const Scope&) const = default;
 };
 
-// "read" | "deploy" | "admin" | "tool:GLOB" with GLOB of [a-z0-9_*?], 1..64 characters.
+// "read" | "deploy" | "admin" | "metrics" | "tool:GLOB" with GLOB of [a-z0-9_*?], 1..64 characters.
 Result<Scope> ParseScope(std::string_view text);
 std::string FormatScope(const Scope& scope);
 // Comma-separated; "" is no scope at all (the role's full power). Duplicates are dropped.

@@ -1,6 +1,8 @@
 // Token rows: insert by hash, look up by hash and compare again in constant time.
 #include "identity/token_store.h"
 
+#include <algorithm>
+
 #include "identity/names.h"
 #include "identity/rows.h"
 
@@ -82,6 +84,10 @@ Result<NewToken> Tokens::Create(const Principal& caller, const TokenSpec& spec) 
       return Error::Of(Code::kForbidden, "role_cap " + std::string(RoleName(*spec.role_cap)) + " is above the role " +
                                              std::string(RoleName(*role)) + " in org " + spec.org);
   }
+  const bool metrics = std::any_of(spec.scopes.begin(), spec.scopes.end(),
+                                  [](const Scope& s) { return s.kind == ScopeKind::kMetrics; });
+  if (metrics && !owner.platform_admin)
+    return Error::Of(Code::kForbidden, "scope metrics: only a platform admin's platform-wide token may carry it");
   return Insert(SecretKind::kToken, spec, user);
 }
 

@@ -59,6 +59,7 @@ const std::map<std::string, Expected>& Table() {
       // Sandboxes: viewers look, members act.
       {"sandbox_list", kRead},
       {"sandbox_get", kRead},
+      {"sandbox_usage", kRead},
       {"sandbox_file_read", kRead},
       {"sandbox_create", kAct},
       {"sandbox_exec", kAct},
@@ -126,6 +127,7 @@ const std::map<std::string, Expected>& Table() {
 json InputFor(const std::string& tool) {
   static const std::map<std::string, json> inputs = {
       {"sandbox_get", {{"sandbox", "sb-1"}}},
+      {"sandbox_usage", {{"sandbox", "sb-1"}}},
       {"sandbox_file_read", {{"sandbox", "sb-1"}, {"path", "/etc/hostname"}}},
       {"sandbox_exec", {{"sandbox", "sb-1"}, {"argv", {"true"}}}},
       {"sandbox_exec_input", {{"sandbox", "sb-1"}, {"session", "s1"}, {"data", "x"}}},
@@ -316,7 +318,7 @@ TEST_F(RoleMatrixTest, TheTableNamesEveryToolTheDaemonServes) {
   for (const auto& [name, _] : Table()) tabled.insert(name);
   EXPECT_EQ(registered, tabled);
   EXPECT_EQ(listed, tabled);
-  EXPECT_EQ(tabled.size(), 48u);
+  EXPECT_EQ(tabled.size(), 49u);
 }
 
 TEST_F(RoleMatrixTest, EachToolByEachRoleAndScope) {

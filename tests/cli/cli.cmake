@@ -4,6 +4,8 @@ add_executable(isb_cli_tests
   tests/cli/client_test.cc
   tests/cli/sandbox_cmds_test.cc
   tests/cli/audit_rows_test.cc
+  tests/cli/events_cmd_test.cc
+  src/cli/events_cmd.cc
   src/cli/audit_rows.cc
   src/cli/client.cc
   src/cli/bind_spec.cc

@@ -32,7 +32,8 @@ add_executable(isb_e2e_tests
   tests/e2e/audit_test.cc
   tests/e2e/identity_test.cc
   tests/e2e/web_ui_test.cc
-  tests/e2e/terminal_socket_test.cc)
+  tests/e2e/terminal_socket_test.cc
+  tests/e2e/metrics_test.cc)
 # SQLite: the audit test edits the state file directly, as an attacker with the file could.
 # isb_websocket: the terminal test's client reads and writes RFC 6455 frames; isb_image_dist: the test registry's
 # digests.

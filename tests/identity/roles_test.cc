@@ -42,8 +42,8 @@ TEST(ScopesTest, MalformedScopesAreRefusedExactly) {
   auto bad = ParseScopes("read,write");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().code, Code::kInvalidArgument);
-  EXPECT_EQ(bad.error().message, "scope: 'write' is not a scope (read, deploy, admin, tool:GLOB)");
-  EXPECT_EQ(ParseScopes("read,").error().message, "scope: '' is not a scope (read, deploy, admin, tool:GLOB)");
+  EXPECT_EQ(bad.error().message, "scope: 'write' is not a scope (read, deploy, admin, metrics, tool:GLOB)");
+  EXPECT_EQ(ParseScopes("read,").error().message, "scope: '' is not a scope (read, deploy, admin, metrics, tool:GLOB)");
   const std::string glob_error = "scope: tool:GLOB needs a glob of 1 to 64 characters of a-z, 0-9, _, * and ?";
   EXPECT_EQ(ParseScope("tool:").error().message, glob_error);
   EXPECT_EQ(ParseScope("tool:Sandbox").error().message, glob_error);

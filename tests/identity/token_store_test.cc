@@ -73,6 +73,22 @@ TEST_F(TokenStoreTest, AnOrgScopedTokenOfAPlatformAdminIsNoPlatformAdmin) {
                "org default not found");
 }
 
+TEST_F(TokenStoreTest, OnlyAPlatformAdminsPlatformWideTokenCarriesTheMetricsScope) {
+  const std::vector<Scope> metrics = {{ScopeKind::kMetrics, ""}};
+  EXPECT_ERROR(id_->tokens().Create(As(alice_), {.name = "scrape", .scopes = metrics}), Code::kForbidden,
+               "scope metrics: only a platform admin's platform-wide token may carry it");
+  ASSERT_TRUE(id_->users().SetPlatformAdmin(alice_, true).ok());
+  EXPECT_ERROR(id_->tokens().Create(As(alice_), {.name = "scrape", .org = "acme", .scopes = metrics}),
+               Code::kForbidden, "scope metrics: only a platform admin's platform-wide token may carry it");
+  auto p = id_->Resolve(Mint({.name = "scrape", .scopes = metrics}).secret);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_EQ(FormatScopes(p->scopes), "metrics");
+  // It covers no tool, not even a read.
+  EXPECT_ERROR(May(Role::kOwner, p->scopes, Role::kViewer, ScopeKind::kRead, "sandbox_list"), Code::kForbidden,
+               "token scopes (metrics) do not cover sandbox_list; it needs scope read, deploy, admin, or "
+               "tool:sandbox_list");
+}
+
 TEST_F(TokenStoreTest, CreateRefusalsAreExact) {
   auto& tokens = id_->tokens();
   EXPECT_ERROR(tokens.Create(As(alice_), {.name = ""}), Code::kInvalidArgument,
