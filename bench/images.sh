@@ -19,6 +19,7 @@ for t in docker-registry umoci skopeo curl python3; do command -v "$t" >/dev/nul
 # shellcheck source=bench/lib.sh
 . "$here/lib.sh"
 tmp=$(mktemp -d /tmp/isb-images-bench-XXXXXX)
+chmod 755 "$tmp"  # the sandboxes' layers live below it: their unprivileged roots must reach them
 pids=()
 bench_cleanup_on_exit
 
@@ -41,7 +42,8 @@ pids+=($!)
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/v2/" >/dev/null && break; sleep 0.1; done
 ref=127.0.0.1:$port/bench/libs:1
 
-# The image: four layers of real files (a busybox, then shared libraries and python's), about 100 MiB unpacked.
+# The image: four layers of real files (a busybox; python's library; translations; shared libraries), about 100 MiB
+# unpacked.
 oci=$tmp/oci
 umoci init --layout "$oci"
 umoci new --image "$oci:1"
@@ -54,10 +56,9 @@ add_layer() {  # add_layer SRC...: the sources copied under the root, as one lay
   umoci repack --refresh-bundle --image "$oci:1" "$tmp/bundle"
 }
 add_layer /usr/lib/python3
-add_layer /usr/share/locale
-libs=$(ls -S /usr/lib/x86_64-linux-gnu/*.so* 2>/dev/null | head -40)
-# shellcheck disable=SC2086
-add_layer $libs
+add_layer /usr/share/locale/de /usr/share/locale/fr /usr/share/locale/es
+add_layer /usr/lib/x86_64-linux-gnu/libcrypto.so.3 /usr/lib/x86_64-linux-gnu/libstdc++.so.6.0.30 \
+  /usr/lib/x86_64-linux-gnu/libc.so.6 /usr/lib/x86_64-linux-gnu/libssl.so.3
 umoci config --image "$oci:1" --config.cmd /bin/sh --config.env PATH=/bin
 skopeo copy --quiet --dest-tls-verify=false "oci:$oci:1" "docker://$ref"
 unpacked=$(du -sm "$root" | cut -f1)
@@ -66,13 +67,17 @@ echo "image: $ref, 4 layers, ${unpacked} MiB unpacked, ${blobs} MiB compressed i
 
 # The daemon: its own state dir, no pools (every create cold), the registry allowed.
 state=$tmp/state
-"$isb" serve --listen 127.0.0.1:0 --state-dir "$state" --runtime-dir "$tmp/run" --pool-size 0 --net-pool-size 0 \
+"$isb" serve --listen 127.0.0.1:0 --state-dir "$state" --pool-size 0 --net-pool-size 0 \
   --registry-allow "127.0.0.1:$port" --registry-insecure "127.0.0.1:$port" >"$tmp/daemon.log" 2>&1 &
 daemon=$!
 pids+=($daemon)
 sock=$state/api/isb.sock
-for _ in $(seq 200); do [ -S "$sock" ] && "$isb" ls --socket "$sock" >/dev/null 2>&1 && break; sleep 0.05; done
-cli() { "$isb" "$@" --socket "$sock"; }
+for _ in $(seq 400); do [ -S "$sock" ] && "$isb" ls --socket "$sock" >/dev/null 2>&1 && break; sleep 0.05; done
+[ -S "$sock" ] || die "the daemon did not start: $(cat "$tmp/daemon.log")"
+# The socket goes after the command's words (two for image commands), before any "--".
+cli() {
+  if [ "$1" = image ]; then "$isb" image "$2" --socket "$sock" "${@:3}"; else "$isb" "$1" --socket "$sock" "${@:2}"; fi
+}
 
 : >"$tmp/skopeo.ms"
 : >"$tmp/isb.ms"
@@ -84,7 +89,23 @@ for r in $(seq "$runs"); do
   echo $((t1 - t0)) >>"$tmp/isb.ms"
   [ "$r" = "$runs" ] || cli image rm "$ref" >/dev/null  # cold again: its layers and blobs deleted
 done
+# The floor of an unpacking pull on this filesystem: GNU tar extracting the same layers (from skopeo's copy) into the
+# state dir's filesystem, one after another, nothing fetched or verified.
+: >"$tmp/tar.ms"
+for _ in $(seq "$runs"); do
+  rm -rf "$state/tar-floor" && mkdir -p "$state/tar-floor"
+  t0=$(now_ms)
+  for blob in "$tmp"/copy/blobs/sha256/*; do
+    [ "$(stat -c %s "$blob")" -gt 100000 ] && tar -xzf "$blob" -C "$state/tar-floor" 2>/dev/null || true
+  done
+  t1=$(now_ms)
+  echo $((t1 - t0)) >>"$tmp/tar.ms"
+done
+rm -rf "$state/tar-floor"
 pull_isb=$(median "$tmp/isb.ms")
+tar_floor=$(median "$tmp/tar.ms")
+echo "floor, median of $runs: tar -xzf of the same layers into the same filesystem ${tar_floor} ms (no fetch, no" \
+  "digest); isb's pull / that floor $(ratio "$pull_isb" "$tar_floor")x"
 pull_skopeo=$(median "$tmp/skopeo.ms")
 echo "pull, cold, median of $runs: isb image pull ${pull_isb} ms (fetch + verify + unpack); skopeo copy to an OCI" \
   "dir ${pull_skopeo} ms (fetch + verify); skopeo/isb $(ratio "$pull_skopeo" "$pull_isb")x (target >= 1:" \
@@ -95,7 +116,7 @@ create_exec() {  # create_exec [--image REF]: ms for a create and a first exec, 
   local t0 t1 id
   t0=$(now_ms)
   id=$(cli create "$@" | tail -1)
-  cli exec "$id" -- /bin/sh -c true
+  cli exec "$id" -- /bin/sh -c true || { cli rm "$id" >/dev/null; die "exec in $id failed"; }
   t1=$(now_ms)
   cli rm "$id" >/dev/null
   echo $((t1 - t0))
