@@ -225,10 +225,11 @@ try {
   console.log('ok egress');
   await shot(page, '07-egress');
 
-  // A second tab on the list; a sandbox made through the API appears there without a reload.
+  // A second tab on the list; a sandbox made through the API appears there without a reload. (Not networkidle: the
+  // page holds its events stream open for as long as it lives.)
   const second = await browser.newPage();
   await watch(second, 'second tab');
-  await second.goto(BASE + '/#/sandboxes', { waitUntil: 'networkidle0' });
+  await second.goto(BASE + '/#/sandboxes', { waitUntil: 'domcontentloaded' });
   await waitText(second, '#sandbox-list', 'web-one');
   await second.evaluate(() => { window.__noReload = true; });
   const made = await api(cookie, 'sandbox_create', { name: 'from-api' });
