@@ -55,13 +55,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view upgrade = NextLine(in);
   if (upgrade != "-") req.headers.Add("Upgrade", std::string(upgrade));
 
-  // Only liveness and signing in are served without a login, whatever the bytes; MCP is what McpServer takes.
+  // Only liveness, signing in and the web UI's page and files (which hold no data) are served without a login,
+  // whatever the bytes; MCP is what McpServer takes.
   const api::Route& route = Server().Find(req);
   const std::string_view path = req.Path();
-  if (!route.needs_login && path != "/healthz" && !path.starts_with("/api/v1/auth/")) abort();
+  if (!route.needs_login && path != "/healthz" && !path.starts_with("/api/v1/auth/") && path != "/" &&
+      !path.starts_with("/assets/"))
+    abort();
   if ((route.handler == api::Handler::kMcp) != api::McpOrgFromPath(path).has_value()) abort();
-  // No route of the server's takes an upgrade.
-  if (api::AsksForWebSocket(req.headers) == api::CheckUpgrade(route, req).ok()) abort();
+  // Only the terminal route takes an upgrade; every other refuses one asked for.
+  if (route.websocket != (route.handler == api::Handler::kTerminal)) abort();
+  if (api::CheckUpgrade(route, req).ok() != (!api::AsksForWebSocket(req.headers) || route.websocket)) abort();
 
   // A host route serves only requests sent to its host (in any case); every other request is routed as without them.
   const api::Route& hosted = WithHosts().Find(req);
