@@ -26,10 +26,7 @@ class ImagesTest : public E2eTest {
 
   void SetUp() override {
     const std::string missing = image::testing::MissingTool();
-    if (!missing.empty()) {
-      if (isb::testing::MustWork()) FAIL() << missing << " is needed for the image tests";
-      GTEST_SKIP() << missing << " is missing";
-    }
+    ISB_REQUIRE_MACHINE(missing.empty(), "the image tests need " << missing);
     ASSERT_NE(images_, nullptr) << "the test images could not be built";
     E2eTest::SetUp();
   }

@@ -23,6 +23,7 @@
 #include "image/layer_writer.h"
 #include "image/tar_reader.h"
 #include "image/tar_writer.h"
+#include "must_work.h"
 
 namespace isb::image {
 namespace {
@@ -46,10 +47,7 @@ std::string Sh(const std::string& command) {
 class LayerWriterTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (::geteuid() != 0) {
-      if (isb::testing::MustWork()) FAIL() << "needs root (chown, mknod)";
-      GTEST_SKIP() << "needs root";
-    }
+    ISB_REQUIRE_ROOT();  // chown, mknod
     char tmpl[] = "/tmp/isb-layer-writer-XXXXXX";
     ASSERT_NE(::mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
