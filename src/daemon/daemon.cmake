@@ -7,7 +7,7 @@ add_library(isb_daemon STATIC src/daemon/sandbox_manager.cc src/daemon/egress_se
             src/daemon/trust_bundle.cc src/daemon/sandbox_snapshot.cc src/daemon/disk_layer.cc src/daemon/teardown_queue.cc
             src/daemon/refill_policy.cc src/daemon/egress_claims.cc
             src/daemon/sandbox_files.cc src/daemon/sandbox_pool.cc src/daemon/host_paths.cc src/daemon/sandbox_adoption.cc
-            src/daemon/sandbox_terminals.cc src/daemon/secret_broker.cc
+            src/daemon/sandbox_terminals.cc src/daemon/sandbox_network.cc src/daemon/secret_broker.cc
             src/daemon/lifecycle_events.cc src/daemon/usage_sampler.cc)
 target_link_libraries(isb_daemon PUBLIC isb_engine isb_spec isb_store isb_net isb_proxy isb_egress isb_judge isb_audit
                       isb_secrets_store isb_secrets_wire nlohmann_json::nlohmann_json)

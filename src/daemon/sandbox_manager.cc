@@ -1,29 +1,18 @@
 // Sandboxes as long-lived objects: create, exec, stop/start, removal. Files inside (sandbox_files.cc), host paths
-// (host_paths.cc), the pools (sandbox_pool.cc), adoption and the reaper (sandbox_adoption.cc) have files of their own.
+// (host_paths.cc), the pools (sandbox_pool.cc), adoption and the reaper (sandbox_adoption.cc), networks
+// (sandbox_network.cc) and terminals (sandbox_terminals.cc) have files of their own.
 #include "daemon/sandbox_manager.h"
 
 #include "api/org_sandboxes.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <linux/falloc.h>
-#include <linux/magic.h>
-#include <linux/openat2.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/random.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
-#include <sys/syscall.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
-#include <set>
 #include <utility>
 #include <nlohmann/json.hpp>
 
@@ -34,7 +23,6 @@
 #include "engine/cgroup.h"
 #include "engine/contain.h"
 #include "engine/exec_client.h"
-#include "engine/idmap.h"
 #include "engine/launch.h"
 #include "engine/namespaces.h"
 #include "engine/namespaces_runtime.h"
@@ -399,62 +387,6 @@ Result<api::SandboxInfo> SandboxManager::Info(const Record& rec) {
     }
   }
   return info;
-}
-
-Result<egress::EgressSpec> SandboxManager::Egress(const api::SandboxSpec& spec) const {
-  Result<egress::EgressSpec> e = ParseSandboxEgress(spec.egress);
-  if (!e.ok()) return Error::Of(e.error().code, "egress: " + e.error().message);
-  if (e->mode != egress::EgressMode::kNone && options_.egress == nullptr)
-    return Error::Of(Code::kUnavailable, "egress: " + options_.egress_unavailable);
-  if (!e->secrets.empty()) {
-    if (options_.secrets == nullptr)
-      return Error::Of(Code::kUnavailable, "egress: secrets: the daemon runs without a secret store");
-    ISB_TRY(options_.secrets->Resolve(api::OrgOf(spec), *e));
-  }
-  return e;
-}
-
-Status SandboxManager::AddSecrets(Record& rec, const egress::EgressSpec& egress) const {
-  if (egress.secrets.empty()) return {};
-  rec.spec.egress = egress::EgressSpecToJson(egress);
-  return options_.secrets->AddEnvironment(rec.id, egress, rec.spec.environment);
-}
-
-void SandboxManager::AddNetworkEnvironment(api::SandboxSpec& spec, const SandboxNet& net) {
-  // The proxy variables join the sandbox's environment unless the caller set them.
-  for (const std::string& kv : net.env) {
-    size_t eq = kv.find('=');
-    spec.environment.try_emplace(kv.substr(0, eq), kv.substr(eq + 1));
-  }
-  if (!net.ca_pem.empty())
-    for (const char* k : kTrustBundleVariables) spec.environment.try_emplace(k, kSandboxTrustBundle);
-}
-
-Status SandboxManager::PrepareNetwork(Record& rec, const egress::EgressSpec& spec, SandboxNet* out) {
-  if (spec.mode == egress::EgressMode::kNone) return {};
-  ISB_ASSIGN_OR_RETURN(SandboxNet net, options_.egress->Prepare(rec.id, spec, api::OrgOf(rec.spec)));
-  AddNetworkEnvironment(rec.spec, net);
-  ISB_TRY(MakeDirs(Dir(rec.id), 0711));
-  ISB_TRY(isb::WriteFile(Dir(rec.id) + "/resolv.conf", net.resolv_conf, 0644));
-  if (!net.ca_pem.empty()) ISB_TRY(WriteTrustBundle(rec, net.ca_pem));
-  ISB_TRY(isb::WriteFileAtomically(Dir(rec.id) + "/net_slot", std::to_string(net.slot), 0600));
-  if (out != nullptr) *out = std::move(net);
-  return {};
-}
-
-Status SandboxManager::WriteTrustBundle(const Record& rec, const std::string& ca_pem) {
-  ISB_ASSIGN_OR_RETURN(std::string bundle, SandboxTrustBundle(rec.spec, ca_pem));
-  ISB_TRY(isb::WriteFile(Dir(rec.id) + "/" + kTrustBundleFile, bundle, 0644));
-  // A running sandbox's copy on its mounted layer, rewritten in place: its bind sees the new contents. A stopped
-  // one's layer is not mounted (nothing is there); it gets the copy when it starts.
-  if (std::error_code ec; std::filesystem::exists(Dir(rec.id) + "/layer/" + kTrustBundleFile, ec))
-    return isb::WriteFile(Dir(rec.id) + "/layer/" + kTrustBundleFile, bundle, 0644);
-  return {};
-}
-
-Status SandboxManager::CopyTrustBundleToLayer(const std::string& id) {
-  ISB_ASSIGN_OR_RETURN(std::string bundle, isb::ReadFile(Dir(id) + "/" + kTrustBundleFile));
-  return isb::WriteFile(Dir(id) + "/layer/" + kTrustBundleFile, bundle, 0644);
 }
 
 // A create, start or exec running: the pool's refill waits for none to be (refill_policy.h).
