@@ -37,7 +37,6 @@
 #include "engine/idmap.h"
 #include "engine/launch.h"
 #include "engine/namespaces.h"
-#include "daemon/sandbox_fit.h"
 #include "daemon/sandbox_record.h"
 
 namespace isb::daemon {

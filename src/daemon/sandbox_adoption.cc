@@ -39,7 +39,6 @@
 #include "engine/idmap.h"
 #include "engine/launch.h"
 #include "engine/namespaces.h"
-#include "daemon/sandbox_fit.h"
 #include "daemon/sandbox_record.h"
 
 namespace isb::daemon {
@@ -58,8 +57,7 @@ Result<std::string> SandboxManager::Adopt() {
     known.insert(id);
     if (state == "creating") {
       // The previous daemon died mid-create: nobody was told of this sandbox. Undo it.
-      engine::Cgroup cg = engine::Cgroup::Adopt(layout_, id);
-      (void)cg.Remove();
+      (void)runtime_->Release(id);
       RemoveDir(id);
       (void)db_->Exec("DELETE FROM sandboxes WHERE id = ?1", {id});
       ++undone;
@@ -67,6 +65,10 @@ Result<std::string> SandboxManager::Adopt() {
     }
     auto rec = Load(id);
     if (!rec.ok()) continue;
+    // Where its network is attached, when it runs (none when its runtime no longer finds it).
+    engine::NetworkAttachment attached;
+    if (rec->state == "running")
+      if (auto at = runtime_->Network(Handle(*rec)); at.ok()) attached = *at;
     // Its address and rules, running or stopped: a stopped sandbox gets them back when it starts.
     if (auto slot = isb::ReadFile(Dir(id) + "/net_slot"); slot.ok() && options_.egress != nullptr) {
       Result<egress::EgressSpec> spec = ParseSandboxEgress(rec->spec.egress);
@@ -77,7 +79,7 @@ Result<std::string> SandboxManager::Adopt() {
       Status st = !spec.ok() ? Status(spec.error())
                   : !index   ? Status(Error::Msg("its net_slot file does not hold a slot number"))
                              : options_.egress->Adopt(id, *index, *spec, api::OrgOf(rec->spec),
-                                                      rec->state == "running" ? rec->pid : 0, rec->start_time);
+                                                      attached.pid, attached.start_time);
       // A new daemon has a new CA for the sandbox (CAs are kept in memory only): its trust store follows.
       if (st.ok() && std::filesystem::exists(Dir(id) + "/" + kTrustBundleFile)) {
         Result<std::string> ca = options_.egress->SandboxCaPem(id);
@@ -88,11 +90,11 @@ Result<std::string> SandboxManager::Adopt() {
     if (rec->state != "running") {
       // A daemon killed in the middle of a start may have left its sandbox running with the row not yet saying so,
       // and one killed in the middle of a stop its layer mounted: nothing of a stopped sandbox may live on.
-      (void)engine::Cgroup::Adopt(layout_, id).Remove();
+      (void)runtime_->Release(id);
       (void)Layer(id).Detach();
       continue;
     }
-    if (Alive(*rec)) {
+    if (rec->state == "running" && !Handle(*rec).record.empty() && runtime_->Adopt(Handle(*rec))) {
       // One made before isb kept its own directories out, and mounting one, is stopped rather than left seeing it.
       if (Status kept = KeepIsbOut(rec->spec); !kept.ok()) {
         std::fprintf(stderr, "isb: sandbox %s stopped: %s\n", id.c_str(), kept.error().message.c_str());
@@ -102,7 +104,7 @@ Result<std::string> SandboxManager::Adopt() {
       // A port taken while no daemon ran is another program's: the sandbox is halted as a start that could not
       // publish is, rather than run while that program answers on its port.
       Status p = PortsApartFromIsb(rec->spec);
-      if (p.ok()) p = ports_.Publish(id, rec->pid, rec->spec.ports);
+      if (p.ok()) p = PublishPorts(*rec);
       if (!p.ok()) {
         std::fprintf(stderr, "isb: sandbox %s stopped: %s\n", id.c_str(), p.error().message.c_str());
         (void)Halt(*rec, "failed", p.error().message);
@@ -117,19 +119,11 @@ Result<std::string> SandboxManager::Adopt() {
   }
   // cgroups of this daemon's sandboxes that the database no longer knows (their state dir is still here): kill
   // and remove. Other daemons' sandboxes and isb run's (run-*) are not this daemon's to touch.
-  for (const std::string* root : {&layout_.memory, &layout_.v2_root}) {
-    std::error_code ec;
-    if (root->empty()) continue;
-    for (const auto& e : std::filesystem::directory_iterator(*root + "/isb", ec)) {
-      std::string name = e.path().filename().string();
-      if (!e.is_directory() || !name.starts_with("sb-") || known.count(name) ||
-          !std::filesystem::exists(Dir(name)))
-        continue;
-      engine::Cgroup cg = engine::Cgroup::Adopt(layout_, name);
-      (void)cg.Remove();
-      RemoveDir(name);
-      ++orphans;
-    }
+  for (const std::string& name : runtime_->Held()) {
+    if (known.count(name) || !std::filesystem::exists(Dir(name))) continue;
+    (void)runtime_->Release(name);
+    RemoveDir(name);
+    ++orphans;
   }
   // State dirs the database does not know and no cgroup led to (a pooled sandbox's layer made before its launch):
   // their layers are unmounted and their images removed.
@@ -139,13 +133,8 @@ Result<std::string> SandboxManager::Adopt() {
     if (!name.starts_with("sb-") || known.count(name)) continue;
     RemoveDir(name);
   }
-  // Lease files whose holder is gone.
-  for (const auto& e : std::filesystem::directory_iterator(engine::IdAllocator::kHostLeaseDir, ec)) {
-    try {
-      engine::IdAllocator::ForHost().Reclaim(static_cast<uint32_t>(std::stoul(e.path().filename().string())));
-    } catch (...) {
-    }
-  }
+  // Id ranges whose holder is gone.
+  runtime_->Sweep();
   const bool pooling = options_.pool_size > 0 || (options_.egress != nullptr && options_.net_pool_size > 0);
   if (pooling && !pool_thread_.joinable()) pool_thread_ = std::thread([this] { FillPool(); });
   return std::to_string(adopted) + " adopted, " + std::to_string(died) + " found dead, " + std::to_string(undone) +
@@ -179,11 +168,8 @@ int SandboxManager::ReapOnce() {
       }
       const int64_t now = Now();
       uint64_t cpu = 0;
-      if (rec->state == "running") {
-        engine::Cgroup cg = engine::Cgroup::Adopt(layout_, id);
-        if (auto st = cg.ReadStats(); st.ok()) cpu = st->cpu_usec;
-        cg.Release();
-      }
+      if (rec->state == "running")
+        if (auto st = runtime_->Usage(Handle(*rec)); st.ok()) cpu = st->cpu_usec;
       // Idle needs a measured share under 2% since the last pass: on a daemon's first pass there is none yet, and
       // an exec running now (however quiet) is activity.
       bool busy = true, measured_busy = false;

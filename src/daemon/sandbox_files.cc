@@ -39,7 +39,6 @@
 #include "engine/idmap.h"
 #include "engine/launch.h"
 #include "engine/namespaces.h"
-#include "daemon/sandbox_fit.h"
 #include "daemon/sandbox_record.h"
 
 namespace isb::daemon {
@@ -118,15 +117,6 @@ class AsSandboxUser {
   int dumpable_;
   std::vector<gid_t> groups_;
 };
-
-// The root of the process that is pid `pid` since `start_time` (the sandbox's init); a pid taken meanwhile by
-// another process is never used.
-Result<Fd> SandboxRoot(pid_t pid, uint64_t start_time) {
-  Fd proc = engine::OpenProcessDir(pid, start_time);
-  Fd root(proc.valid() ? ::openat(proc.get(), "root", O_PATH | O_DIRECTORY | O_CLOEXEC) : -1);
-  if (!root.valid()) return Error::Of(Code::kConflict, "the sandbox is not running");
-  return root;
-}
 
 // Opens `name` at `at` with openat2 (`flags` and `resolve`) as host uid/gid `uid`/`gid`; errors name `path`.
 Result<Fd> OpenAs(int at, const std::string& name, const std::string& path, int flags, mode_t mode, uint64_t resolve,
@@ -226,7 +216,7 @@ Result<api::FileData> SandboxManager::ReadFile(const std::string& id_or_name, co
   if (!Alive(rec)) return Error::Of(Code::kConflict, "sandbox '" + rec.id + "' is not running");
   auto [uid, gid] = HostUser(rec.spec, rec.uid_base);
   ISB_TRY(CheckPath(path));
-  ISB_ASSIGN_OR_RETURN(Fd root, SandboxRoot(rec.pid, rec.start_time));
+  ISB_ASSIGN_OR_RETURN(Fd root, runtime_->OpenRoot(Handle(rec)));
   ISB_ASSIGN_OR_RETURN(Fd fd, OpenInRoot(root.get(), path, O_RDONLY, uid, gid));
   ISB_TRY(CheckServed(root.get(), fd.get(), path));
   struct stat st{};
@@ -263,7 +253,7 @@ Status SandboxManager::WriteFile(const std::string& id_or_name, const std::strin
   // Created as the sandbox's user, as if it had written the file itself.
   auto [uid, gid] = HostUser(rec.spec, rec.uid_base);
   ISB_TRY(CheckPath(path));
-  ISB_ASSIGN_OR_RETURN(Fd root, SandboxRoot(rec.pid, rec.start_time));
+  ISB_ASSIGN_OR_RETURN(Fd root, runtime_->OpenRoot(Handle(rec)));
   // A file that is there, or else a new one, made only in a directory that is not on a refused mount (checked
   // before anything is made there), and never at the end of a symlink: a name that is a symlink to nothing is
   // refused, as cp refuses to write through one.
@@ -336,7 +326,7 @@ Status SandboxManager::WriteSecretFiles(const Record& rec, const std::string& on
   if (options_.secrets == nullptr)
     return Error::Of(Code::kUnavailable, "secrets: the daemon runs without a secret store");
   auto [uid, gid] = HostUser(rec.spec, rec.uid_base);
-  ISB_ASSIGN_OR_RETURN(Fd root, SandboxRoot(rec.pid, rec.start_time));
+  ISB_ASSIGN_OR_RETURN(Fd root, runtime_->OpenRoot(Handle(rec)));
   ISB_ASSIGN_OR_RETURN(Fd dir, OpenInRoot(root.get(), spec::kSecretsDir, O_PATH | O_DIRECTORY, uid, gid));
   // Only on the tmpfs isb mounted there: a sandbox that took it away (its root may unmount it) gets no file in its
   // layer, where the value would outlive it.

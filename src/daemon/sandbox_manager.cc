@@ -1,29 +1,18 @@
 // Sandboxes as long-lived objects: create, exec, stop/start, removal. Files inside (sandbox_files.cc), host paths
-// (host_paths.cc), the pools (sandbox_pool.cc), adoption and the reaper (sandbox_adoption.cc) have files of their own.
+// (host_paths.cc), the pools (sandbox_pool.cc), adoption and the reaper (sandbox_adoption.cc), networks
+// (sandbox_network.cc) and terminals (sandbox_terminals.cc) have files of their own.
 #include "daemon/sandbox_manager.h"
 
 #include "api/org_sandboxes.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <linux/falloc.h>
-#include <linux/magic.h>
-#include <linux/openat2.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/random.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
-#include <sys/syscall.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
-#include <set>
 #include <utility>
 #include <nlohmann/json.hpp>
 
@@ -34,11 +23,10 @@
 #include "engine/cgroup.h"
 #include "engine/contain.h"
 #include "engine/exec_client.h"
-#include "engine/idmap.h"
 #include "engine/launch.h"
 #include "engine/namespaces.h"
+#include "engine/namespaces_runtime.h"
 #include "daemon/lifecycle_events.h"
-#include "daemon/sandbox_fit.h"
 #include "daemon/sandbox_record.h"
 
 namespace isb::daemon {
@@ -49,7 +37,6 @@ using store::AsText;
 
 namespace {
 
-constexpr int kBackgroundNice = 19;
 constexpr uint64_t kExecOutputLimit = 256 * 1024;
 
 
@@ -75,10 +62,17 @@ Status CheckOnHost(const api::SandboxSpec& s) {
   return {};
 }
 
+SandboxManager::SandboxManager(ManagerOptions options, engine::Runtime* runtime, store::Db* db)
+    : options_(std::move(options)), runtime_(runtime), db_(db) {
+  if (!options_.now) options_.now = [] { return static_cast<int64_t>(::time(nullptr)); };
+}
+
 SandboxManager::SandboxManager(ManagerOptions options, engine::Spawner* spawner, store::Db* db,
                                engine::CgroupLayout layout)
-    : options_(std::move(options)), spawner_(spawner), db_(db), layout_(std::move(layout)) {
-  if (!options_.now) options_.now = [] { return static_cast<int64_t>(::time(nullptr)); };
+    : SandboxManager(std::move(options), nullptr, db) {
+  owned_runtime_ = std::make_unique<engine::NamespacesRuntime>(spawner, std::move(layout), options_.runtime_dir,
+                                                               options_.state_dir + "/sandboxes");
+  runtime_ = owned_runtime_.get();
 }
 
 SandboxManager::~SandboxManager() {
@@ -201,7 +195,7 @@ Result<SandboxManager::Record> SandboxManager::LoadLocked(const std::string& id_
 
 Result<SandboxManager::Record> SandboxManager::Load(const std::string& id_or_name) {
   auto rows = db_->Query(
-      "SELECT id, name, spec, state, pid, start_time, lease_index, uid_base, created_at, expires_at, last_active_at "
+      "SELECT id, name, spec, state, runtime, handle, uid_base, created_at, expires_at, last_active_at "
       "FROM sandboxes WHERE (id = ?1 OR (name = ?1 AND name != '')) AND state != 'creating'",
       {id_or_name});
   if (!rows.ok()) return rows.error();
@@ -215,13 +209,12 @@ Result<SandboxManager::Record> SandboxManager::Load(const std::string& id_or_nam
   rec.name = AsText(r[1]);
   rec.spec = ParsedSpec(AsText(r[2]));
   rec.state = AsText(r[3]);
-  rec.pid = static_cast<pid_t>(AsInt(r[4]));
-  rec.start_time = static_cast<uint64_t>(AsInt(r[5]));
-  rec.lease_index = AsInt(r[6]);
-  rec.uid_base = static_cast<uint32_t>(AsInt(r[7]));
-  rec.created_at = AsInt(r[8]);
-  rec.expires_at = AsInt(r[9]);
-  rec.last_active_at = AsInt(r[10]);
+  rec.runtime = AsText(r[4]);
+  rec.runtime_record = AsText(r[5]);
+  rec.uid_base = static_cast<uint32_t>(AsInt(r[6]));
+  rec.created_at = AsInt(r[7]);
+  rec.expires_at = AsInt(r[8]);
+  rec.last_active_at = AsInt(r[9]);
   return rec;
 }
 
@@ -241,8 +234,19 @@ api::SandboxSpec SandboxManager::ParsedSpec(const std::string& text) {
   return spec;
 }
 
+engine::RuntimeHandle SandboxManager::Handle(const Record& rec) const {
+  // Another runtime's record means nothing to this one: its sandbox is not found (and so not running) here.
+  return {rec.id, rec.runtime == runtime_->Name() ? rec.runtime_record : std::string()};
+}
+
 bool SandboxManager::Alive(const Record& rec) const {
-  return rec.state == "running" && rec.pid > 0 && engine::ProcessStartTime(rec.pid) == rec.start_time;
+  const engine::RuntimeHandle handle = Handle(rec);
+  return rec.state == "running" && !handle.record.empty() && runtime_->Running(handle);
+}
+
+Status SandboxManager::PublishPorts(const Record& rec) {
+  ISB_ASSIGN_OR_RETURN(engine::NetworkAttachment at, runtime_->Network(Handle(rec)));
+  return ports_.Publish(rec.id, at.pid, rec.spec.ports);
 }
 
 Status SandboxManager::PortsApartFromIsb(const api::SandboxSpec& spec) const {
@@ -256,7 +260,7 @@ Status SandboxManager::PortsApartFromIsb(const api::SandboxSpec& spec) const {
 Status SandboxManager::Launch(Record& rec) {
   ISB_TRY(PortsApartFromIsb(rec.spec));
   ISB_TRY(LaunchProcess(rec));
-  Status ready = ports_.Publish(rec.id, rec.pid, rec.spec.ports);
+  Status ready = PublishPorts(rec);
   if (ready.ok()) ready = WriteSecretFiles(rec);
   if (!ready.ok()) {
     bool oom = false;
@@ -264,10 +268,11 @@ Status SandboxManager::Launch(Record& rec) {
     return ready;
   }
   rec.state = "running";
-  return db_->Exec("UPDATE sandboxes SET state='running', pid=?2, start_time=?3, lease_index=?4, uid_base=?5 "
-                   "WHERE id=?1",
-                   {rec.id, static_cast<int64_t>(rec.pid), static_cast<int64_t>(rec.start_time), rec.lease_index,
-                    static_cast<int64_t>(rec.uid_base)});
+  const engine::HostProcess shown = runtime_->Process(Handle(rec));
+  return db_->Exec("UPDATE sandboxes SET state='running', runtime=?2, handle=?3, uid_base=?4, pid=?5, start_time=?6, "
+                   "lease_index=?7 WHERE id=?1",
+                   {rec.id, rec.runtime, rec.runtime_record, static_cast<int64_t>(rec.uid_base),
+                    static_cast<int64_t>(shown.pid), static_cast<int64_t>(shown.start_time), shown.lease_index});
 }
 
 Status SandboxManager::LaunchProcess(Record& rec, bool background) {
@@ -310,25 +315,20 @@ Status SandboxManager::LaunchProcess(Record& rec, bool background) {
   // mounted while the sandbox runs, daemon or not; a layer from before disk limits is kept unlimited.
   if (!layer.Legacy()) ISB_TRY(layer.Attach(rec.spec.disk));
   if (bundled && !layer.Legacy()) ISB_TRY(CopyTrustBundleToLayer(rec.id));
-  ISB_ASSIGN_OR_RETURN(engine::SpawnedSandbox s, spawner_->Spawn(c, Dir(rec.id) + "/control.sock", rec.id));
-  rec.pid = s.pid;
-  rec.start_time = s.start_time;
-  rec.lease_index = s.lease_index;
-  rec.uid_base = s.uid_base;
   // A sandbox launched ahead for the pool builds its view at the lowest priority, so it never slows the creates
-  // and execs being served meanwhile; it gets the daemon's own priority once it is ready.
-  const int normal = ::getpriority(PRIO_PROCESS, 0);  // this thread's nice value, -20..19 (never fails for itself)
-  if (background && ::setpriority(PRIO_PROCESS, static_cast<id_t>(rec.pid), kBackgroundNice) != 0)
-    return Error::Sys("lower the priority of a pooled sandbox");
-  // Set up in parallel with other creates (the spawner has moved on); on failure the caller halts it by pid.
-  ISB_TRY(engine::WaitForSetup(s.report.get(), c, options_.runtime_dir, nullptr));
+  // and execs being served meanwhile. On failure the caller halts it by the handle it was given.
+  engine::StartedSandbox started;
+  Status start = runtime_->Start({rec.id, std::move(c), background}, &started);
+  rec.runtime = std::string(runtime_->Name());
+  rec.runtime_record = std::move(started.handle.record);
+  rec.uid_base = started.uid_base;
+  ISB_TRY(start);
   // Its veth and rules before anything runs in it (before then, it has only loopback).
   if (std::filesystem::exists(Dir(rec.id) + "/net_slot")) {
     if (options_.egress == nullptr) return Error::Of(Code::kUnavailable, "egress: " + options_.egress_unavailable);
-    ISB_TRY(options_.egress->Attach(rec.id, rec.pid, rec.start_time));
+    ISB_ASSIGN_OR_RETURN(engine::NetworkAttachment at, runtime_->Network(Handle(rec)));
+    ISB_TRY(options_.egress->Attach(rec.id, at.pid, at.start_time));
   }
-  if (background && ::setpriority(PRIO_PROCESS, static_cast<id_t>(rec.pid), normal) != 0)
-    return Error::Sys("restore the priority of a pooled sandbox");
   return {};
 }
 
@@ -336,33 +336,23 @@ Status SandboxManager::Halt(Record& rec, const std::string& event, const std::st
   bool oom = false;
   Status removed = Kill(rec, &oom, unmount_layer);
   rec.state = "stopped";
-  ISB_TRY(db_->Exec("UPDATE sandboxes SET state='stopped', pid=0, start_time=0, lease_index=-1 WHERE id=?1", {rec.id}));
+  ISB_TRY(db_->Exec("UPDATE sandboxes SET state='stopped', runtime='', handle='', pid=0, start_time=0, lease_index=-1 "
+                    "WHERE id=?1",
+                    {rec.id}));
   Event(rec, oom && event == "died" ? "oom" : event, reason);
   return removed;
 }
 
 Status SandboxManager::Kill(Record& rec, bool* oom, bool unmount_layer) {
   ports_.Unpublish(rec.id);
-  if (Fd pidfd = engine::OpenProcess(rec.pid, rec.start_time); pidfd.valid()) {
-    ::syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0);
-    if (options_.on_kill) options_.on_kill(rec.id);
-    pollfd p{pidfd.get(), POLLIN, 0};
-    ::poll(&p, 1, 10'000);  // killing pid 1 takes the whole pid namespace with it
-  }
-  engine::Cgroup cg = engine::Cgroup::Adopt(layout_, rec.id);
-  if (auto st = cg.ReadStats(); st.ok()) *oom = st->oom_kills > 0;
-  Status removed = cg.Remove();
-  // Its processes are gone, and with them its hold on the uid range: one try. The range may already be another
-  // sandbox's (the spawner reuses a range as soon as it is free); that sandbox's lock is then left alone, where
-  // waiting for it used to hold a removal up for a second.
-  if (rec.lease_index >= 0) (void)engine::IdAllocator::ForHost().Reclaim(static_cast<uint32_t>(rec.lease_index));
-  ::unlink((Dir(rec.id) + "/control.sock").c_str());
+  std::function<void()> on_killed;
+  if (options_.on_kill) on_killed = [this, &rec] { options_.on_kill(rec.id); };
+  Status removed = runtime_->Kill(Handle(rec), on_killed, oom);
   // Stopped, its layer's filesystem is unmounted (the image keeps the data for the next start).
   if (unmount_layer)
     if (Status detached = Layer(rec.id).Detach(); !detached.ok() && removed.ok()) removed = detached;
-  rec.pid = 0;
-  rec.start_time = 0;
-  rec.lease_index = -1;
+  rec.runtime.clear();
+  rec.runtime_record.clear();
   return removed;
 }
 
@@ -390,71 +380,13 @@ Result<api::SandboxInfo> SandboxManager::Info(const Record& rec) {
     for (const auto& [name, c] : options_.secrets->Counters(rec.id))
       info.secrets[name] = api::SecretUse{c.swapped, c.scrubbed, c.held};
   if (rec.state == "running") {
-    engine::Cgroup cg = engine::Cgroup::Adopt(layout_, rec.id);
-    if (auto st = cg.ReadStats(); st.ok()) {
+    if (auto st = runtime_->Usage(Handle(rec)); st.ok()) {
       info.usage.cpu_usec = st->cpu_usec;
       info.usage.memory_bytes = st->memory_bytes;
       info.usage.pids = static_cast<uint32_t>(st->pids);
     }
-    cg.Release();
   }
   return info;
-}
-
-Result<egress::EgressSpec> SandboxManager::Egress(const api::SandboxSpec& spec) const {
-  Result<egress::EgressSpec> e = ParseSandboxEgress(spec.egress);
-  if (!e.ok()) return Error::Of(e.error().code, "egress: " + e.error().message);
-  if (e->mode != egress::EgressMode::kNone && options_.egress == nullptr)
-    return Error::Of(Code::kUnavailable, "egress: " + options_.egress_unavailable);
-  if (!e->secrets.empty()) {
-    if (options_.secrets == nullptr)
-      return Error::Of(Code::kUnavailable, "egress: secrets: the daemon runs without a secret store");
-    ISB_TRY(options_.secrets->Resolve(api::OrgOf(spec), *e));
-  }
-  return e;
-}
-
-Status SandboxManager::AddSecrets(Record& rec, const egress::EgressSpec& egress) const {
-  if (egress.secrets.empty()) return {};
-  rec.spec.egress = egress::EgressSpecToJson(egress);
-  return options_.secrets->AddEnvironment(rec.id, egress, rec.spec.environment);
-}
-
-void SandboxManager::AddNetworkEnvironment(api::SandboxSpec& spec, const SandboxNet& net) {
-  // The proxy variables join the sandbox's environment unless the caller set them.
-  for (const std::string& kv : net.env) {
-    size_t eq = kv.find('=');
-    spec.environment.try_emplace(kv.substr(0, eq), kv.substr(eq + 1));
-  }
-  if (!net.ca_pem.empty())
-    for (const char* k : kTrustBundleVariables) spec.environment.try_emplace(k, kSandboxTrustBundle);
-}
-
-Status SandboxManager::PrepareNetwork(Record& rec, const egress::EgressSpec& spec, SandboxNet* out) {
-  if (spec.mode == egress::EgressMode::kNone) return {};
-  ISB_ASSIGN_OR_RETURN(SandboxNet net, options_.egress->Prepare(rec.id, spec, api::OrgOf(rec.spec)));
-  AddNetworkEnvironment(rec.spec, net);
-  ISB_TRY(MakeDirs(Dir(rec.id), 0711));
-  ISB_TRY(isb::WriteFile(Dir(rec.id) + "/resolv.conf", net.resolv_conf, 0644));
-  if (!net.ca_pem.empty()) ISB_TRY(WriteTrustBundle(rec, net.ca_pem));
-  ISB_TRY(isb::WriteFileAtomically(Dir(rec.id) + "/net_slot", std::to_string(net.slot), 0600));
-  if (out != nullptr) *out = std::move(net);
-  return {};
-}
-
-Status SandboxManager::WriteTrustBundle(const Record& rec, const std::string& ca_pem) {
-  ISB_ASSIGN_OR_RETURN(std::string bundle, SandboxTrustBundle(rec.spec, ca_pem));
-  ISB_TRY(isb::WriteFile(Dir(rec.id) + "/" + kTrustBundleFile, bundle, 0644));
-  // A running sandbox's copy on its mounted layer, rewritten in place: its bind sees the new contents. A stopped
-  // one's layer is not mounted (nothing is there); it gets the copy when it starts.
-  if (std::error_code ec; std::filesystem::exists(Dir(rec.id) + "/layer/" + kTrustBundleFile, ec))
-    return isb::WriteFile(Dir(rec.id) + "/layer/" + kTrustBundleFile, bundle, 0644);
-  return {};
-}
-
-Status SandboxManager::CopyTrustBundleToLayer(const std::string& id) {
-  ISB_ASSIGN_OR_RETURN(std::string bundle, isb::ReadFile(Dir(id) + "/" + kTrustBundleFile));
-  return isb::WriteFile(Dir(id) + "/layer/" + kTrustBundleFile, bundle, 0644);
 }
 
 // A create, start or exec running: the pool's refill waits for none to be (refill_policy.h).
@@ -610,12 +542,13 @@ Result<api::ExecResult> SandboxManager::Exec(const std::string& id_or_name, cons
   spec.output_limit = kExecOutputLimit;
   spec.cancelled = req.cancelled;
   std::string session;
+  engine::ExecInputReady on_input;
   if (req.tty) {
     ISB_ASSIGN_OR_RETURN(session, ReserveTerminal(rec.id, req.caller));
     spec.tty = true;
     spec.rows = req.rows;
     spec.cols = req.cols;
-    spec.on_terminal = [&](std::shared_ptr<engine::ExecTerminal> t) {
+    on_input = [&](std::shared_ptr<engine::ExecInput> t) {
       {
         MutexLock lock(terminals_mu_);
         terminals_[session].terminal = std::move(t);
@@ -642,9 +575,9 @@ Result<api::ExecResult> SandboxManager::Exec(const std::string& id_or_name, cons
     }
   };
   record_activity();
-  auto out = engine::ExecInSandbox(Dir(rec.id) + "/control.sock", spec,
-                                   sink ? engine::ExecSink([&](int s, std::string_view d) { sink(s, d); })
-                                        : engine::ExecSink());
+  auto out = runtime_->Exec(Handle(rec), spec,
+                            sink ? engine::ExecSink([&](int s, std::string_view d) { sink(s, d); }) : engine::ExecSink(),
+                            on_input);
   record_activity();
   if (!out.ok()) {
     if (out.error().code == Code::kNotFound)

@@ -16,7 +16,8 @@
 #include "api/sandboxes.h"
 #include "base/mutex.h"
 #include "engine/cgroup.h"
-#include "engine/exec_terminal.h"
+#include "engine/exec_stream.h"
+#include "engine/runtime.h"
 #include "engine/spawner.h"
 #include "audit/history.h"
 #include "daemon/disk_layer.h"
@@ -42,7 +43,7 @@ struct ManagerOptions {
   // default hostname, no network and the default limits (api::SandboxSpec's). A create takes one (its id, cgroup,
   // uid range and state dir are already its own) instead of waiting for a launch when its spec asks for nothing a
   // launched sandbox cannot be given afterwards: any name, labels, environment, user, working dir, lifetimes and
-  // ports, and limits at most the defaults, are applied before the create returns (sandbox_fit.h). Another image,
+  // ports, and limits at most the defaults, are applied before the create returns (engine::Refit). Another image,
   // mounts, a disk size, privileged or idmap, or larger limits launch for the call ("cold"). Pooled sandboxes are
   // not in the database: the manager's destructor removes them, and after a kill -9 the next daemon's Adopt does
   // (as orphaned cgroups). 0: no pool.
@@ -67,7 +68,10 @@ struct ManagerOptions {
 
 class SandboxManager : public api::Sandboxes {
  public:
-  // `spawner` must have been started before any thread; `db` has the daemon's migrations applied.
+  // Speaks to its sandboxes only through `runtime`, which outlives it; `db` has the daemon's migrations applied.
+  SandboxManager(ManagerOptions options, engine::Runtime* runtime, store::Db* db);
+  // Over a namespaces runtime of its own (engine/namespaces_runtime.h): `spawner` must have been started before any
+  // thread.
   SandboxManager(ManagerOptions options, engine::Spawner* spawner, store::Db* db, engine::CgroupLayout layout);
   // Removes the pooled sandboxes; the created ones keep running.
   ~SandboxManager() override;
@@ -126,7 +130,7 @@ class SandboxManager : public api::Sandboxes {
   Result<Record> Load(const std::string& id_or_name);
   // Launches the sandbox and records it running.
   Status Launch(Record& rec);
-  // Launches the sandbox; fills in its pid, start time and lease. `background`: for the pool, at the lowest
+  // Launches the sandbox; fills in its runtime handle and id range. `background`: for the pool, at the lowest
   // priority until it is ready.
   Status LaunchProcess(Record& rec, bool background = false);
   // Kills the sandbox's processes and releases its cgroup and lease. The record's state becomes stopped.
@@ -157,6 +161,8 @@ class SandboxManager : public api::Sandboxes {
   // Launches one sandbox for the pool `kind`.
   Result<Pooled> LaunchPooled(PoolKind kind);
   bool Alive(const Record& rec) const;
+  // What the runtime needs to find the sandbox of `rec` (an empty record when it has none, or another runtime's).
+  engine::RuntimeHandle Handle(const Record& rec) const;
   // The spec's egress, checked; kNone needs no network.
   Result<egress::EgressSpec> Egress(const api::SandboxSpec& spec) const;
   // The spec with its image and its mounts' sources made real paths (or, when the API checked them, kept only if
@@ -196,13 +202,13 @@ class SandboxManager : public api::Sandboxes {
   // Terminal sessions: a slot is reserved (and the id chosen) before the command starts, filled in when it runs,
   // and released when the exec returns.
   Result<std::string> ReserveTerminal(const std::string& sandbox, const std::string& caller);
-  Result<std::shared_ptr<engine::ExecTerminal>> FindTerminal(const std::string& id_or_name, const std::string& session,
+  Result<std::shared_ptr<engine::ExecInput>> FindTerminal(const std::string& id_or_name, const std::string& session,
                                                               const std::string& caller);
 
   ManagerOptions options_;
-  engine::Spawner* spawner_;
+  std::unique_ptr<engine::Runtime> owned_runtime_;  // the namespaces runtime the spawner constructor made
+  engine::Runtime* runtime_;
   store::Db* db_;
-  engine::CgroupLayout layout_;
   // State changes of one sandbox (stop, start, extend, egress, removal, the reaper's, a dead one's halt) hold its
   // own lock, so a slow one (a kill waits up to 10 s for the processes to go, a start launches) never holds up
   // another sandbox's; Adopt holds all of them. A create holds its new sandbox's from before its row is seen until
@@ -254,6 +260,8 @@ class SandboxManager : public api::Sandboxes {
   size_t parsed_bytes_ ISB_GUARDED_BY(parsed_mu_) = 0;
   api::SandboxSpec ParsedSpec(const std::string& text);
   Status PortsApartFromIsb(const api::SandboxSpec& spec) const;
+  // Publishes the running sandbox's ports where its runtime attaches its network.
+  Status PublishPorts(const Record& rec);
   Mutex samples_mu_;
   // id -> (time, cpu_usec) for the reaper
   std::map<std::string, std::pair<int64_t, uint64_t>> cpu_samples_ ISB_GUARDED_BY(samples_mu_);
@@ -263,7 +271,7 @@ class SandboxManager : public api::Sandboxes {
   struct ExecRunning;
   struct Terminal {
     std::string sandbox, caller;
-    std::shared_ptr<engine::ExecTerminal> terminal;  // null until the command runs
+    std::shared_ptr<engine::ExecInput> terminal;  // null until the command runs
   };
   Mutex terminals_mu_;
   std::map<std::string, Terminal> terminals_ ISB_GUARDED_BY(terminals_mu_);  // by session id

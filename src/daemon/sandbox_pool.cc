@@ -39,7 +39,6 @@
 #include "engine/idmap.h"
 #include "engine/launch.h"
 #include "engine/namespaces.h"
-#include "daemon/sandbox_fit.h"
 #include "daemon/sandbox_record.h"
 
 namespace isb::daemon {
@@ -73,7 +72,7 @@ std::optional<SandboxManager::Pooled> SandboxManager::TakeReady(PoolKind kind) {
     pool.pop_back();
     last_take_ = std::chrono::steady_clock::now();
     pool_cv_.NotifyAll();
-    if (engine::ProcessStartTime(p.rec.pid) == p.rec.start_time) {
+    if (runtime_->Running(Handle(p.rec))) {
       metrics::PoolHits().With({kind == PoolKind::kNet ? "net" : "plain"}).Inc();
       return p;
     }
@@ -161,9 +160,8 @@ Result<api::SandboxInfo> SandboxManager::CreateFromPool(Pooled ready, Record rec
   // Its own lock from before its row is seen until its creation is recorded (as a cold create's).
   SandboxLocks::Held held = locks_.Lock(ready.rec.id);
   rec.id = ready.rec.id;
-  rec.pid = ready.rec.pid;
-  rec.start_time = ready.rec.start_time;
-  rec.lease_index = ready.rec.lease_index;
+  rec.runtime = ready.rec.runtime;
+  rec.runtime_record = ready.rec.runtime_record;
   rec.uid_base = ready.rec.uid_base;
   rec.state = "running";
   // Everything a cold launch would have given it from the spec, before the create returns; on failure it was never
@@ -175,21 +173,16 @@ Result<api::SandboxInfo> SandboxManager::CreateFromPool(Pooled ready, Record rec
       AddNetworkEnvironment(rec.spec, *ready.net);
     }
     const api::SandboxSpec launched;
-    engine::Limits limits;
-    limits.memory_bytes = rec.spec.mem_limit;
-    limits.millicpus = static_cast<uint32_t>(rec.spec.cpus * 1000 + 0.5);
-    limits.pids = rec.spec.pids;
-    if (rec.spec.mem_limit != launched.mem_limit || rec.spec.cpus != launched.cpus || rec.spec.pids != launched.pids) {
-      engine::Cgroup cg = engine::Cgroup::Adopt(layout_, rec.id);
-      Status set = cg.SetLimits(limits);
-      cg.Release();
-      ISB_TRY(set);
-    }
-    NamespaceFit fit;
+    engine::Refit fit;
+    fit.limits.memory_bytes = rec.spec.mem_limit;
+    fit.limits.millicpus = static_cast<uint32_t>(rec.spec.cpus * 1000 + 0.5);
+    fit.limits.pids = rec.spec.pids;
+    fit.set_limits =
+        rec.spec.mem_limit != launched.mem_limit || rec.spec.cpus != launched.cpus || rec.spec.pids != launched.pids;
     fit.hostname = rec.name;
     if (rec.spec.mem_limit != launched.mem_limit) fit.scratch_bytes = rec.spec.mem_limit;
-    ISB_TRY(FitNamespaces(rec.pid, rec.start_time, fit));
-    return ports_.Publish(rec.id, rec.pid, rec.spec.ports);
+    if (fit.set_limits || !fit.hostname.empty() || fit.scratch_bytes != 0) ISB_TRY(runtime_->Fit(Handle(rec), fit));
+    return PublishPorts(rec);
   }();
   // Created once its row is written (running, with its pid): a daemon killed before then leaves an orphan that the
   // next Adopt removes.
@@ -197,12 +190,14 @@ Result<api::SandboxInfo> SandboxManager::CreateFromPool(Pooled ready, Record rec
   // An init that died since it was taken (nothing else notices when there was nothing to fit) is not created.
   if (ins.ok() && !Alive(rec)) ins = Error::Of(Code::kUnavailable, "the pooled sandbox " + rec.id + " died; create it again");
   if (ins.ok()) {
+    const engine::HostProcess shown = runtime_->Process(Handle(rec));
     ins = db_->Exec(
-        "INSERT INTO sandboxes(id, name, spec, state, created_at, expires_at, last_active_at, pid, start_time, "
-        "lease_index, uid_base, org) VALUES(?1, ?2, ?3, 'running', ?4, ?5, ?4, ?6, ?7, ?8, ?9, ?10)",
-        {rec.id, rec.name, spec::ToStoredJson(rec.spec), rec.created_at, rec.expires_at, static_cast<int64_t>(rec.pid),
-         static_cast<int64_t>(rec.start_time), rec.lease_index, static_cast<int64_t>(rec.uid_base),
-         api::OrgOf(rec.spec)});
+        "INSERT INTO sandboxes(id, name, spec, state, created_at, expires_at, last_active_at, runtime, handle, "
+        "uid_base, org, pid, start_time, lease_index) "
+        "VALUES(?1, ?2, ?3, 'running', ?4, ?5, ?4, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+        {rec.id, rec.name, spec::ToStoredJson(rec.spec), rec.created_at, rec.expires_at, rec.runtime,
+         rec.runtime_record, static_cast<int64_t>(rec.uid_base), api::OrgOf(rec.spec),
+         static_cast<int64_t>(shown.pid), static_cast<int64_t>(shown.start_time), shown.lease_index});
     if (!ins.ok() && ins.error().code == Code::kConflict) ins = Error::Of(Code::kConflict, "name: '" + rec.name + "' is in use");
   }
   if (!ins.ok()) {

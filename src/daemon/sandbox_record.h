@@ -17,9 +17,8 @@ namespace isb::daemon {
 struct SandboxManager::Record {
   std::string id, name, state;
   api::SandboxSpec spec;
-  pid_t pid = 0;
-  uint64_t start_time = 0;
-  int64_t lease_index = -1;
+  // The runtime that runs it and its record there (engine::RuntimeHandle); both empty while it does not run.
+  std::string runtime, runtime_record;
   uint32_t uid_base = 0;
   int64_t created_at = 0, expires_at = 0, last_active_at = 0;
 };

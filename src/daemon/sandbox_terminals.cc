@@ -36,7 +36,6 @@
 #include "engine/idmap.h"
 #include "engine/launch.h"
 #include "engine/namespaces.h"
-#include "daemon/sandbox_fit.h"
 #include "daemon/sandbox_record.h"
 
 namespace isb::daemon {
@@ -61,7 +60,7 @@ Result<std::string> SandboxManager::ReserveTerminal(const std::string& sandbox, 
   return session;
 }
 
-Result<std::shared_ptr<engine::ExecTerminal>> SandboxManager::FindTerminal(const std::string& id_or_name,
+Result<std::shared_ptr<engine::ExecInput>> SandboxManager::FindTerminal(const std::string& id_or_name,
                                                                            const std::string& session,
                                                                            const std::string& caller) {
   ISB_ASSIGN_OR_RETURN(Record rec, Load(id_or_name));
@@ -79,8 +78,8 @@ Status SandboxManager::ExecInput(const std::string& id_or_name, const std::strin
                                           " bytes per call, got " + std::to_string(data.size()));
   }
   ISB_ASSIGN_OR_RETURN(auto terminal, FindTerminal(id_or_name, session, caller));
-  ISB_TRY(terminal->Write(data, kTerminalInputWait));
-  if (eof) ISB_TRY(terminal->SendEof(kTerminalInputWait));
+  ISB_TRY(terminal->Type(data, kTerminalInputWait));
+  if (eof) ISB_TRY(terminal->EndInput(kTerminalInputWait));
   return {};
 }
 

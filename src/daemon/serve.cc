@@ -1,6 +1,8 @@
 // The daemon: everything `isb serve` starts, in order, and stops.
 #include "daemon/serve.h"
 
+#include "engine/namespaces_runtime.h"
+
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
@@ -240,7 +242,9 @@ int Serve(const ServeOptions& options) {
       slot.history = nullptr;
     }
   } clear_history_for_egress{*history_for_egress};
-  SandboxManager manager(manager_options, &spawner, db->get(), *layout);
+  // The daemon's sandboxes run in namespaces of their own; the manager knows them only through the runtime interface.
+  engine::NamespacesRuntime runtime(&spawner, *layout, options.runtime_dir, options.state_dir + "/sandboxes");
+  SandboxManager manager(manager_options, &runtime, db->get());
   // on_leak stop: the sandbox is stopped (and that is in its history), until the manager goes.
   (*daemon_secrets)->SetStopper([&manager](const std::string& id) {
     if (auto r = manager.Stop(id); !r.ok()) Log("secrets: stopping " + id + " after a leak: " + r.error().message);

@@ -233,6 +233,15 @@ ALTER TABLE invitations ADD COLUMN revoked_at INTEGER;
       R"sql(
 ALTER TABLE org_quotas ADD COLUMN pids INTEGER CHECK (pids IS NULL OR pids > 0);
 )sql",
+      // 9: what a runtime needs to find a running sandbox again: its name and its record there (engine/runtime.h).
+      // The rows of running sandboxes from before are the namespaces runtime's; pid, start_time and lease_index stay
+      // as what the host shows of them.
+      R"sql(
+ALTER TABLE sandboxes ADD COLUMN runtime TEXT NOT NULL DEFAULT '';
+ALTER TABLE sandboxes ADD COLUMN handle TEXT NOT NULL DEFAULT '';
+UPDATE sandboxes SET runtime = 'namespaces',
+  handle = 'pid=' || pid || ' start=' || start_time || ' lease=' || lease_index WHERE state = 'running' AND pid > 0;
+)sql",
   };
   return m;
 }

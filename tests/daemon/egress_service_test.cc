@@ -845,5 +845,45 @@ TEST_F(EgressServiceTest, AnOpenSandboxIsNotAttachedWhereForwardingCannotBeTurne
   });
 }
 
+// A pooled sandbox's network taken by a create: the create's list replaces the placeholder (names resolve by the new
+// list, its other port gets rules of its own), and what Assign cannot take is refused with nothing changed.
+TEST_F(EgressServiceTest, AssignGivesAPreparedNetworkTheCreatesListAndRefusesWhatItCannotTake) {
+  InHost([&] {
+    EgressOptions o;
+    o.claim_dir = claim_dir_;
+    o.subnet = "10.250.0.0/24";
+    Result<std::unique_ptr<EgressService>> svc = EgressService::Start(o);
+    ASSERT_TRUE(svc.ok()) << svc.error().message;
+    EgressService& egress = **svc;
+    Status unknown = egress.Assign("sb-9", *ParseSandboxEgress(nlohmann::json{"a.test"}), "acme");
+    ASSERT_FALSE(unknown.ok());
+    EXPECT_EQ(unknown.error().code, Code::kNotFound);
+    EXPECT_EQ(unknown.error().message, "no network prepared for sb-9");
+
+    std::string ns = StartSandbox();
+    ASSERT_TRUE(egress.Prepare("sb-1", *ParseSandboxEgress(nlohmann::json{"pooled.test"}), "").ok());
+    ASSERT_TRUE(egress.Attach("sb-1", sandbox_).ok());
+    const std::string here = "/proc/thread-self/ns/net";
+    EXPECT_EQ(RunIn(ns, {"dig", "@10.250.0.1", "+short", "+time=2", "+tries=1", "pooled.test"}), "10.250.0.1\n");
+    EXPECT_EQ(RunIn(here, {"nft", "list", "table", "inet", "isb"}).find("8443"), std::string::npos);
+
+    Status open = egress.Assign("sb-1", *ParseSandboxEgress("open"), "acme");
+    ASSERT_FALSE(open.ok());
+    EXPECT_EQ(open.error().code, Code::kInvalidArgument);
+    EXPECT_EQ(open.error().message, "only a list is assigned to a prepared network");
+    EXPECT_EQ(RunIn(ns, {"dig", "@10.250.0.1", "+short", "+time=2", "+tries=1", "pooled.test"}), "10.250.0.1\n");
+
+    ASSERT_TRUE(egress.Assign("sb-1", *ParseSandboxEgress(nlohmann::json{"a.test:8443"}), "acme").ok());
+    EXPECT_EQ(RunIn(ns, {"dig", "@10.250.0.1", "+short", "+time=2", "+tries=1", "a.test"}), "10.250.0.1\n");
+    std::string gone = RunIn(ns, {"dig", "@10.250.0.1", "+time=2", "+tries=1", "pooled.test"});
+    EXPECT_NE(gone.find("status: NXDOMAIN"), std::string::npos) << gone;
+    EXPECT_NE(RunIn(here, {"nft", "list", "table", "inet", "isb"}).find("8443"), std::string::npos);
+
+    StopAll();
+    egress.Release("sb-1");
+    svc->reset();
+  });
+}
+
 }  // namespace
 }  // namespace isb::daemon

@@ -9,7 +9,7 @@
 
 #include "base/result.h"
 
-namespace isb::daemon {
+namespace isb::engine {
 
 struct NamespaceFit {
   std::string hostname;        // with /etc/hostname and /etc/hosts; empty: kept
@@ -21,4 +21,4 @@ struct NamespaceFit {
 // daemon never forks). Only for a sandbox that has run nothing yet: its /etc files are written through its view.
 Status FitNamespaces(pid_t pid, uint64_t start_time, const NamespaceFit& fit);
 
-}  // namespace isb::daemon
+}  // namespace isb::engine

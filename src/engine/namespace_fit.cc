@@ -1,5 +1,5 @@
 // A pooled sandbox's hostname and scratch sizes, set from a thread inside its namespaces.
-#include "daemon/sandbox_fit.h"
+#include "engine/namespace_fit.h"
 
 #include <fcntl.h>
 #include <sched.h>
@@ -12,7 +12,7 @@
 #include "engine/mounts.h"
 #include "engine/spawner.h"
 
-namespace isb::daemon {
+namespace isb::engine {
 namespace {
 
 // Rewrites the file at `path` in place (its owner and mode stay those the sandbox's setup gave it), never through a
@@ -38,13 +38,13 @@ Status FitFromInside(int init, const NamespaceFit& fit) {
   if (!fit.hostname.empty()) {
     if (::sethostname(fit.hostname.data(), fit.hostname.size()) != 0) return Error::Sys("set the sandbox's hostname");
     ISB_TRY(Rewrite("/etc/hostname", fit.hostname + "\n"));
-    ISB_TRY(Rewrite("/etc/hosts", engine::HostsFile(fit.hostname)));
+    ISB_TRY(Rewrite("/etc/hosts", HostsFile(fit.hostname)));
   }
   if (fit.scratch_bytes != 0) {
     // The flags the engine mounted them with (engine/mounts.cc): a remount sets the mount's flags anew.
     for (const char* scratch : {"/tmp", "/dev/shm"}) {
       if (::mount("tmpfs", scratch, "tmpfs", MS_REMOUNT | MS_NOSUID | MS_NODEV,
-                  engine::ScratchTmpfs(fit.scratch_bytes).c_str()) != 0)
+                  ScratchTmpfs(fit.scratch_bytes).c_str()) != 0)
         return Error::Sys(std::string("resize the sandbox's ") + scratch);
     }
   }
@@ -55,7 +55,7 @@ Status FitFromInside(int init, const NamespaceFit& fit) {
 
 Status FitNamespaces(pid_t pid, uint64_t start_time, const NamespaceFit& fit) {
   if (fit.hostname.empty() && fit.scratch_bytes == 0) return {};
-  Fd init = engine::OpenProcess(pid, start_time);
+  Fd init = OpenProcess(pid, start_time);
   if (!init.valid()) return Error::Of(Code::kConflict, "the sandbox is not running");
   Status result = Error::Msg("the namespace thread did not run");
   std::thread inside([&] { result = FitFromInside(init.get(), fit); });
@@ -63,4 +63,4 @@ Status FitNamespaces(pid_t pid, uint64_t start_time, const NamespaceFit& fit) {
   return result;
 }
 
-}  // namespace isb::daemon
+}  // namespace isb::engine
