@@ -94,6 +94,12 @@ Result<std::string> SandboxManager::Adopt() {
       (void)Layer(id).Detach();
       continue;
     }
+    if (!rec->runtime.empty() && rec->runtime != runtime_->Name()) {
+      // Another runtime's sandbox (a daemon built without it): not found here is not dead, and it is left as it is.
+      std::fprintf(stderr, "isb: sandbox %s left alone: its runtime '%s' is not this daemon's\n", id.c_str(),
+                   rec->runtime.c_str());
+      continue;
+    }
     if (rec->state == "running" && !Handle(*rec).record.empty() && runtime_->Adopt(Handle(*rec))) {
       // One made before isb kept its own directories out, and mounting one, is stopped rather than left seeing it.
       if (Status kept = KeepIsbOut(rec->spec); !kept.ok()) {

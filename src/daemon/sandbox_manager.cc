@@ -195,8 +195,9 @@ Result<SandboxManager::Record> SandboxManager::LoadLocked(const std::string& id_
 
 Result<SandboxManager::Record> SandboxManager::Load(const std::string& id_or_name) {
   auto rows = db_->Query(
-      "SELECT id, name, spec, state, runtime, handle, uid_base, created_at, expires_at, last_active_at "
-      "FROM sandboxes WHERE (id = ?1 OR (name = ?1 AND name != '')) AND state != 'creating'",
+      std::string("SELECT id, name, spec, state, ") + kRuntimeHandleColumns +
+          ", uid_base, created_at, expires_at, last_active_at "
+          "FROM sandboxes WHERE (id = ?1 OR (name = ?1 AND name != '')) AND state != 'creating'",
       {id_or_name});
   if (!rows.ok()) return rows.error();
   if (rows->empty()) return Error::Of(Code::kNotFound, "no sandbox '" + id_or_name + "'");

@@ -28,6 +28,16 @@ struct SandboxManager::Pooled {
   std::optional<SandboxNet> net;  // the net pool's: what its network gave it
 };
 
+// The runtime and handle columns of a sandboxes row, for a SELECT. A daemon from before runtime handles (migration 9)
+// may still be serving beside a newer binary that migrated the database (`isb audit verify` opens it with every
+// migration): it writes only pid, start_time and lease_index, leaving the runtime empty or the handle of an earlier
+// start. Those columns are what the host shows of a namespaces sandbox, and this daemon writes them with every
+// handle, so a running row with a pid is read from them; otherwise its live sandbox would be found "died" and killed.
+inline constexpr const char* kRuntimeHandleColumns =
+    "CASE WHEN state = 'running' AND pid > 0 AND runtime IN ('', 'namespaces') THEN 'namespaces' ELSE runtime END, "
+    "CASE WHEN state = 'running' AND pid > 0 AND runtime IN ('', 'namespaces') "
+    "THEN 'pid=' || pid || ' start=' || start_time || ' lease=' || lease_index ELSE handle END";
+
 inline Error Invalid(const std::string& m) { return Error::Of(Code::kInvalidArgument, m); }
 
 // A new sandbox id: "sb-" and 16 hex digits; empty when there is no randomness.

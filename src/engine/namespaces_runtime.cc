@@ -70,10 +70,13 @@ std::string NamespacesRuntime::Record(const HostProcess& p) {
 }
 
 std::optional<HostProcess> NamespacesRuntime::ParseRecord(std::string_view record) {
+  const std::string_view whole = record;
   HostProcess p;
   if (!TakeField(record, "pid", &p.pid) || !TakeField(record, "start", &p.start_time) ||
       !TakeField(record, "lease", &p.lease_index) || !record.empty())
     return std::nullopt;
+  // Only what Record writes for a spawned init: a pid above 0, spelt with no sign, padding or missing space.
+  if (p.pid <= 0 || Record(p) != whole) return std::nullopt;
   return p;
 }
 
@@ -98,7 +101,8 @@ Status NamespacesRuntime::Start(const StartRequest& request, StartedSandbox* out
 
 bool NamespacesRuntime::Running(const RuntimeHandle& handle) const {
   std::optional<HostProcess> p = ParseRecord(handle.record);
-  return p && p->pid > 0 && ProcessStartTime(p->pid) == p->start_time;
+  // ProcessStartTime answers 0 for a pid that does not exist, so a record of start 0 would be "running" forever.
+  return p && p->pid > 0 && p->start_time != 0 && ProcessStartTime(p->pid) == p->start_time;
 }
 
 Status NamespacesRuntime::Kill(const RuntimeHandle& handle, const std::function<void()>& on_killed, bool* oom) {

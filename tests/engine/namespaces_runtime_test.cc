@@ -3,6 +3,7 @@
 #include "engine/namespaces_runtime.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace isb::engine {
@@ -23,7 +24,8 @@ TEST(NamespacesRuntimeRecord, IsReadBackAsWritten) {
 
 TEST(NamespacesRuntimeRecord, ARecordItDidNotWriteIsRefused) {
   for (const char* bad : {"", "pid=1 start=2", "pid=1 start=2 lease=3 more", "start=2 pid=1 lease=3", "pid=x start=2 lease=3",
-                          "fake-1", "pid=1  start=2 lease=3"})
+                          "fake-1", "pid=1  start=2 lease=3", "pid=1start=2lease=3", "pid=-7 start=2 lease=3",
+                          "pid=1 start=2 lease=3 ", "pid=01 start=2 lease=3", "pid=1 start=-2 lease=3"})
     EXPECT_FALSE(NamespacesRuntime::ParseRecord(bad).has_value()) << bad;
 }
 
@@ -35,6 +37,13 @@ TEST(NamespacesRuntimeRecord, RunningOnlyWhileThePidIsStillTheProcessThatStarted
   EXPECT_FALSE(runtime.Running({"sb-x", NamespacesRuntime::Record({::getpid(), started + 1, -1})}));
   EXPECT_FALSE(runtime.Running({"sb-x", ""}));
   EXPECT_FALSE(runtime.Running({"sb-x", "fake-1"}));
+  // A pid that no longer exists has start time 0 to ProcessStartTime: a record of start 0 is never running.
+  const pid_t gone = ::fork();
+  ASSERT_GE(gone, 0);
+  if (gone == 0) ::_exit(0);
+  ASSERT_EQ(::waitpid(gone, nullptr, 0), gone);
+  ASSERT_EQ(ProcessStartTime(gone), 0u);
+  EXPECT_FALSE(runtime.Running({"sb-x", NamespacesRuntime::Record({gone, 0, -1})}));
 }
 
 }  // namespace
