@@ -39,6 +39,20 @@ using unix_proto = net::local::stream_protocol;
 
 namespace {
 
+// Whether a Host header names this host by a loopback name: localhost, 127.0.0.0/8 or [::1], any port.
+bool NamesLoopback(std::string_view host) {
+  std::string h(host);
+  if (h.starts_with('[')) {
+    const size_t close = h.find(']');
+    h = close == std::string::npos ? "" : h.substr(1, close - 1);
+  } else if (const size_t colon = h.find(':'); colon != std::string::npos) {
+    h = h.substr(0, colon);
+  }
+  for (char& c : h) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return h == "localhost" || IsLoopbackHost(h);
+}
+
+
 constexpr auto kAwait = net::as_tuple(net::use_awaitable);
 
 // Runs f() on a worker thread and resumes the calling coroutine with its result (or its exception) on the
@@ -586,8 +600,10 @@ Response HttpServer::Impl::Authenticated(const Route& route, const Request& req)
     // No credential at all: no bearer token, and no session among the cookies (a browser sends the cookies of
     // other apps on this host too).
     if (!bearer && CookieValue(req.headers.Get("Cookie"), kSessionCookie).empty()) {
+      // --metrics-public: a caller on this host that names this host. A page in a browser that rebinds its own
+      // name to 127.0.0.1, or a client a local tunnel brings in, arrives from loopback but names another host.
       if (route.handler == Handler::kMetrics && opts_.metrics && opts_.metrics_public &&
-          IsLoopbackHost(req.remote_address))
+          IsLoopbackHost(req.remote_address) && NamesLoopback(req.headers.Get("Host")))
         return ServeMetrics(opts_.metrics, req, nullptr);
       // Every loopback address is one: a tunnel or proxy in front brings everyone from there, and any local user may
       // send from each of 127.0.0.0/8.

@@ -6,6 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include "api/events_stream.h"
 #include "api/http_server.h"
 #include "api/json_util.h"
@@ -188,6 +191,28 @@ TEST_F(EventsHttpTest, MetricsPublicLetsLoopbackCallersWithoutACredentialIn) {
   // A credential that is presented is still judged.
   EXPECT_EQ(Get("/metrics", "Authorization: Bearer acme\r\n").status, 403);
   EXPECT_EQ(Get("/metrics", "Authorization: Bearer wrong\r\n").status, 401);
+  // From loopback but naming another host (a page whose name rebinds to 127.0.0.1, a client a tunnel brings): no.
+  Fd fd = Connect(server_->port());
+  const std::string rebound = "GET /metrics HTTP/1.1\r\nHost: rebind.example:8092\r\nConnection: close\r\n\r\n";
+  EXPECT_EQ(ParseReply(Exchange(fd, rebound)).status, 401);
+  Fd v6 = Connect(server_->port());
+  EXPECT_EQ(ParseReply(Exchange(v6, "GET /metrics HTTP/1.1\r\nHost: [::1]:8092\r\nConnection: close\r\n\r\n")).status,
+            200);
+}
+
+TEST_F(EventsHttpTest, ACallerHasAtMostFourStreamsOpen) {
+  // Streams of earlier tests end at their next keep-alive (300 ms here), when they find their client gone.
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  // Four streams of one caller: the fifth is refused until one ends.
+  std::vector<Fd> open;
+  for (int i = 0; i < 4; ++i) {
+    std::string got;
+    open.push_back(OpenStream("acme", "", &got));
+  }
+  Reply fifth = Get("/api/v1/events", "Authorization: Bearer acme\r\n");
+  EXPECT_EQ(fifth.status, 429);
+  EXPECT_EQ(fifth.body, R"({"error":"rate_limited","message":"too many event streams open (at most 4 per caller): )"
+                        R"(close one, or share one between tabs"})");
 }
 
 }  // namespace
