@@ -14,13 +14,6 @@ struct EventsStreamOptions {
   std::chrono::milliseconds keep_alive{15'000};  // a comment line after this long without an event
   // How often a quiet stream asks the server whether it is stopping (a write of nothing).
   std::chrono::milliseconds poll{500};
-  // A stream ends after this long: the client reconnects with Last-Event-ID (EventSource does so by itself) and is
-  // authorized again, so a removed member or a revoked session stops seeing events within it.
-  std::chrono::milliseconds lifetime{60'000};
-  // Streams open at once per caller (by its subject) and in all: each holds a worker of the HTTP server for its
-  // life. Beyond them: 429.
-  int max_per_caller = 4;
-  int max_total = 64;
   // Whether the server's tool policy shows the caller sandbox_list (the stream is what it lists, changing); unset:
   // it does. A caller it hides it from gets 404, as for the tool.
   std::function<bool(const Identity& who)> listed{};
@@ -41,8 +34,9 @@ struct ResumeFrom {
 ResumeFrom ResumePoint(const Request& req);
 
 // A GET: 200 text/event-stream, then for each event `id: N`, `event: sandbox`, `data: <EventJson>`; `event: reset`
-// (data {"id":N}) when the id resumed from is not in the ring; a `: keep-alive` comment every keep_alive; the end
-// after `lifetime`. Any other method: 405; over the stream limits: 429; sandbox_list hidden by the policy: 404.
+// (data {"id":N}) when the id resumed from is not in the ring; a `: keep-alive` comment every keep_alive. Any other
+// method: 405; sandbox_list hidden from the caller by the policy: 404. (The HTTP server bounds the streams open and
+// ends one whose caller's access changed.)
 Response ServeEvents(const EventBus& bus, const Request& req, const Identity& who,
                      const EventsStreamOptions& options = {});
 

@@ -53,6 +53,40 @@ bool NamesLoopback(std::string_view host) {
 }
 
 
+// Whether two answers of the authenticator give the same access: what every check of a call looks at.
+bool SameAccess(const Identity& a, const Identity& b) {
+  return a.user_id == b.user_id && a.credential_id == b.credential_id && a.superadmin == b.superadmin &&
+         a.platform_admin == b.platform_admin && a.org_scope == b.org_scope && a.role_cap == b.role_cap &&
+         a.roles == b.roles && a.scopes == b.scopes;
+}
+
+// Whether the caller of an open stream or terminal is still let in as it was: asked of the authenticator at most
+// once per `every`; once not, never again. Thread-safe (a terminal asks from its reader and its exec).
+class CallerCheck {
+ public:
+  CallerCheck(const Authenticator& auth, Request req, Identity who, std::chrono::milliseconds every)
+      : auth_(auth), req_(std::move(req)), who_(std::move(who)), every_(every),
+        next_(std::chrono::steady_clock::now() + every) {}
+  bool Holds() {
+    MutexLock lock(mu_);
+    const auto now = std::chrono::steady_clock::now();
+    if (!holds_ || now < next_) return holds_;
+    Result<Identity> again = auth_(req_, false);
+    holds_ = again.ok() && SameAccess(*again, who_);
+    next_ = std::chrono::steady_clock::now() + every_;
+    return holds_;
+  }
+
+ private:
+  const Authenticator& auth_;
+  const Request req_;
+  const Identity who_;
+  const std::chrono::milliseconds every_;
+  Mutex mu_;
+  bool holds_ ISB_GUARDED_BY(mu_) = true;
+  std::chrono::steady_clock::time_point next_ ISB_GUARDED_BY(mu_);
+};
+
 constexpr auto kAwait = net::as_tuple(net::use_awaitable);
 
 // Runs f() on a worker thread and resumes the calling coroutine with its result (or its exception) on the
@@ -219,6 +253,8 @@ class HttpServer::Impl {
   std::atomic<bool> stopping_{false};
   std::atomic<size_t> connections_[2] = {0, 0};  // open over TCP, over the unix socket
   KeyedSlots calls_{opts_.max_calls_per_account};              // per account, over TCP
+  KeyedSlots streams_{opts_.max_streams_per_account};          // events streams and terminals per account, over TCP
+  KeyedSlots all_streams_{opts_.max_streams};                  // and in all, under the one key ""
   // HttpServerOptions::on_refused's budgets: per account or address, and for all of them together (addresses are
   // many: any local user may send from all of 127.0.0.0/8). Checked and spent as one step.
   Mutex refusal_mu_;
@@ -636,14 +672,35 @@ Response HttpServer::Impl::Authenticated(const Route& route, const Request& req)
                                                           " calls running; try again once one has returned"));
     }
   }
-  Response resp = Handle(route, req, identity);
-  if (resp.stream && slot) {
-    resp.stream = [inner = std::move(resp.stream), slot](const ChunkWriter& write) { inner(write); };
+  std::shared_ptr<void> stream_slot;
+  const bool streams = route.handler == Handler::kEvents || route.handler == Handler::kTerminal;
+  if (streams && !req.via_unix_socket) {
+    const std::string account = identity.user_id > 0 ? "user:" + std::to_string(identity.user_id) : identity.Subject();
+    std::shared_ptr<void> mine = streams_.Take(account), any = mine ? all_streams_.Take("") : nullptr;
+    if (!any) {
+      return Refuse(route, req, &identity, account,
+                    Error::Of(Code::kTooManyRequests,
+                              mine ? "the server has " + std::to_string(opts_.max_streams) +
+                                         " event streams and terminals open; try again once one has closed"
+                                   : "this account has " + std::to_string(opts_.max_streams_per_account) +
+                                         " event streams and terminals open; close one (one events stream serves "
+                                         "every tab of a browser)"));
+    }
+    stream_slot = std::make_shared<std::pair<std::shared_ptr<void>, std::shared_ptr<void>>>(mine, any);
   }
-  if (resp.upgraded && slot) {
-    resp.upgraded = [inner = std::move(resp.upgraded), slot](int fd, std::string_view pending,
-                                                             const std::function<bool()>& stopping) {
-      inner(fd, pending, stopping);
+  Response resp = Handle(route, req, identity);
+  std::shared_ptr<CallerCheck> check;
+  if ((resp.stream || resp.upgraded) && !req.via_unix_socket && auth_)
+    check = std::make_shared<CallerCheck>(auth_, req, identity, opts_.reauthorize_every);
+  if (resp.stream && (slot || stream_slot || check)) {
+    resp.stream = [inner = std::move(resp.stream), slot, stream_slot, check](const ChunkWriter& write) {
+      inner([&](std::string_view chunk) { return (!check || check->Holds()) && write(chunk); });
+    };
+  }
+  if (resp.upgraded && (slot || stream_slot || check)) {
+    resp.upgraded = [inner = std::move(resp.upgraded), slot, stream_slot, check](
+                        int fd, std::string_view pending, const std::function<bool()>& stopping) {
+      inner(fd, pending, [&] { return stopping() || (check && !check->Holds()); });
     };
   }
   return resp;

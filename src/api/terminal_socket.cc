@@ -1,14 +1,13 @@
 // TerminalSocket: the opening handshake, then one exec's output out and its input in over a WebSocketSession.
 #include "api/terminal_socket.h"
-#include "api/sandboxes.h"
 
 #include <algorithm>
-
 #include <thread>
 
 #include "api/json_util.h"
 #include "api/rest.h"
 #include "api/router.h"
+#include "api/sandboxes.h"
 #include "api/sandbox_tools.h"
 #include "api/websocket_session.h"
 #include "base/base64.h"
@@ -72,6 +71,9 @@ class TerminalRun {
                                       {"message", done.error().message}}));
       }
     }
+    // The server stops, or the caller's credential or access changed (the HTTP server asks again as it runs): the
+    // client is told why, and the command is cancelled below.
+    if (stopping() && !ws.broken()) ws.Close(net::ws_close::kPolicy, kTerminalStoppedReason);
     gone = true;
     exec.join();
   }
@@ -110,9 +112,7 @@ class TerminalRun {
     while (!data.empty()) {
       size_t n = std::min(data.size(), kMaxTerminalInputBytes);
       if (text) {
-        while (n < data.size() && n > 0 && (static_cast<unsigned char>(data[n]) & 0xC0) == 0x80) --n;
-      }
-      if (text) {
+        while (n < data.size() && n > 1 && (static_cast<unsigned char>(data[n]) & 0xC0) == 0x80) --n;
         call["data"] = std::string(data.substr(0, n));
       } else {
         call["data_base64"] = Base64Encode(data.substr(0, n));

@@ -217,7 +217,8 @@ int Serve(const ServeOptions& options) {
 
   // 5. Adopt what the previous daemon left running. Lifecycle changes are published from here on.
   metrics::DeclareAll();
-  api::EventBus events;
+  // Ids from the clock: a client's Last-Event-ID from before a restart is reset, and no id counts other orgs' events.
+  api::EventBus events{api::EventBus::kDefaultCapacity, api::UnixMicros};
   ManagerOptions manager_options{options.state_dir, options.runtime_dir, {}};
   manager_options.events = &events;
   manager_options.serve_socket = options.serve_socket;
