@@ -286,7 +286,7 @@ TEST_F(TerminalSocketTest, ATerminalEndsWithAPolicyCloseOnceItsTokenIsRevoked) {
   std::chrono::steady_clock::time_point revoked_at{};
   client.Run([&](const json& msg) {
     if (msg.value("type", "") != "session") return;
-    MustTool("token_revoke", {{"id", minted["id"]}});
+    MustTool("token_revoke", {{"id", minted["record"]["id"]}});
     revoked_at = std::chrono::steady_clock::now();
   }, 30s);
   ASSERT_NE(revoked_at, std::chrono::steady_clock::time_point{}) << client.head;
