@@ -106,9 +106,10 @@ async function typeInTerminal(page, text) {
   await page.keyboard.press('Enter');
 }
 
+// Polled every 100 ms rather than on animation frames, which a tab in the background does not have.
 async function waitText(page, selector, text) {
   await page.waitForFunction((s, t) => [...document.querySelectorAll(s)].some((e) => e.textContent.includes(t)),
-                             { timeout: STEP_MS }, selector, text);
+                             { timeout: STEP_MS, polling: 100 }, selector, text);
 }
 
 const evil = createServer((req, res) => {
@@ -218,7 +219,9 @@ try {
   await shot(page, '06-terminal');
 
   // A paste larger than one input call takes (64 KiB): 1000 lines of 99 characters, all of it in the file.
-  await typeInTerminal(page, 'cat > /tmp/paste');
+  // Bracketed paste off (its markers would land in the file), and the paste only once cat reads.
+  await typeInTerminal(page, 'bind "set enable-bracketed-paste off"; clear; echo READY; cat > /tmp/paste');
+  await waitForScreen(page, (lines) => lines.some((l) => l.trim() === 'READY'), 'a line reading READY');
   await page.$eval('.xterm-helper-textarea', (t) => {
     const data = new DataTransfer();
     data.setData('text/plain', ('x'.repeat(99) + '\n').repeat(1000));
@@ -284,7 +287,8 @@ try {
   }
   console.log('ok live list');
   await shot(tabs[0], '08-live-list');
-  // The tab holding the stream closes: another takes it over, and hears what comes next.
+  // The tab holding the stream leaves the pages that listen: another takes it over, and hears what comes next.
+  await page.bringToFront();
   await page.goto(BASE + '/#/members');
   await page.waitForSelector('#member-list', { timeout: STEP_MS });
   await new Promise((r) => setTimeout(r, 500));
