@@ -65,11 +65,15 @@ class SharedStream {
     if (this.channel && navigator.locks) {
       const wait = new AbortController();
       this.lockWait = wait;
-      navigator.locks.request(NAME, { signal: wait.signal }, () => new Promise<void>((release) => {
-        this.lockWait = null;
-        this.giveUpLock = release;
-        this.open();
-      })).catch(() => {
+      navigator.locks.request(NAME, { signal: wait.signal }, () => {
+        // Granted after this tab's pages stopped listening (the grant and stop() crossed): held no longer.
+        if (this.lockWait !== wait) return undefined;
+        return new Promise<void>((release) => {
+          this.lockWait = null;
+          this.giveUpLock = release;
+          this.open();
+        });
+      }).catch(() => {
         // the wait was given up (stop): nothing held
       });
     } else {
