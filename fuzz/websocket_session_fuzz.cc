@@ -25,7 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   ::shutdown(fds[1], SHUT_WR);
   {
-    isb::api::WebSocketSession session(fds[0], pending, nullptr, kMaxMessage);
+    isb::api::WebSocketSession session(fds[0], pending, nullptr, {.max_message = kMaxMessage});
     while (auto message = session.Read()) {
       if (message->data.size() > kMaxMessage) abort();
       if (message->opcode != isb::net::ws_opcode::kText && message->opcode != isb::net::ws_opcode::kBinary) abort();

@@ -65,7 +65,8 @@ add_executable(isb_api_tests
   tests/api/web_auth_test.cc
   tests/api/web_ui_test.cc
   tests/api/event_bus_test.cc
-  tests/api/events_http_test.cc)
+  tests/api/events_http_test.cc
+  tests/api/websocket_session_test.cc)
 target_link_libraries(isb_api_tests PRIVATE isb_http isb_image_api GTest::gtest_main)
 target_include_directories(isb_api_tests PRIVATE ${CMAKE_SOURCE_DIR}/tests)
 gtest_discover_tests(isb_api_tests DISCOVERY_MODE PRE_TEST)

@@ -1,6 +1,7 @@
 // The event bus's ring and an event's JSON.
 #include "api/event_bus.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 
@@ -34,14 +35,34 @@ std::string EventJson(const SandboxEvent& e) {
   return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
+uint64_t UnixMicros() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
+}
+
+EventBus::EventBus(size_t capacity, Clock clock) : capacity_(capacity == 0 ? 1 : capacity), clock_(std::move(clock)) {
+  MutexLock lock(mu_);
+  floor_ = horizon_ = last_id_ = clock_ ? clock_() : 0;
+}
+
+uint64_t EventBus::Horizon() const {
+  horizon_ = std::max({horizon_, last_id_, clock_ ? clock_() : 0});
+  return horizon_;
+}
+
 uint64_t EventBus::Publish(SandboxEvent event) {
   if (event.at_ms == 0) event.at_ms = NowMs();
   uint64_t id;
   {
     MutexLock lock(mu_);
-    id = event.id = ++last_id_;
+    id = event.id = std::max({last_id_, horizon_, clock_ ? clock_() : 0}) + 1;
+    last_id_ = id;
     ring_.push_back(std::move(event));
-    if (ring_.size() > capacity_) ring_.pop_front();
+    if (ring_.size() > capacity_) {
+      floor_ = ring_.front().id;
+      ring_.pop_front();
+    }
   }
   published_.NotifyAll();
   return id;
@@ -49,7 +70,7 @@ uint64_t EventBus::Publish(SandboxEvent event) {
 
 uint64_t EventBus::LastId() const {
   MutexLock lock(mu_);
-  return last_id_;
+  return Horizon();
 }
 
 EventBatch EventBus::Since(uint64_t after, const std::function<bool(const std::string& org)>& visible,
@@ -57,26 +78,25 @@ EventBatch EventBus::Since(uint64_t after, const std::function<bool(const std::s
   const auto deadline = std::chrono::steady_clock::now() + wait;
   MutexLock lock(mu_);
   EventBatch batch;
-  // The ring holds ids last_id_ - size + 1 .. last_id_: a cursor before the one ahead of the oldest missed some.
-  const uint64_t oldest = last_id_ - ring_.size() + 1;
-  if (after > last_id_ || (after + 1 < oldest)) {
+  if (after < floor_ || after > std::max(horizon_, last_id_)) {
     batch.reset = true;
-    batch.last_id = last_id_;
+    batch.last_id = Horizon();
     return batch;
   }
-  while (after == last_id_ && published_.WaitUntil(mu_, deadline)) {
+  while (after >= last_id_ && published_.WaitUntil(mu_, deadline)) {
   }
-  batch.last_id = last_id_;
-  if (after >= last_id_) return batch;
   // The ring may have moved past the cursor while this waited.
-  const uint64_t first = last_id_ - ring_.size() + 1;
-  if (after + 1 < first) {
+  if (after < floor_) {
     batch.reset = true;
+    batch.last_id = Horizon();
     return batch;
   }
-  for (size_t i = after + 1 - first; i < ring_.size(); ++i) {
-    if (visible(ring_[i].org)) batch.events.push_back(ring_[i]);
+  const auto first = std::upper_bound(ring_.begin(), ring_.end(), after,
+                                      [](uint64_t id, const SandboxEvent& e) { return id < e.id; });
+  for (auto it = first; it != ring_.end(); ++it) {
+    if (visible(it->org)) batch.events.push_back(*it);
   }
+  batch.last_id = std::max(after, Horizon());
   return batch;
 }
 

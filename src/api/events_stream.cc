@@ -44,6 +44,7 @@ ResumeFrom ResumePoint(const Request& req) {
 
 Response ServeEvents(const EventBus& bus, const Request& req, const Identity& who, const EventsStreamOptions& options) {
   if (req.method != "GET") return MethodNotAllowed("GET");
+  if (options.listed && !options.listed(who)) return NoRouteResponse(req.Path());
   Response r;
   r.headers.Set("Content-Type", "text/event-stream");
   r.headers.Set("Cache-Control", "no-store");

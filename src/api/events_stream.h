@@ -14,6 +14,9 @@ struct EventsStreamOptions {
   std::chrono::milliseconds keep_alive{15'000};  // a comment line after this long without an event
   // How often a quiet stream asks the server whether it is stopping (a write of nothing).
   std::chrono::milliseconds poll{500};
+  // Whether the server's tool policy shows the caller sandbox_list (the stream is what it lists, changing); unset:
+  // it does. A caller it hides it from gets 404, as for the tool.
+  std::function<bool(const Identity& who)> listed{};
 };
 
 // Whether `who` may see the events of `org`: as for sandbox_list there (a role in the org, and token scopes that
@@ -32,7 +35,8 @@ ResumeFrom ResumePoint(const Request& req);
 
 // A GET: 200 text/event-stream, then for each event `id: N`, `event: sandbox`, `data: <EventJson>`; `event: reset`
 // (data {"id":N}) when the id resumed from is not in the ring; a `: keep-alive` comment every keep_alive. Any other
-// method: 405.
+// method: 405; sandbox_list hidden from the caller by the policy: 404. (The HTTP server bounds the streams open and
+// ends one whose caller's access changed.)
 Response ServeEvents(const EventBus& bus, const Request& req, const Identity& who,
                      const EventsStreamOptions& options = {});
 

@@ -39,6 +39,54 @@ using unix_proto = net::local::stream_protocol;
 
 namespace {
 
+// Whether a Host header names this host by a loopback name: localhost, 127.0.0.0/8 or [::1], any port.
+bool NamesLoopback(std::string_view host) {
+  std::string h(host);
+  if (h.starts_with('[')) {
+    const size_t close = h.find(']');
+    h = close == std::string::npos ? "" : h.substr(1, close - 1);
+  } else if (const size_t colon = h.find(':'); colon != std::string::npos) {
+    h = h.substr(0, colon);
+  }
+  for (char& c : h) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return h == "localhost" || IsLoopbackHost(h);
+}
+
+
+// Whether two answers of the authenticator give the same access: what every check of a call looks at.
+bool SameAccess(const Identity& a, const Identity& b) {
+  return a.user_id == b.user_id && a.credential_id == b.credential_id && a.superadmin == b.superadmin &&
+         a.platform_admin == b.platform_admin && a.org_scope == b.org_scope && a.role_cap == b.role_cap &&
+         a.roles == b.roles && a.scopes == b.scopes;
+}
+
+// Whether the caller of an open stream or terminal is still let in as it was: asked of the authenticator at most
+// once per `every`; once not, never again. Thread-safe (a terminal asks from its reader and its exec).
+class CallerCheck {
+ public:
+  CallerCheck(const Authenticator& auth, Request req, Identity who, std::chrono::milliseconds every)
+      : auth_(auth), req_(std::move(req)), who_(std::move(who)), every_(every),
+        next_(std::chrono::steady_clock::now() + every) {}
+  bool Holds() {
+    MutexLock lock(mu_);
+    const auto now = std::chrono::steady_clock::now();
+    if (!holds_ || now < next_) return holds_;
+    Result<Identity> again = auth_(req_, false);
+    holds_ = again.ok() && SameAccess(*again, who_);
+    next_ = std::chrono::steady_clock::now() + every_;
+    return holds_;
+  }
+
+ private:
+  const Authenticator& auth_;
+  const Request req_;
+  const Identity who_;
+  const std::chrono::milliseconds every_;
+  Mutex mu_;
+  bool holds_ ISB_GUARDED_BY(mu_) = true;
+  std::chrono::steady_clock::time_point next_ ISB_GUARDED_BY(mu_);
+};
+
 constexpr auto kAwait = net::as_tuple(net::use_awaitable);
 
 // Runs f() on a worker thread and resumes the calling coroutine with its result (or its exception) on the
@@ -205,6 +253,8 @@ class HttpServer::Impl {
   std::atomic<bool> stopping_{false};
   std::atomic<size_t> connections_[2] = {0, 0};  // open over TCP, over the unix socket
   KeyedSlots calls_{opts_.max_calls_per_account};              // per account, over TCP
+  KeyedSlots streams_{opts_.max_streams_per_account};          // events streams and terminals per account, over TCP
+  KeyedSlots all_streams_{opts_.max_streams};                  // and in all, under the one key ""
   // HttpServerOptions::on_refused's budgets: per account or address, and for all of them together (addresses are
   // many: any local user may send from all of 127.0.0.0/8). Checked and spent as one step.
   Mutex refusal_mu_;
@@ -586,8 +636,10 @@ Response HttpServer::Impl::Authenticated(const Route& route, const Request& req)
     // No credential at all: no bearer token, and no session among the cookies (a browser sends the cookies of
     // other apps on this host too).
     if (!bearer && CookieValue(req.headers.Get("Cookie"), kSessionCookie).empty()) {
+      // --metrics-public: a caller on this host that names this host. A page in a browser that rebinds its own
+      // name to 127.0.0.1, or a client a local tunnel brings in, arrives from loopback but names another host.
       if (route.handler == Handler::kMetrics && opts_.metrics && opts_.metrics_public &&
-          IsLoopbackHost(req.remote_address))
+          IsLoopbackHost(req.remote_address) && NamesLoopback(req.headers.Get("Host")))
         return ServeMetrics(opts_.metrics, req, nullptr);
       // Every loopback address is one: a tunnel or proxy in front brings everyone from there, and any local user may
       // send from each of 127.0.0.0/8.
@@ -620,14 +672,35 @@ Response HttpServer::Impl::Authenticated(const Route& route, const Request& req)
                                                           " calls running; try again once one has returned"));
     }
   }
-  Response resp = Handle(route, req, identity);
-  if (resp.stream && slot) {
-    resp.stream = [inner = std::move(resp.stream), slot](const ChunkWriter& write) { inner(write); };
+  std::shared_ptr<void> stream_slot;
+  const bool streams = route.handler == Handler::kEvents || route.handler == Handler::kTerminal;
+  if (streams && !req.via_unix_socket) {
+    const std::string account = identity.user_id > 0 ? "user:" + std::to_string(identity.user_id) : identity.Subject();
+    std::shared_ptr<void> mine = streams_.Take(account), any = mine ? all_streams_.Take("") : nullptr;
+    if (!any) {
+      return Refuse(route, req, &identity, account,
+                    Error::Of(Code::kTooManyRequests,
+                              mine ? "the server has " + std::to_string(opts_.max_streams) +
+                                         " event streams and terminals open; try again once one has closed"
+                                   : "this account has " + std::to_string(opts_.max_streams_per_account) +
+                                         " event streams and terminals open; close one (one events stream serves "
+                                         "every tab of a browser)"));
+    }
+    stream_slot = std::make_shared<std::pair<std::shared_ptr<void>, std::shared_ptr<void>>>(mine, any);
   }
-  if (resp.upgraded && slot) {
-    resp.upgraded = [inner = std::move(resp.upgraded), slot](int fd, std::string_view pending,
-                                                             const std::function<bool()>& stopping) {
-      inner(fd, pending, stopping);
+  Response resp = Handle(route, req, identity);
+  std::shared_ptr<CallerCheck> check;
+  if ((resp.stream || resp.upgraded) && !req.via_unix_socket && auth_)
+    check = std::make_shared<CallerCheck>(auth_, req, identity, opts_.reauthorize_every);
+  if (resp.stream && (slot || stream_slot || check)) {
+    resp.stream = [inner = std::move(resp.stream), slot, stream_slot, check](const ChunkWriter& write) {
+      inner([&](std::string_view chunk) { return (!check || check->Holds()) && write(chunk); });
+    };
+  }
+  if (resp.upgraded && (slot || stream_slot || check)) {
+    resp.upgraded = [inner = std::move(resp.upgraded), slot, stream_slot, check](
+                        int fd, std::string_view pending, const std::function<bool()>& stopping) {
+      inner(fd, pending, [&] { return stopping() || (check && !check->Holds()); });
     };
   }
   return resp;

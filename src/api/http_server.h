@@ -66,8 +66,16 @@ struct HttpServerOptions {
   // GET /api/v1/events (api/events_stream.h), and the text of GET /metrics (api/metrics_endpoint.h): 404 when unset.
   std::function<Response(const Request& req, const Identity& who)> events;
   std::function<std::string()> metrics;
-  // Loopback callers without a credential may read /metrics (isb serve --metrics-public).
+  // Loopback callers without a credential may read /metrics (isb serve --metrics-public), when their Host names
+  // loopback too.
   bool metrics_public = false;
+  // Event streams and terminals over TCP, each of which holds a worker thread for as long as it is open: at most
+  // this many per account and in all (past them, 429), so that callers who open them cannot take every worker.
+  size_t max_streams_per_account = 16;
+  size_t max_streams = 64;
+  // How often an open stream or terminal asks the authenticator again who its caller is: it ends once the
+  // credential is refused (revoked, expired) or the caller's access changed (a role, a membership, a scope).
+  std::chrono::milliseconds reauthorize_every{5'000};
   std::chrono::milliseconds header_timeout{30'000};  // also the keep-alive idle limit
   std::chrono::milliseconds body_timeout{120'000};
   std::chrono::milliseconds write_timeout{60'000};

@@ -1,11 +1,13 @@
 // TerminalSocket: the opening handshake, then one exec's output out and its input in over a WebSocketSession.
 #include "api/terminal_socket.h"
 
+#include <algorithm>
 #include <thread>
 
 #include "api/json_util.h"
 #include "api/rest.h"
 #include "api/router.h"
+#include "api/sandboxes.h"
 #include "api/sandbox_tools.h"
 #include "api/websocket_session.h"
 #include "base/base64.h"
@@ -69,6 +71,9 @@ class TerminalRun {
                                       {"message", done.error().message}}));
       }
     }
+    // The server stops, or the caller's credential or access changed (the HTTP server asks again as it runs): the
+    // client is told why, and the command is cancelled below.
+    if (stopping() && !ws.broken()) ws.Close(net::ws_close::kPolicy, kTerminalStoppedReason);
     gone = true;
     exec.join();
   }
@@ -85,25 +90,37 @@ class TerminalRun {
       return Error::Of(Code::kConflict, "the terminal has not started yet; wait for its session message");
     }
     json call = {{"sandbox", input_["sandbox"]}, {"session", session}};
-    std::string tool = "sandbox_exec_input";
-    if (message.opcode == op::kBinary) {
-      call["data_base64"] = Base64Encode(message.data);
-    } else {
-      ISB_ASSIGN_OR_RETURN(json control, ParseJson(message.data));
-      const std::string type = control.is_object() ? control.value("type", "") : "";
-      if (type == "input" && control.contains("data")) {
-        call["data"] = control["data"];
-      } else if (type == "resize" && control.contains("rows") && control.contains("cols")) {
-        tool = "sandbox_exec_resize";
-        call["rows"] = control["rows"];
-        call["cols"] = control["cols"];
-      } else {
-        return Error::Of(Code::kInvalidArgument, "a text message is {\"type\":\"input\",\"data\":...} or "
-                                                 "{\"type\":\"resize\",\"rows\":R,\"cols\":C}");
-      }
+    if (message.opcode == op::kBinary) return Input(call, message.data, /*text=*/false);
+    ISB_ASSIGN_OR_RETURN(json control, ParseJson(message.data));
+    const std::string type = control.is_object() ? control.value("type", "") : "";
+    if (type == "input" && control.contains("data") && control["data"].is_string())
+      return Input(call, control["data"].get<std::string>(), /*text=*/true);
+    if (type == "resize" && control.contains("rows") && control.contains("cols")) {
+      call["rows"] = control["rows"];
+      call["cols"] = control["cols"];
+      ISB_ASSIGN_OR_RETURN(json ignored, registry_.Call("sandbox_exec_resize", call, ctx_));
+      (void)ignored;
+      return {};
     }
-    ISB_ASSIGN_OR_RETURN(json ignored, registry_.Call(tool, call, ctx_));
-    (void)ignored;
+    return Error::Of(Code::kInvalidArgument, "a text message is {\"type\":\"input\",\"data\":...} or "
+                                             "{\"type\":\"resize\",\"rows\":R,\"cols\":C}");
+  }
+
+  // Input in calls of at most kMaxTerminalInputBytes each (a paste may be larger than one call takes); text is cut
+  // between UTF-8 characters, never inside one.
+  Status Input(json call, std::string_view data, bool text) {
+    while (!data.empty()) {
+      size_t n = std::min(data.size(), kMaxTerminalInputBytes);
+      if (text) {
+        while (n < data.size() && n > 1 && (static_cast<unsigned char>(data[n]) & 0xC0) == 0x80) --n;
+        call["data"] = std::string(data.substr(0, n));
+      } else {
+        call["data_base64"] = Base64Encode(data.substr(0, n));
+      }
+      ISB_ASSIGN_OR_RETURN(json ignored, registry_.Call("sandbox_exec_input", call, ctx_));
+      (void)ignored;
+      data.remove_prefix(n);
+    }
     return {};
   }
 

@@ -6,7 +6,11 @@
 // Server to client: binary frames of the terminal's output; text frames {"type":"session","session":ID} first, then
 // {"type":"exit","exit_code":N} or {"type":"error","error":CODE,"message":...}, then a close.
 // Client to server: binary frames are typed input; text frames are {"type":"input","data":"..."} or
-// {"type":"resize","rows":R,"cols":C}. Input sent before the session message is refused with an error message.
+// {"type":"resize","rows":R,"cols":C}; input larger than one sandbox_exec_input call takes (a paste) is sent in
+// calls of kMaxTerminalInputBytes, text cut between characters. Input sent before the session message is refused
+// with an error message. The server pings a quiet client and ends the terminal when it does not answer (see
+// WebSocketSession). When the server stops, or the caller's credential or access changes while the terminal is
+// open: a close 1008 with kTerminalStoppedReason.
 // A refusal before the upgrade (no such sandbox, a viewer, too many sessions) is the HTTP error REST would give.
 #pragma once
 
@@ -14,6 +18,9 @@
 #include "api/registry.h"
 
 namespace isb::api {
+
+inline constexpr char kTerminalStoppedReason[] =
+    "the terminal ended: the server is stopping, or the caller's credential or access changed";
 
 class TerminalSocket {
  public:

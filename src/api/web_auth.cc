@@ -239,6 +239,8 @@ Response WebAuth::SignOut(const Request& req) {
 }
 
 Response WebAuth::SetUp(const Request& req) {
+  // As for sign-in: a page elsewhere must not make the first admin (with a setup token it learned) in its own name.
+  if (Status st = CheckBrowserRequest(req, options_); !st.ok()) return Fail(st.error());
   auto body = Body(req);
   if (!body.ok()) return Fail(body.error());
   auto token = Field(*body, "setup_token");

@@ -14,7 +14,6 @@ using net::WsFrameParser;
 namespace op = net::ws_opcode;
 
 constexpr int kPollMs = 200;
-constexpr auto kWriteWait = std::chrono::seconds(10);
 constexpr auto kCloseWait = std::chrono::nanoseconds(std::chrono::seconds(1));
 
 int64_t SteadyNs() {
@@ -24,19 +23,34 @@ int64_t SteadyNs() {
 
 }  // namespace
 
-WebSocketSession::WebSocketSession(int fd, std::string_view pending, std::function<bool()> stopping,
-                                   uint64_t max_message)
+WebSocketSession::WebSocketSession(int fd, std::string_view pending, std::function<bool()> stopping, Options options)
     : fd_(fd),
+      options_(options),
+      heard_at_(std::chrono::steady_clock::now()),
       in_(pending),
       stopping_(std::move(stopping)),
-      parser_(WsFrameParser::Options{.sender = net::WsSender::kClient, .max_frame = max_message}),
-      assembler_(max_message) {}
+      parser_(WsFrameParser::Options{.sender = net::WsSender::kClient, .max_frame = options.max_message}),
+      assembler_(options.max_message) {}
+
+bool WebSocketSession::PeerAlive() {
+  const auto now = std::chrono::steady_clock::now();
+  if (ping_out_) {
+    if (now - pinged_at_ <= options_.pong_wait) return true;
+    broken_ = true;
+    return false;
+  }
+  if (now - heard_at_ < options_.ping_after) return true;
+  ping_out_ = true;
+  pinged_at_ = now;
+  return Send(op::kPing, "") || close_sent_;
+}
 
 bool WebSocketSession::Fill() {
   char buf[16 << 10];
   for (;;) {
     if (broken_ || (stopping_ && stopping_())) return false;
     if (close_sent_ && SteadyNs() - close_sent_at_ns_.load() > kCloseWait.count()) return false;
+    if (!PeerAlive()) return false;
     pollfd p{fd_, POLLIN, 0};
     int ready = ::poll(&p, 1, kPollMs);
     if (ready < 0 && errno != EINTR) return false;
@@ -44,6 +58,8 @@ bool WebSocketSession::Fill() {
     ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
     if (n > 0) {
       in_.append(buf, static_cast<size_t>(n));
+      heard_at_ = std::chrono::steady_clock::now();
+      ping_out_ = false;
       return true;
     }
     if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
@@ -110,9 +126,13 @@ void WebSocketSession::Close(uint16_t code, std::string_view reason) {
 }
 
 bool WebSocketSession::Write(std::string_view bytes) {
-  const auto deadline = std::chrono::steady_clock::now() + kWriteWait;
+  const auto deadline = std::chrono::steady_clock::now() + options_.write_wait;
   while (!bytes.empty()) {
-    if (broken_ || std::chrono::steady_clock::now() > deadline) return false;
+    if (broken_) return false;
+    if (std::chrono::steady_clock::now() > deadline) {
+      broken_ = true;  // the peer may hold part of this frame: nothing sent after it would parse
+      return false;
+    }
     ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
     if (n > 0) {
       bytes.remove_prefix(static_cast<size_t>(n));

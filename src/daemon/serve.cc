@@ -219,7 +219,8 @@ int Serve(const ServeOptions& options) {
 
   // 5. Adopt what the previous daemon left running. Lifecycle changes are published from here on.
   metrics::DeclareAll();
-  api::EventBus events;
+  // Ids from the clock: a client's Last-Event-ID from before a restart is reset, and no id counts other orgs' events.
+  api::EventBus events{api::EventBus::kDefaultCapacity, api::UnixMicros};
   ManagerOptions manager_options{options.state_dir, options.runtime_dir, {}};
   manager_options.events = &events;
   manager_options.serve_socket = options.serve_socket;
@@ -427,8 +428,13 @@ int Serve(const ServeOptions& options) {
     e.user_agent = req.headers.Get("User-Agent");
     if (auto r = log->Append(e); !r.ok()) Log("audit: a refused " + e.action + " was not recorded: " + r.error().message);
   };
-  http.events = [&events](const api::Request& req, const api::Identity& who) {
-    return api::ServeEvents(events, req, who);
+  http.events = [&events, &registry](const api::Request& req, const api::Identity& who) {
+    api::EventsStreamOptions stream;
+    // The stream is sandbox_list changing: whom the tool policy hides that tool from gets no stream either.
+    stream.listed = [&registry](const api::Identity& caller) {
+      return registry.FindVisible("sandbox_list", caller) != nullptr;
+    };
+    return api::ServeEvents(events, req, who, stream);
   };
   http.metrics = [&db, &manager, &egress] { return RenderDaemonMetrics(**db, manager, egress->get()); };
   http.metrics_public = options.metrics_public;

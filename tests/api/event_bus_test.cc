@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <future>
+#include <memory>
 #include <thread>
 
 #include "api/events_stream.h"
@@ -86,6 +88,71 @@ TEST(EventBus, AReaderWithNothingNewReturnsEmptyAfterItsWait) {
   EXPECT_TRUE(b.events.empty());
   EXPECT_FALSE(b.reset);
   EXPECT_EQ(b.last_id, 1u);
+}
+
+// The daemon's bus numbers by the clock (unix microseconds): a test clock it reads.
+struct TestClock {
+  std::shared_ptr<std::atomic<uint64_t>> now = std::make_shared<std::atomic<uint64_t>>(0);
+  EventBus::Clock clock() const {
+    return [now = now] { return now->load(); };
+  }
+};
+
+TEST(EventBus, WithAClockTheIdsAnOrgSeesAreTheSameWhateverOtherOrgsDid) {
+  auto acme_ids = [](bool others_busy) {
+    TestClock t;
+    t.now->store(1'000'000);
+    EventBus bus(EventBus::kDefaultCapacity, t.clock());
+    const uint64_t start = bus.LastId();
+    t.now->store(2'000'000);
+    bus.Publish(Ev("created", "acme"));
+    t.now->store(3'000'000);
+    if (others_busy)
+      for (int i = 0; i < 5; ++i) bus.Publish(Ev("created", "other", "sb-" + std::to_string(i)));
+    t.now->store(4'000'000);
+    bus.Publish(Ev("started", "acme"));
+    t.now->store(5'000'000);
+    EventBatch b = bus.Since(start, [](const std::string& org) { return org == "acme"; }, milliseconds(0));
+    std::vector<uint64_t> ids = Ids(b);
+    ids.push_back(b.last_id);      // the cursor a reader is handed
+    ids.push_back(bus.LastId());   // where a new stream starts
+    return ids;
+  };
+  EXPECT_EQ(acme_ids(false), (std::vector<uint64_t>{2'000'001, 4'000'001, 5'000'000, 5'000'000}));
+  EXPECT_EQ(acme_ids(true), acme_ids(false));
+}
+
+TEST(EventBus, WithAClockACursorFromBeforeTheBusBeganIsResetAndOneFromItIsNot) {
+  TestClock t;
+  t.now->store(1'000'000);
+  EventBus before(EventBus::kDefaultCapacity, t.clock());
+  t.now->store(1'000'100);
+  const uint64_t seen = before.Publish(Ev("created", "acme"));
+  // The daemon restarts: a new bus, later by the clock, whose first event is published before the client returns.
+  t.now->store(9'000'000);
+  EventBus after(EventBus::kDefaultCapacity, t.clock());
+  t.now->store(9'000'500);
+  const uint64_t first = after.Publish(Ev("started", "acme"));
+  EventBatch b = after.Since(seen, All, milliseconds(0));
+  EXPECT_TRUE(b.reset);
+  EXPECT_TRUE(b.events.empty());
+  EXPECT_EQ(b.last_id, first);  // the reader reloads what it shows, then goes on from here
+  // A cursor this bus handed out (its start) is served: the first event is not lost.
+  EXPECT_EQ(Ids(after.Since(9'000'000, All, milliseconds(0))), (std::vector<uint64_t>{first}));
+  // A cursor past what it handed out (a clock run ahead elsewhere) is reset too.
+  EXPECT_TRUE(after.Since(9'999'999, All, milliseconds(0)).reset);
+}
+
+TEST(EventBus, WithAClockEveryIdIsPastTheCursorsHandedOutBefore) {
+  TestClock t;
+  t.now->store(500);
+  EventBus bus(EventBus::kDefaultCapacity, t.clock());
+  const uint64_t cursor = bus.LastId();
+  t.now->store(400);  // the clock steps back
+  const uint64_t id = bus.Publish(Ev("created", "acme"));
+  EXPECT_EQ(id, 501u);
+  EXPECT_EQ(Ids(bus.Since(cursor, All, milliseconds(0))), (std::vector<uint64_t>{501}));
+  EXPECT_EQ(bus.Publish(Ev("created", "acme")), 502u);  // two in one tick
 }
 
 TEST(EventBus, AnEventIsOneLineOfJsonInTheDocumentedOrder) {

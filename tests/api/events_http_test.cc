@@ -6,6 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <thread>
+
 #include "api/events_stream.h"
 #include "api/http_server.h"
 #include "api/json_util.h"
@@ -56,12 +60,30 @@ class EventsHttpTest : public ::testing::Test {
     opts.port = 0;
     opts.unix_socket_path = dirs_.back() + "/run/isb.sock";
     opts.worker_threads = 8;
+    opts.max_streams_per_account = 2;
+    opts.max_streams = 3;
+    opts.reauthorize_every = milliseconds(200);
     opts.events = [this](const Request& req, const Identity& who) {
-      return ServeEvents(bus_, req, who, {.keep_alive = milliseconds(300), .poll = milliseconds(50)});
+      // The daemon's tool policy, as serve.cc asks it: "hidden" is a caller it hides sandbox_list from.
+      return ServeEvents(bus_, req, who,
+                         {.keep_alive = milliseconds(300), .poll = milliseconds(50),
+                          .listed = [](const Identity& caller) { return caller.user_name != "hidden"; }});
+    };
+    // A terminal that only waits for the server to say stop, then says so on the socket.
+    opts.terminal = [](const Request&, const Identity&) {
+      Response r;
+      r.status = 101;
+      r.headers.Set("Upgrade", "websocket");
+      r.headers.Set("Connection", "Upgrade");
+      r.upgraded = [](int fd, std::string_view, const std::function<bool()>& stopping) {
+        while (!stopping()) std::this_thread::sleep_for(milliseconds(20));
+        (void)send(fd, "stopped\n", 8, MSG_NOSIGNAL);
+      };
+      return r;
     };
     opts.metrics = [] { return std::string("# HELP isb_up Up.\n# TYPE isb_up gauge\nisb_up 1\n"); };
     opts.metrics_public = metrics_public;
-    server_ = std::make_unique<HttpServer>(opts, rest_, mcp_, [](const Request& req, bool) -> Result<Identity> {
+    server_ = std::make_unique<HttpServer>(opts, rest_, mcp_, [this](const Request& req, bool) -> Result<Identity> {
       const std::string auth = req.headers.Get("Authorization");
       if (auth == "Bearer acme") return UserIn("ann", "acme", identity::Role::kViewer, 1);
       Identity admin = UserIn("pat", "acme", identity::Role::kMember, 2);
@@ -72,6 +94,13 @@ class EventsHttpTest : public ::testing::Test {
       Identity narrow = UserIn("ann", "acme", identity::Role::kOwner, 3);
       narrow.scopes = {{identity::ScopeKind::kMetrics, ""}};
       if (auth == "Bearer not-admin-scraper") return narrow;
+      if (auth == "Bearer revocable" && !revoked_) return UserIn("rev", "acme", identity::Role::kViewer, 4);
+      if (auth == "Bearer member")
+        return removed_ ? UserIn("mem", "elsewhere", identity::Role::kViewer, 5)
+                        : UserIn("mem", "acme", identity::Role::kViewer, 5);
+      if (auth == "Bearer hidden") return UserIn("hidden", "acme", identity::Role::kViewer, 6);
+      if (auth == "Bearer bob") return UserIn("bob", "acme", identity::Role::kViewer, 7);
+      if (auth == "Bearer cy") return UserIn("cy", "acme", identity::Role::kViewer, 8);
       return Error::Of(Code::kUnauthenticated, "invalid token");
     });
     Status s = server_->Start();
@@ -99,6 +128,10 @@ class EventsHttpTest : public ::testing::Test {
     return ParseReply(Exchange(fd, HttpRequest("GET", path, "", headers)));
   }
 
+  // The last chunk of a chunked body: the stream ended.
+  static constexpr char kEnd[] = "\r\n0\r\n\r\n";
+
+  std::atomic<bool> revoked_{false}, removed_{false};
   EventBus bus_;
   Registry registry_;
   RestApi rest_{registry_, "test"};
@@ -188,6 +221,104 @@ TEST_F(EventsHttpTest, MetricsPublicLetsLoopbackCallersWithoutACredentialIn) {
   // A credential that is presented is still judged.
   EXPECT_EQ(Get("/metrics", "Authorization: Bearer acme\r\n").status, 403);
   EXPECT_EQ(Get("/metrics", "Authorization: Bearer wrong\r\n").status, 401);
+  // From loopback but naming another host (a page whose name rebinds to 127.0.0.1, a client a tunnel brings): no.
+  Fd fd = Connect(server_->port());
+  const std::string rebound = "GET /metrics HTTP/1.1\r\nHost: rebind.example:8092\r\nConnection: close\r\n\r\n";
+  EXPECT_EQ(ParseReply(Exchange(fd, rebound)).status, 401);
+  Fd v6 = Connect(server_->port());
+  EXPECT_EQ(ParseReply(Exchange(v6, "GET /metrics HTTP/1.1\r\nHost: [::1]:8092\r\nConnection: close\r\n\r\n")).status,
+            200);
+}
+
+TEST_F(EventsHttpTest, MetricsPublicAnswersOnlyAHostThatNamesLoopback) {
+  Start(true);
+  auto status_for = [this](const std::string& host) {
+    Fd fd = Connect(server_->port());
+    return ParseReply(Exchange(fd, "GET /metrics HTTP/1.1\r\n" + host + "Connection: close\r\n\r\n")).status;
+  };
+  for (const char* host : {"Host: localhost\r\n", "Host: LOCALHOST:8092\r\n", "Host: 127.0.0.1:8092\r\n",
+                           "Host: 127.1.2.3\r\n", "Host: [::1]:8092\r\n"})
+    EXPECT_EQ(status_for(host), 200) << host;
+  // A name that rebinds to 127.0.0.1, a tunnel's public name, a look-alike, or none at all: a credential is needed.
+  for (const char* host : {"Host: rebind.example:8092\r\n", "Host: localhost.evil.example\r\n",
+                           "Host: 127.0.0.1.nip.io\r\n", "Host: [::1\r\n", ""})
+    EXPECT_EQ(status_for(host), 401) << host;
+}
+
+TEST_F(EventsHttpTest, AStreamEndsOnceItsTokenIsRevoked) {
+  std::string got;
+  Fd fd = OpenStream("revocable", "", &got);
+  bus_.Publish(Ev("created", "acme", "sb-1"));
+  ASSERT_TRUE(ReadUntil(fd, &got, Frame(1, "created", "acme", "sb-1"))) << got;
+  revoked_ = true;
+  // Asked again within reauthorize_every (200 ms here): the body ends, and nothing published later comes.
+  ASSERT_TRUE(ReadUntil(fd, &got, kEnd, milliseconds(2000))) << got;
+  bus_.Publish(Ev("created", "acme", "sb-2"));
+  std::this_thread::sleep_for(milliseconds(300));
+  EXPECT_FALSE(ReadUntil(fd, &got, "sb-2", milliseconds(300))) << got;
+  // Coming back is refused.
+  EXPECT_EQ(Get("/api/v1/events", "Authorization: Bearer revocable\r\n").status, 401);
+}
+
+TEST_F(EventsHttpTest, AStreamEndsOnceItsCallerIsRemovedFromTheOrg) {
+  std::string got;
+  Fd fd = OpenStream("member", "", &got);
+  removed_ = true;
+  ASSERT_TRUE(ReadUntil(fd, &got, kEnd, milliseconds(2000))) << got;
+  bus_.Publish(Ev("created", "acme", "sb-after"));
+  EXPECT_FALSE(ReadUntil(fd, &got, "sb-after", milliseconds(500))) << got;
+}
+
+TEST_F(EventsHttpTest, ATerminalIsToldToStopOnceItsTokenIsRevoked) {
+  Fd fd = Connect(server_->port());
+  const std::string req = "GET /api/v1/sandboxes/sb-1/terminal HTTP/1.1\r\nHost: localhost\r\n"
+                          "Authorization: Bearer revocable\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                          "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
+  ASSERT_EQ(send(fd.get(), req.data(), req.size(), MSG_NOSIGNAL), static_cast<ssize_t>(req.size()));
+  std::string got;
+  ASSERT_TRUE(ReadUntil(fd, &got, "\r\n\r\n")) << got;
+  EXPECT_EQ(got.rfind("HTTP/1.1 101 Switching Protocols\r\n", 0), 0u) << got;
+  // Still let in: the terminal runs on.
+  EXPECT_FALSE(ReadUntil(fd, &got, "stopped\n", milliseconds(600))) << got;
+  revoked_ = true;
+  ASSERT_TRUE(ReadUntil(fd, &got, "stopped\n", milliseconds(2000))) << got;
+}
+
+TEST_F(EventsHttpTest, StreamsAreBoundedPerAccountAndInAllWhileOtherCallsGoOn) {
+  // Two per account, three in all (set above): a third of ann's is refused, then a second of another account's.
+  std::vector<Fd> open;
+  for (const char* token : {"acme", "acme", "bob"}) open.push_back(OpenStream(token));
+  Reply mine = Get("/api/v1/events", "Authorization: Bearer acme\r\n");
+  EXPECT_EQ(mine.status, 429);
+  EXPECT_EQ(mine.body, R"({"error":"rate_limited","message":"this account has 2 event streams and terminals open; )"
+                       R"x(close one (one events stream serves every tab of a browser)"})x");
+  Reply all = Get("/api/v1/events", "Authorization: Bearer cy\r\n");
+  EXPECT_EQ(all.status, 429);
+  EXPECT_EQ(all.body, R"({"error":"rate_limited","message":"the server has 3 event streams and terminals open; )"
+                      R"(try again once one has closed"})");
+  // The streams hold 3 of the 8 workers: calls still get theirs.
+  EXPECT_EQ(Get("/metrics", "Authorization: Bearer admin\r\n").status, 200);
+  // A stream that ends gives its slot back (found gone at its next keep-alive, 300 ms here).
+  open.pop_back();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  int status = 0;
+  while (std::chrono::steady_clock::now() < deadline) {
+    Fd fd = Connect(server_->port());
+    const std::string req = HttpRequest("GET", "/api/v1/events", "", "Authorization: Bearer cy\r\n");
+    ASSERT_EQ(send(fd.get(), req.data(), req.size(), MSG_NOSIGNAL), static_cast<ssize_t>(req.size()));
+    std::string head;
+    ASSERT_TRUE(ReadUntil(fd, &head, "\r\n\r\n")) << head;
+    status = ParseReply(head).status;
+    if (status == 200) break;
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+  EXPECT_EQ(status, 200);
+}
+
+TEST_F(EventsHttpTest, ACallerTheToolPolicyHidesSandboxListFromGets404AndNoEvents) {
+  Reply r = Get("/api/v1/events", "Authorization: Bearer hidden\r\n");
+  EXPECT_EQ(r.status, 404);
+  EXPECT_EQ(r.body, R"({"error":"not_found","message":"no route for /api/v1/events; see GET /api/v1/openapi.json"})");
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/file.h"
 #include "identity/identity_fixture.h"
 
 namespace isb::api {
@@ -246,6 +247,41 @@ TEST_F(WebAuthTest, ASessionWebSocketUpgradeNeedsIsbsOwnOriginAndHost) {
   EXPECT_EQ(rebound.error().message, "Host 'evil.example:8092' is not this daemon's (a name a tunnel or proxy gives it "
                                      "is allowed with isb serve --allow-host)");
   EXPECT_TRUE(upgrade("localhost:8092", "", /*cookie=*/false).ok());
+}
+
+// Setup is held to the browser rules of sign-in: a page elsewhere (a cross-site form, a fetch without the CSRF
+// header) cannot make the first admin with a setup token it learned; the token stays good for the real page.
+TEST_F(WebAuthTest, SetupRefusesARequestThatFailsTheBrowserRules) {
+  auto path = id_->setup().Prepare();
+  ASSERT_TRUE(path.ok()) << path.error().message;
+  auto text = ReadFile(*path);
+  ASSERT_TRUE(text.ok());
+  const std::string secret = text->substr(0, text->size() - 1);
+  const std::string body = R"({"setup_token":")" + secret + R"(","user":"root","password":")" + identity::kPassword + "\"}";
+  WebAuth auth(*id_, Options(kPasswordCheckWait));
+
+  Request no_csrf = AuthPost("/api/v1/auth/setup", body);
+  no_csrf.headers.Set("X-Isb-Csrf", "");
+  Response r = auth.Handle(no_csrf);
+  EXPECT_EQ(r.status, 403);
+  EXPECT_EQ(r.body, R"({"error":"forbidden","message":"a session request that changes something needs X-Isb-Csrf: 1"})");
+
+  Request form = AuthPost("/api/v1/auth/setup", body);
+  form.headers.Set("Content-Type", "text/plain");
+  r = auth.Handle(form);
+  EXPECT_EQ(r.status, 403);
+  EXPECT_EQ(r.body, R"({"error":"forbidden","message":"a session request that changes something needs )"
+                    R"(Content-Type: application/json"})");
+
+  Request foreign = AuthPost("/api/v1/auth/setup", body);
+  foreign.headers.Set("Origin", "http://evil.example");
+  r = auth.Handle(foreign);
+  EXPECT_EQ(r.status, 403);
+  EXPECT_EQ(r.body, R"({"error":"forbidden","message":"Origin 'http://evil.example' is not this daemon's"})");
+
+  r = auth.Handle(AuthPost("/api/v1/auth/setup", body));
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.body, R"({"platform_admin":true,"user":"root"})");
 }
 
 }  // namespace

@@ -28,6 +28,9 @@ struct TerminalClient {
   std::string output;     // binary frames' payloads, in order
   std::vector<json> texts;  // text frames, parsed
   int close_code = 0;
+  std::string close_reason;
+  // Told of the output so far after each binary frame (and may send).
+  std::function<void(const std::string& output)> on_output;
 
   TerminalClient(const Endpoint& ep, const std::string& target, const std::vector<std::string>& headers) : conn(ep) {
     std::string request = "GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(ep.port) +
@@ -66,7 +69,10 @@ struct TerminalClient {
         pending.erase(0, step.used);
         if (step.state != net::WsFrameParser::State::kFrame) return;
         const uint8_t opcode = parser.header().opcode;
-        if (opcode == op::kBinary) output += payload;
+        if (opcode == op::kBinary) {
+          output += payload;
+          if (on_output) on_output(output);
+        }
         if (opcode == op::kText) {
           texts.push_back(json::parse(payload, nullptr, false));
           if (on_text) on_text(texts.back());
@@ -74,6 +80,7 @@ struct TerminalClient {
         if (opcode == op::kClose) {
           Result<net::WsClose> close = net::ParseClosePayload(payload);
           close_code = close.ok() ? close->code : -1;
+          if (close.ok()) close_reason = close->reason;
           conn.Send(ClientFrame(op::kClose, payload));
         }
         payload.clear();
@@ -235,6 +242,58 @@ TEST_F(TerminalSocketTest, AShellWhoseClientWentAwayIsKilledAndItsSlotFreed) {
   ExpectedRow gone = ByToken("rest", "sandbox_exec", "unavailable"), busy = ByToken("rest", "sandbox_exec", "conflict");
   gone.rows = busy.rows = ExpectedRow::Rows::kAny;
   ExpectAudit("shells left behind", {gone, busy});
+}
+
+// A paste larger than one sandbox_exec_input call takes (64 KiB) goes in as several calls, every byte in order.
+TEST_F(TerminalSocketTest, APasteLargerThanOneInputCallArrivesWhole) {
+  std::string id = CreateSandbox();
+  std::string paste;
+  for (int i = 0; i < 2000; ++i) paste += std::string(99, 'a' + static_cast<char>(i % 26)) + "\n";
+  ASSERT_EQ(paste.size(), 200000u);
+  TerminalClient client(tcp_endpoint(), Target(id), Bearer());
+  bool pasted = false;
+  client.on_output = [&](const std::string& output) {
+    if (pasted || output.find("READY\r\n") == std::string::npos) return;
+    pasted = true;
+    client.conn.Send(ClientFrame(op::kBinary, paste));  // one message of 200000 bytes
+    client.conn.Send(ClientFrame(op::kBinary, "\x04"));
+    client.conn.Send(ClientFrame(op::kText, R"({"type":"input","data":"exit\n"})"));
+  };
+  client.Run([&](const json& msg) {
+    if (msg.value("type", "") == "session")
+      client.conn.Send(ClientFrame(op::kBinary, "stty -echo; echo READY; md5sum\n"));
+  }, 60s);
+  ASSERT_TRUE(pasted) << client.output;
+  ASSERT_FALSE(client.texts.empty());
+  EXPECT_EQ(client.texts.back(), json({{"type", "exit"}, {"exit_code", 0}})) << client.output;
+  // The sum of exactly what was pasted.
+  ProcResult sum = RunProcess({"md5sum"}, paste);
+  ASSERT_EQ(sum.exit_status, 0);
+  const std::string digest = sum.out.substr(0, 32);
+  EXPECT_NE(client.output.find(digest + "  -\r\n"), std::string::npos) << digest << "\n" << client.output;
+  ExpectedRow input = ByToken("rest", "sandbox_exec_input");
+  input.rows = ExpectedRow::Rows::kAny;
+  ExpectAudit("the paste", {ByToken("rest", "sandbox_exec"), input});
+}
+
+// A token revoked while its terminal is open: within the daemon's re-check (5 s) the terminal ends, told why.
+TEST_F(TerminalSocketTest, ATerminalEndsWithAPolicyCloseOnceItsTokenIsRevoked) {
+  SkipAuditCheck();  // the refused credential the re-check finds is the auth suite's to count
+  std::string id = CreateSandbox();
+  json minted = MustTool("token_create", {{"name", "short-lived"}, {"user", "e2e"}});
+  ASSERT_TRUE(minted.is_object() && minted["token"].is_string()) << minted.dump();
+  TerminalClient client(tcp_endpoint(), Target(id), {"Authorization: Bearer " + minted["token"].get<std::string>()});
+  std::chrono::steady_clock::time_point revoked_at{};
+  client.Run([&](const json& msg) {
+    if (msg.value("type", "") != "session") return;
+    MustTool("token_revoke", {{"id", minted["record"]["id"]}});
+    revoked_at = std::chrono::steady_clock::now();
+  }, 30s);
+  ASSERT_NE(revoked_at, std::chrono::steady_clock::time_point{}) << client.head;
+  EXPECT_LT(std::chrono::steady_clock::now() - revoked_at, 8s);
+  EXPECT_EQ(client.close_code, net::ws_close::kPolicy);
+  EXPECT_EQ(client.close_reason,
+            "the terminal ended: the server is stopping, or the caller's credential or access changed");
 }
 
 }  // namespace

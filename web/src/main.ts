@@ -25,9 +25,13 @@ const NAV: { path: string; label: string; page: PageFactory; platformAdmin?: boo
 
 let current: Page | null = null;
 let who: any = null;
+// Counts navigations: a route() that finds a later one began while it waited gives up (the later one shows its
+// page), so a page never opens a stream or terminal for a view already left.
+let navigation = 0;
 const app = document.getElementById('app') as HTMLElement;
 
 function leave(): void {
+  navigation++;
   current?.dispose?.();
   current = null;
 }
@@ -158,12 +162,14 @@ async function route(): Promise<void> {
     params = [decodeURIComponent(parts[1])];
   } else page = (NAV.find((n) => n.path === parts[0]) || NAV[0]).page();
   leave();
+  const mine = navigation;
   let top: HTMLElement;
   try {
     top = await header(parts[0]);
   } catch {
     return;  // 401: whenUnauthenticated shows the sign-in form
   }
+  if (mine !== navigation) return;
   const main = h('main', { id: 'main', tabindex: '-1' });
   clear(app);
   append(app, top, main);
@@ -178,6 +184,7 @@ async function route(): Promise<void> {
     } catch (e) {
       append(main, notice('The invitation: ' + (e as Error).message));
     }
+    if (mine !== navigation) return;
   }
   await page.render(main, params);
 }

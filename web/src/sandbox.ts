@@ -27,6 +27,7 @@ export class SandboxPage implements Page {
   title = 'Sandbox';
   private id = '';
   private live: LiveChanges | null = null;
+  private left = false;  // disposed: a render still loading opens no stream
   private terminal: TerminalView | null = null;
   private summary = h('div');
   private events = h('ol', { class: 'events', id: 'sandbox-events' });
@@ -73,7 +74,7 @@ export class SandboxPage implements Page {
            h('section', { 'aria-labelledby': 'h-events' }, h('h2', { id: 'h-events' }, 'Events'), this.events));
     await this.load(true);
     await this.browse(this.cwd);
-    this.live = new LiveChanges((ev) => this.changed(ev));
+    if (!this.left) this.live = new LiveChanges((ev) => this.changed(ev));
   }
 
   private changed(ev: SandboxEvent | null): void {
@@ -219,6 +220,7 @@ export class SandboxPage implements Page {
   }
 
   dispose(): void {
+    this.left = true;
     this.live?.close();
     this.terminal?.dispose();
   }

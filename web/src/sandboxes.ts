@@ -27,6 +27,7 @@ export function egressValue(text: string): string | string[] {
 export class SandboxListPage implements Page {
   title = 'Sandboxes';
   private live: LiveChanges | null = null;
+  private left = false;  // disposed: a render still loading opens no stream
   private body!: HTMLTableSectionElement;
   private status!: HTMLElement;
 
@@ -44,7 +45,7 @@ export class SandboxListPage implements Page {
              this.body),
            this.status);
     await this.load();
-    this.live = new LiveChanges(() => void this.load());
+    if (!this.left) this.live = new LiveChanges(() => void this.load());
   }
 
   private async load(): Promise<void> {
@@ -71,6 +72,7 @@ export class SandboxListPage implements Page {
   }
 
   dispose(): void {
+    this.left = true;
     this.live?.close();
   }
 }

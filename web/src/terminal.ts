@@ -8,6 +8,7 @@ import { h, append, clear } from './dom';
 
 const MAX_RETRIES = 3;
 const RETRY_MS = 1000;
+const INPUT_CHUNK = 64 * 1024;  // the daemon's kMaxTerminalInputBytes
 
 export class TerminalView {
   readonly element: HTMLElement;
@@ -103,8 +104,10 @@ export class TerminalView {
     };
   }
 
+  // In messages of at most INPUT_CHUNK bytes: a large paste is many messages, none past what the daemon takes.
   private send(bytes: Uint8Array): void {
-    if (this.ready && this.socket?.readyState === WebSocket.OPEN) this.socket.send(bytes);
+    if (!this.ready || this.socket?.readyState !== WebSocket.OPEN) return;
+    for (let at = 0; at < bytes.length; at += INPUT_CHUNK) this.socket.send(bytes.subarray(at, at + INPUT_CHUNK));
   }
 
   dispose(): void {
