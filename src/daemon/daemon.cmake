@@ -14,7 +14,7 @@ target_link_libraries(isb_daemon PUBLIC isb_engine isb_spec isb_store isb_net is
 
 add_executable(isb_daemon_tests tests/store/db_test.cc tests/daemon/sandbox_manager_test.cc
                tests/daemon/trust_bundle_test.cc tests/daemon/port_publisher_test.cc tests/daemon/disk_layer_test.cc
-               tests/daemon/teardown_queue_test.cc tests/daemon/refill_policy_test.cc
+               tests/daemon/teardown_queue_test.cc tests/daemon/refill_policy_test.cc tests/daemon/preview_proxy_test.cc
                tests/net/loopback.cc)
 target_link_libraries(isb_daemon_tests PRIVATE isb_daemon GTest::gtest_main)
 target_include_directories(isb_daemon_tests PRIVATE ${CMAKE_SOURCE_DIR}/tests)

@@ -2,10 +2,12 @@
 // its host and cookie, then relay it and its response through the message relay.
 #include "daemon/preview_proxy.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <boost/asio.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
+#include <cstdio>
 #include <cstring>
 #include <list>
 #include <optional>
@@ -15,6 +17,7 @@
 #include "api/web_auth.h"
 #include "base/ascii.h"
 #include "daemon/netns_dial.h"
+#include "egress/edge_read.h"
 #include "egress/http_head.h"
 #include "egress/http_response.h"
 #include "egress/message_relay.h"
@@ -82,6 +85,15 @@ bool WantsClose(const std::vector<egress::HttpHeader>& headers, int minor_versio
   return minor_version == 0 && (c == nullptr || c->find("keep-alive") == std::string::npos);
 }
 
+// Closes `s` once `after` has passed, which ends whatever waits on it; cancelled (the parallel group ending) before.
+asio::awaitable<void> CloseAfter(tcp::socket& s, std::chrono::milliseconds after) {
+  asio::steady_timer timer(co_await asio::this_coro::executor, after);
+  auto [ec] = co_await timer.async_wait(kAwait);
+  if (ec) co_return;
+  boost::system::error_code ignored;
+  s.close(ignored);
+}
+
 }  // namespace
 
 class PreviewProxy::Impl {
@@ -103,11 +115,18 @@ class PreviewProxy::Impl {
       boost::system::error_code ec;
       conn->client.assign(ss.ss_family == AF_INET6 ? tcp::v6() : tcp::v4(), owned.Release(), ec);
       if (ec) return;
+      egress::EnableEdgeReads(conn->client);
       conns_.push_back(conn);
       ++open_;
-      asio::co_spawn(ioc_, Serve(conn, std::move(pending)), [this, conn](std::exception_ptr) {
+      asio::co_spawn(ioc_, Serve(conn, std::move(pending)), [this, conn](std::exception_ptr failed) {
         conns_.remove(conn);
         --open_;
+        if (!failed) return;
+        try {
+          std::rethrow_exception(failed);
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "isb serve: preview: a connection failed: %s\n", e.what());
+        }
       });
     });
   }
@@ -147,8 +166,7 @@ class PreviewProxy::Impl {
 
   asio::awaitable<void> Serve(std::shared_ptr<Conn> c, std::string buffer);
   // Reads until `buffer` holds a whole request head, or answers why not; nullopt: the connection is to end.
-  asio::awaitable<std::optional<egress::HttpHead>> ReadHead(Conn& c, egress::RelayEnds& ends, std::string& buffer,
-                                                            bool first);
+  asio::awaitable<std::optional<egress::HttpHead>> ReadHead(Conn& c, egress::RelayEnds& ends, std::string& buffer);
   // Dials the preview's port in its sandbox; an answer for the client when that fails.
   asio::awaitable<std::string> Dial(Conn& c, const api::PreviewHost& host);
   asio::awaitable<void> Answer(Conn& c, const std::string& response) {
@@ -170,7 +188,7 @@ class PreviewProxy::Impl {
 };
 
 asio::awaitable<std::optional<egress::HttpHead>> PreviewProxy::Impl::ReadHead(Conn& c, egress::RelayEnds& ends,
-                                                                             std::string& buffer, bool first) {
+                                                                             std::string& buffer) {
   for (int reads = 0;; ++reads) {
     egress::HeadResult r = egress::ParseHttpHead(buffer);
     if (r.kind == egress::HeadResult::kParsed) co_return std::move(r.head);
@@ -191,14 +209,10 @@ asio::awaitable<std::optional<egress::HttpHead>> PreviewProxy::Impl::ReadHead(Co
       co_await Answer(c, PlainResponse(status, ReasonOf(status), reason));
       co_return std::nullopt;
     }
-    asio::steady_timer timer(ioc_, opts_.head_timeout);
     egress::SocketStream client(c.client, ends, bytes_down_);
     auto got = co_await (client.ReadInto(buffer, egress::kMaxHttpHead - buffer.size()) ||
-                         timer.async_wait(asio::use_awaitable));
-    if (got.index() == 1) {
-      if (first || !buffer.empty()) co_await Answer(c, PlainResponse(400, "Bad Request", "request head timed out"));
-      co_return std::nullopt;
-    }
+                         CloseAfter(c.client, opts_.head_timeout));
+    if (got.index() == 1) co_return std::nullopt;  // too slow: closed
     Result<size_t> n = std::get<0>(got);
     if (!n.ok() || *n == 0) co_return std::nullopt;
   }
@@ -214,10 +228,12 @@ asio::awaitable<std::string> PreviewProxy::Impl::Dial(Conn& c, const api::Previe
   boost::system::error_code ec;
   c.app.assign(tcp::v4(), dialed->Release(), ec);
   if (ec) co_return PlainResponse(502, "Bad Gateway", "nothing answers on " + where + ": " + ec.message());
-  asio::steady_timer timer(ioc_, opts_.head_timeout);
-  auto done = co_await (c.app.async_wait(tcp::socket::wait_write, kAwait) || timer.async_wait(asio::use_awaitable));
+  egress::EnableEdgeReads(c.app);
+  // A loopback connect has mostly ended by now; else its end is the socket's first edge, after this wait is queued.
+  pollfd ready{c.app.native_handle(), POLLOUT, 0};
+  if (::poll(&ready, 1, 0) == 0) co_await (c.app.async_wait(tcp::socket::wait_write, kAwait) || CloseAfter(c.app, opts_.head_timeout));
   int err = ETIMEDOUT;
-  if (done.index() == 0) {
+  if (c.app.is_open()) {
     socklen_t len = sizeof err;
     if (::getsockopt(c.app.native_handle(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
   }
@@ -234,8 +250,8 @@ asio::awaitable<void> PreviewProxy::Impl::Serve(std::shared_ptr<Conn> c, std::st
   egress::SocketStream app(c->app, ends, bytes_up_);
   std::optional<api::PreviewHost> host;
   std::string from_app;
-  for (bool first = true;; first = false) {
-    std::optional<egress::HttpHead> head = co_await ReadHead(*c, ends, buffer, first);
+  for (;;) {
+    std::optional<egress::HttpHead> head = co_await ReadHead(*c, ends, buffer);
     if (!head) break;
     std::optional<api::PreviewHost> named = api::ParsePreviewHost(head->host, access_.domain());
     if (!named || (host && !(*named == *host))) {
@@ -248,8 +264,11 @@ asio::awaitable<void> PreviewProxy::Impl::Serve(std::shared_ptr<Conn> c, std::st
       std::string_view token = std::string_view(head->path).substr(std::strlen(api::kPreviewLinkPath));
       token = token.substr(0, token.find_first_of("?#"));
       Result<api::PreviewSession> spent = access_.Spend(token, *host);
-      co_await Answer(*c, spent.ok() ? OpenedResponse(*spent, false)
-                                     : PlainResponse(403, "Forbidden", spent.error().message));
+      // Chosen before the co_await: g++ 12 evaluates both arms of a conditional inside one.
+      std::string answer;
+      if (spent.ok()) answer = OpenedResponse(*spent, false);
+      else answer = PlainResponse(403, "Forbidden", spent.error().message);
+      co_await Answer(*c, answer);
       break;
     }
     Result<std::string> key = access_.Check(PreviewCookie(*head), *host);
