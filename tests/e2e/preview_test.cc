@@ -89,6 +89,8 @@ class PreviewTest : public E2eTest {
  protected:
   void SetUp() override {
     E2eTest::SetUp();
+    // Viewers checked again every second rather than every minute.
+    ASSERT_EQ(StopDaemon(), 0);
     StartDaemon({"--preview-recheck", "1s"});
   }
 
@@ -249,7 +251,8 @@ TEST_F(PreviewTest, AViewerRemovedFromTheOrgLosesThePreviewWithinTheRecheck) {
                               json{{"sandbox", id}, {"port", kAppPort}}.dump(), {"Content-Type: application/json"},
                               minted.value("token", ""));
   ASSERT_EQ(opened.http.status, 200) << opened.Describe();
-  const std::string url = opened.http.j.value("url", "");
+  const std::string url = opened.http.j.value("result", json::object()).value("url", "");
+  ASSERT_NE(url.find("/.isb-preview/"), std::string::npos) << opened.Describe();
   const std::string cookie = Spend(host, url.substr(url.find("/.isb-preview/")));
   auto ws = OpenSocket(host, cookie);
   EXPECT_EQ(ParseHttpResponse(Raw(host, "/", {"Cookie: isb_preview=" + cookie})).status, 200);
