@@ -32,8 +32,13 @@ const setup = await fetch(BASE + '/api/v1/auth/setup', {
   body: JSON.stringify({ setup_token: args['setup-token'], user: 'viewer', password: 'a long preview password' }),
 });
 check(setup.status === 200, 'setup answered ' + setup.status + ': ' + (await setup.text()));
-const session = /isb_session=([^;]+)/.exec(setup.headers.get('set-cookie') || '');
-check(session, 'setup set no isb_session cookie');
+const signin = await fetch(BASE + '/api/v1/auth/signin', {
+  method: 'POST',
+  headers: { 'Content-Type': 'application/json', 'X-Isb-Csrf': '1' },
+  body: JSON.stringify({ user: 'viewer', password: 'a long preview password' }),
+});
+const session = /isb_session=([^;]+)/.exec(signin.headers.get('set-cookie') || '');
+check(signin.status === 200 && session, 'sign-in answered ' + signin.status + ' without an isb_session cookie');
 
 const browser = await puppeteer.launch({
   executablePath: process.env.ISB_CHROMIUM || '/usr/bin/chromium',
