@@ -56,7 +56,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   api::StripRequestCredentials(request);
   for (const egress::HttpHeader& h : request) {
     const std::string name = Lower(h.name);
-    if (name == "forwarded" || name == "x-real-ip" || name.starts_with("x-forwarded-") || name.starts_with("cf-access-"))
+    if (name == "forwarded" || name == "x-real-ip" || name.starts_with("x-forwarded-") ||
+        name.starts_with("cf-access-"))
       abort();
     if (name != "cookie") continue;
     if (h.value.empty()) abort();
@@ -66,8 +67,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       std::string_view pair = rest.substr(0, rest.find(';'));
       rest = pair.size() == rest.size() ? std::string_view() : rest.substr(pair.size() + 1);
       std::string_view cookie_name = pair.substr(0, pair.find('='));
-      while (!cookie_name.empty() && (cookie_name.front() == ' ' || cookie_name.front() == '\t')) cookie_name.remove_prefix(1);
-      while (!cookie_name.empty() && (cookie_name.back() == ' ' || cookie_name.back() == '\t')) cookie_name.remove_suffix(1);
+      while (!cookie_name.empty() && (cookie_name.front() == ' ' || cookie_name.front() == '\t'))
+        cookie_name.remove_prefix(1);
+      while (!cookie_name.empty() && (cookie_name.back() == ' ' || cookie_name.back() == '\t'))
+        cookie_name.remove_suffix(1);
       if (api::IsIsbCookieName(cookie_name)) abort();
     }
   }

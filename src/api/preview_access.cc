@@ -30,7 +30,8 @@ Error Forbidden(std::string message) { return Error::Of(Code::kForbidden, std::m
 
 }  // namespace
 
-PreviewAccess::PreviewAccess(PreviewAccessOptions options) : options_(std::move(options)), url_port_(options_.url_port) {
+PreviewAccess::PreviewAccess(PreviewAccessOptions options)
+    : options_(std::move(options)), url_port_(options_.url_port) {
   MutexLock lock(mu_);
   on_ended_ = options_.on_ended;
 }
@@ -73,13 +74,15 @@ Result<PreviewSession> PreviewAccess::Spend(std::string_view token, const Previe
   if (it == links_.end()) return Forbidden("this preview link is not valid: ask isb for a new one (sandbox_port_open)");
   Link& link = it->second;
   if (link.spent) {
-    return Forbidden("this preview link was used already: a link opens its preview once; ask isb for a new one "
-                     "(sandbox_port_open)");
+    return Forbidden(
+        "this preview link was used already: a link opens its preview once; ask isb for a new one "
+        "(sandbox_port_open)");
   }
   link.spent = true;
   if (now >= link.expires_at_ms) {
     return Forbidden("this preview link has expired (a link is good for " +
-                     std::to_string(options_.link_life.count() / 1000) + " s): ask isb for a new one (sandbox_port_open)");
+                     std::to_string(options_.link_life.count() / 1000) +
+                     " s): ask isb for a new one (sandbox_port_open)");
   }
   if (!(link.host == at)) return Forbidden("this preview link is for another preview: open it at the address isb gave");
   sessions_[Digest(cookie)] = Session{link.host, link.caller, now + options_.session_life.count()};

@@ -21,7 +21,8 @@ std::string_view Trim(std::string_view s) {
 }
 
 bool IsForwardingField(std::string_view name) {
-  return EqualsIgnoreCase(name, "Forwarded") || StartsNoCase(name, "X-Forwarded-") || EqualsIgnoreCase(name, "X-Real-IP");
+  return EqualsIgnoreCase(name, "Forwarded") || StartsNoCase(name, "X-Forwarded-") ||
+         EqualsIgnoreCase(name, "X-Real-IP");
 }
 
 // "Bearer isb_tok_...", or any scheme whose credential is isb's.
@@ -38,7 +39,8 @@ std::string KeepAppCookies(std::string_view value) {
   size_t start = 0;
   while (start <= value.size()) {
     size_t semi = value.find(';', start);
-    std::string_view pair = Trim(value.substr(start, semi == std::string_view::npos ? std::string_view::npos : semi - start));
+    std::string_view pair =
+        Trim(value.substr(start, semi == std::string_view::npos ? std::string_view::npos : semi - start));
     std::string_view name = Trim(pair.substr(0, pair.find('=')));
     if (!pair.empty() && !IsIsbCookieName(name)) {
       if (!kept.empty()) kept += "; ";
@@ -73,8 +75,10 @@ std::string WithoutDomain(std::string_view value) {
 }  // namespace
 
 bool IsIsbCookieName(std::string_view name) {
-  if (StartsNoCase(name, "__Host-")) name.remove_prefix(7);
-  else if (StartsNoCase(name, "__Secure-")) name.remove_prefix(9);
+  if (StartsNoCase(name, "__Host-"))
+    name.remove_prefix(7);
+  else if (StartsNoCase(name, "__Secure-"))
+    name.remove_prefix(9);
   return StartsNoCase(name, "isb_") || EqualsIgnoreCase(name, "CF_Authorization");
 }
 

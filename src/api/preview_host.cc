@@ -15,7 +15,8 @@ constexpr size_t kSandboxHex = 16;
 bool EndsWithNoCase(std::string_view s, std::string_view suffix) {
   if (s.size() < suffix.size()) return false;
   std::string_view tail = s.substr(s.size() - suffix.size());
-  return std::equal(tail.begin(), tail.end(), suffix.begin(), [](char a, char b) { return AsciiLower(a) == AsciiLower(b); });
+  return std::equal(tail.begin(), tail.end(), suffix.begin(),
+                    [](char a, char b) { return AsciiLower(a) == AsciiLower(b); });
 }
 
 bool IsHex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }
@@ -26,7 +27,8 @@ std::optional<std::string_view> NameOf(std::string_view field) {
   if (field.empty() || field.front() == '[') return std::nullopt;
   if (size_t colon = field.rfind(':'); colon != std::string_view::npos) {
     std::string_view port = field.substr(colon + 1);
-    if (port.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    if (port.empty() || port.size() > 5 ||
+        !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }))
       return std::nullopt;
     field = field.substr(0, colon);
   }
@@ -51,7 +53,8 @@ bool IsDnsName(std::string_view name) {
 
 std::optional<PreviewHost> ParsePreviewHost(std::string_view host_field, std::string_view domain) {
   std::optional<std::string_view> name = NameOf(host_field);
-  if (!name || domain.empty() || name->size() <= domain.size() + 1 || !EndsWithNoCase(*name, domain)) return std::nullopt;
+  if (!name || domain.empty() || name->size() <= domain.size() + 1 || !EndsWithNoCase(*name, domain))
+    return std::nullopt;
   if ((*name)[name->size() - domain.size() - 1] != '.') return std::nullopt;
   std::string label(name->substr(0, name->size() - domain.size() - 1));
   for (char& ch : label) ch = AsciiLower(ch);
@@ -101,8 +104,8 @@ Status CheckPreviewDomain(std::string_view domain, const std::vector<std::string
     for (char& ch : host) ch = AsciiLower(ch);
     if (!host.empty() && host.back() == '.') host.pop_back();
     const bool same = host == domain;
-    const bool parent = host.size() > domain.size() && EndsWithNoCase(host, domain) &&
-                        host[host.size() - domain.size() - 1] == '.';
+    const bool parent =
+        host.size() > domain.size() && EndsWithNoCase(host, domain) && host[host.size() - domain.size() - 1] == '.';
     if (same || parent) {
       return Error::Of(Code::kInvalidArgument,
                        "--preview-domain: " + std::string(domain) + (same ? " is" : " is a parent of") +

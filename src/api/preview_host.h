@@ -17,9 +17,9 @@ namespace isb::api {
 inline constexpr char kDefaultPreviewDomain[] = "localhost";
 
 struct PreviewHost {
-  uint16_t port = 0;     // in the sandbox, 1 to 65535
-  std::string sandbox;   // "sb-" and 16 hex digits
-  std::string org;       // an org name (a-z, 0-9, '-')
+  uint16_t port = 0;    // in the sandbox, 1 to 65535
+  std::string sandbox;  // "sb-" and 16 hex digits
+  std::string org;      // an org name (a-z, 0-9, '-')
   bool operator==(const PreviewHost&) const = default;
 };
 

@@ -15,8 +15,8 @@ Result<PreviewHost> HostOf(Sandboxes& all, const json& in, const CallContext& ct
   OrgSandboxes sb(all, ctx);
   ISB_ASSIGN_OR_RETURN(SandboxInfo info, sb.Get(in["sandbox"].get<std::string>()));
   if (running && info.state != "running") {
-    return Error::Of(Code::kConflict, "sandbox " + info.id + " is " + info.state +
-                                          ": start it (sandbox_start) to preview its ports");
+    return Error::Of(Code::kConflict,
+                     "sandbox " + info.id + " is " + info.state + ": start it (sandbox_start) to preview its ports");
   }
   return PreviewHost{static_cast<uint16_t>(in["port"].get<int>()), info.id, OrgOf(info)};
 }
@@ -43,7 +43,8 @@ json Input() {
 
 Status AddPreviewTools(Registry& registry, Sandboxes& sandboxes, PreviewAccess& access) {
   json opened = Output({{"url", Str("The one-time link: good once, for 60 s, for the caller alone. Open it in a "
-                                    "browser; it is not to be shared.", 512)},
+                                    "browser; it is not to be shared.",
+                                    512)},
                         {"expires_at", Str("When the link stops working (RFC 3339, UTC).", 40)}},
                        {"url", "expires_at"});
   ISB_TRY(registry.Add(Tool{

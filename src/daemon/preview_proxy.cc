@@ -39,19 +39,28 @@ std::string PlainResponse(int status, std::string_view reason, const std::string
   const std::string body = text + "\n";
   return "HTTP/1.1 " + std::to_string(status) + " " + std::string(reason) +
          "\r\nContent-Type: text/plain; charset=utf-8\r\nCache-Control: no-store\r\nReferrer-Policy: no-referrer\r\n"
-         "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+         "Content-Length: " +
+         std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
 }
 
 std::string_view ReasonOf(int status) {
   switch (status) {
-    case 400: return "Bad Request";
-    case 403: return "Forbidden";
-    case 414: return "URI Too Long";
-    case 421: return "Misdirected Request";
-    case 431: return "Request Header Fields Too Large";
-    case 501: return "Not Implemented";
-    case 502: return "Bad Gateway";
-    case 505: return "HTTP Version Not Supported";
+    case 400:
+      return "Bad Request";
+    case 403:
+      return "Forbidden";
+    case 414:
+      return "URI Too Long";
+    case 421:
+      return "Misdirected Request";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 501:
+      return "Not Implemented";
+    case 502:
+      return "Bad Gateway";
+    case 505:
+      return "HTTP Version Not Supported";
   }
   return "Error";
 }
@@ -63,7 +72,8 @@ std::string OpenedResponse(const api::PreviewSession& session, bool secure) {
       "<meta http-equiv=\"refresh\" content=\"0;url=/\"><title>Opening the preview</title></head>"
       "<body><p><a href=\"/\" rel=\"noreferrer\">Open the preview</a></p></body></html>\n";
   return "HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nCache-Control: no-store\r\n"
-         "Referrer-Policy: no-referrer\r\nSet-Cookie: " + std::string(api::kPreviewCookie) + "=" + session.cookie +
+         "Referrer-Policy: no-referrer\r\nSet-Cookie: " +
+         std::string(api::kPreviewCookie) + "=" + session.cookie +
          "; Path=/; Max-Age=" + std::to_string(session.max_age.count()) + "; HttpOnly; SameSite=Strict" +
          (secure ? "; Secure" : "") + "\r\nContent-Length: " + std::to_string(body.size()) +
          "\r\nConnection: close\r\n\r\n" + body;
@@ -188,7 +198,7 @@ class PreviewProxy::Impl {
 };
 
 asio::awaitable<std::optional<egress::HttpHead>> PreviewProxy::Impl::ReadHead(Conn& c, egress::RelayEnds& ends,
-                                                                             std::string& buffer) {
+                                                                              std::string& buffer) {
   for (int reads = 0;; ++reads) {
     egress::HeadResult r = egress::ParseHttpHead(buffer);
     if (r.kind == egress::HeadResult::kParsed) co_return std::move(r.head);
@@ -221,17 +231,20 @@ asio::awaitable<std::optional<egress::HttpHead>> PreviewProxy::Impl::ReadHead(Co
 asio::awaitable<std::string> PreviewProxy::Impl::Dial(Conn& c, const api::PreviewHost& host) {
   const std::string where = "port " + std::to_string(host.port) + " in sandbox " + host.sandbox;
   Result<Fd> netns = opts_.netns(host.sandbox);
-  if (!netns.ok()) co_return PlainResponse(502, "Bad Gateway", "the preview of " + where + " is not reachable: " +
-                                                                    netns.error().message);
+  if (!netns.ok())
+    co_return PlainResponse(502, "Bad Gateway",
+                            "the preview of " + where + " is not reachable: " + netns.error().message);
   Result<Fd> dialed = ConnectLoopbackIn(netns->get(), host.port);
-  if (!dialed.ok()) co_return PlainResponse(502, "Bad Gateway", "nothing answers on " + where + ": " + dialed.error().message);
+  if (!dialed.ok())
+    co_return PlainResponse(502, "Bad Gateway", "nothing answers on " + where + ": " + dialed.error().message);
   boost::system::error_code ec;
   c.app.assign(tcp::v4(), dialed->Release(), ec);
   if (ec) co_return PlainResponse(502, "Bad Gateway", "nothing answers on " + where + ": " + ec.message());
   egress::EnableEdgeReads(c.app);
   // A loopback connect has mostly ended by now; else its end is the socket's first edge, after this wait is queued.
   pollfd ready{c.app.native_handle(), POLLOUT, 0};
-  if (::poll(&ready, 1, 0) == 0) co_await (c.app.async_wait(tcp::socket::wait_write, kAwait) || CloseAfter(c.app, opts_.head_timeout));
+  if (::poll(&ready, 1, 0) == 0)
+    co_await (c.app.async_wait(tcp::socket::wait_write, kAwait) || CloseAfter(c.app, opts_.head_timeout));
   int err = ETIMEDOUT;
   if (c.app.is_open()) {
     socklen_t len = sizeof err;
@@ -266,8 +279,10 @@ asio::awaitable<void> PreviewProxy::Impl::Serve(std::shared_ptr<Conn> c, std::st
       Result<api::PreviewSession> spent = access_.Spend(token, *host);
       // Chosen before the co_await: g++ 12 evaluates both arms of a conditional inside one.
       std::string answer;
-      if (spent.ok()) answer = OpenedResponse(*spent, false);
-      else answer = PlainResponse(403, "Forbidden", spent.error().message);
+      if (spent.ok())
+        answer = OpenedResponse(*spent, false);
+      else
+        answer = PlainResponse(403, "Forbidden", spent.error().message);
       co_await Answer(*c, answer);
       break;
     }
@@ -307,8 +322,7 @@ asio::awaitable<void> PreviewProxy::Impl::Serve(std::shared_ptr<Conn> c, std::st
       }
       std::string head_bytes = from_app.substr(0, r.head.size);
       from_app.erase(0, r.head.size);
-      egress::PreparedMessage out =
-          egress::PrepareResponse(filter_, exchange, *head, std::move(head_bytes), r.head);
+      egress::PreparedMessage out = egress::PrepareResponse(filter_, exchange, *head, std::move(head_bytes), r.head);
       if (r.head.status >= 100 && r.head.status < 200 && r.head.status != 101) {
         if (!(co_await client.Write(out.head.Bytes())).ok()) co_return c->Close();
         continue;
@@ -321,8 +335,9 @@ asio::awaitable<void> PreviewProxy::Impl::Serve(std::shared_ptr<Conn> c, std::st
       // The app took the upgrade (a WebSocket): bytes from here on, either way, until both have ended.
       if (!from_app.empty() && !(co_await client.Write(from_app)).ok()) break;
       if (!buffer.empty() && !(co_await app.Write(buffer)).ok()) break;
-      co_await ((egress::Pump(c->client, c->app, bytes_up_, ends) && egress::Pump(c->app, c->client, bytes_down_, ends)) ||
-                egress::Watch(c->client, c->app, ends, opts_.idle_timeout, idle_closed_));
+      co_await (
+          (egress::Pump(c->client, c->app, bytes_up_, ends) && egress::Pump(c->app, c->client, bytes_down_, ends)) ||
+          egress::Watch(c->client, c->app, ends, opts_.idle_timeout, idle_closed_));
       break;
     }
     if (response.until_close || WantsClose(head->headers, head->minor_version) ||

@@ -22,8 +22,8 @@ namespace isb::daemon {
 struct PreviewProxyOptions {
   // The network namespace of sandbox `id` while it runs, or why not (its message is the 502's).
   std::function<Result<Fd>(const std::string& id)> netns;
-  size_t max_connections = 1024;  // past it, a connection given is closed at once
-  std::chrono::milliseconds head_timeout{30'000};  // for a request head, and between requests
+  size_t max_connections = 1024;                                     // past it, a connection given is closed at once
+  std::chrono::milliseconds head_timeout{30'000};                    // for a request head, and between requests
   std::chrono::milliseconds idle_timeout{std::chrono::minutes(15)};  // a relayed connection moving nothing
 };
 

@@ -54,9 +54,8 @@ PreviewService::PreviewService(PreviewServiceOptions options, store::Db& db, ide
     return StillAllowed(identity_, caller, org);
   };
   access_ = std::make_unique<api::PreviewAccess>(std::move(access));
-  proxy_ = std::make_unique<PreviewProxy>(*access_, PreviewProxyOptions{.netns = [this](const std::string& id) {
-                                            return SandboxNetns(db_, id);
-                                          }});
+  proxy_ = std::make_unique<PreviewProxy>(
+      *access_, PreviewProxyOptions{.netns = [this](const std::string& id) { return SandboxNetns(db_, id); }});
   access_->OnEnded([this] { proxy_->CutEnded(); });
   watch_ = std::thread([this] { Watch(); });
 }

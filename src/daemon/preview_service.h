@@ -26,7 +26,8 @@ struct PreviewServiceOptions {
 class PreviewService {
  public:
   // `db`, `identity` and `events` must outlive the service. The watch and the proxy's thread start here.
-  PreviewService(PreviewServiceOptions options, store::Db& db, identity::IdentityStore& identity, api::EventBus& events);
+  PreviewService(PreviewServiceOptions options, store::Db& db, identity::IdentityStore& identity,
+                 api::EventBus& events);
   ~PreviewService();
   PreviewService(const PreviewService&) = delete;
   PreviewService& operator=(const PreviewService&) = delete;

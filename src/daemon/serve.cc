@@ -272,9 +272,9 @@ int Serve(const ServeOptions& options) {
   sampler.Start();
 
   // Port previews: origins of their own, taken by their Host before anything else on the listener.
-  PreviewService previews({.domain = options.preview_domain.empty() ? api::kDefaultPreviewDomain : options.preview_domain,
-                           .recheck = options.preview_recheck},
-                          **db, **identity, events);
+  PreviewServiceOptions preview_options{.recheck = options.preview_recheck};
+  if (!options.preview_domain.empty()) preview_options.domain = options.preview_domain;
+  PreviewService previews(preview_options, **db, **identity, events);
 
   // 6. The registry and its surfaces.
   api::Registry registry;

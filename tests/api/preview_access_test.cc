@@ -13,11 +13,11 @@ struct Clocked {
   int64_t now = 1'000'000;
   bool allowed = true;
   int ended = 0;
-  PreviewAccess access{PreviewAccessOptions{
-      .url_port = 8092,
-      .still_allowed = [this](const Identity&, const std::string&) { return allowed; },
-      .on_ended = [this] { ++ended; },
-      .now_ms = [this] { return now; }}};
+  PreviewAccess access{
+      PreviewAccessOptions{.url_port = 8092,
+                           .still_allowed = [this](const Identity&, const std::string&) { return allowed; },
+                           .on_ended = [this] { ++ended; },
+                           .now_ms = [this] { return now; }}};
 };
 
 std::string TokenOf(const PreviewLink& link) { return link.url.substr(link.url.rfind('/') + 1); }
@@ -38,8 +38,9 @@ TEST(PreviewAccessTest, ALinkNamesThePreviewHostAndIsGoodOnce) {
   auto again = c.access.Spend(TokenOf(*link), kHost);
   ASSERT_FALSE(again.ok());
   EXPECT_EQ(again.error().code, Code::kForbidden);
-  EXPECT_EQ(again.error().message, "this preview link was used already: a link opens its preview once; ask isb for a "
-                                   "new one (sandbox_port_open)");
+  EXPECT_EQ(again.error().message,
+            "this preview link was used already: a link opens its preview once; ask isb for a "
+            "new one (sandbox_port_open)");
   EXPECT_TRUE(c.access.Check(spent->cookie, kHost).ok());
 }
 

@@ -19,8 +19,9 @@ TEST(PreviewFilterTest, IsbsCredentialsAndMadeUpForwardingFieldsAreTakenOut) {
               {"X-Real-IP", "6.6.6.6"},
               {"Accept", "*/*"}};
   StripRequestCredentials(f);
-  EXPECT_EQ(f, (Fields{{"Host", "80-sb-0123456789abcdef-acme.localhost"}, {"Cookie", "app=1; theme=dark"},
-                       {"Accept", "*/*"}}));
+  EXPECT_EQ(
+      f,
+      (Fields{{"Host", "80-sb-0123456789abcdef-acme.localhost"}, {"Cookie", "app=1; theme=dark"}, {"Accept", "*/*"}}));
 }
 
 TEST(PreviewFilterTest, TheAppsOwnAuthorizationAndCookiesStay) {
@@ -37,8 +38,9 @@ TEST(PreviewFilterTest, SetCookieLosesDomainAndIsbNamedCookiesAreDropped) {
               {"Set-Cookie", "CF_Authorization=x"},
               {"Content-Type", "text/html"}};
   EditSetCookies(f);
-  EXPECT_EQ(f, (Fields{{"Set-Cookie", "sid=1; Path=/; HttpOnly"}, {"Set-Cookie", "theme=dark"},
-                       {"Content-Type", "text/html"}}));
+  EXPECT_EQ(
+      f,
+      (Fields{{"Set-Cookie", "sid=1; Path=/; HttpOnly"}, {"Set-Cookie", "theme=dark"}, {"Content-Type", "text/html"}}));
 }
 
 TEST(PreviewFilterTest, CookieNamesLikeIsbsAreRecognisedInAnyCaseAndPrefix) {

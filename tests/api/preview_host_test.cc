@@ -34,7 +34,8 @@ TEST(PreviewHostTest, IsbsOwnHostsAndMalformedLabelsAreNoPreview) {
 
 TEST(PreviewHostTest, AnAbsoluteFormTargetNamesThePreviewWhateverTheHostField) {
   EXPECT_TRUE(ParsePreviewOfRequest("localhost", "http://80-sb-0123456789abcdef-acme.localhost/x", "localhost"));
-  EXPECT_FALSE(ParsePreviewOfRequest("80-sb-0123456789abcdef-acme.localhost", "http://localhost/api/v1/x", "localhost"));
+  EXPECT_FALSE(
+      ParsePreviewOfRequest("80-sb-0123456789abcdef-acme.localhost", "http://localhost/api/v1/x", "localhost"));
   EXPECT_TRUE(ParsePreviewOfRequest("80-sb-0123456789abcdef-acme.localhost", "/api/v1/x", "localhost"));
 }
 

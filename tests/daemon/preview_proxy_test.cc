@@ -72,8 +72,9 @@ TEST_F(PreviewProxyTest, ALinkIsSpentForACookieAndTheAppGetsTheRequestWithoutIsb
     char buf[4096];
     ssize_t n = ::recv(c, buf, sizeof buf, 0);
     seen.assign(buf, n > 0 ? static_cast<size_t>(n) : 0);
-    const std::string answer = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nSet-Cookie: a=1; Domain=localhost\r\n"
-                               "Connection: close\r\n\r\nhi";
+    const std::string answer =
+        "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nSet-Cookie: a=1; Domain=localhost\r\n"
+        "Connection: close\r\n\r\nhi";
     ::send(c, answer.data(), answer.size(), MSG_NOSIGNAL);
     ::close(c);
   });

@@ -26,8 +26,10 @@ TEST_F(E2eTest, APreviewRunsAtItsOwnOriginInARealBrowserAndItsScriptCannotCallIs
   ASSERT_FALSE(setup.empty()) << DaemonLog();
 
   const std::string id = CreateSandbox();
-  MustTool("sandbox_file_write", {{"sandbox", id}, {"path", "/tmp/app.py"}, {"content_base64", Base64(ReadFileOrEmpty(ISB_PREVIEW_APP))}});
-  MustTool("sandbox_file_write", {{"sandbox", id}, {"path", "/tmp/app.js"}, {"content_base64", Base64(ReadFileOrEmpty(ISB_PREVIEW_APP_JS))}});
+  MustTool("sandbox_file_write",
+           {{"sandbox", id}, {"path", "/tmp/app.py"}, {"content_base64", Base64(ReadFileOrEmpty(ISB_PREVIEW_APP))}});
+  MustTool("sandbox_file_write",
+           {{"sandbox", id}, {"path", "/tmp/app.js"}, {"content_base64", Base64(ReadFileOrEmpty(ISB_PREVIEW_APP_JS))}});
   json up = Exec(id, {"sh", "-c",
                       "setsid python3 /tmp/app.py 8080 </dev/null >/tmp/app.log 2>&1 &\n"
                       "for i in $(seq 200); do grep -q ' 0100007F:1F90 ' /proc/net/tcp && exit 0; sleep 0.05; done; "
@@ -35,10 +37,10 @@ TEST_F(E2eTest, APreviewRunsAtItsOwnOriginInARealBrowserAndItsScriptCannotCallIs
   ASSERT_EQ(up.value("exit_code", -1), 0) << up.dump();
   json link = MustTool("sandbox_port_open", {{"sandbox", id}, {"port", 8080}});
 
-  ProcResult run = RunProcess({"node", ISB_PREVIEW_BROWSER_TEST, "--base", base_url(), "--setup-token", setup, "--link",
-                               link.value("url", ""), "--node-modules", ISB_BROWSER_NODE_MODULES, "--out",
-                               ISB_BROWSER_OUT},
-                              "", std::chrono::minutes(2));
+  ProcResult run =
+      RunProcess({"node", ISB_PREVIEW_BROWSER_TEST, "--base", base_url(), "--setup-token", setup, "--link",
+                  link.value("url", ""), "--node-modules", ISB_BROWSER_NODE_MODULES, "--out", ISB_BROWSER_OUT},
+                 "", std::chrono::minutes(2));
   EXPECT_EQ(run.exit_status, 0) << run.Describe() << "\nthe daemon says:\n" << DaemonLog();
   for (const char* step : {"ok app at its own origin", "ok app cannot call isb as the viewer", "ok spent link refused"})
     EXPECT_NE(run.out.find(step), std::string::npos) << step << " did not pass:\n" << run.out;

@@ -39,7 +39,9 @@ class Client {
     if (fd_ >= 0) ::close(fd_);
   }
   bool ok() const { return fd_ >= 0; }
-  bool Send(std::string_view bytes) { return ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) == ssize_t(bytes.size()); }
+  bool Send(std::string_view bytes) {
+    return ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) == ssize_t(bytes.size());
+  }
   // Reads into got() until `done(got())`, the end of the stream (ended() then) or `timeout`.
   void ReadUntil(const std::function<bool(const std::string&)>& done, std::chrono::milliseconds timeout = 10s) {
     const auto until = std::chrono::steady_clock::now() + timeout;
@@ -97,12 +99,14 @@ class PreviewTest : public E2eTest {
   // A running sandbox with the app listening on its loopback's kAppPort.
   std::string SandboxWithApp() {
     std::string id = CreateSandbox();
-    MustTool("sandbox_file_write", {{"sandbox", id}, {"path", "/tmp/app.py"}, {"content_base64", Base64(ReadFileOrEmpty(ISB_PREVIEW_APP))}});
-    json up = Exec(id, {"sh", "-c",
-                        "setsid python3 /tmp/app.py " + std::to_string(kAppPort) +
-                            " </dev/null >/tmp/app.log 2>&1 &\n"
-                            "for i in $(seq 200); do grep -q ' 0100007F:1F90 ' /proc/net/tcp && exit 0; sleep 0.05; done; "
-                            "cat /tmp/app.log; exit 1"});
+    MustTool("sandbox_file_write",
+             {{"sandbox", id}, {"path", "/tmp/app.py"}, {"content_base64", Base64(ReadFileOrEmpty(ISB_PREVIEW_APP))}});
+    json up =
+        Exec(id, {"sh", "-c",
+                  "setsid python3 /tmp/app.py " + std::to_string(kAppPort) +
+                      " </dev/null >/tmp/app.log 2>&1 &\n"
+                      "for i in $(seq 200); do grep -q ' 0100007F:1F90 ' /proc/net/tcp && exit 0; sleep 0.05; done; "
+                      "cat /tmp/app.log; exit 1"});
     EXPECT_EQ(up.value("exit_code", -1), 0) << up.dump();
     return id;
   }
@@ -132,8 +136,9 @@ class PreviewTest : public E2eTest {
     std::string raw = Raw(host, link);
     std::smatch m;
     std::string cookie = FieldLines(raw, "Set-Cookie").empty() ? "" : FieldLines(raw, "Set-Cookie")[0];
-    EXPECT_TRUE(std::regex_match(cookie, m, std::regex("isb_preview=([0-9a-f]{64}); Path=/; Max-Age=28800; HttpOnly; "
-                                                       "SameSite=Strict")))
+    EXPECT_TRUE(std::regex_match(cookie, m,
+                                 std::regex("isb_preview=([0-9a-f]{64}); Path=/; Max-Age=28800; HttpOnly; "
+                                            "SameSite=Strict")))
         << raw;
     return m.size() > 1 ? m[1].str() : "";
   }
@@ -191,7 +196,8 @@ TEST_F(PreviewTest, ALinkOpensThePreviewOnceAndTheAppReceivesNoneOfIsbsCredentia
   HttpResponse r = ParseHttpResponse(raw);
   ASSERT_TRUE(r.j.is_object()) << raw;
   EXPECT_EQ(r.j["path"], "/echo");
-  EXPECT_EQ(r.j["headers"], json::parse(R"([["Host",")" + host + R"("],["Cookie","app=1"],["X-Custom","kept"],)"
+  EXPECT_EQ(r.j["headers"], json::parse(R"([["Host",")" + host +
+                                        R"("],["Cookie","app=1"],["X-Custom","kept"],)"
                                         R"(["Connection","close"]])"));
   // The app's own headers as they are, but its Set-Cookie without Domain and none named like isb's.
   EXPECT_EQ(FieldLines(raw, "Set-Cookie"), std::vector<std::string>{"app=1; Path=/; HttpOnly"});
@@ -210,8 +216,8 @@ TEST_F(PreviewTest, IsbsApiAndPagesAreNeverServedOnAPreviewHost) {
   EXPECT_EQ(Raw(host, "/"), kNoSession);
   // With one: the app answers every path, isb's included.
   const std::string cookie = Spend(host, OpenLink(id));
-  HttpResponse r = ParseHttpResponse(Raw(host, "/api/v1/tools/whoami", {"Cookie: isb_preview=" + cookie,
-                                                                        "Authorization: Bearer " + token()}));
+  HttpResponse r = ParseHttpResponse(
+      Raw(host, "/api/v1/tools/whoami", {"Cookie: isb_preview=" + cookie, "Authorization: Bearer " + token()}));
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.j.value("path", ""), "/api/v1/tools/whoami") << r.Describe();
   // isb's own host is isb's still.
@@ -247,9 +253,9 @@ TEST_F(PreviewTest, AViewerRemovedFromTheOrgLosesThePreviewWithinTheRecheck) {
   MustTool("user_create", {{"name", "mia"}});
   MustTool("member_add", {{"user", "mia"}, {"role", "member"}});
   json minted = MustTool("token_create", {{"name", "mia"}, {"user", "mia"}});
-  CurlResult opened = CurlTcp("POST", "/api/v1/tools/sandbox_port_open",
-                              json{{"sandbox", id}, {"port", kAppPort}}.dump(), {"Content-Type: application/json"},
-                              minted.value("token", ""));
+  CurlResult opened =
+      CurlTcp("POST", "/api/v1/tools/sandbox_port_open", json{{"sandbox", id}, {"port", kAppPort}}.dump(),
+              {"Content-Type: application/json"}, minted.value("token", ""));
   ASSERT_EQ(opened.http.status, 200) << opened.Describe();
   const std::string url = opened.http.j.value("result", json::object()).value("url", "");
   ASSERT_NE(url.find("/.isb-preview/"), std::string::npos) << opened.Describe();
@@ -284,7 +290,8 @@ TEST_F(PreviewTest, StoppingTheSandboxOrClosingThePortEndsItsPreviews) {
   // And a stopped sandbox gives no links.
   HttpResponse refused = Tool("sandbox_port_open", {{"sandbox", id}, {"port", kAppPort}});
   EXPECT_EQ(refused.status, 409) << refused.Describe();
-  EXPECT_EQ(refused.j.value("message", ""), "sandbox " + id + " is stopped: start it (sandbox_start) to preview its ports");
+  EXPECT_EQ(refused.j.value("message", ""),
+            "sandbox " + id + " is stopped: start it (sandbox_start) to preview its ports");
 }
 
 }  // namespace
