@@ -32,7 +32,11 @@ add_library(isb_api STATIC
   src/api/tool_policy.cc
   src/api/web_ui.cc
   src/api/websocket_session.cc
-  src/api/terminal_socket.cc)
+  src/api/terminal_socket.cc
+  src/api/preview_host.cc
+  src/api/preview_access.cc
+  src/api/preview_filter.cc
+  src/api/preview_tools.cc)
 # egress for IP address literals (publish addresses), identity for tool globs, audit for the accountability tools,
 # the secret store for the secret tools,
 # the engine's id mappings for a spec's idmap, spec/ for the sandbox spec and exec request.
@@ -58,6 +62,9 @@ add_executable(isb_api_tests
   tests/api/raw_http.cc
   tests/api/http_server_test.cc
   tests/api/router_test.cc
+  tests/api/preview_host_test.cc
+  tests/api/preview_filter_test.cc
+  tests/api/preview_access_test.cc
   tests/api/spec_policy_test.cc
   tests/api/tool_policy_test.cc
   tests/api/audit_tools_test.cc
@@ -77,5 +84,7 @@ isb_fuzz_target(spec_policy LIBS isb_api)
 isb_fuzz_target(router LIBS isb_api)
 # The credentials in a TCP request (Authorization, Cookie, the browser headers) and the sign-in and setup bodies.
 isb_fuzz_target(web_auth LIBS isb_api)
+# A preview's Host and target, and the header fields the preview proxy edits both ways.
+isb_fuzz_target(preview_host LIBS isb_api)
 # What a browser sends on a terminal WebSocket once upgraded.
 isb_fuzz_target(websocket_session LIBS isb_api)

@@ -1,6 +1,7 @@
 // The only Beast translation unit: accept loops, one coroutine per connection, tool calls on a worker pool.
 #include "api/http_server.h"
 
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -12,6 +13,7 @@
 #include <future>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <thread>
 #include <type_traits>
 #include <unordered_map>
@@ -392,6 +394,15 @@ net::awaitable<void> HttpServer::Impl::Serve(beast::basic_stream<Protocol> strea
     parser.body_limit(opts_.max_body_bytes);
     stream.expires_after(opts_.header_timeout);
     auto [ec, n] = co_await http::async_read_header(stream, buffer, parser, kAwait);
+    if constexpr (std::is_same_v<Protocol, tcp>) {
+      if (!ec && opts_.preview && opts_.preview_takes(parser.get()[http::field::host], parser.get().target())) {
+        std::ostringstream head;
+        head << parser.get().base();
+        const int fd = ::fcntl(beast::get_lowest_layer(stream).socket().native_handle(), F_DUPFD_CLOEXEC, 0);
+        if (fd >= 0) opts_.preview(fd, head.str() + beast::buffers_to_string(buffer.data()));
+        co_return;
+      }
+    }
     if (!ec && EqualsIgnoreCase(std::string_view(parser.get()[http::field::expect]), "100-continue")) {
       http::response<http::empty_body> cont{http::status::continue_, 11};
       stream.expires_after(opts_.write_timeout);

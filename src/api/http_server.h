@@ -76,6 +76,11 @@ struct HttpServerOptions {
   // How often an open stream or terminal asks the authenticator again who its caller is: it ends once the
   // credential is refused (revoked, expired) or the caller's access changed (a role, a membership, a scope).
   std::chrono::milliseconds reauthorize_every{5'000};
+  // Port previews (daemon/preview_proxy.h): a TCP request whose Host (or absolute-form target) `preview_takes`
+  // names is taken before anything else: its connection goes to `preview` (a descriptor of its own, then the head as
+  // read and what followed it) and nothing of isb's answers it. Unset: none.
+  std::function<bool(std::string_view host, std::string_view target)> preview_takes;
+  std::function<void(int fd, std::string pending)> preview;
   std::chrono::milliseconds header_timeout{30'000};  // also the keep-alive idle limit
   std::chrono::milliseconds body_timeout{120'000};
   std::chrono::milliseconds write_timeout{60'000};

@@ -132,12 +132,26 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--allow-host", opts->allow_hosts,
                   "NAME: a host name browsers may reach the daemon by (a tunnel's or reverse proxy's), besides "
                   "localhost, 127.0.0.1, ::1 and the listen address (IPv6 without brackets); repeatable");
+  cmd->add_option("--preview-domain", opts->preview_domain,
+                  "DOMAIN port previews are served under (<port>-<sandbox>-<org>.DOMAIN); default localhost. Not isb's "
+                  "own host name nor a parent of it: best a registrable domain of its own");
+  auto recheck = std::make_shared<std::string>("1m");
+  cmd->add_option("--preview-recheck", *recheck, "How often a preview's viewer is checked again (membership)")
+      ->capture_default_str();
   cmd->add_option("--audit-retention", *retention,
                   "Prune audit log and history rows older than this (at least 1h), at start and hourly; "
                   "off or 0: never prune")
       ->capture_default_str();
   AddPolicyOptions(cmd, *opts, *flags);
-  cmd->callback([opts, flags, reap, retention, exit_code] {
+  cmd->callback([opts, flags, reap, retention, recheck, exit_code] {
+    auto every = ParseDuration(*recheck);
+    if (!every.ok() || every->count() < 100) {
+      std::fprintf(stderr, "isb serve: --preview-recheck: %s\n",
+                   every.ok() ? "must be at least 100ms" : every.error().message.c_str());
+      *exit_code = 2;
+      return;
+    }
+    opts->preview_recheck = std::chrono::duration_cast<std::chrono::milliseconds>(*every);
     auto interval = ParseDuration(*reap);
     if (!interval.ok() || interval->count() < 1000) {
       std::fprintf(stderr, "isb serve: --reap-interval: %s\n",

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "base/fd.h"
+#include "daemon/netns_dial.h"
 
 namespace isb::daemon {
 namespace {
@@ -156,14 +157,9 @@ class PortPublisher::Listener {
       Fd client(::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
       if (!client.valid()) return;
       if (conns.size() >= kMaxConnections || open_.load() >= max_open_) continue;  // closed at once
-      Fd inside(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-      if (!inside.valid()) continue;
-      sockaddr_in to{};
-      to.sin_family = AF_INET;
-      to.sin_port = htons(port_);
-      to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-      if (::connect(inside.get(), reinterpret_cast<sockaddr*>(&to), sizeof to) != 0 && errno != EINPROGRESS) continue;
-      conns.push_back(Conn{std::move(client), std::move(inside)});
+      Result<Fd> inside = ConnectLoopback(port_);  // this thread is in the sandbox's namespace
+      if (!inside.ok()) continue;
+      conns.push_back(Conn{std::move(client), std::move(*inside)});
       ++open_;
     }
   }
@@ -259,9 +255,13 @@ Status PortPublisher::Publish(const std::string& id, pid_t pid, const std::vecto
       return Error::Of(listen.error().code, field + ": " + p.host_address + ":" + std::to_string(p.host_port) + ": " +
                                                 listen.error().message);
     }
-    Fd netns(::open(("/proc/" + std::to_string(pid) + "/ns/net").c_str(), O_RDONLY | O_CLOEXEC));
-    if (!netns.valid()) return Error::Sys(field + ": the sandbox's network namespace");
-    listeners.push_back(std::make_unique<Listener>(std::move(*listen), std::move(netns), p.sandbox_port, idle_timeout_,
+    Result<Fd> netns = OpenNetns(pid);
+    if (!netns.ok()) {
+      Error e = netns.error();
+      e.message = field + ": the sandbox's network namespace: " + e.message;
+      return e;
+    }
+    listeners.push_back(std::make_unique<Listener>(std::move(*listen), std::move(*netns), p.sandbox_port, idle_timeout_,
                                                    open_, max_open_));
   }
   MutexLock lock(mu_);

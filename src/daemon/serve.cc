@@ -26,6 +26,8 @@
 #include "api/rest.h"
 #include "api/identity_tools.h"
 #include "api/org_tools.h"
+#include "api/preview_host.h"
+#include "api/preview_tools.h"
 #include "api/sandbox_tools.h"
 #include "api/secret_tools.h"
 #include "api/terminal_socket.h"
@@ -40,6 +42,7 @@
 #include "audit/log.h"
 #include "audit/retention.h"
 #include "daemon/daemon_metrics.h"
+#include "daemon/preview_service.h"
 #include "daemon/sandbox_manager.h"
 #include "daemon/serve_images.h"
 #include "daemon/usage_sampler.h"
@@ -89,6 +92,12 @@ int Serve(const ServeOptions& options) {
   auto listen = api::ParseListenAddress(options.listen);
   if (!listen.ok()) return Fail(listen.error().message, kExitUsage);
   if (auto st = api::CheckListenAddress(listen->host); !st.ok()) return Fail(st.error().message, kExitUsage);
+  if (!options.preview_domain.empty()) {
+    std::vector<std::string> isb_hosts = options.allow_hosts;
+    isb_hosts.push_back(listen->host);
+    if (auto st = api::CheckPreviewDomain(options.preview_domain, isb_hosts); !st.ok())
+      return Fail(st.error().message, kExitUsage);
+  }
 
   // Every relayed connection holds two descriptors and every exec a few: the soft limit (1024 under systemd) would
   // run out long before the hard one. Sandboxes get their own limits (engine/rlimits.cc), whatever the daemon's.
@@ -267,6 +276,11 @@ int Serve(const ServeOptions& options) {
   UsageSampler sampler(db->get(), *layout, &usage);
   sampler.Start();
 
+  // Port previews: origins of their own, taken by their Host before anything else on the listener.
+  PreviewServiceOptions preview_options{.recheck = options.preview_recheck};
+  if (!options.preview_domain.empty()) preview_options.domain = options.preview_domain;
+  PreviewService previews(preview_options, **db, **identity, events);
+
   // 6. The registry and its surfaces.
   api::Registry registry;
   api::RemoteSpecPolicy remote_spec = options.remote_spec;
@@ -281,6 +295,7 @@ int Serve(const ServeOptions& options) {
   sandbox_tools.resolve_image = ImageResolver(*images);
   if (auto st = api::AddSandboxTools(registry, manager, sandbox_tools); !st.ok()) return Fail(st.error().message);
   // --allow-tools / --deny-tools: what callers of the HTTP listener see and may call (the unix socket: everything).
+  if (auto st = api::AddPreviewTools(registry, manager, previews.access()); !st.ok()) return Fail(st.error().message);
   registry.SetToolFilter([policy = options.tool_policy](std::string_view tool) { return policy.Allows(tool); });
   if (auto st = api::AddIdentityTools(registry, **identity); !st.ok()) return Fail(st.error().message);
   if (auto st = api::AddOrgTools(registry, **identity); !st.ok()) return Fail(st.error().message);
@@ -438,6 +453,10 @@ int Serve(const ServeOptions& options) {
   };
   http.metrics = [&db, &manager, &egress] { return RenderDaemonMetrics(**db, manager, egress->get()); };
   http.metrics_public = options.metrics_public;
+  http.preview_takes = [&previews](std::string_view host, std::string_view target) {
+    return previews.proxy().Takes(host, target);
+  };
+  http.preview = [&previews](int fd, std::string pending) { previews.proxy().Take(fd, std::move(pending)); };
   http.host = listen->host;
   http.port = listen->port;
   http.unix_socket_path = options.serve_socket.empty() ? options.state_dir + "/api/isb.sock" : options.serve_socket;
@@ -445,6 +464,7 @@ int Serve(const ServeOptions& options) {
     return web_auth.Authenticate(req);
   });
   if (auto st = server.Start(); !st.ok()) return Fail(st.error().message);
+  previews.access().SetUrlPort(server.port());
 
   // 7. The reaper.
   Mutex mu;

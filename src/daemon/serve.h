@@ -63,6 +63,10 @@ struct ServeOptions {
   std::string version = "0.1.0";
   // Loopback callers without a credential may read GET /metrics (--metrics-public).
   bool metrics_public = false;
+  // Port previews' domain (--preview-domain): empty, localhost; never isb's own host name or a parent of it.
+  std::string preview_domain;
+  // How often each preview session's viewer is checked again (--preview-recheck).
+  std::chrono::milliseconds preview_recheck = std::chrono::minutes(1);
 };
 
 // Runs the daemon until SIGTERM or SIGINT; sandboxes keep running after it returns. Returns the exit status.

@@ -12,6 +12,7 @@
 #include "api/identity_tools.h"
 #include "api/image_tools.h"
 #include "api/org_tools.h"
+#include "api/preview_tools.h"
 #include "api/principals.h"
 #include "api/sandbox_tools.h"
 #include "api/secret_tools.h"
@@ -71,6 +72,8 @@ const std::map<std::string, Expected>& Table() {
       {"sandbox_extend", kAct},
       {"sandbox_remove", kAct},
       {"sandbox_egress_set", kAct},
+      {"sandbox_port_open", kAct},
+      {"sandbox_port_close", kAct},
       {"history_query", kRead},
       // The org: viewers see it and its members; admins change its members and invitations and read the audit log.
       {"org_get", kRead},
@@ -138,6 +141,8 @@ json InputFor(const std::string& tool) {
       {"sandbox_extend", {{"sandbox", "sb-1"}, {"by", 60}}},
       {"sandbox_remove", {{"sandbox", "sb-1"}}},
       {"sandbox_egress_set", {{"sandbox", "sb-1"}, {"egress", "none"}}},
+      {"sandbox_port_open", {{"sandbox", "sb-1"}, {"port", 8080}}},
+      {"sandbox_port_close", {{"sandbox", "sb-1"}, {"port", 8080}}},
       {"secret_get", {{"name", "K"}}},
       {"secret_inspect", {{"name", "K"}}},
       {"secret_create", {{"name", "K"}, {"value", "v"}}},
@@ -267,6 +272,7 @@ class RoleMatrixTest : public audit::testing::AuditDbTest {
     ASSERT_TRUE(AddIdentityTools(registry_, *store_).ok());
     ASSERT_TRUE(AddOrgTools(registry_, *store_).ok());
     ASSERT_TRUE(AddAuditTools(registry_, *log_, *history_, sandboxes_).ok());
+    ASSERT_TRUE(AddPreviewTools(registry_, sandboxes_, previews_).ok());
     auto secrets = secrets::SecretStore::Open(
         {.dir = dir_ + "/secrets", .identity = secrets::AgeIdentity::Generate(), .extra_recipients = {}});
     ASSERT_TRUE(secrets.ok()) << secrets.error().message;
@@ -304,6 +310,7 @@ class RoleMatrixTest : public audit::testing::AuditDbTest {
 
   RemoteSpecPolicy remote_;
   FakeSandboxes sandboxes_;
+  PreviewAccess previews_{PreviewAccessOptions{}};
   std::unique_ptr<audit::History> history_;
   std::unique_ptr<identity::IdentityStore> store_;
   std::unique_ptr<secrets::SecretStore> secrets_;
@@ -318,7 +325,7 @@ TEST_F(RoleMatrixTest, TheTableNamesEveryToolTheDaemonServes) {
   for (const auto& [name, _] : Table()) tabled.insert(name);
   EXPECT_EQ(registered, tabled);
   EXPECT_EQ(listed, tabled);
-  EXPECT_EQ(tabled.size(), 56u);
+  EXPECT_EQ(tabled.size(), 58u);
 }
 
 TEST_F(RoleMatrixTest, EachToolByEachRoleAndScope) {

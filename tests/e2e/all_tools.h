@@ -18,7 +18,8 @@ inline const std::vector<std::string> kAllTools = {
     "session_revoke", "org_quota_set", "audit_list",     "audit_verify",       "history_query",
     "secret_create",  "secret_set",    "secret_import",  "secret_delete",      "secret_get",    "secret_list",
     "secret_inspect", "secret_recipient", "secret_reencrypt", "image_pull", "image_list", "image_inspect",
-    "image_remove", "image_import", "image_export", "sandbox_snapshot", "sandbox_usage"};
+    "image_remove", "image_import", "image_export", "sandbox_snapshot", "sandbox_usage", "sandbox_port_open",
+    "sandbox_port_close"};
 
 // The tools annotated read-only: a call of one that succeeds leaves no audit row (every other call does), unless
 // it is one of kAuditedReads.

@@ -33,7 +33,9 @@ add_executable(isb_e2e_tests
   tests/e2e/identity_test.cc
   tests/e2e/web_ui_test.cc
   tests/e2e/terminal_socket_test.cc
-  tests/e2e/metrics_test.cc)
+  tests/e2e/metrics_test.cc
+  tests/e2e/preview_test.cc
+  tests/e2e/preview_browser_test.cc)
 # SQLite: the audit test edits the state file directly, as an attacker with the file could.
 # isb_websocket: the terminal test's client reads and writes RFC 6455 frames; isb_image_dist: the test registry's
 # digests.
@@ -44,6 +46,9 @@ target_include_directories(isb_e2e_tests PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE
 target_compile_definitions(isb_e2e_tests PRIVATE
   ISB_BINARY="$<TARGET_FILE:isb>" ISB_E2E_NODE_DIR="${ISB_E2E_NODE_DIR}"
   ISB_ECHO_ORIGIN="${CMAKE_SOURCE_DIR}/tests/e2e/echo_origin.py"
+  ISB_PREVIEW_APP="${CMAKE_SOURCE_DIR}/tests/e2e/preview_app.py"
+  ISB_PREVIEW_APP_JS="${CMAKE_SOURCE_DIR}/tests/e2e/preview_app.js"
+  ISB_PREVIEW_BROWSER_TEST="${CMAKE_SOURCE_DIR}/tests/browser/preview_test.mjs"
   ISB_MAKE_TEST_IMAGE="${CMAKE_SOURCE_DIR}/tests/image/make_test_image.sh"
   ISB_MAKE_DEBIAN_IMAGE="${CMAKE_SOURCE_DIR}/tests/image/make_debian_image.sh"
   ISB_DEBIAN_IMAGE_DIR="${CMAKE_BINARY_DIR}/debian-image"

@@ -1,0 +1,120 @@
+// Preview host names: parsing a Host field, writing a name, and checking the preview domain.
+#include "api/preview_host.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include "base/ascii.h"
+
+namespace isb::api {
+namespace {
+
+constexpr std::string_view kSandboxPrefix = "sb-";
+constexpr size_t kSandboxHex = 16;
+
+bool EndsWithNoCase(std::string_view s, std::string_view suffix) {
+  if (s.size() < suffix.size()) return false;
+  std::string_view tail = s.substr(s.size() - suffix.size());
+  return std::equal(tail.begin(), tail.end(), suffix.begin(),
+                    [](char a, char b) { return AsciiLower(a) == AsciiLower(b); });
+}
+
+bool IsHex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }
+bool IsOrgChar(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; }
+
+// The host part of a Host field: without ":port" (digits only) and one trailing dot. An IPv6 literal is no preview.
+std::optional<std::string_view> NameOf(std::string_view field) {
+  if (field.empty() || field.front() == '[') return std::nullopt;
+  if (size_t colon = field.rfind(':'); colon != std::string_view::npos) {
+    std::string_view port = field.substr(colon + 1);
+    if (port.empty() || port.size() > 5 ||
+        !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      return std::nullopt;
+    field = field.substr(0, colon);
+  }
+  if (!field.empty() && field.back() == '.') field.remove_suffix(1);
+  return field;
+}
+
+bool IsDnsName(std::string_view name) {
+  if (name.empty() || name.size() > 253) return false;
+  size_t start = 0;
+  for (;;) {
+    size_t dot = name.find('.', start);
+    std::string_view label = name.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
+    if (label.empty() || label.size() > 63 || label.front() == '-' || label.back() == '-') return false;
+    if (!std::all_of(label.begin(), label.end(), IsOrgChar)) return false;
+    if (dot == std::string_view::npos) return true;
+    start = dot + 1;
+  }
+}
+
+}  // namespace
+
+std::optional<PreviewHost> ParsePreviewHost(std::string_view host_field, std::string_view domain) {
+  std::optional<std::string_view> name = NameOf(host_field);
+  if (!name || domain.empty() || name->size() <= domain.size() + 1 || !EndsWithNoCase(*name, domain))
+    return std::nullopt;
+  if ((*name)[name->size() - domain.size() - 1] != '.') return std::nullopt;
+  std::string label(name->substr(0, name->size() - domain.size() - 1));
+  for (char& ch : label) ch = AsciiLower(ch);
+  // "<port>-sb-<16 hex>-<org>": the sandbox id has a fixed length, so the org is whatever follows it.
+  size_t dash = label.find('-');
+  if (dash == std::string::npos || dash == 0 || dash > 5 || label[0] == '0') return std::nullopt;
+  unsigned port = 0;
+  auto [end, ec] = std::from_chars(label.data(), label.data() + dash, port);
+  if (ec != std::errc() || end != label.data() + dash || port < 1 || port > 65535) return std::nullopt;
+  std::string_view rest = std::string_view(label).substr(dash + 1);
+  const size_t id_len = kSandboxPrefix.size() + kSandboxHex;
+  if (rest.size() < id_len + 2 || rest.substr(0, kSandboxPrefix.size()) != kSandboxPrefix || rest[id_len] != '-')
+    return std::nullopt;
+  std::string_view hex = rest.substr(kSandboxPrefix.size(), kSandboxHex);
+  if (!std::all_of(hex.begin(), hex.end(), IsHex)) return std::nullopt;
+  std::string_view org = rest.substr(id_len + 1);
+  // As identity/names.h has org names: up to 63, starting with a letter or digit.
+  if (org.empty() || org.size() > 63 || org.front() == '-' || !std::all_of(org.begin(), org.end(), IsOrgChar))
+    return std::nullopt;
+  return PreviewHost{static_cast<uint16_t>(port), std::string(rest.substr(0, id_len)), std::string(org)};
+}
+
+std::optional<PreviewHost> ParsePreviewOfRequest(std::string_view host_field, std::string_view target,
+                                                 std::string_view domain) {
+  for (std::string_view scheme : {std::string_view("http://"), std::string_view("https://")}) {
+    if (target.size() < scheme.size() || !EndsWithNoCase(target.substr(0, scheme.size()), scheme)) continue;
+    std::string_view authority = target.substr(scheme.size());
+    authority = authority.substr(0, authority.find_first_of("/?#"));
+    if (size_t at = authority.rfind('@'); at != std::string_view::npos) authority.remove_prefix(at + 1);
+    return ParsePreviewHost(authority, domain);
+  }
+  return ParsePreviewHost(host_field, domain);
+}
+
+std::string PreviewHostName(const PreviewHost& host, std::string_view domain) {
+  return std::to_string(host.port) + "-" + host.sandbox + "-" + host.org + "." + std::string(domain);
+}
+
+Status CheckPreviewDomain(std::string_view domain, const std::vector<std::string>& isb_hosts) {
+  if (!IsDnsName(domain)) {
+    return Error::Of(Code::kInvalidArgument,
+                     "--preview-domain: '" + std::string(domain) +
+                         "' is not a DNS name of lower-case labels (a-z, 0-9, '-'), such as previews.example.net");
+  }
+  for (const std::string& raw : isb_hosts) {
+    std::string host(raw);
+    for (char& ch : host) ch = AsciiLower(ch);
+    if (!host.empty() && host.back() == '.') host.pop_back();
+    const bool same = host == domain;
+    const bool parent =
+        host.size() > domain.size() && EndsWithNoCase(host, domain) && host[host.size() - domain.size() - 1] == '.';
+    if (same || parent) {
+      return Error::Of(Code::kInvalidArgument,
+                       "--preview-domain: " + std::string(domain) + (same ? " is" : " is a parent of") +
+                           " isb's own host name " + host +
+                           ": a preview could set cookies for isb there; use a domain of its own (best: a registrable "
+                           "domain that is not isb's)");
+    }
+  }
+  return {};
+}
+
+}  // namespace isb::api

@@ -1,0 +1,45 @@
+// Port preview host names: "<port>-<sandbox>-<org>.<domain>", each preview an origin of its own (spec 002,
+// "Workspace port previews"). The parser reads the Host a client sent, untrusted bytes, before anything else does.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+
+namespace isb::api {
+
+// The domain previews are under when --preview-domain is not given: x.localhost is not the same site as localhost
+// or 127.0.0.1, and browsers resolve every name under it to loopback.
+inline constexpr char kDefaultPreviewDomain[] = "localhost";
+
+struct PreviewHost {
+  uint16_t port = 0;    // in the sandbox, 1 to 65535
+  std::string sandbox;  // "sb-" and 16 hex digits
+  std::string org;      // an org name (a-z, 0-9, '-')
+  bool operator==(const PreviewHost&) const = default;
+};
+
+// The preview a Host field names under `domain` (lower case, no trailing dot), or nullopt when it names none: the
+// name is matched without regard to case and to one trailing dot, and its ":port", if any, is not looked at (isb's
+// listener, or a proxy in front of it, is what the client reached). The label is "<port>-sb-<16 hex>-<org>", the
+// port without leading zeros.
+std::optional<PreviewHost> ParsePreviewHost(std::string_view host_field, std::string_view domain);
+
+// The preview a request names: by its target when that is in absolute form ("http://host/..."), which HTTP puts
+// before the Host field, else by its Host field.
+std::optional<PreviewHost> ParsePreviewOfRequest(std::string_view host_field, std::string_view target,
+                                                 std::string_view domain);
+
+// The label and name for `host` under `domain`: "8080-sb-0123456789abcdef-acme.localhost".
+std::string PreviewHostName(const PreviewHost& host, std::string_view domain);
+
+// Checks --preview-domain: a DNS name (labels of a-z, 0-9 and '-', lower case) that is neither one of isb's own
+// host names (`isb_hosts`: the listen address and --allow-host names) nor a parent of one, since a sibling name can
+// set cookies for its parent domain. kInvalidArgument naming the conflict.
+Status CheckPreviewDomain(std::string_view domain, const std::vector<std::string>& isb_hosts);
+
+}  // namespace isb::api

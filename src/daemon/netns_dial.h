@@ -1,0 +1,26 @@
+// Connections to a port on a sandbox's own loopback: a socket made in the sandbox's network namespace (setns applies
+// to the calling thread only, and a socket stays in the namespace it was made in), so a sandbox needs no address,
+// route or firewall rule to be reached this way. Published ports (port_publisher.h) and previews (preview_proxy.h).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+
+#include "base/fd.h"
+#include "base/result.h"
+
+namespace isb::daemon {
+
+// The network namespace of the process `pid` (open, O_CLOEXEC); or why not, naming what was opened.
+Result<Fd> OpenNetns(pid_t pid);
+
+// A non-blocking TCP socket of the calling thread's network namespace, connecting to 127.0.0.1:`port`: connected, or
+// in progress (POLLOUT, then SO_ERROR, says how it ended). Errors: the socket or the connect failed at once.
+Result<Fd> ConnectLoopback(uint16_t port);
+
+// ConnectLoopback made in the network namespace `netns` on a thread of its own, which ends before this returns: the
+// calling thread never leaves its namespace.
+Result<Fd> ConnectLoopbackIn(int netns, uint16_t port);
+
+}  // namespace isb::daemon

@@ -1,0 +1,89 @@
+// The daemon's previews: the sandbox's network namespace from its record, the viewer's membership from the identity
+// store, and one thread that follows the lifecycle events and checks every session again each `recheck`.
+#include "daemon/preview_service.h"
+
+#include <fcntl.h>
+
+#include "engine/spawner.h"
+
+namespace isb::daemon {
+namespace {
+
+// A sandbox's network namespace, only while its init is the process that started for it.
+Result<Fd> SandboxNetns(store::Db& db, const std::string& id) {
+  ISB_ASSIGN_OR_RETURN(std::vector<store::Row> rows,
+                       db.Query("SELECT state, pid, start_time FROM sandboxes WHERE id=?1", {id}));
+  if (rows.empty()) return Error::Of(Code::kNotFound, "sandbox " + id + " does not exist");
+  if (store::AsText(rows[0][0]) != "running") return Error::Of(Code::kConflict, "sandbox " + id + " is not running");
+  Fd dir = engine::OpenProcessDir(static_cast<pid_t>(store::AsInt(rows[0][1])),
+                                  static_cast<uint64_t>(store::AsInt(rows[0][2])));
+  if (!dir.valid()) return Error::Of(Code::kConflict, "sandbox " + id + " is not running");
+  Fd netns(::openat(dir.get(), "ns/net", O_RDONLY | O_CLOEXEC));
+  if (!netns.valid()) return Error::Sys("sandbox " + id + ": its network namespace");
+  return netns;
+}
+
+// Whether `caller` is still a member (or above) of `org`: its user enabled, its membership there as the store has it
+// now, under the limits of the credential it opened the preview with (an org scope, a role cap).
+bool StillAllowed(identity::IdentityStore& store, const api::Identity& caller, const std::string& org) {
+  if (caller.superadmin) return true;
+  api::Identity now = caller;
+  if (caller.user_id > 0) {
+    Result<identity::Principal> fresh = store.users().PrincipalOf(caller.user_id, caller.kind, "disabled");
+    if (!fresh.ok()) return false;
+    now.roles = fresh->roles;
+    now.platform_admin = fresh->platform_admin;
+  }
+  std::optional<identity::Role> role = now.RoleIn(org);
+  return role && *role >= identity::Role::kMember;
+}
+
+bool EndsPreviews(const std::string& type) {
+  return type == "stopped" || type == "oom" || type == "reaped" || type == "removed";
+}
+
+}  // namespace
+
+PreviewService::PreviewService(PreviewServiceOptions options, store::Db& db, identity::IdentityStore& identity,
+                               api::EventBus& events)
+    : options_(std::move(options)), db_(db), identity_(identity), events_(events) {
+  api::PreviewAccessOptions access;
+  access.domain = options_.domain;
+  access.url_port = options_.url_port;
+  access.still_allowed = [this](const api::Identity& caller, const std::string& org) {
+    return StillAllowed(identity_, caller, org);
+  };
+  access_ = std::make_unique<api::PreviewAccess>(std::move(access));
+  proxy_ = std::make_unique<PreviewProxy>(
+      *access_, PreviewProxyOptions{.netns = [this](const std::string& id) { return SandboxNetns(db_, id); }});
+  access_->OnEnded([this] { proxy_->CutEnded(); });
+  watch_ = std::thread([this] { Watch(); });
+}
+
+PreviewService::~PreviewService() {
+  stopping_ = true;
+  watch_.join();
+  access_->OnEnded({});
+  proxy_->Stop();
+}
+
+void PreviewService::Watch() {
+  using Clock = std::chrono::steady_clock;
+  uint64_t cursor = events_.LastId();
+  Clock::time_point next = Clock::now() + options_.recheck;
+  const auto all = [](const std::string&) { return true; };
+  while (!stopping_) {
+    auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now());
+    wait = std::clamp(wait, std::chrono::milliseconds(0), std::chrono::milliseconds(1000));
+    api::EventBatch batch = events_.Since(cursor, all, wait);
+    cursor = batch.last_id;
+    for (const api::SandboxEvent& e : batch.events)
+      if (EndsPreviews(e.type)) access_->Close(e.sandbox, 0);
+    if (Clock::now() >= next) {
+      access_->Recheck();
+      next = Clock::now() + options_.recheck;
+    }
+  }
+}
+
+}  // namespace isb::daemon

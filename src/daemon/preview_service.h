@@ -1,0 +1,51 @@
+// Port previews in the daemon: who may see them (api::PreviewAccess), their connections (PreviewProxy), and the
+// watch that ends them when the sandbox stops or the viewer is no longer a member of its org.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "api/event_bus.h"
+#include "api/preview_access.h"
+#include "daemon/preview_proxy.h"
+#include "identity/store.h"
+#include "store/db.h"
+
+namespace isb::daemon {
+
+struct PreviewServiceOptions {
+  std::string domain = api::kDefaultPreviewDomain;  // --preview-domain
+  uint16_t url_port = 0;                            // isb's port, for links
+  // How often every session's viewer is checked again (--preview-recheck; a minute by the spec).
+  std::chrono::milliseconds recheck = std::chrono::minutes(1);
+};
+
+class PreviewService {
+ public:
+  // `db`, `identity` and `events` must outlive the service. The watch and the proxy's thread start here.
+  PreviewService(PreviewServiceOptions options, store::Db& db, identity::IdentityStore& identity,
+                 api::EventBus& events);
+  ~PreviewService();
+  PreviewService(const PreviewService&) = delete;
+  PreviewService& operator=(const PreviewService&) = delete;
+
+  api::PreviewAccess& access() { return *access_; }
+  PreviewProxy& proxy() { return *proxy_; }
+
+ private:
+  void Watch();
+
+  const PreviewServiceOptions options_;
+  store::Db& db_;
+  identity::IdentityStore& identity_;
+  api::EventBus& events_;
+  std::unique_ptr<api::PreviewAccess> access_;
+  std::unique_ptr<PreviewProxy> proxy_;
+  std::atomic<bool> stopping_{false};
+  std::thread watch_;
+};
+
+}  // namespace isb::daemon

@@ -1,0 +1,64 @@
+// Preview host names: what is a preview's, what is not, and which preview domains are refused.
+#include "api/preview_host.h"
+
+#include <gtest/gtest.h>
+
+namespace isb::api {
+namespace {
+
+TEST(PreviewHostTest, AHostUnderLocalhostNamesPortSandboxAndOrg) {
+  auto h = ParsePreviewHost("8080-sb-0123456789abcdef-my-org.localhost:8092", "localhost");
+  ASSERT_TRUE(h.has_value());
+  EXPECT_EQ(h->port, 8080);
+  EXPECT_EQ(h->sandbox, "sb-0123456789abcdef");
+  EXPECT_EQ(h->org, "my-org");
+  EXPECT_EQ(PreviewHostName(*h, "localhost"), "8080-sb-0123456789abcdef-my-org.localhost");
+}
+
+TEST(PreviewHostTest, CaseATrailingDotAndNoPortAreTheSamePreview) {
+  auto h = ParsePreviewHost("3000-SB-0123456789ABCDEF-Acme.LocalHost.", "localhost");
+  ASSERT_TRUE(h.has_value());
+  EXPECT_EQ(*h, (PreviewHost{3000, "sb-0123456789abcdef", "acme"}));
+}
+
+TEST(PreviewHostTest, IsbsOwnHostsAndMalformedLabelsAreNoPreview) {
+  for (const char* host : {"localhost", "localhost:8092", "127.0.0.1:8092", "[::1]:8092", "x.localhost",
+                           "08080-sb-0123456789abcdef-acme.localhost", "0-sb-0123456789abcdef-acme.localhost",
+                           "65536-sb-0123456789abcdef-acme.localhost", "80-sb-0123456789abcdeg-acme.localhost",
+                           "80-sb-0123456789abcde-acme.localhost", "80-sb-0123456789abcdef-.localhost",
+                           "80-sb-0123456789abcdef-acme.localhost:x", "80-sb-0123456789abcdef-acme.evil.localhost",
+                           "80-sb-0123456789abcdef-acme.localhost.evil", "80-sb-0123456789abcdef-a_b.localhost", ""}) {
+    EXPECT_FALSE(ParsePreviewHost(host, "localhost").has_value()) << host;
+  }
+}
+
+TEST(PreviewHostTest, AnAbsoluteFormTargetNamesThePreviewWhateverTheHostField) {
+  EXPECT_TRUE(ParsePreviewOfRequest("localhost", "http://80-sb-0123456789abcdef-acme.localhost/x", "localhost"));
+  EXPECT_FALSE(
+      ParsePreviewOfRequest("80-sb-0123456789abcdef-acme.localhost", "http://localhost/api/v1/x", "localhost"));
+  EXPECT_TRUE(ParsePreviewOfRequest("80-sb-0123456789abcdef-acme.localhost", "/api/v1/x", "localhost"));
+}
+
+TEST(PreviewHostTest, APreviewDomainMayNotBeIsbsHostNorItsParent) {
+  EXPECT_TRUE(CheckPreviewDomain("previews.example.net", {"127.0.0.1", "isb.example.com"}).ok());
+  Status parent = CheckPreviewDomain("example.com", {"127.0.0.1", "isb.example.com"});
+  ASSERT_FALSE(parent.ok());
+  EXPECT_EQ(parent.error().code, Code::kInvalidArgument);
+  EXPECT_EQ(parent.error().message,
+            "--preview-domain: example.com is a parent of isb's own host name isb.example.com: a preview could set "
+            "cookies for isb there; use a domain of its own (best: a registrable domain that is not isb's)");
+  Status same = CheckPreviewDomain("isb.example.com", {"ISB.example.com."});
+  ASSERT_FALSE(same.ok());
+  EXPECT_EQ(same.error().message,
+            "--preview-domain: isb.example.com is isb's own host name isb.example.com: a preview could set cookies "
+            "for isb there; use a domain of its own (best: a registrable domain that is not isb's)");
+  EXPECT_TRUE(CheckPreviewDomain("ample.com", {"isb.example.com"}).ok());
+  Status bad = CheckPreviewDomain("Previews..net", {});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message,
+            "--preview-domain: 'Previews..net' is not a DNS name of lower-case labels (a-z, 0-9, '-'), such as "
+            "previews.example.net");
+}
+
+}  // namespace
+}  // namespace isb::api
