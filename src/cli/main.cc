@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     const std::string message = isb::cli::ParseErrorMessage(app, e, std::vector<std::string>(argv + 1, argv + argc));
     if (message.empty()) return app.exit(e);
-    std::fprintf(stderr, "isb: %s\n", message.c_str());
+    std::fprintf(stderr, "%s\n", message.c_str());
     // For `run`, a usage error is isb failing before the command ran: 125, like every other such failure.
     for (const auto* sub : app.get_subcommands())
       if (sub->get_name() == "run") return 125;
