@@ -65,6 +65,9 @@ TEST_F(OnboardTest, TheSetupRouteIsOneCallWithNoHeaderButContentTypeAndItsTokenW
   EXPECT_EQ(json::parse(foreign.http.body, nullptr, false)["message"], "Origin 'http://evil.example' is not this daemon's")
       << foreign.Describe();
   CurlResult made = CurlTcp("POST", "/api/v1/auth/setup", body.dump(), {"Content-Type: application/json"}, "");
+  // One row for the setup, its token with it; the refused page left none (turned away before the setup token was read).
+  ExpectAudit("the setup route",
+              {ExpectedRow{.action = "setup", .surface = "rest", .outcome = "ok", .actor_kind = "user", .org = ""}});
   ASSERT_EQ(made.http.status, 200) << made.Describe();
   json answer = json::parse(made.http.body, nullptr, false);
   EXPECT_EQ(answer["user"], "carol");
