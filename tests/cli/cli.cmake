@@ -20,6 +20,7 @@ add_executable(isb_cli_tests
   src/cli/mcp_bridge.cc
   src/cli/parse_errors.cc
   src/cli/exec_outcome.cc
+  src/cli/list_table.cc
   src/cli/terminal_exec.cc)
 target_link_libraries(isb_cli_tests PRIVATE isb_base isb_id_mapping isb_spec nlohmann_json::nlohmann_json CLI11::CLI11 GTest::gtest_main)
 target_include_directories(isb_cli_tests PRIVATE ${CMAKE_SOURCE_DIR}/tests ${CMAKE_SOURCE_DIR}/src)
