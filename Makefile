@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= 2
 
-.PHONY: all deps build test test-images thread-safety run demo bench san-build sanitize fuzz clean
+.PHONY: all deps build install test test-images thread-safety run demo bench san-build sanitize fuzz clean
 
 all: build
 
@@ -15,6 +15,21 @@ deps:
 build: deps
 	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" >/dev/null
 	@ninja -C $(BUILD) -j$(JOBS)
+
+# The built isb into $(DESTDIR)$(PREFIX)/bin, the systemd unit (its ExecStart naming that isb) into UNITDIR and its
+# flags into SYSCONFDIR/default/isb, kept if there already. Builds nothing: `make build` first (as any user).
+PREFIX ?= /usr/local
+SYSCONFDIR ?= /etc
+UNITDIR ?= $(SYSCONFDIR)/systemd/system
+install:
+	@test -x $(BUILD)/isb || { echo "make install: no $(BUILD)/isb; run make build first" >&2; exit 1; }
+	install -D -m 0755 $(BUILD)/isb $(DESTDIR)$(PREFIX)/bin/isb
+	install -d -m 0755 $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/default
+	sed -e 's|/usr/local/bin/isb|$(PREFIX)/bin/isb|' -e 's|/etc/default/isb|$(SYSCONFDIR)/default/isb|' \
+	  contrib/isb.service > $(DESTDIR)$(UNITDIR)/isb.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/isb.service
+	test -e $(DESTDIR)$(SYSCONFDIR)/default/isb || install -m 0644 contrib/isb.defaults $(DESTDIR)$(SYSCONFDIR)/default/isb
+	install -d -m 0700 $(DESTDIR)$(SYSCONFDIR)/isb
 
 # Every test: the locks checked by clang, unit tests in parallel, then the boundary suites (real sandboxes) one at a
 # time. THREAD_SAFETY=0 leaves the locks to the sanitizer build, which compiles every file with clang's
@@ -35,9 +50,12 @@ thread-safety: build
 	@bash scripts/install-deps.sh --clang
 	@bash scripts/thread_safety.sh $(BUILD) $(JOBS)
 
-# The main job: the daemon in the foreground (state in ./.isb). `make demo` tours `isb run`.
+# The main job: the daemon in the foreground (state in ./.isb), its first admin and token made on the first start and
+# the commands that work printed. ARGS go to `isb serve` (make run ARGS="--bind-root DIR --listen 127.0.0.1:9000").
+# `make demo` tours `isb run`.
+ARGS ?=
 run: build
-	@bash scripts/serve-dev.sh $(BUILD)/isb
+	@bash scripts/serve-dev.sh $(BUILD)/isb $(ARGS)
 
 demo: build
 	@bash scripts/demo.sh $(BUILD)/isb

@@ -57,6 +57,16 @@ Status CheckWebSocketRequest(const Request& req, const WebAuthOptions& options) 
   return {};
 }
 
+// An Origin, when sent, must name the Host the request was sent to.
+Status CheckSentOrigin(const Request& req, const std::string& host) {
+  if (!req.headers.Has("Origin")) return {};
+  std::string origin = req.headers.Get("Origin");
+  if (origin != "http://" + host && origin != "https://" + host) {
+    return Forbidden("Origin '" + SanitizeUtf8(std::string_view(origin).substr(0, 200)) + "' is not this daemon's");
+  }
+  return {};
+}
+
 // The browser rules for a cookie-authenticated request that changes something (and for sign-in itself).
 Status CheckBrowserRequest(const Request& req, const WebAuthOptions& options) {
   std::string host = req.headers.Get("Host");
@@ -65,13 +75,18 @@ Status CheckBrowserRequest(const Request& req, const WebAuthOptions& options) {
   if (!StartsWithIgnoreCaseAscii(req.headers.Get("Content-Type"), "application/json")) {
     return Forbidden("a session request that changes something needs Content-Type: application/json");
   }
-  if (req.headers.Has("Origin")) {
-    std::string origin = req.headers.Get("Origin");
-    if (origin != "http://" + host && origin != "https://" + host) {
-      return Forbidden("Origin '" + SanitizeUtf8(std::string_view(origin).substr(0, 200)) + "' is not this daemon's");
-    }
-  }
-  return {};
+  return CheckSentOrigin(req, host);
+}
+
+// A browser's request (it sends Origin on every POST, and Sec-Fetch-* where it can) is held to the browser rules, as
+// sign-in is: a page elsewhere must not make the first admin, with a setup token it learned, in its own name. A client
+// that is not a browser sends none of these and needs no other header; the setup token is its credential.
+Status CheckSetUpRequest(const Request& req, const WebAuthOptions& options) {
+  if (!req.headers.Has("Origin") && !req.headers.Has("Sec-Fetch-Site") && !req.headers.Has("Sec-Fetch-Mode")) return {};
+  const std::string host = req.headers.Get("Host");
+  ISB_TRY(CheckHost(host, options));
+  ISB_TRY(CheckSentOrigin(req, host));  // a page elsewhere is told so first
+  return CheckBrowserRequest(req, options);
 }
 
 Response Fail(const Error& error) { return ErrorResponse(error); }
@@ -239,8 +254,7 @@ Response WebAuth::SignOut(const Request& req) {
 }
 
 Response WebAuth::SetUp(const Request& req) {
-  // As for sign-in: a page elsewhere must not make the first admin (with a setup token it learned) in its own name.
-  if (Status st = CheckBrowserRequest(req, options_); !st.ok()) return Fail(st.error());
+  if (Status st = CheckSetUpRequest(req, options_); !st.ok()) return Fail(st.error());
   auto body = Body(req);
   if (!body.ok()) return Fail(body.error());
   auto token = Field(*body, "setup_token");
@@ -248,6 +262,12 @@ Response WebAuth::SetUp(const Request& req) {
   auto password = Field(*body, "password");
   for (auto* f : {&token, &user, &password}) {
     if (!f->ok()) return Fail(f->error());
+  }
+  std::optional<std::string> token_name;
+  if (body->contains("token_name")) {
+    auto named = Field(*body, "token_name");
+    if (!named.ok()) return Fail(named.error());
+    token_name = *named;
   }
   if (int64_t wait = limiter_.Begin("setup", req.remote_address); wait > 0) {
     ReportLimited("setup", *user, req);
@@ -261,7 +281,21 @@ Response WebAuth::SetUp(const Request& req) {
   (void)Report("setup", *user, req, id.ok() ? Status() : Status(id.error()));
   if (!id.ok()) return Fail(id.error());
   limiter_.Succeeded("setup", req.remote_address);
-  return JsonResponse(200, Dump({{"user", *user}, {"platform_admin", true}}));
+  json answer = {{"user", *user}, {"platform_admin", true}};
+  if (token_name) {
+    // The admin exists whatever happens here: a token that cannot be minted is said, and made later by signing in.
+    auto minted = store_.tokens().Create(identity::Principal::Host(), {.name = *token_name, .user_id = *id});
+    if (!minted.ok()) {
+      answer["token_error"] = "the admin was made but no token: " + minted.error().message +
+                              "; sign in and create one (isb token create, or the web UI)";
+    } else {
+      answer["token"] = minted->secret;
+      answer["token_id"] = minted->record.id;
+    }
+  }
+  Response r = JsonResponse(200, Dump(answer));
+  r.headers.Set("Cache-Control", "no-store");
+  return r;
 }
 
 }  // namespace isb::api

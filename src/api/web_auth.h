@@ -3,7 +3,10 @@
 //
 //   POST /api/v1/auth/signin   {"user", "password"}            -> 200 {"user"}, Set-Cookie isb_session
 //   POST /api/v1/auth/signout  (with the cookie)               -> 200 {"signed_out": true}, the cookie cleared
-//   POST /api/v1/auth/setup    {"setup_token", "user", "password"} -> 200 {"user", "platform_admin": true}
+//   POST /api/v1/auth/setup    {"setup_token", "user", "password"[, "token_name"]}
+//                              -> 200 {"user", "platform_admin": true[, "token", "token_id"]}
+// Setup is one call for any client: with "token_name" the answer carries the new admin's first API token (shown
+// once). It needs no header beyond Content-Type; a browser's Origin, which it always sends, must be isb's own.
 #pragma once
 
 #include <chrono>

@@ -3,15 +3,20 @@
 
 #include <cstdio>
 #include <exception>
+#include <string>
+#include <vector>
 
 #include "cli/audit_cmd.h"
 #include "cli/events_cmd.h"
 #include "cli/identity_cmds.h"
 #include "cli/image_cmds.h"
+#include "cli/mcp_bridge.h"
+#include "cli/parse_errors.h"
 #include "cli/run_cmd.h"
 #include "cli/secret_cmds.h"
 #include "cli/sandbox_cmds.h"
 #include "cli/serve_cmd.h"
+#include "cli/setup_cmd.h"
 #include "engine/contain.h"
 
 int main(int argc, char** argv) {
@@ -27,11 +32,14 @@ int main(int argc, char** argv) {
   isb::cli::AddSecretCommands(app, &exit_code);
   isb::cli::AddImageCommands(app, &exit_code);
   isb::cli::AddEventsCommand(app, &exit_code);
+  isb::cli::AddSetupCommand(app, &exit_code);
+  isb::cli::AddMcpCommand(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);
-    if (rc == 0) return 0;
+    const std::string message = isb::cli::ParseErrorMessage(app, e, std::vector<std::string>(argv + 1, argv + argc));
+    if (message.empty()) return app.exit(e);
+    std::fprintf(stderr, "%s\n", message.c_str());
     // For `run`, a usage error is isb failing before the command ran: 125, like every other such failure.
     for (const auto* sub : app.get_subcommands())
       if (sub->get_name() == "run") return 125;

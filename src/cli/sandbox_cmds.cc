@@ -17,6 +17,7 @@
 #include "base/file.h"
 #include "base/units.h"
 #include "cli/bind_spec.h"
+#include "cli/exec_outcome.h"
 #include "cli/sandbox_cmds_internal.h"
 #include "cli/terminal_exec.h"
 #include "engine/id_mapping.h"
@@ -137,7 +138,6 @@ constexpr FieldFlag kCreateFlags[] = {
 constexpr FieldFlag kExecFlags[] = {
     {"argv", "the command"}, {"env", "--env"}, {"workdir", "--workdir"}, {"timeout", "--timeout", true},
     {"stdin_base64", "-i"}};
-constexpr FieldFlag kExtendFlags[] = {{"by", "DURATION", true}};
 
 template <size_t N>
 Error NameTheFlag(Error e, const FieldFlag (&map)[N]) {
@@ -151,6 +151,11 @@ Error NameTheFlag(Error e, const FieldFlag (&map)[N]) {
     }
   }
   return e;
+}
+
+bool StdinIsPipeOrFile() {
+  struct stat st{};
+  return ::isatty(STDIN_FILENO) == 0 && ::fstat(STDIN_FILENO, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISREG(st.st_mode));
 }
 
 std::string Env(const char* name) {
@@ -221,16 +226,20 @@ int RunExec(const Common& c, const ExecFlags& f) {
   if (!input.ok()) return ReportUsage(input.error());
   auto client = Connect(*c.connect);
   if (!client.ok()) return ReportUsage(client.error());
-  if (f.interactive && !f.tty) {
+  // Input piped or redirected from a file goes to the command without -i, as a shell's would; a terminal's, only
+  // with -i (the command would otherwise wait for a Ctrl-D nobody knows to type).
+  if ((f.interactive || StdinIsPipeOrFile()) && !f.tty) {
     auto in = ReadAllBounded(STDIN_FILENO, kMaxStdinBytes, "standard input");
     if (!in.ok()) return Report(in.error());
-    (*input)["stdin_base64"] = Base64Encode(*in);
+    if (f.interactive || !in->empty()) (*input)["stdin_base64"] = Base64Encode(*in);
   }
 
+  bool wrote_stderr = false;
   Result<json> r = f.tty    ? RunTerminalExec(*client, *input, f.interactive)
                    : c.json ? client->Call("sandbox_exec", *input)
                             : client->CallStreaming("sandbox_exec", *input,
-                                                  [](const std::string& stream, const std::string& data) {
+                                                  [&wrote_stderr](const std::string& stream, const std::string& data) {
+                                                    wrote_stderr = wrote_stderr || (stream == "stderr" && !data.empty());
                                                     WriteOut(stream == "stderr" ? stderr : stdout, data);
                                                   });
   if (!r.ok()) return Report(NameTheFlag(r.error(), kExecFlags));
@@ -251,6 +260,7 @@ int RunExec(const Common& c, const ExecFlags& f) {
         std::fprintf(stderr, "isb: the command's %s was cut at the daemon's limit (256 KiB per stream)\n", stream);
       }
     }
+    if (!f.tty) WriteOut(stderr, ExplainExitCode(*r, f.command, wrote_stderr));
   }
   return (*r)["exit_code"].get<int>();
 }
@@ -313,7 +323,12 @@ int RunExtend(const Common& c, const std::string& sandbox, const std::string& du
   auto client = Connect(*c.connect);
   if (!client.ok()) return ReportUsage(client.error());
   auto r = client->Call("sandbox_extend", *input);
-  if (!r.ok()) return Report(NameTheFlag(r.error(), kExtendFlags));
+  if (!r.ok()) {
+    // The daemon speaks of its field "by" in seconds; the user gave a duration in units of their own.
+    Error e = r.error();
+    if (e.message.starts_with("by: ")) e.message = "extend " + duration + ": " + e.message.substr(4);
+    return Report(e);
+  }
   if (c.json) {
     Print(*r);
   } else {
@@ -563,6 +578,17 @@ int ExitCodeFor(const Error& error) {
   return kExitIsbFailed;
 }
 
+std::string CollapseRepeatedPrefix(std::string message) {
+  // "egress: egress: ..." (a layer that names its part around an error that already did): said once.
+  for (;;) {
+    size_t colon = message.find(": ");
+    if (colon == std::string::npos || colon == 0) return message;
+    const std::string prefix = message.substr(0, colon + 2);
+    if (prefix.find(' ') != prefix.size() - 1 || !message.substr(prefix.size()).starts_with(prefix)) return message;
+    message.erase(0, prefix.size());
+  }
+}
+
 Error DaemonError(int http_status, std::string_view body) {
   Code fallback = http_status >= 500 ? Code::kInternal : Code::kInvalidArgument;
   json j = json::parse(body, nullptr, false);
@@ -571,99 +597,12 @@ Error DaemonError(int http_status, std::string_view body) {
     e.message = "the isb daemon answered HTTP " + std::to_string(http_status) +
                 (body.empty() ? std::string() : ": " + std::string(body.substr(0, 200)));
   }
+  e.message = CollapseRepeatedPrefix(e.message);
   // The status decides which side failed: a 5xx is never the caller's fault, a 4xx never isb's.
   if (http_status >= 500 && IsRefusal(e.code)) e.code = Code::kInternal;
   if (http_status >= 400 && http_status < 500 && !IsRefusal(e.code)) e.code = Code::kInvalidArgument;
   return e;
 }
-
-std::string ShortDuration(int64_t s) {
-  if (s < 0) s = 0;
-  if (s < 60) return std::to_string(s) + "s";
-  if (s < 3600) return std::to_string(s / 60) + "m";
-  // Two units from an hour up, so that 1h59m does not read as 1h.
-  auto two = [](int64_t big, const char* big_unit, int64_t small, const char* small_unit) {
-    return std::to_string(big) + big_unit + (small > 0 ? std::to_string(small) + small_unit : "");
-  };
-  if (s < 86400) return two(s / 3600, "h", s % 3600 / 60, "m");
-  return two(s / 86400, "d", s % 86400 / 3600, "h");
-}
-
-std::string ShortBytes(uint64_t bytes) {
-  const char* units = "BKMGTPE";
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 6) {
-    v /= 1024;
-    ++u;
-  }
-  char buf[32];
-  if (u == 0) std::snprintf(buf, sizeof buf, "%lluB", static_cast<unsigned long long>(bytes));
-  else if (v < 10 && v != static_cast<double>(static_cast<uint64_t>(v))) std::snprintf(buf, sizeof buf, "%.1f%c", v, units[u]);
-  else std::snprintf(buf, sizeof buf, "%.0f%c", v, units[u]);
-  return buf;
-}
-
-namespace {
-
-std::string CpuTime(uint64_t usec) {
-  char buf[32];
-  double s = static_cast<double>(usec) / 1e6;
-  if (s < 60) {
-    std::snprintf(buf, sizeof buf, "%.2fs", s);
-    return buf;
-  }
-  return ShortDuration(static_cast<int64_t>(s));
-}
-
-template <typename T>
-T Field(const json& j, const char* key, T fallback) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return fallback;
-  try {
-    return it->get<T>();
-  } catch (const json::exception&) {
-    return fallback;
-  }
-}
-
-}  // namespace
-
-std::string ListTable(const json& result, int64_t now) {
-  std::vector<std::vector<std::string>> rows = {{"ID", "NAME", "STATE", "CPU", "MEMORY", "AGE", "EXPIRES"}};
-  const json empty = json::array();
-  const json& list = result.is_object() && result.contains("sandboxes") && result["sandboxes"].is_array()
-                         ? result["sandboxes"]
-                         : empty;
-  for (const json& s : list) {
-    if (!s.is_object()) continue;
-    const json usage = s.contains("usage") && s["usage"].is_object() ? s["usage"] : json::object();
-    const json spec = s.contains("spec") && s["spec"].is_object() ? s["spec"] : json::object();
-    std::string name = Field<std::string>(s, "name", "");
-    int64_t expires = Field<int64_t>(s, "expires_at", 0) - now;
-    rows.push_back({Field<std::string>(s, "id", "?"), name.empty() ? "-" : name, Field<std::string>(s, "state", "?"),
-                    CpuTime(Field<uint64_t>(usage, "cpu_usec", 0)),
-                    ShortBytes(Field<uint64_t>(usage, "memory_bytes", 0)) + " / " +
-                        ShortBytes(Field<uint64_t>(spec, "mem_limit", 0)),
-                    ShortDuration(now - Field<int64_t>(s, "created_at", now)),
-                    expires > 0 ? "in " + ShortDuration(expires) : "expired"});
-  }
-  std::vector<size_t> width(rows[0].size(), 0);
-  for (const auto& row : rows) {
-    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
-  }
-  std::string out;
-  for (const auto& row : rows) {
-    std::string line;
-    for (size_t i = 0; i < row.size(); ++i) {
-      line += row[i];
-      if (i + 1 < row.size()) line.append(width[i] - row[i].size() + 3, ' ');
-    }
-    out += line + "\n";
-  }
-  return out;
-}
-
 
 HttpRequest ToolClient::Request(const std::string& tool, const json& input, bool stream) const {
   HttpRequest req;

@@ -48,6 +48,9 @@ std::shared_ptr<ConnectFlags> SharedConnectFlags();
 // 1 for refusals (a 4xx-class error), 125 for everything that is isb's own failure.
 int ExitCodeFor(const Error& error);
 
+// "egress: egress: x" -> "egress: x": a one-word prefix said twice in a row, said once.
+std::string CollapseRepeatedPrefix(std::string message);
+
 // An error answer ({"error": CODE, "message": ...}) as an Error whose code follows the HTTP status.
 Error DaemonError(int http_status, std::string_view body);
 
@@ -112,6 +115,7 @@ class ToolClient {
   // A GET of `target` (the bearer token and org added as for a call) whose text/event-stream answer is read as it
   // comes; `extra` headers besides.
   Result<HttpResponse> Follow(const std::string& target, const Headers& extra, const SseHandler& on_event) const;
+  const Endpoint& endpoint() const { return http_.endpoint(); }
 
  private:
   HttpRequest Request(const std::string& tool, const json& input, bool stream) const;

@@ -32,6 +32,28 @@ Result<int64_t> ParseSeconds(const std::string& flag, const std::string& text) {
   return static_cast<int64_t>(d->count() / 1000);
 }
 
+// What the daemon's egress parser would misread: a URL (its scheme read as a host and its "//" as a port), and a
+// comma typed for a dot ("pypi,org": two one-word names). `given` is the --egress value the parts came from.
+Status CheckEgressEntries(const std::string& given, const std::vector<std::string>& parts) {
+  for (const std::string& p : parts) {
+    size_t scheme = p.find("://");
+    if (scheme == std::string::npos) continue;
+    std::string host = p.substr(scheme + 3);
+    host = host.substr(0, host.find_first_of("/?#"));
+    return Usage("--egress '" + p + "': give a host name, not a URL: " + host +
+                 (host.find(':') == std::string::npos && p.starts_with("https://") ? " (port 443 is the default)" : ""));
+  }
+  if (parts.size() < 2) return {};
+  std::string dotted;
+  for (const std::string& p : parts) {
+    const bool word = p != "none" && p != "open" && p.find_first_of(".:[*") == std::string::npos;
+    if (!word) return {};
+    dotted += (dotted.empty() ? "" : ".") + p;
+  }
+  return Usage("--egress '" + given + "': a comma separates entries, and '" + parts[0] +
+               "' alone is no host name; did you mean " + dotted + "?");
+}
+
 // "[ADDR:]HOSTPORT:PORT" (ADDR may be an IPv6 address in brackets) as a ports entry.
 Result<json> PublishedPort(const std::string& spec) {
   auto bad = [&] { return Usage("--publish '" + spec + "': use [ADDR:]HOSTPORT:PORT, e.g. 8080:80"); };
@@ -102,11 +124,14 @@ Result<json> CreateInput(const CreateFlags& f) {
   if (!f.egress.empty()) {
     json hosts = json::array();
     for (const auto& e : f.egress) {
+      std::vector<std::string> parts;
       for (size_t at = 0; at <= e.size();) {
         size_t comma = std::min(e.find(',', at), e.size());
-        if (comma > at) hosts.push_back(e.substr(at, comma - at));
+        if (comma > at) parts.push_back(e.substr(at, comma - at));
         at = comma + 1;
       }
+      ISB_TRY(CheckEgressEntries(e, parts));
+      for (std::string& p : parts) hosts.push_back(std::move(p));
     }
     // "none" and "open" are words of their own; the daemon refuses them combined with anything.
     if (hosts.size() == 1 && (hosts[0] == "none" || hosts[0] == "open")) in["egress"] = hosts[0];
@@ -148,6 +173,8 @@ Result<json> ExecInput(const ExecFlags& f, const std::string& stdin_data) {
 
 Result<json> ExtendInput(const std::string& sandbox, const std::string& duration) {
   ISB_ASSIGN_OR_RETURN(int64_t seconds, ParseSeconds("extend", duration));
+  if (seconds > spec::kMaxExpiresS)
+    return Usage("extend " + duration + ": a sandbox expires at most 30d from now; give at most 30d");
   return json{{"sandbox", sandbox}, {"by", seconds}};
 }
 

@@ -260,13 +260,16 @@ TEST_F(WebAuthTest, SetupRefusesARequestThatFailsTheBrowserRules) {
   const std::string body = R"({"setup_token":")" + secret + R"(","user":"root","password":")" + identity::kPassword + "\"}";
   WebAuth auth(*id_, Options(kPasswordCheckWait));
 
+  // A browser's request (it sends Origin, or Sec-Fetch-*) is held to the browser rules.
   Request no_csrf = AuthPost("/api/v1/auth/setup", body);
+  no_csrf.headers.Set("Origin", "http://localhost");
   no_csrf.headers.Set("X-Isb-Csrf", "");
   Response r = auth.Handle(no_csrf);
   EXPECT_EQ(r.status, 403);
   EXPECT_EQ(r.body, R"({"error":"forbidden","message":"a session request that changes something needs X-Isb-Csrf: 1"})");
 
   Request form = AuthPost("/api/v1/auth/setup", body);
+  form.headers.Set("Sec-Fetch-Site", "cross-site");
   form.headers.Set("Content-Type", "text/plain");
   r = auth.Handle(form);
   EXPECT_EQ(r.status, 403);

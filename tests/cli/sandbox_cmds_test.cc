@@ -13,12 +13,17 @@
 
 #include "cli/sandbox_cmds.h"
 #include "cli/sandbox_cmds_internal.h"
+#include "cli/run_isb.h"
 #include "cli/test_server.h"
 
 namespace isb::cli {
 namespace {
 
+using testing::BodyOf;
+using testing::CmdRun;
 using testing::JsonAnswer;
+using testing::PathOf;
+using testing::RunIsb;
 using testing::SeenRequest;
 using testing::SendAll;
 using testing::TestServer;
@@ -275,41 +280,6 @@ TEST(ListTableTest, Columns) {
 
 // ---- whole commands, through CLI11, against a scripted daemon ----
 
-std::string BodyOf(const SeenRequest& r) { return r.body; }
-std::string PathOf(const SeenRequest& r) {
-  size_t sp = r.head.find(' ');
-  return r.head.substr(sp + 1, r.head.find(' ', sp + 1) - sp - 1);
-}
-
-struct CmdRun {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-// Parses and runs `args` as main() does, capturing stdout and stderr.
-CmdRun RunIsb(std::vector<std::string> args) {
-  CLI::App app{"isb"};
-  app.require_subcommand(1);
-  CmdRun run;
-  int exit_code = 0;
-  AddSandboxCommands(app, &exit_code);
-  args.insert(args.begin(), "isb");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  ::testing::internal::CaptureStdout();
-  ::testing::internal::CaptureStderr();
-  try {
-    app.parse(static_cast<int>(argv.size()), argv.data());
-    run.exit_code = exit_code;
-  } catch (const CLI::ParseError& e) {
-    run.exit_code = app.exit(e) == 0 ? 0 : kExitUsage;
-  }
-  std::fflush(stdout);
-  run.out = ::testing::internal::GetCapturedStdout();
-  run.err = ::testing::internal::GetCapturedStderr();
-  return run;
-}
-
 std::string Sse(const std::string& event, const json& data) { return "event: " + event + "\ndata: " + data.dump() + "\n\n"; }
 
 TEST(CommandsTest, ExecStreamsOutputAndExitsWithTheCommandsCode) {
@@ -438,7 +408,9 @@ TEST(CommandsTest, ExecItSendsRefusedInputAgainAndSaysWhenInputStops) {
   ASSERT_EQ(::dup2(keys[0], STDIN_FILENO), STDIN_FILENO);
   ::close(keys[0]);
   CmdRun r;
-  std::thread cli([&] { r = RunIsb({"--socket", server.socket_path(), "exec", "-i", "-t", "web", "--", "cat"}); });
+  std::thread cli([&] {
+    r = RunIsb({"--socket", server.socket_path(), "exec", "-i", "-t", "web", "--", "cat"}, {}, /*keep_stdin=*/true);
+  });
   ASSERT_EQ(::write(keys[1], "one", 3), 3);
   EXPECT_TRUE(wait_for_inputs(2));
   ASSERT_EQ(::write(keys[1], "two", 3), 3);

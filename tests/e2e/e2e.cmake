@@ -3,6 +3,7 @@
 # so that node resolves the package from there.
 set(ISB_E2E_NODE_DIR ${CMAKE_BINARY_DIR}/e2e-node)
 configure_file(${CMAKE_CURRENT_LIST_DIR}/mcp_client.mjs ${ISB_E2E_NODE_DIR}/mcp_client.mjs COPYONLY)
+configure_file(${CMAKE_CURRENT_LIST_DIR}/mcp_stdio_client.mjs ${ISB_E2E_NODE_DIR}/mcp_stdio_client.mjs COPYONLY)
 
 add_executable(isb_e2e_tests
   tests/e2e/daemon_fixture.cc
@@ -15,6 +16,9 @@ add_executable(isb_e2e_tests
   tests/e2e/http_client.h
   tests/e2e/rest_test.cc
   tests/e2e/mcp_test.cc
+  tests/e2e/mcp_sdk.cc
+  tests/e2e/mcp_sdk.h
+  tests/e2e/onboard_test.cc
   tests/e2e/cli_test.cc
   tests/e2e/adoption_test.cc
   tests/e2e/malformed_test.cc

@@ -5,27 +5,12 @@
 #include <regex>
 
 #include "e2e/daemon_fixture.h"
+#include "e2e/mcp_sdk.h"
 
 namespace isb::e2e {
 namespace {
 
-const std::string kNodeDir = ISB_E2E_NODE_DIR;
-
-// Installs @modelcontextprotocol/sdk into the build tree's e2e-node/ once; "" on success, else why not.
-std::string EnsureSdk() {
-  static const std::string why = [] {
-    if (FindProgram("node").empty() || FindProgram("npm").empty()) return std::string("node and npm must be in PATH");
-    if (::access((kNodeDir + "/mcp_client.mjs").c_str(), R_OK) != 0)
-      return kNodeDir + "/mcp_client.mjs is missing: re-run cmake (e2e.cmake copies it there)";
-    if (::access((kNodeDir + "/node_modules/@modelcontextprotocol/sdk/package.json").c_str(), R_OK) == 0) return std::string();
-    ProcResult npm = RunProcess({"npm", "install", "--prefix", kNodeDir, "--no-audit", "--no-fund",
-                                 "@modelcontextprotocol/sdk@1.32.2"},
-                                "", std::chrono::seconds(240));
-    if (npm.exit_status != 0) return "npm install @modelcontextprotocol/sdk failed: " + npm.Describe();
-    return std::string();
-  }();
-  return why;
-}
+const std::string kNodeDir = NodeDir();
 
 class McpTest : public E2eTest {
  protected:

@@ -1,0 +1,16 @@
+// `isb setup`: the first platform admin and their first API token in one step, on the daemon's host.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+namespace isb::cli {
+
+void AddSetupCommand(CLI::App& app, int* exit_code);
+
+// What `isb setup` says after making `user`, on stderr: the commands that work next, with `token` for the daemon at
+// `url` (its HTTP address) and `socket` (its unix socket).
+std::string SetupNextSteps(const std::string& user, const std::string& token, const std::string& url,
+                           const std::string& socket);
+
+}  // namespace isb::cli
