@@ -63,11 +63,12 @@ Status SecretBroker::Resolve(const std::string& org, egress::EgressSpec& spec) c
         return Error::Of(Code::kNotFound, what + ": org '" + org + "' has no such secret");
       return Error::Of(secret.error().code, what + ": " + secret.error().message);
     }
-    if (Status usable = secrets::CheckPlaceholderValue(secret->value.view()); !usable.ok())
-      return Error::Of(Code::kInvalidArgument, what + ": " + usable.error().message);
     ISB_ASSIGN_OR_RETURN(std::vector<egress::HostRule> approved, ApprovedHosts(secret->meta));
+    // No hosts first: a file-only secret may hold a value no placeholder could stand for.
     if (approved.empty())
       return Error::Of(Code::kForbidden, what + " may be sent to no host: an admin names its hosts (secret_set hosts)");
+    if (Status usable = secrets::CheckPlaceholderValue(secret->value.view()); !usable.ok())
+      return Error::Of(Code::kInvalidArgument, what + ": " + usable.error().message);
     if (rule.hosts.empty()) {
       rule.hosts = approved;
     } else {
