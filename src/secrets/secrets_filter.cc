@@ -386,6 +386,8 @@ std::string SecretsFilter::RequestHead(const egress::Exchange& exchange, egress:
   return {};
 }
 
+bool SecretsFilter::KeepRequestTrailers(const egress::Exchange& exchange) { return Find(exchange.sandbox) == nullptr; }
+
 std::unique_ptr<egress::BodyFilter> SecretsFilter::RequestBody(const egress::Exchange& exchange,
                                                                const egress::HttpHead& head) {
   std::shared_ptr<const Sandbox> box = Find(exchange.sandbox);

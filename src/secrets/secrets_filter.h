@@ -89,6 +89,8 @@ class SecretsFilter : public egress::MessageFilter {
   std::map<std::string, SecretCounters> Counters(const std::string& sandbox) const;
 
   std::string RequestHead(const egress::Exchange& exchange, egress::HttpHead& head) override;
+  // No: a placeholder in a trailer field would go on unjudged (for a sandbox with secrets; others keep them).
+  bool KeepRequestTrailers(const egress::Exchange& exchange) override;
   std::unique_ptr<egress::BodyFilter> RequestBody(const egress::Exchange& exchange,
                                                   const egress::HttpHead& head) override;
   void ResponseHead(const egress::Exchange& exchange, const egress::HttpHead& request,
