@@ -1,5 +1,5 @@
-// Fuzzes an age file as `isb secret import` receives it: the header parser, then the whole decryption with a fixed
-// test identity (the seeds in fuzz/corpus/age_header are real age files encrypted to it, so mutations reach the
+// Fuzzes an age file as `isb secret import` receives it: the header parser, the store's binding stanza, then the
+// whole decryption with a fixed test identity (the seeds in fuzz/corpus/age_header are real age files encrypted to it, so mutations reach the
 // stanzas, the MAC and the payload).
 #include <cstddef>
 #include <cstdint>
@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "secrets/age.h"
+#include "secrets/secret_file_binding.h"
 
 using namespace isb::secrets;
 
@@ -32,6 +33,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } else if (header.error().code != isb::Code::kInvalidArgument) {
     abort();
   }
+  // The binding is read from any header that parses; one that does not parse has none to read.
+  auto binding = BindingOf(file);
+  if (binding.ok() && !header.ok()) abort();
+  if (!binding.ok() && binding.error().code != isb::Code::kInvalidArgument) abort();
+  if (binding.ok() && *binding && (binding->value().org.empty() || binding->value().name.empty())) abort();
   auto value = AgeDecrypt(file, identity);
   if (value.ok() && !header.ok()) abort();
   if (!value.ok() && value.error().code != isb::Code::kInvalidArgument && value.error().code != isb::Code::kForbidden) {

@@ -30,6 +30,17 @@ json HostsField() {
           {"items", {{"type", "string"}, {"maxLength", 300}}}};
 }
 
+json SubstituteField() {
+  return {{"type", "array"},
+          {"maxItems", 3},
+          {"description",
+           "Where in a request to its hosts the placeholder is swapped for the value: \"header\" (always), and "
+           "\"query\" (the request target) and \"body\" (bodies and WebSocket messages) when opted in. Default "
+           "[\"header\"]: an origin that echoes a query or a body back would hand the value to the sandbox; "
+           "elsewhere the placeholder goes on as it is."},
+          {"items", {{"type", "string"}, {"enum", {"header", "query", "body"}}}}};
+}
+
 json LabelsField() { return StringMap("Labels of the secret (never secret themselves).", 64); }
 
 json ValueFields(json props) {
@@ -46,6 +57,7 @@ json MetaSchema() {
                  {"updated_at", {{"type", "integer"}, {"description", "Unix milliseconds."}}},
                  {"hosts", {{"type", "array"}, {"items", {{"type", "string"}}}}},
                  {"labels", {{"type", "object"}}},
+                 {"substitute", {{"type", "array"}, {"items", {{"type", "string"}}}}},
                  {"placeholder_ready", {{"type", "boolean"},
                                         {"description", "The value can go out as a placeholder's (up to 64 KiB, "
                                                         "no CR or LF); files take any value."}}}},
@@ -54,12 +66,18 @@ json MetaSchema() {
 
 json MetaJson(const secrets::SecretMeta& m) {
   return {{"name", m.name},         {"version", m.version}, {"created_at", m.created_ms},
-          {"updated_at", m.updated_ms}, {"hosts", m.hosts},  {"labels", m.labels}};
+          {"updated_at", m.updated_ms}, {"hosts", m.hosts},  {"labels", m.labels},
+          {"substitute", m.substitute}};
 }
 
 std::map<std::string, std::string> LabelsOf(const json& in) {
   return in.contains("labels") ? in["labels"].get<std::map<std::string, std::string>>()
                                : std::map<std::string, std::string>{};
+}
+
+std::optional<std::vector<std::string>> SubstituteOf(const json& in) {
+  if (!in.contains("substitute")) return std::nullopt;
+  return in["substitute"].get<std::vector<std::string>>();
 }
 
 // The value a call gives: exactly one of value and value_base64, within the store's bound.
@@ -85,7 +103,8 @@ json WithReadiness(const secrets::SecretMeta& meta, const secrets::SecretStore& 
 ToolAccess AdminAccess() { return ToolAccess{.least_role = Role::kAdmin, .kind = ScopeKind::kAdmin}; }
 
 Status AddChanges(Registry& reg, secrets::SecretStore& store) {
-  json create = ValueFields({{"name", NameField()}, {"hosts", HostsField()}, {"labels", LabelsField()}});
+  json create = ValueFields(
+      {{"name", NameField()}, {"hosts", HostsField()}, {"labels", LabelsField()}, {"substitute", SubstituteField()}});
   ISB_TRY(reg.Add(Tool{
       "secret_create", "Create a secret",
       "Stores a new secret of the call's org, encrypted at rest (admins). A sandbox then uses it as a placeholder "
@@ -98,13 +117,15 @@ Status AddChanges(Registry& reg, secrets::SecretStore& store) {
         if (in.contains("hosts")) {
           ISB_ASSIGN_OR_RETURN(hosts, CanonicalSecretHosts(in["hosts"]));
         }
-        ISB_ASSIGN_OR_RETURN(secrets::SecretMeta meta,
-                             store.Create(ctx.org, in["name"].get<std::string>(), value, hosts, LabelsOf(in)));
+        ISB_ASSIGN_OR_RETURN(secrets::SecretMeta meta, store.Create(ctx.org, in["name"].get<std::string>(), value, hosts,
+                                                                    LabelsOf(in), SubstituteOf(in).value_or(
+                                                                                      std::vector<std::string>{})));
         return WithReadiness(meta, store);
       },
       AdminAccess()}));
 
-  json set = ValueFields({{"name", NameField()}, {"hosts", HostsField()}, {"labels", LabelsField()}});
+  json set = ValueFields(
+      {{"name", NameField()}, {"hosts", HostsField()}, {"labels", LabelsField()}, {"substitute", SubstituteField()}});
   ISB_TRY(reg.Add(Tool{
       "secret_set", "Change a secret",
       "A new version of the secret's value (running sandboxes use it within 2 s), and/or its hosts or labels "
@@ -118,12 +139,13 @@ Status AddChanges(Registry& reg, secrets::SecretStore& store) {
         }
         std::optional<std::map<std::string, std::string>> labels;
         if (in.contains("labels")) labels = LabelsOf(in);
+        std::optional<std::vector<std::string>> substitute = SubstituteOf(in);
         const bool new_value = in.contains("value") || in.contains("value_base64");
-        if (!new_value && !hosts && !labels)
-          return Error::Of(Code::kInvalidArgument, "secret_set: give a value, hosts or labels to change");
+        if (!new_value && !hosts && !labels && !substitute)
+          return Error::Of(Code::kInvalidArgument, "secret_set: give a value, hosts, labels or substitute to change");
         ISB_ASSIGN_OR_RETURN(secrets::SecretMeta meta, store.Inspect(ctx.org, name));
-        if (hosts || labels) {
-          ISB_ASSIGN_OR_RETURN(meta, store.Update(ctx.org, name, hosts, labels));
+        if (hosts || labels || substitute) {
+          ISB_ASSIGN_OR_RETURN(meta, store.Update(ctx.org, name, hosts, labels, substitute));
         }
         if (new_value) {
           ISB_ASSIGN_OR_RETURN(secrets::SecretBytes value, ValueOf(in));

@@ -23,7 +23,7 @@ struct SecretFlags {
   std::shared_ptr<ConnectFlags> connect = SharedConnectFlags();
   bool json = false;
   std::string name, from_file, file;
-  std::vector<std::string> hosts, labels;
+  std::vector<std::string> hosts, labels, substitute;
   bool stdin_value = false, clear_hosts = false;
   int version = 0;
 };
@@ -40,6 +40,13 @@ CLI::App* Command(CLI::App* parent, const std::shared_ptr<SecretFlags>& f, const
 void AddMetaOptions(CLI::App* cmd, const std::shared_ptr<SecretFlags>& f) {
   cmd->add_option("--host", f->hosts, "A host it may be sent to (repeatable): host, *.domain, host:port");
   cmd->add_option("--label", f->labels, "K=V (repeatable)");
+}
+
+void AddSubstituteOption(CLI::App* cmd, const std::shared_ptr<SecretFlags>& f) {
+  cmd->add_option("--substitute", f->substitute,
+                  "Swap the placeholder in this part of a request too (repeatable): query (the request target) or "
+                  "body (bodies and WebSocket messages); headers always. Only for origins that never echo them back")
+      ->check(CLI::IsMember({"header", "query", "body"}));
 }
 
 Result<std::string> ReadStdin() {
@@ -69,6 +76,12 @@ Result<json> MetaInput(const SecretFlags& f) {
       labels[pair.first] = pair.second;
     }
     in["labels"] = std::move(labels);
+  }
+  if (!f.substitute.empty()) {
+    json parts = json::array({"header"});
+    for (const std::string& part : f.substitute)
+      if (part != "header") parts.push_back(part);
+    in["substitute"] = std::move(parts);
   }
   return in;
 }
@@ -100,6 +113,12 @@ void PrintMeta(const json& r) {
   std::string list;
   for (const json& h : hosts) list += (list.empty() ? "" : ",") + h.get<std::string>();
   std::printf(" hosts=%s", list.empty() ? "(none)" : list.c_str());
+  const json parts = r.value("substitute", json::array({"header"}));
+  if (parts != json::array({"header"})) {
+    std::string swapped;
+    for (const json& p : parts) swapped += (swapped.empty() ? "" : ",") + p.get<std::string>();
+    std::printf(" substitute=%s", swapped.c_str());
+  }
   if (!r.value("placeholder_ready", true)) std::printf(" (files only: over 64 KiB or has CR/LF)");
   std::printf("\n");
 }
@@ -108,6 +127,7 @@ void AddWrites(CLI::App* secret, const std::shared_ptr<SecretFlags>& f, int* exi
   auto* cmd = Command(secret, f, "create", "Create a secret; its value from stdin or --from-file");
   cmd->add_option("--from-file", f->from_file, "Read the value from this file, byte for byte");
   AddMetaOptions(cmd, f);
+  AddSubstituteOption(cmd, f);
   cmd->callback([f, exit_code] {
     Result<json> in = MetaInput(*f);
     if (in.ok()) {
@@ -119,15 +139,16 @@ void AddWrites(CLI::App* secret, const std::shared_ptr<SecretFlags>& f, int* exi
   });
 
   cmd = Command(secret, f, "set",
-                "A new version from stdin or --from-file; with --host or --label only, those change and the value "
+                "A new version from stdin or --from-file; with --host, --label or --substitute only, those change and the value "
                 "stays unless --stdin or --from-file is given");
   cmd->add_option("--from-file", f->from_file, "Read the new value from this file, byte for byte");
   cmd->add_flag("--stdin", f->stdin_value, "Read the new value from stdin (the default without --host or --label)");
   cmd->add_flag("--no-hosts", f->clear_hosts, "It may be sent to no host (files only)");
   AddMetaOptions(cmd, f);
+  AddSubstituteOption(cmd, f);
   cmd->callback([f, exit_code] {
     Result<json> in = MetaInput(*f);
-    const bool meta_only = !f->hosts.empty() || !f->labels.empty() || f->clear_hosts;
+    const bool meta_only = !f->hosts.empty() || !f->labels.empty() || f->clear_hosts || !f->substitute.empty();
     if (in.ok() && (!meta_only || f->stdin_value || !f->from_file.empty())) {
       Result<std::string> value = ValueOf(*f);
       if (!value.ok()) in = value.error();

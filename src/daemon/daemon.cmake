@@ -30,4 +30,7 @@ if(TARGET isb_api)
                  src/daemon/preview_proxy.cc src/daemon/preview_service.cc
                  src/daemon/daemon_metrics.cc)
   target_link_libraries(isb_daemon PUBLIC isb_http isb_image_api)
+  # The daemon's secrets: the broker between store and proxy filter, and what isb serve does with leaks and uses.
+  isb_tests(isb_daemon_secrets_tests LIBS isb_daemon SOURCES tests/daemon/secret_broker_test.cc
+            tests/daemon/serve_secrets_test.cc)
 endif()

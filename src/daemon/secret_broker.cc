@@ -33,16 +33,20 @@ Result<std::vector<egress::HostRule>> ApprovedHosts(const secrets::SecretMeta& m
 
 SecretBroker::SecretBroker(SecretBrokerOptions options) : options_(std::move(options)) {
   if (options_.on_leak) {
-    options_.filter->OnLeak([this](const secrets::LeakEvent& event) {
-      LeakReport report{event, ""};
-      {
-        MutexLock lock(mu_);
-        if (auto it = bound_.find(event.sandbox); it != bound_.end()) report.org = it->second.org;
-      }
-      options_.on_leak(report);
-    });
+    options_.filter->OnLeak(
+        [this](const secrets::LeakEvent& event) { options_.on_leak(LeakReport{event, OrgOf(event.sandbox)}); });
+  }
+  if (options_.on_use) {
+    options_.filter->OnUse(
+        [this](const secrets::UseEvent& event) { options_.on_use(UseReport{event, OrgOf(event.sandbox)}); });
   }
   options_.store->Watch([this](const std::string& org, const std::string& name) { Changed(org, name); });
+}
+
+std::string SecretBroker::OrgOf(const std::string& id) const {
+  MutexLock lock(mu_);
+  auto it = bound_.find(id);
+  return it == bound_.end() ? std::string() : it->second.org;
 }
 
 Status SecretBroker::Resolve(const std::string& org, egress::EgressSpec& spec) const {
@@ -59,11 +63,12 @@ Status SecretBroker::Resolve(const std::string& org, egress::EgressSpec& spec) c
         return Error::Of(Code::kNotFound, what + ": org '" + org + "' has no such secret");
       return Error::Of(secret.error().code, what + ": " + secret.error().message);
     }
-    if (Status usable = secrets::CheckPlaceholderValue(secret->value.view()); !usable.ok())
-      return Error::Of(Code::kInvalidArgument, what + ": " + usable.error().message);
     ISB_ASSIGN_OR_RETURN(std::vector<egress::HostRule> approved, ApprovedHosts(secret->meta));
+    // No hosts first: a file-only secret may hold a value no placeholder could stand for.
     if (approved.empty())
       return Error::Of(Code::kForbidden, what + " may be sent to no host: an admin names its hosts (secret_set hosts)");
+    if (Status usable = secrets::CheckPlaceholderValue(secret->value.view()); !usable.ok())
+      return Error::Of(Code::kInvalidArgument, what + ": " + usable.error().message);
     if (rule.hosts.empty()) {
       rule.hosts = approved;
     } else {
@@ -126,8 +131,10 @@ secrets::SandboxSecrets SecretBroker::Bindings(const std::string& id, const Boun
   secrets::SandboxSecrets out;
   out.on_leak = bound.spec.on_leak;
   for (const egress::SecretRule& rule : bound.spec.secrets) {
-    Result<secrets::SecretStore::Value> secret = options_.store->Get(bound.org, rule.name);
-    if (!secret.ok() || !secrets::CheckPlaceholderValue(secret->value.view()).ok()) continue;
+    Result<std::vector<secrets::SecretStore::Value>> versions = options_.store->AllVersions(bound.org, rule.name);
+    if (!versions.ok() || versions->empty()) continue;
+    const secrets::SecretStore::Value* secret = &versions->back();
+    if (!secrets::CheckPlaceholderValue(secret->value.view()).ok()) continue;
     // The secret's hosts as they are now: an admin's narrowing reaches a sandbox resolved against wider ones.
     Result<std::vector<egress::HostRule>> approved = ApprovedHosts(secret->meta);
     if (!approved.ok()) continue;
@@ -135,6 +142,14 @@ secrets::SandboxSecrets SecretBroker::Bindings(const std::string& id, const Boun
     b.name = rule.name;
     b.placeholder = Placeholder(id, rule.Variable());
     b.value = std::string(secret->value.view());
+    const std::vector<std::string>& parts = secret->meta.substitute;
+    b.swap.query = std::find(parts.begin(), parts.end(), "query") != parts.end();
+    b.swap.body = std::find(parts.begin(), parts.end(), "body") != parts.end();
+    // Earlier values an origin may still echo are scrubbed too; one too short would match ordinary bytes.
+    for (size_t v = 0; v + 1 < versions->size(); ++v) {
+      std::string_view old = (*versions)[v].value.view();
+      if (old.size() >= secrets::kMinPlaceholderValueSize && old != b.value) b.old_values.emplace_back(old);
+    }
     for (const egress::HostRule& host : rule.hosts)
       if (std::any_of(approved->begin(), approved->end(), [&](const egress::HostRule& a) { return Within(host, a); }))
         b.hosts.push_back(host);

@@ -26,6 +26,12 @@ struct LeakReport {
   std::string org;  // the sandbox's
 };
 
+// Placeholders swapped in a request to an approved host, as the proxy reported it: for the audit log. Never a value.
+struct UseReport {
+  secrets::UseEvent event;
+  std::string org;  // the sandbox's
+};
+
 struct SecretBrokerOptions {
   secrets::SecretStore* store = nullptr;  // outlives the broker
   std::shared_ptr<secrets::SecretsFilter> filter;
@@ -33,6 +39,8 @@ struct SecretBrokerOptions {
   std::string placeholder_key;
   // Told of every leak the filter reports, on the proxy's thread: must not block.
   std::function<void(const LeakReport&)> on_leak;
+  // Told of every request that had a placeholder swapped, on the proxy's thread: must not block.
+  std::function<void(const UseReport&)> on_use;
 };
 
 class SecretBroker {
@@ -74,6 +82,7 @@ class SecretBroker {
   // The store changed `name` of `org`: every sandbox using it is bound again.
   void Changed(const std::string& org, const std::string& name);
   secrets::SandboxSecrets Bindings(const std::string& id, const Bound& bound) const;
+  std::string OrgOf(const std::string& id) const;  // "" for a sandbox not bound
 
   SecretBrokerOptions options_;
   mutable Mutex mu_;

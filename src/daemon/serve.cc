@@ -47,6 +47,7 @@
 #include "daemon/serve_images.h"
 #include "daemon/usage_sampler.h"
 #include "daemon/serve_secrets.h"
+#include "secrets/fork_wiped_bytes.h"
 #include "engine/cgroup.h"
 #include "engine/spawner.h"
 #include "identity/store.h"
@@ -110,17 +111,16 @@ int Serve(const ServeOptions& options) {
   SecretsConfig secrets_config{.state_dir = options.state_dir,
                                .key_file = options.secrets_key,
                                .recipients_file = options.secrets_recipients};
-  if (char* key = std::getenv("ISB_AGE_KEY")) {
-    secrets_config.env_key = key;
-    // Wiped where it lay, not only unset: the processes forked from this one carry a copy of its memory.
-    for (char* c = key; *c != '\0'; ++c) *c = 'x';
-  }
+  // Wiped where it lay and unset, and held until the spawner is forked in pages the spawner gets as zeroes: the
+  // processes forked from this one carry a copy of its memory.
+  auto age_key = secrets::ForkWipedBytes::TakeEnv("ISB_AGE_KEY");
+  if (!age_key.ok()) return Fail(age_key.error().message);
   if (const char* creds = std::getenv("CREDENTIALS_DIRECTORY")) secrets_config.credentials_dir = creds;
-  ::unsetenv("ISB_AGE_KEY");
 
   // 1. The spawner, while this process has one thread: every sandbox is cloned from it.
   engine::Spawner spawner;
   if (auto st = spawner.Start(options.runtime_dir); !st.ok()) return Fail(st.error().message);
+  secrets_config.env_key = age_key->Take();
   // Secret values live in this process from now on: no core dump, and no other process of the host's root user
   // reads its memory through /proc without ptrace rights.
   ::prctl(PR_SET_DUMPABLE, 0);

@@ -7,6 +7,21 @@
 #include "secrets/daemon_identity.h"
 
 namespace isb::daemon {
+namespace {
+
+// An audit row of the proxy's about what sandbox `id` did with a secret.
+audit::Entry ProxyEntry(const std::string& org, const std::string& id, const char* action) {
+  audit::Entry e;
+  e.org = org;
+  e.actor = "sandbox:" + id;
+  e.actor_kind = "sandbox";
+  e.surface = "egress";
+  e.action = action;
+  e.target = id;
+  return e;
+}
+
+}  // namespace
 
 Result<std::unique_ptr<DaemonSecrets>> DaemonSecrets::Open(const SecretsConfig& config, audit::AuditLog* log) {
   const std::string dir = config.state_dir + "/secrets";
@@ -25,9 +40,14 @@ Result<std::unique_ptr<DaemonSecrets>> DaemonSecrets::Open(const SecretsConfig& 
     recipients = std::move(*read);
   }
   secrets::SecretStoreOptions store_options{
-      .dir = dir, .identity = std::move(*identity), .extra_recipients = std::move(recipients)};
+      .dir = dir,
+      .identity = std::move(*identity),
+      .extra_recipients = std::move(recipients),
+      .now_ms = nullptr,
+      .min_value_with_hosts = secrets::kMinPlaceholderValueSize};
   std::unique_ptr<DaemonSecrets> out(new DaemonSecrets());
   out->log_ = log;
+  out->now_ = config.now;
   Result<std::unique_ptr<secrets::SecretStore>> store = secrets::SecretStore::Open(std::move(store_options));
   if (!store.ok()) return Error::Of(store.error().code, "secrets: " + store.error().message);
   out->store_ = std::move(*store);
@@ -39,6 +59,7 @@ Result<std::unique_ptr<DaemonSecrets>> DaemonSecrets::Open(const SecretsConfig& 
   broker.placeholder_key = std::move(key);
   DaemonSecrets* self = out.get();
   broker.on_leak = [self](const LeakReport& leak) { self->Leaked(leak); };
+  broker.on_use = [self](const UseReport& use) { self->Used(use); };
   out->broker_ = std::make_unique<SecretBroker>(std::move(broker));
   out->stopper_ = std::thread([self] { self->StopLoop(); });
   return out;
@@ -51,6 +72,11 @@ DaemonSecrets::~DaemonSecrets() {
   }
   cv_.NotifyAll();
   if (stopper_.joinable()) stopper_.join();
+  Flush(true);
+}
+
+std::chrono::steady_clock::time_point DaemonSecrets::Now() const {
+  return now_ ? now_() : std::chrono::steady_clock::now();
 }
 
 void DaemonSecrets::SetStopper(std::function<void(const std::string& id)> stop) {
@@ -59,7 +85,7 @@ void DaemonSecrets::SetStopper(std::function<void(const std::string& id)> stop) 
 }
 
 bool DaemonSecrets::FirstInWindow(const std::string& key) {
-  const auto now = std::chrono::steady_clock::now();
+  const auto now = Now();
   MutexLock lock(window_mu_);
   if (recorded_.size() > kMaxLeakWindowEntries)
     std::erase_if(recorded_, [&](const auto& entry) { return now - entry.second >= kLeakWindow; });
@@ -82,13 +108,7 @@ void DaemonSecrets::Leaked(const LeakReport& report) {
   // flood the audit log (the counters in sandbox_get count every one).
   if (!FirstInWindow(leak.sandbox + "\n" + leak.secret + "\n" + leak.host + "\n" + egress::OnLeakName(leak.action)))
     return;
-  audit::Entry e;
-  e.org = report.org;
-  e.actor = "sandbox:" + leak.sandbox;
-  e.actor_kind = "sandbox";
-  e.surface = "egress";
-  e.action = "secret_leak";
-  e.target = leak.sandbox;
+  audit::Entry e = ProxyEntry(report.org, leak.sandbox, "secret_leak");
   e.details = {{"secret", leak.secret},
                {"host", leak.host + ":" + std::to_string(leak.port)},
                {"where", leak.where},
@@ -99,15 +119,73 @@ void DaemonSecrets::Leaked(const LeakReport& report) {
                  r.error().message.c_str());
 }
 
+void DaemonSecrets::Used(const UseReport& report) {
+  const secrets::UseEvent& use = report.event;
+  const std::string host = use.host + ":" + std::to_string(use.port);
+  const auto now = Now();
+  UseTally row;
+  uint64_t requests = 0;
+  {
+    MutexLock lock(window_mu_);
+    // Tallies with nothing pending and a row a window old say nothing more: dropped, so the map stays bounded.
+    if (uses_.size() > kMaxLeakWindowEntries)
+      std::erase_if(uses_, [&](const auto& entry) {
+        return entry.second.pending == 0 && (!entry.second.last_row || now - *entry.second.last_row >= kLeakWindow);
+      });
+    UseTally& tally = uses_[use.sandbox + "\n" + use.secret + "\n" + host];
+    if (tally.sandbox.empty()) tally = UseTally{report.org, use.sandbox, use.secret, host, 0, std::nullopt};
+    ++tally.pending;
+    if (tally.last_row && now - *tally.last_row < kLeakWindow) return;
+    requests = tally.pending;
+    tally.pending = 0;
+    tally.last_row = now;
+    row = tally;
+  }
+  RecordUse(row, requests);
+}
+
+void DaemonSecrets::Flush(bool whatever_the_window) {
+  const auto now = Now();
+  std::vector<std::pair<UseTally, uint64_t>> rows;
+  {
+    MutexLock lock(window_mu_);
+    for (auto& [key, tally] : uses_) {
+      if (tally.pending == 0) continue;
+      if (!whatever_the_window && tally.last_row && now - *tally.last_row < kLeakWindow) continue;
+      rows.emplace_back(tally, tally.pending);
+      tally.pending = 0;
+      tally.last_row = now;
+    }
+  }
+  for (const auto& [tally, requests] : rows) RecordUse(tally, requests);
+}
+
+void DaemonSecrets::RecordUse(const UseTally& tally, uint64_t requests) {
+  audit::Entry e = ProxyEntry(tally.org, tally.sandbox, "secret_use");
+  e.details = {{"secret", tally.secret}, {"host", tally.host}, {"swapped", requests}};
+  if (auto r = log_->Append(e); !r.ok())
+    std::fprintf(stderr, "isb: audit: a use of secret %s by %s was not recorded: %s\n", tally.secret.c_str(),
+                 tally.sandbox.c_str(), r.error().message.c_str());
+}
+
 void DaemonSecrets::StopLoop() {
+  auto next_flush = std::chrono::steady_clock::now() + kLeakWindow;
   while (true) {
     std::string id;
     {
       MutexLock lock(mu_);
-      while (!done_ && to_stop_.empty()) cv_.Wait(mu_);
+      while (!done_ && to_stop_.empty() && std::chrono::steady_clock::now() < next_flush)
+        cv_.WaitUntil(mu_, next_flush);
       if (done_) return;
-      id = std::move(to_stop_.front());
-      to_stop_.pop_front();
+      if (!to_stop_.empty()) {
+        id = std::move(to_stop_.front());
+        to_stop_.pop_front();
+      }
+    }
+    if (id.empty()) {  // a window passed: uses counted since their last row are recorded
+      next_flush = std::chrono::steady_clock::now() + kLeakWindow;
+      FlushUses();
+      continue;
     }
     // The queue stays open meanwhile: the proxy's thread never waits for a stop.
     MutexLock stopping(stop_mu_);

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <deque>
 #include <map>
+#include <optional>
 #include <functional>
 #include <memory>
 #include <string>
@@ -26,6 +27,8 @@ struct SecretsConfig {
   std::string recipients_file{};  // --secrets-recipients
   std::string env_key{};          // $ISB_AGE_KEY
   std::string credentials_dir{};  // $CREDENTIALS_DIRECTORY
+  // The clock of the audit windows (leaks and uses); unset: steady_clock.
+  std::function<std::chrono::steady_clock::time_point()> now{};
 };
 
 class DaemonSecrets {
@@ -39,10 +42,24 @@ class DaemonSecrets {
   std::shared_ptr<secrets::SecretsFilter> filter() { return filter_; }
   // Who stops a sandbox for on_leak stop: set once the manager exists, cleared (empty) before it goes.
   void SetStopper(std::function<void(const std::string& id)> stop);
+  // Writes a secret_use row for each sandbox, secret and host whose uses since its last row are not yet recorded and
+  // whose last row is a window old. Done every window by the daemon's own thread; at destruction, every pending
+  // count is written whatever the window.
+  void FlushUses() { Flush(false); }
 
  private:
   DaemonSecrets() = default;
   void Leaked(const LeakReport& leak);  // on the proxy's thread: records, and queues a stop
+  void Used(const UseReport& use);      // on the proxy's thread: counts, and records at most once a window
+  std::chrono::steady_clock::time_point Now() const;
+  // Uses of one secret by one sandbox toward one host: counted between rows.
+  struct UseTally {
+    std::string org, sandbox, secret, host;
+    uint64_t pending = 0;  // requests swapped since the last row
+    std::optional<std::chrono::steady_clock::time_point> last_row;
+  };
+  void RecordUse(const UseTally& tally, uint64_t requests);
+  void Flush(bool whatever_the_window);
   // Whether `key` was not recorded within kLeakWindow (and marks it recorded now).
   bool FirstInWindow(const std::string& key);
   static constexpr std::chrono::seconds kLeakWindow{60};
@@ -60,6 +77,8 @@ class DaemonSecrets {
   std::deque<std::string> to_stop_ ISB_GUARDED_BY(mu_);
   Mutex window_mu_;
   std::map<std::string, std::chrono::steady_clock::time_point> recorded_ ISB_GUARDED_BY(window_mu_);
+  std::map<std::string, UseTally> uses_ ISB_GUARDED_BY(window_mu_);
+  std::function<std::chrono::steady_clock::time_point()> now_;
   bool done_ ISB_GUARDED_BY(mu_) = false;
   std::thread stopper_;
 };

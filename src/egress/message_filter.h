@@ -49,6 +49,9 @@ class MessageFilter {
   // relay sends. Returns empty to go on, or a refusal: the request is not sent, the sandbox is answered 403 with
   // that text and the connection closed.
   virtual std::string RequestHead(const Exchange&, HttpHead&) { return {}; }
+  // Whether a chunked request's trailer fields go on after a body this filter saw (it sees content only: a filter
+  // that must judge every byte a request carries says no, and they are dropped).
+  virtual bool KeepRequestTrailers(const Exchange&) { return true; }
   // The filter for this request's body, or null: the body goes on byte for byte in its own framing.
   virtual std::unique_ptr<BodyFilter> RequestBody(const Exchange&, const HttpHead&) { return nullptr; }
   // A response head (interim 1xx ones too) to `request`: status, reason and fields may be changed, the framing

@@ -103,7 +103,8 @@ Result<FileKey> FindFileKey(const AgeHeader& header, const AgeIdentity& identity
 
 }  // namespace
 
-Result<std::string> AgeEncrypt(std::string_view plaintext, const std::vector<std::string>& recipients) {
+Result<std::string> AgeEncrypt(std::string_view plaintext, const std::vector<std::string>& recipients,
+                               const std::vector<AgeStanza>& extra) {
   if (recipients.empty()) return Error::Of(Code::kInvalidArgument, "recipients: give at least one age1... key");
   FileKey file_key;
   ISB_TRY(FillRandom(file_key.data(), FileKey::size()));
@@ -112,6 +113,7 @@ Result<std::string> AgeEncrypt(std::string_view plaintext, const std::vector<std
     ISB_ASSIGN_OR_RETURN(AgeStanza stanza, WrapForRecipient(file_key, recipient));
     stanzas.push_back(std::move(stanza));
   }
+  stanzas.insert(stanzas.end(), extra.begin(), extra.end());
   std::string out = FormatAgeHeaderForMac(stanzas);
   ISB_ASSIGN_OR_RETURN(Key32 mac, HeaderMac(file_key, out));
   out += ' ';

@@ -17,8 +17,11 @@
 
 namespace isb::secrets {
 
-// A file for every recipient in `recipients` (age1..., at least one; kInvalidArgument naming a bad one).
-Result<std::string> AgeEncrypt(std::string_view plaintext, const std::vector<std::string>& recipients);
+// A file for every recipient in `recipients` (age1..., at least one; kInvalidArgument naming a bad one). `extra`
+// stanzas follow the recipients' in the header, under its MAC: age readers skip types they do not know (isb's
+// store binds a file to its secret so).
+Result<std::string> AgeEncrypt(std::string_view plaintext, const std::vector<std::string>& recipients,
+                               const std::vector<AgeStanza>& extra = {});
 
 // The plaintext of `file`, all of it or nothing. Errors:
 //   kInvalidArgument "age file: ..."   the file is malformed, armored, corrupted, truncated or has bytes appended;

@@ -7,6 +7,7 @@
 
 #include "base/mutex.h"
 #include "base/file.h"
+#include "secrets/secret_file_binding.h"
 #include "secrets/secret_store_files.h"
 
 namespace isb::secrets {
@@ -18,6 +19,16 @@ constexpr size_t kMaxImportFileSize = kMaxSecretValueSize + 64 * 1024;
 
 std::string Named(const std::string& org, const std::string& name) {
   return "secret '" + name + "' in org '" + org + "'";
+}
+
+// A file that decrypted is refused when its binding names another secret: it was copied into this one's place.
+// A file without one was written before bindings (Reencrypt adds them).
+Status CheckBound(std::string_view file, const std::string& org, const std::string& name, const std::string& what) {
+  ISB_ASSIGN_OR_RETURN(std::optional<FileBinding> binding, BindingOf(file));
+  if (!binding || (binding->org == org && binding->name == name)) return {};
+  return Error::Of(Code::kForbidden, what + ": its file belongs to " + Named(binding->org, binding->name) +
+                                         " (it was copied into this secret's place); put back this secret's own "
+                                         "file, or give it a new value with secret_set");
 }
 
 std::string VersionFile(int version) { return "v" + std::to_string(version) + ".age"; }
@@ -111,7 +122,13 @@ SecretStore::SecretStore(SecretStoreOptions options, std::vector<std::string> re
     : dir_(options.dir / "orgs"),
       identity_(std::move(options.identity)),
       recipients_(std::move(recipients)),
-      now_ms_(std::move(options.now_ms)) {}
+      now_ms_(std::move(options.now_ms)),
+      min_value_with_hosts_(options.min_value_with_hosts) {}
+
+Status SecretStore::CheckLength(const std::vector<std::string>& hosts, size_t value_size) const {
+  if (hosts.empty() || value_size >= min_value_with_hosts_) return {};
+  return CheckValueWithHosts(value_size);
+}
 
 std::string SecretStore::Recipient() const { return identity_.Recipient(); }
 
@@ -142,13 +159,14 @@ Result<SecretMeta> SecretStore::ReadMetaLocked(const std::string& org, const std
 }
 
 Status SecretStore::WriteVersionLocked(const SecretMeta& meta, int version, std::string_view value) const {
-  ISB_ASSIGN_OR_RETURN(std::string file, AgeEncrypt(value, recipients_));
+  ISB_ASSIGN_OR_RETURN(std::string file, AgeEncrypt(value, recipients_, {BindingStanza({meta.org, meta.name})}));
   return WriteFileDurably(SecretDir(meta.org, meta.name) / VersionFile(version), file);
 }
 
 Result<SecretMeta> SecretStore::CreateLocked(const std::string& org, const std::string& name, std::string_view value,
                                              std::vector<std::string> hosts,
-                                             std::map<std::string, std::string> labels) {
+                                             std::map<std::string, std::string> labels,
+                                             std::vector<std::string> substitute) {
   auto existing = ReadMetaLocked(org, name);
   if (existing.ok()) {
     return Error::Of(Code::kConflict, Named(org, name) + " already exists; add a version with set");
@@ -161,6 +179,7 @@ Result<SecretMeta> SecretStore::CreateLocked(const std::string& org, const std::
   ISB_TRY(MakeDirDurably(SecretDir(org, name)));
   SecretMeta meta{org, name, 1, NowMs(), 0, std::move(labels), std::move(hosts)};
   meta.updated_ms = meta.created_ms;
+  if (!substitute.empty()) meta.substitute = std::move(substitute);
   ISB_TRY(WriteVersionLocked(meta, 1, value));
   ISB_TRY(WriteFileDurably(SecretDir(org, name) / kMetaFile, FormatSecretMeta(meta)));
   return meta;
@@ -168,6 +187,7 @@ Result<SecretMeta> SecretStore::CreateLocked(const std::string& org, const std::
 
 Result<SecretMeta> SecretStore::SetLocked(const std::string& org, const std::string& name, std::string_view value) {
   ISB_ASSIGN_OR_RETURN(SecretMeta meta, ReadMetaLocked(org, name));
+  ISB_TRY(CheckLength(meta.hosts, value.size()));
   // The new file first: until meta.json names it, readers get the previous version.
   ISB_TRY(WriteVersionLocked(meta, meta.version + 1, value));
   meta.version += 1;
@@ -177,13 +197,18 @@ Result<SecretMeta> SecretStore::SetLocked(const std::string& org, const std::str
 }
 
 Result<SecretMeta> SecretStore::Create(const std::string& org, const std::string& name, const SecretBytes& value,
-                                       std::vector<std::string> hosts, std::map<std::string, std::string> labels) {
+                                       std::vector<std::string> hosts, std::map<std::string, std::string> labels,
+                                       std::vector<std::string> substitute) {
   ISB_TRY(CheckOrgAndName(org, name));
   ISB_TRY(CheckSecretValueSize(value.size()));
   ISB_TRY(CheckSecretHosts(hosts));
+  ISB_TRY(CheckLength(hosts, value.size()));
+  if (!substitute.empty()) {
+    ISB_ASSIGN_OR_RETURN(substitute, CanonicalSubstitute(substitute));
+  }
   Result<SecretMeta> meta = [&] {
     MutexLock lock(mu_);
-    return CreateLocked(org, name, value.view(), std::move(hosts), std::move(labels));
+    return CreateLocked(org, name, value.view(), std::move(hosts), std::move(labels), std::move(substitute));
   }();
   if (meta.ok()) Notify(org, name);
   return meta;
@@ -202,13 +227,23 @@ Result<SecretMeta> SecretStore::Set(const std::string& org, const std::string& n
 
 Result<SecretMeta> SecretStore::Update(const std::string& org, const std::string& name,
                                        std::optional<std::vector<std::string>> hosts,
-                                       std::optional<std::map<std::string, std::string>> labels) {
+                                       std::optional<std::map<std::string, std::string>> labels,
+                                       std::optional<std::vector<std::string>> substitute) {
   ISB_TRY(CheckOrgAndName(org, name));
   if (hosts) ISB_TRY(CheckSecretHosts(*hosts));
+  if (substitute) {
+    ISB_ASSIGN_OR_RETURN(substitute, CanonicalSubstitute(*substitute));
+  }
   Result<SecretMeta> updated = [&]() -> Result<SecretMeta> {
     MutexLock lock(mu_);
     ISB_ASSIGN_OR_RETURN(SecretMeta meta, ReadMetaLocked(org, name));
+    if (hosts && min_value_with_hosts_ > 0 && !hosts->empty()) {
+      // Hosts given to a secret that had none: its value must be long enough to stand behind a placeholder.
+      ISB_ASSIGN_OR_RETURN(Value latest, GetLocked(org, name, 0));
+      ISB_TRY(CheckLength(*hosts, latest.value.size()));
+    }
     if (hosts) meta.hosts = std::move(*hosts);
+    if (substitute) meta.substitute = std::move(*substitute);
     if (labels) meta.labels = std::move(*labels);
     meta.updated_ms = NowMs();
     ISB_TRY(WriteFileDurably(SecretDir(org, name) / kMetaFile, FormatSecretMeta(meta)));
@@ -221,6 +256,22 @@ Result<SecretMeta> SecretStore::Update(const std::string& org, const std::string
 Result<SecretStore::Value> SecretStore::Get(const std::string& org, const std::string& name, int version) const {
   ISB_TRY(CheckOrgAndName(org, name));
   MutexLock lock(mu_);
+  return GetLocked(org, name, version);
+}
+
+Result<std::vector<SecretStore::Value>> SecretStore::AllVersions(const std::string& org, const std::string& name) const {
+  ISB_TRY(CheckOrgAndName(org, name));
+  MutexLock lock(mu_);
+  ISB_ASSIGN_OR_RETURN(SecretMeta meta, ReadMetaLocked(org, name));
+  std::vector<Value> out;
+  for (int version = 1; version <= meta.version; ++version) {
+    ISB_ASSIGN_OR_RETURN(Value value, GetLocked(org, name, version));
+    out.push_back(std::move(value));
+  }
+  return out;
+}
+
+Result<SecretStore::Value> SecretStore::GetLocked(const std::string& org, const std::string& name, int version) const {
   ISB_ASSIGN_OR_RETURN(SecretMeta meta, ReadMetaLocked(org, name));
   if (version == 0) version = meta.version;
   if (version < 1 || version > meta.version) {
@@ -232,6 +283,7 @@ Result<SecretStore::Value> SecretStore::Get(const std::string& org, const std::s
   if (!file.ok()) return Error::Msg(what + ": " + file.error().message);
   auto value = AgeDecrypt(*file, identity_);
   if (!value.ok()) return Error::Of(value.error().code, what + ": " + value.error().message);
+  ISB_TRY(CheckBound(*file, org, name, what));
   return Value{std::move(meta), std::move(value).value(), version};
 }
 
@@ -278,13 +330,19 @@ Result<SecretMeta> SecretStore::Import(const std::string& org, const std::string
                      "import: the file is not encrypted to isb's key; encrypt it with age -r " + identity_.Recipient());
   }
   if (!value.ok()) return Error::Of(value.error().code, "import: " + value.error().message);
+  // A value file of this store, for another secret: importing it would read that secret's value into this one.
+  ISB_ASSIGN_OR_RETURN(std::optional<FileBinding> binding, BindingOf(age_file));
+  if (binding && (binding->org != org || binding->name != name))
+    return Error::Of(Code::kForbidden, "import: the file is the value file of " + Named(binding->org, binding->name) +
+                                           " in isb's store; it is refused as any other secret's value");
   ISB_TRY(CheckSecretValueSize(value->size()));
   Result<SecretMeta> meta = [&]() -> Result<SecretMeta> {
     MutexLock lock(mu_);
     auto existing = ReadMetaLocked(org, name);
     if (existing.ok()) return SetLocked(org, name, value->view());
     if (existing.error().code != Code::kNotFound) return existing.error();
-    return CreateLocked(org, name, value->view(), std::move(hosts), std::move(labels));
+    ISB_TRY(CheckLength(hosts, value->size()));
+    return CreateLocked(org, name, value->view(), std::move(hosts), std::move(labels), {});
   }();
   if (meta.ok()) Notify(org, name);
   return meta;
@@ -301,7 +359,8 @@ Result<int> SecretStore::ReencryptSecretLocked(const std::string& org, const std
     if (!file.ok()) return Error::Msg(what + ": " + file.error().message);
     auto value = AgeDecrypt(*file, identity_);
     if (!value.ok()) return Error::Of(value.error().code, what + ": " + value.error().message);
-    ISB_ASSIGN_OR_RETURN(std::string again, AgeEncrypt(value->view(), recipients_));
+    ISB_TRY(CheckBound(*file, org, name, what));
+    ISB_ASSIGN_OR_RETURN(std::string again, AgeEncrypt(value->view(), recipients_, {BindingStanza({org, name})}));
     ISB_TRY(WriteFileDurably(path, again));
   }
   return meta->version;

@@ -34,6 +34,9 @@ struct SecretStoreOptions {
   AgeIdentity identity;                       // the daemon's key: every file is encrypted to it
   std::vector<std::string> extra_recipients;  // break-glass age1... keys: every file is encrypted to them too
   std::function<int64_t()> now_ms = nullptr;  // the clock for created/updated; unset: the system clock
+  // The shortest value a secret with hosts may hold (CheckValueWithHosts); 0: any. isb serve sets
+  // kMinPlaceholderValueSize.
+  size_t min_value_with_hosts = 0;
 };
 
 // Thread-safe: one mutex orders every change and read. Messages name the org, the secret and its version, never a
@@ -49,16 +52,18 @@ class SecretStore {
   // Every recipient a file is written for: the daemon's first, then the break-glass ones.
   const std::vector<std::string>& Recipients() const { return recipients_; }
 
-  // Version 1 of a new secret. kConflict when it exists; kInvalidArgument for a bad org, name or host; kTooLarge
-  // over 1 MiB.
+  // Version 1 of a new secret. kConflict when it exists; kInvalidArgument for a bad org, name, host, substitute
+  // part, or a value too short for its hosts; kTooLarge over 1 MiB. `substitute` empty: headers only.
   Result<SecretMeta> Create(const std::string& org, const std::string& name, const SecretBytes& value,
-                            std::vector<std::string> hosts, std::map<std::string, std::string> labels);
+                            std::vector<std::string> hosts, std::map<std::string, std::string> labels,
+                            std::vector<std::string> substitute = {});
   // A new version. kNotFound when the secret does not exist.
   Result<SecretMeta> Set(const std::string& org, const std::string& name, const SecretBytes& value);
-  // Replaces the hosts and/or the labels given; the value and its versions stay.
+  // Replaces the hosts, labels and/or substitute parts given; the value and its versions stay.
   Result<SecretMeta> Update(const std::string& org, const std::string& name,
                             std::optional<std::vector<std::string>> hosts,
-                            std::optional<std::map<std::string, std::string>> labels);
+                            std::optional<std::map<std::string, std::string>> labels,
+                            std::optional<std::vector<std::string>> substitute = std::nullopt);
 
   struct Value {
     SecretMeta meta;
@@ -67,6 +72,9 @@ class SecretStore {
   };
   // `version` 0 is the latest. kNotFound for a missing secret or version.
   Result<Value> Get(const std::string& org, const std::string& name, int version = 0) const;
+  // Every version's value, oldest first (the last is the latest), with the metadata: for the scrubber, which turns
+  // an old value back into the placeholder too. kNotFound for a missing secret.
+  Result<std::vector<Value>> AllVersions(const std::string& org, const std::string& name) const;
   Result<SecretMeta> Inspect(const std::string& org, const std::string& name) const;
   // The org's secrets by name; an unknown org has none.
   std::vector<SecretMeta> List(const std::string& org) const;
@@ -92,11 +100,13 @@ class SecretStore {
   std::filesystem::path OrgDir(const std::string& org) const;
   std::filesystem::path SecretDir(const std::string& org, const std::string& name) const;
   int64_t NowMs() const;
+  Result<Value> GetLocked(const std::string& org, const std::string& name, int version) const ISB_REQUIRES(mu_);
+  Status CheckLength(const std::vector<std::string>& hosts, size_t value_size) const;
   Result<SecretMeta> ReadMetaLocked(const std::string& org, const std::string& name) const ISB_REQUIRES(mu_);
   Status WriteVersionLocked(const SecretMeta& meta, int version, std::string_view value) const ISB_REQUIRES(mu_);
   Result<SecretMeta> CreateLocked(const std::string& org, const std::string& name, std::string_view value,
-                                  std::vector<std::string> hosts, std::map<std::string, std::string> labels)
-      ISB_REQUIRES(mu_);
+                                  std::vector<std::string> hosts, std::map<std::string, std::string> labels,
+                                  std::vector<std::string> substitute) ISB_REQUIRES(mu_);
   Result<SecretMeta> SetLocked(const std::string& org, const std::string& name, std::string_view value)
       ISB_REQUIRES(mu_);
   Result<int> ReencryptSecretLocked(const std::string& org, const std::string& name) ISB_REQUIRES(mu_);
@@ -106,6 +116,7 @@ class SecretStore {
   const AgeIdentity identity_;
   const std::vector<std::string> recipients_;
   const std::function<int64_t()> now_ms_;
+  const size_t min_value_with_hosts_;
   mutable Mutex mu_;  // guards every file under dir_
   Mutex watchers_mu_;
   std::vector<Watcher> watchers_ ISB_GUARDED_BY(watchers_mu_);

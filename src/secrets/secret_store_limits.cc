@@ -1,6 +1,9 @@
 // The secret store's limits and the messages that explain them.
 #include "secrets/secret_store_limits.h"
 
+#include <algorithm>
+#include <iterator>
+
 namespace isb::secrets {
 namespace {
 
@@ -47,7 +50,33 @@ Status CheckPlaceholderValue(std::string_view value) {
                      "value: holds a CR or LF, which a placeholder cannot carry into an HTTP header; deliver it as "
                      "a file instead, which takes any bytes");
   }
+  if (value.size() < kMinPlaceholderValueSize) return CheckValueWithHosts(value.size());
   return {};
+}
+
+Status CheckValueWithHosts(size_t size) {
+  if (size >= kMinPlaceholderValueSize) return {};
+  return Error::Of(Code::kInvalidArgument,
+                   "value: " + std::to_string(size) +
+                       " bytes is too short for a secret with hosts (at least 8 bytes: every copy of the value in a "
+                       "response is turned back into its placeholder, and a shorter value would match ordinary "
+                       "bytes); give a longer value, or no hosts to deliver it as a file only");
+}
+
+Result<std::vector<std::string>> CanonicalSubstitute(const std::vector<std::string>& parts) {
+  static constexpr std::string_view kParts[] = {"header", "query", "body"};
+  for (const std::string& part : parts) {
+    if (std::find(std::begin(kParts), std::end(kParts), part) == std::end(kParts))
+      return Error::Of(Code::kInvalidArgument,
+                       "substitute: " + Quoted(part) + " is not a part of a request; give \"header\", \"query\" or \"body\"");
+  }
+  if (std::find(parts.begin(), parts.end(), "header") == parts.end())
+    return Error::Of(Code::kInvalidArgument,
+                     "substitute: \"header\" is always among the parts (the placeholder is swapped in headers)");
+  std::vector<std::string> out;
+  for (std::string_view part : kParts)
+    if (std::find(parts.begin(), parts.end(), part) != parts.end()) out.emplace_back(part);
+  return out;
 }
 
 Status CheckSecretHosts(const std::vector<std::string>& hosts) {

@@ -13,6 +13,8 @@ namespace isb::secrets {
 inline constexpr size_t kMaxSecretNameSize = 128;
 inline constexpr size_t kMaxSecretValueSize = size_t{1} << 20;        // 1 MiB
 inline constexpr size_t kMaxPlaceholderValueSize = size_t{64} << 10;  // 64 KiB
+// A shorter value would be found by chance in ordinary responses, and scrubbing it would change their bytes.
+inline constexpr size_t kMinPlaceholderValueSize = 8;
 
 // 1-128 of [A-Za-z0-9_.-], not "." or "..": kInvalidArgument
 // "name: use 1-128 letters, digits, '_', '.' or '-', got 'X'".
@@ -21,9 +23,15 @@ Status CheckSecretName(std::string_view name);
 Status CheckOrgDirName(std::string_view org);
 // kTooLarge over 1 MiB. Never quotes the value.
 Status CheckSecretValueSize(size_t size);
-// A value a placeholder can be swapped for on the wire: at most 64 KiB and no CR or LF. kInvalidArgument saying
-// why, and that delivering it as a file still works. Never quotes the value.
+// A value a placeholder can be swapped for on the wire: at most 64 KiB, no CR or LF, at least 8 bytes.
+// kInvalidArgument saying why, and that delivering it as a file still works. Never quotes the value.
 Status CheckPlaceholderValue(std::string_view value);
+// A secret that names hosts may stand behind a placeholder, so its value is at least 8 bytes: kInvalidArgument
+// "value: N bytes is too short for a secret with hosts; ...". Never quotes the value.
+Status CheckValueWithHosts(size_t size);
+// The parts of a request a placeholder is swapped in (SecretMeta::substitute): each of "header", "query", "body",
+// "header" among them; returned in that order, each once. kInvalidArgument naming the part otherwise.
+Result<std::vector<std::string>> CanonicalSubstitute(const std::vector<std::string>& parts);
 // Every host a secret may be sent to is non-empty; the api layer checks their form.
 Status CheckSecretHosts(const std::vector<std::string>& hosts);
 

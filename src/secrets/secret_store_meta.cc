@@ -12,7 +12,8 @@ std::string FormatSecretMeta(const SecretMeta& meta) {
                       {"created_ms", meta.created_ms},
                       {"updated_ms", meta.updated_ms},
                       {"labels", meta.labels},
-                      {"hosts", meta.hosts}};
+                      {"hosts", meta.hosts},
+                      {"substitute", meta.substitute}};
   return j.dump(2) + "\n";
 }
 
@@ -27,6 +28,8 @@ Result<SecretMeta> ParseSecretMeta(std::string_view text) {
     meta.updated_ms = j.at("updated_ms").get<int64_t>();
     meta.labels = j.at("labels").get<std::map<std::string, std::string>>();
     meta.hosts = j.at("hosts").get<std::vector<std::string>>();
+    // Written before substitution was per secret: headers only, the default.
+    if (j.contains("substitute")) meta.substitute = j.at("substitute").get<std::vector<std::string>>();
     if (meta.version < 1) return Error::Msg("meta.json: version is below 1");
     return meta;
   } catch (const nlohmann::json::exception& e) {

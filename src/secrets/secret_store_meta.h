@@ -18,6 +18,10 @@ struct SecretMeta {
   std::map<std::string, std::string> labels;
   // Where the value may ever be sent: egress host strings as given ("api.example.com", "*.example.com:8443").
   std::vector<std::string> hosts;
+  // Where in a request to those hosts the placeholder is swapped for the value: "header" always; "query" (the request
+  // target, path and query) and "body" (bodies and WebSocket messages) only when an admin opts in, since an origin
+  // that echoes them back (a search, an error page, a paste) would hand the value to whoever reads the answer.
+  std::vector<std::string> substitute = {"header"};
 
   bool operator==(const SecretMeta&) const = default;
 };

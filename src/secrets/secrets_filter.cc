@@ -96,6 +96,7 @@ struct SecretsFilter::Sandbox {
     std::vector<Replacement> pairs;
     std::vector<OwnedSet::Owner> owners;
     for (size_t i = 0; i < bindings.size(); ++i) {
+      if (approved[i] && !bindings[i].swap.body) continue;  // the placeholder goes on as it is (SwapParts)
       if (approved[i]) {
         for (Replacement& pair : SwapPairs(bindings[i].placeholder, bindings[i].value, kind)) {
           pairs.push_back(std::move(pair));
@@ -115,13 +116,21 @@ struct SecretsFilter::Sandbox {
 
 namespace {
 
-using LeakCallback = std::shared_ptr<const std::function<void(const LeakEvent&)>>;
-
-// Where a leak is going, for its report and refusal.
+// Where a message is going, for the reports of its leaks and uses and for its refusal.
 struct LeakContext {
   egress::Exchange exchange;
-  LeakCallback callback;
+  std::shared_ptr<const SecretsFilter::Hooks> hooks;  // null: nothing is reported (a response)
 };
+
+// Counts one message for secret `binding`; a swap is also reported as a use.
+void Count(const SecretsFilter::Sandbox& box, size_t binding, uint64_t SecretCounters::*counter,
+           const LeakContext& context) {
+  const SecretBinding& secret = box.bindings[binding];
+  box.tally->Add(secret.name, counter);
+  if (counter != &SecretCounters::swapped || !context.hooks || !context.hooks->use) return;
+  const egress::Exchange& ex = context.exchange;
+  context.hooks->use(UseEvent{ex.sandbox, secret.name, ex.host, ex.port});
+}
 
 std::string LeakRefusal(const SecretBinding& binding, const egress::Exchange& exchange, bool approved_host) {
   if (approved_host) return "secret " + binding.name + " may be sent to " + exchange.host + " only over HTTPS";
@@ -134,8 +143,8 @@ std::string Leak(const SecretsFilter::Sandbox& box, size_t binding, const LeakCo
   const SecretBinding& secret = box.bindings[binding];
   box.tally->Add(secret.name, &SecretCounters::held);
   const egress::Exchange& ex = context.exchange;
-  if (context.callback && *context.callback)
-    (*context.callback)(
+  if (context.hooks && context.hooks->leak)
+    context.hooks->leak(
         LeakEvent{ex.sandbox, secret.name, ex.host, ex.port, ex.intercepted ? where : "plain http", box.on_leak});
   if (box.on_leak == secrets::OnLeak::kPass) return {};
   return LeakRefusal(secret, ex, !ex.intercepted && box.hosts[binding].Intercepted(ex.host, 443));
@@ -159,7 +168,7 @@ class CountingBody : public egress::BodyFilter {
     for (size_t j = 0; j < counts.size(); ++j)
       if (counts[j] > 0 && set_->owners[j].role != Role::kLeak) marks_[set_->owners[j].binding] |= filter_parts::kHit;
     for (size_t i = 0; i < marks_.size(); ++i)
-      if (marks_[i] & filter_parts::kHit) box_->tally->Add(box_->bindings[i].name, counter_);
+      if (marks_[i] & filter_parts::kHit) Count(*box_, i, counter_, context_);
   }
 
   void Take(std::string_view data, std::string& out) override {
@@ -208,15 +217,12 @@ class RefusedBody : public egress::BodyFilter {
 };
 
 // `inner` under the codings of a Content-Encoding value (the last applied is the outermost), or a refusal when a
-// coding is unknown (`refuse_unknown`) or `inner` as it is (otherwise).
+// coding is unknown: `why` + the coding. Either way a body isb cannot read never goes on unchecked.
 std::unique_ptr<egress::BodyFilter> UnderCodings(const std::string* content_encoding,
-                                                 std::unique_ptr<egress::BodyFilter> inner, bool refuse_unknown) {
+                                                 std::unique_ptr<egress::BodyFilter> inner, std::string_view why) {
   if (content_encoding == nullptr) return inner;
   Result<std::vector<Coding>> codings = ParseContentEncoding(*content_encoding);
-  if (!codings.ok()) {
-    if (!refuse_unknown) return inner;
-    return std::make_unique<RefusedBody>("isb: the body cannot be scrubbed of secrets: " + codings.error().message);
-  }
+  if (!codings.ok()) return std::make_unique<RefusedBody>(std::string(why) + codings.error().message);
   for (Coding coding : *codings) inner = std::make_unique<RecodedBody>(coding, std::move(inner));
   return inner;
 }
@@ -270,6 +276,13 @@ void SecretsFilter::Set(const std::string& sandbox, SandboxSecrets secrets) {
       scrub.push_back(std::move(pair));
       owners.push_back({i, Role::kScrub});
     }
+    // The latest value's pairs come first: a needle listed twice (an old value equal to the latest) keeps them.
+    for (const std::string& old : b.old_values) {
+      for (Replacement& pair : ScrubPairs(b.placeholder, old)) {
+        scrub.push_back(std::move(pair));
+        owners.push_back({i, Role::kScrub});
+      }
+    }
   }
   box->scrub = std::make_shared<const OwnedSet>(filter_parts::MakeSet(std::move(scrub), std::move(owners)));
   MutexLock lock(mu_);
@@ -286,9 +299,22 @@ void SecretsFilter::Remove(const std::string& sandbox) {
 }
 
 void SecretsFilter::OnLeak(std::function<void(const LeakEvent&)> callback) {
-  auto shared = std::make_shared<const std::function<void(const LeakEvent&)>>(std::move(callback));
   MutexLock lock(mu_);
-  on_leak_ = std::move(shared);
+  Hooks hooks = hooks_ ? *hooks_ : Hooks{};
+  hooks.leak = std::move(callback);
+  hooks_ = std::make_shared<const Hooks>(std::move(hooks));
+}
+
+void SecretsFilter::OnUse(std::function<void(const UseEvent&)> callback) {
+  MutexLock lock(mu_);
+  Hooks hooks = hooks_ ? *hooks_ : Hooks{};
+  hooks.use = std::move(callback);
+  hooks_ = std::make_shared<const Hooks>(std::move(hooks));
+}
+
+std::shared_ptr<const SecretsFilter::Hooks> SecretsFilter::CurrentHooks() const {
+  MutexLock lock(mu_);
+  return hooks_;
 }
 
 std::map<std::string, SecretCounters> SecretsFilter::Counters(const std::string& sandbox) const {
@@ -313,11 +339,7 @@ std::shared_ptr<const SecretsFilter::Sandbox> SecretsFilter::Find(const std::str
 std::string SecretsFilter::RequestHead(const egress::Exchange& exchange, egress::HttpHead& head) {
   std::shared_ptr<const Sandbox> box = Find(exchange.sandbox);
   if (!box) return {};
-  LeakContext context{exchange, nullptr};
-  {
-    MutexLock lock(mu_);
-    context.callback = on_leak_;
-  }
+  LeakContext context{exchange, CurrentHooks()};
   // No transfer-coding but chunked comes back (TE asks for others): the scrubber reads content, not codings.
   std::erase_if(head.headers, [](const egress::HttpHeader& h) { return EqualsIgnoreCase(h.name, "TE"); });
   const std::vector<bool> approved = box->Approved(exchange);
@@ -334,9 +356,12 @@ std::string SecretsFilter::RequestHead(const egress::Exchange& exchange, egress:
       where =
           query != std::string::npos && (hit.start == std::string_view::npos || hit.start > query) ? "query" : "path";
     }
-    for (size_t h = 0; where.empty() && h < head.headers.size(); ++h)
+    for (size_t h = 0; where.empty() && h < head.headers.size(); ++h) {
       if (HeaderCarries(head.headers[h].name, head.headers[h].value, placeholder))
         where = "header " + head.headers[h].name;
+      else if (HeaderCarries("", head.headers[h].name, placeholder))
+        where = "a header's name";
+    }
     if (where.empty()) continue;
     marks[i] |= filter_parts::kReported;
     std::string refused = Leak(*box, i, context, where);
@@ -346,7 +371,8 @@ std::string SecretsFilter::RequestHead(const egress::Exchange& exchange, egress:
   for (size_t i = 0; i < box->bindings.size(); ++i) {
     if (!approved[i]) continue;
     const SecretBinding& b = box->bindings[i];
-    size_t swaps = SwapInTarget(head.target, b.placeholder, b.value);
+    // Not opted in: the placeholder stays in the target as it is (SwapParts).
+    size_t swaps = b.swap.query ? SwapInTarget(head.target, b.placeholder, b.value) : 0;
     for (egress::HttpHeader& field : head.headers)
       swaps += SwapInHeader(field.name, field.value, b.placeholder, b.value);
     if (swaps > 0) marks[i] |= filter_parts::kHit;
@@ -355,26 +381,26 @@ std::string SecretsFilter::RequestHead(const egress::Exchange& exchange, egress:
     filter_parts::last_head = {this, &head, std::move(marks)};
   } else {
     for (size_t i = 0; i < marks.size(); ++i)
-      if (marks[i] & filter_parts::kHit) box->tally->Add(box->bindings[i].name, &SecretCounters::swapped);
+      if (marks[i] & filter_parts::kHit) Count(*box, i, &SecretCounters::swapped, context);
   }
   return {};
 }
+
+bool SecretsFilter::KeepRequestTrailers(const egress::Exchange& exchange) { return Find(exchange.sandbox) == nullptr; }
 
 std::unique_ptr<egress::BodyFilter> SecretsFilter::RequestBody(const egress::Exchange& exchange,
                                                                const egress::HttpHead& head) {
   std::shared_ptr<const Sandbox> box = Find(exchange.sandbox);
   if (!box) return nullptr;
-  LeakContext context{exchange, nullptr};
-  {
-    MutexLock lock(mu_);
-    context.callback = on_leak_;
-  }
+  LeakContext context{exchange, CurrentHooks()};
   std::vector<uint8_t> marks = filter_parts::TakeMarks(this, &head, box->bindings.size());
   std::shared_ptr<const OwnedSet> set = box->RequestSet(box->Approved(exchange), BodyKindOf(head.Find("Content-Type")));
   auto body = std::make_unique<CountingBody>(box, std::move(set), std::move(context), std::move(marks),
                                              &SecretCounters::swapped);
   std::optional<std::string> codings = JoinedFields(head.headers, "Content-Encoding");
-  return UnderCodings(codings ? &*codings : nullptr, std::move(body), false);
+  // A placeholder in a coding isb cannot decode could be neither swapped nor held back: the request is refused.
+  return UnderCodings(codings ? &*codings : nullptr, std::move(body),
+                      "isb: the body cannot be checked for secrets' placeholders: ");
 }
 
 void SecretsFilter::ResponseHead(const egress::Exchange& exchange, const egress::HttpHead& request,
@@ -410,7 +436,7 @@ std::unique_ptr<egress::BodyFilter> SecretsFilter::ResponseBody(const egress::Ex
   auto body = std::make_unique<CountingBody>(box, box->scrub, LeakContext{exchange, nullptr}, std::move(marks),
                                              &SecretCounters::scrubbed);
   std::optional<std::string> codings = JoinedFields(head.headers, "Content-Encoding");
-  return UnderCodings(codings ? &*codings : nullptr, std::move(body), true);
+  return UnderCodings(codings ? &*codings : nullptr, std::move(body), "isb: the body cannot be scrubbed of secrets: ");
 }
 
 std::unique_ptr<egress::BodyFilter> SecretsFilter::WebSocketMessage(const egress::Exchange& exchange, bool to_origin,
@@ -423,11 +449,7 @@ std::unique_ptr<egress::BodyFilter> SecretsFilter::WebSocketMessage(const egress
   if (!to_origin)
     return std::make_unique<CountingBody>(box, box->scrub, LeakContext{exchange, nullptr}, std::move(marks),
                                           &SecretCounters::scrubbed);
-  LeakContext context{exchange, nullptr};
-  {
-    MutexLock lock(mu_);
-    context.callback = on_leak_;
-  }
+  LeakContext context{exchange, CurrentHooks()};
   return std::make_unique<CountingBody>(box, box->RequestSet(box->Approved(exchange), BodyKind::kRaw),
                                         std::move(context), std::move(marks), &SecretCounters::swapped);
 }

@@ -19,11 +19,24 @@ namespace isb::secrets {
 
 using OnLeak = egress::OnLeak;  // egress/policy.h: the spec's on_leak
 
+// Where in a request to an approved host the placeholder is swapped; headers always. Elsewhere in such a request
+// the placeholder goes on as it is (it is not secret, and the host may be sent it): an origin that echoes a query
+// or a body back would otherwise hand the value to the sandbox, so those are an admin's opt-in per secret.
+struct SwapParts {
+  bool query = false;  // the request target: path and query
+  bool body = false;   // request bodies and WebSocket messages to the origin
+  bool operator==(const SwapParts&) const = default;
+};
+
 struct SecretBinding {
   std::string name;                     // the org secret's name: the only part ever reported
   std::string placeholder;              // what the sandbox holds
   std::string value;                    // never logged, never in an error
   std::vector<egress::HostRule> hosts;  // where it may be sent (approved, already narrowed)
+  SwapParts swap{};
+  // The secret's earlier values: never swapped in, scrubbed from responses as the value is (an origin may still
+  // echo one). Never logged.
+  std::vector<std::string> old_values{};
 };
 
 struct SandboxSecrets {
@@ -39,6 +52,13 @@ struct LeakEvent {
   std::string where;
   secrets::OnLeak action = secrets::OnLeak::kPass;
   bool operator==(const LeakEvent&) const = default;
+};
+
+// A placeholder swapped for its value in a request (head, body or WebSocket message) to `host`.
+struct UseEvent {
+  std::string sandbox, secret, host;
+  uint16_t port = 0;
+  bool operator==(const UseEvent&) const = default;
 };
 
 struct SecretCounters {
@@ -62,10 +82,15 @@ class SecretsFilter : public egress::MessageFilter {
   void Remove(const std::string& sandbox);
   // Called on the proxy's event loop for every leak: must not block.
   void OnLeak(std::function<void(const LeakEvent&)> callback);
+  // Called on the proxy's event loop for every request with a placeholder swapped (once per request and secret):
+  // must not block.
+  void OnUse(std::function<void(const UseEvent&)> callback);
   // By secret name.
   std::map<std::string, SecretCounters> Counters(const std::string& sandbox) const;
 
   std::string RequestHead(const egress::Exchange& exchange, egress::HttpHead& head) override;
+  // No: a placeholder in a trailer field would go on unjudged (for a sandbox with secrets; others keep them).
+  bool KeepRequestTrailers(const egress::Exchange& exchange) override;
   std::unique_ptr<egress::BodyFilter> RequestBody(const egress::Exchange& exchange,
                                                   const egress::HttpHead& head) override;
   void ResponseHead(const egress::Exchange& exchange, const egress::HttpHead& request,
@@ -79,14 +104,19 @@ class SecretsFilter : public egress::MessageFilter {
 
   struct Sandbox;  // one sandbox's secrets, compiled (secrets_filter.cc)
   struct Tally;    // one sandbox's counters, kept across Set
+  struct Hooks {   // the callbacks, replaced whole so a message holds the ones it started with
+    std::function<void(const LeakEvent&)> leak;
+    std::function<void(const UseEvent&)> use;
+  };
 
  private:
   std::shared_ptr<const Sandbox> Find(const std::string& sandbox) const;
+  std::shared_ptr<const Hooks> CurrentHooks() const;
 
   mutable Mutex mu_;
   std::map<std::string, std::shared_ptr<const Sandbox>> sandboxes_ ISB_GUARDED_BY(mu_);
   std::map<std::string, std::shared_ptr<Tally>> tallies_ ISB_GUARDED_BY(mu_);
-  std::shared_ptr<const std::function<void(const LeakEvent&)>> on_leak_ ISB_GUARDED_BY(mu_);
+  std::shared_ptr<const Hooks> hooks_ ISB_GUARDED_BY(mu_);
 };
 
 }  // namespace isb::secrets

@@ -8,7 +8,9 @@ add_library(isb_secrets_store STATIC
   src/secrets/age_identity.cc
   src/secrets/age_stream.cc
   src/secrets/daemon_identity.cc
+  src/secrets/fork_wiped_bytes.cc
   src/secrets/secret_bytes.cc
+  src/secrets/secret_file_binding.cc
   src/secrets/secret_store.cc
   src/secrets/secret_store_files.cc
   src/secrets/secret_store_limits.cc
@@ -19,7 +21,9 @@ target_link_libraries(isb_secrets_store PUBLIC isb_base nlohmann_json::nlohmann_
 isb_tests(isb_secrets_store_tests LIBS isb_secrets_store SOURCES
   tests/secrets/age_test.cc
   tests/secrets/daemon_identity_test.cc
-  tests/secrets/secret_store_test.cc)
+  tests/secrets/secret_store_test.cc
+  tests/secrets/secret_store_policy_test.cc
+  tests/secrets/fork_wiped_bytes_test.cc)
 
 # The header of an age file handed to `isb secret import`: untrusted bytes.
 isb_fuzz_target(age_header LIBS isb_secrets_store)

@@ -3,6 +3,8 @@
 // chunked or not, WebSocket), and turns the value back into the placeholder in every answer (plain, gzip, deflate,
 // br, zstd, chunked, WebSocket). The origin (echo_origin.py) answers with exactly what it received and logs it, so
 // the log shows what left isb and the answer shows what the sandbox saw. The value is never printed by a failure.
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
@@ -85,7 +87,11 @@ class SecretsTest : public OriginTest {
 
 TEST_F(SecretsTest, APlaceholderIsSwappedInEveryPartOfARequestAndTheValueNeverComesBack) {
   StartEcho();
-  MustTool("secret_create", {{"name", "api-key"}, {"value", kValue}, {"hosts", {"echo.test", "ws.test"}}});
+  // Opted in to the query and bodies (headers are always): the echo origin's answers are scrubbed.
+  MustTool("secret_create", {{"name", "api-key"},
+                             {"value", kValue},
+                             {"hosts", {"echo.test", "ws.test"}},
+                             {"substitute", {"header", "query", "body"}}});
   std::string id = CreateWithKey({{"allow", json::array()}, {"secrets", {{{"name", "api-key"}, {"env", "KEY"}}}}});
   ASSERT_FALSE(id.empty());
   // The sandbox holds a placeholder, stable for it and the variable; its spec names the secret's hosts.
@@ -229,7 +235,7 @@ TEST_F(SecretsTest, APlaceholderHeadedElsewhereIsPassedRefusedOrStopsTheSandbox)
 TEST_F(SecretsTest, ASandboxMayNarrowASecretsHostsButNotWidenThem) {
   MustTool("secret_create", {{"name", "api-key"}, {"value", kValue}, {"hosts", {"*.example.com"}}});
   MustTool("secret_create", {{"name", "files-only"}, {"value", "x"}});
-  MustTool("secret_create", {{"name", "two-lines"}, {"value", "a\nb"}, {"hosts", {"a.example.com"}}});
+  MustTool("secret_create", {{"name", "two-lines"}, {"value", "line-one\nline-two"}, {"hosts", {"a.example.com"}}});
   auto create = [&](const json& secret) {
     return Tool("sandbox_create", {{"egress", {{"allow", json::array()}, {"secrets", {secret}}}}});
   };
@@ -300,7 +306,7 @@ TEST_F(SecretsTest, TheCliTakesValuesFromStdinOrAFileAndGivesThemBackByteForByte
   EXPECT_EQ(got.exit_status, 0) << got.Describe();
   EXPECT_EQ(got.out, "typed-value");
 
-  const std::string bytes = std::string("\xff\x00bin\n", 6);
+  const std::string bytes = std::string("\xff\x00binary\n", 9);  // at least 8 bytes: the secret has hosts
   std::ofstream(temp_dir() + "/value.bin", std::ios::binary) << bytes;
   ProcResult set = Isb({"secret", "set", "cli-key", "--from-file", temp_dir() + "/value.bin"});
   ExpectAudit("isb secret set", {Unix("secret_set")});
@@ -322,6 +328,101 @@ TEST_F(SecretsTest, TheCliTakesValuesFromStdinOrAFileAndGivesThemBackByteForByte
   ProcResult gone = Isb({"secret", "get", "cli-key"});
   ExpectAudit("isb secret get gone", {Unix("secret_get", "not_found")});
   EXPECT_EQ(gone.exit_status, 1) << gone.Describe();
+}
+
+// Without an admin's opt-in a placeholder is swapped in headers only: in the query and the body it reaches the
+// origin as it is, so an origin that echoes them hands back nothing secret. Each use is a secret_use audit row, at
+// most one a minute per sandbox, secret and host, with the count and never the value.
+TEST_F(SecretsTest, WithoutOptInOnlyHeadersAreSwappedAndUsesAreCountedInTheAuditLog) {
+  StartEcho();
+  MustTool("secret_create", {{"name", "api-key"}, {"value", kValue}, {"hosts", {"echo.test"}}});
+  EXPECT_EQ(MustTool("secret_inspect", {{"name", "api-key"}})["substitute"], json({"header"}));
+  std::string id = CreateWithKey({{"allow", json::array()}, {"secrets", {{{"name", "api-key"}, {"env", "KEY"}}}}});
+  ASSERT_FALSE(id.empty());
+  Received();
+  std::string answer = Sh(id, "curl -s -H \"X-Key: $KEY\" -H 'Content-Type: application/json' "
+                              "-d \"{\\\"k\\\": \\\"$KEY\\\"}\" \"https://echo.test/s?q=$KEY\"");
+  std::string received = Received();
+  EXPECT_NE(received.find("POST /s?q=" + placeholder_ + " HTTP/1.1"), std::string::npos) << Shown(received);
+  EXPECT_NE(received.find("X-Key: " + std::string(kValue)), std::string::npos) << Shown(received);
+  EXPECT_NE(received.find("{\"k\": \"" + placeholder_ + "\"}"), std::string::npos) << Shown(received);
+  EXPECT_FALSE(HasValue(answer)) << Shown(answer);
+  EXPECT_NE(answer.find("{\"k\": \"" + placeholder_ + "\"}"), std::string::npos) << Shown(answer);
+  Sh(id, "curl -s -o /dev/null -H \"X-Key: $KEY\" https://echo.test/again");
+  json use = MustTool("sandbox_get", {{"sandbox", id}})["secrets"]["api-key"];
+  EXPECT_EQ(use.value("swapped", 0), 2) << use.dump();
+  EXPECT_EQ(use.value("held", -1), 0) << use.dump();
+  json rows = MustTool("audit_list", {{"action", "secret_use"}})["records"];
+  ASSERT_EQ(rows.size(), 1u) << rows.dump();
+  EXPECT_EQ(rows[0].value("actor", ""), "sandbox:" + id);
+  EXPECT_EQ(rows[0]["details"], json({{"secret", "api-key"}, {"host", "echo.test:443"}, {"swapped", 1}}));
+  EXPECT_FALSE(HasValue(rows.dump()));
+}
+
+// The pids whose parent is `parent`.
+std::vector<pid_t> ChildrenOf(pid_t parent) {
+  std::vector<pid_t> out;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string stat = ReadFileOrEmpty(entry.path() / "stat");
+    size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    int ppid = 0;
+    if (std::sscanf(stat.c_str() + close + 1, " %*c %d", &ppid) == 1 && ppid == parent) out.push_back(std::stoi(name));
+  }
+  return out;
+}
+
+// Whether `needle` is in any readable mapping of `pid`'s memory, or its environ.
+bool MemoryHolds(pid_t pid, const std::string& needle) {
+  const std::string proc = "/proc/" + std::to_string(pid);
+  if (ReadFileOrEmpty(proc + "/environ").find(needle) != std::string::npos) return true;
+  std::ifstream maps(proc + "/maps");
+  std::ifstream mem(proc + "/mem", std::ios::binary);
+  std::string line;
+  while (std::getline(maps, line)) {
+    unsigned long start = 0, end = 0;
+    char perms[5] = {};
+    if (std::sscanf(line.c_str(), "%lx-%lx %4s", &start, &end, perms) != 3 || perms[0] != 'r') continue;
+    if (line.find("[vvar]") != std::string::npos || line.find("[vsyscall]") != std::string::npos) continue;
+    std::string bytes(end - start, '\0');
+    mem.clear();
+    mem.seekg(static_cast<std::streamoff>(start));
+    mem.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    bytes.resize(static_cast<size_t>(std::max<std::streamsize>(mem.gcount(), 0)));
+    if (bytes.find(needle) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// The key given in $ISB_AGE_KEY is in no process the daemon forked (the spawner, forked before the key is read
+// into ordinary memory): not in its memory, not in its environment; the daemon's own environ has it wiped.
+TEST_F(SecretsTest, TheAgeKeyFromTheEnvironmentIsNotInTheSpawnersMemory) {
+  ProcResult made = RunProcess({"age-keygen", "-o", temp_dir() + "/age.key"});
+  ASSERT_EQ(made.exit_status, 0) << made.Describe();
+  std::string text = ReadFileOrEmpty(temp_dir() + "/age.key");
+  const size_t at = text.find("AGE-SECRET-KEY-1");
+  ASSERT_NE(at, std::string::npos);
+  const std::string key = text.substr(at, text.find('\n', at) - at);
+  ASSERT_EQ(StopDaemon(), 0);
+  std::filesystem::remove_all(state_dir() + "/secrets");
+  ASSERT_EQ(::setenv("ISB_AGE_KEY", key.c_str(), 1), 0);
+  StartDaemon();
+  ::unsetenv("ISB_AGE_KEY");
+  ASSERT_TRUE(daemon_running());
+  // The daemon uses that key: its recipient is the key's.
+  ProcResult recipient = RunProcess({"age-keygen", "-y", temp_dir() + "/age.key"});
+  EXPECT_EQ(MustTool("secret_recipient", json::object()).value("recipient", "") + "\n", recipient.out);
+  std::vector<pid_t> children = ChildrenOf(daemon_pid());
+  ASSERT_FALSE(children.empty());
+  for (pid_t child : children) {
+    // The scan reads the child's memory: the state dir's path, which it was given, is there.
+    EXPECT_TRUE(MemoryHolds(child, state_dir())) << "cannot read the memory of " << child;
+    EXPECT_FALSE(MemoryHolds(child, key)) << "pid " << child << " (" << ReadFileOrEmpty("/proc/" + std::to_string(child) + "/comm") << ") holds the key";
+    EXPECT_FALSE(MemoryHolds(child, key.substr(16, 24))) << "pid " << child << " holds part of the key";
+  }
+  EXPECT_EQ(ReadFileOrEmpty("/proc/" + std::to_string(daemon_pid()) + "/environ").find(key.substr(16)), std::string::npos);
 }
 
 }  // namespace

@@ -234,7 +234,7 @@ TEST_F(SecretStoreTest, NamesValuesAndHostsAreChecked) {
 }
 
 TEST(SecretStoreLimitsTest, APlaceholderValueIsAtMost64KiBWithoutCrOrLfAndTheRefusalSaysWhy) {
-  EXPECT_TRUE(CheckPlaceholderValue("sk-abc").ok());
+  EXPECT_TRUE(CheckPlaceholderValue("sk-abc12").ok());
   EXPECT_TRUE(CheckPlaceholderValue(std::string(kMaxPlaceholderValueSize, 'x')).ok());
   auto long_value = CheckPlaceholderValue(std::string(kMaxPlaceholderValueSize + 1, 'x'));
   ASSERT_FALSE(long_value.ok());

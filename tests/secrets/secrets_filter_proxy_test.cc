@@ -178,7 +178,7 @@ class SecretsProxyTest : public ::testing::Test {
     SandboxSecrets secrets;
     secrets.on_leak = on_leak;
     // Every port: the sandbox's connections reach the proxy's own port here, not 443.
-    secrets.bindings.push_back({"API_KEY", kPlaceholder, kValue, {{"api.test", false, std::nullopt}}});
+    secrets.bindings.push_back({"API_KEY", kPlaceholder, kValue, {{"api.test", false, std::nullopt}}, {true, true}});
     filter_->Set("sb1", secrets);
   }
 

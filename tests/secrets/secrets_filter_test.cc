@@ -48,7 +48,8 @@ class MemoryStream : public egress::MessageStream {
 SandboxSecrets OneSecret(OnLeak on_leak) {
   SandboxSecrets secrets;
   secrets.on_leak = on_leak;
-  secrets.bindings.push_back({"OPENAI_KEY", kPlaceholder, kValue, {{"api.example.com", false, 443}}});
+  // Swapped in the query and the body too (SwapParts; headers are always).
+  secrets.bindings.push_back({"OPENAI_KEY", kPlaceholder, kValue, {{"api.example.com", false, 443}}, {true, true}});
   return secrets;
 }
 
@@ -318,6 +319,130 @@ TEST_F(SecretsFilterTest, ANewValueTakesEffectOnTheNextMessageAndARemovedSandbox
   ASSERT_TRUE(SendRequest(kApproved, request, got).ok());
   EXPECT_EQ(got, request);
   EXPECT_TRUE(filter_.Counters("sb1").empty());
+}
+
+// Substitution beyond headers is an admin's opt-in per secret: without it, a placeholder in the target or the body
+// of a request to an approved host goes on as it is (it is not secret), is no leak, and counts as no swap.
+TEST_F(SecretsFilterTest, WithoutOptInAPlaceholderInTheQueryOrBodyGoesOnAsItIsAndOnlyHeadersAreSwapped) {
+  SandboxSecrets headers_only;
+  headers_only.bindings.push_back({"OPENAI_KEY", kPlaceholder, kValue, {{"api.example.com", false, 443}}});
+  filter_.Set("sb1", headers_only);
+  const std::string body = std::string("{\"echo\":\"") + kPlaceholder + "\"}";
+  const std::string request = std::string("POST /s?q=") + kPlaceholder +
+                              " HTTP/1.1\r\nHost: api.example.com\r\nX-Key: " + kPlaceholder +
+                              "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+                              "\r\n\r\n" + body;
+  std::string got;
+  ASSERT_TRUE(SendRequest(kApproved, request, got).ok());
+  const std::string head = std::string("POST /s?q=") + kPlaceholder +
+                           " HTTP/1.1\r\nHost: api.example.com\r\nX-Key: sk-live/\"42\"\r\n"
+                           "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+  ASSERT_EQ(got.substr(0, head.size()), head);
+  EXPECT_EQ(egress::Dechunk(std::string_view(got).substr(head.size())), body);
+  EXPECT_TRUE(leaks_.empty());
+  EXPECT_EQ(filter_.Counters("sb1"), (std::map<std::string, SecretCounters>{{"OPENAI_KEY", {1, 0, 0}}}));
+
+  // A request with it only outside the headers is no swap at all.
+  std::string plain_got;
+  const std::string in_query = std::string("GET /s?q=") + kPlaceholder + " HTTP/1.1\r\nHost: api.example.com\r\n\r\n";
+  ASSERT_TRUE(SendRequest(kApproved, in_query, plain_got).ok());
+  EXPECT_EQ(plain_got, in_query);
+  EXPECT_EQ(filter_.Counters("sb1"), (std::map<std::string, SecretCounters>{{"OPENAI_KEY", {1, 0, 0}}}));
+}
+
+TEST_F(SecretsFilterTest, QueryOptInAloneSwapsTheTargetButLeavesTheBody) {
+  SandboxSecrets query_only;
+  query_only.bindings.push_back(
+      {"OPENAI_KEY", kPlaceholder, kValue, {{"api.example.com", false, 443}}, {.query = true, .body = false}});
+  filter_.Set("sb1", query_only);
+  const std::string request = std::string("POST /s?q=") + kPlaceholder +
+                              " HTTP/1.1\r\nHost: api.example.com\r\nContent-Length: 24\r\n\r\n" + kPlaceholder;
+  std::string got;
+  ASSERT_TRUE(SendRequest(kApproved, request, got).ok());
+  const std::string head = "POST /s?q=sk-live%2F%2242%22 HTTP/1.1\r\nHost: api.example.com\r\n"
+                           "Transfer-Encoding: chunked\r\n\r\n";
+  ASSERT_EQ(got.substr(0, head.size()), head);
+  EXPECT_EQ(egress::Dechunk(std::string_view(got).substr(head.size())), kPlaceholder);
+}
+
+// An origin may echo a value the secret had before it was changed: every version's value is scrubbed.
+TEST_F(SecretsFilterTest, AnEarlierValueOfTheSecretIsScrubbedAsTheLatestIs) {
+  SandboxSecrets secrets = OneSecret(OnLeak::kPass);
+  secrets.bindings[0].old_values = {"sk-old-value-1", "sk-old-value-2"};
+  filter_.Set("sb1", secrets);
+  const std::string body = std::string("a sk-old-value-1 b sk-old-value-2 c ") + kValue;
+  const std::string response = "HTTP/1.1 200 OK\r\nX-Old: sk-old-value-1\r\nContent-Length: " +
+                               std::to_string(body.size()) + "\r\n\r\n" + body;
+  std::string got;
+  ASSERT_TRUE(SendResponse(kApproved, kGet, response, got).ok());
+  const std::string head =
+      std::string("HTTP/1.1 200 OK\r\nX-Old: ") + kPlaceholder + "\r\nTransfer-Encoding: chunked\r\n\r\n";
+  ASSERT_EQ(got.substr(0, head.size()), head);
+  EXPECT_EQ(egress::Dechunk(std::string_view(got).substr(head.size())),
+            std::string("a ") + kPlaceholder + " b " + kPlaceholder + " c " + kPlaceholder);
+  EXPECT_EQ(filter_.Counters("sb1"), (std::map<std::string, SecretCounters>{{"OPENAI_KEY", {0, 1, 0}}}));
+}
+
+// Each request that swaps a placeholder is one use per secret (head and body together), for the audit log.
+TEST_F(SecretsFilterTest, ARequestThatSwapsIsReportedAsOneUseNamingTheSecretAndHost) {
+  std::vector<UseEvent> uses;
+  filter_.OnUse([&](const UseEvent& use) { uses.push_back(use); });
+  const std::string body = kPlaceholder;
+  const std::string request = std::string("POST / HTTP/1.1\r\nHost: api.example.com\r\nX-Key: ") + kPlaceholder +
+                              "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  std::string got;
+  ASSERT_TRUE(SendRequest(kApproved, request, got).ok());
+  ASSERT_TRUE(SendRequest(kApproved, std::string(kGet).insert(16, "X-Key: " + std::string(kPlaceholder) + "\r\n"), got)
+                  .ok());
+  ASSERT_TRUE(SendRequest(kApproved, kGet, got).ok());  // nothing to swap: no use
+  ASSERT_TRUE(SendRequest(kOtherHost, std::string("GET / HTTP/1.1\r\nHost: evil.example.com\r\nX-Key: ") +
+                                          kPlaceholder + "\r\n\r\n",
+                          got)
+                  .ok());  // a leak, not a use
+  const UseEvent use{"sb1", "OPENAI_KEY", "api.example.com", 443};
+  EXPECT_EQ(uses, (std::vector<UseEvent>{use, use}));
+  EXPECT_EQ(leaks_.size(), 1u);
+}
+
+// A placeholder in a header's name is a leak as one in its value is.
+TEST_F(SecretsFilterTest, APlaceholderInAHeadersNameForAnotherHostIsHeldBack) {
+  filter_.Set("sb1", OneSecret(OnLeak::kBlock));
+  const std::string request =
+      std::string("GET / HTTP/1.1\r\nHost: evil.example.com\r\nX-") + kPlaceholder + ": 1\r\n\r\n";
+  std::string got;
+  Status sent = SendRequest(kOtherHost, request, got);
+  ASSERT_FALSE(sent.ok());
+  EXPECT_EQ(sent.error().message, "secret OPENAI_KEY may not be sent to evil.example.com");
+  EXPECT_EQ(leaks_,
+            (std::vector<LeakEvent>{{"sb1", "OPENAI_KEY", "evil.example.com", 443, "a header's name", OnLeak::kBlock}}));
+}
+
+// A request body in a coding isb cannot decode could carry a placeholder it can neither swap nor hold back: it is
+// refused, to an approved host or any other, before a byte of it goes on.
+TEST_F(SecretsFilterTest, ARequestBodyInAnUnknownCodingIsRefused) {
+  for (const Exchange& exchange : {kApproved, kOtherHost}) {
+    const std::string request = "POST / HTTP/1.1\r\nHost: " + exchange.host +
+                                "\r\nContent-Encoding: compress\r\nContent-Length: 4\r\n\r\nabcd";
+    std::string got;
+    Status sent = SendRequest(exchange, request, got);
+    ASSERT_FALSE(sent.ok()) << exchange.host;
+    EXPECT_EQ(sent.error().code, Code::kForbidden);
+    EXPECT_EQ(sent.error().message,
+              "isb: the body cannot be checked for secrets' placeholders: content coding \"compress\" is not one of "
+              "gzip, deflate, br, zstd");
+    EXPECT_EQ(got.find("abcd"), std::string::npos) << got;
+  }
+}
+
+// A request's trailer fields are never read by the filter, so they do not go on: a placeholder in one reaches no one.
+TEST_F(SecretsFilterTest, ARequestsTrailersAreDroppedWhateverTheyHold) {
+  for (const Exchange& exchange : {kApproved, kOtherHost}) {
+    const std::string head = "POST / HTTP/1.1\r\nHost: " + exchange.host + "\r\nTransfer-Encoding: chunked\r\n\r\n";
+    std::string got;
+    ASSERT_TRUE(SendRequest(exchange, head + "2\r\nok\r\n0\r\nX-Key: " + kPlaceholder + "\r\n\r\n", got).ok());
+    EXPECT_EQ(got, head + "2\r\nok\r\n0\r\n\r\n") << exchange.host;
+  }
+  EXPECT_TRUE(leaks_.empty());
 }
 
 TEST_F(SecretsFilterTest, ASandboxWithoutSecretsIsRelayedByteForByte) {

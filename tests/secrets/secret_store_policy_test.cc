@@ -1,0 +1,205 @@
+// SecretStore's policy fields: where a placeholder is swapped (substitute), the shortest value a secret with hosts
+// may hold, and every version's value for the scrubber.
+#include <gtest/gtest.h>
+
+#include "secrets/age_tool.h"
+#include "secrets/secret_store.h"
+
+namespace isb::secrets {
+namespace {
+
+using testing::AgeKeygen;
+using testing::ForgeAgeFile;
+using testing::ReadAll;
+using testing::RunTool;
+using testing::TempDir;
+using testing::WriteAll;
+
+constexpr char kTooShort[] =
+    "value: 7 bytes is too short for a secret with hosts (at least 8 bytes: every copy of the value in a response is "
+    "turned back into its placeholder, and a shorter value would match ordinary bytes); give a longer value, or no "
+    "hosts to deliver it as a file only";
+
+SecretBytes Bytes(std::string_view text) { return SecretBytes(text); }
+
+class SecretStorePolicyTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<SecretStore> OpenStore(size_t min_value_with_hosts = kMinPlaceholderValueSize) {
+    auto store = SecretStore::Open({.dir = dir_ / "secrets",
+                                    .identity = key_,
+                                    .extra_recipients = {},
+                                    .now_ms = nullptr,
+                                    .min_value_with_hosts = min_value_with_hosts});
+    EXPECT_TRUE(store.ok()) << store.error().message;
+    return store.ok() ? std::move(store).value() : nullptr;
+  }
+
+  TempDir dir_;
+  AgeIdentity key_ = AgeIdentity::Generate();
+};
+
+TEST_F(SecretStorePolicyTest, ASecretIsSwappedInHeadersOnlyUntilAnAdminOptsInTheQueryOrBody) {
+  auto store = OpenStore();
+  auto made = store->Create("acme", "K", Bytes("sk-12345678"), {"api.example.com"}, {});
+  ASSERT_TRUE(made.ok()) << made.error().message;
+  EXPECT_EQ(made->substitute, std::vector<std::string>{"header"});
+  auto opted = store->Update("acme", "K", std::nullopt, std::nullopt, std::vector<std::string>{"body", "header", "query"});
+  ASSERT_TRUE(opted.ok()) << opted.error().message;
+  EXPECT_EQ(opted->substitute, (std::vector<std::string>{"header", "query", "body"}));
+  // Durable: a store opened again reads it back.
+  store.reset();
+  store = OpenStore();
+  EXPECT_EQ(store->Inspect("acme", "K")->substitute, (std::vector<std::string>{"header", "query", "body"}));
+  auto both = store->Create("acme", "B", Bytes("sk-12345678"), {"api.example.com"}, {}, {"header", "body"});
+  ASSERT_TRUE(both.ok()) << both.error().message;
+  EXPECT_EQ(both->substitute, (std::vector<std::string>{"header", "body"}));
+}
+
+TEST_F(SecretStorePolicyTest, ASubstitutePartThatIsNoneOfTheThreeOrLeavesOutHeaderIsRefused) {
+  auto store = OpenStore();
+  auto bad = store->Create("acme", "K", Bytes("sk-12345678"), {"api.example.com"}, {}, {"header", "cookie"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code, Code::kInvalidArgument);
+  EXPECT_EQ(bad.error().message,
+            "substitute: 'cookie' is not a part of a request; give \"header\", \"query\" or \"body\"");
+  EXPECT_FALSE(store->Inspect("acme", "K").ok());
+  ASSERT_TRUE(store->Create("acme", "K", Bytes("sk-12345678"), {"api.example.com"}, {}).ok());
+  auto no_header = store->Update("acme", "K", std::nullopt, std::nullopt, std::vector<std::string>{"body"});
+  ASSERT_FALSE(no_header.ok());
+  EXPECT_EQ(no_header.error().message,
+            "substitute: \"header\" is always among the parts (the placeholder is swapped in headers)");
+  EXPECT_EQ(store->Inspect("acme", "K")->substitute, std::vector<std::string>{"header"});
+}
+
+// A meta.json written before substitution was per secret has no such field: headers only.
+TEST_F(SecretStorePolicyTest, MetadataWithoutSubstituteReadsAsHeadersOnly) {
+  auto store = OpenStore();
+  ASSERT_TRUE(store->Create("acme", "K", Bytes("sk-12345678"), {"api.example.com"}, {}, {"header", "body"}).ok());
+  const std::filesystem::path meta = dir_ / "secrets" / "orgs" / "acme" / "K" / "meta.json";
+  std::string text = ReadAll(meta);
+  const size_t field = text.find(",\n  \"substitute\"");
+  ASSERT_NE(field, std::string::npos) << text;
+  text.erase(field, text.find(']', field) + 1 - field);
+  WriteAll(meta, text);
+  EXPECT_EQ(store->Inspect("acme", "K")->substitute, std::vector<std::string>{"header"});
+}
+
+TEST_F(SecretStorePolicyTest, AValueUnderEightBytesIsRefusedForASecretWithHostsOnly) {
+  auto store = OpenStore();
+  auto short_create = store->Create("acme", "K", Bytes("sk-1234"), {"api.example.com"}, {});
+  ASSERT_FALSE(short_create.ok());
+  EXPECT_EQ(short_create.error().code, Code::kInvalidArgument);
+  EXPECT_EQ(short_create.error().message, kTooShort);
+  // A file-only secret (no hosts) takes any length.
+  ASSERT_TRUE(store->Create("acme", "F", Bytes("x"), {}, {}).ok());
+  auto given_hosts = store->Update("acme", "F", std::vector<std::string>{"api.example.com"}, std::nullopt);
+  ASSERT_FALSE(given_hosts.ok());
+  EXPECT_EQ(given_hosts.error().message,
+            "value: 1 bytes is too short for a secret with hosts (at least 8 bytes: every copy of the value in a "
+            "response is turned back into its placeholder, and a shorter value would match ordinary bytes); give a "
+            "longer value, or no hosts to deliver it as a file only");
+  EXPECT_TRUE(store->Inspect("acme", "F")->hosts.empty());
+  ASSERT_TRUE(store->Create("acme", "H", Bytes("12345678"), {"api.example.com"}, {}).ok());
+  auto short_set = store->Set("acme", "H", Bytes("1234567"));
+  ASSERT_FALSE(short_set.ok());
+  EXPECT_EQ(short_set.error().message, kTooShort);
+  EXPECT_EQ(store->Inspect("acme", "H")->version, 1);
+}
+
+TEST_F(SecretStorePolicyTest, APlaceholderValueUnderEightBytesCannotStandBehindAPlaceholder) {
+  auto refused = CheckPlaceholderValue("sk-1234");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().message, kTooShort);
+  EXPECT_TRUE(CheckPlaceholderValue("sk-12345").ok());
+}
+
+TEST_F(SecretStorePolicyTest, AllVersionsGivesEveryValueOldestFirst) {
+  auto store = OpenStore();
+  ASSERT_TRUE(store->Create("acme", "K", Bytes("value-one"), {"api.example.com"}, {}).ok());
+  ASSERT_TRUE(store->Set("acme", "K", Bytes("value-two")).ok());
+  ASSERT_TRUE(store->Set("acme", "K", Bytes("value-three")).ok());
+  auto all = store->AllVersions("acme", "K");
+  ASSERT_TRUE(all.ok()) << all.error().message;
+  std::vector<std::string> values;
+  for (const SecretStore::Value& v : *all) values.push_back(std::to_string(v.version) + ":" + std::string(v.value.view()));
+  EXPECT_EQ(values, (std::vector<std::string>{"1:value-one", "2:value-two", "3:value-three"}));
+  EXPECT_EQ(store->AllVersions("acme", "NOPE").error().code, Code::kNotFound);
+}
+
+std::filesystem::path VersionPath(const TempDir& dir, const std::string& org, const std::string& name, int version) {
+  return dir / "secrets" / "orgs" / org / name / ("v" + std::to_string(version) + ".age");
+}
+
+// Each value file names its org and secret inside its header (under the MAC); the real age still decrypts it.
+TEST_F(SecretStorePolicyTest, AValueFileCopiedIntoAnotherOrgsOrNamesPlaceIsRefused) {
+  auto glass = AgeKeygen(dir_, "glass.txt");
+  auto opened = SecretStore::Open({.dir = dir_ / "secrets",
+                                   .identity = key_,
+                                   .extra_recipients = {glass.recipient},
+                                   .now_ms = nullptr,
+                                   .min_value_with_hosts = kMinPlaceholderValueSize});
+  ASSERT_TRUE(opened.ok()) << opened.error().message;
+  auto& store = *opened;
+  ASSERT_TRUE(store->Create("acme", "K", Bytes("acme-value"), {}, {}).ok());
+  ASSERT_TRUE(store->Create("other", "K", Bytes("other-value"), {}, {}).ok());
+  ASSERT_TRUE(store->Create("acme", "L", Bytes("l-value"), {}, {}).ok());
+  const std::string acme_file = ReadAll(VersionPath(dir_, "acme", "K", 1));
+  EXPECT_NE(acme_file.find("\n-> isb-binding acme K\n"), std::string::npos);
+  ProgramExit d = RunTool({"age", "-d", "-i", glass.file.string(), "-o", (dir_ / "out").string(),
+                           VersionPath(dir_, "acme", "K", 1).string()});
+  ASSERT_TRUE(d.ok()) << d.stderr_text;
+  EXPECT_TRUE(ReadAll(dir_ / "out") == "acme-value");
+
+  WriteAll(VersionPath(dir_, "other", "K", 1), acme_file);
+  auto moved = store->Get("other", "K");
+  ASSERT_FALSE(moved.ok());
+  EXPECT_EQ(moved.error().code, Code::kForbidden);
+  EXPECT_EQ(moved.error().message,
+            "secret 'K' in org 'other' version 1: its file belongs to secret 'K' in org 'acme' (it was copied into "
+            "this secret's place); put back this secret's own file, or give it a new value with secret_set");
+  WriteAll(VersionPath(dir_, "acme", "L", 1), acme_file);
+  EXPECT_EQ(store->Get("acme", "L").error().message,
+            "secret 'L' in org 'acme' version 1: its file belongs to secret 'K' in org 'acme' (it was copied into "
+            "this secret's place); put back this secret's own file, or give it a new value with secret_set");
+  EXPECT_EQ(store->AllVersions("acme", "L").error().code, Code::kForbidden);
+  EXPECT_EQ(store->Reencrypt().error().code, Code::kForbidden);
+  EXPECT_TRUE(std::string(store->Get("acme", "K")->value.view()) == "acme-value");
+}
+
+TEST_F(SecretStorePolicyTest, AStoreFileIsImportedOnlyAsItsOwnSecretAndAFileAgeWroteAsAny) {
+  auto store = OpenStore();
+  ASSERT_TRUE(store->Create("acme", "K", Bytes("acme-value"), {}, {}).ok());
+  const std::string acme_file = ReadAll(VersionPath(dir_, "acme", "K", 1));
+  auto stolen = store->Import("other", "K", acme_file, {}, {});
+  ASSERT_FALSE(stolen.ok());
+  EXPECT_EQ(stolen.error().code, Code::kForbidden);
+  EXPECT_EQ(stolen.error().message,
+            "import: the file is the value file of secret 'K' in org 'acme' in isb's store; it is refused as any other "
+            "secret's value");
+  EXPECT_FALSE(store->Inspect("other", "K").ok());
+  EXPECT_EQ(store->Import("acme", "L", acme_file, {}, {}).error().code, Code::kForbidden);
+  auto own = store->Import("acme", "K", acme_file, {}, {});
+  ASSERT_TRUE(own.ok()) << own.error().message;
+  EXPECT_EQ(own->version, 2);
+  // A file without a binding (what `age -r` writes) is anyone's to import, and is bound once stored.
+  const std::string made = ForgeAgeFile(key_, {{"user-made-value", true}});
+  auto imported = store->Import("other", "M", made, {}, {});
+  ASSERT_TRUE(imported.ok()) << imported.error().message;
+  EXPECT_TRUE(std::string(store->Get("other", "M")->value.view()) == "user-made-value");
+  EXPECT_NE(ReadAll(VersionPath(dir_, "other", "M", 1)).find("\n-> isb-binding other M\n"), std::string::npos);
+}
+
+// A file from before bindings reads as it did; Reencrypt writes it again bound.
+TEST_F(SecretStorePolicyTest, AnUnboundStoreFileStillReadsAndReencryptBindsIt) {
+  auto store = OpenStore();
+  ASSERT_TRUE(store->Create("acme", "K", Bytes("first-value"), {}, {}).ok());
+  WriteAll(VersionPath(dir_, "acme", "K", 1), ForgeAgeFile(key_, {{"older-value", true}}));
+  EXPECT_TRUE(std::string(store->Get("acme", "K")->value.view()) == "older-value");
+  auto rewritten = store->Reencrypt();
+  ASSERT_TRUE(rewritten.ok()) << rewritten.error().message;
+  EXPECT_NE(ReadAll(VersionPath(dir_, "acme", "K", 1)).find("\n-> isb-binding acme K\n"), std::string::npos);
+  EXPECT_TRUE(std::string(store->Get("acme", "K")->value.view()) == "older-value");
+}
+
+}  // namespace
+}  // namespace isb::secrets
