@@ -36,7 +36,8 @@ isb serve: state in $state, HTTP on $url, unix socket $sock
           $isb rm demo
   REST:   curl -s -X POST -H "Authorization: Bearer \$ISB_TOKEN" $url/api/v1/tools/sandbox_list -d '{}'
   MCP:    $url/mcp with "Authorization: Bearer \$ISB_TOKEN", or a local client's config:
-          {"command": "$isb", "args": ["mcp", "--socket", "$sock"]}
+          {"command": "$isb", "args": ["mcp", "--url", "$url"], "env": {"ISB_TOKEN": "$token"}}
+          (not --socket: over the socket isb mcp acts as the host, beyond every role, approval and tool policy)
   unix:   curl -s --unix-socket $sock -X POST http://isb/api/v1/tools/sandbox_list -d '{}'
 MSG
   if [ -s "$password_file" ]; then

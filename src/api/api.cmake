@@ -69,6 +69,7 @@ add_executable(isb_api_tests
   tests/api/tool_policy_test.cc
   tests/api/audit_tools_test.cc
   tests/api/role_matrix_test.cc
+  tests/api/secret_tools_test.cc
   tests/api/web_auth_test.cc
   tests/api/web_ui_test.cc
   tests/api/event_bus_test.cc

@@ -5,6 +5,7 @@
 #include <charconv>
 
 #include "base/ascii.h"
+#include "egress/public_suffix.h"
 
 namespace isb::api {
 namespace {
@@ -93,6 +94,23 @@ std::string PreviewHostName(const PreviewHost& host, std::string_view domain) {
   return std::to_string(host.port) + "-" + host.sandbox + "-" + host.org + "." + std::string(domain);
 }
 
+namespace {
+
+// The registrable domain of a DNS name (its site, eTLD+1): its shortest suffix that is not a public suffix; empty
+// when the name is one itself.
+std::string_view SiteOf(std::string_view name, const egress::PublicSuffixList& suffixes) {
+  size_t end = name.size();
+  while (true) {
+    const size_t dot = end == 0 ? std::string_view::npos : name.rfind('.', end - 1);
+    const std::string_view suffix = dot == std::string_view::npos ? name : name.substr(dot + 1);
+    if (!suffixes.IsPublicSuffix(suffix)) return suffix;
+    if (dot == std::string_view::npos || dot == 0) return {};
+    end = dot;
+  }
+}
+
+}  // namespace
+
 Status CheckPreviewDomain(std::string_view domain, const std::vector<std::string>& isb_hosts) {
   if (!IsDnsName(domain)) {
     return Error::Of(Code::kInvalidArgument,
@@ -112,6 +130,28 @@ Status CheckPreviewDomain(std::string_view domain, const std::vector<std::string
                            " isb's own host name " + host +
                            ": a preview could set cookies for isb there; use a domain of its own (best: a registrable "
                            "domain that is not isb's)");
+    }
+  }
+  // A page's script may set a cookie for any parent of its host short of a public suffix: previews under a sibling
+  // or a child of isb's name (previews.example.com beside isb.example.com) could set one for example.com, which the
+  // browser sends to isb too (a session of the attacker's, or one that locks the viewer out).
+  ISB_ASSIGN_OR_RETURN(const egress::PublicSuffixList* suffixes, egress::PublicSuffixList::System());
+  const std::string_view site = SiteOf(domain, *suffixes);
+  if (site.empty()) {
+    return Error::Of(Code::kInvalidArgument, "--preview-domain: " + std::string(domain) +
+                                                 " is a public suffix, under which anyone may register names; use a "
+                                                 "domain of your own");
+  }
+  for (const std::string& raw : isb_hosts) {
+    std::string host(raw);
+    for (char& ch : host) ch = AsciiLower(ch);
+    if (!host.empty() && host.back() == '.') host.pop_back();
+    if (!IsDnsName(host)) continue;  // an address: no cookie is shared with a name
+    if (SiteOf(host, *suffixes) == site) {
+      return Error::Of(Code::kInvalidArgument,
+                       "--preview-domain: " + std::string(domain) + " is in the same registrable domain (" +
+                           std::string(site) + ") as isb's own host name " + host +
+                           ": a preview could set cookies for isb there; use a registrable domain that is not isb's");
     }
   }
   return {};

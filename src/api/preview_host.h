@@ -39,7 +39,8 @@ std::string PreviewHostName(const PreviewHost& host, std::string_view domain);
 
 // Checks --preview-domain: a DNS name (labels of a-z, 0-9 and '-', lower case) that is neither one of isb's own
 // host names (`isb_hosts`: the listen address and --allow-host names) nor a parent of one, since a sibling name can
-// set cookies for its parent domain. kInvalidArgument naming the conflict.
+// set cookies for its parent domain, nor in the same registrable domain as one (by the public suffix list), nor a
+// public suffix itself. kInvalidArgument naming the conflict; the list's own error when it cannot be read.
 Status CheckPreviewDomain(std::string_view domain, const std::vector<std::string>& isb_hosts);
 
 }  // namespace isb::api

@@ -144,12 +144,15 @@ Status AddChanges(Registry& reg, secrets::SecretStore& store) {
         if (!new_value && !hosts && !labels && !substitute)
           return Error::Of(Code::kInvalidArgument, "secret_set: give a value, hosts, labels or substitute to change");
         ISB_ASSIGN_OR_RETURN(secrets::SecretMeta meta, store.Inspect(ctx.org, name));
-        if (hosts || labels || substitute) {
-          ISB_ASSIGN_OR_RETURN(meta, store.Update(ctx.org, name, hosts, labels, substitute));
-        }
+        // The value first: one refused (too short, too long, not base64) must leave the secret as it was, not its
+        // old value approved for the new hosts or swapped into bodies. A value stored under the hosts it had is
+        // what both old and new settings allow.
         if (new_value) {
           ISB_ASSIGN_OR_RETURN(secrets::SecretBytes value, ValueOf(in));
           ISB_ASSIGN_OR_RETURN(meta, store.Set(ctx.org, name, value));
+        }
+        if (hosts || labels || substitute) {
+          ISB_ASSIGN_OR_RETURN(meta, store.Update(ctx.org, name, hosts, labels, substitute));
         }
         return WithReadiness(meta, store);
       },

@@ -96,7 +96,10 @@ std::string SetupNextSteps(const std::string& user, const std::string& token, co
          "  isb rm demo\n"
          "REST: curl -s -X POST -H \"Authorization: Bearer $ISB_TOKEN\" " + url + "/api/v1/tools/sandbox_list -d '{}'\n"
          "MCP:  " + url + "/mcp with the header \"Authorization: Bearer $ISB_TOKEN\", or a local client's config:\n"
-         "      {\"command\": \"isb\", \"args\": [\"mcp\", \"--socket\", \"" + socket + "\"]}\n";
+         "      {\"command\": \"isb\", \"args\": [\"mcp\", \"--url\", \"" + url + "\"], \"env\": {\"ISB_TOKEN\": \"" +
+         token + "\"}}\n"
+         "      (not --socket " + socket + ": over the socket isb mcp acts as the host, beyond every role, approval "
+         "and tool policy)\n";
 }
 
 void AddSetupCommand(CLI::App& app, int* exit_code) {

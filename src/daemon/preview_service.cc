@@ -5,6 +5,7 @@
 #include <fcntl.h>
 
 #include "engine/spawner.h"
+#include "identity/clock.h"
 
 namespace isb::daemon {
 namespace {
@@ -23,9 +24,26 @@ Result<Fd> SandboxNetns(store::Db& db, const std::string& id) {
   return netns;
 }
 
+// Whether the token or browser session the preview was opened with is still good: not revoked, not expired. A
+// password sign-in and the host have none to check.
+bool CredentialStillGood(store::Db& db, const api::Identity& caller) {
+  if (caller.credential_id == 0) return true;
+  const char* sql = nullptr;
+  if (caller.kind == identity::PrincipalKind::kToken) {
+    sql = "SELECT 1 FROM tokens WHERE id = ?1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?2)";
+  } else if (caller.kind == identity::PrincipalKind::kSession) {
+    sql = "SELECT 1 FROM sessions WHERE id = ?1 AND revoked_at IS NULL AND expires_at > ?2";
+  } else {
+    return true;
+  }
+  Result<std::vector<store::Row>> rows = db.Query(sql, {caller.credential_id, identity::UnixNow()});
+  return rows.ok() && !rows->empty();
+}
+
 // Whether `caller` is still a member (or above) of `org`: its user enabled, its membership there as the store has it
 // now, under the limits of the credential it opened the preview with (an org scope, a role cap).
-bool StillAllowed(identity::IdentityStore& store, const api::Identity& caller, const std::string& org) {
+bool StillAllowed(store::Db& db, identity::IdentityStore& store, const api::Identity& caller, const std::string& org) {
+  if (!CredentialStillGood(db, caller)) return false;  // a revoked token or a signed-out session ends its previews
   if (caller.superadmin) return true;
   api::Identity now = caller;
   if (caller.user_id > 0) {
@@ -51,7 +69,7 @@ PreviewService::PreviewService(PreviewServiceOptions options, store::Db& db, ide
   access.domain = options_.domain;
   access.url_port = options_.url_port;
   access.still_allowed = [this](const api::Identity& caller, const std::string& org) {
-    return StillAllowed(identity_, caller, org);
+    return StillAllowed(db_, identity_, caller, org);
   };
   access_ = std::make_unique<api::PreviewAccess>(std::move(access));
   proxy_ = std::make_unique<PreviewProxy>(

@@ -53,6 +53,27 @@ TEST(PreviewHostTest, APreviewDomainMayNotBeIsbsHostNorItsParent) {
             "--preview-domain: isb.example.com is isb's own host name isb.example.com: a preview could set cookies "
             "for isb there; use a domain of its own (best: a registrable domain that is not isb's)");
   EXPECT_TRUE(CheckPreviewDomain("ample.com", {"isb.example.com"}).ok());
+  // Under the same registrable domain as isb (a sibling or a child), a preview's script could set a cookie for it.
+  Status sibling = CheckPreviewDomain("previews.example.com", {"127.0.0.1", "isb.example.com"});
+  ASSERT_FALSE(sibling.ok());
+  EXPECT_EQ(sibling.error().message,
+            "--preview-domain: previews.example.com is in the same registrable domain (example.com) as isb's own "
+            "host name isb.example.com: a preview could set cookies for isb there; use a registrable domain that is "
+            "not isb's");
+  Status child = CheckPreviewDomain("p.isb.example.co.uk", {"isb.example.co.uk"});
+  ASSERT_FALSE(child.ok());
+  EXPECT_EQ(child.error().message,
+            "--preview-domain: p.isb.example.co.uk is in the same registrable domain (example.co.uk) as isb's own "
+            "host name isb.example.co.uk: a preview could set cookies for isb there; use a registrable domain that "
+            "is not isb's");
+  EXPECT_TRUE(CheckPreviewDomain("previews.example.co.uk", {"isb.other.co.uk"}).ok());
+  for (const char* suffix : {"github.io", "dev", "co.uk"}) {
+    Status open = CheckPreviewDomain(suffix, {"isb.example.com"});
+    ASSERT_FALSE(open.ok()) << suffix;
+    EXPECT_EQ(open.error().message, "--preview-domain: " + std::string(suffix) +
+                                        " is a public suffix, under which anyone may register names; use a domain "
+                                        "of your own");
+  }
   Status bad = CheckPreviewDomain("Previews..net", {});
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().message,

@@ -66,7 +66,10 @@ TEST(SetupCommandTest, NextStepsNameTheTokenTheUrlAndTheSocket) {
             "http://127.0.0.1:9000/api/v1/tools/sandbox_list -d '{}'\n"
             "MCP:  http://127.0.0.1:9000/mcp with the header \"Authorization: Bearer $ISB_TOKEN\", or a local "
             "client's config:\n"
-            "      {\"command\": \"isb\", \"args\": [\"mcp\", \"--socket\", \"/s/isb.sock\"]}\n");
+            "      {\"command\": \"isb\", \"args\": [\"mcp\", \"--url\", \"http://127.0.0.1:9000\"], \"env\": "
+            "{\"ISB_TOKEN\": \"isb_tok_T\"}}\n"
+            "      (not --socket /s/isb.sock: over the socket isb mcp acts as the host, beyond every role, approval and "
+            "tool policy)\n");
 }
 
 TEST(SetupCommandTest, StateDirNamesTheSocketUnderIt) {

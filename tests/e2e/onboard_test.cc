@@ -29,7 +29,10 @@ TEST_F(OnboardTest, IsbSetupOnAFreshStateDirGivesATokenThatWorksForARealCall) {
             "REST: curl -s -X POST -H \"Authorization: Bearer $ISB_TOKEN\" " + url +
                 "/api/v1/tools/sandbox_list -d '{}'\n"
             "MCP:  " + url + "/mcp with the header \"Authorization: Bearer $ISB_TOKEN\", or a local client's config:\n"
-            "      {\"command\": \"isb\", \"args\": [\"mcp\", \"--socket\", \"" + socket_path() + "\"]}\n"
+            "      {\"command\": \"isb\", \"args\": [\"mcp\", \"--url\", \"" + url + "\"], \"env\": {\"ISB_TOKEN\": \"" +
+                token + "\"}}\n"
+            "      (not --socket " + socket_path() + ": over the socket isb mcp acts as the host, beyond every role, "
+            "approval and tool policy)\n"
             "The web UI's sign-in needs a password; this account has none (isb setup --password-stdin sets one).\n");
 
   // The token, over TCP, as the printed commands use it: a real call, as alice.

@@ -142,6 +142,22 @@ class PreviewTest : public E2eTest {
         << raw;
     return m.size() > 1 ? m[1].str() : "";
   }
+  // A new member `user` opens the app's preview with a token of their own, over TCP, and spends the link: the
+  // token_create answer and the isb_preview cookie (empty when something failed, with the reason reported).
+  std::pair<json, std::string> SpentByNewMember(const std::string& id, const std::string& host, const std::string& user) {
+    MustTool("user_create", {{"name", user}});
+    MustTool("member_add", {{"user", user}, {"role", "member"}});
+    json minted = MustTool("token_create", {{"name", user}, {"user", user}});
+    CurlResult opened =
+        CurlTcp("POST", "/api/v1/tools/sandbox_port_open", json{{"sandbox", id}, {"port", kAppPort}}.dump(),
+                {"Content-Type: application/json"}, minted.value("token", ""));
+    EXPECT_EQ(opened.http.status, 200) << opened.Describe();
+    const std::string url = opened.http.j.value("result", json::object()).value("url", "");
+    const size_t link = url.find("/.isb-preview/");
+    EXPECT_NE(link, std::string::npos) << opened.Describe();
+    if (link == std::string::npos) return {minted, ""};
+    return {minted, Spend(host, url.substr(link))};
+  }
   // A WebSocket on the app's /ws through the preview, after its 101.
   std::unique_ptr<Client> OpenSocket(const std::string& host, const std::string& cookie) {
     auto c = std::make_unique<Client>(port());
@@ -250,16 +266,8 @@ TEST_F(PreviewTest, AWebSocketPassesThrough) {
 TEST_F(PreviewTest, AViewerRemovedFromTheOrgLosesThePreviewWithinTheRecheck) {
   const std::string id = SandboxWithApp();
   const std::string host = HostOf(id);
-  MustTool("user_create", {{"name", "mia"}});
-  MustTool("member_add", {{"user", "mia"}, {"role", "member"}});
-  json minted = MustTool("token_create", {{"name", "mia"}, {"user", "mia"}});
-  CurlResult opened =
-      CurlTcp("POST", "/api/v1/tools/sandbox_port_open", json{{"sandbox", id}, {"port", kAppPort}}.dump(),
-              {"Content-Type: application/json"}, minted.value("token", ""));
-  ASSERT_EQ(opened.http.status, 200) << opened.Describe();
-  const std::string url = opened.http.j.value("result", json::object()).value("url", "");
-  ASSERT_NE(url.find("/.isb-preview/"), std::string::npos) << opened.Describe();
-  const std::string cookie = Spend(host, url.substr(url.find("/.isb-preview/")));
+  auto [minted, cookie] = SpentByNewMember(id, host, "mia");
+  ASSERT_FALSE(cookie.empty());
   auto ws = OpenSocket(host, cookie);
   EXPECT_EQ(ParseHttpResponse(Raw(host, "/", {"Cookie: isb_preview=" + cookie})).status, 200);
 
@@ -267,6 +275,22 @@ TEST_F(PreviewTest, AViewerRemovedFromTheOrgLosesThePreviewWithinTheRecheck) {
   // The open WebSocket is cut and the cookie refused within the recheck (1 s here), with time to spare.
   ws->ReadToEnd(5s);
   EXPECT_TRUE(ws->ended()) << "the WebSocket outlived the membership";
+  EXPECT_EQ(Raw(host, "/", {"Cookie: isb_preview=" + cookie}), kNoSession);
+}
+
+// The credential a preview was opened with is checked again too: revoking the token ends its previews, though its
+// user is still a member.
+TEST_F(PreviewTest, RevokingTheTokenAPreviewWasOpenedWithEndsItWithinTheRecheck) {
+  const std::string id = SandboxWithApp();
+  const std::string host = HostOf(id);
+  auto [minted, cookie] = SpentByNewMember(id, host, "max");
+  ASSERT_FALSE(cookie.empty());
+  auto ws = OpenSocket(host, cookie);
+  EXPECT_EQ(ParseHttpResponse(Raw(host, "/", {"Cookie: isb_preview=" + cookie})).status, 200);
+
+  MustTool("token_revoke", {{"id", minted.value("id", 0)}});
+  ws->ReadToEnd(5s);
+  EXPECT_TRUE(ws->ended()) << "the WebSocket outlived the token";
   EXPECT_EQ(Raw(host, "/", {"Cookie: isb_preview=" + cookie}), kNoSession);
 }
 
