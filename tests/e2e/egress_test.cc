@@ -412,7 +412,7 @@ TEST_F(EgressTest, AThousandConcurrentConnectionsFromASandboxAllGetThroughAndNon
 TEST_F(EgressTest, AnInterceptedNameIsTrustedInsideWithoutFlags) {
   std::string origin_ca = StartTlsOriginAndPin("secure.test", /*trust_origin=*/true);
   ASSERT_FALSE(origin_ca.empty());
-  MustTool("secret_create", {{"name", "TOKEN"}, {"value", "t0ken"}, {"hosts", {"secure.test"}}});
+  MustTool("secret_create", {{"name", "TOKEN"}, {"value", "t0ken-value"}, {"hosts", {"secure.test"}}});
   json egress = {{"allow", {"secure.test"}}, {"secrets", {{{"name", "TOKEN"}, {"hosts", {"secure.test"}}}}}};
   std::string id = CreateSandbox({{"egress", egress}});
   ASSERT_FALSE(id.empty());

@@ -288,7 +288,7 @@ TEST_F(PreviewTest, RevokingTheTokenAPreviewWasOpenedWithEndsItWithinTheRecheck)
   auto ws = OpenSocket(host, cookie);
   EXPECT_EQ(ParseHttpResponse(Raw(host, "/", {"Cookie: isb_preview=" + cookie})).status, 200);
 
-  MustTool("token_revoke", {{"id", minted.value("id", 0)}});
+  MustTool("token_revoke", {{"id", minted["record"].value("id", 0)}});
   ws->ReadToEnd(5s);
   EXPECT_TRUE(ws->ended()) << "the WebSocket outlived the token";
   EXPECT_EQ(Raw(host, "/", {"Cookie: isb_preview=" + cookie}), kNoSession);
