@@ -154,6 +154,14 @@ Status HostOnly(const CallContext& ctx, const char* tool) {
                                                          "unix socket) may call it");
 }
 
+// The quota's check once `added` are recorded; when refused, what they alone held is collected at once.
+Status FinishWithin(image::ImageService& images, const ImageToolOptions& options, const ImageQuotaCheck& quota,
+                    const std::vector<image::ImageRecord>& added) {
+  Status st = quota.Finish(images.store(), added);
+  if (!st.ok()) (void)images.store().CollectGarbage(options.in_use ? options.in_use() : std::vector<std::string>{});
+  return st;
+}
+
 Status AddPull(Registry& reg, image::ImageService& images, const ImageToolOptions& options) {
   return reg.Add(Tool{
       "image_pull", "Pull an image",
@@ -183,9 +191,13 @@ Status AddPull(Registry& reg, image::ImageService& images, const ImageToolOption
           };
         }
         auto cancelled = ctx.cancelled ? ctx.cancelled : std::function<bool()>([] { return false; });
-        ISB_ASSIGN_OR_RETURN(image::ImageRecord r,
-                             images.Pull(ctx.org, in["ref"].get<std::string>(), login, progress, cancelled));
-        return ImageJson(r);
+        ISB_ASSIGN_OR_RETURN(ImageQuotaCheck quota,
+                             ImageQuotaCheck::Begin(images.store(), options.disk_quota, ctx.org));
+        const std::string ref = in["ref"].get<std::string>();
+        Result<image::ImageRecord> r = images.Pull(ctx.org, ref, login, progress, cancelled, quota.room());
+        if (!r.ok()) return quota.Explain(ref, r.error());
+        if (Status st = FinishWithin(images, options, quota, {*r}); !st.ok()) return st.error();
+        return ImageJson(*r);
       }});
 }
 
@@ -247,10 +259,13 @@ Status AddChanges(Registry& reg, image::ImageService& images, const ImageToolOpt
               {"name", Str("The name to give the image (an archive of one image).", kMaxRef, 1)}},
              {"path"}),
       Output({{"images", {{"type", "array"}, {"items", ImageSchema()}}}}, {"images"}), ToolAnnotations{}, false,
-      [&images](const json& in, const CallContext& ctx) -> Result<json> {
+      [&images, options](const json& in, const CallContext& ctx) -> Result<json> {
         if (Status host = HostOnly(ctx, "image_import"); !host.ok()) return host.error();
+        ISB_ASSIGN_OR_RETURN(ImageQuotaCheck quota,
+                             ImageQuotaCheck::Begin(images.store(), options.disk_quota, ctx.org));
         ISB_ASSIGN_OR_RETURN(std::vector<image::ImageRecord> got,
                              images.Import(ctx.org, in["path"].get<std::string>(), in.value("name", "")));
+        if (Status st = FinishWithin(images, options, quota, got); !st.ok()) return st.error();
         json out = json::array();
         for (const image::ImageRecord& r : got) out.push_back(ImageJson(r));
         return json{{"images", std::move(out)}};
@@ -280,13 +295,16 @@ Status AddChanges(Registry& reg, image::ImageService& images, const ImageToolOpt
               {"name", Str("The new image's name (\"snap/app:1\").", kMaxRef, 1)}},
              {"sandbox", "name"}),
       ImageSchema(), ToolAnnotations{}, false,
-      [options](const json& in, const CallContext& ctx) -> Result<json> {
+      [&images, options](const json& in, const CallContext& ctx) -> Result<json> {
         // Named as pulls are (normalized), so one spelling finds it; a name a sandbox spec could not hold is refused.
         ISB_ASSIGN_OR_RETURN(image::ImageReference name, image::ParseImageReference(in["name"].get<std::string>()));
         if (!name.digest.empty())
           return Error::Of(Code::kInvalidArgument, "name: a snapshot is named by a tag, not a digest");
+        ISB_ASSIGN_OR_RETURN(ImageQuotaCheck quota,
+                             ImageQuotaCheck::Begin(images.store(), options.disk_quota, ctx.org));
         ISB_ASSIGN_OR_RETURN(image::ImageRecord r,
                              options.snapshot(ctx.org, in["sandbox"].get<std::string>(), name.str()));
+        if (Status st = FinishWithin(images, options, quota, {r}); !st.ok()) return st.error();
         return ImageJson(r);
       }});
 }

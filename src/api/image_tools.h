@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "api/image_quota.h"
 #include "api/registry.h"
 #include "api/sandbox_tools.h"
 #include "image/image_service.h"
@@ -27,6 +28,9 @@ struct ImageToolOptions {
   // sandbox_snapshot: the sandbox `ref` of `org` made into the image `name`. Unset: no snapshots.
   std::function<Result<image::ImageRecord>(const std::string& org, const std::string& ref, const std::string& name)>
       snapshot{};
+  // The org's disk quota: its images count against it beside its sandboxes' disks (a pull, import or snapshot that
+  // would pass it is refused and undone). Unset: no quotas.
+  ImageDiskQuotaFn disk_quota{};
 };
 
 // image_pull (members; streams progress), image_list and image_inspect (viewers), image_remove (members; refused

@@ -14,12 +14,12 @@ std::string Cores(double cpus) {
   return buf;
 }
 
-std::string MiB(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
-
 }  // namespace
 
+std::string MiB(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
+
 Status CheckQuota(const std::string& org, const identity::Quota& quota, const std::vector<SandboxInfo>& existing,
-                  const SandboxSpec& spec) {
+                  const SandboxSpec& spec, uint64_t image_bytes) {
   double cpus = 0;
   uint64_t memory = 0, disk = 0, pids = 0;
   for (const SandboxInfo& s : existing) {
@@ -41,8 +41,11 @@ Status CheckQuota(const std::string& org, const identity::Quota& quota, const st
     return Error::Of(Code::kForbidden, who + "may be allocated " + MiB(*quota.memory) + " of memory; it has " +
                                            MiB(memory) + " and this sandbox asks for " + MiB(spec.mem_limit));
   }
-  if (quota.disk && disk + spec.disk > static_cast<uint64_t>(*quota.disk)) {
-    return Error::Of(Code::kForbidden, who + "may be allocated " + MiB(*quota.disk) + " of disk; it has " + MiB(disk) +
+  if (quota.disk && disk + image_bytes + spec.disk > static_cast<uint64_t>(*quota.disk)) {
+    const std::string has = image_bytes == 0 ? MiB(disk)
+                                             : MiB(disk + image_bytes) + " (sandboxes " + MiB(disk) + ", images " +
+                                                   MiB(image_bytes) + ")";
+    return Error::Of(Code::kForbidden, who + "may be allocated " + MiB(*quota.disk) + " of disk; it has " + has +
                                            " and this sandbox asks for " + MiB(spec.disk));
   }
   if (quota.pids && pids + spec.pids > static_cast<uint64_t>(*quota.pids)) {

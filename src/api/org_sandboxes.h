@@ -12,9 +12,13 @@
 namespace isb::api {
 
 // OK when `spec` fits `org`'s quota beside the sandboxes it has (`existing`, running or stopped: a budget of what
-// is allocated); else kForbidden naming the quota, the org's current use and what the spec asks for.
+// is allocated) and its images (`image_bytes` on disk, counted against its disk quota); else kForbidden naming the
+// quota, the org's current use and what the spec asks for.
 Status CheckQuota(const std::string& org, const identity::Quota& quota, const std::vector<SandboxInfo>& existing,
-                  const SandboxSpec& spec);
+                  const SandboxSpec& spec, uint64_t image_bytes = 0);
+
+// "100 MiB": bytes as quota messages show them.
+std::string MiB(uint64_t bytes);
 
 // Who the tool call running on this thread is for, while an OrgSandboxes call is under way (nullptr otherwise:
 // the daemon's own work, such as the reaper), so what it records (the sandbox history) can say who asked.

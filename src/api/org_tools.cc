@@ -107,13 +107,13 @@ Status AddOrgLifecycle(Registry& reg, identity::IdentityStore& store) {
   ISB_TRY(reg.Add(Tool{
       "org_quota_set", "Set the org's quota",
       "Replaces the call's org's quota (platform admins): the most cpus, memory (bytes), disk (bytes of writable "
-      "layers), pids (processes and threads) and sandboxes its sandboxes "
+      "layers and of the org's images), pids (processes and threads) and sandboxes its sandboxes "
       "may be allocated in all, running or stopped. An absent field is no limit. sandbox_create is refused beyond it, "
       "naming the quota and the current use.",
       Object({{"cpus", {{"type", "number"}, {"minimum", 0.001}, {"maximum", 1e6}, {"description", "Cores."}}},
               {"memory", Int("Bytes.", 1, INT64_MAX)},
               {"instances", Int("Sandboxes.", 0, 1000000)},
-              {"disk", Int("Bytes of writable layers (each sandbox's disk).", 1, INT64_MAX)},
+              {"disk", Int("Bytes of writable layers (each sandbox's disk) and of the org's images.", 1, INT64_MAX)},
               {"pids", Int("Processes and threads (each sandbox's pids).", 1, INT64_MAX)}},
              {}),
       with_quota, ToolAnnotations{.idempotent = true}, false,

@@ -10,7 +10,8 @@ Result<SandboxInfo> QuotaGate::Create(Sandboxes& org_sandboxes, const std::strin
   if (!(q.cpus || q.memory || q.instances || q.disk || q.pids)) return org_sandboxes.Create(spec);
   MutexLock lock(mu_);
   ISB_ASSIGN_OR_RETURN(std::vector<SandboxInfo> existing, org_sandboxes.List());
-  ISB_TRY(CheckQuota(org, q, existing, spec));
+  const uint64_t image_bytes = q.disk && image_bytes_ ? image_bytes_(org) : 0;
+  ISB_TRY(CheckQuota(org, q, existing, spec, image_bytes));
   return org_sandboxes.Create(spec);
 }
 

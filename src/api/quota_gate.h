@@ -16,7 +16,10 @@ namespace isb::api {
 class QuotaGate {
  public:
   using Lookup = std::function<Result<identity::Quota>(const std::string& org)>;
-  explicit QuotaGate(Lookup lookup) : lookup_(std::move(lookup)) {}
+  // The bytes an org's images take on disk (ImageStore::OrgBytes), counted against its disk quota.
+  using ImageBytes = std::function<uint64_t(const std::string& org)>;
+  explicit QuotaGate(Lookup lookup, ImageBytes image_bytes = nullptr)
+      : lookup_(std::move(lookup)), image_bytes_(std::move(image_bytes)) {}
 
   // Creates `spec` through `org_sandboxes` (the org's own view) if it fits `org`'s quota beside what the org has,
   // running or stopped; else kForbidden naming the quota (CheckQuota).
@@ -24,6 +27,7 @@ class QuotaGate {
 
  private:
   Lookup lookup_;
+  ImageBytes image_bytes_;
   Mutex mu_;  // held from a quota's check until its create is done
 };
 

@@ -285,7 +285,12 @@ int Serve(const ServeOptions& options) {
   api::Registry registry;
   api::RemoteSpecPolicy remote_spec = options.remote_spec;
   remote_spec.api_port = listen->port;  // 0 (any free port) is left unchecked: no fixed port to keep
-  api::QuotaGate quotas([store = identity->get()](const std::string& org) { return store->orgs().GetQuota(org); });
+  api::QuotaGate::Lookup quota_of = [store = identity->get()](const std::string& org) {
+    return store->orgs().GetQuota(org);
+  };
+  api::QuotaGate quotas(quota_of, [store = images->store.get()](const std::string& org) {
+    return store->OrgBytes(org);
+  });
   api::SandboxToolOptions sandbox_tools{.remote = &remote_spec, .quotas = &quotas, .usage = &usage};
   sandbox_tools.may_read_secrets = [&registry](const api::CallContext& ctx) -> Status {
     const api::Tool* get = registry.FindVisible("secret_get", ctx.identity);
@@ -303,7 +308,7 @@ int Serve(const ServeOptions& options) {
   if (auto st = api::AddAuditTools(registry, **audit_log, **history, manager); !st.ok()) return Fail(st.error().message);
   if (auto st = api::AddSecretTools(registry, (*daemon_secrets)->store()); !st.ok()) return Fail(st.error().message);
   if (auto st = AddDaemonImageTools(registry, *images, manager, (*daemon_secrets)->store(),
-                                    sandbox_tools.may_read_secrets);
+                                    sandbox_tools.may_read_secrets, quota_of);
       !st.ok())
     return Fail(st.error().message);
   // Retention: both chains pruned now and then every prune_interval, on a thread that Stop joins.

@@ -19,8 +19,19 @@ Result<DaemonImages> OpenDaemonImages(const std::string& state_dir, image::Regis
 
 Status AddDaemonImageTools(api::Registry& registry, DaemonImages& images, SandboxManager& manager,
                            secrets::SecretStore& secrets,
-                           std::function<Status(const api::CallContext& ctx)> may_read_secrets) {
+                           std::function<Status(const api::CallContext& ctx)> may_read_secrets,
+                           api::QuotaGate::Lookup quotas) {
   api::ImageToolOptions options;
+  options.disk_quota = [&manager, quotas](const std::string& org) -> Result<std::optional<api::ImageDiskQuota>> {
+    ISB_ASSIGN_OR_RETURN(identity::Quota q, quotas(org));
+    if (!q.disk) return std::optional<api::ImageDiskQuota>();
+    api::ImageDiskQuota out{.limit = static_cast<uint64_t>(*q.disk)};
+    ISB_ASSIGN_OR_RETURN(std::vector<api::SandboxInfo> all, manager.List());
+    for (const api::SandboxInfo& s : all) {
+      if (api::OrgOf(s.spec) == org) out.sandboxes += s.spec.disk;
+    }
+    return std::optional<api::ImageDiskQuota>(out);
+  };
   options.users = [&manager](const std::string& org, const std::string& digest) {
     std::vector<std::string> users;
     auto all = manager.List();

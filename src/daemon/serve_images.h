@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "api/quota_gate.h"
 #include "api/registry.h"
 #include "api/sandbox_tools.h"
 #include "base/result.h"
@@ -25,10 +26,12 @@ Result<DaemonImages> OpenDaemonImages(const std::string& state_dir, image::Regis
 
 // The image tools and sandbox_snapshot, over `images`, `manager` (who uses an image, a sandbox's layer) and
 // `secrets` (a registry login an org keeps as a secret). All must outlive the registry.
-// `may_read_secrets` says whether a caller may use a secret's value as secret_get would give it.
+// `may_read_secrets` says whether a caller may use a secret's value as secret_get would give it; `quotas` gives an
+// org's quota (images count against its disk quota beside its sandboxes' disks).
 Status AddDaemonImageTools(api::Registry& registry, DaemonImages& images, SandboxManager& manager,
                            secrets::SecretStore& secrets,
-                           std::function<Status(const api::CallContext& ctx)> may_read_secrets);
+                           std::function<Status(const api::CallContext& ctx)> may_read_secrets,
+                           api::QuotaGate::Lookup quotas);
 
 // sandbox_create's resolution of an image reference among the org's images.
 std::function<Result<api::ResolvedImage>(const std::string& org, const std::string& ref)> ImageResolver(

@@ -12,9 +12,10 @@ target_link_libraries(isb_image PUBLIC isb_image_dist isb_image_layer isb_base n
                       OpenSSL::Crypto ${ZLIB_STATIC} Threads::Threads)
 
 # The image tools over the service: the api layer's registry and schemas, apart so the api library needs no images.
-add_library(isb_image_api STATIC src/api/image_tools.cc)
+add_library(isb_image_api STATIC src/api/image_tools.cc src/api/image_quota.cc)
 target_link_libraries(isb_image_api PUBLIC isb_api isb_image)
 
-isb_tests(isb_image_tests LIBS isb_image SOURCES
+isb_tests(isb_image_tests LIBS isb_image_api SOURCES
   tests/image/image_store_test.cc
+  tests/image/image_quota_test.cc
   tests/image/layer_writer_test.cc)

@@ -29,6 +29,7 @@ struct ImageService::PullJob {
   ImageConfig config;
   const PullProgressFn* progress = nullptr;
   const std::function<bool()>* cancelled = nullptr;
+  uint64_t max_bytes = 0;           // what one layer may unpack to
   Mutex progress_mu;                // progress reports come from every layer's thread
   std::atomic<bool> failed{false};  // one layer failed: the others stop at their next piece
   std::atomic<int> first_failed{-1};  // which: its error is the pull's
@@ -143,7 +144,7 @@ Result<LayerRecord> ImageService::PullLayer(PullJob& job, size_t index) {
   };
   FdSource source(reader.get());
   Result<UnpackedLayer> unpacked =
-      UnpackIntoStore(store_, source, ToCompression(lc), diff_id, settings_.max_image_bytes, join);
+      UnpackIntoStore(store_, source, ToCompression(lc), diff_id, job.max_bytes, join);
   reader.Reset();  // a fetch still sending (the unpack failed) gets EPIPE
   Status fetch_status = join();
   if (!fetch_status.ok()) return fetch_status.error();  // the blob's own error says most
@@ -154,8 +155,8 @@ Result<LayerRecord> ImageService::PullLayer(PullJob& job, size_t index) {
 
 Result<ImageRecord> ImageService::Pull(const std::string& org, const std::string& ref_text,
                                        const std::optional<RegistryLogin>& login, const PullProgressFn& progress,
-                                       const std::function<bool()>& cancelled) {
-  Result<ImageRecord> r = PullOnce(org, ref_text, login, progress, cancelled);
+                                       const std::function<bool()>& cancelled, uint64_t max_bytes) {
+  Result<ImageRecord> r = PullOnce(org, ref_text, login, progress, cancelled, max_bytes);
   // A registry that refused the login (or asked for one) failed the pull; kUnauthenticated is for isb's own callers
   // whose credentials isb refused.
   if (!r.ok() && r.error().code == Code::kUnauthenticated) return Error::Of(Code::kForbidden, r.error().message);
@@ -164,7 +165,7 @@ Result<ImageRecord> ImageService::Pull(const std::string& org, const std::string
 
 Result<ImageRecord> ImageService::PullOnce(const std::string& org, const std::string& ref_text,
                                            const std::optional<RegistryLogin>& login, const PullProgressFn& progress,
-                                           const std::function<bool()>& cancelled) {
+                                           const std::function<bool()>& cancelled, uint64_t max_bytes) {
   ISB_ASSIGN_OR_RETURN(ImageReference ref, ParseImageReference(ref_text));
   RegistryClientOptions options;
   options.transport.dialer = &dialer_;
@@ -232,6 +233,7 @@ Result<ImageRecord> ImageService::PullOnce(const std::string& org, const std::st
   job.config = config;
   job.progress = &progress;
   job.cancelled = &cancelled;
+  job.max_bytes = std::min(settings_.max_image_bytes, max_bytes);
   const size_t n = manifest.layers.size();
   std::vector<Result<LayerRecord>> results(n, Error::Of(Code::kInternal, "layer not pulled"));
   std::atomic<size_t> next{0};

@@ -68,9 +68,11 @@ class ImageService {
 
   // Fetches `ref` (manifest, or the index's entry for this host's platform; its config; its layers, in parallel,
   // each verified and unpacked as it streams) and records it as `org`'s image under its normalized name. Layers
-  // already stored are not fetched again. `cancelled` is asked between steps.
+  // already stored are not fetched again. `cancelled` is asked between steps. No layer unpacks to more than
+  // `max_bytes` (the room the org's disk quota leaves; RegistrySettings::max_image_bytes bounds it too).
   Result<ImageRecord> Pull(const std::string& org, const std::string& ref, const std::optional<RegistryLogin>& login,
-                           const PullProgressFn& progress, const std::function<bool()>& cancelled);
+                           const PullProgressFn& progress, const std::function<bool()>& cancelled,
+                           uint64_t max_bytes = UINT64_MAX);
 
   // An OCI layout (a directory or a tar of one) or a `docker save` archive at `path` on the host: each image in it
   // recorded as `org`'s (named by its annotation or RepoTags; `name` overrides when the archive holds one image).
@@ -91,7 +93,8 @@ class ImageService {
   // One layer of a pull: fetched, stored as a blob and unpacked at once (image_pull.cc).
   struct PullJob;
   Result<ImageRecord> PullOnce(const std::string& org, const std::string& ref, const std::optional<RegistryLogin>& login,
-                               const PullProgressFn& progress, const std::function<bool()>& cancelled);
+                               const PullProgressFn& progress, const std::function<bool()>& cancelled,
+                               uint64_t max_bytes);
   Result<LayerRecord> PullLayer(PullJob& job, size_t index);
 
   ImageStore& store_;

@@ -108,6 +108,9 @@ class ImageStore {
   // 12 hex digits of it. kNotFound otherwise ("image 'x' not found in org 'acme': isb image pull x").
   Result<ImageRecord> Get(const std::string& org, const std::string& ref) const;
   std::vector<ImageRecord> List(const std::string& org) const;
+  // The bytes on the host that `org`'s images take, charged to its disk quota: each distinct layer's unpacked bytes
+  // and compressed blob once, however many of its images share them (and whether other orgs hold them too).
+  uint64_t OrgBytes(const std::string& org) const;
   // Removes the record (the layers stay until CollectGarbage).
   Status Remove(const std::string& org, const std::string& name);
 

@@ -184,6 +184,58 @@ TEST_F(ImagesTest, AnOrgSeesUsesAndRemovesOnlyItsOwnImages) {
   EXPECT_EQ(MustTool("image_list", json::object())["images"].size(), 1u);
 }
 
+std::string MiBOf(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
+
+TEST_F(ImagesTest, ImagesCountAgainstTheOrgsDiskQuotaAndAPullPastItIsRefusedAndUndone) {
+  ASSERT_NO_FATAL_FAILURE(StartRegistry());
+  // A quota of one byte: the first layer stops the pull, and nothing of it stays.
+  MustTool("org_quota_set", {{"disk", 1}});
+  HttpResponse tiny = Tool("image_pull", {{"ref", Ref()}});
+  EXPECT_EQ(tiny.status, 403) << tiny.Describe();
+  EXPECT_TRUE(tiny.j.value("message", "").starts_with("quota: org 'default' may be allocated 0 MiB of disk, which "
+                                                      "leaves 0 MiB for image '" + Ref() + "': "))
+      << tiny.Describe();
+  EXPECT_EQ(MustTool("image_list", json::object())["images"], json::array());
+  EXPECT_TRUE(fs::is_empty(state_dir() + "/images/layers/tmp"));
+
+  MustTool("org_quota_set", {{"disk", int64_t{1} << 30}});
+  json pulled = MustTool("image_pull", {{"ref", Ref()}});
+  const uint64_t bytes = pulled["size"].get<uint64_t>() + pulled["unpacked_size"].get<uint64_t>();
+  ASSERT_GT(bytes, 0u);
+
+  // A sandbox's disk and the image share the quota.
+  const uint64_t quota = bytes + (uint64_t{64} << 20);
+  MustTool("org_quota_set", {{"disk", quota}});
+  HttpResponse over = Tool("sandbox_create", {{"disk", "65m"}});
+  EXPECT_EQ(over.status, 403) << over.Describe();
+  EXPECT_EQ(over.j.value("message", ""), "quota: org 'default' may be allocated " + MiBOf(quota) + " of disk; it has " +
+                                             MiBOf(bytes) + " (sandboxes 0 MiB, images " + MiBOf(bytes) +
+                                             ") and this sandbox asks for 65 MiB");
+  const std::string id = CreateSandbox({{"disk", "64m"}});
+  HttpResponse full = Tool("image_pull", {{"ref", Ref()}});
+  EXPECT_EQ(full.status, 403) << full.Describe();
+  EXPECT_EQ(full.j.value("message", ""), "quota: org 'default' may be allocated " + MiBOf(quota) +
+                                             " of disk; its sandboxes take 64 MiB and its images " + MiBOf(bytes) +
+                                             ": remove images or sandboxes first");
+  MustTool("sandbox_remove", {{"sandbox", id}});
+
+  // Another org one byte short: its layers are on the host already (no unpacking stops it), and the record it
+  // made is taken back; its layers stay for the org that holds them.
+  MustTool("org_create", {{"name", "beta"}});
+  HttpResponse set = Tool("org_quota_set", {{"disk", bytes - 1}}, {"X-Isb-Org: beta"});
+  ASSERT_EQ(set.status, 200) << set.Describe();
+  HttpResponse short_by_one = Tool("image_pull", {{"ref", Ref()}}, {"X-Isb-Org: beta"});
+  EXPECT_EQ(short_by_one.status, 403) << short_by_one.Describe();
+  EXPECT_EQ(short_by_one.j.value("message", ""),
+            "quota: org 'beta' may be allocated " + MiBOf(bytes - 1) +
+                " of disk; its sandboxes take 0 MiB and its images would take " + MiBOf(bytes) + " with image '" +
+                Ref() + "' (it had 0 MiB): remove images or sandboxes first");
+  HttpResponse beta_list = Tool("image_list", json::object(), {"X-Isb-Org: beta"});
+  EXPECT_EQ(beta_list.j["result"]["images"], json::array()) << beta_list.Describe();
+  EXPECT_EQ(LayerDirs(), 3u);
+  EXPECT_EQ(MustTool("image_list", json::object())["images"].size(), 1u);
+}
+
 TEST_F(ImagesTest, BasicAuthComesFromAnOrgSecretAndAWrongPasswordIsRefused) {
   ASSERT_NO_FATAL_FAILURE(StartRegistry(/*basic_auth=*/true));
   // The registry's refusal is the pull's failure, not the caller's: 403, as isb's own 401 is for its own callers.

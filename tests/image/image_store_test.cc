@@ -135,5 +135,27 @@ TEST_F(ImageStoreTest, OpenClearsWhatACrashLeftHalfUnpacked) {
   EXPECT_TRUE(fs::is_empty(dir_ + "/images/layers/tmp"));
 }
 
+TEST_F(ImageStoreTest, AnOrgIsChargedEachLayerAndBlobItsImagesShareOnceAndNotForAnotherOrgs) {
+  ImageRecord one = Record("acme", "docker.io/library/a:1", 'e', {'a', 'b'});
+  one.layers[0].size = 100;
+  one.layers[0].unpacked_bytes = 1000;
+  one.layers[1].size = 20;
+  one.layers[1].unpacked_bytes = 300;
+  ImageRecord two = Record("acme", "docker.io/library/b:1", 'f', {'a'});
+  two.layers[0] = one.layers[0];  // the same layer under a second image
+  ImageRecord snapshot = Record("acme", "docker.io/library/snap:1", 'c', {'d'});
+  snapshot.layers[0].digest = "";  // a snapshot's layer has no blob until exported
+  snapshot.layers[0].size = 0;
+  snapshot.layers[0].unpacked_bytes = 7;
+  ImageRecord other = Record("globex", "docker.io/library/a:1", 'e', {'a', 'b'});
+  other.layers = one.layers;
+  for (char l : {'a', 'b', 'd'}) Layer(Sha(l));
+  for (const ImageRecord& r : {one, two, snapshot, other}) ASSERT_TRUE(store_->Put(r).ok());
+
+  EXPECT_EQ(store_->OrgBytes("acme"), 1000u + 100u + 300u + 20u + 7u);
+  EXPECT_EQ(store_->OrgBytes("globex"), 1420u);
+  EXPECT_EQ(store_->OrgBytes("initech"), 0u);
+}
+
 }  // namespace
 }  // namespace isb::image
