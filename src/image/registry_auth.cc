@@ -176,4 +176,10 @@ void TokenCache::Put(const AuthChallenge& challenge, const BearerToken& token) {
   tokens_[CacheKey(challenge)] = Entry{token.token, Clock::now() + token.expires_in - std::chrono::seconds(10)};
 }
 
+void TokenCache::Forget(const AuthChallenge& challenge, const std::string& token) {
+  MutexLock lock(mu_);
+  auto it = tokens_.find(CacheKey(challenge));
+  if (it != tokens_.end() && it->second.token == token) tokens_.erase(it);
+}
+
 }  // namespace isb::image

@@ -49,6 +49,8 @@ class TokenCache {
  public:
   std::optional<std::string> Get(const AuthChallenge& challenge);
   void Put(const AuthChallenge& challenge, const BearerToken& token);
+  // Drops the challenge's token if it is still `token` (one the registry refused); a newer one stays.
+  void Forget(const AuthChallenge& challenge, const std::string& token);
 
  private:
   struct Entry {

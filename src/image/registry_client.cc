@@ -156,7 +156,7 @@ Result<HttpGetResponse> RegistryClient::Request(const Target& target, std::vecto
       return Error::Of(Code::kUnauthenticated, "registry " + registry_ + " refused " + Who("anonymous access") + " to " +
                                                    target.what + " (HTTP 401)");
     }
-    ISB_ASSIGN_OR_RETURN(authorization, Answer(response, target.repository, overall));
+    ISB_ASSIGN_OR_RETURN(authorization, Answer(response, target.repository, authorization, overall));
   }
 }
 
@@ -202,7 +202,7 @@ std::string RegistryClient::KnownAuthorization(const std::string& repository) {
 }
 
 Result<std::string> RegistryClient::Answer(const HttpGetResponse& response, const std::string& repository,
-                                           egress::Deadline overall) {
+                                           const std::string& refused, egress::Deadline overall) {
   std::optional<AuthChallenge> chosen;
   for (const std::string& header : response.All("www-authenticate")) {
     Result<AuthChallenge> c = ParseAuthChallenge(header);
@@ -222,6 +222,7 @@ Result<std::string> RegistryClient::Answer(const HttpGetResponse& response, cons
                                                    " asks for a user and password (HTTP 401, Basic); none were given");
     return BasicAuthorization(*options_.credentials);
   }
+  if (refused.starts_with("Bearer ")) tokens_.Forget(*chosen, refused.substr(7));
   ISB_ASSIGN_OR_RETURN(std::string token, FetchToken(*chosen, overall));
   return "Bearer " + token;
 }

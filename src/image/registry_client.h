@@ -83,9 +83,10 @@ class RegistryClient {
                                  egress::Deadline overall);
   // The Authorization value to send for `repository` before being asked, if the registry asked before.
   std::string KnownAuthorization(const std::string& repository);
-  // Answers a 401: the Authorization value to retry with.
+  // Answers a 401 to a request that carried `refused` (or nothing): the Authorization value to retry with. A cached
+  // token the registry refused (revoked, or expired early) is dropped, so a fresh one is fetched.
   Result<std::string> Answer(const HttpGetResponse& response, const std::string& repository,
-                             egress::Deadline overall);
+                             const std::string& refused, egress::Deadline overall);
   Result<std::string> FetchToken(const AuthChallenge& challenge, egress::Deadline overall);
   // "the credentials of user 'alice'", or `anonymous` without credentials: what a refusal says was refused.
   std::string Who(const char* anonymous) const;

@@ -2,6 +2,8 @@
 // allowed for the test's host and port): what a registry like Docker Hub asks of a client, byte for byte.
 #include <gtest/gtest.h>
 
+#include <atomic>
+
 #include "egress/fake_chat_server.h"
 #include "image/registry_client.h"
 
@@ -58,10 +60,11 @@ class ScriptedRegistryTest : public ::testing::Test {
     std::string port = std::to_string(server_->port());
     if (path.starts_with("/token")) {
       if (auth != BasicAuthorization({"alice", "s3cret"})) return Reply("401 Unauthorized", "", "");
-      return Reply("200 OK", "Content-Type: application/json\r\n", R"({"token":"tok-1","expires_in":300})");
+      return Reply("200 OK", "Content-Type: application/json\r\n",
+                   R"({"token":")" + Token() + R"(","expires_in":300})");
     }
     if (path.starts_with("/storage/")) return ChunkedReply(kBlob);
-    if (auth != "Bearer tok-1") {
+    if (auth != "Bearer " + Token()) {
       return Reply("401 Unauthorized", "WWW-Authenticate: Bearer realm=\"http://" + host_ +
                                            "/token\",service=\"scripted\",scope=\"repository:team/app:pull\"\r\n", "");
     }
@@ -107,12 +110,16 @@ class ScriptedRegistryTest : public ::testing::Test {
     return (*client)->FetchBlob("team/app", blob, [](std::string_view) { return Status(); }, "layer");
   }
 
+  // The token the registry hands out and accepts: tok-1 until revoked, then tok-2.
+  std::string Token() const { return revoked_ ? "tok-2" : "tok-1"; }
+
   size_t Requests(const std::string& prefix) const {
     size_t n = 0;
     for (const isb::testing::ChatRequest& r : server_->requests()) n += Path(r).starts_with(prefix);
     return n;
   }
 
+  std::atomic<bool> revoked_{false};
   std::optional<isb::testing::FakeChatServer> server_;
   std::optional<egress::Dialer> dialer_;
   std::string host_;
@@ -138,6 +145,24 @@ TEST_F(ScriptedRegistryTest, ABearerChallengeIsAnsweredWithATokenFetchedOnceWith
   ASSERT_TRUE(client->FetchManifest(ref).ok());
   EXPECT_EQ(Requests("/token"), 1u);
   EXPECT_EQ(server_->request_count(), 4u);
+}
+
+TEST_F(ScriptedRegistryTest, ACachedTokenTheRegistryRefusesIsDroppedAndAFreshOneFetched) {
+  std::unique_ptr<RegistryClient> client = Client();
+  ImageReference ref = *ParseImageReference(host_ + "/team/app:1.0");
+  ASSERT_TRUE(client->FetchManifest(ref).ok());
+  revoked_ = true;  // the registry no longer takes tok-1, though it has not expired
+  Result<FetchedManifest> m = client->FetchManifest(ref);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  std::vector<isb::testing::ChatRequest> seen = server_->requests();
+  ASSERT_EQ(seen.size(), 6u);
+  EXPECT_EQ(Header(seen[3], "Authorization"), "Bearer tok-1");
+  EXPECT_TRUE(Path(seen[4]).starts_with("/token?")) << Path(seen[4]);
+  EXPECT_EQ(Header(seen[5], "Authorization"), "Bearer tok-2");
+  // And tok-2 is what the cache holds now.
+  ASSERT_TRUE(client->FetchManifest(ref).ok());
+  EXPECT_EQ(Requests("/token"), 2u);
+  EXPECT_EQ(server_->request_count(), 7u);
 }
 
 TEST_F(ScriptedRegistryTest, AManifestFetchedByDigestMustBeThoseBytes) {
