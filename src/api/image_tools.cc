@@ -2,10 +2,7 @@
 // images only, and an image of another org is "not found" as one that does not exist.
 #include "api/image_tools.h"
 
-#include <fcntl.h>
-#include <linux/openat2.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <charconv>
@@ -16,6 +13,7 @@
 #include "api/sandbox_tools.h"
 #include "api/schema.h"
 #include "base/fd.h"
+#include "image/layered_file.h"
 #include "image/reference.h"
 
 namespace isb::api {
@@ -60,30 +58,6 @@ Result<image::ImageRecord> FindImage(const image::ImageStore& store, const std::
   return store.Get(org, normalized);
 }
 
-// A file of the image, read from the top-most layer that has it (a whiteout or a non-regular file there: none).
-std::optional<std::string> ImageFile(const std::vector<std::string>& layers, const char* path) {
-  for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
-    Fd root(::open(it->c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-    if (!root.valid()) return std::nullopt;
-    open_how how{};
-    how.flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK;
-    how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-    Fd f(static_cast<int>(::syscall(SYS_openat2, root.get(), path, &how, sizeof how)));
-    if (!f.valid()) {
-      if (errno == ENOENT) continue;
-      return std::nullopt;
-    }
-    struct stat st{};
-    if (::fstat(f.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (1 << 20)) return std::nullopt;
-    std::string text(static_cast<size_t>(st.st_size), '\0');
-    ssize_t n = ::pread(f.get(), text.data(), text.size(), 0);
-    if (n < 0) return std::nullopt;
-    text.resize(static_cast<size_t>(n));
-    return text;
-  }
-  return std::nullopt;
-}
-
 bool AllDigits(std::string_view s) {
   return !s.empty() && s.size() <= 10 && s.find_first_not_of("0123456789") == std::string_view::npos;
 }
@@ -107,7 +81,7 @@ Result<std::string> ResolveUser(const std::vector<std::string>& layers, const st
   const std::string u = user.substr(0, colon), g = colon == std::string::npos ? "" : user.substr(colon + 1);
   std::string uid = u, gid = g;
   if (!AllDigits(u)) {
-    std::optional<std::string> passwd = ImageFile(layers, "etc/passwd");
+    std::optional<std::string> passwd = image::ReadLayeredFile(layers, "etc/passwd", 1 << 20);
     auto found = passwd ? LookUp(*passwd, u) : std::nullopt;
     if (!found)
       return Error::Of(Code::kInvalidArgument, "image user '" + user + "': no such user in the image's /etc/passwd; "
@@ -116,7 +90,7 @@ Result<std::string> ResolveUser(const std::vector<std::string>& layers, const st
     if (g.empty() && AllDigits(found->second)) gid = found->second;
   }
   if (!g.empty() && !AllDigits(g)) {
-    std::optional<std::string> group = ImageFile(layers, "etc/group");
+    std::optional<std::string> group = image::ReadLayeredFile(layers, "etc/group", 1 << 20);
     auto found = group ? LookUp(*group, g) : std::nullopt;
     if (!found)
       return Error::Of(Code::kInvalidArgument, "image user '" + user + "': no such group in the image's /etc/group; "

@@ -10,6 +10,7 @@
 
 #include "base/fd.h"
 #include "base/file.h"
+#include "image/layered_file.h"
 
 namespace isb::daemon {
 namespace {
@@ -57,10 +58,10 @@ Result<std::string> TrustBundle(const std::string& root, const std::string& ca_p
 
 Result<std::string> SandboxTrustBundle(const spec::SandboxSpec& spec, const std::string& ca_pem) {
   if (!spec::IsImageReference(spec.image)) return TrustBundle(spec.image.empty() ? "/" : spec.image, ca_pem);
-  // The top-most layer that holds a bundle: where the image's own view of it comes from.
-  for (auto it = spec.image_layers.rbegin(); it != spec.image_layers.rend(); ++it) {
-    ISB_ASSIGN_OR_RETURN(std::string bundle, SystemBundle(*it));
-    if (!bundle.empty()) return Joined(std::move(bundle), ca_pem);
+  // The image's bundle as its sandboxes see it: the layers stacked, whiteouts and links honoured.
+  for (const char* path : kSystemBundles) {
+    if (std::optional<std::string> bundle = image::ReadLayeredFile(spec.image_layers, path, kMaxSystemBundle))
+      return Joined(std::move(*bundle), ca_pem);
   }
   return ca_pem;
 }

@@ -18,4 +18,5 @@ target_link_libraries(isb_image_api PUBLIC isb_api isb_image)
 isb_tests(isb_image_tests LIBS isb_image_api SOURCES
   tests/image/image_store_test.cc
   tests/image/image_quota_test.cc
+  tests/image/image_resolve_test.cc
   tests/image/layer_writer_test.cc)

@@ -9,7 +9,8 @@ add_library(isb_image_layer STATIC
   src/image/byte_source.cc
   src/image/decompress.cc
   src/image/tar_reader.cc
-  src/image/layer_unpack.cc)
+  src/image/layer_unpack.cc
+  src/image/layered_file.cc)
 target_include_directories(isb_image_layer PRIVATE ${ZSTD_INCLUDE})
 target_link_libraries(isb_image_layer PUBLIC isb_base ${ZSTD_STATIC} ${ZLIB_STATIC})
 
@@ -18,6 +19,7 @@ isb_tests(isb_image_layer_tests LIBS isb_image_layer SOURCES
   tests/image/decompress_test.cc
   tests/image/tar_reader_test.cc
   tests/image/layer_unpack_test.cc
+  tests/image/layered_file_test.cc
   tests/image/layer_unpack_escape_test.cc
   tests/image/real_tar_test.cc)
 
