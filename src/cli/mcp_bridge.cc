@@ -71,8 +71,11 @@ class LineReader {
 
 }  // namespace
 
-McpBridge::McpBridge(HttpClient http, std::string token, std::string org)
-    : http_(std::move(http)), token_(std::move(token)), path_(org.empty() ? "/mcp" : "/orgs/" + org + "/mcp") {}
+McpBridge::McpBridge(HttpClient http, std::string token, std::string org, int max_inflight)
+    : http_(std::move(http)),
+      token_(std::move(token)),
+      path_(org.empty() ? "/mcp" : "/orgs/" + org + "/mcp"),
+      max_inflight_(max_inflight) {}
 
 json McpBridge::Undeliverable(const json& message, const std::string& why) {
   if (!IsRequest(message)) return json();
@@ -165,6 +168,33 @@ void McpBridge::Forward(const std::string& line) {
   else Say(why);
 }
 
+void McpBridge::Enqueue(std::string line) {
+  MutexLock lock(mu_);
+  while (queued_.size() >= kMaxMcpQueued) answered_.Wait(mu_);
+  queued_.push_back(std::move(line));
+  if (senders_ >= max_inflight_) return;  // a sender takes it when its request is answered
+  ++senders_;
+  std::thread([this] { Send(); }).detach();
+}
+
+void McpBridge::Send() {
+  for (;;) {
+    std::string line;
+    {
+      MutexLock lock(mu_);
+      if (queued_.empty()) {
+        --senders_;
+        answered_.NotifyAll();
+        return;
+      }
+      line = std::move(queued_.front());
+      queued_.pop_front();
+      answered_.NotifyAll();
+    }
+    Forward(line);
+  }
+}
+
 void McpBridge::EndSession() {
   HttpRequest req;
   {
@@ -207,20 +237,17 @@ int McpBridge::Run(int in, int out) {
       Forward(line);
       continue;
     }
-    {
-      MutexLock lock(mu_);
-      ++inflight_;
-    }
-    std::thread([this, line = std::move(line)] {
+    // A response (the client's answer to an approval) or a notification goes now: a queued request may be the very
+    // call that waits for it.
+    if (!peek.is_discarded() && !peek.is_array() && !IsRequest(peek)) {
       Forward(line);
-      MutexLock lock(mu_);
-      --inflight_;
-      answered_.NotifyAll();
-    }).detach();
+      continue;
+    }
+    Enqueue(std::move(line));
   }
   {
     MutexLock lock(mu_);
-    while (inflight_ > 0) answered_.Wait(mu_);
+    while (senders_ > 0) answered_.Wait(mu_);
   }
   EndSession();
   return rc;
