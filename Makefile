@@ -29,6 +29,7 @@ install:
 	  contrib/isb.service > $(DESTDIR)$(UNITDIR)/isb.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/isb.service
 	test -e $(DESTDIR)$(SYSCONFDIR)/default/isb || install -m 0600 contrib/isb.defaults $(DESTDIR)$(SYSCONFDIR)/default/isb
+	chmod 0600 $(DESTDIR)$(SYSCONFDIR)/default/isb
 	install -d -m 0700 $(DESTDIR)$(SYSCONFDIR)/isb
 
 # Every test: the locks checked by clang, unit tests in parallel, then the boundary suites (real sandboxes) one at a

@@ -152,9 +152,9 @@ int RunHistory(const HistoryFlags& f) {
 
 void AddHistoryCommand(CLI::App& app, int* exit_code) {
   auto f = std::make_shared<HistoryFlags>();
-  auto* cmd = app.add_subcommand("history", "The org's sandbox lifecycle events, removed sandboxes' included");
+  auto* cmd = app.add_subcommand("history", "The org's sandbox lifecycle events (removed sandboxes' too, when no sandbox is named)");
   AddConnectOptions(cmd, f->connect);
-  cmd->add_option("sandbox", f->sandbox, "Only this sandbox's events (its id or name)");
+  cmd->add_option("sandbox", f->sandbox, "Only this sandbox's events (its id or name; it must still exist)");
   cmd->add_option("--limit", f->limit, "At most N events")->capture_default_str()->check(CLI::Range(1, 1000));
   cmd->add_option("--after", f->after, "Only events with a larger id (the previous page's next_after)")
       ->check(CLI::NonNegativeNumber);

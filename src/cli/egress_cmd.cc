@@ -133,6 +133,13 @@ std::string EgressText(const json& egress) {
   return out;
 }
 
+// An egress object with no allow list (a block list, a judge, secrets alone): hosts set over it would drop those.
+std::string NoAllowList(const std::string& sandbox) {
+  return sandbox + "'s egress is an object without an allow list (a block list, a judge or secrets alone): setting "
+                   "hosts here would drop those; change it with the sandbox_egress_set tool (isb egress show " +
+         sandbox + ")";
+}
+
 Result<json> NextEgress(const std::string& sandbox, const json& now, const EgressChange& change) {
   json next = now;
   json* list = ListOf(next);
@@ -140,13 +147,14 @@ Result<json> NextEgress(const std::string& sandbox, const json& now, const Egres
     // "none" and "open" are modes of their own: sent as such, for the daemon to say whether it can change to them.
     if (change.replace.size() == 1 && (change.replace[0] == "none" || change.replace[0] == "open"))
       return json(change.replace[0]);
+    if (now.is_object() && list == nullptr) return Usage(NoAllowList(sandbox));
     if (list == nullptr || next.is_array()) return json(change.replace);
     *list = change.replace;  // the object form: its secrets and on_leak stay
     return next;
   }
+  if (now.is_object() && list == nullptr) return Usage(NoAllowList(sandbox));
   if (list == nullptr) {
-    return Usage("--add/--rm change a list of hosts, and " + sandbox + "'s egress is " +
-                 (now.is_string() ? now.get<std::string>() : std::string("a block list")) +
+    return Usage("--add/--rm change a list of hosts, and " + sandbox + "'s egress is " + (now.is_string() ? now.get<std::string>() : now.dump()) +
                  "; give the whole list instead: isb egress set " + sandbox + " HOST...");
   }
   for (const std::string& host : change.remove) {

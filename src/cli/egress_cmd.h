@@ -20,7 +20,9 @@ std::string EgressText(const json& egress);
 
 // What `isb egress set` sends, given the sandbox's egress now: the hosts given (`replace`), or the list now with
 // `add` appended and `remove` taken out. The object form keeps its other keys (secrets, on_leak); only its allow
-// list changes. Refused, naming what to do: --add/--rm on an egress with no list, an --rm not in the list.
+// list changes. Refused, naming what to do: --add/--rm on an egress with no list, an --rm not in the list, any change
+// to an object with no allow list. --add/--rm read the list and write it back whole: a change someone else makes in
+// between is overwritten (the tool replaces the list; it has no compare-and-set).
 struct EgressChange {
   std::vector<std::string> replace{}, add{}, remove{};
 };

@@ -20,8 +20,9 @@ inline constexpr size_t kMaxMcpLineBytes = 16u << 20;
 
 // Requests sent to the daemon at once; the client's further requests wait in line for one to be answered.
 inline constexpr int kMaxMcpInflight = 16;
-// Requests waiting in line; past it, stdin is read no further until the line shortens.
+// Requests waiting in line, and their bytes; past either, stdin is read no further until the line shortens.
 inline constexpr size_t kMaxMcpQueued = 1024;
+inline constexpr size_t kMaxMcpQueuedBytes = 64u << 20;
 
 // Thread-safe: requests are sent on threads of their own (at most `max_inflight` at once), so that a call waiting
 // for the person's approval does not hold back the client's answer to the question; responses and notifications
@@ -42,7 +43,9 @@ class McpBridge {
  private:
   void Forward(const std::string& line);
   // Queues a request line, starting a sender if fewer than max_inflight_ run.
-  void Enqueue(std::string line);
+  void Enqueue(std::string line, nlohmann::json id);
+  // Takes the request `id` out of the line if it has not been sent (the client cancelled it): it is never sent.
+  void Cancel(const nlohmann::json& id);
   // A sender: forwards queued requests until the queue is empty.
   void Send();
   HttpRequest Post(const nlohmann::json& message);
@@ -58,7 +61,12 @@ class McpBridge {
   std::string session_ ISB_GUARDED_BY(mu_);
   std::string protocol_version_ ISB_GUARDED_BY(mu_);
   const int max_inflight_;
-  std::deque<std::string> queued_ ISB_GUARDED_BY(mu_);  // requests not yet sent
+  struct Queued {
+    std::string line;
+    nlohmann::json id;
+  };
+  std::deque<Queued> queued_ ISB_GUARDED_BY(mu_);  // requests not yet sent
+  size_t queued_bytes_ ISB_GUARDED_BY(mu_) = 0;
   int senders_ ISB_GUARDED_BY(mu_) = 0;                 // threads sending requests, each one at a time
   CondVar answered_;
 };

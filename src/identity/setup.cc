@@ -15,6 +15,8 @@ Result<std::string> Setup::Prepare() {
   std::string file = path();
   if (have_admin) {
     if (::unlink(file.c_str()) != 0 && errno != ENOENT) return Error::Sys("remove " + file);
+    // A token from before (one a setup did not use up) must not come back if every admin is later disabled.
+    ISB_TRY(UseUp());
     return std::string();
   }
   ISB_ASSIGN_OR_RETURN(std::string secret, NewSecret(SecretKind::kSetup));

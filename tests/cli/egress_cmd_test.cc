@@ -47,9 +47,12 @@ TEST(NextEgressTest, AnRmNotInTheListAndAddOnAModeAreRefusedSayingWhatToDo) {
   EXPECT_EQ(mode.error().message,
             "--add/--rm change a list of hosts, and box's egress is none; give the whole list instead: isb egress "
             "set box HOST...");
-  EXPECT_EQ(NextEgress("box", json{{"block", {"x.example"}}}, {.remove = {"x.example"}}).error().message,
-            "--add/--rm change a list of hosts, and box's egress is a block list; give the whole list instead: isb "
-            "egress set box HOST...");
+  // An object without an allow list keeps what it has: neither --rm nor a whole new list would.
+  const std::string no_allow =
+      "box's egress is an object without an allow list (a block list, a judge or secrets alone): setting hosts here "
+      "would drop those; change it with the sandbox_egress_set tool (isb egress show box)";
+  EXPECT_EQ(NextEgress("box", json{{"block", {"x.example"}}}, {.remove = {"x.example"}}).error().message, no_allow);
+  EXPECT_EQ(NextEgress("box", json{{"secrets", {"K"}}}, {.replace = {"a.example"}}).error().message, no_allow);
 }
 
 TEST(EgressLogTableTest, TimeTargetAndTheProxysReason) {

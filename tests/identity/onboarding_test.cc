@@ -83,6 +83,19 @@ TEST_F(OnboardingTest, AnAdminMadeAnotherWayUsesTheTokenUpToo) {
   EXPECT_ERROR(id_->setup().CreateFirstAdmin(secret, "late", kPassword), Code::kUnauthenticated, "token used");
 }
 
+TEST_F(OnboardingTest, AStartWithAnAdminUsesUpAnOldTokenLeftUnused) {
+  const std::string secret = PreparedSecret(*id_);
+  ASSERT_FALSE(secret.empty());
+  // An admin made by a way that did not use the token up (an older isb), then the daemon starts again.
+  auto admin = id_->users().Create("ops", "", true);
+  ASSERT_TRUE(admin.ok());
+  auto path = id_->setup().Prepare();
+  ASSERT_TRUE(path.ok()) << path.error().message;
+  EXPECT_EQ(*path, "");
+  ASSERT_TRUE(id_->users().SetDisabled(*admin, true).ok());
+  EXPECT_ERROR(id_->setup().CreateFirstAdmin(secret, "late", kPassword), Code::kUnauthenticated, "token used");
+}
+
 TEST_F(OnboardingTest, OfConcurrentSetupsByEitherPathOneMakesAnAdmin) {
   const std::string secret = PreparedSecret(*id_);
   ASSERT_FALSE(secret.empty());
