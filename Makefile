@@ -28,7 +28,8 @@ install:
 	sed -e 's|/usr/local/bin/isb|$(PREFIX)/bin/isb|' -e 's|/etc/default/isb|$(SYSCONFDIR)/default/isb|' \
 	  contrib/isb.service > $(DESTDIR)$(UNITDIR)/isb.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/isb.service
-	test -e $(DESTDIR)$(SYSCONFDIR)/default/isb || install -m 0644 contrib/isb.defaults $(DESTDIR)$(SYSCONFDIR)/default/isb
+	test -e $(DESTDIR)$(SYSCONFDIR)/default/isb || install -m 0600 contrib/isb.defaults $(DESTDIR)$(SYSCONFDIR)/default/isb
+	chmod 0600 $(DESTDIR)$(SYSCONFDIR)/default/isb
 	install -d -m 0700 $(DESTDIR)$(SYSCONFDIR)/isb
 
 # Every test: the locks checked by clang, unit tests in parallel, then the boundary suites (real sandboxes) one at a

@@ -161,13 +161,21 @@ Status AddUserTools(Registry& reg, identity::IdentityStore& store) {
       "be given tokens by the host.",
       Object({{"name", Str("Letters, digits, '.', '_', '-'.", 64, 1)},
               {"password", Str("At least 12 characters.", 1024)},
-              {"platform_admin", Bool("Platform admin: every org, creates and removes orgs.")}},
+              {"platform_admin", Bool("Platform admin: every org, creates and removes orgs.")},
+              {"first_admin", Bool("isb setup: the first platform admin, made only while no enabled one exists (that "
+                                   "check and the creation are one step); the setup token is used up.")}},
              {"name"}),
       user_schema, ToolAnnotations{}, false,
       [&store](const json& in, const CallContext&) -> Result<json> {
-        bool admin = in.value("platform_admin", false);
-        ISB_ASSIGN_OR_RETURN(int64_t id, store.users().Create(in["name"].get<std::string>(),
-                                                             in.value("password", ""), admin));
+        const bool first = in.value("first_admin", false);
+        const bool admin = first || in.value("platform_admin", false);
+        const std::string name = in["name"].get<std::string>(), password = in.value("password", "");
+        ISB_ASSIGN_OR_RETURN(int64_t id, first ? store.setup().CreateFirstAdminAsHost(name, password)
+                                               : store.users().Create(name, password, admin));
+        // Any platform admin ends the setup token: it must not come back to life when every admin is disabled.
+        if (admin && !first) {
+          if (Status used = store.setup().UseUp(); !used.ok()) return used.error();
+        }
         ISB_ASSIGN_OR_RETURN(identity::User user, store.users().Get(id));
         return UserJson(user);
       },

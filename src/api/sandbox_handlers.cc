@@ -166,6 +166,7 @@ json ExecResultJson(ExecResult r, bool base64) {
   json out = {{"exit_code", r.exit_code},
               {"signal", r.signal},
               {"timed_out", r.timed_out},
+              {"oom_killed", r.oom_killed},
               {"stdout_truncated", r.stdout_truncated},
               {"stderr_truncated", r.stderr_truncated},
               {"duration_ms", r.duration_ms}};

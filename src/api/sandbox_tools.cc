@@ -291,6 +291,8 @@ Status AddCreateAndExec(Registry& reg, const Handlers& h) {
        {{"exit_code", {{"type", "integer"}, {"description", "The command's exit status; 128+N when killed by signal N."}}},
         {"signal", {{"type", "integer"}, {"description", "The signal that killed it, or 0."}}},
         {"timed_out", {{"type", "boolean"}}},
+        {"oom_killed", {{"type", "boolean"}, {"description", "Killed by the OOM killer: the sandbox reached its "
+                                                             "memory limit (exit_code 137)."}}},
         {"stdout", {{"type", "string"}}},
         {"stderr", {{"type", "string"}}},
         {"stdout_base64", {{"type", "string"}}},

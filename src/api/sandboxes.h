@@ -72,6 +72,7 @@ struct ExecResult {
   int exit_code = 0;
   int signal = 0;
   bool timed_out = false;
+  bool oom_killed = false;  // the OOM killer struck in the sandbox while the command ran, and it died of SIGKILL
   std::string stdout_data, stderr_data;  // each at most 256 KiB
   bool stdout_truncated = false, stderr_truncated = false;
   double duration_ms = 0;

@@ -128,6 +128,40 @@ int RunExport(const ConnectFlags& connect, bool platform) {
   return st.ok() ? kExitOk : Report(st.error());
 }
 
+struct HistoryFlags {
+  std::shared_ptr<ConnectFlags> connect = SharedConnectFlags();
+  std::string sandbox;
+  int64_t limit = 100;
+  int64_t after = 0;
+  bool json = false;
+};
+
+// Exit status: 0, 1 when the daemon refused (an unknown sandbox), 125 when isb failed.
+int RunHistory(const HistoryFlags& f) {
+  auto client = Connect(*f.connect);
+  if (!client.ok()) return ReportUsage(client.error());
+  json in = {{"limit", f.limit}};
+  if (!f.sandbox.empty()) in["sandbox"] = f.sandbox;
+  if (f.after > 0) in["after"] = f.after;
+  auto r = client->Call("history_query", in);
+  if (!r.ok()) return Report(r.error());
+  if (f.json) Print(*r);
+  else std::fputs(HistoryTable(*r).c_str(), stdout);
+  return kExitOk;
+}
+
+void AddHistoryCommand(CLI::App& app, int* exit_code) {
+  auto f = std::make_shared<HistoryFlags>();
+  auto* cmd = app.add_subcommand("history", "The org's sandbox lifecycle events (removed sandboxes' too, when no sandbox is named)");
+  AddConnectOptions(cmd, f->connect);
+  cmd->add_option("sandbox", f->sandbox, "Only this sandbox's events (its id or name; it must still exist)");
+  cmd->add_option("--limit", f->limit, "At most N events")->capture_default_str()->check(CLI::Range(1, 1000));
+  cmd->add_option("--after", f->after, "Only events with a larger id (the previous page's next_after)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--json", f->json, "Print history_query's result (events, next_after) as JSON");
+  cmd->callback([f, exit_code] { *exit_code = RunHistory(*f); });
+}
+
 }  // namespace
 
 void AddAuditCommand(CLI::App& app, int* exit_code) {
@@ -160,6 +194,7 @@ void AddAuditCommand(CLI::App& app, int* exit_code) {
   AddConnectOptions(exp, connect);
   exp->add_flag("--platform", *platform, "Platform admins: the rows of no org instead");
   exp->callback([connect, platform, exit_code] { *exit_code = RunExport(*connect, *platform); });
+  AddHistoryCommand(app, exit_code);
 }
 
 }  // namespace isb::cli

@@ -4,9 +4,7 @@
 #include <ctime>
 
 namespace isb::cli {
-namespace {
 
-// 1700000000123 -> "2023-11-14T22:13:20Z".
 std::string UtcTime(int64_t ms) {
   std::time_t secs = static_cast<std::time_t>(ms / 1000);
   std::tm tm{};
@@ -15,8 +13,6 @@ std::string UtcTime(int64_t ms) {
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
 }
-
-}  // namespace
 
 std::string AuditTable(const json& result) {
   char line[512];
@@ -29,6 +25,20 @@ std::string AuditTable(const json& result) {
                   r.value("actor", "").c_str(), r.value("action", "").c_str(), r.value("target", "").c_str(),
                   r.value("outcome", "").c_str(), r.value("surface", "").c_str());
     out += line;
+  }
+  return out;
+}
+
+std::string HistoryTable(const json& result) {
+  char line[512];
+  std::snprintf(line, sizeof line, "%-8s %-20s %-20s %-14s %-24s %s\n", "ID", "TIME", "SANDBOX", "EVENT", "ACTOR",
+                "REASON");
+  std::string out = line;
+  for (const json& e : result.value("events", json::array())) {
+    std::snprintf(line, sizeof line, "%-8lld %-20s %-20s %-14s %-24s ", static_cast<long long>(e.value("id", int64_t{0})),
+                  UtcTime(e.value("time", int64_t{0})).c_str(), e.value("sandbox", "").c_str(),
+                  e.value("event", "").c_str(), e.value("actor", "").c_str());
+    out += line + e.value("reason", "") + "\n";
   }
   return out;
 }

@@ -12,7 +12,13 @@ std::string ExplainExitCode(const nlohmann::json& result, const std::vector<std:
   const int code = result.value("exit_code", 0);
   const int signal = result.value("signal", 0);
   const std::string program = argv.empty() ? "the command" : "'" + argv[0] + "'";
-  if (signal == SIGKILL || (signal == 0 && code == 128 + SIGKILL)) {
+  if (result.value("oom_killed", false)) {
+    return "isb: exit code " + std::to_string(code) + ": the OOM killer killed the command: the sandbox reached its "
+           "memory limit (isb inspect shows its memory; isb create --memory gives more)\n";
+  }
+  // A daemon that says whether the OOM killer struck has said it did not: a SIGKILL is then only a SIGKILL.
+  const bool oom_unknown = !result.contains("oom_killed");
+  if (oom_unknown && (signal == SIGKILL || (signal == 0 && code == 128 + SIGKILL))) {
     return "isb: exit code 137: the command was killed by SIGKILL, as the OOM killer does when the sandbox reaches "
            "its memory limit (isb inspect shows its memory; isb create --memory gives more)\n";
   }

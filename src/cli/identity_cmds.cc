@@ -8,6 +8,7 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <tuple>
 
 #include "cli/sandbox_cmds_internal.h"
 
@@ -226,6 +227,44 @@ void AddInvitationCommands(CLI::App& app, const std::shared_ptr<Flags>& flags, i
   });
 }
 
+struct MemberFlags {
+  std::string user, role;
+};
+
+void PrintMember(const json& r) { std::printf("%s %s\n", r.value("user", "").c_str(), r.value("role", "").c_str()); }
+
+void AddMemberCommands(CLI::App& app, const std::shared_ptr<Flags>& flags, int* exit_code) {
+  auto* member = app.add_subcommand("member", "An org's members and their roles (admins; the org is --org)");
+  member->require_subcommand(1);
+  auto mf = std::make_shared<MemberFlags>();
+  auto* cmd = Command(member, flags, "ls", "The org's members with their roles");
+  cmd->callback([flags, exit_code] {
+    *exit_code = Run(*flags, "member_list", json::object(), [](const json& r) {
+      std::printf("%-6s %-32s %s\n", "ID", "USER", "ROLE");
+      for (const json& m : r.value("members", json::array())) {
+        std::printf("%-6lld %-32s %s\n", static_cast<long long>(m.value("user_id", int64_t{0})),
+                    m.value("user", "").c_str(), m.value("role", "").c_str());
+      }
+    });
+  });
+  for (auto [name, tool, help] : {std::tuple("add", "member_add", "Add a user to the org with a role (owners add owners)"),
+                                  std::tuple("set-role", "member_update",
+                                             "Change a member's role (only owners make or unmake owners)")}) {
+    cmd = Command(member, flags, name, help);
+    cmd->add_option("user", mf->user, "The user's name")->required();
+    cmd->add_option("role", mf->role, "viewer, member, admin or owner")->required();
+    cmd->callback([flags, mf, exit_code, tool = std::string(tool)] {
+      *exit_code = Run(*flags, tool, {{"user", mf->user}, {"role", mf->role}}, PrintMember);
+    });
+  }
+  cmd = Command(member, flags, "rm", "Remove a member from the org (the last owner stays)");
+  cmd->add_option("user", mf->user, "The user's name")->required();
+  cmd->callback([flags, mf, exit_code] {
+    *exit_code = Run(*flags, "member_remove", {{"user", mf->user}},
+                     [](const json& r) { std::printf("removed %s\n", r.value("user", "").c_str()); });
+  });
+}
+
 }  // namespace
 
 void AddIdentityCommands(CLI::App& app, int* exit_code) {
@@ -245,6 +284,7 @@ void AddIdentityCommands(CLI::App& app, int* exit_code) {
   AddTokenCommands(app, flags, exit_code);
   AddOrgCommands(app, flags, exit_code);
   AddInvitationCommands(app, flags, exit_code);
+  AddMemberCommands(app, flags, exit_code);
 }
 
 }  // namespace isb::cli

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/audit_cmd.h"
+#include "cli/egress_cmd.h"
 #include "cli/events_cmd.h"
 #include "cli/identity_cmds.h"
 #include "cli/image_cmds.h"
@@ -32,6 +33,7 @@ int main(int argc, char** argv) {
   isb::cli::AddSecretCommands(app, &exit_code);
   isb::cli::AddImageCommands(app, &exit_code);
   isb::cli::AddEventsCommand(app, &exit_code);
+  isb::cli::AddEgressCommand(app, &exit_code);
   isb::cli::AddSetupCommand(app, &exit_code);
   isb::cli::AddMcpCommand(app, &exit_code);
   try {

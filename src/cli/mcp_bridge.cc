@@ -22,6 +22,15 @@ std::string Compact(const json& j) { return j.dump(-1, ' ', false, json::error_h
 
 bool IsRequest(const json& m) { return m.is_object() && m.contains("method") && m.contains("id"); }
 
+// Whether a message, or a batch, holds a request (something the daemon answers).
+bool HasRequest(const json& m) {
+  if (!m.is_array()) return IsRequest(m);
+  for (const json& e : m) {
+    if (IsRequest(e)) return true;
+  }
+  return false;
+}
+
 // Reads `fd` a line at a time; a line past kMaxMcpLineBytes is given whole as far as it went and marked.
 class LineReader {
  public:
@@ -71,8 +80,11 @@ class LineReader {
 
 }  // namespace
 
-McpBridge::McpBridge(HttpClient http, std::string token, std::string org)
-    : http_(std::move(http)), token_(std::move(token)), path_(org.empty() ? "/mcp" : "/orgs/" + org + "/mcp") {}
+McpBridge::McpBridge(HttpClient http, std::string token, std::string org, int max_inflight)
+    : http_(std::move(http)),
+      token_(std::move(token)),
+      path_(org.empty() ? "/mcp" : "/orgs/" + org + "/mcp"),
+      max_inflight_(max_inflight) {}
 
 json McpBridge::Undeliverable(const json& message, const std::string& why) {
   if (!IsRequest(message)) return json();
@@ -165,6 +177,49 @@ void McpBridge::Forward(const std::string& line) {
   else Say(why);
 }
 
+void McpBridge::Enqueue(std::string line, json id) {
+  MutexLock lock(mu_);
+  while (!queued_.empty() &&
+         (queued_.size() >= kMaxMcpQueued || queued_bytes_ + line.size() > kMaxMcpQueuedBytes))
+    answered_.Wait(mu_);
+  queued_bytes_ += line.size();
+  queued_.push_back(Queued{std::move(line), std::move(id)});
+  if (senders_ >= max_inflight_) return;  // a sender takes it when its request is answered
+  ++senders_;
+  std::thread([this] { Send(); }).detach();
+}
+
+void McpBridge::Cancel(const json& id) {
+  MutexLock lock(mu_);
+  for (auto it = queued_.begin(); it != queued_.end(); ++it) {
+    if (it->id == id) {
+      queued_bytes_ -= it->line.size();
+      queued_.erase(it);
+      answered_.NotifyAll();
+      return;
+    }
+  }
+}
+
+void McpBridge::Send() {
+  for (;;) {
+    std::string line;
+    {
+      MutexLock lock(mu_);
+      if (queued_.empty()) {
+        --senders_;
+        answered_.NotifyAll();
+        return;
+      }
+      line = std::move(queued_.front().line);
+      queued_.pop_front();
+      queued_bytes_ -= line.size();
+      answered_.NotifyAll();
+    }
+    Forward(line);
+  }
+}
+
 void McpBridge::EndSession() {
   HttpRequest req;
   {
@@ -207,20 +262,22 @@ int McpBridge::Run(int in, int out) {
       Forward(line);
       continue;
     }
-    {
-      MutexLock lock(mu_);
-      ++inflight_;
-    }
-    std::thread([this, line = std::move(line)] {
+    // A cancellation takes its request out of the line if it is still there (it is never sent), and goes on to the
+    // daemon for one already sent.
+    if (peek.is_object() && peek.value("method", json()) == "notifications/cancelled" &&
+        peek.contains("params") && peek["params"].is_object() && peek["params"].contains("requestId"))
+      Cancel(peek["params"]["requestId"]);
+    // A response (the client's answer to an approval), a notification, or a batch of only those goes now: a queued
+    // request may be the very call that waits for it.
+    if (!peek.is_discarded() && !HasRequest(peek)) {
       Forward(line);
-      MutexLock lock(mu_);
-      --inflight_;
-      answered_.NotifyAll();
-    }).detach();
+      continue;
+    }
+    Enqueue(std::move(line), peek.is_object() ? peek["id"] : json());
   }
   {
     MutexLock lock(mu_);
-    while (inflight_ > 0) answered_.Wait(mu_);
+    while (senders_ > 0) answered_.Wait(mu_);
   }
   EndSession();
   return rc;

@@ -578,17 +578,6 @@ int ExitCodeFor(const Error& error) {
   return kExitIsbFailed;
 }
 
-std::string CollapseRepeatedPrefix(std::string message) {
-  // "egress: egress: ..." (a layer that names its part around an error that already did): said once.
-  for (;;) {
-    size_t colon = message.find(": ");
-    if (colon == std::string::npos || colon == 0) return message;
-    const std::string prefix = message.substr(0, colon + 2);
-    if (prefix.find(' ') != prefix.size() - 1 || !message.substr(prefix.size()).starts_with(prefix)) return message;
-    message.erase(0, prefix.size());
-  }
-}
-
 Error DaemonError(int http_status, std::string_view body) {
   Code fallback = http_status >= 500 ? Code::kInternal : Code::kInvalidArgument;
   json j = json::parse(body, nullptr, false);
@@ -597,7 +586,6 @@ Error DaemonError(int http_status, std::string_view body) {
     e.message = "the isb daemon answered HTTP " + std::to_string(http_status) +
                 (body.empty() ? std::string() : ": " + std::string(body.substr(0, 200)));
   }
-  e.message = CollapseRepeatedPrefix(e.message);
   // The status decides which side failed: a 5xx is never the caller's fault, a 4xx never isb's.
   if (http_status >= 500 && IsRefusal(e.code)) e.code = Code::kInternal;
   if (http_status >= 400 && http_status < 500 && !IsRefusal(e.code)) e.code = Code::kInvalidArgument;

@@ -48,9 +48,6 @@ std::shared_ptr<ConnectFlags> SharedConnectFlags();
 // 1 for refusals (a 4xx-class error), 125 for everything that is isb's own failure.
 int ExitCodeFor(const Error& error);
 
-// "egress: egress: x" -> "egress: x": a one-word prefix said twice in a row, said once.
-std::string CollapseRepeatedPrefix(std::string message);
-
 // An error answer ({"error": CODE, "message": ...}) as an Error whose code follows the HTTP status.
 Error DaemonError(int http_status, std::string_view body);
 
@@ -64,6 +61,9 @@ struct CreateFlags {
   bool privileged = false;
 };
 Result<json> CreateInput(const CreateFlags& flags);
+// Host entries as --egress and `isb egress set` take them (repeatable, or comma-separated): a JSON list of strings.
+// A URL or a comma typed for a dot is refused, naming `flag`.
+Result<json> EgressEntries(const std::string& flag, const std::vector<std::string>& values);
 
 struct ExecFlags {
   std::string sandbox;

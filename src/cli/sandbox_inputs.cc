@@ -33,14 +33,14 @@ Result<int64_t> ParseSeconds(const std::string& flag, const std::string& text) {
 }
 
 // What the daemon's egress parser would misread: a URL (its scheme read as a host and its "//" as a port), and a
-// comma typed for a dot ("pypi,org": two one-word names). `given` is the --egress value the parts came from.
-Status CheckEgressEntries(const std::string& given, const std::vector<std::string>& parts) {
+// comma typed for a dot ("pypi,org": two one-word names). `given` is the `flag` value the parts came from.
+Status CheckEgressEntries(const std::string& flag, const std::string& given, const std::vector<std::string>& parts) {
   for (const std::string& p : parts) {
     size_t scheme = p.find("://");
     if (scheme == std::string::npos) continue;
     std::string host = p.substr(scheme + 3);
     host = host.substr(0, host.find_first_of("/?#"));
-    return Usage("--egress '" + p + "': give a host name, not a URL: " + host +
+    return Usage(flag + " '" + p + "': give a host name, not a URL: " + host +
                  (host.find(':') == std::string::npos && p.starts_with("https://") ? " (port 443 is the default)" : ""));
   }
   if (parts.size() < 2) return {};
@@ -50,7 +50,7 @@ Status CheckEgressEntries(const std::string& given, const std::vector<std::strin
     if (!word) return {};
     dotted += (dotted.empty() ? "" : ".") + p;
   }
-  return Usage("--egress '" + given + "': a comma separates entries, and '" + parts[0] +
+  return Usage(flag + " '" + given + "': a comma separates entries, and '" + parts[0] +
                "' alone is no host name; did you mean " + dotted + "?");
 }
 
@@ -77,6 +77,21 @@ Result<json> PublishedPort(const std::string& spec) {
   json out = {{"sandbox_port", port}, {"host_port", host_port}};
   if (!address.empty()) out["host_address"] = address;
   return out;
+}
+
+Result<json> EgressEntries(const std::string& flag, const std::vector<std::string>& values) {
+  json hosts = json::array();
+  for (const auto& e : values) {
+    std::vector<std::string> parts;
+    for (size_t at = 0; at <= e.size();) {
+      size_t comma = std::min(e.find(',', at), e.size());
+      if (comma > at) parts.push_back(e.substr(at, comma - at));
+      at = comma + 1;
+    }
+    ISB_TRY(CheckEgressEntries(flag, e, parts));
+    for (std::string& p : parts) hosts.push_back(std::move(p));
+  }
+  return hosts;
 }
 
 Result<json> CreateInput(const CreateFlags& f) {
@@ -122,17 +137,7 @@ Result<json> CreateInput(const CreateFlags& f) {
     in["ports"].push_back(std::move(port));
   }
   if (!f.egress.empty()) {
-    json hosts = json::array();
-    for (const auto& e : f.egress) {
-      std::vector<std::string> parts;
-      for (size_t at = 0; at <= e.size();) {
-        size_t comma = std::min(e.find(',', at), e.size());
-        if (comma > at) parts.push_back(e.substr(at, comma - at));
-        at = comma + 1;
-      }
-      ISB_TRY(CheckEgressEntries(e, parts));
-      for (std::string& p : parts) hosts.push_back(std::move(p));
-    }
+    ISB_ASSIGN_OR_RETURN(json hosts, EgressEntries("--egress", f.egress));
     // "none" and "open" are words of their own; the daemon refuses them combined with anything.
     if (hosts.size() == 1 && (hosts[0] == "none" || hosts[0] == "open")) in["egress"] = hosts[0];
     else in["egress"] = hosts;

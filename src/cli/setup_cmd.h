@@ -9,7 +9,7 @@ namespace isb::cli {
 void AddSetupCommand(CLI::App& app, int* exit_code);
 
 // What `isb setup` says after making `user`, on stderr: the commands that work next, with `token` for the daemon at
-// `url` (its HTTP address) and `socket` (its unix socket).
+// `url` (its HTTP address) and `socket` (its unix socket; "" after a setup from elsewhere, which names none).
 std::string SetupNextSteps(const std::string& user, const std::string& token, const std::string& url,
                            const std::string& socket);
 

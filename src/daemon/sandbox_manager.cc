@@ -6,6 +6,7 @@
 #include "api/org_sandboxes.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -576,6 +577,8 @@ Result<api::ExecResult> SandboxManager::Exec(const std::string& id_or_name, cons
     }
   };
   record_activity();
+  // The cgroup's OOM kills before and after: a SIGKILL while the count rose is the OOM killer's.
+  Result<engine::CgroupStats> oom_before = runtime_->Usage(Handle(rec));
   auto out = runtime_->Exec(Handle(rec), spec,
                             sink ? engine::ExecSink([&](int s, std::string_view d) { sink(s, d); }) : engine::ExecSink(),
                             on_input);
@@ -597,6 +600,10 @@ Result<api::ExecResult> SandboxManager::Exec(const std::string& id_or_name, cons
   r.stdout_truncated = out->stdout_truncated;
   r.stderr_truncated = out->stderr_truncated;
   r.duration_ms = out->duration_ms;
+  if (oom_before.ok() && (r.signal == SIGKILL || r.exit_code == 128 + SIGKILL)) {
+    Result<engine::CgroupStats> after = runtime_->Usage(Handle(rec));
+    r.oom_killed = after.ok() && after->oom_kills > oom_before->oom_kills;
+  }
   return r;
 }
 
@@ -654,7 +661,7 @@ Result<api::SandboxInfo> SandboxManager::SetEgress(const std::string& id_or_name
     next = changed.spec;
   }
   if (auto st = options_.egress->Update(rec.id, spec); !st.ok())
-    return Error::Of(st.error().code, "egress: " + st.error().message);
+    return InEgress(st.error());
   rec.spec = next;
   ISB_TRY(db_->Exec("UPDATE sandboxes SET spec = ?2 WHERE id = ?1", {rec.id, spec::ToStoredJson(rec.spec)}));
   Event(rec, "egress_changed");

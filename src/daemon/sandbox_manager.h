@@ -165,6 +165,8 @@ class SandboxManager : public api::Sandboxes {
   engine::RuntimeHandle Handle(const Record& rec) const;
   // The spec's egress, checked; kNone needs no network.
   Result<egress::EgressSpec> Egress(const api::SandboxSpec& spec) const;
+  // `e` named as egress's, once: the egress parser and service begin their messages with "egress" already.
+  static Error InEgress(const Error& e);
   // The spec with its image and its mounts' sources made real paths (or, when the API checked them, kept only if
   // still free of symlinks); refuses a path that does not exist, and what KeepIsbOut refuses.
   Result<api::SandboxSpec> ResolveMounts(api::SandboxSpec spec) const;

@@ -10,9 +10,14 @@
 
 namespace isb::daemon {
 
+Error SandboxManager::InEgress(const Error& e) {
+  if (e.message.starts_with("egress")) return e;
+  return Error::Of(e.code, "egress: " + e.message);
+}
+
 Result<egress::EgressSpec> SandboxManager::Egress(const api::SandboxSpec& spec) const {
   Result<egress::EgressSpec> e = ParseSandboxEgress(spec.egress);
-  if (!e.ok()) return Error::Of(e.error().code, "egress: " + e.error().message);
+  if (!e.ok()) return InEgress(e.error());
   if (e->mode != egress::EgressMode::kNone && options_.egress == nullptr)
     return Error::Of(Code::kUnavailable, "egress: " + options_.egress_unavailable);
   if (!e->secrets.empty()) {

@@ -15,6 +15,8 @@ Result<std::string> Setup::Prepare() {
   std::string file = path();
   if (have_admin) {
     if (::unlink(file.c_str()) != 0 && errno != ENOENT) return Error::Sys("remove " + file);
+    // A token from before (one a setup did not use up) must not come back if every admin is later disabled.
+    ISB_TRY(UseUp());
     return std::string();
   }
   ISB_ASSIGN_OR_RETURN(std::string secret, NewSecret(SecretKind::kSetup));
@@ -36,6 +38,7 @@ Result<int64_t> Setup::CreateFirstAdmin(std::string_view secret, std::string_vie
   if (rows.empty() || !HashesEqual(store::AsText(rows[0][0]), hash))
     return Error::Of(Code::kUnauthenticated, "unknown token");
   if (!std::holds_alternative<std::nullptr_t>(rows[0][1])) return Error::Of(Code::kUnauthenticated, "token used");
+  MutexLock lock(first_admin_mu_);
   ISB_ASSIGN_OR_RETURN(bool have_admin, users_.AnyPlatformAdmin());
   if (have_admin) return Error::Of(Code::kConflict, "a platform admin exists already; ask one for an account");
   // Everything that can be refused is checked before the token is used up.
@@ -50,6 +53,21 @@ Result<int64_t> Setup::CreateFirstAdmin(std::string_view secret, std::string_vie
                    "'default'", {user}));
   (void)::unlink(path().c_str());
   return user;
+}
+
+Result<int64_t> Setup::CreateFirstAdminAsHost(std::string_view name, std::string_view password) {
+  MutexLock lock(first_admin_mu_);
+  ISB_ASSIGN_OR_RETURN(bool have_admin, users_.AnyPlatformAdmin());
+  if (have_admin) return Error::Of(Code::kConflict, "first_admin: a platform admin exists already");
+  ISB_ASSIGN_OR_RETURN(int64_t user, users_.Create(name, password, true));
+  ISB_TRY(UseUp());
+  return user;
+}
+
+Status Setup::UseUp() {
+  ISB_TRY(db_.Exec("UPDATE setup_token SET used_at = ?1 WHERE used_at IS NULL", {now_()}));
+  if (::unlink(path().c_str()) != 0 && errno != ENOENT) return Error::Sys("remove " + path());
+  return {};
 }
 
 }  // namespace isb::identity

@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/mutex.h"
 #include "base/result.h"
 #include "identity/clock.h"
 #include "identity/users.h"
@@ -27,6 +28,13 @@ class Setup {
   // Creates the first platform admin, owner of `default`, and uses the token up. kUnauthenticated "malformed token",
   // "unknown token" or "token used"; kConflict when a platform admin exists already.
   Result<int64_t> CreateFirstAdmin(std::string_view secret, std::string_view name, std::string_view password);
+  // The host's way (isb setup): creates the first platform admin (`password` may be empty) and uses the token up.
+  // kConflict when an enabled platform admin exists already. The check and the creation are one step against this
+  // and CreateFirstAdmin: of two setups at once, one makes an admin and the other is refused.
+  Result<int64_t> CreateFirstAdminAsHost(std::string_view name, std::string_view password);
+  // A platform admin was made another way: the setup token stops working (its file goes), so that disabling every
+  // admin later does not bring it back to life; only a restart with no admin mints a new one.
+  Status UseUp();
 
   std::string path() const { return state_dir_ + "/" + std::string(kSetupTokenFile); }
 
@@ -35,6 +43,7 @@ class Setup {
   Clock now_;
   Users& users_;
   std::string state_dir_;
+  Mutex first_admin_mu_;  // held from "is there an admin?" until the first one exists
 };
 
 }  // namespace isb::identity

@@ -35,6 +35,18 @@ TEST(AuditTableTest, Columns) {
             "forbidden          rest\n");
 }
 
+TEST(HistoryTableTest, ColumnsWithTheReasonLast) {
+  json result = {{"events", {{{"id", 4}, {"time", 1'700'000'000'123}, {"sandbox", "sb-0123456789abcdef"},
+                              {"event", "reaped"}, {"actor", "daemon"}, {"reason", "idle for 2h"}},
+                             {{"id", 5}, {"time", 1'700'000'001'000}, {"sandbox", "sb-0123456789abcdef"},
+                              {"event", "removed"}, {"actor", "user:alice"}}}},
+                 {"next_after", nullptr}};
+  EXPECT_EQ(HistoryTable(result),
+            "ID       TIME                 SANDBOX              EVENT          ACTOR                    REASON\n"
+            "4        2023-11-14T22:13:20Z sb-0123456789abcdef  reaped         daemon                   idle for 2h\n"
+            "5        2023-11-14T22:13:21Z sb-0123456789abcdef  removed        user:alice               \n");
+}
+
 TEST(ExportAuditTest, PagesUntilNextAfterIsNull) {
   std::atomic<int> calls{0};
   TestServer server([&](int fd, const SeenRequest&) {

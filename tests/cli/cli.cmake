@@ -10,8 +10,10 @@ add_executable(isb_cli_tests
   tests/cli/mcp_bridge_test.cc
   tests/cli/parse_errors_test.cc
   tests/cli/exec_outcome_test.cc
+  tests/cli/egress_cmd_test.cc
   src/cli/events_cmd.cc
   src/cli/audit_rows.cc
+  src/cli/egress_cmd.cc
   src/cli/client.cc
   src/cli/bind_spec.cc
   src/cli/sandbox_cmds.cc

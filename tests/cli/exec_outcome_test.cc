@@ -34,6 +34,18 @@ TEST(ExplainExitCodeTest, NotFoundNotExecutableAndKilledAreSaid) {
   EXPECT_EQ(ExplainExitCode(Result(143, 15), {"x"}, false), "isb: exit code 143: the command was killed by SIGTERM\n");
 }
 
+TEST(ExplainExitCodeTest, TheDaemonsOomKilledDecidesWhetherTheOomKillerIsNamed) {
+  json oom = Result(137);
+  oom["oom_killed"] = true;
+  EXPECT_EQ(ExplainExitCode(oom, {"big"}, true),
+            "isb: exit code 137: the OOM killer killed the command: the sandbox reached its memory limit (isb "
+            "inspect shows its memory; isb create --memory gives more)\n")
+      << "said even when the shell printed 'Killed'";
+  json killed = Result(137, 9);
+  killed["oom_killed"] = false;
+  EXPECT_EQ(ExplainExitCode(killed, {"sh"}, false), "isb: exit code 137: the command was killed by SIGKILL\n");
+}
+
 TEST(ExplainExitCodeTest, SilentWhereTheCommandOrATimeoutAlreadySaidIt) {
   EXPECT_EQ(ExplainExitCode(Result(127), {"sh", "-c", "nope"}, true), "") << "sh said 'nope: not found' itself";
   EXPECT_EQ(ExplainExitCode(Result(137, 9, true), {"sleep"}, false), "") << "the timeout is said on its own";
@@ -86,15 +98,6 @@ TEST(ExtendCommandTest, TooLongIsSaidInTheUnitGiven) {
   CmdRun r = RunIsb({"extend", "--socket", server.socket_path(), "web", "29d"});
   EXPECT_EQ(r.exit_code, kExitRefused);
   EXPECT_EQ(r.err, "isb: extend 29d: a sandbox expires at most 30 days from now\n");
-}
-
-TEST(DaemonMessageTest, APrefixSaidTwiceIsSaidOnce) {
-  EXPECT_EQ(CollapseRepeatedPrefix("egress: egress: entry 'x': bad"), "egress: entry 'x': bad");
-  EXPECT_EQ(CollapseRepeatedPrefix("egress: egress: egress: x"), "egress: x");
-  EXPECT_EQ(CollapseRepeatedPrefix("egress: secrets: x"), "egress: secrets: x");
-  EXPECT_EQ(CollapseRepeatedPrefix("no sandbox 'a: a: b'"), "no sandbox 'a: a: b'");
-  EXPECT_EQ(DaemonError(400, R"({"error":"invalid_argument","message":"egress: egress: entry 'a b': spaces"})").message,
-            "egress: entry 'a b': spaces");
 }
 
 }  // namespace

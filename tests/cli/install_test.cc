@@ -65,6 +65,10 @@ TEST_F(InstallTest, LaysOutIsbTheUnitAndItsFlagsWhereTheUnitNamesThem) {
   EXPECT_EQ(Slurp(dest_ / "etc/default/isb"), Slurp(ISB_SOURCE_DIR "/contrib/isb.defaults"));
   EXPECT_NE(Slurp(dest_ / "etc/default/isb").find("\nISB_SERVE_ARGS=\"--state-dir /var/lib/isb --listen 127.0.0.1:8092\"\n"),
             std::string::npos);
+  // Readable by root alone, and it holds no secrets key: the comment says where that key goes instead.
+  ASSERT_EQ(::stat((dest_ / "etc/default/isb").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  EXPECT_EQ(Slurp(dest_ / "etc/default/isb").find("\nISB_AGE_KEY="), std::string::npos);
   // Where the commented LoadCredentialEncrypted= line keeps the secrets key: there, private.
   ASSERT_EQ(::stat((dest_ / "etc/isb").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0700u);

@@ -5,9 +5,12 @@
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
+#include <algorithm>
+#include <chrono>
 #include <thread>
 
 #include "base/fd.h"
+#include "base/mutex.h"
 #include "cli/run_isb.h"
 #include "cli/sandbox_cmds_internal.h"
 
@@ -127,6 +130,64 @@ TEST(McpBridgeTest, ALineThatIsNotJsonIsAParseError) {
   BridgeRun r = RunBridge(Unix("/nonexistent/isb.sock"), "{not json\n");
   EXPECT_EQ(r.out, R"({"error":{"code":-32700,"message":"isb mcp: a line on stdin that is not JSON"},"id":null,)"
                    R"("jsonrpc":"2.0"})" "\n");
+}
+
+// A client that sends many requests at once gets kMaxMcpInflight of them sent to the daemon together, the rest as
+// those are answered, and every one answered in the end; a notification passes the waiting requests, and a
+// cancellation takes its request out of the line (it is never sent, nor answered).
+TEST(McpBridgeTest, AtMostSixteenRequestsAreInFlightAndTheRestWaitTheirTurn) {
+  Mutex mu;
+  CondVar changed;
+  int inflight = 0, peak = 0, notifications = 0;
+  bool released = false;
+  TestServer server([&](int fd, const SeenRequest& req) {
+    json m = json::parse(req.body, nullptr, false);
+    if (!m.contains("id")) {
+      MutexLock lock(mu);
+      ++notifications;
+      changed.NotifyAll();
+      SendAll(fd, "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n");
+      return;
+    }
+    {
+      MutexLock lock(mu);
+      peak = std::max(peak, ++inflight);
+      changed.NotifyAll();
+      while (!released) changed.Wait(mu);
+      --inflight;
+    }
+    SendAll(fd, JsonAnswer(200, json{{"jsonrpc", "2.0"}, {"id", m["id"]}, {"result", json::object()}}.dump()));
+  }, true, true);
+  std::string input;
+  for (int i = 0; i < 40; ++i) input += json{{"jsonrpc", "2.0"}, {"id", i}, {"method", "ping"}}.dump() + "\n";
+  input += R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":39}})" "\n";
+  int peak_before_release = -1, notifications_before_release = -1;
+  std::thread releaser([&] {
+    MutexLock lock(mu);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while ((inflight < kMaxMcpInflight || notifications == 0) && changed.WaitUntil(mu, deadline)) {
+    }
+    // Time for a seventeenth to arrive if the cap let it through.
+    changed.WaitUntil(mu, std::chrono::steady_clock::now() + std::chrono::milliseconds(300));
+    peak_before_release = peak;
+    notifications_before_release = notifications;
+    released = true;
+    changed.NotifyAll();
+  });
+  BridgeRun r = RunBridge(Unix(server.socket_path()), input);
+  releaser.join();
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(kMaxMcpInflight, 16);
+  EXPECT_EQ(peak_before_release, kMaxMcpInflight);
+  EXPECT_EQ(notifications_before_release, 1) << "the notification went while requests waited";
+  EXPECT_EQ(peak, kMaxMcpInflight);
+  size_t lines = 0;
+  for (size_t at = 0; (at = r.out.find('\n', at)) != std::string::npos; ++at) ++lines;
+  EXPECT_EQ(lines, 39u) << r.out;
+  EXPECT_EQ(r.out.find(R"("id":39)"), std::string::npos) << r.out;
+  EXPECT_EQ(server.requests().size(), 40u);
+  for (const SeenRequest& seen : server.requests())
+    EXPECT_EQ(seen.body.find(R"("id":39)"), std::string::npos) << seen.body;
 }
 
 TEST(McpBridgeTest, UndeliverableAnswersRequestsOnly) {

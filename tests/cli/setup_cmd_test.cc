@@ -2,9 +2,14 @@
 #include "cli/setup_cmd.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
 
 #include <nlohmann/json.hpp>
 
+#include "base/fd.h"
 #include "cli/run_isb.h"
 #include "cli/sandbox_cmds_internal.h"
 
@@ -45,7 +50,7 @@ TEST(SetupCommandTest, MakesTheAdminOwnerOfDefaultAndPrintsTheirTokenAndWhatToDo
   ASSERT_EQ(seen.size(), 4u);
   EXPECT_EQ(PathOf(seen[0]), "/api/v1/tools/user_list");
   EXPECT_EQ(PathOf(seen[1]), "/api/v1/tools/user_create");
-  EXPECT_EQ(json::parse(BodyOf(seen[1])), (json{{"name", "alice"}, {"platform_admin", true}}));
+  EXPECT_EQ(json::parse(BodyOf(seen[1])), (json{{"name", "alice"}, {"first_admin", true}}));
   EXPECT_EQ(PathOf(seen[2]), "/api/v1/tools/member_add");
   EXPECT_EQ(json::parse(BodyOf(seen[2])), (json{{"user", "alice"}, {"role", "owner"}}));
   EXPECT_NE(seen[2].head.find("\r\nX-Isb-Org: default\r\n"), std::string::npos) << seen[2].head;
@@ -92,11 +97,74 @@ TEST(SetupCommandTest, RefusesWhenAPlatformAdminExistsAndSaysHowToMintAnotherTok
   EXPECT_EQ(server.requests().size(), 1u) << "nothing is made";
 }
 
-TEST(SetupCommandTest, OverTcpItSaysToUseTheSocketOrTheSetupRoute) {
+TEST(SetupCommandTest, ASecondSetupThatLostTheRaceIsRefusedAsIfAnAdminHadBeenThere) {
+  // user_list saw no admin, but another setup made one before this one's user_create: the daemon refused it.
+  int lists = 0;
+  TestServer server([&lists](int fd, const SeenRequest& req) {
+    if (PathOf(req) == "/api/v1/tools/user_list") {
+      json users = ++lists == 1 ? json::array()
+                                : json::array({{{"name", "root"}, {"platform_admin", true}, {"disabled", false}}});
+      SendAll(fd, JsonAnswer(200, json{{"result", {{"users", users}}}}.dump()));
+    } else {
+      SendAll(fd, JsonAnswer(409, R"({"error":"conflict","message":"first_admin: a platform admin exists already"})"));
+    }
+  });
+  CmdRun r = RunIsb({"setup", "--socket", server.socket_path(), "alice"}, {AddSetupCommand});
+  EXPECT_EQ(r.exit_code, kExitRefused);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "isb: a platform admin exists already (root); mint another token with: isb token create "
+                   "--for-user NAME TOKEN_NAME\n");
+  auto seen = server.requests();
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(PathOf(seen[1]), "/api/v1/tools/user_create");
+}
+
+TEST(SetupCommandTest, OverTcpItNeedsTheSetupTokenFromAFileOrStdinAndAPassword) {
   CmdRun r = RunIsb({"setup", "--url", "http://127.0.0.1:1"}, {AddSetupCommand});
   EXPECT_EQ(r.exit_code, kExitUsage);
-  EXPECT_EQ(r.err, "isb: isb setup runs on the daemon's host over its unix socket (--socket or --state-dir); from "
-                   "elsewhere, POST /api/v1/auth/setup with the setup token, a user, a password and a token_name\n");
+  EXPECT_EQ(r.err, "isb: isb setup --url needs the setup token the daemon wrote (<state>/setup-token on its host): "
+                   "--setup-token-file FILE, or - to read it from stdin; and --password-stdin\n");
+  r = RunIsb({"setup", "--url", "http://127.0.0.1:1", "--setup-token-file", "/dev/null"}, {AddSetupCommand});
+  EXPECT_EQ(r.exit_code, kExitUsage);
+  EXPECT_EQ(r.err, "isb: isb setup --url needs --password-stdin: the setup route makes an account that signs in\n");
+  r = RunIsb({"setup", "--socket", "/nonexistent/isb.sock", "--setup-token-file", "/dev/null"}, {AddSetupCommand});
+  EXPECT_EQ(r.exit_code, kExitUsage);
+  EXPECT_EQ(r.err, "isb: --setup-token-file is for --url; over the unix socket the host needs no setup token\n");
+}
+
+TEST(SetupCommandTest, OverAUrlTheSetupRouteTakesTheTokenAndPasswordFromStdinAndItsTokenIsPrinted) {
+  TestServer server([](int fd, const SeenRequest&) {
+    SendAll(fd, JsonAnswer(200, R"({"user":"alice","platform_admin":true,"token":"isb_tok_remote","token_id":1})"));
+  });
+  Pipe typed = MakePipe().value();
+  const std::string lines = "isb_setup_xyz\r\na long password here\n";
+  ASSERT_EQ(::write(typed.write.get(), lines.data(), lines.size()), static_cast<ssize_t>(lines.size()));
+  typed.write.Reset();
+  Fd saved(::dup(STDIN_FILENO));
+  ASSERT_EQ(::dup2(typed.read.get(), STDIN_FILENO), STDIN_FILENO);
+  std::cin.clear();
+  std::clearerr(stdin);
+  CmdRun r = RunIsb({"setup", "--url", "unix:" + server.socket_path(), "--setup-token-file", "-", "--password-stdin",
+                     "alice"},
+                    {AddSetupCommand}, /*keep_stdin=*/true);
+  ::dup2(saved.get(), STDIN_FILENO);
+  std::cin.clear();
+  std::clearerr(stdin);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "isb_tok_remote\n");
+  EXPECT_EQ(r.err, SetupNextSteps("alice", "isb_tok_remote", "unix:" + server.socket_path(), ""));
+  auto seen = server.requests();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(PathOf(seen[0]), "/api/v1/auth/setup");
+  EXPECT_EQ(json::parse(BodyOf(seen[0])), (json{{"setup_token", "isb_setup_xyz"}, {"user", "alice"},
+                                                {"password", "a long password here"}, {"token_name", "alice-cli"}}));
+  EXPECT_EQ(seen[0].head.find("Authorization"), std::string::npos) << "the setup token is the credential";
+}
+
+TEST(SetupCommandTest, NextStepsFromElsewhereLeaveTheSocketOut) {
+  const std::string steps = SetupNextSteps("alice", "isb_tok_T", "http://isb.example:8092", "");
+  EXPECT_EQ(steps.find("--socket"), std::string::npos) << steps;
+  EXPECT_TRUE(steps.ends_with("\"env\": {\"ISB_TOKEN\": \"isb_tok_T\"}}\n")) << steps;
 }
 
 }  // namespace

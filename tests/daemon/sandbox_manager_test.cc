@@ -203,6 +203,22 @@ TEST_F(ManagerTest, AnExecInheritsNoOtherDescriptor) {
   EXPECT_EQ(Exec(sb->id, {"ls", "/proc/self/fd"}).stdout_data, "0\n1\n2\n3\n");
 }
 
+// The egress parser names egress in each of its messages: the manager passes them on as they are, never as
+// "egress: egress: ..." or "egress: egress entry ...".
+TEST_F(ManagerTest, AnEgressRefusalNamesEgressOnce) {
+  api::SandboxSpec entry;
+  entry.egress = nlohmann::json::array({"1.2.3.4"});
+  Result<api::SandboxInfo> refused = mgr_->Create(entry);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, Code::kInvalidArgument);
+  EXPECT_EQ(refused.error().message, "egress entry '1.2.3.4': IP addresses are refused; list the host's name");
+  api::SandboxSpec key;
+  key.egress = nlohmann::json{{"allowed", nlohmann::json::array()}};
+  refused = mgr_->Create(key);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(refused.error().message.starts_with("egress: unknown key 'allowed' (")) << refused.error().message;
+}
+
 // A daemon sandbox (no egress) opens no vsock socket (one port space for the machine, across namespaces) nor a
 // family it has no use for, as isb run's do not (the escape suite covers those).
 TEST_F(ManagerTest, ASandboxOpensNoVsockOrOtherUnneededSocketFamily) {

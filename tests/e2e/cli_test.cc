@@ -2,6 +2,7 @@
 #include <sys/stat.h>
 
 #include <regex>
+#include <sstream>
 
 #include "e2e/daemon_fixture.h"
 
@@ -185,6 +186,118 @@ TEST_F(CliTest, SandboxCommandsThroughTheSocket) {
   EXPECT_EQ(crlf.err, "isb: ISB_TOKEN holds a control character (a line break?); remove it\n");
   EXPECT_EQ(crlf.out.find(secret), std::string::npos);
   EXPECT_EQ(crlf.err.find(secret), std::string::npos);
+}
+
+// isb egress: show and change a running sandbox's list, refusals that say what to do, and the refused connections.
+TEST_F(CliTest, EgressShowSetAndLogThroughTheSocket) {
+  ProcResult created = Isb({"create", "--egress", "a.test:80"});
+  ExpectAudit("isb create --egress", {Unix("sandbox_create")});
+  ASSERT_EQ(created.exit_status, 0) << created.Describe();
+  const std::string id = created.out.substr(0, created.out.find('\n'));
+  ProcResult shown = Isb({"egress", "show", id});
+  EXPECT_EQ(shown.exit_status, 0) << shown.Describe();
+  EXPECT_EQ(shown.out, "a.test:80\n");
+
+  ProcResult set = Isb({"egress", "set", id, "b.test:80", "c.test"});
+  ExpectAudit("isb egress set", {Unix("sandbox_egress_set")});
+  EXPECT_EQ(set.exit_status, 0) << set.Describe();
+  EXPECT_EQ(set.out, "b.test:80\nc.test\n");
+  ProcResult changed = Isb({"egress", "set", id, "--add", "d.test", "--rm", "b.test:80"});
+  ExpectAudit("isb egress set --add --rm", {Unix("sandbox_egress_set")});
+  EXPECT_EQ(changed.exit_status, 0) << changed.Describe();
+  EXPECT_EQ(changed.out, "c.test\nd.test\n");
+  EXPECT_EQ(Isb({"egress", "show", "--json", id}).out, "[\n  \"c.test\",\n  \"d.test\"\n]\n");
+
+  ProcResult missing = Isb({"egress", "set", id, "--rm", "z.test"});
+  EXPECT_EQ(missing.exit_status, 1) << missing.Describe();
+  EXPECT_EQ(missing.err, "isb: --rm 'z.test': not in " + id + "'s egress (isb egress show " + id + ")\n");
+  ProcResult url = Isb({"egress", "set", id, "https://pypi.org"});
+  EXPECT_EQ(url.exit_status, 2) << url.Describe();
+  EXPECT_EQ(url.err, "isb: host 'https://pypi.org': give a host name, not a URL: pypi.org (port 443 is the default)\n");
+  // The daemon's refusal names egress once.
+  ProcResult to_open = Isb({"egress", "set", id, "open"});
+  ExpectAudit("isb egress set open", {Unix("sandbox_egress_set", "invalid_argument")});
+  EXPECT_EQ(to_open.exit_status, 1) << to_open.Describe();
+  EXPECT_EQ(to_open.err,
+            "isb: egress can change between lists while the sandbox runs, not to or from none or open\n");
+
+  // A connection the list does not allow: refused by the proxy, and listed with its reason.
+  ProcResult curl = Isb({"exec", id, "--", "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "http://e.test/"});
+  ExpectAudit("isb exec curl", {Unix("sandbox_exec")});
+  EXPECT_EQ(curl.out, "403") << curl.Describe();
+  ProcResult log = Isb({"egress", "log", id});
+  EXPECT_EQ(log.exit_status, 0) << log.Describe();
+  EXPECT_TRUE(std::regex_match(log.out, std::regex("TIME                 TARGET                         REASON\n"
+                                                   "[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z e\\.test:80 {23}"
+                                                   "e\\.test:80 is not in the egress list\n")))
+      << log.Describe();
+
+  ProcResult plain = Isb({"create"});
+  ExpectAudit("isb create", {Unix("sandbox_create")});
+  const std::string none = plain.out.substr(0, plain.out.find('\n'));
+  EXPECT_EQ(Isb({"egress", "show", none}).out, "none\n");
+  ProcResult from_none = Isb({"egress", "set", none, "--add", "a.test"});
+  EXPECT_EQ(from_none.exit_status, 1) << from_none.Describe();
+  EXPECT_EQ(from_none.err, "isb: --add/--rm change a list of hosts, and " + none +
+                               "'s egress is none; give the whole list instead: isb egress set " + none + " HOST...\n");
+  ProcResult listed = Isb({"egress", "set", none, "a.test"});
+  ExpectAudit("isb egress set (egress none)", {Unix("sandbox_egress_set", "invalid_argument")});
+  EXPECT_EQ(listed.exit_status, 1) << listed.Describe();
+  EXPECT_EQ(listed.err, "isb: egress: the sandbox was created with egress none; it has no network to change\n");
+  EXPECT_EQ(Isb({"rm", id, none}).exit_status, 0);
+  ExpectAudit("isb rm", {Unix("sandbox_remove"), Unix("sandbox_remove")});
+}
+
+// isb member and isb history: the org's members by name and role, and a sandbox's life as a table.
+TEST_F(CliTest, MembersAndHistoryThroughTheSocket) {
+  ASSERT_EQ(Isb({"user", "create", "bob"}).exit_status, 0);
+  ExpectAudit("isb user create", {Unix("user_create")});
+  ProcResult added = Isb({"member", "add", "bob", "viewer"});
+  ExpectAudit("isb member add", {Unix("member_add")});
+  EXPECT_EQ(added.exit_status, 0) << added.Describe();
+  EXPECT_EQ(added.out, "bob viewer\n");
+  ProcResult role = Isb({"member", "set-role", "bob", "member"});
+  ExpectAudit("isb member set-role", {Unix("member_update")});
+  EXPECT_EQ(role.out, "bob member\n") << role.Describe();
+  ProcResult ls = Isb({"member", "ls"});
+  EXPECT_EQ(ls.exit_status, 0) << ls.Describe();
+  EXPECT_TRUE(std::regex_match(ls.out, std::regex("ID     USER                             ROLE\n"
+                                                  "[0-9]+ +bob {30}member\n")))
+      << ls.Describe();
+  ProcResult removed = Isb({"member", "rm", "bob"});
+  ExpectAudit("isb member rm", {Unix("member_remove")});
+  EXPECT_EQ(removed.out, "removed bob\n") << removed.Describe();
+  EXPECT_EQ(Isb({"member", "ls"}).out, "ID     USER                             ROLE\n");
+  ProcResult again = Isb({"member", "set-role", "bob", "admin"});
+  ExpectAudit("isb member set-role (not a member)", {Unix("member_update", "not_found")});
+  EXPECT_EQ(again.exit_status, 1) << again.Describe();
+  EXPECT_EQ(again.err.rfind("isb: user ", 0), 0u) << again.Describe();
+
+  ProcResult created = Isb({"create", "--name", "hist"});
+  ExpectAudit("isb create", {Unix("sandbox_create")});
+  const std::string id = created.out.substr(0, created.out.find('\n'));
+  ASSERT_EQ(Isb({"rm", "hist"}).exit_status, 0);
+  ExpectAudit("isb rm", {Unix("sandbox_remove")});
+  // A removed sandbox is named by no reference any more: its events show in the org's whole history.
+  ProcResult history = Isb({"history"});
+  EXPECT_EQ(history.exit_status, 0) << history.Describe();
+  EXPECT_EQ(history.out.substr(0, history.out.find('\n') + 1),
+            "ID       TIME                 SANDBOX              EVENT          ACTOR                    REASON\n");
+  std::vector<std::string> events;
+  std::istringstream rows(history.out.substr(history.out.find('\n') + 1));
+  for (std::string line; std::getline(rows, line);) {
+    std::istringstream cols(line);
+    std::string row_id, time, sandbox, event;
+    cols >> row_id >> time >> sandbox >> event;
+    if (sandbox == id) events.push_back(event);
+  }
+  ASSERT_FALSE(events.empty()) << history.Describe();
+  EXPECT_EQ(events.front(), "created") << history.Describe();
+  EXPECT_EQ(events.back(), "removed") << history.Describe();
+  ProcResult unknown = Isb({"history", "sb-0000000000000000"});
+  ExpectAudit("isb history (an unknown sandbox)", {Unix("history_query", "not_found")});
+  EXPECT_EQ(unknown.exit_status, 1) << unknown.Describe();
+  EXPECT_EQ(unknown.err, "isb: no sandbox 'sb-0000000000000000'\n");
 }
 
 // isb serve refuses to listen beyond loopback and the tailnet at start-up, before it touches anything: a flag given

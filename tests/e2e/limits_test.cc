@@ -12,6 +12,7 @@ TEST_F(LimitsTest, MemoryHogIsOomKilledAndTheSandboxLivesOn) {
   pid_t init = SandboxInitPid(id);
   json hog = Exec(id, {"sh", "-c", "head -c 100M /dev/zero | tail"});
   EXPECT_EQ(hog["exit_code"], 137) << hog.dump();
+  EXPECT_EQ(hog["oom_killed"], true) << hog.dump();
   // The shell reports each killed member of the pipeline: `tail`, the hog, always; `head` too when a second OOM kill
   // in the cgroup picks it while it still writes into the pipe. That second kill can pick the shell itself, which
   // then reports nothing and dies of SIGKILL (137 either way).
@@ -21,6 +22,9 @@ TEST_F(LimitsTest, MemoryHogIsOomKilledAndTheSandboxLivesOn) {
       << hog.dump();
   EXPECT_EQ(SandboxInitPid(id), init) << "the OOM killer took the sandbox's init instead of the hog";
   EXPECT_EQ(Exec(id, {"echo", "still here"})["stdout"], "still here\n");
+  json killed = Exec(id, {"sh", "-c", "kill -9 $$"});
+  EXPECT_EQ(killed["signal"], 9) << killed.dump();
+  EXPECT_EQ(killed["oom_killed"], false) << "a SIGKILL with no OOM kill is not the OOM killer's: " << killed.dump();
 }
 
 TEST_F(LimitsTest, OomKillsNeverTakeTheSandboxDown) {

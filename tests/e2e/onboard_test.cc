@@ -1,5 +1,6 @@
 // From a fresh state dir to a working token and an MCP client: `isb setup`, the setup route as one call, `isb mcp`
 // driven by the official SDK's stdio client, and the CLI's messages against a real daemon.
+#include <filesystem>
 #include <regex>
 
 #include "e2e/daemon_fixture.h"
@@ -80,6 +81,27 @@ TEST_F(OnboardTest, TheSetupRouteIsOneCallWithNoHeaderButContentTypeAndItsTokenW
   EXPECT_EQ(made.http.Header("cache-control"), "no-store");
   CurlResult listed = CurlTcp("POST", "/api/v1/tools/sandbox_list", "{}", {}, answer["token"].get<std::string>());
   EXPECT_EQ(listed.http.status, 200) << listed.Describe();
+}
+
+TEST_F(OnboardTest, IsbSetupFromElsewhereTakesTheSetupTokenFromAFileAndUsesItUp) {
+  const std::string token_file = state_dir() + "/setup-token";
+  ProcResult setup = Isb({"setup", "--url", base_url(), "--setup-token-file", token_file, "--password-stdin", "dana"},
+                         "a long password for dana\n");
+  ExpectAudit("isb setup --url",
+              {ExpectedRow{.action = "setup", .surface = "rest", .outcome = "ok", .actor_kind = "user", .org = ""}});
+  ASSERT_EQ(setup.exit_status, 0) << setup.Describe();
+  std::smatch m;
+  ASSERT_TRUE(std::regex_match(setup.out, m, std::regex("(isb_tok_[A-Za-z0-9_-]{43})\n"))) << setup.Describe();
+  EXPECT_EQ(setup.err.find("--socket"), std::string::npos) << "from elsewhere, no socket is named: " << setup.Describe();
+  CurlResult who = CurlTcp("POST", "/api/v1/tools/whoami", "{}", {}, m[1].str());
+  ASSERT_EQ(who.http.status, 200) << who.Describe();
+  EXPECT_EQ(json::parse(who.http.body, nullptr, false)["result"]["platform_admin"], true) << who.Describe();
+  EXPECT_EQ(json::parse(who.http.body, nullptr, false)["result"]["roles"]["default"], "owner") << who.Describe();
+  EXPECT_FALSE(std::filesystem::exists(token_file)) << "the setup token is used up";
+  ProcResult again = Isb({"setup", "erin"});
+  EXPECT_EQ(again.exit_status, 1) << again.Describe();
+  EXPECT_EQ(again.err, "isb: a platform admin exists already (dana); mint another token with: isb token create "
+                       "--for-user NAME TOKEN_NAME\n");
 }
 
 TEST_F(OnboardTest, IsbMcpDrivenByTheSdksStdioClientReachesTheSameToolsApprovalsAndAudit) {

@@ -1,6 +1,9 @@
 // Invitations and the one-time setup token.
 #include <sys/stat.h>
 
+#include <thread>
+#include <vector>
+
 #include "base/file.h"
 #include "identity/identity_fixture.h"
 
@@ -48,6 +51,82 @@ TEST_F(OnboardingTest, SetupTokenFileIs0600AndCreatesTheFirstAdminOnce) {
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(*again, "");
   EXPECT_NE(::access(path->c_str(), F_OK), 0);
+}
+
+// The setup token of a running daemon.
+std::string PreparedSecret(IdentityStore& id) {
+  auto path = id.setup().Prepare();
+  if (!path.ok() || path->empty()) return "";
+  auto text = ReadFile(*path);
+  return text.ok() && !text->empty() ? text->substr(0, text->size() - 1) : "";
+}
+
+TEST_F(OnboardingTest, TheHostsSetupUsesTheTokenUpSoDisablingEveryAdminDoesNotReviveIt) {
+  const std::string secret = PreparedSecret(*id_);
+  ASSERT_FALSE(secret.empty());
+  auto admin = id_->setup().CreateFirstAdminAsHost("root", "");
+  ASSERT_TRUE(admin.ok()) << admin.error().message;
+  EXPECT_TRUE(As(*admin).platform_admin);
+  EXPECT_NE(::access(id_->setup().path().c_str(), F_OK), 0) << "the file is gone";
+  ASSERT_TRUE(id_->users().SetDisabled(*admin, true).ok());
+  EXPECT_ERROR(id_->setup().CreateFirstAdmin(secret, "late", kPassword), Code::kUnauthenticated, "token used");
+}
+
+TEST_F(OnboardingTest, AnAdminMadeAnotherWayUsesTheTokenUpToo) {
+  const std::string secret = PreparedSecret(*id_);
+  ASSERT_FALSE(secret.empty());
+  auto admin = id_->users().Create("ops", "", true);
+  ASSERT_TRUE(admin.ok());
+  ASSERT_TRUE(id_->setup().UseUp().ok());
+  EXPECT_NE(::access(id_->setup().path().c_str(), F_OK), 0);
+  ASSERT_TRUE(id_->users().SetDisabled(*admin, true).ok());
+  EXPECT_ERROR(id_->setup().CreateFirstAdmin(secret, "late", kPassword), Code::kUnauthenticated, "token used");
+}
+
+TEST_F(OnboardingTest, AStartWithAnAdminUsesUpAnOldTokenLeftUnused) {
+  const std::string secret = PreparedSecret(*id_);
+  ASSERT_FALSE(secret.empty());
+  // An admin made by a way that did not use the token up (an older isb), then the daemon starts again.
+  auto admin = id_->users().Create("ops", "", true);
+  ASSERT_TRUE(admin.ok());
+  auto path = id_->setup().Prepare();
+  ASSERT_TRUE(path.ok()) << path.error().message;
+  EXPECT_EQ(*path, "");
+  ASSERT_TRUE(id_->users().SetDisabled(*admin, true).ok());
+  EXPECT_ERROR(id_->setup().CreateFirstAdmin(secret, "late", kPassword), Code::kUnauthenticated, "token used");
+}
+
+TEST_F(OnboardingTest, OfConcurrentSetupsByEitherPathOneMakesAnAdmin) {
+  const std::string secret = PreparedSecret(*id_);
+  ASSERT_FALSE(secret.empty());
+  constexpr int kEach = 4;
+  std::vector<Result<int64_t>> results(2 * kEach, Error::Msg("not run"));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 2 * kEach; ++i) {
+    threads.emplace_back([&, i] {
+      const std::string name = "admin" + std::to_string(i);
+      results[i] = i % 2 == 0 ? id_->setup().CreateFirstAdminAsHost(name, "")
+                              : id_->setup().CreateFirstAdmin(secret, name, kPassword);
+    });
+  }
+  for (auto& t : threads) t.join();
+  int made = 0;
+  for (const auto& r : results) {
+    if (r.ok()) {
+      ++made;
+      continue;
+    }
+    EXPECT_TRUE(r.error().message == "first_admin: a platform admin exists already" ||
+                r.error().message == "a platform admin exists already; ask one for an account" ||
+                r.error().message == "token used")
+        << r.error().message;
+  }
+  EXPECT_EQ(made, 1);
+  auto users = id_->users().List();
+  ASSERT_TRUE(users.ok());
+  int admins = 0;
+  for (const auto& u : *users) admins += u.platform_admin ? 1 : 0;
+  EXPECT_EQ(admins, 1);
 }
 
 TEST_F(OnboardingTest, EachStartWithoutAnAdminReplacesTheSetupToken) {
