@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <iterator>
 
+#include "base/ascii.h"
+#include "secrets/credential_headers.h"
+
 namespace isb::secrets {
 namespace {
 
@@ -76,6 +79,22 @@ Result<std::vector<std::string>> CanonicalSubstitute(const std::vector<std::stri
   std::vector<std::string> out;
   for (std::string_view part : kParts)
     if (std::find(parts.begin(), parts.end(), part) != parts.end()) out.emplace_back(part);
+  return out;
+}
+
+Result<std::vector<std::string>> CanonicalSwapHeaders(const std::vector<std::string>& names) {
+  if (names.size() > kMaxExtraSwapHeaders)
+    return Error::Of(Code::kInvalidArgument, "headers: " + std::to_string(names.size()) +
+                                                 " names; a secret adds at most 16 headers to the credential ones");
+  std::vector<std::string> out;
+  for (const std::string& name : names) {
+    if (name.empty() || name.size() > kMaxSecretNameSize || !std::all_of(name.begin(), name.end(), IsTokenChar))
+      return Error::Of(Code::kInvalidArgument, "headers: " + Quoted(name) +
+                                                   " is not a header name; use 1-128 letters, digits or "
+                                                   "!#$%&'*+-.^_`|~ (such as X-Custom-Key)");
+    if (std::none_of(out.begin(), out.end(), [&](const std::string& seen) { return EqualsIgnoreCase(seen, name); }))
+      out.push_back(name);
+  }
   return out;
 }
 
