@@ -308,13 +308,13 @@ TEST_F(SecretsFilterTest, ARequestsTeFieldIsRemoved) {
 
 TEST_F(SecretsFilterTest, ANewValueTakesEffectOnTheNextMessageAndARemovedSandboxGetsNothingSwapped) {
   const std::string request =
-      std::string("GET / HTTP/1.1\r\nHost: api.example.com\r\nX-Key: ") + kPlaceholder + "\r\n\r\n";
+      std::string("GET / HTTP/1.1\r\nHost: api.example.com\r\nX-Api-Key: ") + kPlaceholder + "\r\n\r\n";
   SandboxSecrets next = OneSecret(OnLeak::kPass);
   next.bindings[0].value = "v2";
   filter_.Set("sb1", next);
   std::string got;
   ASSERT_TRUE(SendRequest(kApproved, request, got).ok());
-  EXPECT_EQ(got, "GET / HTTP/1.1\r\nHost: api.example.com\r\nX-Key: v2\r\n\r\n");
+  EXPECT_EQ(got, "GET / HTTP/1.1\r\nHost: api.example.com\r\nX-Api-Key: v2\r\n\r\n");
   filter_.Remove("sb1");
   ASSERT_TRUE(SendRequest(kApproved, request, got).ok());
   EXPECT_EQ(got, request);
@@ -329,13 +329,13 @@ TEST_F(SecretsFilterTest, WithoutOptInAPlaceholderInTheQueryOrBodyGoesOnAsItIsAn
   filter_.Set("sb1", headers_only);
   const std::string body = std::string("{\"echo\":\"") + kPlaceholder + "\"}";
   const std::string request = std::string("POST /s?q=") + kPlaceholder +
-                              " HTTP/1.1\r\nHost: api.example.com\r\nX-Key: " + kPlaceholder +
+                              " HTTP/1.1\r\nHost: api.example.com\r\nX-Api-Key: " + kPlaceholder +
                               "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
                               "\r\n\r\n" + body;
   std::string got;
   ASSERT_TRUE(SendRequest(kApproved, request, got).ok());
   const std::string head = std::string("POST /s?q=") + kPlaceholder +
-                           " HTTP/1.1\r\nHost: api.example.com\r\nX-Key: sk-live/\"42\"\r\n"
+                           " HTTP/1.1\r\nHost: api.example.com\r\nX-Api-Key: sk-live/\"42\"\r\n"
                            "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
   ASSERT_EQ(got.substr(0, head.size()), head);
   EXPECT_EQ(egress::Dechunk(std::string_view(got).substr(head.size())), body);
@@ -388,11 +388,11 @@ TEST_F(SecretsFilterTest, ARequestThatSwapsIsReportedAsOneUseNamingTheSecretAndH
   std::vector<UseEvent> uses;
   filter_.OnUse([&](const UseEvent& use) { uses.push_back(use); });
   const std::string body = kPlaceholder;
-  const std::string request = std::string("POST / HTTP/1.1\r\nHost: api.example.com\r\nX-Key: ") + kPlaceholder +
+  const std::string request = std::string("POST / HTTP/1.1\r\nHost: api.example.com\r\nX-Api-Key: ") + kPlaceholder +
                               "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
   std::string got;
   ASSERT_TRUE(SendRequest(kApproved, request, got).ok());
-  ASSERT_TRUE(SendRequest(kApproved, std::string(kGet).insert(16, "X-Key: " + std::string(kPlaceholder) + "\r\n"), got)
+  ASSERT_TRUE(SendRequest(kApproved, std::string(kGet).insert(16, "X-Api-Key: " + std::string(kPlaceholder) + "\r\n"), got)
                   .ok());
   ASSERT_TRUE(SendRequest(kApproved, kGet, got).ok());  // nothing to swap: no use
   ASSERT_TRUE(SendRequest(kOtherHost, std::string("GET / HTTP/1.1\r\nHost: evil.example.com\r\nX-Key: ") +
