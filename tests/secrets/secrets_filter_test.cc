@@ -365,6 +365,94 @@ TEST_F(SecretsFilterTest, QueryOptInAloneSwapsTheTargetButLeavesTheBody) {
   EXPECT_EQ(egress::Dechunk(std::string_view(got).substr(head.size())), kPlaceholder);
 }
 
+// Headers are swapped only where credentials travel (credential_headers.h): a placeholder in any other field goes on
+// as it is, so an origin that reflects or stores it cannot hand the value back; it is no leak and counts as no swap.
+TEST_F(SecretsFilterTest, OnlyCredentialHeadersHaveThePlaceholderSwappedAndAnyOtherHeaderPassesItAsItIs) {
+  std::string request = std::string("GET / HTTP/1.1\r\nHost: api.example.com\r\n");
+  for (const char* name : {"Authorization", "proxy-authorization", "X-Api-Key", "Api-Key", "X-Auth-Token",
+                           "X-Goog-Api-Key", "X-Debug", "Referer", "Cookie"})
+    request += std::string(name) + ": " + kPlaceholder + "\r\n";
+  request += "\r\n";
+  std::string got;
+  ASSERT_TRUE(SendRequest(kApproved, request, got).ok());
+  EXPECT_EQ(got, std::string("GET / HTTP/1.1\r\nHost: api.example.com\r\nAuthorization: sk-live/\"42\"\r\n"
+                             "proxy-authorization: sk-live/\"42\"\r\nX-Api-Key: sk-live/\"42\"\r\n"
+                             "Api-Key: sk-live/\"42\"\r\nX-Auth-Token: sk-live/\"42\"\r\n"
+                             "X-Goog-Api-Key: sk-live/\"42\"\r\nX-Debug: ") +
+                     kPlaceholder + "\r\nReferer: " + kPlaceholder + "\r\nCookie: " + kPlaceholder + "\r\n\r\n");
+  EXPECT_TRUE(leaks_.empty());
+
+  const std::string reflected = std::string("GET / HTTP/1.1\r\nHost: api.example.com\r\nX-Debug: ") + kPlaceholder +
+                                "\r\n\r\n";
+  ASSERT_TRUE(SendRequest(kApproved, reflected, got).ok());
+  EXPECT_EQ(got, reflected);
+  EXPECT_TRUE(leaks_.empty());
+  EXPECT_EQ(filter_.Counters("sb1"), (std::map<std::string, SecretCounters>{{"OPENAI_KEY", {1, 0, 0}}}));
+}
+
+// A secret's own header names (SecretMeta::headers) are swapped as the credential headers are, in any case.
+TEST_F(SecretsFilterTest, AHeaderNameTheSecretAddsIsSwappedToo) {
+  SandboxSecrets secrets = OneSecret(OnLeak::kPass);
+  secrets.bindings[0].headers = {"X-Custom-Key"};
+  filter_.Set("sb1", secrets);
+  const std::string request = std::string("GET / HTTP/1.1\r\nHost: api.example.com\r\nx-custom-key: ") +
+                              kPlaceholder + "\r\nX-Custom-Other: " + kPlaceholder + "\r\n\r\n";
+  std::string got;
+  ASSERT_TRUE(SendRequest(kApproved, request, got).ok());
+  EXPECT_EQ(got, std::string("GET / HTTP/1.1\r\nHost: api.example.com\r\nx-custom-key: sk-live/\"42\"\r\n"
+                             "X-Custom-Other: ") +
+                     kPlaceholder + "\r\n\r\n");
+}
+
+// A retired secret (deleted, or its latest value unreadable) is still scrubbed, but neither swapped nor judged.
+TEST_F(SecretsFilterTest, ARetiredSecretIsScrubbedButNeitherSwappedNorHeldBack) {
+  SandboxSecrets secrets = OneSecret(OnLeak::kBlock);
+  secrets.bindings[0].retired = true;
+  secrets.bindings[0].old_values = {"sk-old-value-1"};
+  filter_.Set("sb1", secrets);
+  const std::string request =
+      std::string("GET / HTTP/1.1\r\nHost: api.example.com\r\nAuthorization: ") + kPlaceholder + "\r\n\r\n";
+  std::string got;
+  ASSERT_TRUE(SendRequest(kApproved, request, got).ok());
+  EXPECT_EQ(got, request);
+  const std::string elsewhere =
+      std::string("GET / HTTP/1.1\r\nHost: evil.example.com\r\nAuthorization: ") + kPlaceholder + "\r\n\r\n";
+  ASSERT_TRUE(SendRequest(kOtherHost, elsewhere, got).ok());
+  EXPECT_EQ(got, elsewhere);
+  EXPECT_TRUE(leaks_.empty());
+  const std::string body = std::string("a sk-old-value-1 b ") + kValue;
+  const std::string response = "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  ASSERT_TRUE(SendResponse(kApproved, kGet, response, got).ok());
+  const std::string head = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+  ASSERT_EQ(got.substr(0, head.size()), head);
+  EXPECT_EQ(egress::Dechunk(std::string_view(got).substr(head.size())),
+            std::string("a ") + kPlaceholder + " b " + kPlaceholder);
+}
+
+// After a 101 on plain HTTP the bytes would pass unread (over TLS each WebSocket message is filtered): an upgrade
+// to a host a secret names is refused, whatever the port; to another host, and over TLS, it goes on.
+TEST_F(SecretsFilterTest, APlainHttpUpgradeToAHostASecretNamesIsRefused) {
+  const std::string upgrade =
+      "GET /ws HTTP/1.1\r\nHost: api.example.com\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n";
+  std::string got;
+  Status refused = SendRequest(kPlain, upgrade, got);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().message,
+            "isb: a protocol upgrade over plain HTTP to api.example.com is refused: secret OPENAI_KEY may be sent "
+            "there, and what follows the upgrade could not be checked for its placeholder; use https:// or wss://");
+  EXPECT_EQ(got, "");
+  const Exchange other_plain{"sb1", "other.example.com", 80, false};
+  std::string other = upgrade;
+  other.replace(other.find("api.example.com"), 15, "other.example.com");
+  ASSERT_TRUE(SendRequest(other_plain, other, got).ok());
+  EXPECT_EQ(got, other);
+  ASSERT_TRUE(SendRequest(kApproved, upgrade, got).ok());
+  EXPECT_EQ(got, upgrade);
+  filter_.Remove("sb1");
+  ASSERT_TRUE(SendRequest(kPlain, upgrade, got).ok());  // a sandbox without secrets
+  EXPECT_EQ(got, upgrade);
+}
+
 // An origin may echo a value the secret had before it was changed: every version's value is scrubbed.
 TEST_F(SecretsFilterTest, AnEarlierValueOfTheSecretIsScrubbedAsTheLatestIs) {
   SandboxSecrets secrets = OneSecret(OnLeak::kPass);
