@@ -2,6 +2,8 @@
 #include "daemon/serve_secrets.h"
 
 #include <algorithm>
+#include <openssl/crypto.h>
+
 #include <cstdio>
 
 #include "base/file.h"
@@ -9,6 +11,14 @@
 
 namespace isb::daemon {
 namespace {
+
+// Overwrites a string's bytes (all it can hold: a short string keeps them in place) and empties it.
+void WipeString(std::string& text) {
+  text.resize(text.capacity());
+  OPENSSL_cleanse(text.data(), text.size());
+  text.clear();
+  text.shrink_to_fit();
+}
 
 // An audit row of the proxy's about what sandbox `id` did with a secret.
 audit::Entry ProxyEntry(const std::string& org, const std::string& id, const char* action) {
@@ -24,15 +34,19 @@ audit::Entry ProxyEntry(const std::string& org, const std::string& id, const cha
 
 }  // namespace
 
-Result<std::unique_ptr<DaemonSecrets>> DaemonSecrets::Open(const SecretsConfig& config, audit::AuditLog* log) {
-  const std::string dir = config.state_dir + "/secrets";
-  ISB_TRY(MakeDirs(dir, 0700));
+Result<std::unique_ptr<DaemonSecrets>> DaemonSecrets::Open(SecretsConfig& config, audit::AuditLog* log) {
   secrets::IdentitySources sources;
-  sources.env_key = config.env_key;
+  sources.env_key = std::move(config.env_key);
+  WipeString(config.env_key);  // a moved-from short string keeps its bytes in place
   sources.key_file = config.key_file;
   sources.credentials_dir = config.credentials_dir;
+  const std::string dir = config.state_dir + "/secrets";
   sources.generated = dir + "/identity";
-  Result<secrets::AgeIdentity> identity = secrets::LoadDaemonIdentity(sources);
+  Result<secrets::AgeIdentity> identity = [&]() -> Result<secrets::AgeIdentity> {
+    ISB_TRY(MakeDirs(dir, 0700));
+    return secrets::LoadDaemonIdentity(sources);
+  }();
+  WipeString(sources.env_key);
   if (!identity.ok()) return Error::Of(identity.error().code, "secrets: " + identity.error().message);
   std::vector<std::string> recipients;
   if (!config.recipients_file.empty()) {

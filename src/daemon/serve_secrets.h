@@ -26,7 +26,7 @@ struct SecretsConfig {
   std::string state_dir{};
   std::string key_file{};         // --secrets-key
   std::string recipients_file{};  // --secrets-recipients
-  std::string env_key{};          // $ISB_AGE_KEY
+  std::string env_key{};          // $ISB_AGE_KEY; wiped by DaemonSecrets::Open
   std::string credentials_dir{};  // $CREDENTIALS_DIRECTORY
   // The clock of the audit windows (leaks and uses); unset: steady_clock.
   std::function<std::chrono::steady_clock::time_point()> now{};
@@ -34,8 +34,9 @@ struct SecretsConfig {
 
 class DaemonSecrets {
  public:
-  // Errors name the flag or file at fault.
-  static Result<std::unique_ptr<DaemonSecrets>> Open(const SecretsConfig& config, audit::AuditLog* log);
+  // Errors name the flag or file at fault. The key in config.env_key is wiped and cleared once read, whatever the
+  // outcome: no copy of it stays in the daemon's configuration.
+  static Result<std::unique_ptr<DaemonSecrets>> Open(SecretsConfig& config, audit::AuditLog* log);
   ~DaemonSecrets();  // after the stopper is cleared, waits for a stop in progress
 
   secrets::SecretStore& store() { return *store_; }

@@ -94,6 +94,22 @@ TEST_F(DaemonSecretsTest, OpenMakesTheIdentityAndPlaceholderKeyAndTheStoreRefuse
   EXPECT_EQ(secrets->broker().Placeholder("sb1", "KEY"), placeholder);
 }
 
+// The key given in $ISB_AGE_KEY is the store's, and once loaded the daemon's configuration holds no copy of it,
+// whether the load succeeded or not.
+TEST_F(DaemonSecretsTest, TheConfigHoldsNoKeyAfterItIsLoaded) {
+  const secrets::AgeIdentity key = secrets::AgeIdentity::Generate();
+  SecretsConfig config{.state_dir = dir_.path().string(), .env_key = std::string(key.Encode().view())};
+  auto secrets = DaemonSecrets::Open(config, log_.get());
+  ASSERT_TRUE(secrets.ok()) << secrets.error().message;
+  EXPECT_EQ((*secrets)->store().Recipient(), key.Recipient());
+  EXPECT_TRUE(config.env_key.empty());
+  EXPECT_EQ(config.env_key.capacity(), std::string().capacity());
+
+  SecretsConfig bad{.state_dir = dir_.path().string(), .env_key = "AGE-SECRET-KEY-1NOTAKEY"};
+  EXPECT_FALSE(DaemonSecrets::Open(bad, log_.get()).ok());
+  EXPECT_TRUE(bad.env_key.empty());
+}
+
 TEST_F(DaemonSecretsTest, ABadRecipientsFileIsNamed) {
   SecretsConfig config{.state_dir = dir_.path().string(), .recipients_file = (dir_ / "nope").string()};
   auto secrets = DaemonSecrets::Open(config, log_.get());
