@@ -349,6 +349,12 @@ TEST_F(SecretsTest, WithoutOptInOnlyHeadersAreSwappedAndUsesAreCountedInTheAudit
   EXPECT_FALSE(HasValue(answer)) << Shown(answer);
   EXPECT_NE(answer.find("{\"k\": \"" + placeholder_ + "\"}"), std::string::npos) << Shown(answer);
   Sh(id, "curl -s -o /dev/null -H \"X-Api-Key: $KEY\" https://echo.test/again");
+  // In a header that carries no credential (one an origin may reflect or store) the placeholder arrives as it is.
+  answer = Sh(id, "curl -s -H \"X-Debug: $KEY\" https://echo.test/reflect");
+  received = Received();
+  EXPECT_NE(received.find("X-Debug: " + placeholder_), std::string::npos) << Shown(received);
+  EXPECT_FALSE(HasValue(received)) << Shown(received);
+  EXPECT_FALSE(HasValue(answer)) << Shown(answer);
   json use = MustTool("sandbox_get", {{"sandbox", id}})["secrets"]["api-key"];
   EXPECT_EQ(use.value("swapped", 0), 2) << use.dump();
   EXPECT_EQ(use.value("held", -1), 0) << use.dump();
