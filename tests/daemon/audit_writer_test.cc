@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <string>
 #include <thread>
@@ -42,10 +43,17 @@ TEST(AuditWriterTest, RowsAreWrittenInOrderOnTheWritersThreadNeverTheCallers) {
 TEST(AuditWriterTest, AFullQueueDropsAndCountsRowsWithoutWaitingForTheDatabase) {
   std::atomic<bool> entered{false}, release{false};
   std::atomic<int> written{0};
-  AuditWriter writer([&](const audit::Entry&) -> Status {
+  Mutex mu;
+  std::vector<audit::Entry> summaries;
+  AuditWriter writer([&](const audit::Entry& e) -> Status {
     entered = true;
     while (!release) std::this_thread::yield();
-    ++written;
+    if (e.action == "audit_rows_dropped") {
+      MutexLock lock(mu);
+      summaries.push_back(e);
+    } else {
+      ++written;
+    }
     return {};
   });
   writer.Queue(Row("first"));  // taken by the writer, which then stalls as a locked database would
@@ -55,6 +63,39 @@ TEST(AuditWriterTest, AFullQueueDropsAndCountsRowsWithoutWaitingForTheDatabase) 
   release = true;
   writer.Drain();
   EXPECT_EQ(written, static_cast<int>(AuditWriter::kMaxQueued) + 1);
+  // Once the queue drained, one row says how many went.
+  MutexLock lock(mu);
+  ASSERT_EQ(summaries.size(), 1u);
+  EXPECT_EQ(summaries[0].actor_kind, "system");
+  EXPECT_EQ(summaries[0].outcome, "unavailable");
+  EXPECT_EQ(summaries[0].details.dump(),
+            R"({"dropped":5,"why":"the proxy's rows came faster than the audit log took them; secret_use rows went"})");
+}
+
+TEST(AuditWriterTest, ARowThatMustStayIsQueuedPastTheBoundAndNoDropsAreReportedWhenNoneWent) {
+  std::atomic<bool> entered{false}, release{false};
+  Mutex mu;
+  std::vector<std::string> actions;
+  AuditWriter writer([&](const audit::Entry& e) -> Status {
+    entered = true;
+    while (!release) std::this_thread::yield();
+    MutexLock lock(mu);
+    actions.push_back(e.action);
+    return {};
+  });
+  writer.Queue(Row("first"));
+  while (!entered) std::this_thread::yield();
+  for (size_t i = 0; i < AuditWriter::kMaxQueued; ++i) writer.Queue(Row("more"));
+  audit::Entry leak = Row("sb1");
+  leak.action = "secret_leak";
+  writer.Queue(leak, AuditWriter::Overflow::kKeep);
+  EXPECT_EQ(writer.dropped(), 0u);
+  release = true;
+  writer.Drain();
+  MutexLock lock(mu);
+  ASSERT_EQ(actions.size(), AuditWriter::kMaxQueued + 2);
+  EXPECT_EQ(actions.back(), "secret_leak");
+  EXPECT_EQ(std::count(actions.begin(), actions.end(), "audit_rows_dropped"), 0);
 }
 
 TEST(AuditWriterTest, WhatIsQueuedAtDestructionIsWritten) {
