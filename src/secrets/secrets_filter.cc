@@ -230,20 +230,13 @@ std::unique_ptr<egress::BodyFilter> UnderCodings(const std::string* content_enco
   return inner;
 }
 
-// A plain-HTTP request asking to switch protocols, to a host one of the sandbox's secrets names (on any port):
-// after a 101 its bytes would pass unread, where a WebSocket over TLS has each message filtered; refused instead.
-std::string PlainUpgradeRefusal(const SecretsFilter::Sandbox& box, const egress::Exchange& exchange,
-                                const egress::HttpHead& head) {
+// A plain-HTTP request asking to switch protocols, from a sandbox with secrets (to any host, on any port): after a
+// 101 its bytes would pass unread, a placeholder or a value among them unseen, where a WebSocket over TLS has each
+// message filtered; refused instead.
+std::string PlainUpgradeRefusal(const egress::Exchange& exchange, const egress::HttpHead& head) {
   if (exchange.intercepted || head.Find("Upgrade") == nullptr) return {};
-  for (size_t i = 0; i < box.bindings.size(); ++i) {
-    const SecretBinding& b = box.bindings[i];
-    if (b.retired) continue;
-    if (box.hosts[i].Intercepted(exchange.host, exchange.port) || box.hosts[i].Intercepted(exchange.host, 443))
-      return "isb: a protocol upgrade over plain HTTP to " + exchange.host + " is refused: secret " + b.name +
-             " may be sent there, and what follows the upgrade could not be checked for its placeholder; use "
-             "https:// or wss://";
-  }
-  return {};
+  return "isb: a protocol upgrade over plain HTTP to " + exchange.host + " is refused: this sandbox has secrets, and "
+         "what follows the upgrade could not be checked for them; use https:// or wss://";
 }
 
 bool HasBody(const egress::BodyFraming& framing) { return framing.kind != egress::BodyFraming::kNone; }
@@ -358,7 +351,6 @@ std::shared_ptr<const SecretsFilter::Sandbox> SecretsFilter::Find(const std::str
 std::string SecretsFilter::RequestHead(const egress::Exchange& exchange, egress::HttpHead& head) {
   std::shared_ptr<const Sandbox> box = Find(exchange.sandbox);
   if (!box) return {};
-  if (std::string refused = PlainUpgradeRefusal(*box, exchange, head); !refused.empty()) return refused;
   LeakContext context{exchange, CurrentHooks()};
   // No transfer-coding but chunked comes back (TE asks for others): the scrubber reads content, not codings.
   std::erase_if(head.headers, [](const egress::HttpHeader& h) { return EqualsIgnoreCase(h.name, "TE"); });
@@ -388,6 +380,8 @@ std::string SecretsFilter::RequestHead(const egress::Exchange& exchange, egress:
     if (refusal.empty()) refusal = std::move(refused);
   }
   if (!refusal.empty()) return refusal;
+  // After the leak scan, so a request carrying a placeholder is reported as the leak it is.
+  if (std::string refused = PlainUpgradeRefusal(exchange, head); !refused.empty()) return refused;
   for (size_t i = 0; i < box->bindings.size(); ++i) {
     if (!approved[i]) continue;
     const SecretBinding& b = box->bindings[i];

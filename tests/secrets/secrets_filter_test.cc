@@ -429,28 +429,55 @@ TEST_F(SecretsFilterTest, ARetiredSecretIsScrubbedButNeitherSwappedNorHeldBack) 
             std::string("a ") + kPlaceholder + " b " + kPlaceholder);
 }
 
-// After a 101 on plain HTTP the bytes would pass unread (over TLS each WebSocket message is filtered): an upgrade
-// to a host a secret names is refused, whatever the port; to another host, and over TLS, it goes on.
-TEST_F(SecretsFilterTest, APlainHttpUpgradeToAHostASecretNamesIsRefused) {
+// After a 101 on plain HTTP the bytes would pass unread (over TLS each WebSocket message is filtered): from a
+// sandbox with secrets an upgrade is refused, to any host on any port; over TLS it goes on. A placeholder in it is
+// reported as the leak it is, before the upgrade is looked at.
+TEST_F(SecretsFilterTest, APlainHttpUpgradeFromASandboxWithSecretsIsRefusedToAnyHost) {
   const std::string upgrade =
       "GET /ws HTTP/1.1\r\nHost: api.example.com\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n";
   std::string got;
   Status refused = SendRequest(kPlain, upgrade, got);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().message,
-            "isb: a protocol upgrade over plain HTTP to api.example.com is refused: secret OPENAI_KEY may be sent "
-            "there, and what follows the upgrade could not be checked for its placeholder; use https:// or wss://");
+            "isb: a protocol upgrade over plain HTTP to api.example.com is refused: this sandbox has secrets, and "
+            "what follows the upgrade could not be checked for them; use https:// or wss://");
   EXPECT_EQ(got, "");
-  const Exchange other_plain{"sb1", "other.example.com", 80, false};
+  const Exchange other_plain{"sb1", "other.example.com", 8080, false};
   std::string other = upgrade;
   other.replace(other.find("api.example.com"), 15, "other.example.com");
-  ASSERT_TRUE(SendRequest(other_plain, other, got).ok());
-  EXPECT_EQ(got, other);
+  refused = SendRequest(other_plain, other, got);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().message,
+            "isb: a protocol upgrade over plain HTTP to other.example.com is refused: this sandbox has secrets, and "
+            "what follows the upgrade could not be checked for them; use https:// or wss://");
+  EXPECT_EQ(got, "");
+  EXPECT_TRUE(leaks_.empty());
   ASSERT_TRUE(SendRequest(kApproved, upgrade, got).ok());
   EXPECT_EQ(got, upgrade);
   filter_.Remove("sb1");
   ASSERT_TRUE(SendRequest(kPlain, upgrade, got).ok());  // a sandbox without secrets
   EXPECT_EQ(got, upgrade);
+}
+
+TEST_F(SecretsFilterTest, APlainHttpUpgradeCarryingAPlaceholderIsReportedAsALeak) {
+  const std::string upgrade = std::string("GET /ws?k=") + kPlaceholder +
+                              " HTTP/1.1\r\nHost: other.example.com\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n";
+  const Exchange other_plain{"sb1", "other.example.com", 80, false};
+  std::string got;
+  Status refused = SendRequest(other_plain, upgrade, got);  // pass: reported, then the upgrade refused
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().message,
+            "isb: a protocol upgrade over plain HTTP to other.example.com is refused: this sandbox has secrets, and "
+            "what follows the upgrade could not be checked for them; use https:// or wss://");
+  EXPECT_EQ(got, "");
+  EXPECT_EQ(leaks_, (std::vector<LeakEvent>{{"sb1", "OPENAI_KEY", "other.example.com", 80, "plain http", OnLeak::kPass}}));
+  filter_.Set("sb1", OneSecret(OnLeak::kBlock));
+  refused = SendRequest(other_plain, upgrade, got);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().message, "secret OPENAI_KEY may not be sent to other.example.com");
+  EXPECT_EQ(got, "");
+  ASSERT_EQ(leaks_.size(), 2u);
+  EXPECT_EQ(leaks_[1], (LeakEvent{"sb1", "OPENAI_KEY", "other.example.com", 80, "plain http", OnLeak::kBlock}));
 }
 
 // An origin may echo a value the secret had before it was changed: every version's value is scrubbed.
