@@ -402,6 +402,24 @@ Result<SecretMeta> SecretStore::Import(const std::string& org, const std::string
   return meta;
 }
 
+// Removes every version file in `secret_dir` below `first_kept`, whatever gaps lie between them (a release that kept
+// more versions left them): none stays encrypted to a recipient the store no longer has.
+Status RemoveVersionsBelow(const std::filesystem::path& secret_dir, int first_kept) {
+  std::error_code ec;
+  std::vector<std::filesystem::path> old;
+  for (const auto& entry : std::filesystem::directory_iterator(secret_dir, ec)) {
+    const int version = VersionOf(entry.path().filename().string());
+    if (version > 0 && version < first_kept) old.push_back(entry.path());
+  }
+  if (ec) return Error::Msg("reencrypt: list " + secret_dir.string() + ": " + ec.message());
+  for (const std::filesystem::path& path : old) {
+    if (!std::filesystem::remove(path, ec) && ec)
+      return Error::Msg("reencrypt: remove " + path.string() + ", a version no longer kept: " + ec.message() +
+                        "; remove it by hand and run reencrypt again");
+  }
+  return {};
+}
+
 Result<int> SecretStore::ReencryptSecretLocked(const std::string& org, const std::string& name) {
   auto meta = ReadMetaLocked(org, name);
   // A directory without meta.json is a create that did not finish: nothing in it is a version yet.
@@ -417,6 +435,7 @@ Result<int> SecretStore::ReencryptSecretLocked(const std::string& org, const std
     ISB_ASSIGN_OR_RETURN(std::string again, AgeEncrypt(value->view(), recipients_, {BindingStanza({org, name})}));
     ISB_TRY(WriteFileDurably(path, again));
   }
+  ISB_TRY(RemoveVersionsBelow(SecretDir(org, name), FirstKeptVersion(meta->version)));
   return meta->version - FirstKeptVersion(meta->version) + 1;
 }
 

@@ -172,6 +172,23 @@ TEST_F(SecretStorePolicyTest, ASecretKeepsSixteenVersionsAndTheSetThatPushesOneO
   EXPECT_EQ(store->Reencrypt().value(), 16);
 }
 
+// Files of versions below the kept ones (a release that kept more left them, with gaps between) stay encrypted to
+// recipients the store may no longer have: Reencrypt removes them before it marks the store bound.
+TEST_F(SecretStorePolicyTest, ReencryptRemovesVersionFilesBelowTheKeptOnes) {
+  auto store = OpenStore();
+  ASSERT_TRUE(store->Create("acme", "K", Bytes("value-number-1"), {}, {}).ok());
+  for (int v = 2; v <= 20; ++v) ASSERT_TRUE(store->Set("acme", "K", Bytes("value-number-" + std::to_string(v))).ok());
+  for (int old : {1, 3})
+    std::filesystem::copy_file(VersionPath(dir_, "acme", "K", 5), VersionPath(dir_, "acme", "K", old));
+  EXPECT_EQ(store->Reencrypt().value(), 16);
+  for (int old = 1; old <= 4; ++old) EXPECT_FALSE(std::filesystem::exists(VersionPath(dir_, "acme", "K", old))) << old;
+  for (int kept = 5; kept <= 20; ++kept)
+    EXPECT_TRUE(std::filesystem::exists(VersionPath(dir_, "acme", "K", kept))) << kept;
+  auto first = store->Get("acme", "K", 5);
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  EXPECT_TRUE(first->value.view() == "value-number-5");
+}
+
 // Header names a secret adds to the credential ones: tokens, each once whatever its case, at most 16; durable.
 TEST_F(SecretStorePolicyTest, HeaderNamesAreTokensKeptOnceAndReadBackAfterReopening) {
   auto store = OpenStore();
