@@ -214,6 +214,23 @@ secrets::SandboxSecrets SecretBroker::Bindings(const std::string& id, Bound& bou
   return out;
 }
 
+// Adds to `into` the values of `from` it lacks (read by a rebinding that ran meanwhile); whether it added any.
+bool SecretBroker::MergeSeen(std::map<std::string, Seen>& into, const std::map<std::string, Seen>& from) {
+  bool added = false;
+  for (const auto& [name, theirs] : from) {
+    Seen& ours = into[name];
+    if (ours.placeholder.empty()) ours.placeholder = theirs.placeholder;
+    for (const std::string& value : theirs.values) {
+      if (std::find(ours.values.begin(), ours.values.end(), value) != ours.values.end()) continue;
+      ours.values.push_back(value);
+      added = true;
+    }
+    if (ours.values.size() > kMaxScrubbedValues)
+      ours.values.erase(ours.values.begin(), ours.values.end() - kMaxScrubbedValues);
+  }
+  return added;
+}
+
 void SecretBroker::Bind(const std::string& id, const std::string& org, const egress::EgressSpec& spec) {
   if (spec.secrets.empty()) return Unbind(id);
   Bound bound{org, spec, {}};
@@ -223,6 +240,10 @@ void SecretBroker::Bind(const std::string& id, const std::string& org, const egr
   }
   secrets::SandboxSecrets bindings = Bindings(id, bound);
   MutexLock lock(mu_);
+  // A change bound the sandbox again meanwhile (Changed) and read values this binding has not: kept, and the
+  // bindings made again with them, so a value the proxy had stays scrubbed.
+  if (auto it = bound_.find(id); it != bound_.end() && it->second.org == org && MergeSeen(bound.seen, it->second.seen))
+    bindings = Bindings(id, bound);
   bound_[id] = std::move(bound);
   options_.filter->Set(id, std::move(bindings));
 }

@@ -69,9 +69,9 @@ class SecretBroker {
 
   // The proxy swaps `id`'s placeholders from now on (values read from the store now; a secret that no longer
   // exists is left out: its placeholder goes out as it is). Every value the sandbox's proxy has had for a secret
-  // stays scrubbed from its responses until it is unbound, even once the secret is deleted, its spec no longer
-  // names it, or a version cannot be read (kMaxScrubbedValues a secret, the newest kept). A spec without secrets
-  // unbinds.
+  // stays scrubbed from its responses until it is unbound, even once the secret is deleted, a new spec that still
+  // names other secrets leaves it out, or a version cannot be read (kMaxScrubbedValues a secret, the newest kept).
+  // A spec that names no secret unbinds (as Unbind does): from then on none of the values is scrubbed.
   void Bind(const std::string& id, const std::string& org, const egress::EgressSpec& spec);
   void Unbind(const std::string& id);
 
@@ -94,6 +94,8 @@ class SecretBroker {
     egress::EgressSpec spec;
     std::map<std::string, Seen> seen;  // by secret name
   };
+  // Adds to `into` the values of `from` it lacks; whether it added any.
+  static bool MergeSeen(std::map<std::string, Seen>& into, const std::map<std::string, Seen>& from);
   // The store changed `name` of `org`: every sandbox using it is bound again.
   void Changed(const std::string& org, const std::string& name);
   // The filter's bindings for `bound` as the store holds its secrets now; adds what it read to bound.seen.
