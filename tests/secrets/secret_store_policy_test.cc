@@ -211,6 +211,15 @@ TEST_F(SecretStorePolicyTest, HeaderNamesAreTokensKeptOnceAndReadBackAfterReopen
                 .error()
                 .message,
             "headers: 17 names; a secret adds at most 16 headers to the credential ones");
+  for (const char* reserved : {"Host", "cookie", "Sec-WebSocket-Protocol", "X-Forwarded-For", "Transfer-Encoding"}) {
+    EXPECT_EQ(store->Update("acme", "K", std::nullopt, std::nullopt, std::nullopt,
+                            std::vector<std::string>{reserved})
+                  .error()
+                  .message,
+              "headers: '" + std::string(reserved) +
+                  "' routes, frames or is echoed by servers; a secret is swapped only into headers that carry "
+                  "credentials (such as X-Custom-Key)");
+  }
   store.reset();
   store = OpenStore();
   EXPECT_EQ(store->Inspect("acme", "K")->headers, (std::vector<std::string>{"X-Custom-Key", "X-Other"}));
