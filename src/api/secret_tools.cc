@@ -9,6 +9,7 @@
 #include "api/schema.h"
 #include "base/base64.h"
 #include "egress/policy.h"
+#include "secrets/credential_headers.h"
 
 namespace isb::api {
 namespace {
@@ -41,6 +42,17 @@ json SubstituteField() {
           {"items", {{"type", "string"}, {"enum", {"header", "query", "body"}}}}};
 }
 
+json HeadersField() {
+  return {{"type", "array"},
+          {"maxItems", secrets::kMaxExtraSwapHeaders},
+          {"description",
+           "Header fields the placeholder is swapped in besides the credential headers (Authorization, "
+           "Proxy-Authorization, X-Api-Key, Api-Key, X-Auth-Token, X-Goog-Api-Key), e.g. [\"X-Custom-Key\"]; "
+           "in any other header it goes on as it is (an origin that reflects or stores a header would hand the value "
+           "back). Given to secret_set, it replaces the list."},
+          {"items", {{"type", "string"}, {"maxLength", secrets::kMaxSecretNameSize}}}};
+}
+
 json LabelsField() { return StringMap("Labels of the secret (never secret themselves).", 64); }
 
 json ValueFields(json props) {
@@ -58,6 +70,7 @@ json MetaSchema() {
                  {"hosts", {{"type", "array"}, {"items", {{"type", "string"}}}}},
                  {"labels", {{"type", "object"}}},
                  {"substitute", {{"type", "array"}, {"items", {{"type", "string"}}}}},
+                 {"headers", {{"type", "array"}, {"items", {{"type", "string"}}}}},
                  {"placeholder_ready", {{"type", "boolean"},
                                         {"description", "The value can go out as a placeholder's (up to 64 KiB, "
                                                         "no CR or LF); files take any value."}}}},
@@ -67,7 +80,7 @@ json MetaSchema() {
 json MetaJson(const secrets::SecretMeta& m) {
   return {{"name", m.name},         {"version", m.version}, {"created_at", m.created_ms},
           {"updated_at", m.updated_ms}, {"hosts", m.hosts},  {"labels", m.labels},
-          {"substitute", m.substitute}};
+          {"substitute", m.substitute}, {"headers", m.headers}};
 }
 
 std::map<std::string, std::string> LabelsOf(const json& in) {
@@ -75,9 +88,9 @@ std::map<std::string, std::string> LabelsOf(const json& in) {
                                : std::map<std::string, std::string>{};
 }
 
-std::optional<std::vector<std::string>> SubstituteOf(const json& in) {
-  if (!in.contains("substitute")) return std::nullopt;
-  return in["substitute"].get<std::vector<std::string>>();
+std::optional<std::vector<std::string>> StringsOf(const json& in, const char* field) {
+  if (!in.contains(field)) return std::nullopt;
+  return in[field].get<std::vector<std::string>>();
 }
 
 // The value a call gives: exactly one of value and value_base64, within the store's bound.
@@ -104,7 +117,8 @@ ToolAccess AdminAccess() { return ToolAccess{.least_role = Role::kAdmin, .kind =
 
 Status AddChanges(Registry& reg, secrets::SecretStore& store) {
   json create = ValueFields(
-      {{"name", NameField()}, {"hosts", HostsField()}, {"labels", LabelsField()}, {"substitute", SubstituteField()}});
+      {{"name", NameField()}, {"hosts", HostsField()}, {"labels", LabelsField()}, {"substitute", SubstituteField()},
+       {"headers", HeadersField()}});
   ISB_TRY(reg.Add(Tool{
       "secret_create", "Create a secret",
       "Stores a new secret of the call's org, encrypted at rest (admins). A sandbox then uses it as a placeholder "
@@ -118,14 +132,18 @@ Status AddChanges(Registry& reg, secrets::SecretStore& store) {
           ISB_ASSIGN_OR_RETURN(hosts, CanonicalSecretHosts(in["hosts"]));
         }
         ISB_ASSIGN_OR_RETURN(secrets::SecretMeta meta, store.Create(ctx.org, in["name"].get<std::string>(), value, hosts,
-                                                                    LabelsOf(in), SubstituteOf(in).value_or(
-                                                                                      std::vector<std::string>{})));
+                                                                    LabelsOf(in),
+                                                                    StringsOf(in, "substitute").value_or(
+                                                                        std::vector<std::string>{}),
+                                                                    StringsOf(in, "headers").value_or(
+                                                                        std::vector<std::string>{})));
         return WithReadiness(meta, store);
       },
       AdminAccess()}));
 
   json set = ValueFields(
-      {{"name", NameField()}, {"hosts", HostsField()}, {"labels", LabelsField()}, {"substitute", SubstituteField()}});
+      {{"name", NameField()}, {"hosts", HostsField()}, {"labels", LabelsField()}, {"substitute", SubstituteField()},
+       {"headers", HeadersField()}});
   ISB_TRY(reg.Add(Tool{
       "secret_set", "Change a secret",
       "A new version of the secret's value (running sandboxes use it within 2 s), and/or its hosts or labels "
@@ -139,10 +157,16 @@ Status AddChanges(Registry& reg, secrets::SecretStore& store) {
         }
         std::optional<std::map<std::string, std::string>> labels;
         if (in.contains("labels")) labels = LabelsOf(in);
-        std::optional<std::vector<std::string>> substitute = SubstituteOf(in);
+        std::optional<std::vector<std::string>> substitute = StringsOf(in, "substitute");
+        std::optional<std::vector<std::string>> headers = StringsOf(in, "headers");
         const bool new_value = in.contains("value") || in.contains("value_base64");
-        if (!new_value && !hosts && !labels && !substitute)
-          return Error::Of(Code::kInvalidArgument, "secret_set: give a value, hosts, labels or substitute to change");
+        if (!new_value && !hosts && !labels && !substitute && !headers)
+          return Error::Of(Code::kInvalidArgument,
+                           "secret_set: give a value, hosts, labels, substitute or headers to change");
+        // Checked before the value is stored: a refused name must leave the secret as it was.
+        if (headers) {
+          ISB_ASSIGN_OR_RETURN(headers, secrets::CanonicalSwapHeaders(*headers));
+        }
         ISB_ASSIGN_OR_RETURN(secrets::SecretMeta meta, store.Inspect(ctx.org, name));
         // The value first: one refused (too short, too long, not base64) must leave the secret as it was, not its
         // old value approved for the new hosts or swapped into bodies. A value stored under the hosts it had is
@@ -151,8 +175,8 @@ Status AddChanges(Registry& reg, secrets::SecretStore& store) {
           ISB_ASSIGN_OR_RETURN(secrets::SecretBytes value, ValueOf(in));
           ISB_ASSIGN_OR_RETURN(meta, store.Set(ctx.org, name, value));
         }
-        if (hosts || labels || substitute) {
-          ISB_ASSIGN_OR_RETURN(meta, store.Update(ctx.org, name, hosts, labels, substitute));
+        if (hosts || labels || substitute || headers) {
+          ISB_ASSIGN_OR_RETURN(meta, store.Update(ctx.org, name, hosts, labels, substitute, headers));
         }
         return WithReadiness(meta, store);
       },

@@ -128,6 +128,7 @@ DetailsPolicy DefaultDetailsPolicy() {
   // The proxy's reports about a sandbox's secrets: which secret, which host, what was done.
   p.Allow("secret_leak", {{"secret"}, {"host"}, {"where"}, {"action"}});
   p.Allow("secret_use", {{"secret"}, {"host"}, {"swapped"}, {"scrubbed"}, {"held"}});
+  p.Allow("audit_rows_dropped", {{"dropped"}, {"why"}});
   return p;
 }
 

@@ -23,7 +23,7 @@ struct SecretFlags {
   std::shared_ptr<ConnectFlags> connect = SharedConnectFlags();
   bool json = false;
   std::string name, from_file, file;
-  std::vector<std::string> hosts, labels, substitute;
+  std::vector<std::string> hosts, labels, substitute, headers;
   bool stdin_value = false, clear_hosts = false;
   int version = 0;
 };
@@ -42,11 +42,14 @@ void AddMetaOptions(CLI::App* cmd, const std::shared_ptr<SecretFlags>& f) {
   cmd->add_option("--label", f->labels, "K=V (repeatable)");
 }
 
-void AddSubstituteOption(CLI::App* cmd, const std::shared_ptr<SecretFlags>& f) {
+void AddSwapOptions(CLI::App* cmd, const std::shared_ptr<SecretFlags>& f) {
   cmd->add_option("--substitute", f->substitute,
                   "Swap the placeholder in this part of a request too (repeatable): query (the request target) or "
                   "body (bodies and WebSocket messages); headers always. Only for origins that never echo them back")
       ->check(CLI::IsMember({"header", "query", "body"}));
+  cmd->add_option("--header", f->headers,
+                  "Swap the placeholder in this header too (repeatable), besides Authorization, Proxy-Authorization, "
+                  "X-Api-Key, Api-Key, X-Auth-Token and X-Goog-Api-Key; in other headers it goes on as it is");
 }
 
 Result<std::string> ReadStdin() {
@@ -83,6 +86,7 @@ Result<json> MetaInput(const SecretFlags& f) {
       if (part != "header") parts.push_back(part);
     in["substitute"] = std::move(parts);
   }
+  if (!f.headers.empty()) in["headers"] = f.headers;
   return in;
 }
 
@@ -119,6 +123,9 @@ void PrintMeta(const json& r) {
     for (const json& p : parts) swapped += (swapped.empty() ? "" : ",") + p.get<std::string>();
     std::printf(" substitute=%s", swapped.c_str());
   }
+  std::string headers;
+  for (const json& h : r.value("headers", json::array())) headers += (headers.empty() ? "" : ",") + h.get<std::string>();
+  if (!headers.empty()) std::printf(" headers=%s", headers.c_str());
   if (!r.value("placeholder_ready", true)) std::printf(" (files only: over 64 KiB or has CR/LF)");
   std::printf("\n");
 }
@@ -127,7 +134,7 @@ void AddWrites(CLI::App* secret, const std::shared_ptr<SecretFlags>& f, int* exi
   auto* cmd = Command(secret, f, "create", "Create a secret; its value from stdin or --from-file");
   cmd->add_option("--from-file", f->from_file, "Read the value from this file, byte for byte");
   AddMetaOptions(cmd, f);
-  AddSubstituteOption(cmd, f);
+  AddSwapOptions(cmd, f);
   cmd->callback([f, exit_code] {
     Result<json> in = MetaInput(*f);
     if (in.ok()) {
@@ -139,16 +146,17 @@ void AddWrites(CLI::App* secret, const std::shared_ptr<SecretFlags>& f, int* exi
   });
 
   cmd = Command(secret, f, "set",
-                "A new version from stdin or --from-file; with --host, --label or --substitute only, those change and the value "
-                "stays unless --stdin or --from-file is given");
+                "A new version from stdin or --from-file; with --host, --label, --substitute or --header only, those "
+                "change and the value stays unless --stdin or --from-file is given");
   cmd->add_option("--from-file", f->from_file, "Read the new value from this file, byte for byte");
   cmd->add_flag("--stdin", f->stdin_value, "Read the new value from stdin (the default without --host or --label)");
   cmd->add_flag("--no-hosts", f->clear_hosts, "It may be sent to no host (files only)");
   AddMetaOptions(cmd, f);
-  AddSubstituteOption(cmd, f);
+  AddSwapOptions(cmd, f);
   cmd->callback([f, exit_code] {
     Result<json> in = MetaInput(*f);
-    const bool meta_only = !f->hosts.empty() || !f->labels.empty() || f->clear_hosts || !f->substitute.empty();
+    const bool meta_only = !f->hosts.empty() || !f->labels.empty() || f->clear_hosts || !f->substitute.empty() ||
+                           !f->headers.empty();
     if (in.ok() && (!meta_only || f->stdin_value || !f->from_file.empty())) {
       Result<std::string> value = ValueOf(*f);
       if (!value.ok()) in = value.error();

@@ -4,6 +4,7 @@
 #include <openssl/hmac.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <optional>
 #include <set>
@@ -127,42 +128,122 @@ Status SecretBroker::AddEnvironment(const std::string& id, const egress::EgressS
   return {};
 }
 
-secrets::SandboxSecrets SecretBroker::Bindings(const std::string& id, const Bound& bound) const {
+std::optional<secrets::SecretBinding> SecretBroker::Current(const std::string& id, const std::string& org,
+                                                            const egress::SecretRule& rule) const {
+  Result<secrets::SecretStore::Versions> versions = options_.store->AllVersions(org, rule.name);
+  if (!versions.ok()) {
+    // Named by secret and version only: the store's message may quote a file's header.
+    if (versions.error().code != Code::kNotFound) {
+      Result<secrets::SecretMeta> meta = options_.store->Inspect(org, rule.name);
+      std::fprintf(stderr, "isb: secrets: secret '%s' version %d cannot be read; it is not swapped, and its earlier "
+                   "values are still scrubbed\n", rule.name.c_str(), meta.ok() ? meta->version : 0);
+    }
+    return std::nullopt;
+  }
+  for (int version : versions->unreadable)
+    std::fprintf(stderr, "isb: secrets: secret '%s' version %d cannot be read; the other versions' values are still "
+                 "scrubbed\n", rule.name.c_str(), version);
+  const secrets::SecretStore::Value& secret = versions->values.back();
+  if (!secrets::CheckPlaceholderValue(secret.value.view()).ok()) return std::nullopt;
+  // The secret's hosts as they are now: an admin's narrowing reaches a sandbox resolved against wider ones.
+  Result<std::vector<egress::HostRule>> approved = ApprovedHosts(secret.meta);
+  if (!approved.ok()) return std::nullopt;
+  secrets::SecretBinding b;
+  b.name = rule.name;
+  b.placeholder = Placeholder(id, rule.Variable());
+  b.value = std::string(secret.value.view());
+  const std::vector<std::string>& parts = secret.meta.substitute;
+  b.swap.query = std::find(parts.begin(), parts.end(), "query") != parts.end();
+  b.swap.body = std::find(parts.begin(), parts.end(), "body") != parts.end();
+  b.headers = secret.meta.headers;
+  for (size_t v = 0; v + 1 < versions->values.size(); ++v) b.old_values.emplace_back(versions->values[v].value.view());
+  for (const egress::HostRule& host : rule.hosts)
+    if (std::any_of(approved->begin(), approved->end(), [&](const egress::HostRule& a) { return Within(host, a); }))
+      b.hosts.push_back(host);
+  return b;
+}
+
+namespace {
+
+// Whether a value is scrubbed: one too short would match ordinary bytes, one too long stands behind no placeholder.
+bool Scrubbable(std::string_view value) {
+  return value.size() >= secrets::kMinPlaceholderValueSize && value.size() <= secrets::kMaxPlaceholderValueSize;
+}
+
+// `seen` with `values` (oldest first) added as the newest, each once, the oldest dropped past kMaxScrubbedValues.
+void Remember(std::vector<std::string>& seen, const std::vector<std::string_view>& values) {
+  std::erase_if(seen, [&](const std::string& v) { return std::find(values.begin(), values.end(), v) != values.end(); });
+  for (std::string_view value : values)
+    if (Scrubbable(value) && std::find(seen.begin(), seen.end(), value) == seen.end()) seen.emplace_back(value);
+  if (seen.size() > kMaxScrubbedValues) seen.erase(seen.begin(), seen.end() - kMaxScrubbedValues);
+}
+
+}  // namespace
+
+secrets::SandboxSecrets SecretBroker::Bindings(const std::string& id, Bound& bound) const {
   secrets::SandboxSecrets out;
   out.on_leak = bound.spec.on_leak;
+  std::set<std::string> live;
   for (const egress::SecretRule& rule : bound.spec.secrets) {
-    Result<std::vector<secrets::SecretStore::Value>> versions = options_.store->AllVersions(bound.org, rule.name);
-    if (!versions.ok() || versions->empty()) continue;
-    const secrets::SecretStore::Value* secret = &versions->back();
-    if (!secrets::CheckPlaceholderValue(secret->value.view()).ok()) continue;
-    // The secret's hosts as they are now: an admin's narrowing reaches a sandbox resolved against wider ones.
-    Result<std::vector<egress::HostRule>> approved = ApprovedHosts(secret->meta);
-    if (!approved.ok()) continue;
-    secrets::SecretBinding b;
-    b.name = rule.name;
-    b.placeholder = Placeholder(id, rule.Variable());
-    b.value = std::string(secret->value.view());
-    const std::vector<std::string>& parts = secret->meta.substitute;
-    b.swap.query = std::find(parts.begin(), parts.end(), "query") != parts.end();
-    b.swap.body = std::find(parts.begin(), parts.end(), "body") != parts.end();
-    // Earlier values an origin may still echo are scrubbed too; one too short would match ordinary bytes.
-    for (size_t v = 0; v + 1 < versions->size(); ++v) {
-      std::string_view old = (*versions)[v].value.view();
-      if (old.size() >= secrets::kMinPlaceholderValueSize && old != b.value) b.old_values.emplace_back(old);
-    }
-    for (const egress::HostRule& host : rule.hosts)
-      if (std::any_of(approved->begin(), approved->end(), [&](const egress::HostRule& a) { return Within(host, a); }))
-        b.hosts.push_back(host);
-    out.bindings.push_back(std::move(b));
+    std::optional<secrets::SecretBinding> b = Current(id, bound.org, rule);
+    if (!b) continue;
+    Seen& seen = bound.seen[rule.name];
+    seen.placeholder = b->placeholder;
+    std::vector<std::string_view> values(b->old_values.begin(), b->old_values.end());
+    values.push_back(b->value);
+    Remember(seen.values, values);
+    // Earlier values an origin may still echo are scrubbed too, this secret's before it was deleted and made again
+    // among them.
+    b->old_values.clear();
+    for (const std::string& value : seen.values)
+      if (value != b->value) b->old_values.push_back(value);
+    live.insert(rule.name);
+    out.bindings.push_back(std::move(*b));
+  }
+  // Secrets the sandbox had and has no longer (deleted, unreadable, left out of its spec): scrubbed, never swapped.
+  for (const auto& [name, seen] : bound.seen) {
+    if (live.contains(name) || seen.values.empty()) continue;
+    secrets::SecretBinding retired;
+    retired.name = name;
+    retired.placeholder = seen.placeholder;
+    retired.value = seen.values.back();
+    retired.old_values.assign(seen.values.begin(), seen.values.end() - 1);
+    retired.retired = true;
+    out.bindings.push_back(std::move(retired));
   }
   return out;
 }
 
+// Adds to `into` the values of `from` it lacks (read by a rebinding that ran meanwhile); whether it added any.
+bool SecretBroker::MergeSeen(std::map<std::string, Seen>& into, const std::map<std::string, Seen>& from) {
+  bool added = false;
+  for (const auto& [name, theirs] : from) {
+    Seen& ours = into[name];
+    if (ours.placeholder.empty()) ours.placeholder = theirs.placeholder;
+    for (const std::string& value : theirs.values) {
+      if (std::find(ours.values.begin(), ours.values.end(), value) != ours.values.end()) continue;
+      ours.values.push_back(value);
+      added = true;
+    }
+    if (ours.values.size() > kMaxScrubbedValues)
+      ours.values.erase(ours.values.begin(), ours.values.end() - kMaxScrubbedValues);
+  }
+  return added;
+}
+
 void SecretBroker::Bind(const std::string& id, const std::string& org, const egress::EgressSpec& spec) {
   if (spec.secrets.empty()) return Unbind(id);
-  Bound bound{org, spec};
+  Bound bound{org, spec, {}};
+  {
+    MutexLock lock(mu_);
+    if (auto it = bound_.find(id); it != bound_.end() && it->second.org == org) bound.seen = it->second.seen;
+  }
   secrets::SandboxSecrets bindings = Bindings(id, bound);
   MutexLock lock(mu_);
+  // A change bound the sandbox again meanwhile (Changed) and read values this binding has not: kept, and the
+  // bindings made again with them, so a value the proxy had stays scrubbed.
+  if (auto it = bound_.find(id); it != bound_.end() && it->second.org == org && MergeSeen(bound.seen, it->second.seen))
+    bindings = Bindings(id, bound);
   bound_[id] = std::move(bound);
   options_.filter->Set(id, std::move(bindings));
 }
@@ -177,7 +258,7 @@ void SecretBroker::Changed(const std::string& org, const std::string& name) {
   std::function<void(const std::string&, const std::string&)> changed;
   {
     MutexLock lock(mu_);
-    for (const auto& [id, bound] : bound_) {
+    for (auto& [id, bound] : bound_) {
       if (bound.org != org) continue;
       bool uses = std::any_of(bound.spec.secrets.begin(), bound.spec.secrets.end(),
                               [&](const egress::SecretRule& r) { return r.name == name; });

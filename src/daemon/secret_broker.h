@@ -6,7 +6,9 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "base/mutex.h"
 #include "base/result.h"
@@ -18,6 +20,10 @@ namespace isb::daemon {
 
 // Every placeholder starts with this, then 32 characters of [a-z0-9].
 inline constexpr char kPlaceholderPrefix[] = "isb_placeholder_";
+
+// The most values of one secret a bound sandbox's responses are scrubbed of: twice the versions a store keeps, so a
+// secret deleted and made again still has the first one's values scrubbed.
+inline constexpr size_t kMaxScrubbedValues = 2 * secrets::kMaxSecretVersions;
 
 // A placeholder that was headed where its secret may not go, as the proxy reported it: for the audit log and, with
 // on_leak stop, to stop the sandbox. Never a value.
@@ -62,7 +68,10 @@ class SecretBroker {
                         std::map<std::string, std::string>& env) const;
 
   // The proxy swaps `id`'s placeholders from now on (values read from the store now; a secret that no longer
-  // exists is left out: its placeholder goes out as it is). A spec without secrets unbinds.
+  // exists is left out: its placeholder goes out as it is). Every value the sandbox's proxy has had for a secret
+  // stays scrubbed from its responses until it is unbound, even once the secret is deleted, a new spec that still
+  // names other secrets leaves it out, or a version cannot be read (kMaxScrubbedValues a secret, the newest kept).
+  // A spec that names no secret unbinds (as Unbind does): from then on none of the values is scrubbed.
   void Bind(const std::string& id, const std::string& org, const egress::EgressSpec& spec);
   void Unbind(const std::string& id);
 
@@ -75,13 +84,25 @@ class SecretBroker {
   std::map<std::string, secrets::SecretCounters> Counters(const std::string& id) const;
 
  private:
+  // A secret's values the sandbox's proxy has had, oldest first, and the placeholder it had them for.
+  struct Seen {
+    std::string placeholder;
+    std::vector<std::string> values;
+  };
   struct Bound {
     std::string org;
     egress::EgressSpec spec;
+    std::map<std::string, Seen> seen;  // by secret name
   };
+  // Adds to `into` the values of `from` it lacks; whether it added any.
+  static bool MergeSeen(std::map<std::string, Seen>& into, const std::map<std::string, Seen>& from);
   // The store changed `name` of `org`: every sandbox using it is bound again.
   void Changed(const std::string& org, const std::string& name);
-  secrets::SandboxSecrets Bindings(const std::string& id, const Bound& bound) const;
+  // The filter's bindings for `bound` as the store holds its secrets now; adds what it read to bound.seen.
+  secrets::SandboxSecrets Bindings(const std::string& id, Bound& bound) const;
+  // The binding of spec secret `rule` from the store, or nullopt (gone, unreadable, not a placeholder's value).
+  std::optional<secrets::SecretBinding> Current(const std::string& id, const std::string& org,
+                                                const egress::SecretRule& rule) const;
   std::string OrgOf(const std::string& id) const;  // "" for a sandbox not bound
 
   SecretBrokerOptions options_;

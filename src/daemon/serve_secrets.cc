@@ -1,6 +1,9 @@
 // The daemon's secrets: opened from the state dir and flags, leaks recorded and acted on.
 #include "daemon/serve_secrets.h"
 
+#include <algorithm>
+#include <openssl/crypto.h>
+
 #include <cstdio>
 
 #include "base/file.h"
@@ -8,6 +11,14 @@
 
 namespace isb::daemon {
 namespace {
+
+// Overwrites a string's bytes (all it can hold: a short string keeps them in place) and empties it.
+void WipeString(std::string& text) {
+  text.resize(text.capacity());
+  OPENSSL_cleanse(text.data(), text.size());
+  text.clear();
+  text.shrink_to_fit();
+}
 
 // An audit row of the proxy's about what sandbox `id` did with a secret.
 audit::Entry ProxyEntry(const std::string& org, const std::string& id, const char* action) {
@@ -23,15 +34,19 @@ audit::Entry ProxyEntry(const std::string& org, const std::string& id, const cha
 
 }  // namespace
 
-Result<std::unique_ptr<DaemonSecrets>> DaemonSecrets::Open(const SecretsConfig& config, audit::AuditLog* log) {
-  const std::string dir = config.state_dir + "/secrets";
-  ISB_TRY(MakeDirs(dir, 0700));
+Result<std::unique_ptr<DaemonSecrets>> DaemonSecrets::Open(SecretsConfig& config, audit::AuditLog* log) {
   secrets::IdentitySources sources;
-  sources.env_key = config.env_key;
+  sources.env_key = std::move(config.env_key);
+  WipeString(config.env_key);  // a moved-from short string keeps its bytes in place
   sources.key_file = config.key_file;
   sources.credentials_dir = config.credentials_dir;
+  const std::string dir = config.state_dir + "/secrets";
   sources.generated = dir + "/identity";
-  Result<secrets::AgeIdentity> identity = secrets::LoadDaemonIdentity(sources);
+  Result<secrets::AgeIdentity> identity = [&]() -> Result<secrets::AgeIdentity> {
+    ISB_TRY(MakeDirs(dir, 0700));
+    return secrets::LoadDaemonIdentity(sources);
+  }();
+  WipeString(sources.env_key);
   if (!identity.ok()) return Error::Of(identity.error().code, "secrets: " + identity.error().message);
   std::vector<std::string> recipients;
   if (!config.recipients_file.empty()) {
@@ -46,7 +61,7 @@ Result<std::unique_ptr<DaemonSecrets>> DaemonSecrets::Open(const SecretsConfig& 
       .now_ms = nullptr,
       .min_value_with_hosts = secrets::kMinPlaceholderValueSize};
   std::unique_ptr<DaemonSecrets> out(new DaemonSecrets());
-  out->log_ = log;
+  out->writer_ = std::make_unique<AuditWriter>(log);
   out->now_ = config.now;
   Result<std::unique_ptr<secrets::SecretStore>> store = secrets::SecretStore::Open(std::move(store_options));
   if (!store.ok()) return Error::Of(store.error().code, "secrets: " + store.error().message);
@@ -114,9 +129,8 @@ void DaemonSecrets::Leaked(const LeakReport& report) {
                {"where", leak.where},
                {"action", egress::OnLeakName(leak.action)}};
   e.outcome = leak.action == egress::OnLeak::kPass ? "ok" : "forbidden";
-  if (auto r = log_->Append(e); !r.ok())
-    std::fprintf(stderr, "isb: audit: a secret leak of %s was not recorded: %s\n", leak.sandbox.c_str(),
-                 r.error().message.c_str());
+  // Kept past the queue's bound: the window above already marked this row as the minute's one.
+  writer_->Queue(std::move(e), AuditWriter::Overflow::kKeep);
 }
 
 void DaemonSecrets::Used(const UseReport& report) {
@@ -127,13 +141,21 @@ void DaemonSecrets::Used(const UseReport& report) {
   uint64_t requests = 0;
   {
     MutexLock lock(window_mu_);
-    // Tallies with nothing pending and a row a window old say nothing more: dropped, so the map stays bounded.
-    if (uses_.size() > kMaxLeakWindowEntries)
-      std::erase_if(uses_, [&](const auto& entry) {
+    std::map<std::string, UseTally>& tallies = uses_[use.sandbox];
+    std::string key = use.secret + "\n" + host;
+    if (!tallies.contains(key) && tallies.size() >= kMaxUseHosts) {
+      // Tallies with nothing pending and a row a window old say nothing more: dropped, so the map stays bounded.
+      std::erase_if(tallies, [&](const auto& entry) {
         return entry.second.pending == 0 && (!entry.second.last_row || now - *entry.second.last_row >= kLeakWindow);
       });
-    UseTally& tally = uses_[use.sandbox + "\n" + use.secret + "\n" + host];
-    if (tally.sandbox.empty()) tally = UseTally{report.org, use.sandbox, use.secret, host, 0, std::nullopt};
+      if (tallies.size() >= kMaxUseHosts) {
+        ++uses_over_cap_;
+        key = use.secret + "\n" + kOtherHosts;
+      }
+    }
+    UseTally& tally = tallies[key];
+    if (tally.sandbox.empty())
+      tally = UseTally{report.org, use.sandbox, use.secret, key.substr(use.secret.size() + 1), 0, std::nullopt};
     ++tally.pending;
     if (tally.last_row && now - *tally.last_row < kLeakWindow) return;
     requests = tally.pending;
@@ -149,13 +171,21 @@ void DaemonSecrets::Flush(bool whatever_the_window) {
   std::vector<std::pair<UseTally, uint64_t>> rows;
   {
     MutexLock lock(window_mu_);
-    for (auto& [key, tally] : uses_) {
-      if (tally.pending == 0) continue;
-      if (!whatever_the_window && tally.last_row && now - *tally.last_row < kLeakWindow) continue;
-      rows.emplace_back(tally, tally.pending);
-      tally.pending = 0;
-      tally.last_row = now;
+    for (auto& [sandbox, tallies] : uses_) {
+      for (auto& [key, tally] : tallies) {
+        if (tally.pending == 0) continue;
+        if (!whatever_the_window && tally.last_row && now - *tally.last_row < kLeakWindow) continue;
+        rows.emplace_back(tally, tally.pending);
+        tally.pending = 0;
+        tally.last_row = now;
+      }
     }
+    // A sandbox whose tallies all said everything (gone, or quiet a window) keeps no entry.
+    std::erase_if(uses_, [&](const auto& entry) {
+      return std::all_of(entry.second.begin(), entry.second.end(), [&](const auto& t) {
+        return t.second.pending == 0 && t.second.last_row && now - *t.second.last_row >= kLeakWindow;
+      });
+    });
   }
   for (const auto& [tally, requests] : rows) RecordUse(tally, requests);
 }
@@ -163,9 +193,12 @@ void DaemonSecrets::Flush(bool whatever_the_window) {
 void DaemonSecrets::RecordUse(const UseTally& tally, uint64_t requests) {
   audit::Entry e = ProxyEntry(tally.org, tally.sandbox, "secret_use");
   e.details = {{"secret", tally.secret}, {"host", tally.host}, {"swapped", requests}};
-  if (auto r = log_->Append(e); !r.ok())
-    std::fprintf(stderr, "isb: audit: a use of secret %s by %s was not recorded: %s\n", tally.secret.c_str(),
-                 tally.sandbox.c_str(), r.error().message.c_str());
+  writer_->Queue(std::move(e));
+}
+
+uint64_t DaemonSecrets::UsesOverCap() const {
+  MutexLock lock(window_mu_);
+  return uses_over_cap_;
 }
 
 void DaemonSecrets::StopLoop() {

@@ -15,6 +15,7 @@
 #include "audit/log.h"
 #include "base/mutex.h"
 #include "base/result.h"
+#include "daemon/audit_writer.h"
 #include "daemon/secret_broker.h"
 #include "secrets/secret_store.h"
 #include "secrets/secrets_filter.h"
@@ -25,7 +26,7 @@ struct SecretsConfig {
   std::string state_dir{};
   std::string key_file{};         // --secrets-key
   std::string recipients_file{};  // --secrets-recipients
-  std::string env_key{};          // $ISB_AGE_KEY
+  std::string env_key{};          // $ISB_AGE_KEY; wiped by DaemonSecrets::Open
   std::string credentials_dir{};  // $CREDENTIALS_DIRECTORY
   // The clock of the audit windows (leaks and uses); unset: steady_clock.
   std::function<std::chrono::steady_clock::time_point()> now{};
@@ -33,8 +34,9 @@ struct SecretsConfig {
 
 class DaemonSecrets {
  public:
-  // Errors name the flag or file at fault.
-  static Result<std::unique_ptr<DaemonSecrets>> Open(const SecretsConfig& config, audit::AuditLog* log);
+  // Errors name the flag or file at fault. The key in config.env_key is wiped and cleared once read, whatever the
+  // outcome: no copy of it stays in the daemon's configuration.
+  static Result<std::unique_ptr<DaemonSecrets>> Open(SecretsConfig& config, audit::AuditLog* log);
   ~DaemonSecrets();  // after the stopper is cleared, waits for a stop in progress
 
   secrets::SecretStore& store() { return *store_; }
@@ -46,11 +48,20 @@ class DaemonSecrets {
   // whose last row is a window old. Done every window by the daemon's own thread; at destruction, every pending
   // count is written whatever the window.
   void FlushUses() { Flush(false); }
+  // Returns once the rows recorded so far are in the audit log (they are written off the proxy's thread).
+  void WriteQueued() { writer_->Drain(); }
+  // Uses counted under kOtherHosts because their sandbox had kMaxUseHosts tallies already.
+  uint64_t UsesOverCap() const;
+
+  // The most (secret, host) tallies one sandbox's uses keep between rows; a use past them is counted under
+  // kOtherHosts for its secret, so a sandbox reaching many hosts under a wildcard cannot grow the map.
+  static constexpr size_t kMaxUseHosts = 256;
+  static constexpr char kOtherHosts[] = "(other hosts)";
 
  private:
   DaemonSecrets() = default;
   void Leaked(const LeakReport& leak);  // on the proxy's thread: records, and queues a stop
-  void Used(const UseReport& use);      // on the proxy's thread: counts, and records at most once a window
+  void Used(const UseReport& use);      // on the proxy's thread: counts, and queues a row at most once a window
   std::chrono::steady_clock::time_point Now() const;
   // Uses of one secret by one sandbox toward one host: counted between rows.
   struct UseTally {
@@ -66,7 +77,6 @@ class DaemonSecrets {
   static constexpr size_t kMaxLeakWindowEntries = 4096;
   void StopLoop();
 
-  audit::AuditLog* log_ = nullptr;
   std::unique_ptr<secrets::SecretStore> store_;
   std::shared_ptr<secrets::SecretsFilter> filter_;
   std::unique_ptr<SecretBroker> broker_;
@@ -75,9 +85,12 @@ class DaemonSecrets {
   Mutex mu_;
   CondVar cv_;
   std::deque<std::string> to_stop_ ISB_GUARDED_BY(mu_);
-  Mutex window_mu_;
+  mutable Mutex window_mu_;
   std::map<std::string, std::chrono::steady_clock::time_point> recorded_ ISB_GUARDED_BY(window_mu_);
-  std::map<std::string, UseTally> uses_ ISB_GUARDED_BY(window_mu_);
+  // By sandbox, then by secret and host.
+  std::map<std::string, std::map<std::string, UseTally>> uses_ ISB_GUARDED_BY(window_mu_);
+  uint64_t uses_over_cap_ ISB_GUARDED_BY(window_mu_) = 0;
+  std::unique_ptr<AuditWriter> writer_;  // the rows of leaks and uses, written off the proxy's thread
   std::function<std::chrono::steady_clock::time_point()> now_;
   bool done_ ISB_GUARDED_BY(mu_) = false;
   std::thread stopper_;

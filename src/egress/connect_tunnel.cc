@@ -26,8 +26,12 @@ asio::awaitable<void> Proxy::Impl::RelayTunnel(Socket& from, Socket& to, std::st
       if (size_t eol = buffer.find('\n'); eol != std::string::npos) {
         std::string_view line = std::string_view(buffer).substr(0, eol);
         if (line.ends_with('\r')) line.remove_suffix(1);
-        s.state = Sniff::State::kDone;
-        s.kind = NamesAnHttpVersion(line) ? Sniff::Kind::kHttp : Sniff::Kind::kUnknown;
+        // An empty first line is no line protocol's: servers skip it before a request, so the verdict that
+        // refuses it stands; re-deciding would relay a request unchecked.
+        if (s.state != Sniff::State::kMalformed || !line.empty()) {
+          s.state = Sniff::State::kDone;
+          s.kind = NamesAnHttpVersion(line) ? Sniff::Kind::kHttp : Sniff::Kind::kUnknown;
+        }
       }
     }
     bool undecided = false;  // still not told apart after all the reads or bytes a head may take

@@ -44,9 +44,16 @@ Result<ForkWipedBytes> ForkWipedBytes::TakeEnv(const char* name) {
   std::memcpy(out.data_, value, size);
   out.size_ = size;
   // Where the environment held it (the initial stack, or a setenv copy): every process forked from this one, and
-  // /proc/PID/environ, would show it.
-  OPENSSL_cleanse(value, size);
-  std::memset(value, 'x', size);
+  // /proc/PID/environ, would show it. Every entry of the name, not only the first getenv finds: an initial
+  // environment may hold it twice, and unsetenv drops the entries but leaves their bytes where they lay.
+  const size_t name_size = std::strlen(name);
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    if (std::strncmp(*entry, name, name_size) != 0 || (*entry)[name_size] != '=') continue;
+    char* bytes = *entry + name_size + 1;
+    const size_t length = std::strlen(bytes);
+    OPENSSL_cleanse(bytes, length);
+    std::memset(bytes, 'x', length);
+  }
   ::unsetenv(name);
   return out;
 }

@@ -23,7 +23,8 @@ class ForkWipedBytes {
   ForkWipedBytes& operator=(const ForkWipedBytes&) = delete;
 
   // The value of environment variable `name`, moved into such pages: where it lay is overwritten and the variable
-  // unset (a process forked later has it in neither its memory nor /proc/PID/environ). Empty when it is not set.
+  // unset (a process forked later has it in neither its memory nor /proc/PID/environ); every entry of the name is
+  // wiped, the first one's value taken (as getenv). Empty when it is not set.
   // Errors: the pages cannot be made (mmap, madvise: a kernel before 4.14 has no MADV_WIPEONFORK).
   static Result<ForkWipedBytes> TakeEnv(const char* name);
 

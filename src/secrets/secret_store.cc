@@ -21,10 +21,19 @@ std::string Named(const std::string& org, const std::string& name) {
   return "secret '" + name + "' in org '" + org + "'";
 }
 
+// Beside orgs/: the store is bound, every value file carries its isb-binding (see secret_store.h).
+constexpr std::string_view kBoundMarker = "bound";
+
 // A file that decrypted is refused when its binding names another secret: it was copied into this one's place.
-// A file without one was written before bindings (Reencrypt adds them).
-Status CheckBound(std::string_view file, const std::string& org, const std::string& name, const std::string& what) {
+// A file without one was written before bindings (Reencrypt adds them): read until the store is bound, refused
+// from then on (a pre-binding or user-made file placed by hand could otherwise be any secret's value).
+Status CheckBound(std::string_view file, const std::string& org, const std::string& name, const std::string& what,
+                  bool store_bound) {
   ISB_ASSIGN_OR_RETURN(std::optional<FileBinding> binding, BindingOf(file));
+  if (!binding && store_bound)
+    return Error::Of(Code::kForbidden, what + ": its file carries no isb-binding, and every file of this store does "
+                                              "since it was bound; put back this secret's own file, or give it a "
+                                              "new value with secret_set");
   if (!binding || (binding->org == org && binding->name == name)) return {};
   return Error::Of(Code::kForbidden, what + ": its file belongs to " + Named(binding->org, binding->name) +
                                          " (it was copied into this secret's place); put back this secret's own "
@@ -70,17 +79,34 @@ void ClearStrays(const std::filesystem::path& orgs) {
   }
 }
 
-// Any one version file under `orgs`, to check the identity against; empty when the store holds none.
-std::filesystem::path AnyVersionFile(const std::filesystem::path& orgs) {
+// Every version file under `orgs`.
+std::vector<std::filesystem::path> VersionFiles(const std::filesystem::path& orgs) {
+  std::vector<std::filesystem::path> out;
   std::error_code ec;
   for (const auto& org : SubdirsByName(orgs)) {
     for (const auto& secret : SubdirsByName(org)) {
       for (const auto& entry : std::filesystem::directory_iterator(secret, ec)) {
-        if (VersionOf(entry.path().filename().string()) > 0) return entry.path();
+        if (VersionOf(entry.path().filename().string()) > 0) out.push_back(entry.path());
       }
     }
   }
-  return {};
+  return out;
+}
+
+// Whether every one of `files` carries an isb-binding (no store is bound while one from before bindings remains).
+bool AllBound(const std::vector<std::filesystem::path>& files) {
+  for (const std::filesystem::path& path : files) {
+    Result<std::string> file = ReadFile(path.string());
+    if (!file.ok()) return false;
+    Result<std::optional<FileBinding>> binding = BindingOf(*file);
+    if (!binding.ok() || !*binding) return false;
+  }
+  return true;
+}
+
+Status MarkBound(const std::filesystem::path& dir) {
+  return WriteFileDurably(dir / kBoundMarker,
+                          "every value file of this store carries its isb-binding; one without is refused\n");
 }
 
 Result<std::vector<std::string>> RecipientsFor(const SecretStoreOptions& options) {
@@ -106,8 +132,9 @@ Result<std::unique_ptr<SecretStore>> SecretStore::Open(SecretStoreOptions option
   const std::filesystem::path orgs = options.dir / "orgs";
   ISB_TRY(MakeDirDurably(orgs));
   ClearStrays(orgs);
-  if (std::filesystem::path sample = AnyVersionFile(orgs); !sample.empty()) {
-    ISB_ASSIGN_OR_RETURN(std::string file, ReadFile(sample.string()));
+  const std::vector<std::filesystem::path> files = VersionFiles(orgs);
+  if (!files.empty()) {
+    ISB_ASSIGN_OR_RETURN(std::string file, ReadFile(files.front().string()));
     auto value = AgeDecrypt(file, options.identity);
     if (!value.ok() && value.error().code == Code::kForbidden) {
       return Error::Of(Code::kForbidden,
@@ -115,7 +142,16 @@ Result<std::unique_ptr<SecretStore>> SecretStore::Open(SecretStoreOptions option
                            options.identity.Recipient() + "); start isb with the key that wrote them");
     }
   }
-  return std::unique_ptr<SecretStore>(new SecretStore(std::move(options), std::move(recipients)));
+  // Bound once no file from before bindings is left (a new store is bound from its start), and for good.
+  bool bound = std::filesystem::exists(options.dir / kBoundMarker, ec);
+  if (!bound && AllBound(files)) {
+    ISB_TRY(MarkBound(options.dir));
+    bound = true;
+  }
+  auto store = std::unique_ptr<SecretStore>(new SecretStore(std::move(options), std::move(recipients)));
+  MutexLock lock(store->mu_);
+  store->bound_ = bound;
+  return store;
 }
 
 SecretStore::SecretStore(SecretStoreOptions options, std::vector<std::string> recipients)
@@ -166,7 +202,8 @@ Status SecretStore::WriteVersionLocked(const SecretMeta& meta, int version, std:
 Result<SecretMeta> SecretStore::CreateLocked(const std::string& org, const std::string& name, std::string_view value,
                                              std::vector<std::string> hosts,
                                              std::map<std::string, std::string> labels,
-                                             std::vector<std::string> substitute) {
+                                             std::vector<std::string> substitute,
+                                             std::vector<std::string> headers) {
   auto existing = ReadMetaLocked(org, name);
   if (existing.ok()) {
     return Error::Of(Code::kConflict, Named(org, name) + " already exists; add a version with set");
@@ -180,6 +217,7 @@ Result<SecretMeta> SecretStore::CreateLocked(const std::string& org, const std::
   SecretMeta meta{org, name, 1, NowMs(), 0, std::move(labels), std::move(hosts)};
   meta.updated_ms = meta.created_ms;
   if (!substitute.empty()) meta.substitute = std::move(substitute);
+  meta.headers = std::move(headers);
   ISB_TRY(WriteVersionLocked(meta, 1, value));
   ISB_TRY(WriteFileDurably(SecretDir(org, name) / kMetaFile, FormatSecretMeta(meta)));
   return meta;
@@ -193,12 +231,17 @@ Result<SecretMeta> SecretStore::SetLocked(const std::string& org, const std::str
   meta.version += 1;
   meta.updated_ms = NowMs();
   ISB_TRY(WriteFileDurably(SecretDir(org, name) / kMetaFile, FormatSecretMeta(meta)));
+  // The version this one pushes out of the kept ones (kMaxSecretVersions), and any a crash left before it.
+  for (int old = FirstKeptVersion(meta.version) - 1; old >= 1; --old) {
+    std::error_code ec;
+    if (!std::filesystem::remove(SecretDir(org, name) / VersionFile(old), ec)) break;
+  }
   return meta;
 }
 
 Result<SecretMeta> SecretStore::Create(const std::string& org, const std::string& name, const SecretBytes& value,
                                        std::vector<std::string> hosts, std::map<std::string, std::string> labels,
-                                       std::vector<std::string> substitute) {
+                                       std::vector<std::string> substitute, std::vector<std::string> headers) {
   ISB_TRY(CheckOrgAndName(org, name));
   ISB_TRY(CheckSecretValueSize(value.size()));
   ISB_TRY(CheckSecretHosts(hosts));
@@ -206,9 +249,11 @@ Result<SecretMeta> SecretStore::Create(const std::string& org, const std::string
   if (!substitute.empty()) {
     ISB_ASSIGN_OR_RETURN(substitute, CanonicalSubstitute(substitute));
   }
+  ISB_ASSIGN_OR_RETURN(headers, CanonicalSwapHeaders(headers));
   Result<SecretMeta> meta = [&] {
     MutexLock lock(mu_);
-    return CreateLocked(org, name, value.view(), std::move(hosts), std::move(labels), std::move(substitute));
+    return CreateLocked(org, name, value.view(), std::move(hosts), std::move(labels), std::move(substitute),
+                        std::move(headers));
   }();
   if (meta.ok()) Notify(org, name);
   return meta;
@@ -228,11 +273,15 @@ Result<SecretMeta> SecretStore::Set(const std::string& org, const std::string& n
 Result<SecretMeta> SecretStore::Update(const std::string& org, const std::string& name,
                                        std::optional<std::vector<std::string>> hosts,
                                        std::optional<std::map<std::string, std::string>> labels,
-                                       std::optional<std::vector<std::string>> substitute) {
+                                       std::optional<std::vector<std::string>> substitute,
+                                       std::optional<std::vector<std::string>> headers) {
   ISB_TRY(CheckOrgAndName(org, name));
   if (hosts) ISB_TRY(CheckSecretHosts(*hosts));
   if (substitute) {
     ISB_ASSIGN_OR_RETURN(substitute, CanonicalSubstitute(*substitute));
+  }
+  if (headers) {
+    ISB_ASSIGN_OR_RETURN(headers, CanonicalSwapHeaders(*headers));
   }
   Result<SecretMeta> updated = [&]() -> Result<SecretMeta> {
     MutexLock lock(mu_);
@@ -244,6 +293,7 @@ Result<SecretMeta> SecretStore::Update(const std::string& org, const std::string
     }
     if (hosts) meta.hosts = std::move(*hosts);
     if (substitute) meta.substitute = std::move(*substitute);
+    if (headers) meta.headers = std::move(*headers);
     if (labels) meta.labels = std::move(*labels);
     meta.updated_ms = NowMs();
     ISB_TRY(WriteFileDurably(SecretDir(org, name) / kMetaFile, FormatSecretMeta(meta)));
@@ -259,31 +309,35 @@ Result<SecretStore::Value> SecretStore::Get(const std::string& org, const std::s
   return GetLocked(org, name, version);
 }
 
-Result<std::vector<SecretStore::Value>> SecretStore::AllVersions(const std::string& org, const std::string& name) const {
+Result<SecretStore::Versions> SecretStore::AllVersions(const std::string& org, const std::string& name) const {
   ISB_TRY(CheckOrgAndName(org, name));
   MutexLock lock(mu_);
   ISB_ASSIGN_OR_RETURN(SecretMeta meta, ReadMetaLocked(org, name));
-  std::vector<Value> out;
-  for (int version = 1; version <= meta.version; ++version) {
-    ISB_ASSIGN_OR_RETURN(Value value, GetLocked(org, name, version));
-    out.push_back(std::move(value));
+  Versions out;
+  for (int version = FirstKeptVersion(meta.version); version < meta.version; ++version) {
+    Result<Value> value = GetLocked(org, name, version);
+    if (value.ok()) out.values.push_back(std::move(value).value());
+    else out.unreadable.push_back(version);
   }
+  ISB_ASSIGN_OR_RETURN(Value latest, GetLocked(org, name, meta.version));
+  out.values.push_back(std::move(latest));
   return out;
 }
 
 Result<SecretStore::Value> SecretStore::GetLocked(const std::string& org, const std::string& name, int version) const {
   ISB_ASSIGN_OR_RETURN(SecretMeta meta, ReadMetaLocked(org, name));
   if (version == 0) version = meta.version;
-  if (version < 1 || version > meta.version) {
-    return Error::Of(Code::kNotFound, Named(org, name) + " has no version " + std::to_string(version) +
-                                          " (it has 1 to " + std::to_string(meta.version) + ")");
+  if (version < FirstKeptVersion(meta.version) || version > meta.version) {
+    return Error::Of(Code::kNotFound, Named(org, name) + " has no version " + std::to_string(version) + " (it has " +
+                                          std::to_string(FirstKeptVersion(meta.version)) + " to " +
+                                          std::to_string(meta.version) + ")");
   }
   const std::string what = Named(org, name) + " version " + std::to_string(version);
   auto file = ReadFile((SecretDir(org, name) / VersionFile(version)).string());
   if (!file.ok()) return Error::Msg(what + ": " + file.error().message);
   auto value = AgeDecrypt(*file, identity_);
   if (!value.ok()) return Error::Of(value.error().code, what + ": " + value.error().message);
-  ISB_TRY(CheckBound(*file, org, name, what));
+  ISB_TRY(CheckBound(*file, org, name, what, bound_));
   return Value{std::move(meta), std::move(value).value(), version};
 }
 
@@ -342,28 +396,47 @@ Result<SecretMeta> SecretStore::Import(const std::string& org, const std::string
     if (existing.ok()) return SetLocked(org, name, value->view());
     if (existing.error().code != Code::kNotFound) return existing.error();
     ISB_TRY(CheckLength(hosts, value->size()));
-    return CreateLocked(org, name, value->view(), std::move(hosts), std::move(labels), {});
+    return CreateLocked(org, name, value->view(), std::move(hosts), std::move(labels), {}, {});
   }();
   if (meta.ok()) Notify(org, name);
   return meta;
+}
+
+// Removes every version file in `secret_dir` below `first_kept`, whatever gaps lie between them (a release that kept
+// more versions left them): none stays encrypted to a recipient the store no longer has.
+Status RemoveVersionsBelow(const std::filesystem::path& secret_dir, int first_kept) {
+  std::error_code ec;
+  std::vector<std::filesystem::path> old;
+  for (const auto& entry : std::filesystem::directory_iterator(secret_dir, ec)) {
+    const int version = VersionOf(entry.path().filename().string());
+    if (version > 0 && version < first_kept) old.push_back(entry.path());
+  }
+  if (ec) return Error::Msg("reencrypt: list " + secret_dir.string() + ": " + ec.message());
+  for (const std::filesystem::path& path : old) {
+    if (!std::filesystem::remove(path, ec) && ec)
+      return Error::Msg("reencrypt: remove " + path.string() + ", a version no longer kept: " + ec.message() +
+                        "; remove it by hand and run reencrypt again");
+  }
+  return {};
 }
 
 Result<int> SecretStore::ReencryptSecretLocked(const std::string& org, const std::string& name) {
   auto meta = ReadMetaLocked(org, name);
   // A directory without meta.json is a create that did not finish: nothing in it is a version yet.
   if (!meta.ok()) return meta.error().code == Code::kNotFound ? Result<int>(0) : Result<int>(meta.error());
-  for (int version = 1; version <= meta->version; ++version) {
+  for (int version = FirstKeptVersion(meta->version); version <= meta->version; ++version) {
     const std::filesystem::path path = SecretDir(org, name) / VersionFile(version);
     const std::string what = "reencrypt " + Named(org, name) + " version " + std::to_string(version);
     auto file = ReadFile(path.string());
     if (!file.ok()) return Error::Msg(what + ": " + file.error().message);
     auto value = AgeDecrypt(*file, identity_);
     if (!value.ok()) return Error::Of(value.error().code, what + ": " + value.error().message);
-    ISB_TRY(CheckBound(*file, org, name, what));
+    ISB_TRY(CheckBound(*file, org, name, what, bound_));
     ISB_ASSIGN_OR_RETURN(std::string again, AgeEncrypt(value->view(), recipients_, {BindingStanza({org, name})}));
     ISB_TRY(WriteFileDurably(path, again));
   }
-  return meta->version;
+  ISB_TRY(RemoveVersionsBelow(SecretDir(org, name), FirstKeptVersion(meta->version)));
+  return meta->version - FirstKeptVersion(meta->version) + 1;
 }
 
 Result<int> SecretStore::Reencrypt() {
@@ -374,6 +447,11 @@ Result<int> SecretStore::Reencrypt() {
       ISB_ASSIGN_OR_RETURN(int n, ReencryptSecretLocked(org.filename().string(), secret.filename().string()));
       rewritten += n;
     }
+  }
+  // Every file is bound now: from here on one without a binding is refused.
+  if (!bound_) {
+    ISB_TRY(MarkBound(dir_.parent_path()));
+    bound_ = true;
   }
   return rewritten;
 }

@@ -8,6 +8,17 @@
 // Layout: <dir>/orgs/<org>/<name>/{v1.age, v2.age, ..., meta.json}; files 0600, directories 0700. Every write is
 // a temp file, fsync, rename and directory fsync, and the new version's file is durable before meta.json names it,
 // so a crash leaves the previous state readable; what it left half-done ('~' names) is cleared at Open.
+//
+// Binding: each value file names its org and secret in its age header, under the header's MAC (secret_file_binding.h),
+// so a file copied into another secret's place is refused. Files from before bindings have none; a store is bound
+// once none of those is left: at Open when every file has its binding (a new store at once), or when Reencrypt has
+// rewritten them all. <dir>/bound records it, and from then on a value file without a binding is refused (a
+// pre-binding file restored from a backup, or one `age` made and placed by hand: either could be any secret's
+// value); `isb secret import` still takes `age` files, and stores them bound. The record is a file of the store's:
+// whoever can delete it can write the files it guards too, so it guards against placed files, not against that.
+//
+// Versions: a secret keeps its latest kMaxSecretVersions (secret_store_limits.h); the set that pushes one out
+// removes its file.
 #pragma once
 
 #include <cstdint>
@@ -53,28 +64,36 @@ class SecretStore {
   const std::vector<std::string>& Recipients() const { return recipients_; }
 
   // Version 1 of a new secret. kConflict when it exists; kInvalidArgument for a bad org, name, host, substitute
-  // part, or a value too short for its hosts; kTooLarge over 1 MiB. `substitute` empty: headers only.
+  // part or header name, or a value too short for its hosts; kTooLarge over 1 MiB. `substitute` empty: headers
+  // only; `headers` empty: the credential headers only.
   Result<SecretMeta> Create(const std::string& org, const std::string& name, const SecretBytes& value,
                             std::vector<std::string> hosts, std::map<std::string, std::string> labels,
-                            std::vector<std::string> substitute = {});
+                            std::vector<std::string> substitute = {}, std::vector<std::string> headers = {});
   // A new version. kNotFound when the secret does not exist.
   Result<SecretMeta> Set(const std::string& org, const std::string& name, const SecretBytes& value);
-  // Replaces the hosts, labels and/or substitute parts given; the value and its versions stay.
+  // Replaces the hosts, labels, substitute parts and/or header names given; the value and its versions stay.
   Result<SecretMeta> Update(const std::string& org, const std::string& name,
                             std::optional<std::vector<std::string>> hosts,
                             std::optional<std::map<std::string, std::string>> labels,
-                            std::optional<std::vector<std::string>> substitute = std::nullopt);
+                            std::optional<std::vector<std::string>> substitute = std::nullopt,
+                            std::optional<std::vector<std::string>> headers = std::nullopt);
 
   struct Value {
     SecretMeta meta;
     SecretBytes value;
     int version = 0;  // the version this value is (meta.version is the latest)
   };
-  // `version` 0 is the latest. kNotFound for a missing secret or version.
+  // `version` 0 is the latest. kNotFound for a missing secret or for a version not kept (kMaxSecretVersions).
   Result<Value> Get(const std::string& org, const std::string& name, int version = 0) const;
-  // Every version's value, oldest first (the last is the latest), with the metadata: for the scrubber, which turns
-  // an old value back into the placeholder too. kNotFound for a missing secret.
-  Result<std::vector<Value>> AllVersions(const std::string& org, const std::string& name) const;
+  // The kept versions' values (kMaxSecretVersions), oldest first (the last is the latest), with the metadata: for
+  // the scrubber, which turns an old value back into the placeholder too. An earlier version that cannot be read
+  // (a damaged file, one copied from another secret) is listed in `unreadable` and the others still given; the
+  // latest must read (its error otherwise). kNotFound for a missing secret.
+  struct Versions {
+    std::vector<Value> values;
+    std::vector<int> unreadable;
+  };
+  Result<Versions> AllVersions(const std::string& org, const std::string& name) const;
   Result<SecretMeta> Inspect(const std::string& org, const std::string& name) const;
   // The org's secrets by name; an unknown org has none.
   std::vector<SecretMeta> List(const std::string& org) const;
@@ -106,7 +125,8 @@ class SecretStore {
   Status WriteVersionLocked(const SecretMeta& meta, int version, std::string_view value) const ISB_REQUIRES(mu_);
   Result<SecretMeta> CreateLocked(const std::string& org, const std::string& name, std::string_view value,
                                   std::vector<std::string> hosts, std::map<std::string, std::string> labels,
-                                  std::vector<std::string> substitute) ISB_REQUIRES(mu_);
+                                  std::vector<std::string> substitute, std::vector<std::string> headers)
+      ISB_REQUIRES(mu_);
   Result<SecretMeta> SetLocked(const std::string& org, const std::string& name, std::string_view value)
       ISB_REQUIRES(mu_);
   Result<int> ReencryptSecretLocked(const std::string& org, const std::string& name) ISB_REQUIRES(mu_);
@@ -118,6 +138,7 @@ class SecretStore {
   const std::function<int64_t()> now_ms_;
   const size_t min_value_with_hosts_;
   mutable Mutex mu_;  // guards every file under dir_
+  bool bound_ ISB_GUARDED_BY(mu_) = false;
   Mutex watchers_mu_;
   std::vector<Watcher> watchers_ ISB_GUARDED_BY(watchers_mu_);
 };

@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <iterator>
 
+#include "base/ascii.h"
+#include "secrets/credential_headers.h"
+
 namespace isb::secrets {
 namespace {
 
@@ -76,6 +79,44 @@ Result<std::vector<std::string>> CanonicalSubstitute(const std::vector<std::stri
   std::vector<std::string> out;
   for (std::string_view part : kParts)
     if (std::find(parts.begin(), parts.end(), part) != parts.end()) out.emplace_back(part);
+  return out;
+}
+
+// Headers that route, frame or hop a request, or that servers commonly reflect or log: a value swapped into one
+// would travel where the credential headers never go (a Host is logged and echoed; a Cookie is set on the client).
+bool ReservedHeader(std::string_view name) {
+  static constexpr std::string_view kReserved[] = {
+      "Host",       "Connection", "Upgrade",    "Transfer-Encoding", "Content-Length", "Content-Type",
+      "TE",         "Trailer",    "Keep-Alive", "Proxy-Connection",  "Origin",         "Referer",
+      "Cookie",     "Set-Cookie", "Forwarded",  "Via",               "User-Agent",     "Expect",
+      "Content-Encoding", "Accept-Encoding", "Range", "If-Match", "If-None-Match", "Location"};
+  for (std::string_view r : kReserved) {
+    if (EqualsIgnoreCase(r, name)) return true;
+  }
+  for (std::string_view prefix : {"sec-websocket-", "x-forwarded-", "x-real-ip"}) {
+    if (name.size() >= prefix.size() && EqualsIgnoreCase(name.substr(0, prefix.size()), prefix)) return true;
+  }
+  return false;
+}
+
+Result<std::vector<std::string>> CanonicalSwapHeaders(const std::vector<std::string>& names) {
+  if (names.size() > kMaxExtraSwapHeaders)
+    return Error::Of(Code::kInvalidArgument, "headers: " + std::to_string(names.size()) +
+                                                 " names; a secret adds at most 16 headers to the credential ones");
+  std::vector<std::string> out;
+  for (const std::string& name : names) {
+    if (name.empty() || name.size() > kMaxSecretNameSize || !std::all_of(name.begin(), name.end(), IsTokenChar))
+      return Error::Of(Code::kInvalidArgument, "headers: " + Quoted(name) +
+                                                   " is not a header name; use 1-128 letters, digits or "
+                                                   "!#$%&'*+-.^_`|~ (such as X-Custom-Key)");
+    if (ReservedHeader(name))
+      return Error::Of(Code::kInvalidArgument,
+                       "headers: " + Quoted(name) +
+                           " routes, frames or is echoed by servers; a secret is swapped only into headers that carry "
+                           "credentials (such as X-Custom-Key)");
+    if (std::none_of(out.begin(), out.end(), [&](const std::string& seen) { return EqualsIgnoreCase(seen, name); }))
+      out.push_back(name);
+  }
   return out;
 }
 

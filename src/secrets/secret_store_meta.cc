@@ -13,7 +13,8 @@ std::string FormatSecretMeta(const SecretMeta& meta) {
                       {"updated_ms", meta.updated_ms},
                       {"labels", meta.labels},
                       {"hosts", meta.hosts},
-                      {"substitute", meta.substitute}};
+                      {"substitute", meta.substitute},
+                      {"headers", meta.headers}};
   return j.dump(2) + "\n";
 }
 
@@ -30,6 +31,8 @@ Result<SecretMeta> ParseSecretMeta(std::string_view text) {
     meta.hosts = j.at("hosts").get<std::vector<std::string>>();
     // Written before substitution was per secret: headers only, the default.
     if (j.contains("substitute")) meta.substitute = j.at("substitute").get<std::vector<std::string>>();
+    // Written before a secret could add header names: the credential headers only.
+    if (j.contains("headers")) meta.headers = j.at("headers").get<std::vector<std::string>>();
     if (meta.version < 1) return Error::Msg("meta.json: version is below 1");
     return meta;
   } catch (const nlohmann::json::exception& e) {

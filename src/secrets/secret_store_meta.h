@@ -22,6 +22,9 @@ struct SecretMeta {
   // target, path and query) and "body" (bodies and WebSocket messages) only when an admin opts in, since an origin
   // that echoes them back (a search, an error page, a paste) would hand the value to whoever reads the answer.
   std::vector<std::string> substitute = {"header"};
+  // Header fields the placeholder is swapped in besides the credential headers (credential_headers.h), as an admin
+  // named them; empty (and absent from meta.json written before it): the credential headers only.
+  std::vector<std::string> headers{};
 
   bool operator==(const SecretMeta&) const = default;
 };

@@ -10,6 +10,7 @@
 #include "base/mutex.h"
 #include "egress/http_body.h"
 #include "secrets/content_coding.h"
+#include "secrets/credential_headers.h"
 #include "secrets/secret_forms.h"
 #include "secrets/stream_replace.h"
 
@@ -82,7 +83,8 @@ struct SecretsFilter::Sandbox {
   std::vector<bool> Approved(const egress::Exchange& exchange) const {
     std::vector<bool> approved(bindings.size(), false);
     if (!exchange.intercepted) return approved;
-    for (size_t i = 0; i < bindings.size(); ++i) approved[i] = hosts[i].Intercepted(exchange.host, exchange.port);
+    for (size_t i = 0; i < bindings.size(); ++i)
+      approved[i] = !bindings[i].retired && hosts[i].Intercepted(exchange.host, exchange.port);
     return approved;
   }
 
@@ -96,6 +98,7 @@ struct SecretsFilter::Sandbox {
     std::vector<Replacement> pairs;
     std::vector<OwnedSet::Owner> owners;
     for (size_t i = 0; i < bindings.size(); ++i) {
+      if (bindings[i].retired) continue;
       if (approved[i] && !bindings[i].swap.body) continue;  // the placeholder goes on as it is (SwapParts)
       if (approved[i]) {
         for (Replacement& pair : SwapPairs(bindings[i].placeholder, bindings[i].value, kind)) {
@@ -227,6 +230,15 @@ std::unique_ptr<egress::BodyFilter> UnderCodings(const std::string* content_enco
   return inner;
 }
 
+// A plain-HTTP request asking to switch protocols, from a sandbox with secrets (to any host, on any port): after a
+// 101 its bytes would pass unread, a placeholder or a value among them unseen, where a WebSocket over TLS has each
+// message filtered; refused instead.
+std::string PlainUpgradeRefusal(const egress::Exchange& exchange, const egress::HttpHead& head) {
+  if (exchange.intercepted || head.Find("Upgrade") == nullptr) return {};
+  return "isb: a protocol upgrade over plain HTTP to " + exchange.host + " is refused: this sandbox has secrets, and "
+         "what follows the upgrade could not be checked for them; use https:// or wss://";
+}
+
 bool HasBody(const egress::BodyFraming& framing) { return framing.kind != egress::BodyFraming::kNone; }
 
 // Every field `name` of a head joined as one list (a coding list may come in several fields, and each counts).
@@ -347,7 +359,7 @@ std::string SecretsFilter::RequestHead(const egress::Exchange& exchange, egress:
   std::string refusal;
   // Leaks are looked for in the head as it came, before any swap could add a placeholder of another secret.
   for (size_t i = 0; i < box->bindings.size(); ++i) {
-    if (approved[i]) continue;
+    if (approved[i] || box->bindings[i].retired) continue;
     const std::string& placeholder = box->bindings[i].placeholder;
     std::string where;
     if (HeaderCarries("", head.target, placeholder)) {
@@ -368,13 +380,16 @@ std::string SecretsFilter::RequestHead(const egress::Exchange& exchange, egress:
     if (refusal.empty()) refusal = std::move(refused);
   }
   if (!refusal.empty()) return refusal;
+  // After the leak scan, so a request carrying a placeholder is reported as the leak it is.
+  if (std::string refused = PlainUpgradeRefusal(exchange, head); !refused.empty()) return refused;
   for (size_t i = 0; i < box->bindings.size(); ++i) {
     if (!approved[i]) continue;
     const SecretBinding& b = box->bindings[i];
     // Not opted in: the placeholder stays in the target as it is (SwapParts).
     size_t swaps = b.swap.query ? SwapInTarget(head.target, b.placeholder, b.value) : 0;
+    // Only where credentials travel: in another field it goes on as it is (credential_headers.h).
     for (egress::HttpHeader& field : head.headers)
-      swaps += SwapInHeader(field.name, field.value, b.placeholder, b.value);
+      if (SwapsInHeader(field.name, b.headers)) swaps += SwapInHeader(field.name, field.value, b.placeholder, b.value);
     if (swaps > 0) marks[i] |= filter_parts::kHit;
   }
   if (HasBody(egress::RequestBody(head))) {

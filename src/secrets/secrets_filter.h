@@ -19,9 +19,11 @@ namespace isb::secrets {
 
 using OnLeak = egress::OnLeak;  // egress/policy.h: the spec's on_leak
 
-// Where in a request to an approved host the placeholder is swapped; headers always. Elsewhere in such a request
-// the placeholder goes on as it is (it is not secret, and the host may be sent it): an origin that echoes a query
-// or a body back would otherwise hand the value to the sandbox, so those are an admin's opt-in per secret.
+// Where in a request to an approved host the placeholder is swapped; the credential headers always
+// (credential_headers.h), other header fields only as SecretBinding::headers names them. Elsewhere in such a
+// request the placeholder goes on as it is (it is not secret, and the host may be sent it): an origin that echoes a
+// query, a body or a header back would otherwise hand the value to the sandbox, so those are an admin's opt-in per
+// secret.
 struct SwapParts {
   bool query = false;  // the request target: path and query
   bool body = false;   // request bodies and WebSocket messages to the origin
@@ -37,6 +39,12 @@ struct SecretBinding {
   // The secret's earlier values: never swapped in, scrubbed from responses as the value is (an origin may still
   // echo one). Never logged.
   std::vector<std::string> old_values{};
+  // Header fields swapped in besides the credential headers (SecretMeta::headers).
+  std::vector<std::string> headers{};
+  // The secret is gone (deleted, or its latest value unreadable) but the sandbox had its value: the placeholder is
+  // no longer swapped nor judged (it goes on as it is), and `value` and `old_values` are still scrubbed from
+  // responses, as an origin may still echo them.
+  bool retired = false;
 };
 
 struct SandboxSecrets {

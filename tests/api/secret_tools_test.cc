@@ -67,5 +67,43 @@ TEST_F(SecretToolsTest, ASetWhoseValueIsRefusedChangesNeitherItsHostsNorWhereItI
   EXPECT_EQ(meta->version, 2);
 }
 
+// Where a placeholder is swapped (substitute) and the header names a secret adds go in through secret_create and
+// secret_set and come back from secret_inspect; a secret made without them has the defaults.
+TEST_F(SecretToolsTest, SubstituteAndHeadersRoundTripThroughCreateSetAndInspect) {
+  auto made = Run("secret_create", {{"name", "K"},
+                                    {"value", "first-value-1"},
+                                    {"hosts", {"api.example.com"}},
+                                    {"substitute", {"header", "body"}},
+                                    {"headers", {"X-Custom-Key"}}});
+  ASSERT_TRUE(made.ok()) << made.error().message;
+  EXPECT_EQ((*made)["headers"], nlohmann::json({"X-Custom-Key"}));
+  auto seen = Run("secret_inspect", {{"name", "K"}});
+  ASSERT_TRUE(seen.ok()) << seen.error().message;
+  EXPECT_EQ((*seen)["substitute"], nlohmann::json({"header", "body"}));
+  EXPECT_EQ((*seen)["headers"], nlohmann::json({"X-Custom-Key"}));
+
+  ASSERT_TRUE(Run("secret_set", {{"name", "K"}, {"headers", {"X-Other-Key", "Api-Token"}}}).ok());
+  seen = Run("secret_inspect", {{"name", "K"}});
+  ASSERT_TRUE(seen.ok());
+  EXPECT_EQ((*seen)["headers"], nlohmann::json({"X-Other-Key", "Api-Token"}));
+  EXPECT_EQ((*seen)["substitute"], nlohmann::json({"header", "body"}));
+  EXPECT_EQ((*seen)["version"], 1);
+
+  // A bad name is refused before anything changes, a value given with it included.
+  auto refused = Run("secret_set", {{"name", "K"}, {"value", "second-value-2"}, {"headers", {"X Bad"}}});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, Code::kInvalidArgument);
+  EXPECT_EQ(refused.error().message,
+            "headers: 'X Bad' is not a header name; use 1-128 letters, digits or !#$%&'*+-.^_`|~ (such as "
+            "X-Custom-Key)");
+  EXPECT_EQ(store_->Inspect("acme", "K")->version, 1);
+
+  ASSERT_TRUE(Run("secret_create", {{"name", "D"}, {"value", "default-value"}, {"hosts", {"api.example.com"}}}).ok());
+  seen = Run("secret_inspect", {{"name", "D"}});
+  ASSERT_TRUE(seen.ok());
+  EXPECT_EQ((*seen)["substitute"], nlohmann::json({"header"}));
+  EXPECT_EQ((*seen)["headers"], nlohmann::json::array());
+}
+
 }  // namespace
 }  // namespace isb::api

@@ -126,8 +126,8 @@ TEST_F(SecretBrokerTest, ANewVersionIsSwappedAtOnceAndEveryEarlierValueOfEightBy
   ASSERT_TRUE(store_->Set("acme", "K", Bytes(kValue)).ok());
   BindKey();
   ASSERT_TRUE(store_->Set("acme", "K", Bytes("sk-value-two")).ok());
-  EXPECT_EQ(Sent("GET / HTTP/1.1\r\nHost: api.example.com\r\nX-Key: " + Key() + "\r\n\r\n"),
-            "GET /|Host: api.example.com|X-Key: sk-value-two");
+  EXPECT_EQ(Sent("GET / HTTP/1.1\r\nHost: api.example.com\r\nX-Api-Key: " + Key() + "\r\n\r\n"),
+            "GET /|Host: api.example.com|X-Api-Key: sk-value-two");
   EXPECT_EQ(Echoed("sk-value-two"), Key());
   EXPECT_EQ(Echoed("sk-value-one"), Key());
   // Under 8 bytes it would match ordinary bytes: left as it is.
@@ -138,16 +138,77 @@ TEST_F(SecretBrokerTest, ADeletedSecretIsNoLongerSwappedAndAnUnboundSandboxHasNo
   ASSERT_TRUE(store_->Create("acme", "K", Bytes(kValue), {"api.example.com"}, {}).ok());
   BindKey("sb1");
   BindKey("sb2");
-  const std::string sb2_request = "GET / HTTP/1.1\r\nHost: api.example.com\r\nX-Key: " + Key("sb2") + "\r\n\r\n";
+  const std::string sb2_request = "GET / HTTP/1.1\r\nHost: api.example.com\r\nX-Api-Key: " + Key("sb2") + "\r\n\r\n";
   const egress::Exchange sb2{"sb2", "api.example.com", 443, true};
   broker_->Unbind("sb2");
-  EXPECT_EQ(Sent(sb2_request, sb2), "GET /|Host: api.example.com|X-Key: " + Key("sb2"));
+  EXPECT_EQ(Sent(sb2_request, sb2), "GET /|Host: api.example.com|X-Api-Key: " + Key("sb2"));
   std::vector<std::string> changed;
   broker_->OnChange([&](const std::string& org, const std::string& name) { changed.push_back(org + "/" + name); });
   ASSERT_TRUE(store_->Delete("acme", "K").ok());
-  EXPECT_EQ(Sent("GET / HTTP/1.1\r\nHost: api.example.com\r\nX-Key: " + Key() + "\r\n\r\n"),
-            "GET /|Host: api.example.com|X-Key: " + Key());
+  EXPECT_EQ(Sent("GET / HTTP/1.1\r\nHost: api.example.com\r\nX-Api-Key: " + Key() + "\r\n\r\n"),
+            "GET /|Host: api.example.com|X-Api-Key: " + Key());
   EXPECT_EQ(changed, std::vector<std::string>{"acme/K"});
+}
+
+// A deleted secret's values stay scrubbed for a sandbox that had them, until it is unbound; a secret made again
+// under the name keeps the first one's values scrubbed too.
+TEST_F(SecretBrokerTest, ADeletedSecretsValuesStayScrubbedForTheSandboxThatHadThemUntilItIsUnbound) {
+  ASSERT_TRUE(store_->Create("acme", "K", Bytes(kValue), {"api.example.com"}, {}).ok());
+  ASSERT_TRUE(store_->Set("acme", "K", Bytes("sk-value-two")).ok());
+  BindKey();
+  ASSERT_TRUE(store_->Delete("acme", "K").ok());
+  EXPECT_EQ(Sent("GET / HTTP/1.1\r\nHost: api.example.com\r\nX-Api-Key: " + Key() + "\r\n\r\n"),
+            "GET /|Host: api.example.com|X-Api-Key: " + Key());
+  EXPECT_EQ(Echoed("sk-value-one"), Key());
+  EXPECT_EQ(Echoed("sk-value-two"), Key());
+  EXPECT_TRUE(leaks_.empty());
+  ASSERT_TRUE(store_->Create("acme", "K", Bytes("sk-value-new"), {"api.example.com"}, {}).ok());
+  EXPECT_EQ(Sent("GET / HTTP/1.1\r\nHost: api.example.com\r\nX-Api-Key: " + Key() + "\r\n\r\n"),
+            "GET /|Host: api.example.com|X-Api-Key: sk-value-new");
+  EXPECT_EQ(Echoed("sk-value-new sk-value-two sk-value-one"), Key() + " " + Key() + " " + Key());
+  broker_->Unbind("sb1");
+  EXPECT_EQ(Echoed("sk-value-two"), "sk-value-two");
+}
+
+std::filesystem::path VersionFile(const secrets::testing::TempDir& dir, int version) {
+  return dir / "secrets" / "orgs" / "acme" / "K" / ("v" + std::to_string(version) + ".age");
+}
+
+// A version that cannot be read is said on stderr by name and version, and drops nothing else: the other versions
+// stay scrubbed, and when the latest cannot be read the values the sandbox had stay scrubbed (and nothing is swapped).
+TEST_F(SecretBrokerTest, AnUnreadableVersionIsLoggedAndTheOtherValuesStayScrubbed) {
+  ASSERT_TRUE(store_->Create("acme", "K", Bytes(kValue), {"api.example.com"}, {}).ok());
+  ASSERT_TRUE(store_->Set("acme", "K", Bytes("sk-value-two")).ok());
+  ASSERT_TRUE(store_->Set("acme", "K", Bytes("sk-value-three")).ok());
+  secrets::testing::WriteAll(VersionFile(dir_, 2), "damaged");
+  ::testing::internal::CaptureStderr();
+  BindKey();
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(),
+            "isb: secrets: secret 'K' version 2 cannot be read; the other versions' values are still scrubbed\n");
+  EXPECT_EQ(Echoed("sk-value-one"), Key());
+  EXPECT_EQ(Echoed("sk-value-three"), Key());
+  EXPECT_EQ(Echoed("sk-value-two"), "sk-value-two");  // never read
+
+  secrets::testing::WriteAll(VersionFile(dir_, 3), "damaged");
+  ::testing::internal::CaptureStderr();
+  ASSERT_TRUE(store_->Update("acme", "K", std::nullopt, std::map<std::string, std::string>{{"a", "b"}}).ok());
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(),
+            "isb: secrets: secret 'K' version 3 cannot be read; it is not swapped, and its earlier values are still "
+            "scrubbed\n");
+  EXPECT_EQ(Sent("GET / HTTP/1.1\r\nHost: api.example.com\r\nX-Api-Key: " + Key() + "\r\n\r\n"),
+            "GET /|Host: api.example.com|X-Api-Key: " + Key());
+  EXPECT_EQ(Echoed("sk-value-one"), Key());
+  EXPECT_EQ(Echoed("sk-value-three"), Key());
+}
+
+// The header names an admin added to a secret are swapped in as the credential headers are; any other is not.
+TEST_F(SecretBrokerTest, ASecretsOwnHeaderNamesAreSwappedAndOtherHeadersAreNot) {
+  ASSERT_TRUE(store_->Create("acme", "K", Bytes(kValue), {"api.example.com"}, {}, {}, {"X-Custom-Key"}).ok());
+  BindKey();
+  EXPECT_EQ(Sent("GET / HTTP/1.1\r\nHost: api.example.com\r\nx-custom-key: " + Key() + "\r\nX-Echo: " + Key() +
+                 "\r\n\r\n"),
+            "GET /|Host: api.example.com|x-custom-key: sk-value-one|X-Echo: " + Key());
+  EXPECT_TRUE(leaks_.empty());
 }
 
 TEST_F(SecretBrokerTest, ALeakIsReportedWithTheSandboxsOrg) {

@@ -52,14 +52,14 @@ class DaemonSecretsTest : public ::testing::Test {
 
   // One request from `id` with its placeholder in a header, to `host`: returns the filter's refusal.
   std::string Send(DaemonSecrets& secrets, const std::string& id, const std::string& host = "api.example.com") {
-    egress::HttpHead head = egress::Request("GET / HTTP/1.1\r\nHost: " + host + "\r\nX-Key: " +
+    egress::HttpHead head = egress::Request("GET / HTTP/1.1\r\nHost: " + host + "\r\nX-Api-Key: " +
                                             secrets.broker().Placeholder(id, "KEY") + "\r\n\r\n");
     return secrets.filter()->RequestHead({id, host, 443, true}, head);
   }
 
   // The audit rows of `action`: "target details outcome" each.
   std::vector<std::string> Rows(const std::string& action) {
-    auto rows = log_->List({.action = action});
+    auto rows = log_->List({.action = action, .limit = audit::kMaxListLimit});
     EXPECT_TRUE(rows.ok()) << rows.error().message;
     std::vector<std::string> out;
     for (const audit::Record& r : rows.ok() ? *rows : std::vector<audit::Record>{})
@@ -94,6 +94,22 @@ TEST_F(DaemonSecretsTest, OpenMakesTheIdentityAndPlaceholderKeyAndTheStoreRefuse
   EXPECT_EQ(secrets->broker().Placeholder("sb1", "KEY"), placeholder);
 }
 
+// The key given in $ISB_AGE_KEY is the store's, and once loaded the daemon's configuration holds no copy of it,
+// whether the load succeeded or not.
+TEST_F(DaemonSecretsTest, TheConfigHoldsNoKeyAfterItIsLoaded) {
+  const secrets::AgeIdentity key = secrets::AgeIdentity::Generate();
+  SecretsConfig config{.state_dir = dir_.path().string(), .env_key = std::string(key.Encode().view())};
+  auto secrets = DaemonSecrets::Open(config, log_.get());
+  ASSERT_TRUE(secrets.ok()) << secrets.error().message;
+  EXPECT_EQ((*secrets)->store().Recipient(), key.Recipient());
+  EXPECT_TRUE(config.env_key.empty());
+  EXPECT_EQ(config.env_key.capacity(), std::string().capacity());
+
+  SecretsConfig bad{.state_dir = dir_.path().string(), .env_key = "AGE-SECRET-KEY-1NOTAKEY"};
+  EXPECT_FALSE(DaemonSecrets::Open(bad, log_.get()).ok());
+  EXPECT_TRUE(bad.env_key.empty());
+}
+
 TEST_F(DaemonSecretsTest, ABadRecipientsFileIsNamed) {
   SecretsConfig config{.state_dir = dir_.path().string(), .recipients_file = (dir_ / "nope").string()};
   auto secrets = DaemonSecrets::Open(config, log_.get());
@@ -110,19 +126,23 @@ TEST_F(DaemonSecretsTest, UsesAreAnAuditRowPerSandboxSecretAndHostAtMostOnceAMin
   Bind(*secrets, "sb2");
   for (int i = 0; i < 3; ++i) EXPECT_EQ(Send(*secrets, "sb1"), "");
   EXPECT_EQ(Send(*secrets, "sb2"), "");
+  secrets->WriteQueued();
   const std::string sb1 = "acme sandbox:sb1 {\"host\":\"api.example.com:443\",\"secret\":\"K\",\"swapped\":";
   const std::string sb2 = "acme sandbox:sb2 {\"host\":\"api.example.com:443\",\"secret\":\"K\",\"swapped\":";
   EXPECT_EQ(Rows("secret_use"), (std::vector<std::string>{sb1 + "1} ok", sb2 + "1} ok"}));
   now_ = now_.load() + seconds(30);
   EXPECT_EQ(Send(*secrets, "sb1"), "");
   secrets->FlushUses();  // not yet a minute since sb1's row
+  secrets->WriteQueued();
   EXPECT_EQ(Rows("secret_use").size(), 2u);
   now_ = now_.load() + seconds(31);
   secrets->FlushUses();
+  secrets->WriteQueued();
   EXPECT_EQ(Rows("secret_use"), (std::vector<std::string>{sb1 + "1} ok", sb2 + "1} ok", sb1 + "3} ok"}));
   // A use after a flushed row waits for the next window; nothing pending at the end is lost.
   now_ = now_.load() + seconds(1);
   EXPECT_EQ(Send(*secrets, "sb1"), "");
+  secrets->WriteQueued();
   EXPECT_EQ(Rows("secret_use").size(), 3u);
   secrets.reset();
   EXPECT_EQ(Rows("secret_use").back(), sb1 + "1} ok");
@@ -149,10 +169,36 @@ TEST_F(DaemonSecretsTest, ALeakIsOneRowAMinuteAndOnLeakStopStopsTheSandbox) {
     MutexLock lock(mu);
     EXPECT_EQ(stopped_id, "sb1");
   }
+  secrets->WriteQueued();
   EXPECT_EQ(Rows("secret_leak"),
             std::vector<std::string>{"acme sandbox:sb1 {\"action\":\"stop\",\"host\":\"evil.test:443\",\"secret\":\"K\","
-                                     "\"where\":\"header X-Key\"} forbidden"});
+                                     "\"where\":\"header X-Api-Key\"} forbidden"});
   secrets->SetStopper(nullptr);
+}
+
+// One sandbox's uses keep at most 256 (secret, host) tallies: a use toward one more host is counted under
+// "(other hosts)" (one row, one tally) and in UsesOverCap, not in a tally of its own.
+TEST_F(DaemonSecretsTest, ASandboxsUsesKeepAtMost256HostTalliesAndTheRestAreCountedTogether) {
+  auto secrets = Open();
+  ASSERT_NE(secrets, nullptr);
+  ASSERT_TRUE(secrets->store().Create("acme", "W", secrets::SecretBytes(std::string_view(kValue)),
+                                      {"*.example.com:443"}, {}).ok());
+  auto spec = egress::ParseEgressSpec({{"allow", nlohmann::json::array()}, {"secrets", {{{"name", "W"}, {"env", "KEY"}}}}});
+  ASSERT_TRUE(spec.ok()) << spec.error().message;
+  ASSERT_TRUE(secrets->broker().Resolve("acme", *spec).ok());
+  secrets->broker().Bind("sb1", "acme", *spec);
+  for (int i = 0; i < 300; ++i) ASSERT_EQ(Send(*secrets, "sb1", "h" + std::to_string(i) + ".example.com"), "");
+  EXPECT_EQ(secrets->UsesOverCap(), 44u);
+  secrets->WriteQueued();
+  std::vector<std::string> rows = Rows("secret_use");
+  ASSERT_EQ(rows.size(), 257u);
+  EXPECT_EQ(std::count(rows.begin(), rows.end(),
+                       "acme sandbox:sb1 {\"host\":\"(other hosts)\",\"secret\":\"W\",\"swapped\":1} ok"),
+            1);
+  // The other 43 are pending under it, and written at the end like any count.
+  secrets.reset();
+  EXPECT_EQ(Rows("secret_use").back(),
+            "acme sandbox:sb1 {\"host\":\"(other hosts)\",\"secret\":\"W\",\"swapped\":43} ok");
 }
 
 }  // namespace

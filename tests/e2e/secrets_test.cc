@@ -123,11 +123,11 @@ TEST_F(SecretsTest, APlaceholderIsSwappedInEveryPartOfARequestAndTheValueNeverCo
        "curl -s -H 'Transfer-Encoding: chunked' --data-binary @/tmp/body https://echo.test/c | tail -c 6000",
        std::string(kValue) + "aaaa"},
       {"python", "python3 -c \"import os, urllib.request as u; print(u.urlopen(u.Request('https://echo.test/p', "
-                 "headers={'X-Key': os.environ['KEY']})).read().decode())\"",
-       "X-Key: " + std::string(kValue)},
-      {"node", "node -e \"fetch('https://echo.test/n', {headers: {'x-key': process.env.KEY}})"
+                 "headers={'X-Api-Key': os.environ['KEY']})).read().decode())\"",
+       "X-Api-Key: " + std::string(kValue)},
+      {"node", "node -e \"fetch('https://echo.test/n', {headers: {'x-api-key': process.env.KEY}})"
                ".then(r => r.text()).then(t => console.log(t))\"",
-       "x-key: " + std::string(kValue)},
+       "x-api-key: " + std::string(kValue)},
   };
   for (const Case& c : cases) {
     std::string answer = Sh(id, c.script);
@@ -141,12 +141,12 @@ TEST_F(SecretsTest, APlaceholderIsSwappedInEveryPartOfARequestAndTheValueNeverCo
   // Every answer the origin encodes or chunks is scrubbed too; the sandbox's Accept-Encoding is what the origin got.
   for (const char* form : {"gzip", "deflate", "br", "zstd", "chunked", "json"}) {
     std::string answer =
-        Sh(id, std::string("curl -s -i --compressed -H \"X-Key: $KEY\" https://echo.test/") + form);
+        Sh(id, std::string("curl -s -i --compressed -H \"X-Api-Key: $KEY\" https://echo.test/") + form);
     std::string received = Received();
-    EXPECT_NE(received.find("X-Key: " + std::string(kValue)), std::string::npos) << form << ": " << Shown(received);
+    EXPECT_NE(received.find("X-Api-Key: " + std::string(kValue)), std::string::npos) << form << ": " << Shown(received);
     EXPECT_NE(received.find("Accept-Encoding: deflate, gzip, br, zstd"), std::string::npos) << form << ": " << Shown(received);
     EXPECT_FALSE(HasValue(answer)) << form << ": " << Shown(answer);
-    EXPECT_NE(answer.find("X-Key: " + placeholder_), std::string::npos) << form << ": " << Shown(answer);
+    EXPECT_NE(answer.find("X-Api-Key: " + placeholder_), std::string::npos) << form << ": " << Shown(answer);
   }
   // The origin's header naming the value comes back with the placeholder.
   std::string head = Sh(id, "curl -s -o /dev/null -D - -H \"Authorization: Bearer $KEY\" https://echo.test/h");
@@ -340,15 +340,22 @@ TEST_F(SecretsTest, WithoutOptInOnlyHeadersAreSwappedAndUsesAreCountedInTheAudit
   std::string id = CreateWithKey({{"allow", json::array()}, {"secrets", {{{"name", "api-key"}, {"env", "KEY"}}}}});
   ASSERT_FALSE(id.empty());
   Received();
-  std::string answer = Sh(id, "curl -s -H \"X-Key: $KEY\" -H 'Content-Type: application/json' "
+  std::string answer = Sh(id, "curl -s -H \"X-Api-Key: $KEY\" -H 'Content-Type: application/json' "
                               "-d \"{\\\"k\\\": \\\"$KEY\\\"}\" \"https://echo.test/s?q=$KEY\"");
   std::string received = Received();
   EXPECT_NE(received.find("POST /s?q=" + placeholder_ + " HTTP/1.1"), std::string::npos) << Shown(received);
-  EXPECT_NE(received.find("X-Key: " + std::string(kValue)), std::string::npos) << Shown(received);
+  EXPECT_NE(received.find("X-Api-Key: " + std::string(kValue)), std::string::npos) << Shown(received);
   EXPECT_NE(received.find("{\"k\": \"" + placeholder_ + "\"}"), std::string::npos) << Shown(received);
   EXPECT_FALSE(HasValue(answer)) << Shown(answer);
   EXPECT_NE(answer.find("{\"k\": \"" + placeholder_ + "\"}"), std::string::npos) << Shown(answer);
-  Sh(id, "curl -s -o /dev/null -H \"X-Key: $KEY\" https://echo.test/again");
+  Sh(id, "curl -s -o /dev/null -H \"X-Api-Key: $KEY\" https://echo.test/again");
+  // In a header that carries no credential (one an origin may reflect or store) the placeholder arrives as it is.
+  Received();
+  answer = Sh(id, "curl -s -H \"X-Debug: $KEY\" https://echo.test/reflect");
+  received = Received();
+  EXPECT_NE(received.find("X-Debug: " + placeholder_), std::string::npos) << Shown(received);
+  EXPECT_FALSE(HasValue(received)) << Shown(received);
+  EXPECT_FALSE(HasValue(answer)) << Shown(answer);
   json use = MustTool("sandbox_get", {{"sandbox", id}})["secrets"]["api-key"];
   EXPECT_EQ(use.value("swapped", 0), 2) << use.dump();
   EXPECT_EQ(use.value("held", -1), 0) << use.dump();

@@ -386,6 +386,10 @@ class ProxyTest : public ::testing::Test {
       if (::connect(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return Error::Sys("connect");
       return s;
     };
+    h.on_deny = [this](const std::string& sandbox, const std::string& target, const std::string& reason, bool first) {
+      std::lock_guard lock(mu_);
+      denials_.push_back(sandbox + " " + target + " " + reason + (first ? " (logged)" : ""));
+    };
     Result<std::unique_ptr<Proxy>> p = StartOnExplicitPort(o, h);
     ASSERT_TRUE(p.ok()) << p.error().message;
     proxy_ = std::move(*p);
@@ -526,6 +530,21 @@ TEST_F(ProxyTest, AConnectTunnelRelaysNothingItCouldNotTellApart) {
     sent += static_cast<size_t>(n);
   }
   EXPECT_EQ(ReadToEnd(endless.get()), "");
+}
+
+// With the daemon's classifier: a tunnel whose bytes begin with an empty line (which servers skip before a request)
+// is taken for the HTTP it is, refused and closed; none of it reaches the origin.
+TEST_F(ProxyTest, AConnectTunnelBeginningWithAnEmptyLineIsRefusedUnrelayed) {
+  RestartAsExplicitProxy(ClassifyConnection);
+  const std::string established = "HTTP/1.1 200 Connection established\r\n\r\n";
+  Fd c = Connect();
+  SendAll(c.get(), "CONNECT allowed.test:80 HTTP/1.1\r\nHost: allowed.test:80\r\n\r\n"
+                   "\r\nGET /?k=PLACEHOLDER HTTP/1.1\r\nHost: allowed.test\r\n\r\n");
+  EXPECT_EQ(ReadToEnd(c.get()), established);  // the echo server would send back what reached it
+  std::lock_guard lock(mu_);
+  ASSERT_EQ(denials_.size(), 1u);
+  EXPECT_EQ(denials_[0], "sb1 allowed.test:80 a CONNECT tunnel carries no plain HTTP: send http:// requests to the "
+                         "proxy as they are, each is checked (logged)");
 }
 
 TEST_F(ProxyTest, BulkTransferArrivesWhole) {

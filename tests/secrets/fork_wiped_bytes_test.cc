@@ -30,6 +30,28 @@ TEST(ForkWipedBytesTest, TheVariableIsWipedAndUnsetAndAForkedChildGetsZeroes) {
   EXPECT_TRUE(key->empty());
 }
 
+// An initial environment may name a variable twice: both entries are wiped where they lie and both are gone.
+TEST(ForkWipedBytesTest, EveryEntryOfADuplicatedVariableIsWipedAndRemoved) {
+  char first[] = "ISB_FORK_WIPED_TWICE=AGE-SECRET-KEY-1ONE";
+  char other[] = "PATH=/bin";
+  char second[] = "ISB_FORK_WIPED_TWICE=AGE-SECRET-KEY-1TWO";
+  char* entries[] = {first, other, second, nullptr};
+  char** saved = environ;
+  environ = entries;
+  auto key = ForkWipedBytes::TakeEnv("ISB_FORK_WIPED_TWICE");
+  const char* left = std::getenv("ISB_FORK_WIPED_TWICE");
+  const char* path = std::getenv("PATH");
+  environ = saved;
+  ASSERT_TRUE(key.ok()) << key.error().message;
+  EXPECT_EQ(left, nullptr);
+  EXPECT_STREQ(path, "/bin");
+  EXPECT_EQ(std::string(first), "ISB_FORK_WIPED_TWICE=xxxxxxxxxxxxxxxxxxx");
+  EXPECT_EQ(std::string(second), "ISB_FORK_WIPED_TWICE=xxxxxxxxxxxxxxxxxxx");
+  EXPECT_EQ(entries[0], other);
+  EXPECT_EQ(entries[1], nullptr);
+  EXPECT_EQ(key->Take(), "AGE-SECRET-KEY-1ONE");
+}
+
 TEST(ForkWipedBytesTest, AnUnsetVariableIsEmpty) {
   ::unsetenv("ISB_FORK_WIPED_UNSET");
   auto key = ForkWipedBytes::TakeEnv("ISB_FORK_WIPED_UNSET");

@@ -121,13 +121,120 @@ TEST_F(SecretStorePolicyTest, AllVersionsGivesEveryValueOldestFirst) {
   auto all = store->AllVersions("acme", "K");
   ASSERT_TRUE(all.ok()) << all.error().message;
   std::vector<std::string> values;
-  for (const SecretStore::Value& v : *all) values.push_back(std::to_string(v.version) + ":" + std::string(v.value.view()));
+  EXPECT_TRUE(all->unreadable.empty());
+  for (const SecretStore::Value& v : all->values) values.push_back(std::to_string(v.version) + ":" + std::string(v.value.view()));
   EXPECT_EQ(values, (std::vector<std::string>{"1:value-one", "2:value-two", "3:value-three"}));
   EXPECT_EQ(store->AllVersions("acme", "NOPE").error().code, Code::kNotFound);
 }
 
 std::filesystem::path VersionPath(const TempDir& dir, const std::string& org, const std::string& name, int version) {
   return dir / "secrets" / "orgs" / org / name / ("v" + std::to_string(version) + ".age");
+}
+
+// An earlier version that cannot be read is named, and the others still come back; a latest one is an error.
+TEST_F(SecretStorePolicyTest, AnUnreadableEarlierVersionIsListedAndTheOthersStillCome) {
+  auto store = OpenStore();
+  ASSERT_TRUE(store->Create("acme", "K", Bytes("value-one"), {"api.example.com"}, {}).ok());
+  ASSERT_TRUE(store->Set("acme", "K", Bytes("value-two")).ok());
+  ASSERT_TRUE(store->Set("acme", "K", Bytes("value-three")).ok());
+  WriteAll(VersionPath(dir_, "acme", "K", 2), "damaged");
+  auto all = store->AllVersions("acme", "K");
+  ASSERT_TRUE(all.ok()) << all.error().message;
+  std::vector<std::string> values;
+  for (const SecretStore::Value& v : all->values) values.push_back(std::to_string(v.version) + ":" + std::string(v.value.view()));
+  EXPECT_EQ(values, (std::vector<std::string>{"1:value-one", "3:value-three"}));
+  EXPECT_EQ(all->unreadable, std::vector<int>{2});
+  WriteAll(VersionPath(dir_, "acme", "K", 3), "damaged");
+  auto latest = store->AllVersions("acme", "K");
+  ASSERT_FALSE(latest.ok());
+  EXPECT_TRUE(latest.error().message.starts_with("secret 'K' in org 'acme' version 3: ")) << latest.error().message;
+}
+
+// A secret keeps its latest 16 versions: the set that makes the 17th removes the first one's file.
+TEST_F(SecretStorePolicyTest, ASecretKeepsSixteenVersionsAndTheSetThatPushesOneOutRemovesItsFile) {
+  auto store = OpenStore();
+  ASSERT_TRUE(store->Create("acme", "K", Bytes("value-number-1"), {}, {}).ok());
+  for (int v = 2; v <= 16; ++v) ASSERT_TRUE(store->Set("acme", "K", Bytes("value-number-" + std::to_string(v))).ok());
+  EXPECT_TRUE(std::filesystem::exists(VersionPath(dir_, "acme", "K", 1)));
+  ASSERT_TRUE(store->Set("acme", "K", Bytes("value-number-17")).ok());
+  EXPECT_FALSE(std::filesystem::exists(VersionPath(dir_, "acme", "K", 1)));
+  EXPECT_TRUE(std::filesystem::exists(VersionPath(dir_, "acme", "K", 2)));
+  auto gone = store->Get("acme", "K", 1);
+  ASSERT_FALSE(gone.ok());
+  EXPECT_EQ(gone.error().code, Code::kNotFound);
+  EXPECT_EQ(gone.error().message, "secret 'K' in org 'acme' has no version 1 (it has 2 to 17)");
+  auto all = store->AllVersions("acme", "K");
+  ASSERT_TRUE(all.ok()) << all.error().message;
+  ASSERT_EQ(all->values.size(), 16u);
+  EXPECT_EQ(all->values.front().version, 2);
+  EXPECT_TRUE(all->values.front().value.view() == "value-number-2");
+  EXPECT_TRUE(all->values.back().value.view() == "value-number-17");
+  EXPECT_EQ(store->Reencrypt().value(), 16);
+}
+
+// Files of versions below the kept ones (a release that kept more left them, with gaps between) stay encrypted to
+// recipients the store may no longer have: Reencrypt removes them before it marks the store bound.
+TEST_F(SecretStorePolicyTest, ReencryptRemovesVersionFilesBelowTheKeptOnes) {
+  auto store = OpenStore();
+  ASSERT_TRUE(store->Create("acme", "K", Bytes("value-number-1"), {}, {}).ok());
+  for (int v = 2; v <= 20; ++v) ASSERT_TRUE(store->Set("acme", "K", Bytes("value-number-" + std::to_string(v))).ok());
+  for (int old : {1, 3})
+    std::filesystem::copy_file(VersionPath(dir_, "acme", "K", 5), VersionPath(dir_, "acme", "K", old));
+  EXPECT_EQ(store->Reencrypt().value(), 16);
+  for (int old = 1; old <= 4; ++old) EXPECT_FALSE(std::filesystem::exists(VersionPath(dir_, "acme", "K", old))) << old;
+  for (int kept = 5; kept <= 20; ++kept)
+    EXPECT_TRUE(std::filesystem::exists(VersionPath(dir_, "acme", "K", kept))) << kept;
+  auto first = store->Get("acme", "K", 5);
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  EXPECT_TRUE(first->value.view() == "value-number-5");
+}
+
+// Header names a secret adds to the credential ones: tokens, each once whatever its case, at most 16; durable.
+TEST_F(SecretStorePolicyTest, HeaderNamesAreTokensKeptOnceAndReadBackAfterReopening) {
+  auto store = OpenStore();
+  auto made = store->Create("acme", "K", Bytes("sk-12345678"), {"api.example.com"}, {}, {},
+                            {"X-Custom-Key", "x-custom-key", "X-Other"});
+  ASSERT_TRUE(made.ok()) << made.error().message;
+  EXPECT_EQ(made->headers, (std::vector<std::string>{"X-Custom-Key", "X-Other"}));
+  EXPECT_EQ(made->substitute, std::vector<std::string>{"header"});
+  auto bad = store->Create("acme", "B", Bytes("sk-12345678"), {"api.example.com"}, {}, {}, {"X Key"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code, Code::kInvalidArgument);
+  EXPECT_EQ(bad.error().message,
+            "headers: 'X Key' is not a header name; use 1-128 letters, digits or !#$%&'*+-.^_`|~ (such as "
+            "X-Custom-Key)");
+  EXPECT_EQ(store->Update("acme", "K", std::nullopt, std::nullopt, std::nullopt, std::vector<std::string>{""})
+                .error()
+                .message,
+            "headers: '' is not a header name; use 1-128 letters, digits or !#$%&'*+-.^_`|~ (such as X-Custom-Key)");
+  EXPECT_EQ(store->Update("acme", "K", std::nullopt, std::nullopt, std::nullopt, std::vector<std::string>(17, "X-A"))
+                .error()
+                .message,
+            "headers: 17 names; a secret adds at most 16 headers to the credential ones");
+  for (const char* reserved : {"Host", "cookie", "Sec-WebSocket-Protocol", "X-Forwarded-For", "Transfer-Encoding"}) {
+    EXPECT_EQ(store->Update("acme", "K", std::nullopt, std::nullopt, std::nullopt,
+                            std::vector<std::string>{reserved})
+                  .error()
+                  .message,
+              "headers: '" + std::string(reserved) +
+                  "' routes, frames or is echoed by servers; a secret is swapped only into headers that carry "
+                  "credentials (such as X-Custom-Key)");
+  }
+  store.reset();
+  store = OpenStore();
+  EXPECT_EQ(store->Inspect("acme", "K")->headers, (std::vector<std::string>{"X-Custom-Key", "X-Other"}));
+  auto cleared = store->Update("acme", "K", std::nullopt, std::nullopt, std::nullopt, std::vector<std::string>{});
+  ASSERT_TRUE(cleared.ok()) << cleared.error().message;
+  EXPECT_TRUE(cleared->headers.empty());
+}
+
+// meta.json written before secrets could add header names reads as the credential headers only.
+TEST_F(SecretStorePolicyTest, MetaWithoutHeadersReadsAsTheCredentialHeadersOnly) {
+  auto meta = ParseSecretMeta(R"({"org":"acme","name":"K","version":1,"created_ms":1,"updated_ms":1,"labels":{},)"
+                              R"("hosts":["api.example.com:443"]})");
+  ASSERT_TRUE(meta.ok()) << meta.error().message;
+  EXPECT_TRUE(meta->headers.empty());
+  EXPECT_EQ(meta->substitute, std::vector<std::string>{"header"});
 }
 
 // Each value file names its org and secret inside its header (under the MAC); the real age still decrypts it.
@@ -189,16 +296,50 @@ TEST_F(SecretStorePolicyTest, AStoreFileIsImportedOnlyAsItsOwnSecretAndAFileAgeW
   EXPECT_NE(ReadAll(VersionPath(dir_, "other", "M", 1)).find("\n-> isb-binding other M\n"), std::string::npos);
 }
 
-// A file from before bindings reads as it did; Reencrypt writes it again bound.
+// A file from before bindings, in a store opened with it, reads as it did; Reencrypt writes it again bound and binds
+// the store: a file without a binding placed after that is refused, in this store and once it is opened again.
 TEST_F(SecretStorePolicyTest, AnUnboundStoreFileStillReadsAndReencryptBindsIt) {
   auto store = OpenStore();
   ASSERT_TRUE(store->Create("acme", "K", Bytes("first-value"), {}, {}).ok());
+  store.reset();
+  std::filesystem::remove(dir_ / "secrets" / "bound");
   WriteAll(VersionPath(dir_, "acme", "K", 1), ForgeAgeFile(key_, {{"older-value", true}}));
+  store = OpenStore();
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "secrets" / "bound"));
   EXPECT_TRUE(std::string(store->Get("acme", "K")->value.view()) == "older-value");
   auto rewritten = store->Reencrypt();
   ASSERT_TRUE(rewritten.ok()) << rewritten.error().message;
   EXPECT_NE(ReadAll(VersionPath(dir_, "acme", "K", 1)).find("\n-> isb-binding acme K\n"), std::string::npos);
   EXPECT_TRUE(std::string(store->Get("acme", "K")->value.view()) == "older-value");
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "secrets" / "bound"));
+
+  constexpr char kRefused[] =
+      "secret 'K' in org 'acme' version 1: its file carries no isb-binding, and every file of this store does since "
+      "it was bound; put back this secret's own file, or give it a new value with secret_set";
+  WriteAll(VersionPath(dir_, "acme", "K", 1), ForgeAgeFile(key_, {{"placed-value", true}}));
+  auto placed = store->Get("acme", "K");
+  ASSERT_FALSE(placed.ok());
+  EXPECT_EQ(placed.error().code, Code::kForbidden);
+  EXPECT_EQ(placed.error().message, kRefused);
+  store.reset();
+  store = OpenStore();
+  EXPECT_EQ(store->Get("acme", "K").error().message, kRefused);
+}
+
+// A store with no file from before bindings (a new one among them) is bound from its first Open.
+TEST_F(SecretStorePolicyTest, ANewStoreIsBoundAndRefusesAFileWithoutBindingPlacedInIt) {
+  auto store = OpenStore();
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "secrets" / "bound"));
+  ASSERT_TRUE(store->Create("acme", "K", Bytes("first-value"), {}, {}).ok());
+  WriteAll(VersionPath(dir_, "acme", "K", 1), ForgeAgeFile(key_, {{"user-made", true}}));
+  auto placed = store->Get("acme", "K");
+  ASSERT_FALSE(placed.ok());
+  EXPECT_EQ(placed.error().code, Code::kForbidden);
+  EXPECT_EQ(store->Reencrypt().error().code, Code::kForbidden);
+  // `isb secret import` still takes a file `age` made, and stores it bound.
+  auto imported = store->Import("acme", "M", ForgeAgeFile(key_, {{"user-made", true}}), {}, {});
+  ASSERT_TRUE(imported.ok()) << imported.error().message;
+  EXPECT_TRUE(store->Get("acme", "M")->value.view() == "user-made");
 }
 
 }  // namespace

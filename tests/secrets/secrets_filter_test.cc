@@ -308,13 +308,13 @@ TEST_F(SecretsFilterTest, ARequestsTeFieldIsRemoved) {
 
 TEST_F(SecretsFilterTest, ANewValueTakesEffectOnTheNextMessageAndARemovedSandboxGetsNothingSwapped) {
   const std::string request =
-      std::string("GET / HTTP/1.1\r\nHost: api.example.com\r\nX-Key: ") + kPlaceholder + "\r\n\r\n";
+      std::string("GET / HTTP/1.1\r\nHost: api.example.com\r\nX-Api-Key: ") + kPlaceholder + "\r\n\r\n";
   SandboxSecrets next = OneSecret(OnLeak::kPass);
   next.bindings[0].value = "v2";
   filter_.Set("sb1", next);
   std::string got;
   ASSERT_TRUE(SendRequest(kApproved, request, got).ok());
-  EXPECT_EQ(got, "GET / HTTP/1.1\r\nHost: api.example.com\r\nX-Key: v2\r\n\r\n");
+  EXPECT_EQ(got, "GET / HTTP/1.1\r\nHost: api.example.com\r\nX-Api-Key: v2\r\n\r\n");
   filter_.Remove("sb1");
   ASSERT_TRUE(SendRequest(kApproved, request, got).ok());
   EXPECT_EQ(got, request);
@@ -329,13 +329,13 @@ TEST_F(SecretsFilterTest, WithoutOptInAPlaceholderInTheQueryOrBodyGoesOnAsItIsAn
   filter_.Set("sb1", headers_only);
   const std::string body = std::string("{\"echo\":\"") + kPlaceholder + "\"}";
   const std::string request = std::string("POST /s?q=") + kPlaceholder +
-                              " HTTP/1.1\r\nHost: api.example.com\r\nX-Key: " + kPlaceholder +
+                              " HTTP/1.1\r\nHost: api.example.com\r\nX-Api-Key: " + kPlaceholder +
                               "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
                               "\r\n\r\n" + body;
   std::string got;
   ASSERT_TRUE(SendRequest(kApproved, request, got).ok());
   const std::string head = std::string("POST /s?q=") + kPlaceholder +
-                           " HTTP/1.1\r\nHost: api.example.com\r\nX-Key: sk-live/\"42\"\r\n"
+                           " HTTP/1.1\r\nHost: api.example.com\r\nX-Api-Key: sk-live/\"42\"\r\n"
                            "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
   ASSERT_EQ(got.substr(0, head.size()), head);
   EXPECT_EQ(egress::Dechunk(std::string_view(got).substr(head.size())), body);
@@ -365,6 +365,121 @@ TEST_F(SecretsFilterTest, QueryOptInAloneSwapsTheTargetButLeavesTheBody) {
   EXPECT_EQ(egress::Dechunk(std::string_view(got).substr(head.size())), kPlaceholder);
 }
 
+// Headers are swapped only where credentials travel (credential_headers.h): a placeholder in any other field goes on
+// as it is, so an origin that reflects or stores it cannot hand the value back; it is no leak and counts as no swap.
+TEST_F(SecretsFilterTest, OnlyCredentialHeadersHaveThePlaceholderSwappedAndAnyOtherHeaderPassesItAsItIs) {
+  std::string request = std::string("GET / HTTP/1.1\r\nHost: api.example.com\r\n");
+  for (const char* name : {"Authorization", "proxy-authorization", "X-Api-Key", "Api-Key", "X-Auth-Token",
+                           "X-Goog-Api-Key", "X-Debug", "Referer", "Cookie"})
+    request += std::string(name) + ": " + kPlaceholder + "\r\n";
+  request += "\r\n";
+  std::string got;
+  ASSERT_TRUE(SendRequest(kApproved, request, got).ok());
+  EXPECT_EQ(got, std::string("GET / HTTP/1.1\r\nHost: api.example.com\r\nAuthorization: sk-live/\"42\"\r\n"
+                             "proxy-authorization: sk-live/\"42\"\r\nX-Api-Key: sk-live/\"42\"\r\n"
+                             "Api-Key: sk-live/\"42\"\r\nX-Auth-Token: sk-live/\"42\"\r\n"
+                             "X-Goog-Api-Key: sk-live/\"42\"\r\nX-Debug: ") +
+                     kPlaceholder + "\r\nReferer: " + kPlaceholder + "\r\nCookie: " + kPlaceholder + "\r\n\r\n");
+  EXPECT_TRUE(leaks_.empty());
+
+  const std::string reflected = std::string("GET / HTTP/1.1\r\nHost: api.example.com\r\nX-Debug: ") + kPlaceholder +
+                                "\r\n\r\n";
+  ASSERT_TRUE(SendRequest(kApproved, reflected, got).ok());
+  EXPECT_EQ(got, reflected);
+  EXPECT_TRUE(leaks_.empty());
+  EXPECT_EQ(filter_.Counters("sb1"), (std::map<std::string, SecretCounters>{{"OPENAI_KEY", {1, 0, 0}}}));
+}
+
+// A secret's own header names (SecretMeta::headers) are swapped as the credential headers are, in any case.
+TEST_F(SecretsFilterTest, AHeaderNameTheSecretAddsIsSwappedToo) {
+  SandboxSecrets secrets = OneSecret(OnLeak::kPass);
+  secrets.bindings[0].headers = {"X-Custom-Key"};
+  filter_.Set("sb1", secrets);
+  const std::string request = std::string("GET / HTTP/1.1\r\nHost: api.example.com\r\nx-custom-key: ") +
+                              kPlaceholder + "\r\nX-Custom-Other: " + kPlaceholder + "\r\n\r\n";
+  std::string got;
+  ASSERT_TRUE(SendRequest(kApproved, request, got).ok());
+  EXPECT_EQ(got, std::string("GET / HTTP/1.1\r\nHost: api.example.com\r\nx-custom-key: sk-live/\"42\"\r\n"
+                             "X-Custom-Other: ") +
+                     kPlaceholder + "\r\n\r\n");
+}
+
+// A retired secret (deleted, or its latest value unreadable) is still scrubbed, but neither swapped nor judged.
+TEST_F(SecretsFilterTest, ARetiredSecretIsScrubbedButNeitherSwappedNorHeldBack) {
+  SandboxSecrets secrets = OneSecret(OnLeak::kBlock);
+  secrets.bindings[0].retired = true;
+  secrets.bindings[0].old_values = {"sk-old-value-1"};
+  filter_.Set("sb1", secrets);
+  const std::string request =
+      std::string("GET / HTTP/1.1\r\nHost: api.example.com\r\nAuthorization: ") + kPlaceholder + "\r\n\r\n";
+  std::string got;
+  ASSERT_TRUE(SendRequest(kApproved, request, got).ok());
+  EXPECT_EQ(got, request);
+  const std::string elsewhere =
+      std::string("GET / HTTP/1.1\r\nHost: evil.example.com\r\nAuthorization: ") + kPlaceholder + "\r\n\r\n";
+  ASSERT_TRUE(SendRequest(kOtherHost, elsewhere, got).ok());
+  EXPECT_EQ(got, elsewhere);
+  EXPECT_TRUE(leaks_.empty());
+  const std::string body = std::string("a sk-old-value-1 b ") + kValue;
+  const std::string response = "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  ASSERT_TRUE(SendResponse(kApproved, kGet, response, got).ok());
+  const std::string head = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+  ASSERT_EQ(got.substr(0, head.size()), head);
+  EXPECT_EQ(egress::Dechunk(std::string_view(got).substr(head.size())),
+            std::string("a ") + kPlaceholder + " b " + kPlaceholder);
+}
+
+// After a 101 on plain HTTP the bytes would pass unread (over TLS each WebSocket message is filtered): from a
+// sandbox with secrets an upgrade is refused, to any host on any port; over TLS it goes on. A placeholder in it is
+// reported as the leak it is, before the upgrade is looked at.
+TEST_F(SecretsFilterTest, APlainHttpUpgradeFromASandboxWithSecretsIsRefusedToAnyHost) {
+  const std::string upgrade =
+      "GET /ws HTTP/1.1\r\nHost: api.example.com\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n";
+  std::string got;
+  Status refused = SendRequest(kPlain, upgrade, got);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().message,
+            "isb: a protocol upgrade over plain HTTP to api.example.com is refused: this sandbox has secrets, and "
+            "what follows the upgrade could not be checked for them; use https:// or wss://");
+  EXPECT_EQ(got, "");
+  const Exchange other_plain{"sb1", "other.example.com", 8080, false};
+  std::string other = upgrade;
+  other.replace(other.find("api.example.com"), 15, "other.example.com");
+  refused = SendRequest(other_plain, other, got);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().message,
+            "isb: a protocol upgrade over plain HTTP to other.example.com is refused: this sandbox has secrets, and "
+            "what follows the upgrade could not be checked for them; use https:// or wss://");
+  EXPECT_EQ(got, "");
+  EXPECT_TRUE(leaks_.empty());
+  ASSERT_TRUE(SendRequest(kApproved, upgrade, got).ok());
+  EXPECT_EQ(got, upgrade);
+  filter_.Remove("sb1");
+  ASSERT_TRUE(SendRequest(kPlain, upgrade, got).ok());  // a sandbox without secrets
+  EXPECT_EQ(got, upgrade);
+}
+
+TEST_F(SecretsFilterTest, APlainHttpUpgradeCarryingAPlaceholderIsReportedAsALeak) {
+  const std::string upgrade = std::string("GET /ws?k=") + kPlaceholder +
+                              " HTTP/1.1\r\nHost: other.example.com\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n";
+  const Exchange other_plain{"sb1", "other.example.com", 80, false};
+  std::string got;
+  Status refused = SendRequest(other_plain, upgrade, got);  // pass: reported, then the upgrade refused
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().message,
+            "isb: a protocol upgrade over plain HTTP to other.example.com is refused: this sandbox has secrets, and "
+            "what follows the upgrade could not be checked for them; use https:// or wss://");
+  EXPECT_EQ(got, "");
+  EXPECT_EQ(leaks_, (std::vector<LeakEvent>{{"sb1", "OPENAI_KEY", "other.example.com", 80, "plain http", OnLeak::kPass}}));
+  filter_.Set("sb1", OneSecret(OnLeak::kBlock));
+  refused = SendRequest(other_plain, upgrade, got);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().message, "secret OPENAI_KEY may not be sent to other.example.com");
+  EXPECT_EQ(got, "");
+  ASSERT_EQ(leaks_.size(), 2u);
+  EXPECT_EQ(leaks_[1], (LeakEvent{"sb1", "OPENAI_KEY", "other.example.com", 80, "plain http", OnLeak::kBlock}));
+}
+
 // An origin may echo a value the secret had before it was changed: every version's value is scrubbed.
 TEST_F(SecretsFilterTest, AnEarlierValueOfTheSecretIsScrubbedAsTheLatestIs) {
   SandboxSecrets secrets = OneSecret(OnLeak::kPass);
@@ -388,11 +503,11 @@ TEST_F(SecretsFilterTest, ARequestThatSwapsIsReportedAsOneUseNamingTheSecretAndH
   std::vector<UseEvent> uses;
   filter_.OnUse([&](const UseEvent& use) { uses.push_back(use); });
   const std::string body = kPlaceholder;
-  const std::string request = std::string("POST / HTTP/1.1\r\nHost: api.example.com\r\nX-Key: ") + kPlaceholder +
+  const std::string request = std::string("POST / HTTP/1.1\r\nHost: api.example.com\r\nX-Api-Key: ") + kPlaceholder +
                               "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
   std::string got;
   ASSERT_TRUE(SendRequest(kApproved, request, got).ok());
-  ASSERT_TRUE(SendRequest(kApproved, std::string(kGet).insert(16, "X-Key: " + std::string(kPlaceholder) + "\r\n"), got)
+  ASSERT_TRUE(SendRequest(kApproved, std::string(kGet).insert(16, "X-Api-Key: " + std::string(kPlaceholder) + "\r\n"), got)
                   .ok());
   ASSERT_TRUE(SendRequest(kApproved, kGet, got).ok());  // nothing to swap: no use
   ASSERT_TRUE(SendRequest(kOtherHost, std::string("GET / HTTP/1.1\r\nHost: evil.example.com\r\nX-Key: ") +
