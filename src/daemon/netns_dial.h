@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 
 #include "base/fd.h"
@@ -22,5 +23,14 @@ Result<Fd> ConnectLoopback(uint16_t port);
 // ConnectLoopback made in the network namespace `netns` on a thread of its own, which ends before this returns: the
 // calling thread never leaves its namespace.
 Result<Fd> ConnectLoopbackIn(int netns, uint16_t port);
+
+// A TCP connection to `port` on the calling thread's loopback, made within `timeout`: 127.0.0.1 first, then [::1]
+// (a dev server may listen on either alone). Non-blocking once returned. Errors: neither took the connection, each
+// named with why.
+Result<Fd> DialLoopback(uint16_t port, std::chrono::milliseconds timeout);
+
+// DialLoopback in the network namespace `netns` on a thread of its own (as ConnectLoopbackIn). It blocks up to
+// `timeout`: call it off any event loop.
+Result<Fd> DialLoopbackIn(int netns, uint16_t port, std::chrono::milliseconds timeout);
 
 }  // namespace isb::daemon

@@ -1,8 +1,8 @@
 // One coroutine per preview connection on the proxy's own event loop (one thread): read a request head, decide by
-// its host and cookie, then relay it and its response through the message relay.
+// its host and cookie, then relay it and its response through the message relay. Dials run on a small pool.
 #include "daemon/preview_proxy.h"
 
-#include <poll.h>
+#include <arpa/inet.h>
 #include <sys/socket.h>
 
 #include <boost/asio.hpp>
@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <list>
+#include <map>
 #include <optional>
 #include <variant>
 
@@ -53,12 +54,16 @@ std::string_view ReasonOf(int status) {
       return "URI Too Long";
     case 421:
       return "Misdirected Request";
+    case 429:
+      return "Too Many Requests";
     case 431:
       return "Request Header Fields Too Large";
     case 501:
       return "Not Implemented";
     case 502:
       return "Bad Gateway";
+    case 503:
+      return "Service Unavailable";
     case 505:
       return "HTTP Version Not Supported";
   }
@@ -95,21 +100,62 @@ bool WantsClose(const std::vector<egress::HttpHeader>& headers, int minor_versio
   return minor_version == 0 && (c == nullptr || c->find("keep-alive") == std::string::npos);
 }
 
-// Closes `s` once `after` has passed, which ends whatever waits on it; cancelled (the parallel group ending) before.
-asio::awaitable<void> CloseAfter(tcp::socket& s, std::chrono::milliseconds after) {
-  asio::steady_timer timer(co_await asio::this_coro::executor, after);
+// Closes `s` at `deadline`, which ends whatever waits on it; cancelled (the parallel group ending) before.
+asio::awaitable<void> CloseAt(tcp::socket& s, std::chrono::steady_clock::time_point deadline) {
+  asio::steady_timer timer(co_await asio::this_coro::executor, deadline);
   auto [ec] = co_await timer.async_wait(kAwait);
   if (ec) co_return;
   boost::system::error_code ignored;
   s.close(ignored);
 }
 
+// The client's address of a connection given, as the per-address cap counts it; empty when it has none.
+std::string PeerAddress(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return {};
+  char text[INET6_ADDRSTRLEN] = {};
+  const void* at = ss.ss_family == AF_INET6 ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&ss)->sin6_addr)
+                                            : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&ss)->sin_addr);
+  if (::inet_ntop(ss.ss_family, at, text, sizeof text) == nullptr) return {};
+  return text;
+}
+
+// A TCP socket's protocol, by the family of its own address.
+tcp ProtocolOf(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
+  return ss.ss_family == AF_INET6 ? tcp::v6() : tcp::v4();
+}
+
+// A connection over a cap: its one answer, sent as the socket takes it (a fresh socket's buffer holds it), then the
+// close.
+void Refuse(Fd fd, int status, const std::string& why) {
+  const std::string answer = PlainResponse(status, ReasonOf(status), why);
+  (void)::send(fd.get(), answer.data(), answer.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  ::shutdown(fd.get(), SHUT_WR);
+}
+
+// What a dial worker hands back: the app's connection, or the 502's text.
+struct Dialed {
+  Fd fd;
+  std::string failure;
+};
+
+// How an exchange ended: the connection closes, takes another request, or goes on as bytes (101).
+enum class Next { kClose, kAnother, kUpgraded };
+
 }  // namespace
 
 class PreviewProxy::Impl {
  public:
   Impl(api::PreviewAccess& access, PreviewProxyOptions options, std::atomic<size_t>& open)
-      : access_(access), opts_(std::move(options)), open_(open), work_(asio::make_work_guard(ioc_)) {
+      : access_(access),
+        opts_(std::move(options)),
+        open_(open),
+        work_(asio::make_work_guard(ioc_)),
+        dialers_(std::max<size_t>(opts_.dial_workers, 1)) {
     thread_ = std::thread([this] { ioc_.run(); });
   }
   ~Impl() { Stop(); }
@@ -117,19 +163,28 @@ class PreviewProxy::Impl {
   void Take(int fd, std::string pending) {
     asio::post(ioc_, [this, fd, pending = std::move(pending)]() mutable {
       Fd owned(fd);
-      if (stopped_ || conns_.size() >= opts_.max_connections) return;
-      sockaddr_storage ss{};
-      socklen_t len = sizeof ss;
-      if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return;
+      if (stopped_) return;
+      std::string address = PeerAddress(fd);
+      if (conns_.size() >= opts_.max_connections)
+        return Refuse(std::move(owned), 503,
+                      "the preview proxy has " + std::to_string(opts_.max_connections) +
+                          " connections open; try again once one has closed");
+      if (per_address_[address] >= opts_.max_connections_per_address)
+        return Refuse(std::move(owned), 429,
+                      "this address has " + std::to_string(opts_.max_connections_per_address) +
+                          " preview connections open; close one first");
       auto conn = std::make_shared<Conn>(ioc_);
       boost::system::error_code ec;
-      conn->client.assign(ss.ss_family == AF_INET6 ? tcp::v6() : tcp::v4(), owned.Release(), ec);
+      conn->client.assign(ProtocolOf(fd), owned.Release(), ec);
       if (ec) return;
       egress::EnableEdgeReads(conn->client);
+      conn->address = std::move(address);
+      ++per_address_[conn->address];
       conns_.push_back(conn);
       ++open_;
       asio::co_spawn(ioc_, Serve(conn, std::move(pending)), [this, conn](std::exception_ptr failed) {
         conns_.remove(conn);
+        if (--per_address_[conn->address] == 0) per_address_.erase(conn->address);
         --open_;
         if (!failed) return;
         try {
@@ -160,6 +215,7 @@ class PreviewProxy::Impl {
       work_.reset();
     });
     thread_.join();
+    dialers_.join();
   }
 
  private:
@@ -171,14 +227,21 @@ class PreviewProxy::Impl {
       app.close(ignored);
     }
     tcp::socket client, app;
-    std::string key;  // the session's, once a request was let in
+    std::string key;      // the session's, once a request was let in
+    std::string address;  // the client's, as per_address_ counts it
   };
 
   asio::awaitable<void> Serve(std::shared_ptr<Conn> c, std::string buffer);
   // Reads until `buffer` holds a whole request head, or answers why not; nullopt: the connection is to end.
   asio::awaitable<std::optional<egress::HttpHead>> ReadHead(Conn& c, egress::RelayEnds& ends, std::string& buffer);
-  // Dials the preview's port in its sandbox; an answer for the client when that fails.
+  // Dials the preview's port in its sandbox on a dial worker; an answer for the client when that fails.
   asio::awaitable<std::string> Dial(Conn& c, const api::PreviewHost& host);
+  // Looks up the sandbox's namespace and dials the app in it: on a dial worker, blocking. (A member coroutine
+  // with its argument by value, not a lambda's captures: g++ 12 frees those early.)
+  asio::awaitable<Dialed> DialOnWorker(api::PreviewHost host);
+  // One request let in and its response (after any interim ones), relayed between the client and the app.
+  asio::awaitable<Next> Exchange(Conn& c, egress::RelayEnds& ends, const api::PreviewHost& host,
+                                 const egress::HttpHead& head, std::string& buffer, std::string& from_app);
   asio::awaitable<void> Answer(Conn& c, const std::string& response) {
     co_await egress::Send(c.client, response);
     boost::system::error_code ignored;
@@ -192,13 +255,17 @@ class PreviewProxy::Impl {
   std::atomic<uint64_t> bytes_up_{0}, bytes_down_{0}, idle_closed_{0};
   asio::io_context ioc_{1};
   asio::executor_work_guard<asio::io_context::executor_type> work_;
-  std::list<std::shared_ptr<Conn>> conns_;  // the event loop's thread only
+  asio::thread_pool dialers_;
+  std::list<std::shared_ptr<Conn>> conns_;            // the event loop's thread only
+  std::map<std::string, size_t> per_address_;         // open connections by client address; the loop's only
   bool stopped_ = false;
   std::thread thread_;
 };
 
 asio::awaitable<std::optional<egress::HttpHead>> PreviewProxy::Impl::ReadHead(Conn& c, egress::RelayEnds& ends,
                                                                               std::string& buffer) {
+  // One deadline for the whole head: a client sending a byte at a time is still closed when it passes.
+  const auto deadline = std::chrono::steady_clock::now() + opts_.head_timeout;
   for (int reads = 0;; ++reads) {
     egress::HeadResult r = egress::ParseHttpHead(buffer);
     if (r.kind == egress::HeadResult::kParsed) co_return std::move(r.head);
@@ -220,47 +287,78 @@ asio::awaitable<std::optional<egress::HttpHead>> PreviewProxy::Impl::ReadHead(Co
       co_return std::nullopt;
     }
     egress::SocketStream client(c.client, ends, bytes_down_);
-    auto got = co_await (client.ReadInto(buffer, egress::kMaxHttpHead - buffer.size()) ||
-                         CloseAfter(c.client, opts_.head_timeout));
+    auto got = co_await (client.ReadInto(buffer, egress::kMaxHttpHead - buffer.size()) || CloseAt(c.client, deadline));
     if (got.index() == 1) co_return std::nullopt;  // too slow: closed
     Result<size_t> n = std::get<0>(got);
     if (!n.ok() || *n == 0) co_return std::nullopt;
   }
 }
 
-asio::awaitable<std::string> PreviewProxy::Impl::Dial(Conn& c, const api::PreviewHost& host) {
+asio::awaitable<Dialed> PreviewProxy::Impl::DialOnWorker(api::PreviewHost host) {
   const std::string where = "port " + std::to_string(host.port) + " in sandbox " + host.sandbox;
   Result<Fd> netns = opts_.netns(host.sandbox);
-  if (!netns.ok())
-    co_return PlainResponse(502, "Bad Gateway",
-                            "the preview of " + where + " is not reachable: " + netns.error().message);
-  Result<Fd> dialed = ConnectLoopbackIn(netns->get(), host.port);
-  if (!dialed.ok())
-    co_return PlainResponse(502, "Bad Gateway", "nothing answers on " + where + ": " + dialed.error().message);
+  if (!netns.ok()) co_return Dialed{Fd(), "the preview of " + where + " is not reachable: " + netns.error().message};
+  Result<Fd> dialed = DialLoopbackIn(netns->get(), host.port, opts_.dial_timeout);
+  if (!dialed.ok()) co_return Dialed{Fd(), "nothing answers on " + where + ": " + dialed.error().message};
+  co_return Dialed{std::move(*dialed), {}};
+}
+
+asio::awaitable<std::string> PreviewProxy::Impl::Dial(Conn& c, const api::PreviewHost& host) {
+  // The lookup (a database query) and the connect block: on a worker, resuming here with the connection.
+  Dialed dialed = co_await asio::co_spawn(dialers_, DialOnWorker(host), asio::use_awaitable);
+  if (!dialed.failure.empty()) co_return PlainResponse(502, "Bad Gateway", dialed.failure);
+  if (stopped_ || !c.client.is_open()) co_return PlainResponse(502, "Bad Gateway", "the preview has ended");
   boost::system::error_code ec;
-  c.app.assign(tcp::v4(), dialed->Release(), ec);
-  if (ec) co_return PlainResponse(502, "Bad Gateway", "nothing answers on " + where + ": " + ec.message());
+  const tcp protocol = ProtocolOf(dialed.fd.get());
+  c.app.assign(protocol, dialed.fd.Release(), ec);
+  if (ec) co_return PlainResponse(502, "Bad Gateway", "the app's connection: " + ec.message());
   egress::EnableEdgeReads(c.app);
-  // A loopback connect has mostly ended by now; else its end is the socket's first edge, after this wait is queued.
-  pollfd ready{c.app.native_handle(), POLLOUT, 0};
-  if (::poll(&ready, 1, 0) == 0)
-    co_await (c.app.async_wait(tcp::socket::wait_write, kAwait) || CloseAfter(c.app, opts_.head_timeout));
-  int err = ETIMEDOUT;
-  if (c.app.is_open()) {
-    socklen_t len = sizeof err;
-    if (::getsockopt(c.app.native_handle(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
-  }
-  if (err != 0) {
-    c.app.close(ec);
-    co_return PlainResponse(502, "Bad Gateway", "nothing answers on " + where + ": " + std::strerror(err));
-  }
   co_return std::string();
+}
+
+asio::awaitable<Next> PreviewProxy::Impl::Exchange(Conn& c, egress::RelayEnds& ends, const api::PreviewHost& host,
+                                                   const egress::HttpHead& head, std::string& buffer,
+                                                   std::string& from_app) {
+  egress::SocketStream client(c.client, ends, bytes_down_);
+  egress::SocketStream app(c.app, ends, bytes_up_);
+  const egress::Exchange exchange{host.sandbox, api::PreviewHostName(host, access_.domain()), host.port, false};
+  std::string as_sent = buffer.substr(0, head.size);
+  buffer.erase(0, head.size);
+  egress::PreparedMessage request = egress::PrepareRequest(filter_, exchange, std::move(as_sent), head);
+  if (!(co_await egress::RelayMessage(client, app, buffer, request)).ok()) co_return Next::kClose;
+  // The response, after any interim ones (100 Continue); 101 ends the HTTP exchange.
+  for (;;) {
+    egress::ResponseHeadResult r = egress::ParseResponseHead(from_app);
+    if (r.kind == egress::ResponseHeadResult::kMalformed) {
+      co_await Answer(c, PlainResponse(502, "Bad Gateway", "the app's response is malformed: " + r.reason));
+      co_return Next::kClose;
+    }
+    if (r.kind == egress::ResponseHeadResult::kNeedMore) {
+      Result<size_t> n = co_await app.ReadInto(from_app, egress::kRelayPiece);
+      if (!n.ok() || *n == 0) {
+        co_await Answer(c, PlainResponse(502, "Bad Gateway", "the app closed the connection without a response"));
+        co_return Next::kClose;
+      }
+      continue;
+    }
+    std::string head_bytes = from_app.substr(0, r.head.size);
+    from_app.erase(0, r.head.size);
+    egress::PreparedMessage out = egress::PrepareResponse(filter_, exchange, head, std::move(head_bytes), r.head);
+    if (r.head.status >= 100 && r.head.status < 200 && r.head.status != 101) {
+      if (!(co_await client.Write(out.head.Bytes())).ok()) co_return Next::kClose;
+      continue;
+    }
+    if (!(co_await egress::RelayMessage(app, client, from_app, out)).ok()) co_return Next::kClose;
+    if (r.head.status == 101) co_return Next::kUpgraded;
+    if (r.head.until_close || WantsClose(head.headers, head.minor_version) ||
+        WantsClose(r.head.headers, r.head.minor_version))
+      co_return Next::kClose;
+    co_return Next::kAnother;
+  }
 }
 
 asio::awaitable<void> PreviewProxy::Impl::Serve(std::shared_ptr<Conn> c, std::string buffer) {
   egress::RelayEnds ends;
-  egress::SocketStream client(c->client, ends, bytes_down_);
-  egress::SocketStream app(c->app, ends, bytes_up_);
   std::optional<api::PreviewHost> host;
   std::string from_app;
   for (;;) {
@@ -299,40 +397,15 @@ asio::awaitable<void> PreviewProxy::Impl::Serve(std::shared_ptr<Conn> c, std::st
         break;
       }
     }
-    const egress::Exchange exchange{host->sandbox, api::PreviewHostName(*host, access_.domain()), host->port, false};
-    std::string as_sent = buffer.substr(0, head->size);
-    buffer.erase(0, head->size);
-    egress::PreparedMessage request = egress::PrepareRequest(filter_, exchange, std::move(as_sent), *head);
-    if (!(co_await egress::RelayMessage(client, app, buffer, request)).ok()) break;
-    // The response, after any interim ones (100 Continue); 101 ends the HTTP exchange.
-    egress::ResponseHead response;
-    for (;;) {
-      egress::ResponseHeadResult r = egress::ParseResponseHead(from_app);
-      if (r.kind == egress::ResponseHeadResult::kMalformed) {
-        co_await Answer(*c, PlainResponse(502, "Bad Gateway", "the app's response is malformed: " + r.reason));
-        co_return c->Close();
-      }
-      if (r.kind == egress::ResponseHeadResult::kNeedMore) {
-        Result<size_t> n = co_await app.ReadInto(from_app, egress::kRelayPiece);
-        if (!n.ok() || *n == 0) {
-          co_await Answer(*c, PlainResponse(502, "Bad Gateway", "the app closed the connection without a response"));
-          co_return c->Close();
-        }
-        continue;
-      }
-      std::string head_bytes = from_app.substr(0, r.head.size);
-      from_app.erase(0, r.head.size);
-      egress::PreparedMessage out = egress::PrepareResponse(filter_, exchange, *head, std::move(head_bytes), r.head);
-      if (r.head.status >= 100 && r.head.status < 200 && r.head.status != 101) {
-        if (!(co_await client.Write(out.head.Bytes())).ok()) co_return c->Close();
-        continue;
-      }
-      if (!(co_await egress::RelayMessage(app, client, from_app, out)).ok()) co_return c->Close();
-      response = std::move(r.head);
-      break;
-    }
-    if (response.status == 101) {
+    // A body or a response that stops moving for idle_timeout closes both sides (Watch).
+    ends.last_read = std::chrono::steady_clock::now();
+    auto done = co_await (Exchange(*c, ends, *host, *head, buffer, from_app) ||
+                          egress::Watch(c->client, c->app, ends, opts_.idle_timeout, idle_closed_));
+    if (done.index() == 1 || std::get<0>(done) == Next::kClose) break;
+    if (std::get<0>(done) == Next::kUpgraded) {
       // The app took the upgrade (a WebSocket): bytes from here on, either way, until both have ended.
+      egress::SocketStream client(c->client, ends, bytes_down_);
+      egress::SocketStream app(c->app, ends, bytes_up_);
       if (!from_app.empty() && !(co_await client.Write(from_app)).ok()) break;
       if (!buffer.empty() && !(co_await app.Write(buffer)).ok()) break;
       co_await (
@@ -340,9 +413,6 @@ asio::awaitable<void> PreviewProxy::Impl::Serve(std::shared_ptr<Conn> c, std::st
           egress::Watch(c->client, c->app, ends, opts_.idle_timeout, idle_closed_));
       break;
     }
-    if (response.until_close || WantsClose(head->headers, head->minor_version) ||
-        WantsClose(response.headers, response.minor_version))
-      break;
   }
   c->Close();
 }

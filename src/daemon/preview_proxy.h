@@ -1,8 +1,9 @@
 // Port previews' connections: a client connection the HTTP server gave up because its Host names a preview
 // (api/preview_host.h) is served here alone, request by request: a one-time link spent for the isb_preview cookie,
-// or a request with that cookie relayed to 127.0.0.1:<port> inside the sandbox's network namespace (no host port is
-// published) through the egress proxy's HTTP/1.1 message relay, its head edited by api::PreviewFilter. A WebSocket
-// upgrade the app accepts is relayed as bytes. Nothing of isb's (pages, API, headers) is ever answered here.
+// or a request with that cookie relayed to 127.0.0.1:<port> (or [::1]:<port>) inside the sandbox's network namespace
+// (no host port is published) through the egress proxy's HTTP/1.1 message relay, its head edited by
+// api::PreviewFilter. A WebSocket upgrade the app accepts is relayed as bytes. The namespace is looked up and the app
+// dialled on worker threads, off the event loop. Nothing of isb's (pages, API, headers) is ever answered here.
 #pragma once
 
 #include <atomic>
@@ -20,11 +21,21 @@
 namespace isb::daemon {
 
 struct PreviewProxyOptions {
-  // The network namespace of sandbox `id` while it runs, or why not (its message is the 502's).
+  // The network namespace of sandbox `id` while it runs, or why not (its message is the 502's). Called on a dial
+  // worker, never on the event loop: it may block (a database query).
   std::function<Result<Fd>(const std::string& id)> netns;
-  size_t max_connections = 1024;                                     // past it, a connection given is closed at once
-  std::chrono::milliseconds head_timeout{30'000};                    // for a request head, and between requests
-  std::chrono::milliseconds idle_timeout{std::chrono::minutes(15)};  // a relayed connection moving nothing
+  // Past either, a connection given is answered 503 (all) or 429 (its client address; loopback counts too: one
+  // member or one browser cannot hold every connection) and closed.
+  size_t max_connections = 1024;
+  size_t max_connections_per_address = 64;
+  // A whole request head, from its first byte or the end of the previous exchange (a slowloris client is closed).
+  std::chrono::milliseconds head_timeout{30'000};
+  // An exchange or an upgraded connection moving no byte either way: a stalled body, an app that never answers.
+  // Both sides are closed.
+  std::chrono::milliseconds idle_timeout{std::chrono::minutes(15)};
+  // A dial of the app (127.0.0.1, then [::1], in the sandbox's namespace) that has not connected: 502.
+  std::chrono::milliseconds dial_timeout{10'000};
+  size_t dial_workers = 4;  // threads the netns lookups and dials run on
 };
 
 class PreviewProxy {
