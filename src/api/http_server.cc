@@ -26,6 +26,7 @@
 #include "api/json_util.h"
 #include "api/listen_address.h"
 #include "api/metrics_endpoint.h"
+#include "api/preview_host.h"
 #include "api/server_routes.h"
 #include "api/web_auth.h"
 #include "base/mutex.h"
@@ -268,6 +269,14 @@ class HttpServer::Impl {
   bool SpendRefusalRow(const std::string& key);
   // Tells on_refused (surface "http") of a request refused as malformed or too large before it could be read, from
   // the address `stream` is connected to, within that address's budget: a flood of them is visible.
+  // Whether a head the parser refused names a preview: by the Host field and target it parsed before the fault
+  // (the bytes it used are gone from `buffer`), else by those bytes scanned.
+  bool PreviewNamed(const http::request<http::string_body>& parsed, const beast::flat_buffer& buffer) const {
+    if (opts_.preview_takes(parsed[http::field::host], parsed.target())) return true;
+    const std::string seen = beast::buffers_to_string(buffer.data());
+    const RequestNames names = ScanRequestNames(seen);
+    return opts_.preview_takes(names.host, names.target);
+  }
   template <class Protocol>
   void TellMalformed(beast::basic_stream<Protocol>& stream, int status, const std::string& message);
   KeyedSlots addresses_{opts_.max_connections_per_address};    // connections per remote address, over TCP
@@ -400,6 +409,15 @@ net::awaitable<void> HttpServer::Impl::Serve(beast::basic_stream<Protocol> strea
         head << parser.get().base();
         const int fd = ::fcntl(beast::get_lowest_layer(stream).socket().native_handle(), F_DUPFD_CLOEXEC, 0);
         if (fd >= 0) opts_.preview(fd, head.str() + beast::buffers_to_string(buffer.data()));
+        co_return;
+      }
+      // A head too large or malformed that names a preview is the preview proxy's to answer, not isb's pages.
+      const bool bad_head = ec == http::error::header_limit ||
+                            (ec && IsHttpParseError(ec) && ec != http::error::end_of_stream &&
+                             ec != http::error::partial_message);
+      if (bad_head && opts_.preview_refused && PreviewNamed(parser.get(), buffer)) {
+        const int fd = ::fcntl(beast::get_lowest_layer(stream).socket().native_handle(), F_DUPFD_CLOEXEC, 0);
+        if (fd >= 0) opts_.preview_refused(fd, ec == http::error::header_limit ? 431 : 400);
         co_return;
       }
     }

@@ -1,6 +1,7 @@
 // Preview links and sessions, kept by the SHA-256 of their secrets: a lookup's timing says nothing of a secret.
 #include "api/preview_access.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "base/random.h"
@@ -112,6 +113,18 @@ size_t PreviewAccess::Close(const std::string& sandbox, uint16_t port) {
   }
   Ended(n);
   return n;
+}
+
+std::vector<std::string> PreviewAccess::Sandboxes() {
+  std::vector<std::string> out;
+  {
+    MutexLock lock(mu_);
+    for (const auto& [key, link] : links_) out.push_back(link.host.sandbox);
+    for (const auto& [key, session] : sessions_) out.push_back(session.host.sandbox);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 size_t PreviewAccess::Recheck() {

@@ -14,12 +14,22 @@
 #include <string>
 #include <thread>
 
+#include "engine/spawner.h"
+
 namespace isb::daemon {
 
 Result<Fd> OpenNetns(pid_t pid) {
   const std::string path = "/proc/" + std::to_string(pid) + "/ns/net";
   Fd netns(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!netns.valid()) return Error::Sys("opening " + path);
+  return netns;
+}
+
+Result<Fd> OpenNetns(const engine::NetworkAttachment& at) {
+  Fd dir = engine::OpenProcessDir(at.pid, at.start_time);
+  if (!dir.valid()) return Error::Of(Code::kConflict, "the sandbox is not running");
+  Fd netns(::openat(dir.get(), "ns/net", O_RDONLY | O_CLOEXEC));
+  if (!netns.valid()) return Error::Sys("opening the network namespace of process " + std::to_string(at.pid));
   return netns;
 }
 

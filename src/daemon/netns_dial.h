@@ -10,11 +10,15 @@
 
 #include "base/fd.h"
 #include "base/result.h"
+#include "engine/runtime.h"
 
 namespace isb::daemon {
 
 // The network namespace of the process `pid` (open, O_CLOEXEC); or why not, naming what was opened.
 Result<Fd> OpenNetns(pid_t pid);
+// The network namespace of a sandbox's init, only while `at.pid` is the process that started at `at.start_time` (a
+// pid reused since is never entered): kConflict "the sandbox is not running" when it is not.
+Result<Fd> OpenNetns(const engine::NetworkAttachment& at);
 
 // A non-blocking TCP socket of the calling thread's network namespace, connecting to 127.0.0.1:`port`: connected, or
 // in progress (POLLOUT, then SO_ERROR, says how it ended). Errors: the socket or the connect failed at once.

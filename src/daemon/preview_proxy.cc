@@ -160,8 +160,8 @@ class PreviewProxy::Impl {
   }
   ~Impl() { Stop(); }
 
-  void Take(int fd, std::string pending) {
-    asio::post(ioc_, [this, fd, pending = std::move(pending)]() mutable {
+  void Take(int fd, std::string pending, int refused = 0) {
+    asio::post(ioc_, [this, fd, pending = std::move(pending), refused]() mutable {
       Fd owned(fd);
       if (stopped_) return;
       std::string address = PeerAddress(fd);
@@ -182,7 +182,8 @@ class PreviewProxy::Impl {
       ++per_address_[conn->address];
       conns_.push_back(conn);
       ++open_;
-      asio::co_spawn(ioc_, Serve(conn, std::move(pending)), [this, conn](std::exception_ptr failed) {
+      auto serve = refused != 0 ? ServeRefused(conn, refused) : Serve(conn, std::move(pending));
+      asio::co_spawn(ioc_, std::move(serve), [this, conn](std::exception_ptr failed) {
         conns_.remove(conn);
         if (--per_address_[conn->address] == 0) per_address_.erase(conn->address);
         --open_;
@@ -232,6 +233,9 @@ class PreviewProxy::Impl {
   };
 
   asio::awaitable<void> Serve(std::shared_ptr<Conn> c, std::string buffer);
+  // The answer `status` (400 or 431), then what the client still sends is read and dropped until it ends or
+  // head_timeout passes: a close with unread bytes would reset the connection, and the answer could be lost.
+  asio::awaitable<void> ServeRefused(std::shared_ptr<Conn> c, int status);
   // Reads until `buffer` holds a whole request head, or answers why not; nullopt: the connection is to end.
   asio::awaitable<std::optional<egress::HttpHead>> ReadHead(Conn& c, egress::RelayEnds& ends, std::string& buffer);
   // Dials the preview's port in its sandbox on a dial worker; an answer for the client when that fails.
@@ -417,6 +421,19 @@ asio::awaitable<void> PreviewProxy::Impl::Serve(std::shared_ptr<Conn> c, std::st
   c->Close();
 }
 
+asio::awaitable<void> PreviewProxy::Impl::ServeRefused(std::shared_ptr<Conn> c, int status) {
+  co_await Answer(*c, PlainResponse(status, ReasonOf(status),
+                                    status == 431 ? "request head too large" : "malformed request head"));
+  egress::RelayEnds ends;
+  egress::SocketStream client(c->client, ends, bytes_down_);
+  const auto deadline = std::chrono::steady_clock::now() + opts_.head_timeout;
+  for (std::string dropped;; dropped.clear()) {
+    auto got = co_await (client.ReadInto(dropped, egress::kRelayPiece) || CloseAt(c->client, deadline));
+    if (got.index() == 1 || !std::get<0>(got).ok() || *std::get<0>(got) == 0) break;
+  }
+  c->Close();
+}
+
 PreviewProxy::PreviewProxy(api::PreviewAccess& access, PreviewProxyOptions options)
     : impl_(std::make_unique<Impl>(access, std::move(options), open_)) {}
 PreviewProxy::~PreviewProxy() { Stop(); }
@@ -426,6 +443,7 @@ bool PreviewProxy::Takes(std::string_view host_field, std::string_view target) c
 }
 
 void PreviewProxy::Take(int fd, std::string pending) { impl_->Take(fd, std::move(pending)); }
+void PreviewProxy::TakeRefused(int fd, int status) { impl_->Take(fd, {}, status); }
 void PreviewProxy::CutEnded() { impl_->CutEnded(); }
 void PreviewProxy::Stop() { impl_->Stop(); }
 

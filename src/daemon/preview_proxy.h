@@ -51,6 +51,10 @@ class PreviewProxy {
   // Serves the TCP connection `fd` (now the proxy's own) from here on; `pending`: the bytes read from it so far, a
   // request head first.
   void Take(int fd, std::string pending);
+  // Answers the TCP connection `fd` (now the proxy's own), whose head named a preview but was too large (431) or
+  // malformed (400) for the HTTP server, with the proxy's own minimal response, then closes it once the client has
+  // finished sending (or head_timeout has passed). It counts against the caps as any connection.
+  void TakeRefused(int fd, int status);
   // Closes every open connection whose session has ended (PreviewAccess::on_ended).
   void CutEnded();
   // Closes every connection and stops the thread. The destructor stops.

@@ -304,6 +304,26 @@ TEST_F(PreviewProxyTest, ConnectionsPastTheTotalCapAreAnswered503AndClosed) {
                   "the preview proxy has 1 connections open; try again once one has closed"));
 }
 
+TEST_F(PreviewProxyTest, AHeadTheServerRefusedIsAnsweredWithTheProxysOwn431And400) {
+  for (int status : {431, 400}) {
+    auto [listener, port] = ListenLoopback();
+    Fd client(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(client.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    proxy_->TakeRefused(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC), status);
+    const std::string rest(100000, 'a');  // what the client still sends is read and dropped, not reset
+    ASSERT_EQ(::send(client.get(), rest.data(), rest.size(), MSG_NOSIGNAL), static_cast<ssize_t>(rest.size()));
+    ::shutdown(client.get(), SHUT_WR);
+    EXPECT_EQ(ReadToEnd(client.get()), status == 431
+                                           ? Plain("431 Request Header Fields Too Large", "request head too large")
+                                           : Plain("400 Bad Request", "malformed request head"));
+  }
+  EXPECT_TRUE(Drained());
+}
+
 TEST_F(PreviewProxyTest, AHeadSentAByteAtATimeIsClosedAtTheHeadDeadline) {
   Remake({.netns = {}, .head_timeout = milliseconds(300)});
   Fd client = Connect("G");
