@@ -33,6 +33,9 @@ using namespace asio::experimental::awaitable_operators;
 namespace {
 
 constexpr auto kAwait = asio::as_tuple(asio::use_awaitable);
+// What a refused connection's client may still send, read and dropped, before it is closed anyway: enough for the
+// rest of a head or a small body, not a channel to keep a connection busy with.
+constexpr size_t kMaxRefusedDrain = 1 << 20;
 
 // A response of the proxy's own: plain text, never cached, and the connection closed after it. No header of isb's
 // pages (no CSP, no Server) is in it.
@@ -121,6 +124,13 @@ std::string PeerAddress(int fd) {
   return text;
 }
 
+// Whether a client address (PeerAddress's text) is a loopback one: 127.0.0.0/8 or ::1.
+bool IsLoopbackAddress(const std::string& address) {
+  boost::system::error_code ec;
+  const asio::ip::address a = asio::ip::make_address(address, ec);
+  return !ec && a.is_loopback();
+}
+
 // A TCP socket's protocol, by the family of its own address.
 tcp ProtocolOf(int fd) {
   sockaddr_storage ss{};
@@ -161,31 +171,36 @@ class PreviewProxy::Impl {
   ~Impl() { Stop(); }
 
   void Take(int fd, std::string pending, int refused = 0) {
-    asio::post(ioc_, [this, fd, pending = std::move(pending), refused]() mutable {
-      Fd owned(fd);
+    // Owned from here: a post that never runs (the loop stopped) still closes it.
+    asio::post(ioc_, [this, owned = Fd(fd), pending = std::move(pending), refused]() mutable {
       if (stopped_) return;
-      std::string address = PeerAddress(fd);
+      std::string address = PeerAddress(owned.get());
       if (conns_.size() >= opts_.max_connections)
         return Refuse(std::move(owned), 503,
                       "the preview proxy has " + std::to_string(opts_.max_connections) +
                           " connections open; try again once one has closed");
-      if (per_address_[address] >= opts_.max_connections_per_address)
+      const bool counted = opts_.limit_loopback_peers || !IsLoopbackAddress(address);
+      if (counted && per_address_[address] >= opts_.max_connections_per_address)
         return Refuse(std::move(owned), 429,
                       "this address has " + std::to_string(opts_.max_connections_per_address) +
                           " preview connections open; close one first");
       auto conn = std::make_shared<Conn>(ioc_);
       boost::system::error_code ec;
-      conn->client.assign(ProtocolOf(fd), owned.Release(), ec);
-      if (ec) return;
+      conn->client.assign(ProtocolOf(owned.get()), owned.get(), ec);
+      if (ec) return;  // `owned` closes it
+      owned.Release();
       egress::EnableEdgeReads(conn->client);
-      conn->address = std::move(address);
-      ++per_address_[conn->address];
+      if (counted) {
+        conn->address = std::move(address);
+        ++per_address_[conn->address];
+      }
+      conn->counted = counted;
       conns_.push_back(conn);
       ++open_;
       auto serve = refused != 0 ? ServeRefused(conn, refused) : Serve(conn, std::move(pending));
       asio::co_spawn(ioc_, std::move(serve), [this, conn](std::exception_ptr failed) {
         conns_.remove(conn);
-        if (--per_address_[conn->address] == 0) per_address_.erase(conn->address);
+        if (conn->counted && --per_address_[conn->address] == 0) per_address_.erase(conn->address);
         --open_;
         if (!failed) return;
         try {
@@ -230,6 +245,7 @@ class PreviewProxy::Impl {
     tcp::socket client, app;
     std::string key;      // the session's, once a request was let in
     std::string address;  // the client's, as per_address_ counts it
+    bool counted = false;  // whether per_address_ counts it (a loopback peer is not, unless limit_loopback_peers)
   };
 
   asio::awaitable<void> Serve(std::shared_ptr<Conn> c, std::string buffer);
@@ -314,8 +330,9 @@ asio::awaitable<std::string> PreviewProxy::Impl::Dial(Conn& c, const api::Previe
   if (stopped_ || !c.client.is_open()) co_return PlainResponse(502, "Bad Gateway", "the preview has ended");
   boost::system::error_code ec;
   const tcp protocol = ProtocolOf(dialed.fd.get());
-  c.app.assign(protocol, dialed.fd.Release(), ec);
+  c.app.assign(protocol, dialed.fd.get(), ec);
   if (ec) co_return PlainResponse(502, "Bad Gateway", "the app's connection: " + ec.message());
+  dialed.fd.Release();
   egress::EnableEdgeReads(c.app);
   co_return std::string();
 }
@@ -427,9 +444,11 @@ asio::awaitable<void> PreviewProxy::Impl::ServeRefused(std::shared_ptr<Conn> c, 
   egress::RelayEnds ends;
   egress::SocketStream client(c->client, ends, bytes_down_);
   const auto deadline = std::chrono::steady_clock::now() + opts_.head_timeout;
-  for (std::string dropped;; dropped.clear()) {
+  size_t drained = 0;
+  for (std::string dropped; drained < kMaxRefusedDrain; dropped.clear()) {
     auto got = co_await (client.ReadInto(dropped, egress::kRelayPiece) || CloseAt(c->client, deadline));
     if (got.index() == 1 || !std::get<0>(got).ok() || *std::get<0>(got) == 0) break;
+    drained += *std::get<0>(got);
   }
   c->Close();
 }

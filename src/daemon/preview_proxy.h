@@ -24,10 +24,13 @@ struct PreviewProxyOptions {
   // The network namespace of sandbox `id` while it runs, or why not (its message is the 502's). Called on a dial
   // worker, never on the event loop: it may block (a database query).
   std::function<Result<Fd>(const std::string& id)> netns;
-  // Past either, a connection given is answered 503 (all) or 429 (its client address; loopback counts too: one
-  // member or one browser cannot hold every connection) and closed.
+  // Past either, a connection given is answered 503 (all) or 429 (its client address) and closed.
   size_t max_connections = 1024;
   size_t max_connections_per_address = 64;
+  // Whether loopback peers are held to max_connections_per_address too: as the HTTP server's
+  // (api::HttpServerOptions::limit_loopback_peers), not by default, since a tunnel or reverse proxy in front of isb
+  // brings every user from a loopback address and one user's 64 connections would block every preview.
+  bool limit_loopback_peers = false;
   // A whole request head, from its first byte or the end of the previous exchange (a slowloris client is closed).
   std::chrono::milliseconds head_timeout{30'000};
   // An exchange or an upgraded connection moving no byte either way: a stalled body, an app that never answers.
@@ -53,7 +56,7 @@ class PreviewProxy {
   void Take(int fd, std::string pending);
   // Answers the TCP connection `fd` (now the proxy's own), whose head named a preview but was too large (431) or
   // malformed (400) for the HTTP server, with the proxy's own minimal response, then closes it once the client has
-  // finished sending (or head_timeout has passed). It counts against the caps as any connection.
+  // finished sending (or head_timeout has passed, or 1 MiB more has come). It counts against the caps as any connection.
   void TakeRefused(int fd, int status);
   // Closes every open connection whose session has ended (PreviewAccess::on_ended).
   void CutEnded();

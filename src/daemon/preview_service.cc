@@ -74,8 +74,10 @@ PreviewService::PreviewService(PreviewServiceOptions options, store::Db& db, ide
     return StillAllowed(db_, identity_, caller, org);
   };
   access_ = std::make_unique<api::PreviewAccess>(std::move(access));
-  proxy_ = std::make_unique<PreviewProxy>(
-      *access_, PreviewProxyOptions{.netns = [this](const std::string& id) { return SandboxNetns(options_.network, id); }});
+  PreviewProxyOptions proxy;
+  proxy.netns = [this](const std::string& id) { return SandboxNetns(options_.network, id); };
+  proxy.limit_loopback_peers = options_.limit_loopback_peers;
+  proxy_ = std::make_unique<PreviewProxy>(*access_, std::move(proxy));
   access_->OnEnded([this] { proxy_->CutEnded(); });
   watch_ = std::thread([this] { Watch(); });
 }

@@ -31,6 +31,7 @@ struct PreviewServiceOptions {
   // How often every session's viewer is checked again (--preview-recheck; a minute by the spec).
   std::chrono::milliseconds recheck = std::chrono::minutes(1);
   NetworkOf network;  // required
+  bool limit_loopback_peers = false;  // PreviewProxyOptions::limit_loopback_peers: the HTTP listener's setting
 };
 
 class PreviewService {

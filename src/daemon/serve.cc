@@ -281,6 +281,8 @@ int Serve(const ServeOptions& options) {
       .recheck = options.preview_recheck,
       .network = [&manager](const std::string& id) { return manager.Network(id); }};
   if (!options.preview_domain.empty()) preview_options.domain = options.preview_domain;
+  // The listener's rule for loopback peers (a tunnel in front brings everyone from there) holds for previews too.
+  preview_options.limit_loopback_peers = api::HttpServerOptions{}.limit_loopback_peers;
   PreviewService previews(preview_options, **db, **identity, events);
 
   // 6. The registry and its surfaces.

@@ -284,8 +284,15 @@ TEST_F(PreviewProxyTest, NothingListeningOnEitherLoopbackIs502NamingBoth) {
                                          ": Connection refused; [::1]:" + p + ": Connection refused"));
 }
 
-TEST_F(PreviewProxyTest, ConnectionsPastThePerAddressCapAreAnswered429AndClosed) {
+TEST_F(PreviewProxyTest, LoopbackPeersAreNotHeldToThePerAddressCapByDefault) {
   Remake({.netns = {}, .max_connections_per_address = 2});
+  Fd first = Connect("");
+  Fd second = Connect("");
+  EXPECT_EQ(Through("GET / HTTP/1.1\r\nHost: " + Host(8080) + "\r\n\r\n").substr(0, 24), "HTTP/1.1 403 Forbidden\r\n");
+}
+
+TEST_F(PreviewProxyTest, ConnectionsPastThePerAddressCapAreAnswered429AndClosed) {
+  Remake({.netns = {}, .max_connections_per_address = 2, .limit_loopback_peers = true});
   Fd first = Connect("");
   Fd second = Connect("");
   EXPECT_EQ(Through("GET / HTTP/1.1\r\nHost: " + Host(8080) + "\r\n\r\n"),
@@ -322,6 +329,30 @@ TEST_F(PreviewProxyTest, AHeadTheServerRefusedIsAnsweredWithTheProxysOwn431And40
                                            : Plain("400 Bad Request", "malformed request head"));
   }
   EXPECT_TRUE(Drained());
+}
+
+TEST_F(PreviewProxyTest, ARefusedClientThatKeepsSendingIsClosedAfterOneMebibyte) {
+  Remake({.netns = {}, .head_timeout = milliseconds(60'000)});
+  auto [listener, port] = ListenLoopback();
+  Fd client(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(client.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  proxy_->TakeRefused(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC), 400);
+  // Sent without end: before the head deadline, the proxy stops reading once 1 MiB is dropped and closes.
+  std::atomic<bool> stop{false};
+  std::thread sender([&] {
+    const std::string piece(64 << 10, 'a');
+    while (!stop && ::send(client.get(), piece.data(), piece.size(), MSG_NOSIGNAL) > 0) {
+    }
+  });
+  EXPECT_TRUE(Drained());
+  EXPECT_EQ(proxy_->open_connections(), 0u);
+  stop = true;
+  ::shutdown(client.get(), SHUT_RDWR);
+  sender.join();
 }
 
 TEST_F(PreviewProxyTest, AHeadSentAByteAtATimeIsClosedAtTheHeadDeadline) {
