@@ -109,16 +109,19 @@ RequestNames ScanRequestNames(std::string_view head) {
     std::string_view rest = line.substr(sp + 1);
     out.target = TrimBlanks(rest.substr(0, rest.find(' ')));
   }
-  while (eol != std::string_view::npos) {
-    head.remove_prefix(eol + 1);
-    eol = head.find('\n');
-    line = head.substr(0, eol);
-    if (line.size() >= 5 && EqualsIgnoreCase(line.substr(0, 5), "Host:")) {
-      out.host = TrimBlanks(line.substr(5));
-      break;
-    }
-  }
+  if (eol != std::string_view::npos) out.host = ScanHostField(head.substr(eol + 1));
   return out;
+}
+
+std::string_view ScanHostField(std::string_view fields) {
+  if (size_t end = fields.find("\r\n\r\n"); end != std::string_view::npos) fields = fields.substr(0, end + 2);
+  for (;;) {
+    const size_t eol = fields.find('\n');
+    const std::string_view line = fields.substr(0, eol);
+    if (line.size() >= 5 && EqualsIgnoreCase(line.substr(0, 5), "Host:")) return TrimBlanks(line.substr(5));
+    if (eol == std::string_view::npos) return {};
+    fields.remove_prefix(eol + 1);
+  }
 }
 
 std::string PreviewHostName(const PreviewHost& host, std::string_view domain) {

@@ -43,6 +43,9 @@ struct RequestNames {
   std::string_view target;
 };
 RequestNames ScanRequestNames(std::string_view head);
+// The value of the first line named "Host:" among `fields`, field lines only (no request line first), up to a blank
+// line; empty when none. For a head whose request line was parsed already and is gone from the bytes.
+std::string_view ScanHostField(std::string_view fields);
 
 // The label and name for `host` under `domain`: "8080-sb-0123456789abcdef-acme.localhost".
 std::string PreviewHostName(const PreviewHost& host, std::string_view domain);
