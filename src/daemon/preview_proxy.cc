@@ -147,6 +147,9 @@ void Refuse(Fd fd, int status, const std::string& why) {
   ::shutdown(fd.get(), SHUT_WR);
 }
 
+// A dial dropped before it started: its proxy stopped or its client is gone (no one reads the 502).
+constexpr char kDialDropped[] = "the preview has ended";
+
 // What a dial worker hands back: the app's connection, or the 502's text.
 struct Dialed {
   Fd fd;
@@ -225,6 +228,7 @@ class PreviewProxy::Impl {
 
   void Stop() {
     if (!thread_.joinable()) return;
+    stopped_ = true;  // dials waiting for a worker are dropped from here on
     asio::post(ioc_, [this] {
       stopped_ = true;
       for (const auto& c : conns_) c->Close();
@@ -238,6 +242,7 @@ class PreviewProxy::Impl {
   struct Conn {
     explicit Conn(asio::io_context& ioc) : client(ioc), app(ioc) {}
     void Close() {
+      gone = true;
       boost::system::error_code ignored;
       client.close(ignored);
       app.close(ignored);
@@ -245,6 +250,7 @@ class PreviewProxy::Impl {
     tcp::socket client, app;
     std::string key;      // the session's, once a request was let in
     std::string address;  // the client's, as per_address_ counts it
+    std::atomic<bool> gone{false};  // closed: read by dial workers
     bool counted = false;  // whether per_address_ counts it (a loopback peer is not, unless limit_loopback_peers)
   };
 
@@ -255,10 +261,10 @@ class PreviewProxy::Impl {
   // Reads until `buffer` holds a whole request head, or answers why not; nullopt: the connection is to end.
   asio::awaitable<std::optional<egress::HttpHead>> ReadHead(Conn& c, egress::RelayEnds& ends, std::string& buffer);
   // Dials the preview's port in its sandbox on a dial worker; an answer for the client when that fails.
-  asio::awaitable<std::string> Dial(Conn& c, const api::PreviewHost& host);
+  asio::awaitable<std::string> Dial(std::shared_ptr<Conn> c, const api::PreviewHost& host);
   // Looks up the sandbox's namespace and dials the app in it: on a dial worker, blocking. (A member coroutine
   // with its argument by value, not a lambda's captures: g++ 12 frees those early.)
-  asio::awaitable<Dialed> DialOnWorker(api::PreviewHost host);
+  asio::awaitable<Dialed> DialOnWorker(api::PreviewHost host, std::shared_ptr<Conn> c);
   // One request let in and its response (after any interim ones), relayed between the client and the app.
   asio::awaitable<Next> Exchange(Conn& c, egress::RelayEnds& ends, const api::PreviewHost& host,
                                  const egress::HttpHead& head, std::string& buffer, std::string& from_app);
@@ -278,7 +284,8 @@ class PreviewProxy::Impl {
   asio::thread_pool dialers_;
   std::list<std::shared_ptr<Conn>> conns_;            // the event loop's thread only
   std::map<std::string, size_t> per_address_;         // open connections by client address; the loop's only
-  bool stopped_ = false;
+  std::map<std::string, size_t> dialing_;             // dials waiting or running by sandbox; the loop's only
+  std::atomic<bool> stopped_{false};
   std::thread thread_;
 };
 
@@ -314,18 +321,30 @@ asio::awaitable<std::optional<egress::HttpHead>> PreviewProxy::Impl::ReadHead(Co
   }
 }
 
-asio::awaitable<Dialed> PreviewProxy::Impl::DialOnWorker(api::PreviewHost host) {
+asio::awaitable<Dialed> PreviewProxy::Impl::DialOnWorker(api::PreviewHost host, std::shared_ptr<Conn> c) {
   const std::string where = "port " + std::to_string(host.port) + " in sandbox " + host.sandbox;
+  if (stopped_ || c->gone) co_return Dialed{Fd(), kDialDropped};
   Result<Fd> netns = opts_.netns(host.sandbox);
   if (!netns.ok()) co_return Dialed{Fd(), "the preview of " + where + " is not reachable: " + netns.error().message};
+  if (stopped_ || c->gone) co_return Dialed{Fd(), kDialDropped};
   Result<Fd> dialed = DialLoopbackIn(netns->get(), host.port, opts_.dial_timeout);
   if (!dialed.ok()) co_return Dialed{Fd(), "nothing answers on " + where + ": " + dialed.error().message};
   co_return Dialed{std::move(*dialed), {}};
 }
 
-asio::awaitable<std::string> PreviewProxy::Impl::Dial(Conn& c, const api::PreviewHost& host) {
+asio::awaitable<std::string> PreviewProxy::Impl::Dial(std::shared_ptr<Conn> conn, const api::PreviewHost& host) {
+  Conn& c = *conn;
+  size_t& dialing = dialing_[host.sandbox];
+  if (dialing >= opts_.max_dials_per_sandbox) {
+    if (dialing == 0) dialing_.erase(host.sandbox);
+    co_return PlainResponse(503, "Service Unavailable",
+                            "sandbox " + host.sandbox + " has " + std::to_string(opts_.max_dials_per_sandbox) +
+                                " preview connections waiting for its app; try again once one has connected");
+  }
+  ++dialing;
   // The lookup (a database query) and the connect block: on a worker, resuming here with the connection.
-  Dialed dialed = co_await asio::co_spawn(dialers_, DialOnWorker(host), asio::use_awaitable);
+  Dialed dialed = co_await asio::co_spawn(dialers_, DialOnWorker(host, conn), asio::use_awaitable);
+  if (--dialing_[host.sandbox] == 0) dialing_.erase(host.sandbox);
   if (!dialed.failure.empty()) co_return PlainResponse(502, "Bad Gateway", dialed.failure);
   if (stopped_ || !c.client.is_open()) co_return PlainResponse(502, "Bad Gateway", "the preview has ended");
   boost::system::error_code ec;
@@ -412,7 +431,7 @@ asio::awaitable<void> PreviewProxy::Impl::Serve(std::shared_ptr<Conn> c, std::st
     }
     c->key = *key;
     if (!c->app.is_open()) {
-      std::string failed = co_await Dial(*c, *host);
+      std::string failed = co_await Dial(c, *host);
       if (!failed.empty()) {
         co_await Answer(*c, failed);
         break;

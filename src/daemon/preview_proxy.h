@@ -39,6 +39,9 @@ struct PreviewProxyOptions {
   // A dial of the app (127.0.0.1, then [::1], in the sandbox's namespace) that has not connected: 502.
   std::chrono::milliseconds dial_timeout{10'000};
   size_t dial_workers = 4;  // threads the netns lookups and dials run on
+  // Dials of one sandbox's previews waiting or running at once; past it, 503: one sandbox whose app never answers
+  // cannot hold every worker. A dial whose client is gone or whose proxy stopped is dropped before it starts.
+  size_t max_dials_per_sandbox = 16;
 };
 
 class PreviewProxy {

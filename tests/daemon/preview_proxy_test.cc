@@ -414,6 +414,46 @@ TEST_F(PreviewProxyTest, ASlowLookupOfOneSandboxDoesNotHoldUpAnotherConnection) 
                                                                 kSandbox + " is not running"));
 }
 
+TEST_F(PreviewProxyTest, DialsOfOneSandboxPastItsCapAreAnswered503) {
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  Remake({.netns = [released](const std::string&) -> Result<Fd> {
+            released.wait();
+            return Error::Of(Code::kConflict, "sandbox " + std::string(kSandbox) + " is not running");
+          },
+          .max_dials_per_sandbox = 1});
+  Fd slow = Connect(Get(8080, Cookie(8080)));
+  for (int i = 0; i < 500 && proxy_->open_connections() != 1; ++i) std::this_thread::sleep_for(milliseconds(10));
+  std::this_thread::sleep_for(milliseconds(100));  // the first dial is on its worker
+  EXPECT_EQ(Through(Get(8081, Cookie(8081))),
+            Plain("503 Service Unavailable", "sandbox " + std::string(kSandbox) +
+                                                 " has 1 preview connections waiting for its app; try again once one "
+                                                 "has connected"));
+  release.set_value();
+  EXPECT_EQ(ReadToEnd(slow.get()).substr(0, 24), "HTTP/1.1 502 Bad Gateway");
+}
+
+TEST_F(PreviewProxyTest, AStoppedProxyDoesNotLookUpOrDialTheDialsStillQueued) {
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  auto lookups = std::make_shared<std::atomic<int>>(0);
+  Remake({.netns = [released, lookups](const std::string&) -> Result<Fd> {
+            ++*lookups;
+            released.wait();
+            return Error::Of(Code::kConflict, "not running");
+          },
+          .dial_workers = 1});
+  Fd first = Connect(Get(8080, Cookie(8080)));
+  Fd second = Connect(Get(8081, Cookie(8081)));
+  for (int i = 0; i < 500 && *lookups != 1; ++i) std::this_thread::sleep_for(milliseconds(10));
+  std::this_thread::sleep_for(milliseconds(100));  // the second dial is queued behind the first
+  std::thread stopping([this] { proxy_->Stop(); });
+  std::this_thread::sleep_for(milliseconds(100));
+  release.set_value();
+  stopping.join();
+  EXPECT_EQ(*lookups, 1);
+}
+
 TEST_F(PreviewProxyTest, OpenConnectionsAreCutWhenThePreviewEnds) {
   access_.OnEnded([this] { proxy_->CutEnded(); });
   FakeApp app({kHello});
