@@ -96,7 +96,8 @@ Result<Fd> DialLoopback(uint16_t port, std::chrono::milliseconds timeout) {
   to4.sin_port = htons(port);
   to4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   // Half the time at most: when 127.0.0.1's SYN is dropped (a full backlog, a firewall) [::1] still gets its turn.
-  const int err4 = ConnectWithin(v4.get(), reinterpret_cast<sockaddr*>(&to4), sizeof to4, std::min(left(), timeout / 2));
+  const int err4 =
+      ConnectWithin(v4.get(), reinterpret_cast<sockaddr*>(&to4), sizeof to4, std::min(left(), timeout / 2));
   if (err4 == 0) return v4;
   Fd v6(::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!v6.valid()) return Error::Sys("socket");

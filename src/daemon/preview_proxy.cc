@@ -269,7 +269,9 @@ class PreviewProxy::Impl {
   asio::awaitable<Next> Exchange(Conn& c, egress::RelayEnds& ends, const api::PreviewHost& host,
                                  const egress::HttpHead& head, std::string& buffer, std::string& from_app);
   asio::awaitable<void> Answer(Conn& c, const std::string& response) {
-    co_await egress::Send(c.client, response);
+    // Outside any idle watch: a client that never reads is closed at head_timeout instead of holding the write.
+    const auto deadline = std::chrono::steady_clock::now() + opts_.head_timeout;
+    co_await (egress::Send(c.client, response) || CloseAt(c.client, deadline));
     boost::system::error_code ignored;
     c.client.shutdown(tcp::socket::shutdown_send, ignored);
   }
@@ -446,8 +448,16 @@ asio::awaitable<void> PreviewProxy::Impl::Serve(std::shared_ptr<Conn> c, std::st
       // The app took the upgrade (a WebSocket): bytes from here on, either way, until both have ended.
       egress::SocketStream client(c->client, ends, bytes_down_);
       egress::SocketStream app(c->app, ends, bytes_up_);
-      if (!from_app.empty() && !(co_await client.Write(from_app)).ok()) break;
-      if (!buffer.empty() && !(co_await app.Write(buffer)).ok()) break;
+      // Before the watch starts: each write has idle_timeout, or its side is closed.
+      const auto deadline = std::chrono::steady_clock::now() + opts_.idle_timeout;
+      if (!from_app.empty()) {
+        auto wrote = co_await (client.Write(from_app) || CloseAt(c->client, deadline));
+        if (wrote.index() == 1 || !std::get<0>(wrote).ok()) break;
+      }
+      if (!buffer.empty()) {
+        auto wrote = co_await (app.Write(buffer) || CloseAt(c->app, deadline));
+        if (wrote.index() == 1 || !std::get<0>(wrote).ok()) break;
+      }
       co_await (
           (egress::Pump(c->client, c->app, bytes_up_, ends) && egress::Pump(c->app, c->client, bytes_down_, ends)) ||
           egress::Watch(c->client, c->app, ends, opts_.idle_timeout, idle_closed_));

@@ -322,7 +322,8 @@ TEST_F(HttpServerPreviewTest, AHeadTooLargeNamingAPreviewIsThePreviewsToRefuse43
 }
 
 TEST_F(HttpServerPreviewTest, AHeadWithABodyOverIsbsLimitNamingAPreviewGoesToThePreviewAsRead) {
-  const std::string head = std::string("POST /upload HTTP/1.1\r\n") + kPreviewHostLine + "Content-Length: 9000000\r\n\r\n";
+  const std::string head =
+      std::string("POST /upload HTTP/1.1\r\n") + kPreviewHostLine + "Content-Length: 9000000\r\n\r\n";
   Fd fd = Connect(server_->port());
   EXPECT_EQ(Exchange(fd, head), "preview\n");
   EXPECT_EQ(Handed(), std::vector<std::string>{"taken " + head});
