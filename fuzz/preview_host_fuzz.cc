@@ -1,6 +1,7 @@
 // Fuzzes what a preview's client sends before isb knows whose it is: the Host field and target a preview is picked
 // by, and the header fields the proxy edits on the way to the app (and the Set-Cookie fields on the way back).
-// Input: a Host line, a target line, then header lines "Name: value".
+// Input: a Host line, a target line, then header lines "Name: value"; the whole input is also scanned as the bytes
+// of a head the HTTP server refused (ScanRequestNames, ScanHostField).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -29,10 +30,32 @@ std::string Lower(std::string_view s) {
   return out;
 }
 
+// What a scan finds is a piece of what it scanned, a value without its blanks or a line's end.
+void CheckScanned(std::string_view scanned, std::string_view found) {
+  if (found.empty()) return;
+  if (found.data() < scanned.data() || found.data() + found.size() > scanned.data() + scanned.size()) abort();
+  if (found.find('\n') != std::string_view::npos) abort();
+  if (found.front() == ' ' || found.front() == '\t' || found.back() == ' ' || found.back() == '\t' ||
+      found.back() == '\r')
+    abort();
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view in(reinterpret_cast<const char*>(data), size);
+  const api::RequestNames names = api::ScanRequestNames(in);
+  CheckScanned(in, names.host);
+  CheckScanned(in, names.target);
+  if (names.target.find(' ') != std::string_view::npos) abort();
+  const std::string_view field_host = api::ScanHostField(in);
+  CheckScanned(in, field_host);
+  // The request line is never read as a field: the host is the first Host line after it (unless the head ends
+  // right at the request line).
+  if (const size_t eol = in.find('\n');
+      eol != std::string_view::npos && eol > 0 && in.find("\r\n\r\n") != eol - 1 &&
+      names.host != api::ScanHostField(in.substr(eol + 1)))
+    abort();
   const std::string_view host = NextLine(in);
   const std::string_view target = NextLine(in);
   for (std::string_view domain : {std::string_view("localhost"), std::string_view("preview.example.net")}) {
@@ -57,7 +80,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const egress::HttpHeader& h : request) {
     const std::string name = Lower(h.name);
     if (name == "forwarded" || name == "x-real-ip" || name.starts_with("x-forwarded-") ||
-        name.starts_with("cf-access-"))
+        name.starts_with("cf-access-") || name == "cf-connecting-ip" || name == "true-client-ip" ||
+        name == "x-client-ip" || name == "via")
       abort();
     if (name != "cookie") continue;
     if (h.value.empty()) abort();

@@ -26,6 +26,7 @@
 #include "api/json_util.h"
 #include "api/listen_address.h"
 #include "api/metrics_endpoint.h"
+#include "api/preview_host.h"
 #include "api/server_routes.h"
 #include "api/web_auth.h"
 #include "base/mutex.h"
@@ -268,6 +269,25 @@ class HttpServer::Impl {
   bool SpendRefusalRow(const std::string& key);
   // Tells on_refused (surface "http") of a request refused as malformed or too large before it could be read, from
   // the address `stream` is connected to, within that address's budget: a flood of them is visible.
+  // Whether a head the parser refused names a preview: by the Host field and target it parsed before the fault
+  // (the bytes it used are gone from `buffer`), else by those bytes scanned.
+  // Once the start line was parsed (its target is known) the buffer holds field lines only: the first Host field
+  // parsed decides, else the first scanned; never a field line read as a request line.
+  bool PreviewNamed(const http::request<http::string_body>& parsed, const beast::flat_buffer& buffer) const {
+    const std::string seen = beast::buffers_to_string(buffer.data());
+    if (!parsed.target().empty()) {
+      const std::string_view host = parsed[http::field::host];
+      return opts_.preview_takes(host.empty() ? ScanHostField(seen) : host, parsed.target());
+    }
+    const RequestNames names = ScanRequestNames(seen);
+    return opts_.preview_takes(names.host, names.target);
+  }
+  // A request the server refuses before it is read, by the read's error: its status (0: none) and why.
+  struct Refusal {
+    int status = 0;
+    std::string why;
+  };
+  Refusal RefusalOf(const beast::error_code& ec) const;
   template <class Protocol>
   void TellMalformed(beast::basic_stream<Protocol>& stream, int status, const std::string& message);
   KeyedSlots addresses_{opts_.max_connections_per_address};    // connections per remote address, over TCP
@@ -391,7 +411,9 @@ net::awaitable<void> HttpServer::Impl::Serve(beast::basic_stream<Protocol> strea
   for (;;) {
     http::request_parser<http::string_body> parser;
     parser.header_limit(static_cast<uint32_t>(opts_.max_header_bytes));
-    parser.body_limit(opts_.max_body_bytes);
+    // No body limit while the head is read: Beast checks Content-Length against it when the head ends and would
+    // fail a preview's well-formed head. isb's limit is applied below, to isb's own routes only.
+    parser.body_limit(boost::none);
     stream.expires_after(opts_.header_timeout);
     auto [ec, n] = co_await http::async_read_header(stream, buffer, parser, kAwait);
     if constexpr (std::is_same_v<Protocol, tcp>) {
@@ -402,6 +424,25 @@ net::awaitable<void> HttpServer::Impl::Serve(beast::basic_stream<Protocol> strea
         if (fd >= 0) opts_.preview(fd, head.str() + beast::buffers_to_string(buffer.data()));
         co_return;
       }
+      // A head too large or malformed that names a preview is the preview proxy's to answer, not isb's pages; it is
+      // told for the audit log all the same.
+      const bool bad_head = ec == http::error::header_limit ||
+                            (ec && IsHttpParseError(ec) && ec != http::error::end_of_stream &&
+                             ec != http::error::partial_message);
+      if (bad_head && opts_.preview_refused && PreviewNamed(parser.get(), buffer)) {
+        const Refusal refusal = RefusalOf(ec);
+        TellMalformed(stream, refusal.status, refusal.why);
+        const int fd = ::fcntl(beast::get_lowest_layer(stream).socket().native_handle(), F_DUPFD_CLOEXEC, 0);
+        if (fd >= 0) opts_.preview_refused(fd, refusal.status);
+        co_return;
+      }
+    }
+    if (!ec) {
+      const auto length = parser.content_length();
+      if (length && *length > opts_.max_body_bytes)
+        ec = http::error::body_limit;
+      else
+        parser.body_limit(opts_.max_body_bytes);
     }
     if (!ec && EqualsIgnoreCase(std::string_view(parser.get()[http::field::expect]), "100-continue")) {
       http::response<http::empty_body> cont{http::status::continue_, 11};
@@ -412,24 +453,9 @@ net::awaitable<void> HttpServer::Impl::Serve(beast::basic_stream<Protocol> strea
       stream.expires_after(opts_.body_timeout);
       std::tie(ec, n) = co_await http::async_read(stream, buffer, parser, kAwait);
     }
-    int refused = 0;
-    std::string why;
-    if (ec == http::error::body_limit) {
-      refused = 413;
-      why = "request body is larger than " + std::to_string(opts_.max_body_bytes) + " bytes";
-    } else if (ec == http::error::header_limit) {
-      refused = 431;
-      why = "request headers are larger than " + std::to_string(opts_.max_header_bytes) + " bytes";
-    } else if (ec == http::error::partial_message) {
-      refused = 400;
-      why = "truncated HTTP request: the connection ended mid-message";
-    } else if (ec && IsHttpParseError(ec) && ec != http::error::end_of_stream) {
-      refused = 400;
-      why = "malformed HTTP request: " + ec.message();
-    }
-    if (refused != 0) {
-      TellMalformed(stream, refused, why);
-      co_await FailAndClose(stream, refused, why);
+    if (const Refusal refusal = RefusalOf(ec); refusal.status != 0) {
+      TellMalformed(stream, refusal.status, refusal.why);
+      co_await FailAndClose(stream, refusal.status, refusal.why);
       co_return;
     }
     if (ec) co_return;  // closed, reset or timed out
@@ -611,6 +637,17 @@ bool HttpServer::Impl::SpendRefusalRow(const std::string& key) {
   refusal_rows_.RecordFailure(key);
   all_refusal_rows_.RecordFailure("all");
   return true;
+}
+
+HttpServer::Impl::Refusal HttpServer::Impl::RefusalOf(const beast::error_code& ec) const {
+  if (ec == http::error::body_limit)
+    return {413, "request body is larger than " + std::to_string(opts_.max_body_bytes) + " bytes"};
+  if (ec == http::error::header_limit)
+    return {431, "request headers are larger than " + std::to_string(opts_.max_header_bytes) + " bytes"};
+  if (ec == http::error::partial_message) return {400, "truncated HTTP request: the connection ended mid-message"};
+  if (ec && IsHttpParseError(ec) && ec != http::error::end_of_stream)
+    return {400, "malformed HTTP request: " + ec.message()};
+  return {};
 }
 
 template <class Protocol>

@@ -81,6 +81,10 @@ struct HttpServerOptions {
   // read and what followed it) and nothing of isb's answers it. Unset: none.
   std::function<bool(std::string_view host, std::string_view target)> preview_takes;
   std::function<void(int fd, std::string pending)> preview;
+  // A head too large (431) or malformed (400) that names a preview (by the fields parsed before the fault, else by
+  // ScanRequestNames): its connection goes to `preview_refused` with the status, for the preview proxy's own
+  // answer. Unset: isb's own 400 or 431.
+  std::function<void(int fd, int status)> preview_refused;
   std::chrono::milliseconds header_timeout{30'000};  // also the keep-alive idle limit
   std::chrono::milliseconds body_timeout{120'000};
   std::chrono::milliseconds write_timeout{60'000};

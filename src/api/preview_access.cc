@@ -1,11 +1,11 @@
 // Preview links and sessions, kept by the SHA-256 of their secrets: a lookup's timing says nothing of a secret.
 #include "api/preview_access.h"
 
-#include <openssl/sha.h>
-
+#include <algorithm>
 #include <chrono>
 
 #include "base/random.h"
+#include "identity/tokens.h"
 
 namespace isb::api {
 namespace {
@@ -13,18 +13,6 @@ namespace {
 constexpr size_t kSecretBytes = 32;  // 256 bits
 // A link is remembered this long after it expires, so that a late click is told it expired rather than unknown.
 constexpr int64_t kLinkMemoryMs = 10 * 60 * 1000;
-
-std::string Digest(std::string_view secret) {
-  unsigned char d[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(secret.data()), secret.size(), d);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : d) {
-    out.push_back(kHex[c >> 4]);
-    out.push_back(kHex[c & 15]);
-  }
-  return out;
-}
 
 Error Forbidden(std::string message) { return Error::Of(Code::kForbidden, std::move(message)); }
 
@@ -62,7 +50,7 @@ Result<PreviewLink> PreviewAccess::Open(const PreviewHost& host, const Identity&
              (url_port_ != 0 ? ":" + std::to_string(url_port_.load()) : "") + kPreviewLinkPath + token;
   MutexLock lock(mu_);
   std::erase_if(links_, [now](const auto& kv) { return now > kv.second.expires_at_ms + kLinkMemoryMs; });
-  links_[Digest(token)] = Link{host, caller, link.expires_at_ms, false};
+  links_[identity::SecretHash(token)] = Link{host, caller, link.expires_at_ms, false};
   return link;
 }
 
@@ -70,7 +58,7 @@ Result<PreviewSession> PreviewAccess::Spend(std::string_view token, const Previe
   const int64_t now = Now();
   ISB_ASSIGN_OR_RETURN(std::string cookie, RandomHex(kSecretBytes));
   MutexLock lock(mu_);
-  auto it = links_.find(Digest(token));
+  auto it = links_.find(identity::SecretHash(token));
   if (it == links_.end()) return Forbidden("this preview link is not valid: ask isb for a new one (sandbox_port_open)");
   Link& link = it->second;
   if (link.spent) {
@@ -85,13 +73,13 @@ Result<PreviewSession> PreviewAccess::Spend(std::string_view token, const Previe
                      " s): ask isb for a new one (sandbox_port_open)");
   }
   if (!(link.host == at)) return Forbidden("this preview link is for another preview: open it at the address isb gave");
-  sessions_[Digest(cookie)] = Session{link.host, link.caller, now + options_.session_life.count()};
+  sessions_[identity::SecretHash(cookie)] = Session{link.host, link.caller, now + options_.session_life.count()};
   return PreviewSession{cookie, std::chrono::duration_cast<std::chrono::seconds>(options_.session_life)};
 }
 
 Result<std::string> PreviewAccess::Check(std::string_view cookie, const PreviewHost& at) {
   if (cookie.empty()) return NoSession();
-  std::string key = Digest(cookie);
+  std::string key = identity::SecretHash(cookie);
   MutexLock lock(mu_);
   auto it = sessions_.find(key);
   if (it == sessions_.end() || !(it->second.host == at) || Now() >= it->second.expires_at_ms) return NoSession();
@@ -125,6 +113,18 @@ size_t PreviewAccess::Close(const std::string& sandbox, uint16_t port) {
   }
   Ended(n);
   return n;
+}
+
+std::vector<std::string> PreviewAccess::Sandboxes() {
+  std::vector<std::string> out;
+  {
+    MutexLock lock(mu_);
+    for (const auto& [key, link] : links_) out.push_back(link.host.sandbox);
+    for (const auto& [key, session] : sessions_) out.push_back(session.host.sandbox);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 size_t PreviewAccess::Recheck() {

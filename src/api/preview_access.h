@@ -74,6 +74,8 @@ class PreviewAccess {
   // Ends the links and sessions of `port` of `sandbox` (0: every port): the port was closed or the sandbox stopped.
   // Returns how many sessions ended.
   size_t Close(const std::string& sandbox, uint16_t port);
+  // The sandboxes that have a link or a session now, each once.
+  std::vector<std::string> Sandboxes();
   // Asks `still_allowed` about every session's caller; ends those no longer allowed, and forgets what expired.
   // Returns how many sessions it ended.
   size_t Recheck();

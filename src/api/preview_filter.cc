@@ -20,9 +20,13 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
+// A field a client could make up to pass as its proxy's word on who it is or which proxies it came through; the
+// app behind a preview gets none (no proxy of isb's says these).
 bool IsForwardingField(std::string_view name) {
   return EqualsIgnoreCase(name, "Forwarded") || StartsNoCase(name, "X-Forwarded-") ||
-         EqualsIgnoreCase(name, "X-Real-IP");
+         EqualsIgnoreCase(name, "X-Real-IP") || EqualsIgnoreCase(name, "CF-Connecting-IP") ||
+         EqualsIgnoreCase(name, "True-Client-IP") || EqualsIgnoreCase(name, "X-Client-IP") ||
+         EqualsIgnoreCase(name, "Via");
 }
 
 // "Bearer isb_tok_...", or any scheme whose credential is isb's.

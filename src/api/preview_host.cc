@@ -90,6 +90,40 @@ std::optional<PreviewHost> ParsePreviewOfRequest(std::string_view host_field, st
   return ParsePreviewHost(host_field, domain);
 }
 
+namespace {
+
+std::string_view TrimBlanks(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace
+
+RequestNames ScanRequestNames(std::string_view head) {
+  RequestNames out;
+  if (size_t end = head.find("\r\n\r\n"); end != std::string_view::npos) head = head.substr(0, end + 2);
+  size_t eol = head.find('\n');
+  std::string_view line = head.substr(0, eol);
+  if (size_t sp = line.find(' '); sp != std::string_view::npos) {
+    std::string_view rest = line.substr(sp + 1);
+    out.target = TrimBlanks(rest.substr(0, rest.find(' ')));
+  }
+  if (eol != std::string_view::npos) out.host = ScanHostField(head.substr(eol + 1));
+  return out;
+}
+
+std::string_view ScanHostField(std::string_view fields) {
+  if (size_t end = fields.find("\r\n\r\n"); end != std::string_view::npos) fields = fields.substr(0, end + 2);
+  for (;;) {
+    const size_t eol = fields.find('\n');
+    const std::string_view line = fields.substr(0, eol);
+    if (line.size() >= 5 && EqualsIgnoreCase(line.substr(0, 5), "Host:")) return TrimBlanks(line.substr(5));
+    if (eol == std::string_view::npos) return {};
+    fields.remove_prefix(eol + 1);
+  }
+}
+
 std::string PreviewHostName(const PreviewHost& host, std::string_view domain) {
   return std::to_string(host.port) + "-" + host.sandbox + "-" + host.org + "." + std::string(domain);
 }

@@ -34,6 +34,19 @@ std::optional<PreviewHost> ParsePreviewHost(std::string_view host_field, std::st
 std::optional<PreviewHost> ParsePreviewOfRequest(std::string_view host_field, std::string_view target,
                                                  std::string_view domain);
 
+// The Host field and target of a request head the HTTP server could not parse (malformed, or too large): the request
+// line's second word and the value of the first line named "Host:" in any case, both as sent (without surrounding
+// blanks); empty when missing. Only to tell whether the head was a preview's, whose proxy then answers it (never to
+// relay it: the proxy parses every head again).
+struct RequestNames {
+  std::string_view host;
+  std::string_view target;
+};
+RequestNames ScanRequestNames(std::string_view head);
+// The value of the first line named "Host:" among `fields`, field lines only (no request line first), up to a blank
+// line; empty when none. For a head whose request line was parsed already and is gone from the bytes.
+std::string_view ScanHostField(std::string_view fields);
+
 // The label and name for `host` under `domain`: "8080-sb-0123456789abcdef-acme.localhost".
 std::string PreviewHostName(const PreviewHost& host, std::string_view domain);
 

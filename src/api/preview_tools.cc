@@ -24,6 +24,13 @@ Result<PreviewHost> HostOf(Sandboxes& all, const json& in, const CallContext& ct
 Result<json> Open(Sandboxes& all, PreviewAccess& access, const json& in, const CallContext& ctx) {
   ISB_ASSIGN_OR_RETURN(PreviewHost host, HostOf(all, in, ctx, true));
   ISB_ASSIGN_OR_RETURN(PreviewLink link, access.Open(host, ctx.identity));
+  // A stop between the check and the link's record ended the sandbox's previews before this link was there: look
+  // again now that it is, and end it (with any other of the sandbox's) when the sandbox no longer runs.
+  Result<PreviewHost> still = HostOf(all, in, ctx, true);
+  if (!still.ok()) {
+    access.Close(host.sandbox, 0);
+    return still.error();
+  }
   return json{{"url", link.url}, {"expires_at", Rfc3339Ms(link.expires_at_ms)}};
 }
 

@@ -5,15 +5,20 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 
 #include "base/fd.h"
 #include "base/result.h"
+#include "engine/runtime.h"
 
 namespace isb::daemon {
 
 // The network namespace of the process `pid` (open, O_CLOEXEC); or why not, naming what was opened.
 Result<Fd> OpenNetns(pid_t pid);
+// The network namespace of a sandbox's init, only while `at.pid` is the process that started at `at.start_time` (a
+// pid reused since is never entered): kConflict "the sandbox is not running" when it is not.
+Result<Fd> OpenNetns(const engine::NetworkAttachment& at);
 
 // A non-blocking TCP socket of the calling thread's network namespace, connecting to 127.0.0.1:`port`: connected, or
 // in progress (POLLOUT, then SO_ERROR, says how it ended). Errors: the socket or the connect failed at once.
@@ -22,5 +27,14 @@ Result<Fd> ConnectLoopback(uint16_t port);
 // ConnectLoopback made in the network namespace `netns` on a thread of its own, which ends before this returns: the
 // calling thread never leaves its namespace.
 Result<Fd> ConnectLoopbackIn(int netns, uint16_t port);
+
+// A TCP connection to `port` on the calling thread's loopback, made within `timeout`: 127.0.0.1 first, then [::1]
+// (a dev server may listen on either alone), 127.0.0.1 within half of `timeout`. Non-blocking once returned. Errors: neither took the connection, each
+// named with why.
+Result<Fd> DialLoopback(uint16_t port, std::chrono::milliseconds timeout);
+
+// DialLoopback in the network namespace `netns` on a thread of its own (as ConnectLoopbackIn). It blocks up to
+// `timeout`: call it off any event loop.
+Result<Fd> DialLoopbackIn(int netns, uint16_t port, std::chrono::milliseconds timeout);
 
 }  // namespace isb::daemon

@@ -243,7 +243,8 @@ PortPublisher::~PortPublisher() {
   published_.clear();
 }
 
-Status PortPublisher::Publish(const std::string& id, pid_t pid, const std::vector<api::SpecPort>& ports) {
+Status PortPublisher::Publish(const std::string& id, const engine::NetworkAttachment& at,
+                              const std::vector<api::SpecPort>& ports) {
   Unpublish(id);
   if (ports.empty()) return {};
   std::vector<std::unique_ptr<Listener>> listeners;
@@ -255,7 +256,7 @@ Status PortPublisher::Publish(const std::string& id, pid_t pid, const std::vecto
       return Error::Of(listen.error().code, field + ": " + p.host_address + ":" + std::to_string(p.host_port) + ": " +
                                                 listen.error().message);
     }
-    Result<Fd> netns = OpenNetns(pid);
+    Result<Fd> netns = OpenNetns(at);
     if (!netns.ok()) {
       Error e = netns.error();
       e.message = field + ": the sandbox's network namespace: " + e.message;

@@ -15,6 +15,7 @@
 #include "api/sandboxes.h"
 #include "base/mutex.h"
 #include "base/result.h"
+#include "engine/runtime.h"
 
 namespace isb::daemon {
 
@@ -31,10 +32,11 @@ class PortPublisher {
   // Closes every listener and connection.
   ~PortPublisher();
 
-  // Listens on each of `ports` for sandbox `id`, whose init is `pid`. All or none: a port that cannot be bound is
+  // Listens on each of `ports` for sandbox `id`, whose init is `at.pid` since `at.start_time` (checked: a pid
+  // reused since is refused, kConflict). All or none: a port that cannot be bound is
   // kConflict naming it ("ports[0]: 127.0.0.1:8080: Address already in use") and nothing stays published.
   // Publishing an id again replaces what it had.
-  Status Publish(const std::string& id, pid_t pid, const std::vector<api::SpecPort>& ports);
+  Status Publish(const std::string& id, const engine::NetworkAttachment& at, const std::vector<api::SpecPort>& ports);
   // Closes the sandbox's listeners and its open connections. Nothing published: nothing to do.
   void Unpublish(const std::string& id);
 

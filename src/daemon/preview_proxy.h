@@ -1,8 +1,9 @@
 // Port previews' connections: a client connection the HTTP server gave up because its Host names a preview
 // (api/preview_host.h) is served here alone, request by request: a one-time link spent for the isb_preview cookie,
-// or a request with that cookie relayed to 127.0.0.1:<port> inside the sandbox's network namespace (no host port is
-// published) through the egress proxy's HTTP/1.1 message relay, its head edited by api::PreviewFilter. A WebSocket
-// upgrade the app accepts is relayed as bytes. Nothing of isb's (pages, API, headers) is ever answered here.
+// or a request with that cookie relayed to 127.0.0.1:<port> (or [::1]:<port>) inside the sandbox's network namespace
+// (no host port is published) through the egress proxy's HTTP/1.1 message relay, its head edited by
+// api::PreviewFilter. A WebSocket upgrade the app accepts is relayed as bytes. The namespace is looked up and the app
+// dialled on worker threads, off the event loop. Nothing of isb's (pages, API, headers) is ever answered here.
 #pragma once
 
 #include <atomic>
@@ -20,11 +21,27 @@
 namespace isb::daemon {
 
 struct PreviewProxyOptions {
-  // The network namespace of sandbox `id` while it runs, or why not (its message is the 502's).
+  // The network namespace of sandbox `id` while it runs, or why not (its message is the 502's). Called on a dial
+  // worker, never on the event loop: it may block (a database query).
   std::function<Result<Fd>(const std::string& id)> netns;
-  size_t max_connections = 1024;                                     // past it, a connection given is closed at once
-  std::chrono::milliseconds head_timeout{30'000};                    // for a request head, and between requests
-  std::chrono::milliseconds idle_timeout{std::chrono::minutes(15)};  // a relayed connection moving nothing
+  // Past either, a connection given is answered 503 (all) or 429 (its client address) and closed.
+  size_t max_connections = 1024;
+  size_t max_connections_per_address = 64;
+  // Whether loopback peers are held to max_connections_per_address too: as the HTTP server's
+  // (api::HttpServerOptions::limit_loopback_peers), not by default, since a tunnel or reverse proxy in front of isb
+  // brings every user from a loopback address and one user's 64 connections would block every preview.
+  bool limit_loopback_peers = false;
+  // A whole request head, from its first byte or the end of the previous exchange (a slowloris client is closed).
+  std::chrono::milliseconds head_timeout{30'000};
+  // An exchange or an upgraded connection moving no byte either way: a stalled body, an app that never answers.
+  // Both sides are closed.
+  std::chrono::milliseconds idle_timeout{std::chrono::minutes(15)};
+  // A dial of the app (127.0.0.1, then [::1], in the sandbox's namespace) that has not connected: 502.
+  std::chrono::milliseconds dial_timeout{10'000};
+  size_t dial_workers = 4;  // threads the netns lookups and dials run on
+  // Dials of one sandbox's previews waiting or running at once; past it, 503: one sandbox whose app never answers
+  // cannot hold every worker. A dial whose client is gone or whose proxy stopped is dropped before it starts.
+  size_t max_dials_per_sandbox = 16;
 };
 
 class PreviewProxy {
@@ -40,6 +57,10 @@ class PreviewProxy {
   // Serves the TCP connection `fd` (now the proxy's own) from here on; `pending`: the bytes read from it so far, a
   // request head first.
   void Take(int fd, std::string pending);
+  // Answers the TCP connection `fd` (now the proxy's own), whose head named a preview but was too large (431) or
+  // malformed (400) for the HTTP server, with the proxy's own minimal response, then closes it once the client has
+  // finished sending (or head_timeout has passed, or 1 MiB more has come). It counts against the caps as any connection.
+  void TakeRefused(int fd, int status);
   // Closes every open connection whose session has ended (PreviewAccess::on_ended).
   void CutEnded();
   // Closes every connection and stops the thread. The destructor stops.

@@ -4,23 +4,18 @@
 
 #include <fcntl.h>
 
-#include "engine/spawner.h"
+#include "daemon/netns_dial.h"
 #include "identity/clock.h"
 
 namespace isb::daemon {
 namespace {
 
-// A sandbox's network namespace, only while its init is the process that started for it.
-Result<Fd> SandboxNetns(store::Db& db, const std::string& id) {
-  ISB_ASSIGN_OR_RETURN(std::vector<store::Row> rows,
-                       db.Query("SELECT state, pid, start_time FROM sandboxes WHERE id=?1", {id}));
-  if (rows.empty()) return Error::Of(Code::kNotFound, "sandbox " + id + " does not exist");
-  if (store::AsText(rows[0][0]) != "running") return Error::Of(Code::kConflict, "sandbox " + id + " is not running");
-  Fd dir = engine::OpenProcessDir(static_cast<pid_t>(store::AsInt(rows[0][1])),
-                                  static_cast<uint64_t>(store::AsInt(rows[0][2])));
-  if (!dir.valid()) return Error::Of(Code::kConflict, "sandbox " + id + " is not running");
-  Fd netns(::openat(dir.get(), "ns/net", O_RDONLY | O_CLOEXEC));
-  if (!netns.valid()) return Error::Sys("sandbox " + id + ": its network namespace");
+// A sandbox's network namespace, only while its init is the process that started for it (by its runtime's word:
+// pid and start time, so a reused pid is never entered).
+Result<Fd> SandboxNetns(const NetworkOf& network, const std::string& id) {
+  ISB_ASSIGN_OR_RETURN(engine::NetworkAttachment at, network(id));
+  Result<Fd> netns = OpenNetns(at);
+  if (!netns.ok()) return Error::Of(netns.error().code, "sandbox " + id + ": " + netns.error().message);
   return netns;
 }
 
@@ -62,6 +57,13 @@ bool EndsPreviews(const std::string& type) {
 
 }  // namespace
 
+size_t EndPreviewsOfStopped(api::PreviewAccess& access, const NetworkOf& network) {
+  size_t ended = 0;
+  for (const std::string& id : access.Sandboxes())
+    if (!network(id).ok()) ended += access.Close(id, 0);
+  return ended;
+}
+
 PreviewService::PreviewService(PreviewServiceOptions options, store::Db& db, identity::IdentityStore& identity,
                                api::EventBus& events)
     : options_(std::move(options)), db_(db), identity_(identity), events_(events) {
@@ -72,8 +74,10 @@ PreviewService::PreviewService(PreviewServiceOptions options, store::Db& db, ide
     return StillAllowed(db_, identity_, caller, org);
   };
   access_ = std::make_unique<api::PreviewAccess>(std::move(access));
-  proxy_ = std::make_unique<PreviewProxy>(
-      *access_, PreviewProxyOptions{.netns = [this](const std::string& id) { return SandboxNetns(db_, id); }});
+  PreviewProxyOptions proxy;
+  proxy.netns = [this](const std::string& id) { return SandboxNetns(options_.network, id); };
+  proxy.limit_loopback_peers = options_.limit_loopback_peers;
+  proxy_ = std::make_unique<PreviewProxy>(*access_, std::move(proxy));
   access_->OnEnded([this] { proxy_->CutEnded(); });
   watch_ = std::thread([this] { Watch(); });
 }
@@ -95,6 +99,8 @@ void PreviewService::Watch() {
     wait = std::clamp(wait, std::chrono::milliseconds(0), std::chrono::milliseconds(1000));
     api::EventBatch batch = events_.Since(cursor, all, wait);
     cursor = batch.last_id;
+    // Events were lost (more than the bus keeps, or a cursor not its own): a stop may be among them.
+    if (batch.reset) EndPreviewsOfStopped(*access_, options_.network);
     for (const api::SandboxEvent& e : batch.events)
       if (EndsPreviews(e.type)) access_->Close(e.sandbox, 0);
     if (Clock::now() >= next) {

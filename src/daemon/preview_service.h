@@ -11,16 +11,27 @@
 #include "api/event_bus.h"
 #include "api/preview_access.h"
 #include "daemon/preview_proxy.h"
+#include "engine/runtime.h"
 #include "identity/store.h"
 #include "store/db.h"
 
 namespace isb::daemon {
+
+// Where sandbox `id`'s network is while it runs, as its runtime says (SandboxManager::Network); an error when it
+// does not run (or does not exist).
+using NetworkOf = std::function<Result<engine::NetworkAttachment>(const std::string& id)>;
+
+// Ends the links and sessions of every sandbox that `network` says does not run now. For a watch that has missed
+// events (the bus's reset: a stop may be among them). Returns how many sessions ended.
+size_t EndPreviewsOfStopped(api::PreviewAccess& access, const NetworkOf& network);
 
 struct PreviewServiceOptions {
   std::string domain = api::kDefaultPreviewDomain;  // --preview-domain
   uint16_t url_port = 0;                            // isb's port, for links
   // How often every session's viewer is checked again (--preview-recheck; a minute by the spec).
   std::chrono::milliseconds recheck = std::chrono::minutes(1);
+  NetworkOf network;  // required
+  bool limit_loopback_peers = false;  // PreviewProxyOptions::limit_loopback_peers: the HTTP listener's setting
 };
 
 class PreviewService {

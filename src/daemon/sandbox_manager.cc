@@ -248,7 +248,7 @@ bool SandboxManager::Alive(const Record& rec) const {
 
 Status SandboxManager::PublishPorts(const Record& rec) {
   ISB_ASSIGN_OR_RETURN(engine::NetworkAttachment at, runtime_->Network(Handle(rec)));
-  return ports_.Publish(rec.id, at.pid, rec.spec.ports);
+  return ports_.Publish(rec.id, at, rec.spec.ports);
 }
 
 Status SandboxManager::PortsApartFromIsb(const api::SandboxSpec& spec) const {

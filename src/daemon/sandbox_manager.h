@@ -117,6 +117,9 @@ class SandboxManager : public api::Sandboxes {
   // an image of its org (sandbox_snapshot.cc).
   using LayerUse = std::function<Status(const std::string& upper, uint32_t uid_base, const api::SandboxSpec& spec)>;
   Status WithLayer(const std::string& id_or_name, const LayerUse& use);
+  // Where a running sandbox's network is, by its runtime (pid and start time); kConflict when it does not run.
+  // For previews (daemon/preview_service.h).
+  Result<engine::NetworkAttachment> Network(const std::string& id);
 
   // Returns once the layers and state dirs of the sandboxes removed so far are gone (a removal returns before
   // that: teardown_queue.h). For tests.

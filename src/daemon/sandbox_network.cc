@@ -71,4 +71,10 @@ Status SandboxManager::CopyTrustBundleToLayer(const std::string& id) {
   return isb::WriteFile(Dir(id) + "/layer/" + kTrustBundleFile, bundle, 0644);
 }
 
+Result<engine::NetworkAttachment> SandboxManager::Network(const std::string& id) {
+  ISB_ASSIGN_OR_RETURN(Record rec, Load(id));
+  if (!Alive(rec)) return Error::Of(Code::kConflict, "sandbox " + rec.id + " is not running");
+  return runtime_->Network(Handle(rec));
+}
+
 }  // namespace isb::daemon

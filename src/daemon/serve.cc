@@ -277,8 +277,12 @@ int Serve(const ServeOptions& options) {
   sampler.Start();
 
   // Port previews: origins of their own, taken by their Host before anything else on the listener.
-  PreviewServiceOptions preview_options{.recheck = options.preview_recheck};
+  PreviewServiceOptions preview_options{
+      .recheck = options.preview_recheck,
+      .network = [&manager](const std::string& id) { return manager.Network(id); }};
   if (!options.preview_domain.empty()) preview_options.domain = options.preview_domain;
+  // The listener's rule for loopback peers (a tunnel in front brings everyone from there) holds for previews too.
+  preview_options.limit_loopback_peers = api::HttpServerOptions{}.limit_loopback_peers;
   PreviewService previews(preview_options, **db, **identity, events);
 
   // 6. The registry and its surfaces.
@@ -462,6 +466,7 @@ int Serve(const ServeOptions& options) {
     return previews.proxy().Takes(host, target);
   };
   http.preview = [&previews](int fd, std::string pending) { previews.proxy().Take(fd, std::move(pending)); };
+  http.preview_refused = [&previews](int fd, int status) { previews.proxy().TakeRefused(fd, status); };
   http.host = listen->host;
   http.port = listen->port;
   http.unix_socket_path = options.serve_socket.empty() ? options.state_dir + "/api/isb.sock" : options.serve_socket;

@@ -21,6 +21,7 @@
 
 #include "api/fake_sandboxes.h"
 #include "api/json_util.h"
+#include "api/preview_host.h"
 #include "api/sandbox_tools.h"
 #include "base/fd.h"
 
@@ -251,6 +252,119 @@ TEST_F(HttpServerTest, AnAccountsCallsInFlightAreBounded) {
   EXPECT_EQ(ParseReply(Exchange(host, HttpRequest("POST", "/api/v1/tools/sandbox_list", "{}"))).status, 200);
   EXPECT_EQ(JoinExecs(), (std::vector<int>{200, 200}));
   EXPECT_EQ(Tcp(HttpRequest("POST", "/api/v1/tools/sandbox_list", "{}", kAuth)).status, 200);
+}
+
+// A preview's requests go to the preview's handler, including heads too malformed or too large for the server to
+// parse: those are answered there (by the preview proxy's own minimal page), never by isb's 400 or 431.
+class HttpServerPreviewTest : public HttpServerTest {
+ protected:
+  void Configure(HttpServerOptions& opts) override {
+    opts.preview_takes = [](std::string_view host, std::string_view target) {
+      return ParsePreviewOfRequest(host, target, "localhost").has_value();
+    };
+    opts.preview = [this](int fd, std::string pending) { Hand(fd, "taken " + pending); };
+    opts.preview_refused = [this](int fd, int status) { Hand(fd, "refused " + std::to_string(status)); };
+    opts.on_refused = [this](const Request&, const Identity*, std::string_view surface, const Error& error) {
+      std::lock_guard lock(mu_);
+      told_.push_back(std::string(surface) + " " + std::string(CodeName(error.code)) + " " + error.message);
+    };
+  }
+  std::vector<std::string> Told() {
+    std::lock_guard lock(mu_);
+    return told_;
+  }
+  std::vector<std::string> told_;
+  // What the preview's side was given, noted; the connection answered "preview" and closed.
+  void Hand(int fd, const std::string& what) {
+    {
+      std::lock_guard lock(mu_);
+      handed_.push_back(what);
+    }
+    Fd owned(fd);
+    ::send(owned.get(), "preview\n", 8, MSG_NOSIGNAL);
+    ::shutdown(owned.get(), SHUT_RDWR);
+  }
+  std::vector<std::string> Handed() {
+    std::lock_guard lock(mu_);
+    return handed_;
+  }
+  std::mutex mu_;
+  std::vector<std::string> handed_;
+};
+
+constexpr char kPreviewHostLine[] = "Host: 8080-sb-0123456789abcdef-acme.localhost:8092\r\n";
+
+TEST_F(HttpServerPreviewTest, AWellFormedHeadNamingAPreviewGoesToThePreviewAsRead) {
+  const std::string head = std::string("GET / HTTP/1.1\r\n") + kPreviewHostLine + "\r\n";
+  Fd fd = Connect(server_->port());
+  EXPECT_EQ(Exchange(fd, head), "preview\n");
+  EXPECT_EQ(Handed(), std::vector<std::string>{"taken " + head});
+}
+
+TEST_F(HttpServerPreviewTest, AMalformedFieldAfterAPreviewsHostIsThePreviewsToRefuse400) {
+  Fd fd = Connect(server_->port());
+  EXPECT_EQ(Exchange(fd, std::string("GET / HTTP/1.1\r\n") + kPreviewHostLine + "Bad Field\r\n\r\n"), "preview\n");
+  EXPECT_EQ(Handed(), std::vector<std::string>{"refused 400"});
+}
+
+TEST_F(HttpServerPreviewTest, AMalformedRequestLineBeforeAPreviewsHostIsThePreviewsToRefuse400) {
+  Fd fd = Connect(server_->port());
+  EXPECT_EQ(Exchange(fd, std::string("GET / HTTP/9\r\n") + kPreviewHostLine + "\r\n"), "preview\n");
+  EXPECT_EQ(Handed(), std::vector<std::string>{"refused 400"});
+}
+
+TEST_F(HttpServerPreviewTest, AHeadTooLargeNamingAPreviewIsThePreviewsToRefuse431) {
+  Fd fd = Connect(server_->port());
+  EXPECT_EQ(Exchange(fd, std::string("GET / HTTP/1.1\r\n") + kPreviewHostLine + "X-Big: " +
+                             std::string(70000, 'a') + "\r\n\r\n"),
+            "preview\n");
+  EXPECT_EQ(Handed(), std::vector<std::string>{"refused 431"});
+}
+
+TEST_F(HttpServerPreviewTest, AHeadWithABodyOverIsbsLimitNamingAPreviewGoesToThePreviewAsRead) {
+  const std::string head =
+      std::string("POST /upload HTTP/1.1\r\n") + kPreviewHostLine + "Content-Length: 9000000\r\n\r\n";
+  Fd fd = Connect(server_->port());
+  EXPECT_EQ(Exchange(fd, head), "preview\n");
+  EXPECT_EQ(Handed(), std::vector<std::string>{"taken " + head});
+  EXPECT_TRUE(Told().empty());
+}
+
+TEST_F(HttpServerPreviewTest, AHeadWithABodyOverIsbsLimitForIsbItselfIsStill413) {
+  Fd fd = Connect(server_->port());
+  const Reply r = ParseReply(Exchange(fd, "POST /api/v1/tools/sandbox_list HTTP/1.1\r\nHost: localhost\r\n"
+                                          "Content-Length: 9000000\r\n\r\n"));
+  EXPECT_EQ(r.status, 413) << r.raw;
+  EXPECT_TRUE(Handed().empty());
+  EXPECT_EQ(Told(), std::vector<std::string>{"http too_large request body is larger than 8388608 bytes"});
+}
+
+TEST_F(HttpServerPreviewTest, AMalformedHeadNamingAPreviewIsToldForTheAuditLogBeforeItIsHanded) {
+  Fd fd = Connect(server_->port());
+  EXPECT_EQ(Exchange(fd, std::string("GET / HTTP/1.1\r\n") + kPreviewHostLine + "Bad Field\r\n\r\n"), "preview\n");
+  EXPECT_EQ(Handed(), std::vector<std::string>{"refused 400"});
+  EXPECT_EQ(Told(), std::vector<std::string>{"http invalid_argument malformed HTTP request: bad field"});
+}
+
+TEST_F(HttpServerPreviewTest, ASecondHeadSmuggledAfterABadLineEndingIsIsbs400NotThePreviews) {
+  Fd fd = Connect(server_->port());
+  const Reply r = ParseReply(Exchange(fd, "GET / HTTP/1.1\r\nHost: localhost\r\n\rXGET / HTTP/1.1\r\n"
+                                          "Host: 8080-sb-0123456789abcdef-acme.localhost\r\n\r\n"));
+  EXPECT_EQ(r.status, 400) << r.raw;
+  EXPECT_TRUE(Handed().empty());
+}
+
+TEST_F(HttpServerPreviewTest, ABadFieldLineWithAnAbsoluteUrlBeforeAPreviewsHostIsThePreviewsToRefuse400) {
+  Fd fd = Connect(server_->port());
+  EXPECT_EQ(Exchange(fd, std::string("GET / HTTP/1.1\r\nX http://isb.example/ y\r\n") + kPreviewHostLine + "\r\n"),
+            "preview\n");
+  EXPECT_EQ(Handed(), std::vector<std::string>{"refused 400"});
+}
+
+TEST_F(HttpServerPreviewTest, AMalformedHeadForIsbItselfIsStillIsbs400) {
+  Fd fd = Connect(server_->port());
+  EXPECT_EQ(ParseReply(Exchange(fd, "GET / HTTP/1.1\r\nHost: localhost\r\nBad Field\r\n\r\n")).status, 400);
+  EXPECT_TRUE(Handed().empty());
 }
 
 // Requests turned away before any tool saw them are told for the audit log: one with no credential (no caller),

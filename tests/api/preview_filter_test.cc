@@ -24,6 +24,14 @@ TEST(PreviewFilterTest, IsbsCredentialsAndMadeUpForwardingFieldsAreTakenOut) {
       (Fields{{"Host", "80-sb-0123456789abcdef-acme.localhost"}, {"Cookie", "app=1; theme=dark"}, {"Accept", "*/*"}}));
 }
 
+TEST(PreviewFilterTest, ClientAddressAndViaFieldsInAnyCaseAreTakenOut) {
+  Fields f = {{"CF-Connecting-IP", "6.6.6.6"}, {"true-client-ip", "6.6.6.6"}, {"X-Client-IP", "6.6.6.6"},
+              {"VIA", "1.1 evil"},           {"X-Client-IPs", "kept"},      {"Vias", "kept"},
+              {"Accept", "*/*"}};
+  StripRequestCredentials(f);
+  EXPECT_EQ(f, (Fields{{"X-Client-IPs", "kept"}, {"Vias", "kept"}, {"Accept", "*/*"}}));
+}
+
 TEST(PreviewFilterTest, TheAppsOwnAuthorizationAndCookiesStay) {
   Fields f = {{"Authorization", "Basic dXNlcjpwYXNz"}, {"Cookie", "isb_session=x"}, {"Cookie", "sid=42"}};
   StripRequestCredentials(f);

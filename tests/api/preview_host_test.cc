@@ -81,5 +81,14 @@ TEST(PreviewHostTest, APreviewDomainMayNotBeIsbsHostNorItsParent) {
             "previews.example.net");
 }
 
+TEST(PreviewHostTest, AFieldScanReadsNoLineAsARequestLineAndStopsAtTheHeadsEnd) {
+  EXPECT_EQ(ScanHostField("X http://isb.example/ y\r\nhost:  a.localhost \r\nHost: b\r\n\r\n"), "a.localhost");
+  EXPECT_EQ(ScanHostField("Host: a\r\n"), "a");
+  EXPECT_EQ(ScanHostField("X: y\r\n\r\nHost: after.localhost\r\n\r\n"), "");
+  const RequestNames names = ScanRequestNames("GET /x HTTP/1.1\r\nX http://isb.example/ y\r\nHost: a\r\n\r\n");
+  EXPECT_EQ(names.target, "/x");
+  EXPECT_EQ(names.host, "a");
+}
+
 }  // namespace
 }  // namespace isb::api

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/file.h"
+#include "engine/spawner.h"
 #include "must_work.h"
 #include "net/loopback.h"
 
@@ -24,6 +25,9 @@ namespace {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
+
+// This process, standing in for a sandbox's init (its network namespace is the test's).
+engine::NetworkAttachment Self() { return {::getpid(), engine::ProcessStartTime(::getpid())}; }
 using testing::AcceptWithin;
 using testing::ConnectTcp;
 using testing::ReadUntil;
@@ -40,7 +44,7 @@ class PortPublisherTest : public ::testing::Test {
     auto port = testing::FreeTcpPort();
     ASSERT_TRUE(port.ok()) << port.error().message;
     host_port_ = *port;
-    Status st = publisher_.Publish("sb", ::getpid(), {{inside_.port, host_port_, "127.0.0.1"}});
+    Status st = publisher_.Publish("sb", Self(), {{inside_.port, host_port_, "127.0.0.1"}});
     ASSERT_TRUE(st.ok()) << st.error().message;
   }
 
@@ -129,6 +133,15 @@ class PortPublisherTest : public ::testing::Test {
   PortPublisher publisher_{std::chrono::duration_cast<std::chrono::milliseconds>(kIdle)};
 };
 
+TEST(PortPublisherPidTest, APidWhoseStartTimeDiffersIsNotEntered) {
+  PortPublisher publisher;
+  const engine::NetworkAttachment reused{::getpid(), engine::ProcessStartTime(::getpid()) + 1};
+  Status st = publisher.Publish("sb", reused, {{80, 0, "127.0.0.1"}});
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code, Code::kConflict);
+  EXPECT_EQ(st.error().message, "ports[0]: the sandbox's network namespace: the sandbox is not running");
+}
+
 TEST_F(PortPublisherTest, RelaysBothWaysAndClosesAConnectionIdleForTheTimeout) {
   auto [client, served] = Connect();
   ASSERT_TRUE(client.valid() && served.valid());
@@ -182,8 +195,8 @@ TEST_F(PortPublisherTest, ConnectionsBeyondTheDaemonsLimitAreClosedAtOnceOnEvery
     ASSERT_TRUE(port.ok()) << port.error().message;
     ports.push_back(*port);
   }
-  ASSERT_TRUE(small.Publish("a", ::getpid(), {{inside_.port, ports[0], "127.0.0.1"}}).ok());
-  ASSERT_TRUE(small.Publish("b", ::getpid(), {{inside_.port, ports[1], "127.0.0.1"}}).ok());
+  ASSERT_TRUE(small.Publish("a", Self(), {{inside_.port, ports[0], "127.0.0.1"}}).ok());
+  ASSERT_TRUE(small.Publish("b", Self(), {{inside_.port, ports[1], "127.0.0.1"}}).ok());
   auto first = Connect(ports[0]);
   auto second = Connect(ports[1]);
   ASSERT_TRUE(first.first.valid() && second.first.valid());
@@ -241,7 +254,7 @@ TEST_F(PortPublisherTest, AClientsResetWhileTheSandboxHasYetToAnswerClosesTheCon
   ASSERT_TRUE(waiting.ok()) << waiting.error().message;
   auto host_port = testing::FreeTcpPort();
   ASSERT_TRUE(host_port.ok()) << host_port.error().message;
-  Status st = publisher_.Publish("full", ::getpid(), {{full->port, *host_port, "127.0.0.1"}});
+  Status st = publisher_.Publish("full", Self(), {{full->port, *host_port, "127.0.0.1"}});
   ASSERT_TRUE(st.ok()) << st.error().message;
   const size_t open = OpenFds();
   auto client = ConnectTcp(*host_port);

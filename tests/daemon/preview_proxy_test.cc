@@ -10,6 +10,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <future>
+#include <memory>
 #include <thread>
 
 #include "daemon/netns_dial.h"
@@ -17,25 +22,39 @@
 namespace isb::daemon {
 namespace {
 
-// A listening socket on 127.0.0.1 and its port.
-std::pair<Fd, uint16_t> ListenLoopback() {
-  Fd s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+// A listening socket on 127.0.0.1 (or [::1]) and its port.
+std::pair<Fd, uint16_t> ListenLoopback(bool v6 = false) {
+  Fd s(::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_storage a{};
   socklen_t len = sizeof a;
-  EXPECT_EQ(::bind(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  if (v6) {
+    auto* a6 = reinterpret_cast<sockaddr_in6*>(&a);
+    a6->sin6_family = AF_INET6;
+    a6->sin6_addr = in6addr_loopback;
+    len = sizeof *a6;
+  } else {
+    auto* a4 = reinterpret_cast<sockaddr_in*>(&a);
+    a4->sin_family = AF_INET;
+    a4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    len = sizeof *a4;
+  }
+  EXPECT_EQ(::bind(s.get(), reinterpret_cast<sockaddr*>(&a), len), 0);
   EXPECT_EQ(::listen(s.get(), 8), 0);
   ::getsockname(s.get(), reinterpret_cast<sockaddr*>(&a), &len);
-  return {std::move(s), ntohs(a.sin_port)};
+  return {std::move(s), ntohs(v6 ? reinterpret_cast<sockaddr_in6*>(&a)->sin6_port
+                                 : reinterpret_cast<sockaddr_in*>(&a)->sin_port)};
 }
 
-std::string ReadToEnd(int fd) {
+// Reads until the peer ends (EOF or reset) or `quiet` passes without a byte.
+std::string ReadToEnd(int fd, milliseconds quiet = milliseconds(5000)) {
   std::string out;
   char buf[4096];
   for (;;) {
     pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 5000) <= 0) break;
+    if (::poll(&p, 1, static_cast<int>(quiet.count())) <= 0) break;
     ssize_t n = ::recv(fd, buf, sizeof buf, 0);
     if (n <= 0) break;
     out.append(buf, static_cast<size_t>(n));
@@ -43,10 +62,90 @@ std::string ReadToEnd(int fd) {
   return out;
 }
 
+// Reads one response of `size` bytes.
+std::string ReadBytes(int fd, size_t size) {
+  std::string out;
+  char buf[4096];
+  while (out.size() < size) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 5000) <= 0) break;
+    ssize_t n = ::recv(fd, buf, std::min(sizeof buf, size - out.size()), 0);
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+// Whether the peer of `fd` has ended (EOF or reset) within `within`, nothing more having come.
+bool EndsWithin(int fd, milliseconds within) {
+  pollfd p{fd, POLLIN, 0};
+  if (::poll(&p, 1, static_cast<int>(within.count())) <= 0) return false;
+  char c;
+  return ::recv(fd, &c, 1, 0) <= 0;
+}
+
+size_t OpenFds() {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
+  return n;
+}
+
+// An app on the loopback that takes one connection and answers each of `answers` to one request head (GET, no
+// body) on it, keeping what it was sent; then it waits for the connection to end.
+class FakeApp {
+ public:
+  explicit FakeApp(std::vector<std::string> answers, bool v6 = false) {
+    auto [listener, port] = ListenLoopback(v6);
+    listener_ = std::move(listener);
+    port_ = port;
+    thread_ = std::thread([this, answers = std::move(answers)] {
+      Fd c(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+      std::string buffer;
+      char buf[4096];
+      for (const std::string& answer : answers) {
+        while (buffer.find("\r\n\r\n") == std::string::npos) {
+          ssize_t n = ::recv(c.get(), buf, sizeof buf, 0);
+          if (n <= 0) return;
+          buffer.append(buf, static_cast<size_t>(n));
+        }
+        const size_t end = buffer.find("\r\n\r\n") + 4;
+        seen_ += buffer.substr(0, end);
+        buffer.erase(0, end);
+        ::send(c.get(), answer.data(), answer.size(), MSG_NOSIGNAL);
+      }
+      while (::recv(c.get(), buf, sizeof buf, 0) > 0) {
+      }
+    });
+  }
+  ~FakeApp() { Join(); }
+  void Join() {
+    if (thread_.joinable()) thread_.join();
+  }
+  uint16_t port() const { return port_; }
+  const std::string& seen() const { return seen_; }  // once joined
+
+ private:
+  Fd listener_;
+  uint16_t port_ = 0;
+  std::string seen_;
+  std::thread thread_;
+};
+
+constexpr char kSandbox[] = "sb-0123456789abcdef";
+
 class PreviewProxyTest : public ::testing::Test {
  protected:
-  // Sends `request` through the proxy as a connection the HTTP server gave it; the whole response.
-  std::string Through(const std::string& request) {
+  PreviewProxyTest() { Remake({}); }
+
+  // The proxy again, with `options` (its netns: this process's own, standing in for the sandbox's).
+  void Remake(PreviewProxyOptions options) {
+    proxy_.reset();
+    if (!options.netns) options.netns = [](const std::string&) { return OpenNetns(::getpid()); };
+    proxy_ = std::make_unique<PreviewProxy>(access_, std::move(options));
+  }
+
+  // A client connection handed to the proxy as the HTTP server hands one over, `pending` read from it already.
+  Fd Connect(const std::string& pending) {
     auto [listener, port] = ListenLoopback();
     Fd client(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
     sockaddr_in a{};
@@ -55,14 +154,47 @@ class PreviewProxyTest : public ::testing::Test {
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     EXPECT_EQ(::connect(client.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
     int served = ::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC);
-    proxy_.Take(served, request);
+    proxy_->Take(served, pending);
+    return client;
+  }
+  // Sends `request` through the proxy on a connection of its own; the whole response.
+  std::string Through(const std::string& request) {
+    Fd client = Connect(request);
     return ReadToEnd(client.get());
   }
-  std::string Host(uint16_t port) const { return std::to_string(port) + "-sb-0123456789abcdef-acme.localhost:8092"; }
+  std::string Host(uint16_t port) const { return std::to_string(port) + "-" + kSandbox + "-acme.localhost:8092"; }
+  // A session's cookie for the preview of `port`, its link spent as the proxy would.
+  std::string Cookie(uint16_t port) {
+    const api::PreviewHost host{port, kSandbox, "acme"};
+    auto link = access_.Open(host, api::Identity::Host());
+    EXPECT_TRUE(link.ok());
+    const std::string token = link->url.substr(link->url.find(api::kPreviewLinkPath) + 14);
+    auto session = access_.Spend(token, host);
+    EXPECT_TRUE(session.ok());
+    return session.ok() ? session->cookie : std::string();
+  }
+  std::string Get(uint16_t port, const std::string& cookie, const std::string& path = "/") {
+    return "GET " + path + " HTTP/1.1\r\nHost: " + Host(port) + "\r\nCookie: isb_preview=" + cookie + "\r\n\r\n";
+  }
+  // Waits until the proxy holds no connection.
+  bool Drained() {
+    for (int i = 0; i < 500 && proxy_->open_connections() != 0; ++i) std::this_thread::sleep_for(milliseconds(10));
+    return proxy_->open_connections() == 0;
+  }
 
   api::PreviewAccess access_{api::PreviewAccessOptions{}};
-  PreviewProxy proxy_{access_, PreviewProxyOptions{.netns = [](const std::string&) { return OpenNetns(::getpid()); }}};
+  std::unique_ptr<PreviewProxy> proxy_;
 };
+
+// The proxy's own answers, byte for byte.
+std::string Plain(const std::string& status, const std::string& text) {
+  return "HTTP/1.1 " + status +
+         "\r\nContent-Type: text/plain; charset=utf-8\r\nCache-Control: no-store\r\nReferrer-Policy: no-referrer\r\n"
+         "Content-Length: " +
+         std::to_string(text.size() + 1) + "\r\nConnection: close\r\n\r\n" + text + "\n";
+}
+
+const std::string kHello = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
 
 TEST_F(PreviewProxyTest, ALinkIsSpentForACookieAndTheAppGetsTheRequestWithoutIsbsCredentials) {
   auto [app, app_port] = ListenLoopback();
@@ -101,6 +233,254 @@ TEST_F(PreviewProxyTest, ARequestWithoutASessionIsRefusedAndNothingIsDialled) {
             "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain; charset=utf-8\r\nCache-Control: no-store\r\n"
             "Referrer-Policy: no-referrer\r\nContent-Length: 84\r\nConnection: close\r\n\r\n"
             "no preview session here: open this preview with a link from isb (sandbox_port_open)\n");
+}
+
+TEST_F(PreviewProxyTest, AHostThatIsNoPreviewIsAnswered421) {
+  EXPECT_EQ(Through("GET / HTTP/1.1\r\nHost: isb.example:8092\r\n\r\n"),
+            Plain("421 Misdirected Request", "this connection is for another preview: open a connection of its own"));
+}
+
+TEST_F(PreviewProxyTest, ASecondRequestForAnotherPreviewOnTheConnectionIsAnswered421) {
+  FakeApp app({kHello});
+  const std::string cookie = Cookie(app.port());
+  Fd client = Connect(Get(app.port(), cookie));
+  EXPECT_EQ(ReadBytes(client.get(), kHello.size()), kHello);
+  const std::string other = "GET / HTTP/1.1\r\nHost: " + Host(app.port() + 1) + "\r\n\r\n";
+  ASSERT_EQ(::send(client.get(), other.data(), other.size(), MSG_NOSIGNAL), static_cast<ssize_t>(other.size()));
+  EXPECT_EQ(ReadToEnd(client.get()),
+            Plain("421 Misdirected Request", "this connection is for another preview: open a connection of its own"));
+}
+
+TEST_F(PreviewProxyTest, TwoRequestsOnOneConnectionGoToTheAppOnOneConnection) {
+  const std::string second = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nbye";
+  FakeApp app({kHello, second});
+  const std::string cookie = Cookie(app.port());
+  Fd client = Connect(Get(app.port(), cookie, "/one"));
+  EXPECT_EQ(ReadBytes(client.get(), kHello.size()), kHello);
+  const std::string again = Get(app.port(), cookie, "/two");
+  ASSERT_EQ(::send(client.get(), again.data(), again.size(), MSG_NOSIGNAL), static_cast<ssize_t>(again.size()));
+  EXPECT_EQ(ReadToEnd(client.get()), second);
+  client.Reset();
+  app.Join();
+  EXPECT_EQ(app.seen(), "GET /one HTTP/1.1\r\nHost: " + Host(app.port()) + "\r\n\r\nGET /two HTTP/1.1\r\nHost: " +
+                            Host(app.port()) + "\r\n\r\n");
+}
+
+TEST_F(PreviewProxyTest, AnAppOnlyOnIpv6LoopbackIsReached) {
+  FakeApp app({"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nv6"}, true);
+  EXPECT_EQ(Through(Get(app.port(), Cookie(app.port()))),
+            "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nv6");
+}
+
+TEST_F(PreviewProxyTest, NothingListeningOnEitherLoopbackIs502NamingBoth) {
+  uint16_t port = 0;
+  {
+    auto [unused, p] = ListenLoopback();
+    port = p;
+  }
+  const std::string p = std::to_string(port);
+  EXPECT_EQ(Through(Get(port, Cookie(port))),
+            Plain("502 Bad Gateway", "nothing answers on port " + p + " in sandbox " + kSandbox + ": 127.0.0.1:" + p +
+                                         ": Connection refused; [::1]:" + p + ": Connection refused"));
+}
+
+TEST_F(PreviewProxyTest, LoopbackPeersAreNotHeldToThePerAddressCapByDefault) {
+  Remake({.netns = {}, .max_connections_per_address = 2});
+  Fd first = Connect("");
+  Fd second = Connect("");
+  EXPECT_EQ(Through("GET / HTTP/1.1\r\nHost: " + Host(8080) + "\r\n\r\n").substr(0, 24), "HTTP/1.1 403 Forbidden\r\n");
+}
+
+TEST_F(PreviewProxyTest, ConnectionsPastThePerAddressCapAreAnswered429AndClosed) {
+  Remake({.netns = {}, .max_connections_per_address = 2, .limit_loopback_peers = true});
+  Fd first = Connect("");
+  Fd second = Connect("");
+  EXPECT_EQ(Through("GET / HTTP/1.1\r\nHost: " + Host(8080) + "\r\n\r\n"),
+            Plain("429 Too Many Requests", "this address has 2 preview connections open; close one first"));
+  first.Reset();
+  for (int i = 0; i < 500 && proxy_->open_connections() != 1; ++i) std::this_thread::sleep_for(milliseconds(10));
+  ASSERT_EQ(proxy_->open_connections(), 1u);
+  EXPECT_EQ(Through("GET / HTTP/1.1\r\nHost: " + Host(8080) + "\r\n\r\n").substr(0, 24), "HTTP/1.1 403 Forbidden\r\n");
+}
+
+TEST_F(PreviewProxyTest, ConnectionsPastTheTotalCapAreAnswered503AndClosed) {
+  Remake({.netns = {}, .max_connections = 1});
+  Fd first = Connect("");
+  EXPECT_EQ(Through("GET / HTTP/1.1\r\nHost: " + Host(8080) + "\r\n\r\n"),
+            Plain("503 Service Unavailable",
+                  "the preview proxy has 1 connections open; try again once one has closed"));
+}
+
+TEST_F(PreviewProxyTest, AHeadTheServerRefusedIsAnsweredWithTheProxysOwn431And400) {
+  for (int status : {431, 400}) {
+    auto [listener, port] = ListenLoopback();
+    Fd client(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(client.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    proxy_->TakeRefused(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC), status);
+    const std::string rest(100000, 'a');  // what the client still sends is read and dropped, not reset
+    ASSERT_EQ(::send(client.get(), rest.data(), rest.size(), MSG_NOSIGNAL), static_cast<ssize_t>(rest.size()));
+    ::shutdown(client.get(), SHUT_WR);
+    EXPECT_EQ(ReadToEnd(client.get()), status == 431
+                                           ? Plain("431 Request Header Fields Too Large", "request head too large")
+                                           : Plain("400 Bad Request", "malformed request head"));
+  }
+  EXPECT_TRUE(Drained());
+}
+
+TEST_F(PreviewProxyTest, ARefusedClientThatKeepsSendingIsClosedAfterOneMebibyte) {
+  Remake({.netns = {}, .head_timeout = milliseconds(60'000)});
+  auto [listener, port] = ListenLoopback();
+  Fd client(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(client.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  proxy_->TakeRefused(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC), 400);
+  // Sent without end: before the head deadline, the proxy stops reading once 1 MiB is dropped and closes.
+  std::atomic<bool> stop{false};
+  std::thread sender([&] {
+    const std::string piece(64 << 10, 'a');
+    while (!stop && ::send(client.get(), piece.data(), piece.size(), MSG_NOSIGNAL) > 0) {
+    }
+  });
+  EXPECT_TRUE(Drained());
+  EXPECT_EQ(proxy_->open_connections(), 0u);
+  stop = true;
+  ::shutdown(client.get(), SHUT_RDWR);
+  sender.join();
+}
+
+TEST_F(PreviewProxyTest, AHeadSentAByteAtATimeIsClosedAtTheHeadDeadline) {
+  Remake({.netns = {}, .head_timeout = milliseconds(300)});
+  Fd client = Connect("G");
+  std::atomic<bool> done{false};
+  std::thread drip([&] {
+    const std::string rest = "ET / HTTP/1.1\r\nHost: " + Host(8080) + "\r\nX-Slow: " + std::string(200, 'a');
+    for (size_t i = 0; i < rest.size() && !done; ++i) {
+      if (::send(client.get(), &rest[i], 1, MSG_NOSIGNAL) != 1) break;
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+  });
+  const auto start = Clock::now();
+  EXPECT_EQ(ReadToEnd(client.get(), milliseconds(3000)), "");
+  const auto took = Clock::now() - start;
+  done = true;
+  drip.join();
+  EXPECT_GE(took, milliseconds(250));
+  EXPECT_LT(took, milliseconds(2000));  // a per-read timeout would let it drip for 4 s
+  EXPECT_TRUE(Drained());
+}
+
+TEST_F(PreviewProxyTest, AnAppThatNeverAnswersIsClosedAfterTheIdleTimeout) {
+  Remake({.netns = {}, .idle_timeout = milliseconds(300)});
+  FakeApp app({});  // reads nothing, answers nothing
+  Fd client = Connect(Get(app.port(), Cookie(app.port())));
+  const auto start = Clock::now();
+  EXPECT_EQ(ReadToEnd(client.get(), milliseconds(3000)), "");
+  EXPECT_LT(Clock::now() - start, milliseconds(2000));
+  EXPECT_TRUE(Drained());
+}
+
+TEST_F(PreviewProxyTest, ARequestBodyThatStallsIsClosedAfterTheIdleTimeout) {
+  Remake({.netns = {}, .idle_timeout = milliseconds(300)});
+  FakeApp app({kHello});
+  const std::string head = "POST / HTTP/1.1\r\nHost: " + Host(app.port()) + "\r\nCookie: isb_preview=" +
+                           Cookie(app.port()) + "\r\nContent-Length: 100\r\n\r\nonly part";
+  Fd client = Connect(head);
+  EXPECT_TRUE(EndsWithin(client.get(), milliseconds(2000)));
+  EXPECT_TRUE(Drained());
+}
+
+TEST_F(PreviewProxyTest, ASlowLookupOfOneSandboxDoesNotHoldUpAnotherConnection) {
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  Remake({.netns = [released](const std::string&) -> Result<Fd> {
+    released.wait();
+    return Error::Of(Code::kConflict, "sandbox " + std::string(kSandbox) + " is not running");
+  }});
+  Fd slow = Connect(Get(8080, Cookie(8080)));
+  const auto start = Clock::now();
+  EXPECT_EQ(Through("GET / HTTP/1.1\r\nHost: isb.example\r\n\r\n").substr(0, 34),
+            "HTTP/1.1 421 Misdirected Request\r\n");
+  EXPECT_LT(Clock::now() - start, milliseconds(1000));
+  release.set_value();
+  EXPECT_EQ(ReadToEnd(slow.get()), Plain("502 Bad Gateway", "the preview of port 8080 in sandbox " +
+                                                                std::string(kSandbox) + " is not reachable: sandbox " +
+                                                                kSandbox + " is not running"));
+}
+
+TEST_F(PreviewProxyTest, DialsOfOneSandboxPastItsCapAreAnswered503) {
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  Remake({.netns = [released](const std::string&) -> Result<Fd> {
+            released.wait();
+            return Error::Of(Code::kConflict, "sandbox " + std::string(kSandbox) + " is not running");
+          },
+          .max_dials_per_sandbox = 1});
+  Fd slow = Connect(Get(8080, Cookie(8080)));
+  for (int i = 0; i < 500 && proxy_->open_connections() != 1; ++i) std::this_thread::sleep_for(milliseconds(10));
+  std::this_thread::sleep_for(milliseconds(100));  // the first dial is on its worker
+  EXPECT_EQ(Through(Get(8081, Cookie(8081))),
+            Plain("503 Service Unavailable", "sandbox " + std::string(kSandbox) +
+                                                 " has 1 preview connections waiting for its app; try again once one "
+                                                 "has connected"));
+  release.set_value();
+  EXPECT_EQ(ReadToEnd(slow.get()).substr(0, 24), "HTTP/1.1 502 Bad Gateway");
+}
+
+TEST_F(PreviewProxyTest, AStoppedProxyDoesNotLookUpOrDialTheDialsStillQueued) {
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  auto lookups = std::make_shared<std::atomic<int>>(0);
+  Remake({.netns = [released, lookups](const std::string&) -> Result<Fd> {
+            ++*lookups;
+            released.wait();
+            return Error::Of(Code::kConflict, "not running");
+          },
+          .dial_workers = 1});
+  Fd first = Connect(Get(8080, Cookie(8080)));
+  Fd second = Connect(Get(8081, Cookie(8081)));
+  for (int i = 0; i < 500 && *lookups != 1; ++i) std::this_thread::sleep_for(milliseconds(10));
+  std::this_thread::sleep_for(milliseconds(100));  // the second dial is queued behind the first
+  std::thread stopping([this] { proxy_->Stop(); });
+  std::this_thread::sleep_for(milliseconds(100));
+  release.set_value();
+  stopping.join();
+  EXPECT_EQ(*lookups, 1);
+}
+
+TEST_F(PreviewProxyTest, OpenConnectionsAreCutWhenThePreviewEnds) {
+  access_.OnEnded([this] { proxy_->CutEnded(); });
+  FakeApp app({kHello});
+  Fd client = Connect(Get(app.port(), Cookie(app.port())));
+  EXPECT_EQ(ReadBytes(client.get(), kHello.size()), kHello);
+  EXPECT_EQ(access_.Close(kSandbox, 0), 1u);
+  EXPECT_TRUE(EndsWithin(client.get(), milliseconds(2000)));
+  EXPECT_TRUE(Drained());
+  access_.OnEnded({});
+}
+
+TEST_F(PreviewProxyTest, EveryDescriptorIsReleasedOnceConnectionsEnd) {
+  // A first connection, for what the event loop makes once (its epoll, eventfd and timerfd).
+  EXPECT_EQ(Through("GET / HTTP/1.1\r\nHost: isb.example\r\n\r\n").substr(0, 12), "HTTP/1.1 421");
+  ASSERT_TRUE(Drained());
+  const size_t before = OpenFds();
+  {
+    FakeApp app({kHello});
+    const std::string cookie = Cookie(app.port());
+    Fd client = Connect(Get(app.port(), cookie));
+    EXPECT_EQ(ReadBytes(client.get(), kHello.size()), kHello);
+    Fd refused = Connect(Get(1, cookie));  // another preview's host: 403 (the cookie is port app.port()'s)
+    EXPECT_EQ(ReadToEnd(refused.get()).substr(0, 24), "HTTP/1.1 403 Forbidden\r\n");
+    Fd idle = Connect("GET / HT");
+  }
+  ASSERT_TRUE(Drained());
+  EXPECT_EQ(OpenFds(), before);
 }
 
 }  // namespace
