@@ -144,7 +144,9 @@ Result<ExecRequest> ExecFromJson(const json& in) {
   if (in.contains("workdir")) {
     ISB_ASSIGN_OR_RETURN(req.workdir, spec::NormalizeInsidePath("workdir", in["workdir"].get<std::string>()));
   }
-  req.timeout = std::chrono::seconds(in.value("timeout", int64_t{kDefaultExecTimeoutS}));
+  req.idle_timeout = std::chrono::seconds(in.value("idle_timeout", int64_t{0}));
+  const int64_t default_timeout = in.contains("idle_timeout") ? spec::kMaxInteractiveTimeoutS : kDefaultExecTimeoutS;
+  req.timeout = std::chrono::seconds(in.value("timeout", default_timeout));
   req.tty = in.value("tty", false);
   for (const char* field : {"rows", "cols"}) {
     if (in.contains(field) && !req.tty) return Invalid(std::string(field) + ": only with \"tty\": true");

@@ -29,8 +29,8 @@ class SandboxToolsTest : public ::testing::Test {
     EXPECT_TRUE(s.ok()) << tool << " output: " << (s.ok() ? "" : s.error().message);
     return *r;
   }
-  Error Fail(const std::string& tool, const json& input) {
-    auto r = registry.Call(tool, input, HostContext());
+  Error Fail(const std::string& tool, const json& input, const CallContext& ctx = HostContext()) {
+    auto r = registry.Call(tool, input, ctx);
     EXPECT_FALSE(r.ok()) << tool << " unexpectedly succeeded";
     return r.ok() ? Error{} : r.error();
   }
@@ -157,7 +157,7 @@ TEST_F(SandboxToolsTest, ExecPassesTheRequestAndLimits) {
 
   EXPECT_EQ(Fail("sandbox_exec", {{"sandbox", id}, {"argv", "ls -l"}}).message, "argv: expected array, got string");
   EXPECT_EQ(Fail("sandbox_exec", {{"sandbox", id}, {"argv", {"x"}}, {"timeout", 901}}).message,
-            "timeout: must be <= 900");
+            "timeout: must be between 1ms and 15 minutes");
   EXPECT_EQ(Fail("sandbox_exec", {{"sandbox", id}, {"argv", json::array()}}).message,
             "argv: must have at least 1 items");
   std::string big(kMaxStdinBytes + 1, 'a');
@@ -206,6 +206,38 @@ TEST_F(SandboxToolsTest, ExecOnATerminal) {
             NoTerminalSession("ts-42", id).message);
   EXPECT_EQ(Fail("sandbox_exec_resize", {{"sandbox", id}, {"session", "ts-42"}, {"rows", 0}, {"cols", 1}}).code,
             Code::kInvalidArgument);
+}
+
+// An interactive terminal: idle_timeout makes it one, its timeout then defaults to (and may be) a day.
+TEST_F(SandboxToolsTest, AnInteractiveTerminalHasAnIdleLimitAndUpToADay) {
+  std::string id = Create();
+  fake.exec_fn = [](const ExecRequest& req, const OutputSink&) -> Result<ExecResult> {
+    req.on_session("ts-7");
+    return ExecResult{};
+  };
+  CallContext ctx;
+  ctx.identity = UserIn("t1");
+  ctx.progress = [](std::string_view, std::string_view) {};
+  ctx.cancelled = [] { return false; };
+  json in = {{"sandbox", id}, {"argv", {"sh"}}, {"tty", true}, {"idle_timeout", 1800}};
+  Ok("sandbox_exec", in, ctx);
+  EXPECT_EQ(fake.last_exec.idle_timeout, std::chrono::minutes(30));
+  EXPECT_EQ(fake.last_exec.timeout, std::chrono::hours(24));
+  in["timeout"] = 86400;
+  in["idle_timeout"] = 2;
+  Ok("sandbox_exec", in, ctx);
+  EXPECT_EQ(fake.last_exec.idle_timeout, std::chrono::seconds(2));
+  EXPECT_EQ(fake.last_exec.timeout, std::chrono::hours(24));
+  in["timeout"] = 86401;
+  EXPECT_EQ(Fail("sandbox_exec", in, ctx).message, "timeout: must be <= 86400");
+  in["timeout"] = 1;
+  EXPECT_EQ(Fail("sandbox_exec", in, ctx).message,
+            "timeout: an interactive command's must be between its idle_timeout and 24 hours");
+  EXPECT_EQ(Fail("sandbox_exec", {{"sandbox", id}, {"argv", {"sh"}}, {"idle_timeout", 5}}).message,
+            "idle_timeout: only with \"tty\": true (an interactive command is on a terminal)");
+  // Without idle_timeout, a terminal keeps the 15 minutes every command has.
+  EXPECT_EQ(Fail("sandbox_exec", {{"sandbox", id}, {"argv", {"sh"}}, {"tty", true}, {"timeout", 901}}, ctx).message,
+            "timeout: must be between 1ms and 15 minutes");
 }
 
 TEST_F(SandboxToolsTest, ExecCapsOutputAndEncodes) {
