@@ -144,9 +144,7 @@ Result<ExecRequest> ExecFromJson(const json& in) {
   if (in.contains("workdir")) {
     ISB_ASSIGN_OR_RETURN(req.workdir, spec::NormalizeInsidePath("workdir", in["workdir"].get<std::string>()));
   }
-  req.idle_timeout = std::chrono::seconds(in.value("idle_timeout", int64_t{0}));
-  const int64_t default_timeout = in.contains("idle_timeout") ? spec::kMaxInteractiveTimeoutS : kDefaultExecTimeoutS;
-  req.timeout = std::chrono::seconds(in.value("timeout", default_timeout));
+  req.timeout = std::chrono::seconds(in.value("timeout", int64_t{kDefaultExecTimeoutS}));
   req.tty = in.value("tty", false);
   for (const char* field : {"rows", "cols"}) {
     if (in.contains(field) && !req.tty) return Invalid(std::string(field) + ": only with \"tty\": true");
@@ -306,6 +304,12 @@ Result<json> SandboxHandlers::Exec(const json& in, const CallContext& ctx) {
 Result<json> SandboxHandlers::ExecUntimed(const json& in, const CallContext& ctx) {
   OrgSandboxes sb(all_, ctx);
   ISB_ASSIGN_OR_RETURN(ExecRequest req, ExecFromJson(in));
+  if (ctx.interactive && req.tty) {
+    // The server's own terminal: its limits come from the context, never from the input.
+    req.idle_timeout = ctx.interactive->idle_timeout;
+    req.timeout = ctx.interactive->timeout;
+    ISB_TRY(spec::Validate(req));
+  }
   bool base64 = in.value("encoding", "utf-8") == "base64";
   if (req.tty && !ctx.progress) {
     return Invalid("tty: needs a streaming call (REST ?stream=1 or Accept: text/event-stream; MCP with a "

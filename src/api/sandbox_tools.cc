@@ -271,11 +271,8 @@ Status AddCreateAndExec(Registry& reg, const Handlers& h) {
                             kMaxStdinBytes / 3 * 4 + 4)},
        {"env", StringMap("Extra environment variables for this command.", 256)},
        {"workdir", Str("Absolute working directory; default: the sandbox's working_dir.", 4096)},
-       {"timeout", Int("Seconds before the command is killed; default 60, at most 900 (15 minutes). With "
-                       "idle_timeout: default and at most 86400 (24 hours).", 1, spec::kMaxInteractiveTimeoutS)},
-       {"idle_timeout", Int("With tty: makes the command interactive, ended once this many seconds pass with no "
-                            "input, resize or output (a person's terminal, 1800 for half an hour); its timeout may "
-                            "then be up to a day.", 1, spec::kMaxInteractiveTimeoutS)},
+       {"timeout", Int("Seconds before the command is killed; default 60, at most 900 (15 minutes).", 1,
+                       kMaxExecTimeoutS)},
        {"encoding", EncodingField("output", "utf-8")},
        {"tty", {{"type", "boolean"}, {"default", false},
                 {"description", "Run the command on a terminal (a pty inside the sandbox): stderr merges into "
@@ -305,8 +302,7 @@ Status AddCreateAndExec(Registry& reg, const Handlers& h) {
   Tool exec{
       "sandbox_exec", "Run a command in a sandbox",
       "Runs argv in the sandbox and returns its exit code, stdout and stderr (each capped at 256 KiB, with a "
-      "truncated flag) and duration. timeout is in seconds (default 60, at most 900; with idle_timeout, up to a "
-      "day). Streaming callers (REST "
+      "truncated flag) and duration. timeout is in seconds (default 60, at most 900). Streaming callers (REST "
       "?stream=1, MCP with a progressToken) also receive output as it is produced. With tty (streaming only) the "
       "command runs on a terminal: a \"session\" event (REST) or a progress notification with _meta "
       "isb/stream \"session\" (MCP) names the session first; send keystrokes with sandbox_exec_input and window "

@@ -4,8 +4,9 @@
 //
 // Query: org (default "default"), rows, cols (the terminal's first size; 24x80 when absent), idle_timeout and
 // timeout (seconds; each may only shorten the server's TerminalOptions, for a shared screen or a test).
-// The shell runs as an interactive sandbox_exec: ended after idle_timeout with no input, resize or output (an
-// error message with code "timeout"), and at the latest after timeout, not after the 15 minutes other commands get.
+// The shell runs as an interactive sandbox_exec (set by CallContext::interactive, which no caller's JSON reaches):
+// ended after idle_timeout with no input or resize (an error message with code "timeout"; output does not count),
+// and at the latest after timeout, not after the 15 minutes other commands get.
 // Server to client: binary frames of the terminal's output; text frames {"type":"session","session":ID} first, then
 // {"type":"exit","exit_code":N} or {"type":"error","error":CODE,"message":...}, then a close.
 // Client to server: binary frames are typed input; text frames are {"type":"input","data":"..."} or

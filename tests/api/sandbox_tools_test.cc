@@ -157,7 +157,7 @@ TEST_F(SandboxToolsTest, ExecPassesTheRequestAndLimits) {
 
   EXPECT_EQ(Fail("sandbox_exec", {{"sandbox", id}, {"argv", "ls -l"}}).message, "argv: expected array, got string");
   EXPECT_EQ(Fail("sandbox_exec", {{"sandbox", id}, {"argv", {"x"}}, {"timeout", 901}}).message,
-            "timeout: must be between 1ms and 15 minutes");
+            "timeout: must be <= 900");
   EXPECT_EQ(Fail("sandbox_exec", {{"sandbox", id}, {"argv", json::array()}}).message,
             "argv: must have at least 1 items");
   std::string big(kMaxStdinBytes + 1, 'a');
@@ -208,8 +208,8 @@ TEST_F(SandboxToolsTest, ExecOnATerminal) {
             Code::kInvalidArgument);
 }
 
-// An interactive terminal: idle_timeout makes it one, its timeout then defaults to (and may be) a day.
-TEST_F(SandboxToolsTest, AnInteractiveTerminalHasAnIdleLimitAndUpToADay) {
+// Interactive mode is server-only: a REST or MCP caller's input cannot ask for an idle limit or a longer timeout.
+TEST_F(SandboxToolsTest, APublicCallerCannotMakeAnExecInteractiveOrLongerThan900Seconds) {
   std::string id = Create();
   fake.exec_fn = [](const ExecRequest& req, const OutputSink&) -> Result<ExecResult> {
     req.on_session("ts-7");
@@ -220,24 +220,48 @@ TEST_F(SandboxToolsTest, AnInteractiveTerminalHasAnIdleLimitAndUpToADay) {
   ctx.progress = [](std::string_view, std::string_view) {};
   ctx.cancelled = [] { return false; };
   json in = {{"sandbox", id}, {"argv", {"sh"}}, {"tty", true}, {"idle_timeout", 1800}};
+  Error idle = Fail("sandbox_exec", in, ctx);
+  EXPECT_EQ(idle.code, Code::kInvalidArgument);
+  EXPECT_EQ(idle.message, "input: unknown field 'idle_timeout'");
+  EXPECT_EQ(Fail("sandbox_exec", {{"sandbox", id}, {"argv", {"sh"}}, {"tty", true}, {"timeout", 901}}, ctx).message,
+            "timeout: must be <= 900");
+  EXPECT_EQ(Fail("sandbox_exec", {{"sandbox", id}, {"argv", {"sh"}}, {"tty", true}, {"timeout", 86400}}, ctx).message,
+            "timeout: must be <= 900");
+  EXPECT_FALSE(registry.Find("sandbox_exec")->input_schema["properties"].contains("idle_timeout"));
+  EXPECT_EQ(registry.Find("sandbox_exec")->input_schema["properties"]["timeout"]["maximum"], 900);
+  // A terminal without the server's context keeps the public limits.
+  Ok("sandbox_exec", {{"sandbox", id}, {"argv", {"sh"}}, {"tty", true}}, ctx);
+  EXPECT_EQ(fake.last_exec.idle_timeout, std::chrono::milliseconds(0));
+  EXPECT_EQ(fake.last_exec.timeout, std::chrono::seconds(60));
+}
+
+// The server's own web terminal sets interactive limits in the context: up to a day, with an idle limit.
+TEST_F(SandboxToolsTest, TheServersTerminalContextMakesATtyExecInteractiveForUpToADay) {
+  std::string id = Create();
+  fake.exec_fn = [](const ExecRequest& req, const OutputSink&) -> Result<ExecResult> {
+    if (req.on_session) req.on_session("ts-7");
+    return ExecResult{};
+  };
+  CallContext ctx;
+  ctx.identity = UserIn("t1");
+  ctx.progress = [](std::string_view, std::string_view) {};
+  ctx.cancelled = [] { return false; };
+  ctx.interactive = CallContext::Interactive{std::chrono::minutes(30), std::chrono::hours(24)};
+  json in = {{"sandbox", id}, {"argv", {"sh"}}, {"tty", true}};
   Ok("sandbox_exec", in, ctx);
   EXPECT_EQ(fake.last_exec.idle_timeout, std::chrono::minutes(30));
   EXPECT_EQ(fake.last_exec.timeout, std::chrono::hours(24));
-  in["timeout"] = 86400;
-  in["idle_timeout"] = 2;
+  // The input's own timeout cannot override the server's.
+  in["timeout"] = 5;
   Ok("sandbox_exec", in, ctx);
-  EXPECT_EQ(fake.last_exec.idle_timeout, std::chrono::seconds(2));
   EXPECT_EQ(fake.last_exec.timeout, std::chrono::hours(24));
-  in["timeout"] = 86401;
-  EXPECT_EQ(Fail("sandbox_exec", in, ctx).message, "timeout: must be <= 86400");
-  in["timeout"] = 1;
+  ctx.interactive->timeout = std::chrono::hours(24) + std::chrono::milliseconds(1);
   EXPECT_EQ(Fail("sandbox_exec", in, ctx).message,
             "timeout: an interactive command's must be between its idle_timeout and 24 hours");
-  EXPECT_EQ(Fail("sandbox_exec", {{"sandbox", id}, {"argv", {"sh"}}, {"idle_timeout", 5}}).message,
-            "idle_timeout: only with \"tty\": true (an interactive command is on a terminal)");
-  // Without idle_timeout, a terminal keeps the 15 minutes every command has.
-  EXPECT_EQ(Fail("sandbox_exec", {{"sandbox", id}, {"argv", {"sh"}}, {"tty", true}, {"timeout", 901}}, ctx).message,
-            "timeout: must be between 1ms and 15 minutes");
+  // Without tty the context changes nothing: the public limits hold.
+  Ok("sandbox_exec", {{"sandbox", id}, {"argv", {"sh"}}}, ctx);
+  EXPECT_EQ(fake.last_exec.idle_timeout, std::chrono::milliseconds(0));
+  EXPECT_EQ(fake.last_exec.timeout, std::chrono::seconds(60));
 }
 
 TEST_F(SandboxToolsTest, ExecCapsOutputAndEncodes) {
