@@ -1,4 +1,4 @@
-// IdleWatch: when an interactive command last had input or output, and whether it has been quiet too long.
+// IdleWatch: when an interactive command last had input or a resize, and whether it has been left alone too long.
 #pragma once
 
 #include <atomic>
@@ -14,7 +14,7 @@ class IdleWatch {
   using Clock = std::function<std::chrono::steady_clock::time_point()>;
   // Quiet from now on; Expired once `limit` passes without a Touch. `now` is the clock (a test's own).
   explicit IdleWatch(std::chrono::milliseconds limit, Clock now = std::chrono::steady_clock::now);
-  // Input typed, a resize, or output: from any thread.
+  // Input typed or a resize (never output: a person is at the terminal only when they act): from any thread.
   void Touch();
   bool Expired() const;
   std::chrono::milliseconds limit() const { return limit_; }

@@ -542,7 +542,8 @@ Result<api::ExecResult> SandboxManager::Exec(const std::string& id_or_name, cons
   spec.timeout = req.timeout;
   spec.output_limit = kExecOutputLimit;
   spec.cancelled = req.cancelled;
-  // An interactive command: its input, resizes and output keep it alive; quiet for idle_timeout, it is ended.
+  // An interactive command: its input and resizes (a person at it) keep it alive, its output does not (a command
+  // printing forever is no person); with neither for idle_timeout, it is ended.
   std::shared_ptr<IdleWatch> idle;
   if (req.idle_timeout.count() > 0) {
     idle = std::make_shared<IdleWatch>(req.idle_timeout);
@@ -582,14 +583,9 @@ Result<api::ExecResult> SandboxManager::Exec(const std::string& id_or_name, cons
     }
   };
   record_activity();
-  engine::ExecSink engine_sink;
-  if (sink || idle) {
-    engine_sink = [&](int s, std::string_view d) {
-      if (idle) idle->Touch();
-      if (sink) sink(s, d);
-    };
-  }
-  auto out = runtime_->Exec(Handle(rec), spec, engine_sink, on_input);
+  auto out = runtime_->Exec(Handle(rec), spec,
+                            sink ? engine::ExecSink([&](int s, std::string_view d) { sink(s, d); }) : engine::ExecSink(),
+                            on_input);
   record_activity();
   if (!out.ok() && idle && idle->Expired()) return IdleEnded(idle->limit());
   if (!out.ok()) {

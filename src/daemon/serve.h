@@ -68,7 +68,7 @@ struct ServeOptions {
   std::string preview_domain;
   // How often each preview session's viewer is checked again (--preview-recheck).
   std::chrono::milliseconds preview_recheck = std::chrono::minutes(1);
-  // A web terminal ends after this long with no input, resize or output, and at the latest after `timeout`.
+  // A web terminal ends after this long with no input or resize (output does not count), and at the latest after `timeout`.
   api::TerminalOptions terminal;
 };
 

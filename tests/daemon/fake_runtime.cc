@@ -151,6 +151,7 @@ Result<engine::ExecOutcome> FakeRuntime::Exec(const engine::RuntimeHandle& handl
   }
   while (hold && spec.cancelled) {
     if (spec.cancelled()) return Error::Of(Code::kUnavailable, "the caller went away or cancelled the call");
+    if (sink) sink(1, "tick\n");  // a command that prints all the time
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   out.stdout_data = "ran " + (spec.argv.empty() ? std::string() : spec.argv[0]) + "\n";

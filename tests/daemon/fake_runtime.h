@@ -37,8 +37,8 @@ class FakeRuntime : public engine::Runtime {
   void SetUsage(const std::string& id, const engine::CgroupStats& usage);
   // The exit code of the next execs (0 unless set).
   void SetExitCode(int code);
-  // From now on a terminal exec runs until its `cancelled` says so (asked every 10 ms), then returns the real
-  // runtime's kUnavailable, as a shell nobody exits does.
+  // From now on a terminal exec runs until its `cancelled` says so (asked every 10 ms), printing "tick\n" to its
+  // sink each time, then returns the real runtime's kUnavailable, as a busy shell nobody exits does.
   void HoldTerminals();
   std::string Root(const std::string& id) const { return roots_dir_ + "/" + id; }
 

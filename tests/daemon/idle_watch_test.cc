@@ -37,9 +37,9 @@ TEST(IdleWatchTest, ATouchStartsTheWaitAgain) {
 TEST(IdleWatchTest, TheEndNamesTheLimit) {
   EXPECT_EQ(IdleEnded(30min).code, Code::kTimeout);
   EXPECT_EQ(IdleEnded(30min).message,
-            "the terminal had no input and no output for 1800 s (its idle_timeout) and was ended; open a new one");
+            "the terminal had no input for 1800 s (its idle_timeout) and was ended; open a new one");
   EXPECT_EQ(IdleEnded(300ms).message,
-            "the terminal had no input and no output for 300 ms (its idle_timeout) and was ended; open a new one");
+            "the terminal had no input for 300 ms (its idle_timeout) and was ended; open a new one");
 }
 
 }  // namespace

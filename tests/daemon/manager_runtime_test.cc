@@ -246,7 +246,7 @@ TEST_F(ManagerOverFakeRuntime, AnInteractiveTerminalLivesWhileTypedIntoAndEndsOn
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, Code::kTimeout);
   EXPECT_EQ(r.error().message,
-            "the terminal had no input and no output for 300 ms (its idle_timeout) and was ended; open a new one");
+            "the terminal had no input for 300 ms (its idle_timeout) and was ended; open a new one");
   EXPECT_GE(took, std::chrono::milliseconds(900));  // 600 ms typed, then 300 ms quiet
   EXPECT_LT(took, std::chrono::milliseconds(3000));
   ASSERT_EQ(typed.size(), 6u);
@@ -260,6 +260,35 @@ TEST_F(ManagerOverFakeRuntime, AnInteractiveTerminalLivesWhileTypedIntoAndEndsOn
   auto gone = mgr_->Exec(sb.id, req, nullptr);
   ASSERT_FALSE(gone.ok());
   EXPECT_EQ(gone.error().code, Code::kUnavailable);
+}
+
+// Output is not a person: a terminal printing every 10 ms that nobody types into is ended once its idle limit
+// (300 ms) passes, with the idle error, long before the caller's own 3 s give-up.
+TEST_F(ManagerOverFakeRuntime, AnInteractiveTerminalThatOnlyPrintsEndsOnceIdleForItsLimit) {
+  runtime_->HoldTerminals();
+  api::SandboxInfo sb = Create({});
+  api::ExecRequest req;
+  req.argv = {"sh"};
+  req.tty = true;
+  req.caller = "rest:user:ann";
+  req.idle_timeout = std::chrono::milliseconds(300);
+  req.timeout = std::chrono::hours(24);
+  const auto start = std::chrono::steady_clock::now();
+  req.cancelled = [start] { return std::chrono::steady_clock::now() - start > std::chrono::seconds(3); };
+  size_t printed = 0;
+  auto r = mgr_->Exec(sb.id, req, [&](int stream, std::string_view data) {
+    EXPECT_EQ(stream, 1);
+    EXPECT_EQ(data, "tick\n");
+    ++printed;
+  });
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, Code::kTimeout);
+  EXPECT_EQ(r.error().message, "the terminal had no input for 300 ms (its idle_timeout) and was ended; open a new one");
+  EXPECT_GE(took, std::chrono::milliseconds(300));
+  EXPECT_LT(took, std::chrono::milliseconds(2000));
+  EXPECT_GE(printed, 10u);  // it printed all along
+  EXPECT_EQ(runtime_->TerminalInput(), std::vector<std::string>{});
 }
 
 TEST_F(ManagerOverFakeRuntime, UsageIsTheRuntimes) {

@@ -306,7 +306,7 @@ TEST_F(TerminalSocketTest, ATerminalLivesWhileUsedPastItsIdleLimitAndEndsOnceLef
   EXPECT_EQ(client.texts.back(),
             json({{"type", "error"},
                   {"error", "timeout"},
-                  {"message", "the terminal had no input and no output for 2 s (its idle_timeout) and was ended; "
+                  {"message", "the terminal had no input for 2 s (its idle_timeout) and was ended; "
                               "open a new one"}}));
   EXPECT_EQ(client.close_code, net::ws_close::kNormal);
   EXPECT_EQ(client.close_reason, "the command ended");
