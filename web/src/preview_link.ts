@@ -3,15 +3,41 @@
 import { call } from './api';
 import { h, append, clear, field, notice } from './dom';
 
+// The daemon's answer is a preview origin for this port: http(s) and a host "<port>-...". Anything else is not
+// opened (a javascript: or another site's link would run with this page's click).
+export function previewUrl(url: unknown, port: number): URL | null {
+  if (typeof url !== 'string') return null;
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return null;
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') return null;
+  return u.hostname.startsWith(port + '-') ? u : null;
+}
+
 async function openPreview(sandbox: string, port: number, out: HTMLElement): Promise<void> {
   clear(out);
   try {
     const r = await call('sandbox_port_open', { sandbox, port });
-    const a = h('a', { href: r.url, target: '_blank', rel: 'noopener noreferrer' });
+    const url = previewUrl(r.url, port);
+    if (url === null) {
+      append(out, notice('The preview link the server returned is not a preview of port ' + port + '; not opened'));
+      return;
+    }
+    const link = () => h('a', { href: url.href, target: '_blank', rel: 'noopener noreferrer' });
+    const a = link();
     document.body.appendChild(a);
     a.click();
     a.remove();
-    append(out, notice('Preview of port ' + port + ' opened in a new tab', 'ok'));
+    // A popup blocker may have stopped the tab (the click came after an await): the link stays here to open by hand.
+    const ok = notice('Preview of port ' + port + ' opened in a new tab. If it did not open, ', 'ok');
+    const manual = link();
+    manual.id = 'preview-link';
+    append(manual, 'open the preview');
+    append(ok, manual, '.');
+    append(out, ok);
   } catch (e) {
     append(out, notice((e as Error).message));
   }
