@@ -17,16 +17,33 @@ export interface UsageSample {
 
 // One series' polyline points: the hour ending at the last sample runs left to right, and 0 to `top` bottom to
 // top (`top` is the limit, or the highest value when a value passes it). Rounded to 0.1 unit.
+// A sample whose time or value is not a finite number (a missing field, an unparsable time) is skipped, so no NaN
+// reaches the points.
 export function chartPoints(times: number[], values: number[], limit: number): string {
-  if (times.length === 0) return '';
-  const end = times[times.length - 1];
-  const top = Math.max(limit, ...values) || 1;
+  const kept: Array<[number, number]> = [];
+  times.forEach((t, i) => {
+    if (Number.isFinite(t) && Number.isFinite(values[i])) kept.push([t, values[i]]);
+  });
+  if (kept.length === 0) return '';
+  const end = kept[kept.length - 1][0];
+  const top = Math.max(Number.isFinite(limit) ? limit : 0, ...kept.map(([, v]) => v)) || 1;
   const round = (v: number) => String(Math.round(v * 10) / 10);
-  return times.map((t, i) => {
+  return kept.map(([t, v]) => {
     const x = Math.max(0, CHART_WIDTH - ((end - t) / HOUR_MS) * CHART_WIDTH);
-    const y = CHART_HEIGHT - (values[i] / top) * CHART_HEIGHT;
+    const y = CHART_HEIGHT - (v / top) * CHART_HEIGHT;
     return round(x) + ',' + round(y);
   }).join(' ');
+}
+
+// A field of a sample as a number: NaN when missing or not a number (chartPoints then skips it).
+function num(v: unknown): number {
+  return typeof v === 'number' ? v : NaN;
+}
+
+// The latest finite value for a caption, or '' when no sample has one.
+function latestCaption(values: number[], show: (v: number) => string): string {
+  for (let i = values.length - 1; i >= 0; i--) if (Number.isFinite(values[i])) return show(values[i]);
+  return '';
 }
 
 function svg(tag: string, attrs: Record<string, string>): SVGElement {
@@ -56,12 +73,14 @@ export function drawUsage(into: HTMLElement, samples: UsageSample[], limits: Usa
     return;
   }
   const times = samples.map((s) => Date.parse(s.at));
-  const last = samples[samples.length - 1];
+  const cpu = samples.map((s) => num(s.cpu_cores));
+  const memory = samples.map((s) => num(s.memory_bytes));
+  const pids = samples.map((s) => num(s.pids));
   append(into,
-         chart('usage-cpu', 'CPU', chartPoints(times, samples.map((s) => s.cpu_cores), limits.cpus),
-               last.cpu_cores.toFixed(2) + ' of ' + limits.cpus + ' cores'),
-         chart('usage-memory', 'Memory', chartPoints(times, samples.map((s) => s.memory_bytes), limits.mem_limit),
-               bytes(last.memory_bytes) + ' of ' + bytes(limits.mem_limit)),
-         chart('usage-pids', 'Processes', chartPoints(times, samples.map((s) => s.pids), limits.pids),
-               last.pids + ' of ' + limits.pids));
+         chart('usage-cpu', 'CPU', chartPoints(times, cpu, limits.cpus),
+               latestCaption(cpu, (v) => v.toFixed(2) + ' of ' + limits.cpus + ' cores')),
+         chart('usage-memory', 'Memory', chartPoints(times, memory, limits.mem_limit),
+               latestCaption(memory, (v) => bytes(v) + ' of ' + bytes(limits.mem_limit))),
+         chart('usage-pids', 'Processes', chartPoints(times, pids, limits.pids),
+               latestCaption(pids, (v) => v + ' of ' + limits.pids)));
 }
