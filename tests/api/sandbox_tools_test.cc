@@ -222,7 +222,7 @@ TEST_F(SandboxToolsTest, APublicCallerCannotMakeAnExecInteractiveOrLongerThan900
   json in = {{"sandbox", id}, {"argv", {"sh"}}, {"tty", true}, {"idle_timeout", 1800}};
   Error idle = Fail("sandbox_exec", in, ctx);
   EXPECT_EQ(idle.code, Code::kInvalidArgument);
-  EXPECT_EQ(idle.message, "input: unknown field 'idle_timeout'");
+  EXPECT_EQ(idle.message, "unknown field 'idle_timeout'");
   EXPECT_EQ(Fail("sandbox_exec", {{"sandbox", id}, {"argv", {"sh"}}, {"tty", true}, {"timeout", 901}}, ctx).message,
             "timeout: must be <= 900");
   EXPECT_EQ(Fail("sandbox_exec", {{"sandbox", id}, {"argv", {"sh"}}, {"tty", true}, {"timeout", 86400}}, ctx).message,
