@@ -1,6 +1,7 @@
 // The tool registry: every operation declared once (name, schemas, annotations, handler) and served by every surface.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -38,6 +39,14 @@ struct CallContext {
   std::function<bool()> cancelled;
   // Set by Registry::Begin once the call's start is recorded: Run records none of its own.
   bool intent_recorded = false;
+  // Server-only (no JSON input can set it; only isb's own web terminal does): a tty sandbox_exec runs as a person's
+  // interactive terminal, ended after idle_timeout with no input or resize, and at the latest after timeout (up to
+  // spec::kMaxInteractiveTimeoutS), instead of the public 15-minute limit.
+  struct Interactive {
+    std::chrono::milliseconds idle_timeout{0};
+    std::chrono::milliseconds timeout{0};
+  };
+  std::optional<Interactive> interactive;
 };
 
 struct ToolAnnotations {

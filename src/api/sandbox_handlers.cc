@@ -305,6 +305,12 @@ Result<json> SandboxHandlers::Exec(const json& in, const CallContext& ctx) {
 Result<json> SandboxHandlers::ExecUntimed(const json& in, const CallContext& ctx) {
   OrgSandboxes sb(all_, ctx);
   ISB_ASSIGN_OR_RETURN(ExecRequest req, ExecFromJson(in));
+  if (ctx.interactive && req.tty) {
+    // The server's own terminal: its limits come from the context, never from the input.
+    req.idle_timeout = ctx.interactive->idle_timeout;
+    req.timeout = ctx.interactive->timeout;
+    ISB_TRY(spec::Validate(req));
+  }
   bool base64 = in.value("encoding", "utf-8") == "base64";
   if (req.tty && !ctx.progress) {
     return Invalid("tty: needs a streaming call (REST ?stream=1 or Accept: text/event-stream; MCP with a "

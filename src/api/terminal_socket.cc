@@ -31,6 +31,14 @@ uint16_t SizeParam(const Request& req, std::string_view name, uint16_t fallback)
   return value >= 1 && value <= kMaxTerminalSide ? static_cast<uint16_t>(value) : fallback;
 }
 
+// A limit in seconds the query may shorten (never lengthen) from the server's.
+int64_t ShorterParam(const Request& req, std::string_view name, std::chrono::seconds server) {
+  std::string text = req.QueryParam(name);
+  if (text.empty() || text.size() > 6 || text.find_first_not_of("0123456789") != std::string::npos)
+    return server.count();
+  return std::clamp<int64_t>(std::stoll(text), 1, server.count());
+}
+
 // One terminal: the exec on a thread of its own, the client's messages on the calling one.
 class TerminalRun {
  public:
@@ -165,13 +173,18 @@ Response TerminalSocket::Handle(const Request& req, const Identity& who) const {
   if (std::string org = req.QueryParam("org"); !org.empty()) ctx.org = SanitizeUtf8(std::string_view(org).substr(0, 64));
   ctx.ip = req.remote_address;
   ctx.user_agent = SanitizeUtf8(std::string_view(req.headers.Get("User-Agent")).substr(0, 256));
+  // Interactive limits go in the server-only context, not the input: sandbox_exec's public schema has neither.
+  const int64_t timeout = ShorterParam(req, "timeout", options_.timeout);
+  ctx.interactive = CallContext::Interactive{
+      // An interactive command's idle limit is at most its timeout.
+      std::chrono::seconds(std::min(ShorterParam(req, "idle_timeout", options_.idle_timeout), timeout)),
+      std::chrono::seconds(timeout)};
   json input = {{"sandbox", sandbox},
                 {"argv", {"/bin/sh", "-c", kShell}},
                 {"env", {{"TERM", "xterm-256color"}}},
                 {"tty", true},
                 {"rows", SizeParam(req, "rows", spec::kDefaultRows)},
-                {"cols", SizeParam(req, "cols", spec::kDefaultCols)},
-                {"timeout", kMaxExecTimeoutS}};
+                {"cols", SizeParam(req, "cols", spec::kDefaultCols)}};
   Result<const Tool*> tool = registry_.Admit("sandbox_exec", input, ctx);
   if (!tool.ok()) return ErrorResponse(tool.error());
   // Begin marks the context as recorded: the run below writes no second "started" row.

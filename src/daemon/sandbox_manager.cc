@@ -543,10 +543,17 @@ Result<api::ExecResult> SandboxManager::Exec(const std::string& id_or_name, cons
   spec.timeout = req.timeout;
   spec.output_limit = kExecOutputLimit;
   spec.cancelled = req.cancelled;
+  // An interactive command: its input and resizes (a person at it) keep it alive, its output does not (a command
+  // printing forever is no person); with neither for idle_timeout, it is ended.
+  std::shared_ptr<IdleWatch> idle;
+  if (req.idle_timeout.count() > 0) {
+    idle = std::make_shared<IdleWatch>(req.idle_timeout);
+    spec.cancelled = [&req, idle] { return idle->Expired() || (req.cancelled && req.cancelled()); };
+  }
   std::string session;
   engine::ExecInputReady on_input;
   if (req.tty) {
-    ISB_ASSIGN_OR_RETURN(session, ReserveTerminal(rec.id, req.caller));
+    ISB_ASSIGN_OR_RETURN(session, ReserveTerminal(rec.id, req.caller, idle));
     spec.tty = true;
     spec.rows = req.rows;
     spec.cols = req.cols;
@@ -583,6 +590,7 @@ Result<api::ExecResult> SandboxManager::Exec(const std::string& id_or_name, cons
                             sink ? engine::ExecSink([&](int s, std::string_view d) { sink(s, d); }) : engine::ExecSink(),
                             on_input);
   record_activity();
+  if (!out.ok() && idle && idle->Expired()) return IdleEnded(idle->limit());
   if (!out.ok()) {
     if (out.error().code == Code::kNotFound)
       return Error::Of(Code::kConflict, "sandbox '" + rec.id + "' is not running");

@@ -22,6 +22,7 @@
 #include "audit/history.h"
 #include "daemon/disk_layer.h"
 #include "daemon/egress_service.h"
+#include "daemon/idle_watch.h"
 #include "daemon/port_publisher.h"
 #include "daemon/refill_policy.h"
 #include "daemon/teardown_queue.h"
@@ -206,7 +207,9 @@ class SandboxManager : public api::Sandboxes {
   int64_t Now() const { return options_.now(); }
   // Terminal sessions: a slot is reserved (and the id chosen) before the command starts, filled in when it runs,
   // and released when the exec returns.
-  Result<std::string> ReserveTerminal(const std::string& sandbox, const std::string& caller);
+  // An interactive session's `idle` (null otherwise) is touched by each input and resize.
+  Result<std::string> ReserveTerminal(const std::string& sandbox, const std::string& caller,
+                                      std::shared_ptr<IdleWatch> idle);
   Result<std::shared_ptr<engine::ExecInput>> FindTerminal(const std::string& id_or_name, const std::string& session,
                                                               const std::string& caller);
 
@@ -277,6 +280,7 @@ class SandboxManager : public api::Sandboxes {
   struct Terminal {
     std::string sandbox, caller;
     std::shared_ptr<engine::ExecInput> terminal;  // null until the command runs
+    std::shared_ptr<IdleWatch> idle;              // an interactive command's
   };
   Mutex terminals_mu_;
   std::map<std::string, Terminal> terminals_ ISB_GUARDED_BY(terminals_mu_);  // by session id

@@ -46,7 +46,8 @@ constexpr std::chrono::milliseconds kTerminalInputWait{5000};
 
 }  // namespace
 
-Result<std::string> SandboxManager::ReserveTerminal(const std::string& sandbox, const std::string& caller) {
+Result<std::string> SandboxManager::ReserveTerminal(const std::string& sandbox, const std::string& caller,
+                                                    std::shared_ptr<IdleWatch> idle) {
   ISB_ASSIGN_OR_RETURN(std::string hex, RandomHex(16));
   std::string session = "ts-" + hex;
   MutexLock lock(terminals_mu_);
@@ -56,7 +57,7 @@ Result<std::string> SandboxManager::ReserveTerminal(const std::string& sandbox, 
     return Error::Of(Code::kConflict, "sandbox '" + sandbox + "' has " + std::to_string(live) +
                                           " live terminal sessions, the most it may have; end one first");
   }
-  terminals_[session] = Terminal{sandbox, caller, nullptr};
+  terminals_[session] = Terminal{sandbox, caller, nullptr, std::move(idle)};
   return session;
 }
 
@@ -68,6 +69,7 @@ Result<std::shared_ptr<engine::ExecInput>> SandboxManager::FindTerminal(const st
   auto it = terminals_.find(session);
   if (it == terminals_.end() || it->second.sandbox != rec.id || it->second.caller != caller || !it->second.terminal)
     return api::NoTerminalSession(session, id_or_name);
+  if (it->second.idle) it->second.idle->Touch();  // found for input or a resize: a person is there
   return it->second.terminal;
 }
 

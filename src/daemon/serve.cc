@@ -425,7 +425,7 @@ int Serve(const ServeOptions& options) {
   api::HttpServerOptions http;
   // The web UI from the files embedded at build time, and sandbox terminals over WebSockets.
   api::WebUi web_ui(api::EmbeddedWebAssets());
-  api::TerminalSocket terminals(registry);
+  api::TerminalSocket terminals(registry, options.terminal);
   http.web_ui = [&web_ui](const api::Request& req) { return web_ui.Handle(req); };
   http.terminal = [&terminals](const api::Request& req, const api::Identity& who) {
     return terminals.Handle(req, who);

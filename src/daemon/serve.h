@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "api/spec_policy.h"
+#include "api/terminal_socket.h"
 #include "api/tool_policy.h"
 #include "audit/retention.h"
 #include "egress/judge.h"
@@ -67,6 +68,8 @@ struct ServeOptions {
   std::string preview_domain;
   // How often each preview session's viewer is checked again (--preview-recheck).
   std::chrono::milliseconds preview_recheck = std::chrono::minutes(1);
+  // A web terminal ends after this long with no input or resize (output does not count), and at the latest after `timeout`.
+  api::TerminalOptions terminal;
 };
 
 // Runs the daemon until SIGTERM or SIGINT; sandboxes keep running after it returns. Returns the exit status.

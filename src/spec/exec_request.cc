@@ -28,8 +28,14 @@ Status Validate(const ExecRequest& req) {
     ISB_ASSIGN_OR_RETURN(std::string normal, NormalizeInsidePath("workdir", req.workdir));
     if (normal != req.workdir) return Invalid("workdir: must be in its normal form, '" + normal + "'");
   }
-  if (req.timeout.count() < 1 || req.timeout > std::chrono::seconds(kMaxExecTimeoutS))
+  if (req.idle_timeout.count() != 0) {
+    if (!req.tty) return Invalid("idle_timeout: only with \"tty\": true (an interactive command is on a terminal)");
+    if (req.idle_timeout.count() < 0) return Invalid("idle_timeout: must be at least 1ms");
+    if (req.timeout < req.idle_timeout || req.timeout > std::chrono::seconds(kMaxInteractiveTimeoutS))
+      return Invalid("timeout: an interactive command's must be between its idle_timeout and 24 hours");
+  } else if (req.timeout.count() < 1 || req.timeout > std::chrono::seconds(kMaxExecTimeoutS)) {
     return Invalid("timeout: must be between 1ms and 15 minutes");
+  }
   if (req.tty) ISB_TRY(ValidateTerminalSize(req.rows, req.cols));
   return {};
 }

@@ -17,6 +17,9 @@ namespace isb::spec {
 
 inline constexpr size_t kMaxStdinBytes = 1 << 20;
 inline constexpr int64_t kDefaultExecTimeoutS = 60, kMaxExecTimeoutS = 15 * 60;
+// An interactive command (a person at a terminal): ended after idle_timeout without input or a resize, and at the
+// latest after its timeout, which may be up to a day.
+inline constexpr int64_t kDefaultTerminalIdleS = 30 * 60, kMaxInteractiveTimeoutS = 24 * 3600;
 inline constexpr uint16_t kDefaultRows = 24, kDefaultCols = 80;
 inline constexpr uint16_t kMaxTerminalSide = 1000;  // rows or columns
 
@@ -26,6 +29,10 @@ struct ExecRequest {
   std::map<std::string, std::string> env;
   std::string workdir;                                             // empty: the sandbox's working_dir
   std::chrono::milliseconds timeout{kDefaultExecTimeoutS * 1000};  // at most kMaxExecTimeoutS
+  // Nonzero: interactive (tty only; set by the server's own web terminal, never from a caller's JSON). The command is
+  // also ended once this long passes with no input typed and no resize (output does not count); `timeout` is then a
+  // hard cap of at most kMaxInteractiveTimeoutS, and at least this.
+  std::chrono::milliseconds idle_timeout{0};
   // True once the caller has gone away or cancelled the call (the command is then killed).
   std::function<bool()> cancelled;
   // A terminal (a pty inside the sandbox) instead of pipes: stderr merges into stdout, and the session can be

@@ -29,8 +29,8 @@ class SandboxToolsTest : public ::testing::Test {
     EXPECT_TRUE(s.ok()) << tool << " output: " << (s.ok() ? "" : s.error().message);
     return *r;
   }
-  Error Fail(const std::string& tool, const json& input) {
-    auto r = registry.Call(tool, input, HostContext());
+  Error Fail(const std::string& tool, const json& input, const CallContext& ctx = HostContext()) {
+    auto r = registry.Call(tool, input, ctx);
     EXPECT_FALSE(r.ok()) << tool << " unexpectedly succeeded";
     return r.ok() ? Error{} : r.error();
   }
@@ -206,6 +206,62 @@ TEST_F(SandboxToolsTest, ExecOnATerminal) {
             NoTerminalSession("ts-42", id).message);
   EXPECT_EQ(Fail("sandbox_exec_resize", {{"sandbox", id}, {"session", "ts-42"}, {"rows", 0}, {"cols", 1}}).code,
             Code::kInvalidArgument);
+}
+
+// Interactive mode is server-only: a REST or MCP caller's input cannot ask for an idle limit or a longer timeout.
+TEST_F(SandboxToolsTest, APublicCallerCannotMakeAnExecInteractiveOrLongerThan900Seconds) {
+  std::string id = Create();
+  fake.exec_fn = [](const ExecRequest& req, const OutputSink&) -> Result<ExecResult> {
+    req.on_session("ts-7");
+    return ExecResult{};
+  };
+  CallContext ctx;
+  ctx.identity = UserIn("t1");
+  ctx.progress = [](std::string_view, std::string_view) {};
+  ctx.cancelled = [] { return false; };
+  json in = {{"sandbox", id}, {"argv", {"sh"}}, {"tty", true}, {"idle_timeout", 1800}};
+  Error idle = Fail("sandbox_exec", in, ctx);
+  EXPECT_EQ(idle.code, Code::kInvalidArgument);
+  EXPECT_EQ(idle.message, "unknown field 'idle_timeout'");
+  EXPECT_EQ(Fail("sandbox_exec", {{"sandbox", id}, {"argv", {"sh"}}, {"tty", true}, {"timeout", 901}}, ctx).message,
+            "timeout: must be <= 900");
+  EXPECT_EQ(Fail("sandbox_exec", {{"sandbox", id}, {"argv", {"sh"}}, {"tty", true}, {"timeout", 86400}}, ctx).message,
+            "timeout: must be <= 900");
+  EXPECT_FALSE(registry.Find("sandbox_exec")->input_schema["properties"].contains("idle_timeout"));
+  EXPECT_EQ(registry.Find("sandbox_exec")->input_schema["properties"]["timeout"]["maximum"], 900);
+  // A terminal without the server's context keeps the public limits.
+  Ok("sandbox_exec", {{"sandbox", id}, {"argv", {"sh"}}, {"tty", true}}, ctx);
+  EXPECT_EQ(fake.last_exec.idle_timeout, std::chrono::milliseconds(0));
+  EXPECT_EQ(fake.last_exec.timeout, std::chrono::seconds(60));
+}
+
+// The server's own web terminal sets interactive limits in the context: up to a day, with an idle limit.
+TEST_F(SandboxToolsTest, TheServersTerminalContextMakesATtyExecInteractiveForUpToADay) {
+  std::string id = Create();
+  fake.exec_fn = [](const ExecRequest& req, const OutputSink&) -> Result<ExecResult> {
+    if (req.on_session) req.on_session("ts-7");
+    return ExecResult{};
+  };
+  CallContext ctx;
+  ctx.identity = UserIn("t1");
+  ctx.progress = [](std::string_view, std::string_view) {};
+  ctx.cancelled = [] { return false; };
+  ctx.interactive = CallContext::Interactive{std::chrono::minutes(30), std::chrono::hours(24)};
+  json in = {{"sandbox", id}, {"argv", {"sh"}}, {"tty", true}};
+  Ok("sandbox_exec", in, ctx);
+  EXPECT_EQ(fake.last_exec.idle_timeout, std::chrono::minutes(30));
+  EXPECT_EQ(fake.last_exec.timeout, std::chrono::hours(24));
+  // The input's own timeout cannot override the server's.
+  in["timeout"] = 5;
+  Ok("sandbox_exec", in, ctx);
+  EXPECT_EQ(fake.last_exec.timeout, std::chrono::hours(24));
+  ctx.interactive->timeout = std::chrono::hours(24) + std::chrono::milliseconds(1);
+  EXPECT_EQ(Fail("sandbox_exec", in, ctx).message,
+            "timeout: an interactive command's must be between its idle_timeout and 24 hours");
+  // Without tty the context changes nothing: the public limits hold.
+  Ok("sandbox_exec", {{"sandbox", id}, {"argv", {"sh"}}}, ctx);
+  EXPECT_EQ(fake.last_exec.idle_timeout, std::chrono::milliseconds(0));
+  EXPECT_EQ(fake.last_exec.timeout, std::chrono::seconds(60));
 }
 
 TEST_F(SandboxToolsTest, ExecCapsOutputAndEncodes) {

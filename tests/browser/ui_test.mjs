@@ -260,6 +260,69 @@ try {
   console.log('ok egress');
   await shot(page, '07-egress');
 
+  // Usage charts: sandbox_usage answered (in a tab of its own) with known samples an hour, half an hour and no time
+  // before the last; each series is drawn against the sandbox's limit, so the points are exact.
+  const sbSpec = got.body.result.spec;
+  const sbId = got.body.result.id;
+  check(sbSpec.mem_limit % 4 === 0 && sbSpec.pids % 4 === 0, 'limits divisible by 4: ' + JSON.stringify(sbSpec));
+  const hourAgo = Date.parse('2026-01-01T00:00:00Z');
+  const at = (s) => new Date(hourAgo + s * 1000).toISOString();
+  const samples = [
+    { at: at(0), cpu_cores: 0, memory_bytes: 0, pids: 0 },
+    { at: at(1800), cpu_cores: sbSpec.cpus / 2, memory_bytes: sbSpec.mem_limit / 4, pids: sbSpec.pids / 2 },
+    { at: at(3600), cpu_cores: sbSpec.cpus, memory_bytes: sbSpec.mem_limit / 2, pids: sbSpec.pids / 4 },
+  ];
+  const charts = await browser.newPage();
+  await watch(charts, 'charts tab');
+  await charts.setRequestInterception(true);
+  const previewCalls = [];
+  charts.on('request', (req) => {
+    if (req.url() === BASE + '/api/v1/tools/sandbox_usage') {
+      void req.respond({ status: 200, contentType: 'application/json', body: JSON.stringify({
+        result: { sandbox: sbId, state: 'running', interval_s: 2, samples } }) });
+      return;
+    }
+    if (req.url() === BASE + '/api/v1/tools/sandbox_port_open') previewCalls.push(JSON.parse(req.postData()));
+    void req.continue();
+  });
+  await charts.goto(BASE + '/#/sandboxes/web-one', { waitUntil: 'domcontentloaded' });
+  await charts.waitForSelector('#usage-cpu', { timeout: STEP_MS });
+  const drawn = await charts.evaluate(() => ['cpu', 'memory', 'pids'].map((k) =>
+    document.getElementById('usage-' + k).getAttribute('points')));
+  check(JSON.stringify(drawn) === JSON.stringify(['0,100 180,50 360,0', '0,100 180,75 360,50', '0,100 180,50 360,75']),
+        'the usage charts\' points: ' + JSON.stringify(drawn));
+  check(await charts.$eval('#usage-charts svg', (e) => e.getAttribute('aria-label')) === 'CPU over the last hour',
+        'the CPU chart is labelled');
+  console.log('ok usage charts');
+  await shot(charts, '07b-usage');
+
+  // Open preview: sandbox_port_open called for the port, its one-time link opened in a new tab at the preview's
+  // own origin, <port>-<sandbox id>-<org>.localhost on isb's port, with no opener and no referrer.
+  await charts.evaluate(() => {
+    const click = HTMLAnchorElement.prototype.click;
+    window.__anchorsClicked = [];
+    HTMLAnchorElement.prototype.click = function () {
+      window.__anchorsClicked.push([this.target, this.rel]);
+      return click.call(this);
+    };
+  });
+  await charts.type('#preview-port', '8080');
+  await charts.click('#open-preview');
+  const previewTab = await browser.waitForTarget((t) => t.url().startsWith('http://8080-'), { timeout: STEP_MS });
+  check(JSON.stringify(previewCalls) === JSON.stringify([{ sandbox: 'web-one', port: 8080 }]),
+        'one sandbox_port_open call: ' + JSON.stringify(previewCalls));
+  const previewUrl = new URL(previewTab.url());
+  check(previewUrl.host === '8080-' + sbId + '-default.localhost:' + new URL(BASE).port,
+        'the preview opened at its own origin: ' + previewTab.url());
+  const clicked = await charts.evaluate(() => window.__anchorsClicked);
+  check(JSON.stringify(clicked) === JSON.stringify([['_blank', 'noopener noreferrer']]),
+        'the link opened in a new tab with rel=noopener noreferrer: ' + JSON.stringify(clicked));
+  await waitText(charts, '#h-ports ~ div .notice', 'Preview of port 8080 opened in a new tab');
+  console.log('ok open preview');
+  await (await previewTab.page())?.close();
+  await charts.close();
+  await page.bringToFront();
+
   // Seven more tabs on the list, eight with this one: more than the 6 connections chromium opens to a host, and
   // than the daemon's streams per account. The browser holds one events stream, in one tab, and a sandbox made
   // through the API appears in every tab without a reload. (Not networkidle: a stream stays open.)

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 
 #include <filesystem>
+#include <thread>
 
 namespace isb::daemon {
 namespace {
@@ -64,6 +65,11 @@ void FakeRuntime::SetUsage(const std::string& id, const engine::CgroupStats& usa
 void FakeRuntime::SetExitCode(int code) {
   std::lock_guard lock(mu_);
   exit_code_ = code;
+}
+
+void FakeRuntime::HoldTerminals() {
+  std::lock_guard lock(mu_);
+  hold_terminals_ = true;
 }
 
 std::vector<std::string> FakeRuntime::TerminalInput() {
@@ -138,6 +144,16 @@ Result<engine::ExecOutcome> FakeRuntime::Exec(const engine::RuntimeHandle& handl
     out.exit_code = exit_code_;
   }
   if (spec.tty && on_input) on_input(std::make_shared<RecordingInput>(&mu_, &terminal_input_));
+  bool hold = false;
+  {
+    std::lock_guard lock(mu_);
+    hold = hold_terminals_ && spec.tty;
+  }
+  while (hold && spec.cancelled) {
+    if (spec.cancelled()) return Error::Of(Code::kUnavailable, "the caller went away or cancelled the call");
+    if (sink) sink(1, "tick\n");  // a command that prints all the time
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   out.stdout_data = "ran " + (spec.argv.empty() ? std::string() : spec.argv[0]) + "\n";
   if (sink) sink(1, out.stdout_data);
   return out;

@@ -37,6 +37,9 @@ class FakeRuntime : public engine::Runtime {
   void SetUsage(const std::string& id, const engine::CgroupStats& usage);
   // The exit code of the next execs (0 unless set).
   void SetExitCode(int code);
+  // From now on a terminal exec runs until its `cancelled` says so (asked every 10 ms), printing "tick\n" to its
+  // sink each time, then returns the real runtime's kUnavailable, as a busy shell nobody exits does.
+  void HoldTerminals();
   std::string Root(const std::string& id) const { return roots_dir_ + "/" + id; }
 
   std::string_view Name() const override { return "fake"; }
@@ -69,6 +72,7 @@ class FakeRuntime : public engine::Runtime {
   std::vector<std::string> terminal_input_;
   int next_ = 0;
   int exit_code_ = 0;
+  bool hold_terminals_ = false;
 };
 
 }  // namespace isb::daemon

@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <thread>
 
 #include "base/file.h"
 #include "daemon/fake_runtime.h"
@@ -215,6 +216,79 @@ TEST_F(ManagerOverFakeRuntime, ATerminalSessionsInputAndResizeReachTheRuntimeAsM
   EXPECT_TRUE(resized.ok()) << resized.error().message;
   EXPECT_FALSE(other.ok());
   EXPECT_EQ(runtime_->TerminalInput(), (std::vector<std::string>{"stdin:ls\n", "eof", "resize:40x100"}));
+}
+
+// An interactive terminal (idle_timeout 300 ms) typed into every 100 ms for 600 ms lives on past twice its idle
+// limit, then, left alone, is ended with the idle error; a caller's going away is still its own error.
+TEST_F(ManagerOverFakeRuntime, AnInteractiveTerminalLivesWhileTypedIntoAndEndsOnceIdleForItsLimit) {
+  runtime_->HoldTerminals();
+  api::SandboxInfo sb = Create({});
+  api::ExecRequest req;
+  req.argv = {"sh"};
+  req.tty = true;
+  req.caller = "rest:user:ann";
+  req.idle_timeout = std::chrono::milliseconds(300);
+  req.timeout = std::chrono::hours(24);
+  std::vector<Status> typed;
+  std::thread typist;
+  req.on_session = [&](const std::string& session) {
+    typist = std::thread([&, session] {
+      for (int i = 0; i < 6; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        typed.push_back(mgr_->ExecInput(sb.id, session, "rest:user:ann", "x", false));
+      }
+    });
+  };
+  const auto start = std::chrono::steady_clock::now();
+  auto r = mgr_->Exec(sb.id, req, nullptr);
+  const auto took = std::chrono::steady_clock::now() - start;
+  typist.join();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, Code::kTimeout);
+  EXPECT_EQ(r.error().message,
+            "the terminal had no input for 300 ms (its idle_timeout) and was ended; open a new one");
+  EXPECT_GE(took, std::chrono::milliseconds(900));  // 600 ms typed, then 300 ms quiet
+  EXPECT_LT(took, std::chrono::milliseconds(3000));
+  ASSERT_EQ(typed.size(), 6u);
+  for (const Status& s : typed) EXPECT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(runtime_->TerminalInput(), std::vector<std::string>(6, "stdin:x"));
+
+  // The caller's own cancel, before the idle limit: the runtime's error, not the idle one.
+  req.on_session = nullptr;
+  req.idle_timeout = std::chrono::minutes(30);
+  req.cancelled = [] { return true; };
+  auto gone = mgr_->Exec(sb.id, req, nullptr);
+  ASSERT_FALSE(gone.ok());
+  EXPECT_EQ(gone.error().code, Code::kUnavailable);
+}
+
+// Output is not a person: a terminal printing every 10 ms that nobody types into is ended once its idle limit
+// (300 ms) passes, with the idle error, long before the caller's own 3 s give-up.
+TEST_F(ManagerOverFakeRuntime, AnInteractiveTerminalThatOnlyPrintsEndsOnceIdleForItsLimit) {
+  runtime_->HoldTerminals();
+  api::SandboxInfo sb = Create({});
+  api::ExecRequest req;
+  req.argv = {"sh"};
+  req.tty = true;
+  req.caller = "rest:user:ann";
+  req.idle_timeout = std::chrono::milliseconds(300);
+  req.timeout = std::chrono::hours(24);
+  const auto start = std::chrono::steady_clock::now();
+  req.cancelled = [start] { return std::chrono::steady_clock::now() - start > std::chrono::seconds(3); };
+  size_t printed = 0;
+  auto r = mgr_->Exec(sb.id, req, [&](int stream, std::string_view data) {
+    EXPECT_EQ(stream, 1);
+    EXPECT_EQ(data, "tick\n");
+    ++printed;
+  });
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, Code::kTimeout);
+  EXPECT_EQ(r.error().message, "the terminal had no input for 300 ms (its idle_timeout) and was ended; open a new one");
+  EXPECT_GE(took, std::chrono::milliseconds(300));
+  EXPECT_LT(took, std::chrono::milliseconds(2000));
+  EXPECT_GE(printed, 10u);  // it printed all along
+  EXPECT_EQ(runtime_->TerminalInput(), std::vector<std::string>{});
 }
 
 TEST_F(ManagerOverFakeRuntime, UsageIsTheRuntimes) {

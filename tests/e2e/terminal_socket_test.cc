@@ -1,7 +1,10 @@
 // A sandbox's terminal over a WebSocket (GET /api/v1/sandboxes/<id>/terminal) end to end, with a raw client: the
 // handshake, output and input, a resize, the end, the limit of sessions, and the refusals (a session's foreign
 // Origin, a sandbox that does not exist, a request that is not an upgrade).
+#include <sqlite3.h>
+
 #include <regex>
+#include <thread>
 
 #include "e2e/daemon_fixture.h"
 #include "net/websocket_frame.h"
@@ -276,6 +279,42 @@ TEST_F(TerminalSocketTest, APasteLargerThanOneInputCallArrivesWhole) {
   ExpectAudit("the paste", {ByToken("rest", "sandbox_exec"), input});
 }
 
+// The shell is interactive, not a command with the exec limit: typed into every second for 6 s, three times its
+// idle limit of 2 s (asked for in the query), it lives on; left alone it ends, told why, within the limit and the
+// daemon's once-a-second check.
+TEST_F(TerminalSocketTest, ATerminalLivesWhileUsedPastItsIdleLimitAndEndsOnceLeftAlone) {
+  std::string id = CreateSandbox();
+  TerminalClient client(tcp_endpoint(), Target(id) + "&idle_timeout=2", Bearer());
+  int answered = 0;
+  std::chrono::steady_clock::time_point last_answer{};
+  client.on_output = [&](const std::string& output) {
+    if (answered >= 6 || output.find("tick" + std::to_string(answered + 1) + "\r\n") == std::string::npos) return;
+    last_answer = std::chrono::steady_clock::now();
+    if (++answered == 6) return;
+    std::this_thread::sleep_for(1s);
+    client.conn.Send(ClientFrame(op::kBinary, "echo tick$((" + std::to_string(answered) + "+1))\n"));
+  };
+  const auto start = std::chrono::steady_clock::now();
+  client.Run([&](const json& msg) {
+    if (msg.value("type", "") == "session") client.conn.Send(ClientFrame(op::kBinary, "echo tick$((0+1))\n"));
+  }, 40s);
+  ASSERT_EQ(answered, 6) << client.output;
+  EXPECT_GE(last_answer - start, 5s);
+  const auto quiet = std::chrono::steady_clock::now() - last_answer;
+  EXPECT_GE(quiet, 2s);
+  EXPECT_LT(quiet, 5s);
+  EXPECT_EQ(client.texts.back(),
+            json({{"type", "error"},
+                  {"error", "timeout"},
+                  {"message", "the terminal had no input for 2 s (its idle_timeout) and was ended; "
+                              "open a new one"}}));
+  EXPECT_EQ(client.close_code, net::ws_close::kNormal);
+  EXPECT_EQ(client.close_reason, "the command ended");
+  ExpectedRow input = ByToken("rest", "sandbox_exec_input");
+  input.rows = ExpectedRow::Rows::kAny;
+  ExpectAudit("the idle terminal", {ByToken("rest", "sandbox_exec"), input});
+}
+
 // A token revoked while its terminal is open: within the daemon's re-check (5 s) the terminal ends, told why.
 TEST_F(TerminalSocketTest, ATerminalEndsWithAPolicyCloseOnceItsTokenIsRevoked) {
   SkipAuditCheck();  // the refused credential the re-check finds is the auth suite's to count
@@ -291,6 +330,37 @@ TEST_F(TerminalSocketTest, ATerminalEndsWithAPolicyCloseOnceItsTokenIsRevoked) {
   }, 30s);
   ASSERT_NE(revoked_at, std::chrono::steady_clock::time_point{}) << client.head;
   EXPECT_LT(std::chrono::steady_clock::now() - revoked_at, 8s);
+  EXPECT_EQ(client.close_code, net::ws_close::kPolicy);
+  EXPECT_EQ(client.close_reason,
+            "the terminal ended: the server is stopping, or the caller's credential or access changed");
+}
+
+// A browser session whose expiry passes while its terminal is open (moved to 2 s from now in the daemon's database,
+// as 12 hours would pass): within the daemon's re-check (5 s) the terminal ends, told why.
+TEST_F(TerminalSocketTest, ATerminalEndsWithAPolicyCloseOnceItsBrowserSessionExpires) {
+  SkipAuditCheck();  // the setup, sign-in and the expired credential the re-check finds are another suite's to count
+  std::string id = CreateSandbox();
+  const std::string cookie = SessionCookie();
+  TerminalClient client(tcp_endpoint(), Target(id), {cookie, "Origin: http://127.0.0.1:" + std::to_string(port())});
+  std::chrono::steady_clock::time_point expires{};
+  client.Run([&](const json& msg) {
+    if (msg.value("type", "") != "session") return;
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open((state_dir() + "/isb.db").c_str(), &db), SQLITE_OK);
+    sqlite3_busy_timeout(db, 5000);
+    char* error = nullptr;
+    const int rc = sqlite3_exec(db, "UPDATE sessions SET expires_at = CAST(strftime('%s', 'now') AS INTEGER) + 2 "
+                                    "WHERE revoked_at IS NULL", nullptr, nullptr, &error);
+    EXPECT_EQ(rc, SQLITE_OK) << (error ? error : "");
+    EXPECT_EQ(sqlite3_changes(db), 1);
+    sqlite3_free(error);
+    sqlite3_close(db);
+    expires = std::chrono::steady_clock::now() + 2s;
+  }, 30s);
+  ASSERT_NE(expires, std::chrono::steady_clock::time_point{}) << client.head;
+  const auto after = std::chrono::steady_clock::now() - expires;
+  EXPECT_GT(after, -1s);  // not before the expiry (the database holds whole seconds)
+  EXPECT_LT(after, 7s);
   EXPECT_EQ(client.close_code, net::ws_close::kPolicy);
   EXPECT_EQ(client.close_reason,
             "the terminal ended: the server is stopping, or the caller's credential or access changed");

@@ -66,5 +66,31 @@ TEST(ExecRequestTest, ATerminalHasOneToAThousandRowsAndColumns) {
   EXPECT_EQ(ValidateTerminalSize(1000, 1).ok(), true);
 }
 
+TEST(ExecRequestTest, AnInteractiveCommandIsATerminalWithAnIdleLimitAndATimeoutOfUpToADay) {
+  ExecRequest r = Command({"sh"});
+  r.tty = true;
+  r.idle_timeout = std::chrono::seconds(kDefaultTerminalIdleS);
+  r.timeout = std::chrono::seconds(kMaxInteractiveTimeoutS);
+  EXPECT_EQ(Refusal(r), "accepted");
+  r.timeout += std::chrono::milliseconds(1);
+  EXPECT_EQ(Refusal(r), "timeout: an interactive command's must be between its idle_timeout and 24 hours");
+  r.timeout = std::chrono::seconds(kDefaultTerminalIdleS) - std::chrono::milliseconds(1);
+  EXPECT_EQ(Refusal(r), "timeout: an interactive command's must be between its idle_timeout and 24 hours");
+  r.timeout = std::chrono::seconds(kDefaultTerminalIdleS);
+  EXPECT_EQ(Refusal(r), "accepted");
+  r.idle_timeout = std::chrono::milliseconds(-1);
+  EXPECT_EQ(Refusal(r), "idle_timeout: must be at least 1ms");
+  r.idle_timeout = std::chrono::seconds(1);
+  r.tty = false;
+  EXPECT_EQ(Refusal(r), "idle_timeout: only with \"tty\": true (an interactive command is on a terminal)");
+  // Without idle_timeout a terminal keeps the 15 minutes every command has.
+  r.tty = true;
+  r.idle_timeout = std::chrono::milliseconds(0);
+  r.timeout = std::chrono::seconds(kMaxExecTimeoutS) + std::chrono::milliseconds(1);
+  EXPECT_EQ(Refusal(r), "timeout: must be between 1ms and 15 minutes");
+  EXPECT_EQ(kDefaultTerminalIdleS, 1800);
+  EXPECT_EQ(kMaxInteractiveTimeoutS, 86400);
+}
+
 }  // namespace
 }  // namespace isb::spec

@@ -6,6 +6,10 @@ import { LiveChanges, SandboxEvent } from './events';
 import { Page } from './page';
 import { egressText, egressValue } from './sandboxes';
 import { TerminalView } from './terminal';
+import { previewButton, previewForm } from './preview_link';
+import { drawUsage, UsageSample } from './usage_chart';
+
+const USAGE_EVERY_MS = 10000;
 
 function base64Of(data: ArrayBuffer): string {
   const bytesIn = new Uint8Array(data);
@@ -34,6 +38,10 @@ export class SandboxPage implements Page {
   private egress = h('textarea', { name: 'egress', rows: 4, id: 'egress-list' });
   private egressOut = h('div');
   private ports = h('ul', { class: 'plain' });
+  private previewOut = h('div');
+  private usage = h('div', { class: 'usage-charts', id: 'usage-charts' });
+  private usageTimer = 0;
+  private limits = { cpus: 1, mem_limit: 0, pids: 0 };
   private cwd = '/root';
   private files = h('ul', { class: 'files', id: 'file-list' });
   private filesOut = h('div');
@@ -68,13 +76,29 @@ export class SandboxPage implements Page {
            h('section', { 'aria-labelledby': 'h-term' }, h('h2', { id: 'h-term' }, 'Terminal'), openTerm, termSlot),
            h('div', { class: 'columns' },
              h('section', { 'aria-labelledby': 'h-egress' }, h('h2', { id: 'h-egress' }, 'Egress'), egressForm),
-             h('section', { 'aria-labelledby': 'h-ports' }, h('h2', { id: 'h-ports' }, 'Published ports'), this.ports)),
+             h('section', { 'aria-labelledby': 'h-ports' }, h('h2', { id: 'h-ports' }, 'Published ports'), this.ports,
+               previewForm(this.id, this.previewOut), this.previewOut)),
+           h('section', { 'aria-labelledby': 'h-usage' }, h('h2', { id: 'h-usage' }, 'Usage, last hour'), this.usage),
            h('section', { 'aria-labelledby': 'h-files' }, h('h2', { id: 'h-files' }, 'Files'), go,
              field('Upload into this directory', upload), this.files, this.filesOut),
            h('section', { 'aria-labelledby': 'h-events' }, h('h2', { id: 'h-events' }, 'Events'), this.events));
     await this.load(true);
     await this.browse(this.cwd);
-    if (!this.left) this.live = new LiveChanges((ev) => this.changed(ev));
+    await this.loadUsage();
+    if (this.left) return;
+    this.live = new LiveChanges((ev) => this.changed(ev));
+    this.usageTimer = window.setInterval(() => void this.loadUsage(), USAGE_EVERY_MS);
+  }
+
+  // The last hour's samples (sandbox_usage, a point every 2 s), each series drawn against the sandbox's limit.
+  private async loadUsage(): Promise<void> {
+    try {
+      const r = await call('sandbox_usage', { sandbox: this.id });
+      drawUsage(this.usage, r.samples as UsageSample[], this.limits);
+    } catch (e) {
+      clear(this.usage);
+      append(this.usage, notice((e as Error).message));
+    }
   }
 
   private changed(ev: SandboxEvent | null): void {
@@ -142,11 +166,13 @@ export class SandboxPage implements Page {
              h('dt', {}, 'CPU time'), h('dd', {}, u.cpu_usec !== undefined ? (u.cpu_usec / 1e6).toFixed(2) + ' s' : ''),
              h('dt', {}, 'Created'), h('dd', {}, when(s.created_at)),
              h('dt', {}, 'Expires'), h('dd', {}, when(s.expires_at))));
+    this.limits = { cpus: s.spec.cpus, mem_limit: s.spec.mem_limit, pids: s.spec.pids };
     if (first) this.egress.value = egressText(s.spec.egress);
     await this.loadEvents();
     clear(this.ports);
     for (const p of s.spec.ports || []) {
-      append(this.ports, h('li', {}, `${p.host_address || '127.0.0.2'}:${p.host_port} → ${p.sandbox_port}`));
+      append(this.ports, h('li', {}, `${p.host_address || '127.0.0.2'}:${p.host_port} → ${p.sandbox_port} `,
+                           previewButton(this.id, p.sandbox_port, this.previewOut)));
     }
     if (!(s.spec.ports || []).length) append(this.ports, h('li', { class: 'muted' }, 'None'));
   }
@@ -221,6 +247,7 @@ export class SandboxPage implements Page {
 
   dispose(): void {
     this.left = true;
+    window.clearInterval(this.usageTimer);
     this.live?.close();
     this.terminal?.dispose();
   }

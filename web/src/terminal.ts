@@ -1,6 +1,8 @@
 // A sandbox's terminal: xterm.js over the WebSocket at /api/v1/sandboxes/<id>/terminal (binary frames both ways,
-// JSON text frames for the session, resizes and the end). Paste is typed input; a lost connection reconnects to a
-// new shell (a shell's session ends with its connection), and Reconnect does so by hand.
+// JSON text frames for the session, resizes and the end). Paste is typed input; a connection lost while the shell
+// ran reconnects to a new shell (a shell's session ends with its connection), a few times; one the server ended on
+// purpose (the shell exited, an error frame such as the idle limit, a normal close) does not, and Reconnect opens a
+// new shell by hand.
 import { Terminal } from '@xterm/xterm';
 import { FitAddon } from '@xterm/addon-fit';
 import { currentOrg } from './api';
@@ -84,15 +86,21 @@ export class TerminalView {
         this.ended = true;
         this.setStatus('the shell exited (' + msg.exit_code + ')');
       } else if (msg.type === 'error') {
-        this.setStatus(msg.message);
+        // The server ended it (the idle limit, a revoked session): say why, and open no new shell by itself.
+        this.ended = true;
+        this.setStatus(typeof msg.message === 'string' && msg.message ? msg.message : 'the terminal ended');
       }
     };
-    ws.onclose = () => {
+    ws.onclose = (ev) => {
       if (this.socket !== ws) return;
       const wasReady = this.ready;
       this.ready = false;
       this.reconnect.hidden = false;
       if (this.ended) return;
+      if (ev.code === 1000) {  // a normal close is the server's choice, not a lost connection
+        this.setStatus('the terminal ended');
+        return;
+      }
       // A connection lost while the shell ran (a network change, a daemon restart): a new shell, a few times.
       if (wasReady && this.retries < MAX_RETRIES) {
         this.retries++;
