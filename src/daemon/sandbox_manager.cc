@@ -608,7 +608,7 @@ Result<api::ExecResult> SandboxManager::Exec(const std::string& id_or_name, cons
   r.stdout_truncated = out->stdout_truncated;
   r.stderr_truncated = out->stderr_truncated;
   r.duration_ms = out->duration_ms;
-  if (oom_before.ok() && (r.signal == SIGKILL || r.exit_code == 128 + SIGKILL)) {
+  if (oom_before.ok() && !r.timed_out && (r.signal == SIGKILL || r.exit_code == 128 + SIGKILL)) {
     Result<engine::CgroupStats> after = runtime_->Usage(Handle(rec));
     r.oom_killed = after.ok() && after->oom_kills > oom_before->oom_kills;
   }
