@@ -69,7 +69,8 @@ async function token(params) {
 async function mcpStatus(accessToken, path = '/mcp') {
   const r = await fetch(`${base}${path}`, { method: 'POST', headers: { Authorization: `Bearer ${accessToken}`,
     'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }) });
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18',
+      capabilities: {}, clientInfo: { name: 'isb-e2e', version: '1.0.0' } } }) });
   return { status: r.status, wwwAuthenticate: r.headers.get('www-authenticate'), body: await r.text() };
 }
 
