@@ -226,17 +226,14 @@ Response OAuthServer::Authorize(const Request& req) {
   if (std::find(client->redirect_uris.begin(), client->redirect_uris.end(), redirect_uri) ==
       client->redirect_uris.end())
     return ErrorPage(400, "redirect_uri: not one registered for client " + client->id);
+  // Every error before the person answers is a page here, never a redirect: a redirect at once would let anyone
+  // bounce a browser through isb to any registered URI without a session or a click.
   const std::string state = FormValue(*query, "state"), issuer = Issuer(req);
-  auto back = [&](std::string_view error, std::string_view description) {
-    return BackToClient(redirect_uri, {{"error", std::string(error)}, {"error_description", std::string(description)}},
-                        state, issuer);
-  };
-  if (FormValue(*query, "response_type") != "code")
-    return back("unsupported_response_type", "response_type: only code");
+  if (FormValue(*query, "response_type") != "code") return ErrorPage(400, "response_type: only code");
   if (FormValue(*query, "code_challenge_method") != "S256")
-    return back("invalid_request", "code_challenge_method: only S256");
+    return ErrorPage(400, "code_challenge_method: only S256");
   const std::string challenge = FormValue(*query, "code_challenge");
-  if (!IsChallenge(challenge)) return back("invalid_request", "code_challenge: 43 base64url characters (S256)");
+  if (!IsChallenge(challenge)) return ErrorPage(400, "code_challenge: 43 base64url characters (S256)");
   std::string resource = FormValue(*query, "resource");
   if (resource.empty()) resource = issuer + "/mcp";
   Pending pending{.client = *client, .redirect_uri = redirect_uri, .challenge = challenge, .state = state,
@@ -247,8 +244,7 @@ Response OAuthServer::Authorize(const Request& req) {
     const bool org_mcp = org.starts_with(prefix) && org.ends_with("/mcp") && org.size() > prefix.size() + 4;
     if (org_mcp) org = org.substr(prefix.size(), org.size() - prefix.size() - 4);
     if (!org_mcp || org.find('/') != std::string_view::npos)
-      return back("invalid_target", "resource: isb's MCP resources are " + issuer + "/mcp and " + issuer +
-                                        "/orgs/ORG/mcp");
+      return ErrorPage(400, "resource: isb's MCP resources are " + issuer + "/mcp and " + issuer + "/orgs/ORG/mcp");
     pending.org = std::string(org);
   }
   auto who = web_auth_.Session(req);

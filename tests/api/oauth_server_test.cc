@@ -199,6 +199,33 @@ TEST_F(OAuthServerTest, AConsentAnswerNeedsThisSessionsPageItsOriginAndARoleTheU
   EXPECT_EQ(Answer(id, "org=acme&role=member&decision=approve").status, 403);
 }
 
+TEST_F(OAuthServerTest, AnAuthorizationErrorBeforeConsentIsAPageNeverARedirect) {
+  const std::string client = Register();
+  const std::string good_challenge = identity::PkceS256(kVerifier);
+  struct Case {
+    std::string target, message;
+  };
+  const std::string base = "/oauth/authorize?client_id=" + client + "&redirect_uri=http%3A%2F%2F127.0.0.1%3A9%2Fcallback&state=s1";
+  const std::vector<Case> cases = {
+      {base + "&response_type=token&code_challenge_method=S256&code_challenge=" + good_challenge,
+       "response_type: only code"},
+      {base + "&response_type=code&code_challenge_method=plain&code_challenge=" + good_challenge,
+       "code_challenge_method: only S256"},
+      {base + "&response_type=code&code_challenge_method=S256&code_challenge=short",
+       "code_challenge: 43 base64url characters (S256)"},
+  };
+  for (const Case& c : cases) {
+    for (bool signed_in : {false, true}) {
+      Request req = Make("GET", c.target);
+      if (signed_in) req.headers.Set("Cookie", cookie_);
+      Response r = oauth_->Handle(req);
+      EXPECT_EQ(r.status, 400) << c.target;
+      EXPECT_FALSE(r.headers.Has("Location")) << c.target;
+      EXPECT_NE(r.body.find("<p>" + c.message + "</p>"), std::string::npos) << r.body;
+    }
+  }
+}
+
 TEST_F(OAuthServerTest, AnAuthorizationRequestIsCheckedBeforeAnythingIsShown) {
   const std::string client = Register();
   Response anonymous = oauth_->Handle(Make("GET", AuthorizeTarget(client)));
@@ -213,8 +240,12 @@ TEST_F(OAuthServerTest, AnAuthorizationRequestIsCheckedBeforeAnythingIsShown) {
   Response plain = oauth_->Handle(Make("GET", AuthorizeTarget(client) + "&code_challenge_method=plain"));
   EXPECT_EQ(plain.status, 400);  // code_challenge_method given twice
   Response target = oauth_->Handle(Make("GET", AuthorizeTarget(client, "&resource=https%3A%2F%2Fother.example%2Fmcp")));
-  EXPECT_EQ(target.status, 302);
-  EXPECT_TRUE(target.headers.Get("Location").starts_with("http://127.0.0.1:9/callback?error=invalid_target&"));
+  EXPECT_EQ(target.status, 400);
+  EXPECT_FALSE(target.headers.Has("Location"));
+  EXPECT_NE(target.body.find("resource: isb&#39;s MCP resources are http://isb.test:8092/mcp and "
+                             "http://isb.test:8092/orgs/ORG/mcp"),
+            std::string::npos)
+      << target.body;
   Request rebound = Make("GET", AuthorizeTarget(client));
   rebound.headers.Set("Host", "rebound.example");
   EXPECT_EQ(oauth_->Handle(rebound).status, 403);
