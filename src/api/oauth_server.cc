@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/json_util.h"
+#include "api/listen_address.h"
 #include "api/oauth_form.h"
 #include "api/rest.h"
 #include "identity/tokens.h"
@@ -127,7 +128,9 @@ OAuthServer::OAuthServer(identity::IdentityStore& store, WebAuth& web_auth, OAut
     : store_(store),
       web_auth_(web_auth),
       options_(std::move(options)),
-      registrations_({options_.registrations_per_hour, 3600, 10000}) {}
+      registrations_({options_.registrations_per_hour, 3600, 10000}),
+      refusal_rows_({options_.refusal_rows_per_minute, 60, 10000}),
+      all_refusal_rows_({options_.refusal_rows_per_minute * 10, 60, 1}) {}
 
 std::string OAuthServer::Issuer(const Request& req) const { return options_.scheme + "://" + req.headers.Get("Host"); }
 
@@ -139,6 +142,17 @@ std::string OAuthServer::ResourceMetadataUrl(const Request& req) const {
 
 void OAuthServer::Report(const Request& req, OAuthEvent event) {
   if (options_.on_event) options_.on_event(req, event);
+}
+
+void OAuthServer::ReportRefusal(const Request& req, OAuthEvent event) {
+  const std::string key = IsLoopbackHost(req.remote_address) ? std::string("loopback") : req.remote_address;
+  {
+    MutexLock lock(refusal_mu_);
+    if (refusal_rows_.RetryAfter(key) != 0 || all_refusal_rows_.RetryAfter("all") != 0) return;
+    refusal_rows_.RecordFailure(key);
+    all_refusal_rows_.RecordFailure("all");
+  }
+  Report(req, std::move(event));
 }
 
 Response OAuthServer::Handle(const Request& req) {
@@ -375,12 +389,12 @@ Response OAuthServer::Token(const Request& req) {
   }
   const std::string action = grant == "refresh_token" ? "oauth_refresh" : "oauth_token";
   if (!out.ok()) {
-    Report(req, {action, "", "", ClientLabel(*client), Status(out.error())});
+    ReportRefusal(req, {action, "", "", ClientLabel(*client), Status(out.error())});
     return OAuthError(out.error().code == Code::kInternal ? 500 : 400,
                       out.error().code == Code::kInternal ? "server_error" : "invalid_grant", out.error().message);
   }
   if (auto* refused = std::get_if<identity::GrantRefusal>(&*out)) {
-    Report(req, {action, "", "", ClientLabel(*client), Error::Of(Code::kUnauthenticated, refused->description)});
+    ReportRefusal(req, {action, "", "", ClientLabel(*client), Error::Of(Code::kUnauthenticated, refused->description)});
     return OAuthError(400, refused->error, refused->description);
   }
   const auto& t = std::get<identity::IssuedTokens>(*out);

@@ -44,6 +44,9 @@ struct OAuthOptions {
   std::function<void(const Request& req, const OAuthEvent& event)> on_event;
   // Registrations one client address may make an hour: each is a row kept for good.
   int registrations_per_hour = 20;
+  // Refused token requests audited a minute per client address (all of loopback is one), and ten times that in all,
+  // as HttpServer's refusals: an anonymous flood of bad codes cannot grow the audit log without bound.
+  int refusal_rows_per_minute = 60;
 };
 
 inline constexpr size_t kMaxPendingConsents = 1024;
@@ -84,11 +87,16 @@ class OAuthServer {
   Response Decide(const Request& req);
   Response Token(const Request& req);
   void Report(const Request& req, OAuthEvent event);
+  // Reports a refused token request within the refusal budget of its address and of all addresses.
+  void ReportRefusal(const Request& req, OAuthEvent event);
 
   identity::IdentityStore& store_;
   WebAuth& web_auth_;
   OAuthOptions options_;
   identity::RateLimiter registrations_;
+  Mutex refusal_mu_;
+  identity::RateLimiter refusal_rows_ ISB_GUARDED_BY(refusal_mu_);
+  identity::RateLimiter all_refusal_rows_ ISB_GUARDED_BY(refusal_mu_);
   Mutex mu_;
   std::map<std::string, Pending, std::less<>> pending_ ISB_GUARDED_BY(mu_);
 };

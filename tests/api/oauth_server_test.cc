@@ -270,6 +270,33 @@ TEST_F(OAuthServerTest, TheTokenEndpointRefusesAWrongVerifierAReplayAndAnUnknown
   EXPECT_EQ(events_.back(), "oauth_token  unauthenticated");
 }
 
+TEST_F(OAuthServerTest, RefusedTokenRequestsAreAuditedOnlyWithinTheRefusalBudgetOfTheirAddress) {
+  OAuthOptions options;
+  options.refusal_rows_per_minute = 3;
+  options.on_event = [this](const Request&, const OAuthEvent& e) {
+    events_.push_back(e.action + " " + e.org + " " + std::string(e.outcome.ok() ? "ok" : CodeName(e.outcome.error().code)));
+  };
+  oauth_ = std::make_unique<OAuthServer>(*id_, *web_, options);
+  const std::string client = Register();
+  events_.clear();
+  auto bad_code = [&](const std::string& address) {
+    Request req = Make("POST", "/oauth/token",
+                       "grant_type=authorization_code&client_id=" + client + "&code=isb_code_nothing&code_verifier=" +
+                           kVerifier + "&redirect_uri=http%3A%2F%2F127.0.0.1%3A9%2Fcallback");
+    req.remote_address = address;
+    return oauth_->Handle(req);
+  };
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(bad_code("192.0.2.7").status, 400);
+  EXPECT_EQ(events_.size(), 3u);
+  // All of loopback is one address: any local user may send from all of 127.0.0.0/8.
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(bad_code("127.0.0." + std::to_string(i + 1)).status, 400);
+  EXPECT_EQ(events_.size(), 6u);
+  // Ten addresses exhaust the budget of all of them (3 x 10 = 30 rows): more addresses write nothing.
+  for (int a = 0; a < 40; ++a) bad_code("198.51.100." + std::to_string(a));
+  EXPECT_EQ(events_.size(), 30u);
+  EXPECT_EQ(events_.back(), "oauth_token  unauthenticated");
+}
+
 TEST_F(OAuthServerTest, ARegistrationWithAnUnsafeRedirectUriIsRefused) {
   Response r = oauth_->Handle(Make("POST", "/oauth/register", R"({"redirect_uris":["http://evil.example/cb"]})"));
   EXPECT_EQ(r.status, 400);
