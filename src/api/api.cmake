@@ -13,6 +13,8 @@ add_library(isb_api STATIC
   src/api/org_sandboxes.cc
   src/api/quota_gate.cc
   src/api/web_auth.cc
+  src/api/oauth_form.cc
+  src/api/oauth_server.cc
   src/api/identity_tools.cc
   src/api/org_tools.cc
   src/api/audit_tools.cc
@@ -71,6 +73,8 @@ add_executable(isb_api_tests
   tests/api/role_matrix_test.cc
   tests/api/secret_tools_test.cc
   tests/api/web_auth_test.cc
+  tests/api/oauth_form_test.cc
+  tests/api/oauth_server_test.cc
   tests/api/web_ui_test.cc
   tests/api/event_bus_test.cc
   tests/api/events_http_test.cc
@@ -85,6 +89,8 @@ isb_fuzz_target(spec_policy LIBS isb_api)
 isb_fuzz_target(router LIBS isb_api)
 # The credentials in a TCP request (Authorization, Cookie, the browser headers) and the sign-in and setup bodies.
 isb_fuzz_target(web_auth LIBS isb_api)
+# OAuth form bodies and query strings, client registration JSON and redirect URIs.
+isb_fuzz_target(oauth_form LIBS isb_api)
 # A preview's Host and target, and the header fields the preview proxy edits both ways.
 isb_fuzz_target(preview_host LIBS isb_api)
 # What a browser sends on a terminal WebSocket once upgraded.

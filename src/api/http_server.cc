@@ -142,9 +142,12 @@ bool StartsWithIgnoreCase(std::string_view s, std::string_view prefix) {
   return s.size() >= prefix.size() && EqualsIgnoreCase(s.substr(0, prefix.size()), prefix);
 }
 
-Response Unauthenticated(const std::string& message) {
+// `resource_metadata`: the RFC 9728 metadata URL of the resource refused, or "" for none.
+Response Unauthenticated(const std::string& message, const std::string& resource_metadata = "") {
   Response r = ErrorResponse(Error::Of(Code::kUnauthenticated, message));
-  r.headers.Set("WWW-Authenticate", "Bearer realm=\"isb\"");
+  std::string challenge = "Bearer realm=\"isb\"";
+  if (!resource_metadata.empty()) challenge += ", resource_metadata=\"" + resource_metadata + "\"";
+  r.headers.Set("WWW-Authenticate", challenge);
   return r;
 }
 
@@ -245,6 +248,10 @@ class HttpServer::Impl {
   Response Dispatch(const Request& req);
   // A request to a route that needs a login: its caller's identity, then the account's call slot, then the route.
   Response Authenticated(const Route& route, const Request& req);
+  // Where a 401 from `route` points an OAuth client: the MCP resource's metadata URL, or "" elsewhere.
+  std::string ResourceMetadata(const Route& route, const Request& req) const {
+    return route.handler == Handler::kMcp && opts_.resource_metadata ? opts_.resource_metadata(req) : "";
+  }
   // The route's handler, for a caller already let in.
   Response Handle(const Route& route, const Request& req, const Identity& identity);
 
@@ -670,7 +677,7 @@ Response HttpServer::Impl::Refuse(const Route& route, const Request& req, const 
                                   Error error) {
   const bool tell = SpendRefusalRow(key);
   if (tell) opts_.on_refused(req, who, SurfaceOf(route.handler), error);
-  if (error.code == Code::kUnauthenticated) return Unauthenticated(error.message);
+  if (error.code == Code::kUnauthenticated) return Unauthenticated(error.message, ResourceMetadata(route, req));
   Response r = ErrorResponse(error);
   if (error.code == Code::kTooManyRequests) r.headers.Set("Retry-After", "1");
   return r;
@@ -704,7 +711,7 @@ Response HttpServer::Impl::Authenticated(const Route& route, const Request& req)
         r.headers.Set("Retry-After", "60");
         return r;
       }
-      return Unauthenticated(who.error().message);
+      return Unauthenticated(who.error().message, ResourceMetadata(route, req));
     }
     identity = std::move(*who);
   }
@@ -763,6 +770,7 @@ Response HttpServer::Impl::Handle(const Route& route, const Request& req, const 
     case Handler::kWebUi: return opts_.web_ui ? opts_.web_ui(req) : NoRouteResponse(req.Path());
     case Handler::kTerminal: return opts_.terminal ? opts_.terminal(req, identity) : NoRouteResponse(req.Path());
     case Handler::kEvents: return opts_.events ? opts_.events(req, identity) : NoRouteResponse(req.Path());
+    case Handler::kOAuth: return opts_.oauth ? opts_.oauth(req) : NoRouteResponse(req.Path());
     case Handler::kMetrics:
       return opts_.metrics ? ServeMetrics(opts_.metrics, req, &identity) : NoRouteResponse(req.Path());
     case Handler::kNoRoute: return NoRouteResponse(req.Path());

@@ -66,6 +66,10 @@ struct HttpServerOptions {
   // GET /api/v1/events (api/events_stream.h), and the text of GET /metrics (api/metrics_endpoint.h): 404 when unset.
   std::function<Response(const Request& req, const Identity& who)> events;
   std::function<std::string()> metrics;
+  // OAuth for MCP clients (Handler::kOAuth; api/oauth_server.h), and where a 401 from MCP points a client for it:
+  // the URL of the resource's RFC 9728 metadata, sent as WWW-Authenticate's resource_metadata. Unset: 404, and none.
+  std::function<Response(const Request& req)> oauth;
+  std::function<std::string(const Request& req)> resource_metadata;
   // Loopback callers without a credential may read /metrics (isb serve --metrics-public), when their Host names
   // loopback too.
   bool metrics_public = false;

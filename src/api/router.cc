@@ -121,6 +121,7 @@ std::string_view HandlerName(Handler handler) {
     case Handler::kTerminal: return "terminal";
     case Handler::kEvents: return "events";
     case Handler::kMetrics: return "metrics";
+    case Handler::kOAuth: return "oauth";
     case Handler::kNoRoute: return "no_route";
   }
   return "unknown";

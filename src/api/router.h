@@ -20,6 +20,7 @@ enum class Handler {
   kTerminal, // a sandbox's terminal over a WebSocket (TerminalSocket)
   kEvents,   // GET /api/v1/events: lifecycle events as Server-Sent Events (events_stream.h)
   kMetrics,  // GET /metrics: the Prometheus text (metrics_endpoint.h)
+  kOAuth,    // OAuth for MCP clients: the .well-known metadata and /oauth/ (oauth_server.h)
   kNoRoute,  // a path nothing serves: 404
 };
 std::string_view HandlerName(Handler handler);

@@ -160,7 +160,15 @@ Result<Identity> WebAuth::Identify(const Request& req, std::string* account) {
     if (kind.ok() && *kind == identity::SecretKind::kSession) {
       return Error::Of(Code::kUnauthenticated, "a session is sent as the isb_session cookie, not as a bearer token");
     }
-    return store_.Resolve(secret);
+    ISB_ASSIGN_OR_RETURN(Identity who, store_.Resolve(secret));
+    if (!who.resource.empty()) {
+      const std::string here = options_.resource_of ? options_.resource_of(req) : "";
+      if (here != who.resource) {
+        return Error::Of(Code::kUnauthenticated, "this OAuth token is for " + who.resource + ", not " +
+                                                     (here.empty() ? "this path" : SanitizeUtf8(here.substr(0, 300))));
+      }
+    }
+    return who;
   }
   std::string session = CookieValue(req.headers.Get("Cookie"), kSessionCookie);
   if (session.empty()) {
@@ -174,6 +182,17 @@ Result<Identity> WebAuth::Identify(const Request& req, std::string* account) {
   else if (ChangesState(req)) ISB_TRY(CheckBrowserRequest(req, options_));
   return who;
 }
+
+Result<Identity> WebAuth::Session(const Request& req) {
+  ISB_TRY(CheckHostOf(req));
+  std::string session = CookieValue(req.headers.Get("Cookie"), kSessionCookie);
+  if (session.empty()) return Error::Of(Code::kUnauthenticated, "not signed in");
+  auto kind = identity::ParseSecret(session);
+  if (!kind.ok() || *kind != identity::SecretKind::kSession) return Error::Of(Code::kUnauthenticated, "malformed token");
+  return store_.Resolve(session);
+}
+
+Status WebAuth::CheckHostOf(const Request& req) const { return CheckHost(req.headers.Get("Host"), options_); }
 
 Response WebAuth::Handle(const Request& req) {
   std::string_view path = req.Path();

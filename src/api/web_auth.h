@@ -48,6 +48,9 @@ struct WebAuthOptions {
   // (`isb serve --sign-in-account-limit`, `--sign-in-address-limit`).
   int sign_in_failures_per_account = 5;
   int sign_in_failures_per_address = 20;
+  // The MCP resource a request is to, as an OAuth access token names it (RFC 8707; api/oauth_server.h), or "" for a
+  // request to none: a token bound to a resource is good there only. Unset: such tokens are good nowhere.
+  std::function<std::string(const Request& req)> resource_of;
   // How long a sign-in or setup waits for one of the kMaxPasswordChecks slots before its 503.
   std::chrono::milliseconds password_check_wait = kPasswordCheckWait;
 };
@@ -82,6 +85,12 @@ class WebAuth {
 
   // The /api/v1/auth/ routes.
   Response Handle(const Request& req);
+
+  // The signed-in browser session a request carries, for isb's own pages outside the API (the OAuth consent page):
+  // the isb_session cookie resolved, and the Host one of allowed_hosts. The caller applies its own CSRF check.
+  Result<Identity> Session(const Request& req);
+  // kForbidden when the request's Host is not one of allowed_hosts (any when that is empty).
+  Status CheckHostOf(const Request& req) const;
 
  private:
   // Authenticate without the report; *account: the session's user once it is known.

@@ -31,6 +31,7 @@
 #include "api/sandbox_tools.h"
 #include "api/secret_tools.h"
 #include "api/terminal_socket.h"
+#include "api/oauth_server.h"
 #include "api/web_auth.h"
 #include "api/web_ui.h"
 #include "base/file.h"
@@ -420,7 +421,28 @@ int Serve(const ServeOptions& options) {
     Log("audit: a " + e.action + " was not recorded: " + r.error().message);
     return Error::Of(Code::kUnavailable, "the audit log could not record it (" + r.error().message + ")");
   };
+  // OAuth for MCP clients: isb is the resource and its own authorization server, over the scheme its cookies
+  // assume (HTTPS beyond loopback or behind a proxy).
+  api::OAuthOptions oauth_options;
+  oauth_options.scheme = web_options.secure_cookie ? "https" : "http";
+  oauth_options.on_event = [log = audit_log->get()](const api::Request& req, const api::OAuthEvent& event) {
+    audit::Entry e;
+    e.org = event.org;
+    e.actor = event.account.empty() ? "oauth-client" : "user:" + audit::CleanText(event.account);
+    e.actor_kind = event.account.empty() ? "anonymous" : "user";
+    e.surface = "rest";
+    e.action = event.action;
+    e.target = audit::CleanText(event.client);
+    e.outcome = audit::OutcomeOf(event.outcome);
+    e.ip = req.remote_address;
+    e.user_agent = req.headers.Get("User-Agent");
+    if (auto r = log->Append(e); !r.ok()) Log("audit: an " + e.action + " was not recorded: " + r.error().message);
+  };
+  web_options.resource_of = [scheme = oauth_options.scheme](const api::Request& req) {
+    return api::McpResourceOf(req, scheme);
+  };
   api::WebAuth web_auth(**identity, web_options);
+  api::OAuthServer oauth(**identity, web_auth, oauth_options);
   rest.SetAuthRoutes([&web_auth](const api::Request& req) { return web_auth.Handle(req); });
   api::HttpServerOptions http;
   // The web UI from the files embedded at build time, and sandbox terminals over WebSockets.
@@ -462,6 +484,8 @@ int Serve(const ServeOptions& options) {
   };
   http.metrics = [&db, &manager, &egress] { return RenderDaemonMetrics(**db, manager, egress->get()); };
   http.metrics_public = options.metrics_public;
+  http.oauth = [&oauth](const api::Request& req) { return oauth.Handle(req); };
+  http.resource_metadata = [&oauth](const api::Request& req) { return oauth.ResourceMetadataUrl(req); };
   http.preview_takes = [&previews](std::string_view host, std::string_view target) {
     return previews.proxy().Takes(host, target);
   };

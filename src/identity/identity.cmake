@@ -16,6 +16,7 @@ add_library(isb_identity STATIC
   src/identity/sessions.cc
   src/identity/invitations.cc
   src/identity/setup.cc
+  src/identity/oauth_grants.cc
   src/identity/store.cc)
 target_link_libraries(isb_identity PUBLIC isb_base isb_store ${SODIUM_LIB} OpenSSL::Crypto)
 target_include_directories(isb_identity PUBLIC ${SODIUM_INCLUDE})
@@ -28,6 +29,7 @@ isb_tests(isb_identity_tests LIBS isb_identity SOURCES
   tests/identity/users_test.cc
   tests/identity/orgs_test.cc
   tests/identity/token_store_test.cc
+  tests/identity/oauth_grants_test.cc
   tests/identity/sessions_test.cc
   tests/identity/onboarding_test.cc
   tests/identity/at_rest_test.cc

@@ -34,6 +34,7 @@ struct Principal {
   std::optional<Role> role_cap; // a token's cap on every role
   std::map<std::string, Role, std::less<>> roles;  // org name -> the user's membership role, as stored
   std::vector<Scope> scopes;    // a token's scopes; empty: unscoped
+  std::string resource;         // an OAuth access token's audience (RFC 8707), the one MCP URL it is for; "": any
 
   // The unix socket's and the host CLI's caller.
   static Principal Host();

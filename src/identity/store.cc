@@ -12,7 +12,8 @@ IdentityStore::IdentityStore(store::Db& db, IdentityOptions options)
       tokens_(db, options.now, users_),
       sessions_(db, options.now, users_),
       invitations_(db, options.now, orgs_),
-      setup_(db, options.now, users_, options.state_dir) {}
+      setup_(db, options.now, users_, options.state_dir),
+      oauth_(db, options.now, tokens_) {}
 
 Result<std::unique_ptr<IdentityStore>> IdentityStore::Open(store::Db& db, IdentityOptions options) {
   if (!options.now) return Error::Msg("identity store: no clock");

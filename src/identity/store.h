@@ -13,6 +13,7 @@
 #include "base/result.h"
 #include "identity/clock.h"
 #include "identity/invitations.h"
+#include "identity/oauth_grants.h"
 #include "identity/orgs.h"
 #include "identity/principal.h"
 #include "identity/sessions.h"
@@ -45,6 +46,7 @@ class IdentityStore {
   Sessions& sessions() { return sessions_; }
   Invitations& invitations() { return invitations_; }
   Setup& setup() { return setup_; }
+  OAuthGrants& oauth() { return oauth_; }
 
  private:
   IdentityStore(store::Db& db, IdentityOptions options);
@@ -55,6 +57,7 @@ class IdentityStore {
   Sessions sessions_;
   Invitations invitations_;
   Setup setup_;
+  OAuthGrants oauth_;
 };
 
 }  // namespace isb::identity

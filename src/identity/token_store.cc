@@ -11,7 +11,7 @@ namespace {
 
 constexpr char kColumns[] =
     "t.id, t.kind, t.name, coalesce(o.name, ''), coalesce(t.user_id, 0), t.role_cap, t.scopes, t.created_at, "
-    "t.expires_at, t.revoked_at, t.last_used_at, t.hash";
+    "t.expires_at, t.revoked_at, t.last_used_at, t.hash, coalesce(t.resource, '')";
 constexpr char kFrom[] = " FROM tokens t LEFT JOIN orgs o ON o.id = t.org_id ";
 // last_used_at is written at most this often per token, not on every call.
 constexpr int64_t kLastUsedGranularity = 60;
@@ -33,6 +33,7 @@ TokenRecord RecordOf(const store::Row& r) {
   t.expires_at = OptInt(r[8]);
   t.revoked_at = OptInt(r[9]);
   t.last_used_at = OptInt(r[10]);
+  t.resource = store::AsText(r[12]);
   return t;
 }
 
@@ -57,18 +58,31 @@ Result<NewToken> Tokens::Insert(SecretKind kind, const TokenSpec& spec, int64_t 
   int64_t now = now_();
   ISB_ASSIGN_OR_RETURN(auto rows,
                        db_.Query("INSERT INTO tokens(hash, kind, name, org_id, user_id, role_cap, scopes, created_at, "
-                                 "expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) RETURNING id",
+                                 "expires_at, resource) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) RETURNING id",
                                  {SecretHash(secret), std::string(KindText(kind)), spec.name, org,
-                                  NullIfZero(user), cap,
-                                  FormatScopes(spec.scopes), now, OrNull(spec.expires_at)}));
+                                  NullIfZero(user), cap, FormatScopes(spec.scopes), now, OrNull(spec.expires_at),
+                                  spec.resource.empty() ? store::Value(nullptr) : store::Value(spec.resource)}));
   TokenRecord rec{store::AsInt(rows[0][0]), kind, spec.name, spec.org, user, spec.role_cap, spec.scopes, now,
-                  spec.expires_at, std::nullopt, std::nullopt};
+                  spec.expires_at, std::nullopt, std::nullopt, spec.resource};
   return NewToken{std::move(secret), std::move(rec)};
 }
 
 Result<NewToken> Tokens::Create(const Principal& caller, const TokenSpec& spec) {
   if (caller.kind == PrincipalKind::kToken)
     return Error::Of(Code::kForbidden, "a token cannot create a token; sign in, or use the unix socket on the host");
+  if (!spec.resource.empty())
+    return Error::Of(Code::kInvalidArgument, "resource: only the OAuth token endpoint binds a token to a resource");
+  return CreateChecked(caller, spec);
+}
+
+Result<NewToken> Tokens::CreateGranted(const TokenSpec& spec) {
+  if (spec.org.empty() || !spec.role_cap || spec.resource.empty() || spec.user_id == 0 || !spec.expires_at)
+    return Error::Of(Code::kInternal, "an OAuth grant's token needs a user, an org, a role, a resource and an expiry");
+  ISB_ASSIGN_OR_RETURN(Principal owner, users_.PrincipalOf(spec.user_id, PrincipalKind::kUser, "user disabled"));
+  return CreateChecked(owner, spec);
+}
+
+Result<NewToken> Tokens::CreateChecked(const Principal& caller, const TokenSpec& spec) {
   ISB_TRY(CheckTokenName(spec.name));
   ISB_TRY(CheckExpiry(spec.expires_at, now_()));
   int64_t user = spec.user_id == 0 ? caller.user_id : spec.user_id;
@@ -154,6 +168,7 @@ Result<Principal> Tokens::Resolve(std::string_view secret, SecretKind kind) {
     if (!t.org.empty()) p.platform_admin = false;
     p.role_cap = t.role_cap;
     p.scopes = t.scopes;
+    p.resource = t.resource;
   }
   p.kind = PrincipalKind::kToken;
   p.credential_id = t.id;

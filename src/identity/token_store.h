@@ -24,6 +24,7 @@ struct TokenSpec {
   std::vector<Scope> scopes{};          // empty: unscoped
   std::optional<int64_t> expires_at{};  // unix seconds; must be in the future
   int64_t user_id = 0;                  // 0: the caller's own user; another user only for the host
+  std::string resource{};               // an OAuth access token's audience, the MCP URL it is for; "": any
 };
 
 struct TokenRecord {
@@ -38,6 +39,7 @@ struct TokenRecord {
   std::optional<int64_t> expires_at;
   std::optional<int64_t> revoked_at;
   std::optional<int64_t> last_used_at;
+  std::string resource;  // "": any
 };
 
 // The secret, to be shown exactly once, and what is stored of it besides its hash.
@@ -54,6 +56,9 @@ class Tokens {
   // A token principal can never mint a token (kForbidden "a token cannot create a token"). An org-scoped token needs
   // the user to reach that org, and a role cap no higher than the user's role there.
   Result<NewToken> Create(const Principal& caller, const TokenSpec& spec);
+  // An OAuth access token for spec.user_id, which the user approved on the consent page (api/oauth_server.h) for
+  // spec.org at spec.role_cap, bound to spec.resource. The caller checked the role; this checks it again.
+  Result<NewToken> CreateGranted(const TokenSpec& spec);
   // Only the host (PrincipalKind::kSuperadmin): no credential presented over HTTP becomes a durable superadmin one.
   Result<NewToken> CreateSuperadmin(const Principal& caller, std::string_view name, std::optional<int64_t> expires_at);
   // The owner, an admin of the token's org, a platform admin or a superadmin; anyone else gets kNotFound, as for a
@@ -69,6 +74,8 @@ class Tokens {
   Result<Principal> Resolve(std::string_view secret, SecretKind kind);
 
  private:
+  // Create's checks of the spec against `caller`, the user the token is for (or the host naming another user).
+  Result<NewToken> CreateChecked(const Principal& caller, const TokenSpec& spec);
   Result<NewToken> Insert(SecretKind kind, const TokenSpec& spec, int64_t user);
   Result<std::vector<TokenRecord>> Select(const std::string& where, const std::vector<store::Value>& args);
 

@@ -9,8 +9,8 @@
 namespace isb::identity {
 namespace {
 
-constexpr std::array<std::string_view, 6> kPrefixes = {"isb_tok_", "isb_sa_", "isb_sess_", "isb_inv_", "isb_rst_",
-                                                       "isb_setup_"};
+constexpr std::array<std::string_view, 8> kPrefixes = {"isb_tok_", "isb_sa_",    "isb_sess_", "isb_inv_",
+                                                       "isb_rst_", "isb_setup_", "isb_code_", "isb_rt_"};
 constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
 int Sextet(char c) {
@@ -78,6 +78,12 @@ std::string SecretHash(std::string_view secret) {
     out.push_back(kDigits[c & 15]);
   }
   return out;
+}
+
+std::string PkceS256(std::string_view verifier) {
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(verifier.data()), verifier.size(), digest);
+  return Base64Url(digest, sizeof digest);
 }
 
 bool HashesEqual(std::string_view a, std::string_view b) {

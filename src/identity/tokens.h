@@ -16,6 +16,8 @@ enum class SecretKind {
   kInvitation,  // isb_inv_   invitation into an org
   kReset,       // isb_rst_   password reset
   kSetup,       // isb_setup_ one-time creation of the first admin
+  kAuthCode,    // isb_code_  OAuth authorization code (api/oauth_server.h)
+  kRefresh,     // isb_rt_    OAuth refresh token
 };
 
 inline constexpr size_t kSecretBytes = 32;
@@ -32,6 +34,9 @@ Result<SecretKind> ParseSecret(std::string_view presented);
 
 // Lower-case hex SHA-256 of the whole secret, prefix included: what the database keeps.
 std::string SecretHash(std::string_view secret);
+
+// The PKCE S256 challenge of a code verifier (RFC 7636): unpadded base64url of its SHA-256.
+std::string PkceS256(std::string_view verifier);
 
 // Constant-time equality of two hashes of the same length (false on a length mismatch).
 bool HashesEqual(std::string_view a, std::string_view b);

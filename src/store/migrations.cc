@@ -242,6 +242,43 @@ ALTER TABLE sandboxes ADD COLUMN handle TEXT NOT NULL DEFAULT '';
 UPDATE sandboxes SET runtime = 'namespaces',
   handle = 'pid=' || pid || ' start=' || start_time || ' lease=' || lease_index WHERE state = 'running' AND pid > 0;
 )sql",
+      // 10: OAuth 2.1 for MCP clients (api/oauth_server.h): the audience an access token is bound to (RFC 8707;
+      // NULL: any), registered clients, authorization codes and refresh tokens (only their SHA-256). A refresh
+      // token's family is the code it came from: reusing a rotated one revokes the family and its access tokens.
+      R"sql(
+ALTER TABLE tokens ADD COLUMN resource TEXT;
+CREATE TABLE oauth_clients (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  redirect_uris TEXT NOT NULL,
+  created_at INTEGER NOT NULL
+);
+CREATE TABLE oauth_codes (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  hash TEXT NOT NULL UNIQUE CHECK (length(hash) = 64),
+  client_id TEXT NOT NULL REFERENCES oauth_clients(id) ON DELETE CASCADE,
+  redirect_uri TEXT NOT NULL,
+  challenge TEXT NOT NULL,
+  user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+  org_id INTEGER NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,
+  role TEXT NOT NULL CHECK (role IN ('viewer', 'member', 'admin', 'owner')),
+  resource TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  expires_at INTEGER NOT NULL,
+  used_at INTEGER
+);
+CREATE TABLE oauth_refresh (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  hash TEXT NOT NULL UNIQUE CHECK (length(hash) = 64),
+  family INTEGER NOT NULL REFERENCES oauth_codes(id) ON DELETE CASCADE,
+  access_token_id INTEGER NOT NULL REFERENCES tokens(id) ON DELETE CASCADE,
+  created_at INTEGER NOT NULL,
+  expires_at INTEGER NOT NULL,
+  used_at INTEGER,
+  revoked_at INTEGER
+);
+CREATE INDEX oauth_refresh_family ON oauth_refresh(family);
+)sql",
   };
   return m;
 }

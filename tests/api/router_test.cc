@@ -227,13 +227,16 @@ TEST_F(ServerRoutesTest, EveryRouteThatNeedsALoginRefusesACallWithoutOne) {
   EXPECT_GE(checked, 4u);  // at least the REST API, /mcp, /orgs/<org>/mcp, and any other path
 }
 
-TEST_F(ServerRoutesTest, OnlyHealthSigningInAndTheWebUiFilesNeedNoLogin) {
+TEST_F(ServerRoutesTest, OnlyHealthSigningInTheWebUiFilesAndOAuthNeedNoLogin) {
   std::set<std::string> open;
   for (const Route& route : server_->routes()) {
     if (!route.needs_login) open.insert(Describe(route.match) + " -> " + std::string(HandlerName(route.handler)));
   }
   EXPECT_EQ(open, (std::set<std::string>{"exact /healthz -> health", "prefix /api/v1/auth/ -> sign_in",
-                                         "exact / -> web_ui", "prefix /assets/ -> web_ui"}));
+                                         "exact / -> web_ui", "prefix /assets/ -> web_ui",
+                                         "prefix /.well-known/oauth-protected-resource -> oauth",
+                                         "exact /.well-known/oauth-authorization-server -> oauth",
+                                         "prefix /oauth/ -> oauth"}));
   std::set<std::string> websockets;
   for (const Route& route : server_->routes()) {
     if (route.websocket) websockets.insert(Describe(route.match) + " -> " + std::string(HandlerName(route.handler)));

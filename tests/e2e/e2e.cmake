@@ -4,6 +4,7 @@
 set(ISB_E2E_NODE_DIR ${CMAKE_BINARY_DIR}/e2e-node)
 configure_file(${CMAKE_CURRENT_LIST_DIR}/mcp_client.mjs ${ISB_E2E_NODE_DIR}/mcp_client.mjs COPYONLY)
 configure_file(${CMAKE_CURRENT_LIST_DIR}/mcp_stdio_client.mjs ${ISB_E2E_NODE_DIR}/mcp_stdio_client.mjs COPYONLY)
+configure_file(${CMAKE_CURRENT_LIST_DIR}/mcp_oauth_client.mjs ${ISB_E2E_NODE_DIR}/mcp_oauth_client.mjs COPYONLY)
 
 add_executable(isb_e2e_tests
   tests/e2e/daemon_fixture.cc
@@ -16,6 +17,7 @@ add_executable(isb_e2e_tests
   tests/e2e/http_client.h
   tests/e2e/rest_test.cc
   tests/e2e/mcp_test.cc
+  tests/e2e/mcp_oauth_test.cc
   tests/e2e/mcp_sdk.cc
   tests/e2e/mcp_sdk.h
   tests/e2e/onboard_test.cc

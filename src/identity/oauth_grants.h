@@ -1,0 +1,92 @@
+// OAuth 2.1 grants for MCP clients: registered clients, single-use authorization codes bound to a PKCE challenge,
+// and refresh tokens rotated on use, whose access tokens are ordinary org-scoped API tokens bound to one resource.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "base/result.h"
+#include "identity/clock.h"
+#include "identity/roles.h"
+#include "identity/token_store.h"
+#include "store/db.h"
+
+namespace isb::identity {
+
+inline constexpr int64_t kAuthCodeTtl = 60;
+inline constexpr int64_t kOAuthAccessTtl = 3600;
+inline constexpr int64_t kOAuthRefreshTtl = 30 * 24 * 3600;
+
+struct OAuthClient {
+  std::string id;  // "isb_client_" and 16 random base64url characters; not a secret (public clients)
+  std::string name;
+  std::vector<std::string> redirect_uris;  // compared byte for byte with what an authorization request sends
+  int64_t created_at = 0;
+};
+
+// What the user approved on the consent page, to be handed to the client as a code.
+struct CodeGrant {
+  std::string client_id;
+  std::string redirect_uri;
+  std::string challenge;  // PKCE S256
+  int64_t user_id = 0;
+  std::string org;
+  Role role = Role::kViewer;
+  std::string resource;  // the MCP URL the tokens are for
+};
+
+struct IssuedTokens {
+  std::string access_token;  // isb_tok_
+  int64_t access_token_id = 0;
+  std::string refresh_token;  // isb_rt_
+  int64_t expires_in = kOAuthAccessTtl;
+  std::string org;
+  Role role = Role::kViewer;
+};
+
+// Why a code or refresh token was refused, as RFC 6749 §5.2 names it ("invalid_grant", "invalid_target",
+// "invalid_request"), and a sentence saying what was wrong.
+struct GrantRefusal {
+  std::string error;
+  std::string description;
+};
+template <class T>
+using GrantResult = std::variant<T, GrantRefusal>;
+
+// Thread-safe.
+class OAuthGrants {
+ public:
+  OAuthGrants(store::Db& db, Clock now, Tokens& tokens) : db_(db), now_(std::move(now)), tokens_(tokens) {}
+
+  // REQUIRES: the name and URIs were checked (api/oauth_form.h).
+  Result<OAuthClient> Register(std::string_view name, const std::vector<std::string>& redirect_uris);
+  // kNotFound "client_id: no client is registered as ..." when there is none.
+  Result<OAuthClient> Client(std::string_view id);
+  // A fresh code (isb_code_), good once within kAuthCodeTtl seconds.
+  Result<std::string> IssueCode(const CodeGrant& grant);
+
+  // The code exchanged for tokens: it must be unused, unexpired, issued to `client_id` for exactly `redirect_uri`,
+  // and `verifier` must hash to its challenge; `resource`, when not empty, must be the one approved. The code is
+  // spent by the first attempt, good or not; a second presentation also revokes what the first one got.
+  Result<GrantResult<IssuedTokens>> Redeem(std::string_view code, std::string_view client_id,
+                                           std::string_view redirect_uri, std::string_view verifier,
+                                           std::string_view resource);
+  // A refresh token exchanged for a new access token and a new refresh token. A refresh token presented again
+  // after its use, or one whose latest access token was revoked, revokes its whole family.
+  Result<GrantResult<IssuedTokens>> Refresh(std::string_view refresh_token, std::string_view client_id,
+                                            std::string_view resource);
+
+ private:
+  Result<IssuedTokens> Issue(int64_t family, const OAuthClient& client, int64_t user, const std::string& org,
+                             Role role, const std::string& resource);
+  Status RevokeFamily(int64_t family);
+
+  store::Db& db_;
+  Clock now_;
+  Tokens& tokens_;
+};
+
+}  // namespace isb::identity

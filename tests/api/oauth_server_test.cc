@@ -1,0 +1,307 @@
+// The OAuth endpoints in process: metadata, registration, the consent page and its answer, the token endpoint, and
+// the access token's binding to the MCP resource as WebAuth checks it.
+#include "api/oauth_server.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "api/oauth_form.h"
+#include "identity/identity_fixture.h"
+#include "identity/tokens.h"
+
+namespace isb::api {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr char kHost[] = "isb.test:8092";
+constexpr char kIssuer[] = "http://isb.test:8092";
+constexpr char kRedirect[] = "http://127.0.0.1:9/callback";
+constexpr char kVerifier[] = "a-verifier-of-forty-three-characters-or-more-0123";
+
+class OAuthServerTest : public identity::IdentityTest {
+ protected:
+  void SetUp() override {
+    IdentityTest::SetUp();
+    NewOrg("acme");
+    alice_ = NewUser("alice", "acme", identity::Role::kMember);
+    auto session = id_->sessions().Create(alice_, "127.0.0.1", "test");
+    ASSERT_TRUE(session.ok());
+    cookie_ = std::string(kSessionCookie) + "=" + session->secret;
+    WebAuthOptions web;
+    web.allowed_hosts = {"isb.test"};
+    web.resource_of = [](const Request& req) { return McpResourceOf(req, "http"); };
+    web_ = std::make_unique<WebAuth>(*id_, web);
+    OAuthOptions options;
+    options.on_event = [this](const Request&, const OAuthEvent& e) {
+      events_.push_back(e.action + " " + e.org + " " + std::string(e.outcome.ok() ? "ok" : CodeName(e.outcome.error().code)));
+    };
+    oauth_ = std::make_unique<OAuthServer>(*id_, *web_, options);
+  }
+
+  static Request Make(std::string method, std::string target, std::string body = "") {
+    Request req;
+    req.method = std::move(method);
+    req.target = std::move(target);
+    req.body = std::move(body);
+    req.headers.Set("Host", kHost);
+    req.remote_address = "192.0.2.1";
+    if (req.method == "POST" && !req.target.starts_with("/oauth/register"))
+      req.headers.Set("Content-Type", "application/x-www-form-urlencoded");
+    return req;
+  }
+
+  std::string Register() {
+    Response r = oauth_->Handle(Make("POST", "/oauth/register",
+                                     R"({"client_name":"Test <Client>","redirect_uris":[")" + std::string(kRedirect) +
+                                         "\"]}"));
+    EXPECT_EQ(r.status, 201) << r.body;
+    return json::parse(r.body).value("client_id", "");
+  }
+
+  std::string AuthorizeTarget(const std::string& client, const std::string& extra = "") {
+    return "/oauth/authorize?response_type=code&client_id=" + client + "&redirect_uri=http%3A%2F%2F127.0.0.1%3A9%2Fcallback"
+           "&code_challenge=" + identity::PkceS256(kVerifier) + "&code_challenge_method=S256&state=s1" + extra;
+  }
+
+  // The consent page's hidden request id.
+  static std::string RequestId(const std::string& page) {
+    const std::string marker = "name=\"request\" value=\"";
+    size_t at = page.find(marker);
+    if (at == std::string::npos) return "";
+    at += marker.size();
+    return page.substr(at, page.find('"', at) - at);
+  }
+
+  Response Answer(const std::string& request_id, const std::string& fields) {
+    Request req = Make("POST", "/oauth/authorize", "request=" + request_id + "&" + fields);
+    req.headers.Set("Cookie", cookie_);
+    req.headers.Set("Origin", kIssuer);
+    return oauth_->Handle(req);
+  }
+
+  // The consent page shown to alice for `client`, and its request id.
+  std::string ShowConsent(const std::string& client, const std::string& extra = "") {
+    Request req = Make("GET", AuthorizeTarget(client, extra));
+    req.headers.Set("Cookie", cookie_);
+    Response page = oauth_->Handle(req);
+    EXPECT_EQ(page.status, 200) << page.body;
+    return RequestId(page.body);
+  }
+
+  // The code in a 302's Location.
+  static std::string CodeOf(const Response& r) {
+    auto form = ParseForm(std::string_view(r.headers.Get("Location")).substr(std::string(kRedirect).size() + 1));
+    return form.ok() ? FormValue(*form, "code") : "";
+  }
+
+  Response Exchange(const std::string& client, const std::string& code, const std::string& verifier) {
+    return oauth_->Handle(Make("POST", "/oauth/token",
+                               "grant_type=authorization_code&client_id=" + client + "&code=" + code +
+                                   "&code_verifier=" + verifier +
+                                   "&redirect_uri=http%3A%2F%2F127.0.0.1%3A9%2Fcallback&resource=http%3A%2F%2Fisb.test%3A8092%2Fmcp"));
+  }
+
+  Request Bearer(const std::string& target, const std::string& token) {
+    Request req = Make("POST", target);
+    req.headers.Set("Authorization", "Bearer " + token);
+    return req;
+  }
+
+  int64_t alice_ = 0;
+  std::string cookie_;
+  std::unique_ptr<WebAuth> web_;
+  std::unique_ptr<OAuthServer> oauth_;
+  std::vector<std::string> events_;
+};
+
+TEST_F(OAuthServerTest, TheMetadataNamesTheMcpResourceAndIsbAsItsAuthorizationServer) {
+  Response prm = oauth_->Handle(Make("GET", "/.well-known/oauth-protected-resource/mcp"));
+  ASSERT_EQ(prm.status, 200);
+  EXPECT_EQ(json::parse(prm.body)["resource"], "http://isb.test:8092/mcp");
+  EXPECT_EQ(json::parse(prm.body)["authorization_servers"], json::array({kIssuer}));
+  Response org = oauth_->Handle(Make("GET", "/.well-known/oauth-protected-resource/orgs/acme/mcp"));
+  EXPECT_EQ(json::parse(org.body)["resource"], "http://isb.test:8092/orgs/acme/mcp");
+  EXPECT_EQ(oauth_->Handle(Make("GET", "/.well-known/oauth-protected-resource/api/v1")).status, 404);
+  Response as = oauth_->Handle(Make("GET", "/.well-known/oauth-authorization-server"));
+  json meta = json::parse(as.body);
+  EXPECT_EQ(meta["issuer"], kIssuer);
+  EXPECT_EQ(meta["token_endpoint"], "http://isb.test:8092/oauth/token");
+  EXPECT_EQ(meta["code_challenge_methods_supported"], json::array({"S256"}));
+  EXPECT_EQ(meta["token_endpoint_auth_methods_supported"], json::array({"none"}));
+  Request req = Make("POST", "/mcp");
+  EXPECT_EQ(oauth_->ResourceMetadataUrl(req), "http://isb.test:8092/.well-known/oauth-protected-resource/mcp");
+}
+
+TEST_F(OAuthServerTest, AnApprovedConsentGivesATokenGoodAtTheMcpResourceOnly) {
+  const std::string client = Register();
+  Request show = Make("GET", AuthorizeTarget(client));
+  show.headers.Set("Cookie", cookie_);
+  Response page = oauth_->Handle(show);
+  ASSERT_EQ(page.status, 200) << page.body;
+  EXPECT_EQ(page.headers.Get("Content-Security-Policy"), "default-src 'none'; base-uri 'none'; frame-ancestors 'none'");
+  EXPECT_NE(page.body.find("<strong>Test &lt;Client&gt;</strong> asks"), std::string::npos);
+  EXPECT_NE(page.body.find("your browser goes to <strong>127.0.0.1:9</strong>"), std::string::npos);
+  EXPECT_NE(page.body.find("<option value=\"acme\">acme (you are member)</option>"), std::string::npos);
+  EXPECT_NE(page.body.find("asks for the role <strong>member</strong>"), std::string::npos);
+  EXPECT_EQ(page.body.find("<option value=\"admin\""), std::string::npos);  // above alice's role
+
+  Response back = Answer(RequestId(page.body), "org=acme&role=viewer&decision=approve");
+  ASSERT_EQ(back.status, 302) << back.body;
+  EXPECT_TRUE(back.headers.Get("Location").starts_with("http://127.0.0.1:9/callback?code=isb_code_"));
+  EXPECT_TRUE(back.headers.Get("Location").ends_with("&state=s1&iss=http%3A%2F%2Fisb.test%3A8092"));
+
+  Response tokens = Exchange(client, CodeOf(back), kVerifier);
+  ASSERT_EQ(tokens.status, 200) << tokens.body;
+  json t = json::parse(tokens.body);
+  EXPECT_EQ(t["token_type"], "Bearer");
+  EXPECT_EQ(t["scope"], "viewer");
+  EXPECT_EQ(tokens.headers.Get("Cache-Control"), "no-store");
+  const std::string access = t["access_token"];
+
+  auto at_mcp = web_->Authenticate(Bearer("/mcp", access));
+  ASSERT_TRUE(at_mcp.ok()) << at_mcp.error().message;
+  EXPECT_EQ(at_mcp->org_scope, "acme");
+  EXPECT_EQ(at_mcp->RoleIn("acme"), identity::Role::kViewer);
+  EXPECT_EQ(web_->Authenticate(Bearer("/orgs/acme/mcp", access)).error().message,
+            "this OAuth token is for http://isb.test:8092/mcp, not http://isb.test:8092/orgs/acme/mcp");
+  EXPECT_EQ(web_->Authenticate(Bearer("/api/v1/tools/sandbox_list", access)).error().message,
+            "this OAuth token is for http://isb.test:8092/mcp, not this path");
+  EXPECT_EQ(events_, (std::vector<std::string>{"oauth_register  ok", "oauth_grant acme ok", "oauth_token acme ok"}));
+}
+
+TEST_F(OAuthServerTest, ADeniedConsentGoesBackAsAccessDeniedAndIsAudited) {
+  const std::string client = Register();
+  Response back = Answer(ShowConsent(client), "org=acme&role=member&decision=deny");
+  ASSERT_EQ(back.status, 302);
+  EXPECT_EQ(back.headers.Get("Location"),
+            "http://127.0.0.1:9/callback?error=access_denied&error_description=the%20user%20said%20no&state=s1&iss="
+            "http%3A%2F%2Fisb.test%3A8092");
+  EXPECT_EQ(events_.back(), "oauth_deny  forbidden");
+}
+
+TEST_F(OAuthServerTest, AConsentAnswerNeedsThisSessionsPageItsOriginAndARoleTheUserHas) {
+  const std::string client = Register();
+  const std::string id = ShowConsent(client);
+  Request foreign = Make("POST", "/oauth/authorize", "request=" + id + "&org=acme&role=member&decision=approve");
+  foreign.headers.Set("Cookie", cookie_);
+  foreign.headers.Set("Origin", "https://evil.example");
+  Response r = oauth_->Handle(foreign);
+  EXPECT_EQ(r.status, 403);
+  EXPECT_NE(r.body.find("Origin &#39;https://evil.example&#39; is not this daemon&#39;s"), std::string::npos) << r.body;
+  EXPECT_EQ(Answer("forged", "org=acme&role=member&decision=approve").status, 403);
+  Response above = Answer(id, "org=acme&role=owner&decision=approve");
+  EXPECT_EQ(above.status, 403);
+  EXPECT_NE(above.body.find("role owner is above yours (member) in org acme"), std::string::npos) << above.body;
+  EXPECT_EQ(events_.back(), "oauth_grant acme forbidden");
+  // The page is answered once.
+  EXPECT_EQ(Answer(id, "org=acme&role=member&decision=approve").status, 403);
+}
+
+TEST_F(OAuthServerTest, AnAuthorizationErrorBeforeConsentIsAPageNeverARedirect) {
+  const std::string client = Register();
+  const std::string good_challenge = identity::PkceS256(kVerifier);
+  struct Case {
+    std::string target, message;
+  };
+  const std::string base = "/oauth/authorize?client_id=" + client + "&redirect_uri=http%3A%2F%2F127.0.0.1%3A9%2Fcallback&state=s1";
+  const std::vector<Case> cases = {
+      {base + "&response_type=token&code_challenge_method=S256&code_challenge=" + good_challenge,
+       "response_type: only code"},
+      {base + "&response_type=code&code_challenge_method=plain&code_challenge=" + good_challenge,
+       "code_challenge_method: only S256"},
+      {base + "&response_type=code&code_challenge_method=S256&code_challenge=short",
+       "code_challenge: 43 base64url characters (S256)"},
+  };
+  for (const Case& c : cases) {
+    for (bool signed_in : {false, true}) {
+      Request req = Make("GET", c.target);
+      if (signed_in) req.headers.Set("Cookie", cookie_);
+      Response r = oauth_->Handle(req);
+      EXPECT_EQ(r.status, 400) << c.target;
+      EXPECT_FALSE(r.headers.Has("Location")) << c.target;
+      EXPECT_NE(r.body.find("<p>" + c.message + "</p>"), std::string::npos) << r.body;
+    }
+  }
+}
+
+TEST_F(OAuthServerTest, AnAuthorizationRequestIsCheckedBeforeAnythingIsShown) {
+  const std::string client = Register();
+  Response anonymous = oauth_->Handle(Make("GET", AuthorizeTarget(client)));
+  EXPECT_EQ(anonymous.status, 401);
+  EXPECT_NE(anonymous.body.find("Sign in to isb at <a href=\"/\">http://isb.test:8092</a>"), std::string::npos);
+  Request other = Make("GET", "/oauth/authorize?response_type=code&client_id=" + client +
+                                  "&redirect_uri=http%3A%2F%2F127.0.0.1%3A9%2Fother&code_challenge=x");
+  Response wrong_uri = oauth_->Handle(other);
+  EXPECT_EQ(wrong_uri.status, 400);
+  EXPECT_FALSE(wrong_uri.headers.Has("Location"));
+  EXPECT_NE(wrong_uri.body.find("redirect_uri: not one registered for client " + client), std::string::npos);
+  Response plain = oauth_->Handle(Make("GET", AuthorizeTarget(client) + "&code_challenge_method=plain"));
+  EXPECT_EQ(plain.status, 400);  // code_challenge_method given twice
+  Response target = oauth_->Handle(Make("GET", AuthorizeTarget(client, "&resource=https%3A%2F%2Fother.example%2Fmcp")));
+  EXPECT_EQ(target.status, 400);
+  EXPECT_FALSE(target.headers.Has("Location"));
+  EXPECT_NE(target.body.find("resource: isb&#39;s MCP resources are http://isb.test:8092/mcp and "
+                             "http://isb.test:8092/orgs/ORG/mcp"),
+            std::string::npos)
+      << target.body;
+  Request rebound = Make("GET", AuthorizeTarget(client));
+  rebound.headers.Set("Host", "rebound.example");
+  EXPECT_EQ(oauth_->Handle(rebound).status, 403);
+}
+
+TEST_F(OAuthServerTest, TheTokenEndpointRefusesAWrongVerifierAReplayAndAnUnknownClientExactly) {
+  const std::string client = Register();
+  Response bad = Exchange(client, CodeOf(Answer(ShowConsent(client), "org=acme&role=member&decision=approve")),
+                          std::string(kVerifier) + "x");
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_EQ(json::parse(bad.body),
+            json({{"error", "invalid_grant"},
+                  {"error_description", "code_verifier: does not match the code_challenge (S256)"}}));
+  const std::string code = CodeOf(Answer(ShowConsent(client), "org=acme&role=member&decision=approve"));
+  EXPECT_EQ(Exchange(client, code, kVerifier).status, 200);
+  Response replay = Exchange(client, code, kVerifier);
+  EXPECT_EQ(replay.status, 400);
+  EXPECT_EQ(json::parse(replay.body)["error_description"], "code: already used; the tokens it gave are revoked");
+  Response unknown = Exchange("isb_client_nobody", code, kVerifier);
+  EXPECT_EQ(unknown.status, 401);
+  EXPECT_EQ(json::parse(unknown.body)["error"], "invalid_client");
+  EXPECT_EQ(events_.back(), "oauth_token  unauthenticated");
+}
+
+TEST_F(OAuthServerTest, RefusedTokenRequestsAreAuditedOnlyWithinTheRefusalBudgetOfTheirAddress) {
+  OAuthOptions options;
+  options.refusal_rows_per_minute = 3;
+  options.on_event = [this](const Request&, const OAuthEvent& e) {
+    events_.push_back(e.action + " " + e.org + " " + std::string(e.outcome.ok() ? "ok" : CodeName(e.outcome.error().code)));
+  };
+  oauth_ = std::make_unique<OAuthServer>(*id_, *web_, options);
+  const std::string client = Register();
+  events_.clear();
+  auto bad_code = [&](const std::string& address) {
+    Request req = Make("POST", "/oauth/token",
+                       "grant_type=authorization_code&client_id=" + client + "&code=isb_code_nothing&code_verifier=" +
+                           kVerifier + "&redirect_uri=http%3A%2F%2F127.0.0.1%3A9%2Fcallback");
+    req.remote_address = address;
+    return oauth_->Handle(req);
+  };
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(bad_code("192.0.2.7").status, 400);
+  EXPECT_EQ(events_.size(), 3u);
+  // All of loopback is one address: any local user may send from all of 127.0.0.0/8.
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(bad_code("127.0.0." + std::to_string(i + 1)).status, 400);
+  EXPECT_EQ(events_.size(), 6u);
+  // Ten addresses exhaust the budget of all of them (3 x 10 = 30 rows): more addresses write nothing.
+  for (int a = 0; a < 40; ++a) bad_code("198.51.100." + std::to_string(a));
+  EXPECT_EQ(events_.size(), 30u);
+  EXPECT_EQ(events_.back(), "oauth_token  unauthenticated");
+}
+
+TEST_F(OAuthServerTest, ARegistrationWithAnUnsafeRedirectUriIsRefused) {
+  Response r = oauth_->Handle(Make("POST", "/oauth/register", R"({"redirect_uris":["http://evil.example/cb"]})"));
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(json::parse(r.body)["error"], "invalid_redirect_uri");
+}
+
+}  // namespace
+}  // namespace isb::api

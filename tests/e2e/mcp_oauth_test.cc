@@ -1,0 +1,82 @@
+// OAuth for MCP clients end to end: the official TypeScript SDK's OAuth client flow against isb's own
+// authorization server, the consent approved by a signed-in session, and the refusals a client may meet.
+#include <regex>
+
+#include "e2e/audit_ledger.h"
+#include "e2e/daemon_fixture.h"
+#include "e2e/mcp_sdk.h"
+
+namespace isb::e2e {
+namespace {
+
+class McpOAuthTest : public E2eTest {};
+
+TEST_F(McpOAuthTest, TheSdksOAuthFlowConnectsAndEachRefusalIsExact) {
+  std::string why = EnsureSdk();
+  ASSERT_TRUE(why.empty()) << why;
+  // The OAuth routes write rows of their own (registration, consent, tokens), checked below.
+  SkipAuditCheck();
+  MustTool("user_create", {{"name", "olive"}, {"password", "correct horse battery"}});
+  MustTool("member_add", {{"user", "olive"}, {"role", "member"}});
+  CurlResult in = CurlTcp("POST", "/api/v1/auth/signin", R"({"user":"olive","password":"correct horse battery"})",
+                          {"Content-Type: application/json", "X-Isb-Csrf: 1"}, "");
+  ASSERT_EQ(in.http.status, 200) << in.Describe();
+  std::smatch cookie;
+  const std::string raw = in.proc.out;
+  ASSERT_TRUE(std::regex_search(raw, cookie, std::regex("isb_session=(isb_sess_[A-Za-z0-9_-]+)"))) << RedactSecrets(raw);
+
+  ProcResult node = RunProcess({"node", NodeDir() + "/mcp_oauth_client.mjs", base_url(), "isb_session=" + cookie[1].str()},
+                               "", 90s);
+  json obs = json::parse(node.out, nullptr, false);
+  ASSERT_TRUE(obs.is_object()) << RedactSecrets(node.Describe());
+  ASSERT_EQ(obs["ok"], true) << "after steps " << obs["steps"].dump() << ": " << obs.value("error", "");
+  EXPECT_GT(obs["toolCount"].get<int>(), 5);
+  EXPECT_EQ(obs["consentPage"], json({{"status", 200},
+                                      {"csp", "default-src 'none'; base-uri 'none'; frame-ancestors 'none'"},
+                                      {"namesClient", true},
+                                      {"namesRedirectHost", true},
+                                      {"namesOrg", true}}));
+  EXPECT_EQ(obs["callback"], json({{"hasCode", true}, {"state", nullptr}, {"iss", base_url()}}));
+  EXPECT_EQ(obs["wrongVerifier"],
+            json({{"status", 400},
+                  {"body", {{"error", "invalid_grant"},
+                            {"error_description", "code_verifier: does not match the code_challenge (S256)"}}}}));
+  EXPECT_EQ(obs["otherRedirect"],
+            json({{"status", 400},
+                  {"body", {{"error", "invalid_grant"},
+                            {"error_description", "redirect_uri: not the one the authorization request sent"}}}}));
+  EXPECT_EQ(obs["unregisteredRedirect"], json({{"status", 400}, {"location", nullptr}, {"says", true}}));
+  EXPECT_EQ(obs["otherResource"]["atMcp"]["status"], 401);
+  EXPECT_EQ(obs["otherResource"]["atMcp"]["wwwAuthenticate"],
+            "Bearer realm=\"isb\", resource_metadata=\"" + base_url() + "/.well-known/oauth-protected-resource/mcp\"");
+  EXPECT_EQ(json::parse(obs["otherResource"]["atMcp"]["body"].get<std::string>(), nullptr, false)["message"],
+            "this OAuth token is for " + base_url() + "/orgs/default/mcp, not " + base_url() + "/mcp");
+  EXPECT_EQ(obs["otherResource"]["atItsOwn"], 200);
+  EXPECT_EQ(obs["refreshed"]["status"], 200);
+  EXPECT_EQ(obs["refreshed"]["body"]["scope"], "member");
+  EXPECT_EQ(obs["reusedRefresh"],
+            json({{"status", 400},
+                  {"body", {{"error", "invalid_grant"},
+                            {"error_description", "refresh_token: already used; every token of this grant is revoked"}}}}));
+  EXPECT_EQ(obs["afterReuse"], 401);
+  EXPECT_EQ(obs["replayed"],
+            json({{"status", 400},
+                  {"body", {{"error", "invalid_grant"},
+                            {"error_description", "code: already used; the tokens it gave are revoked"}}}}));
+  EXPECT_EQ(obs["afterReplay"], 401);
+
+  // Every consent answered is a row: the SDK's and four by hand, all granted.
+  std::string error;
+  std::vector<AuditRow> rows = ReadAuditRows(state_dir() + "/isb.db", &error);
+  ASSERT_TRUE(error.empty()) << error;
+  int grants = 0, registrations = 0;
+  for (const AuditRow& r : rows) {
+    if (r.action == "oauth_grant" && r.outcome == "ok" && r.org == "default" && r.actor_kind == "user") ++grants;
+    if (r.action == "oauth_register" && r.outcome == "ok") ++registrations;
+  }
+  EXPECT_EQ(grants, 5);
+  EXPECT_EQ(registrations, 1);
+}
+
+}  // namespace
+}  // namespace isb::e2e
