@@ -524,7 +524,8 @@ CurlResult E2eTest::CurlTcp(const std::string& method, const std::string& path, 
 ProcResult E2eTest::Isb(const std::vector<std::string>& args, const std::string& stdin_data) {
   // --socket follows the command's name: one word, or two for a command of a group (isb user revoke), after any
   // options given before it (isb --org acme invitation ls).
-  static const std::set<std::string> kGroups = {"user", "token", "audit", "org", "invitation", "secret", "image"};
+  static const std::set<std::string> kGroups = {"user",   "token", "audit", "org",   "invitation",
+                                                "secret", "image", "egress", "member"};
   size_t lead = 0;
   while (lead + 1 < args.size() && args[lead].starts_with("--")) lead += 2;
   size_t words = lead + std::min(args.size() - lead, lead < args.size() && kGroups.contains(args[lead]) ? size_t{2} : size_t{1});

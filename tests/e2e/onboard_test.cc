@@ -85,8 +85,10 @@ TEST_F(OnboardTest, TheSetupRouteIsOneCallWithNoHeaderButContentTypeAndItsTokenW
 
 TEST_F(OnboardTest, IsbSetupFromElsewhereTakesTheSetupTokenFromAFileAndUsesItUp) {
   const std::string token_file = state_dir() + "/setup-token";
-  ProcResult setup = Isb({"setup", "--url", base_url(), "--setup-token-file", token_file, "--password-stdin", "dana"},
-                         "a long password for dana\n");
+  // From elsewhere: no --socket (the fixture's Isb adds one), nothing from the environment.
+  ProcResult setup = RunProcess({ISB_BINARY, "setup", "--url", base_url(), "--setup-token-file", token_file,
+                                 "--password-stdin", "dana"},
+                                "a long password for dana\n", 60s, {"ISB_URL", "ISB_TOKEN", "ISB_SOCKET"});
   ExpectAudit("isb setup --url",
               {ExpectedRow{.action = "setup", .surface = "rest", .outcome = "ok", .actor_kind = "user", .org = ""}});
   ASSERT_EQ(setup.exit_status, 0) << setup.Describe();
