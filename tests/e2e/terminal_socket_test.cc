@@ -312,7 +312,7 @@ TEST_F(TerminalSocketTest, ATerminalLivesWhileUsedPastItsIdleLimitAndEndsOnceLef
   EXPECT_EQ(client.close_reason, "the command ended");
   ExpectedRow input = ByToken("rest", "sandbox_exec_input");
   input.rows = ExpectedRow::Rows::kAny;
-  ExpectAudit("the idle terminal", {ByToken("rest", "sandbox_exec"), input});
+  ExpectAudit("the idle terminal", {ByToken("rest", "sandbox_exec", "timeout"), input});
 }
 
 // A token revoked while its terminal is open: within the daemon's re-check (5 s) the terminal ends, told why.
