@@ -55,13 +55,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view upgrade = NextLine(in);
   if (upgrade != "-") req.headers.Add("Upgrade", std::string(upgrade));
 
-  // Only liveness, signing in and the web UI's page and files (which hold no data) are served without a login,
-  // whatever the bytes; MCP is what McpServer takes.
+  // Only liveness, signing in, the web UI's page and files (which hold no data) and OAuth's discovery, registration,
+  // authorization and token endpoints (the OAuth server itself) are served without a login, whatever the bytes; MCP
+  // is what McpServer takes.
   const api::Route& route = Server().Find(req);
   const std::string_view path = req.Path();
+  const bool oauth = path.starts_with("/oauth/") || path.starts_with("/.well-known/oauth-protected-resource") ||
+                     path == "/.well-known/oauth-authorization-server";
   if (!route.needs_login && path != "/healthz" && !path.starts_with("/api/v1/auth/") && path != "/" &&
-      !path.starts_with("/assets/"))
+      !path.starts_with("/assets/") && !oauth)
     abort();
+  if ((route.handler == api::Handler::kOAuth) != oauth) abort();
   if ((route.handler == api::Handler::kMcp) != api::McpOrgFromPath(path).has_value()) abort();
   // Only the terminal route takes an upgrade; every other refuses one asked for.
   if (route.websocket != (route.handler == api::Handler::kTerminal)) abort();
