@@ -12,9 +12,11 @@ Result<ImageQuotaCheck> ImageQuotaCheck::Begin(const image::ImageStore& store, c
     ISB_ASSIGN_OR_RETURN(q, quota(org));
   }
   if (!q) return ImageQuotaCheck(org, std::nullopt, 0, {});
+  std::vector<image::ImageRecord> records = store.List(org);
+  const uint64_t image_bytes = image::ImageStore::BytesOf(records);
   std::map<std::string, image::ImageRecord> before;
-  for (image::ImageRecord& r : store.List(org)) before.emplace(r.name, std::move(r));
-  ImageQuotaCheck check(org, q, store.OrgBytes(org), std::move(before));
+  for (image::ImageRecord& r : records) before.emplace(r.name, std::move(r));
+  ImageQuotaCheck check(org, q, image_bytes, std::move(before));
   if (check.room() == 0)
     return Error::Of(Code::kForbidden, check.Allocated() + "; its sandboxes take " + MiB(q->sandboxes) +
                                            " and its images " + MiB(check.image_bytes_) +

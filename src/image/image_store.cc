@@ -251,10 +251,10 @@ std::vector<ImageRecord> ImageStore::List(const std::string& org) const {
   return ListLocked(org);
 }
 
-uint64_t ImageStore::OrgBytes(const std::string& org) const {
+uint64_t ImageStore::BytesOf(const std::vector<ImageRecord>& records) {
   std::set<std::string> layers, blobs;
   uint64_t bytes = 0;
-  for (const ImageRecord& r : List(org)) {
+  for (const ImageRecord& r : records) {
     for (const LayerRecord& l : r.layers) {
       if (layers.insert(l.diff_id).second) bytes += l.unpacked_bytes;
       if (!l.digest.empty() && blobs.insert(l.digest).second) bytes += l.size;

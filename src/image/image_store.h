@@ -110,7 +110,9 @@ class ImageStore {
   std::vector<ImageRecord> List(const std::string& org) const;
   // The bytes on the host that `org`'s images take, charged to its disk quota: each distinct layer's unpacked bytes
   // and compressed blob once, however many of its images share them (and whether other orgs hold them too).
-  uint64_t OrgBytes(const std::string& org) const;
+  uint64_t OrgBytes(const std::string& org) const { return BytesOf(List(org)); }
+  // The same for records already read (one org's).
+  static uint64_t BytesOf(const std::vector<ImageRecord>& records);
   // Removes the record (the layers stay until CollectGarbage).
   Status Remove(const std::string& org, const std::string& name);
 
