@@ -113,6 +113,40 @@ Status Db::Snapshot(const std::function<Status()>& body) {
   return body();
 }
 
+Status Db::Immediate(const std::function<Status()>& body) {
+  RecursiveMutexLock lock(mu_);
+  if (write_depth_ > 0) return body();
+  // A read transaction cannot take the write lock first, and what a failed body wrote would be committed with it.
+  if (snapshot_depth_ > 0) return Error::Msg("a write transaction cannot begin inside a read snapshot");
+  if (char* err = nullptr; sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string msg = err ? err : sqlite3_errmsg(db_);
+    sqlite3_free(err);
+    return Error::Msg("begin a write transaction: " + msg);
+  }
+  ++snapshot_depth_;
+  ++write_depth_;
+  // Rolled back unless committed below, a `body` that throws included.
+  struct End {
+    Db* db;
+    bool done = false;
+    ~End() {
+      --db->snapshot_depth_;
+      --db->write_depth_;
+      if (!done) sqlite3_exec(db->db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    }
+  } end{this};
+  Status result = body();
+  if (!result.ok()) return result;
+  char* err = nullptr;
+  if (sqlite3_exec(db_, "COMMIT", nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string msg = err ? err : sqlite3_errmsg(db_);
+    sqlite3_free(err);
+    return Error::Msg("commit: " + msg);
+  }
+  end.done = true;
+  return result;
+}
+
 int64_t Db::LastInsertId() {
   RecursiveMutexLock lock(mu_);
   return sqlite3_last_insert_rowid(db_);

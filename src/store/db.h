@@ -44,6 +44,11 @@ class Db {
   // Nested, the inner one joins the outer transaction. `body` reads: a write in it would hold every other writer
   // off until it ends.
   Status Snapshot(const std::function<Status()>& body);
+  // Runs `body` in one write transaction (BEGIN IMMEDIATE: the write lock is taken first, so no other writer, in
+  // this process or another, commits between its statements). Committed when `body` succeeds, rolled back when it
+  // fails or throws. Nested in another Immediate it joins that transaction (its failure must fail the outer one);
+  // inside a Snapshot it is refused.
+  Status Immediate(const std::function<Status()>& body);
 
  private:
   Db() = default;
@@ -54,6 +59,7 @@ class Db {
   sqlite3* db_ = nullptr;
   RecursiveMutex mu_;  // recursive: Snapshot's body makes calls of its own
   int snapshot_depth_ ISB_GUARDED_BY(mu_) = 0;
+  int write_depth_ ISB_GUARDED_BY(mu_) = 0;  // of Immediate
   // The daemon runs the same few dozen statements over and over: each is parsed once. Bounded, for callers that
   // build their SQL (a cache full keeps what it has and prepares the rest per call).
   static constexpr size_t kMaxCachedStatements = 256;

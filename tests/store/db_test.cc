@@ -1,6 +1,8 @@
 #include "store/db.h"
 
 #include <gtest/gtest.h>
+
+#include <stdexcept>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <fcntl.h>
@@ -71,6 +73,39 @@ TEST_F(DbTest, MigrationsApplyOnceAndInOrder) {
   EXPECT_EQ(AsText((*rows)[0][1]), "seven");
   auto wal = (*db)->Query("PRAGMA journal_mode");
   EXPECT_EQ(AsText((*wal)[0][0]), "wal");
+}
+
+TEST_F(DbTest, AnImmediateTransactionCommitsOnSuccessAndRollsBackOnFailureOrThrow) {
+  auto opened = Db::Open(dir_ + "/s.db", {"CREATE TABLE a(x INTEGER)"});
+  ASSERT_TRUE(opened.ok()) << opened.error().message;
+  Db& db = **opened;
+  auto count = [&] { return AsInt((*db.Query("SELECT count(*) FROM a"))[0][0]); };
+  ASSERT_TRUE(db.Immediate([&]() -> Status {
+    if (Status st = db.Exec("INSERT INTO a VALUES (1)"); !st.ok()) return st;
+    // Nested: joins the outer transaction, and is undone with it.
+    return db.Immediate([&] { return db.Exec("INSERT INTO a VALUES (2)"); });
+  }).ok());
+  EXPECT_EQ(count(), 2);
+  Status failed = db.Immediate([&]() -> Status {
+    if (Status st = db.Exec("INSERT INTO a VALUES (3)"); !st.ok()) return st;
+    return Error::Of(Code::kConflict, "changed my mind");
+  });
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.error().message, "changed my mind");
+  EXPECT_EQ(count(), 2);
+  EXPECT_THROW((void)db.Immediate([&]() -> Status {
+    (void)db.Exec("INSERT INTO a VALUES (4)");
+    throw std::runtime_error("thrown");
+  }), std::runtime_error);
+  EXPECT_EQ(count(), 2);
+  // The connection is usable after each: no transaction was left open.
+  ASSERT_TRUE(db.Immediate([&] { return db.Exec("INSERT INTO a VALUES (5)"); }).ok());
+  EXPECT_EQ(count(), 3);
+  // Not inside a read snapshot, whose end would commit what a failed body wrote.
+  Status inside = db.Snapshot([&] { return db.Immediate([&] { return db.Exec("INSERT INTO a VALUES (6)"); }); });
+  ASSERT_FALSE(inside.ok());
+  EXPECT_EQ(inside.error().message, "a write transaction cannot begin inside a read snapshot");
+  EXPECT_EQ(count(), 3);
 }
 
 TEST_F(DbTest, FailedMigrationLeavesTheOldVersion) {
