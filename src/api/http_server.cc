@@ -146,7 +146,15 @@ bool StartsWithIgnoreCase(std::string_view s, std::string_view prefix) {
 Response Unauthenticated(const std::string& message, const std::string& resource_metadata = "") {
   Response r = ErrorResponse(Error::Of(Code::kUnauthenticated, message));
   std::string challenge = "Bearer realm=\"isb\"";
-  if (!resource_metadata.empty()) challenge += ", resource_metadata=\"" + resource_metadata + "\"";
+  if (!resource_metadata.empty()) {
+    // A quoted-string (RFC 9110 §5.6.4): the URL holds the request's Host, so '"' and a backslash in it are escaped.
+    challenge += ", resource_metadata=\"";
+    for (char c : resource_metadata) {
+      if (c == '"' || c == '\\') challenge.push_back('\\');
+      challenge.push_back(c);
+    }
+    challenge += "\"";
+  }
   r.headers.Set("WWW-Authenticate", challenge);
   return r;
 }

@@ -1,6 +1,8 @@
 // OAuth request parsing: nothing here trusts its input; every refusal names the field.
 #include "api/oauth_form.h"
 
+#include <cctype>
+
 #include <nlohmann/json.hpp>
 
 #include "api/json_util.h"
@@ -53,6 +55,26 @@ std::string_view AuthorityOf(std::string_view uri) {
 std::string_view HostOf(std::string_view authority) {
   if (authority.starts_with("[")) return authority.substr(0, authority.find(']') + 1);
   return authority.substr(0, authority.find(':'));
+}
+
+// Whether `cp` is invisible in a name and can make one name read as another: a Unicode format character (Cf:
+// bidi overrides and isolates, zero-width characters, the soft hyphen, tags), another default-ignorable code point
+// (Hangul fillers, variation selectors, the combining grapheme joiner), a blank that is not a space (the braille
+// blank), a line or paragraph separator, or a C1 control.
+bool IsInvisible(char32_t cp) {
+  return (cp >= 0x80 && cp <= 0x9f) || cp == 0xad || cp == 0x34f || (cp >= 0x600 && cp <= 0x605) || cp == 0x61c ||
+         cp == 0x6dd || cp == 0x70f || cp == 0x890 || cp == 0x891 || cp == 0x8e2 || cp == 0x115f || cp == 0x1160 ||
+         cp == 0x17b4 || cp == 0x17b5 || (cp >= 0x180b && cp <= 0x180f) || (cp >= 0x200b && cp <= 0x200f) ||
+         cp == 0x2028 || cp == 0x2029 || (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2060 && cp <= 0x206f) ||
+         cp == 0x2800 || cp == 0x3164 || (cp >= 0xfe00 && cp <= 0xfe0f) || cp == 0xfeff || cp == 0xffa0 ||
+         (cp >= 0xfff0 && cp <= 0xfffb) || cp == 0x110bd || cp == 0x110cd || (cp >= 0x13430 && cp <= 0x1343f) ||
+         (cp >= 0x1bca0 && cp <= 0x1bca3) || (cp >= 0x1d173 && cp <= 0x1d17a) || (cp >= 0xe0000 && cp <= 0xe0fff);
+}
+
+// Whether `cp` is a space other than ' ' (Unicode Zs): kept inside a name as ' ', so none can pad one out.
+bool IsOtherSpace(char32_t cp) {
+  return cp == 0xa0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200a) || cp == 0x202f || cp == 0x205f ||
+         cp == 0x3000;
 }
 
 Status CheckStringList(const json& body, const char* field, std::initializer_list<std::string_view> allowed) {
@@ -108,6 +130,25 @@ Status CheckRedirectUri(std::string_view uri) {
   if (authority.find('@') != std::string_view::npos) return Invalid("redirect_uris: userinfo ('@') is not allowed");
   std::string_view host = HostOf(authority);
   if (host.empty()) return Invalid("redirect_uris: no host");
+  // The host as browsers and isb's consent page read it alike: a DNS name or an IP literal, nothing a browser
+  // would reinterpret (a backslash is a '/' to it: a host shown with one in it is not where the browser goes).
+  const bool literal6 = host.starts_with("[") && host.ends_with("]");
+  for (char c : literal6 ? host.substr(1, host.size() - 2) : host) {
+    const bool ok = literal6 ? (std::isxdigit(static_cast<unsigned char>(c)) || c == ':' || c == '.')
+                             : (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.');
+    if (!ok) return Invalid("redirect_uris: the host may hold only letters, digits, '-' and '.' (or be an IP literal)");
+  }
+  if (std::string_view port = authority.substr(host.size()); !port.empty()) {
+    port.remove_prefix(1);  // the ':'
+    int value = 0;
+    bool digits = !port.empty() && port.size() <= 5;
+    for (char c : port) {
+      digits = digits && c >= '0' && c <= '9';
+      if (digits) value = value * 10 + (c - '0');
+    }
+    if (!digits || value < 1 || value > 65535 || authority[host.size()] != ':')
+      return Invalid("redirect_uris: the port must be a number from 1 to 65535");
+  }
   if (http && !IsLoopbackName(host))
     return Invalid("redirect_uris: http:// is allowed only to localhost, 127.0.0.1 or [::1]; use https://");
   return {};
@@ -136,9 +177,27 @@ Result<ClientRegistration> ParseClientRegistration(std::string_view text) {
       return Invalid("client_name: expected a string of 1 to " + std::to_string(kMaxClientNameBytes) + " bytes");
     for (unsigned char c : name->get_ref<const std::string&>())
       if (c < 0x20 || c == 0x7f) return Invalid("client_name: control characters are not allowed");
-    reg.name = SanitizeUtf8(name->get_ref<const std::string&>());
+    reg.name = WithoutFormatCharacters(SanitizeUtf8(name->get_ref<const std::string&>()));
+    if (reg.name.empty()) reg.name = "unnamed client";
   }
   return reg;
+}
+
+std::string WithoutFormatCharacters(std::string_view utf8) {
+  std::string out;
+  for (size_t i = 0; i < utf8.size();) {
+    const unsigned char lead = static_cast<unsigned char>(utf8[i]);
+    const size_t len = lead < 0x80 ? 1 : lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : 2;
+    if (i + len > utf8.size()) break;  // valid UTF-8 (SanitizeUtf8) never ends inside a character
+    char32_t cp = len == 1 ? lead : lead & (0x7f >> len);
+    for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(utf8[i + k]) & 0x3f);
+    if (IsOtherSpace(cp)) out.push_back(' ');
+    else if (!IsInvisible(cp)) out.append(utf8.substr(i, len));
+    i += len;
+  }
+  // What is left may have been only spaces around the characters taken out.
+  const size_t first = out.find_first_not_of(' '), last = out.find_last_not_of(' ');
+  return first == std::string::npos ? "" : out.substr(first, last - first + 1);
 }
 
 std::string HtmlEscape(std::string_view text) {

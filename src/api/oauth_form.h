@@ -42,5 +42,8 @@ Result<ClientRegistration> ParseClientRegistration(std::string_view body);
 
 // `text` with & < > " ' escaped, for HTML text and attribute values.
 std::string HtmlEscape(std::string_view text);
+// `utf8` (valid UTF-8) without invisible characters (Unicode format characters, other default-ignorable code points,
+// blanks, separators, C1 controls), its other spaces as ' ', and no space at either end.
+std::string WithoutFormatCharacters(std::string_view utf8);
 
 }  // namespace isb::api

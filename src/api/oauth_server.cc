@@ -2,6 +2,8 @@
 // once both are known good, refusals go back to the client on its redirect URI, as RFC 6749 §4.1.2.1 asks.
 #include "api/oauth_server.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "api/json_util.h"
@@ -140,8 +142,8 @@ std::string OAuthServer::ResourceMetadataUrl(const Request& req) const {
   return Issuer(req) + kPrmPath + std::string(req.Path());
 }
 
-void OAuthServer::Report(const Request& req, OAuthEvent event) {
-  if (options_.on_event) options_.on_event(req, event);
+Status OAuthServer::Report(const Request& req, OAuthEvent event) {
+  return options_.on_event ? options_.on_event(req, event) : Status{};
 }
 
 void OAuthServer::ReportRefusal(const Request& req, OAuthEvent event) {
@@ -152,14 +154,29 @@ void OAuthServer::ReportRefusal(const Request& req, OAuthEvent event) {
     refusal_rows_.RecordFailure(key);
     all_refusal_rows_.RecordFailure("all");
   }
-  Report(req, std::move(event));
+  (void)Report(req, std::move(event));  // a refusal that cannot be recorded is still a refusal
+}
+
+void OAuthServer::SweepIfDue() {
+  const int64_t now = identity::UnixNow();
+  {
+    MutexLock lock(mu_);
+    if (now - last_sweep_ < 3600) return;
+    last_sweep_ = now;
+  }
+  (void)store_.oauth().Sweep();  // what is not swept now is swept at the next
 }
 
 Response OAuthServer::Handle(const Request& req) {
   if (Status host = web_auth_.CheckHostOf(req); !host.ok()) return ErrorResponse(host.error());
+  SweepIfDue();
   std::string_view path = req.Path();
   const bool post = req.method == "POST", get = req.method == "GET" || req.method == "HEAD";
-  if (req.method == "OPTIONS") {  // a browser-based client's preflight: credential-free endpoints only
+  // A browser-based client's preflight, granted only for the endpoints that read no cookie: the consent endpoint
+  // (/oauth/authorize) gets none, and its answers are checked by Origin and a single-use id instead.
+  const bool cookie_free = path == kAsPath || path == kPrmPath || path.starts_with(std::string(kPrmPath) + "/") ||
+                           path == "/oauth/register" || path == "/oauth/token" || path == "/oauth/revoke";
+  if (req.method == "OPTIONS" && cookie_free) {
     Response r = Json(204, json::object());
     r.body.clear();
     r.headers.Set("Access-Control-Allow-Methods", "GET, POST");
@@ -172,6 +189,7 @@ Response OAuthServer::Handle(const Request& req) {
   if (get && path == "/oauth/authorize") return Authorize(req);
   if (post && path == "/oauth/authorize") return Decide(req);
   if (post && path == "/oauth/token") return Token(req);
+  if (post && path == "/oauth/revoke") return Revoke(req);
   return ErrorResponse(Error::Of(Code::kNotFound, "no route for " + req.method + " " +
                                                       SanitizeUtf8(path.substr(0, 200))));
 }
@@ -194,6 +212,8 @@ Response OAuthServer::AuthorizationServer(const Request& req) {
   return Json(200, {{"issuer", issuer},
                     {"authorization_endpoint", issuer + "/oauth/authorize"},
                     {"token_endpoint", issuer + "/oauth/token"},
+                    {"revocation_endpoint", issuer + "/oauth/revoke"},
+                    {"revocation_endpoint_auth_methods_supported", {"none"}},
                     {"registration_endpoint", issuer + "/oauth/register"},
                     {"response_types_supported", {"code"}},
                     {"grant_types_supported", {"authorization_code", "refresh_token"}},
@@ -207,6 +227,7 @@ Response OAuthServer::Register(const Request& req) {
   if (req.body.size() > kMaxOAuthBody)
     return OAuthError(413, "invalid_client_metadata", "body: at most " + std::to_string(kMaxOAuthBody) + " bytes");
   if (int64_t wait = registrations_.RetryAfter(req.remote_address); wait > 0) {
+    ReportRefusal(req, {"oauth_register", "", "", "", Error::Of(Code::kTooManyRequests, "too many registrations")});
     Response r = OAuthError(429, "invalid_request", "too many registrations from this address; try again in " +
                                                         std::to_string(wait) + " s");
     r.headers.Set("Retry-After", std::to_string(wait));
@@ -214,14 +235,19 @@ Response OAuthServer::Register(const Request& req) {
   }
   auto parsed = ParseClientRegistration(req.body);
   if (!parsed.ok()) {
+    ReportRefusal(req, {"oauth_register", "", "", "", parsed.error()});
     const bool uri = parsed.error().message.starts_with("redirect_uris");
     return OAuthError(400, uri ? "invalid_redirect_uri" : "invalid_client_metadata", parsed.error().message);
   }
   registrations_.RecordFailure(req.remote_address);
   auto client = store_.oauth().Register(parsed->name, parsed->redirect_uris);
-  Report(req, {"oauth_register", "", "", client.ok() ? ClientLabel(*client) : parsed->name,
-               client.ok() ? Status{} : Status(client.error())});
+  Status recorded = Report(req, {"oauth_register", "", "", client.ok() ? ClientLabel(*client) : parsed->name,
+                                 client.ok() ? Status{} : Status(client.error())});
   if (!client.ok()) return ErrorResponse(client.error());
+  if (!recorded.ok()) {
+    (void)store_.oauth().RemoveClient(client->id);
+    return OAuthError(503, "temporarily_unavailable", recorded.error().message);
+  }
   return Json(201, {{"client_id", client->id},
                     {"client_id_issued_at", client->created_at},
                     {"client_name", client->name},
@@ -290,12 +316,20 @@ Response OAuthServer::Consent(const identity::Principal& who, Pending pending, R
   pending.user_id = who.user_id;
   pending.user_name = who.user_name;
   pending.expires_at = now + kConsentTtl;
-  const std::string client_name = pending.client.name, redirect_host = RedirectHost(pending.redirect_uri);
+  const std::string client_name = pending.client.name, client_id = pending.client.id,
+                    redirect_host = RedirectHost(pending.redirect_uri);
   {
     MutexLock lock(mu_);
     std::erase_if(pending_, [now](const auto& p) { return p.second.expires_at <= now; });
     if (pending_.size() >= kMaxPendingConsents)
       return ErrorPage(503, "too many authorizations are waiting for an answer; try again in a few minutes");
+    // Counted by person, not session: signing in again and again does not make more room.
+    const auto mine = std::count_if(pending_.begin(), pending_.end(), [&](const auto& p) {
+      return p.second.user_id == pending.user_id;
+    });
+    if (static_cast<size_t>(mine) >= kMaxPendingConsentsPerUser)
+      return ErrorPage(429, "you have " + std::to_string(kMaxPendingConsentsPerUser) +
+                                " authorizations waiting for an answer: answer one, or wait 10 minutes");
     pending_.emplace(request_id, std::move(pending));
   }
   std::string orgs;
@@ -311,7 +345,9 @@ Response OAuthServer::Consent(const identity::Principal& who, Pending pending, R
   return Page(200, "isb: allow " + client_name + "?",
               "<p><strong>" + HtmlEscape(client_name) + "</strong> asks to use isb's MCP tools as <strong>" +
                   HtmlEscape(who.user_name) + "</strong>. After you answer, your browser goes to <strong>" +
-                  HtmlEscape(redirect_host) + "</strong>.</p><p>It asks for the role <strong>" +
+                  HtmlEscape(redirect_host) + "</strong>.</p><p>The name is the client's own: isb has not verified "
+                  "it. Its client id is <code>" + HtmlEscape(client_id) + "</code>; allow only a client you just "
+                  "started yourself.</p><p>It asks for the role <strong>" +
                   std::string(identity::RoleName(asked)) + "</strong>.</p>" +
                   "<form method=\"post\" action=\"/oauth/authorize\"><input type=\"hidden\" name=\"request\" "
                   "value=\"" + request_id + "\"><p><label>Org <select name=\"org\">" + orgs +
@@ -322,12 +358,18 @@ Response OAuthServer::Consent(const identity::Principal& who, Pending pending, R
 
 Response OAuthServer::Decide(const Request& req) {
   auto who = web_auth_.Session(req);
-  if (!who.ok()) return ErrorPage(401, "sign in to isb first: " + who.error().message);
+  if (!who.ok()) {
+    ReportRefusal(req, {"oauth_grant", "", "", "", who.error()});
+    return ErrorPage(401, "sign in to isb first: " + who.error().message);
+  }
   // The form's request id is its CSRF token; a browser's Origin, which it sends on every form post, must be isb's.
   const std::string host = req.headers.Get("Host"), origin = req.headers.Get("Origin");
-  if (origin != options_.scheme + "://" + host)
-    return ErrorPage(403, "the answer must come from isb's own consent page (Origin '" +
-                              SanitizeUtf8(std::string_view(origin).substr(0, 200)) + "' is not this daemon's)");
+  if (origin != options_.scheme + "://" + host) {
+    const std::string message = "the answer must come from isb's own consent page (Origin '" +
+                                SanitizeUtf8(std::string_view(origin).substr(0, 200)) + "' is not this daemon's)";
+    ReportRefusal(req, {"oauth_grant", who->user_name, "", "", Error::Of(Code::kForbidden, message)});
+    return ErrorPage(403, message);
+  }
   auto form = FormBody(req);
   if (!form.ok()) return ErrorPage(400, form.error().message);
   Pending pending;
@@ -335,16 +377,19 @@ Response OAuthServer::Decide(const Request& req) {
     MutexLock lock(mu_);
     auto it = pending_.find(FormValue(*form, "request"));
     if (it == pending_.end() || it->second.session_id != who->credential_id ||
-        it->second.expires_at <= identity::UnixNow())
-      return ErrorPage(403, "request: not a consent page shown to this session, or answered already, or older "
-                            "than 10 minutes; start again from the client");
+        it->second.expires_at <= identity::UnixNow()) {
+      constexpr char kStale[] = "request: not a consent page shown to this session, or answered already, or older "
+                                "than 10 minutes; start again from the client";
+      ReportRefusal(req, {"oauth_grant", who->user_name, "", "", Error::Of(Code::kForbidden, kStale)});
+      return ErrorPage(403, kStale);
+    }
     pending = std::move(it->second);
     pending_.erase(it);
   }
   const std::string issuer = Issuer(req), org = FormValue(*form, "org"), label = ClientLabel(pending.client);
   const std::string decision = FormValue(*form, "decision");
   if (decision != "approve") {
-    Report(req, {"oauth_deny", who->user_name, pending.org, label, Error::Of(Code::kForbidden, "the user denied access")});
+    (void)Report(req, {"oauth_deny", who->user_name, pending.org, label, Error::Of(Code::kForbidden, "the user denied access")});
     return BackToClient(pending.redirect_uri, {{"error", "access_denied"}, {"error_description", "the user said no"}},
                         pending.state, issuer);
   }
@@ -363,12 +408,41 @@ Response OAuthServer::Decide(const Request& req) {
                                                                      .user_id = who->user_id,
                                                                      .org = org,
                                                                      .role = *role,
-                                                                     .resource = pending.resource})
+                                                                     .resource = pending.resource,
+                                                                     .session_id = pending.session_id})
                                           : Result<std::string>(allowed.error());
   const std::string audited_org = held != who->roles.end() ? org : "";
-  Report(req, {"oauth_grant", who->user_name, audited_org, label, code.ok() ? Status{} : Status(code.error())});
+  Status recorded = Report(req, {"oauth_grant", who->user_name, audited_org, label,
+                                 code.ok() ? Status{} : Status(code.error())});
   if (!code.ok()) return ErrorPage(code.error().code == Code::kInternal ? 500 : 403, code.error().message);
+  if (!recorded.ok()) {
+    (void)store_.oauth().Withdraw(*code);
+    return ErrorPage(503, "not granted: " + recorded.error().message);
+  }
   return BackToClient(pending.redirect_uri, {{"code", *code}}, pending.state, issuer);
+}
+
+Response OAuthServer::Revoke(const Request& req) {
+  auto form = FormBody(req);
+  if (!form.ok()) return OAuthError(400, "invalid_request", form.error().message);
+  const std::string client_id = FormValue(*form, "client_id");
+  auto client = store_.oauth().Client(client_id);
+  if (!client.ok()) {
+    ReportRefusal(req, {"oauth_revoke", "", "", SanitizeUtf8(std::string_view(client_id).substr(0, 64)),
+                        client.error()});
+    return OAuthError(401, "invalid_client", client.error().message);
+  }
+  auto revoked = store_.oauth().RevokeToken(FormValue(*form, "token"), client_id);
+  if (!revoked.ok()) {
+    ReportRefusal(req, {"oauth_revoke", "", "", ClientLabel(*client), revoked.error()});
+    if (revoked.error().code == Code::kForbidden) return OAuthError(400, "unauthorized_client", revoked.error().message);
+    return OAuthError(500, "server_error", revoked.error().message);
+  }
+  // RFC 7009 §2.2: 200 whether or not there was such a token, so the answer tells a caller nothing.
+  if (*revoked) (void)Report(req, {"oauth_revoke", "", "", ClientLabel(*client), Status{}});
+  Response r = Json(200, json::object());
+  r.body.clear();
+  return r;
 }
 
 Response OAuthServer::Token(const Request& req) {
@@ -376,7 +450,11 @@ Response OAuthServer::Token(const Request& req) {
   if (!form.ok()) return OAuthError(400, "invalid_request", form.error().message);
   const std::string grant = FormValue(*form, "grant_type"), client_id = FormValue(*form, "client_id");
   auto client = store_.oauth().Client(client_id);
-  if (!client.ok()) return OAuthError(401, "invalid_client", client.error().message);
+  if (!client.ok()) {
+    ReportRefusal(req, {grant == "refresh_token" ? "oauth_refresh" : "oauth_token", "", "",
+                        SanitizeUtf8(std::string_view(client_id).substr(0, 64)), client.error()});
+    return OAuthError(401, "invalid_client", client.error().message);
+  }
   const std::string resource = FormValue(*form, "resource");
   Result<identity::GrantResult<identity::IssuedTokens>> out = Error::Of(Code::kInternal, "unset");
   if (grant == "authorization_code") {
@@ -398,7 +476,10 @@ Response OAuthServer::Token(const Request& req) {
     return OAuthError(400, refused->error, refused->description);
   }
   const auto& t = std::get<identity::IssuedTokens>(*out);
-  Report(req, {action, "", t.org, ClientLabel(*client), Status{}});
+  if (Status recorded = Report(req, {action, "", t.org, ClientLabel(*client), Status{}}); !recorded.ok()) {
+    (void)store_.oauth().RevokeGrantOf(t.access_token_id);
+    return OAuthError(503, "temporarily_unavailable", "not issued: " + recorded.error().message);
+  }
   return Json(200, {{"access_token", t.access_token},
                     {"token_type", "Bearer"},
                     {"expires_in", t.expires_in},

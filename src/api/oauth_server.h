@@ -8,6 +8,7 @@
 //                          [&state][&scope][&resource]             -> the consent page (a signed-in session)
 //   POST /oauth/authorize  form {request, org, role, decision}     -> 302 to redirect_uri with code or error
 //   POST /oauth/token      form grant_type=authorization_code|refresh_token -> 200 {access_token, refresh_token, ...}
+//   POST /oauth/revoke     form token, client_id (RFC 7009)      -> 200; a grant's token ends the grant
 //
 // The resource is the MCP URL itself (scheme://Host/mcp, or /orgs/O/mcp), the issuer scheme://Host. Access tokens
 // are API tokens (isb_tok_) scoped to the org and capped at the role approved, bound to the resource: listed and
@@ -30,7 +31,7 @@
 namespace isb::api {
 
 // An OAuth event for the audit log: "oauth_register", "oauth_grant" (approved on the consent page), "oauth_deny"
-// (refused there), "oauth_token" (a code exchanged), "oauth_refresh".
+// (refused there), "oauth_token" (a code exchanged), "oauth_refresh", "oauth_revoke" (RFC 7009).
 struct OAuthEvent {
   std::string action;
   std::string account;  // the user, when known
@@ -41,7 +42,9 @@ struct OAuthEvent {
 
 struct OAuthOptions {
   std::string scheme = "http";  // of the issuer and resource URLs: "https" behind a TLS proxy
-  std::function<void(const Request& req, const OAuthEvent& event)> on_event;
+  // Records an event; a failure to record a registration, a grant or an exchange undoes it and refuses (503), so
+  // nothing is handed out that the audit log does not hold.
+  std::function<Status(const Request& req, const OAuthEvent& event)> on_event;
   // Registrations one client address may make an hour: each is a row kept for good.
   int registrations_per_hour = 20;
   // Refused token requests audited a minute per client address (all of loopback is one), and ten times that in all,
@@ -50,6 +53,8 @@ struct OAuthOptions {
 };
 
 inline constexpr size_t kMaxPendingConsents = 1024;
+// Consent pages one person may have waiting, over all their sessions: one member cannot fill the others' room.
+inline constexpr size_t kMaxPendingConsentsPerUser = 8;
 inline constexpr int64_t kConsentTtl = 600;
 
 // The MCP resource a request is to: scheme://Host and its path when that is /mcp or /orgs/O/mcp, else "".
@@ -86,9 +91,12 @@ class OAuthServer {
   Response Authorize(const Request& req);
   Response Decide(const Request& req);
   Response Token(const Request& req);
-  void Report(const Request& req, OAuthEvent event);
-  // Reports a refused token request within the refusal budget of its address and of all addresses.
+  Response Revoke(const Request& req);
+  Status Report(const Request& req, OAuthEvent event);
+  // Reports a refused request within the refusal budget of its address and of all addresses.
   void ReportRefusal(const Request& req, OAuthEvent event);
+  // Sweeps expired rows (OAuthGrants::Sweep) at most once an hour, on the request that finds it due.
+  void SweepIfDue();
 
   identity::IdentityStore& store_;
   WebAuth& web_auth_;
@@ -99,6 +107,7 @@ class OAuthServer {
   identity::RateLimiter all_refusal_rows_ ISB_GUARDED_BY(refusal_mu_);
   Mutex mu_;
   std::map<std::string, Pending, std::less<>> pending_ ISB_GUARDED_BY(mu_);
+  int64_t last_sweep_ ISB_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace isb::api

@@ -425,7 +425,8 @@ int Serve(const ServeOptions& options) {
   // assume (HTTPS beyond loopback or behind a proxy).
   api::OAuthOptions oauth_options;
   oauth_options.scheme = web_options.secure_cookie ? "https" : "http";
-  oauth_options.on_event = [log = audit_log->get()](const api::Request& req, const api::OAuthEvent& event) {
+  oauth_options.on_event = [log = audit_log->get()](const api::Request& req,
+                                                    const api::OAuthEvent& event) -> Status {
     audit::Entry e;
     e.org = event.org;
     e.actor = event.account.empty() ? "oauth-client" : "user:" + audit::CleanText(event.account);
@@ -436,7 +437,10 @@ int Serve(const ServeOptions& options) {
     e.outcome = audit::OutcomeOf(event.outcome);
     e.ip = req.remote_address;
     e.user_agent = req.headers.Get("User-Agent");
-    if (auto r = log->Append(e); !r.ok()) Log("audit: an " + e.action + " was not recorded: " + r.error().message);
+    auto r = log->Append(e);
+    if (r.ok()) return {};
+    Log("audit: an " + e.action + " was not recorded: " + r.error().message);
+    return Error::Of(Code::kUnavailable, "the audit log could not record it (" + r.error().message + ")");
   };
   web_options.resource_of = [scheme = oauth_options.scheme](const api::Request& req) {
     return api::McpResourceOf(req, scheme);

@@ -19,6 +19,18 @@ namespace isb::identity {
 inline constexpr int64_t kAuthCodeTtl = 60;
 inline constexpr int64_t kOAuthAccessTtl = 3600;
 inline constexpr int64_t kOAuthRefreshTtl = 30 * 24 * 3600;
+// However often it is refreshed, a grant ends this long after the person approved it.
+inline constexpr int64_t kOAuthGrantTtl = 90 * 24 * 3600;
+
+// At most this many refreshes of one grant an hour.
+inline constexpr int64_t kMaxRefreshesPerHour = 60;
+// A rotated refresh token is kept this long to tell a replay of it (which ends the grant).
+inline constexpr int64_t kRotatedRefreshKept = 24 * 3600;
+// A client registered and never given a code is forgotten after this long.
+inline constexpr int64_t kUnusedClientTtl = 24 * 3600;
+
+// RFC 7636 §4.1: 43 to 128 of [A-Za-z0-9-._~].
+bool IsPkceVerifier(std::string_view verifier);
 
 struct OAuthClient {
   std::string id;  // "isb_client_" and 16 random base64url characters; not a secret (public clients)
@@ -36,6 +48,9 @@ struct CodeGrant {
   std::string org;
   Role role = Role::kViewer;
   std::string resource;  // the MCP URL the tokens are for
+  // The browser session the person approved in: the code is issued only while it is live and its user enabled
+  // (checked in the transaction that issues it, so a password change cannot fall between). 0: not checked.
+  int64_t session_id = 0;
 };
 
 struct IssuedTokens {
@@ -74,15 +89,35 @@ class OAuthGrants {
   Result<GrantResult<IssuedTokens>> Redeem(std::string_view code, std::string_view client_id,
                                            std::string_view redirect_uri, std::string_view verifier,
                                            std::string_view resource);
-  // A refresh token exchanged for a new access token and a new refresh token. A refresh token presented again
-  // after its use, or one whose latest access token was revoked, revokes its whole family.
+  // A refresh token exchanged for a new access token and a new refresh token; the access token it replaces expires.
+  // A refresh token presented again after its use, or one of a grant any of whose access tokens was revoked, revokes
+  // its whole family; so does one past kOAuthGrantTtl since the consent.
   Result<GrantResult<IssuedTokens>> Refresh(std::string_view refresh_token, std::string_view client_id,
                                             std::string_view resource);
 
+  // RFC 7009: a refresh token or an access token of a grant, presented by the client it was issued to, ends the
+  // whole grant. False (and nothing done) for a token that is not a live grant's; kForbidden "token: issued to
+  // another client_id" for another client's.
+  Result<bool> RevokeToken(std::string_view token, std::string_view client_id);
+
+  // Undo what a grant gave when it could not be recorded: `Withdraw` spends a code and revokes the tokens it gave,
+  // `RevokeGrantOf` the grant an access token came from, `RemoveClient` a registration.
+  Status Withdraw(std::string_view code);
+  Status RevokeGrantOf(int64_t access_token_id);
+  Status RemoveClient(std::string_view id);
+
+  // Deletes what can never be used again: refresh tokens expired (or rotated kRotatedRefreshKept ago) whose access
+  // token has expired, expired access tokens no refresh token refers to, codes past their minute with no refresh
+  // token on them, clients unused for kUnusedClientTtl (never given a code) or kOAuthGrantTtl. Returns the rows
+  // removed.
+  Result<int64_t> Sweep();
+
  private:
+  // Neither token lives past `grant_ends`.
   Result<IssuedTokens> Issue(int64_t family, const OAuthClient& client, int64_t user, const std::string& org,
-                             Role role, const std::string& resource);
-  Status RevokeFamily(int64_t family);
+                             Role role, const std::string& resource, int64_t grant_ends);
+  // How many tokens and refresh rows it revoked (0: the grant had ended already).
+  Result<size_t> RevokeFamily(int64_t family);
 
   store::Db& db_;
   Clock now_;

@@ -44,7 +44,18 @@ Status Users::Update(int64_t user, const std::string& sql, const std::vector<sto
 }
 
 Status Users::EndSessions(int64_t user, int64_t now) {
-  return db_.Exec("UPDATE sessions SET revoked_at = ?2 WHERE user_id = ?1 AND revoked_at IS NULL", {user, now});
+  return db_.Immediate([&]() -> Status { return EndSessionsNow(user, now); });
+}
+
+Status Users::EndSessionsNow(int64_t user, int64_t now) {
+  ISB_TRY(db_.Exec("UPDATE sessions SET revoked_at = ?2 WHERE user_id = ?1 AND revoked_at IS NULL", {user, now}));
+  // What the user approved for OAuth clients in a session ends with the sessions: codes not yet exchanged, the
+  // grants' refresh tokens and their access tokens (a password changed because it leaked leaves no client behind).
+  ISB_TRY(db_.Exec("UPDATE oauth_codes SET used_at = ?2 WHERE user_id = ?1 AND used_at IS NULL", {user, now}));
+  ISB_TRY(db_.Exec("UPDATE tokens SET revoked_at = ?2 WHERE revoked_at IS NULL AND id IN (SELECT r.access_token_id "
+                   "FROM oauth_refresh r JOIN oauth_codes c ON c.id = r.family WHERE c.user_id = ?1)", {user, now}));
+  return db_.Exec("UPDATE oauth_refresh SET revoked_at = ?2 WHERE revoked_at IS NULL AND family IN (SELECT id FROM "
+                  "oauth_codes WHERE user_id = ?1)", {user, now});
 }
 
 Status Users::SetPassword(int64_t user, std::string_view password) {

@@ -30,7 +30,8 @@ class Users {
   // Returns the new user's id. `password` "" leaves the account without one (no password sign-in until set);
   // otherwise it must pass CheckPasswordPolicy. A taken name is kConflict.
   Result<int64_t> Create(std::string_view name, std::string_view password, bool platform_admin = false);
-  // Replaces the password and revokes every session of the user (tokens stay).
+  // Replaces the password and revokes every session of the user and every OAuth grant made in one (codes, refresh
+  // and access tokens); API tokens the user made stay.
   Status SetPassword(int64_t user, std::string_view password);
   Status SetPlatformAdmin(int64_t user, bool on);
   // A disabled user cannot sign in, and none of its tokens or sessions resolve.
@@ -55,8 +56,9 @@ class Users {
   Result<Principal> PrincipalOf(int64_t user, PrincipalKind kind, std::string_view disabled_message);
 
  private:
-  // Revokes every live session of `user` as of `now`.
-  Status EndSessions(int64_t user, int64_t now);
+  // Revokes every live session of `user` as of `now`, and the OAuth grants the user approved.
+  Status EndSessions(int64_t user, int64_t now);  // in one write transaction
+  Status EndSessionsNow(int64_t user, int64_t now);
   Status Update(int64_t user, const std::string& sql, const std::vector<store::Value>& args);
 
   store::Db& db_;

@@ -279,6 +279,15 @@ CREATE TABLE oauth_refresh (
 );
 CREATE INDEX oauth_refresh_family ON oauth_refresh(family);
 )sql",
+      // 11: when an OAuth client was last given a code, so that clients registered and never used (or unused for
+      // the life of a grant) are swept, and indexes for the sweep and for ending a user's grants.
+      R"sql(
+ALTER TABLE oauth_clients ADD COLUMN last_used_at INTEGER;
+CREATE INDEX oauth_codes_client ON oauth_codes(client_id);
+CREATE INDEX oauth_codes_user ON oauth_codes(user_id);
+CREATE INDEX oauth_codes_expiry ON oauth_codes(expires_at);
+CREATE INDEX oauth_refresh_expiry ON oauth_refresh(expires_at);
+)sql",
   };
   return m;
 }

@@ -41,6 +41,19 @@ TEST(OAuthFormTest, RedirectUrisAreHttpsOrLoopbackHttp) {
   EXPECT_EQ(CheckRedirectUri("https://a.example/c b").error().message,
             "redirect_uris: spaces, control and non-ASCII characters must be %-encoded");
   EXPECT_EQ(RedirectHost("https://app.example.com:8443/cb?x=1"), "app.example.com:8443");
+  // A backslash is a '/' to a browser: the consent page would show one host and the browser go to another.
+  constexpr char kHostChars[] = "redirect_uris: the host may hold only letters, digits, '-' and '.' (or be an IP literal)";
+  EXPECT_EQ(CheckRedirectUri("https://a.example\\.evil.example/cb").error().message, kHostChars);
+  EXPECT_EQ(CheckRedirectUri("https://a_b.example/cb").error().message, kHostChars);
+  EXPECT_EQ(CheckRedirectUri("http://[::1%25lo]/cb").error().message, kHostChars);
+  constexpr char kPort[] = "redirect_uris: the port must be a number from 1 to 65535";
+  EXPECT_EQ(CheckRedirectUri("http://localhost:99999/cb").error().message, kPort);
+  EXPECT_EQ(CheckRedirectUri("http://localhost:8o/cb").error().message, kPort);
+  EXPECT_EQ(CheckRedirectUri("http://localhost:/cb").error().message, kPort);
+  EXPECT_EQ(CheckRedirectUri("http://localhost:0/cb").error().message, kPort);
+  EXPECT_EQ(CheckRedirectUri("http://[::1]x/cb").error().message, kPort);
+  EXPECT_TRUE(CheckRedirectUri("http://localhost:65535/cb").ok());
+  EXPECT_TRUE(CheckRedirectUri("https://App-1.example.com/cb").ok());
 }
 
 TEST(OAuthFormTest, ARegistrationNamesItsClientAndRedirectUris) {
@@ -70,6 +83,28 @@ TEST(OAuthFormTest, ARegistrationOutsideTheCodeGrantIsRefusedByField) {
             "client_name: control characters are not allowed");
   EXPECT_EQ(ParseClientRegistration("[]").error().message,
             "body: expected a JSON object (RFC 7591 client metadata)");
+}
+
+TEST(OAuthFormTest, AClientNameLosesInvisibleFormatCharacters) {
+  // U+202E (right-to-left override), U+200B (zero-width space), U+2066 (left-to-right isolate), U+00AD (soft
+  // hyphen), U+0085 (a C1 control), U+E0041 (a tag): gone; other non-ASCII stays.
+  auto reg = ParseClientRegistration(
+      R"({"client_name":"\u202eGood\u200b Cl\u00adient\u2066 \u0085caf\u00e9 \udb40\udc41","redirect_uris":["http://localhost/cb"]})");
+  ASSERT_TRUE(reg.ok()) << reg.error().message;
+  EXPECT_EQ(reg->name, "Good Client caf\xc3\xa9");
+  auto only_invisible = ParseClientRegistration(R"({"client_name":"\u202e\u200b","redirect_uris":["http://localhost/cb"]})");
+  ASSERT_TRUE(only_invisible.ok());
+  EXPECT_EQ(only_invisible->name, "unnamed client");
+  // Blank-looking characters (Hangul fillers, the braille blank, variation selectors) go; other spaces are spaces,
+  // and none pads a name.
+  auto blank = ParseClientRegistration(
+      R"({"client_name":"\u3164\u2800\ufe0f\u115f","redirect_uris":["http://localhost/cb"]})");
+  ASSERT_TRUE(blank.ok());
+  EXPECT_EQ(blank->name, "unnamed client");
+  auto spaced = ParseClientRegistration(
+      R"({"client_name":"\u00a0\u3000Good\u00a0Client\u2028","redirect_uris":["http://localhost/cb"]})");
+  ASSERT_TRUE(spaced.ok());
+  EXPECT_EQ(spaced->name, "Good Client");
 }
 
 TEST(OAuthFormTest, HtmlEscapeLeavesNoMarkup) {

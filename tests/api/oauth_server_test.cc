@@ -34,10 +34,18 @@ class OAuthServerTest : public identity::IdentityTest {
     web.resource_of = [](const Request& req) { return McpResourceOf(req, "http"); };
     web_ = std::make_unique<WebAuth>(*id_, web);
     OAuthOptions options;
-    options.on_event = [this](const Request&, const OAuthEvent& e) {
-      events_.push_back(e.action + " " + e.org + " " + std::string(e.outcome.ok() ? "ok" : CodeName(e.outcome.error().code)));
-    };
+    options.on_event = Recorder();
     oauth_ = std::make_unique<OAuthServer>(*id_, *web_, options);
+  }
+
+  // Records each event as "action org outcome"; fails to record while audit_down_ is set, as a full disk would.
+  std::function<Status(const Request&, const OAuthEvent&)> Recorder() {
+    return [this](const Request&, const OAuthEvent& e) -> Status {
+      if (audit_down_) return Error::Of(Code::kUnavailable, "the audit log could not record it (disk full)");
+      events_.push_back(e.action + " " + e.org + " " +
+                        std::string(e.outcome.ok() ? "ok" : CodeName(e.outcome.error().code)));
+      return {};
+    };
   }
 
   static Request Make(std::string method, std::string target, std::string body = "") {
@@ -114,6 +122,7 @@ class OAuthServerTest : public identity::IdentityTest {
   std::unique_ptr<WebAuth> web_;
   std::unique_ptr<OAuthServer> oauth_;
   std::vector<std::string> events_;
+  bool audit_down_ = false;
 };
 
 TEST_F(OAuthServerTest, TheMetadataNamesTheMcpResourceAndIsbAsItsAuthorizationServer) {
@@ -169,6 +178,147 @@ TEST_F(OAuthServerTest, AnApprovedConsentGivesATokenGoodAtTheMcpResourceOnly) {
   EXPECT_EQ(web_->Authenticate(Bearer("/api/v1/tools/sandbox_list", access)).error().message,
             "this OAuth token is for http://isb.test:8092/mcp, not this path");
   EXPECT_EQ(events_, (std::vector<std::string>{"oauth_register  ok", "oauth_grant acme ok", "oauth_token acme ok"}));
+}
+
+TEST_F(OAuthServerTest, TheConsentPageSaysTheNameIsUnverifiedAndShowsTheClientId) {
+  const std::string client = Register();
+  Request show = Make("GET", AuthorizeTarget(client));
+  show.headers.Set("Cookie", cookie_);
+  Response page = oauth_->Handle(show);
+  ASSERT_EQ(page.status, 200);
+  EXPECT_NE(page.body.find("The name is the client's own: isb has not verified it. Its client id is <code>" + client +
+                           "</code>; allow only a client you just started yourself."),
+            std::string::npos)
+      << page.body;
+}
+
+TEST_F(OAuthServerTest, APreflightIsGrantedOnlyWhereNoCookieIsRead) {
+  for (const char* path : {"/oauth/token", "/oauth/register", "/oauth/revoke", "/.well-known/oauth-authorization-server",
+                           "/.well-known/oauth-protected-resource/mcp"}) {
+    Response r = oauth_->Handle(Make("OPTIONS", path));
+    EXPECT_EQ(r.status, 204) << path;
+    EXPECT_EQ(r.headers.Get("Access-Control-Allow-Origin"), "*") << path;
+  }
+  Response consent = oauth_->Handle(Make("OPTIONS", "/oauth/authorize"));
+  EXPECT_EQ(consent.status, 404);
+  EXPECT_FALSE(consent.headers.Has("Access-Control-Allow-Origin"));
+  EXPECT_FALSE(consent.headers.Has("Access-Control-Allow-Methods"));
+}
+
+TEST_F(OAuthServerTest, AClientRevokesItsGrantAtTheRevocationEndpoint) {
+  const std::string client = Register();
+  Response back = Answer(ShowConsent(client), "org=acme&role=member&decision=approve");
+  Response tokens = Exchange(client, CodeOf(back), kVerifier);
+  ASSERT_EQ(tokens.status, 200) << tokens.body;
+  const json t = json::parse(tokens.body);
+  Response revoked = oauth_->Handle(Make("POST", "/oauth/revoke", "client_id=" + client + "&token=" +
+                                                                      t["refresh_token"].get<std::string>()));
+  EXPECT_EQ(revoked.status, 200);
+  EXPECT_EQ(revoked.body, "");
+  EXPECT_EQ(events_.back(), "oauth_revoke  ok");
+  EXPECT_EQ(web_->Authenticate(Bearer("/mcp", t["access_token"].get<std::string>())).error().message, "token revoked");
+  // Again, or with a token that never was: the same 200, and nothing recorded as revoked.
+  events_.clear();
+  Response again = oauth_->Handle(Make("POST", "/oauth/revoke", "client_id=" + client + "&token=" +
+                                                                    t["refresh_token"].get<std::string>()));
+  EXPECT_EQ(again.status, 200);
+  auto never = identity::NewSecret(identity::SecretKind::kRefresh);
+  ASSERT_TRUE(never.ok());
+  EXPECT_EQ(oauth_->Handle(Make("POST", "/oauth/revoke", "client_id=" + client + "&token=" + *never)).status, 200);
+  EXPECT_EQ(oauth_->Handle(Make("POST", "/oauth/revoke", "client_id=" + client + "&token=isb_rt_nothing")).status, 200);
+  EXPECT_TRUE(events_.empty());
+  Response unknown = oauth_->Handle(Make("POST", "/oauth/revoke", "client_id=isb_client_x&token=isb_rt_nothing"));
+  EXPECT_EQ(unknown.status, 401);
+  EXPECT_EQ(json::parse(unknown.body)["error"], "invalid_client");
+  EXPECT_EQ(json::parse(oauth_->Handle(Make("GET", "/.well-known/oauth-authorization-server")).body)["revocation_endpoint"],
+            "http://isb.test:8092/oauth/revoke");
+}
+
+TEST_F(OAuthServerTest, OnePersonMayHaveEightConsentPagesWaitingOverAllTheirSessions) {
+  const std::string client = Register();
+  std::vector<std::string> ids;
+  for (size_t i = 0; i < kMaxPendingConsentsPerUser; ++i) ids.push_back(ShowConsent(client));
+  // Another session of the same person: no more room.
+  auto again = id_->sessions().Create(alice_, "127.0.0.1", "test");
+  ASSERT_TRUE(again.ok());
+  Request ninth = Make("GET", AuthorizeTarget(client));
+  ninth.headers.Set("Cookie", std::string(kSessionCookie) + "=" + again->secret);
+  Response r = oauth_->Handle(ninth);
+  EXPECT_EQ(r.status, 429);
+  EXPECT_NE(r.body.find("you have 8 authorizations waiting for an answer: answer one, or wait 10 minutes"),
+            std::string::npos)
+      << r.body;
+  // Answering one makes room for another.
+  ASSERT_EQ(Answer(ids[0], "org=acme&role=member&decision=deny").status, 302);
+  EXPECT_FALSE(ShowConsent(client).empty());
+}
+
+TEST_F(OAuthServerTest, NothingIsGivenThatTheAuditLogCouldNotRecord) {
+  auto count = [&](const std::string& sql) { return store::AsInt((*db_->Query(sql))[0][0]); };
+  // A registration not recorded is undone.
+  audit_down_ = true;
+  Response reg = oauth_->Handle(Make("POST", "/oauth/register", R"({"redirect_uris":["http://127.0.0.1:9/callback"]})"));
+  EXPECT_EQ(reg.status, 503);
+  EXPECT_EQ(json::parse(reg.body)["error_description"], "the audit log could not record it (disk full)");
+  EXPECT_EQ(count("SELECT count(*) FROM oauth_clients"), 0);
+  audit_down_ = false;
+  const std::string client = Register();
+  // A consent not recorded gives no code: a page, no redirect, and the code it would have been is spent.
+  const std::string id = ShowConsent(client);
+  audit_down_ = true;
+  Response grant = Answer(id, "org=acme&role=member&decision=approve");
+  EXPECT_EQ(grant.status, 503);
+  EXPECT_FALSE(grant.headers.Has("Location"));
+  EXPECT_NE(grant.body.find("not granted: the audit log could not record it (disk full)"), std::string::npos);
+  EXPECT_EQ(count("SELECT count(*) FROM oauth_codes WHERE used_at IS NULL"), 0);
+  // An exchange not recorded gives no token, and the grant is revoked.
+  audit_down_ = false;
+  Response back = Answer(ShowConsent(client), "org=acme&role=member&decision=approve");
+  ASSERT_EQ(back.status, 302);
+  audit_down_ = true;
+  Response tokens = Exchange(client, CodeOf(back), kVerifier);
+  EXPECT_EQ(tokens.status, 503);
+  EXPECT_EQ(json::parse(tokens.body)["error"], "temporarily_unavailable");
+  EXPECT_EQ(json::parse(tokens.body)["error_description"], "not issued: the audit log could not record it (disk full)");
+  EXPECT_EQ(count("SELECT count(*) FROM tokens WHERE revoked_at IS NULL"), 0);
+  EXPECT_EQ(count("SELECT count(*) FROM oauth_refresh WHERE revoked_at IS NULL"), 0);
+  // A refresh not recorded: no new tokens, and the grant is revoked.
+  audit_down_ = false;
+  back = Answer(ShowConsent(client), "org=acme&role=member&decision=approve");
+  tokens = Exchange(client, CodeOf(back), kVerifier);
+  ASSERT_EQ(tokens.status, 200);
+  const std::string refresh = json::parse(tokens.body)["refresh_token"];
+  audit_down_ = true;
+  Response refreshed = oauth_->Handle(Make("POST", "/oauth/token", "grant_type=refresh_token&client_id=" + client +
+                                                                       "&refresh_token=" + refresh));
+  EXPECT_EQ(refreshed.status, 503);
+  EXPECT_EQ(json::parse(refreshed.body)["error_description"], "not issued: the audit log could not record it (disk full)");
+  EXPECT_EQ(count("SELECT count(*) FROM tokens WHERE revoked_at IS NULL"), 0);
+  EXPECT_EQ(count("SELECT count(*) FROM oauth_refresh WHERE revoked_at IS NULL"), 0);
+}
+
+TEST_F(OAuthServerTest, RefusedRegistrationsUnknownClientsAndForgedAnswersAreAudited) {
+  Response bad = oauth_->Handle(Make("POST", "/oauth/register", R"({"redirect_uris":["http://evil.example/cb"]})"));
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_EQ(events_.back(), "oauth_register  invalid_argument");
+  Response unknown = oauth_->Handle(Make("POST", "/oauth/token", "grant_type=authorization_code&client_id=isb_client_x"));
+  EXPECT_EQ(unknown.status, 401);
+  EXPECT_EQ(json::parse(unknown.body)["error"], "invalid_client");
+  EXPECT_EQ(events_.back(), "oauth_token  not_found");
+  const std::string client = Register();
+  const std::string id = ShowConsent(client);
+  Request forged = Make("POST", "/oauth/authorize", "request=" + id + "&org=acme&role=member&decision=approve");
+  forged.headers.Set("Cookie", cookie_);
+  forged.headers.Set("Origin", "https://evil.example");
+  EXPECT_EQ(oauth_->Handle(forged).status, 403);
+  EXPECT_EQ(events_.back(), "oauth_grant  forbidden");
+  EXPECT_EQ(Answer("forged", "org=acme&role=member&decision=approve").status, 403);
+  EXPECT_EQ(events_.back(), "oauth_grant  forbidden");
+  events_.clear();
+  Request anonymous = Make("POST", "/oauth/authorize", "request=" + id + "&org=acme&role=member&decision=approve");
+  anonymous.headers.Set("Origin", kIssuer);
+  EXPECT_EQ(oauth_->Handle(anonymous).status, 401);
+  EXPECT_EQ(events_, (std::vector<std::string>{"oauth_grant  unauthenticated"}));
 }
 
 TEST_F(OAuthServerTest, ADeniedConsentGoesBackAsAccessDeniedAndIsAudited) {
@@ -267,15 +417,16 @@ TEST_F(OAuthServerTest, TheTokenEndpointRefusesAWrongVerifierAReplayAndAnUnknown
   Response unknown = Exchange("isb_client_nobody", code, kVerifier);
   EXPECT_EQ(unknown.status, 401);
   EXPECT_EQ(json::parse(unknown.body)["error"], "invalid_client");
-  EXPECT_EQ(events_.back(), "oauth_token  unauthenticated");
+  // The replay's refusal, then the unknown client's.
+  ASSERT_GE(events_.size(), 2u);
+  EXPECT_EQ(events_[events_.size() - 2], "oauth_token  unauthenticated");
+  EXPECT_EQ(events_.back(), "oauth_token  not_found");
 }
 
 TEST_F(OAuthServerTest, RefusedTokenRequestsAreAuditedOnlyWithinTheRefusalBudgetOfTheirAddress) {
   OAuthOptions options;
   options.refusal_rows_per_minute = 3;
-  options.on_event = [this](const Request&, const OAuthEvent& e) {
-    events_.push_back(e.action + " " + e.org + " " + std::string(e.outcome.ok() ? "ok" : CodeName(e.outcome.error().code)));
-  };
+  options.on_event = Recorder();
   oauth_ = std::make_unique<OAuthServer>(*id_, *web_, options);
   const std::string client = Register();
   events_.clear();

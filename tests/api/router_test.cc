@@ -227,6 +227,26 @@ TEST_F(ServerRoutesTest, EveryRouteThatNeedsALoginRefusesACallWithoutOne) {
   EXPECT_GE(checked, 4u);  // at least the REST API, /mcp, /orgs/<org>/mcp, and any other path
 }
 
+// The metadata URL holds the request's Host: a '"' or a backslash in it cannot end the quoted parameter early.
+TEST_F(ServerRoutesTest, TheResourceMetadataParameterIsAQuotedStringWhateverTheHost) {
+  server_->Stop();
+  HttpServerOptions opts;
+  opts.port = 0;
+  opts.resource_metadata = [](const Request& req) {
+    return "http://" + req.headers.Get("Host") + "/.well-known/oauth-protected-resource/mcp";
+  };
+  server_ = std::make_unique<HttpServer>(opts, rest_, mcp_, [](const Request&, bool) -> Result<Identity> {
+    return Error::Of(Code::kUnauthenticated, "invalid token");
+  });
+  ASSERT_TRUE(server_->Start().ok());
+  Reply r = Send("POST", "/mcp", "", "a\"b\\c");
+  EXPECT_EQ(r.status, 401) << r.raw;
+  EXPECT_NE(r.head.find("\r\nWWW-Authenticate: Bearer realm=\"isb\", resource_metadata=\"http://a\\\"b\\\\c/.well-known/"
+                        "oauth-protected-resource/mcp\"\r\n"),
+            std::string::npos)
+      << r.head;
+}
+
 TEST_F(ServerRoutesTest, OnlyHealthSigningInTheWebUiFilesAndOAuthNeedNoLogin) {
   std::set<std::string> open;
   for (const Route& route : server_->routes()) {
