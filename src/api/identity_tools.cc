@@ -135,13 +135,15 @@ Status AddTokenTools(Registry& reg, identity::IdentityStore& store) {
   return reg.Add(Tool{
       "token_revoke", "Revoke an API token",
       "Revokes a token at once: the owner, an admin of its org or a platform admin may. A token the caller may not "
-      "revoke is reported as not found.",
+      "revoke is reported as not found. An OAuth client's token ends the client's whole grant.",
       Object({{"id", Int("The token's id (token_list).", 1, INT64_MAX)}}, {"id"}),
       Output({{"id", {{"type", "integer"}}}, {"revoked", {{"type", "boolean"}}}}, {"id", "revoked"}),
       ToolAnnotations{.destructive = true, .idempotent = true}, false,
       [&store](const json& in, const CallContext& ctx) -> Result<json> {
         int64_t id = in["id"].get<int64_t>();
         ISB_TRY(store.tokens().Revoke(ctx.identity, id));
+        // An OAuth client's access token ends its whole grant: the newer access token and the refresh token too.
+        ISB_TRY(store.oauth().RevokeGrantOf(id));
         return json{{"id", id}, {"revoked", true}};
       },
       Self(identity::ScopeKind::kAdmin)});
@@ -170,12 +172,11 @@ Status AddUserTools(Registry& reg, identity::IdentityStore& store) {
         const bool first = in.value("first_admin", false);
         const bool admin = first || in.value("platform_admin", false);
         const std::string name = in["name"].get<std::string>(), password = in.value("password", "");
-        ISB_ASSIGN_OR_RETURN(int64_t id, first ? store.setup().CreateFirstAdminAsHost(name, password)
-                                               : store.users().Create(name, password, admin));
-        // Any platform admin ends the setup token: it must not come back to life when every admin is disabled.
-        if (admin && !first) {
-          if (Status used = store.setup().UseUp(); !used.ok()) return used.error();
-        }
+        // Any platform admin ends the setup token (it must not come back to life when every admin is disabled),
+        // under the lock the setup route takes: one cannot slip in between.
+        ISB_ASSIGN_OR_RETURN(int64_t id, first   ? store.setup().CreateFirstAdminAsHost(name, password)
+                                         : admin ? store.setup().CreatePlatformAdmin(name, password)
+                                                 : store.users().Create(name, password, false));
         ISB_ASSIGN_OR_RETURN(identity::User user, store.users().Get(id));
         return UserJson(user);
       },

@@ -64,6 +64,13 @@ Result<int64_t> Setup::CreateFirstAdminAsHost(std::string_view name, std::string
   return user;
 }
 
+Result<int64_t> Setup::CreatePlatformAdmin(std::string_view name, std::string_view password) {
+  MutexLock lock(first_admin_mu_);
+  ISB_ASSIGN_OR_RETURN(int64_t user, users_.Create(name, password, true));
+  ISB_TRY(UseUp());
+  return user;
+}
+
 Status Setup::UseUp() {
   ISB_TRY(db_.Exec("UPDATE setup_token SET used_at = ?1 WHERE used_at IS NULL", {now_()}));
   if (::unlink(path().c_str()) != 0 && errno != ENOENT) return Error::Sys("remove " + path());

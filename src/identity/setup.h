@@ -32,6 +32,9 @@ class Setup {
   // kConflict when an enabled platform admin exists already. The check and the creation are one step against this
   // and CreateFirstAdmin: of two setups at once, one makes an admin and the other is refused.
   Result<int64_t> CreateFirstAdminAsHost(std::string_view name, std::string_view password);
+  // Any other platform admin (user_create platform_admin): created and the token used up under the same lock as the
+  // first admin's, so a setup racing it cannot make a second "first" admin in between.
+  Result<int64_t> CreatePlatformAdmin(std::string_view name, std::string_view password);
   // A platform admin was made another way: the setup token stops working (its file goes), so that disabling every
   // admin later does not bring it back to life; only a restart with no admin mints a new one.
   Status UseUp();

@@ -75,9 +75,8 @@ TEST_F(OnboardingTest, TheHostsSetupUsesTheTokenUpSoDisablingEveryAdminDoesNotRe
 TEST_F(OnboardingTest, AnAdminMadeAnotherWayUsesTheTokenUpToo) {
   const std::string secret = PreparedSecret(*id_);
   ASSERT_FALSE(secret.empty());
-  auto admin = id_->users().Create("ops", "", true);
+  auto admin = id_->setup().CreatePlatformAdmin("ops", "");
   ASSERT_TRUE(admin.ok());
-  ASSERT_TRUE(id_->setup().UseUp().ok());
   EXPECT_NE(::access(id_->setup().path().c_str(), F_OK), 0);
   ASSERT_TRUE(id_->users().SetDisabled(*admin, true).ok());
   EXPECT_ERROR(id_->setup().CreateFirstAdmin(secret, "late", kPassword), Code::kUnauthenticated, "token used");
