@@ -38,6 +38,8 @@ Status AddAuditList(Registry& reg, audit::AuditLog& log) {
   props["actor"] = Str("Only this actor (\"user:NAME\", \"token:ID\", ...).", 200, 1);
   props["action"] = Str("Only this action: a tool's name or an event such as sign_in.", 100, 1);
   props["since"] = Int("Only rows at or after this time (unix milliseconds).", 0, INT64_MAX);
+  props["latest"] = Bool("The last `limit` matching rows instead of the first (still oldest first); next_after is "
+                         "then null.");
   props["until"] = Int("Only rows before this time (unix milliseconds).", 0, INT64_MAX);
   props["platform"] = Bool("Platform admins: the rows of no org instead of the call's org's: sign-ins and sign-outs, "
                            "setup, refused credentials (events before any org is known).");
@@ -65,11 +67,13 @@ Status AddAuditList(Registry& reg, audit::AuditLog& log) {
         if (in.contains("until")) f.until_ms = in["until"].get<int64_t>();
         if (in.contains("after")) f.after_id = in["after"].get<int64_t>();
         f.limit = LimitOf(in);
+        f.latest = in.value("latest", false);
         ISB_ASSIGN_OR_RETURN(auto records, log.List(f));
         json out = json::array();
         for (const auto& r : records) out.push_back(audit::ToJson(r));
         return json{{"records", std::move(out)},
-                    {"next_after", NextAfter(records.size(), f.limit, records.empty() ? 0 : records.back().id)}};
+                    {"next_after", f.latest ? json(nullptr)
+                                            : NextAfter(records.size(), f.limit, records.empty() ? 0 : records.back().id)}};
       },
       ToolAccess{.least_role = Role::kAdmin, .kind = ScopeKind::kAdmin}});
 }

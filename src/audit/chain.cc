@@ -163,15 +163,16 @@ Where& Where::Time(const std::optional<int64_t>& since_ms, const std::optional<i
   return *this;
 }
 
-Result<std::vector<ChainRow>> Chain::Select(Where where, int64_t after_id, int64_t limit) {
+Result<std::vector<ChainRow>> Chain::Select(Where where, int64_t after_id, int64_t limit, bool newest) {
   where.Add("id >", after_id);
-  std::string sql = "SELECT " + select_cols_ + " FROM " + def_.table + " WHERE " + where.sql + " ORDER BY id LIMIT ?" +
-                    std::to_string(where.args.size() + 1);
+  std::string sql = "SELECT " + select_cols_ + " FROM " + def_.table + " WHERE " + where.sql + " ORDER BY id" +
+                    (newest ? " DESC" : "") + " LIMIT ?" + std::to_string(where.args.size() + 1);
   where.args.emplace_back(limit);
   ISB_ASSIGN_OR_RETURN(auto rows, db_.Query(sql, where.args));
   std::vector<ChainRow> out;
   out.reserve(rows.size());
   for (const auto& r : rows) out.push_back(RowFrom(r, def_.columns.size()));
+  if (newest) std::reverse(out.begin(), out.end());
   return out;
 }
 

@@ -106,7 +106,8 @@ class Chain {
   Result<VerifyResult> Verify(const std::optional<Head>& pinned = std::nullopt);
 
   // Rows with id > after_id that satisfy `where`, in id order, at most `limit`.
-  Result<std::vector<ChainRow>> Select(Where where, int64_t after_id, int64_t limit);
+  // `newest`: the last `limit` matches rather than the first (in id order all the same).
+  Result<std::vector<ChainRow>> Select(Where where, int64_t after_id, int64_t limit, bool newest = false);
 
   const ChainDef& def() const { return def_; }
 

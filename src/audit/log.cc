@@ -31,12 +31,12 @@ Result<Head> AuditLog::Append(const Entry& e) {
   return chain_.Append(Fields(r));
 }
 
-Result<std::vector<Record>> AuditLog::Page(const Filter& f, int64_t after_id, int64_t limit) {
+Result<std::vector<Record>> AuditLog::Page(const Filter& f, int64_t after_id, int64_t limit, bool latest) {
   Where w;
   if (f.no_org) w.Add("org =", std::string());
   else w.Eq("org", f.org);
   w.Eq("actor", f.actor).Eq("action", f.action).Time(f.since_ms, f.until_ms);
-  ISB_ASSIGN_OR_RETURN(auto rows, chain_.Select(std::move(w), after_id, limit));
+  ISB_ASSIGN_OR_RETURN(auto rows, chain_.Select(std::move(w), after_id, limit, latest));
   std::vector<Record> out;
   out.reserve(rows.size());
   for (const auto& row : rows) out.push_back(RecordFrom(row));
@@ -44,7 +44,7 @@ Result<std::vector<Record>> AuditLog::Page(const Filter& f, int64_t after_id, in
 }
 
 Result<std::vector<Record>> AuditLog::List(const Filter& f) {
-  return Page(f, f.after_id, std::clamp<int64_t>(f.limit, 1, kMaxListLimit));
+  return Page(f, f.after_id, std::clamp<int64_t>(f.limit, 1, kMaxListLimit), f.latest);
 }
 
 Status AuditLog::Export(const Filter& f, const std::function<Status(std::string_view line)>& sink) {

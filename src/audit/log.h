@@ -30,6 +30,7 @@ struct Filter {
   std::optional<int64_t> until_ms{};  // time < until
   int64_t after_id = 0;             // for paging: pass the last id of the previous page
   int64_t limit = 100;              // List clamps it to 1..kMaxListLimit; Export ignores it (every match)
+  bool latest = false;              // List: the last `limit` matches (after after_id), still in id order
 };
 inline constexpr int64_t kMaxListLimit = 1000;
 
@@ -57,7 +58,7 @@ class AuditLog {
 
  private:
   AuditLog(store::Db& db, DetailsPolicy policy, Clock clock);
-  Result<std::vector<Record>> Page(const Filter& f, int64_t after_id, int64_t limit);
+  Result<std::vector<Record>> Page(const Filter& f, int64_t after_id, int64_t limit, bool latest = false);
 
   Chain chain_;
   const DetailsPolicy policy_;

@@ -3,11 +3,11 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <deque>
 #include <memory>
 #include <tuple>
 
 #include "cli/audit_rows.h"
+#include "egress/policy.h"
 
 namespace isb::cli {
 namespace {
@@ -73,24 +73,13 @@ int RunSet(const EgressFlags& f) {
   return kExitOk;
 }
 
-// The last `keep` egress_connect rows of the sandbox, oldest first: audit_list pages from the oldest, so every page
-// is read and the last rows kept.
+// The last `keep` egress_connect rows of the sandbox, oldest first, in one call (audit_list's `latest`).
 Result<json> LastRefusals(const ToolClient& client, const std::string& id, int64_t keep) {
-  json in = {{"action", "egress_connect"}, {"actor", "sandbox:" + id}, {"limit", kAuditPage}};
-  std::deque<json> last;
-  for (;;) {
-    ISB_ASSIGN_OR_RETURN(json page, client.Call("audit_list", in));
-    for (const json& r : page.value("records", json::array())) {
-      last.push_back(r);
-      if (static_cast<int64_t>(last.size()) > keep) last.pop_front();
-    }
-    const json next = page.value("next_after", json());
-    if (!next.is_number_integer()) break;
-    if (next.get<int64_t>() <= in.value("after", int64_t{0}))
-      return Error::Msg("audit_list: next_after does not advance");  // a daemon bug; never loop on it
-    in["after"] = next;
-  }
-  return json(std::vector<json>(last.begin(), last.end()));
+  ISB_ASSIGN_OR_RETURN(json page, client.Call("audit_list", {{"action", "egress_connect"},
+                                                             {"actor", "sandbox:" + id},
+                                                             {"limit", keep},
+                                                             {"latest", true}}));
+  return page.value("records", json::array());
 }
 
 int RunLog(const EgressFlags& f) {
@@ -112,6 +101,20 @@ json* ListOf(json& egress) {
   if (egress.is_object() && !egress.contains("block") && egress.contains("allow") && egress["allow"].is_array())
     return &egress["allow"];
   return nullptr;
+}
+
+// An entry as the daemon reads it ("PyPI.org." is "pypi.org:443"), so --add and --rm compare rules, not spellings;
+// an entry that does not parse here is compared as written (the daemon says what is wrong with it).
+std::string Canonical(const json& entry) {
+  if (!entry.is_string()) return entry.dump();
+  auto spec = egress::ParseEgressSpec(json::array({entry}));
+  if (!spec.ok() || spec->allow.size() != 1) return entry.get<std::string>();
+  return spec->allow[0].ToString();
+}
+
+json::iterator FindRule(json& list, const std::string& entry) {
+  const std::string canonical = Canonical(entry);
+  return std::find_if(list.begin(), list.end(), [&](const json& h) { return Canonical(h) == canonical; });
 }
 
 }  // namespace
@@ -158,13 +161,13 @@ Result<json> NextEgress(const std::string& sandbox, const json& now, const Egres
                  "; give the whole list instead: isb egress set " + sandbox + " HOST...");
   }
   for (const std::string& host : change.remove) {
-    auto it = std::find(list->begin(), list->end(), json(host));
+    auto it = FindRule(*list, host);
     if (it == list->end())
       return Usage("--rm '" + host + "': not in " + sandbox + "'s egress (isb egress show " + sandbox + ")");
     list->erase(it);
   }
   for (const std::string& host : change.add)
-    if (std::find(list->begin(), list->end(), json(host)) == list->end()) list->push_back(host);
+    if (FindRule(*list, host) == list->end()) list->push_back(host);
   return next;
 }
 

@@ -118,6 +118,10 @@ TEST_F(AuditLogTest, ListFilters) {
   EXPECT_EQ(ids({.after_id = 2, .limit = 3}), (std::vector<int64_t>{3, 4, 5}));
   EXPECT_EQ(ids({.limit = 0}), (std::vector<int64_t>{1}));
   EXPECT_EQ(ids({.org = "nobody"}), (std::vector<int64_t>{}));
+  // The last matches, oldest first, however many came before.
+  EXPECT_EQ(ids({.limit = 2, .latest = true}), (std::vector<int64_t>{5, 6}));
+  EXPECT_EQ(ids({.org = "acme", .limit = 2, .latest = true}), (std::vector<int64_t>{4, 6}));
+  EXPECT_EQ(ids({.after_id = 4, .limit = 5, .latest = true}), (std::vector<int64_t>{5, 6}));
 }
 
 TEST_F(AuditLogTest, ExportWritesOneJsonObjectPerLine) {

@@ -24,7 +24,7 @@ add_executable(isb_cli_tests
   src/cli/exec_outcome.cc
   src/cli/list_table.cc
   src/cli/terminal_exec.cc)
-target_link_libraries(isb_cli_tests PRIVATE isb_base isb_id_mapping isb_spec nlohmann_json::nlohmann_json CLI11::CLI11 GTest::gtest_main)
+target_link_libraries(isb_cli_tests PRIVATE isb_base isb_id_mapping isb_spec isb_egress nlohmann_json::nlohmann_json CLI11::CLI11 GTest::gtest_main)
 target_include_directories(isb_cli_tests PRIVATE ${CMAKE_SOURCE_DIR}/tests ${CMAKE_SOURCE_DIR}/src)
 gtest_discover_tests(isb_cli_tests DISCOVERY_MODE PRE_TEST)
 

@@ -37,6 +37,17 @@ TEST(NextEgressTest, AddAppendsOnceAndRmTakesOut) {
   EXPECT_EQ(*NextEgress("box", now, {.remove = {"a.example"}}), json::array({"b.example"}));
 }
 
+TEST(NextEgressTest, AddAndRmCompareRulesNotSpellings) {
+  const json now = json::array({"a.example", "b.example:8443"});
+  // The same rule spelt otherwise: case, a trailing dot, the default port.
+  EXPECT_EQ(*NextEgress("box", now, {.add = {"A.Example.", "a.example:443"}}), now);
+  EXPECT_EQ(*NextEgress("box", now, {.remove = {"A.EXAMPLE:443"}}), json::array({"b.example:8443"}));
+  // Another port is another rule.
+  EXPECT_EQ(*NextEgress("box", now, {.add = {"b.example"}}), json::array({"a.example", "b.example:8443", "b.example"}));
+  EXPECT_EQ(NextEgress("box", now, {.remove = {"b.example"}}).error().message,
+            "--rm 'b.example': not in box's egress (isb egress show box)");
+}
+
 TEST(NextEgressTest, AnRmNotInTheListAndAddOnAModeAreRefusedSayingWhatToDo) {
   Result<json> missing = NextEgress("box", json::array({"a.example"}), {.remove = {"z.example"}});
   ASSERT_FALSE(missing.ok());
