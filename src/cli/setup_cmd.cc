@@ -3,7 +3,11 @@
 // goes to stdout, the commands that work next to stderr.
 #include "cli/setup_cmd.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <memory>
 
@@ -77,6 +81,30 @@ int RefuseSecondAdmin(const std::string& admins) {
                                                "TOKEN_NAME"));
 }
 
+}  // namespace
+
+std::string PlainHttpWarning(const Endpoint& endpoint) {
+  if (!endpoint.unix_path.empty()) return "";
+  std::string_view host = endpoint.host;
+  if (host.starts_with("[") && host.ends_with("]")) host = host.substr(1, host.size() - 2);
+  // Loopback stays on this machine; a tailnet address (100.64.0.0/10, fd7a:115c:a1e0::/48) is encrypted by it.
+  in_addr v4{};
+  in6_addr v6{};
+  if (host == "localhost") return "";
+  if (std::string h(host); inet_pton(AF_INET, h.c_str(), &v4) == 1) {
+    const uint32_t a = ntohl(v4.s_addr);
+    if ((a >> 24) == 127 || (a & 0xffc00000u) == 0x64400000u) return "";
+  } else if (inet_pton(AF_INET6, h.c_str(), &v6) == 1) {
+    static const uint8_t kTailnet[6] = {0xfd, 0x7a, 0x11, 0x5c, 0xa1, 0xe0};
+    if (IN6_IS_ADDR_LOOPBACK(&v6) || std::memcmp(v6.s6_addr, kTailnet, sizeof(kTailnet)) == 0) return "";
+  }
+  return "isb: warning: the setup token and the new admin's password go to " + endpoint.Describe() +
+         " over plain HTTP, which anyone on the way can read; run isb setup on the daemon's host, or reach it over "
+         "loopback (an SSH tunnel) or a tailnet";
+}
+
+namespace {
+
 // From elsewhere: the setup route, with the setup token the daemon wrote on its host, makes the admin and a token.
 int RunRemoteSetup(const SetupFlags& f) {
   if (f.setup_token_file.empty()) {
@@ -91,6 +119,8 @@ int RunRemoteSetup(const SetupFlags& f) {
   if (!password.ok()) return ReportUsage(password.error());
   auto client = Connect(*f.connect);
   if (!client.ok()) return ReportUsage(client.error());
+  if (std::string warning = PlainHttpWarning(client->endpoint()); !warning.empty())
+    std::fprintf(stderr, "%s\n", warning.c_str());
   HttpRequest req;
   req.method = "POST";
   req.target = "/api/v1/auth/setup";

@@ -161,6 +161,24 @@ TEST(SetupCommandTest, OverAUrlTheSetupRouteTakesTheTokenAndPasswordFromStdinAnd
   EXPECT_EQ(seen[0].head.find("Authorization"), std::string::npos) << "the setup token is the credential";
 }
 
+TEST(SetupCommandTest, ASetupOverPlainHttpBeyondLoopbackAndTailnetIsWarnedAbout) {
+  for (const char* quiet : {"http://127.0.0.1:8092", "http://localhost:8092", "http://[::1]:8092",
+                            "http://100.101.102.103:8092", "http://[fd7a:115c:a1e0::1]:8092", "unix:/run/isb.sock"}) {
+    auto endpoint = ParseUrl(quiet);
+    ASSERT_TRUE(endpoint.ok()) << quiet;
+    EXPECT_EQ(PlainHttpWarning(*endpoint), "") << quiet;
+  }
+  auto lan = ParseUrl("http://192.168.1.20:8092");
+  ASSERT_TRUE(lan.ok());
+  EXPECT_EQ(PlainHttpWarning(*lan),
+            "isb: warning: the setup token and the new admin's password go to http://192.168.1.20:8092 over plain "
+            "HTTP, which anyone on the way can read; run isb setup on the daemon's host, or reach it over loopback (an "
+            "SSH tunnel) or a tailnet");
+  auto outside_tailnet = ParseUrl("http://100.128.0.1:8092");  // just past 100.64.0.0/10
+  ASSERT_TRUE(outside_tailnet.ok());
+  EXPECT_NE(PlainHttpWarning(*outside_tailnet), "");
+}
+
 TEST(SetupCommandTest, NextStepsFromElsewhereLeaveTheSocketOut) {
   const std::string steps = SetupNextSteps("alice", "isb_tok_T", "http://isb.example:8092", "");
   EXPECT_EQ(steps.find("--socket"), std::string::npos) << steps;
