@@ -44,13 +44,14 @@ int64_t PreviewAccess::Now() const {
 Result<PreviewLink> PreviewAccess::Open(const PreviewHost& host, const Identity& caller) {
   ISB_ASSIGN_OR_RETURN(std::string token, RandomHex(kSecretBytes));
   const int64_t now = Now();
+  const std::string run = options_.run_of ? options_.run_of(host.sandbox) : "";
   PreviewLink link;
   link.expires_at_ms = now + options_.link_life.count();
   link.url = options_.url_scheme + "://" + PreviewHostName(host, options_.domain) +
              (url_port_ != 0 ? ":" + std::to_string(url_port_.load()) : "") + kPreviewLinkPath + token;
   MutexLock lock(mu_);
   std::erase_if(links_, [now](const auto& kv) { return now > kv.second.expires_at_ms + kLinkMemoryMs; });
-  links_[identity::SecretHash(token)] = Link{host, caller, link.expires_at_ms, false};
+  links_[identity::SecretHash(token)] = Link{host, caller, link.expires_at_ms, false, run};
   return link;
 }
 
@@ -73,7 +74,8 @@ Result<PreviewSession> PreviewAccess::Spend(std::string_view token, const Previe
                      " s): ask isb for a new one (sandbox_port_open)");
   }
   if (!(link.host == at)) return Forbidden("this preview link is for another preview: open it at the address isb gave");
-  sessions_[identity::SecretHash(cookie)] = Session{link.host, link.caller, now + options_.session_life.count()};
+  sessions_[identity::SecretHash(cookie)] =
+      Session{link.host, link.caller, now + options_.session_life.count(), link.run};
   return PreviewSession{cookie, std::chrono::duration_cast<std::chrono::seconds>(options_.session_life)};
 }
 
@@ -125,6 +127,26 @@ std::vector<std::string> PreviewAccess::Sandboxes() {
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
+}
+
+size_t PreviewAccess::EndOtherRuns() {
+  if (!options_.run_of) return 0;
+  std::map<std::string, std::string> current;  // by sandbox, its run now
+  for (const std::string& sandbox : Sandboxes()) current[sandbox] = options_.run_of(sandbox);
+  // Recorded in another run, or the sandbox runs no more. (One opened in a run that began after the look above ends
+  // too: opened again, it stays.)
+  auto over = [&](const PreviewHost& host, const std::string& run) {
+    auto it = current.find(host.sandbox);
+    return it != current.end() && (it->second.empty() || it->second != run);
+  };
+  size_t n = 0;
+  {
+    MutexLock lock(mu_);
+    std::erase_if(links_, [&](const auto& kv) { return over(kv.second.host, kv.second.run); });
+    n = std::erase_if(sessions_, [&](const auto& kv) { return over(kv.second.host, kv.second.run); });
+  }
+  Ended(n);
+  return n;
 }
 
 size_t PreviewAccess::Recheck() {

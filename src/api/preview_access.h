@@ -37,6 +37,10 @@ struct PreviewAccessOptions {
   // to be cut. May be set later with OnEnded.
   std::function<void()> on_ended;
   std::function<int64_t()> now_ms;  // unset: the system clock
+  // Which run of `sandbox` is current (its runtime's pid and start time, say), "" when it does not run: a link and
+  // its session belong to the run they were opened in, and end with it (EndOtherRuns). Called without the lock.
+  // Unset: runs are not told apart.
+  std::function<std::string(const std::string& sandbox)> run_of{};
 };
 
 struct PreviewLink {
@@ -76,6 +80,9 @@ class PreviewAccess {
   size_t Close(const std::string& sandbox, uint16_t port);
   // The sandboxes that have a link or a session now, each once.
   std::vector<std::string> Sandboxes();
+  // Ends the links and sessions opened in a run of their sandbox other than its current one (run_of): a stop, or a
+  // stop and a start, that no event told of. Returns how many sessions ended.
+  size_t EndOtherRuns();
   // Asks `still_allowed` about every session's caller; ends those no longer allowed, and forgets what expired.
   // Returns how many sessions it ended.
   size_t Recheck();
@@ -88,11 +95,13 @@ class PreviewAccess {
     Identity caller;
     int64_t expires_at_ms = 0;
     bool spent = false;
+    std::string run{};
   };
   struct Session {
     PreviewHost host;
     Identity caller;
     int64_t expires_at_ms = 0;
+    std::string run{};
   };
   int64_t Now() const;
   void Ended(size_t n);

@@ -35,4 +35,6 @@ if(TARGET isb_api)
   # The daemon's secrets: the broker between store and proxy filter, and what isb serve does with leaks and uses.
   isb_tests(isb_daemon_secrets_tests LIBS isb_daemon SOURCES tests/daemon/secret_broker_test.cc
             tests/daemon/serve_secrets_test.cc tests/daemon/audit_writer_test.cc)
+  # The preview watch's catch-up: which previews end when events were lost.
+  isb_tests(isb_preview_service_tests LIBS isb_daemon SOURCES tests/daemon/preview_service_test.cc)
 endif()

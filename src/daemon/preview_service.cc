@@ -57,11 +57,10 @@ bool EndsPreviews(const std::string& type) {
 
 }  // namespace
 
-size_t EndPreviewsOfStopped(api::PreviewAccess& access, const NetworkOf& network) {
-  size_t ended = 0;
-  for (const std::string& id : access.Sandboxes())
-    if (!network(id).ok()) ended += access.Close(id, 0);
-  return ended;
+std::string RunOf(const NetworkOf& network, const std::string& id) {
+  Result<engine::NetworkAttachment> at = network(id);
+  if (!at.ok()) return "";
+  return std::to_string(at->pid) + ":" + std::to_string(at->start_time);
 }
 
 PreviewService::PreviewService(PreviewServiceOptions options, store::Db& db, identity::IdentityStore& identity,
@@ -73,6 +72,7 @@ PreviewService::PreviewService(PreviewServiceOptions options, store::Db& db, ide
   access.still_allowed = [this](const api::Identity& caller, const std::string& org) {
     return StillAllowed(db_, identity_, caller, org);
   };
+  access.run_of = [this](const std::string& id) { return RunOf(options_.network, id); };
   access_ = std::make_unique<api::PreviewAccess>(std::move(access));
   PreviewProxyOptions proxy;
   proxy.netns = [this](const std::string& id) { return SandboxNetns(options_.network, id); };
@@ -99,12 +99,14 @@ void PreviewService::Watch() {
     wait = std::clamp(wait, std::chrono::milliseconds(0), std::chrono::milliseconds(1000));
     api::EventBatch batch = events_.Since(cursor, all, wait);
     cursor = batch.last_id;
-    // Events were lost (more than the bus keeps, or a cursor not its own): a stop may be among them.
-    if (batch.reset) EndPreviewsOfStopped(*access_, options_.network);
+    // Events were lost (more than the bus keeps, or a cursor not its own): a stop, or a stop and a start, may be
+    // among them.
+    if (batch.reset) access_->EndOtherRuns();
     for (const api::SandboxEvent& e : batch.events)
       if (EndsPreviews(e.type)) access_->Close(e.sandbox, 0);
     if (Clock::now() >= next) {
       access_->Recheck();
+      access_->EndOtherRuns();  // and a run ended without any event at all
       next = Clock::now() + options_.recheck;
     }
   }

@@ -21,9 +21,9 @@ namespace isb::daemon {
 // does not run (or does not exist).
 using NetworkOf = std::function<Result<engine::NetworkAttachment>(const std::string& id)>;
 
-// Ends the links and sessions of every sandbox that `network` says does not run now. For a watch that has missed
-// events (the bus's reset: a stop may be among them). Returns how many sessions ended.
-size_t EndPreviewsOfStopped(api::PreviewAccess& access, const NetworkOf& network);
+// The run of sandbox `id` as `network` tells it ("pid:start_time"), "" when it does not run: what a preview belongs
+// to (api::PreviewAccessOptions::run_of), so that a stop and a start no event told of end the old run's previews.
+std::string RunOf(const NetworkOf& network, const std::string& id);
 
 struct PreviewServiceOptions {
   std::string domain = api::kDefaultPreviewDomain;  // --preview-domain
