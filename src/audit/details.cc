@@ -127,7 +127,7 @@ DetailsPolicy DefaultDetailsPolicy() {
   for (const char* tool : {"secret_get", "secret_inspect", "secret_delete"}) p.Allow(tool, {{"name"}, {"version"}});
   // The proxy's reports about a sandbox's secrets: which secret, which host, what was done.
   p.Allow("secret_leak", {{"secret"}, {"host"}, {"where"}, {"action"}});
-  p.Allow("secret_use", {{"secret"}, {"host"}, {"swapped"}, {"scrubbed"}, {"held"}});
+  p.Allow("secret_use", {{"secret"}, {"host"}, {"hosts", Keep::kStrings}, {"swapped"}, {"scrubbed"}, {"held"}});
   p.Allow("audit_rows_dropped", {{"dropped"}, {"why"}});
   return p;
 }

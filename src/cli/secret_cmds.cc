@@ -24,7 +24,7 @@ struct SecretFlags {
   bool json = false;
   std::string name, from_file, file;
   std::vector<std::string> hosts, labels, substitute, headers;
-  bool stdin_value = false, clear_hosts = false;
+  bool stdin_value = false, clear_hosts = false, clear_headers = false;
   int version = 0;
 };
 
@@ -86,7 +86,9 @@ Result<json> MetaInput(const SecretFlags& f) {
       if (part != "header") parts.push_back(part);
     in["substitute"] = std::move(parts);
   }
-  if (!f.headers.empty()) in["headers"] = f.headers;
+  if (!f.headers.empty() && f.clear_headers)
+    return Error::Of(Code::kInvalidArgument, "--header and --no-headers: give one or the other");
+  if (!f.headers.empty() || f.clear_headers) in["headers"] = f.headers;
   return in;
 }
 
@@ -151,12 +153,14 @@ void AddWrites(CLI::App* secret, const std::shared_ptr<SecretFlags>& f, int* exi
   cmd->add_option("--from-file", f->from_file, "Read the new value from this file, byte for byte");
   cmd->add_flag("--stdin", f->stdin_value, "Read the new value from stdin (the default without --host or --label)");
   cmd->add_flag("--no-hosts", f->clear_hosts, "It may be sent to no host (files only)");
+  cmd->add_flag("--no-headers", f->clear_headers,
+                "Swapped in the standard credential headers only again (the --header names given before go)");
   AddMetaOptions(cmd, f);
   AddSwapOptions(cmd, f);
   cmd->callback([f, exit_code] {
     Result<json> in = MetaInput(*f);
     const bool meta_only = !f->hosts.empty() || !f->labels.empty() || f->clear_hosts || !f->substitute.empty() ||
-                           !f->headers.empty();
+                           !f->headers.empty() || f->clear_headers;
     if (in.ok() && (!meta_only || f->stdin_value || !f->from_file.empty())) {
       Result<std::string> value = ValueOf(*f);
       if (!value.ok()) in = value.error();

@@ -157,11 +157,16 @@ void DaemonSecrets::Used(const UseReport& report) {
     if (tally.sandbox.empty())
       tally = UseTally{report.org, use.sandbox, use.secret, key.substr(use.secret.size() + 1), 0, std::nullopt};
     ++tally.pending;
+    // Past the cap a host has no tally of its own; the row of the other hosts names it (the first few of them).
+    if (tally.host == kOtherHosts && tally.named.size() < kMaxNamedOtherHosts &&
+        std::find(tally.named.begin(), tally.named.end(), host) == tally.named.end())
+      tally.named.push_back(host);
     if (tally.last_row && now - *tally.last_row < kLeakWindow) return;
     requests = tally.pending;
     tally.pending = 0;
     tally.last_row = now;
     row = tally;
+    tally.named.clear();
   }
   RecordUse(row, requests);
 }
@@ -178,6 +183,7 @@ void DaemonSecrets::Flush(bool whatever_the_window) {
         rows.emplace_back(tally, tally.pending);
         tally.pending = 0;
         tally.last_row = now;
+        tally.named.clear();
       }
     }
     // A sandbox whose tallies all said everything (gone, or quiet a window) keeps no entry.
@@ -193,6 +199,7 @@ void DaemonSecrets::Flush(bool whatever_the_window) {
 void DaemonSecrets::RecordUse(const UseTally& tally, uint64_t requests) {
   audit::Entry e = ProxyEntry(tally.org, tally.sandbox, "secret_use");
   e.details = {{"secret", tally.secret}, {"host", tally.host}, {"swapped", requests}};
+  if (!tally.named.empty()) e.details["hosts"] = tally.named;
   writer_->Queue(std::move(e));
 }
 

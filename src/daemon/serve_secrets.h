@@ -57,6 +57,8 @@ class DaemonSecrets {
   // kOtherHosts for its secret, so a sandbox reaching many hosts under a wildcard cannot grow the map.
   static constexpr size_t kMaxUseHosts = 256;
   static constexpr char kOtherHosts[] = "(other hosts)";
+  // A row of kOtherHosts names the first this many hosts counted under it since its last row.
+  static constexpr size_t kMaxNamedOtherHosts = 16;
 
  private:
   DaemonSecrets() = default;
@@ -68,6 +70,7 @@ class DaemonSecrets {
     std::string org, sandbox, secret, host;
     uint64_t pending = 0;  // requests swapped since the last row
     std::optional<std::chrono::steady_clock::time_point> last_row;
+    std::vector<std::string> named{};  // kOtherHosts: the hosts counted since the last row, the first few
   };
   void RecordUse(const UseTally& tally, uint64_t requests);
   void Flush(bool whatever_the_window);

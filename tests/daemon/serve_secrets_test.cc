@@ -177,7 +177,8 @@ TEST_F(DaemonSecretsTest, ALeakIsOneRowAMinuteAndOnLeakStopStopsTheSandbox) {
 }
 
 // One sandbox's uses keep at most 256 (secret, host) tallies: a use toward one more host is counted under
-// "(other hosts)" (one row, one tally) and in UsesOverCap, not in a tally of its own.
+// "(other hosts)" (one row, one tally) and in UsesOverCap, not in a tally of its own; that row names the first 16
+// hosts it counted.
 TEST_F(DaemonSecretsTest, ASandboxsUsesKeepAtMost256HostTalliesAndTheRestAreCountedTogether) {
   auto secrets = Open();
   ASSERT_NE(secrets, nullptr);
@@ -193,12 +194,15 @@ TEST_F(DaemonSecretsTest, ASandboxsUsesKeepAtMost256HostTalliesAndTheRestAreCoun
   std::vector<std::string> rows = Rows("secret_use");
   ASSERT_EQ(rows.size(), 257u);
   EXPECT_EQ(std::count(rows.begin(), rows.end(),
-                       "acme sandbox:sb1 {\"host\":\"(other hosts)\",\"secret\":\"W\",\"swapped\":1} ok"),
+                       "acme sandbox:sb1 {\"host\":\"(other hosts)\",\"hosts\":[\"h256.example.com:443\"],"
+                       "\"secret\":\"W\",\"swapped\":1} ok"),
             1);
-  // The other 43 are pending under it, and written at the end like any count.
+  // The other 43 are pending under it, and written at the end like any count, naming the first 16 of them.
   secrets.reset();
-  EXPECT_EQ(Rows("secret_use").back(),
-            "acme sandbox:sb1 {\"host\":\"(other hosts)\",\"secret\":\"W\",\"swapped\":43} ok");
+  std::string named;
+  for (int i = 257; i < 273; ++i) named += std::string(named.empty() ? "" : ",") + "\"h" + std::to_string(i) + ".example.com:443\"";
+  EXPECT_EQ(Rows("secret_use").back(), "acme sandbox:sb1 {\"host\":\"(other hosts)\",\"hosts\":[" + named +
+                                           "],\"secret\":\"W\",\"swapped\":43} ok");
 }
 
 }  // namespace

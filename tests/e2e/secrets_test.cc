@@ -317,6 +317,18 @@ TEST_F(SecretsTest, TheCliTakesValuesFromStdinOrAFileAndGivesThemBackByteForByte
   got = Isb({"secret", "get", "cli-key", "--version", "1"});
   ExpectAudit("isb secret get v1", {Unix("secret_get")});
   EXPECT_EQ(got.out, "typed-value");
+  // --header names a header to swap it in beside the standard ones; --no-headers goes back to those alone.
+  ProcResult headers = Isb({"secret", "set", "cli-key", "--header", "X-Custom-Key"});
+  ExpectAudit("isb secret set --header", {Unix("secret_set")});
+  EXPECT_EQ(headers.out, "cli-key v2 hosts=api.example.com:443 headers=x-custom-key (files only: over 64 KiB or has "
+                         "CR/LF)\n") << headers.Describe();
+  ProcResult cleared = Isb({"secret", "set", "cli-key", "--no-headers"});
+  ExpectAudit("isb secret set --no-headers", {Unix("secret_set")});
+  EXPECT_EQ(cleared.out, "cli-key v2 hosts=api.example.com:443 (files only: over 64 KiB or has CR/LF)\n")
+      << cleared.Describe();
+  ProcResult both = Isb({"secret", "set", "cli-key", "--no-headers", "--header", "X-Custom-Key"});
+  EXPECT_EQ(both.exit_status, 2) << both.Describe();
+  EXPECT_EQ(both.err, "isb: --header and --no-headers: give one or the other\n");
 
   ProcResult listed = Isb({"secret", "ls"});
   EXPECT_EQ(listed.out, "NAME                             VERSION  HOSTS\ncli-key                          2        "
