@@ -99,8 +99,8 @@ Result<std::unique_ptr<DocsRegistry>> DocsRegistry::Open() {
   ISB_TRY(api::AddAuditTools(r, *p->log, *p->history, p->sandboxes));
   ISB_TRY(api::AddSecretTools(r, *p->secrets));
   api::ImageToolOptions image_options;
-  image_options.snapshot = [](const std::string&, const std::string&, const std::string&)
-      -> Result<image::ImageRecord> { return NotHere(); };
+  image_options.snapshot = [](const std::string&, const std::string&,
+                              const std::string&) -> Result<image::ImageRecord> { return NotHere(); };
   ISB_TRY(api::AddImageTools(r, *p->image_service, image_options));
   return std::unique_ptr<DocsRegistry>(new DocsRegistry(std::move(p)));
 }

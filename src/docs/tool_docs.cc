@@ -94,7 +94,8 @@ std::string LimitsOf(const json& schema) {
   if (auto p = schema.find("pattern"); p != schema.end() && p->is_string()) {
     parts.push_back("matches " + Code(p->get<std::string>()));
   }
-  if (auto items = schema.find("items"); items != schema.end() && items->is_object() && !items->contains("properties")) {
+  if (auto items = schema.find("items");
+      items != schema.end() && items->is_object() && !items->contains("properties")) {
     if (std::string inner = LimitsOf(*items); !inner.empty()) parts.push_back("each item " + inner);
   }
   if (auto add = schema.find("additionalProperties"); add != schema.end() && add->is_object()) {
@@ -137,11 +138,16 @@ std::string Summary(std::string_view description) {
 
 std::string ScopeWord(identity::ScopeKind kind) {
   switch (kind) {
-    case identity::ScopeKind::kRead: return "read";
-    case identity::ScopeKind::kDeploy: return "deploy";
-    case identity::ScopeKind::kAdmin: return "admin";
-    case identity::ScopeKind::kTool: return "tool";
-    case identity::ScopeKind::kMetrics: return "metrics";
+    case identity::ScopeKind::kRead:
+      return "read";
+    case identity::ScopeKind::kDeploy:
+      return "deploy";
+    case identity::ScopeKind::kAdmin:
+      return "admin";
+    case identity::ScopeKind::kTool:
+      return "tool";
+    case identity::ScopeKind::kMetrics:
+      return "metrics";
   }
   return "?";
 }
@@ -222,7 +228,7 @@ std::string ToolsMarkdown(const api::Registry& registry) {
     const api::ToolAccess access = tool->access.value_or(api::DefaultAccess(tool->annotations));
     identity::Role least = access.least_role;
     if (!tool->annotations.read_only) least = std::max(least, identity::Role::kMember);
-    const std::string who = access.platform ? "platform admin"
+    const std::string who = access.platform    ? "platform admin"
                             : access.org_bound ? std::string(identity::RoleName(least))
                                                : "any caller (about itself)";
     out += "| [" + tool->name + "](#" + Anchor(tool->name) + ") | " + who + " | " + Cell(Summary(tool->description)) +

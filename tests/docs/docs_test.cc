@@ -37,18 +37,17 @@ TEST(FieldsTable, NamesEachFieldWithItsTypeRequirednessDescriptionAndLimits) {
 }
 
 TEST(FieldsTable, SaysWhatAStringListAndAStringMapBoundPerItem) {
-  json schema = api::Object({{"argv",
-                              {{"type", "array"},
-                               {"minItems", 1},
-                               {"maxItems", 256},
-                               {"items", {{"type", "string"}, {"maxLength", 300}}}}},
-                             {"env", api::StringMap("Variables.", 128)}},
-                            {});
-  EXPECT_EQ(FieldsTable(schema),
-            "| field | type | required | description | limits |\n"
-            "|---|---|---|---|---|\n"
-            "| `argv` | array of string |  |  | at least 1 items; at most 256 items; each item at most 300 characters |\n"
-            "| `env` | object |  | Variables. | at most 128 entries; each value at most 32768 characters |\n");
+  json schema = api::Object(
+      {{"argv",
+        {{"type", "array"}, {"minItems", 1}, {"maxItems", 256}, {"items", {{"type", "string"}, {"maxLength", 300}}}}},
+       {"env", api::StringMap("Variables.", 128)}},
+      {});
+  EXPECT_EQ(
+      FieldsTable(schema),
+      "| field | type | required | description | limits |\n"
+      "|---|---|---|---|---|\n"
+      "| `argv` | array of string |  |  | at least 1 items; at most 256 items; each item at most 300 characters |\n"
+      "| `env` | object |  | Variables. | at most 128 entries; each value at most 32768 characters |\n");
 }
 
 api::Tool ToolWith(api::ToolAnnotations annotations, std::optional<api::ToolAccess> access) {
@@ -65,8 +64,8 @@ TEST(WhoMayCall, ReadsTheAccessTheAuthorizerJudgesBy) {
   EXPECT_EQ(WhoMayCall(ToolWith({}, std::nullopt)),
             "member or above in the call's org; a token needs scope `deploy` (or `tool:thing_do`)");
   // A tool that changes something needs a member at least, whatever it declares (Registry::Authorize).
-  EXPECT_EQ(WhoMayCall(ToolWith({}, api::ToolAccess{.least_role = identity::Role::kViewer,
-                                                    .kind = identity::ScopeKind::kAdmin})),
+  EXPECT_EQ(WhoMayCall(ToolWith(
+                {}, api::ToolAccess{.least_role = identity::Role::kViewer, .kind = identity::ScopeKind::kAdmin})),
             "member or above in the call's org; a token needs scope `admin` (or `tool:thing_do`)");
   EXPECT_EQ(WhoMayCall(ToolWith({}, api::ToolAccess{.least_role = identity::Role::kOwner,
                                                     .kind = identity::ScopeKind::kAdmin,
