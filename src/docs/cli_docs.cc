@@ -4,22 +4,10 @@
 #include <string_view>
 #include <vector>
 
+#include "docs/markdown.h"
+
 namespace isb::docs {
 namespace {
-
-std::string Cell(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '\n' || c == '\r') {
-      out += ' ';
-    } else if (c == '|') {
-      out += "\\|";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
 
 // Commands and flags with no group are hidden from --help: from the page too.
 std::vector<CLI::App*> Commands(CLI::App& app) {
@@ -119,7 +107,7 @@ std::string CliMarkdown(CLI::App& app, const std::string& program) {
   }
   out += "\n";
   for (CLI::App* cmd : commands) Section(*cmd, program + " " + cmd->get_name(), 2, out);
-  while (out.size() >= 2 && out[out.size() - 1] == '\n' && out[out.size() - 2] == '\n') out.pop_back();
+  EndPage(out);
   return out;
 }
 

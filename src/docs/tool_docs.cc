@@ -5,28 +5,13 @@
 #include <string_view>
 #include <vector>
 
+#include "docs/markdown.h"
 #include "identity/roles.h"
 
 namespace isb::docs {
 namespace {
 
 using json = nlohmann::json;
-
-// A table cell: one line, and a `|` that does not end the cell.
-std::string Cell(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    if (c == '\n' || c == '\r') {
-      out += ' ';
-    } else if (c == '|') {
-      out += "\\|";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
 
 std::string Code(std::string_view text) { return "`" + std::string(text) + "`"; }
 
@@ -236,7 +221,7 @@ std::string ToolsMarkdown(const api::Registry& registry) {
   }
   out += "\n";
   for (const api::Tool* tool : tools) ToolSection(*tool, out);
-  while (out.size() >= 2 && out[out.size() - 1] == '\n' && out[out.size() - 2] == '\n') out.pop_back();
+  EndPage(out);
   return out;
 }
 
