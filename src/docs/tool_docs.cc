@@ -5,6 +5,7 @@
 #include <string_view>
 #include <vector>
 
+#include "api/mcp.h"
 #include "docs/markdown.h"
 #include "identity/roles.h"
 
@@ -16,6 +17,8 @@ using json = nlohmann::json;
 std::string Code(std::string_view text) { return "`" + std::string(text) + "`"; }
 
 std::string Number(const json& v) { return v.is_number() ? v.dump() : ""; }
+
+std::string Items(const json& n) { return Number(n) + (n == 1 ? " item" : " items"); }
 
 std::string TypeOf(const json& schema);
 
@@ -73,8 +76,8 @@ std::string LimitsOf(const json& schema) {
   } else if (has("minimum")) {
     parts.push_back("at least " + Number(schema["minimum"]));
   }
-  if (has("minItems")) parts.push_back("at least " + Number(schema["minItems"]) + " items");
-  if (has("maxItems")) parts.push_back("at most " + Number(schema["maxItems"]) + " items");
+  if (has("minItems")) parts.push_back("at least " + Items(schema["minItems"]));
+  if (has("maxItems")) parts.push_back("at most " + Items(schema["maxItems"]));
   if (has("maxProperties")) parts.push_back("at most " + Number(schema["maxProperties"]) + " entries");
   if (auto p = schema.find("pattern"); p != schema.end() && p->is_string()) {
     parts.push_back("matches " + Code(p->get<std::string>()));
@@ -152,8 +155,14 @@ void ToolSection(const api::Tool& tool, std::string& out) {
     if (a.idempotent) out += " Idempotent: calling it again with the same input changes nothing more.";
     out += "\n";
   }
-  if (!a.read_only && a.destructive)
-    out += "- Destructive: over MCP a person approves each call, unless `isb serve --mcp-pre-approve` names it.\n";
+  if (!a.read_only && a.destructive) {
+    // The daemon's default list: api::McpOptions, which `isb serve --mcp-pre-approve` replaces.
+    const bool pre_approved = api::McpOptions{}.pre_approved.count(tool.name) > 0;
+    out += pre_approved ? "- Destructive, yet pre-approved over MCP by default: no person is asked unless "
+                          "`isb serve --mcp-pre-approve` leaves it out.\n"
+                        : "- Destructive: over MCP a person approves each call, unless `isb serve --mcp-pre-approve` "
+                          "names it.\n";
+  }
   if (a.open_world) out += "- Reaches beyond isb (open world).\n";
   if (tool.streams) out += "- Streams its output: REST `?stream=1` (Server-Sent Events), MCP progress notifications.\n";
   out += "\n";

@@ -46,7 +46,7 @@ TEST(FieldsTable, SaysWhatAStringListAndAStringMapBoundPerItem) {
       FieldsTable(schema),
       "| field | type | required | description | limits |\n"
       "|---|---|---|---|---|\n"
-      "| `argv` | array of string |  |  | at least 1 items; at most 256 items; each item at most 300 characters |\n"
+      "| `argv` | array of string |  |  | at least 1 item; at most 256 items; each item at most 300 characters |\n"
       "| `env` | object |  | Variables. | at most 128 entries; each value at most 32768 characters |\n");
 }
 
@@ -137,6 +137,27 @@ TEST(ToolsMarkdown, GivesEveryToolASectionAndAnIndexRow) {
     EXPECT_NE(page.find("| [" + name + "](#" + name + ") |"), std::string::npos) << name;
   }
   EXPECT_NE(page.find("| `egress` | string or array or object |  | Where the sandbox may connect."), std::string::npos);
+}
+
+// The text between a tool's heading and the next one.
+std::string SectionOf(const std::string& page, const std::string& tool) {
+  size_t begin = page.find("\n## " + tool + "\n");
+  if (begin == std::string::npos) return "";
+  size_t end = page.find("\n## ", begin + 1);
+  return page.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+}
+
+TEST(ToolsMarkdown, SaysWhichDestructiveToolsAPersonApprovesOverMcp) {
+  auto docs = DocsRegistry::Open();
+  ASSERT_TRUE(docs.ok()) << docs.error().message;
+  const std::string page = ToolsMarkdown((*docs)->registry());
+  const std::string asks = "- Destructive: over MCP a person approves each call";
+  const std::string pre = "- Destructive, yet pre-approved over MCP by default";
+  EXPECT_NE(SectionOf(page, "sandbox_remove").find(asks), std::string::npos);
+  EXPECT_EQ(SectionOf(page, "sandbox_remove").find(pre), std::string::npos);
+  EXPECT_NE(SectionOf(page, "sandbox_exec").find(pre), std::string::npos);
+  EXPECT_EQ(SectionOf(page, "sandbox_list").find("Destructive"), std::string::npos);
+  EXPECT_NE(SectionOf(page, "sandbox_list").find("- Changes nothing (read-only)."), std::string::npos);
 }
 
 }  // namespace
