@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= 2
 
-.PHONY: all deps build install test test-images thread-safety run demo bench san-build sanitize fuzz clean
+.PHONY: all deps build docs install test test-images thread-safety run demo bench san-build sanitize fuzz clean
 
 all: build
 
@@ -12,9 +12,17 @@ deps:
 # Optimized, with line tables only (-g1): backtraces and profiles name files and lines; full debug info (-g) would
 # cost a third more compile time and four times the object size for what a debugger build (CMAKE_BUILD_TYPE=Debug)
 # is for.
+CONFIGURE = cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG"
 build: deps
-	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" >/dev/null
+	@$(CONFIGURE) >/dev/null
 	@ninja -C $(BUILD) -j$(JOBS)
+
+# docs/tools.md and docs/cli.md from the tool registry and the CLI's flags (src/docs/). `make test` checks that the
+# committed pages are what this writes now (the docs_up_to_date test).
+docs: deps
+	@$(CONFIGURE) >/dev/null
+	@ninja -C $(BUILD) -j$(JOBS) isb_docs
+	@$(BUILD)/isb_docs docs
 
 # The built isb into $(DESTDIR)$(PREFIX)/bin, the systemd unit (its ExecStart naming that isb) into UNITDIR and its
 # flags into SYSCONFDIR/default/isb, kept if there already. Builds nothing: `make build` first (as any user).

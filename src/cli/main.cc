@@ -6,36 +6,15 @@
 #include <string>
 #include <vector>
 
-#include "cli/audit_cmd.h"
-#include "cli/egress_cmd.h"
-#include "cli/events_cmd.h"
-#include "cli/identity_cmds.h"
-#include "cli/image_cmds.h"
-#include "cli/mcp_bridge.h"
+#include "cli/app.h"
 #include "cli/parse_errors.h"
-#include "cli/run_cmd.h"
-#include "cli/secret_cmds.h"
-#include "cli/sandbox_cmds.h"
-#include "cli/serve_cmd.h"
-#include "cli/setup_cmd.h"
 #include "engine/contain.h"
 
 int main(int argc, char** argv) {
   isb::engine::RememberProcessArgs(argc, argv);
-  CLI::App app{"isb: run other people's and agents' code in sandboxes on your own Linux machines"};
-  app.require_subcommand(1);
+  CLI::App app{isb::cli::kAppDescription};
   int exit_code = 0;
-  isb::cli::AddRunCommand(app, &exit_code);
-  isb::cli::AddServeCommand(app, &exit_code);
-  isb::cli::AddAuditCommand(app, &exit_code);
-  isb::cli::AddSandboxCommands(app, &exit_code);
-  isb::cli::AddIdentityCommands(app, &exit_code);
-  isb::cli::AddSecretCommands(app, &exit_code);
-  isb::cli::AddImageCommands(app, &exit_code);
-  isb::cli::AddEventsCommand(app, &exit_code);
-  isb::cli::AddEgressCommand(app, &exit_code);
-  isb::cli::AddSetupCommand(app, &exit_code);
-  isb::cli::AddMcpCommand(app, &exit_code);
+  isb::cli::BuildApp(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
