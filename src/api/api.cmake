@@ -30,6 +30,7 @@ add_library(isb_api STATIC
   src/api/server_routes.cc
   src/api/rest.cc
   src/api/mcp.cc
+  src/api/mcp_approval.cc
   src/api/spec_policy.cc
   src/api/tool_policy.cc
   src/api/web_ui.cc
@@ -95,3 +96,5 @@ isb_fuzz_target(oauth_form LIBS isb_api)
 isb_fuzz_target(preview_host LIBS isb_api)
 # What a browser sends on a terminal WebSocket once upgraded.
 isb_fuzz_target(websocket_session LIBS isb_api)
+# A stateless MCP approval's requestState as a client sends it back.
+isb_fuzz_target(approval_state LIBS isb_api)

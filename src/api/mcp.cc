@@ -16,6 +16,7 @@ constexpr std::string_view kBatchVersion = "2025-03-26";  // the one revision wi
 constexpr size_t kMaxBatch = 100;
 constexpr std::string_view kMetaVersion = "io.modelcontextprotocol/protocolVersion";
 constexpr std::string_view kMetaCapabilities = "io.modelcontextprotocol/clientCapabilities";
+constexpr const char* kApprovalInput = "approval";  // the key of a stateless approval's question and its answer
 
 constexpr int kParseError = -32700, kInvalidRequest = -32600, kMethodNotFound = -32601, kInvalidParams = -32602;
 
@@ -64,6 +65,47 @@ json RunTool(const Registry& registry, const Tool& tool, const json& args, const
   json out = ToolResult(registry.Run(tool, args, ctx, &unrecorded), stateless);
   if (!unrecorded.empty()) out["_meta"] = {{"isb/audit-unrecorded", unrecorded}};
   return out;
+}
+
+// The question put to a person before a destructive call: elicitation/create's params.
+json ApprovalQuestion(const Tool& tool, const json& args) {
+  std::string what = Dump(args);
+  if (what.size() > 512) what = what.substr(0, 512) + "...";
+  return {{"message", "Approve " + tool.name + " " + what + "? " + tool.title + ": it cannot be undone."},
+          {"requestedSchema",
+           {{"type", "object"},
+            {"properties", {{"approve", {{"type", "boolean"}, {"title", "Approve " + tool.name}}}}},
+            {"required", {"approve"}}}}};
+}
+
+// Whether a client's answer to the question (an ElicitResult, its own to shape) approves: {"action": "accept",
+// "content": {"approve": true}} and nothing else is, looked at without ever assuming a member's type.
+bool Approves(const json& answer) {
+  auto member = [](const json& object, const char* name) -> json {
+    return object.is_object() && object.contains(name) ? object[name] : json();
+  };
+  return member(answer, "action") == json("accept") && member(member(answer, "content"), "approve") == json(true);
+}
+
+Error NotApproved(const Tool& tool, const std::string& why) {
+  return Error::Of(Code::kForbidden, tool.name + " was not approved: " + why);
+}
+
+// A stateless client can be asked when its capabilities declare form elicitation (an empty elicitation object
+// declares form, as 2026-07-28 says).
+bool CanAskStateless(const json& params) {
+  const json& meta = params["_meta"];
+  if (!meta[kMetaCapabilities].contains("elicitation")) return false;
+  const json& elicitation = meta[kMetaCapabilities]["elicitation"];
+  return elicitation.is_object() && (elicitation.empty() || elicitation.contains("form"));
+}
+
+// The key sealing the requestStates of stateless approvals: drawn anew by each daemon, so a state does not outlive
+// it (after a restart the client is asked again). Empty when none could be drawn: then no state is issued.
+std::string ApprovalKey() {
+  std::string key(32, '\0');
+  if (!RandomBytes(key.data(), key.size()).ok()) return "";
+  return key;
 }
 
 // A call on the MCP surface in `org` by `identity`, with the client's address and User-Agent for the audit log.
@@ -117,7 +159,11 @@ class McpServer::Running {
 };
 
 McpServer::McpServer(const Registry& registry, McpOptions options)
-    : registry_(registry), options_(std::move(options)) {}
+    : registry_(registry),
+      options_(std::move(options)),
+      approvals_(ApprovalKey(),
+                 std::max(std::chrono::seconds(1), std::chrono::ceil<std::chrono::seconds>(options_.approval_wait)),
+                 options_.now) {}
 
 void McpServer::Cancel(const std::string& session, const json& request_id) {
   MutexLock lock(mu_);
@@ -460,6 +506,7 @@ Response McpServer::ToolsCall(Call& call) {
     const std::string sid = call.req.headers.Get("Mcp-Session-Id");
     if (!call.stateless && !call.in_batch && !sid.empty() && CanAsk(sid))
       return AskThenRun(call, *tool, args, ctx, sid);
+    if (call.stateless && CanAskStateless(p)) return AskByResult(call, *tool, args, ctx);
     Error refused = Error::Of(Code::kForbidden, tool->name + " is destructive and runs over MCP only once a person "
                                                 "approves it, and this client cannot be asked (it declared no "
                                                 "elicitation capability); call it through the CLI or REST, or have "
@@ -546,17 +593,8 @@ Response McpServer::AskThenRun(Call& call, const Tool& tool, json args, CallCont
               wait = options_.approval_wait](const ChunkWriter& write) mutable {
     Running running(*server, sid, id);
     const std::pair<std::string, std::string> key{sid, Dump(json(ask_id))};
-    std::string what = Dump(args);
-    if (what.size() > 512) what = what.substr(0, 512) + "...";
-    json ask = {{"jsonrpc", "2.0"},
-                {"id", ask_id},
-                {"method", "elicitation/create"},
-                {"params",
-                 {{"message", "Approve " + tool.name + " " + what + "? " + tool.title + ": it cannot be undone."},
-                  {"requestedSchema",
-                   {{"type", "object"},
-                    {"properties", {{"approve", {{"type", "boolean"}, {"title", "Approve " + tool.name}}}}},
-                    {"required", {"approve"}}}}}}};
+    json ask = {{"jsonrpc", "2.0"}, {"id", ask_id}, {"method", "elicitation/create"},
+                {"params", ApprovalQuestion(tool, args)}};
     {
       // Waited for from before the question goes out (the answer cannot come sooner), and only while this stream
       // runs: a response that is never streamed leaves nothing behind.
@@ -579,21 +617,11 @@ Response McpServer::AskThenRun(Call& call, const Tool& tool, json args, CallCont
       server->asks_.erase(key);
     }
     if (gone) {
-      registry.Refuse(tool.name, ctx,
-                      Error::Of(Code::kForbidden,
-                                tool.name + " was not approved: the client went away before an answer"));
+      registry.Refuse(tool.name, ctx, NotApproved(tool, "the client went away before an answer"));
       return;
     }
-    // The client's answer is its own to shape: anything but {"action": "accept", "content": {"approve": true}} is
-    // no approval (looked at without ever assuming a member's type).
-    auto member = [](const json& object, const char* name) -> json {
-      return object.is_object() && object.contains(name) ? object[name] : json();
-    };
-    const json result = answer ? member(*answer, "result") : json();
-    const bool approved = member(result, "action") == json("accept") &&
-                          member(member(result, "content"), "approve") == json(true);
     json out;
-    if (approved) {
+    if (answer && answer->is_object() && answer->contains("result") && Approves((*answer)["result"])) {
       ctx.cancelled = [flag = running.flag()] { return flag->load(); };
       out = RunTool(registry, tool, args, ctx, false);
     } else {
@@ -603,13 +631,50 @@ Response McpServer::AskThenRun(Call& call, const Tool& tool, json args, CallCont
                                    : "no answer came within " +
                                          std::to_string(std::chrono::duration_cast<std::chrono::seconds>(wait).count()) +
                                          " s";
-      Error refused = Error::Of(Code::kForbidden, tool.name + " was not approved: " + why);
+      Error refused = NotApproved(tool, why);
       registry.Refuse(tool.name, ctx, refused);
       out = ToolResult(refused, false);
     }
     write(SseEvent("", Dump(json{{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(out)}})));
   };
   return r;
+}
+
+Response McpServer::AskByResult(Call& call, const Tool& tool, const json& args, CallContext ctx) {
+  const json& p = call.params;
+  const ApprovalCall asked{CallerOf(call.identity), call.org, tool.name, Dump(args)};
+  // Invalid params, refused and audited as ToolsCall's own are.
+  auto invalid = [&](const std::string& message) {
+    registry_.Refuse(tool.name, ctx, Error::Of(Code::kInvalidArgument, message));
+    return RpcError(200, call.id, kInvalidParams, message);
+  };
+  if (p.contains("requestState")) {
+    if (!p["requestState"].is_string()) return invalid("params.requestState: expected the string the server sent");
+    const json responses = p.contains("inputResponses") ? p["inputResponses"] : json::object();
+    if (!responses.is_object()) return invalid("params.inputResponses: expected an object");
+    if (Status redeemed = approvals_.Redeem(p["requestState"].get<std::string>(), asked); !redeemed.ok()) {
+      registry_.Refuse(tool.name, ctx, redeemed.error());
+      return RpcResult(call.id, ToolResult(redeemed.error(), true));
+    }
+    if (responses.contains(kApprovalInput)) {
+      if (Approves(responses[kApprovalInput])) return RpcResult(call.id, RunTool(registry_, tool, args, ctx, true));
+      Error refused = NotApproved(tool, "the person asked did not approve it");
+      registry_.Refuse(tool.name, ctx, refused);
+      return RpcResult(call.id, ToolResult(refused, true));
+    }
+    // A retry without the answer asked for is asked again (as 2026-07-28 says), under a new state.
+  }
+  auto state = approvals_.Issue(asked);
+  if (!state.ok()) {
+    registry_.Refuse(tool.name, ctx, state.error());
+    return RpcResult(call.id, ToolResult(state.error(), true));
+  }
+  json question = ApprovalQuestion(tool, args);
+  question["mode"] = "form";
+  return RpcResult(call.id, {{"resultType", "input_required"},
+                             {"inputRequests", {{kApprovalInput, {{"method", "elicitation/create"},
+                                                                  {"params", std::move(question)}}}}},
+                             {"requestState", std::move(*state)}});
 }
 
 }  // namespace isb::api

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/http_message.h"
+#include "api/mcp_approval.h"
 #include "api/registry.h"
 #include "base/mutex.h"
 
@@ -29,11 +30,14 @@ struct McpOptions {
   size_t max_sessions_per_account = 64;    // beyond: the account's own least recently used session is dropped
   std::chrono::seconds session_idle_ttl{24 * 3600};
   // A destructive tool (destructiveHint) called over MCP runs only once a person approved it: the client is asked
-  // (elicitation/create on the call's event stream) when it declared it can be, and the call is refused when it
-  // cannot be asked. These tools need no approval: their reach is the caller's own sandbox (and the keystrokes of an
+  // when it declared it can be (elicitation), and the call is refused when it cannot be asked. In a session the
+  // question is an elicitation/create on the call's event stream; over 2026-07-28 it is the call's result
+  // (resultType "input_required"), which the client answers by calling again with inputResponses and requestState. These tools need no approval: their reach is the caller's own sandbox (and the keystrokes of an
   // exec already running).
   std::set<std::string> pre_approved = {"sandbox_exec", "sandbox_exec_input", "sandbox_file_write"};
-  std::chrono::milliseconds approval_wait{std::chrono::minutes(5)};  // no answer by then: not approved
+  // No answer by then: not approved (a session's wait; a stateless question's requestState lapses then).
+  std::chrono::milliseconds approval_wait{std::chrono::minutes(5)};
+  identity::Clock now = identity::UnixNow;  // for the requestState's expiry
 };
 
 // JSON-RPC error codes used beyond the standard ones.
@@ -47,7 +51,8 @@ inline constexpr int kRpcUnsupportedVersion = -32022;    // 2026-07-28: data.sup
 // taken as 2025-03-26 as the spec says). Notifications and responses: 202. DELETE ends a session. GET: 405.
 // 2026-07-28: a request without a session whose MCP-Protocol-Version header or params._meta names 2026-07-28 is
 // served statelessly; params._meta must carry io.modelcontextprotocol/protocolVersion (= the header) and
-// io.modelcontextprotocol/clientCapabilities. server/discover replaces initialize; results carry resultType.
+// io.modelcontextprotocol/clientCapabilities. server/discover replaces initialize; results carry resultType; a
+// destructive call's approval is asked by multi round-trip requests (an "input_required" result, then the call again).
 // Both: Mcp-Method (and Mcp-Name for tools/call), when sent, must match the body (400); a non-loopback Origin: 403;
 // JSON-RPC batches: served in a session that negotiated 2025-03-26 (an array of answers, or 202), else refused (400).
 class McpServer {
@@ -92,6 +97,10 @@ class McpServer {
   // then runs it (or answers that it was not approved).
   Response AskThenRun(Call& call, const Tool& tool, nlohmann::json args, CallContext ctx, const std::string& sid);
   bool CanAsk(const std::string& session);
+  // A destructive tool's call over 2026-07-28 from a client that can be asked: without a requestState, the question
+  // as the call's result; with one (redeemed once, for this caller, org, tool and arguments only), the answer:
+  // approved, the tool runs; else the refusal a session's client gets.
+  Response AskByResult(Call& call, const Tool& tool, const nlohmann::json& args, CallContext ctx);
   // A response the client POSTed in `session`: the answer to one of its asks, if it is one.
   void Answered(const std::string& session, const nlohmann::json& message);
   class Running;
@@ -106,6 +115,7 @@ class McpServer {
   std::map<std::pair<std::string, std::string>, std::optional<nlohmann::json>> asks_ ISB_GUARDED_BY(mu_);
   CondVar answered_;
   uint64_t asked_ ISB_GUARDED_BY(mu_) = 0;
+  ApprovalStates approvals_;  // the requestStates of stateless questions
 };
 
 // "/mcp" -> "default"; "/orgs/<org>/mcp" -> org; any other path -> nullopt.

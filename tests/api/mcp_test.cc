@@ -10,6 +10,7 @@
 #include "api/fake_sandboxes.h"
 #include "api/json_util.h"
 #include "api/sandbox_tools.h"
+#include "base/base64.h"
 
 namespace isb::api {
 namespace {
@@ -440,6 +441,217 @@ TEST_F(McpTest, ADestructiveCallRunsOnlyOnceAPersonApprovedIt) {
   EXPECT_FALSE(fake.Get(box).ok()) << "the approved removal did not run";
   EXPECT_EQ(seen, (std::vector<std::string>{"sandbox_remove forbidden", "sandbox_exec ok", "sandbox_remove forbidden",
                                             "sandbox_remove ok"}));
+}
+
+// Over 2026-07-28 a destructive call's approval is asked by the call's result (resultType "input_required"), and the
+// client answers by calling again with inputResponses and the requestState it was given: accepted, the tool runs
+// once; declined or cancelled, the refusal a session's client gets. A client that cannot be asked is refused.
+class StatelessApprovalTest : public McpTest {
+ protected:
+  // A stateless tools/call of `tool` with `args` at `path` by `who`, from a client with `caps`; `answer` (an
+  // ElicitResult) and `state` are sent when not null.
+  json Call(int id, const std::string& tool, const json& args, const json& state = nullptr,
+            const json& answer = nullptr, const Identity& who = Identity::Host(), const std::string& path = "/mcp",
+            json caps = {{"elicitation", json::object()}}, McpServer* server = nullptr) {
+    json meta = Meta();
+    meta["io.modelcontextprotocol/clientCapabilities"] = std::move(caps);
+    json params = {{"name", tool}, {"arguments", args}, {"_meta", meta}};
+    if (!state.is_null()) params["requestState"] = state;
+    if (!answer.is_null()) params["inputResponses"] = {{"approval", answer}};
+    Request req;
+    req.method = "POST";
+    req.target = path;
+    req.body = Dump(Rpc(id, "tools/call", params));
+    for (auto& [n, v] : Stateless("tools/call")) req.headers.Add(n, v);
+    req.headers.Add("Mcp-Name", tool);
+    Response r = (server ? *server : mcp).Handle(req, who);
+    EXPECT_EQ(r.status, 200) << r.body;
+    EXPECT_FALSE(r.stream) << "a stateless call is answered in one response";
+    json body = Body(r);
+    EXPECT_EQ(body["id"], id) << r.body;
+    return body.contains("result") ? body["result"] : body;
+  }
+  // Asks about removing `box` and returns the requestState of the question.
+  std::string Ask(const std::string& sandbox, const Identity& who = Identity::Host(), McpServer* server = nullptr) {
+    json asked = Call(1, "sandbox_remove", {{"sandbox", sandbox}}, nullptr, nullptr, who, "/mcp",
+                      {{"elicitation", json::object()}}, server);
+    EXPECT_EQ(asked.value("resultType", ""), "input_required") << asked.dump();
+    return asked.value("requestState", "");
+  }
+  static std::string Text(const json& result) { return result["content"][0]["text"].get<std::string>(); }
+  static std::string Refusal(const std::string& why) {
+    return "forbidden: " + why + "; call the tool again without it to be asked anew";
+  }
+  void SetUp() override {
+    McpTest::SetUp();
+    registry.SetOrgCheck([](std::string_view org) { return org == "default" || org == "team"; });
+    registry.SetObserver([this](std::string_view name, const Tool*, const json&, const CallContext&,
+                                const Result<json>& result) -> Status {
+      seen.push_back(std::string(name) + " " + (result.ok() ? "ok" : std::string(CodeName(result.error().code))));
+      return {};
+    });
+    box = fake.Create({})->id;
+  }
+
+  std::vector<std::string> seen;  // "tool outcome" as the audit log hears it
+  std::string box;
+  const json accept = {{"action", "accept"}, {"content", {{"approve", true}}}};
+};
+
+TEST_F(StatelessApprovalTest, TheQuestionIsAnInputRequiredResult) {
+  json asked = Call(1, "sandbox_remove", {{"sandbox", box}});
+  ASSERT_TRUE(asked["requestState"].is_string()) << asked.dump();
+  const std::string state = asked["requestState"];
+  asked.erase("requestState");
+  EXPECT_EQ(asked, json({{"resultType", "input_required"},
+                         {"inputRequests",
+                          {{"approval",
+                            {{"method", "elicitation/create"},
+                             {"params",
+                              {{"mode", "form"},
+                               {"message", "Approve sandbox_remove {\"sandbox\":\"" + box +
+                                               "\"}? Remove a sandbox: it cannot be undone."},
+                               {"requestedSchema",
+                                {{"type", "object"},
+                                 {"properties", {{"approve", {{"type", "boolean"}, {"title", "Approve sandbox_remove"}}}}},
+                                 {"required", {"approve"}}}}}}}}}}}));
+  // Sealed, not secret-bearing: the arguments and the caller are in it as digests only.
+  const size_t dot = state.find('.');
+  ASSERT_NE(dot, std::string::npos);
+  EXPECT_EQ(state.size() - dot - 1, 64u) << "an HMAC-SHA-256 in hex";
+  json payload = json::parse(*Base64Decode(state.substr(0, dot)));
+  EXPECT_EQ(payload["tool"], "sandbox_remove");
+  EXPECT_EQ(payload["org"], "default");
+  EXPECT_EQ(payload["args"].get<std::string>().size(), 64u);
+  EXPECT_EQ(payload["caller"].get<std::string>().size(), 64u);
+  EXPECT_EQ(state.find(box), std::string::npos);
+  EXPECT_EQ(payload.dump().find(box), std::string::npos);
+  EXPECT_TRUE(fake.Get(box).ok()) << "asking removed nothing";
+  EXPECT_EQ(seen, std::vector<std::string>{}) << "a question is no outcome";
+
+  // A client that declared no elicitation, or URL elicitation only, is refused as before.
+  for (const json& caps : {json::object(), json{{"elicitation", {{"url", json::object()}}}}}) {
+    json refused = Call(2, "sandbox_remove", {{"sandbox", box}}, nullptr, nullptr, Identity::Host(), "/mcp", caps);
+    EXPECT_EQ(refused["resultType"], "complete");
+    EXPECT_EQ(refused["isError"], true);
+    EXPECT_EQ(Text(refused).find("forbidden: sandbox_remove is destructive and runs over MCP only once a person "
+                                 "approves it, and this client cannot be asked (it declared no elicitation capability)"),
+              0u)
+        << refused.dump();
+  }
+  // Pre-approved tools are not asked about.
+  EXPECT_EQ(Call(3, "sandbox_exec", {{"sandbox", box}, {"argv", {"ls"}}})["isError"], false);
+  // A retry that does not answer the question is asked again, under a new state.
+  json again = Call(4, "sandbox_remove", {{"sandbox", box}}, state);
+  EXPECT_EQ(again["resultType"], "input_required") << again.dump();
+  EXPECT_NE(again["requestState"], state);
+  // The answer's members must have their types.
+  json params_error = Call(5, "sandbox_remove", {{"sandbox", box}}, 7, accept);
+  EXPECT_EQ(params_error["error"]["code"], -32602) << params_error.dump();
+  EXPECT_EQ(params_error["error"]["message"], "params.requestState: expected the string the server sent");
+  EXPECT_TRUE(fake.Get(box).ok());
+}
+
+TEST_F(StatelessApprovalTest, AcceptRunsTheToolOnceAndTheStateCannotBeReplayed) {
+  const std::string state = Ask(box);
+  json ran = Call(2, "sandbox_remove", {{"sandbox", box}}, state, accept);
+  EXPECT_EQ(ran["resultType"], "complete") << ran.dump();
+  EXPECT_EQ(ran["isError"], false) << ran.dump();
+  EXPECT_EQ(ran["structuredContent"], json({{"sandbox", box}, {"removed", true}}));
+  EXPECT_FALSE(fake.Get(box).ok()) << "the approved removal did not run";
+  json replayed = Call(3, "sandbox_remove", {{"sandbox", box}}, state, accept);
+  EXPECT_EQ(replayed["isError"], true);
+  EXPECT_EQ(Text(replayed), Refusal("requestState was used already: an approval answers one call"));
+  EXPECT_EQ(seen, (std::vector<std::string>{"sandbox_remove ok", "sandbox_remove forbidden"}));
+}
+
+TEST_F(StatelessApprovalTest, DeclineOrCancelIsTheSessionsRefusal) {
+  const json answers[] = {json{{"action", "decline"}}, json{{"action", "cancel"}},
+                          json{{"action", "accept"}, {"content", {{"approve", false}}}},
+                          json{{"action", "accept"}, {"content", {{"approve", "true"}}}}, json(7)};
+  int id = 2;
+  for (const json& answer : answers) {
+    json refused = Call(id++, "sandbox_remove", {{"sandbox", box}}, Ask(box), answer);
+    EXPECT_EQ(refused["resultType"], "complete") << answer.dump();
+    EXPECT_EQ(refused["isError"], true) << answer.dump();
+    EXPECT_EQ(Text(refused), "forbidden: sandbox_remove was not approved: the person asked did not approve it");
+  }
+  EXPECT_TRUE(fake.Get(box).ok()) << "a refused removal removed the sandbox";
+  // A declined state is spent: it does not approve later.
+  const std::string state = Ask(box);
+  Call(20, "sandbox_remove", {{"sandbox", box}}, state, {{"action", "decline"}});
+  EXPECT_EQ(Text(Call(21, "sandbox_remove", {{"sandbox", box}}, state, accept)),
+            Refusal("requestState was used already: an approval answers one call"));
+  EXPECT_TRUE(fake.Get(box).ok());
+  EXPECT_EQ(seen, std::vector<std::string>(7, "sandbox_remove forbidden"));
+}
+
+TEST_F(StatelessApprovalTest, AStateAnswersOnlyItsOwnCall) {
+  const std::string other = fake.Create({})->id;
+  const Identity alice = UserIn("alice", "default", identity::Role::kOwner, 1);
+  const Identity alices_other_token = UserIn("alice", "default", identity::Role::kOwner, 2);
+  const std::string forged = Refusal("requestState is not one this server issued, or it was altered");
+  // Presented on another call: other arguments, another tool, another org, another credential.
+  std::string state = Ask(box);
+  EXPECT_EQ(Text(Call(2, "sandbox_remove", {{"sandbox", other}}, state, accept)),
+            Refusal("requestState was issued for other arguments"));
+  EXPECT_EQ(Text(Call(3, "sandbox_stop", {{"sandbox", box}}, state, accept)),
+            Refusal("requestState was issued for a call of sandbox_remove"));
+  EXPECT_EQ(Text(Call(4, "sandbox_remove", {{"sandbox", box}}, state, accept, Identity::Host(), "/orgs/team/mcp")),
+            Refusal("requestState was issued in org 'default'"));
+  state = Ask(box, alice);
+  EXPECT_EQ(Text(Call(5, "sandbox_remove", {{"sandbox", box}}, state, accept, alices_other_token)),
+            Refusal("requestState was issued to another caller"));
+  EXPECT_EQ(Text(Call(6, "sandbox_remove", {{"sandbox", box}}, state, accept)),
+            Refusal("requestState was issued to another caller"));
+
+  // Altered: any field of its payload rewritten (its seal kept), the seal changed, or not a state at all.
+  state = Ask(box);
+  const size_t dot = state.find('.');
+  const json payload = json::parse(*Base64Decode(state.substr(0, dot)));
+  const json other_args = {{"sandbox", other}};
+  for (const auto& [field, value] : std::vector<std::pair<std::string, json>>{
+           {"tool", "sandbox_stop"}, {"org", "team"}, {"exp", payload["exp"].get<int64_t>() + 3600},
+           {"nonce", std::string(32, '0')}, {"caller", std::string(64, '0')}, {"args", std::string(64, 'a')}}) {
+    json altered = payload;
+    altered[field] = value;
+    EXPECT_EQ(Text(Call(7, "sandbox_remove", {{"sandbox", box}}, Base64Encode(Dump(altered)) + state.substr(dot),
+                        accept)),
+              forged)
+        << field;
+  }
+  std::string reseal = state;
+  reseal.back() = reseal.back() == '0' ? '1' : '0';
+  for (const std::string& bad : {reseal, state.substr(0, dot), state.substr(dot), std::string("x.y"), std::string(),
+                                 state + "0", " " + state}) {
+    EXPECT_EQ(Text(Call(8, "sandbox_remove", {{"sandbox", box}}, bad, accept)), forged) << bad;
+  }
+  EXPECT_TRUE(fake.Get(box).ok()) << "no refused state removed the sandbox";
+  EXPECT_TRUE(fake.Get(other).ok());
+  // The state itself was never redeemed by the refusals above: it still approves its own call, once.
+  EXPECT_EQ(Call(9, "sandbox_remove", {{"sandbox", box}}, state, accept)["isError"], false);
+  EXPECT_FALSE(fake.Get(box).ok());
+}
+
+TEST_F(StatelessApprovalTest, AStateLapsesAfterTheApprovalWait) {
+  int64_t now = 1'000'000;
+  McpServer timed{registry, McpOptions{.now = [&] { return now; }}};
+  const std::string late = Ask(box, Identity::Host(), &timed);
+  const std::string in_time = Ask(box, Identity::Host(), &timed);
+  now += 299;
+  // Another daemon's states (another key) are not this one's.
+  EXPECT_EQ(Text(Call(2, "sandbox_remove", {{"sandbox", box}}, in_time, accept)),
+            Refusal("requestState is not one this server issued, or it was altered"));
+  now += 1;
+  EXPECT_EQ(Text(Call(3, "sandbox_remove", {{"sandbox", box}}, late, accept, Identity::Host(), "/mcp",
+                      {{"elicitation", json::object()}}, &timed)),
+            Refusal("requestState expired: an approval is answered within 300 s"));
+  EXPECT_TRUE(fake.Get(box).ok());
+  now -= 1;
+  EXPECT_EQ(Call(4, "sandbox_remove", {{"sandbox", box}}, in_time, accept, Identity::Host(), "/mcp",
+                 {{"elicitation", json::object()}}, &timed)["isError"],
+            false);
+  EXPECT_FALSE(fake.Get(box).ok());
 }
 
 TEST_F(McpTest, StreamsProgressNotifications) {

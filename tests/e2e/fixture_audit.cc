@@ -261,6 +261,8 @@ void E2eTest::LogCall(bool via_unix, const std::string& method, const std::strin
     bool unknown = StringAt(error, "message").rfind("unknown tool", 0) == 0;
     row.outcome = unknown ? "not_found" : "invalid_argument";
     row.rows = code == -32602 || code == -32020 ? ExpectedRow::Rows::kOne : ExpectedRow::Rows::kNone;
+  } else if (reply["result"].is_object() && reply["result"].value("resultType", "") == "input_required") {
+    row.rows = ExpectedRow::Rows::kNone;  // a question asked of the client (2026-07-28): nothing was called yet
   } else {
     const json& result = reply["result"];
     std::string text;

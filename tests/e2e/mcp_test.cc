@@ -193,5 +193,50 @@ TEST_F(McpTest, StreamableHttpRulesWithCurl) {
   EXPECT_EQ(mismatch.http.status, 400) << "Mcp-Method must match the body's method: " << mismatch.Describe();
 }
 
+// Over 2026-07-28 a destructive call is approved by calling again: the first call's result asks (input_required),
+// the second carries the person's answer and the state it was given; a state answers one call only.
+TEST_F(McpTest, StatelessApprovalByCallingAgainWithCurl) {
+  const std::string box = CreateSandbox();
+  int id = 20;
+  auto remove = [&](const json& state, const json& answer) {
+    json meta = {{"io.modelcontextprotocol/protocolVersion", "2026-07-28"},
+                 {"io.modelcontextprotocol/clientCapabilities", {{"elicitation", json::object()}}}};
+    json params = {{"name", "sandbox_remove"}, {"arguments", {{"sandbox", box}}}, {"_meta", meta}};
+    if (!state.is_null()) params["requestState"] = state;
+    if (!answer.is_null()) params["inputResponses"] = {{"approval", answer}};
+    CurlResult r = Rpc({{"jsonrpc", "2.0"}, {"id", ++id}, {"method", "tools/call"}, {"params", params}},
+                       {"MCP-Protocol-Version: 2026-07-28", "Mcp-Method: tools/call", "Mcp-Name: sandbox_remove"});
+    EXPECT_EQ(r.http.status, 200) << r.Describe();
+    EXPECT_EQ(r.http.j["id"], id) << r.Describe();
+    return r.http.j["result"];
+  };
+  auto ask = [&] {
+    json asked = remove(nullptr, nullptr);
+    EXPECT_EQ(asked["resultType"], "input_required") << asked.dump();
+    EXPECT_EQ(asked["inputRequests"]["approval"]["method"], "elicitation/create") << asked.dump();
+    EXPECT_EQ(asked["inputRequests"]["approval"]["params"]["requestedSchema"]["required"], json({"approve"}));
+    return asked.value("requestState", "");
+  };
+  const json accept = {{"action", "accept"}, {"content", {{"approve", true}}}};
+
+  json declined = remove(ask(), {{"action", "decline"}});
+  EXPECT_EQ(declined["isError"], true) << declined.dump();
+  EXPECT_EQ(declined["content"][0]["text"], "forbidden: sandbox_remove was not approved: the person asked did not approve it");
+  EXPECT_EQ(MustTool("sandbox_get", {{"sandbox", box}})["id"], box) << "a declined removal removed the sandbox";
+
+  const std::string state = ask();
+  json removed = remove(state, accept);
+  EXPECT_EQ(removed["resultType"], "complete") << removed.dump();
+  EXPECT_EQ(removed["isError"], false) << removed.dump();
+  EXPECT_EQ(removed["structuredContent"], json({{"sandbox", box}, {"removed", true}})) << removed.dump();
+  EXPECT_EQ(MustTool("sandbox_list", json::object())["sandboxes"], json::array());
+
+  json replayed = remove(state, accept);
+  EXPECT_EQ(replayed["isError"], true) << replayed.dump();
+  EXPECT_EQ(replayed["content"][0]["text"],
+            "forbidden: requestState was used already: an approval answers one call; call the tool again without it "
+            "to be asked anew");
+}
+
 }  // namespace
 }  // namespace isb::e2e
