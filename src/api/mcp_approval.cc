@@ -1,6 +1,8 @@
 // Sealing and redeeming the requestState of a stateless MCP approval (HMAC-SHA-256, single use).
 #include "api/mcp_approval.h"
 
+#include <algorithm>
+
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -8,7 +10,6 @@
 #include <nlohmann/json.hpp>
 
 #include "api/json_util.h"
-#include "audit/chain_encoding.h"
 #include "base/base64.h"
 #include "base/random.h"
 
@@ -55,8 +56,8 @@ Result<std::string> ApprovalStates::Issue(const ApprovalCall& call) {
                                   {"org", call.org},
                                   {"exp", now_() + ttl_.count()},
                                   {"nonce", nonce},
-                                  {"caller", audit::Sha256Hex(call.caller)},
-                                  {"args", audit::Sha256Hex(call.args)}};
+                                  {"caller", Seal("caller\n" + call.caller)},
+                                  {"args", Seal("args\n" + call.args)}};
   const std::string text = Base64Encode(Dump(payload));
   const std::string mac = Seal(text);
   if (mac.empty()) return Error::Of(Code::kUnavailable, "an approval's state could not be sealed");
@@ -78,21 +79,33 @@ Status ApprovalStates::Redeem(std::string_view state, const ApprovalCall& call) 
   const nlohmann::json payload = nlohmann::json::parse(*text, nullptr, false);
   if (!payload.is_object() || payload.value("v", 0) != 1) return forged;
   const int64_t expiry = payload.value("exp", int64_t{0});
-  const int64_t now = now_();
-  if (now >= expiry) return Refused("requestState expired: an approval is answered within " +
-                                    std::to_string(ttl_.count()) + " s");
-  if (payload.value("caller", "") != audit::Sha256Hex(call.caller))
+  const Error expired = Refused("requestState expired: an approval is answered within " + std::to_string(ttl_.count()) +
+                                " s");
+  if (now_() >= expiry) return expired;
+  if (payload.value("caller", "") != Seal("caller\n" + call.caller))
     return Refused("requestState was issued to another caller");
   if (payload.value("org", "") != call.org)
     return Refused("requestState was issued in org '" + payload.value("org", "") + "'");
   if (payload.value("tool", "") != call.tool)
     return Refused("requestState was issued for a call of " + payload.value("tool", ""));
-  if (payload.value("args", "") != audit::Sha256Hex(call.args))
+  if (payload.value("args", "") != Seal("args\n" + call.args))
     return Refused("requestState was issued for other arguments");
+  const std::string nonce = payload.value("nonce", "");
   MutexLock lock(mu_);
-  std::erase_if(redeemed_, [&](const auto& r) { return r.second <= now; });
-  if (!redeemed_.emplace(payload.value("nonce", ""), expiry).second)
-    return Refused("requestState was used already: an approval answers one call");
+  // The time never goes back here: a state forgotten below has lapsed for every later call too, so it cannot be
+  // redeemed again however the calls interleave or the clock is set.
+  const int64_t now = latest_ = std::max(latest_, now_());
+  if (now >= expiry) return expired;
+  while (!by_expiry_.empty() && by_expiry_.begin()->first <= now) {
+    redeemed_.erase(by_expiry_.begin()->second);
+    by_expiry_.erase(by_expiry_.begin());
+  }
+  if (redeemed_.contains(nonce)) return Refused("requestState was used already: an approval answers one call");
+  if (redeemed_.size() >= kMaxRedeemed)
+    return Error::Of(Code::kUnavailable, "too many approvals were answered in the last " +
+                                             std::to_string(ttl_.count()) + " s; try again later");
+  redeemed_.insert(nonce);
+  by_expiry_.emplace(expiry, nonce);
   return {};
 }
 

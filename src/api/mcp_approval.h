@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -27,9 +28,9 @@ struct ApprovalCall {
 std::string CallerOf(const identity::Principal& who);
 
 // Thread-safe. A state is B "." hex(HMAC-SHA-256(key, B)), B = base64(payload); the payload is JSON naming the tool
-// and the org, an expiry, a nonce, and SHA-256 digests of the caller and of the arguments. It holds no secret in
-// clear (arguments may carry one: only their digest is in it), and its seal cannot be made without the key, which
-// never leaves the daemon.
+// and the org, an expiry, a nonce, and keyed digests (HMAC-SHA-256) of the caller and of the arguments. It holds no
+// secret in clear (arguments may carry one: only their keyed digest is in it, which no guess can be checked
+// against without the key), and its seal cannot be made without the key, which never leaves the daemon.
 class ApprovalStates {
  public:
   // `key`: at least 32 bytes (an empty key makes Issue and Redeem refuse). A state lapses `ttl` after its issue.
@@ -55,8 +56,12 @@ class ApprovalStates {
   const std::string key_;
   const std::chrono::seconds ttl_;
   const identity::Clock now_;
+  // States redeemed and not yet lapsed: at most this many (a flood of answers is refused, kUnavailable).
+  static constexpr size_t kMaxRedeemed = 1 << 16;
   Mutex mu_;
-  std::map<std::string, int64_t> redeemed_ ISB_GUARDED_BY(mu_);  // nonce -> expiry: kept until the state lapses
+  int64_t latest_ ISB_GUARDED_BY(mu_) = 0;                           // the latest time a Redeem saw
+  std::set<std::string> redeemed_ ISB_GUARDED_BY(mu_);                 // their nonces
+  std::multimap<int64_t, std::string> by_expiry_ ISB_GUARDED_BY(mu_);  // the same, by expiry, to forget them in order
 };
 
 }  // namespace isb::api

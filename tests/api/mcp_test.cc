@@ -633,6 +633,35 @@ TEST_F(StatelessApprovalTest, AStateAnswersOnlyItsOwnCall) {
   EXPECT_FALSE(fake.Get(box).ok());
 }
 
+// A state whose record was forgotten (it lapsed for a later call) is never redeemed again, even by a call that read
+// an earlier time or after the clock was set back.
+TEST(ApprovalStatesTest, AForgottenStateHasLapsedForEveryLaterCallWhateverTheClock) {
+  int64_t now = 1000;
+  ApprovalStates states(std::string(32, 'k'), std::chrono::seconds(300), [&] { return now; });
+  const ApprovalCall call{"token/1/7/alice", "default", "sandbox_remove", R"({"sandbox":"web"})"};
+  auto first = states.Issue(call);
+  ASSERT_TRUE(first.ok());
+  now = 1001;
+  auto second = states.Issue(call);
+  ASSERT_TRUE(second.ok());
+  ASSERT_TRUE(states.Redeem(*first, call).ok());
+  now = 1300;  // the first lapses; redeeming the second forgets it
+  ASSERT_TRUE(states.Redeem(*second, call).ok());
+  now = 1299;  // set back
+  Status again = states.Redeem(*first, call);
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.error().message,
+            "requestState expired: an approval is answered within 300 s; call the tool again without it to be asked anew");
+  // The payload names no caller or arguments a guess could be checked against: both are keyed digests.
+  ApprovalStates other_key(std::string(32, 'x'), std::chrono::seconds(300), [&] { return now; });
+  auto foreign = other_key.Issue(call);
+  ASSERT_TRUE(foreign.ok());
+  EXPECT_NE(first->substr(0, first->find('.')).size(), 0u);
+  EXPECT_EQ(states.Redeem(*foreign, call).error().message,
+            "requestState is not one this server issued, or it was altered; call the tool again without it to be asked "
+            "anew");
+}
+
 TEST_F(StatelessApprovalTest, AStateLapsesAfterTheApprovalWait) {
   int64_t now = 1'000'000;
   McpServer timed{registry, McpOptions{.now = [&] { return now; }}};
