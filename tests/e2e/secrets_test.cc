@@ -320,7 +320,7 @@ TEST_F(SecretsTest, TheCliTakesValuesFromStdinOrAFileAndGivesThemBackByteForByte
   // --header names a header to swap it in beside the standard ones; --no-headers goes back to those alone.
   ProcResult headers = Isb({"secret", "set", "cli-key", "--header", "X-Custom-Key"});
   ExpectAudit("isb secret set --header", {Unix("secret_set")});
-  EXPECT_EQ(headers.out, "cli-key v2 hosts=api.example.com:443 headers=x-custom-key (files only: over 64 KiB or has "
+  EXPECT_EQ(headers.out, "cli-key v2 hosts=api.example.com:443 headers=X-Custom-Key (files only: over 64 KiB or has "
                          "CR/LF)\n") << headers.Describe();
   ProcResult cleared = Isb({"secret", "set", "cli-key", "--no-headers"});
   ExpectAudit("isb secret set --no-headers", {Unix("secret_set")});
