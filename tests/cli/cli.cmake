@@ -34,3 +34,7 @@ target_link_libraries(isb_install_tests PRIVATE GTest::gtest_main)
 target_compile_definitions(isb_install_tests PRIVATE ISB_SOURCE_DIR="${CMAKE_SOURCE_DIR}" ISB_BUILD_DIR="${CMAKE_BINARY_DIR}")
 add_dependencies(isb_install_tests isb)
 gtest_discover_tests(isb_install_tests DISCOVERY_MODE PRE_TEST)
+
+# `make run` as a newcomer meets it: the commands it prints work as printed (a daemon of its own, so one at a time).
+add_test(NAME make_run COMMAND bash ${CMAKE_SOURCE_DIR}/tests/cli/make_run_test.sh $<TARGET_FILE:isb> ${CMAKE_SOURCE_DIR})
+set_tests_properties(make_run PROPERTIES RUN_SERIAL TRUE SKIP_RETURN_CODE 77 TIMEOUT 300)
