@@ -521,8 +521,10 @@ int Serve(const ServeOptions& options) {
   std::string where = listen->host.find(':') != std::string::npos ? "[" + listen->host + "]" : listen->host;
   Log("listening on http://" + where + ":" + std::to_string(server.port()) + " (MCP at /mcp, REST at /api/v1) and unix:" +
       http.unix_socket_path);
-  if (!setup_path->empty()) Log("no platform admin yet: create one with `isb user create --admin` on this host, or "
-                                "with the one-time setup token in " + *setup_path);
+  if (!setup_path->empty())
+    Log("no platform admin yet: run `isb setup` on this host (the admin and their first token in one step), or from "
+        "elsewhere `isb setup --url URL --setup-token-file FILE --password-stdin` with the one-time setup token in " +
+        *setup_path);
   NotifyReady();
 
   int sig = 0;
