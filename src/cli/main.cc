@@ -11,6 +11,7 @@
 #include "cli/events_cmd.h"
 #include "cli/identity_cmds.h"
 #include "cli/image_cmds.h"
+#include "cli/logs_cmd.h"
 #include "cli/mcp_bridge.h"
 #include "cli/parse_errors.h"
 #include "cli/run_cmd.h"
@@ -33,6 +34,7 @@ int main(int argc, char** argv) {
   isb::cli::AddSecretCommands(app, &exit_code);
   isb::cli::AddImageCommands(app, &exit_code);
   isb::cli::AddEventsCommand(app, &exit_code);
+  isb::cli::AddLogsCommand(app, &exit_code);
   isb::cli::AddEgressCommand(app, &exit_code);
   isb::cli::AddSetupCommand(app, &exit_code);
   isb::cli::AddMcpCommand(app, &exit_code);
