@@ -197,11 +197,21 @@ TEST_F(SandboxToolsTest, LogsGivesChunksWithTheirStreamsExitsAndCursors) {
   ASSERT_NE(tool, nullptr);
   EXPECT_TRUE(tool->annotations.read_only);
   LogRead read;
-  read.chunks.push_back({.cursor = 10, .log_id = 1, .kind = LogChunk::Kind::kStdout, .data = "out\n"});
-  read.chunks.push_back({.cursor = 14, .log_id = 1, .kind = LogChunk::Kind::kStderr, .data = "\xff"});
-  read.chunks.push_back({.cursor = 15, .log_id = 1, .kind = LogChunk::Kind::kExit, .exit_code = 137, .signal = 9});
-  read.chunks.push_back({.cursor = 16, .log_id = 2, .kind = LogChunk::Kind::kExit, .exit_code = -1,
-                         .error = "the sandbox is not running"});
+  auto chunk = [&read](uint64_t cursor, int log_id, LogChunk::Kind kind) -> LogChunk& {
+    LogChunk& c = read.chunks.emplace_back();
+    c.cursor = cursor;
+    c.log_id = log_id;
+    c.kind = kind;
+    return c;
+  };
+  chunk(10, 1, LogChunk::Kind::kStdout).data = "out\n";
+  chunk(14, 1, LogChunk::Kind::kStderr).data = "\xff";
+  LogChunk& killed = chunk(15, 1, LogChunk::Kind::kExit);
+  killed.exit_code = 137;
+  killed.signal = 9;
+  LogChunk& lost = chunk(16, 2, LogChunk::Kind::kExit);
+  lost.exit_code = -1;
+  lost.error = "the sandbox is not running";
   read.next = 17;
   read.start = 10;
   read.end = 17;
