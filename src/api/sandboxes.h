@@ -92,16 +92,16 @@ struct LogChunk {
   uint64_t cursor = 0;  // the position of its first byte
   int log_id = 0;       // which detached command (DetachedExec::log_id)
   enum class Kind { kStdout, kStderr, kExit } kind = Kind::kStdout;
-  std::string data;     // output; empty for an exit
+  std::string data{};   // output; empty for an exit
   // An exit: the command's status (128+N when killed by signal N), or -1 with `error` when it ended without one
   // of its own (it could not start, or the sandbox stopped under it).
   int exit_code = 0;
   int signal = 0;
-  std::string error;
+  std::string error{};
 };
 
 struct LogRead {
-  std::vector<LogChunk> chunks;
+  std::vector<LogChunk> chunks{};
   uint64_t next = 0;     // the cursor to read after next
   uint64_t dropped = 0;  // positions between the cursor asked for and the oldest kept: lost to the ring's bound
   uint64_t start = 0;    // the oldest position kept

@@ -18,8 +18,8 @@ namespace {
 constexpr std::chrono::milliseconds kPollEvery{200};
 
 struct LogsFlags {
-  std::string sandbox;
-  std::string tail;  // bytes, e.g. 4096 or 4K; empty: all that is kept
+  std::string sandbox{};
+  std::string tail{};  // bytes, e.g. 4096 or 4K; empty: all that is kept
   bool follow = false;
 };
 
