@@ -126,6 +126,16 @@ Result<ExecResult> OrgSandboxes::Exec(const std::string& id_or_name, const ExecR
   return all_.Exec(id, req, sink);
 }
 
+Result<DetachedExec> OrgSandboxes::ExecDetached(const std::string& id_or_name, const ExecRequest& req) {
+  ISB_ASSIGN_OR_RETURN(std::string id, Own(id_or_name));
+  return all_.ExecDetached(id, req);
+}
+
+Result<LogRead> OrgSandboxes::Logs(const std::string& id_or_name, uint64_t after, size_t limit_bytes) {
+  ISB_ASSIGN_OR_RETURN(std::string id, Own(id_or_name));
+  return all_.Logs(id, after, limit_bytes);
+}
+
 Status OrgSandboxes::ExecInput(const std::string& id_or_name, const std::string& session, const std::string& caller,
                                const std::string& data, bool eof) {
   ISB_ASSIGN_OR_RETURN(std::string id, Own(id_or_name));

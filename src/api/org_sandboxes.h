@@ -41,6 +41,8 @@ class OrgSandboxes final : public Sandboxes {
   Result<SandboxInfo> Get(const std::string& id_or_name) override;
   Result<std::vector<SandboxInfo>> List() override;
   Result<ExecResult> Exec(const std::string& id_or_name, const ExecRequest& req, const OutputSink& sink) override;
+  Result<DetachedExec> ExecDetached(const std::string& id_or_name, const ExecRequest& req) override;
+  Result<LogRead> Logs(const std::string& id_or_name, uint64_t after, size_t limit_bytes) override;
   Status ExecInput(const std::string& id_or_name, const std::string& session, const std::string& caller,
                    const std::string& data, bool eof) override;
   Status ExecResize(const std::string& id_or_name, const std::string& session, const std::string& caller,

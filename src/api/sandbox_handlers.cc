@@ -303,6 +303,7 @@ Result<json> SandboxHandlers::Exec(const json& in, const CallContext& ctx) {
 }
 
 Result<json> SandboxHandlers::ExecUntimed(const json& in, const CallContext& ctx) {
+  if (in.value("detach", false)) return ExecDetached(in, ctx);
   OrgSandboxes sb(all_, ctx);
   ISB_ASSIGN_OR_RETURN(ExecRequest req, ExecFromJson(in));
   if (ctx.interactive && req.tty) {
@@ -336,6 +337,42 @@ Result<json> SandboxHandlers::ExecUntimed(const json& in, const CallContext& ctx
   json out = ExecResultJson(std::move(*result), base64);
   if (!session.empty()) out["session"] = session;
   return out;
+}
+
+Result<json> SandboxHandlers::ExecDetached(const json& in, const CallContext& ctx) {
+  // What a command nobody waits for cannot have, refused rather than ignored.
+  if (in.value("tty", false)) return Invalid("tty: not with detach (a detached command has no terminal)");
+  if (in.contains("stdin") || in.contains("stdin_base64"))
+    return Invalid("stdin: not with detach (a detached command's stdin is /dev/null)");
+  if (in.contains("timeout"))
+    return Invalid("timeout: not with detach (a detached command runs until it exits or its sandbox stops)");
+  ISB_ASSIGN_OR_RETURN(ExecRequest req, ExecFromJson(in));
+  OrgSandboxes sb(all_, ctx);
+  ISB_ASSIGN_OR_RETURN(DetachedExec started, sb.ExecDetached(Ref(in), req));
+  return json{{"detached", true}, {"log_id", started.log_id}};
+}
+
+Result<json> SandboxHandlers::Logs(const json& in, const CallContext& ctx) {
+  OrgSandboxes sb(all_, ctx);
+  const bool base64 = in.value("encoding", "utf-8") == "base64";
+  ISB_ASSIGN_OR_RETURN(LogRead read, sb.Logs(Ref(in), in.value("after", uint64_t{0}),
+                                            in.value("limit_bytes", size_t{kMaxLogReadBytes})));
+  json chunks = json::array();
+  for (const LogChunk& c : read.chunks) {
+    json chunk = {{"cursor", c.cursor}, {"log_id", c.log_id}};
+    if (c.kind == LogChunk::Kind::kExit) {
+      chunk["stream"] = "exit";
+      chunk["exit_code"] = c.exit_code;
+      chunk["signal"] = c.signal;
+      if (!c.error.empty()) chunk["error"] = c.error;
+    } else {
+      chunk["stream"] = c.kind == LogChunk::Kind::kStderr ? "stderr" : "stdout";
+      PutBytes(chunk, "data", c.data, base64);
+    }
+    chunks.push_back(std::move(chunk));
+  }
+  return json{{"chunks", std::move(chunks)}, {"next", read.next},   {"start", read.start}, {"end", read.end},
+              {"dropped", read.dropped},     {"running", read.running}};
 }
 
 Status SandboxHandlers::ExecFindsSandbox(const json& in, const CallContext& ctx) {

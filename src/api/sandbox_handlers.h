@@ -30,6 +30,7 @@ class SandboxHandlers {
   // sandbox_exec's precheck: a sandbox that is not there is told before a stream begins (404); one that stops
   // meanwhile ends the stream with an error event.
   Status ExecFindsSandbox(const json& in, const CallContext& ctx);
+  Result<json> Logs(const json& in, const CallContext& ctx);
   Result<json> ExecInput(const json& in, const CallContext& ctx);
   Result<json> ExecResize(const json& in, const CallContext& ctx);
   Result<json> FileRead(const json& in, const CallContext& ctx);
@@ -41,6 +42,8 @@ class SandboxHandlers {
   Status ApplyImage(SandboxSpec& spec, const json& given, const std::string& org) const;
   // Exec without its count and latency (isb_sandbox_execs_total, isb_sandbox_exec_seconds).
   Result<json> ExecUntimed(const json& in, const CallContext& ctx);
+  // sandbox_exec with detach: the command started, its handle returned.
+  Result<json> ExecDetached(const json& in, const CallContext& ctx);
   Sandboxes& all_;
   const SandboxToolOptions options_;
   const json create_schema_;  // what a filled-in ${NAME} is judged by again

@@ -278,6 +278,11 @@ Status AddCreateAndExec(Registry& reg, const Handlers& h) {
                 {"description", "Run the command on a terminal (a pty inside the sandbox): stderr merges into "
                                 "stdout. Streaming calls only; the first event names the session that "
                                 "sandbox_exec_input and sandbox_exec_resize act on."}}},
+       {"detach", {{"type", "boolean"}, {"default", false},
+                   {"description", "Start the command and return at once with its log_id; it runs until it exits "
+                                   "or the sandbox stops (no timeout), its stdin /dev/null, its output and exit "
+                                   "code going to the sandbox's log (sandbox_logs). At most 16 run at once per "
+                                   "sandbox. Not with stdin, timeout or tty."}}},
        {"rows", Int("With tty: the terminal's height; default 24.", 1, kMaxTerminalSide)},
        {"cols", Int("With tty: the terminal's width; default 80.", 1, kMaxTerminalSide)}},
       {"sandbox", "argv"});
@@ -286,9 +291,13 @@ Status AddCreateAndExec(Registry& reg, const Handlers& h) {
   exec_in["properties"]["cols"]["default"] = kDefaultCols;
   json exec_out = {
       {"type", "object"},
-      {"required", {"exit_code", "timed_out", "duration_ms"}},
+      // A command waited for, or one detached.
+      {"anyOf", {{{"required", {"exit_code", "timed_out", "duration_ms"}}}, {{"required", {"detached", "log_id"}}}}},
       {"properties",
-       {{"exit_code", {{"type", "integer"}, {"description", "The command's exit status; 128+N when killed by signal N."}}},
+       {{"detached", {{"type", "boolean"}, {"description", "With detach: true; the command runs on."}}},
+        {"log_id", {{"type", "integer"},
+                    {"description", "With detach: the command's tag on its output and exit in sandbox_logs."}}},
+        {"exit_code", {{"type", "integer"}, {"description", "The command's exit status; 128+N when killed by signal N."}}},
         {"signal", {{"type", "integer"}, {"description", "The signal that killed it, or 0."}}},
         {"timed_out", {{"type", "boolean"}}},
         {"oom_killed", {{"type", "boolean"}, {"description", "Killed by the OOM killer: the sandbox reached its "
@@ -309,11 +318,54 @@ Status AddCreateAndExec(Registry& reg, const Handlers& h) {
       "command runs on a terminal: a \"session\" event (REST) or a progress notification with _meta "
       "isb/stream \"session\" (MCP) names the session first; send keystrokes with sandbox_exec_input and window "
       "sizes with sandbox_exec_resize while it runs. The session ends with the command or when the caller goes "
-      "away.",
+      "away. With detach the call returns at once with {\"detached\": true, \"log_id\": N} and the output is "
+      "read with sandbox_logs.",
       std::move(exec_in), std::move(exec_out), ToolAnnotations{.destructive = true}, true,
       Handle(h, &SandboxHandlers::Exec)};
   exec.precheck = [h](const json& in, const CallContext& ctx) { return h->ExecFindsSandbox(in, ctx); };
   return reg.Add(std::move(exec));
+}
+
+Status AddLogsTool(Registry& reg, const Handlers& h) {
+  json chunk = {
+      {"type", "object"},
+      {"required", {"cursor", "log_id", "stream"}},
+      {"properties",
+       {{"cursor", {{"type", "integer"}, {"description", "The position of its first byte in the log."}}},
+        {"log_id", {{"type", "integer"}, {"description", "The detached command's, as sandbox_exec returned it."}}},
+        {"stream", {{"type", "string"}, {"enum", {"stdout", "stderr", "exit"}}}},
+        {"data", {{"type", "string"}}},
+        {"data_base64", {{"type", "string"}}},
+        {"exit_code", {{"type", "integer"},
+                       {"description", "An exit's status (128+N when killed by signal N); -1 with error when the "
+                                       "command ended without one (it could not start, or the sandbox stopped)."}}},
+        {"signal", {{"type", "integer"}}},
+        {"error", {{"type", "string"}}}}}};
+  return reg.Add(Tool{
+      "sandbox_logs", "Read a sandbox's log",
+      "The output (stdout and stderr) and exits of the commands started in the sandbox with sandbox_exec detach, "
+      "in order, after the cursor `after` (default 0, the start). The daemon keeps the last 1 MiB per sandbox, in "
+      "memory (a daemon restart ends them and empties it); `dropped` says how many positions between `after` and "
+      "the oldest kept were lost (each output byte is one position, each exit one more). Read on from `next`; "
+      "`running` counts the commands still running.",
+      Object({{"sandbox", SandboxRef()},
+              {"after", Int("The cursor to read after: 0 (the default) or a `next` of an earlier read.", 0,
+                            int64_t{1} << 53)},
+              {"limit_bytes", Int("At most this much output in the answer; default and most 1048576.", 1,
+                                  kMaxLogReadBytes)},
+              {"encoding", EncodingField("output", "utf-8")}},
+             {"sandbox"}),
+      {{"type", "object"},
+       {"required", {"chunks", "next", "start", "end", "dropped", "running"}},
+       {"properties",
+        {{"chunks", {{"type", "array"}, {"items", std::move(chunk)}}},
+         {"next", {{"type", "integer"}, {"description", "The cursor to read after next."}}},
+         {"start", {{"type", "integer"}, {"description", "The oldest position the log still holds."}}},
+         {"end", {{"type", "integer"}, {"description", "The position the log's next byte will take."}}},
+         {"dropped", {{"type", "integer"}, {"description", "Positions after `after` lost to the log's bound."}}},
+         {"running", {{"type", "integer"}, {"description", "Detached commands still running."}}}}}},
+      ToolAnnotations{.read_only = true, .idempotent = true}, false,
+      Handle(h, &SandboxHandlers::Logs)});
 }
 
 Status AddTerminalTools(Registry& reg, const Handlers& h) {
@@ -396,6 +448,7 @@ Status AddSandboxTools(Registry& registry, Sandboxes& sandboxes, SandboxToolOpti
   auto h = std::make_shared<SandboxHandlers>(sandboxes, options, CreateSchema());
   ISB_TRY(AddCreateAndExec(registry, h));
   ISB_TRY(AddTerminalTools(registry, h));
+  ISB_TRY(AddLogsTool(registry, h));
   ISB_TRY(AddFileTools(registry, h));
   ISB_TRY(AddUsageTool(registry, sandboxes, options.usage));
   return AddLifecycleTools(registry, h);

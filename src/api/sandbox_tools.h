@@ -30,8 +30,8 @@ inline constexpr size_t kMaxOutputBytes = 256 << 10;  // per stream, in an exec 
 inline constexpr size_t kMaxFileReadBytes = 4 << 20;
 inline constexpr size_t kMaxFileWriteBytes = 2 << 20;
 
-// Registers sandbox_create, sandbox_exec, sandbox_exec_input, sandbox_exec_resize, sandbox_file_read, sandbox_file_write, sandbox_list, sandbox_get,
-// sandbox_usage, sandbox_stop, sandbox_start, sandbox_extend and sandbox_remove. `sandboxes` must outlive `registry`.
+// Registers sandbox_create, sandbox_exec, sandbox_exec_input, sandbox_exec_resize, sandbox_logs, sandbox_file_read,
+// sandbox_file_write, sandbox_list, sandbox_get, sandbox_usage, sandbox_stop, sandbox_start, sandbox_extend and sandbox_remove. `sandboxes` must outlive `registry`.
 // Durations in these tools are whole seconds (JSON integers).
 // An image of an org as a sandbox is made from it: its layers' directories (bottom first) and what of its config a
 // sandbox takes where the caller gave nothing.

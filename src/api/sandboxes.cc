@@ -35,4 +35,14 @@ Status Sandboxes::ExecResize(const std::string& id_or_name, const std::string& s
   return NoTerminalSession(session, id_or_name);
 }
 
+Result<DetachedExec> Sandboxes::ExecDetached(const std::string&, const ExecRequest&) {
+  return Error::Of(Code::kUnavailable, "detached commands are not supported here");
+}
+
+Result<LogRead> Sandboxes::Logs(const std::string& id_or_name, uint64_t after, size_t) {
+  ISB_TRY(Get(id_or_name));
+  if (after > 0) return Error::Of(Code::kInvalidArgument, "after: the log ends at 0");
+  return LogRead{};
+}
+
 }  // namespace isb::api

@@ -81,6 +81,38 @@ struct ExecResult {
 // Output as it is produced: stream is 1 (stdout) or 2 (stderr).
 using OutputSink = std::function<void(int stream, std::string_view data)>;
 
+// The output of a sandbox's detached commands (sandbox_exec with detach), kept in a bounded ring per sandbox and
+// read with sandbox_logs. A cursor is a position in everything the ring was ever given: each output byte takes one,
+// each exit one more.
+inline constexpr size_t kMaxDetachedExecs = 16;        // running at once per sandbox
+inline constexpr size_t kLogRingBytes = 1 << 20;       // kept per sandbox; the oldest go first
+inline constexpr size_t kMaxLogReadBytes = 1 << 20;    // of output per sandbox_logs answer
+
+struct LogChunk {
+  uint64_t cursor = 0;  // the position of its first byte
+  int log_id = 0;       // which detached command (DetachedExec::log_id)
+  enum class Kind { kStdout, kStderr, kExit } kind = Kind::kStdout;
+  std::string data{};   // output; empty for an exit
+  // An exit: the command's status (128+N when killed by signal N), or -1 with `error` when it ended without one
+  // of its own (it could not start, or the sandbox stopped under it).
+  int exit_code = 0;
+  int signal = 0;
+  std::string error{};
+};
+
+struct LogRead {
+  std::vector<LogChunk> chunks{};
+  uint64_t next = 0;     // the cursor to read after next
+  uint64_t dropped = 0;  // positions between the cursor asked for and the oldest kept: lost to the ring's bound
+  uint64_t start = 0;    // the oldest position kept
+  uint64_t end = 0;      // the next position written
+  size_t running = 0;    // detached commands still running
+};
+
+struct DetachedExec {
+  int log_id = 0;  // 1, 2, ... per sandbox: its output's and exit's tag in sandbox_logs
+};
+
 struct FileData {
   std::string content;
   uint32_t mode = 0644;
@@ -102,6 +134,13 @@ class Sandboxes {
   virtual Result<std::vector<SandboxInfo>> List() = 0;
   // With `sink`, output is also delivered as it is produced.
   virtual Result<ExecResult> Exec(const std::string& id_or_name, const ExecRequest& req, const OutputSink& sink) = 0;
+  // Starts `req` (no tty, no stdin: its stdin is /dev/null) and returns while it runs, until it exits or the sandbox
+  // stops; its output and exit go to the sandbox's log (Logs). kConflict when kMaxDetachedExecs already run there.
+  // The default: kUnavailable.
+  virtual Result<DetachedExec> ExecDetached(const std::string& id_or_name, const ExecRequest& req);
+  // The sandbox's log after cursor `after`: chunks with at most `limit_bytes` of output (at least one chunk when
+  // any is there). An `after` beyond the log's end is kInvalidArgument. The default: an empty log.
+  virtual Result<LogRead> Logs(const std::string& id_or_name, uint64_t after, size_t limit_bytes);
   // Acts on a running terminal session of `id_or_name` started by `caller`. Any other session id, one of another
   // sandbox or another caller, or one that has ended is kNotFound, all with the same message.
   // Input: at most kMaxTerminalInputBytes; `eof` then types the terminal's end-of-file character.

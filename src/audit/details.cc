@@ -115,7 +115,7 @@ DetailsPolicy DefaultDetailsPolicy() {
                              {"labels", Keep::kKeyNames}, {"egress"}, {"expires"}, {"idle_timeout"},
                              {"ports", Keep::kRecords}});
   p.Allow("sandbox_exec", {{"argv", Keep::kStrings}, {"env", Keep::kKeyNames}, {"workdir"}, {"timeout"},
-                           {"encoding"}});
+                           {"encoding"}, {"detach"}});
   p.Allow("sandbox_extend", {{"by"}});
   p.Allow("sandbox_list", {{"labels", Keep::kKeyNames}});
   p.Allow("sandbox_file_read", {{"path"}, {"encoding"}});

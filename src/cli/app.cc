@@ -4,6 +4,7 @@
 #include "cli/audit_cmd.h"
 #include "cli/egress_cmd.h"
 #include "cli/events_cmd.h"
+#include "cli/logs_cmd.h"
 #include "cli/identity_cmds.h"
 #include "cli/image_cmds.h"
 #include "cli/mcp_bridge.h"
@@ -25,6 +26,7 @@ void BuildApp(CLI::App& app, int* exit_code) {
   AddSecretCommands(app, exit_code);
   AddImageCommands(app, exit_code);
   AddEventsCommand(app, exit_code);
+  AddLogsCommand(app, exit_code);
   AddEgressCommand(app, exit_code);
   AddSetupCommand(app, exit_code);
   AddMcpCommand(app, exit_code);

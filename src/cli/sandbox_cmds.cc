@@ -45,12 +45,12 @@ void Print(const json& j) {
   std::fwrite(out.data(), 1, out.size(), stdout);
 }
 
-namespace {
-
 void WriteOut(FILE* f, std::string_view data) {
   std::fwrite(data.data(), 1, data.size(), f);
   std::fflush(f);
 }
+
+namespace {
 
 Code CodeNamed(std::string_view name) {
   if (name == "invalid_argument" || name == "method_not_allowed") return Code::kInvalidArgument;
@@ -218,6 +218,17 @@ int RunCreate(const Common& c, const CreateFlags& f) {
   return kExitOk;
 }
 
+// `isb exec -d`: the command started; its log id printed (the whole answer with --json).
+int RunDetached(const Common& c, const ToolClient& client, const json& input) {
+  auto r = client.Call("sandbox_exec", input);
+  if (!r.ok()) return Report(NameTheFlag(r.error(), kExecFlags));
+  if (!r->contains("log_id") || !(*r)["log_id"].is_number_integer())
+    return Report(Error::Of(Code::kInternal, "the isb daemon's detached exec answer has no log_id: " + Dump(*r, -1)));
+  if (c.json) Print(*r);
+  else std::printf("%d\n", (*r)["log_id"].get<int>());
+  return kExitOk;
+}
+
 int RunExec(const Common& c, const ExecFlags& f) {
   if (f.tty && c.json) return ReportUsage(Usage("--json cannot be combined with -t: a terminal's output is live"));
   // Flags and the daemon's address are checked before standard input is read: a usage error is reported at once,
@@ -226,6 +237,7 @@ int RunExec(const Common& c, const ExecFlags& f) {
   if (!input.ok()) return ReportUsage(input.error());
   auto client = Connect(*c.connect);
   if (!client.ok()) return ReportUsage(client.error());
+  if (f.detach) return RunDetached(c, *client, *input);
   // Input piped or redirected from a file goes to the command without -i, as a shell's would; a terminal's, only
   // with -i (the command would otherwise wait for a Ctrl-D nobody knows to type).
   if ((f.interactive || StdinIsPipeOrFile()) && !f.tty) {
@@ -494,6 +506,9 @@ void AddSandboxCommands(CLI::App& app, int* exit_code) {
   cmd->add_flag("-t,--tty", exec->tty,
                 "Run the command on a terminal of this terminal's size; with -i, keys go to it in raw mode "
                 "(default --timeout 15m)");
+  cmd->add_flag("-d,--detach", exec->detach,
+                "Start the command and return; it runs until it exits or the sandbox stops, its output kept for "
+                "isb logs (prints its log id)");
   cmd->add_option("--env", exec->env, "K=V for this command (repeatable)")->allow_extra_args(false);
   cmd->add_option("--workdir", exec->workdir, "Working directory (default: the sandbox's)");
   cmd->add_option("--timeout", exec->timeout, "Kill the command after this long, e.g. 60s (default 60s, at most 15m)");

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -71,6 +72,7 @@ struct ExecFlags {
   std::vector<std::string> env;
   std::string workdir, timeout;
   bool interactive = false, tty = false, json = false;
+  bool detach = false;  // -d: started, its output to the sandbox's log (isb logs)
 };
 // `stdin_data` is sent only with -i and without -t (a terminal's input goes to its session instead).
 Result<json> ExecInput(const ExecFlags& flags, const std::string& stdin_data);
@@ -132,6 +134,8 @@ int Report(const Error& e);
 int ReportUsage(const Error& e);
 // Indented JSON and a newline on stdout.
 void Print(const json& j);
+// `data` as it is, flushed.
+void WriteOut(FILE* f, std::string_view data);
 // The connection options every command takes: --url, --socket, --org.
 void AddConnectOptions(CLI::App* cmd, const std::shared_ptr<ConnectFlags>& connect);
 

@@ -7,7 +7,8 @@ add_library(isb_daemon STATIC src/daemon/sandbox_manager.cc src/daemon/egress_se
             src/daemon/trust_bundle.cc src/daemon/sandbox_snapshot.cc src/daemon/disk_layer.cc src/daemon/teardown_queue.cc
             src/daemon/refill_policy.cc src/daemon/egress_claims.cc
             src/daemon/sandbox_files.cc src/daemon/sandbox_pool.cc src/daemon/host_paths.cc src/daemon/sandbox_adoption.cc
-            src/daemon/sandbox_terminals.cc src/daemon/sandbox_network.cc src/daemon/secret_broker.cc
+            src/daemon/sandbox_terminals.cc src/daemon/sandbox_logs.cc src/daemon/sandbox_detached.cc
+            src/daemon/sandbox_network.cc src/daemon/secret_broker.cc
             src/daemon/lifecycle_events.cc src/daemon/usage_sampler.cc src/daemon/netns_dial.cc
             src/daemon/idle_watch.cc)
 target_link_libraries(isb_daemon PUBLIC isb_engine isb_spec isb_store isb_net isb_proxy isb_egress isb_judge isb_audit
@@ -16,7 +17,7 @@ target_link_libraries(isb_daemon PUBLIC isb_engine isb_spec isb_store isb_net is
 add_executable(isb_daemon_tests tests/store/db_test.cc tests/daemon/sandbox_manager_test.cc
                tests/daemon/trust_bundle_test.cc tests/daemon/port_publisher_test.cc tests/daemon/disk_layer_test.cc
                tests/daemon/teardown_queue_test.cc tests/daemon/refill_policy_test.cc tests/daemon/preview_proxy_test.cc
-               tests/daemon/idle_watch_test.cc
+               tests/daemon/idle_watch_test.cc tests/daemon/sandbox_logs_test.cc
                tests/daemon/fake_runtime.cc tests/daemon/manager_runtime_test.cc tests/daemon/runtime_migration_test.cc
                tests/net/loopback.cc)
 target_link_libraries(isb_daemon_tests PRIVATE isb_daemon GTest::gtest_main)

@@ -77,6 +77,7 @@ SandboxManager::SandboxManager(ManagerOptions options, engine::Spawner* spawner,
 }
 
 SandboxManager::~SandboxManager() {
+  detached_.StopAll();  // their threads use the runtime and the records
   {
     MutexLock lock(pool_mu_);
     pool_stop_ = true;
@@ -518,13 +519,7 @@ struct SandboxManager::ExecRunning {
   std::string id_;
 };
 
-Result<api::ExecResult> SandboxManager::Exec(const std::string& id_or_name, const api::ExecRequest& req,
-                                             const api::OutputSink& sink) {
-  Busy busy(this);
-  ISB_TRY(spec::Validate(req));
-  ISB_ASSIGN_OR_RETURN(Record rec, Load(id_or_name));
-  if (rec.state != "running") return Error::Of(Code::kConflict, "sandbox '" + rec.id + "' is stopped; start it first");
-  ExecRunning running(this, rec.id);
+Result<engine::ExecSpec> SandboxManager::CommandFor(const Record& rec, const api::ExecRequest& req) const {
   engine::ExecSpec spec;
   spec.argv = req.argv;
   std::vector<std::string> env;
@@ -539,6 +534,17 @@ Result<api::ExecResult> SandboxManager::Exec(const std::string& id_or_name, cons
     return Error::Of(Code::kConflict, "sandbox '" + rec.id + "': its spec's " + ids.error().message + "; it runs no command");
   spec.uid = ids->first;
   spec.gid = ids->second;
+  return spec;
+}
+
+Result<api::ExecResult> SandboxManager::Exec(const std::string& id_or_name, const api::ExecRequest& req,
+                                             const api::OutputSink& sink) {
+  Busy busy(this);
+  ISB_TRY(spec::Validate(req));
+  ISB_ASSIGN_OR_RETURN(Record rec, Load(id_or_name));
+  if (rec.state != "running") return Error::Of(Code::kConflict, "sandbox '" + rec.id + "' is stopped; start it first");
+  ExecRunning running(this, rec.id);
+  ISB_ASSIGN_OR_RETURN(engine::ExecSpec spec, CommandFor(rec, req));
   spec.stdin_data = req.stdin_data;
   spec.timeout = req.timeout;
   spec.output_limit = kExecOutputLimit;
@@ -694,6 +700,7 @@ Status SandboxManager::Retire(Record& rec, const std::string& event, const std::
   if (options_.egress != nullptr) options_.egress->Release(rec.id);
   // A row that cannot be deleted keeps its state dir: the sandbox stays, stopped, for another removal.
   ISB_TRY(db_->Exec("DELETE FROM sandboxes WHERE id = ?1", {rec.id}));
+  detached_.Forget(rec.id);
   {
     MutexLock lock(samples_mu_);
     cpu_samples_.erase(rec.id);

@@ -25,6 +25,7 @@
 #include "daemon/idle_watch.h"
 #include "daemon/port_publisher.h"
 #include "daemon/refill_policy.h"
+#include "daemon/sandbox_logs.h"
 #include "daemon/teardown_queue.h"
 #include "daemon/trust_bundle.h"
 #include "store/db.h"
@@ -101,6 +102,10 @@ class SandboxManager : public api::Sandboxes {
   Result<std::vector<api::SandboxInfo>> List() override;
   Result<api::ExecResult> Exec(const std::string& id_or_name, const api::ExecRequest& req,
                                const api::OutputSink& sink) override;
+  // On a thread of its own until the command exits or the sandbox stops (sandbox_detached.cc); a daemon that
+  // stops ends its detached commands too (their sessions are its own), and their log is in its memory only.
+  Result<api::DetachedExec> ExecDetached(const std::string& id_or_name, const api::ExecRequest& req) override;
+  Result<api::LogRead> Logs(const std::string& id_or_name, uint64_t after, size_t limit_bytes) override;
   Status ExecInput(const std::string& id_or_name, const std::string& session, const std::string& caller,
                    const std::string& data, bool eof) override;
   Status ExecResize(const std::string& id_or_name, const std::string& session, const std::string& caller,
@@ -198,6 +203,9 @@ class SandboxManager : public api::Sandboxes {
   // The bundle's copy on the sandbox's mounted layer (beside upper/ and work/), which its bind is of.
   Status CopyTrustBundleToLayer(const std::string& id);
   Result<api::SandboxInfo> Info(const Record& rec);
+  // The command `req` asks for, as the sandbox's user, in its environment and working dir (with none of req's
+  // stdin, timeout or terminal).
+  Result<engine::ExecSpec> CommandFor(const Record& rec, const api::ExecRequest& req) const;
   std::string Dir(const std::string& id) const;
   // The sandbox's writable layer: <dir>/layer.img mounted on <dir>/layer (disk_layer.h).
   DiskLayer Layer(const std::string& id) const;
@@ -284,6 +292,8 @@ class SandboxManager : public api::Sandboxes {
   };
   Mutex terminals_mu_;
   std::map<std::string, Terminal> terminals_ ISB_GUARDED_BY(terminals_mu_);  // by session id
+  // The sandboxes' detached commands and their logs; stopped first by the destructor.
+  DetachedExecs detached_;
   // Sandboxes launched ahead (ManagerOptions::pool_size), filled by pool_thread_.
   Mutex pool_mu_;
   CondVar pool_cv_;

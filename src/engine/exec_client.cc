@@ -164,7 +164,7 @@ Result<ExecOutcome> ExecInSandbox(const std::string& control_path, const ExecSpe
       continue;
     }
     for (int i = 0; i < 2; ++i)
-      if (fds[i].revents) Pump(outs[i], spec.output_limit, spec.tty, sink);
+      if (fds[i].revents) Pump(outs[i], spec.output_limit, spec.tty || spec.sink_all, sink);
     if (fds[3].revents) {
       ssize_t w = ::write(in.write.get(), spec.stdin_data.data() + stdin_off, spec.stdin_data.size() - stdin_off);
       if (w > 0) stdin_off += static_cast<size_t>(w);

@@ -22,6 +22,9 @@ struct ExecSpec {
   std::string stdin_data;
   std::chrono::milliseconds timeout{60'000};
   uint64_t output_limit = 256 * 1024;  // per stream
+  // All output reaches the sink, and output_limit bounds only what the outcome keeps (a detached command's, whose
+  // output goes to its log).
+  bool sink_all = false;
   // Asked about once a second while the command runs; true ends it (its process group is killed), for a caller
   // that went away or cancelled. Called on the exec's own thread.
   std::function<bool()> cancelled;

@@ -72,6 +72,25 @@ Result<ExecResult> FakeSandboxes::Exec(const std::string& ref, const ExecRequest
   return r;
 }
 
+Result<DetachedExec> FakeSandboxes::ExecDetached(const std::string& ref, const ExecRequest& req) {
+  std::lock_guard lock(mu);
+  FAKE_FIND(s, ref);
+  if (s->state != "running") return Error::Of(Code::kConflict, "sandbox is stopped");
+  last_exec = req;
+  last_exec_id = s->id;
+  last_detached = true;
+  return DetachedExec{++detached};
+}
+
+Result<LogRead> FakeSandboxes::Logs(const std::string& ref, uint64_t after, size_t limit_bytes) {
+  std::lock_guard lock(mu);
+  FAKE_FIND(s, ref);
+  last_after = after;
+  last_limit = limit_bytes;
+  auto it = logs.find(s->id);
+  return it == logs.end() ? LogRead{} : it->second;
+}
+
 Result<SandboxInfo> FakeSandboxes::Stop(const std::string& ref) {
   std::lock_guard lock(mu);
   FAKE_FIND(s, ref);

@@ -16,6 +16,10 @@ class FakeSandboxes : public Sandboxes {
   Result<SandboxInfo> Get(const std::string& id_or_name) override;
   Result<std::vector<SandboxInfo>> List() override;
   Result<ExecResult> Exec(const std::string& id_or_name, const ExecRequest& req, const OutputSink& sink) override;
+  // Records the request in last_exec (and last_detached); log ids count from 1.
+  Result<DetachedExec> ExecDetached(const std::string& id_or_name, const ExecRequest& req) override;
+  // The sandbox's entry in `logs` (an empty read when it has none), after recording last_after and last_limit.
+  Result<LogRead> Logs(const std::string& id_or_name, uint64_t after, size_t limit_bytes) override;
   Result<SandboxInfo> Stop(const std::string& id_or_name) override;
   Result<SandboxInfo> Start(const std::string& id_or_name) override;
   Result<SandboxInfo> Extend(const std::string& id_or_name, std::chrono::seconds by) override;
@@ -34,6 +38,11 @@ class FakeSandboxes : public Sandboxes {
   ExecRequest last_exec;
   std::string last_exec_id;  // the id of the sandbox last_exec ran in
   std::string last_path;
+  bool last_detached = false;
+  int detached = 0;
+  std::map<std::string, LogRead> logs;  // by id
+  uint64_t last_after = 0;
+  size_t last_limit = 0;
   int next = 1;
 
  private:

@@ -223,7 +223,7 @@ TEST_F(HttpServerTest, ServesMcp) {
   Reply list = Tcp(HttpRequest("POST", "/orgs/default/mcp", R"({"jsonrpc":"2.0","id":2,"method":"tools/list"})",
                                std::string(kAuth) + "Mcp-Session-Id: " + sid + "\r\nMCP-Protocol-Version: 2025-11-25\r\n"));
   ASSERT_EQ(list.status, 200) << list.raw;
-  EXPECT_EQ(json::parse(list.body)["result"]["tools"].size(), 14u);
+  EXPECT_EQ(json::parse(list.body)["result"]["tools"].size(), 15u);
   EXPECT_EQ(Tcp(HttpRequest("GET", "/mcp", "", kAuth)).status, 405);
   EXPECT_EQ(Tcp(HttpRequest("POST", "/mcp", init, std::string(kAuth) + "Origin: http://evil.example\r\n")).status, 403);
 }

@@ -80,7 +80,7 @@ TEST_F(McpTest, SessionFlow) {
   EXPECT_TRUE(note.body.empty());
 
   json tools = Body(Post(Rpc(2, "tools/list"), Session(sid)))["result"]["tools"];
-  ASSERT_EQ(tools.size(), 14u);
+  ASSERT_EQ(tools.size(), 15u);
   for (const json& t : tools) {
     for (const char* key : {"name", "title", "description", "inputSchema", "outputSchema", "annotations"}) {
       EXPECT_TRUE(t.contains(key)) << t["name"] << " lacks " << key;
@@ -721,7 +721,7 @@ TEST_F(McpTest, StatelessRevision) {
   EXPECT_TRUE(d.headers.Get("Mcp-Session-Id").empty());
 
   json list = Body(Post(Rpc(2, "tools/list", {{"_meta", Meta()}}), Stateless("tools/list")))["result"];
-  EXPECT_EQ(list["tools"].size(), 14u);
+  EXPECT_EQ(list["tools"].size(), 15u);
   EXPECT_EQ(list["resultType"], "complete");
   json call = Body(Post(Rpc(3, "tools/call", {{"name", "sandbox_create"}, {"arguments", json::object()}, {"_meta", Meta()}}),
                         {{"MCP-Protocol-Version", "2026-07-28"}, {"Mcp-Method", "tools/call"},

@@ -97,7 +97,7 @@ TEST_F(RestTest, ErrorCodes) {
 
 TEST_F(RestTest, ListsTools) {
   json tools = Body(Do("GET", "/api/v1/tools"))["tools"];
-  ASSERT_EQ(tools.size(), 14u);
+  ASSERT_EQ(tools.size(), 15u);
   for (const json& t : tools) {
     EXPECT_TRUE(t.contains("inputSchema") && t.contains("outputSchema") && t.contains("annotations")) << t["name"];
   }

@@ -60,6 +60,7 @@ const std::map<std::string, Expected>& Table() {
       // Sandboxes: viewers look, members act.
       {"sandbox_list", kRead},
       {"sandbox_get", kRead},
+      {"sandbox_logs", kRead},
       {"sandbox_usage", kRead},
       {"sandbox_file_read", kRead},
       {"sandbox_create", kAct},
@@ -130,6 +131,7 @@ const std::map<std::string, Expected>& Table() {
 json InputFor(const std::string& tool) {
   static const std::map<std::string, json> inputs = {
       {"sandbox_get", {{"sandbox", "sb-1"}}},
+      {"sandbox_logs", {{"sandbox", "sb-1"}}},
       {"sandbox_usage", {{"sandbox", "sb-1"}}},
       {"sandbox_file_read", {{"sandbox", "sb-1"}, {"path", "/etc/hostname"}}},
       {"sandbox_exec", {{"sandbox", "sb-1"}, {"argv", {"true"}}}},
@@ -325,7 +327,7 @@ TEST_F(RoleMatrixTest, TheTableNamesEveryToolTheDaemonServes) {
   for (const auto& [name, _] : Table()) tabled.insert(name);
   EXPECT_EQ(registered, tabled);
   EXPECT_EQ(listed, tabled);
-  EXPECT_EQ(tabled.size(), 58u);
+  EXPECT_EQ(tabled.size(), 59u);
 }
 
 TEST_F(RoleMatrixTest, EachToolByEachRoleAndScope) {

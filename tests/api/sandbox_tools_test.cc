@@ -171,6 +171,76 @@ TEST_F(SandboxToolsTest, ExecPassesTheRequestAndLimits) {
   EXPECT_EQ(Fail("sandbox_exec", {{"sandbox", "nope"}, {"argv", {"x"}}}).code, Code::kNotFound);
 }
 
+// Detached: the request passed on, the handle returned at once; what a command nobody waits for cannot have is
+// refused by name.
+TEST_F(SandboxToolsTest, ADetachedExecReturnsItsLogIdAndRefusesStdinTimeoutAndTty) {
+  std::string id = Create();
+  json r = Ok("sandbox_exec", {{"sandbox", id}, {"argv", {"sleep", "1"}}, {"detach", true}, {"env", {{"K", "v"}}}});
+  EXPECT_EQ(r, json({{"detached", true}, {"log_id", 1}}));
+  EXPECT_TRUE(fake.last_detached);
+  EXPECT_EQ(fake.last_exec.argv, std::vector<std::string>({"sleep", "1"}));
+  EXPECT_EQ(fake.last_exec.env.at("K"), "v");
+  EXPECT_EQ(Ok("sandbox_exec", {{"sandbox", id}, {"argv", {"true"}}, {"detach", true}})["log_id"], 2);
+  EXPECT_EQ(Fail("sandbox_exec", {{"sandbox", id}, {"argv", {"x"}}, {"detach", true}, {"stdin", "a"}}).message,
+            "stdin: not with detach (a detached command's stdin is /dev/null)");
+  EXPECT_EQ(Fail("sandbox_exec", {{"sandbox", id}, {"argv", {"x"}}, {"detach", true}, {"timeout", 5}}).message,
+            "timeout: not with detach (a detached command runs until it exits or its sandbox stops)");
+  EXPECT_EQ(Fail("sandbox_exec", {{"sandbox", id}, {"argv", {"x"}}, {"detach", true}, {"tty", true}}).message,
+            "tty: not with detach (a detached command has no terminal)");
+  EXPECT_EQ(Fail("sandbox_exec", {{"sandbox", "nope"}, {"argv", {"x"}}, {"detach", true}}).code, Code::kNotFound);
+  EXPECT_EQ(fake.detached, 2);
+}
+
+TEST_F(SandboxToolsTest, LogsGivesChunksWithTheirStreamsExitsAndCursors) {
+  std::string id = Create();
+  const Tool* tool = registry.Find("sandbox_logs");
+  ASSERT_NE(tool, nullptr);
+  EXPECT_TRUE(tool->annotations.read_only);
+  LogRead read;
+  auto chunk = [&read](uint64_t cursor, int log_id, LogChunk::Kind kind) -> LogChunk& {
+    LogChunk& c = read.chunks.emplace_back();
+    c.cursor = cursor;
+    c.log_id = log_id;
+    c.kind = kind;
+    return c;
+  };
+  chunk(10, 1, LogChunk::Kind::kStdout).data = "out\n";
+  chunk(14, 1, LogChunk::Kind::kStderr).data = "\xff";
+  LogChunk& killed = chunk(15, 1, LogChunk::Kind::kExit);
+  killed.exit_code = 137;
+  killed.signal = 9;
+  LogChunk& lost = chunk(16, 2, LogChunk::Kind::kExit);
+  lost.exit_code = -1;
+  lost.error = "the sandbox is not running";
+  read.next = 17;
+  read.start = 10;
+  read.end = 17;
+  read.dropped = 3;
+  read.running = 1;
+  fake.logs[id] = read;
+  json r = Ok("sandbox_logs", {{"sandbox", id}, {"after", 7}});
+  EXPECT_EQ(fake.last_after, 7u);
+  EXPECT_EQ(fake.last_limit, kMaxLogReadBytes);
+  EXPECT_EQ(r["chunks"], json::parse(R"([
+    {"cursor": 10, "log_id": 1, "stream": "stdout", "data": "out\n"},
+    {"cursor": 14, "log_id": 1, "stream": "stderr", "data": "\ufffd"},
+    {"cursor": 15, "log_id": 1, "stream": "exit", "exit_code": 137, "signal": 9},
+    {"cursor": 16, "log_id": 2, "stream": "exit", "exit_code": -1, "signal": 0, "error": "the sandbox is not running"}
+  ])"));
+  EXPECT_EQ(r["next"], 17);
+  EXPECT_EQ(r["start"], 10);
+  EXPECT_EQ(r["end"], 17);
+  EXPECT_EQ(r["dropped"], 3);
+  EXPECT_EQ(r["running"], 1);
+  r = Ok("sandbox_logs", {{"sandbox", id}, {"limit_bytes", 100}, {"encoding", "base64"}});
+  EXPECT_EQ(fake.last_limit, 100u);
+  EXPECT_EQ(r["chunks"][1]["data_base64"], Base64Encode("\xff"));
+  EXPECT_FALSE(r["chunks"][1].contains("data"));
+  EXPECT_EQ(Fail("sandbox_logs", {{"sandbox", id}, {"limit_bytes", kMaxLogReadBytes + 1}}).message,
+            "limit_bytes: must be <= 1048576");
+  EXPECT_EQ(Fail("sandbox_logs", {{"sandbox", "nope"}}).code, Code::kNotFound);
+}
+
 // A terminal: streaming only, its size only with tty, its session announced and returned, the caller recorded.
 TEST_F(SandboxToolsTest, ExecOnATerminal) {
   std::string id = Create();

@@ -6,12 +6,14 @@ add_executable(isb_cli_tests
   tests/cli/sandbox_cmds_test.cc
   tests/cli/audit_rows_test.cc
   tests/cli/events_cmd_test.cc
+  tests/cli/logs_cmd_test.cc
   tests/cli/setup_cmd_test.cc
   tests/cli/mcp_bridge_test.cc
   tests/cli/parse_errors_test.cc
   tests/cli/exec_outcome_test.cc
   tests/cli/egress_cmd_test.cc
   src/cli/events_cmd.cc
+  src/cli/logs_cmd.cc
   src/cli/audit_rows.cc
   src/cli/egress_cmd.cc
   src/cli/client.cc

@@ -133,6 +133,27 @@ TEST(CreateInputTest, BadFlagsAreUsageErrorsNamingTheFlag) {
   check(f, "--idle-timeout");
 }
 
+TEST(ExecInputTest, DetachAsksForItAndRefusesStdinTerminalAndTimeout) {
+  ExecFlags f;
+  f.sandbox = "s";
+  f.command = {"sleep", "9"};
+  f.detach = true;
+  auto in = ExecInput(f, "");
+  ASSERT_TRUE(in.ok()) << in.error().message;
+  EXPECT_EQ(*in, (json{{"sandbox", "s"}, {"argv", {"sleep", "9"}}, {"detach", true}}));
+  f.interactive = true;
+  EXPECT_EQ(ExecInput(f, "").error().message,
+            "-d cannot be combined with -i or -t: a detached command's stdin is /dev/null");
+  f.interactive = false;
+  f.tty = true;
+  EXPECT_EQ(ExecInput(f, "").error().message,
+            "-d cannot be combined with -i or -t: a detached command's stdin is /dev/null");
+  f.tty = false;
+  f.timeout = "5s";
+  EXPECT_EQ(ExecInput(f, "").error().message,
+            "--timeout cannot be combined with -d: a detached command runs until it exits or the sandbox stops");
+}
+
 TEST(ExecInputTest, Mapping) {
   ExecFlags f;
   f.sandbox = "sb-0123456789abcdef";

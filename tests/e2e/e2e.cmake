@@ -22,6 +22,7 @@ add_executable(isb_e2e_tests
   tests/e2e/mcp_sdk.h
   tests/e2e/onboard_test.cc
   tests/e2e/cli_test.cc
+  tests/e2e/logs_test.cc
   tests/e2e/adoption_test.cc
   tests/e2e/malformed_test.cc
   tests/e2e/reaper_test.cc

@@ -1,0 +1,196 @@
+// The detached commands' ring and threads.
+#include "daemon/sandbox_logs.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace isb::daemon {
+
+using api::LogChunk;
+
+namespace {
+
+// Consecutive output of one stream joins the last record up to this size, so that a full ring drops a part of a
+// record without moving much.
+constexpr size_t kMaxRecordBytes = 64 << 10;
+
+LogChunk::Kind KindOf(int stream) { return stream == 2 ? LogChunk::Kind::kStderr : LogChunk::Kind::kStdout; }
+
+}  // namespace
+
+LogRing::LogRing(size_t capacity, size_t max_records)
+    : capacity_(std::max<size_t>(capacity, 1)), max_records_(std::max<size_t>(max_records, 1)) {}
+
+void LogRing::Output(int log_id, int stream, std::string_view data) {
+  // Only the last `capacity_` bytes can be kept: the rest is dropped as it comes, never copied.
+  if (data.size() > capacity_) {
+    const size_t skip = data.size() - capacity_;
+    end_ += skip;
+    data.remove_prefix(skip);
+    // Everything held is older than what is kept of `data`: all of it goes too.
+    for (const LogChunk& c : records_) (c.kind == LogChunk::Kind::kExit ? dropped_exits_ : dropped_bytes_) += Size(c);
+    dropped_bytes_ += skip;
+    records_.clear();
+    start_ = end_;
+  }
+  while (!data.empty()) {
+    LogChunk* last = records_.empty() ? nullptr : &records_.back();
+    if (last != nullptr && last->log_id == log_id && last->kind == KindOf(stream) &&
+        last->data.size() < kMaxRecordBytes) {
+      const size_t take = std::min(data.size(), kMaxRecordBytes - last->data.size());
+      last->data.append(data.substr(0, take));
+      end_ += take;
+      data.remove_prefix(take);
+      continue;
+    }
+    LogChunk c;
+    c.cursor = end_;
+    c.log_id = log_id;
+    c.kind = KindOf(stream);
+    const size_t take = std::min(data.size(), kMaxRecordBytes);
+    c.data.assign(data.substr(0, take));
+    end_ += take;
+    data.remove_prefix(take);
+    records_.push_back(std::move(c));
+  }
+  Trim();
+}
+
+void LogRing::Exit(int log_id, int exit_code, int signal, std::string error) {
+  LogChunk c;
+  c.cursor = end_++;
+  c.log_id = log_id;
+  c.kind = LogChunk::Kind::kExit;
+  c.exit_code = exit_code;
+  c.signal = signal;
+  c.error = std::move(error);
+  records_.push_back(std::move(c));
+  Trim();
+}
+
+void LogRing::Trim() {
+  while (!records_.empty() && (end_ - start_ > capacity_ || records_.size() > max_records_)) {
+    LogChunk& first = records_.front();
+    const uint64_t over = end_ - start_ > capacity_ ? end_ - start_ - capacity_ : 0;
+    if (first.kind != LogChunk::Kind::kExit && records_.size() <= max_records_ && over < first.data.size()) {
+      // Only its oldest bytes go.
+      first.data.erase(0, over);
+      first.cursor += over;
+      start_ += over;
+      dropped_bytes_ += over;
+      return;
+    }
+    const uint64_t size = Size(first);
+    (first.kind == LogChunk::Kind::kExit ? dropped_exits_ : dropped_bytes_) += size;
+    start_ += size;
+    records_.pop_front();
+  }
+  if (records_.empty()) start_ = end_;
+}
+
+Result<api::LogRead> LogRing::Read(uint64_t after, size_t limit_bytes) const {
+  if (after > end_)
+    return Error::Of(Code::kInvalidArgument, "after: beyond the end of the log (" + std::to_string(end_) + ")");
+  api::LogRead out;
+  out.start = start_;
+  out.end = end_;
+  out.dropped = after < start_ ? start_ - after : 0;
+  uint64_t at = std::max(after, start_);
+  // The first record that holds a position at or after `at`.
+  auto it = std::upper_bound(records_.begin(), records_.end(), at,
+                             [](uint64_t pos, const LogChunk& c) { return pos < c.cursor; });
+  if (it != records_.begin() && std::prev(it)->cursor + Size(*std::prev(it)) > at) --it;
+  size_t bytes = 0;
+  for (; it != records_.end(); ++it) {
+    LogChunk c = *it;
+    if (c.kind == LogChunk::Kind::kExit) {  // an exit counts toward no limit
+      at = c.cursor + 1;
+      out.chunks.push_back(std::move(c));
+      continue;
+    }
+    if (c.cursor < at) {  // `after` falls inside it: only its rest
+      c.data.erase(0, at - c.cursor);
+      c.cursor = at;
+    }
+    size_t room = limit_bytes > bytes ? limit_bytes - bytes : 0;
+    if (out.chunks.empty()) room = std::max<size_t>(room, 1);
+    if (room == 0) break;
+    const bool cut = c.data.size() > room;
+    if (cut) c.data.resize(room);
+    bytes += c.data.size();
+    at = c.cursor + c.data.size();
+    out.chunks.push_back(std::move(c));
+    if (cut) break;
+  }
+  out.next = at;
+  return out;
+}
+
+Result<api::DetachedExec> DetachedExecs::Start(const std::string& sandbox, DetachedBody body) {
+  JoinFinished();
+  MutexLock lock(mu_);
+  if (Stopping()) return Error::Of(Code::kUnavailable, "the daemon is shutting down");
+  std::shared_ptr<Log>& log = logs_[sandbox];
+  if (!log) log = std::make_shared<Log>();
+  if (log->running >= api::kMaxDetachedExecs)
+    return Error::Of(Code::kConflict, "sandbox '" + sandbox + "' already runs " + std::to_string(api::kMaxDetachedExecs) +
+                                          " detached commands, the most it may; wait for one to end, or stop the "
+                                          "sandbox to end them all");
+  ++log->running;
+  const int log_id = ++log->last_id;
+  const uint64_t thread_id = next_thread_++;
+  threads_[thread_id] = std::thread([this, log, log_id, thread_id, body = std::move(body)] {
+    DetachedEnd end = body([this, &log, log_id](int stream, std::string_view data) {
+      MutexLock l(mu_);
+      log->ring.Output(log_id, stream, data);
+    });
+    MutexLock l(mu_);
+    log->ring.Exit(log_id, end.exit_code, end.signal, std::move(end.error));
+    --log->running;
+    finished_.push_back(thread_id);
+  });
+  return api::DetachedExec{log_id};
+}
+
+Result<api::LogRead> DetachedExecs::Read(const std::string& sandbox, uint64_t after, size_t limit_bytes) {
+  MutexLock lock(mu_);
+  auto it = logs_.find(sandbox);
+  if (it == logs_.end()) return LogRing().Read(after, limit_bytes);
+  ISB_ASSIGN_OR_RETURN(api::LogRead out, it->second->ring.Read(after, limit_bytes));
+  out.running = it->second->running;
+  return out;
+}
+
+void DetachedExecs::Forget(const std::string& sandbox) {
+  MutexLock lock(mu_);
+  logs_.erase(sandbox);
+}
+
+void DetachedExecs::JoinFinished() {
+  std::vector<std::thread> done;
+  {
+    MutexLock lock(mu_);
+    for (uint64_t id : finished_) {
+      auto it = threads_.find(id);
+      if (it == threads_.end()) continue;
+      done.push_back(std::move(it->second));
+      threads_.erase(it);
+    }
+    finished_.clear();
+  }
+  for (std::thread& t : done) t.join();
+}
+
+void DetachedExecs::StopAll() {
+  stopping_ = true;
+  std::vector<std::thread> all;
+  {
+    MutexLock lock(mu_);
+    for (auto& [id, t] : threads_) all.push_back(std::move(t));
+    threads_.clear();
+    finished_.clear();
+  }
+  for (std::thread& t : all) t.join();
+}
+
+}  // namespace isb::daemon

@@ -1,0 +1,100 @@
+// A sandbox's log: the output and exits of its detached commands in a bounded ring (LogRing), and the commands
+// themselves, each on a thread of its own (DetachedExecs).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "api/sandboxes.h"
+#include "base/mutex.h"
+#include "base/result.h"
+
+namespace isb::daemon {
+
+// What a sandbox's detached commands wrote and how they ended, in order, as positions from 0: each output byte takes
+// one, each exit one more. At most `capacity` positions are kept (the oldest go first, an output chunk in part), in
+// at most `max_records` records (consecutive output of one command's stream shares one). Not thread-safe.
+class LogRing {
+ public:
+  explicit LogRing(size_t capacity = api::kLogRingBytes, size_t max_records = 16384);
+
+  // `stream`: 1 stdout, 2 stderr.
+  void Output(int log_id, int stream, std::string_view data);
+  void Exit(int log_id, int exit_code, int signal, std::string error);
+  // What follows `after`: at most `limit_bytes` of output, but at least one chunk when any follows (a chunk longer
+  // than the limit is cut to it). kInvalidArgument for an `after` beyond end().
+  Result<api::LogRead> Read(uint64_t after, size_t limit_bytes) const;
+
+  uint64_t start() const { return start_; }  // the oldest position kept
+  uint64_t end() const { return end_; }      // the next position written
+  // Positions dropped so far (start()), of them output bytes and exits.
+  uint64_t dropped_bytes() const { return dropped_bytes_; }
+  uint64_t dropped_exits() const { return dropped_exits_; }
+
+ private:
+  static uint64_t Size(const api::LogChunk& c) { return c.kind == api::LogChunk::Kind::kExit ? 1 : c.data.size(); }
+  // Drops the oldest until the ring is within its bounds.
+  void Trim();
+
+  const size_t capacity_, max_records_;
+  std::deque<api::LogChunk> records_;
+  uint64_t start_ = 0, end_ = 0;
+  uint64_t dropped_bytes_ = 0, dropped_exits_ = 0;
+};
+
+// How a detached command ended: its status, or -1 and why it has none.
+struct DetachedEnd {
+  int exit_code = -1;
+  int signal = 0;
+  std::string error{};
+};
+
+// Runs the command, giving its output to `output` (stream 1 or 2) as it comes; returns once it has ended.
+using DetachedBody = std::function<DetachedEnd(const std::function<void(int stream, std::string_view data)>& output)>;
+
+// Every sandbox's detached commands and log. Thread-safe. The destructor stops every command (StopAll).
+class DetachedExecs {
+ public:
+  DetachedExecs() = default;
+  ~DetachedExecs() { StopAll(); }
+  DetachedExecs(const DetachedExecs&) = delete;
+  DetachedExecs& operator=(const DetachedExecs&) = delete;
+
+  // Runs `body` on a thread of its own, logging its output and its end in `sandbox`'s ring. kConflict when
+  // api::kMaxDetachedExecs of the sandbox's run already.
+  Result<api::DetachedExec> Start(const std::string& sandbox, DetachedBody body);
+  // `sandbox`'s log (an empty one when it has none) and how many of its commands run.
+  Result<api::LogRead> Read(const std::string& sandbox, uint64_t after, size_t limit_bytes);
+  // The sandbox is removed: its log goes (commands still ending write to nothing).
+  void Forget(const std::string& sandbox);
+  // True once StopAll began: a body's command is to end (its exec's `cancelled`).
+  bool Stopping() const { return stopping_.load(); }
+  // Tells every body to stop and waits for their threads.
+  void StopAll();
+
+ private:
+  struct Log {
+    LogRing ring;
+    size_t running = 0;
+    int last_id = 0;
+  };
+  // Joins the threads whose bodies have returned.
+  void JoinFinished();
+
+  std::atomic<bool> stopping_{false};
+  Mutex mu_;
+  std::map<std::string, std::shared_ptr<Log>> logs_ ISB_GUARDED_BY(mu_);
+  uint64_t next_thread_ ISB_GUARDED_BY(mu_) = 0;
+  std::map<uint64_t, std::thread> threads_ ISB_GUARDED_BY(mu_);
+  std::vector<uint64_t> finished_ ISB_GUARDED_BY(mu_);
+};
+
+}  // namespace isb::daemon
