@@ -199,6 +199,8 @@ int SandboxManager::ReapOnce() {
         MutexLock exec_lock(execs_mu_);
         if (exec_ran || execs_running_.count(id)) busy = true;
       }
+      // A detached command running (a server started with exec -d) is activity too: its sandbox goes at its expiry.
+      if (detached_.Running(id) > 0) busy = true;
       if (now >= rec->expires_at) {
         why = "expired";
       } else if (now - rec->last_active_at >= rec->spec.idle_timeout.count() && !busy) {

@@ -2,6 +2,7 @@
 #include "daemon/sandbox_logs.h"
 
 #include <algorithm>
+#include <system_error>
 #include <utility>
 
 namespace isb::daemon {
@@ -136,20 +137,40 @@ Result<api::DetachedExec> DetachedExecs::Start(const std::string& sandbox, Detac
     return Error::Of(Code::kConflict, "sandbox '" + sandbox + "' already runs " + std::to_string(api::kMaxDetachedExecs) +
                                           " detached commands, the most it may; wait for one to end, or stop the "
                                           "sandbox to end them all");
+  if (running_total_ >= max_total_)
+    return Error::Of(Code::kUnavailable, "the daemon runs " + std::to_string(max_total_) +
+                                             " detached commands, the most it may at once; try again when one ends");
   ++log->running;
+  ++running_total_;
   const int log_id = ++log->last_id;
   const uint64_t thread_id = next_thread_++;
-  threads_[thread_id] = std::thread([this, log, log_id, thread_id, body = std::move(body)] {
-    DetachedEnd end = body([this, &log, log_id](int stream, std::string_view data) {
+  try {
+    threads_[thread_id] = std::thread([this, log, log_id, thread_id, body = std::move(body)] {
+      DetachedEnd end = body([this, &log, log_id](int stream, std::string_view data) {
+        MutexLock l(mu_);
+        log->ring.Output(log_id, stream, data);
+      });
       MutexLock l(mu_);
-      log->ring.Output(log_id, stream, data);
+      log->ring.Exit(log_id, end.exit_code, end.signal, std::move(end.error));
+      --log->running;
+      --running_total_;
+      finished_.push_back(thread_id);
     });
-    MutexLock l(mu_);
-    log->ring.Exit(log_id, end.exit_code, end.signal, std::move(end.error));
+  } catch (const std::system_error& e) {
+    // No thread (the daemon's task limit): the attempt takes no slot and no log id.
+    threads_.erase(thread_id);
     --log->running;
-    finished_.push_back(thread_id);
-  });
+    --running_total_;
+    --log->last_id;
+    return Error::Of(Code::kUnavailable, std::string("cannot start the detached command: ") + e.what());
+  }
   return api::DetachedExec{log_id};
+}
+
+size_t DetachedExecs::Running(const std::string& sandbox) {
+  MutexLock lock(mu_);
+  auto it = logs_.find(sandbox);
+  return it == logs_.end() ? 0 : it->second->running;
 }
 
 Result<api::LogRead> DetachedExecs::Read(const std::string& sandbox, uint64_t after, size_t limit_bytes) {

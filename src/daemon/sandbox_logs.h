@@ -63,14 +63,19 @@ using DetachedBody = std::function<DetachedEnd(const std::function<void(int stre
 // Every sandbox's detached commands and log. Thread-safe. The destructor stops every command (StopAll).
 class DetachedExecs {
  public:
-  DetachedExecs() = default;
+  // At most `max_total` detached commands run in the daemon at once, every sandbox's together.
+  explicit DetachedExecs(size_t max_total = kMaxDetachedTotal) : max_total_(max_total) {}
+  static constexpr size_t kMaxDetachedTotal = 1024;
   ~DetachedExecs() { StopAll(); }
   DetachedExecs(const DetachedExecs&) = delete;
   DetachedExecs& operator=(const DetachedExecs&) = delete;
 
   // Runs `body` on a thread of its own, logging its output and its end in `sandbox`'s ring. kConflict when
-  // api::kMaxDetachedExecs of the sandbox's run already.
+  // api::kMaxDetachedExecs of the sandbox's run already; kUnavailable when `max_total` run in the daemon, or no
+  // thread could be started (then nothing of the attempt is left).
   Result<api::DetachedExec> Start(const std::string& sandbox, DetachedBody body);
+  // How many of `sandbox`'s detached commands run now (for the idle reaper: a running one is activity).
+  size_t Running(const std::string& sandbox);
   // `sandbox`'s log (an empty one when it has none) and how many of its commands run.
   Result<api::LogRead> Read(const std::string& sandbox, uint64_t after, size_t limit_bytes);
   // The sandbox is removed: its log goes (commands still ending write to nothing).
@@ -89,8 +94,10 @@ class DetachedExecs {
   // Joins the threads whose bodies have returned.
   void JoinFinished();
 
+  const size_t max_total_;
   std::atomic<bool> stopping_{false};
   Mutex mu_;
+  size_t running_total_ ISB_GUARDED_BY(mu_) = 0;
   std::map<std::string, std::shared_ptr<Log>> logs_ ISB_GUARDED_BY(mu_);
   uint64_t next_thread_ ISB_GUARDED_BY(mu_) = 0;
   std::map<uint64_t, std::thread> threads_ ISB_GUARDED_BY(mu_);

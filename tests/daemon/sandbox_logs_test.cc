@@ -218,6 +218,29 @@ TEST(DetachedExecsTest, RunsBodiesLogsTheirOutputAndEndsAndCapsThemPerSandbox) {
   EXPECT_EQ(again->log_id, 17);
 }
 
+TEST(DetachedExecsTest, TheDaemonRunsAtMostItsTotalAndCountsEachSandboxsRunning) {
+  DetachedExecs d(3);
+  std::atomic<bool> release{false};
+  ASSERT_TRUE(d.Start("sb-a", Waiting(&release, 0)).ok());
+  ASSERT_TRUE(d.Start("sb-a", Waiting(&release, 0)).ok());
+  ASSERT_TRUE(d.Start("sb-b", Waiting(&release, 0)).ok());
+  EXPECT_EQ(d.Running("sb-a"), 2u);
+  EXPECT_EQ(d.Running("sb-b"), 1u);
+  EXPECT_EQ(d.Running("sb-c"), 0u);
+  auto refused = d.Start("sb-c", Waiting(&release, 0));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, Code::kUnavailable);
+  EXPECT_EQ(refused.error().message,
+            "the daemon runs 3 detached commands, the most it may at once; try again when one ends");
+  release = true;
+  WaitUntilNoneRun(d, "sb-a");
+  WaitUntilNoneRun(d, "sb-b");
+  EXPECT_EQ(d.Running("sb-a"), 0u);
+  auto now = d.Start("sb-c", Waiting(&release, 0));
+  ASSERT_TRUE(now.ok());
+  EXPECT_EQ(now->log_id, 1);  // the refused attempt took no log id
+}
+
 TEST(DetachedExecsTest, AForgottenSandboxHasAnEmptyLogAndStopAllEndsTheBodies) {
   DetachedExecs d;
   std::atomic<bool> never{false};
