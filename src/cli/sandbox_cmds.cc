@@ -490,6 +490,10 @@ void AddSandboxCommands(CLI::App& app, int* exit_code) {
   cmd->add_option("--egress", create->egress,
                   "Where it may connect: none (default), open, or HOST[:PORT] entries (repeatable or comma-separated)")
       ->allow_extra_args(false);
+  cmd->add_option("--secret", create->secrets,
+                  "An org secret as a placeholder: NAME or NAME=ENV (the variable; default from the name); isb's proxy "
+                  "swaps in the value on the way to the secret's hosts, which join the egress list (repeatable)")
+      ->allow_extra_args(false);
   cmd->add_flag("--privileged", create->privileged,
                 "No user namespace: the sandbox's root is the host's root (remote: the daemon's --allow-privileged)");
   cmd->add_option("--idmap", create->idmap,

@@ -59,6 +59,7 @@ struct CreateFlags {
   std::vector<std::string> publish;      // [ADDR:]HOSTPORT:PORT each
   std::vector<std::string> egress;       // "none", "open", or host[:port] entries (repeatable, or comma-separated)
   std::vector<std::string> idmap;        // KIND:HOST:SANDBOX[:COUNT] each
+  std::vector<std::string> secrets;      // NAME or NAME=ENV each: the org secret as a placeholder in ENV
   bool privileged = false;
 };
 Result<json> CreateInput(const CreateFlags& flags);

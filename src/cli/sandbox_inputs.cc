@@ -142,6 +142,24 @@ Result<json> CreateInput(const CreateFlags& f) {
     if (hosts.size() == 1 && (hosts[0] == "none" || hosts[0] == "open")) in["egress"] = hosts[0];
     else in["egress"] = hosts;
   }
+  if (!f.secrets.empty()) {
+    // Secrets ride in the egress object: the list (none: no host but the secrets' own), and each secret with the
+    // variable that holds its placeholder.
+    json allow = in.contains("egress") ? in["egress"] : json::array();
+    if (allow == "open")
+      return Usage("--secret: a sandbox with secrets reaches a list of hosts, not open egress; give --egress HOST... "
+                   "or leave it out (the secrets' own hosts)");
+    if (allow == "none") allow = json::array();
+    json secrets = json::array();
+    for (const std::string& s : f.secrets) {
+      const size_t eq = s.find('=');
+      if (eq == 0 || eq + 1 == s.size())
+        return Usage("--secret '" + s + "': NAME, or NAME=ENV (the variable that holds its placeholder)");
+      if (eq == std::string::npos) secrets.push_back(s);
+      else secrets.push_back({{"name", s.substr(0, eq)}, {"env", s.substr(eq + 1)}});
+    }
+    in["egress"] = {{"allow", std::move(allow)}, {"secrets", std::move(secrets)}};
+  }
   if (f.privileged) in["privileged"] = true;
   for (const auto& m : f.idmap) {
     ISB_ASSIGN_OR_RETURN(engine::IdMapping mapping, engine::ParseIdMapping("--idmap", m));

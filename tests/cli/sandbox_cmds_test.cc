@@ -71,6 +71,30 @@ TEST(CreateInputTest, EveryFlagMapsToTheSchema) {
   EXPECT_EQ(*in, want) << in->dump();
 }
 
+TEST(CreateInputTest, SecretsGoInTheEgressObjectBesideTheList) {
+  CreateFlags f;
+  f.secrets = {"openai=OPENAI_API_KEY", "gh-token"};
+  auto alone = CreateInput(f);
+  ASSERT_TRUE(alone.ok()) << alone.error().message;
+  EXPECT_EQ((*alone)["egress"], json({{"allow", json::array()},
+                                      {"secrets", {{{"name", "openai"}, {"env", "OPENAI_API_KEY"}}, "gh-token"}}}));
+  f.egress = {"pypi.org,files.pythonhosted.org"};
+  auto listed = CreateInput(f);
+  ASSERT_TRUE(listed.ok()) << listed.error().message;
+  EXPECT_EQ((*listed)["egress"]["allow"], json({"pypi.org", "files.pythonhosted.org"}));
+  f.egress = {"none"};
+  EXPECT_EQ((*CreateInput(f))["egress"]["allow"], json::array());
+  f.egress = {"open"};
+  EXPECT_EQ(CreateInput(f).error().message,
+            "--secret: a sandbox with secrets reaches a list of hosts, not open egress; give --egress HOST... or leave "
+            "it out (the secrets' own hosts)");
+  f.egress.clear();
+  f.secrets = {"=X"};
+  EXPECT_EQ(CreateInput(f).error().message, "--secret '=X': NAME, or NAME=ENV (the variable that holds its placeholder)");
+  f.secrets = {"k="};
+  EXPECT_EQ(CreateInput(f).error().message, "--secret 'k=': NAME, or NAME=ENV (the variable that holds its placeholder)");
+}
+
 TEST(CreateInputTest, AMalformedIdmapIsAUsageError) {
   CreateFlags f;
   f.idmap = {"both:1000"};

@@ -305,6 +305,16 @@ TEST_F(SecretsTest, TheCliTakesValuesFromStdinOrAFileAndGivesThemBackByteForByte
   ExpectAudit("isb secret get", {Unix("secret_get")});
   EXPECT_EQ(got.exit_status, 0) << got.Describe();
   EXPECT_EQ(got.out, "typed-value");
+  // isb create --secret: the sandbox holds a placeholder in the variable named, never the value.
+  ProcResult made_sandbox = Isb({"create", "--name", "with-secret", "--secret", "cli-key=KEY"});
+  ExpectAudit("isb create --secret", {Unix("sandbox_create")});
+  ASSERT_EQ(made_sandbox.exit_status, 0) << made_sandbox.Describe();
+  ProcResult env = Isb({"exec", "with-secret", "--", "sh", "-c", "echo \"$KEY\""});
+  ExpectAudit("isb exec echo $KEY", {Unix("sandbox_exec")});
+  EXPECT_TRUE(env.out.starts_with("isb_placeholder_")) << env.Describe();
+  EXPECT_EQ(env.out.find("typed-value"), std::string::npos);
+  ASSERT_EQ(Isb({"rm", "with-secret"}).exit_status, 0);
+  ExpectAudit("isb rm with-secret", {Unix("sandbox_remove")});
 
   const std::string bytes = std::string("\xff\x00binary\n", 9);  // at least 8 bytes: the secret has hosts
   std::ofstream(temp_dir() + "/value.bin", std::ios::binary) << bytes;
