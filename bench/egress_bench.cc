@@ -256,6 +256,8 @@ Interception InterceptionFor(const std::string& name, const std::string& secret,
   isb::secrets::SandboxSecrets secrets;
   // Every port: the transparent listener's connections reach the proxy's own port, not 443.
   secrets.bindings.push_back({"BENCH_KEY", secret.substr(0, eq), secret.substr(eq + 1), {{name, false, std::nullopt}}});
+  // X-Key is not a credential header: the secret names it, as `isb secret set --header X-Key` does.
+  secrets.bindings.back().headers = {"X-Key"};
   i.filter->Set("bench", std::move(secrets));
   return i;
 }
