@@ -1,5 +1,6 @@
-// Fuzzes what an OAuth client sends before it is anyone: a form body or query string, and a registration body.
-// Input: the same bytes parsed both ways.
+// Fuzzes what an OAuth client sends before it is anyone: a form body or query string, a registration body, a
+// client_id URL, and a client metadata document with the Cache-Control it came with. Input: the same bytes read
+// each way.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -14,8 +15,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view in(reinterpret_cast<const char*>(data), size);
   auto form = api::ParseForm(in);
   if (form.ok() && form->size() > api::kMaxFormFields) abort();
-  auto reg = api::ParseClientRegistration(in);
-  if (reg.ok()) {
+  // A metadata document's client is held to what a registration is (below).
+  auto doc = api::ParseClientDocument("https://client.example/c.json", in);
+  if (api::CheckClientIdUrl(in).ok()) {
+    if (!api::IsClientIdUrl(in) || in.find('#') != std::string_view::npos || in.size() > api::kMaxClientIdUrlBytes)
+      abort();
+    for (unsigned char c : in)
+      if (c <= 0x20 || c >= 0x7f) abort();
+  }
+  (void)api::ClientDocumentLifetime(in);
+  for (auto reg : {api::ParseClientRegistration(in), doc}) {
+    if (!reg.ok()) continue;
     // What registers is what the authorize endpoint will trust: every URI passes the check on its own, and the
     // name holds no control character.
     if (reg->redirect_uris.empty() || reg->redirect_uris.size() > api::kMaxRedirectUris) abort();

@@ -1,6 +1,7 @@
 // OAuth request parsing: nothing here trusts its input; every refusal names the field.
 #include "api/oauth_form.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include <nlohmann/json.hpp>
@@ -118,25 +119,21 @@ std::string FormValue(const Form& form, std::string_view name) {
   return it == form.end() ? "" : it->second;
 }
 
-Status CheckRedirectUri(std::string_view uri) {
-  if (uri.size() > kMaxRedirectUriBytes)
-    return Invalid("redirect_uris: longer than " + std::to_string(kMaxRedirectUriBytes) + " bytes");
-  for (unsigned char c : uri)
-    if (c <= 0x20 || c >= 0x7f) return Invalid("redirect_uris: spaces, control and non-ASCII characters must be %-encoded");
-  if (uri.find('#') != std::string_view::npos) return Invalid("redirect_uris: a redirect URI has no fragment");
-  const bool https = uri.starts_with("https://"), http = uri.starts_with("http://");
-  if (!https && !http) return Invalid("redirect_uris: must be an https:// URI, or http:// to a loopback host");
-  std::string_view authority = AuthorityOf(uri);
-  if (authority.find('@') != std::string_view::npos) return Invalid("redirect_uris: userinfo ('@') is not allowed");
+namespace {
+
+// The host and port of an authority as browsers and isb's pages read them alike: a DNS name or an IP literal,
+// nothing a browser would reinterpret (a backslash is a '/' to it: a host shown with one in it is not where the
+// browser goes), and a port from 1 to 65535. Messages start with `field`.
+Status CheckAuthority(std::string_view authority, std::string_view field) {
+  const std::string f(field);
+  if (authority.find('@') != std::string_view::npos) return Invalid(f + ": userinfo ('@') is not allowed");
   std::string_view host = HostOf(authority);
-  if (host.empty()) return Invalid("redirect_uris: no host");
-  // The host as browsers and isb's consent page read it alike: a DNS name or an IP literal, nothing a browser
-  // would reinterpret (a backslash is a '/' to it: a host shown with one in it is not where the browser goes).
+  if (host.empty()) return Invalid(f + ": no host");
   const bool literal6 = host.starts_with("[") && host.ends_with("]");
   for (char c : literal6 ? host.substr(1, host.size() - 2) : host) {
     const bool ok = literal6 ? (std::isxdigit(static_cast<unsigned char>(c)) || c == ':' || c == '.')
                              : (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.');
-    if (!ok) return Invalid("redirect_uris: the host may hold only letters, digits, '-' and '.' (or be an IP literal)");
+    if (!ok) return Invalid(f + ": the host may hold only letters, digits, '-' and '.' (or be an IP literal)");
   }
   if (std::string_view port = authority.substr(host.size()); !port.empty()) {
     port.remove_prefix(1);  // the ':'
@@ -147,18 +144,36 @@ Status CheckRedirectUri(std::string_view uri) {
       if (digits) value = value * 10 + (c - '0');
     }
     if (!digits || value < 1 || value > 65535 || authority[host.size()] != ':')
-      return Invalid("redirect_uris: the port must be a number from 1 to 65535");
+      return Invalid(f + ": the port must be a number from 1 to 65535");
   }
-  if (http && !IsLoopbackName(host))
-    return Invalid("redirect_uris: http:// is allowed only to localhost, 127.0.0.1 or [::1]; use https://");
   return {};
 }
 
-std::string RedirectHost(std::string_view uri) { return std::string(AuthorityOf(uri)); }
+// Printable ASCII only, no space: what may stand in a URL isb stores and shows. Messages start with `field`.
+Status CheckUrlCharacters(std::string_view url, std::string_view field) {
+  for (unsigned char c : url)
+    if (c <= 0x20 || c >= 0x7f)
+      return Invalid(std::string(field) + ": spaces, control and non-ASCII characters must be %-encoded");
+  if (url.find('#') != std::string_view::npos) return Invalid(std::string(field) + ": a fragment ('#') is not allowed");
+  return {};
+}
 
-Result<ClientRegistration> ParseClientRegistration(std::string_view text) {
-  ISB_ASSIGN_OR_RETURN(json body, ParseJson(text));
-  if (!body.is_object()) return Invalid("body: expected a JSON object (RFC 7591 client metadata)");
+bool IsDotSegment(std::string_view segment) {
+  std::string plain;
+  for (size_t i = 0; i < segment.size(); ++i) {
+    if (segment[i] == '%' && i + 2 < segment.size() &&
+        (segment.substr(i + 1, 2) == "2e" || segment.substr(i + 1, 2) == "2E")) {
+      plain.push_back('.');
+      i += 2;
+    } else {
+      plain.push_back(segment[i]);
+    }
+  }
+  return plain == "." || plain == "..";
+}
+
+// What a registration or a metadata document says about a public client (RFC 7591 §2).
+Result<ClientRegistration> RegistrationOf(const json& body) {
   ClientRegistration reg;
   auto uris = body.find("redirect_uris");
   if (uris == body.end() || !uris->is_array() || uris->empty() || uris->size() > kMaxRedirectUris)
@@ -181,6 +196,101 @@ Result<ClientRegistration> ParseClientRegistration(std::string_view text) {
     if (reg.name.empty()) reg.name = "unnamed client";
   }
   return reg;
+}
+
+}  // namespace
+
+Status CheckRedirectUri(std::string_view uri) {
+  if (uri.size() > kMaxRedirectUriBytes)
+    return Invalid("redirect_uris: longer than " + std::to_string(kMaxRedirectUriBytes) + " bytes");
+  for (unsigned char c : uri)
+    if (c <= 0x20 || c >= 0x7f) return Invalid("redirect_uris: spaces, control and non-ASCII characters must be %-encoded");
+  if (uri.find('#') != std::string_view::npos) return Invalid("redirect_uris: a redirect URI has no fragment");
+  const bool https = uri.starts_with("https://"), http = uri.starts_with("http://");
+  if (!https && !http) return Invalid("redirect_uris: must be an https:// URI, or http:// to a loopback host");
+  std::string_view authority = AuthorityOf(uri);
+  ISB_TRY(CheckAuthority(authority, "redirect_uris"));
+  if (http && !IsLoopbackName(HostOf(authority)))
+    return Invalid("redirect_uris: http:// is allowed only to localhost, 127.0.0.1 or [::1]; use https://");
+  return {};
+}
+
+Status CheckClientIdUrl(std::string_view url) {
+  if (url.size() > kMaxClientIdUrlBytes)
+    return Invalid("client_id: a URL longer than " + std::to_string(kMaxClientIdUrlBytes) + " bytes");
+  if (!IsClientIdUrl(url)) return Invalid("client_id: a metadata document's URL must be https://");
+  ISB_TRY(CheckUrlCharacters(url, "client_id"));
+  std::string_view authority = AuthorityOf(url);
+  ISB_TRY(CheckAuthority(authority, "client_id"));
+  std::string_view path = url.substr(sizeof("https://") - 1 + authority.size());
+  path = path.substr(0, path.find('?'));
+  if (path.empty() || path == "/")
+    return Invalid("client_id: the URL needs a path naming the document (https://HOST/PATH)");
+  for (std::string_view rest = path.substr(1);;) {
+    const size_t slash = rest.find('/');
+    if (IsDotSegment(rest.substr(0, slash))) return Invalid("client_id: the URL's path may not hold '.' or '..' segments");
+    if (slash == std::string_view::npos) break;
+    rest = rest.substr(slash + 1);
+  }
+  return {};
+}
+
+Result<ClientRegistration> ParseClientDocument(std::string_view url, std::string_view text) {
+  if (text.size() > kMaxClientDocumentBytes)
+    return Invalid("the document is larger than " + std::to_string(kMaxClientDocumentBytes) + " bytes");
+  ISB_ASSIGN_OR_RETURN(json body, ParseJson(text));
+  if (!body.is_object()) return Invalid("the document is not a JSON object (client metadata)");
+  auto id = body.find("client_id");
+  if (id == body.end() || !id->is_string())
+    return Invalid("client_id: the document must name its own URL as client_id");
+  if (id->get_ref<const std::string&>() != url)
+    return Invalid("client_id: the document names another client_id, not its own URL");
+  if (body.contains("client_secret") || body.contains("client_secret_expires_at"))
+    return Invalid("client_secret: a metadata document's client is public and has no secret");
+  if (auto method = body.find("token_endpoint_auth_method"); method != body.end()) {
+    if (!method->is_string() || method->get_ref<const std::string&>() != "none")
+      return Invalid("token_endpoint_auth_method: isb's clients are public: only \"none\"");
+  }
+  return RegistrationOf(body);
+}
+
+int64_t ClientDocumentLifetime(std::string_view cache_control) {
+  int64_t ttl = kDefaultClientDocumentTtl;
+  while (!cache_control.empty()) {
+    const size_t comma = cache_control.find(',');
+    std::string_view d = cache_control.substr(0, comma);
+    cache_control = comma == std::string_view::npos ? std::string_view() : cache_control.substr(comma + 1);
+    while (!d.empty() && (d.front() == ' ' || d.front() == '\t')) d.remove_prefix(1);
+    while (!d.empty() && (d.back() == ' ' || d.back() == '\t')) d.remove_suffix(1);
+    std::string lower;
+    for (char c : d) lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+    if (lower == "no-store" || lower == "no-cache") return kMinClientDocumentTtl;
+    if (lower.starts_with("max-age=")) {
+      std::string_view digits = std::string_view(lower).substr(8);
+      if (digits.size() >= 2 && digits.front() == '"' && digits.back() == '"') digits = digits.substr(1, digits.size() - 2);
+      if (digits.empty() || digits.size() > 12) continue;
+      int64_t v = 0;
+      bool ok = true;
+      for (char c : digits) {
+        ok = ok && c >= '0' && c <= '9';
+        if (ok) v = v * 10 + (c - '0');
+      }
+      if (ok) ttl = v;
+    }
+  }
+  return std::clamp(ttl, kMinClientDocumentTtl, kMaxClientDocumentTtl);
+}
+
+std::string RedirectHost(std::string_view uri) { return std::string(AuthorityOf(uri)); }
+
+std::string UriHostName(std::string_view uri) { return std::string(HostOf(AuthorityOf(uri))); }
+
+bool IsLoopbackRedirect(std::string_view uri) { return IsLoopbackName(HostOf(AuthorityOf(uri))); }
+
+Result<ClientRegistration> ParseClientRegistration(std::string_view text) {
+  ISB_ASSIGN_OR_RETURN(json body, ParseJson(text));
+  if (!body.is_object()) return Invalid("body: expected a JSON object (RFC 7591 client metadata)");
+  return RegistrationOf(body);
 }
 
 std::string WithoutFormatCharacters(std::string_view utf8) {

@@ -131,6 +131,7 @@ OAuthServer::OAuthServer(identity::IdentityStore& store, WebAuth& web_auth, OAut
       web_auth_(web_auth),
       options_(std::move(options)),
       registrations_({options_.registrations_per_hour, 3600, 10000}),
+      document_fetches_({options_.document_fetches_per_hour, 3600, 10000}),
       refusal_rows_({options_.refusal_rows_per_minute, 60, 10000}),
       all_refusal_rows_({options_.refusal_rows_per_minute * 10, 60, 1}) {}
 
@@ -215,6 +216,7 @@ Response OAuthServer::AuthorizationServer(const Request& req) {
                     {"revocation_endpoint", issuer + "/oauth/revoke"},
                     {"revocation_endpoint_auth_methods_supported", {"none"}},
                     {"registration_endpoint", issuer + "/oauth/register"},
+                    {"client_id_metadata_document_supported", static_cast<bool>(options_.fetch_client_document)},
                     {"response_types_supported", {"code"}},
                     {"grant_types_supported", {"authorization_code", "refresh_token"}},
                     {"code_challenge_methods_supported", {"S256"}},
@@ -257,18 +259,115 @@ Response OAuthServer::Register(const Request& req) {
                     {"token_endpoint_auth_method", "none"}});
 }
 
+Result<identity::OAuthClient> OAuthServer::DocumentClient(const Request& req, const identity::Principal& who,
+                                                          const std::string& url) {
+  const int64_t now = identity::UnixNow();
+  if (auto stored = store_.oauth().Client(url); stored.ok() && stored->document_expires_at > now) return stored;
+  Status may;
+  {
+    MutexLock lock(fetch_mu_);
+    const std::string key = std::to_string(who.user_id);
+    if (int64_t wait = document_fetches_.RetryAfter(key); wait > 0)
+      may = Error::Of(Code::kTooManyRequests, "client_id: " + std::to_string(options_.document_fetches_per_hour) +
+                                                  " client metadata documents were fetched for you this hour; try "
+                                                  "again in " + std::to_string(wait) + " s");
+    else if (fetching_for_.contains(who.user_id))
+      may = Error::Of(Code::kTooManyRequests, "client_id: a client metadata document is being fetched for you "
+                                              "already; try again when it is done");
+    else if (fetching_for_.size() >= static_cast<size_t>(kMaxDocumentFetchesAtOnce))
+      may = Error::Of(Code::kUnavailable, "client_id: isb is reading other clients' metadata documents; try again "
+                                          "in a few seconds");
+    if (may.ok()) {
+      document_fetches_.RecordFailure(key);
+      fetching_for_.insert(who.user_id);
+    }
+  }
+  if (!may.ok()) {
+    ReportRefusal(req, {"oauth_client_document", who.user_name, "", url, may});
+    return may.error();
+  }
+  Result<FetchedDocument> fetched = Error::Of(Code::kInternal, "unset");
+  try {
+    fetched = options_.fetch_client_document(url);
+  } catch (...) {
+    fetched = Error::Of(Code::kInternal, "the fetch failed");
+  }
+  {
+    MutexLock lock(fetch_mu_);
+    fetching_for_.erase(who.user_id);
+  }
+  // Every failure is the document's (400): 503 is kept for isb's own state.
+  const std::string at = "client_id: the metadata document at " + url;
+  Result<ClientRegistration> reg = Error::Of(Code::kInternal, "unset");
+  std::string content_type;
+  if (fetched.ok()) {
+    content_type = fetched->content_type.substr(0, fetched->content_type.find(';'));
+    while (!content_type.empty() && content_type.back() == ' ') content_type.pop_back();
+    for (char& c : content_type) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  const bool json_type = content_type == "application/json" ||
+                         (content_type.starts_with("application/") && content_type.ends_with("+json"));
+  if (!fetched.ok() && fetched.error().code == Code::kForbidden) {
+    // Which private range a name resolves to is the inside of someone's network: not told to the person.
+    reg = Error::Of(Code::kInvalidArgument,
+                    at + " could not be fetched: it is not on a public address (isb reads documents on loopback or "
+                         "private addresses only from hosts allowed with isb serve --oauth-client-allow)");
+  } else if (!fetched.ok()) {
+    reg = Error::Of(Code::kInvalidArgument, at + " could not be fetched: " + fetched.error().message);
+  } else if (fetched->status >= 300 && fetched->status < 400) {
+    reg = Error::Of(Code::kInvalidArgument, at + " answered HTTP " + std::to_string(fetched->status) +
+                                                " (a redirect): isb reads a client's metadata only at its own URL");
+  } else if (fetched->status != 200) {
+    reg = Error::Of(Code::kInvalidArgument, at + " answered HTTP " + std::to_string(fetched->status) + ", not 200");
+  } else if (!json_type) {
+    reg = Error::Of(Code::kInvalidArgument, at + " is served as '" +
+                                                SanitizeUtf8(std::string_view(content_type).substr(0, 64)) +
+                                                "', not as JSON (application/json)");
+  } else {
+    reg = ParseClientDocument(url, fetched->body);
+    if (!reg.ok()) reg = Error::Of(Code::kInvalidArgument, at + ": " + reg.error().message);
+  }
+  // Each fetch is one row, read or refused (paced per person above, so not budgeted by address); a read's row holds
+  // the redirect URIs the consent is then given on, a refusal's why (the dialer's own words included).
+  if (!reg.ok()) {
+    OAuthEvent refused{"oauth_client_document", who.user_name, "", url, reg.error()};
+    refused.reason = fetched.ok() ? reg.error().message : at + ": " + fetched.error().message;
+    (void)Report(req, std::move(refused));
+    return reg.error();
+  }
+  OAuthEvent read{"oauth_client_document", who.user_name, "", reg->name + " (" + url + ")", Status{}};
+  read.redirect_uris = reg->redirect_uris;
+  // Recorded first: a copy the audit log does not hold is never stored, and the earlier copy stays as it was.
+  if (Status recorded = Report(req, std::move(read)); !recorded.ok())
+    return Error::Of(Code::kUnavailable, "client_id: " + recorded.error().message);
+  return store_.oauth().PutDocumentClient(url, reg->name, reg->redirect_uris,
+                                          now + ClientDocumentLifetime(fetched->cache_control));
+}
+
 Response OAuthServer::Authorize(const Request& req) {
   auto query = ParseForm(req.Query());
   if (!query.ok()) return ErrorPage(400, query.error().message);
-  auto client = store_.oauth().Client(FormValue(*query, "client_id"));
-  if (!client.ok()) return ErrorPage(400, client.error().message);
-  const std::string redirect_uri = FormValue(*query, "redirect_uri");
-  if (std::find(client->redirect_uris.begin(), client->redirect_uris.end(), redirect_uri) ==
-      client->redirect_uris.end())
-    return ErrorPage(400, "redirect_uri: not one registered for client " + client->id);
+  const std::string client_id = FormValue(*query, "client_id"), issuer = Issuer(req);
+  const bool document = IsClientIdUrl(client_id);
+  Result<identity::OAuthClient> client = Error::Of(Code::kInternal, "unset");
+  if (document) {
+    if (!options_.fetch_client_document)
+      return ErrorPage(400, "client_id: this isb does not read client metadata documents (isb serve "
+                            "--no-oauth-client-documents); register the client at " + issuer + "/oauth/register");
+    if (Status url = CheckClientIdUrl(client_id); !url.ok()) return ErrorPage(400, url.error().message);
+  }
   // Every error before the person answers is a page here, never a redirect: a redirect at once would let anyone
-  // bounce a browser through isb to any registered URI without a session or a click.
-  const std::string state = FormValue(*query, "state"), issuer = Issuer(req);
+  // bounce a browser through isb to any registered URI without a session or a click. A registered client's redirect
+  // URI is checked first; what can be checked without a document is checked before it is fetched.
+  const std::string state = FormValue(*query, "state"), redirect_uri = FormValue(*query, "redirect_uri");
+  auto listed = [&](const identity::OAuthClient& c) {
+    return std::find(c.redirect_uris.begin(), c.redirect_uris.end(), redirect_uri) != c.redirect_uris.end();
+  };
+  if (!document) {
+    client = store_.oauth().Client(client_id);
+    if (!client.ok()) return ErrorPage(400, client.error().message);
+    if (!listed(*client)) return ErrorPage(400, "redirect_uri: not one registered for client " + client->id);
+  }
   if (FormValue(*query, "response_type") != "code") return ErrorPage(400, "response_type: only code");
   if (FormValue(*query, "code_challenge_method") != "S256")
     return ErrorPage(400, "code_challenge_method: only S256");
@@ -276,8 +375,7 @@ Response OAuthServer::Authorize(const Request& req) {
   if (!IsChallenge(challenge)) return ErrorPage(400, "code_challenge: 43 base64url characters (S256)");
   std::string resource = FormValue(*query, "resource");
   if (resource.empty()) resource = issuer + "/mcp";
-  Pending pending{.client = *client, .redirect_uri = redirect_uri, .challenge = challenge, .state = state,
-                  .resource = resource};
+  std::string fixed_org;
   if (resource != issuer + "/mcp") {
     const std::string prefix = issuer + "/orgs/";
     std::string_view org = std::string_view(resource);
@@ -285,14 +383,33 @@ Response OAuthServer::Authorize(const Request& req) {
     if (org_mcp) org = org.substr(prefix.size(), org.size() - prefix.size() - 4);
     if (!org_mcp || org.find('/') != std::string_view::npos)
       return ErrorPage(400, "resource: isb's MCP resources are " + issuer + "/mcp and " + issuer + "/orgs/ORG/mcp");
-    pending.org = std::string(org);
+    fixed_org = std::string(org);
   }
   auto who = web_auth_.Session(req);
+  if (document) {
+    // Nothing is fetched for someone who is not signed in: the page asks them to sign in first.
+    if (!who.ok()) {
+      return Page(401, "isb: sign in first",
+                  "<p>A client published at <strong>" + HtmlEscape(RedirectHost(client_id)) +
+                      "</strong> asks to use isb in your name. Sign in to isb at <a href=\"/\">" +
+                      HtmlEscape(issuer) + "</a> in this browser, then open this page again.</p>");
+    }
+    client = DocumentClient(req, *who, client_id);
+    if (!client.ok()) {
+      const Code code = client.error().code;
+      return ErrorPage(code == Code::kTooManyRequests ? 429 : code == Code::kUnavailable ? 503 : 400,
+                       client.error().message);
+    }
+  }
+  if (document && !listed(*client))
+    return ErrorPage(400, "redirect_uri: not one of the redirect_uris in the metadata document at " + client_id);
   if (!who.ok()) {
     return Page(401, "isb: sign in first",
                 "<p>" + HtmlEscape(client->name) + " asks to use isb in your name. Sign in to isb at <a href=\"/\">" +
                     HtmlEscape(issuer) + "</a> in this browser, then open this page again.</p>");
   }
+  Pending pending{.client = *client, .redirect_uri = redirect_uri, .challenge = challenge, .state = state,
+                  .resource = resource, .org = fixed_org};
   return Consent(*who, std::move(pending), AskedRole(FormValue(*query, "scope")));
 }
 
@@ -318,6 +435,26 @@ Response OAuthServer::Consent(const identity::Principal& who, Pending pending, R
   pending.expires_at = now + kConsentTtl;
   const std::string client_name = pending.client.name, client_id = pending.client.id,
                     redirect_host = RedirectHost(pending.redirect_uri);
+  // Who vouches for the name: nobody for a registered client; for a client known by its URL, the host that served
+  // its document over verified TLS, but only for where that host sends the answer: a redirect to loopback reaches
+  // whatever program listens there, and one to another host is that host's.
+  std::string provenance;
+  if (!IsClientIdUrl(client_id)) {
+    provenance = "<p>The name is the client's own: isb has not verified it. Its client id is <code>" +
+                 HtmlEscape(client_id) + "</code>; allow only a client you just started yourself.</p>";
+  } else {
+    const std::string publisher = RedirectHost(client_id);
+    provenance = "<p>The name is what <strong>" + HtmlEscape(publisher) + "</strong> publishes for this client at "
+                 "<code>" + HtmlEscape(client_id) + "</code>; ";
+    if (IsLoopbackRedirect(pending.redirect_uri))
+      provenance += "the answer goes to a program on your computer, and any program there can use this name: allow "
+                    "it only if you just started this client yourself.</p>";
+    else if (UriHostName(pending.redirect_uri) != UriHostName(client_id))
+      provenance += "the answer goes to <strong>" + HtmlEscape(redirect_host) + "</strong>, not to " +
+                    HtmlEscape(publisher) + ": allow it only if you just started this client yourself.</p>";
+    else
+      provenance += "allow it only if you trust that site and just started this client yourself.</p>";
+  }
   {
     MutexLock lock(mu_);
     std::erase_if(pending_, [now](const auto& p) { return p.second.expires_at <= now; });
@@ -345,9 +482,7 @@ Response OAuthServer::Consent(const identity::Principal& who, Pending pending, R
   return Page(200, "isb: allow " + client_name + "?",
               "<p><strong>" + HtmlEscape(client_name) + "</strong> asks to use isb's MCP tools as <strong>" +
                   HtmlEscape(who.user_name) + "</strong>. After you answer, your browser goes to <strong>" +
-                  HtmlEscape(redirect_host) + "</strong>.</p><p>The name is the client's own: isb has not verified "
-                  "it. Its client id is <code>" + HtmlEscape(client_id) + "</code>; allow only a client you just "
-                  "started yourself.</p><p>It asks for the role <strong>" +
+                  HtmlEscape(redirect_host) + "</strong>.</p>" + provenance + "<p>It asks for the role <strong>" +
                   std::string(identity::RoleName(asked)) + "</strong>.</p>" +
                   "<form method=\"post\" action=\"/oauth/authorize\"><input type=\"hidden\" name=\"request\" "
                   "value=\"" + request_id + "\"><p><label>Org <select name=\"org\">" + orgs +

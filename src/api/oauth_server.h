@@ -1,11 +1,14 @@
 // OAuth 2.1 for MCP clients, as the MCP authorization spec describes: isb is the protected resource and its own
-// authorization server. Public clients only, authorization code with PKCE S256, dynamic registration.
+// authorization server. Public clients only, authorization code with PKCE S256, clients known by the URL of their
+// metadata document (Client ID Metadata Documents) or registered dynamically (RFC 7591).
 //
 //   GET  /.well-known/oauth-protected-resource[/mcp|/orgs/O/mcp]  RFC 9728 metadata of the MCP resource
 //   GET  /.well-known/oauth-authorization-server                  RFC 8414 metadata
 //   POST /oauth/register   RFC 7591 JSON                           -> 201 {client_id, ...}
 //   GET  /oauth/authorize  ?response_type=code&client_id&redirect_uri&code_challenge&code_challenge_method=S256
 //                          [&state][&scope][&resource]             -> the consent page (a signed-in session)
+//                          a client_id that is an https URL is fetched (for a signed-in person only) and read as
+//                          the client's metadata; the copy is kept as long as its Cache-Control says, within bounds
 //   POST /oauth/authorize  form {request, org, role, decision}     -> 302 to redirect_uri with code or error
 //   POST /oauth/token      form grant_type=authorization_code|refresh_token -> 200 {access_token, refresh_token, ...}
 //   POST /oauth/revoke     form token, client_id (RFC 7009)      -> 200; a grant's token ends the grant
@@ -19,6 +22,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -30,15 +34,35 @@
 
 namespace isb::api {
 
-// An OAuth event for the audit log: "oauth_register", "oauth_grant" (approved on the consent page), "oauth_deny"
-// (refused there), "oauth_token" (a code exchanged), "oauth_refresh", "oauth_revoke" (RFC 7009).
+// An OAuth event for the audit log: "oauth_register", "oauth_client_document" (a client's metadata document fetched
+// and read, or refused), "oauth_grant" (approved on the consent page), "oauth_deny" (refused there), "oauth_token"
+// (a code exchanged), "oauth_refresh", "oauth_revoke" (RFC 7009).
 struct OAuthEvent {
   std::string action;
   std::string account;  // the user, when known
   std::string org;
   std::string client;  // "NAME (client_id)"
   Status outcome;
+  // oauth_client_document: the redirect URIs the document lists, or why it was refused.
+  std::vector<std::string> redirect_uris{};
+  std::string reason{};
 };
+
+// A client's metadata document as its URL answered: the status, the headers isb reads, and the body (at most
+// kMaxClientDocumentBytes: a longer one is the fetch's error).
+struct FetchedDocument {
+  int status = 0;
+  std::string content_type{};
+  std::string cache_control{};
+  std::string body{};
+};
+// GETs a client_id URL (one that passed CheckClientIdUrl) without following redirects. Errors say why in words a
+// person can act on, never quoting the body.
+using DocumentFetch = std::function<Result<FetchedDocument>(const std::string& url)>;
+
+// Documents fetched at once, over all requests (and one at a time a person): a fetch holds a request's thread for
+// up to its timeout.
+inline constexpr int kMaxDocumentFetchesAtOnce = 4;
 
 struct OAuthOptions {
   std::string scheme = "http";  // of the issuer and resource URLs: "https" behind a TLS proxy
@@ -50,6 +74,11 @@ struct OAuthOptions {
   // Refused token requests audited a minute per client address (all of loopback is one), and ten times that in all,
   // as HttpServer's refusals: an anonymous flood of bad codes cannot grow the audit log without bound.
   int refusal_rows_per_minute = 60;
+  // Reads client metadata documents (src/daemon/client_documents.h: the daemon's SSRF-safe dialer, TLS verified).
+  // Unset: a client_id URL is refused, and the metadata does not offer them.
+  DocumentFetch fetch_client_document{};
+  // Documents one signed-in person may have fetched an hour (a copy still fresh is not fetched again).
+  int document_fetches_per_hour = 30;
 };
 
 inline constexpr size_t kMaxPendingConsents = 1024;
@@ -89,6 +118,10 @@ class OAuthServer {
   Response AuthorizationServer(const Request& req);
   Response Register(const Request& req);
   Response Authorize(const Request& req);
+  // The client a metadata document URL names: the stored copy while fresh, else fetched, read and stored (and
+  // audited) for `who`. Errors name the URL and say what was wrong.
+  Result<identity::OAuthClient> DocumentClient(const Request& req, const identity::Principal& who,
+                                               const std::string& url);
   Response Decide(const Request& req);
   Response Token(const Request& req);
   Response Revoke(const Request& req);
@@ -102,6 +135,9 @@ class OAuthServer {
   WebAuth& web_auth_;
   OAuthOptions options_;
   identity::RateLimiter registrations_;
+  Mutex fetch_mu_;
+  identity::RateLimiter document_fetches_ ISB_GUARDED_BY(fetch_mu_);
+  std::set<int64_t> fetching_for_ ISB_GUARDED_BY(fetch_mu_);  // the people a document is being fetched for
   Mutex refusal_mu_;
   identity::RateLimiter refusal_rows_ ISB_GUARDED_BY(refusal_mu_);
   identity::RateLimiter all_refusal_rows_ ISB_GUARDED_BY(refusal_mu_);

@@ -129,6 +129,8 @@ DetailsPolicy DefaultDetailsPolicy() {
   p.Allow("secret_leak", {{"secret"}, {"host"}, {"where"}, {"action"}});
   p.Allow("secret_use", {{"secret"}, {"host"}, {"hosts", Keep::kStrings}, {"swapped"}, {"scrubbed"}, {"held"}});
   p.Allow("audit_rows_dropped", {{"dropped"}, {"why"}});
+  // An OAuth client's metadata document read (the redirect URIs a consent is then given on) or refused (why).
+  p.Allow("oauth_client_document", {{"redirect_uris", Keep::kStrings}, {"reason"}});
   return p;
 }
 

@@ -109,6 +109,13 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
                   "HOST[:PORT]: a registry spoken to in plain http rather than https; repeatable");
   cmd->add_option("--registry-ca", opts->registry_ca,
                   "PEM FILE of CA certificates trusted for registries, besides the system's");
+  cmd->add_option("--oauth-client-allow", opts->oauth_client_allow,
+                  "HOST[:PORT]: an OAuth client whose metadata document (its https client_id) is on a loopback or "
+                  "private address may be read there; repeatable");
+  cmd->add_option("--oauth-client-ca", opts->oauth_client_ca,
+                  "PEM FILE of CA certificates trusted for OAuth clients' metadata documents, besides the system's");
+  cmd->add_flag("--no-oauth-client-documents", opts->no_oauth_client_documents,
+                "Read no OAuth client metadata documents (no outbound fetch; clients register with RFC 7591 instead)");
   cmd->add_option("--egress-table", opts->egress_table,
                   "The nftables table of this daemon, and its veths' prefix (<table>-<slot>): a letter, then "
                   "letters, digits or _")

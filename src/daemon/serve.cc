@@ -32,6 +32,7 @@
 #include "api/secret_tools.h"
 #include "api/terminal_socket.h"
 #include "api/oauth_server.h"
+#include "daemon/client_documents.h"
 #include "api/web_auth.h"
 #include "api/web_ui.h"
 #include "base/file.h"
@@ -150,6 +151,14 @@ int Serve(const ServeOptions& options) {
                                                                             .insecure = options.registry_insecure,
                                                                             .ca_file = options.registry_ca});
   if (!images.ok()) return Fail(images.error().message, kExitUsage);
+  if (options.no_oauth_client_documents && (!options.oauth_client_allow.empty() || !options.oauth_client_ca.empty()))
+    return Fail("--oauth-client-allow and --oauth-client-ca say how client metadata documents are read; "
+                "--no-oauth-client-documents reads none: drop one or the other", kExitUsage);
+  Result<api::DocumentFetch> client_documents =
+      options.no_oauth_client_documents
+          ? Result<api::DocumentFetch>(api::DocumentFetch{})
+          : MakeClientDocumentFetch({.allow = options.oauth_client_allow, .ca_file = options.oauth_client_ca});
+  if (!client_documents.ok()) return Fail(client_documents.error().message, kExitUsage);
 
   // 3. Signals are taken by this thread alone (sigwait below): block them before any thread starts.
   sigset_t stop;
@@ -425,6 +434,7 @@ int Serve(const ServeOptions& options) {
   // assume (HTTPS beyond loopback or behind a proxy).
   api::OAuthOptions oauth_options;
   oauth_options.scheme = web_options.secure_cookie ? "https" : "http";
+  oauth_options.fetch_client_document = std::move(*client_documents);
   oauth_options.on_event = [log = audit_log->get()](const api::Request& req,
                                                     const api::OAuthEvent& event) -> Status {
     audit::Entry e;
@@ -434,6 +444,8 @@ int Serve(const ServeOptions& options) {
     e.surface = "rest";
     e.action = event.action;
     e.target = audit::CleanText(event.client);
+    if (!event.redirect_uris.empty()) e.details["redirect_uris"] = event.redirect_uris;
+    if (!event.reason.empty()) e.details["reason"] = audit::CleanText(event.reason);
     e.outcome = audit::OutcomeOf(event.outcome);
     e.ip = req.remote_address;
     e.user_agent = req.headers.Get("User-Agent");

@@ -52,6 +52,12 @@ struct ServeOptions {
   std::vector<std::string> registry_allow;
   std::vector<std::string> registry_insecure;
   std::string registry_ca;
+  // OAuth clients known by the https URL of their metadata document: read from public addresses, and from these
+  // HOST[:PORT] on loopback or private ones (--oauth-client-allow); --oauth-client-ca FILE trusted beside the
+  // system's CAs; --no-oauth-client-documents reads none (such clients register instead).
+  std::vector<std::string> oauth_client_allow;
+  std::string oauth_client_ca;
+  bool no_oauth_client_documents = false;
   // Sign-in failures allowed per account and per client address within 15 minutes (api::WebAuthOptions).
   int sign_in_account_limit = 5;
   int sign_in_address_limit = 20;

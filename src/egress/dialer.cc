@@ -23,11 +23,9 @@ namespace {
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 
-constexpr const char* kPinHint =
-    "; a non-public address is reachable only through a pin (isb serve --egress-pin NAME=IP[:PORT])";
-
-Error Refused(std::string_view host, const std::string& what) {
-  return Error::Of(Code::kForbidden, "egress refused '" + std::string(host) + "': " + what + kPinHint);
+Error Refused(const DialerOptions& options, std::string_view host, const std::string& what) {
+  return Error::Of(Code::kForbidden,
+                   options.refuser + " refused '" + std::string(host) + "': " + what + options.refusal_hint);
 }
 
 std::string HostPortText(std::string_view host, uint16_t port) {
@@ -194,8 +192,8 @@ Status Dialer::CheckNotLocal(std::string_view name, const std::vector<IpAddress>
   for (IpAddress& l : local) l = Unmapped(l);
   for (const IpAddress& a : addresses) {
     if (std::find(local.begin(), local.end(), Unmapped(a)) != local.end())
-      return Refused(name, std::string(ParseIpAddress(name).ok() ? "it is" : "it resolves to") +
-                               " an address of this host (its own services are never reached through egress)");
+      return Refused(options_, name, std::string(ParseIpAddress(name).ok() ? "it is" : "it resolves to") +
+                                         " an address of this host (its own services are never reached through egress)");
   }
   return {};
 }
@@ -220,24 +218,25 @@ Result<std::vector<Endpoint>> Dialer::Resolve(std::string_view host, uint16_t po
   auto literal = ParseIpAddress(host);
   if (literal.ok()) {
     AddressClass c = Classify(*literal);
-    if (!c.is_public()) return Refused(host, c.reason);
+    if (!c.is_public()) return Refused(options_, host, c.reason);
     ISB_TRY(CheckNotLocal(host, {*literal}));
     return std::vector<Endpoint>{{*literal, port}};
   }
   auto name = NormalizeHostName(host);
   if (!name.ok()) {
     return Error::Of(Code::kInvalidArgument,
-                     "egress: '" + Printable(host) + "' is neither a host name nor an address: it " + name.error().message);
+                     options_.refuser + ": '" + Printable(host) + "' is neither a host name nor an address: it " +
+                         name.error().message);
   }
   if (auto pin = pins_.find(*name); pin != pins_.end()) {
     return std::vector<Endpoint>{{pin->second.address, pin->second.port.value_or(port)}};
   }
   ISB_ASSIGN_OR_RETURN(std::vector<IpAddress> addresses, options_.resolver(*name));
-  if (addresses.empty()) return Error::Of(Code::kNotFound, "egress: '" + *name + "' has no address");
+  if (addresses.empty()) return Error::Of(Code::kNotFound, options_.refuser + ": '" + *name + "' has no address");
   std::vector<Endpoint> out;
   for (const IpAddress& a : addresses) {
     AddressClass c = Classify(a);
-    if (!c.is_public()) return Refused(*name, "it resolves to " + c.reason);
+    if (!c.is_public()) return Refused(options_, *name, "it resolves to " + c.reason);
     out.push_back({a, port});
   }
   ISB_TRY(CheckNotLocal(*name, addresses));
@@ -259,7 +258,7 @@ Result<Fd> Dialer::Dial(std::string_view host, uint16_t port) const {
   if (last.code == Code::kTimeout) {
     last.message = "connect timed out after " + std::to_string(options_.connect_timeout.count()) + " ms";
   }
-  last.message = "egress: cannot connect to " + HostPortText(host, port) + ": " + last.message;
+  last.message = options_.refuser + ": cannot connect to " + HostPortText(host, port) + ": " + last.message;
   return last;
 }
 

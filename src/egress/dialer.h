@@ -74,6 +74,10 @@ struct DialerOptions {
   // Unset: the host's, through a HostAddressWatch made with the dialer (in the network namespace of its thread).
   LocalAddresses local_addresses{};  // tests inject their own
   std::chrono::milliseconds connect_timeout{10000};
+  // A refusal reads "<refuser> refused 'HOST': <why><refusal_hint>"; the defaults are the egress proxy's.
+  std::string refuser = "egress";
+  std::string refusal_hint =
+      "; a non-public address is reachable only through a pin (isb serve --egress-pin NAME=IP[:PORT])";
 };
 
 // Immutable once made; Resolve and Dial may be called from any number of threads at once.

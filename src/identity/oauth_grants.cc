@@ -58,13 +58,25 @@ Result<OAuthClient> OAuthGrants::Register(std::string_view name, const std::vect
 }
 
 Result<OAuthClient> OAuthGrants::Client(std::string_view id) {
-  ISB_ASSIGN_OR_RETURN(auto rows, db_.Query("SELECT id, name, redirect_uris, created_at FROM oauth_clients "
-                                            "WHERE id = ?1", {std::string(id)}));
+  ISB_ASSIGN_OR_RETURN(auto rows, db_.Query("SELECT id, name, redirect_uris, created_at, "
+                                            "coalesce(document_expires_at, 0) FROM oauth_clients WHERE id = ?1",
+                                            {std::string(id)}));
   if (rows.empty())
     return Error::Of(Code::kNotFound, "client_id: no client is registered as '" + std::string(id.substr(0, 64)) +
                                           "'; register it at the registration endpoint first");
   return OAuthClient{store::AsText(rows[0][0]), store::AsText(rows[0][1]), SplitLines(store::AsText(rows[0][2])),
-                     store::AsInt(rows[0][3])};
+                     store::AsInt(rows[0][3]), store::AsInt(rows[0][4])};
+}
+
+Result<OAuthClient> OAuthGrants::PutDocumentClient(std::string_view id, std::string_view name,
+                                                   const std::vector<std::string>& redirect_uris,
+                                                   int64_t expires_at) {
+  ISB_TRY(db_.Exec("INSERT INTO oauth_clients(id, name, redirect_uris, created_at, document_expires_at) "
+                   "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT(id) DO UPDATE SET name = excluded.name, "
+                   "redirect_uris = excluded.redirect_uris, document_expires_at = excluded.document_expires_at, "
+                   "created_at = excluded.created_at",
+                   {std::string(id), std::string(name), JoinLines(redirect_uris), now_(), expires_at}));
+  return Client(id);
 }
 
 Result<std::string> OAuthGrants::IssueCode(const CodeGrant& grant) {

@@ -33,10 +33,14 @@ inline constexpr int64_t kUnusedClientTtl = 24 * 3600;
 bool IsPkceVerifier(std::string_view verifier);
 
 struct OAuthClient {
-  std::string id;  // "isb_client_" and 16 random base64url characters; not a secret (public clients)
+  // "isb_client_" and 16 random base64url characters (registered); not a secret (public clients). Or the https URL
+  // of the client's metadata document (a Client ID Metadata Document).
+  std::string id;
   std::string name;
   std::vector<std::string> redirect_uris;  // compared byte for byte with what an authorization request sends
   int64_t created_at = 0;
+  // A metadata document's client: when the copy read from its URL is to be fetched again. 0: a registered client.
+  int64_t document_expires_at = 0;
 };
 
 // What the user approved on the consent page, to be handed to the client as a code.
@@ -80,6 +84,10 @@ class OAuthGrants {
   Result<OAuthClient> Register(std::string_view name, const std::vector<std::string>& redirect_uris);
   // kNotFound "client_id: no client is registered as ..." when there is none.
   Result<OAuthClient> Client(std::string_view id);
+  // A metadata document's client as last fetched from its URL (`id`), kept until `expires_at`: made, or its name and
+  // redirect URIs replaced (its codes and grants stay). REQUIRES: the document was checked (api/oauth_form.h).
+  Result<OAuthClient> PutDocumentClient(std::string_view id, std::string_view name,
+                                        const std::vector<std::string>& redirect_uris, int64_t expires_at);
   // A fresh code (isb_code_), good once within kAuthCodeTtl seconds.
   Result<std::string> IssueCode(const CodeGrant& grant);
 

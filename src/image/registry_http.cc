@@ -35,15 +35,16 @@ std::string HostHeader(const egress::HttpUrl& url) {
   return host;
 }
 
-Error Cut(const egress::HttpUrl& url, const std::string& why) {
-  return Error::Of(Code::kUnavailable, "registry " + HostPortText(url) + ": " + why);
+Error Cut(std::string_view peer, const egress::HttpUrl& url, const std::string& why) {
+  return Error::Of(Code::kUnavailable, std::string(peer) + " " + HostPortText(url) + ": " + why);
 }
 
 // Hands each piece of a body to `consume` until the body ends, reading more from `stream` as needed.
 class BodyReader {
  public:
-  BodyReader(egress::Stream& stream, const egress::HttpUrl& url, std::function<egress::Deadline()> next_deadline)
-      : stream_(stream), url_(url), next_deadline_(std::move(next_deadline)) {}
+  BodyReader(egress::Stream& stream, std::string_view peer, const egress::HttpUrl& url,
+             std::function<egress::Deadline()> next_deadline)
+      : stream_(stream), peer_(peer), url_(url), next_deadline_(std::move(next_deadline)) {}
 
   Status Read(const egress::ResponseHead& head, std::string leftover, const BodySink& consume) {
     egress::BodyFraming framing = egress::ResponseBody("GET", head);
@@ -56,10 +57,10 @@ class BodyReader {
         return ReadChunked(std::move(leftover), consume);
       case egress::BodyFraming::kUntilClose:
         if (head.Find("transfer-encoding") != nullptr)
-          return Cut(url_, "the response has a transfer coding other than chunked");
+          return Cut(peer_, url_, "the response has a transfer coding other than chunked");
         return ReadUntilClose(std::move(leftover), consume);
     }
-    return Cut(url_, "unknown body framing");
+    return Cut(peer_, url_, "unknown body framing");
   }
 
  private:
@@ -72,7 +73,7 @@ class BodyReader {
     left -= piece.size();
     while (left > 0) {
       ISB_ASSIGN_OR_RETURN(size_t n, More());
-      if (n == 0) return Cut(url_, "the connection closed inside the response body");
+      if (n == 0) return Cut(peer_, url_, "the connection closed inside the response body");
       size_t use = static_cast<size_t>(std::min<uint64_t>(n, left));
       ISB_TRY(consume(std::string_view(buf_, use)));
       left -= use;
@@ -87,11 +88,11 @@ class BodyReader {
     for (;;) {
       data.clear();
       egress::ChunkedScanner::Step step = scanner.Feed(in, &data);
-      if (step.state == egress::ChunkedScanner::State::kMalformed) return Cut(url_, "malformed chunked body: " + step.reason);
+      if (step.state == egress::ChunkedScanner::State::kMalformed) return Cut(peer_, url_, "malformed chunked body: " + step.reason);
       if (!data.empty()) ISB_TRY(consume(data));
       if (step.state == egress::ChunkedScanner::State::kDone) return {};
       ISB_ASSIGN_OR_RETURN(size_t n, More());
-      if (n == 0) return Cut(url_, "the connection closed inside a chunked body");
+      if (n == 0) return Cut(peer_, url_, "the connection closed inside a chunked body");
       in = std::string_view(buf_, n);
     }
   }
@@ -106,6 +107,7 @@ class BodyReader {
   }
 
   egress::Stream& stream_;
+  std::string_view peer_;
   const egress::HttpUrl& url_;
   std::function<egress::Deadline()> next_deadline_;
   char buf_[65536];
@@ -132,7 +134,7 @@ std::vector<std::string> HttpGetResponse::All(std::string_view name) const {
 
 Result<HostRule> ParseHostRule(std::string_view text) {
   auto bad = [&](const std::string& why) {
-    return Error::Of(Code::kInvalidArgument, "registry host '" + egress::Printable(text) + "' " + why +
+    return Error::Of(Code::kInvalidArgument, "host '" + egress::Printable(text) + "' " + why +
                                                  " (expected HOST or HOST:PORT)");
   };
   std::optional<egress::HostPort> hp = egress::SplitHostPort(text);
@@ -150,7 +152,7 @@ Result<HostRule> ParseHostRule(std::string_view text) {
 
 Status RegistryTransport::CheckScheme(const egress::HttpUrl& url) const {
   if (url.tls || Matches(options_.plain_http, url)) return {};
-  return Error::Of(Code::kForbidden, "registry " + HostPortText(url) +
+  return Error::Of(Code::kForbidden, options_.peer + " " + HostPortText(url) +
                                          ": plain http is refused; use https, or allow plain http for this host");
 }
 
@@ -163,7 +165,7 @@ Result<Fd> RegistryTransport::Connect(const egress::HttpUrl& url) const {
     Result<Fd> fd = options_.dialer->Dial(url.host, url.port);
     if (fd.ok() || fd.error().code != Code::kForbidden) return fd;
     Error refused = fd.error();
-    refused.message += kRegistryAllowHint;
+    refused.message += options_.allow_hint;
     return refused;
   }
   // An allowed host is dialled at whatever address it has: the admin named it, so its range is not checked.
@@ -194,9 +196,9 @@ Result<HttpGetResponse> RegistryTransport::Get(const egress::HttpUrl& url,
   Result<HttpGetResponse> r = Exchange(url, headers, sink != nullptr ? &tracked : nullptr, max_kept_body, overall);
   // The dialer's and the stream's errors say what failed; which registry it was is said here once. The sink's own
   // errors (a blob over its size) name their blob already.
-  if (!r.ok() && !sink_failed && !r.error().message.starts_with("registry ")) {
+  if (!r.ok() && !sink_failed && !r.error().message.starts_with(options_.peer + " ")) {
     Error e = r.error();
-    e.message = "registry " + HostPortText(url) + ": " + e.message;
+    e.message = options_.peer + " " + HostPortText(url) + ": " + e.message;
     return e;
   }
   return r;
@@ -209,7 +211,7 @@ Result<HttpGetResponse> RegistryTransport::Exchange(const egress::HttpUrl& url,
   ISB_TRY(CheckScheme(url));
   if (url.tls && options_.trust == nullptr) return Error::Of(Code::kInternal, "https needs a TLS trust store");
   ISB_ASSIGN_OR_RETURN(Fd fd, Connect(url));
-  if (Clock::now() >= overall) return Error::Of(Code::kTimeout, "registry " + HostPortText(url) + ": timed out");
+  if (Clock::now() >= overall) return Error::Of(Code::kTimeout, options_.peer + " " + HostPortText(url) + ": timed out");
   Result<egress::Stream> stream = url.tls ? egress::Stream::Tls(std::move(fd), *options_.trust, url.host,
                                                                 StepDeadline(overall))
                                           : egress::Stream::Plain(std::move(fd));
@@ -224,7 +226,7 @@ Result<HttpGetResponse> RegistryTransport::Exchange(const egress::HttpUrl& url,
   egress::ResponseHead head;
   for (bool parsed = false; !parsed;) {
     egress::ResponseHeadResult r = egress::ParseResponseHead(received);
-    if (r.kind == egress::ResponseHeadResult::kMalformed) return Cut(url, "malformed response head: " + r.reason);
+    if (r.kind == egress::ResponseHeadResult::kMalformed) return Cut(options_.peer, url, "malformed response head: " + r.reason);
     if (r.kind == egress::ResponseHeadResult::kParsed && r.head.status >= 200) {
       head = std::move(r.head);
       parsed = true;
@@ -236,7 +238,7 @@ Result<HttpGetResponse> RegistryTransport::Exchange(const egress::HttpUrl& url,
     }
     char buf[16384];
     ISB_ASSIGN_OR_RETURN(size_t n, stream->Read(buf, sizeof buf, StepDeadline(overall)));
-    if (n == 0) return Cut(url, "the connection closed before a response");
+    if (n == 0) return Cut(options_.peer, url, "the connection closed before a response");
     received.append(buf, n);
   }
   HttpGetResponse response{head.status, head.headers, {}};
@@ -245,12 +247,12 @@ Result<HttpGetResponse> RegistryTransport::Exchange(const egress::HttpUrl& url,
   bool to_sink = sink != nullptr && head.status >= 200 && head.status < 300;
   BodySink keep = [&](std::string_view piece) -> Status {
     if (response.body.size() + piece.size() > max_kept_body)
-      return Error::Of(Code::kTooLarge, "registry " + HostPortText(url) + ": response body over " +
+      return Error::Of(Code::kTooLarge, options_.peer + " " + HostPortText(url) + ": response body over " +
                                             std::to_string(max_kept_body) + " bytes");
     response.body.append(piece);
     return {};
   };
-  BodyReader reader(*stream, url, [&] { return StepDeadline(overall); });
+  BodyReader reader(*stream, options_.peer, url, [&] { return StepDeadline(overall); });
   ISB_TRY(reader.Read(head, std::move(received), to_sink ? *sink : keep));
   return response;
 }

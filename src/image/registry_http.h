@@ -1,6 +1,7 @@
 // How the registry client reaches a URL: one HTTP/1.1 GET per connection, dialled through the daemon's SSRF-safe
 // dialer (or, for hosts a platform admin allowed, to their private address), TLS verified unless plain http is
-// allowed for that host, every step within a deadline, the body streamed into a sink.
+// allowed for that host, every step within a deadline, the body streamed into a sink. The daemon's other GETs of
+// a URL someone else names (an OAuth client's metadata document) go through it too.
 #pragma once
 
 #include <chrono>
@@ -56,6 +57,10 @@ struct TransportOptions {
   std::vector<HostRule> plain_http;
   // The longest any one step may take: connecting, the TLS handshake, sending, the response head, each read.
   std::chrono::milliseconds step_timeout{30000};
+  // What messages call the peer ("registry 10.0.0.5:5000: ..."), and what is appended to the dialer's refusal of
+  // a host on a non-public address.
+  std::string peer = "registry";
+  std::string allow_hint = std::string(kRegistryAllowHint);
 };
 
 class RegistryTransport {

@@ -288,6 +288,11 @@ CREATE INDEX oauth_codes_user ON oauth_codes(user_id);
 CREATE INDEX oauth_codes_expiry ON oauth_codes(expires_at);
 CREATE INDEX oauth_refresh_expiry ON oauth_refresh(expires_at);
 )sql",
+      // 12: a client known by the URL of its metadata document (a Client ID Metadata Document) is a row like a
+      // registered one, with the time its fetched copy goes stale.
+      R"sql(
+ALTER TABLE oauth_clients ADD COLUMN document_expires_at INTEGER;
+)sql",
   };
   return m;
 }

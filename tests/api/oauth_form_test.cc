@@ -107,6 +107,80 @@ TEST(OAuthFormTest, AClientNameLosesInvisibleFormatCharacters) {
   EXPECT_EQ(spaced->name, "Good Client");
 }
 
+TEST(OAuthFormTest, AClientIdUrlIsHttpsWithAPathAndNothingAmbiguous) {
+  EXPECT_TRUE(IsClientIdUrl("https://app.example.com/oauth/client.json"));
+  EXPECT_FALSE(IsClientIdUrl("isb_client_abc"));
+  EXPECT_TRUE(CheckClientIdUrl("https://app.example.com/oauth/client.json").ok());
+  EXPECT_TRUE(CheckClientIdUrl("https://app.example.com:8443/c?v=2").ok());
+  EXPECT_TRUE(CheckClientIdUrl("https://[2001:db8::1]/c.json").ok());
+  EXPECT_EQ(CheckClientIdUrl("http://app.example.com/c.json").error().message,
+            "client_id: a metadata document's URL must be https://");
+  EXPECT_EQ(CheckClientIdUrl("https://app.example.com").error().message,
+            "client_id: the URL needs a path naming the document (https://HOST/PATH)");
+  EXPECT_EQ(CheckClientIdUrl("https://app.example.com/").error().message,
+            "client_id: the URL needs a path naming the document (https://HOST/PATH)");
+  EXPECT_EQ(CheckClientIdUrl("https://app.example.com/?x=1").error().message,
+            "client_id: the URL needs a path naming the document (https://HOST/PATH)");
+  EXPECT_EQ(CheckClientIdUrl("https://app.example.com/c.json#top").error().message,
+            "client_id: a fragment ('#') is not allowed");
+  EXPECT_EQ(CheckClientIdUrl("https://user:pw@app.example.com/c.json").error().message,
+            "client_id: userinfo ('@') is not allowed");
+  EXPECT_EQ(CheckClientIdUrl("https://app.example.com/a/../c.json").error().message,
+            "client_id: the URL's path may not hold '.' or '..' segments");
+  EXPECT_EQ(CheckClientIdUrl("https://app.example.com/a/%2E%2e/c.json").error().message,
+            "client_id: the URL's path may not hold '.' or '..' segments");
+  EXPECT_EQ(CheckClientIdUrl("https://app.example.com/./c.json").error().message,
+            "client_id: the URL's path may not hold '.' or '..' segments");
+  EXPECT_TRUE(CheckClientIdUrl("https://app.example.com/a/.../c.json").ok());
+  EXPECT_EQ(CheckClientIdUrl("https://app.example.com/c json").error().message,
+            "client_id: spaces, control and non-ASCII characters must be %-encoded");
+  EXPECT_EQ(CheckClientIdUrl("https://app\\evil.com/c.json").error().message,
+            "client_id: the host may hold only letters, digits, '-' and '.' (or be an IP literal)");
+  EXPECT_EQ(CheckClientIdUrl("https://app.example.com:0/c.json").error().message,
+            "client_id: the port must be a number from 1 to 65535");
+  EXPECT_EQ(CheckClientIdUrl("https://" + std::string(500, 'a') + ".com/c").error().message,
+            "client_id: a URL longer than 512 bytes");
+}
+
+TEST(OAuthFormTest, AClientDocumentNamesItsOwnUrlAndIsAPublicClient) {
+  constexpr char kUrl[] = "https://app.example.com/client.json";
+  auto doc = ParseClientDocument(kUrl, R"({"client_id":"https://app.example.com/client.json","client_name":"App",
+      "redirect_uris":["http://127.0.0.1:33418/callback"],"grant_types":["authorization_code","refresh_token"],
+      "response_types":["code"],"token_endpoint_auth_method":"none","logo_uri":"https://app.example.com/l.png"})");
+  ASSERT_TRUE(doc.ok()) << doc.error().message;
+  EXPECT_EQ(doc->name, "App");
+  EXPECT_EQ(doc->redirect_uris, std::vector<std::string>{"http://127.0.0.1:33418/callback"});
+  EXPECT_EQ(ParseClientDocument(kUrl, R"({"client_id":"https://app.example.com/other.json","redirect_uris":["https://a.example/cb"]})")
+                .error().message,
+            "client_id: the document names another client_id, not its own URL");
+  EXPECT_EQ(ParseClientDocument(kUrl, R"({"redirect_uris":["https://a.example/cb"]})").error().message,
+            "client_id: the document must name its own URL as client_id");
+  EXPECT_EQ(ParseClientDocument(kUrl, R"({"client_id":"https://app.example.com/client.json","client_secret":"x",
+      "redirect_uris":["https://a.example/cb"]})").error().message,
+            "client_secret: a metadata document's client is public and has no secret");
+  EXPECT_EQ(ParseClientDocument(kUrl, R"({"client_id":"https://app.example.com/client.json",
+      "token_endpoint_auth_method":"client_secret_basic","redirect_uris":["https://a.example/cb"]})").error().message,
+            "token_endpoint_auth_method: isb's clients are public: only \"none\"");
+  EXPECT_EQ(ParseClientDocument(kUrl, R"j({"client_id":"https://app.example.com/client.json",
+      "redirect_uris":["javascript:alert(1)"]})j").error().message,
+            "redirect_uris: must be an https:// URI, or http:// to a loopback host");
+  EXPECT_EQ(ParseClientDocument(kUrl, "[1]").error().message, "the document is not a JSON object (client metadata)");
+  EXPECT_EQ(ParseClientDocument(kUrl, std::string(5121, ' ')).error().message,
+            "the document is larger than 5120 bytes");
+}
+
+TEST(OAuthFormTest, AClientDocumentIsKeptAsLongAsItsCacheControlSaysWithinBounds) {
+  EXPECT_EQ(ClientDocumentLifetime(""), 3600);
+  EXPECT_EQ(ClientDocumentLifetime("public, max-age=600"), 600);
+  EXPECT_EQ(ClientDocumentLifetime("Max-Age=\"900\""), 900);
+  EXPECT_EQ(ClientDocumentLifetime("max-age=5"), 60);
+  EXPECT_EQ(ClientDocumentLifetime("max-age=31536000"), 86400);
+  EXPECT_EQ(ClientDocumentLifetime("max-age=99999999999999999999"), 3600);
+  EXPECT_EQ(ClientDocumentLifetime("max-age=-1"), 3600);
+  EXPECT_EQ(ClientDocumentLifetime("max-age=600, no-store"), 60);
+  EXPECT_EQ(ClientDocumentLifetime("no-cache"), 60);
+}
+
 TEST(OAuthFormTest, HtmlEscapeLeavesNoMarkup) {
   EXPECT_EQ(HtmlEscape(R"(<a href="x">'&'</a>)"), "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;");
 }

@@ -454,5 +454,248 @@ TEST_F(OAuthServerTest, ARegistrationWithAnUnsafeRedirectUriIsRefused) {
   EXPECT_EQ(json::parse(r.body)["error"], "invalid_redirect_uri");
 }
 
+// Clients known by the URL of their metadata document, with the fetch replaced by documents the test serves.
+class OAuthDocumentTest : public OAuthServerTest {
+ protected:
+  static constexpr char kUrl[] = "https://app.example.com/oauth/client.json";
+
+  void SetUp() override {
+    OAuthServerTest::SetUp();
+    Rebuild(30);
+  }
+
+  void Rebuild(int fetches_per_hour) {
+    OAuthOptions options;
+    options.on_event = Recorder();
+    options.document_fetches_per_hour = fetches_per_hour;
+    options.fetch_client_document = [this](const std::string& url) -> Result<FetchedDocument> {
+      fetched_.push_back(url);
+      if (during_fetch_) during_fetch_(url);
+      auto it = documents_.find(url);
+      if (it == documents_.end()) return Error::Of(Code::kUnavailable, "host app.example.com:443: connection refused");
+      return it->second;
+    };
+    oauth_ = std::make_unique<OAuthServer>(*id_, *web_, options);
+  }
+
+  static FetchedDocument Document(const std::string& url, const std::string& extra = "") {
+    return {200, "application/json; charset=utf-8", "max-age=600",
+            R"({"client_id":")" + url + R"(","client_name":"Doc <App>","redirect_uris":[")" + kRedirect + "\"]" +
+                extra + "}"};
+  }
+
+  static std::string Encoded(const std::string& url) {
+    std::string out;
+    for (char c : url) out += c == ':' ? "%3A" : c == '/' ? "%2F" : std::string(1, c);
+    return out;
+  }
+
+  Response Show(const std::string& url, bool signed_in = true, const std::string& redirect = "") {
+    std::string target = AuthorizeTarget(Encoded(url));
+    if (!redirect.empty())
+      target.replace(target.find("http%3A%2F%2F127.0.0.1%3A9%2Fcallback"), 37, Encoded(redirect));
+    Request req = Make("GET", target);
+    if (signed_in) req.headers.Set("Cookie", cookie_);
+    return oauth_->Handle(req);
+  }
+  Response ShowAs(const std::string& url, const std::string& cookie) {
+    Request req = Make("GET", AuthorizeTarget(Encoded(url)));
+    req.headers.Set("Cookie", cookie);
+    return oauth_->Handle(req);
+  }
+
+  // The text of an error page's paragraph, its entities read back.
+  static std::string PageText(const std::string& body) {
+    size_t at = body.find("<p>"), end = body.find("</p>");
+    if (at == std::string::npos || end == std::string::npos) return body;
+    std::string text = body.substr(at + 3, end - at - 3), out;
+    for (size_t k = 0; k < text.size(); ++k) {
+      if (text.compare(k, 5, "&#39;") == 0) { out += '\''; k += 4; }
+      else if (text.compare(k, 6, "&quot;") == 0) { out += '"'; k += 5; }
+      else if (text.compare(k, 4, "&lt;") == 0) { out += '<'; k += 3; }
+      else if (text.compare(k, 4, "&gt;") == 0) { out += '>'; k += 3; }
+      else if (text.compare(k, 5, "&amp;") == 0) { out += '&'; k += 4; }
+      else out += text[k];
+    }
+    return out;
+  }
+
+  std::map<std::string, FetchedDocument> documents_;
+  std::vector<std::string> fetched_;
+  std::function<void(const std::string& url)> during_fetch_;
+};
+
+TEST_F(OAuthDocumentTest, TheMetadataOffersDocumentsOnlyWhenTheDaemonReadsThem) {
+  Response as = oauth_->Handle(Make("GET", "/.well-known/oauth-authorization-server"));
+  EXPECT_EQ(json::parse(as.body)["client_id_metadata_document_supported"], true);
+  OAuthServer plain(*id_, *web_, OAuthOptions{});
+  EXPECT_EQ(json::parse(plain.Handle(Make("GET", "/.well-known/oauth-authorization-server")).body)
+                ["client_id_metadata_document_supported"],
+            false);
+  Request req = Make("GET", AuthorizeTarget(Encoded(kUrl)));
+  req.headers.Set("Cookie", cookie_);
+  Response page = plain.Handle(req);
+  EXPECT_EQ(page.status, 400);
+  EXPECT_EQ(PageText(page.body), "client_id: this isb does not read client metadata documents (isb serve "
+                                 "--no-oauth-client-documents); register the client at http://isb.test:8092/oauth/register");
+}
+
+TEST_F(OAuthDocumentTest, ADocumentsClientIsReadOnceGrantedAndExchangesItsCode) {
+  documents_[kUrl] = Document(kUrl);
+  Response anonymous = Show(kUrl, false);
+  EXPECT_EQ(anonymous.status, 401);
+  EXPECT_NE(anonymous.body.find("A client published at <strong>app.example.com</strong> asks"), std::string::npos);
+  EXPECT_TRUE(fetched_.empty());  // nothing is fetched for someone not signed in
+
+  Response page = Show(kUrl);
+  ASSERT_EQ(page.status, 200) << page.body;
+  EXPECT_NE(page.body.find("<strong>Doc &lt;App&gt;</strong> asks"), std::string::npos);
+  EXPECT_NE(page.body.find("<p>The name is what <strong>app.example.com</strong> publishes for this client at <code>"
+                           "https://app.example.com/oauth/client.json</code>; the answer goes to a program on your "
+                           "computer, and any program there can use this name: allow it only if you just started "
+                           "this client yourself.</p>"),
+            std::string::npos)
+      << page.body;
+  Response back = Answer(RequestId(page.body), "org=acme&role=member&decision=approve");
+  ASSERT_EQ(back.status, 302) << back.body;
+  Response tokens = Exchange(Encoded(kUrl), CodeOf(back), kVerifier);
+  ASSERT_EQ(tokens.status, 200) << tokens.body;
+  EXPECT_EQ(json::parse(tokens.body)["scope"], "member");
+
+  // Fresh for max-age=600: the second consent page reads the stored copy.
+  EXPECT_EQ(Show(kUrl).status, 200);
+  EXPECT_EQ(fetched_, std::vector<std::string>{kUrl});
+  // Stale: fetched again, and what it says now is what counts.
+  ASSERT_TRUE(db_->Exec("UPDATE oauth_clients SET document_expires_at = 1").ok());
+  documents_[kUrl] = Document(kUrl);
+  documents_[kUrl].body = R"({"client_id":")" + std::string(kUrl) +
+                          R"(","client_name":"Doc","redirect_uris":["https://app.example.com/cb"]})";
+  Response moved = Show(kUrl);
+  EXPECT_EQ(moved.status, 400);
+  EXPECT_EQ(PageText(moved.body),
+            "redirect_uri: not one of the redirect_uris in the metadata document at " + std::string(kUrl));
+  EXPECT_EQ(fetched_.size(), 2u);
+  EXPECT_EQ(events_, (std::vector<std::string>{"oauth_client_document  ok", "oauth_grant acme ok",
+                                               "oauth_token acme ok", "oauth_client_document  ok"}));
+}
+
+TEST_F(OAuthDocumentTest, EachBadDocumentIsRefusedWithWhatWasWrongAndAudited) {
+  const std::string at = "client_id: the metadata document at ";
+  auto refused = [&](const std::string& path, FetchedDocument doc) {
+    const std::string url = "https://app.example.com/" + path;
+    if (doc.status != 0) documents_[url] = std::move(doc);
+    Response page = Show(url);
+    EXPECT_EQ(page.status, 400) << path;
+    return PageText(page.body);
+  };
+  FetchedDocument other = Document("https://app.example.com/other.json");
+  EXPECT_EQ(refused("a.json", other), at + "https://app.example.com/a.json: client_id: the document names another "
+                                           "client_id, not its own URL");
+  EXPECT_EQ(refused("b.json", {302, "text/html", "", ""}),
+            at + "https://app.example.com/b.json answered HTTP 302 (a redirect): isb reads a client's metadata only "
+                 "at its own URL");
+  EXPECT_EQ(refused("c.json", {404, "application/json", "", "{}"}),
+            at + "https://app.example.com/c.json answered HTTP 404, not 200");
+  FetchedDocument html = Document("https://app.example.com/d.json");
+  html.content_type = "text/html";
+  EXPECT_EQ(refused("d.json", html), at + "https://app.example.com/d.json is served as 'text/html', not as JSON "
+                                          "(application/json)");
+  EXPECT_EQ(refused("e.json", Document("https://app.example.com/e.json", R"(,"client_secret":"s")")),
+            at + "https://app.example.com/e.json: client_secret: a metadata document's client is public and has no "
+                 "secret");
+  EXPECT_EQ(refused("f.json", {}), at + "https://app.example.com/f.json could not be fetched: host "
+                                        "app.example.com:443: connection refused");
+  FetchedDocument typed = Document("https://app.example.com/g.json");
+  typed.content_type = "application/oauth-client+json";
+  documents_["https://app.example.com/g.json"] = typed;
+  EXPECT_EQ(Show("https://app.example.com/g.json").status, 200);
+  // A URL that is not one is refused before anything is fetched.
+  EXPECT_EQ(refused("", {}), "client_id: the URL needs a path naming the document (https://HOST/PATH)");
+  EXPECT_EQ(fetched_.size(), 7u);
+  EXPECT_EQ(events_, (std::vector<std::string>{
+                         "oauth_client_document  invalid_argument", "oauth_client_document  invalid_argument",
+                         "oauth_client_document  invalid_argument", "oauth_client_document  invalid_argument",
+                         "oauth_client_document  invalid_argument", "oauth_client_document  invalid_argument",
+                         "oauth_client_document  ok"}));
+  // A refused document leaves no client behind to exchange codes for.
+  EXPECT_EQ(id_->oauth().Client("https://app.example.com/a.json").error().code, Code::kNotFound);
+}
+
+TEST_F(OAuthDocumentTest, FetchesArePacedPerPersonAndAnUnrecordedFetchIsNotUsed) {
+  Rebuild(2);
+  for (const char* path : {"a.json", "b.json", "c.json"})
+    documents_[std::string("https://app.example.com/") + path] =
+        Document(std::string("https://app.example.com/") + path);
+  EXPECT_EQ(Show("https://app.example.com/a.json").status, 200);
+  audit_down_ = true;
+  Response unrecorded = Show("https://app.example.com/b.json");
+  EXPECT_EQ(unrecorded.status, 503);
+  EXPECT_EQ(PageText(unrecorded.body), "client_id: the audit log could not record it (disk full)");
+  audit_down_ = false;
+  Response paced = Show("https://app.example.com/c.json");
+  EXPECT_EQ(paced.status, 429);
+  EXPECT_TRUE(PageText(paced.body).starts_with(
+      "client_id: 2 client metadata documents were fetched for you this hour; try again in "))
+      << paced.body;
+  // The copy read while the audit log was down is stale at once: it is fetched again (and paced).
+  EXPECT_EQ(Show("https://app.example.com/b.json").status, 429);
+  EXPECT_EQ(fetched_.size(), 2u);
+}
+
+TEST_F(OAuthDocumentTest, TheConsentPageSaysWhereTheAnswerGoesWhenThePublisherCannotVouchForIt) {
+  const std::string same = "https://app.example.com/cb", other = "https://elsewhere.example/cb";
+  documents_[kUrl] = Document(kUrl);
+  documents_[kUrl].body = R"({"client_id":")" + std::string(kUrl) + R"(","client_name":"Doc","redirect_uris":[")" +
+                          same + R"(",")" + other + "\"]}";
+  Response own = Show(kUrl, true, same);
+  ASSERT_EQ(own.status, 200) << own.body;
+  EXPECT_NE(own.body.find("publishes for this client at <code>https://app.example.com/oauth/client.json</code>; allow "
+                          "it only if you trust that site and just started this client yourself.</p>"),
+            std::string::npos)
+      << own.body;
+  Response elsewhere = Show(kUrl, true, other);
+  ASSERT_EQ(elsewhere.status, 200) << elsewhere.body;
+  EXPECT_NE(elsewhere.body.find("publishes for this client at <code>https://app.example.com/oauth/client.json</code>; "
+                                "the answer goes to <strong>elsewhere.example</strong>, not to app.example.com: allow "
+                                "it only if you just started this client yourself.</p>"),
+            std::string::npos)
+      << elsewhere.body;
+}
+
+TEST_F(OAuthDocumentTest, OneFetchAPersonAtATimeAndFourInAll) {
+  std::vector<std::string> cookies = {cookie_};
+  for (const char* name : {"bob", "carol", "dave", "erin"}) {
+    const int64_t user = NewUser(name, "acme", identity::Role::kMember);
+    auto session = id_->sessions().Create(user, "127.0.0.1", "test");
+    ASSERT_TRUE(session.ok());
+    cookies.push_back(std::string(kSessionCookie) + "=" + session->secret);
+  }
+  auto url = [](size_t i) { return "https://app.example.com/c" + std::to_string(i) + ".json"; };
+  for (size_t i = 0; i < 5; ++i) documents_[url(i)] = Document(url(i));
+  std::vector<std::pair<int, std::string>> refused;
+  // Each fetch, while it runs, has the next person open a consent page: the fourth finds every slot taken.
+  during_fetch_ = [&](const std::string&) {
+    const size_t running = fetched_.size();
+    if (running == 1) {
+      Response again = ShowAs(url(1), cookies[0]);
+      refused.emplace_back(again.status, PageText(again.body));
+    }
+    Response next = ShowAs(url(running), cookies[running]);
+    if (running == 4) refused.emplace_back(next.status, PageText(next.body));
+    else EXPECT_EQ(next.status, 200) << next.body;
+  };
+  EXPECT_EQ(ShowAs(url(0), cookies[0]).status, 200);
+  EXPECT_EQ(fetched_.size(), 4u);
+  EXPECT_EQ(refused, (std::vector<std::pair<int, std::string>>{
+                         {429, "client_id: a client metadata document is being fetched for you already; try again "
+                               "when it is done"},
+                         {503, "client_id: isb is reading other clients' metadata documents; try again in a few "
+                               "seconds"}}));
+  // Once they are done, each slot is free again.
+  during_fetch_ = nullptr;
+  EXPECT_EQ(ShowAs(url(4), cookies[4]).status, 200);
+  EXPECT_EQ(fetched_.size(), 5u);
+}
+
 }  // namespace
 }  // namespace isb::api

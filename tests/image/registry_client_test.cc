@@ -405,9 +405,9 @@ TEST(ParseHostRule, ReadsHostsAndPortsAndRefusesTheRest) {
   EXPECT_EQ(ParseHostRule("Registry.Internal")->port, std::nullopt);
   EXPECT_EQ(ParseHostRule("[fd00::1]:443")->port, 443);
   EXPECT_EQ(ParseHostRule("reg:99999").error().message,
-            "registry host 'reg:99999' has an invalid port (expected HOST or HOST:PORT)");
+            "host 'reg:99999' has an invalid port (expected HOST or HOST:PORT)");
   EXPECT_EQ(ParseHostRule(":5000").error().message,
-            "registry host ':5000' has no valid host (expected HOST or HOST:PORT)");
+            "host ':5000' has no valid host (expected HOST or HOST:PORT)");
 }
 
 }  // namespace
