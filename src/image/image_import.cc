@@ -191,10 +191,14 @@ Result<std::vector<ImageRecord>> ImageService::Import(const std::string& org, co
         }
       }
       if (IsIndexType(d.media_type)) {
-        ISB_ASSIGN_OR_RETURN(std::string nested, ReadIn(dir, BlobName(d.digest), kMaxManifestBytes));
-        if (DigestOf(nested, d.digest.algorithm) != d.digest) return Bad(path, d.digest.str() + ": digest mismatch");
-        ISB_ASSIGN_OR_RETURN(ImageIndex inner, ParseIndex(nested));
-        ISB_ASSIGN_OR_RETURN(d, SelectPlatform(inner, HostPlatform()));
+        IndexLoader load = [&](const Descriptor& nested) -> Result<ImageIndex> {
+          ISB_ASSIGN_OR_RETURN(std::string bytes, ReadIn(dir, BlobName(nested.digest), kMaxManifestBytes));
+          if (DigestOf(bytes, nested.digest.algorithm) != nested.digest)
+            return Bad(path, nested.digest.str() + ": digest mismatch");
+          return ParseIndex(bytes);
+        };
+        ISB_ASSIGN_OR_RETURN(ImageIndex inner, load(d));
+        ISB_ASSIGN_OR_RETURN(d, SelectPlatformNested(inner, HostPlatform(), load));
       }
       ISB_ASSIGN_OR_RETURN(std::string bytes, ReadIn(dir, BlobName(d.digest), kMaxManifestBytes));
       if (DigestOf(bytes, d.digest.algorithm) != d.digest)

@@ -187,7 +187,17 @@ Result<ImageRecord> ImageService::PullOnce(const std::string& org, const std::st
   ISB_ASSIGN_OR_RETURN(FetchedManifest fetched, client->FetchManifest(ref));
   if (IsIndexType(fetched.media_type)) {
     ISB_ASSIGN_OR_RETURN(ImageIndex index, ParseIndex(fetched.bytes));
-    ISB_ASSIGN_OR_RETURN(Descriptor chosen, SelectPlatform(index, HostPlatform()));
+    // An index listed by the index is fetched by its digest (which the registry client checks) from this repository.
+    IndexLoader load = [&](const Descriptor& d) -> Result<ImageIndex> {
+      ImageReference inner = ref;
+      inner.digest = d.digest.str();
+      ISB_ASSIGN_OR_RETURN(FetchedManifest got, client->FetchManifest(inner));
+      if (!IsIndexType(got.media_type))
+        return Error::Of(Code::kInvalidArgument, "image '" + ref.str() + "': " + d.digest.str() +
+                                                     " is listed as an index but is not one");
+      return ParseIndex(got.bytes);
+    };
+    ISB_ASSIGN_OR_RETURN(Descriptor chosen, SelectPlatformNested(index, HostPlatform(), load));
     ImageReference by_digest = ref;
     by_digest.digest = chosen.digest.str();
     ISB_ASSIGN_OR_RETURN(fetched, client->FetchManifest(by_digest));

@@ -2,6 +2,8 @@
 // names the field by its path ("manifest: layers[2].size: ...").
 #include "image/manifest.h"
 
+#include <optional>
+
 #include <sys/utsname.h>
 
 #include <set>
@@ -305,6 +307,36 @@ Result<Descriptor> SelectPlatform(const ImageIndex& index, const Platform& host)
     return Error::Of(Code::kNotFound, "image index has no manifest for " + host.str() + " (it has: " +
                                           (have.empty() ? "none" : have) + ")");
   return *best;
+}
+
+namespace {
+
+// The host's manifest somewhere under `index` (depth levels below the top), or nullopt when there is none.
+Result<std::optional<Descriptor>> FindNested(const ImageIndex& index, const Platform& host, const IndexLoader& load,
+                                             int depth, int& read) {
+  if (Result<Descriptor> here = SelectPlatform(index, host); here.ok()) return std::optional<Descriptor>(*here);
+  for (const Descriptor& d : index.manifests) {
+    if (!IsIndexType(d.media_type)) continue;
+    if (depth + 1 > kMaxIndexDepth)
+      return Error::Of(Code::kInvalidArgument, "image index: indexes nested more than " +
+                                                   std::to_string(kMaxIndexDepth) + " deep");
+    if (++read > kMaxIndexesRead)
+      return Error::Of(Code::kInvalidArgument, "image index: more than " + std::to_string(kMaxIndexesRead) +
+                                                   " nested indexes to read");
+    ISB_ASSIGN_OR_RETURN(ImageIndex inner, load(d));
+    ISB_ASSIGN_OR_RETURN(std::optional<Descriptor> found, FindNested(inner, host, load, depth + 1, read));
+    if (found) return found;
+  }
+  return std::optional<Descriptor>();
+}
+
+}  // namespace
+
+Result<Descriptor> SelectPlatformNested(const ImageIndex& index, const Platform& host, const IndexLoader& load) {
+  int read = 0;
+  ISB_ASSIGN_OR_RETURN(std::optional<Descriptor> found, FindNested(index, host, load, 0, read));
+  if (found) return *found;
+  return SelectPlatform(index, host);  // its error: what the top index has
 }
 
 Status CheckConfigMatches(const ImageManifest& manifest, const ImageConfig& config) {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -97,6 +98,17 @@ Result<ImageConfig> ParseImageConfig(std::string_view bytes);
 // older one the host runs (a v7 host runs v6 and v5 images); arm64's variant v8 is the same as none. Entries of
 // nested indexes and of other platforms are passed over. Errors (kNotFound) name the host and what the index has.
 Result<Descriptor> SelectPlatform(const ImageIndex& index, const Platform& host);
+
+// An index may list other indexes (an index of multi-platform images, as some build tools write): how deep isb looks
+// and how many it reads for one image.
+inline constexpr int kMaxIndexDepth = 4;
+inline constexpr int kMaxIndexesRead = 16;
+// Reads the index a descriptor names (verified against its digest by the caller's store or registry).
+using IndexLoader = std::function<Result<ImageIndex>(const Descriptor& index)>;
+// SelectPlatform, and when `index` has no manifest for `host`, the same in the indexes it lists, in their order,
+// depth first: the first that has one. Errors: SelectPlatform's for the top index when none has one; kInvalidArgument
+// past kMaxIndexDepth levels or kMaxIndexesRead indexes (an index that lists itself ends there); the loader's.
+Result<Descriptor> SelectPlatformNested(const ImageIndex& index, const Platform& host, const IndexLoader& load);
 
 // Whether `config` belongs to `manifest`: one diff_id per layer. Errors (kInvalidArgument) give both counts.
 Status CheckConfigMatches(const ImageManifest& manifest, const ImageConfig& config);

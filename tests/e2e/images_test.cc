@@ -286,6 +286,11 @@ TEST_F(ImagesTest, AnIndexResolvesToTheHostsPlatformAndALoopbackRegistryNeedsThe
   ASSERT_TRUE(index.ok()) << index.error().message;
   json pulled = MustTool("image_pull", {{"ref", registry_->host() + "/test/busybox:multi"}});
   EXPECT_EQ(pulled["digest"], digest_) << pulled.dump();
+  // An index of indexes (as some build tools push): the host's manifest is found one level down.
+  auto outer = registry_->PushOuterIndex("test/busybox", *index, "nested");
+  ASSERT_TRUE(outer.ok()) << outer.error().message;
+  json nested = MustTool("image_pull", {{"ref", registry_->host() + "/test/busybox:nested"}});
+  EXPECT_EQ(nested["digest"], digest_) << nested.dump();
 }
 
 TEST_F(ImagesTest, ADebianRootfsMadeByMmdebstrapRunsAptAndPython) {

@@ -12,6 +12,9 @@
 #   make_test_image.sh index REGISTRY REPO AMD64_DIGEST ARM64_DIGEST TAG CAFILE [USER:PASSWORD]
 #                                                  PUTs an OCI index of the two manifests (linux/amd64, linux/arm64/v8)
 #                                                  as REPO:TAG; prints its digest
+#   make_test_image.sh outer REGISTRY REPO INDEX_DIGEST TAG CAFILE [USER:PASSWORD]
+#                                                  PUTs an OCI index whose one entry is the index INDEX_DIGEST (an
+#                                                  index of indexes) as REPO:TAG; prints its digest
 set -euo pipefail
 
 die() { echo "make_test_image.sh: $*" >&2; exit 1; }
@@ -73,9 +76,25 @@ index() {
   printf 'sha256:%s' "$(printf %s "$body" | sha256sum | cut -d' ' -f1)"
 }
 
+outer() {
+  local registry=$1 repo=$2 inner=$3 tag=$4 cafile=$5 creds=${6:-}
+  local auth=() size body
+  [[ -n $creds ]] && auth=(-u "$creds")
+  size=$(curl -sfS --cacert "$cafile" "${auth[@]}" -H 'Accept: application/vnd.oci.image.index.v1+json' \
+    "https://$registry/v2/$repo/manifests/$inner" | wc -c)
+  body=$(jq -cjn --arg d "$inner" --argjson s "$size" \
+    '{schemaVersion: 2, mediaType: "application/vnd.oci.image.index.v1+json", manifests: [
+       {mediaType: "application/vnd.oci.image.index.v1+json", digest: $d, size: $s}]}')
+  printf %s "$body" | curl -sfS --cacert "$cafile" "${auth[@]}" -X PUT \
+    -H 'Content-Type: application/vnd.oci.image.index.v1+json' --data-binary @- \
+    "https://$registry/v2/$repo/manifests/$tag" >/dev/null
+  printf 'sha256:%s' "$(printf %s "$body" | sha256sum | cut -d' ' -f1)"
+}
+
 case ${1:-} in
   build) [[ $# -eq 2 ]] || die "usage: build WORK"; build "$2" ;;
   push) [[ $# -ge 5 ]] || die "usage: push WORK TAG DEST CERTDIR [USER:PASSWORD] [oci|docker|zstd]"; shift; push "$@" ;;
   index) [[ $# -ge 7 ]] || die "usage: index REGISTRY REPO AMD64_DIGEST ARM64_DIGEST TAG CAFILE [USER:PASSWORD]"; shift; index "$@" ;;
-  *) die "usage: build | push | index (see the comment at the top)" ;;
+  outer) [[ $# -ge 6 ]] || die "usage: outer REGISTRY REPO INDEX_DIGEST TAG CAFILE [USER:PASSWORD]"; shift; outer "$@" ;;
+  *) die "usage: build | push | index | outer (see the comment at the top)" ;;
 esac

@@ -140,6 +140,46 @@ TEST(ParseIndex, Arm64WithoutAVariantIsV8) {
   EXPECT_EQ(SelectPlatform(index, Platform{"linux", "arm64", "v8"})->digest.str(), kB);
 }
 
+TEST(ParseIndex, AnIndexOfIndexesIsSearchedDepthFirstWithinBounds) {
+  const std::string kD = "sha256:" + std::string(64, 'd');
+  const Digest inner_a = *ParseDigest(kC), inner_b = *ParseDigest(kB);
+  auto entry = [](const std::string& digest, std::optional<Platform> platform, std::string_view type) {
+    return Descriptor{std::string(type), *ParseDigest(digest), 10, std::move(platform)};
+  };
+  // The top lists two indexes: the first has only arm/v7, the second amd64.
+  ImageIndex top{std::string(media::kOciIndex),
+                 {entry(kC, std::nullopt, media::kOciIndex), entry(kB, std::nullopt, media::kOciIndex)}};
+  std::vector<std::string> read;
+  IndexLoader load = [&](const Descriptor& d) -> Result<ImageIndex> {
+    read.push_back(d.digest.str());
+    if (d.digest == inner_a)
+      return ImageIndex{std::string(media::kOciIndex), {entry(kD, Platform{"linux", "arm", "v7"}, media::kOciManifest)}};
+    if (d.digest == inner_b)
+      return ImageIndex{std::string(media::kOciIndex), {entry(kA, Platform{"linux", "amd64", ""}, media::kOciManifest)}};
+    return Error::Of(Code::kNotFound, "no such index");
+  };
+  Result<Descriptor> amd64 = SelectPlatformNested(top, Platform{"linux", "amd64", ""}, load);
+  ASSERT_TRUE(amd64.ok()) << amd64.error().message;
+  EXPECT_EQ(amd64->digest.str(), kA);
+  EXPECT_EQ(read, (std::vector<std::string>{kC, kB}));
+  read.clear();
+  EXPECT_EQ(SelectPlatformNested(top, Platform{"linux", "arm", "v7"}, load)->digest.str(), kD);
+  EXPECT_EQ(read, std::vector<std::string>{kC});  // found in the first: the second is not read
+  EXPECT_EQ(SelectPlatformNested(top, Platform{"linux", "s390x", ""}, load).error().message,
+            "image index has no manifest for linux/s390x (it has: none)");
+
+  // An index that lists itself ends at the depth bound; one listing many indexes at the count bound.
+  ImageIndex self{std::string(media::kOciIndex), {entry(kC, std::nullopt, media::kOciIndex)}};
+  IndexLoader again = [&](const Descriptor&) -> Result<ImageIndex> { return self; };
+  EXPECT_EQ(SelectPlatformNested(self, Platform{"linux", "amd64", ""}, again).error().message,
+            "image index: indexes nested more than 4 deep");
+  ImageIndex wide{std::string(media::kOciIndex), {}};
+  for (int i = 0; i < 17; ++i) wide.manifests.push_back(entry(kC, std::nullopt, media::kOciIndex));
+  IndexLoader empty = [](const Descriptor&) -> Result<ImageIndex> { return ImageIndex{std::string(media::kOciIndex), {}}; };
+  EXPECT_EQ(SelectPlatformNested(wide, Platform{"linux", "amd64", ""}, empty).error().message,
+            "image index: more than 16 nested indexes to read");
+}
+
 TEST(ParseIndex, RefusesAManifestAndAnEntryWithoutPlatformFields) {
   EXPECT_EQ(ParseIndex(kDockerManifest).error().message, "index.mediaType: is an image manifest, not an index");
   EXPECT_EQ(ParseIndex(R"({"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json",

@@ -189,4 +189,12 @@ Result<std::string> TestRegistry::PushIndex(const std::string& repo, const std::
   return out;
 }
 
+Result<std::string> TestRegistry::PushOuterIndex(const std::string& repo, const std::string& inner,
+                                                 const std::string& tag) const {
+  std::string out;
+  std::string creds = basic_auth_ ? std::string(kTestUser) + ":" + kTestPassword : "";
+  ISB_TRY(Run({ISB_MAKE_TEST_IMAGE, "outer", host(), repo, inner, tag, ca_file(), creds}, &out));
+  return out;
+}
+
 }  // namespace isb::image::testing

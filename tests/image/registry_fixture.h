@@ -71,6 +71,8 @@ class TestRegistry {
   // Puts an OCI index of the two manifests as REPO:TAG; its digest.
   Result<std::string> PushIndex(const std::string& repo, const std::string& amd64, const std::string& arm64,
                                 const std::string& tag) const;
+  // An index whose one entry is the index `inner` (an index of indexes), as REPO:TAG; its digest.
+  Result<std::string> PushOuterIndex(const std::string& repo, const std::string& inner, const std::string& tag) const;
 
  private:
   TestRegistry(TempDir dir, bool basic_auth) : dir_(std::move(dir)), basic_auth_(basic_auth) {}
