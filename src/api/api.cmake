@@ -53,6 +53,10 @@ target_link_libraries(isb_http PUBLIC isb_api)
 # Beast and Asio as headers only, without the deprecated pieces.
 target_compile_definitions(isb_http PRIVATE BOOST_ASIO_NO_DEPRECATED)
 
+# Every tool family in one registry (all_tools.h): the daemon, the docs generator and the role matrix share the list.
+add_library(isb_tools STATIC src/api/all_tools.cc)
+target_link_libraries(isb_tools PUBLIC isb_image_api)
+
 add_executable(isb_api_tests
   tests/api/fake_sandboxes.cc
   tests/api/json_schema_test.cc
@@ -80,7 +84,7 @@ add_executable(isb_api_tests
   tests/api/event_bus_test.cc
   tests/api/events_http_test.cc
   tests/api/websocket_session_test.cc)
-target_link_libraries(isb_api_tests PRIVATE isb_http isb_image_api GTest::gtest_main)
+target_link_libraries(isb_api_tests PRIVATE isb_http isb_tools GTest::gtest_main)
 target_include_directories(isb_api_tests PRIVATE ${CMAKE_SOURCE_DIR}/tests)
 gtest_discover_tests(isb_api_tests DISCOVERY_MODE PRE_TEST)
 

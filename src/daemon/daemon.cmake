@@ -32,7 +32,7 @@ if(TARGET isb_api)
   target_sources(isb_daemon PRIVATE src/daemon/serve.cc src/daemon/serve_secrets.cc src/daemon/audit_writer.cc src/daemon/serve_images.cc
                  src/daemon/client_documents.cc src/daemon/preview_proxy.cc src/daemon/preview_service.cc
                  src/daemon/daemon_metrics.cc)
-  target_link_libraries(isb_daemon PUBLIC isb_http isb_image_api)
+  target_link_libraries(isb_daemon PUBLIC isb_http isb_tools)
   # The daemon's secrets: the broker between store and proxy filter, and what isb serve does with leaks and uses.
   isb_tests(isb_daemon_secrets_tests LIBS isb_daemon SOURCES tests/daemon/secret_broker_test.cc
             tests/daemon/serve_secrets_test.cc tests/daemon/audit_writer_test.cc)

@@ -16,7 +16,7 @@
 #include <cstring>
 #include <thread>
 
-#include "api/audit_tools.h"
+#include "api/all_tools.h"
 #include "api/event_bus.h"
 #include "api/events_stream.h"
 #include "api/http_server.h"
@@ -24,12 +24,8 @@
 #include "api/mcp.h"
 #include "api/registry.h"
 #include "api/rest.h"
-#include "api/identity_tools.h"
-#include "api/org_tools.h"
 #include "api/preview_host.h"
-#include "api/preview_tools.h"
 #include "api/sandbox_tools.h"
-#include "api/secret_tools.h"
 #include "api/terminal_socket.h"
 #include "api/oauth_server.h"
 #include "daemon/client_documents.h"
@@ -312,19 +308,22 @@ int Serve(const ServeOptions& options) {
     return registry.Authorize(*get, ctx);
   };
   sandbox_tools.resolve_image = ImageResolver(*images);
-  if (auto st = api::AddSandboxTools(registry, manager, sandbox_tools); !st.ok()) return Fail(st.error().message);
-  // --allow-tools / --deny-tools: what callers of the HTTP listener see and may call (the unix socket: everything).
-  if (auto st = api::AddPreviewTools(registry, manager, previews.access()); !st.ok()) return Fail(st.error().message);
-  registry.SetToolFilter([policy = options.tool_policy](std::string_view tool) { return policy.Allows(tool); });
-  if (auto st = api::AddIdentityTools(registry, **identity); !st.ok()) return Fail(st.error().message);
-  if (auto st = api::AddOrgTools(registry, **identity); !st.ok()) return Fail(st.error().message);
-  registry.SetOrgCheck([store = identity->get()](std::string_view org) { return store->orgs().Get(org).ok(); });
-  if (auto st = api::AddAuditTools(registry, **audit_log, **history, manager); !st.ok()) return Fail(st.error().message);
-  if (auto st = api::AddSecretTools(registry, (*daemon_secrets)->store()); !st.ok()) return Fail(st.error().message);
-  if (auto st = AddDaemonImageTools(registry, *images, manager, (*daemon_secrets)->store(),
-                                    sandbox_tools.may_read_secrets, quota_of);
+  api::ImageToolOptions image_tools = DaemonImageToolOptions(*images, manager, (*daemon_secrets)->store(),
+                                                             sandbox_tools.may_read_secrets, quota_of);
+  if (auto st = api::RegisterAllTools(registry, {.sandboxes = manager,
+                                                 .previews = previews.access(),
+                                                 .identity = **identity,
+                                                 .audit_log = **audit_log,
+                                                 .history = **history,
+                                                 .secrets = (*daemon_secrets)->store(),
+                                                 .images = *images->service,
+                                                 .sandbox_options = std::move(sandbox_tools),
+                                                 .image_options = std::move(image_tools)});
       !st.ok())
     return Fail(st.error().message);
+  // --allow-tools / --deny-tools: what callers of the HTTP listener see and may call (the unix socket: everything).
+  registry.SetToolFilter([policy = options.tool_policy](std::string_view tool) { return policy.Allows(tool); });
+  registry.SetOrgCheck([store = identity->get()](std::string_view org) { return store->orgs().Get(org).ok(); });
   // Retention: both chains pruned now and then every prune_interval, on a thread that Stop joins.
   std::optional<audit::RetentionPruner> pruner;
   if (options.audit_retention) {

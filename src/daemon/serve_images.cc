@@ -1,5 +1,5 @@
-// The daemon's images, wired: tools over the service, users of an image from the sandbox list, snapshots through
-// the manager, registry logins from the secret store.
+// The daemon's images, wired: the tools' options over the service, users of an image from the sandbox list,
+// snapshots through the manager, registry logins from the secret store.
 #include "daemon/serve_images.h"
 
 #include "api/image_tools.h"
@@ -17,10 +17,10 @@ Result<DaemonImages> OpenDaemonImages(const std::string& state_dir, image::Regis
   return out;
 }
 
-Status AddDaemonImageTools(api::Registry& registry, DaemonImages& images, SandboxManager& manager,
-                           secrets::SecretStore& secrets,
-                           std::function<Status(const api::CallContext& ctx)> may_read_secrets,
-                           api::QuotaGate::Lookup quotas) {
+api::ImageToolOptions DaemonImageToolOptions(DaemonImages& images, SandboxManager& manager,
+                                             secrets::SecretStore& secrets,
+                                             std::function<Status(const api::CallContext& ctx)> may_read_secrets,
+                                             api::QuotaGate::Lookup quotas) {
   api::ImageToolOptions options;
   options.disk_quota = [&manager, quotas](const std::string& org) -> Result<std::optional<api::ImageDiskQuota>> {
     ISB_ASSIGN_OR_RETURN(identity::Quota q, quotas(org));
@@ -93,7 +93,7 @@ Status AddDaemonImageTools(api::Registry& registry, DaemonImages& images, Sandbo
     }));
     return std::move(*made);
   };
-  return api::AddImageTools(registry, *images.service, std::move(options));
+  return options;
 }
 
 std::function<Result<api::ResolvedImage>(const std::string& org, const std::string& ref)> ImageResolver(

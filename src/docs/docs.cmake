@@ -1,6 +1,6 @@
 # The generated reference: docs/tools.md from the tool registry, docs/cli.md from the CLI's flag definitions.
 add_library(isb_docs_render STATIC src/docs/tool_docs.cc src/docs/cli_docs.cc src/docs/docs_registry.cc)
-target_link_libraries(isb_docs_render PUBLIC isb_image_api isb_audit isb_identity isb_secrets_store isb_store
+target_link_libraries(isb_docs_render PUBLIC isb_tools isb_audit isb_identity isb_secrets_store isb_store
                       CLI11::CLI11)
 
 add_executable(isb_docs src/docs/main.cc)

@@ -5,15 +5,9 @@
 
 #include <filesystem>
 
-#include "api/audit_tools.h"
-#include "api/identity_tools.h"
-#include "api/image_tools.h"
-#include "api/org_tools.h"
+#include "api/all_tools.h"
 #include "api/preview_access.h"
-#include "api/preview_tools.h"
-#include "api/sandbox_tools.h"
 #include "api/sandboxes.h"
-#include "api/secret_tools.h"
 #include "api/spec_policy.h"
 #include "audit/history.h"
 #include "audit/log.h"
@@ -89,19 +83,15 @@ Result<std::unique_ptr<DocsRegistry>> DocsRegistry::Open() {
                                                                .extra_recipients = {}}));
   ISB_ASSIGN_OR_RETURN(p->images, image::ImageStore::Open(p->dir + "/images"));
   ISB_ASSIGN_OR_RETURN(p->image_service, image::ImageService::Create(*p->images, {}));
-  // As daemon/serve.cc registers them. The options that decide whether a tool exists are given (a snapshot);
-  // the rest only change what a call does.
-  api::Registry& r = p->registry;
-  ISB_TRY(api::AddSandboxTools(r, p->sandboxes, {.remote = &p->remote}));
-  ISB_TRY(api::AddPreviewTools(r, p->sandboxes, p->previews));
-  ISB_TRY(api::AddIdentityTools(r, *p->identity));
-  ISB_TRY(api::AddOrgTools(r, *p->identity));
-  ISB_TRY(api::AddAuditTools(r, *p->log, *p->history, p->sandboxes));
-  ISB_TRY(api::AddSecretTools(r, *p->secrets));
-  api::ImageToolOptions image_options;
-  image_options.snapshot = [](const std::string&, const std::string&,
-                              const std::string&) -> Result<image::ImageRecord> { return NotHere(); };
-  ISB_TRY(api::AddImageTools(r, *p->image_service, image_options));
+  // The tools daemon/serve.cc registers, over the throwaway stores and sandboxes that refuse.
+  ISB_TRY(api::RegisterAllTools(p->registry, {.sandboxes = p->sandboxes,
+                                              .previews = p->previews,
+                                              .identity = *p->identity,
+                                              .audit_log = *p->log,
+                                              .history = *p->history,
+                                              .secrets = *p->secrets,
+                                              .images = *p->image_service,
+                                              .sandbox_options = {.remote = &p->remote}}));
   return std::unique_ptr<DocsRegistry>(new DocsRegistry(std::move(p)));
 }
 

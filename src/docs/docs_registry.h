@@ -1,5 +1,6 @@
-// A registry with every tool `isb serve` registers, wired as daemon/serve.cc wires it but over throwaway stores and
-// no sandboxes: enough to read each tool's name, description, access and schemas, never to call one.
+// A registry with every tool `isb serve` registers (api::RegisterAllTools, as daemon/serve.cc calls it) but over
+// throwaway stores and no sandboxes: enough to read each tool's name, description, access and schemas, never to call
+// one.
 #pragma once
 
 #include <memory>

@@ -7,19 +7,17 @@
 #include <map>
 #include <set>
 
-#include "api/audit_tools.h"
+#include "api/all_tools.h"
 #include "api/fake_sandboxes.h"
-#include "api/identity_tools.h"
-#include "api/image_tools.h"
-#include "api/org_tools.h"
-#include "api/preview_tools.h"
 #include "api/principals.h"
-#include "api/sandbox_tools.h"
-#include "api/secret_tools.h"
 #include "audit/audit_fixture.h"
 #include "audit/history.h"
 #include "e2e/all_tools.h"
 #include "identity/store.h"
+#include "image/image_service.h"
+#include "image/image_store.h"
+#include "secrets/age_identity.h"
+#include "secrets/secret_store.h"
 
 namespace isb::api {
 namespace {
@@ -269,27 +267,26 @@ class RoleMatrixTest : public audit::testing::AuditDbTest {
     auto store = identity::IdentityStore::Open(*db_, {.state_dir = dir_});
     ASSERT_TRUE(store.ok()) << store.error().message;
     store_ = std::move(*store);
-    // As the daemon wires them (daemon/serve.cc), with fakes for the sandboxes.
-    ASSERT_TRUE(AddSandboxTools(registry_, sandboxes_, {.remote = &remote_}).ok());
-    ASSERT_TRUE(AddIdentityTools(registry_, *store_).ok());
-    ASSERT_TRUE(AddOrgTools(registry_, *store_).ok());
-    ASSERT_TRUE(AddAuditTools(registry_, *log_, *history_, sandboxes_).ok());
-    ASSERT_TRUE(AddPreviewTools(registry_, sandboxes_, previews_).ok());
     auto secrets = secrets::SecretStore::Open(
         {.dir = dir_ + "/secrets", .identity = secrets::AgeIdentity::Generate(), .extra_recipients = {}});
     ASSERT_TRUE(secrets.ok()) << secrets.error().message;
     secrets_ = std::move(*secrets);
-    ASSERT_TRUE(AddSecretTools(registry_, *secrets_).ok());
     auto images = image::ImageStore::Open(dir_ + "/images");
     ASSERT_TRUE(images.ok()) << images.error().message;
     images_ = std::move(*images);
     auto service = image::ImageService::Create(*images_, {});
     ASSERT_TRUE(service.ok()) << service.error().message;
     image_service_ = std::move(*service);
-    ImageToolOptions image_options;
-    image_options.snapshot = [](const std::string&, const std::string&, const std::string&)
-        -> Result<image::ImageRecord> { return Error::Of(Code::kInternal, "not in this test"); };
-    ASSERT_TRUE(AddImageTools(registry_, *image_service_, image_options).ok());
+    // The tools the daemon registers (daemon/serve.cc calls the same function), with fakes for the sandboxes.
+    Status wired = RegisterAllTools(registry_, {.sandboxes = sandboxes_,
+                                                .previews = previews_,
+                                                .identity = *store_,
+                                                .audit_log = *log_,
+                                                .history = *history_,
+                                                .secrets = *secrets_,
+                                                .images = *image_service_,
+                                                .sandbox_options = {.remote = &remote_}});
+    ASSERT_TRUE(wired.ok()) << wired.error().message;
   }
   void TearDown() override {
     image_service_.reset();
@@ -328,6 +325,17 @@ TEST_F(RoleMatrixTest, TheTableNamesEveryToolTheDaemonServes) {
   EXPECT_EQ(registered, tabled);
   EXPECT_EQ(listed, tabled);
   EXPECT_EQ(tabled.size(), 59u);
+}
+
+// RegisterAllTools registers the same tools whatever its options: a snapshot left unset refuses instead.
+TEST_F(RoleMatrixTest, AnUnsetSnapshotStillRegistersSandboxSnapshotWhichRefuses) {
+  CallContext ctx;
+  ctx.identity = Identity::Host();
+  ctx.org = kOrg;
+  auto r = registry_.Call("sandbox_snapshot", InputFor("sandbox_snapshot"), ctx);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, Code::kUnavailable);
+  EXPECT_EQ(r.error().message, "sandbox_snapshot: no snapshots here");
 }
 
 TEST_F(RoleMatrixTest, EachToolByEachRoleAndScope) {
