@@ -4,3 +4,5 @@
 foreach(target tool_input mcp rest sandbox_spec)
   isb_fuzz_target(${target} SOURCES tests/api/fake_sandboxes.cc LIBS isb_api)
 endforeach()
+# The exec control messages: a request as a sandbox's init reads it, an event as the daemon reads it.
+isb_fuzz_target(exec_message LIBS isb_engine)

@@ -34,7 +34,9 @@ Result<Fd> Connect(const std::string& path) {
   return fd;
 }
 
-Result<std::string> EncodeRequest(const ExecSpec& spec) {
+}  // namespace
+
+Result<std::string> EncodeExecRequest(const ExecSpec& spec) {
   if (spec.argv.empty() || spec.argv[0].empty()) return Error::Of(Code::kInvalidArgument, "argv[0]: must name a command");
   std::string strings;
   auto add = [&](const std::string& s) -> Status {
@@ -61,6 +63,8 @@ Result<std::string> EncodeRequest(const ExecSpec& spec) {
   }
   return msg + strings;
 }
+
+namespace {
 
 // Receives one event; a descriptor riding along (a terminal's master) lands in *fd, any further ones are closed.
 ssize_t ReceiveEvent(int sock, ExecEvent* e, Fd* fd) {
@@ -107,7 +111,7 @@ void Pump(Output& o, uint64_t limit, bool stream_all, const ExecSink& sink) {
 }  // namespace
 
 Result<ExecOutcome> ExecInSandbox(const std::string& control_path, const ExecSpec& spec, const ExecSink& sink) {
-  ISB_ASSIGN_OR_RETURN(std::string msg, EncodeRequest(spec));
+  ISB_ASSIGN_OR_RETURN(std::string msg, EncodeExecRequest(spec));
   ISB_ASSIGN_OR_RETURN(Fd sock, Connect(control_path));
   Pipe in, out, err;  // a terminal session fills them with its master once it starts
   if (!spec.tty) {
@@ -175,6 +179,8 @@ Result<ExecOutcome> ExecInSandbox(const std::string& control_path, const ExecSpe
       ExecEvent e{};
       Fd passed;
       ssize_t got = ReceiveEvent(sock.get(), &e, &passed);
+      if (got == static_cast<ssize_t>(sizeof e) && !DecodeExecEvent(&e, sizeof e, &e))
+        return Error::Of(Code::kUnavailable, "the sandbox's init sent an event of an unknown kind");
       if (got == static_cast<ssize_t>(sizeof e)) {
         if (e.kind == ExecEventKind::kStarted && spec.tty) {
           ISB_ASSIGN_OR_RETURN(Fd master, ExecTerminal::AdoptMaster(std::move(passed)));

@@ -54,4 +54,9 @@ using ExecSink = std::function<void(int stream, std::string_view data)>;
 // exits or times out (then its process group is killed). Code::kNotFound if the sandbox is not running.
 Result<ExecOutcome> ExecInSandbox(const std::string& control_path, const ExecSpec& spec, const ExecSink& sink);
 
+// The request init reads (exec_protocol.h) for `spec`: its argv, env, workdir, user and terminal size. Errors:
+// kInvalidArgument (no command, a NUL in a string, a terminal of no size), kTooLarge (over kExecMaxMessage, or more
+// than 4000 arguments or variables).
+Result<std::string> EncodeExecRequest(const ExecSpec& spec);
+
 }  // namespace isb::engine

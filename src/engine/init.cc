@@ -159,8 +159,8 @@ struct Launch {
   int fds[3];
   ExecRequestHeader h;
   const char* workdir;
-  char* argv[4096];
-  char* envp[4096];
+  char* argv[kExecMaxStrings + 1];
+  char* envp[kExecMaxStrings + 1];
   char path[4096];
   alignas(8) char message[kExecMaxMessage];
 };
@@ -245,20 +245,6 @@ int OpenTerminal(const ExecTtySize& size, int* master, int* fds) {
   *master = m;
   fds[0] = fds[1] = fds[2] = slave;
   return 0;
-}
-
-// Splits `count` NUL-terminated strings starting at *p (bounded by end) into out[]. Returns false if malformed.
-bool SplitStrings(char** p, const char* end, uint32_t count, char** out, size_t cap) {
-  if (count >= cap) return false;  // never count + 1: a count of 2^32 - 1 would wrap it to 0
-  for (uint32_t i = 0; i < count; ++i) {
-    char* s = *p;
-    char* nul = static_cast<char*>(::memchr(s, '\0', static_cast<size_t>(end - s)));
-    if (nul == nullptr) return false;
-    out[i] = s;
-    *p = nul + 1;
-  }
-  out[count] = nullptr;
-  return true;
 }
 
 // In the command's child (RawSyscall only: see Launch).
@@ -388,33 +374,21 @@ void HandleRequest(Session& s) {
     for (int i = 0; i < 3; ++i)
       if (fds[i] >= 0) ::close(fds[i]);
   };
-  ExecRequestHeader& h = l.h;
-  ExecTtySize size{};
-  bool ok = n >= static_cast<ssize_t>(sizeof h) && !(msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC));
-  if (ok) std::memcpy(&h, l.message, sizeof h);
-  const bool tty = ok && h.magic == kExecMagicTty;
-  const size_t extra = tty ? sizeof size : 0;
-  if (ok) {
-    ok = (h.magic == kExecMagic && nfds == 3) || (tty && nfds == 0);
-    ok = ok && h.argc > 0 && static_cast<size_t>(n) >= sizeof h + extra &&
-         sizeof h + extra + h.strings_len == static_cast<size_t>(n) && h.uid < 65536 && h.gid < 65536;
-  }
-  if (ok && tty) {
-    std::memcpy(&size, l.message + sizeof h, sizeof size);
-    ok = size.rows > 0 && size.cols > 0;
-  }
-  char* p = l.message + sizeof h + extra;
-  const char* end = l.message + n;
-  char* workdir[2] = {nullptr, nullptr};
-  ok = ok && SplitStrings(&p, end, h.argc, l.argv, 4096) && SplitStrings(&p, end, h.envc, l.envp, 4096) &&
-       SplitStrings(&p, end, 1, workdir, 2);
+  ExecRequestParts parts{};
+  const bool ok = n > 0 && !(msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) &&
+                  DecodeExecRequest(l.message, static_cast<size_t>(n), nfds, &parts, l.argv, l.envp,
+                                    kExecMaxStrings + 1);
   if (!ok) {
     close_fds();
     Send(s.fd, ExecEventKind::kFailed, EINVAL, 0);
     CloseSession(s);
     return;
   }
-  l.workdir = workdir[0];
+  ExecRequestHeader& h = l.h;
+  h = parts.header;
+  const bool tty = parts.tty;
+  const ExecTtySize size = parts.size;
+  l.workdir = parts.workdir;
   l.session_fd = s.fd;
   int master = -1;
   if (tty) {
