@@ -145,12 +145,18 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
   auto recheck = std::make_shared<std::string>("1m");
   cmd->add_option("--preview-recheck", *recheck, "How often a preview's viewer is checked again (membership)")
       ->capture_default_str();
+  auto response_timeout =
+      std::make_shared<std::string>(std::to_string(daemon::kPreviewResponseTimeout.count()) + "s");
+  cmd->add_option("--preview-response-timeout", *response_timeout,
+                  "How long a preview's app has to begin its response to a request; past it the browser gets 504 "
+                  "and the app's connection is closed")
+      ->capture_default_str();
   cmd->add_option("--audit-retention", *retention,
                   "Prune audit log and history rows older than this (at least 1h), at start and hourly; "
                   "off or 0: never prune")
       ->capture_default_str();
   AddPolicyOptions(cmd, *opts, *flags);
-  cmd->callback([opts, flags, reap, retention, recheck, exit_code] {
+  cmd->callback([opts, flags, reap, retention, recheck, response_timeout, exit_code] {
     auto every = ParseDuration(*recheck);
     if (!every.ok() || every->count() < 100) {
       std::fprintf(stderr, "isb serve: --preview-recheck: %s\n",
@@ -159,6 +165,14 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
       return;
     }
     opts->preview_recheck = std::chrono::duration_cast<std::chrono::milliseconds>(*every);
+    auto answer_within = ParseDuration(*response_timeout);
+    if (!answer_within.ok() || answer_within->count() < 100) {
+      std::fprintf(stderr, "isb serve: --preview-response-timeout: %s\n",
+                   answer_within.ok() ? "must be at least 100ms" : answer_within.error().message.c_str());
+      *exit_code = 2;
+      return;
+    }
+    opts->preview_response_timeout = *answer_within;
     auto interval = ParseDuration(*reap);
     if (!interval.ok() || interval->count() < 1000) {
       std::fprintf(stderr, "isb serve: --reap-interval: %s\n",

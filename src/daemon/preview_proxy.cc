@@ -3,6 +3,7 @@
 #include "daemon/preview_proxy.h"
 
 #include <arpa/inet.h>
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <boost/asio.hpp>
@@ -67,6 +68,8 @@ std::string_view ReasonOf(int status) {
       return "Bad Gateway";
     case 503:
       return "Service Unavailable";
+    case 504:
+      return "Gateway Timeout";
     case 505:
       return "HTTP Version Not Supported";
   }
@@ -131,6 +134,30 @@ bool IsLoopbackAddress(const std::string& address) {
   return !ec && a.is_loopback();
 }
 
+// How often a client with bytes waiting unread is looked at again for a hang-up, while its dial waits or runs.
+constexpr auto kHangUpRecheck = std::chrono::milliseconds(100);
+
+// Waits until the client of a connection whose dial waits or runs has hung up (its end of the connection ended or
+// reset), without reading a byte it may still send (the request's body, the next request): the kernel's POLLRDHUP
+// says so whatever bytes wait unread before the end. An empty socket is waited on until something comes; one with
+// bytes waiting would end such a wait at once, so it is looked at again every kHangUpRecheck instead of spinning.
+// False: cancelled (the parallel group ending once the dial has), or the socket closed here.
+asio::awaitable<bool> ClientHungUp(tcp::socket& client) {
+  asio::steady_timer later(co_await asio::this_coro::executor);
+  for (;;) {
+    pollfd p{client.native_handle(), POLLIN | POLLRDHUP, 0};
+    if (::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0) co_return true;
+    if ((p.revents & POLLIN) != 0) {
+      later.expires_after(kHangUpRecheck);
+      auto [ec] = co_await later.async_wait(kAwait);
+      if (ec) co_return false;
+      continue;
+    }
+    auto [ec] = co_await client.async_wait(tcp::socket::wait_read, kAwait);
+    if (ec) co_return false;
+  }
+}
+
 // A TCP socket's protocol, by the family of its own address.
 tcp ProtocolOf(int fd) {
   sockaddr_storage ss{};
@@ -150,6 +177,12 @@ void Refuse(Fd fd, int status, const std::string& why) {
 // A dial dropped before it started: its proxy stopped or its client is gone (no one reads the 502).
 constexpr char kDialDropped[] = "the preview has ended";
 
+// A duration in a message: "90 s", or "300 ms" when it is no whole number of seconds.
+std::string Spoken(std::chrono::milliseconds d) {
+  if (d.count() % 1000 == 0) return std::to_string(d.count() / 1000) + " s";
+  return std::to_string(d.count()) + " ms";
+}
+
 // What a dial worker hands back: the app's connection, or the 502's text.
 struct Dialed {
   Fd fd;
@@ -163,10 +196,12 @@ enum class Next { kClose, kAnother, kUpgraded };
 
 class PreviewProxy::Impl {
  public:
-  Impl(api::PreviewAccess& access, PreviewProxyOptions options, std::atomic<size_t>& open)
+  Impl(api::PreviewAccess& access, PreviewProxyOptions options, std::atomic<size_t>& open,
+       std::atomic<size_t>& dials)
       : access_(access),
         opts_(std::move(options)),
         open_(open),
+        dials_(dials),
         work_(asio::make_work_guard(ioc_)),
         dialers_(std::max<size_t>(opts_.dial_workers, 1)) {
     thread_ = std::thread([this] { ioc_.run(); });
@@ -260,8 +295,16 @@ class PreviewProxy::Impl {
   asio::awaitable<void> ServeRefused(std::shared_ptr<Conn> c, int status);
   // Reads until `buffer` holds a whole request head, or answers why not; nullopt: the connection is to end.
   asio::awaitable<std::optional<egress::HttpHead>> ReadHead(Conn& c, egress::RelayEnds& ends, std::string& buffer);
-  // Dials the preview's port in its sandbox on a dial worker; an answer for the client when that fails.
+  // Dials the preview's port in its sandbox on a dial worker; an answer for the client when that fails (none is
+  // sent once the client is gone: Conn::gone).
   asio::awaitable<std::string> Dial(std::shared_ptr<Conn> c, const api::PreviewHost& host);
+  // Ends once the client of `c` has hung up, having closed `c` (so its dial is dropped if no worker has taken it),
+  // or once `c` is closed here.
+  asio::awaitable<void> WatchHangUp(std::shared_ptr<Conn> c) {
+    // Awaited apart from the condition: g++ 12 miscompiles a co_await inside `&&` (an illegal instruction).
+    const bool hung_up = co_await ClientHungUp(c->client);
+    if (hung_up && !c->gone) c->Close();
+  }
   // Looks up the sandbox's namespace and dials the app in it: on a dial worker, blocking. (A member coroutine
   // with its argument by value, not a lambda's captures: g++ 12 frees those early.)
   asio::awaitable<Dialed> DialOnWorker(api::PreviewHost host, std::shared_ptr<Conn> c);
@@ -279,6 +322,7 @@ class PreviewProxy::Impl {
   api::PreviewAccess& access_;
   const PreviewProxyOptions opts_;
   std::atomic<size_t>& open_;
+  std::atomic<size_t>& dials_;  // the sum of dialing_
   api::PreviewFilter filter_;
   std::atomic<uint64_t> bytes_up_{0}, bytes_down_{0}, idle_closed_{0};
   asio::io_context ioc_{1};
@@ -331,6 +375,7 @@ asio::awaitable<Dialed> PreviewProxy::Impl::DialOnWorker(api::PreviewHost host, 
   if (stopped_ || c->gone) co_return Dialed{Fd(), kDialDropped};
   Result<Fd> dialed = DialLoopbackIn(netns->get(), host.port, opts_.dial_timeout);
   if (!dialed.ok()) co_return Dialed{Fd(), "nothing answers on " + where + ": " + dialed.error().message};
+  if (stopped_ || c->gone) co_return Dialed{Fd(), kDialDropped};  // the connection made is closed here
   co_return Dialed{std::move(*dialed), {}};
 }
 
@@ -344,11 +389,22 @@ asio::awaitable<std::string> PreviewProxy::Impl::Dial(std::shared_ptr<Conn> conn
                                 " preview connections waiting for its app; try again once one has connected");
   }
   ++dialing;
-  // The lookup (a database query) and the connect block: on a worker, resuming here with the connection.
-  Dialed dialed = co_await asio::co_spawn(dialers_, DialOnWorker(host, conn), asio::use_awaitable);
+  ++dials_;
+  // The lookup (a database query) and the connect block: on a worker, resuming here with the connection. Meanwhile
+  // a client that hangs up is closed at once (Conn::gone), so a worker that comes to its dial drops it unmade. No
+  // cancellation reaches the dial (nor so its worker's thread): the group waits for the worker, so the slot stays
+  // taken until the worker has dropped the dial or ended the one under way (the queue of a sandbox never grows past
+  // its cap, however fast clients come and go), and the connection it made is dropped with the group's result,
+  // closed, never handed on.
+  auto ended = co_await (asio::co_spawn(dialers_, DialOnWorker(host, conn),
+                                        asio::bind_cancellation_slot(asio::cancellation_slot(), asio::use_awaitable)) ||
+                         WatchHangUp(conn));
   if (--dialing_[host.sandbox] == 0) dialing_.erase(host.sandbox);
+  --dials_;
+  if (ended.index() == 1 || stopped_ || !c.client.is_open())
+    co_return PlainResponse(502, "Bad Gateway", kDialDropped);  // `ended` closes what was made
+  Dialed& dialed = std::get<0>(ended);
   if (!dialed.failure.empty()) co_return PlainResponse(502, "Bad Gateway", dialed.failure);
-  if (stopped_ || !c.client.is_open()) co_return PlainResponse(502, "Bad Gateway", "the preview has ended");
   boost::system::error_code ec;
   const tcp protocol = ProtocolOf(dialed.fd.get());
   c.app.assign(protocol, dialed.fd.get(), ec);
@@ -368,15 +424,28 @@ asio::awaitable<Next> PreviewProxy::Impl::Exchange(Conn& c, egress::RelayEnds& e
   buffer.erase(0, head.size);
   egress::PreparedMessage request = egress::PrepareRequest(filter_, exchange, std::move(as_sent), head);
   if (!(co_await egress::RelayMessage(client, app, buffer, request)).ok()) co_return Next::kClose;
-  // The response, after any interim ones (100 Continue); 101 ends the HTTP exchange.
+  // The response, after any interim ones (100 Continue); 101 ends the HTTP exchange. Until its first byte, the app
+  // has response_timeout; from there on only the idle watch holds.
+  const auto answer_by = std::chrono::steady_clock::now() + opts_.response_timeout;
+  bool begun = false;
   for (;;) {
+    begun = begun || !from_app.empty();
     egress::ResponseHeadResult r = egress::ParseResponseHead(from_app);
     if (r.kind == egress::ResponseHeadResult::kMalformed) {
       co_await Answer(c, PlainResponse(502, "Bad Gateway", "the app's response is malformed: " + r.reason));
       co_return Next::kClose;
     }
     if (r.kind == egress::ResponseHeadResult::kNeedMore) {
-      Result<size_t> n = co_await app.ReadInto(from_app, egress::kRelayPiece);
+      const auto by = begun ? std::chrono::steady_clock::time_point::max() : answer_by;
+      auto got = co_await (app.ReadInto(from_app, egress::kRelayPiece) || CloseAt(c.app, by));
+      if (got.index() == 1) {  // the app's connection is closed
+        co_await Answer(c, PlainResponse(504, "Gateway Timeout",
+                                         "port " + std::to_string(host.port) + " in sandbox " + host.sandbox +
+                                             " took the request but sent no response within " +
+                                             Spoken(opts_.response_timeout)));
+        co_return Next::kClose;
+      }
+      Result<size_t> n = std::get<0>(got);
       if (!n.ok() || *n == 0) {
         co_await Answer(c, PlainResponse(502, "Bad Gateway", "the app closed the connection without a response"));
         co_return Next::kClose;
@@ -435,7 +504,7 @@ asio::awaitable<void> PreviewProxy::Impl::Serve(std::shared_ptr<Conn> c, std::st
     if (!c->app.is_open()) {
       std::string failed = co_await Dial(c, *host);
       if (!failed.empty()) {
-        co_await Answer(*c, failed);
+        if (!c->gone) co_await Answer(*c, failed);
         break;
       }
     }
@@ -483,7 +552,7 @@ asio::awaitable<void> PreviewProxy::Impl::ServeRefused(std::shared_ptr<Conn> c, 
 }
 
 PreviewProxy::PreviewProxy(api::PreviewAccess& access, PreviewProxyOptions options)
-    : impl_(std::make_unique<Impl>(access, std::move(options), open_)) {}
+    : impl_(std::make_unique<Impl>(access, std::move(options), open_, dials_)) {}
 PreviewProxy::~PreviewProxy() { Stop(); }
 
 bool PreviewProxy::Takes(std::string_view host_field, std::string_view target) const {

@@ -20,6 +20,12 @@
 
 namespace isb::daemon {
 
+// How long a request relayed whole to the app may wait for the first byte of a response before the proxy answers
+// 504 Gateway Timeout and closes the app's connection (--preview-response-timeout). Long enough for a dev server's
+// first compile of a page or a long poll of a minute; under the 100 s after which a Cloudflare tunnel in front of
+// isb would answer its own 524 instead.
+inline constexpr std::chrono::seconds kPreviewResponseTimeout{90};
+
 struct PreviewProxyOptions {
   // The network namespace of sandbox `id` while it runs, or why not (its message is the 502's). Called on a dial
   // worker, never on the event loop: it may block (a database query).
@@ -33,14 +39,19 @@ struct PreviewProxyOptions {
   bool limit_loopback_peers = false;
   // A whole request head, from its first byte or the end of the previous exchange (a slowloris client is closed).
   std::chrono::milliseconds head_timeout{30'000};
-  // An exchange or an upgraded connection moving no byte either way: a stalled body, an app that never answers.
+  // An exchange or an upgraded connection moving no byte either way: a stalled body, a response that stops coming.
   // Both sides are closed.
   std::chrono::milliseconds idle_timeout{std::chrono::minutes(15)};
+  // A request relayed whole and no byte of a response from the app since: 504, and the app's connection closed.
+  // Once a response has begun, only idle_timeout holds.
+  std::chrono::milliseconds response_timeout{kPreviewResponseTimeout};
   // A dial of the app (127.0.0.1, then [::1], in the sandbox's namespace) that has not connected: 502.
   std::chrono::milliseconds dial_timeout{10'000};
   size_t dial_workers = 4;  // threads the netns lookups and dials run on
   // Dials of one sandbox's previews waiting or running at once; past it, 503: one sandbox whose app never answers
-  // cannot hold every worker. A dial whose client is gone or whose proxy stopped is dropped before it starts.
+  // cannot hold every worker. While a dial waits or runs, its client is watched: one that hangs up (or is closed,
+  // or whose proxy stops) before a worker takes its dial has it dropped unmade, and the connection of a dial that was
+  // under way is closed as soon as it is made, never handed to the app's side.
   size_t max_dials_per_sandbox = 16;
 };
 
@@ -67,11 +78,14 @@ class PreviewProxy {
   void Stop();
 
   size_t open_connections() const { return open_.load(); }
+  // Dials waiting for a worker or running, of every sandbox (what max_dials_per_sandbox counts).
+  size_t dials() const { return dials_.load(); }
 
  private:
   class Impl;
-  std::unique_ptr<Impl> impl_;
   std::atomic<size_t> open_{0};
+  std::atomic<size_t> dials_{0};
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace isb::daemon

@@ -77,6 +77,7 @@ PreviewService::PreviewService(PreviewServiceOptions options, store::Db& db, ide
   PreviewProxyOptions proxy;
   proxy.netns = [this](const std::string& id) { return SandboxNetns(options_.network, id); };
   proxy.limit_loopback_peers = options_.limit_loopback_peers;
+  proxy.response_timeout = options_.response_timeout;
   proxy_ = std::make_unique<PreviewProxy>(*access_, std::move(proxy));
   access_->OnEnded([this] { proxy_->CutEnded(); });
   watch_ = std::thread([this] { Watch(); });

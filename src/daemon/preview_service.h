@@ -30,6 +30,8 @@ struct PreviewServiceOptions {
   uint16_t url_port = 0;                            // isb's port, for links
   // How often every session's viewer is checked again (--preview-recheck; a minute by the spec).
   std::chrono::milliseconds recheck = std::chrono::minutes(1);
+  // PreviewProxyOptions::response_timeout (--preview-response-timeout).
+  std::chrono::milliseconds response_timeout = kPreviewResponseTimeout;
   NetworkOf network;  // required
   bool limit_loopback_peers = false;  // PreviewProxyOptions::limit_loopback_peers: the HTTP listener's setting
 };

@@ -285,6 +285,7 @@ int Serve(const ServeOptions& options) {
   // Port previews: origins of their own, taken by their Host before anything else on the listener.
   PreviewServiceOptions preview_options{
       .recheck = options.preview_recheck,
+      .response_timeout = options.preview_response_timeout,
       .network = [&manager](const std::string& id) { return manager.Network(id); }};
   if (!options.preview_domain.empty()) preview_options.domain = options.preview_domain;
   // The listener's rule for loopback peers (a tunnel in front brings everyone from there) holds for previews too.

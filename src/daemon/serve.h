@@ -11,6 +11,7 @@
 #include "api/terminal_socket.h"
 #include "api/tool_policy.h"
 #include "audit/retention.h"
+#include "daemon/preview_proxy.h"
 #include "egress/judge.h"
 
 namespace isb::daemon {
@@ -74,6 +75,9 @@ struct ServeOptions {
   std::string preview_domain;
   // How often each preview session's viewer is checked again (--preview-recheck).
   std::chrono::milliseconds preview_recheck = std::chrono::minutes(1);
+  // How long a preview's app has to begin its response to a request before the proxy answers 504
+  // (--preview-response-timeout).
+  std::chrono::milliseconds preview_response_timeout = kPreviewResponseTimeout;
   // A web terminal ends after this long with no input or resize (output does not count), and at the latest after `timeout`.
   api::TerminalOptions terminal;
 };

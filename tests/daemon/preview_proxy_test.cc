@@ -12,7 +12,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <memory>
 #include <thread>
@@ -46,6 +48,17 @@ std::pair<Fd, uint16_t> ListenLoopback(bool v6 = false) {
   ::getsockname(s.get(), reinterpret_cast<sockaddr*>(&a), &len);
   return {std::move(s), ntohs(v6 ? reinterpret_cast<sockaddr_in6*>(&a)->sin6_port
                                  : reinterpret_cast<sockaddr_in*>(&a)->sin_port)};
+}
+
+// A connection to 127.0.0.1:`port`, made (blocking).
+Fd ConnectTo(uint16_t port) {
+  Fd s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(::connect(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  return s;
 }
 
 // Reads until the peer ends (EOF or reset) or `quiet` passes without a byte.
@@ -136,6 +149,23 @@ constexpr char kSandbox[] = "sb-0123456789abcdef";
 class PreviewProxyTest : public ::testing::Test {
  protected:
   PreviewProxyTest() { Remake({}); }
+  ~PreviewProxyTest() override {
+    Release();  // a dial still held would keep the proxy's stop waiting
+    proxy_.reset();
+  }
+
+  // The proxy again, with `options`, its namespace lookups held until Release() (then this process's own).
+  void RemakeHeld(PreviewProxyOptions options = {}) {
+    options.netns = [released = released_](const std::string&) -> Result<Fd> {
+      released.wait();
+      return OpenNetns(::getpid());
+    };
+    Remake(std::move(options));
+  }
+  void Release() {
+    if (!release_sent_) release_.set_value();
+    release_sent_ = true;
+  }
 
   // The proxy again, with `options` (its netns: this process's own, standing in for the sandbox's).
   void Remake(PreviewProxyOptions options) {
@@ -147,12 +177,7 @@ class PreviewProxyTest : public ::testing::Test {
   // A client connection handed to the proxy as the HTTP server hands one over, `pending` read from it already.
   Fd Connect(const std::string& pending) {
     auto [listener, port] = ListenLoopback();
-    Fd client(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(::connect(client.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    Fd client = ConnectTo(port);
     int served = ::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC);
     proxy_->Take(served, pending);
     return client;
@@ -184,6 +209,9 @@ class PreviewProxyTest : public ::testing::Test {
 
   api::PreviewAccess access_{api::PreviewAccessOptions{}};
   std::unique_ptr<PreviewProxy> proxy_;
+  std::promise<void> release_;
+  std::shared_future<void> released_ = release_.get_future().share();
+  bool release_sent_ = false;
 };
 
 // The proxy's own answers, byte for byte.
@@ -314,12 +342,7 @@ TEST_F(PreviewProxyTest, ConnectionsPastTheTotalCapAreAnswered503AndClosed) {
 TEST_F(PreviewProxyTest, AHeadTheServerRefusedIsAnsweredWithTheProxysOwn431And400) {
   for (int status : {431, 400}) {
     auto [listener, port] = ListenLoopback();
-    Fd client(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(::connect(client.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    Fd client = ConnectTo(port);
     proxy_->TakeRefused(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC), status);
     const std::string rest(100000, 'a');  // what the client still sends is read and dropped, not reset
     ASSERT_EQ(::send(client.get(), rest.data(), rest.size(), MSG_NOSIGNAL), static_cast<ssize_t>(rest.size()));
@@ -334,12 +357,7 @@ TEST_F(PreviewProxyTest, AHeadTheServerRefusedIsAnsweredWithTheProxysOwn431And40
 TEST_F(PreviewProxyTest, ARefusedClientThatKeepsSendingIsClosedAfterOneMebibyte) {
   Remake({.netns = {}, .head_timeout = milliseconds(60'000)});
   auto [listener, port] = ListenLoopback();
-  Fd client(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::connect(client.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  Fd client = ConnectTo(port);
   proxy_->TakeRefused(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC), 400);
   // Sent without end: before the head deadline, the proxy stops reading once 1 MiB is dropped and closes.
   std::atomic<bool> stop{false};
@@ -383,6 +401,80 @@ TEST_F(PreviewProxyTest, AnAppThatNeverAnswersIsClosedAfterTheIdleTimeout) {
   const auto start = Clock::now();
   EXPECT_EQ(ReadToEnd(client.get(), milliseconds(3000)), "");
   EXPECT_LT(Clock::now() - start, milliseconds(2000));
+  EXPECT_TRUE(Drained());
+}
+
+TEST_F(PreviewProxyTest, AnAppThatTakesTheRequestAndNeverAnswersGets504AndItsConnectionClosed) {
+  // The idle watch well after the response deadline: the 504 comes from the deadline, not from the idle close.
+  Remake({.netns = {}, .idle_timeout = milliseconds(5000), .response_timeout = milliseconds(300)});
+  EXPECT_EQ(Through("GET / HTTP/1.1\r\nHost: isb.example\r\n\r\n").substr(0, 12), "HTTP/1.1 421");
+  ASSERT_TRUE(Drained());
+  const size_t before = OpenFds();
+  {
+    auto [app, app_port] = ListenLoopback();
+    // Takes the connection and the request, never answers, and notes when the connection ends.
+    std::string seen;
+    Clock::time_point ended;
+    std::thread server([&, fd = app.get()] {
+      Fd c(::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC));
+      char buf[4096];
+      for (ssize_t n; (n = ::recv(c.get(), buf, sizeof buf, 0)) > 0;) seen.append(buf, static_cast<size_t>(n));
+      ended = Clock::now();
+    });
+    const std::string request = Get(app_port, Cookie(app_port), "/slow");
+    Fd client = Connect(request);
+    const auto start = Clock::now();
+    EXPECT_EQ(ReadToEnd(client.get(), milliseconds(3000)),
+              Plain("504 Gateway Timeout", "port " + std::to_string(app_port) + " in sandbox " + kSandbox +
+                                               " took the request but sent no response within 300 ms"));
+    const auto took = Clock::now() - start;
+    EXPECT_GE(took, milliseconds(250));
+    EXPECT_LT(took, milliseconds(2000));
+    server.join();
+    EXPECT_LT(ended - start, milliseconds(2000));  // the proxy closed it, long before the idle watch's 5 s
+    EXPECT_EQ(seen, "GET /slow HTTP/1.1\r\nHost: " + Host(app_port) + "\r\n\r\n");
+  }
+  ASSERT_TRUE(Drained());
+  EXPECT_EQ(OpenFds(), before);
+}
+
+TEST_F(PreviewProxyTest, EachRequestOnAConnectionHasTheResponseTimeoutFromItsOwnSending) {
+  Remake({.netns = {}, .idle_timeout = milliseconds(5000), .response_timeout = milliseconds(300)});
+  FakeApp app({kHello});  // answers the first request only
+  const std::string cookie = Cookie(app.port());
+  Fd client = Connect(Get(app.port(), cookie, "/one"));
+  EXPECT_EQ(ReadBytes(client.get(), kHello.size()), kHello);
+  std::this_thread::sleep_for(milliseconds(500));  // longer than the deadline: the connection's age does not count
+  const std::string again = Get(app.port(), cookie, "/two");
+  ASSERT_EQ(::send(client.get(), again.data(), again.size(), MSG_NOSIGNAL), static_cast<ssize_t>(again.size()));
+  const auto start = Clock::now();
+  EXPECT_EQ(ReadToEnd(client.get(), milliseconds(3000)),
+            Plain("504 Gateway Timeout", "port " + std::to_string(app.port()) + " in sandbox " + kSandbox +
+                                             " took the request but sent no response within 300 ms"));
+  EXPECT_GE(Clock::now() - start, milliseconds(250));
+  app.Join();
+  EXPECT_TRUE(Drained());
+}
+
+TEST_F(PreviewProxyTest, AResponseThatHasBegunIsNotCutAtTheResponseTimeout) {
+  Remake({.netns = {}, .idle_timeout = milliseconds(5000), .response_timeout = milliseconds(300)});
+  auto [app, app_port] = ListenLoopback();
+  std::thread server([fd = app.get()] {
+    Fd c(::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC));
+    char buf[4096];
+    (void)::recv(c.get(), buf, sizeof buf, 0);
+    // The status line at once, the rest of the head and the body well past the response deadline.
+    const std::string first = "HTTP/1.1 200 OK\r\n";
+    ::send(c.get(), first.data(), first.size(), MSG_NOSIGNAL);
+    std::this_thread::sleep_for(milliseconds(800));
+    const std::string rest = "Content-Length: 5\r\nConnection: close\r\n\r\nhello";
+    ::send(c.get(), rest.data(), rest.size(), MSG_NOSIGNAL);
+    while (::recv(c.get(), buf, sizeof buf, 0) > 0) {
+    }
+  });
+  EXPECT_EQ(Through(Get(app_port, Cookie(app_port))),
+            "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello");
+  server.join();
   EXPECT_TRUE(Drained());
 }
 
@@ -452,6 +544,144 @@ TEST_F(PreviewProxyTest, AStoppedProxyDoesNotLookUpOrDialTheDialsStillQueued) {
   release.set_value();
   stopping.join();
   EXPECT_EQ(*lookups, 1);
+}
+
+// One dial worker, held by a first dial whose lookup waits: the dials behind it wait in the queue.
+TEST_F(PreviewProxyTest, AClientThatHangsUpWhileItsDialIsQueuedIsClosedAndItsDialNeverMade) {
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  auto lookups = std::make_shared<std::atomic<int>>(0);
+  Remake({.netns = [released, lookups](const std::string&) -> Result<Fd> {
+            if (++*lookups == 1) released.wait();
+            return OpenNetns(::getpid());
+          },
+          .dial_workers = 1});
+  FakeApp first({kHello});
+  FakeApp app({kHello});  // takes one connection: were the gone client's dial made, it would be that one
+  const std::string cookie = Cookie(app.port());
+  Fd holding = Connect(Get(first.port(), Cookie(first.port())));
+  for (int i = 0; i < 500 && *lookups != 1; ++i) std::this_thread::sleep_for(milliseconds(10));
+  ASSERT_EQ(*lookups, 1);
+  Fd gone = Connect(Get(app.port(), cookie, "/gone"));
+  for (int i = 0; i < 500 && proxy_->dials() != 2; ++i) std::this_thread::sleep_for(milliseconds(10));
+  ASSERT_EQ(proxy_->dials(), 2u);  // queued behind the first
+  // The client ends its side: the proxy closes the connection at once, the dial still queued.
+  ASSERT_EQ(::shutdown(gone.get(), SHUT_WR), 0);
+  EXPECT_TRUE(EndsWithin(gone.get(), milliseconds(2000)));
+  gone.Reset();
+  // A new client, whose connection may well get the gone one's descriptor number: its dial is made.
+  Fd next = Connect(Get(app.port(), cookie, "/next"));
+  for (int i = 0; i < 500 && proxy_->dials() != 3; ++i) std::this_thread::sleep_for(milliseconds(10));
+  ASSERT_EQ(proxy_->dials(), 3u);  // the gone one's slot is given back once the worker has dropped its dial
+  release.set_value();
+  EXPECT_EQ(ReadBytes(holding.get(), kHello.size()), kHello);
+  EXPECT_EQ(ReadBytes(next.get(), kHello.size()), kHello);
+  EXPECT_EQ(*lookups, 2);  // the first's and the new one's: the gone one's dial was never looked up
+  holding.Reset();
+  next.Reset();
+  first.Join();
+  app.Join();
+  EXPECT_EQ(app.seen(), "GET /next HTTP/1.1\r\nHost: " + Host(app.port()) + "\r\n\r\n");
+  EXPECT_TRUE(Drained());
+  EXPECT_EQ(proxy_->dials(), 0u);
+}
+
+TEST_F(PreviewProxyTest, AClientThatHangsUpWhileItsSandboxIsLookedUpIsClosedAtOnceAndTheAppNeverDialled) {
+  RemakeHeld();
+  EXPECT_EQ(Through("GET / HTTP/1.1\r\nHost: isb.example\r\n\r\n").substr(0, 12), "HTTP/1.1 421");
+  ASSERT_TRUE(Drained());
+  auto [app, app_port] = ListenLoopback();
+  const std::string request = Get(app_port, Cookie(app_port));
+  const size_t before = OpenFds();
+  Fd client = Connect(request);
+  for (int i = 0; i < 500 && proxy_->dials() != 1; ++i) std::this_thread::sleep_for(milliseconds(10));
+  ASSERT_EQ(proxy_->dials(), 1u);
+  client.Reset();
+  // The proxy's side of the client's connection is closed at once, though the dial runs on (its slot taken).
+  for (int i = 0; i < 500 && OpenFds() != before; ++i) std::this_thread::sleep_for(milliseconds(10));
+  EXPECT_EQ(OpenFds(), before);
+  EXPECT_EQ(proxy_->dials(), 1u);
+  Release();
+  EXPECT_TRUE(Drained());
+  EXPECT_EQ(proxy_->dials(), 0u);
+  pollfd p{app.get(), POLLIN, 0};
+  EXPECT_EQ(::poll(&p, 1, 200), 0) << "the app was dialled for a client gone";
+  EXPECT_EQ(OpenFds(), before);
+}
+
+// Whether this network namespace has a connection to 127.0.0.1:`port` whose SYN is sent and not yet answered.
+bool SynSentTo(uint16_t port) {
+  char want[16];
+  std::snprintf(want, sizeof want, ":%04X 02 ", port);  // the remote address's port, then the state SYN_SENT
+  std::ifstream tcp("/proc/net/tcp");
+  for (std::string line; std::getline(tcp, line);)
+    if (line.find(want) != std::string::npos) return true;
+  return false;
+}
+
+TEST_F(PreviewProxyTest, AClientThatHangsUpWhileItsDialConnectsHasTheConnectionClosedAsSoonAsItIsMade) {
+  EXPECT_EQ(Through("GET / HTTP/1.1\r\nHost: isb.example\r\n\r\n").substr(0, 12), "HTTP/1.1 421");
+  ASSERT_TRUE(Drained());
+  // An app whose accept queue is full (a backlog of 0, and a connection in it): a new SYN is dropped, and answered
+  // only once the queue has room again and the SYN is sent again (a second later).
+  auto [app, app_port] = ListenLoopback();
+  ASSERT_EQ(::listen(app.get(), 0), 0);
+  Fd filler = ConnectTo(app_port);
+  const std::string request = Get(app_port, Cookie(app_port));
+  const size_t before = OpenFds();
+  Fd client = Connect(request);
+  for (int i = 0; i < 500 && !SynSentTo(app_port); ++i) std::this_thread::sleep_for(milliseconds(10));
+  ASSERT_TRUE(SynSentTo(app_port));  // the dial is connecting
+  client.Reset();
+  // The proxy's side of the client's connection is closed at once (the dial's socket and namespace are open).
+  for (int i = 0; i < 500 && OpenFds() != before + 2; ++i) std::this_thread::sleep_for(milliseconds(10));
+  EXPECT_EQ(OpenFds(), before + 2);
+  EXPECT_EQ(proxy_->dials(), 1u);
+  // Room in the queue: the SYN sent again is answered, the dial connects, and its connection is closed at once.
+  Fd(::accept4(app.get(), nullptr, nullptr, SOCK_CLOEXEC)).Reset();
+  filler.Reset();
+  pollfd p{app.get(), POLLIN, 0};
+  ASSERT_EQ(::poll(&p, 1, 5000), 1) << "the dial did not connect";
+  Fd accepted(::accept4(app.get(), nullptr, nullptr, SOCK_CLOEXEC));
+  ASSERT_TRUE(accepted.valid());
+  EXPECT_TRUE(EndsWithin(accepted.get(), milliseconds(2000)));  // ended, with no byte sent
+  accepted.Reset();
+  EXPECT_TRUE(Drained());
+  EXPECT_EQ(proxy_->dials(), 0u);
+  for (int i = 0; i < 500 && OpenFds() != before - 1; ++i) std::this_thread::sleep_for(milliseconds(10));
+  EXPECT_EQ(OpenFds(), before - 1);  // all but the filler, closed since
+}
+
+TEST_F(PreviewProxyTest, AClientStillSendingItsBodyWhileItsDialWaitsIsNotTakenForGone) {
+  RemakeHeld();
+  auto [app, app_port] = ListenLoopback();
+  std::string seen;
+  std::thread server([&, fd = app.get()] {
+    Fd c(::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC));
+    char buf[4096];
+    while (seen.find("abcdefghij") == std::string::npos) {
+      ssize_t n = ::recv(c.get(), buf, sizeof buf, 0);
+      if (n <= 0) return;
+      seen.append(buf, static_cast<size_t>(n));
+    }
+    const std::string answer = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok";
+    ::send(c.get(), answer.data(), answer.size(), MSG_NOSIGNAL);
+  });
+  const std::string head = "POST / HTTP/1.1\r\nHost: " + Host(app_port) + "\r\nCookie: isb_preview=" +
+                           Cookie(app_port) + "\r\nContent-Length: 10\r\n\r\n";
+  Fd client = Connect(head + "abcde");
+  for (int i = 0; i < 500 && proxy_->dials() != 1; ++i) std::this_thread::sleep_for(milliseconds(10));
+  ASSERT_EQ(proxy_->dials(), 1u);
+  // The rest of the body comes while the dial waits, in two pieces: the hang-up watch reads none of it.
+  ASSERT_EQ(::send(client.get(), "fgh", 3, MSG_NOSIGNAL), 3);
+  std::this_thread::sleep_for(milliseconds(100));
+  ASSERT_EQ(::send(client.get(), "ij", 2, MSG_NOSIGNAL), 2);
+  std::this_thread::sleep_for(milliseconds(100));
+  Release();
+  EXPECT_EQ(ReadToEnd(client.get()), "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
+  server.join();
+  EXPECT_EQ(seen, "POST / HTTP/1.1\r\nHost: " + Host(app_port) + "\r\nContent-Length: 10\r\n\r\nabcdefghij");
+  EXPECT_TRUE(Drained());
 }
 
 TEST_F(PreviewProxyTest, OpenConnectionsAreCutWhenThePreviewEnds) {

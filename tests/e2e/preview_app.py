@@ -1,10 +1,16 @@
 # A sandbox's dev server for the preview tests: answers every path with the request it got (method, path and header
 # fields in order, as JSON), sets two cookies (one with a Domain, one named like isb's), and at /ws takes a WebSocket
-# upgrade and echoes text frames. The port is argv[1]. Standard library only.
+# upgrade and echoes text frames; at /silent it takes the request and never answers, noting in /tmp/silent.log when
+# it took it and when the connection ended. The port is argv[1]. Standard library only.
 import base64, hashlib, http.server, json, socketserver, struct, sys
 
 PAGE = b"""<!doctype html><html><head><meta charset="utf-8"><title>preview app</title></head>
 <body><p id="origin"></p><script src="/app.js"></script></body></html>"""
+
+
+def note(what):
+    with open("/tmp/silent.log", "a") as f:
+        f.write(what + "\n")
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -16,6 +22,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         if self.path == "/ws":
             return self.websocket()
+        if self.path == "/silent":
+            return self.silent()
         if self.path == "/page":
             return self.send(200, "text/html; charset=utf-8", PAGE)
         if self.path == "/app.js":
@@ -36,6 +44,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_header("Set-Cookie", "isb_session=from-the-app; Path=/")
         self.end_headers()
         self.wfile.write(body)
+
+    def silent(self):
+        note("taken")
+        self.rfile.read(1)  # b"" once the other side has closed the connection
+        note("ended")
+        self.close_connection = True
 
     def websocket(self):
         key = self.headers.get("Sec-WebSocket-Key", "")

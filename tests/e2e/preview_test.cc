@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <regex>
 #include <thread>
 
@@ -170,6 +171,25 @@ class PreviewTest : public E2eTest {
     c->Clear();
     return c;
   }
+  // The daemon's open descriptors once the count has held still for half a second (a create's pool refill may
+  // still be opening a sandbox's control socket on a loaded machine).
+  size_t QuietDaemonDescriptors() const {
+    size_t before = DaemonDescriptors();
+    for (int i = 0, same = 0; i < 150 && same < 5; ++i) {
+      std::this_thread::sleep_for(100ms);
+      const size_t now = DaemonDescriptors();
+      same = now == before ? same + 1 : 0;
+      before = now;
+    }
+    return before;
+  }
+  size_t DaemonDescriptors() const {
+    size_t n = 0;
+    for ([[maybe_unused]] const auto& e :
+         std::filesystem::directory_iterator("/proc/" + std::to_string(daemon_pid()) + "/fd"))
+      ++n;
+    return n;
+  }
   static std::string MaskedText(const std::string& text) {
     std::string f = {'\x81', static_cast<char>(0x80 | text.size()), 1, 2, 3, 4};
     for (size_t i = 0; i < text.size(); ++i) f.push_back(static_cast<char>(text[i] ^ (1 + i % 4)));
@@ -261,6 +281,124 @@ TEST_F(PreviewTest, AWebSocketPassesThrough) {
   ASSERT_TRUE(ws->Send(MaskedText("hello")));
   ws->ReadUntil([](const std::string& s) { return s.size() >= 12; });
   EXPECT_EQ(ws->got(), std::string("\x81\x0a") + "echo:hello");
+}
+
+// An app that takes a request and never answers: the browser gets the proxy's own 504 once the response timeout (1 s
+// here) has passed, the app sees its connection closed, and neither the sandbox nor the daemon holds anything more.
+TEST_F(PreviewTest, AnAppThatNeverAnswersGetsTheBrowserA504AndItsConnectionIsClosed) {
+  ASSERT_EQ(StopDaemon(), 0);
+  StartDaemon({"--preview-recheck", "1s", "--preview-response-timeout", "1s"});
+  const std::string id = SandboxWithApp();
+  const std::string host = HostOf(id);
+  const std::string cookie = Spend(host, OpenLink(id));
+  ASSERT_FALSE(cookie.empty());
+  // A first request, for what the daemon makes once to reach a sandbox's app.
+  EXPECT_EQ(ParseHttpResponse(Raw(host, "/", {"Cookie: isb_preview=" + cookie})).status, 200);
+  const size_t before = QuietDaemonDescriptors();
+
+  Client c(port());
+  ASSERT_TRUE(c.ok());
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(c.Send("GET /silent HTTP/1.1\r\nHost: " + host + "\r\nCookie: isb_preview=" + cookie + "\r\n\r\n"));
+  c.ReadToEnd(10s);
+  const auto took = std::chrono::steady_clock::now() - start;
+  const std::string text =
+      "port " + std::to_string(kAppPort) + " in sandbox " + id + " took the request but sent no response within 1 s\n";
+  EXPECT_EQ(c.got(),
+            "HTTP/1.1 504 Gateway Timeout\r\nContent-Type: text/plain; charset=utf-8\r\nCache-Control: no-store\r\n"
+            "Referrer-Policy: no-referrer\r\nContent-Length: " +
+                std::to_string(text.size()) + "\r\nConnection: close\r\n\r\n" + text);
+  EXPECT_TRUE(c.ended()) << "the connection was left open after the 504";
+  EXPECT_GE(took, 900ms);
+  EXPECT_LT(took, 5s);
+
+  // The app saw the connection end (it never closes it itself).
+  json log;
+  for (int i = 0; i < 50; ++i) {
+    log = Exec(id, {"cat", "/tmp/silent.log"});
+    if (log.value("stdout", "") == "taken\nended\n") break;
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_EQ(log.value("stdout", ""), "taken\nended\n") << log.dump();
+  // No connection to or from the app's port is left in the sandbox but the listener and the proxy's TIME_WAIT.
+  json open = Exec(id, {"sh", "-c",
+                        "cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | "
+                        "awk '($2 ~ /:1F90$/ || $3 ~ /:1F90$/) && $4 != \"0A\" && $4 != \"06\"'"});
+  EXPECT_EQ(open.value("exit_code", -1), 0) << open.dump();
+  EXPECT_EQ(open.value("stdout", "?"), "") << open.dump();
+  // And the daemon holds no descriptor more than before.
+  size_t now = DaemonDescriptors();
+  for (int i = 0; i < 100 && now != before; ++i) {
+    std::this_thread::sleep_for(100ms);
+    now = DaemonDescriptors();
+  }
+  EXPECT_EQ(now, before);
+}
+
+// A browser that hangs up while its connection to the app waits for a dial worker costs the app nothing: every
+// worker is held by a dial of a port whose accept queue is full (its SYNs dropped, so each dial waits out its time),
+// a fifth request for another port is queued behind them and its client hangs up; that port's app never sees a
+// connection, and the next request for it is served.
+TEST_F(PreviewTest, AClientThatHangsUpWhileItsDialIsQueuedNeverReachesTheApp) {
+  const std::string id = SandboxWithApp();
+  const std::string apps =
+      "import socket\n"
+      "held = []\n"
+      "for family, host in ((socket.AF_INET, '127.0.0.1'), (socket.AF_INET6, '::1')):\n"
+      "    try:\n"
+      "        s = socket.socket(family); s.bind((host, 8081)); s.listen(0)\n"
+      "        c = socket.socket(family); c.connect((host, 8081)); held += [s, c]\n"
+      "    except OSError:\n"
+      "        pass\n"
+      "l = socket.socket(); l.bind(('127.0.0.1', 8082)); l.listen(16)\n"
+      "while True:\n"
+      "    c, _ = l.accept()\n"
+      "    with open('/tmp/accepted.log', 'a') as f: f.write('accepted\\n')\n"
+      "    c.recv(65536)\n"
+      "    c.sendall(b'HTTP/1.1 200 OK\\r\\nContent-Length: 2\\r\\nConnection: close\\r\\n\\r\\nok')\n"
+      "    c.close()\n";
+  MustTool("sandbox_file_write", {{"sandbox", id}, {"path", "/tmp/apps.py"}, {"content_base64", Base64(apps)}});
+  json up = Exec(id, {"sh", "-c",
+                      "setsid python3 /tmp/apps.py </dev/null >/tmp/apps.log 2>&1 &\n"
+                      "for i in $(seq 200); do grep -q ' 0100007F:1F92 ' /proc/net/tcp && exit 0; sleep 0.05; done; "
+                      "cat /tmp/apps.log; exit 1"});
+  ASSERT_EQ(up.value("exit_code", -1), 0) << up.dump();
+  const std::string full = HostOf(id, 8081), counted = HostOf(id, 8082);
+  const std::string full_cookie = Spend(full, OpenLink(id, 8081));
+  const std::string counted_cookie = Spend(counted, OpenLink(id, 8082));
+  ASSERT_FALSE(full_cookie.empty());
+  ASSERT_FALSE(counted_cookie.empty());
+  const auto request = [](const std::string& host, const std::string& cookie) {
+    return "GET / HTTP/1.1\r\nHost: " + host + "\r\nCookie: isb_preview=" + cookie + "\r\n\r\n";
+  };
+
+  // Four dials (the daemon's four workers) of the full port, each connecting until its time is out.
+  std::vector<std::unique_ptr<Client>> holding;
+  for (int i = 0; i < 4; ++i) {
+    holding.push_back(std::make_unique<Client>(port()));
+    ASSERT_TRUE(holding.back()->Send(request(full, full_cookie)));
+  }
+  json connecting;
+  for (int i = 0; i < 100; ++i) {
+    connecting = Exec(id, {"sh", "-c", "grep -c ':1F91 02 ' /proc/net/tcp"});
+    if (connecting.value("stdout", "") == "4\n") break;
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_EQ(connecting.value("stdout", ""), "4\n") << "the four dials are not connecting: " << connecting.dump();
+  {
+    Client gone(port());
+    ASSERT_TRUE(gone.Send(request(counted, counted_cookie)));
+    std::this_thread::sleep_for(200ms);  // its dial is queued behind the four
+  }
+  for (auto& c : holding) {
+    c->ReadToEnd(30s);
+    EXPECT_EQ(c->got().rfind("HTTP/1.1 502 Bad Gateway\r\n", 0), 0u) << c->got();
+  }
+  std::this_thread::sleep_for(500ms);  // time for the gone client's dial, had it been made
+  EXPECT_EQ(Exec(id, {"cat", "/tmp/accepted.log"}).value("exit_code", -1), 1) << "the app saw the gone client";
+  EXPECT_EQ(Raw(counted, "/", {"Cookie: isb_preview=" + counted_cookie}),
+            "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
+  EXPECT_EQ(Exec(id, {"cat", "/tmp/accepted.log"}).value("stdout", ""), "accepted\n");
 }
 
 TEST_F(PreviewTest, AViewerRemovedFromTheOrgLosesThePreviewWithinTheRecheck) {
