@@ -347,7 +347,9 @@ Status AddLogsTool(Registry& reg, const Handlers& h) {
       "in order, after the cursor `after` (default 0, the start). The daemon keeps the last 1 MiB per sandbox, in "
       "memory (a daemon restart ends them and empties it); `dropped` says how many positions between `after` and "
       "the oldest kept were lost (each output byte is one position, each exit one more). Read on from `next`; "
-      "`running` counts the commands still running.",
+      "`running` counts the commands still running. With encoding \"utf-8\" a command's consecutive output on one "
+      "stream comes as one chunk and no character is split: one still incomplete at the end of the read is left "
+      "to the next read.",
       Object({{"sandbox", SandboxRef()},
               {"after", Int("The cursor to read after: 0 (the default) or a `next` of an earlier read.", 0,
                             int64_t{1} << 53)},

@@ -241,6 +241,66 @@ TEST_F(SandboxToolsTest, LogsGivesChunksWithTheirStreamsExitsAndCursors) {
   EXPECT_EQ(Fail("sandbox_logs", {{"sandbox", "nope"}}).code, Code::kNotFound);
 }
 
+// utf-8: a character the ring stored across two records reads whole, and one cut by the read's end is left to the
+// next read; base64 gives the records as they are.
+TEST_F(SandboxToolsTest, LogsInUtf8JoinAStreamsRecordsAndSplitNoCharacter) {
+  std::string id = Create();
+  LogRead read;
+  auto chunk = [&read](uint64_t cursor, int log_id, LogChunk::Kind kind, std::string data) {
+    LogChunk& c = read.chunks.emplace_back();
+    c.cursor = cursor;
+    c.log_id = log_id;
+    c.kind = kind;
+    c.data = std::move(data);
+  };
+  chunk(0, 1, LogChunk::Kind::kStdout, "a\xE2\x82");  // "a€" across two records
+  chunk(3, 1, LogChunk::Kind::kStdout, "\xAC" "b");
+  chunk(5, 1, LogChunk::Kind::kStderr, "\xC3");         // another stream: not joined
+  chunk(6, 2, LogChunk::Kind::kStdout, "c\xF0\x9F\x98");  // "c" and three of the four bytes of U+1F600
+  read.next = 10;
+  read.end = 10;
+  fake.logs[id] = read;
+  json r = Ok("sandbox_logs", {{"sandbox", id}});
+  EXPECT_EQ(r["chunks"], json::parse(R"([
+    {"cursor": 0, "log_id": 1, "stream": "stdout", "data": "a\u20acb"},
+    {"cursor": 5, "log_id": 1, "stream": "stderr", "data": "\ufffd"},
+    {"cursor": 6, "log_id": 2, "stream": "stdout", "data": "c"}
+  ])"));
+  EXPECT_EQ(r["next"], 7);
+  EXPECT_EQ(r["end"], 10);
+  r = Ok("sandbox_logs", {{"sandbox", id}, {"encoding", "base64"}});
+  EXPECT_EQ(r["chunks"].size(), 4u);
+  EXPECT_EQ(r["chunks"][0]["data_base64"], Base64Encode("a\xE2\x82"));
+  EXPECT_EQ(r["chunks"][3]["data_base64"], Base64Encode("c\xF0\x9F\x98"));
+  EXPECT_EQ(r["next"], 10);
+
+  // Only an incomplete character: left for later (the next read starts at it) ...
+  read.chunks.clear();
+  chunk(6, 2, LogChunk::Kind::kStdout, "\xF0\x9F\x98");
+  read.next = 9;
+  fake.logs[id] = read;
+  r = Ok("sandbox_logs", {{"sandbox", id}, {"after", 6}});
+  EXPECT_EQ(r["chunks"], json::array());
+  EXPECT_EQ(r["next"], 6);
+  // ... unless the read's limit stopped it there: then it is given as it is, so a reader always moves on.
+  r = Ok("sandbox_logs", {{"sandbox", id}, {"after", 6}, {"limit_bytes", 3}});
+  EXPECT_EQ(r["chunks"], json::parse(R"([{"cursor": 6, "log_id": 2, "stream": "stdout", "data": "\ufffd\ufffd\ufffd"}])"));
+  EXPECT_EQ(r["next"], 9);
+  // An exit after it: the command will write no more of it.
+  LogChunk& exit = read.chunks.emplace_back();
+  exit.cursor = 9;
+  exit.log_id = 2;
+  exit.kind = LogChunk::Kind::kExit;
+  read.next = 10;
+  fake.logs[id] = read;
+  r = Ok("sandbox_logs", {{"sandbox", id}, {"after", 6}});
+  EXPECT_EQ(r["chunks"], json::parse(R"([
+    {"cursor": 6, "log_id": 2, "stream": "stdout", "data": "\ufffd\ufffd\ufffd"},
+    {"cursor": 9, "log_id": 2, "stream": "exit", "exit_code": 0, "signal": 0}
+  ])"));
+  EXPECT_EQ(r["next"], 10);
+}
+
 // A terminal: streaming only, its size only with tty, its session announced and returned, the caller recorded.
 TEST_F(SandboxToolsTest, ExecOnATerminal) {
   std::string id = Create();

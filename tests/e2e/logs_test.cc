@@ -3,6 +3,7 @@
 #include <chrono>
 #include <thread>
 
+#include "base/base64.h"
 #include "e2e/daemon_fixture.h"
 
 namespace isb::e2e {
@@ -98,6 +99,35 @@ TEST_F(LogsTest, SixteenDetachedCommandsRunAtOnceAndAStopEndsThem) {
   ProcResult again = Isb({"exec", "-d", id, "--", "true"});
   ExpectAudit("isb exec -d after a restart", {Unix("sandbox_exec")});
   EXPECT_EQ(again.out, "17\n") << again.Describe();
+  MustTool("sandbox_remove", {{"sandbox", id}});
+}
+
+TEST_F(LogsTest, AUtf8ReadGivesACharacterAcrossTheRingsRecordsWholeAndNeverCutsOne) {
+  const std::string id = CreateSandbox();
+  // 65535 bytes, then a euro sign: its first byte ends the ring's first record (64 KiB), its other two begin the next.
+  ProcResult started =
+      Isb({"exec", "-d", id, "--", "sh", "-c", "head -c 65535 /dev/zero | tr '\\0' x; printf '\\342\\202\\254\\n'"});
+  ExpectAudit("isb exec -d (a character across two records)", {Unix("sandbox_exec")});
+  ASSERT_EQ(started.exit_status, 0) << started.Describe();
+  EXPECT_EQ(WaitUntilNoneRun(id), 65540u);  // 65535 + 3 + 1 bytes and the exit
+  const std::string xs(65535, 'x');
+  json r = MustTool("sandbox_logs", {{"sandbox", id}});
+  ASSERT_EQ(r["chunks"].size(), 2u) << r.dump().substr(0, 300);
+  EXPECT_EQ(r["chunks"][0]["data"], xs + "\u20ac\n");
+  EXPECT_EQ(r["chunks"][1]["stream"], "exit");
+  EXPECT_EQ(r["next"], 65540);
+  // A read whose limit ends inside the character stops before it; the next gives it whole.
+  r = MustTool("sandbox_logs", {{"sandbox", id}, {"limit_bytes", 65536}});
+  ASSERT_EQ(r["chunks"].size(), 1u);
+  EXPECT_EQ(r["chunks"][0]["data"], xs);
+  EXPECT_EQ(r["next"], 65535);
+  r = MustTool("sandbox_logs", {{"sandbox", id}, {"after", 65535}});
+  ASSERT_EQ(r["chunks"].size(), 2u);
+  EXPECT_EQ(r["chunks"][0]["data"], "\u20ac\n");
+  // base64 gives the records as the ring keeps them.
+  r = MustTool("sandbox_logs", {{"sandbox", id}, {"encoding", "base64"}});
+  ASSERT_EQ(r["chunks"].size(), 3u);
+  EXPECT_EQ(r["chunks"][1]["data_base64"], Base64Encode("\x82\xac\n"));
   MustTool("sandbox_remove", {{"sandbox", id}});
 }
 
