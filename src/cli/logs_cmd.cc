@@ -8,6 +8,8 @@
 #include <chrono>
 #include <cstdio>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "base/units.h"
 #include "cli/sandbox_cmds_internal.h"
@@ -54,11 +56,33 @@ Result<uint64_t> Show(const json& r) {
   return r["next"].get<uint64_t>();
 }
 
-// The cursor `--tail` starts after: `bytes` before the log's end.
+// Where `--tail` starts: at the first of the last `bytes` output bytes the log keeps (exits are no bytes: one that
+// comes later is told, one before is not); 0, the start, when it keeps no more than that. The kept log (at most
+// 1 MiB of output) is read for it.
 Result<uint64_t> TailStart(const ToolClient& client, const std::string& sandbox, uint64_t bytes) {
-  ISB_ASSIGN_OR_RETURN(json r, client.Call("sandbox_logs", {{"sandbox", sandbox}, {"limit_bytes", 1}}));
-  const uint64_t end = r.value("end", uint64_t{0});
-  return end > bytes ? end - bytes : 0;
+  std::vector<std::pair<uint64_t, uint64_t>> outputs;  // each output chunk's cursor and size, oldest first
+  uint64_t after = 0, end = 0;
+  for (bool first = true; first || after < end; first = false) {
+    ISB_ASSIGN_OR_RETURN(json r, client.Call("sandbox_logs",
+                                             {{"sandbox", sandbox}, {"after", after}, {"encoding", "base64"}}));
+    if (!r.contains("next") || !r["next"].is_number_unsigned() || !r.contains("chunks") || !r["chunks"].is_array())
+      return Error::Of(Code::kInternal, "the isb daemon's sandbox_logs answer has no next or chunks: " + r.dump());
+    if (first) end = r.value("end", uint64_t{0});
+    for (const json& c : r["chunks"]) {
+      if (c.value("stream", "") == "exit") continue;
+      ISB_ASSIGN_OR_RETURN(std::string data, Base64Decode(c.value("data_base64", "")));
+      outputs.emplace_back(c.value("cursor", uint64_t{0}), data.size());
+    }
+    const uint64_t next = r["next"].get<uint64_t>();
+    if (next == after) break;  // no further: never ask again for the same
+    after = next;
+  }
+  if (bytes == 0) return end;
+  for (auto it = outputs.rbegin(); it != outputs.rend(); ++it) {
+    if (it->second >= bytes) return it->first + it->second - bytes;
+    bytes -= it->second;
+  }
+  return 0;
 }
 
 int RunLogs(const ConnectFlags& connect, const LogsFlags& f) {
@@ -112,7 +136,9 @@ void AddLogsCommand(CLI::App& app, int* exit_code) {
                                  "Print the output of a sandbox's detached commands (isb exec -d): stdout to "
                                  "stdout, stderr and their exits to stderr");
   cmd->add_option("sandbox", flags->sandbox, "The sandbox's id or name")->required();
-  cmd->add_option("--tail", flags->tail, "Only the last BYTES of it, e.g. 4096 or 64K (default: all that is kept)");
+  cmd->add_option("--tail", flags->tail,
+                  "Only the last BYTES of output, with the exits that follow them, e.g. 4096 or 64K (default: all "
+                  "that is kept)");
   cmd->add_flag("-f,--follow", flags->follow,
                 "Keep printing output as it comes, until the sandbox is removed or Ctrl-C");
   AddConnectOptions(cmd, connect);
