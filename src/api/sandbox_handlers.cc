@@ -361,9 +361,9 @@ Result<json> SandboxHandlers::ExecDetached(const json& in, const CallContext& ct
   if (in.value("tty", false)) return Invalid("tty: not with detach (a detached command has no terminal)");
   if (in.contains("stdin") || in.contains("stdin_base64"))
     return Invalid("stdin: not with detach (a detached command's stdin is /dev/null)");
-  if (in.contains("timeout"))
-    return Invalid("timeout: not with detach (a detached command runs until it exits or its sandbox stops)");
   ISB_ASSIGN_OR_RETURN(ExecRequest req, ExecFromJson(in));
+  req.detach = true;
+  if (!in.contains("timeout")) req.timeout = {};  // none: it runs until it exits or its sandbox stops
   OrgSandboxes sb(all_, ctx);
   ISB_ASSIGN_OR_RETURN(DetachedExec started, sb.ExecDetached(Ref(in), req));
   return json{{"detached", true}, {"log_id", started.log_id}};
@@ -383,6 +383,7 @@ Result<json> SandboxHandlers::Logs(const json& in, const CallContext& ctx) {
       chunk["exit_code"] = c.exit_code;
       chunk["signal"] = c.signal;
       if (!c.error.empty()) chunk["error"] = c.error;
+      if (c.timed_out) chunk["timed_out"] = true;
     } else {
       chunk["stream"] = c.kind == LogChunk::Kind::kStderr ? "stderr" : "stdout";
       PutBytes(chunk, "data", c.data, base64);

@@ -124,6 +124,8 @@ std::string ExitLine(const json& c) {
   const std::string who = "isb: detached command " + std::to_string(c.value("log_id", 0));
   const int code = c.value("exit_code", -1), signal = c.value("signal", 0);
   if (const std::string error = c.value("error", ""); !error.empty()) return who + " ended: " + error + "\n";
+  if (c.value("timed_out", false))
+    return who + " timed out and was killed (exit code " + std::to_string(code) + ")\n";
   if (signal != 0)
     return who + " was killed by signal " + std::to_string(signal) + " (exit code " + std::to_string(code) + ")\n";
   return who + " exited with code " + std::to_string(code) + "\n";

@@ -511,11 +511,11 @@ void AddSandboxCommands(CLI::App& app, int* exit_code) {
                 "Run the command on a terminal of this terminal's size; with -i, keys go to it in raw mode "
                 "(default --timeout 15m)");
   cmd->add_flag("-d,--detach", exec->detach,
-                "Start the command and return; it runs until it exits or the sandbox stops, its output kept for "
-                "isb logs (prints its log id)");
+                "Start the command and return; it runs until it exits, the sandbox stops or its --timeout (if "
+                "given) passes, its output kept for isb logs (prints its log id)");
   cmd->add_option("--env", exec->env, "K=V for this command (repeatable)")->allow_extra_args(false);
   cmd->add_option("--workdir", exec->workdir, "Working directory (default: the sandbox's)");
-  cmd->add_option("--timeout", exec->timeout, "Kill the command after this long, e.g. 60s (default 60s, at most 15m)");
+  cmd->add_option("--timeout", exec->timeout, "Kill the command after this long, e.g. 60s (default 60s, with -d none; at most 15m)");
   cmd->add_option("sandbox", exec->sandbox, "The sandbox's id or name")->required();
   cmd->add_option("command", exec->command, "The command and its arguments, after --")->required();
   cmd->callback([common, exec, exit_code] {

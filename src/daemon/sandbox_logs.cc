@@ -57,14 +57,15 @@ void LogRing::Output(int log_id, int stream, std::string_view data) {
   Trim();
 }
 
-void LogRing::Exit(int log_id, int exit_code, int signal, std::string error) {
+void LogRing::Exit(int log_id, DetachedEnd end) {
   LogChunk c;
   c.cursor = end_++;
   c.log_id = log_id;
   c.kind = LogChunk::Kind::kExit;
-  c.exit_code = exit_code;
-  c.signal = signal;
-  c.error = std::move(error);
+  c.exit_code = end.exit_code;
+  c.signal = end.signal;
+  c.error = std::move(end.error);
+  c.timed_out = end.timed_out;
   records_.push_back(std::move(c));
   Trim();
 }
@@ -151,7 +152,7 @@ Result<api::DetachedExec> DetachedExecs::Start(const std::string& sandbox, Detac
         log->ring.Output(log_id, stream, data);
       });
       MutexLock l(mu_);
-      log->ring.Exit(log_id, end.exit_code, end.signal, std::move(end.error));
+      log->ring.Exit(log_id, std::move(end));
       --log->running;
       --running_total_;
       finished_.push_back(thread_id);

@@ -19,6 +19,14 @@
 
 namespace isb::daemon {
 
+// How a detached command ended: its status, or -1 and why it has none.
+struct DetachedEnd {
+  int exit_code = -1;
+  int signal = 0;
+  std::string error{};
+  bool timed_out = false;  // killed at its timeout
+};
+
 // What a sandbox's detached commands wrote and how they ended, in order, as positions from 0: each output byte takes
 // one, each exit one more. At most `capacity` positions are kept (the oldest go first, an output chunk in part), in
 // at most `max_records` records (consecutive output of one command's stream shares one). Not thread-safe.
@@ -28,7 +36,7 @@ class LogRing {
 
   // `stream`: 1 stdout, 2 stderr.
   void Output(int log_id, int stream, std::string_view data);
-  void Exit(int log_id, int exit_code, int signal, std::string error);
+  void Exit(int log_id, DetachedEnd end);
   // What follows `after`: at most `limit_bytes` of output, but at least one chunk when any follows (a chunk longer
   // than the limit is cut to it). kInvalidArgument for an `after` beyond end().
   Result<api::LogRead> Read(uint64_t after, size_t limit_bytes) const;
@@ -48,13 +56,6 @@ class LogRing {
   std::deque<api::LogChunk> records_;
   uint64_t start_ = 0, end_ = 0;
   uint64_t dropped_bytes_ = 0, dropped_exits_ = 0;
-};
-
-// How a detached command ended: its status, or -1 and why it has none.
-struct DetachedEnd {
-  int exit_code = -1;
-  int signal = 0;
-  std::string error{};
 };
 
 // Runs the command, giving its output to `output` (stream 1 or 2) as it comes; returns once it has ended.

@@ -171,24 +171,33 @@ TEST_F(SandboxToolsTest, ExecPassesTheRequestAndLimits) {
   EXPECT_EQ(Fail("sandbox_exec", {{"sandbox", "nope"}, {"argv", {"x"}}}).code, Code::kNotFound);
 }
 
-// Detached: the request passed on, the handle returned at once; what a command nobody waits for cannot have is
-// refused by name.
-TEST_F(SandboxToolsTest, ADetachedExecReturnsItsLogIdAndRefusesStdinTimeoutAndTty) {
+// Detached: the request passed on, the handle returned at once; no timeout unless one is given; what a command
+// nobody waits for cannot have is refused by name.
+TEST_F(SandboxToolsTest, ADetachedExecReturnsItsLogIdTakesATimeoutAndRefusesStdinAndTty) {
   std::string id = Create();
   json r = Ok("sandbox_exec", {{"sandbox", id}, {"argv", {"sleep", "1"}}, {"detach", true}, {"env", {{"K", "v"}}}});
   EXPECT_EQ(r, json({{"detached", true}, {"log_id", 1}}));
   EXPECT_TRUE(fake.last_detached);
   EXPECT_EQ(fake.last_exec.argv, std::vector<std::string>({"sleep", "1"}));
   EXPECT_EQ(fake.last_exec.env.at("K"), "v");
-  EXPECT_EQ(Ok("sandbox_exec", {{"sandbox", id}, {"argv", {"true"}}, {"detach", true}})["log_id"], 2);
+  EXPECT_TRUE(fake.last_exec.detach);
+  EXPECT_EQ(fake.last_exec.timeout, std::chrono::milliseconds(0));  // none: it runs until it exits
+  EXPECT_EQ(Ok("sandbox_exec", {{"sandbox", id}, {"argv", {"true"}}, {"detach", true}, {"timeout", 5}})["log_id"], 2);
+  EXPECT_EQ(fake.last_exec.timeout, std::chrono::seconds(5));
+  // A client that fills in what the schema documents sends no timeout: the schema states no default for it.
+  EXPECT_FALSE(registry.Find("sandbox_exec")->input_schema["properties"]["timeout"].contains("default"));
+  EXPECT_EQ(Fail("sandbox_exec", {{"sandbox", id}, {"argv", {"x"}}, {"detach", true}, {"timeout", 901}}).message,
+            "timeout: must be <= 900");
   EXPECT_EQ(Fail("sandbox_exec", {{"sandbox", id}, {"argv", {"x"}}, {"detach", true}, {"stdin", "a"}}).message,
             "stdin: not with detach (a detached command's stdin is /dev/null)");
-  EXPECT_EQ(Fail("sandbox_exec", {{"sandbox", id}, {"argv", {"x"}}, {"detach", true}, {"timeout", 5}}).message,
-            "timeout: not with detach (a detached command runs until it exits or its sandbox stops)");
   EXPECT_EQ(Fail("sandbox_exec", {{"sandbox", id}, {"argv", {"x"}}, {"detach", true}, {"tty", true}}).message,
             "tty: not with detach (a detached command has no terminal)");
   EXPECT_EQ(Fail("sandbox_exec", {{"sandbox", "nope"}, {"argv", {"x"}}, {"detach", true}}).code, Code::kNotFound);
   EXPECT_EQ(fake.detached, 2);
+  // A waited-for exec keeps its default of 60 s.
+  Ok("sandbox_exec", {{"sandbox", id}, {"argv", {"true"}}});
+  EXPECT_FALSE(fake.last_exec.detach);
+  EXPECT_EQ(fake.last_exec.timeout, std::chrono::seconds(60));
 }
 
 TEST_F(SandboxToolsTest, LogsGivesChunksWithTheirStreamsExitsAndCursors) {
@@ -212,9 +221,13 @@ TEST_F(SandboxToolsTest, LogsGivesChunksWithTheirStreamsExitsAndCursors) {
   LogChunk& lost = chunk(16, 2, LogChunk::Kind::kExit);
   lost.exit_code = -1;
   lost.error = "the sandbox is not running";
-  read.next = 17;
+  LogChunk& timed_out = chunk(17, 3, LogChunk::Kind::kExit);
+  timed_out.exit_code = 124;
+  timed_out.signal = 9;
+  timed_out.timed_out = true;
+  read.next = 18;
   read.start = 10;
-  read.end = 17;
+  read.end = 18;
   read.dropped = 3;
   read.running = 1;
   fake.logs[id] = read;
@@ -225,11 +238,12 @@ TEST_F(SandboxToolsTest, LogsGivesChunksWithTheirStreamsExitsAndCursors) {
     {"cursor": 10, "log_id": 1, "stream": "stdout", "data": "out\n"},
     {"cursor": 14, "log_id": 1, "stream": "stderr", "data": "\ufffd"},
     {"cursor": 15, "log_id": 1, "stream": "exit", "exit_code": 137, "signal": 9},
-    {"cursor": 16, "log_id": 2, "stream": "exit", "exit_code": -1, "signal": 0, "error": "the sandbox is not running"}
+    {"cursor": 16, "log_id": 2, "stream": "exit", "exit_code": -1, "signal": 0, "error": "the sandbox is not running"},
+    {"cursor": 17, "log_id": 3, "stream": "exit", "exit_code": 124, "signal": 9, "timed_out": true}
   ])"));
-  EXPECT_EQ(r["next"], 17);
+  EXPECT_EQ(r["next"], 18);
   EXPECT_EQ(r["start"], 10);
-  EXPECT_EQ(r["end"], 17);
+  EXPECT_EQ(r["end"], 18);
   EXPECT_EQ(r["dropped"], 3);
   EXPECT_EQ(r["running"], 1);
   r = Ok("sandbox_logs", {{"sandbox", id}, {"limit_bytes", 100}, {"encoding", "base64"}});

@@ -96,6 +96,8 @@ TEST(ExitLine, TellsTheCodeTheSignalOrWhyThereIsNone) {
   EXPECT_EQ(ExitLine(json{{"stream", "exit"}, {"log_id", 2}, {"exit_code", -1}, {"signal", 0},
                           {"error", "the sandbox stopped during the exec"}}),
             "isb: detached command 2 ended: the sandbox stopped during the exec\n");
+  EXPECT_EQ(ExitLine(json{{"stream", "exit"}, {"log_id", 4}, {"exit_code", 124}, {"signal", 9}, {"timed_out", true}}),
+            "isb: detached command 4 timed out and was killed (exit code 124)\n");
 }
 
 }  // namespace

@@ -37,7 +37,7 @@ TEST(LogRingTest, KeepsOutputAndExitsInOrderWithTheirCursors) {
   ring.Output(1, 1, "out\n");
   ring.Output(1, 2, "err\n");
   ring.Output(1, 1, "done\n");
-  ring.Exit(1, 0, 0, "");
+  ring.Exit(1, {0, 0, ""});
   api::LogRead r = MustRead(ring, 0);
   EXPECT_EQ(Text(r), "1:out:out\n|1:err:err\n|1:out:done\n|1:exit:0|");
   ASSERT_EQ(r.chunks.size(), 4u);
@@ -70,7 +70,7 @@ TEST(LogRingTest, AReadFromACursorGivesWhatFollowsItAndNothingTwice) {
   r = MustRead(ring, 11);
   EXPECT_TRUE(r.chunks.empty());
   EXPECT_EQ(r.next, 11u);
-  ring.Exit(1, 3, 0, "");
+  ring.Exit(1, {3, 0, ""});
   r = MustRead(ring, 11);
   EXPECT_EQ(Text(r), "1:exit:3|");
   EXPECT_EQ(r.next, 12u);
@@ -101,7 +101,7 @@ TEST(LogRingTest, WrapsAroundDroppingTheOldestBytesAndCountsThem) {
   EXPECT_EQ(MustRead(ring, 2).dropped, 1u);
   EXPECT_EQ(MustRead(ring, 3).dropped, 0u);
   // Whole chunks go too, and exits count one each.
-  ring.Exit(1, 0, 0, "");
+  ring.Exit(1, {0, 0, ""});
   ring.Output(2, 1, "XYZ");
   EXPECT_EQ(ring.start(), 7u);  // 14 + 3 = 17 positions, 10 kept
   r = MustRead(ring, 0);
@@ -138,7 +138,7 @@ TEST(LogRingTest, AReadHoldsAtMostItsLimitOfOutputButAlwaysSomething) {
   LogRing ring(100);
   ring.Output(1, 1, "abcdef");
   ring.Output(1, 2, "gh");
-  ring.Exit(1, 0, 0, "");
+  ring.Exit(1, {0, 0, ""});
   api::LogRead r = MustRead(ring, 0, 4);
   EXPECT_EQ(Text(r), "1:out:abcd|");
   EXPECT_EQ(r.next, 4u);

@@ -102,6 +102,33 @@ TEST_F(LogsTest, SixteenDetachedCommandsRunAtOnceAndAStopEndsThem) {
   MustTool("sandbox_remove", {{"sandbox", id}});
 }
 
+TEST_F(LogsTest, ADetachedCommandWithATimeoutIsKilledAtItAndOneWithoutRunsOn) {
+  const std::string id = CreateSandbox();
+  ProcResult started = Isb({"exec", "-d", "--timeout", "1s", id, "--", "sh", "-c", "echo up; exec sleep 600"});
+  ExpectAudit("isb exec -d --timeout 1s", {Unix("sandbox_exec")});
+  ASSERT_EQ(started.exit_status, 0) << started.Describe();
+  EXPECT_EQ(started.out, "1\n");
+  json r = MustTool("sandbox_exec", {{"sandbox", id}, {"argv", {"sleep", "600"}}, {"detach", true}});
+  EXPECT_EQ(r, json({{"detached", true}, {"log_id", 2}}));
+  // "up\n" (positions 0 to 2) and the first command's exit, once its second has passed.
+  json exited;
+  for (int i = 0; i < 200 && exited.is_null(); ++i) {
+    if (MustTool("sandbox_logs", {{"sandbox", id}, {"limit_bytes", 1}})["end"] == 4)
+      exited = MustTool("sandbox_logs", {{"sandbox", id}, {"after", 3}});
+    else
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_FALSE(exited.is_null()) << "the command with a 1 s timeout still runs after 20 s";
+  EXPECT_EQ(exited["chunks"], json::parse(R"([{"cursor": 3, "log_id": 1, "stream": "exit", "exit_code": 124,
+                                                "signal": 9, "timed_out": true}])"));
+  EXPECT_EQ(exited["running"], 1);  // the one without a timeout
+  ProcResult logs = Isb({"logs", id});
+  ASSERT_EQ(logs.exit_status, 0) << logs.Describe();
+  EXPECT_EQ(logs.out, "up\n");
+  EXPECT_EQ(logs.err, "isb: detached command 1 timed out and was killed (exit code 124)\n");
+  MustTool("sandbox_remove", {{"sandbox", id}});
+}
+
 TEST_F(LogsTest, AUtf8ReadGivesACharacterAcrossTheRingsRecordsWholeAndNeverCutsOne) {
   const std::string id = CreateSandbox();
   // 65535 bytes, then a euro sign: its first byte ends the ring's first record (64 KiB), its other two begin the next.
