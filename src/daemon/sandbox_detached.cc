@@ -1,6 +1,7 @@
 // Detached commands (sandbox_exec with detach) and the sandbox's log they write: the manager's side, over
 // DetachedExecs (sandbox_logs.h).
 #include <chrono>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -41,7 +42,9 @@ Result<api::DetachedExec> SandboxManager::ExecDetached(const std::string& id_or_
   ISB_TRY(spec::Validate(req));
   if (req.tty) return Invalid("tty: not with detach (a detached command has no terminal)");
   if (!req.stdin_data.empty()) return Invalid("stdin: not with detach (a detached command's stdin is /dev/null)");
-  ISB_ASSIGN_OR_RETURN(Record rec, Load(id_or_name));
+  // Held until the command has its log: a removal (which forgets the log) waits, rather than leave an entry behind.
+  std::optional<SandboxLocks::Held> held;
+  ISB_ASSIGN_OR_RETURN(Record rec, LoadLocked(id_or_name, &held));
   if (rec.state != "running") return Error::Of(Code::kConflict, "sandbox '" + rec.id + "' is stopped; start it first");
   ISB_ASSIGN_OR_RETURN(engine::ExecSpec spec, CommandFor(rec, req));
   spec.timeout = req.timeout.count() > 0 ? req.timeout : kDetachedDeadline;

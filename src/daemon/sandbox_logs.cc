@@ -132,6 +132,7 @@ Result<api::DetachedExec> DetachedExecs::Start(const std::string& sandbox, Detac
   JoinFinished();
   MutexLock lock(mu_);
   if (Stopping()) return Error::Of(Code::kUnavailable, "the daemon is shutting down");
+  if (forgotten_.contains(sandbox)) return Error::Of(Code::kNotFound, "no sandbox '" + sandbox + "'");
   std::shared_ptr<Log>& log = logs_[sandbox];
   if (!log) log = std::make_shared<Log>();
   if (log->running >= api::kMaxDetachedExecs)
@@ -186,6 +187,12 @@ Result<api::LogRead> DetachedExecs::Read(const std::string& sandbox, uint64_t af
 void DetachedExecs::Forget(const std::string& sandbox) {
   MutexLock lock(mu_);
   logs_.erase(sandbox);
+  if (!forgotten_.insert(sandbox).second) return;
+  forgotten_order_.push_back(sandbox);
+  if (forgotten_order_.size() > kForgottenKept) {
+    forgotten_.erase(forgotten_order_.front());
+    forgotten_order_.pop_front();
+  }
 }
 
 void DetachedExecs::JoinFinished() {

@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -71,16 +72,20 @@ class DetachedExecs {
   DetachedExecs(const DetachedExecs&) = delete;
   DetachedExecs& operator=(const DetachedExecs&) = delete;
 
-  // Runs `body` on a thread of its own, logging its output and its end in `sandbox`'s ring. kConflict when
-  // api::kMaxDetachedExecs of the sandbox's run already; kUnavailable when `max_total` run in the daemon, or no
-  // thread could be started (then nothing of the attempt is left).
+  // Runs `body` on a thread of its own, logging its output and its end in `sandbox`'s ring. kNotFound for a
+  // sandbox forgotten (removed) meanwhile, which gets no log again; kConflict when api::kMaxDetachedExecs of the
+  // sandbox's run already; kUnavailable when `max_total` run in the daemon, or no thread could be started (then
+  // nothing of the attempt is left).
   Result<api::DetachedExec> Start(const std::string& sandbox, DetachedBody body);
   // How many of `sandbox`'s detached commands run now (for the idle reaper: a running one is activity).
   size_t Running(const std::string& sandbox);
   // `sandbox`'s log (an empty one when it has none) and how many of its commands run.
   Result<api::LogRead> Read(const std::string& sandbox, uint64_t after, size_t limit_bytes);
-  // The sandbox is removed: its log goes (commands still ending write to nothing).
+  // The sandbox is removed: its log goes (commands still ending write to nothing), and a Start that raced the
+  // removal is refused. The last kForgottenKept forgotten are remembered for that (a caller's Start follows its
+  // check that the sandbox exists at once; the manager also holds the sandbox's lock across both).
   void Forget(const std::string& sandbox);
+  static constexpr size_t kForgottenKept = 4096;
   // True once StopAll began: a body's command is to end (its exec's `cancelled`).
   bool Stopping() const { return stopping_.load(); }
   // Tells every body to stop and waits for their threads.
@@ -100,6 +105,8 @@ class DetachedExecs {
   Mutex mu_;
   size_t running_total_ ISB_GUARDED_BY(mu_) = 0;
   std::map<std::string, std::shared_ptr<Log>> logs_ ISB_GUARDED_BY(mu_);
+  std::set<std::string> forgotten_ ISB_GUARDED_BY(mu_);
+  std::deque<std::string> forgotten_order_ ISB_GUARDED_BY(mu_);  // oldest first, to bound forgotten_
   uint64_t next_thread_ ISB_GUARDED_BY(mu_) = 0;
   std::map<uint64_t, std::thread> threads_ ISB_GUARDED_BY(mu_);
   std::vector<uint64_t> finished_ ISB_GUARDED_BY(mu_);

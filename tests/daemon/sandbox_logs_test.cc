@@ -241,6 +241,43 @@ TEST(DetachedExecsTest, TheDaemonRunsAtMostItsTotalAndCountsEachSandboxsRunning)
   EXPECT_EQ(now->log_id, 1);  // the refused attempt took no log id
 }
 
+// A start that raced its sandbox's removal (it found the sandbox, then Forget ran) makes no log again.
+TEST(DetachedExecsTest, AStartAfterItsSandboxWasForgottenIsRefusedAndLeavesNoLog) {
+  DetachedExecs d;
+  std::atomic<bool> release{true};
+  ASSERT_TRUE(d.Start("sb-a", Waiting(&release, 0)).ok());
+  WaitUntilNoneRun(d, "sb-a");
+  d.Forget("sb-a");
+  bool ran = false;
+  auto refused = d.Start("sb-a", [&ran](const auto&) {
+    ran = true;
+    return DetachedEnd{0, 0, ""};
+  });
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, Code::kNotFound);
+  EXPECT_EQ(refused.error().message, "no sandbox 'sb-a'");
+  d.StopAll();  // joins any thread the refused start might have begun
+  EXPECT_FALSE(ran);
+  auto r = d.Read("sb-a", 0, 100);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->chunks.empty());
+  EXPECT_EQ(r->end, 0u);
+  EXPECT_EQ(d.Running("sb-a"), 0u);
+}
+
+TEST(DetachedExecsTest, OnlyTheLastForgottenSandboxesAreRemembered) {
+  DetachedExecs d;
+  d.Forget("sb-old");
+  for (size_t i = 0; i < DetachedExecs::kForgottenKept - 1; ++i) d.Forget("sb-" + std::to_string(i));
+  std::atomic<bool> release{true};
+  EXPECT_EQ(d.Start("sb-old", Waiting(&release, 0)).error().code, Code::kNotFound);
+  d.Forget("sb-new");  // the oldest, sb-old, is let go
+  auto started = d.Start("sb-old", Waiting(&release, 0));
+  EXPECT_TRUE(started.ok()) << started.error().message;
+  EXPECT_EQ(d.Start("sb-new", Waiting(&release, 0)).error().code, Code::kNotFound);
+  EXPECT_EQ(d.Start("sb-0", Waiting(&release, 0)).error().code, Code::kNotFound);
+}
+
 TEST(DetachedExecsTest, AForgottenSandboxHasAnEmptyLogAndStopAllEndsTheBodies) {
   DetachedExecs d;
   std::atomic<bool> never{false};
