@@ -1,8 +1,13 @@
 // isb logs: how a detached command's end is told.
 #include "cli/logs_cmd.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <stdlib.h>
+#include <termios.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -88,6 +93,26 @@ TEST_F(LogsCommandTest, TailCountsOnlyOutputBytesAndTellsTheExitsAfterThem) {
   EXPECT_EQ(r.err, "");
 }
 
+TEST(ShowControls, WritesOutControlCharactersAndBytesThatAreNotUtf8) {
+  EXPECT_EQ(ShowControls("plain text, \xE2\x82\xAC and tabs\there\n"), "plain text, \xE2\x82\xAC and tabs\there\n");
+  EXPECT_EQ(ShowControls("\x1b[31mred\x1b[0m"), "\\x1b[31mred\\x1b[0m");
+  EXPECT_EQ(ShowControls("\x1b]52;c;Zm9v\x07"), "\\x1b]52;c;Zm9v\\x07");  // a clipboard write
+  EXPECT_EQ(ShowControls(std::string("nul\0del\x7f", 8)), "nul\\x00del\\x7f");
+  EXPECT_EQ(ShowControls("line\r\nover\rwrite\r"), "line\r\nover\\x0dwrite\\x0d");
+  EXPECT_EQ(ShowControls("c1 \xC2\x9B, \xC2\x85; not c1 \xC2\xA0"), "c1 \\u009b, \\u0085; not c1 \xC2\xA0");
+  EXPECT_EQ(ShowControls("raw \x9B, cut \xE2\x82"), "raw \\x9b, cut \\xe2\\x82");
+}
+
+TEST(TerminalText, HoldsACharacterSplitBetweenPiecesUntilItsRestComes) {
+  TerminalText t;
+  EXPECT_EQ(t.Next("a\xE2"), "a");
+  EXPECT_EQ(t.Next("\x82"), "");
+  EXPECT_EQ(t.Next("\xAC\x1b"), "\xE2\x82\xAC\\x1b");
+  EXPECT_EQ(t.Next("\xF0\x9F"), "");
+  EXPECT_EQ(t.Rest(), "\\xf0\\x9f");  // it never came whole
+  EXPECT_EQ(t.Rest(), "");
+}
+
 TEST(ExitLine, TellsTheCodeTheSignalOrWhyThereIsNone) {
   EXPECT_EQ(ExitLine(json{{"stream", "exit"}, {"log_id", 1}, {"exit_code", 0}, {"signal", 0}}),
             "isb: detached command 1 exited with code 0\n");
@@ -98,6 +123,78 @@ TEST(ExitLine, TellsTheCodeTheSignalOrWhyThereIsNone) {
             "isb: detached command 2 ended: the sandbox stopped during the exec\n");
   EXPECT_EQ(ExitLine(json{{"stream", "exit"}, {"log_id", 4}, {"exit_code", 124}, {"signal", 9}, {"timed_out", true}}),
             "isb: detached command 4 timed out and was killed (exit code 124)\n");
+}
+
+// A sandbox's output with escape sequences, a carriage return, a character split between chunks and a byte that is
+// not UTF-8.
+class LogsOnATerminalTest : public LogsCommandTest {
+ protected:
+  void SetUp() override {
+    log = {{{"cursor", 0}, {"log_id", 1}, {"stream", "stdout"}, {"data", "red \x1b[31mX\x1b[0m\r\n"}},
+           {{"cursor", 16}, {"log_id", 1}, {"stream", "stdout"}, {"data", "a\xE2\x82"}},
+           {{"cursor", 19}, {"log_id", 1}, {"stream", "stdout"}, {"data", "\xAC\r\xFF\n"}},
+           {{"cursor", 23}, {"log_id", 1}, {"stream", "stderr"}, {"data", "\x1b]0;pwned\x07\n"}},
+           {{"cursor", 34}, {"log_id", 1}, {"stream", "exit"}, {"exit_code", 0}, {"signal", 0}}};
+    end = 35;
+  }
+
+  // Runs `isb logs ARGS` with its stdout and stderr on a terminal (a pty of the test's, raw so that it adds no
+  // carriage returns); returns what the terminal received.
+  std::string OnATerminal(std::vector<std::string> args) {
+    const int master = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    EXPECT_GE(master, 0);
+    EXPECT_EQ(::grantpt(master), 0);
+    EXPECT_EQ(::unlockpt(master), 0);
+    const int tty = ::open(::ptsname(master), O_RDWR | O_NOCTTY | O_CLOEXEC);
+    EXPECT_GE(tty, 0);
+    struct termios mode {};
+    EXPECT_EQ(::tcgetattr(tty, &mode), 0);
+    ::cfmakeraw(&mode);
+    EXPECT_EQ(::tcsetattr(tty, TCSANOW, &mode), 0);
+    std::fflush(stdout);
+    std::fflush(stderr);
+    const int saved_out = ::dup(STDOUT_FILENO), saved_err = ::dup(STDERR_FILENO);
+    ::dup2(tty, STDOUT_FILENO);
+    ::dup2(tty, STDERR_FILENO);
+    CLI::App app{"isb"};
+    int exit_code = -1;
+    AddLogsCommand(app, &exit_code);
+    args.insert(args.begin(), {"isb", "logs", "--socket", server.socket_path()});
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    app.parse(static_cast<int>(argv.size()), argv.data());
+    std::fflush(stdout);
+    std::fflush(stderr);
+    ::dup2(saved_out, STDOUT_FILENO);
+    ::dup2(saved_err, STDERR_FILENO);
+    ::close(saved_out);
+    ::close(saved_err);
+    ::close(tty);
+    EXPECT_EQ(exit_code, 0);
+    std::string shown;
+    ::fcntl(master, F_SETFL, O_NONBLOCK);
+    char buf[4096];
+    for (ssize_t got; (got = ::read(master, buf, sizeof buf)) > 0;) shown.append(buf, static_cast<size_t>(got));
+    ::close(master);
+    return shown;
+  }
+};
+
+TEST_F(LogsOnATerminalTest, ATerminalIsShownTheControlCharactersWrittenOut) {
+  EXPECT_EQ(OnATerminal({"sb"}), "red \\x1b[31mX\\x1b[0m\r\na\xE2\x82\xAC\\x0d\\xff\n\\x1b]0;pwned\\x07\n"
+                                 "isb: detached command 1 exited with code 0\n");
+}
+
+TEST_F(LogsOnATerminalTest, RawGivesATerminalTheBytesAsTheyAre) {
+  EXPECT_EQ(OnATerminal({"--raw", "sb"}), "red \x1b[31mX\x1b[0m\r\na\xE2\x82\xAC\r\xFF\n\x1b]0;pwned\x07\n"
+                                          "isb: detached command 1 exited with code 0\n");
+}
+
+TEST_F(LogsOnATerminalTest, APipeGetsTheBytesAsTheyAre) {
+  CmdRun r = Logs({"sb"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "red \x1b[31mX\x1b[0m\r\na\xE2\x82\xAC\r\xFF\n");
+  EXPECT_EQ(r.err, "\x1b]0;pwned\x07\nisb: detached command 1 exited with code 0\n");
 }
 
 }  // namespace
