@@ -30,7 +30,8 @@ struct DetachedEnd {
 
 // What a sandbox's detached commands wrote and how they ended, in order, as positions from 0: each output byte takes
 // one, each exit one more. At most `capacity` positions are kept (the oldest go first, an output chunk in part), in
-// at most `max_records` records (consecutive output of one command's stream shares one). Not thread-safe.
+// at most `max_records` records (consecutive output of one command's stream shares one). Dropping costs as much as
+// what goes, never a move of what stays. Not thread-safe.
 class LogRing {
  public:
   explicit LogRing(size_t capacity = api::kLogRingBytes, size_t max_records = 16384);
@@ -52,9 +53,14 @@ class LogRing {
   static uint64_t Size(const api::LogChunk& c) { return c.kind == api::LogChunk::Kind::kExit ? 1 : c.data.size(); }
   // Drops the oldest until the ring is within its bounds.
   void Trim();
+  // Drops the first record, what is left of it.
+  void DropFirst();
 
   const size_t capacity_, max_records_;
+  // Each record as it was written: the first one's oldest `front_dropped_` bytes are dropped already (skipped by
+  // reads, freed with the record), so that a full ring never moves what it keeps.
   std::deque<api::LogChunk> records_;
+  size_t front_dropped_ = 0;
   uint64_t start_ = 0, end_ = 0;
   uint64_t dropped_bytes_ = 0, dropped_exits_ = 0;
 };
@@ -92,16 +98,22 @@ class DetachedExecs {
   void StopAll();
 
  private:
+  // One sandbox's log, under a lock of its own: a command's output waits for no other sandbox's reads and writes.
+  // Taken after mu_ when both are held.
   struct Log {
-    LogRing ring;
-    size_t running = 0;
-    int last_id = 0;
+    Mutex mu;
+    LogRing ring ISB_GUARDED_BY(mu);
+    size_t running ISB_GUARDED_BY(mu) = 0;
+    int last_id ISB_GUARDED_BY(mu) = 0;
   };
   // Joins the threads whose bodies have returned.
   void JoinFinished();
+  // `sandbox`'s log, or null when it has none.
+  std::shared_ptr<Log> Find(const std::string& sandbox) ISB_EXCLUDES(mu_);
 
   const size_t max_total_;
   std::atomic<bool> stopping_{false};
+  // The map of logs and the daemon's counts; held briefly, never while a log is copied.
   Mutex mu_;
   size_t running_total_ ISB_GUARDED_BY(mu_) = 0;
   std::map<std::string, std::shared_ptr<Log>> logs_ ISB_GUARDED_BY(mu_);

@@ -125,6 +125,36 @@ TEST(LogRingTest, OutputLargerThanTheRingKeepsItsLastBytes) {
   EXPECT_EQ(Text(r), "1:out:6789|");
 }
 
+// A full ring drops the first record's oldest bytes by skipping them: reads start at its first byte kept, and each
+// dropped byte is counted once, however it goes later.
+TEST(LogRingTest, APartlyDroppedFirstRecordReadsFromItsFirstKeptByteAndCountsEachByteOnce) {
+  LogRing ring(10);
+  ring.Output(1, 1, "0123456789");
+  ring.Output(1, 2, "ab");  // "01" go
+  EXPECT_EQ(ring.start(), 2u);
+  EXPECT_EQ(ring.dropped_bytes(), 2u);
+  api::LogRead r = MustRead(ring, 0);
+  EXPECT_EQ(r.dropped, 2u);
+  EXPECT_EQ(Text(r), "1:out:23456789|1:err:ab|");
+  EXPECT_EQ(r.chunks[0].cursor, 2u);
+  r = MustRead(ring, 5, 3);
+  EXPECT_EQ(Text(r), "1:out:567|");
+  EXPECT_EQ(r.chunks[0].cursor, 5u);
+  EXPECT_EQ(r.next, 8u);
+  ring.Output(1, 2, "c");  // "2" goes too
+  EXPECT_EQ(Text(MustRead(ring, 0)), "1:out:3456789|1:err:abc|");
+  ring.Exit(1, {0, 0, ""});  // and "3"
+  EXPECT_EQ(Text(MustRead(ring, 0)), "1:out:456789|1:err:abc|1:exit:0|");
+  EXPECT_EQ(ring.dropped_bytes(), 4u);
+  // More than the ring holds: all it kept goes, what is left of the first record counted once.
+  ring.Output(2, 1, std::string(15, 'z'));
+  EXPECT_EQ(ring.dropped_bytes(), 4u + 6 + 3 + 5);
+  EXPECT_EQ(ring.dropped_exits(), 1u);
+  EXPECT_EQ(ring.start(), 19u);
+  EXPECT_EQ(ring.end(), 29u);
+  EXPECT_EQ(Text(MustRead(ring, 0)), "2:out:zzzzzzzzzz|");
+}
+
 TEST(LogRingTest, ABoundOnRecordsDropsTheOldestWhole) {
   LogRing ring(100, 2);
   ring.Output(1, 1, "a");
