@@ -3,26 +3,10 @@
 
 #include <array>
 
+#include "base/utf8.h"
+
 namespace isb::api {
 namespace {
-
-// Length of the UTF-8 sequence starting at s[i], or 0 when it is invalid (overlong, surrogate, > U+10FFFF).
-size_t SeqLen(std::string_view s, size_t i) {
-  auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  unsigned char c = b(i);
-  if (c < 0x80) return 1;
-  size_t n = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
-  if (n == 0 || c > 0xF4 || i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; ++k) {
-    if ((b(i + k) & 0xC0) != 0x80) return 0;
-  }
-  unsigned char c1 = b(i + 1);
-  if (c == 0xE0 && c1 < 0xA0) return 0;  // overlong
-  if (c == 0xED && c1 > 0x9F) return 0;  // surrogates
-  if (c == 0xF0 && c1 < 0x90) return 0;  // overlong
-  if (c == 0xF4 && c1 > 0x8F) return 0;  // above U+10FFFF
-  return n;
-}
 
 // Rejects nesting deeper than max_depth, and more than kMaxJsonValues values, with a scan that tracks strings: the
 // parser never recurses too far, and a body of 8 MiB cannot become millions of values (an empty array costs the
@@ -75,7 +59,7 @@ std::string Dump(const json& value, int indent) {
 
 bool IsValidUtf8(std::string_view s) {
   for (size_t i = 0; i < s.size();) {
-    size_t n = SeqLen(s, i);
+    size_t n = Utf8SequenceLength(s, i);
     if (n == 0) return false;
     i += n;
   }
@@ -86,7 +70,7 @@ std::string SanitizeUtf8(std::string_view s) {
   std::string out;
   out.reserve(s.size());
   for (size_t i = 0; i < s.size();) {
-    size_t n = SeqLen(s, i);
+    size_t n = Utf8SequenceLength(s, i);
     if (n == 0) {
       out += "\xEF\xBF\xBD";
       ++i;
@@ -101,10 +85,20 @@ std::string SanitizeUtf8(std::string_view s) {
 size_t Utf8Length(std::string_view s) {
   size_t count = 0;
   for (size_t i = 0; i < s.size(); ++count) {
-    size_t n = SeqLen(s, i);
+    size_t n = Utf8SequenceLength(s, i);
     i += n == 0 ? 1 : n;
   }
   return count;
+}
+
+size_t Utf8IncompleteTail(std::string_view s) {
+  for (size_t back = 1; back <= 3 && back <= s.size(); ++back) {
+    auto c = static_cast<unsigned char>(s[s.size() - back]);
+    if ((c & 0xC0) == 0x80) continue;  // continuation byte: look further back
+    size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    return need > back ? back : 0;
+  }
+  return 0;
 }
 
 }  // namespace isb::api

@@ -11,6 +11,7 @@
 #include "api/org_sandboxes.h"
 #include "api/spec_policy.h"
 #include "base/metric_families.h"
+#include "base/utf8.h"
 
 namespace isb::api {
 namespace {
@@ -106,7 +107,7 @@ class Utf8Forwarder {
   void operator()(int stream, std::string_view data) {
     std::string& carry = carry_[stream == 2 ? 1 : 0];
     std::string text = carry + std::string(data);
-    size_t keep = IncompleteTail(text);
+    size_t keep = Utf8IncompleteTail(text);
     carry = text.substr(text.size() - keep);
     text.resize(text.size() - keep);
     if (!text.empty()) progress_(stream == 2 ? "stderr" : "stdout", text);
@@ -119,19 +120,35 @@ class Utf8Forwarder {
   }
 
  private:
-  // Bytes at the end that start a multi-byte sequence not yet complete (0..3).
-  static size_t IncompleteTail(std::string_view s) {
-    for (size_t back = 1; back <= 3 && back <= s.size(); ++back) {
-      auto c = static_cast<unsigned char>(s[s.size() - back]);
-      if ((c & 0xC0) == 0x80) continue;  // continuation byte: look further back
-      size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
-      return need > back ? back : 0;
-    }
-    return 0;
-  }
   const ProgressFn& progress_;
   std::string carry_[2];
 };
+
+// A log read for "utf-8" text, whose characters must each be decoded whole: the ring keeps a stream's output in
+// records of at most 64 KiB, and a read stops at its limit or at the log's end, both anywhere in a character.
+// Consecutive output of one command's stream becomes one chunk, and an incomplete character that ends the read is
+// left to the next read (`next` is moved back to it), unless it is all the read holds at its limit (a next read
+// could hold no more, so it is given as it is).
+void JoinWholeCharacters(LogRead& read, size_t limit_bytes) {
+  std::vector<LogChunk> joined;
+  for (LogChunk& c : read.chunks) {
+    LogChunk* last = joined.empty() ? nullptr : &joined.back();
+    if (last != nullptr && c.kind != LogChunk::Kind::kExit && last->kind == c.kind && last->log_id == c.log_id &&
+        last->cursor + last->data.size() == c.cursor) {
+      last->data += c.data;
+      continue;
+    }
+    joined.push_back(std::move(c));
+  }
+  read.chunks = std::move(joined);
+  if (read.chunks.empty() || read.chunks.back().kind == LogChunk::Kind::kExit) return;
+  LogChunk& last = read.chunks.back();
+  const size_t tail = Utf8IncompleteTail(last.data);
+  if (tail == 0 || (read.chunks.size() == 1 && tail == last.data.size() && last.data.size() >= limit_bytes)) return;
+  last.data.resize(last.data.size() - tail);
+  read.next -= tail;
+  if (last.data.empty()) read.chunks.pop_back();
+}
 
 Result<ExecRequest> ExecFromJson(const json& in) {
   ExecRequest req;
@@ -344,9 +361,9 @@ Result<json> SandboxHandlers::ExecDetached(const json& in, const CallContext& ct
   if (in.value("tty", false)) return Invalid("tty: not with detach (a detached command has no terminal)");
   if (in.contains("stdin") || in.contains("stdin_base64"))
     return Invalid("stdin: not with detach (a detached command's stdin is /dev/null)");
-  if (in.contains("timeout"))
-    return Invalid("timeout: not with detach (a detached command runs until it exits or its sandbox stops)");
   ISB_ASSIGN_OR_RETURN(ExecRequest req, ExecFromJson(in));
+  req.detach = true;
+  if (!in.contains("timeout")) req.timeout = {};  // none: it runs until it exits or its sandbox stops
   OrgSandboxes sb(all_, ctx);
   ISB_ASSIGN_OR_RETURN(DetachedExec started, sb.ExecDetached(Ref(in), req));
   return json{{"detached", true}, {"log_id", started.log_id}};
@@ -355,8 +372,9 @@ Result<json> SandboxHandlers::ExecDetached(const json& in, const CallContext& ct
 Result<json> SandboxHandlers::Logs(const json& in, const CallContext& ctx) {
   OrgSandboxes sb(all_, ctx);
   const bool base64 = in.value("encoding", "utf-8") == "base64";
-  ISB_ASSIGN_OR_RETURN(LogRead read, sb.Logs(Ref(in), in.value("after", uint64_t{0}),
-                                            in.value("limit_bytes", size_t{kMaxLogReadBytes})));
+  const size_t limit_bytes = in.value("limit_bytes", size_t{kMaxLogReadBytes});
+  ISB_ASSIGN_OR_RETURN(LogRead read, sb.Logs(Ref(in), in.value("after", uint64_t{0}), limit_bytes));
+  if (!base64) JoinWholeCharacters(read, limit_bytes);
   json chunks = json::array();
   for (const LogChunk& c : read.chunks) {
     json chunk = {{"cursor", c.cursor}, {"log_id", c.log_id}};
@@ -365,6 +383,7 @@ Result<json> SandboxHandlers::Logs(const json& in, const CallContext& ctx) {
       chunk["exit_code"] = c.exit_code;
       chunk["signal"] = c.signal;
       if (!c.error.empty()) chunk["error"] = c.error;
+      if (c.timed_out) chunk["timed_out"] = true;
     } else {
       chunk["stream"] = c.kind == LogChunk::Kind::kStderr ? "stderr" : "stdout";
       PutBytes(chunk, "data", c.data, base64);

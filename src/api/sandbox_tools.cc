@@ -271,22 +271,24 @@ Status AddCreateAndExec(Registry& reg, const Handlers& h) {
                             kMaxStdinBytes / 3 * 4 + 4)},
        {"env", StringMap("Extra environment variables for this command.", 256)},
        {"workdir", Str("Absolute working directory; default: the sandbox's working_dir.", 4096)},
-       {"timeout", Int("Seconds before the command is killed; default 60, at most 900 (15 minutes).", 1,
-                       kMaxExecTimeoutS)},
+       {"timeout", Int("Seconds before the command is killed, at most 900 (15 minutes); default 60, and with "
+                       "detach none (a detached command runs until it exits or the sandbox stops unless given one).",
+                       1, kMaxExecTimeoutS)},
        {"encoding", EncodingField("output", "utf-8")},
        {"tty", {{"type", "boolean"}, {"default", false},
                 {"description", "Run the command on a terminal (a pty inside the sandbox): stderr merges into "
                                 "stdout. Streaming calls only; the first event names the session that "
                                 "sandbox_exec_input and sandbox_exec_resize act on."}}},
        {"detach", {{"type", "boolean"}, {"default", false},
-                   {"description", "Start the command and return at once with its log_id; it runs until it exits "
-                                   "or the sandbox stops (no timeout), its stdin /dev/null, its output and exit "
-                                   "code going to the sandbox's log (sandbox_logs). At most 16 run at once per "
-                                   "sandbox. Not with stdin, timeout or tty."}}},
+                   {"description", "Start the command and return at once with its log_id; it runs until it exits, "
+                                   "the sandbox stops or its timeout (if given) passes, its stdin /dev/null, its "
+                                   "output and exit code going to the sandbox's log (sandbox_logs). At most 16 run "
+                                   "at once per sandbox. Not with stdin or tty."}}},
        {"rows", Int("With tty: the terminal's height; default 24.", 1, kMaxTerminalSide)},
        {"cols", Int("With tty: the terminal's width; default 80.", 1, kMaxTerminalSide)}},
       {"sandbox", "argv"});
-  exec_in["properties"]["timeout"]["default"] = kDefaultExecTimeoutS;
+  // timeout states no default in the schema: it is 60 s, or none with detach, and a client that fills in defaults
+  // must not bound its detached commands to a minute.
   exec_in["properties"]["rows"]["default"] = kDefaultRows;
   exec_in["properties"]["cols"]["default"] = kDefaultCols;
   json exec_out = {
@@ -313,7 +315,7 @@ Status AddCreateAndExec(Registry& reg, const Handlers& h) {
   Tool exec{
       "sandbox_exec", "Run a command in a sandbox",
       "Runs argv in the sandbox and returns its exit code, stdout and stderr (each capped at 256 KiB, with a "
-      "truncated flag) and duration. timeout is in seconds (default 60, at most 900). Streaming callers (REST "
+      "truncated flag) and duration. timeout is in seconds (default 60, none with detach; at most 900). Streaming callers (REST "
       "?stream=1, MCP with a progressToken) also receive output as it is produced. With tty (streaming only) the "
       "command runs on a terminal: a \"session\" event (REST) or a progress notification with _meta "
       "isb/stream \"session\" (MCP) names the session first; send keystrokes with sandbox_exec_input and window "
@@ -340,14 +342,19 @@ Status AddLogsTool(Registry& reg, const Handlers& h) {
                        {"description", "An exit's status (128+N when killed by signal N); -1 with error when the "
                                        "command ended without one (it could not start, or the sandbox stopped)."}}},
         {"signal", {{"type", "integer"}}},
-        {"error", {{"type", "string"}}}}}};
+        {"error", {{"type", "string"}}},
+        {"timed_out", {{"type", "boolean"},
+                       {"description", "An exit: present and true when the command was killed at its timeout "
+                                       "(exit_code 124, signal 9)."}}}}}};
   return reg.Add(Tool{
       "sandbox_logs", "Read a sandbox's log",
       "The output (stdout and stderr) and exits of the commands started in the sandbox with sandbox_exec detach, "
       "in order, after the cursor `after` (default 0, the start). The daemon keeps the last 1 MiB per sandbox, in "
       "memory (a daemon restart ends them and empties it); `dropped` says how many positions between `after` and "
       "the oldest kept were lost (each output byte is one position, each exit one more). Read on from `next`; "
-      "`running` counts the commands still running.",
+      "`running` counts the commands still running. With encoding \"utf-8\" a command's consecutive output on one "
+      "stream comes as one chunk and no character is split: one still incomplete at the end of the read is left "
+      "to the next read.",
       Object({{"sandbox", SandboxRef()},
               {"after", Int("The cursor to read after: 0 (the default) or a `next` of an earlier read.", 0,
                             int64_t{1} << 53)},

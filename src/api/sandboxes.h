@@ -98,6 +98,7 @@ struct LogChunk {
   int exit_code = 0;
   int signal = 0;
   std::string error{};
+  bool timed_out = false;  // an exit: the command was killed at its timeout (exit_code 124, signal 9)
 };
 
 struct LogRead {

@@ -2,6 +2,8 @@
 #include "cli/sandbox_cmds.h"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -158,6 +160,22 @@ bool StdinIsPipeOrFile() {
   return ::isatty(STDIN_FILENO) == 0 && ::fstat(STDIN_FILENO, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISREG(st.st_mode));
 }
 
+// Whether standard input, a pipe or a file, holds data for the command, found without reading any: a file with
+// bytes past its offset, or a pipe with bytes waiting once its writer had a moment (`echo x | isb ...` starts both
+// at once). A pipe whose writer is still silent after that, as a supervisor's often is, holds none.
+bool StdinHoldsData() {
+  if (!StdinIsPipeOrFile()) return false;
+  struct stat st{};
+  if (::fstat(STDIN_FILENO, &st) != 0) return false;
+  if (S_ISREG(st.st_mode)) {
+    const off_t at = ::lseek(STDIN_FILENO, 0, SEEK_CUR);
+    return at >= 0 && st.st_size > at;
+  }
+  struct pollfd p {STDIN_FILENO, POLLIN, 0};
+  int waiting = 0;
+  return ::poll(&p, 1, 100) == 1 && ::ioctl(STDIN_FILENO, FIONREAD, &waiting) == 0 && waiting > 0;
+}
+
 std::string Env(const char* name) {
   const char* v = std::getenv(name);
   return v == nullptr ? "" : v;
@@ -235,6 +253,11 @@ int RunExec(const Common& c, const ExecFlags& f) {
   // not after the user has typed Ctrl-D.
   auto input = ExecInput(f, "");
   if (!input.ok()) return ReportUsage(input.error());
+  // Piped input is the command's without -d; a detached command has none to take it, so it is refused, not lost.
+  if (f.detach && StdinHoldsData())
+    return ReportUsage(Usage("standard input holds data, which -d cannot pass: a detached command's stdin is "
+                             "/dev/null (copy the data into the sandbox with isb cp; redirect stdin from /dev/null "
+                             "if it is not for the command)"));
   auto client = Connect(*c.connect);
   if (!client.ok()) return ReportUsage(client.error());
   if (f.detach) return RunDetached(c, *client, *input);
@@ -511,11 +534,11 @@ void AddSandboxCommands(CLI::App& app, int* exit_code) {
                 "Run the command on a terminal of this terminal's size; with -i, keys go to it in raw mode "
                 "(default --timeout 15m)");
   cmd->add_flag("-d,--detach", exec->detach,
-                "Start the command and return; it runs until it exits or the sandbox stops, its output kept for "
-                "isb logs (prints its log id)");
+                "Start the command and return; it runs until it exits, the sandbox stops or its --timeout (if "
+                "given) passes, its output kept for isb logs (prints its log id)");
   cmd->add_option("--env", exec->env, "K=V for this command (repeatable)")->allow_extra_args(false);
   cmd->add_option("--workdir", exec->workdir, "Working directory (default: the sandbox's)");
-  cmd->add_option("--timeout", exec->timeout, "Kill the command after this long, e.g. 60s (default 60s, at most 15m)");
+  cmd->add_option("--timeout", exec->timeout, "Kill the command after this long, e.g. 60s (default 60s, with -d none; at most 15m)");
   cmd->add_option("sandbox", exec->sandbox, "The sandbox's id or name")->required();
   cmd->add_option("command", exec->command, "The command and its arguments, after --")->required();
   cmd->callback([common, exec, exit_code] {

@@ -178,8 +178,6 @@ Result<json> ExecInput(const ExecFlags& f, const std::string& stdin_data) {
   if (f.command.empty()) return Usage("exec needs a command: isb exec SANDBOX -- CMD ARGS...");
   if (f.detach && (f.interactive || f.tty))
     return Usage("-d cannot be combined with -i or -t: a detached command's stdin is /dev/null");
-  if (f.detach && !f.timeout.empty())
-    return Usage("--timeout cannot be combined with -d: a detached command runs until it exits or the sandbox stops");
   json in = {{"sandbox", f.sandbox}, {"argv", f.command}};
   if (f.detach) in["detach"] = true;
   for (const auto& e : f.env) {

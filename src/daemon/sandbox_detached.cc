@@ -1,6 +1,7 @@
 // Detached commands (sandbox_exec with detach) and the sandbox's log they write: the manager's side, over
 // DetachedExecs (sandbox_logs.h).
 #include <chrono>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -11,8 +12,8 @@ namespace isb::daemon {
 
 namespace {
 
-// A detached command is bounded by its sandbox's life (at most 30 days), not by the exec timeout: this is only
-// a deadline beyond any sandbox's.
+// A detached command without a timeout of its own is bounded by its sandbox's life (at most 30 days): this is
+// only a deadline beyond any sandbox's.
 constexpr std::chrono::milliseconds kDetachedDeadline = std::chrono::hours(24 * 31);
 
 // How a command the runtime ran or could not run ended, as its log records it; a note for stderr in *note.
@@ -31,6 +32,7 @@ DetachedEnd EndOf(const Result<engine::ExecOutcome>& out, std::string* note) {
   }
   end.exit_code = out->exit_code;
   end.signal = out->signal;
+  end.timed_out = out->timed_out;
   return end;
 }
 
@@ -40,10 +42,12 @@ Result<api::DetachedExec> SandboxManager::ExecDetached(const std::string& id_or_
   ISB_TRY(spec::Validate(req));
   if (req.tty) return Invalid("tty: not with detach (a detached command has no terminal)");
   if (!req.stdin_data.empty()) return Invalid("stdin: not with detach (a detached command's stdin is /dev/null)");
-  ISB_ASSIGN_OR_RETURN(Record rec, Load(id_or_name));
+  // Held until the command has its log: a removal (which forgets the log) waits, rather than leave an entry behind.
+  std::optional<SandboxLocks::Held> held;
+  ISB_ASSIGN_OR_RETURN(Record rec, LoadLocked(id_or_name, &held));
   if (rec.state != "running") return Error::Of(Code::kConflict, "sandbox '" + rec.id + "' is stopped; start it first");
   ISB_ASSIGN_OR_RETURN(engine::ExecSpec spec, CommandFor(rec, req));
-  spec.timeout = kDetachedDeadline;
+  spec.timeout = req.timeout.count() > 0 ? req.timeout : kDetachedDeadline;
   spec.output_limit = 0;  // all of it goes to the log, none is kept for an outcome nobody waits for
   spec.sink_all = true;
   spec.cancelled = [this] { return detached_.Stopping(); };

@@ -29,9 +29,8 @@ void LogRing::Output(int log_id, int stream, std::string_view data) {
     end_ += skip;
     data.remove_prefix(skip);
     // Everything held is older than what is kept of `data`: all of it goes too.
-    for (const LogChunk& c : records_) (c.kind == LogChunk::Kind::kExit ? dropped_exits_ : dropped_bytes_) += Size(c);
+    while (!records_.empty()) DropFirst();
     dropped_bytes_ += skip;
-    records_.clear();
     start_ = end_;
   }
   while (!data.empty()) {
@@ -57,36 +56,43 @@ void LogRing::Output(int log_id, int stream, std::string_view data) {
   Trim();
 }
 
-void LogRing::Exit(int log_id, int exit_code, int signal, std::string error) {
+void LogRing::Exit(int log_id, DetachedEnd end) {
   LogChunk c;
   c.cursor = end_++;
   c.log_id = log_id;
   c.kind = LogChunk::Kind::kExit;
-  c.exit_code = exit_code;
-  c.signal = signal;
-  c.error = std::move(error);
+  c.exit_code = end.exit_code;
+  c.signal = end.signal;
+  c.error = std::move(end.error);
+  c.timed_out = end.timed_out;
   records_.push_back(std::move(c));
   Trim();
 }
 
 void LogRing::Trim() {
   while (!records_.empty() && (end_ - start_ > capacity_ || records_.size() > max_records_)) {
-    LogChunk& first = records_.front();
+    const LogChunk& first = records_.front();
     const uint64_t over = end_ - start_ > capacity_ ? end_ - start_ - capacity_ : 0;
-    if (first.kind != LogChunk::Kind::kExit && records_.size() <= max_records_ && over < first.data.size()) {
-      // Only its oldest bytes go.
-      first.data.erase(0, over);
-      first.cursor += over;
+    if (first.kind != LogChunk::Kind::kExit && records_.size() <= max_records_ &&
+        over < first.data.size() - front_dropped_) {
+      // Only its oldest bytes go: skipped, not moved.
+      front_dropped_ += over;
       start_ += over;
       dropped_bytes_ += over;
       return;
     }
-    const uint64_t size = Size(first);
-    (first.kind == LogChunk::Kind::kExit ? dropped_exits_ : dropped_bytes_) += size;
-    start_ += size;
-    records_.pop_front();
+    DropFirst();
   }
   if (records_.empty()) start_ = end_;
+}
+
+void LogRing::DropFirst() {
+  const LogChunk& first = records_.front();
+  const uint64_t left = Size(first) - front_dropped_;
+  (first.kind == LogChunk::Kind::kExit ? dropped_exits_ : dropped_bytes_) += left;
+  start_ += left;
+  records_.pop_front();
+  front_dropped_ = 0;
 }
 
 Result<api::LogRead> LogRing::Read(uint64_t after, size_t limit_bytes) const {
@@ -103,25 +109,24 @@ Result<api::LogRead> LogRing::Read(uint64_t after, size_t limit_bytes) const {
   if (it != records_.begin() && std::prev(it)->cursor + Size(*std::prev(it)) > at) --it;
   size_t bytes = 0;
   for (; it != records_.end(); ++it) {
-    LogChunk c = *it;
-    if (c.kind == LogChunk::Kind::kExit) {  // an exit counts toward no limit
-      at = c.cursor + 1;
-      out.chunks.push_back(std::move(c));
+    if (it->kind == LogChunk::Kind::kExit) {  // an exit counts toward no limit
+      at = it->cursor + 1;
+      out.chunks.push_back(*it);
       continue;
     }
-    if (c.cursor < at) {  // `after` falls inside it: only its rest
-      c.data.erase(0, at - c.cursor);
-      c.cursor = at;
-    }
+    const size_t from = at > it->cursor ? at - it->cursor : 0;  // `after` falls inside it: only its rest
     size_t room = limit_bytes > bytes ? limit_bytes - bytes : 0;
     if (out.chunks.empty()) room = std::max<size_t>(room, 1);
     if (room == 0) break;
-    const bool cut = c.data.size() > room;
-    if (cut) c.data.resize(room);
-    bytes += c.data.size();
-    at = c.cursor + c.data.size();
-    out.chunks.push_back(std::move(c));
-    if (cut) break;
+    const size_t rest = it->data.size() - from, take = std::min(rest, room);
+    LogChunk& c = out.chunks.emplace_back();
+    c.cursor = it->cursor + from;
+    c.log_id = it->log_id;
+    c.kind = it->kind;
+    c.data.assign(it->data, from, take);
+    bytes += take;
+    at = c.cursor + take;
+    if (take < rest) break;
   }
   out.next = at;
   return out;
@@ -131,8 +136,11 @@ Result<api::DetachedExec> DetachedExecs::Start(const std::string& sandbox, Detac
   JoinFinished();
   MutexLock lock(mu_);
   if (Stopping()) return Error::Of(Code::kUnavailable, "the daemon is shutting down");
-  std::shared_ptr<Log>& log = logs_[sandbox];
-  if (!log) log = std::make_shared<Log>();
+  if (forgotten_.contains(sandbox)) return Error::Of(Code::kNotFound, "no sandbox '" + sandbox + "'");
+  std::shared_ptr<Log>& slot = logs_[sandbox];
+  if (!slot) slot = std::make_shared<Log>();
+  std::shared_ptr<Log> log = slot;
+  MutexLock log_lock(log->mu);
   if (log->running >= api::kMaxDetachedExecs)
     return Error::Of(Code::kConflict, "sandbox '" + sandbox + "' already runs " + std::to_string(api::kMaxDetachedExecs) +
                                           " detached commands, the most it may; wait for one to end, or stop the "
@@ -146,13 +154,16 @@ Result<api::DetachedExec> DetachedExecs::Start(const std::string& sandbox, Detac
   const uint64_t thread_id = next_thread_++;
   try {
     threads_[thread_id] = std::thread([this, log, log_id, thread_id, body = std::move(body)] {
-      DetachedEnd end = body([this, &log, log_id](int stream, std::string_view data) {
-        MutexLock l(mu_);
+      DetachedEnd end = body([&log, log_id](int stream, std::string_view data) {
+        MutexLock l(log->mu);
         log->ring.Output(log_id, stream, data);
       });
+      {
+        MutexLock l(log->mu);
+        log->ring.Exit(log_id, std::move(end));
+        --log->running;
+      }
       MutexLock l(mu_);
-      log->ring.Exit(log_id, end.exit_code, end.signal, std::move(end.error));
-      --log->running;
       --running_total_;
       finished_.push_back(thread_id);
     });
@@ -167,24 +178,37 @@ Result<api::DetachedExec> DetachedExecs::Start(const std::string& sandbox, Detac
   return api::DetachedExec{log_id};
 }
 
-size_t DetachedExecs::Running(const std::string& sandbox) {
+std::shared_ptr<DetachedExecs::Log> DetachedExecs::Find(const std::string& sandbox) {
   MutexLock lock(mu_);
   auto it = logs_.find(sandbox);
-  return it == logs_.end() ? 0 : it->second->running;
+  return it == logs_.end() ? nullptr : it->second;
+}
+
+size_t DetachedExecs::Running(const std::string& sandbox) {
+  std::shared_ptr<Log> log = Find(sandbox);
+  if (!log) return 0;
+  MutexLock lock(log->mu);
+  return log->running;
 }
 
 Result<api::LogRead> DetachedExecs::Read(const std::string& sandbox, uint64_t after, size_t limit_bytes) {
-  MutexLock lock(mu_);
-  auto it = logs_.find(sandbox);
-  if (it == logs_.end()) return LogRing().Read(after, limit_bytes);
-  ISB_ASSIGN_OR_RETURN(api::LogRead out, it->second->ring.Read(after, limit_bytes));
-  out.running = it->second->running;
+  std::shared_ptr<Log> log = Find(sandbox);
+  if (!log) return LogRing().Read(after, limit_bytes);
+  MutexLock lock(log->mu);
+  ISB_ASSIGN_OR_RETURN(api::LogRead out, log->ring.Read(after, limit_bytes));
+  out.running = log->running;
   return out;
 }
 
 void DetachedExecs::Forget(const std::string& sandbox) {
   MutexLock lock(mu_);
   logs_.erase(sandbox);
+  if (!forgotten_.insert(sandbox).second) return;
+  forgotten_order_.push_back(sandbox);
+  if (forgotten_order_.size() > kForgottenKept) {
+    forgotten_.erase(forgotten_order_.front());
+    forgotten_order_.pop_front();
+  }
 }
 
 void DetachedExecs::JoinFinished() {

@@ -33,6 +33,8 @@ Status Validate(const ExecRequest& req) {
     if (req.idle_timeout.count() < 0) return Invalid("idle_timeout: must be at least 1ms");
     if (req.timeout < req.idle_timeout || req.timeout > std::chrono::seconds(kMaxInteractiveTimeoutS))
       return Invalid("timeout: an interactive command's must be between its idle_timeout and 24 hours");
+  } else if (req.detach && req.timeout.count() == 0) {
+    // none: the command runs until it exits or its sandbox stops
   } else if (req.timeout.count() < 1 || req.timeout > std::chrono::seconds(kMaxExecTimeoutS)) {
     return Invalid("timeout: must be between 1ms and 15 minutes");
   }

@@ -29,6 +29,9 @@ struct ExecRequest {
   std::map<std::string, std::string> env;
   std::string workdir;                                             // empty: the sandbox's working_dir
   std::chrono::milliseconds timeout{kDefaultExecTimeoutS * 1000};  // at most kMaxExecTimeoutS
+  // Started and not waited for (sandbox_exec's detach): its output goes to the sandbox's log. A `timeout` of zero
+  // is none (it runs until it exits or its sandbox stops); any other is the same bound as an exec's.
+  bool detach = false;
   // Nonzero: interactive (tty only; set by the server's own web terminal, never from a caller's JSON). The command is
   // also ended once this long passes with no input typed and no resize (output does not count); `timeout` is then a
   // hard cap of at most kMaxInteractiveTimeoutS, and at least this.

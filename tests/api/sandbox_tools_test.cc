@@ -171,24 +171,33 @@ TEST_F(SandboxToolsTest, ExecPassesTheRequestAndLimits) {
   EXPECT_EQ(Fail("sandbox_exec", {{"sandbox", "nope"}, {"argv", {"x"}}}).code, Code::kNotFound);
 }
 
-// Detached: the request passed on, the handle returned at once; what a command nobody waits for cannot have is
-// refused by name.
-TEST_F(SandboxToolsTest, ADetachedExecReturnsItsLogIdAndRefusesStdinTimeoutAndTty) {
+// Detached: the request passed on, the handle returned at once; no timeout unless one is given; what a command
+// nobody waits for cannot have is refused by name.
+TEST_F(SandboxToolsTest, ADetachedExecReturnsItsLogIdTakesATimeoutAndRefusesStdinAndTty) {
   std::string id = Create();
   json r = Ok("sandbox_exec", {{"sandbox", id}, {"argv", {"sleep", "1"}}, {"detach", true}, {"env", {{"K", "v"}}}});
   EXPECT_EQ(r, json({{"detached", true}, {"log_id", 1}}));
   EXPECT_TRUE(fake.last_detached);
   EXPECT_EQ(fake.last_exec.argv, std::vector<std::string>({"sleep", "1"}));
   EXPECT_EQ(fake.last_exec.env.at("K"), "v");
-  EXPECT_EQ(Ok("sandbox_exec", {{"sandbox", id}, {"argv", {"true"}}, {"detach", true}})["log_id"], 2);
+  EXPECT_TRUE(fake.last_exec.detach);
+  EXPECT_EQ(fake.last_exec.timeout, std::chrono::milliseconds(0));  // none: it runs until it exits
+  EXPECT_EQ(Ok("sandbox_exec", {{"sandbox", id}, {"argv", {"true"}}, {"detach", true}, {"timeout", 5}})["log_id"], 2);
+  EXPECT_EQ(fake.last_exec.timeout, std::chrono::seconds(5));
+  // A client that fills in what the schema documents sends no timeout: the schema states no default for it.
+  EXPECT_FALSE(registry.Find("sandbox_exec")->input_schema["properties"]["timeout"].contains("default"));
+  EXPECT_EQ(Fail("sandbox_exec", {{"sandbox", id}, {"argv", {"x"}}, {"detach", true}, {"timeout", 901}}).message,
+            "timeout: must be <= 900");
   EXPECT_EQ(Fail("sandbox_exec", {{"sandbox", id}, {"argv", {"x"}}, {"detach", true}, {"stdin", "a"}}).message,
             "stdin: not with detach (a detached command's stdin is /dev/null)");
-  EXPECT_EQ(Fail("sandbox_exec", {{"sandbox", id}, {"argv", {"x"}}, {"detach", true}, {"timeout", 5}}).message,
-            "timeout: not with detach (a detached command runs until it exits or its sandbox stops)");
   EXPECT_EQ(Fail("sandbox_exec", {{"sandbox", id}, {"argv", {"x"}}, {"detach", true}, {"tty", true}}).message,
             "tty: not with detach (a detached command has no terminal)");
   EXPECT_EQ(Fail("sandbox_exec", {{"sandbox", "nope"}, {"argv", {"x"}}, {"detach", true}}).code, Code::kNotFound);
   EXPECT_EQ(fake.detached, 2);
+  // A waited-for exec keeps its default of 60 s.
+  Ok("sandbox_exec", {{"sandbox", id}, {"argv", {"true"}}});
+  EXPECT_FALSE(fake.last_exec.detach);
+  EXPECT_EQ(fake.last_exec.timeout, std::chrono::seconds(60));
 }
 
 TEST_F(SandboxToolsTest, LogsGivesChunksWithTheirStreamsExitsAndCursors) {
@@ -212,9 +221,13 @@ TEST_F(SandboxToolsTest, LogsGivesChunksWithTheirStreamsExitsAndCursors) {
   LogChunk& lost = chunk(16, 2, LogChunk::Kind::kExit);
   lost.exit_code = -1;
   lost.error = "the sandbox is not running";
-  read.next = 17;
+  LogChunk& timed_out = chunk(17, 3, LogChunk::Kind::kExit);
+  timed_out.exit_code = 124;
+  timed_out.signal = 9;
+  timed_out.timed_out = true;
+  read.next = 18;
   read.start = 10;
-  read.end = 17;
+  read.end = 18;
   read.dropped = 3;
   read.running = 1;
   fake.logs[id] = read;
@@ -225,11 +238,12 @@ TEST_F(SandboxToolsTest, LogsGivesChunksWithTheirStreamsExitsAndCursors) {
     {"cursor": 10, "log_id": 1, "stream": "stdout", "data": "out\n"},
     {"cursor": 14, "log_id": 1, "stream": "stderr", "data": "\ufffd"},
     {"cursor": 15, "log_id": 1, "stream": "exit", "exit_code": 137, "signal": 9},
-    {"cursor": 16, "log_id": 2, "stream": "exit", "exit_code": -1, "signal": 0, "error": "the sandbox is not running"}
+    {"cursor": 16, "log_id": 2, "stream": "exit", "exit_code": -1, "signal": 0, "error": "the sandbox is not running"},
+    {"cursor": 17, "log_id": 3, "stream": "exit", "exit_code": 124, "signal": 9, "timed_out": true}
   ])"));
-  EXPECT_EQ(r["next"], 17);
+  EXPECT_EQ(r["next"], 18);
   EXPECT_EQ(r["start"], 10);
-  EXPECT_EQ(r["end"], 17);
+  EXPECT_EQ(r["end"], 18);
   EXPECT_EQ(r["dropped"], 3);
   EXPECT_EQ(r["running"], 1);
   r = Ok("sandbox_logs", {{"sandbox", id}, {"limit_bytes", 100}, {"encoding", "base64"}});
@@ -239,6 +253,66 @@ TEST_F(SandboxToolsTest, LogsGivesChunksWithTheirStreamsExitsAndCursors) {
   EXPECT_EQ(Fail("sandbox_logs", {{"sandbox", id}, {"limit_bytes", kMaxLogReadBytes + 1}}).message,
             "limit_bytes: must be <= 1048576");
   EXPECT_EQ(Fail("sandbox_logs", {{"sandbox", "nope"}}).code, Code::kNotFound);
+}
+
+// utf-8: a character the ring stored across two records reads whole, and one cut by the read's end is left to the
+// next read; base64 gives the records as they are.
+TEST_F(SandboxToolsTest, LogsInUtf8JoinAStreamsRecordsAndSplitNoCharacter) {
+  std::string id = Create();
+  LogRead read;
+  auto chunk = [&read](uint64_t cursor, int log_id, LogChunk::Kind kind, std::string data) {
+    LogChunk& c = read.chunks.emplace_back();
+    c.cursor = cursor;
+    c.log_id = log_id;
+    c.kind = kind;
+    c.data = std::move(data);
+  };
+  chunk(0, 1, LogChunk::Kind::kStdout, "a\xE2\x82");  // "a€" across two records
+  chunk(3, 1, LogChunk::Kind::kStdout, "\xAC" "b");
+  chunk(5, 1, LogChunk::Kind::kStderr, "\xC3");         // another stream: not joined
+  chunk(6, 2, LogChunk::Kind::kStdout, "c\xF0\x9F\x98");  // "c" and three of the four bytes of U+1F600
+  read.next = 10;
+  read.end = 10;
+  fake.logs[id] = read;
+  json r = Ok("sandbox_logs", {{"sandbox", id}});
+  EXPECT_EQ(r["chunks"], json::parse(R"([
+    {"cursor": 0, "log_id": 1, "stream": "stdout", "data": "a\u20acb"},
+    {"cursor": 5, "log_id": 1, "stream": "stderr", "data": "\ufffd"},
+    {"cursor": 6, "log_id": 2, "stream": "stdout", "data": "c"}
+  ])"));
+  EXPECT_EQ(r["next"], 7);
+  EXPECT_EQ(r["end"], 10);
+  r = Ok("sandbox_logs", {{"sandbox", id}, {"encoding", "base64"}});
+  EXPECT_EQ(r["chunks"].size(), 4u);
+  EXPECT_EQ(r["chunks"][0]["data_base64"], Base64Encode("a\xE2\x82"));
+  EXPECT_EQ(r["chunks"][3]["data_base64"], Base64Encode("c\xF0\x9F\x98"));
+  EXPECT_EQ(r["next"], 10);
+
+  // Only an incomplete character: left for later (the next read starts at it) ...
+  read.chunks.clear();
+  chunk(6, 2, LogChunk::Kind::kStdout, "\xF0\x9F\x98");
+  read.next = 9;
+  fake.logs[id] = read;
+  r = Ok("sandbox_logs", {{"sandbox", id}, {"after", 6}});
+  EXPECT_EQ(r["chunks"], json::array());
+  EXPECT_EQ(r["next"], 6);
+  // ... unless the read's limit stopped it there: then it is given as it is, so a reader always moves on.
+  r = Ok("sandbox_logs", {{"sandbox", id}, {"after", 6}, {"limit_bytes", 3}});
+  EXPECT_EQ(r["chunks"], json::parse(R"([{"cursor": 6, "log_id": 2, "stream": "stdout", "data": "\ufffd\ufffd\ufffd"}])"));
+  EXPECT_EQ(r["next"], 9);
+  // An exit after it: the command will write no more of it.
+  LogChunk& exit = read.chunks.emplace_back();
+  exit.cursor = 9;
+  exit.log_id = 2;
+  exit.kind = LogChunk::Kind::kExit;
+  read.next = 10;
+  fake.logs[id] = read;
+  r = Ok("sandbox_logs", {{"sandbox", id}, {"after", 6}});
+  EXPECT_EQ(r["chunks"], json::parse(R"([
+    {"cursor": 6, "log_id": 2, "stream": "stdout", "data": "\ufffd\ufffd\ufffd"},
+    {"cursor": 9, "log_id": 2, "stream": "exit", "exit_code": 0, "signal": 0}
+  ])"));
+  EXPECT_EQ(r["next"], 10);
 }
 
 // A terminal: streaming only, its size only with tty, its session announced and returned, the caller recorded.

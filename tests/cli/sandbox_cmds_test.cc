@@ -1,5 +1,6 @@
 // The sandbox commands: flags -> tool input, answers -> output and exit codes, and whole commands against a
 // scripted daemon.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -157,7 +158,7 @@ TEST(CreateInputTest, BadFlagsAreUsageErrorsNamingTheFlag) {
   check(f, "--idle-timeout");
 }
 
-TEST(ExecInputTest, DetachAsksForItAndRefusesStdinTerminalAndTimeout) {
+TEST(ExecInputTest, DetachAsksForItWithItsTimeoutAndRefusesStdinAndATerminal) {
   ExecFlags f;
   f.sandbox = "s";
   f.command = {"sleep", "9"};
@@ -174,8 +175,9 @@ TEST(ExecInputTest, DetachAsksForItAndRefusesStdinTerminalAndTimeout) {
             "-d cannot be combined with -i or -t: a detached command's stdin is /dev/null");
   f.tty = false;
   f.timeout = "5s";
-  EXPECT_EQ(ExecInput(f, "").error().message,
-            "--timeout cannot be combined with -d: a detached command runs until it exits or the sandbox stops");
+  in = ExecInput(f, "");
+  ASSERT_TRUE(in.ok()) << in.error().message;
+  EXPECT_EQ(*in, (json{{"sandbox", "s"}, {"argv", {"sleep", "9"}}, {"detach", true}, {"timeout", 5}}));
 }
 
 TEST(ExecInputTest, Mapping) {
@@ -384,6 +386,64 @@ TEST(CommandsTest, ExecConnectionLostMidStreamIsIsbFailing) {
   EXPECT_EQ(r.exit_code, kExitIsbFailed);
   EXPECT_EQ(r.out, "started\n");
   EXPECT_NE(r.err.find("lost the isb daemon before the command finished"), std::string::npos) << r.err;
+}
+
+// Runs `isb exec -d` with `fd` as its standard input (the fd is closed).
+CmdRun ExecDetachedWithStdin(const TestServer& server, int fd) {
+  const int saved_stdin = ::dup(STDIN_FILENO);
+  ::dup2(fd, STDIN_FILENO);
+  ::close(fd);
+  CmdRun r = RunIsb({"--socket", server.socket_path(), "exec", "-d", "web", "--", "cat"}, {}, /*keep_stdin=*/true);
+  ::dup2(saved_stdin, STDIN_FILENO);
+  ::close(saved_stdin);
+  return r;
+}
+
+// A pipe holding `data`, its writer closed; returns its reading end.
+int PipeHolding(const std::string& data) {
+  int p[2];
+  if (::pipe(p) != 0) return -1;
+  EXPECT_EQ(::write(p[1], data.data(), data.size()), static_cast<ssize_t>(data.size()));
+  ::close(p[1]);
+  return p[0];
+}
+
+// -d cannot pass standard input: data piped or redirected in is refused before any call, not dropped; a pipe or a
+// file with nothing left in it is no reason to refuse.
+TEST(CommandsTest, ExecDetachRefusesStandardInputThatHoldsData) {
+  TestServer server([](int fd, const SeenRequest&) {
+    SendAll(fd, JsonAnswer(200, R"({"result":{"detached":true,"log_id":1}})"));
+  });
+  const std::string refused =
+      "isb: standard input holds data, which -d cannot pass: a detached command's stdin is /dev/null (copy the data "
+      "into the sandbox with isb cp; redirect stdin from /dev/null if it is not for the command)\n";
+  CmdRun r = ExecDetachedWithStdin(server, PipeHolding("input\n"));
+  EXPECT_EQ(r.exit_code, kExitUsage);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, refused);
+  const std::string file = server.dir() + "/input";
+  std::ofstream(file) << "input\n";
+  r = ExecDetachedWithStdin(server, ::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  EXPECT_EQ(r.exit_code, kExitUsage);
+  EXPECT_EQ(r.err, refused);
+  EXPECT_TRUE(server.requests().empty());
+
+  r = ExecDetachedWithStdin(server, PipeHolding(""));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "1\n");
+  EXPECT_EQ(r.err, "");
+  const int read_to_end = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_EQ(::lseek(read_to_end, 0, SEEK_END), 6);
+  r = ExecDetachedWithStdin(server, read_to_end);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  auto seen = server.requests();
+  ASSERT_EQ(seen.size(), 2u);
+  for (const SeenRequest& req : seen) {
+    json body = json::parse(BodyOf(req));
+    EXPECT_EQ(body["detach"], true);
+    EXPECT_FALSE(body.contains("stdin_base64")) << body.dump();
+  }
+  ::unlink(file.c_str());
 }
 
 // -t without -i: a terminal exec whose output is live; nothing is typed, so no input call is made.

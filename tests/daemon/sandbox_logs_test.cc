@@ -37,7 +37,7 @@ TEST(LogRingTest, KeepsOutputAndExitsInOrderWithTheirCursors) {
   ring.Output(1, 1, "out\n");
   ring.Output(1, 2, "err\n");
   ring.Output(1, 1, "done\n");
-  ring.Exit(1, 0, 0, "");
+  ring.Exit(1, {0, 0, ""});
   api::LogRead r = MustRead(ring, 0);
   EXPECT_EQ(Text(r), "1:out:out\n|1:err:err\n|1:out:done\n|1:exit:0|");
   ASSERT_EQ(r.chunks.size(), 4u);
@@ -70,7 +70,7 @@ TEST(LogRingTest, AReadFromACursorGivesWhatFollowsItAndNothingTwice) {
   r = MustRead(ring, 11);
   EXPECT_TRUE(r.chunks.empty());
   EXPECT_EQ(r.next, 11u);
-  ring.Exit(1, 3, 0, "");
+  ring.Exit(1, {3, 0, ""});
   r = MustRead(ring, 11);
   EXPECT_EQ(Text(r), "1:exit:3|");
   EXPECT_EQ(r.next, 12u);
@@ -101,7 +101,7 @@ TEST(LogRingTest, WrapsAroundDroppingTheOldestBytesAndCountsThem) {
   EXPECT_EQ(MustRead(ring, 2).dropped, 1u);
   EXPECT_EQ(MustRead(ring, 3).dropped, 0u);
   // Whole chunks go too, and exits count one each.
-  ring.Exit(1, 0, 0, "");
+  ring.Exit(1, {0, 0, ""});
   ring.Output(2, 1, "XYZ");
   EXPECT_EQ(ring.start(), 7u);  // 14 + 3 = 17 positions, 10 kept
   r = MustRead(ring, 0);
@@ -125,6 +125,36 @@ TEST(LogRingTest, OutputLargerThanTheRingKeepsItsLastBytes) {
   EXPECT_EQ(Text(r), "1:out:6789|");
 }
 
+// A full ring drops the first record's oldest bytes by skipping them: reads start at its first byte kept, and each
+// dropped byte is counted once, however it goes later.
+TEST(LogRingTest, APartlyDroppedFirstRecordReadsFromItsFirstKeptByteAndCountsEachByteOnce) {
+  LogRing ring(10);
+  ring.Output(1, 1, "0123456789");
+  ring.Output(1, 2, "ab");  // "01" go
+  EXPECT_EQ(ring.start(), 2u);
+  EXPECT_EQ(ring.dropped_bytes(), 2u);
+  api::LogRead r = MustRead(ring, 0);
+  EXPECT_EQ(r.dropped, 2u);
+  EXPECT_EQ(Text(r), "1:out:23456789|1:err:ab|");
+  EXPECT_EQ(r.chunks[0].cursor, 2u);
+  r = MustRead(ring, 5, 3);
+  EXPECT_EQ(Text(r), "1:out:567|");
+  EXPECT_EQ(r.chunks[0].cursor, 5u);
+  EXPECT_EQ(r.next, 8u);
+  ring.Output(1, 2, "c");  // "2" goes too
+  EXPECT_EQ(Text(MustRead(ring, 0)), "1:out:3456789|1:err:abc|");
+  ring.Exit(1, {0, 0, ""});  // and "3"
+  EXPECT_EQ(Text(MustRead(ring, 0)), "1:out:456789|1:err:abc|1:exit:0|");
+  EXPECT_EQ(ring.dropped_bytes(), 4u);
+  // More than the ring holds: all it kept goes, what is left of the first record counted once.
+  ring.Output(2, 1, std::string(15, 'z'));
+  EXPECT_EQ(ring.dropped_bytes(), 4u + 6 + 3 + 5);
+  EXPECT_EQ(ring.dropped_exits(), 1u);
+  EXPECT_EQ(ring.start(), 19u);
+  EXPECT_EQ(ring.end(), 29u);
+  EXPECT_EQ(Text(MustRead(ring, 0)), "2:out:zzzzzzzzzz|");
+}
+
 TEST(LogRingTest, ABoundOnRecordsDropsTheOldestWhole) {
   LogRing ring(100, 2);
   ring.Output(1, 1, "a");
@@ -138,7 +168,7 @@ TEST(LogRingTest, AReadHoldsAtMostItsLimitOfOutputButAlwaysSomething) {
   LogRing ring(100);
   ring.Output(1, 1, "abcdef");
   ring.Output(1, 2, "gh");
-  ring.Exit(1, 0, 0, "");
+  ring.Exit(1, {0, 0, ""});
   api::LogRead r = MustRead(ring, 0, 4);
   EXPECT_EQ(Text(r), "1:out:abcd|");
   EXPECT_EQ(r.next, 4u);
@@ -239,6 +269,43 @@ TEST(DetachedExecsTest, TheDaemonRunsAtMostItsTotalAndCountsEachSandboxsRunning)
   auto now = d.Start("sb-c", Waiting(&release, 0));
   ASSERT_TRUE(now.ok());
   EXPECT_EQ(now->log_id, 1);  // the refused attempt took no log id
+}
+
+// A start that raced its sandbox's removal (it found the sandbox, then Forget ran) makes no log again.
+TEST(DetachedExecsTest, AStartAfterItsSandboxWasForgottenIsRefusedAndLeavesNoLog) {
+  DetachedExecs d;
+  std::atomic<bool> release{true};
+  ASSERT_TRUE(d.Start("sb-a", Waiting(&release, 0)).ok());
+  WaitUntilNoneRun(d, "sb-a");
+  d.Forget("sb-a");
+  bool ran = false;
+  auto refused = d.Start("sb-a", [&ran](const auto&) {
+    ran = true;
+    return DetachedEnd{0, 0, ""};
+  });
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, Code::kNotFound);
+  EXPECT_EQ(refused.error().message, "no sandbox 'sb-a'");
+  d.StopAll();  // joins any thread the refused start might have begun
+  EXPECT_FALSE(ran);
+  auto r = d.Read("sb-a", 0, 100);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->chunks.empty());
+  EXPECT_EQ(r->end, 0u);
+  EXPECT_EQ(d.Running("sb-a"), 0u);
+}
+
+TEST(DetachedExecsTest, OnlyTheLastForgottenSandboxesAreRemembered) {
+  DetachedExecs d;
+  d.Forget("sb-old");
+  for (size_t i = 0; i < DetachedExecs::kForgottenKept - 1; ++i) d.Forget("sb-" + std::to_string(i));
+  std::atomic<bool> release{true};
+  EXPECT_EQ(d.Start("sb-old", Waiting(&release, 0)).error().code, Code::kNotFound);
+  d.Forget("sb-new");  // the oldest, sb-old, is let go
+  auto started = d.Start("sb-old", Waiting(&release, 0));
+  EXPECT_TRUE(started.ok()) << started.error().message;
+  EXPECT_EQ(d.Start("sb-new", Waiting(&release, 0)).error().code, Code::kNotFound);
+  EXPECT_EQ(d.Start("sb-0", Waiting(&release, 0)).error().code, Code::kNotFound);
 }
 
 TEST(DetachedExecsTest, AForgottenSandboxHasAnEmptyLogAndStopAllEndsTheBodies) {

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <thread>
 
+#include "base/base64.h"
 #include "e2e/daemon_fixture.h"
 
 namespace isb::e2e {
@@ -39,7 +40,7 @@ TEST_F(LogsTest, DetachedOutputAndItsExitAreReadBackAndFollowedUntilTheSandboxIs
   EXPECT_EQ(logs.err, "err\nisb: detached command 1 exited with code 0\n");
   ProcResult tail = Isb({"logs", "--tail", "5", id});
   ASSERT_EQ(tail.exit_status, 0) << tail.Describe();
-  EXPECT_EQ(tail.out, "one\n");
+  EXPECT_EQ(tail.out, "done\n");  // the last 5 output bytes: the exit after them takes none
   EXPECT_EQ(tail.err, "isb: detached command 1 exited with code 0\n");
   ProcResult as_json = Isb({"exec", "-d", "--json", id, "--", "false"});
   ExpectAudit("isb exec -d --json", {Unix("sandbox_exec")});
@@ -98,6 +99,62 @@ TEST_F(LogsTest, SixteenDetachedCommandsRunAtOnceAndAStopEndsThem) {
   ProcResult again = Isb({"exec", "-d", id, "--", "true"});
   ExpectAudit("isb exec -d after a restart", {Unix("sandbox_exec")});
   EXPECT_EQ(again.out, "17\n") << again.Describe();
+  MustTool("sandbox_remove", {{"sandbox", id}});
+}
+
+TEST_F(LogsTest, ADetachedCommandWithATimeoutIsKilledAtItAndOneWithoutRunsOn) {
+  const std::string id = CreateSandbox();
+  ProcResult started = Isb({"exec", "-d", "--timeout", "1s", id, "--", "sh", "-c", "echo up; exec sleep 600"});
+  ExpectAudit("isb exec -d --timeout 1s", {Unix("sandbox_exec")});
+  ASSERT_EQ(started.exit_status, 0) << started.Describe();
+  EXPECT_EQ(started.out, "1\n");
+  json r = MustTool("sandbox_exec", {{"sandbox", id}, {"argv", {"sleep", "600"}}, {"detach", true}});
+  EXPECT_EQ(r, json({{"detached", true}, {"log_id", 2}}));
+  // "up\n" (positions 0 to 2) and the first command's exit, once its second has passed.
+  json exited;
+  for (int i = 0; i < 200 && exited.is_null(); ++i) {
+    if (MustTool("sandbox_logs", {{"sandbox", id}, {"limit_bytes", 1}})["end"] == 4)
+      exited = MustTool("sandbox_logs", {{"sandbox", id}, {"after", 3}});
+    else
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_FALSE(exited.is_null()) << "the command with a 1 s timeout still runs after 20 s";
+  EXPECT_EQ(exited["chunks"], json::parse(R"([{"cursor": 3, "log_id": 1, "stream": "exit", "exit_code": 124,
+                                                "signal": 9, "timed_out": true}])"));
+  EXPECT_EQ(exited["running"], 1);  // the one without a timeout
+  ProcResult logs = Isb({"logs", id});
+  ASSERT_EQ(logs.exit_status, 0) << logs.Describe();
+  EXPECT_EQ(logs.out, "up\n");
+  EXPECT_EQ(logs.err, "isb: detached command 1 timed out and was killed (exit code 124)\n");
+  MustTool("sandbox_remove", {{"sandbox", id}});
+}
+
+TEST_F(LogsTest, AUtf8ReadGivesACharacterAcrossTheRingsRecordsWholeAndNeverCutsOne) {
+  const std::string id = CreateSandbox();
+  // 65535 bytes, then a euro sign: its first byte ends the ring's first record (64 KiB), its other two begin the next.
+  ProcResult started =
+      Isb({"exec", "-d", id, "--", "sh", "-c", "head -c 65535 /dev/zero | tr '\\0' x; printf '\\342\\202\\254\\n'"});
+  ExpectAudit("isb exec -d (a character across two records)", {Unix("sandbox_exec")});
+  ASSERT_EQ(started.exit_status, 0) << started.Describe();
+  EXPECT_EQ(WaitUntilNoneRun(id), 65540u);  // 65535 + 3 + 1 bytes and the exit
+  const std::string xs(65535, 'x');
+  json r = MustTool("sandbox_logs", {{"sandbox", id}});
+  ASSERT_EQ(r["chunks"].size(), 2u) << r.dump().substr(0, 300);
+  EXPECT_EQ(r["chunks"][0]["data"], xs + "\u20ac\n");
+  EXPECT_EQ(r["chunks"][1]["stream"], "exit");
+  EXPECT_EQ(r["next"], 65540);
+  // A read whose limit ends inside the character stops before it; the next gives it whole.
+  r = MustTool("sandbox_logs", {{"sandbox", id}, {"limit_bytes", 65536}});
+  ASSERT_EQ(r["chunks"].size(), 1u);
+  EXPECT_EQ(r["chunks"][0]["data"], xs);
+  EXPECT_EQ(r["next"], 65535);
+  r = MustTool("sandbox_logs", {{"sandbox", id}, {"after", 65535}});
+  ASSERT_EQ(r["chunks"].size(), 2u);
+  EXPECT_EQ(r["chunks"][0]["data"], "\u20ac\n");
+  // base64 gives the records as the ring keeps them.
+  r = MustTool("sandbox_logs", {{"sandbox", id}, {"encoding", "base64"}});
+  ASSERT_EQ(r["chunks"].size(), 3u);
+  EXPECT_EQ(r["chunks"][1]["data_base64"], Base64Encode("\x82\xac\n"));
   MustTool("sandbox_remove", {{"sandbox", id}});
 }
 
