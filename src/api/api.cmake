@@ -72,6 +72,7 @@ add_executable(isb_api_tests
   tests/api/preview_host_test.cc
   tests/api/preview_filter_test.cc
   tests/api/preview_access_test.cc
+  tests/api/preview_tools_test.cc
   tests/api/spec_policy_test.cc
   tests/api/tool_policy_test.cc
   tests/api/audit_tools_test.cc
