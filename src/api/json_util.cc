@@ -91,14 +91,4 @@ size_t Utf8Length(std::string_view s) {
   return count;
 }
 
-size_t Utf8IncompleteTail(std::string_view s) {
-  for (size_t back = 1; back <= 3 && back <= s.size(); ++back) {
-    auto c = static_cast<unsigned char>(s[s.size() - back]);
-    if ((c & 0xC0) == 0x80) continue;  // continuation byte: look further back
-    size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
-    return need > back ? back : 0;
-  }
-  return 0;
-}
-
 }  // namespace isb::api

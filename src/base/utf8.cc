@@ -25,7 +25,17 @@ size_t Utf8IncompleteTail(std::string_view s) {
     auto c = static_cast<unsigned char>(s[s.size() - back]);
     if ((c & 0xC0) == 0x80) continue;  // a continuation byte: its lead is further back
     size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
-    return need > back ? back : 0;
+    if (need <= back) return 0;
+    // Only a start that can still become a character waits: not a byte no character begins with, nor a second
+    // byte Utf8SequenceLength would refuse (overlong, surrogate, above U+10FFFF).
+    if (c < 0xC2 || c > 0xF4) return 0;
+    if (back >= 2) {
+      auto c1 = static_cast<unsigned char>(s[s.size() - back + 1]);
+      if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 > 0x9F) || (c == 0xF0 && c1 < 0x90) ||
+          (c == 0xF4 && c1 > 0x8F))
+        return 0;
+    }
+    return back;
   }
   return 0;
 }

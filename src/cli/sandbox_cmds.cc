@@ -160,9 +160,8 @@ bool StdinIsPipeOrFile() {
   return ::isatty(STDIN_FILENO) == 0 && ::fstat(STDIN_FILENO, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISREG(st.st_mode));
 }
 
-// Whether standard input, a pipe or a file, holds data for the command, found without reading any: a file with
-// bytes past its offset, or a pipe with bytes waiting once its writer had a moment (`echo x | isb ...` starts both
-// at once). A pipe whose writer is still silent after that, as a supervisor's often is, holds none.
+// Whether standard input, a pipe or a file, holds data, found without reading any and without waiting: a file
+// with bytes past its offset, or a pipe with bytes waiting now.
 bool StdinHoldsData() {
   if (!StdinIsPipeOrFile()) return false;
   struct stat st{};
@@ -173,7 +172,7 @@ bool StdinHoldsData() {
   }
   struct pollfd p {STDIN_FILENO, POLLIN, 0};
   int waiting = 0;
-  return ::poll(&p, 1, 100) == 1 && ::ioctl(STDIN_FILENO, FIONREAD, &waiting) == 0 && waiting > 0;
+  return ::poll(&p, 1, 0) == 1 && ::ioctl(STDIN_FILENO, FIONREAD, &waiting) == 0 && waiting > 0;
 }
 
 std::string Env(const char* name) {
@@ -253,11 +252,12 @@ int RunExec(const Common& c, const ExecFlags& f) {
   // not after the user has typed Ctrl-D.
   auto input = ExecInput(f, "");
   if (!input.ok()) return ReportUsage(input.error());
-  // Piped input is the command's without -d; a detached command has none to take it, so it is refused, not lost.
+  // Piped input is the command's without -d; a detached command's stdin is /dev/null, so data seen waiting is said
+  // to stay behind (not refused: a shell loop reading its own input, `while read h; do isb exec -d ...`, leaves
+  // the rest of it on every command's stdin).
   if (f.detach && StdinHoldsData())
-    return ReportUsage(Usage("standard input holds data, which -d cannot pass: a detached command's stdin is "
-                             "/dev/null (copy the data into the sandbox with isb cp; redirect stdin from /dev/null "
-                             "if it is not for the command)"));
+    std::fputs("isb: standard input is not passed to a detached command (its stdin is /dev/null); copy data into "
+               "the sandbox with isb cp\n", stderr);
   auto client = Connect(*c.connect);
   if (!client.ok()) return ReportUsage(client.error());
   if (f.detach) return RunDetached(c, *client, *input);

@@ -166,9 +166,10 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
     }
     opts->preview_recheck = std::chrono::duration_cast<std::chrono::milliseconds>(*every);
     auto answer_within = ParseDuration(*response_timeout);
-    if (!answer_within.ok() || answer_within->count() < 100) {
+    if (!answer_within.ok() || answer_within->count() < 100 || *answer_within >= daemon::kPreviewIdleTimeout) {
       std::fprintf(stderr, "isb serve: --preview-response-timeout: %s\n",
-                   answer_within.ok() ? "must be at least 100ms" : answer_within.error().message.c_str());
+                   !answer_within.ok() ? answer_within.error().message.c_str()
+                                       : "must be at least 100ms and under 15m (a preview connection's idle timeout)");
       *exit_code = 2;
       return;
     }

@@ -111,6 +111,9 @@ asio::awaitable<void> CloseAt(tcp::socket& s, std::chrono::steady_clock::time_po
   asio::steady_timer timer(co_await asio::this_coro::executor, deadline);
   auto [ec] = co_await timer.async_wait(kAwait);
   if (ec) co_return;
+  // Due in the same turn as the other branch's completion: the group's cancellation came too late for the timer,
+  // but the other branch won, and what it waited on must stay open.
+  if ((co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none) co_return;
   boost::system::error_code ignored;
   s.close(ignored);
 }
@@ -308,6 +311,8 @@ class PreviewProxy::Impl {
   // Looks up the sandbox's namespace and dials the app in it: on a dial worker, blocking. (A member coroutine
   // with its argument by value, not a lambda's captures: g++ 12 frees those early.)
   asio::awaitable<Dialed> DialOnWorker(api::PreviewHost host, std::shared_ptr<Conn> c);
+  // The lookup and the connect, on the worker's thread; checks whether the client is gone between the steps.
+  Dialed DialNow(const api::PreviewHost& host, const Conn& c);
   // One request let in and its response (after any interim ones), relayed between the client and the app.
   asio::awaitable<Next> Exchange(Conn& c, egress::RelayEnds& ends, const api::PreviewHost& host,
                                  const egress::HttpHead& head, std::string& buffer, std::string& from_app);
@@ -368,15 +373,29 @@ asio::awaitable<std::optional<egress::HttpHead>> PreviewProxy::Impl::ReadHead(Co
 }
 
 asio::awaitable<Dialed> PreviewProxy::Impl::DialOnWorker(api::PreviewHost host, std::shared_ptr<Conn> c) {
+  // Whatever the lookup or the dial throws (a thread that cannot start at the daemon's task limit) is this dial's
+  // failure: the group waits for this branch to succeed, so an exception would leave the client unanswered.
+  Dialed out;
+  try {
+    out = DialNow(host, *c);
+  } catch (const std::exception& e) {
+    out = Dialed{Fd(), "the preview of port " + std::to_string(host.port) + " in sandbox " + host.sandbox +
+                           " could not be dialled: " + e.what()};
+  }
+  co_return out;
+}
+
+Dialed PreviewProxy::Impl::DialNow(const api::PreviewHost& host, const Conn& conn) {
+  const Conn* c = &conn;
   const std::string where = "port " + std::to_string(host.port) + " in sandbox " + host.sandbox;
-  if (stopped_ || c->gone) co_return Dialed{Fd(), kDialDropped};
+  if (stopped_ || c->gone) return Dialed{Fd(), kDialDropped};
   Result<Fd> netns = opts_.netns(host.sandbox);
-  if (!netns.ok()) co_return Dialed{Fd(), "the preview of " + where + " is not reachable: " + netns.error().message};
-  if (stopped_ || c->gone) co_return Dialed{Fd(), kDialDropped};
+  if (!netns.ok()) return Dialed{Fd(), "the preview of " + where + " is not reachable: " + netns.error().message};
+  if (stopped_ || c->gone) return Dialed{Fd(), kDialDropped};
   Result<Fd> dialed = DialLoopbackIn(netns->get(), host.port, opts_.dial_timeout);
-  if (!dialed.ok()) co_return Dialed{Fd(), "nothing answers on " + where + ": " + dialed.error().message};
-  if (stopped_ || c->gone) co_return Dialed{Fd(), kDialDropped};  // the connection made is closed here
-  co_return Dialed{std::move(*dialed), {}};
+  if (!dialed.ok()) return Dialed{Fd(), "nothing answers on " + where + ": " + dialed.error().message};
+  if (stopped_ || c->gone) return Dialed{Fd(), kDialDropped};  // the connection made is closed here
+  return Dialed{std::move(*dialed), {}};
 }
 
 asio::awaitable<std::string> PreviewProxy::Impl::Dial(std::shared_ptr<Conn> conn, const api::PreviewHost& host) {
@@ -426,10 +445,9 @@ asio::awaitable<Next> PreviewProxy::Impl::Exchange(Conn& c, egress::RelayEnds& e
   if (!(co_await egress::RelayMessage(client, app, buffer, request)).ok()) co_return Next::kClose;
   // The response, after any interim ones (100 Continue); 101 ends the HTTP exchange. Until its first byte, the app
   // has response_timeout; from there on only the idle watch holds.
-  const auto answer_by = std::chrono::steady_clock::now() + opts_.response_timeout;
-  bool begun = false;
+  auto answer_by = std::chrono::steady_clock::now() + opts_.response_timeout;
+  bool begun = false;  // a byte of the response came in this exchange
   for (;;) {
-    begun = begun || !from_app.empty();
     egress::ResponseHeadResult r = egress::ParseResponseHead(from_app);
     if (r.kind == egress::ResponseHeadResult::kMalformed) {
       co_await Answer(c, PlainResponse(502, "Bad Gateway", "the app's response is malformed: " + r.reason));
@@ -450,6 +468,7 @@ asio::awaitable<Next> PreviewProxy::Impl::Exchange(Conn& c, egress::RelayEnds& e
         co_await Answer(c, PlainResponse(502, "Bad Gateway", "the app closed the connection without a response"));
         co_return Next::kClose;
       }
+      begun = true;
       continue;
     }
     std::string head_bytes = from_app.substr(0, r.head.size);
@@ -457,6 +476,9 @@ asio::awaitable<Next> PreviewProxy::Impl::Exchange(Conn& c, egress::RelayEnds& e
     egress::PreparedMessage out = egress::PrepareResponse(filter_, exchange, head, std::move(head_bytes), r.head);
     if (r.head.status >= 100 && r.head.status < 200 && r.head.status != 101) {
       if (!(co_await client.Write(out.head.Bytes())).ok()) co_return Next::kClose;
+      // An interim answer (100 Continue, 102 Processing) is not the response: the app has the timeout again for it.
+      begun = false;
+      answer_by = std::chrono::steady_clock::now() + opts_.response_timeout;
       continue;
     }
     if (!(co_await egress::RelayMessage(app, client, from_app, out)).ok()) co_return Next::kClose;

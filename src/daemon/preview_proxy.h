@@ -25,6 +25,8 @@ namespace isb::daemon {
 // first compile of a page or a long poll of a minute; under the 100 s after which a Cloudflare tunnel in front of
 // isb would answer its own 524 instead.
 inline constexpr std::chrono::seconds kPreviewResponseTimeout{90};
+// The idle timeout of a preview connection; a response timeout must be shorter to be met before it.
+inline constexpr std::chrono::minutes kPreviewIdleTimeout{15};
 
 struct PreviewProxyOptions {
   // The network namespace of sandbox `id` while it runs, or why not (its message is the 502's). Called on a dial
@@ -41,7 +43,7 @@ struct PreviewProxyOptions {
   std::chrono::milliseconds head_timeout{30'000};
   // An exchange or an upgraded connection moving no byte either way: a stalled body, a response that stops coming.
   // Both sides are closed.
-  std::chrono::milliseconds idle_timeout{std::chrono::minutes(15)};
+  std::chrono::milliseconds idle_timeout{kPreviewIdleTimeout};
   // A request relayed whole and no byte of a response from the app since: 504, and the app's connection closed.
   // Once a response has begun, only idle_timeout holds.
   std::chrono::milliseconds response_timeout{kPreviewResponseTimeout};

@@ -1,7 +1,10 @@
 // The detached commands' ring and threads.
 #include "daemon/sandbox_logs.h"
 
+#include "base/utf8.h"
+
 #include <algorithm>
+#include <string>
 #include <system_error>
 #include <utility>
 
@@ -23,6 +26,25 @@ LogRing::LogRing(size_t capacity, size_t max_records)
     : capacity_(std::max<size_t>(capacity, 1)), max_records_(std::max<size_t>(max_records, 1)) {}
 
 void LogRing::Output(int log_id, int stream, std::string_view data) {
+  // A character cut between two writes of a command's stream waits for its rest (or the command's end) here, so that
+  // no other command's output or exit can fall inside it: the log holds whole characters of every command.
+  const std::pair<int, int> key(log_id, stream);
+  std::string joined;
+  if (auto it = unfinished_.find(key); it != unfinished_.end()) {
+    joined = std::move(it->second);
+    joined.append(data);
+    unfinished_.erase(it);
+    data = joined;
+  }
+  if (const size_t tail = Utf8IncompleteTail(data); tail > 0) {
+    unfinished_[key] = std::string(data.substr(data.size() - tail));
+    data.remove_suffix(tail);
+  }
+  Append(log_id, stream, data);
+}
+
+void LogRing::Append(int log_id, int stream, std::string_view data) {
+  if (data.empty()) return;
   // Only the last `capacity_` bytes can be kept: the rest is dropped as it comes, never copied.
   if (data.size() > capacity_) {
     const size_t skip = data.size() - capacity_;
@@ -57,6 +79,14 @@ void LogRing::Output(int log_id, int stream, std::string_view data) {
 }
 
 void LogRing::Exit(int log_id, DetachedEnd end) {
+  // What a command left unfinished goes in as it is, before its exit.
+  for (int stream : {1, 2}) {
+    if (auto it = unfinished_.find({log_id, stream}); it != unfinished_.end()) {
+      const std::string rest = std::move(it->second);
+      unfinished_.erase(it);
+      Append(log_id, stream, rest);
+    }
+  }
   LogChunk c;
   c.cursor = end_++;
   c.log_id = log_id;

@@ -36,7 +36,9 @@ class LogRing {
  public:
   explicit LogRing(size_t capacity = api::kLogRingBytes, size_t max_records = 16384);
 
-  // `stream`: 1 stdout, 2 stderr.
+  // `stream`: 1 stdout, 2 stderr. The last 1 to 3 bytes of `data` that begin a UTF-8 character not yet complete are
+  // held until the command's next output on that stream completes it, or its Exit: the log never has a character of
+  // one command cut by another record.
   void Output(int log_id, int stream, std::string_view data);
   void Exit(int log_id, DetachedEnd end);
   // What follows `after`: at most `limit_bytes` of output, but at least one chunk when any follows (a chunk longer
@@ -51,6 +53,8 @@ class LogRing {
 
  private:
   static uint64_t Size(const api::LogChunk& c) { return c.kind == api::LogChunk::Kind::kExit ? 1 : c.data.size(); }
+  // `data` as records, with no holding back.
+  void Append(int log_id, int stream, std::string_view data);
   // Drops the oldest until the ring is within its bounds.
   void Trim();
   // Drops the first record, what is left of it.
@@ -63,6 +67,7 @@ class LogRing {
   size_t front_dropped_ = 0;
   uint64_t start_ = 0, end_ = 0;
   uint64_t dropped_bytes_ = 0, dropped_exits_ = 0;
+  std::map<std::pair<int, int>, std::string> unfinished_;  // (log id, stream): a character's first bytes
 };
 
 // Runs the command, giving its output to `output` (stream 1 or 2) as it comes; returns once it has ended.

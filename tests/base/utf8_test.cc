@@ -29,6 +29,15 @@ TEST(Utf8IncompleteTail, IsTheStartOfACharacterStillToCome) {
   EXPECT_EQ(Utf8IncompleteTail("\xF0\x9F\x98"), 3u);
   EXPECT_EQ(Utf8IncompleteTail("\xF0\x9F\x98\x80"), 0u);
   EXPECT_EQ(Utf8IncompleteTail("\x80\x80\x80\x80"), 0u);  // no lead: nothing to wait for
+  // Starts no character can come of: nothing to wait for.
+  EXPECT_EQ(Utf8IncompleteTail("a\xFF"), 0u);
+  EXPECT_EQ(Utf8IncompleteTail("a\xC0"), 0u);
+  EXPECT_EQ(Utf8IncompleteTail("a\xF5\x80"), 0u);
+  EXPECT_EQ(Utf8IncompleteTail("a\xE0\x80"), 0u);  // overlong
+  EXPECT_EQ(Utf8IncompleteTail("a\xED\xA0"), 0u);  // a surrogate
+  EXPECT_EQ(Utf8IncompleteTail("a\xF4\x90"), 0u);  // above U+10FFFF
+  EXPECT_EQ(Utf8IncompleteTail("a\xF0\x80\x80"), 0u);
+  EXPECT_EQ(Utf8IncompleteTail("a\xF4\x8F\xBF"), 3u);
 }
 
 }  // namespace

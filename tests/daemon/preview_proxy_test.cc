@@ -438,6 +438,17 @@ TEST_F(PreviewProxyTest, AnAppThatTakesTheRequestAndNeverAnswersGets504AndItsCon
   EXPECT_EQ(OpenFds(), before);
 }
 
+TEST_F(PreviewProxyTest, AnInterimAnswerStartsTheWaitAgainAndSilenceAfterItIs504) {
+  Remake({.netns = {}, .idle_timeout = milliseconds(5000), .response_timeout = milliseconds(300)});
+  FakeApp app({"HTTP/1.1 100 Continue\r\n\r\n"});  // an interim answer, then nothing
+  Fd client = Connect(Get(app.port(), Cookie(app.port()), "/slow"));
+  EXPECT_EQ(ReadToEnd(client.get(), milliseconds(3000)),
+            "HTTP/1.1 100 Continue\r\n\r\n" +
+                Plain("504 Gateway Timeout", "port " + std::to_string(app.port()) + " in sandbox " + kSandbox +
+                                                 " took the request but sent no response within 300 ms"));
+  EXPECT_TRUE(Drained());
+}
+
 TEST_F(PreviewProxyTest, EachRequestOnAConnectionHasTheResponseTimeoutFromItsOwnSending) {
   Remake({.netns = {}, .idle_timeout = milliseconds(5000), .response_timeout = milliseconds(300)});
   FakeApp app({kHello});  // answers the first request only

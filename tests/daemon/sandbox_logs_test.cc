@@ -59,6 +59,19 @@ TEST(LogRingTest, ConsecutiveOutputOfOneStreamIsOneChunk) {
   EXPECT_EQ(Text(MustRead(ring, 0)), "1:out:abcd|2:out:ef|");
 }
 
+TEST(LogRingTest, ACharacterCutBetweenWritesIsKeptWholeWhateverFallsBetween) {
+  LogRing ring(100);
+  ring.Output(1, 1, "a\xE2");       // the euro sign's first byte
+  ring.Output(2, 1, "x\n");         // another command
+  ring.Output(1, 2, "e\xC3");       // the same command's other stream, cut too
+  EXPECT_EQ(ring.end(), 4u);         // the cut bytes wait
+  ring.Output(1, 1, "\x82\xAC\n");
+  ring.Output(1, 1, "\xFF");        // a byte no character begins with does not wait
+  ring.Output(1, 1, "\xE0\x80");    // nor an overlong start
+  ring.Exit(1, {0, 0, ""});          // what waited goes in before the exit, as it is
+  EXPECT_EQ(Text(MustRead(ring, 0)), "1:out:a|2:out:x\n|1:err:e|1:out:\xE2\x82\xAC\n\xFF\xE0\x80|1:err:\xC3|1:exit:0|");
+}
+
 TEST(LogRingTest, AReadFromACursorGivesWhatFollowsItAndNothingTwice) {
   LogRing ring(100);
   ring.Output(1, 1, "hello world");
