@@ -1,8 +1,9 @@
 // The control protocol between the daemon and a service sandbox's init (SOCK_SEQPACKET, one message each): the
 // messages, and how each side reads what the other sent. The daemon writes requests (EncodeExecRequest,
 // exec_client.h) and reads events (DecodeExecEvent); init reads requests (DecodeExecRequest) and writes events.
-// The readers are inline and allocate nothing: init calls them where no allocator and no sanitizer runtime may run
-// (init.cc), the fuzz target (fuzz/exec_message_fuzz.cc) with both.
+// The readers allocate nothing and have internal linkage (static): each file that calls them has its own copy, built
+// with its own flags, so init's (init.cc, where no allocator and no sanitizer runtime may run) is never exchanged by
+// the linker for an instrumented one from a test or the fuzz target (fuzz/exec_message_fuzz.cc).
 #pragma once
 
 #include <cstddef>
@@ -53,7 +54,7 @@ inline constexpr size_t kExecMaxStrings = 4095;
 
 // Splits `count` NUL-terminated strings from *p (bounded by `end`) into out[0..count) and sets out[count] to NULL,
 // leaving *p after the last. False when one has no NUL before `end` or `count` strings and the NULL exceed `cap`.
-inline bool SplitExecStrings(char** p, const char* end, uint32_t count, char** out, size_t cap) {
+static inline bool SplitExecStrings(char** p, const char* end, uint32_t count, char** out, size_t cap) {
   if (count >= cap) return false;  // never count + 1: a count of 2^32 - 1 would wrap it to 0
   for (uint32_t i = 0; i < count; ++i) {
     char* s = *p;
@@ -79,7 +80,7 @@ struct ExecRequestParts {
 // below 65536, a terminal of at least one row and column, argc and envc strings that fit `cap` (each array is
 // `cap` long) and then the working directory, ending the message. argv and envp end with NULL. False for anything
 // else; `out` and the arrays are then unspecified.
-inline bool DecodeExecRequest(char* message, size_t n, int nfds, ExecRequestParts* out, char** argv, char** envp,
+static inline bool DecodeExecRequest(char* message, size_t n, int nfds, ExecRequestParts* out, char** argv, char** envp,
                               size_t cap) {
   ExecRequestHeader& h = out->header;
   if (n < sizeof h) return false;
@@ -105,7 +106,7 @@ inline bool DecodeExecRequest(char* message, size_t n, int nfds, ExecRequestPart
 }
 
 // Reads an event of `n` bytes: exactly one ExecEvent of a known kind. False for anything else.
-inline bool DecodeExecEvent(const void* data, size_t n, ExecEvent* out) {
+static inline bool DecodeExecEvent(const void* data, size_t n, ExecEvent* out) {
   if (n != sizeof *out) return false;
   std::memcpy(out, data, sizeof *out);
   return out->kind == ExecEventKind::kStarted || out->kind == ExecEventKind::kExited ||
