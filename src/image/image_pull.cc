@@ -112,13 +112,17 @@ Result<LayerRecord> ImageService::PullLayer(PullJob& job, size_t index) {
   // The fetch runs beside the unpack: it writes the blob and feeds the socket; its outcome (the blob's digest
   // checked, the blob committed) decides whether the unpacked layer is kept.
   Status fetched;
+  bool unpacker_gone = false;  // the fetch stopped because the unpacker stopped reading (it failed first)
   std::thread fetch([&] {
     uint64_t done = 0;
     auto last = std::chrono::steady_clock::now();
     BodySink sink = [&](std::string_view piece) -> Status {
       if (job.failed.load()) return Error::Of(Code::kUnavailable, "another layer of the pull failed");
       ISB_TRY(blob.Write(piece));
-      ISB_TRY(SendAll(writer.get(), piece));
+      if (Status sent = SendAll(writer.get(), piece); !sent.ok()) {
+        unpacker_gone = true;
+        return sent;
+      }
       done += piece.size();
       const auto now = std::chrono::steady_clock::now();
       if (now - last >= std::chrono::milliseconds(250) || done == layer.size) {
@@ -147,7 +151,10 @@ Result<LayerRecord> ImageService::PullLayer(PullJob& job, size_t index) {
       UnpackIntoStore(store_, source, ToCompression(lc), diff_id, job.max_bytes, join);
   reader.Reset();  // a fetch still sending (the unpack failed) gets EPIPE
   Status fetch_status = join();
-  if (!fetch_status.ok()) return fetch_status.error();  // the blob's own error says most
+  // The blob's own error says most (a digest that does not match, a transfer cut short), unless the fetch stopped
+  // only because the unpacker had stopped reading: then the unpacker's (a layer past the quota, a bad tar) is why.
+  if (!unpacked.ok() && unpacker_gone) return unpacked.error();
+  if (!fetch_status.ok()) return fetch_status.error();
   if (!unpacked.ok()) return unpacked.error();
   record.unpacked_bytes = unpacked->bytes;
   return record;
