@@ -187,7 +187,10 @@ std::string ShowControls(std::string_view data) {
 
 std::string TerminalText::Next(std::string_view piece) {
   std::string text = held_ + std::string(piece);
-  held_ = text.substr(text.size() - Utf8IncompleteTail(text));
+  // A character's first bytes, or a CR whose LF may open the next piece, wait for it.
+  size_t hold = Utf8IncompleteTail(text);
+  if (hold == 0 && !text.empty() && text.back() == '\r') hold = 1;
+  held_ = text.substr(text.size() - hold);
   text.resize(text.size() - held_.size());
   return ShowControls(text);
 }

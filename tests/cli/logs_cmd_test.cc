@@ -111,6 +111,12 @@ TEST(TerminalText, HoldsACharacterSplitBetweenPiecesUntilItsRestComes) {
   EXPECT_EQ(t.Next("\xF0\x9F"), "");
   EXPECT_EQ(t.Rest(), "\\xf0\\x9f");  // it never came whole
   EXPECT_EQ(t.Rest(), "");
+  // A CR at a piece's end waits to see whether an LF follows: CRLF passes, a lone CR is shown.
+  EXPECT_EQ(t.Next("line\r"), "line");
+  EXPECT_EQ(t.Next("\nnext\r"), "\r\nnext");
+  EXPECT_EQ(t.Next("over"), "\\x0dover");
+  EXPECT_EQ(t.Next("end\r"), "end");
+  EXPECT_EQ(t.Rest(), "\\x0d");
 }
 
 TEST(ExitLine, TellsTheCodeTheSignalOrWhyThereIsNone) {
