@@ -332,6 +332,11 @@ Result<GrantResult<IssuedTokens>> OAuthGrants::Refresh(std::string_view refresh_
       ISB_TRY(db_.Exec("UPDATE tokens SET expires_at = ?2 WHERE id = ?1 AND revoked_at IS NULL AND "
                        "(expires_at IS NULL OR expires_at > ?2)", {previous, now}));
       ISB_ASSIGN_OR_RETURN(OAuthClient client, Client(client_id));
+      // The new token keeps the name the grant's tokens have had: a client's metadata document changed since the
+      // consent cannot rename what the person approved (in `isb token ls`).
+      ISB_ASSIGN_OR_RETURN(auto named, db_.Query("SELECT name FROM tokens WHERE id = ?1", {previous}));
+      if (!named.empty() && store::AsText(named[0][0]).starts_with("oauth "))
+        client.name = store::AsText(named[0][0]).substr(6);
       ISB_ASSIGN_OR_RETURN(Role role, ParseRole(store::AsText(g[3])));
       Result<IssuedTokens> issued = Issue(family, client, store::AsInt(g[1]), store::AsText(g[2]), role, approved, ends);
       if (issued.ok()) {

@@ -114,6 +114,24 @@ TEST_F(OAuthGrantsTest, ARefreshTokenRotatesAndItsReuseRevokesTheFamily) {
             "refresh_token: revoked; authorize again");
 }
 
+TEST_F(OAuthGrantsTest, AMetadataDocumentsClientIsKeptUpdatedInPlaceAndARefreshKeepsTheApprovedName) {
+  const std::string url = "https://app.example/oauth/client.json";
+  auto doc = id_->oauth().PutDocumentClient(url, "Doc App", {kRedirect}, 1000);
+  ASSERT_TRUE(doc.ok()) << doc.error().message;
+  EXPECT_EQ(doc->document_expires_at, 1000);
+  client_ = *doc;
+  IssuedTokens first = Redeemed(Code());
+  EXPECT_EQ(id_->Resolve(first.access_token)->credential_name, "oauth Doc App");
+  // The document changes its name: the row is updated, its grant stays, and a refresh keeps the approved name.
+  auto changed = id_->oauth().PutDocumentClient(url, "Harmless Tool", {kRedirect}, 2000);
+  ASSERT_TRUE(changed.ok());
+  EXPECT_EQ(id_->oauth().Client(url)->name, "Harmless Tool");
+  EXPECT_EQ(id_->oauth().Client(url)->document_expires_at, 2000);
+  auto r = id_->oauth().Refresh(first.refresh_token, url, "");
+  ASSERT_TRUE(r.ok() && std::holds_alternative<IssuedTokens>(*r));
+  EXPECT_EQ(id_->Resolve(std::get<IssuedTokens>(*r).access_token)->credential_name, "oauth Doc App");
+}
+
 TEST_F(OAuthGrantsTest, RevokingTheAccessTokenEndsTheGrant) {
   IssuedTokens t = Redeemed(Code());
   ASSERT_TRUE(id_->tokens().Revoke(As(alice_), t.access_token_id).ok());
