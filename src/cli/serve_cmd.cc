@@ -157,6 +157,12 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   AddPolicyOptions(cmd, *opts, *flags);
   cmd->callback([opts, flags, reap, retention, recheck, response_timeout, exit_code] {
+    if (opts->no_oauth_client_documents && (!opts->oauth_client_allow.empty() || !opts->oauth_client_ca.empty())) {
+      std::fprintf(stderr, "isb serve: --oauth-client-allow and --oauth-client-ca say how client metadata documents "
+                           "are read; --no-oauth-client-documents reads none: drop one or the other\n");
+      *exit_code = 2;
+      return;
+    }
     auto every = ParseDuration(*recheck);
     if (!every.ok() || every->count() < 100) {
       std::fprintf(stderr, "isb serve: --preview-recheck: %s\n",

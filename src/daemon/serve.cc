@@ -147,9 +147,6 @@ int Serve(const ServeOptions& options) {
                                                                             .insecure = options.registry_insecure,
                                                                             .ca_file = options.registry_ca});
   if (!images.ok()) return Fail(images.error().message, kExitUsage);
-  if (options.no_oauth_client_documents && (!options.oauth_client_allow.empty() || !options.oauth_client_ca.empty()))
-    return Fail("--oauth-client-allow and --oauth-client-ca say how client metadata documents are read; "
-                "--no-oauth-client-documents reads none: drop one or the other", kExitUsage);
   Result<api::DocumentFetch> client_documents =
       options.no_oauth_client_documents
           ? Result<api::DocumentFetch>(api::DocumentFetch{})

@@ -1,5 +1,6 @@
 // OAuth for MCP clients end to end: the official TypeScript SDK's OAuth client flow against isb's own
 // authorization server, the consent approved by a signed-in session, and the refusals a client may meet.
+#include <filesystem>
 #include <regex>
 
 #include "e2e/audit_ledger.h"
@@ -96,6 +97,13 @@ TEST_F(McpOAuthTest, TheSdkConnectsAsAClientKnownByItsMetadataDocument) {
   PrepareOrigin();
   MakeCertificate("localhost");
   const std::string port = std::to_string(port_);
+  // Reading none and saying how to read them is refused before anything starts.
+  ProcResult both = RunProcess({ISB_BINARY, "serve", "--state-dir", origin_dir_ + "/unused", "--no-oauth-client-documents",
+                                "--oauth-client-allow", "localhost:" + port});
+  EXPECT_EQ(both.exit_status, 2) << both.Describe();
+  EXPECT_EQ(both.err, "isb serve: --oauth-client-allow and --oauth-client-ca say how client metadata documents are "
+                      "read; --no-oauth-client-documents reads none: drop one or the other\n");
+  EXPECT_FALSE(std::filesystem::exists(origin_dir_ + "/unused"));
   ASSERT_EQ(StopDaemon(), 0);
   StartDaemon({"--oauth-client-allow", "localhost:" + port, "--oauth-client-ca", origin_dir_ + "/cert.pem"});
   const std::string cookie = SignedInMember();
