@@ -166,13 +166,8 @@ class CountingBody : public egress::BodyFilter {
         marks_(std::move(marks)),
         counter_(counter) {}
 
-  ~CountingBody() override {
-    const std::vector<uint64_t>& counts = replacer_.counts();
-    for (size_t j = 0; j < counts.size(); ++j)
-      if (counts[j] > 0 && set_->owners[j].role != Role::kLeak) marks_[set_->owners[j].binding] |= filter_parts::kHit;
-    for (size_t i = 0; i < marks_.size(); ++i)
-      if (marks_[i] & filter_parts::kHit) Count(*box_, i, counter_, context_);
-  }
+  // A body cut short is counted for what went through it.
+  ~CountingBody() override { Tally(); }
 
   void Take(std::string_view data, std::string& out) override {
     if (!refusal_.empty()) return;
@@ -183,10 +178,21 @@ class CountingBody : public egress::BodyFilter {
     if (!refusal_.empty()) return;
     replacer_.Finish(out);
     Check();
+    // Counted before the body's end goes on: whoever got the whole message reads counters that include it.
+    Tally();
   }
   std::string Refusal() const override { return refusal_; }
 
  private:
+  void Tally() {
+    if (tallied_) return;
+    tallied_ = true;
+    const std::vector<uint64_t>& counts = replacer_.counts();
+    for (size_t j = 0; j < counts.size(); ++j)
+      if (counts[j] > 0 && set_->owners[j].role != Role::kLeak) marks_[set_->owners[j].binding] |= filter_parts::kHit;
+    for (size_t i = 0; i < marks_.size(); ++i)
+      if (marks_[i] & filter_parts::kHit) Count(*box_, i, counter_, context_);
+  }
   void Check() {
     const std::vector<uint64_t>& counts = replacer_.counts();
     for (size_t j = 0; j < counts.size(); ++j) {
@@ -205,6 +211,7 @@ class CountingBody : public egress::BodyFilter {
   std::vector<uint8_t> marks_;
   uint64_t SecretCounters::*counter_;
   std::string refusal_;
+  bool tallied_ = false;
 };
 
 // A body that may not pass: its content coding cannot be read.

@@ -7,6 +7,7 @@
 #include <zlib.h>
 
 #include <deque>
+#include <optional>
 
 #include "base/base64.h"
 #include "egress/message_relay.h"
@@ -220,6 +221,50 @@ TEST_F(SecretsFilterTest, AResponseHasTheValueScrubbedFromHeadersAndItsJsonEscap
   EXPECT_EQ(egress::Dechunk(std::string_view(got).substr(head.size())),
             std::string("{\"echo\":\"") + kPlaceholder + "\",\"raw\":\"" + kPlaceholder + "\"}");
   EXPECT_EQ(filter_.Counters("sb1"), (std::map<std::string, SecretCounters>{{"OPENAI_KEY", {0, 1, 0}}}));
+}
+
+// The sandbox may read the counters the moment it has a response's last byte: the relay counts before it writes the
+// body's end, not when it lets the message go.
+TEST_F(SecretsFilterTest, AResponseIsCountedBeforeItsLastByteIsWritten) {
+  // Keeps the counters as they were when each write went out.
+  class CountersAtEachWrite : public egress::MessageStream {
+   public:
+    explicit CountersAtEachWrite(SecretsFilter& filter) : filter_(filter) {}
+    asio::awaitable<Result<size_t>> ReadInto(std::string&, size_t) override { co_return size_t{0}; }
+    asio::awaitable<Status> Write(std::string_view bytes) override {
+      written.append(bytes);
+      seen.push_back(filter_.Counters("sb1"));
+      co_return Status();
+    }
+    std::string written;
+    std::vector<std::map<std::string, SecretCounters>> seen;
+
+   private:
+    SecretsFilter& filter_;
+  };
+  const std::string body = std::string("echo ") + kValue;
+  const std::string response =
+      "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  const egress::ResponseHead head = egress::Response(response);
+  std::optional<PreparedMessage> message(
+      egress::PrepareResponse(filter_, kApproved, egress::Request(kGet), response.substr(0, head.size), head));
+  MemoryStream from(response.substr(head.size));
+  CountersAtEachWrite to(filter_);
+  std::string buffer;
+  asio::io_context io;
+  Status result = Error::Of(Code::kInternal, "did not finish");
+  asio::co_spawn(io, egress::RelayMessage(from, to, buffer, *message), [&](std::exception_ptr e, Status s) {
+    if (!e) result = std::move(s);
+  });
+  io.run();
+  ASSERT_TRUE(result.ok()) << result.error().message;
+  ASSERT_TRUE(to.written.ends_with("0\r\n\r\n")) << to.written;
+  ASSERT_FALSE(to.seen.empty());
+  // The message (and its filter) is still held here: the count is the relay's, made before the end went out.
+  EXPECT_EQ(to.seen.back(), (std::map<std::string, SecretCounters>{{"OPENAI_KEY", {0, 1, 0}}}));
+  message.reset();
+  EXPECT_EQ(filter_.Counters("sb1"), (std::map<std::string, SecretCounters>{{"OPENAI_KEY", {0, 1, 0}}}))
+      << "counted once";
 }
 
 std::string Gunzip(std::string_view data) {
