@@ -61,6 +61,7 @@ isb_tests(isb_intercept_tests LIBS isb_proxy SOURCES
   tests/egress/outgoing_head_test.cc
   tests/egress/intercept_test.cc
   tests/egress/websocket_intercept_test.cc
+  tests/egress/tls_channel_test.cc
   tests/egress/tls_origin.cc
   tests/net/loopback.cc)
 target_compile_definitions(isb_intercept_tests PRIVATE ISB_EGRESS_TESTDATA="${CMAKE_SOURCE_DIR}/tests/egress/testdata")

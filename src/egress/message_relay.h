@@ -18,7 +18,7 @@
 namespace isb::egress {
 
 // The most bytes one read of a relayed message takes.
-inline constexpr size_t kRelayPiece = 16 * 1024;
+inline constexpr size_t kRelayPiece = 64 * 1024;
 
 // One side of a relayed connection as the message relay sees it: a TCP socket (socket_relay.h) or a TLS channel.
 class MessageStream {

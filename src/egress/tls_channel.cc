@@ -2,6 +2,8 @@
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
 
+#include <algorithm>
+
 namespace isb::egress {
 
 namespace asio = boost::asio;
@@ -16,8 +18,7 @@ TlsChannel::TlsChannel(Socket& socket, SslPtr ssl, std::chrono::milliseconds idl
       idle_(idle),
       read_timer_(socket.get_executor()),
       write_timer_(socket.get_executor()),
-      read_buffer_(16 * 1024),
-      write_buffer_(16 * 1024) {
+      read_buffer_(kFirstReadBuffer) {
   in_ = BIO_new(BIO_s_mem());
   out_ = BIO_new(BIO_s_mem());
   BIO_set_mem_eof_return(in_, -1);  // an empty input buffer means "wait for more", not end of stream
@@ -38,7 +39,11 @@ asio::awaitable<Status> TlsChannel::Flush() {
   } flushing(flushing_);
   Status status;
   while (BIO_ctrl_pending(out_) > 0) {
-    int n = BIO_read(out_, write_buffer_.data(), static_cast<int>(write_buffer_.size()));
+    // All that is pending in one send (up to kMaxSend): a record of 16 KiB is a little more than 16 KiB on the wire,
+    // and a body's piece is several records, so a fixed 16 KiB buffer cost two sends a record.
+    const size_t pending = std::min(BIO_ctrl_pending(out_), kMaxSend);
+    if (write_buffer_.size() < pending) write_buffer_.resize(pending);
+    int n = BIO_read(out_, write_buffer_.data(), static_cast<int>(pending));
     if (n <= 0) break;
     write_timer_.expires_after(idle_);
     auto result =
@@ -66,6 +71,8 @@ asio::awaitable<Result<bool>> TlsChannel::Fill() {
   if (ec == asio::error::eof) co_return false;
   if (ec) co_return Error::Of(Code::kUnavailable, "receiving: " + ec.message());
   BIO_write(in_, read_buffer_.data(), static_cast<int>(n));
+  // A read that filled the buffer is a stream in bulk: the next ones take several records a system call.
+  if (n == read_buffer_.size() && read_buffer_.size() < kMaxReadBuffer) read_buffer_.resize(kMaxReadBuffer);
   co_return true;
 }
 
@@ -91,7 +98,15 @@ asio::awaitable<Result<size_t>> TlsChannel::Read(char* data, size_t size) {
     ERR_clear_error();
     size_t got = 0;
     int r = SSL_read_ex(ssl_.get(), data, size, &got);
-    if (r == 1) co_return got;
+    if (r == 1) {
+      // A read returns one record; the records already received follow it into the same read, with no wait.
+      size_t more = 0;
+      while (got < size && (SSL_pending(ssl_.get()) > 0 || BIO_ctrl_pending(in_) > 0) &&
+             SSL_read_ex(ssl_.get(), data + got, size - got, &more) == 1)
+        got += more;
+      ERR_clear_error();
+      co_return got;
+    }
     int error = SSL_get_error(ssl_.get(), r);
     if (error == SSL_ERROR_ZERO_RETURN) {
       close_notify_ = true;

@@ -52,7 +52,12 @@ class TlsChannel {
   std::chrono::milliseconds idle_;
   boost::asio::steady_timer read_timer_;
   boost::asio::steady_timer write_timer_;
-  std::vector<char> read_buffer_;  // on the heap: coroutine frames stay small
+  // On the heap: coroutine frames stay small. The read buffer grows from 16 to 64 KiB once a read fills it; the write
+  // buffer is as large as the largest send so far.
+  static constexpr size_t kFirstReadBuffer = 16 * 1024;
+  static constexpr size_t kMaxReadBuffer = 64 * 1024;
+  static constexpr size_t kMaxSend = 256 * 1024;
+  std::vector<char> read_buffer_;
   std::vector<char> write_buffer_;
   bool flushing_ = false;
   bool close_notify_ = false;
