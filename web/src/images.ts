@@ -77,12 +77,16 @@ export class ImageListPage implements Page {
   private pullForm(): HTMLFormElement {
     const ref = h('input', { name: 'ref', required: true, maxlength: 512, autocomplete: 'off', class: 'mono',
                              placeholder: 'python:3.12' });
-    const secret = h('input', { name: 'auth_secret', maxlength: 128, autocomplete: 'off' });
+    const secret = h('input', { name: 'auth_secret', maxlength: 128, autocomplete: 'off', list: 'secret-choices' });
+    const secrets = h('datalist', { id: 'secret-choices' });
+    // The org's secret names as suggestions, for a caller who may list them.
+    call('secret_list').then((r) => append(secrets, ...r.secrets.map((x: any) => h('option', { value: x.name }))),
+                             () => {});
     const submit = h('button', { type: 'submit', class: 'primary' }, 'Pull');
     const progress = new PullProgress();
     const form = h('form', { class: 'inline', 'aria-label': 'Pull an image' },
                    field('Reference', ref, 'The layers for this host\'s platform are fetched'),
-                   field('Registry login secret', secret, 'Optional: an org secret holding USER:PASSWORD'),
+                   field('Registry login secret', secret, 'Optional: an org secret holding USER:PASSWORD'), secrets,
                    submit, h('div', { class: 'pull-progress' }, progress.bar, progress.status));
     form.addEventListener('submit', async (ev) => {
       ev.preventDefault();
