@@ -1,10 +1,11 @@
 // isb's web UI in Debian's chromium, driven by puppeteer-core, against a real `isb serve`: first-run setup from the
 // fragment link, sign-in, a sandbox created in the form, its terminal (echo $((6*7)) reads 42 off the screen), an
 // upload seen by `ls`, the egress list edited, a sandbox made through the API appearing in a second tab without a
-// reload, every page visited (and at 390 px), a cross-origin page that cannot change anything, sign-out. Every page
+// reload, an image pulled, inspected and removed in the Images page, every page visited (and at 390 px), a cross-origin page that cannot change anything, sign-out. Every page
 // must log no console error and no CSP violation. Screenshots go to OUT.
 //
 // Usage: node ui_test.mjs --base http://127.0.0.1:PORT --setup-token TOKEN --node-modules DIR --out DIR
+//            --image-ref REGISTRY/test/busybox:1 --image-digest sha256:... (an image the daemon may pull)
 // Prints "ok NAME" per step, "first_load_ms=N" and "csp_violations=0 console_errors=0"; exits 1 on any failure.
 import { createRequire } from 'node:module';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -13,7 +14,7 @@ import { join, resolve } from 'node:path';
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) =>
   (a.startsWith('--') ? [...acc, [a.slice(2), all[i + 1]]] : acc), []));
-for (const k of ['base', 'setup-token', 'node-modules', 'out']) {
+for (const k of ['base', 'setup-token', 'node-modules', 'out', 'image-ref', 'image-digest']) {
   if (!args[k]) throw new Error('missing --' + k);
 }
 const puppeteer = createRequire(join(resolve(args['node-modules']), 'index.js'))('puppeteer-core');
@@ -31,6 +32,16 @@ function check(cond, what) {
 
 // What every page reported: console errors (console.error, uncaught exceptions, failed loads) and CSP violations.
 const problems = { console: [], csp: [] };
+// Refusals a step asks for on purpose: chromium logs each response of 400 and above as a console error, which is
+// not one of the UI's. Each entry excuses one such message, naming its status and URL exactly.
+const expectedRefusals = [];
+function refusalExpected(text, url) {
+  const i = expectedRefusals.findIndex((r) => url === r.url &&
+    text === 'Failed to load resource: the server responded with a status of ' + r.status);
+  if (i < 0) return false;
+  expectedRefusals.splice(i, 1);
+  return true;
+}
 
 async function watch(page, name) {
   await page.exposeFunction('__isbCsp', (text) => problems.csp.push(name + ': ' + text));
@@ -66,6 +77,7 @@ async function watch(page, name) {
   page.on('console', (m) => {
     if (m.type() !== 'error') return;
     const url = (m.location() && m.location().url) || '';
+    if (refusalExpected(m.text().replace(/ \(.*\)$/, ''), url)) return;
     problems.console.push(name + ': ' + m.text() + ' ' + url);
   });
   page.on('pageerror', (e) => problems.console.push(name + ': uncaught ' + e.message));
@@ -110,6 +122,146 @@ async function typeInTerminal(page, text) {
 async function waitText(page, selector, text) {
   await page.waitForFunction((s, t) => [...document.querySelectorAll(s)].some((e) => e.textContent.includes(t)),
                              { timeout: STEP_MS, polling: 100 }, selector, text);
+}
+
+// Each [path, screenshot, selector shown when ready] at 390 px wide, where it must fit; then back to 1280x800.
+async function atPhoneWidth(page, pages) {
+  await page.setViewport({ width: 390, height: 844 });
+  for (const [path, name, ready] of pages) {
+    await page.goto(BASE + '/' + path);
+    await page.waitForSelector(ready, { timeout: STEP_MS });
+    const width = await page.evaluate(() => document.documentElement.scrollWidth);
+    check(width <= 390, name + ' fits 390 px (it is ' + width + ' px wide)');
+    await shot(page, name);
+  }
+  await page.setViewport({ width: 1280, height: 800 });
+}
+
+// How many of the page's controls have no label.
+function unlabelledControls(page) {
+  return page.$$eval('input, select, textarea', (els) => els.filter((e) =>
+    !(e.labels && e.labels.length) && !e.getAttribute('aria-label') && e.type !== 'hidden').length);
+}
+
+// dom.ts's bytes(), for the sizes the Images page shows.
+function sizeText(n) {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) {
+    n /= 1024;
+    i++;
+  }
+  return (i === 0 ? String(n) : n.toFixed(1)) + ' ' + units[i];
+}
+
+const cellTexts = (page, selector) => page.$$eval(selector, (els) => els.map((e) => e.textContent));
+
+// Images: the test's image pulled in the form from the test's registry (the progress seen), listed, offered by the
+// create form, inspected, its removal cancelled, refused while a sandbox is made from it, then removed; a pull that
+// fails shows the tool's message. At 1280x800 and 390 px.
+async function imagesStep(page, cookie) {
+  const ref = args['image-ref'];
+  const digest = args['image-digest'];
+  const registry = ref.slice(0, ref.indexOf('/'));
+  const pullForm = 'form[aria-label="Pull an image"]';
+  await page.goto(BASE + '/#/images');
+  await page.waitForSelector(pullForm, { timeout: STEP_MS });
+  await waitText(page, 'main p.muted', 'No images in this org.');
+  check(await page.$eval('header nav a[aria-current="page"]', (a) => a.textContent) === 'Images',
+        'the navigation marks Images');
+  const unlabelled = await unlabelledControls(page);
+  check(unlabelled === 0, unlabelled + ' controls of the Images page have no label');
+
+  await page.type('input[name=ref]', registry + '/test/busybox:missing');
+  await page.click(pullForm + ' button[type=submit]');
+  await page.waitForSelector('main .notice.error', { timeout: STEP_MS });
+  const failed = await page.$eval('main .notice.error', (e) => e.textContent);
+  check(failed === 'registry ' + registry + ': manifest test/busybox:missing not found in test/busybox (HTTP 404)',
+        'the failed pull shows the tool\'s message: ' + failed);
+
+  // Every text the status line shows during the pull, in order, and whether Pull was disabled meanwhile.
+  await page.$eval(pullForm, (form) => {
+    window.__pullTexts = [];
+    window.__pullDisabled = [];
+    new MutationObserver((records) => {
+      for (const r of records) for (const n of r.addedNodes) window.__pullTexts.push(n.textContent);
+    }).observe(form.querySelector('#pull-status'), { childList: true });
+    const button = form.querySelector('button[type=submit]');
+    new MutationObserver(() => window.__pullDisabled.push(button.disabled))
+      .observe(button, { attributes: true, attributeFilter: ['disabled'] });
+  });
+  await page.$eval('input[name=ref]', (i) => { i.value = ''; });
+  await page.type('input[name=ref]', ref);
+  await page.click(pullForm + ' button[type=submit]');
+  await waitText(page, 'main .notice.ok', 'Pulled');
+  await page.waitForSelector('#image-list', { timeout: STEP_MS });
+  const listed = (await api(cookie, 'image_list', {})).body.result.images;
+  check(listed.length === 1 && listed[0].digest === digest, 'image_list holds the pulled image: ' + JSON.stringify(listed));
+  const size = sizeText(listed[0].size);
+  check(await page.$eval('main .notice.ok', (e) => e.textContent) === 'Pulled ' + ref + ' (' + digest.slice(7, 19) + ')',
+        'the pull\'s notice');
+  const disabled = await page.evaluate(() => window.__pullDisabled);
+  check(JSON.stringify(disabled) === '[true,false]', 'Pull is disabled while pulling: ' + JSON.stringify(disabled));
+  const seen = await page.evaluate(() => window.__pullTexts);
+  check(seen[0] === 'Pulling…' && seen[1] === 'Fetching the manifest…' && seen.includes('3 layers: ' + size + ' of ' + size) &&
+        seen[seen.length - 1] === 'Recording the image…', 'the pull\'s progress: ' + JSON.stringify(seen));
+  const added = await page.evaluate((ms) => new Date(ms).toLocaleString(), listed[0].created_at);
+  const row = await cellTexts(page, '#image-list tbody td');
+  check(JSON.stringify(row) === JSON.stringify([ref, 'sha256:' + digest.slice(7, 19) + '…' + digest, size, '3', 'pull', added]),
+        'the image\'s row: ' + JSON.stringify(row));
+  check(await page.$eval('#image-list tbody td:nth-child(2) span', (s) => s.title) === digest, 'the digest\'s title');
+  await shot(page, '17-images');
+
+  await page.goto(BASE + '/#/sandboxes/new');
+  await page.waitForSelector('#image-choices option', { timeout: STEP_MS });
+  const offered = await page.$$eval('#image-choices option', (os) => os.map((o) => o.value));
+  check(JSON.stringify(offered) === JSON.stringify([ref]), 'the create form offers the image: ' + JSON.stringify(offered));
+
+  const made = await api(cookie, 'sandbox_create', { name: 'from-image', image: ref });
+  check(made.status === 200, 'sandbox_create from the image: ' + JSON.stringify(made.body));
+  await page.goto(BASE + '/#/images');
+  await page.waitForSelector('#image-list', { timeout: STEP_MS });
+  await page.click('#image-list tbody a');
+  await page.waitForSelector('#image-config', { timeout: STEP_MS });
+  check(await page.$eval('main h1', (e) => e.textContent) === ref, 'the image page\'s heading');
+  check(await page.$eval('#image-digest', (e) => e.textContent) === digest, 'the image page\'s digest');
+  const config = await cellTexts(page, '#image-config dd');
+  check(JSON.stringify(config) === JSON.stringify(['(none)', '/bin/sh', '/', '(none)', 'PATH']),
+        'the image\'s entrypoint, cmd, working dir, user and env names: ' + JSON.stringify(config));
+  check(await page.$eval('#image-used-by', (e) => e.textContent) === 'from-image', 'used by from-image');
+  const layers = await page.$$eval('#layer-list tbody tr', (rows) => rows.length);
+  check(layers === 3, 'three layers listed, not ' + layers);
+  await shot(page, '18-image');
+
+  // Remove: Escape keeps it; confirmed while a sandbox is made from it, the tool's refusal; then removed.
+  await page.click('#remove-image');
+  check(await page.evaluate(() => document.activeElement.id) === 'cancel-remove', 'the dialog focuses Cancel');
+  await shot(page, '19-image-remove-confirm');
+  await page.keyboard.press('Escape');
+  check(await page.$eval('dialog', (d) => !d.open), 'Escape closes the dialog');
+  await page.click('#remove-image');
+  expectedRefusals.push({ status: 409, url: BASE + '/api/v1/tools/image_remove' });
+  await page.click('#confirm-remove');
+  await page.waitForSelector('main .notice.error', { timeout: STEP_MS });
+  await new Promise((r) => setTimeout(r, 200));  // the console message may follow the response
+  check(expectedRefusals.length === 0, 'the refused removal was a 409: ' + JSON.stringify(expectedRefusals));
+  const refused = await page.$eval('main .notice.error', (e) => e.textContent);
+  check(refused === 'image \'' + ref + '\' is used by sandbox(es) from-image: remove them first',
+        'the refused removal: ' + refused);
+  const gone = await api(cookie, 'sandbox_remove', { sandbox: 'from-image' });
+  check(gone.status === 200, 'sandbox_remove: ' + JSON.stringify(gone.body));
+
+  await atPhoneWidth(page, [['#/images', '20-phone-images', '#image-list'],
+                            ['#/images/' + encodeURIComponent(ref), '21-phone-image', '#image-config']]);
+  check(await page.$eval('main dl.facts dd:last-child', (e) => e.textContent) === 'no sandbox', 'used by no sandbox');
+  await page.click('#remove-image');
+  await page.click('#confirm-remove');
+  await waitText(page, 'main .notice.ok', 'Removed');
+  check(await page.$eval('main .notice.ok', (e) => e.textContent) === 'Removed ' + ref, 'the removal\'s notice');
+  await waitText(page, 'main p.muted', 'No images in this org.');
+  const left = (await api(cookie, 'image_list', {})).body.result.images;
+  check(left.length === 0, 'no image left: ' + JSON.stringify(left));
+  console.log('ok images');
 }
 
 const evil = createServer((req, res) => {
@@ -379,6 +531,8 @@ try {
   check(left.es === 0 && left.ws === 0, 'streams and terminals left open: ' + JSON.stringify(left));
   console.log('ok fast navigation');
 
+  await imagesStep(page, cookie);
+
   // Every other page, at 1280x800 and at 390 px wide.
   for (const [path, name, ready] of [['#/members', '09-members', '#member-list'], ['#/tokens', '10-tokens', '#token-list'],
                                      ['#/secrets', '11-secrets', 'main h1'], ['#/audit', '12-audit', '#audit-list']]) {
@@ -406,23 +560,14 @@ try {
   await waitText(page, '#verify-result', 'Audit log: intact');
   console.log('ok audit verify');
   await shot(page, '13-audit-verified');
-  await page.setViewport({ width: 390, height: 844 });
-  for (const [path, name, ready] of [['#/sandboxes', '15-phone-sandboxes', '#sandbox-list'],
-                                     ['#/sandboxes/web-one', '16-phone-sandbox', '#sandbox-state']]) {
-    await page.goto(BASE + '/' + path);
-    await page.waitForSelector(ready, { timeout: STEP_MS });
-    const width = await page.evaluate(() => document.documentElement.scrollWidth);
-    check(width <= 390, name + ' fits 390 px (it is ' + width + ' px wide)');
-    await shot(page, name);
-  }
-  await page.setViewport({ width: 1280, height: 800 });
+  await atPhoneWidth(page, [['#/sandboxes', '15-phone-sandboxes', '#sandbox-list'],
+                            ['#/sandboxes/web-one', '16-phone-sandbox', '#sandbox-state']]);
   console.log('ok pages');
 
   // Keyboard alone: Tab reaches the navigation's links, each control has a label.
   await page.goto(BASE + '/#/sandboxes/new');
   await page.waitForSelector('form[aria-label="New sandbox"]');
-  const unlabelled = await page.$$eval('input, select, textarea', (els) => els.filter((e) =>
-    !(e.labels && e.labels.length) && !e.getAttribute('aria-label') && e.type !== 'hidden').length);
+  const unlabelled = await unlabelledControls(page);
   check(unlabelled === 0, unlabelled + ' controls have no label');
   console.log('ok labels');
 

@@ -34,16 +34,20 @@ export function whenUnauthenticated(f: () => void): void {
   onUnauthenticated = f;
 }
 
-async function post(path: string, body: unknown, org?: string): Promise<any> {
+function send(path: string, body: unknown, org?: string): Promise<Response> {
   const headers: Record<string, string> = { 'Content-Type': 'application/json', 'X-Isb-Csrf': '1' };
   if (org) headers['X-Isb-Org'] = org;
-  const r = await fetch(path, {
+  return fetch(path, {
     method: 'POST',
     headers,
     body: JSON.stringify(body),
     credentials: 'same-origin',
     cache: 'no-store',
   });
+}
+
+async function post(path: string, body: unknown, org?: string): Promise<any> {
+  const r = await send(path, body, org);
   const text = await r.text();
   let parsed: any = {};
   try {
@@ -51,14 +55,17 @@ async function post(path: string, body: unknown, org?: string): Promise<any> {
   } catch {
     parsed = { error: 'bad_response', message: text.slice(0, 200) };
   }
-  if (!r.ok) {
-    if (r.status === 401) {
-      rememberSignedIn(false);
-      onUnauthenticated();
-    }
-    throw new ApiError(r.status, parsed.error || 'error', parsed.message || r.statusText);
-  }
+  if (!r.ok) throw refused(r, parsed);
   return parsed;
+}
+
+// The error of a response isb refused; a 401 also shows the sign-in form.
+function refused(r: Response, parsed: any): ApiError {
+  if (r.status === 401) {
+    rememberSignedIn(false);
+    onUnauthenticated();
+  }
+  return new ApiError(r.status, parsed.error || 'error', parsed.message || r.statusText);
 }
 
 // A tool's result, in the org chosen (or `org`).
@@ -77,4 +84,41 @@ export function signOut(): Promise<any> {
 
 export function setUp(setupToken: string, user: string, password: string): Promise<any> {
   return post('/api/v1/auth/setup', { setup_token: setupToken, user, password });
+}
+
+// A streaming tool's call (`?stream=1`, Server-Sent Events over the POST's response): each event but the last goes to
+// `onEvent` with its data parsed; the last is the result, or an error thrown as an ApiError with the tool's message.
+export async function callStream<T = any>(tool: string, input: object,
+                                          onEvent: (event: string, data: any) => void,
+                                          org: string = currentOrg()): Promise<T> {
+  const r = await send('/api/v1/tools/' + tool + '?stream=1', input, org);
+  if (!r.ok || !r.body) {
+    // Refused before it began (the role, the schema): an ordinary JSON error.
+    throw refused(r, await r.json().catch(() => ({})));
+  }
+  const reader = r.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffered = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffered += value;
+    let end: number;
+    while ((end = buffered.indexOf('\n\n')) >= 0) {
+      const block = buffered.slice(0, end);
+      buffered = buffered.slice(end + 2);
+      let event = 'message';
+      let data = '';
+      for (const line of block.split('\n')) {
+        if (line.startsWith('event: ')) event = line.slice(7);
+        else if (line.startsWith('data: ')) data += (data ? '\n' : '') + line.slice(6);
+      }
+      if (data === '') continue;  // a keep-alive comment
+      const parsed = JSON.parse(data);
+      if (event === 'result') return parsed.result as T;
+      // The stream began with 200: the tool's failure comes as its last event.
+      if (event === 'error') throw new ApiError(r.status, parsed.error || 'error', parsed.message || 'failed');
+      onEvent(event, parsed);
+    }
+  }
+  throw new ApiError(0, 'unavailable', tool + ': the stream ended before a result');
 }

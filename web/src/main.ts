@@ -10,12 +10,14 @@ import { h, append, clear, field, notice } from './dom';
 import { Page, PageFactory } from './page';
 import { SandboxCreatePage, SandboxListPage } from './sandboxes';
 import { SandboxPage } from './sandbox';
+import { ImageListPage, ImagePage } from './images';
 import { AuditPage, MembersPage, SecretsPage, TokensPage } from './admin';
 import { OrgsPage } from './orgs';
 
-// The navigation, in order; a page for a new capability (images) is one more entry.
+// The navigation, in order; a page for a new capability is one more entry (a page of one item, a route below).
 const NAV: { path: string; label: string; page: PageFactory; platformAdmin?: boolean }[] = [
   { path: 'sandboxes', label: 'Sandboxes', page: () => new SandboxListPage() },
+  { path: 'images', label: 'Images', page: () => new ImageListPage() },
   { path: 'secrets', label: 'Secrets', page: () => new SecretsPage() },
   { path: 'members', label: 'Members', page: () => new MembersPage() },
   { path: 'tokens', label: 'Tokens', page: () => new TokensPage() },
@@ -159,6 +161,9 @@ async function route(): Promise<void> {
   if (parts[0] === 'sandboxes' && parts[1] === 'new') page = new SandboxCreatePage();
   else if (parts[0] === 'sandboxes' && parts[1]) {
     page = new SandboxPage();
+    params = [decodeURIComponent(parts[1])];
+  } else if (parts[0] === 'images' && parts[1]) {
+    page = new ImagePage();
     params = [decodeURIComponent(parts[1])];
   } else page = (NAV.find((n) => n.path === parts[0]) || NAV[0]).page();
   leave();

@@ -82,7 +82,12 @@ export class SandboxCreatePage implements Page {
 
   render(main: HTMLElement): void {
     const name = h('input', { name: 'name', autocomplete: 'off', maxlength: 63 });
-    const image = h('input', { name: 'image', placeholder: 'the host\'s default view' });
+    const image = h('input', { name: 'image', placeholder: 'the host\'s default view', list: 'image-choices',
+                               autocomplete: 'off' });
+    const choices = h('datalist', { id: 'image-choices' });
+    // The org's images as suggestions; without them (no image tools for this caller) the field still takes any.
+    call('image_list').then((r) => append(choices, ...r.images.map((i: any) => h('option', { value: i.name }))),
+                            () => {});
     const cpus = h('input', { name: 'cpus', type: 'number', step: '0.1', min: '0.1', value: '1' });
     const mem = h('input', { name: 'mem_limit', value: '512M' });
     const disk = h('input', { name: 'disk', value: '2G' });
@@ -96,7 +101,8 @@ export class SandboxCreatePage implements Page {
     const form = h('form', { class: 'form', 'aria-label': 'New sandbox' },
                    h('h1', {}, 'New sandbox'),
                    field('Name', name, 'Optional: letters, digits and inner hyphens'),
-                   field('Image directory', image, 'Optional: a directory on the host used as the root filesystem'),
+                   field('Image', image, 'Optional: an image of the org (see Images), or a directory on the host ' +
+                         'used as the root filesystem'), choices,
                    h('fieldset', {}, h('legend', {}, 'Limits'),
                      field('CPUs', cpus), field('Memory', mem), field('Disk', disk), field('Processes', pids)),
                    field('Egress', egress, '"none", "open", or one host[:port] a line (*.example.com for names below)'),
