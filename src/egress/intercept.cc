@@ -52,10 +52,9 @@ class ChannelStream : public MessageStream {
   ChannelStream(TlsChannel& channel, uint64_t& written) : channel_(channel), written_(written) {}
 
   asio::awaitable<Result<size_t>> ReadInto(std::string& buffer, size_t max) override {
-    const size_t had = buffer.size();
-    buffer.resize(had + max);
-    Result<size_t> n = co_await channel_.Read(buffer.data() + had, max);
-    buffer.resize(had + (n.ok() ? *n : 0));
+    char* room = room_.Get(max);
+    Result<size_t> n = co_await channel_.Read(room, max);
+    if (n.ok()) buffer.append(room, *n);
     co_return n;
   }
 
@@ -68,6 +67,7 @@ class ChannelStream : public MessageStream {
  private:
   TlsChannel& channel_;
   uint64_t& written_;
+  ReadRoom room_;
 };
 
 // Both sides of one intercepted connection, and what each has sent past the message being relayed.
@@ -237,7 +237,15 @@ asio::awaitable<void> Relay(Session& s) {
     // Other upgrades (101) are not relayed by interception: the connection ends after the origin's answer.
     const BodyFraming response_body = ResponseBody(head.method, response);
     Reframe went = Reframe::kAsSent;
+    const uint64_t answered = s.outcome.bytes_down;
     Status forwarded = co_await RelayResponse(s, head, response, went);
+    // A body refused before any of the response went (the head waits for the body's first bytes): the sandbox is
+    // told why, as for a head the proxy refuses.
+    if (!forwarded.ok() && forwarded.error().code == Code::kForbidden && s.outcome.bytes_down == answered) {
+      s.outcome.failure = forwarded.error().message;
+      co_await Answer(s.down, 502, s.outcome.failure);
+      co_return;
+    }
     if (!forwarded.ok() || response.status == 101) co_return;
     // A body that went without framing (one that came so, or a filtered one to an HTTP/1.0 client) ends with the
     // connection.

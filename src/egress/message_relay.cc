@@ -51,12 +51,16 @@ Error BodyFailure(const BodyRelay::Step& step) {
 asio::awaitable<Status> RelayMessage(MessageStream& from, MessageStream& to, std::string& buffer,
                                      PreparedMessage& message) {
   const bool held = message.out == Reframe::kBuffered;
-  if (!held) {
-    const std::string head = message.head.Bytes();
-    Status sent = co_await to.Write(head);
-    if (!sent.ok()) co_return sent;
-  }
-  if (message.in.kind == BodyFraming::kNone) co_return Status();
+  // The head goes with the body's first bytes when they are at hand (one write, one TLS record, one send), and on its
+  // own before the relay waits for any.
+  std::string lead = held ? std::string() : message.head.Bytes();
+  auto send_lead = [&]() -> asio::awaitable<Status> {
+    if (lead.empty()) co_return Status();
+    Status sent = co_await to.Write(lead);
+    lead.clear();
+    co_return sent;
+  };
+  if (message.in.kind == BodyFraming::kNone) co_return co_await send_lead();
   BodyRelay body(message.in, message.out, std::move(message.filter), message.keep_trailers);
   std::string out, whole;
   bool full_read = false;  // the last read filled its piece: a bulk body, whose rest may be forwarded
@@ -70,10 +74,15 @@ asio::awaitable<Status> RelayMessage(MessageStream& from, MessageStream& to, std
     if (held) {
       whole.append(out);
     } else if (!out.empty()) {
+      if (!lead.empty()) {
+        out.insert(0, lead);
+        lead.clear();
+      }
       Status sent = co_await to.Write(out);
       if (!sent.ok()) co_return sent;
     }
     if (step.state == BodyRelay::State::kDone) break;
+    if (Status sent = co_await send_lead(); !sent.ok()) co_return sent;
     const uint64_t opaque = body.opaque_remaining();
     if (full_read && opaque > 0) {
       Result<uint64_t> moved = co_await from.Forward(to, opaque);
@@ -98,7 +107,7 @@ asio::awaitable<Status> RelayMessage(MessageStream& from, MessageStream& to, std
     }
     break;
   }
-  if (!held) co_return Status();
+  if (!held) co_return co_await send_lead();  // a body that came to nothing
   message.head.SetFraming(Reframe::kBuffered, body.length_out());
   std::string bytes = message.head.Bytes() + whole;
   co_return co_await to.Write(bytes);

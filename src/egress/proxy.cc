@@ -56,7 +56,8 @@ std::string TlsDenyAlert() {
 }
 
 std::string HttpDenyResponse(int status, const std::string& reason) {
-  std::string body = "isb: " + reason + "\n";
+  // The filter's refusals name isb already.
+  std::string body = (reason.starts_with("isb: ") ? reason : "isb: " + reason) + "\n";
   std::string text = status == 403   ? "Forbidden"
                      : status == 400 ? "Bad Request"
                      : status == 413 ? "Content Too Large"

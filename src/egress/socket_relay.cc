@@ -139,10 +139,9 @@ void CloseBoth(Socket& a, Socket& b) {
 }
 
 asio::awaitable<Result<size_t>> SocketStream::ReadInto(std::string& buffer, size_t max) {
-  const size_t had = buffer.size();
-  buffer.resize(had + max);
-  auto [ec, n] = co_await ReadSome(socket_, asio::buffer(buffer.data() + had, max), ends_);
-  buffer.resize(had + n);
+  char* room = room_.Get(max);
+  auto [ec, n] = co_await ReadSome(socket_, asio::buffer(room, max), ends_);
+  buffer.append(room, n);
   if (ec == asio::error::eof) co_return size_t{0};
   if (ec) co_return Error::Of(Code::kUnavailable, "receiving: " + ec.message());
   co_return n;

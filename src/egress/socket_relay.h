@@ -75,6 +75,7 @@ class SocketStream : public MessageStream {
   RelayEnds& ends_;
   std::atomic<uint64_t>& written_;
   Fd pipe_read_, pipe_write_;  // made at the first Forward
+  ReadRoom room_;
 };
 
 }  // namespace isb::egress

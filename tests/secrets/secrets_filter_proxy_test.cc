@@ -36,6 +36,7 @@ constexpr char kValue[] = "sk-live-42";
 
 // Echoes the whole request it got as its body; under /gzip, gzip-encoded.
 OriginReply Echo(const std::string& request) {
+  if (request.starts_with("GET /compress ")) return {"HTTP/1.1 200 OK\r\nContent-Encoding: compress\r\nContent-Length: 4\r\n\r\nabcd"};
   if (request.starts_with("GET /gzip ")) {
     const std::string body = ZlibWhole(request, 31);
     return {"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
@@ -230,11 +231,22 @@ TEST_F(SecretsProxyTest, BasicCredentialsReachTheOriginWithTheValueAndAGzipEchoC
   EXPECT_EQ(out.find(kValue), std::string::npos) << out;
 }
 
+// A response whose coding isb cannot read could carry the value unscrubbed: the sandbox gets a 502 saying why, and
+// none of the origin's response.
+TEST_F(SecretsProxyTest, AResponseThatCannotBeScrubbedIsAnswered502WithTheReason) {
+  Bind(OnLeak::kPass);
+  const std::string out = Curl("https://api.test/compress");
+  const std::string body =
+      "isb: the body cannot be scrubbed of secrets: content coding \"compress\" is not one of gzip, deflate, br, zstd\n";
+  EXPECT_EQ(out, "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nContent-Length: " +
+                     std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
+}
+
 TEST_F(SecretsProxyTest, UnderBlockAPlaceholderForAnotherHostIsRefusedWith403AndNeverReachesIt) {
   Bind(OnLeak::kBlock);
   const std::string out = Curl("https://other.test/", {"-H", std::string("X-Key: ") + kPlaceholder});
   EXPECT_TRUE(out.starts_with("HTTP/1.1 403 Forbidden\r\n")) << out;
-  EXPECT_NE(out.find("isb: secret API_KEY may not be sent to other.test"), std::string::npos) << out;
+  EXPECT_NE(out.find("\r\n\r\nisb: secret API_KEY may not be sent to other.test"), std::string::npos) << out;
   EXPECT_EQ(out.find(kValue), std::string::npos);
   EXPECT_EQ(origins_["other.test"]->Connections(), (std::vector<std::vector<std::string>>{{}}))
       << "connected (the proxy dials before the first request) but sent nothing";
@@ -247,7 +259,7 @@ TEST_F(SecretsProxyTest, UnderBlockABodyCarryingThePlaceholderToAnotherHostIsCut
   Bind(OnLeak::kBlock);
   const std::string out = Curl("https://other.test/", {"--data-binary", std::string("x=") + kPlaceholder});
   EXPECT_TRUE(out.starts_with("HTTP/1.1 403 Forbidden\r\n")) << out;
-  EXPECT_NE(out.find("isb: secret API_KEY may not be sent to other.test"), std::string::npos) << out;
+  EXPECT_NE(out.find("\r\n\r\nisb: secret API_KEY may not be sent to other.test"), std::string::npos) << out;
   for (const std::vector<std::string>& connection : origins_["other.test"]->Connections())
     for (const std::string& request : connection) EXPECT_EQ(request.find("isb_pl"), std::string::npos) << request;
 }
