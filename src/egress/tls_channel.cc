@@ -3,6 +3,7 @@
 #include <boost/asio/experimental/awaitable_operators.hpp>
 
 #include <algorithm>
+#include <tuple>
 
 namespace isb::egress {
 
@@ -23,6 +24,9 @@ TlsChannel::TlsChannel(Socket& socket, SslPtr ssl, std::chrono::milliseconds idl
   out_ = BIO_new(BIO_s_mem());
   BIO_set_mem_eof_return(in_, -1);  // an empty input buffer means "wait for more", not end of stream
   SSL_set_bio(ssl_.get(), in_, out_);
+  // Reads and writes are tried at once (Fill, Flush): a socket that cannot go on says so rather than blocking.
+  boost::system::error_code ec;
+  socket_.non_blocking(true, ec);
 }
 
 void TlsChannel::Preload(std::string_view bytes) {
@@ -45,15 +49,23 @@ asio::awaitable<Status> TlsChannel::Flush() {
     if (write_buffer_.size() < pending) write_buffer_.resize(pending);
     int n = BIO_read(out_, write_buffer_.data(), static_cast<int>(pending));
     if (n <= 0) break;
+    // What the socket takes now goes without a timer (most sends, when the peer keeps up); the rest waits for room.
+    boost::system::error_code ec;
+    const size_t now = socket_.write_some(asio::buffer(write_buffer_.data(), static_cast<size_t>(n)), ec);
+    if (ec && ec != asio::error::would_block) {
+      status = Error::Of(Code::kUnavailable, "sending: " + ec.message());
+      break;
+    }
+    if (now == static_cast<size_t>(n)) continue;
     write_timer_.expires_after(idle_);
-    auto result =
-        co_await (asio::async_write(socket_, asio::buffer(write_buffer_.data(), static_cast<size_t>(n)), kAwait) ||
-                  write_timer_.async_wait(kAwait));
+    auto result = co_await (
+        asio::async_write(socket_, asio::buffer(write_buffer_.data() + now, static_cast<size_t>(n) - now), kAwait) ||
+        write_timer_.async_wait(kAwait));
     if (result.index() == 1) {
       status = Error::Of(Code::kTimeout, "the peer did not read for too long");
       break;
     }
-    auto [ec, written] = std::get<0>(result);
+    ec = std::get<0>(std::get<0>(result));
     if (ec) {
       status = Error::Of(Code::kUnavailable, "sending: " + ec.message());
       break;
@@ -63,11 +75,16 @@ asio::awaitable<Status> TlsChannel::Flush() {
 }
 
 asio::awaitable<Result<bool>> TlsChannel::Fill() {
-  read_timer_.expires_after(idle_);
-  auto result = co_await (socket_.async_read_some(asio::buffer(read_buffer_.data(), read_buffer_.size()), kAwait) ||
-                          read_timer_.async_wait(kAwait));
-  if (result.index() == 1) co_return Error::Of(Code::kTimeout, "the peer sent nothing for too long");
-  auto [ec, n] = std::get<0>(result);
+  // Bytes already on the socket are taken without a timer; only a read that has to wait races the idle limit.
+  boost::system::error_code ec;
+  size_t n = socket_.read_some(asio::buffer(read_buffer_.data(), read_buffer_.size()), ec);
+  if (ec == asio::error::would_block) {
+    read_timer_.expires_after(idle_);
+    auto result = co_await (socket_.async_read_some(asio::buffer(read_buffer_.data(), read_buffer_.size()), kAwait) ||
+                            read_timer_.async_wait(kAwait));
+    if (result.index() == 1) co_return Error::Of(Code::kTimeout, "the peer sent nothing for too long");
+    std::tie(ec, n) = std::get<0>(result);
+  }
   if (ec == asio::error::eof) co_return false;
   if (ec) co_return Error::Of(Code::kUnavailable, "receiving: " + ec.message());
   BIO_write(in_, read_buffer_.data(), static_cast<int>(n));
