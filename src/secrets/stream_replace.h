@@ -44,10 +44,17 @@ class ReplaceSet {
   };
   int32_t Child(int32_t node, uint8_t byte) const;
   int32_t Step(int32_t node, uint8_t byte) const;  // the goto function through failure links
+  // The first position in [from, end) of `bytes` holding a byte that starts a needle, or `end`.
+  size_t NextStart(const char* bytes, size_t from, size_t end) const;
 
   std::vector<Replacement> pairs_;
   std::vector<Node> nodes_;
   int32_t root_next_[256];
+  // The bytes that start a needle, when there are few (most sets: a value's forms begin with a handful): the scan
+  // for them takes 16 bytes a step.
+  static constexpr size_t kFewStarts = 6;
+  uint8_t starts_[kFewStarts] = {};
+  size_t start_count_ = 0;  // 0: too many, the table is read byte by byte
   size_t longest_ = 0;
 };
 

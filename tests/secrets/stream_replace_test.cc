@@ -22,6 +22,27 @@ std::string Streamed(const std::shared_ptr<const ReplaceSet>& set, std::string_v
   return out;
 }
 
+// The scan for where a needle may start takes 16 bytes a step when few bytes start needles, and reads the table byte
+// by byte past that: a needle at each place around a 16-byte block's edges is found either way, in one piece or cut
+// into pieces of every size around 16.
+TEST(StreamReplacer, NeedlesAreFoundAtEveryPlaceAroundTheScansBlocksWithFewOrManyStartingBytes) {
+  for (const std::string starts : {"Q", "QRSTUV", "QRSTUVW"}) {  // one, six (the most scanned 16 at a time), seven
+    std::vector<Replacement> pairs;
+    for (char c : starts) pairs.push_back({std::string(1, c) + "-needle", std::string("<") + c + ">"});
+    auto set = Set(pairs);
+    for (size_t at : {0, 1, 14, 15, 16, 17, 31, 32, 33, 63, 64, 190}) {
+      std::string input(200, '.');
+      const char c = starts[at % starts.size()];
+      input.replace(at, 8, std::string(1, c) + "-needle");
+      std::string expected = input;
+      expected.replace(at, 8, std::string("<") + c + ">");
+      EXPECT_EQ(set->ReplaceAll(input), expected) << starts << " at " << at;
+      for (size_t piece : {1, 15, 16, 17, 33})
+        EXPECT_EQ(Streamed(set, input, piece), expected) << starts << " at " << at << " in pieces of " << piece;
+    }
+  }
+}
+
 TEST(StreamReplacer, ReplacesEveryOccurrenceOfEachNeedle) {
   auto set = Set({{"PH_ONE", "value-1"}, {"PH_TWO", "v2"}});
   EXPECT_EQ(set->ReplaceAll("a PH_ONE b PH_TWO c PH_ONE"), "a value-1 b v2 c value-1");
