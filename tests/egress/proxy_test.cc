@@ -364,6 +364,19 @@ class ProxyTest : public ::testing::Test {
 
   static std::string ReadToEnd(int fd) { return ReadN(fd, 1 << 20); }
 
+  // Sends `request` then `payload` on `c` from a thread of its own and half-closes, while reading what comes back
+  // (the echo server's copy) until the end: a body larger than the sockets' buffers cannot wait for the reading.
+  static std::string SendAndReadBack(int c, const std::string& request, const std::string& payload) {
+    std::thread writer([&] {
+      SendAll(c, request);
+      SendAll(c, payload);
+      ::shutdown(c, SHUT_WR);
+    });
+    std::string back = ReadN(c, request.size() + payload.size() + 1);
+    writer.join();
+    return back;
+  }
+
   // Once every connection has ended, each relay has counted all it moved.
   void WaitForNoConnection() {
     for (int i = 0; i < 500 && proxy_->stats().active.load() != 0; ++i) ::usleep(10000);
@@ -559,13 +572,7 @@ TEST_F(ProxyTest, BulkTransferArrivesWhole) {
   std::string request = "POST / HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: 33554432\r\n\r\n";
   std::string payload(32 << 20, '\0');
   for (size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<char>(i * 131 % 251);
-  std::thread writer([&] {
-    SendAll(c.get(), request);
-    SendAll(c.get(), payload);
-    ::shutdown(c.get(), SHUT_WR);
-  });
-  std::string back = ReadN(c.get(), request.size() + payload.size() + 1);
-  writer.join();
+  std::string back = SendAndReadBack(c.get(), request, payload);
   ASSERT_EQ(back.size(), request.size() + payload.size());
   EXPECT_TRUE(back == request + payload);
 }
@@ -578,14 +585,7 @@ TEST_F(ProxyTest, BytesRelayedAreCountedForTheirSandboxEachWay) {
   Fd c = Connect();
   std::string request = "POST / HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: 4194304\r\n\r\n";
   std::string payload(4 << 20, 'x');
-  std::thread writer([&] {
-    SendAll(c.get(), request);
-    SendAll(c.get(), payload);
-    ::shutdown(c.get(), SHUT_WR);
-  });
-  std::string back = ReadN(c.get(), request.size() + payload.size() + 1);
-  writer.join();
-  ASSERT_EQ(back.size(), request.size() + payload.size());
+  ASSERT_EQ(SendAndReadBack(c.get(), request, payload).size(), request.size() + payload.size());
   c = Fd();
   WaitForNoConnection();
   const uint64_t n = request.size() + payload.size();  // the echo server sends back what it got
