@@ -83,6 +83,7 @@ add_executable(isb_api_tests
   tests/api/oauth_server_test.cc
   tests/api/web_ui_test.cc
   tests/api/event_bus_test.cc
+  tests/api/usage_store_test.cc
   tests/api/events_http_test.cc
   tests/api/websocket_session_test.cc)
 target_link_libraries(isb_api_tests PRIVATE isb_http isb_tools GTest::gtest_main)

@@ -28,7 +28,11 @@ std::vector<UsagePoint> UsageStore::Series(const std::string& sandbox, UsageReso
   const std::deque<UsageSample>& samples = resolution == UsageResolution::kFine ? it->second.fine : it->second.coarse;
   const UsageSample* prev = nullptr;
   for (const UsageSample& s : samples) {
-    UsagePoint p{.at_ms = s.at_ms, .memory_bytes = s.memory_bytes, .pids = s.pids};
+    UsagePoint p{.at_ms = s.at_ms,
+                 .memory_bytes = s.memory_bytes,
+                 .pids = s.pids,
+                 .net_rx_bytes = s.net_rx_bytes,
+                 .net_tx_bytes = s.net_tx_bytes};
     // A restart begins the count again: no rate across it.
     if (prev != nullptr && s.at_ms > prev->at_ms && s.cpu_usec >= prev->cpu_usec)
       p.cpu_cores =

@@ -1,4 +1,4 @@
-// The usage store: each sandbox's sampled CPU, memory and pids, at 2 s for an hour and 1 min for a day.
+// The usage store: each sandbox's sampled CPU, memory, pids and network bytes, at 2 s for an hour and 1 min for a day.
 #pragma once
 
 #include <cstddef>
@@ -13,20 +13,27 @@
 
 namespace isb::api {
 
-// One reading of a sandbox's cgroup.
+// One reading of a sandbox's cgroup and of the egress proxy's counters for it.
 struct UsageSample {
   int64_t at_ms = 0;          // unix milliseconds
   uint64_t cpu_usec = 0;      // CPU time used since the sandbox started (cumulative)
   uint64_t memory_bytes = 0;  // memory.current (v2) or memory.usage_in_bytes (v1)
   uint64_t pids = 0;          // pids.current
+  // Bytes the egress proxy relayed to the sandbox (rx) and from it (tx) since this daemon began counting it
+  // (cumulative; 0 without a network).
+  uint64_t net_rx_bytes = 0;
+  uint64_t net_tx_bytes = 0;
 };
 
-// A point of a series as sandbox_usage returns it: the CPU as cores used on average since the point before.
+// A point of a series as sandbox_usage returns it: the CPU as cores used on average since the point before; the
+// network bytes as the cumulative counts they were read as (a rate is the difference of two points over their time).
 struct UsagePoint {
   int64_t at_ms = 0;
   double cpu_cores = 0;  // 0 for the first point of a series
   uint64_t memory_bytes = 0;
   uint64_t pids = 0;
+  uint64_t net_rx_bytes = 0;
+  uint64_t net_tx_bytes = 0;
 };
 
 enum class UsageResolution { kFine, kCoarse };  // 2 s for the last hour; 1 min for the last day

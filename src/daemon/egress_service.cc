@@ -243,6 +243,9 @@ EgressService::~EgressService() {
 uint16_t EgressService::proxy_port() const { return proxy_->port(); }
 uint16_t EgressService::dns_port() const { return dns_->port(); }
 const egress::ProxyStats& EgressService::proxy_stats() const { return proxy_->stats(); }
+std::optional<egress::TrafficTotals> EgressService::NetworkBytes(const std::string& id) const {
+  return proxy_->traffic().Read(id);
+}
 uint64_t EgressService::dns_answered() const { return dns_->answered(); }
 uint64_t EgressService::dns_dropped() const { return dns_->dropped(); }
 Result<std::string> EgressService::SandboxCaPem(const std::string& id) { return minter_->CaPem(id); }
@@ -277,6 +280,7 @@ Result<SandboxNet> EgressService::Prepare(const std::string& id, const egress::E
     by_id_[id] = Entry{id, slot.index, std::make_shared<const egress::EgressPolicy>(spec), false, org};
     by_slot_[slot.index] = id;
   }
+  proxy_->traffic().Track(id);
   BindSecrets(id, org, spec);
   SandboxNet n;
   n.slot = slot.index;
@@ -400,6 +404,7 @@ void EgressService::Release(const std::string& id) {
     by_id_.erase(it);
   }
   minter_->Forget(id);
+  proxy_->traffic().Forget(id);
   if (options_.secrets != nullptr) options_.secrets->Unbind(id);
   veths_lost_.erase(e.slot);
   std::string ifname = net::HostIfname(options_.ifname_prefix, e.slot);
@@ -425,6 +430,7 @@ Status EgressService::Adopt(const std::string& id, uint32_t slot, const egress::
     by_id_[id] = e;
     by_slot_[slot] = id;
   }
+  proxy_->traffic().Track(id);  // from 0: what an earlier daemon counted went with it
   BindSecrets(id, org, spec);
   ISB_TRY(firewall_->Set(RulesFor(e)));
   // A veth of an isb from before the group: another daemon that forwards only sandboxes would drop its traffic.

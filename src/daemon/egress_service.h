@@ -27,6 +27,7 @@
 #include "egress/pin.h"
 #include "egress/policy.h"
 #include "egress/proxy.h"
+#include "egress/sandbox_traffic.h"
 #include "net/address_pool.h"
 #include "net/dns_server.h"
 #include "net/firewall.h"
@@ -117,6 +118,9 @@ class EgressService {
   uint16_t proxy_port() const;
   uint16_t dns_port() const;
   const egress::ProxyStats& proxy_stats() const;
+  // The bytes the proxy relayed for `id` each way since it was given its network (or adopted by this daemon);
+  // nullopt for a sandbox without one. Traffic an open sandbox sends without the proxy (routed) is not in it.
+  std::optional<egress::TrafficTotals> NetworkBytes(const std::string& id) const;
   // Queries the DNS responder answered, and dropped (malformed, or past its bounds).
   uint64_t dns_answered() const;
   uint64_t dns_dropped() const;

@@ -276,7 +276,7 @@ int Serve(const ServeOptions& options) {
   if (!adopted.ok()) return Fail(adopted.error().message);
   Log("sandboxes: " + *adopted);
   api::UsageStore usage;
-  UsageSampler sampler(db->get(), *layout, &usage);
+  UsageSampler sampler(db->get(), *layout, &usage, egress->get());
   sampler.Start();
 
   // Port previews: origins of their own, taken by their Host before anything else on the listener.

@@ -6,8 +6,8 @@
 namespace isb::daemon {
 
 UsageSampler::UsageSampler(store::Db* db, engine::CgroupLayout layout, api::UsageStore* store,
-                           std::chrono::milliseconds period)
-    : db_(db), layout_(std::move(layout)), store_(store), period_(period) {}
+                           const EgressService* egress, std::chrono::milliseconds period)
+    : db_(db), layout_(std::move(layout)), store_(store), egress_(egress), period_(period) {}
 
 UsageSampler::~UsageSampler() {
   {
@@ -44,7 +44,14 @@ void UsageSampler::SampleOnce() {
     Result<engine::CgroupStats> st = cg.ReadStats();
     cg.Release();
     if (!st.ok()) continue;  // stopped between the query and the read
-    store_->Add(id, {.at_ms = now_ms, .cpu_usec = st->cpu_usec, .memory_bytes = st->memory_bytes, .pids = st->pids});
+    api::UsageSample sample{.at_ms = now_ms, .cpu_usec = st->cpu_usec, .memory_bytes = st->memory_bytes, .pids = st->pids};
+    if (egress_ != nullptr) {
+      if (std::optional<egress::TrafficTotals> net = egress_->NetworkBytes(id)) {
+        sample.net_rx_bytes = net->down;
+        sample.net_tx_bytes = net->up;
+      }
+    }
+    store_->Add(id, sample);
   }
   store_->Retain(known);
 }

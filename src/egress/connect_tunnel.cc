@@ -15,7 +15,8 @@ namespace asio = boost::asio;
 // Anything else (TLS for `host`, SSH, a database protocol) is the named host's and is relayed untouched. The
 // origin's side flows meanwhile, for protocols whose server speaks first.
 asio::awaitable<void> Proxy::Impl::RelayTunnel(Socket& from, Socket& to, std::string buffer, const std::string& box,
-                                             const std::string& host, uint16_t port, RelayEnds& ends) {
+                                             const std::string& host, uint16_t port, ByteCount up,
+                                             RelayEnds& ends) {
   char buf[16384];
   for (int reads = 0;; ++reads) {
     Sniff s = buffer.empty() ? Sniff{} : hooks_.classify(buffer, port, false);
@@ -69,9 +70,9 @@ asio::awaitable<void> Proxy::Impl::RelayTunnel(Socket& from, Socket& to, std::st
   if (!buffer.empty()) {
     bool sent = co_await Send(to, buffer);
     if (!sent) co_return CloseBoth(from, to);
-    stats_.bytes_up += buffer.size();
+    up.Add(buffer.size());
   }
-  co_return co_await Pump(from, to, stats_.bytes_up, ends);
+  co_return co_await Pump(from, to, up, ends);
 }
 
 }  // namespace isb::egress

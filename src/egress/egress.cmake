@@ -43,6 +43,7 @@ add_library(isb_proxy STATIC
   src/egress/socket_relay.cc
   src/egress/message_relay.cc
   src/egress/sandbox_shares.cc
+  src/egress/sandbox_traffic.cc
   src/egress/deny_window.cc
   src/egress/classify.cc
   src/egress/intercept.cc

@@ -46,10 +46,12 @@ std::string UpstreamHandshakeFailure(SSL* ssl, const std::string& target, const 
   return "TLS with " + target + " failed: " + error.message;
 }
 
-// A TLS channel as the message relay reads and writes it; what is written is added to `written`.
+// A TLS channel as the message relay reads and writes it; what is written is added to `written`, and to the
+// sandbox's counter as it goes when there is one (a long download shows in the sandbox's usage before it ends).
 class ChannelStream : public MessageStream {
  public:
-  ChannelStream(TlsChannel& channel, uint64_t& written) : channel_(channel), written_(written) {}
+  ChannelStream(TlsChannel& channel, uint64_t& written, std::atomic<uint64_t>* sandbox)
+      : channel_(channel), written_(written), sandbox_(sandbox) {}
 
   asio::awaitable<Result<size_t>> ReadInto(std::string& buffer, size_t max) override {
     char* room = room_.Get(max);
@@ -60,13 +62,17 @@ class ChannelStream : public MessageStream {
 
   asio::awaitable<Status> Write(std::string_view bytes) override {
     Status sent = co_await channel_.Write(bytes);
-    if (sent.ok()) written_ += bytes.size();
+    if (sent.ok()) {
+      written_ += bytes.size();
+      if (sandbox_ != nullptr) sandbox_->fetch_add(bytes.size(), std::memory_order_relaxed);
+    }
     co_return sent;
   }
 
  private:
   TlsChannel& channel_;
   uint64_t& written_;
+  std::atomic<uint64_t>* sandbox_;
   ReadRoom room_;
 };
 
@@ -80,8 +86,9 @@ struct Session {
   const RequestJudge& judge;  // empty: requests are not judged one by one
   std::string target;  // host:port, for messages
   std::chrono::milliseconds idle;
-  ChannelStream client{down, outcome.bytes_down};  // written: towards the sandbox
-  ChannelStream origin{up, outcome.bytes_up};
+  SandboxBytes* traffic;  // null: the sandbox's bytes are not counted
+  ChannelStream client{down, outcome.bytes_down, traffic ? &traffic->down : nullptr};  // written: towards the sandbox
+  ChannelStream origin{up, outcome.bytes_up, traffic ? &traffic->up : nullptr};
   std::string from_client{};
   std::string from_origin{};
 };
@@ -296,7 +303,8 @@ Result<std::unique_ptr<Interceptor>> Interceptor::Create(InterceptOptions option
 
 asio::awaitable<Interceptor::Outcome> Interceptor::Run(tcp::socket& client, const std::string& hello,
                                                        const Exchange& exchange, Result<Fd>& upstream,
-                                                       MessageFilter& filter, RequestJudge judge) {
+                                                       MessageFilter& filter, RequestJudge judge,
+                                                       SandboxBytes* traffic) {
   Outcome out;
   const std::chrono::milliseconds idle(options_.idle_timeout_ms);
   Result<std::shared_ptr<const TlsIdentity>> leaf = options_.minter->Leaf(exchange.sandbox, exchange.host);
@@ -315,12 +323,13 @@ asio::awaitable<Interceptor::Outcome> Interceptor::Run(tcp::socket& client, cons
   down.Preload(hello);
   Status handshake = co_await down.Handshake();
   if (!handshake.ok()) co_return out;  // the client left, or does not trust the sandbox's CA: nothing to tell it
-  co_await ToOrigin(down, exchange, upstream, filter, out, judge);
+  co_await ToOrigin(down, exchange, upstream, filter, out, judge, traffic);
   co_return out;
 }
 
 asio::awaitable<void> Interceptor::ToOrigin(TlsChannel& down, const Exchange& exchange, Result<Fd>& upstream,
-                                            MessageFilter& filter, Outcome& out, const RequestJudge& judge) {
+                                            MessageFilter& filter, Outcome& out, const RequestJudge& judge,
+                                            SandboxBytes* traffic) {
   std::string target = exchange.host + ":" + std::to_string(exchange.port);
   if (!upstream.ok()) {
     out.failure = "cannot reach " + target + ": " + upstream.error().message;
@@ -347,7 +356,8 @@ asio::awaitable<void> Interceptor::ToOrigin(TlsChannel& down, const Exchange& ex
     co_await Answer(down, 502, out.failure);
     co_return;
   }
-  Session session{down, up, exchange, filter, out, judge, target, std::chrono::milliseconds(options_.idle_timeout_ms)};
+  Session session{down, up, exchange, filter, out, judge, target, std::chrono::milliseconds(options_.idle_timeout_ms),
+                  traffic};
   co_await Relay(session);
 }
 

@@ -15,6 +15,7 @@
 #include "egress/message_filter.h"
 #include "egress/openssl_ptr.h"
 #include "egress/proxy.h"
+#include "egress/sandbox_traffic.h"
 
 namespace isb::egress {
 
@@ -40,16 +41,18 @@ class Interceptor {
   // its TLS is up). Returns when the connection is done; the caller closes the sockets.
   // With `judge`, each request is asked about before it goes on (a judged name: the judge sees every method and
   // path); without it, each is checked only for naming the connection's host.
-  // Every message passes `filter`, which must outlive the call.
+  // Every message passes `filter`, which must outlive the call. What is forwarded each way is added to `traffic`
+  // (the sandbox's counters) as it goes, when given, besides the Outcome's totals.
   boost::asio::awaitable<Outcome> Run(boost::asio::ip::tcp::socket& client, const std::string& hello,
                                       const Exchange& exchange, Result<Fd>& upstream, MessageFilter& filter,
-                                      RequestJudge judge = {});
+                                      RequestJudge judge = {}, SandboxBytes* traffic = nullptr);
 
  private:
   explicit Interceptor(InterceptOptions options) : options_(std::move(options)) {}
   // After the sandbox's handshake: the origin's TLS, then the requests.
   boost::asio::awaitable<void> ToOrigin(TlsChannel& down, const Exchange& exchange, Result<Fd>& upstream,
-                                        MessageFilter& filter, Outcome& out, const RequestJudge& judge);
+                                        MessageFilter& filter, Outcome& out, const RequestJudge& judge,
+                                        SandboxBytes* traffic);
 
   InterceptOptions options_;
   SslCtxPtr server_ctx_;  // towards the sandbox: our minted certificates

@@ -32,7 +32,7 @@ HttpHead OriginHead(const RelayedRequest& request) {
 
 // Origin to client on a plain HTTP connection: relayed untouched, but the status of the first response is noted
 // (ends.first_status) before it goes on, so the request side knows whether the origin took an upgrade.
-asio::awaitable<void> Proxy::Impl::RelayResponses(Socket& from, Socket& to, RelayEnds& ends) {
+asio::awaitable<void> Proxy::Impl::RelayResponses(Socket& from, Socket& to, ByteCount down, RelayEnds& ends) {
   char buf[16384];
   size_t have = 0;
   // "HTTP/1.1 101 ": the status is known once its prefix is in, or once the bytes cannot be a status line.
@@ -47,10 +47,10 @@ asio::awaitable<void> Proxy::Impl::RelayResponses(Socket& from, Socket& to, Rela
   }
   std::string_view line(buf, have);
   ends.first_status = PeekResponseStatus(line);  // kNotAStatus: not HTTP, no switch it could confirm
-  stats_.bytes_down += have;
+  down.Add(have);
   bool sent = co_await Send(to, line);
   if (!sent) co_return CloseBoth(from, to);
-  co_return co_await Pump(from, to, stats_.bytes_down, ends);
+  co_return co_await Pump(from, to, down, ends);
 }
 
 // Client to origin on a plain HTTP connection, from its first request (`buffer`: the bytes read so far): each
@@ -61,10 +61,10 @@ asio::awaitable<void> Proxy::Impl::RelayResponses(Socket& from, Socket& to, Rela
 // protocol switched to: from there on the bytes are relayed untouched. Without that answer they are refused like
 // any malformed head: a client's Upgrade header alone never turns the checks off.
 asio::awaitable<void> Proxy::Impl::RelayRequests(Socket& from, Socket& to, std::string& buffer,
-                                                 const HttpConnection& conn, RelayEnds& ends) {
+                                                 const HttpConnection& conn, Counts counts, RelayEnds& ends) {
   char buf[16384];
-  SocketStream client(from, ends, stats_.bytes_down);
-  SocketStream origin(to, ends, stats_.bytes_up);
+  SocketStream client(from, ends, counts.down);
+  SocketStream origin(to, ends, counts.up);
   const Exchange exchange{conn.sandbox, conn.host, conn.port, false};
   bool first = true;
   bool asked_upgrade = false;  // whether the first request asked the origin to switch protocols
@@ -94,8 +94,8 @@ asio::awaitable<void> Proxy::Impl::RelayRequests(Socket& from, Socket& to, std::
     if (switched && request.state != RelayedRequest::State::kParsed) {
       bool sent = co_await Send(to, buffer);
       if (!sent) co_return CloseBoth(from, to);
-      stats_.bytes_up += buffer.size();
-      co_return co_await Pump(from, to, stats_.bytes_up, ends);
+      counts.up.Add(buffer.size());
+      co_return co_await Pump(from, to, counts.up, ends);
     }
     std::string refusal;
     int deny_status = 403;

@@ -155,6 +155,10 @@ asio::awaitable<void> Proxy::Impl::Handle(Socket client) {
     co_return;  // closed at once: the sandbox has connections_per_sandbox open already
   }
   SandboxShares::Holding connection(shares_, *sandbox, SandboxShares::Kind::kConnection);
+  // The sandbox's counters, found once: each piece relayed is then two atomic adds (the totals' and the sandbox's).
+  const std::shared_ptr<SandboxBytes> traffic = traffic_.Find(*sandbox);
+  const Counts counts{ByteCount(stats_.bytes_up, traffic ? &traffic->up : nullptr),
+                      ByteCount(stats_.bytes_down, traffic ? &traffic->down : nullptr)};
   // The port the sandbox asked for, from conntrack's record of the redirect; a direct connection keeps its own.
   uint16_t port = local.port();
   sockaddr_in original{};
@@ -224,7 +228,7 @@ asio::awaitable<void> Proxy::Impl::Handle(Socket client) {
   const bool intercepted = named && interceptor_ && hooks_.intercept(box, host, port);
   Result<Fd> dialed = std::move(*co_await OffLoopFor(box, DialCall(host, port)));
   if (intercepted && sniff.kind == Sniff::Kind::kTls) {
-    co_await Intercept(client, head, box, host, port, dialed, admission.per_request);
+    co_await Intercept(client, head, box, host, port, dialed, admission.per_request, traffic.get());
     co_return;
   }
   // A CONNECT that cannot be dialled gets its 502 in the clear (below); else the tunnel's first bytes are the TLS.
@@ -232,7 +236,7 @@ asio::awaitable<void> Proxy::Impl::Handle(Socket client) {
     bool sent = co_await Send(client, kEstablished);
     if (!sent) co_return;
     std::string hello = sniff.upstream_prefix.value_or("");
-    co_await Intercept(client, hello, box, host, port, dialed, admission.per_request);
+    co_await Intercept(client, hello, box, host, port, dialed, admission.per_request, traffic.get());
     co_return;
   }
   if (!dialed.ok()) {
@@ -259,14 +263,15 @@ asio::awaitable<void> Proxy::Impl::Handle(Socket client) {
   if (sniff.kind == Sniff::Kind::kHttp) {
     HttpConnection conn{box, host, port, explicit_proxy, admission.per_request};
     RelayEnds ends;
-    co_await ((RelayRequests(client, upstream, head, conn, ends) && RelayResponses(upstream, client, ends)) ||
+    co_await ((RelayRequests(client, upstream, head, conn, counts, ends) &&
+               RelayResponses(upstream, client, counts.down, ends)) ||
               Watch(client, upstream, ends, idle, stats_.idle_closed));
     co_return;
   }
   if (sniff.kind == Sniff::Kind::kConnect) {
     RelayEnds ends;
-    co_await ((RelayTunnel(client, upstream, sniff.upstream_prefix.value_or(""), box, host, port, ends) &&
-               Pump(upstream, client, stats_.bytes_down, ends)) ||
+    co_await ((RelayTunnel(client, upstream, sniff.upstream_prefix.value_or(""), box, host, port, counts.up, ends) &&
+               Pump(upstream, client, counts.down, ends)) ||
               Watch(client, upstream, ends, idle, stats_.idle_closed));
     co_return;
   }
@@ -275,22 +280,23 @@ asio::awaitable<void> Proxy::Impl::Handle(Socket client) {
     bool sent = co_await Send(upstream, first);
     if (!sent) co_return;
   }
-  stats_.bytes_up += first.size();
+  counts.up.Add(first.size());
   RelayEnds ends;
-  co_await ((Pump(client, upstream, stats_.bytes_up, ends) && Pump(upstream, client, stats_.bytes_down, ends)) ||
+  co_await ((Pump(client, upstream, counts.up, ends) && Pump(upstream, client, counts.down, ends)) ||
             Watch(client, upstream, ends, idle, stats_.idle_closed));
 }
 
 asio::awaitable<void> Proxy::Impl::Intercept(Socket& client, const std::string& hello, const std::string& box,
                                              const std::string& host, uint16_t port, Result<Fd>& dialed,
-                                             bool per_request) {
+                                             bool per_request, SandboxBytes* traffic) {
   Exchange exchange{box, host, port, true};
   if (dialed.ok()) ++stats_.allowed;
   // A judged name: the judge sees each request's method and path here, in the clear, as on plain HTTP.
   const HttpConnection conn{box, host, port, false, per_request};
   RequestJudge judge;
   if (per_request) judge = [this, &conn](const HttpHead& head) { return JudgeRequest(conn, head); };
-  Interceptor::Outcome out = co_await interceptor_->Run(client, hello, exchange, dialed, *filter_, std::move(judge));
+  Interceptor::Outcome out =
+      co_await interceptor_->Run(client, hello, exchange, dialed, *filter_, std::move(judge), traffic);
   stats_.bytes_up += out.bytes_up;
   stats_.bytes_down += out.bytes_down;
   if (!out.failure.empty()) ++stats_.denied;
@@ -331,5 +337,6 @@ Proxy::Proxy(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Proxy::~Proxy() = default;
 uint16_t Proxy::port() const { return impl_->port(); }
 const ProxyStats& Proxy::stats() const { return impl_->stats(); }
+SandboxTraffic& Proxy::traffic() { return impl_->traffic(); }
 
 }  // namespace isb::egress

@@ -24,6 +24,7 @@ namespace isb::egress {
 
 class CertMinter;
 class MessageFilter;
+class SandboxTraffic;
 
 // What the first bytes of a connection say it wants.
 struct Sniff {
@@ -112,6 +113,8 @@ class Proxy {
   ~Proxy();  // stops accepting, closes every connection, joins its threads
   uint16_t port() const;
   const ProxyStats& stats() const;
+  // Each tracked sandbox's bytes, counted where they are relayed (what ProxyStats' bytes_up and bytes_down add up).
+  SandboxTraffic& traffic();
 
   class Impl;
 

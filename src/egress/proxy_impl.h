@@ -17,6 +17,7 @@
 #include "egress/message_filter.h"
 #include "egress/proxy.h"
 #include "egress/sandbox_shares.h"
+#include "egress/sandbox_traffic.h"
 #include "egress/socket_relay.h"
 
 namespace isb::egress {
@@ -28,6 +29,7 @@ class Proxy::Impl {
   Status Listen();
   uint16_t port() const { return port_; }
   const ProxyStats& stats() const { return stats_; }
+  SandboxTraffic& traffic() { return traffic_; }
 
  private:
   using Awaitable = boost::asio::awaitable<void>;
@@ -38,12 +40,16 @@ class Proxy::Impl {
     bool explicit_proxy = false;
     bool per_request = false;  // Admission::per_request of the first request
   };
+  // Where a connection's relays count what they move: the proxy's totals, and its sandbox's when it is tracked.
+  struct Counts {
+    ByteCount up, down;  // up: from the sandbox; down: to it
+  };
 
   // proxy.cc: the accept loop and each connection's sniff, decision and dial.
   Awaitable Accept();
   Awaitable Handle(Socket client);
   Awaitable Intercept(Socket& client, const std::string& hello, const std::string& box, const std::string& host,
-                      uint16_t port, Result<Fd>& dialed, bool per_request);
+                      uint16_t port, Result<Fd>& dialed, bool per_request, SandboxBytes* traffic);
   // Why the judge refuses `head` on `conn` (a judged name), or empty. Here rather than beside the plain HTTP relay
   // that asks it too: g++ 12 warns of a mismatched delete in OffLoopFor's coroutine frame when it is compiled there.
   boost::asio::awaitable<std::string> JudgeRequest(const HttpConnection& conn, const HttpHead& head);
@@ -93,15 +99,17 @@ class Proxy::Impl {
 
   // connect_tunnel.cc
   Awaitable RelayTunnel(Socket& from, Socket& to, std::string buffer, const std::string& box, const std::string& host,
-                        uint16_t port, RelayEnds& ends);
+                        uint16_t port, ByteCount up, RelayEnds& ends);
 
   // plain_http.cc
-  Awaitable RelayRequests(Socket& from, Socket& to, std::string& buffer, const HttpConnection& conn, RelayEnds& ends);
-  Awaitable RelayResponses(Socket& from, Socket& to, RelayEnds& ends);
+  Awaitable RelayRequests(Socket& from, Socket& to, std::string& buffer, const HttpConnection& conn, Counts counts,
+                          RelayEnds& ends);
+  Awaitable RelayResponses(Socket& from, Socket& to, ByteCount down, RelayEnds& ends);
 
   ProxyOptions opts_;
   ProxyHooks hooks_;
   ProxyStats stats_;
+  SandboxTraffic traffic_;
   std::shared_ptr<MessageFilter> filter_;     // never null: an identity filter when the options name none
   std::unique_ptr<Interceptor> interceptor_;  // when hooks_.intercept is set; outlives the connections' frames
   // Declared before the loops: a connection's frame destroyed with its loop gives back what it held.

@@ -32,14 +32,14 @@ enum class Drained { kEmpty, kEnd, kFailed };
 // Splices from `from` to `to` through the (empty) pipe until `from` has nothing to read for now or `budget`
 // bytes have moved (kEmpty either way; `budget` is decreased by what moved). Never keep a native_handle() across
 // a co_await: the other direction may close the socket meanwhile.
-asio::awaitable<Drained> Splice(Socket& from, Socket& to, int pipe_read, int pipe_write, std::atomic<uint64_t>& counter,
+asio::awaitable<Drained> Splice(Socket& from, Socket& to, int pipe_read, int pipe_write, ByteCount count,
                                 uint64_t& budget, RelayEnds& ends) {
   constexpr unsigned kFlags = SPLICE_F_MOVE | SPLICE_F_NONBLOCK;
   while (budget > 0) {
     ssize_t n = ::splice(from.native_handle(), nullptr, pipe_write, nullptr, std::min<uint64_t>(budget, 1 << 20), kFlags);
     if (n == 0) co_return Drained::kEnd;
     if (n < 0) co_return errno == EAGAIN ? Drained::kEmpty : Drained::kFailed;
-    counter += static_cast<uint64_t>(n);
+    count.Add(static_cast<uint64_t>(n));
     budget -= static_cast<uint64_t>(n);
     ends.last_read = std::chrono::steady_clock::now();
     while (n > 0) {
@@ -90,14 +90,14 @@ asio::awaitable<bool> Send(Socket& s, std::string_view bytes) {
   co_return !ec;
 }
 
-asio::awaitable<void> Pump(Socket& from, Socket& to, std::atomic<uint64_t>& counter, RelayEnds& ends) {
+asio::awaitable<void> Pump(Socket& from, Socket& to, ByteCount count, RelayEnds& ends) {
   char buf[16384];
   Fd pipe_read, pipe_write;
   for (;;) {
     auto [ec, n] = co_await ReadSome(from, asio::buffer(buf), ends);
     if (ec == asio::error::eof) co_return HalfClose(to, ends);
     if (ec) co_return CloseBoth(from, to);
-    counter += n;
+    count.Add(n);
     bool sent = co_await Send(to, std::string_view(buf, n));
     if (!sent) co_return CloseBoth(from, to);
     if (n < sizeof buf) continue;
@@ -105,7 +105,7 @@ asio::awaitable<void> Pump(Socket& from, Socket& to, std::atomic<uint64_t>& coun
       if (!MakePipe(pipe_read, pipe_write)) co_return CloseBoth(from, to);
     }
     uint64_t unbounded = UINT64_MAX;
-    Drained drained = co_await Splice(from, to, pipe_read.get(), pipe_write.get(), counter, unbounded, ends);
+    Drained drained = co_await Splice(from, to, pipe_read.get(), pipe_write.get(), count, unbounded, ends);
     if (drained == Drained::kEnd) co_return HalfClose(to, ends);
     if (drained == Drained::kFailed) co_return CloseBoth(from, to);
   }
@@ -150,7 +150,7 @@ asio::awaitable<Result<size_t>> SocketStream::ReadInto(std::string& buffer, size
 asio::awaitable<Status> SocketStream::Write(std::string_view bytes) {
   bool sent = co_await Send(socket_, bytes);
   if (!sent) co_return Error::Of(Code::kUnavailable, "sending failed");
-  written_ += bytes.size();
+  written_.Add(bytes.size());
   co_return Status();
 }
 

@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "base/fd.h"
+#include "egress/byte_count.h"
 #include "egress/message_relay.h"
 
 namespace isb::egress {
@@ -39,7 +40,7 @@ boost::asio::awaitable<std::tuple<boost::system::error_code, size_t>> ReadSome(S
 boost::asio::awaitable<bool> Send(Socket& s, std::string_view bytes);
 
 // Moves bytes from `from` to `to` until `from` ends (then half-closes `to`) or either fails (then closes both,
-// which ends the other direction too), adding them to `counter`. A message goes through a small buffer: two system
+// which ends the other direction too), adding them to `count`. A message goes through a small buffer: two system
 // calls per message, the read when the reactor reports the socket readable (ReadSome) and the write straight away
 // (Send). A read that fills the buffer means a bulk transfer: what follows moves through a pipe with splice, never
 // through user space, until the socket has nothing more to give.
@@ -47,7 +48,7 @@ boost::asio::awaitable<bool> Send(Socket& s, std::string_view bytes);
 // loop, one thread (Proxy's accept loop), so a close happens only while the other direction is suspended in an asio
 // operation on these sockets (which the close cancels), and Splice and Send take each descriptor number from the
 // socket at the moment of each call (-1 once closed: EBADF, never a reused number). The pipe is this direction's own.
-boost::asio::awaitable<void> Pump(Socket& from, Socket& to, std::atomic<uint64_t>& counter, RelayEnds& ends);
+boost::asio::awaitable<void> Pump(Socket& from, Socket& to, ByteCount count, RelayEnds& ends);
 
 // Ends a relayed connection that has moved no byte either way for `idle`: it closes both sockets, which ends both
 // directions, and counts it in `idle_closed`. Cancelled (the parallel group ending) once they have ended on their own.
@@ -64,7 +65,7 @@ void CloseBoth(Socket& a, Socket& b);
 // (counted in `written`), and a Content-Length body forwarded to another SocketStream by splice.
 class SocketStream : public MessageStream {
  public:
-  SocketStream(Socket& socket, RelayEnds& ends, std::atomic<uint64_t>& written)
+  SocketStream(Socket& socket, RelayEnds& ends, ByteCount written)
       : socket_(socket), ends_(ends), written_(written) {}
   boost::asio::awaitable<Result<size_t>> ReadInto(std::string& buffer, size_t max) override;
   boost::asio::awaitable<Status> Write(std::string_view bytes) override;
@@ -73,7 +74,7 @@ class SocketStream : public MessageStream {
  private:
   Socket& socket_;
   RelayEnds& ends_;
-  std::atomic<uint64_t>& written_;
+  ByteCount written_;
   Fd pipe_read_, pipe_write_;  // made at the first Forward
   ReadRoom room_;
 };

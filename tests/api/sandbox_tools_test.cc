@@ -886,3 +886,33 @@ TEST(SandboxQuotaTest, CreateIsRefusedBeyondTheOrgsPidsQuota) {
 
 }  // namespace
 }  // namespace isb::api
+
+namespace isb::api {
+namespace {
+
+// sandbox_usage over a store: each point's network counts as read, the CPU as a rate, and the output its schema.
+TEST(UsageToolTest, EachPointCarriesTheNetworkCountsAndTheResultMatchesItsSchema) {
+  FakeSandboxes fake;
+  Registry registry;
+  UsageStore store;
+  ASSERT_TRUE(AddSandboxTools(registry, fake, {.usage = &store}).ok());
+  Result<json> made = registry.Call("sandbox_create", json::object(), HostContext());
+  ASSERT_TRUE(made.ok()) << made.error().message;
+  const std::string id = (*made)["id"];
+  constexpr int64_t kT0 = 1'800'000'000'000;
+  store.Add(id, {.at_ms = kT0, .cpu_usec = 0, .memory_bytes = 1, .pids = 1, .net_rx_bytes = 0, .net_tx_bytes = 0});
+  store.Add(id, {.at_ms = kT0 + 2000, .cpu_usec = 2'000'000, .memory_bytes = 1, .pids = 1, .net_rx_bytes = 1 << 20,
+                 .net_tx_bytes = 517});
+  Result<json> r = registry.Call("sandbox_usage", {{"sandbox", id}}, HostContext());
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  Status valid = Validate(registry.Find("sandbox_usage")->output_schema, *r);
+  EXPECT_TRUE(valid.ok()) << valid.error().message;
+  EXPECT_EQ((*r)["samples"], json::parse(R"([
+    {"at": "2027-01-15T08:00:00.000Z", "cpu_cores": 0.0, "memory_bytes": 1, "pids": 1, "net_rx_bytes": 0, "net_tx_bytes": 0},
+    {"at": "2027-01-15T08:00:02.000Z", "cpu_cores": 1.0, "memory_bytes": 1, "pids": 1, "net_rx_bytes": 1048576,
+     "net_tx_bytes": 517}])")) << r->dump();
+  EXPECT_FALSE(r->contains("network"));
+}
+
+}  // namespace
+}  // namespace isb::api

@@ -419,10 +419,13 @@ try {
   check(sbSpec.mem_limit % 4 === 0 && sbSpec.pids % 4 === 0, 'limits divisible by 4: ' + JSON.stringify(sbSpec));
   const hourAgo = Date.parse('2026-01-01T00:00:00Z');
   const at = (s) => new Date(hourAgo + s * 1000).toISOString();
+  // Network counts are cumulative: in, 1000 then 2000 bytes a second; out, nothing then 500 a second.
   const samples = [
-    { at: at(0), cpu_cores: 0, memory_bytes: 0, pids: 0 },
-    { at: at(1800), cpu_cores: sbSpec.cpus / 2, memory_bytes: sbSpec.mem_limit / 4, pids: sbSpec.pids / 2 },
-    { at: at(3600), cpu_cores: sbSpec.cpus, memory_bytes: sbSpec.mem_limit / 2, pids: sbSpec.pids / 4 },
+    { at: at(0), cpu_cores: 0, memory_bytes: 0, pids: 0, net_rx_bytes: 0, net_tx_bytes: 0 },
+    { at: at(1800), cpu_cores: sbSpec.cpus / 2, memory_bytes: sbSpec.mem_limit / 4, pids: sbSpec.pids / 2,
+      net_rx_bytes: 1800 * 1000, net_tx_bytes: 0 },
+    { at: at(3600), cpu_cores: sbSpec.cpus, memory_bytes: sbSpec.mem_limit / 2, pids: sbSpec.pids / 4,
+      net_rx_bytes: 1800 * 3000, net_tx_bytes: 1800 * 500 },
   ];
   const charts = await browser.newPage();
   await watch(charts, 'charts tab');
@@ -439,10 +442,15 @@ try {
   });
   await charts.goto(BASE + '/#/sandboxes/web-one', { waitUntil: 'domcontentloaded' });
   await charts.waitForSelector('#usage-cpu', { timeout: STEP_MS });
-  const drawn = await charts.evaluate(() => ['cpu', 'memory', 'pids'].map((k) =>
+  const drawn = await charts.evaluate(() => ['cpu', 'memory', 'pids', 'net-rx', 'net-tx'].map((k) =>
     document.getElementById('usage-' + k).getAttribute('points')));
-  check(JSON.stringify(drawn) === JSON.stringify(['0,100 180,50 360,0', '0,100 180,75 360,50', '0,100 180,50 360,75']),
+  check(JSON.stringify(drawn) === JSON.stringify(['0,100 180,50 360,0', '0,100 180,75 360,50', '0,100 180,50 360,75',
+                                                  '0,100 180,50 360,0', '0,100 180,100 360,0']),
         'the usage charts\' points: ' + JSON.stringify(drawn));
+  const netCaptions = await charts.$$eval('#usage-charts figcaption', (els) => els.slice(3).map((e) => e.textContent));
+  check(JSON.stringify(netCaptions) === JSON.stringify(['Network in: 2.0 KiB/s (5.1 MiB in all)',
+                                                        'Network out: 500 B/s (878.9 KiB in all)']),
+        'the network charts\' captions: ' + JSON.stringify(netCaptions));
   check(await charts.$eval('#usage-charts svg', (e) => e.getAttribute('aria-label')) === 'CPU over the last hour',
         'the CPU chart is labelled');
   console.log('ok usage charts');

@@ -284,8 +284,10 @@ TEST_F(EgressServiceTest, AListedSandboxReachesItsNamesThroughTheProxyAndNothing
     std::string ns = StartSandbox();
     Result<egress::EgressSpec> spec = ParseSandboxEgress(nlohmann::json::array({"allowed.test:80"}));
     ASSERT_TRUE(spec.ok()) << spec.error().message;
+    EXPECT_EQ(egress.NetworkBytes("sb-1"), std::nullopt);
     Result<SandboxNet> net = egress.Prepare("sb-1", *spec, "default");
     ASSERT_TRUE(net.ok()) << net.error().message;
+    EXPECT_EQ(egress.NetworkBytes("sb-1"), (egress::TrafficTotals{0, 0})) << "counted from its network's making";
     EXPECT_EQ(net->host_address, "10.250.0.1");
     EXPECT_EQ(net->resolv_conf, "nameserver 10.250.0.1\n");
     EXPECT_EQ(net->env[0], "HTTP_PROXY=http://10.250.0.1:3128");
@@ -320,7 +322,14 @@ TEST_F(EgressServiceTest, AListedSandboxReachesItsNamesThroughTheProxyAndNothing
     EXPECT_EQ(RunIn(ns, {"curl", "-s", "-m", "5", "-o", "/dev/null", "-w", "%{http_code}", "--resolve",
                          "allowed.test:80:10.250.0.1", "http://allowed.test/"}), "403");
 
+    // What the proxy relayed for it: the requests that went through, each way.
+    std::optional<egress::TrafficTotals> counted = egress.NetworkBytes("sb-1");
+    ASSERT_TRUE(counted.has_value());
+    EXPECT_GT(counted->up, 0u);
+    EXPECT_GT(counted->down, 3 * std::string("hello from the origin\n").size());
+
     egress.Release("sb-1");
+    EXPECT_EQ(egress.NetworkBytes("sb-1"), std::nullopt) << "a released sandbox's counters are forgotten";
     EXPECT_EQ(net::Netlink::Open()->IfIndex("isb-0").error().code, Code::kNotFound);
     StopAll();
     svc->reset();

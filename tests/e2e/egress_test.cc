@@ -8,9 +8,12 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <fstream>
+#include <thread>
 
 #include "e2e/origin_fixture.h"
 #include "host_address.h"
@@ -260,6 +263,63 @@ TEST_F(EgressTest, AListedSandboxReachesItsNamesAndNothingElse) {
 // kill -9 of the daemon leaves its sandboxes confined: the host-side rules are the kernel's, not the daemon's, so
 // while it is down nothing but the proxy's redirects leaves a sandbox, and those find nothing. A new daemon adopts
 // each sandbox's network with its list as last changed: the changed list works, the name it replaced is refused.
+// sandbox_usage's network bytes are what the proxy relayed for that sandbox: a download of a known size through
+// the transparent path (relayed untouched) is in its next sample to the byte, the request it sent too, and another
+// sandbox with the same list that sent nothing has 0 both ways.
+TEST_F(EgressTest, UsageCountsTheBytesTheProxyRelayedForEachSandbox) {
+  StartOriginAndPin({"allowed.test"});
+  constexpr size_t kBody = 1 << 20;
+  std::string body(kBody, '\0');
+  for (size_t i = 0; i < body.size(); ++i) body[i] = static_cast<char>('a' + i % 26);
+  std::ofstream(origin_dir_ + "/blob", std::ios::binary) << body;
+  std::string id = CreateSandbox({{"egress", {"allowed.test:80"}}});
+  std::string quiet = CreateSandbox({{"egress", {"allowed.test:80"}}});
+  ASSERT_FALSE(id.empty());
+  ASSERT_FALSE(quiet.empty());
+  // curl's own count of what it sent (the request head) and got (the response head, then the body).
+  std::string sizes = Curl(id, {"--noproxy", "*", "-o", "/dev/null", "-w",
+                                "%{http_code} %{size_request} %{size_header} %{size_download}", "http://allowed.test/blob"});
+  uint64_t request = 0, header = 0, download = 0;
+  int code = 0;
+  ASSERT_EQ(std::sscanf(sizes.c_str(), "%d %lu %lu %lu", &code, &request, &header, &download), 4) << sizes;
+  ASSERT_EQ(code, 200) << sizes;
+  ASSERT_EQ(download, kBody) << sizes;
+
+  auto last_sample = [&](const std::string& sandbox, uint64_t want_rx) {
+    json last;
+    for (int i = 0; i < 40; ++i) {
+      json usage = MustTool("sandbox_usage", {{"sandbox", sandbox}});
+      if (usage.is_object() && !usage["samples"].empty()) {
+        last = usage["samples"].back();
+        if (last["net_rx_bytes"].get<uint64_t>() >= want_rx) break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+    return last;
+  };
+  json mine = last_sample(id, kBody);
+  ASSERT_TRUE(mine.is_object()) << "no sample of " << id;
+  EXPECT_EQ(mine["net_rx_bytes"].get<uint64_t>(), header + download) << mine.dump() << " " << sizes;
+  EXPECT_EQ(mine["net_tx_bytes"].get<uint64_t>(), request) << mine.dump() << " " << sizes;
+
+  // Through HTTP_PROXY: the response is relayed untouched, the request rewritten to origin form (its absolute URL
+  // and Proxy-Connection gone), so what went out is a little less than what curl sent the proxy.
+  const uint64_t rx_before = mine["net_rx_bytes"], tx_before = mine["net_tx_bytes"];
+  sizes = Curl(id, {"-o", "/dev/null", "-w", "%{http_code} %{size_request} %{size_header} %{size_download}",
+                    "http://allowed.test/blob"});
+  ASSERT_EQ(std::sscanf(sizes.c_str(), "%d %lu %lu %lu", &code, &request, &header, &download), 4) << sizes;
+  ASSERT_EQ(code, 200) << sizes;
+  mine = last_sample(id, rx_before + header + download);
+  EXPECT_EQ(mine["net_rx_bytes"].get<uint64_t>() - rx_before, header + download) << mine.dump() << " " << sizes;
+  const uint64_t sent = mine["net_tx_bytes"].get<uint64_t>() - tx_before;
+  EXPECT_LE(sent, request) << mine.dump() << " " << sizes;
+  EXPECT_GE(sent + 64, request) << mine.dump() << " " << sizes;
+  json theirs = last_sample(quiet, 0);
+  ASSERT_TRUE(theirs.is_object()) << "no sample of " << quiet;
+  EXPECT_EQ(theirs["net_rx_bytes"], 0) << theirs.dump();
+  EXPECT_EQ(theirs["net_tx_bytes"], 0) << theirs.dump();
+}
+
 TEST_F(EgressTest, ASandboxStaysConfinedWhileTheDaemonIsDownAndKeepsItsLastListAfter) {
   StartOriginAndPin({"allowed.test", "other.test"});
   std::string id = CreateSandbox({{"egress", {"allowed.test:80"}}});

@@ -135,6 +135,10 @@ TEST_F(MetricsTest, SandboxUsageReturnsSamplesOfARunningSandbox) {
   EXPECT_GT(last["memory_bytes"].get<uint64_t>(), 0u) << usage.dump();
   EXPECT_GE(last["pids"].get<uint64_t>(), 1u) << usage.dump();
   EXPECT_GE(last["cpu_cores"].get<double>(), 0.0);
+  // Egress none: no network, nothing through the proxy.
+  EXPECT_EQ(last["net_rx_bytes"], 0) << usage.dump();
+  EXPECT_EQ(last["net_tx_bytes"], 0) << usage.dump();
+  EXPECT_FALSE(usage.contains("network")) << usage.dump();
   EXPECT_EQ(MustTool("sandbox_usage", {{"sandbox", id}, {"resolution", "1m"}})["interval_s"], 60);
   HttpResponse missing = Tool("sandbox_usage", {{"sandbox", "sb-0000000000000000"}});
   EXPECT_EQ(missing.status, 404) << missing.Describe();

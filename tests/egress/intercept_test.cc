@@ -22,6 +22,7 @@
 #include "egress/cert_minter.h"
 #include "egress/classify.h"
 #include "egress/replacing_filter.h"
+#include "egress/sandbox_traffic.h"
 #include "egress/stop_proxy.h"
 #include "net/loopback.h"
 #include "tls_origin.h"
@@ -218,6 +219,23 @@ TEST_F(InterceptTest, TheClientGetsACertificateFromTheSandboxCaAndTheBytesPassUn
   EXPECT_EQ(origin_->ServerNames(), std::vector<std::string>{"origin.test"}) << "the proxy sent the name upstream";
   EXPECT_EQ(proxy_->stats().allowed.load(), 1u);
   EXPECT_EQ(proxy_->stats().denied.load(), 0u);
+}
+
+// The sandbox's counters get what was forwarded each way in the clear, as the proxy's totals do; a sandbox that
+// sent nothing keeps 0.
+TEST_F(InterceptTest, WhatIsForwardedIsCountedForTheSandboxInTheClear) {
+  proxy_->traffic().Track("sb1");
+  proxy_->traffic().Track("sb2");
+  std::string out = Curl({Transfer("https://origin.test/hello")});
+  const std::string response = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-Origin: origin\r\n\r\nhello";
+  ASSERT_EQ(out, response + "[1.1 1]\n");
+  // Counted as the bytes are written; the connection's end is the moment both sides are surely in.
+  for (int i = 0; i < 500 && proxy_->stats().active.load() != 0; ++i) ::usleep(10000);
+  const std::string request = "GET /hello HTTP/1.1\r\nHost: origin.test\r\nUser-Agent: isb-test\r\nAccept: */*\r\n\r\n";
+  EXPECT_EQ(proxy_->traffic().Read("sb1"), (TrafficTotals{request.size(), response.size()}));
+  EXPECT_EQ(proxy_->stats().bytes_up.load(), request.size());
+  EXPECT_EQ(proxy_->stats().bytes_down.load(), response.size());
+  EXPECT_EQ(proxy_->traffic().Read("sb2"), (TrafficTotals{0, 0}));
 }
 
 TEST_F(InterceptTest, BodiesAndResponsesOfEveryFramingPassOnOneKeptAliveConnection) {

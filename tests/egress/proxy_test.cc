@@ -6,6 +6,7 @@
 #include "egress/classify.h"
 #include "egress/explicit_proxy.h"
 #include "egress/replacing_filter.h"
+#include "egress/sandbox_traffic.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -363,6 +364,25 @@ class ProxyTest : public ::testing::Test {
 
   static std::string ReadToEnd(int fd) { return ReadN(fd, 1 << 20); }
 
+  // Sends `request` then `payload` on `c` from a thread of its own and half-closes, while reading what comes back
+  // (the echo server's copy) until the end: a body larger than the sockets' buffers cannot wait for the reading.
+  static std::string SendAndReadBack(int c, const std::string& request, const std::string& payload) {
+    std::thread writer([&] {
+      SendAll(c, request);
+      SendAll(c, payload);
+      ::shutdown(c, SHUT_WR);
+    });
+    std::string back = ReadN(c, request.size() + payload.size() + 1);
+    writer.join();
+    return back;
+  }
+
+  // Once every connection has ended, each relay has counted all it moved.
+  void WaitForNoConnection() {
+    for (int i = 0; i < 500 && proxy_->stats().active.load() != 0; ++i) ::usleep(10000);
+    ASSERT_EQ(proxy_->stats().active.load(), 0u);
+  }
+
   // The proxy again with its own port as the explicit one (where HTTP_PROXY points), classifying with `classify`,
   // allowing allowed.test on ports 80 and 443 and dialling the echo server.
   void RestartAsExplicitProxy(Classifier classify) {
@@ -552,15 +572,63 @@ TEST_F(ProxyTest, BulkTransferArrivesWhole) {
   std::string request = "POST / HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: 33554432\r\n\r\n";
   std::string payload(32 << 20, '\0');
   for (size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<char>(i * 131 % 251);
-  std::thread writer([&] {
-    SendAll(c.get(), request);
-    SendAll(c.get(), payload);
-    ::shutdown(c.get(), SHUT_WR);
-  });
-  std::string back = ReadN(c.get(), request.size() + payload.size() + 1);
-  writer.join();
+  std::string back = SendAndReadBack(c.get(), request, payload);
   ASSERT_EQ(back.size(), request.size() + payload.size());
   EXPECT_TRUE(back == request + payload);
+}
+
+// A plain HTTP connection's bytes (a head, then a body large enough to be spliced) are counted for its sandbox each
+// way, exactly as the proxy's totals count them; another sandbox's stay 0 and an untracked one has none.
+TEST_F(ProxyTest, BytesRelayedAreCountedForTheirSandboxEachWay) {
+  proxy_->traffic().Track("sb1");
+  proxy_->traffic().Track("sb2");
+  Fd c = Connect();
+  std::string request = "POST / HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: 4194304\r\n\r\n";
+  std::string payload(4 << 20, 'x');
+  ASSERT_EQ(SendAndReadBack(c.get(), request, payload).size(), request.size() + payload.size());
+  c = Fd();
+  WaitForNoConnection();
+  const uint64_t n = request.size() + payload.size();  // the echo server sends back what it got
+  EXPECT_EQ(proxy_->traffic().Read("sb1"), (TrafficTotals{n, n}));
+  EXPECT_EQ(proxy_->stats().bytes_up.load(), n);
+  EXPECT_EQ(proxy_->stats().bytes_down.load(), n);
+  EXPECT_EQ(proxy_->traffic().Read("sb2"), (TrafficTotals{0, 0}));
+  EXPECT_EQ(proxy_->traffic().Read("sb3"), std::nullopt);
+
+  // A connection without a name (relayed untouched) adds to the same counters.
+  Fd raw = Connect();
+  SendAll(raw.get(), "\x01raw protocol");
+  EXPECT_EQ(ReadN(raw.get(), 13), "\x01raw protocol");
+  raw = Fd();
+  WaitForNoConnection();
+  EXPECT_EQ(proxy_->traffic().Read("sb1"), (TrafficTotals{n + 13, n + 13}));
+}
+
+// A CONNECT tunnel counts what it carries (not the CONNECT request and its answer, which are the proxy's own);
+// a forgotten sandbox's bytes are no longer counted anywhere it can be read.
+TEST_F(ProxyTest, ATunnelsBytesAreCountedForItsSandboxUntilItIsForgotten) {
+  RestartAsExplicitProxy(TestClassifier);
+  proxy_->traffic().Track("sb1");
+  Fd c = Connect();
+  SendAll(c.get(), "CONNECT allowed.test:443 HTTP/1.1\r\nHost: allowed.test:443\r\n\r\nhello");
+  EXPECT_EQ(ReadN(c.get(), 39 + 5), "HTTP/1.1 200 Connection established\r\n\r\nhello");
+  SendAll(c.get(), "world!");
+  EXPECT_EQ(ReadN(c.get(), 6), "world!");
+  c = Fd();
+  WaitForNoConnection();
+  EXPECT_EQ(proxy_->traffic().Read("sb1"), (TrafficTotals{11, 11}));
+  proxy_->traffic().Track("sb1");  // tracked again (started again): the counts stay
+  EXPECT_EQ(proxy_->traffic().Read("sb1"), (TrafficTotals{11, 11}));
+  proxy_->traffic().Forget("sb1");
+  EXPECT_EQ(proxy_->traffic().Read("sb1"), std::nullopt);
+  EXPECT_EQ(proxy_->traffic().Find("sb1"), nullptr);
+  Fd d = Connect();
+  SendAll(d.get(), "CONNECT allowed.test:443 HTTP/1.1\r\nHost: allowed.test:443\r\n\r\nagain");
+  EXPECT_EQ(ReadN(d.get(), 39 + 5), "HTTP/1.1 200 Connection established\r\n\r\nagain");
+  d = Fd();
+  WaitForNoConnection();
+  EXPECT_EQ(proxy_->traffic().Read("sb1"), std::nullopt) << "an untracked sandbox's connection makes no entry";
+  EXPECT_EQ(proxy_->stats().bytes_up.load(), 16u) << "the totals count it all the same";
 }
 
 // Small messages go through a buffer and bulk through splice: one connection switches between the two ways and

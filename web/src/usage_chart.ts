@@ -1,5 +1,5 @@
-// Usage charts (CPU, memory, pids over the last hour) as SVG built with DOM calls: no markup strings, no inline
-// styles (the Content-Security-Policy refuses them); the look is style.css's .usage-chart.
+// Usage charts (CPU, memory, pids and network bytes in and out over the last hour) as SVG built with DOM calls: no
+// markup strings, no inline styles (the Content-Security-Policy refuses them); the look is style.css's .usage-chart.
 import { h, append, clear, bytes } from './dom';
 
 const SVG = 'http://www.w3.org/2000/svg';
@@ -13,6 +13,8 @@ export interface UsageSample {
   cpu_cores: number;
   memory_bytes: number;
   pids: number;
+  net_rx_bytes: number;  // bytes the egress proxy relayed to the sandbox so far (cumulative)
+  net_tx_bytes: number;  // and from it
 }
 
 // One series' polyline points: the hour ending at the last sample runs left to right, and 0 to `top` bottom to
@@ -40,6 +42,17 @@ function num(v: unknown): number {
   return typeof v === 'number' ? v : NaN;
 }
 
+// Bytes a second between each sample and the one before, from cumulative counts: 0 for the first sample (as the
+// CPU's first point), NaN (skipped) where a time or count is missing or the count went down (it began again).
+export function rates(times: number[], counts: number[]): number[] {
+  return counts.map((c, i) => {
+    if (i === 0) return Number.isFinite(c) ? 0 : NaN;
+    const dt = (times[i] - times[i - 1]) / 1000;
+    const dc = c - counts[i - 1];
+    return dt > 0 && dc >= 0 ? dc / dt : NaN;
+  });
+}
+
 // The latest finite value for a caption, or '' when no sample has one.
 function latestCaption(values: number[], show: (v: number) => string): string {
   for (let i = values.length - 1; i >= 0; i--) if (Number.isFinite(values[i])) return show(values[i]);
@@ -65,7 +78,15 @@ export interface UsageLimits {
   pids: number;
 }
 
-// Draws the three charts into `into` from sandbox_usage's samples, each against the sandbox's limit.
+// A network chart's caption: the latest rate and the count so far.
+function netCaption(perSecond: number[], counts: number[]): string {
+  const total = latestCaption(counts, (v) => bytes(v) + ' in all');
+  const rate = latestCaption(perSecond, (v) => bytes(Math.round(v)) + '/s');
+  return rate && total ? rate + ' (' + total + ')' : rate || total;
+}
+
+// Draws the charts into `into` from sandbox_usage's samples: CPU, memory and pids each against the sandbox's limit,
+// network bytes a second in and out against the hour's highest.
 export function drawUsage(into: HTMLElement, samples: UsageSample[], limits: UsageLimits): void {
   clear(into);
   if (samples.length === 0) {
@@ -76,11 +97,17 @@ export function drawUsage(into: HTMLElement, samples: UsageSample[], limits: Usa
   const cpu = samples.map((s) => num(s.cpu_cores));
   const memory = samples.map((s) => num(s.memory_bytes));
   const pids = samples.map((s) => num(s.pids));
+  const rx = samples.map((s) => num(s.net_rx_bytes));
+  const tx = samples.map((s) => num(s.net_tx_bytes));
+  const rxRate = rates(times, rx);
+  const txRate = rates(times, tx);
   append(into,
          chart('usage-cpu', 'CPU', chartPoints(times, cpu, limits.cpus),
                latestCaption(cpu, (v) => v.toFixed(2) + ' of ' + limits.cpus + ' cores')),
          chart('usage-memory', 'Memory', chartPoints(times, memory, limits.mem_limit),
                latestCaption(memory, (v) => bytes(v) + ' of ' + bytes(limits.mem_limit))),
          chart('usage-pids', 'Processes', chartPoints(times, pids, limits.pids),
-               latestCaption(pids, (v) => v + ' of ' + limits.pids)));
+               latestCaption(pids, (v) => v + ' of ' + limits.pids)),
+         chart('usage-net-rx', 'Network in', chartPoints(times, rxRate, 0), netCaption(rxRate, rx)),
+         chart('usage-net-tx', 'Network out', chartPoints(times, txRate, 0), netCaption(txRate, tx)));
 }
