@@ -54,10 +54,7 @@ class ChannelStream : public MessageStream {
       : channel_(channel), written_(written), sandbox_(sandbox) {}
 
   asio::awaitable<Result<size_t>> ReadInto(std::string& buffer, size_t max) override {
-    char* room = room_.Get(max);
-    Result<size_t> n = co_await channel_.Read(room, max);
-    if (n.ok()) buffer.append(room, *n);
-    co_return n;
+    co_return co_await channel_.Read(buffer, max);
   }
 
   asio::awaitable<Status> Write(std::string_view bytes) override {
@@ -73,7 +70,6 @@ class ChannelStream : public MessageStream {
   TlsChannel& channel_;
   uint64_t& written_;
   std::atomic<uint64_t>* sandbox_;
-  ReadRoom room_;
 };
 
 // Both sides of one intercepted connection, and what each has sent past the message being relayed.
@@ -215,6 +211,11 @@ asio::awaitable<void> Relay(Session& s) {
       co_await Answer(s.down, 403, s.outcome.refusal);
       co_return;
     }
+    if (!sent.ok() && sent.error().code == Code::kInvalidArgument) {  // the body is malformed: the client's fault
+      s.outcome.failure = sent.error().message;
+      co_await Answer(s.down, 400, s.outcome.failure);
+      co_return;
+    }
     if (!sent.ok() && s.outcome.bytes_up == before) {
       s.outcome.failure = "sending the request to " + s.target + ": " + sent.error().message;
       co_await Answer(s.down, 502, s.outcome.failure);
@@ -246,13 +247,16 @@ asio::awaitable<void> Relay(Session& s) {
     Reframe went = Reframe::kAsSent;
     const uint64_t answered = s.outcome.bytes_down;
     Status forwarded = co_await RelayResponse(s, head, response, went);
-    // A body refused before any of the response went (the head waits for the body's first bytes): the sandbox is
-    // told why, as for a head the proxy refuses.
-    if (!forwarded.ok() && forwarded.error().code == Code::kForbidden && s.outcome.bytes_down == answered) {
-      s.outcome.failure = forwarded.error().message;
+    // A response that failed before any of it went (its head waits for the body's first bytes) is answered with
+    // why, as one whose head failed; one refused later is cut, and counted as refused all the same.
+    if (!forwarded.ok() && s.outcome.bytes_down == answered) {
+      s.outcome.failure = forwarded.error().code == Code::kForbidden
+                              ? forwarded.error().message
+                              : "the response from " + s.target + " failed: " + forwarded.error().message;
       co_await Answer(s.down, 502, s.outcome.failure);
       co_return;
     }
+    if (!forwarded.ok() && forwarded.error().code == Code::kForbidden) s.outcome.failure = forwarded.error().message;
     if (!forwarded.ok() || response.status == 101) co_return;
     // A body that went without framing (one that came so, or a filtered one to an HTTP/1.0 client) ends with the
     // connection.

@@ -20,23 +20,6 @@ namespace isb::egress {
 // The most bytes one read of a relayed message takes.
 inline constexpr size_t kRelayPiece = 64 * 1024;
 
-// Room for one read of up to `size` bytes, not zeroed first: growing a std::string for each read would zero the
-// whole piece every time, a cost paid per read however few bytes come.
-class ReadRoom {
- public:
-  char* Get(size_t size) {
-    if (size > size_) {
-      data_ = std::make_unique_for_overwrite<char[]>(size);
-      size_ = size;
-    }
-    return data_.get();
-  }
-
- private:
-  std::unique_ptr<char[]> data_;
-  size_t size_ = 0;
-};
-
 // One side of a relayed connection as the message relay sees it: a TCP socket (socket_relay.h) or a TLS channel.
 class MessageStream {
  public:

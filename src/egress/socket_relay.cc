@@ -139,9 +139,16 @@ void CloseBoth(Socket& a, Socket& b) {
 }
 
 asio::awaitable<Result<size_t>> SocketStream::ReadInto(std::string& buffer, size_t max) {
-  char* room = room_.Get(max);
-  auto [ec, n] = co_await ReadSome(socket_, asio::buffer(room, max), ends_);
-  buffer.append(room, n);
+  constexpr size_t kSmallRoom = 16 * 1024;
+  const size_t capacity = bulk_ ? kRelayPiece : kSmallRoom;
+  if (room_size_ != capacity) {
+    room_ = std::make_unique_for_overwrite<char[]>(capacity);
+    room_size_ = capacity;
+  }
+  auto [ec, n] = co_await ReadSome(socket_, asio::buffer(room_.get(), std::min(max, room_size_)), ends_);
+  buffer.append(room_.get(), n);
+  if (n == room_size_) bulk_ = true;  // it filled the room: a stream in bulk, read a whole piece at a time
+  else if (n < kSmallRoom) bulk_ = false;
   if (ec == asio::error::eof) co_return size_t{0};
   if (ec) co_return Error::Of(Code::kUnavailable, "receiving: " + ec.message());
   co_return n;

@@ -7,6 +7,7 @@
 #include <boost/asio.hpp>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -76,7 +77,11 @@ class SocketStream : public MessageStream {
   RelayEnds& ends_;
   ByteCount written_;
   Fd pipe_read_, pipe_write_;  // made at the first Forward
-  ReadRoom room_;
+  // Where a read lands before it is appended (not zeroed first, as growing the string for each read would be):
+  // 16 KiB, and a whole piece (kRelayPiece) from a read that filled it to one that brings less than 16 KiB.
+  std::unique_ptr<char[]> room_;
+  size_t room_size_ = 0;
+  bool bulk_ = false;
 };
 
 }  // namespace isb::egress

@@ -24,9 +24,18 @@ TlsChannel::TlsChannel(Socket& socket, SslPtr ssl, std::chrono::milliseconds idl
   out_ = BIO_new(BIO_s_mem());
   BIO_set_mem_eof_return(in_, -1);  // an empty input buffer means "wait for more", not end of stream
   SSL_set_bio(ssl_.get(), in_, out_);
-  // Reads and writes are tried at once (Fill, Flush): a socket that cannot go on says so rather than blocking.
+  // Reads and writes are tried at once (Fill, Flush): a socket that cannot go on says so rather than blocking. A
+  // socket that cannot be made so is only ever waited on.
   boost::system::error_code ec;
   socket_.non_blocking(true, ec);
+  try_at_once_ = !ec;
+}
+
+asio::awaitable<void> TlsChannel::DoneAtOnce() {
+  if (++done_at_once_ < kDoneAtOnceTurn) co_return;
+  done_at_once_ = 0;
+  // The loop's other connections get a turn: a stream whose bytes are always there would otherwise keep it.
+  co_await asio::post(socket_.get_executor(), asio::use_awaitable);
 }
 
 void TlsChannel::Preload(std::string_view bytes) {
@@ -50,13 +59,18 @@ asio::awaitable<Status> TlsChannel::Flush() {
     int n = BIO_read(out_, write_buffer_.data(), static_cast<int>(pending));
     if (n <= 0) break;
     // What the socket takes now goes without a timer (most sends, when the peer keeps up); the rest waits for room.
-    boost::system::error_code ec;
-    const size_t now = socket_.write_some(asio::buffer(write_buffer_.data(), static_cast<size_t>(n)), ec);
+    boost::system::error_code ec = asio::error::would_block;
+    const size_t now =
+        try_at_once_ ? socket_.write_some(asio::buffer(write_buffer_.data(), static_cast<size_t>(n)), ec) : 0;
     if (ec && ec != asio::error::would_block) {
       status = Error::Of(Code::kUnavailable, "sending: " + ec.message());
       break;
     }
-    if (now == static_cast<size_t>(n)) continue;
+    if (now == static_cast<size_t>(n)) {
+      co_await DoneAtOnce();
+      continue;
+    }
+    done_at_once_ = 0;
     write_timer_.expires_after(idle_);
     auto result = co_await (
         asio::async_write(socket_, asio::buffer(write_buffer_.data() + now, static_cast<size_t>(n) - now), kAwait) ||
@@ -71,14 +85,20 @@ asio::awaitable<Status> TlsChannel::Flush() {
       break;
     }
   }
+  // A bulk piece's buffer goes with it: a connection keeps no more than a small one between messages.
+  if (write_buffer_.size() > kFirstReadBuffer) std::vector<char>().swap(write_buffer_);
   co_return status;
 }
 
 asio::awaitable<Result<bool>> TlsChannel::Fill() {
   // Bytes already on the socket are taken without a timer; only a read that has to wait races the idle limit.
-  boost::system::error_code ec;
-  size_t n = socket_.read_some(asio::buffer(read_buffer_.data(), read_buffer_.size()), ec);
+  boost::system::error_code ec = asio::error::would_block;
+  size_t n = try_at_once_ ? socket_.read_some(asio::buffer(read_buffer_.data(), read_buffer_.size()), ec) : 0;
+  if (!ec) co_await DoneAtOnce();
   if (ec == asio::error::would_block) {
+    done_at_once_ = 0;
+    // A wait is no stream in bulk: the connection waits with a small buffer.
+    if (read_buffer_.size() > kFirstReadBuffer) std::vector<char>(kFirstReadBuffer).swap(read_buffer_);
     read_timer_.expires_after(idle_);
     auto result = co_await (socket_.async_read_some(asio::buffer(read_buffer_.data(), read_buffer_.size()), kAwait) ||
                             read_timer_.async_wait(kAwait));
@@ -110,20 +130,38 @@ asio::awaitable<Status> TlsChannel::Handshake() {
   }
 }
 
-asio::awaitable<Result<size_t>> TlsChannel::Read(char* data, size_t size) {
+asio::awaitable<Result<size_t>> TlsChannel::Read(std::string& out, size_t max) {
+  if (!read_failure_.empty()) co_return Error::Of(Code::kUnavailable, read_failure_);
   for (;;) {
     ERR_clear_error();
+    // What can come out now is at most the records received (ciphertext is never shorter than its plaintext) and
+    // what OpenSSL holds, a record at most: `out` grows by that, not by `max` (growing a string zeroes what it adds).
+    // At least one byte, to learn why nothing comes.
+    const size_t held = SSL_has_pending(ssl_.get()) ? kMaxRecord : 0;
+    const size_t ready = std::clamp<size_t>(held + BIO_ctrl_pending(in_), 1, max);
+    const size_t had = out.size();
+    out.resize(had + ready);
     size_t got = 0;
-    int r = SSL_read_ex(ssl_.get(), data, size, &got);
+    int r = SSL_read_ex(ssl_.get(), out.data() + had, ready, &got);
     if (r == 1) {
       // A read returns one record; the records already received follow it into the same read, with no wait.
-      size_t more = 0;
-      while (got < size && (SSL_pending(ssl_.get()) > 0 || BIO_ctrl_pending(in_) > 0) &&
-             SSL_read_ex(ssl_.get(), data + got, size - got, &more) == 1)
-        got += more;
+      while (got < ready) {
+        size_t more = 0;
+        const int next = SSL_read_ex(ssl_.get(), out.data() + had + got, ready - got, &more);
+        if (next == 1) {
+          got += more;
+          continue;
+        }
+        // An end (close_notify) is found again by the next read; a failure is kept for it with its reason.
+        const int why = SSL_get_error(ssl_.get(), next);
+        if (why != SSL_ERROR_WANT_READ && why != SSL_ERROR_ZERO_RETURN) read_failure_ = OpenSslError("TLS read");
+        break;
+      }
+      out.resize(had + got);
       ERR_clear_error();
       co_return got;
     }
+    out.resize(had);
     int error = SSL_get_error(ssl_.get(), r);
     if (error == SSL_ERROR_ZERO_RETURN) {
       close_notify_ = true;

@@ -26,8 +26,9 @@ class TlsChannel {
   // Bytes that arrived on the socket before the channel took over, read by OpenSSL before anything else.
   void Preload(std::string_view bytes);
   boost::asio::awaitable<Status> Handshake();
-  // Up to `size` bytes of application data; 0 when the peer has finished (close_notify, or the connection ended).
-  boost::asio::awaitable<Result<size_t>> Read(char* data, size_t size);
+  // Appends up to `max` bytes of application data to `out`: the records that have arrived, or the next one to come;
+  // 0 when the peer has finished (close_notify, or the connection ended).
+  boost::asio::awaitable<Result<size_t>> Read(std::string& out, size_t max);
   // After Read returned 0: whether the peer finished with close_notify, the end that no one on the path can forge
   // (a bare end of the connection can be anyone's).
   bool ended_with_close_notify() const { return close_notify_; }
@@ -44,6 +45,8 @@ class TlsChannel {
   // is pending, its own and the other's.
   boost::asio::awaitable<Status> Flush();
   boost::asio::awaitable<Result<bool>> Fill();  // the socket's next bytes to OpenSSL; false at end of stream
+  // After a read or send done at once: every kDoneAtOnceTurn of them in a row, the event loop gets a turn.
+  boost::asio::awaitable<void> DoneAtOnce();
 
   Socket& socket_;
   SslPtr ssl_;
@@ -52,15 +55,20 @@ class TlsChannel {
   std::chrono::milliseconds idle_;
   boost::asio::steady_timer read_timer_;
   boost::asio::steady_timer write_timer_;
-  // On the heap: coroutine frames stay small. The read buffer grows from 16 to 64 KiB once a read fills it; the write
-  // buffer is as large as the largest send so far.
+  // On the heap: coroutine frames stay small. The read buffer grows from 16 to 64 KiB once a read fills it and is
+  // small again before any wait; the write buffer is as large as a flush's sends, and let go after a large one.
   static constexpr size_t kFirstReadBuffer = 16 * 1024;
   static constexpr size_t kMaxReadBuffer = 64 * 1024;
   static constexpr size_t kMaxSend = 256 * 1024;
+  static constexpr unsigned kDoneAtOnceTurn = 8;
+  static constexpr size_t kMaxRecord = 16 * 1024;  // the most application data one TLS record carries
   std::vector<char> read_buffer_;
   std::vector<char> write_buffer_;
   bool flushing_ = false;
   bool close_notify_ = false;
+  bool try_at_once_ = false;    // the socket is non-blocking: reads and sends are tried before waiting
+  unsigned done_at_once_ = 0;   // reads and sends done at once since the last wait or turn
+  std::string read_failure_{};  // a failure found behind data already returned: the next read's
 };
 
 }  // namespace isb::egress

@@ -383,6 +383,24 @@ TEST_F(InterceptTest, AHeadSentARecordAByteIsRefusedAfterSoManyReads) {
   for (const auto& requests : origin_->Connections()) EXPECT_TRUE(requests.empty()) << requests.front();
 }
 
+// A request whose chunked body is malformed in its first bytes is the client's fault: 400 with the reason, and the
+// origin hears nothing of it (the head waits for the body's first bytes).
+TEST_F(InterceptTest, AChunkedRequestBodyMalformedInItsFirstBytesIsAnswered400AndNeverReachesTheOrigin) {
+  TlsClient client = ConnectTls("origin.test");
+  ASSERT_TRUE(client.ssl) << "no TLS connection through the proxy";
+  SSL* ssl = client.ssl.get();
+  const std::string request =
+      "POST /hello HTTP/1.1\r\nHost: origin.test\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n";
+  ASSERT_EQ(SSL_write(ssl, request.data(), static_cast<int>(request.size())), static_cast<int>(request.size()));
+  std::string answer;
+  char buf[4096];
+  for (int n; (n = SSL_read(ssl, buf, sizeof buf)) > 0;) answer.append(buf, static_cast<size_t>(n));
+  const std::string body = "isb: chunk size line does not start with a hexadecimal size\n";
+  EXPECT_EQ(answer, "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: " +
+                        std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
+  for (const auto& requests : origin_->Connections()) EXPECT_TRUE(requests.empty()) << requests.front();
+}
+
 // A judged name that is also intercepted: the judge is asked about every request, with its method and path, as on
 // plain HTTP; one it refuses gets 403 and never reaches the origin, and the connection ends.
 TEST_F(InterceptTest, EachRequestToAJudgedInterceptedNameIsJudged) {
