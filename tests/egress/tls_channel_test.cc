@@ -27,17 +27,26 @@ std::string Pattern(size_t size) {
   return s;
 }
 
-// A server channel that writes `data` once the handshake is done, and a client channel that reads it after the
-// bytes had time to arrive, in reads of at most `piece`: the size of each read.
-std::vector<size_t> ReadsOf(const std::string& data, size_t piece, std::string& got) {
+// A server and a client context; the client trusts its own test server (nothing is verified).
+struct Contexts {
+  SslCtxPtr server, client;
+};
+
+Contexts MakeContexts() {
   Result<std::unique_ptr<SandboxCa>> ca = SandboxCa::Create("tls channel test");
   EXPECT_TRUE(ca.ok());
   Result<TlsIdentity> leaf = (*ca)->Mint("channel.test");
   EXPECT_TRUE(leaf.ok());
-  SslCtxPtr server_ctx(SSL_CTX_new(TLS_server_method()));
-  SSL_CTX_use_certificate(server_ctx.get(), leaf->cert.get());
-  SSL_CTX_use_PrivateKey(server_ctx.get(), leaf->key.get());
-  SslCtxPtr client_ctx(SSL_CTX_new(TLS_client_method()));  // the test trusts its own server: nothing is verified
+  Contexts c{SslCtxPtr(SSL_CTX_new(TLS_server_method())), SslCtxPtr(SSL_CTX_new(TLS_client_method()))};
+  SSL_CTX_use_certificate(c.server.get(), leaf->cert.get());
+  SSL_CTX_use_PrivateKey(c.server.get(), leaf->key.get());
+  return c;
+}
+
+// A server channel that writes `data` once the handshake is done, and a client channel that reads it after the
+// bytes had time to arrive, in reads of at most `piece`: the size of each read.
+std::vector<size_t> ReadsOf(const std::string& data, size_t piece, std::string& got) {
+  Contexts ctx = MakeContexts();
 
   asio::io_context io;
   tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::address_v4::loopback(), 0));
@@ -49,7 +58,7 @@ std::vector<size_t> ReadsOf(const std::string& data, size_t piece, std::string& 
       io,
       [&]() -> asio::awaitable<void> {
         co_await acceptor.async_accept(server_socket, asio::use_awaitable);
-        SslPtr ssl(SSL_new(server_ctx.get()));
+        SslPtr ssl(SSL_new(ctx.server.get()));
         SSL_set_accept_state(ssl.get());
         TlsChannel channel(server_socket, std::move(ssl), std::chrono::seconds(10));
         Status status = co_await channel.Handshake();
@@ -62,7 +71,7 @@ std::vector<size_t> ReadsOf(const std::string& data, size_t piece, std::string& 
       io,
       [&]() -> asio::awaitable<void> {
         co_await client_socket.async_connect(acceptor.local_endpoint(), asio::use_awaitable);
-        SslPtr ssl(SSL_new(client_ctx.get()));
+        SslPtr ssl(SSL_new(ctx.client.get()));
         SSL_set_connect_state(ssl.get());
         TlsChannel channel(client_socket, std::move(ssl), std::chrono::seconds(10));
         Status status = co_await channel.Handshake();
@@ -104,29 +113,6 @@ TEST(TlsChannel, AReadSmallerThanARecordTakesWhatItAsksAndTheRestFollowsInOrder)
   EXPECT_EQ(got, data);
 }
 
-}  // namespace
-}  // namespace isb::egress
-
-namespace isb::egress {
-namespace {
-
-namespace asio = boost::asio;
-using asio::ip::tcp;
-
-struct Contexts {
-  SslCtxPtr server, client;
-};
-
-Contexts MakeContexts() {
-  Result<std::unique_ptr<SandboxCa>> ca = SandboxCa::Create("tls channel test");
-  EXPECT_TRUE(ca.ok());
-  Result<TlsIdentity> leaf = (*ca)->Mint("channel.test");
-  EXPECT_TRUE(leaf.ok());
-  Contexts c{SslCtxPtr(SSL_CTX_new(TLS_server_method())), SslCtxPtr(SSL_CTX_new(TLS_client_method()))};
-  SSL_CTX_use_certificate(c.server.get(), leaf->cert.get());
-  SSL_CTX_use_PrivateKey(c.server.get(), leaf->key.get());
-  return c;
-}
 
 // The server sends "hello", then (after `apart` or at once) either a forged application-data record or close_notify;
 // the client reads twice once both are on its socket: what each read said.
