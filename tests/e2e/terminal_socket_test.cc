@@ -367,9 +367,11 @@ TEST_F(TerminalSocketTest, AShellWhoseConnectionDroppedIsReattachedByItsCallerAn
   const size_t seen = first.output.size();
   TerminalClient again(tcp_endpoint(), Target(id) + "&session=" + session + "&seen=" + std::to_string(seen),
                        Bearer());
+  bool exited = false;
   again.on_output = [&](const std::string& output) {
-    if (output.find("[42]\r\n") != std::string::npos && output.find("exit 5") == std::string::npos)
-      again.conn.Send(ClientFrame(op::kBinary, "exit 5\n"));
+    if (exited || output.find("[42]\r\n") == std::string::npos) return;
+    exited = true;
+    again.conn.Send(ClientFrame(op::kBinary, "exit 5\n"));
   };
   again.Run([&](const json& msg) {
     if (msg.value("type", "") == "session") again.conn.Send(ClientFrame(op::kBinary, "echo \"[$X]\"\n"));
@@ -400,18 +402,20 @@ TEST_F(TerminalSocketTest, AShellWhoseConnectionDroppedIsReattachedByItsCallerAn
 TEST_F(TerminalSocketTest, ASecondConnectionTakesTheShellOverAndAReloadLeavesItRunning) {
   std::string id = CreateSandbox();
   std::string session;
-  std::atomic<bool> taken{false};
+  std::atomic<bool> announced{false}, taken{false};
   TerminalClient first(tcp_endpoint(), Target(id), Bearer());
   std::thread reader([&] {
     first.Run([&](const json& msg) {
-      if (msg.value("type", "") == "session") session = msg.value("session", "");
+      if (msg.value("type", "") != "session") return;
+      session = msg.value("session", "");
+      announced = true;
     }, 30s);
     taken = true;
   });
-  for (auto until = std::chrono::steady_clock::now() + 20s; first.texts.empty() && std::chrono::steady_clock::now() < until;)
+  for (auto until = std::chrono::steady_clock::now() + 20s; !announced && std::chrono::steady_clock::now() < until;)
     std::this_thread::sleep_for(50ms);
-  std::this_thread::sleep_for(200ms);
-  ASSERT_FALSE(session.empty());
+  if (!announced) reader.join();  // fails below, with what the client saw
+  ASSERT_TRUE(announced.load()) << first.head;
   TerminalClient second(tcp_endpoint(), Target(id) + "&session=" + session, Bearer());
   second.Run([&](const json& msg) {
     if (msg.value("type", "") != "session") return;
