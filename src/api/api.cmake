@@ -35,6 +35,7 @@ add_library(isb_api STATIC
   src/api/tool_policy.cc
   src/api/web_ui.cc
   src/api/websocket_session.cc
+  src/api/terminal_sessions.cc
   src/api/terminal_socket.cc
   src/api/preview_host.cc
   src/api/preview_access.cc
@@ -85,7 +86,8 @@ add_executable(isb_api_tests
   tests/api/event_bus_test.cc
   tests/api/usage_store_test.cc
   tests/api/events_http_test.cc
-  tests/api/websocket_session_test.cc)
+  tests/api/websocket_session_test.cc
+  tests/api/terminal_sessions_test.cc)
 target_link_libraries(isb_api_tests PRIVATE isb_http isb_tools GTest::gtest_main)
 target_include_directories(isb_api_tests PRIVATE ${CMAKE_SOURCE_DIR}/tests)
 gtest_discover_tests(isb_api_tests DISCOVERY_MODE PRE_TEST)

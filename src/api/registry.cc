@@ -130,6 +130,15 @@ R Guarded(const Tool& tool, F run) {
 
 }  // namespace
 
+Status Registry::Recheck(std::string_view name, const json& input, const CallContext& ctx) const {
+  const Tool* tool = FindVisible(name, ctx.identity);
+  if (tool == nullptr) return Error::Of(Code::kNotFound, "unknown tool '" + SanitizeUtf8(name.substr(0, 100)) + "'");
+  ISB_TRY(Authorize(*tool, ctx));
+  ISB_TRY(ValidateInput(*tool, input));
+  if (!tool->precheck) return {};
+  return Guarded<Status>(*tool, [&] { return tool->precheck(input, ctx); });
+}
+
 Status Registry::Precheck(const Tool& tool, const json& input, const CallContext& ctx) const {
   if (!tool.precheck) return {};
   Status checked = Guarded<Status>(tool, [&] { return tool.precheck(input, ctx); });

@@ -146,6 +146,16 @@ class Registry {
   void Refuse(std::string_view name, const CallContext& ctx, const Error& error) const {
     (void)Report(name, FindVisible(name, ctx.identity), nlohmann::json::object(), ctx, Result<nlohmann::json>(error));
   }
+  // What Admit and Precheck judge of a call of `name`, reporting nothing: for a surface that carries on a call already
+  // running (a web terminal attached again to its shell) and records that under an action of its own (Record).
+  Status Recheck(std::string_view name, const nlohmann::json& input, const CallContext& ctx) const;
+  // An act of a surface that is no tool call of its own (a web terminal attached again to its shell), told to the
+  // observer as a call of `action` with this input, caller and outcome. An error: it could not be recorded.
+  Status Record(std::string_view action, const nlohmann::json& input, const CallContext& ctx,
+                const Status& outcome) const {
+    return Report(action, nullptr, input, ctx,
+                  outcome.ok() ? Result<nlohmann::json>(nlohmann::json::object()) : Result<nlohmann::json>(outcome.error()));
+  }
   // Runs an admitted tool's precheck (when it has one); a refusal is reported to the observer like Admit's.
   Status Precheck(const Tool& tool, const nlohmann::json& input, const CallContext& ctx) const;
   // For a surface that must answer before running (a stream): the precheck, then the intent Run would record, so

@@ -9,6 +9,7 @@
 #include "api/router.h"
 #include "api/sandboxes.h"
 #include "api/sandbox_tools.h"
+#include "api/terminal_sessions.h"
 #include "api/websocket_session.h"
 #include "base/base64.h"
 #include "base/random.h"
@@ -31,73 +32,75 @@ uint16_t SizeParam(const Request& req, std::string_view name, uint16_t fallback)
   return value >= 1 && value <= kMaxTerminalSide ? static_cast<uint16_t>(value) : fallback;
 }
 
-// A limit in seconds the query may shorten (never lengthen) from the server's.
-int64_t ShorterParam(const Request& req, std::string_view name, std::chrono::seconds server) {
+// A limit in seconds the query may shorten (never lengthen) from the server's, to no less than `least`.
+int64_t ShorterParam(const Request& req, std::string_view name, std::chrono::seconds server, int64_t least = 1) {
   std::string text = req.QueryParam(name);
   if (text.empty() || text.size() > 6 || text.find_first_not_of("0123456789") != std::string::npos)
     return server.count();
-  return std::clamp<int64_t>(std::stoll(text), 1, server.count());
+  return std::clamp<int64_t>(std::stoll(text), std::min<int64_t>(least, server.count()), server.count());
 }
 
-// One terminal: the exec on a thread of its own, the client's messages on the calling one.
-class TerminalRun {
- public:
-  // `exec_ctx`: the caller's context with the exec's start recorded (Registry::Begin); `ctx`: as it came, for the
-  // input and resize calls.
-  TerminalRun(const Registry& registry, const Tool& exec, json input, CallContext exec_ctx, CallContext ctx)
-      : registry_(registry), exec_(exec), input_(std::move(input)), exec_ctx_(std::move(exec_ctx)),
-        ctx_(std::move(ctx)) {}
+// The bytes of output a reattaching client already has (query seen=N); 0 when absent or not a number.
+uint64_t SeenParam(const Request& req) {
+  std::string text = req.QueryParam("seen");
+  if (text.empty() || text.size() > 19 || text.find_first_not_of("0123456789") != std::string::npos) return 0;
+  return std::stoull(text);
+}
 
-  void Run(int fd, std::string_view pending, const std::function<bool()>& stopping) {
-    WebSocketSession ws(fd, pending, stopping);
-    std::atomic<bool> gone{false};
-    CallContext exec_ctx = exec_ctx_;
-    exec_ctx.progress = [&](std::string_view stream, std::string_view chunk) {
-      if (stream == "session") {
-        {
-          MutexLock lock(mu_);
-          session_ = std::string(chunk);
-        }
-        (void)ws.Send(op::kText, Dump({{"type", "session"}, {"session", std::string(chunk)}}));
-      } else {
-        (void)ws.Send(op::kBinary, chunk);
-      }
-    };
-    exec_ctx.cancelled = [&] { return gone.load() || stopping(); };
-    std::thread exec([&] {
-      Result<json> result = registry_.Run(exec_, input_, exec_ctx);
-      json end = result.ok() ? json{{"type", "exit"}, {"exit_code", result->value("exit_code", -1)}}
-                             : json{{"type", "error"}, {"error", CodeName(result.error().code)},
-                                    {"message", result.error().message}};
-      (void)ws.Send(op::kText, Dump(end));
-      ws.Close(net::ws_close::kNormal, "the command ended");
-    });
+json ErrorMessage(const Error& error) {
+  return {{"type", "error"}, {"error", CodeName(error.code)}, {"message", error.message}};
+}
+
+// A connection's WebSocket as its session sees it.
+class SocketScreen : public TerminalScreen {
+ public:
+  explicit SocketScreen(WebSocketSession& ws) : ws_(ws) {}
+  bool Text(std::string_view message) override { return ws_.Send(op::kText, message); }
+  bool Output(std::string_view bytes) override { return ws_.Send(op::kBinary, bytes); }
+  void Close(uint16_t code, std::string_view reason) override { ws_.Close(code, reason); }
+
+ private:
+  WebSocketSession& ws_;
+};
+
+// One connection to a terminal session: the client's messages, as the sandbox_exec_input and sandbox_exec_resize
+// calls they stand for, made with the connection's own caller context.
+class TerminalClient {
+ public:
+  TerminalClient(const Registry& registry, json sandbox, CallContext ctx)
+      : registry_(registry), sandbox_(std::move(sandbox)), ctx_(std::move(ctx)) {}
+
+  // Attached to `session` (by the caller), reads until the connection is over, then detaches: the shell ends with
+  // it when the client closed normally (1000 or no code) or the server or the caller's access ended it, and waits
+  // for a reattach otherwise.
+  void Serve(WebSocketSession& ws, SocketScreen& screen, TerminalSession& session,
+             const std::function<bool()>& stopping) {
     while (std::optional<WebSocketSession::Message> message = ws.Read()) {
-      Status done = Forward(*message);
-      if (!done.ok()) {
-        (void)ws.Send(op::kText, Dump({{"type", "error"}, {"error", CodeName(done.error().code)},
-                                      {"message", done.error().message}}));
-      }
+      Status done = Forward(session.id(), *message);
+      if (!done.ok()) (void)ws.Send(op::kText, Dump(ErrorMessage(done.error())));
     }
     // The server stops, or the caller's credential or access changed (the HTTP server asks again as it runs): the
-    // client is told why, and the command is cancelled below.
-    if (stopping() && !ws.broken()) ws.Close(net::ws_close::kPolicy, kTerminalStoppedReason);
-    gone = true;
-    exec.join();
+    // client is told why, and the shell ends.
+    const bool stopped = stopping();
+    if (stopped && !ws.broken()) ws.Close(net::ws_close::kPolicy, kTerminalStoppedReason);
+    const uint16_t peer = ws.peer_close_code();
+    session.Detach(&screen, stopped || peer == net::ws_close::kNormal || peer == net::ws_close::kNoStatus);
+  }
+
+  Status Resize(const std::string& session, uint16_t rows, uint16_t cols) {
+    json call = {{"sandbox", sandbox_}, {"session", session}, {"rows", rows}, {"cols", cols}};
+    ISB_ASSIGN_OR_RETURN(json ignored, registry_.Call("sandbox_exec_resize", call, ctx_));
+    (void)ignored;
+    return {};
   }
 
  private:
   // A client message as the sandbox_exec_input or sandbox_exec_resize call it stands for.
-  Status Forward(const WebSocketSession::Message& message) {
-    std::string session;
-    {
-      MutexLock lock(mu_);
-      session = session_;
-    }
+  Status Forward(const std::string& session, const WebSocketSession::Message& message) {
     if (session.empty()) {
       return Error::Of(Code::kConflict, "the terminal has not started yet; wait for its session message");
     }
-    json call = {{"sandbox", input_["sandbox"]}, {"session", session}};
+    json call = {{"sandbox", sandbox_}, {"session", session}};
     if (message.opcode == op::kBinary) return Input(call, message.data, /*text=*/false);
     ISB_ASSIGN_OR_RETURN(json control, ParseJson(message.data));
     const std::string type = control.is_object() ? control.value("type", "") : "";
@@ -133,12 +136,38 @@ class TerminalRun {
   }
 
   const Registry& registry_;
-  const Tool& exec_;
-  const json input_;
-  const CallContext exec_ctx_, ctx_;
-  Mutex mu_;
-  std::string session_ ISB_GUARDED_BY(mu_);
+  const json sandbox_;
+  const CallContext ctx_;
 };
+
+// The shell's exec, on its session's thread: its session id, output and end go to the session.
+// `exec_ctx`: the caller's context with the exec's start recorded (Registry::Begin).
+void RunShell(const Registry& registry, const Tool& exec, const json& input, CallContext exec_ctx,
+              TerminalSessions& sessions, const std::shared_ptr<TerminalSession>& session) {
+  exec_ctx.progress = [&sessions, session](std::string_view stream, std::string_view chunk) {
+    if (stream == "session") {
+      // Found by its id before anyone is told it.
+      sessions.Add(std::string(chunk), session);
+      session->Announce(std::string(chunk));
+    } else {
+      session->Output(chunk);
+    }
+  };
+  exec_ctx.cancelled = [session] { return session->Over(); };
+  Result<json> result = registry.Run(exec, input, exec_ctx);
+  session->End(result.ok() ? json{{"type", "exit"}, {"exit_code", result->value("exit_code", -1)}}
+                           : ErrorMessage(result.error()));
+}
+
+// The 101 that hands the connection to the response's `upgraded`.
+Response Upgrade(const Request& req) {
+  Response r;
+  r.status = 101;
+  r.headers.Set("Upgrade", "websocket");
+  r.headers.Set("Connection", "Upgrade");
+  r.headers.Set("Sec-WebSocket-Accept", net::WebSocketAccept(req.headers.Get("Sec-WebSocket-Key")));
+  return r;
+}
 
 }  // namespace
 
@@ -185,21 +214,69 @@ Response TerminalSocket::Handle(const Request& req, const Identity& who) const {
                 {"tty", true},
                 {"rows", SizeParam(req, "rows", spec::kDefaultRows)},
                 {"cols", SizeParam(req, "cols", spec::kDefaultCols)}};
+  if (!req.QueryParam("session").empty()) return Reattach(req, who, sandbox, std::move(ctx), input);
   Result<const Tool*> tool = registry_.Admit("sandbox_exec", input, ctx);
   if (!tool.ok()) return ErrorResponse(tool.error());
   // Begin marks the context as recorded: the run below writes no second "started" row.
   CallContext run_ctx = ctx;
   if (Status begun = registry_.Begin(**tool, input, run_ctx); !begun.ok()) return ErrorResponse(begun.error());
 
-  Response r;
-  r.status = 101;
-  r.headers.Set("Upgrade", "websocket");
-  r.headers.Set("Connection", "Upgrade");
-  r.headers.Set("Sec-WebSocket-Accept", net::WebSocketAccept(req.headers.Get("Sec-WebSocket-Key")));
-  auto run = std::make_shared<TerminalRun>(registry_, **tool, std::move(input), std::move(run_ctx),
-                                            std::move(ctx));
-  r.upgraded = [run](int fd, std::string_view pending, const std::function<bool()>& stopping) {
-    run->Run(fd, pending, stopping);
+  Response r = Upgrade(req);
+  const TerminalOwner owner{who.Subject(), ctx.org, sandbox};
+  const auto grace = std::chrono::seconds(ShorterParam(req, "reattach_grace", options_.reattach_grace, 0));
+  TerminalClient client(registry_, sandbox, std::move(ctx));
+  r.upgraded = [&registry = registry_, &sessions = *sessions_, &exec = **tool, input = std::move(input),
+                run_ctx = std::move(run_ctx), owner, grace,
+                client = std::move(client)](int fd, std::string_view pending,
+                                            const std::function<bool()>& stopping) mutable {
+    WebSocketSession ws(fd, pending, stopping);
+    SocketScreen screen(ws);
+    auto session = std::make_shared<TerminalSession>(owner, grace);
+    session->Attach(&screen, 0);
+    sessions.Start(session, [&registry, &exec, input, run_ctx, &sessions, session] {
+      RunShell(registry, exec, input, run_ctx, sessions, session);
+    });
+    client.Serve(ws, screen, *session, stopping);
+  };
+  return r;
+}
+
+Response TerminalSocket::Reattach(const Request& req, const Identity& who, const std::string& sandbox,
+                                  CallContext ctx, const json& input) const {
+  // Judged as a new shell would be (the caller may still run sandbox_exec there), then the session: only its own.
+  const json attach = {{"sandbox", sandbox}};
+  Status allowed = registry_.Recheck("sandbox_exec", input, ctx);
+  Result<std::shared_ptr<TerminalSession>> found =
+      allowed.ok() ? sessions_->Find(req.QueryParam("session"), TerminalOwner{who.Subject(), ctx.org, sandbox})
+                   : Result<std::shared_ptr<TerminalSession>>(allowed.error());
+  const Status outcome = found.ok() ? Status{} : Status(found.error());
+  if (Status recorded = registry_.Record(kTerminalReattachAction, attach, ctx, outcome); !recorded.ok())
+    return ErrorResponse(recorded.error());
+  // Refused by the authorizer: the HTTP error REST would give. No such session of this caller's: told after the
+  // upgrade, where a browser can read why.
+  if (!allowed.ok()) return ErrorResponse(allowed.error());
+  Response r = Upgrade(req);
+  const bool sized = !req.QueryParam("rows").empty() && !req.QueryParam("cols").empty();
+  const auto rows = input["rows"].get<uint16_t>(), cols = input["cols"].get<uint16_t>();
+  TerminalClient client(registry_, sandbox, std::move(ctx));
+  r.upgraded = [found = std::move(found), client = std::move(client), seen = SeenParam(req), sized, rows, cols](
+                   int fd, std::string_view pending, const std::function<bool()>& stopping) mutable {
+    WebSocketSession ws(fd, pending, stopping);
+    if (!found.ok()) {
+      (void)ws.Send(op::kText, Dump(ErrorMessage(found.error())));
+      ws.Close(kTerminalNoSessionCode, kTerminalNoSessionReason);
+      while (ws.Read()) {
+      }
+      return;
+    }
+    SocketScreen screen(ws);
+    TerminalSession& session = **found;
+    session.Attach(&screen, seen);
+    if (sized) {
+      if (Status resized = client.Resize(session.id(), rows, cols); !resized.ok())
+        (void)ws.Send(op::kText, Dump(ErrorMessage(resized.error())));
+    }
+    client.Serve(ws, screen, session, stopping);
   };
   return r;
 }

@@ -86,6 +86,7 @@ std::optional<WebSocketSession::Message> WebSocketSession::Read() {
       if (header.opcode == op::kPing) (void)Send(op::kPong, payload);
       if (header.opcode == op::kClose) {
         Result<net::WsClose> close = net::ParseClosePayload(payload);
+        if (!close_sent_) peer_close_code_ = close.ok() ? close->code : net::ws_close::kProtocolError;
         Close(close.ok() ? (close->code == net::ws_close::kNoStatus ? net::ws_close::kNormal : close->code)
                          : net::ws_close::kProtocolError,
               "");

@@ -46,6 +46,9 @@ class WebSocketSession {
   bool Send(uint8_t opcode, std::string_view payload);
   // Whether the connection is over for a failure of the socket or the peer (not a close handshake).
   bool broken() const { return broken_; }
+  // The code of the close the peer started (not its answer to ours), once Read has ended for it; kNoStatus for a
+  // close without one, 0 when the peer started none.
+  uint16_t peer_close_code() const { return peer_close_code_; }
   // Sends a close frame (once); Read then ends.
   void Close(uint16_t code, std::string_view reason);
 
@@ -61,6 +64,7 @@ class WebSocketSession {
   const Options options_;
   std::chrono::steady_clock::time_point heard_at_, pinged_at_{};
   bool ping_out_ = false;
+  uint16_t peer_close_code_ = 0;
   std::string in_;
   std::function<bool()> stopping_;
   net::WsFrameParser parser_;

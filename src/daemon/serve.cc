@@ -540,6 +540,7 @@ int Serve(const ServeOptions& options) {
   ::sigwait(&stop, &sig);
   Log(std::string("stopping on ") + ::strsignal(sig) + "; sandboxes keep running");
   server.Stop();
+  terminals.Stop();  // the shells no connection holds (detached, waiting for a reattach) end too
   {
     MutexLock lock(mu);
     stopping = true;

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <dirent.h>
 #include <sched.h>
 #include <termios.h>
 
@@ -438,6 +439,61 @@ void HandleRequest(Session& s) {
   }
 }
 
+// The session id in /proc/<name>/stat under `proc`, or -1 (gone, not a process, or a zombie: killed already).
+pid_t SessionOf(int proc, const char* name) {
+  char path[32];
+  size_t len = std::strlen(name);
+  if (len + sizeof "/stat" > sizeof path) return -1;
+  std::memcpy(path, name, len);
+  std::memcpy(path + len, "/stat", sizeof "/stat");
+  int fd = ::openat(proc, path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[256];
+  ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n <= 0) return -1;
+  buf[n] = '\0';
+  // "pid (comm) state ppid pgrp session ...": comm (at most 15 bytes) may hold anything, ')' too; what follows it
+  // holds none.
+  char* p = std::strrchr(buf, ')');
+  if (p == nullptr || p[1] != ' ' || p[2] == '\0' || p[2] == 'Z' || p[2] == 'X') return -1;
+  p += 3;
+  for (int field = 0; field < 3; ++field) {  // ppid, pgrp, then session
+    while (*p == ' ') ++p;
+    if (field == 2) break;
+    while (*p != ' ' && *p != '\0') ++p;
+  }
+  pid_t sid = 0;
+  if (*p < '0' || *p > '9') return -1;
+  for (; *p >= '0' && *p <= '9'; ++p) sid = sid * 10 + (*p - '0');
+  return sid;
+}
+
+// SIGKILLs every process of the session `sid` leads: a cancelled terminal's shell, and the jobs an interactive shell
+// put in process groups of their own (killing the command's group misses them). A few passes, for what forks
+// while one runs. A process that left the session (setsid) is not found, as one that double-forked away is not.
+void KillSession(pid_t sid) {
+  alignas(8) static char entries[4096];
+  for (int pass = 0; pass < 4; ++pass) {
+    int proc = ::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (proc < 0) return;
+    bool found = false;
+    long n = 0;
+    while ((n = ::syscall(SYS_getdents64, proc, entries, sizeof entries)) > 0) {
+      for (long at = 0; at < n;) {
+        const auto* d = reinterpret_cast<const struct dirent64*>(entries + at);
+        at += d->d_reclen;
+        if (d->d_name[0] < '1' || d->d_name[0] > '9' || SessionOf(proc, d->d_name) != sid) continue;
+        pid_t pid = 0;
+        for (const char* c = d->d_name; *c >= '0' && *c <= '9'; ++c) pid = pid * 10 + (*c - '0');
+        if (pid > 1 && ::kill(pid, SIGKILL) == 0) found = true;
+      }
+    }
+    ::close(proc);
+    if (!found) return;
+  }
+}
+
 void ReapChildren() {
   for (;;) {
     int status = 0;
@@ -521,11 +577,12 @@ void ServeInit(const ChildPlan& plan) {
       if (s.pid == 0 && (ev & POLLIN)) {
         HandleRequest(s);
       } else if (ev & (POLLHUP | POLLERR | POLLIN)) {
-        // The daemon went away (cancel, timeout, or its own death): end the command's group, and the command
-        // itself, which has no group of its own if it was stopped before its setsid.
+        // The daemon went away (cancel, timeout, or its own death): end the command's group, the command itself,
+        // which has no group of its own if it was stopped before its setsid, and the rest of its session.
         if (s.pid > 0) {
           ::kill(-s.pid, SIGKILL);
           ::kill(s.pid, SIGKILL);
+          KillSession(s.pid);
           s.hung_up = true;  // reaped later by ReapChildren, which closes the session
         } else {
           CloseSession(s);

@@ -1,8 +1,9 @@
 // isb's web UI in Debian's chromium, driven by puppeteer-core, against a real `isb serve`: first-run setup from the
-// fragment link, sign-in, a sandbox created in the form, its terminal (echo $((6*7)) reads 42 off the screen), an
-// upload seen by `ls`, the egress list edited, a sandbox made through the API appearing in a second tab without a
-// reload, an image pulled, inspected and removed in the Images page, every page visited (and at 390 px), a cross-origin page that cannot change anything, sign-out. Every page
-// must log no console error and no CSP violation. Screenshots go to OUT.
+// fragment link, sign-in, a sandbox created in the form, its terminal (echo $((6*7)) reads 42 off the screen, and a
+// reload attaches to the same shell), an upload seen by `ls`, the egress list edited, a sandbox made through the API
+// appearing in a second tab without a reload, an image pulled, inspected and removed in the Images page, every page
+// visited (and at 390 px), a cross-origin page that cannot change anything, sign-out. Every page must log no console
+// error and no CSP violation. Screenshots go to OUT.
 //
 // Usage: node ui_test.mjs --base http://127.0.0.1:PORT --setup-token TOKEN --node-modules DIR --out DIR
 //            --image-ref REGISTRY/test/busybox:1 --image-digest sha256:... (an image the daemon may pull)
@@ -369,6 +370,18 @@ try {
   await waitForScreen(page, (lines) => lines.some((l) => l.trim() === '42'), 'a line reading 42');
   console.log('ok terminal 42');
   await shot(page, '06-terminal');
+
+  // A reload keeps the shell: opening its terminal again attaches to it, with its variables and its output.
+  await typeInTerminal(page, 'export KEPT=$((6*8)); echo set-$KEPT');
+  await waitForScreen(page, (lines) => lines.some((l) => l.trim() === 'set-48'), 'a line reading set-48');
+  await page.reload();
+  await page.waitForSelector('#open-terminal', { timeout: STEP_MS });
+  await page.click('#open-terminal');
+  await waitText(page, '.term-status', 'reattached');
+  await waitForScreen(page, (lines) => lines.some((l) => l.trim() === '42'), 'the output from before the reload');
+  await typeInTerminal(page, 'echo kept-$KEPT');
+  await waitForScreen(page, (lines) => lines.some((l) => l.trim() === 'kept-48'), 'a line reading kept-48');
+  console.log('ok reattach after reload');
 
   // A paste larger than one input call takes (64 KiB): 1000 lines of 99 characters, all of it in the file.
   // Bracketed paste off (its markers would land in the file), and the paste only once cat reads.

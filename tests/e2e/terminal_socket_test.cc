@@ -1,6 +1,7 @@
 // A sandbox's terminal over a WebSocket (GET /api/v1/sandboxes/<id>/terminal) end to end, with a raw client: the
-// handshake, output and input, a resize, the end, the limit of sessions, and the refusals (a session's foreign
-// Origin, a sandbox that does not exist, a request that is not an upgrade).
+// handshake, output and input, a resize, the end, the limit of sessions, the refusals (a session's foreign Origin, a
+// sandbox that does not exist, a request that is not an upgrade), and a shell kept for a reattach after its
+// connection dropped.
 #include <sqlite3.h>
 
 #include <regex>
@@ -222,13 +223,14 @@ TEST_F(TerminalSocketTest, TheNinthTerminalOfASandboxEndsWithTheLimitsError) {
   ExpectAudit("nine terminals", rows);
 }
 
-// A tab closed or a network gone: the shell is killed within the exec's cancel check (1 s) and its slot is free.
+// A tab closed or a network gone with no grace for a reattach (reattach_grace=0): the shell is killed within the
+// exec's cancel check (1 s) and its slot is free.
 TEST_F(TerminalSocketTest, AShellWhoseClientWentAwayIsKilledAndItsSlotFreed) {
   std::string id = CreateSandbox();
   // A shell that reaches its session message, whose client then leaves without a word; false when the daemon
   // answered with an error instead (no free slot).
   auto open_and_leave = [&] {
-    TerminalClient c(tcp_endpoint(), Target(id), Bearer());
+    TerminalClient c(tcp_endpoint(), Target(id) + "&reattach_grace=0", Bearer());
     c.Run([&c](const json&) { c.conn.Shutdown(); }, 20s);
     EXPECT_FALSE(c.texts.empty()) << c.head;
     return !c.texts.empty() && c.texts.front()["type"] == "session";
@@ -313,6 +315,206 @@ TEST_F(TerminalSocketTest, ATerminalLivesWhileUsedPastItsIdleLimitAndEndsOnceLef
   ExpectedRow input = ByToken("rest", "sandbox_exec_input");
   input.rows = ExpectedRow::Rows::kAny;
   ExpectAudit("the idle terminal", {ByToken("rest", "sandbox_exec", "timeout"), input});
+}
+
+std::string NoReattachMessage(const std::string& session, const std::string& sandbox) {
+  return "no terminal session '" + session + "' to reattach in sandbox '" + sandbox +
+         "': it ended (its shell exited, or it was left with no connection past its grace period), or it is not "
+         "this caller's";
+}
+
+// A shell whose connection dropped (no close frame: a network gone, a laptop asleep) keeps running: its caller
+// attaches again with its session id and finds its shell's state and the output it missed; another caller (another
+// token of the same user) is refused with the answer a made-up id gets.
+TEST_F(TerminalSocketTest, AShellWhoseConnectionDroppedIsReattachedByItsCallerAndNoOneElse) {
+  std::string id = CreateSandbox();
+  std::string session;
+  TerminalClient first(tcp_endpoint(), Target(id) + "&reattach_grace=30", Bearer());
+  first.on_output = [&](const std::string& output) {
+    if (output.find("set-42\r\n") != std::string::npos) first.conn.Shutdown();  // no close frame: dropped
+  };
+  first.Run([&](const json& msg) {
+    if (msg.value("type", "") != "session") return;
+    session = msg.value("session", "");
+    first.conn.Send(ClientFrame(op::kBinary, "export X=42; echo set-$((40+2)); sleep 1; echo late-$((2+3))\n"));
+  }, 30s);
+  ASSERT_FALSE(session.empty()) << first.head;
+  EXPECT_EQ(first.texts.front(), json({{"type", "session"}, {"session", session}, {"offset", 0}}));
+  ASSERT_NE(first.output.find("set-42\r\n"), std::string::npos) << first.output;
+  const auto dropped = std::chrono::steady_clock::now();
+
+  json minted = MustTool("token_create", {{"name", "another"}, {"user", "e2e"}});
+  ASSERT_TRUE(minted.is_object() && minted["token"].is_string()) << minted.dump();
+  TerminalClient other(tcp_endpoint(), Target(id) + "&session=" + session,
+                       {"Authorization: Bearer " + minted["token"].get<std::string>()});
+  other.Run(nullptr, 20s);
+  EXPECT_EQ(other.head.rfind("HTTP/1.1 101 ", 0), 0u) << other.head;
+  EXPECT_EQ(other.texts, std::vector<json>({{{"type", "error"}, {"error", "not_found"},
+                                             {"message", NoReattachMessage(session, id)}}}));
+  EXPECT_EQ(other.close_code, 4404);
+  EXPECT_EQ(other.close_reason, "no terminal session to reattach");
+  EXPECT_EQ(other.output, "");
+  const std::string made_up = "ts-" + RandomHex(16);
+  TerminalClient guess(tcp_endpoint(), Target(id) + "&session=" + made_up, Bearer());
+  guess.Run(nullptr, 20s);
+  EXPECT_EQ(guess.texts, std::vector<json>({{{"type", "error"}, {"error", "not_found"},
+                                             {"message", NoReattachMessage(made_up, id)}}}));
+  EXPECT_EQ(guess.close_code, 4404);
+
+  // The owner, with everything it saw: only what came after it (what the shell wrote with no one attached), then the
+  // live shell, still with X.
+  std::this_thread::sleep_until(dropped + 1500ms);
+  const size_t seen = first.output.size();
+  TerminalClient again(tcp_endpoint(), Target(id) + "&session=" + session + "&seen=" + std::to_string(seen),
+                       Bearer());
+  bool exited = false;
+  again.on_output = [&](const std::string& output) {
+    if (exited || output.find("[42]\r\n") == std::string::npos) return;
+    exited = true;
+    again.conn.Send(ClientFrame(op::kBinary, "exit 5\n"));
+  };
+  again.Run([&](const json& msg) {
+    if (msg.value("type", "") == "session") again.conn.Send(ClientFrame(op::kBinary, "echo \"[$X]\"\n"));
+  }, 30s);
+  ASSERT_FALSE(again.texts.empty()) << again.head;
+  EXPECT_EQ(again.texts.front(), json({{"type", "session"}, {"session", session}, {"offset", seen}}));
+  EXPECT_EQ(again.texts.back(), json({{"type", "exit"}, {"exit_code", 5}})) << again.output;
+  EXPECT_EQ(again.close_code, net::ws_close::kNormal);
+  EXPECT_NE(again.output.find("[42]\r\n"), std::string::npos) << again.output;
+  EXPECT_EQ(again.output.find("late-5\r\n"), 0u) << again.output;
+  EXPECT_EQ(again.output.find("set-42"), std::string::npos) << "sent again what the client had: " << again.output;
+  // Ended: no reattach.
+  TerminalClient late(tcp_endpoint(), Target(id) + "&session=" + session, Bearer());
+  late.Run(nullptr, 20s);
+  EXPECT_EQ(late.texts, std::vector<json>({{{"type", "error"}, {"error", "not_found"},
+                                            {"message", NoReattachMessage(session, id)}}}));
+
+  ExpectedRow input = ByToken("rest", "sandbox_exec_input");
+  input.rows = ExpectedRow::Rows::kAny;
+  ExpectAudit("the shell, its reattaches and their refusals",
+              {ByToken("rest", "sandbox_exec"), input, ByToken("rest", "sandbox_terminal_reattach", "not_found"),
+               ByToken("rest", "sandbox_terminal_reattach", "not_found"), ByToken("rest", "sandbox_terminal_reattach"),
+               ByToken("rest", "sandbox_exec_resize"), ByToken("rest", "sandbox_terminal_reattach", "not_found")});
+}
+
+// A second connection to a shell that has one takes it over (the newest wins, as with tmux): the first is closed
+// with 4000 and says why; a reload's close (1001) leaves the shell for a reattach just as a dropped one does.
+TEST_F(TerminalSocketTest, ASecondConnectionTakesTheShellOverAndAReloadLeavesItRunning) {
+  std::string id = CreateSandbox();
+  std::string session;
+  std::atomic<bool> announced{false}, taken{false};
+  TerminalClient first(tcp_endpoint(), Target(id), Bearer());
+  std::thread reader([&] {
+    first.Run([&](const json& msg) {
+      if (msg.value("type", "") != "session") return;
+      session = msg.value("session", "");
+      announced = true;
+    }, 30s);
+    taken = true;
+  });
+  for (auto until = std::chrono::steady_clock::now() + 20s; !announced && std::chrono::steady_clock::now() < until;)
+    std::this_thread::sleep_for(50ms);
+  if (!announced) reader.join();  // fails below, with what the client saw
+  ASSERT_TRUE(announced.load()) << first.head;
+  TerminalClient second(tcp_endpoint(), Target(id) + "&session=" + session, Bearer());
+  second.Run([&](const json& msg) {
+    if (msg.value("type", "") != "session") return;
+    second.conn.Send(ClientFrame(op::kBinary, "echo one-$((0+1))\n"));
+  }, 5s);  // cut short by the test's timeout while the shell runs
+  reader.join();
+  EXPECT_TRUE(taken.load());
+  EXPECT_EQ(first.close_code, 4000);
+  EXPECT_EQ(first.close_reason, "the terminal was attached from another connection");
+  ASSERT_FALSE(second.texts.empty());
+  EXPECT_EQ(second.texts.front()["type"], "session");
+  EXPECT_NE(second.output.find("one-1\r\n"), std::string::npos) << second.output;
+  // A browser's reload: a close with 1001 (going away).
+  second.conn.Send(ClientFrame(op::kClose, net::EncodeClosePayload(net::ws_close::kGoingAway, "")));
+  second.conn.Shutdown();
+  TerminalClient third(tcp_endpoint(), Target(id) + "&session=" + session, Bearer());
+  third.Run([&](const json& msg) {
+    if (msg.value("type", "") == "session") third.conn.Send(ClientFrame(op::kBinary, "exit 4\n"));
+  }, 30s);
+  ASSERT_FALSE(third.texts.empty()) << third.head;
+  EXPECT_EQ(third.texts.back(), json({{"type", "exit"}, {"exit_code", 4}})) << third.output;
+  // A reload has nothing: it is sent all the shell wrote (well under the 64 KiB kept).
+  EXPECT_EQ(third.texts.front()["offset"], 0);
+  EXPECT_NE(third.output.find("one-1\r\n"), std::string::npos) << third.output;
+
+  ExpectedRow input = ByToken("rest", "sandbox_exec_input"), resize = ByToken("rest", "sandbox_exec_resize");
+  input.rows = resize.rows = ExpectedRow::Rows::kAny;
+  ExpectAudit("the takeover and the reload",
+              {ByToken("rest", "sandbox_exec"), input, resize, ByToken("rest", "sandbox_terminal_reattach"),
+               ByToken("rest", "sandbox_terminal_reattach")});
+}
+
+// With no one attached past its grace period (reattach_grace=2 here), the shell is killed with what it ran: nothing
+// is left in the sandbox, and the session is gone.
+TEST_F(TerminalSocketTest, ADetachedShellEndsAfterItsGracePeriodLeavingNothingBehind) {
+  std::string id = CreateSandbox();
+  std::string session;
+  TerminalClient client(tcp_endpoint(), Target(id) + "&reattach_grace=2", Bearer());
+  client.on_output = [&](const std::string& output) {
+    if (output.find("ready-7\r\n") != std::string::npos) client.conn.Shutdown();
+  };
+  client.Run([&](const json& msg) {
+    if (msg.value("type", "") != "session") return;
+    session = msg.value("session", "");
+    client.conn.Send(ClientFrame(op::kBinary, "sleep 4242 & echo ready-$((3+4)); sleep 4343\n"));
+  }, 30s);
+  ASSERT_FALSE(session.empty()) << client.head;
+  const auto dropped = std::chrono::steady_clock::now();
+  // The command lines of the sandbox's processes, one a line (this listing's own among them).
+  auto processes = [&] {
+    json r = Exec(id, {"sh", "-c", "for p in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $p 2>/dev/null; echo; done"});
+    return r.value("stdout", "");
+  };
+  auto shell_left = [](const std::string& ps) {
+    return ps.find("sleep 4242") != std::string::npos || ps.find("sleep 4343") != std::string::npos ||
+           ps.find("bash -l") != std::string::npos;
+  };
+  std::string ps = processes();
+  EXPECT_NE(ps.find("sleep 4242"), std::string::npos) << "the shell runs on, detached: " << ps;
+  EXPECT_NE(ps.find("sleep 4343"), std::string::npos) << ps;
+  while (shell_left(ps) && std::chrono::steady_clock::now() - dropped < 15s) {
+    std::this_thread::sleep_for(500ms);
+    ps = processes();
+  }
+  EXPECT_GE(std::chrono::steady_clock::now() - dropped, 2s);
+  EXPECT_FALSE(shell_left(ps)) << ps;
+  TerminalClient late(tcp_endpoint(), Target(id) + "&session=" + session, Bearer());
+  late.Run(nullptr, 20s);
+  EXPECT_EQ(late.texts, std::vector<json>({{{"type", "error"}, {"error", "not_found"},
+                                            {"message", NoReattachMessage(session, id)}}}));
+  EXPECT_EQ(late.close_code, 4404);
+  ExpectedRow input = ByToken("rest", "sandbox_exec_input");
+  input.rows = ExpectedRow::Rows::kAny;
+  ExpectAudit("the shell left past its grace",
+              {ByToken("rest", "sandbox_exec", "unavailable"), input,
+               ByToken("rest", "sandbox_terminal_reattach", "not_found")});
+}
+
+// A sandbox stopped while its shell waits for a reattach ends the shell: the session is gone.
+TEST_F(TerminalSocketTest, StoppingTheSandboxEndsItsDetachedShell) {
+  std::string id = CreateSandbox();
+  std::string session;
+  TerminalClient client(tcp_endpoint(), Target(id), Bearer());
+  client.Run([&](const json& msg) {
+    if (msg.value("type", "") != "session") return;
+    session = msg.value("session", "");
+    client.conn.Shutdown();
+  }, 30s);
+  ASSERT_FALSE(session.empty()) << client.head;
+  MustTool("sandbox_stop", {{"sandbox", id}});
+  std::this_thread::sleep_for(2s);
+  MustTool("sandbox_start", {{"sandbox", id}});
+  TerminalClient late(tcp_endpoint(), Target(id) + "&session=" + session, Bearer());
+  late.Run(nullptr, 20s);
+  EXPECT_EQ(late.texts, std::vector<json>({{{"type", "error"}, {"error", "not_found"},
+                                            {"message", NoReattachMessage(session, id)}}}));
+  EXPECT_EQ(late.close_code, 4404);
+  ExpectAudit("the shell of a stopped sandbox",
+              {ByToken("rest", "sandbox_exec", "unavailable"), ByToken("rest", "sandbox_terminal_reattach", "not_found")});
 }
 
 // A token revoked while its terminal is open: within the daemon's re-check (5 s) the terminal ends, told why.

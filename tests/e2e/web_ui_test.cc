@@ -1,8 +1,9 @@
 // The web UI in a real browser: tests/browser/ui_test.mjs drives Debian's chromium with puppeteer-core against this
-// fixture's `isb serve` (setup from the fragment link, sign-in, create, terminal, a paste past 64 KiB, upload, egress,
-// live list in eight tabs over one events stream, fast navigation leaving no stream or terminal open, an image pulled
-// from a test registry in the Images page, inspected and removed, every page with no console error or CSP violation,
-// a cross-origin page refused, sign-out). Screenshots are written to <build>/browser-test/.
+// fixture's `isb serve` (setup from the fragment link, sign-in, create, terminal, a reload that finds the same shell,
+// a paste past 64 KiB, upload, egress, live list in eight tabs over one events stream, fast navigation leaving no
+// stream or terminal open, an image pulled from a test registry in the Images page, inspected and removed, every page
+// with no console error or CSP violation, a cross-origin page refused, sign-out). Screenshots are written to
+// <build>/browser-test/.
 #include <unistd.h>
 
 #include <regex>
@@ -48,8 +49,9 @@ TEST_F(E2eTest, TheWebUiDoesEverythingItOffersInARealBrowserWithNoConsoleErrorOr
                                (*registry)->host() + "/test/busybox:1", "--image-digest", *digest},
                               "", std::chrono::minutes(4));
   EXPECT_EQ(run.exit_status, 0) << run.Describe() << "\nthe daemon says:\n" << DaemonLog();
-  for (const char* step : {"ok setup", "ok sign in", "ok create", "ok terminal 42", "ok paste 100000", "ok upload",
-                           "ok egress", "ok live list", "ok one stream for 8 tabs", "ok fast navigation", "ok images", "ok orgs",
+  for (const char* step : {"ok setup", "ok sign in", "ok create", "ok terminal 42", "ok reattach after reload",
+                           "ok paste 100000", "ok upload", "ok egress", "ok live list", "ok one stream for 8 tabs",
+                           "ok fast navigation", "ok images", "ok orgs",
                            "ok audit verify", "ok pages", "ok labels", "ok cross-origin refused", "ok sign out"}) {
     EXPECT_NE(run.out.find(std::string(step) + "\n"), std::string::npos) << step << " did not pass:\n" << run.out;
   }

@@ -413,6 +413,37 @@ TEST_F(ServiceTest, CancelledExecIsKilled) {
   EXPECT_EQ(procs.find("sleep"), std::string::npos) << procs;
 }
 
+// A cancelled command's whole session goes, not only its process group: a child in a group of its own (as an
+// interactive shell on a terminal puts each `cmd &`) is killed with it.
+TEST_F(ServiceTest, CancelledExecsJobsInGroupsOfTheirOwnAreKilledToo) {
+  ExecSpec spec;
+  spec.argv = {"perl", "-e", "if (fork == 0) { setpgrp(0, 0); exec 'sleep', '4242' } exec 'sleep', '4343'"};
+  spec.env = {"PATH=/usr/bin:/bin"};
+  std::atomic<bool> cancel{false};
+  spec.cancelled = [&] { return cancel.load(); };
+  std::thread exec([&] { (void)ExecInSandbox(dir_ + "/control.sock", spec, nullptr); });
+  auto list = [&] {
+    auto ps = Exec({"sh", "-c", "for p in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $p; echo; done 2>/dev/null"});
+    return ps.ok() ? ps->stdout_data : ps.error().message;
+  };
+  std::string procs;
+  for (int i = 0; i < 50 && (procs = list()).find("sleep 4242") == std::string::npos; ++i) ::usleep(100000);
+  // Its own group, so that killing the command's group alone would leave it.
+  auto groups = Exec({"sh", "-c", "for p in /proc/[0-9]*; do case \"$(tr '\\0' ' ' < $p/cmdline 2>/dev/null)\" in "
+                                  "'sleep 4'*) cut -d' ' -f5 $p/stat;; esac; done | sort -u | wc -l"});
+  ASSERT_TRUE(groups.ok());
+  EXPECT_EQ(groups->stdout_data, "2\n") << procs;
+  cancel = true;
+  exec.join();
+  for (int i = 0; i < 20; ++i) {
+    procs = list();
+    if (procs.find("sleep 42") == std::string::npos && procs.find("sleep 43") == std::string::npos) break;
+    ::usleep(100000);
+  }
+  EXPECT_EQ(procs.find("sleep 4242"), std::string::npos) << procs;
+  EXPECT_EQ(procs.find("sleep 4343"), std::string::npos) << procs;
+}
+
 // Whether the caller went away is asked about once a second, not after every piece of output: asking may cost a
 // write to the client (a keep-alive on a stream).
 TEST_F(ServiceTest, AChattyExecAsksWhetherItsCallerLeftAboutOnceASecond) {
