@@ -63,6 +63,8 @@ class PreviewAccess {
   // isb's port for the links' URLs, once the listener has one (a listen port of 0 is chosen at start).
   void SetUrlPort(uint16_t port) { url_port_ = port; }
   const std::string& domain() const { return options_.domain; }
+  // Links are https (through a front that terminates TLS): the preview cookie is Secure.
+  bool secure() const { return options_.url_scheme == "https"; }
 
   // A one-time link to `host` for `caller`. kUnavailable when there is no randomness.
   Result<PreviewLink> Open(const PreviewHost& host, const Identity& caller);

@@ -191,4 +191,42 @@ Status CheckPreviewDomain(std::string_view domain, const std::vector<std::string
   return {};
 }
 
+Result<PreviewBase> ParsePreviewBase(std::string_view value) {
+  PreviewBase base;
+  std::string_view rest = value;
+  for (std::string_view scheme : {std::string_view("https"), std::string_view("http")}) {
+    if (rest.size() > scheme.size() + 3 && rest.substr(0, scheme.size()) == scheme &&
+        rest.substr(scheme.size(), 3) == "://") {
+      base.scheme = std::string(scheme);
+      base.fronted = true;
+      rest.remove_prefix(scheme.size() + 3);
+      break;
+    }
+  }
+  if (!base.fronted && rest.find("://") != std::string_view::npos)
+    return Error::Of(Code::kInvalidArgument, "--preview-domain: '" + std::string(value) +
+                                                 "': the scheme is https or http (https://DOMAIN[:PORT])");
+  if (base.fronted && !rest.empty() && rest.back() == '/') rest.remove_suffix(1);
+  if (rest.find_first_of("/?#@") != std::string_view::npos)
+    return Error::Of(Code::kInvalidArgument, "--preview-domain: '" + std::string(value) +
+                                                 "' has more than a scheme, a domain and a port");
+  if (const size_t colon = rest.rfind(':'); colon != std::string_view::npos) {
+    if (!base.fronted)
+      return Error::Of(Code::kInvalidArgument, "--preview-domain: '" + std::string(value) +
+                                                   "': a port goes with a scheme (https://DOMAIN:PORT); without one, "
+                                                   "links name isb's own port");
+    const std::string_view digits = rest.substr(colon + 1);
+    unsigned port = 0;
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
+    if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size() || port < 1 || port > 65535)
+      return Error::Of(Code::kInvalidArgument,
+                       "--preview-domain: '" + std::string(value) + "': the port is a number from 1 to 65535");
+    const bool usual = (base.scheme == "https" && port == 443) || (base.scheme == "http" && port == 80);
+    base.port = usual ? 0 : static_cast<uint16_t>(port);
+    rest = rest.substr(0, colon);
+  }
+  base.domain = std::string(rest);
+  return base;
+}
+
 }  // namespace isb::api

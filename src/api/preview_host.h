@@ -56,4 +56,17 @@ std::string PreviewHostName(const PreviewHost& host, std::string_view domain);
 // public suffix itself. kInvalidArgument naming the conflict; the list's own error when it cannot be read.
 Status CheckPreviewDomain(std::string_view domain, const std::vector<std::string>& isb_hosts);
 
+// --preview-domain as given: "DOMAIN" (links are http://...DOMAIN:<isb's port>/), or "https://DOMAIN[:PORT]" and
+// "http://DOMAIN[:PORT]" for previews reached through a front (a TLS-terminating proxy with a wildcard certificate):
+// links then name that scheme and port (none: the scheme's own), and under https the preview cookie is Secure.
+struct PreviewBase {
+  std::string domain;
+  std::string scheme = "http";
+  uint16_t port = 0;           // with `fronted`: the links' port, 0 for none
+  bool fronted = false;        // a scheme was given: links do not name isb's own port
+};
+// kInvalidArgument for another scheme, a path, a query, userinfo or a port out of 1..65535; the domain itself is
+// CheckPreviewDomain's to check.
+Result<PreviewBase> ParsePreviewBase(std::string_view value);
+
 }  // namespace isb::api

@@ -141,7 +141,9 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
                   "localhost, 127.0.0.1, ::1 and the listen address (IPv6 without brackets); repeatable");
   cmd->add_option("--preview-domain", opts->preview_domain,
                   "DOMAIN port previews are served under (<port>-<sandbox>-<org>.DOMAIN); default localhost. Not isb's "
-                  "own host name nor a parent of it: best a registrable domain of its own");
+                  "own host name nor a parent of it: best a registrable domain of its own. https://DOMAIN[:PORT] for "
+                  "previews reached through a front that terminates TLS (a wildcard certificate for *.DOMAIN): links "
+                  "then name that scheme and port, not isb's, and the preview cookie is Secure");
   auto recheck = std::make_shared<std::string>("1m");
   cmd->add_option("--preview-recheck", *recheck, "How often a preview's viewer is checked again (membership)")
       ->capture_default_str();

@@ -511,7 +511,7 @@ asio::awaitable<void> PreviewProxy::Impl::Serve(std::shared_ptr<Conn> c, std::st
       // Chosen before the co_await: g++ 12 evaluates both arms of a conditional inside one.
       std::string answer;
       if (spent.ok())
-        answer = OpenedResponse(*spent, false);
+        answer = OpenedResponse(*spent, access_.secure());
       else
         answer = PlainResponse(403, "Forbidden", spent.error().message);
       co_await Answer(*c, answer);

@@ -68,6 +68,7 @@ PreviewService::PreviewService(PreviewServiceOptions options, store::Db& db, ide
     : options_(std::move(options)), db_(db), identity_(identity), events_(events) {
   api::PreviewAccessOptions access;
   access.domain = options_.domain;
+  access.url_scheme = options_.url_scheme;
   access.url_port = options_.url_port;
   access.still_allowed = [this](const api::Identity& caller, const std::string& org) {
     return StillAllowed(db_, identity_, caller, org);

@@ -27,7 +27,8 @@ std::string RunOf(const NetworkOf& network, const std::string& id);
 
 struct PreviewServiceOptions {
   std::string domain = api::kDefaultPreviewDomain;  // --preview-domain
-  uint16_t url_port = 0;                            // isb's port, for links
+  std::string url_scheme = "http";                  // --preview-domain's scheme, for links
+  uint16_t url_port = 0;                            // isb's port (or the front's, given), for links
   // How often every session's viewer is checked again (--preview-recheck; a minute by the spec).
   std::chrono::milliseconds recheck = std::chrono::minutes(1);
   // PreviewProxyOptions::response_timeout (--preview-response-timeout).

@@ -91,10 +91,14 @@ int Serve(const ServeOptions& options) {
   auto listen = api::ParseListenAddress(options.listen);
   if (!listen.ok()) return Fail(listen.error().message, kExitUsage);
   if (auto st = api::CheckListenAddress(listen->host); !st.ok()) return Fail(st.error().message, kExitUsage);
+  api::PreviewBase preview_base;
   if (!options.preview_domain.empty()) {
+    Result<api::PreviewBase> base = api::ParsePreviewBase(options.preview_domain);
+    if (!base.ok()) return Fail(base.error().message, kExitUsage);
+    preview_base = std::move(*base);
     std::vector<std::string> isb_hosts = options.allow_hosts;
     isb_hosts.push_back(listen->host);
-    if (auto st = api::CheckPreviewDomain(options.preview_domain, isb_hosts); !st.ok())
+    if (auto st = api::CheckPreviewDomain(preview_base.domain, isb_hosts); !st.ok())
       return Fail(st.error().message, kExitUsage);
   }
 
@@ -284,7 +288,11 @@ int Serve(const ServeOptions& options) {
       .recheck = options.preview_recheck,
       .response_timeout = options.preview_response_timeout,
       .network = [&manager](const std::string& id) { return manager.Network(id); }};
-  if (!options.preview_domain.empty()) preview_options.domain = options.preview_domain;
+  if (!preview_base.domain.empty()) {
+    preview_options.domain = preview_base.domain;
+    preview_options.url_scheme = preview_base.scheme;
+    preview_options.url_port = preview_base.port;
+  }
   // The listener's rule for loopback peers (a tunnel in front brings everyone from there) holds for previews too.
   preview_options.limit_loopback_peers = api::HttpServerOptions{}.limit_loopback_peers;
   PreviewService previews(preview_options, **db, **identity, events);
@@ -511,7 +519,7 @@ int Serve(const ServeOptions& options) {
     return web_auth.Authenticate(req);
   });
   if (auto st = server.Start(); !st.ok()) return Fail(st.error().message);
-  previews.access().SetUrlPort(server.port());
+  if (!preview_base.fronted) previews.access().SetUrlPort(server.port());  // a front's links name its own
 
   // 7. The reaper.
   Mutex mu;

@@ -44,6 +44,26 @@ TEST(PreviewAccessTest, ALinkNamesThePreviewHostAndIsGoodOnce) {
   EXPECT_TRUE(c.access.Check(spent->cookie, kHost).ok());
 }
 
+// Behind a front that terminates TLS (--preview-domain https://DOMAIN[:PORT]): the link names its scheme and port,
+// and the cookie is to be Secure.
+TEST(PreviewAccessTest, AFrontedLinkNamesTheFrontsSchemeAndPort) {
+  PreviewAccessOptions fronted;
+  fronted.domain = "previews.example.net";
+  fronted.url_scheme = "https";
+  PreviewAccess https(fronted);
+  auto link = https.Open(kHost, Identity::Host());
+  ASSERT_TRUE(link.ok());
+  EXPECT_EQ(link->url, "https://8080-sb-0123456789abcdef-acme.previews.example.net/.isb-preview/" + TokenOf(*link));
+  EXPECT_TRUE(https.secure());
+  fronted.url_port = 8443;
+  PreviewAccess port(fronted);
+  link = port.Open(kHost, Identity::Host());
+  ASSERT_TRUE(link.ok());
+  EXPECT_EQ(link->url,
+            "https://8080-sb-0123456789abcdef-acme.previews.example.net:8443/.isb-preview/" + TokenOf(*link));
+  EXPECT_FALSE(PreviewAccess(PreviewAccessOptions{}).secure());
+}
+
 TEST(PreviewAccessTest, AnExpiredLinkIsRefused) {
   Clocked c;
   auto link = c.access.Open(kHost, Identity::Host());

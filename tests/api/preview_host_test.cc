@@ -81,6 +81,47 @@ TEST(PreviewHostTest, APreviewDomainMayNotBeIsbsHostNorItsParent) {
             "previews.example.net");
 }
 
+TEST(PreviewHostTest, ThePreviewDomainFlagTakesADomainOrASchemeDomainAndPort) {
+  auto plain = ParsePreviewBase("previews.example.net");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->domain, "previews.example.net");
+  EXPECT_EQ(plain->scheme, "http");
+  EXPECT_FALSE(plain->fronted);
+  auto https = ParsePreviewBase("https://previews.example.net/");
+  ASSERT_TRUE(https.ok());
+  EXPECT_EQ(https->domain, "previews.example.net");
+  EXPECT_EQ(https->scheme, "https");
+  EXPECT_EQ(https->port, 0);
+  EXPECT_TRUE(https->fronted);
+  auto port = ParsePreviewBase("https://previews.example.net:8443");
+  ASSERT_TRUE(port.ok());
+  EXPECT_EQ(port->port, 8443);
+  auto usual = ParsePreviewBase("https://previews.example.net:443");
+  ASSERT_TRUE(usual.ok());
+  EXPECT_EQ(usual->port, 0) << "the scheme's own port is not written";
+  auto http = ParsePreviewBase("http://previews.example.net:8080");
+  ASSERT_TRUE(http.ok());
+  EXPECT_EQ(http->scheme, "http");
+  EXPECT_EQ(http->port, 8080);
+  EXPECT_TRUE(http->fronted);
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"ftp://previews.example.net", "': the scheme is https or http (https://DOMAIN[:PORT])"},
+      {"https://previews.example.net/app", "' has more than a scheme, a domain and a port"},
+      {"https://me@previews.example.net", "' has more than a scheme, a domain and a port"},
+      {"https://previews.example.net?x", "' has more than a scheme, a domain and a port"},
+      {"previews.example.net:8443",
+       "': a port goes with a scheme (https://DOMAIN:PORT); without one, links name isb's own port"},
+      {"https://previews.example.net:0", "': the port is a number from 1 to 65535"},
+      {"https://previews.example.net:65536", "': the port is a number from 1 to 65535"},
+      {"https://previews.example.net:", "': the port is a number from 1 to 65535"}};
+  for (const auto& [value, why] : refused) {
+    auto r = ParsePreviewBase(value);
+    ASSERT_FALSE(r.ok()) << value;
+    EXPECT_EQ(r.error().code, Code::kInvalidArgument);
+    EXPECT_EQ(r.error().message, "--preview-domain: '" + value + why);
+  }
+}
+
 TEST(PreviewHostTest, AFieldScanReadsNoLineAsARequestLineAndStopsAtTheHeadsEnd) {
   EXPECT_EQ(ScanHostField("X http://isb.example/ y\r\nhost:  a.localhost \r\nHost: b\r\n\r\n"), "a.localhost");
   EXPECT_EQ(ScanHostField("Host: a\r\n"), "a");

@@ -283,6 +283,33 @@ TEST_F(PreviewTest, AWebSocketPassesThrough) {
   EXPECT_EQ(ws->got(), std::string("\x81\x0a") + "echo:hello");
 }
 
+// Behind a front that terminates TLS (--preview-domain https://DOMAIN): the link names https and no port, and the
+// cookie the front passes on is Secure; the front forwards the preview's Host as it is, and the app answers.
+TEST_F(PreviewTest, UnderAnHttpsPreviewDomainTheLinkIsHttpsAndTheCookieSecure) {
+  ASSERT_EQ(StopDaemon(), 0);
+  StartDaemon({"--preview-recheck", "1s", "--preview-domain", "https://previews.isb-test.net"});
+  const std::string id = SandboxWithApp();
+  json link = MustTool("sandbox_port_open", {{"sandbox", id}, {"port", kAppPort}});
+  const std::string host = std::to_string(kAppPort) + "-" + id + "-default.previews.isb-test.net";
+  const std::string url = link.value("url", "");
+  const std::string prefix = "https://" + host + "/.isb-preview/";
+  ASSERT_EQ(url.rfind(prefix, 0), 0u) << url;
+  ASSERT_EQ(url.size(), prefix.size() + 64) << url;
+  const std::string spent = Raw(host, url.substr(url.find("/.isb-preview/")));
+  std::smatch m;
+  const std::vector<std::string> cookies = FieldLines(spent, "Set-Cookie");
+  ASSERT_EQ(cookies.size(), 1u) << spent;
+  ASSERT_TRUE(std::regex_match(
+      cookies[0], m,
+      std::regex("isb_preview=([0-9a-f]{64}); Path=/; Max-Age=28800; HttpOnly; SameSite=Strict; Secure")))
+      << spent;
+  const std::string raw = Raw(host, "/echo", {"Cookie: isb_preview=" + m[1].str()});
+  ASSERT_EQ(raw.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << raw;
+  HttpResponse r = ParseHttpResponse(raw);
+  ASSERT_TRUE(r.j.is_object()) << raw;
+  EXPECT_EQ(r.j["headers"][0], json::array({"Host", host})) << "the app sees the preview's host as the front gave it";
+}
+
 // An app that takes a request and never answers: the browser gets the proxy's own 504 once the response timeout (1 s
 // here) has passed, the app sees its connection closed, and neither the sandbox nor the daemon holds anything more.
 TEST_F(PreviewTest, AnAppThatNeverAnswersGetsTheBrowserA504AndItsConnectionIsClosed) {
