@@ -492,6 +492,22 @@ TEST_F(EgressServiceTest, AnAdoptedVethOfTheOlderNamingIsRemovedNotLeftUnconfine
   });
 }
 
+// An adopted sandbox is counted from 0 by this daemon (sandbox_usage's network bytes of a sandbox the daemon
+// adopted), and its counters go when it is released.
+TEST_F(EgressServiceTest, AnAdoptedSandboxsNetworkBytesAreCountedFromZero) {
+  InHost([&] {
+    Result<std::unique_ptr<EgressService>> svc = StartOn();
+    ASSERT_TRUE(svc.ok()) << svc.error().message;
+    EgressService& egress = **svc;
+    EXPECT_EQ(egress.NetworkBytes("sb-1"), std::nullopt);
+    Status adopted = egress.Adopt("sb-1", 2, *ParseSandboxEgress(nlohmann::json::array({"a.example.com"})), "default");
+    ASSERT_TRUE(adopted.ok()) << adopted.error().message;
+    EXPECT_EQ(egress.NetworkBytes("sb-1"), (egress::TrafficTotals{0, 0}));
+    egress.Release("sb-1");
+    EXPECT_EQ(egress.NetworkBytes("sb-1"), std::nullopt);
+  });
+}
+
 // A default Debian does not forward IPv4, so an open sandbox would reach nothing: attaching one turns forwarding on,
 // having recorded first that isb did, and the host then routes sandboxes only (the forward chain ends in a drop), so
 // a machine on its LAN that it did not route before is not routed now either. It stays so after the sandbox goes.

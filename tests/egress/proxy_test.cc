@@ -631,6 +631,31 @@ TEST_F(ProxyTest, ATunnelsBytesAreCountedForItsSandboxUntilItIsForgotten) {
   EXPECT_EQ(proxy_->stats().bytes_up.load(), 16u) << "the totals count it all the same";
 }
 
+// A connection keeps the counters it found when it began: forgotten (its sandbox removed) while it still runs, it
+// counts on into them, never into the entry tracked afresh under that id, and nothing is freed under it.
+TEST_F(ProxyTest, AConnectionOutlivingItsForgottenCountersNeverCountsIntoANewEntry) {
+  RestartAsExplicitProxy(TestClassifier);
+  proxy_->traffic().Track("sb1");
+  Fd c = Connect();
+  SendAll(c.get(), "CONNECT allowed.test:443 HTTP/1.1\r\nHost: allowed.test:443\r\n\r\nhello");
+  EXPECT_EQ(ReadN(c.get(), 39 + 5), "HTTP/1.1 200 Connection established\r\n\r\nhello");
+  EXPECT_EQ(proxy_->traffic().Read("sb1"), (TrafficTotals{5, 5}));
+  proxy_->traffic().Forget("sb1");
+  proxy_->traffic().Track("sb1");
+  SendAll(c.get(), "later!");
+  EXPECT_EQ(ReadN(c.get(), 6), "later!");
+  c = Fd();
+  WaitForNoConnection();
+  EXPECT_EQ(proxy_->traffic().Read("sb1"), (TrafficTotals{0, 0}));
+  EXPECT_EQ(proxy_->stats().bytes_up.load(), 11u);
+  Fd d = Connect();
+  SendAll(d.get(), "CONNECT allowed.test:443 HTTP/1.1\r\nHost: allowed.test:443\r\n\r\nnew");
+  EXPECT_EQ(ReadN(d.get(), 39 + 3), "HTTP/1.1 200 Connection established\r\n\r\nnew");
+  d = Fd();
+  WaitForNoConnection();
+  EXPECT_EQ(proxy_->traffic().Read("sb1"), (TrafficTotals{3, 3}));
+}
+
 // Small messages go through a buffer and bulk through splice: one connection switches between the two ways and
 // back, each message arriving whole and in order.
 // Request bodies (framed by Content-Length) too; a bulk body is followed by the next request head.
