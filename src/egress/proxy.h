@@ -113,7 +113,8 @@ class Proxy {
   ~Proxy();  // stops accepting, closes every connection, joins its threads
   uint16_t port() const;
   const ProxyStats& stats() const;
-  // Each tracked sandbox's bytes, counted where they are relayed (what ProxyStats' bytes_up and bytes_down add up).
+  // Each tracked sandbox's bytes, counted where they are relayed. ProxyStats' bytes_up and bytes_down count the same
+  // bytes, but an intercepted connection's only when it ends: while one is open, its sandbox's count is ahead.
   SandboxTraffic& traffic();
 
   class Impl;

@@ -29,7 +29,8 @@ struct TrafficTotals {
 // a network: the daemon tracks one when it gives it a network and forgets it when it releases it.
 class SandboxTraffic {
  public:
-  // Counting of `sandbox` starts at 0; a sandbox tracked already keeps its counts (a stopped sandbox started again).
+  // Counting of `sandbox` starts at 0; a sandbox tracked already keeps its counts. (A stop does not forget a sandbox,
+  // only its removal does: a stopped sandbox started again goes on from its counts.)
   void Track(const std::string& sandbox);
   // The sandbox is gone: its entry goes. A connection of it still open counts on into the counters it holds,
   // which nobody reads any more and which go with the connection.

@@ -260,9 +260,6 @@ TEST_F(EgressTest, AListedSandboxReachesItsNamesAndNothingElse) {
   EXPECT_EQ(Curl(none, {"-o", "/dev/null", "-w", "%{exitcode}", "http://" + host_end + "/"}), "7");
 }
 
-// kill -9 of the daemon leaves its sandboxes confined: the host-side rules are the kernel's, not the daemon's, so
-// while it is down nothing but the proxy's redirects leaves a sandbox, and those find nothing. A new daemon adopts
-// each sandbox's network with its list as last changed: the changed list works, the name it replaced is refused.
 // sandbox_usage's network bytes are what the proxy relayed for that sandbox: a download of a known size through
 // the transparent path (relayed untouched) is in its next sample to the byte, the request it sent too, and another
 // sandbox with the same list that sent nothing has 0 both ways.
@@ -297,7 +294,7 @@ TEST_F(EgressTest, UsageCountsTheBytesTheProxyRelayedForEachSandbox) {
     }
     return last;
   };
-  json mine = last_sample(id, kBody);
+  json mine = last_sample(id, header + download);
   ASSERT_TRUE(mine.is_object()) << "no sample of " << id;
   EXPECT_EQ(mine["net_rx_bytes"].get<uint64_t>(), header + download) << mine.dump() << " " << sizes;
   EXPECT_EQ(mine["net_tx_bytes"].get<uint64_t>(), request) << mine.dump() << " " << sizes;
@@ -320,6 +317,9 @@ TEST_F(EgressTest, UsageCountsTheBytesTheProxyRelayedForEachSandbox) {
   EXPECT_EQ(theirs["net_tx_bytes"], 0) << theirs.dump();
 }
 
+// kill -9 of the daemon leaves its sandboxes confined: the host-side rules are the kernel's, not the daemon's, so
+// while it is down nothing but the proxy's redirects leaves a sandbox, and those find nothing. A new daemon adopts
+// each sandbox's network with its list as last changed: the changed list works, the name it replaced is refused.
 TEST_F(EgressTest, ASandboxStaysConfinedWhileTheDaemonIsDownAndKeepsItsLastListAfter) {
   StartOriginAndPin({"allowed.test", "other.test"});
   std::string id = CreateSandbox({{"egress", {"allowed.test:80"}}});
