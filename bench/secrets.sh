@@ -155,3 +155,7 @@ bulk_vs_mitm=$(ratio "$(median "$tmp/bulk.isb")" "$(median "$tmp/bulk.mitmproxy"
 echo "   isb/mitmproxy ${bulk_vs_mitm}x (target >= 4: $(verdict "$bulk_vs_mitm" 4)); isb/pass" \
   "$(ratio "$(median "$tmp/bulk.isb")" "$(median "$tmp/bulk.pass")"); isb/direct" \
   "$(ratio "$(median "$tmp/bulk.isb")" "$(median "$tmp/bulk.direct")")"
+# The floor of the bulk target: curl and the origin alone (direct) on the same cores; no proxy can pass it.
+echo "   the floor: direct/mitmproxy $(ratio "$(median "$tmp/bulk.direct")" "$(median "$tmp/bulk.mitmproxy")")x" \
+  "(curl and the origin alone, no proxy, on the same cores: the most any proxy could reach here); proxy CPU per" \
+  "download: mitmproxy/isb $(ratio "$(median "$tmp/bulk.mitmproxy" 2)" "$(median "$tmp/bulk.isb" 2)")x"
