@@ -87,7 +87,8 @@ add_executable(isb_api_tests
   tests/api/usage_store_test.cc
   tests/api/events_http_test.cc
   tests/api/websocket_session_test.cc
-  tests/api/terminal_sessions_test.cc)
+  tests/api/terminal_sessions_test.cc
+  tests/api/terminal_socket_unit_test.cc)
 target_link_libraries(isb_api_tests PRIVATE isb_http isb_tools GTest::gtest_main)
 target_include_directories(isb_api_tests PRIVATE ${CMAKE_SOURCE_DIR}/tests)
 gtest_discover_tests(isb_api_tests DISCOVERY_MODE PRE_TEST)

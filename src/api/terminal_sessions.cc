@@ -1,6 +1,7 @@
 // TerminalSessions: detached shells, their output rings, and the threads of their execs.
 #include "api/terminal_sessions.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "api/json_util.h"
@@ -80,6 +81,12 @@ void TerminalSession::Cancel() {
   cancelled_ = true;
 }
 
+std::optional<std::chrono::steady_clock::time_point> TerminalSession::WaitingSince() const {
+  MutexLock lock(mu_);
+  if (screen_ != nullptr || cancelled_ || ended_ || id_.empty()) return std::nullopt;
+  return detached_at_;
+}
+
 void TerminalSession::Attach(TerminalScreen* screen, uint64_t seen) {
   MutexLock lock(mu_);
   if (screen_ != nullptr && screen_ != screen) screen_->Close(kTerminalTakenOverCode, kTerminalTakenOverReason);
@@ -157,6 +164,19 @@ void TerminalSessions::Stop() {
     finished_.clear();
   }
   for (std::thread& t : threads) t.join();
+}
+
+void TerminalSessions::KeepDetachedWithin(const std::string& subject, size_t most) {
+  std::vector<std::pair<std::chrono::steady_clock::time_point, TerminalSession*>> waiting;
+  MutexLock lock(mu_);
+  for (auto& [key, r] : running_) {
+    if (r.session->owner().subject != subject) continue;
+    if (std::optional<std::chrono::steady_clock::time_point> since = r.session->WaitingSince())
+      waiting.emplace_back(*since, r.session.get());
+  }
+  if (waiting.size() <= most) return;
+  std::sort(waiting.begin(), waiting.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (size_t i = 0; i + most < waiting.size(); ++i) waiting[i].second->Cancel();
 }
 
 size_t TerminalSessions::size() const {

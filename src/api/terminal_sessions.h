@@ -14,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -37,6 +38,9 @@ inline constexpr uint16_t kTerminalTakenOverCode = 4000;
 inline constexpr char kTerminalTakenOverReason[] = "the terminal was attached from another connection";
 inline constexpr uint16_t kTerminalNoSessionCode = 4404;
 inline constexpr char kTerminalNoSessionReason[] = "no terminal session to reattach";
+// The most shells one caller may leave waiting for a reattach, across every sandbox: a detached shell holds no
+// connection (nor the stream slot the account's limit counts), so past this the oldest waiting one ends.
+inline constexpr size_t kMaxDetachedTerminals = 4;
 
 // The latest output of a terminal: at most `capacity` bytes, the oldest dropped first and never part of a UTF-8
 // character (a cut in the middle drops the rest of that character too). Bytes are counted from the terminal's start,
@@ -102,6 +106,8 @@ class TerminalSession {
   bool Over() const;
   // Ends the shell (the exec sees Over()).
   void Cancel();
+  // Since when it waits for a reattach with no connection; nullopt while attached, and once ended or cancelled.
+  std::optional<std::chrono::steady_clock::time_point> WaitingSince() const;
 
   // From a connection: attaches `screen` in place of the connection attached now (closed with
   // kTerminalTakenOverCode), and sends it the session message with the offset its output starts at, then the output
@@ -145,6 +151,8 @@ class TerminalSessions {
   Result<std::shared_ptr<TerminalSession>> Find(const std::string& id, const TerminalOwner& who) const;
   // Cancels every session and waits for their execs to end (a daemon that stops leaves no shell behind).
   void Stop();
+  // Ends the longest-waiting detached shells of `subject` past `most` of them (kMaxDetachedTerminals).
+  void KeepDetachedWithin(const std::string& subject, size_t most);
   size_t size() const;
 
  private:

@@ -65,6 +65,9 @@ class SocketScreen : public TerminalScreen {
 
 // One connection to a terminal session: the client's messages, as the sandbox_exec_input and sandbox_exec_resize
 // calls they stand for, made with the connection's own caller context.
+constexpr char kTerminalMessageShape[] =
+    "a text message is {\"type\":\"input\",\"data\":...} or {\"type\":\"resize\",\"rows\":R,\"cols\":C}";
+
 class TerminalClient {
  public:
   TerminalClient(const Registry& registry, json sandbox, CallContext ctx)
@@ -75,8 +78,21 @@ class TerminalClient {
   // for a reattach otherwise.
   void Serve(WebSocketSession& ws, SocketScreen& screen, TerminalSession& session,
              const std::function<bool()>& stopping) {
+    // However Serve ends, the session lets go of this connection's screen (it lives on this stack): on a throw the
+    // shell ends with it.
+    struct Detacher {
+      TerminalSession& session;
+      SocketScreen* screen;
+      bool end = true;
+      ~Detacher() { session.Detach(screen, end); }
+    } detacher{session, &screen};
     while (std::optional<WebSocketSession::Message> message = ws.Read()) {
-      Status done = Forward(session.id(), *message);
+      Status done;
+      try {
+        done = Forward(session.id(), *message);
+      } catch (const std::exception&) {  // a message no check foresaw: refused as one that is not understood
+        done = Error::Of(Code::kInvalidArgument, kTerminalMessageShape);
+      }
       if (!done.ok()) (void)ws.Send(op::kText, Dump(ErrorMessage(done.error())));
     }
     // The server stops, or the caller's credential or access changed (the HTTP server asks again as it runs): the
@@ -84,7 +100,7 @@ class TerminalClient {
     const bool stopped = stopping();
     if (stopped && !ws.broken()) ws.Close(net::ws_close::kPolicy, kTerminalStoppedReason);
     const uint16_t peer = ws.peer_close_code();
-    session.Detach(&screen, stopped || peer == net::ws_close::kNormal || peer == net::ws_close::kNoStatus);
+    detacher.end = stopped || peer == net::ws_close::kNormal || peer == net::ws_close::kNoStatus;
   }
 
   Status Resize(const std::string& session, uint16_t rows, uint16_t cols) {
@@ -103,7 +119,9 @@ class TerminalClient {
     json call = {{"sandbox", sandbox_}, {"session", session}};
     if (message.opcode == op::kBinary) return Input(call, message.data, /*text=*/false);
     ISB_ASSIGN_OR_RETURN(json control, ParseJson(message.data));
-    const std::string type = control.is_object() ? control.value("type", "") : "";
+    const std::string type = control.is_object() && control.contains("type") && control["type"].is_string()
+                                 ? control["type"].get<std::string>()
+                                 : "";
     if (type == "input" && control.contains("data") && control["data"].is_string())
       return Input(call, control["data"].get<std::string>(), /*text=*/true);
     if (type == "resize" && control.contains("rows") && control.contains("cols")) {
@@ -113,8 +131,7 @@ class TerminalClient {
       (void)ignored;
       return {};
     }
-    return Error::Of(Code::kInvalidArgument, "a text message is {\"type\":\"input\",\"data\":...} or "
-                                             "{\"type\":\"resize\",\"rows\":R,\"cols\":C}");
+    return Error::Of(Code::kInvalidArgument, kTerminalMessageShape);
   }
 
   // Input in calls of at most kMaxTerminalInputBytes each (a paste may be larger than one call takes); text is cut
@@ -237,6 +254,7 @@ Response TerminalSocket::Handle(const Request& req, const Identity& who) const {
       RunShell(registry, exec, input, run_ctx, sessions, session);
     });
     client.Serve(ws, screen, *session, stopping);
+    sessions.KeepDetachedWithin(owner.subject, kMaxDetachedTerminals);
   };
   return r;
 }
@@ -259,8 +277,9 @@ Response TerminalSocket::Reattach(const Request& req, const Identity& who, const
   const bool sized = !req.QueryParam("rows").empty() && !req.QueryParam("cols").empty();
   const auto rows = input["rows"].get<uint16_t>(), cols = input["cols"].get<uint16_t>();
   TerminalClient client(registry_, sandbox, std::move(ctx));
-  r.upgraded = [found = std::move(found), client = std::move(client), seen = SeenParam(req), sized, rows, cols](
-                   int fd, std::string_view pending, const std::function<bool()>& stopping) mutable {
+  r.upgraded = [found = std::move(found), client = std::move(client), seen = SeenParam(req), sized, rows, cols,
+                &sessions = *sessions_, subject = who.Subject()](int fd, std::string_view pending,
+                                                                 const std::function<bool()>& stopping) mutable {
     WebSocketSession ws(fd, pending, stopping);
     if (!found.ok()) {
       (void)ws.Send(op::kText, Dump(ErrorMessage(found.error())));
@@ -277,6 +296,7 @@ Response TerminalSocket::Reattach(const Request& req, const Identity& who, const
         (void)ws.Send(op::kText, Dump(ErrorMessage(resized.error())));
     }
     client.Serve(ws, screen, session, stopping);
+    sessions.KeepDetachedWithin(subject, kMaxDetachedTerminals);
   };
   return r;
 }

@@ -12,10 +12,12 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <dirent.h>
+#include <linux/magic.h>
 #include <sched.h>
 #include <termios.h>
 
@@ -446,7 +448,7 @@ pid_t SessionOf(int proc, const char* name) {
   if (len + sizeof "/stat" > sizeof path) return -1;
   std::memcpy(path, name, len);
   std::memcpy(path + len, "/stat", sizeof "/stat");
-  int fd = ::openat(proc, path, O_RDONLY | O_CLOEXEC);
+  int fd = ::openat(proc, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
   if (fd < 0) return -1;
   char buf[256];
   ssize_t n = ::read(fd, buf, sizeof buf - 1);
@@ -477,6 +479,13 @@ void KillSession(pid_t sid) {
   for (int pass = 0; pass < 4; ++pass) {
     int proc = ::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (proc < 0) return;
+    // Only the kernel's: the sandbox's root may have mounted something else over /proc (a FIFO for a stat file
+    // would hold init, and every exec with it).
+    struct statfs fs{};
+    if (::fstatfs(proc, &fs) != 0 || fs.f_type != PROC_SUPER_MAGIC) {
+      ::close(proc);
+      return;
+    }
     bool found = false;
     long n = 0;
     while ((n = ::syscall(SYS_getdents64, proc, entries, sizeof entries)) > 0) {

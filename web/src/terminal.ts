@@ -17,6 +17,7 @@ const RETRY_MS = 1000;  // doubled after each try: 1 + 2 + 4 + 8 + 16 s, within 
 const INPUT_CHUNK = 64 * 1024;  // the daemon's kMaxTerminalInputBytes
 // The daemon's close codes (api/terminal_sessions.h): another connection attached to the session, and a reattach
 // that found no session of this caller's.
+const CLOSE_POLICY = 1008;
 const CLOSE_TAKEN_OVER = 4000;
 const CLOSE_NO_SESSION = 4404;
 
@@ -27,6 +28,7 @@ export class TerminalView {
   private socket: WebSocket | null = null;
   private ready = false;
   private ended = false;
+  private lastError = '';  // the last error message of this connection, told again when it closes
   private status: HTMLElement;
   private reconnect: HTMLButtonElement;
   private observer: ResizeObserver;
@@ -102,6 +104,7 @@ export class TerminalView {
     this.socket?.close();
     this.ready = false;
     this.ended = false;
+    this.lastError = '';
     this.reconnect.hidden = true;
     const reattach = this.session;
     this.setStatus(reattach ? 'reattaching' : 'connecting');
@@ -140,11 +143,11 @@ export class TerminalView {
         this.remember(null);
         this.setStatus('the shell exited (' + msg.exit_code + ')');
       } else if (msg.type === 'error') {
-        // The server ended it (the idle limit, a revoked session) or it is gone: say why, and open no new shell by
-        // itself.
-        this.ended = true;
-        this.remember(null);
-        this.setStatus(typeof msg.message === 'string' && msg.message ? msg.message : 'the terminal ended');
+        // Said, and kept for the close that may follow: an error that ends the shell (the idle limit, a revoked
+        // session) comes before a close that says so; one about a message (input the shell did not take in time, a
+        // resize) leaves the shell and this connection as they are.
+        this.lastError = typeof msg.message === 'string' && msg.message ? msg.message : 'the terminal ended';
+        this.setStatus(this.lastError);
       }
     };
     ws.onclose = (ev) => {
@@ -168,9 +171,12 @@ export class TerminalView {
         return;
       }
       if (this.ended) return;
-      if (ev.code === 1000) {  // a normal close is the server's choice, not a lost connection
+      // A normal close is the server's choice, not a lost connection; a policy close (1008) is the server stopping
+      // or the caller's access ending: a reattach would be refused.
+      if (ev.code === 1000 || ev.code === CLOSE_POLICY) {
+        this.ended = true;
         this.remember(null);
-        this.setStatus('the terminal ended');
+        this.setStatus(this.lastError || ev.reason || 'the terminal ended');
         return;
       }
       // A connection lost while a shell runs (a network change, a daemon restart): attach to it again, a few times.
