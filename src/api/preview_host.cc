@@ -195,7 +195,7 @@ Result<PreviewBase> ParsePreviewBase(std::string_view value) {
   PreviewBase base;
   std::string_view rest = value;
   for (std::string_view scheme : {std::string_view("https"), std::string_view("http")}) {
-    if (rest.size() > scheme.size() + 3 && rest.substr(0, scheme.size()) == scheme &&
+    if (rest.size() > scheme.size() + 3 && EqualsIgnoreCase(rest.substr(0, scheme.size()), scheme) &&
         rest.substr(scheme.size(), 3) == "://") {
       base.scheme = std::string(scheme);
       base.fronted = true;
@@ -207,6 +207,9 @@ Result<PreviewBase> ParsePreviewBase(std::string_view value) {
     return Error::Of(Code::kInvalidArgument, "--preview-domain: '" + std::string(value) +
                                                  "': the scheme is https or http (https://DOMAIN[:PORT])");
   if (base.fronted && !rest.empty() && rest.back() == '/') rest.remove_suffix(1);
+  if (!rest.empty() && rest.front() == '[')
+    return Error::Of(Code::kInvalidArgument, "--preview-domain: '" + std::string(value) +
+                                                 "': previews are served under a DNS name, not an address");
   if (rest.find_first_of("/?#@") != std::string_view::npos)
     return Error::Of(Code::kInvalidArgument, "--preview-domain: '" + std::string(value) +
                                                  "' has more than a scheme, a domain and a port");

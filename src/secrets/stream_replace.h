@@ -50,9 +50,10 @@ class ReplaceSet {
   std::vector<Replacement> pairs_;
   std::vector<Node> nodes_;
   int32_t root_next_[256];
-  // The bytes that start a needle, when there are few (most sets: a value's forms begin with a handful): the scan
-  // for them takes 16 bytes a step.
-  static constexpr size_t kFewStarts = 6;
+  // The bytes that start a needle, when there are few (one or two secrets' values: each value's forms begin with
+  // about four): the scan for them takes 16 bytes a step. More (many secrets, or rotated values that begin
+  // differently) and the table is read byte by byte.
+  static constexpr size_t kFewStarts = 8;
   uint8_t starts_[kFewStarts] = {};
   size_t start_count_ = 0;  // 0: too many, the table is read byte by byte
   size_t longest_ = 0;

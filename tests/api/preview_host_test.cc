@@ -99,6 +99,9 @@ TEST(PreviewHostTest, ThePreviewDomainFlagTakesADomainOrASchemeDomainAndPort) {
   auto usual = ParsePreviewBase("https://previews.example.net:443");
   ASSERT_TRUE(usual.ok());
   EXPECT_EQ(usual->port, 0) << "the scheme's own port is not written";
+  auto upper = ParsePreviewBase("HTTPS://previews.example.net");
+  ASSERT_TRUE(upper.ok());
+  EXPECT_EQ(upper->scheme, "https") << "a scheme is read whatever its case";
   auto http = ParsePreviewBase("http://previews.example.net:8080");
   ASSERT_TRUE(http.ok());
   EXPECT_EQ(http->scheme, "http");
@@ -113,7 +116,8 @@ TEST(PreviewHostTest, ThePreviewDomainFlagTakesADomainOrASchemeDomainAndPort) {
        "': a port goes with a scheme (https://DOMAIN:PORT); without one, links name isb's own port"},
       {"https://previews.example.net:0", "': the port is a number from 1 to 65535"},
       {"https://previews.example.net:65536", "': the port is a number from 1 to 65535"},
-      {"https://previews.example.net:", "': the port is a number from 1 to 65535"}};
+      {"https://previews.example.net:", "': the port is a number from 1 to 65535"},
+      {"https://[2001:db8::1]:8443", "': previews are served under a DNS name, not an address"}};
   for (const auto& [value, why] : refused) {
     auto r = ParsePreviewBase(value);
     ASSERT_FALSE(r.ok()) << value;
