@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -43,17 +44,15 @@ Contexts MakeContexts() {
   return c;
 }
 
-// A server channel that writes `data` once the handshake is done, and a client channel that reads it after the
-// bytes had time to arrive, in reads of at most `piece`: the size of each read.
-std::vector<size_t> ReadsOf(const std::string& data, size_t piece, std::string& got) {
+// A server and a client channel over one loopback connection, on one event loop: each side's `part` runs once its
+// handshake is done; the server's connection stays until the client's part has returned.
+using Part = std::function<asio::awaitable<void>(TlsChannel& channel)>;
+void OverLoopback(const Part& server_part, const Part& client_part) {
   Contexts ctx = MakeContexts();
-
   asio::io_context io;
   tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::address_v4::loopback(), 0));
   tcp::socket server_socket(io), client_socket(io);
-  asio::steady_timer hold(io, std::chrono::seconds(20));  // the server's connection stays until the client is done
-  std::vector<size_t> reads;
-  Status server_status = Error::Msg("not run"), client_status = Error::Msg("not run");
+  asio::steady_timer hold(io, std::chrono::seconds(20));
   asio::co_spawn(
       io,
       [&]() -> asio::awaitable<void> {
@@ -61,9 +60,9 @@ std::vector<size_t> ReadsOf(const std::string& data, size_t piece, std::string& 
         SslPtr ssl(SSL_new(ctx.server.get()));
         SSL_set_accept_state(ssl.get());
         TlsChannel channel(server_socket, std::move(ssl), std::chrono::seconds(10));
-        Status status = co_await channel.Handshake();
-        if (status.ok()) status = co_await channel.Write(data);
-        server_status = status;
+        Status handshake = co_await channel.Handshake();
+        EXPECT_TRUE(handshake.ok()) << handshake.error().message;
+        if (handshake.ok()) co_await server_part(channel);
         co_await hold.async_wait(asio::as_tuple(asio::use_awaitable));
       },
       asio::detached);
@@ -74,10 +73,32 @@ std::vector<size_t> ReadsOf(const std::string& data, size_t piece, std::string& 
         SslPtr ssl(SSL_new(ctx.client.get()));
         SSL_set_connect_state(ssl.get());
         TlsChannel channel(client_socket, std::move(ssl), std::chrono::seconds(10));
-        Status status = co_await channel.Handshake();
+        Status handshake = co_await channel.Handshake();
+        EXPECT_TRUE(handshake.ok()) << handshake.error().message;
+        if (handshake.ok()) co_await client_part(channel);
+        hold.cancel();
+      },
+      asio::detached);
+  io.run();
+}
+
+// Waits `wait` on the channel's event loop.
+asio::awaitable<void> Pause(TlsChannel& channel, std::chrono::milliseconds wait) {
+  asio::steady_timer timer(channel.socket().get_executor(), wait);
+  co_await timer.async_wait(asio::use_awaitable);
+}
+
+// A server channel that writes `data` once the handshake is done, and a client channel that reads it after the
+// bytes had time to arrive, in reads of at most `piece`: the size of each read.
+std::vector<size_t> ReadsOf(const std::string& data, size_t piece, std::string& got) {
+  std::vector<size_t> reads;
+  Status server_status = Error::Msg("not run"), client_status = Error::Msg("not run");
+  OverLoopback(
+      [&](TlsChannel& channel) -> asio::awaitable<void> { server_status = co_await channel.Write(data); },
+      [&](TlsChannel& channel) -> asio::awaitable<void> {
         // All of it on the client's socket before the first read (loopback: well within 300 ms).
-        asio::steady_timer wait(io, std::chrono::milliseconds(300));
-        co_await wait.async_wait(asio::use_awaitable);
+        co_await Pause(channel, std::chrono::milliseconds(300));
+        Status status;
         while (status.ok() && got.size() < data.size()) {
           const size_t had = got.size();
           Result<size_t> n = co_await channel.Read(got, piece);
@@ -87,10 +108,7 @@ std::vector<size_t> ReadsOf(const std::string& data, size_t piece, std::string& 
           else reads.push_back(*n);
         }
         client_status = status;
-        hold.cancel();
-      },
-      asio::detached);
-  io.run();
+      });
   EXPECT_TRUE(server_status.ok()) << server_status.error().message;
   EXPECT_TRUE(client_status.ok()) << client_status.error().message;
   return reads;
@@ -117,55 +135,29 @@ TEST(TlsChannel, AReadSmallerThanARecordTakesWhatItAsksAndTheRestFollowsInOrder)
 // The server sends "hello", then (after `apart` or at once) either a forged application-data record or close_notify;
 // the client reads twice once both are on its socket: what each read said.
 std::pair<std::string, std::string> DataThen(bool forged, std::chrono::milliseconds apart) {
-  Contexts ctx = MakeContexts();
-  asio::io_context io;
-  tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::address_v4::loopback(), 0));
-  tcp::socket server_socket(io), client_socket(io);
-  asio::steady_timer hold(io, std::chrono::seconds(20));
   std::pair<std::string, std::string> said;
-  asio::co_spawn(
-      io,
-      [&]() -> asio::awaitable<void> {
-        co_await acceptor.async_accept(server_socket, asio::use_awaitable);
-        SslPtr ssl(SSL_new(ctx.server.get()));
-        SSL_set_accept_state(ssl.get());
-        TlsChannel channel(server_socket, std::move(ssl), std::chrono::seconds(10));
-        if (!(co_await channel.Handshake()).ok()) co_return;
+  OverLoopback(
+      [&](TlsChannel& channel) -> asio::awaitable<void> {
         (void)co_await channel.Write("hello");
-        asio::steady_timer later(io, apart);
-        co_await later.async_wait(asio::use_awaitable);
+        co_await Pause(channel, apart);
         if (forged) {
           const std::string record = std::string("\x17\x03\x03\x00\x20", 5) + std::string(32, 'A');
-          co_await asio::async_write(server_socket, asio::buffer(record), asio::use_awaitable);
+          co_await asio::async_write(channel.socket(), asio::buffer(record), asio::use_awaitable);
         } else {
           SSL_shutdown(channel.ssl());
           (void)co_await channel.Write("");
         }
-        co_await hold.async_wait(asio::as_tuple(asio::use_awaitable));
       },
-      asio::detached);
-  asio::co_spawn(
-      io,
-      [&]() -> asio::awaitable<void> {
-        co_await client_socket.async_connect(acceptor.local_endpoint(), asio::use_awaitable);
-        SslPtr ssl(SSL_new(ctx.client.get()));
-        SSL_set_connect_state(ssl.get());
-        TlsChannel channel(client_socket, std::move(ssl), std::chrono::seconds(10));
-        if ((co_await channel.Handshake()).ok()) {
-          asio::steady_timer wait(io, apart + std::chrono::milliseconds(200));
-          co_await wait.async_wait(asio::use_awaitable);
-          for (std::string* one : {&said.first, &said.second}) {
-            std::string got;
-            Result<size_t> n = co_await channel.Read(got, 65536);
-            *one = !n.ok() ? "error: " + n.error().message
-                   : *n == 0 ? std::string(channel.ended_with_close_notify() ? "end: close_notify" : "end: bare")
-                             : got;
-          }
+      [&](TlsChannel& channel) -> asio::awaitable<void> {
+        co_await Pause(channel, apart + std::chrono::milliseconds(200));
+        for (std::string* one : {&said.first, &said.second}) {
+          std::string got;
+          Result<size_t> n = co_await channel.Read(got, 65536);
+          *one = !n.ok() ? "error: " + n.error().message
+                 : *n == 0 ? std::string(channel.ended_with_close_notify() ? "end: close_notify" : "end: bare")
+                           : got;
         }
-        hold.cancel();
-      },
-      asio::detached);
-  io.run();
+      });
   return said;
 }
 
