@@ -1,6 +1,7 @@
 // Fuzzes what the audit log keeps of a caller's input: the details allow-list and text cleaning. The first byte
 // picks the action; the rest is the JSON a caller sent (or, when it is not JSON, a text field). Whatever comes in,
-// what is kept must be an object of allow-listed keys holding scalars or lists of strings, all valid UTF-8, cut.
+// what is kept must be an object of allow-listed keys holding scalars, lists of strings, or (Keep::kRecords, as
+// sandbox_create's ports) lists of records of scalars, all valid UTF-8, cut.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -18,7 +19,8 @@ using nlohmann::json;
 const isb::audit::DetailsPolicy& Policy() {
   static const isb::audit::DetailsPolicy p = [] {
     isb::audit::DetailsPolicy d = isb::audit::DefaultDetailsPolicy();
-    d.Allow("all", {{"s"}, {"l", isb::audit::Keep::kStrings}, {"k", isb::audit::Keep::kKeyNames}});
+    d.Allow("all", {{"s"}, {"l", isb::audit::Keep::kStrings}, {"k", isb::audit::Keep::kKeyNames},
+                    {"r", isb::audit::Keep::kRecords}});
     return d;
   }();
   return p;
@@ -54,7 +56,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       CheckText(value.get<std::string>());
     } else if (value.is_array()) {
       Check(value.size() <= isb::audit::kMaxDetailItems + 1);
+      const bool records = (action == "sandbox_create" && key == "ports") || (action == "all" && key == "r");
       for (const auto& e : value) {
+        if (e.is_object()) {
+          // A record: its scalar members only, keys and strings cleaned.
+          Check(records);
+          for (const auto& [k, member] : e.items()) {
+            CheckText(k);
+            if (member.is_string()) {
+              CheckText(member.get<std::string>());
+            } else {
+              Check(member.is_number() || member.is_boolean());
+            }
+          }
+          continue;
+        }
         Check(e.is_string());
         CheckText(e.get<std::string>());
       }
