@@ -156,12 +156,24 @@ class PortPublisher::Listener {
     for (;;) {
       Fd client(::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
       if (!client.valid()) return;
-      if (conns.size() >= kMaxConnections || open_.load() >= max_open_) continue;  // closed at once
+      if (conns.size() >= kMaxConnections || !Reserve()) continue;  // closed at once
       Result<Fd> inside = ConnectLoopback(port_);  // this thread is in the sandbox's namespace
-      if (!inside.ok()) continue;
+      if (!inside.ok()) {
+        --open_;
+        continue;
+      }
       conns.push_back(Conn{std::move(client), std::move(*inside)});
-      ++open_;
     }
+  }
+
+  // Takes a place in the publisher's count before the connection is made, so that listeners accepting at once on
+  // other ports never pass max_open_ between them, and a connection the sandbox has seen is already counted.
+  bool Reserve() {
+    size_t n = open_.load();
+    do {
+      if (n >= max_open_) return false;
+    } while (!open_.compare_exchange_weak(n, n + 1));
+    return true;
   }
 
   // Moves what can be moved for one connection at `now`; closes it (client invalid) when it is over or failed.
