@@ -71,6 +71,7 @@ demo: build
 
 bench: build
 	@bash scripts/install-deps.sh --bench
+	@ninja -C $(BUILD) -j$(JOBS) benches
 	@bash bench/startup.sh $(BUILD)
 	@bash bench/api.sh $(BUILD)
 	@bash bench/egress.sh $(BUILD)

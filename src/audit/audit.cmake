@@ -22,7 +22,7 @@ isb_tests(isb_audit_tests LIBS isb_audit SOURCES
   tests/audit/retention_test.cc)
 
 # Appends per second, one thread and eight (bench/audit_bench.cc).
-add_executable(audit_bench bench/audit_bench.cc)
+add_executable(audit_bench EXCLUDE_FROM_ALL bench/audit_bench.cc)
 target_link_libraries(audit_bench PRIVATE isb_audit)
 
 # What the log keeps of untrusted input.
