@@ -56,32 +56,11 @@ Status CheckQuota(const std::string& org, const identity::Quota& quota, const st
   return {};
 }
 
-namespace {
+CallOrigin OrgSandboxes::Origin() const {
+  return {ctx_.identity.Subject(), std::string(identity::PrincipalKindName(ctx_.identity.kind)), ctx_.request_id};
+}
 
-thread_local const CallOrigin* t_origin = nullptr;
-
-// Sets the thread's origin for a call's length; calls do not nest, but the previous one is put back all the same.
-class OriginScope {
- public:
-  explicit OriginScope(const CallContext& ctx)
-      : origin_{ctx.identity.Subject(), std::string(identity::PrincipalKindName(ctx.identity.kind)), ctx.request_id},
-        previous_(t_origin) {
-    t_origin = &origin_;
-  }
-  OriginScope(const OriginScope&) = delete;
-  OriginScope& operator=(const OriginScope&) = delete;
-  ~OriginScope() { t_origin = previous_; }
-
- private:
-  CallOrigin origin_;
-  const CallOrigin* previous_;
-};
-
-}  // namespace
-
-const CallOrigin* CurrentCallOrigin() { return t_origin; }
-
-Result<SandboxInfo> OrgSandboxes::Create(const SandboxSpec& spec) {
+Result<SandboxInfo> OrgSandboxes::Create(const SandboxSpec& spec, const CallOrigin&) {
   ISB_TRY(spec::CheckCallerLabels(spec.labels));
   // An org other than default is a tenant boundary no spec crosses, whoever sends it (flags, the host and
   // superadmins included): no sandbox there runs as the host's root, privileged or through an id mapping.
@@ -96,8 +75,7 @@ Result<SandboxInfo> OrgSandboxes::Create(const SandboxSpec& spec) {
   SandboxSpec owned = spec;
   owned.labels[kOrgLabel] = ctx_.org;
   owned.labels[kOwnerLabel] = ctx_.surface + ":" + ctx_.identity.Subject();
-  OriginScope origin(ctx_);
-  return all_.Create(owned);
+  return all_.Create(owned, Origin());
 }
 
 Result<SandboxInfo> OrgSandboxes::Get(const std::string& id_or_name) {
@@ -148,22 +126,19 @@ Status OrgSandboxes::ExecResize(const std::string& id_or_name, const std::string
   return all_.ExecResize(id, session, caller, rows, cols);
 }
 
-Result<SandboxInfo> OrgSandboxes::Stop(const std::string& id_or_name) {
+Result<SandboxInfo> OrgSandboxes::Stop(const std::string& id_or_name, const CallOrigin&) {
   ISB_ASSIGN_OR_RETURN(std::string id, Own(id_or_name));
-  OriginScope origin(ctx_);
-  return all_.Stop(id);
+  return all_.Stop(id, Origin());
 }
 
-Result<SandboxInfo> OrgSandboxes::Start(const std::string& id_or_name) {
+Result<SandboxInfo> OrgSandboxes::Start(const std::string& id_or_name, const CallOrigin&) {
   ISB_ASSIGN_OR_RETURN(std::string id, Own(id_or_name));
-  OriginScope origin(ctx_);
-  return all_.Start(id);
+  return all_.Start(id, Origin());
 }
 
-Result<SandboxInfo> OrgSandboxes::Extend(const std::string& id_or_name, std::chrono::seconds by) {
+Result<SandboxInfo> OrgSandboxes::Extend(const std::string& id_or_name, std::chrono::seconds by, const CallOrigin&) {
   ISB_ASSIGN_OR_RETURN(std::string id, Own(id_or_name));
-  OriginScope origin(ctx_);
-  return all_.Extend(id, by);
+  return all_.Extend(id, by, Origin());
 }
 
 Result<SandboxInfo> OrgSandboxes::SetEgress(const std::string& id_or_name, const nlohmann::json& egress) {
@@ -171,10 +146,9 @@ Result<SandboxInfo> OrgSandboxes::SetEgress(const std::string& id_or_name, const
   return all_.SetEgress(id, egress);
 }
 
-Status OrgSandboxes::Remove(const std::string& id_or_name) {
+Status OrgSandboxes::Remove(const std::string& id_or_name, const CallOrigin&) {
   ISB_ASSIGN_OR_RETURN(std::string id, Own(id_or_name));
-  OriginScope origin(ctx_);
-  return all_.Remove(id);
+  return all_.Remove(id, Origin());
 }
 
 Result<FileData> OrgSandboxes::ReadFile(const std::string& id_or_name, const std::string& path) {

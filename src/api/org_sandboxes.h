@@ -20,22 +20,16 @@ Status CheckQuota(const std::string& org, const identity::Quota& quota, const st
 // "100 MiB": bytes as quota messages show them.
 std::string MiB(uint64_t bytes);
 
-// Who the tool call running on this thread is for, while an OrgSandboxes call is under way (nullptr otherwise:
-// the daemon's own work, such as the reaper), so what it records (the sandbox history) can say who asked.
-struct CallOrigin {
-  std::string actor;       // Identity::Subject()
-  std::string actor_kind;  // PrincipalKindName
-  std::string request_id;
-};
-const CallOrigin* CurrentCallOrigin();
-
 class OrgSandboxes final : public Sandboxes {
  public:
   // REQUIRES: `all` and `ctx` outlive this view (it lives for one call).
   OrgSandboxes(Sandboxes& all, const CallContext& ctx) : all_(all), ctx_(ctx) {}
 
+  // Who asked, for what `all` records of a lifecycle call, is always the view's caller (Origin()): the `origin`
+  // these calls take is not used.
+
   // Labels the sandbox with the org and the owner; a spec carrying isb.* labels itself is refused (kForbidden).
-  Result<SandboxInfo> Create(const SandboxSpec& spec) override;
+  Result<SandboxInfo> Create(const SandboxSpec& spec, const CallOrigin& origin = {}) override;
   // A name is looked up among the org's sandboxes only (another org may use the same one); another org's sandbox,
   // by id, is kNotFound "no sandbox 'REF'", exactly as one that does not exist.
   Result<SandboxInfo> Get(const std::string& id_or_name) override;
@@ -47,17 +41,20 @@ class OrgSandboxes final : public Sandboxes {
                    const std::string& data, bool eof) override;
   Status ExecResize(const std::string& id_or_name, const std::string& session, const std::string& caller,
                     uint16_t rows, uint16_t cols) override;
-  Result<SandboxInfo> Stop(const std::string& id_or_name) override;
-  Result<SandboxInfo> Start(const std::string& id_or_name) override;
-  Result<SandboxInfo> Extend(const std::string& id_or_name, std::chrono::seconds by) override;
+  Result<SandboxInfo> Stop(const std::string& id_or_name, const CallOrigin& origin = {}) override;
+  Result<SandboxInfo> Start(const std::string& id_or_name, const CallOrigin& origin = {}) override;
+  Result<SandboxInfo> Extend(const std::string& id_or_name, std::chrono::seconds by,
+                             const CallOrigin& origin = {}) override;
   Result<SandboxInfo> SetEgress(const std::string& id_or_name, const nlohmann::json& egress) override;
-  Status Remove(const std::string& id_or_name) override;
+  Status Remove(const std::string& id_or_name, const CallOrigin& origin = {}) override;
   Result<FileData> ReadFile(const std::string& id_or_name, const std::string& path) override;
   Status WriteFile(const std::string& id_or_name, const std::string& path, const FileData& data) override;
 
  private:
   // The sandbox's id when it is the caller's org's.
   Result<std::string> Own(const std::string& id_or_name);
+  // The call's caller and request, for the history.
+  CallOrigin Origin() const;
 
   Sandboxes& all_;
   const CallContext& ctx_;

@@ -119,12 +119,23 @@ struct FileData {
   uint32_t mode = 0644;
 };
 
+// Who asked for a lifecycle change, as the sandbox history records it: a tool call's caller, handed down by the
+// org's view (OrgSandboxes). Empty (actor_kind ""): the daemon's own work, such as the reaper's, an OOM's or an
+// adoption's, recorded with actor_kind "system".
+struct CallOrigin {
+  std::string actor{};       // Identity::Subject(): "user:ann", "token:7", "superadmin"
+  std::string actor_kind{};  // identity::PrincipalKindName: "user", "token", "session", "superadmin"
+  std::string request_id{};
+};
+
 class Sandboxes {
  public:
   virtual ~Sandboxes() = default;
   // Errors carry Code::kInvalidArgument for a bad spec, kNotFound for an unknown id or name, kConflict for a
   // name in use or a sandbox in the wrong state, kTimeout, kUnavailable when the engine cannot build it.
-  virtual Result<SandboxInfo> Create(const SandboxSpec& spec) = 0;
+  // The calls that change a sandbox's lifecycle (Create, Stop, Start, Extend, Remove) take `origin`, who asked, for
+  // the history's events they record; every implementation gives it the same default (none: the daemon's own).
+  virtual Result<SandboxInfo> Create(const SandboxSpec& spec, const CallOrigin& origin = {}) = 0;
   // `id_or_name`: a sandbox id or its name. Names are unique per org (OrgOf), so a bare name is a reference only
   // while one org uses it; a name used in several orgs is kConflict here, and callers acting for an org resolve
   // it with Resolve.
@@ -150,12 +161,13 @@ class Sandboxes {
   // Sets the terminal's size; the command receives SIGWINCH.
   virtual Status ExecResize(const std::string& id_or_name, const std::string& session, const std::string& caller,
                             uint16_t rows, uint16_t cols);
-  virtual Result<SandboxInfo> Stop(const std::string& id_or_name) = 0;
-  virtual Result<SandboxInfo> Start(const std::string& id_or_name) = 0;
-  virtual Result<SandboxInfo> Extend(const std::string& id_or_name, std::chrono::seconds by) = 0;
+  virtual Result<SandboxInfo> Stop(const std::string& id_or_name, const CallOrigin& origin = {}) = 0;
+  virtual Result<SandboxInfo> Start(const std::string& id_or_name, const CallOrigin& origin = {}) = 0;
+  virtual Result<SandboxInfo> Extend(const std::string& id_or_name, std::chrono::seconds by,
+                                     const CallOrigin& origin = {}) = 0;
   // Replaces a sandbox's egress list while it runs; new connections follow it.
   virtual Result<SandboxInfo> SetEgress(const std::string& id_or_name, const nlohmann::json& egress) = 0;
-  virtual Status Remove(const std::string& id_or_name) = 0;
+  virtual Status Remove(const std::string& id_or_name, const CallOrigin& origin = {}) = 0;
   // Paths are resolved inside the sandbox's root; /proc, /sys, /dev and isb's own paths are refused.
   virtual Result<FileData> ReadFile(const std::string& id_or_name, const std::string& path) = 0;
   virtual Status WriteFile(const std::string& id_or_name, const std::string& path, const FileData& data) = 0;

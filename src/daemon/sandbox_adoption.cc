@@ -208,7 +208,7 @@ int SandboxManager::ReapOnce() {
       }
       if (why.empty()) continue;
       metrics::ReaperActions().With({why == "expired" ? "expired" : "idle"}).Inc();
-      (void)Retire(*rec, "reaped", why, &forgotten);
+      (void)Retire(*rec, "reaped", why, /*origin=*/{}, &forgotten);  // the daemon's own
       ++removed;
     }
     TearDown(forgotten);

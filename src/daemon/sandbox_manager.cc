@@ -3,8 +3,6 @@
 // (sandbox_network.cc) and terminals (sandbox_terminals.cc) have files of their own.
 #include "daemon/sandbox_manager.h"
 
-#include "api/org_sandboxes.h"
-
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -103,7 +101,8 @@ void SandboxManager::RemoveDir(const std::string& id) {
   std::filesystem::remove_all(Dir(id), ec);
 }
 
-void SandboxManager::Event(const Record& rec, const std::string& event, const std::string& reason) {
+void SandboxManager::Event(const Record& rec, const std::string& event, const std::string& reason,
+                           const api::CallOrigin& origin) {
   const std::string& id = rec.id;
   (void)db_->Exec("INSERT INTO sandbox_events(time, sandbox, event, reason) VALUES(?1, ?2, ?3, ?4)",
                   {Now(), id, event, reason});
@@ -121,13 +120,10 @@ void SandboxManager::Event(const Record& rec, const std::string& event, const st
   e.sandbox = id;
   e.org = api::OrgOf(rec.spec);  // its isb.org label
   e.event = kind;
-  e.actor_kind = "system";
-  // A tool call's: who asked (the reaper's, an OOM's, an adoption's stay the daemon's own).
-  if (const api::CallOrigin* origin = api::CurrentCallOrigin()) {
-    e.actor = origin->actor;
-    e.actor_kind = origin->actor_kind;
-    e.request_id = origin->request_id;
-  }
+  // A tool call's: who asked (the reaper's, an OOM's, an adoption's come with none: the daemon's own).
+  e.actor = origin.actor;
+  e.actor_kind = origin.actor_kind.empty() ? "system" : origin.actor_kind;
+  e.request_id = origin.request_id;
   e.reason = why.substr(0, 120);
   if (auto r = options_.history->Record(e); !r.ok())
     std::fprintf(stderr, "isb: history: %s %s not recorded: %s\n", id.c_str(), kind.c_str(), r.error().message.c_str());
@@ -335,14 +331,15 @@ Status SandboxManager::LaunchProcess(Record& rec, bool background) {
   return {};
 }
 
-Status SandboxManager::Halt(Record& rec, const std::string& event, const std::string& reason, bool unmount_layer) {
+Status SandboxManager::Halt(Record& rec, const std::string& event, const std::string& reason,
+                            const api::CallOrigin& origin, bool unmount_layer) {
   bool oom = false;
   Status removed = Kill(rec, &oom, unmount_layer);
   rec.state = "stopped";
   ISB_TRY(db_->Exec("UPDATE sandboxes SET state='stopped', runtime='', handle='', pid=0, start_time=0, lease_index=-1 "
                     "WHERE id=?1",
                     {rec.id}));
-  Event(rec, oom && event == "died" ? "oom" : event, reason);
+  Event(rec, oom && event == "died" ? "oom" : event, reason, origin);
   return removed;
 }
 
@@ -412,7 +409,7 @@ struct SandboxManager::Busy {
   SandboxManager* m_;
 };
 
-Result<api::SandboxInfo> SandboxManager::Create(const api::SandboxSpec& spec) {
+Result<api::SandboxInfo> SandboxManager::Create(const api::SandboxSpec& spec, const api::CallOrigin& origin) {
   const auto start = std::chrono::steady_clock::now();
   Busy busy(this);
   ISB_TRY(spec::Validate(spec));
@@ -435,7 +432,7 @@ Result<api::SandboxInfo> SandboxManager::Create(const api::SandboxSpec& spec) {
     if (!taken.empty()) return Error::Of(Code::kConflict, "name: '" + rec.name + "' is in use");
   }
   if (auto ready = TakeReady(PoolFor(rec.spec, egress_spec))) {
-    ISB_ASSIGN_OR_RETURN(api::SandboxInfo info, CreateFromPool(std::move(*ready), std::move(rec), egress_spec));
+    ISB_ASSIGN_OR_RETURN(api::SandboxInfo info, CreateFromPool(std::move(*ready), std::move(rec), egress_spec, origin));
     info.create_ms = MsSince(start);
     return info;
   }
@@ -471,13 +468,13 @@ Result<api::SandboxInfo> SandboxManager::Create(const api::SandboxSpec& spec) {
     (void)db_->Exec("DELETE FROM sandboxes WHERE id = ?1", {rec.id});
     return st.error();
   }
-  ISB_ASSIGN_OR_RETURN(api::SandboxInfo info, Created(rec, "cold"));
+  ISB_ASSIGN_OR_RETURN(api::SandboxInfo info, Created(rec, "cold", origin));
   info.create_ms = MsSince(start);
   return info;
 }
 
-Result<api::SandboxInfo> SandboxManager::Created(const Record& rec, const char* path) {
-  Event(rec, "created");
+Result<api::SandboxInfo> SandboxManager::Created(const Record& rec, const char* path, const api::CallOrigin& origin) {
+  Event(rec, "created", "", origin);
   ISB_ASSIGN_OR_RETURN(api::SandboxInfo info, Info(rec));
   info.create_path = path;
   return info;
@@ -621,34 +618,35 @@ Result<api::ExecResult> SandboxManager::Exec(const std::string& id_or_name, cons
   return r;
 }
 
-Result<api::SandboxInfo> SandboxManager::Stop(const std::string& id_or_name) {
+Result<api::SandboxInfo> SandboxManager::Stop(const std::string& id_or_name, const api::CallOrigin& origin) {
   std::optional<SandboxLocks::Held> held;
   ISB_ASSIGN_OR_RETURN(Record rec, LoadLocked(id_or_name, &held));
-  if (rec.state == "running") ISB_TRY(Halt(rec, "stopped", "requested"));
+  if (rec.state == "running") ISB_TRY(Halt(rec, "stopped", "requested", origin));
   return Info(rec);
 }
 
-Result<api::SandboxInfo> SandboxManager::Start(const std::string& id_or_name) {
+Result<api::SandboxInfo> SandboxManager::Start(const std::string& id_or_name, const api::CallOrigin& origin) {
   Busy busy(this);
   std::optional<SandboxLocks::Held> held;
   ISB_ASSIGN_OR_RETURN(Record rec, LoadLocked(id_or_name, &held));
   if (rec.state == "running" && Alive(rec)) return Info(rec);
-  if (rec.state == "running") ISB_TRY(Halt(rec, "died", "its init exited"));
+  if (rec.state == "running") ISB_TRY(Halt(rec, "died", "its init exited", origin));
   // Checked again at every start: a sandbox stored before isb's directories were kept out must not reach them
   // (such a sandbox can only be removed).
   ISB_TRY(KeepIsbOut(rec.spec));
   if (Status launched = Launch(rec); !launched.ok()) {
     // Back to stopped as it was: its processes, cgroups and uid range gone, its layer unmounted.
-    (void)Halt(rec, "failed", launched.error().message);
+    (void)Halt(rec, "failed", launched.error().message, origin);
     return launched.error();
   }
   rec.last_active_at = Now();
   (void)db_->Exec("UPDATE sandboxes SET last_active_at = ?2 WHERE id = ?1", {rec.id, rec.last_active_at});
-  Event(rec, "started");
+  Event(rec, "started", "", origin);
   return Info(rec);
 }
 
-Result<api::SandboxInfo> SandboxManager::Extend(const std::string& id_or_name, std::chrono::seconds by) {
+Result<api::SandboxInfo> SandboxManager::Extend(const std::string& id_or_name, std::chrono::seconds by,
+                                                const api::CallOrigin& origin) {
   if (by.count() < 1) return Invalid("by: must be at least 1s");
   std::optional<SandboxLocks::Held> held;
   ISB_ASSIGN_OR_RETURN(Record rec, LoadLocked(id_or_name, &held));
@@ -656,7 +654,7 @@ Result<api::SandboxInfo> SandboxManager::Extend(const std::string& id_or_name, s
   if (until > Now() + spec::kMaxExpiresS) return Invalid("by: a sandbox expires at most 30 days from now");
   rec.expires_at = until;
   ISB_TRY(db_->Exec("UPDATE sandboxes SET expires_at = ?2 WHERE id = ?1", {rec.id, until}));
-  Event(rec, "extended", std::to_string(by.count()) + "s");
+  Event(rec, "extended", std::to_string(by.count()) + "s", origin);
   return Info(rec);
 }
 
@@ -682,21 +680,21 @@ Result<api::SandboxInfo> SandboxManager::SetEgress(const std::string& id_or_name
   return Info(rec);
 }
 
-Status SandboxManager::Remove(const std::string& id_or_name) {
+Status SandboxManager::Remove(const std::string& id_or_name, const api::CallOrigin& origin) {
   std::string forgotten;
   Status retired;
   {
     std::optional<SandboxLocks::Held> held;
     ISB_ASSIGN_OR_RETURN(Record rec, LoadLocked(id_or_name, &held));
-    retired = Retire(rec, "removed", "requested", &forgotten);
+    retired = Retire(rec, "removed", "requested", origin, &forgotten);
   }
   TearDown(forgotten);
   return retired;
 }
 
 Status SandboxManager::Retire(Record& rec, const std::string& event, const std::string& reason,
-                              std::string* forgotten) {
-  Status halted = Halt(rec, event, reason, /*unmount_layer=*/false);
+                              const api::CallOrigin& origin, std::string* forgotten) {
+  Status halted = Halt(rec, event, reason, origin, /*unmount_layer=*/false);
   if (options_.egress != nullptr) options_.egress->Release(rec.id);
   // A row that cannot be deleted keeps its state dir: the sandbox stays, stopped, for another removal.
   ISB_TRY(db_->Exec("DELETE FROM sandboxes WHERE id = ?1", {rec.id}));

@@ -95,7 +95,7 @@ class SandboxManager : public api::Sandboxes {
   // new one (sandbox_files.cc).
   void SecretChanged(const std::string& org, const std::string& name);
 
-  Result<api::SandboxInfo> Create(const api::SandboxSpec& spec) override;
+  Result<api::SandboxInfo> Create(const api::SandboxSpec& spec, const api::CallOrigin& origin = {}) override;
   Result<api::SandboxInfo> Get(const std::string& id_or_name) override;
   // By the (org, name) index; the org is the spec's isb.org label (api::OrgOf) when the sandbox was created.
   Result<std::string> Resolve(const std::string& org, const std::string& id_or_name) override;
@@ -110,11 +110,12 @@ class SandboxManager : public api::Sandboxes {
                    const std::string& data, bool eof) override;
   Status ExecResize(const std::string& id_or_name, const std::string& session, const std::string& caller,
                     uint16_t rows, uint16_t cols) override;
-  Result<api::SandboxInfo> Stop(const std::string& id_or_name) override;
-  Result<api::SandboxInfo> Start(const std::string& id_or_name) override;
-  Result<api::SandboxInfo> Extend(const std::string& id_or_name, std::chrono::seconds by) override;
+  Result<api::SandboxInfo> Stop(const std::string& id_or_name, const api::CallOrigin& origin = {}) override;
+  Result<api::SandboxInfo> Start(const std::string& id_or_name, const api::CallOrigin& origin = {}) override;
+  Result<api::SandboxInfo> Extend(const std::string& id_or_name, std::chrono::seconds by,
+                                  const api::CallOrigin& origin = {}) override;
   Result<api::SandboxInfo> SetEgress(const std::string& id_or_name, const nlohmann::json& egress) override;
-  Status Remove(const std::string& id_or_name) override;
+  Status Remove(const std::string& id_or_name, const api::CallOrigin& origin = {}) override;
   Result<api::FileData> ReadFile(const std::string& id_or_name, const std::string& path) override;
   Status WriteFile(const std::string& id_or_name, const std::string& path, const api::FileData& data) override;
 
@@ -142,14 +143,17 @@ class SandboxManager : public api::Sandboxes {
   // Launches the sandbox; fills in its runtime handle and id range. `background`: for the pool, at the lowest
   // priority until it is ready.
   Status LaunchProcess(Record& rec, bool background = false);
-  // Kills the sandbox's processes and releases its cgroup and lease. The record's state becomes stopped.
-  Status Halt(Record& rec, const std::string& event, const std::string& reason, bool unmount_layer = true);
+  // Kills the sandbox's processes and releases its cgroup and lease. The record's state becomes stopped; its event
+  // is recorded as `origin`'s (none: the daemon's own).
+  Status Halt(Record& rec, const std::string& event, const std::string& reason, const api::CallOrigin& origin = {},
+              bool unmount_layer = true);
   // Kills the sandbox's processes, releases its cgroup and lease, and unmounts its layer unless told not to;
   // *oom is whether the OOM killer struck in it.
   Status Kill(Record& rec, bool* oom, bool unmount_layer = true);
   // Removal (asked for, or the reaper's), under the sandbox's lock: halts the sandbox, releases its network and
   // deletes its row; then *forgotten is its id, for TearDown once the lock is released.
-  Status Retire(Record& rec, const std::string& event, const std::string& reason, std::string* forgotten);
+  Status Retire(Record& rec, const std::string& event, const std::string& reason, const api::CallOrigin& origin,
+                std::string* forgotten);
   // Queues the layer and state dir of a retired sandbox (nothing for ""): teardown_queue.h.
   void TearDown(const std::string& id);
   // A sandbox launched ahead, and the network it was launched with (net pool).
@@ -160,9 +164,11 @@ class SandboxManager : public api::Sandboxes {
   // A launched sandbox from the pool `kind`, or nothing when it is empty.
   std::optional<Pooled> TakeReady(PoolKind kind);
   // The create of `rec` (its id not yet chosen) served by `ready`: fitted to the spec, then recorded.
-  Result<api::SandboxInfo> CreateFromPool(Pooled ready, Record rec, const egress::EgressSpec& egress);
-  // A create's end: its "created" event recorded, and its info with the path it took ("pool" or "cold").
-  Result<api::SandboxInfo> Created(const Record& rec, const char* path);
+  Result<api::SandboxInfo> CreateFromPool(Pooled ready, Record rec, const egress::EgressSpec& egress,
+                                          const api::CallOrigin& origin);
+  // A create's end: its "created" event recorded as `origin`'s, and its info with the path it took ("pool" or
+  // "cold").
+  Result<api::SandboxInfo> Created(const Record& rec, const char* path, const api::CallOrigin& origin);
   // Kills a sandbox that was never created (pooled, or its create failed), gives up its network and removes its
   // state dir.
   void Discard(Record& rec);
@@ -211,7 +217,10 @@ class SandboxManager : public api::Sandboxes {
   DiskLayer Layer(const std::string& id) const;
   // Unmounts the layer, then removes the sandbox's state dir with its image.
   void RemoveDir(const std::string& id);
-  void Event(const Record& rec, const std::string& event, const std::string& reason = "");
+  // Records a lifecycle event: the sandbox's events, the event bus, and the history, with who asked (`origin`;
+  // none: the daemon's own, actor_kind "system").
+  void Event(const Record& rec, const std::string& event, const std::string& reason = "",
+             const api::CallOrigin& origin = {});
   int64_t Now() const { return options_.now(); }
   // Terminal sessions: a slot is reserved (and the id chosen) before the command starts, filled in when it runs,
   // and released when the exec returns.

@@ -155,8 +155,8 @@ size_t SandboxManager::NetPoolSize() {
   return net_pool_.size();
 }
 
-
-Result<api::SandboxInfo> SandboxManager::CreateFromPool(Pooled ready, Record rec, const egress::EgressSpec& egress) {
+Result<api::SandboxInfo> SandboxManager::CreateFromPool(Pooled ready, Record rec, const egress::EgressSpec& egress,
+                                                        const api::CallOrigin& origin) {
   // Its own lock from before its row is seen until its creation is recorded (as a cold create's).
   SandboxLocks::Held held = locks_.Lock(ready.rec.id);
   rec.id = ready.rec.id;
@@ -204,8 +204,7 @@ Result<api::SandboxInfo> SandboxManager::CreateFromPool(Pooled ready, Record rec
     Discard(rec);
     return ins.error();
   }
-  return Created(rec, "pool");
+  return Created(rec, "pool", origin);
 }
-
 
 }  // namespace isb::daemon

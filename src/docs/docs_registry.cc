@@ -27,17 +27,19 @@ Error NotHere() { return Error::Of(Code::kUnavailable, "isb_docs runs no sandbox
 // Sandboxes for a registry that is read, never called: every operation is refused.
 class NoSandboxes : public api::Sandboxes {
  public:
-  Result<api::SandboxInfo> Create(const api::SandboxSpec&) override { return NotHere(); }
+  Result<api::SandboxInfo> Create(const api::SandboxSpec&, const api::CallOrigin& = {}) override { return NotHere(); }
   Result<api::SandboxInfo> Get(const std::string&) override { return NotHere(); }
   Result<std::vector<api::SandboxInfo>> List() override { return NotHere(); }
   Result<api::ExecResult> Exec(const std::string&, const api::ExecRequest&, const api::OutputSink&) override {
     return NotHere();
   }
-  Result<api::SandboxInfo> Stop(const std::string&) override { return NotHere(); }
-  Result<api::SandboxInfo> Start(const std::string&) override { return NotHere(); }
-  Result<api::SandboxInfo> Extend(const std::string&, std::chrono::seconds) override { return NotHere(); }
+  Result<api::SandboxInfo> Stop(const std::string&, const api::CallOrigin& = {}) override { return NotHere(); }
+  Result<api::SandboxInfo> Start(const std::string&, const api::CallOrigin& = {}) override { return NotHere(); }
+  Result<api::SandboxInfo> Extend(const std::string&, std::chrono::seconds, const api::CallOrigin& = {}) override {
+    return NotHere();
+  }
   Result<api::SandboxInfo> SetEgress(const std::string&, const nlohmann::json&) override { return NotHere(); }
-  Status Remove(const std::string&) override { return NotHere(); }
+  Status Remove(const std::string&, const api::CallOrigin& = {}) override { return NotHere(); }
   Result<api::FileData> ReadFile(const std::string&, const std::string&) override { return NotHere(); }
   Status WriteFile(const std::string&, const std::string&, const api::FileData&) override { return NotHere(); }
 };

@@ -16,8 +16,13 @@ SandboxInfo* FakeSandboxes::Find(const std::string& id_or_name) {
   SandboxInfo* var = Find(ref);                                                                     \
   if (var == nullptr) return Error::Of(Code::kNotFound, "no sandbox '" + ref + "'")
 
-Result<SandboxInfo> FakeSandboxes::Create(const SandboxSpec& spec) {
+void FakeSandboxes::Asked(const std::string& call, const CallOrigin& origin) {
+  origins.push_back(call + " " + origin.actor + " " + origin.actor_kind + " " + origin.request_id);
+}
+
+Result<SandboxInfo> FakeSandboxes::Create(const SandboxSpec& spec, const CallOrigin& origin) {
   std::lock_guard lock(mu);
+  Asked("create", origin);
   for (const auto& [id, info] : sandboxes) {
     if (!spec.name.empty() && info.name == spec.name && OrgOf(info) == OrgOf(spec)) {
       return Error::Of(Code::kConflict, "name: '" + spec.name + "' is in use");
@@ -91,22 +96,25 @@ Result<LogRead> FakeSandboxes::Logs(const std::string& ref, uint64_t after, size
   return it == logs.end() ? LogRead{} : it->second;
 }
 
-Result<SandboxInfo> FakeSandboxes::Stop(const std::string& ref) {
+Result<SandboxInfo> FakeSandboxes::Stop(const std::string& ref, const CallOrigin& origin) {
   std::lock_guard lock(mu);
+  Asked("stop", origin);
   FAKE_FIND(s, ref);
   s->state = "stopped";
   return *s;
 }
 
-Result<SandboxInfo> FakeSandboxes::Start(const std::string& ref) {
+Result<SandboxInfo> FakeSandboxes::Start(const std::string& ref, const CallOrigin& origin) {
   std::lock_guard lock(mu);
+  Asked("start", origin);
   FAKE_FIND(s, ref);
   s->state = "running";
   return *s;
 }
 
-Result<SandboxInfo> FakeSandboxes::Extend(const std::string& ref, std::chrono::seconds by) {
+Result<SandboxInfo> FakeSandboxes::Extend(const std::string& ref, std::chrono::seconds by, const CallOrigin& origin) {
   std::lock_guard lock(mu);
+  Asked("extend", origin);
   FAKE_FIND(s, ref);
   s->expires_at += by.count();
   return *s;
@@ -119,8 +127,9 @@ Result<SandboxInfo> FakeSandboxes::SetEgress(const std::string& ref, const nlohm
   return *s;
 }
 
-Status FakeSandboxes::Remove(const std::string& ref) {
+Status FakeSandboxes::Remove(const std::string& ref, const CallOrigin& origin) {
   std::lock_guard lock(mu);
+  Asked("remove", origin);
   FAKE_FIND(s, ref);
   sandboxes.erase(s->id);
   return {};

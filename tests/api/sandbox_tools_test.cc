@@ -503,6 +503,25 @@ TEST_F(SandboxToolsTest, Lifecycle) {
   EXPECT_EQ(Fail("sandbox_get", json::object()).message, "missing required field 'sandbox'");
 }
 
+// Each lifecycle call hands the sandboxes who asked: the caller's subject and kind and the call's request id,
+// for the history.
+TEST_F(SandboxToolsTest, LifecycleCallsHandDownTheirCallerAndRequestId) {
+  CallContext ctx;
+  ctx.identity = UserIn("ann", "default", identity::Role::kMember, 7);
+  auto as = [&](const std::string& request_id) -> const CallContext& {
+    ctx.request_id = request_id;
+    return ctx;
+  };
+  std::string a = Ok("sandbox_create", json::object(), as("r-1"))["id"];
+  Ok("sandbox_stop", {{"sandbox", a}}, as("r-2"));
+  Ok("sandbox_start", {{"sandbox", a}}, as("r-3"));
+  Ok("sandbox_extend", {{"sandbox", a}, {"by", 60}}, as("r-4"));
+  Ok("sandbox_remove", {{"sandbox", a}}, HostContext());
+  EXPECT_EQ(fake.origins,
+            (std::vector<std::string>{"create token:7 token r-1", "stop token:7 token r-2", "start token:7 token r-3",
+                                      "extend token:7 token r-4", "remove superadmin superadmin "}));
+}
+
 // Each sandbox belongs to the org it was created in; from any other org it does not exist, on every tool.
 TEST_F(SandboxToolsTest, AnotherOrgsSandboxIsNotThere) {
   std::string id = Create({{"name", "mine"}});
@@ -797,9 +816,9 @@ TEST_F(SandboxToolsTest, IsbLabelsAreReserved) {
 // the last instance exactly one gets it, however long a create takes.
 TEST(SandboxQuotaTest, ConcurrentCreatesCannotAllSqueezeIntoTheQuota) {
   struct SlowCreates : FakeSandboxes {
-    Result<SandboxInfo> Create(const SandboxSpec& spec) override {
+    Result<SandboxInfo> Create(const SandboxSpec& spec, const CallOrigin& origin = {}) override {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      return FakeSandboxes::Create(spec);
+      return FakeSandboxes::Create(spec, origin);
     }
   } fake;
   Registry registry;

@@ -11,6 +11,8 @@
 #include <memory>
 #include <thread>
 
+#include "api/org_sandboxes.h"
+#include "audit/history.h"
 #include "base/file.h"
 #include "daemon/fake_runtime.h"
 #include "daemon/sandbox_manager.h"
@@ -33,11 +35,16 @@ class ManagerOverFakeRuntime : public ::testing::Test {
   // A new daemon over the same database and the same runtime.
   void Restart() {
     mgr_.reset();
+    history_.reset();
     db_.reset();
     auto db = store::Db::Open(dir_ + "/isb.db", store::Migrations());
     ASSERT_TRUE(db.ok()) << db.error().message;
     db_ = std::move(*db);
-    ManagerOptions options{dir_ + "/state", "/run/isb", [] { return int64_t{1'000'000}; }};
+    auto history = audit::History::Open(*db_);
+    ASSERT_TRUE(history.ok()) << history.error().message;
+    history_ = std::move(*history);
+    ManagerOptions options{dir_ + "/state", "/run/isb", [this] { return now_; }};
+    options.history = history_.get();
     options.pool_size = pool_size_;
     options.net_pool_size = 0;
     mgr_ = std::make_unique<SandboxManager>(options, runtime_.get(), db_.get());
@@ -51,6 +58,7 @@ class ManagerOverFakeRuntime : public ::testing::Test {
       mgr_->SettleTeardown();
     }
     mgr_.reset();
+    history_.reset();
     db_.reset();
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
@@ -73,8 +81,10 @@ class ManagerOverFakeRuntime : public ::testing::Test {
 
   std::string dir_;
   size_t pool_size_ = 0;
+  int64_t now_ = 1'000'000;  // the manager's clock; set only while no call runs
   std::unique_ptr<FakeRuntime> runtime_;
   std::unique_ptr<store::Db> db_;
+  std::unique_ptr<audit::History> history_;
   std::unique_ptr<SandboxManager> mgr_;
 };
 
@@ -303,6 +313,55 @@ TEST_F(ManagerOverFakeRuntime, UsageIsTheRuntimes) {
   EXPECT_EQ(info->usage.cpu_usec, 1234u);
   EXPECT_EQ(info->usage.memory_bytes, 5u << 20);
   EXPECT_EQ(info->usage.pids, 7u);
+}
+
+// Who asked is handed down with each lifecycle call: the history of what a tool call did (through the org's view,
+// as every tool acts) names its caller, the caller's kind and the call's request id; what the reaper does is the
+// daemon's own, with no actor.
+TEST_F(ManagerOverFakeRuntime, TheHistoryNamesEachToolCallsCallerAndNoneForTheReaper) {
+  api::CallContext ctx;
+  ctx.org = "acme";
+  ctx.identity.kind = identity::PrincipalKind::kUser;
+  ctx.identity.user_name = "ann";
+  api::OrgSandboxes sb(*mgr_, ctx);
+  auto as = [&](const std::string& request_id) -> api::OrgSandboxes& {
+    ctx.request_id = request_id;
+    return sb;
+  };
+  auto a = as("req-1").Create({});
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  auto b = as("req-2").Create({});
+  ASSERT_TRUE(b.ok()) << b.error().message;
+  ASSERT_TRUE(as("req-3").Stop(a->id).ok());
+  ASSERT_TRUE(as("req-4").Start(a->id).ok());
+  ASSERT_TRUE(as("req-5").Extend(a->id, std::chrono::seconds(60)).ok());
+  ASSERT_TRUE(as("req-6").Remove(a->id).ok());
+  // The same calls on the manager itself, with no origin, are the daemon's own as well.
+  auto c = mgr_->Create({});
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  ASSERT_TRUE(mgr_->Remove(c->id).ok());
+  now_ = b->expires_at;
+  ASSERT_EQ(mgr_->ReapOnce(), 1);
+
+  auto events = history_->Query({});
+  ASSERT_TRUE(events.ok()) << events.error().message;
+  std::vector<std::string> got;
+  for (const auto& e : *events) {
+    const std::string which = e.entry.sandbox == a->id ? "a" : e.entry.sandbox == b->id ? "b" : "c";
+    got.push_back(which + " " + e.entry.event + " [" + e.entry.actor + "] [" + e.entry.actor_kind + "] [" +
+                  e.entry.request_id + "] [" + e.entry.reason + "]");
+  }
+  EXPECT_EQ(got, (std::vector<std::string>{
+                     "a created [user:ann] [user] [req-1] []",
+                     "b created [user:ann] [user] [req-2] []",
+                     "a stopped [user:ann] [user] [req-3] [requested]",
+                     "a started [user:ann] [user] [req-4] []",
+                     "a extended [user:ann] [user] [req-5] [60s]",
+                     "a removed [user:ann] [user] [req-6] [requested]",
+                     "c created [] [system] [] []",
+                     "c removed [] [system] [] [requested]",
+                     "b reaped [] [system] [] [expired]",
+                 }));
 }
 
 // File access: through the root the runtime gives, resolved within it, as the sandbox's user.
