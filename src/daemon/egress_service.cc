@@ -1,8 +1,6 @@
 #include "daemon/egress_service.h"
 
-#include <fcntl.h>
 #include <net/if.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,7 +10,6 @@
 #include "base/fd.h"
 #include "base/file.h"
 #include "egress/classify.h"
-#include "engine/spawner.h"
 #include "net/sandbox_network.h"
 
 namespace isb::daemon {
@@ -181,16 +178,6 @@ void EgressService::CheckNetwork() {
   CheckVeths();
 }
 
-namespace {
-
-// A pidfd of the init that runs as `pid` since `start_time` (0: whatever runs as `pid` now), or an invalid Fd.
-int InitHandle(pid_t pid, uint64_t start_time) {
-  if (start_time != 0) return engine::OpenProcess(pid, start_time).Release();
-  return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
-}
-
-}  // namespace
-
 void EgressService::CheckVeths() {
   MutexLock releasing(veth_mu_);
   std::vector<Entry> attached;
@@ -206,13 +193,11 @@ void EgressService::CheckVeths() {
       continue;
     }
     // A sandbox that is not running (stopped, or adopted stopped) has no veth: its namespace took it along.
-    if (!e.init) continue;
-    auto alive = [&] { return ::syscall(SYS_pidfd_send_signal, e.init->get(), 0, nullptr, 0) == 0; };
-    if (!alive()) continue;
-    Fd ns(::open(("/proc/" + std::to_string(e.pid) + "/ns/net").c_str(), O_RDONLY | O_CLOEXEC));
-    if (!ns.valid() || !alive()) continue;  // it died meanwhile, and its pid may be another's now
+    if (!e.netns) continue;
+    Result<Fd> ns = e.netns();
+    if (!ns.ok()) continue;
     const bool open = e.policy->spec().mode == egress::EgressMode::kOpen;
-    auto link = net::AttachSandbox(ns.get(), pool_.SlotAt(e.slot), options_.ifname_prefix, open);
+    auto link = net::AttachSandbox(ns->get(), pool_.SlotAt(e.slot), options_.ifname_prefix, open);
     // One that cannot be put back (a host tool took its names) is told once, not at every look.
     if (!link.ok() && !veths_lost_.insert(e.slot).second) continue;
     if (link.ok()) veths_lost_.erase(e.slot);
@@ -300,7 +285,7 @@ Result<SandboxNet> EgressService::Prepare(const std::string& id, const egress::E
   return n;
 }
 
-Status EgressService::Attach(const std::string& id, pid_t pid, uint64_t start_time) {
+Status EgressService::Attach(const std::string& id, NetnsOpener netns) {
   Entry e;
   {
     MutexLock lock(mu_);
@@ -309,14 +294,12 @@ Status EgressService::Attach(const std::string& id, pid_t pid, uint64_t start_ti
     e = it->second;
   }
   MutexLock attaching(veth_mu_);
-  auto init = std::make_shared<Fd>(InitHandle(pid, start_time));
   Status s = [&]() -> Status {
-    if (!init->valid()) return Error::Sys("pidfd_open of the sandbox's init");
-    Fd ns(::open(("/proc/" + std::to_string(pid) + "/ns/net").c_str(), O_RDONLY | O_CLOEXEC));
-    if (!ns.valid()) return Error::Sys("opening the sandbox's network namespace");
+    Result<Fd> ns = netns();
+    if (!ns.ok()) return Error::Of(ns.error().code, "the sandbox's network namespace: " + ns.error().message);
     const bool open = e.policy->spec().mode == egress::EgressMode::kOpen;
     if (open) ISB_TRY(EnsureForwarding());
-    ISB_TRY(net::AttachSandbox(ns.get(), pool_.SlotAt(e.slot), options_.ifname_prefix, open));
+    ISB_TRY(net::AttachSandbox(ns->get(), pool_.SlotAt(e.slot), options_.ifname_prefix, open));
     return firewall_->Set(RulesFor(e));
   }();
   if (!s.ok()) {
@@ -330,8 +313,7 @@ Status EgressService::Attach(const std::string& id, pid_t pid, uint64_t start_ti
   MutexLock lock(mu_);
   if (auto it = by_id_.find(id); it != by_id_.end()) {
     it->second.attached = true;
-    it->second.pid = pid;
-    it->second.init = std::move(init);
+    it->second.netns = std::move(netns);
   }
   return {};
 }
@@ -415,16 +397,9 @@ void EgressService::Release(const std::string& id) {
 }
 
 Status EgressService::Adopt(const std::string& id, uint32_t slot, const egress::EgressSpec& spec,
-                            const std::string& org, pid_t pid, uint64_t start_time) {
+                            const std::string& org, NetnsOpener netns) {
   ISB_TRY(pool_.Reserve(slot));
-  Entry e{id, slot, std::make_shared<const egress::EgressPolicy>(spec), true, org};
-  if (pid > 0) {
-    auto init = std::make_shared<Fd>(InitHandle(pid, start_time));
-    if (init->valid()) {
-      e.pid = pid;
-      e.init = std::move(init);
-    }
-  }
+  Entry e{id, slot, std::make_shared<const egress::EgressPolicy>(spec), true, org, std::move(netns)};
   {
     MutexLock lock(mu_);
     by_id_[id] = e;

@@ -3,8 +3,6 @@
 // DNS responder learn the sandbox from the address a connection or query arrives at (the host end of its veth).
 #pragma once
 
-#include <sys/types.h>
-
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -20,6 +18,7 @@
 #include "base/mutex.h"
 #include "base/result.h"
 #include "daemon/egress_claims.h"
+#include "daemon/netns_dial.h"
 #include "daemon/secret_broker.h"
 #include "egress/cert_minter.h"
 #include "egress/dialer.h"
@@ -96,10 +95,12 @@ class EgressService {
   // Reserves an address for `id` of org `org` with `spec` (mode list or open; none needs nothing) before the sandbox
   // starts. The org names the sandbox to the judge (and keys its verdicts).
   Result<SandboxNet> Prepare(const std::string& id, const egress::EgressSpec& spec, const std::string& org);
-  // Once the sandbox's init runs as `pid`, started at `start_time` (ProcessStartTime; 0: whatever runs as `pid`
-  // now): its veth and its rules. On failure what was made is undone and the reservation kept (the sandbox is
-  // stopped, and a later start attaches again; Release gives it up).
-  Status Attach(const std::string& id, pid_t pid, uint64_t start_time = 0);
+  // Once the sandbox runs, with `netns` opening its network namespace: its veth (in that namespace) and its rules.
+  // On failure what was made is undone and the reservation kept (the sandbox is stopped, and a later start attaches
+  // again; Release gives it up). `netns` is kept, and called again from the watch thread to put back a veth deleted
+  // under the service (a sandbox that no longer runs gets none back), until Release or the service's end: what it
+  // uses must outlive the service. REQUIRES: netns is set.
+  Status Attach(const std::string& id, NetnsOpener netns);
   // A running sandbox's new spec (same mode family): the rules take it in one apply, then new connections and
   // queries see it. When the rules cannot take it, nothing does: the error, and the old spec stays in force.
   Status Update(const std::string& id, const egress::EgressSpec& spec);
@@ -109,11 +110,11 @@ class EgressService {
   Status Assign(const std::string& id, const egress::EgressSpec& spec, const std::string& org);
   // Rules, veth and address of `id` go; unknown ids are fine.
   void Release(const std::string& id);
-  // At start-up, a sandbox adopted with the slot it had; `pid` (started at `start_time`): its init, when it runs
-  // (its veth is then watched as an attached one's). A veth of it that an older isb named <prefix><slot> (which no
-  // rule matches) is removed, and the error says so.
+  // At start-up, a sandbox adopted with the slot it had; `netns`, when it runs: what opens its network namespace
+  // (its veth is then watched as an attached one's, as Attach's `netns`). A veth of it that an older isb named
+  // <prefix><slot> (which no rule matches) is removed, and the error says so.
   Status Adopt(const std::string& id, uint32_t slot, const egress::EgressSpec& spec, const std::string& org,
-               pid_t pid = 0, uint64_t start_time = 0);
+               NetnsOpener netns = nullptr);
 
   uint16_t proxy_port() const;
   uint16_t dns_port() const;
@@ -135,10 +136,9 @@ class EgressService {
     std::shared_ptr<const egress::EgressPolicy> policy;
     bool attached = false;
     std::string org;
-    // The sandbox's init since Attach (a pidfd; an adopted sandbox has none): while it lives, a veth someone deleted
-    // is put back in its network namespace. Once it has died, its veth went with its namespace, as a stop does.
-    pid_t pid = 0;
-    std::shared_ptr<Fd> init{};
+    // Opens the sandbox's network namespace, since Attach (or an adoption of a running sandbox): while it runs, a
+    // veth someone deleted is put back there. Once it has stopped, its veth went with its namespace, and this fails.
+    NetnsOpener netns{};
   };
   explicit EgressService(EgressOptions options, net::Subnet subnet, egress::Dialer dialer, EgressClaims claims);
   Status StartServers();

@@ -2,7 +2,6 @@
 #include "daemon/netns_dial.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <poll.h>
@@ -14,24 +13,7 @@
 #include <string>
 #include <thread>
 
-#include "engine/spawner.h"
-
 namespace isb::daemon {
-
-Result<Fd> OpenNetns(pid_t pid) {
-  const std::string path = "/proc/" + std::to_string(pid) + "/ns/net";
-  Fd netns(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!netns.valid()) return Error::Sys("opening " + path);
-  return netns;
-}
-
-Result<Fd> OpenNetns(const engine::NetworkAttachment& at) {
-  Fd dir = engine::OpenProcessDir(at.pid, at.start_time);
-  if (!dir.valid()) return Error::Of(Code::kConflict, "the sandbox is not running");
-  Fd netns(::openat(dir.get(), "ns/net", O_RDONLY | O_CLOEXEC));
-  if (!netns.valid()) return Error::Sys("opening the network namespace of process " + std::to_string(at.pid));
-  return netns;
-}
 
 Result<Fd> ConnectLoopback(uint16_t port) {
   Fd s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));

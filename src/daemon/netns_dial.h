@@ -3,22 +3,19 @@
 // route or firewall rule to be reached this way. Published ports (port_publisher.h) and previews (preview_proxy.h).
 #pragma once
 
-#include <sys/types.h>
-
 #include <chrono>
 #include <cstdint>
+#include <functional>
 
 #include "base/fd.h"
 #include "base/result.h"
-#include "engine/runtime.h"
 
 namespace isb::daemon {
 
-// The network namespace of the process `pid` (open, O_CLOEXEC); or why not, naming what was opened.
-Result<Fd> OpenNetns(pid_t pid);
-// The network namespace of a sandbox's init, only while `at.pid` is the process that started at `at.start_time` (a
-// pid reused since is never entered): kConflict "the sandbox is not running" when it is not.
-Result<Fd> OpenNetns(const engine::NetworkAttachment& at);
+// Opens one sandbox's network namespace (O_RDONLY) while it runs, as its runtime does (engine::Runtime::OpenNetwork),
+// and fails with kConflict once it does not. Its users call it each time they need the namespace, never holding one
+// open longer than they use it (an open namespace outlives its sandbox, and with it the veth inside).
+using NetnsOpener = std::function<Result<Fd>()>;
 
 // A non-blocking TCP socket of the calling thread's network namespace, connecting to 127.0.0.1:`port`: connected, or
 // in progress (POLLOUT, then SO_ERROR, says how it ended). Errors: the socket or the connect failed at once.

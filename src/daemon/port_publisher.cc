@@ -255,7 +255,7 @@ PortPublisher::~PortPublisher() {
   published_.clear();
 }
 
-Status PortPublisher::Publish(const std::string& id, const engine::NetworkAttachment& at,
+Status PortPublisher::Publish(const std::string& id, const NetnsOpener& netns_of,
                               const std::vector<api::SpecPort>& ports) {
   Unpublish(id);
   if (ports.empty()) return {};
@@ -268,7 +268,7 @@ Status PortPublisher::Publish(const std::string& id, const engine::NetworkAttach
       return Error::Of(listen.error().code, field + ": " + p.host_address + ":" + std::to_string(p.host_port) + ": " +
                                                 listen.error().message);
     }
-    Result<Fd> netns = OpenNetns(at);
+    Result<Fd> netns = netns_of();
     if (!netns.ok()) {
       Error e = netns.error();
       e.message = field + ": the sandbox's network namespace: " + e.message;

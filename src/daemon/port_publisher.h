@@ -3,8 +3,6 @@
 // needs no address, route or firewall rule for it and its egress policy is unchanged.
 #pragma once
 
-#include <sys/types.h>
-
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -15,7 +13,7 @@
 #include "api/sandboxes.h"
 #include "base/mutex.h"
 #include "base/result.h"
-#include "engine/runtime.h"
+#include "daemon/netns_dial.h"
 
 namespace isb::daemon {
 
@@ -32,11 +30,11 @@ class PortPublisher {
   // Closes every listener and connection.
   ~PortPublisher();
 
-  // Listens on each of `ports` for sandbox `id`, whose init is `at.pid` since `at.start_time` (checked: a pid
-  // reused since is refused, kConflict). All or none: a port that cannot be bound is
+  // Listens on each of `ports` for sandbox `id`, whose network namespace `netns` opens (once per port, after the
+  // port is bound; a sandbox that no longer runs is refused, kConflict). All or none: a port that cannot be bound is
   // kConflict naming it ("ports[0]: 127.0.0.1:8080: Address already in use") and nothing stays published.
   // Publishing an id again replaces what it had.
-  Status Publish(const std::string& id, const engine::NetworkAttachment& at, const std::vector<api::SpecPort>& ports);
+  Status Publish(const std::string& id, const NetnsOpener& netns, const std::vector<api::SpecPort>& ports);
   // Closes the sandbox's listeners and its open connections. Nothing published: nothing to do.
   void Unpublish(const std::string& id);
 

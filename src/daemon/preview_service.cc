@@ -1,23 +1,11 @@
-// The daemon's previews: the sandbox's network namespace from its record, the viewer's membership from the identity
+// The daemon's previews: the sandbox's network namespace from its runtime, the viewer's membership from the identity
 // store, and one thread that follows the lifecycle events and checks every session again each `recheck`.
 #include "daemon/preview_service.h"
 
-#include <fcntl.h>
-
-#include "daemon/netns_dial.h"
 #include "identity/clock.h"
 
 namespace isb::daemon {
 namespace {
-
-// A sandbox's network namespace, only while its init is the process that started for it (by its runtime's word:
-// pid and start time, so a reused pid is never entered).
-Result<Fd> SandboxNetns(const NetworkOf& network, const std::string& id) {
-  ISB_ASSIGN_OR_RETURN(engine::NetworkAttachment at, network(id));
-  Result<Fd> netns = OpenNetns(at);
-  if (!netns.ok()) return Error::Of(netns.error().code, "sandbox " + id + ": " + netns.error().message);
-  return netns;
-}
 
 // Whether the token or browser session the preview was opened with is still good: not revoked, not expired. A
 // password sign-in and the host have none to check.
@@ -57,12 +45,6 @@ bool EndsPreviews(const std::string& type) {
 
 }  // namespace
 
-std::string RunOf(const NetworkOf& network, const std::string& id) {
-  Result<engine::NetworkAttachment> at = network(id);
-  if (!at.ok()) return "";
-  return std::to_string(at->pid) + ":" + std::to_string(at->start_time);
-}
-
 PreviewService::PreviewService(PreviewServiceOptions options, store::Db& db, identity::IdentityStore& identity,
                                api::EventBus& events)
     : options_(std::move(options)), db_(db), identity_(identity), events_(events) {
@@ -73,10 +55,10 @@ PreviewService::PreviewService(PreviewServiceOptions options, store::Db& db, ide
   access.still_allowed = [this](const api::Identity& caller, const std::string& org) {
     return StillAllowed(db_, identity_, caller, org);
   };
-  access.run_of = [this](const std::string& id) { return RunOf(options_.network, id); };
+  access.run_of = options_.run_of;
   access_ = std::make_unique<api::PreviewAccess>(std::move(access));
   PreviewProxyOptions proxy;
-  proxy.netns = [this](const std::string& id) { return SandboxNetns(options_.network, id); };
+  proxy.netns = options_.network;
   proxy.limit_loopback_peers = options_.limit_loopback_peers;
   proxy.response_timeout = options_.response_timeout;
   proxy_ = std::make_unique<PreviewProxy>(*access_, std::move(proxy));

@@ -11,19 +11,20 @@
 #include "api/event_bus.h"
 #include "api/preview_access.h"
 #include "daemon/preview_proxy.h"
-#include "engine/runtime.h"
+#include "base/fd.h"
+#include "base/result.h"
 #include "identity/store.h"
 #include "store/db.h"
 
 namespace isb::daemon {
 
-// Where sandbox `id`'s network is while it runs, as its runtime says (SandboxManager::Network); an error when it
-// does not run (or does not exist).
-using NetworkOf = std::function<Result<engine::NetworkAttachment>(const std::string& id)>;
+// Sandbox `id`'s network namespace (open, O_RDONLY) while it runs, as its runtime gives it
+// (SandboxManager::OpenNetwork); an error when it does not run (or does not exist).
+using NetworkOf = std::function<Result<Fd>(const std::string& id)>;
 
-// The run of sandbox `id` as `network` tells it ("pid:start_time"), "" when it does not run: what a preview belongs
-// to (api::PreviewAccessOptions::run_of), so that a stop and a start no event told of end the old run's previews.
-std::string RunOf(const NetworkOf& network, const std::string& id);
+// The run of sandbox `id`, "" when it does not run (SandboxManager::RunOf): what a preview belongs to
+// (api::PreviewAccessOptions::run_of), so that a stop and a start no event told of end the old run's previews.
+using RunOf = std::function<std::string(const std::string& id)>;
 
 struct PreviewServiceOptions {
   std::string domain = api::kDefaultPreviewDomain;  // --preview-domain
@@ -34,6 +35,7 @@ struct PreviewServiceOptions {
   // PreviewProxyOptions::response_timeout (--preview-response-timeout).
   std::chrono::milliseconds response_timeout = kPreviewResponseTimeout;
   NetworkOf network;  // required
+  RunOf run_of;       // required
   bool limit_loopback_peers = false;  // PreviewProxyOptions::limit_loopback_peers: the HTTP listener's setting
 };
 

@@ -65,10 +65,9 @@ Result<std::string> SandboxManager::Adopt() {
     }
     auto rec = Load(id);
     if (!rec.ok()) continue;
-    // Where its network is attached, when it runs (none when its runtime no longer finds it).
-    engine::NetworkAttachment attached;
-    if (rec->state == "running")
-      if (auto at = runtime_->Network(Handle(*rec)); at.ok()) attached = *at;
+    // What opens its network namespace, when it runs (none when its runtime has no record of it).
+    NetnsOpener attached;
+    if (rec->state == "running" && !Handle(*rec).record.empty()) attached = NetnsOf(*rec);
     // Its address and rules, running or stopped: a stopped sandbox gets them back when it starts.
     if (auto slot = isb::ReadFile(Dir(id) + "/net_slot"); slot.ok() && options_.egress != nullptr) {
       Result<egress::EgressSpec> spec = ParseSandboxEgress(rec->spec.egress);
@@ -78,8 +77,7 @@ Result<std::string> SandboxManager::Adopt() {
       std::optional<uint32_t> index = ParseDecimal<uint32_t>(text);
       Status st = !spec.ok() ? Status(spec.error())
                   : !index   ? Status(Error::Msg("its net_slot file does not hold a slot number"))
-                             : options_.egress->Adopt(id, *index, *spec, api::OrgOf(rec->spec),
-                                                      attached.pid, attached.start_time);
+                             : options_.egress->Adopt(id, *index, *spec, api::OrgOf(rec->spec), attached);
       // A new daemon has a new CA for the sandbox (CAs are kept in memory only): its trust store follows.
       if (st.ok() && std::filesystem::exists(Dir(id) + "/" + kTrustBundleFile)) {
         Result<std::string> ca = options_.egress->SandboxCaPem(id);

@@ -238,14 +238,17 @@ engine::RuntimeHandle SandboxManager::Handle(const Record& rec) const {
   return {rec.id, rec.runtime == runtime_->Name() ? rec.runtime_record : std::string()};
 }
 
+NetnsOpener SandboxManager::NetnsOf(const Record& rec) const {
+  return [runtime = runtime_, handle = Handle(rec)] { return runtime->OpenNetwork(handle); };
+}
+
 bool SandboxManager::Alive(const Record& rec) const {
   const engine::RuntimeHandle handle = Handle(rec);
   return rec.state == "running" && !handle.record.empty() && runtime_->Running(handle);
 }
 
 Status SandboxManager::PublishPorts(const Record& rec) {
-  ISB_ASSIGN_OR_RETURN(engine::NetworkAttachment at, runtime_->Network(Handle(rec)));
-  return ports_.Publish(rec.id, at, rec.spec.ports);
+  return ports_.Publish(rec.id, NetnsOf(rec), rec.spec.ports);
 }
 
 Status SandboxManager::PortsApartFromIsb(const api::SandboxSpec& spec) const {
@@ -325,8 +328,7 @@ Status SandboxManager::LaunchProcess(Record& rec, bool background) {
   // Its veth and rules before anything runs in it (before then, it has only loopback).
   if (std::filesystem::exists(Dir(rec.id) + "/net_slot")) {
     if (options_.egress == nullptr) return Error::Of(Code::kUnavailable, "egress: " + options_.egress_unavailable);
-    ISB_ASSIGN_OR_RETURN(engine::NetworkAttachment at, runtime_->Network(Handle(rec)));
-    ISB_TRY(options_.egress->Attach(rec.id, at.pid, at.start_time));
+    ISB_TRY(options_.egress->Attach(rec.id, NetnsOf(rec)));
   }
   return {};
 }

@@ -124,9 +124,12 @@ class SandboxManager : public api::Sandboxes {
   // an image of its org (sandbox_snapshot.cc).
   using LayerUse = std::function<Status(const std::string& upper, uint32_t uid_base, const api::SandboxSpec& spec)>;
   Status WithLayer(const std::string& id_or_name, const LayerUse& use);
-  // Where a running sandbox's network is, by its runtime (pid and start time); kConflict when it does not run.
-  // For previews (daemon/preview_service.h).
-  Result<engine::NetworkAttachment> Network(const std::string& id);
+  // A running sandbox's network namespace (open, O_RDONLY), by its runtime; kConflict when it does not run. For
+  // previews (daemon/preview_service.h).
+  Result<Fd> OpenNetwork(const std::string& id);
+  // The run of sandbox `id` ("" when it does not run): another after each start, so that what belongs to one run
+  // (a preview) can tell it from the next. For previews.
+  std::string RunOf(const std::string& id);
 
   // Returns once the layers and state dirs of the sandboxes removed so far are gone (a removal returns before
   // that: teardown_queue.h). For tests.
@@ -178,6 +181,9 @@ class SandboxManager : public api::Sandboxes {
   bool Alive(const Record& rec) const;
   // What the runtime needs to find the sandbox of `rec` (an empty record when it has none, or another runtime's).
   engine::RuntimeHandle Handle(const Record& rec) const;
+  // Opens the network namespace of the run of `rec` (its runtime's OpenNetwork of its handle as it is now): for the
+  // egress service and the port publisher. It uses the runtime, which outlives the egress service (serve.cc).
+  NetnsOpener NetnsOf(const Record& rec) const;
   // The spec's egress, checked; kNone needs no network.
   Result<egress::EgressSpec> Egress(const api::SandboxSpec& spec) const;
   // `e` named as egress's, once: the egress parser and service begin their messages with "egress" already.

@@ -71,10 +71,18 @@ Status SandboxManager::CopyTrustBundleToLayer(const std::string& id) {
   return isb::WriteFile(Dir(id) + "/layer/" + kTrustBundleFile, bundle, 0644);
 }
 
-Result<engine::NetworkAttachment> SandboxManager::Network(const std::string& id) {
+Result<Fd> SandboxManager::OpenNetwork(const std::string& id) {
   ISB_ASSIGN_OR_RETURN(Record rec, Load(id));
   if (!Alive(rec)) return Error::Of(Code::kConflict, "sandbox " + rec.id + " is not running");
-  return runtime_->Network(Handle(rec));
+  Result<Fd> netns = runtime_->OpenNetwork(Handle(rec));
+  if (!netns.ok()) return Error::Of(netns.error().code, "sandbox " + id + ": " + netns.error().message);
+  return netns;
+}
+
+std::string SandboxManager::RunOf(const std::string& id) {
+  Result<Record> rec = Load(id);
+  // Its runtime's record of it: each start writes one of its own.
+  return rec.ok() && Alive(*rec) ? rec->runtime + " " + rec->runtime_record : "";
 }
 
 }  // namespace isb::daemon

@@ -139,6 +139,9 @@ int Serve(const ServeOptions& options) {
   if (!setup_path.ok()) return Fail("setup token: " + setup_path.error().message);
   auto layout = engine::DetectCgroupLayout();
   if (!layout.ok()) return Fail(layout.error().message);
+  // The daemon's sandboxes run in namespaces of their own; the manager knows them only through the runtime interface.
+  // Made before the egress service, which opens the sandboxes' network namespaces through it until it stops.
+  engine::NamespacesRuntime runtime(&spawner, *layout, options.runtime_dir, options.state_dir + "/sandboxes");
   // The audit log: every call that changes something, and every refusal, whatever the surface (the egress
   // service's too, below).
   auto audit_log = audit::AuditLog::Open(*db->get());
@@ -259,8 +262,6 @@ int Serve(const ServeOptions& options) {
       slot.history = nullptr;
     }
   } clear_history_for_egress{*history_for_egress};
-  // The daemon's sandboxes run in namespaces of their own; the manager knows them only through the runtime interface.
-  engine::NamespacesRuntime runtime(&spawner, *layout, options.runtime_dir, options.state_dir + "/sandboxes");
   SandboxManager manager(manager_options, &runtime, db->get());
   // on_leak stop: the sandbox is stopped (and that is in its history), until the manager goes.
   (*daemon_secrets)->SetStopper([&manager](const std::string& id) {
@@ -287,7 +288,8 @@ int Serve(const ServeOptions& options) {
   PreviewServiceOptions preview_options{
       .recheck = options.preview_recheck,
       .response_timeout = options.preview_response_timeout,
-      .network = [&manager](const std::string& id) { return manager.Network(id); }};
+      .network = [&manager](const std::string& id) { return manager.OpenNetwork(id); },
+      .run_of = [&manager](const std::string& id) { return manager.RunOf(id); }};
   if (!preview_base.domain.empty()) {
     preview_options.domain = preview_base.domain;
     preview_options.url_scheme = preview_base.scheme;

@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <charconv>
 #include <filesystem>
 #include <set>
@@ -170,10 +171,19 @@ Result<Fd> NamespacesRuntime::OpenRoot(const RuntimeHandle& handle) {
   return root;
 }
 
-Result<NetworkAttachment> NamespacesRuntime::Network(const RuntimeHandle& handle) {
+Result<Fd> NamespacesRuntime::OpenNetwork(const RuntimeHandle& handle) {
+  // The namespace of its init: opened under the /proc dir of the recorded process (a pid taken meanwhile by another
+  // opens nothing there), and that process checked again once it is open, so the namespace of an init that exited
+  // in between (a zombie keeps its /proc dir) is never handed out.
+  const Error not_running = Error::Of(Code::kConflict, "the sandbox is not running");
   std::optional<HostProcess> p = ParseRecord(handle.record);
-  if (!p) return Error::Of(Code::kConflict, "the sandbox is not running");
-  return NetworkAttachment{p->pid, p->start_time};
+  Fd proc = p ? OpenProcessDir(p->pid, p->start_time) : Fd();
+  if (!proc.valid()) return not_running;
+  Fd netns(::openat(proc.get(), "ns/net", O_RDONLY | O_CLOEXEC));
+  const int err = errno;
+  if (!OpenProcessDir(p->pid, p->start_time).valid()) return not_running;
+  if (!netns.valid()) return Error::Sys("opening the sandbox's network namespace", err);
+  return netns;
 }
 
 Result<CgroupStats> NamespacesRuntime::Usage(const RuntimeHandle& handle) {

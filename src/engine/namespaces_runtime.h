@@ -35,7 +35,7 @@ class NamespacesRuntime : public Runtime {
   Result<ExecOutcome> Exec(const RuntimeHandle& handle, const ExecSpec& spec, const ExecSink& sink,
                            const ExecInputReady& on_input) override;
   Result<Fd> OpenRoot(const RuntimeHandle& handle) override;
-  Result<NetworkAttachment> Network(const RuntimeHandle& handle) override;
+  Result<Fd> OpenNetwork(const RuntimeHandle& handle) override;
   Result<CgroupStats> Usage(const RuntimeHandle& handle) override;
   Status Fit(const RuntimeHandle& handle, const Refit& fit) override;
   HostProcess Process(const RuntimeHandle& handle) const override;

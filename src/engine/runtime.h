@@ -20,17 +20,11 @@
 namespace isb::engine {
 
 // What a runtime needs to find one of its sandboxes again, as the daemon stores it: the sandbox's id and a record
-// that only the runtime that wrote it reads (empty: nothing of it runs).
+// that only the runtime that wrote it reads (empty: nothing of it runs). Each start writes a record of its own, so
+// two runs of one sandbox never share one.
 struct RuntimeHandle {
   std::string id;
   std::string record;
-};
-
-// Where a sandbox's network is attached, for the egress service and the port publisher: for the namespaces runtime,
-// the network namespace of its init (the process `pid` since `start_time`).
-struct NetworkAttachment {
-  pid_t pid = 0;
-  uint64_t start_time = 0;
 };
 
 // What the host shows of a running sandbox as processes, for the columns operators and older isb versions read
@@ -102,7 +96,11 @@ class Runtime {
   // The sandbox's root directory (O_PATH), through which the daemon opens files inside it, resolved within it
   // (openat2 RESOLVE_IN_ROOT) as its user. Code::kConflict "the sandbox is not running" when it does not run.
   virtual Result<Fd> OpenRoot(const RuntimeHandle& handle) = 0;
-  virtual Result<NetworkAttachment> Network(const RuntimeHandle& handle) = 0;
+  // The sandbox's network namespace (O_RDONLY), where its network is attached: the egress service puts its veth
+  // there, published ports and previews make their sockets there. Only while the sandbox runs, the namespace is its
+  // own: Code::kConflict "the sandbox is not running" when it does not. A fresh descriptor each call, which the
+  // caller closes once done (it holds the namespace while open).
+  virtual Result<Fd> OpenNetwork(const RuntimeHandle& handle) = 0;
   virtual Result<CgroupStats> Usage(const RuntimeHandle& handle) = 0;
   // Fits a sandbox launched ahead that has run nothing yet to the create that takes it.
   virtual Status Fit(const RuntimeHandle& handle, const Refit& fit) = 0;

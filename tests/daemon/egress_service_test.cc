@@ -19,6 +19,7 @@
 #include <net/if.h>
 
 #include "base/file.h"
+#include "daemon/process_netns.h"
 #include "egress/fake_chat_server.h"
 #include "must_work.h"
 #include "net/netlink.h"
@@ -256,7 +257,7 @@ TEST_F(EgressServiceTest, ABlockListResolvesANameBlockedOnSomePortsOnly) {
         ParseSandboxEgress(nlohmann::json{{"block", {"partly.test:443", "wholly.test", "*.below.test"}}});
     ASSERT_TRUE(spec.ok()) << spec.error().message;
     ASSERT_TRUE((*svc)->Prepare("sb-1", *spec, "default").ok());
-    ASSERT_TRUE((*svc)->Attach("sb-1", sandbox_).ok());
+    ASSERT_TRUE((*svc)->Attach("sb-1", testing::ProcessNetns(sandbox_)).ok());
     AwaitOrigin();
     EXPECT_EQ(RunIn(ns, {"dig", "@10.250.0.1", "+short", "+time=2", "+tries=1", "partly.test"}), "10.250.0.1\n");
     for (const char* name : {"wholly.test", "a.below.test"}) {
@@ -291,7 +292,7 @@ TEST_F(EgressServiceTest, AListedSandboxReachesItsNamesThroughTheProxyAndNothing
     EXPECT_EQ(net->host_address, "10.250.0.1");
     EXPECT_EQ(net->resolv_conf, "nameserver 10.250.0.1\n");
     EXPECT_EQ(net->env[0], "HTTP_PROXY=http://10.250.0.1:3128");
-    ASSERT_TRUE(egress.Attach("sb-1", sandbox_).ok());
+    ASSERT_TRUE(egress.Attach("sb-1", testing::ProcessNetns(sandbox_)).ok());
     AwaitOrigin();
 
     // DNS: listed names resolve to the proxy, others do not exist.
@@ -350,7 +351,7 @@ TEST_F(EgressServiceTest, AFailedAttachKeepsTheSandboxsAddressForItsNextStart) {
     pid_t gone = Spawn({"true"});
     ASSERT_GT(gone, 0);
     ASSERT_EQ(::waitpid(gone, nullptr, 0), gone);
-    Status first = egress.Attach("sb-1", gone);
+    Status first = egress.Attach("sb-1", testing::ProcessNetns(gone));
     EXPECT_FALSE(first.ok());
     // Another sandbox prepared meanwhile gets another address.
     Result<SandboxNet> other = egress.Prepare("sb-2", spec, "default");
@@ -358,7 +359,7 @@ TEST_F(EgressServiceTest, AFailedAttachKeepsTheSandboxsAddressForItsNextStart) {
     EXPECT_EQ(other->host_address, "10.250.0.5");
     egress.Release("sb-2");
     StartSandbox();
-    Status again = egress.Attach("sb-1", sandbox_);
+    Status again = egress.Attach("sb-1", testing::ProcessNetns(sandbox_));
     EXPECT_TRUE(again.ok()) << again.error().message;
     EXPECT_TRUE(net::Netlink::Open()->IfIndex("isb-0").ok());
     egress.Release("sb-1");
@@ -401,7 +402,7 @@ TEST_F(EgressServiceTest, JudgedNamesAreDecidedPerRequestByTheJudge) {
     auto spec = ParseSandboxEgress(nlohmann::json({{"allow", nlohmann::json::array()}, {"judge", {"judged.test:80"}}}));
     ASSERT_TRUE(spec.ok()) << spec.error().message;
     ASSERT_TRUE((*svc)->Prepare("sb-1", *spec, "acme").ok());
-    ASSERT_TRUE((*svc)->Attach("sb-1", sandbox_).ok());
+    ASSERT_TRUE((*svc)->Attach("sb-1", testing::ProcessNetns(sandbox_)).ok());
     AwaitOrigin();
     std::vector<std::string> curl = {"curl", "-s", "-m", "10", "-w", " %{http_code}", "--resolve",
                                      "judged.test:80:10.250.0.1"};
@@ -426,7 +427,7 @@ TEST_F(EgressServiceTest, JudgedNamesAreDecidedPerRequestByTheJudge) {
     svc = EgressService::Start(o);
     ASSERT_TRUE(svc.ok()) << svc.error().message;
     ASSERT_TRUE((*svc)->Prepare("sb-1", *spec, "default").ok());
-    ASSERT_TRUE((*svc)->Attach("sb-1", sandbox_).ok());
+    ASSERT_TRUE((*svc)->Attach("sb-1", testing::ProcessNetns(sandbox_)).ok());
     EXPECT_EQ(get("http://judged.test/"),
               "isb: judged.test:80 is for the judge to decide (judged.test:80); no judge configured "
               "(isb serve --judge-url)\n 403");
@@ -447,7 +448,7 @@ TEST_F(EgressServiceTest, AChangeTheRulesCouldNotFollowLeavesTheOldListInForce) 
     std::string ns = StartSandbox();
     egress::EgressSpec a = *ParseSandboxEgress(nlohmann::json::array({"a.example.com:80"}));
     ASSERT_TRUE(egress.Prepare("sb-1", a, "default").ok());
-    ASSERT_TRUE(egress.Attach("sb-1", sandbox_).ok());
+    ASSERT_TRUE(egress.Attach("sb-1", testing::ProcessNetns(sandbox_)).ok());
 
     char dir[] = "/tmp/isb-no-nft-XXXXXX";
     ASSERT_NE(::mkdtemp(dir), nullptr);
@@ -522,7 +523,7 @@ TEST_F(EgressServiceTest, AnOpenSandboxTurnsForwardingOnForSandboxesOnlyWhereItW
     EXPECT_FALSE(ForwardsOnlySandboxes());
     StartSandbox();
     ASSERT_TRUE((*svc)->Prepare("sb-1", *ParseSandboxEgress("open"), "default").ok());
-    Status attached = (*svc)->Attach("sb-1", sandbox_);
+    Status attached = (*svc)->Attach("sb-1", testing::ProcessNetns(sandbox_));
     ASSERT_TRUE(attached.ok()) << attached.error().message;
 
     EXPECT_EQ(Forwarding(), "1\n");
@@ -569,7 +570,7 @@ TEST_F(EgressServiceTest, AnOpenSandboxResolvesNamesThroughTheHostsResolver) {
     auto net = (*svc)->Prepare("sb-1", *ParseSandboxEgress("open"), "default");
     ASSERT_TRUE(net.ok()) << net.error().message;
     EXPECT_EQ(net->resolv_conf, "nameserver 10.250.0.1\n");
-    Status attached = (*svc)->Attach("sb-1", sandbox_);
+    Status attached = (*svc)->Attach("sb-1", testing::ProcessNetns(sandbox_));
     ASSERT_TRUE(attached.ok()) << attached.error().message;
     std::string answer;
     for (int i = 0; i < 50 && answer.empty(); ++i) {  // until the python resolver listens
@@ -601,7 +602,7 @@ TEST_F(EgressServiceTest, ForwardingThatWasOnIsLeftRoutingEverythingItRouted) {
     EXPECT_FALSE(std::filesystem::exists(Marker())) << "the marker of an earlier boot is still there";
     StartSandbox();
     ASSERT_TRUE((*svc)->Prepare("sb-1", *ParseSandboxEgress("open"), "default").ok());
-    Status attached = (*svc)->Attach("sb-1", sandbox_);
+    Status attached = (*svc)->Attach("sb-1", testing::ProcessNetns(sandbox_));
     ASSERT_TRUE(attached.ok()) << attached.error().message;
 
     EXPECT_EQ(Forwarding(), "1\n");
@@ -679,7 +680,7 @@ TEST_F(EgressServiceTest, RulesChangedUnderALiveServiceAreRestoredAndReported) {
     ASSERT_TRUE(svc.ok()) << svc.error().message;
     std::string ns = StartSandbox();
     ASSERT_TRUE((*svc)->Prepare("sb-1", *ParseSandboxEgress(nlohmann::json{"a.test"}), "acme").ok());
-    ASSERT_TRUE((*svc)->Attach("sb-1", sandbox_).ok());
+    ASSERT_TRUE((*svc)->Attach("sb-1", testing::ProcessNetns(sandbox_)).ok());
     const std::string here = "/proc/thread-self/ns/net";
     auto listing = [&] { return RunIn(here, {"nft", "-s", "list", "table", "inet", "isb"}); };
     const std::string rules = listing();
@@ -722,7 +723,7 @@ TEST_F(EgressServiceTest, APooledSandboxsNetworkEventsAreNobodysUntilItIsAssigne
     ASSERT_TRUE(svc.ok()) << svc.error().message;
     StartSandbox();
     ASSERT_TRUE((*svc)->Prepare("sb-1", *ParseSandboxEgress(nlohmann::json{"pooled.test"}), "").ok());
-    ASSERT_TRUE((*svc)->Attach("sb-1", sandbox_).ok());
+    ASSERT_TRUE((*svc)->Attach("sb-1", testing::ProcessNetns(sandbox_)).ok());
     ::usleep(300000);  // the service has taken the applied table as its reference
     const std::string here = "/proc/thread-self/ns/net";
     RunIn(here, {"ip", "link", "del", "isb-0"});
@@ -753,7 +754,7 @@ TEST_F(EgressServiceTest, AVethDeletedUnderALiveServiceIsPutBackAndReported) {
     ASSERT_TRUE(svc.ok()) << svc.error().message;
     const std::string ns = StartSandbox();
     ASSERT_TRUE((*svc)->Prepare("sb-1", *ParseSandboxEgress(nlohmann::json{"a.test"}), "acme").ok());
-    ASSERT_TRUE((*svc)->Attach("sb-1", sandbox_).ok());
+    ASSERT_TRUE((*svc)->Attach("sb-1", testing::ProcessNetns(sandbox_)).ok());
     const std::string here = "/proc/thread-self/ns/net";
     // The sandbox's address (its link's index left out: a new link has a new one).
     auto address = [&] {
@@ -812,7 +813,7 @@ TEST_F(EgressServiceTest, ARestartedServiceKeepsTheForwardingAnEarlierOneTurnedO
     StartSandbox();
     Result<SandboxNet> net = (*first)->Prepare("sb-1", open, "default");
     ASSERT_TRUE(net.ok()) << net.error().message;
-    ASSERT_TRUE((*first)->Attach("sb-1", sandbox_).ok());
+    ASSERT_TRUE((*first)->Attach("sb-1", testing::ProcessNetns(sandbox_)).ok());
     ASSERT_EQ(Forwarding(), "1\n");
     first->reset();  // the daemon stops; its sandbox runs on
 
@@ -848,7 +849,7 @@ TEST_F(EgressServiceTest, AnOpenSandboxIsNotAttachedWhereForwardingCannotBeTurne
       setup_error = MakeSysctlsReadOnly();
       if (setup_error.empty() && ::setns(host_.get(), CLONE_NEWNET) != 0)
         setup_error = std::string("setns: ") + std::strerror(errno);
-      if (setup_error.empty()) attached = (*svc)->Attach("sb-1", sandbox_);
+      if (setup_error.empty()) attached = (*svc)->Attach("sb-1", testing::ProcessNetns(sandbox_));
     }).join();
     ASSERT_EQ(setup_error, "");
     ASSERT_FALSE(attached.ok());
@@ -861,7 +862,7 @@ TEST_F(EgressServiceTest, AnOpenSandboxIsNotAttachedWhereForwardingCannotBeTurne
     EXPECT_FALSE(ForwardsOnlySandboxes());
     EXPECT_EQ(net::Netlink::Open()->IfIndex("isb-0").error().code, Code::kNotFound);
 
-    Status again = (*svc)->Attach("sb-1", sandbox_);
+    Status again = (*svc)->Attach("sb-1", testing::ProcessNetns(sandbox_));
     ASSERT_TRUE(again.ok()) << again.error().message;
     EXPECT_EQ(Forwarding(), "1\n");
     EXPECT_TRUE(ForwardsOnlySandboxes());
@@ -887,7 +888,7 @@ TEST_F(EgressServiceTest, AssignGivesAPreparedNetworkTheCreatesListAndRefusesWha
 
     std::string ns = StartSandbox();
     ASSERT_TRUE(egress.Prepare("sb-1", *ParseSandboxEgress(nlohmann::json{"pooled.test"}), "").ok());
-    ASSERT_TRUE(egress.Attach("sb-1", sandbox_).ok());
+    ASSERT_TRUE(egress.Attach("sb-1", testing::ProcessNetns(sandbox_)).ok());
     const std::string here = "/proc/thread-self/ns/net";
     EXPECT_EQ(RunIn(ns, {"dig", "@10.250.0.1", "+short", "+time=2", "+tries=1", "pooled.test"}), "10.250.0.1\n");
     EXPECT_EQ(RunIn(here, {"nft", "list", "table", "inet", "isb"}).find("8443"), std::string::npos);

@@ -166,9 +166,11 @@ Result<Fd> FakeRuntime::OpenRoot(const engine::RuntimeHandle& handle) {
   return root;
 }
 
-Result<engine::NetworkAttachment> FakeRuntime::Network(const engine::RuntimeHandle& handle) {
+Result<Fd> FakeRuntime::OpenNetwork(const engine::RuntimeHandle& handle) {
   if (!Running(handle)) return Error::Of(Code::kConflict, "the sandbox is not running");
-  return engine::NetworkAttachment{};
+  Fd netns(::open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC));
+  if (!netns.valid()) return Error::Sys("open /proc/self/ns/net");
+  return netns;
 }
 
 Result<engine::CgroupStats> FakeRuntime::Usage(const engine::RuntimeHandle& handle) {

@@ -53,7 +53,8 @@ class FakeRuntime : public engine::Runtime {
   Result<engine::ExecOutcome> Exec(const engine::RuntimeHandle& handle, const engine::ExecSpec& spec,
                                    const engine::ExecSink& sink, const engine::ExecInputReady& on_input) override;
   Result<Fd> OpenRoot(const engine::RuntimeHandle& handle) override;
-  Result<engine::NetworkAttachment> Network(const engine::RuntimeHandle& handle) override;
+  // The test's own network namespace (its sandboxes share the test's network, as their roots are its directories).
+  Result<Fd> OpenNetwork(const engine::RuntimeHandle& handle) override;
   Result<engine::CgroupStats> Usage(const engine::RuntimeHandle& handle) override;
   Status Fit(const engine::RuntimeHandle& handle, const engine::Refit& fit) override;
   engine::HostProcess Process(const engine::RuntimeHandle&) const override { return {}; }

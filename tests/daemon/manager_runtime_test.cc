@@ -364,6 +364,33 @@ TEST_F(ManagerOverFakeRuntime, TheHistoryNamesEachToolCallsCallerAndNoneForTheRe
                  }));
 }
 
+// Previews reach a sandbox's network through the namespace its runtime opens, and belong to the run they were opened
+// in: each start is another run, and a stopped sandbox has neither.
+TEST_F(ManagerOverFakeRuntime, ASandboxsNetworkIsItsRuntimesAndEachStartIsAnotherRun) {
+  api::SandboxInfo sb = Create({});
+  Result<Fd> netns = mgr_->OpenNetwork(sb.id);
+  ASSERT_TRUE(netns.ok()) << netns.error().message;
+  struct stat got {}, own{};
+  ASSERT_EQ(::fstat(netns->get(), &got), 0);
+  ASSERT_EQ(::stat("/proc/self/ns/net", &own), 0);
+  EXPECT_EQ(got.st_ino, own.st_ino) << "the fake runtime's sandboxes share the test's network";
+  const std::string first = mgr_->RunOf(sb.id);
+  EXPECT_EQ(first, "fake " + runtime_->Get(sb.id).record);
+
+  ASSERT_TRUE(mgr_->Stop(sb.id).ok());
+  Result<Fd> stopped = mgr_->OpenNetwork(sb.id);
+  ASSERT_FALSE(stopped.ok());
+  EXPECT_EQ(stopped.error().code, Code::kConflict);
+  EXPECT_EQ(stopped.error().message, "sandbox " + sb.id + " is not running");
+  EXPECT_EQ(mgr_->RunOf(sb.id), "");
+
+  ASSERT_TRUE(mgr_->Start(sb.id).ok());
+  EXPECT_TRUE(mgr_->OpenNetwork(sb.id).ok());
+  const std::string second = mgr_->RunOf(sb.id);
+  EXPECT_NE(second, "");
+  EXPECT_NE(second, first);
+}
+
 // File access: through the root the runtime gives, resolved within it, as the sandbox's user.
 class FilesOverFakeRuntime : public ManagerOverFakeRuntime {
  protected:

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/file.h"
+#include "daemon/process_netns.h"
 #include "engine/spawner.h"
 #include "must_work.h"
 #include "net/loopback.h"
@@ -27,7 +28,7 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
 // This process, standing in for a sandbox's init (its network namespace is the test's).
-engine::NetworkAttachment Self() { return {::getpid(), engine::ProcessStartTime(::getpid())}; }
+NetnsOpener Self() { return testing::ProcessNetns(::getpid()); }
 using testing::AcceptWithin;
 using testing::ConnectTcp;
 using testing::ReadUntil;
@@ -135,7 +136,7 @@ class PortPublisherTest : public ::testing::Test {
 
 TEST(PortPublisherPidTest, APidWhoseStartTimeDiffersIsNotEntered) {
   PortPublisher publisher;
-  const engine::NetworkAttachment reused{::getpid(), engine::ProcessStartTime(::getpid()) + 1};
+  const NetnsOpener reused = testing::ProcessNetns(::getpid(), engine::ProcessStartTime(::getpid()) + 1);
   Status st = publisher.Publish("sb", reused, {{80, 0, "127.0.0.1"}});
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().code, Code::kConflict);

@@ -3,6 +3,7 @@
 #include "daemon/preview_proxy.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -26,6 +27,13 @@ namespace {
 
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
+
+// This process's network namespace, standing in for the sandbox's.
+Result<Fd> OwnNetns() {
+  Fd netns(::open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC));
+  if (!netns.valid()) return Error::Sys("opening /proc/self/ns/net");
+  return netns;
+}
 
 // A listening socket on 127.0.0.1 (or [::1]) and its port.
 std::pair<Fd, uint16_t> ListenLoopback(bool v6 = false) {
@@ -158,7 +166,7 @@ class PreviewProxyTest : public ::testing::Test {
   void RemakeHeld(PreviewProxyOptions options = {}) {
     options.netns = [released = released_](const std::string&) -> Result<Fd> {
       released.wait();
-      return OpenNetns(::getpid());
+      return OwnNetns();
     };
     Remake(std::move(options));
   }
@@ -170,7 +178,7 @@ class PreviewProxyTest : public ::testing::Test {
   // The proxy again, with `options` (its netns: this process's own, standing in for the sandbox's).
   void Remake(PreviewProxyOptions options) {
     proxy_.reset();
-    if (!options.netns) options.netns = [](const std::string&) { return OpenNetns(::getpid()); };
+    if (!options.netns) options.netns = [](const std::string&) { return OwnNetns(); };
     proxy_ = std::make_unique<PreviewProxy>(access_, std::move(options));
   }
 
@@ -564,7 +572,7 @@ TEST_F(PreviewProxyTest, AClientThatHangsUpWhileItsDialIsQueuedIsClosedAndItsDia
   auto lookups = std::make_shared<std::atomic<int>>(0);
   Remake({.netns = [released, lookups](const std::string&) -> Result<Fd> {
             if (++*lookups == 1) released.wait();
-            return OpenNetns(::getpid());
+            return OwnNetns();
           },
           .dial_workers = 1});
   FakeApp first({kHello});

@@ -14,20 +14,19 @@ TEST(PreviewServiceTest, AfterLostEventsThePreviewsOfSandboxesNoLongerRunningOrR
   const api::PreviewHost stopped{8080, "sb-00000000000000bb", "acme"};
   const api::PreviewHost stopped_link_only{3000, "sb-00000000000000cc", "acme"};
   const api::PreviewHost restarted{8080, "sb-00000000000000dd", "acme"};
-  // Each sandbox's runtime: its pid and start time while it runs.
-  std::map<std::string, engine::NetworkAttachment> runs = {{running.sandbox, {.pid = 10, .start_time = 1}},
-                                                          {stopped.sandbox, {.pid = 11, .start_time = 1}},
-                                                          {stopped_link_only.sandbox, {.pid = 12, .start_time = 1}},
-                                                          {restarted.sandbox, {.pid = 13, .start_time = 1}}};
+  // Each sandbox's run while it runs, as SandboxManager::RunOf tells it (its runtime and its record).
+  std::map<std::string, std::string> runs = {{running.sandbox, "namespaces pid=10 start=1 lease=-1"},
+                                             {stopped.sandbox, "namespaces pid=11 start=1 lease=-1"},
+                                             {stopped_link_only.sandbox, "namespaces pid=12 start=1 lease=-1"},
+                                             {restarted.sandbox, "namespaces pid=13 start=1 lease=-1"}};
   std::vector<std::string> asked;
-  const NetworkOf network = [&](const std::string& id) -> Result<engine::NetworkAttachment> {
+  const RunOf run_of = [&](const std::string& id) {
     asked.push_back(id);
     auto it = runs.find(id);
-    if (it == runs.end()) return Error::Of(Code::kConflict, "sandbox " + id + " is not running");
-    return it->second;
+    return it == runs.end() ? std::string() : it->second;
   };
   api::PreviewAccessOptions options;
-  options.run_of = [&](const std::string& id) { return RunOf(network, id); };
+  options.run_of = run_of;
   api::PreviewAccess access{options};
   for (const api::PreviewHost& host : {running, stopped, restarted}) {
     auto link = access.Open(host, api::Identity::Host());
@@ -39,7 +38,7 @@ TEST(PreviewServiceTest, AfterLostEventsThePreviewsOfSandboxesNoLongerRunningOrR
   // Lost events: two sandboxes stopped, and one stopped and started again (the same pid, another start time).
   runs.erase(stopped.sandbox);
   runs.erase(stopped_link_only.sandbox);
-  runs[restarted.sandbox].start_time = 2;
+  runs[restarted.sandbox] = "namespaces pid=13 start=2 lease=-1";
   asked.clear();
   EXPECT_EQ(access.EndOtherRuns(), 2u);  // two sessions; the unspent link ends too
   EXPECT_EQ(asked, (std::vector<std::string>{running.sandbox, stopped.sandbox, stopped_link_only.sandbox,

@@ -22,15 +22,16 @@ namespace {
 
 constexpr int kAppPort = 8080;
 
-// One TCP connection to the daemon's port, read until a condition holds, the peer ends or a deadline passes.
+// One TCP connection to the daemon's port (or to `address`:`port`), read until a condition holds, the peer ends or a
+// deadline passes.
 class Client {
  public:
-  explicit Client(uint16_t port) {
+  explicit Client(uint16_t port, uint32_t address = INADDR_LOOPBACK) {
     fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_addr.s_addr = htonl(address);
     if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
       ::close(fd_);
       fd_ = -1;
@@ -97,9 +98,14 @@ class PreviewTest : public E2eTest {
     StartDaemon({"--preview-recheck", "1s"});
   }
 
-  // A running sandbox with the app listening on its loopback's kAppPort.
-  std::string SandboxWithApp() {
-    std::string id = CreateSandbox();
+  // A running sandbox of `spec` with the app listening on its loopback's kAppPort.
+  std::string SandboxWithApp(const json& spec = json::object()) {
+    std::string id = CreateSandbox(spec);
+    if (!id.empty()) StartApp(id);
+    return id;
+  }
+  // The app in sandbox `id`, listening on its loopback's kAppPort once this returns.
+  void StartApp(const std::string& id) {
     MustTool("sandbox_file_write",
              {{"sandbox", id}, {"path", "/tmp/app.py"}, {"content_base64", Base64(ReadFileOrEmpty(ISB_PREVIEW_APP))}});
     json up =
@@ -109,7 +115,6 @@ class PreviewTest : public E2eTest {
                       "for i in $(seq 200); do grep -q ' 0100007F:1F90 ' /proc/net/tcp && exit 0; sleep 0.05; done; "
                       "cat /tmp/app.log; exit 1"});
     EXPECT_EQ(up.value("exit_code", -1), 0) << up.dump();
-    return id;
   }
   std::string HostOf(const std::string& id, int port = kAppPort, const std::string& org = "default") const {
     return std::to_string(port) + "-" + id + "-" + org + ".localhost:" + std::to_string(this->port());
@@ -487,6 +492,45 @@ TEST_F(PreviewTest, StoppingTheSandboxOrClosingThePortEndsItsPreviews) {
   EXPECT_EQ(refused.status, 409) << refused.Describe();
   EXPECT_EQ(refused.j.value("message", ""),
             "sandbox " + id + " is stopped: start it (sandbox_start) to preview its ports");
+}
+
+// Where ports are published unless a spec says otherwise (127.0.0.2: localhost's cookies never reach it).
+constexpr uint32_t kPublishAddress = INADDR_LOOPBACK + 1;
+
+// A port free on kPublishAddress now (0 if none could be had).
+uint16_t FreePublishPort() {
+  const int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(kPublishAddress);
+  socklen_t len = sizeof a;
+  const bool bound = ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+                     ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len) == 0;
+  ::close(s);
+  return bound ? ntohs(a.sin_port) : 0;
+}
+
+// A published port relays to the app on the sandbox's own loopback, in the network namespace its runtime opens, and
+// again after a stop and a start (another run of the sandbox, another namespace); stopped, nothing listens there.
+TEST_F(PreviewTest, APublishedPortReachesTheAppInTheSandboxAgainAfterARestart) {
+  const uint16_t host_port = FreePublishPort();
+  ASSERT_NE(host_port, 0);
+  const std::string id = SandboxWithApp({{"ports", {{{"sandbox_port", kAppPort}, {"host_port", host_port}}}}});
+  ASSERT_FALSE(id.empty());
+  auto expect_app = [&](const char* when) {
+    Client c(host_port, kPublishAddress);
+    ASSERT_TRUE(c.ok()) << when << ": nothing listens on the published port";
+    ASSERT_TRUE(c.Send("GET /published HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+    c.ReadToEnd();
+    ASSERT_EQ(c.got().rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << when << ": " << c.got();
+    EXPECT_EQ(ParseHttpResponse(c.got()).j.value("path", ""), "/published") << when;
+  };
+  expect_app("the first run");
+  MustTool("sandbox_stop", {{"sandbox", id}});
+  EXPECT_FALSE(Client(host_port, kPublishAddress).ok()) << "the published port outlived its sandbox's run";
+  MustTool("sandbox_start", {{"sandbox", id}});
+  StartApp(id);
+  expect_app("after a restart");
 }
 
 }  // namespace

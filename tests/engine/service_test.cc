@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -20,6 +21,7 @@
 #include "engine/exec_client.h"
 #include "engine/idmap.h"
 #include "engine/launch.h"
+#include "engine/namespaces_runtime.h"
 #include "engine/spawner.h"
 #include "must_work.h"
 
@@ -381,6 +383,42 @@ TEST_F(ServiceTest, ANotRunningSandboxIsNotFound) {
   auto r = Exec({"true"});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, Code::kNotFound);
+}
+
+// The daemon's users of a sandbox's network (egress, published ports, previews) get its namespace from the runtime,
+// never a pid: the namespaces runtime hands out its init's, read-only, and nothing once the sandbox has stopped or
+// for a record of another process that took its pid.
+TEST_F(ServiceTest, TheRuntimeOpensTheNetworkNamespaceOfARunningSandboxOnly) {
+  NamespacesRuntime runtime(nullptr, {}, "/run/isb", dir_);
+  const RuntimeHandle handle{"sb-x", NamespacesRuntime::Record({sb_.pid, sb_.start_time, sb_.lease_index})};
+  Result<Fd> netns = runtime.OpenNetwork(handle);
+  ASSERT_TRUE(netns.ok()) << netns.error().message;
+  struct stat got {}, init{}, own{};
+  ASSERT_EQ(::fstat(netns->get(), &got), 0);
+  ASSERT_EQ(::stat(("/proc/" + std::to_string(sb_.pid) + "/ns/net").c_str(), &init), 0);
+  ASSERT_EQ(::stat("/proc/self/ns/net", &own), 0);
+  EXPECT_EQ(got.st_dev, init.st_dev);
+  EXPECT_EQ(got.st_ino, init.st_ino);
+  EXPECT_NE(got.st_ino, own.st_ino) << "the sandbox's network namespace is the test's";
+  EXPECT_EQ(::fcntl(netns->get(), F_GETFL) & O_ACCMODE, O_RDONLY);
+  EXPECT_EQ(::fcntl(netns->get(), F_GETFD), FD_CLOEXEC);
+
+  auto expect_not_running = [&](const RuntimeHandle& h, const char* what) {
+    Result<Fd> refused = runtime.OpenNetwork(h);
+    ASSERT_FALSE(refused.ok()) << what;
+    EXPECT_EQ(refused.error().code, Code::kConflict) << what;
+    EXPECT_EQ(refused.error().message, "the sandbox is not running") << what;
+  };
+  expect_not_running({"sb-x", NamespacesRuntime::Record({sb_.pid, sb_.start_time + 1, sb_.lease_index})},
+                     "another process's record");
+  expect_not_running({"sb-x", ""}, "no record");
+
+  Fd pidfd = OpenProcess(sb_.pid, sb_.start_time);
+  ASSERT_TRUE(pidfd.valid());
+  ASSERT_EQ(::syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0), 0);
+  pollfd exited{pidfd.get(), POLLIN, 0};
+  ASSERT_EQ(::poll(&exited, 1, 5000), 1);
+  expect_not_running(handle, "a stopped sandbox");
 }
 
 }  // namespace
