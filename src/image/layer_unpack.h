@@ -42,6 +42,8 @@
 // partly unpacked: the caller removes it (and unpacks into a fresh one to retry).
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -67,6 +69,13 @@ struct UnpackReport {
 
 // The largest uid and gid a layer's files may have: the image ids a sandbox's id mapping covers.
 inline constexpr uint32_t kMaxImageId = 65535;
+
+// openat2 of `name` (one name, or a relative path) in `dirfd`, beneath it and following no symlink, the last name
+// included: how the unpacker and the flattener open everything.
+int OpenBeneath(int dirfd, const std::string& name, uint64_t flags, mode_t mode = 0);
+
+// Whether an extended attribute of a layer lands on the host (above says why only these).
+bool LayerXattrKept(const std::string& name);
 
 // Unpacks every entry of `tar` below `dir` (an existing empty directory; the caller's path, trusted) and never
 // outside it, then drains the stream to its end (so that a digest observed below `tar` covers all of it). Needs
