@@ -72,10 +72,10 @@ struct ImageRecord {
 nlohmann::json ToJson(const ImageRecord& record);
 Result<ImageRecord> ImageRecordFromJson(const nlohmann::json& j);
 
-// The chain id of `layers`' first `count` diff_ids (OCI's ChainID: the first diff_id; then, for each next one,
-// "sha256:" + sha256 of the chain so far, a space and its diff_id): the key a layer flattened from exactly those
-// layers, in that order, is stored under, whatever image or org they belong to. Flattening takes two layers or
-// more, so that key is never a diff_id.
+// The chain id of the first `count` diff_ids (OCI's ChainID: the first; then "sha256:" + sha256 of the chain so far,
+// a space and the next): the key of the layer flattened from exactly those layers, in that order, for any image of
+// any org. Flattening takes two layers or more: the key is then the digest of a 143-byte text, which no tar is (tars
+// are 512-byte blocks), so no layer's diff_id is it and no pull or import can claim or replace its directory.
 std::string ChainId(const std::vector<LayerRecord>& layers, size_t count);
 
 // The short id an image is shown and may be named by: the first 12 hex digits of its manifest digest.

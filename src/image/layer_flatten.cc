@@ -34,11 +34,6 @@ std::string LeafOf(const std::string& path) { return path.substr(path.rfind('/')
 // A mode as the unpacker stores it: permission, sticky, and no set-id bits.
 uint32_t KeptMode(const struct stat& st) { return st.st_mode & 07777 & ~static_cast<uint32_t>(S_ISUID | S_ISGID); }
 
-struct DirTimes {
-  uint32_t mode;
-  timespec mtime;
-};
-
 class Flattener {
  public:
   explicit Flattener(const FlattenLimits& limits) : limits_(limits) {}
@@ -354,12 +349,8 @@ class Flattener {
 
   // Directories' modes and times, deepest first, once nothing more is written below them.
   Status FinishDirs() {
-    std::vector<std::pair<std::string, DirTimes>> order(dirs_.begin(), dirs_.end());
-    auto depth = [](const std::string& p) { return p.empty() ? -1 : std::count(p.begin(), p.end(), '/'); };
-    std::stable_sort(order.begin(), order.end(),
-                     [&](const auto& a, const auto& b) { return depth(a.first) > depth(b.first); });
     layer_ = "the result";
-    for (const auto& [path, times] : order) {
+    for (const auto& [path, times] : DeepestFirst(dirs_)) {
       entry_ = path.empty() ? "." : path;
       ISB_ASSIGN_OR_RETURN(Fd fd, OpenResultDir(path));
       if (::fchmod(fd.get(), times.mode) != 0) return SysFail("chmod");

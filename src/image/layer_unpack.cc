@@ -95,11 +95,6 @@ uint64_t EraseTree(Sorted& sorted, const std::string& path) {
   return erased;
 }
 
-struct DirTimes {
-  uint32_t mode;
-  timespec mtime;
-};
-
 timespec MtimeOf(const TarEntry& e) { return timespec{e.mtime, static_cast<long>(e.mtime_nsec)}; }
 
 class Unpacker {
@@ -428,11 +423,7 @@ class Unpacker {
 
   // Directories' modes and times, deepest first, once nothing more is written below them.
   Status FinishDirs() {
-    std::vector<std::pair<std::string, DirTimes>> order(dirs_.begin(), dirs_.end());
-    auto depth = [](const std::string& p) { return p.empty() ? -1 : std::count(p.begin(), p.end(), '/'); };
-    std::stable_sort(order.begin(), order.end(),
-                     [&](const auto& a, const auto& b) { return depth(a.first) > depth(b.first); });
-    for (const auto& [path, times] : order) {
+    for (const auto& [path, times] : DeepestFirst(dirs_)) {
       entry_ = path.empty() ? "." : Shown(path);
       ISB_ASSIGN_OR_RETURN(Name n, Normalize(path));
       ISB_ASSIGN_OR_RETURN(Fd fd, OpenDir(n.parts, n.parts.size(), false));
@@ -470,6 +461,14 @@ int OpenBeneath(int dirfd, const std::string& name, uint64_t flags, mode_t mode)
 
 bool LayerXattrKept(const std::string& name) {
   return name.starts_with("user.") && !name.starts_with("user.overlay.") && name.find('\0') == std::string::npos;
+}
+
+std::vector<std::pair<std::string, DirTimes>> DeepestFirst(const std::map<std::string, DirTimes>& dirs) {
+  std::vector<std::pair<std::string, DirTimes>> order(dirs.begin(), dirs.end());
+  auto depth = [](const std::string& p) { return p.empty() ? -1 : std::count(p.begin(), p.end(), '/'); };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](const auto& a, const auto& b) { return depth(a.first) > depth(b.first); });
+  return order;
 }
 
 Result<UnpackReport> UnpackLayer(TarReader& tar, const std::string& dir, const UnpackLimits& limits) {

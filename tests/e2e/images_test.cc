@@ -434,6 +434,12 @@ TEST_F(DeepImageTest, ASandboxOfA130LayerImageSeesItsTopFilesNotWhitedOutOnesAnd
   EXPECT_EQ(again.st_ctim.tv_nsec, made.st_ctim.tv_nsec);
   EXPECT_EQ(LayerDirs(), 131u);
   EXPECT_TRUE(fs::is_empty(state_dir() + "/images/layers/tmp"));
+  // `isb run --image` beside the daemon stacks the same.
+  ProcResult run = RunProcess(
+      {ISB_BINARY, "run", "--state-dir", state_dir(), "--image", "test/deep:130", "--", "/bin/sh", "-c", script});
+  EXPECT_EQ(run.exit_status, 0) << run.Describe();
+  EXPECT_EQ(run.out, expected);
+  EXPECT_EQ(LayerDirs(), 131u);
 
   // Removed with the image, once no sandbox stacks it.
   MustTool("sandbox_remove", {{"sandbox", first}});
