@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 namespace isb::image {
 namespace {
@@ -254,6 +255,28 @@ TEST_F(DeepImageTest, ItsLowestLayersAreStackedFlattenedIntoOneMadeOnceSharedAnd
   EXPECT_EQ(g->layers, 1);
   EXPECT_FALSE(store_->HasLayer(chain));
   EXPECT_TRUE(fs::is_empty(dir_ + "/images/layers/sha256"));
+}
+
+TEST_F(DeepImageTest, SandboxesMadeAtOnceFromOneDeepImageRaceHarmlesslyAndOneFlattenedLayerStays) {
+  const ImageRecord r = Deep("acme", "deep", 200, 0, 'a');
+  ASSERT_TRUE(store_->Put(r).ok());
+  std::vector<Result<std::vector<std::string>>> got(4, Error::Msg("not run"));
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < got.size(); ++i) threads.emplace_back([&, i] { got[i] = store_->StackedLayerRoots(r); });
+  for (std::thread& t : threads) t.join();
+  const std::string flat = store_->LayerRoot(ChainId(r.layers, 73)).string();
+  for (const auto& roots : got) {
+    ASSERT_TRUE(roots.ok()) << roots.error().message;
+    EXPECT_EQ(roots->size(), kMaxStackedLayers);
+    EXPECT_EQ(roots->front(), flat);
+  }
+  std::vector<std::string> expected = {"f"};
+  for (int i = 0; i < 73; ++i) expected.push_back("l" + std::to_string(i));
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(Names(flat), expected);
+  EXPECT_EQ(Read(flat + "/f"), r.layers[72].diff_id);
+  EXPECT_EQ(Names(dir_ + "/images/layers/sha256").size(), 201u);
+  EXPECT_TRUE(fs::is_empty(dir_ + "/images/layers/tmp"));
 }
 
 TEST_F(DeepImageTest, AnImageThatFitsIsStackedAsItIs) {

@@ -21,43 +21,37 @@ namespace {
 
 using Lines = std::vector<std::string>;
 
-class FlattenTest : public ::testing::Test {
+// LayerTest's dir() is the result; the layers are made beside it.
+class FlattenTest : public LayerTest {
  protected:
-  void SetUp() override {
-    ISB_REQUIRE_ROOT();
-    char tmpl[] = "/tmp/isb-flatten-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    base_ = tmpl;
-    ASSERT_EQ(::mkdir(out().c_str(), 0700), 0);
-    ASSERT_EQ(::mkdir(outside().c_str(), 0755), 0);
-    std::ofstream(outside() + "/secret") << "host";
-    ASSERT_EQ(::chmod((outside() + "/secret").c_str(), 0644), 0);
-  }
   void TearDown() override {
-    if (base_.empty()) return;
-    // Nothing a flatten did is beside its result, and the layers are as the unpacker left them.
-    EXPECT_EQ(Tree(outside()), Lines{"secret f0644 0:0 =host"});
+    // The layers are as the unpacker left them.
     for (size_t i = 0; i < layers_.size(); ++i) EXPECT_EQ(Tree(layers_[i]), trees_[i]) << layers_[i];
-    std::filesystem::remove_all(base_);
+    LayerTest::TearDown();
   }
 
-  std::string out() const { return base_ + "/out"; }
-  std::string outside() const { return base_ + "/outside"; }
+  std::string out() const { return dir(); }
 
   // A layer unpacked from `tar`, stacked above the ones before it.
   void Layer(const std::string& tar) {
-    const std::string dir = base_ + "/l" + std::to_string(layers_.size());
-    ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
+    const std::string layer = base_ + "/l" + std::to_string(layers_.size());
+    ASSERT_EQ(::mkdir(layer.c_str(), 0700), 0);
     StringSource source(tar);
     TarReader reader(source);
-    Result<UnpackReport> r = UnpackLayer(reader, dir, UnpackLimits{1 << 30, 1 << 20});
+    Result<UnpackReport> r = UnpackLayer(reader, layer, UnpackLimits{1 << 30, 1 << 20});
     ASSERT_TRUE(r.ok()) << r.error().message;
-    layers_.push_back(dir);
-    trees_.push_back(Tree(dir));
+    layers_.push_back(layer);
+    trees_.push_back(Tree(layer));
   }
 
   Result<FlattenReport> Flatten(FlattenLimits limits = {1 << 30, 1 << 20}) {
     return FlattenLayers(layers_, out(), limits);
+  }
+  // Flatten into a fresh result directory.
+  Result<FlattenReport> FlattenAgain(FlattenLimits limits) {
+    std::filesystem::remove_all(out());
+    EXPECT_EQ(::mkdir(out().c_str(), 0700), 0);
+    return Flatten(limits);
   }
 
   static struct stat Stat(const std::string& path) {
@@ -66,7 +60,6 @@ class FlattenTest : public ::testing::Test {
     return st;
   }
 
-  std::string base_;
   std::vector<std::string> layers_;
   std::vector<Lines> trees_;
 };
@@ -223,16 +216,12 @@ TEST_F(FlattenTest, TheLimitsStopAFlattenNamingThem) {
   EXPECT_EQ(bytes.error().code, Code::kTooLarge);
   EXPECT_EQ(bytes.error().message,
             "flatten: layer 2 of 2, entry \"c\": the result's files take more than 10 bytes (the limit max_bytes)");
-  std::filesystem::remove_all(out());
-  ASSERT_EQ(::mkdir(out().c_str(), 0700), 0);
-  Result<FlattenReport> entries = Flatten({.max_bytes = 100, .max_entries = 2});
+  Result<FlattenReport> entries = FlattenAgain({.max_bytes = 100, .max_entries = 2});
   ASSERT_FALSE(entries.ok());
   EXPECT_EQ(entries.error().code, Code::kTooLarge);
   EXPECT_EQ(entries.error().message,
             "flatten: layer 2 of 2, entry \"c\": the result has more than 2 names (the limit max_entries)");
-  std::filesystem::remove_all(out());
-  ASSERT_EQ(::mkdir(out().c_str(), 0700), 0);
-  Result<FlattenReport> exact = Flatten({.max_bytes = 11, .max_entries = 3});
+  Result<FlattenReport> exact = FlattenAgain({.max_bytes = 11, .max_entries = 3});
   ASSERT_TRUE(exact.ok()) << exact.error().message;
   EXPECT_EQ(exact->bytes, 11u);
 }
