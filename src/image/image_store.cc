@@ -43,6 +43,11 @@ bool IsSha256Digest(std::string_view d) {
 // The most names a flattened layer may hold: twice what one layer may unpack to (layer_store_io.cc).
 constexpr uint64_t kMaxFlattenedEntries = uint64_t{8} << 20;
 
+Error LayerGone(const ImageRecord& record, const std::string& diff_id) {
+  return Error::Of(Code::kConflict,
+                   "image '" + record.name + "': layer " + diff_id + " is gone from the image store: pull it again");
+}
+
 Error Sys(const std::string& what, const std::error_code& ec) {
   return Error::Of(Code::kInternal, what + ": " + ec.message());
 }
@@ -121,7 +126,8 @@ size_t FlattenedCount(size_t layers) { return layers > kMaxStackedLayers ? layer
 
 std::string ChainId(const std::vector<LayerRecord>& layers, size_t count) {
   std::string chain = count > 0 ? layers[0].diff_id : "";
-  for (size_t i = 1; i < count && i < layers.size(); ++i) chain = "sha256:" + Sha256Hex(chain + " " + layers[i].diff_id);
+  for (size_t i = 1; i < count && i < layers.size(); ++i)
+    chain = "sha256:" + Sha256Hex(chain + " " + layers[i].diff_id);
   return chain;
 }
 
@@ -230,9 +236,7 @@ Result<std::vector<std::string>> ImageStore::StackedLayerRoots(const ImageRecord
   }
   for (size_t i = flat; i < record.layers.size(); ++i) {
     const std::string& id = record.layers[i].diff_id;
-    if (!HasLayer(id))
-      return Error::Of(Code::kConflict,
-                       "image '" + record.name + "': layer " + id + " is gone from the image store: pull it again");
+    if (!HasLayer(id)) return LayerGone(record, id);
     roots.push_back(LayerRoot(id).string());
   }
   return roots;
@@ -251,9 +255,7 @@ Result<std::string> ImageStore::Flattened(const ImageRecord& record, size_t coun
   FlattenLimits limits{.max_bytes = 0, .max_entries = kMaxFlattenedEntries};
   for (size_t i = 0; i < count; ++i) {
     const LayerRecord& l = record.layers[i];
-    if (!HasLayer(l.diff_id))
-      return Error::Of(Code::kConflict,
-                       "image '" + record.name + "': layer " + l.diff_id + " is gone from the image store: pull it again");
+    if (!HasLayer(l.diff_id)) return LayerGone(record, l.diff_id);
     roots.push_back(LayerRoot(l.diff_id).string());
     // What the layers unpacked to bounds what their merge writes: each file of it comes from one of them.
     limits.max_bytes += l.unpacked_bytes;

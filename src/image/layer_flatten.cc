@@ -31,6 +31,9 @@ std::string ParentOf(const std::string& path) {
 
 std::string LeafOf(const std::string& path) { return path.substr(path.rfind('/') + 1); }
 
+// A name as the messages show it: at most 256 bytes of it (as the unpacker shows one).
+std::string Shown(const std::string& path) { return path.size() <= 256 ? path : path.substr(0, 256) + "..."; }
+
 // A mode as the unpacker stores it: permission, sticky, and no set-id bits.
 uint32_t KeptMode(const struct stat& st) { return st.st_mode & 07777 & ~static_cast<uint32_t>(S_ISUID | S_ISGID); }
 
@@ -90,8 +93,9 @@ class Flattener {
 
   // The result's directory at `path` ("" for its root), opened beneath the result.
   Result<Fd> OpenResultDir(const std::string& path) {
-    Fd fd(OpenBeneath(out_.get(), path.empty() ? "." : path, O_RDONLY | O_DIRECTORY));
-    if (!fd.valid()) return SysFail("open of \"" + (path.empty() ? std::string(".") : path) + "\" in the result");
+    const std::string name = path.empty() ? "." : path;
+    Fd fd(OpenBeneath(out_.get(), name, O_RDONLY | O_DIRECTORY));
+    if (!fd.valid()) return SysFail("open of \"" + Shown(name) + "\" in the result");
     return fd;
   }
 
@@ -112,8 +116,8 @@ class Flattener {
       }
       const std::string name = ent->d_name;
       if (name == "." || name == "..") continue;
-      entry_ = Join(path, name);
-      const std::string child = entry_;
+      const std::string child = Join(path, name);
+      entry_ = Shown(child);
       ISB_TRY(Apply(src, dst, name, child));
     }
   }
@@ -152,7 +156,7 @@ class Flattener {
   Status RemoveTree(int parent, const std::string& name, const std::string& path, const struct stat& st) {
     if (S_ISDIR(st.st_mode)) {
       Fd dir(OpenBeneath(parent, name, O_RDONLY | O_DIRECTORY));
-      if (!dir.valid()) return SysFail("open of \"" + path + "\" in the result to replace it");
+      if (!dir.valid()) return SysFail("open of \"" + Shown(path) + "\" in the result to replace it");
       ISB_ASSIGN_OR_RETURN(std::vector<std::string> names, List(dir.get()));
       for (const std::string& child : names) {
         struct stat cst;
@@ -161,7 +165,7 @@ class Flattener {
       }
     }
     if (::unlinkat(parent, name.c_str(), S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) != 0)
-      return SysFail("removal of \"" + path + "\" from the result");
+      return SysFail("removal of \"" + Shown(path) + "\" from the result");
     return {};
   }
 
@@ -310,7 +314,7 @@ class Flattener {
     ISB_ASSIGN_OR_RETURN(Fd from, OpenResultDir(ParentOf(first)));
     // Flags 0: nothing is followed.
     if (::linkat(from.get(), LeafOf(first).c_str(), dst, name.c_str(), 0) != 0)
-      return SysFail("link to \"" + first + "\" in the result");
+      return SysFail("link to \"" + Shown(first) + "\" in the result");
     ++report_.hardlinks;
     return {};
   }
@@ -351,7 +355,7 @@ class Flattener {
   Status FinishDirs() {
     layer_ = "the result";
     for (const auto& [path, times] : DeepestFirst(dirs_)) {
-      entry_ = path.empty() ? "." : path;
+      entry_ = path.empty() ? "." : Shown(path);
       ISB_ASSIGN_OR_RETURN(Fd fd, OpenResultDir(path));
       if (::fchmod(fd.get(), times.mode) != 0) return SysFail("chmod");
       const timespec ts[2] = {times.mtime, times.mtime};

@@ -346,7 +346,9 @@ class DeepImageTest : public E2eTest {
         json{{"schemaVersion", 2},
              {"mediaType", "application/vnd.oci.image.manifest.v1+json"},
              {"config",
-              {{"mediaType", "application/vnd.oci.image.config.v1+json"}, {"digest", put(config)}, {"size", config.size()}}},
+              {{"mediaType", "application/vnd.oci.image.config.v1+json"},
+               {"digest", put(config)},
+               {"size", config.size()}}},
              {"layers", manifest_layers}}
             .dump();
     const json index = {{"schemaVersion", 2},

@@ -119,7 +119,8 @@ TEST_F(FlattenTest, ADirectoryOverADirectoryMergesAndTakesTheUpperOnesOwnerModeT
 }
 
 TEST_F(FlattenTest, AFileReplacesADirectoryAndADirectoryAFile) {
-  ASSERT_NO_FATAL_FAILURE(Layer(TarBuilder().File("x", "file-x").File("y/in", "deep").File("y/sub/in", "deeper").End()));
+  ASSERT_NO_FATAL_FAILURE(
+      Layer(TarBuilder().File("x", "file-x").File("y/in", "deep").File("y/sub/in", "deeper").End()));
   ASSERT_NO_FATAL_FAILURE(Layer(TarBuilder().File("x/in", "now-a-dir").File("y", "file-y").End()));
   Result<FlattenReport> r = Flatten();
   ASSERT_TRUE(r.ok()) << r.error().message;
@@ -178,9 +179,11 @@ TEST_F(FlattenTest, OwnersModesMtimesAndKeptXattrsArePreservedAndSetIdBitsStaySt
                                     .Entry({.name = "./", .type = '5', .mode = 0700, .mtime = 10})
                                     .Pax({{"mtime", "1600000000.25"}, {"SCHILY.xattr.user.note", "hello"}})
                                     .Entry({.name = "bin/tool", .mode = 06755, .uid = 1000, .gid = 1001}, "#!")
-                                    .Entry({.name = "ro/", .type = '5', .mode = 0555, .uid = 3, .gid = 4, .mtime = 3000})
+                                    .Entry({.name = "ro/", .type = '5', .mode = 0555, .uid = 3, .gid = 4,
+                                            .mtime = 3000})
                                     .File("ro/inside", "x", 0444)
-                                    .Entry({.name = "ln", .type = '2', .uid = 8, .gid = 9, .mtime = 77, .link = "bin/tool"})
+                                    .Entry({.name = "ln", .type = '2', .uid = 8, .gid = 9, .mtime = 77,
+                                            .link = "bin/tool"})
                                     .Entry({.name = "tmp/", .type = '5', .mode = 01777, .mtime = 400})
                                     .End()));
   ASSERT_NO_FATAL_FAILURE(Layer(TarBuilder()
