@@ -296,17 +296,12 @@ json ImageJson(const image::ImageRecord& r) {
           {"source", r.source}, {"created_at", r.created_ms}};
 }
 
-Result<ResolvedImage> ResolveImage(const image::ImageStore& store, const std::string& org, const std::string& ref) {
+Result<ResolvedImage> ResolveImage(image::ImageStore& store, const std::string& org, const std::string& ref) {
   ISB_ASSIGN_OR_RETURN(image::ImageRecord r, FindImage(store, org, ref));
   ResolvedImage out;
   out.name = r.name;
   out.digest = r.manifest_digest;
-  for (const image::LayerRecord& l : r.layers) {
-    if (!store.HasLayer(l.diff_id))
-      return Error::Of(Code::kConflict,
-                       "image '" + r.name + "': layer " + l.diff_id + " is gone from the image store: pull it again");
-    out.layers.push_back(store.LayerRoot(l.diff_id).string());
-  }
+  ISB_ASSIGN_OR_RETURN(out.layers, store.StackedLayerRoots(r));
   out.env = r.config.env;
   out.working_dir = r.config.working_dir;
   out.entrypoint = r.config.entrypoint;

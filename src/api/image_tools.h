@@ -41,9 +41,9 @@ Status AddImageTools(Registry& registry, image::ImageService& images, ImageToolO
 // An image as the tools show it.
 nlohmann::json ImageJson(const image::ImageRecord& record);
 
-// The image of `org` that `ref` names, resolved for a sandbox: its layers' directories and config. User names in the
-// config are looked up in the image's own /etc/passwd and /etc/group.
-Result<ResolvedImage> ResolveImage(const image::ImageStore& store, const std::string& org,
-                                          const std::string& ref);
+// The image of `org` that `ref` names, resolved for a sandbox: its layers' directories (an image deeper than a
+// sandbox stacks has its lowest ones flattened into one, made here the first time: ImageStore::StackedLayerRoots)
+// and config. User names in the config are looked up in the image's own /etc/passwd and /etc/group.
+Result<ResolvedImage> ResolveImage(image::ImageStore& store, const std::string& org, const std::string& ref);
 
 }  // namespace isb::api

@@ -27,7 +27,8 @@ struct Limits {
 };
 
 // The most layers one sandbox stacks: each is a descriptor in the one message that starts the sandbox (SCM_RIGHTS
-// takes at most 253) and a name in the overlay's options (one page). An image with more is flattened by its caller.
+// takes at most 253) and a name in the overlay's options (one page). An image with more has its lowest layers
+// flattened into one by its caller (image::ImageStore::StackedLayerRoots; image::kMaxStackedLayers is this).
 inline constexpr size_t kMaxImageLayers = 128;
 
 struct SandboxConfig {

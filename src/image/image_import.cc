@@ -286,9 +286,10 @@ Result<std::vector<ImageRecord>> ImageService::Import(const std::string& org, co
       ISB_TRY(CopyBlob(blobs_, dir, BlobName(manifest.config.digest), manifest.config, "config"));
       for (const Descriptor& d : manifest.layers) ISB_TRY(CopyBlob(blobs_, dir, BlobName(d.digest), d, "layer"));
     }
-    if (manifest.layers.size() > kMaxStackedLayers)
-      return Bad(path, "an image of " + std::to_string(manifest.layers.size()) + " layers; a sandbox stacks at most " +
-                           std::to_string(kMaxStackedLayers));
+    // An OCI manifest is held to this by its parser; a docker save archive's list of layer files here.
+    if (manifest.layers.size() > kMaxLayers)
+      return Bad(path, "an image of " + std::to_string(manifest.layers.size()) + " layers; isb takes at most " +
+                           std::to_string(kMaxLayers));
     ISB_ASSIGN_OR_RETURN(std::string config_bytes, ReadBlob(blobs_, manifest.config.digest.str(), kMaxConfigBytes));
     ISB_ASSIGN_OR_RETURN(ImageConfig config, ParseImageConfig(config_bytes));
     ISB_TRY(CheckConfigMatches(manifest, config));

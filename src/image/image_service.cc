@@ -120,10 +120,10 @@ Result<ImageRecord> ImageService::Snapshot(const std::string& org, const std::st
                                            uint32_t uid_base, const std::vector<std::string>& exclude) {
   // What isb itself put in the layer (names, resolver, trust bundle) belongs to that sandbox, not to the image.
   static const std::vector<std::string> kDrop = {"etc/hostname", "etc/hosts", "etc/resolv.conf", "etc/isb"};
-  if (base && base->layers.size() + 1 > kMaxStackedLayers)
+  if (base && base->layers.size() + 1 > kMaxLayers)
     return Error::Of(Code::kInvalidArgument, "image '" + base->name + "' has " + std::to_string(base->layers.size()) +
                                                  " layers: a snapshot on top would pass the " +
-                                                 std::to_string(kMaxStackedLayers) + " a sandbox stacks");
+                                                 std::to_string(kMaxLayers) + " an image may have");
   ImageStore::Pins pins(store_);
   if (base) {
     std::vector<std::string> pinned = {base->config_digest};

@@ -17,9 +17,6 @@
 
 namespace isb::image {
 
-// The most layers an image may have: what a sandbox stacks (engine::kMaxImageLayers); deeper images are refused.
-inline constexpr size_t kMaxStackedLayers = 128;
-
 // What the daemon's operator allows of registries.
 struct RegistrySettings {
   // HOST[:PORT] entries (`isb serve --registry-allow`): registries on loopback or private addresses the daemon may

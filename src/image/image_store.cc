@@ -1,15 +1,19 @@
 // ImageStore: records per org as JSON files, layers as directories renamed into place once complete.
 #include "image/image_store.h"
 
+#include <fcntl.h>
 #include <openssl/evp.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <set>
 #include <system_error>
 
+#include "base/fd.h"
 #include "base/file.h"
 #include "base/random.h"
+#include "image/layer_flatten.h"
 
 namespace isb::image {
 namespace {
@@ -34,6 +38,14 @@ std::string Sha256Hex(std::string_view data) {
 bool IsSha256Digest(std::string_view d) {
   if (!d.starts_with("sha256:") || d.size() != 7 + 64) return false;
   return std::all_of(d.begin() + 7, d.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+// The most names a flattened layer may hold: twice what one layer may unpack to (layer_store_io.cc).
+constexpr uint64_t kMaxFlattenedEntries = uint64_t{8} << 20;
+
+Error LayerGone(const ImageRecord& record, const std::string& diff_id) {
+  return Error::Of(Code::kConflict,
+                   "image '" + record.name + "': layer " + diff_id + " is gone from the image store: pull it again");
 }
 
 Error Sys(const std::string& what, const std::error_code& ec) {
@@ -108,6 +120,15 @@ Result<ImageRecord> ImageRecordFromJson(const json& j) {
   } catch (const json::exception& e) {
     return Error::Of(Code::kInvalidArgument, std::string("image record: ") + e.what());
   }
+}
+
+size_t FlattenedCount(size_t layers) { return layers > kMaxStackedLayers ? layers - kMaxStackedLayers + 1 : 0; }
+
+std::string ChainId(const std::vector<LayerRecord>& layers, size_t count) {
+  std::string chain = count > 0 ? layers[0].diff_id : "";
+  for (size_t i = 1; i < count && i < layers.size(); ++i)
+    chain = "sha256:" + Sha256Hex(chain + " " + layers[i].diff_id);
+  return chain;
 }
 
 std::string ShortId(const ImageRecord& record) {
@@ -204,6 +225,55 @@ Status ImageStore::CommitLayer(const fs::path& begun_root, const std::string& di
 void ImageStore::DiscardLayer(const fs::path& begun_root) {
   std::error_code ec;
   fs::remove_all(begun_root.parent_path(), ec);
+}
+
+Result<std::vector<std::string>> ImageStore::StackedLayerRoots(const ImageRecord& record) {
+  const size_t flat = FlattenedCount(record.layers.size());
+  std::vector<std::string> roots;
+  if (flat > 0) {
+    ISB_ASSIGN_OR_RETURN(std::string root, Flattened(record, flat));
+    roots.push_back(std::move(root));
+  }
+  for (size_t i = flat; i < record.layers.size(); ++i) {
+    const std::string& id = record.layers[i].diff_id;
+    if (!HasLayer(id)) return LayerGone(record, id);
+    roots.push_back(LayerRoot(id).string());
+  }
+  return roots;
+}
+
+Result<std::string> ImageStore::Flattened(const ImageRecord& record, size_t count) {
+  const std::string chain = ChainId(record.layers, count);
+  // Pinned before they are looked at: a collection that comes after leaves them, one that came before took them
+  // away whole (a rename), so a layer read below is never one being deleted.
+  Pins pins(*this);
+  std::vector<std::string> pinned = {chain};
+  for (size_t i = 0; i < count; ++i) pinned.push_back(record.layers[i].diff_id);
+  pins.Add(pinned);
+  if (HasLayer(chain)) return LayerRoot(chain).string();
+  std::vector<std::string> roots;
+  FlattenLimits limits{.max_bytes = 0, .max_entries = kMaxFlattenedEntries};
+  for (size_t i = 0; i < count; ++i) {
+    const LayerRecord& l = record.layers[i];
+    if (!HasLayer(l.diff_id)) return LayerGone(record, l.diff_id);
+    roots.push_back(LayerRoot(l.diff_id).string());
+    // What the layers unpacked to bounds what their merge writes: each file of it comes from one of them.
+    limits.max_bytes += l.unpacked_bytes;
+  }
+  ISB_ASSIGN_OR_RETURN(fs::path dir, BeginLayer());
+  Result<FlattenReport> made = FlattenLayers(roots, dir.string(), limits);
+  if (made.ok()) {
+    // On disk before it is renamed into place: a layer dir that exists is complete, after a crash too.
+    Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!fd.valid() || ::syncfs(fd.get()) != 0) made = Error::Sys("image store: sync the flattened layer");
+  }
+  if (!made.ok()) {
+    DiscardLayer(dir);
+    return Error::Of(made.error().code, "image '" + record.name + "': flattening its lowest " + std::to_string(count) +
+                                            " layers into one: " + made.error().message);
+  }
+  ISB_TRY(CommitLayer(dir, chain));
+  return LayerRoot(chain).string();
 }
 
 fs::path ImageStore::RecordPath(const std::string& org, const std::string& name) const {
@@ -308,6 +378,7 @@ Result<ImageStore::Garbage> ImageStore::CollectGarbage(const std::vector<std::st
         keep.insert(l.digest);
         keep.insert(l.diff_id);
       }
+      if (const size_t flat = FlattenedCount(r.layers.size()); flat > 0) keep.insert(ChainId(r.layers, flat));
     }
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(root_ / "layers/sha256", ec)) {

@@ -5,6 +5,9 @@
 //   layers/sha256/<diff_id hex>/root/     one layer unpacked, overlay whiteouts in place; made in layers/tmp/ and
 //                                         renamed here only once its diff_id was checked, so a layer dir that
 //                                         exists is complete
+//   layers/sha256/<chain id hex>/root/    the lowest layers of an image deeper than a sandbox stacks, flattened
+//                                         into one (layer_flatten.h) when a sandbox is first made from it; made in
+//                                         layers/tmp/ and renamed here once complete, like an unpacked layer
 //   orgs/<org>/<sha256 of the name>.json  one image record of that org
 // A layer or blob is stored once for every org; an org sees and uses only the images its records name.
 #pragma once
@@ -23,6 +26,14 @@
 #include "base/result.h"
 
 namespace isb::image {
+
+// The most layers a sandbox stacks (engine::kMaxImageLayers, what one overlay mount takes). An image may have more
+// (manifest.h's kMaxLayers): its lowest FlattenedCount layers are then stacked as one layer flattened from them.
+inline constexpr size_t kMaxStackedLayers = 128;
+
+// How many of an image's `layers` (bottom first) a sandbox stacks flattened into one, so that it stacks at most
+// kMaxStackedLayers: 0 when they fit, else layers - kMaxStackedLayers + 1.
+size_t FlattenedCount(size_t layers);
 
 // One layer of an image, bottom first in ImageRecord::layers.
 struct LayerRecord {
@@ -61,6 +72,12 @@ struct ImageRecord {
 nlohmann::json ToJson(const ImageRecord& record);
 Result<ImageRecord> ImageRecordFromJson(const nlohmann::json& j);
 
+// The chain id of the first `count` diff_ids (OCI's ChainID: the first; then "sha256:" + sha256 of the chain so far,
+// a space and the next): the key of the layer flattened from exactly those layers, in that order, for any image of
+// any org. Flattening takes two layers or more: the key is then the digest of a 143-byte text, which no tar is (tars
+// are 512-byte blocks), so no layer's diff_id is it and no pull or import can claim or replace its directory.
+std::string ChainId(const std::vector<LayerRecord>& layers, size_t count);
+
 // The short id an image is shown and may be named by: the first 12 hex digits of its manifest digest.
 std::string ShortId(const ImageRecord& record);
 
@@ -82,6 +99,13 @@ class ImageStore {
   // Moves an unpacked layer into place (a layer that came there meanwhile wins; this one is removed).
   Status CommitLayer(const std::filesystem::path& begun_root, const std::string& diff_id);
   void DiscardLayer(const std::filesystem::path& begun_root);
+
+  // The directories a sandbox stacks for `record`, bottom first, at most kMaxStackedLayers: its layers' roots, with
+  // its lowest FlattenedCount(...) layers as one layer flattened from them. That layer is made the first time it is
+  // needed (in layers/tmp, then renamed under its ChainId: an error or a crash leaves nothing a later call would
+  // use; two calls at once both make it and the first rename wins) and kept while an image over those layers is.
+  // kConflict when a layer is gone from the store.
+  Result<std::vector<std::string>> StackedLayerRoots(const ImageRecord& record);
 
   // Stores (or replaces) the org's record under its name.
   Status Put(const ImageRecord& record);
@@ -121,8 +145,9 @@ class ImageStore {
     int blobs = 0;
     uint64_t bytes = 0;
   };
-  // Removes every layer dir and blob that no record of any org names, no Pins hold and `in_use` (the diff_ids of
-  // the layers sandboxes are made from) does not list. What goes is moved aside under the lock and deleted after it.
+  // Removes every layer dir and blob that no record of any org names (a flattened layer: whose ChainId no record
+  // needs), no Pins hold and `in_use` (the diff_ids, or chain ids, of the layers sandboxes are made from) does not
+  // list. What goes is moved aside under the lock and deleted after it.
   Result<Garbage> CollectGarbage(const std::vector<std::string>& in_use = {});
 
  private:
@@ -130,13 +155,16 @@ class ImageStore {
   std::filesystem::path RecordPath(const std::string& org, const std::string& name) const;
   std::vector<ImageRecord> ListAll() const ISB_REQUIRES(mu_);
   std::vector<ImageRecord> ListLocked(const std::string& org) const ISB_REQUIRES(mu_);
+  // The root of the layer flattened from `record`'s lowest `count` layers, made when it is not stored.
+  Result<std::string> Flattened(const ImageRecord& record, size_t count);
 
   const std::filesystem::path root_;
   mutable Mutex mu_;  // orders record writes against reads and garbage collection
   std::map<std::string, int> pins_ ISB_GUARDED_BY(mu_);
 };
 
-// The diff_id of a layer directory LayerRoot made ("<root>/layers/sha256/<hex>/root"), or "" for another path.
+// The diff_id (or chain id) of a layer directory LayerRoot made ("<root>/layers/sha256/<hex>/root"), or "" for
+// another path.
 std::string DiffIdOfLayerRoot(const std::string& path);
 
 }  // namespace isb::image

@@ -32,15 +32,6 @@ constexpr std::string_view kOpaque = ".wh..wh..opq";
 constexpr uint64_t kEntryCost = 512;
 constexpr uint64_t kDirCost = 4096;
 
-// openat2 of one name in `dirfd`, beneath it and following no symlink (the name itself included).
-int OpenBeneath(int dirfd, const std::string& name, uint64_t flags, mode_t mode = 0) {
-  open_how how{};
-  how.flags = flags | O_CLOEXEC | O_NOFOLLOW;
-  how.mode = (flags & O_CREAT) != 0 ? mode : 0;
-  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-  return static_cast<int>(::syscall(SYS_openat2, dirfd, name.c_str(), &how, sizeof how));
-}
-
 // An entry's name below the layer's root: its components and their join.
 struct Name {
   std::vector<std::string> parts;
@@ -103,16 +94,6 @@ uint64_t EraseTree(Sorted& sorted, const std::string& path) {
   }
   return erased;
 }
-
-// Whether an extended attribute from a layer lands on the host (layer_unpack.h says why only these).
-bool XattrKept(const std::string& name) {
-  return name.starts_with("user.") && !name.starts_with("user.overlay.") && name.find('\0') == std::string::npos;
-}
-
-struct DirTimes {
-  uint32_t mode;
-  timespec mtime;
-};
 
 timespec MtimeOf(const TarEntry& e) { return timespec{e.mtime, static_cast<long>(e.mtime_nsec)}; }
 
@@ -316,7 +297,7 @@ class Unpacker {
 
   Status SetXattrs(int fd, const TarEntry& e, const std::string& path) {
     for (const auto& [key, value] : e.xattrs) {
-      if (!XattrKept(key)) {
+      if (!LayerXattrKept(key)) {
         Skipped(path + ": xattr " + Shown(key) + " dropped");
         continue;
       }
@@ -442,11 +423,7 @@ class Unpacker {
 
   // Directories' modes and times, deepest first, once nothing more is written below them.
   Status FinishDirs() {
-    std::vector<std::pair<std::string, DirTimes>> order(dirs_.begin(), dirs_.end());
-    auto depth = [](const std::string& p) { return p.empty() ? -1 : std::count(p.begin(), p.end(), '/'); };
-    std::stable_sort(order.begin(), order.end(),
-                     [&](const auto& a, const auto& b) { return depth(a.first) > depth(b.first); });
-    for (const auto& [path, times] : order) {
+    for (const auto& [path, times] : DeepestFirst(dirs_)) {
       entry_ = path.empty() ? "." : Shown(path);
       ISB_ASSIGN_OR_RETURN(Name n, Normalize(path));
       ISB_ASSIGN_OR_RETURN(Fd fd, OpenDir(n.parts, n.parts.size(), false));
@@ -473,6 +450,26 @@ class Unpacker {
 };
 
 }  // namespace
+
+int OpenBeneath(int dirfd, const std::string& name, uint64_t flags, mode_t mode) {
+  open_how how{};
+  how.flags = flags | O_CLOEXEC | O_NOFOLLOW;
+  how.mode = (flags & O_CREAT) != 0 ? mode : 0;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  return static_cast<int>(::syscall(SYS_openat2, dirfd, name.c_str(), &how, sizeof how));
+}
+
+bool LayerXattrKept(const std::string& name) {
+  return name.starts_with("user.") && !name.starts_with("user.overlay.") && name.find('\0') == std::string::npos;
+}
+
+std::vector<std::pair<std::string, DirTimes>> DeepestFirst(const std::map<std::string, DirTimes>& dirs) {
+  std::vector<std::pair<std::string, DirTimes>> order(dirs.begin(), dirs.end());
+  auto depth = [](const std::string& p) { return p.empty() ? -1 : std::count(p.begin(), p.end(), '/'); };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](const auto& a, const auto& b) { return depth(a.first) > depth(b.first); });
+  return order;
+}
 
 Result<UnpackReport> UnpackLayer(TarReader& tar, const std::string& dir, const UnpackLimits& limits) {
   return Unpacker(tar, limits).Run(dir);

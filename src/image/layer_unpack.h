@@ -42,8 +42,13 @@
 // partly unpacked: the caller removes it (and unpacks into a fresh one to retry).
 #pragma once
 
+#include <sys/types.h>
+
+#include <ctime>
 #include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/result.h"
@@ -67,6 +72,21 @@ struct UnpackReport {
 
 // The largest uid and gid a layer's files may have: the image ids a sandbox's id mapping covers.
 inline constexpr uint32_t kMaxImageId = 65535;
+
+// openat2 of `name` (one name, or a relative path) in `dirfd`, beneath it and following no symlink, the last name
+// included: how the unpacker and the flattener open everything.
+int OpenBeneath(int dirfd, const std::string& name, uint64_t flags, mode_t mode = 0);
+
+// Whether an extended attribute of a layer lands on the host (above says why only these).
+bool LayerXattrKept(const std::string& name);
+
+// A directory's final mode and mtime, set once nothing more is written below it.
+struct DirTimes {
+  uint32_t mode = 0;
+  timespec mtime{};
+};
+// `dirs` (paths below a layer's root, "" for the root) deepest first: the order their modes and times are set in.
+std::vector<std::pair<std::string, DirTimes>> DeepestFirst(const std::map<std::string, DirTimes>& dirs);
 
 // Unpacks every entry of `tar` below `dir` (an existing empty directory; the caller's path, trusted) and never
 // outside it, then drains the stream to its end (so that a digest observed below `tar` covers all of it). Needs

@@ -1,11 +1,16 @@
 // Images end to end: a real registry (Debian's docker-registry, TLS with a test CA, anonymous or behind basic auth)
 // holding images the tests build with umoci and skopeo from a static busybox, pulled by a real `isb serve`, run as
-// sandboxes, snapshotted, exported (read back by skopeo) and imported; one org's images out of another's reach.
+// sandboxes, snapshotted, exported (read back by skopeo) and imported; one org's images out of another's reach. An
+// image deeper than a sandbox stacks, written as an OCI layout by the test, imported and run.
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <fstream>
 
 #include "e2e/daemon_fixture.h"
+#include "image/digest.h"
 #include "image/registry_fixture.h"
+#include "image/tar_builder.h"
 #include "must_work.h"
 
 namespace isb::e2e {
@@ -304,6 +309,146 @@ TEST_F(ImagesTest, ADebianRootfsMadeByMmdebstrapRunsAptAndPython) {
   EXPECT_TRUE(apt.value("stdout", "").starts_with("apt 2.6")) << apt.dump();
   json py = Exec(id, {"python3", "-c", "import sys; print(6*7, sys.version_info[0])"});
   EXPECT_EQ(py.value("stdout", ""), "42 3\n") << py.dump();
+}
+
+// An image of 130 layers, two more than a sandbox stacks: its three lowest layers are stacked flattened into one.
+class DeepImageTest : public E2eTest {
+ protected:
+  void SetUp() override {
+    ISB_REQUIRE_MACHINE(::access("/bin/busybox", X_OK) == 0, "the deep image test needs a static /bin/busybox");
+    E2eTest::SetUp();
+  }
+
+  // An OCI layout of uncompressed `layers` (tars, bottom first) under `dir`, its image named `name`. Returns the
+  // layers' diff_ids.
+  static std::vector<std::string> WriteLayout(const std::string& dir, const std::vector<std::string>& layers,
+                                              const std::string& name) {
+    fs::create_directories(dir + "/blobs/sha256");
+    auto put = [&dir](const std::string& bytes) {
+      const image::Digest d = image::DigestOf(bytes);
+      std::ofstream(dir + "/blobs/sha256/" + d.hex, std::ios::binary) << bytes;
+      return d.str();
+    };
+    json manifest_layers = json::array(), diff_ids = json::array();
+    std::vector<std::string> ids;
+    for (const std::string& tar : layers) {
+      ids.push_back(put(tar));
+      diff_ids.push_back(ids.back());
+      manifest_layers.push_back(
+          {{"mediaType", "application/vnd.oci.image.layer.v1.tar"}, {"digest", ids.back()}, {"size", tar.size()}});
+    }
+    const std::string config = json{{"architecture", "amd64"},
+                                    {"os", "linux"},
+                                    {"config", {{"Env", {"PATH=/bin"}}, {"Cmd", {"/bin/sh"}}}},
+                                    {"rootfs", {{"type", "layers"}, {"diff_ids", diff_ids}}}}
+                                   .dump();
+    const std::string manifest =
+        json{{"schemaVersion", 2},
+             {"mediaType", "application/vnd.oci.image.manifest.v1+json"},
+             {"config",
+              {{"mediaType", "application/vnd.oci.image.config.v1+json"},
+               {"digest", put(config)},
+               {"size", config.size()}}},
+             {"layers", manifest_layers}}
+            .dump();
+    const json index = {{"schemaVersion", 2},
+                        {"mediaType", "application/vnd.oci.image.index.v1+json"},
+                        {"manifests",
+                         {{{"mediaType", "application/vnd.oci.image.manifest.v1+json"},
+                           {"digest", put(manifest)},
+                           {"size", manifest.size()},
+                           {"annotations", {{"org.opencontainers.image.ref.name", name}}}}}}};
+    std::ofstream(dir + "/index.json") << index.dump();
+    std::ofstream(dir + "/oci-layout") << R"({"imageLayoutVersion":"1.0.0"})";
+    return ids;
+  }
+
+  size_t LayerDirs() const {
+    size_t n = 0;
+    for (const auto& e : fs::directory_iterator(state_dir() + "/images/layers/sha256")) n += e.is_directory() ? 1 : 0;
+    return n;
+  }
+};
+
+TEST_F(DeepImageTest, ASandboxOfA130LayerImageSeesItsTopFilesNotWhitedOutOnesAndTheFlattenedLayerIsMadeOnce) {
+  std::ifstream in("/bin/busybox", std::ios::binary);
+  const std::string busybox((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GT(busybox.size(), 0u);
+  using image::testing::TarBuilder;
+  // Layers 0..2 are flattened: busybox and files below, whiteouts and an opaque directory among them.
+  std::vector<std::string> layers;
+  layers.push_back(TarBuilder()
+                       .File("bin/busybox", busybox, 0755)
+                       .Symlink("bin/sh", "busybox")
+                       .File("etc/gone-low", "low")
+                       .File("etc/opaque/old", "old")
+                       .Dir("etc/emptied")
+                       .File("etc/emptied/f", "f")
+                       .End());
+  layers.push_back(TarBuilder()
+                       .File("etc/.wh.gone-low", "")
+                       .File("etc/opaque/.wh..wh..opq", "")
+                       .File("etc/opaque/new", "new")
+                       .File("etc/.wh.emptied", "")
+                       .File("layers/1", "1")
+                       .End());
+  layers.push_back(TarBuilder().File("layers/2", "2").File("etc/emptied", "a file now").End());
+  // Layers 3..129 are stacked as they are; 128 whites out layers/5.
+  for (int i = 3; i < 130; ++i) {
+    TarBuilder t;
+    t.File("layers/" + std::to_string(i), std::to_string(i));
+    if (i == 128) t.File("layers/.wh.5", "");
+    if (i == 129) t.File("top", "top");
+    layers.push_back(t.End());
+  }
+  const std::string layout = temp_dir() + "/deep-oci";
+  const std::vector<std::string> ids = WriteLayout(layout, layers, "test/deep:130");
+  json imported = MustTool("image_import", {{"path", layout}});
+  ASSERT_EQ(imported["images"].size(), 1u) << imported.dump();
+  EXPECT_EQ(imported["images"][0]["name"], "docker.io/test/deep:130");
+  EXPECT_EQ(imported["images"][0]["layers"], 130);
+  EXPECT_EQ(LayerDirs(), 130u);
+
+  const std::string script =
+      "cat /top; echo; cat /layers/1 /layers/2 /layers/129; echo; busybox ls /etc/opaque; cat /etc/emptied; echo; "
+      "for f in /etc/gone-low /etc/opaque/old /layers/5; do test -e $f && echo has $f; done; "
+      "busybox ls /layers | busybox wc -l; busybox stat -c %u:%g:%a /bin/busybox";
+  const std::string expected = "top\n12129\nnew\na file now\n128\n0:0:755\n";
+  const std::string first = CreateSandbox({{"image", "test/deep:130"}});
+  json r = Exec(first, {"/bin/sh", "-c", script});
+  EXPECT_EQ(r.value("exit_code", -1), 0) << r.dump();
+  EXPECT_EQ(r.value("stdout", ""), expected) << r.dump();
+
+  // The flattened layer sits beside the others under its chain id; a second sandbox stacks it as it is.
+  std::string chain = ids[0];
+  for (size_t i = 1; i < 3; ++i) chain = image::DigestOf(chain + " " + ids[i]).str();
+  const std::string flat = state_dir() + "/images/layers/sha256/" + chain.substr(7);
+  struct stat made{};
+  ASSERT_EQ(::stat((flat + "/root").c_str(), &made), 0) << flat;
+  EXPECT_EQ(LayerDirs(), 131u);
+  const std::string second = CreateSandbox({{"image", "test/deep:130"}});
+  r = Exec(second, {"/bin/sh", "-c", script});
+  EXPECT_EQ(r.value("stdout", ""), expected) << r.dump();
+  struct stat again{};
+  ASSERT_EQ(::stat((flat + "/root").c_str(), &again), 0);
+  EXPECT_EQ(again.st_ino, made.st_ino);
+  EXPECT_EQ(again.st_ctim.tv_sec, made.st_ctim.tv_sec);
+  EXPECT_EQ(again.st_ctim.tv_nsec, made.st_ctim.tv_nsec);
+  EXPECT_EQ(LayerDirs(), 131u);
+  EXPECT_TRUE(fs::is_empty(state_dir() + "/images/layers/tmp"));
+  // `isb run --image` beside the daemon stacks the same.
+  ProcResult run = RunProcess(
+      {ISB_BINARY, "run", "--state-dir", state_dir(), "--image", "test/deep:130", "--", "/bin/sh", "-c", script});
+  EXPECT_EQ(run.exit_status, 0) << run.Describe();
+  EXPECT_EQ(run.out, expected);
+  EXPECT_EQ(LayerDirs(), 131u);
+
+  // Removed with the image, once no sandbox stacks it.
+  MustTool("sandbox_remove", {{"sandbox", first}});
+  MustTool("sandbox_remove", {{"sandbox", second}});
+  EXPECT_EQ(MustTool("image_remove", {{"image", "test/deep:130"}})["removed"], "docker.io/test/deep:130");
+  EXPECT_EQ(LayerDirs(), 0u);
+  EXPECT_TRUE(fs::is_empty(state_dir() + "/images/blobs/sha256"));
 }
 
 }  // namespace

@@ -1,12 +1,14 @@
 // ImageStore: an org's records by name, digest and id, never another org's; layers committed once; what nothing
-// names collected.
+// names collected; an image deeper than a sandbox stacks stacked with its lowest layers flattened once.
 #include "image/image_store.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 namespace isb::image {
 namespace {
@@ -155,6 +157,160 @@ TEST_F(ImageStoreTest, AnOrgIsChargedEachLayerAndBlobItsImagesShareOnceAndNotFor
   EXPECT_EQ(store_->OrgBytes("acme"), 1000u + 100u + 300u + 20u + 7u);
   EXPECT_EQ(store_->OrgBytes("globex"), 1420u);
   EXPECT_EQ(store_->OrgBytes("initech"), 0u);
+}
+
+
+TEST(ChainIdTest, IsOciChainIdOfTheFirstLayersAndFlatteningStartsPastWhatASandboxStacks) {
+  const std::vector<LayerRecord> layers = {LayerRecord{"", Sha('a'), "", 0, 0}, LayerRecord{"", Sha('b'), "", 0, 0}};
+  EXPECT_EQ(ChainId(layers, 1), Sha('a'));
+  // printf 'sha256:aaa... sha256:bbb...' | sha256sum
+  EXPECT_EQ(ChainId(layers, 2), "sha256:ccd722928bd92476ba1745586fed6e45a102504185ad88cd89e01ff116fd146c");
+  EXPECT_EQ(FlattenedCount(1), 0u);
+  EXPECT_EQ(FlattenedCount(128), 0u);
+  EXPECT_EQ(FlattenedCount(129), 2u);
+  EXPECT_EQ(FlattenedCount(130), 3u);
+  EXPECT_EQ(FlattenedCount(256), 129u);
+}
+
+// Deep images: layer i holds "l<i>" and "f" (its diff_id), so the flattened layer shows which layers it took.
+class DeepImageTest : public ImageStoreTest {
+ protected:
+  static std::string IdOf(int i, char tag) {
+    char hex[65];
+    std::snprintf(hex, sizeof hex, "%c%063x", tag, i);
+    return std::string("sha256:") + hex;
+  }
+  // A record of `count` layers: the lowest `shared` of them the same in every record, the others `tag`'s own.
+  ImageRecord Deep(const std::string& org, const std::string& name, int count, int shared, char tag) {
+    ImageRecord r;
+    r.org = org;
+    r.name = name;
+    r.manifest_digest = IdOf(count, tag == 'a' ? 'e' : 'f');
+    r.config_digest = Sha('0');
+    for (int i = 0; i < count; ++i) {
+      const std::string id = IdOf(i, i < shared ? 'a' : tag);
+      if (!store_->HasLayer(id)) {
+        auto root = store_->BeginLayer();
+        EXPECT_TRUE(root.ok());
+        std::ofstream(*root / ("l" + std::to_string(i))) << i;
+        std::ofstream(*root / "f") << id;
+        EXPECT_TRUE(store_->CommitLayer(*root, id).ok());
+      }
+      r.layers.push_back(LayerRecord{IdOf(i, 'c'), id, "t", 1, 100});
+    }
+    return r;
+  }
+  static std::vector<std::string> Names(const std::string& dir) {
+    std::vector<std::string> out;
+    for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+  static std::string Read(const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+};
+
+TEST_F(DeepImageTest, ItsLowestLayersAreStackedFlattenedIntoOneMadeOnceSharedAndCollectedWithTheLastImage) {
+  const ImageRecord acme = Deep("acme", "deep", 130, 3, 'a');
+  ASSERT_TRUE(store_->Put(acme).ok());
+  auto roots = store_->StackedLayerRoots(acme);
+  ASSERT_TRUE(roots.ok()) << roots.error().message;
+  ASSERT_EQ(roots->size(), kMaxStackedLayers);
+  const std::string chain = ChainId(acme.layers, 3);
+  EXPECT_EQ((*roots)[0], store_->LayerRoot(chain).string());
+  EXPECT_EQ((*roots)[1], store_->LayerRoot(acme.layers[3].diff_id).string());
+  EXPECT_EQ((*roots)[127], store_->LayerRoot(acme.layers[129].diff_id).string());
+  EXPECT_EQ(Names((*roots)[0]), (std::vector<std::string>{"f", "l0", "l1", "l2"}));
+  EXPECT_EQ(Read((*roots)[0] + "/f"), acme.layers[2].diff_id);
+  EXPECT_TRUE(fs::is_empty(dir_ + "/images/layers/tmp"));
+  struct stat made{};
+  ASSERT_EQ(::stat((*roots)[0].c_str(), &made), 0);
+
+  // Made once: asked again, and for another org's image over the same three lowest layers, the same directory.
+  const ImageRecord beta = Deep("beta", "other", 130, 3, 'b');
+  ASSERT_TRUE(store_->Put(beta).ok());
+  for (const ImageRecord& r : {acme, beta}) {
+    auto again = store_->StackedLayerRoots(r);
+    ASSERT_TRUE(again.ok()) << again.error().message;
+    EXPECT_EQ((*again)[0], (*roots)[0]);
+    struct stat st{};
+    ASSERT_EQ(::stat((*again)[0].c_str(), &st), 0);
+    EXPECT_EQ(st.st_ino, made.st_ino);
+  }
+  EXPECT_EQ((*store_->StackedLayerRoots(beta))[127], store_->LayerRoot(beta.layers[129].diff_id).string());
+
+  // Kept while an image needs it, or a sandbox stacks it; collected with the last image over it.
+  ASSERT_TRUE(store_->Remove("acme", "deep").ok());
+  auto g = store_->CollectGarbage();
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  EXPECT_EQ(g->layers, 127);  // acme's own layers 3..129
+  EXPECT_TRUE(store_->HasLayer(chain));
+  ASSERT_TRUE(store_->Remove("beta", "other").ok());
+  g = store_->CollectGarbage({chain});
+  EXPECT_EQ(g->layers, 130);  // beta's 127 and the three shared
+  EXPECT_TRUE(store_->HasLayer(chain));
+  g = store_->CollectGarbage();
+  EXPECT_EQ(g->layers, 1);
+  EXPECT_FALSE(store_->HasLayer(chain));
+  EXPECT_TRUE(fs::is_empty(dir_ + "/images/layers/sha256"));
+}
+
+TEST_F(DeepImageTest, SandboxesMadeAtOnceFromOneDeepImageRaceHarmlesslyAndOneFlattenedLayerStays) {
+  const ImageRecord r = Deep("acme", "deep", 200, 0, 'a');
+  ASSERT_TRUE(store_->Put(r).ok());
+  std::vector<Result<std::vector<std::string>>> got(4, Error::Msg("not run"));
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < got.size(); ++i) threads.emplace_back([&, i] { got[i] = store_->StackedLayerRoots(r); });
+  for (std::thread& t : threads) t.join();
+  const std::string flat = store_->LayerRoot(ChainId(r.layers, 73)).string();
+  for (const auto& roots : got) {
+    ASSERT_TRUE(roots.ok()) << roots.error().message;
+    EXPECT_EQ(roots->size(), kMaxStackedLayers);
+    EXPECT_EQ(roots->front(), flat);
+  }
+  std::vector<std::string> expected = {"f"};
+  for (int i = 0; i < 73; ++i) expected.push_back("l" + std::to_string(i));
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(Names(flat), expected);
+  EXPECT_EQ(Read(flat + "/f"), r.layers[72].diff_id);
+  EXPECT_EQ(Names(dir_ + "/images/layers/sha256").size(), 201u);
+  EXPECT_TRUE(fs::is_empty(dir_ + "/images/layers/tmp"));
+}
+
+TEST_F(DeepImageTest, AnImageThatFitsIsStackedAsItIs) {
+  const ImageRecord r = Deep("acme", "fits", 128, 0, 'a');
+  ASSERT_TRUE(store_->Put(r).ok());
+  auto roots = store_->StackedLayerRoots(r);
+  ASSERT_TRUE(roots.ok()) << roots.error().message;
+  ASSERT_EQ(roots->size(), 128u);
+  for (size_t i = 0; i < 128; ++i) EXPECT_EQ((*roots)[i], store_->LayerRoot(r.layers[i].diff_id).string());
+  EXPECT_EQ(Names(dir_ + "/images/layers/sha256").size(), 128u);
+}
+
+TEST_F(DeepImageTest, AFlattenThatFailsLeavesNothingAndALowerLayerGoneIsNamed) {
+  ImageRecord r = Deep("acme", "deep", 129, 0, 'a');
+  // What the layers are said to have unpacked to bounds what their merge may write.
+  r.layers[0].unpacked_bytes = r.layers[1].unpacked_bytes = 1;
+  ASSERT_TRUE(store_->Put(r).ok());
+  auto roots = store_->StackedLayerRoots(r);
+  ASSERT_FALSE(roots.ok());
+  EXPECT_EQ(roots.error().code, Code::kTooLarge);
+  EXPECT_TRUE(roots.error().message.starts_with("image 'deep': flattening its lowest 2 layers into one: flatten: "
+                                                "layer 1 of 2, entry \""))
+      << roots.error().message;
+  EXPECT_FALSE(store_->HasLayer(ChainId(r.layers, 2)));
+  EXPECT_TRUE(fs::is_empty(dir_ + "/images/layers/tmp"));
+
+  r.layers[0].unpacked_bytes = r.layers[1].unpacked_bytes = 100;
+  fs::remove_all(store_->LayerRoot(r.layers[1].diff_id).parent_path());
+  roots = store_->StackedLayerRoots(r);
+  ASSERT_FALSE(roots.ok());
+  EXPECT_EQ(roots.error().code, Code::kConflict);
+  EXPECT_EQ(roots.error().message,
+            "image 'deep': layer " + r.layers[1].diff_id + " is gone from the image store: pull it again");
+  EXPECT_TRUE(fs::is_empty(dir_ + "/images/layers/tmp"));
 }
 
 }  // namespace
