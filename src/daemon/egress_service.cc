@@ -295,8 +295,13 @@ Status EgressService::Attach(const std::string& id, NetnsOpener netns) {
   }
   MutexLock attaching(veth_mu_);
   Status s = [&]() -> Status {
+    if (!netns) return Error::Of(Code::kInvalidArgument, "attaching " + id + ": no way to its network namespace");
     Result<Fd> ns = netns();
-    if (!ns.ok()) return Error::Of(ns.error().code, "the sandbox's network namespace: " + ns.error().message);
+    if (!ns.ok()) {
+      Error failed = ns.error();  // its code and errno kept
+      failed.message = "the sandbox's network namespace: " + failed.message;
+      return failed;
+    }
     const bool open = e.policy->spec().mode == egress::EgressMode::kOpen;
     if (open) ISB_TRY(EnsureForwarding());
     ISB_TRY(net::AttachSandbox(ns->get(), pool_.SlotAt(e.slot), options_.ifname_prefix, open));

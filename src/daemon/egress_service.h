@@ -99,7 +99,7 @@ class EgressService {
   // On failure what was made is undone and the reservation kept (the sandbox is stopped, and a later start attaches
   // again; Release gives it up). `netns` is kept, and called again from the watch thread to put back a veth deleted
   // under the service (a sandbox that no longer runs gets none back), until Release or the service's end: what it
-  // uses must outlive the service. REQUIRES: netns is set.
+  // uses must outlive the service. An unset `netns` is refused (kInvalidArgument).
   Status Attach(const std::string& id, NetnsOpener netns);
   // A running sandbox's new spec (same mode family): the rules take it in one apply, then new connections and
   // queries see it. When the rules cannot take it, nothing does: the error, and the old spec stays in force.

@@ -13,8 +13,10 @@
 namespace isb::daemon {
 
 // Opens one sandbox's network namespace (O_RDONLY) while it runs, as its runtime does (engine::Runtime::OpenNetwork),
-// and fails with kConflict once it does not. Its users call it each time they need the namespace, never holding one
-// open longer than they use it (an open namespace outlives its sandbox, and with it the veth inside).
+// and fails with kConflict once it does not. Its users call it each time they need the namespace and hold one open
+// no longer than they use it (an open namespace outlives its sandbox, and with it the veth inside); a published
+// port's listener is the exception, its thread being in the namespace for the listener's life, which unpublishing
+// (before the sandbox is killed) ends.
 using NetnsOpener = std::function<Result<Fd>()>;
 
 // A non-blocking TCP socket of the calling thread's network namespace, connecting to 127.0.0.1:`port`: connected, or

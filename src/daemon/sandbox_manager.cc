@@ -328,7 +328,13 @@ Status SandboxManager::LaunchProcess(Record& rec, bool background) {
   // Its veth and rules before anything runs in it (before then, it has only loopback).
   if (std::filesystem::exists(Dir(rec.id) + "/net_slot")) {
     if (options_.egress == nullptr) return Error::Of(Code::kUnavailable, "egress: " + options_.egress_unavailable);
-    ISB_TRY(options_.egress->Attach(rec.id, NetnsOf(rec)));
+    Status attached = options_.egress->Attach(rec.id, NetnsOf(rec));
+    // An init that ended while it was started (killed, out of memory) is the engine's failure to build it, not a
+    // conflict with the sandbox's state.
+    if (!attached.ok() && attached.error().code == Code::kConflict)
+      return Error::Of(Code::kUnavailable, "the sandbox ended before its network was attached: " +
+                                               attached.error().message);
+    ISB_TRY(attached);
   }
   return {};
 }
@@ -632,7 +638,8 @@ Result<api::SandboxInfo> SandboxManager::Start(const std::string& id_or_name, co
   std::optional<SandboxLocks::Held> held;
   ISB_ASSIGN_OR_RETURN(Record rec, LoadLocked(id_or_name, &held));
   if (rec.state == "running" && Alive(rec)) return Info(rec);
-  if (rec.state == "running") ISB_TRY(Halt(rec, "died", "its init exited", origin));
+  // Its death is the daemon's finding, not the caller's doing (as when the reaper or a read notices it).
+  if (rec.state == "running") ISB_TRY(Halt(rec, "died", "its init exited", /*origin=*/{}));
   // Checked again at every start: a sandbox stored before isb's directories were kept out must not reach them
   // (such a sandbox can only be removed).
   ISB_TRY(KeepIsbOut(rec.spec));

@@ -75,7 +75,11 @@ Result<Fd> SandboxManager::OpenNetwork(const std::string& id) {
   ISB_ASSIGN_OR_RETURN(Record rec, Load(id));
   if (!Alive(rec)) return Error::Of(Code::kConflict, "sandbox " + rec.id + " is not running");
   Result<Fd> netns = runtime_->OpenNetwork(Handle(rec));
-  if (!netns.ok()) return Error::Of(netns.error().code, "sandbox " + id + ": " + netns.error().message);
+  if (!netns.ok()) {
+    Error e = netns.error();  // its code and errno kept
+    e.message = "sandbox " + id + ": " + e.message;
+    return e;
+  }
   return netns;
 }
 

@@ -182,7 +182,7 @@ Result<Fd> NamespacesRuntime::OpenNetwork(const RuntimeHandle& handle) {
   Fd netns(::openat(proc.get(), "ns/net", O_RDONLY | O_CLOEXEC));
   const int err = errno;
   if (!OpenProcessDir(p->pid, p->start_time).valid()) return not_running;
-  if (!netns.valid()) return Error::Sys("opening the sandbox's network namespace", err);
+  if (!netns.valid()) return Error::Sys("opening ns/net of its init", err);
   return netns;
 }
 

@@ -99,7 +99,8 @@ class Runtime {
   // The sandbox's network namespace (O_RDONLY), where its network is attached: the egress service puts its veth
   // there, published ports and previews make their sockets there. Only while the sandbox runs, the namespace is its
   // own: Code::kConflict "the sandbox is not running" when it does not. A fresh descriptor each call, which the
-  // caller closes once done (it holds the namespace while open).
+  // caller closes once done (it holds the namespace while open). Called from any thread, several at once (the
+  // egress watch, the pool, requests, previews): an implementation keeps it safe so.
   virtual Result<Fd> OpenNetwork(const RuntimeHandle& handle) = 0;
   virtual Result<CgroupStats> Usage(const RuntimeHandle& handle) = 0;
   // Fits a sandbox launched ahead that has run nothing yet to the create that takes it.

@@ -352,7 +352,13 @@ TEST_F(EgressServiceTest, AFailedAttachKeepsTheSandboxsAddressForItsNextStart) {
     ASSERT_GT(gone, 0);
     ASSERT_EQ(::waitpid(gone, nullptr, 0), gone);
     Status first = egress.Attach("sb-1", testing::ProcessNetns(gone));
-    EXPECT_FALSE(first.ok());
+    ASSERT_FALSE(first.ok());
+    EXPECT_EQ(first.error().code, Code::kConflict);
+    EXPECT_EQ(first.error().message, "the sandbox's network namespace: the sandbox is not running");
+    Status unset = egress.Attach("sb-1", nullptr);
+    ASSERT_FALSE(unset.ok());
+    EXPECT_EQ(unset.error().code, Code::kInvalidArgument);
+    EXPECT_EQ(unset.error().message, "attaching sb-1: no way to its network namespace");
     // Another sandbox prepared meanwhile gets another address.
     Result<SandboxNet> other = egress.Prepare("sb-2", spec, "default");
     ASSERT_TRUE(other.ok()) << other.error().message;

@@ -364,6 +364,32 @@ TEST_F(ManagerOverFakeRuntime, TheHistoryNamesEachToolCallsCallerAndNoneForTheRe
                  }));
 }
 
+// A sandbox a caller's start finds dead: its death is the daemon's finding (as when the reaper or a read notices it),
+// the start the caller's.
+TEST_F(ManagerOverFakeRuntime, ADeathAStartFindsIsTheDaemonsAndTheStartTheCallers) {
+  api::CallContext ctx;
+  ctx.org = "acme";
+  ctx.identity.kind = identity::PrincipalKind::kUser;
+  ctx.identity.user_name = "ann";
+  ctx.request_id = "req-9";
+  api::OrgSandboxes sb(*mgr_, ctx);
+  auto a = sb.Create({});
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  runtime_->Die(a->id);
+  ASSERT_TRUE(sb.Start(a->id).ok());
+  auto events = history_->Query({});
+  ASSERT_TRUE(events.ok()) << events.error().message;
+  std::vector<std::string> got;
+  for (const auto& e : *events)
+    got.push_back(e.entry.event + " [" + e.entry.actor + "] [" + e.entry.actor_kind + "] [" + e.entry.request_id +
+                  "] [" + e.entry.reason + "]");
+  EXPECT_EQ(got, (std::vector<std::string>{
+                     "created [user:ann] [user] [req-9] []",
+                     "stopped [] [system] [] [died]",
+                     "started [user:ann] [user] [req-9] []",
+                 }));
+}
+
 // Previews reach a sandbox's network through the namespace its runtime opens, and belong to the run they were opened
 // in: each start is another run, and a stopped sandbox has neither.
 TEST_F(ManagerOverFakeRuntime, ASandboxsNetworkIsItsRuntimesAndEachStartIsAnotherRun) {
