@@ -153,12 +153,16 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
                   "How long a preview's app has to begin its response to a request; past it the browser gets 504 "
                   "and the app's connection is closed")
       ->capture_default_str();
+  auto link_life = std::make_shared<std::string>("60s");
+  cmd->add_option("--preview-link-life", *link_life,
+                  "How long a preview link (sandbox_port_open) may be spent: 60 s, or shorter (from 1s)")
+      ->capture_default_str();
   cmd->add_option("--audit-retention", *retention,
                   "Prune audit log and history rows older than this (at least 1h), at start and hourly; "
                   "off or 0: never prune")
       ->capture_default_str();
   AddPolicyOptions(cmd, *opts, *flags);
-  cmd->callback([opts, flags, reap, retention, recheck, response_timeout, exit_code] {
+  cmd->callback([opts, flags, reap, retention, recheck, response_timeout, link_life, exit_code] {
     if (opts->no_oauth_client_documents && (!opts->oauth_client_allow.empty() || !opts->oauth_client_ca.empty())) {
       std::fprintf(stderr, "isb serve: --oauth-client-allow and --oauth-client-ca say how client metadata documents "
                            "are read; --no-oauth-client-documents reads none: drop one or the other\n");
@@ -173,6 +177,14 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
       return;
     }
     opts->preview_recheck = std::chrono::duration_cast<std::chrono::milliseconds>(*every);
+    auto life = ParseDuration(*link_life);
+    if (!life.ok() || life->count() < 1000 || *life > std::chrono::seconds(60)) {
+      std::fprintf(stderr, "isb serve: --preview-link-life: %s\n",
+                   life.ok() ? "must be from 1s to 60s (a link is good for 60 s at most)" : life.error().message.c_str());
+      *exit_code = 2;
+      return;
+    }
+    opts->preview_link_life = std::chrono::duration_cast<std::chrono::milliseconds>(*life);
     auto answer_within = ParseDuration(*response_timeout);
     if (!answer_within.ok() || answer_within->count() < 100 || *answer_within >= daemon::kPreviewIdleTimeout) {
       std::fprintf(stderr, "isb serve: --preview-response-timeout: %s\n",

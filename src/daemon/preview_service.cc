@@ -52,6 +52,7 @@ PreviewService::PreviewService(PreviewServiceOptions options, store::Db& db, ide
   access.domain = options_.domain;
   access.url_scheme = options_.url_scheme;
   access.url_port = options_.url_port;
+  access.link_life = options_.link_life;
   access.still_allowed = [this](const api::Identity& caller, const std::string& org) {
     return StillAllowed(db_, identity_, caller, org);
   };

@@ -288,6 +288,7 @@ int Serve(const ServeOptions& options) {
   PreviewServiceOptions preview_options{
       .recheck = options.preview_recheck,
       .response_timeout = options.preview_response_timeout,
+      .link_life = options.preview_link_life,
       .network = [&manager](const std::string& id) { return manager.OpenNetwork(id); },
       .run_of = [&manager](const std::string& id) { return manager.RunOf(id); }};
   if (!preview_base.domain.empty()) {

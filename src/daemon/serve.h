@@ -75,6 +75,8 @@ struct ServeOptions {
   std::string preview_domain;
   // How often each preview session's viewer is checked again (--preview-recheck).
   std::chrono::milliseconds preview_recheck = std::chrono::minutes(1);
+  // How long a preview link may be spent (--preview-link-life): 60 s, or shorter.
+  std::chrono::milliseconds preview_link_life = std::chrono::seconds(60);
   // How long a preview's app has to begin its response to a request before the proxy answers 504
   // (--preview-response-timeout).
   std::chrono::milliseconds preview_response_timeout = kPreviewResponseTimeout;

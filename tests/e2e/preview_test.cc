@@ -93,9 +93,9 @@ class PreviewTest : public E2eTest {
  protected:
   void SetUp() override {
     E2eTest::SetUp();
-    // Viewers checked again every second rather than every minute.
+    // Viewers checked again every second rather than every minute, links good for 10 s rather than 60.
     ASSERT_EQ(StopDaemon(), 0);
-    StartDaemon({"--preview-recheck", "1s"});
+    StartDaemon({"--preview-recheck", "1s", "--preview-link-life", "10s"});
   }
 
   // A running sandbox of `spec` with the app listening on its loopback's kAppPort.
@@ -272,11 +272,20 @@ TEST_F(PreviewTest, ALinkIsRefusedOnAnotherPreviewsHostAndOnceExpired) {
             "Referrer-Policy: no-referrer\r\nContent-Length: 74\r\nConnection: close\r\n\r\n"
             "this preview link is for another preview: open it at the address isb gave\n");
   const std::string link = OpenLink(id);
-  std::this_thread::sleep_for(61s);
+  std::this_thread::sleep_for(11s);  // the fixture's --preview-link-life 10s
   EXPECT_EQ(Raw(HostOf(id), link),
             "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain; charset=utf-8\r\nCache-Control: no-store\r\n"
             "Referrer-Policy: no-referrer\r\nContent-Length: 99\r\nConnection: close\r\n\r\n"
-            "this preview link has expired (a link is good for 60 s): ask isb for a new one (sandbox_port_open)\n");
+            "this preview link has expired (a link is good for 10 s): ask isb for a new one (sandbox_port_open)\n");
+}
+
+// A link is good for 60 s at most (the spec's bound); shorter is the operator's choice.
+TEST_F(PreviewTest, ALinksLifeIsSixtySecondsOrShorter) {
+  for (const char* life : {"61s", "500ms"}) {
+    ProcResult refused = RunProcess({ISB_BINARY, "serve", "--state-dir", temp_dir() + "/x", "--preview-link-life", life});
+    EXPECT_EQ(refused.exit_status, 2) << refused.Describe();
+    EXPECT_EQ(refused.err, "isb serve: --preview-link-life: must be from 1s to 60s (a link is good for 60 s at most)\n");
+  }
 }
 
 TEST_F(PreviewTest, AWebSocketPassesThrough) {
