@@ -185,16 +185,7 @@ class Flattener {
   }
 
   // Forgets `path` and every directory below it (removed from the result).
-  void ForgetDirs(const std::string& path) {
-    for (auto it = dirs_.lower_bound(path); it != dirs_.end() && it->first.starts_with(path);) {
-      if (it->first.size() == path.size() || it->first[path.size()] == '/') {
-        names_kept_ -= it->first.size();
-        it = dirs_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-  }
+  void ForgetDirs(const std::string& path) { names_kept_ -= EraseTree(dirs_, path); }
 
   static bool IsOpaque(int dir) {
     for (const char* key : {"trusted.overlay.opaque", "user.overlay.opaque"}) {

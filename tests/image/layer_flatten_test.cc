@@ -9,6 +9,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -239,6 +241,21 @@ TEST_F(FlattenTest, ANodeNoStoredLayerHoldsIsRefused) {
   EXPECT_EQ(r.error().code, Code::kInvalidArgument);
   EXPECT_EQ(r.error().message,
             "flatten: layer 1 of 1, entry \"pipe\": a device, fifo or socket, which no stored layer holds");
+}
+
+// EraseTree (the flattener's and the unpacker's): a path and what is below it go, and only they are looked at;
+// siblings sharing its first bytes ("a!", "a0", "ab") stay, before and after "a/" in the order.
+TEST(EraseTreeTest, ErasesAPathAndWhatIsBelowItAndNoSiblingSharingItsFirstBytes) {
+  std::map<std::string, DirTimes> dirs;
+  for (const char* p : {"a", "a!", "a/b", "a/b/c", "a0", "ab", "b", ""}) dirs[p] = DirTimes{};
+  EXPECT_EQ(EraseTree(dirs, "a"), 1u + 3u + 5u);
+  Lines left;
+  for (const auto& [path, times] : dirs) left.push_back(path);
+  EXPECT_EQ(left, (Lines{"", "a!", "a0", "ab", "b"}));
+  std::set<std::string> names = {"x", "x/y", "x-", "xy"};
+  EXPECT_EQ(EraseTree(names, "x/y"), 3u);
+  EXPECT_EQ(EraseTree(names, "z"), 0u);
+  EXPECT_EQ(names, (std::set<std::string>{"x", "x-", "xy"}));
 }
 
 }  // namespace
