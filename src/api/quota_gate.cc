@@ -23,6 +23,8 @@ Result<SandboxInfo> QuotaGate::Create(Sandboxes& org_sandboxes, const std::strin
     ISB_TRY(prepare(spec, [&](uint64_t bytes) {
       return CheckFlattenQuota(org, q, existing, asked, image_bytes, bytes);
     }));
+    // What the images take now: a flattened layer another create made meanwhile is the org's to pay for too.
+    if (q.disk && image_bytes_) ISB_TRY(CheckQuota(org, q, existing, spec, image_bytes_(org)));
   }
   return org_sandboxes.Create(spec);
 }
