@@ -207,6 +207,10 @@ TEST_F(ImagesTest, ImagesCountAgainstTheOrgsDiskQuotaAndAPullPastItIsRefusedAndU
   json pulled = MustTool("image_pull", {{"ref", Ref()}});
   const uint64_t bytes = pulled["size"].get<uint64_t>() + pulled["unpacked_size"].get<uint64_t>();
   ASSERT_GT(bytes, 0u);
+  // Pulled again: its layers are the org's already and are not fetched, but they keep their unpacked sizes.
+  json again = MustTool("image_pull", {{"ref", Ref()}});
+  EXPECT_EQ(again["unpacked_size"], pulled["unpacked_size"]) << again.dump();
+  EXPECT_EQ(again["size"], pulled["size"]) << again.dump();
 
   // A sandbox's disk and the image share the quota.
   const uint64_t quota = bytes + (uint64_t{64} << 20);
