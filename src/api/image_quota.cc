@@ -13,7 +13,7 @@ Result<ImageQuotaCheck> ImageQuotaCheck::Begin(const image::ImageStore& store, c
   }
   if (!q) return ImageQuotaCheck(org, std::nullopt, 0, {});
   std::vector<image::ImageRecord> records = store.List(org);
-  const uint64_t image_bytes = image::ImageStore::BytesOf(records);
+  const uint64_t image_bytes = store.BytesOf(records);
   std::map<std::string, image::ImageRecord> before;
   for (image::ImageRecord& r : records) before.emplace(r.name, std::move(r));
   ImageQuotaCheck check(org, q, image_bytes, std::move(before));

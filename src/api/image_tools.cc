@@ -296,12 +296,13 @@ json ImageJson(const image::ImageRecord& r) {
           {"source", r.source}, {"created_at", r.created_ms}};
 }
 
-Result<ResolvedImage> ResolveImage(image::ImageStore& store, const std::string& org, const std::string& ref) {
+Result<ResolvedImage> ResolveImage(image::ImageStore& store, const std::string& org, const std::string& ref,
+                                   const image::FlattenGate& may_flatten) {
   ISB_ASSIGN_OR_RETURN(image::ImageRecord r, FindImage(store, org, ref));
   ResolvedImage out;
   out.name = r.name;
   out.digest = r.manifest_digest;
-  ISB_ASSIGN_OR_RETURN(out.layers, store.StackedLayerRoots(r));
+  ISB_ASSIGN_OR_RETURN(out.layers, store.StackedLayerRoots(r, may_flatten));
   out.env = r.config.env;
   out.working_dir = r.config.working_dir;
   out.entrypoint = r.config.entrypoint;

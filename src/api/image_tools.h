@@ -43,7 +43,9 @@ nlohmann::json ImageJson(const image::ImageRecord& record);
 
 // The image of `org` that `ref` names, resolved for a sandbox: its layers' directories (an image deeper than a
 // sandbox stacks has its lowest ones flattened into one, made here the first time: ImageStore::StackedLayerRoots)
-// and config. User names in the config are looked up in the image's own /etc/passwd and /etc/group.
-Result<ResolvedImage> ResolveImage(image::ImageStore& store, const std::string& org, const std::string& ref);
+// and config. User names in the config are looked up in the image's own /etc/passwd and /etc/group. `may_flatten` is
+// asked before a flatten is made and may refuse it (ImageStore::StackedLayerRoots).
+Result<ResolvedImage> ResolveImage(image::ImageStore& store, const std::string& org, const std::string& ref,
+                                   const image::FlattenGate& may_flatten = nullptr);
 
 }  // namespace isb::api

@@ -56,6 +56,23 @@ Status CheckQuota(const std::string& org, const identity::Quota& quota, const st
   return {};
 }
 
+Status CheckFlattenQuota(const std::string& org, const identity::Quota& quota,
+                         const std::vector<SandboxInfo>& existing, const SandboxSpec& spec, uint64_t image_bytes,
+                         uint64_t flatten_bytes) {
+  if (!quota.disk) return {};
+  uint64_t disk = 0;
+  for (const SandboxInfo& s : existing) disk += s.spec.disk;
+  const uint64_t limit = static_cast<uint64_t>(*quota.disk);
+  const uint64_t used = disk + image_bytes + spec.disk;
+  if (used <= limit && flatten_bytes <= limit - used) return {};
+  return Error::Of(Code::kForbidden,
+                   "quota: org '" + org + "' may be allocated " + MiB(limit) + " of disk; it has " +
+                       MiB(disk + image_bytes) + " (sandboxes " + MiB(disk) + ", images " + MiB(image_bytes) +
+                       "), this sandbox asks for " + MiB(spec.disk) + " and flattening the lowest layers of image '" +
+                       spec.image + "' would write up to " + MiB(flatten_bytes) +
+                       " more: remove images or sandboxes first");
+}
+
 CallOrigin OrgSandboxes::Origin() const {
   return {ctx_.identity.Subject(), std::string(identity::PrincipalKindName(ctx_.identity.kind)), ctx_.request_id};
 }

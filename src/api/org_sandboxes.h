@@ -17,6 +17,13 @@ namespace isb::api {
 Status CheckQuota(const std::string& org, const identity::Quota& quota, const std::vector<SandboxInfo>& existing,
                   const SandboxSpec& spec, uint64_t image_bytes = 0);
 
+// OK when `flatten_bytes` more on disk for `spec`'s image (the most a flatten of its lowest layers writes, made
+// before the sandbox) fit `org`'s disk quota beside its sandboxes' disks, its images and `spec`'s disk; else
+// kForbidden naming the quota, as CheckQuota does.
+Status CheckFlattenQuota(const std::string& org, const identity::Quota& quota,
+                         const std::vector<SandboxInfo>& existing, const SandboxSpec& spec, uint64_t image_bytes,
+                         uint64_t flatten_bytes);
+
 // "100 MiB": bytes as quota messages show them.
 std::string MiB(uint64_t bytes);
 

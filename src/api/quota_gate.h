@@ -21,9 +21,18 @@ class QuotaGate {
   explicit QuotaGate(Lookup lookup, ImageBytes image_bytes = nullptr)
       : lookup_(std::move(lookup)), image_bytes_(std::move(image_bytes)) {}
 
+  // Bytes a create is about to write to the org's disk before its sandbox is made (a flattened image layer): OK, or
+  // kForbidden when they would pass the org's disk quota (CheckFlattenQuota).
+  using DiskCheck = std::function<Status(uint64_t bytes)>;
+  // What a create does to its spec once the quota let it through and before the sandbox is made (its image
+  // resolved); `may_write` is null for an org without a quota.
+  using Prepare = std::function<Status(SandboxSpec& spec, const DiskCheck& may_write)>;
+
   // Creates `spec` through `org_sandboxes` (the org's own view) if it fits `org`'s quota beside what the org has,
-  // running or stopped; else kForbidden naming the quota (CheckQuota).
-  Result<SandboxInfo> Create(Sandboxes& org_sandboxes, const std::string& org, const SandboxSpec& spec);
+  // running or stopped; else kForbidden naming the quota (CheckQuota). `prepare`, when set, runs after that check and
+  // before the create, in the same step.
+  Result<SandboxInfo> Create(Sandboxes& org_sandboxes, const std::string& org, const SandboxSpec& spec,
+                             const Prepare& prepare = nullptr);
 
  private:
   Lookup lookup_;

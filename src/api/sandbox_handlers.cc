@@ -210,10 +210,11 @@ Status ApplyRemotePolicy(SandboxSpec& spec, const RemoteSpecPolicy& remote, cons
 
 }  // namespace
 
-Status SandboxHandlers::ApplyImage(SandboxSpec& spec, const json& given, const std::string& org) const {
+Status SandboxHandlers::ApplyImage(SandboxSpec& spec, const json& given, const std::string& org,
+                                   const std::function<Status(uint64_t)>& may_flatten) const {
   if (!options_.resolve_image)
     return Error::Of(Code::kInvalidArgument, "image: this daemon has no image store; give a host directory");
-  ISB_ASSIGN_OR_RETURN(ResolvedImage image, options_.resolve_image(org, spec.image));
+  ISB_ASSIGN_OR_RETURN(ResolvedImage image, options_.resolve_image(org, spec.image, may_flatten));
   spec.image = image.name;
   spec.image_digest = image.digest;
   spec.image_layers = std::move(image.layers);
@@ -253,9 +254,23 @@ Result<json> SandboxHandlers::Create(const json& in, const CallContext& ctx) {
   // remote caller's image is a directory below a bind root, whose files it may see only as others. An image of the
   // org's is the sandbox's own, whoever asks.
   spec.image_idmapped = !spec.image.empty() && !spec.paths_checked;
-  if (spec::IsImageReference(spec.image)) ISB_TRY(ApplyImage(spec, filled, ctx.org));
+  // An image of the org's is resolved after the quota check and within it: resolving may flatten its lowest
+  // layers, which the org's disk quota must have room for.
+  QuotaGate::Prepare image;
+  if (spec::IsImageReference(spec.image)) {
+    image = [&](SandboxSpec& s, const QuotaGate::DiskCheck& may_write) {
+      return ApplyImage(s, filled, ctx.org, may_write);
+    };
+  }
   const auto start = std::chrono::steady_clock::now();
-  Result<SandboxInfo> made = options_.quotas != nullptr ? options_.quotas->Create(sb, ctx.org, spec) : sb.Create(spec);
+  Result<SandboxInfo> made = Error::Msg("not made");
+  if (options_.quotas != nullptr) {
+    made = options_.quotas->Create(sb, ctx.org, spec, image);
+  } else if (Status applied = image ? image(spec, nullptr) : Status(); !applied.ok()) {
+    made = applied.error();
+  } else {
+    made = sb.Create(spec);
+  }
   const std::string outcome = Outcome(made);
   metrics::SandboxCreates().With({outcome, made.ok() ? made->create_path : ""}).Inc();
   metrics::SandboxCreateSeconds().With({outcome}).Observe(SecondsSince(start));

@@ -39,7 +39,8 @@ class SandboxHandlers {
  private:
   // Resolves spec.image, a reference, among `org`'s images: its layers, digest and config into `spec`, where `given`
   // (the caller's fields) has none.
-  Status ApplyImage(SandboxSpec& spec, const json& given, const std::string& org) const;
+  Status ApplyImage(SandboxSpec& spec, const json& given, const std::string& org,
+                    const std::function<Status(uint64_t)>& may_flatten) const;
   // Exec without its count and latency (isb_sandbox_execs_total, isb_sandbox_exec_seconds).
   Result<json> ExecUntimed(const json& in, const CallContext& ctx);
   // sandbox_exec with detach: the command started, its handle returned.

@@ -54,9 +54,12 @@ struct SandboxToolOptions {
   // Whether the caller may give a sandbox secret files (spec `secrets`): whoever execs in it reads their values, so
   // it needs what secret_get needs (the daemon asks the registry). Unset: secret files are refused.
   std::function<Status(const CallContext& ctx)> may_read_secrets{};
-  // Finds the org's image a spec's `image` names by reference (the daemon's image store). Unset: references are
-  // refused.
-  std::function<Result<ResolvedImage>(const std::string& org, const std::string& ref)> resolve_image{};
+  // Finds the org's image a spec's `image` names by reference (the daemon's image store). `may_flatten` (null: no
+  // limit) is asked with the most bytes a flatten of its lowest layers would write before one is made, and may
+  // refuse it (QuotaGate::DiskCheck). Unset: references are refused.
+  std::function<Result<ResolvedImage>(const std::string& org, const std::string& ref,
+                                      const std::function<Status(uint64_t max_bytes)>& may_flatten)>
+      resolve_image{};
   // What sandbox_usage reads (usage_tool.h); null: it answers that nothing is sampled. Must outlive the registry.
   const UsageStore* usage = nullptr;
 };

@@ -46,9 +46,17 @@ Status ApplyImageReference(RunFlags& f) {
   if (!std::filesystem::is_directory(store_dir, ec))
     return Error::Msg("--image " + f.config.image + ": not a directory, and there is no image store at " + store_dir +
                       " (isb image pull it first, or give --state-dir)");
-  // Beside a running daemon: what it is unpacking stays where it is.
+  // Beside a running daemon: what it is unpacking stays where it is. A flattened layer is made by the daemon only
+  // (its garbage collection and start-up cleaning know what it makes); one it made is used as it is.
   ISB_ASSIGN_OR_RETURN(auto store, image::ImageStore::Open(store_dir, /*clean=*/false));
-  ISB_ASSIGN_OR_RETURN(api::ResolvedImage img, api::ResolveImage(*store, f.org, f.config.image));
+  const std::string ref = f.config.image;
+  auto daemon_only = [&ref](const image::FlattenRequest& r) -> Status {
+    return Error::Msg("image " + ref + " has " + std::to_string(r.layers) + " layers: more than the " +
+                      std::to_string(image::kMaxStackedLayers) +
+                      " one sandbox stacks; create the sandbox through the daemon (isb create --image " + ref +
+                      "), which flattens its lowest layers");
+  };
+  ISB_ASSIGN_OR_RETURN(api::ResolvedImage img, api::ResolveImage(*store, f.org, ref, daemon_only));
   f.config.image.clear();
   f.config.image_layers = img.layers;
   std::vector<std::string> env;

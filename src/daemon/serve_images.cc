@@ -96,10 +96,14 @@ api::ImageToolOptions DaemonImageToolOptions(DaemonImages& images, SandboxManage
   return options;
 }
 
-std::function<Result<api::ResolvedImage>(const std::string& org, const std::string& ref)> ImageResolver(
-    const DaemonImages& images) {
-  return [store = images.store.get()](const std::string& org, const std::string& ref) {
-    return api::ResolveImage(*store, org, ref);
+std::function<Result<api::ResolvedImage>(const std::string& org, const std::string& ref,
+                                         const std::function<Status(uint64_t max_bytes)>& may_flatten)>
+ImageResolver(const DaemonImages& images) {
+  return [store = images.store.get()](const std::string& org, const std::string& ref,
+                                      const std::function<Status(uint64_t)>& may_flatten) {
+    image::FlattenGate gate;
+    if (may_flatten) gate = [&may_flatten](const image::FlattenRequest& r) { return may_flatten(r.max_bytes); };
+    return api::ResolveImage(*store, org, ref, gate);
   };
 }
 

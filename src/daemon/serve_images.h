@@ -35,7 +35,8 @@ api::ImageToolOptions DaemonImageToolOptions(DaemonImages& images, SandboxManage
                                              api::QuotaGate::Lookup quotas);
 
 // sandbox_create's resolution of an image reference among the org's images.
-std::function<Result<api::ResolvedImage>(const std::string& org, const std::string& ref)> ImageResolver(
-    const DaemonImages& images);
+std::function<Result<api::ResolvedImage>(const std::string& org, const std::string& ref,
+                                         const std::function<Status(uint64_t max_bytes)>& may_flatten)>
+ImageResolver(const DaemonImages& images);
 
 }  // namespace isb::daemon

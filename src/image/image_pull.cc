@@ -99,10 +99,13 @@ Result<LayerRecord> ImageService::PullLayer(PullJob& job, size_t index) {
   ISB_ASSIGN_OR_RETURN(LayerCompression lc, LayerCompressionOf(layer.media_type));
   LayerRecord record{layer.digest.str(), diff_id, layer.media_type, layer.size, 0};
   // A layer the org holds already (an image of its own has this blob and diff_id) is not fetched again. Any other
-  // is fetched and unpacked in full even when another org's copy is stored: that shows this registry has it.
-  if (store_.OrgHolds(job.org, record.digest) && store_.OrgHolds(job.org, diff_id) && store_.HasLayer(diff_id) &&
-      blobs_.Has(layer.digest))
+  // is fetched and unpacked in full even when another org's copy is stored: that shows this registry has it. Its
+  // unpacked size is the org's record's of it: what the org is charged for it, and what bounds a flatten over it.
+  if (std::optional<LayerRecord> held = store_.HeldLayer(job.org, diff_id);
+      held && store_.OrgHolds(job.org, record.digest) && store_.HasLayer(diff_id) && blobs_.Has(layer.digest)) {
+    record.unpacked_bytes = held->unpacked_bytes;
     return record;
+  }
 
   int pair[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) return Error::Sys("pulling a layer");

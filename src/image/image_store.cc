@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <set>
 #include <system_error>
 
@@ -39,6 +40,9 @@ bool IsSha256Digest(std::string_view d) {
   if (!d.starts_with("sha256:") || d.size() != 7 + 64) return false;
   return std::all_of(d.begin() + 7, d.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
+
+// Beside a flattened layer's root: the file data its flatten wrote, in decimal.
+constexpr const char* kFlattenedBytesFile = "bytes";
 
 // The most names a flattened layer may hold: twice what one layer may unpack to (layer_store_io.cc).
 constexpr uint64_t kMaxFlattenedEntries = uint64_t{8} << 20;
@@ -159,6 +163,17 @@ std::string DiffIdOfLayerRoot(const std::string& path) {
   return IsSha256Digest(id) ? id : "";
 }
 
+std::optional<LayerRecord> ImageStore::HeldLayer(const std::string& org, const std::string& diff_id) const {
+  MutexLock lock(mu_);
+  std::optional<LayerRecord> held;
+  for (const ImageRecord& r : ListLocked(org)) {
+    for (const LayerRecord& l : r.layers) {
+      if (l.diff_id == diff_id && (!held || l.unpacked_bytes > held->unpacked_bytes)) held = l;
+    }
+  }
+  return held;
+}
+
 bool ImageStore::OrgHolds(const std::string& org, const std::string& digest) const {
   MutexLock lock(mu_);
   for (const ImageRecord& r : ListLocked(org)) {
@@ -227,11 +242,12 @@ void ImageStore::DiscardLayer(const fs::path& begun_root) {
   fs::remove_all(begun_root.parent_path(), ec);
 }
 
-Result<std::vector<std::string>> ImageStore::StackedLayerRoots(const ImageRecord& record) {
+Result<std::vector<std::string>> ImageStore::StackedLayerRoots(const ImageRecord& record,
+                                                               const FlattenGate& may_flatten) {
   const size_t flat = FlattenedCount(record.layers.size());
   std::vector<std::string> roots;
   if (flat > 0) {
-    ISB_ASSIGN_OR_RETURN(std::string root, Flattened(record, flat));
+    ISB_ASSIGN_OR_RETURN(std::string root, Flattened(record, flat, may_flatten));
     roots.push_back(std::move(root));
   }
   for (size_t i = flat; i < record.layers.size(); ++i) {
@@ -242,7 +258,7 @@ Result<std::vector<std::string>> ImageStore::StackedLayerRoots(const ImageRecord
   return roots;
 }
 
-Result<std::string> ImageStore::Flattened(const ImageRecord& record, size_t count) {
+Result<std::string> ImageStore::Flattened(const ImageRecord& record, size_t count, const FlattenGate& may_flatten) {
   const std::string chain = ChainId(record.layers, count);
   // Pinned before they are looked at: a collection that comes after leaves them, one that came before took them
   // away whole (a rename), so a layer read below is never one being deleted.
@@ -251,29 +267,57 @@ Result<std::string> ImageStore::Flattened(const ImageRecord& record, size_t coun
   for (size_t i = 0; i < count; ++i) pinned.push_back(record.layers[i].diff_id);
   pins.Add(pinned);
   if (HasLayer(chain)) return LayerRoot(chain).string();
+  // One flatten at a time: a call for the same layer that waited here finds it made.
+  MutexLock flattening(flatten_mu_);
+  if (HasLayer(chain)) return LayerRoot(chain).string();
   std::vector<std::string> roots;
   FlattenLimits limits{.max_bytes = 0, .max_entries = kMaxFlattenedEntries};
   for (size_t i = 0; i < count; ++i) {
     const LayerRecord& l = record.layers[i];
     if (!HasLayer(l.diff_id)) return LayerGone(record, l.diff_id);
     roots.push_back(LayerRoot(l.diff_id).string());
-    // What the layers unpacked to bounds what their merge writes: each file of it comes from one of them.
-    limits.max_bytes += l.unpacked_bytes;
+    // What the layers hold on disk bounds what their merge writes: each file of it is copied from one of them
+    // (their records' unpacked_bytes may be short: a layer an org held already was recorded without them once).
+    limits.max_bytes += TreeBytes(roots.back());
+  }
+  if (may_flatten) {
+    ISB_TRY(may_flatten(FlattenRequest{.image = record.name,
+                                       .layers = record.layers.size(),
+                                       .count = count,
+                                       .max_bytes = limits.max_bytes}));
   }
   ISB_ASSIGN_OR_RETURN(fs::path dir, BeginLayer());
   Result<FlattenReport> made = FlattenLayers(roots, dir.string(), limits);
   if (made.ok()) {
-    // On disk before it is renamed into place: a layer dir that exists is complete, after a crash too.
+    // Its size beside its root, and both on disk before it is renamed into place: a layer dir that exists is
+    // complete, after a crash too.
+    Status sized = WriteFileAtomically((dir.parent_path() / kFlattenedBytesFile).string(),
+                                       std::to_string(made->bytes), 0600);
     Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!fd.valid() || ::syncfs(fd.get()) != 0) made = Error::Sys("image store: sync the flattened layer");
+    if (!sized.ok()) {
+      made = sized.error();
+    } else if (!fd.valid() || ::syncfs(fd.get()) != 0) {
+      made = Error::Sys("image store: sync the flattened layer");
+    }
   }
   if (!made.ok()) {
     DiscardLayer(dir);
     return Error::Of(made.error().code, "image '" + record.name + "': flattening its lowest " + std::to_string(count) +
                                             " layers into one: " + made.error().message);
   }
-  ISB_TRY(CommitLayer(dir, chain));
+  if (Status committed = CommitLayer(dir, chain); !committed.ok()) {
+    DiscardLayer(dir);
+    return committed.error();
+  }
   return LayerRoot(chain).string();
+}
+
+uint64_t ImageStore::FlattenedBytes(const std::string& chain, uint64_t fallback) const {
+  Result<std::string> text = ReadFile((LayerRoot(chain).parent_path() / kFlattenedBytesFile).string());
+  if (!text.ok()) return fallback;
+  uint64_t bytes = 0;
+  const auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), bytes);
+  return ec == std::errc() && end == text->data() + text->size() ? bytes : fallback;
 }
 
 fs::path ImageStore::RecordPath(const std::string& org, const std::string& name) const {
@@ -321,14 +365,22 @@ std::vector<ImageRecord> ImageStore::List(const std::string& org) const {
   return ListLocked(org);
 }
 
-uint64_t ImageStore::BytesOf(const std::vector<ImageRecord>& records) {
-  std::set<std::string> layers, blobs;
+uint64_t ImageStore::BytesOf(const std::vector<ImageRecord>& records) const {
+  std::set<std::string> layers, blobs, chains;
   uint64_t bytes = 0;
   for (const ImageRecord& r : records) {
     for (const LayerRecord& l : r.layers) {
       if (layers.insert(l.diff_id).second) bytes += l.unpacked_bytes;
       if (!l.digest.empty() && blobs.insert(l.digest).second) bytes += l.size;
     }
+    // The flattened layer it needs, once made: charged like a layer of its own.
+    const size_t flat = FlattenedCount(r.layers.size());
+    if (flat == 0) continue;
+    const std::string chain = ChainId(r.layers, flat);
+    if (!chains.insert(chain).second || !HasLayer(chain)) continue;
+    uint64_t merged = 0;
+    for (size_t i = 0; i < flat; ++i) merged += r.layers[i].unpacked_bytes;
+    bytes += FlattenedBytes(chain, merged);
   }
   return bytes;
 }

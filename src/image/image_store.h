@@ -8,6 +8,8 @@
 //   layers/sha256/<chain id hex>/root/    the lowest layers of an image deeper than a sandbox stacks, flattened
 //                                         into one (layer_flatten.h) when a sandbox is first made from it; made in
 //                                         layers/tmp/ and renamed here once complete, like an unpacked layer
+//   layers/sha256/<chain id hex>/bytes    the file data that flatten wrote (decimal), written before the rename:
+//                                         what each org whose images need it is charged
 //   orgs/<org>/<sha256 of the name>.json  one image record of that org
 // A layer or blob is stored once for every org; an org sees and uses only the images its records name.
 #pragma once
@@ -17,6 +19,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -78,6 +81,16 @@ Result<ImageRecord> ImageRecordFromJson(const nlohmann::json& j);
 // are 512-byte blocks), so no layer's diff_id is it and no pull or import can claim or replace its directory.
 std::string ChainId(const std::vector<LayerRecord>& layers, size_t count);
 
+// A flatten about to be made, as its caller is asked about it first (StackedLayerRoots).
+struct FlattenRequest {
+  std::string image;       // the record's name
+  size_t layers = 0;       // the image's
+  size_t count = 0;        // its lowest layers, merged into one
+  uint64_t max_bytes = 0;  // the most file data the flatten may write: what those layers hold on disk
+};
+// OK to make it; an error refuses it and is what StackedLayerRoots returns.
+using FlattenGate = std::function<Status(const FlattenRequest&)>;
+
 // The short id an image is shown and may be named by: the first 12 hex digits of its manifest digest.
 std::string ShortId(const ImageRecord& record);
 
@@ -103,9 +116,10 @@ class ImageStore {
   // The directories a sandbox stacks for `record`, bottom first, at most kMaxStackedLayers: its layers' roots, with
   // its lowest FlattenedCount(...) layers as one layer flattened from them. That layer is made the first time it is
   // needed (in layers/tmp, then renamed under its ChainId: an error or a crash leaves nothing a later call would
-  // use; two calls at once both make it and the first rename wins) and kept while an image over those layers is.
-  // kConflict when a layer is gone from the store.
-  Result<std::vector<std::string>> StackedLayerRoots(const ImageRecord& record);
+  // use; flattens run one at a time, so a second call for the same layer waits and finds it made) and kept while an
+  // image over those layers is. `may_flatten`, when set, is asked before a flatten is made (never when the layer is
+  // stored already) and may refuse it. kConflict when a layer is gone from the store.
+  Result<std::vector<std::string>> StackedLayerRoots(const ImageRecord& record, const FlattenGate& may_flatten = nullptr);
 
   // Stores (or replaces) the org's record under its name.
   Status Put(const ImageRecord& record);
@@ -113,6 +127,8 @@ class ImageStore {
   // holds, which a pull may take from the store rather than fetch and check again. Knowing a digest is not holding
   // its content: another org's layer is never reused on the strength of its digest alone.
   bool OrgHolds(const std::string& org, const std::string& digest) const;
+  // The org's record of the layer `diff_id` (of those naming it, the one with the most unpacked_bytes), if any.
+  std::optional<LayerRecord> HeldLayer(const std::string& org, const std::string& diff_id) const;
 
   // Digests (blobs, diff_ids) a pull, import or snapshot under way needs kept: CollectGarbage leaves them. Unpinned
   // when this goes away.
@@ -133,10 +149,12 @@ class ImageStore {
   Result<ImageRecord> Get(const std::string& org, const std::string& ref) const;
   std::vector<ImageRecord> List(const std::string& org) const;
   // The bytes on the host that `org`'s images take, charged to its disk quota: each distinct layer's unpacked bytes
-  // and compressed blob once, however many of its images share them (and whether other orgs hold them too).
+  // and compressed blob once, however many of its images share them (and whether other orgs hold them too), and each
+  // distinct flattened layer its images need and the store holds once, sized by what its flatten wrote (one made
+  // before sizes were kept: its merged layers' unpacked bytes).
   uint64_t OrgBytes(const std::string& org) const { return BytesOf(List(org)); }
   // The same for records already read (one org's).
-  static uint64_t BytesOf(const std::vector<ImageRecord>& records);
+  uint64_t BytesOf(const std::vector<ImageRecord>& records) const;
   // Removes the record (the layers stay until CollectGarbage).
   Status Remove(const std::string& org, const std::string& name);
 
@@ -156,11 +174,14 @@ class ImageStore {
   std::vector<ImageRecord> ListAll() const ISB_REQUIRES(mu_);
   std::vector<ImageRecord> ListLocked(const std::string& org) const ISB_REQUIRES(mu_);
   // The root of the layer flattened from `record`'s lowest `count` layers, made when it is not stored.
-  Result<std::string> Flattened(const ImageRecord& record, size_t count);
+  Result<std::string> Flattened(const ImageRecord& record, size_t count, const FlattenGate& may_flatten);
+  // What a stored flattened layer is charged as (its bytes file; else `fallback`).
+  uint64_t FlattenedBytes(const std::string& chain, uint64_t fallback) const;
 
   const std::filesystem::path root_;
   mutable Mutex mu_;  // orders record writes against reads and garbage collection
   std::map<std::string, int> pins_ ISB_GUARDED_BY(mu_);
+  Mutex flatten_mu_;  // held through a flatten: one at a time, daemon-wide (taken before mu_, never after)
 };
 
 // The diff_id (or chain id) of a layer directory LayerRoot made ("<root>/layers/sha256/<hex>/root"), or "" for

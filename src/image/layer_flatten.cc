@@ -91,11 +91,16 @@ class Flattener {
     return {};
   }
 
-  // The result's directory at `path` ("" for its root), opened beneath the result.
+  // The result's directory at `path` ("" for its root), opened beneath the result one name at a time: a path may be
+  // as long as the unpacker allows (4096 bytes), which no single open takes.
   Result<Fd> OpenResultDir(const std::string& path) {
-    const std::string name = path.empty() ? "." : path;
-    Fd fd(OpenBeneath(out_.get(), name, O_RDONLY | O_DIRECTORY));
-    if (!fd.valid()) return SysFail("open of \"" + Shown(name) + "\" in the result");
+    Fd fd(OpenBeneath(out_.get(), ".", O_RDONLY | O_DIRECTORY));
+    for (size_t start = 0; fd.valid() && start < path.size();) {
+      const size_t end = std::min(path.find('/', start), path.size());
+      fd = Fd(OpenBeneath(fd.get(), path.substr(start, end - start), O_RDONLY | O_DIRECTORY));
+      start = end + 1;
+    }
+    if (!fd.valid()) return SysFail("open of \"" + Shown(path.empty() ? "." : path) + "\" in the result");
     return fd;
   }
 
@@ -185,16 +190,7 @@ class Flattener {
   }
 
   // Forgets `path` and every directory below it (removed from the result).
-  void ForgetDirs(const std::string& path) {
-    for (auto it = dirs_.lower_bound(path); it != dirs_.end() && it->first.starts_with(path);) {
-      if (it->first.size() == path.size() || it->first[path.size()] == '/') {
-        names_kept_ -= it->first.size();
-        it = dirs_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-  }
+  void ForgetDirs(const std::string& path) { names_kept_ -= EraseTree(dirs_, path); }
 
   static bool IsOpaque(int dir) {
     for (const char* key : {"trusted.overlay.opaque", "user.overlay.opaque"}) {

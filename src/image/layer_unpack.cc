@@ -73,28 +73,6 @@ std::string ParentPath(const Name& n) {
 
 std::string Join(const std::string& dir, const std::string& leaf) { return dir.empty() ? leaf : dir + "/" + leaf; }
 
-// Erases `path` and everything below it from a sorted container of paths (a map's keys or a set); the bytes of the
-// names erased.
-template <typename Sorted>
-uint64_t EraseTree(Sorted& sorted, const std::string& path) {
-  uint64_t erased = 0;
-  auto it = sorted.lower_bound(path);
-  while (it != sorted.end()) {
-    const std::string& key = [&]() -> const std::string& {
-      if constexpr (std::is_same_v<typename Sorted::value_type, std::string>) return *it;
-      else return it->first;
-    }();
-    if (key.compare(0, path.size(), path) != 0) break;
-    if (key.size() == path.size() || key[path.size()] == '/') {
-      erased += key.size();
-      it = sorted.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  return erased;
-}
-
 timespec MtimeOf(const TarEntry& e) { return timespec{e.mtime, static_cast<long>(e.mtime_nsec)}; }
 
 class Unpacker {

@@ -48,6 +48,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -87,6 +88,30 @@ struct DirTimes {
 };
 // `dirs` (paths below a layer's root, "" for the root) deepest first: the order their modes and times are set in.
 std::vector<std::pair<std::string, DirTimes>> DeepestFirst(const std::map<std::string, DirTimes>& dirs);
+
+// Erases `path` and every path below it from a sorted container of paths (a map's keys or a set); the bytes of the
+// names erased. Only `path` and the keys in [path + "/", path + "0") are looked at ('0' follows '/'): siblings that
+// share its first bytes ("ab" beside "a") are never walked.
+template <typename Sorted>
+uint64_t EraseTree(Sorted& sorted, const std::string& path) {
+  const auto key_of = [](const typename Sorted::value_type& v) -> const std::string& {
+    if constexpr (std::is_same_v<typename Sorted::value_type, std::string>) {
+      return v;
+    } else {
+      return v.first;
+    }
+  };
+  uint64_t erased = 0;
+  if (auto it = sorted.find(path); it != sorted.end()) {
+    erased += path.size();
+    sorted.erase(it);
+  }
+  const auto first = sorted.lower_bound(path + "/");
+  const auto last = sorted.lower_bound(path + "0");
+  for (auto it = first; it != last; ++it) erased += key_of(*it).size();
+  sorted.erase(first, last);
+  return erased;
+}
 
 // Unpacks every entry of `tar` below `dir` (an existing empty directory; the caller's path, trusted) and never
 // outside it, then drains the stream to its end (so that a digest observed below `tar` covers all of it). Needs

@@ -891,6 +891,63 @@ TEST(SandboxQuotaTest, CreateIsRefusedBeyondTheOrgsDiskQuota) {
             "quota: org 'acme' may be allocated 5120 MiB of disk; it has 5120 MiB and this sandbox asks for 16 MiB");
 }
 
+// An image that needs a flattened layer: the quota is checked before the image is resolved (and the layer made), and
+// the most the flatten may write must fit the org's disk quota beside its sandboxes, its images and the new
+// sandbox's disk, or it is refused naming the quota and nothing is made.
+TEST(SandboxQuotaTest, AFlattenForAnImageIsCheckedAgainstTheDiskQuotaBeforeItIsMade) {
+  constexpr uint64_t kGiB = uint64_t{1} << 30;
+  FakeSandboxes fake;
+  Registry registry;
+  uint64_t image_bytes = kGiB;
+  QuotaGate quotas([](const std::string&) -> Result<identity::Quota> { return identity::Quota{.disk = static_cast<int64_t>(5 * kGiB)}; },
+                   [&](const std::string&) { return image_bytes; });
+  std::vector<std::string> resolved;  // each call of resolve_image, and whether it flattened
+  uint64_t flatten = 0;               // what the image's flatten may write
+  SandboxToolOptions options{.quotas = &quotas};
+  options.resolve_image = [&](const std::string& org, const std::string& ref,
+                              const std::function<Status(uint64_t)>& may_flatten) -> Result<ResolvedImage> {
+    if (!may_flatten) return Error::Msg("no disk check for " + org);
+    if (Status may = may_flatten(flatten); !may.ok()) {
+      resolved.push_back(ref + " refused");
+      return may.error();
+    }
+    resolved.push_back(ref + " flattened");
+    ResolvedImage image;
+    image.name = "docker.io/test/deep:130";
+    image.digest = "sha256:" + std::string(64, 'e');
+    image.layers = {"/l"};
+    return image;
+  };
+  ASSERT_TRUE(AddSandboxTools(registry, fake, options).ok());
+  auto create = [&](const json& spec) {
+    auto r = registry.Call("sandbox_create", spec, HostContext("acme"));
+    return r.ok() ? std::string("ok") : r.error().message;
+  };
+  // 2 GiB of disk, 1 GiB of images and 2 GiB written by the flatten: 5 GiB, the quota.
+  flatten = 2 * kGiB;
+  EXPECT_EQ(create({{"image", "test/deep:130"}}), "ok");
+  EXPECT_EQ(resolved, std::vector<std::string>{"test/deep:130 flattened"});
+  // Past the quota already: refused before the image is looked at.
+  image_bytes = 3 * kGiB;
+  flatten = 0;
+  EXPECT_EQ(create({{"image", "test/deep:130"}, {"disk", "1G"}}),
+            "quota: org 'acme' may be allocated 5120 MiB of disk; it has 5120 MiB (sandboxes 2048 MiB, images 3072 "
+            "MiB) and this sandbox asks for 1024 MiB");
+  EXPECT_EQ(resolved.size(), 1u);
+  // The sandbox fits, its flatten does not.
+  image_bytes = kGiB;
+  flatten = kGiB + (1 << 20);
+  EXPECT_EQ(create({{"image", "test/deep:130"}, {"disk", "1G"}}),
+            "quota: org 'acme' may be allocated 5120 MiB of disk; it has 3072 MiB (sandboxes 2048 MiB, images 1024 "
+            "MiB), this sandbox asks for 1024 MiB and flattening the lowest layers of image 'test/deep:130' would "
+            "write up to 1025 MiB more: remove images or sandboxes first");
+  EXPECT_EQ(resolved.back(), "test/deep:130 refused");
+  flatten = kGiB;
+  EXPECT_EQ(create({{"image", "test/deep:130"}, {"disk", "1G"}}), "ok");
+  EXPECT_EQ(resolved.back(), "test/deep:130 flattened");
+  EXPECT_EQ(fake.sandboxes.size(), 2u);
+}
+
 // Processes are a budget too: the sum of the org's sandboxes' pids limits (64 each unless its spec says), so a
 // member cannot take the host's process table with one sandbox of pids 65536 or many of 64.
 TEST(SandboxQuotaTest, CreateIsRefusedBeyondTheOrgsPidsQuota) {

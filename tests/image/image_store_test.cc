@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -262,8 +263,16 @@ TEST_F(DeepImageTest, SandboxesMadeAtOnceFromOneDeepImageRaceHarmlesslyAndOneFla
   ASSERT_TRUE(store_->Put(r).ok());
   std::vector<Result<std::vector<std::string>>> got(4, Error::Msg("not run"));
   std::vector<std::thread> threads;
-  for (size_t i = 0; i < got.size(); ++i) threads.emplace_back([&, i] { got[i] = store_->StackedLayerRoots(r); });
+  // Flattens run one at a time: the calls that wait find the layer made, and only the first is asked about it.
+  std::atomic<int> asked = 0;
+  const FlattenGate gate = [&](const FlattenRequest&) {
+    ++asked;
+    return Status();
+  };
+  for (size_t i = 0; i < got.size(); ++i)
+    threads.emplace_back([&, i] { got[i] = store_->StackedLayerRoots(r, gate); });
   for (std::thread& t : threads) t.join();
+  EXPECT_EQ(asked.load(), 1);
   const std::string flat = store_->LayerRoot(ChainId(r.layers, 73)).string();
   for (const auto& roots : got) {
     ASSERT_TRUE(roots.ok()) << roots.error().message;
@@ -290,20 +299,19 @@ TEST_F(DeepImageTest, AnImageThatFitsIsStackedAsItIs) {
 }
 
 TEST_F(DeepImageTest, AFlattenThatFailsLeavesNothingAndALowerLayerGoneIsNamed) {
-  ImageRecord r = Deep("acme", "deep", 129, 0, 'a');
-  // What the layers are said to have unpacked to bounds what their merge may write.
-  r.layers[0].unpacked_bytes = r.layers[1].unpacked_bytes = 1;
+  const ImageRecord r = Deep("acme", "deep", 129, 0, 'a');
   ASSERT_TRUE(store_->Put(r).ok());
+  const std::string pipe = store_->LayerRoot(r.layers[0].diff_id).string() + "/pipe";
+  ASSERT_EQ(::mkfifo(pipe.c_str(), 0600), 0);
   auto roots = store_->StackedLayerRoots(r);
   ASSERT_FALSE(roots.ok());
-  EXPECT_EQ(roots.error().code, Code::kTooLarge);
-  EXPECT_TRUE(roots.error().message.starts_with("image 'deep': flattening its lowest 2 layers into one: flatten: "
-                                                "layer 1 of 2, entry \""))
-      << roots.error().message;
+  EXPECT_EQ(roots.error().code, Code::kInvalidArgument);
+  EXPECT_EQ(roots.error().message, "image 'deep': flattening its lowest 2 layers into one: flatten: layer 1 of 2, "
+                                   "entry \"pipe\": a device, fifo or socket, which no stored layer holds");
   EXPECT_FALSE(store_->HasLayer(ChainId(r.layers, 2)));
   EXPECT_TRUE(fs::is_empty(dir_ + "/images/layers/tmp"));
 
-  r.layers[0].unpacked_bytes = r.layers[1].unpacked_bytes = 100;
+  ASSERT_EQ(::unlink(pipe.c_str()), 0);
   fs::remove_all(store_->LayerRoot(r.layers[1].diff_id).parent_path());
   roots = store_->StackedLayerRoots(r);
   ASSERT_FALSE(roots.ok());
@@ -311,6 +319,109 @@ TEST_F(DeepImageTest, AFlattenThatFailsLeavesNothingAndALowerLayerGoneIsNamed) {
   EXPECT_EQ(roots.error().message,
             "image 'deep': layer " + r.layers[1].diff_id + " is gone from the image store: pull it again");
   EXPECT_TRUE(fs::is_empty(dir_ + "/images/layers/tmp"));
+}
+
+// A rename into place that fails otherwise than to a flattened layer made meanwhile leaves nothing in layers/tmp.
+TEST_F(DeepImageTest, AFlattenThatCannotBeRenamedIntoPlaceIsDiscarded) {
+  const ImageRecord r = Deep("acme", "deep", 129, 0, 'a');
+  ASSERT_TRUE(store_->Put(r).ok());
+  const std::string chain = ChainId(r.layers, 2);
+  std::ofstream(store_->LayerRoot(chain).parent_path()) << "not a directory";
+  auto roots = store_->StackedLayerRoots(r);
+  ASSERT_FALSE(roots.ok());
+  EXPECT_EQ(roots.error().code, Code::kInternal);
+  EXPECT_EQ(roots.error().message, "image store: move layer " + chain + " into place: Not a directory");
+  EXPECT_TRUE(fs::is_empty(dir_ + "/images/layers/tmp"));
+  fs::remove(store_->LayerRoot(chain).parent_path());
+}
+
+// The bound of a flatten is what its layers hold on disk, not what their records say: a layer recorded with
+// unpacked_bytes 0 (an org's re-pull of a layer it held once recorded it so) does not stop a legitimate flatten.
+TEST_F(DeepImageTest, AFlattenIsBoundedByWhatItsLayersHoldNotByTheirRecords) {
+  ImageRecord r = Deep("acme", "deep", 129, 0, 'a');
+  r.layers[0].unpacked_bytes = r.layers[1].unpacked_bytes = 0;
+  ASSERT_TRUE(store_->Put(r).ok());
+  std::vector<FlattenRequest> asked;
+  auto roots = store_->StackedLayerRoots(r, [&](const FlattenRequest& req) {
+    asked.push_back(req);
+    return Status();
+  });
+  ASSERT_TRUE(roots.ok()) << roots.error().message;
+  ASSERT_EQ(asked.size(), 1u);
+  EXPECT_EQ(asked[0].image, "deep");
+  EXPECT_EQ(asked[0].layers, 129u);
+  EXPECT_EQ(asked[0].count, 2u);
+  EXPECT_EQ(asked[0].max_bytes, 2u * (1 + 71));  // each layer's "l<i>" and "f"
+  EXPECT_EQ(Read(store_->LayerRoot(ChainId(r.layers, 2)).parent_path().string() + "/bytes"), "144");
+}
+
+// The caller is asked before a flatten is made, with its bound; its refusal is the answer and nothing is made. A
+// layer stored already is used without asking.
+TEST_F(DeepImageTest, AFlattenIsAskedForFirstAndARefusalMakesNothing) {
+  const ImageRecord r = Deep("acme", "deep", 130, 3, 'a');
+  ASSERT_TRUE(store_->Put(r).ok());
+  const std::string chain = ChainId(r.layers, 3);
+  std::vector<FlattenRequest> asked;
+  auto roots = store_->StackedLayerRoots(r, [&](const FlattenRequest& req) -> Status {
+    asked.push_back(req);
+    return Error::Of(Code::kForbidden, "no room");
+  });
+  ASSERT_FALSE(roots.ok());
+  EXPECT_EQ(roots.error().code, Code::kForbidden);
+  EXPECT_EQ(roots.error().message, "no room");
+  ASSERT_EQ(asked.size(), 1u);
+  EXPECT_EQ(asked[0].layers, 130u);
+  EXPECT_EQ(asked[0].count, 3u);
+  EXPECT_EQ(asked[0].max_bytes, 216u);
+  EXPECT_FALSE(store_->HasLayer(chain));
+  EXPECT_TRUE(fs::is_empty(dir_ + "/images/layers/tmp"));
+
+  ASSERT_TRUE(store_->StackedLayerRoots(r, [](const FlattenRequest&) { return Status(); }).ok());
+  EXPECT_TRUE(store_->HasLayer(chain));
+  roots = store_->StackedLayerRoots(r, [](const FlattenRequest&) -> Status { return Error::Msg("asked"); });
+  ASSERT_TRUE(roots.ok()) << roots.error().message;
+  EXPECT_EQ(roots->front(), store_->LayerRoot(chain).string());
+}
+
+// A flattened layer takes disk like a layer: each org whose images need it is charged once what its flatten wrote
+// (its bytes file), or its layers' unpacked bytes for one made without that file; one not made yet takes nothing.
+TEST_F(DeepImageTest, AFlattenedLayerIsChargedOnceToEachOrgWhoseImagesNeedIt) {
+  const ImageRecord acme = Deep("acme", "deep", 130, 3, 'a');
+  ASSERT_TRUE(store_->Put(acme).ok());
+  constexpr uint64_t kImage = 130 * 100 + 130 * 1;  // unpacked bytes and blobs of 130 layers
+  EXPECT_EQ(store_->OrgBytes("acme"), kImage);
+  ASSERT_TRUE(store_->StackedLayerRoots(acme).ok());
+  const std::string chain_dir = store_->LayerRoot(ChainId(acme.layers, 3)).parent_path().string();
+  EXPECT_EQ(Read(chain_dir + "/bytes"), "216");  // "l0" "l1" "l2" of 1 byte, "f" of 71 three times
+  EXPECT_EQ(store_->OrgBytes("acme"), kImage + 216);
+  // A second image of acme over the same lowest layers: its own 127 layers (blobs shared), the flattened one once.
+  ASSERT_TRUE(store_->Put(Deep("acme", "deep2", 130, 3, 'b')).ok());
+  EXPECT_EQ(store_->OrgBytes("acme"), kImage + 127 * 100 + 216);
+  // Another org needing it is charged too; one needing a flattened layer not made is not.
+  ASSERT_TRUE(store_->Put(Deep("beta", "other", 130, 3, 'b')).ok());
+  EXPECT_EQ(store_->OrgBytes("beta"), kImage + 216);
+  ASSERT_TRUE(store_->Put(Deep("gamma", "g", 129, 0, 'd')).ok());
+  EXPECT_EQ(store_->OrgBytes("gamma"), 129u * 100 + 129 * 1);
+  // A flattened layer without its bytes file: its three layers' unpacked bytes.
+  fs::remove(chain_dir + "/bytes");
+  EXPECT_EQ(store_->OrgBytes("beta"), kImage + 300);
+}
+
+// The org's record of a layer it holds: the one with the most unpacked bytes, which a pull that reuses the layer
+// copies; nothing for a layer only another org holds.
+TEST_F(ImageStoreTest, HeldLayerIsTheOrgsRecordOfTheLayerWithItsUnpackedBytes) {
+  ImageRecord one = Record("acme", "docker.io/library/a:1", 'e', {'a', 'b'});
+  ImageRecord two = Record("acme", "docker.io/library/a:2", 'f', {'a'});
+  one.layers[0].unpacked_bytes = 0;
+  two.layers[0].unpacked_bytes = 4096;
+  for (char l : {'a', 'b'}) Layer(Sha(l));
+  for (const ImageRecord& r : {one, two}) ASSERT_TRUE(store_->Put(r).ok());
+  std::optional<LayerRecord> held = store_->HeldLayer("acme", Sha('a'));
+  ASSERT_TRUE(held.has_value());
+  EXPECT_EQ(*held, two.layers[0]);
+  EXPECT_EQ(store_->HeldLayer("acme", Sha('b')), one.layers[1]);
+  EXPECT_EQ(store_->HeldLayer("globex", Sha('a')), std::nullopt);
+  EXPECT_EQ(store_->HeldLayer("acme", Sha('c')), std::nullopt);
 }
 
 }  // namespace

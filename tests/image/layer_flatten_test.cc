@@ -3,12 +3,16 @@
 // tree left in the result.
 #include "image/layer_flatten.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -239,6 +243,88 @@ TEST_F(FlattenTest, ANodeNoStoredLayerHoldsIsRefused) {
   EXPECT_EQ(r.error().code, Code::kInvalidArgument);
   EXPECT_EQ(r.error().message,
             "flatten: layer 1 of 1, entry \"pipe\": a device, fifo or socket, which no stored layer holds");
+}
+
+// Removes `name` in `dir` and all below it through fds: for a tree deeper than one path reaches.
+void RemoveBeneath(int dir, const std::string& name) {
+  struct stat st{};
+  if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return;
+  if (S_ISDIR(st.st_mode)) {
+    const int fd = ::openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (DIR* d = fd >= 0 ? ::fdopendir(fd) : nullptr) {
+      std::vector<std::string> names;
+      while (const dirent* e = ::readdir(d)) {
+        if (std::string_view(e->d_name) != "." && std::string_view(e->d_name) != "..") names.push_back(e->d_name);
+      }
+      for (const std::string& child : names) RemoveBeneath(::dirfd(d), child);
+      ::closedir(d);
+    }
+  }
+  ::unlinkat(dir, name.c_str(), S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0);
+}
+
+// A directory whose path below the layer is 4096 bytes, as long as the unpacker takes: the flattener opens it one name
+// at a time, so it gets its mode at the end like any other (one open of the whole path fails: ENAMETOOLONG).
+TEST(FlattenLongPathTest, ADirectoryWhosePathIs4096BytesGetsItsMode) {
+  ISB_REQUIRE_ROOT();
+  char tmpl[] = "/tmp/isb-flatten-long-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string base = tmpl;
+  // Removed whatever the test's outcome.
+  struct Cleanup {
+    const std::string& base;
+    ~Cleanup() {
+      const int top = ::open(base.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      RemoveBeneath(top, "l0");
+      RemoveBeneath(top, "out");
+      ::close(top);
+      EXPECT_EQ(::rmdir(base.c_str()), 0) << "left behind below " << base;
+    }
+  } cleanup{base};
+  ASSERT_EQ(::mkdir((base + "/l0").c_str(), 0700), 0);
+  ASSERT_EQ(::mkdir((base + "/out").c_str(), 0700), 0);
+  // 15 names of 255 bytes, then 128 and 127: 4080 bytes and 16 slashes.
+  std::vector<std::string> names;
+  for (int i = 0; i < 15; ++i) names.push_back(std::string(255, static_cast<char>('a' + i)));
+  names.push_back(std::string(128, 'p'));
+  names.push_back(std::string(127, 'q'));
+  std::string path;
+  for (const std::string& n : names) path += (path.empty() ? "" : "/") + n;
+  ASSERT_EQ(path.size(), 4096u);
+  const std::string tar = TarBuilder().GnuLongName(path).Dir(path, 0750).End();
+  StringSource source(tar);
+  TarReader reader(source);
+  Result<UnpackReport> unpacked = UnpackLayer(reader, base + "/l0", UnpackLimits{1 << 30, 1 << 20});
+  ASSERT_TRUE(unpacked.ok()) << unpacked.error().message;
+  Result<FlattenReport> r = FlattenLayers({base + "/l0"}, base + "/out", FlattenLimits{1 << 30, 1 << 20});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->dirs, 17u);
+  int fd = ::open((base + "/out").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  for (const std::string& n : names) {
+    const int next = ::openat(fd, n.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    ::close(fd);
+    fd = next;
+    ASSERT_GE(fd, 0) << n.substr(0, 8);
+  }
+  struct stat st{};
+  ASSERT_EQ(::fstat(fd, &st), 0);
+  ::close(fd);
+  EXPECT_EQ(st.st_mode & 07777, 0750u);
+}
+
+// EraseTree (the flattener's and the unpacker's): a path and what is below it go, and only they are looked at;
+// siblings sharing its first bytes ("a!", "a0", "ab") stay, before and after "a/" in the order.
+TEST(EraseTreeTest, ErasesAPathAndWhatIsBelowItAndNoSiblingSharingItsFirstBytes) {
+  std::map<std::string, DirTimes> dirs;
+  for (const char* p : {"a", "a!", "a/b", "a/b/c", "a0", "ab", "b", ""}) dirs[p] = DirTimes{};
+  EXPECT_EQ(EraseTree(dirs, "a"), 1u + 3u + 5u);
+  Lines left;
+  for (const auto& [path, times] : dirs) left.push_back(path);
+  EXPECT_EQ(left, (Lines{"", "a!", "a0", "ab", "b"}));
+  std::set<std::string> names = {"x", "x/y", "x-", "xy"};
+  EXPECT_EQ(EraseTree(names, "x/y"), 3u);
+  EXPECT_EQ(EraseTree(names, "z"), 0u);
+  EXPECT_EQ(names, (std::set<std::string>{"x", "x-", "xy"}));
 }
 
 }  // namespace
