@@ -2,6 +2,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 
 #include "api/sandboxes.h"
@@ -30,14 +31,20 @@ class QuotaGate {
 
   // Creates `spec` through `org_sandboxes` (the org's own view) if it fits `org`'s quota beside what the org has,
   // running or stopped; else kForbidden naming the quota (CheckQuota). `prepare`, when set, runs after that check and
-  // before the create, in the same step.
+  // before the create, without the gate held (a flatten takes long, and no other create waits for it): what it is
+  // let write is reserved for the org until it returns, so concurrent creates of the org cannot together pass the
+  // quota, and the check is made again with the create, in one step.
   Result<SandboxInfo> Create(Sandboxes& org_sandboxes, const std::string& org, const SandboxSpec& spec,
                              const Prepare& prepare = nullptr);
 
  private:
   Lookup lookup_;
   ImageBytes image_bytes_;
+  // The org's image bytes, with what its creates being prepared may still write (reserved).
+  uint64_t ImageBytesLocked(const std::string& org, const identity::Quota& q) ISB_REQUIRES(mu_);
+
   Mutex mu_;  // held from a quota's check until its create is done
+  std::map<std::string, uint64_t> reserved_ ISB_GUARDED_BY(mu_);  // by org
 };
 
 }  // namespace isb::api

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <filesystem>
+#include <future>
 #include <thread>
 #include <algorithm>
 
@@ -946,6 +947,51 @@ TEST(SandboxQuotaTest, AFlattenForAnImageIsCheckedAgainstTheDiskQuotaBeforeItIsM
   EXPECT_EQ(create({{"image", "test/deep:130"}, {"disk", "1G"}}), "ok");
   EXPECT_EQ(resolved.back(), "test/deep:130 flattened");
   EXPECT_EQ(fake.sandboxes.size(), 2u);
+}
+
+// A flatten runs without the gate held, so no other create waits for it, and what it may write is reserved for its
+// org meanwhile: a second create of that org whose flatten fits only without the first one's is refused.
+TEST(SandboxQuotaTest, AFlattenHoldsNoCreateBackAndWhatItMayWriteIsReservedForItsOrg) {
+  constexpr uint64_t kGiB = uint64_t{1} << 30;
+  FakeSandboxes acme, other;
+  QuotaGate quotas(
+      [](const std::string&) -> Result<identity::Quota> { return identity::Quota{.disk = static_cast<int64_t>(5 * kGiB)}; },
+      [](const std::string&) { return uint64_t{0}; });
+  SandboxSpec spec;
+  spec.disk = kGiB;
+  std::promise<void> flattening, go_on;
+  std::shared_future<void> released = go_on.get_future().share();
+  std::thread first([&] {
+    auto made = quotas.Create(acme, "acme", spec, [&](SandboxSpec&, const QuotaGate::DiskCheck& may_write) -> Status {
+      ISB_TRY(may_write(2 * kGiB));
+      flattening.set_value();
+      released.wait();
+      return {};
+    });
+    EXPECT_TRUE(made.ok()) << made.error().message;
+  });
+  flattening.get_future().wait();
+  auto meanwhile = std::async(std::launch::async, [&] { return quotas.Create(other, "other", spec); });
+  ASSERT_EQ(meanwhile.wait_for(std::chrono::seconds(10)), std::future_status::ready) << "held back by the flatten";
+  EXPECT_TRUE(meanwhile.get().ok());
+  // 1 GiB of disk and 3 GiB to flatten fit 5 GiB alone, not beside the 2 GiB the first create may still write.
+  auto second = quotas.Create(acme, "acme", spec, [&](SandboxSpec&, const QuotaGate::DiskCheck& may_write) {
+    return may_write(3 * kGiB);
+  });
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.error().code, Code::kForbidden);
+  EXPECT_EQ(second.error().message,
+            "quota: org 'acme' may be allocated 5120 MiB of disk; it has 2048 MiB (sandboxes 0 MiB, images 2048 MiB), "
+            "this sandbox asks for 1024 MiB and flattening the lowest layers of image '' would write up to 3072 MiB "
+            "more: remove images or sandboxes first");
+  go_on.set_value();
+  first.join();
+  // Given back once the first create is done: the same flatten now fits beside its sandbox.
+  auto third = quotas.Create(acme, "acme", spec, [&](SandboxSpec&, const QuotaGate::DiskCheck& may_write) {
+    return may_write(3 * kGiB);
+  });
+  EXPECT_TRUE(third.ok()) << third.error().message;
+  EXPECT_EQ(acme.sandboxes.size(), 2u);
 }
 
 // Processes are a budget too: the sum of the org's sandboxes' pids limits (64 each unless its spec says), so a
