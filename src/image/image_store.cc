@@ -56,13 +56,18 @@ Error Sys(const std::string& what, const std::error_code& ec) {
   return Error::Of(Code::kInternal, what + ": " + ec.message());
 }
 
-// The size of what is below `dir` (regular files), for the garbage report.
+// The size of what is below `dir` (regular files): the garbage report, and the bound of a flatten of layers.
 uint64_t TreeBytes(const fs::path& dir) {
   uint64_t total = 0;
   std::error_code ec;
   for (auto it = fs::recursive_directory_iterator(dir, fs::directory_options::skip_permission_denied, ec);
        !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (it->is_regular_file(ec) && !it->is_symlink(ec)) total += it->file_size(ec);
+    // Its own error code: one entry that cannot be looked at (a whole path past PATH_MAX) neither ends the walk nor
+    // adds file_size's (uintmax_t)-1. Such a file is not counted: a flatten bounded by this then refuses it.
+    std::error_code entry;
+    if (it->is_symlink(entry) || !it->is_regular_file(entry)) continue;
+    const uintmax_t size = it->file_size(entry);
+    if (!entry) total += size;
   }
   return total;
 }
