@@ -49,8 +49,9 @@ json Input() {
 }  // namespace
 
 Status AddPreviewTools(Registry& registry, Sandboxes& sandboxes, PreviewAccess& access) {
-  json opened = Output({{"url", Str("The one-time link: good once, for 60 s, for the caller alone. Open it in a "
-                                    "browser; it is not to be shared.",
+  json opened = Output({{"url", Str("The one-time link: good once, for 60 s (or the daemon's shorter "
+                                    "--preview-link-life), for the caller alone. Open it in a browser; it is not to "
+                                    "be shared.",
                                     512)},
                         {"expires_at", Str("When the link stops working (RFC 3339, UTC).", 40)}},
                        {"url", "expires_at"});

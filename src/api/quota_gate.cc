@@ -36,6 +36,7 @@ Result<SandboxInfo> QuotaGate::Create(Sandboxes& org_sandboxes, const std::strin
       MutexLock lock(mu_);
       ISB_ASSIGN_OR_RETURN(std::vector<SandboxInfo> existing, org_sandboxes.List());
       ISB_TRY(CheckFlattenQuota(org, q, existing, asked, ImageBytesLocked(org, q), bytes));
+      if (bytes == 0) return {};
       reserved_[org] += bytes;
       reserved += bytes;
       return {};

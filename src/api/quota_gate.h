@@ -43,7 +43,7 @@ class QuotaGate {
   // The org's image bytes, with what its creates being prepared may still write (reserved).
   uint64_t ImageBytesLocked(const std::string& org, const identity::Quota& q) ISB_REQUIRES(mu_);
 
-  Mutex mu_;  // held from a quota's check until its create is done
+  Mutex mu_;  // held for a quota's check, a reservation, and the last check with its create
   std::map<std::string, uint64_t> reserved_ ISB_GUARDED_BY(mu_);  // by org
 };
 
