@@ -29,7 +29,7 @@ printf '%s\n' "$@" | xargs -P "$jobs" -I{} bash -c 'run_one "$@"' _ "$build" "$s
 if [[ -s $failed ]]; then
   while read -r t; do
     echo "=== fuzz $t FAILED (seed $seed); the crash, from $build/fuzz-$t.log:"
-    grep -m1 -A 30 -E '^==[0-9]+==|^INFO: a leak|ERROR: libFuzzer|SUMMARY:|deadly signal' "$build/fuzz-$t.log" || tail -n 30 "$build/fuzz-$t.log"
+    grep -m1 -A 30 -E '^==[0-9]+==|^INFO: a leak|ERROR: libFuzzer|SUMMARY:|deadly signal|runtime error:|terminate called' "$build/fuzz-$t.log" || tail -n 30 "$build/fuzz-$t.log"
     grep -E '^(Test unit written|Base64:)' "$build/fuzz-$t.log" | tail -n 4 || true
   done <"$failed"
   echo "fuzz: $(wc -l <"$failed") of $# targets FAILED: $(tr '\n' ' ' <"$failed")"
