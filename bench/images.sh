@@ -30,9 +30,18 @@ chmod 755 "$tmp"  # the sandboxes' layers live below it: their unprivileged root
 pids=()
 fs=$tmp/fs
 loopdev=
-# The daemon and the registry stop first (bench_cleanup kills them), then the peers' overlay mounts and the run's
-# filesystem go, then the temp dir.
+# The daemon's sandboxes are removed (a run cut short between a create and its removal leaves one, and a stopped
+# daemon keeps its sandboxes running), then the daemon and the registry stop, then the peers' overlay mounts and the
+# run's filesystem go, then the temp dir (bench_cleanup).
 images_cleanup() {
+  if [ -n "${sock:-}" ] && [ -S "$sock" ]; then
+    local id
+    for id in $("$isb" ls --socket "$sock" --json 2>/dev/null |
+      python3 -c 'import json, sys; print(" ".join(s["id"] for s in json.load(sys.stdin).get("sandboxes", [])))' \
+        2>/dev/null); do
+      "$isb" rm --socket "$sock" "$id" >/dev/null 2>&1 || true
+    done
+  fi
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   pids=()
@@ -101,6 +110,7 @@ echo "image: $ref, 4 layers, ${unpacked} MiB unpacked, ${blobs} MiB compressed i
 # The daemon: its own state dir, no pools (every create cold), the registry allowed.
 state=$fs/state
 "$isb" serve --listen 127.0.0.1:0 --state-dir "$state" --pool-size 0 --net-pool-size 0 \
+  --egress-table isbimg --sandbox-subnet 198.19.0.0/17 \
   --registry-allow "127.0.0.1:$port" --registry-insecure "127.0.0.1:$port" >"$tmp/daemon.log" 2>&1 &
 daemon=$!
 pids+=($daemon)
