@@ -1,10 +1,13 @@
 #include "net/firewall.h"
 
+#include <algorithm>
+#include <iterator>
 #include <optional>
 #include <set>
 #include <sstream>
 
 #include "base/program.h"
+#include "net/nft_elements.h"
 #include "net/sandbox_network.h"
 
 namespace isb::net {
@@ -140,16 +143,36 @@ Status DeleteTable(const std::string& table) {
   return RunNft({"-f", "-"}, "table inet " + table + "\ndelete table inet " + table + "\n");
 }
 
+namespace {
+
+// A sandbox's part of the table: the set elements RenderRuleset gives its rules.
+Result<std::set<SetElement>> ElementsOf(const SandboxRules& r) {
+  std::set<SetElement> out;
+  ISB_ASSIGN_OR_RETURN(std::string iface, IfnameKey(r.ifname));
+  if (r.mode == EgressMode::kOpen) {
+    out.insert({"open_ifaces", iface});
+    return out;
+  }
+  out.insert({"list_ifaces", iface});
+  if (r.all_ports) out.insert({"any_port_ifaces", iface});
+  for (uint16_t p : r.ports) {
+    ISB_ASSIGN_OR_RETURN(std::string key, IfnamePortKey(r.ifname, p));
+    out.insert({"list_ports", std::move(key)});
+  }
+  return out;
+}
+
+}  // namespace
+
 Status Firewall::Set(const SandboxRules& rules) {
   MutexLock lock(mu_);
-  SandboxRules before;
-  bool existed = sandboxes_.count(rules.ifname) != 0;
-  if (existed) before = sandboxes_[rules.ifname];
+  std::optional<SandboxRules> before;
+  if (auto it = sandboxes_.find(rules.ifname); it != sandboxes_.end()) before = it->second;
   sandboxes_[rules.ifname] = rules;
-  Status s = ApplyLocked();
+  Status s = ChangeLocked(before ? &*before : nullptr, &rules);
   if (!s.ok()) {
     // The kernel still has the previous table: keep the model equal to it.
-    if (existed) sandboxes_[rules.ifname] = before;
+    if (before) sandboxes_[rules.ifname] = *before;
     else sandboxes_.erase(rules.ifname);
   }
   return s;
@@ -157,8 +180,35 @@ Status Firewall::Set(const SandboxRules& rules) {
 
 Status Firewall::Remove(const std::string& ifname) {
   MutexLock lock(mu_);
-  if (sandboxes_.erase(ifname) == 0) return {};
-  return ApplyLocked();
+  auto it = sandboxes_.find(ifname);
+  if (it == sandboxes_.end()) return {};
+  const SandboxRules before = it->second;
+  sandboxes_.erase(it);
+  return ChangeLocked(&before, nullptr);
+}
+
+Status Firewall::ChangeLocked(const SandboxRules* before, const SandboxRules* after) {
+  // Until the whole table was written once, there is no table (or another daemon's old one) to change.
+  if (applied_ == 0) return ApplyLocked();
+  std::set<SetElement> was, will;
+  if (before != nullptr) {
+    Result<std::set<SetElement>> e = ElementsOf(*before);
+    if (!e.ok()) return ApplyLocked();
+    was = std::move(*e);
+  }
+  if (after != nullptr) {
+    ISB_ASSIGN_OR_RETURN(will, ElementsOf(*after));
+  }
+  std::vector<SetElement> remove, add;
+  std::set_difference(was.begin(), was.end(), will.begin(), will.end(), std::back_inserter(remove));
+  std::set_difference(will.begin(), will.end(), was.begin(), was.end(), std::back_inserter(add));
+  if (remove.empty() && add.empty()) return {};
+  // Refused when the kernel's table is not the one this firewall made (another program changed or deleted it):
+  // then the whole table, which puts every sandbox's part back.
+  if (!ChangeSetElements(config_.table, remove, add).ok()) return ApplyLocked();
+  ++counts_.elements;
+  AppliedLocked();
+  return {};
 }
 
 Status Firewall::Sync() {
@@ -181,10 +231,15 @@ Status Firewall::ApplyLocked() {
   for (const auto& [name, r] : sandboxes_) all.push_back(r);
   Status s = ApplyRuleset(RenderRuleset(config_, all));
   if (s.ok()) {
-    ++applied_;
-    if (on_applied_) on_applied_();
+    ++counts_.whole;
+    AppliedLocked();
   }
   return s;
+}
+
+void Firewall::AppliedLocked() {
+  ++applied_;
+  if (on_applied_) on_applied_();
 }
 
 namespace {

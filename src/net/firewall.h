@@ -1,6 +1,8 @@
-// The host-side rules that confine sandboxes: one nftables table of isb's, replaced as a whole and atomically
-// (`nft -f -`) whenever a sandbox's network or policy changes. They live in the host's namespace, on the host end of
-// each sandbox's veth, so nothing inside a sandbox can change them.
+// The host-side rules that confine sandboxes: one nftables table of isb's, its chains fixed and each sandbox's
+// part a few elements of its sets. The table is written as a whole and atomically (`nft -f -`) at start-up, when
+// the policy changes and when another program changed it; a sandbox's network joins and leaves it by its set
+// elements, in one nfnetlink transaction (nft_elements.h). The rules live in the host's namespace, on the host end
+// of each sandbox's veth, so nothing inside a sandbox can change them.
 #pragma once
 
 #include <cstdint>
@@ -44,6 +46,11 @@ Status DeleteTable(const std::string& table);
 // The rules of every sandbox with a network, kept in step with the kernel.
 class Firewall {
  public:
+  // How many whole-table applies and element changes were made: tests tell the paths apart by them.
+  struct Counts {
+    uint64_t whole = 0;
+    uint64_t elements = 0;
+  };
   // `on_applied`, when given, is called after each apply (with the firewall's lock held: it may only signal).
   explicit Firewall(FirewallConfig config, std::function<void()> on_applied = nullptr)
       : config_(std::move(config)), on_applied_(std::move(on_applied)) {}
@@ -62,14 +69,23 @@ class Firewall {
     MutexLock lock(mu_);
     return config_;
   }
+  Counts counts() const {
+    MutexLock lock(mu_);
+    return counts_;
+  }
 
  private:
   Status ApplyLocked() ISB_REQUIRES(mu_);
+  // The table's elements moved from `before`'s rules to `after`'s (either may be absent) by one element change,
+  // or by a whole apply when that fails (the table was changed or deleted by someone else).
+  Status ChangeLocked(const SandboxRules* before, const SandboxRules* after) ISB_REQUIRES(mu_);
+  void AppliedLocked() ISB_REQUIRES(mu_);
   mutable Mutex mu_;
   FirewallConfig config_ ISB_GUARDED_BY(mu_);
   std::map<std::string, SandboxRules> sandboxes_ ISB_GUARDED_BY(mu_);
   std::function<void()> on_applied_;
-  uint64_t applied_ ISB_GUARDED_BY(mu_) = 0;     // applies so far
+  uint64_t applied_ ISB_GUARDED_BY(mu_) = 0;     // applies and element changes so far
+  Counts counts_ ISB_GUARDED_BY(mu_);
   uint64_t referenced_ ISB_GUARDED_BY(mu_) = 0;  // the apply reference_ was listed after
   std::string reference_ ISB_GUARDED_BY(mu_);    // `nft -s list table` after that apply (counters left out)
 };

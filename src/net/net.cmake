@@ -26,6 +26,7 @@ add_library(isb_net STATIC
   src/net/firewall.cc
   src/net/dns_server.cc
   src/net/netlink.cc
+  src/net/nft_elements.cc
   src/net/sandbox_network.cc)
 target_link_libraries(isb_net PUBLIC isb_wire Threads::Threads)
 

@@ -14,58 +14,9 @@
 #include <thread>
 #include <vector>
 
+#include "net/netlink_message.h"
+
 namespace isb::net {
-namespace {
-
-// One request under construction: aligned appends, nests closed by length back-patching.
-class Message {
- public:
-  Message(uint16_t type, uint16_t flags) {
-    buf_.resize(NLMSG_HDRLEN);
-    auto* h = header();
-    h->nlmsg_type = type;
-    h->nlmsg_flags = static_cast<uint16_t>(flags | NLM_F_REQUEST | NLM_F_ACK);
-  }
-  template <typename T>
-  T* Fixed() {
-    size_t at = buf_.size();
-    buf_.resize(at + NLMSG_ALIGN(sizeof(T)));
-    return reinterpret_cast<T*>(buf_.data() + at);
-  }
-  void Attr(uint16_t type, const void* data, size_t len) {
-    size_t at = buf_.size();
-    buf_.resize(at + RTA_ALIGN(RTA_LENGTH(len)));
-    auto* rta = reinterpret_cast<rtattr*>(buf_.data() + at);
-    rta->rta_type = type;
-    rta->rta_len = static_cast<uint16_t>(RTA_LENGTH(len));
-    if (len > 0) std::memcpy(RTA_DATA(rta), data, len);
-  }
-  void Str(uint16_t type, const std::string& s) { Attr(type, s.c_str(), s.size() + 1); }
-  template <typename T>
-  void Scalar(uint16_t type, T v) { Attr(type, &v, sizeof v); }
-  size_t BeginNest(uint16_t type) {
-    size_t at = buf_.size();
-    Attr(type, nullptr, 0);
-    return at;
-  }
-  void EndNest(size_t at) {
-    reinterpret_cast<rtattr*>(buf_.data() + at)->rta_len = static_cast<uint16_t>(buf_.size() - at);
-  }
-  nlmsghdr* Finish(uint32_t seq) {
-    auto* h = header();
-    h->nlmsg_len = static_cast<uint32_t>(buf_.size());
-    h->nlmsg_seq = seq;
-    return h;
-  }
-  size_t size() const { return buf_.size(); }
-
- private:
-  nlmsghdr* header() { return reinterpret_cast<nlmsghdr*>(buf_.data()); }
-  // A pointer from Fixed() is only good until the next append: callers fill the struct right away.
-  std::vector<char> buf_;
-};
-
-}  // namespace
 
 Result<Netlink> Netlink::Open() {
   int fd = ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
@@ -136,7 +87,7 @@ Status Netlink::Transact(void* msg, size_t len, const char* what) {
 
 Status Netlink::CreateVeth(const std::string& host, const std::string& peer, int peer_netns_fd) {
   if (host.size() >= IFNAMSIZ || peer.size() >= IFNAMSIZ) return Error::Of(Code::kInvalidArgument, "interface name too long");
-  Message m(RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL);
+  NetlinkMessage m(RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK);
   m.Fixed<ifinfomsg>()->ifi_family = AF_UNSPEC;
   m.Str(IFLA_IFNAME, host);
   size_t info = m.BeginNest(IFLA_LINKINFO);
@@ -154,7 +105,7 @@ Status Netlink::CreateVeth(const std::string& host, const std::string& peer, int
 
 Result<int> Netlink::IfIndex(const std::string& name) {
   // if_nametoindex asks the namespace of the calling thread; ask this socket's namespace instead.
-  Message m(RTM_GETLINK, 0);
+  NetlinkMessage m(RTM_GETLINK, NLM_F_ACK);
   m.Fixed<ifinfomsg>()->ifi_family = AF_UNSPEC;
   m.Str(IFLA_IFNAME, name);
   nlmsghdr* h = m.Finish(++seq_);
@@ -182,7 +133,7 @@ Result<int> Netlink::IfIndex(const std::string& name) {
 }
 
 Status Netlink::SetUp(int ifindex) {
-  Message m(RTM_NEWLINK, 0);
+  NetlinkMessage m(RTM_NEWLINK, NLM_F_ACK);
   auto* ifi = m.Fixed<ifinfomsg>();
   ifi->ifi_family = AF_UNSPEC;
   ifi->ifi_index = ifindex;
@@ -192,7 +143,7 @@ Status Netlink::SetUp(int ifindex) {
 }
 
 Status Netlink::SetGroup(int ifindex, uint32_t group) {
-  Message m(RTM_NEWLINK, 0);
+  NetlinkMessage m(RTM_NEWLINK, NLM_F_ACK);
   auto* ifi = m.Fixed<ifinfomsg>();
   ifi->ifi_family = AF_UNSPEC;
   ifi->ifi_index = ifindex;
@@ -201,7 +152,7 @@ Status Netlink::SetGroup(int ifindex, uint32_t group) {
 }
 
 Status Netlink::Rename(int ifindex, const std::string& name) {
-  Message m(RTM_NEWLINK, 0);
+  NetlinkMessage m(RTM_NEWLINK, NLM_F_ACK);
   auto* ifi = m.Fixed<ifinfomsg>();
   ifi->ifi_family = AF_UNSPEC;
   ifi->ifi_index = ifindex;
@@ -210,7 +161,7 @@ Status Netlink::Rename(int ifindex, const std::string& name) {
 }
 
 Status Netlink::AddAddress(int ifindex, in_addr addr, int prefix_len) {
-  Message m(RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL);
+  NetlinkMessage m(RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK);
   auto* ifa = m.Fixed<ifaddrmsg>();
   ifa->ifa_family = AF_INET;
   ifa->ifa_prefixlen = static_cast<unsigned char>(prefix_len);
@@ -222,7 +173,7 @@ Status Netlink::AddAddress(int ifindex, in_addr addr, int prefix_len) {
 }
 
 Status Netlink::AddDefaultRoute(in_addr gateway, int ifindex) {
-  Message m(RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL);
+  NetlinkMessage m(RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK);
   auto* rt = m.Fixed<rtmsg>();
   rt->rtm_family = AF_INET;
   rt->rtm_table = RT_TABLE_MAIN;
@@ -235,7 +186,7 @@ Status Netlink::AddDefaultRoute(in_addr gateway, int ifindex) {
 }
 
 Status Netlink::DeleteLink(int ifindex) {
-  Message m(RTM_DELLINK, 0);
+  NetlinkMessage m(RTM_DELLINK, NLM_F_ACK);
   auto* ifi = m.Fixed<ifinfomsg>();
   ifi->ifi_family = AF_UNSPEC;
   ifi->ifi_index = ifindex;

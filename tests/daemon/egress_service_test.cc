@@ -19,9 +19,11 @@
 #include <net/if.h>
 
 #include "base/file.h"
+#include "base/program.h"
 #include "daemon/process_netns.h"
 #include "egress/fake_chat_server.h"
 #include "must_work.h"
+#include "net/firewall.h"
 #include "net/netlink.h"
 #include "net/netns.h"
 
@@ -444,8 +446,10 @@ TEST_F(EgressServiceTest, JudgedNamesAreDecidedPerRequestByTheJudge) {
   });
 }
 
-// A change of list the rules could not follow (here nft, looked up in PATH, is not there) is refused, and the old
-// list stays in full force: neither the DNS responder nor the proxy takes the new one.
+// A change of list the rules could not follow is refused, and the old list stays in full force: neither the DNS
+// responder nor the proxy takes the new one. Here another program deleted the table, so the change's set elements
+// have nowhere to go, and writing the whole table again needs nft, looked up in PATH, which is not there; once the
+// daemon's watch has put the table back, it is the old list's.
 TEST_F(EgressServiceTest, AChangeTheRulesCouldNotFollowLeavesTheOldListInForce) {
   InHost([&] {
     Result<std::unique_ptr<EgressService>> svc = StartOn();
@@ -456,22 +460,34 @@ TEST_F(EgressServiceTest, AChangeTheRulesCouldNotFollowLeavesTheOldListInForce) 
     ASSERT_TRUE(egress.Prepare("sb-1", a, "default").ok());
     ASSERT_TRUE(egress.Attach("sb-1", testing::ProcessNetns(sandbox_)).ok());
 
+    ASSERT_TRUE(net::DeleteTable("isb").ok());
     char dir[] = "/tmp/isb-no-nft-XXXXXX";
     ASSERT_NE(::mkdtemp(dir), nullptr);
     const std::string path = ::getenv("PATH");
     ASSERT_EQ(::setenv("PATH", dir, 1), 0);
     Status changed =
-        egress.Update("sb-1", *ParseSandboxEgress(nlohmann::json::array({"a.example.com:80", "b.example.com:80"})));
+        egress.Update("sb-1", *ParseSandboxEgress(nlohmann::json::array({"a.example.com:80", "b.example.com:8080"})));
     ASSERT_EQ(::setenv("PATH", path.c_str(), 1), 0);
     ::rmdir(dir);
     ASSERT_FALSE(changed.ok());
     EXPECT_EQ(changed.error().message, "starting nft (install the nftables package): No such file or directory");
 
+    // The watch (every 2 s) finds the table gone and writes it again.
+    bool back = false;
+    for (int i = 0; i < 100 && !back; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      Result<ProgramExit> listed = RunProgram({"nft", "list", "table", "inet", "isb"}, {});
+      back = listed.ok() && listed->ok();
+    }
+    ASSERT_TRUE(back) << "the table was not put back";
     EXPECT_EQ(RunIn(ns, {"dig", "@10.250.0.1", "+short", "+time=2", "+tries=1", "a.example.com"}), "10.250.0.1\n");
     std::string b = RunIn(ns, {"dig", "@10.250.0.1", "+time=2", "+tries=1", "b.example.com"});
     EXPECT_NE(b.find("status: NXDOMAIN"), std::string::npos) << b;
     EXPECT_EQ(RunIn(ns, {"curl", "-s", "-m", "5", "-o", "/dev/null", "-w", "%{http_code}", "--resolve",
                          "b.example.com:80:10.250.0.1", "http://b.example.com/"}), "403");
+    // Port 8080, the refused change's, was never let through.
+    EXPECT_EQ(RunIn(ns, {"curl", "-s", "-m", "5", "-o", "/dev/null", "-w", "%{http_code}", "--resolve",
+                         "b.example.com:8080:10.250.0.1", "http://b.example.com:8080/"}), "000");
     egress.Release("sb-1");
     StopAll();
   });

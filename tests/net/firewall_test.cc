@@ -18,9 +18,11 @@
 
 #include "base/fd.h"
 #include "base/file.h"
+#include "base/program.h"
 #include "must_work.h"
 #include "net/netlink.h"
 #include "net/netns.h"
+#include "net/nft_elements.h"
 #include "net/sandbox_network.h"
 
 namespace isb::net {
@@ -386,6 +388,92 @@ TEST_F(FirewallTest, ForwardingOnlySandboxesTheHostRoutesNothingElse) {
   EXPECT_EQ(ConnectFrom(lan, Ip("11.0.0.1"), 80), ETIMEDOUT);
   In(host_, [&] { return firewall.SetForwardOnlySandboxes(false); });
   EXPECT_EQ(ConnectFrom(lan, Ip("11.0.0.1"), 80), 0);
+}
+
+// `nft -s list table inet TABLE` in the test's host namespace: the table as the kernel has it, sets sorted.
+std::string Listed(const Fd& host, const std::string& table = "isb") {
+  std::string out;
+  In(host, [&]() -> Status {
+    ISB_ASSIGN_OR_RETURN(ProgramExit exit, RunProgram({"nft", "-s", "list", "table", "inet", table}, {}, 1 << 20));
+    if (!exit.ok()) return Error::Msg("nft list: " + exit.stderr_text);
+    out = exit.stdout_text;
+    return {};
+  });
+  return out;
+}
+
+// After the first whole apply, sandboxes join, change and leave the table as set elements (no nft process): the
+// table they leave is byte for byte the one a whole apply of the same sandboxes writes, and the traffic follows it.
+TEST_F(FirewallTest, ASandboxsRulesJoinAndLeaveAsSetElementsAndTheTableIsTheOneAWholeApplyWrites) {
+  SandboxLink a, b, c;
+  Fd sa = Sandbox(1, &a);
+  Fd sb = Sandbox(2, &b);
+  Fd sc = Sandbox(3, &c);
+  FirewallConfig config;
+  config.proxy_port = kProxyPort;
+  config.dns_port = kDnsPort;
+  Firewall firewall(config);
+  In(host_, [&] { return firewall.Sync(); });
+  In(host_, [&] { return firewall.Set({a.host_ifname, EgressMode::kList, {443, 80}}); });
+  In(host_, [&] { return firewall.Set({b.host_ifname, EgressMode::kOpen, {}}); });
+  In(host_, [&] { return firewall.Set({c.host_ifname, EgressMode::kList, {443}, /*all_ports=*/true}); });
+  EXPECT_EQ(firewall.counts().whole, 1u);
+  EXPECT_EQ(firewall.counts().elements, 3u);
+  auto [proxy, dns, dns_tcp] = ListenAsIsb();
+  EXPECT_EQ(ConnectFrom(sa, a.slot.host, 80), 0);
+  EXPECT_EQ(ConnectFrom(sa, a.slot.host, 8443), ECONNREFUSED);
+  EXPECT_EQ(ConnectFrom(sc, c.slot.host, 8443), 0) << "every port of an all-ports sandbox reaches the proxy";
+  EXPECT_TRUE(UdpReaches(sa, a.slot.host, 53, dns));
+
+  // A change: port 80 leaves, 8443 joins, in one transaction; the same rules again change nothing.
+  In(host_, [&] { return firewall.Set({a.host_ifname, EgressMode::kList, {443, 8443}}); });
+  In(host_, [&] { return firewall.Set({a.host_ifname, EgressMode::kList, {8443, 443, 443}}); });
+  EXPECT_EQ(firewall.counts().elements, 4u);
+  EXPECT_EQ(ConnectFrom(sa, a.slot.host, 80), ECONNREFUSED);
+  EXPECT_EQ(ConnectFrom(sa, a.slot.host, 8443), 0);
+  In(host_, [&] { return firewall.Remove(c.host_ifname); });
+  EXPECT_EQ(firewall.counts().elements, 5u);
+  EXPECT_EQ(ConnectFrom(sc, c.slot.host, 8443), ECONNREFUSED);
+  EXPECT_FALSE(UdpReaches(sc, c.slot.host, 53, dns));
+
+  const std::string by_elements = Listed(host_);
+  EXPECT_NE(by_elements.find("\"" + a.host_ifname + "\" . 8443"), std::string::npos) << by_elements;
+  In(host_, [&] { return firewall.Sync(); });
+  EXPECT_EQ(firewall.counts().whole, 2u);
+  EXPECT_EQ(Listed(host_), by_elements);
+
+  // The table deleted under it (another program): the next change cannot be made by elements, and the whole table
+  // is written again, with every sandbox the firewall knows.
+  In(host_, [] { return DeleteTable("isb"); });
+  In(host_, [&] { return firewall.Set({c.host_ifname, EgressMode::kList, {443}}); });
+  EXPECT_EQ(firewall.counts().whole, 3u);
+  EXPECT_EQ(firewall.counts().elements, 5u);
+  EXPECT_EQ(ConnectFrom(sa, a.slot.host, 8443), 0);
+  EXPECT_EQ(ConnectFrom(sc, c.slot.host, 443), 0);
+  EXPECT_EQ(ConnectFrom(sc, c.slot.host, 8443), ECONNREFUSED);
+  In(host_, [] { return DeleteTable("isb"); });
+}
+
+// One nfnetlink batch is all or nothing: an addition beside a deletion of an element that is not there is not made,
+// and the error names the set and the errno.
+TEST_F(FirewallTest, AnElementChangeIsOneTransactionAndItsErrorNamesTheSet) {
+  ASSERT_TRUE(Apply({}).ok());
+  const std::string before = Listed(host_);
+  Status refused = InNetns(host_.get(), [] {
+    return ChangeSetElements("isb", {{"list_ifaces", *IfnameKey("isb-9")}}, {{"open_ifaces", *IfnameKey("isb-8")}});
+  });
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, Code::kNotFound);
+  EXPECT_EQ(refused.error().message,
+            "deleting elements from set list_ifaces of table inet isb: No such file or directory");
+  EXPECT_EQ(Listed(host_), before);
+  Status missing = InNetns(host_.get(), [] { return ChangeSetElements("isb", {}, {{"nosuch", *IfnameKey("isb-8")}}); });
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().message, "adding elements to set nosuch of table inet isb: No such file or directory");
+  EXPECT_EQ(IfnameKey("sixteen-letters!").error().message,
+            "interface name 'sixteen-letters!' is not one an interface can have");
+  EXPECT_EQ(*IfnamePortKey("isb-1", 443), std::string("isb-1\0\0\0\0\0\0\0\0\0\0\0\x01\xbb\0\0", 20));
+  In(host_, [] { return DeleteTable("isb"); });
 }
 
 TEST_F(FirewallTest, ABadRulesetLeavesTheTableAsItWasAndSaysWhy) {

@@ -1,0 +1,147 @@
+// An nfnetlink batch built by hand: BATCH_BEGIN, one DELSETELEM or NEWSETELEM message per set (each acknowledged),
+// BATCH_END. The kernel applies the messages between begin and end as one transaction and answers every message
+// that asked for an acknowledgement, failed or not, after the whole batch ran.
+#include "net/nft_elements.h"
+
+// glibc's netinet/in.h before the kernel's headers, which then leave its definitions alone.
+#include <netinet/in.h>
+// clang-format off
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <linux/netlink.h>
+// clang-format on
+#include <net/if.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "base/fd.h"
+#include "net/netlink_message.h"
+
+namespace isb::net {
+namespace {
+
+void Header(NetlinkMessage& m, uint8_t family, uint16_t res_id) {
+  auto* g = m.Fixed<nfgenmsg>();
+  g->nfgen_family = family;
+  g->version = NFNETLINK_V0;
+  g->res_id = htons(res_id);
+}
+
+void Append(std::string& batch, NetlinkMessage& m, uint32_t seq) {
+  const nlmsghdr* h = m.Finish(seq);
+  batch.append(reinterpret_cast<const char*>(h), m.size());
+}
+
+}  // namespace
+
+Result<std::string> IfnameKey(const std::string& ifname) {
+  if (ifname.empty() || ifname.size() >= IFNAMSIZ || ifname.find('\0') != std::string::npos)
+    return Error::Of(Code::kInvalidArgument, "interface name '" + ifname + "' is not one an interface can have");
+  std::string key(IFNAMSIZ, '\0');
+  std::memcpy(key.data(), ifname.data(), ifname.size());
+  return key;
+}
+
+Result<std::string> IfnamePortKey(const std::string& ifname, uint16_t port) {
+  ISB_ASSIGN_OR_RETURN(std::string key, IfnameKey(ifname));
+  const uint16_t be = htons(port);
+  char reg[4] = {};
+  std::memcpy(reg, &be, sizeof be);
+  key.append(reg, sizeof reg);
+  return key;
+}
+
+Status ChangeSetElements(const std::string& table, const std::vector<SetElement>& remove,
+                         const std::vector<SetElement>& add) {
+  // Per set, in the order given: deletes first, so that a change may delete and add the same key.
+  std::map<std::string, std::vector<const std::string*>> by_set[2];
+  for (const SetElement& e : remove) by_set[0][e.set].push_back(&e.key);
+  for (const SetElement& e : add) by_set[1][e.set].push_back(&e.key);
+  if (by_set[0].empty() && by_set[1].empty()) return {};
+
+  const int raw = ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
+  if (raw < 0) return Error::Sys("nfnetlink socket");
+  Fd fd(raw);
+  sockaddr_nl local{};
+  local.nl_family = AF_NETLINK;
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&local), sizeof local) != 0) return Error::Sys("nfnetlink bind");
+  int one = 1;
+  ::setsockopt(fd.get(), SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof one);
+  // The kernel answers a batch at once; a bound wait keeps a lost answer from holding the firewall's lock for good.
+  timeval tv{2, 0};
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+
+  std::string batch;
+  uint32_t seq = 0;
+  NetlinkMessage begin(NFNL_MSG_BATCH_BEGIN, 0);
+  Header(begin, AF_UNSPEC, NFNL_SUBSYS_NFTABLES);
+  Append(batch, begin, ++seq);
+  const uint32_t first = seq + 1;
+  std::map<uint32_t, std::string> what;  // seq -> "deleting from SET" / "adding to SET"
+  for (int op = 0; op < 2; ++op) {
+    for (const auto& [set, keys] : by_set[op]) {
+      const uint16_t type = (NFNL_SUBSYS_NFTABLES << 8) | (op == 0 ? NFT_MSG_DELSETELEM : NFT_MSG_NEWSETELEM);
+      NetlinkMessage m(type, static_cast<uint16_t>(NLM_F_ACK | (op == 0 ? 0 : NLM_F_CREATE)));
+      Header(m, NFPROTO_INET, 0);
+      m.Str(NFTA_SET_ELEM_LIST_TABLE, table);
+      m.Str(NFTA_SET_ELEM_LIST_SET, set);
+      const size_t elements = m.BeginNest(NLA_F_NESTED | NFTA_SET_ELEM_LIST_ELEMENTS);
+      for (const std::string* key : keys) {
+        const size_t elem = m.BeginNest(NLA_F_NESTED | NFTA_LIST_ELEM);
+        const size_t k = m.BeginNest(NLA_F_NESTED | NFTA_SET_ELEM_KEY);
+        m.Attr(NFTA_DATA_VALUE, key->data(), key->size());
+        m.EndNest(k);
+        m.EndNest(elem);
+      }
+      m.EndNest(elements);
+      Append(batch, m, ++seq);
+      what[seq] = (op == 0 ? "deleting elements from set " : "adding elements to set ") + set;
+    }
+  }
+  const uint32_t last = seq;
+  NetlinkMessage end(NFNL_MSG_BATCH_END, 0);
+  Header(end, AF_UNSPEC, NFNL_SUBSYS_NFTABLES);
+  Append(batch, end, ++seq);
+
+  sockaddr_nl kernel{};
+  kernel.nl_family = AF_NETLINK;
+  if (::sendto(fd.get(), batch.data(), batch.size(), 0, reinterpret_cast<sockaddr*>(&kernel), sizeof kernel) !=
+      static_cast<ssize_t>(batch.size()))
+    return Error::Sys("nfnetlink send (table inet " + table + ")");
+
+  std::set<uint32_t> waiting;
+  for (uint32_t s = first; s <= last; ++s) waiting.insert(s);
+  Status first_error;
+  alignas(nlmsghdr) char buf[16384];
+  while (!waiting.empty()) {
+    ssize_t n = ::recv(fd.get(), buf, sizeof buf, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Error::Sys("nfnetlink receive (table inet " + table + ")");
+    }
+    for (auto* r = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(r, static_cast<unsigned>(n)); r = NLMSG_NEXT(r, n)) {
+      if (r->nlmsg_type != NLMSG_ERROR) continue;
+      const int err = -reinterpret_cast<nlmsgerr*>(NLMSG_DATA(r))->error;
+      if (r->nlmsg_seq < first || r->nlmsg_seq > last) {
+        // The batch as a whole refused (its begin or end): nothing else is answered.
+        if (err != 0) return Error::Sys("nfnetlink batch (table inet " + table + ")", err);
+        continue;
+      }
+      waiting.erase(r->nlmsg_seq);
+      if (err != 0 && first_error.ok()) {
+        Error e = Error::Sys(what[r->nlmsg_seq] + " of table inet " + table, err);
+        if (err == ENOENT) e.code = Code::kNotFound;
+        first_error = e;
+      }
+    }
+  }
+  return first_error;
+}
+
+}  // namespace isb::net
