@@ -16,20 +16,30 @@
 
 namespace isb::cli {
 
-void BuildApp(CLI::App& app, int* exit_code) {
+const std::vector<CommandGroup>& CommandGroups() {
+  static const std::vector<CommandGroup> groups = {
+      {AddRunCommand, {"run"}},
+      {AddServeCommand, {"serve"}},
+      {AddAuditCommand, {"audit", "history"}},
+      {AddSandboxCommands, {"create", "exec", "ls", "inspect", "rm", "stop", "start", "extend", "cp"}},
+      {AddIdentityCommands, {"whoami", "user", "token", "org", "invitation", "member"}},
+      {AddSecretCommands, {"secret"}},
+      {AddImageCommands, {"image", "snapshot"}},
+      {AddEventsCommand, {"events"}},
+      {AddLogsCommand, {"logs"}},
+      {AddEgressCommand, {"egress"}},
+      {AddSetupCommand, {"setup"}},
+      {AddMcpCommand, {"mcp"}},
+  };
+  return groups;
+}
+
+void BuildApp(CLI::App& app, int* exit_code, std::string_view command) {
   app.require_subcommand(1);
-  AddRunCommand(app, exit_code);
-  AddServeCommand(app, exit_code);
-  AddAuditCommand(app, exit_code);
-  AddSandboxCommands(app, exit_code);
-  AddIdentityCommands(app, exit_code);
-  AddSecretCommands(app, exit_code);
-  AddImageCommands(app, exit_code);
-  AddEventsCommand(app, exit_code);
-  AddLogsCommand(app, exit_code);
-  AddEgressCommand(app, exit_code);
-  AddSetupCommand(app, exit_code);
-  AddMcpCommand(app, exit_code);
+  for (const CommandGroup& g : CommandGroups())
+    for (std::string_view name : g.names)
+      if (name == command) return g.add(app, exit_code);
+  for (const CommandGroup& g : CommandGroups()) g.add(app, exit_code);
 }
 
 }  // namespace isb::cli

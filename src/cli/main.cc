@@ -14,7 +14,7 @@ int main(int argc, char** argv) {
   isb::engine::RememberProcessArgs(argc, argv);
   CLI::App app{isb::cli::kAppDescription};
   int exit_code = 0;
-  isb::cli::BuildApp(app, &exit_code);
+  isb::cli::BuildApp(app, &exit_code, argc > 1 ? argv[1] : "");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "api/schema.h"
+#include "cli/app.h"
 #include "docs/cli_docs.h"
 #include "docs/docs_registry.h"
 #include "docs/tool_docs.h"
@@ -162,3 +163,42 @@ TEST(ToolsMarkdown, SaysWhichDestructiveToolsAPersonApprovesOverMcp) {
 
 }  // namespace
 }  // namespace isb::docs
+
+namespace isb::cli {
+namespace {
+
+std::vector<std::string> Names(const CLI::App& app) {
+  std::vector<std::string> out;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) out.push_back(sub->get_name());
+  return out;
+}
+
+// The table main.cc builds one command's group from names each group's commands exactly, so no command can be
+// missing from a process that runs it; and the app built for one command is that group alone.
+TEST(CommandGroups, NameEveryCommandTheirAdderAddsAndNoOther) {
+  std::vector<std::string> all;
+  for (const CommandGroup& g : CommandGroups()) {
+    CLI::App alone{kAppDescription};
+    int code = 0;
+    g.add(alone, &code);
+    const std::vector<std::string> names(g.names.begin(), g.names.end());
+    EXPECT_EQ(Names(alone), names);
+    all.insert(all.end(), names.begin(), names.end());
+  }
+  CLI::App whole{kAppDescription};
+  int code = 0;
+  BuildApp(whole, &code);
+  EXPECT_EQ(Names(whole), all);
+  CLI::App exec{kAppDescription};
+  BuildApp(exec, &code, "exec");
+  EXPECT_EQ(Names(exec), (std::vector<std::string>{"create", "exec", "ls", "inspect", "rm", "stop", "start", "extend",
+                                                   "cp"}));
+  for (const char* other : {"", "--help", "nosuch", "-h"}) {
+    CLI::App app{kAppDescription};
+    BuildApp(app, &code, other);
+    EXPECT_EQ(Names(app), all) << other;
+  }
+}
+
+}  // namespace
+}  // namespace isb::cli
