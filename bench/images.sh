@@ -6,11 +6,14 @@
 # per layer), and with `skopeo copy` to an OCI directory (fetch and verify only, no unpack); GNU tar extracting the
 # same layers gives the floor of any unpacking pull. Then a create and first exec from that cached image against the
 # same from the default view of the host, every create cold (the daemon keeps no pool).
+# The same two fetches are then timed from a registry behind a link of RATE (200mbit), as a registry across a
+# network is: the fetch is the bottleneck there, and a pull that unpacks while it streams can end as the fetch does.
 # Everything written (isb's state, the peers' stores, tar's tree) is on one journaled ext4 made for the run on a loop
 # device, as a host's /var/lib is: ext4 without a journal (as some VM images' root is) refuses, for 60 s, to reuse
 # an inode freed by the previous round's removal and scans past each such one, which made most of a pull's CPU.
 # Usage: bench/images.sh BUILD_DIR   (BUILD_DIR holds isb; docker-registry, umoci and skopeo installed)
-# RUNS (5) pulls of each, CREATES (10) creates of each; prints medians and ratios with the issue's targets.
+# RUNS (5) pulls of each, CREATES (10) creates of each, RATE (200mbit, tc's units) the shaped link; prints medians
+# and ratios with the issue's targets.
 set -euo pipefail
 
 build=${1:?usage: bench/images.sh BUILD_DIR}
@@ -19,7 +22,8 @@ creates=${CREATES:-10}
 isb=$(cd "$build" && pwd)/isb
 here=$(cd "$(dirname "$0")" && pwd)
 die() { echo "images.sh: $*" >&2; exit 1; }
-for t in docker-registry umoci skopeo curl python3 mkfs.ext4; do
+rate=${RATE:-200mbit}
+for t in docker-registry umoci skopeo curl python3 mkfs.ext4 ip tc; do
   command -v "$t" >/dev/null || die "$t is not installed"
 done
 [ -x "$isb" ] || die "$isb is missing: build it first"
@@ -30,6 +34,7 @@ chmod 755 "$tmp"  # the sandboxes' layers live below it: their unprivileged root
 pids=()
 fs=$tmp/fs
 loopdev=
+ns=isb-images-bench-$$
 # The daemon's sandboxes are removed (a run cut short between a create and its removal leaves one, and a stopped
 # daemon keeps its sandboxes running), then the daemon and the registry stop, then the peers' overlay mounts and the
 # run's filesystem go, then the temp dir (bench_cleanup).
@@ -52,6 +57,7 @@ images_cleanup() {
     ! mountpoint -q "$fs" || umount -l "$fs" || true
   fi
   [ -z "$loopdev" ] || losetup -d "$loopdev" 2>/dev/null || true
+  ip netns del "$ns" 2>/dev/null || true  # its end of the veth, and with it the host's, go with it
   bench_cleanup
 }
 trap images_cleanup EXIT
@@ -107,11 +113,31 @@ unpacked=$(du -sm "$root" | cut -f1)
 blobs=$(du -sm "$tmp/registry" | cut -f1)
 echo "image: $ref, 4 layers, ${unpacked} MiB unpacked, ${blobs} MiB compressed in the registry"
 
-# The daemon: its own state dir, no pools (every create cold), the registry allowed.
+# The same registry's storage served again from a network namespace of the run's own, behind a veth whose
+# registry-side egress is shaped to $rate (tbf): 10.231.7.2:5000, reached from the host at 10.231.7.1.
+veth=ib$$
+ip netns add "$ns"
+ip link add "${veth}h" type veth peer name "${veth}n"
+ip link set "${veth}n" netns "$ns"
+ip addr add 10.231.7.1/30 dev "${veth}h"
+ip link set "${veth}h" up
+ip -n "$ns" addr add 10.231.7.2/30 dev "${veth}n"
+ip -n "$ns" link set "${veth}n" up
+ip -n "$ns" link set lo up
+ip netns exec "$ns" tc qdisc add dev "${veth}n" root tbf rate "$rate" burst 256kb latency 200ms
+sed -e "s|addr: 127.0.0.1:$port|addr: 10.231.7.2:5000|" "$tmp/registry.yml" >"$tmp/registry-far.yml"
+ip netns exec "$ns" docker-registry serve "$tmp/registry-far.yml" >"$tmp/registry-far.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do curl -sf "http://10.231.7.2:5000/v2/" >/dev/null && break; sleep 0.1; done
+curl -sf "http://10.231.7.2:5000/v2/" >/dev/null || die "the shaped registry did not start: $(cat "$tmp/registry-far.log")"
+far=10.231.7.2:5000/bench/libs:1
+
+# The daemon: its own state dir, no pools (every create cold), the registries allowed.
 state=$fs/state
 "$isb" serve --listen 127.0.0.1:0 --state-dir "$state" --pool-size 0 --net-pool-size 0 \
   --egress-table isbimg --sandbox-subnet 198.19.0.0/17 \
-  --registry-allow "127.0.0.1:$port" --registry-insecure "127.0.0.1:$port" >"$tmp/daemon.log" 2>&1 &
+  --registry-allow "127.0.0.1:$port" --registry-insecure "127.0.0.1:$port" \
+  --registry-allow 10.231.7.2:5000 --registry-insecure 10.231.7.2:5000 >"$tmp/daemon.log" 2>&1 &
 daemon=$!
 pids+=($daemon)
 sock=$state/api/isb.sock
@@ -121,6 +147,19 @@ for _ in $(seq 400); do [ -S "$sock" ] && "$isb" ls --socket "$sock" >/dev/null 
 cli() {
   if [ "$1" = image ]; then "$isb" image "$2" --socket "$sock" "${@:3}"; else "$isb" "$1" --socket "$sock" "${@:2}"; fi
 }
+
+# From the shaped registry first (each pull removed after, so the rounds below start cold too).
+: >"$tmp/far-skopeo.ms"
+: >"$tmp/far-isb.ms"
+for r in $(seq "$runs"); do
+  rm -rf "$fs/far-copy"
+  t0=$(now_ms); skopeo copy --quiet --src-tls-verify=false "docker://$far" "oci:$fs/far-copy:1"; t1=$(now_ms)
+  echo $((t1 - t0)) >>"$tmp/far-skopeo.ms"
+  t0=$(now_ms); cli image pull -q "$far" >/dev/null; t1=$(now_ms)
+  echo $((t1 - t0)) >>"$tmp/far-isb.ms"
+  cli image rm "$far" >/dev/null
+done
+rm -rf "$fs/far-copy"
 
 : >"$tmp/skopeo.ms"
 : >"$tmp/storage.ms"
@@ -168,6 +207,13 @@ echo "  skopeo copy to an OCI dir (fetch + verify, no unpack)                   
   "$(verdict "$(ratio "$pull_skopeo" "$pull_isb")" 1); that copy unpacks nothing)"
 echo "  floor: tar -xzf of the same layers, one after another (no fetch, no digest) ${tar_floor} ms" \
   "  isb/floor $(ratio "$pull_isb" "$tar_floor")x"
+far_isb=$(median "$tmp/far-isb.ms")
+far_skopeo=$(median "$tmp/far-skopeo.ms")
+echo "pull, cold, median of $runs, from the registry behind a $rate link:"
+echo "  isb image pull (fetch + verify + unpack)                                  ${far_isb} ms"
+echo "  skopeo copy to an OCI dir (fetch + verify, no unpack)                     ${far_skopeo} ms" \
+  "  skopeo/isb $(ratio "$far_skopeo" "$far_isb")x (the issue's target >= 1:" \
+  "$(verdict "$(ratio "$far_skopeo" "$far_isb")" 1))"
 
 # Create + first exec: cold (no pool) from the cached image, and from the default view.
 create_exec() {  # create_exec [--image REF]: ms for a create and a first exec, the sandbox removed after
