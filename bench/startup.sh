@@ -113,3 +113,28 @@ echo
 awk -v i="${median[isb]}" -v b="${median[bwrap]}" 'BEGIN {
   printf "%s: isb run median %.3f ms, bwrap median %.3f ms (target: isb at or below bwrap)\n",
          (i <= b ? "target met" : "target missed"), i, b }'
+
+# Where isb run's time goes: its own account of each step (`isb run --json`'s steps_ms), medians of BREAKDOWN runs.
+# What is left of the median above is the isb process's own exec, command-line parsing and exit.
+breakdown=${BREAKDOWN:-50}
+for ((i = 0; i < breakdown; i++)); do "$isb" run --json -- /bin/true; done >"$samples/steps.json" ||
+  die "isb run --json failed"
+echo
+echo "isb run, step by step (median of $breakdown runs of isb run --json -- /bin/true, ms):"
+python3 - "$samples/steps.json" "${median[isb]}" <<'PY'
+import json, statistics, sys
+runs = [json.loads(line)["steps_ms"] for line in open(sys.argv[1])]
+names = [name for name, _ in runs[0]]
+medians = {n: statistics.median(dict(r)[n] for r in runs) for n in names}
+what = {"plan": "the launch's plan: the rootfs's mounts, the seccomp program, checks",
+        "lease": "a uid range leased", "cgroup": "the cgroup made, limits written",
+        "clone": "clone into seven new namespaces (net, pid, user, mnt, uts, ipc; cgroup later)",
+        "id_maps": "uid_map and gid_map written", "cgroup_join": "the child moved into its cgroup",
+        "setup": "the child's setup: mounts, pivot_root, hostname, loopback, limits, seccomp, exec",
+        "command": "the command, from its exec to init's exit", "cleanup": "the cgroup read and removed"}
+for n in names:
+    print("  %-12s %7.3f   %s" % (n, medians[n], what.get(n, "")))
+total = sum(medians.values())
+print("  %-12s %7.3f   of isb run's median %s; the rest, %.3f, is the isb process's exec, parsing and exit"
+      % ("sum", total, sys.argv[2], float(sys.argv[2]) - total))
+PY

@@ -126,7 +126,13 @@ nlohmann::json ToJson(const engine::RunResult& r) {
               {"peak_memory_bytes", r.peak_memory_bytes},
               {"stdout", r.stdout_data},
               {"stderr", r.stderr_data},
-              {"exec_error", r.exec_error}};
+              {"exec_error", r.exec_error},
+              {"steps_ms", [&] {
+                 // In the order they ran: a list of [name, ms] pairs (an object's keys would come out sorted).
+                 json steps = json::array();
+                 for (const auto& [name, ms] : r.steps_ms) steps.push_back({name, ms});
+                 return steps;
+               }()}};
 }
 
 int Run(RunFlags& f) {

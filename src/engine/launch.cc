@@ -179,6 +179,7 @@ Launched& Launched::operator=(Launched&& o) noexcept {
   status_read = std::move(o.status_read);
   exec_errno = o.exec_errno;
   report_read = std::move(o.report_read);
+  steps = std::move(o.steps);
   pid_ = std::exchange(o.pid_, 0);
   pidfd_ = std::move(o.pidfd_);
   lease_ = std::move(o.lease_);
@@ -202,6 +203,8 @@ std::string Launched::Detach() {
 }
 
 Result<Launched> Launch(const SandboxConfig& config, const LaunchOptions& options) {
+  std::vector<std::pair<const char*, std::chrono::steady_clock::time_point>> steps;
+  auto step = [&steps](const char* name) { steps.emplace_back(name, std::chrono::steady_clock::now()); };
   ISB_TRY(ValidateHostname(config.hostname));
   ISB_TRY(ValidateIdMappings(config.idmap, config.privileged));
   static const Result<CgroupLayout> layout = DetectCgroupLayout();
@@ -219,11 +222,13 @@ Result<Launched> Launch(const SandboxConfig& config, const LaunchOptions& option
   ISB_ASSIGN_OR_RETURN(plan.rootfs, PlanRootfs(config, staging));
   plan.seccomp = CompiledSeccompProgram();
 
+  step("plan");
   Launched l;
   // A privileged sandbox keeps the host's ids: no range of its own to lease, and its ids map to themselves.
   if (!config.privileged) {
     ISB_ASSIGN_OR_RETURN(l.lease_, IdAllocator::ForHost().Acquire());
   }
+  step("lease");
   const uid_t base = l.lease_.base();
   if (!config.writable_dir.empty()) {
     const uid_t root_uid = HostIdOf(base, config.idmap, IdMapKind::kUid, 0);
@@ -233,6 +238,7 @@ Result<Launched> Launch(const SandboxConfig& config, const LaunchOptions& option
   const bool run = options.cgroup_name.empty();
   ISB_ASSIGN_OR_RETURN(l.cgroup_, Cgroup::Create(*layout, run ? RunName(l.lease_) : options.cgroup_name, config.limits));
 
+  step("cgroup");
   Fd control;
   if (plan.service) {
     ISB_ASSIGN_OR_RETURN(control, ListenControl(options.control_path));
@@ -281,6 +287,7 @@ Result<Launched> Launch(const SandboxConfig& config, const LaunchOptions& option
                           ? " (are user namespaces enabled? check user.max_user_namespaces)"
                           : ""),
                  -pid, Code::kUnavailable};
+  step("clone");
   l.pid_ = pid;
   l.pidfd_.Reset(pidfd);
   sync.read.Reset();
@@ -291,7 +298,9 @@ Result<Launched> Launch(const SandboxConfig& config, const LaunchOptions& option
   control.Reset();
 
   if (!config.privileged) ISB_TRY(WriteIdMaps(pid, base, config.idmap));
+  step("id_maps");
   ISB_TRY(l.cgroup_.AddProcess(pid));
+  step("cgroup_join");
   // An image is seen through the sandbox's own id mapping (IdmappedTrees, one per layer), made here: only the
   // host's root may idmap a mount of the host's filesystem.
   std::vector<Fd> image_trees;
@@ -309,6 +318,7 @@ Result<Launched> Launch(const SandboxConfig& config, const LaunchOptions& option
 
   if (!options.wait_for_setup) {
     l.report_read = std::move(errors.read);
+    l.steps = std::move(steps);
     return l;
   }
   // EOF: every step succeeded (run-once: the command was executed; service: init is serving).
@@ -318,9 +328,11 @@ Result<Launched> Launch(const SandboxConfig& config, const LaunchOptions& option
     if ((*report)->step != Step::kExec) return SetupFailure(**report, plan.rootfs);
     l.exec_errno = (*report)->err;
   }
+  step("setup");
   l.stdout_read = std::move(out.read);
   l.stderr_read = std::move(err.read);
   l.status_read = std::move(status.read);
+  l.steps = std::move(steps);
   return l;
 }
 

@@ -152,6 +152,14 @@ Result<RunResult> RunSandbox(const SandboxConfig& config, const RunOptions& opti
     result.exit_code = 124;
   }
   ISB_TRY(child.cgroup().Remove());
+  Clock::time_point last = start;
+  auto add = [&](const std::string& name, Clock::time_point at) {
+    result.steps_ms.emplace_back(name, std::chrono::duration<double, std::milli>(at - last).count());
+    last = at;
+  };
+  for (const auto& [name, at] : child.steps) add(name, at);
+  add("command", end);
+  add("cleanup", Clock::now());
   return result;
 }
 

@@ -3,6 +3,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "base/result.h"
 #include "engine/config.h"
@@ -33,6 +35,10 @@ struct RunResult {
   uint64_t peak_memory_bytes = 0;
   std::string stdout_data, stderr_data;  // with `capture`
   std::string exec_error;  // why the command could not be executed (exit codes 126/127)
+  // Where the wall time went, step by step in order: the launch's steps (Launched::steps), then "command" (from the
+  // command's exec to init's exit) and "cleanup" (the cgroup read and removed). Up to "command" they add up to
+  // wall_ms.
+  std::vector<std::pair<std::string, double>> steps_ms;
 };
 
 // Builds the sandbox described by `config`, runs its command, and removes every trace of it (cgroup, uid-range

@@ -56,6 +56,28 @@ TEST_F(RunTest, CapturesOutputAndExitCode) {
   EXPECT_FALSE(r->timed_out);
 }
 
+// Where the wall time went: every step of the launch in the order it ran, then the command and the cleanup; a
+// sleep of the command's own shows in its step and nowhere else, and the steps up to it add up to wall_ms.
+TEST_F(RunTest, SaysWhereItsTimeWentStepByStep) {
+  ISB_REQUIRE_ROOT();
+  auto r = Run({"sleep", "0.2"});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  std::vector<std::string> names;
+  double through_command = 0;
+  for (const auto& [name, ms] : r->steps_ms) {
+    names.push_back(name);
+    EXPECT_GE(ms, 0.0) << name;
+    if (name != "cleanup") through_command += ms;
+    if (name != "command") {
+      EXPECT_LT(ms, 200.0) << name;
+    }
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"plan", "lease", "cgroup", "clone", "id_maps", "cgroup_join", "setup",
+                                             "command", "cleanup"}));
+  EXPECT_GE(r->steps_ms[7].second, 200.0);
+  EXPECT_NEAR(through_command, r->wall_ms, 0.001);
+}
+
 TEST_F(RunTest, EnvironmentWorkdirHostnameUser) {
   ISB_REQUIRE_ROOT();
   SandboxConfig c;
