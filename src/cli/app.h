@@ -26,4 +26,10 @@ const std::vector<CommandGroup>& CommandGroups();
 // option, a misspelt command, nothing) gets every command, for help and errors that name them all.
 void BuildApp(CLI::App& app, int* exit_code, std::string_view command = {});
 
+// The isb binary's main: parses argv with the app built for argv[1]'s command, and on a usage error (not help)
+// with the whole app, which accepts what it always accepted and names, in its refusal, the other commands that
+// take a flag; then runs the command. Returns the process's exit code (125 for a usage error of `isb run`, 2 for
+// any other).
+int RunCommandLine(int argc, char** argv);
+
 }  // namespace isb::cli

@@ -1,6 +1,10 @@
 // The reference pages' generator: a schema's fields, who may call a tool, a command's flags, and a registry wired
 // as the daemon's, with every tool the daemon serves.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <utility>
 
 #include <algorithm>
 
@@ -198,6 +202,39 @@ TEST(CommandGroups, NameEveryCommandTheirAdderAddsAndNoOther) {
     BuildApp(app, &code, other);
     EXPECT_EQ(Names(app), all) << other;
   }
+}
+
+// RunCommandLine with `args` after "isb": its exit code and what it wrote to stderr.
+std::pair<int, std::string> Refusal(std::vector<std::string> args) {
+  args.insert(args.begin(), "isb");
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  std::fflush(stderr);
+  FILE* captured = std::tmpfile();
+  const int saved = ::dup(2);
+  ::dup2(::fileno(captured), 2);
+  const int code = RunCommandLine(static_cast<int>(argv.size()), argv.data());
+  std::fflush(stderr);
+  ::dup2(saved, 2);
+  ::close(saved);
+  std::string err(4096, '\0');
+  std::rewind(captured);
+  err.resize(std::fread(err.data(), 1, err.size(), captured));
+  std::fclose(captured);
+  return {code, err};
+}
+
+// A usage error of a process built for one command is worded by the whole app, as before that app was cut to one
+// group: the other commands that take a flag are named, and the root's connection flags are known.
+TEST(CommandGroups, AUsageErrorIsJudgedByTheWholeApp) {
+  EXPECT_EQ(Refusal({"run", "--label", "x", "--", "/bin/true"}),
+            std::make_pair(125, std::string("isb run: unknown flag --label (isb create, isb ls take it; isb run does "
+                                            "not)\n")));
+  EXPECT_EQ(Refusal({"exec", "--memory", "1g"}),
+            std::make_pair(2, std::string("isb exec: unknown flag --memory (isb run, isb create take it; isb exec "
+                                          "does not)\n")));
+  EXPECT_EQ(Refusal({"serve", "--url", "x", "--nosuch"}),
+            std::make_pair(2, std::string("isb serve: unknown flag --nosuch (isb serve --help lists its flags)\n")));
 }
 
 }  // namespace
