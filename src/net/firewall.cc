@@ -1,6 +1,7 @@
 #include "net/firewall.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <iterator>
 #include <optional>
 #include <set>
@@ -188,8 +189,10 @@ Status Firewall::Remove(const std::string& ifname) {
 }
 
 Status Firewall::ChangeLocked(const SandboxRules* before, const SandboxRules* after) {
-  // Until the whole table was written once, there is no table (or another daemon's old one) to change.
-  if (applied_ == 0) return ApplyLocked();
+  // Until the whole table was written once there is no table of this firewall's to change (or another daemon's old
+  // one); after a failure the kernel's table may differ from the model; without a generation of its own, a change
+  // could land on someone else's edit: in each case the whole table.
+  if (applied_ == 0 || dirty_ || generation_ == 0) return ApplyLocked();
   std::set<SetElement> was, will;
   if (before != nullptr) {
     Result<std::set<SetElement>> e = ElementsOf(*before);
@@ -203,9 +206,16 @@ Status Firewall::ChangeLocked(const SandboxRules* before, const SandboxRules* af
   std::set_difference(was.begin(), was.end(), will.begin(), will.end(), std::back_inserter(remove));
   std::set_difference(will.begin(), will.end(), was.begin(), was.end(), std::back_inserter(add));
   if (remove.empty() && add.empty()) return {};
-  // Refused when the kernel's table is not the one this firewall made (another program changed or deleted it):
-  // then the whole table, which puts every sandbox's part back.
-  if (!ChangeSetElements(config_.table, remove, add).ok()) return ApplyLocked();
+  Status changed = ChangeSetElements(config_.table, remove, add, generation_);
+  if (!changed.ok()) {
+    // Refused when anyone committed since this firewall's last commit (another program may have changed or deleted
+    // the table), or made and unanswered: the whole table then, which puts every sandbox's part back as the model
+    // has it.
+    std::fprintf(stderr, "isb: egress: the table inet %s: %s; writing it whole\n", config_.table.c_str(),
+                 changed.error().message.c_str());
+    return ApplyLocked();
+  }
+  generation_ = NextGeneration(generation_);
   ++counts_.elements;
   AppliedLocked();
   return {};
@@ -230,7 +240,13 @@ Status Firewall::ApplyLocked() {
   all.reserve(sandboxes_.size());
   for (const auto& [name, r] : sandboxes_) all.push_back(r);
   Status s = ApplyRuleset(RenderRuleset(config_, all));
+  // A failed apply leaves the kernel's table as it was, which the model may no longer be (a removal's): until a
+  // whole apply succeeds, every change and every look of the watch is one.
+  dirty_ = !s.ok();
+  // The generation nft's commit made, read right after it (0, unknown, makes the next change a whole apply).
+  generation_ = 0;
   if (s.ok()) {
+    if (Result<uint32_t> g = RulesetGeneration(); g.ok()) generation_ = *g;
     ++counts_.whole;
     AppliedLocked();
   }
@@ -260,17 +276,36 @@ Result<std::optional<std::string>> ListTable(const std::string& table) {
 Result<std::string> Firewall::Restore() {
   MutexLock lock(mu_);
   if (applied_ == 0) return std::string();  // nothing applied yet
+  if (dirty_) {
+    ISB_TRY(ApplyLocked());
+    return std::string();  // the next look takes the reference
+  }
+  // Nobody has committed since this firewall's last commit, whose table was referenced: nothing can have changed,
+  // and no nft need run.
+  Result<uint32_t> generation = RulesetGeneration();
+  if (generation.ok() && *generation == generation_ && generation_ != 0 && referenced_ == applied_)
+    return std::string();
   ISB_ASSIGN_OR_RETURN(std::optional<std::string> now, ListTable(config_.table));
   std::string found;
-  if (!now) found = "deleted";
-  else if (referenced_ != applied_) {
-    reference_ = *now;
-    referenced_ = applied_;
+  if (!now) {
+    found = "deleted";
+  } else if (referenced_ != applied_) {
+    // The table as this firewall's last commit left it, if no one committed since: the reference. Otherwise someone
+    // may have edited it before it could be looked at: it is written whole, and looked at next time.
+    if (generation.ok() && *generation == generation_ && generation_ != 0) {
+      reference_ = *now;
+      referenced_ = applied_;
+      return std::string();
+    }
+    ISB_TRY(ApplyLocked());
     return std::string();
   } else if (*now != reference_) {
     found = "changed";
+  } else {
+    // Someone else's commit (another table's): the table is intact, and changes are made on top of that commit.
+    if (generation.ok()) generation_ = *generation;
+    return std::string();
   }
-  if (found.empty()) return found;
   ISB_TRY(ApplyLocked());
   ISB_ASSIGN_OR_RETURN(now, ListTable(config_.table));
   reference_ = now.value_or("");

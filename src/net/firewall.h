@@ -86,6 +86,10 @@ class Firewall {
   std::function<void()> on_applied_;
   uint64_t applied_ ISB_GUARDED_BY(mu_) = 0;     // applies and element changes so far
   Counts counts_ ISB_GUARDED_BY(mu_);
+  // The ruleset generation this firewall's last commit made (0: not known); element changes are made only on it.
+  uint32_t generation_ ISB_GUARDED_BY(mu_) = 0;
+  // The last whole apply failed: the kernel's table may not be the model's.
+  bool dirty_ ISB_GUARDED_BY(mu_) = false;
   uint64_t referenced_ ISB_GUARDED_BY(mu_) = 0;  // the apply reference_ was listed after
   std::string reference_ ISB_GUARDED_BY(mu_);    // `nft -s list table` after that apply (counters left out)
 };

@@ -46,8 +46,11 @@ class NetlinkMessage {
     return at;
   }
   void EndNest(size_t at) {
+    if (buf_.size() - at > 0xFFFF) overflowed_ = true;  // an attribute's length cannot say it
     reinterpret_cast<rtattr*>(buf_.data() + at)->rta_len = static_cast<uint16_t>(buf_.size() - at);
   }
+  // A nest grew past the 64 KiB its length can say: the message must not be sent.
+  bool overflowed() const { return overflowed_; }
   nlmsghdr* Finish(uint32_t seq) {
     auto* h = header();
     h->nlmsg_len = static_cast<uint32_t>(buf_.size());
@@ -61,6 +64,7 @@ class NetlinkMessage {
   nlmsghdr* header() { return reinterpret_cast<nlmsghdr*>(buf_.data()); }
   // A pointer from Fixed() is only good until the next append: callers fill the struct right away.
   std::vector<char> buf_;
+  bool overflowed_ = false;
 };
 
 }  // namespace isb::net

@@ -25,10 +25,19 @@ Result<std::string> IfnameKey(const std::string& ifname);
 // the 4 bytes of a register.
 Result<std::string> IfnamePortKey(const std::string& ifname, uint16_t port);
 
+// The ruleset's generation in the calling thread's network namespace: every commit by anyone (nft, another
+// program, ChangeSetElements) moves it on by one, skipping 0.
+Result<uint32_t> RulesetGeneration();
+// The generation after `generation` (what a commit made on top of it leaves).
+uint32_t NextGeneration(uint32_t generation);
+
 // Deletes `remove` and adds `add` in table `inet TABLE` of the calling thread's network namespace, all or
-// nothing (one nfnetlink batch). Deleting an element that is not there fails the whole batch (ENOENT), as does a
-// missing table or set; adding one that is there already is not an error. Errors name the set and the errno.
+// nothing (one nfnetlink batch), and only if the ruleset is still at `generation` (the kernel refuses the batch
+// otherwise: kConflict, "the ruleset changed"), so a change never lands on a table someone else changed since.
+// Deleting an element that is not there fails the whole batch (ENOENT, kNotFound), as does a missing table or set;
+// adding one that is there already is not an error. Errors name the set and the errno. kUnavailable: the batch was
+// sent but its answer not read, so whether it was made is not known.
 Status ChangeSetElements(const std::string& table, const std::vector<SetElement>& remove,
-                         const std::vector<SetElement>& add);
+                         const std::vector<SetElement>& add, uint32_t generation);
 
 }  // namespace isb::net

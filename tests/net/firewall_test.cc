@@ -8,11 +8,13 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -454,25 +456,188 @@ TEST_F(FirewallTest, ASandboxsRulesJoinAndLeaveAsSetElementsAndTheTableIsTheOneA
   In(host_, [] { return DeleteTable("isb"); });
 }
 
+// Whether `nft list`'s output has `ifname` among the elements of set `set`.
+bool SetHolds(const std::string& listed, const std::string& set, const std::string& ifname) {
+  const size_t at = listed.find("set " + set + " {");
+  if (at == std::string::npos) return false;
+  const size_t end = listed.find('}', listed.find("elements", at) == std::string::npos ? at : listed.find("elements", at));
+  const size_t in = listed.find("\"" + ifname + "\"", at);
+  return in != std::string::npos && in < end;
+}
+
+// The ruleset's generation in the test's host namespace.
+uint32_t Generation(const Fd& host) {
+  uint32_t g = 0;
+  In(host, [&]() -> Status {
+    ISB_ASSIGN_OR_RETURN(g, RulesetGeneration());
+    return {};
+  });
+  return g;
+}
+
+// `nft -f -` of `script` in the test's host namespace: another program's edit.
+void Nft(const Fd& host, const std::string& script) {
+  In(host, [&]() -> Status {
+    ISB_ASSIGN_OR_RETURN(ProgramExit exit, RunProgram({"nft", "-f", "-"}, script));
+    if (!exit.ok()) return Error::Msg("nft: " + exit.stderr_text);
+    return {};
+  });
+}
+
 // One nfnetlink batch is all or nothing: an addition beside a deletion of an element that is not there is not made,
-// and the error names the set and the errno.
-TEST_F(FirewallTest, AnElementChangeIsOneTransactionAndItsErrorNamesTheSet) {
+// and the error names the set and the errno. A batch made for an older generation is refused whole.
+TEST_F(FirewallTest, AnElementChangeIsOneTransactionForItsGenerationAndItsErrorNamesTheSet) {
   ASSERT_TRUE(Apply({}).ok());
   const std::string before = Listed(host_);
-  Status refused = InNetns(host_.get(), [] {
-    return ChangeSetElements("isb", {{"list_ifaces", *IfnameKey("isb-9")}}, {{"open_ifaces", *IfnameKey("isb-8")}});
+  const uint32_t g = Generation(host_);
+  Status refused = InNetns(host_.get(), [&] {
+    return ChangeSetElements("isb", {{"list_ifaces", *IfnameKey("isb-9")}}, {{"open_ifaces", *IfnameKey("isb-8")}},
+                             g);
   });
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().code, Code::kNotFound);
   EXPECT_EQ(refused.error().message,
             "deleting elements from set list_ifaces of table inet isb: No such file or directory");
   EXPECT_EQ(Listed(host_), before);
-  Status missing = InNetns(host_.get(), [] { return ChangeSetElements("isb", {}, {{"nosuch", *IfnameKey("isb-8")}}); });
+  EXPECT_EQ(Generation(host_), g) << "a refused batch commits nothing";
+  Status missing =
+      InNetns(host_.get(), [&] { return ChangeSetElements("isb", {}, {{"nosuch", *IfnameKey("isb-8")}}, g); });
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.error().message, "adding elements to set nosuch of table inet isb: No such file or directory");
+
+  Nft(host_, "table inet isbtest-other\n");  // anyone's commit
+  Status stale = InNetns(host_.get(), [&] { return ChangeSetElements("isb", {}, {{"open_ifaces", *IfnameKey("isb-8")}}, g); });
+  ASSERT_FALSE(stale.ok());
+  EXPECT_EQ(stale.error().code, Code::kConflict);
+  EXPECT_EQ(stale.error().message, "table inet isb: the ruleset changed since generation " + std::to_string(g));
+  EXPECT_EQ(Listed(host_), before);
+  const uint32_t now = Generation(host_);
+  EXPECT_EQ(now, NextGeneration(g));
+  ASSERT_TRUE(InNetns(host_.get(), [&] { return ChangeSetElements("isb", {}, {{"open_ifaces", *IfnameKey("isb-8")}}, now); }).ok());
+  EXPECT_EQ(Generation(host_), NextGeneration(now));
+  EXPECT_NE(Listed(host_).find("\"isb-8\""), std::string::npos);
+
   EXPECT_EQ(IfnameKey("sixteen-letters!").error().message,
             "interface name 'sixteen-letters!' is not one an interface can have");
   EXPECT_EQ(*IfnamePortKey("isb-1", 443), std::string("isb-1\0\0\0\0\0\0\0\0\0\0\0\x01\xbb\0\0", 20));
+  EXPECT_EQ(NextGeneration(0xffffffffu), 1u);
+  In(host_, [] { return DeleteTable("isb"); });
+  In(host_, [] { return DeleteTable("isbtest-other"); });
+}
+
+// Another program's edit of the table is never built on and never taken as the reference: an edit before a change
+// makes that change a whole apply, which undoes it; an edit between a change and the watch's look is undone by that
+// look; an edit after the reference is found and undone. With no commit by anyone, the watch runs no nft.
+TEST_F(FirewallTest, AnEditByAnotherProgramIsUndoneWhenSandboxesChangeAsWhenTheyDoNot) {
+  SandboxLink a;
+  Fd sa = Sandbox(1, &a);
+  FirewallConfig config;
+  config.proxy_port = kProxyPort;
+  config.dns_port = kDnsPort;
+  Firewall firewall(config);
+  auto restore = [&] {
+    std::string found;
+    In(host_, [&]() -> Status {
+      ISB_ASSIGN_OR_RETURN(found, firewall.Restore());
+      return {};
+    });
+    return found;
+  };
+  In(host_, [&] { return firewall.Sync(); });
+  EXPECT_EQ(restore(), "");  // the reference
+  const std::string clean = Listed(host_);
+  const std::string edit = "add element inet isb open_ifaces { \"isb-7\" }\nflush chain inet isb from_sandbox\n";
+
+  Nft(host_, edit);
+  In(host_, [&] { return firewall.Set({a.host_ifname, EgressMode::kList, {443}}); });
+  EXPECT_EQ(firewall.counts().whole, 2u) << "a change on top of another's edit";
+  EXPECT_EQ(firewall.counts().elements, 0u);
+  std::string listed = Listed(host_);
+  EXPECT_EQ(listed.find("isb-7"), std::string::npos) << listed;
+  EXPECT_NE(listed.find("fib saddr . iif oif missing"), std::string::npos) << listed;
+
+  EXPECT_EQ(restore(), "");  // the reference, of the table as the last commit left it
+  In(host_, [&] { return firewall.Set({a.host_ifname, EgressMode::kList, {443, 80}}); });
+  EXPECT_EQ(firewall.counts().elements, 1u);
+  Nft(host_, edit);
+  EXPECT_EQ(restore(), "");
+  EXPECT_EQ(firewall.counts().whole, 3u) << "an edit after a change, before its look";
+  listed = Listed(host_);
+  EXPECT_EQ(listed.find("isb-7"), std::string::npos) << listed;
+  EXPECT_EQ(restore(), "");  // the reference again
+
+  const uint64_t whole = firewall.counts().whole;
+  EXPECT_EQ(restore(), "");
+  EXPECT_EQ(firewall.counts().whole, whole);
+  Nft(host_, edit);
+  EXPECT_EQ(restore(), "changed");
+  listed = Listed(host_);
+  EXPECT_EQ(listed.find("isb-7"), std::string::npos) << listed;
+  Nft(host_, "table inet isbtest-other\n");  // another table's commit: intact, and changes go on by elements
+  EXPECT_EQ(restore(), "");
+  In(host_, [&] { return firewall.Set({a.host_ifname, EgressMode::kList, {443}}); });
+  EXPECT_EQ(firewall.counts().elements, 2u);
+  In(host_, [] { return DeleteTable("isb"); });
+  In(host_, [] { return DeleteTable("isbtest-other"); });
+}
+
+// A removal the kernel could not be told of leaves the firewall knowing its table is not the model's: the next
+// change writes the whole table, so a sandbox that reuses the slot does not inherit the old one's elements.
+TEST_F(FirewallTest, ARemovalThatFailedIsMadeGoodByTheNextChange) {
+  SandboxLink a;
+  Fd sa = Sandbox(1, &a);
+  FirewallConfig config;
+  config.proxy_port = kProxyPort;
+  config.dns_port = kDnsPort;
+  Firewall firewall(config);
+  In(host_, [&] { return firewall.Sync(); });
+  In(host_, [&] { return firewall.Set({a.host_ifname, EgressMode::kOpen, {}}); });
+  // Neither nfnetlink nor nft can be reached: no descriptor can be opened.
+  Status removed = Error::Msg("not run");
+  std::thread([&] {
+    ::unshare(CLONE_FS);
+    ::setns(host_.get(), CLONE_NEWNET);
+    rlimit was{};
+    ::getrlimit(RLIMIT_NOFILE, &was);
+    rlimit none = was;
+    none.rlim_cur = 0;
+    ::setrlimit(RLIMIT_NOFILE, &none);
+    removed = firewall.Remove(a.host_ifname);
+    ::setrlimit(RLIMIT_NOFILE, &was);
+  }).join();
+  ASSERT_FALSE(removed.ok());
+  EXPECT_TRUE(SetHolds(Listed(host_), "open_ifaces", a.host_ifname)) << "the kernel kept it";
+  In(host_, [&] { return firewall.Set({a.host_ifname, EgressMode::kList, {443}}); });
+  const std::string listed = Listed(host_);
+  EXPECT_FALSE(SetHolds(listed, "open_ifaces", a.host_ifname)) << listed;
+  EXPECT_TRUE(SetHolds(listed, "list_ifaces", a.host_ifname)) << listed;
+  In(host_, [] { return DeleteTable("isb"); });
+}
+
+// Thousands of listed ports: the change is made in messages under the 64 KiB an attribute can say, in one batch,
+// and the table is the one a whole apply writes.
+TEST_F(FirewallTest, ASandboxWithThousandsOfPortsJoinsAsElements) {
+  SandboxLink a;
+  Fd sa = Sandbox(1, &a);
+  FirewallConfig config;
+  config.proxy_port = kProxyPort;
+  config.dns_port = kDnsPort;
+  Firewall firewall(config);
+  In(host_, [&] { return firewall.Sync(); });
+  std::vector<uint16_t> ports;
+  for (uint16_t p = 1000; p < 5000; ++p) ports.push_back(p);
+  In(host_, [&] { return firewall.Set({a.host_ifname, EgressMode::kList, ports}); });
+  EXPECT_EQ(firewall.counts().whole, 1u);
+  EXPECT_EQ(firewall.counts().elements, 1u);
+  Fd proxy = ListenIn(host_, INADDR_ANY, kProxyPort);
+  EXPECT_EQ(ConnectFrom(sa, a.slot.host, 4999), 0);
+  EXPECT_EQ(ConnectFrom(sa, a.slot.host, 5000), ECONNREFUSED);
+  const std::string by_elements = Listed(host_);
+  In(host_, [&] { return firewall.Sync(); });
+  EXPECT_EQ(Listed(host_), by_elements);
+  In(host_, [&] { return firewall.Remove(a.host_ifname); });
+  EXPECT_EQ(firewall.counts().elements, 2u);
+  EXPECT_EQ(Listed(host_).find(a.host_ifname), std::string::npos);
   In(host_, [] { return DeleteTable("isb"); });
 }
 
