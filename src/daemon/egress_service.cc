@@ -127,11 +127,7 @@ Status EgressService::StartServers() {
   fc.dns_port = dns_->port();
   // From the first apply on: the table this one replaces may be all that kept the host from routing for others.
   ISB_ASSIGN_OR_RETURN(fc.forward_only_sandboxes, ForwardingIsIsbs(options_.state_dir));
-  firewall_ = std::make_unique<net::Firewall>(fc, [this] {
-    MutexLock lock(watch_mu_);
-    watch_now_ = true;
-    watch_cv_.NotifyOne();
-  });
+  firewall_ = std::make_unique<net::Firewall>(fc);
   ISB_TRY(firewall_->Sync());
   // The thread shares this one's network namespace (a test's own), where the table and veths are.
   if (options_.watch_interval_ms > 0) watch_ = std::thread([this] { Watch(); });
@@ -142,14 +138,10 @@ void EgressService::Watch() {
   MutexLock lock(watch_mu_);
   for (;;) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.watch_interval_ms);
-    while (!watch_stop_ && !watch_now_ && watch_cv_.WaitUntil(watch_mu_, deadline)) {
+    while (!watch_stop_ && watch_cv_.WaitUntil(watch_mu_, deadline)) {
     }
     if (watch_stop_) return;
-    const bool soon = watch_now_;
-    watch_now_ = false;
     lock.Unlock();
-    // Right after an apply: a moment for the callers' next applies (a burst of creates), then one reference.
-    if (soon) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     CheckNetwork();
     lock.Lock();
   }

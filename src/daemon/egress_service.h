@@ -142,8 +142,7 @@ class EgressService {
   };
   explicit EgressService(EgressOptions options, net::Subnet subnet, egress::Dialer dialer, EgressClaims claims);
   Status StartServers();
-  // The watch thread: every watch_interval_ms (and soon after each apply, to take the new table as the reference),
-  // CheckNetwork.
+  // The watch thread: CheckNetwork every watch_interval_ms.
   void Watch();
   // Restores a table deleted or changed by someone else; logs it and calls on_network_event for each sandbox with a
   // network. Then CheckVeths.
@@ -182,7 +181,6 @@ class EgressService {
   Mutex watch_mu_;
   CondVar watch_cv_;
   bool watch_stop_ ISB_GUARDED_BY(watch_mu_) = false;
-  bool watch_now_ ISB_GUARDED_BY(watch_mu_) = false;  // an apply happened: look soon
   std::thread watch_;
 };
 

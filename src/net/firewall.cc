@@ -217,7 +217,7 @@ Status Firewall::ChangeLocked(const SandboxRules* before, const SandboxRules* af
   }
   generation_ = NextGeneration(generation_);
   ++counts_.elements;
-  AppliedLocked();
+  ++applied_;
   return {};
 }
 
@@ -248,14 +248,9 @@ Status Firewall::ApplyLocked() {
   if (s.ok()) {
     if (Result<uint32_t> g = RulesetGeneration(); g.ok()) generation_ = *g;
     ++counts_.whole;
-    AppliedLocked();
+    ++applied_;
   }
   return s;
-}
-
-void Firewall::AppliedLocked() {
-  ++applied_;
-  if (on_applied_) on_applied_();
 }
 
 namespace {
@@ -278,39 +273,18 @@ Result<std::string> Firewall::Restore() {
   if (applied_ == 0) return std::string();  // nothing applied yet
   if (dirty_) {
     ISB_TRY(ApplyLocked());
-    return std::string();  // the next look takes the reference
-  }
-  // Nobody has committed since this firewall's last commit, whose table was referenced: nothing can have changed,
-  // and no nft need run.
-  Result<uint32_t> generation = RulesetGeneration();
-  if (generation.ok() && *generation == generation_ && generation_ != 0 && referenced_ == applied_)
-    return std::string();
-  ISB_ASSIGN_OR_RETURN(std::optional<std::string> now, ListTable(config_.table));
-  std::string found;
-  if (!now) {
-    found = "deleted";
-  } else if (referenced_ != applied_) {
-    // The table as this firewall's last commit left it, if no one committed since: the reference. Otherwise someone
-    // may have edited it before it could be looked at: it is written whole, and looked at next time.
-    if (generation.ok() && *generation == generation_ && generation_ != 0) {
-      reference_ = *now;
-      referenced_ = applied_;
-      return std::string();
-    }
-    ISB_TRY(ApplyLocked());
-    return std::string();
-  } else if (*now != reference_) {
-    found = "changed";
-  } else {
-    // Someone else's commit (another table's): the table is intact, and changes are made on top of that commit.
-    if (generation.ok()) generation_ = *generation;
     return std::string();
   }
+  // Nobody has committed since this firewall's last commit: the table is as it left it, and no nft need run.
+  if (Result<uint32_t> g = RulesetGeneration(); g.ok() && generation_ != 0 && *g == generation_)
+    return std::string();
+  // Someone has (or the generation cannot be read): the table as the kernel has it, then written whole from the
+  // model and listed again. Another table's commit leaves the two listings the same.
+  ISB_ASSIGN_OR_RETURN(std::optional<std::string> before, ListTable(config_.table));
   ISB_TRY(ApplyLocked());
-  ISB_ASSIGN_OR_RETURN(now, ListTable(config_.table));
-  reference_ = now.value_or("");
-  referenced_ = applied_;
-  return found;
+  ISB_ASSIGN_OR_RETURN(std::optional<std::string> after, ListTable(config_.table));
+  if (!before) return std::string("deleted");
+  return std::string(*before == after.value_or("") ? "" : "changed");
 }
 
 }  // namespace isb::net

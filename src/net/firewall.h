@@ -6,7 +6,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -51,17 +50,16 @@ class Firewall {
     uint64_t whole = 0;
     uint64_t elements = 0;
   };
-  // `on_applied`, when given, is called after each apply (with the firewall's lock held: it may only signal).
-  explicit Firewall(FirewallConfig config, std::function<void()> on_applied = nullptr)
-      : config_(std::move(config)), on_applied_(std::move(on_applied)) {}
+  explicit Firewall(FirewallConfig config) : config_(std::move(config)) {}
   Status Set(const SandboxRules& rules);
   Status Remove(const std::string& ifname);
   // Reapplies the whole table (at start-up, after adopting sandboxes).
   Status Sync();
-  // Whether the kernel's table is still the one last applied: someone else (`nft`, another program) may delete or
-  // change it. The first call after an apply takes the kernel's table as the reference. When it differs, the table
-  // is applied again and the answer says what was found ("deleted", "changed"); "" when intact. Errors: nft could
-  // not be run, or the table could not be applied again.
+  // Whether the kernel's table is still the one this firewall made: someone else (`nft`, another program) may
+  // delete or change it. While no one has committed to the ruleset since this firewall's last commit, it is, and
+  // nothing runs but one netlink request. After anyone's commit the table is listed, written whole from the model
+  // and listed again; the answer says what was found ("deleted", "changed"), "" when intact (another table's
+  // commit). Errors: nft could not be run, or the table could not be applied again.
   Result<std::string> Restore();
   // Sets forward_only_sandboxes and reapplies; on failure the kernel and the config keep the previous value.
   Status SetForwardOnlySandboxes(bool on);
@@ -79,19 +77,15 @@ class Firewall {
   // The table's elements moved from `before`'s rules to `after`'s (either may be absent) by one element change,
   // or by a whole apply when that fails (the table was changed or deleted by someone else).
   Status ChangeLocked(const SandboxRules* before, const SandboxRules* after) ISB_REQUIRES(mu_);
-  void AppliedLocked() ISB_REQUIRES(mu_);
   mutable Mutex mu_;
   FirewallConfig config_ ISB_GUARDED_BY(mu_);
   std::map<std::string, SandboxRules> sandboxes_ ISB_GUARDED_BY(mu_);
-  std::function<void()> on_applied_;
   uint64_t applied_ ISB_GUARDED_BY(mu_) = 0;     // applies and element changes so far
   Counts counts_ ISB_GUARDED_BY(mu_);
   // The ruleset generation this firewall's last commit made (0: not known); element changes are made only on it.
   uint32_t generation_ ISB_GUARDED_BY(mu_) = 0;
   // The last whole apply failed: the kernel's table may not be the model's.
   bool dirty_ ISB_GUARDED_BY(mu_) = false;
-  uint64_t referenced_ ISB_GUARDED_BY(mu_) = 0;  // the apply reference_ was listed after
-  std::string reference_ ISB_GUARDED_BY(mu_);    // `nft -s list table` after that apply (counters left out)
 };
 
 }  // namespace isb::net

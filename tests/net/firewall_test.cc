@@ -525,9 +525,9 @@ TEST_F(FirewallTest, AnElementChangeIsOneTransactionForItsGenerationAndItsErrorN
   In(host_, [] { return DeleteTable("isbtest-other"); });
 }
 
-// Another program's edit of the table is never built on and never taken as the reference: an edit before a change
-// makes that change a whole apply, which undoes it; an edit between a change and the watch's look is undone by that
-// look; an edit after the reference is found and undone. With no commit by anyone, the watch runs no nft.
+// Another program's edit of the table is never built on and never kept: an edit before a change makes that change
+// a whole apply, which undoes it; an edit between changes is found by the watch's next look and undone. With no
+// commit by anyone, a look writes nothing; another table's commit is told apart from an edit of this one.
 TEST_F(FirewallTest, AnEditByAnotherProgramIsUndoneWhenSandboxesChangeAsWhenTheyDoNot) {
   SandboxLink a;
   Fd sa = Sandbox(1, &a);
@@ -536,7 +536,7 @@ TEST_F(FirewallTest, AnEditByAnotherProgramIsUndoneWhenSandboxesChangeAsWhenThey
   config.dns_port = kDnsPort;
   Firewall firewall(config);
   auto restore = [&] {
-    std::string found;
+    std::string found = "not run";
     In(host_, [&]() -> Status {
       ISB_ASSIGN_OR_RETURN(found, firewall.Restore());
       return {};
@@ -544,8 +544,8 @@ TEST_F(FirewallTest, AnEditByAnotherProgramIsUndoneWhenSandboxesChangeAsWhenThey
     return found;
   };
   In(host_, [&] { return firewall.Sync(); });
-  EXPECT_EQ(restore(), "");  // the reference
-  const std::string clean = Listed(host_);
+  EXPECT_EQ(restore(), "");
+  EXPECT_EQ(firewall.counts().whole, 1u) << "a look with no commit since writes nothing";
   const std::string edit = "add element inet isb open_ifaces { \"isb-7\" }\nflush chain inet isb from_sandbox\n";
 
   Nft(host_, edit);
@@ -556,27 +556,25 @@ TEST_F(FirewallTest, AnEditByAnotherProgramIsUndoneWhenSandboxesChangeAsWhenThey
   EXPECT_EQ(listed.find("isb-7"), std::string::npos) << listed;
   EXPECT_NE(listed.find("fib saddr . iif oif missing"), std::string::npos) << listed;
 
-  EXPECT_EQ(restore(), "");  // the reference, of the table as the last commit left it
   In(host_, [&] { return firewall.Set({a.host_ifname, EgressMode::kList, {443, 80}}); });
   EXPECT_EQ(firewall.counts().elements, 1u);
-  Nft(host_, edit);
   EXPECT_EQ(restore(), "");
-  EXPECT_EQ(firewall.counts().whole, 3u) << "an edit after a change, before its look";
-  listed = Listed(host_);
-  EXPECT_EQ(listed.find("isb-7"), std::string::npos) << listed;
-  EXPECT_EQ(restore(), "");  // the reference again
-
-  const uint64_t whole = firewall.counts().whole;
-  EXPECT_EQ(restore(), "");
-  EXPECT_EQ(firewall.counts().whole, whole);
+  EXPECT_EQ(firewall.counts().whole, 2u);
   Nft(host_, edit);
   EXPECT_EQ(restore(), "changed");
+  EXPECT_EQ(firewall.counts().whole, 3u);
   listed = Listed(host_);
   EXPECT_EQ(listed.find("isb-7"), std::string::npos) << listed;
-  Nft(host_, "table inet isbtest-other\n");  // another table's commit: intact, and changes go on by elements
+  EXPECT_TRUE(SetHolds(listed, "list_ifaces", a.host_ifname)) << listed;
+  EXPECT_EQ(restore(), "");
+
+  Nft(host_, "table inet isbtest-other\n");  // another table's commit
   EXPECT_EQ(restore(), "");
   In(host_, [&] { return firewall.Set({a.host_ifname, EgressMode::kList, {443}}); });
-  EXPECT_EQ(firewall.counts().elements, 2u);
+  EXPECT_EQ(firewall.counts().elements, 2u) << "changes go on by elements after the look";
+  In(host_, [] { return DeleteTable("isb"); });
+  EXPECT_EQ(restore(), "deleted");
+  EXPECT_TRUE(SetHolds(Listed(host_), "list_ifaces", a.host_ifname));
   In(host_, [] { return DeleteTable("isb"); });
   In(host_, [] { return DeleteTable("isbtest-other"); });
 }
