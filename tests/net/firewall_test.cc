@@ -106,6 +106,14 @@ class FirewallTest : public ::testing::Test {
     return InNetns(host_.get(), [&] { return ApplyRuleset(RenderRuleset(c, rules)); });
   }
 
+  // The firewall of the table "isb", its veths named isb-*, as isb serve has it.
+  static FirewallConfig IsbConfig() {
+    FirewallConfig c;
+    c.proxy_port = kProxyPort;
+    c.dns_port = kDnsPort;
+    return c;
+  }
+
   Fd host_;
   AddressPool pool_{*ParseSubnet(kDefaultSandboxSubnet)};
 };
@@ -411,10 +419,7 @@ TEST_F(FirewallTest, ASandboxsRulesJoinAndLeaveAsSetElementsAndTheTableIsTheOneA
   Fd sa = Sandbox(1, &a);
   Fd sb = Sandbox(2, &b);
   Fd sc = Sandbox(3, &c);
-  FirewallConfig config;
-  config.proxy_port = kProxyPort;
-  config.dns_port = kDnsPort;
-  Firewall firewall(config);
+  Firewall firewall(IsbConfig());
   In(host_, [&] { return firewall.Sync(); });
   In(host_, [&] { return firewall.Set({a.host_ifname, EgressMode::kList, {443, 80}}); });
   In(host_, [&] { return firewall.Set({b.host_ifname, EgressMode::kOpen, {}}); });
@@ -531,10 +536,7 @@ TEST_F(FirewallTest, AnElementChangeIsOneTransactionForItsGenerationAndItsErrorN
 TEST_F(FirewallTest, AnEditByAnotherProgramIsUndoneWhenSandboxesChangeAsWhenTheyDoNot) {
   SandboxLink a;
   Fd sa = Sandbox(1, &a);
-  FirewallConfig config;
-  config.proxy_port = kProxyPort;
-  config.dns_port = kDnsPort;
-  Firewall firewall(config);
+  Firewall firewall(IsbConfig());
   auto restore = [&] {
     std::string found = "not run";
     In(host_, [&]() -> Status {
@@ -584,10 +586,7 @@ TEST_F(FirewallTest, AnEditByAnotherProgramIsUndoneWhenSandboxesChangeAsWhenThey
 TEST_F(FirewallTest, ARemovalThatFailedIsMadeGoodByTheNextChange) {
   SandboxLink a;
   Fd sa = Sandbox(1, &a);
-  FirewallConfig config;
-  config.proxy_port = kProxyPort;
-  config.dns_port = kDnsPort;
-  Firewall firewall(config);
+  Firewall firewall(IsbConfig());
   In(host_, [&] { return firewall.Sync(); });
   In(host_, [&] { return firewall.Set({a.host_ifname, EgressMode::kOpen, {}}); });
   // Neither nfnetlink nor nft can be reached: no descriptor can be opened.
@@ -617,10 +616,7 @@ TEST_F(FirewallTest, ARemovalThatFailedIsMadeGoodByTheNextChange) {
 TEST_F(FirewallTest, ASandboxWithThousandsOfPortsJoinsAsElements) {
   SandboxLink a;
   Fd sa = Sandbox(1, &a);
-  FirewallConfig config;
-  config.proxy_port = kProxyPort;
-  config.dns_port = kDnsPort;
-  Firewall firewall(config);
+  Firewall firewall(IsbConfig());
   In(host_, [&] { return firewall.Sync(); });
   std::vector<uint16_t> ports;
   for (uint16_t p = 1000; p < 5000; ++p) ports.push_back(p);
