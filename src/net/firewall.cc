@@ -173,8 +173,11 @@ Status Firewall::Set(const SandboxRules& rules) {
   Status s = ChangeLocked(before ? &*before : nullptr, &rules);
   if (!s.ok()) {
     // The kernel still has the previous table: keep the model equal to it.
-    if (before) sandboxes_[rules.ifname] = *before;
-    else sandboxes_.erase(rules.ifname);
+    if (before) {
+      sandboxes_[rules.ifname] = *before;
+    } else {
+      sandboxes_.erase(rules.ifname);
+    }
   }
   return s;
 }
@@ -276,8 +279,7 @@ Result<std::string> Firewall::Restore() {
     return std::string();
   }
   // Nobody has committed since this firewall's last commit: the table is as it left it, and no nft need run.
-  if (Result<uint32_t> g = RulesetGeneration(); g.ok() && generation_ != 0 && *g == generation_)
-    return std::string();
+  if (Result<uint32_t> g = RulesetGeneration(); g.ok() && generation_ != 0 && *g == generation_) return std::string();
   // Someone has (or the generation cannot be read): the table as the kernel has it, then written whole from the
   // model and listed again. Another table's commit leaves the two listings the same.
   ISB_ASSIGN_OR_RETURN(std::optional<std::string> before, ListTable(config_.table));

@@ -1,6 +1,7 @@
 // An nfnetlink batch built by hand: BATCH_BEGIN (with the generation the batch was made for), DELSETELEM and
-// NEWSETELEM messages of at most kKeysPerMessage keys (each acknowledged), BATCH_END. The kernel applies the messages between begin and end as one transaction and answers every message
-// that asked for an acknowledgement, failed or not, after the whole batch ran.
+// NEWSETELEM messages of at most kKeysPerMessage keys (each acknowledged), BATCH_END. The kernel applies the messages
+// between begin and end as one transaction and answers every message that asked for an acknowledgement, failed or not,
+// after the whole batch ran.
 #include "net/nft_elements.h"
 
 // glibc's netinet/in.h before the kernel's headers, which then leave its definitions alone.
