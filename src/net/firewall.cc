@@ -212,10 +212,11 @@ Status Firewall::ChangeLocked(const SandboxRules* before, const SandboxRules* af
   Status changed = ChangeSetElements(config_.table, remove, add, generation_);
   if (!changed.ok()) {
     // Refused when anyone committed since this firewall's last commit (another program may have changed or deleted
-    // the table), or made and unanswered: the whole table then, which puts every sandbox's part back as the model
-    // has it.
-    std::fprintf(stderr, "isb: egress: the table inet %s: %s; writing it whole\n", config_.table.c_str(),
-                 changed.error().message.c_str());
+    // the table: expected where other programs keep rules), when the table does not hold what the model says, or
+    // made and unanswered: the whole table then, which puts every sandbox's part back as the model has it.
+    if (changed.error().code != Code::kConflict || changed.error().message.find("ruleset changed") == std::string::npos)
+      std::fprintf(stderr, "isb: egress: the table inet %s: %s; writing it whole\n", config_.table.c_str(),
+                   changed.error().message.c_str());
     return ApplyLocked();
   }
   generation_ = NextGeneration(generation_);
@@ -242,16 +243,20 @@ Status Firewall::ApplyLocked() {
   std::vector<SandboxRules> all;
   all.reserve(sandboxes_.size());
   for (const auto& [name, r] : sandboxes_) all.push_back(r);
+  // The generation before, so that the one after is known to be this apply's own: nft's commit moves it by one,
+  // and anything more is someone else's commit right after it, which may have edited the table.
+  Result<uint32_t> before = RulesetGeneration();
   Status s = ApplyRuleset(RenderRuleset(config_, all));
   // A failed apply leaves the kernel's table as it was, which the model may no longer be (a removal's): until a
   // whole apply succeeds, every change and every look of the watch is one.
   dirty_ = !s.ok();
-  // The generation nft's commit made, read right after it (0, unknown, makes the next change a whole apply).
-  generation_ = 0;
+  generation_ = 0;  // unknown: the next change is a whole apply, the next look lists the table
   if (s.ok()) {
-    if (Result<uint32_t> g = RulesetGeneration(); g.ok()) generation_ = *g;
+    Result<uint32_t> after = RulesetGeneration();
+    if (before.ok() && after.ok() && *after == NextGeneration(*before)) generation_ = *after;
     ++counts_.whole;
     ++applied_;
+    listing_.reset();
   }
   return s;
 }
@@ -275,17 +280,27 @@ Result<std::string> Firewall::Restore() {
   MutexLock lock(mu_);
   if (applied_ == 0) return std::string();  // nothing applied yet
   if (dirty_) {
+    // The model is what the table must be; the kernel's differs by the failed change, not by anyone's edit.
     ISB_TRY(ApplyLocked());
     return std::string();
   }
   // Nobody has committed since this firewall's last commit: the table is as it left it, and no nft need run.
-  if (Result<uint32_t> g = RulesetGeneration(); g.ok() && generation_ != 0 && *g == generation_) return std::string();
-  // Someone has (or the generation cannot be read): the table as the kernel has it, then written whole from the
-  // model and listed again. Another table's commit leaves the two listings the same.
+  Result<uint32_t> generation = RulesetGeneration();
+  if (generation.ok() && generation_ != 0 && *generation == generation_) return std::string();
+  // Someone has (or the generation cannot be read, or is not this firewall's own): the table as the kernel has it.
   ISB_ASSIGN_OR_RETURN(std::optional<std::string> before, ListTable(config_.table));
+  // The same as this firewall's own last listing, with no commit of its own since: another table's commit (another
+  // isb's, a container runtime's). Changes go on on top of it, and nothing is written.
+  if (before && listing_ && listing_->first == applied_ && listing_->second == *before && generation.ok()) {
+    generation_ = *generation;
+    return std::string();
+  }
   ISB_TRY(ApplyLocked());
   ISB_ASSIGN_OR_RETURN(std::optional<std::string> after, ListTable(config_.table));
+  if (after) listing_.emplace(applied_, *after);
   if (!before) return std::string("deleted");
+  // A listing from before any change of this firewall's own since its last look cannot tell an edit from those
+  // changes; the rewrite undid whatever it was, and only a listing unlike the model's is reported.
   return std::string(*before == after.value_or("") ? "" : "changed");
 }
 

@@ -7,6 +7,8 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -57,9 +59,11 @@ class Firewall {
   Status Sync();
   // Whether the kernel's table is still the one this firewall made: someone else (`nft`, another program) may
   // delete or change it. While no one has committed to the ruleset since this firewall's last commit, it is, and
-  // nothing runs but one netlink request. After anyone's commit the table is listed, written whole from the model
-  // and listed again; the answer says what was found ("deleted", "changed"), "" when intact (another table's
-  // commit). Errors: nft could not be run, or the table could not be applied again.
+  // nothing runs but one netlink request. After anyone's commit the table is listed: the same as the watch's own
+  // last listing with no change of this firewall's since, it is intact (another table's commit) and nothing is
+  // written; otherwise it is written whole from the model and listed again, and the answer says what was found
+  // ("deleted", "changed"), "" when the listing was the model's. Errors: nft could not be run, or the table could
+  // not be applied again.
   Result<std::string> Restore();
   // Sets forward_only_sandboxes and reapplies; on failure the kernel and the config keep the previous value.
   Status SetForwardOnlySandboxes(bool on);
@@ -86,6 +90,9 @@ class Firewall {
   uint32_t generation_ ISB_GUARDED_BY(mu_) = 0;
   // The last whole apply failed: the kernel's table may not be the model's.
   bool dirty_ ISB_GUARDED_BY(mu_) = false;
+  // The watch's last listing of the table after writing it, with applied_ then: while no commit of this
+  // firewall's own follows, a listing equal to it is the table intact under someone else's commit.
+  std::optional<std::pair<uint64_t, std::string>> listing_ ISB_GUARDED_BY(mu_);
 };
 
 }  // namespace isb::net

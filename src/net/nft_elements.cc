@@ -158,7 +158,7 @@ Status ChangeSetElements(const std::string& table, const std::vector<SetElement>
     for (const auto& [set, keys] : by_set[op]) {
       for (size_t from = 0; from < keys.size(); from += kKeysPerMessage) {
         const uint16_t type = (NFNL_SUBSYS_NFTABLES << 8) | (op == 0 ? NFT_MSG_DELSETELEM : NFT_MSG_NEWSETELEM);
-        NetlinkMessage m(type, static_cast<uint16_t>(NLM_F_ACK | (op == 0 ? 0 : NLM_F_CREATE)));
+        NetlinkMessage m(type, static_cast<uint16_t>(NLM_F_ACK | (op == 0 ? 0 : NLM_F_CREATE | NLM_F_EXCL)));
         Header(m, NFPROTO_INET, 0);
         m.Str(NFTA_SET_ELEM_LIST_TABLE, table);
         m.Str(NFTA_SET_ELEM_LIST_SET, set);
@@ -210,6 +210,7 @@ Status ChangeSetElements(const std::string& table, const std::vector<SetElement>
       if (err != 0 && first_error.ok()) {
         Error e = Error::Sys(what[r->nlmsg_seq] + " of table inet " + table, err);
         if (err == ENOENT) e.code = Code::kNotFound;
+        if (err == EEXIST) e.code = Code::kConflict;
         first_error = e;
       }
     }

@@ -34,9 +34,10 @@ uint32_t NextGeneration(uint32_t generation);
 // Deletes `remove` and adds `add` in table `inet TABLE` of the calling thread's network namespace, all or
 // nothing (one nfnetlink batch), and only if the ruleset is still at `generation` (the kernel refuses the batch
 // otherwise: kConflict, "the ruleset changed"), so a change never lands on a table someone else changed since.
-// Deleting an element that is not there fails the whole batch (ENOENT, kNotFound), as does a missing table or set;
-// adding one that is there already is not an error. Errors name the set and the errno. kUnavailable: the batch was
-// sent but its answer not read, so whether it was made is not known.
+// Deleting an element that is not there fails the whole batch (ENOENT, kNotFound), as does a missing table or set,
+// and so does adding one that is there already (EEXIST, kConflict): either says the table is not what the caller
+// thinks, and a batch that changed nothing would commit nothing. Errors name the set and the errno. kUnavailable:
+// the batch was sent but its answer not read, so whether it was made is not known.
 Status ChangeSetElements(const std::string& table, const std::vector<SetElement>& remove,
                          const std::vector<SetElement>& add, uint32_t generation);
 

@@ -711,7 +711,7 @@ TEST_F(EgressServiceTest, RulesChangedUnderALiveServiceAreRestoredAndReported) {
         ::usleep(50000);
       }
     };
-    ::usleep(300000);  // the service has taken the applied table as its reference
+    ::usleep(300000);  // a look of the watch since the attach: the edit below is the only commit the next one finds
     RunIn(here, {"nft", "delete", "table", "inet", "isb"});
     await_told(1);
     EXPECT_EQ(listing(), rules) << "restored";
@@ -741,7 +741,7 @@ TEST_F(EgressServiceTest, APooledSandboxsNetworkEventsAreNobodysUntilItIsAssigne
     StartSandbox();
     ASSERT_TRUE((*svc)->Prepare("sb-1", *ParseSandboxEgress(nlohmann::json{"pooled.test"}), "").ok());
     ASSERT_TRUE((*svc)->Attach("sb-1", testing::ProcessNetns(sandbox_)).ok());
-    ::usleep(300000);  // the service has taken the applied table as its reference
+    ::usleep(300000);  // a look of the watch since the attach: the edit below is the only commit the next one finds
     const std::string here = "/proc/thread-self/ns/net";
     RunIn(here, {"ip", "link", "del", "isb-0"});
     for (int i = 0; i < 100 && ::if_nametoindex("isb-0") == 0; ++i) ::usleep(50000);
@@ -780,7 +780,7 @@ TEST_F(EgressServiceTest, AVethDeletedUnderALiveServiceIsPutBackAndReported) {
     };
     const std::string inside = address();
     ASSERT_NE(inside.find("10.250.0."), std::string::npos) << inside;
-    ::usleep(300000);  // the service has taken the applied table as its reference
+    ::usleep(300000);  // a look of the watch since the attach: the edit below is the only commit the next one finds
     RunIn(here, {"ip", "link", "del", "isb-0"});
     bool back = false;
     for (int i = 0; i < 100 && !back; ++i) {

@@ -14,6 +14,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -581,34 +582,117 @@ TEST_F(FirewallTest, AnEditByAnotherProgramIsUndoneWhenSandboxesChangeAsWhenThey
   In(host_, [] { return DeleteTable("isbtest-other"); });
 }
 
-// A removal the kernel could not be told of leaves the firewall knowing its table is not the model's: the next
-// change writes the whole table, so a sandbox that reuses the slot does not inherit the old one's elements.
-TEST_F(FirewallTest, ARemovalThatFailedIsMadeGoodByTheNextChange) {
-  SandboxLink a;
-  Fd sa = Sandbox(1, &a);
-  Firewall firewall(IsbConfig());
-  In(host_, [&] { return firewall.Sync(); });
-  In(host_, [&] { return firewall.Set({a.host_ifname, EgressMode::kOpen, {}}); });
-  // Neither nfnetlink nor nft can be reached: no descriptor can be opened.
-  Status removed = Error::Msg("not run");
+// Runs `fn` on a thread in the host namespace that can open no descriptor: neither nfnetlink nor nft can be reached.
+Status WithoutDescriptors(const Fd& host, const std::function<Status()>& fn) {
+  Status result = Error::Msg("not run");
   std::thread([&] {
     ::unshare(CLONE_FS);
-    ::setns(host_.get(), CLONE_NEWNET);
+    ::setns(host.get(), CLONE_NEWNET);
     rlimit was{};
     ::getrlimit(RLIMIT_NOFILE, &was);
     rlimit none = was;
     none.rlim_cur = 0;
     ::setrlimit(RLIMIT_NOFILE, &none);
-    removed = firewall.Remove(a.host_ifname);
+    result = fn();
     ::setrlimit(RLIMIT_NOFILE, &was);
   }).join();
+  return result;
+}
+
+// A removal the kernel could not be told of leaves the firewall knowing its table is not the model's: the watch's
+// next look writes it whole without calling that an edit, so a sandbox that reuses the slot does not inherit the
+// old one's elements. A refused change leaves the model as the kernel has it.
+TEST_F(FirewallTest, AChangeThatFailedIsMadeGoodWithoutBeingTakenForAnEdit) {
+  SandboxLink a;
+  Fd sa = Sandbox(1, &a);
+  Firewall firewall(IsbConfig());
+  In(host_, [&] { return firewall.Sync(); });
+  In(host_, [&] { return firewall.Set({a.host_ifname, EgressMode::kList, {443}}); });
+  Status refused = WithoutDescriptors(host_, [&] { return firewall.Set({a.host_ifname, EgressMode::kList, {443, 80}}); });
+  ASSERT_FALSE(refused.ok());
+  In(host_, [&] { return firewall.Sync(); });
+  EXPECT_EQ(Listed(host_).find(" . 80"), std::string::npos) << "the refused port came back";
+
+  In(host_, [&] { return firewall.Set({a.host_ifname, EgressMode::kOpen, {}}); });
+  Status removed = WithoutDescriptors(host_, [&] { return firewall.Remove(a.host_ifname); });
   ASSERT_FALSE(removed.ok());
   EXPECT_TRUE(SetHolds(Listed(host_), "open_ifaces", a.host_ifname)) << "the kernel kept it";
+  std::string found = "not run";
+  In(host_, [&]() -> Status {
+    ISB_ASSIGN_OR_RETURN(found, firewall.Restore());
+    return {};
+  });
+  EXPECT_EQ(found, "");
+  EXPECT_FALSE(SetHolds(Listed(host_), "open_ifaces", a.host_ifname));
   In(host_, [&] { return firewall.Set({a.host_ifname, EgressMode::kList, {443}}); });
   const std::string listed = Listed(host_);
   EXPECT_FALSE(SetHolds(listed, "open_ifaces", a.host_ifname)) << listed;
   EXPECT_TRUE(SetHolds(listed, "list_ifaces", a.host_ifname)) << listed;
   In(host_, [] { return DeleteTable("isb"); });
+}
+
+// Someone else's commit right after a whole apply, before its generation is read, is not taken for the apply's own:
+// here `nft` in PATH is a wrapper that edits the table as soon as the real nft has written it.
+TEST_F(FirewallTest, AnEditRightAfterAWholeApplyIsFoundByTheNextLook) {
+  Firewall firewall(IsbConfig());
+  char dir[] = "/tmp/isb-nft-wrapper-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  Result<ProgramExit> real = RunProgram({"sh", "-c", "command -v nft"}, {}, 4096);
+  ASSERT_TRUE(real.ok() && real->ok());
+  std::string nft = real->stdout_text.substr(0, real->stdout_text.find('\n'));
+  ASSERT_TRUE(WriteFile(std::string(dir) + "/nft",
+                        "#!/bin/sh\n" + nft + " \"$@\" || exit\n[ \"$1\" = -f ] || exit 0\n" + nft +
+                            " add element inet isb open_ifaces '{ \"isb-7\" }'\n",
+                        0755)
+                  .ok());
+  const std::string path = ::getenv("PATH");
+  ASSERT_EQ(::setenv("PATH", (std::string(dir) + ":" + path).c_str(), 1), 0);
+  Status synced = InNetns(host_.get(), [&] { return firewall.Sync(); });
+  ASSERT_EQ(::setenv("PATH", path.c_str(), 1), 0);
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(synced.ok()) << synced.error().message;
+  ASSERT_TRUE(SetHolds(Listed(host_), "open_ifaces", "isb-7"));
+  std::string found = "not run";
+  In(host_, [&]() -> Status {
+    ISB_ASSIGN_OR_RETURN(found, firewall.Restore());
+    return {};
+  });
+  EXPECT_EQ(found, "changed");
+  EXPECT_FALSE(SetHolds(Listed(host_), "open_ifaces", "isb-7"));
+  In(host_, [] { return DeleteTable("isb"); });
+}
+
+// Two daemons' firewalls on one host: each one's commits are the other's foreign ones, and after one look each that
+// writes its table, their looks find their tables intact and write nothing more.
+TEST_F(FirewallTest, TwoFirewallsLooksSettleWithoutRewritingEachOthersTables) {
+  Firewall mine(IsbConfig());
+  FirewallConfig other_config = IsbConfig();
+  other_config.table = other_config.ifname_prefix = "other";
+  Firewall other(other_config);
+  auto look = [&](Firewall& f) {
+    std::string found = "not run";
+    In(host_, [&]() -> Status {
+      ISB_ASSIGN_OR_RETURN(found, f.Restore());
+      return {};
+    });
+    return found;
+  };
+  In(host_, [&] { return mine.Sync(); });
+  In(host_, [&] { return other.Sync(); });
+  for (int round = 0; round < 2; ++round) {
+    EXPECT_EQ(look(mine), "");
+    EXPECT_EQ(look(other), "");
+  }
+  const uint64_t mine_whole = mine.counts().whole, other_whole = other.counts().whole;
+  for (int round = 0; round < 3; ++round) {
+    EXPECT_EQ(look(mine), "");
+    EXPECT_EQ(look(other), "");
+  }
+  EXPECT_EQ(mine.counts().whole, mine_whole);
+  EXPECT_EQ(other.counts().whole, other_whole);
+  EXPECT_LE(mine_whole, 2u);
+  In(host_, [] { return DeleteTable("isb"); });
+  In(host_, [] { return DeleteTable("other"); });
 }
 
 // Thousands of listed ports: the change is made in messages under the 64 KiB an attribute can say, in one batch,
