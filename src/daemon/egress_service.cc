@@ -152,7 +152,7 @@ void EgressService::CheckNetwork() {
   if (!found.ok()) {
     std::fprintf(stderr, "isb: egress: cannot check the table inet %s: %s\n", options_.table.c_str(),
                  found.error().message.c_str());
-    return;
+    return CheckVeths();  // the veths are looked at all the same
   }
   if (found->empty()) return CheckVeths();
   std::vector<std::pair<std::string, std::string>> attached;  // id, org

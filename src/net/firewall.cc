@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <iterator>
 #include <optional>
+#include <utility>
 #include <set>
 #include <sstream>
 
@@ -265,8 +266,11 @@ namespace {
 
 // The table as the kernel has it, without counters; nullopt when there is no such table.
 Result<std::optional<std::string>> ListTable(const std::string& table) {
-  Result<ProgramExit> exit = RunProgram({"nft", "-s", "list", "table", "inet", table}, {}, 16 << 20);
+  constexpr size_t kLimit = 64 << 20;
+  Result<ProgramExit> exit = RunProgram({"nft", "-s", "list", "table", "inet", table}, {}, kLimit);
   if (!exit.ok()) return Error::Sys("starting nft (install the nftables package)", exit.error().err);
+  // Cut at the limit, it would hide the table's end from the comparison.
+  if (exit->stdout_text.size() >= kLimit) return Error::Msg("nft list table inet " + table + ": over 64 MiB");
   if (!exit->ok()) {
     if (exit->stderr_text.find("No such file or directory") != std::string::npos) return std::optional<std::string>();
     return Error::Msg("nft list table inet " + table + ": " + exit->stderr_text);
@@ -280,28 +284,39 @@ Result<std::string> Firewall::Restore() {
   MutexLock lock(mu_);
   if (applied_ == 0) return std::string();  // nothing applied yet
   if (dirty_) {
-    // The model is what the table must be; the kernel's differs by the failed change, not by anyone's edit.
+    // The model is what the table must be; the kernel's differs by the failed change, or by an edit a look found
+    // and could not undo then (pending_, told now that it is undone).
     ISB_TRY(ApplyLocked());
-    return std::string();
+    return std::exchange(pending_, std::string());
   }
+  // An edit found by a look whose rewrite failed, undone since by a change's whole apply.
+  if (!pending_.empty()) return std::exchange(pending_, std::string());
   // Nobody has committed since this firewall's last commit: the table is as it left it, and no nft need run.
   Result<uint32_t> generation = RulesetGeneration();
   if (generation.ok() && generation_ != 0 && *generation == generation_) return std::string();
   // Someone has (or the generation cannot be read, or is not this firewall's own): the table as the kernel has it.
-  ISB_ASSIGN_OR_RETURN(std::optional<std::string> before, ListTable(config_.table));
+  // One that cannot be listed (rules nft cannot show, a listing too large) is written whole all the same.
+  Result<std::optional<std::string>> before = ListTable(config_.table);
   // The same as this firewall's own last listing, with no commit of its own since: another table's commit (another
   // isb's, a container runtime's). Changes go on on top of it, and nothing is written.
-  if (before && listing_ && listing_->first == applied_ && listing_->second == *before && generation.ok()) {
+  if (before.ok() && *before && listing_ && listing_->first == applied_ && listing_->second == **before &&
+      generation.ok()) {
     generation_ = *generation;
     return std::string();
   }
+  if (before.ok() && !*before) pending_ = "deleted";
+  if (!before.ok()) pending_ = "changed";
   ISB_TRY(ApplyLocked());
-  ISB_ASSIGN_OR_RETURN(std::optional<std::string> after, ListTable(config_.table));
-  if (after) listing_.emplace(applied_, *after);
-  if (!before) return std::string("deleted");
+  Result<std::optional<std::string>> after = ListTable(config_.table);
+  // The listing is this apply's table only if no one committed after it: else the next look lists again.
+  if (Result<uint32_t> now = RulesetGeneration();
+      after.ok() && *after && now.ok() && generation_ != 0 && *now == generation_) {
+    listing_.emplace(applied_, **after);
+  }
   // A listing from before any change of this firewall's own since its last look cannot tell an edit from those
   // changes; the rewrite undid whatever it was, and only a listing unlike the model's is reported.
-  return std::string(*before == after.value_or("") ? "" : "changed");
+  if (pending_.empty() && before.ok() && after.ok() && **before != after->value_or("")) pending_ = "changed";
+  return std::exchange(pending_, std::string());
 }
 
 }  // namespace isb::net

@@ -93,6 +93,8 @@ class Firewall {
   // The watch's last listing of the table after writing it, with applied_ then: while no commit of this
   // firewall's own follows, a listing equal to it is the table intact under someone else's commit.
   std::optional<std::pair<uint64_t, std::string>> listing_ ISB_GUARDED_BY(mu_);
+  // What a look found ("deleted", "changed") and could not yet report, its rewrite having failed.
+  std::string pending_ ISB_GUARDED_BY(mu_);
 };
 
 }  // namespace isb::net

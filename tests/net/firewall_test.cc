@@ -631,34 +631,103 @@ TEST_F(FirewallTest, AChangeThatFailedIsMadeGoodWithoutBeingTakenForAnEdit) {
   In(host_, [] { return DeleteTable("isb"); });
 }
 
-// Someone else's commit right after a whole apply, before its generation is read, is not taken for the apply's own:
-// here `nft` in PATH is a wrapper that edits the table as soon as the real nft has written it.
-TEST_F(FirewallTest, AnEditRightAfterAWholeApplyIsFoundByTheNextLook) {
-  Firewall firewall(IsbConfig());
-  char dir[] = "/tmp/isb-nft-wrapper-XXXXXX";
-  ASSERT_NE(::mkdtemp(dir), nullptr);
+// The nft that PATH names, by its full path.
+std::string RealNft() {
   Result<ProgramExit> real = RunProgram({"sh", "-c", "command -v nft"}, {}, 4096);
-  ASSERT_TRUE(real.ok() && real->ok());
-  std::string nft = real->stdout_text.substr(0, real->stdout_text.find('\n'));
-  ASSERT_TRUE(WriteFile(std::string(dir) + "/nft",
-                        "#!/bin/sh\n" + nft + " \"$@\" || exit\n[ \"$1\" = -f ] || exit 0\n" + nft +
-                            " add element inet isb open_ifaces '{ \"isb-7\" }'\n",
+  EXPECT_TRUE(real.ok() && real->ok());
+  return real.ok() ? real->stdout_text.substr(0, real->stdout_text.find('\n')) : "nft";
+}
+
+// A directory with an `nft` that runs the real one and then, after each `nft -f` that succeeded, runs `after` (nft
+// arguments) as another program would right after isb's commit. Removed by the caller.
+std::string NftWrapper(const std::string& after) {
+  char dir[] = "/tmp/isb-nft-wrapper-XXXXXX";
+  EXPECT_NE(::mkdtemp(dir), nullptr);
+  const std::string nft = RealNft();
+  EXPECT_TRUE(WriteFile(std::string(dir) + "/nft",
+                        "#!/bin/sh\n" + nft + " \"$@\" || exit\n[ \"$1\" = -f ] || exit 0\n" + nft + " " + after + "\n",
                         0755)
                   .ok());
+  return dir;
+}
+
+// Runs `fn` in the host namespace with `dir` first in PATH.
+Status WithPathFirst(const Fd& host, const std::string& dir, const std::function<Status()>& fn) {
   const std::string path = ::getenv("PATH");
-  ASSERT_EQ(::setenv("PATH", (std::string(dir) + ":" + path).c_str(), 1), 0);
-  Status synced = InNetns(host_.get(), [&] { return firewall.Sync(); });
-  ASSERT_EQ(::setenv("PATH", path.c_str(), 1), 0);
-  std::filesystem::remove_all(dir);
+  ::setenv("PATH", (dir + ":" + path).c_str(), 1);
+  Status s = InNetns(host.get(), fn);
+  ::setenv("PATH", path.c_str(), 1);
+  return s;
+}
+
+// Someone else's commit right after a whole apply, before its generation is read, is not taken for the apply's own,
+// whether the apply was a change's or the watch's own rewrite: the next look finds the edit and undoes it.
+TEST_F(FirewallTest, AnEditRightAfterAWholeApplyIsFoundByTheNextLook) {
+  Firewall firewall(IsbConfig());
+  const std::string dir = NftWrapper("add element inet isb open_ifaces '{ \"isb-7\" }'");
+  Status synced = WithPathFirst(host_, dir, [&] { return firewall.Sync(); });
   ASSERT_TRUE(synced.ok()) << synced.error().message;
   ASSERT_TRUE(SetHolds(Listed(host_), "open_ifaces", "isb-7"));
+  auto look = [&]() {
+    std::string found = "not run";
+    In(host_, [&]() -> Status {
+      ISB_ASSIGN_OR_RETURN(found, firewall.Restore());
+      return {};
+    });
+    return found;
+  };
+  EXPECT_EQ(look(), "changed");
+  EXPECT_FALSE(SetHolds(Listed(host_), "open_ifaces", "isb-7"));
+
+  // The watch's own rewrite, edited again right after: not kept as the table's listing.
+  Nft(host_, "add element inet isb open_ifaces { \"isb-7\" }\n");
+  std::string found = "not run";
+  Status looked = WithPathFirst(host_, dir, [&]() -> Status {
+    ISB_ASSIGN_OR_RETURN(found, firewall.Restore());
+    return {};
+  });
+  ASSERT_TRUE(looked.ok()) << looked.error().message;
+  EXPECT_EQ(found, "");  // its listings before and after its rewrite were alike: both had the edit
+  ASSERT_TRUE(SetHolds(Listed(host_), "open_ifaces", "isb-7"));
+  EXPECT_EQ(look(), "changed");
+  EXPECT_FALSE(SetHolds(Listed(host_), "open_ifaces", "isb-7"));
+  EXPECT_EQ(look(), "");
+  std::filesystem::remove_all(dir);
+  In(host_, [] { return DeleteTable("isb"); });
+}
+
+// A look that finds the table deleted and cannot write it (nft fails) says so once it has: the report is not lost
+// to the failure.
+TEST_F(FirewallTest, AnEditALookCouldNotUndoIsReportedOnceUndone) {
+  Firewall firewall(IsbConfig());
+  In(host_, [&] { return firewall.Sync(); });
+  In(host_, [] { return DeleteTable("isb"); });
+  char dir[] = "/tmp/isb-nft-failing-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  ASSERT_TRUE(WriteFile(std::string(dir) + "/nft",
+                        "#!/bin/sh\n[ \"$1\" = -f ] && { echo refused >&2; exit 1; }\nexec " + RealNft() + " \"$@\"\n",
+                        0755)
+                  .ok());
+  Result<std::string> failed = Error::Msg("not run");
+  (void)WithPathFirst(host_, dir, [&]() -> Status {
+    failed = firewall.Restore();
+    return {};
+  });
+  std::filesystem::remove_all(dir);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.error().message, "nft refused the ruleset: refused");
   std::string found = "not run";
   In(host_, [&]() -> Status {
     ISB_ASSIGN_OR_RETURN(found, firewall.Restore());
     return {};
   });
-  EXPECT_EQ(found, "changed");
-  EXPECT_FALSE(SetHolds(Listed(host_), "open_ifaces", "isb-7"));
+  EXPECT_EQ(found, "deleted");
+  EXPECT_NE(Listed(host_).find("chain from_sandbox"), std::string::npos);
+  In(host_, [&]() -> Status {
+    ISB_ASSIGN_OR_RETURN(found, firewall.Restore());
+    return {};
+  });
+  EXPECT_EQ(found, "");
   In(host_, [] { return DeleteTable("isb"); });
 }
 
