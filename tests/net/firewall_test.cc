@@ -697,7 +697,7 @@ TEST_F(FirewallTest, AnEditRightAfterAWholeApplyIsFoundByTheNextLook) {
 }
 
 // A look that finds the table deleted and cannot write it (nft fails) says so once it has: the report is not lost
-// to the failure.
+// to the failure. (The failing nft reads its input first, as the real one does: the ruleset is written to its stdin.)
 TEST_F(FirewallTest, AnEditALookCouldNotUndoIsReportedOnceUndone) {
   Firewall firewall(IsbConfig());
   In(host_, [&] { return firewall.Sync(); });
@@ -705,7 +705,8 @@ TEST_F(FirewallTest, AnEditALookCouldNotUndoIsReportedOnceUndone) {
   char dir[] = "/tmp/isb-nft-failing-XXXXXX";
   ASSERT_NE(::mkdtemp(dir), nullptr);
   ASSERT_TRUE(WriteFile(std::string(dir) + "/nft",
-                        "#!/bin/sh\n[ \"$1\" = -f ] && { echo refused >&2; exit 1; }\nexec " + RealNft() + " \"$@\"\n",
+                        "#!/bin/sh\n[ \"$1\" = -f ] && { cat >/dev/null; echo refused >&2; exit 1; }\nexec " + RealNft() +
+                            " \"$@\"\n",
                         0755)
                   .ok());
   Result<std::string> failed = Error::Msg("not run");
