@@ -194,9 +194,9 @@ Status Firewall::Remove(const std::string& ifname) {
 
 Status Firewall::ChangeLocked(const SandboxRules* before, const SandboxRules* after) {
   // Until the whole table was written once there is no table of this firewall's to change (or another daemon's old
-  // one); after a failure the kernel's table may differ from the model; without a generation of its own, a change
-  // could land on someone else's edit: in each case the whole table.
-  if (applied_ == 0 || dirty_ || generation_ == 0) return ApplyLocked();
+  // one), and no generation of its own; after a failure the kernel's table may differ from the model; without a
+  // generation of its own, a change could land on someone else's edit: in each case the whole table.
+  if (dirty_ || generation_ == 0) return ApplyLocked();
   std::set<SetElement> was, will;
   if (before != nullptr) {
     Result<std::set<SetElement>> e = ElementsOf(*before);
@@ -222,7 +222,6 @@ Status Firewall::ChangeLocked(const SandboxRules* before, const SandboxRules* af
   }
   generation_ = NextGeneration(generation_);
   ++counts_.elements;
-  ++applied_;
   return {};
 }
 
@@ -256,7 +255,6 @@ Status Firewall::ApplyLocked() {
     Result<uint32_t> after = RulesetGeneration();
     if (before.ok() && after.ok() && *after == NextGeneration(*before)) generation_ = *after;
     ++counts_.whole;
-    ++applied_;
     listing_.reset();
   }
   return s;
@@ -282,7 +280,7 @@ Result<std::optional<std::string>> ListTable(const std::string& table) {
 
 Result<std::string> Firewall::Restore() {
   MutexLock lock(mu_);
-  if (applied_ == 0) return std::string();  // nothing applied yet
+  if (counts_.whole == 0) return std::string();  // nothing applied yet
   if (dirty_) {
     // The model is what the table must be; the kernel's differs by the failed change, or by an edit a look found
     // and could not undo then (pending_, told now that it is undone).
@@ -299,7 +297,7 @@ Result<std::string> Firewall::Restore() {
   Result<std::optional<std::string>> before = ListTable(config_.table);
   // The same as this firewall's own last listing, with no commit of its own since: another table's commit (another
   // isb's, a container runtime's). Changes go on on top of it, and nothing is written.
-  if (before.ok() && *before && listing_ && listing_->first == applied_ && listing_->second == **before &&
+  if (before.ok() && *before && listing_ && listing_->first == CommitsLocked() && listing_->second == **before &&
       generation.ok()) {
     generation_ = *generation;
     return std::string();
@@ -311,7 +309,7 @@ Result<std::string> Firewall::Restore() {
   // The listing is this apply's table only if no one committed after it: else the next look lists again.
   if (Result<uint32_t> now = RulesetGeneration();
       after.ok() && *after && now.ok() && generation_ != 0 && *now == generation_) {
-    listing_.emplace(applied_, **after);
+    listing_.emplace(CommitsLocked(), **after);
   }
   // A listing from before any change of this firewall's own since its last look cannot tell an edit from those
   // changes; the rewrite undid whatever it was, and only a listing unlike the model's is reported.

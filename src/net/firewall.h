@@ -81,16 +81,17 @@ class Firewall {
   // The table's elements moved from `before`'s rules to `after`'s (either may be absent) by one element change,
   // or by a whole apply when that fails (the table was changed or deleted by someone else).
   Status ChangeLocked(const SandboxRules* before, const SandboxRules* after) ISB_REQUIRES(mu_);
+  // The commits this firewall made: whole applies and element changes.
+  uint64_t CommitsLocked() const ISB_REQUIRES(mu_) { return counts_.whole + counts_.elements; }
   mutable Mutex mu_;
   FirewallConfig config_ ISB_GUARDED_BY(mu_);
   std::map<std::string, SandboxRules> sandboxes_ ISB_GUARDED_BY(mu_);
-  uint64_t applied_ ISB_GUARDED_BY(mu_) = 0;     // applies and element changes so far
   Counts counts_ ISB_GUARDED_BY(mu_);
   // The ruleset generation this firewall's last commit made (0: not known); element changes are made only on it.
   uint32_t generation_ ISB_GUARDED_BY(mu_) = 0;
   // The last whole apply failed: the kernel's table may not be the model's.
   bool dirty_ ISB_GUARDED_BY(mu_) = false;
-  // The watch's last listing of the table after writing it, with applied_ then: while no commit of this
+  // The watch's last listing of the table after writing it, with CommitsLocked() then: while no commit of this
   // firewall's own follows, a listing equal to it is the table intact under someone else's commit.
   std::optional<std::pair<uint64_t, std::string>> listing_ ISB_GUARDED_BY(mu_);
   // What a look found ("deleted", "changed") and could not yet report, its rewrite having failed.
