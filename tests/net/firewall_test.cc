@@ -481,6 +481,16 @@ uint32_t Generation(const Fd& host) {
   return g;
 }
 
+// Firewall::Restore (the watch's look) in the test's host namespace: what it found; a failure fails the test.
+std::string Look(const Fd& host, Firewall& firewall) {
+  std::string found = "not run";
+  In(host, [&]() -> Status {
+    ISB_ASSIGN_OR_RETURN(found, firewall.Restore());
+    return {};
+  });
+  return found;
+}
+
 // `nft -f -` of `script` in the test's host namespace: another program's edit.
 void Nft(const Fd& host, const std::string& script) {
   In(host, [&]() -> Status {
@@ -538,16 +548,8 @@ TEST_F(FirewallTest, AnEditByAnotherProgramIsUndoneWhenSandboxesChangeAsWhenThey
   SandboxLink a;
   Fd sa = Sandbox(1, &a);
   Firewall firewall(IsbConfig());
-  auto restore = [&] {
-    std::string found = "not run";
-    In(host_, [&]() -> Status {
-      ISB_ASSIGN_OR_RETURN(found, firewall.Restore());
-      return {};
-    });
-    return found;
-  };
   In(host_, [&] { return firewall.Sync(); });
-  EXPECT_EQ(restore(), "");
+  EXPECT_EQ(Look(host_, firewall), "");
   EXPECT_EQ(firewall.counts().whole, 1u) << "a look with no commit since writes nothing";
   const std::string edit = "add element inet isb open_ifaces { \"isb-7\" }\nflush chain inet isb from_sandbox\n";
 
@@ -561,22 +563,22 @@ TEST_F(FirewallTest, AnEditByAnotherProgramIsUndoneWhenSandboxesChangeAsWhenThey
 
   In(host_, [&] { return firewall.Set({a.host_ifname, EgressMode::kList, {443, 80}}); });
   EXPECT_EQ(firewall.counts().elements, 1u);
-  EXPECT_EQ(restore(), "");
+  EXPECT_EQ(Look(host_, firewall), "");
   EXPECT_EQ(firewall.counts().whole, 2u);
   Nft(host_, edit);
-  EXPECT_EQ(restore(), "changed");
+  EXPECT_EQ(Look(host_, firewall), "changed");
   EXPECT_EQ(firewall.counts().whole, 3u);
   listed = Listed(host_);
   EXPECT_EQ(listed.find("isb-7"), std::string::npos) << listed;
   EXPECT_TRUE(SetHolds(listed, "list_ifaces", a.host_ifname)) << listed;
-  EXPECT_EQ(restore(), "");
+  EXPECT_EQ(Look(host_, firewall), "");
 
   Nft(host_, "table inet isbtest-other\n");  // another table's commit
-  EXPECT_EQ(restore(), "");
+  EXPECT_EQ(Look(host_, firewall), "");
   In(host_, [&] { return firewall.Set({a.host_ifname, EgressMode::kList, {443}}); });
   EXPECT_EQ(firewall.counts().elements, 2u) << "changes go on by elements after the look";
   In(host_, [] { return DeleteTable("isb"); });
-  EXPECT_EQ(restore(), "deleted");
+  EXPECT_EQ(Look(host_, firewall), "deleted");
   EXPECT_TRUE(SetHolds(Listed(host_), "list_ifaces", a.host_ifname));
   In(host_, [] { return DeleteTable("isb"); });
   In(host_, [] { return DeleteTable("isbtest-other"); });
@@ -617,12 +619,7 @@ TEST_F(FirewallTest, AChangeThatFailedIsMadeGoodWithoutBeingTakenForAnEdit) {
   Status removed = WithoutDescriptors(host_, [&] { return firewall.Remove(a.host_ifname); });
   ASSERT_FALSE(removed.ok());
   EXPECT_TRUE(SetHolds(Listed(host_), "open_ifaces", a.host_ifname)) << "the kernel kept it";
-  std::string found = "not run";
-  In(host_, [&]() -> Status {
-    ISB_ASSIGN_OR_RETURN(found, firewall.Restore());
-    return {};
-  });
-  EXPECT_EQ(found, "");
+  EXPECT_EQ(Look(host_, firewall), "");
   EXPECT_FALSE(SetHolds(Listed(host_), "open_ifaces", a.host_ifname));
   In(host_, [&] { return firewall.Set({a.host_ifname, EgressMode::kList, {443}}); });
   const std::string listed = Listed(host_);
@@ -668,15 +665,7 @@ TEST_F(FirewallTest, AnEditRightAfterAWholeApplyIsFoundByTheNextLook) {
   Status synced = WithPathFirst(host_, dir, [&] { return firewall.Sync(); });
   ASSERT_TRUE(synced.ok()) << synced.error().message;
   ASSERT_TRUE(SetHolds(Listed(host_), "open_ifaces", "isb-7"));
-  auto look = [&]() {
-    std::string found = "not run";
-    In(host_, [&]() -> Status {
-      ISB_ASSIGN_OR_RETURN(found, firewall.Restore());
-      return {};
-    });
-    return found;
-  };
-  EXPECT_EQ(look(), "changed");
+  EXPECT_EQ(Look(host_, firewall), "changed");
   EXPECT_FALSE(SetHolds(Listed(host_), "open_ifaces", "isb-7"));
 
   // The watch's own rewrite, edited again right after: not kept as the table's listing.
@@ -689,9 +678,9 @@ TEST_F(FirewallTest, AnEditRightAfterAWholeApplyIsFoundByTheNextLook) {
   ASSERT_TRUE(looked.ok()) << looked.error().message;
   EXPECT_EQ(found, "");  // its listings before and after its rewrite were alike: both had the edit
   ASSERT_TRUE(SetHolds(Listed(host_), "open_ifaces", "isb-7"));
-  EXPECT_EQ(look(), "changed");
+  EXPECT_EQ(Look(host_, firewall), "changed");
   EXPECT_FALSE(SetHolds(Listed(host_), "open_ifaces", "isb-7"));
-  EXPECT_EQ(look(), "");
+  EXPECT_EQ(Look(host_, firewall), "");
   std::filesystem::remove_all(dir);
   In(host_, [] { return DeleteTable("isb"); });
 }
@@ -717,18 +706,9 @@ TEST_F(FirewallTest, AnEditALookCouldNotUndoIsReportedOnceUndone) {
   std::filesystem::remove_all(dir);
   ASSERT_FALSE(failed.ok());
   EXPECT_EQ(failed.error().message, "nft refused the ruleset: refused");
-  std::string found = "not run";
-  In(host_, [&]() -> Status {
-    ISB_ASSIGN_OR_RETURN(found, firewall.Restore());
-    return {};
-  });
-  EXPECT_EQ(found, "deleted");
+  EXPECT_EQ(Look(host_, firewall), "deleted");
   EXPECT_NE(Listed(host_).find("chain from_sandbox"), std::string::npos);
-  In(host_, [&]() -> Status {
-    ISB_ASSIGN_OR_RETURN(found, firewall.Restore());
-    return {};
-  });
-  EXPECT_EQ(found, "");
+  EXPECT_EQ(Look(host_, firewall), "");
   In(host_, [] { return DeleteTable("isb"); });
 }
 
@@ -739,24 +719,16 @@ TEST_F(FirewallTest, TwoFirewallsLooksSettleWithoutRewritingEachOthersTables) {
   FirewallConfig other_config = IsbConfig();
   other_config.table = other_config.ifname_prefix = "other";
   Firewall other(other_config);
-  auto look = [&](Firewall& f) {
-    std::string found = "not run";
-    In(host_, [&]() -> Status {
-      ISB_ASSIGN_OR_RETURN(found, f.Restore());
-      return {};
-    });
-    return found;
-  };
   In(host_, [&] { return mine.Sync(); });
   In(host_, [&] { return other.Sync(); });
   for (int round = 0; round < 2; ++round) {
-    EXPECT_EQ(look(mine), "");
-    EXPECT_EQ(look(other), "");
+    EXPECT_EQ(Look(host_, mine), "");
+    EXPECT_EQ(Look(host_, other), "");
   }
   const uint64_t mine_whole = mine.counts().whole, other_whole = other.counts().whole;
   for (int round = 0; round < 3; ++round) {
-    EXPECT_EQ(look(mine), "");
-    EXPECT_EQ(look(other), "");
+    EXPECT_EQ(Look(host_, mine), "");
+    EXPECT_EQ(Look(host_, other), "");
   }
   EXPECT_EQ(mine.counts().whole, mine_whole);
   EXPECT_EQ(other.counts().whole, other_whole);
