@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= 2
 
-.PHONY: all deps build docs install test test-images thread-safety run demo bench san-build sanitize fuzz clean
+.PHONY: all deps build docs format install test test-images thread-safety run demo bench san-build sanitize fuzz clean
 
 all: build
 
@@ -23,6 +23,10 @@ docs: deps
 	@$(CONFIGURE) >/dev/null
 	@ninja -C $(BUILD) -j$(JOBS) isb_docs
 	@$(BUILD)/isb_docs docs
+
+# Every .cc and .h into .clang-format's layout (clang-format-14, a package of `make build`'s); `make test` checks it.
+format: deps
+	@find bench fuzz src tests \( -name '*.cc' -o -name '*.h' \) -print0 | xargs -0 -n 100 -P $(JOBS) clang-format-14 -i
 
 # The built isb into $(DESTDIR)$(PREFIX)/bin, the systemd unit (its ExecStart naming that isb) into UNITDIR and its
 # flags into SYSCONFDIR/default/isb, kept if there already. Builds nothing: `make build` first (as any user).

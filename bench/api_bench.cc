@@ -76,7 +76,8 @@ class KeptAlive {
     ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     if (::inet_pton(AF_INET, ep.host.c_str(), &a.sin_addr) != 1 ||
         ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-      std::fprintf(stderr, "api_bench: cannot connect to %s:%u (an IPv4 address is needed)\n", ep.host.c_str(), ep.port);
+      std::fprintf(stderr, "api_bench: cannot connect to %s:%u (an IPv4 address is needed)\n", ep.host.c_str(),
+                   ep.port);
       std::exit(1);
     }
   }
@@ -175,19 +176,21 @@ std::string Paths(const std::map<std::string, int>& paths) {
 // The side-by-side table of create + first exec.
 void CreateTable(const Api& pooled, const Api& cold, int runs, int clients) {
   std::printf("create + first exec, ms (p50 / p99; path: how many creates took each)\n");
-  std::printf("  %-52s %-19s %-19s %s\n", "", "sequential", (std::to_string(clients) + " clients").c_str(), "paths (seq | conc)");
+  std::printf("  %-52s %-19s %-19s %s\n", "", "sequential", (std::to_string(clients) + " clients").c_str(),
+              "paths (seq | conc)");
   struct Row {
     const char* name;
     const Api* api;
     bool agent;
   };
-  for (const Row& row : {Row{"{}", &pooled, false}, Row{"named + egress list + labels + mem_limit", &pooled, true},
-                         Row{"{}, pool off", &cold, false},
-                         Row{"named + egress list + labels + mem_limit, pool off", &cold, true}}) {
+  for (const Row& row :
+       {Row{"{}", &pooled, false}, Row{"named + egress list + labels + mem_limit", &pooled, true},
+        Row{"{}, pool off", &cold, false}, Row{"named + egress list + labels + mem_limit, pool off", &cold, true}}) {
     Sample seq = CreateRuns(*row.api, row.agent, runs, 1);
     Sample conc = CreateRuns(*row.api, row.agent, runs, clients);
-    std::printf("  %-52s %7.2f / %7.2f   %7.2f / %7.2f   %s | %s\n", row.name, Pct(seq.first, 0.5), Pct(seq.first, 0.99),
-                Pct(conc.first, 0.5), Pct(conc.first, 0.99), Paths(seq.paths).c_str(), Paths(conc.paths).c_str());
+    std::printf("  %-52s %7.2f / %7.2f   %7.2f / %7.2f   %s | %s\n", row.name, Pct(seq.first, 0.5),
+                Pct(seq.first, 0.99), Pct(conc.first, 0.5), Pct(conc.first, 0.99), Paths(seq.paths).c_str(),
+                Paths(conc.paths).c_str());
     std::fflush(stdout);
   }
 }
@@ -229,7 +232,8 @@ int main(int argc, char** argv) {
   }
   Report("create + first exec (sequential)", first);
   Report("create + exec + remove (sequential)", cycle);
-  std::printf("%-44s %8.1f sandboxes/s\n", "sequential rate", 1000.0 * runs / std::accumulate(cycle.begin(), cycle.end(), 0.0));
+  std::printf("%-44s %8.1f sandboxes/s\n", "sequential rate",
+              1000.0 * runs / std::accumulate(cycle.begin(), cycle.end(), 0.0));
 
   std::vector<double> cfirst, ccycle;
   std::mutex mu;

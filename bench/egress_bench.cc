@@ -262,7 +262,8 @@ Interception InterceptionFor(const std::string& name, const std::string& secret,
   return i;
 }
 
-int RunProxy(const std::string& name, const std::string& sni_target_port, const std::optional<Interception>& intercept) {
+int RunProxy(const std::string& name, const std::string& sni_target_port,
+             const std::optional<Interception>& intercept) {
   sigset_t stop = BlockStopSignals();
   ::signal(SIGPIPE, SIG_IGN);  // a splice into a socket its peer reset raises it (proxy.h)
   uint16_t port = FreePort();
@@ -281,8 +282,8 @@ int RunProxy(const std::string& name, const std::string& sni_target_port, const 
   }
   if (i != nullptr) {
     for (const auto& [secret, c] : i->filter->Counters("bench"))
-      std::fprintf(stderr, "egress_bench: secret %s: %lu swapped, %lu scrubbed, %lu held\n", secret.c_str(),
-                   c.swapped, c.scrubbed, c.held);
+      std::fprintf(stderr, "egress_bench: secret %s: %lu swapped, %lu scrubbed, %lu held\n", secret.c_str(), c.swapped,
+                   c.scrubbed, c.held);
   }
   return 0;
 }
@@ -328,7 +329,7 @@ bool Drain(Flow& f) {
 
 // Moves what can move on socket i of p; false when the pair is done (both ends ended, or an error).
 bool Step(Pair* p, int i) {
-  Flow& out = p->flow[i];  // reads fd[i]
+  Flow& out = p->flow[i];     // reads fd[i]
   Flow& in = p->flow[1 - i];  // writes fd[i]
   if (!Drain(in)) return false;
   while (!out.ended && out.len == 0) {
@@ -450,9 +451,10 @@ int main(int argc, char** argv) {
       args[6] == "--origin-ca" && args[8] == "--sandbox-ca")
     return RunProxy(args[1], args[3], InterceptionFor(args[1], args[5], args[7], args[9]));
   if (args.size() == 3 && args[0] == "relay") return RunRelay(args[1], args[2]);
-  std::fprintf(stderr,
-               "usage: egress_bench origin CERT KEY | egress_bench proxy NAME --sni-port PORT [--secret PLACEHOLDER=VALUE "
-               "--origin-ca FILE --sandbox-ca FILE] | "
-               "egress_bench relay HTTP_PORT TLS_PORT\n");
+  std::fprintf(
+      stderr,
+      "usage: egress_bench origin CERT KEY | egress_bench proxy NAME --sni-port PORT [--secret PLACEHOLDER=VALUE "
+      "--origin-ca FILE --sandbox-ca FILE] | "
+      "egress_bench relay HTTP_PORT TLS_PORT\n");
   return 2;
 }

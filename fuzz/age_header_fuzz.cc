@@ -1,6 +1,6 @@
 // Fuzzes an age file as `isb secret import` receives it: the header parser, the store's binding stanza, then the
-// whole decryption with a fixed test identity (the seeds in fuzz/corpus/age_header are real age files encrypted to it, so mutations reach the
-// stanzas, the MAC and the payload).
+// whole decryption with a fixed test identity (the seeds in fuzz/corpus/age_header are real age files encrypted to it,
+// so mutations reach the stanzas, the MAC and the payload).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>

@@ -19,7 +19,9 @@ using nlohmann::json;
 const isb::audit::DetailsPolicy& Policy() {
   static const isb::audit::DetailsPolicy p = [] {
     isb::audit::DetailsPolicy d = isb::audit::DefaultDetailsPolicy();
-    d.Allow("all", {{"s"}, {"l", isb::audit::Keep::kStrings}, {"k", isb::audit::Keep::kKeyNames},
+    d.Allow("all", {{"s"},
+                    {"l", isb::audit::Keep::kStrings},
+                    {"k", isb::audit::Keep::kKeyNames},
                     {"r", isb::audit::Keep::kRecords}});
     return d;
   }();

@@ -33,7 +33,8 @@ Outcome Relay(std::string_view bytes, BodyFraming in, Reframe out, bool filtered
     BodyRelay::Step step = relay.Feed(part, o.out);
     if (step.used > part.size()) std::abort();
     if (step.state == BodyRelay::State::kMore && step.used != part.size()) std::abort();
-    if (step.state != BodyRelay::State::kMore && step.state != BodyRelay::State::kDone && step.reason.empty()) std::abort();
+    if (step.state != BodyRelay::State::kMore && step.state != BodyRelay::State::kDone && step.reason.empty())
+      std::abort();
     o.used += step.used;
     o.state = step.state;
   }
@@ -69,7 +70,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const Outcome* o : {&whole, &split}) {
       if (!bytes.starts_with(o->out) || o->out.size() > o->used) std::abort();
     }
-    if (whole.state == BodyRelay::State::kDone && (whole.out != split.out || whole.out.size() != whole.used)) std::abort();
+    if (whole.state == BodyRelay::State::kDone && (whole.out != split.out || whole.out.size() != whole.used))
+      std::abort();
     return 0;
   }
   if (whole.state != BodyRelay::State::kDone) return 0;

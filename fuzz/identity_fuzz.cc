@@ -30,7 +30,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
       break;
     }
-    case 2: (void)ParseRole(in); break;
+    case 2:
+      (void)ParseRole(in);
+      break;
     case 3: {
       size_t cut = in.find('\n');
       if (cut == std::string_view::npos) break;

@@ -52,9 +52,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   CheckScanned(in, field_host);
   // The request line is never read as a field: the host is the first Host line after it (unless the head ends
   // right at the request line).
-  if (const size_t eol = in.find('\n');
-      eol != std::string_view::npos && eol > 0 && in.find("\r\n\r\n") != eol - 1 &&
-      names.host != api::ScanHostField(in.substr(eol + 1)))
+  if (const size_t eol = in.find('\n'); eol != std::string_view::npos && eol > 0 && in.find("\r\n\r\n") != eol - 1 &&
+                                        names.host != api::ScanHostField(in.substr(eol + 1)))
     abort();
   const std::string_view host = NextLine(in);
   const std::string_view target = NextLine(in);

@@ -38,14 +38,20 @@ Status AddAuditList(Registry& reg, audit::AuditLog& log) {
   props["actor"] = Str("Only this actor (\"user:NAME\", \"token:ID\", ...).", 200, 1);
   props["action"] = Str("Only this action: a tool's name or an event such as sign_in.", 100, 1);
   props["since"] = Int("Only rows at or after this time (unix milliseconds).", 0, INT64_MAX);
-  props["latest"] = Bool("The last `limit` matching rows instead of the first (still oldest first); next_after is "
-                         "then null.");
+  props["latest"] = Bool(
+      "The last `limit` matching rows instead of the first (still oldest first); next_after is "
+      "then null.");
   props["until"] = Int("Only rows before this time (unix milliseconds).", 0, INT64_MAX);
-  props["platform"] = Bool("Platform admins: the rows of no org instead of the call's org's: sign-ins and sign-outs, "
-                           "setup, refused credentials (events before any org is known).");
-  json record = Output({{"id", {{"type", "integer"}}}, {"time", {{"type", "integer"}}}, {"org", {{"type", "string"}}},
-                        {"actor", {{"type", "string"}}}, {"action", {{"type", "string"}}},
-                        {"outcome", {{"type", "string"}}}, {"hash", {{"type", "string"}}}},
+  props["platform"] = Bool(
+      "Platform admins: the rows of no org instead of the call's org's: sign-ins and sign-outs, "
+      "setup, refused credentials (events before any org is known).");
+  json record = Output({{"id", {{"type", "integer"}}},
+                        {"time", {{"type", "integer"}}},
+                        {"org", {{"type", "string"}}},
+                        {"actor", {{"type", "string"}}},
+                        {"action", {{"type", "string"}}},
+                        {"outcome", {{"type", "string"}}},
+                        {"hash", {{"type", "string"}}}},
                        {"id", "time", "org", "actor", "action", "outcome", "hash"});
   return reg.Add(Tool{
       "audit_list", "List the org's audit log",
@@ -71,35 +77,40 @@ Status AddAuditList(Registry& reg, audit::AuditLog& log) {
         ISB_ASSIGN_OR_RETURN(auto records, log.List(f));
         json out = json::array();
         for (const auto& r : records) out.push_back(audit::ToJson(r));
-        return json{{"records", std::move(out)},
-                    {"next_after", f.latest ? json(nullptr)
-                                            : NextAfter(records.size(), f.limit, records.empty() ? 0 : records.back().id)}};
+        return json{
+            {"records", std::move(out)},
+            {"next_after",
+             f.latest ? json(nullptr) : NextAfter(records.size(), f.limit, records.empty() ? 0 : records.back().id)}};
       },
       ToolAccess{.least_role = Role::kAdmin, .kind = ScopeKind::kAdmin}});
 }
 
 Status AddAuditVerify(Registry& reg, audit::AuditLog& log, audit::History& history) {
   json report = Output({{"ok", {{"type", "boolean"}}}, {"rows", {{"type", "integer"}}}}, {"ok", "rows"});
-  return reg.Add(Tool{
-      "audit_verify", "Verify the audit chains",
-      "Walks the audit log's and the sandbox history's hash chains (platform admins): ok, row counts, heads, and "
-      "the first broken row if any.",
-      Object({}, {}), Output({{"audit_log", report}, {"history", report}}, {"audit_log", "history"}),
-      ToolAnnotations{.read_only = true, .idempotent = true}, false,
-      [&log, &history](const json&, const CallContext&) -> Result<json> {
-        ISB_ASSIGN_OR_RETURN(audit::VerifyResult l, log.Verify());
-        ISB_ASSIGN_OR_RETURN(audit::VerifyResult h, history.Verify());
-        return json{{"audit_log", audit::VerifyReportJson(l)}, {"history", audit::VerifyReportJson(h)}};
-      },
-      ToolAccess{.least_role = Role::kOwner, .kind = ScopeKind::kAdmin, .org_bound = false, .platform = true}});
+  return reg.Add(
+      Tool{"audit_verify", "Verify the audit chains",
+           "Walks the audit log's and the sandbox history's hash chains (platform admins): ok, row counts, heads, and "
+           "the first broken row if any.",
+           Object({}, {}), Output({{"audit_log", report}, {"history", report}}, {"audit_log", "history"}),
+           ToolAnnotations{.read_only = true, .idempotent = true}, false,
+           [&log, &history](const json&, const CallContext&) -> Result<json> {
+             ISB_ASSIGN_OR_RETURN(audit::VerifyResult l, log.Verify());
+             ISB_ASSIGN_OR_RETURN(audit::VerifyResult h, history.Verify());
+             return json{{"audit_log", audit::VerifyReportJson(l)}, {"history", audit::VerifyReportJson(h)}};
+           },
+           ToolAccess{.least_role = Role::kOwner, .kind = ScopeKind::kAdmin, .org_bound = false, .platform = true}});
 }
 
 Status AddHistoryQuery(Registry& reg, audit::History& history, Sandboxes& sandboxes) {
   json props = Page();
   props["sandbox"] = Str("The sandbox's id or name, in the call's org; without it, every sandbox of the org.", 128, 1);
-  json event = Output({{"id", {{"type", "integer"}}}, {"time", {{"type", "integer"}}}, {"sandbox", {{"type", "string"}}},
-                       {"event", {{"type", "string"}}}, {"actor", {{"type", "string"}}},
-                       {"actor_kind", {{"type", "string"}}}, {"reason", {{"type", "string"}}}},
+  json event = Output({{"id", {{"type", "integer"}}},
+                       {"time", {{"type", "integer"}}},
+                       {"sandbox", {{"type", "string"}}},
+                       {"event", {{"type", "string"}}},
+                       {"actor", {{"type", "string"}}},
+                       {"actor_kind", {{"type", "string"}}},
+                       {"reason", {{"type", "string"}}}},
                       {"id", "time", "sandbox", "event"});
   return reg.Add(Tool{
       "history_query", "Sandbox history",
@@ -122,8 +133,13 @@ Status AddHistoryQuery(Registry& reg, audit::History& history, Sandboxes& sandbo
         ISB_ASSIGN_OR_RETURN(auto events, history.Query(f));
         json out = json::array();
         for (const auto& e : events) {
-          out.push_back({{"id", e.id}, {"time", e.time_ms}, {"sandbox", e.entry.sandbox}, {"event", e.entry.event},
-                         {"actor", e.entry.actor}, {"actor_kind", e.entry.actor_kind}, {"reason", e.entry.reason},
+          out.push_back({{"id", e.id},
+                         {"time", e.time_ms},
+                         {"sandbox", e.entry.sandbox},
+                         {"event", e.entry.event},
+                         {"actor", e.entry.actor},
+                         {"actor_kind", e.entry.actor_kind},
+                         {"reason", e.entry.reason},
                          {"request_id", e.entry.request_id}});
         }
         return json{{"events", std::move(out)},

@@ -91,8 +91,8 @@ EventBatch EventBus::Since(uint64_t after, const std::function<bool(const std::s
     batch.last_id = Horizon();
     return batch;
   }
-  const auto first = std::upper_bound(ring_.begin(), ring_.end(), after,
-                                      [](uint64_t id, const SandboxEvent& e) { return id < e.id; });
+  const auto first =
+      std::upper_bound(ring_.begin(), ring_.end(), after, [](uint64_t id, const SandboxEvent& e) { return id < e.id; });
   for (auto it = first; it != ring_.end(); ++it) {
     if (visible(it->org)) batch.events.push_back(*it);
   }

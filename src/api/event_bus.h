@@ -29,8 +29,8 @@ std::string Rfc3339Ms(int64_t unix_ms);
 // What a reader gets: the events after its cursor that it may see, and where its cursor is now.
 struct EventBatch {
   // The cursor is not this bus's: older than the oldest event kept (some were dropped), from before the bus began
-  // (an earlier daemon's id) or past what the bus has handed out (another daemon's). The reader has missed an unknown number of events and should reload what it shows; `events` is
-  // empty and `last_id` is the newest id, to go on from.
+  // (an earlier daemon's id) or past what the bus has handed out (another daemon's). The reader has missed an unknown
+  // number of events and should reload what it shows; `events` is empty and `last_id` is the newest id, to go on from.
   bool reset = false;
   std::vector<SandboxEvent> events;
   uint64_t last_id = 0;  // the cursor to pass next: past every id looked at, seen or not (see EventBus::LastId)

@@ -55,7 +55,6 @@ bool NamesLoopback(std::string_view host) {
   return h == "localhost" || IsLoopbackHost(h);
 }
 
-
 // Whether two answers of the authenticator give the same access: what every check of a call looks at.
 bool SameAccess(const Identity& a, const Identity& b) {
   return a.user_id == b.user_id && a.credential_id == b.credential_id && a.superadmin == b.superadmin &&
@@ -68,7 +67,10 @@ bool SameAccess(const Identity& a, const Identity& b) {
 class CallerCheck {
  public:
   CallerCheck(const Authenticator& auth, Request req, Identity who, std::chrono::milliseconds every)
-      : auth_(auth), req_(std::move(req)), who_(std::move(who)), every_(every),
+      : auth_(auth),
+        req_(std::move(req)),
+        who_(std::move(who)),
+        every_(every),
         next_(std::chrono::steady_clock::now() + every) {}
   bool Holds() {
     MutexLock lock(mu_);
@@ -114,7 +116,7 @@ auto OnWorker(net::thread_pool& pool, F f) {
     });
   };
   return net::async_initiate<const net::use_awaitable_t<>&, void(std::exception_ptr, T)>(initiate, net::use_awaitable,
-                                                                                          std::move(f));
+                                                                                         std::move(f));
 }
 
 bool IsHttpParseError(const beast::error_code& ec) {
@@ -168,19 +170,20 @@ Status PrepareUnixSocket(const std::string& path) {
   std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
   if (mkdir(dir.c_str(), 0700) != 0) {
     if (errno != EEXIST) return Error::Sys("creating the socket directory " + dir);
-    struct stat st{};
+    struct stat st {};
     if (stat(dir.c_str(), &st) != 0) return Error::Sys("stat " + dir);
     if (!S_ISDIR(st.st_mode)) return Error::Msg(dir + " is not a directory");
     if ((st.st_mode & 077) != 0) {
       // Tightening a shared directory such as /tmp would break the system; only our own private one is changed.
       if (st.st_uid != geteuid() || (st.st_mode & (S_ISVTX | S_IWOTH)) != 0) {
-        return Error::Msg("the socket directory " + dir + " is shared with other users; put the socket in a "
+        return Error::Msg("the socket directory " + dir +
+                          " is shared with other users; put the socket in a "
                           "directory of its own (it is made 0700)");
       }
       if (chmod(dir.c_str(), 0700) != 0) return Error::Sys("chmod 0700 " + dir);
     }
   }
-  struct stat st{};
+  struct stat st {};
   if (lstat(path.c_str(), &st) != 0) return {};
   if (!S_ISSOCK(st.st_mode)) return Error::Msg(path + " exists and is not a socket; remove it or choose another path");
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -269,10 +272,10 @@ class HttpServer::Impl {
   Authenticator auth_;
   const Result<Router> router_;  // an error only if ServerRoutes() is malformed; Start then says so
   std::atomic<bool> stopping_{false};
-  std::atomic<size_t> connections_[2] = {0, 0};  // open over TCP, over the unix socket
-  KeyedSlots calls_{opts_.max_calls_per_account};              // per account, over TCP
-  KeyedSlots streams_{opts_.max_streams_per_account};          // events streams and terminals per account, over TCP
-  KeyedSlots all_streams_{opts_.max_streams};                  // and in all, under the one key ""
+  std::atomic<size_t> connections_[2] = {0, 0};        // open over TCP, over the unix socket
+  KeyedSlots calls_{opts_.max_calls_per_account};      // per account, over TCP
+  KeyedSlots streams_{opts_.max_streams_per_account};  // events streams and terminals per account, over TCP
+  KeyedSlots all_streams_{opts_.max_streams};          // and in all, under the one key ""
   // HttpServerOptions::on_refused's budgets: per account or address, and for all of them together (addresses are
   // many: any local user may send from all of 127.0.0.0/8). Checked and spent as one step.
   Mutex refusal_mu_;
@@ -305,7 +308,7 @@ class HttpServer::Impl {
   Refusal RefusalOf(const beast::error_code& ec) const;
   template <class Protocol>
   void TellMalformed(beast::basic_stream<Protocol>& stream, int status, const std::string& message);
-  KeyedSlots addresses_{opts_.max_connections_per_address};    // connections per remote address, over TCP
+  KeyedSlots addresses_{opts_.max_connections_per_address};  // connections per remote address, over TCP
   uint16_t port_ = 0;
   bool started_ = false, stopped_ = false;
   net::io_context ioc_;
@@ -393,7 +396,7 @@ net::awaitable<void> HttpServer::Impl::Accept(net::basic_socket_acceptor<Protoco
     std::atomic<size_t>& open = connections_[via_unix];
     if (open.load() >= opts_.max_connections) {
       Turn<Protocol>(std::move(socket), "the server has " + std::to_string(opts_.max_connections) +
-                                 " connections open; try again once one has closed");
+                                            " connections open; try again once one has closed");
       continue;
     }
     ++open;
@@ -406,7 +409,7 @@ net::awaitable<void> HttpServer::Impl::Accept(net::basic_socket_acceptor<Protoco
       if (counted) address_slot = addresses_.Take(peer_ec ? std::string() : peer.address().to_string());
       if (counted && !address_slot) {
         Turn<Protocol>(std::move(socket), "this address has " + std::to_string(opts_.max_connections_per_address) +
-                                   " connections open; close one first");
+                                              " connections open; close one first");
         continue;
       }
     }
@@ -441,9 +444,9 @@ net::awaitable<void> HttpServer::Impl::Serve(beast::basic_stream<Protocol> strea
       }
       // A head too large or malformed that names a preview is the preview proxy's to answer, not isb's pages; it is
       // told for the audit log all the same.
-      const bool bad_head = ec == http::error::header_limit ||
-                            (ec && IsHttpParseError(ec) && ec != http::error::end_of_stream &&
-                             ec != http::error::partial_message);
+      const bool bad_head =
+          ec == http::error::header_limit ||
+          (ec && IsHttpParseError(ec) && ec != http::error::end_of_stream && ec != http::error::partial_message);
       if (bad_head && opts_.preview_refused && PreviewNamed(parser.get(), buffer)) {
         const Refusal refusal = RefusalOf(ec);
         TellMalformed(stream, refusal.status, refusal.why);
@@ -640,8 +643,8 @@ void HttpServer::Impl::Turn(typename Protocol::socket socket, const std::string&
   auto executor = socket.get_executor();
   net::co_spawn(
       executor,
-      [this, stream = beast::basic_stream<Protocol>(std::move(socket)), message, slot = std::move(slot)]() mutable
-      -> net::awaitable<void> { co_await FailAndClose(stream, 503, message); },
+      [this, stream = beast::basic_stream<Protocol>(std::move(socket)), message,
+       slot = std::move(slot)]() mutable -> net::awaitable<void> { co_await FailAndClose(stream, 503, message); },
       [](std::exception_ptr) {});
 }
 
@@ -674,7 +677,7 @@ void HttpServer::Impl::TellMalformed(beast::basic_stream<Protocol>& stream, int 
     if (!peer_ec) req.remote_address = peer.address().to_string();
   }
   // A budget of their own: malformed requests do not use up the rows of an address's refused credentials.
-  const std::string key = req.remote_address.empty()         ? std::string("malformed:unix")
+  const std::string key = req.remote_address.empty()           ? std::string("malformed:unix")
                           : IsLoopbackHost(req.remote_address) ? std::string("malformed:loopback")
                                                                : "malformed:" + req.remote_address;
   if (!SpendRefusalRow(key)) return;
@@ -730,9 +733,10 @@ Response HttpServer::Impl::Authenticated(const Route& route, const Request& req)
     const std::string account = identity.user_id > 0 ? "user:" + std::to_string(identity.user_id) : identity.Subject();
     slot = calls_.Take(account);
     if (!slot) {
-      return Refuse(route, req, &identity, account,
-                    Error::Of(Code::kTooManyRequests, "this account has " + std::to_string(opts_.max_calls_per_account) +
-                                                          " calls running; try again once one has returned"));
+      return Refuse(
+          route, req, &identity, account,
+          Error::Of(Code::kTooManyRequests, "this account has " + std::to_string(opts_.max_calls_per_account) +
+                                                " calls running; try again once one has returned"));
     }
   }
   std::shared_ptr<void> stream_slot;
@@ -773,15 +777,22 @@ Response HttpServer::Impl::Handle(const Route& route, const Request& req, const 
   switch (route.handler) {
     case Handler::kHealth:
     case Handler::kSignIn:  // RestApi hands /api/v1/auth/ to the sign-in routes (over TCP; the unix socket: 404)
-    case Handler::kRest: return rest_.Handle(req, identity);
-    case Handler::kMcp: return mcp_.Handle(req, identity);
-    case Handler::kWebUi: return opts_.web_ui ? opts_.web_ui(req) : NoRouteResponse(req.Path());
-    case Handler::kTerminal: return opts_.terminal ? opts_.terminal(req, identity) : NoRouteResponse(req.Path());
-    case Handler::kEvents: return opts_.events ? opts_.events(req, identity) : NoRouteResponse(req.Path());
-    case Handler::kOAuth: return opts_.oauth ? opts_.oauth(req) : NoRouteResponse(req.Path());
+    case Handler::kRest:
+      return rest_.Handle(req, identity);
+    case Handler::kMcp:
+      return mcp_.Handle(req, identity);
+    case Handler::kWebUi:
+      return opts_.web_ui ? opts_.web_ui(req) : NoRouteResponse(req.Path());
+    case Handler::kTerminal:
+      return opts_.terminal ? opts_.terminal(req, identity) : NoRouteResponse(req.Path());
+    case Handler::kEvents:
+      return opts_.events ? opts_.events(req, identity) : NoRouteResponse(req.Path());
+    case Handler::kOAuth:
+      return opts_.oauth ? opts_.oauth(req) : NoRouteResponse(req.Path());
     case Handler::kMetrics:
       return opts_.metrics ? ServeMetrics(opts_.metrics, req, &identity) : NoRouteResponse(req.Path());
-    case Handler::kNoRoute: return NoRouteResponse(req.Path());
+    case Handler::kNoRoute:
+      return NoRouteResponse(req.Path());
   }
   return NoRouteResponse(req.Path());
 }

@@ -33,11 +33,11 @@ struct HttpServerOptions {
   // asio scheduler, and every call's hand-offs then wake threads through its lock (44 futex calls per exec with
   // four, 12.5 with one, on 2 cores).
   int io_threads = 1;
-  int worker_threads = 256;        // tool calls block, an exec for up to 15 minutes; one thread per call
+  int worker_threads = 256;  // tool calls block, an exec for up to 15 minutes; one thread per call
   // The unix socket's calls run on workers of their own: TCP callers that hold every worker (up to
   // max_calls_per_account each) never lock the host's caller out.
   int unix_worker_threads = 128;
-  size_t max_body_bytes = 8 << 20; // larger bodies get 413
+  size_t max_body_bytes = 8 << 20;  // larger bodies get 413
   size_t max_header_bytes = 64 << 10;
   // Connections open at once, over TCP and over the unix socket each (so TCP clients never lock the host's caller
   // out); past it, a new one gets 503 and is closed.
@@ -55,10 +55,10 @@ struct HttpServerOptions {
   // Told of a request turned away before any tool or MCP message saw it: with no credential at all (401, `who` null)
   // or past max_calls_per_account (429, `who` the caller), with the surface it came for ("rest" or "mcp"), for the
   // audit log; and of one refused as malformed or too large before it could be read (400, 413, 431: surface
-  // "http", `who` null, only the address known). At most kRefusalRowsPerMinute a minute per account, or per address for no credential (loopback
-  // addresses counting as one), and ten times that in all: past that they are refused alike, untold.
-  std::function<void(const Request& req, const Identity* who, std::string_view surface, const Error& error)>
-      on_refused;
+  // "http", `who` null, only the address known). At most kRefusalRowsPerMinute a minute per account, or per address for
+  // no credential (loopback addresses counting as one), and ten times that in all: past that they are refused alike,
+  // untold.
+  std::function<void(const Request& req, const Identity* who, std::string_view surface, const Error& error)> on_refused;
   // The web UI's page and files (Handler::kWebUi; api/web_ui.h) and a sandbox's terminal over a WebSocket
   // (Handler::kTerminal, after the login; api/terminal_socket.h). Unset: 404.
   std::function<Response(const Request& req)> web_ui;

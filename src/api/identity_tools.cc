@@ -52,8 +52,12 @@ json TokenSchema() {
 }
 
 json UserJson(const identity::User& u) {
-  return {{"id", u.id}, {"name", u.name}, {"platform_admin", u.platform_admin}, {"disabled", u.disabled},
-          {"has_password", u.has_password}, {"created_at", u.created_at}};
+  return {{"id", u.id},
+          {"name", u.name},
+          {"platform_admin", u.platform_admin},
+          {"disabled", u.disabled},
+          {"has_password", u.has_password},
+          {"created_at", u.created_at}};
 }
 
 // About the caller itself: no org to reach; scopes still narrow it.
@@ -92,8 +96,10 @@ Status AddTokenTools(Registry& reg, identity::IdentityStore& store) {
       "superadmin (host only) mints an isb_sa_ token instead.",
       Object({{"name", Str("What you call it.", 64, 1)},
               {"org", Str("The one org it reaches; absent: every org the user reaches.", 64)},
-              {"role", {{"type", "string"}, {"enum", {"viewer", "member", "admin", "owner"}},
-                        {"description", "A cap on the user's role."}}},
+              {"role",
+               {{"type", "string"},
+                {"enum", {"viewer", "member", "admin", "owner"}},
+                {"description", "A cap on the user's role."}}},
               {"scopes", Str("Comma-separated scopes: read, deploy, admin, metrics, tool:GLOB.", 1024)},
               {"expires_in", Int("Seconds until it expires; absent: never.", 60, 10LL * 365 * 86400)},
               {"user", Str("Host only: the user it is minted for.", 64, 1)},
@@ -180,67 +186,72 @@ Status AddUserTools(Registry& reg, identity::IdentityStore& store) {
         ISB_ASSIGN_OR_RETURN(identity::User user, store.users().Get(id));
         return UserJson(user);
       },
-      ToolAccess{.least_role = identity::Role::kOwner, .kind = identity::ScopeKind::kAdmin, .org_bound = false,
+      ToolAccess{.least_role = identity::Role::kOwner,
+                 .kind = identity::ScopeKind::kAdmin,
+                 .org_bound = false,
                  .platform = true}}));
 
-  ISB_TRY(reg.Add(Tool{
-      "user_list", "List users", "Every account (platform admins).", Object({}, {}),
-      Output({{"users", {{"type", "array"}, {"items", user_schema}}}}, {"users"}),
-      ToolAnnotations{.read_only = true, .idempotent = true}, false,
-      [&store](const json&, const CallContext&) -> Result<json> {
-        ISB_ASSIGN_OR_RETURN(auto users, store.users().List());
-        json out = json::array();
-        for (const auto& u : users) out.push_back(UserJson(u));
-        return json{{"users", std::move(out)}};
-      },
-      ToolAccess{.least_role = identity::Role::kViewer, .kind = identity::ScopeKind::kAdmin, .org_bound = false,
-                 .platform = true}}));
+  ISB_TRY(reg.Add(Tool{"user_list", "List users", "Every account (platform admins).", Object({}, {}),
+                       Output({{"users", {{"type", "array"}, {"items", user_schema}}}}, {"users"}),
+                       ToolAnnotations{.read_only = true, .idempotent = true}, false,
+                       [&store](const json&, const CallContext&) -> Result<json> {
+                         ISB_ASSIGN_OR_RETURN(auto users, store.users().List());
+                         json out = json::array();
+                         for (const auto& u : users) out.push_back(UserJson(u));
+                         return json{{"users", std::move(out)}};
+                       },
+                       ToolAccess{.least_role = identity::Role::kViewer,
+                                  .kind = identity::ScopeKind::kAdmin,
+                                  .org_bound = false,
+                                  .platform = true}}));
 
-  ISB_TRY(reg.Add(Tool{
-      "user_revoke", "Revoke a user",
-      "Takes an account away (platform admins): it can no longer sign in, and every session and token it has is "
-      "revoked at once. Its memberships stay, for the record. The last platform admin cannot be revoked.",
-      Object({{"name", Str("The account's name.", 64, 1)}}, {"name"}),
-      Output({{"name", {{"type", "string"}}}, {"revoked", {{"type", "boolean"}}}}, {"name", "revoked"}),
-      ToolAnnotations{.destructive = true, .idempotent = true}, false,
-      [&store](const json& in, const CallContext&) -> Result<json> {
-        std::string name = in["name"].get<std::string>();
-        ISB_ASSIGN_OR_RETURN(identity::User user, store.users().Find(name));
-        if (Status revoked = store.users().Revoke(user.id); !revoked.ok()) return revoked.error();
-        return json{{"name", name}, {"revoked", true}};
-      },
-      ToolAccess{.least_role = identity::Role::kOwner, .kind = identity::ScopeKind::kAdmin, .org_bound = false,
-                 .platform = true}}));
+  ISB_TRY(reg.Add(
+      Tool{"user_revoke", "Revoke a user",
+           "Takes an account away (platform admins): it can no longer sign in, and every session and token it has is "
+           "revoked at once. Its memberships stay, for the record. The last platform admin cannot be revoked.",
+           Object({{"name", Str("The account's name.", 64, 1)}}, {"name"}),
+           Output({{"name", {{"type", "string"}}}, {"revoked", {{"type", "boolean"}}}}, {"name", "revoked"}),
+           ToolAnnotations{.destructive = true, .idempotent = true}, false,
+           [&store](const json& in, const CallContext&) -> Result<json> {
+             std::string name = in["name"].get<std::string>();
+             ISB_ASSIGN_OR_RETURN(identity::User user, store.users().Find(name));
+             if (Status revoked = store.users().Revoke(user.id); !revoked.ok()) return revoked.error();
+             return json{{"name", name}, {"revoked", true}};
+           },
+           ToolAccess{.least_role = identity::Role::kOwner,
+                      .kind = identity::ScopeKind::kAdmin,
+                      .org_bound = false,
+                      .platform = true}}));
 
-  return reg.Add(Tool{
-      "whoami", "Who am I",
-      "The caller as isb sees it: subject, kind, user, the orgs it reaches with its role in each, and its token's "
-      "scopes.",
-      Object({}, {}),
-      Output({{"subject", {{"type", "string"}}},
-              {"kind", {{"type", "string"}}},
-              {"user", {{"type", "string"}}},
-              {"superadmin", {{"type", "boolean"}}},
-              {"platform_admin", {{"type", "boolean"}}},
-              {"org_scope", {{"type", "string"}}},
-              {"roles", {{"type", "object"}}},
-              {"scopes", {{"type", "string"}}},
-              {"org", {{"type", "string"}, {"description", "The org this call acted in."}}}},
-             {"subject", "kind"}),
-      ToolAnnotations{.read_only = true, .idempotent = true}, false,
-      [](const json&, const CallContext& ctx) -> Result<json> {
-        const Principal& who = ctx.identity;
-        return json{{"subject", who.Subject()},
-                    {"kind", identity::PrincipalKindName(who.kind)},
-                    {"user", who.user_name},
-                    {"superadmin", who.superadmin},
-                    {"platform_admin", who.IsPlatformAdmin()},
-                    {"org_scope", who.org_scope},
-                    {"roles", RolesJson(who)},
-                    {"scopes", identity::FormatScopes(who.scopes)},
-                    {"org", ctx.org}};
-      },
-      Self(identity::ScopeKind::kRead)});
+  return reg.Add(
+      Tool{"whoami", "Who am I",
+           "The caller as isb sees it: subject, kind, user, the orgs it reaches with its role in each, and its token's "
+           "scopes.",
+           Object({}, {}),
+           Output({{"subject", {{"type", "string"}}},
+                   {"kind", {{"type", "string"}}},
+                   {"user", {{"type", "string"}}},
+                   {"superadmin", {{"type", "boolean"}}},
+                   {"platform_admin", {{"type", "boolean"}}},
+                   {"org_scope", {{"type", "string"}}},
+                   {"roles", {{"type", "object"}}},
+                   {"scopes", {{"type", "string"}}},
+                   {"org", {{"type", "string"}, {"description", "The org this call acted in."}}}},
+                  {"subject", "kind"}),
+           ToolAnnotations{.read_only = true, .idempotent = true}, false,
+           [](const json&, const CallContext& ctx) -> Result<json> {
+             const Principal& who = ctx.identity;
+             return json{{"subject", who.Subject()},
+                         {"kind", identity::PrincipalKindName(who.kind)},
+                         {"user", who.user_name},
+                         {"superadmin", who.superadmin},
+                         {"platform_admin", who.IsPlatformAdmin()},
+                         {"org_scope", who.org_scope},
+                         {"roles", RolesJson(who)},
+                         {"scopes", identity::FormatScopes(who.scopes)},
+                         {"org", ctx.org}};
+           },
+           Self(identity::ScopeKind::kRead)});
 }
 
 }  // namespace

@@ -48,14 +48,14 @@ Status ImageQuotaCheck::Finish(image::ImageStore& store, const std::vector<image
   }
   const std::string what = added.size() == 1 ? "image '" + added.front().name + "'" : "these images";
   return Error::Of(Code::kForbidden, Allocated() + "; its sandboxes take " + MiB(quota_->sandboxes) +
-                                         " and its images would take " + MiB(now) + " with " + what +
-                                         " (it had " + MiB(image_bytes_) + "): remove images or sandboxes first");
+                                         " and its images would take " + MiB(now) + " with " + what + " (it had " +
+                                         MiB(image_bytes_) + "): remove images or sandboxes first");
 }
 
 Error ImageQuotaCheck::Explain(const std::string& ref, const Error& error) const {
   if (!quota_ || error.code != Code::kTooLarge) return error;
-  return Error::Of(Code::kForbidden, Allocated() + ", which leaves " + MiB(room()) + " for image '" + ref +
-                                         "': " + error.message);
+  return Error::Of(Code::kForbidden,
+                   Allocated() + ", which leaves " + MiB(room()) + " for image '" + ref + "': " + error.message);
 }
 
 }  // namespace isb::api

@@ -49,8 +49,8 @@ class ImageQuotaCheck {
 
   std::string org_;
   std::optional<ImageDiskQuota> quota_;
-  uint64_t image_bytes_ = 0;                              // what the org's images took at Begin
-  std::map<std::string, image::ImageRecord> before_;     // the org's records at Begin, by name
+  uint64_t image_bytes_ = 0;                          // what the org's images took at Begin
+  std::map<std::string, image::ImageRecord> before_;  // the org's records at Begin, by name
 };
 
 }  // namespace isb::api

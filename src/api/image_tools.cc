@@ -26,9 +26,10 @@ using identity::ScopeKind;
 constexpr size_t kMaxRef = 512;
 
 json ImageField() {
-  return Str("The image: its name (\"python:3.12\", \"127.0.0.1:5000/team/app:1\"), its digest (\"sha256:...\") or "
-             "an id (12 or more hex digits of the digest).",
-             kMaxRef, 1);
+  return Str(
+      "The image: its name (\"python:3.12\", \"127.0.0.1:5000/team/app:1\"), its digest (\"sha256:...\") or "
+      "an id (12 or more hex digits of the digest).",
+      kMaxRef, 1);
 }
 
 json ImageSchema() {
@@ -84,8 +85,9 @@ Result<std::string> ResolveUser(const std::vector<std::string>& layers, const st
     std::optional<std::string> passwd = image::ReadLayeredFile(layers, "etc/passwd", 1 << 20);
     auto found = passwd ? LookUp(*passwd, u) : std::nullopt;
     if (!found)
-      return Error::Of(Code::kInvalidArgument, "image user '" + user + "': no such user in the image's /etc/passwd; "
-                                               "give user as UID[:GID]");
+      return Error::Of(Code::kInvalidArgument, "image user '" + user +
+                                                   "': no such user in the image's /etc/passwd; "
+                                                   "give user as UID[:GID]");
     uid = found->first;
     if (g.empty() && AllDigits(found->second)) gid = found->second;
   }
@@ -93,8 +95,9 @@ Result<std::string> ResolveUser(const std::vector<std::string>& layers, const st
     std::optional<std::string> group = image::ReadLayeredFile(layers, "etc/group", 1 << 20);
     auto found = group ? LookUp(*group, g) : std::nullopt;
     if (!found)
-      return Error::Of(Code::kInvalidArgument, "image user '" + user + "': no such group in the image's /etc/group; "
-                                               "give user as UID[:GID]");
+      return Error::Of(Code::kInvalidArgument, "image user '" + user +
+                                                   "': no such group in the image's /etc/group; "
+                                                   "give user as UID[:GID]");
     gid = found->first;
   }
   return gid.empty() ? uid : uid + ":" + gid;
@@ -124,8 +127,9 @@ ToolAccess HostFileAccess() {
 // Whether the caller is the host itself: only it may name files on the host.
 Status HostOnly(const CallContext& ctx, const char* tool) {
   if (ctx.identity.superadmin) return {};
-  return Error::Of(Code::kForbidden, std::string(tool) + " names a file on the daemon's host: only the host (the "
-                                                         "unix socket) may call it");
+  return Error::Of(Code::kForbidden, std::string(tool) +
+                                         " names a file on the daemon's host: only the host (the "
+                                         "unix socket) may call it");
 }
 
 // The quota's check once `added` are recorded; when refused, what they alone held is collected at once.
@@ -152,8 +156,8 @@ Status AddPull(Registry& reg, image::ImageService& images, const ImageToolOption
         std::optional<image::RegistryLogin> login;
         if (in.contains("auth_secret")) {
           if (!options.login) return Error::Of(Code::kInvalidArgument, "auth_secret: this daemon has no secrets store");
-          ISB_ASSIGN_OR_RETURN(image::RegistryLogin l, options.login(ctx, in["auth_secret"].get<std::string>(),
-                                                                     in["ref"].get<std::string>()));
+          ISB_ASSIGN_OR_RETURN(image::RegistryLogin l,
+                               options.login(ctx, in["auth_secret"].get<std::string>(), in["ref"].get<std::string>()));
           login = std::move(l);
         }
         image::PullProgressFn progress;
@@ -176,15 +180,14 @@ Status AddPull(Registry& reg, image::ImageService& images, const ImageToolOption
 }
 
 Status AddReads(Registry& reg, image::ImageService& images, const ImageToolOptions& options) {
-  ISB_TRY(reg.Add(Tool{
-      "image_list", "List images", "The org's images: name, id, digest, layers and size.", Object({}, {}),
-      Output({{"images", {{"type", "array"}, {"items", ImageSchema()}}}}, {"images"}),
-      ToolAnnotations{.read_only = true, .idempotent = true}, false,
-      [&images](const json&, const CallContext& ctx) -> Result<json> {
-        json out = json::array();
-        for (const image::ImageRecord& r : images.store().List(ctx.org)) out.push_back(ImageJson(r));
-        return json{{"images", std::move(out)}};
-      }}));
+  ISB_TRY(reg.Add(Tool{"image_list", "List images", "The org's images: name, id, digest, layers and size.",
+                       Object({}, {}), Output({{"images", {{"type", "array"}, {"items", ImageSchema()}}}}, {"images"}),
+                       ToolAnnotations{.read_only = true, .idempotent = true}, false,
+                       [&images](const json&, const CallContext& ctx) -> Result<json> {
+                         json out = json::array();
+                         for (const image::ImageRecord& r : images.store().List(ctx.org)) out.push_back(ImageJson(r));
+                         return json{{"images", std::move(out)}};
+                       }}));
   json inspect = ImageSchema();
   inspect["properties"]["used_by"] = {{"type", "array"}, {"items", {{"type", "string"}}}};
   inspect["properties"]["config"] = {{"type", "object"}};
@@ -225,34 +228,34 @@ Status AddChanges(Registry& reg, image::ImageService& images, const ImageToolOpt
         (void)images.store().CollectGarbage(options.in_use ? options.in_use() : std::vector<std::string>{});
         return json{{"removed", r.name}};
       }}));
-  ISB_TRY(reg.Add(Tool{
-      "image_import", "Import an image archive",
-      "Reads an OCI layout (a directory or a tar of one) or a `docker save` archive from a file on the daemon's "
-      "host and keeps its images as the org's (the host only).",
-      Object({{"path", Str("The archive's absolute path on the daemon's host.", 4096, 1)},
-              {"name", Str("The name to give the image (an archive of one image).", kMaxRef, 1)}},
-             {"path"}),
-      Output({{"images", {{"type", "array"}, {"items", ImageSchema()}}}}, {"images"}), ToolAnnotations{}, false,
-      [&images, options](const json& in, const CallContext& ctx) -> Result<json> {
-        if (Status host = HostOnly(ctx, "image_import"); !host.ok()) return host.error();
-        ISB_ASSIGN_OR_RETURN(ImageQuotaCheck quota,
-                             ImageQuotaCheck::Begin(images.store(), options.disk_quota, ctx.org));
-        ISB_ASSIGN_OR_RETURN(std::vector<image::ImageRecord> got,
-                             images.Import(ctx.org, in["path"].get<std::string>(), in.value("name", "")));
-        if (Status st = FinishWithin(images, options, quota, got); !st.ok()) return st.error();
-        json out = json::array();
-        for (const image::ImageRecord& r : got) out.push_back(ImageJson(r));
-        return json{{"images", std::move(out)}};
-      },
-      HostFileAccess()}));
+  ISB_TRY(reg.Add(
+      Tool{"image_import", "Import an image archive",
+           "Reads an OCI layout (a directory or a tar of one) or a `docker save` archive from a file on the daemon's "
+           "host and keeps its images as the org's (the host only).",
+           Object({{"path", Str("The archive's absolute path on the daemon's host.", 4096, 1)},
+                   {"name", Str("The name to give the image (an archive of one image).", kMaxRef, 1)}},
+                  {"path"}),
+           Output({{"images", {{"type", "array"}, {"items", ImageSchema()}}}}, {"images"}), ToolAnnotations{}, false,
+           [&images, options](const json& in, const CallContext& ctx) -> Result<json> {
+             if (Status host = HostOnly(ctx, "image_import"); !host.ok()) return host.error();
+             ISB_ASSIGN_OR_RETURN(ImageQuotaCheck quota,
+                                  ImageQuotaCheck::Begin(images.store(), options.disk_quota, ctx.org));
+             ISB_ASSIGN_OR_RETURN(std::vector<image::ImageRecord> got,
+                                  images.Import(ctx.org, in["path"].get<std::string>(), in.value("name", "")));
+             if (Status st = FinishWithin(images, options, quota, got); !st.ok()) return st.error();
+             json out = json::array();
+             for (const image::ImageRecord& r : got) out.push_back(ImageJson(r));
+             return json{{"images", std::move(out)}};
+           },
+           HostFileAccess()}));
   ISB_TRY(reg.Add(Tool{
       "image_export", "Export an image archive",
       "Writes the org's image as an OCI archive (a tar of an OCI layout, read by skopeo and podman load) to a file "
       "on the daemon's host (the host only).",
       Object({{"image", ImageField()}, {"path", Str("The archive's absolute path on the daemon's host.", 4096, 1)}},
              {"image", "path"}),
-      Output({{"path", {{"type", "string"}}}, {"digest", {{"type", "string"}}}}, {"path", "digest"}),
-      ToolAnnotations{}, false,
+      Output({{"path", {{"type", "string"}}}, {"digest", {{"type", "string"}}}}, {"path", "digest"}), ToolAnnotations{},
+      false,
       [&images](const json& in, const CallContext& ctx) -> Result<json> {
         if (Status host = HostOnly(ctx, "image_export"); !host.ok()) return host.error();
         ISB_ASSIGN_OR_RETURN(image::ImageRecord r, FindImage(images.store(), ctx.org, in["image"].get<std::string>()));
@@ -291,9 +294,8 @@ json ImageJson(const image::ImageRecord& r) {
     size += l.size;
     unpacked += l.unpacked_bytes;
   }
-  return {{"name", r.name},     {"id", image::ShortId(r)},       {"digest", r.manifest_digest},
-          {"layers", r.layers.size()}, {"size", size}, {"unpacked_size", unpacked},
-          {"source", r.source}, {"created_at", r.created_ms}};
+  return {{"name", r.name}, {"id", image::ShortId(r)},   {"digest", r.manifest_digest}, {"layers", r.layers.size()},
+          {"size", size},   {"unpacked_size", unpacked}, {"source", r.source},          {"created_at", r.created_ms}};
 }
 
 Result<ResolvedImage> ResolveImage(image::ImageStore& store, const std::string& org, const std::string& ref,

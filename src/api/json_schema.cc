@@ -103,8 +103,7 @@ Status CheckString(const json& schema, const json& v, const std::string& path) {
     return Bad(path, "must be at least " + std::to_string(*lim) + " characters long");
   }
   if (auto lim = Limit(schema, "maxLength"); lim && len > *lim) {
-    return Bad(path, "must be at most " + std::to_string(*lim) + " characters long, got " +
-                         std::to_string(len));
+    return Bad(path, "must be at most " + std::to_string(*lim) + " characters long, got " + std::to_string(len));
   }
   return {};
 }
@@ -115,8 +114,7 @@ Status CheckArray(const json& schema, const json& v, const std::string& path, in
     return Bad(path, "must have at least " + std::to_string(*lim) + " items");
   }
   if (auto lim = Limit(schema, "maxItems"); lim && v.size() > *lim) {
-    return Bad(path, "must have at most " + std::to_string(*lim) + " items, got " +
-                         std::to_string(v.size()));
+    return Bad(path, "must have at most " + std::to_string(*lim) + " items, got " + std::to_string(v.size()));
   }
   auto items = schema.find("items");
   if (items == schema.end() || !items->is_object()) return {};
@@ -129,8 +127,7 @@ Status CheckArray(const json& schema, const json& v, const std::string& path, in
 Status CheckObject(const json& schema, const json& v, const std::string& path, int depth) {
   if (!v.is_object()) return {};
   if (auto lim = Limit(schema, "maxProperties"); lim && v.size() > *lim) {
-    return Bad(path, "must have at most " + std::to_string(*lim) + " entries, got " +
-                         std::to_string(v.size()));
+    return Bad(path, "must have at most " + std::to_string(*lim) + " entries, got " + std::to_string(v.size()));
   }
   if (auto it = schema.find("required"); it != schema.end() && it->is_array()) {
     for (const json& name : *it) {
@@ -180,15 +177,23 @@ Status Walk(const json& schema, const json& v, const std::string& path, int dept
 
 const char* JsonTypeName(const json& v) {
   switch (v.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::boolean: return "boolean";
-    case json::value_t::string: return "string";
-    case json::value_t::array: return "array";
-    case json::value_t::object: return "object";
+    case json::value_t::null:
+      return "null";
+    case json::value_t::boolean:
+      return "boolean";
+    case json::value_t::string:
+      return "string";
+    case json::value_t::array:
+      return "array";
+    case json::value_t::object:
+      return "object";
     case json::value_t::number_integer:
-    case json::value_t::number_unsigned: return "integer";
-    case json::value_t::number_float: return IsIntegral(v) ? "integer" : "number";
-    default: return "unknown";
+    case json::value_t::number_unsigned:
+      return "integer";
+    case json::value_t::number_float:
+      return IsIntegral(v) ? "integer" : "number";
+    default:
+      return "unknown";
   }
 }
 

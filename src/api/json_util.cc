@@ -18,19 +18,22 @@ Status CheckDepth(std::string_view text, int max_depth) {
   for (size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
     if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
       continue;
     }
     if ((c == '[' || c == '{' || c == ',') && ++values > kMaxJsonValues) {
-      return Error::Of(Code::kInvalidArgument,
-                       "JSON has more than " + std::to_string(kMaxJsonValues) + " values (at byte " + std::to_string(i) + ")");
+      return Error::Of(Code::kInvalidArgument, "JSON has more than " + std::to_string(kMaxJsonValues) +
+                                                   " values (at byte " + std::to_string(i) + ")");
     }
-    if (c == '"') in_string = true;
+    if (c == '"')
+      in_string = true;
     else if (c == '[' || c == '{') {
       if (++depth > max_depth) {
-        return Error::Of(Code::kInvalidArgument,
-                         "JSON nested deeper than " + std::to_string(max_depth) + " levels at byte " + std::to_string(i));
+        return Error::Of(Code::kInvalidArgument, "JSON nested deeper than " + std::to_string(max_depth) +
+                                                     " levels at byte " + std::to_string(i));
       }
     } else if (c == ']' || c == '}') {
       --depth;

@@ -35,5 +35,4 @@ std::string SanitizeUtf8(std::string_view s);
 // Number of code points in valid UTF-8 (each invalid byte counts as one).
 size_t Utf8Length(std::string_view s);
 
-
 }  // namespace isb::api

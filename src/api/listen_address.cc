@@ -12,8 +12,8 @@ namespace {
 Error Invalid(std::string msg) { return Error::Of(Code::kInvalidArgument, std::move(msg)); }
 
 bool Ipv4Allowed(const unsigned char a[4]) {
-  if (a[0] == 127) return true;                          // 127.0.0.0/8
-  return a[0] == 100 && (a[1] & 0xC0) == 64;             // 100.64.0.0/10 (Tailscale CGNAT range)
+  if (a[0] == 127) return true;               // 127.0.0.0/8
+  return a[0] == 100 && (a[1] & 0xC0) == 64;  // 100.64.0.0/10 (Tailscale CGNAT range)
 }
 
 }  // namespace

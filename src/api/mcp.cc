@@ -125,9 +125,9 @@ struct McpServer::Call {
   const Request& req;
   std::string org;
   const Identity& identity;
-  json id;         // the JSON-RPC id, as sent
+  json id;  // the JSON-RPC id, as sent
   std::string method;
-  json params;     // an object (empty when absent)
+  json params;  // an object (empty when absent)
   bool stateless = false;
   bool in_batch = false;  // one message of a 2025-03-26 batch: answered in the batch's array, never streamed
 };
@@ -182,9 +182,12 @@ std::optional<std::string> McpOrgFromPath(std::string_view path) {
 }
 
 bool IsLoopbackOrigin(std::string_view origin) {
-  if (origin.starts_with("http://")) origin.remove_prefix(7);
-  else if (origin.starts_with("https://")) origin.remove_prefix(8);
-  else return false;
+  if (origin.starts_with("http://"))
+    origin.remove_prefix(7);
+  else if (origin.starts_with("https://"))
+    origin.remove_prefix(8);
+  else
+    return false;
   for (std::string_view host : {"localhost", "127.0.0.1", "[::1]"}) {
     if (origin.starts_with(host)) {
       std::string_view rest = origin.substr(host.size());
@@ -228,7 +231,8 @@ Result<std::string> McpServer::NewSession(const std::string& org, const Identity
   if (held[account] >= options_.max_sessions_per_account) {
     sessions_.erase(oldest_of(account));
   } else if (sessions_.size() >= options_.max_sessions) {
-    auto most = std::max_element(held.begin(), held.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+    auto most =
+        std::max_element(held.begin(), held.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
     sessions_.erase(oldest_of(most->first));
   }
   sessions_[id] = Session{org, subject, account, version, now, can_ask};
@@ -258,8 +262,7 @@ Response McpServer::Handle(const Request& req, const Identity& identity) {
   if (!org || !registry_.Reaches(identity, *org)) {
     Error missing = Error::Of(Code::kNotFound, "no MCP endpoint here; use /mcp");
     if (org) {
-      registry_.Refuse("mcp", McpContext(req, identity, SanitizeUtf8(std::string_view(*org).substr(0, 100))),
-                       missing);
+      registry_.Refuse("mcp", McpContext(req, identity, SanitizeUtf8(std::string_view(*org).substr(0, 100))), missing);
     }
     return JsonResponse(404, Dump({{"error", "not_found"}, {"message", missing.message}}));
   }
@@ -326,7 +329,8 @@ Response McpServer::HandleBatch(const Request& req, const std::string& org, cons
       answers.push_back(std::move(*answer));
     } else {
       // Every answer here is JSON; one that is not is still answered, never dropped.
-      answers.push_back({{"jsonrpc", "2.0"}, {"id", msg.is_object() && msg.contains("id") ? msg["id"] : json(nullptr)},
+      answers.push_back({{"jsonrpc", "2.0"},
+                         {"id", msg.is_object() && msg.contains("id") ? msg["id"] : json(nullptr)},
                          {"error", {{"code", -32603}, {"message", "internal error: an answer that is not JSON"}}}});
     }
   }
@@ -334,8 +338,8 @@ Response McpServer::HandleBatch(const Request& req, const std::string& org, cons
   return JsonResponse(200, Dump(answers));
 }
 
-Response McpServer::HandleMessage(const Request& req, const std::string& org, const Identity& identity,
-                                  const json& msg, bool in_batch) {
+Response McpServer::HandleMessage(const Request& req, const std::string& org, const Identity& identity, const json& msg,
+                                  bool in_batch) {
   if (!msg.is_object() || msg.value("jsonrpc", json()) != "2.0") {
     return RpcError(400, nullptr, kInvalidRequest, "expected a JSON-RPC 2.0 object with \"jsonrpc\": \"2.0\"");
   }
@@ -402,9 +406,9 @@ Response McpServer::HandleMessage(const Request& req, const std::string& org, co
                       {{"supported", SupportedVersions()}, {"requested", SanitizeUtf8(meta_version)}});
     }
     if (header_version != meta_version) {
-      return RpcError(400, call.id, kRpcHeaderMismatch,
-                      "MCP-Protocol-Version header must be present and equal params._meta['" +
-                          std::string(kMetaVersion) + "']");
+      return RpcError(
+          400, call.id, kRpcHeaderMismatch,
+          "MCP-Protocol-Version header must be present and equal params._meta['" + std::string(kMetaVersion) + "']");
     }
     if (!meta.contains(kMetaCapabilities) || !meta[kMetaCapabilities].is_object()) {
       return RpcError(400, call.id, kInvalidParams,
@@ -430,9 +434,8 @@ Response McpServer::HandleMessage(const Request& req, const std::string& org, co
 }
 
 Response McpServer::Initialize(Call& call) {
-  std::string requested = call.params.value("protocolVersion", json("")).is_string()
-                              ? call.params.value("protocolVersion", "")
-                              : "";
+  std::string requested =
+      call.params.value("protocolVersion", json("")).is_string() ? call.params.value("protocolVersion", "") : "";
   std::string version = IsSessionVersion(requested) ? requested : std::string(kMcpLatestSessionVersion);
   const json caps = call.params.value("capabilities", json::object());
   const bool can_ask = caps.is_object() && caps.contains("elicitation") && caps["elicitation"].is_object();
@@ -441,8 +444,9 @@ Response McpServer::Initialize(Call& call) {
   Response r = RpcResult(call.id, {{"protocolVersion", version},
                                    {"capabilities", {{"tools", {{"listChanged", false}}}}},
                                    {"serverInfo", ServerInfo()},
-                                   {"instructions", "isb runs untrusted code in sandboxes: sandbox_create, then "
-                                                    "sandbox_exec with an argv; sandbox_remove when done."}});
+                                   {"instructions",
+                                    "isb runs untrusted code in sandboxes: sandbox_create, then "
+                                    "sandbox_exec with an argv; sandbox_remove when done."}});
   r.headers.Set("Mcp-Session-Id", *sid);
   return r;
 }
@@ -507,16 +511,18 @@ Response McpServer::ToolsCall(Call& call) {
     if (!call.stateless && !call.in_batch && !sid.empty() && CanAsk(sid))
       return AskThenRun(call, *tool, args, ctx, sid);
     if (call.stateless && CanAskStateless(p)) return AskByResult(call, *tool, args, ctx);
-    Error refused = Error::Of(Code::kForbidden, tool->name + " is destructive and runs over MCP only once a person "
-                                                "approves it, and this client cannot be asked (it declared no "
-                                                "elicitation capability); call it through the CLI or REST, or have "
-                                                "the daemon pre-approve it (isb serve --mcp-pre-approve)");
+    Error refused = Error::Of(Code::kForbidden, tool->name +
+                                                    " is destructive and runs over MCP only once a person "
+                                                    "approves it, and this client cannot be asked (it declared no "
+                                                    "elicitation capability); call it through the CLI or REST, or have "
+                                                    "the daemon pre-approve it (isb serve --mcp-pre-approve)");
     registry_.Refuse(name, ctx, refused);
     return RpcResult(call.id, ToolResult(refused, call.stateless));
   }
 
-  json token = p.value("_meta", json::object()).is_object() ? p.value("_meta", json::object()).value("progressToken", json())
-                                                             : json();
+  json token = p.value("_meta", json::object()).is_object()
+                   ? p.value("_meta", json::object()).value("progressToken", json())
+                   : json();
   if (!tool->streams || call.in_batch || !(token.is_string() || token.is_number_integer())) {
     Running running(*this, call.req.headers.Get("Mcp-Session-Id"), call.id);
     if (running.cancellable()) ctx.cancelled = [flag = running.flag()] { return flag->load(); };
@@ -547,10 +553,11 @@ Response McpServer::ToolsCall(Call& call) {
       if (stream == "session") meta["isb/session"] = std::string(chunk);
       send({{"jsonrpc", "2.0"},
             {"method", "notifications/progress"},
-            {"params", {{"progressToken", token},
-                        {"progress", progress},
-                        {"message", std::string(chunk)},
-                        {"_meta", std::move(meta)}}}});
+            {"params",
+             {{"progressToken", token},
+              {"progress", progress},
+              {"message", std::string(chunk)},
+              {"_meta", std::move(meta)}}}});
     };
     ctx.cancelled = [&, flag = running.flag()] {
       MutexLock lock(mu);
@@ -593,8 +600,8 @@ Response McpServer::AskThenRun(Call& call, const Tool& tool, json args, CallCont
               wait = options_.approval_wait](const ChunkWriter& write) mutable {
     Running running(*server, sid, id);
     const std::pair<std::string, std::string> key{sid, Dump(json(ask_id))};
-    json ask = {{"jsonrpc", "2.0"}, {"id", ask_id}, {"method", "elicitation/create"},
-                {"params", ApprovalQuestion(tool, args)}};
+    json ask = {
+        {"jsonrpc", "2.0"}, {"id", ask_id}, {"method", "elicitation/create"}, {"params", ApprovalQuestion(tool, args)}};
     {
       // Waited for from before the question goes out (the answer cannot come sooner), and only while this stream
       // runs: a response that is never streamed leaves nothing behind.
@@ -625,12 +632,12 @@ Response McpServer::AskThenRun(Call& call, const Tool& tool, json args, CallCont
       ctx.cancelled = [flag = running.flag()] { return flag->load(); };
       out = RunTool(registry, tool, args, ctx, false);
     } else {
-      const std::string why =
-          answer                    ? "the person asked did not approve it"
-          : running.flag()->load() ? "the call was cancelled before an answer"
-                                   : "no answer came within " +
-                                         std::to_string(std::chrono::duration_cast<std::chrono::seconds>(wait).count()) +
-                                         " s";
+      const std::string why = answer ? "the person asked did not approve it"
+                              : running.flag()->load()
+                                  ? "the call was cancelled before an answer"
+                                  : "no answer came within " +
+                                        std::to_string(std::chrono::duration_cast<std::chrono::seconds>(wait).count()) +
+                                        " s";
       Error refused = NotApproved(tool, why);
       registry.Refuse(tool.name, ctx, refused);
       out = ToolResult(refused, false);
@@ -672,8 +679,8 @@ Response McpServer::AskByResult(Call& call, const Tool& tool, const json& args, 
   json question = ApprovalQuestion(tool, args);
   question["mode"] = "form";
   return RpcResult(call.id, {{"resultType", "input_required"},
-                             {"inputRequests", {{kApprovalInput, {{"method", "elicitation/create"},
-                                                                  {"params", std::move(question)}}}}},
+                             {"inputRequests",
+                              {{kApprovalInput, {{"method", "elicitation/create"}, {"params", std::move(question)}}}}},
                              {"requestState", std::move(*state)}});
 }
 

@@ -26,14 +26,15 @@ inline constexpr std::string_view kMcpStatelessVersion = "2026-07-28";
 
 struct McpOptions {
   std::string server_version = "0.0.0";
-  size_t max_sessions = 4096;              // beyond: the account holding the most gives up its least recently used
-  size_t max_sessions_per_account = 64;    // beyond: the account's own least recently used session is dropped
+  size_t max_sessions = 4096;            // beyond: the account holding the most gives up its least recently used
+  size_t max_sessions_per_account = 64;  // beyond: the account's own least recently used session is dropped
   std::chrono::seconds session_idle_ttl{24 * 3600};
   // A destructive tool (destructiveHint) called over MCP runs only once a person approved it: the client is asked
   // when it declared it can be (elicitation), and the call is refused when it cannot be asked. In a session the
   // question is an elicitation/create on the call's event stream; over 2026-07-28 it is the call's result
-  // (resultType "input_required"), which the client answers by calling again with inputResponses and requestState. These tools need no approval: their reach is the caller's own sandbox (and the keystrokes of an
-  // exec already running).
+  // (resultType "input_required"), which the client answers by calling again with inputResponses and requestState.
+  // These tools need no approval: their reach is the caller's own sandbox (and the keystrokes of an exec already
+  // running).
   std::set<std::string> pre_approved = {"sandbox_exec", "sandbox_exec_input", "sandbox_file_write"};
   // No answer by then: not approved (a session's wait; a stateless question's requestState lapses then).
   std::chrono::milliseconds approval_wait{std::chrono::minutes(5)};
@@ -41,8 +42,8 @@ struct McpOptions {
 };
 
 // JSON-RPC error codes used beyond the standard ones.
-inline constexpr int kRpcHeaderMismatch = -32020;        // 2026-07-28: a header disagrees with the body
-inline constexpr int kRpcUnsupportedVersion = -32022;    // 2026-07-28: data.supported lists ours
+inline constexpr int kRpcHeaderMismatch = -32020;      // 2026-07-28: a header disagrees with the body
+inline constexpr int kRpcUnsupportedVersion = -32022;  // 2026-07-28: data.supported lists ours
 
 // Thread-safe. The registry must outlive it and any streaming response it returned.
 //
@@ -85,8 +86,7 @@ class McpServer {
   Response ToolsCall(Call& call);
   // One caller's sessions never take another's: past its own limit it loses its own oldest, and a full table is
   // made room in by whoever holds the most (after sessions idle past the TTL go).
-  Result<std::string> NewSession(const std::string& org, const Identity& who, const std::string& version,
-                                 bool can_ask);
+  Result<std::string> NewSession(const std::string& org, const Identity& who, const std::string& version, bool can_ask);
   // The session's protocol version, or nullopt when the id is unknown, expired or not this caller's.
   std::optional<std::string> TouchSession(const std::string& id, const std::string& org, const std::string& subject);
   nlohmann::json ServerInfo() const;

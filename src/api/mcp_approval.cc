@@ -79,8 +79,8 @@ Status ApprovalStates::Redeem(std::string_view state, const ApprovalCall& call) 
   const nlohmann::json payload = nlohmann::json::parse(*text, nullptr, false);
   if (!payload.is_object() || payload.value("v", 0) != 1) return forged;
   const int64_t expiry = payload.value("exp", int64_t{0});
-  const Error expired = Refused("requestState expired: an approval is answered within " + std::to_string(ttl_.count()) +
-                                " s");
+  const Error expired =
+      Refused("requestState expired: an approval is answered within " + std::to_string(ttl_.count()) + " s");
   if (now_() >= expiry) return expired;
   if (payload.value("caller", "") != Seal("caller\n" + call.caller))
     return Refused("requestState was issued to another caller");

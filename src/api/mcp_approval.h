@@ -21,7 +21,7 @@ struct ApprovalCall {
   std::string caller;  // who asked: CallerOf(principal)
   std::string org;
   std::string tool;
-  std::string args;    // the call's arguments as JSON text (Dump: keys sorted)
+  std::string args;  // the call's arguments as JSON text (Dump: keys sorted)
 };
 
 // The credential a caller presented, told apart from every other: its kind, user and credential ids, and subject.
@@ -59,7 +59,7 @@ class ApprovalStates {
   // States redeemed and not yet lapsed: at most this many (a flood of answers is refused, kUnavailable).
   static constexpr size_t kMaxRedeemed = 1 << 16;
   Mutex mu_;
-  int64_t latest_ ISB_GUARDED_BY(mu_) = 0;                           // the latest time a Redeem saw
+  int64_t latest_ ISB_GUARDED_BY(mu_) = 0;                             // the latest time a Redeem saw
   std::set<std::string> redeemed_ ISB_GUARDED_BY(mu_);                 // their nonces
   std::multimap<int64_t, std::string> by_expiry_ ISB_GUARDED_BY(mu_);  // the same, by expiry, to forget them in order
 };

@@ -74,8 +74,7 @@ bool IsInvisible(char32_t cp) {
 
 // Whether `cp` is a space other than ' ' (Unicode Zs): kept inside a name as ' ', so none can pad one out.
 bool IsOtherSpace(char32_t cp) {
-  return cp == 0xa0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200a) || cp == 0x202f || cp == 0x205f ||
-         cp == 0x3000;
+  return cp == 0xa0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200a) || cp == 0x202f || cp == 0x205f || cp == 0x3000;
 }
 
 Status CheckStringList(const json& body, const char* field, std::initializer_list<std::string_view> allowed) {
@@ -83,7 +82,8 @@ Status CheckStringList(const json& body, const char* field, std::initializer_lis
   if (it == body.end()) return {};
   if (!it->is_array()) return Invalid(std::string(field) + ": expected an array of strings");
   for (const json& v : *it) {
-    bool ok = v.is_string() && std::find(allowed.begin(), allowed.end(), v.get_ref<const std::string&>()) != allowed.end();
+    bool ok =
+        v.is_string() && std::find(allowed.begin(), allowed.end(), v.get_ref<const std::string&>()) != allowed.end();
     if (!ok) {
       std::string names;
       for (std::string_view a : allowed) names += (names.empty() ? "" : ", ") + std::string(a);
@@ -204,7 +204,8 @@ Status CheckRedirectUri(std::string_view uri) {
   if (uri.size() > kMaxRedirectUriBytes)
     return Invalid("redirect_uris: longer than " + std::to_string(kMaxRedirectUriBytes) + " bytes");
   for (unsigned char c : uri)
-    if (c <= 0x20 || c >= 0x7f) return Invalid("redirect_uris: spaces, control and non-ASCII characters must be %-encoded");
+    if (c <= 0x20 || c >= 0x7f)
+      return Invalid("redirect_uris: spaces, control and non-ASCII characters must be %-encoded");
   if (uri.find('#') != std::string_view::npos) return Invalid("redirect_uris: a redirect URI has no fragment");
   const bool https = uri.starts_with("https://"), http = uri.starts_with("http://");
   if (!https && !http) return Invalid("redirect_uris: must be an https:// URI, or http:// to a loopback host");
@@ -228,7 +229,8 @@ Status CheckClientIdUrl(std::string_view url) {
     return Invalid("client_id: the URL needs a path naming the document (https://HOST/PATH)");
   for (std::string_view rest = path.substr(1);;) {
     const size_t slash = rest.find('/');
-    if (IsDotSegment(rest.substr(0, slash))) return Invalid("client_id: the URL's path may not hold '.' or '..' segments");
+    if (IsDotSegment(rest.substr(0, slash)))
+      return Invalid("client_id: the URL's path may not hold '.' or '..' segments");
     if (slash == std::string_view::npos) break;
     rest = rest.substr(slash + 1);
   }
@@ -267,7 +269,8 @@ int64_t ClientDocumentLifetime(std::string_view cache_control) {
     if (lower == "no-store" || lower == "no-cache") return kMinClientDocumentTtl;
     if (lower.starts_with("max-age=")) {
       std::string_view digits = std::string_view(lower).substr(8);
-      if (digits.size() >= 2 && digits.front() == '"' && digits.back() == '"') digits = digits.substr(1, digits.size() - 2);
+      if (digits.size() >= 2 && digits.front() == '"' && digits.back() == '"')
+        digits = digits.substr(1, digits.size() - 2);
       if (digits.empty() || digits.size() > 12) continue;
       int64_t v = 0;
       bool ok = true;
@@ -301,8 +304,10 @@ std::string WithoutFormatCharacters(std::string_view utf8) {
     if (i + len > utf8.size()) break;  // valid UTF-8 (SanitizeUtf8) never ends inside a character
     char32_t cp = len == 1 ? lead : lead & (0x7f >> len);
     for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(utf8[i + k]) & 0x3f);
-    if (IsOtherSpace(cp)) out.push_back(' ');
-    else if (!IsInvisible(cp)) out.append(utf8.substr(i, len));
+    if (IsOtherSpace(cp))
+      out.push_back(' ');
+    else if (!IsInvisible(cp))
+      out.append(utf8.substr(i, len));
     i += len;
   }
   // What is left may have been only spaces around the characters taken out.
@@ -314,12 +319,23 @@ std::string HtmlEscape(std::string_view text) {
   std::string out;
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out.push_back(c);
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out.push_back(c);
     }
   }
   return out;

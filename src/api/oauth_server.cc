@@ -137,8 +137,6 @@ OAuthServer::OAuthServer(identity::IdentityStore& store, WebAuth& web_auth, OAut
 
 std::string OAuthServer::Issuer(const Request& req) const { return options_.scheme + "://" + req.headers.Get("Host"); }
 
-
-
 std::string OAuthServer::ResourceMetadataUrl(const Request& req) const {
   return Issuer(req) + kPrmPath + std::string(req.Path());
 }
@@ -191,8 +189,8 @@ Response OAuthServer::Handle(const Request& req) {
   if (post && path == "/oauth/authorize") return Decide(req);
   if (post && path == "/oauth/token") return Token(req);
   if (post && path == "/oauth/revoke") return Revoke(req);
-  return ErrorResponse(Error::Of(Code::kNotFound, "no route for " + req.method + " " +
-                                                      SanitizeUtf8(path.substr(0, 200))));
+  return ErrorResponse(
+      Error::Of(Code::kNotFound, "no route for " + req.method + " " + SanitizeUtf8(path.substr(0, 200))));
 }
 
 Response OAuthServer::ProtectedResource(const Request& req) {
@@ -230,8 +228,8 @@ Response OAuthServer::Register(const Request& req) {
     return OAuthError(413, "invalid_client_metadata", "body: at most " + std::to_string(kMaxOAuthBody) + " bytes");
   if (int64_t wait = registrations_.RetryAfter(req.remote_address); wait > 0) {
     ReportRefusal(req, {"oauth_register", "", "", "", Error::Of(Code::kTooManyRequests, "too many registrations")});
-    Response r = OAuthError(429, "invalid_request", "too many registrations from this address; try again in " +
-                                                        std::to_string(wait) + " s");
+    Response r = OAuthError(429, "invalid_request",
+                            "too many registrations from this address; try again in " + std::to_string(wait) + " s");
     r.headers.Set("Retry-After", std::to_string(wait));
     return r;
   }
@@ -270,13 +268,16 @@ Result<identity::OAuthClient> OAuthServer::DocumentClient(const Request& req, co
     if (int64_t wait = document_fetches_.RetryAfter(key); wait > 0)
       may = Error::Of(Code::kTooManyRequests, "client_id: " + std::to_string(options_.document_fetches_per_hour) +
                                                   " client metadata documents were fetched for you this hour; try "
-                                                  "again in " + std::to_string(wait) + " s");
+                                                  "again in " +
+                                                  std::to_string(wait) + " s");
     else if (fetching_for_.contains(who.user_id))
-      may = Error::Of(Code::kTooManyRequests, "client_id: a client metadata document is being fetched for you "
-                                              "already; try again when it is done");
+      may = Error::Of(Code::kTooManyRequests,
+                      "client_id: a client metadata document is being fetched for you "
+                      "already; try again when it is done");
     else if (fetching_for_.size() >= static_cast<size_t>(kMaxDocumentFetchesAtOnce))
-      may = Error::Of(Code::kUnavailable, "client_id: isb is reading other clients' metadata documents; try again "
-                                          "in a few seconds");
+      may = Error::Of(Code::kUnavailable,
+                      "client_id: isb is reading other clients' metadata documents; try again "
+                      "in a few seconds");
     if (may.ok()) {
       document_fetches_.RecordFailure(key);
       fetching_for_.insert(who.user_id);
@@ -352,8 +353,10 @@ Response OAuthServer::Authorize(const Request& req) {
   Result<identity::OAuthClient> client = Error::Of(Code::kInternal, "unset");
   if (document) {
     if (!options_.fetch_client_document)
-      return ErrorPage(400, "client_id: this isb does not read client metadata documents (isb serve "
-                            "--no-oauth-client-documents); register the client at " + issuer + "/oauth/register");
+      return ErrorPage(400,
+                       "client_id: this isb does not read client metadata documents (isb serve "
+                       "--no-oauth-client-documents); register the client at " +
+                           issuer + "/oauth/register");
     if (Status url = CheckClientIdUrl(client_id); !url.ok()) return ErrorPage(400, url.error().message);
   }
   // Every error before the person answers is a page here, never a redirect: a redirect at once would let anyone
@@ -369,8 +372,7 @@ Response OAuthServer::Authorize(const Request& req) {
     if (!listed(*client)) return ErrorPage(400, "redirect_uri: not one registered for client " + client->id);
   }
   if (FormValue(*query, "response_type") != "code") return ErrorPage(400, "response_type: only code");
-  if (FormValue(*query, "code_challenge_method") != "S256")
-    return ErrorPage(400, "code_challenge_method: only S256");
+  if (FormValue(*query, "code_challenge_method") != "S256") return ErrorPage(400, "code_challenge_method: only S256");
   const std::string challenge = FormValue(*query, "code_challenge");
   if (!IsChallenge(challenge)) return ErrorPage(400, "code_challenge: 43 base64url characters (S256)");
   std::string resource = FormValue(*query, "resource");
@@ -391,13 +393,15 @@ Response OAuthServer::Authorize(const Request& req) {
     if (!who.ok()) {
       return Page(401, "isb: sign in first",
                   "<p>A client published at <strong>" + HtmlEscape(RedirectHost(client_id)) +
-                      "</strong> asks to use isb in your name. Sign in to isb at <a href=\"/\">" +
-                      HtmlEscape(issuer) + "</a> in this browser, then open this page again.</p>");
+                      "</strong> asks to use isb in your name. Sign in to isb at <a href=\"/\">" + HtmlEscape(issuer) +
+                      "</a> in this browser, then open this page again.</p>");
     }
     client = DocumentClient(req, *who, client_id);
     if (!client.ok()) {
       const Code code = client.error().code;
-      return ErrorPage(code == Code::kTooManyRequests ? 429 : code == Code::kUnavailable ? 503 : 400,
+      return ErrorPage(code == Code::kTooManyRequests ? 429
+                       : code == Code::kUnavailable   ? 503
+                                                      : 400,
                        client.error().message);
     }
   }
@@ -408,8 +412,12 @@ Response OAuthServer::Authorize(const Request& req) {
                 "<p>" + HtmlEscape(client->name) + " asks to use isb in your name. Sign in to isb at <a href=\"/\">" +
                     HtmlEscape(issuer) + "</a> in this browser, then open this page again.</p>");
   }
-  Pending pending{.client = *client, .redirect_uri = redirect_uri, .challenge = challenge, .state = state,
-                  .resource = resource, .org = fixed_org};
+  Pending pending{.client = *client,
+                  .redirect_uri = redirect_uri,
+                  .challenge = challenge,
+                  .state = state,
+                  .resource = resource,
+                  .org = fixed_org};
   return Consent(*who, std::move(pending), AskedRole(FormValue(*query, "scope")));
 }
 
@@ -444,11 +452,14 @@ Response OAuthServer::Consent(const identity::Principal& who, Pending pending, R
                  HtmlEscape(client_id) + "</code>; allow only a client you just started yourself.</p>";
   } else {
     const std::string publisher = RedirectHost(client_id);
-    provenance = "<p>The name is what <strong>" + HtmlEscape(publisher) + "</strong> publishes for this client at "
-                 "<code>" + HtmlEscape(client_id) + "</code>; ";
+    provenance = "<p>The name is what <strong>" + HtmlEscape(publisher) +
+                 "</strong> publishes for this client at "
+                 "<code>" +
+                 HtmlEscape(client_id) + "</code>; ";
     if (IsLoopbackRedirect(pending.redirect_uri))
-      provenance += "the answer goes to a program on your computer, and any program there can use this name: allow "
-                    "it only if you just started this client yourself.</p>";
+      provenance +=
+          "the answer goes to a program on your computer, and any program there can use this name: allow "
+          "it only if you just started this client yourself.</p>";
     else if (UriHostName(pending.redirect_uri) != UriHostName(client_id))
       provenance += "the answer goes to <strong>" + HtmlEscape(redirect_host) + "</strong>, not to " +
                     HtmlEscape(publisher) + ": allow it only if you just started this client yourself.</p>";
@@ -461,9 +472,8 @@ Response OAuthServer::Consent(const identity::Principal& who, Pending pending, R
     if (pending_.size() >= kMaxPendingConsents)
       return ErrorPage(503, "too many authorizations are waiting for an answer; try again in a few minutes");
     // Counted by person, not session: signing in again and again does not make more room.
-    const auto mine = std::count_if(pending_.begin(), pending_.end(), [&](const auto& p) {
-      return p.second.user_id == pending.user_id;
-    });
+    const auto mine = std::count_if(pending_.begin(), pending_.end(),
+                                    [&](const auto& p) { return p.second.user_id == pending.user_id; });
     if (static_cast<size_t>(mine) >= kMaxPendingConsentsPerUser)
       return ErrorPage(429, "you have " + std::to_string(kMaxPendingConsentsPerUser) +
                                 " authorizations waiting for an answer: answer one, or wait 10 minutes");
@@ -485,7 +495,8 @@ Response OAuthServer::Consent(const identity::Principal& who, Pending pending, R
                   HtmlEscape(redirect_host) + "</strong>.</p>" + provenance + "<p>It asks for the role <strong>" +
                   std::string(identity::RoleName(asked)) + "</strong>.</p>" +
                   "<form method=\"post\" action=\"/oauth/authorize\"><input type=\"hidden\" name=\"request\" "
-                  "value=\"" + request_id + "\"><p><label>Org <select name=\"org\">" + orgs +
+                  "value=\"" +
+                  request_id + "\"><p><label>Org <select name=\"org\">" + orgs +
                   "</select></label></p><p><label>Role <select name=\"role\">" + roles +
                   "</select></label></p><p><button type=\"submit\" name=\"decision\" value=\"approve\">Allow"
                   "</button> <button type=\"submit\" name=\"decision\" value=\"deny\">Deny</button></p></form>");
@@ -513,8 +524,9 @@ Response OAuthServer::Decide(const Request& req) {
     auto it = pending_.find(FormValue(*form, "request"));
     if (it == pending_.end() || it->second.session_id != who->credential_id ||
         it->second.expires_at <= identity::UnixNow()) {
-      constexpr char kStale[] = "request: not a consent page shown to this session, or answered already, or older "
-                                "than 10 minutes; start again from the client";
+      constexpr char kStale[] =
+          "request: not a consent page shown to this session, or answered already, or older "
+          "than 10 minutes; start again from the client";
       ReportRefusal(req, {"oauth_grant", who->user_name, "", "", Error::Of(Code::kForbidden, kStale)});
       return ErrorPage(403, kStale);
     }
@@ -524,31 +536,33 @@ Response OAuthServer::Decide(const Request& req) {
   const std::string issuer = Issuer(req), org = FormValue(*form, "org"), label = ClientLabel(pending.client);
   const std::string decision = FormValue(*form, "decision");
   if (decision != "approve") {
-    (void)Report(req, {"oauth_deny", who->user_name, pending.org, label, Error::Of(Code::kForbidden, "the user denied access")});
+    (void)Report(
+        req, {"oauth_deny", who->user_name, pending.org, label, Error::Of(Code::kForbidden, "the user denied access")});
     return BackToClient(pending.redirect_uri, {{"error", "access_denied"}, {"error_description", "the user said no"}},
                         pending.state, issuer);
   }
   auto role = identity::ParseRole(FormValue(*form, "role"));
   auto held = who->roles.find(org);
   Status allowed;
-  if (!role.ok()) allowed = Error::Of(Code::kInvalidArgument, "role: " + role.error().message);
+  if (!role.ok())
+    allowed = Error::Of(Code::kInvalidArgument, "role: " + role.error().message);
   else if (held == who->roles.end() || (!pending.org.empty() && org != pending.org))
     allowed = Error::Of(Code::kNotFound, "org " + SanitizeUtf8(std::string_view(org).substr(0, 64)) + " not found");
   else if (*role > held->second)
     allowed = Error::Of(Code::kForbidden, "role " + std::string(identity::RoleName(*role)) + " is above yours (" +
                                               std::string(identity::RoleName(held->second)) + ") in org " + org);
   Result<std::string> code = allowed.ok() ? store_.oauth().IssueCode({.client_id = pending.client.id,
-                                                                     .redirect_uri = pending.redirect_uri,
-                                                                     .challenge = pending.challenge,
-                                                                     .user_id = who->user_id,
-                                                                     .org = org,
-                                                                     .role = *role,
-                                                                     .resource = pending.resource,
-                                                                     .session_id = pending.session_id})
+                                                                      .redirect_uri = pending.redirect_uri,
+                                                                      .challenge = pending.challenge,
+                                                                      .user_id = who->user_id,
+                                                                      .org = org,
+                                                                      .role = *role,
+                                                                      .resource = pending.resource,
+                                                                      .session_id = pending.session_id})
                                           : Result<std::string>(allowed.error());
   const std::string audited_org = held != who->roles.end() ? org : "";
-  Status recorded = Report(req, {"oauth_grant", who->user_name, audited_org, label,
-                                 code.ok() ? Status{} : Status(code.error())});
+  Status recorded =
+      Report(req, {"oauth_grant", who->user_name, audited_org, label, code.ok() ? Status{} : Status(code.error())});
   if (!code.ok()) return ErrorPage(code.error().code == Code::kInternal ? 500 : 403, code.error().message);
   if (!recorded.ok()) {
     (void)store_.oauth().Withdraw(*code);
@@ -563,14 +577,15 @@ Response OAuthServer::Revoke(const Request& req) {
   const std::string client_id = FormValue(*form, "client_id");
   auto client = store_.oauth().Client(client_id);
   if (!client.ok()) {
-    ReportRefusal(req, {"oauth_revoke", "", "", SanitizeUtf8(std::string_view(client_id).substr(0, 64)),
-                        client.error()});
+    ReportRefusal(req,
+                  {"oauth_revoke", "", "", SanitizeUtf8(std::string_view(client_id).substr(0, 64)), client.error()});
     return OAuthError(401, "invalid_client", client.error().message);
   }
   auto revoked = store_.oauth().RevokeToken(FormValue(*form, "token"), client_id);
   if (!revoked.ok()) {
     ReportRefusal(req, {"oauth_revoke", "", "", ClientLabel(*client), revoked.error()});
-    if (revoked.error().code == Code::kForbidden) return OAuthError(400, "unauthorized_client", revoked.error().message);
+    if (revoked.error().code == Code::kForbidden)
+      return OAuthError(400, "unauthorized_client", revoked.error().message);
     return OAuthError(500, "server_error", revoked.error().message);
   }
   // RFC 7009 §2.2: 200 whether or not there was such a token, so the answer tells a caller nothing.

@@ -42,9 +42,9 @@ Status CheckQuota(const std::string& org, const identity::Quota& quota, const st
                                            MiB(memory) + " and this sandbox asks for " + MiB(spec.mem_limit));
   }
   if (quota.disk && disk + image_bytes + spec.disk > static_cast<uint64_t>(*quota.disk)) {
-    const std::string has = image_bytes == 0 ? MiB(disk)
-                                             : MiB(disk + image_bytes) + " (sandboxes " + MiB(disk) + ", images " +
-                                                   MiB(image_bytes) + ")";
+    const std::string has =
+        image_bytes == 0 ? MiB(disk)
+                         : MiB(disk + image_bytes) + " (sandboxes " + MiB(disk) + ", images " + MiB(image_bytes) + ")";
     return Error::Of(Code::kForbidden, who + "may be allocated " + MiB(*quota.disk) + " of disk; it has " + has +
                                            " and this sandbox asks for " + MiB(spec.disk));
   }
@@ -56,21 +56,20 @@ Status CheckQuota(const std::string& org, const identity::Quota& quota, const st
   return {};
 }
 
-Status CheckFlattenQuota(const std::string& org, const identity::Quota& quota,
-                         const std::vector<SandboxInfo>& existing, const SandboxSpec& spec, uint64_t image_bytes,
-                         uint64_t flatten_bytes) {
+Status CheckFlattenQuota(const std::string& org, const identity::Quota& quota, const std::vector<SandboxInfo>& existing,
+                         const SandboxSpec& spec, uint64_t image_bytes, uint64_t flatten_bytes) {
   if (!quota.disk) return {};
   uint64_t disk = 0;
   for (const SandboxInfo& s : existing) disk += s.spec.disk;
   const uint64_t limit = static_cast<uint64_t>(*quota.disk);
   const uint64_t used = disk + image_bytes + spec.disk;
   if (used <= limit && flatten_bytes <= limit - used) return {};
-  return Error::Of(Code::kForbidden,
-                   "quota: org '" + org + "' may be allocated " + MiB(limit) + " of disk; it has " +
-                       MiB(disk + image_bytes) + " (sandboxes " + MiB(disk) + ", images " + MiB(image_bytes) +
-                       "), this sandbox asks for " + MiB(spec.disk) + " and flattening the lowest layers of image '" +
-                       spec.image + "' would write up to " + MiB(flatten_bytes) +
-                       " more: remove images or sandboxes first");
+  return Error::Of(Code::kForbidden, "quota: org '" + org + "' may be allocated " + MiB(limit) + " of disk; it has " +
+                                         MiB(disk + image_bytes) + " (sandboxes " + MiB(disk) + ", images " +
+                                         MiB(image_bytes) + "), this sandbox asks for " + MiB(spec.disk) +
+                                         " and flattening the lowest layers of image '" + spec.image +
+                                         "' would write up to " + MiB(flatten_bytes) +
+                                         " more: remove images or sandboxes first");
 }
 
 CallOrigin OrgSandboxes::Origin() const {
@@ -82,11 +81,13 @@ Result<SandboxInfo> OrgSandboxes::Create(const SandboxSpec& spec, const CallOrig
   // An org other than default is a tenant boundary no spec crosses, whoever sends it (flags, the host and
   // superadmins included): no sandbox there runs as the host's root, privileged or through an id mapping.
   if (ctx_.org != identity::kDefaultOrg) {
-    const std::string in = " in org '" + ctx_.org + "': only the default org may have sandboxes that run as the host's root";
+    const std::string in =
+        " in org '" + ctx_.org + "': only the default org may have sandboxes that run as the host's root";
     if (spec.privileged) return Error::Of(Code::kForbidden, "privileged: true is refused" + in);
     for (size_t i = 0; i < spec.idmap.size(); ++i) {
       if (spec.idmap[i].host == 0)
-        return Error::Of(Code::kForbidden, "idmap[" + std::to_string(i) + "].host: mapping the host's id 0 is refused" + in);
+        return Error::Of(Code::kForbidden,
+                         "idmap[" + std::to_string(i) + "].host: mapping the host's id 0 is refused" + in);
     }
   }
   SandboxSpec owned = spec;

@@ -20,9 +20,8 @@ Status CheckQuota(const std::string& org, const identity::Quota& quota, const st
 // OK when `flatten_bytes` more on disk for `spec`'s image (the most a flatten of its lowest layers writes, made
 // before the sandbox) fit `org`'s disk quota beside its sandboxes' disks, its images and `spec`'s disk; else
 // kForbidden naming the quota, as CheckQuota does.
-Status CheckFlattenQuota(const std::string& org, const identity::Quota& quota,
-                         const std::vector<SandboxInfo>& existing, const SandboxSpec& spec, uint64_t image_bytes,
-                         uint64_t flatten_bytes);
+Status CheckFlattenQuota(const std::string& org, const identity::Quota& quota, const std::vector<SandboxInfo>& existing,
+                         const SandboxSpec& spec, uint64_t image_bytes, uint64_t flatten_bytes);
 
 // "100 MiB": bytes as quota messages show them.
 std::string MiB(uint64_t bytes);
@@ -46,8 +45,8 @@ class OrgSandboxes final : public Sandboxes {
   Result<LogRead> Logs(const std::string& id_or_name, uint64_t after, size_t limit_bytes) override;
   Status ExecInput(const std::string& id_or_name, const std::string& session, const std::string& caller,
                    const std::string& data, bool eof) override;
-  Status ExecResize(const std::string& id_or_name, const std::string& session, const std::string& caller,
-                    uint16_t rows, uint16_t cols) override;
+  Status ExecResize(const std::string& id_or_name, const std::string& session, const std::string& caller, uint16_t rows,
+                    uint16_t cols) override;
   Result<SandboxInfo> Stop(const std::string& id_or_name, const CallOrigin& origin = {}) override;
   Result<SandboxInfo> Start(const std::string& id_or_name, const CallOrigin& origin = {}) override;
   Result<SandboxInfo> Extend(const std::string& id_or_name, std::chrono::seconds by,

@@ -211,8 +211,8 @@ Result<PreviewBase> ParsePreviewBase(std::string_view value) {
     return Error::Of(Code::kInvalidArgument, "--preview-domain: '" + std::string(value) +
                                                  "': previews are served under a DNS name, not an address");
   if (rest.find_first_of("/?#@") != std::string_view::npos)
-    return Error::Of(Code::kInvalidArgument, "--preview-domain: '" + std::string(value) +
-                                                 "' has more than a scheme, a domain and a port");
+    return Error::Of(Code::kInvalidArgument,
+                     "--preview-domain: '" + std::string(value) + "' has more than a scheme, a domain and a port");
   if (const size_t colon = rest.rfind(':'); colon != std::string_view::npos) {
     if (!base.fronted)
       return Error::Of(Code::kInvalidArgument, "--preview-domain: '" + std::string(value) +

@@ -62,8 +62,8 @@ Status CheckPreviewDomain(std::string_view domain, const std::vector<std::string
 struct PreviewBase {
   std::string domain;
   std::string scheme = "http";
-  uint16_t port = 0;           // with `fronted`: the links' port, 0 for none
-  bool fronted = false;        // a scheme was given: links do not name isb's own port
+  uint16_t port = 0;     // with `fronted`: the links' port, 0 for none
+  bool fronted = false;  // a scheme was given: links do not name isb's own port
 };
 // kInvalidArgument for another scheme, a path, a query, userinfo or a port out of 1..65535; the domain itself is
 // CheckPreviewDomain's to check.

@@ -14,23 +14,34 @@ Registry::~Registry() = default;
 
 int HttpStatusFor(Code code) {
   switch (code) {
-    case Code::kInvalidArgument: return 400;
-    case Code::kUnauthenticated: return 401;
-    case Code::kForbidden: return 403;
-    case Code::kNotFound: return 404;
-    case Code::kConflict: return 409;
-    case Code::kTooLarge: return 413;
-    case Code::kTimeout: return 504;
-    case Code::kUnavailable: return 503;
-    case Code::kTooManyRequests: return 429;
-    case Code::kInternal: break;
+    case Code::kInvalidArgument:
+      return 400;
+    case Code::kUnauthenticated:
+      return 401;
+    case Code::kForbidden:
+      return 403;
+    case Code::kNotFound:
+      return 404;
+    case Code::kConflict:
+      return 409;
+    case Code::kTooLarge:
+      return 413;
+    case Code::kTimeout:
+      return 504;
+    case Code::kUnavailable:
+      return 503;
+    case Code::kTooManyRequests:
+      return 429;
+    case Code::kInternal:
+      break;
   }
   return 500;
 }
 
 Status Registry::Add(Tool tool) {
   if (!IsToolName(tool.name) || !tool.handler || !tool.input_schema.is_object() || !tool.output_schema.is_object()) {
-    return Error::Of(Code::kInternal, "tool '" + tool.name + "' needs a name (a-z, 0-9, _), a handler and object schemas");
+    return Error::Of(Code::kInternal,
+                     "tool '" + tool.name + "' needs a name (a-z, 0-9, _), a handler and object schemas");
   }
   MutexLock lock(mu_);
   if (tools_.count(tool.name) != 0) return Error::Of(Code::kInternal, "tool '" + tool.name + "' registered twice");
@@ -90,8 +101,7 @@ Status Registry::Authorize(const Tool& tool, const CallContext& ctx) const {
 
 Status Registry::ValidateInput(const Tool& tool, const json& input) const {
   if (!input.is_object()) {
-    return Error::Of(Code::kInvalidArgument,
-                     std::string("input: expected object, got ") + JsonTypeName(input));
+    return Error::Of(Code::kInvalidArgument, std::string("input: expected object, got ") + JsonTypeName(input));
   }
   return Validate(tool.input_schema, input);
 }

@@ -32,8 +32,8 @@ struct CallContext {
   std::string request_id;
   std::string org = "default";  // the org the call acts in
   Identity identity;
-  std::string ip, user_agent;   // of an HTTP caller, for the audit log
-  ProgressFn progress;            // empty: the caller does not stream
+  std::string ip, user_agent;  // of an HTTP caller, for the audit log
+  ProgressFn progress;         // empty: the caller does not stream
   // True once the caller has gone away (a streaming caller) or cancelled the call (MCP's notifications/cancelled).
   // Asked about once a second by long work.
   std::function<bool()> cancelled;
@@ -58,10 +58,10 @@ struct ToolAnnotations {
 
 // Who may call a tool. The authorizer judges every call by it before the handler runs.
 struct ToolAccess {
-  identity::Role least_role = identity::Role::kViewer;  // in the call's org
+  identity::Role least_role = identity::Role::kViewer;    // in the call's org
   identity::ScopeKind kind = identity::ScopeKind::kRead;  // which token scopes cover it
-  bool org_bound = true;    // acts in the call's org, so the caller must reach it; false: about the caller itself
-  bool platform = false;    // platform admins and superadmins only
+  bool org_bound = true;  // acts in the call's org, so the caller must reach it; false: about the caller itself
+  bool platform = false;  // platform admins and superadmins only
   // Acts on what reaches beyond any one org (the caller's memberships, its browser sessions): never for a
   // credential scoped to one org.
   bool account_wide = false;
@@ -76,13 +76,13 @@ ToolAccess DefaultAccess(const ToolAnnotations& annotations);
 using ToolHandler = std::function<Result<nlohmann::json>(const nlohmann::json& input, const CallContext& ctx)>;
 
 struct Tool {
-  std::string name;         // [a-z_]+, unique
+  std::string name;  // [a-z_]+, unique
   std::string title;
   std::string description;
   nlohmann::json input_schema;   // an object schema
   nlohmann::json output_schema;  // an object schema
   ToolAnnotations annotations;
-  bool streams = false;     // the handler reports output through ctx.progress when it is set
+  bool streams = false;  // the handler reports output through ctx.progress when it is set
   ToolHandler handler;
   std::optional<ToolAccess> access{};  // unset: DefaultAccess(annotations)
   // A streaming call's check of what it acts on, before its response begins (REST sends a stream's status first):
@@ -104,8 +104,8 @@ using CallObserver = std::function<Status(std::string_view name, const Tool* too
 // runs, with the name, tool, input and caller the call observer will be told of once it ends. The daemon records it
 // ("started"), so that a call whose outcome cannot be recorded (a full disk, a daemon that dies during an exec) is in
 // the log all the same. An error means it could not be recorded, and the call is not run: nothing changes unrecorded.
-using IntentObserver = std::function<Status(std::string_view name, const Tool& tool, const nlohmann::json& input,
-                                            const CallContext& ctx)>;
+using IntentObserver =
+    std::function<Status(std::string_view name, const Tool& tool, const nlohmann::json& input, const CallContext& ctx)>;
 
 // Whether a caller that is not a superadmin may see and call a tool (the daemon's --allow-tools/--deny-tools).
 using ToolFilter = std::function<bool(std::string_view tool)>;
@@ -153,8 +153,9 @@ class Registry {
   // observer as a call of `action` with this input, caller and outcome. An error: it could not be recorded.
   Status Record(std::string_view action, const nlohmann::json& input, const CallContext& ctx,
                 const Status& outcome) const {
-    return Report(action, nullptr, input, ctx,
-                  outcome.ok() ? Result<nlohmann::json>(nlohmann::json::object()) : Result<nlohmann::json>(outcome.error()));
+    return Report(
+        action, nullptr, input, ctx,
+        outcome.ok() ? Result<nlohmann::json>(nlohmann::json::object()) : Result<nlohmann::json>(outcome.error()));
   }
   // Runs an admitted tool's precheck (when it has one); a refusal is reported to the observer like Admit's.
   Status Precheck(const Tool& tool, const nlohmann::json& input, const CallContext& ctx) const;

@@ -28,10 +28,11 @@ json ErrorSchema() {
   return {{"type", "object"},
           {"required", {"error", "message"}},
           {"properties",
-           {{"error", {{"type", "string"},
-                       {"enum", {"invalid_argument", "unauthenticated", "forbidden", "not_found", "conflict",
-                                 "too_large", "timeout", "unavailable", "rate_limited", "internal",
-                                 "method_not_allowed"}}}},
+           {{"error",
+             {{"type", "string"},
+              {"enum",
+               {"invalid_argument", "unauthenticated", "forbidden", "not_found", "conflict", "too_large", "timeout",
+                "unavailable", "rate_limited", "internal", "method_not_allowed"}}}},
             {"message", {{"type", "string"}}}}}};
 }
 
@@ -55,8 +56,8 @@ Response ErrorResponse(const Error& error) {
 }
 
 Response NoRouteResponse(std::string_view path) {
-  return ErrorResponse(Error::Of(Code::kNotFound, "no route for " + SanitizeUtf8(path.substr(0, 200)) +
-                                                      "; see GET /api/v1/openapi.json"));
+  return ErrorResponse(Error::Of(
+      Code::kNotFound, "no route for " + SanitizeUtf8(path.substr(0, 200)) + "; see GET /api/v1/openapi.json"));
 }
 
 RestApi::RestApi(const Registry& registry, std::string version, size_t max_body_bytes)
@@ -112,8 +113,8 @@ Response RestApi::CallTool(const Request& req, std::string_view name, const Iden
     return r;
   };
   if (req.body.size() > max_body_bytes_) {
-    return refuse(Error::Of(Code::kTooLarge, "request body is larger than " + std::to_string(max_body_bytes_) +
-                                                 " bytes"));
+    return refuse(
+        Error::Of(Code::kTooLarge, "request body is larger than " + std::to_string(max_body_bytes_) + " bytes"));
   }
   json input = json::object();
   if (req.body.find_first_not_of(" \t\r\n") != std::string::npos) {
@@ -155,8 +156,10 @@ Response RestApi::CallTool(const Request& req, std::string_view name, const Iden
       if (!client_gone) client_gone = !write(SseEvent(event, Dump(data)));
     };
     ctx.progress = [&](std::string_view stream, std::string_view chunk) {
-      if (stream == "session") send(stream, {{"session", std::string(chunk)}});
-      else send(stream, {{"data", std::string(chunk)}});
+      if (stream == "session")
+        send(stream, {{"session", std::string(chunk)}});
+      else
+        send(stream, {{"data", std::string(chunk)}});
     };
     // An SSE comment is ignored by clients; writing one is how a silent command learns its caller has gone.
     ctx.cancelled = [&] {
@@ -166,8 +169,10 @@ Response RestApi::CallTool(const Request& req, std::string_view name, const Iden
     };
     std::string unrecorded;
     auto result = registry.Run(*tool, input, ctx, &unrecorded);
-    if (result.ok()) send("result", ResultBody(*result, unrecorded));
-    else send("error", {{"error", CodeName(result.error().code)}, {"message", result.error().message}});
+    if (result.ok())
+      send("result", ResultBody(*result, unrecorded));
+    else
+      send("error", {{"error", CodeName(result.error().code)}, {"message", result.error().message}});
   };
   return r;
 }
@@ -177,8 +182,9 @@ json RestApi::OpenApi(const Identity& identity) const {
   for (const Tool* t : registry_.Visible(identity)) {
     json ok_schema = {{"type", "object"}, {"required", {"result"}}, {"properties", {{"result", t->output_schema}}}};
     json responses = {
-        {"200", {{"description", "The tool's result."},
-                 {"content", {{"application/json", {{"schema", std::move(ok_schema)}}}}}}},
+        {"200",
+         {{"description", "The tool's result."},
+          {"content", {{"application/json", {{"schema", std::move(ok_schema)}}}}}}},
         {"400", ErrorRef("Invalid JSON or input that does not match the schema; the message names the field.")},
         {"401", ErrorRef("Missing or invalid bearer token.")},
         {"403", ErrorRef("The caller may not use this tool.")},
@@ -192,18 +198,20 @@ json RestApi::OpenApi(const Identity& identity) const {
         {"504", ErrorRef("Timed out.")}};
     if (t->streams) {
       responses["200"]["content"]["text/event-stream"] = {
-          {"schema", {{"type", "string"},
-                      {"description", "With ?stream=1: with tty first a session event (data {\"session\": id}); "
-                                      "events stdout/stderr (data {\"data\": text}), then result "
-                                      "(data {\"result\": ...}) or error."}}}};
+          {"schema",
+           {{"type", "string"},
+            {"description",
+             "With ?stream=1: with tty first a session event (data {\"session\": id}); "
+             "events stdout/stderr (data {\"data\": text}), then result "
+             "(data {\"result\": ...}) or error."}}}};
     }
-    json op = {{"operationId", t->name},
-               {"summary", t->title},
-               {"description", t->description},
-               {"requestBody",
-                {{"required", true}, {"content", {{"application/json", {{"schema", t->input_schema}}}}}}},
-               {"responses", std::move(responses)},
-               {"x-isb-annotations", Registry::Describe(*t)["annotations"]}};
+    json op = {
+        {"operationId", t->name},
+        {"summary", t->title},
+        {"description", t->description},
+        {"requestBody", {{"required", true}, {"content", {{"application/json", {{"schema", t->input_schema}}}}}}},
+        {"responses", std::move(responses)},
+        {"x-isb-annotations", Registry::Describe(*t)["annotations"]}};
     if (t->streams) {
       op["parameters"] = json::array({{{"name", "stream"},
                                        {"in", "query"},
@@ -213,13 +221,20 @@ json RestApi::OpenApi(const Identity& identity) const {
     }
     paths["/api/v1/tools/" + t->name] = {{"post", std::move(op)}};
   }
-  paths["/api/v1/tools"] = {{"get", {{"operationId", "list_tools"}, {"summary", "The tool registry"},
-                                     {"responses", {{"200", {{"description", "Every tool with its schemas."}}}}}}}};
-  paths["/healthz"] = {{"get", {{"operationId", "healthz"}, {"summary", "Liveness"}, {"security", json::array()},
-                                {"responses", {{"200", {{"description", "{\"ok\": true}"}}}}}}}};
+  paths["/api/v1/tools"] = {{"get",
+                             {{"operationId", "list_tools"},
+                              {"summary", "The tool registry"},
+                              {"responses", {{"200", {{"description", "Every tool with its schemas."}}}}}}}};
+  paths["/healthz"] = {{"get",
+                        {{"operationId", "healthz"},
+                         {"summary", "Liveness"},
+                         {"security", json::array()},
+                         {"responses", {{"200", {{"description", "{\"ok\": true}"}}}}}}}};
   return {{"openapi", "3.1.0"},
-          {"info", {{"title", "isb"}, {"version", version_},
-                    {"description", "Every isb operation is a tool; each is a POST of its input as JSON."}}},
+          {"info",
+           {{"title", "isb"},
+            {"version", version_},
+            {"description", "Every isb operation is a tool; each is a POST of its input as JSON."}}},
           {"servers", json::array({{{"url", "/"}}})},
           {"paths", std::move(paths)},
           {"components",

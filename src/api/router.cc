@@ -52,10 +52,14 @@ bool SegmentsMatch(std::string_view pattern, std::string_view path) {
 
 bool PathMatches(const RouteMatch& match, std::string_view path) {
   switch (match.kind) {
-    case RouteMatch::Kind::kExact: return path == match.path;
-    case RouteMatch::Kind::kSegments: return path.starts_with('/') && SegmentsMatch(match.path, path);
-    case RouteMatch::Kind::kPrefix: return path.starts_with(match.path);
-    case RouteMatch::Kind::kAny: return true;
+    case RouteMatch::Kind::kExact:
+      return path == match.path;
+    case RouteMatch::Kind::kSegments:
+      return path.starts_with('/') && SegmentsMatch(match.path, path);
+    case RouteMatch::Kind::kPrefix:
+      return path.starts_with(match.path);
+    case RouteMatch::Kind::kAny:
+      return true;
   }
   return false;
 }
@@ -113,16 +117,26 @@ bool SameMatch(const RouteMatch& a, const RouteMatch& b) {
 
 std::string_view HandlerName(Handler handler) {
   switch (handler) {
-    case Handler::kHealth: return "health";
-    case Handler::kSignIn: return "sign_in";
-    case Handler::kRest: return "rest";
-    case Handler::kMcp: return "mcp";
-    case Handler::kWebUi: return "web_ui";
-    case Handler::kTerminal: return "terminal";
-    case Handler::kEvents: return "events";
-    case Handler::kMetrics: return "metrics";
-    case Handler::kOAuth: return "oauth";
-    case Handler::kNoRoute: return "no_route";
+    case Handler::kHealth:
+      return "health";
+    case Handler::kSignIn:
+      return "sign_in";
+    case Handler::kRest:
+      return "rest";
+    case Handler::kMcp:
+      return "mcp";
+    case Handler::kWebUi:
+      return "web_ui";
+    case Handler::kTerminal:
+      return "terminal";
+    case Handler::kEvents:
+      return "events";
+    case Handler::kMetrics:
+      return "metrics";
+    case Handler::kOAuth:
+      return "oauth";
+    case Handler::kNoRoute:
+      return "no_route";
   }
   return "unknown";
 }
@@ -132,10 +146,18 @@ std::string_view SurfaceOf(Handler handler) { return handler == Handler::kMcp ? 
 std::string Describe(const RouteMatch& match) {
   std::string text;
   switch (match.kind) {
-    case RouteMatch::Kind::kExact: text = "exact " + match.path; break;
-    case RouteMatch::Kind::kSegments: text = "segments " + match.path; break;
-    case RouteMatch::Kind::kPrefix: text = "prefix " + match.path; break;
-    case RouteMatch::Kind::kAny: text = "any"; break;
+    case RouteMatch::Kind::kExact:
+      text = "exact " + match.path;
+      break;
+    case RouteMatch::Kind::kSegments:
+      text = "segments " + match.path;
+      break;
+    case RouteMatch::Kind::kPrefix:
+      text = "prefix " + match.path;
+      break;
+    case RouteMatch::Kind::kAny:
+      text = "any";
+      break;
   }
   if (!match.host.empty()) text += " on host " + match.host;
   return text;
@@ -154,8 +176,9 @@ Result<Router> Router::Make(std::vector<Route> routes) {
     fallback = fallback || (routes[i].match.kind == RouteMatch::Kind::kAny && routes[i].match.host.empty());
   }
   if (!fallback) {
-    return Error::Of(Code::kInvalidArgument, "the route table has no route for any path (RouteMatch::Any()); add "
-                                             "one for the paths no other route takes");
+    return Error::Of(Code::kInvalidArgument,
+                     "the route table has no route for any path (RouteMatch::Any()); add "
+                     "one for the paths no other route takes");
   }
   std::stable_sort(routes.begin(), routes.end(),
                    [](const Route& a, const Route& b) { return Rank(a.match) < Rank(b.match); });
@@ -189,8 +212,9 @@ bool AsksForWebSocket(const Headers& headers) {
 
 Status CheckUpgrade(const Route& route, const Request& req) {
   if (route.websocket || !AsksForWebSocket(req.headers)) return {};
-  return Error::Of(Code::kInvalidArgument, "no WebSocket is served at this path; send it as a plain HTTP request, "
-                                           "without \"Upgrade: websocket\"");
+  return Error::Of(Code::kInvalidArgument,
+                   "no WebSocket is served at this path; send it as a plain HTTP request, "
+                   "without \"Upgrade: websocket\"");
 }
 
 }  // namespace isb::api

@@ -12,16 +12,16 @@ namespace isb::api {
 
 // What serves a route; the HTTP server maps each to its handler.
 enum class Handler {
-  kHealth,   // GET /healthz
-  kSignIn,   // /api/v1/auth/: how a caller gets a credential
-  kRest,     // the REST API (RestApi)
-  kMcp,      // MCP (McpServer)
-  kWebUi,    // the web UI's page and assets (WebUi)
-  kTerminal, // a sandbox's terminal over a WebSocket (TerminalSocket)
-  kEvents,   // GET /api/v1/events: lifecycle events as Server-Sent Events (events_stream.h)
-  kMetrics,  // GET /metrics: the Prometheus text (metrics_endpoint.h)
-  kOAuth,    // OAuth for MCP clients: the .well-known metadata and /oauth/ (oauth_server.h)
-  kNoRoute,  // a path nothing serves: 404
+  kHealth,    // GET /healthz
+  kSignIn,    // /api/v1/auth/: how a caller gets a credential
+  kRest,      // the REST API (RestApi)
+  kMcp,       // MCP (McpServer)
+  kWebUi,     // the web UI's page and assets (WebUi)
+  kTerminal,  // a sandbox's terminal over a WebSocket (TerminalSocket)
+  kEvents,    // GET /api/v1/events: lifecycle events as Server-Sent Events (events_stream.h)
+  kMetrics,   // GET /metrics: the Prometheus text (metrics_endpoint.h)
+  kOAuth,     // OAuth for MCP clients: the .well-known metadata and /oauth/ (oauth_server.h)
+  kNoRoute,   // a path nothing serves: 404
 };
 std::string_view HandlerName(Handler handler);
 // The surface a request refused before its handler saw it is recorded under in the audit log: "mcp" or "rest".

@@ -71,8 +71,10 @@ Result<std::string> BytesField(const json& in, const std::string& text_field, co
 
 // Puts `data` under `field` (utf-8) or `field`_base64.
 void PutBytes(json& out, const std::string& field, const std::string& data, bool base64) {
-  if (base64) out[field + "_base64"] = Base64Encode(data);
-  else out[field] = SanitizeUtf8(data);
+  if (base64)
+    out[field + "_base64"] = Base64Encode(data);
+  else
+    out[field] = SanitizeUtf8(data);
 }
 
 Result<uint32_t> FileMode(const json& in) {
@@ -192,7 +194,6 @@ json ExecResultJson(ExecResult r, bool base64) {
   return out;
 }
 
-
 // A remote caller's spec holds only what the operator's flags allow, and its image and mounts by the real paths
 // that were checked, not the ones sent.
 Status ApplyRemotePolicy(SandboxSpec& spec, const RemoteSpecPolicy& remote, const std::string& org) {
@@ -242,13 +243,16 @@ Result<json> SandboxHandlers::Create(const json& in, const CallContext& ctx) {
     ISB_TRY(Validate(create_schema_, filled));
   }
   ISB_ASSIGN_OR_RETURN(SandboxSpec spec, spec::FromCallerJson(filled));
-  if (options_.remote != nullptr && !ctx.identity.superadmin) ISB_TRY(ApplyRemotePolicy(spec, *options_.remote, ctx.org));
+  if (options_.remote != nullptr && !ctx.identity.superadmin)
+    ISB_TRY(ApplyRemotePolicy(spec, *options_.remote, ctx.org));
   if (!spec.secrets.empty()) {
     Status may = options_.may_read_secrets ? options_.may_read_secrets(ctx)
                                            : Error::Of(Code::kForbidden, "this daemon gives no secret files");
     if (!may.ok())
-      return Error::Of(Code::kForbidden, "secrets: whoever execs in the sandbox reads its secret files, so giving "
-                                         "them takes what secret_get takes: " + may.error().message);
+      return Error::Of(Code::kForbidden,
+                       "secrets: whoever execs in the sandbox reads its secret files, so giving "
+                       "them takes what secret_get takes: " +
+                           may.error().message);
   }
   // An image the host chose is seen through the sandbox's id mapping: its root's files are the sandbox root's. A
   // remote caller's image is a directory below a bind root, whose files it may see only as others. An image of the
@@ -346,8 +350,9 @@ Result<json> SandboxHandlers::ExecUntimed(const json& in, const CallContext& ctx
   }
   bool base64 = in.value("encoding", "utf-8") == "base64";
   if (req.tty && !ctx.progress) {
-    return Invalid("tty: needs a streaming call (REST ?stream=1 or Accept: text/event-stream; MCP with a "
-                   "progressToken), which announces the session to send input to");
+    return Invalid(
+        "tty: needs a streaming call (REST ?stream=1 or Accept: text/event-stream; MCP with a "
+        "progressToken), which announces the session to send input to");
   }
   req.cancelled = ctx.cancelled;  // the caller's cancel (MCP's notifications/cancelled), or its going away
   if (!ctx.progress) {
@@ -405,7 +410,7 @@ Result<json> SandboxHandlers::Logs(const json& in, const CallContext& ctx) {
     }
     chunks.push_back(std::move(chunk));
   }
-  return json{{"chunks", std::move(chunks)}, {"next", read.next},   {"start", read.start}, {"end", read.end},
+  return json{{"chunks", std::move(chunks)}, {"next", read.next},      {"start", read.start}, {"end", read.end},
               {"dropped", read.dropped},     {"running", read.running}};
 }
 
@@ -463,15 +468,16 @@ Result<json> SandboxHandlers::FileWrite(const json& in, const CallContext& ctx) 
 }
 
 json SandboxInfoJson(const SandboxInfo& info) {
-  json out = {{"id", info.id},
-              {"name", info.name},
-              {"state", info.state},
-              {"spec", spec::ToJson(info.spec)},
-              {"created_at", info.created_at},
-              {"expires_at", info.expires_at},
-              {"last_active_at", info.last_active_at},
-              {"usage",
-               {{"cpu_usec", info.usage.cpu_usec}, {"memory_bytes", info.usage.memory_bytes}, {"pids", info.usage.pids}}}};
+  json out = {
+      {"id", info.id},
+      {"name", info.name},
+      {"state", info.state},
+      {"spec", spec::ToJson(info.spec)},
+      {"created_at", info.created_at},
+      {"expires_at", info.expires_at},
+      {"last_active_at", info.last_active_at},
+      {"usage",
+       {{"cpu_usec", info.usage.cpu_usec}, {"memory_bytes", info.usage.memory_bytes}, {"pids", info.usage.pids}}}};
   if (!info.create_path.empty()) out["timing"] = {{"path", info.create_path}, {"create_ms", info.create_ms}};
   if (!info.secrets.empty()) {
     json use = json::object();

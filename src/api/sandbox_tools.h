@@ -31,17 +31,17 @@ inline constexpr size_t kMaxFileReadBytes = 4 << 20;
 inline constexpr size_t kMaxFileWriteBytes = 2 << 20;
 
 // Registers sandbox_create, sandbox_exec, sandbox_exec_input, sandbox_exec_resize, sandbox_logs, sandbox_file_read,
-// sandbox_file_write, sandbox_list, sandbox_get, sandbox_usage, sandbox_stop, sandbox_start, sandbox_extend and sandbox_remove. `sandboxes` must outlive `registry`.
-// Durations in these tools are whole seconds (JSON integers).
-// An image of an org as a sandbox is made from it: its layers' directories (bottom first) and what of its config a
-// sandbox takes where the caller gave nothing.
+// sandbox_file_write, sandbox_list, sandbox_get, sandbox_usage, sandbox_stop, sandbox_start, sandbox_extend and
+// sandbox_remove. `sandboxes` must outlive `registry`. Durations in these tools are whole seconds (JSON integers). An
+// image of an org as a sandbox is made from it: its layers' directories (bottom first) and what of its config a sandbox
+// takes where the caller gave nothing.
 struct ResolvedImage {
   std::string name;    // its normalized reference
   std::string digest;  // its manifest's
   std::vector<std::string> layers;
-  std::vector<std::string> env;  // "NAME=value"
-  std::string working_dir;       // "" when the image names none
-  std::string user;              // "UID:GID", "" when the image names none
+  std::vector<std::string> env;              // "NAME=value"
+  std::string working_dir;                   // "" when the image names none
+  std::string user;                          // "UID:GID", "" when the image names none
   std::vector<std::string> entrypoint, cmd;  // the default command: `isb run` without one runs entrypoint + cmd
 };
 

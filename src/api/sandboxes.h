@@ -21,11 +21,11 @@ namespace isb::api {
 
 // The sandbox spec and the exec request have one home, spec/; the interface names them here.
 using spec::ExecRequest;
+using spec::kOrgLabel;
+using spec::kOwnerLabel;
 using spec::SandboxSpec;
 using spec::SpecMount;
 using spec::SpecPort;
-using spec::kOrgLabel;
-using spec::kOwnerLabel;
 
 struct SandboxUsage {
   uint64_t cpu_usec = 0;
@@ -41,11 +41,11 @@ struct SecretUse {
 };
 
 struct SandboxInfo {
-  std::string id;    // "sb-" + 16 hex digits
+  std::string id;  // "sb-" + 16 hex digits
   std::string name;
   std::string state;  // "running" | "stopped"
   SandboxSpec spec;
-  int64_t created_at = 0;    // unix seconds
+  int64_t created_at = 0;  // unix seconds
   int64_t expires_at = 0;
   int64_t last_active_at = 0;
   SandboxUsage usage;
@@ -84,15 +84,15 @@ using OutputSink = std::function<void(int stream, std::string_view data)>;
 // The output of a sandbox's detached commands (sandbox_exec with detach), kept in a bounded ring per sandbox and
 // read with sandbox_logs. A cursor is a position in everything the ring was ever given: each output byte takes one,
 // each exit one more.
-inline constexpr size_t kMaxDetachedExecs = 16;        // running at once per sandbox
-inline constexpr size_t kLogRingBytes = 1 << 20;       // kept per sandbox; the oldest go first
-inline constexpr size_t kMaxLogReadBytes = 1 << 20;    // of output per sandbox_logs answer
+inline constexpr size_t kMaxDetachedExecs = 16;      // running at once per sandbox
+inline constexpr size_t kLogRingBytes = 1 << 20;     // kept per sandbox; the oldest go first
+inline constexpr size_t kMaxLogReadBytes = 1 << 20;  // of output per sandbox_logs answer
 
 struct LogChunk {
   uint64_t cursor = 0;  // the position of its first byte
   int log_id = 0;       // which detached command (DetachedExec::log_id)
   enum class Kind { kStdout, kStderr, kExit } kind = Kind::kStdout;
-  std::string data{};   // output; empty for an exit
+  std::string data{};  // output; empty for an exit
   // An exit: the command's status (128+N when killed by signal N), or -1 with `error` when it ended without one
   // of its own (it could not start, or the sandbox stopped under it).
   int exit_code = 0;

@@ -101,7 +101,9 @@ Result<std::string> ResolveUnderBindRoot(std::string_view field, const std::stri
     roots.insert(roots.end(), own->second.begin(), own->second.end());
   if (roots.empty() && policy.org_bind_roots.empty())
     return Forbidden(name + ": host paths need --bind-root DIR (none is set)");
-  if (roots.empty()) return Forbidden(name + ": host paths need --bind-root DIR or " + org + "=DIR (none is set for org " + Quote(org) + ")");
+  if (roots.empty())
+    return Forbidden(name + ": host paths need --bind-root DIR or " + org + "=DIR (none is set for org " + Quote(org) +
+                     ")");
   if (!UnderSomeRoot(Lexical(path), roots)) return Forbidden(name + " is outside every --bind-root");
   std::error_code ec;
   fs::path real = fs::canonical(path, ec);

@@ -78,8 +78,8 @@ Result<std::string> ExpandVars(std::string_view text, const std::map<std::string
 // and the values of environment and labels (keys and every other field as sent); filling may add at most
 // kMaxExpandedSpecBytes to them all together (kTooLarge). "vars" is left out of the result; what was filled is the
 // schema's to judge again. A refusal is kInvalidArgument naming the field first ("environment.GREETING: ${X} is not
-// among the vars sent"). Remote callers' specs always pass through it (no daemon environment ever fills a name); the host's and
-// superadmins' when they send vars.
+// among the vars sent"). Remote callers' specs always pass through it (no daemon environment ever fills a name); the
+// host's and superadmins' when they send vars.
 Result<nlohmann::json> ExpandSpecVars(const nlohmann::json& input, const std::map<std::string, std::string>& vars);
 
 }  // namespace isb::api

@@ -190,7 +190,8 @@ Response Upgrade(const Request& req) {
 
 Response TerminalSocket::Handle(const Request& req, const Identity& who) const {
   if (!AsksForWebSocket(req.headers)) {
-    Response r = ErrorResponse(Error::Of(Code::kInvalidArgument, "a terminal is a WebSocket: send \"Upgrade: websocket\""));
+    Response r =
+        ErrorResponse(Error::Of(Code::kInvalidArgument, "a terminal is a WebSocket: send \"Upgrade: websocket\""));
     r.status = 426;
     r.headers.Set("Upgrade", "websocket");
     return r;
@@ -216,7 +217,8 @@ Response TerminalSocket::Handle(const Request& req, const Identity& who) const {
   Result<std::string> id = RandomHex(8);
   ctx.request_id = "ws-" + (id.ok() ? *id : std::string("terminal"));
   ctx.identity = who;
-  if (std::string org = req.QueryParam("org"); !org.empty()) ctx.org = SanitizeUtf8(std::string_view(org).substr(0, 64));
+  if (std::string org = req.QueryParam("org"); !org.empty())
+    ctx.org = SanitizeUtf8(std::string_view(org).substr(0, 64));
   ctx.ip = req.remote_address;
   ctx.user_agent = SanitizeUtf8(std::string_view(req.headers.Get("User-Agent")).substr(0, 256));
   // Interactive limits go in the server-only context, not the input: sandbox_exec's public schema has neither.
@@ -243,9 +245,8 @@ Response TerminalSocket::Handle(const Request& req, const Identity& who) const {
   const auto grace = std::chrono::seconds(ShorterParam(req, "reattach_grace", options_.reattach_grace, 0));
   TerminalClient client(registry_, sandbox, std::move(ctx));
   r.upgraded = [&registry = registry_, &sessions = *sessions_, &exec = **tool, input = std::move(input),
-                run_ctx = std::move(run_ctx), owner, grace,
-                client = std::move(client)](int fd, std::string_view pending,
-                                            const std::function<bool()>& stopping) mutable {
+                run_ctx = std::move(run_ctx), owner, grace, client = std::move(client)](
+                   int fd, std::string_view pending, const std::function<bool()>& stopping) mutable {
     WebSocketSession ws(fd, pending, stopping);
     SocketScreen screen(ws);
     auto session = std::make_shared<TerminalSession>(owner, grace);
@@ -259,8 +260,8 @@ Response TerminalSocket::Handle(const Request& req, const Identity& who) const {
   return r;
 }
 
-Response TerminalSocket::Reattach(const Request& req, const Identity& who, const std::string& sandbox,
-                                  CallContext ctx, const json& input) const {
+Response TerminalSocket::Reattach(const Request& req, const Identity& who, const std::string& sandbox, CallContext ctx,
+                                  const json& input) const {
   // Judged as a new shell would be (the caller may still run sandbox_exec there), then the session: only its own.
   const json attach = {{"sandbox", sandbox}};
   Status allowed = registry_.Recheck("sandbox_exec", input, ctx);

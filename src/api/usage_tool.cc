@@ -11,12 +11,8 @@ namespace {
 using nlohmann::json;
 
 json PointJson(const UsagePoint& p) {
-  return {{"at", Rfc3339Ms(p.at_ms)},
-          {"cpu_cores", p.cpu_cores},
-          {"memory_bytes", p.memory_bytes},
-          {"pids", p.pids},
-          {"net_rx_bytes", p.net_rx_bytes},
-          {"net_tx_bytes", p.net_tx_bytes}};
+  return {{"at", Rfc3339Ms(p.at_ms)}, {"cpu_cores", p.cpu_cores},       {"memory_bytes", p.memory_bytes},
+          {"pids", p.pids},           {"net_rx_bytes", p.net_rx_bytes}, {"net_tx_bytes", p.net_tx_bytes}};
 }
 
 Result<json> Usage(Sandboxes& all, const UsageStore* usage, const json& in, const CallContext& ctx) {
@@ -27,10 +23,8 @@ Result<json> Usage(Sandboxes& all, const UsageStore* usage, const json& in, cons
   json samples = json::array();
   for (const UsagePoint& p : usage->Series(info.id, coarse ? UsageResolution::kCoarse : UsageResolution::kFine))
     samples.push_back(PointJson(p));
-  return json{{"sandbox", info.id},
-              {"state", info.state},
-              {"interval_s", coarse ? 60 : 2},
-              {"samples", std::move(samples)}};
+  return json{
+      {"sandbox", info.id}, {"state", info.state}, {"interval_s", coarse ? 60 : 2}, {"samples", std::move(samples)}};
 }
 
 }  // namespace
@@ -45,8 +39,8 @@ Status AddUsageTool(Registry& registry, Sandboxes& sandboxes, const UsageStore* 
                Int("Bytes the egress proxy relayed to the sandbox since this daemon began counting it (cumulative: "
                    "the rate is the difference of two points over their time).",
                    0, INT64_MAX)},
-              {"net_tx_bytes", Int("Bytes the egress proxy relayed from the sandbox, counted as net_rx_bytes is.", 0,
-                                   INT64_MAX)}},
+              {"net_tx_bytes",
+               Int("Bytes the egress proxy relayed from the sandbox, counted as net_rx_bytes is.", 0, INT64_MAX)}},
              {"at", "cpu_cores", "memory_bytes", "pids", "net_rx_bytes", "net_tx_bytes"});
   json input = Object({{"sandbox", Str("The sandbox: its id (\"sb-\" and 16 hex digits) or its name.", 128, 1)},
                        {"resolution",

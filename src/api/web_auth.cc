@@ -22,15 +22,13 @@ bool StartsWithIgnoreCaseAscii(std::string_view s, std::string_view prefix) {
 
 // 429 with Retry-After: `what` failed too often; the next try may come in `wait` seconds.
 Response TooMany(std::string_view what, int64_t wait) {
-  Response r = ErrorResponse(Error::Of(Code::kTooManyRequests, "too many " + std::string(what) + "; try again in " +
-                                                                  std::to_string(wait) + " s"));
+  Response r = ErrorResponse(Error::Of(
+      Code::kTooManyRequests, "too many " + std::string(what) + "; try again in " + std::to_string(wait) + " s"));
   r.headers.Set("Retry-After", std::to_string(wait));
   return r;
 }
 
-bool ChangesState(const Request& req) {
-  return req.method != "GET" && req.method != "HEAD" && req.method != "OPTIONS";
-}
+bool ChangesState(const Request& req) { return req.method != "GET" && req.method != "HEAD" && req.method != "OPTIONS"; }
 
 Error Forbidden(std::string message) { return Error::Of(Code::kForbidden, std::move(message)); }
 
@@ -71,7 +69,8 @@ Status CheckSentOrigin(const Request& req, const std::string& host) {
 Status CheckBrowserRequest(const Request& req, const WebAuthOptions& options) {
   std::string host = req.headers.Get("Host");
   ISB_TRY(CheckHost(host, options));
-  if (req.headers.Get("X-Isb-Csrf") != "1") return Forbidden("a session request that changes something needs X-Isb-Csrf: 1");
+  if (req.headers.Get("X-Isb-Csrf") != "1")
+    return Forbidden("a session request that changes something needs X-Isb-Csrf: 1");
   if (!StartsWithIgnoreCaseAscii(req.headers.Get("Content-Type"), "application/json")) {
     return Forbidden("a session request that changes something needs Content-Type: application/json");
   }
@@ -141,8 +140,8 @@ Result<Identity> WebAuth::Authenticate(const Request& req) {
   bool presented = req.headers.Has("Authorization") || !CookieValue(req.headers.Get("Cookie"), kSessionCookie).empty();
   if (who.ok() || !presented) return who;
   if (int64_t wait = refusals_.RetryAfter(req.remote_address); wait > 0) {
-    return Error::Of(Code::kTooManyRequests, "too many refused credentials from this address; try again in " +
-                                                 std::to_string(wait) + " s");
+    return Error::Of(Code::kTooManyRequests,
+                     "too many refused credentials from this address; try again in " + std::to_string(wait) + " s");
   }
   refusals_.RecordFailure(req.remote_address);
   (void)Report("authenticate", account, req, Status(who.error()));
@@ -175,11 +174,14 @@ Result<Identity> WebAuth::Identify(const Request& req, std::string* account) {
     return Error::Of(Code::kUnauthenticated, "missing bearer token: send \"Authorization: Bearer <token>\"");
   }
   auto kind = identity::ParseSecret(session);
-  if (!kind.ok() || *kind != identity::SecretKind::kSession) return Error::Of(Code::kUnauthenticated, "malformed token");
+  if (!kind.ok() || *kind != identity::SecretKind::kSession)
+    return Error::Of(Code::kUnauthenticated, "malformed token");
   ISB_ASSIGN_OR_RETURN(Identity who, store_.Resolve(session));
   *account = who.user_name;
-  if (AsksForWebSocket(req.headers)) ISB_TRY(CheckWebSocketRequest(req, options_));
-  else if (ChangesState(req)) ISB_TRY(CheckBrowserRequest(req, options_));
+  if (AsksForWebSocket(req.headers))
+    ISB_TRY(CheckWebSocketRequest(req, options_));
+  else if (ChangesState(req))
+    ISB_TRY(CheckBrowserRequest(req, options_));
   return who;
 }
 
@@ -188,7 +190,8 @@ Result<Identity> WebAuth::Session(const Request& req) {
   std::string session = CookieValue(req.headers.Get("Cookie"), kSessionCookie);
   if (session.empty()) return Error::Of(Code::kUnauthenticated, "not signed in");
   auto kind = identity::ParseSecret(session);
-  if (!kind.ok() || *kind != identity::SecretKind::kSession) return Error::Of(Code::kUnauthenticated, "malformed token");
+  if (!kind.ok() || *kind != identity::SecretKind::kSession)
+    return Error::Of(Code::kUnauthenticated, "malformed token");
   return store_.Resolve(session);
 }
 
@@ -221,8 +224,8 @@ void WebAuth::ReportLimited(std::string_view action, std::string_view account, c
 }
 
 std::string WebAuth::Cookie(const std::string& value, int64_t max_age) const {
-  std::string c = std::string(kSessionCookie) + "=" + value + "; Path=/; HttpOnly; SameSite=Strict; Max-Age=" +
-                  std::to_string(max_age);
+  std::string c = std::string(kSessionCookie) + "=" + value +
+                  "; Path=/; HttpOnly; SameSite=Strict; Max-Age=" + std::to_string(max_age);
   if (options_.secure_cookie) c += "; Secure";
   return c;
 }

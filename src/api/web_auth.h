@@ -80,7 +80,8 @@ class WebAuth {
   // Who a TCP request is. A bearer header wins: a bad one is 401 even when a good cookie comes along. A session
   // cookie on a state-changing request (anything but GET, HEAD, OPTIONS) must come with "X-Isb-Csrf: 1", a JSON
   // Content-Type, and an Origin, when sent, naming the Host it was sent to (kForbidden naming the rule otherwise);
-  // a session cookie on a WebSocket upgrade must come with an Origin naming that Host. A refusal of a credential presented is reported as "authenticate".
+  // a session cookie on a WebSocket upgrade must come with an Origin naming that Host. A refusal of a credential
+  // presented is reported as "authenticate".
   Result<Identity> Authenticate(const Request& req);
 
   // The /api/v1/auth/ routes.

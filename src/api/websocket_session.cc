@@ -122,8 +122,8 @@ void WebSocketSession::Close(uint16_t code, std::string_view reason) {
   if (close_sent_) return;
   close_sent_at_ns_ = SteadyNs();
   close_sent_ = true;
-  (void)Write(net::EncodeFrame(net::WsFrameHeader{.fin = true, .opcode = op::kClose},
-                               net::EncodeClosePayload(code, reason)));
+  (void)Write(
+      net::EncodeFrame(net::WsFrameHeader{.fin = true, .opcode = op::kClose}, net::EncodeClosePayload(code, reason)));
 }
 
 bool WebSocketSession::Write(std::string_view bytes) {

@@ -186,9 +186,9 @@ Result<std::optional<Broken>> Chain::Walk(const Head& anchor, int64_t through, c
   // The first row stored with a wrong type, if it comes before what the walk found.
   std::string typed = "typeof(time) = 'integer' AND typeof(prev_hash) = 'text' AND typeof(hash) = 'text'";
   for (const std::string& c : def_.columns) typed += " AND typeof(" + c + ") = 'text'";
-  ISB_ASSIGN_OR_RETURN(auto wrong, db_.Query("SELECT min(id) FROM " + def_.table + " WHERE id > ?1 AND id <= ?2 AND NOT (" +
-                                                 typed + ")",
-                                             {anchor.id, through}));
+  ISB_ASSIGN_OR_RETURN(
+      auto wrong, db_.Query("SELECT min(id) FROM " + def_.table + " WHERE id > ?1 AND id <= ?2 AND NOT (" + typed + ")",
+                            {anchor.id, through}));
   if (!std::holds_alternative<std::nullptr_t>(wrong[0][0]) && (!broken || AsInt(wrong[0][0]) < broken->id))
     return std::optional(Broken{AsInt(wrong[0][0]), kReasonType});
   return broken;
@@ -229,8 +229,8 @@ Result<VerifyResult> Chain::Verify(const std::optional<Head>& pinned) {
   out.head = top.empty() ? out.pruned_through : Head{AsInt(top[0][0]), AsText(top[0][1])};
   ISB_ASSIGN_OR_RETURN(auto count, db_.Query("SELECT count(*) FROM " + def_.table + " WHERE id <= ?1", {out.head.id}));
   out.rows = AsInt(count[0][0]);
-  ISB_ASSIGN_OR_RETURN(auto stale, db_.Query("SELECT min(id) FROM " + def_.table + " WHERE id <= ?1",
-                                             {out.pruned_through.id}));
+  ISB_ASSIGN_OR_RETURN(auto stale,
+                       db_.Query("SELECT min(id) FROM " + def_.table + " WHERE id <= ?1", {out.pruned_through.id}));
   if (!std::holds_alternative<std::nullptr_t>(stale[0][0])) {
     out.first_broken = Broken{AsInt(stale[0][0]), kReasonBeforeAnchor};
   } else {
@@ -247,9 +247,9 @@ Result<PruneResult> Chain::Prune(std::chrono::milliseconds retention) {
   int64_t cutoff = clock_() - retention.count();
   ISB_ASSIGN_OR_RETURN(Head anchor, Anchor());
   // Only a prefix can go: the rows before the first one young enough to keep.
-  ISB_ASSIGN_OR_RETURN(auto keep, db_.Query("SELECT id FROM " + def_.table +
-                                                " WHERE id > ?1 AND time >= ?2 ORDER BY id LIMIT 1",
-                                            {anchor.id, cutoff}));
+  ISB_ASSIGN_OR_RETURN(auto keep,
+                       db_.Query("SELECT id FROM " + def_.table + " WHERE id > ?1 AND time >= ?2 ORDER BY id LIMIT 1",
+                                 {anchor.id, cutoff}));
   int64_t through = 0;
   if (!keep.empty()) {
     through = AsInt(keep[0][0]) - 1;
@@ -265,8 +265,8 @@ Result<PruneResult> Chain::Prune(std::chrono::milliseconds retention) {
                                           std::to_string(broken->id) + " (" + broken->reason +
                                           "); pruning would erase the evidence");
   if (last.id != through)
-    return Error::Of(Code::kConflict, "refusing to prune " + def_.table + ": row " + std::to_string(through) +
-                                          " is missing");
+    return Error::Of(Code::kConflict,
+                     "refusing to prune " + def_.table + ": row " + std::to_string(through) + " is missing");
   ISB_TRY(db_.Exec("UPDATE chain_anchors SET pruned_through = ?1, hash = ?2 WHERE chain = ?3",
                    {last.id, last.hash, def_.table}));
   return PruneResult{last.id - anchor.id, last};

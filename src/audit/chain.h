@@ -136,7 +136,7 @@ class Chain {
   bool writing_ ISB_GUARDED_BY(queue_mu_) = false;  // one thread writes at a time; head_ and loaded_ belong to it
   Head head_{};
   bool loaded_ = false;
-  Mutex walk_mu_;    // Verify and Prune, one at a time
+  Mutex walk_mu_;  // Verify and Prune, one at a time
 };
 
 }  // namespace isb::audit

@@ -9,8 +9,7 @@
 namespace isb::audit {
 
 // The prev_hash of a chain's first row: 32 zero bytes, as hex.
-inline constexpr std::string_view kGenesisHash =
-    "0000000000000000000000000000000000000000000000000000000000000000";
+inline constexpr std::string_view kGenesisHash = "0000000000000000000000000000000000000000000000000000000000000000";
 
 // Encoding, version 1 (the version is part of `domain`, e.g. "isb.audit.v1"):
 //

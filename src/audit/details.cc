@@ -110,12 +110,22 @@ json DetailsPolicy::Filter(std::string_view action, const json& details) const {
 
 DetailsPolicy DefaultDetailsPolicy() {
   DetailsPolicy p;
-  p.Allow("sandbox_create", {{"name"}, {"image"}, {"cpus"}, {"mem_limit"}, {"disk"}, {"pids"},
-                             {"environment", Keep::kKeyNames}, {"working_dir"}, {"user"},
-                             {"labels", Keep::kKeyNames}, {"egress"}, {"expires"}, {"idle_timeout"},
+  p.Allow("sandbox_create", {{"name"},
+                             {"image"},
+                             {"cpus"},
+                             {"mem_limit"},
+                             {"disk"},
+                             {"pids"},
+                             {"environment", Keep::kKeyNames},
+                             {"working_dir"},
+                             {"user"},
+                             {"labels", Keep::kKeyNames},
+                             {"egress"},
+                             {"expires"},
+                             {"idle_timeout"},
                              {"ports", Keep::kRecords}});
-  p.Allow("sandbox_exec", {{"argv", Keep::kStrings}, {"env", Keep::kKeyNames}, {"workdir"}, {"timeout"},
-                           {"encoding"}, {"detach"}});
+  p.Allow("sandbox_exec",
+          {{"argv", Keep::kStrings}, {"env", Keep::kKeyNames}, {"workdir"}, {"timeout"}, {"encoding"}, {"detach"}});
   p.Allow("sandbox_extend", {{"by"}});
   p.Allow("sandbox_list", {{"labels", Keep::kKeyNames}});
   p.Allow("sandbox_file_read", {{"path"}, {"encoding"}});

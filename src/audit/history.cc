@@ -8,8 +8,8 @@
 namespace isb::audit {
 
 const ChainDef& HistoryChain() {
-  static const ChainDef def{"sandbox_history", "isb.history.v1",
-                            {"sandbox", "org", "event", "actor", "actor_kind", "reason", "request_id"}};
+  static const ChainDef def{
+      "sandbox_history", "isb.history.v1", {"sandbox", "org", "event", "actor", "actor_kind", "reason", "request_id"}};
   return def;
 }
 
@@ -29,14 +29,13 @@ Result<Head> History::Record(const HistoryEntry& e) {
 Result<std::vector<HistoryEvent>> History::Query(const HistoryFilter& f) {
   Where w;
   w.Eq("sandbox", f.sandbox).Eq("org", f.org).Time(f.since_ms, f.until_ms);
-  ISB_ASSIGN_OR_RETURN(auto rows,
-                       chain_.Select(std::move(w), f.after_id, std::clamp<int64_t>(f.limit, 1, 1000)));
+  ISB_ASSIGN_OR_RETURN(auto rows, chain_.Select(std::move(w), f.after_id, std::clamp<int64_t>(f.limit, 1, 1000)));
   std::vector<HistoryEvent> out;
   out.reserve(rows.size());
   for (const auto& r : rows) {
     const auto& v = r.fields;
-    out.push_back(HistoryEvent{r.id, r.time_ms, HistoryEntry{v[0], v[1], v[2], v[3], v[4], v[5], v[6]}, r.prev_hash,
-                               r.hash});
+    out.push_back(
+        HistoryEvent{r.id, r.time_ms, HistoryEntry{v[0], v[1], v[2], v[3], v[4], v[5], v[6]}, r.prev_hash, r.hash});
   }
   return out;
 }

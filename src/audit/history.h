@@ -25,10 +25,10 @@ inline constexpr std::string_view kHistoryEvents[] = {"created", "started", "sto
 struct HistoryEntry {
   std::string sandbox{};  // the sandbox's id
   std::string org{};
-  std::string event{};    // one of kHistoryEvents
-  std::string actor{};    // who asked; "" with actor_kind "system" for the daemon's own (reaper, OOM, adoption)
+  std::string event{};  // one of kHistoryEvents
+  std::string actor{};  // who asked; "" with actor_kind "system" for the daemon's own (reaper, OOM, adoption)
   std::string actor_kind{};
-  std::string reason{};   // a short code such as "expired" or "idle"; never command output
+  std::string reason{};  // a short code such as "expired" or "idle"; never command output
   std::string request_id{};
 };
 

@@ -33,8 +33,10 @@ Result<Head> AuditLog::Append(const Entry& e) {
 
 Result<std::vector<Record>> AuditLog::Page(const Filter& f, int64_t after_id, int64_t limit, bool latest) {
   Where w;
-  if (f.no_org) w.Add("org =", std::string());
-  else w.Eq("org", f.org);
+  if (f.no_org)
+    w.Add("org =", std::string());
+  else
+    w.Eq("org", f.org);
   w.Eq("actor", f.actor).Eq("action", f.action).Time(f.since_ms, f.until_ms);
   ISB_ASSIGN_OR_RETURN(auto rows, chain_.Select(std::move(w), after_id, limit, latest));
   std::vector<Record> out;

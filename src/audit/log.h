@@ -28,9 +28,9 @@ struct Filter {
   std::string action{};
   std::optional<int64_t> since_ms{};  // time >= since
   std::optional<int64_t> until_ms{};  // time < until
-  int64_t after_id = 0;             // for paging: pass the last id of the previous page
-  int64_t limit = 100;              // List clamps it to 1..kMaxListLimit; Export ignores it (every match)
-  bool latest = false;              // List: the last `limit` matches (after after_id), still in id order
+  int64_t after_id = 0;               // for paging: pass the last id of the previous page
+  int64_t limit = 100;                // List clamps it to 1..kMaxListLimit; Export ignores it (every match)
+  bool latest = false;                // List: the last `limit` matches (after after_id), still in id order
 };
 inline constexpr int64_t kMaxListLimit = 1000;
 

@@ -6,15 +6,16 @@
 namespace isb::audit {
 
 const ChainDef& AuditChain() {
-  static const ChainDef def{"audit_log", "isb.audit.v1",
+  static const ChainDef def{"audit_log",
+                            "isb.audit.v1",
                             {"org", "actor", "actor_kind", "surface", "action", "target", "details", "outcome", "ip",
                              "user_agent", "request_id"}};
   return def;
 }
 
 std::vector<std::string> Fields(const Record& r) {
-  return {r.org, r.actor, r.actor_kind, r.surface, r.action, r.target, r.details, r.outcome, r.ip, r.user_agent,
-          r.request_id};
+  return {r.org,     r.actor,   r.actor_kind, r.surface,    r.action,    r.target,
+          r.details, r.outcome, r.ip,         r.user_agent, r.request_id};
 }
 
 Record RecordFrom(const ChainRow& row) {

@@ -14,11 +14,11 @@ namespace isb::audit {
 // What a caller (the authorizer, a tool) reports about one call. The log fills id, time and the hashes.
 struct Entry {
   std::string org{};
-  std::string actor{};       // an identity's name or id; never a credential
-  std::string actor_kind{};  // "user", "token", "superadmin", "system", ...
-  std::string surface{};     // "rest", "mcp", "unix", "cli", ...
-  std::string action{};      // the tool's name, or an event such as "sign_in"
-  std::string target{};      // the object acted on: a sandbox, a user, a token's id
+  std::string actor{};                                // an identity's name or id; never a credential
+  std::string actor_kind{};                           // "user", "token", "superadmin", "system", ...
+  std::string surface{};                              // "rest", "mcp", "unix", "cli", ...
+  std::string action{};                               // the tool's name, or an event such as "sign_in"
+  std::string target{};                               // the object acted on: a sandbox, a user, a token's id
   nlohmann::json details = nlohmann::json::object();  // raw input; the log keeps only what DetailsPolicy allows
   std::string outcome = "ok";  // "ok", "started" or an error code (OutcomeOf); anything else is stored as "internal"
   std::string ip{};
@@ -30,7 +30,7 @@ struct Record {
   int64_t id = 0;
   int64_t time_ms = 0;
   std::string org, actor, actor_kind, surface, action, target;
-  std::string details{};    // a JSON object, exactly as stored and hashed
+  std::string details{};  // a JSON object, exactly as stored and hashed
   std::string outcome, ip, user_agent, request_id;
   std::string prev_hash, hash;
 };

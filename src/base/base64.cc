@@ -36,7 +36,8 @@ Result<std::string> Base64Decode(std::string_view text, Base64Padding padding) {
     return t;
   }();
   if (padding == Base64Padding::kRequired) {
-    if (text.size() % 4 != 0) return Error::Of(Code::kInvalidArgument, "invalid base64: the length is not a multiple of 4");
+    if (text.size() % 4 != 0)
+      return Error::Of(Code::kInvalidArgument, "invalid base64: the length is not a multiple of 4");
     // At most two '=', at the end of the last group of four.
     for (int pad = 0; pad < 2 && !text.empty() && text.back() == '='; ++pad) text.remove_suffix(1);
   } else {
@@ -49,7 +50,8 @@ Result<std::string> Base64Decode(std::string_view text, Base64Padding padding) {
   int bits = 0;
   for (size_t i = 0; i < text.size(); ++i) {
     int8_t v = kValue[static_cast<unsigned char>(text[i])];
-    if (v < 0) return Error::Of(Code::kInvalidArgument, "invalid base64: unexpected character at offset " + std::to_string(i));
+    if (v < 0)
+      return Error::Of(Code::kInvalidArgument, "invalid base64: unexpected character at offset " + std::to_string(i));
     acc = (acc << 6) | static_cast<uint32_t>(v);
     bits += 6;
     if (bits >= 8) {

@@ -50,8 +50,10 @@ ssize_t RecvWithFd(int sock, void* data, size_t len, int* fd, int flags) {
     for (size_t i = 0; i < count; ++i) {
       int got;
       std::memcpy(&got, CMSG_DATA(c) + i * sizeof(int), sizeof got);
-      if (*fd < 0) *fd = got;
-      else ::close(got);
+      if (*fd < 0)
+        *fd = got;
+      else
+        ::close(got);
     }
   }
   return n;

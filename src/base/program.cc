@@ -54,8 +54,10 @@ Result<ProgramExit> RunProgram(const std::vector<std::string>& argv, std::string
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_adddup2(&fa, in.read.get(), 0);
   posix_spawn_file_actions_adddup2(&fa, err.write.get(), 2);
-  if (stdout_limit > 0) posix_spawn_file_actions_adddup2(&fa, out_pipe.write.get(), 1);
-  else posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  if (stdout_limit > 0)
+    posix_spawn_file_actions_adddup2(&fa, out_pipe.write.get(), 1);
+  else
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
   std::vector<std::string> copy = argv;
   std::vector<char*> args;
   for (std::string& a : copy) args.push_back(a.data());

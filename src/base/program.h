@@ -18,8 +18,9 @@ struct ProgramExit {
 
 // Runs `argv` (argv[0] is looked up in PATH unless it holds a '/') with `input` on its stdin, its stdout discarded
 // (or, with a stdout_limit, kept up to that many bytes: read to its end before stderr, so the program must not fill
-// the stderr pipe first), the signal mask and SIGPIPE back to their defaults. An error only when it cannot be started (errno in the error);
-// how it ended is the ProgramExit. `argv` must carry no secrets: it is visible in /proc to the whole host.
+// the stderr pipe first), the signal mask and SIGPIPE back to their defaults. An error only when it cannot be started
+// (errno in the error); how it ended is the ProgramExit. `argv` must carry no secrets: it is visible in /proc to the
+// whole host.
 Result<ProgramExit> RunProgram(const std::vector<std::string>& argv, std::string_view input = {},
                                size_t stdout_limit = 0);
 

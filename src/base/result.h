@@ -11,22 +11,42 @@
 namespace isb {
 
 // Error codes that surfaces map to their own terms (HTTP status, MCP isError, CLI exit code).
-enum class Code { kInternal, kInvalidArgument, kNotFound, kConflict, kTimeout, kUnauthenticated, kForbidden,
-                  kTooLarge, kUnavailable, kTooManyRequests };
+enum class Code {
+  kInternal,
+  kInvalidArgument,
+  kNotFound,
+  kConflict,
+  kTimeout,
+  kUnauthenticated,
+  kForbidden,
+  kTooLarge,
+  kUnavailable,
+  kTooManyRequests
+};
 
 // The code's stable name ("not_found"), as the REST and MCP surfaces and the audit log show it.
 inline std::string_view CodeName(Code code) {
   switch (code) {
-    case Code::kInvalidArgument: return "invalid_argument";
-    case Code::kNotFound: return "not_found";
-    case Code::kConflict: return "conflict";
-    case Code::kTimeout: return "timeout";
-    case Code::kUnauthenticated: return "unauthenticated";
-    case Code::kForbidden: return "forbidden";
-    case Code::kTooLarge: return "too_large";
-    case Code::kUnavailable: return "unavailable";
-    case Code::kTooManyRequests: return "rate_limited";
-    case Code::kInternal: break;
+    case Code::kInvalidArgument:
+      return "invalid_argument";
+    case Code::kNotFound:
+      return "not_found";
+    case Code::kConflict:
+      return "conflict";
+    case Code::kTimeout:
+      return "timeout";
+    case Code::kUnauthenticated:
+      return "unauthenticated";
+    case Code::kForbidden:
+      return "forbidden";
+    case Code::kTooLarge:
+      return "too_large";
+    case Code::kUnavailable:
+      return "unavailable";
+    case Code::kTooManyRequests:
+      return "rate_limited";
+    case Code::kInternal:
+      break;
   }
   return "internal";
 }
@@ -47,7 +67,7 @@ struct Error {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}      // NOLINT: implicit by design
   Result(Error error) : v_(std::move(error)) {}  // NOLINT
 
   bool ok() const { return v_.index() == 0; }
@@ -87,14 +107,14 @@ using Status = Result<void>;
 #define ISB_CONCAT(a, b) ISB_CONCAT_INNER(a, b)
 
 // Returns the error of a failed Status or Result from the enclosing function.
-#define ISB_TRY(expr)                                          \
-  do {                                                         \
-    auto&& isb_try_r = (expr);                                 \
-    if (!isb_try_r.ok()) return isb_try_r.error();             \
+#define ISB_TRY(expr)                              \
+  do {                                             \
+    auto&& isb_try_r = (expr);                     \
+    if (!isb_try_r.ok()) return isb_try_r.error(); \
   } while (0)
 
 // Declares `lhs` from a Result's value, or returns its error.
-#define ISB_ASSIGN_OR_RETURN(lhs, expr)                         \
-  auto ISB_CONCAT(isb_r_, __LINE__) = (expr);                   \
+#define ISB_ASSIGN_OR_RETURN(lhs, expr)                                                \
+  auto ISB_CONCAT(isb_r_, __LINE__) = (expr);                                          \
   if (!ISB_CONCAT(isb_r_, __LINE__).ok()) return ISB_CONCAT(isb_r_, __LINE__).error(); \
   lhs = std::move(ISB_CONCAT(isb_r_, __LINE__)).value()

@@ -37,16 +37,31 @@ bool ParseMilli(std::string_view s, uint64_t* out) {
 
 Result<uint64_t> ParseSize(std::string_view text) {
   std::string_view s = text;
-  if (s.ends_with("iB")) s.remove_suffix(2);
-  else if (s.ends_with("B") && s.size() > 1 && !(s[s.size() - 2] >= '0' && s[s.size() - 2] <= '9')) s.remove_suffix(1);
+  if (s.ends_with("iB"))
+    s.remove_suffix(2);
+  else if (s.ends_with("B") && s.size() > 1 && !(s[s.size() - 2] >= '0' && s[s.size() - 2] <= '9'))
+    s.remove_suffix(1);
   uint64_t mult = 1;
   if (!s.empty()) {
     switch (s.back()) {
-      case 'k': case 'K': mult = 1ull << 10; break;
-      case 'm': case 'M': mult = 1ull << 20; break;
-      case 'g': case 'G': mult = 1ull << 30; break;
-      case 't': case 'T': mult = 1ull << 40; break;
-      default: break;
+      case 'k':
+      case 'K':
+        mult = 1ull << 10;
+        break;
+      case 'm':
+      case 'M':
+        mult = 1ull << 20;
+        break;
+      case 'g':
+      case 'G':
+        mult = 1ull << 30;
+        break;
+      case 't':
+      case 'T':
+        mult = 1ull << 40;
+        break;
+      default:
+        break;
     }
     if (mult != 1) s.remove_suffix(1);
   }
@@ -60,11 +75,21 @@ Result<uint64_t> ParseSize(std::string_view text) {
 Result<std::chrono::milliseconds> ParseDuration(std::string_view text) {
   std::string_view s = text;
   uint64_t unit_ms = 1000;
-  if (s.ends_with("ms")) { unit_ms = 1; s.remove_suffix(2); }
-  else if (s.ends_with("s")) { s.remove_suffix(1); }
-  else if (s.ends_with("m")) { unit_ms = 60'000; s.remove_suffix(1); }
-  else if (s.ends_with("h")) { unit_ms = 3'600'000; s.remove_suffix(1); }
-  else if (s.ends_with("d")) { unit_ms = 86'400'000; s.remove_suffix(1); }
+  if (s.ends_with("ms")) {
+    unit_ms = 1;
+    s.remove_suffix(2);
+  } else if (s.ends_with("s")) {
+    s.remove_suffix(1);
+  } else if (s.ends_with("m")) {
+    unit_ms = 60'000;
+    s.remove_suffix(1);
+  } else if (s.ends_with("h")) {
+    unit_ms = 3'600'000;
+    s.remove_suffix(1);
+  } else if (s.ends_with("d")) {
+    unit_ms = 86'400'000;
+    s.remove_suffix(1);
+  }
   uint64_t milli = 0;
   if (!ParseMilli(s, &milli)) return Bad("duration", text, "30s, 500ms, 5m, 2h");
   if (milli > UINT64_MAX / unit_ms) return Bad("duration", text, "less than a century");

@@ -31,8 +31,7 @@ size_t Utf8IncompleteTail(std::string_view s) {
     if (c < 0xC2 || c > 0xF4) return 0;
     if (back >= 2) {
       auto c1 = static_cast<unsigned char>(s[s.size() - back + 1]);
-      if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 > 0x9F) || (c == 0xF0 && c1 < 0x90) ||
-          (c == 0xF4 && c1 > 0x8F))
+      if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 > 0x9F) || (c == 0xF0 && c1 < 0x90) || (c == 0xF4 && c1 > 0x8F))
         return 0;
     }
     return back;

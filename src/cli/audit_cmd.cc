@@ -115,15 +115,18 @@ int RunList(const ListFlags& f) {
   if (f.platform) in["platform"] = true;
   auto r = client->Call("audit_list", in);
   if (!r.ok()) return Report(r.error());
-  if (f.json) Print(*r);
-  else std::fputs(AuditTable(*r).c_str(), stdout);
+  if (f.json)
+    Print(*r);
+  else
+    std::fputs(AuditTable(*r).c_str(), stdout);
   return kExitOk;
 }
 
 int RunExport(const ConnectFlags& connect, bool platform) {
   auto client = Connect(connect);
   if (!client.ok()) return ReportUsage(client.error());
-  Status st = ExportAudit(*client, [](const std::string& line) { std::printf("%s\n", line.c_str()); }, platform);
+  Status st = ExportAudit(
+      *client, [](const std::string& line) { std::printf("%s\n", line.c_str()); }, platform);
   std::fflush(stdout);
   return st.ok() ? kExitOk : Report(st.error());
 }
@@ -145,14 +148,17 @@ int RunHistory(const HistoryFlags& f) {
   if (f.after > 0) in["after"] = f.after;
   auto r = client->Call("history_query", in);
   if (!r.ok()) return Report(r.error());
-  if (f.json) Print(*r);
-  else std::fputs(HistoryTable(*r).c_str(), stdout);
+  if (f.json)
+    Print(*r);
+  else
+    std::fputs(HistoryTable(*r).c_str(), stdout);
   return kExitOk;
 }
 
 void AddHistoryCommand(CLI::App& app, int* exit_code) {
   auto f = std::make_shared<HistoryFlags>();
-  auto* cmd = app.add_subcommand("history", "The org's sandbox lifecycle events (removed sandboxes' too, when no sandbox is named)");
+  auto* cmd = app.add_subcommand(
+      "history", "The org's sandbox lifecycle events (removed sandboxes' too, when no sandbox is named)");
   AddConnectOptions(cmd, f->connect);
   cmd->add_option("sandbox", f->sandbox, "Only this sandbox's events (its id or name; it must still exist)");
   cmd->add_option("--limit", f->limit, "At most N events")->capture_default_str()->check(CLI::Range(1, 1000));

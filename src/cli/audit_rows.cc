@@ -16,8 +16,8 @@ std::string UtcTime(int64_t ms) {
 
 std::string AuditTable(const json& result) {
   char line[512];
-  std::snprintf(line, sizeof line, "%-8s %-20s %-24s %-20s %-22s %-18s %s\n", "ID", "TIME", "ACTOR", "ACTION",
-                "TARGET", "OUTCOME", "SURFACE");
+  std::snprintf(line, sizeof line, "%-8s %-20s %-24s %-20s %-22s %-18s %s\n", "ID", "TIME", "ACTOR", "ACTION", "TARGET",
+                "OUTCOME", "SURFACE");
   std::string out = line;
   for (const json& r : result.value("records", json::array())) {
     std::snprintf(line, sizeof line, "%-8lld %-20s %-24s %-20s %-22s %-18s %s\n",
@@ -35,16 +35,15 @@ std::string HistoryTable(const json& result) {
                 "REASON");
   std::string out = line;
   for (const json& e : result.value("events", json::array())) {
-    std::snprintf(line, sizeof line, "%-8lld %-20s %-20s %-14s %-24s ", static_cast<long long>(e.value("id", int64_t{0})),
-                  UtcTime(e.value("time", int64_t{0})).c_str(), e.value("sandbox", "").c_str(),
-                  e.value("event", "").c_str(), e.value("actor", "").c_str());
+    std::snprintf(line, sizeof line, "%-8lld %-20s %-20s %-14s %-24s ",
+                  static_cast<long long>(e.value("id", int64_t{0})), UtcTime(e.value("time", int64_t{0})).c_str(),
+                  e.value("sandbox", "").c_str(), e.value("event", "").c_str(), e.value("actor", "").c_str());
     out += line + e.value("reason", "") + "\n";
   }
   return out;
 }
 
-Status ExportAudit(const ToolClient& client, const std::function<void(const std::string& line)>& line,
-                   bool platform) {
+Status ExportAudit(const ToolClient& client, const std::function<void(const std::string& line)>& line, bool platform) {
   json in = {{"limit", kAuditPage}};
   if (platform) in["platform"] = true;
   for (;;) {

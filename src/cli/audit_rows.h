@@ -1,4 +1,5 @@
-// `isb audit ls`, `isb audit export` and `isb history`: the rows of audit_list and history_query as the CLI prints them.
+// `isb audit ls`, `isb audit export` and `isb history`: the rows of audit_list and history_query as the CLI prints
+// them.
 #pragma once
 
 #include <cstdint>

@@ -43,8 +43,8 @@ std::string ConnectHint(const Endpoint& ep, int err) {
 }
 
 Error ConnectError(const Endpoint& ep, int err) {
-  return Error::Of(Code::kUnavailable, "cannot reach the isb daemon at " + ep.Describe() + ": " +
-                                           std::strerror(err) + ConnectHint(ep, err));
+  return Error::Of(Code::kUnavailable, "cannot reach the isb daemon at " + ep.Describe() + ": " + std::strerror(err) +
+                                           ConnectHint(ep, err));
 }
 
 // Waits until `fd` is ready for `events`; false on timeout.
@@ -197,8 +197,8 @@ Error Malformed(const Conn& c, const std::string& what) {
 }
 
 Error ClosedEarly(const Conn& c, const std::string& when) {
-  return Error::Of(Code::kUnavailable, "the isb daemon at " + c.where() + " closed the connection " + when +
-                                           "; see its log");
+  return Error::Of(Code::kUnavailable,
+                   "the isb daemon at " + c.where() + " closed the connection " + when + "; see its log");
 }
 
 // Reads one line ending in LF (CR before it dropped), of at most `max` bytes.
@@ -526,8 +526,7 @@ Result<HttpResponse> HttpClient::SendStreaming(const HttpRequest& request, const
 
 Result<HttpResponse> HttpClient::Exchange(const HttpRequest& request, const SseHandler* on_event) const {
   ISB_ASSIGN_OR_RETURN(std::string head_bytes, RequestBytes(endpoint_, request));
-  Result<Fd> fd = endpoint_.unix_path.empty() ? ConnectTcp(endpoint_, limits_.connect_timeout)
-                                              : ConnectUnix(endpoint_);
+  Result<Fd> fd = endpoint_.unix_path.empty() ? ConnectTcp(endpoint_, limits_.connect_timeout) : ConnectUnix(endpoint_);
   if (!fd.ok()) return fd.error();
   Conn conn(std::move(*fd), limits_.idle_timeout, endpoint_.Describe());
   Status sent = conn.WriteAll(head_bytes);

@@ -54,7 +54,7 @@ struct SseEvent {
 using SseHandler = std::function<bool(const SseEvent&)>;
 
 struct ClientLimits {
-  size_t max_body_bytes = 64u << 20;   // also the most one SSE event may carry
+  size_t max_body_bytes = 64u << 20;  // also the most one SSE event may carry
   size_t max_header_bytes = 64u << 10;
   std::chrono::milliseconds connect_timeout{10'000};
   // Longest silence while waiting for the daemon; an exec may run 15 minutes without printing anything.

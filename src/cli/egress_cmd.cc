@@ -42,8 +42,10 @@ int RunShow(const EgressFlags& f) {
   if (!client.ok()) return ReportUsage(client.error());
   auto egress = CurrentEgress(*client, f.sandbox, nullptr);
   if (!egress.ok()) return Report(egress.error());
-  if (f.json) Print(*egress);
-  else std::fputs(EgressText(*egress).c_str(), stdout);
+  if (f.json)
+    Print(*egress);
+  else
+    std::fputs(EgressText(*egress).c_str(), stdout);
   return kExitOk;
 }
 
@@ -52,8 +54,9 @@ int RunSet(const EgressFlags& f) {
   if (c.replace.empty() == (c.add.empty() && c.remove.empty()))
     return ReportUsage(Usage("give the hosts (isb egress set SANDBOX HOST...) or --add/--rm, not both, not neither"));
   EgressChange checked;
-  for (auto [flag, given, out] : {std::tuple("host", &c.replace, &checked.replace),
-                                  std::tuple("--add", &c.add, &checked.add), std::tuple("--rm", &c.remove, &checked.remove)}) {
+  for (auto [flag, given, out] :
+       {std::tuple("host", &c.replace, &checked.replace), std::tuple("--add", &c.add, &checked.add),
+        std::tuple("--rm", &c.remove, &checked.remove)}) {
     auto hosts = EgressEntries(flag, *given);
     if (!hosts.ok()) return ReportUsage(hosts.error());
     *out = hosts->get<std::vector<std::string>>();
@@ -68,17 +71,19 @@ int RunSet(const EgressFlags& f) {
   if (!info.ok()) return Report(info.error());
   const json spec = info->value("spec", json::object());
   const json egress = spec.contains("egress") ? spec["egress"] : json("none");
-  if (f.json) Print(egress);
-  else std::fputs(EgressText(egress).c_str(), stdout);
+  if (f.json)
+    Print(egress);
+  else
+    std::fputs(EgressText(egress).c_str(), stdout);
   return kExitOk;
 }
 
 // The last `keep` egress_connect rows of the sandbox, oldest first, in one call (audit_list's `latest`).
 Result<json> LastRefusals(const ToolClient& client, const std::string& id, int64_t keep) {
-  ISB_ASSIGN_OR_RETURN(json page, client.Call("audit_list", {{"action", "egress_connect"},
-                                                             {"actor", "sandbox:" + id},
-                                                             {"limit", keep},
-                                                             {"latest", true}}));
+  ISB_ASSIGN_OR_RETURN(
+      json page,
+      client.Call("audit_list",
+                  {{"action", "egress_connect"}, {"actor", "sandbox:" + id}, {"limit", keep}, {"latest", true}}));
   return page.value("records", json::array());
 }
 
@@ -90,8 +95,10 @@ int RunLog(const EgressFlags& f) {
   if (!egress.ok()) return Report(egress.error());
   auto rows = LastRefusals(*client, id, f.limit);
   if (!rows.ok()) return Report(rows.error());
-  if (f.json) Print(json{{"records", *rows}});
-  else std::fputs(EgressLogTable(*rows).c_str(), stdout);
+  if (f.json)
+    Print(json{{"records", *rows}});
+  else
+    std::fputs(EgressLogTable(*rows).c_str(), stdout);
   return kExitOk;
 }
 
@@ -138,8 +145,9 @@ std::string EgressText(const json& egress) {
 
 // An egress object with no allow list (a block list, a judge, secrets alone): hosts set over it would drop those.
 std::string NoAllowList(const std::string& sandbox) {
-  return sandbox + "'s egress is an object without an allow list (a block list, a judge or secrets alone): setting "
-                   "hosts here would drop those; change it with the sandbox_egress_set tool (isb egress show " +
+  return sandbox +
+         "'s egress is an object without an allow list (a block list, a judge or secrets alone): setting "
+         "hosts here would drop those; change it with the sandbox_egress_set tool (isb egress show " +
          sandbox + ")";
 }
 
@@ -157,7 +165,8 @@ Result<json> NextEgress(const std::string& sandbox, const json& now, const Egres
   }
   if (now.is_object() && list == nullptr) return Usage(NoAllowList(sandbox));
   if (list == nullptr) {
-    return Usage("--add/--rm change a list of hosts, and " + sandbox + "'s egress is " + (now.is_string() ? now.get<std::string>() : now.dump()) +
+    return Usage("--add/--rm change a list of hosts, and " + sandbox + "'s egress is " +
+                 (now.is_string() ? now.get<std::string>() : now.dump()) +
                  "; give the whole list instead: isb egress set " + sandbox + " HOST...");
   }
   for (const std::string& host : change.remove) {

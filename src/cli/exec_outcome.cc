@@ -13,7 +13,8 @@ std::string ExplainExitCode(const nlohmann::json& result, const std::vector<std:
   const int signal = result.value("signal", 0);
   const std::string program = argv.empty() ? "the command" : "'" + argv[0] + "'";
   if (result.value("oom_killed", false)) {
-    return "isb: exit code " + std::to_string(code) + ": the OOM killer killed the command: the sandbox reached its "
+    return "isb: exit code " + std::to_string(code) +
+           ": the OOM killer killed the command: the sandbox reached its "
            "memory limit (isb inspect shows its memory; isb create --memory gives more)\n";
   }
   // A daemon that says whether the OOM killer struck has said it did not: a SIGKILL is then only a SIGKILL.
@@ -29,11 +30,13 @@ std::string ExplainExitCode(const nlohmann::json& result, const std::vector<std:
   }
   if (command_wrote_stderr) return "";
   if (code == 127) {
-    return "isb: exit code 127: " + program + " was not found in the sandbox (not installed, or not on its PATH; "
+    return "isb: exit code 127: " + program +
+           " was not found in the sandbox (not installed, or not on its PATH; "
            "give its full path)\n";
   }
   if (code == 126) {
-    return "isb: exit code 126: " + program + " was found but could not be run (not executable, a directory, or "
+    return "isb: exit code 126: " + program +
+           " was found but could not be run (not executable, a directory, or "
            "a script whose interpreter is missing)\n";
   }
   return "";

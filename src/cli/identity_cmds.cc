@@ -28,14 +28,15 @@ CLI::App* Command(CLI::App* parent, const std::shared_ptr<Flags>& flags, const c
 }
 
 // Calls `tool`; prints the result as JSON with --json, else what `text` makes of it.
-int Run(const Flags& flags, const std::string& tool, const json& input,
-        const std::function<void(const json&)>& text) {
+int Run(const Flags& flags, const std::string& tool, const json& input, const std::function<void(const json&)>& text) {
   auto client = Connect(*flags.connect);
   if (!client.ok()) return ReportUsage(client.error());
   auto r = client->Call(tool, input);
   if (!r.ok()) return Report(r.error());
-  if (flags.json) Print(*r);
-  else text(*r);
+  if (flags.json)
+    Print(*r);
+  else
+    text(*r);
   return kExitOk;
 }
 
@@ -90,7 +91,8 @@ void AddUserCommands(CLI::App& app, const std::shared_ptr<Flags>& flags, int* ex
       }
       in["password"] = *password;
     }
-    *exit_code = Run(*flags, "user_create", in, [](const json& r) { std::printf("%s\n", r.value("name", "").c_str()); });
+    *exit_code =
+        Run(*flags, "user_create", in, [](const json& r) { std::printf("%s\n", r.value("name", "").c_str()); });
   });
   cmd = Command(user, flags, "ls", "List accounts");
   cmd->callback([flags, exit_code] {
@@ -121,7 +123,8 @@ void AddTokenCommands(CLI::App& app, const std::shared_ptr<Flags>& flags, int* e
   cmd->add_option("name", tf->name, "What you call it")->required();
   cmd->add_option("--org-only", tf->org, "The one org it reaches (default: every org the user reaches)");
   cmd->add_option("--role", tf->role, "A cap on the role: viewer, member, admin or owner");
-  cmd->add_option("--scopes", tf->scopes, "Comma-separated: read, deploy, admin, metrics (platform admins: /metrics only), tool:GLOB");
+  cmd->add_option("--scopes", tf->scopes,
+                  "Comma-separated: read, deploy, admin, metrics (platform admins: /metrics only), tool:GLOB");
   cmd->add_option("--expires", tf->expires, "Lifetime, e.g. 30d (default: none)");
   cmd->add_option("--for-user", tf->user, "On the host: mint it for this user");
   cmd->add_flag("--superadmin", tf->superadmin, "On the host: a superadmin token (isb_sa_)");
@@ -131,7 +134,8 @@ void AddTokenCommands(CLI::App& app, const std::shared_ptr<Flags>& flags, int* e
       *exit_code = ReportUsage(in.error());
       return;
     }
-    *exit_code = Run(*flags, "token_create", *in, [](const json& r) { std::printf("%s\n", r.value("token", "").c_str()); });
+    *exit_code =
+        Run(*flags, "token_create", *in, [](const json& r) { std::printf("%s\n", r.value("token", "").c_str()); });
   });
   cmd = Command(token, flags, "ls", "List your tokens (on the host: every token)");
   cmd->callback([flags, exit_code] {
@@ -247,9 +251,9 @@ void AddMemberCommands(CLI::App& app, const std::shared_ptr<Flags>& flags, int* 
       }
     });
   });
-  for (auto [name, tool, help] : {std::tuple("add", "member_add", "Add a user to the org with a role (owners add owners)"),
-                                  std::tuple("set-role", "member_update",
-                                             "Change a member's role (only owners make or unmake owners)")}) {
+  for (auto [name, tool, help] :
+       {std::tuple("add", "member_add", "Add a user to the org with a role (owners add owners)"),
+        std::tuple("set-role", "member_update", "Change a member's role (only owners make or unmake owners)")}) {
     cmd = Command(member, flags, name, help);
     cmd->add_option("user", mf->user, "The user's name")->required();
     cmd->add_option("role", mf->role, "viewer, member, admin or owner")->required();

@@ -32,8 +32,10 @@ int Run(const ImageFlags& f, const std::string& tool, const json& input, const s
   if (!client.ok()) return ReportUsage(client.error());
   auto r = client->Call(tool, input);
   if (!r.ok()) return Report(r.error());
-  if (f.json) Print(*r);
-  else text(*r);
+  if (f.json)
+    Print(*r);
+  else
+    text(*r);
   return kExitOk;
 }
 
@@ -96,8 +98,10 @@ void AddPull(CLI::App* image, const std::shared_ptr<ImageFlags>& f, int* exit_co
       *exit_code = Report(r.error());
       return;
     }
-    if (f->json) Print(*r);
-    else PrintImage(*r);
+    if (f->json)
+      Print(*r);
+    else
+      PrintImage(*r);
     *exit_code = kExitOk;
   });
 }

@@ -29,9 +29,12 @@ std::string ShortBytes(uint64_t bytes) {
     ++u;
   }
   char buf[32];
-  if (u == 0) std::snprintf(buf, sizeof buf, "%lluB", static_cast<unsigned long long>(bytes));
-  else if (v < 10 && v != static_cast<double>(static_cast<uint64_t>(v))) std::snprintf(buf, sizeof buf, "%.1f%c", v, units[u]);
-  else std::snprintf(buf, sizeof buf, "%.0f%c", v, units[u]);
+  if (u == 0)
+    std::snprintf(buf, sizeof buf, "%lluB", static_cast<unsigned long long>(bytes));
+  else if (v < 10 && v != static_cast<double>(static_cast<uint64_t>(v)))
+    std::snprintf(buf, sizeof buf, "%.1f%c", v, units[u]);
+  else
+    std::snprintf(buf, sizeof buf, "%.0f%c", v, units[u]);
   return buf;
 }
 

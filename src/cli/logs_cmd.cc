@@ -79,8 +79,8 @@ Result<uint64_t> TailStart(const ToolClient& client, const std::string& sandbox,
   std::vector<std::pair<uint64_t, uint64_t>> outputs;  // each output chunk's cursor and size, oldest first
   uint64_t after = 0, end = 0;
   for (bool first = true; first || after < end; first = false) {
-    ISB_ASSIGN_OR_RETURN(json r, client.Call("sandbox_logs",
-                                             {{"sandbox", sandbox}, {"after", after}, {"encoding", "base64"}}));
+    ISB_ASSIGN_OR_RETURN(json r,
+                         client.Call("sandbox_logs", {{"sandbox", sandbox}, {"after", after}, {"encoding", "base64"}}));
     if (!r.contains("next") || !r["next"].is_number_unsigned() || !r.contains("chunks") || !r["chunks"].is_array())
       return Error::Of(Code::kInternal, "the isb daemon's sandbox_logs answer has no next or chunks: " + r.dump());
     if (first) end = r.value("end", uint64_t{0});
@@ -152,8 +152,7 @@ std::string ExitLine(const json& c) {
   const std::string who = "isb: detached command " + std::to_string(c.value("log_id", 0));
   const int code = c.value("exit_code", -1), signal = c.value("signal", 0);
   if (const std::string error = c.value("error", ""); !error.empty()) return who + " ended: " + error + "\n";
-  if (c.value("timed_out", false))
-    return who + " timed out and was killed (exit code " + std::to_string(code) + ")\n";
+  if (c.value("timed_out", false)) return who + " timed out and was killed (exit code " + std::to_string(code) + ")\n";
   if (signal != 0)
     return who + " was killed by signal " + std::to_string(signal) + " (exit code " + std::to_string(code) + ")\n";
   return who + " exited with code " + std::to_string(code) + "\n";

@@ -66,8 +66,10 @@ class LineReader {
       ssize_t n = ::read(fd_, chunk, sizeof chunk);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) return Error::Sys("reading the MCP client's messages on stdin");
-      if (n == 0) eof_ = true;
-      else buf_.append(chunk, static_cast<size_t>(n));
+      if (n == 0)
+        eof_ = true;
+      else
+        buf_.append(chunk, static_cast<size_t>(n));
     }
   }
 
@@ -110,14 +112,16 @@ HttpRequest McpBridge::Post(const json& message) {
   req.method = "POST";
   req.target = path_;
   req.headers = {{"Content-Type", "application/json"}, {"Accept", "application/json, text/event-stream"}};
-  if (http_.endpoint().unix_path.empty() && !token_.empty()) req.headers.emplace_back("Authorization", "Bearer " + token_);
+  if (http_.endpoint().unix_path.empty() && !token_.empty())
+    req.headers.emplace_back("Authorization", "Bearer " + token_);
   // The stateless revision names itself in each request's _meta and wants it, and the method, mirrored in headers;
   // a session names its version once, in initialize's answer.
   std::string version;
   if (message.is_object() && message.contains("method") && message["method"].is_string()) {
     req.headers.emplace_back("Mcp-Method", message["method"].get<std::string>());
     const json params = message.value("params", json::object());
-    if (message["method"] == "tools/call" && params.is_object() && params.contains("name") && params["name"].is_string())
+    if (message["method"] == "tools/call" && params.is_object() && params.contains("name") &&
+        params["name"].is_string())
       req.headers.emplace_back("Mcp-Name", params["name"].get<std::string>());
     const json meta = params.is_object() ? params.value("_meta", json::object()) : json::object();
     if (meta.is_object() && meta.contains("io.modelcontextprotocol/protocolVersion") &&
@@ -137,22 +141,27 @@ HttpRequest McpBridge::Post(const json& message) {
 void McpBridge::Forward(const std::string& line) {
   json message = json::parse(line, nullptr, false);
   if (message.is_discarded()) {
-    WriteLine({{"jsonrpc", "2.0"}, {"id", nullptr},
+    WriteLine({{"jsonrpc", "2.0"},
+               {"id", nullptr},
                {"error", {{"code", kRpcParseError}, {"message", "isb mcp: a line on stdin that is not JSON"}}}});
     return;
   }
   const bool initialize = message.is_object() && message.value("method", json()) == "initialize";
   SseHandler relay = [this](const SseEvent& ev) {
     json m = json::parse(ev.data, nullptr, false);
-    if (m.is_discarded()) Say("the daemon sent an event that is not JSON: " + ev.data.substr(0, 200));
-    else WriteLine(m);
+    if (m.is_discarded())
+      Say("the daemon sent an event that is not JSON: " + ev.data.substr(0, 200));
+    else
+      WriteLine(m);
     return true;
   };
   Result<HttpResponse> sent = http_.SendStreaming(Post(message), relay);
   if (!sent.ok()) {
     const std::string why = "isb mcp: " + sent.error().message;
-    if (json answer = Undeliverable(message, why); !answer.is_null()) WriteLine(answer);
-    else Say(sent.error().message);
+    if (json answer = Undeliverable(message, why); !answer.is_null())
+      WriteLine(answer);
+    else
+      Say(sent.error().message);
     return;
   }
   const HttpResponse& resp = *sent;
@@ -173,14 +182,15 @@ void McpBridge::Forward(const std::string& line) {
   // An answer that is not JSON-RPC (a 401 for a missing token, a proxy's page): the client is told in its own terms.
   Error e = DaemonError(resp.status, resp.body);
   const std::string why = "isb mcp: the daemon answered HTTP " + std::to_string(resp.status) + ": " + e.message;
-  if (json failed = Undeliverable(message, why); !failed.is_null()) WriteLine(failed);
-  else Say(why);
+  if (json failed = Undeliverable(message, why); !failed.is_null())
+    WriteLine(failed);
+  else
+    Say(why);
 }
 
 void McpBridge::Enqueue(std::string line, json id) {
   MutexLock lock(mu_);
-  while (!queued_.empty() &&
-         (queued_.size() >= kMaxMcpQueued || queued_bytes_ + line.size() > kMaxMcpQueuedBytes))
+  while (!queued_.empty() && (queued_.size() >= kMaxMcpQueued || queued_bytes_ + line.size() > kMaxMcpQueuedBytes))
     answered_.Wait(mu_);
   queued_bytes_ += line.size();
   queued_.push_back(Queued{std::move(line), std::move(id)});
@@ -230,7 +240,8 @@ void McpBridge::EndSession() {
   }
   req.method = "DELETE";
   req.target = path_;
-  if (http_.endpoint().unix_path.empty() && !token_.empty()) req.headers.emplace_back("Authorization", "Bearer " + token_);
+  if (http_.endpoint().unix_path.empty() && !token_.empty())
+    req.headers.emplace_back("Authorization", "Bearer " + token_);
   (void)http_.Send(req);  // a session not ended here ends when idle
 }
 
@@ -249,10 +260,12 @@ int McpBridge::Run(int in, int out) {
     }
     if (!*more) break;
     if (too_long) {
-      WriteLine({{"jsonrpc", "2.0"}, {"id", nullptr},
-                 {"error", {{"code", kRpcParseError},
-                            {"message", "isb mcp: a message longer than " + std::to_string(kMaxMcpLineBytes) +
-                                            " bytes was dropped"}}}});
+      WriteLine({{"jsonrpc", "2.0"},
+                 {"id", nullptr},
+                 {"error",
+                  {{"code", kRpcParseError},
+                   {"message",
+                    "isb mcp: a message longer than " + std::to_string(kMaxMcpLineBytes) + " bytes was dropped"}}}});
       continue;
     }
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
@@ -264,8 +277,8 @@ int McpBridge::Run(int in, int out) {
     }
     // A cancellation takes its request out of the line if it is still there (it is never sent), and goes on to the
     // daemon for one already sent.
-    if (peek.is_object() && peek.value("method", json()) == "notifications/cancelled" &&
-        peek.contains("params") && peek["params"].is_object() && peek["params"].contains("requestId"))
+    if (peek.is_object() && peek.value("method", json()) == "notifications/cancelled" && peek.contains("params") &&
+        peek["params"].is_object() && peek["params"].contains("requestId"))
       Cancel(peek["params"]["requestId"]);
     // A response (the client's answer to an approval), a notification, or a batch of only those goes now: a queued
     // request may be the very call that waits for it.
@@ -286,8 +299,9 @@ int McpBridge::Run(int in, int out) {
 void AddMcpCommand(CLI::App& app, int* exit_code) {
   auto connect = SharedConnectFlags();
   auto* cmd = app.add_subcommand(
-      "mcp", "A stdio MCP server for local clients (\"command\": \"isb\", \"args\": [\"mcp\"]), passing every message "
-             "to the daemon: its tools, approvals and audit log");
+      "mcp",
+      "A stdio MCP server for local clients (\"command\": \"isb\", \"args\": [\"mcp\"]), passing every message "
+      "to the daemon: its tools, approvals and audit log");
   AddConnectOptions(cmd, connect);
   cmd->callback([connect, exit_code] {
     auto client = Connect(*connect);

@@ -67,7 +67,7 @@ class McpBridge {
   };
   std::deque<Queued> queued_ ISB_GUARDED_BY(mu_);  // requests not yet sent
   size_t queued_bytes_ ISB_GUARDED_BY(mu_) = 0;
-  int senders_ ISB_GUARDED_BY(mu_) = 0;                 // threads sending requests, each one at a time
+  int senders_ ISB_GUARDED_BY(mu_) = 0;  // threads sending requests, each one at a time
   CondVar answered_;
 };
 

@@ -19,7 +19,8 @@ CLI::App* Deepest(CLI::App* app) {
 // "isb", "isb create", "isb user create".
 std::string CommandPath(const CLI::App* cmd) {
   std::vector<std::string> names;
-  for (const CLI::App* c = cmd; c != nullptr; c = c->get_parent()) names.push_back(c->get_parent() ? c->get_name() : "isb");
+  for (const CLI::App* c = cmd; c != nullptr; c = c->get_parent())
+    names.push_back(c->get_parent() ? c->get_name() : "isb");
   std::string out;
   for (auto it = names.rbegin(); it != names.rend(); ++it) out += (out.empty() ? "" : " ") + *it;
   return out;
@@ -124,7 +125,8 @@ size_t EditDistance(std::string_view a, std::string_view b) {
     for (size_t j = 1; j <= b.size(); ++j) {
       size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
       d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
     }
   }
   return d[a.size()][b.size()];

@@ -15,7 +15,8 @@ size_t EditDistance(std::string_view a, std::string_view b);
 // three characters); "" when none is.
 std::string Nearest(std::string_view word, const std::vector<std::string>& candidates);
 
-// The message for `e` (which names the command: "isb create: ..."), thrown parsing `args` (argv without argv[0]) with `app`; "" when CLI11's own output is right
+// The message for `e` (which names the command: "isb create: ..."), thrown parsing `args` (argv without argv[0]) with
+// `app`; "" when CLI11's own output is right
 // (--help). The exit code stays main()'s to choose.
 std::string ParseErrorMessage(CLI::App& app, const CLI::ParseError& e, const std::vector<std::string>& args);
 

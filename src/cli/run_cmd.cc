@@ -175,8 +175,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--output-limit", flags->output_limit, "Bytes kept per output stream")->capture_default_str();
   // Repeatable options take exactly one value per occurrence: otherwise "--" after them would end only their
   // values, and the command's own arguments would be parsed as isb's options.
-  cmd->add_option("--env", flags->config.env, "K=V in the command's environment (repeatable)")
-      ->allow_extra_args(false);
+  cmd->add_option("--env", flags->config.env, "K=V in the command's environment (repeatable)")->allow_extra_args(false);
   cmd->add_option("--workdir", flags->config.workdir, "Working directory inside the sandbox")->capture_default_str();
   cmd->add_option("--hostname", flags->config.hostname, "Hostname inside the sandbox")->capture_default_str();
   cmd->add_option("--user", flags->user, "UID[:GID] inside the sandbox")->capture_default_str();

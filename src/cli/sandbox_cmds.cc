@@ -36,9 +36,7 @@ Error Local(const std::string& context) {
   return e;
 }
 
-std::string Dump(const json& j, int indent = 2) {
-  return j.dump(indent, ' ', false, json::error_handler_t::replace);
-}
+std::string Dump(const json& j, int indent = 2) { return j.dump(indent, ' ', false, json::error_handler_t::replace); }
 
 }  // namespace
 
@@ -71,12 +69,10 @@ bool IsRefusal(Code code) { return ExitCodeFor(Error::Of(code, "")) == kExitRefu
 
 // An SSE "error" event or a JSON error body: {"error": CODE, "message": TEXT}.
 Error ErrorFromJson(const json& j, Code fallback) {
-  std::string message = j.is_object() && j.contains("message") && j["message"].is_string()
-                            ? j["message"].get<std::string>()
-                            : "";
-  Code code = j.is_object() && j.contains("error") && j["error"].is_string()
-                  ? CodeNamed(j["error"].get<std::string>())
-                  : fallback;
+  std::string message =
+      j.is_object() && j.contains("message") && j["message"].is_string() ? j["message"].get<std::string>() : "";
+  Code code = j.is_object() && j.contains("error") && j["error"].is_string() ? CodeNamed(j["error"].get<std::string>())
+                                                                             : fallback;
   if (code == Code::kUnauthenticated) {
     message += "; set ISB_TOKEN to a bearer token, or use the unix socket (--socket) as the daemon's user";
   }
@@ -94,7 +90,8 @@ Result<json> ParseObject(std::string_view text, const std::string& what) {
 
 Result<json> ResultOf(const json& envelope) {
   if (!envelope.contains("result")) {
-    return Error::Of(Code::kInternal, "the isb daemon's answer has no \"result\": " + Dump(envelope, -1).substr(0, 200));
+    return Error::Of(Code::kInternal,
+                     "the isb daemon's answer has no \"result\": " + Dump(envelope, -1).substr(0, 200));
   }
   // The call took effect; the operator has been told its outcome is missing from the audit log, and so is the user.
   if (auto it = envelope.find("audit_unrecorded"); it != envelope.end() && it->is_string())
@@ -132,14 +129,23 @@ struct FieldFlag {
   const char* flag;
   bool seconds = false;  // the daemon's numbers are seconds whatever unit the user typed
 };
-constexpr FieldFlag kCreateFlags[] = {
-    {"name", "--name"},           {"image", "--image"}, {"cpus", "--cpus"},   {"mem_limit", "--memory"},
-    {"disk", "--disk"},
-    {"pids", "--pids"},           {"environment", "--env"}, {"working_dir", "--workdir"}, {"user", "--user"},
-    {"labels", "--label"},        {"expires", "--expires", true}, {"idle_timeout", "--idle-timeout", true}};
-constexpr FieldFlag kExecFlags[] = {
-    {"argv", "the command"}, {"env", "--env"}, {"workdir", "--workdir"}, {"timeout", "--timeout", true},
-    {"stdin_base64", "-i"}};
+constexpr FieldFlag kCreateFlags[] = {{"name", "--name"},
+                                      {"image", "--image"},
+                                      {"cpus", "--cpus"},
+                                      {"mem_limit", "--memory"},
+                                      {"disk", "--disk"},
+                                      {"pids", "--pids"},
+                                      {"environment", "--env"},
+                                      {"working_dir", "--workdir"},
+                                      {"user", "--user"},
+                                      {"labels", "--label"},
+                                      {"expires", "--expires", true},
+                                      {"idle_timeout", "--idle-timeout", true}};
+constexpr FieldFlag kExecFlags[] = {{"argv", "the command"},
+                                    {"env", "--env"},
+                                    {"workdir", "--workdir"},
+                                    {"timeout", "--timeout", true},
+                                    {"stdin_base64", "-i"}};
 
 template <size_t N>
 Error NameTheFlag(Error e, const FieldFlag (&map)[N]) {
@@ -156,21 +162,24 @@ Error NameTheFlag(Error e, const FieldFlag (&map)[N]) {
 }
 
 bool StdinIsPipeOrFile() {
-  struct stat st{};
-  return ::isatty(STDIN_FILENO) == 0 && ::fstat(STDIN_FILENO, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISREG(st.st_mode));
+  struct stat st {};
+  return ::isatty(STDIN_FILENO) == 0 && ::fstat(STDIN_FILENO, &st) == 0 &&
+         (S_ISFIFO(st.st_mode) || S_ISREG(st.st_mode));
 }
 
 // Whether standard input, a pipe or a file, holds data, found without reading any and without waiting: a file
 // with bytes past its offset, or a pipe with bytes waiting now.
 bool StdinHoldsData() {
   if (!StdinIsPipeOrFile()) return false;
-  struct stat st{};
+  struct stat st {};
   if (::fstat(STDIN_FILENO, &st) != 0) return false;
   if (S_ISREG(st.st_mode)) {
     const off_t at = ::lseek(STDIN_FILENO, 0, SEEK_CUR);
     return at >= 0 && st.st_size > at;
   }
-  struct pollfd p {STDIN_FILENO, POLLIN, 0};
+  struct pollfd p {
+    STDIN_FILENO, POLLIN, 0
+  };
   int waiting = 0;
   return ::poll(&p, 1, 0) == 1 && ::ioctl(STDIN_FILENO, FIONREAD, &waiting) == 0 && waiting > 0;
 }
@@ -198,7 +207,8 @@ namespace {
 Status HeaderSafe(std::string_view value, const char* from) {
   for (char ch : value) {
     const auto u = static_cast<unsigned char>(ch);
-    if (u < 0x20 || u == 0x7f) return Usage(std::string(from) + " holds a control character (a line break?); remove it");
+    if (u < 0x20 || u == 0x7f)
+      return Usage(std::string(from) + " holds a control character (a line break?); remove it");
   }
   return {};
 }
@@ -230,8 +240,10 @@ int RunCreate(const Common& c, const CreateFlags& f) {
   if (!client.ok()) return ReportUsage(client.error());
   auto r = client->Call("sandbox_create", *input);
   if (!r.ok()) return Report(NameTheFlag(r.error(), kCreateFlags));
-  if (c.json) Print(*r);
-  else std::printf("%s\n", r->value("id", "").c_str());
+  if (c.json)
+    Print(*r);
+  else
+    std::printf("%s\n", r->value("id", "").c_str());
   return kExitOk;
 }
 
@@ -241,8 +253,10 @@ int RunDetached(const Common& c, const ToolClient& client, const json& input) {
   if (!r.ok()) return Report(NameTheFlag(r.error(), kExecFlags));
   if (!r->contains("log_id") || !(*r)["log_id"].is_number_integer())
     return Report(Error::Of(Code::kInternal, "the isb daemon's detached exec answer has no log_id: " + Dump(*r, -1)));
-  if (c.json) Print(*r);
-  else std::printf("%d\n", (*r)["log_id"].get<int>());
+  if (c.json)
+    Print(*r);
+  else
+    std::printf("%d\n", (*r)["log_id"].get<int>());
   return kExitOk;
 }
 
@@ -256,8 +270,10 @@ int RunExec(const Common& c, const ExecFlags& f) {
   // to stay behind (not refused: a shell loop reading its own input, `while read h; do isb exec -d ...`, leaves
   // the rest of it on every command's stdin).
   if (f.detach && StdinHoldsData())
-    std::fputs("isb: standard input is not passed to a detached command (its stdin is /dev/null); copy data into "
-               "the sandbox with isb cp\n", stderr);
+    std::fputs(
+        "isb: standard input is not passed to a detached command (its stdin is /dev/null); copy data into "
+        "the sandbox with isb cp\n",
+        stderr);
   auto client = Connect(*c.connect);
   if (!client.ok()) return ReportUsage(client.error());
   if (f.detach) return RunDetached(c, *client, *input);
@@ -270,13 +286,14 @@ int RunExec(const Common& c, const ExecFlags& f) {
   }
 
   bool wrote_stderr = false;
-  Result<json> r = f.tty    ? RunTerminalExec(*client, *input, f.interactive)
-                   : c.json ? client->Call("sandbox_exec", *input)
-                            : client->CallStreaming("sandbox_exec", *input,
-                                                  [&wrote_stderr](const std::string& stream, const std::string& data) {
-                                                    wrote_stderr = wrote_stderr || (stream == "stderr" && !data.empty());
-                                                    WriteOut(stream == "stderr" ? stderr : stdout, data);
-                                                  });
+  Result<json> r = f.tty ? RunTerminalExec(*client, *input, f.interactive)
+                   : c.json
+                       ? client->Call("sandbox_exec", *input)
+                       : client->CallStreaming("sandbox_exec", *input,
+                                               [&wrote_stderr](const std::string& stream, const std::string& data) {
+                                                 wrote_stderr = wrote_stderr || (stream == "stderr" && !data.empty());
+                                                 WriteOut(stream == "stderr" ? stderr : stdout, data);
+                                               });
   if (!r.ok()) return Report(NameTheFlag(r.error(), kExecFlags));
   if (!r->contains("exit_code") || !(*r)["exit_code"].is_number_integer()) {
     return Report(Error::Of(Code::kInternal, "the isb daemon's exec result has no exit_code: " + Dump(*r, -1)));
@@ -286,7 +303,8 @@ int RunExec(const Common& c, const ExecFlags& f) {
   } else {
     if (r->value("timed_out", false)) {
       // The timeout sent: --timeout's, a terminal's 15 minutes, or the daemon's default of 60 s.
-      const std::string t = input->contains("timeout") ? std::to_string((*input)["timeout"].get<int64_t>()) + "s" : "60s";
+      const std::string t =
+          input->contains("timeout") ? std::to_string((*input)["timeout"].get<int64_t>()) + "s" : "60s";
       std::fprintf(stderr, "isb: the command timed out after %s and was killed (--timeout)\n", t.c_str());
     }
     // The daemon keeps (and streams) at most 256 KiB per stream; without this note a cut looks like the end.
@@ -326,8 +344,10 @@ int RunOnOne(const Common& c, const std::string& tool, const std::string& sandbo
   if (!client.ok()) return ReportUsage(client.error());
   auto r = client->Call(tool, {{"sandbox", sandbox}});
   if (!r.ok()) return Report(r.error());
-  if (c.json || always_json) Print(*r);
-  else std::printf("%s\n", r->value("id", sandbox).c_str());
+  if (c.json || always_json)
+    Print(*r);
+  else
+    std::printf("%s\n", r->value("id", sandbox).c_str());
   return kExitOk;
 }
 
@@ -383,7 +403,7 @@ int CopyIn(const Common& c, const ToolClient& client, const CpPlan& plan) {
   } else {
     Fd fd(::open(plan.src.path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!fd.valid()) return Report(Local("cannot open " + plan.src.path));
-    struct stat st{};
+    struct stat st {};
     if (::fstat(fd.get(), &st) != 0) return Report(Local("stat " + plan.src.path));
     if (S_ISDIR(st.st_mode)) return ReportUsage(Usage(plan.src.path + " is a directory; isb cp copies single files"));
     if (!S_ISREG(st.st_mode)) return ReportUsage(Usage(plan.src.path + " is not a regular file"));
@@ -394,23 +414,23 @@ int CopyIn(const Common& c, const ToolClient& client, const CpPlan& plan) {
   }
   std::string path = plan.dst.path;
   if (path.ends_with("/")) {
-    if (plan.src.path == "-") return ReportUsage(Usage("copying from stdin needs a file name, not a directory: " + path));
+    if (plan.src.path == "-")
+      return ReportUsage(Usage("copying from stdin needs a file name, not a directory: " + path));
     path += BaseName(plan.src.path);
   }
   char mode_text[8];
   std::snprintf(mode_text, sizeof mode_text, "%04o", mode);
-  auto r = client.Call("sandbox_file_write", {{"sandbox", plan.dst.sandbox},
-                                              {"path", path},
-                                              {"content_base64", Base64Encode(content)},
-                                              {"mode", mode_text}});
+  auto r = client.Call(
+      "sandbox_file_write",
+      {{"sandbox", plan.dst.sandbox}, {"path", path}, {"content_base64", Base64Encode(content)}, {"mode", mode_text}});
   if (!r.ok()) return Report(r.error());
   if (c.json) Print(*r);
   return kExitOk;
 }
 
 int CopyOut(const Common& c, const ToolClient& client, const CpPlan& plan) {
-  auto r = client.Call("sandbox_file_read", {{"sandbox", plan.src.sandbox}, {"path", plan.src.path},
-                                             {"encoding", "base64"}});
+  auto r = client.Call("sandbox_file_read",
+                       {{"sandbox", plan.src.sandbox}, {"path", plan.src.path}, {"encoding", "base64"}});
   if (!r.ok()) return Report(r.error());
   if (!r->contains("content_base64") || !(*r)["content_base64"].is_string()) {
     return Report(Error::Of(Code::kInternal, "the isb daemon's file_read result has no content_base64"));
@@ -420,14 +440,14 @@ int CopyOut(const Common& c, const ToolClient& client, const CpPlan& plan) {
     return kExitOk;
   }
   auto content = Base64Decode((*r)["content_base64"].get<std::string>(), Base64Padding::kRequired);
-  if (!content.ok()) return Report(Error::Of(Code::kInternal, "the isb daemon sent bad base64: " +
-                                                                  content.error().message));
+  if (!content.ok())
+    return Report(Error::Of(Code::kInternal, "the isb daemon sent bad base64: " + content.error().message));
   if (plan.dst.path == "-") {
     WriteOut(stdout, *content);
     return kExitOk;
   }
   std::string path = plan.dst.path;
-  struct stat st{};
+  struct stat st {};
   if (path.ends_with("/") || (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))) {
     if (!path.ends_with("/")) path += "/";
     path += BaseName(plan.src.path);
@@ -538,7 +558,8 @@ void AddSandboxCommands(CLI::App& app, int* exit_code) {
                 "given) passes, its output kept for isb logs (prints its log id)");
   cmd->add_option("--env", exec->env, "K=V for this command (repeatable)")->allow_extra_args(false);
   cmd->add_option("--workdir", exec->workdir, "Working directory (default: the sandbox's)");
-  cmd->add_option("--timeout", exec->timeout, "Kill the command after this long, e.g. 60s (default 60s, with -d none; at most 15m)");
+  cmd->add_option("--timeout", exec->timeout,
+                  "Kill the command after this long, e.g. 60s (default 60s, with -d none; at most 15m)");
   cmd->add_option("sandbox", exec->sandbox, "The sandbox's id or name")->required();
   cmd->add_option("command", exec->command, "The command and its arguments, after --")->required();
   cmd->callback([common, exec, exit_code] {
@@ -572,8 +593,7 @@ void AddSandboxCommands(CLI::App& app, int* exit_code) {
   auto by = std::make_shared<std::string>();
   cmd = AddCommand(app, common, "extend", "Move a sandbox's expiry later, e.g. `isb extend SANDBOX 24h`");
   cmd->add_option("sandbox", *one, "The sandbox's id or name")->required();
-  cmd->add_option("duration", *by, "How much later, e.g. 2h (at least 1m; the lifetime stays at most 30d)")
-      ->required();
+  cmd->add_option("duration", *by, "How much later, e.g. 2h (at least 1m; the lifetime stays at most 30d)")->required();
   cmd->callback([common, one, by, exit_code] { *exit_code = RunExtend(*common, *one, *by); });
 
   auto cp = std::make_shared<std::pair<std::string, std::string>>();
@@ -640,7 +660,8 @@ HttpRequest ToolClient::Request(const std::string& tool, const json& input, bool
   req.target = "/api/v1/tools/" + tool + (stream ? "?stream=1" : "");
   req.headers = {{"Content-Type", "application/json"},
                  {"Accept", stream ? "text/event-stream, application/json" : "application/json"}};
-  if (http_.endpoint().unix_path.empty() && !token_.empty()) req.headers.emplace_back("Authorization", "Bearer " + token_);
+  if (http_.endpoint().unix_path.empty() && !token_.empty())
+    req.headers.emplace_back("Authorization", "Bearer " + token_);
   if (!org_.empty()) req.headers.emplace_back("X-Isb-Org", org_);
   req.body = Dump(input, -1);
   return req;
@@ -678,7 +699,8 @@ Result<json> ToolClient::CallStreaming(
         on_output(ev.event, j["data"].get<std::string>());
         return true;
       }
-      final = Error::Of(Code::kInternal, "the isb daemon sent a malformed " + ev.event + " event: " + ev.data.substr(0, 200));
+      final = Error::Of(Code::kInternal,
+                        "the isb daemon sent a malformed " + ev.event + " event: " + ev.data.substr(0, 200));
       return false;
     }
     if (ev.event == "session") {
@@ -692,9 +714,12 @@ Result<json> ToolClient::CallStreaming(
     }
     if (ev.event == "result" || ev.event == "error") {
       auto j = ParseObject(ev.data, "a " + ev.event + " event");
-      if (!j.ok()) final = j.error();
-      else if (ev.event == "result") final = ResultOf(*j);
-      else final = ErrorFromJson(*j, Code::kInternal);
+      if (!j.ok())
+        final = j.error();
+      else if (ev.event == "result")
+        final = ResultOf(*j);
+      else
+        final = ErrorFromJson(*j, Code::kInternal);
       return false;
     }
     return true;  // events this client does not know are for newer clients
@@ -718,8 +743,9 @@ Result<json> ToolClient::CallStreaming(
     }
     return result;
   }
-  return Error::Of(Code::kUnavailable, "the isb daemon ended the output stream without a result; the command's "
-                                       "outcome is unknown (see the daemon's log)");
+  return Error::Of(Code::kUnavailable,
+                   "the isb daemon ended the output stream without a result; the command's "
+                   "outcome is unknown (see the daemon's log)");
 }
 
 }  // namespace isb::cli

@@ -25,9 +25,9 @@ namespace isb::cli {
 using nlohmann::json;
 
 constexpr int kExitOk = 0;
-constexpr int kExitRefused = 1;     // the daemon said no (a 4xx): bad input, unknown sandbox, conflict, no access
-constexpr int kExitUsage = 2;       // the command line itself is wrong
-constexpr int kExitIsbFailed = 125; // isb could not do its part: daemon unreachable, 5xx, malformed answer
+constexpr int kExitRefused = 1;      // the daemon said no (a 4xx): bad input, unknown sandbox, conflict, no access
+constexpr int kExitUsage = 2;        // the command line itself is wrong
+constexpr int kExitIsbFailed = 125;  // isb could not do its part: daemon unreachable, 5xx, malformed answer
 
 constexpr const char* kDefaultSocket = "/var/lib/isb/api/isb.sock";
 using spec::kMaxExecTimeoutS;                    // sandbox_exec's longest timeout

@@ -40,8 +40,9 @@ Status CheckEgressEntries(const std::string& flag, const std::string& given, con
     if (scheme == std::string::npos) continue;
     std::string host = p.substr(scheme + 3);
     host = host.substr(0, host.find_first_of("/?#"));
-    return Usage(flag + " '" + p + "': give a host name, not a URL: " + host +
-                 (host.find(':') == std::string::npos && p.starts_with("https://") ? " (port 443 is the default)" : ""));
+    return Usage(
+        flag + " '" + p + "': give a host name, not a URL: " + host +
+        (host.find(':') == std::string::npos && p.starts_with("https://") ? " (port 443 is the default)" : ""));
   }
   if (parts.size() < 2) return {};
   std::string dotted;
@@ -64,7 +65,8 @@ Result<json> PublishedPort(const std::string& spec) {
   if (mid != std::string::npos) {
     address = head.substr(0, mid);
     head = head.substr(mid + 1);
-    if (address.size() > 2 && address.front() == '[' && address.back() == ']') address = address.substr(1, address.size() - 2);
+    if (address.size() > 2 && address.front() == '[' && address.back() == ']')
+      address = address.substr(1, address.size() - 2);
     if (address.empty()) return bad();
   }
   auto number = [](const std::string& s) -> int {
@@ -139,24 +141,29 @@ Result<json> CreateInput(const CreateFlags& f) {
   if (!f.egress.empty()) {
     ISB_ASSIGN_OR_RETURN(json hosts, EgressEntries("--egress", f.egress));
     // "none" and "open" are words of their own; the daemon refuses them combined with anything.
-    if (hosts.size() == 1 && (hosts[0] == "none" || hosts[0] == "open")) in["egress"] = hosts[0];
-    else in["egress"] = hosts;
+    if (hosts.size() == 1 && (hosts[0] == "none" || hosts[0] == "open"))
+      in["egress"] = hosts[0];
+    else
+      in["egress"] = hosts;
   }
   if (!f.secrets.empty()) {
     // Secrets ride in the egress object: the list (none: no host but the secrets' own), and each secret with the
     // variable that holds its placeholder.
     json allow = in.contains("egress") ? in["egress"] : json::array();
     if (allow == "open")
-      return Usage("--secret: a sandbox with secrets reaches a list of hosts, not open egress; give --egress HOST... "
-                   "or leave it out (the secrets' own hosts)");
+      return Usage(
+          "--secret: a sandbox with secrets reaches a list of hosts, not open egress; give --egress HOST... "
+          "or leave it out (the secrets' own hosts)");
     if (allow == "none") allow = json::array();
     json secrets = json::array();
     for (const std::string& s : f.secrets) {
       const size_t eq = s.find('=');
       if (eq == 0 || eq + 1 == s.size())
         return Usage("--secret '" + s + "': NAME, or NAME=ENV (the variable that holds its placeholder)");
-      if (eq == std::string::npos) secrets.push_back(s);
-      else secrets.push_back({{"name", s.substr(0, eq)}, {"env", s.substr(eq + 1)}});
+      if (eq == std::string::npos)
+        secrets.push_back(s);
+      else
+        secrets.push_back({{"name", s.substr(0, eq)}, {"env", s.substr(eq + 1)}});
     }
     in["egress"] = {{"allow", std::move(allow)}, {"secrets", std::move(secrets)}};
   }
@@ -217,8 +224,10 @@ Result<CpSide> ParseCpSide(const std::string& arg) {
   }
   std::string path = arg.substr(colon + 1);
   if (path.empty() || path[0] != '/') {
-    return Usage("'" + arg + "': the path inside a sandbox must be absolute (SANDBOX:/path); for a local file "
-                 "whose name holds ':', write ./" + arg);
+    return Usage("'" + arg +
+                 "': the path inside a sandbox must be absolute (SANDBOX:/path); for a local file "
+                 "whose name holds ':', write ./" +
+                 arg);
   }
   side.sandbox = arg.substr(0, colon);
   side.path = std::move(path);

@@ -108,8 +108,10 @@ int Run(const SecretFlags& f, const std::string& tool, const Result<json>& input
   if (!client.ok()) return ReportUsage(client.error());
   auto r = client->Call(tool, *input);
   if (!r.ok()) return Report(r.error());
-  if (f.json) Print(*r);
-  else text(*r);
+  if (f.json)
+    Print(*r);
+  else
+    text(*r);
   return kExitOk;
 }
 
@@ -126,7 +128,8 @@ void PrintMeta(const json& r) {
     std::printf(" substitute=%s", swapped.c_str());
   }
   std::string headers;
-  for (const json& h : r.value("headers", json::array())) headers += (headers.empty() ? "" : ",") + h.get<std::string>();
+  for (const json& h : r.value("headers", json::array()))
+    headers += (headers.empty() ? "" : ",") + h.get<std::string>();
   if (!headers.empty()) std::printf(" headers=%s", headers.c_str());
   if (!r.value("placeholder_ready", true)) std::printf(" (files only: over 64 KiB or has CR/LF)");
   std::printf("\n");
@@ -141,8 +144,10 @@ void AddWrites(CLI::App* secret, const std::shared_ptr<SecretFlags>& f, int* exi
     Result<json> in = MetaInput(*f);
     if (in.ok()) {
       Result<std::string> value = ValueOf(*f);
-      if (!value.ok()) in = value.error();
-      else PutValue(*in, *value);
+      if (!value.ok())
+        in = value.error();
+      else
+        PutValue(*in, *value);
     }
     *exit_code = Run(*f, "secret_create", in, PrintMeta);
   });
@@ -163,8 +168,10 @@ void AddWrites(CLI::App* secret, const std::shared_ptr<SecretFlags>& f, int* exi
                            !f->headers.empty() || f->clear_headers;
     if (in.ok() && (!meta_only || f->stdin_value || !f->from_file.empty())) {
       Result<std::string> value = ValueOf(*f);
-      if (!value.ok()) in = value.error();
-      else PutValue(*in, *value);
+      if (!value.ok())
+        in = value.error();
+      else
+        PutValue(*in, *value);
     }
     *exit_code = Run(*f, "secret_set", in, PrintMeta);
   });
@@ -176,8 +183,10 @@ void AddWrites(CLI::App* secret, const std::shared_ptr<SecretFlags>& f, int* exi
     Result<json> in = MetaInput(*f);
     if (in.ok()) {
       Result<std::string> bytes = ReadFile(f->file);
-      if (!bytes.ok()) in = Error::Of(Code::kInvalidArgument, f->file + ": " + bytes.error().message);
-      else (*in)["age_file_base64"] = Base64Encode(*bytes);
+      if (!bytes.ok())
+        in = Error::Of(Code::kInvalidArgument, f->file + ": " + bytes.error().message);
+      else
+        (*in)["age_file_base64"] = Base64Encode(*bytes);
     }
     *exit_code = Run(*f, "secret_import", in, PrintMeta);
   });
@@ -224,7 +233,8 @@ void AddReads(CLI::App* secret, const std::shared_ptr<SecretFlags>& f, int* exit
       std::printf("%-32s %-8s %s\n", "NAME", "VERSION", "HOSTS");
       for (const json& s : r.value("secrets", json::array())) {
         std::string hosts;
-        for (const json& h : s.value("hosts", json::array())) hosts += (hosts.empty() ? "" : ",") + h.get<std::string>();
+        for (const json& h : s.value("hosts", json::array()))
+          hosts += (hosts.empty() ? "" : ",") + h.get<std::string>();
         std::printf("%-32s %-8lld %s\n", s.value("name", "").c_str(),
                     static_cast<long long>(s.value("version", int64_t{0})), hosts.c_str());
       }
@@ -244,8 +254,10 @@ void AddReads(CLI::App* secret, const std::shared_ptr<SecretFlags>& f, int* exit
 }  // namespace
 
 std::string ValueFromStdin(std::string bytes) {
-  if (bytes.ends_with("\r\n")) bytes.resize(bytes.size() - 2);
-  else if (bytes.ends_with('\n')) bytes.pop_back();
+  if (bytes.ends_with("\r\n"))
+    bytes.resize(bytes.size() - 2);
+  else if (bytes.ends_with('\n'))
+    bytes.pop_back();
   return bytes;
 }
 

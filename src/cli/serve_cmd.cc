@@ -23,8 +23,10 @@ struct PolicyFlags {
 
 void AddPolicyOptions(CLI::App* cmd, daemon::ServeOptions& opts, PolicyFlags& flags) {
   api::RemoteSpecPolicy& p = opts.remote_spec;
-  cmd->add_flag("--allow-privileged", p.allow_privileged, "Remote callers may create privileged sandboxes (privileged: true)");
-  cmd->add_flag("--allow-raw", p.allow_raw, "Remote callers may map host ids into sandboxes (an idmap other than auto/none)");
+  cmd->add_flag("--allow-privileged", p.allow_privileged,
+                "Remote callers may create privileged sandboxes (privileged: true)");
+  cmd->add_flag("--allow-raw", p.allow_raw,
+                "Remote callers may map host ids into sandboxes (an idmap other than auto/none)");
   // One value per occurrence: `--bind-root A --bind-root B`.
   cmd->add_option("--bind-root", p.bind_roots,
                   "Remote callers may use host paths whose real path lies under DIR; ORG=DIR: only members of ORG; "
@@ -123,7 +125,8 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--judge-url", opts->judge.url,
                   "OpenAI-compatible chat-completions URL (http:// or https://) that judges names listed under judge");
   cmd->add_option("--judge-model", opts->judge.model, "The model the judge asks");
-  cmd->add_option("--judge-key-file", opts->judge.key_file, "File holding the judge's API key (sent as a bearer token)");
+  cmd->add_option("--judge-key-file", opts->judge.key_file,
+                  "File holding the judge's API key (sent as a bearer token)");
   cmd->add_flag("--metrics-public", opts->metrics_public,
                 "Loopback callers may read GET /metrics without a credential (a local Prometheus)");
   cmd->add_option("--reap-interval", *reap, "How often the reaper looks for expired and idle sandboxes")
@@ -147,8 +150,7 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
   auto recheck = std::make_shared<std::string>("1m");
   cmd->add_option("--preview-recheck", *recheck, "How often a preview's viewer is checked again (membership)")
       ->capture_default_str();
-  auto response_timeout =
-      std::make_shared<std::string>(std::to_string(daemon::kPreviewResponseTimeout.count()) + "s");
+  auto response_timeout = std::make_shared<std::string>(std::to_string(daemon::kPreviewResponseTimeout.count()) + "s");
   cmd->add_option("--preview-response-timeout", *response_timeout,
                   "How long a preview's app has to begin its response to a request; past it the browser gets 504 "
                   "and the app's connection is closed")
@@ -164,8 +166,9 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
   AddPolicyOptions(cmd, *opts, *flags);
   cmd->callback([opts, flags, reap, retention, recheck, response_timeout, link_life, exit_code] {
     if (opts->no_oauth_client_documents && (!opts->oauth_client_allow.empty() || !opts->oauth_client_ca.empty())) {
-      std::fprintf(stderr, "isb serve: --oauth-client-allow and --oauth-client-ca say how client metadata documents "
-                           "are read; --no-oauth-client-documents reads none: drop one or the other\n");
+      std::fprintf(stderr,
+                   "isb serve: --oauth-client-allow and --oauth-client-ca say how client metadata documents "
+                   "are read; --no-oauth-client-documents reads none: drop one or the other\n");
       *exit_code = 2;
       return;
     }
@@ -179,8 +182,9 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
     opts->preview_recheck = std::chrono::duration_cast<std::chrono::milliseconds>(*every);
     auto life = ParseDuration(*link_life);
     if (!life.ok() || life->count() < 1000 || *life > std::chrono::seconds(60)) {
-      std::fprintf(stderr, "isb serve: --preview-link-life: %s\n",
-                   life.ok() ? "must be from 1s to 60s (a link is good for 60 s at most)" : life.error().message.c_str());
+      std::fprintf(
+          stderr, "isb serve: --preview-link-life: %s\n",
+          life.ok() ? "must be from 1s to 60s (a link is good for 60 s at most)" : life.error().message.c_str());
       *exit_code = 2;
       return;
     }

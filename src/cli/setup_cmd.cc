@@ -108,8 +108,9 @@ namespace {
 // From elsewhere: the setup route, with the setup token the daemon wrote on its host, makes the admin and a token.
 int RunRemoteSetup(const SetupFlags& f) {
   if (f.setup_token_file.empty()) {
-    return ReportUsage(Usage("isb setup --url needs the setup token the daemon wrote (<state>/setup-token on its "
-                             "host): --setup-token-file FILE, or - to read it from stdin; and --password-stdin"));
+    return ReportUsage(
+        Usage("isb setup --url needs the setup token the daemon wrote (<state>/setup-token on its "
+              "host): --setup-token-file FILE, or - to read it from stdin; and --password-stdin"));
   }
   if (!f.password_stdin)
     return ReportUsage(Usage("isb setup --url needs --password-stdin: the setup route makes an account that signs in"));
@@ -125,8 +126,11 @@ int RunRemoteSetup(const SetupFlags& f) {
   req.method = "POST";
   req.target = "/api/v1/auth/setup";
   req.headers = {{"Content-Type", "application/json"}, {"Accept", "application/json"}};
-  req.body = json{{"setup_token", *setup_token}, {"user", f.user}, {"password", *password},
-                  {"token_name", f.token_name.empty() ? f.user + "-cli" : f.token_name}}.dump();
+  req.body = json{{"setup_token", *setup_token},
+                  {"user", f.user},
+                  {"password", *password},
+                  {"token_name", f.token_name.empty() ? f.user + "-cli" : f.token_name}}
+                 .dump();
   auto sent = HttpClient(client->endpoint()).Send(req);
   if (!sent.ok()) return Report(sent.error());
   if (sent->status != 200) return Report(DaemonError(sent->status, sent->body));
@@ -184,20 +188,28 @@ int RunSetup(SetupFlags& f) {
 
 std::string SetupNextSteps(const std::string& user, const std::string& token, const std::string& url,
                            const std::string& socket) {
-  return "isb: " + user + " is a platform admin and owner of org default; the line above is their API token "
+  return "isb: " + user +
+         " is a platform admin and owner of org default; the line above is their API token "
          "(shown once).\n"
          "Next, from any shell:\n"
-         "  export ISB_URL=" + url + " ISB_TOKEN=" + token + "\n"
+         "  export ISB_URL=" +
+         url + " ISB_TOKEN=" + token +
+         "\n"
          "  isb create --name demo\n"
          "  isb exec demo -- uname -a\n"
          "  isb rm demo\n"
-         "REST: curl -s -X POST -H \"Authorization: Bearer $ISB_TOKEN\" " + url + "/api/v1/tools/sandbox_list -d '{}'\n"
-         "MCP:  " + url + "/mcp with the header \"Authorization: Bearer $ISB_TOKEN\", or a local client's config:\n"
-         "      {\"command\": \"isb\", \"args\": [\"mcp\", \"--url\", \"" + url + "\"], \"env\": {\"ISB_TOKEN\": \"" +
-         token + "\"}}\n" +
+         "REST: curl -s -X POST -H \"Authorization: Bearer $ISB_TOKEN\" " +
+         url +
+         "/api/v1/tools/sandbox_list -d '{}'\n"
+         "MCP:  " +
+         url +
+         "/mcp with the header \"Authorization: Bearer $ISB_TOKEN\", or a local client's config:\n"
+         "      {\"command\": \"isb\", \"args\": [\"mcp\", \"--url\", \"" +
+         url + "\"], \"env\": {\"ISB_TOKEN\": \"" + token + "\"}}\n" +
          (socket.empty() ? std::string()
-                         : "      (not --socket " + socket + ": over the socket isb mcp acts as the host, beyond every "
-                           "role, approval and tool policy)\n");
+                         : "      (not --socket " + socket +
+                               ": over the socket isb mcp acts as the host, beyond every "
+                               "role, approval and tool policy)\n");
 }
 
 void AddSetupCommand(CLI::App& app, int* exit_code) {

@@ -73,13 +73,13 @@ class TerminalMode {
 
  private:
   static void Install(int sig, void (*handler)(int), struct sigaction* old) {
-    struct sigaction sa{};
+    struct sigaction sa {};
     sa.sa_handler = handler;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESTART;
     ::sigaction(sig, &sa, old);
   }
-  struct sigaction old_winch_{};
+  struct sigaction old_winch_ {};
   struct sigaction old_fatal_[std::size(kFatalSignals)]{};
   bool installed_fatal_ = false;
 };
@@ -97,8 +97,7 @@ std::pair<int, int> WindowSize() {
 class Forwarder {
  public:
   Forwarder(const ToolClient& client, std::string sandbox, bool forward_input, int winch_fd, int wake_fd)
-      : client_(client), sandbox_(std::move(sandbox)), input_(forward_input), winch_fd_(winch_fd),
-        wake_fd_(wake_fd) {}
+      : client_(client), sandbox_(std::move(sandbox)), input_(forward_input), winch_fd_(winch_fd), wake_fd_(wake_fd) {}
 
   void Run() {
     std::string session;
@@ -125,8 +124,10 @@ class Forwarder {
         ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
         if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
         json in = {{"sandbox", sandbox_}, {"session", session}};
-        if (n > 0) in["data_base64"] = Base64Encode(std::string_view(buf, static_cast<size_t>(n)));
-        else in["eof"] = true;
+        if (n > 0)
+          in["data_base64"] = Base64Encode(std::string_view(buf, static_cast<size_t>(n)));
+        else
+          in["eof"] = true;
         // The end of input is sent too: the command may be waiting for it.
         if (!SendInput(in) || n <= 0) input_ = false;
       }
@@ -146,8 +147,9 @@ class Forwarder {
   // Sends one read of input (or its end); whether input goes on. Input after the command has ended (its session
   // gone, its terminal hung up) has nowhere to go, and the result says how it ended. A refusal for too many calls
   // at once took nothing: the same input is sent again a second later, up to kInputTries times. (Other failures
-  // may have come after the keys were typed: sending them again could type them twice.) A command too slow to read took part of it, which is said, and input goes on. Otherwise
-  // input stops, which is said, and the terminal is given back: Ctrl-C then ends isb and with it the command.
+  // may have come after the keys were typed: sending them again could type them twice.) A command too slow to read took
+  // part of it, which is said, and input goes on. Otherwise input stops, which is said, and the terminal is given back:
+  // Ctrl-C then ends isb and with it the command.
   bool SendInput(const json& in) {
     for (int tries = 1;; ++tries) {
       Result<json> sent = client_.Call("sandbox_exec_input", in);
@@ -163,10 +165,10 @@ class Forwarder {
       const bool goes_on = e.code == Code::kTimeout;
       if (!goes_on) RestoreTerminal();
       // The terminal may be raw: a line of its own starts at the left margin.
-      const std::string line = "\r\nisb: typing into the terminal failed: " + e.message +
-                               (goes_on ? "; what was not written is lost"
-                                        : "; no more input is sent (Ctrl-C ends isb and the command)") +
-                               "\r\n";
+      const std::string line =
+          "\r\nisb: typing into the terminal failed: " + e.message +
+          (goes_on ? "; what was not written is lost" : "; no more input is sent (Ctrl-C ends isb and the command)") +
+          "\r\n";
       (void)::write(STDERR_FILENO, line.data(), line.size());
       return goes_on;
     }
@@ -211,15 +213,16 @@ Result<json> RunTerminalExec(const ToolClient& client, json input, bool forward_
   TerminalMode mode(forward_input && ::isatty(STDIN_FILENO), winch.write.get());
   Forwarder forwarder(client, input.value("sandbox", ""), forward_input, winch.read.get(), wake.read.get());
   std::thread thread([&forwarder] { forwarder.Run(); });
-  Result<json> result = client.CallStreaming("sandbox_exec", input, [&](const std::string& stream, const std::string& data) {
-    if (stream == "session") {
-      forwarder.SetSession(data);
-      wake_up();
-      return;
-    }
-    std::fwrite(data.data(), 1, data.size(), stdout);
-    std::fflush(stdout);
-  });
+  Result<json> result =
+      client.CallStreaming("sandbox_exec", input, [&](const std::string& stream, const std::string& data) {
+        if (stream == "session") {
+          forwarder.SetSession(data);
+          wake_up();
+          return;
+        }
+        std::fwrite(data.data(), 1, data.size(), stdout);
+        std::fflush(stdout);
+      });
   forwarder.Stop();
   wake_up();
   thread.join();

@@ -5,7 +5,9 @@
 
 namespace isb::daemon {
 
-AuditWriter::AuditWriter(Sink sink) : sink_(std::move(sink)) { thread_ = std::thread([this] { Loop(); }); }
+AuditWriter::AuditWriter(Sink sink) : sink_(std::move(sink)) {
+  thread_ = std::thread([this] { Loop(); });
+}
 
 AuditWriter::AuditWriter(audit::AuditLog* log)
     : AuditWriter([log](const audit::Entry& e) -> Status {
@@ -28,8 +30,10 @@ void AuditWriter::Queue(audit::Entry entry, Overflow overflow) {
     if (queue_.size() >= kMaxQueued && overflow == Overflow::kDrop) {
       ++unreported_;
       if (dropped_++ == 0)
-        std::fprintf(stderr, "isb: audit: the proxy's rows are written slower than they come; %zu are waiting, and "
-                     "the ones past that are dropped (and counted)\n", kMaxQueued);
+        std::fprintf(stderr,
+                     "isb: audit: the proxy's rows are written slower than they come; %zu are waiting, and "
+                     "the ones past that are dropped (and counted)\n",
+                     kMaxQueued);
       return;
     }
     queue_.push_back(std::move(entry));

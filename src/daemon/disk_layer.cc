@@ -36,7 +36,8 @@ std::string Parent(const std::string& path) { return std::filesystem::path(path)
 
 // The device of the filesystem mounted on `dir`, or 0 when `dir` is no mount point (same device as its parent).
 dev_t MountedDevice(const std::string& dir) {
-  struct stat st{}, up{};
+  struct stat st {
+  }, up{};
   if (::lstat(dir.c_str(), &st) != 0 || ::lstat(Parent(dir).c_str(), &up) != 0) return 0;
   return st.st_dev == up.st_dev ? 0 : st.st_dev;
 }
@@ -72,7 +73,8 @@ Result<Loop> AttachLoop(const std::string& image) {
     if (::ioctl(loop.get(), LOOP_CONFIGURE, &config) == 0) {
       // What the image's making left in the page cache (written back when the device turned to direct I/O) is
       // no one's to read again.
-      if ((config.info.lo_flags & LO_FLAGS_DIRECT_IO) != 0) (void)::posix_fadvise(file.get(), 0, 0, POSIX_FADV_DONTNEED);
+      if ((config.info.lo_flags & LO_FLAGS_DIRECT_IO) != 0)
+        (void)::posix_fadvise(file.get(), 0, 0, POSIX_FADV_DONTNEED);
       return Loop{std::move(loop), dev};
     }
     // A host filesystem without direct I/O (tmpfs, say) is read through its page cache as before.
@@ -140,7 +142,7 @@ Status CopyNonZeroBlocks(int in, int out, off_t begin, off_t end, const std::str
 Status CopySparse(const std::string& from, const std::string& to) {
   Fd in(::open(from.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (!in.valid()) return Error::Sys("open " + from);
-  struct stat st{};
+  struct stat st {};
   if (::fstat(in.get(), &st) != 0) return Error::Sys("stat " + from);
   Fd out(::open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
   if (!out.valid()) return Error::Sys("create " + to);
@@ -187,9 +189,9 @@ Status DiskLayer::Format(const std::string& image, uint64_t bytes) {
   // No reserved blocks (the sandbox's root is no host root), no journal (the layer is a sandbox's scratch), no
   // blocks kept for growing it (an image keeps its size), and lazy initialization: about 30 ms for a GiB. A 2 GiB
   // image holds 152 KiB of data (1176 KiB with the growth blocks), which every copy of the template writes again.
-  Result<ProgramExit> mkfs = RunProgram({kMkfs, "-q", "-F", "-m", "0", "-E",
-                                         "nodiscard,lazy_itable_init=1,lazy_journal_init=1", "-O",
-                                         "^has_journal,^resize_inode", part});
+  Result<ProgramExit> mkfs =
+      RunProgram({kMkfs, "-q", "-F", "-m", "0", "-E", "nodiscard,lazy_itable_init=1,lazy_journal_init=1", "-O",
+                  "^has_journal,^resize_inode", part});
   if (!mkfs.ok() || !mkfs->ok()) {
     ::unlink(part.c_str());
     if (!mkfs.ok()) return Error::Of(Code::kUnavailable, mkfs.error().message + " (install e2fsprogs)");

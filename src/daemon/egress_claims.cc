@@ -39,8 +39,8 @@ Result<Fd> Lock(const std::string& path, Fd* busy) {
 }
 
 Status Record(const Fd& fd, const std::string& path, const std::string& holder) {
-  if (::ftruncate(fd.get(), 0) != 0 || ::pwrite(fd.get(), holder.data(), holder.size(), 0) !=
-                                           static_cast<ssize_t>(holder.size()))
+  if (::ftruncate(fd.get(), 0) != 0 ||
+      ::pwrite(fd.get(), holder.data(), holder.size(), 0) != static_cast<ssize_t>(holder.size()))
     return Error::Sys("write " + path);
   return {};
 }
@@ -50,7 +50,7 @@ Status Record(const Fd& fd, const std::string& path, const std::string& holder) 
 Result<EgressClaims> EgressClaims::Take(const std::string& dir, const std::string& table,
                                         const std::string& ifname_prefix, const net::Subnet& subnet,
                                         const std::string& holder) {
-  struct stat ns{};
+  struct stat ns {};
   if (::stat("/proc/thread-self/ns/net", &ns) != 0) return Error::Sys("stat /proc/thread-self/ns/net");
   const std::string here = dir + "/net-" + std::to_string(ns.st_ino);
   ISB_TRY(MakeDirs(here, 0700));
@@ -63,8 +63,9 @@ Result<EgressClaims> EgressClaims::Take(const std::string& dir, const std::strin
   struct Named {
     std::string file, what, flag;
   };
-  for (const Named& n : {Named{"table-" + table, "the nftables table \"" + table + "\"", "--egress-table"},
-                         Named{"veth-" + ifname_prefix, "the veth prefix \"" + ifname_prefix + "\"", "--egress-table"}}) {
+  for (const Named& n :
+       {Named{"table-" + table, "the nftables table \"" + table + "\"", "--egress-table"},
+        Named{"veth-" + ifname_prefix, "the veth prefix \"" + ifname_prefix + "\"", "--egress-table"}}) {
     const std::string path = here + "/" + n.file;
     Fd busy;
     ISB_ASSIGN_OR_RETURN(Fd fd, Lock(path, &busy));
@@ -75,8 +76,8 @@ Result<EgressClaims> EgressClaims::Take(const std::string& dir, const std::strin
     claims.held_.push_back(std::move(fd));
   }
 
-  const std::string mine = std::string(kSubnetPrefix) + net::FormatIpv4(subnet.base) + "-" +
-                           std::to_string(subnet.prefix_len);
+  const std::string mine =
+      std::string(kSubnetPrefix) + net::FormatIpv4(subnet.base) + "-" + std::to_string(subnet.prefix_len);
   DIR* d = ::opendir(here.c_str());
   if (d == nullptr) return Error::Sys("opendir " + here);
   std::vector<std::string> others;

@@ -15,7 +15,9 @@
 namespace isb::daemon {
 namespace {
 
-bool Proxied(egress::EgressMode m) { return m == egress::EgressMode::kAllowlist || m == egress::EgressMode::kBlocklist; }
+bool Proxied(egress::EgressMode m) {
+  return m == egress::EgressMode::kAllowlist || m == egress::EgressMode::kBlocklist;
+}
 
 constexpr const char* kBootId = "/proc/sys/kernel/random/boot_id";
 
@@ -59,8 +61,7 @@ Result<std::unique_ptr<EgressService>> EgressService::Start(EgressOptions option
     options.judge.pins = options.pins;
     ISB_ASSIGN_OR_RETURN(judge, egress::Judge::Create(options.judge));
   }
-  std::unique_ptr<EgressService> s(
-      new EgressService(std::move(options), subnet, std::move(dialer), std::move(claims)));
+  std::unique_ptr<EgressService> s(new EgressService(std::move(options), subnet, std::move(dialer), std::move(claims)));
   s->judge_ = std::move(judge);
   ISB_TRY(s->StartServers());
   return s;
@@ -267,7 +268,8 @@ Result<SandboxNet> EgressService::Prepare(const std::string& id, const egress::E
   n.resolv_conf = "nameserver " + n.host_address + "\n";
   if (Proxied(spec.mode)) {
     std::string proxy = "http://" + n.host_address + ":" + std::to_string(options_.explicit_proxy_port);
-    for (const char* k : {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"}) n.env.push_back(std::string(k) + "=" + proxy);
+    for (const char* k : {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"})
+      n.env.push_back(std::string(k) + "=" + proxy);
     n.env.push_back("NO_PROXY=localhost,127.0.0.1");
     n.env.push_back("no_proxy=localhost,127.0.0.1");
     // Every list sandbox trusts its CA (the bundle is the caller's to write): a live change may mark names for
@@ -322,8 +324,10 @@ Status EgressService::Update(const std::string& id, const egress::EgressSpec& sp
     auto it = by_id_.find(id);
     if (it == by_id_.end()) return Error::Of(Code::kInvalidArgument, "the sandbox has no network (egress none)");
     const egress::EgressMode before = it->second.policy->spec().mode;
-    if (spec.mode == egress::EgressMode::kNone || (before == egress::EgressMode::kOpen) != (spec.mode == egress::EgressMode::kOpen))
-      return Error::Of(Code::kInvalidArgument, "egress can change between lists while the sandbox runs, not to or from none or open");
+    if (spec.mode == egress::EgressMode::kNone ||
+        (before == egress::EgressMode::kOpen) != (spec.mode == egress::EgressMode::kOpen))
+      return Error::Of(Code::kInvalidArgument,
+                       "egress can change between lists while the sandbox runs, not to or from none or open");
     e = it->second;
   }
   // The proxy and the DNS responder take the new list only once the rules have it: a change the rules refused is
@@ -431,8 +435,9 @@ Status EgressService::EnsureForwarding() {
   ISB_ASSIGN_OR_RETURN(bool on, net::Ipv4ForwardingOn());
   if (on) return {};
   if (options_.state_dir.empty())
-    return Error::Msg("open egress needs IPv4 forwarding (net.ipv4.ip_forward), which is off, and the egress service "
-                      "has no state directory to record turning it on in");
+    return Error::Msg(
+        "open egress needs IPv4 forwarding (net.ipv4.ip_forward), which is off, and the egress service "
+        "has no state directory to record turning it on in");
   const std::string marker = MarkerPath(options_.state_dir);
   ISB_ASSIGN_OR_RETURN(std::string boot, ReadFile(kBootId));
   ISB_TRY(WriteFileAtomically(marker, boot, 0600));
@@ -465,7 +470,7 @@ std::shared_ptr<const egress::EgressPolicy> EgressService::PolicyOf(const std::s
 }
 
 egress::Admission EgressService::Decide(const std::string& id, const std::string& host, uint16_t port,
-                                       const std::string& method, const std::string& path) {
+                                        const std::string& method, const std::string& path) {
   std::string org;
   auto policy = PolicyOf(id, &org);
   if (!policy) return egress::Admission{false, "the sandbox is gone"};

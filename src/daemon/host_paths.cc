@@ -1,7 +1,6 @@
 // Host paths a spec names: mount sources and the image resolved to real paths, and isb's own state kept out of reach.
 #include "daemon/sandbox_manager.h"
 
-
 #include "api/org_sandboxes.h"
 
 #include <arpa/inet.h>
@@ -60,7 +59,7 @@ std::vector<FileId> Chain(const std::string& path) {
   if (ec) return {};
   std::vector<FileId> out;
   for (;;) {
-    struct stat st{};
+    struct stat st {};
     if (::stat(p.c_str(), &st) == 0) out.emplace_back(st.st_dev, st.st_ino);
     if (p == p.root_path() || !p.has_relative_path()) return out;
     p = p.parent_path();
@@ -71,7 +70,7 @@ std::vector<FileId> Chain(const std::string& path) {
 // Invalid, with errno set (ELOOP for a symlink), otherwise.
 Fd OpenAsBound(const std::string& path) {
   Fd fd(OpenNoSymlinks(path.c_str(), O_PATH));
-  struct stat st{};
+  struct stat st {};
   if (fd.valid() && (::fstat(fd.get(), &st) != 0 || S_ISLNK(st.st_mode))) {
     const int err = S_ISLNK(st.st_mode) ? ELOOP : errno;
     fd.Reset();
@@ -83,7 +82,6 @@ Fd OpenAsBound(const std::string& path) {
 bool Holds(const std::vector<FileId>& chain, const FileId& id) {
   return std::find(chain.begin(), chain.end(), id) != chain.end();
 }
-
 
 }  // namespace
 
@@ -128,8 +126,9 @@ Result<api::SandboxSpec> SandboxManager::ResolveMounts(api::SandboxSpec spec) co
       if (OpenAsBound(path).valid()) return {};
       if (errno == ENOENT) return Invalid(field + ": '" + path + "' does not exist");
       if (errno != ELOOP) return Error::Sys(field + ": " + path);
-      return Error::Of(Code::kForbidden, field + ": '" + path + "' changed since it was checked (a symlink is on "
-                                                                "its path now)");
+      return Error::Of(Code::kForbidden, field + ": '" + path +
+                                             "' changed since it was checked (a symlink is on "
+                                             "its path now)");
     }
     std::error_code ec;
     auto real = std::filesystem::canonical(path, ec);
@@ -143,6 +142,5 @@ Result<api::SandboxSpec> SandboxManager::ResolveMounts(api::SandboxSpec spec) co
   ISB_TRY(KeepIsbOut(spec));
   return spec;
 }
-
 
 }  // namespace isb::daemon

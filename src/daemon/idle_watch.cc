@@ -18,10 +18,10 @@ bool IdleWatch::Expired() const {
 }
 
 Error IdleEnded(std::chrono::milliseconds limit) {
-  const std::string span = limit.count() % 1000 == 0 ? std::to_string(limit.count() / 1000) + " s"
-                                                     : std::to_string(limit.count()) + " ms";
-  return Error::Of(Code::kTimeout, "the terminal had no input for " + span +
-                                       " (its idle_timeout) and was ended; open a new one");
+  const std::string span =
+      limit.count() % 1000 == 0 ? std::to_string(limit.count() / 1000) + " s" : std::to_string(limit.count()) + " ms";
+  return Error::Of(Code::kTimeout,
+                   "the terminal had no input for " + span + " (its idle_timeout) and was ended; open a new one");
 }
 
 }  // namespace isb::daemon

@@ -68,8 +68,8 @@ Result<Fd> DialLoopback(uint16_t port, std::chrono::milliseconds timeout) {
   const std::string p = std::to_string(port);
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   const auto left = [&deadline] {
-    return std::max(std::chrono::milliseconds(0), std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                      deadline - std::chrono::steady_clock::now()));
+    return std::max(std::chrono::milliseconds(0),
+                    std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()));
   };
   Fd v4(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!v4.valid()) return Error::Sys("socket");

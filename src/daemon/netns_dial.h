@@ -28,8 +28,8 @@ Result<Fd> ConnectLoopback(uint16_t port);
 Result<Fd> ConnectLoopbackIn(int netns, uint16_t port);
 
 // A TCP connection to `port` on the calling thread's loopback, made within `timeout`: 127.0.0.1 first, then [::1]
-// (a dev server may listen on either alone), 127.0.0.1 within half of `timeout`. Non-blocking once returned. Errors: neither took the connection, each
-// named with why.
+// (a dev server may listen on either alone), 127.0.0.1 within half of `timeout`. Non-blocking once returned. Errors:
+// neither took the connection, each named with why.
 Result<Fd> DialLoopback(uint16_t port, std::chrono::milliseconds timeout);
 
 // DialLoopback in the network namespace `netns` on a thread of its own (as ConnectLoopbackIn). It blocks up to

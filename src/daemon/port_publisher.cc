@@ -36,7 +36,7 @@ struct Conn {
   // failed, or shut down both ways), and what is left to read from it is read at once, so it is polled only while
   // it is to be read; a socket polled meanwhile would wake the thread at every poll.
   bool client_hung_up = false, inside_hung_up = false;
-  std::string to_inside{}, to_client{};  // read from one side, not yet written to the other
+  std::string to_inside{}, to_client{};          // read from one side, not yet written to the other
   Clock::time_point last_active = Clock::now();  // when bytes or an end of stream last moved
 };
 
@@ -157,7 +157,7 @@ class PortPublisher::Listener {
       Fd client(::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
       if (!client.valid()) return;
       if (conns.size() >= kMaxConnections || !Reserve()) continue;  // closed at once
-      Result<Fd> inside = ConnectLoopback(port_);  // this thread is in the sandbox's namespace
+      Result<Fd> inside = ConnectLoopback(port_);                   // this thread is in the sandbox's namespace
       if (!inside.ok()) {
         --open_;
         continue;

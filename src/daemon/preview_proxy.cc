@@ -199,8 +199,7 @@ enum class Next { kClose, kAnother, kUpgraded };
 
 class PreviewProxy::Impl {
  public:
-  Impl(api::PreviewAccess& access, PreviewProxyOptions options, std::atomic<size_t>& open,
-       std::atomic<size_t>& dials)
+  Impl(api::PreviewAccess& access, PreviewProxyOptions options, std::atomic<size_t>& open, std::atomic<size_t>& dials)
       : access_(access),
         opts_(std::move(options)),
         open_(open),
@@ -286,8 +285,8 @@ class PreviewProxy::Impl {
       app.close(ignored);
     }
     tcp::socket client, app;
-    std::string key;      // the session's, once a request was let in
-    std::string address;  // the client's, as per_address_ counts it
+    std::string key;                // the session's, once a request was let in
+    std::string address;            // the client's, as per_address_ counts it
     std::atomic<bool> gone{false};  // closed: read by dial workers
     bool counted = false;  // whether per_address_ counts it (a loopback peer is not, unless limit_loopback_peers)
   };
@@ -333,9 +332,9 @@ class PreviewProxy::Impl {
   asio::io_context ioc_{1};
   asio::executor_work_guard<asio::io_context::executor_type> work_;
   asio::thread_pool dialers_;
-  std::list<std::shared_ptr<Conn>> conns_;            // the event loop's thread only
-  std::map<std::string, size_t> per_address_;         // open connections by client address; the loop's only
-  std::map<std::string, size_t> dialing_;             // dials waiting or running by sandbox; the loop's only
+  std::list<std::shared_ptr<Conn>> conns_;     // the event loop's thread only
+  std::map<std::string, size_t> per_address_;  // open connections by client address; the loop's only
+  std::map<std::string, size_t> dialing_;      // dials waiting or running by sandbox; the loop's only
   std::atomic<bool> stopped_{false};
   std::thread thread_;
 };
@@ -457,10 +456,10 @@ asio::awaitable<Next> PreviewProxy::Impl::Exchange(Conn& c, egress::RelayEnds& e
       const auto by = begun ? std::chrono::steady_clock::time_point::max() : answer_by;
       auto got = co_await (app.ReadInto(from_app, egress::kRelayPiece) || CloseAt(c.app, by));
       if (got.index() == 1) {  // the app's connection is closed
-        co_await Answer(c, PlainResponse(504, "Gateway Timeout",
-                                         "port " + std::to_string(host.port) + " in sandbox " + host.sandbox +
-                                             " took the request but sent no response within " +
-                                             Spoken(opts_.response_timeout)));
+        co_await Answer(
+            c, PlainResponse(504, "Gateway Timeout",
+                             "port " + std::to_string(host.port) + " in sandbox " + host.sandbox +
+                                 " took the request but sent no response within " + Spoken(opts_.response_timeout)));
         co_return Next::kClose;
       }
       Result<size_t> n = std::get<0>(got);
@@ -559,8 +558,8 @@ asio::awaitable<void> PreviewProxy::Impl::Serve(std::shared_ptr<Conn> c, std::st
 }
 
 asio::awaitable<void> PreviewProxy::Impl::ServeRefused(std::shared_ptr<Conn> c, int status) {
-  co_await Answer(*c, PlainResponse(status, ReasonOf(status),
-                                    status == 431 ? "request head too large" : "malformed request head"));
+  co_await Answer(
+      *c, PlainResponse(status, ReasonOf(status), status == 431 ? "request head too large" : "malformed request head"));
   egress::RelayEnds ends;
   egress::SocketStream client(c->client, ends, bytes_down_);
   const auto deadline = std::chrono::steady_clock::now() + opts_.head_timeout;

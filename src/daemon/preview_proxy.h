@@ -72,7 +72,8 @@ class PreviewProxy {
   void Take(int fd, std::string pending);
   // Answers the TCP connection `fd` (now the proxy's own), whose head named a preview but was too large (431) or
   // malformed (400) for the HTTP server, with the proxy's own minimal response, then closes it once the client has
-  // finished sending (or head_timeout has passed, or 1 MiB more has come). It counts against the caps as any connection.
+  // finished sending (or head_timeout has passed, or 1 MiB more has come). It counts against the caps as any
+  // connection.
   void TakeRefused(int fd, int status);
   // Closes every open connection whose session has ended (PreviewAccess::on_ended).
   void CutEnded();

@@ -36,8 +36,8 @@ struct PreviewServiceOptions {
   std::chrono::milliseconds response_timeout = kPreviewResponseTimeout;
   // How long a link may be spent (api::PreviewAccessOptions::link_life; --preview-link-life).
   std::chrono::milliseconds link_life = std::chrono::seconds(60);
-  NetworkOf network;  // required
-  RunOf run_of;       // required
+  NetworkOf network;                  // required
+  RunOf run_of;                       // required
   bool limit_loopback_peers = false;  // PreviewProxyOptions::limit_loopback_peers: the HTTP listener's setting
 };
 

@@ -2,7 +2,6 @@
 // reaper (expired and idle sandboxes removed).
 #include "daemon/sandbox_manager.h"
 
-
 #include "api/org_sandboxes.h"
 #include "base/metric_families.h"
 
@@ -83,7 +82,8 @@ Result<std::string> SandboxManager::Adopt() {
         Result<std::string> ca = options_.egress->SandboxCaPem(id);
         st = ca.ok() ? WriteTrustBundle(*rec, *ca) : Status(ca.error());
       }
-      if (!st.ok()) std::fprintf(stderr, "isb: sandbox %s: egress not restored: %s\n", id.c_str(), st.error().message.c_str());
+      if (!st.ok())
+        std::fprintf(stderr, "isb: sandbox %s: egress not restored: %s\n", id.c_str(), st.error().message.c_str());
     }
     if (rec->state != "running") {
       // A daemon killed in the middle of a start may have left its sandbox running with the row not yet saying so,
@@ -213,6 +213,5 @@ int SandboxManager::ReapOnce() {
   }
   return removed;
 }
-
 
 }  // namespace isb::daemon

@@ -26,8 +26,10 @@ DetachedEnd EndOf(const Result<engine::ExecOutcome>& out, std::string* note) {
   if (!out->exec_error.empty()) {
     *note = "isb: " + out->exec_error + "\n";
     // Not found and not executable have their statuses, as an exec's; a step that failed before has none.
-    if (out->exit_code == 126 || out->exit_code == 127) end.exit_code = out->exit_code;
-    else end.error = out->exec_error;
+    if (out->exit_code == 126 || out->exit_code == 127)
+      end.exit_code = out->exit_code;
+    else
+      end.error = out->exec_error;
     return end;
   }
   end.exit_code = out->exit_code;

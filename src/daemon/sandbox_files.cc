@@ -2,7 +2,6 @@
 // own mounts or the kernel's trees.
 #include "daemon/sandbox_manager.h"
 
-
 #include "api/org_sandboxes.h"
 
 #include <arpa/inet.h>
@@ -139,11 +138,11 @@ Result<Fd> OpenAs(int at, const std::string& name, const std::string& path, int 
     // What the sandbox can bring about at will is the caller's error, never isb's: a symlink loop or a magic link
     // (ELOOP), a FIFO with no reader or a socket (ENXIO), a path too long, a program running (ETXTBSY), a rename
     // racing the resolution (EAGAIN).
-    err.code = e == ENOENT                                                  ? Code::kNotFound
+    err.code = e == ENOENT                                                                    ? Code::kNotFound
                : e == EISDIR || e == ENOTDIR || e == ELOOP || e == ENXIO || e == ENAMETOOLONG ? Code::kInvalidArgument
-               : e == EACCES || e == EPERM || e == EROFS || e == EXDEV ? Code::kForbidden
-               : e == ETXTBSY || e == EAGAIN || e == EEXIST             ? Code::kConflict
-                                                                        : Code::kInternal;
+               : e == EACCES || e == EPERM || e == EROFS || e == EXDEV                        ? Code::kForbidden
+               : e == ETXTBSY || e == EAGAIN || e == EEXIST                                   ? Code::kConflict
+                                                                                              : Code::kInternal;
     return err;
   }
   return Fd(static_cast<int>(fd));
@@ -165,7 +164,7 @@ struct FilePlace {
 };
 
 std::optional<FilePlace> PlaceOf(int fd) {
-  struct statx sx{};
+  struct statx sx {};
   if (::statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &sx) != 0) return std::nullopt;
   FilePlace p;
   p.dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
@@ -197,17 +196,18 @@ bool OnRefusedMount(int root, int fd) {
 // Checks what `path` led to, whatever symlinks it went through: only regular files on ordinary filesystems, and
 // nowhere a refused place is mounted.
 Status CheckServed(int root, int fd, const std::string& path) {
-  struct stat st{};
-  struct statfs sf{};
+  struct stat st {};
+  struct statfs sf {};
   if (::fstat(fd, &st) != 0 || ::fstatfs(fd, &sf) != 0) return Error::Sys("stat " + path);
   if (!S_ISREG(st.st_mode)) return Invalid("path: " + path + " is not a regular file");
-  for (unsigned long magic : std::initializer_list<unsigned long>{PROC_SUPER_MAGIC, SYSFS_MAGIC, DEVPTS_SUPER_MAGIC, CGROUP_SUPER_MAGIC, CGROUP2_SUPER_MAGIC,
-                     DEBUGFS_MAGIC, SECURITYFS_MAGIC, BPF_FS_MAGIC, TRACEFS_MAGIC})
-    if (static_cast<unsigned long>(sf.f_type) == magic) return Error::Of(Code::kForbidden, "path: " + path + " is on a refused filesystem");
+  for (unsigned long magic : std::initializer_list<unsigned long>{
+           PROC_SUPER_MAGIC, SYSFS_MAGIC, DEVPTS_SUPER_MAGIC, CGROUP_SUPER_MAGIC, CGROUP2_SUPER_MAGIC, DEBUGFS_MAGIC,
+           SECURITYFS_MAGIC, BPF_FS_MAGIC, TRACEFS_MAGIC})
+    if (static_cast<unsigned long>(sf.f_type) == magic)
+      return Error::Of(Code::kForbidden, "path: " + path + " is on a refused filesystem");
   if (OnRefusedMount(root, fd)) return RefusedError(path);
   return {};
 }
-
 
 }  // namespace
 
@@ -219,7 +219,7 @@ Result<api::FileData> SandboxManager::ReadFile(const std::string& id_or_name, co
   ISB_ASSIGN_OR_RETURN(Fd root, runtime_->OpenRoot(Handle(rec)));
   ISB_ASSIGN_OR_RETURN(Fd fd, OpenInRoot(root.get(), path, O_RDONLY, uid, gid));
   ISB_TRY(CheckServed(root.get(), fd.get(), path));
-  struct stat st{};
+  struct stat st {};
   ::fstat(fd.get(), &st);
   if (static_cast<uint64_t>(st.st_size) > kMaxRead)
     return Error::Of(Code::kTooLarge, "path: " + path + " is larger than 4 MiB");
@@ -262,15 +262,16 @@ Status SandboxManager::WriteFile(const std::string& id_or_name, const std::strin
     const size_t slash = path.find_last_of('/');
     const std::string name = path.substr(slash + 1);
     if (name.empty() || name == "." || name == "..") return Invalid("path: " + path + " names no file");
-    ISB_ASSIGN_OR_RETURN(Fd dir, OpenInRoot(root.get(), slash == 0 ? "/" : path.substr(0, slash),
-                                            O_PATH | O_DIRECTORY, uid, gid));
+    ISB_ASSIGN_OR_RETURN(
+        Fd dir, OpenInRoot(root.get(), slash == 0 ? "/" : path.substr(0, slash), O_PATH | O_DIRECTORY, uid, gid));
     if (OnRefusedMount(root.get(), dir.get())) return RefusedError(path);
     // Made in that very directory, so no swap of a directory in the path between the check and here matters.
     opened = OpenAs(dir.get(), name, path, O_WRONLY | O_CREAT | O_EXCL, data.mode,
                     RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS, uid, gid);
     if (!opened.ok() && opened.error().code == Code::kConflict) {
-      return Error::Of(Code::kConflict, "path: " + path + " is a symlink to nothing, or was made meanwhile; a "
-                                        "symlink is never followed to make a file");
+      return Error::Of(Code::kConflict, "path: " + path +
+                                            " is a symlink to nothing, or was made meanwhile; a "
+                                            "symlink is never followed to make a file");
     }
   }
   if (!opened.ok()) return opened.error();
@@ -278,14 +279,16 @@ Status SandboxManager::WriteFile(const std::string& id_or_name, const std::strin
   ISB_TRY(CheckServed(root.get(), fd.get(), path));
   // Changed only once the mode is set: a mode the user may not give (a file it can write but does not own) is
   // refused with the file as it was.
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return Error::Sys("stat " + path);
   if ((st.st_mode & 07777) != data.mode) {
     AsSandboxUser as(uid, gid);
     if (::fchmod(fd.get(), data.mode) != 0) {
       if (errno == EPERM)
-        return Error::Of(Code::kForbidden, "mode: the sandbox's user does not own " + path + ", so it may not change "
-                                           "its mode; send the mode it has (" + ModeText(st.st_mode & 07777) + ")");
+        return Error::Of(Code::kForbidden, "mode: the sandbox's user does not own " + path +
+                                               ", so it may not change "
+                                               "its mode; send the mode it has (" +
+                                               ModeText(st.st_mode & 07777) + ")");
       return Error::Sys("chmod " + path);
     }
   }
@@ -316,8 +319,7 @@ Status SandboxManager::CheckSecretFiles(const api::SandboxSpec& spec) const {
   if (spec.secrets.empty()) return {};
   if (options_.secrets == nullptr)
     return Error::Of(Code::kUnavailable, "secrets: the daemon runs without a secret store");
-  for (const spec::SpecSecretFile& f : spec.secrets)
-    ISB_TRY(options_.secrets->FileSecret(api::OrgOf(spec), f.name));
+  for (const spec::SpecSecretFile& f : spec.secrets) ISB_TRY(options_.secrets->FileSecret(api::OrgOf(spec), f.name));
   return {};
 }
 
@@ -330,7 +332,7 @@ Status SandboxManager::WriteSecretFiles(const Record& rec, const std::string& on
   ISB_ASSIGN_OR_RETURN(Fd dir, OpenInRoot(root.get(), spec::kSecretsDir, O_PATH | O_DIRECTORY, uid, gid));
   // Only on the tmpfs isb mounted there: a sandbox that took it away (its root may unmount it) gets no file in its
   // layer, where the value would outlive it.
-  struct statfs sf{};
+  struct statfs sf {};
   std::optional<FilePlace> at = PlaceOf(dir.get()), top = PlaceOf(root.get());
   if (::fstatfs(dir.get(), &sf) != 0 || static_cast<unsigned long>(sf.f_type) != TMPFS_MAGIC || !at || !top ||
       at->Same(*top))
@@ -355,7 +357,7 @@ Status SandboxManager::WriteSecretFiles(const Record& rec, const std::string& on
     how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
     Fd out(static_cast<int>(::syscall(SYS_openat2, dir.get(), fresh.c_str(), &how, sizeof how)));
     if (!out.valid()) return Error::Sys("secrets: write " + f.target);
-    struct stat st{};
+    struct stat st {};
     if (::fstat(out.get(), &st) != 0 || !S_ISREG(st.st_mode))
       return Error::Of(Code::kConflict, "secrets: " + f.target + " is not a regular file; no value is written");
     std::string_view value = secret->value.view();

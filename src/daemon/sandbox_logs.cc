@@ -172,7 +172,8 @@ Result<api::DetachedExec> DetachedExecs::Start(const std::string& sandbox, Detac
   std::shared_ptr<Log> log = slot;
   MutexLock log_lock(log->mu);
   if (log->running >= api::kMaxDetachedExecs)
-    return Error::Of(Code::kConflict, "sandbox '" + sandbox + "' already runs " + std::to_string(api::kMaxDetachedExecs) +
+    return Error::Of(Code::kConflict, "sandbox '" + sandbox + "' already runs " +
+                                          std::to_string(api::kMaxDetachedExecs) +
                                           " detached commands, the most it may; wait for one to end, or stop the "
                                           "sandbox to end them all");
   if (running_total_ >= max_total_)

@@ -38,7 +38,6 @@ namespace {
 
 constexpr uint64_t kExecOutputLimit = 256 * 1024;
 
-
 }  // namespace
 
 // What a spec asks of this host, beyond spec::Validate's rules: an image directory that exists, and processes
@@ -192,11 +191,10 @@ Result<SandboxManager::Record> SandboxManager::LoadLocked(const std::string& id_
 }
 
 Result<SandboxManager::Record> SandboxManager::Load(const std::string& id_or_name) {
-  auto rows = db_->Query(
-      std::string("SELECT id, name, spec, state, ") + kRuntimeHandleColumns +
-          ", uid_base, created_at, expires_at, last_active_at "
-          "FROM sandboxes WHERE (id = ?1 OR (name = ?1 AND name != '')) AND state != 'creating'",
-      {id_or_name});
+  auto rows = db_->Query(std::string("SELECT id, name, spec, state, ") + kRuntimeHandleColumns +
+                             ", uid_base, created_at, expires_at, last_active_at "
+                             "FROM sandboxes WHERE (id = ?1 OR (name = ?1 AND name != '')) AND state != 'creating'",
+                         {id_or_name});
   if (!rows.ok()) return rows.error();
   if (rows->empty()) return Error::Of(Code::kNotFound, "no sandbox '" + id_or_name + "'");
   if (rows->size() > 1) {
@@ -247,9 +245,7 @@ bool SandboxManager::Alive(const Record& rec) const {
   return rec.state == "running" && !handle.record.empty() && runtime_->Running(handle);
 }
 
-Status SandboxManager::PublishPorts(const Record& rec) {
-  return ports_.Publish(rec.id, NetnsOf(rec), rec.spec.ports);
-}
+Status SandboxManager::PublishPorts(const Record& rec) { return ports_.Publish(rec.id, NetnsOf(rec), rec.spec.ports); }
 
 Status SandboxManager::PortsApartFromIsb(const api::SandboxSpec& spec) const {
   for (size_t i = 0; i < spec.ports.size(); ++i) {
@@ -271,10 +267,11 @@ Status SandboxManager::Launch(Record& rec) {
   }
   rec.state = "running";
   const engine::HostProcess shown = runtime_->Process(Handle(rec));
-  return db_->Exec("UPDATE sandboxes SET state='running', runtime=?2, handle=?3, uid_base=?4, pid=?5, start_time=?6, "
-                   "lease_index=?7 WHERE id=?1",
-                   {rec.id, rec.runtime, rec.runtime_record, static_cast<int64_t>(rec.uid_base),
-                    static_cast<int64_t>(shown.pid), static_cast<int64_t>(shown.start_time), shown.lease_index});
+  return db_->Exec(
+      "UPDATE sandboxes SET state='running', runtime=?2, handle=?3, uid_base=?4, pid=?5, start_time=?6, "
+      "lease_index=?7 WHERE id=?1",
+      {rec.id, rec.runtime, rec.runtime_record, static_cast<int64_t>(rec.uid_base), static_cast<int64_t>(shown.pid),
+       static_cast<int64_t>(shown.start_time), shown.lease_index});
 }
 
 Status SandboxManager::LaunchProcess(Record& rec, bool background) {
@@ -305,8 +302,8 @@ Status SandboxManager::LaunchProcess(Record& rec, bool background) {
     // disk images is a directory of the state dir's, and its sandbox binds the bundle beside it.
     auto real = std::filesystem::canonical(Dir(rec.id), ec);
     if (ec) return Error::Of(Code::kInternal, "the sandbox's trust bundle: " + ec.message());
-    c.binds.push_back({real.string() + (layer.Legacy() ? "/" : "/layer/") + kTrustBundleFile, kSandboxTrustBundle,
-                       true});
+    c.binds.push_back(
+        {real.string() + (layer.Legacy() ? "/" : "/layer/") + kTrustBundleFile, kSandboxTrustBundle, true});
   }
   // Searchable (not readable) by the sandbox's root, an unprivileged host uid, which mounts its layer from here
   // while it is being built; the control socket inside stays 0600 root's.
@@ -332,8 +329,8 @@ Status SandboxManager::LaunchProcess(Record& rec, bool background) {
     // An init that ended while it was started (killed, out of memory) is the engine's failure to build it, not a
     // conflict with the sandbox's state.
     if (!attached.ok() && attached.error().code == Code::kConflict)
-      return Error::Of(Code::kUnavailable, "the sandbox ended before its network was attached: " +
-                                               attached.error().message);
+      return Error::Of(Code::kUnavailable,
+                       "the sandbox ended before its network was attached: " + attached.error().message);
     ISB_TRY(attached);
   }
   return {};
@@ -344,9 +341,10 @@ Status SandboxManager::Halt(Record& rec, const std::string& event, const std::st
   bool oom = false;
   Status removed = Kill(rec, &oom, unmount_layer);
   rec.state = "stopped";
-  ISB_TRY(db_->Exec("UPDATE sandboxes SET state='stopped', runtime='', handle='', pid=0, start_time=0, lease_index=-1 "
-                    "WHERE id=?1",
-                    {rec.id}));
+  ISB_TRY(
+      db_->Exec("UPDATE sandboxes SET state='stopped', runtime='', handle='', pid=0, start_time=0, lease_index=-1 "
+                "WHERE id=?1",
+                {rec.id}));
   Event(rec, oom && event == "died" ? "oom" : event, reason, origin);
   return removed;
 }
@@ -499,7 +497,8 @@ Result<api::SandboxInfo> SandboxManager::Get(const std::string& id_or_name) {
 }
 
 Result<std::vector<api::SandboxInfo>> SandboxManager::List() {
-  ISB_ASSIGN_OR_RETURN(auto rows, db_->Query("SELECT id FROM sandboxes WHERE state != 'creating' ORDER BY created_at, id"));
+  ISB_ASSIGN_OR_RETURN(auto rows,
+                       db_->Query("SELECT id FROM sandboxes WHERE state != 'creating' ORDER BY created_at, id"));
   std::vector<api::SandboxInfo> out;
   for (const auto& r : rows) {
     auto info = Get(AsText(r[0]));
@@ -536,7 +535,8 @@ Result<engine::ExecSpec> SandboxManager::CommandFor(const Record& rec, const api
   // Checked when the spec was stored; a row that no longer holds a valid user runs nothing rather than run as root.
   auto ids = spec::ParseUser(rec.spec.user);
   if (!ids.ok())
-    return Error::Of(Code::kConflict, "sandbox '" + rec.id + "': its spec's " + ids.error().message + "; it runs no command");
+    return Error::Of(Code::kConflict,
+                     "sandbox '" + rec.id + "': its spec's " + ids.error().message + "; it runs no command");
   spec.uid = ids->first;
   spec.gid = ids->second;
   return spec;
@@ -597,9 +597,9 @@ Result<api::ExecResult> SandboxManager::Exec(const std::string& id_or_name, cons
   record_activity();
   // The cgroup's OOM kills before and after: a SIGKILL while the count rose is the OOM killer's.
   Result<engine::CgroupStats> oom_before = runtime_->Usage(Handle(rec));
-  auto out = runtime_->Exec(Handle(rec), spec,
-                            sink ? engine::ExecSink([&](int s, std::string_view d) { sink(s, d); }) : engine::ExecSink(),
-                            on_input);
+  auto out = runtime_->Exec(
+      Handle(rec), spec, sink ? engine::ExecSink([&](int s, std::string_view d) { sink(s, d); }) : engine::ExecSink(),
+      on_input);
   record_activity();
   if (!out.ok() && idle && idle->Expired()) return IdleEnded(idle->limit());
   if (!out.ok()) {
@@ -681,8 +681,7 @@ Result<api::SandboxInfo> SandboxManager::SetEgress(const std::string& id_or_name
     ISB_TRY(AddSecrets(changed, spec));
     next = changed.spec;
   }
-  if (auto st = options_.egress->Update(rec.id, spec); !st.ok())
-    return InEgress(st.error());
+  if (auto st = options_.egress->Update(rec.id, spec); !st.ok()) return InEgress(st.error());
   rec.spec = next;
   ISB_TRY(db_->Exec("UPDATE sandboxes SET spec = ?2 WHERE id = ?1", {rec.id, spec::ToStoredJson(rec.spec)}));
   Event(rec, "egress_changed");

@@ -33,9 +33,9 @@
 namespace isb::daemon {
 
 struct ManagerOptions {
-  std::string state_dir;           // sandboxes live under <state_dir>/sandboxes/<id>
+  std::string state_dir;  // sandboxes live under <state_dir>/sandboxes/<id>
   std::string runtime_dir = "/run/isb";
-  std::function<int64_t()> now;    // unix seconds; injectable for tests
+  std::function<int64_t()> now;     // unix seconds; injectable for tests
   EgressService* egress = nullptr;  // null: only egress none; `egress_unavailable` says why
   // Resolves an egress spec's secrets and makes their placeholders; null: a spec naming secrets is refused.
   const SecretBroker* secrets = nullptr;
@@ -79,9 +79,10 @@ class SandboxManager : public api::Sandboxes {
   ~SandboxManager() override;
 
   // At start-up, before any other call (it holds every sandbox's lock, but creates and the pool take none until
-  // the sandbox is theirs, and it removes what the database does not know): adopts every sandbox that is still running, marks the ones that died meanwhile stopped and
-  // releases what they held, finishes or undoes creates the previous daemon did not complete, and removes
-  // orphaned cgroups and leases. Returns a one-line summary. Then starts filling the pool (ManagerOptions::pool_size).
+  // the sandbox is theirs, and it removes what the database does not know): adopts every sandbox that is still running,
+  // marks the ones that died meanwhile stopped and releases what they held, finishes or undoes creates the previous
+  // daemon did not complete, and removes orphaned cgroups and leases. Returns a one-line summary. Then starts filling
+  // the pool (ManagerOptions::pool_size).
   Result<std::string> Adopt();
 
   // How many launched sandboxes wait in the pool, without and with a network. For tests.
@@ -108,8 +109,8 @@ class SandboxManager : public api::Sandboxes {
   Result<api::LogRead> Logs(const std::string& id_or_name, uint64_t after, size_t limit_bytes) override;
   Status ExecInput(const std::string& id_or_name, const std::string& session, const std::string& caller,
                    const std::string& data, bool eof) override;
-  Status ExecResize(const std::string& id_or_name, const std::string& session, const std::string& caller,
-                    uint16_t rows, uint16_t cols) override;
+  Status ExecResize(const std::string& id_or_name, const std::string& session, const std::string& caller, uint16_t rows,
+                    uint16_t cols) override;
   Result<api::SandboxInfo> Stop(const std::string& id_or_name, const api::CallOrigin& origin = {}) override;
   Result<api::SandboxInfo> Start(const std::string& id_or_name, const api::CallOrigin& origin = {}) override;
   Result<api::SandboxInfo> Extend(const std::string& id_or_name, std::chrono::seconds by,
@@ -234,7 +235,7 @@ class SandboxManager : public api::Sandboxes {
   Result<std::string> ReserveTerminal(const std::string& sandbox, const std::string& caller,
                                       std::shared_ptr<IdleWatch> idle);
   Result<std::shared_ptr<engine::ExecInput>> FindTerminal(const std::string& id_or_name, const std::string& session,
-                                                              const std::string& caller);
+                                                          const std::string& caller);
 
   ManagerOptions options_;
   std::unique_ptr<engine::Runtime> owned_runtime_;  // the namespaces runtime the spawner constructor made

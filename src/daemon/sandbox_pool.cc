@@ -2,7 +2,6 @@
 // can serve and fitted to the spec before the create returns.
 #include "daemon/sandbox_manager.h"
 
-
 #include "base/metric_families.h"
 #include "api/org_sandboxes.h"
 
@@ -54,9 +53,8 @@ SandboxManager::PoolKind SandboxManager::PoolFor(const api::SandboxSpec& spec, c
   // files need a tmpfs of the sandbox's own mounted at its start.
   const api::SandboxSpec pooled;
   if (!spec.image.empty() || spec.image_idmapped || !spec.mounts.empty() || !spec.secrets.empty() ||
-      spec.disk != pooled.disk ||
-      spec.privileged || !spec.idmap.empty() || spec.cpus > pooled.cpus || spec.mem_limit > pooled.mem_limit ||
-      spec.pids > pooled.pids)
+      spec.disk != pooled.disk || spec.privileged || !spec.idmap.empty() || spec.cpus > pooled.cpus ||
+      spec.mem_limit > pooled.mem_limit || spec.pids > pooled.pids)
     return PoolKind::kCold;
   if (egress.mode == egress::EgressMode::kNone) return PoolKind::kPlain;
   if (egress.mode == egress::EgressMode::kAllowlist && options_.egress != nullptr) return PoolKind::kNet;
@@ -188,7 +186,8 @@ Result<api::SandboxInfo> SandboxManager::CreateFromPool(Pooled ready, Record rec
   // next Adopt removes.
   Status ins = fitted;
   // An init that died since it was taken (nothing else notices when there was nothing to fit) is not created.
-  if (ins.ok() && !Alive(rec)) ins = Error::Of(Code::kUnavailable, "the pooled sandbox " + rec.id + " died; create it again");
+  if (ins.ok() && !Alive(rec))
+    ins = Error::Of(Code::kUnavailable, "the pooled sandbox " + rec.id + " died; create it again");
   if (ins.ok()) {
     const engine::HostProcess shown = runtime_->Process(Handle(rec));
     ins = db_->Exec(
@@ -196,9 +195,10 @@ Result<api::SandboxInfo> SandboxManager::CreateFromPool(Pooled ready, Record rec
         "uid_base, org, pid, start_time, lease_index) "
         "VALUES(?1, ?2, ?3, 'running', ?4, ?5, ?4, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
         {rec.id, rec.name, spec::ToStoredJson(rec.spec), rec.created_at, rec.expires_at, rec.runtime,
-         rec.runtime_record, static_cast<int64_t>(rec.uid_base), api::OrgOf(rec.spec),
-         static_cast<int64_t>(shown.pid), static_cast<int64_t>(shown.start_time), shown.lease_index});
-    if (!ins.ok() && ins.error().code == Code::kConflict) ins = Error::Of(Code::kConflict, "name: '" + rec.name + "' is in use");
+         rec.runtime_record, static_cast<int64_t>(rec.uid_base), api::OrgOf(rec.spec), static_cast<int64_t>(shown.pid),
+         static_cast<int64_t>(shown.start_time), shown.lease_index});
+    if (!ins.ok() && ins.error().code == Code::kConflict)
+      ins = Error::Of(Code::kConflict, "name: '" + rec.name + "' is in use");
   }
   if (!ins.ok()) {
     Discard(rec);

@@ -62,8 +62,8 @@ Result<std::string> SandboxManager::ReserveTerminal(const std::string& sandbox, 
 }
 
 Result<std::shared_ptr<engine::ExecInput>> SandboxManager::FindTerminal(const std::string& id_or_name,
-                                                                           const std::string& session,
-                                                                           const std::string& caller) {
+                                                                        const std::string& session,
+                                                                        const std::string& caller) {
   ISB_ASSIGN_OR_RETURN(Record rec, Load(id_or_name));
   MutexLock lock(terminals_mu_);
   auto it = terminals_.find(session);

@@ -34,12 +34,14 @@ Result<std::vector<egress::HostRule>> ApprovedHosts(const secrets::SecretMeta& m
 
 SecretBroker::SecretBroker(SecretBrokerOptions options) : options_(std::move(options)) {
   if (options_.on_leak) {
-    options_.filter->OnLeak(
-        [this](const secrets::LeakEvent& event) { options_.on_leak(LeakReport{event, OrgOf(event.sandbox)}); });
+    options_.filter->OnLeak([this](const secrets::LeakEvent& event) {
+      options_.on_leak(LeakReport{event, OrgOf(event.sandbox)});
+    });
   }
   if (options_.on_use) {
-    options_.filter->OnUse(
-        [this](const secrets::UseEvent& event) { options_.on_use(UseReport{event, OrgOf(event.sandbox)}); });
+    options_.filter->OnUse([this](const secrets::UseEvent& event) {
+      options_.on_use(UseReport{event, OrgOf(event.sandbox)});
+    });
   }
   options_.store->Watch([this](const std::string& org, const std::string& name) { Changed(org, name); });
 }
@@ -74,8 +76,8 @@ Status SecretBroker::Resolve(const std::string& org, egress::EgressSpec& spec) c
       rule.hosts = approved;
     } else {
       for (const egress::HostRule& host : rule.hosts) {
-        bool ok = std::any_of(approved.begin(), approved.end(),
-                              [&](const egress::HostRule& a) { return Within(host, a); });
+        bool ok =
+            std::any_of(approved.begin(), approved.end(), [&](const egress::HostRule& a) { return Within(host, a); });
         if (!ok)
           return Error::Of(Code::kForbidden, what + " may not be sent to " + host.ToString() +
                                                  ": the secret allows only its own hosts (secret_inspect)");
@@ -135,14 +137,18 @@ std::optional<secrets::SecretBinding> SecretBroker::Current(const std::string& i
     // Named by secret and version only: the store's message may quote a file's header.
     if (versions.error().code != Code::kNotFound) {
       Result<secrets::SecretMeta> meta = options_.store->Inspect(org, rule.name);
-      std::fprintf(stderr, "isb: secrets: secret '%s' version %d cannot be read; it is not swapped, and its earlier "
-                   "values are still scrubbed\n", rule.name.c_str(), meta.ok() ? meta->version : 0);
+      std::fprintf(stderr,
+                   "isb: secrets: secret '%s' version %d cannot be read; it is not swapped, and its earlier "
+                   "values are still scrubbed\n",
+                   rule.name.c_str(), meta.ok() ? meta->version : 0);
     }
     return std::nullopt;
   }
   for (int version : versions->unreadable)
-    std::fprintf(stderr, "isb: secrets: secret '%s' version %d cannot be read; the other versions' values are still "
-                 "scrubbed\n", rule.name.c_str(), version);
+    std::fprintf(stderr,
+                 "isb: secrets: secret '%s' version %d cannot be read; the other versions' values are still "
+                 "scrubbed\n",
+                 rule.name.c_str(), version);
   const secrets::SecretStore::Value& secret = versions->values.back();
   if (!secrets::CheckPlaceholderValue(secret.value.view()).ok()) return std::nullopt;
   // The secret's hosts as they are now: an admin's narrowing reaches a sandbox resolved against wider ones.

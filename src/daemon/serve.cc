@@ -110,9 +110,8 @@ int Serve(const ServeOptions& options) {
   }
 
   // The daemon's age key may come in its environment: taken out before any process is started from this one.
-  SecretsConfig secrets_config{.state_dir = options.state_dir,
-                               .key_file = options.secrets_key,
-                               .recipients_file = options.secrets_recipients};
+  SecretsConfig secrets_config{
+      .state_dir = options.state_dir, .key_file = options.secrets_key, .recipients_file = options.secrets_recipients};
   // Wiped where it lay and unset, and held until the spawner is forked in pages the spawner gets as zeroes: the
   // processes forked from this one carry a copy of its memory.
   auto age_key = secrets::ForkWipedBytes::TakeEnv("ISB_AGE_KEY");
@@ -129,7 +128,8 @@ int Serve(const ServeOptions& options) {
 
   // 2. State.
   if (auto st = MakeDirs(options.state_dir, 0711); !st.ok()) return Fail(st.error().message);
-  if (::chmod(options.state_dir.c_str(), 0711) != 0) return Fail("chmod " + options.state_dir + ": " + std::strerror(errno));
+  if (::chmod(options.state_dir.c_str(), 0711) != 0)
+    return Fail("chmod " + options.state_dir + ": " + std::strerror(errno));
   auto db = store::Db::Open(options.state_dir + "/isb.db", store::Migrations());
   if (!db.ok()) return Fail(db.error().message);
   auto identity = identity::IdentityStore::Open(*db->get(), {.now = identity::UnixNow, .state_dir = options.state_dir});
@@ -212,7 +212,8 @@ int Serve(const ServeOptions& options) {
     e.event = "network";
     e.actor_kind = "system";
     e.reason = reason;
-    if (auto r = h->Record(e); !r.ok()) Log("history: " + id + " network " + reason + " not recorded: " + r.error().message);
+    if (auto r = h->Record(e); !r.ok())
+      Log("history: " + id + " network " + reason + " not recorded: " + r.error().message);
   };
   egress_options.holder = "pid " + std::to_string(::getpid()) + ", state dir " + options.state_dir;
   // The table names the veths too (<table>-<slot>): one that cannot is a flag given wrong. (A subnet that does not
@@ -227,12 +228,12 @@ int Serve(const ServeOptions& options) {
     egress_options.pins.push_back(*pin);
   }
   egress_options.judge = options.judge;
-  if (egress_options.judge.ca_file.empty()) egress_options.judge.ca_file = options.egress_ca;  // one extra trust for both
+  if (egress_options.judge.ca_file.empty())
+    egress_options.judge.ca_file = options.egress_ca;  // one extra trust for both
   auto egress = EgressService::Start(egress_options);
   // Another live daemon's table or subnet: a flag to change, as for a port in use.
   if (!egress.ok())
-    return Fail("egress: " + egress.error().message,
-                egress.error().code == Code::kConflict ? kExitUsage : kExitFailed);
+    return Fail("egress: " + egress.error().message, egress.error().code == Code::kConflict ? kExitUsage : kExitFailed);
   Log("egress: proxy on port " + std::to_string((*egress)->proxy_port()) + ", DNS on port " +
       std::to_string((*egress)->dns_port()) + ", sandbox subnet " + options.sandbox_subnet);
 
@@ -268,8 +269,9 @@ int Serve(const ServeOptions& options) {
     if (auto r = manager.Stop(id); !r.ok()) Log("secrets: stopping " + id + " after a leak: " + r.error().message);
   });
   // A new version of a secret reaches the running sandboxes given it as a file.
-  (*daemon_secrets)->broker().OnChange(
-      [&manager](const std::string& org, const std::string& name) { manager.SecretChanged(org, name); });
+  (*daemon_secrets)->broker().OnChange([&manager](const std::string& org, const std::string& name) {
+    manager.SecretChanged(org, name);
+  });
   struct ClearStopper {
     DaemonSecrets& secrets;
     ~ClearStopper() {
@@ -307,9 +309,8 @@ int Serve(const ServeOptions& options) {
   api::QuotaGate::Lookup quota_of = [store = identity->get()](const std::string& org) {
     return store->orgs().GetQuota(org);
   };
-  api::QuotaGate quotas(quota_of, [store = images->store.get()](const std::string& org) {
-    return store->OrgBytes(org);
-  });
+  api::QuotaGate quotas(quota_of,
+                        [store = images->store.get()](const std::string& org) { return store->OrgBytes(org); });
   api::SandboxToolOptions sandbox_tools{.remote = &remote_spec, .quotas = &quotas, .usage = &usage};
   sandbox_tools.may_read_secrets = [&registry](const api::CallContext& ctx) -> Status {
     const api::Tool* get = registry.FindVisible("secret_get", ctx.identity);
@@ -317,8 +318,8 @@ int Serve(const ServeOptions& options) {
     return registry.Authorize(*get, ctx);
   };
   sandbox_tools.resolve_image = ImageResolver(*images);
-  api::ImageToolOptions image_tools = DaemonImageToolOptions(*images, manager, (*daemon_secrets)->store(),
-                                                             sandbox_tools.may_read_secrets, quota_of);
+  api::ImageToolOptions image_tools =
+      DaemonImageToolOptions(*images, manager, (*daemon_secrets)->store(), sandbox_tools.may_read_secrets, quota_of);
   if (auto st = api::RegisterAllTools(registry, {.sandboxes = manager,
                                                  .previews = previews.access(),
                                                  .identity = **identity,
@@ -352,8 +353,8 @@ int Serve(const ServeOptions& options) {
     // their rows, and the refusals of callers who are in no such org, go to the rows of no org (platform admins
     // read those), so that no one files rows in another org's log, or reads there what someone else did.
     // (A call of a tool bound to its org that got through reached it already: only the others ask the store.)
-    const bool admitted_in_org = tool != nullptr && result.ok() &&
-                                 tool->access.value_or(api::DefaultAccess(tool->annotations)).org_bound;
+    const bool admitted_in_org =
+        tool != nullptr && result.ok() && tool->access.value_or(api::DefaultAccess(tool->annotations)).org_bound;
     e.org = admitted_in_org || registry.Reaches(ctx.identity, ctx.org) ? ctx.org : "";
     // Accepting an invitation joins its org: the row is that org's (its admins see who joined), whatever org the
     // call named.
@@ -380,8 +381,8 @@ int Serve(const ServeOptions& options) {
     return e;
   };
   registry.SetObserver([log = audit_log->get(), call_entry](std::string_view name, const api::Tool* tool,
-                                                           const json& input, const api::CallContext& ctx,
-                                                           const Result<json>& result) -> Status {
+                                                            const json& input, const api::CallContext& ctx,
+                                                            const Result<json>& result) -> Status {
     if (tool != nullptr && tool->annotations.read_only && result.ok() &&
         !tool->access.value_or(api::DefaultAccess(tool->annotations)).audit_reads)
       return {};
@@ -394,8 +395,8 @@ int Serve(const ServeOptions& options) {
                                              (started ? "; it is there as started" : ""));
   });
   registry.SetIntentObserver([log = audit_log->get(), call_entry](std::string_view name, const api::Tool& tool,
-                                                                 const json& input,
-                                                                 const api::CallContext& ctx) -> Status {
+                                                                  const json& input,
+                                                                  const api::CallContext& ctx) -> Status {
     // Admitted, so reported as a call that got through; its outcome follows in a row of its own.
     audit::Entry e = call_entry(name, &tool, input, ctx, Result<json>(json::object()));
     e.outcome = audit::kOutcomeStarted;
@@ -443,8 +444,7 @@ int Serve(const ServeOptions& options) {
   api::OAuthOptions oauth_options;
   oauth_options.scheme = web_options.secure_cookie ? "https" : "http";
   oauth_options.fetch_client_document = std::move(*client_documents);
-  oauth_options.on_event = [log = audit_log->get()](const api::Request& req,
-                                                    const api::OAuthEvent& event) -> Status {
+  oauth_options.on_event = [log = audit_log->get()](const api::Request& req, const api::OAuthEvent& event) -> Status {
     audit::Entry e;
     e.org = event.org;
     e.actor = event.account.empty() ? "oauth-client" : "user:" + audit::CleanText(event.account);
@@ -489,14 +489,15 @@ int Serve(const ServeOptions& options) {
     const std::string tools = "/api/v1/tools/";
     const std::string tool = path.rfind(tools, 0) == 0 ? path.substr(tools.size()) : "";
     // A request refused as malformed or too large before it was read ("http") has no path or credential.
-    e.action = surface == "http"                                   ? "http_request"
-               : who == nullptr                                    ? "authenticate"
+    e.action = surface == "http"                                 ? "http_request"
+               : who == nullptr                                  ? "authenticate"
                : !tool.empty() && registry.Find(tool) != nullptr ? tool
-                                                                   : std::string(surface);
+                                                                 : std::string(surface);
     e.outcome = audit::OutcomeOf(error);
     e.ip = req.remote_address;
     e.user_agent = req.headers.Get("User-Agent");
-    if (auto r = log->Append(e); !r.ok()) Log("audit: a refused " + e.action + " was not recorded: " + r.error().message);
+    if (auto r = log->Append(e); !r.ok())
+      Log("audit: a refused " + e.action + " was not recorded: " + r.error().message);
   };
   http.events = [&events, &registry](const api::Request& req, const api::Identity& who) {
     api::EventsStreamOptions stream;
@@ -518,9 +519,8 @@ int Serve(const ServeOptions& options) {
   http.host = listen->host;
   http.port = listen->port;
   http.unix_socket_path = options.serve_socket.empty() ? options.state_dir + "/api/isb.sock" : options.serve_socket;
-  api::HttpServer server(http, rest, mcp, [&web_auth](const api::Request& req, bool) {
-    return web_auth.Authenticate(req);
-  });
+  api::HttpServer server(http, rest, mcp,
+                         [&web_auth](const api::Request& req, bool) { return web_auth.Authenticate(req); });
   if (auto st = server.Start(); !st.ok()) return Fail(st.error().message);
   if (!preview_base.fronted) previews.access().SetUrlPort(server.port());  // a front's links name its own
 
@@ -539,8 +539,8 @@ int Serve(const ServeOptions& options) {
   });
 
   std::string where = listen->host.find(':') != std::string::npos ? "[" + listen->host + "]" : listen->host;
-  Log("listening on http://" + where + ":" + std::to_string(server.port()) + " (MCP at /mcp, REST at /api/v1) and unix:" +
-      http.unix_socket_path);
+  Log("listening on http://" + where + ":" + std::to_string(server.port()) +
+      " (MCP at /mcp, REST at /api/v1) and unix:" + http.unix_socket_path);
   if (!setup_path->empty())
     Log("no platform admin yet: run `isb setup` on this host (the admin and their first token in one step), or from "
         "elsewhere `isb setup --url URL --setup-token-file FILE --password-stdin` with the one-time setup token in " +

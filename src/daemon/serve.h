@@ -19,7 +19,7 @@ namespace isb::daemon {
 struct ServeOptions {
   std::string listen = "127.0.0.1:8092";
   std::string state_dir = "/var/lib/isb";
-  std::string serve_socket;                 // default <state_dir>/api/isb.sock
+  std::string serve_socket;  // default <state_dir>/api/isb.sock
   std::string runtime_dir = "/run/isb";
   std::chrono::seconds reap_interval{60};
   // Sandboxes launched ahead of creates, without and with a network (ManagerOptions::pool_size, net_pool_size).
@@ -80,7 +80,8 @@ struct ServeOptions {
   // How long a preview's app has to begin its response to a request before the proxy answers 504
   // (--preview-response-timeout).
   std::chrono::milliseconds preview_response_timeout = kPreviewResponseTimeout;
-  // A web terminal ends after this long with no input or resize (output does not count), and at the latest after `timeout`.
+  // A web terminal ends after this long with no input or resize (output does not count), and at the latest after
+  // `timeout`.
   api::TerminalOptions terminal;
 };
 

@@ -46,8 +46,8 @@ api::ImageToolOptions DaemonImageToolOptions(DaemonImages& images, SandboxManage
     // The value goes to a registry as the caller's login: as much as reading it.
     if (Status may = may_read_secrets ? may_read_secrets(ctx) : Status(Error::Of(Code::kForbidden, "no secrets"));
         !may.ok())
-      return Error::Of(Code::kForbidden, "auth_secret: using a secret as a login takes what secret_get takes: " +
-                                             may.error().message);
+      return Error::Of(Code::kForbidden,
+                       "auth_secret: using a secret as a login takes what secret_get takes: " + may.error().message);
     ISB_ASSIGN_OR_RETURN(image::ImageReference parsed, image::ParseImageReference(ref));
     auto value = secrets.Get(ctx.org, name);
     if (!value.ok()) return Error::Of(value.error().code, "auth_secret: " + value.error().message);
@@ -83,8 +83,7 @@ api::ImageToolOptions DaemonImageToolOptions(DaemonImages& images, SandboxManage
     std::optional<image::ImageRecord> made;
     ISB_TRY(manager.WithLayer(id, [&](const std::string& upper, uint32_t uid_base, const api::SandboxSpec& spec) {
       auto base = images.store->Get(org, spec.image_digest);
-      if (!base.ok())
-        return Status(Error::Of(Code::kConflict, "the sandbox's image '" + spec.image + "' is gone"));
+      if (!base.ok()) return Status(Error::Of(Code::kConflict, "the sandbox's image '" + spec.image + "' is gone"));
       // What is the sandbox's own at run time (secrets, sockets, scratch), never part of an image.
       auto r = images.service->Snapshot(org, name, *base, upper, uid_base, {"run", "tmp", "proc", "dev", "sys"});
       if (!r.ok()) return Status(r.error());

@@ -54,12 +54,11 @@ Result<std::unique_ptr<DaemonSecrets>> DaemonSecrets::Open(SecretsConfig& config
     if (!read.ok()) return Error::Of(read.error().code, "--secrets-recipients: " + read.error().message);
     recipients = std::move(*read);
   }
-  secrets::SecretStoreOptions store_options{
-      .dir = dir,
-      .identity = std::move(*identity),
-      .extra_recipients = std::move(recipients),
-      .now_ms = nullptr,
-      .min_value_with_hosts = secrets::kMinPlaceholderValueSize};
+  secrets::SecretStoreOptions store_options{.dir = dir,
+                                            .identity = std::move(*identity),
+                                            .extra_recipients = std::move(recipients),
+                                            .now_ms = nullptr,
+                                            .min_value_with_hosts = secrets::kMinPlaceholderValueSize};
   std::unique_ptr<DaemonSecrets> out(new DaemonSecrets());
   out->writer_ = std::make_unique<AuditWriter>(log);
   out->now_ = config.now;

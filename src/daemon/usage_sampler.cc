@@ -44,7 +44,8 @@ void UsageSampler::SampleOnce() {
     Result<engine::CgroupStats> st = cg.ReadStats();
     cg.Release();
     if (!st.ok()) continue;  // stopped between the query and the read
-    api::UsageSample sample{.at_ms = now_ms, .cpu_usec = st->cpu_usec, .memory_bytes = st->memory_bytes, .pids = st->pids};
+    api::UsageSample sample{
+        .at_ms = now_ms, .cpu_usec = st->cpu_usec, .memory_bytes = st->memory_bytes, .pids = st->pids};
     if (egress_ != nullptr) {
       if (std::optional<egress::TrafficTotals> net = egress_->NetworkBytes(id)) {
         sample.net_rx_bytes = net->down;

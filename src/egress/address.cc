@@ -148,15 +148,21 @@ struct EmbeddingForm {
 
 // Checked before kV6Ranges: ::/128 and ::1/128 come first, since ::/96 holds them.
 const EmbeddingForm kEmbeddings[] = {
-    {{{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff}, 96}, Embedding::kMapped, 12,
+    {{{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff}, 96},
+     Embedding::kMapped,
+     12,
      "an IPv4-mapped address (::ffff:0:0/96)"},
-    {{{0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0}, 96}, Embedding::kTranslated, 12,
+    {{{0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0}, 96},
+     Embedding::kTranslated,
+     12,
      "an IPv4-translated address (::ffff:0:0:0/96)"},
     {{{0}, 96}, Embedding::kCompatible, 12, "an IPv4-compatible address (::/96)"},
     {{{0x00, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0}, 96}, Embedding::kNat64, 12, "a NAT64 address (64:ff9b::/96)"},
     // Local-use NAT64 may use any prefix length from /48; only with bytes 6..11 zero is the /96 layout the one
     // reading that yields a routable address, so only then is the address judged by its last 32 bits.
-    {{{0x00, 0x64, 0xff, 0x9b, 0, 1, 0, 0, 0, 0, 0, 0}, 96}, Embedding::kLocalNat64, 12,
+    {{{0x00, 0x64, 0xff, 0x9b, 0, 1, 0, 0, 0, 0, 0, 0}, 96},
+     Embedding::kLocalNat64,
+     12,
      "a local-use NAT64 address (64:ff9b:1::/48)"},
     {{{0x20, 0x02}, 16}, Embedding::kSixToFour, 2, "a 6to4 address (2002::/16)"},
     {{{0x20, 0x01, 0x00, 0x00}, 32}, Embedding::kTeredo, 12, "a Teredo address (2001::/32)"},
@@ -166,7 +172,9 @@ const Prefix kLocalNat64 = {{0x00, 0x64, 0xff, 0x9b, 0x00, 0x01}, 48};
 const uint8_t kZero16[16] = {};
 const uint8_t kLoopback6[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
 
-AddressClass Of(AddressKind kind, std::string reason) { return AddressClass{kind, Embedding::kNone, std::move(reason)}; }
+AddressClass Of(AddressKind kind, std::string reason) {
+  return AddressClass{kind, Embedding::kNone, std::move(reason)};
+}
 
 AddressClass ClassifyV4(const IpAddress& a) {
   for (const Range& r : kV4Ranges) {

@@ -75,8 +75,9 @@ BodyRelay::Step BodyRelay::Finish(size_t used, std::string& out) {
     trailers_.clear();
   }
   if (out_ == Reframe::kBuffered && length_out_ > kMaxBufferedBody)
-    return Stop({used, State::kTooLarge, "an HTTP/1.0 request's body that a filter changes is held whole, and this "
-                                         "one came to more than 1048576 bytes: send it with HTTP/1.1"});
+    return Stop({used, State::kTooLarge,
+                 "an HTTP/1.0 request's body that a filter changes is held whole, and this "
+                 "one came to more than 1048576 bytes: send it with HTTP/1.1"});
   return Stop({used, State::kDone, ""});
 }
 

@@ -5,8 +5,10 @@ namespace isb::egress {
 CircuitBreaker::Ticket CircuitBreaker::Admit(SteadyTime now) {
   MutexLock lock(mu_);
   switch (state_) {
-    case State::kClosed: return {true, false, generation_};
-    case State::kHalfOpen: return {false, false, generation_};
+    case State::kClosed:
+      return {true, false, generation_};
+    case State::kHalfOpen:
+      return {false, false, generation_};
     case State::kOpen:
       if (now - opened_at_ < open_for_) return {false, false, generation_};
       state_ = State::kHalfOpen;

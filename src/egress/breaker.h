@@ -19,8 +19,8 @@ class CircuitBreaker {
   // What Admit said about one call; hand it back to Record.
   struct Ticket {
     bool admitted = false;
-    bool probe = false;        // the one call of a half-open breaker
-    uint64_t generation = 0;   // outcomes of calls admitted before the breaker last changed state are ignored
+    bool probe = false;       // the one call of a half-open breaker
+    uint64_t generation = 0;  // outcomes of calls admitted before the breaker last changed state are ignored
   };
 
   CircuitBreaker(int threshold, std::chrono::milliseconds open_for) : threshold_(threshold), open_for_(open_for) {}

@@ -42,7 +42,12 @@ bool IsProxyHeader(const std::string& name) {
 std::string OriginForm(const HttpHead& h, std::string_view rest) {
   std::string out;
   out.reserve(h.size + rest.size() + h.host.size() + 16);  // about the size of the head as sent
-  out.append(h.method).append(" ").append(h.path).append(" HTTP/1.").append(std::to_string(h.minor_version)).append("\r\n");
+  out.append(h.method)
+      .append(" ")
+      .append(h.path)
+      .append(" HTTP/1.")
+      .append(std::to_string(h.minor_version))
+      .append("\r\n");
   if (FindHeader(h.headers, "host") == nullptr) {
     const bool v6 = h.host.find(':') != std::string::npos;
     out.append("Host: ").append(v6 ? "[" + h.host + "]" : h.host);
@@ -109,10 +114,14 @@ RelayedRequest ReadRelayedRequest(std::string_view bytes, bool explicit_proxy) {
   using State = RelayedRequest::State;
   HeadResult parsed = ParseHttpHead(bytes);
   switch (parsed.kind) {
-    case HeadResult::kNeedMore: return RelayedRequest{};
-    case HeadResult::kNotHttp: return Refused(State::kNotHttp, 400, "the connection carries HTTP; this is not an HTTP request");
-    case HeadResult::kMalformed: return Refused(State::kMalformed, parsed.status, parsed.reason);
-    case HeadResult::kParsed: break;
+    case HeadResult::kNeedMore:
+      return RelayedRequest{};
+    case HeadResult::kNotHttp:
+      return Refused(State::kNotHttp, 400, "the connection carries HTTP; this is not an HTTP request");
+    case HeadResult::kMalformed:
+      return Refused(State::kMalformed, parsed.status, parsed.reason);
+    case HeadResult::kParsed:
+      break;
   }
   RelayedRequest r;
   r.head = std::move(parsed.head);
@@ -120,8 +129,9 @@ RelayedRequest ReadRelayedRequest(std::string_view bytes, bool explicit_proxy) {
   // After an upgrade the bytes are relayed unparsed: HTTP/2 there (h2c) would carry requests for any host, method
   // and path, none checked. WebSocket and the like carry no requests of HTTP's.
   if (FindHeader(h.headers, "http2-settings") != nullptr || UpgradesToH2c(h))
-    return Refused(State::kMalformed, 400, "an upgrade to HTTP/2 over cleartext (h2c) is not relayed: its requests "
-                                           "could not be checked; use HTTP/1.1, or https");
+    return Refused(State::kMalformed, 400,
+                   "an upgrade to HTTP/2 over cleartext (h2c) is not relayed: its requests "
+                   "could not be checked; use HTTP/1.1, or https");
   // CONNECT is the explicit proxy's own request (the first on its connection), never relayed: to an origin it could
   // only name that origin again (any other host is refused), and an origin that answered it 2xx without opening a
   // tunnel would then take unparsed bytes as requests no one checked.
@@ -143,11 +153,15 @@ Sniff ClassifyConnection(std::string_view bytes, uint16_t /*port*/, bool explici
   if (explicit_proxy) return ExplicitProxy(bytes);
   HelloResult hello = ParseClientHello(std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
   switch (hello.kind) {
-    case HelloResult::kNeedMore: return Sniff{};
-    case HelloResult::kMalformed: return Malformed(Sniff::Kind::kTls, hello.reason);
+    case HelloResult::kNeedMore:
+      return Sniff{};
+    case HelloResult::kMalformed:
+      return Malformed(Sniff::Kind::kTls, hello.reason);
     // No SNI: the connection has no name; the port's single listed host may take it.
-    case HelloResult::kParsed: return Done(Sniff::Kind::kTls, hello.hello.sni, 0);
-    case HelloResult::kNotTls: break;
+    case HelloResult::kParsed:
+      return Done(Sniff::Kind::kTls, hello.hello.sni, 0);
+    case HelloResult::kNotTls:
+      break;
   }
   // Servers skip empty lines before a request (RFC 9112 2.2); a parser that did not would take the request for a
   // protocol without a name, relayed unchecked. Nothing else begins with one: refused.
@@ -155,8 +169,10 @@ Sniff ClassifyConnection(std::string_view bytes, uint16_t /*port*/, bool explici
     return Malformed(Sniff::Kind::kHttp, "a connection may not begin with an empty line");
   HeadResult head = ParseHttpHead(bytes);
   switch (head.kind) {
-    case HeadResult::kNeedMore: return Sniff{};
-    case HeadResult::kMalformed: return Malformed(Sniff::Kind::kHttp, head.reason);
+    case HeadResult::kNeedMore:
+      return Sniff{};
+    case HeadResult::kMalformed:
+      return Malformed(Sniff::Kind::kHttp, head.reason);
     // The upstream port is the one the sandbox connected to, whatever the Host header says.
     case HeadResult::kParsed: {
       Sniff s = Done(Sniff::Kind::kHttp, head.head.host, 0);
@@ -164,7 +180,8 @@ Sniff ClassifyConnection(std::string_view bytes, uint16_t /*port*/, bool explici
       s.path = head.head.path;
       return s;
     }
-    case HeadResult::kNotHttp: break;
+    case HeadResult::kNotHttp:
+      break;
   }
   return Done(Sniff::Kind::kUnknown, "", 0);
 }

@@ -21,10 +21,10 @@ Sniff ClassifyConnection(std::string_view bytes, uint16_t port, bool explicit_pr
 // the relay checks against the connection's host and forwards, and where its body ends.
 struct RelayedRequest {
   enum class State { kNeedMore, kParsed, kNotHttp, kMalformed } state = State::kNeedMore;
-  HttpHead head;          // kParsed
-  std::string origin_form;  // kParsed on the explicit proxy port: the head as the origin gets it; elsewhere the
-                           // head goes as sent and this stays empty
-  BodyFraming body;       // kParsed
+  HttpHead head;              // kParsed
+  std::string origin_form;    // kParsed on the explicit proxy port: the head as the origin gets it; elsewhere the
+                              // head goes as sent and this stays empty
+  BodyFraming body;           // kParsed
   bool opaque_after = false;  // an Upgrade: what follows its body may be another protocol
   int status = 0;             // kNotHttp, kMalformed: the status to answer
   std::string reason;         // kNotHttp, kMalformed: one line

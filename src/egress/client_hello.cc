@@ -138,9 +138,11 @@ HelloResult ParseClientHello(Bytes bytes) {
     size_t before = message.size();
     message.insert(message.end(), bytes.begin() + body, bytes.begin() + body + available);
     if (message.size() >= 4) {
-      if (message[0] != kClientHelloType) return Stop(HelloResult::kMalformed, body, "first handshake message is not a ClientHello");
+      if (message[0] != kClientHelloType)
+        return Stop(HelloResult::kMalformed, body, "first handshake message is not a ClientHello");
       size_t hello_length = static_cast<size_t>(message[1]) << 16 | message[2] << 8 | message[3];
-      if (hello_length > kMaxClientHello) return Stop(HelloResult::kMalformed, body, "ClientHello longer than 16384 bytes");
+      if (hello_length > kMaxClientHello)
+        return Stop(HelloResult::kMalformed, body, "ClientHello longer than 16384 bytes");
       if (message.size() >= 4 + hello_length) {
         HelloResult r;
         r.kind = HelloResult::kParsed;

@@ -14,11 +14,11 @@ namespace isb::egress {
 inline constexpr size_t kMaxClientHello = 16 * 1024;
 
 struct ClientHello {
-  std::string sni;                          // server_name host_name, lowercased and checked; empty when absent
-  std::vector<std::string> alpn;            // application_layer_protocol_negotiation, in the client's order
-  uint16_t legacy_version = 0;              // ClientHello.legacy_version (0x0303 for TLS 1.2 and 1.3)
-  std::vector<uint16_t> supported_versions; // the supported_versions extension, in order; empty when absent
-  bool ech = false;                         // an encrypted_client_hello extension (0xfe0d) is present
+  std::string sni;                           // server_name host_name, lowercased and checked; empty when absent
+  std::vector<std::string> alpn;             // application_layer_protocol_negotiation, in the client's order
+  uint16_t legacy_version = 0;               // ClientHello.legacy_version (0x0303 for TLS 1.2 and 1.3)
+  std::vector<uint16_t> supported_versions;  // the supported_versions extension, in order; empty when absent
+  bool ech = false;                          // an encrypted_client_hello extension (0xfe0d) is present
 };
 
 struct HelloResult {

@@ -15,8 +15,7 @@ namespace asio = boost::asio;
 // Anything else (TLS for `host`, SSH, a database protocol) is the named host's and is relayed untouched. The
 // origin's side flows meanwhile, for protocols whose server speaks first.
 asio::awaitable<void> Proxy::Impl::RelayTunnel(Socket& from, Socket& to, std::string buffer, const std::string& box,
-                                             const std::string& host, uint16_t port, ByteCount up,
-                                             RelayEnds& ends) {
+                                               const std::string& host, uint16_t port, ByteCount up, RelayEnds& ends) {
   char buf[16384];
   for (int reads = 0;; ++reads) {
     Sniff s = buffer.empty() ? Sniff{} : hooks_.classify(buffer, port, false);
@@ -52,11 +51,13 @@ asio::awaitable<void> Proxy::Impl::RelayTunnel(Socket& from, Socket& to, std::st
     }
     std::string refusal;
     if (undecided)
-      refusal = "a CONNECT tunnel to " + host + " began with bytes that were still neither a TLS ClientHello nor "
-                "an HTTP request line after " + std::to_string(reads) + " reads and " +
-                std::to_string(buffer.size()) + " bytes";
+      refusal = "a CONNECT tunnel to " + host +
+                " began with bytes that were still neither a TLS ClientHello nor "
+                "an HTTP request line after " +
+                std::to_string(reads) + " reads and " + std::to_string(buffer.size()) + " bytes";
     else if (s.kind == Sniff::Kind::kHttp)
-      refusal = "a CONNECT tunnel carries no plain HTTP: send http:// requests to the proxy as they are, each is checked";
+      refusal =
+          "a CONNECT tunnel carries no plain HTTP: send http:// requests to the proxy as they are, each is checked";
     else if (s.kind == Sniff::Kind::kTls && s.state == Sniff::State::kMalformed)
       refusal = "a CONNECT tunnel to " + host + " began with a malformed TLS ClientHello";
     else if (s.kind == Sniff::Kind::kTls && !s.host.empty() && !EqualsIgnoreCase(s.host, host))

@@ -28,9 +28,7 @@ Error Refused(const DialerOptions& options, std::string_view host, const std::st
                    options.refuser + " refused '" + std::string(host) + "': " + what + options.refusal_hint);
 }
 
-std::string HostPortText(std::string_view host, uint16_t port) {
-  return Printable(host) + ":" + std::to_string(port);
-}
+std::string HostPortText(std::string_view host, uint16_t port) { return Printable(host) + ":" + std::to_string(port); }
 
 socklen_t ToSockaddr(const Endpoint& to, sockaddr_storage* ss) {
   std::memset(ss, 0, sizeof *ss);
@@ -192,8 +190,9 @@ Status Dialer::CheckNotLocal(std::string_view name, const std::vector<IpAddress>
   for (IpAddress& l : local) l = Unmapped(l);
   for (const IpAddress& a : addresses) {
     if (std::find(local.begin(), local.end(), Unmapped(a)) != local.end())
-      return Refused(options_, name, std::string(ParseIpAddress(name).ok() ? "it is" : "it resolves to") +
-                                         " an address of this host (its own services are never reached through egress)");
+      return Refused(options_, name,
+                     std::string(ParseIpAddress(name).ok() ? "it is" : "it resolves to") +
+                         " an address of this host (its own services are never reached through egress)");
   }
   return {};
 }
@@ -224,9 +223,8 @@ Result<std::vector<Endpoint>> Dialer::Resolve(std::string_view host, uint16_t po
   }
   auto name = NormalizeHostName(host);
   if (!name.ok()) {
-    return Error::Of(Code::kInvalidArgument,
-                     options_.refuser + ": '" + Printable(host) + "' is neither a host name nor an address: it " +
-                         name.error().message);
+    return Error::Of(Code::kInvalidArgument, options_.refuser + ": '" + Printable(host) +
+                                                 "' is neither a host name nor an address: it " + name.error().message);
   }
   if (auto pin = pins_.find(*name); pin != pins_.end()) {
     return std::vector<Endpoint>{{pin->second.address, pin->second.port.value_or(port)}};

@@ -69,8 +69,8 @@ class HostAddressWatch {
 
 struct DialerOptions {
   std::vector<Pin> pins;
-  Resolver resolver = ResolveSystem;   // tests inject their own
-  Connector connector = ConnectTcp;    // tests inject their own
+  Resolver resolver = ResolveSystem;  // tests inject their own
+  Connector connector = ConnectTcp;   // tests inject their own
   // Unset: the host's, through a HostAddressWatch made with the dialer (in the network namespace of its thread).
   LocalAddresses local_addresses{};  // tests inject their own
   std::chrono::milliseconds connect_timeout{10000};

@@ -94,7 +94,8 @@ class RecvOp : public detail::reactor_op {
     auto* o = static_cast<RecvOp*>(base);
     ptr p = {std::addressof(o->handler_), o, o};
     detail::handler_work<Handler, IoExecutor> w(std::move(o->work_));
-    detail::binder2<Handler, boost::system::error_code, std::size_t> handler(o->handler_, o->ec_, o->bytes_transferred_);
+    detail::binder2<Handler, boost::system::error_code, std::size_t> handler(o->handler_, o->ec_,
+                                                                             o->bytes_transferred_);
     p.h = std::addressof(handler.handler_);
     p.reset();
     if (owner) {
@@ -116,8 +117,8 @@ class Cancellation {
   Cancellation(detail::reactor* reactor, detail::reactor::per_descriptor_data* data, int fd)
       : reactor_(reactor), data_(data), fd_(fd) {}
   void operator()(asio::cancellation_type_t type) {
-    constexpr auto kAny = asio::cancellation_type::terminal | asio::cancellation_type::partial |
-                          asio::cancellation_type::total;
+    constexpr auto kAny =
+        asio::cancellation_type::terminal | asio::cancellation_type::partial | asio::cancellation_type::total;
     if (!!(type & kAny)) reactor_->cancel_ops_by_key(fd_, *data_, detail::reactor::read_op, this);
   }
 

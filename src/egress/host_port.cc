@@ -10,9 +10,7 @@ namespace {
 
 Error Invalid(std::string reason) { return Error::Of(Code::kInvalidArgument, std::move(reason)); }
 
-bool IsLdh(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
-}
+bool IsLdh(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_'; }
 
 bool AllDigits(std::string_view s) {
   for (char c : s) {

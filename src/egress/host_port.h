@@ -21,7 +21,7 @@ Result<std::string> NormalizeHostName(std::string_view name);
 std::optional<uint16_t> ParsePort(std::string_view text);
 
 struct HostPort {
-  std::string_view host;  // without brackets when bracketed
+  std::string_view host;                 // without brackets when bracketed
   std::optional<std::string_view> port;  // the text after the colon, if any
   bool bracketed = false;
 };

@@ -37,7 +37,8 @@ std::string BodylessMethodRefusal(const HttpHead& request) {
   const bool body = request.chunked || request.content_length.value_or(0) > 0;
   const std::string& m = request.method;
   if (!body || (m != "GET" && m != "HEAD" && m != "DELETE" && m != "TRACE")) return "";
-  return "a " + m + " request with a body is refused (an origin may read the body as another request); send the "
+  return "a " + m +
+         " request with a body is refused (an origin may read the body as another request); send the "
          "body with POST";
 }
 
@@ -90,7 +91,8 @@ ChunkedScanner::Step ChunkedScanner::Feed(std::string_view bytes, std::string* d
     const bool trailer = phase_ == Phase::kTrailerStart || phase_ == Phase::kTrailerName || phase_ == Phase::kTrailer;
     if (trailer && ++trailers_ > kMaxChunkTrailers) return Fail(i, "chunked trailer section larger than 16384 bytes");
     // A trailer line's bytes, its CRLF included; the CR of the blank line that ends the section is not one.
-    if (trailers != nullptr && ((trailer && !(phase_ == Phase::kTrailerStart && c == '\r')) || phase_ == Phase::kTrailerLf))
+    if (trailers != nullptr &&
+        ((trailer && !(phase_ == Phase::kTrailerStart && c == '\r')) || phase_ == Phase::kTrailerLf))
       trailers->push_back(c);
     switch (phase_) {
       case Phase::kSize: {

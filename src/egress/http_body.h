@@ -36,7 +36,7 @@ bool Persists(int minor_version, const std::vector<HttpHeader>& headers);
 // Whether any `name` header lists `token` (comma-separated, ASCII case-insensitive).
 bool ListsToken(const std::vector<HttpHeader>& headers, std::string_view name, std::string_view token);
 
-inline constexpr size_t kMaxChunkLine = 4096;        // a size line with its extensions
+inline constexpr size_t kMaxChunkLine = 4096;  // a size line with its extensions
 inline constexpr size_t kMaxChunkTrailers = 16 * 1024;
 
 // Follows a chunked body through its chunk-size lines, data, and trailer section, byte-exact and strict (CRLF line
@@ -46,7 +46,7 @@ class ChunkedScanner {
  public:
   enum class State { kMore, kDone, kMalformed };
   struct Step {
-    size_t used = 0;     // bytes of `bytes` that belong to the body (all of them while kMore)
+    size_t used = 0;  // bytes of `bytes` that belong to the body (all of them while kMore)
     State state = State::kMore;
     std::string reason;  // kMalformed: a fixed sentence
   };
@@ -56,8 +56,21 @@ class ChunkedScanner {
   Step Feed(std::string_view bytes, std::string* data = nullptr, std::string* trailers = nullptr);
 
  private:
-  enum class Phase { kSize, kExtension, kSizeLf, kData, kDataCr, kDataLf, kTrailerStart, kTrailerName, kTrailer,
-                     kTrailerLf, kLastLf, kDone, kMalformed };
+  enum class Phase {
+    kSize,
+    kExtension,
+    kSizeLf,
+    kData,
+    kDataCr,
+    kDataLf,
+    kTrailerStart,
+    kTrailerName,
+    kTrailer,
+    kTrailerLf,
+    kLastLf,
+    kDone,
+    kMalformed
+  };
   Step Fail(size_t used, std::string reason);
 
   Phase phase_ = Phase::kSize;

@@ -62,7 +62,8 @@ Result<HttpReply> HttpPost(const Dialer& dialer, const TlsTrust* trust, const Ht
   if (url.tls && trust == nullptr) return Error::Of(Code::kInternal, "https needs a TLS trust store");
   ISB_ASSIGN_OR_RETURN(Fd fd, dialer.Dial(url.host, url.port));
   if (std::chrono::steady_clock::now() >= deadline) return Error::Of(Code::kTimeout, "connecting timed out");
-  Result<Stream> stream = url.tls ? Stream::Tls(std::move(fd), *trust, url.host, deadline) : Stream::Plain(std::move(fd));
+  Result<Stream> stream =
+      url.tls ? Stream::Tls(std::move(fd), *trust, url.host, deadline) : Stream::Plain(std::move(fd));
   if (!stream.ok()) return stream.error();
 
   std::string head = "POST " + url.target + " HTTP/1.1\r\nHost: " + HostHeader(url) + "\r\n";

@@ -160,7 +160,8 @@ Problem ParseTarget(HttpHead& head, std::optional<Authority>& authority) {
 Problem ParseRequestLine(std::string_view line, HttpHead& head, std::optional<Authority>& authority) {
   size_t sp1 = line.find(' ');
   size_t sp2 = line.find(' ', sp1 + 1);
-  if (sp1 == std::string_view::npos || sp2 == std::string_view::npos || line.find(' ', sp2 + 1) != std::string_view::npos || sp2 == sp1 + 1) {
+  if (sp1 == std::string_view::npos || sp2 == std::string_view::npos ||
+      line.find(' ', sp2 + 1) != std::string_view::npos || sp2 == sp1 + 1) {
     return Bad("request line is not METHOD SP TARGET SP VERSION");
   }
   head.method = line.substr(0, sp1);
@@ -168,8 +169,9 @@ Problem ParseRequestLine(std::string_view line, HttpHead& head, std::optional<Au
   std::string_view version = line.substr(sp2 + 1);
   if (version == "HTTP/1.1" || version == "HTTP/1.0") {
     head.minor_version = version.back() - '0';
-  } else if (version.size() == 8 && version.starts_with("HTTP/") && std::isdigit(static_cast<unsigned char>(version[5])) &&
-             version[6] == '.' && std::isdigit(static_cast<unsigned char>(version[7]))) {
+  } else if (version.size() == 8 && version.starts_with("HTTP/") &&
+             std::isdigit(static_cast<unsigned char>(version[5])) && version[6] == '.' &&
+             std::isdigit(static_cast<unsigned char>(version[7]))) {
     return Bad("unsupported HTTP version (only HTTP/1.0 and HTTP/1.1)", 505);
   } else {
     return Bad("request line is not METHOD SP TARGET SP VERSION");
@@ -213,7 +215,8 @@ Problem CheckFraming(HttpHead& head, const HttpHeader*& host) {
     if (*slot != nullptr) return Bad("more than one " + h.name + " header");
     *slot = &h;
   }
-  if (length != nullptr && encoding != nullptr) return Bad("both Content-Length and Transfer-Encoding (request smuggling)");
+  if (length != nullptr && encoding != nullptr)
+    return Bad("both Content-Length and Transfer-Encoding (request smuggling)");
   if (length != nullptr) {
     if (Problem p = ParseContentLength(length->value, head)) return p;
   }

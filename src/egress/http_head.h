@@ -11,7 +11,7 @@
 
 namespace isb::egress {
 
-inline constexpr size_t kMaxHttpHead = 64 * 1024;    // request line, header fields and the blank line
+inline constexpr size_t kMaxHttpHead = 64 * 1024;  // request line, header fields and the blank line
 inline constexpr size_t kMaxRequestLine = 8 * 1024;
 inline constexpr size_t kMaxHeaderFields = 100;
 // A head is parsed again from its start after every read, so one sent a byte at a time (a TLS record each, on an
@@ -41,12 +41,12 @@ struct HttpHead {
   bool host_is_address = false;  // an address literal in any spelling; the policy refuses those
   uint16_t port = 0;             // as written, else the default: 443 for https, 80 otherwise
   bool port_explicit = false;
-  std::string scheme;            // absolute-form: "http" or "https"; else empty
-  std::string path;              // path and query: origin-form's target, absolute-form's ("/" when empty)
-  bool connect = false;          // a CONNECT request (authority-form)
+  std::string scheme;    // absolute-form: "http" or "https"; else empty
+  std::string path;      // path and query: origin-form's target, absolute-form's ("/" when empty)
+  bool connect = false;  // a CONNECT request (authority-form)
   std::optional<uint64_t> content_length;
-  bool chunked = false;          // Transfer-Encoding: chunked
-  size_t size = 0;               // bytes of the head, blank line included; a body starts there
+  bool chunked = false;  // Transfer-Encoding: chunked
+  size_t size = 0;       // bytes of the head, blank line included; a body starts there
 
   // The value of the first header field called `name` (ASCII case-insensitive), or null.
   const std::string* Find(std::string_view name) const;

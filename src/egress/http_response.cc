@@ -33,7 +33,8 @@ std::optional<std::string> CheckFraming(ResponseHead& head) {
     const bool is_encoding = EqualsIgnoreCase(h.name, "transfer-encoding");
     if (!is_length && !is_encoding) continue;
     const HttpHeader*& slot = is_length ? length : encoding;
-    if (slot != nullptr) return "more than one " + std::string(is_length ? "Content-Length" : "Transfer-Encoding") + " header";
+    if (slot != nullptr)
+      return "more than one " + std::string(is_length ? "Content-Length" : "Transfer-Encoding") + " header";
     slot = &h;
   }
   if (length != nullptr && encoding != nullptr) return "both Content-Length and Transfer-Encoding";

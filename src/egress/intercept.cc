@@ -23,8 +23,8 @@ using tcp = asio::ip::tcp;
 namespace {
 
 // ALPN towards the sandbox: http/1.1 when offered; otherwise none, and the client speaks HTTP/1.1 anyway.
-int SelectHttp11(SSL*, const unsigned char** out, unsigned char* out_size, const unsigned char* in, unsigned int in_size,
-                 void*) {
+int SelectHttp11(SSL*, const unsigned char** out, unsigned char* out_size, const unsigned char* in,
+                 unsigned int in_size, void*) {
   for (unsigned int i = 0; i < in_size;) {
     unsigned int n = in[i];
     if (i + 1 + n > in_size) break;
@@ -80,7 +80,7 @@ struct Session {
   MessageFilter& filter;
   Interceptor::Outcome& outcome;
   const RequestJudge& judge;  // empty: requests are not judged one by one
-  std::string target;  // host:port, for messages
+  std::string target;         // host:port, for messages
   std::chrono::milliseconds idle;
   SandboxBytes* traffic;  // null: the sandbox's bytes are not counted
   ChannelStream client{down, outcome.bytes_down, traffic ? &traffic->down : nullptr};  // written: towards the sandbox
@@ -102,11 +102,14 @@ asio::awaitable<Result<ResponseHead>> ReadResponseHead(Session& s) {
     if (r.kind == ResponseHeadResult::kMalformed)
       co_return Error::Of(Code::kUnavailable, "the response from " + s.target + " is refused: " + r.reason);
     if (reads == kMaxHeadReads)
-      co_return Error::Of(Code::kUnavailable, "the response from " + s.target + " is refused: its head came in "
-                                              "too many pieces");
+      co_return Error::Of(Code::kUnavailable, "the response from " + s.target +
+                                                  " is refused: its head came in "
+                                                  "too many pieces");
     Result<size_t> more = co_await s.origin.ReadInto(s.from_origin, kRelayPiece);
-    if (!more.ok()) co_return Error::Of(more.error().code, "reading the response from " + s.target + ": " + more.error().message);
-    if (*more == 0) co_return Error::Of(Code::kUnavailable, s.target + " closed the connection without a whole response head");
+    if (!more.ok())
+      co_return Error::Of(more.error().code, "reading the response from " + s.target + ": " + more.error().message);
+    if (*more == 0)
+      co_return Error::Of(Code::kUnavailable, s.target + " closed the connection without a whole response head");
   }
 }
 
@@ -300,7 +303,8 @@ Result<std::unique_ptr<Interceptor>> Interceptor::Create(InterceptOptions option
   if (SSL_CTX_set_default_verify_paths(client) != 1) return Error::Msg(OpenSslError("loading the system's CA roots"));
   const std::string& file = self->options_.upstream_ca_file;
   if (!file.empty() && SSL_CTX_load_verify_locations(client, file.c_str(), nullptr) != 1)
-    return Error::Of(Code::kInvalidArgument, OpenSslError("--egress-ca " + file + ": cannot load it as PEM certificates"));
+    return Error::Of(Code::kInvalidArgument,
+                     OpenSslError("--egress-ca " + file + ": cannot load it as PEM certificates"));
   SSL_CTX_set_verify(client, SSL_VERIFY_PEER, nullptr);
   return self;
 }
@@ -360,7 +364,7 @@ asio::awaitable<void> Interceptor::ToOrigin(TlsChannel& down, const Exchange& ex
     co_await Answer(down, 502, out.failure);
     co_return;
   }
-  Session session{down, up, exchange, filter, out, judge, target, std::chrono::milliseconds(options_.idle_timeout_ms),
+  Session session{down,   up, exchange, filter, out, judge, target, std::chrono::milliseconds(options_.idle_timeout_ms),
                   traffic};
   co_await Relay(session);
 }

@@ -1,7 +1,8 @@
 // Interception of a TLS connection to a name marked for it: the proxy ends the sandbox's TLS with a certificate
 // minted from the sandbox's own CA (ALPN http/1.1 only), opens a verified TLS connection to the origin (system roots
 // plus the daemon's --egress-ca bundle, the name checked, SNI set), and relays HTTP/1.1 request by request, each
-// request's Host checked against the TLS server name, every message through the one message relay and its MessageFilter.
+// request's Host checked against the TLS server name, every message through the one message relay and its
+// MessageFilter.
 #pragma once
 
 #include <boost/asio.hpp>

@@ -27,7 +27,8 @@ Result<std::string> ReadKey(const std::string& file) {
     unsigned char u = static_cast<unsigned char>(c);
     if (u <= 0x20 || u >= 0x7f) {
       OPENSSL_cleanse(trimmed.data(), trimmed.size());
-      return Invalid("the key file " + file + " holds characters other than printable ASCII; it must hold the key alone");
+      return Invalid("the key file " + file +
+                     " holds characters other than printable ASCII; it must hold the key alone");
     }
   }
   return trimmed;
@@ -60,8 +61,8 @@ Result<std::unique_ptr<Judge>> Judge::Create(JudgeOptions options) {
   d.connect_timeout = options.timeout;
   ISB_ASSIGN_OR_RETURN(Dialer dialer, Dialer::Create(std::move(d)));
   ISB_ASSIGN_OR_RETURN(std::string key, ReadKey(options.key_file));
-  return std::unique_ptr<Judge>(new Judge(std::move(options), std::move(*url), std::move(key), std::move(dialer),
-                                          std::move(trust)));
+  return std::unique_ptr<Judge>(
+      new Judge(std::move(options), std::move(*url), std::move(key), std::move(dialer), std::move(trust)));
 }
 
 Judge::Judge(JudgeOptions options, HttpUrl url, std::string key, Dialer dialer, std::shared_ptr<const TlsTrust> trust)
@@ -103,8 +104,8 @@ VerdictCache::Answer Judge::Ask(const JudgeQuestion& q) {
 
 Result<JudgeVerdict> Judge::Call(const JudgeQuestion& q) {
   HttpPostRequest request;
-  request.headers = {{"Authorization", "Bearer " + key_}, {"Content-Type", "application/json"},
-                     {"Accept", "application/json"}};
+  request.headers = {
+      {"Authorization", "Bearer " + key_}, {"Content-Type", "application/json"}, {"Accept", "application/json"}};
   request.body = ChatRequestBody(options_.model, q);
   ++calls_;
   Result<HttpReply> reply =

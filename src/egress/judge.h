@@ -25,7 +25,7 @@
 namespace isb::egress {
 
 struct JudgeOptions {
-  std::string url;       // the chat-completions endpoint, http:// or https://
+  std::string url;  // the chat-completions endpoint, http:// or https://
   std::string model;
   std::string key_file;  // holds the API key (sent as a bearer token); never logged, never in an error or a reason
   std::string ca_file;   // extra CA certificates for an https judge; the system's roots are trusted too
@@ -54,7 +54,7 @@ class Judge {
   // was none ("judge failed (HTTP 500)", "judge failed (timed out after 8000 ms)", kJudgeCircuitOpen).
   JudgeVerdict Decide(const JudgeQuestion& q);
 
-  uint64_t calls() const { return calls_; }  // requests sent to the endpoint
+  uint64_t calls() const { return calls_; }            // requests sent to the endpoint
   size_t waiting() const { return cache_.waiting(); }  // questions waiting for an identical one's answer
   CircuitBreaker::State breaker_state(const std::string& policy);
   // Breakers open or half-open now (their policies' questions are refused without a call).

@@ -39,11 +39,12 @@ std::string OneLine(const std::string& text) {
 std::string ChatRequestBody(const std::string& model, const JudgeQuestion& q) {
   json request = {{"org", q.org},   {"sandbox", q.sandbox}, {"host", q.host},
                   {"port", q.port}, {"method", q.method},   {"path", q.path}};
-  json body = {{"model", model},
-               {"messages",
-                json::array({{{"role", "system"}, {"content", kSystemPrompt}},
-                             {{"role", "user"}, {"content", request.dump(-1, ' ', false, json::error_handler_t::replace)}}})},
-               {"response_format", {{"type", "json_object"}}}};
+  json body = {
+      {"model", model},
+      {"messages",
+       json::array({{{"role", "system"}, {"content", kSystemPrompt}},
+                    {{"role", "user"}, {"content", request.dump(-1, ' ', false, json::error_handler_t::replace)}}})},
+      {"response_format", {{"type", "json_object"}}}};
   return body.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -52,7 +53,8 @@ Result<JudgeVerdict> ParseChatVerdict(std::string_view body) {
   if (response.is_discarded()) return NoVerdict("the response is not JSON");
   if (!response.is_object()) return NoVerdict("the response is not a JSON object");
   auto choices = response.find("choices");
-  if (choices == response.end() || !choices->is_array() || choices->empty()) return NoVerdict("the response has no choices");
+  if (choices == response.end() || !choices->is_array() || choices->empty())
+    return NoVerdict("the response has no choices");
   const json& choice = (*choices)[0];
   auto message = choice.is_object() ? choice.find("message") : choice.end();
   if (message == choice.end() || !message->is_object()) return NoVerdict("the first choice has no message");

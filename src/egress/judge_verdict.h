@@ -13,12 +13,12 @@ namespace isb::egress {
 // One outbound request the policy left to the judge.
 struct JudgeQuestion {
   std::string org;
-  std::string policy;   // the policy it falls under (the cache and the circuit breaker are per policy)
+  std::string policy;  // the policy it falls under (the cache and the circuit breaker are per policy)
   std::string sandbox;
   std::string host;
   uint16_t port = 0;
-  std::string method;   // empty when the proxy cannot see it (TLS)
-  std::string path;     // likewise
+  std::string method;  // empty when the proxy cannot see it (TLS)
+  std::string path;    // likewise
 };
 
 struct JudgeVerdict {

@@ -18,7 +18,8 @@ PreparedMessage PrepareRequest(MessageFilter& filter, const Exchange& exchange, 
     refused.refusal = std::move(refusal);
     return refused;
   }
-  PreparedMessage m{OutgoingHead::Request(std::move(as_sent), head, edited), RequestBody(head), Reframe::kAsSent, nullptr};
+  PreparedMessage m{OutgoingHead::Request(std::move(as_sent), head, edited), RequestBody(head), Reframe::kAsSent,
+                    nullptr};
   if (m.in.kind != BodyFraming::kNone) m.filter = filter.RequestBody(exchange, edited);
   m.keep_trailers = m.filter == nullptr || filter.KeepRequestTrailers(exchange);
   m.out = ChooseReframe(m.in, m.filter != nullptr, true, head.minor_version);

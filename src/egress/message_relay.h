@@ -40,7 +40,7 @@ struct PreparedMessage {
   BodyFraming in;
   Reframe out = Reframe::kAsSent;
   std::unique_ptr<BodyFilter> filter;  // null: the body goes on as sent
-  std::string refusal{};  // a request the filter refused (MessageFilter::RequestHead): not to be relayed
+  std::string refusal{};               // a request the filter refused (MessageFilter::RequestHead): not to be relayed
   // A filtered body's trailer fields go on (a request's) or are dropped (a response's: the filter sees content
   // only, and a field there could carry what it scrubs; a recipient may drop trailers).
   bool keep_trailers = true;

@@ -36,8 +36,8 @@ OutgoingHead OutgoingHead::Request(std::string as_sent, const HttpHead& original
 OutgoingHead OutgoingHead::Response(std::string as_sent, const ResponseHead& original, const ResponseHead& edited) {
   const bool changed = edited.minor_version != original.minor_version || edited.status != original.status ||
                        edited.reason != original.reason || edited.headers != original.headers;
-  std::string line = "HTTP/1." + std::to_string(edited.minor_version) + " " + std::to_string(edited.status) + " " +
-                     edited.reason;
+  std::string line =
+      "HTTP/1." + std::to_string(edited.minor_version) + " " + std::to_string(edited.status) + " " + edited.reason;
   return OutgoingHead(std::move(as_sent), changed, std::move(line), original.headers, edited.headers);
 }
 

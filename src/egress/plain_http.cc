@@ -83,7 +83,8 @@ asio::awaitable<void> Proxy::Impl::RelayRequests(Socket& from, Socket& to, std::
         request.reason = kTooManyPieces;
         break;
       }
-      auto [ec, n] = co_await ReadSome(from, asio::buffer(buf, std::min(sizeof buf, opts_.max_head - buffer.size())), ends);
+      auto [ec, n] =
+          co_await ReadSome(from, asio::buffer(buf, std::min(sizeof buf, opts_.max_head - buffer.size())), ends);
       if (ec == asio::error::eof && buffer.empty()) co_return HalfClose(to, ends);  // between requests
       if (ec) co_return CloseBoth(from, to);
       buffer.append(buf, n);
@@ -114,8 +115,11 @@ asio::awaitable<void> Proxy::Impl::RelayRequests(Socket& from, Socket& to, std::
       if (refusal.empty() && !first && conn.per_request) refusal = co_await JudgeRequest(conn, request.head);
     }
     if (!refusal.empty()) {
-      if (policy) Report(conn.sandbox, request.head.host + ":" + std::to_string(conn.explicit_proxy ? request.head.port : conn.port), refusal);
-      else ++stats_.denied;
+      if (policy)
+        Report(conn.sandbox,
+               request.head.host + ":" + std::to_string(conn.explicit_proxy ? request.head.port : conn.port), refusal);
+      else
+        ++stats_.denied;
       std::string response = HttpDenyResponse(deny_status, refusal);
       co_await Send(from, response);
       co_return CloseBoth(from, to);

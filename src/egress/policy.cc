@@ -55,8 +55,9 @@ Result<HostRule> ParseRule(const json& j, std::optional<uint16_t> default_port, 
   if (rule.name.find('.') == std::string::npos) {
     return BadEntry(text, "a wildcard over a whole top-level domain is refused");
   }
-  if (!suffixes.ok()) return Error::Of(Code::kUnavailable, "egress entry '" + Printable(text) +
-                                                               "': cannot check the wildcard: " + suffixes.error().message);
+  if (!suffixes.ok())
+    return Error::Of(Code::kUnavailable,
+                     "egress entry '" + Printable(text) + "': cannot check the wildcard: " + suffixes.error().message);
   if ((*suffixes)->IsPublicSuffix(rule.name)) {
     return BadEntry(text, rule.name + " is a public suffix, so the wildcard would cover names of unrelated owners");
   }
@@ -122,8 +123,7 @@ Result<SecretRule> ParseSecret(const json& j, const Suffixes& suffixes, Budget& 
     return BadSpec("secret " + Printable(Shown(j)) + ": expected \"NAME\" or {\"name\": NAME, \"hosts\": [...]}");
   }
   if (!IsValidSecretName(secret.name)) {
-    return BadSpec("secret '" + Printable(secret.name) +
-                   "': a name is 1 to 128 letters, digits, '_', '-' or '.'");
+    return BadSpec("secret '" + Printable(secret.name) + "': a name is 1 to 128 letters, digits, '_', '-' or '.'");
   }
   if (!ValidVariable(secret.Variable())) {
     return BadSpec("secret '" + secret.name + "': '" + Printable(secret.Variable()) +
@@ -226,9 +226,12 @@ std::string SecretRule::Variable() const {
 
 const char* OnLeakName(OnLeak on_leak) {
   switch (on_leak) {
-    case OnLeak::kBlock: return "block";
-    case OnLeak::kStop: return "stop";
-    default: return "pass";
+    case OnLeak::kBlock:
+      return "block";
+    case OnLeak::kStop:
+      return "stop";
+    default:
+      return "pass";
   }
 }
 
@@ -244,9 +247,12 @@ Result<EgressSpec> ParseEgressSpec(const json& value) { return Parse(value, Publ
 
 json EgressSpecToJson(const EgressSpec& spec) {
   switch (spec.mode) {
-    case EgressMode::kNone: return "none";
-    case EgressMode::kOpen: return "open";
-    default: break;
+    case EgressMode::kNone:
+      return "none";
+    case EgressMode::kOpen:
+      return "open";
+    default:
+      break;
   }
   if (spec.mode == EgressMode::kAllowlist && spec.judge.empty() && spec.secrets.empty() && !spec.allow.empty()) {
     return RulesToJson(spec.allow);
@@ -322,11 +328,13 @@ Decision EgressPolicy::Check(std::string_view host, uint16_t port) const {
   std::string target = NameAndPort(*name, port);
   if (spec_.mode == EgressMode::kAllowlist) {
     if (auto m = allow_.Match(*name, port)) return {Verdict::kAllow, "allowed by " + *m};
-    if (auto m = judge_.Match(*name, port)) return {Verdict::kAskJudge, target + " is for the judge to decide (" + *m + ")"};
+    if (auto m = judge_.Match(*name, port))
+      return {Verdict::kAskJudge, target + " is for the judge to decide (" + *m + ")"};
     return {Verdict::kDeny, target + " is not in the egress list"};
   }
   if (auto m = block_.Match(*name, port)) return {Verdict::kDeny, target + " is blocked by " + *m};
-  if (auto m = judge_.Match(*name, port)) return {Verdict::kAskJudge, target + " is for the judge to decide (" + *m + ")"};
+  if (auto m = judge_.Match(*name, port))
+    return {Verdict::kAskJudge, target + " is for the judge to decide (" + *m + ")"};
   return {Verdict::kAllow, target + " is not blocked"};
 }
 
@@ -342,8 +350,8 @@ std::vector<HostRule> EgressPolicy::NamesOnPort(uint16_t port) const {
 
 Result<std::string> EgressPolicy::SingleHostOnPort(uint16_t port) const {
   auto refuse = [&](const std::string& why) {
-    return Error::Of(Code::kForbidden, "egress: a connection without a name on port " + std::to_string(port) +
-                                           " is refused: " + why);
+    return Error::Of(Code::kForbidden,
+                     "egress: a connection without a name on port " + std::to_string(port) + " is refused: " + why);
   };
   if (spec_.mode != EgressMode::kAllowlist) return refuse("only an egress list can name its single host");
   std::vector<HostRule> names = NamesOnPort(port);

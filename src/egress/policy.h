@@ -25,19 +25,19 @@ enum class EgressMode {
 
 // One entry: "example.com", "example.com:8443", "*.example.com" (names below example.com, not example.com itself).
 struct HostRule {
-  std::string name;               // normalized; for a wildcard the domain below which it matches, without "*."
+  std::string name;  // normalized; for a wildcard the domain below which it matches, without "*."
   bool wildcard = false;
-  std::optional<uint16_t> port;   // nullopt only for block entries without a port: every port
-  std::string ToString() const;   // "*.example.com:443"
+  std::optional<uint16_t> port;  // nullopt only for block entries without a port: every port
+  std::string ToString() const;  // "*.example.com:443"
   bool operator==(const HostRule&) const = default;
 };
 
 // A secret the proxy substitutes for its placeholder on the way to its hosts: the sandbox's environment holds the
 // placeholder in `env`, never the value.
 struct SecretRule {
-  std::string name;              // the org secret's name
-  std::vector<HostRule> hosts;   // empty: the hosts the secret itself is approved for
-  std::string env{};             // the variable holding the placeholder; empty: from the name
+  std::string name;             // the org secret's name
+  std::vector<HostRule> hosts;  // empty: the hosts the secret itself is approved for
+  std::string env{};            // the variable holding the placeholder; empty: from the name
   // The variable the placeholder is given in: `env`, or the name with each character a variable cannot hold ('.',
   // '-') as '_' ("gh-token.v2" in gh_token_v2).
   std::string Variable() const;
@@ -54,9 +54,9 @@ const char* OnLeakName(OnLeak on_leak);  // "pass", "block", "stop"
 
 struct EgressSpec {
   EgressMode mode = EgressMode::kNone;
-  std::vector<HostRule> allow;   // kAllowlist
-  std::vector<HostRule> block;   // kBlocklist
-  std::vector<HostRule> judge;   // either list mode: decided per request by the judge
+  std::vector<HostRule> allow;  // kAllowlist
+  std::vector<HostRule> block;  // kBlocklist
+  std::vector<HostRule> judge;  // either list mode: decided per request by the judge
   std::vector<SecretRule> secrets;
   OnLeak on_leak = OnLeak::kPass;
   bool operator==(const EgressSpec&) const = default;

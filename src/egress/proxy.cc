@@ -63,8 +63,9 @@ std::string HttpDenyResponse(int status, const std::string& reason) {
                      : status == 413 ? "Content Too Large"
                      : status == 421 ? "Misdirected Request"
                                      : "Bad Gateway";
-  return "HTTP/1.1 " + std::to_string(status) + " " + text + "\r\nContent-Type: text/plain\r\nContent-Length: " +
-         std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+  return "HTTP/1.1 " + std::to_string(status) + " " + text +
+         "\r\nContent-Type: text/plain\r\nContent-Length: " + std::to_string(body.size()) +
+         "\r\nConnection: close\r\n\r\n" + body;
 }
 
 Proxy::Impl::Impl(ProxyOptions o, ProxyHooks h)
@@ -96,7 +97,9 @@ Status Proxy::Impl::Listen() {
   if (!ec) acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
   if (!ec) acceptor_.bind(ep, ec);
   if (!ec) acceptor_.listen(4096, ec);
-  if (ec) return Error::Of(Code::kUnavailable, "proxy cannot listen on port " + std::to_string(opts_.port) + ": " + ec.message());
+  if (ec)
+    return Error::Of(Code::kUnavailable,
+                     "proxy cannot listen on port " + std::to_string(opts_.port) + ": " + ec.message());
   port_ = acceptor_.local_endpoint().port();
   asio::co_spawn(*loops_[0], Accept(), asio::detached);
   for (auto& loop : loops_) {
@@ -163,7 +166,8 @@ asio::awaitable<void> Proxy::Impl::Handle(Socket client) {
   uint16_t port = local.port();
   sockaddr_in original{};
   socklen_t len = sizeof original;
-  if (::getsockopt(client.native_handle(), SOL_IP, SO_ORIGINAL_DST, &original, &len) == 0) port = ntohs(original.sin_port);
+  if (::getsockopt(client.native_handle(), SOL_IP, SO_ORIGINAL_DST, &original, &len) == 0)
+    port = ntohs(original.sin_port);
   const bool explicit_proxy = port == opts_.explicit_port;
 
   std::string head;
@@ -179,8 +183,9 @@ asio::awaitable<void> Proxy::Impl::Handle(Socket client) {
       break;
     }
     char buf[4096];
-    auto result = co_await (client.async_read_some(asio::buffer(buf, std::min(sizeof buf, opts_.max_head - head.size())), kAwait) ||
-                            deadline.async_wait(kAwait));
+    auto result = co_await (
+        client.async_read_some(asio::buffer(buf, std::min(sizeof buf, opts_.max_head - head.size())), kAwait) ||
+        deadline.async_wait(kAwait));
     if (result.index() == 1) co_return;  // said nothing in time
     auto [rec, n] = std::get<0>(result);
     if (rec) {
@@ -208,8 +213,8 @@ asio::awaitable<void> Proxy::Impl::Handle(Socket client) {
     std::optional<std::string> only = hooks_.host_for_port(*sandbox, port);
     if (!only) {
       std::string what = "port " + std::to_string(port);
-      std::string why = "a connection without a name on port " + std::to_string(port) +
-                        " needs exactly one host listed on that port";
+      std::string why =
+          "a connection without a name on port " + std::to_string(port) + " needs exactly one host listed on that port";
       co_await Deny(client, sniff, *sandbox, what, why);
       co_return;
     }
@@ -305,9 +310,11 @@ asio::awaitable<void> Proxy::Impl::Intercept(Socket& client, const std::string& 
 
 // Why the judge refuses `head` on `conn` (a judged name), or empty.
 asio::awaitable<std::string> Proxy::Impl::JudgeRequest(const HttpConnection& conn, const HttpHead& head) {
-  Admission admission = *co_await OffLoopFor(conn.sandbox, DecideCall(conn.sandbox, conn.host, conn.port, head.method, head.path));
+  Admission admission =
+      *co_await OffLoopFor(conn.sandbox, DecideCall(conn.sandbox, conn.host, conn.port, head.method, head.path));
   if (admission.allow) co_return "";
-  if (admission.reason.empty()) admission.reason = "egress to " + conn.host + ":" + std::to_string(conn.port) + " is not allowed";
+  if (admission.reason.empty())
+    admission.reason = "egress to " + conn.host + ":" + std::to_string(conn.port) + " is not allowed";
   co_return admission.reason;
 }
 

@@ -30,9 +30,9 @@ class SandboxTraffic;
 struct Sniff {
   enum class State { kNeedMore, kDone, kMalformed } state = State::kNeedMore;
   enum class Kind { kTls, kHttp, kConnect, kUnknown } kind = Kind::kUnknown;
-  std::string host;       // empty: the protocol carries no name
-  uint16_t port = 0;      // 0: the port the sandbox connected to
-  std::string reason;     // kMalformed: why, one line
+  std::string host;    // empty: the protocol carries no name
+  uint16_t port = 0;   // 0: the port the sandbox connected to
+  std::string reason;  // kMalformed: why, one line
   // Bytes to send upstream in place of the bytes read so far (an explicit proxy's request rewritten to origin form);
   // unset: forward what was read as it is. For CONNECT: the bytes after the request head.
   std::optional<std::string> upstream_prefix;
@@ -60,30 +60,33 @@ struct ProxyHooks {
   std::function<std::optional<std::string>(const std::string& sandbox, uint16_t port)> host_for_port;
   // Run off the event loop (they may block: the judge asks over the network; the dialer resolves and connects).
   // `method` and `path` are the Sniff's: empty unless the request is plain HTTP.
-  std::function<Admission(const std::string& sandbox, const std::string& host, uint16_t port,
-                          const std::string& method, const std::string& path)> decide;
+  std::function<Admission(const std::string& sandbox, const std::string& host, uint16_t port, const std::string& method,
+                          const std::string& path)>
+      decide;
   std::function<Result<Fd>(const std::string& host, uint16_t port)> dial;
   // Called for each refusal; `first_in_window` is true at most once per sandbox and target every 30 s (log those).
   std::function<void(const std::string& sandbox, const std::string& target, const std::string& reason,
-                     bool first_in_window)> on_deny;
-  // Whether an allowed TLS connection with this server name (or a CONNECT to this name) is intercepted (ProxyOptions::intercept) rather than
-  // relayed untouched. Called on the event loop: it must not block. Unset: nothing is intercepted.
+                     bool first_in_window)>
+      on_deny;
+  // Whether an allowed TLS connection with this server name (or a CONNECT to this name) is intercepted
+  // (ProxyOptions::intercept) rather than relayed untouched. Called on the event loop: it must not block. Unset:
+  // nothing is intercepted.
   std::function<bool(const std::string& sandbox, const std::string& host, uint16_t port)> intercept;
 };
 
 // How intercepted connections are made (src/egress/intercept.h).
 struct InterceptOptions {
-  std::shared_ptr<CertMinter> minter;      // the sandboxes' CAs; required when ProxyHooks::intercept is set
-  std::string upstream_ca_file;            // a PEM bundle trusted for origins beside the system roots; empty: none
-  int idle_timeout_ms = 60000;             // either side silent this long ends the connection
+  std::shared_ptr<CertMinter> minter;  // the sandboxes' CAs; required when ProxyHooks::intercept is set
+  std::string upstream_ca_file;        // a PEM bundle trusted for origins beside the system roots; empty: none
+  int idle_timeout_ms = 60000;         // either side silent this long ends the connection
 };
 
 struct ProxyOptions {
   std::string listen_address = "0.0.0.0";
-  uint16_t port = 0;           // 0: any free port (tests)
+  uint16_t port = 0;              // 0: any free port (tests)
   uint16_t explicit_port = 3128;  // HTTP_PROXY inside the sandbox points here
-  int threads = 2;             // event-loop threads
-  int blocking_threads = 8;    // for decide and dial
+  int threads = 2;                // event-loop threads
+  int blocking_threads = 8;       // for decide and dial
   // One sandbox's share: at most this many of its decides and dials run at once (the rest wait their turn), so a
   // sandbox dialling names that never answer cannot hold every blocking thread; and at most this many of its
   // connections are open at once (past it, a new one is closed at once), so it cannot take the daemon's descriptors.

@@ -74,7 +74,8 @@ class Proxy::Impl {
           asio::post(pool_, [fn = std::move(fn), handler = std::move(handler)]() mutable {
             std::optional<R> r(fn());
             auto ex = asio::get_associated_executor(handler);
-            asio::post(ex, [r = std::move(r), handler = std::move(handler)]() mutable { std::move(handler)(std::move(r)); });
+            asio::post(
+                ex, [r = std::move(r), handler = std::move(handler)]() mutable { std::move(handler)(std::move(r)); });
           });
         },
         asio::use_awaitable, std::move(f));

@@ -30,9 +30,10 @@ Status CheckPublishApartFromIsb(std::string_view address, std::string_view isb_a
   };
   ip = unmapped(ip);
   const std::string text = ip.ToString();
-  const std::string why = ": a browser signed in to isb there sends its session cookie to every port of that host, "
-                          "and the sandbox's server would receive it; publish on another address, such as " +
-                          std::string(kDefaultPublishAddress) + " (the default)";
+  const std::string why =
+      ": a browser signed in to isb there sends its session cookie to every port of that host, "
+      "and the sandbox's server would receive it; publish on another address, such as " +
+      std::string(kDefaultPublishAddress) + " (the default)";
   if (Classify(ip).kind == AddressKind::kUnspecified)
     return Forbidden("publishing on " + text + " listens on every address of the host, isb's own among them" + why);
   const IpAddress localhost[] = {IpAddress::V4(0x7f000001), *ParseIpAddress("::1")};

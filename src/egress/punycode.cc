@@ -7,8 +7,7 @@
 namespace isb::egress {
 namespace {
 
-constexpr uint32_t kBase = 36, kTmin = 1, kTmax = 26, kSkew = 38, kDamp = 700, kInitialBias = 72,
-                   kInitialN = 128;
+constexpr uint32_t kBase = 36, kTmin = 1, kTmax = 26, kSkew = 38, kDamp = 700, kInitialBias = 72, kInitialN = 128;
 
 Error BadUtf8() { return Error::Of(Code::kInvalidArgument, "invalid UTF-8"); }
 

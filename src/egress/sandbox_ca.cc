@@ -95,14 +95,16 @@ Result<std::unique_ptr<SandboxCa>> SandboxCa::Create(const std::string& sandbox,
   ISB_ASSIGN_OR_RETURN(ca->cert_, NewCertificate(ca->key_.get(), now - std::chrono::hours(1), ca->not_after_));
   X509* cert = ca->cert_.get();
   ISB_TRY(SetCommonName(X509_get_subject_name(cert), "isb sandbox CA " + sandbox));
-  if (X509_set_issuer_name(cert, X509_get_subject_name(cert)) != 1) return Error::Msg(OpenSslError("setting the issuer"));
+  if (X509_set_issuer_name(cert, X509_get_subject_name(cert)) != 1)
+    return Error::Msg(OpenSslError("setting the issuer"));
   ISB_TRY(AddExtension(cert, cert, NID_basic_constraints, "critical,CA:TRUE,pathlen:0"));
   ISB_TRY(AddExtension(cert, cert, NID_key_usage, "critical,keyCertSign,cRLSign"));
   ISB_TRY(AddExtension(cert, cert, NID_subject_key_identifier, "hash"));
   ISB_TRY(AddExtension(cert, cert, NID_authority_key_identifier, "keyid:always"));
   if (X509_sign(cert, ca->key_.get(), EVP_sha256()) == 0) return Error::Msg(OpenSslError("signing the sandbox CA"));
   std::unique_ptr<BIO, OpenSslFree<BIO, BIO_free_all>> bio(BIO_new(BIO_s_mem()));
-  if (!bio || PEM_write_bio_X509(bio.get(), cert) != 1) return Error::Msg(OpenSslError("writing the sandbox CA as PEM"));
+  if (!bio || PEM_write_bio_X509(bio.get(), cert) != 1)
+    return Error::Msg(OpenSslError("writing the sandbox CA as PEM"));
   char* data = nullptr;
   long size = BIO_get_mem_data(bio.get(), &data);
   ca->pem_.assign(data, static_cast<size_t>(size));

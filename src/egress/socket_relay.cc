@@ -36,7 +36,8 @@ asio::awaitable<Drained> Splice(Socket& from, Socket& to, int pipe_read, int pip
                                 uint64_t& budget, RelayEnds& ends) {
   constexpr unsigned kFlags = SPLICE_F_MOVE | SPLICE_F_NONBLOCK;
   while (budget > 0) {
-    ssize_t n = ::splice(from.native_handle(), nullptr, pipe_write, nullptr, std::min<uint64_t>(budget, 1 << 20), kFlags);
+    ssize_t n =
+        ::splice(from.native_handle(), nullptr, pipe_write, nullptr, std::min<uint64_t>(budget, 1 << 20), kFlags);
     if (n == 0) co_return Drained::kEnd;
     if (n < 0) co_return errno == EAGAIN ? Drained::kEmpty : Drained::kFailed;
     count.Add(static_cast<uint64_t>(n));
@@ -147,8 +148,10 @@ asio::awaitable<Result<size_t>> SocketStream::ReadInto(std::string& buffer, size
   }
   auto [ec, n] = co_await ReadSome(socket_, asio::buffer(room_.get(), std::min(max, room_size_)), ends_);
   buffer.append(room_.get(), n);
-  if (n == room_size_) bulk_ = true;  // it filled the room: a stream in bulk, read a whole piece at a time
-  else if (n < kSmallRoom) bulk_ = false;
+  if (n == room_size_)
+    bulk_ = true;  // it filled the room: a stream in bulk, read a whole piece at a time
+  else if (n < kSmallRoom)
+    bulk_ = false;
   if (ec == asio::error::eof) co_return size_t{0};
   if (ec) co_return Error::Of(Code::kUnavailable, "receiving: " + ec.message());
   co_return n;
@@ -166,8 +169,8 @@ asio::awaitable<Result<uint64_t>> SocketStream::Forward(MessageStream& to, uint6
   if (peer == nullptr) co_return uint64_t{0};
   if (!pipe_write_.valid() && !MakePipe(pipe_read_, pipe_write_)) co_return Error::Sys("pipe");
   const uint64_t wanted = budget;
-  Drained drained = co_await Splice(socket_, peer->socket_, pipe_read_.get(), pipe_write_.get(), peer->written_,
-                                    budget, ends_);
+  Drained drained =
+      co_await Splice(socket_, peer->socket_, pipe_read_.get(), pipe_write_.get(), peer->written_, budget, ends_);
   if (drained == Drained::kEnd) co_return Error::Of(Code::kUnavailable, "the stream ended");
   if (drained == Drained::kFailed) co_return Error::Of(Code::kUnavailable, "splicing failed");
   co_return wanted - budget;

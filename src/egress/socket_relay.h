@@ -66,8 +66,7 @@ void CloseBoth(Socket& a, Socket& b);
 // (counted in `written`), and a Content-Length body forwarded to another SocketStream by splice.
 class SocketStream : public MessageStream {
  public:
-  SocketStream(Socket& socket, RelayEnds& ends, ByteCount written)
-      : socket_(socket), ends_(ends), written_(written) {}
+  SocketStream(Socket& socket, RelayEnds& ends, ByteCount written) : socket_(socket), ends_(ends), written_(written) {}
   boost::asio::awaitable<Result<size_t>> ReadInto(std::string& buffer, size_t max) override;
   boost::asio::awaitable<Status> Write(std::string_view bytes) override;
   boost::asio::awaitable<Result<uint64_t>> Forward(MessageStream& to, uint64_t budget) override;

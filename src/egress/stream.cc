@@ -76,11 +76,12 @@ Result<Stream> Stream::Tls(Fd fd, const TlsTrust& trust, const std::string& host
   ISB_ASSIGN_OR_RETURN(Stream s, Plain(std::move(fd)));
   ERR_clear_error();
   s.ssl_ = SSL_new(trust.ctx());
-  if (s.ssl_ == nullptr || SSL_set_fd(s.ssl_, s.fd_.get()) != 1) return Error::Of(Code::kInternal, "TLS: " + OpensslError());
+  if (s.ssl_ == nullptr || SSL_set_fd(s.ssl_, s.fd_.get()) != 1)
+    return Error::Of(Code::kInternal, "TLS: " + OpensslError());
   X509_VERIFY_PARAM* param = SSL_get0_param(s.ssl_);
-  bool named = IsAddressLiteral(host) ? X509_VERIFY_PARAM_set1_ip_asc(param, host.c_str()) == 1
-                                      : SSL_set_tlsext_host_name(s.ssl_, host.c_str()) == 1 &&
-                                            SSL_set1_host(s.ssl_, host.c_str()) == 1;
+  bool named = IsAddressLiteral(host)
+                   ? X509_VERIFY_PARAM_set1_ip_asc(param, host.c_str()) == 1
+                   : SSL_set_tlsext_host_name(s.ssl_, host.c_str()) == 1 && SSL_set1_host(s.ssl_, host.c_str()) == 1;
   if (!named) return Error::Of(Code::kInvalidArgument, "TLS: cannot verify a server named '" + host + "'");
   for (;;) {
     ERR_clear_error();
@@ -90,8 +91,8 @@ Result<Stream> Stream::Tls(Fd fd, const TlsTrust& trust, const std::string& host
     long verify = SSL_get_verify_result(s.ssl_);
     if (verify != X509_V_OK) {
       ERR_clear_error();
-      return Error::Of(Code::kUnavailable, "TLS: the certificate of " + host + " was refused: " +
-                                               X509_verify_cert_error_string(verify));
+      return Error::Of(Code::kUnavailable,
+                       "TLS: the certificate of " + host + " was refused: " + X509_verify_cert_error_string(verify));
     }
     ISB_TRY(s.TlsWait(err, deadline, "the TLS handshake"));
   }
@@ -145,7 +146,8 @@ Status Stream::WriteAll(std::string_view bytes, Deadline deadline) {
       continue;
     }
     if (errno == EINTR) continue;
-    if (errno != EAGAIN && errno != EWOULDBLOCK) return Error{std::string("sending: ") + std::strerror(errno), errno, Code::kUnavailable};
+    if (errno != EAGAIN && errno != EWOULDBLOCK)
+      return Error{std::string("sending: ") + std::strerror(errno), errno, Code::kUnavailable};
     ISB_ASSIGN_OR_RETURN(bool ready, WaitFd(fd_.get(), POLLOUT, deadline));
     if (!ready) return TimedOut("sending");
   }
@@ -168,7 +170,8 @@ Result<size_t> Stream::Read(char* buffer, size_t size, Deadline deadline) {
     ssize_t n = ::recv(fd_.get(), buffer, size, 0);
     if (n >= 0) return static_cast<size_t>(n);
     if (errno == EINTR) continue;
-    if (errno != EAGAIN && errno != EWOULDBLOCK) return Error{std::string("receiving: ") + std::strerror(errno), errno, Code::kUnavailable};
+    if (errno != EAGAIN && errno != EWOULDBLOCK)
+      return Error{std::string("receiving: ") + std::strerror(errno), errno, Code::kUnavailable};
     ISB_ASSIGN_OR_RETURN(bool ready, WaitFd(fd_.get(), POLLIN, deadline));
     if (!ready) return TimedOut("receiving");
   }

@@ -139,12 +139,16 @@ Result<CgroupLayout> ParseCgroupLayout(const std::string& mountinfo, const std::
     return CgroupLayout{.v2 = true, .v2_root = v2_mount, .memory = {}, .pids = {}, .cpu = {}, .cpuacct = {}};
   }
   std::string missing;
-  for (auto [name, path, v2_name] : {std::tuple{"memory", &layout.memory, "memory"}, {"pids", &layout.pids, "pids"},
-                                     {"cpu", &layout.cpu, "cpu"}, {"cpuacct", &layout.cpuacct, "cpu"}}) {
-    if (path->empty() && !HasWord(v2_controllers, v2_name)) missing += std::string(missing.empty() ? "" : ", ") + "'" + name + "'";
+  for (auto [name, path, v2_name] : {std::tuple{"memory", &layout.memory, "memory"},
+                                     {"pids", &layout.pids, "pids"},
+                                     {"cpu", &layout.cpu, "cpu"},
+                                     {"cpuacct", &layout.cpuacct, "cpu"}}) {
+    if (path->empty() && !HasWord(v2_controllers, v2_name))
+      missing += std::string(missing.empty() ? "" : ", ") + "'" + name + "'";
   }
   if (!missing.empty() || layout.memory.empty() || layout.pids.empty() || layout.cpu.empty() || layout.cpuacct.empty())
-    return Error::Msg("cgroup controllers " + (missing.empty() ? std::string("are split between v1 and v2") : missing + " missing") +
+    return Error::Msg("cgroup controllers " +
+                      (missing.empty() ? std::string("are split between v1 and v2") : missing + " missing") +
                       ": a sandbox cannot be limited without them. Boot with cgroup v2 "
                       "(systemd.unified_cgroup_hierarchy=1) and enable memory, pids and cpu, or mount them as v1");
   return layout;
@@ -202,8 +206,9 @@ Result<Cgroup> Cgroup::Create(const CgroupLayout& layout, const std::string& nam
   if (::access((m + "/memory.memsw.limit_in_bytes").c_str(), F_OK) != 0) {
     auto swaps = ReadFile("/proc/swaps");
     if (swaps.ok() && std::count(swaps->begin(), swaps->end(), '\n') > 1)
-      return Error::Msg("the host has swap but no swap accounting, so the memory limit could be bypassed; boot "
-                        "with swapaccount=1 or cgroup v2");
+      return Error::Msg(
+          "the host has swap but no swap accounting, so the memory limit could be bypassed; boot "
+          "with swapaccount=1 or cgroup v2");
   }
   ISB_TRY(BoundParentPids(layout.pids + "/isb"));
   ISB_TRY(cg.SetLimits(limits));

@@ -24,30 +24,47 @@ namespace isb::engine {
 
 const char* StepName(Step s) {
   switch (s) {
-    case Step::kSync: return "waiting for the parent";
-    case Step::kIds: return "switching to the sandbox's uid range";
-    case Step::kCgroupNs: return "creating the cgroup namespace";
-    case Step::kRootfs: return "building the root filesystem";
-    case Step::kHostname: return "setting the hostname";
-    case Step::kLoopback: return "bringing up loopback";
-    case Step::kRlimits: return "setting rlimits";
-    case Step::kSession: return "starting a new session";
-    case Step::kCaps: return "dropping capabilities";
-    case Step::kNoNewPrivs: return "setting no_new_privs";
-    case Step::kSeccomp: return "installing the seccomp filter";
-    case Step::kFork: return "starting the command";
-    case Step::kUser: return "switching to the command's user";
-    case Step::kWorkdir: return "entering the working directory";
-    case Step::kStdio: return "connecting standard streams";
-    case Step::kExec: return "executing the command";
-    case Step::kServe: return "starting the control socket";
+    case Step::kSync:
+      return "waiting for the parent";
+    case Step::kIds:
+      return "switching to the sandbox's uid range";
+    case Step::kCgroupNs:
+      return "creating the cgroup namespace";
+    case Step::kRootfs:
+      return "building the root filesystem";
+    case Step::kHostname:
+      return "setting the hostname";
+    case Step::kLoopback:
+      return "bringing up loopback";
+    case Step::kRlimits:
+      return "setting rlimits";
+    case Step::kSession:
+      return "starting a new session";
+    case Step::kCaps:
+      return "dropping capabilities";
+    case Step::kNoNewPrivs:
+      return "setting no_new_privs";
+    case Step::kSeccomp:
+      return "installing the seccomp filter";
+    case Step::kFork:
+      return "starting the command";
+    case Step::kUser:
+      return "switching to the command's user";
+    case Step::kWorkdir:
+      return "entering the working directory";
+    case Step::kStdio:
+      return "connecting standard streams";
+    case Step::kExec:
+      return "executing the command";
+    case Step::kServe:
+      return "starting the control socket";
   }
   return "unknown step";
 }
 
 std::vector<std::string> SandboxEnvironment(const std::vector<std::string>& env) {
   std::vector<std::string> out = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root",
-                                   "TERM=xterm"};
+                                  "TERM=xterm"};
   for (const auto& kv : env) {
     std::string key = kv.substr(0, kv.find('='));
     std::erase_if(out, [&](const std::string& e) { return e.substr(0, e.find('=')) == key; });

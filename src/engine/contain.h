@@ -18,23 +18,23 @@ namespace isb::engine {
 
 // Each step the child takes, in order; a failure names its step.
 enum class Step : int32_t {
-  kSync,        // wait for the parent to map ids and place the child in its cgroup
-  kIds,         // become root of the new user namespace
-  kCgroupNs,    // a cgroup namespace rooted at the sandbox's cgroup
-  kRootfs,      // build the root and pivot into it
+  kSync,      // wait for the parent to map ids and place the child in its cgroup
+  kIds,       // become root of the new user namespace
+  kCgroupNs,  // a cgroup namespace rooted at the sandbox's cgroup
+  kRootfs,    // build the root and pivot into it
   kHostname,
   kLoopback,
   kRlimits,
-  kSession,     // a new session: no controlling terminal outside
-  kCaps,        // bounding set and capability sets
+  kSession,  // a new session: no controlling terminal outside
+  kCaps,     // bounding set and capability sets
   kNoNewPrivs,
   kSeccomp,
-  kFork,        // init forks the command
-  kUser,        // the command's uid/gid
+  kFork,  // init forks the command
+  kUser,  // the command's uid/gid
   kWorkdir,
   kStdio,
   kExec,
-  kServe,       // the service init could not start serving
+  kServe,  // the service init could not start serving
 };
 const char* StepName(Step s);
 
@@ -52,18 +52,18 @@ struct ChildPlan {
   std::vector<RlimitSetting> rlimits;
   uint64_t capabilities = 0;
   std::deque<std::string> strings;
-  std::vector<char*> argv;   // null-terminated
-  std::vector<char*> envp;   // null-terminated
+  std::vector<char*> argv;             // null-terminated
+  std::vector<char*> envp;             // null-terminated
   std::vector<char*> exec_candidates;  // where argv[0] may be, tried in order; null-terminated
   const char* hostname = nullptr;
   size_t hostname_len = 0;
   const char* workdir = nullptr;
   uid_t uid = 0;
   gid_t gid = 0;
-  int sync_fd = -1;    // read end: one byte from the parent means go, EOF means the parent died
+  int sync_fd = -1;        // read end: one byte from the parent means go, EOF means the parent died
   int sync_write_fd = -1;  // the parent's end of that pipe, closed first in the child so the parent's death is EOF
-  int error_fd = -1;   // write end, close-on-exec: a ChildFailure, or EOF when exec succeeded
-  int status_fd = -1;  // write end: the command's wait status, from init
+  int error_fd = -1;       // write end, close-on-exec: a ChildFailure, or EOF when exec succeeded
+  int status_fd = -1;      // write end: the command's wait status, from init
   int stdin_fd = -1, stdout_fd = -1, stderr_fd = -1;
   bool die_with_parent = true;
   bool service = false;  // serve exec sessions on control_fd instead of running argv once

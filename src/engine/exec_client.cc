@@ -37,7 +37,8 @@ Result<Fd> Connect(const std::string& path) {
 }  // namespace
 
 Result<std::string> EncodeExecRequest(const ExecSpec& spec) {
-  if (spec.argv.empty() || spec.argv[0].empty()) return Error::Of(Code::kInvalidArgument, "argv[0]: must name a command");
+  if (spec.argv.empty() || spec.argv[0].empty())
+    return Error::Of(Code::kInvalidArgument, "argv[0]: must name a command");
   std::string strings;
   auto add = [&](const std::string& s) -> Status {
     if (s.find('\0') != std::string::npos)
@@ -48,8 +49,11 @@ Result<std::string> EncodeExecRequest(const ExecSpec& spec) {
   for (const auto& a : spec.argv) ISB_TRY(add(a));
   for (const auto& e : spec.env) ISB_TRY(add(e));
   ISB_TRY(add(spec.workdir.empty() ? "/" : spec.workdir));
-  ExecRequestHeader h{spec.tty ? kExecMagicTty : kExecMagic, spec.uid, spec.gid,
-                      static_cast<uint32_t>(spec.argv.size()), static_cast<uint32_t>(spec.env.size()),
+  ExecRequestHeader h{spec.tty ? kExecMagicTty : kExecMagic,
+                      spec.uid,
+                      spec.gid,
+                      static_cast<uint32_t>(spec.argv.size()),
+                      static_cast<uint32_t>(spec.env.size()),
                       static_cast<uint32_t>(strings.size())};
   if (sizeof h + sizeof(ExecTtySize) + strings.size() > kExecMaxMessage || spec.argv.size() > 4000 ||
       spec.env.size() > 4000)
@@ -71,8 +75,10 @@ ssize_t ReceiveEvent(int sock, ExecEvent* e, Fd* fd) {
   int received = -1;
   ssize_t got = RecvWithFd(sock, e, sizeof *e, &received, MSG_DONTWAIT);
   if (received >= 0) {
-    if (!fd->valid()) fd->Reset(received);
-    else ::close(received);
+    if (!fd->valid())
+      fd->Reset(received);
+    else
+      ::close(received);
   }
   return got;
 }
@@ -144,8 +150,10 @@ Result<ExecOutcome> ExecInSandbox(const std::string& control_path, const ExecSpe
     bool outputs_open = outs[0].fd.valid() || outs[1].fd.valid();
     if (exited && (!outputs_open || Clock::now() >= drain_until)) break;
     if (!exited && !sock.valid()) break;
-    pollfd fds[4] = {{outs[0].fd.get(), POLLIN, 0}, {outs[1].fd.get(), POLLIN, 0},
-                     {exited ? -1 : sock.get(), POLLIN, 0}, {in.write.get(), POLLOUT, 0}};
+    pollfd fds[4] = {{outs[0].fd.get(), POLLIN, 0},
+                     {outs[1].fd.get(), POLLIN, 0},
+                     {exited ? -1 : sock.get(), POLLIN, 0},
+                     {in.write.get(), POLLOUT, 0}};
     auto until = exited ? drain_until : deadline;
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
     const int64_t tick = spec.cancelled && !exited ? 1000 : int64_t{1} << 30;
@@ -195,8 +203,9 @@ Result<ExecOutcome> ExecInSandbox(const std::string& control_path, const ExecSpe
           auto terminal = std::make_shared<ExecTerminal>(std::move(master));
           if (spec.on_terminal) spec.on_terminal(std::move(terminal));
         } else if (e.kind == ExecEventKind::kFailed) {
-          if (e.detail == 0) return Error::Of(Code::kUnavailable, std::string("the sandbox refused the exec: ") +
-                                                                    std::strerror(e.value));
+          if (e.detail == 0)
+            return Error::Of(Code::kUnavailable,
+                             std::string("the sandbox refused the exec: ") + std::strerror(e.value));
           if (static_cast<Step>(e.detail) == Step::kExec) {
             r.exec_error = spec.argv[0] + ": " +
                            (e.value == ENOENT ? std::string("command not found in the sandbox")

@@ -71,7 +71,7 @@ static inline bool SplitExecStrings(char** p, const char* end, uint32_t count, c
 struct ExecRequestParts {
   ExecRequestHeader header;
   bool tty;
-  ExecTtySize size;    // tty only
+  ExecTtySize size;  // tty only
   const char* workdir;
 };
 
@@ -81,7 +81,7 @@ struct ExecRequestParts {
 // `cap` long) and then the working directory, ending the message. argv and envp end with NULL. False for anything
 // else; `out` and the arrays are then unspecified.
 static inline bool DecodeExecRequest(char* message, size_t n, int nfds, ExecRequestParts* out, char** argv, char** envp,
-                              size_t cap) {
+                                     size_t cap) {
   ExecRequestHeader& h = out->header;
   if (n < sizeof h) return false;
   std::memcpy(&h, message, sizeof h);

@@ -17,8 +17,8 @@ namespace isb::engine {
 struct ExecInputMessage {
   enum class Kind { kStdin, kEof, kResize };
   Kind kind = Kind::kStdin;
-  std::string data;               // kStdin: the bytes typed
-  uint16_t rows = 0, cols = 0;    // kResize: the new window size
+  std::string data;             // kStdin: the bytes typed
+  uint16_t rows = 0, cols = 0;  // kResize: the new window size
 };
 
 // The other direction is an ExecSink (exec_client.h) for the stdout and stderr chunks, then the ExecOutcome

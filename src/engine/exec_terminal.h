@@ -39,7 +39,7 @@ class ExecTerminal {
 
  private:
   Fd master_;
-  Mutex write_mu_;  // keeps each call's bytes together
+  Mutex write_mu_;                              // keeps each call's bytes together
   char last_ ISB_GUARDED_BY(write_mu_) = '\n';  // the last byte written
 };
 

@@ -54,9 +54,12 @@ Status CheckOne(const IdMapping& m, const std::string& field) {
 
 const char* IdMappingKindName(IdMapping::Kind kind) {
   switch (kind) {
-    case IdMapping::Kind::kUid: return "uid";
-    case IdMapping::Kind::kGid: return "gid";
-    case IdMapping::Kind::kBoth: return "both";
+    case IdMapping::Kind::kUid:
+      return "uid";
+    case IdMapping::Kind::kGid:
+      return "gid";
+    case IdMapping::Kind::kBoth:
+      return "both";
   }
   return "both";
 }
@@ -87,8 +90,7 @@ Status ValidateIdMappings(const std::vector<IdMapping>& mappings, bool privilege
     if (lines > kMaxIdMapLines || text.size() > kMaxIdMapBytes)
       return Invalid("idmap: too many entries: the sandbox's " + std::string(name) + " would need " +
                      std::to_string(lines) + " lines (" + std::to_string(text.size()) + " bytes); the kernel takes " +
-                     std::to_string(kMaxIdMapLines) + " lines in at most " + std::to_string(kMaxIdMapBytes) +
-                     " bytes");
+                     std::to_string(kMaxIdMapLines) + " lines in at most " + std::to_string(kMaxIdMapBytes) + " bytes");
   }
   return {};
 }
@@ -110,7 +112,8 @@ std::string IdMapText(uid_t base, const std::vector<IdMapping>& mappings, IdMapK
 
 uint32_t HostIdOf(uid_t base, const std::vector<IdMapping>& mappings, IdMapKind which, uint32_t inside) {
   for (const IdMapping& m : mappings)
-    if (Covers(m.kind, which) && inside >= m.sandbox && inside - m.sandbox < m.count) return m.host + (inside - m.sandbox);
+    if (Covers(m.kind, which) && inside >= m.sandbox && inside - m.sandbox < m.count)
+      return m.host + (inside - m.sandbox);
   return base + inside;
 }
 
@@ -125,10 +128,14 @@ Result<IdMapping> ParseIdMapping(const std::string& flag, const std::string& tex
   }
   if (parts.size() != 3 && parts.size() != 4) return bad();
   IdMapping m;
-  if (parts[0] == "uid") m.kind = IdMapping::Kind::kUid;
-  else if (parts[0] == "gid") m.kind = IdMapping::Kind::kGid;
-  else if (parts[0] == "both") m.kind = IdMapping::Kind::kBoth;
-  else return bad();
+  if (parts[0] == "uid")
+    m.kind = IdMapping::Kind::kUid;
+  else if (parts[0] == "gid")
+    m.kind = IdMapping::Kind::kGid;
+  else if (parts[0] == "both")
+    m.kind = IdMapping::Kind::kBoth;
+  else
+    return bad();
   uint32_t* fields[] = {&m.host, &m.sandbox, &m.count};
   for (size_t i = 1; i < parts.size(); ++i) {
     const std::string& p = parts[i];

@@ -44,7 +44,8 @@ Result<IdLease> IdAllocator::Acquire() {
       if (errno == EWOULDBLOCK) continue;
       return Error::Sys("flock " + path);
     }
-    struct stat held{}, now{};
+    struct stat held {
+    }, now{};
     if (::fstat(fd.get(), &held) != 0) return Error::Sys("fstat " + path);
     if (::stat(path.c_str(), &now) != 0 || now.st_ino != held.st_ino) continue;  // released meanwhile
     IdLease lease;
@@ -65,7 +66,8 @@ bool IdAllocator::Reclaim(uint32_t index) {
   if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) return false;
   // Still the file at that path? Another Reclaim may have unlinked it meanwhile and a new lease taken the path with
   // a file of its own, locked: that one is not ours to unlink.
-  struct stat held{}, now{};
+  struct stat held {
+  }, now{};
   if (::fstat(fd.get(), &held) != 0 || ::stat(path.c_str(), &now) != 0) return true;  // gone already
   if (held.st_ino != now.st_ino || held.st_dev != now.st_dev) return true;
   ::unlink(path.c_str());

@@ -32,7 +32,10 @@ class IdLease {
   const std::string& path() const { return path_; }
   int fd() const { return lock_.get(); }
   // Closes this process's descriptor but leaves the file: a sandbox's init holds the lock from here on.
-  void Detach() { lock_.Reset(); path_.clear(); }
+  void Detach() {
+    lock_.Reset();
+    path_.clear();
+  }
 
  private:
   friend class IdAllocator;

@@ -45,7 +45,7 @@ bool OverlayTakesIdmappedLayers() {
 
 Fd IdmappedTree(const std::string& path, int userns_fd) {
   Fd src(OpenNoSymlinks(path.c_str(), O_PATH));
-  struct stat st{};
+  struct stat st {};
   if (!src.valid() || ::fstat(src.get(), &st) != 0 || !S_ISDIR(st.st_mode)) return Fd();
   Fd tree(::open_tree(src.get(), "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE));
   if (!tree.valid()) return Fd();
@@ -116,8 +116,10 @@ ssize_t ReceiveGo(int sock) {
     for (size_t i = 0; i < count; ++i) {
       int fd;
       std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-      if (g_tree_count < kMaxImageLayers) g_trees[g_tree_count++] = fd;
-      else ::close(fd);
+      if (g_tree_count < kMaxImageLayers)
+        g_trees[g_tree_count++] = fd;
+      else
+        ::close(fd);
     }
   }
   // Cut short, the trees would not match the layers their steps expect: better no sandbox than a wrong root.

@@ -103,7 +103,7 @@ void Forward(int sig) {
 void RunInit(const ChildPlan& plan) {
   // Nothing in the sandbox may read init's memory through /proc/1/mem or attach to it.
   ::prctl(PR_SET_DUMPABLE, 0);
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_handler = Forward;
   sigemptyset(&sa.sa_mask);
   for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) ::sigaction(sig, &sa, nullptr);
@@ -156,8 +156,8 @@ constexpr int kMaxSessions = 128;
 // (suid_dumpable 1) or have a core dump take init with it (2, kernels before 5.16).
 struct Launch {
   int session_fd;
-  int exec_watch;  // the write end of the session's exec watch
-  bool copied;     // the child has a copy of init's memory (a command of another user), not init's own
+  int exec_watch;       // the write end of the session's exec watch
+  bool copied;          // the child has a copy of init's memory (a command of another user), not init's own
   const void* mapping;  // the session's mapping, which holds this
   int fds[3];
   ExecRequestHeader h;
@@ -171,7 +171,7 @@ constexpr size_t kLaunchStack = 64 * 1024;
 
 struct Session {
   int fd = -1;
-  pid_t pid = 0;        // the command, once started
+  pid_t pid = 0;  // the command, once started
   bool hung_up = false;
   int exec_watch = -1;  // read end of a pipe whose write end the child holds until its exec (close-on-exec)
   void* mapping = nullptr;
@@ -378,9 +378,9 @@ void HandleRequest(Session& s) {
       if (fds[i] >= 0) ::close(fds[i]);
   };
   ExecRequestParts parts{};
-  const bool ok = n > 0 && !(msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) &&
-                  DecodeExecRequest(l.message, static_cast<size_t>(n), nfds, &parts, l.argv, l.envp,
-                                    kExecMaxStrings + 1);
+  const bool ok =
+      n > 0 && !(msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) &&
+      DecodeExecRequest(l.message, static_cast<size_t>(n), nfds, &parts, l.argv, l.envp, kExecMaxStrings + 1);
   if (!ok) {
     close_fds();
     Send(s.fd, ExecEventKind::kFailed, EINVAL, 0);
@@ -481,7 +481,7 @@ void KillSession(pid_t sid) {
     if (proc < 0) return;
     // Only the kernel's: the sandbox's root may have mounted something else over /proc (a FIFO for a stat file
     // would hold init, and every exec with it).
-    struct statfs fs{};
+    struct statfs fs {};
     if (::fstatfs(proc, &fs) != 0 || fs.f_type != PROC_SUPER_MAGIC) {
       ::close(proc);
       return;

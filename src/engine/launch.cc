@@ -100,11 +100,11 @@ Error SetupFailure(const ChildFailure& f, const RootfsPlan& rootfs) {
   if (f.step == Step::kRootfs && f.err == EPERM)
     hint = "; the kernel refused a mount inside a user namespace (check that /proc is fully visible to isb)";
   if (f.step == Step::kRootfs && f.err == EACCES)
-    hint = "; the sandbox's root is an unprivileged host uid: the path and its parents must be world-searchable "
-           "(chmod o+x) and an image world-readable";
+    hint =
+        "; the sandbox's root is an unprivileged host uid: the path and its parents must be world-searchable "
+        "(chmod o+x) and an image world-readable";
   if (f.step == Step::kWorkdir) hint = "; does the directory exist in the sandbox?";
-  return Error{"sandbox setup failed while " + what + ": " + std::strerror(f.err) + hint, f.err,
-               Code::kUnavailable};
+  return Error{"sandbox setup failed while " + what + ": " + std::strerror(f.err) + hint, f.err, Code::kUnavailable};
 }
 
 Result<Fd> ListenControl(const std::string& path) {
@@ -236,7 +236,8 @@ Result<Launched> Launch(const SandboxConfig& config, const LaunchOptions& option
     ISB_TRY(PrepareWritableDir(config.writable_dir, base, root_uid, root_gid, !ImageLayers(config).empty()));
   }
   const bool run = options.cgroup_name.empty();
-  ISB_ASSIGN_OR_RETURN(l.cgroup_, Cgroup::Create(*layout, run ? RunName(l.lease_) : options.cgroup_name, config.limits));
+  ISB_ASSIGN_OR_RETURN(l.cgroup_,
+                       Cgroup::Create(*layout, run ? RunName(l.lease_) : options.cgroup_name, config.limits));
 
   step("cgroup");
   Fd control;
@@ -282,11 +283,10 @@ Result<Launched> Launch(const SandboxConfig& config, const LaunchOptions& option
     if (pid == 0) ChildMain(plan);  // never returns: the owner's ids are put back in this process only
   }
   if (pid < 0)
-    return Error{std::string("clone of the sandbox failed: ") + std::strerror(-pid) +
-                     (-pid == EPERM || -pid == ENOSPC
-                          ? " (are user namespaces enabled? check user.max_user_namespaces)"
-                          : ""),
-                 -pid, Code::kUnavailable};
+    return Error{
+        std::string("clone of the sandbox failed: ") + std::strerror(-pid) +
+            (-pid == EPERM || -pid == ENOSPC ? " (are user namespaces enabled? check user.max_user_namespaces)" : ""),
+        -pid, Code::kUnavailable};
   step("clone");
   l.pid_ = pid;
   l.pidfd_.Reset(pidfd);

@@ -19,9 +19,7 @@
 #include "engine/image_trees.h"
 
 namespace isb::engine {
-std::string HostsFile(const std::string& hostname) {
-  return "127.0.0.1 localhost " + hostname + "\n::1 localhost\n";
-}
+std::string HostsFile(const std::string& hostname) { return "127.0.0.1 localhost " + hostname + "\n::1 localhost\n"; }
 
 std::string ScratchTmpfs(uint64_t bytes) {
   return bytes == 0 ? "mode=1777" : "mode=1777,size=" + std::to_string((bytes + 4095) / 4096 * 4096);
@@ -38,8 +36,8 @@ constexpr const char* kHostDirs[] = {"usr", "bin", "sbin", "lib", "lib32", "lib6
 // host's users, services or secrets. Each is a mount, and mounts are most of a sandbox's start-up: keep it short.
 constexpr const char* kHostEtc[] = {"ld.so.cache", "alternatives", "ssl", "localtime"};
 // OCI's default masked and read-only /proc paths.
-constexpr const char* kMaskedFiles[] = {"kcore", "keys", "latency_stats", "timer_list", "timer_stats",
-                                        "sched_debug", "kallsyms", "kpageflags", "kpagecount", "kpagecgroup"};
+constexpr const char* kMaskedFiles[] = {"kcore",       "keys",     "latency_stats", "timer_list", "timer_stats",
+                                        "sched_debug", "kallsyms", "kpageflags",    "kpagecount", "kpagecgroup"};
 constexpr const char* kMaskedDirs[] = {"acpi", "asound", "scsi", "driver"};
 constexpr const char* kReadOnly[] = {"bus", "fs", "irq", "sys", "sysrq-trigger"};
 constexpr const char* kDevices[] = {"null", "zero", "full", "random", "urandom", "tty"};
@@ -52,7 +50,7 @@ const char kGroup[] = "root:x:0:\ntty:x:5:\nnogroup:x:65534:\n";
 const char kNsswitch[] = "passwd: files\ngroup: files\nhosts: files dns\n";
 
 bool IsDir(const std::string& p) {
-  struct stat st{};
+  struct stat st {};
   return ::lstat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
@@ -68,8 +66,8 @@ class Planner {
 
   void Mount(const std::string& src, const std::string& dst, const char* fstype, unsigned long flags,
              const std::string& data = "", bool optional = false) {
-    p_->Add({MountStep::kMount, p_->Keep(src), p_->Keep(dst), fstype, flags,
-             data.empty() ? nullptr : p_->Keep(data), 0, optional});
+    p_->Add({MountStep::kMount, p_->Keep(src), p_->Keep(dst), fstype, flags, data.empty() ? nullptr : p_->Keep(data), 0,
+             optional});
   }
   void Bind(const std::string& src, const std::string& dst, bool read_only, bool optional = false) {
     Mount(src, dst, nullptr, MS_BIND | MS_REC, "", optional);
@@ -151,7 +149,7 @@ void PlanHostView(Planner& pl, const std::string& root, const SandboxConfig& con
   pl.Write(root + "/etc/resolv.conf", config.resolv_conf);
   for (const char* e : kHostEtc) {
     std::string host = std::string("/etc/") + e;
-    struct stat st{};
+    struct stat st {};
     if (::lstat(host.c_str(), &st) != 0) continue;
     char link[4096];
     ssize_t n;
@@ -232,15 +230,24 @@ std::string RootfsPlan::Describe(size_t i) const {
     case MountStep::kMount:
       if (s.flags & MS_REMOUNT) return "remount " + str(s.target) + " read-only";
       return "mount " + (s.fstype ? str(s.fstype) : "bind of " + str(s.source)) + " on " + str(s.target);
-    case MountStep::kMkdir: return "create directory " + str(s.target);
-    case MountStep::kTouch: return "create mount point " + str(s.target);
-    case MountStep::kSymlink: return "create symlink " + str(s.target);
-    case MountStep::kWriteFile: return "write " + str(s.target);
-    case MountStep::kReplaceFile: return "replace " + str(s.target);
-    case MountStep::kPivotRoot: return "pivot_root into " + str(s.target);
-    case MountStep::kChdir: return "change directory to " + str(s.target);
-    case MountStep::kBindNoFollow: return "bind " + str(s.source) + " (no symlinks) on " + str(s.target);
-    case MountStep::kImage: return "image " + str(s.source) + " (no symlinks) on " + str(s.target);
+    case MountStep::kMkdir:
+      return "create directory " + str(s.target);
+    case MountStep::kTouch:
+      return "create mount point " + str(s.target);
+    case MountStep::kSymlink:
+      return "create symlink " + str(s.target);
+    case MountStep::kWriteFile:
+      return "write " + str(s.target);
+    case MountStep::kReplaceFile:
+      return "replace " + str(s.target);
+    case MountStep::kPivotRoot:
+      return "pivot_root into " + str(s.target);
+    case MountStep::kChdir:
+      return "change directory to " + str(s.target);
+    case MountStep::kBindNoFollow:
+      return "bind " + str(s.source) + " (no symlinks) on " + str(s.target);
+    case MountStep::kImage:
+      return "image " + str(s.source) + " (no symlinks) on " + str(s.target);
     case MountStep::kTreeAttrs:
       return std::string("make ") + str(s.target) + " and the mounts below it " +
              (s.flags & MOUNT_ATTR_RDONLY ? "read-only, " : "") +
@@ -274,7 +281,8 @@ Status CheckImageLayers(const SandboxConfig& config, const std::vector<std::stri
   for (const std::string& layer : layers) paths.push_back(&layer);
   for (const std::string* path : paths)
     if (path->find_first_of(kOverlaySpecialChars) != std::string::npos)
-      return Error::Msg("'" + *path + "' cannot be an overlay layer: a path with ':', ',' or '\\' would be read as "
+      return Error::Msg("'" + *path +
+                        "' cannot be an overlay layer: a path with ':', ',' or '\\' would be read as "
                         "more than one layer or option");
   return {};
 }
@@ -360,12 +368,14 @@ Result<RootfsPlan> PlanRootfs(const SandboxConfig& config, const std::string& st
   pl.Mkdir(root + "/sys");
   pl.Mount("sysfs", root + "/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC);
   for (const auto& b : config.binds) {
-    struct stat st{};
+    struct stat st {};
     ::stat(b.source.c_str(), &st);
     std::string parent = b.target.substr(0, b.target.rfind('/'));
     if (!parent.empty()) pl.MkdirAll(root, parent);
-    if (S_ISDIR(st.st_mode)) pl.Mkdir(root + b.target);
-    else pl.Touch(root + b.target);
+    if (S_ISDIR(st.st_mode))
+      pl.Mkdir(root + b.target);
+    else
+      pl.Touch(root + b.target);
     pl.BindNoFollow(b.source, root + b.target, b.read_only);
   }
   pl.Pivot(root);
@@ -463,8 +473,8 @@ int RunStep(const MountStep& s) {
       if (dir < 0) return -1;
       // Non-blocking, then a regular file or nothing: a FIFO left at a target (the sandbox's root may make one in
       // its layer, an image may hold one) would block the open for good, with nothing in the sandbox yet to read it.
-      int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK |
-                  (s.kind == MountStep::kWriteFile ? O_TRUNC : 0);
+      int flags =
+          O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | (s.kind == MountStep::kWriteFile ? O_TRUNC : 0);
       int fd = ::openat(dir, name, flags, s.mode);
       int saved = errno;
       ::close(dir);
@@ -472,7 +482,7 @@ int RunStep(const MountStep& s) {
         errno = saved == ENXIO ? EINVAL : saved;  // ENXIO: a FIFO (or socket) no one reads
         return -1;
       }
-      struct stat st{};
+      struct stat st {};
       if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         ::close(fd);
         errno = EINVAL;
@@ -513,7 +523,7 @@ int RunStep(const MountStep& s) {
     case MountStep::kBindNoFollow: {
       int src = OpenNoSymlinks(s.source, O_PATH);
       if (src < 0) return -1;
-      struct stat st{};
+      struct stat st {};
       if (::fstat(src, &st) != 0 || S_ISLNK(st.st_mode)) {  // O_NOFOLLOW opened a last component that is a link
         ::close(src);
         errno = ELOOP;
@@ -613,8 +623,8 @@ Status PrepareWritableDir(const std::string& dir, uid_t base, uid_t root_uid, gi
     return Error::Sys("chown " + dir);
   const std::string marker = dir + "/.isb-range";
   auto old = ReadFile(marker);
-  const std::vector<std::string> subs = image ? std::vector<std::string>{"upper", "work"}
-                                              : std::vector<std::string>{"root"};
+  const std::vector<std::string> subs =
+      image ? std::vector<std::string>{"upper", "work"} : std::vector<std::string>{"root"};
   for (const auto& sub : subs) {
     std::string p = dir + "/" + sub;
     if (::mkdir(p.c_str(), 0755) == 0 && ::chown(p.c_str(), root_uid, root_gid) != 0) return Error::Sys("chown " + p);
@@ -622,7 +632,8 @@ Status PrepareWritableDir(const std::string& dir, uid_t base, uid_t root_uid, gi
   if (old.ok()) {
     std::optional<uid_t> parsed = ParseDecimal<uid_t>(*old);
     if (!parsed)
-      return Error::Msg("the writable layer " + dir + " has a range marker that is not a number; it cannot be moved "
+      return Error::Msg("the writable layer " + dir +
+                        " has a range marker that is not a number; it cannot be moved "
                         "to this sandbox's ids");
     const uid_t old_base = *parsed;
     if (old_base != base) {

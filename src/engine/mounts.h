@@ -25,7 +25,17 @@ struct MountStep {
   // kChdir: makes `target` (reached without following symlinks) the working directory, which the relative paths
   // of a later mount's options are resolved from.
   enum Kind {
-    kMount, kMkdir, kTouch, kSymlink, kWriteFile, kReplaceFile, kPivotRoot, kBindNoFollow, kTreeAttrs, kImage, kChdir
+    kMount,
+    kMkdir,
+    kTouch,
+    kSymlink,
+    kWriteFile,
+    kReplaceFile,
+    kPivotRoot,
+    kBindNoFollow,
+    kTreeAttrs,
+    kImage,
+    kChdir
   } kind;
   const char* source = nullptr;  // kMount, kBindNoFollow: source; kSymlink: link target; k*File: contents
   const char* target = nullptr;
@@ -33,9 +43,9 @@ struct MountStep {
   unsigned long flags = 0;
   const char* data = nullptr;
   unsigned mode = 0755;
-  bool optional = false;  // a missing target (ENOENT) is skipped, for /proc entries some kernels lack
+  bool optional = false;     // a missing target (ENOENT) is skipped, for /proc entries some kernels lack
   bool best_effort = false;  // a refusal (EACCES, EPERM, EROFS, ...) is skipped: what an image's own files may refuse
-  size_t layer = 0;  // kImage: which of the image's layers (bottom first)
+  size_t layer = 0;          // kImage: which of the image's layers (bottom first)
 };
 
 // The steps, and the storage for every string they point to (a deque: its elements never move).

@@ -59,8 +59,7 @@ NamespaceOwner::~NamespaceOwner() {
 
 pid_t CloneWithPidfd(int flags, int* pidfd) {
   // Raw clone without a new stack behaves as fork: the child continues on a copy of the caller's stack.
-  long rc = ::syscall(SYS_clone, static_cast<unsigned long>(flags) | CLONE_PIDFD | SIGCHLD, nullptr, pidfd,
-                      nullptr, 0);
+  long rc = ::syscall(SYS_clone, static_cast<unsigned long>(flags) | CLONE_PIDFD | SIGCHLD, nullptr, pidfd, nullptr, 0);
   if (rc < 0) return -errno;
   return static_cast<pid_t>(rc);
 }

@@ -91,17 +91,18 @@ Result<RunResult> RunSandbox(const SandboxConfig& config, const RunOptions& opti
                         (child.exec_errno == ENOENT ? std::string("command not found in the sandbox")
                                                     : std::string(std::strerror(child.exec_errno)));
   }
-  Stream streams[2] = {
-      Stream(std::move(child.stdout_read), options.stdout_fd, options.capture, config.output_limit, &result.stdout_data,
-             &result.stdout_truncated),
-      Stream(std::move(child.stderr_read), options.stderr_fd, options.capture, config.output_limit, &result.stderr_data,
-             &result.stderr_truncated)};
+  Stream streams[2] = {Stream(std::move(child.stdout_read), options.stdout_fd, options.capture, config.output_limit,
+                              &result.stdout_data, &result.stdout_truncated),
+                       Stream(std::move(child.stderr_read), options.stderr_fd, options.capture, config.output_limit,
+                              &result.stderr_data, &result.stderr_truncated)};
   const auto deadline = config.timeout.count() > 0 ? start + config.timeout : Clock::time_point::max();
   bool init_done = false;
   int init_status = 0;
   while (!init_done || streams[0].open() || streams[1].open()) {
-    pollfd fds[4] = {{streams[0].fd(), POLLIN, 0}, {streams[1].fd(), POLLIN, 0},
-                     {init_done ? -1 : child.pidfd(), POLLIN, 0}, {sigfd.get(), POLLIN, 0}};
+    pollfd fds[4] = {{streams[0].fd(), POLLIN, 0},
+                     {streams[1].fd(), POLLIN, 0},
+                     {init_done ? -1 : child.pidfd(), POLLIN, 0},
+                     {sigfd.get(), POLLIN, 0}};
     int wait_ms = -1;
     if (!init_done && deadline != Clock::time_point::max()) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();

@@ -24,8 +24,8 @@ struct RunOptions {
 };
 
 struct RunResult {
-  int exit_code = 0;  // the command's, 128+N for signal N, 124 on timeout, 126/127 when it could not be executed
-  int signal = 0;     // the signal that ended the command, if any
+  int exit_code = 0;        // the command's, 128+N for signal N, 124 on timeout, 126/127 when it could not be executed
+  int signal = 0;           // the signal that ended the command, if any
   bool oom_killed = false;  // from the cgroup's own OOM counter
   bool timed_out = false;
   bool stdout_truncated = false;
@@ -34,7 +34,7 @@ struct RunResult {
   double cpu_ms = 0;
   uint64_t peak_memory_bytes = 0;
   std::string stdout_data, stderr_data;  // with `capture`
-  std::string exec_error;  // why the command could not be executed (exit codes 126/127)
+  std::string exec_error;                // why the command could not be executed (exit codes 126/127)
   // Where the wall time went, step by step in order: the launch's steps (Launched::steps), then "command" (from the
   // command's exec to init's exit) and "cleanup" (the cgroup read and removed). Up to "command" they add up to
   // wall_ms.

@@ -189,6 +189,4 @@ Result<SeccompProgram> BuildSeccompProgram(const std::vector<SeccompRule>& refus
   return p;
 }
 
-
-
 }  // namespace isb::engine

@@ -49,8 +49,10 @@ Result<std::string> RecvText(int fd, Fd* received = nullptr) {
   int got = -1;
   ssize_t n = RecvWithFd(fd, buf.data(), buf.size(), &got);
   if (got >= 0) {
-    if (received != nullptr) received->Reset(got);
-    else ::close(got);
+    if (received != nullptr)
+      received->Reset(got);
+    else
+      ::close(got);
   }
   if (n < 0) return Error::Sys("recv");
   if (n == 0) return Error::Msg("the spawner exited");
@@ -136,7 +138,9 @@ Result<SpawnedSandbox> Spawner::Spawn(const SandboxConfig& config, const std::st
                                       const std::string& cgroup_name) {
   MutexLock lock(mu_);
   if (!sock_.valid()) return Error::Msg("the spawner is not running");
-  ISB_TRY(SendText(sock_.get(), json{{"config", ConfigToJson(config)}, {"control_path", control_path}, {"cgroup_name", cgroup_name}}.dump()));
+  ISB_TRY(SendText(
+      sock_.get(),
+      json{{"config", ConfigToJson(config)}, {"control_path", control_path}, {"cgroup_name", cgroup_name}}.dump()));
   Fd report;
   ISB_ASSIGN_OR_RETURN(std::string text, RecvText(sock_.get(), &report));
   json r = json::parse(text, nullptr, false);
@@ -206,7 +210,8 @@ Fd OpenProcessDir(pid_t pid, uint64_t start_time) {
 
 std::string ConfigToJson(const SandboxConfig& c) {
   json binds = json::array();
-  for (const auto& b : c.binds) binds.push_back({{"source", b.source}, {"target", b.target}, {"read_only", b.read_only}});
+  for (const auto& b : c.binds)
+    binds.push_back({{"source", b.source}, {"target", b.target}, {"read_only", b.read_only}});
   return json{{"argv", c.argv},
               {"env", c.env},
               {"workdir", c.workdir},
@@ -250,8 +255,8 @@ Result<SandboxConfig> ConfigFromJson(const std::string& text) {
     c.idmap_image = j.value("idmap_image", false);
     c.writable_dir = j.at("writable_dir").get<std::string>();
     for (const auto& b : j.at("binds"))
-      c.binds.push_back({b.at("source").get<std::string>(), b.at("target").get<std::string>(),
-                         b.at("read_only").get<bool>()});
+      c.binds.push_back(
+          {b.at("source").get<std::string>(), b.at("target").get<std::string>(), b.at("read_only").get<bool>()});
     c.limits.memory_bytes = j.at("memory_bytes").get<uint64_t>();
     c.limits.millicpus = j.at("millicpus").get<uint32_t>();
     c.limits.pids = j.at("pids").get<uint32_t>();

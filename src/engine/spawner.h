@@ -15,11 +15,11 @@ namespace isb::engine {
 
 // A service sandbox the spawner started and let go: its init holds the lease; the daemon owns the cgroup.
 struct SpawnedSandbox {
-  pid_t pid = 0;              // init, in the host's pid namespace
-  uint64_t start_time = 0;    // init's start time (/proc/PID/stat), to tell it from a reused pid
-  std::string cgroup;         // the cgroup's name under <hierarchy>/isb/
+  pid_t pid = 0;             // init, in the host's pid namespace
+  uint64_t start_time = 0;   // init's start time (/proc/PID/stat), to tell it from a reused pid
+  std::string cgroup;        // the cgroup's name under <hierarchy>/isb/
   int64_t lease_index = -1;  // -1: none (a privileged sandbox)
-  uint32_t uid_base = 0;      // 0 for a privileged sandbox: its ids are the host's
+  uint32_t uid_base = 0;     // 0 for a privileged sandbox: its ids are the host's
   // The sandbox's setup report, still being written: wait on it with WaitForSetup (launch.h) before using the
   // sandbox. Launching returns before setup ends so that sandboxes are set up in parallel.
   Fd report;

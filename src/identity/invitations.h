@@ -48,7 +48,8 @@ class Invitations {
   Result<NewInvitation> Create(const Principal& caller, std::string_view org, Role role,
                                int64_t ttl_seconds = kInvitationTtl);
   // Makes `user` a member of the invitation's org with its role, once. kUnauthenticated "malformed token",
-  // "unknown token", "token expired", "token used" or "token revoked"; an existing member is kConflict (the invitation stays unused).
+  // "unknown token", "token expired", "token used" or "token revoked"; an existing member is kConflict (the invitation
+  // stays unused).
   Result<Accepted> Accept(std::string_view secret, int64_t user);
 
   // The org's invitations, newest first (admins of `org`). An org the caller does not reach is kNotFound.

@@ -26,9 +26,8 @@ Status CheckUserName(std::string_view name) { return Check("user name", name, 64
 Status CheckOrgName(std::string_view name) { return Check("org name", name, 63, "-"); }
 
 Status CheckTokenName(std::string_view name) {
-  bool ok = !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
-    return c >= 0x20 && c < 0x7f;
-  });
+  bool ok = !name.empty() && name.size() <= 64 &&
+            std::all_of(name.begin(), name.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
   if (ok) return {};
   return Error::Of(Code::kInvalidArgument, "token name: 1 to 64 printable ASCII characters");
 }

@@ -69,13 +69,13 @@ Result<OAuthClient> OAuthGrants::Client(std::string_view id) {
 }
 
 Result<OAuthClient> OAuthGrants::PutDocumentClient(std::string_view id, std::string_view name,
-                                                   const std::vector<std::string>& redirect_uris,
-                                                   int64_t expires_at) {
-  ISB_TRY(db_.Exec("INSERT INTO oauth_clients(id, name, redirect_uris, created_at, document_expires_at) "
-                   "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT(id) DO UPDATE SET name = excluded.name, "
-                   "redirect_uris = excluded.redirect_uris, document_expires_at = excluded.document_expires_at, "
-                   "created_at = excluded.created_at",
-                   {std::string(id), std::string(name), JoinLines(redirect_uris), now_(), expires_at}));
+                                                   const std::vector<std::string>& redirect_uris, int64_t expires_at) {
+  ISB_TRY(
+      db_.Exec("INSERT INTO oauth_clients(id, name, redirect_uris, created_at, document_expires_at) "
+               "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT(id) DO UPDATE SET name = excluded.name, "
+               "redirect_uris = excluded.redirect_uris, document_expires_at = excluded.document_expires_at, "
+               "created_at = excluded.created_at",
+               {std::string(id), std::string(name), JoinLines(redirect_uris), now_(), expires_at}));
   return Client(id);
 }
 
@@ -92,10 +92,11 @@ Result<std::string> OAuthGrants::IssueCode(const CodeGrant& grant) {
     }
     ISB_ASSIGN_OR_RETURN(auto org, db_.Query("SELECT id FROM orgs WHERE name = ?1", {grant.org}));
     if (org.empty()) return Error::Of(Code::kNotFound, "org " + grant.org + " not found");
-    ISB_TRY(db_.Exec("INSERT INTO oauth_codes(hash, client_id, redirect_uri, challenge, user_id, org_id, role, "
-                     "resource, created_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-                     {SecretHash(code), grant.client_id, grant.redirect_uri, grant.challenge, grant.user_id, org[0][0],
-                      std::string(RoleName(grant.role)), grant.resource, now, now + kAuthCodeTtl}));
+    ISB_TRY(
+        db_.Exec("INSERT INTO oauth_codes(hash, client_id, redirect_uri, challenge, user_id, org_id, role, "
+                 "resource, created_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                 {SecretHash(code), grant.client_id, grant.redirect_uri, grant.challenge, grant.user_id, org[0][0],
+                  std::string(RoleName(grant.role)), grant.resource, now, now + kAuthCodeTtl}));
     return db_.Exec("UPDATE oauth_clients SET last_used_at = ?2 WHERE id = ?1", {grant.client_id, now});
   });
   if (!done.ok()) return done.error();
@@ -105,15 +106,16 @@ Result<std::string> OAuthGrants::IssueCode(const CodeGrant& grant) {
 Status OAuthGrants::Withdraw(std::string_view code) {
   const int64_t now = now_();
   ISB_ASSIGN_OR_RETURN(auto rows, db_.Query("UPDATE oauth_codes SET used_at = coalesce(used_at, ?2) WHERE hash = ?1 "
-                                            "RETURNING id", {SecretHash(code), now}));
+                                            "RETURNING id",
+                                            {SecretHash(code), now}));
   if (rows.empty()) return {};
   ISB_TRY(RevokeFamily(store::AsInt(rows[0][0])));
   return {};
 }
 
 Status OAuthGrants::RevokeGrantOf(int64_t access_token_id) {
-  ISB_ASSIGN_OR_RETURN(auto rows, db_.Query("SELECT family FROM oauth_refresh WHERE access_token_id = ?1",
-                                            {access_token_id}));
+  ISB_ASSIGN_OR_RETURN(auto rows,
+                       db_.Query("SELECT family FROM oauth_refresh WHERE access_token_id = ?1", {access_token_id}));
   if (rows.empty()) return {};
   ISB_TRY(RevokeFamily(store::AsInt(rows[0][0])));
   return {};
@@ -126,16 +128,17 @@ Result<bool> OAuthGrants::RevokeToken(std::string_view token, std::string_view c
   std::vector<store::Row> rows;
   if (*kind == SecretKind::kRefresh) {
     ISB_ASSIGN_OR_RETURN(rows, db_.Query("SELECT r.family, c.client_id FROM oauth_refresh r JOIN oauth_codes c ON "
-                                         "c.id = r.family WHERE r.hash = ?1", {hash}));
+                                         "c.id = r.family WHERE r.hash = ?1",
+                                         {hash}));
   } else if (*kind == SecretKind::kToken) {
     // Only an access token an OAuth grant gave is an OAuth client's to revoke; any other token is unknown here.
     ISB_ASSIGN_OR_RETURN(rows, db_.Query("SELECT r.family, c.client_id FROM tokens t JOIN oauth_refresh r ON "
                                          "r.access_token_id = t.id JOIN oauth_codes c ON c.id = r.family WHERE "
-                                         "t.hash = ?1 LIMIT 1", {hash}));
+                                         "t.hash = ?1 LIMIT 1",
+                                         {hash}));
   }
   if (rows.empty()) return false;
-  if (store::AsText(rows[0][1]) != client_id)
-    return Error::Of(Code::kForbidden, "token: issued to another client_id");
+  if (store::AsText(rows[0][1]) != client_id) return Error::Of(Code::kForbidden, "token: issued to another client_id");
   // True only when this revoked something: a grant revoked already is not a live grant's token any more.
   ISB_ASSIGN_OR_RETURN(size_t revoked, RevokeFamily(store::AsInt(rows[0][0])));
   return revoked > 0;
@@ -157,19 +160,21 @@ Result<int64_t> OAuthGrants::Sweep() {
                                    "t.revoked_at IS NULL AND t.expires_at > ?1) RETURNING id",
                                    {now, now - kRotatedRefreshKept}));
     // The expired access tokens of grants that no refresh token refers to any more (only OAuth binds a resource).
-    ISB_ASSIGN_OR_RETURN(auto tokens, db_.Query("DELETE FROM tokens WHERE resource IS NOT NULL AND expires_at <= ?1 AND "
-                                                "id NOT IN (SELECT access_token_id FROM oauth_refresh) RETURNING id",
-                                                {now}));
+    ISB_ASSIGN_OR_RETURN(auto tokens,
+                         db_.Query("DELETE FROM tokens WHERE resource IS NOT NULL AND expires_at <= ?1 AND "
+                                   "id NOT IN (SELECT access_token_id FROM oauth_refresh) RETURNING id",
+                                   {now}));
     // Codes past their minute that no live refresh token hangs off: never exchanged, or their grant over.
-    ISB_ASSIGN_OR_RETURN(auto codes, db_.Query("DELETE FROM oauth_codes WHERE expires_at <= ?1 AND NOT EXISTS (SELECT 1 "
-                                               "FROM oauth_refresh r WHERE r.family = oauth_codes.id) RETURNING id",
-                                               {now}));
+    ISB_ASSIGN_OR_RETURN(auto codes,
+                         db_.Query("DELETE FROM oauth_codes WHERE expires_at <= ?1 AND NOT EXISTS (SELECT 1 "
+                                   "FROM oauth_refresh r WHERE r.family = oauth_codes.id) RETURNING id",
+                                   {now}));
     // Clients registered and never given a code within a day, or given none for as long as a grant lives.
-    ISB_ASSIGN_OR_RETURN(auto clients,
-                         db_.Query("DELETE FROM oauth_clients WHERE NOT EXISTS (SELECT 1 FROM oauth_codes c WHERE "
-                                   "c.client_id = oauth_clients.id) AND ((last_used_at IS NULL AND created_at <= ?1) OR "
-                                   "last_used_at <= ?2) RETURNING id",
-                                   {now - kUnusedClientTtl, now - kOAuthGrantTtl}));
+    ISB_ASSIGN_OR_RETURN(
+        auto clients, db_.Query("DELETE FROM oauth_clients WHERE NOT EXISTS (SELECT 1 FROM oauth_codes c WHERE "
+                                "c.client_id = oauth_clients.id) AND ((last_used_at IS NULL AND created_at <= ?1) OR "
+                                "last_used_at <= ?2) RETURNING id",
+                                {now - kUnusedClientTtl, now - kOAuthGrantTtl}));
     removed = static_cast<int64_t>(refresh.size() + tokens.size() + codes.size() + clients.size());
     return {};
   });
@@ -181,28 +186,33 @@ Result<size_t> OAuthGrants::RevokeFamily(int64_t family) {
   const int64_t now = now_();
   ISB_ASSIGN_OR_RETURN(auto tokens, db_.Query("UPDATE tokens SET revoked_at = ?2 WHERE revoked_at IS NULL AND id IN "
                                               "(SELECT access_token_id FROM oauth_refresh WHERE family = ?1) "
-                                              "RETURNING id", {family, now}));
+                                              "RETURNING id",
+                                              {family, now}));
   ISB_ASSIGN_OR_RETURN(auto refresh, db_.Query("UPDATE oauth_refresh SET revoked_at = ?2 WHERE family = ?1 AND "
-                                               "revoked_at IS NULL RETURNING id", {family, now}));
+                                               "revoked_at IS NULL RETURNING id",
+                                               {family, now}));
   return tokens.size() + refresh.size();
 }
 
-Result<IssuedTokens> OAuthGrants::Issue(int64_t family, const OAuthClient& client, int64_t user,
-                                        const std::string& org, Role role, const std::string& resource,
-                                        int64_t grant_ends) {
+Result<IssuedTokens> OAuthGrants::Issue(int64_t family, const OAuthClient& client, int64_t user, const std::string& org,
+                                        Role role, const std::string& resource, int64_t grant_ends) {
   const int64_t now = now_();
   // Neither token outlives the grant.
   const int64_t access_expires_at = std::min(now + kOAuthAccessTtl, grant_ends);
   const int64_t refresh_expires_at = std::min(now + kOAuthRefreshTtl, grant_ends);
-  ISB_ASSIGN_OR_RETURN(NewToken access, tokens_.CreateGranted({.name = TokenNameFor(client), .org = org,
-                                                               .role_cap = role, .expires_at = access_expires_at,
-                                                               .user_id = user, .resource = resource}));
+  ISB_ASSIGN_OR_RETURN(NewToken access, tokens_.CreateGranted({.name = TokenNameFor(client),
+                                                               .org = org,
+                                                               .role_cap = role,
+                                                               .expires_at = access_expires_at,
+                                                               .user_id = user,
+                                                               .resource = resource}));
   ISB_ASSIGN_OR_RETURN(std::string refresh, NewSecret(SecretKind::kRefresh));
-  ISB_TRY(db_.Exec("INSERT INTO oauth_refresh(hash, family, access_token_id, created_at, expires_at) "
-                   "VALUES (?1, ?2, ?3, ?4, ?5)",
-                   {SecretHash(refresh), family, access.record.id, now, refresh_expires_at}));
-  return IssuedTokens{std::move(access.secret), access.record.id, std::move(refresh), access_expires_at - now, org,
-                      role};
+  ISB_TRY(
+      db_.Exec("INSERT INTO oauth_refresh(hash, family, access_token_id, created_at, expires_at) "
+               "VALUES (?1, ?2, ?3, ?4, ?5)",
+               {SecretHash(refresh), family, access.record.id, now, refresh_expires_at}));
+  return IssuedTokens{
+      std::move(access.secret), access.record.id, std::move(refresh), access_expires_at - now, org, role};
 }
 
 Result<GrantResult<IssuedTokens>> OAuthGrants::Redeem(std::string_view code, std::string_view client_id,
@@ -282,9 +292,10 @@ Result<GrantResult<IssuedTokens>> OAuthGrants::Refresh(std::string_view refresh_
                                                 "AND revoked_at IS NULL AND expires_at > ?3)",
                                                 {hash, now - 3600, now}));
     if (store::AsInt(recent[0][0]) > kMaxRefreshesPerHour) {
-      out = Refused("invalid_request", "refresh_token: this grant was refreshed " +
-                                           std::to_string(kMaxRefreshesPerHour) + " times in the last hour; refresh "
-                                           "again when the access token you have expires");
+      out =
+          Refused("invalid_request", "refresh_token: this grant was refreshed " + std::to_string(kMaxRefreshesPerHour) +
+                                         " times in the last hour; refresh "
+                                         "again when the access token you have expires");
       return {};
     }
     ISB_ASSIGN_OR_RETURN(auto spent, db_.Query("UPDATE oauth_refresh SET used_at = ?2 WHERE hash = ?1 AND used_at IS "
@@ -292,8 +303,8 @@ Result<GrantResult<IssuedTokens>> OAuthGrants::Refresh(std::string_view refresh_
                                                "access_token_id",
                                                {hash, now}));
     if (spent.empty()) {
-      ISB_ASSIGN_OR_RETURN(auto row, db_.Query("SELECT family, used_at, revoked_at FROM oauth_refresh WHERE hash = ?1",
-                                               {hash}));
+      ISB_ASSIGN_OR_RETURN(auto row,
+                           db_.Query("SELECT family, used_at, revoked_at FROM oauth_refresh WHERE hash = ?1", {hash}));
       if (row.empty()) return {};
       if (OptInt(row[0][2])) {
         out = Refused("invalid_grant", "refresh_token: revoked; authorize again");
@@ -329,8 +340,10 @@ Result<GrantResult<IssuedTokens>> OAuthGrants::Refresh(std::string_view refresh_
       out = Refused("invalid_target", "resource: the grant was approved for " + approved);
     } else {
       // One access token of a grant is good at a time: the one this refresh replaces ends now.
-      ISB_TRY(db_.Exec("UPDATE tokens SET expires_at = ?2 WHERE id = ?1 AND revoked_at IS NULL AND "
-                       "(expires_at IS NULL OR expires_at > ?2)", {previous, now}));
+      ISB_TRY(
+          db_.Exec("UPDATE tokens SET expires_at = ?2 WHERE id = ?1 AND revoked_at IS NULL AND "
+                   "(expires_at IS NULL OR expires_at > ?2)",
+                   {previous, now}));
       ISB_ASSIGN_OR_RETURN(OAuthClient client, Client(client_id));
       // The new token keeps the name the grant's tokens have had: a client's metadata document changed since the
       // consent cannot rename what the person approved (in `isb token ls`).
@@ -338,7 +351,8 @@ Result<GrantResult<IssuedTokens>> OAuthGrants::Refresh(std::string_view refresh_
       if (!named.empty() && store::AsText(named[0][0]).starts_with("oauth "))
         client.name = store::AsText(named[0][0]).substr(6);
       ISB_ASSIGN_OR_RETURN(Role role, ParseRole(store::AsText(g[3])));
-      Result<IssuedTokens> issued = Issue(family, client, store::AsInt(g[1]), store::AsText(g[2]), role, approved, ends);
+      Result<IssuedTokens> issued =
+          Issue(family, client, store::AsInt(g[1]), store::AsText(g[2]), role, approved, ends);
       if (issued.ok()) {
         out = GrantResult<IssuedTokens>(std::move(*issued));
       } else if (const Code code = issued.error().code;

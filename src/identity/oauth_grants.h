@@ -122,8 +122,8 @@ class OAuthGrants {
 
  private:
   // Neither token lives past `grant_ends`.
-  Result<IssuedTokens> Issue(int64_t family, const OAuthClient& client, int64_t user, const std::string& org,
-                             Role role, const std::string& resource, int64_t grant_ends);
+  Result<IssuedTokens> Issue(int64_t family, const OAuthClient& client, int64_t user, const std::string& org, Role role,
+                             const std::string& resource, int64_t grant_ends);
   // How many tokens and refresh rows it revoked (0: the grant had ended already).
   Result<size_t> RevokeFamily(int64_t family);
 

@@ -8,9 +8,7 @@
 namespace isb::identity {
 namespace {
 
-Error OrgNotFound(std::string_view org) {
-  return Error::Of(Code::kNotFound, "org " + std::string(org) + " not found");
-}
+Error OrgNotFound(std::string_view org) { return Error::Of(Code::kNotFound, "org " + std::string(org) + " not found"); }
 
 Error NotMember(int64_t user, std::string_view org) {
   return Error::Of(Code::kNotFound, "user " + std::to_string(user) + " is not a member of org " + std::string(org));
@@ -80,12 +78,15 @@ Status Orgs::SetQuota(const Principal& caller, std::string_view org, const Quota
 
 Result<Quota> Orgs::GetQuota(std::string_view org) {
   ISB_ASSIGN_OR_RETURN(Org o, Get(org));
-  ISB_ASSIGN_OR_RETURN(auto rows, db_.Query("SELECT cpus, memory, instances, disk, pids FROM org_quotas WHERE org_id = ?1", {o.id}));
+  ISB_ASSIGN_OR_RETURN(
+      auto rows, db_.Query("SELECT cpus, memory, instances, disk, pids FROM org_quotas WHERE org_id = ?1", {o.id}));
   Quota q;
   if (rows.empty()) return q;
   const store::Row& r = rows[0];
-  if (auto* d = std::get_if<double>(&r[0])) q.cpus = *d;
-  else if (auto* i = std::get_if<int64_t>(&r[0])) q.cpus = static_cast<double>(*i);
+  if (auto* d = std::get_if<double>(&r[0]))
+    q.cpus = *d;
+  else if (auto* i = std::get_if<int64_t>(&r[0]))
+    q.cpus = static_cast<double>(*i);
   if (!std::holds_alternative<std::nullptr_t>(r[1])) q.memory = store::AsInt(r[1]);
   if (!std::holds_alternative<std::nullptr_t>(r[2])) q.instances = store::AsInt(r[2]);
   if (!std::holds_alternative<std::nullptr_t>(r[3])) q.disk = store::AsInt(r[3]);
@@ -129,15 +130,15 @@ Result<std::vector<Org>> Orgs::ListFor(const Principal& caller) {
 Result<int64_t> Orgs::ManagedOrg(const Principal& caller, std::string_view org, bool owner_needed) {
   if (!caller.RoleIn(org)) return OrgNotFound(org);
   ISB_ASSIGN_OR_RETURN(Org o, Get(org));
-  ISB_TRY(RequireRole(caller, org, owner_needed ? Role::kOwner : Role::kAdmin,
-                      std::string(owner_needed ? "make, unmake or remove owners" : "manage members") + " of org " +
-                          std::string(org)));
+  ISB_TRY(RequireRole(
+      caller, org, owner_needed ? Role::kOwner : Role::kAdmin,
+      std::string(owner_needed ? "make, unmake or remove owners" : "manage members") + " of org " + std::string(org)));
   return o.id;
 }
 
 Result<Role> Orgs::CurrentRole(int64_t org_id, std::string_view org, int64_t user) {
-  ISB_ASSIGN_OR_RETURN(auto rows, db_.Query("SELECT role FROM memberships WHERE org_id = ?1 AND user_id = ?2",
-                                            {org_id, user}));
+  ISB_ASSIGN_OR_RETURN(auto rows,
+                       db_.Query("SELECT role FROM memberships WHERE org_id = ?1 AND user_id = ?2", {org_id, user}));
   if (rows.empty()) return NotMember(user, org);
   return ParseRole(store::AsText(rows[0][0]));
 }
@@ -160,10 +161,12 @@ Status Orgs::ChangeRole(const Principal& caller, std::string_view org, int64_t u
   ISB_ASSIGN_OR_RETURN(Role current, CurrentRole(org_id, org, user));
   if (current == Role::kOwner || role == Role::kOwner) ISB_TRY(ManagedOrg(caller, org, true));
   // One statement: another owner must remain, checked and changed atomically.
-  ISB_ASSIGN_OR_RETURN(auto rows, db_.Query(
-      "UPDATE memberships SET role = ?3 WHERE org_id = ?1 AND user_id = ?2 AND (role != 'owner' OR ?3 = 'owner' OR "
-      "(SELECT count(*) FROM memberships WHERE org_id = ?1 AND role = 'owner') > 1) RETURNING role",
-      {org_id, user, std::string(RoleName(role))}));
+  ISB_ASSIGN_OR_RETURN(
+      auto rows,
+      db_.Query(
+          "UPDATE memberships SET role = ?3 WHERE org_id = ?1 AND user_id = ?2 AND (role != 'owner' OR ?3 = 'owner' OR "
+          "(SELECT count(*) FROM memberships WHERE org_id = ?1 AND role = 'owner') > 1) RETURNING role",
+          {org_id, user, std::string(RoleName(role))}));
   if (rows.empty()) return LastOwner(user, org);
   return {};
 }
@@ -172,10 +175,11 @@ Status Orgs::RemoveMember(const Principal& caller, std::string_view org, int64_t
   ISB_ASSIGN_OR_RETURN(int64_t org_id, ManagedOrg(caller, org, false));
   ISB_ASSIGN_OR_RETURN(Role current, CurrentRole(org_id, org, user));
   if (current == Role::kOwner) ISB_TRY(ManagedOrg(caller, org, true));
-  ISB_ASSIGN_OR_RETURN(auto rows, db_.Query(
-      "DELETE FROM memberships WHERE org_id = ?1 AND user_id = ?2 AND (role != 'owner' OR "
-      "(SELECT count(*) FROM memberships WHERE org_id = ?1 AND role = 'owner') > 1) RETURNING role",
-      {org_id, user}));
+  ISB_ASSIGN_OR_RETURN(
+      auto rows,
+      db_.Query("DELETE FROM memberships WHERE org_id = ?1 AND user_id = ?2 AND (role != 'owner' OR "
+                "(SELECT count(*) FROM memberships WHERE org_id = ?1 AND role = 'owner') > 1) RETURNING role",
+                {org_id, user}));
   if (rows.empty()) return LastOwner(user, org);
   return {};
 }
@@ -183,7 +187,8 @@ Status Orgs::RemoveMember(const Principal& caller, std::string_view org, int64_t
 Result<std::vector<Member>> Orgs::Members(std::string_view org) {
   ISB_ASSIGN_OR_RETURN(Org o, Get(org));
   ISB_ASSIGN_OR_RETURN(auto rows, db_.Query("SELECT u.id, u.name, m.role FROM memberships m JOIN users u ON u.id = "
-                                            "m.user_id WHERE m.org_id = ?1 ORDER BY u.name", {o.id}));
+                                            "m.user_id WHERE m.org_id = ?1 ORDER BY u.name",
+                                            {o.id}));
   std::vector<Member> out;
   for (const auto& r : rows) {
     auto role = ParseRole(store::AsText(r[2]));

@@ -7,10 +7,14 @@ namespace isb::identity {
 
 std::string_view PrincipalKindName(PrincipalKind kind) {
   switch (kind) {
-    case PrincipalKind::kUser: return "user";
-    case PrincipalKind::kToken: return "token";
-    case PrincipalKind::kSession: return "session";
-    case PrincipalKind::kSuperadmin: return "superadmin";
+    case PrincipalKind::kUser:
+      return "user";
+    case PrincipalKind::kToken:
+      return "token";
+    case PrincipalKind::kSession:
+      return "session";
+    case PrincipalKind::kSuperadmin:
+      return "superadmin";
   }
   return "unknown";
 }
@@ -45,9 +49,12 @@ Status RequireRole(const Principal& caller, std::string_view org, Role need, con
 
 std::string Principal::Subject() const {
   switch (kind) {
-    case PrincipalKind::kSuperadmin: return "superadmin";
-    case PrincipalKind::kUser: return "user:" + user_name;
-    case PrincipalKind::kSession: return "session:" + user_name;
+    case PrincipalKind::kSuperadmin:
+      return "superadmin";
+    case PrincipalKind::kUser:
+      return "user:" + user_name;
+    case PrincipalKind::kSession:
+      return "session:" + user_name;
     case PrincipalKind::kToken:
       return (superadmin ? "superadmin-token:" : "token:") + std::to_string(credential_id);
   }

@@ -24,17 +24,17 @@ std::string_view PrincipalKindName(PrincipalKind kind);  // "user" | "token" | "
 
 struct Principal {
   PrincipalKind kind = PrincipalKind::kUser;
-  int64_t user_id = 0;          // 0: no user (the host, an isb_sa_ token)
+  int64_t user_id = 0;  // 0: no user (the host, an isb_sa_ token)
   std::string user_name;
-  int64_t credential_id = 0;    // the token's or session's id; 0 for a password sign-in and the host
-  std::string credential_name;  // the token's name
-  bool superadmin = false;      // the host or an isb_sa_ token: owner of every org and platform admin
-  bool platform_admin = false;  // the user's flag; an org-scoped token drops it
-  std::string org_scope;        // "": every org the user reaches; else the one org this credential reaches
-  std::optional<Role> role_cap; // a token's cap on every role
+  int64_t credential_id = 0;     // the token's or session's id; 0 for a password sign-in and the host
+  std::string credential_name;   // the token's name
+  bool superadmin = false;       // the host or an isb_sa_ token: owner of every org and platform admin
+  bool platform_admin = false;   // the user's flag; an org-scoped token drops it
+  std::string org_scope;         // "": every org the user reaches; else the one org this credential reaches
+  std::optional<Role> role_cap;  // a token's cap on every role
   std::map<std::string, Role, std::less<>> roles;  // org name -> the user's membership role, as stored
-  std::vector<Scope> scopes;    // a token's scopes; empty: unscoped
-  std::string resource;         // an OAuth access token's audience (RFC 8707), the one MCP URL it is for; "": any
+  std::vector<Scope> scopes;                       // a token's scopes; empty: unscoped
+  std::string resource;  // an OAuth access token's audience (RFC 8707), the one MCP URL it is for; "": any
 
   // The unix socket's and the host CLI's caller.
   static Principal Host();

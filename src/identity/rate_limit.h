@@ -14,9 +14,9 @@
 namespace isb::identity {
 
 struct RateLimit {
-  int max_failures = 5;         // failures allowed within the window; the next attempt waits
+  int max_failures = 5;  // failures allowed within the window; the next attempt waits
   int64_t window_seconds = 900;
-  size_t max_keys = 10000;      // beyond this, the key idle the longest is forgotten
+  size_t max_keys = 10000;  // beyond this, the key idle the longest is forgotten
 };
 
 // Thread-safe.
@@ -35,8 +35,8 @@ class RateLimiter {
 
  private:
   struct Entry {
-    std::deque<int64_t> failures;           // times, oldest first; at most max_failures
-    std::list<std::string>::iterator lru;   // position in lru_
+    std::deque<int64_t> failures;          // times, oldest first; at most max_failures
+    std::list<std::string>::iterator lru;  // position in lru_
   };
   void Expire(Entry& e, int64_t now) const;
   void Touch(Entry& e) ISB_REQUIRES(mu_);

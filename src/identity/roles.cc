@@ -28,15 +28,15 @@ std::string_view RoleName(Role role) { return kRoleNames[static_cast<size_t>(rol
 Result<Role> ParseRole(std::string_view text) {
   for (size_t i = 0; i < kRoleNames.size(); ++i)
     if (text == kRoleNames[i]) return static_cast<Role>(i);
-  return Error::Of(Code::kInvalidArgument, "role: '" + std::string(text.substr(0, 32)) +
-                                               "' is not a role (viewer, member, admin, owner)");
+  return Error::Of(Code::kInvalidArgument,
+                   "role: '" + std::string(text.substr(0, 32)) + "' is not a role (viewer, member, admin, owner)");
 }
 
 Result<ScopeKind> ParseToolKind(std::string_view text) {
   for (size_t i = 0; i < kKindNames.size(); ++i)
     if (text == kKindNames[i]) return static_cast<ScopeKind>(i);
-  return Error::Of(Code::kInvalidArgument, "tool kind: '" + std::string(text.substr(0, 32)) +
-                                               "' is not a kind (read, deploy, admin)");
+  return Error::Of(Code::kInvalidArgument,
+                   "tool kind: '" + std::string(text.substr(0, 32)) + "' is not a kind (read, deploy, admin)");
 }
 
 Result<Scope> ParseScope(std::string_view text) {
@@ -115,7 +115,8 @@ Status May(Role role, const std::vector<Scope>& scopes, Role least_role, ScopeKi
   for (const Scope& s : scopes)
     if (Covers(s, tool_kind, tool)) return {};
   std::string needs;
-  for (size_t k = static_cast<size_t>(tool_kind); k < kKindNames.size(); ++k) needs += std::string(kKindNames[k]) + ", ";
+  for (size_t k = static_cast<size_t>(tool_kind); k < kKindNames.size(); ++k)
+    needs += std::string(kKindNames[k]) + ", ";
   return Error::Of(Code::kForbidden, "token scopes (" + FormatScopes(scopes) + ") do not cover " + std::string(tool) +
                                          "; it needs scope " + needs + "or tool:" + std::string(tool));
 }

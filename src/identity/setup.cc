@@ -23,9 +23,10 @@ Result<std::string> Setup::Prepare() {
   // A fresh file: unlinked first, so an old one's mode or owner never carries over.
   if (::unlink(file.c_str()) != 0 && errno != ENOENT) return Error::Sys("remove " + file);
   ISB_TRY(WriteFile(file, secret + "\n", 0600));
-  ISB_TRY(db_.Exec("INSERT INTO setup_token(id, hash, created_at) VALUES (1, ?1, ?2) ON CONFLICT(id) DO UPDATE SET "
-                   "hash = excluded.hash, created_at = excluded.created_at, used_at = NULL",
-                   {SecretHash(secret), now_()}));
+  ISB_TRY(
+      db_.Exec("INSERT INTO setup_token(id, hash, created_at) VALUES (1, ?1, ?2) ON CONFLICT(id) DO UPDATE SET "
+               "hash = excluded.hash, created_at = excluded.created_at, used_at = NULL",
+               {SecretHash(secret), now_()}));
   return file;
 }
 
@@ -45,12 +46,16 @@ Result<int64_t> Setup::CreateFirstAdmin(std::string_view secret, std::string_vie
   ISB_TRY(CheckUserName(name));
   ISB_TRY(CheckPasswordPolicy(password));
   if (users_.Find(name).ok()) return Error::Of(Code::kConflict, "user " + std::string(name) + " already exists");
-  ISB_ASSIGN_OR_RETURN(auto claimed, db_.Query("UPDATE setup_token SET used_at = ?2 WHERE hash = ?1 AND used_at IS NULL "
-                                               "RETURNING id", {hash, now_()}));
+  ISB_ASSIGN_OR_RETURN(auto claimed,
+                       db_.Query("UPDATE setup_token SET used_at = ?2 WHERE hash = ?1 AND used_at IS NULL "
+                                 "RETURNING id",
+                                 {hash, now_()}));
   if (claimed.empty()) return Error::Of(Code::kUnauthenticated, "token used");
   ISB_ASSIGN_OR_RETURN(int64_t user, users_.Create(name, password, true));
-  ISB_TRY(db_.Exec("INSERT INTO memberships(org_id, user_id, role) SELECT id, ?1, 'owner' FROM orgs WHERE name = "
-                   "'default'", {user}));
+  ISB_TRY(
+      db_.Exec("INSERT INTO memberships(org_id, user_id, role) SELECT id, ?1, 'owner' FROM orgs WHERE name = "
+               "'default'",
+               {user}));
   (void)::unlink(path().c_str());
   return user;
 }

@@ -27,9 +27,12 @@ Result<Principal> IdentityStore::Resolve(std::string_view secret) {
   ISB_ASSIGN_OR_RETURN(SecretKind kind, ParseSecret(secret));
   switch (kind) {
     case SecretKind::kToken:
-    case SecretKind::kSuperadmin: return tokens_.Resolve(secret, kind);
-    case SecretKind::kSession: return sessions_.Resolve(secret);
-    default: return Error::Of(Code::kUnauthenticated, "unknown token");
+    case SecretKind::kSuperadmin:
+      return tokens_.Resolve(secret, kind);
+    case SecretKind::kSession:
+      return sessions_.Resolve(secret);
+    default:
+      return Error::Of(Code::kUnauthenticated, "unknown token");
   }
 }
 

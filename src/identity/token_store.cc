@@ -56,14 +56,15 @@ Result<NewToken> Tokens::Insert(SecretKind kind, const TokenSpec& spec, int64_t 
   store::Value cap = nullptr;
   if (spec.role_cap) cap = std::string(RoleName(*spec.role_cap));
   int64_t now = now_();
-  ISB_ASSIGN_OR_RETURN(auto rows,
-                       db_.Query("INSERT INTO tokens(hash, kind, name, org_id, user_id, role_cap, scopes, created_at, "
-                                 "expires_at, resource) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) RETURNING id",
-                                 {SecretHash(secret), std::string(KindText(kind)), spec.name, org,
-                                  NullIfZero(user), cap, FormatScopes(spec.scopes), now, OrNull(spec.expires_at),
-                                  spec.resource.empty() ? store::Value(nullptr) : store::Value(spec.resource)}));
-  TokenRecord rec{store::AsInt(rows[0][0]), kind, spec.name, spec.org, user, spec.role_cap, spec.scopes, now,
-                  spec.expires_at, std::nullopt, std::nullopt, spec.resource};
+  ISB_ASSIGN_OR_RETURN(
+      auto rows, db_.Query("INSERT INTO tokens(hash, kind, name, org_id, user_id, role_cap, scopes, created_at, "
+                           "expires_at, resource) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) RETURNING id",
+                           {SecretHash(secret), std::string(KindText(kind)), spec.name, org, NullIfZero(user), cap,
+                            FormatScopes(spec.scopes), now, OrNull(spec.expires_at),
+                            spec.resource.empty() ? store::Value(nullptr) : store::Value(spec.resource)}));
+  TokenRecord rec{
+      store::AsInt(rows[0][0]), kind,         spec.name,    spec.org,     user, spec.role_cap, spec.scopes, now,
+      spec.expires_at,          std::nullopt, std::nullopt, spec.resource};
   return NewToken{std::move(secret), std::move(rec)};
 }
 
@@ -98,8 +99,8 @@ Result<NewToken> Tokens::CreateChecked(const Principal& caller, const TokenSpec&
       return Error::Of(Code::kForbidden, "role_cap " + std::string(RoleName(*spec.role_cap)) + " is above the role " +
                                              std::string(RoleName(*role)) + " in org " + spec.org);
   }
-  const bool metrics = std::any_of(spec.scopes.begin(), spec.scopes.end(),
-                                  [](const Scope& s) { return s.kind == ScopeKind::kMetrics; });
+  const bool metrics =
+      std::any_of(spec.scopes.begin(), spec.scopes.end(), [](const Scope& s) { return s.kind == ScopeKind::kMetrics; });
   if (metrics && !owner.platform_admin)
     return Error::Of(Code::kForbidden, "scope metrics: only a platform admin's platform-wide token may carry it");
   return Insert(SecretKind::kToken, spec, user);

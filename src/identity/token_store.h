@@ -31,7 +31,7 @@ struct TokenRecord {
   int64_t id = 0;
   SecretKind kind = SecretKind::kToken;  // kToken or kSuperadmin
   std::string name;
-  std::string org;  // "": platform-wide
+  std::string org;      // "": platform-wide
   int64_t user_id = 0;  // 0 for a superadmin token
   std::optional<Role> role_cap;
   std::vector<Scope> scopes;

@@ -10,13 +10,11 @@ namespace {
 constexpr char kUserColumns[] = "id, name, platform_admin, disabled, password_hash != '', created_at";
 
 User UserOf(const store::Row& r) {
-  return User{store::AsInt(r[0]), store::AsText(r[1]), store::AsInt(r[2]) != 0, store::AsInt(r[3]) != 0,
-              store::AsInt(r[4]) != 0, store::AsInt(r[5])};
+  return User{store::AsInt(r[0]),      store::AsText(r[1]),     store::AsInt(r[2]) != 0,
+              store::AsInt(r[3]) != 0, store::AsInt(r[4]) != 0, store::AsInt(r[5])};
 }
 
-Error NoSuchUser(int64_t user) {
-  return Error::Of(Code::kNotFound, "user " + std::to_string(user) + " not found");
-}
+Error NoSuchUser(int64_t user) { return Error::Of(Code::kNotFound, "user " + std::to_string(user) + " not found"); }
 
 Error InvalidCredentials() { return Error::Of(Code::kUnauthenticated, "invalid credentials"); }
 
@@ -52,10 +50,14 @@ Status Users::EndSessionsNow(int64_t user, int64_t now) {
   // What the user approved for OAuth clients in a session ends with the sessions: codes not yet exchanged, the
   // grants' refresh tokens and their access tokens (a password changed because it leaked leaves no client behind).
   ISB_TRY(db_.Exec("UPDATE oauth_codes SET used_at = ?2 WHERE user_id = ?1 AND used_at IS NULL", {user, now}));
-  ISB_TRY(db_.Exec("UPDATE tokens SET revoked_at = ?2 WHERE revoked_at IS NULL AND id IN (SELECT r.access_token_id "
-                   "FROM oauth_refresh r JOIN oauth_codes c ON c.id = r.family WHERE c.user_id = ?1)", {user, now}));
-  return db_.Exec("UPDATE oauth_refresh SET revoked_at = ?2 WHERE revoked_at IS NULL AND family IN (SELECT id FROM "
-                  "oauth_codes WHERE user_id = ?1)", {user, now});
+  ISB_TRY(
+      db_.Exec("UPDATE tokens SET revoked_at = ?2 WHERE revoked_at IS NULL AND id IN (SELECT r.access_token_id "
+               "FROM oauth_refresh r JOIN oauth_codes c ON c.id = r.family WHERE c.user_id = ?1)",
+               {user, now}));
+  return db_.Exec(
+      "UPDATE oauth_refresh SET revoked_at = ?2 WHERE revoked_at IS NULL AND family IN (SELECT id FROM "
+      "oauth_codes WHERE user_id = ?1)",
+      {user, now});
 }
 
 Status Users::SetPassword(int64_t user, std::string_view password) {
@@ -87,14 +89,15 @@ Status Users::Revoke(int64_t user) {
 }
 
 Result<User> Users::Get(int64_t user) {
-  ISB_ASSIGN_OR_RETURN(auto rows, db_.Query(std::string("SELECT ") + kUserColumns + " FROM users WHERE id = ?1", {user}));
+  ISB_ASSIGN_OR_RETURN(auto rows,
+                       db_.Query(std::string("SELECT ") + kUserColumns + " FROM users WHERE id = ?1", {user}));
   if (rows.empty()) return NoSuchUser(user);
   return UserOf(rows[0]);
 }
 
 Result<User> Users::Find(std::string_view name) {
-  ISB_ASSIGN_OR_RETURN(auto rows, db_.Query(std::string("SELECT ") + kUserColumns + " FROM users WHERE name = ?1",
-                                            {std::string(name)}));
+  ISB_ASSIGN_OR_RETURN(
+      auto rows, db_.Query(std::string("SELECT ") + kUserColumns + " FROM users WHERE name = ?1", {std::string(name)}));
   if (rows.empty()) return Error::Of(Code::kNotFound, "user " + std::string(name) + " not found");
   return UserOf(rows[0]);
 }
@@ -112,8 +115,8 @@ Result<bool> Users::AnyPlatformAdmin() {
 }
 
 Result<Principal> Users::SignIn(std::string_view name, std::string_view password) {
-  ISB_ASSIGN_OR_RETURN(auto rows, db_.Query("SELECT id, password_hash, disabled FROM users WHERE name = ?1",
-                                            {std::string(name)}));
+  ISB_ASSIGN_OR_RETURN(auto rows,
+                       db_.Query("SELECT id, password_hash, disabled FROM users WHERE name = ?1", {std::string(name)}));
   if (rows.empty()) {
     VerifyDummy(password);
     return InvalidCredentials();
@@ -140,7 +143,8 @@ Result<Principal> Users::PrincipalOf(int64_t user, PrincipalKind kind, std::stri
   p.user_name = store::AsText(rows[0][0]);
   p.platform_admin = store::AsInt(rows[0][1]) != 0;
   ISB_ASSIGN_OR_RETURN(auto roles, db_.Query("SELECT o.name, m.role FROM memberships m JOIN orgs o ON o.id = m.org_id "
-                                             "WHERE m.user_id = ?1", {user}));
+                                             "WHERE m.user_id = ?1",
+                                             {user}));
   for (const auto& r : roles) {
     auto role = ParseRole(store::AsText(r[1]));
     if (role.ok()) p.roles.emplace(store::AsText(r[0]), *role);

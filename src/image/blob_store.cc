@@ -146,8 +146,7 @@ Result<BlobWriter> BlobStore::Begin(const Digest& expected, uint64_t size, std::
     (void)unlink(tmp.c_str());
     return e;
   }
-  return BlobWriter(tmp, dir, dir + "/" + expected.hex, std::move(fd),
-                    DigestVerifier(expected, size, std::move(what)));
+  return BlobWriter(tmp, dir, dir + "/" + expected.hex, std::move(fd), DigestVerifier(expected, size, std::move(what)));
 }
 
 Status BlobStore::Put(const Digest& expected, std::string_view bytes, std::string what) const {

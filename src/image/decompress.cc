@@ -146,9 +146,12 @@ class ZstdSource : public BoundedSource {
 
 std::string_view CompressionName(Compression c) {
   switch (c) {
-    case Compression::kGzip: return "gzip";
-    case Compression::kZstd: return "zstd";
-    case Compression::kNone: break;
+    case Compression::kGzip:
+      return "gzip";
+    case Compression::kZstd:
+      return "zstd";
+    case Compression::kNone:
+      break;
   }
   return "none";
 }
@@ -163,9 +166,12 @@ Compression SniffCompression(std::span<const uint8_t> first) {
 
 std::unique_ptr<ByteSource> Decompressing(ByteSource& in, Compression c, uint64_t max_out) {
   switch (c) {
-    case Compression::kGzip: return std::make_unique<GzipSource>(in, max_out);
-    case Compression::kZstd: return std::make_unique<ZstdSource>(in, max_out);
-    case Compression::kNone: break;
+    case Compression::kGzip:
+      return std::make_unique<GzipSource>(in, max_out);
+    case Compression::kZstd:
+      return std::make_unique<ZstdSource>(in, max_out);
+    case Compression::kNone:
+      break;
   }
   return std::make_unique<PlainSource>(in, c, max_out);
 }

@@ -27,9 +27,12 @@ Result<Digest> ParseDigest(std::string_view text) {
   std::string_view algorithm = text.substr(0, colon);
   std::string_view hex = text.substr(colon + 1);
   size_t want = 0;
-  if (algorithm == "sha256") want = 64;
-  else if (algorithm == "sha512") want = 128;
-  else return BadDigest(text, "has an unsupported algorithm (sha256 and sha512 are supported)");
+  if (algorithm == "sha256")
+    want = 64;
+  else if (algorithm == "sha512")
+    want = 128;
+  else
+    return BadDigest(text, "has an unsupported algorithm (sha256 and sha512 are supported)");
   if (hex.size() != want)
     return BadDigest(text, "must have " + std::to_string(want) + " hex digits after '" + std::string(algorithm) + ":'");
   for (char c : hex) {
@@ -85,7 +88,8 @@ std::string DigestVerifier::Name() const { return what_ + " " + expected_.Short(
 Status DigestVerifier::Update(std::string_view bytes) {
   received_ += bytes.size();
   if (received_ > size_)
-    return Error::Of(Code::kInvalidArgument, Name() + ": more bytes than its declared size of " + std::to_string(size_));
+    return Error::Of(Code::kInvalidArgument,
+                     Name() + ": more bytes than its declared size of " + std::to_string(size_));
   hasher_.Update(bytes);
   return {};
 }
@@ -95,8 +99,7 @@ Status DigestVerifier::Finish() {
     return Error::Of(Code::kInvalidArgument, Name() + ": ended after " + std::to_string(received_) + " of its " +
                                                  std::to_string(size_) + " bytes");
   Digest got = hasher_.Finish();
-  if (got != expected_)
-    return Error::Of(Code::kInvalidArgument, Name() + ": digest mismatch (got " + got.str() + ")");
+  if (got != expected_) return Error::Of(Code::kInvalidArgument, Name() + ": digest mismatch (got " + got.str() + ")");
   return {};
 }
 

@@ -118,7 +118,7 @@ Result<Fd> OpenIn(const fs::path& dir, const std::string& name) {
 
 Result<std::string> ReadIn(const fs::path& dir, const std::string& name, size_t max) {
   ISB_ASSIGN_OR_RETURN(Fd f, OpenIn(dir, name));
-  struct stat st{};
+  struct stat st {};
   if (::fstat(f.get(), &st) != 0 || !S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) > max)
     return Bad(dir.string(), "'" + name + "' is not a file of at most " + std::to_string(max) + " bytes");
   return ReadFile("/proc/self/fd/" + std::to_string(f.get()));
@@ -227,8 +227,10 @@ Result<std::vector<ImageRecord>> ImageService::Import(const std::string& org, co
     return Bad(path, "neither an OCI layout (index.json) nor a docker save archive (manifest.json)");
   }
   if (found.empty()) return Bad(path, "holds no image");
-  if (!name.empty() && found.size() != 1) return Bad(path, "holds " + std::to_string(found.size()) + " images: a name "
-                                                                                                    "fits only one");
+  if (!name.empty() && found.size() != 1)
+    return Bad(path, "holds " + std::to_string(found.size()) +
+                         " images: a name "
+                         "fits only one");
 
   std::vector<ImageRecord> out;
   ImageStore::Pins pins(store_);
@@ -259,7 +261,7 @@ Result<std::vector<ImageRecord>> ImageService::Import(const std::string& org, co
                                       : c == Compression::kZstd ? media::kOciLayerZstd
                                                                 : media::kOciLayer;
         DigestHasher h;
-        struct stat st{};
+        struct stat st {};
         ::fstat(lf.get(), &st);
         char buf[128 << 10];
         for (;;) {
@@ -273,9 +275,12 @@ Result<std::vector<ImageRecord>> ImageService::Import(const std::string& org, co
         ISB_TRY(CopyBlob(blobs_, dir, file, d, "layer"));
         manifest.layers.push_back(std::move(d));
       }
-      json m = {{"schemaVersion", 2}, {"mediaType", manifest.media_type},
-                {"config", {{"mediaType", manifest.config.media_type}, {"digest", manifest.config.digest.str()},
-                            {"size", manifest.config.size}}},
+      json m = {{"schemaVersion", 2},
+                {"mediaType", manifest.media_type},
+                {"config",
+                 {{"mediaType", manifest.config.media_type},
+                  {"digest", manifest.config.digest.str()},
+                  {"size", manifest.config.size}}},
                 {"layers", json::array()}};
       for (const Descriptor& d : manifest.layers)
         m["layers"].push_back({{"mediaType", d.media_type}, {"digest", d.digest.str()}, {"size", d.size}});
@@ -305,15 +310,15 @@ Result<std::vector<ImageRecord>> ImageService::Import(const std::string& org, co
       ISB_ASSIGN_OR_RETURN(LayerCompression lc, LayerCompressionOf(d.media_type));
       ISB_ASSIGN_OR_RETURN(Fd blob, blobs_.OpenBlob(d.digest));
       FdSource source(blob.get());
-      ISB_ASSIGN_OR_RETURN(UnpackedLayer u, UnpackIntoStore(store_, source, ToCompression(lc),
-                                                            config.diff_ids[i].str(), settings_.max_image_bytes));
+      ISB_ASSIGN_OR_RETURN(UnpackedLayer u, UnpackIntoStore(store_, source, ToCompression(lc), config.diff_ids[i].str(),
+                                                            settings_.max_image_bytes));
       r.layers.push_back(LayerRecord{d.digest.str(), u.diff_id, d.media_type, d.size, u.bytes});
     }
     r.manifest_digest = f.manifest_digest.str();
     r.config_digest = manifest.config.digest.str();
     r.manifest_media_type = manifest.media_type;
-    r.config = RunConfig{config.env, config.entrypoint, config.cmd, config.working_dir, config.user, config.os,
-                         config.architecture};
+    r.config = RunConfig{config.env,  config.entrypoint, config.cmd,         config.working_dir,
+                         config.user, config.os,         config.architecture};
     ISB_TRY(store_.Put(r));
     out.push_back(std::move(r));
   }

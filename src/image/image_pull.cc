@@ -29,9 +29,9 @@ struct ImageService::PullJob {
   ImageConfig config;
   const PullProgressFn* progress = nullptr;
   const std::function<bool()>* cancelled = nullptr;
-  uint64_t max_bytes = 0;           // what one layer may unpack to
-  Mutex progress_mu;                // progress reports come from every layer's thread
-  std::atomic<bool> failed{false};  // one layer failed: the others stop at their next piece
+  uint64_t max_bytes = 0;             // what one layer may unpack to
+  Mutex progress_mu;                  // progress reports come from every layer's thread
+  std::atomic<bool> failed{false};    // one layer failed: the others stop at their next piece
   std::atomic<int> first_failed{-1};  // which: its error is the pull's
 };
 
@@ -150,8 +150,7 @@ Result<LayerRecord> ImageService::PullLayer(PullJob& job, size_t index) {
     return fetched;
   };
   FdSource source(reader.get());
-  Result<UnpackedLayer> unpacked =
-      UnpackIntoStore(store_, source, ToCompression(lc), diff_id, job.max_bytes, join);
+  Result<UnpackedLayer> unpacked = UnpackIntoStore(store_, source, ToCompression(lc), diff_id, job.max_bytes, join);
   reader.Reset();  // a fetch still sending (the unpack failed) gets EPIPE
   Status fetch_status = join();
   // The blob's own error says most (a digest that does not match, a transfer cut short), unless the fetch stopped
@@ -203,8 +202,8 @@ Result<ImageRecord> ImageService::PullOnce(const std::string& org, const std::st
       inner.digest = d.digest.str();
       ISB_ASSIGN_OR_RETURN(FetchedManifest got, client->FetchManifest(inner));
       if (!IsIndexType(got.media_type))
-        return Error::Of(Code::kInvalidArgument, "image '" + ref.str() + "': " + d.digest.str() +
-                                                     " is listed as an index but is not one");
+        return Error::Of(Code::kInvalidArgument,
+                         "image '" + ref.str() + "': " + d.digest.str() + " is listed as an index but is not one");
       return ParseIndex(got.bytes);
     };
     ISB_ASSIGN_OR_RETURN(Descriptor chosen, SelectPlatformNested(index, HostPlatform(), load));
@@ -228,10 +227,13 @@ Result<ImageRecord> ImageService::PullOnce(const std::string& org, const std::st
   } else {
     if (manifest.config.size > kMaxConfigBytes)
       return Error::Of(Code::kTooLarge, "image '" + ref.str() + "': its config is larger than 8 MiB");
-    ISB_TRY(client->FetchBlob(ref.repository, manifest.config, [&config_bytes](std::string_view piece) {
-      config_bytes.append(piece);
-      return Status();
-    }, "config"));
+    ISB_TRY(client->FetchBlob(
+        ref.repository, manifest.config,
+        [&config_bytes](std::string_view piece) {
+          config_bytes.append(piece);
+          return Status();
+        },
+        "config"));
     if (!blobs_.Has(manifest.config.digest)) ISB_TRY(blobs_.Put(manifest.config.digest, config_bytes, "config"));
   }
   ISB_ASSIGN_OR_RETURN(ImageConfig config, ParseImageConfig(config_bytes));
@@ -278,8 +280,8 @@ Result<ImageRecord> ImageService::PullOnce(const std::string& org, const std::st
   // The layer that failed first, for its own reason: the others stopped for it.
   if (const int i = job.first_failed.load(); i >= 0) return results[static_cast<size_t>(i)].error();
   for (Result<LayerRecord>& l : results) r.layers.push_back(std::move(*l));
-  r.config = RunConfig{config.env,         config.entrypoint, config.cmd, config.working_dir,
-                       config.user,        config.os,         config.architecture};
+  r.config = RunConfig{config.env,  config.entrypoint, config.cmd,         config.working_dir,
+                       config.user, config.os,         config.architecture};
   r.source = "pull";
   r.created_ms = NowMs();
   ISB_TRY(store_.Put(r));

@@ -142,8 +142,8 @@ Result<ImageRecord> ImageService::Snapshot(const std::string& org, const std::st
   ISB_ASSIGN_OR_RETURN(Digest layer_digest, ParseDigest(written->digest));
   ISB_ASSIGN_OR_RETURN(Fd blob, blobs_.OpenBlob(layer_digest));
   FdSource source(blob.get());
-  ISB_ASSIGN_OR_RETURN(UnpackedLayer unpacked,
-                       UnpackIntoStore(store_, source, Compression::kGzip, written->diff_id, settings_.max_image_bytes));
+  ISB_ASSIGN_OR_RETURN(UnpackedLayer unpacked, UnpackIntoStore(store_, source, Compression::kGzip, written->diff_id,
+                                                               settings_.max_image_bytes));
 
   json config = EmptyConfig();
   json manifest_layers = json::array();
@@ -151,10 +151,10 @@ Result<ImageRecord> ImageService::Snapshot(const std::string& org, const std::st
   if (base) {
     ISB_ASSIGN_OR_RETURN(std::string text, ReadBlob(blobs_, base->config_digest, kMaxConfig));
     config = json::parse(text, nullptr, false);
-    if (!config.is_object()) return Error::Of(Code::kInvalidArgument, "image '" + base->name + "': its config is not JSON");
+    if (!config.is_object())
+      return Error::Of(Code::kInvalidArgument, "image '" + base->name + "': its config is not JSON");
     for (const LayerRecord& l : base->layers) {
-      if (l.digest.empty())
-        return Error::Of(Code::kConflict, "image '" + base->name + "' has a layer without a blob");
+      if (l.digest.empty()) return Error::Of(Code::kConflict, "image '" + base->name + "' has a layer without a blob");
       manifest_layers.push_back({{"mediaType", l.media_type}, {"digest", l.digest}, {"size", l.size}});
     }
     r.layers = base->layers;

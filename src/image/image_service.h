@@ -89,9 +89,9 @@ class ImageService {
                std::shared_ptr<const egress::TlsTrust> trust);
   // One layer of a pull: fetched, stored as a blob and unpacked at once (image_pull.cc).
   struct PullJob;
-  Result<ImageRecord> PullOnce(const std::string& org, const std::string& ref, const std::optional<RegistryLogin>& login,
-                               const PullProgressFn& progress, const std::function<bool()>& cancelled,
-                               uint64_t max_bytes);
+  Result<ImageRecord> PullOnce(const std::string& org, const std::string& ref,
+                               const std::optional<RegistryLogin>& login, const PullProgressFn& progress,
+                               const std::function<bool()>& cancelled, uint64_t max_bytes);
   Result<LayerRecord> PullLayer(PullJob& job, size_t index);
 
   ImageStore& store_;

@@ -81,8 +81,9 @@ json LayerJson(const LayerRecord& l) {
 }
 
 json RunConfigJson(const RunConfig& c) {
-  return {{"env", c.env},   {"entrypoint", c.entrypoint}, {"cmd", c.cmd},
-          {"working_dir", c.working_dir}, {"user", c.user}, {"os", c.os}, {"architecture", c.architecture}};
+  return {
+      {"env", c.env}, {"entrypoint", c.entrypoint},    {"cmd", c.cmd}, {"working_dir", c.working_dir}, {"user", c.user},
+      {"os", c.os},   {"architecture", c.architecture}};
 }
 
 }  // namespace
@@ -286,18 +287,16 @@ Result<std::string> ImageStore::Flattened(const ImageRecord& record, size_t coun
     limits.max_bytes += TreeBytes(roots.back());
   }
   if (may_flatten) {
-    ISB_TRY(may_flatten(FlattenRequest{.image = record.name,
-                                       .layers = record.layers.size(),
-                                       .count = count,
-                                       .max_bytes = limits.max_bytes}));
+    ISB_TRY(may_flatten(FlattenRequest{
+        .image = record.name, .layers = record.layers.size(), .count = count, .max_bytes = limits.max_bytes}));
   }
   ISB_ASSIGN_OR_RETURN(fs::path dir, BeginLayer());
   Result<FlattenReport> made = FlattenLayers(roots, dir.string(), limits);
   if (made.ok()) {
     // Its size beside its root, and both on disk before it is renamed into place: a layer dir that exists is
     // complete, after a crash too.
-    Status sized = WriteFileAtomically((dir.parent_path() / kFlattenedBytesFile).string(),
-                                       std::to_string(made->bytes), 0600);
+    Status sized =
+        WriteFileAtomically((dir.parent_path() / kFlattenedBytesFile).string(), std::to_string(made->bytes), 0600);
     Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!sized.ok()) {
       made = sized.error();

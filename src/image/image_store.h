@@ -119,7 +119,8 @@ class ImageStore {
   // use; flattens run one at a time, so a second call for the same layer waits and finds it made) and kept while an
   // image over those layers is. `may_flatten`, when set, is asked before a flatten is made (never when the layer is
   // stored already) and may refuse it. kConflict when a layer is gone from the store.
-  Result<std::vector<std::string>> StackedLayerRoots(const ImageRecord& record, const FlattenGate& may_flatten = nullptr);
+  Result<std::vector<std::string>> StackedLayerRoots(const ImageRecord& record,
+                                                     const FlattenGate& may_flatten = nullptr);
 
   // Stores (or replaces) the org's record under its name.
   Status Put(const ImageRecord& record);

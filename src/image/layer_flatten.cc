@@ -72,8 +72,8 @@ class Flattener {
 
   Status CountEntry() {
     if (++entries_ > limits_.max_entries)
-      return Fail(Code::kTooLarge, "the result has more than " + std::to_string(limits_.max_entries) +
-                                       " names (the limit max_entries)");
+      return Fail(Code::kTooLarge,
+                  "the result has more than " + std::to_string(limits_.max_entries) + " names (the limit max_entries)");
     return {};
   }
   Status Charge(uint64_t bytes) {
@@ -363,11 +363,11 @@ class Flattener {
   const FlattenLimits& limits_;
   Fd out_;
   FlattenReport report_;
-  std::string layer_;                                  // "layer 2 of 5", for messages
-  std::string entry_;                                  // the name being applied, for messages
-  uint64_t entries_ = 0;                               // against max_entries
-  uint64_t names_kept_ = 0;                            // against max_name_bytes: the keys of dirs_, values of links_
-  std::map<std::string, DirTimes> dirs_;               // the result's directories, their final mode and mtime
+  std::string layer_;                                     // "layer 2 of 5", for messages
+  std::string entry_;                                     // the name being applied, for messages
+  uint64_t entries_ = 0;                                  // against max_entries
+  uint64_t names_kept_ = 0;                               // against max_name_bytes: the keys of dirs_, values of links_
+  std::map<std::string, DirTimes> dirs_;                  // the result's directories, their final mode and mtime
   std::map<std::pair<dev_t, ino_t>, std::string> links_;  // this layer's hardlinked files: the result's first name
 };
 

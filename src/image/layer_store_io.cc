@@ -19,9 +19,12 @@ namespace isb::image {
 
 Compression ToCompression(LayerCompression c) {
   switch (c) {
-    case LayerCompression::kNone: return Compression::kNone;
-    case LayerCompression::kGzip: return Compression::kGzip;
-    case LayerCompression::kZstd: return Compression::kZstd;
+    case LayerCompression::kNone:
+      return Compression::kNone;
+    case LayerCompression::kGzip:
+      return Compression::kGzip;
+    case LayerCompression::kZstd:
+      return Compression::kZstd;
   }
   return Compression::kNone;
 }
@@ -95,7 +98,7 @@ Result<std::string> PutBlob(const BlobStore& blobs, std::string_view bytes) {
 Result<std::string> ReadBlob(const BlobStore& blobs, const std::string& digest, size_t max) {
   ISB_ASSIGN_OR_RETURN(Digest d, ParseDigest(digest));
   ISB_ASSIGN_OR_RETURN(Fd f, blobs.OpenBlob(d));
-  struct stat st{};
+  struct stat st {};
   if (::fstat(f.get(), &st) != 0 || static_cast<uint64_t>(st.st_size) > max)
     return Error::Of(Code::kInvalidArgument, "blob " + digest + " is larger than " + std::to_string(max) + " bytes");
   std::string bytes(static_cast<size_t>(st.st_size), '\0');

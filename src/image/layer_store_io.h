@@ -20,8 +20,8 @@ namespace isb::image {
 Compression ToCompression(LayerCompression c);
 
 // Unpacks the layer `compressed` streams (a tar, compressed as `c`) into the store; when a layer of that diff_id is
-// there already, the one there stays and this one is checked and dropped. The tar's digest must be `expect_diff_id` when
-// that is given, else the layer is discarded with an error naming it. `before_commit`, when set, is the last word:
+// there already, the one there stays and this one is checked and dropped. The tar's digest must be `expect_diff_id`
+// when that is given, else the layer is discarded with an error naming it. `before_commit`, when set, is the last word:
 // its error discards the layer too (a pull's blob whose digest turned out wrong). Returns the diff_id and the bytes
 // unpacked.
 struct UnpackedLayer {

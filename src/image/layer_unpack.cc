@@ -150,18 +150,27 @@ class Unpacker {
                                               " is outside the image ids 0.." + std::to_string(kMaxImageId));
     }
     if (n.parts.empty()) {
-      if (e.type != TarEntry::Type::kDir) return Fail(Code::kInvalidArgument, "names the layer's root, not as a directory");
+      if (e.type != TarEntry::Type::kDir)
+        return Fail(Code::kInvalidArgument, "names the layer's root, not as a directory");
       return Directory(e, n);
     }
     if (n.parts.back().starts_with(kWhiteout)) return Whiteout(n);
     switch (e.type) {
       case TarEntry::Type::kChar:
-      case TarEntry::Type::kBlock: Skipped(n.path + ": device node skipped"); return {};
-      case TarEntry::Type::kFifo: Skipped(n.path + ": fifo skipped"); return {};
-      case TarEntry::Type::kFile: return File(e, n);
-      case TarEntry::Type::kDir: return Directory(e, n);
-      case TarEntry::Type::kSymlink: return Symlink(e, n);
-      case TarEntry::Type::kHardlink: return Hardlink(e, n);
+      case TarEntry::Type::kBlock:
+        Skipped(n.path + ": device node skipped");
+        return {};
+      case TarEntry::Type::kFifo:
+        Skipped(n.path + ": fifo skipped");
+        return {};
+      case TarEntry::Type::kFile:
+        return File(e, n);
+      case TarEntry::Type::kDir:
+        return Directory(e, n);
+      case TarEntry::Type::kSymlink:
+        return Symlink(e, n);
+      case TarEntry::Type::kHardlink:
+        return Hardlink(e, n);
     }
     return {};
   }
@@ -416,15 +425,15 @@ class Unpacker {
   const UnpackLimits& limits_;
   Fd root_;
   UnpackReport report_;
-  std::string entry_;                      // the entry being placed, for messages
-  uint64_t entries_ = 0;                   // against max_entries: tar entries and parent directories made
-  uint64_t charged_ = 0;                   // against max_bytes: file data and kEntryCost, kDirCost
-  uint64_t names_kept_ = 0;                // against max_name_bytes: the bytes of the keys of dirs_ and made_
-  uint64_t skipped_more_ = 0;              // skipped lines past kMaxSkipped
-  Fd cached_;                              // OpenParent's last directory
+  std::string entry_;          // the entry being placed, for messages
+  uint64_t entries_ = 0;       // against max_entries: tar entries and parent directories made
+  uint64_t charged_ = 0;       // against max_bytes: file data and kEntryCost, kDirCost
+  uint64_t names_kept_ = 0;    // against max_name_bytes: the bytes of the keys of dirs_ and made_
+  uint64_t skipped_more_ = 0;  // skipped lines past kMaxSkipped
+  Fd cached_;                  // OpenParent's last directory
   std::string cached_path_;
-  std::map<std::string, DirTimes> dirs_;   // directories this layer declared, their final mode and mtime
-  std::set<std::string> made_;             // non-directories this layer made: what a hardlink may name
+  std::map<std::string, DirTimes> dirs_;  // directories this layer declared, their final mode and mtime
+  std::set<std::string> made_;            // non-directories this layer made: what a hardlink may name
 };
 
 }  // namespace

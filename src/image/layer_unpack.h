@@ -58,8 +58,8 @@
 namespace isb::image {
 
 struct UnpackLimits {
-  uint64_t max_bytes = 0;                       // file data and a fixed cost per entry and directory made
-  uint64_t max_entries = 0;                     // tar entries, whatever their type, and parent directories made
+  uint64_t max_bytes = 0;                        // file data and a fixed cost per entry and directory made
+  uint64_t max_entries = 0;                      // tar entries, whatever their type, and parent directories made
   uint64_t max_name_bytes = uint64_t{64} << 20;  // names kept until the end of the layer
 };
 

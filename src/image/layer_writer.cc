@@ -114,7 +114,7 @@ class UpperWalk {
 
   Status Entry(int dirfd, const std::string& name, const std::string& rel) {
     if (drop_.contains(rel)) return {};
-    struct stat st{};
+    struct stat st {};
     if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
       if (errno == ENOENT) return {};  // gone while the walk ran
       return Error::Sys("reading the sandbox's layer at " + rel);

@@ -43,9 +43,9 @@ InLayer AncestorsOf(int root, const std::string& path) {
     const std::string dir = path.substr(0, slash);
     Fd where = OpenBeneath(root, dir, O_PATH | O_NOFOLLOW);
     if (!where.valid()) return errno == ENOENT ? InLayer::kAbsent : InLayer::kHidden;
-    struct stat st{};
+    struct stat st {};
     if (::fstat(where.get(), &st) != 0) return InLayer::kHidden;
-    if (S_ISLNK(st.st_mode)) return InLayer::kAbsent;  // a link to a directory: what it names is read where it is
+    if (S_ISLNK(st.st_mode)) return InLayer::kAbsent;   // a link to a directory: what it names is read where it is
     if (!S_ISDIR(st.st_mode)) return InLayer::kHidden;  // a whiteout or a file where a directory would be
     Fd d = OpenBeneath(root, dir, O_RDONLY | O_DIRECTORY | O_NONBLOCK);
     if (d.valid() && Opaque(d.get())) return InLayer::kHidden;
@@ -91,7 +91,7 @@ std::optional<std::string> ReadIn(const std::vector<std::string>& layers, const 
       if (errno != ENOENT || AncestorsOf(root.get(), path) == InLayer::kHidden) return std::nullopt;
       continue;
     }
-    struct stat st{};
+    struct stat st {};
     if (::fstat(where.get(), &st) != 0) return std::nullopt;
     if (S_ISLNK(st.st_mode)) {
       char target[4096];
@@ -101,8 +101,7 @@ std::optional<std::string> ReadIn(const std::vector<std::string>& layers, const 
       if (next.empty()) return std::nullopt;
       return ReadIn(layers, next, max_bytes, links + 1);
     }
-    if (IsWhiteout(st) || !S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) > max_bytes)
-      return std::nullopt;
+    if (IsWhiteout(st) || !S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) > max_bytes) return std::nullopt;
     // Opened for reading only now that it is known to be a regular file (no device or FIFO is ever opened).
     Fd f(::open(("/proc/self/fd/" + std::to_string(where.get())).c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
     if (!f.valid()) return std::nullopt;

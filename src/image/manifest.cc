@@ -58,13 +58,14 @@ class DuplicateKeys : public nlohmann::json_sax<json> {
 // A JSON object of at most `max` bytes, with no key repeated in any object.
 Result<json> ParseStrict(std::string_view bytes, size_t max, const std::string& what) {
   if (bytes.size() > max)
-    return Error::Of(Code::kTooLarge, what + " is " + std::to_string(bytes.size()) + " bytes, over the limit of " +
-                                          std::to_string(max));
+    return Error::Of(Code::kTooLarge,
+                     what + " is " + std::to_string(bytes.size()) + " bytes, over the limit of " + std::to_string(max));
   Result<json> doc = api::ParseJson(bytes);
   if (!doc.ok()) return Bad(what, doc.error().message);
   DuplicateKeys sax;
   (void)json::sax_parse(bytes, &sax);
-  if (sax.duplicate()) return Bad(what, "key '" + egress::Printable(*sax.duplicate()) + "' appears twice in one object");
+  if (sax.duplicate())
+    return Bad(what, "key '" + egress::Printable(*sax.duplicate()) + "' appears twice in one object");
   if (!doc->is_object()) return Bad(what, "is not a JSON object");
   return doc;
 }
@@ -136,7 +137,8 @@ Result<std::vector<Descriptor>> DescriptorList(const json& doc, const char* key,
   if (list == nullptr) return Bad(what + "." + key, "is missing");
   if (!list->is_array()) return Bad(what + "." + key, "must be an array");
   if (list->size() > max)
-    return Bad(what + "." + key, "has " + std::to_string(list->size()) + " entries, over the limit of " + std::to_string(max));
+    return Bad(what + "." + key,
+               "has " + std::to_string(list->size()) + " entries, over the limit of " + std::to_string(max));
   std::vector<Descriptor> out;
   for (size_t i = 0; i < list->size(); ++i) {
     std::string where = what + "." + key + "[" + std::to_string(i) + "]";
@@ -192,9 +194,7 @@ std::string ManifestAccept() {
 bool IsManifestType(std::string_view t) { return t == media::kOciManifest || t == media::kDockerManifest; }
 bool IsIndexType(std::string_view t) { return t == media::kOciIndex || t == media::kDockerManifestList; }
 
-std::string Platform::str() const {
-  return os + "/" + architecture + (variant.empty() ? "" : "/" + variant);
-}
+std::string Platform::str() const { return os + "/" + architecture + (variant.empty() ? "" : "/" + variant); }
 
 Platform HostPlatform() {
   utsname u{};
@@ -229,13 +229,14 @@ Result<ImageManifest> ParseManifest(std::string_view bytes) {
   if (m.media_type.empty()) m.media_type = media::kOciManifest;  // optional in OCI
   if (IsIndexType(m.media_type)) return Bad("manifest.mediaType", "is an image index, not a manifest");
   if (!IsManifestType(m.media_type))
-    return Bad("manifest.mediaType", "'" + egress::Printable(m.media_type) + "' is not an OCI or Docker schema-2 manifest");
+    return Bad("manifest.mediaType",
+               "'" + egress::Printable(m.media_type) + "' is not an OCI or Docker schema-2 manifest");
   const json* config = Member(doc, "config");
   if (config == nullptr) return Bad("manifest.config", "is missing");
   ISB_ASSIGN_OR_RETURN(m.config, ParseDescriptor(*config, "manifest.config"));
   if (m.config.media_type != media::kOciConfig && m.config.media_type != media::kDockerConfig)
-    return Bad("manifest.config.mediaType",
-               "'" + egress::Printable(m.config.media_type) + "' is not an image config (this is not a container image)");
+    return Bad("manifest.config.mediaType", "'" + egress::Printable(m.config.media_type) +
+                                                "' is not an image config (this is not a container image)");
   if (m.config.size > kMaxConfigBytes)
     return Bad("manifest.config.size", "is over the config limit of " + std::to_string(kMaxConfigBytes) + " bytes");
   ISB_ASSIGN_OR_RETURN(m.layers, DescriptorList(doc, "layers", kMaxLayers, "manifest"));
@@ -252,7 +253,8 @@ Result<ImageIndex> ParseIndex(std::string_view bytes) {
   if (index.media_type.empty()) index.media_type = media::kOciIndex;
   if (IsManifestType(index.media_type)) return Bad("index.mediaType", "is an image manifest, not an index");
   if (!IsIndexType(index.media_type))
-    return Bad("index.mediaType", "'" + egress::Printable(index.media_type) + "' is not an OCI index or Docker manifest list");
+    return Bad("index.mediaType",
+               "'" + egress::Printable(index.media_type) + "' is not an OCI index or Docker manifest list");
   ISB_ASSIGN_OR_RETURN(index.manifests, DescriptorList(doc, "manifests", kMaxIndexEntries, "index"));
   return index;
 }
@@ -279,8 +281,8 @@ Result<ImageConfig> ParseImageConfig(std::string_view bytes) {
   if (type != "layers") return Bad("image config.rootfs.type", "must be \"layers\"");
   ISB_ASSIGN_OR_RETURN(std::vector<std::string> ids, StringsAt(*rootfs, "diff_ids", "image config.rootfs"));
   if (ids.size() > kMaxLayers)
-    return Bad("image config.rootfs.diff_ids", "has " + std::to_string(ids.size()) + " entries, over the limit of " +
-                                                   std::to_string(kMaxLayers));
+    return Bad("image config.rootfs.diff_ids",
+               "has " + std::to_string(ids.size()) + " entries, over the limit of " + std::to_string(kMaxLayers));
   for (size_t i = 0; i < ids.size(); ++i) {
     Result<Digest> d = ParseDigest(ids[i]);
     if (!d.ok()) return Bad("image config.rootfs.diff_ids[" + std::to_string(i) + "]", d.error().message);
@@ -304,8 +306,8 @@ Result<Descriptor> SelectPlatform(const ImageIndex& index, const Platform& host)
     }
   }
   if (best == nullptr)
-    return Error::Of(Code::kNotFound, "image index has no manifest for " + host.str() + " (it has: " +
-                                          (have.empty() ? "none" : have) + ")");
+    return Error::Of(Code::kNotFound, "image index has no manifest for " + host.str() +
+                                          " (it has: " + (have.empty() ? "none" : have) + ")");
   return *best;
 }
 
@@ -318,11 +320,11 @@ Result<std::optional<Descriptor>> FindNested(const ImageIndex& index, const Plat
   for (const Descriptor& d : index.manifests) {
     if (!IsIndexType(d.media_type)) continue;
     if (depth + 1 > kMaxIndexDepth)
-      return Error::Of(Code::kInvalidArgument, "image index: indexes nested more than " +
-                                                   std::to_string(kMaxIndexDepth) + " deep");
+      return Error::Of(Code::kInvalidArgument,
+                       "image index: indexes nested more than " + std::to_string(kMaxIndexDepth) + " deep");
     if (++read > kMaxIndexesRead)
-      return Error::Of(Code::kInvalidArgument, "image index: more than " + std::to_string(kMaxIndexesRead) +
-                                                   " nested indexes to read");
+      return Error::Of(Code::kInvalidArgument,
+                       "image index: more than " + std::to_string(kMaxIndexesRead) + " nested indexes to read");
     ISB_ASSIGN_OR_RETURN(ImageIndex inner, load(d));
     ISB_ASSIGN_OR_RETURN(std::optional<Descriptor> found, FindNested(inner, host, load, depth + 1, read));
     if (found) return found;

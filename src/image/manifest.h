@@ -73,7 +73,7 @@ struct ImageConfig {
   std::string os;
   std::string architecture;
   std::string variant;
-  std::vector<std::string> env;         // "KEY=VALUE"
+  std::vector<std::string> env;  // "KEY=VALUE"
   std::vector<std::string> entrypoint;
   std::vector<std::string> cmd;
   std::string working_dir;

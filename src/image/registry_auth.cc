@@ -134,7 +134,8 @@ Result<BearerToken> ParseTokenResponse(std::string_view body) {
   if (t.token.empty()) return Error::Of(Code::kUnavailable, "the registry's token endpoint answered without a token");
   for (char c : t.token) {
     if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f)
-      return Error::Of(Code::kUnavailable, "the registry's token endpoint answered with a token that has spaces or control bytes");
+      return Error::Of(Code::kUnavailable,
+                       "the registry's token endpoint answered with a token that has spaces or control bytes");
   }
   auto expires = doc->find("expires_in");
   if (expires != doc->end() && expires->is_number_unsigned())

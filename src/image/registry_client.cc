@@ -19,7 +19,8 @@ Result<egress::HttpUrl> RedirectTarget(const egress::HttpUrl& from, const std::s
   if (location.starts_with("/") && !location.starts_with("//"))
     absolute = (from.tls ? "https://" : "http://") + HostPortText(from) + location;
   Result<egress::HttpUrl> to = egress::ParseHttpUrl(absolute);
-  if (!to.ok()) return Error::Of(Code::kUnavailable, "registry " + HostPortText(from) + " redirected to a malformed location");
+  if (!to.ok())
+    return Error::Of(Code::kUnavailable, "registry " + HostPortText(from) + " redirected to a malformed location");
   return to;
 }
 
@@ -82,15 +83,16 @@ Result<FetchedManifest> RegistryClient::FetchManifest(const ImageReference& ref)
   m.media_type = MediaTypeOf(response);
   if (!IsManifestType(m.media_type) && !IsIndexType(m.media_type))
     return Error::Of(Code::kInvalidArgument, "registry " + registry_ + ": " + target.what + " has media type '" +
-                                                 egress::Printable(m.media_type) + "', which is not a manifest or index isb takes");
+                                                 egress::Printable(m.media_type) +
+                                                 "', which is not a manifest or index isb takes");
   std::optional<Digest> wanted;
   if (!ref.digest.empty()) {
     ISB_ASSIGN_OR_RETURN(wanted, ParseDigest(ref.digest));
   }
   m.digest = DigestOf(response.body, wanted ? wanted->algorithm : "sha256");
   if (wanted && *wanted != m.digest)
-    return Error::Of(Code::kInvalidArgument, "registry " + registry_ + ": " + target.what + ": digest mismatch (got " +
-                                                 m.digest.str() + ")");
+    return Error::Of(Code::kInvalidArgument,
+                     "registry " + registry_ + ": " + target.what + ": digest mismatch (got " + m.digest.str() + ")");
   if (const std::string* header = response.Find("docker-content-digest")) {
     Result<Digest> said = ParseDigest(*header);
     if (said.ok() && said->algorithm == m.digest.algorithm && *said != m.digest)
@@ -153,8 +155,8 @@ Result<HttpGetResponse> RegistryClient::Request(const Target& target, std::vecto
     ISB_ASSIGN_OR_RETURN(HttpGetResponse response, Follow(url, headers, authorization, sink, max_kept_body, overall));
     if (response.status != 401) return response;
     if (attempt > 0) {  // asked again after an answer: the answer was refused
-      return Error::Of(Code::kUnauthenticated, "registry " + registry_ + " refused " + Who("anonymous access") + " to " +
-                                                   target.what + " (HTTP 401)");
+      return Error::Of(Code::kUnauthenticated, "registry " + registry_ + " refused " + Who("anonymous access") +
+                                                   " to " + target.what + " (HTTP 401)");
     }
     ISB_ASSIGN_OR_RETURN(authorization, Answer(response, target.repository, authorization, overall));
   }
@@ -209,8 +211,9 @@ Result<std::string> RegistryClient::Answer(const HttpGetResponse& response, cons
     if (c.ok() && (!chosen || c->scheme == AuthChallenge::Scheme::kBearer)) chosen = *c;
   }
   if (!chosen)
-    return Error::Of(Code::kUnauthenticated, "registry " + registry_ +
-                                                 " asks for authentication (HTTP 401) without a Basic or Bearer challenge");
+    return Error::Of(
+        Code::kUnauthenticated,
+        "registry " + registry_ + " asks for authentication (HTTP 401) without a Basic or Bearer challenge");
   if (chosen->scope.empty()) chosen->scope = "repository:" + repository + ":pull";
   {
     MutexLock lock(mu_);
@@ -218,8 +221,8 @@ Result<std::string> RegistryClient::Answer(const HttpGetResponse& response, cons
   }
   if (chosen->scheme == AuthChallenge::Scheme::kBasic) {
     if (!options_.credentials)
-      return Error::Of(Code::kUnauthenticated, "registry " + registry_ +
-                                                   " asks for a user and password (HTTP 401, Basic); none were given");
+      return Error::Of(Code::kUnauthenticated,
+                       "registry " + registry_ + " asks for a user and password (HTTP 401, Basic); none were given");
     return BasicAuthorization(*options_.credentials);
   }
   if (refused.starts_with("Bearer ")) tokens_.Forget(*chosen, refused.substr(7));
@@ -234,15 +237,16 @@ Result<std::string> RegistryClient::FetchToken(const AuthChallenge& challenge, e
     return Error::Of(Code::kUnavailable, "registry " + registry_ + " names a token realm that is not an http(s) URL");
   realm->target += TokenQuery(challenge, realm->target.find('?') != std::string::npos);
   std::vector<egress::HttpHeader> headers;
-  const bool send = options_.credentials &&
-                    (!options_.may_send_credentials || options_.may_send_credentials(*realm));
+  const bool send = options_.credentials && (!options_.may_send_credentials || options_.may_send_credentials(*realm));
   if (send) headers.push_back({"Authorization", BasicAuthorization(*options_.credentials)});
   ISB_ASSIGN_OR_RETURN(HttpGetResponse response, transport_.Get(*realm, headers, nullptr, 64 * 1024, overall));
   if (response.status != 200) {
-    Code code = response.status == 401 ? Code::kUnauthenticated
-                : response.status == 403 ? Code::kForbidden : Code::kUnavailable;
+    Code code = response.status == 401   ? Code::kUnauthenticated
+                : response.status == 403 ? Code::kForbidden
+                                         : Code::kUnavailable;
     return Error::Of(code, "registry " + registry_ + "'s token endpoint " + HostPortText(*realm) + " refused " +
-                               Who("an anonymous token") + " for " + challenge.scope + " (HTTP " + std::to_string(response.status) + ")");
+                               Who("an anonymous token") + " for " + challenge.scope + " (HTTP " +
+                               std::to_string(response.status) + ")");
   }
   ISB_ASSIGN_OR_RETURN(BearerToken token, ParseTokenResponse(response.body));
   tokens_.Put(challenge, token);

@@ -85,14 +85,13 @@ class RegistryClient {
   std::string KnownAuthorization(const std::string& repository);
   // Answers a 401 to a request that carried `refused` (or nothing): the Authorization value to retry with. A cached
   // token the registry refused (revoked, or expired early) is dropped, so a fresh one is fetched.
-  Result<std::string> Answer(const HttpGetResponse& response, const std::string& repository,
-                             const std::string& refused, egress::Deadline overall);
+  Result<std::string> Answer(const HttpGetResponse& response, const std::string& repository, const std::string& refused,
+                             egress::Deadline overall);
   Result<std::string> FetchToken(const AuthChallenge& challenge, egress::Deadline overall);
   // "the credentials of user 'alice'", or `anonymous` without credentials: what a refusal says was refused.
   std::string Who(const char* anonymous) const;
   Status CheckStatus(const HttpGetResponse& response, const Target& target) const;
-  Status FetchRaw(const std::string& repository, const Descriptor& blob, const BodySink& sink,
-                  const std::string& what);
+  Status FetchRaw(const std::string& repository, const Descriptor& blob, const BodySink& sink, const std::string& what);
 
   std::string registry_;  // as in references
   egress::HttpUrl base_;  // scheme, API host and port

@@ -88,7 +88,8 @@ class BodyReader {
     for (;;) {
       data.clear();
       egress::ChunkedScanner::Step step = scanner.Feed(in, &data);
-      if (step.state == egress::ChunkedScanner::State::kMalformed) return Cut(peer_, url_, "malformed chunked body: " + step.reason);
+      if (step.state == egress::ChunkedScanner::State::kMalformed)
+        return Cut(peer_, url_, "malformed chunked body: " + step.reason);
       if (!data.empty()) ISB_TRY(consume(data));
       if (step.state == egress::ChunkedScanner::State::kDone) return {};
       ISB_ASSIGN_OR_RETURN(size_t n, More());
@@ -134,8 +135,8 @@ std::vector<std::string> HttpGetResponse::All(std::string_view name) const {
 
 Result<HostRule> ParseHostRule(std::string_view text) {
   auto bad = [&](const std::string& why) {
-    return Error::Of(Code::kInvalidArgument, "host '" + egress::Printable(text) + "' " + why +
-                                                 " (expected HOST or HOST:PORT)");
+    return Error::Of(Code::kInvalidArgument,
+                     "host '" + egress::Printable(text) + "' " + why + " (expected HOST or HOST:PORT)");
   };
   std::optional<egress::HostPort> hp = egress::SplitHostPort(text);
   if (!hp || hp->host.empty()) return bad("has no valid host");
@@ -211,10 +212,11 @@ Result<HttpGetResponse> RegistryTransport::Exchange(const egress::HttpUrl& url,
   ISB_TRY(CheckScheme(url));
   if (url.tls && options_.trust == nullptr) return Error::Of(Code::kInternal, "https needs a TLS trust store");
   ISB_ASSIGN_OR_RETURN(Fd fd, Connect(url));
-  if (Clock::now() >= overall) return Error::Of(Code::kTimeout, options_.peer + " " + HostPortText(url) + ": timed out");
-  Result<egress::Stream> stream = url.tls ? egress::Stream::Tls(std::move(fd), *options_.trust, url.host,
-                                                                StepDeadline(overall))
-                                          : egress::Stream::Plain(std::move(fd));
+  if (Clock::now() >= overall)
+    return Error::Of(Code::kTimeout, options_.peer + " " + HostPortText(url) + ": timed out");
+  Result<egress::Stream> stream =
+      url.tls ? egress::Stream::Tls(std::move(fd), *options_.trust, url.host, StepDeadline(overall))
+              : egress::Stream::Plain(std::move(fd));
   if (!stream.ok()) return stream.error();
 
   std::string request = "GET " + url.target + " HTTP/1.1\r\nHost: " + HostHeader(url) + "\r\n";
@@ -226,7 +228,8 @@ Result<HttpGetResponse> RegistryTransport::Exchange(const egress::HttpUrl& url,
   egress::ResponseHead head;
   for (bool parsed = false; !parsed;) {
     egress::ResponseHeadResult r = egress::ParseResponseHead(received);
-    if (r.kind == egress::ResponseHeadResult::kMalformed) return Cut(options_.peer, url, "malformed response head: " + r.reason);
+    if (r.kind == egress::ResponseHeadResult::kMalformed)
+      return Cut(options_.peer, url, "malformed response head: " + r.reason);
     if (r.kind == egress::ResponseHeadResult::kParsed && r.head.status >= 200) {
       head = std::move(r.head);
       parsed = true;

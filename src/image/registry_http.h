@@ -48,8 +48,8 @@ struct HostRule {
 Result<HostRule> ParseHostRule(std::string_view text);
 
 struct TransportOptions {
-  const egress::Dialer* dialer = nullptr;           // every host not in allowed_private; required
-  std::shared_ptr<const egress::TlsTrust> trust;    // required for https
+  const egress::Dialer* dialer = nullptr;         // every host not in allowed_private; required
+  std::shared_ptr<const egress::TlsTrust> trust;  // required for https
   // Registries (and their token realms and redirect targets) that may be on loopback or private addresses: these
   // hosts are resolved and dialled whatever their address (`isb serve --registry-allow HOST[:PORT]`).
   std::vector<HostRule> allowed_private;

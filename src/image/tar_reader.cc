@@ -118,7 +118,8 @@ Result<std::pair<int64_t, uint32_t>> PaxTime(std::string_view v, uint64_t header
   ISB_ASSIGN_OR_RETURN(uint64_t secs, PaxDecimal(whole, "mtime", std::numeric_limits<int64_t>::max() - 1, header_at));
   uint32_t nsec = 0;
   for (size_t i = 0; i < frac.size(); ++i) {
-    if (frac[i] < '0' || frac[i] > '9') return Malformed(header_at, "pax mtime \"" + std::string(v) + "\" is malformed");
+    if (frac[i] < '0' || frac[i] > '9')
+      return Malformed(header_at, "pax mtime \"" + std::string(v) + "\" is malformed");
     if (i < 9) nsec = nsec * 10 + (frac[i] - '0');
   }
   for (size_t i = frac.size(); i < 9; ++i) nsec *= 10;
@@ -177,17 +178,26 @@ Status ParsePax(std::string_view data, Pending& p, uint64_t header_at) {
 
 std::optional<TarEntry::Type> TypeOf(char flag, std::string_view name) {
   switch (flag) {
-    case '\0': return name.ends_with('/') ? TarEntry::Type::kDir : TarEntry::Type::kFile;
+    case '\0':
+      return name.ends_with('/') ? TarEntry::Type::kDir : TarEntry::Type::kFile;
     case '0':
-    case '7': return TarEntry::Type::kFile;
-    case '1': return TarEntry::Type::kHardlink;
-    case '2': return TarEntry::Type::kSymlink;
-    case '3': return TarEntry::Type::kChar;
-    case '4': return TarEntry::Type::kBlock;
+    case '7':
+      return TarEntry::Type::kFile;
+    case '1':
+      return TarEntry::Type::kHardlink;
+    case '2':
+      return TarEntry::Type::kSymlink;
+    case '3':
+      return TarEntry::Type::kChar;
+    case '4':
+      return TarEntry::Type::kBlock;
     case '5':
-    case 'D': return TarEntry::Type::kDir;  // 'D': a GNU dump directory, its data (a name list) skipped
-    case '6': return TarEntry::Type::kFifo;
-    default: return std::nullopt;
+    case 'D':
+      return TarEntry::Type::kDir;  // 'D': a GNU dump directory, its data (a name list) skipped
+    case '6':
+      return TarEntry::Type::kFifo;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -245,12 +255,14 @@ Result<std::optional<TarEntry>> TarReader::Next() {
     const char flag = static_cast<char>(h[156]);
     ISB_ASSIGN_OR_RETURN(uint64_t size, Unsigned(h, 124, 12, "size", at, std::numeric_limits<int64_t>::max()));
     if (flag == 'x' || flag == 'g' || flag == 'L' || flag == 'K') {
-      const char* what = flag == 'x' ? "pax header" : flag == 'g' ? "pax global header" : flag == 'L' ? "GNU long name"
-                                                                                                        : "GNU long link";
+      const char* what = flag == 'x'   ? "pax header"
+                         : flag == 'g' ? "pax global header"
+                         : flag == 'L' ? "GNU long name"
+                                       : "GNU long link";
       ISB_ASSIGN_OR_RETURN(std::string meta, ReadMeta(size, at, what));
       if (flag != 'g' && (pending_bytes += size) > kMaxTarMetaBytes) {
-        return Error::Of(Code::kTooLarge, At(at) + "metadata for one entry past " +
-                                              std::to_string(kMaxTarMetaBytes) + " bytes");
+        return Error::Of(Code::kTooLarge,
+                         At(at) + "metadata for one entry past " + std::to_string(kMaxTarMetaBytes) + " bytes");
       }
       if (flag == 'x') ISB_TRY(ParsePax(meta, pending, at));
       if (flag == 'L') pending.path = meta.substr(0, meta.find('\0'));

@@ -18,13 +18,13 @@ namespace isb::image {
 struct TarEntry {
   enum class Type { kFile, kDir, kSymlink, kHardlink, kChar, kBlock, kFifo };
   Type type = Type::kFile;
-  std::string path;  // as the archive says it (pax path, GNU long name, ustar prefix/name, or name); never empty
-  std::string link;  // a symlink's target, a hardlink's target name in the archive
-  uint64_t size = 0; // data bytes of a kFile; 0 for every other type (their data, if any, is skipped)
-  uint32_t mode = 0; // permission bits with set-id and sticky (07777)
+  std::string path;   // as the archive says it (pax path, GNU long name, ustar prefix/name, or name); never empty
+  std::string link;   // a symlink's target, a hardlink's target name in the archive
+  uint64_t size = 0;  // data bytes of a kFile; 0 for every other type (their data, if any, is skipped)
+  uint32_t mode = 0;  // permission bits with set-id and sticky (07777)
   uint32_t uid = 0, gid = 0;
-  int64_t mtime = 0;        // seconds since the epoch (pax: the whole seconds, rounded down)
-  uint32_t mtime_nsec = 0;  // pax only: the fraction of mtime
+  int64_t mtime = 0;                      // seconds since the epoch (pax: the whole seconds, rounded down)
+  uint32_t mtime_nsec = 0;                // pax only: the fraction of mtime
   uint32_t dev_major = 0, dev_minor = 0;  // kChar and kBlock
   std::vector<std::pair<std::string, std::string>> xattrs;  // pax SCHILY.xattr.NAME=VALUE, in archive order
 };

@@ -15,8 +15,8 @@ constexpr size_t kBlock = 512;
 // An octal field of `width` bytes (NUL-terminated), or false when `value` does not fit.
 bool PutOctal(char* field, size_t width, uint64_t value) {
   char text[32];
-  const int n = std::snprintf(text, sizeof text, "%0*llo", static_cast<int>(width - 1),
-                              static_cast<unsigned long long>(value));
+  const int n =
+      std::snprintf(text, sizeof text, "%0*llo", static_cast<int>(width - 1), static_cast<unsigned long long>(value));
   if (n < 0 || static_cast<size_t>(n) > width - 1) return false;
   std::memcpy(field, text, static_cast<size_t>(n));
   field[n] = '\0';
@@ -111,7 +111,10 @@ Status TarWriter::Add(const TarHeader& header) {
   PutOctal(h.devmajor(), 8, header.dev_major);
   PutOctal(h.devminor(), 8, header.dev_minor);
   h.type() = static_cast<char>(header.type);
-  std::memcpy(h.magic(), "ustar\0" "00", 8);
+  std::memcpy(h.magic(),
+              "ustar\0"
+              "00",
+              8);
   if (!pax.empty()) {
     Ustar x;
     const std::string xname = "PaxHeaders/" + header.path.substr(0, std::min<size_t>(header.path.size(), 80));
@@ -124,7 +127,10 @@ Status TarWriter::Add(const TarHeader& header) {
     PutOctal(x.devmajor(), 8, 0);
     PutOctal(x.devminor(), 8, 0);
     x.type() = 'x';
-    std::memcpy(x.magic(), "ustar\0" "00", 8);
+    std::memcpy(x.magic(),
+                "ustar\0"
+                "00",
+                8);
     x.Seal();
     ISB_TRY(Write(std::span(reinterpret_cast<const uint8_t*>(x.b.data()), kBlock)));
     data_size_ = pax.size();

@@ -18,12 +18,19 @@ namespace isb::image {
 using ByteSink = std::function<Status(std::span<const uint8_t>)>;
 
 struct TarHeader {
-  enum class Type : char { kFile = '0', kHardlink = '1', kSymlink = '2', kChar = '3', kBlock = '4', kDir = '5',
-                           kFifo = '6' };
+  enum class Type : char {
+    kFile = '0',
+    kHardlink = '1',
+    kSymlink = '2',
+    kChar = '3',
+    kBlock = '4',
+    kDir = '5',
+    kFifo = '6'
+  };
   Type type = Type::kFile;
-  std::string path;  // relative, '/'-separated; a directory's without a trailing '/'
+  std::string path;    // relative, '/'-separated; a directory's without a trailing '/'
   std::string link{};  // a symlink's target or a hardlink's first name
-  uint64_t size = 0;  // a file's data bytes
+  uint64_t size = 0;   // a file's data bytes
   uint32_t mode = 0644;
   uint32_t uid = 0, gid = 0;
   int64_t mtime = 0;

@@ -28,7 +28,8 @@ in_addr ToInAddr(uint32_t host_order);
 // Benchmarking range (RFC 2544): not used on LANs, never routed on the internet, 32768 sandboxes.
 inline constexpr const char* kDefaultSandboxSubnet = "198.18.0.0/15";
 
-// The host's IPv4 routes other than the default one, from the routing table of the calling thread's namespace (or a file in that format, for tests).
+// The host's IPv4 routes other than the default one, from the routing table of the calling thread's namespace (or a
+// file in that format, for tests).
 Result<std::vector<Subnet>> HostRoutes(const std::string& route_table_path = "/proc/thread-self/net/route");
 // Refuses a sandbox subnet that overlaps any of `routes`, naming the route.
 Status CheckNoOverlap(const Subnet& subnet, const std::vector<Subnet>& routes);

@@ -34,9 +34,9 @@ struct DnsQuery {
   std::string name;
   uint16_t type = 0;
   uint16_t klass = 0;
-  bool edns = false;          // the query carried an OPT record
+  bool edns = false;  // the query carried an OPT record
   uint8_t edns_version = 0;
-  uint16_t edns_payload = 0;  // the requester's UDP payload size
+  uint16_t edns_payload = 0;      // the requester's UDP payload size
   std::vector<uint8_t> question;  // the question section as sent, echoed in responses (0x20 case kept)
 };
 

@@ -44,8 +44,10 @@ Result<Fd> Bound(int type, const sockaddr_in& a) {
 }  // namespace
 
 Result<DnsUpstream> ParseDnsUpstream(std::string_view text) {
-  auto bad = [&] { return Error::Of(Code::kInvalidArgument, "DNS upstream '" + std::string(text) +
-                                                                 "' is not IP, IP:PORT or [IPv6]:PORT"); };
+  auto bad = [&] {
+    return Error::Of(Code::kInvalidArgument,
+                     "DNS upstream '" + std::string(text) + "' is not IP, IP:PORT or [IPv6]:PORT");
+  };
   std::string host(text);
   uint16_t port = 53;
   if (!host.empty() && host.front() == '[') {
@@ -135,10 +137,13 @@ Result<std::unique_ptr<DnsServer>> DnsServer::Start(const std::string& address, 
   }
 }
 
-DnsServer::DnsServer(Fd socket, Fd listener, Fd stop, uint16_t port, DnsHooks hooks,
-                     std::vector<DnsUpstream> upstreams)
-    : socket_(std::move(socket)), listener_(std::move(listener)), stop_(std::move(stop)), port_(port),
-      hooks_(std::move(hooks)), upstreams_(std::move(upstreams)) {
+DnsServer::DnsServer(Fd socket, Fd listener, Fd stop, uint16_t port, DnsHooks hooks, std::vector<DnsUpstream> upstreams)
+    : socket_(std::move(socket)),
+      listener_(std::move(listener)),
+      stop_(std::move(stop)),
+      port_(port),
+      hooks_(std::move(hooks)),
+      upstreams_(std::move(upstreams)) {
   thread_ = std::thread([this] { Serve(); });
 }
 
@@ -241,9 +246,9 @@ bool DnsServer::ServeTcp(TcpClient& c) {
       return false;
     }
     if (c.buffer.size() < 2 + size) break;
-    std::optional<std::vector<uint8_t>> answer =
-        Respond(std::span<const uint8_t>(c.buffer.data() + 2, size),
-                [&](std::string_view name) { return hooks_.listed(c.sandbox, name); }, c.proxy);
+    std::optional<std::vector<uint8_t>> answer = Respond(
+        std::span<const uint8_t>(c.buffer.data() + 2, size),
+        [&](std::string_view name) { return hooks_.listed(c.sandbox, name); }, c.proxy);
     c.buffer.erase(c.buffer.begin(), c.buffer.begin() + static_cast<std::ptrdiff_t>(2 + size));
     if (!answer || answer->size() > 0xffff) {
       ++dropped_;
@@ -252,7 +257,8 @@ bool DnsServer::ServeTcp(TcpClient& c) {
     std::vector<uint8_t> framed{static_cast<uint8_t>(answer->size() >> 8), static_cast<uint8_t>(answer->size())};
     framed.insert(framed.end(), answer->begin(), answer->end());
     // An answer is small and the client reads it before asking again; one that does not fit is its loss.
-    if (::send(c.fd.get(), framed.data(), framed.size(), MSG_DONTWAIT | MSG_NOSIGNAL) != static_cast<ssize_t>(framed.size())) {
+    if (::send(c.fd.get(), framed.data(), framed.size(), MSG_DONTWAIT | MSG_NOSIGNAL) !=
+        static_cast<ssize_t>(framed.size())) {
       ++dropped_;
       return false;
     }
@@ -297,15 +303,17 @@ bool DnsServer::ServeUdp() {
     }
     Ipv4 proxy;
     std::memcpy(proxy.data(), &info.ipi_addr.s_addr, 4);  // network order: the bytes as they appear on the wire
-    std::optional<std::vector<uint8_t>> answer =
-        Respond(std::span<const uint8_t>(packet, static_cast<size_t>(n)),
-                [&](std::string_view name) { return hooks_.listed(*sandbox, name); }, proxy);
+    std::optional<std::vector<uint8_t>> answer = Respond(
+        std::span<const uint8_t>(packet, static_cast<size_t>(n)),
+        [&](std::string_view name) { return hooks_.listed(*sandbox, name); }, proxy);
     if (!answer) {
       ++dropped_;
       return true;
     }
-    if (ReplyFrom(from, info.ipi_addr, *answer)) ++answered_;
-    else ++dropped_;
+    if (ReplyFrom(from, info.ipi_addr, *answer))
+      ++answered_;
+    else
+      ++dropped_;
   }
   return true;
 }
@@ -341,11 +349,15 @@ void DnsServer::Forward(std::span<const uint8_t> packet, const sockaddr_in& from
     return;
   }
   std::optional<std::vector<uint8_t>> refusal;
-  if (parsed.kind == DnsParse::kRefuse) refusal = BuildHeaderOnly(parsed.query.id, parsed.query.flags, parsed.rcode);
-  else if (upstreams_.empty()) refusal = BuildEmpty(parsed.query, DnsRcode::kServFail);
+  if (parsed.kind == DnsParse::kRefuse)
+    refusal = BuildHeaderOnly(parsed.query.id, parsed.query.flags, parsed.rcode);
+  else if (upstreams_.empty())
+    refusal = BuildEmpty(parsed.query, DnsRcode::kServFail);
   if (refusal) {
-    if (ReplyFrom(from, local, *refusal)) ++answered_;
-    else ++dropped_;
+    if (ReplyFrom(from, local, *refusal))
+      ++answered_;
+    else
+      ++dropped_;
     return;
   }
   // Its resolver asks again. One sandbox's share is bounded, so that its flood leaves room for the others'.
@@ -439,8 +451,10 @@ void DnsServer::ReadUpstream(uint16_t id, size_t sock) {
     if (!AnswersQuestion(packet, p.question)) continue;
     packet[0] = static_cast<uint8_t>(p.client_id >> 8);
     packet[1] = static_cast<uint8_t>(p.client_id);
-    if (ReplyFrom(p.client, p.local, packet)) ++forwarded_;
-    else ++dropped_;
+    if (ReplyFrom(p.client, p.local, packet))
+      ++forwarded_;
+    else
+      ++dropped_;
     Forget(it);
     return;
   }

@@ -5,10 +5,11 @@
 // over UDP to the host's resolvers, each under an id of the responder's own (random) and from a port of its own, and
 // an answer echoing the question relayed back:
 // such a sandbox reaches any public address anyway, but not the host's resolver, which is often on loopback or the
-// LAN. Over TCP an open sandbox is not served (a resolver asks over TCP only after a truncated answer). The same answers over TCP on the same port number (each message after its 2-byte length, several
-// on one connection), for at most kMaxDnsTcpConnections at once and kMaxDnsTcpPerSandbox from one sandbox (so one
-// sandbox holding connections open cannot keep the others from DNS over TCP), each closed when a query takes longer
-// than kDnsTcpTimeout to arrive or is not one the responder answers.
+// LAN. Over TCP an open sandbox is not served (a resolver asks over TCP only after a truncated answer). The same
+// answers over TCP on the same port number (each message after its 2-byte length, several on one connection), for at
+// most kMaxDnsTcpConnections at once and kMaxDnsTcpPerSandbox from one sandbox (so one sandbox holding connections open
+// cannot keep the others from DNS over TCP), each closed when a query takes longer than kDnsTcpTimeout to arrive or is
+// not one the responder answers.
 #pragma once
 
 #include <array>
@@ -54,7 +55,7 @@ std::vector<DnsUpstream> UpstreamsFromResolvConf(std::string_view text);
 
 // Forwarded queries awaiting an answer, each holding a socket per upstream asked; more are dropped.
 inline constexpr size_t kMaxDnsPending = 1024;
-inline constexpr int kMaxDnsPendingPerSandbox = 128;  // of them, one sandbox's
+inline constexpr int kMaxDnsPendingPerSandbox = 128;                  // of them, one sandbox's
 inline constexpr std::chrono::milliseconds kDnsUpstreamRetry{1000};   // then the next upstream is asked
 inline constexpr std::chrono::milliseconds kDnsUpstreamGiveUp{4000};  // then the query is forgotten
 
@@ -93,8 +94,8 @@ class DnsServer {
     std::vector<uint8_t> query;     // as sent upstream, under the responder's id
     std::vector<uint8_t> question;  // its question section, which an answer must echo
     std::string sandbox;
-    std::vector<Fd> socks;          // one per upstream asked, each connected to it: a late answer still counts
-    size_t upstream = 0;         // the upstream asked last
+    std::vector<Fd> socks;  // one per upstream asked, each connected to it: a late answer still counts
+    size_t upstream = 0;    // the upstream asked last
     std::chrono::steady_clock::time_point first, asked;
   };
   DnsServer(Fd socket, Fd listener, Fd stop, uint16_t port, DnsHooks hooks, std::vector<DnsUpstream> upstreams);
@@ -104,7 +105,8 @@ class DnsServer {
   // Sends `packet` to `to` from `local` (the address the query arrived at, so the sandbox's resolver takes it).
   bool ReplyFrom(const sockaddr_in& to, in_addr local, std::span<const uint8_t> packet);
   void Forward(std::span<const uint8_t> packet, const sockaddr_in& from, in_addr local, const std::string& sandbox);
-  // Sends the query to upstreams_[p.upstream] on a new socket; on failure to the next ones, in turn. False: none took it.
+  // Sends the query to upstreams_[p.upstream] on a new socket; on failure to the next ones, in turn. False: none took
+  // it.
   bool Ask(Pending& p);
   void ReadUpstream(uint16_t id, size_t sock);
   void RetryPending();
@@ -114,7 +116,7 @@ class DnsServer {
   bool ServeTcp(TcpClient& client);
   Fd socket_;
   Fd listener_;  // TCP
-  Fd stop_;  // an eventfd: written once to end Serve
+  Fd stop_;      // an eventfd: written once to end Serve
   uint16_t port_;
   DnsHooks hooks_;
   std::atomic<uint64_t> answered_{0}, dropped_{0}, forwarded_{0};

@@ -61,7 +61,8 @@ std::string RenderRuleset(const FirewallConfig& c, const std::vector<SandboxRule
     << "  set list_ports { type ifname . inet_service; " << Elements(list_ports) << " }\n"
     << "  set any_port_ifaces { type ifname; " << Elements(any_port_ifaces) << " }\n"
     << "  set open_ifaces { type ifname; " << Elements(open_ifaces) << " }\n"
-    << "  set nonpublic4 { type ipv4_addr; flags interval; elements = { " << kNonPublic4 << " } }\n"
+    << "  set nonpublic4 { type ipv4_addr; flags interval; elements = { " << kNonPublic4
+    << " } }\n"
     // A listed port, or DNS, to the host end: to the proxy or the DNS responder, which know the sandbox by the
     // address the connection arrives at.
     << "  chain prerouting {\n"
@@ -71,13 +72,15 @@ std::string RenderRuleset(const FirewallConfig& c, const std::vector<SandboxRule
     << "    iifname @list_ifaces fib daddr type local udp dport 53 redirect to :" << dns << "\n"
     << "    iifname @list_ifaces fib daddr type local tcp dport 53 redirect to :" << dns << "\n"
     << "    iifname @open_ifaces fib daddr type local udp dport 53 redirect to :" << dns << "\n"
-    << "    iifname " << sb << " fib daddr type local meta iifname . tcp dport @list_ports redirect to :" << proxy << "\n"
+    << "    iifname " << sb << " fib daddr type local meta iifname . tcp dport @list_ports redirect to :" << proxy
+    << "\n"
     << "    iifname @any_port_ifaces fib daddr type local tcp dport != 53 redirect to :" << proxy << "\n"
     << "  }\n"
     // To the host itself: only what was redirected above.
     << "  chain input {\n"
     << "    type filter hook input priority filter; policy accept;\n"
-    << "    iifname " << sb << " jump from_sandbox\n"
+    << "    iifname " << sb
+    << " jump from_sandbox\n"
     // The proxy and the DNS responder listen on every address; only redirected sandbox traffic may reach them.
     << "    tcp dport " << proxy << " counter drop\n"
     << "    udp dport " << dns << " counter drop\n"

@@ -8,9 +8,7 @@ namespace {
 
 Error Invalid(const char* reason) { return Error::Of(Code::kInvalidArgument, reason); }
 
-bool LabelByte(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
-}
+bool LabelByte(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_'; }
 
 }  // namespace
 

@@ -64,7 +64,8 @@ Status Netlink::Transact(void* msg, size_t len, const char* what) {
   auto* h = static_cast<nlmsghdr*>(msg);
   sockaddr_nl kernel{};
   kernel.nl_family = AF_NETLINK;
-  if (::sendto(fd_.get(), msg, len, 0, reinterpret_cast<sockaddr*>(&kernel), sizeof kernel) != static_cast<ssize_t>(len))
+  if (::sendto(fd_.get(), msg, len, 0, reinterpret_cast<sockaddr*>(&kernel), sizeof kernel) !=
+      static_cast<ssize_t>(len))
     return Error::Sys(std::string("netlink send (") + what + ")");
   char buf[8192];
   for (;;) {
@@ -86,7 +87,8 @@ Status Netlink::Transact(void* msg, size_t len, const char* what) {
 }
 
 Status Netlink::CreateVeth(const std::string& host, const std::string& peer, int peer_netns_fd) {
-  if (host.size() >= IFNAMSIZ || peer.size() >= IFNAMSIZ) return Error::Of(Code::kInvalidArgument, "interface name too long");
+  if (host.size() >= IFNAMSIZ || peer.size() >= IFNAMSIZ)
+    return Error::Of(Code::kInvalidArgument, "interface name too long");
   NetlinkMessage m(RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK);
   m.Fixed<ifinfomsg>()->ifi_family = AF_UNSPEC;
   m.Str(IFLA_IFNAME, host);

@@ -41,8 +41,9 @@ Status CheckIfnamePrefix(const std::string& prefix, const Subnet& subnet) {
   bool valid = !prefix.empty() && IsLetter(prefix[0]);
   for (char c : prefix) valid = valid && (IsLetter(c) || IsDigit(c) || c == '_');
   if (!valid)
-    return Error::Of(Code::kInvalidArgument, "\"" + prefix + "\" must be a letter followed by letters, digits or _ "
-                                             "(the sandboxes' veths are named <prefix>-<slot>)");
+    return Error::Of(Code::kInvalidArgument, "\"" + prefix +
+                                                 "\" must be a letter followed by letters, digits or _ "
+                                                 "(the sandboxes' veths are named <prefix>-<slot>)");
   const uint32_t slots = uint32_t{1} << (30 - subnet.prefix_len);  // a /30 each
   const std::string last = HostIfname(prefix, slots - 1);
   if (last.size() >= IFNAMSIZ)

@@ -31,9 +31,10 @@ Status CheckBound(std::string_view file, const std::string& org, const std::stri
                   bool store_bound) {
   ISB_ASSIGN_OR_RETURN(std::optional<FileBinding> binding, BindingOf(file));
   if (!binding && store_bound)
-    return Error::Of(Code::kForbidden, what + ": its file carries no isb-binding, and every file of this store does "
-                                              "since it was bound; put back this secret's own file, or give it a "
-                                              "new value with secret_set");
+    return Error::Of(Code::kForbidden, what +
+                                           ": its file carries no isb-binding, and every file of this store does "
+                                           "since it was bound; put back this secret's own file, or give it a "
+                                           "new value with secret_set");
   if (!binding || (binding->org == org && binding->name == name)) return {};
   return Error::Of(Code::kForbidden, what + ": its file belongs to " + Named(binding->org, binding->name) +
                                          " (it was copied into this secret's place); put back this secret's own "
@@ -200,10 +201,8 @@ Status SecretStore::WriteVersionLocked(const SecretMeta& meta, int version, std:
 }
 
 Result<SecretMeta> SecretStore::CreateLocked(const std::string& org, const std::string& name, std::string_view value,
-                                             std::vector<std::string> hosts,
-                                             std::map<std::string, std::string> labels,
-                                             std::vector<std::string> substitute,
-                                             std::vector<std::string> headers) {
+                                             std::vector<std::string> hosts, std::map<std::string, std::string> labels,
+                                             std::vector<std::string> substitute, std::vector<std::string> headers) {
   auto existing = ReadMetaLocked(org, name);
   if (existing.ok()) {
     return Error::Of(Code::kConflict, Named(org, name) + " already exists; add a version with set");
@@ -316,8 +315,10 @@ Result<SecretStore::Versions> SecretStore::AllVersions(const std::string& org, c
   Versions out;
   for (int version = FirstKeptVersion(meta.version); version < meta.version; ++version) {
     Result<Value> value = GetLocked(org, name, version);
-    if (value.ok()) out.values.push_back(std::move(value).value());
-    else out.unreadable.push_back(version);
+    if (value.ok())
+      out.values.push_back(std::move(value).value());
+    else
+      out.unreadable.push_back(version);
   }
   ISB_ASSIGN_OR_RETURN(Value latest, GetLocked(org, name, meta.version));
   out.values.push_back(std::move(latest));

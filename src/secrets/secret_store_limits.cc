@@ -70,8 +70,9 @@ Result<std::vector<std::string>> CanonicalSubstitute(const std::vector<std::stri
   static constexpr std::string_view kParts[] = {"header", "query", "body"};
   for (const std::string& part : parts) {
     if (std::find(std::begin(kParts), std::end(kParts), part) == std::end(kParts))
-      return Error::Of(Code::kInvalidArgument,
-                       "substitute: " + Quoted(part) + " is not a part of a request; give \"header\", \"query\" or \"body\"");
+      return Error::Of(
+          Code::kInvalidArgument,
+          "substitute: " + Quoted(part) + " is not a part of a request; give \"header\", \"query\" or \"body\"");
   }
   if (std::find(parts.begin(), parts.end(), "header") == parts.end())
     return Error::Of(Code::kInvalidArgument,
@@ -86,10 +87,11 @@ Result<std::vector<std::string>> CanonicalSubstitute(const std::vector<std::stri
 // would travel where the credential headers never go (a Host is logged and echoed; a Cookie is set on the client).
 bool ReservedHeader(std::string_view name) {
   static constexpr std::string_view kReserved[] = {
-      "Host",       "Connection", "Upgrade",    "Transfer-Encoding", "Content-Length", "Content-Type",
-      "TE",         "Trailer",    "Keep-Alive", "Proxy-Connection",  "Origin",         "Referer",
-      "Cookie",     "Set-Cookie", "Forwarded",  "Via",               "User-Agent",     "Expect",
-      "Content-Encoding", "Accept-Encoding", "Range", "If-Match", "If-None-Match", "Location"};
+      "Host",         "Connection", "Upgrade",       "Transfer-Encoding", "Content-Length",
+      "Content-Type", "TE",         "Trailer",       "Keep-Alive",        "Proxy-Connection",
+      "Origin",       "Referer",    "Cookie",        "Set-Cookie",        "Forwarded",
+      "Via",          "User-Agent", "Expect",        "Content-Encoding",  "Accept-Encoding",
+      "Range",        "If-Match",   "If-None-Match", "Location"};
   for (std::string_view r : kReserved) {
     if (EqualsIgnoreCase(r, name)) return true;
   }

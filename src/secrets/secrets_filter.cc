@@ -242,7 +242,8 @@ std::unique_ptr<egress::BodyFilter> UnderCodings(const std::string* content_enco
 // message filtered; refused instead.
 std::string PlainUpgradeRefusal(const egress::Exchange& exchange, const egress::HttpHead& head) {
   if (exchange.intercepted || head.Find("Upgrade") == nullptr) return {};
-  return "isb: a protocol upgrade over plain HTTP to " + exchange.host + " is refused: this sandbox has secrets, and "
+  return "isb: a protocol upgrade over plain HTTP to " + exchange.host +
+         " is refused: this sandbox has secrets, and "
          "what follows the upgrade could not be checked for them; use https:// or wss://";
 }
 
@@ -453,8 +454,9 @@ std::unique_ptr<egress::BodyFilter> SecretsFilter::ResponseBody(const egress::Ex
   if (!box) return nullptr;
   std::vector<uint8_t> marks = filter_parts::TakeMarks(this, &head, box->bindings.size());
   if (OtherTransferCodings(head.headers))
-    return std::make_unique<RefusedBody>("isb: a response in a transfer-coding other than chunked cannot be scrubbed "
-                                         "of secrets");
+    return std::make_unique<RefusedBody>(
+        "isb: a response in a transfer-coding other than chunked cannot be scrubbed "
+        "of secrets");
   auto body = std::make_unique<CountingBody>(box, box->scrub, LeakContext{exchange, nullptr}, std::move(marks),
                                              &SecretCounters::scrubbed);
   std::optional<std::string> codings = JoinedFields(head.headers, "Content-Encoding");

@@ -55,8 +55,7 @@ Status ValidateMounts(const std::vector<SpecMount>& mounts) {
 }
 
 Status ValidateSecretFiles(const std::vector<SpecSecretFile>& files) {
-  if (files.size() > kMaxSecretFiles)
-    return Invalid("secrets: at most " + std::to_string(kMaxSecretFiles) + " files");
+  if (files.size() > kMaxSecretFiles) return Invalid("secrets: at most " + std::to_string(kMaxSecretFiles) + " files");
   std::set<std::string> targets;
   const std::string dir = std::string(kSecretsDir) + "/";
   for (size_t i = 0; i < files.size(); ++i) {

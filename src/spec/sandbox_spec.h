@@ -62,7 +62,7 @@ struct SpecSecretFile {
 };
 
 struct SandboxSpec {
-  std::string name;   // optional; a host name label, unique among the org's sandboxes (other orgs may reuse it)
+  std::string name;  // optional; a host name label, unique among the org's sandboxes (other orgs may reuse it)
   // An image of the sandbox's org by reference ("python:3.12", "registry.example/team/app@sha256:..."), or a
   // directory on the host (an absolute path); empty: the default view of the host.
   std::string image;
@@ -76,8 +76,8 @@ struct SandboxSpec {
   std::string working_dir = kDefaultWorkingDir;
   std::string user = kDefaultUser;  // UID[:GID] inside
   std::map<std::string, std::string> labels;
-  std::vector<SpecMount> mounts;  // host paths bound in; remote callers only under a --bind-root
-  std::vector<SpecPort> ports;    // published while the sandbox runs
+  std::vector<SpecMount> mounts;        // host paths bound in; remote callers only under a --bind-root
+  std::vector<SpecPort> ports;          // published while the sandbox runs
   std::vector<SpecSecretFile> secrets;  // files at /run/secrets (an egress spec's secrets are placeholders)
   // No user namespace of its own: its root is the host's root (remote callers: --allow-privileged).
   bool privileged = false;

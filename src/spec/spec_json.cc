@@ -198,22 +198,22 @@ Result<SandboxSpec> FromCallerJson(const json& in) {
 
 json ToJson(const SandboxSpec& s) {
   json j = {{"name", s.name},
-          {"image", s.image},
-          {"cpus", s.cpus},
-          {"mem_limit", s.mem_limit},
-          {"disk", s.disk},
-          {"pids", s.pids},
-          {"environment", s.environment},
-          {"working_dir", s.working_dir},
-          {"user", s.user},
-          {"labels", s.labels},
-          {"mounts", s.mounts},
-          {"ports", s.ports},
-          {"egress", s.egress},
-          {"privileged", s.privileged},
-          {"idmap", s.idmap.empty() ? json("auto") : json(s.idmap)},
-          {"expires", s.expires.count()},
-          {"idle_timeout", s.idle_timeout.count()}};
+            {"image", s.image},
+            {"cpus", s.cpus},
+            {"mem_limit", s.mem_limit},
+            {"disk", s.disk},
+            {"pids", s.pids},
+            {"environment", s.environment},
+            {"working_dir", s.working_dir},
+            {"user", s.user},
+            {"labels", s.labels},
+            {"mounts", s.mounts},
+            {"ports", s.ports},
+            {"egress", s.egress},
+            {"privileged", s.privileged},
+            {"idmap", s.idmap.empty() ? json("auto") : json(s.idmap)},
+            {"expires", s.expires.count()},
+            {"idle_timeout", s.idle_timeout.count()}};
   // Names and places of files, never values; only when there are any, as specs before them read.
   if (!s.secrets.empty()) j["secrets"] = s.secrets;
   return j;

@@ -50,8 +50,8 @@ Db::~Db() {
 Result<std::unique_ptr<Db>> Db::Open(const std::string& path, const std::vector<std::string>& migrations) {
   ISB_TRY(KeepPrivate(path));
   std::unique_ptr<Db> db(new Db());
-  int rc = sqlite3_open_v2(path.c_str(), &db->db_,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
+  int rc = sqlite3_open_v2(path.c_str(), &db->db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                           nullptr);
   if (rc != SQLITE_OK) return Error::Msg("open database " + path + ": " + sqlite3_errstr(rc));
   sqlite3_busy_timeout(db->db_, 5000);
   RecursiveMutexLock lock(db->mu_);
@@ -66,8 +66,8 @@ Result<std::unique_ptr<Db>> Db::Open(const std::string& path, const std::vector<
     return Error::Msg("database " + path + " has schema version " + std::to_string(db->version_) +
                       ", newer than this isb (" + std::to_string(migrations.size()) + "); upgrade isb");
   for (size_t i = static_cast<size_t>(db->version_); i < migrations.size(); ++i) {
-    std::string sql = "BEGIN IMMEDIATE;\n" + migrations[i] + ";\nPRAGMA user_version=" + std::to_string(i + 1) +
-                      ";\nCOMMIT;";
+    std::string sql =
+        "BEGIN IMMEDIATE;\n" + migrations[i] + ";\nPRAGMA user_version=" + std::to_string(i + 1) + ";\nCOMMIT;";
     char* err = nullptr;
     if (sqlite3_exec(db->db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
       std::string msg = err ? err : "unknown error";
@@ -159,8 +159,8 @@ sqlite3_stmt* Db::Prepare(const std::string& sql, bool* cached) {
   }
   *cached = statements_.size() < kMaxCachedStatements;
   sqlite3_stmt* stmt = nullptr;
-  if (sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()), *cached ? SQLITE_PREPARE_PERSISTENT : 0,
-                         &stmt, nullptr) != SQLITE_OK)
+  if (sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()), *cached ? SQLITE_PREPARE_PERSISTENT : 0, &stmt,
+                         nullptr) != SQLITE_OK)
     return nullptr;
   if (*cached && stmt != nullptr) statements_.emplace(sql, stmt);
   return stmt;
@@ -185,9 +185,12 @@ Result<std::vector<Row>> Db::QueryLocked(const std::string& sql, const std::vect
     int idx = static_cast<int>(i + 1);
     const Value& v = args[i];
     int rc = SQLITE_OK;
-    if (std::holds_alternative<std::nullptr_t>(v)) rc = sqlite3_bind_null(raw, idx);
-    else if (auto* n = std::get_if<int64_t>(&v)) rc = sqlite3_bind_int64(raw, idx, *n);
-    else if (auto* d = std::get_if<double>(&v)) rc = sqlite3_bind_double(raw, idx, *d);
+    if (std::holds_alternative<std::nullptr_t>(v))
+      rc = sqlite3_bind_null(raw, idx);
+    else if (auto* n = std::get_if<int64_t>(&v))
+      rc = sqlite3_bind_int64(raw, idx, *n);
+    else if (auto* d = std::get_if<double>(&v))
+      rc = sqlite3_bind_double(raw, idx, *d);
     else {
       const auto& s = std::get<std::string>(v);
       rc = sqlite3_bind_text(raw, idx, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
@@ -207,9 +210,15 @@ Result<std::vector<Row>> Db::QueryLocked(const std::string& sql, const std::vect
     int n = sqlite3_column_count(raw);
     for (int c = 0; c < n; ++c) {
       switch (sqlite3_column_type(raw, c)) {
-        case SQLITE_INTEGER: row.emplace_back(static_cast<int64_t>(sqlite3_column_int64(raw, c))); break;
-        case SQLITE_FLOAT: row.emplace_back(sqlite3_column_double(raw, c)); break;
-        case SQLITE_NULL: row.emplace_back(nullptr); break;
+        case SQLITE_INTEGER:
+          row.emplace_back(static_cast<int64_t>(sqlite3_column_int64(raw, c)));
+          break;
+        case SQLITE_FLOAT:
+          row.emplace_back(sqlite3_column_double(raw, c));
+          break;
+        case SQLITE_NULL:
+          row.emplace_back(nullptr);
+          break;
         default: {
           const auto* t = reinterpret_cast<const char*>(sqlite3_column_text(raw, c));
           row.emplace_back(std::string(t ? t : "", static_cast<size_t>(sqlite3_column_bytes(raw, c))));

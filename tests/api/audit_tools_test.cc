@@ -45,9 +45,10 @@ class AuditToolsTest : public audit::testing::AuditDbTest {
     spec.labels[kOrgLabel] = org;
     auto info = fake_.Create(spec);
     EXPECT_TRUE(info.ok());
-    EXPECT_TRUE(history_->Record({.sandbox = info->id, .org = org, .event = "created", .actor = "user:alice",
-                                  .actor_kind = "user"})
-                    .ok());
+    EXPECT_TRUE(
+        history_
+            ->Record({.sandbox = info->id, .org = org, .event = "created", .actor = "user:alice", .actor_kind = "user"})
+            .ok());
     return info->id;
   }
 
@@ -143,8 +144,9 @@ TEST_F(AuditToolsTest, VerifyReportsBothChainsToPlatformAdmins) {
 TEST_F(AuditToolsTest, HistoryOfTheOrgsSandboxOnly) {
   std::string mine = SandboxOf("a");
   std::string theirs = SandboxOf("b");
-  ASSERT_TRUE(history_->Record({.sandbox = mine, .org = "a", .event = "stopped", .actor_kind = "system",
-                                .reason = "idle"}).ok());
+  ASSERT_TRUE(
+      history_->Record({.sandbox = mine, .org = "a", .event = "stopped", .actor_kind = "system", .reason = "idle"})
+          .ok());
   CallContext viewer = As(UserIn("vera", "a", Role::kViewer), "a");
 
   json r = Ok("history_query", {{"sandbox", mine}}, viewer);
@@ -165,8 +167,9 @@ TEST_F(AuditToolsTest, HistoryOfTheWholeOrgWithoutASandbox) {
   std::string other = SandboxOf("b");
   std::string second = SandboxOf("a");
   // A removed sandbox is gone from the org's view, its events are not.
-  ASSERT_TRUE(history_->Record({.sandbox = first, .org = "a", .event = "removed", .actor = "user:alice",
-                                .actor_kind = "user"}).ok());
+  ASSERT_TRUE(
+      history_->Record({.sandbox = first, .org = "a", .event = "removed", .actor = "user:alice", .actor_kind = "user"})
+          .ok());
   ASSERT_TRUE(fake_.Remove(first).ok());
 
   json r = Ok("history_query", json::object(), As(UserIn("vera", "a", Role::kViewer), "a"));

@@ -65,7 +65,8 @@ TEST(EventBus, FiltersByOrgButMovesTheCursorPastWhatItHides) {
   bus.Publish(Ev("created", "other"));
   bus.Publish(Ev("removed", "acme"));
   bus.Publish(Ev("removed", "other"));
-  EventBatch b = bus.Since(0, [](const std::string& org) { return org == "acme"; }, milliseconds(0));
+  EventBatch b = bus.Since(
+      0, [](const std::string& org) { return org == "acme"; }, milliseconds(0));
   EXPECT_EQ(Ids(b), (std::vector<uint64_t>{1, 3}));
   EXPECT_EQ(b.last_id, 4u);
 }
@@ -112,10 +113,11 @@ TEST(EventBus, WithAClockTheIdsAnOrgSeesAreTheSameWhateverOtherOrgsDid) {
     t.now->store(4'000'000);
     bus.Publish(Ev("started", "acme"));
     t.now->store(5'000'000);
-    EventBatch b = bus.Since(start, [](const std::string& org) { return org == "acme"; }, milliseconds(0));
+    EventBatch b = bus.Since(
+        start, [](const std::string& org) { return org == "acme"; }, milliseconds(0));
     std::vector<uint64_t> ids = Ids(b);
-    ids.push_back(b.last_id);      // the cursor a reader is handed
-    ids.push_back(bus.LastId());   // where a new stream starts
+    ids.push_back(b.last_id);     // the cursor a reader is handed
+    ids.push_back(bus.LastId());  // where a new stream starts
     return ids;
   };
   EXPECT_EQ(acme_ids(false), (std::vector<uint64_t>{2'000'001, 4'000'001, 5'000'000, 5'000'000}));

@@ -66,7 +66,8 @@ class EventsHttpTest : public ::testing::Test {
     opts.events = [this](const Request& req, const Identity& who) {
       // The daemon's tool policy, as serve.cc asks it: "hidden" is a caller it hides sandbox_list from.
       return ServeEvents(bus_, req, who,
-                         {.keep_alive = milliseconds(300), .poll = milliseconds(50),
+                         {.keep_alive = milliseconds(300),
+                          .poll = milliseconds(50),
                           .listed = [](const Identity& caller) { return caller.user_name != "hidden"; }});
     };
     // A terminal that only waits for the server to say stop, then says so on the socket.
@@ -113,8 +114,8 @@ class EventsHttpTest : public ::testing::Test {
   // Opens the stream as `token` with `extra` headers and reads its head.
   Fd OpenStream(const std::string& token, const std::string& extra = "", std::string* got = nullptr) {
     Fd fd = Connect(server_->port());
-    const std::string req = "GET /api/v1/events HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer " + token +
-                            "\r\n" + extra + "\r\n";
+    const std::string req =
+        "GET /api/v1/events HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer " + token + "\r\n" + extra + "\r\n";
     EXPECT_EQ(send(fd.get(), req.data(), req.size(), MSG_NOSIGNAL), static_cast<ssize_t>(req.size()));
     std::string head;
     std::string* into = got != nullptr ? got : &head;
@@ -184,7 +185,8 @@ TEST_F(EventsHttpTest, AnIdTheRingDoesNotHoldGetsAReset) {
 TEST_F(EventsHttpTest, WithoutACredentialTheStreamIs401) {
   Reply r = Get("/api/v1/events");
   EXPECT_EQ(r.status, 401);
-  EXPECT_EQ(r.body, R"({"error":"unauthenticated","message":"missing bearer token: send \"Authorization: Bearer <token>\""})");
+  EXPECT_EQ(r.body,
+            R"({"error":"unauthenticated","message":"missing bearer token: send \"Authorization: Bearer <token>\""})");
 }
 
 TEST_F(EventsHttpTest, APostToTheStreamIs405) {
@@ -197,7 +199,8 @@ TEST_F(EventsHttpTest, APostToTheStreamIs405) {
 TEST_F(EventsHttpTest, MetricsNeedAPlatformAdminOrTheirMetricsToken) {
   Reply none = Get("/metrics");
   EXPECT_EQ(none.status, 401);
-  EXPECT_EQ(none.body, R"({"error":"unauthenticated","message":"missing bearer token: send \"Authorization: Bearer <token>\""})");
+  EXPECT_EQ(none.body,
+            R"({"error":"unauthenticated","message":"missing bearer token: send \"Authorization: Bearer <token>\""})");
   Reply viewer = Get("/metrics", "Authorization: Bearer acme\r\n");
   EXPECT_EQ(viewer.status, 403);
   EXPECT_EQ(viewer.body, R"({"error":"forbidden","message":"metrics are for platform admins: use a platform admin's )"
@@ -271,9 +274,10 @@ TEST_F(EventsHttpTest, AStreamEndsOnceItsCallerIsRemovedFromTheOrg) {
 
 TEST_F(EventsHttpTest, ATerminalIsToldToStopOnceItsTokenIsRevoked) {
   Fd fd = Connect(server_->port());
-  const std::string req = "GET /api/v1/sandboxes/sb-1/terminal HTTP/1.1\r\nHost: localhost\r\n"
-                          "Authorization: Bearer revocable\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                          "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
+  const std::string req =
+      "GET /api/v1/sandboxes/sb-1/terminal HTTP/1.1\r\nHost: localhost\r\n"
+      "Authorization: Bearer revocable\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
   ASSERT_EQ(send(fd.get(), req.data(), req.size(), MSG_NOSIGNAL), static_cast<ssize_t>(req.size()));
   std::string got;
   ASSERT_TRUE(ReadUntil(fd, &got, "\r\n\r\n")) << got;

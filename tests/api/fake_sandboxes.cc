@@ -12,8 +12,8 @@ SandboxInfo* FakeSandboxes::Find(const std::string& id_or_name) {
   return nullptr;
 }
 
-#define FAKE_FIND(var, ref)                                                                         \
-  SandboxInfo* var = Find(ref);                                                                     \
+#define FAKE_FIND(var, ref)     \
+  SandboxInfo* var = Find(ref); \
   if (var == nullptr) return Error::Of(Code::kNotFound, "no sandbox '" + ref + "'")
 
 void FakeSandboxes::Asked(const std::string& call, const CallOrigin& origin) {

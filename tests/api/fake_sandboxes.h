@@ -50,7 +50,7 @@ class FakeSandboxes : public Sandboxes {
   std::vector<std::string> origins;  // "CALL ACTOR ACTOR_KIND REQUEST_ID" per lifecycle call, CALL as "create"
 
  private:
-  SandboxInfo* Find(const std::string& id_or_name);  // REQUIRES: mu held
+  SandboxInfo* Find(const std::string& id_or_name);               // REQUIRES: mu held
   void Asked(const std::string& call, const CallOrigin& origin);  // REQUIRES: mu held
 };
 

@@ -128,7 +128,7 @@ TEST_F(HttpServerTest, AuthenticatesTcpRequests) {
 }
 
 TEST_F(HttpServerTest, UnixSocketIsSuperadminAndPrivate) {
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(stat(socket_path_.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   ASSERT_EQ(stat((dir_ + "/run").c_str(), &st), 0);
@@ -195,7 +195,8 @@ TEST_F(HttpServerTest, ClientLeavingMidStreamDoesNotHurt) {
   ASSERT_EQ(Tcp(HttpRequest("POST", "/api/v1/tools/sandbox_create", R"({"name":"s"})", kAuth)).status, 200);
   {
     Fd fd = Connect(server_->port());
-    std::string req = HttpRequest("POST", "/api/v1/tools/sandbox_exec?stream=1", R"({"sandbox":"s","argv":["x"]})", kAuth);
+    std::string req =
+        HttpRequest("POST", "/api/v1/tools/sandbox_exec?stream=1", R"({"sandbox":"s","argv":["x"]})", kAuth);
     ASSERT_EQ(send(fd.get(), req.data(), req.size(), MSG_NOSIGNAL), static_cast<ssize_t>(req.size()));
     char buf[256];
     ASSERT_GT(recv(fd.get(), buf, sizeof buf, 0), 0);
@@ -220,8 +221,9 @@ TEST_F(HttpServerTest, ServesMcp) {
   size_t at = r.head.find("Mcp-Session-Id: ");
   ASSERT_NE(at, std::string::npos);
   std::string sid = r.head.substr(at + 16, 32);
-  Reply list = Tcp(HttpRequest("POST", "/orgs/default/mcp", R"({"jsonrpc":"2.0","id":2,"method":"tools/list"})",
-                               std::string(kAuth) + "Mcp-Session-Id: " + sid + "\r\nMCP-Protocol-Version: 2025-11-25\r\n"));
+  Reply list =
+      Tcp(HttpRequest("POST", "/orgs/default/mcp", R"({"jsonrpc":"2.0","id":2,"method":"tools/list"})",
+                      std::string(kAuth) + "Mcp-Session-Id: " + sid + "\r\nMCP-Protocol-Version: 2025-11-25\r\n"));
   ASSERT_EQ(list.status, 200) << list.raw;
   EXPECT_EQ(json::parse(list.body)["result"]["tools"].size(), 15u);
   EXPECT_EQ(Tcp(HttpRequest("GET", "/mcp", "", kAuth)).status, 405);
@@ -315,8 +317,8 @@ TEST_F(HttpServerPreviewTest, AMalformedRequestLineBeforeAPreviewsHostIsThePrevi
 
 TEST_F(HttpServerPreviewTest, AHeadTooLargeNamingAPreviewIsThePreviewsToRefuse431) {
   Fd fd = Connect(server_->port());
-  EXPECT_EQ(Exchange(fd, std::string("GET / HTTP/1.1\r\n") + kPreviewHostLine + "X-Big: " +
-                             std::string(70000, 'a') + "\r\n\r\n"),
+  EXPECT_EQ(Exchange(fd, std::string("GET / HTTP/1.1\r\n") + kPreviewHostLine + "X-Big: " + std::string(70000, 'a') +
+                             "\r\n\r\n"),
             "preview\n");
   EXPECT_EQ(Handed(), std::vector<std::string>{"refused 431"});
 }
@@ -332,8 +334,9 @@ TEST_F(HttpServerPreviewTest, AHeadWithABodyOverIsbsLimitNamingAPreviewGoesToThe
 
 TEST_F(HttpServerPreviewTest, AHeadWithABodyOverIsbsLimitForIsbItselfIsStill413) {
   Fd fd = Connect(server_->port());
-  const Reply r = ParseReply(Exchange(fd, "POST /api/v1/tools/sandbox_list HTTP/1.1\r\nHost: localhost\r\n"
-                                          "Content-Length: 9000000\r\n\r\n"));
+  const Reply r = ParseReply(Exchange(fd,
+                                      "POST /api/v1/tools/sandbox_list HTTP/1.1\r\nHost: localhost\r\n"
+                                      "Content-Length: 9000000\r\n\r\n"));
   EXPECT_EQ(r.status, 413) << r.raw;
   EXPECT_TRUE(Handed().empty());
   EXPECT_EQ(Told(), std::vector<std::string>{"http too_large request body is larger than 8388608 bytes"});
@@ -348,8 +351,9 @@ TEST_F(HttpServerPreviewTest, AMalformedHeadNamingAPreviewIsToldForTheAuditLogBe
 
 TEST_F(HttpServerPreviewTest, ASecondHeadSmuggledAfterABadLineEndingIsIsbs400NotThePreviews) {
   Fd fd = Connect(server_->port());
-  const Reply r = ParseReply(Exchange(fd, "GET / HTTP/1.1\r\nHost: localhost\r\n\rXGET / HTTP/1.1\r\n"
-                                          "Host: 8080-sb-0123456789abcdef-acme.localhost\r\n\r\n"));
+  const Reply r = ParseReply(Exchange(fd,
+                                      "GET / HTTP/1.1\r\nHost: localhost\r\n\rXGET / HTTP/1.1\r\n"
+                                      "Host: 8080-sb-0123456789abcdef-acme.localhost\r\n\r\n"));
   EXPECT_EQ(r.status, 400) << r.raw;
   EXPECT_TRUE(Handed().empty());
 }
@@ -398,13 +402,12 @@ TEST_F(HttpServerRefusalsTest, RequestsTurnedAwayBeforeAnyToolAreToldWithinABudg
   EXPECT_EQ(Tcp(HttpRequest("POST", "/api/v1/tools/sandbox_list", "{}", kAuth)).status, 429);
   EXPECT_EQ(JoinExecs(), (std::vector<int>{200, 200}));
   const std::string user = UserIn("test").Subject();
-  EXPECT_EQ(Told(), (std::vector<std::string>{"/api/v1/tools/sandbox_list - rest unauthenticated",
-                                              "/mcp - mcp unauthenticated",
-                                              "/api/v1/tools/sandbox_list - rest unauthenticated",
-                                              "/api/v1/tools/sandbox_list " + user + " rest rate_limited"}));
+  EXPECT_EQ(Told(),
+            (std::vector<std::string>{"/api/v1/tools/sandbox_list - rest unauthenticated", "/mcp - mcp unauthenticated",
+                                      "/api/v1/tools/sandbox_list - rest unauthenticated",
+                                      "/api/v1/tools/sandbox_list " + user + " rest rate_limited"}));
   // The address has 3 of its kRefusalRowsPerMinute spent: the rest of them are told, and no more.
-  for (int i = 0; i < kRefusalRowsPerMinute; ++i)
-    ASSERT_EQ(Tcp(HttpRequest("GET", "/api/v1/tools")).status, 401);
+  for (int i = 0; i < kRefusalRowsPerMinute; ++i) ASSERT_EQ(Tcp(HttpRequest("GET", "/api/v1/tools")).status, 401);
   EXPECT_EQ(Told().size(), 4u + kRefusalRowsPerMinute - 3);
 }
 
@@ -492,8 +495,9 @@ TEST_F(HttpServerConnectionsTest, OneAddressCannotTakeEverySlotAndTheUnixSocketH
   for (int i = 0; i < 3; ++i) first.push_back(Connect(server_->port(), "127.0.0.1"));
   for (int i = 0; i < 2; ++i) second.push_back(Connect(server_->port(), "127.0.0.2"));
   // The refusal reaches a client that has sent a large request already: the server reads what it sends.
-  Reply full = ParseReply(Exchange(Connect(server_->port(), "127.0.0.3"),
-                                   HttpRequest("POST", "/api/v1/tools/sandbox_list", std::string(1 << 20, ' '), kAuth)));
+  Reply full =
+      ParseReply(Exchange(Connect(server_->port(), "127.0.0.3"),
+                          HttpRequest("POST", "/api/v1/tools/sandbox_list", std::string(1 << 20, ' '), kAuth)));
   EXPECT_EQ(full.status, 503) << full.raw;
   EXPECT_NE(full.head.find("Retry-After: 1"), std::string::npos) << full.head;
   EXPECT_EQ(json::parse(full.body),

@@ -30,7 +30,8 @@ const json kSchema = json::parse(R"({
 
 TEST(JsonSchemaTest, AcceptsValidInput) {
   EXPECT_EQ(Fails(kSchema, json::parse(R"({"argv":["a"],"cpus":0.5,"pids":3,"mem":"1G","mode":"utf-8",
-      "name":"abc","env":{"A":"1"},"spec":{"a":true}})")), "ok");
+      "name":"abc","env":{"A":"1"},"spec":{"a":true}})")),
+            "ok");
   EXPECT_EQ(Fails(kSchema, json::parse(R"({"argv":["a"],"pids":3.0,"mem":5})")), "ok");  // 3.0 is an integer
 }
 
@@ -43,7 +44,8 @@ TEST(JsonSchemaTest, NamesTheField) {
   EXPECT_EQ(Fails(kSchema, json::parse(R"({"argv":["a"],"spec":{"b":1}})")), "spec: unknown field 'b'");
   EXPECT_EQ(Fails(kSchema, json::parse(R"({})")), "missing required field 'argv'");
   EXPECT_EQ(Fails(kSchema, json::parse(R"({"argv":["a"],"pids":1.5})")), "pids: expected integer, got number");
-  EXPECT_EQ(Fails(kSchema, json::parse(R"({"argv":["a"],"mem":true})")), "mem: expected integer or string, got boolean");
+  EXPECT_EQ(Fails(kSchema, json::parse(R"({"argv":["a"],"mem":true})")),
+            "mem: expected integer or string, got boolean");
   EXPECT_EQ(Fails(kSchema, json::parse(R"({"argv":["a"],"mode":"x"})")), R"(mode: must be one of ["utf-8","base64"])");
   EXPECT_EQ(Fails(kSchema, json::parse(R"({"argv":[]})")), "argv: must have at least 1 items");
   EXPECT_EQ(Fails(kSchema, json::parse(R"({"argv":["a","b","c","d"]})")), "argv: must have at most 3 items, got 4");
@@ -69,11 +71,15 @@ TEST(JsonSchemaTest, AnIntegerIsOneAHandlerCanReadAsInt64) {
   json schema = {{"type", "object"},
                  {"properties", {{"id", {{"type", "integer"}, {"minimum", 1}, {"maximum", INT64_MAX}}}}}};
   EXPECT_EQ(Fails(schema, json::parse(R"({"id":9223372036854775807})")), "ok");
-  EXPECT_EQ(Fails(schema, json::parse(R"({"id":9223372036854775807.0})")), "id: must be an integer between -9223372036854775808 and 9223372036854775807");
-  EXPECT_EQ(Fails(schema, json::parse(R"({"id":9223372036854775808})")), "id: must be an integer between -9223372036854775808 and 9223372036854775807");
-  EXPECT_EQ(Fails(schema, json::parse(R"({"id":1e300})")), "id: must be an integer between -9223372036854775808 and 9223372036854775807");
+  EXPECT_EQ(Fails(schema, json::parse(R"({"id":9223372036854775807.0})")),
+            "id: must be an integer between -9223372036854775808 and 9223372036854775807");
+  EXPECT_EQ(Fails(schema, json::parse(R"({"id":9223372036854775808})")),
+            "id: must be an integer between -9223372036854775808 and 9223372036854775807");
+  EXPECT_EQ(Fails(schema, json::parse(R"({"id":1e300})")),
+            "id: must be an integer between -9223372036854775808 and 9223372036854775807");
   EXPECT_EQ(Fails({{"type", "integer"}}, json::parse("-9223372036854775808.0")), "ok");
-  EXPECT_EQ(Fails({{"type", "integer"}}, json::parse("-9223372036854777856.0")), "must be an integer between -9223372036854775808 and 9223372036854775807");
+  EXPECT_EQ(Fails({{"type", "integer"}}, json::parse("-9223372036854777856.0")),
+            "must be an integer between -9223372036854775808 and 9223372036854775807");
   EXPECT_EQ(Fails({{"type", "integer"}}, json::parse("1.5")), "expected integer, got number");
 }
 

@@ -38,7 +38,8 @@ TEST(JsonUtilTest, RefusesTooManyValuesBeforeParsing) {
   // Commas and brackets inside strings do not count; a list as long as any tool takes parses.
   EXPECT_TRUE(ParseJson("[\"" + std::string(1 << 20, ',') + "\"]").ok());
   std::string hosts = "[";
-  for (int i = 0; i < 16384; ++i) hosts += std::string(i ? "," : "") + "{\"host\":\"h" + std::to_string(i) + ".example\",\"port\":443}";
+  for (int i = 0; i < 16384; ++i)
+    hosts += std::string(i ? "," : "") + "{\"host\":\"h" + std::to_string(i) + ".example\",\"port\":443}";
   hosts += "]";
   EXPECT_TRUE(ParseJson(hosts).ok());
 }
@@ -49,13 +50,17 @@ TEST(JsonUtilTest, Utf8) {
   EXPECT_FALSE(IsValidUtf8("\xC3"));          // truncated
   EXPECT_FALSE(IsValidUtf8("\xC0\xAF"));      // overlong
   EXPECT_FALSE(IsValidUtf8("\xED\xA0\x80"));  // surrogate
-  EXPECT_EQ(SanitizeUtf8("a\xFF" "b"), "a\xEF\xBF\xBD" "b");
+  EXPECT_EQ(SanitizeUtf8("a\xFF"
+                         "b"),
+            "a\xEF\xBF\xBD"
+            "b");
   EXPECT_EQ(Utf8Length("\xC3\xA9x"), 2u);
   EXPECT_EQ(Dump(json("\xFF")), "\"\xEF\xBF\xBD\"");  // never throws
 }
 
 TEST(JsonUtilTest, Base64) {
-  for (const std::string& s : std::vector<std::string>{"", "f", "fo", "foo", "foob", "fooba", "foobar", std::string("\0\xFF\x10", 3)}) {
+  for (const std::string& s :
+       std::vector<std::string>{"", "f", "fo", "foo", "foob", "fooba", "foobar", std::string("\0\xFF\x10", 3)}) {
     auto d = Base64Decode(Base64Encode(s));
     ASSERT_TRUE(d.ok());
     EXPECT_EQ(*d, s);

@@ -37,9 +37,13 @@ class McpTest : public ::testing::Test {
     return Send("POST", Dump(msg), headers, path);
   }
   std::string Initialize(const std::string& path = "/mcp") {
-    Response r = Post({{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"},
-                       {"params", {{"protocolVersion", "2025-11-25"}, {"capabilities", json::object()},
-                                   {"clientInfo", {{"name", "t"}, {"version", "1"}}}}}},
+    Response r = Post({{"jsonrpc", "2.0"},
+                       {"id", 1},
+                       {"method", "initialize"},
+                       {"params",
+                        {{"protocolVersion", "2025-11-25"},
+                         {"capabilities", json::object()},
+                         {"clientInfo", {{"name", "t"}, {"version", "1"}}}}}},
                       {}, path);
     EXPECT_EQ(r.status, 200);
     return r.headers.Get("Mcp-Session-Id");
@@ -64,8 +68,10 @@ class McpTest : public ::testing::Test {
 };
 
 TEST_F(McpTest, SessionFlow) {
-  Response init = Post(Rpc(1, "initialize", {{"protocolVersion", "2025-11-25"}, {"capabilities", json::object()},
-                                             {"clientInfo", {{"name", "t"}, {"version", "1"}}}}));
+  Response init = Post(Rpc(1, "initialize",
+                           {{"protocolVersion", "2025-11-25"},
+                            {"capabilities", json::object()},
+                            {"clientInfo", {{"name", "t"}, {"version", "1"}}}}));
   ASSERT_EQ(init.status, 200);
   json result = Body(init)["result"];
   EXPECT_EQ(result["protocolVersion"], "2025-11-25");
@@ -87,17 +93,17 @@ TEST_F(McpTest, SessionFlow) {
     }
   }
 
-  json created = Body(Post(Rpc(3, "tools/call", {{"name", "sandbox_create"}, {"arguments", {{"name", "m"}}}}),
-                           Session(sid)));
+  json created =
+      Body(Post(Rpc(3, "tools/call", {{"name", "sandbox_create"}, {"arguments", {{"name", "m"}}}}), Session(sid)));
   EXPECT_EQ(created["id"], 3);
   EXPECT_EQ(created["result"]["isError"], false);
   EXPECT_EQ(created["result"]["structuredContent"]["name"], "m");
   EXPECT_EQ(json::parse(created["result"]["content"][0]["text"].get<std::string>())["name"], "m");
   EXPECT_EQ(created["result"]["content"][0]["type"], "text");
 
-  json exec = Body(Post(Rpc(4, "tools/call", {{"name", "sandbox_exec"},
-                                              {"arguments", {{"sandbox", "m"}, {"argv", {"id"}}}}}),
-                        Session(sid)));
+  json exec =
+      Body(Post(Rpc(4, "tools/call", {{"name", "sandbox_exec"}, {"arguments", {{"sandbox", "m"}, {"argv", {"id"}}}}}),
+                Session(sid)));
   EXPECT_EQ(exec["result"]["structuredContent"]["stdout"], "out: id");
 
   EXPECT_EQ(Body(Post(Rpc(5, "ping"), Session(sid)))["result"], json::object());
@@ -116,9 +122,13 @@ TEST_F(McpTest, OneCallersSessionsNeverEndAnothers) {
     Request req;
     req.method = "POST";
     req.target = "/mcp";
-    req.body = Dump({{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"},
-                     {"params", {{"protocolVersion", "2025-11-25"}, {"capabilities", json::object()},
-                                 {"clientInfo", {{"name", "t"}, {"version", "1"}}}}}});
+    req.body = Dump({{"jsonrpc", "2.0"},
+                     {"id", 1},
+                     {"method", "initialize"},
+                     {"params",
+                      {{"protocolVersion", "2025-11-25"},
+                       {"capabilities", json::object()},
+                       {"clientInfo", {{"name", "t"}, {"version", "1"}}}}}});
     Response r = small.Handle(req, who);
     EXPECT_EQ(r.status, 200);
     return r.headers.Get("Mcp-Session-Id");
@@ -173,7 +183,8 @@ TEST_F(McpTest, ACancelledCallStopsItsCommand) {
   });
   for (int i = 0; i < 500 && !entered; ++i) ::usleep(10000);
   EXPECT_TRUE(entered);  // (no ASSERT: the call's thread is joined below either way)
-  const json cancel = {{"jsonrpc", "2.0"}, {"method", "notifications/cancelled"},
+  const json cancel = {{"jsonrpc", "2.0"},
+                       {"method", "notifications/cancelled"},
                        {"params", {{"requestId", 7}, {"reason", "the user stopped it"}}}};
   EXPECT_EQ(Post(cancel, Session(other)).status, 202);  // another session's call 7: none
   ::usleep(200000);
@@ -190,8 +201,7 @@ TEST_F(McpTest, SessionAndVersionHeaders) {
   EXPECT_EQ(Post(Rpc(1, "tools/list")).status, 400);  // no session
   EXPECT_EQ(Post(Rpc(1, "tools/list"), Session("deadbeef")).status, 404);
   std::string sid = Initialize();
-  EXPECT_EQ(Post(Rpc(1, "tools/list"), {{"Mcp-Session-Id", sid}, {"MCP-Protocol-Version", "1999-01-01"}}).status,
-            400);
+  EXPECT_EQ(Post(Rpc(1, "tools/list"), {{"Mcp-Session-Id", sid}, {"MCP-Protocol-Version", "1999-01-01"}}).status, 400);
   EXPECT_EQ(Post(Rpc(1, "tools/list"), {{"Mcp-Session-Id", sid}}).status, 200);  // absent: 2025-03-26 assumed
   // A version this server speaks, but not the one this session negotiated (2025-11-25).
   Response other_version =
@@ -216,18 +226,20 @@ TEST_F(McpTest, SessionAndVersionHeaders) {
 // 2025-03-26 batches: each message is served in order, requests are answered in one array, and a batch of nothing
 // but notifications gets 202. Outside a session of that revision a batch is refused.
 TEST_F(McpTest, ABatchIsServedInASessionOf20250326Only) {
-  Response init = Post(Rpc(1, "initialize", {{"protocolVersion", "2025-03-26"}, {"capabilities", json::object()},
-                                             {"clientInfo", {{"name", "t"}, {"version", "1"}}}}));
+  Response init = Post(Rpc(1, "initialize",
+                           {{"protocolVersion", "2025-03-26"},
+                            {"capabilities", json::object()},
+                            {"clientInfo", {{"name", "t"}, {"version", "1"}}}}));
   ASSERT_EQ(Body(init)["result"]["protocolVersion"], "2025-03-26");
   std::string sid = init.headers.Get("Mcp-Session-Id");
   Hdrs session = {{"Mcp-Session-Id", sid}, {"MCP-Protocol-Version", "2025-03-26"}};
 
   json notification = {{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}};
-  Response batch = Post(json::array({Rpc(1, "ping"), notification,
-                                     Rpc(2, "tools/call", {{"name", "sandbox_list"}, {"arguments", json::object()}}),
-                                     Rpc(3, "initialize", {{"protocolVersion", "2025-03-26"}}), Rpc(4, "nope"),
-                                     json(5)}),
-                        session);
+  Response batch =
+      Post(json::array({Rpc(1, "ping"), notification,
+                        Rpc(2, "tools/call", {{"name", "sandbox_list"}, {"arguments", json::object()}}),
+                        Rpc(3, "initialize", {{"protocolVersion", "2025-03-26"}}), Rpc(4, "nope"), json(5)}),
+           session);
   ASSERT_EQ(batch.status, 200);
   EXPECT_EQ(batch.headers.Get("Content-Type"), "application/json");
   json answers = Body(batch);
@@ -247,9 +259,10 @@ TEST_F(McpTest, ABatchIsServedInASessionOf20250326Only) {
 
   // A call that would stream its progress answers inside the array instead.
   Post(Rpc(5, "tools/call", {{"name", "sandbox_create"}, {"arguments", {{"name", "s"}}}}), session);
-  Response exec = Post(json::array({Rpc(6, "tools/call", {{"name", "sandbox_exec"},
-                                                          {"arguments", {{"sandbox", "s"}, {"argv", {"ls"}}}},
-                                                          {"_meta", {{"progressToken", "tok"}}}})}),
+  Response exec = Post(json::array({Rpc(6, "tools/call",
+                                        {{"name", "sandbox_exec"},
+                                         {"arguments", {{"sandbox", "s"}, {"argv", {"ls"}}}},
+                                         {"_meta", {{"progressToken", "tok"}}}})}),
                        session);
   ASSERT_FALSE(exec.stream);
   ASSERT_EQ(exec.status, 200);
@@ -276,7 +289,8 @@ TEST_F(McpTest, ABatchIsServedInASessionOf20250326Only) {
             "that negotiated it; send one message per POST");
   EXPECT_EQ(Post(json::array({Rpc(1, "ping")}), {{"Mcp-Session-Id", "0123"}}).status, 404);
   // A session's version header must still be its own.
-  Response wrong = Post(json::array({Rpc(1, "ping")}), {{"Mcp-Session-Id", sid}, {"MCP-Protocol-Version", "2025-11-25"}});
+  Response wrong =
+      Post(json::array({Rpc(1, "ping")}), {{"Mcp-Session-Id", sid}, {"MCP-Protocol-Version", "2025-11-25"}});
   ASSERT_EQ(wrong.status, 200);
   EXPECT_EQ(Body(wrong)[0]["error"]["message"],
             "MCP-Protocol-Version '2025-11-25' is not this session's, which negotiated 2025-03-26");
@@ -300,16 +314,17 @@ TEST_F(McpTest, JsonRpcErrors) {
   EXPECT_EQ(unknown_tool["error"]["code"], -32602);
   EXPECT_EQ(unknown_tool["id"], 8);
   EXPECT_EQ(Body(Post(Rpc(9, "tools/call", {{"arguments", json::object()}}), Session(sid)))["error"]["code"], -32602);
-  EXPECT_EQ(Body(Post(Rpc(9, "tools/call", {{"name", "sandbox_list"}, {"arguments", 5}}), Session(sid)))["error"]["code"],
-            -32602);
+  EXPECT_EQ(
+      Body(Post(Rpc(9, "tools/call", {{"name", "sandbox_list"}, {"arguments", 5}}), Session(sid)))["error"]["code"],
+      -32602);
   // A tool failure or a schema violation is a tool result with isError, not a protocol error.
-  json failed = Body(Post(Rpc(10, "tools/call", {{"name", "sandbox_get"}, {"arguments", {{"sandbox", "zz"}}}}),
-                          Session(sid)));
+  json failed =
+      Body(Post(Rpc(10, "tools/call", {{"name", "sandbox_get"}, {"arguments", {{"sandbox", "zz"}}}}), Session(sid)));
   EXPECT_EQ(failed["result"]["isError"], true);
   EXPECT_NE(failed["result"]["content"][0]["text"].get<std::string>().find("not_found"), std::string::npos);
-  json invalid = Body(Post(Rpc(11, "tools/call", {{"name", "sandbox_exec"},
-                                                  {"arguments", {{"sandbox", "x"}, {"argv", "ls"}}}}),
-                           Session(sid)));
+  json invalid =
+      Body(Post(Rpc(11, "tools/call", {{"name", "sandbox_exec"}, {"arguments", {{"sandbox", "x"}, {"argv", "ls"}}}}),
+                Session(sid)));
   EXPECT_EQ(invalid["result"]["isError"], true);
   EXPECT_NE(invalid["result"]["content"][0]["text"].get<std::string>().find("argv: expected array, got string"),
             std::string::npos);
@@ -357,13 +372,15 @@ TEST_F(McpTest, MethodsPathsAndOrigins) {
 // refused with the way around; pre-approved tools (exec, file writes) are not asked about.
 TEST_F(McpTest, ADestructiveCallRunsOnlyOnceAPersonApprovedIt) {
   std::vector<std::string> seen;  // "tool outcome" as the audit log hears it
-  registry.SetObserver([&](std::string_view name, const Tool*, const json&, const CallContext&,
-                           const Result<json>& result) -> Status {
-    seen.push_back(std::string(name) + " " + (result.ok() ? "ok" : std::string(CodeName(result.error().code))));
-    return {};
-  });
+  registry.SetObserver(
+      [&](std::string_view name, const Tool*, const json&, const CallContext&, const Result<json>& result) -> Status {
+        seen.push_back(std::string(name) + " " + (result.ok() ? "ok" : std::string(CodeName(result.error().code))));
+        return {};
+      });
   const std::string box = fake.Create({})->id;
-  auto remove = [&](int id) { return Rpc(id, "tools/call", {{"name", "sandbox_remove"}, {"arguments", {{"sandbox", box}}}}); };
+  auto remove = [&](int id) {
+    return Rpc(id, "tools/call", {{"name", "sandbox_remove"}, {"arguments", {{"sandbox", box}}}});
+  };
 
   // A client that cannot be asked.
   const std::string plain = Initialize();
@@ -377,18 +394,24 @@ TEST_F(McpTest, ADestructiveCallRunsOnlyOnceAPersonApprovedIt) {
             0u)
       << body.dump();
   // Pre-approved: an exec runs without a question.
-  EXPECT_EQ(Body(Post(Rpc(2, "tools/call", {{"name", "sandbox_exec"}, {"arguments", {{"sandbox", box}, {"argv", {"ls"}}}}}),
-                      Session(plain)))["result"]["isError"],
-            false);
+  EXPECT_EQ(
+      Body(Post(Rpc(2, "tools/call", {{"name", "sandbox_exec"}, {"arguments", {{"sandbox", box}, {"argv", {"ls"}}}}}),
+                Session(plain)))["result"]["isError"],
+      false);
 
   // A client that can be asked: declined, then approved.
-  Response init = Post({{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"},
-                        {"params", {{"protocolVersion", "2025-11-25"}, {"capabilities", {{"elicitation", json::object()}}},
-                                    {"clientInfo", {{"name", "t"}, {"version", "1"}}}}}});
+  Response init = Post({{"jsonrpc", "2.0"},
+                        {"id", 1},
+                        {"method", "initialize"},
+                        {"params",
+                         {{"protocolVersion", "2025-11-25"},
+                          {"capabilities", {{"elicitation", json::object()}}},
+                          {"clientInfo", {{"name", "t"}, {"version", "1"}}}}}});
   const std::string asking = init.headers.Get("Mcp-Session-Id");
   // Answers of every shape but the one that approves are no approval, and never break the daemon.
   const json odd_answers[] = {json{{"action", 5}}, json{{"action", "accept"}, {"content", "yes"}},
-                              json{{"action", "accept"}, {"content", {{"approve", "true"}}}}, json::array({1}), json(7)};
+                              json{{"action", "accept"}, {"content", {{"approve", "true"}}}}, json::array({1}),
+                              json(7)};
   int odd_id = 10;
   for (const json& odd : odd_answers) {
     Response r = Post(remove(odd_id++), Session(asking));
@@ -403,7 +426,8 @@ TEST_F(McpTest, ADestructiveCallRunsOnlyOnceAPersonApprovedIt) {
       return true;
     });
     EXPECT_EQ(last["result"]["content"][0]["text"],
-              "forbidden: sandbox_remove was not approved: the person asked did not approve it") << odd.dump();
+              "forbidden: sandbox_remove was not approved: the person asked did not approve it")
+        << odd.dump();
   }
   EXPECT_TRUE(fake.Get(box).ok());
   seen.resize(2);  // the odd answers' refusals are checked above
@@ -419,7 +443,8 @@ TEST_F(McpTest, ADestructiveCallRunsOnlyOnceAPersonApprovedIt) {
       if (e.value("method", "") == "elicitation/create") {
         // The client answers on a request of its own, as Streamable HTTP clients do; a response for an ask of
         // another session, or one that asks nothing, changes nothing.
-        const json answer = {{"jsonrpc", "2.0"}, {"id", e["id"]},
+        const json answer = {{"jsonrpc", "2.0"},
+                             {"id", e["id"]},
                              {"result", {{"action", "accept"}, {"content", {{"approve", approve}}}}}};
         EXPECT_EQ(Post(answer, Session(plain)).status, 202);
         EXPECT_EQ(Post(answer, Session(asking)).status, 202);
@@ -427,8 +452,8 @@ TEST_F(McpTest, ADestructiveCallRunsOnlyOnceAPersonApprovedIt) {
       return true;
     });
     ASSERT_EQ(events.size(), 2u);
-    EXPECT_EQ(events[0]["params"]["message"], "Approve sandbox_remove {\"sandbox\":\"" + box +
-                                                  "\"}? Remove a sandbox: it cannot be undone.");
+    EXPECT_EQ(events[0]["params"]["message"],
+              "Approve sandbox_remove {\"sandbox\":\"" + box + "\"}? Remove a sandbox: it cannot be undone.");
     EXPECT_EQ(events[0]["params"]["requestedSchema"]["required"], json({"approve"}));
     EXPECT_EQ(events[1]["id"], approve ? 4 : 3);
     EXPECT_EQ(events[1]["result"]["isError"], !approve) << events[1].dump();
@@ -503,18 +528,19 @@ TEST_F(StatelessApprovalTest, TheQuestionIsAnInputRequiredResult) {
   ASSERT_TRUE(asked["requestState"].is_string()) << asked.dump();
   const std::string state = asked["requestState"];
   asked.erase("requestState");
-  EXPECT_EQ(asked, json({{"resultType", "input_required"},
-                         {"inputRequests",
-                          {{"approval",
-                            {{"method", "elicitation/create"},
-                             {"params",
-                              {{"mode", "form"},
-                               {"message", "Approve sandbox_remove {\"sandbox\":\"" + box +
-                                               "\"}? Remove a sandbox: it cannot be undone."},
-                               {"requestedSchema",
-                                {{"type", "object"},
-                                 {"properties", {{"approve", {{"type", "boolean"}, {"title", "Approve sandbox_remove"}}}}},
-                                 {"required", {"approve"}}}}}}}}}}}));
+  EXPECT_EQ(asked,
+            json({{"resultType", "input_required"},
+                  {"inputRequests",
+                   {{"approval",
+                     {{"method", "elicitation/create"},
+                      {"params",
+                       {{"mode", "form"},
+                        {"message", "Approve sandbox_remove {\"sandbox\":\"" + box +
+                                        "\"}? Remove a sandbox: it cannot be undone."},
+                        {"requestedSchema",
+                         {{"type", "object"},
+                          {"properties", {{"approve", {{"type", "boolean"}, {"title", "Approve sandbox_remove"}}}}},
+                          {"required", {"approve"}}}}}}}}}}}));
   // Sealed, not secret-bearing: the arguments and the caller are in it as digests only.
   const size_t dot = state.find('.');
   ASSERT_NE(dot, std::string::npos);
@@ -534,9 +560,10 @@ TEST_F(StatelessApprovalTest, TheQuestionIsAnInputRequiredResult) {
     json refused = Call(2, "sandbox_remove", {{"sandbox", box}}, nullptr, nullptr, Identity::Host(), "/mcp", caps);
     EXPECT_EQ(refused["resultType"], "complete");
     EXPECT_EQ(refused["isError"], true);
-    EXPECT_EQ(Text(refused).find("forbidden: sandbox_remove is destructive and runs over MCP only once a person "
-                                 "approves it, and this client cannot be asked (it declared no elicitation capability)"),
-              0u)
+    EXPECT_EQ(
+        Text(refused).find("forbidden: sandbox_remove is destructive and runs over MCP only once a person "
+                           "approves it, and this client cannot be asked (it declared no elicitation capability)"),
+        0u)
         << refused.dump();
   }
   // Pre-approved tools are not asked about.
@@ -610,20 +637,24 @@ TEST_F(StatelessApprovalTest, AStateAnswersOnlyItsOwnCall) {
   const size_t dot = state.find('.');
   const json payload = json::parse(*Base64Decode(state.substr(0, dot)));
   const json other_args = {{"sandbox", other}};
-  for (const auto& [field, value] : std::vector<std::pair<std::string, json>>{
-           {"tool", "sandbox_stop"}, {"org", "team"}, {"exp", payload["exp"].get<int64_t>() + 3600},
-           {"nonce", std::string(32, '0')}, {"caller", std::string(64, '0')}, {"args", std::string(64, 'a')}}) {
+  for (const auto& [field, value] :
+       std::vector<std::pair<std::string, json>>{{"tool", "sandbox_stop"},
+                                                 {"org", "team"},
+                                                 {"exp", payload["exp"].get<int64_t>() + 3600},
+                                                 {"nonce", std::string(32, '0')},
+                                                 {"caller", std::string(64, '0')},
+                                                 {"args", std::string(64, 'a')}}) {
     json altered = payload;
     altered[field] = value;
-    EXPECT_EQ(Text(Call(7, "sandbox_remove", {{"sandbox", box}}, Base64Encode(Dump(altered)) + state.substr(dot),
-                        accept)),
-              forged)
+    EXPECT_EQ(
+        Text(Call(7, "sandbox_remove", {{"sandbox", box}}, Base64Encode(Dump(altered)) + state.substr(dot), accept)),
+        forged)
         << field;
   }
   std::string reseal = state;
   reseal.back() = reseal.back() == '0' ? '1' : '0';
-  for (const std::string& bad : {reseal, state.substr(0, dot), state.substr(dot), std::string("x.y"), std::string(),
-                                 state + "0", " " + state}) {
+  for (const std::string& bad :
+       {reseal, state.substr(0, dot), state.substr(dot), std::string("x.y"), std::string(), state + "0", " " + state}) {
     EXPECT_EQ(Text(Call(8, "sandbox_remove", {{"sandbox", box}}, bad, accept)), forged) << bad;
   }
   EXPECT_TRUE(fake.Get(box).ok()) << "no refused state removed the sandbox";
@@ -650,8 +681,9 @@ TEST(ApprovalStatesTest, AForgottenStateHasLapsedForEveryLaterCallWhateverTheClo
   now = 1299;  // set back
   Status again = states.Redeem(*first, call);
   ASSERT_FALSE(again.ok());
-  EXPECT_EQ(again.error().message,
-            "requestState expired: an approval is answered within 300 s; call the tool again without it to be asked anew");
+  EXPECT_EQ(
+      again.error().message,
+      "requestState expired: an approval is answered within 300 s; call the tool again without it to be asked anew");
   // The payload names no caller or arguments a guess could be checked against: both are keyed digests.
   ApprovalStates other_key(std::string(32, 'x'), std::chrono::seconds(300), [&] { return now; });
   auto foreign = other_key.Issue(call);
@@ -686,9 +718,10 @@ TEST_F(StatelessApprovalTest, AStateLapsesAfterTheApprovalWait) {
 TEST_F(McpTest, StreamsProgressNotifications) {
   std::string sid = Initialize();
   Post(Rpc(1, "tools/call", {{"name", "sandbox_create"}, {"arguments", {{"name", "s"}}}}), Session(sid));
-  Response r = Post(Rpc(2, "tools/call", {{"name", "sandbox_exec"},
-                                          {"arguments", {{"sandbox", "s"}, {"argv", {"ls"}}}},
-                                          {"_meta", {{"progressToken", "tok"}}}}),
+  Response r = Post(Rpc(2, "tools/call",
+                        {{"name", "sandbox_exec"},
+                         {"arguments", {{"sandbox", "s"}, {"argv", {"ls"}}}},
+                         {"_meta", {{"progressToken", "tok"}}}}),
                     Session(sid));
   ASSERT_TRUE(r.stream);
   EXPECT_EQ(r.headers.Get("Content-Type"), "text/event-stream");
@@ -707,8 +740,10 @@ TEST_F(McpTest, StreamsProgressNotifications) {
   EXPECT_EQ(events[3]["id"], 2);
   EXPECT_EQ(events[3]["result"]["structuredContent"]["stdout"], "out: ls");
   // Without a progress token the same call answers plain JSON.
-  EXPECT_FALSE(Post(Rpc(3, "tools/call", {{"name", "sandbox_exec"}, {"arguments", {{"sandbox", "s"}, {"argv", {"ls"}}}}}),
-                    Session(sid)).stream);
+  EXPECT_FALSE(
+      Post(Rpc(3, "tools/call", {{"name", "sandbox_exec"}, {"arguments", {{"sandbox", "s"}, {"argv", {"ls"}}}}}),
+           Session(sid))
+          .stream);
 }
 
 TEST_F(McpTest, StatelessRevision) {
@@ -723,9 +758,11 @@ TEST_F(McpTest, StatelessRevision) {
   json list = Body(Post(Rpc(2, "tools/list", {{"_meta", Meta()}}), Stateless("tools/list")))["result"];
   EXPECT_EQ(list["tools"].size(), 15u);
   EXPECT_EQ(list["resultType"], "complete");
-  json call = Body(Post(Rpc(3, "tools/call", {{"name", "sandbox_create"}, {"arguments", json::object()}, {"_meta", Meta()}}),
-                        {{"MCP-Protocol-Version", "2026-07-28"}, {"Mcp-Method", "tools/call"},
-                         {"Mcp-Name", "sandbox_create"}}))["result"];
+  json call =
+      Body(Post(Rpc(3, "tools/call", {{"name", "sandbox_create"}, {"arguments", json::object()}, {"_meta", Meta()}}),
+                {{"MCP-Protocol-Version", "2026-07-28"},
+                 {"Mcp-Method", "tools/call"},
+                 {"Mcp-Name", "sandbox_create"}}))["result"];
   EXPECT_EQ(call["isError"], false);
   EXPECT_EQ(call["resultType"], "complete");
   EXPECT_EQ(mcp.session_count(), 0u);
@@ -769,7 +806,8 @@ TEST_F(McpTest, StatelessRevision) {
   EXPECT_EQ(ping.status, 404);
   EXPECT_EQ(Body(ping)["error"]["code"], -32601);
   EXPECT_EQ(Post({{"jsonrpc", "2.0"}, {"method", "notifications/cancelled"}, {"params", {{"_meta", Meta()}}}},
-                 Stateless("notifications/cancelled")).status,
+                 Stateless("notifications/cancelled"))
+                .status,
             202);
 }
 

@@ -35,14 +35,16 @@ TEST(OAuthFormTest, RedirectUrisAreHttpsOrLoopbackHttp) {
             "redirect_uris: http:// is allowed only to localhost, 127.0.0.1 or [::1]; use https://");
   EXPECT_EQ(CheckRedirectUri("javascript:alert(1)").error().message,
             "redirect_uris: must be an https:// URI, or http:// to a loopback host");
-  EXPECT_EQ(CheckRedirectUri("https://a.example/cb#x").error().message, "redirect_uris: a redirect URI has no fragment");
+  EXPECT_EQ(CheckRedirectUri("https://a.example/cb#x").error().message,
+            "redirect_uris: a redirect URI has no fragment");
   EXPECT_EQ(CheckRedirectUri("https://user@a.example/cb").error().message,
             "redirect_uris: userinfo ('@') is not allowed");
   EXPECT_EQ(CheckRedirectUri("https://a.example/c b").error().message,
             "redirect_uris: spaces, control and non-ASCII characters must be %-encoded");
   EXPECT_EQ(RedirectHost("https://app.example.com:8443/cb?x=1"), "app.example.com:8443");
   // A backslash is a '/' to a browser: the consent page would show one host and the browser go to another.
-  constexpr char kHostChars[] = "redirect_uris: the host may hold only letters, digits, '-' and '.' (or be an IP literal)";
+  constexpr char kHostChars[] =
+      "redirect_uris: the host may hold only letters, digits, '-' and '.' (or be an IP literal)";
   EXPECT_EQ(CheckRedirectUri("https://a.example\\.evil.example/cb").error().message, kHostChars);
   EXPECT_EQ(CheckRedirectUri("https://a_b.example/cb").error().message, kHostChars);
   EXPECT_EQ(CheckRedirectUri("http://[::1%25lo]/cb").error().message, kHostChars);
@@ -77,12 +79,10 @@ TEST(OAuthFormTest, ARegistrationOutsideTheCodeGrantIsRefusedByField) {
                 .error()
                 .message,
             "response_types: isb registers only code");
-  EXPECT_EQ(ParseClientRegistration(R"({"redirect_uris":["https://a.example/cb"],"client_name":"a\nb"})")
-                .error()
-                .message,
-            "client_name: control characters are not allowed");
-  EXPECT_EQ(ParseClientRegistration("[]").error().message,
-            "body: expected a JSON object (RFC 7591 client metadata)");
+  EXPECT_EQ(
+      ParseClientRegistration(R"({"redirect_uris":["https://a.example/cb"],"client_name":"a\nb"})").error().message,
+      "client_name: control characters are not allowed");
+  EXPECT_EQ(ParseClientRegistration("[]").error().message, "body: expected a JSON object (RFC 7591 client metadata)");
 }
 
 TEST(OAuthFormTest, AClientNameLosesInvisibleFormatCharacters) {
@@ -92,13 +92,14 @@ TEST(OAuthFormTest, AClientNameLosesInvisibleFormatCharacters) {
       R"({"client_name":"\u202eGood\u200b Cl\u00adient\u2066 \u0085caf\u00e9 \udb40\udc41","redirect_uris":["http://localhost/cb"]})");
   ASSERT_TRUE(reg.ok()) << reg.error().message;
   EXPECT_EQ(reg->name, "Good Client caf\xc3\xa9");
-  auto only_invisible = ParseClientRegistration(R"({"client_name":"\u202e\u200b","redirect_uris":["http://localhost/cb"]})");
+  auto only_invisible =
+      ParseClientRegistration(R"({"client_name":"\u202e\u200b","redirect_uris":["http://localhost/cb"]})");
   ASSERT_TRUE(only_invisible.ok());
   EXPECT_EQ(only_invisible->name, "unnamed client");
   // Blank-looking characters (Hangul fillers, the braille blank, variation selectors) go; other spaces are spaces,
   // and none pads a name.
-  auto blank = ParseClientRegistration(
-      R"({"client_name":"\u3164\u2800\ufe0f\u115f","redirect_uris":["http://localhost/cb"]})");
+  auto blank =
+      ParseClientRegistration(R"({"client_name":"\u3164\u2800\ufe0f\u115f","redirect_uris":["http://localhost/cb"]})");
   ASSERT_TRUE(blank.ok());
   EXPECT_EQ(blank->name, "unnamed client");
   auto spaced = ParseClientRegistration(
@@ -150,19 +151,27 @@ TEST(OAuthFormTest, AClientDocumentNamesItsOwnUrlAndIsAPublicClient) {
   ASSERT_TRUE(doc.ok()) << doc.error().message;
   EXPECT_EQ(doc->name, "App");
   EXPECT_EQ(doc->redirect_uris, std::vector<std::string>{"http://127.0.0.1:33418/callback"});
-  EXPECT_EQ(ParseClientDocument(kUrl, R"({"client_id":"https://app.example.com/other.json","redirect_uris":["https://a.example/cb"]})")
-                .error().message,
+  EXPECT_EQ(ParseClientDocument(
+                kUrl, R"({"client_id":"https://app.example.com/other.json","redirect_uris":["https://a.example/cb"]})")
+                .error()
+                .message,
             "client_id: the document names another client_id, not its own URL");
   EXPECT_EQ(ParseClientDocument(kUrl, R"({"redirect_uris":["https://a.example/cb"]})").error().message,
             "client_id: the document must name its own URL as client_id");
   EXPECT_EQ(ParseClientDocument(kUrl, R"({"client_id":"https://app.example.com/client.json","client_secret":"x",
-      "redirect_uris":["https://a.example/cb"]})").error().message,
+      "redirect_uris":["https://a.example/cb"]})")
+                .error()
+                .message,
             "client_secret: a metadata document's client is public and has no secret");
   EXPECT_EQ(ParseClientDocument(kUrl, R"({"client_id":"https://app.example.com/client.json",
-      "token_endpoint_auth_method":"client_secret_basic","redirect_uris":["https://a.example/cb"]})").error().message,
+      "token_endpoint_auth_method":"client_secret_basic","redirect_uris":["https://a.example/cb"]})")
+                .error()
+                .message,
             "token_endpoint_auth_method: isb's clients are public: only \"none\"");
   EXPECT_EQ(ParseClientDocument(kUrl, R"j({"client_id":"https://app.example.com/client.json",
-      "redirect_uris":["javascript:alert(1)"]})j").error().message,
+      "redirect_uris":["javascript:alert(1)"]})j")
+                .error()
+                .message,
             "redirect_uris: must be an https:// URI, or http:// to a loopback host");
   EXPECT_EQ(ParseClientDocument(kUrl, "[1]").error().message, "the document is not a JSON object (client metadata)");
   EXPECT_EQ(ParseClientDocument(kUrl, std::string(5121, ' ')).error().message,

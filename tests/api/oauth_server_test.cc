@@ -61,16 +61,18 @@ class OAuthServerTest : public identity::IdentityTest {
   }
 
   std::string Register() {
-    Response r = oauth_->Handle(Make("POST", "/oauth/register",
-                                     R"({"client_name":"Test <Client>","redirect_uris":[")" + std::string(kRedirect) +
-                                         "\"]}"));
+    Response r =
+        oauth_->Handle(Make("POST", "/oauth/register",
+                            R"({"client_name":"Test <Client>","redirect_uris":[")" + std::string(kRedirect) + "\"]}"));
     EXPECT_EQ(r.status, 201) << r.body;
     return json::parse(r.body).value("client_id", "");
   }
 
   std::string AuthorizeTarget(const std::string& client, const std::string& extra = "") {
-    return "/oauth/authorize?response_type=code&client_id=" + client + "&redirect_uri=http%3A%2F%2F127.0.0.1%3A9%2Fcallback"
-           "&code_challenge=" + identity::PkceS256(kVerifier) + "&code_challenge_method=S256&state=s1" + extra;
+    return "/oauth/authorize?response_type=code&client_id=" + client +
+           "&redirect_uri=http%3A%2F%2F127.0.0.1%3A9%2Fcallback"
+           "&code_challenge=" +
+           identity::PkceS256(kVerifier) + "&code_challenge_method=S256&state=s1" + extra;
   }
 
   // The consent page's hidden request id.
@@ -105,10 +107,10 @@ class OAuthServerTest : public identity::IdentityTest {
   }
 
   Response Exchange(const std::string& client, const std::string& code, const std::string& verifier) {
-    return oauth_->Handle(Make("POST", "/oauth/token",
-                               "grant_type=authorization_code&client_id=" + client + "&code=" + code +
-                                   "&code_verifier=" + verifier +
-                                   "&redirect_uri=http%3A%2F%2F127.0.0.1%3A9%2Fcallback&resource=http%3A%2F%2Fisb.test%3A8092%2Fmcp"));
+    return oauth_->Handle(
+        Make("POST", "/oauth/token",
+             "grant_type=authorization_code&client_id=" + client + "&code=" + code + "&code_verifier=" + verifier +
+                 "&redirect_uri=http%3A%2F%2F127.0.0.1%3A9%2Fcallback&resource=http%3A%2F%2Fisb.test%3A8092%2Fmcp"));
   }
 
   Request Bearer(const std::string& target, const std::string& token) {
@@ -193,8 +195,8 @@ TEST_F(OAuthServerTest, TheConsentPageSaysTheNameIsUnverifiedAndShowsTheClientId
 }
 
 TEST_F(OAuthServerTest, APreflightIsGrantedOnlyWhereNoCookieIsRead) {
-  for (const char* path : {"/oauth/token", "/oauth/register", "/oauth/revoke", "/.well-known/oauth-authorization-server",
-                           "/.well-known/oauth-protected-resource/mcp"}) {
+  for (const char* path : {"/oauth/token", "/oauth/register", "/oauth/revoke",
+                           "/.well-known/oauth-authorization-server", "/.well-known/oauth-protected-resource/mcp"}) {
     Response r = oauth_->Handle(Make("OPTIONS", path));
     EXPECT_EQ(r.status, 204) << path;
     EXPECT_EQ(r.headers.Get("Access-Control-Allow-Origin"), "*") << path;
@@ -211,16 +213,16 @@ TEST_F(OAuthServerTest, AClientRevokesItsGrantAtTheRevocationEndpoint) {
   Response tokens = Exchange(client, CodeOf(back), kVerifier);
   ASSERT_EQ(tokens.status, 200) << tokens.body;
   const json t = json::parse(tokens.body);
-  Response revoked = oauth_->Handle(Make("POST", "/oauth/revoke", "client_id=" + client + "&token=" +
-                                                                      t["refresh_token"].get<std::string>()));
+  Response revoked = oauth_->Handle(
+      Make("POST", "/oauth/revoke", "client_id=" + client + "&token=" + t["refresh_token"].get<std::string>()));
   EXPECT_EQ(revoked.status, 200);
   EXPECT_EQ(revoked.body, "");
   EXPECT_EQ(events_.back(), "oauth_revoke  ok");
   EXPECT_EQ(web_->Authenticate(Bearer("/mcp", t["access_token"].get<std::string>())).error().message, "token revoked");
   // Again, or with a token that never was: the same 200, and nothing recorded as revoked.
   events_.clear();
-  Response again = oauth_->Handle(Make("POST", "/oauth/revoke", "client_id=" + client + "&token=" +
-                                                                    t["refresh_token"].get<std::string>()));
+  Response again = oauth_->Handle(
+      Make("POST", "/oauth/revoke", "client_id=" + client + "&token=" + t["refresh_token"].get<std::string>()));
   EXPECT_EQ(again.status, 200);
   auto never = identity::NewSecret(identity::SecretKind::kRefresh);
   ASSERT_TRUE(never.ok());
@@ -230,8 +232,9 @@ TEST_F(OAuthServerTest, AClientRevokesItsGrantAtTheRevocationEndpoint) {
   Response unknown = oauth_->Handle(Make("POST", "/oauth/revoke", "client_id=isb_client_x&token=isb_rt_nothing"));
   EXPECT_EQ(unknown.status, 401);
   EXPECT_EQ(json::parse(unknown.body)["error"], "invalid_client");
-  EXPECT_EQ(json::parse(oauth_->Handle(Make("GET", "/.well-known/oauth-authorization-server")).body)["revocation_endpoint"],
-            "http://isb.test:8092/oauth/revoke");
+  EXPECT_EQ(
+      json::parse(oauth_->Handle(Make("GET", "/.well-known/oauth-authorization-server")).body)["revocation_endpoint"],
+      "http://isb.test:8092/oauth/revoke");
 }
 
 TEST_F(OAuthServerTest, OnePersonMayHaveEightConsentPagesWaitingOverAllTheirSessions) {
@@ -257,7 +260,8 @@ TEST_F(OAuthServerTest, NothingIsGivenThatTheAuditLogCouldNotRecord) {
   auto count = [&](const std::string& sql) { return store::AsInt((*db_->Query(sql))[0][0]); };
   // A registration not recorded is undone.
   audit_down_ = true;
-  Response reg = oauth_->Handle(Make("POST", "/oauth/register", R"({"redirect_uris":["http://127.0.0.1:9/callback"]})"));
+  Response reg =
+      oauth_->Handle(Make("POST", "/oauth/register", R"({"redirect_uris":["http://127.0.0.1:9/callback"]})"));
   EXPECT_EQ(reg.status, 503);
   EXPECT_EQ(json::parse(reg.body)["error_description"], "the audit log could not record it (disk full)");
   EXPECT_EQ(count("SELECT count(*) FROM oauth_clients"), 0);
@@ -289,10 +293,11 @@ TEST_F(OAuthServerTest, NothingIsGivenThatTheAuditLogCouldNotRecord) {
   ASSERT_EQ(tokens.status, 200);
   const std::string refresh = json::parse(tokens.body)["refresh_token"];
   audit_down_ = true;
-  Response refreshed = oauth_->Handle(Make("POST", "/oauth/token", "grant_type=refresh_token&client_id=" + client +
-                                                                       "&refresh_token=" + refresh));
+  Response refreshed = oauth_->Handle(
+      Make("POST", "/oauth/token", "grant_type=refresh_token&client_id=" + client + "&refresh_token=" + refresh));
   EXPECT_EQ(refreshed.status, 503);
-  EXPECT_EQ(json::parse(refreshed.body)["error_description"], "not issued: the audit log could not record it (disk full)");
+  EXPECT_EQ(json::parse(refreshed.body)["error_description"],
+            "not issued: the audit log could not record it (disk full)");
   EXPECT_EQ(count("SELECT count(*) FROM tokens WHERE revoked_at IS NULL"), 0);
   EXPECT_EQ(count("SELECT count(*) FROM oauth_refresh WHERE revoked_at IS NULL"), 0);
 }
@@ -301,7 +306,8 @@ TEST_F(OAuthServerTest, RefusedRegistrationsUnknownClientsAndForgedAnswersAreAud
   Response bad = oauth_->Handle(Make("POST", "/oauth/register", R"({"redirect_uris":["http://evil.example/cb"]})"));
   EXPECT_EQ(bad.status, 400);
   EXPECT_EQ(events_.back(), "oauth_register  invalid_argument");
-  Response unknown = oauth_->Handle(Make("POST", "/oauth/token", "grant_type=authorization_code&client_id=isb_client_x"));
+  Response unknown =
+      oauth_->Handle(Make("POST", "/oauth/token", "grant_type=authorization_code&client_id=isb_client_x"));
   EXPECT_EQ(unknown.status, 401);
   EXPECT_EQ(json::parse(unknown.body)["error"], "invalid_client");
   EXPECT_EQ(events_.back(), "oauth_token  not_found");
@@ -355,7 +361,8 @@ TEST_F(OAuthServerTest, AnAuthorizationErrorBeforeConsentIsAPageNeverARedirect) 
   struct Case {
     std::string target, message;
   };
-  const std::string base = "/oauth/authorize?client_id=" + client + "&redirect_uri=http%3A%2F%2F127.0.0.1%3A9%2Fcallback&state=s1";
+  const std::string base =
+      "/oauth/authorize?client_id=" + client + "&redirect_uri=http%3A%2F%2F127.0.0.1%3A9%2Fcallback&state=s1";
   const std::vector<Case> cases = {
       {base + "&response_type=token&code_challenge_method=S256&code_challenge=" + good_challenge,
        "response_type: only code"},
@@ -431,9 +438,10 @@ TEST_F(OAuthServerTest, RefusedTokenRequestsAreAuditedOnlyWithinTheRefusalBudget
   const std::string client = Register();
   events_.clear();
   auto bad_code = [&](const std::string& address) {
-    Request req = Make("POST", "/oauth/token",
-                       "grant_type=authorization_code&client_id=" + client + "&code=isb_code_nothing&code_verifier=" +
-                           kVerifier + "&redirect_uri=http%3A%2F%2F127.0.0.1%3A9%2Fcallback");
+    Request req =
+        Make("POST", "/oauth/token",
+             "grant_type=authorization_code&client_id=" + client + "&code=isb_code_nothing&code_verifier=" + kVerifier +
+                 "&redirect_uri=http%3A%2F%2F127.0.0.1%3A9%2Fcallback");
     req.remote_address = address;
     return oauth_->Handle(req);
   };
@@ -492,8 +500,7 @@ class OAuthDocumentTest : public OAuthServerTest {
 
   Response Show(const std::string& url, bool signed_in = true, const std::string& redirect = "") {
     std::string target = AuthorizeTarget(Encoded(url));
-    if (!redirect.empty())
-      target.replace(target.find("http%3A%2F%2F127.0.0.1%3A9%2Fcallback"), 37, Encoded(redirect));
+    if (!redirect.empty()) target.replace(target.find("http%3A%2F%2F127.0.0.1%3A9%2Fcallback"), 37, Encoded(redirect));
     Request req = Make("GET", target);
     if (signed_in) req.headers.Set("Cookie", cookie_);
     return oauth_->Handle(req);
@@ -510,12 +517,23 @@ class OAuthDocumentTest : public OAuthServerTest {
     if (at == std::string::npos || end == std::string::npos) return body;
     std::string text = body.substr(at + 3, end - at - 3), out;
     for (size_t k = 0; k < text.size(); ++k) {
-      if (text.compare(k, 5, "&#39;") == 0) { out += '\''; k += 4; }
-      else if (text.compare(k, 6, "&quot;") == 0) { out += '"'; k += 5; }
-      else if (text.compare(k, 4, "&lt;") == 0) { out += '<'; k += 3; }
-      else if (text.compare(k, 4, "&gt;") == 0) { out += '>'; k += 3; }
-      else if (text.compare(k, 5, "&amp;") == 0) { out += '&'; k += 4; }
-      else out += text[k];
+      if (text.compare(k, 5, "&#39;") == 0) {
+        out += '\'';
+        k += 4;
+      } else if (text.compare(k, 6, "&quot;") == 0) {
+        out += '"';
+        k += 5;
+      } else if (text.compare(k, 4, "&lt;") == 0) {
+        out += '<';
+        k += 3;
+      } else if (text.compare(k, 4, "&gt;") == 0) {
+        out += '>';
+        k += 3;
+      } else if (text.compare(k, 5, "&amp;") == 0) {
+        out += '&';
+        k += 4;
+      } else
+        out += text[k];
     }
     return out;
   }
@@ -529,15 +547,16 @@ TEST_F(OAuthDocumentTest, TheMetadataOffersDocumentsOnlyWhenTheDaemonReadsThem) 
   Response as = oauth_->Handle(Make("GET", "/.well-known/oauth-authorization-server"));
   EXPECT_EQ(json::parse(as.body)["client_id_metadata_document_supported"], true);
   OAuthServer plain(*id_, *web_, OAuthOptions{});
-  EXPECT_EQ(json::parse(plain.Handle(Make("GET", "/.well-known/oauth-authorization-server")).body)
-                ["client_id_metadata_document_supported"],
+  EXPECT_EQ(json::parse(plain.Handle(Make("GET", "/.well-known/oauth-authorization-server"))
+                            .body)["client_id_metadata_document_supported"],
             false);
   Request req = Make("GET", AuthorizeTarget(Encoded(kUrl)));
   req.headers.Set("Cookie", cookie_);
   Response page = plain.Handle(req);
   EXPECT_EQ(page.status, 400);
-  EXPECT_EQ(PageText(page.body), "client_id: this isb does not read client metadata documents (isb serve "
-                                 "--no-oauth-client-documents); register the client at http://isb.test:8092/oauth/register");
+  EXPECT_EQ(PageText(page.body),
+            "client_id: this isb does not read client metadata documents (isb serve "
+            "--no-oauth-client-documents); register the client at http://isb.test:8092/oauth/register");
 }
 
 TEST_F(OAuthDocumentTest, ADocumentsClientIsReadOnceGrantedAndExchangesItsCode) {
@@ -634,8 +653,8 @@ TEST_F(OAuthDocumentTest, FetchesArePacedPerPersonAndAnUnrecordedFetchIsNotUsed)
   audit_down_ = false;
   Response paced = Show("https://app.example.com/c.json");
   EXPECT_EQ(paced.status, 429);
-  EXPECT_TRUE(PageText(paced.body).starts_with(
-      "client_id: 2 client metadata documents were fetched for you this hour; try again in "))
+  EXPECT_TRUE(PageText(paced.body)
+                  .starts_with("client_id: 2 client metadata documents were fetched for you this hour; try again in "))
       << paced.body;
   // The copy read while the audit log was down is stale at once: it is fetched again (and paced).
   EXPECT_EQ(Show("https://app.example.com/b.json").status, 429);
@@ -681,16 +700,20 @@ TEST_F(OAuthDocumentTest, OneFetchAPersonAtATimeAndFourInAll) {
       refused.emplace_back(again.status, PageText(again.body));
     }
     Response next = ShowAs(url(running), cookies[running]);
-    if (running == 4) refused.emplace_back(next.status, PageText(next.body));
-    else EXPECT_EQ(next.status, 200) << next.body;
+    if (running == 4)
+      refused.emplace_back(next.status, PageText(next.body));
+    else
+      EXPECT_EQ(next.status, 200) << next.body;
   };
   EXPECT_EQ(ShowAs(url(0), cookies[0]).status, 200);
   EXPECT_EQ(fetched_.size(), 4u);
   EXPECT_EQ(refused, (std::vector<std::pair<int, std::string>>{
-                         {429, "client_id: a client metadata document is being fetched for you already; try again "
-                               "when it is done"},
-                         {503, "client_id: isb is reading other clients' metadata documents; try again in a few "
-                               "seconds"}}));
+                         {429,
+                          "client_id: a client metadata document is being fetched for you already; try again "
+                          "when it is done"},
+                         {503,
+                          "client_id: isb is reading other clients' metadata documents; try again in a few "
+                          "seconds"}}));
   // Once they are done, each slot is free again.
   during_fetch_ = nullptr;
   EXPECT_EQ(ShowAs(url(4), cookies[4]).status, 200);

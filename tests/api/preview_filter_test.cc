@@ -25,8 +25,12 @@ TEST(PreviewFilterTest, IsbsCredentialsAndMadeUpForwardingFieldsAreTakenOut) {
 }
 
 TEST(PreviewFilterTest, ClientAddressAndViaFieldsInAnyCaseAreTakenOut) {
-  Fields f = {{"CF-Connecting-IP", "6.6.6.6"}, {"true-client-ip", "6.6.6.6"}, {"X-Client-IP", "6.6.6.6"},
-              {"VIA", "1.1 evil"},           {"X-Client-IPs", "kept"},      {"Vias", "kept"},
+  Fields f = {{"CF-Connecting-IP", "6.6.6.6"},
+              {"true-client-ip", "6.6.6.6"},
+              {"X-Client-IP", "6.6.6.6"},
+              {"VIA", "1.1 evil"},
+              {"X-Client-IPs", "kept"},
+              {"Vias", "kept"},
               {"Accept", "*/*"}};
   StripRequestCredentials(f);
   EXPECT_EQ(f, (Fields{{"X-Client-IPs", "kept"}, {"Vias", "kept"}, {"Accept", "*/*"}}));

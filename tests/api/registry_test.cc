@@ -17,11 +17,14 @@ namespace {
 using json = nlohmann::json;
 
 Tool Echo(int* calls) {
-  return Tool{"echo", "Echo", "Returns its input.",
+  return Tool{"echo",
+              "Echo",
+              "Returns its input.",
               json::parse(R"({"type":"object","additionalProperties":false,"required":["x"],
                               "properties":{"x":{"type":"integer","minimum":0}}})"),
               json::parse(R"({"type":"object"})"),
-              ToolAnnotations{.read_only = true, .idempotent = true}, false,
+              ToolAnnotations{.read_only = true, .idempotent = true},
+              false,
               [calls](const json& in, const CallContext& ctx) -> Result<json> {
                 ++*calls;
                 if (in["x"] == 13) throw std::runtime_error("unlucky");
@@ -64,11 +67,11 @@ TEST(RegistryTest, AChangeWhoseIntentCannotBeRecordedNeverRuns) {
     events.push_back("intent " + std::string(name));
     return intent_recorded;
   });
-  r.SetObserver([&](std::string_view name, const Tool*, const json&, const CallContext&,
-                    const Result<json>& result) -> Status {
-    events.push_back("end " + std::string(name) + (result.ok() ? " ok" : " failed"));
-    return outcome_recorded;
-  });
+  r.SetObserver(
+      [&](std::string_view name, const Tool*, const json&, const CallContext&, const Result<json>& result) -> Status {
+        events.push_back("end " + std::string(name) + (result.ok() ? " ok" : " failed"));
+        return outcome_recorded;
+      });
   CallContext ctx;
   ctx.identity = UserIn("m");
   ctx.org = "default";
@@ -176,8 +179,13 @@ class AuthorizerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     auto add = [&](const std::string& name, ToolAnnotations annotations, std::optional<ToolAccess> access) {
-      Tool t{name, name, name, json::parse(R"({"type":"object","properties":{"x":{"type":"integer"}}})"),
-             json::parse(R"({"type":"object"})"), annotations, false,
+      Tool t{name,
+             name,
+             name,
+             json::parse(R"({"type":"object","properties":{"x":{"type":"integer"}}})"),
+             json::parse(R"({"type":"object"})"),
+             annotations,
+             false,
              [this, name](const json&, const CallContext&) -> Result<json> {
                ran.push_back(name);
                return json::object();
@@ -187,9 +195,13 @@ class AuthorizerTest : public ::testing::Test {
     };
     add("peek", ToolAnnotations{.read_only = true}, std::nullopt);
     add("poke", ToolAnnotations{}, std::nullopt);
-    add("manage", ToolAnnotations{}, ToolAccess{.least_role = identity::Role::kAdmin, .kind = identity::ScopeKind::kAdmin});
-    add("rule", ToolAnnotations{}, ToolAccess{.least_role = identity::Role::kOwner, .kind = identity::ScopeKind::kAdmin,
-                                              .org_bound = false, .platform = true});
+    add("manage", ToolAnnotations{},
+        ToolAccess{.least_role = identity::Role::kAdmin, .kind = identity::ScopeKind::kAdmin});
+    add("rule", ToolAnnotations{},
+        ToolAccess{.least_role = identity::Role::kOwner,
+                   .kind = identity::ScopeKind::kAdmin,
+                   .org_bound = false,
+                   .platform = true});
     add("self", ToolAnnotations{.read_only = true}, ToolAccess{.org_bound = false});
     add("self_change", ToolAnnotations{}, ToolAccess{.kind = identity::ScopeKind::kAdmin, .org_bound = false});
     r.SetOrgCheck([](std::string_view org) { return org == "default" || org == "acme"; });
@@ -250,12 +262,14 @@ TEST_F(AuthorizerTest, ScopesAndCapsOnlyNarrow) {
   Identity read_only = UserIn("o", "default", identity::Role::kOwner);
   read_only.scopes = {{identity::ScopeKind::kRead, ""}};
   EXPECT_EQ(Call("peek", read_only), "ok");
-  EXPECT_EQ(Call("poke", read_only), "forbidden: token scopes (read) do not cover poke; it needs scope deploy, admin, or tool:poke");
+  EXPECT_EQ(Call("poke", read_only),
+            "forbidden: token scopes (read) do not cover poke; it needs scope deploy, admin, or tool:poke");
   EXPECT_EQ(Call("self", read_only), "ok");
   Identity one_tool = UserIn("o", "default", identity::Role::kOwner);
   one_tool.scopes = {{identity::ScopeKind::kTool, "po*"}};
   EXPECT_EQ(Call("poke", one_tool), "ok");
-  EXPECT_EQ(Call("peek", one_tool), "forbidden: token scopes (tool:po*) do not cover peek; it needs scope read, deploy, admin, or tool:peek");
+  EXPECT_EQ(Call("peek", one_tool),
+            "forbidden: token scopes (tool:po*) do not cover peek; it needs scope read, deploy, admin, or tool:peek");
   Identity capped = UserIn("o", "default", identity::Role::kOwner);
   capped.role_cap = identity::Role::kViewer;
   EXPECT_EQ(Call("poke", capped), "forbidden: role viewer may not call poke, which needs member");
@@ -291,8 +305,8 @@ TEST_F(AuthorizerTest, RefusedBeforeValidationAndReported) {
             "forbidden: role viewer may not call poke, which needs member");
   EXPECT_EQ(Call("poke", UserIn("m"), "default", {{"x", "not a number"}}),
             "invalid_argument: x: expected integer, got string");
-  EXPECT_EQ(seen, (std::vector<std::pair<std::string, std::string>>{{"poke", "forbidden"},
-                                                                     {"poke", "invalid_argument"}}));
+  EXPECT_EQ(seen,
+            (std::vector<std::pair<std::string, std::string>>{{"poke", "forbidden"}, {"poke", "invalid_argument"}}));
   EXPECT_TRUE(ran.empty());
 }
 
@@ -303,7 +317,7 @@ TEST_F(AuthorizerTest, ASurfacesOwnRefusalReachesTheObserver) {
   r.Refuse("poke", ctx, Error::Of(Code::kInvalidArgument, "body: not valid JSON"));
   r.Refuse("no_such_tool", ctx, Error::Of(Code::kTooLarge, "request body is larger than 8 bytes"));
   EXPECT_EQ(seen, (std::vector<std::pair<std::string, std::string>>{{"poke", "invalid_argument"},
-                                                                     {"no_such_tool", "too_large"}}));
+                                                                    {"no_such_tool", "too_large"}}));
   EXPECT_TRUE(ran.empty());
 }
 

@@ -149,8 +149,7 @@ TEST_F(RestTest, OpenApiLeavesOutTheToolsTheCallerMayNotSee) {
 
 TEST_F(RestTest, StreamsExecAsServerSentEvents) {
   Do("POST", "/api/v1/tools/sandbox_create", R"({"name":"a"})");
-  for (auto [target, headers] :
-       std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>>{
+  for (auto [target, headers] : std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>>{
            {"/api/v1/tools/sandbox_exec?stream=1", {}},
            {"/api/v1/tools/sandbox_exec", {{"Accept", "text/event-stream"}}}}) {
     Response r = Do("POST", target, R"({"sandbox":"a","argv":["ls"]})", headers);

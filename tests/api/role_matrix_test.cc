@@ -1,7 +1,8 @@
 // The role matrix: every tool the daemon registers, called by each role, platform admins, superadmins and scoped
 // tokens, judged by Registry::Admit. The expected access of each tool is written out below from the security
 // model (viewers read, members act in the org, admins manage members, invitations, tokens and the audit log, owners
-// change the org, platform tools are for platform admins), not read from the tools, so a tool whose access changes fails here.
+// change the org, platform tools are for platform admins), not read from the tools, so a tool whose access changes
+// fails here.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -50,8 +51,8 @@ constexpr Expected kAccountDeploy{Role::kMember, ScopeKind::kDeploy, false, fals
 constexpr Expected kAccountAdmin{Role::kMember, ScopeKind::kAdmin, false, false, true};
 // A secret's value: members, and of tokens only those with the admin scope (read and deploy tokens get no value).
 constexpr Expected kReadValue{Role::kMember, ScopeKind::kAdmin, true, false, false};
-constexpr Expected kPlatformOrg{Role::kOwner, ScopeKind::kAdmin, true, true, false};     // about the call's org
-constexpr Expected kPlatformAll{Role::kOwner, ScopeKind::kAdmin, false, true, false};    // about the platform
+constexpr Expected kPlatformOrg{Role::kOwner, ScopeKind::kAdmin, true, true, false};   // about the call's org
+constexpr Expected kPlatformAll{Role::kOwner, ScopeKind::kAdmin, false, true, false};  // about the platform
 
 const std::map<std::string, Expected>& Table() {
   static const std::map<std::string, Expected> table = {
@@ -206,7 +207,8 @@ std::vector<Caller> Callers() {
   sa.credential_id = 8;
   sa.superadmin = true;
   out.push_back({"superadmin token", sa});
-  for (const char* scope : {"read", "deploy", "admin", "tool:sandbox_*"}) out.push_back({std::string("owner token ") + scope, Scoped(scope)});
+  for (const char* scope : {"read", "deploy", "admin", "tool:sandbox_*"})
+    out.push_back({std::string("owner token ") + scope, Scoped(scope)});
   // A token scoped to the org: everything in it, nothing beyond it.
   Identity org_only = UserIn("scopedorg", kOrg, Role::kOwner, 23);
   org_only.org_scope = kOrg;
@@ -227,10 +229,12 @@ std::vector<Caller> Callers() {
 // "ok", or "CODE: message" as the oracle below predicts it from the table.
 std::string Predict(const std::string& tool, const Expected& e, const Identity& who) {
   const bool reaches_all = who.superadmin || who.platform_admin;
-  const bool platform_admin = who.superadmin || (who.platform_admin && (!who.role_cap || *who.role_cap == Role::kOwner));
+  const bool platform_admin =
+      who.superadmin || (who.platform_admin && (!who.role_cap || *who.role_cap == Role::kOwner));
   if (e.platform && !platform_admin) return "forbidden: " + tool + " needs a platform admin";
   if (e.account_wide && !who.org_scope.empty())
-    return "forbidden: a token scoped to org '" + who.org_scope + "' may not call " + tool + ", which acts beyond that org";
+    return "forbidden: a token scoped to org '" + who.org_scope + "' may not call " + tool +
+           ", which acts beyond that org";
   Role role = Role::kOwner;
   if (e.org_bound) {
     if (reaches_all) {

@@ -141,8 +141,9 @@ TEST(RouterTest, AWebSocketUpgradeIsRefusedWhereTheRouteTakesNone) {
     Status refused = CheckUpgrade(plain, Upgrade(value));
     ASSERT_FALSE(refused.ok()) << value;
     EXPECT_EQ(refused.error().code, Code::kInvalidArgument);
-    EXPECT_EQ(refused.error().message, "no WebSocket is served at this path; send it as a plain HTTP request, without "
-                                       "\"Upgrade: websocket\"");
+    EXPECT_EQ(refused.error().message,
+              "no WebSocket is served at this path; send it as a plain HTTP request, without "
+              "\"Upgrade: websocket\"");
     EXPECT_TRUE(CheckUpgrade(terminal, Upgrade(value)).ok()) << value;
   }
   // Other upgrades are not WebSocket's: the server answers them in HTTP/1.1.
@@ -184,12 +185,16 @@ class ServerRoutesTest : public ::testing::Test {
 
 // A path `match` takes, and a Host it takes it on.
 std::pair<std::string, std::string> Example(const RouteMatch& match) {
-  std::string host = match.host.empty() ? "localhost" : match.host.starts_with("*.") ? "x" + match.host.substr(1)
-                                                                                      : match.host;
+  std::string host = match.host.empty()             ? "localhost"
+                     : match.host.starts_with("*.") ? "x" + match.host.substr(1)
+                                                    : match.host;
   switch (match.kind) {
-    case RouteMatch::Kind::kExact: return {match.path, host};
-    case RouteMatch::Kind::kPrefix: return {match.path + "x", host};
-    case RouteMatch::Kind::kAny: return {"/no/such/route", host};
+    case RouteMatch::Kind::kExact:
+      return {match.path, host};
+    case RouteMatch::Kind::kPrefix:
+      return {match.path + "x", host};
+    case RouteMatch::Kind::kAny:
+      return {"/no/such/route", host};
     case RouteMatch::Kind::kSegments: {
       std::string path = match.path;
       for (size_t star = path.find('*'); star != std::string::npos; star = path.find('*')) path.replace(star, 1, "x");
@@ -211,9 +216,9 @@ TEST_F(ServerRoutesTest, EveryRouteThatNeedsALoginRefusesACallWithoutOne) {
     ASSERT_TRUE(router.ok());
     ASSERT_EQ(Describe(router->Find(host, path).match), Describe(route.match)) << path << " is another route's";
     for (const std::string method : {"GET", "POST", "DELETE"}) {
-      for (const std::string& headers : std::vector<std::string>{
-               "", "Cookie: theme=dark\r\n", "Connection: Upgrade\r\nUpgrade: websocket\r\n",
-            "Authorization: Basic dXNlcjpwYXNz\r\n", "Authorization: Bearer \r\n"}) {
+      for (const std::string& headers :
+           std::vector<std::string>{"", "Cookie: theme=dark\r\n", "Connection: Upgrade\r\nUpgrade: websocket\r\n",
+                                    "Authorization: Basic dXNlcjpwYXNz\r\n", "Authorization: Bearer \r\n"}) {
         SCOPED_TRACE(method + " " + path + " on " + host + " with " + headers);
         Reply r = Send(method, path, headers, host);
         EXPECT_EQ(r.status, 401) << r.raw;
@@ -241,9 +246,10 @@ TEST_F(ServerRoutesTest, TheResourceMetadataParameterIsAQuotedStringWhateverTheH
   ASSERT_TRUE(server_->Start().ok());
   Reply r = Send("POST", "/mcp", "", "a\"b\\c");
   EXPECT_EQ(r.status, 401) << r.raw;
-  EXPECT_NE(r.head.find("\r\nWWW-Authenticate: Bearer realm=\"isb\", resource_metadata=\"http://a\\\"b\\\\c/.well-known/"
-                        "oauth-protected-resource/mcp\"\r\n"),
-            std::string::npos)
+  EXPECT_NE(
+      r.head.find("\r\nWWW-Authenticate: Bearer realm=\"isb\", resource_metadata=\"http://a\\\"b\\\\c/.well-known/"
+                  "oauth-protected-resource/mcp\"\r\n"),
+      std::string::npos)
       << r.head;
 }
 
@@ -252,11 +258,10 @@ TEST_F(ServerRoutesTest, OnlyHealthSigningInTheWebUiFilesAndOAuthNeedNoLogin) {
   for (const Route& route : server_->routes()) {
     if (!route.needs_login) open.insert(Describe(route.match) + " -> " + std::string(HandlerName(route.handler)));
   }
-  EXPECT_EQ(open, (std::set<std::string>{"exact /healthz -> health", "prefix /api/v1/auth/ -> sign_in",
-                                         "exact / -> web_ui", "prefix /assets/ -> web_ui",
-                                         "prefix /.well-known/oauth-protected-resource -> oauth",
-                                         "exact /.well-known/oauth-authorization-server -> oauth",
-                                         "prefix /oauth/ -> oauth"}));
+  EXPECT_EQ(open, (std::set<std::string>{
+                      "exact /healthz -> health", "prefix /api/v1/auth/ -> sign_in", "exact / -> web_ui",
+                      "prefix /assets/ -> web_ui", "prefix /.well-known/oauth-protected-resource -> oauth",
+                      "exact /.well-known/oauth-authorization-server -> oauth", "prefix /oauth/ -> oauth"}));
   std::set<std::string> websockets;
   for (const Route& route : server_->routes()) {
     if (route.websocket) websockets.insert(Describe(route.match) + " -> " + std::string(HandlerName(route.handler)));

@@ -42,9 +42,8 @@ class SandboxToolsTest : public ::testing::Test {
 };
 
 TEST_F(SandboxToolsTest, RegistersAllTools) {
-  for (const char* name : {"sandbox_create", "sandbox_exec", "sandbox_file_read", "sandbox_file_write",
-                           "sandbox_list", "sandbox_get", "sandbox_stop", "sandbox_start", "sandbox_extend",
-                           "sandbox_remove"}) {
+  for (const char* name : {"sandbox_create", "sandbox_exec", "sandbox_file_read", "sandbox_file_write", "sandbox_list",
+                           "sandbox_get", "sandbox_stop", "sandbox_start", "sandbox_extend", "sandbox_remove"}) {
     const Tool* t = registry.Find(name);
     ASSERT_NE(t, nullptr) << name;
     EXPECT_FALSE(t->description.empty());
@@ -95,7 +94,8 @@ TEST_F(SandboxToolsTest, CreateAppliesDefaultsAndParsesFields) {
 TEST_F(SandboxToolsTest, CreateRejectsBadSpecsNamingTheField) {
   EXPECT_EQ(Fail("sandbox_create", {{"cpus", 0}}).message, "cpus: must be >= 0.001");
   EXPECT_EQ(Fail("sandbox_create", {{"expires", 31 * 86400}}).message, "expires: must be <= 2592000");
-  EXPECT_EQ(Fail("sandbox_create", {{"egress", 443}}).message, "egress: expected string or array or object, got integer");
+  EXPECT_EQ(Fail("sandbox_create", {{"egress", 443}}).message,
+            "egress: expected string or array or object, got integer");
   EXPECT_EQ(Fail("sandbox_create", {{"foo", 1}}).message, "unknown field 'foo'");
   EXPECT_NE(Fail("sandbox_create", {{"name", "sb-1"}}).message.find("name:"), std::string::npos);
   EXPECT_NE(Fail("sandbox_create", {{"name", "a b"}}).message.find("name:"), std::string::npos);
@@ -106,8 +106,7 @@ TEST_F(SandboxToolsTest, CreateRejectsBadSpecsNamingTheField) {
   EXPECT_EQ(Fail("sandbox_create", {{"mem_limit", -1.0}}).message, "mem_limit: must be at least 4 MiB (4194304 bytes)");
   EXPECT_EQ(Fail("sandbox_create", {{"disk", "2T"}}).message, "disk: must be at most 1 TiB");
   EXPECT_EQ(Fail("sandbox_create", {{"disk", "lots"}}).message.rfind("disk: ", 0), 0u);
-  EXPECT_NE(Fail("sandbox_create", {{"environment", {{"A=B", "x"}}}}).message.find("environment:"),
-            std::string::npos);
+  EXPECT_NE(Fail("sandbox_create", {{"environment", {{"A=B", "x"}}}}).message.find("environment:"), std::string::npos);
   Create({{"name", "dup"}});
   EXPECT_EQ(Fail("sandbox_create", {{"name", "dup"}}).code, Code::kConflict);
 }
@@ -118,7 +117,9 @@ TEST_F(SandboxToolsTest, CreateParsesMountsNamingTheBadOne) {
   EXPECT_EQ(info["spec"]["mounts"], json::parse(R"([{"source":"/srv/data","target":"/mnt/data","read_only":true},
       {"source":"/srv/cache","target":"/cache","read_only":false}])"));
   EXPECT_EQ(fake.sandboxes.begin()->second.spec.mounts[1], (SpecMount{"/srv/cache", "/cache", false}));
-  EXPECT_EQ(Fail("sandbox_create", json::parse(R"({"mounts":[{"source":"/a","target":"/b"},{"source":"/a","target":"/.."}]})")).message,
+  EXPECT_EQ(Fail("sandbox_create",
+                 json::parse(R"({"mounts":[{"source":"/a","target":"/b"},{"source":"/a","target":"/.."}]})"))
+                .message,
             "mounts[1].target: must not be /");
   EXPECT_EQ(Fail("sandbox_create", json::parse(R"({"mounts":[{"source":"/a","target":"/proc/x"}]})")).message,
             "mounts[0].target: paths under /proc are refused");
@@ -133,7 +134,9 @@ TEST_F(SandboxToolsTest, CreateParsesPublishedPorts) {
       {"sandbox_port":22,"host_port":2222,"host_address":"100.64.1.2"}]})"));
   EXPECT_EQ(info["spec"]["ports"], json::parse(R"([{"sandbox_port":8080,"host_port":18080,"host_address":"127.0.0.2"},
       {"sandbox_port":22,"host_port":2222,"host_address":"100.64.1.2"}])"));
-  EXPECT_EQ(Fail("sandbox_create", json::parse(R"({"ports":[{"sandbox_port":1,"host_port":5},{"sandbox_port":2,"host_port":5}]})")).message,
+  EXPECT_EQ(Fail("sandbox_create",
+                 json::parse(R"({"ports":[{"sandbox_port":1,"host_port":5},{"sandbox_port":2,"host_port":5}]})"))
+                .message,
             "ports[1]: 127.0.0.2:5 is published twice");
   EXPECT_EQ(Fail("sandbox_create", json::parse(R"({"ports":[{"sandbox_port":0,"host_port":5}]})")).message,
             "ports[0].sandbox_port: must be >= 1");
@@ -143,8 +146,8 @@ TEST_F(SandboxToolsTest, CreateParsesPublishedPorts) {
 
 TEST_F(SandboxToolsTest, ExecPassesTheRequestAndLimits) {
   std::string id = Create();
-  json r = Ok("sandbox_exec", {{"sandbox", id}, {"argv", {"echo", "hi"}}, {"stdin", "in"}, {"env", {{"K", "v"}}},
-                               {"workdir", "/tmp"}});
+  json r = Ok("sandbox_exec",
+              {{"sandbox", id}, {"argv", {"echo", "hi"}}, {"stdin", "in"}, {"env", {{"K", "v"}}}, {"workdir", "/tmp"}});
   EXPECT_EQ(r["stdout"], "out: echo hi");
   EXPECT_EQ(r["stderr"], "err");
   EXPECT_EQ(r["exit_code"], 0);
@@ -269,8 +272,10 @@ TEST_F(SandboxToolsTest, LogsInUtf8JoinAStreamsRecordsAndSplitNoCharacter) {
     c.data = std::move(data);
   };
   chunk(0, 1, LogChunk::Kind::kStdout, "a\xE2\x82");  // "a€" across two records
-  chunk(3, 1, LogChunk::Kind::kStdout, "\xAC" "b");
-  chunk(5, 1, LogChunk::Kind::kStderr, "\xC3");         // another stream: not joined
+  chunk(3, 1, LogChunk::Kind::kStdout,
+        "\xAC"
+        "b");
+  chunk(5, 1, LogChunk::Kind::kStderr, "\xC3");           // another stream: not joined
   chunk(6, 2, LogChunk::Kind::kStdout, "c\xF0\x9F\x98");  // "c" and three of the four bytes of U+1F600
   read.next = 10;
   read.end = 10;
@@ -299,7 +304,8 @@ TEST_F(SandboxToolsTest, LogsInUtf8JoinAStreamsRecordsAndSplitNoCharacter) {
   EXPECT_EQ(r["next"], 6);
   // ... unless the read's limit stopped it there: then it is given as it is, so a reader always moves on.
   r = Ok("sandbox_logs", {{"sandbox", id}, {"after", 6}, {"limit_bytes", 3}});
-  EXPECT_EQ(r["chunks"], json::parse(R"([{"cursor": 6, "log_id": 2, "stream": "stdout", "data": "\ufffd\ufffd\ufffd"}])"));
+  EXPECT_EQ(r["chunks"],
+            json::parse(R"([{"cursor": 6, "log_id": 2, "stream": "stdout", "data": "\ufffd\ufffd\ufffd"}])"));
   EXPECT_EQ(r["next"], 9);
   // An exit after it: the command will write no more of it.
   LogChunk& exit = read.chunks.emplace_back();
@@ -431,7 +437,9 @@ TEST_F(SandboxToolsTest, ExecStreamsWholeCharactersThroughProgress) {
   std::string id = Create();
   fake.exec_fn = [](const ExecRequest&, const OutputSink& sink) -> Result<ExecResult> {
     sink(1, "a\xC3");  // é split across two chunks
-    sink(1, "\xA9" "b");
+    sink(1,
+         "\xA9"
+         "b");
     sink(2, "e");
     return ExecResult{};
   };
@@ -441,15 +449,17 @@ TEST_F(SandboxToolsTest, ExecStreamsWholeCharactersThroughProgress) {
   Ok("sandbox_exec", {{"sandbox", id}, {"argv", {"x"}}}, ctx);
   ASSERT_EQ(got.size(), 3u);
   EXPECT_EQ(got[0], (std::pair<std::string, std::string>{"stdout", "a"}));
-  EXPECT_EQ(got[1], (std::pair<std::string, std::string>{"stdout", "\xC3\xA9" "b"}));
+  EXPECT_EQ(got[1], (std::pair<std::string, std::string>{"stdout",
+                                                         "\xC3\xA9"
+                                                         "b"}));
   EXPECT_EQ(got[2], (std::pair<std::string, std::string>{"stderr", "e"}));
 }
 
 TEST_F(SandboxToolsTest, FilesRoundTripInBothEncodings) {
   std::string id = Create({{"name", "f"}});
   std::string bytes("\x00\x01\xFF", 3);
-  json w = Ok("sandbox_file_write", {{"sandbox", "f"}, {"path", "/tmp/./a/../b"}, {"content_base64", Base64Encode(bytes)},
-                                     {"mode", "0755"}});
+  json w = Ok("sandbox_file_write",
+              {{"sandbox", "f"}, {"path", "/tmp/./a/../b"}, {"content_base64", Base64Encode(bytes)}, {"mode", "0755"}});
   EXPECT_EQ(w["path"], "/tmp/b");
   EXPECT_EQ(w["mode"], "0755");
   EXPECT_EQ(fake.files[id + ":/tmp/b"].mode, 0755u);
@@ -532,8 +542,12 @@ TEST_F(SandboxToolsTest, AnotherOrgsSandboxIsNotThere) {
   other.identity = UserIn("eve", "acme", identity::Role::kOwner);
   for (const std::string& ref : {id, std::string("mine")}) {
     for (const auto& [tool, extra] : std::vector<std::pair<std::string, json>>{
-             {"sandbox_get", {}}, {"sandbox_stop", {}}, {"sandbox_start", {}}, {"sandbox_remove", {}},
-             {"sandbox_extend", {{"by", 60}}}, {"sandbox_exec", {{"argv", {"id"}}}},
+             {"sandbox_get", {}},
+             {"sandbox_stop", {}},
+             {"sandbox_start", {}},
+             {"sandbox_remove", {}},
+             {"sandbox_extend", {{"by", 60}}},
+             {"sandbox_exec", {{"argv", {"id"}}}},
              {"sandbox_file_read", {{"path", "/etc/hostname"}}},
              {"sandbox_file_write", {{"path", "/tmp/x"}, {"content", "x"}}},
              {"sandbox_egress_set", {{"egress", "none"}}},
@@ -631,8 +645,7 @@ TEST_F(SandboxToolsTest, CreateFillsVarsFromTheCallerOnly) {
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().code, Code::kInvalidArgument);
   EXPECT_EQ(refused.error().message, "environment.H: ${HOME} is not among the vars sent");
-  auto wrong = registry.Call("sandbox_create",
-                             {{"working_dir", "/${HOME}"}, {"vars", {{"HOMEDIR", "/root"}}}}, remote);
+  auto wrong = registry.Call("sandbox_create", {{"working_dir", "/${HOME}"}, {"vars", {{"HOMEDIR", "/root"}}}}, remote);
   ASSERT_FALSE(wrong.ok());
   EXPECT_EQ(wrong.error().message, "working_dir: ${HOME} is not among the vars sent");
   EXPECT_TRUE(fake.sandboxes.empty());
@@ -769,8 +782,9 @@ TEST(SandboxToolsPolicyTest, AMemberMountsUnderItsOwnOrgsBindRootsOnly) {
   auto beta = registry.Call("sandbox_create", input, in("beta"));
   ASSERT_FALSE(beta.ok());
   EXPECT_EQ(beta.error().code, Code::kForbidden);
-  EXPECT_EQ(beta.error().message, "mounts[0].source '" + dir + "/acme/': host paths need --bind-root DIR or beta=DIR "
-                                  "(none is set for org 'beta')");
+  EXPECT_EQ(beta.error().message, "mounts[0].source '" + dir +
+                                      "/acme/': host paths need --bind-root DIR or beta=DIR "
+                                      "(none is set for org 'beta')");
   auto acme = registry.Call("sandbox_create", input, in("acme"));
   ASSERT_TRUE(acme.ok()) << acme.error().message;
   ASSERT_EQ(fake.sandboxes.size(), 1u);
@@ -900,8 +914,11 @@ TEST(SandboxQuotaTest, AFlattenForAnImageIsCheckedAgainstTheDiskQuotaBeforeItIsM
   FakeSandboxes fake;
   Registry registry;
   uint64_t image_bytes = kGiB;
-  QuotaGate quotas([](const std::string&) -> Result<identity::Quota> { return identity::Quota{.disk = static_cast<int64_t>(5 * kGiB)}; },
-                   [&](const std::string&) { return image_bytes; });
+  QuotaGate quotas(
+      [](const std::string&) -> Result<identity::Quota> {
+        return identity::Quota{.disk = static_cast<int64_t>(5 * kGiB)};
+      },
+      [&](const std::string&) { return image_bytes; });
   std::vector<std::string> resolved;  // each call of resolve_image, and whether it flattened
   uint64_t flatten = 0;               // what the image's flatten may write
   SandboxToolOptions options{.quotas = &quotas};
@@ -955,7 +972,9 @@ TEST(SandboxQuotaTest, AFlattenHoldsNoCreateBackAndWhatItMayWriteIsReservedForIt
   constexpr uint64_t kGiB = uint64_t{1} << 30;
   FakeSandboxes acme, other;
   QuotaGate quotas(
-      [](const std::string&) -> Result<identity::Quota> { return identity::Quota{.disk = static_cast<int64_t>(5 * kGiB)}; },
+      [](const std::string&) -> Result<identity::Quota> {
+        return identity::Quota{.disk = static_cast<int64_t>(5 * kGiB)};
+      },
       [](const std::string&) { return uint64_t{0}; });
   SandboxSpec spec;
   spec.disk = kGiB;
@@ -991,9 +1010,8 @@ TEST(SandboxQuotaTest, AFlattenHoldsNoCreateBackAndWhatItMayWriteIsReservedForIt
   }
   EXPECT_TRUE(meanwhile.get().ok());
   // 1 GiB of disk and 3 GiB to flatten fit 5 GiB alone, not beside the 2 GiB the first create may still write.
-  auto second = quotas.Create(acme, "acme", spec, [&](SandboxSpec&, const QuotaGate::DiskCheck& may_write) {
-    return may_write(3 * kGiB);
-  });
+  auto second = quotas.Create(acme, "acme", spec,
+                              [&](SandboxSpec&, const QuotaGate::DiskCheck& may_write) { return may_write(3 * kGiB); });
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.error().code, Code::kForbidden);
   EXPECT_EQ(second.error().message,
@@ -1004,9 +1022,8 @@ TEST(SandboxQuotaTest, AFlattenHoldsNoCreateBackAndWhatItMayWriteIsReservedForIt
   let_go = true;
   first.join();
   // Given back once the first create is done: the same flatten now fits beside its sandbox.
-  auto third = quotas.Create(acme, "acme", spec, [&](SandboxSpec&, const QuotaGate::DiskCheck& may_write) {
-    return may_write(3 * kGiB);
-  });
+  auto third = quotas.Create(acme, "acme", spec,
+                             [&](SandboxSpec&, const QuotaGate::DiskCheck& may_write) { return may_write(3 * kGiB); });
   EXPECT_TRUE(third.ok()) << third.error().message;
   EXPECT_EQ(acme.sandboxes.size(), 2u);
 }
@@ -1016,10 +1033,12 @@ TEST(SandboxQuotaTest, AFlattenHoldsNoCreateBackAndWhatItMayWriteIsReservedForIt
 TEST(SandboxQuotaTest, CreateIsRefusedBeyondTheOrgsPidsQuota) {
   QuotaFixture f(identity::Quota{.pids = 200});
   auto create = [&](const json& spec) { return f.Create(spec); };
-  EXPECT_EQ(create({{"pids", 65536}}), "quota: org 'acme' may be allocated 200 pids; it has 0 and this sandbox asks for 65536");
+  EXPECT_EQ(create({{"pids", 65536}}),
+            "quota: org 'acme' may be allocated 200 pids; it has 0 and this sandbox asks for 65536");
   EXPECT_EQ(create(json::object()), "ok");
   EXPECT_EQ(create({{"pids", 100}}), "ok");
-  EXPECT_EQ(create(json::object()), "quota: org 'acme' may be allocated 200 pids; it has 164 and this sandbox asks for 64");
+  EXPECT_EQ(create(json::object()),
+            "quota: org 'acme' may be allocated 200 pids; it has 164 and this sandbox asks for 64");
   EXPECT_EQ(create({{"pids", 36}}), "ok");
 }
 
@@ -1040,7 +1059,11 @@ TEST(UsageToolTest, EachPointCarriesTheNetworkCountsAndTheResultMatchesItsSchema
   const std::string id = (*made)["id"];
   constexpr int64_t kT0 = 1'800'000'000'000;
   store.Add(id, {.at_ms = kT0, .cpu_usec = 0, .memory_bytes = 1, .pids = 1, .net_rx_bytes = 0, .net_tx_bytes = 0});
-  store.Add(id, {.at_ms = kT0 + 2000, .cpu_usec = 2'000'000, .memory_bytes = 1, .pids = 1, .net_rx_bytes = 1 << 20,
+  store.Add(id, {.at_ms = kT0 + 2000,
+                 .cpu_usec = 2'000'000,
+                 .memory_bytes = 1,
+                 .pids = 1,
+                 .net_rx_bytes = 1 << 20,
                  .net_tx_bytes = 517});
   Result<json> r = registry.Call("sandbox_usage", {{"sandbox", id}}, HostContext());
   ASSERT_TRUE(r.ok()) << r.error().message;
@@ -1049,7 +1072,8 @@ TEST(UsageToolTest, EachPointCarriesTheNetworkCountsAndTheResultMatchesItsSchema
   EXPECT_EQ((*r)["samples"], json::parse(R"([
     {"at": "2027-01-15T08:00:00.000Z", "cpu_cores": 0.0, "memory_bytes": 1, "pids": 1, "net_rx_bytes": 0, "net_tx_bytes": 0},
     {"at": "2027-01-15T08:00:02.000Z", "cpu_cores": 1.0, "memory_bytes": 1, "pids": 1, "net_rx_bytes": 1048576,
-     "net_tx_bytes": 517}])")) << r->dump();
+     "net_tx_bytes": 517}])"))
+      << r->dump();
   EXPECT_FALSE(r->contains("network"));
 }
 

@@ -45,10 +45,9 @@ class SecretToolsTest : public ::testing::Test {
 
 TEST_F(SecretToolsTest, ASetWhoseValueIsRefusedChangesNeitherItsHostsNorWhereItIsSwapped) {
   ASSERT_TRUE(Run("secret_create", {{"name", "K"}, {"value", "first-value-1"}, {"hosts", {"api.example.com"}}}).ok());
-  auto refused = Run("secret_set", {{"name", "K"},
-                                    {"value", "short"},
-                                    {"hosts", {"api.other.com"}},
-                                    {"substitute", {"header", "body"}}});
+  auto refused =
+      Run("secret_set",
+          {{"name", "K"}, {"value", "short"}, {"hosts", {"api.other.com"}}, {"substitute", {"header", "body"}}});
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().code, Code::kInvalidArgument);
   EXPECT_TRUE(refused.error().message.starts_with("value: 5 bytes is too short for a secret with hosts"))

@@ -147,8 +147,8 @@ TEST_F(SpecPolicyTest, AnOrgsBindRootsAreItsMembersOnly) {
   p.bind_roots = {"acme=" + dir_ + "/acme", "beta=" + dir_ + "/beta/", dir_ + "/data2"};
   ASSERT_TRUE(PrepareRemoteSpecPolicy(p).ok());
   EXPECT_EQ(p.bind_roots, std::vector<std::string>{dir_ + "/data2"});
-  EXPECT_EQ(p.org_bind_roots, (std::map<std::string, std::vector<std::string>>{{"acme", {dir_ + "/acme"}},
-                                                                              {"beta", {dir_ + "/beta"}}}));
+  EXPECT_EQ(p.org_bind_roots,
+            (std::map<std::string, std::vector<std::string>>{{"acme", {dir_ + "/acme"}}, {"beta", {dir_ + "/beta"}}}));
   EXPECT_EQ(ResolveUnderBindRoot("image", dir_ + "/acme", p, "acme").value(), dir_ + "/acme");
   ExpectError(ResolveUnderBindRoot("image", dir_ + "/acme", p, "beta"), Code::kForbidden,
               "image '" + dir_ + "/acme' is outside every --bind-root");
@@ -175,8 +175,7 @@ TEST_F(SpecPolicyTest, AnOrgsBindRootsAreItsMembersOnly) {
   ASSERT_TRUE(PrepareRemoteSpecPolicy(equals).ok());
   EXPECT_EQ(equals.bind_roots, std::vector<std::string>{dir_ + "/a=b"});
   for (const auto& [entry, why] : std::vector<std::pair<std::string, std::string>>{
-           {"=" + dir_ + "/acme", "ORG=DIR needs an org"},
-           {"acme=acme", "the directory must be absolute"}}) {
+           {"=" + dir_ + "/acme", "ORG=DIR needs an org"}, {"acme=acme", "the directory must be absolute"}}) {
     RemoteSpecPolicy bad;
     bad.bind_roots = {entry};
     ExpectError(Result<int>(PrepareRemoteSpecPolicy(bad).error()), Code::kInvalidArgument,
@@ -212,9 +211,9 @@ TEST_F(SpecPolicyTest, PortsPublishOnLoopbackUnlessAnAddressIsAllowed) {
   for (const char* bad : {"80-90", "1023-2000", "3000-2000", "2000", "2000-70000", "-5", "1e3-2000", "2000-"}) {
     RemoteSpecPolicy p;
     p.publish_ports = bad;
-    ExpectError(PrepareRemoteSpecPolicy(p), Code::kInvalidArgument,
-                std::string("--publish-ports ") + bad +
-                    ": expected FIRST-LAST within 1024-65535, FIRST no more than LAST");
+    ExpectError(
+        PrepareRemoteSpecPolicy(p), Code::kInvalidArgument,
+        std::string("--publish-ports ") + bad + ": expected FIRST-LAST within 1024-65535, FIRST no more than LAST");
   }
   // The daemon's own port, on any address: ::1 would take what a client sends to "localhost".
   RemoteSpecPolicy daemon;
@@ -249,8 +248,8 @@ TEST_F(SpecPolicyTest, SymlinkEscapingTheRootRefused) {
 
 TEST_F(SpecPolicyTest, PathsOutsideTheRootRefusedAsWritten) {
   // Judged before the file system is consulted: nothing is said about whether they exist.
-  for (const std::string& outside : {dir_ + "/data2", dir_ + "/data2/x", dir_ + "/data/../data2",
-                                     dir_ + "/dat", std::string("/etc"), std::string("/nonexistent/x")}) {
+  for (const std::string& outside : {dir_ + "/data2", dir_ + "/data2/x", dir_ + "/data/../data2", dir_ + "/dat",
+                                     std::string("/etc"), std::string("/nonexistent/x")}) {
     ExpectError(CheckImage(outside), Code::kForbidden, "image '" + outside + "' is outside every --bind-root");
   }
 }

@@ -177,9 +177,9 @@ TEST(TerminalSessionTest, AReattachToAShellThatEndedIsToldItsEnd) {
   session.Output("bye\r\n");
   session.End({{"type", "exit"}, {"exit_code", 3}});
   session.Attach(&late, 0);
-  EXPECT_EQ(late.sent, (std::vector<std::string>{R"(text:{"offset":0,"session":"ts-6","type":"session"})",
-                                                 "out:bye\r\n", R"(text:{"exit_code":3,"type":"exit"})",
-                                                 "close:1000:the command ended"}));
+  EXPECT_EQ(late.sent,
+            (std::vector<std::string>{R"(text:{"offset":0,"session":"ts-6","type":"session"})", "out:bye\r\n",
+                                      R"(text:{"exit_code":3,"type":"exit"})", "close:1000:the command ended"}));
 }
 
 // An exec as the terminal socket runs one: until its session is over.
@@ -217,7 +217,8 @@ TEST(TerminalSessionsTest, OnlyTheOwnerFindsASessionAndOthersGetTheSameNotFound)
   // Detached past its grace: the exec ends, and the session is gone.
   session->Detach(&screen, /*end=*/false);
   clock.ms += 60'000;
-  for (auto until = std::chrono::steady_clock::now() + 5s; sessions.size() > 0 && std::chrono::steady_clock::now() < until;)
+  for (auto until = std::chrono::steady_clock::now() + 5s;
+       sessions.size() > 0 && std::chrono::steady_clock::now() < until;)
     std::this_thread::sleep_for(5ms);
   EXPECT_EQ(sessions.size(), 0u);
   EXPECT_FALSE(sessions.Find("ts-aa", kOwner).ok());

@@ -160,9 +160,8 @@ TEST(TerminalSocketUnitTest, OneCallerKeepsAtMostFourShellsWaitingForAReattach) 
   opts.worker_threads = 8;
   opts.max_streams_per_account = 1;
   opts.terminal = [&terminals](const Request& req, const Identity& who) { return terminals.Handle(req, who); };
-  auto server = std::make_unique<HttpServer>(opts, rest, mcp, [](const Request&, bool) -> Result<Identity> {
-    return UserIn("test");
-  });
+  auto server = std::make_unique<HttpServer>(opts, rest, mcp,
+                                             [](const Request&, bool) -> Result<Identity> { return UserIn("test"); });
   ASSERT_TRUE(server->Start().ok());
   const std::string upgrade =
       "GET /api/v1/sandboxes/box/terminal HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer s3cret\r\n"
@@ -186,7 +185,7 @@ TEST(TerminalSocketUnitTest, OneCallerKeepsAtMostFourShellsWaitingForAReattach) 
       got.append(buf, static_cast<size_t>(n));
     }
     if (got.rfind("HTTP/1.1 101", 0) == 0) ++upgraded;
-    ::close(fd);  // dropped: no close frame
+    ::close(fd);                         // dropped: no close frame
     std::this_thread::sleep_for(300ms);  // the server notices, and gives the stream back
   }
   // Each connection had the account's one stream while it lasted; of the shells they left, the newest four wait.

@@ -9,7 +9,8 @@ namespace {
 constexpr int64_t kT0 = 1'800'000'000'000;  // a minute's start (unix ms)
 
 UsageSample At(int64_t ms, uint64_t cpu_usec, uint64_t rx, uint64_t tx) {
-  return {.at_ms = kT0 + ms, .cpu_usec = cpu_usec, .memory_bytes = 4096, .pids = 3, .net_rx_bytes = rx, .net_tx_bytes = tx};
+  return {
+      .at_ms = kT0 + ms, .cpu_usec = cpu_usec, .memory_bytes = 4096, .pids = 3, .net_rx_bytes = rx, .net_tx_bytes = tx};
 }
 
 TEST(UsageStore, EachFinePointKeepsTheNetworkCountsAsReadAndTheCpuAsARate) {

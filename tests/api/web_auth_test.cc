@@ -102,8 +102,8 @@ TEST_F(WebAuthTest, ASignInTheAuditLogCannotRecordStartsNoSession) {
     return Error::Of(Code::kUnavailable, "the audit log could not record it (database or disk is full)");
   };
   WebAuth auth(*id_, o);
-  Response r = auth.Handle(AuthPost("/api/v1/auth/signin",
-                                    std::string(R"({"user":"alice","password":")") + identity::kPassword + "\"}"));
+  Response r = auth.Handle(
+      AuthPost("/api/v1/auth/signin", std::string(R"({"user":"alice","password":")") + identity::kPassword + "\"}"));
   EXPECT_EQ(r.status, 503) << r.body;
   EXPECT_EQ(r.body, R"j({"error":"unavailable","message":"sign-in refused: the audit log could not record it )j"
                     R"j((database or disk is full)"})j");
@@ -187,7 +187,8 @@ TEST_F(WebAuthTest, SignInsAndSetupsTurnedAwayAreAuditedUpToALimit) {
   int limited = 0;
   for (int i = 0; i < 300; ++i) {
     limited += post("/api/v1/auth/signin", R"({"user":"mallory","password":"wrong"})") == 429;
-    limited += post("/api/v1/auth/setup", R"({"setup_token":"isb_setup_x","user":"m","password":"wrong-password"})") == 429;
+    limited +=
+        post("/api/v1/auth/setup", R"({"setup_token":"isb_setup_x","user":"m","password":"wrong-password"})") == 429;
   }
   EXPECT_GE(limited, 550);
   int limited_rows = 0, all = 0;
@@ -224,18 +225,22 @@ TEST_F(WebAuthTest, ASessionWebSocketUpgradeNeedsIsbsOwnOriginAndHost) {
     req.headers.Set("Upgrade", "websocket");
     req.headers.Set("Connection", "Upgrade");
     if (!origin.empty()) req.headers.Set("Origin", origin);
-    if (cookie) req.headers.Set("Cookie", std::string(kSessionCookie) + "=" + session->secret);
-    else req.headers.Set("Authorization", "Bearer " + token->secret);
+    if (cookie)
+      req.headers.Set("Cookie", std::string(kSessionCookie) + "=" + session->secret);
+    else
+      req.headers.Set("Authorization", "Bearer " + token->secret);
     req.remote_address = "127.0.0.1";
     return auth.Authenticate(req);
   };
   EXPECT_TRUE(upgrade("localhost:8092", "http://localhost:8092").ok());
   EXPECT_TRUE(upgrade("localhost:8092", "https://localhost:8092").ok());
   for (const auto& [origin, message] : std::vector<std::pair<std::string, std::string>>{
-           {"http://evil.example", "a session WebSocket must come from isb's own page: Origin 'http://evil.example' "
-                                   "is not this daemon's"},
-           {"http://localhost:8093", "a session WebSocket must come from isb's own page: Origin "
-                                     "'http://localhost:8093' is not this daemon's"},
+           {"http://evil.example",
+            "a session WebSocket must come from isb's own page: Origin 'http://evil.example' "
+            "is not this daemon's"},
+           {"http://localhost:8093",
+            "a session WebSocket must come from isb's own page: Origin "
+            "'http://localhost:8093' is not this daemon's"},
            {"", "a session WebSocket must come from isb's own page: Origin '' is not this daemon's"}}) {
     Result<Identity> refused = upgrade("localhost:8092", origin);
     ASSERT_FALSE(refused.ok()) << origin;
@@ -244,8 +249,9 @@ TEST_F(WebAuthTest, ASessionWebSocketUpgradeNeedsIsbsOwnOriginAndHost) {
   }
   Result<Identity> rebound = upgrade("evil.example:8092", "http://evil.example:8092");
   ASSERT_FALSE(rebound.ok());
-  EXPECT_EQ(rebound.error().message, "Host 'evil.example:8092' is not this daemon's (a name a tunnel or proxy gives it "
-                                     "is allowed with isb serve --allow-host)");
+  EXPECT_EQ(rebound.error().message,
+            "Host 'evil.example:8092' is not this daemon's (a name a tunnel or proxy gives it "
+            "is allowed with isb serve --allow-host)");
   EXPECT_TRUE(upgrade("localhost:8092", "", /*cookie=*/false).ok());
 }
 
@@ -257,7 +263,8 @@ TEST_F(WebAuthTest, SetupRefusesARequestThatFailsTheBrowserRules) {
   auto text = ReadFile(*path);
   ASSERT_TRUE(text.ok());
   const std::string secret = text->substr(0, text->size() - 1);
-  const std::string body = R"({"setup_token":")" + secret + R"(","user":"root","password":")" + identity::kPassword + "\"}";
+  const std::string body =
+      R"({"setup_token":")" + secret + R"(","user":"root","password":")" + identity::kPassword + "\"}";
   WebAuth auth(*id_, Options(kPasswordCheckWait));
 
   // A browser's request (it sends Origin, or Sec-Fetch-*) is held to the browser rules.
@@ -266,7 +273,8 @@ TEST_F(WebAuthTest, SetupRefusesARequestThatFailsTheBrowserRules) {
   no_csrf.headers.Set("X-Isb-Csrf", "");
   Response r = auth.Handle(no_csrf);
   EXPECT_EQ(r.status, 403);
-  EXPECT_EQ(r.body, R"({"error":"forbidden","message":"a session request that changes something needs X-Isb-Csrf: 1"})");
+  EXPECT_EQ(r.body,
+            R"({"error":"forbidden","message":"a session request that changes something needs X-Isb-Csrf: 1"})");
 
   Request form = AuthPost("/api/v1/auth/setup", body);
   form.headers.Set("Sec-Fetch-Site", "cross-site");

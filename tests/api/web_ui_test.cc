@@ -62,7 +62,8 @@ TEST(WebUiTest, AnUnknownFileIs404AndAnotherMethod405WithTheHeadersStill) {
   WebUi ui(kAssets);
   Response missing = ui.Handle(Get("/assets/nope.js"));
   EXPECT_EQ(missing.status, 404);
-  EXPECT_EQ(missing.body, R"({"error":"not_found","message":"no route for /assets/nope.js; see GET /api/v1/openapi.json"})");
+  EXPECT_EQ(missing.body,
+            R"({"error":"not_found","message":"no route for /assets/nope.js; see GET /api/v1/openapi.json"})");
   ExpectSecurityHeaders(missing);
   // The index is served at / only: one URL per page.
   EXPECT_EQ(ui.Handle(Get("/index.html")).status, 404);

@@ -12,8 +12,8 @@ TEST(ChainEncodingTest, Sha256MatchesTheStandardVector) {
 }
 
 TEST(ChainEncodingTest, FieldsAreLengthPrefixedAfterFixedWidthIdAndTime) {
-  std::string want = "\0\0\0\0\0\0\0\1d"s + "\0\0\0\0\0\0\0\1"s + "\0\0\0\0\0\0\1\2"s + "\0\0\0\0\0\0\0\2ab"s +
-                     "\0\0\0\0\0\0\0\0"s;
+  std::string want =
+      "\0\0\0\0\0\0\0\1d"s + "\0\0\0\0\0\0\0\1"s + "\0\0\0\0\0\0\1\2"s + "\0\0\0\0\0\0\0\2ab"s + "\0\0\0\0\0\0\0\0"s;
   EXPECT_EQ(CanonicalEncoding("d", 1, 258, {"ab", ""}), want);
 }
 

@@ -21,9 +21,10 @@ TEST(DetailsTest, ExecKeepsArgvAndEnvNamesOnly) {
 // What a create publishes is on record: each port's scalar fields, nothing else of an element.
 TEST(DetailsTest, ACreateKeepsThePortsItPublishes) {
   json in = {{"name", "web"},
-             {"ports", {{{"sandbox_port", 8080}, {"host_port", 18080}, {"host_address", "127.0.0.1"}},
-                        {{"sandbox_port", 22}, {"host_port", 2222}, {"extra", {{"nested", 1}}}},
-                        "not a port"}}};
+             {"ports",
+              {{{"sandbox_port", 8080}, {"host_port", 18080}, {"host_address", "127.0.0.1"}},
+               {{"sandbox_port", 22}, {"host_port", 2222}, {"extra", {{"nested", 1}}}},
+               "not a port"}}};
   EXPECT_EQ(DefaultDetailsPolicy().Filter("sandbox_create", in).dump(),
             R"({"name":"web","ports":[{"host_address":"127.0.0.1","host_port":18080,"sandbox_port":8080},)"
             R"({"host_port":2222,"sandbox_port":22}]})");
@@ -63,7 +64,10 @@ TEST(DetailsTest, LongValuesAreCut) {
 
 TEST(DetailsTest, CleanTextReplacesInvalidUtf8) {
   EXPECT_EQ(CleanText("ok"), "ok");
-  EXPECT_EQ(CleanText("a\xFF" "b"), "a\xEF\xBF\xBD" "b");
+  EXPECT_EQ(CleanText("a\xFF"
+                      "b"),
+            "a\xEF\xBF\xBD"
+            "b");
   EXPECT_EQ(CleanText("caf\xC3\xA9"), "caf\xC3\xA9");
 }
 

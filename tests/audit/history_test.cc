@@ -11,10 +11,12 @@ namespace {
 
 class HistoryTest : public testing::HistoryDbTest {
  protected:
-
   Head MustRecord(std::string sandbox, std::string org, std::string event, std::string actor = "") {
-    auto h = history_->Record({.sandbox = std::move(sandbox), .org = std::move(org), .event = std::move(event),
-                               .actor = actor, .actor_kind = actor.empty() ? "system" : "user"});
+    auto h = history_->Record({.sandbox = std::move(sandbox),
+                               .org = std::move(org),
+                               .event = std::move(event),
+                               .actor = actor,
+                               .actor_kind = actor.empty() ? "system" : "user"});
     EXPECT_TRUE(h.ok()) << h.error().message;
     return h.ok() ? *h : Head{};
   }
@@ -27,7 +29,6 @@ class HistoryTest : public testing::HistoryDbTest {
       for (const auto& e : *r) out.push_back(std::to_string(e.id) + ":" + e.entry.sandbox + ":" + e.entry.event);
     return out;
   }
-
 };
 
 TEST_F(HistoryTest, LifecycleEventsChainAndQuery) {

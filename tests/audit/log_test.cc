@@ -131,10 +131,12 @@ TEST_F(AuditLogTest, ExportWritesOneJsonObjectPerLine) {
   MustAppend(Call("beta", "bob", "sandbox_list"));
   MustAppend(Call("acme", "carol", "sandbox_list"));
   std::vector<std::string> lines;
-  ASSERT_TRUE(log_->Export({.org = "acme"}, [&](std::string_view l) {
-                    lines.emplace_back(l);
-                    return Status();
-                  }).ok());
+  ASSERT_TRUE(log_->Export({.org = "acme"},
+                           [&](std::string_view l) {
+                             lines.emplace_back(l);
+                             return Status();
+                           })
+                  .ok());
   ASSERT_EQ(lines.size(), 2u);
   json first = json::parse(lines[0]);
   EXPECT_EQ(first["id"], 1);
@@ -152,13 +154,15 @@ TEST_F(AuditLogTest, ExportWritesOneJsonObjectPerLine) {
 TEST_F(AuditLogTest, ExportPagesThroughLargeLogs) {
   for (int i = 0; i < 2500; ++i) MustAppend(Call("acme", "a", "sandbox_list"));
   int64_t n = 0, last = 0;
-  ASSERT_TRUE(log_->Export({}, [&](std::string_view l) {
-                    int64_t id = json::parse(l)["id"];
-                    EXPECT_EQ(id, last + 1);
-                    last = id;
-                    ++n;
-                    return Status();
-                  }).ok());
+  ASSERT_TRUE(log_->Export({},
+                           [&](std::string_view l) {
+                             int64_t id = json::parse(l)["id"];
+                             EXPECT_EQ(id, last + 1);
+                             last = id;
+                             ++n;
+                             return Status();
+                           })
+                  .ok());
   EXPECT_EQ(n, 2500);
 }
 
@@ -183,8 +187,7 @@ TEST_F(AuditLogTest, TriggersRefuseUpdateAndDelete) {
   Status anchor = db_->Exec("UPDATE chain_anchors SET pruned_through = 2, hash = ?1 WHERE chain = 'audit_log'",
                             {std::string(64, 'f')});
   ASSERT_FALSE(anchor.ok());
-  EXPECT_EQ(anchor.error().message,
-            "sql: chain_anchors: an anchor only advances, to the hash of a row of its chain");
+  EXPECT_EQ(anchor.error().message, "sql: chain_anchors: an anchor only advances, to the hash of a row of its chain");
   EXPECT_EQ(Raw("DELETE FROM chain_anchors"), "chain_anchors: the set of chains is fixed");
   EXPECT_EQ(Raw("INSERT INTO chain_anchors VALUES('x', 0, '')"), "chain_anchors: the set of chains is fixed");
   auto v = log_->Verify();
@@ -295,8 +298,8 @@ TEST_F(AuditLogTest, EightThreadsAppendOneLinearChain) {
   ASSERT_TRUE(v.ok());
   EXPECT_TRUE(v->ok);
   EXPECT_EQ(v->rows, kThreads * kEach);
-  std::cout << "[ measure  ] " << kThreads * kEach << " appends from " << kThreads << " threads: "
-            << static_cast<int64_t>(kThreads * kEach / secs) << " appends/s\n";
+  std::cout << "[ measure  ] " << kThreads * kEach << " appends from " << kThreads
+            << " threads: " << static_cast<int64_t>(kThreads * kEach / secs) << " appends/s\n";
 }
 
 TEST_F(AuditLogTest, AppendsQueuedBehindAWriterAreWrittenTogether) {

@@ -16,21 +16,18 @@ using std::chrono::milliseconds;
 
 class RetentionTest : public testing::HistoryDbTest {
  protected:
-
   // Audit rows at 1000, 2000, 3000 and 4000; history rows at 1000, 2000, 3000.
   void Fill() {
     for (int i = 1; i <= 4; ++i) {
       now_ms_ = 1000 * i;
-      Entry e{.org = "acme", .actor = "user:alice", .actor_kind = "user", .surface = "rest",
-              .action = "sandbox_start"};
+      Entry e{.org = "acme", .actor = "user:alice", .actor_kind = "user", .surface = "rest", .action = "sandbox_start"};
       ASSERT_TRUE(log_->Append(e).ok());
       if (i < 4) {
-        ASSERT_TRUE(history_->Record({.sandbox = "sb-1", .org = "acme", .event = "started", .actor_kind = "system"})
-                        .ok());
+        ASSERT_TRUE(
+            history_->Record({.sandbox = "sb-1", .org = "acme", .event = "started", .actor_kind = "system"}).ok());
       }
     }
   }
-
 };
 
 TEST(ParseRetentionTest, DurationsOffAndTooShort) {
@@ -44,8 +41,7 @@ TEST(ParseRetentionTest, DurationsOffAndTooShort) {
   EXPECT_EQ(short_one.error().message, "--audit-retention: must be at least 1h, or off (never prune)");
   auto bad = ParseRetention("ninety");
   ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.error().message,
-            "--audit-retention: invalid duration 'ninety' (expected e.g. 30s, 500ms, 5m, 2h)");
+  EXPECT_EQ(bad.error().message, "--audit-retention: invalid duration 'ninety' (expected e.g. 30s, 500ms, 5m, 2h)");
   EXPECT_EQ(kDefaultRetention, milliseconds(90LL * 86'400'000));
 }
 
@@ -72,10 +68,9 @@ TEST_F(RetentionTest, OldRowsGoAndBothChainsStillVerify) {
   auto log_v = log_->Verify();
   auto history_v = history_->Verify();
   ASSERT_TRUE(log_v.ok() && history_v.ok());
-  EXPECT_EQ(VerifyReportLine("audit log", *log_v), "audit log ok: 2 rows, head 4 " + (*before)[3].hash +
-                                                       ", pruned through 2 " + (*before)[1].hash);
-  EXPECT_EQ(VerifyReportJson(*log_v)["pruned_through"],
-            (nlohmann::json{{"id", 2}, {"hash", (*before)[1].hash}}));
+  EXPECT_EQ(VerifyReportLine("audit log", *log_v),
+            "audit log ok: 2 rows, head 4 " + (*before)[3].hash + ", pruned through 2 " + (*before)[1].hash);
+  EXPECT_EQ(VerifyReportJson(*log_v)["pruned_through"], (nlohmann::json{{"id", 2}, {"hash", (*before)[1].hash}}));
   EXPECT_TRUE(history_v->ok);
   EXPECT_EQ(history_v->pruned_through.id, 2);
 

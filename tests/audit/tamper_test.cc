@@ -50,9 +50,10 @@ class TamperTest : public testing::AuditDbTest {
 
   // Inserts a copy of row `from` as row `id` by "mallory", with prev_hash and hash given as SQL expressions.
   std::string Forge(int64_t id, int64_t from, const std::string& prev_sql, const std::string& hash) {
-    return Raw("INSERT INTO audit_log SELECT " + std::to_string(id) + ", time, org, 'mallory', actor_kind, surface, "
-               "action, target, details, outcome, ip, user_agent, request_id, " + prev_sql + ", '" + hash + "' " +
-               "FROM audit_log WHERE id = " + std::to_string(from));
+    return Raw("INSERT INTO audit_log SELECT " + std::to_string(id) +
+               ", time, org, 'mallory', actor_kind, surface, "
+               "action, target, details, outcome, ip, user_agent, request_id, " +
+               prev_sql + ", '" + hash + "' " + "FROM audit_log WHERE id = " + std::to_string(from));
   }
 
   // Moves rows 5..10 up by one, leaving id 5 free.
@@ -110,16 +111,18 @@ TEST_F(TamperTest, DeletedFirstRowIsFound) {
 }
 
 TEST_F(TamperTest, SwappedRowsAreFoundAtTheFirst) {
-  std::string cols = "time, org, actor, actor_kind, surface, action, target, details, outcome, ip, user_agent, "
-                     "request_id, prev_hash, hash";
+  std::string cols =
+      "time, org, actor, actor_kind, surface, action, target, details, outcome, ip, user_agent, "
+      "request_id, prev_hash, hash";
   ASSERT_EQ(SwapRows(cols), "");
   EXPECT_EQ(Row(4).actor, "user7");
   EXPECT_EQ(MustVerify().first_broken, (Broken{4, kReasonLink}));
 }
 
 TEST_F(TamperTest, SwappedContentsWithHashesLeftInPlaceAreFoundAtTheFirst) {
-  std::string cols = "time, org, actor, actor_kind, surface, action, target, details, outcome, ip, user_agent, "
-                     "request_id";
+  std::string cols =
+      "time, org, actor, actor_kind, surface, action, target, details, outcome, ip, user_agent, "
+      "request_id";
   ASSERT_EQ(SwapRows(cols), "");
   EXPECT_EQ(MustVerify().first_broken, (Broken{4, kReasonHash}));
 }
@@ -169,9 +172,8 @@ TEST_F(TamperTest, RebuiltChainIsFoundAgainstAPinnedHead) {
     if (id == 8) r.actor = "nobody";
     if (id > 8) r.prev_hash = Row(id - 1).hash;
     r.hash = RecordHash(r);
-    ASSERT_EQ(Raw("UPDATE audit_log SET actor = '" + r.actor + "', " + HashSet(r) + " WHERE id = " +
-                  std::to_string(id)),
-              "");
+    ASSERT_EQ(
+        Raw("UPDATE audit_log SET actor = '" + r.actor + "', " + HashSet(r) + " WHERE id = " + std::to_string(id)), "");
   }
   EXPECT_TRUE(MustVerify().ok);
   EXPECT_EQ(MustVerify(heads_[8]).first_broken, (Broken{9, kReasonPinned}));

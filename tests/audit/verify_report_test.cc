@@ -21,8 +21,8 @@ TEST(VerifyReportTest, OkAfterPruning) {
 }
 
 TEST(VerifyReportTest, Broken) {
-  VerifyResult r{.ok = false, .rows = 12, .head = {12, kA}, .pruned_through = {0, kZ},
-                 .first_broken = Broken{7, kReasonHash}};
+  VerifyResult r{
+      .ok = false, .rows = 12, .head = {12, kA}, .pruned_through = {0, kZ}, .first_broken = Broken{7, kReasonHash}};
   EXPECT_EQ(VerifyReportJson(r)["first_broken"].dump(),
             R"({"id":7,"reason":"hash does not match the row's contents"})");
   EXPECT_EQ(VerifyReportJson(r)["ok"], false);

@@ -15,11 +15,13 @@ using std::chrono::steady_clock;
 // Whether another thread can take `mu` now (std::mutex's try_lock from its own holder is undefined).
 template <class M>
 bool FreeForAnotherThread(M& mu) {
-  return std::async(std::launch::async, [&mu] {
-           if (!mu.try_lock()) return false;
-           mu.unlock();
-           return true;
-         }).get();
+  return std::async(std::launch::async,
+                    [&mu] {
+                      if (!mu.try_lock()) return false;
+                      mu.unlock();
+                      return true;
+                    })
+      .get();
 }
 
 TEST(MutexLock, HoldsItsMutexUntilTheScopeEnds) {

@@ -61,7 +61,8 @@ TEST(ParseDecimal, TheWholeTextAsDigitsInRange) {
   EXPECT_EQ(ParseDecimal<uint32_t>("4294967296"), std::nullopt);
   EXPECT_EQ(ParseDecimal<int>("-5"), std::nullopt);
   EXPECT_EQ(ParseDecimal<int>("+5"), std::nullopt);
-  for (const char* bad : {"", " 1", "1 ", "1\n", "0x10", "12a"}) EXPECT_EQ(ParseDecimal<uint64_t>(bad), std::nullopt) << bad;
+  for (const char* bad : {"", " 1", "1 ", "1\n", "0x10", "12a"})
+    EXPECT_EQ(ParseDecimal<uint64_t>(bad), std::nullopt) << bad;
 }
 
 }  // namespace

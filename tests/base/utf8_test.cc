@@ -15,9 +15,9 @@ TEST(Utf8SequenceLength, IsTheLengthOfAValidSequenceAndZeroForAnInvalidOne) {
   EXPECT_EQ(Utf8SequenceLength("\x9B", 0), 0u);       // a stray continuation byte
   EXPECT_EQ(Utf8SequenceLength("\xC0\x9B", 0), 0u);   // overlong
   EXPECT_EQ(Utf8SequenceLength("\xE0\x80\x9B", 0), 0u);
-  EXPECT_EQ(Utf8SequenceLength("\xED\xA0\x80", 0), 0u);  // a surrogate
+  EXPECT_EQ(Utf8SequenceLength("\xED\xA0\x80", 0), 0u);      // a surrogate
   EXPECT_EQ(Utf8SequenceLength("\xF4\x90\x80\x80", 0), 0u);  // above U+10FFFF
-  EXPECT_EQ(Utf8SequenceLength("\xE2\x82", 0), 0u);  // cut short
+  EXPECT_EQ(Utf8SequenceLength("\xE2\x82", 0), 0u);          // cut short
 }
 
 TEST(Utf8IncompleteTail, IsTheStartOfACharacterStillToCome) {

@@ -16,17 +16,29 @@ using testing::SendAll;
 using testing::TestServer;
 
 json Row(int64_t id) {
-  return {{"id", id}, {"time", 1'700'000'000'000 + id}, {"org", "acme"}, {"actor", "user:alice"},
-          {"action", "sandbox_create"}, {"outcome", "ok"}, {"prev_hash", "p" + std::to_string(id)},
+  return {{"id", id},
+          {"time", 1'700'000'000'000 + id},
+          {"org", "acme"},
+          {"actor", "user:alice"},
+          {"action", "sandbox_create"},
+          {"outcome", "ok"},
+          {"prev_hash", "p" + std::to_string(id)},
           {"hash", "h" + std::to_string(id)}};
 }
 
-ToolClient ClientOf(const TestServer& server) { return ToolClient(HttpClient(Endpoint{server.socket_path(), "", 0}), ""); }
+ToolClient ClientOf(const TestServer& server) {
+  return ToolClient(HttpClient(Endpoint{server.socket_path(), "", 0}), "");
+}
 
 TEST(AuditTableTest, Columns) {
-  json result = {{"records", {{{"id", 7}, {"time", 1'700'000'000'123}, {"actor", "token:2"},
-                               {"action", "member_add"}, {"target", "bob"}, {"outcome", "forbidden"},
-                               {"surface", "rest"}}}},
+  json result = {{"records",
+                  {{{"id", 7},
+                    {"time", 1'700'000'000'123},
+                    {"actor", "token:2"},
+                    {"action", "member_add"},
+                    {"target", "bob"},
+                    {"outcome", "forbidden"},
+                    {"surface", "rest"}}}},
                  {"next_after", nullptr}};
   EXPECT_EQ(AuditTable(result),
             "ID       TIME                 ACTOR                    ACTION               TARGET                 "
@@ -36,10 +48,18 @@ TEST(AuditTableTest, Columns) {
 }
 
 TEST(HistoryTableTest, ColumnsWithTheReasonLast) {
-  json result = {{"events", {{{"id", 4}, {"time", 1'700'000'000'123}, {"sandbox", "sb-0123456789abcdef"},
-                              {"event", "reaped"}, {"actor", "daemon"}, {"reason", "idle for 2h"}},
-                             {{"id", 5}, {"time", 1'700'000'001'000}, {"sandbox", "sb-0123456789abcdef"},
-                              {"event", "removed"}, {"actor", "user:alice"}}}},
+  json result = {{"events",
+                  {{{"id", 4},
+                    {"time", 1'700'000'000'123},
+                    {"sandbox", "sb-0123456789abcdef"},
+                    {"event", "reaped"},
+                    {"actor", "daemon"},
+                    {"reason", "idle for 2h"}},
+                   {{"id", 5},
+                    {"time", 1'700'000'001'000},
+                    {"sandbox", "sb-0123456789abcdef"},
+                    {"event", "removed"},
+                    {"actor", "user:alice"}}}},
                  {"next_after", nullptr}};
   EXPECT_EQ(HistoryTable(result),
             "ID       TIME                 SANDBOX              EVENT          ACTOR                    REASON\n"
@@ -68,7 +88,9 @@ TEST(ExportAuditTest, PagesUntilNextAfterIsNull) {
 
 TEST(ExportAuditTest, ARefusalEndsItWithTheDaemonsError) {
   TestServer server([](int fd, const SeenRequest&) {
-    SendAll(fd, JsonAnswer(403, R"({"error":"forbidden","message":"role viewer may not call audit_list, which needs admin"})"));
+    SendAll(
+        fd,
+        JsonAnswer(403, R"({"error":"forbidden","message":"role viewer may not call audit_list, which needs admin"})"));
   });
   int lines = 0;
   Status st = ExportAudit(ClientOf(server), [&](const std::string&) { ++lines; });

@@ -38,8 +38,9 @@ HttpRequest Post(std::string target, std::string body) {
 
 TEST(HttpClientTest, ContentLengthBodyAndRequestFraming) {
   TestServer server([](int fd, const SeenRequest&) {
-    SendAll(fd, "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nContent-Length: 11\r\nX-Two: a\r\n\r\n"
-                "{\"ok\":true}");
+    SendAll(fd,
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nContent-Length: 11\r\nX-Two: a\r\n\r\n"
+            "{\"ok\":true}");
   });
   HttpClient client(Unix(server.socket_path()));
   auto r = client.Send(Post("/api/v1/tools/x", R"({"a":1})"));
@@ -87,9 +88,8 @@ TEST(HttpClientTest, BodyUntilCloseWithoutLength) {
 }
 
 TEST(HttpClientTest, SkipsInterimResponses) {
-  TestServer server([](int fd, const SeenRequest&) {
-    SendAll(fd, "HTTP/1.1 100 Continue\r\n\r\n" + JsonAnswer(201, "{}"));
-  });
+  TestServer server(
+      [](int fd, const SeenRequest&) { SendAll(fd, "HTTP/1.1 100 Continue\r\n\r\n" + JsonAnswer(201, "{}")); });
   auto r = HttpClient(Unix(server.socket_path())).Send(Post("/p", "x"));
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->status, 201);
@@ -226,8 +226,7 @@ TEST(HttpClientTest, ServerClosingWithoutAnAnswer) {
   auto r = HttpClient(Unix(server.socket_path())).Send(Post("/p", ""));
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, Code::kUnavailable);
-  EXPECT_NE(r.error().message.find("closed the connection without answering"), std::string::npos)
-      << r.error().message;
+  EXPECT_NE(r.error().message.find("closed the connection without answering"), std::string::npos) << r.error().message;
 }
 
 TEST(HttpClientTest, IdleTimeout) {
@@ -345,15 +344,23 @@ std::vector<SseEvent> ParseAll(std::string_view text, size_t piece) {
   std::vector<SseEvent> out;
   bool stop = false;
   for (size_t i = 0; i < text.size(); i += piece) {
-    EXPECT_TRUE(p.Feed(text.substr(i, piece), [&](const SseEvent& e) { out.push_back(e); return true; }, &stop).ok());
+    EXPECT_TRUE(p.Feed(
+                     text.substr(i, piece),
+                     [&](const SseEvent& e) {
+                       out.push_back(e);
+                       return true;
+                     },
+                     &stop)
+                    .ok());
   }
   return out;
 }
 
 // Every way of cutting the stream into pieces gives the same events, including a CR LF split across pieces.
 TEST(SseParserTest, SameEventsWhateverThePieces) {
-  std::string text = ":comment\r\nevent: a\r\ndata: 1\r\ndata:2\r\n\r\nid: 7\nretry: 5\ndata\n\nevent: only-name\n\r"
-                     "data: x: y\rdata: \r\r";
+  std::string text =
+      ":comment\r\nevent: a\r\ndata: 1\r\ndata:2\r\n\r\nid: 7\nretry: 5\ndata\n\nevent: only-name\n\r"
+      "data: x: y\rdata: \r\r";
   for (size_t piece = 1; piece <= text.size(); ++piece) {
     auto events = ParseAll(text, piece);
     ASSERT_EQ(events.size(), 3u) << "piece size " << piece;

@@ -67,7 +67,9 @@ TEST(NextEgressTest, AnRmNotInTheListAndAddOnAModeAreRefusedSayingWhatToDo) {
 }
 
 TEST(EgressLogTableTest, TimeTargetAndTheProxysReason) {
-  const json rows = json::array({{{"id", 3}, {"time", 1'700'000'000'123}, {"target", "evil.example:443"},
+  const json rows = json::array({{{"id", 3},
+                                  {"time", 1'700'000'000'123},
+                                  {"target", "evil.example:443"},
                                   {"details", {{"reason", "not in the sandbox's egress list"}}}}});
   EXPECT_EQ(EgressLogTable(rows),
             "TIME                 TARGET                         REASON\n"

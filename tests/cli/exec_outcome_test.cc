@@ -55,14 +55,16 @@ TEST(ExplainExitCodeTest, SilentWhereTheCommandOrATimeoutAlreadySaidIt) {
 
 TEST(ExecCommandTest, ExitCode127IsExplainedOnStderr) {
   TestServer server([](int fd, const SeenRequest&) {
-    SendAll(fd, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"
-                "event: result\ndata: {\"result\":{\"exit_code\":127,\"signal\":0,\"timed_out\":false}}\n\n");
+    SendAll(fd,
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"
+            "event: result\ndata: {\"result\":{\"exit_code\":127,\"signal\":0,\"timed_out\":false}}\n\n");
   });
   CmdRun r = RunIsb({"exec", "--socket", server.socket_path(), "web", "--", "pyhton3"});
   EXPECT_EQ(r.exit_code, 127);
   EXPECT_EQ(r.out, "");
-  EXPECT_EQ(r.err, "isb: exit code 127: 'pyhton3' was not found in the sandbox (not installed, or not on its PATH; "
-                   "give its full path)\n");
+  EXPECT_EQ(r.err,
+            "isb: exit code 127: 'pyhton3' was not found in the sandbox (not installed, or not on its PATH; "
+            "give its full path)\n");
 }
 
 TEST(EgressFlagTest, AUrlIsRefusedNamingTheHostToGive) {
@@ -73,7 +75,8 @@ TEST(EgressFlagTest, AUrlIsRefusedNamingTheHostToGive) {
   EXPECT_EQ(in.error().message,
             "--egress 'https://pypi.org/simple/': give a host name, not a URL: pypi.org (port 443 is the default)");
   f.egress = {"http://localhost:8080"};
-  EXPECT_EQ(CreateInput(f).error().message, "--egress 'http://localhost:8080': give a host name, not a URL: localhost:8080");
+  EXPECT_EQ(CreateInput(f).error().message,
+            "--egress 'http://localhost:8080': give a host name, not a URL: localhost:8080");
 }
 
 TEST(EgressFlagTest, ACommaTypedForADotIsRefusedNotSplitIntoTwoNames) {
@@ -93,7 +96,8 @@ TEST(ExtendCommandTest, TooLongIsSaidInTheUnitGiven) {
   ASSERT_FALSE(in.ok());
   EXPECT_EQ(in.error().message, "extend 60d: a sandbox expires at most 30d from now; give at most 30d");
   TestServer server([](int fd, const SeenRequest&) {
-    SendAll(fd, JsonAnswer(400, R"({"error":"invalid_argument","message":"by: a sandbox expires at most 30 days from now"})"));
+    SendAll(fd, JsonAnswer(
+                    400, R"({"error":"invalid_argument","message":"by: a sandbox expires at most 30 days from now"})"));
   });
   CmdRun r = RunIsb({"extend", "--socket", server.socket_path(), "web", "29d"});
   EXPECT_EQ(r.exit_code, kExitRefused);

@@ -56,15 +56,16 @@ TEST_F(InstallTest, LaysOutIsbTheUnitAndItsFlagsWhereTheUnitNamesThem) {
   ASSERT_EQ(MakeInstall(""), 0) << Log();
   const fs::path bin = dest_ / "usr/local/bin/isb";
   EXPECT_EQ(Slurp(bin), Slurp(ISB_BUILD_DIR "/isb")) << "the built isb, byte for byte";
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::stat(bin.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0755u);
   const std::string unit = Slurp(dest_ / "etc/systemd/system/isb.service");
   EXPECT_EQ(UnitValues(unit, "ExecStart"), "/usr/local/bin/isb serve $ISB_SERVE_ARGS");
   EXPECT_EQ(UnitValues(unit, "EnvironmentFile"), "-/etc/default/isb");
   EXPECT_EQ(Slurp(dest_ / "etc/default/isb"), Slurp(ISB_SOURCE_DIR "/contrib/isb.defaults"));
-  EXPECT_NE(Slurp(dest_ / "etc/default/isb").find("\nISB_SERVE_ARGS=\"--state-dir /var/lib/isb --listen 127.0.0.1:8092\"\n"),
-            std::string::npos);
+  EXPECT_NE(
+      Slurp(dest_ / "etc/default/isb").find("\nISB_SERVE_ARGS=\"--state-dir /var/lib/isb --listen 127.0.0.1:8092\"\n"),
+      std::string::npos);
   // Readable by root alone, and it holds no secrets key: the comment says where that key goes instead.
   ASSERT_EQ(::stat((dest_ / "etc/default/isb").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0600u);
@@ -83,7 +84,8 @@ TEST_F(InstallTest, APrefixMovesIsbAndTheUnitFollowsAndAFlagsFileThereIsKept) {
   EXPECT_FALSE(fs::exists(dest_ / "usr/local"));
   const std::string unit = Slurp(dest_ / "etc/systemd/system/isb.service");
   EXPECT_EQ(UnitValues(unit, "ExecStart"), "/usr/bin/isb serve $ISB_SERVE_ARGS");
-  EXPECT_EQ(Slurp(dest_ / "etc/default/isb"), "ISB_SERVE_ARGS=\"--listen 100.64.0.1:8092\"\n") << "an admin's flags stay";
+  EXPECT_EQ(Slurp(dest_ / "etc/default/isb"), "ISB_SERVE_ARGS=\"--listen 100.64.0.1:8092\"\n")
+      << "an admin's flags stay";
 }
 
 TEST_F(InstallTest, WithoutABuiltIsbItSaysToBuildFirst) {

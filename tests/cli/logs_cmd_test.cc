@@ -21,8 +21,8 @@ using nlohmann::json;
 using testing::CmdRun;
 using testing::JsonAnswer;
 using testing::RunIsb;
-using testing::SendAll;
 using testing::SeenRequest;
+using testing::SendAll;
 using testing::TestServer;
 
 // The daemon's sandbox_logs answer (base64, no limit) over a fixed log whose chunks carry their output as "data":
@@ -124,7 +124,10 @@ TEST(ExitLine, TellsTheCodeTheSignalOrWhyThereIsNone) {
             "isb: detached command 1 exited with code 0\n");
   EXPECT_EQ(ExitLine(json{{"stream", "exit"}, {"log_id", 3}, {"exit_code", 137}, {"signal", 9}}),
             "isb: detached command 3 was killed by signal 9 (exit code 137)\n");
-  EXPECT_EQ(ExitLine(json{{"stream", "exit"}, {"log_id", 2}, {"exit_code", -1}, {"signal", 0},
+  EXPECT_EQ(ExitLine(json{{"stream", "exit"},
+                          {"log_id", 2},
+                          {"exit_code", -1},
+                          {"signal", 0},
                           {"error", "the sandbox stopped during the exec"}}),
             "isb: detached command 2 ended: the sandbox stopped during the exec\n");
   EXPECT_EQ(ExitLine(json{{"stream", "exit"}, {"log_id", 4}, {"exit_code", 124}, {"signal", 9}, {"timed_out", true}}),
@@ -187,13 +190,15 @@ class LogsOnATerminalTest : public LogsCommandTest {
 };
 
 TEST_F(LogsOnATerminalTest, ATerminalIsShownTheControlCharactersWrittenOut) {
-  EXPECT_EQ(OnATerminal({"sb"}), "red \\x1b[31mX\\x1b[0m\r\na\xE2\x82\xAC\\x0d\\xff\n\\x1b]0;pwned\\x07\n"
-                                 "isb: detached command 1 exited with code 0\n");
+  EXPECT_EQ(OnATerminal({"sb"}),
+            "red \\x1b[31mX\\x1b[0m\r\na\xE2\x82\xAC\\x0d\\xff\n\\x1b]0;pwned\\x07\n"
+            "isb: detached command 1 exited with code 0\n");
 }
 
 TEST_F(LogsOnATerminalTest, RawGivesATerminalTheBytesAsTheyAre) {
-  EXPECT_EQ(OnATerminal({"--raw", "sb"}), "red \x1b[31mX\x1b[0m\r\na\xE2\x82\xAC\r\xFF\n\x1b]0;pwned\x07\n"
-                                          "isb: detached command 1 exited with code 0\n");
+  EXPECT_EQ(OnATerminal({"--raw", "sb"}),
+            "red \x1b[31mX\x1b[0m\r\na\xE2\x82\xAC\r\xFF\n\x1b]0;pwned\x07\n"
+            "isb: detached command 1 exited with code 0\n");
 }
 
 TEST_F(LogsOnATerminalTest, APipeGetsTheBytesAsTheyAre) {

@@ -58,35 +58,45 @@ Endpoint Unix(const std::string& path) {
   return ep;
 }
 
-bool HasHeader(const SeenRequest& r, const std::string& line) { return r.head.find("\r\n" + line + "\r\n") != std::string::npos; }
+bool HasHeader(const SeenRequest& r, const std::string& line) {
+  return r.head.find("\r\n" + line + "\r\n") != std::string::npos;
+}
 
 TEST(McpBridgeTest, InitializeOpensTheSessionThatEveryLaterMessageCarriesAndAnswersComeBackALineEach) {
-  TestServer server([](int fd, const SeenRequest& req) {
-    json m = json::parse(req.body, nullptr, false);
-    if (req.head.starts_with("DELETE")) {
-      SendAll(fd, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
-    } else if (m.value("method", "") == "initialize") {
-      std::string body = R"({"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25"}})";
-      SendAll(fd, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: s1\r\nContent-Length: " +
-                      std::to_string(body.size()) + "\r\n\r\n" + body);
-    } else if (m.value("method", "") == "tools/call") {
-      SendAll(fd, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n");
-      SendAll(fd, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\n"
+  TestServer server(
+      [](int fd, const SeenRequest& req) {
+        json m = json::parse(req.body, nullptr, false);
+        if (req.head.starts_with("DELETE")) {
+          SendAll(fd, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+        } else if (m.value("method", "") == "initialize") {
+          std::string body = R"({"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25"}})";
+          SendAll(fd, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: s1\r\nContent-Length: " +
+                          std::to_string(body.size()) + "\r\n\r\n" + body);
+        } else if (m.value("method", "") == "tools/call") {
+          SendAll(fd, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n");
+          SendAll(fd,
+                  "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\n"
                   "data: \"params\":{\"progress\":1}}\n\n");
-      SendAll(fd, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"content\":[]}}\n\n");
-    } else {
-      SendAll(fd, "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n");
-    }
-  }, true, true);
+          SendAll(fd, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"content\":[]}}\n\n");
+        } else {
+          SendAll(fd, "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n");
+        }
+      },
+      true, true);
   BridgeRun r = RunBridge(Unix(server.socket_path()),
-                          R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{}})" "\n"
-                          R"({"jsonrpc":"2.0","method":"notifications/initialized"})" "\r\n"
+                          R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{}})"
+                          "\n"
+                          R"({"jsonrpc":"2.0","method":"notifications/initialized"})"
+                          "\r\n"
                           "\n"
                           R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sandbox_list"}})");
   EXPECT_EQ(r.exit_code, 0);
-  EXPECT_EQ(r.out, R"({"id":1,"jsonrpc":"2.0","result":{"protocolVersion":"2025-11-25"}})" "\n"
-                   R"({"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}})" "\n"
-                   R"({"id":2,"jsonrpc":"2.0","result":{"content":[]}})" "\n");
+  EXPECT_EQ(r.out, R"({"id":1,"jsonrpc":"2.0","result":{"protocolVersion":"2025-11-25"}})"
+                   "\n"
+                   R"({"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}})"
+                   "\n"
+                   R"({"id":2,"jsonrpc":"2.0","result":{"content":[]}})"
+                   "\n");
   auto seen = server.requests();
   ASSERT_EQ(seen.size(), 4u);
   EXPECT_TRUE(seen[0].head.starts_with("POST /mcp HTTP/1.1\r\n")) << seen[0].head;
@@ -107,29 +117,34 @@ TEST(McpBridgeTest, InitializeOpensTheSessionThatEveryLaterMessageCarriesAndAnsw
 }
 
 TEST(McpBridgeTest, ARequestThatCannotBeDeliveredIsAnsweredWithAnErrorANotificationIsNot) {
-  BridgeRun r = RunBridge(Unix("/nonexistent/isb.sock"),
-                          R"({"jsonrpc":"2.0","method":"notifications/initialized"})" "\n"
-                          R"({"jsonrpc":"2.0","id":"a","method":"tools/list"})" "\n");
+  BridgeRun r = RunBridge(Unix("/nonexistent/isb.sock"), R"({"jsonrpc":"2.0","method":"notifications/initialized"})"
+                                                         "\n"
+                                                         R"({"jsonrpc":"2.0","id":"a","method":"tools/list"})"
+                                                         "\n");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.out, R"x({"error":{"code":-32603,"message":"isb mcp: cannot reach the isb daemon at )x"
                    R"x(unix:/nonexistent/isb.sock: No such file or directory; is `isb serve` running? (or set )x"
-                   R"x(ISB_URL/--url)"},"id":"a","jsonrpc":"2.0"})x" "\n");
+                   R"x(ISB_URL/--url)"},"id":"a","jsonrpc":"2.0"})x"
+                   "\n");
 }
 
 TEST(McpBridgeTest, AnAnswerThatIsNotJsonRpcIsTheRequestsErrorInJsonRpcTerms) {
   TestServer server([](int fd, const SeenRequest&) {
     SendAll(fd, JsonAnswer(401, R"({"error":"unauthenticated","message":"missing bearer token"})"));
   });
-  BridgeRun r = RunBridge(Unix(server.socket_path()), R"({"jsonrpc":"2.0","id":7,"method":"tools/list"})" "\n");
+  BridgeRun r = RunBridge(Unix(server.socket_path()), R"({"jsonrpc":"2.0","id":7,"method":"tools/list"})"
+                                                      "\n");
   EXPECT_EQ(r.out, R"({"error":{"code":-32603,"message":"isb mcp: the daemon answered HTTP 401: missing bearer )"
                    R"(token; set ISB_TOKEN to a bearer token, or use the unix socket (--socket) as the daemon's )"
-                   R"(user"},"id":7,"jsonrpc":"2.0"})" "\n");
+                   R"(user"},"id":7,"jsonrpc":"2.0"})"
+                   "\n");
 }
 
 TEST(McpBridgeTest, ALineThatIsNotJsonIsAParseError) {
   BridgeRun r = RunBridge(Unix("/nonexistent/isb.sock"), "{not json\n");
   EXPECT_EQ(r.out, R"({"error":{"code":-32700,"message":"isb mcp: a line on stdin that is not JSON"},"id":null,)"
-                   R"("jsonrpc":"2.0"})" "\n");
+                   R"("jsonrpc":"2.0"})"
+                   "\n");
 }
 
 // A client that sends many requests at once gets kMaxMcpInflight of them sent to the daemon together, the rest as
@@ -140,27 +155,30 @@ TEST(McpBridgeTest, AtMostSixteenRequestsAreInFlightAndTheRestWaitTheirTurn) {
   CondVar changed;
   int inflight = 0, peak = 0, notifications = 0;
   bool released = false;
-  TestServer server([&](int fd, const SeenRequest& req) {
-    json m = json::parse(req.body, nullptr, false);
-    if (!m.contains("id")) {
-      MutexLock lock(mu);
-      ++notifications;
-      changed.NotifyAll();
-      SendAll(fd, "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n");
-      return;
-    }
-    {
-      MutexLock lock(mu);
-      peak = std::max(peak, ++inflight);
-      changed.NotifyAll();
-      while (!released) changed.Wait(mu);
-      --inflight;
-    }
-    SendAll(fd, JsonAnswer(200, json{{"jsonrpc", "2.0"}, {"id", m["id"]}, {"result", json::object()}}.dump()));
-  }, true, true);
+  TestServer server(
+      [&](int fd, const SeenRequest& req) {
+        json m = json::parse(req.body, nullptr, false);
+        if (!m.contains("id")) {
+          MutexLock lock(mu);
+          ++notifications;
+          changed.NotifyAll();
+          SendAll(fd, "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n");
+          return;
+        }
+        {
+          MutexLock lock(mu);
+          peak = std::max(peak, ++inflight);
+          changed.NotifyAll();
+          while (!released) changed.Wait(mu);
+          --inflight;
+        }
+        SendAll(fd, JsonAnswer(200, json{{"jsonrpc", "2.0"}, {"id", m["id"]}, {"result", json::object()}}.dump()));
+      },
+      true, true);
   std::string input;
   for (int i = 0; i < 40; ++i) input += json{{"jsonrpc", "2.0"}, {"id", i}, {"method", "ping"}}.dump() + "\n";
-  input += R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":39}})" "\n";
+  input += R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":39}})"
+           "\n";
   int peak_before_release = -1, notifications_before_release = -1;
   std::thread releaser([&] {
     MutexLock lock(mu);

@@ -39,8 +39,10 @@ std::string MessageFor(std::vector<std::string> args) {
 
 TEST(ParseErrorsTest, AnUnknownCommandIsNamedWithTheNearestOneIfAny) {
   EXPECT_EQ(MessageFor({"logs"}), "isb: unknown command 'logs' (isb --help lists them)");
-  EXPECT_EQ(MessageFor({"exce", "web", "--", "true"}), "isb: unknown command 'exce'; did you mean 'exec'? (isb --help lists them)");
-  EXPECT_EQ(MessageFor({"--org", "acme", "lss"}), "isb: unknown command 'lss'; did you mean 'ls'? (isb --help lists them)");
+  EXPECT_EQ(MessageFor({"exce", "web", "--", "true"}),
+            "isb: unknown command 'exce'; did you mean 'exec'? (isb --help lists them)");
+  EXPECT_EQ(MessageFor({"--org", "acme", "lss"}),
+            "isb: unknown command 'lss'; did you mean 'ls'? (isb --help lists them)");
   EXPECT_EQ(MessageFor({}), "isb: a command is required (isb --help lists them)");
   EXPECT_EQ(MessageFor({"user", "craete", "bob"}),
             "isb user: unknown command 'craete'; did you mean 'create'? (isb user --help lists them)");

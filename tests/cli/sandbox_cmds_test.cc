@@ -59,14 +59,17 @@ TEST(CreateInputTest, EveryFlagMapsToTheSchema) {
                {"working_dir", "/work"},
                {"user", "1000:1000"},
                {"labels", {{"team", "core"}}},
-               {"mounts", {{{"source", "/srv/data"}, {"target", "/srv/data"}, {"read_only", true}},
-                           {{"source", "/srv/cache"}, {"target", "/cache"}, {"read_only", false}}}},
-               {"ports", {{{"sandbox_port", 80}, {"host_port", 8080}},
-                          {{"sandbox_port", 22}, {"host_port", 2222}, {"host_address", "100.64.1.2"}},
-                          {{"sandbox_port", 9000}, {"host_port", 9000}, {"host_address", "::1"}}}},
+               {"mounts",
+                {{{"source", "/srv/data"}, {"target", "/srv/data"}, {"read_only", true}},
+                 {{"source", "/srv/cache"}, {"target", "/cache"}, {"read_only", false}}}},
+               {"ports",
+                {{{"sandbox_port", 80}, {"host_port", 8080}},
+                 {{"sandbox_port", 22}, {"host_port", 2222}, {"host_address", "100.64.1.2"}},
+                 {{"sandbox_port", 9000}, {"host_port", 9000}, {"host_address", "::1"}}}},
                {"privileged", true},
-               {"idmap", {{{"kind", "both"}, {"host", 1000}, {"sandbox", 1000}, {"count", 1}},
-                          {{"kind", "gid"}, {"host", 27}, {"sandbox", 2000}, {"count", 3}}}},
+               {"idmap",
+                {{{"kind", "both"}, {"host", 1000}, {"sandbox", 1000}, {"count", 1}},
+                 {{"kind", "gid"}, {"host", 27}, {"sandbox", 2000}, {"count", 3}}}},
                {"expires", 7200},
                {"idle_timeout", 1800}};
   EXPECT_EQ(*in, want) << in->dump();
@@ -91,9 +94,11 @@ TEST(CreateInputTest, SecretsGoInTheEgressObjectBesideTheList) {
             "it out (the secrets' own hosts)");
   f.egress.clear();
   f.secrets = {"=X"};
-  EXPECT_EQ(CreateInput(f).error().message, "--secret '=X': NAME, or NAME=ENV (the variable that holds its placeholder)");
+  EXPECT_EQ(CreateInput(f).error().message,
+            "--secret '=X': NAME, or NAME=ENV (the variable that holds its placeholder)");
   f.secrets = {"k="};
-  EXPECT_EQ(CreateInput(f).error().message, "--secret 'k=': NAME, or NAME=ENV (the variable that holds its placeholder)");
+  EXPECT_EQ(CreateInput(f).error().message,
+            "--secret 'k=': NAME, or NAME=ENV (the variable that holds its placeholder)");
 }
 
 TEST(CreateInputTest, AMalformedIdmapIsAUsageError) {
@@ -327,7 +332,9 @@ TEST(ListTableTest, Columns) {
 
 // ---- whole commands, through CLI11, against a scripted daemon ----
 
-std::string Sse(const std::string& event, const json& data) { return "event: " + event + "\ndata: " + data.dump() + "\n\n"; }
+std::string Sse(const std::string& event, const json& data) {
+  return "event: " + event + "\ndata: " + data.dump() + "\n\n";
+}
 
 TEST(CommandsTest, ExecStreamsOutputAndExitsWithTheCommandsCode) {
   TestServer server([](int fd, const SeenRequest&) {
@@ -337,17 +344,16 @@ TEST(CommandsTest, ExecStreamsOutputAndExitsWithTheCommandsCode) {
     SendAll(fd, Sse("result", {{"result", {{"exit_code", 3}, {"timed_out", false}, {"stdout", "hello\n"}}}}));
   });
   CmdRun r = RunIsb({"exec", "--socket", server.socket_path(), "--env", "A=1", "--timeout", "5s", "web", "--", "sh",
-                  "-c", "echo hello --json"});
+                     "-c", "echo hello --json"});
   EXPECT_EQ(r.exit_code, 3) << r.err;
   EXPECT_EQ(r.out, "hello\n");
   EXPECT_EQ(r.err, "warn\n");
   auto seen = server.requests();
   ASSERT_EQ(seen.size(), 1u);
   EXPECT_EQ(PathOf(seen[0]), "/api/v1/tools/sandbox_exec?stream=1");
-  EXPECT_EQ(json::parse(BodyOf(seen[0])), (json{{"sandbox", "web"},
-                                                {"argv", {"sh", "-c", "echo hello --json"}},
-                                                {"env", {{"A", "1"}}},
-                                                {"timeout", 5}}));
+  EXPECT_EQ(
+      json::parse(BodyOf(seen[0])),
+      (json{{"sandbox", "web"}, {"argv", {"sh", "-c", "echo hello --json"}}, {"env", {{"A", "1"}}}, {"timeout", 5}}));
   // The unix socket needs no token, so none is sent.
   EXPECT_EQ(seen[0].head.find("Authorization"), std::string::npos);
 }
@@ -412,9 +418,8 @@ int PipeHolding(const std::string& data) {
 // own input leaves the rest on each command's stdin, so it is not refused); an empty pipe or a file read to its end
 // is no reason to say anything. The command is started either way, without the input.
 TEST(CommandsTest, ExecDetachSaysStandardInputThatHoldsDataIsNotPassed) {
-  TestServer server([](int fd, const SeenRequest&) {
-    SendAll(fd, JsonAnswer(200, R"({"result":{"detached":true,"log_id":1}})"));
-  });
+  TestServer server(
+      [](int fd, const SeenRequest&) { SendAll(fd, JsonAnswer(200, R"({"result":{"detached":true,"log_id":1}})")); });
   const std::string said =
       "isb: standard input is not passed to a detached command (its stdin is /dev/null); copy data into the sandbox "
       "with isb cp\n";
@@ -481,7 +486,8 @@ TEST(CommandsTest, ExecItSendsRefusedInputAgainAndSaysWhenInputStops) {
   TestServer server(
       [&](int fd, const SeenRequest& req) {
         if (PathOf(req) == "/api/v1/tools/sandbox_exec?stream=1") {
-          SendAll(fd, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n" + Sse("session", {{"session", "ts-1"}}));
+          SendAll(fd,
+                  "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n" + Sse("session", {{"session", "ts-1"}}));
           std::unique_lock lock(mu);
           cv.wait_for(lock, std::chrono::seconds(20), [&] { return finish; });
           SendAll(fd, Sse("stdout", {{"data", "done\r\n"}}) +
@@ -534,8 +540,9 @@ TEST(CommandsTest, ExecItSendsRefusedInputAgainAndSaysWhenInputStops) {
 
   EXPECT_EQ(r.exit_code, 5) << r.err;
   EXPECT_EQ(r.out, "done\r\n");
-  EXPECT_EQ(r.err, "\r\nisb: typing into the terminal failed: the input could not be delivered; no more input is sent "
-                   "(Ctrl-C ends isb and the command)\r\n");
+  EXPECT_EQ(r.err,
+            "\r\nisb: typing into the terminal failed: the input could not be delivered; no more input is sent "
+            "(Ctrl-C ends isb and the command)\r\n");
   std::vector<std::string> sent;
   for (const SeenRequest& req : server.requests()) {
     if (PathOf(req) != "/api/v1/tools/sandbox_exec_input") continue;
@@ -569,15 +576,14 @@ TEST(CommandsTest, CreatePrintsTheId) {
     SendAll(fd, JsonAnswer(200, R"({"result":{"id":"sb-00000000000000aa","state":"running"}})"));
   });
   CmdRun r = RunIsb({"--socket", server.socket_path(), "create", "--name", "web", "--memory", "256M", "--label", "a=b",
-                  "--label", "c=d", "--expires", "1h"});
+                     "--label", "c=d", "--expires", "1h"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "sb-00000000000000aa\n");
   auto seen = server.requests();
   EXPECT_EQ(PathOf(seen[0]), "/api/v1/tools/sandbox_create");
-  EXPECT_EQ(json::parse(BodyOf(seen[0])), (json{{"name", "web"},
-                                                {"mem_limit", 256u << 20},
-                                                {"labels", {{"a", "b"}, {"c", "d"}}},
-                                                {"expires", 3600}}));
+  EXPECT_EQ(
+      json::parse(BodyOf(seen[0])),
+      (json{{"name", "web"}, {"mem_limit", 256u << 20}, {"labels", {{"a", "b"}, {"c", "d"}}}, {"expires", 3600}}));
 }
 
 TEST(CommandsTest, RefusalsNameTheFlagRatherThanTheSchemaField) {
@@ -660,8 +666,9 @@ TEST(CommandsTest, CopyInKeepsTheModeAndCopyOutWritesTheFile) {
   CmdRun in = RunIsb({"--socket", server.socket_path(), "cp", local, "web:/tmp/"});
   EXPECT_EQ(in.exit_code, 0) << in.err;
   json sent = json::parse(server.requests()[0].body);
-  EXPECT_EQ(sent, (json{{"sandbox", "web"}, {"path", "/tmp/run.sh"}, {"content_base64", "IyEvYmluL3NoCg=="},
-                        {"mode", "0750"}}));
+  EXPECT_EQ(
+      sent,
+      (json{{"sandbox", "web"}, {"path", "/tmp/run.sh"}, {"content_base64", "IyEvYmluL3NoCg=="}, {"mode", "0750"}}));
 
   CmdRun out = RunIsb({"--socket", server.socket_path(), "cp", "web:/etc/motd", server.dir()});
   EXPECT_EQ(out.exit_code, 0) << out.err;
@@ -670,11 +677,15 @@ TEST(CommandsTest, CopyInKeepsTheModeAndCopyOutWritesTheFile) {
   std::ifstream f(server.dir() + "/motd", std::ios::binary);
   std::stringstream got;
   got << f.rdbuf();
-  EXPECT_EQ(got.str(), std::string("\0\xff" "a", 3));
+  EXPECT_EQ(got.str(), std::string("\0\xff"
+                                   "a",
+                                   3));
 
   CmdRun to_stdout = RunIsb({"--socket", server.socket_path(), "cp", "web:/etc/motd", "-"});
   EXPECT_EQ(to_stdout.exit_code, 0);
-  EXPECT_EQ(to_stdout.out, std::string("\0\xff" "a", 3));
+  EXPECT_EQ(to_stdout.out, std::string("\0\xff"
+                                       "a",
+                                       3));
 }
 
 TEST(CommandsTest, CopyInRefusesWhatTheDaemonWouldRefuse) {

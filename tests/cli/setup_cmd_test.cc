@@ -29,12 +29,14 @@ using testing::TestServer;
 TestServer::Responder FreshDaemon(json users) {
   return [users](int fd, const SeenRequest& req) {
     const std::string path = PathOf(req);
-    if (path == "/api/v1/tools/user_list") SendAll(fd, JsonAnswer(200, json{{"result", {{"users", users}}}}.dump()));
+    if (path == "/api/v1/tools/user_list")
+      SendAll(fd, JsonAnswer(200, json{{"result", {{"users", users}}}}.dump()));
     else if (path == "/api/v1/tools/user_create")
       SendAll(fd, JsonAnswer(200, R"({"result":{"id":1,"name":"alice","platform_admin":true}})"));
     else if (path == "/api/v1/tools/member_add")
       SendAll(fd, JsonAnswer(200, R"({"result":{"user":"alice","role":"owner"}})"));
-    else SendAll(fd, JsonAnswer(200, R"({"result":{"id":3,"token":"isb_tok_abc"}})"));
+    else
+      SendAll(fd, JsonAnswer(200, R"({"result":{"id":3,"token":"isb_tok_abc"}})"));
   };
 }
 
@@ -59,22 +61,23 @@ TEST(SetupCommandTest, MakesTheAdminOwnerOfDefaultAndPrintsTheirTokenAndWhatToDo
 }
 
 TEST(SetupCommandTest, NextStepsNameTheTokenTheUrlAndTheSocket) {
-  EXPECT_EQ(SetupNextSteps("alice", "isb_tok_T", "http://127.0.0.1:9000", "/s/isb.sock"),
-            "isb: alice is a platform admin and owner of org default; the line above is their API token (shown "
-            "once).\n"
-            "Next, from any shell:\n"
-            "  export ISB_URL=http://127.0.0.1:9000 ISB_TOKEN=isb_tok_T\n"
-            "  isb create --name demo\n"
-            "  isb exec demo -- uname -a\n"
-            "  isb rm demo\n"
-            "REST: curl -s -X POST -H \"Authorization: Bearer $ISB_TOKEN\" "
-            "http://127.0.0.1:9000/api/v1/tools/sandbox_list -d '{}'\n"
-            "MCP:  http://127.0.0.1:9000/mcp with the header \"Authorization: Bearer $ISB_TOKEN\", or a local "
-            "client's config:\n"
-            "      {\"command\": \"isb\", \"args\": [\"mcp\", \"--url\", \"http://127.0.0.1:9000\"], \"env\": "
-            "{\"ISB_TOKEN\": \"isb_tok_T\"}}\n"
-            "      (not --socket /s/isb.sock: over the socket isb mcp acts as the host, beyond every role, approval and "
-            "tool policy)\n");
+  EXPECT_EQ(
+      SetupNextSteps("alice", "isb_tok_T", "http://127.0.0.1:9000", "/s/isb.sock"),
+      "isb: alice is a platform admin and owner of org default; the line above is their API token (shown "
+      "once).\n"
+      "Next, from any shell:\n"
+      "  export ISB_URL=http://127.0.0.1:9000 ISB_TOKEN=isb_tok_T\n"
+      "  isb create --name demo\n"
+      "  isb exec demo -- uname -a\n"
+      "  isb rm demo\n"
+      "REST: curl -s -X POST -H \"Authorization: Bearer $ISB_TOKEN\" "
+      "http://127.0.0.1:9000/api/v1/tools/sandbox_list -d '{}'\n"
+      "MCP:  http://127.0.0.1:9000/mcp with the header \"Authorization: Bearer $ISB_TOKEN\", or a local "
+      "client's config:\n"
+      "      {\"command\": \"isb\", \"args\": [\"mcp\", \"--url\", \"http://127.0.0.1:9000\"], \"env\": "
+      "{\"ISB_TOKEN\": \"isb_tok_T\"}}\n"
+      "      (not --socket /s/isb.sock: over the socket isb mcp acts as the host, beyond every role, approval and "
+      "tool policy)\n");
 }
 
 TEST(SetupCommandTest, StateDirNamesTheSocketUnderIt) {
@@ -92,8 +95,9 @@ TEST(SetupCommandTest, RefusesWhenAPlatformAdminExistsAndSaysHowToMintAnotherTok
   CmdRun r = RunIsb({"setup", "--socket", server.socket_path()}, {AddSetupCommand});
   EXPECT_EQ(r.exit_code, kExitRefused);
   EXPECT_EQ(r.out, "");
-  EXPECT_EQ(r.err, "isb: a platform admin exists already (root); mint another token with: isb token create "
-                   "--for-user NAME TOKEN_NAME\n");
+  EXPECT_EQ(r.err,
+            "isb: a platform admin exists already (root); mint another token with: isb token create "
+            "--for-user NAME TOKEN_NAME\n");
   EXPECT_EQ(server.requests().size(), 1u) << "nothing is made";
 }
 
@@ -112,8 +116,9 @@ TEST(SetupCommandTest, ASecondSetupThatLostTheRaceIsRefusedAsIfAnAdminHadBeenThe
   CmdRun r = RunIsb({"setup", "--socket", server.socket_path(), "alice"}, {AddSetupCommand});
   EXPECT_EQ(r.exit_code, kExitRefused);
   EXPECT_EQ(r.out, "");
-  EXPECT_EQ(r.err, "isb: a platform admin exists already (root); mint another token with: isb token create "
-                   "--for-user NAME TOKEN_NAME\n");
+  EXPECT_EQ(r.err,
+            "isb: a platform admin exists already (root); mint another token with: isb token create "
+            "--for-user NAME TOKEN_NAME\n");
   auto seen = server.requests();
   ASSERT_EQ(seen.size(), 3u);
   EXPECT_EQ(PathOf(seen[1]), "/api/v1/tools/user_create");
@@ -122,8 +127,9 @@ TEST(SetupCommandTest, ASecondSetupThatLostTheRaceIsRefusedAsIfAnAdminHadBeenThe
 TEST(SetupCommandTest, OverTcpItNeedsTheSetupTokenFromAFileOrStdinAndAPassword) {
   CmdRun r = RunIsb({"setup", "--url", "http://127.0.0.1:1"}, {AddSetupCommand});
   EXPECT_EQ(r.exit_code, kExitUsage);
-  EXPECT_EQ(r.err, "isb: isb setup --url needs the setup token the daemon wrote (<state>/setup-token on its host): "
-                   "--setup-token-file FILE, or - to read it from stdin; and --password-stdin\n");
+  EXPECT_EQ(r.err,
+            "isb: isb setup --url needs the setup token the daemon wrote (<state>/setup-token on its host): "
+            "--setup-token-file FILE, or - to read it from stdin; and --password-stdin\n");
   r = RunIsb({"setup", "--url", "http://127.0.0.1:1", "--setup-token-file", "/dev/null"}, {AddSetupCommand});
   EXPECT_EQ(r.exit_code, kExitUsage);
   EXPECT_EQ(r.err, "isb: isb setup --url needs --password-stdin: the setup route makes an account that signs in\n");
@@ -144,9 +150,9 @@ TEST(SetupCommandTest, OverAUrlTheSetupRouteTakesTheTokenAndPasswordFromStdinAnd
   ASSERT_EQ(::dup2(typed.read.get(), STDIN_FILENO), STDIN_FILENO);
   std::cin.clear();
   std::clearerr(stdin);
-  CmdRun r = RunIsb({"setup", "--url", "unix:" + server.socket_path(), "--setup-token-file", "-", "--password-stdin",
-                     "alice"},
-                    {AddSetupCommand}, /*keep_stdin=*/true);
+  CmdRun r =
+      RunIsb({"setup", "--url", "unix:" + server.socket_path(), "--setup-token-file", "-", "--password-stdin", "alice"},
+             {AddSetupCommand}, /*keep_stdin=*/true);
   ::dup2(saved.get(), STDIN_FILENO);
   std::cin.clear();
   std::clearerr(stdin);
@@ -156,8 +162,10 @@ TEST(SetupCommandTest, OverAUrlTheSetupRouteTakesTheTokenAndPasswordFromStdinAnd
   auto seen = server.requests();
   ASSERT_EQ(seen.size(), 1u);
   EXPECT_EQ(PathOf(seen[0]), "/api/v1/auth/setup");
-  EXPECT_EQ(json::parse(BodyOf(seen[0])), (json{{"setup_token", "isb_setup_xyz"}, {"user", "alice"},
-                                                {"password", "a long password here"}, {"token_name", "alice-cli"}}));
+  EXPECT_EQ(json::parse(BodyOf(seen[0])), (json{{"setup_token", "isb_setup_xyz"},
+                                                {"user", "alice"},
+                                                {"password", "a long password here"},
+                                                {"token_name", "alice-cli"}}));
   EXPECT_EQ(seen[0].head.find("Authorization"), std::string::npos) << "the setup token is the credential";
 }
 

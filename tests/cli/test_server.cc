@@ -92,7 +92,8 @@ void TestServer::Serve(Fd conn) {
   SeenRequest req{data.substr(0, head_end + 2), data.substr(head_end + 4)};
   size_t want = 0;
   for (const char* name : {"Content-Length: ", "content-length: "}) {
-    if (size_t at = req.head.find(name); at != std::string::npos) want = std::strtoul(req.head.c_str() + at + 16, nullptr, 10);
+    if (size_t at = req.head.find(name); at != std::string::npos)
+      want = std::strtoul(req.head.c_str() + at + 16, nullptr, 10);
   }
   while (read_body_ && req.body.size() < want) {
     ssize_t n = ::read(conn.get(), buf, sizeof buf);

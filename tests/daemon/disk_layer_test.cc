@@ -70,13 +70,13 @@ TEST_F(DiskLayerTest, WritingBeyondItsSizeIsENOSPCAndRemoveLeavesNothing) {
   EXPECT_NE(mounts[0].find(" - ext4 /dev/loop"), std::string::npos) << mounts[0];
   EXPECT_EQ(LoopsOf(image()).size(), 1u);
   // Sparse: the image takes next to nothing of the host's disk until the layer is written.
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::stat(image().c_str(), &st), 0);
   EXPECT_EQ(st.st_size, 32 << 20);
   EXPECT_LT(st.st_blocks * 512, 4 << 20);
   // No blocks reserved for a root the sandbox does not have (mkfs's default 5%); ext4 keeps only its own 2% back
   // for delayed allocation.
-  struct statvfs fs{};
+  struct statvfs fs {};
   ASSERT_EQ(::statvfs(dir().c_str(), &fs), 0);
   EXPECT_LT(fs.f_bfree - fs.f_bavail, fs.f_bfree * 3 / 100);
   EXPECT_LE(fs.f_blocks * fs.f_frsize, 32u << 20);
@@ -108,7 +108,7 @@ TEST_F(DiskLayerTest, DataSurvivesDetachAndAttachAndAttachTwiceMountsOnce) {
   ASSERT_TRUE(layer.Attach(64ull << 20).ok());
   auto kept = ReadFile(dir() + "/kept");
   EXPECT_EQ(kept.ok() ? *kept : "", "still here");
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::stat(image().c_str(), &st), 0);
   EXPECT_EQ(st.st_size, 16 << 20);
 }
@@ -116,7 +116,7 @@ TEST_F(DiskLayerTest, DataSurvivesDetachAndAttachAndAttachTwiceMountsOnce) {
 // Pages of `path` in the host's page cache.
 size_t CachedPages(const std::string& path) {
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  struct stat st{};
+  struct stat st {};
   if (!fd.valid() || ::fstat(fd.get(), &st) != 0 || st.st_size == 0) return 0;
   const size_t len = static_cast<size_t>(st.st_size);
   void* map = ::mmap(nullptr, len, PROT_READ, MAP_SHARED, fd.get(), 0);
@@ -210,7 +210,8 @@ TEST_F(DiskLayerTest, ImagesOfOneSizeAreCopiesOfOneFormattedTemplate) {
   const std::string templates = root_ + "/templates";
   DiskLayer first(image(), dir(), templates), second(root_ + "/second.img", root_ + "/second", templates);
   ASSERT_TRUE(first.Attach(32ull << 20).ok());
-  struct stat formatted{}, copy{};
+  struct stat formatted {
+  }, copy{};
   ASSERT_EQ(::stat((templates + "/" + std::to_string(32ull << 20) + ".img").c_str(), &formatted), 0);
   ASSERT_TRUE(second.Attach(32ull << 20).ok());
   ASSERT_EQ(::stat(second.image().c_str(), &copy), 0);
@@ -222,7 +223,7 @@ TEST_F(DiskLayerTest, ImagesOfOneSizeAreCopiesOfOneFormattedTemplate) {
     // filesystem, which a layer never does, would add a megabyte to every copy).
     DiskLayer big(root_ + "/big.img", root_ + "/big", templates);
     ASSERT_TRUE(big.Attach(2ull << 30).ok());
-    struct stat st{};
+    struct stat st {};
     ASSERT_EQ(::stat(big.image().c_str(), &st), 0);
     EXPECT_EQ(st.st_size, 2ll << 30);
     EXPECT_LT(st.st_blocks * 512, 256 << 10);
@@ -259,7 +260,8 @@ TEST_F(DiskLayerTest, BlocksOfZerosInTheTemplateStayHolesInItsCopies) {
     ASSERT_EQ(::pwrite(fd.get(), zeros.data(), zeros.size(), hole), static_cast<ssize_t>(zeros.size()));
     ASSERT_EQ(::fsync(fd.get()), 0);
   }
-  struct stat tmpl{}, copy{};
+  struct stat tmpl {
+  }, copy{};
   ASSERT_EQ(::stat(formatted.c_str(), &tmpl), 0);
   DiskLayer second(root_ + "/second.img", root_ + "/second", templates);
   ASSERT_TRUE(second.Attach(32ull << 20).ok()) << "the copy is a filesystem that mounts";

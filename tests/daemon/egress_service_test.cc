@@ -124,20 +124,25 @@ class EgressServiceTest : public ::testing::Test {
     origin_ = Spawn({"python3", "-c",
                      "import functools, http.server as h\n"
                      "h.SimpleHTTPRequestHandler.protocol_version = 'HTTP/1.1'\n"
-                     "handler = functools.partial(h.SimpleHTTPRequestHandler, directory='" + origin_dir_ + "')\n"
-                     "h.ThreadingHTTPServer(('127.0.0.1', 18080), handler).serve_forever()\n"});
+                     "handler = functools.partial(h.SimpleHTTPRequestHandler, directory='" +
+                         origin_dir_ +
+                         "')\n"
+                         "h.ThreadingHTTPServer(('127.0.0.1', 18080), handler).serve_forever()\n"});
     ASSERT_GT(origin_, 0);
   }
 
   // Until the origin answers (on the host's loopback).
   void AwaitOrigin() {
-    for (int i = 0; i < 100 && RunIn("/proc/thread-self/ns/net", {"curl", "-s", "-m", "1", "http://127.0.0.1:18080/"}).empty(); ++i)
+    for (int i = 0;
+         i < 100 && RunIn("/proc/thread-self/ns/net", {"curl", "-s", "-m", "1", "http://127.0.0.1:18080/"}).empty();
+         ++i)
       ::usleep(50000);
   }
 
   // The sandbox: a process in a network namespace of its own; returns the path of that namespace.
   // The service on 10.250.0.0/24, recording in `state_dir` when one is given.
-  static Result<std::unique_ptr<EgressService>> StartOn(const std::string& state_dir = "", int watch_interval_ms = 2000) {
+  static Result<std::unique_ptr<EgressService>> StartOn(const std::string& state_dir = "",
+                                                        int watch_interval_ms = 2000) {
     EgressOptions o;
     o.claim_dir = claim_dir_;
     o.subnet = "10.250.0.0/24";
@@ -228,7 +233,7 @@ class EgressServiceTest : public ::testing::Test {
   Fd host_;
   pid_t origin_ = -1, sandbox_ = -1;
   std::string origin_dir_;
-  std::string state_dir_;  // the daemon's, for the forwarding marker
+  std::string state_dir_;                // the daemon's, for the forwarding marker
   static inline std::string claim_dir_;  // where services claim their table, veths and subnet
 };
 
@@ -310,21 +315,26 @@ TEST_F(EgressServiceTest, AListedSandboxReachesItsNamesThroughTheProxyAndNothing
               "hello from the origin\n");
     // An unlisted name that the proxy could reach (it is pinned) is refused with the reason.
     EXPECT_EQ(RunIn(ns, {"curl", "-s", "-m", "5", "-w", " %{http_code}", "--resolve", "other.test:80:10.250.0.1",
-                         "http://other.test/"}).substr(0, 4), "isb:");
+                         "http://other.test/"})
+                  .substr(0, 4),
+              "isb:");
     std::string refused = RunIn(ns, {"curl", "-s", "-m", "5", "-o", "/dev/null", "-w", "%{http_code}", "-x",
                                      "http://10.250.0.1:3128", "http://other.test/"});
     EXPECT_EQ(refused, "403");
     // Not listed ports and the host's own services: refused at once.
-    EXPECT_EQ(RunIn(ns, {"curl", "-s", "-m", "5", "-o", "/dev/null", "-w", "%{exitcode}", "http://10.250.0.1:18080/"}), "7");
+    EXPECT_EQ(RunIn(ns, {"curl", "-s", "-m", "5", "-o", "/dev/null", "-w", "%{exitcode}", "http://10.250.0.1:18080/"}),
+              "7");
     EXPECT_EQ(RunIn(ns, {"curl", "-s", "-m", "5", "-o", "/dev/null", "-w", "%{exitcode}",
-                         "http://10.250.0.1:" + std::to_string(egress.proxy_port()) + "/"}), "7");
+                         "http://10.250.0.1:" + std::to_string(egress.proxy_port()) + "/"}),
+              "7");
 
     // A live change: other.test is listed now, allowed.test no longer.
     ASSERT_TRUE(egress.Update("sb-1", *ParseSandboxEgress(nlohmann::json::array({"other.test:80"}))).ok());
     EXPECT_EQ(RunIn(ns, {"curl", "-s", "-m", "5", "--resolve", "other.test:80:10.250.0.1", "http://other.test/"}),
               "hello from the origin\n");
     EXPECT_EQ(RunIn(ns, {"curl", "-s", "-m", "5", "-o", "/dev/null", "-w", "%{http_code}", "--resolve",
-                         "allowed.test:80:10.250.0.1", "http://allowed.test/"}), "403");
+                         "allowed.test:80:10.250.0.1", "http://allowed.test/"}),
+              "403");
 
     // What the proxy relayed for it: the requests that went through, each way.
     std::optional<egress::TrafficTotals> counted = egress.NetworkBytes("sb-1");
@@ -390,8 +400,8 @@ TEST_F(EgressServiceTest, JudgedNamesAreDecidedPerRequestByTheJudge) {
       auto body = nlohmann::json::parse(r.body);
       auto asked = nlohmann::json::parse(body["messages"][1]["content"].get<std::string>());
       // The sandbox's org is in the question (acme's, below): a question without it is denied.
-      bool front = asked["org"] == "acme" && asked["host"] == "judged.test" && asked["method"] == "GET" &&
-                   asked["path"] == "/";
+      bool front =
+          asked["org"] == "acme" && asked["host"] == "judged.test" && asked["method"] == "GET" && asked["path"] == "/";
       return testing::ChatCompletion(nlohmann::json({{"verdict", front ? "allow" : "deny"},
                                                      {"reason", front ? "the front page" : "not the front page"}})
                                          .dump());
@@ -413,8 +423,8 @@ TEST_F(EgressServiceTest, JudgedNamesAreDecidedPerRequestByTheJudge) {
     ASSERT_TRUE((*svc)->Prepare("sb-1", *spec, "acme").ok());
     ASSERT_TRUE((*svc)->Attach("sb-1", testing::ProcessNetns(sandbox_)).ok());
     AwaitOrigin();
-    std::vector<std::string> curl = {"curl", "-s", "-m", "10", "-w", " %{http_code}", "--resolve",
-                                     "judged.test:80:10.250.0.1"};
+    std::vector<std::string> curl = {
+        "curl", "-s", "-m", "10", "-w", " %{http_code}", "--resolve", "judged.test:80:10.250.0.1"};
     auto get = [&](const std::string& url) {
       std::vector<std::string> argv = curl;
       argv.push_back(url);
@@ -478,10 +488,12 @@ TEST_F(EgressServiceTest, AChangeTheRulesCouldNotFollowLeavesTheOldListInForce) 
     std::string b = RunIn(ns, {"dig", "@10.250.0.1", "+time=2", "+tries=1", "b.example.com"});
     EXPECT_NE(b.find("status: NXDOMAIN"), std::string::npos) << b;
     EXPECT_EQ(RunIn(ns, {"curl", "-s", "-m", "5", "-o", "/dev/null", "-w", "%{http_code}", "--resolve",
-                         "b.example.com:80:10.250.0.1", "http://b.example.com/"}), "403");
+                         "b.example.com:80:10.250.0.1", "http://b.example.com/"}),
+              "403");
     // Port 8080, the refused change's, was never let through.
     EXPECT_EQ(RunIn(ns, {"curl", "-s", "-m", "5", "-o", "/dev/null", "-w", "%{http_code}", "--resolve",
-                         "b.example.com:8080:10.250.0.1", "http://b.example.com:8080/"}), "000");
+                         "b.example.com:8080:10.250.0.1", "http://b.example.com:8080/"}),
+              "000");
     egress.Release("sb-1");
     StopAll();
     EXPECT_TRUE(net::DeleteTable("isbtest-other").ok());
@@ -654,8 +666,9 @@ TEST_F(EgressServiceTest, ASecondServiceOnATableOrSubnetALiveOneHoldsIsRefused) 
     Result<std::unique_ptr<EgressService>> second = EgressService::Start(same_table);
     ASSERT_FALSE(second.ok());
     EXPECT_EQ(second.error().code, Code::kConflict);
-    EXPECT_EQ(second.error().message, "the nftables table \"isb\" is held by another isb (pid 1, state dir "
-                                      "/var/lib/first) on this host; give this daemon another with --egress-table");
+    EXPECT_EQ(second.error().message,
+              "the nftables table \"isb\" is held by another isb (pid 1, state dir "
+              "/var/lib/first) on this host; give this daemon another with --egress-table");
 
     EgressOptions same_subnet = o;
     same_subnet.table = same_subnet.ifname_prefix = "other";
@@ -663,9 +676,10 @@ TEST_F(EgressServiceTest, ASecondServiceOnATableOrSubnetALiveOneHoldsIsRefused) 
     second = EgressService::Start(same_subnet);
     ASSERT_FALSE(second.ok());
     EXPECT_EQ(second.error().code, Code::kConflict);
-    EXPECT_EQ(second.error().message, "the sandbox subnet 10.250.0.0/16 overlaps 10.250.0.0/24, held by another isb "
-                                      "(pid 1, state dir /var/lib/first) on this host; give this daemon another with "
-                                      "--sandbox-subnet");
+    EXPECT_EQ(second.error().message,
+              "the sandbox subnet 10.250.0.0/16 overlaps 10.250.0.0/24, held by another isb "
+              "(pid 1, state dir /var/lib/first) on this host; give this daemon another with "
+              "--sandbox-subnet");
     same_subnet.subnet = "10.250.0.0/24";
     EXPECT_EQ(EgressService::Start(same_subnet).error().message,
               "the sandbox subnet 10.250.0.0/24 is held by another isb (pid 1, state dir /var/lib/first) on this "

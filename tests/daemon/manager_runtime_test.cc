@@ -255,8 +255,7 @@ TEST_F(ManagerOverFakeRuntime, AnInteractiveTerminalLivesWhileTypedIntoAndEndsOn
   typist.join();
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, Code::kTimeout);
-  EXPECT_EQ(r.error().message,
-            "the terminal had no input for 300 ms (its idle_timeout) and was ended; open a new one");
+  EXPECT_EQ(r.error().message, "the terminal had no input for 300 ms (its idle_timeout) and was ended; open a new one");
   EXPECT_GE(took, std::chrono::milliseconds(900));  // 600 ms typed, then 300 ms quiet
   EXPECT_LT(took, std::chrono::milliseconds(3000));
   ASSERT_EQ(typed.size(), 6u);
@@ -396,7 +395,8 @@ TEST_F(ManagerOverFakeRuntime, ASandboxsNetworkIsItsRuntimesAndEachStartIsAnothe
   api::SandboxInfo sb = Create({});
   Result<Fd> netns = mgr_->OpenNetwork(sb.id);
   ASSERT_TRUE(netns.ok()) << netns.error().message;
-  struct stat got {}, own{};
+  struct stat got {
+  }, own{};
   ASSERT_EQ(::fstat(netns->get(), &got), 0);
   ASSERT_EQ(::stat("/proc/self/ns/net", &own), 0);
   EXPECT_EQ(got.st_ino, own.st_ino) << "the fake runtime's sandboxes share the test's network";
@@ -450,7 +450,7 @@ TEST_F(FilesOverFakeRuntime, AWrittenFileLandsInTheRootWithItsMode) {
   auto text = isb::ReadFile(root_ + "/etc/new");
   ASSERT_TRUE(text.ok());
   EXPECT_EQ(*text, "hello");
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::stat((root_ + "/etc/new").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0640u);
 }

@@ -61,8 +61,10 @@ class PortPublisherTest : public ::testing::Test {
   }
 
   static std::string Exchange(int from, int to, const std::string& bytes) {
-    if (::send(from, bytes.data(), bytes.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(bytes.size())) return "send failed";
-    return ReadUntil(to, [&](const std::string& got) { return got.size() >= bytes.size(); }, 2000);
+    if (::send(from, bytes.data(), bytes.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(bytes.size()))
+      return "send failed";
+    return ReadUntil(
+        to, [&](const std::string& got) { return got.size() >= bytes.size(); }, 2000);
   }
 
   // Closes `fd` with a reset (SO_LINGER {1, 0}) instead of a FIN.
@@ -150,11 +152,15 @@ TEST_F(PortPublisherTest, RelaysBothWaysAndClosesAConnectionIdleForTheTimeout) {
   EXPECT_EQ(Exchange(served.get(), client.get(), "pong"), "pong");
   const auto quiet_since = Clock::now();
   // Nothing more is sent: both ends see the connection end (EOF) once it has been idle for kIdle.
-  EXPECT_EQ(ReadUntil(client.get(), [](const std::string&) { return false; }, 5000), "");
+  EXPECT_EQ(ReadUntil(
+                client.get(), [](const std::string&) { return false; }, 5000),
+            "");
   const auto waited = Clock::now() - quiet_since;
   EXPECT_GE(waited, kIdle - 20ms);
   EXPECT_LT(waited, 4s) << "the idle connection was not closed";
-  EXPECT_EQ(ReadUntil(served.get(), [](const std::string&) { return false; }, 2000), "");
+  EXPECT_EQ(ReadUntil(
+                served.get(), [](const std::string&) { return false; }, 2000),
+            "");
 }
 
 TEST_F(PortPublisherTest, AConnectionInUseOutlivesTheIdleTimeout) {
@@ -181,7 +187,9 @@ TEST_F(PortPublisherTest, ConnectionsBeyondTheLimitAreClosedAtOnce) {
   auto extra = ConnectTcp(host_port_);
   ASSERT_TRUE(extra.ok()) << extra.error().message;  // accepted by the kernel, then closed by the publisher
   const auto start = Clock::now();
-  EXPECT_EQ(ReadUntil(extra->get(), [](const std::string&) { return false; }, 5000), "");
+  EXPECT_EQ(ReadUntil(
+                extra->get(), [](const std::string&) { return false; }, 5000),
+            "");
   EXPECT_LT(Clock::now() - start, kIdle) << "the connection over the limit was held, not closed at once";
   EXPECT_EQ(Exchange(open.front().first.get(), open.front().second.get(), "ok"), "ok");
 }
@@ -208,7 +216,9 @@ TEST_F(PortPublisherTest, ConnectionsBeyondTheDaemonsLimitAreClosedAtOnceOnEvery
     auto extra = ConnectTcp(port);
     ASSERT_TRUE(extra.ok()) << extra.error().message;
     const auto start = Clock::now();
-    EXPECT_EQ(ReadUntil(extra->get(), [](const std::string&) { return false; }, 5000), "");
+    EXPECT_EQ(ReadUntil(
+                  extra->get(), [](const std::string&) { return false; }, 5000),
+              "");
     EXPECT_LT(Clock::now() - start, kLongIdle / 2) << "a connection over the daemon's limit was held on port " << port;
   }
   EXPECT_EQ(Exchange(second.first.get(), second.second.get(), "ok"), "ok");
@@ -223,7 +233,9 @@ TEST_F(PortPublisherTest, UnpublishClosesTheListenerAndItsConnections) {
   auto [client, served] = Connect();
   ASSERT_TRUE(client.valid() && served.valid());
   publisher_.Unpublish("sb");
-  EXPECT_EQ(ReadUntil(client.get(), [](const std::string&) { return false; }, 2000), "");
+  EXPECT_EQ(ReadUntil(
+                client.get(), [](const std::string&) { return false; }, 2000),
+            "");
   auto refused = ConnectTcp(host_port_);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().message, "connect: Connection refused");
@@ -235,7 +247,9 @@ TEST_F(PortPublisherTest, AClientsResetAfterItsEofClosesTheConnectionAtOnce) {
   auto [client, served] = Connect();
   ASSERT_TRUE(client.valid() && served.valid());
   ASSERT_EQ(::shutdown(client.get(), SHUT_WR), 0);
-  ASSERT_EQ(ReadUntil(served.get(), [](const std::string&) { return false; }, 2000), "");  // the EOF got there
+  ASSERT_EQ(ReadUntil(
+                served.get(), [](const std::string&) { return false; }, 2000),
+            "");  // the EOF got there
   ExpectClosedAtOnceAfterAReset(std::move(client), served.get());
 }
 
@@ -244,7 +258,9 @@ TEST_F(PortPublisherTest, TheSandboxsResetAfterItsEofClosesTheConnectionAtOnce) 
   auto [client, served] = Connect();
   ASSERT_TRUE(client.valid() && served.valid());
   ASSERT_EQ(::shutdown(served.get(), SHUT_WR), 0);
-  ASSERT_EQ(ReadUntil(client.get(), [](const std::string&) { return false; }, 2000), "");  // the EOF got there
+  ASSERT_EQ(ReadUntil(
+                client.get(), [](const std::string&) { return false; }, 2000),
+            "");  // the EOF got there
   ExpectClosedAtOnceAfterAReset(std::move(served), client.get());
 }
 

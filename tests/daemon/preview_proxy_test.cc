@@ -54,8 +54,8 @@ std::pair<Fd, uint16_t> ListenLoopback(bool v6 = false) {
   EXPECT_EQ(::bind(s.get(), reinterpret_cast<sockaddr*>(&a), len), 0);
   EXPECT_EQ(::listen(s.get(), 8), 0);
   ::getsockname(s.get(), reinterpret_cast<sockaddr*>(&a), &len);
-  return {std::move(s), ntohs(v6 ? reinterpret_cast<sockaddr_in6*>(&a)->sin6_port
-                                 : reinterpret_cast<sockaddr_in*>(&a)->sin_port)};
+  return {std::move(s),
+          ntohs(v6 ? reinterpret_cast<sockaddr_in6*>(&a)->sin6_port : reinterpret_cast<sockaddr_in*>(&a)->sin_port)};
 }
 
 // A connection to 127.0.0.1:`port`, made (blocking).
@@ -298,8 +298,8 @@ TEST_F(PreviewProxyTest, TwoRequestsOnOneConnectionGoToTheAppOnOneConnection) {
   EXPECT_EQ(ReadToEnd(client.get()), second);
   client.Reset();
   app.Join();
-  EXPECT_EQ(app.seen(), "GET /one HTTP/1.1\r\nHost: " + Host(app.port()) + "\r\n\r\nGET /two HTTP/1.1\r\nHost: " +
-                            Host(app.port()) + "\r\n\r\n");
+  EXPECT_EQ(app.seen(), "GET /one HTTP/1.1\r\nHost: " + Host(app.port()) +
+                            "\r\n\r\nGET /two HTTP/1.1\r\nHost: " + Host(app.port()) + "\r\n\r\n");
 }
 
 TEST_F(PreviewProxyTest, AnAppOnlyOnIpv6LoopbackIsReached) {
@@ -342,9 +342,9 @@ TEST_F(PreviewProxyTest, ConnectionsPastThePerAddressCapAreAnswered429AndClosed)
 TEST_F(PreviewProxyTest, ConnectionsPastTheTotalCapAreAnswered503AndClosed) {
   Remake({.netns = {}, .max_connections = 1});
   Fd first = Connect("");
-  EXPECT_EQ(Through("GET / HTTP/1.1\r\nHost: " + Host(8080) + "\r\n\r\n"),
-            Plain("503 Service Unavailable",
-                  "the preview proxy has 1 connections open; try again once one has closed"));
+  EXPECT_EQ(
+      Through("GET / HTTP/1.1\r\nHost: " + Host(8080) + "\r\n\r\n"),
+      Plain("503 Service Unavailable", "the preview proxy has 1 connections open; try again once one has closed"));
 }
 
 TEST_F(PreviewProxyTest, AHeadTheServerRefusedIsAnsweredWithTheProxysOwn431And400) {
@@ -500,8 +500,8 @@ TEST_F(PreviewProxyTest, AResponseThatHasBegunIsNotCutAtTheResponseTimeout) {
 TEST_F(PreviewProxyTest, ARequestBodyThatStallsIsClosedAfterTheIdleTimeout) {
   Remake({.netns = {}, .idle_timeout = milliseconds(300)});
   FakeApp app({kHello});
-  const std::string head = "POST / HTTP/1.1\r\nHost: " + Host(app.port()) + "\r\nCookie: isb_preview=" +
-                           Cookie(app.port()) + "\r\nContent-Length: 100\r\n\r\nonly part";
+  const std::string head = "POST / HTTP/1.1\r\nHost: " + Host(app.port()) +
+                           "\r\nCookie: isb_preview=" + Cookie(app.port()) + "\r\nContent-Length: 100\r\n\r\nonly part";
   Fd client = Connect(head);
   EXPECT_TRUE(EndsWithin(client.get(), milliseconds(2000)));
   EXPECT_TRUE(Drained());
@@ -520,9 +520,9 @@ TEST_F(PreviewProxyTest, ASlowLookupOfOneSandboxDoesNotHoldUpAnotherConnection) 
             "HTTP/1.1 421 Misdirected Request\r\n");
   EXPECT_LT(Clock::now() - start, milliseconds(1000));
   release.set_value();
-  EXPECT_EQ(ReadToEnd(slow.get()), Plain("502 Bad Gateway", "the preview of port 8080 in sandbox " +
-                                                                std::string(kSandbox) + " is not reachable: sandbox " +
-                                                                kSandbox + " is not running"));
+  EXPECT_EQ(ReadToEnd(slow.get()),
+            Plain("502 Bad Gateway", "the preview of port 8080 in sandbox " + std::string(kSandbox) +
+                                         " is not reachable: sandbox " + kSandbox + " is not running"));
 }
 
 TEST_F(PreviewProxyTest, DialsOfOneSandboxPastItsCapAreAnswered503) {
@@ -686,8 +686,8 @@ TEST_F(PreviewProxyTest, AClientStillSendingItsBodyWhileItsDialWaitsIsNotTakenFo
     const std::string answer = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok";
     ::send(c.get(), answer.data(), answer.size(), MSG_NOSIGNAL);
   });
-  const std::string head = "POST / HTTP/1.1\r\nHost: " + Host(app_port) + "\r\nCookie: isb_preview=" +
-                           Cookie(app_port) + "\r\nContent-Length: 10\r\n\r\n";
+  const std::string head = "POST / HTTP/1.1\r\nHost: " + Host(app_port) +
+                           "\r\nCookie: isb_preview=" + Cookie(app_port) + "\r\nContent-Length: 10\r\n\r\n";
   Fd client = Connect(head + "abcde");
   for (int i = 0; i < 500 && proxy_->dials() != 1; ++i) std::this_thread::sleep_for(milliseconds(10));
   ASSERT_EQ(proxy_->dials(), 1u);

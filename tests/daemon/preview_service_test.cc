@@ -41,8 +41,8 @@ TEST(PreviewServiceTest, AfterLostEventsThePreviewsOfSandboxesNoLongerRunningOrR
   runs[restarted.sandbox] = "namespaces pid=13 start=2 lease=-1";
   asked.clear();
   EXPECT_EQ(access.EndOtherRuns(), 2u);  // two sessions; the unspent link ends too
-  EXPECT_EQ(asked, (std::vector<std::string>{running.sandbox, stopped.sandbox, stopped_link_only.sandbox,
-                                             restarted.sandbox}));
+  EXPECT_EQ(asked,
+            (std::vector<std::string>{running.sandbox, stopped.sandbox, stopped_link_only.sandbox, restarted.sandbox}));
   EXPECT_EQ(access.Sandboxes(), std::vector<std::string>{running.sandbox});
   // A preview opened in the new run stays.
   auto again = access.Open(restarted, api::Identity::Host());

@@ -22,10 +22,11 @@ TEST(RuntimeMigration, ARunningRowFromBeforeHandlesBecomesANamespacesRecordAndAS
   {
     auto old = Db::Open(dir + "/s.db", std::vector<std::string>(all.begin(), all.begin() + 8));
     ASSERT_TRUE(old.ok()) << old.error().message;
-    ASSERT_TRUE((*old)->Exec("INSERT INTO sandboxes(id, name, spec, state, created_at, expires_at, last_active_at, "
-                             "pid, start_time, lease_index, uid_base) "
-                             "VALUES('sb-1', '', '{}', 'running', 0, 0, 0, 4242, 987654, 3, 100000), "
-                             "('sb-2', '', '{}', 'stopped', 0, 0, 0, 0, 0, -1, 200000)")
+    ASSERT_TRUE((*old)
+                    ->Exec("INSERT INTO sandboxes(id, name, spec, state, created_at, expires_at, last_active_at, "
+                           "pid, start_time, lease_index, uid_base) "
+                           "VALUES('sb-1', '', '{}', 'running', 0, 0, 0, 4242, 987654, 3, 100000), "
+                           "('sb-2', '', '{}', 'stopped', 0, 0, 0, 0, 0, -1, 200000)")
                     .ok());
   }
   auto db = Db::Open(dir + "/s.db", all);
@@ -55,13 +56,14 @@ TEST(RuntimeMigration, RowsAnOlderDaemonWritesAfterTheMigrationAreReadFromTheirP
   const std::string dir = tmpl;
   auto db = Db::Open(dir + "/s.db", Migrations());
   ASSERT_TRUE(db.ok()) << db.error().message;
-  ASSERT_TRUE((*db)->Exec("INSERT INTO sandboxes(id, name, spec, state, created_at, expires_at, last_active_at, "
-                          "pid, start_time, lease_index, uid_base, runtime, handle) VALUES "
-                          "('sb-1', '', '{}', 'running', 0, 0, 0, 4242, 987654, 3, 100000, '', ''), "
-                          "('sb-2', '', '{}', 'running', 0, 0, 0, 5151, 111, 4, 100000, 'namespaces', "
-                          "'pid=4242 start=987654 lease=3'), "
-                          "('sb-3', '', '{}', 'running', 0, 0, 0, 0, 0, -1, 100000, 'vm', 'cid=9'), "
-                          "('sb-4', '', '{}', 'stopped', 0, 0, 0, 0, 0, -1, 100000, '', '')")
+  ASSERT_TRUE((*db)
+                  ->Exec("INSERT INTO sandboxes(id, name, spec, state, created_at, expires_at, last_active_at, "
+                         "pid, start_time, lease_index, uid_base, runtime, handle) VALUES "
+                         "('sb-1', '', '{}', 'running', 0, 0, 0, 4242, 987654, 3, 100000, '', ''), "
+                         "('sb-2', '', '{}', 'running', 0, 0, 0, 5151, 111, 4, 100000, 'namespaces', "
+                         "'pid=4242 start=987654 lease=3'), "
+                         "('sb-3', '', '{}', 'running', 0, 0, 0, 0, 0, -1, 100000, 'vm', 'cid=9'), "
+                         "('sb-4', '', '{}', 'stopped', 0, 0, 0, 0, 0, -1, 100000, '', '')")
                   .ok());
   auto rows = (*db)->Query(std::string("SELECT ") + daemon::kRuntimeHandleColumns + " FROM sandboxes ORDER BY id");
   ASSERT_TRUE(rows.ok()) << rows.error().message;

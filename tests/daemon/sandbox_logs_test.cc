@@ -19,8 +19,10 @@ std::string Text(const api::LogRead& r) {
   std::string out;
   for (const LogChunk& c : r.chunks) {
     out += std::to_string(c.log_id) + ":";
-    if (c.kind == Kind::kExit) out += "exit:" + std::to_string(c.exit_code) + (c.error.empty() ? "" : ":" + c.error);
-    else out += std::string(c.kind == Kind::kStderr ? "err:" : "out:") + c.data;
+    if (c.kind == Kind::kExit)
+      out += "exit:" + std::to_string(c.exit_code) + (c.error.empty() ? "" : ":" + c.error);
+    else
+      out += std::string(c.kind == Kind::kStderr ? "err:" : "out:") + c.data;
     out += "|";
   }
   return out;
@@ -61,14 +63,14 @@ TEST(LogRingTest, ConsecutiveOutputOfOneStreamIsOneChunk) {
 
 TEST(LogRingTest, ACharacterCutBetweenWritesIsKeptWholeWhateverFallsBetween) {
   LogRing ring(100);
-  ring.Output(1, 1, "a\xE2");       // the euro sign's first byte
-  ring.Output(2, 1, "x\n");         // another command
-  ring.Output(1, 2, "e\xC3");       // the same command's other stream, cut too
-  EXPECT_EQ(ring.end(), 4u);         // the cut bytes wait
+  ring.Output(1, 1, "a\xE2");  // the euro sign's first byte
+  ring.Output(2, 1, "x\n");    // another command
+  ring.Output(1, 2, "e\xC3");  // the same command's other stream, cut too
+  EXPECT_EQ(ring.end(), 4u);   // the cut bytes wait
   ring.Output(1, 1, "\x82\xAC\n");
-  ring.Output(1, 1, "\xFF");        // a byte no character begins with does not wait
-  ring.Output(1, 1, "\xE0\x80");    // nor an overlong start
-  ring.Exit(1, {0, 0, ""});          // what waited goes in before the exit, as it is
+  ring.Output(1, 1, "\xFF");      // a byte no character begins with does not wait
+  ring.Output(1, 1, "\xE0\x80");  // nor an overlong start
+  ring.Exit(1, {0, 0, ""});       // what waited goes in before the exit, as it is
   EXPECT_EQ(Text(MustRead(ring, 0)), "1:out:a|2:out:x\n|1:err:e|1:out:\xE2\x82\xAC\n\xFF\xE0\x80|1:err:\xC3|1:exit:0|");
 }
 
@@ -121,7 +123,7 @@ TEST(LogRingTest, WrapsAroundDroppingTheOldestBytesAndCountsThem) {
   EXPECT_EQ(r.dropped, 7u);
   EXPECT_EQ(Text(r), "1:err:789abc|1:exit:0|2:out:XYZ|");
   ring.Output(2, 1, std::string(9, 'z'));  // the stderr chunk, the exit and "XY" go
-  EXPECT_EQ(ring.dropped_bytes(), 15u);  // 3 + 4 ("3456") + 6 + 2 ("XY")
+  EXPECT_EQ(ring.dropped_bytes(), 15u);    // 3 + 4 ("3456") + 6 + 2 ("XY")
   EXPECT_EQ(ring.dropped_exits(), 1u);
   EXPECT_EQ(Text(MustRead(ring, 0)), "2:out:Zzzzzzzzzz|");
 }

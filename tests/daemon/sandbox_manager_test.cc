@@ -94,8 +94,7 @@ class ManagerTest : public ::testing::Test {
     spawner_.reset();
     // Nothing of this test's sandboxes is left: cgroups, state (leases: see the engine's tests).
     std::error_code ec;
-    for (const auto& id : ids)
-      ExpectNoCgroup(id);
+    for (const auto& id : ids) ExpectNoCgroup(id);
     EXPECT_TRUE(std::filesystem::is_empty(dir_ + "/sandboxes", ec) || !std::filesystem::exists(dir_ + "/sandboxes"));
     std::filesystem::remove_all(dir_);
     std::filesystem::remove_all(host_);
@@ -108,7 +107,8 @@ class ManagerTest : public ::testing::Test {
     EXPECT_EQ(store::AsInt((*rows)[0][0]), 1);
     auto events = history_->Query({});
     ASSERT_TRUE(events.ok());
-    for (const auto& e : *events) EXPECT_EQ(e.entry.sandbox, id) << "the failed create left a history event: " << e.entry.event;
+    for (const auto& e : *events)
+      EXPECT_EQ(e.entry.sandbox, id) << "the failed create left a history event: " << e.entry.event;
   }
 
   // Adopts, which starts the pool, and waits until the pool is full and its last launch has settled.
@@ -161,7 +161,7 @@ class ManagerTest : public ::testing::Test {
   std::unique_ptr<audit::History> history_;
   std::unique_ptr<SandboxManager> mgr_;
   std::function<void(const std::string&)> on_kill_;  // what the manager's on_kill does
-  size_t pool_size_ = 2;  // the next Restart's ManagerOptions::pool_size
+  size_t pool_size_ = 2;                             // the next Restart's ManagerOptions::pool_size
 };
 
 TEST_F(ManagerTest, CreateExecStopStartRemove) {
@@ -299,7 +299,7 @@ TEST_F(ManagerTest, ASandboxsMountinfoNamesNoHostStatePath) {
 TEST_F(ManagerTest, TheControlSocketIsRootsAlone) {
   auto sb = mgr_->Create({});
   ASSERT_TRUE(sb.ok()) << sb.error().message;
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::lstat((dir_ + "/sandboxes/" + sb->id + "/control.sock").c_str(), &st), 0);
   EXPECT_TRUE(S_ISSOCK(st.st_mode));
   EXPECT_EQ(st.st_mode & 07777, 0600u);
@@ -576,8 +576,9 @@ TEST_F(ManagerTest, IsbsOwnDirectoriesCannotBeMountedOrBeAnImage) {
   api::SandboxSpec checked;
   checked.mounts = {{host_ + "/root/swapped", "/mnt/x", true}};
   checked.paths_checked = true;
-  EXPECT_EQ(mgr_->Create(checked).error().message,
-            "mounts[0].source: '" + host_ + "/root/swapped' changed since it was checked (a symlink is on its path now)");
+  EXPECT_EQ(
+      mgr_->Create(checked).error().message,
+      "mounts[0].source: '" + host_ + "/root/swapped' changed since it was checked (a symlink is on its path now)");
   // A directory beside it is fine.
   std::filesystem::permissions(host_, std::filesystem::perms::all);
   api::SandboxSpec beside;
@@ -591,7 +592,8 @@ TEST_F(ManagerTest, IsbsOwnDirectoriesCannotBeMountedOrBeAnImage) {
 // A free TCP port on the host's loopback.
 uint16_t FreePort() { return testing::FreeTcpPort().value(); }
 
-// Connects to 127.0.0.2:port (the default publish address), sends `data`, half-closes and reads until EOF: what came back, or "errno N".
+// Connects to 127.0.0.2:port (the default publish address), sends `data`, half-closes and reads until EOF: what came
+// back, or "errno N".
 std::string RoundTrip(uint16_t port, const std::string& data) {
   int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   timeval tv{5, 0};
@@ -724,9 +726,10 @@ TEST_F(ManagerTest, ANewDaemonStopsASandboxWhosePortWasTakenMeanwhile) {
 // A spec that publishes where a browser reaches isb is neither created nor, stored by an isb from before that rule,
 // started or adopted: a running one is halted when a new daemon adopts it, the reason in its events.
 TEST_F(ManagerTest, NoSandboxPublishesWhereABrowserReachesIsb) {
-  const std::string why = ": that is where \"localhost\" leads: a browser signed in to isb there sends its session "
-                          "cookie to every port of that host, and the sandbox's server would receive it; publish on "
-                          "another address, such as 127.0.0.2 (the default)";
+  const std::string why =
+      ": that is where \"localhost\" leads: a browser signed in to isb there sends its session "
+      "cookie to every port of that host, and the sandbox's server would receive it; publish on "
+      "another address, such as 127.0.0.2 (the default)";
   const uint16_t port = FreePort();
   api::SandboxSpec refused;
   refused.ports = {{8080, port, "127.0.0.1"}};
@@ -744,8 +747,8 @@ TEST_F(ManagerTest, NoSandboxPublishesWhereABrowserReachesIsb) {
   ASSERT_TRUE(rows.ok() && rows->size() == 1u);
   const pid_t pid = static_cast<pid_t>(store::AsInt((*rows)[0][0]));
   // As an older isb stored it: on 127.0.0.1.
-  ASSERT_TRUE(db_->Exec("UPDATE sandboxes SET spec = replace(spec, '127.0.0.2', '127.0.0.1') WHERE id = ?1", {sb->id})
-                  .ok());
+  ASSERT_TRUE(
+      db_->Exec("UPDATE sandboxes SET spec = replace(spec, '127.0.0.2', '127.0.0.1') WHERE id = ?1", {sb->id}).ok());
   Restart();
   auto summary = mgr_->Adopt();
   ASSERT_TRUE(summary.ok()) << summary.error().message;
@@ -780,9 +783,9 @@ TEST_F(ManagerTest, HistoryEventsCarryTheSandboxesOrg) {
   std::vector<std::string> got;
   for (const auto& e : *events)
     got.push_back((e.entry.sandbox == acme->id ? "acme-box " : "plain-box ") + e.entry.org + " " + e.entry.event);
-  EXPECT_EQ(got, (std::vector<std::string>{"acme-box acme created", "plain-box default created",
-                                           "acme-box acme stopped", "acme-box acme removed",
-                                           "plain-box default adopted"}));
+  EXPECT_EQ(got,
+            (std::vector<std::string>{"acme-box acme created", "plain-box default created", "acme-box acme stopped",
+                                      "acme-box acme removed", "plain-box default adopted"}));
   auto only = history_->Query({.org = "acme"});
   ASSERT_TRUE(only.ok());
   EXPECT_EQ(only->size(), 3u);
@@ -836,8 +839,9 @@ TEST_F(ManagerTest, TheFileToolsReachNothingOnDevThroughASymlink) {
   Status dangling = mgr_->WriteFile(sb->id, "/tmp/nothing", {"x", 0644});
   ASSERT_FALSE(dangling.ok());
   EXPECT_EQ(dangling.error().code, Code::kConflict);
-  EXPECT_EQ(dangling.error().message, "path: /tmp/nothing is a symlink to nothing, or was made meanwhile; a symlink "
-                                      "is never followed to make a file");
+  EXPECT_EQ(dangling.error().message,
+            "path: /tmp/nothing is a symlink to nothing, or was made meanwhile; a symlink "
+            "is never followed to make a file");
   EXPECT_EQ(Exec(sb->id, {"sh", "-c", "cat /dev/shm/x; ls /dev/shm /dev | grep -c -e '^y$' -e '^new$'"}).stdout_data,
             "hi\n0\n");
   // Elsewhere, symlinks inside the sandbox are followed as before.
@@ -877,9 +881,9 @@ TEST_F(ManagerTest, AWriteThatFindsNoSpaceLeavesTheFileAsItWas) {
 TEST_F(ManagerTest, PathsTheSandboxMadeStrangeAreTheCallersError) {
   auto sb = mgr_->Create({});
   ASSERT_TRUE(sb.ok()) << sb.error().message;
-  ASSERT_EQ(Exec(sb->id, {"sh", "-c", "ln -s loop-b /tmp/loop-a && ln -s loop-a /tmp/loop-b && mkfifo /tmp/fifo"})
-                .exit_code,
-            0);
+  ASSERT_EQ(
+      Exec(sb->id, {"sh", "-c", "ln -s loop-b /tmp/loop-a && ln -s loop-a /tmp/loop-b && mkfifo /tmp/fifo"}).exit_code,
+      0);
   for (const std::string path : {"/tmp/loop-a", "/tmp/fifo"}) {
     auto read = mgr_->ReadFile(sb->id, path);
     ASSERT_FALSE(read.ok()) << path;
@@ -930,8 +934,8 @@ TEST_F(ManagerTest, AnExecForAUserThatDoesNotParseRunsNothing) {
   spec.user = "1000:1000";
   auto sb = mgr_->Create(spec);
   ASSERT_TRUE(sb.ok()) << sb.error().message;
-  ASSERT_TRUE(db_->Exec("UPDATE sandboxes SET spec = json_set(spec, '$.user', 'no such user') WHERE id = ?1", {sb->id})
-                  .ok());
+  ASSERT_TRUE(
+      db_->Exec("UPDATE sandboxes SET spec = json_set(spec, '$.user', 'no such user') WHERE id = ?1", {sb->id}).ok());
   api::ExecRequest req;
   req.argv = {"id", "-u"};
   auto r = mgr_->Exec(sb->id, req, nullptr);
@@ -948,8 +952,9 @@ TEST_F(ManagerTest, AWriteToAFileTheUserDoesNotOwnKeepsItsModeOrLeavesItAsItWas)
   auto refused = mgr_->WriteFile(sb->id, "/tmp/h", {"new\n", 0644});
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().code, Code::kForbidden);
-  EXPECT_EQ(refused.error().message, "mode: the sandbox's user does not own /tmp/h, so it may not change its mode; "
-                                     "send the mode it has (0666)");
+  EXPECT_EQ(refused.error().message,
+            "mode: the sandbox's user does not own /tmp/h, so it may not change its mode; "
+            "send the mode it has (0666)");
   EXPECT_EQ(Exec(sb->id, {"sh", "-c", "cat /tmp/h; stat -c '%a %u' /tmp/h"}).stdout_data, "original\n666 1000\n");
   // The mode it has: written, as the user could.
   auto w = mgr_->WriteFile(sb->id, "/tmp/h", {"new\n", 0666});
@@ -1090,7 +1095,8 @@ TEST_F(ManagerTest, ReaperRemovesExpiredAndIdleWithReasons) {
   EXPECT_EQ(mgr_->ReapOnce(), 1);  // idle
   now_ += 30;
   EXPECT_EQ(mgr_->ReapOnce(), 1);  // expired
-  EXPECT_EQ(mgr_->Events(i->id).back(), (std::pair<std::string, std::string>{"reaped", "idle for 31s (no exec, under 2% of a core)"}));
+  EXPECT_EQ(mgr_->Events(i->id).back(),
+            (std::pair<std::string, std::string>{"reaped", "idle for 31s (no exec, under 2% of a core)"}));
   EXPECT_EQ(mgr_->Events(e->id).back(), (std::pair<std::string, std::string>{"reaped", "expired"}));
   EXPECT_TRUE(mgr_->Get(k->id).ok());
 }
@@ -1114,8 +1120,9 @@ TEST_F(ManagerTest, FileWritesToATmpfsStopAtTheSandboxsMemoryLimit) {
   EXPECT_EQ(last.error().code, Code::kTooLarge);
   EXPECT_EQ(last.error().message, "path: no space left for /tmp/f8 in the sandbox");
   // /dev/shm, which the file tools refuse, has the same bound.
-  const std::string sizes = "awk '$5 == \"/tmp\" || $5 == \"/dev/shm\" { n = split($NF, o, \",\"); "
-                            "for (i = 1; i <= n; i++) if (o[i] ~ /^size=/) print $5, o[i] }' /proc/self/mountinfo";
+  const std::string sizes =
+      "awk '$5 == \"/tmp\" || $5 == \"/dev/shm\" { n = split($NF, o, \",\"); "
+      "for (i = 1; i <= n; i++) if (o[i] ~ /^size=/) print $5, o[i] }' /proc/self/mountinfo";
   EXPECT_EQ(Exec(sb->id, {"sh", "-c", sizes}).stdout_data, "/dev/shm size=16384k\n/tmp size=16384k\n");
 }
 
@@ -1415,10 +1422,12 @@ std::string CgroupLimits(const std::string& id) {
   }
   const std::string m = layout->memory + "/isb/" + id;
   std::string memsw = std::filesystem::exists(m + "/memory.memsw.limit_in_bytes")
-                          ? read(m + "/memory.memsw.limit_in_bytes") : "no-memsw";
+                          ? read(m + "/memory.memsw.limit_in_bytes")
+                          : "no-memsw";
   return read(m + "/memory.limit_in_bytes") + " " + memsw + " " +
          read(layout->cpu + "/isb/" + id + "/cpu.cfs_quota_us") + " " +
-         read(layout->cpu + "/isb/" + id + "/cpu.cfs_period_us") + " " + read(layout->pids + "/isb/" + id + "/pids.max");
+         read(layout->cpu + "/isb/" + id + "/cpu.cfs_period_us") + " " +
+         read(layout->pids + "/isb/" + id + "/pids.max");
 }
 
 // A create that a pooled sandbox serves gives the same sandbox as a cold launch of the same spec: its name as
@@ -1477,7 +1486,8 @@ TEST_F(ManagerTest, APooledSandboxIsTheColdOneWithTheSameSpec) {
   EXPECT_EQ(a->spec.labels, b->spec.labels);
   EXPECT_EQ(a->spec.environment, b->spec.environment);
   EXPECT_EQ(a->expires_at - a->created_at, b->expires_at - b->created_at);
-  EXPECT_EQ(mgr_->Events(pooled->id), (std::vector<std::pair<std::string, std::string>>{{"created", ""}, {"adopted", ""}}));
+  EXPECT_EQ(mgr_->Events(pooled->id),
+            (std::vector<std::pair<std::string, std::string>>{{"created", ""}, {"adopted", ""}}));
   EXPECT_EQ(mgr_->Events(cold->id), (std::vector<std::pair<std::string, std::string>>{{"created", ""}}));
   // Restarted, the pooled one is launched from its spec as the cold one was.
   ASSERT_TRUE(mgr_->Stop(pooled->id).ok());

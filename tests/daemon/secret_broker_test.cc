@@ -59,7 +59,8 @@ class SecretBrokerTest : public ::testing::Test {
   }
   std::string Key(const std::string& id = "sb1") { return broker_->Placeholder(id, "KEY"); }
   void BindKey(const std::string& id = "sb1") {
-    egress::EgressSpec spec = Spec({{"allow", nlohmann::json::array()}, {"secrets", {{{"name", "K"}, {"env", "KEY"}}}}});
+    egress::EgressSpec spec =
+        Spec({{"allow", nlohmann::json::array()}, {"secrets", {{{"name", "K"}, {"env", "KEY"}}}}});
     ASSERT_TRUE(broker_->Resolve("acme", spec).ok());
     broker_->Bind(id, "acme", spec);
   }
@@ -76,8 +77,8 @@ TEST_F(SecretBrokerTest, ASpecMayNarrowASecretsHostsButNeverWidenThem) {
   egress::EgressSpec defaulted = Spec({{"allow", {"other.test"}}, {"secrets", {"K"}}});
   ASSERT_TRUE(broker_->Resolve("acme", defaulted).ok());
   EXPECT_EQ(egress::EgressSpecToJson(defaulted)["allow"], nlohmann::json({"other.test:443", "*.example.com:443"}));
-  egress::EgressSpec narrowed = Spec({{"allow", nlohmann::json::array()},
-                                      {"secrets", {{{"name", "K"}, {"hosts", {"api.example.com"}}}}}});
+  egress::EgressSpec narrowed =
+      Spec({{"allow", nlohmann::json::array()}, {"secrets", {{{"name", "K"}, {"hosts", {"api.example.com"}}}}}});
   ASSERT_TRUE(broker_->Resolve("acme", narrowed).ok());
   EXPECT_EQ(egress::EgressSpecToJson(narrowed)["allow"], nlohmann::json({"api.example.com:443"}));
   egress::EgressSpec widened =
@@ -85,8 +86,9 @@ TEST_F(SecretBrokerTest, ASpecMayNarrowASecretsHostsButNeverWidenThem) {
   Status refused = broker_->Resolve("acme", widened);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().code, Code::kForbidden);
-  EXPECT_EQ(refused.error().message,
-            "egress: secret 'K' may not be sent to evil.test:443: the secret allows only its own hosts (secret_inspect)");
+  EXPECT_EQ(
+      refused.error().message,
+      "egress: secret 'K' may not be sent to evil.test:443: the secret allows only its own hosts (secret_inspect)");
   egress::EgressSpec missing = Spec({{"allow", nlohmann::json::array()}, {"secrets", {"NOPE"}}});
   EXPECT_EQ(broker_->Resolve("acme", missing).error().message, "egress: secret 'NOPE': org 'acme' has no such secret");
   // Another org's secret of the same name is not this org's.
@@ -115,7 +117,8 @@ TEST_F(SecretBrokerTest, ABoundSandboxHasItsHeaderSwappedAndTheQueryOnlyOnceTheS
   const std::string request =
       "GET /?q=" + Key() + " HTTP/1.1\r\nHost: api.example.com\r\nAuthorization: Bearer " + Key() + "\r\n\r\n";
   EXPECT_EQ(Sent(request), "GET /?q=" + Key() + "|Host: api.example.com|Authorization: Bearer sk-value-one");
-  ASSERT_TRUE(store_->Update("acme", "K", std::nullopt, std::nullopt, std::vector<std::string>{"header", "query"}).ok());
+  ASSERT_TRUE(
+      store_->Update("acme", "K", std::nullopt, std::nullopt, std::vector<std::string>{"header", "query"}).ok());
   EXPECT_EQ(Sent(request), "GET /?q=sk-value-one|Host: api.example.com|Authorization: Bearer sk-value-one");
   EXPECT_EQ(uses_, (std::vector<std::string>{"acme K api.example.com", "acme K api.example.com"}));
   EXPECT_EQ(broker_->Counters("sb1"), (std::map<std::string, secrets::SecretCounters>{{"K", {2, 0, 0}}}));
@@ -205,9 +208,9 @@ TEST_F(SecretBrokerTest, AnUnreadableVersionIsLoggedAndTheOtherValuesStayScrubbe
 TEST_F(SecretBrokerTest, ASecretsOwnHeaderNamesAreSwappedAndOtherHeadersAreNot) {
   ASSERT_TRUE(store_->Create("acme", "K", Bytes(kValue), {"api.example.com"}, {}, {}, {"X-Custom-Key"}).ok());
   BindKey();
-  EXPECT_EQ(Sent("GET / HTTP/1.1\r\nHost: api.example.com\r\nx-custom-key: " + Key() + "\r\nX-Echo: " + Key() +
-                 "\r\n\r\n"),
-            "GET /|Host: api.example.com|x-custom-key: sk-value-one|X-Echo: " + Key());
+  EXPECT_EQ(
+      Sent("GET / HTTP/1.1\r\nHost: api.example.com\r\nx-custom-key: " + Key() + "\r\nX-Echo: " + Key() + "\r\n\r\n"),
+      "GET /|Host: api.example.com|x-custom-key: sk-value-one|X-Echo: " + Key());
   EXPECT_TRUE(leaks_.empty());
 }
 

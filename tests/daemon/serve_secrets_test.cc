@@ -40,8 +40,9 @@ class DaemonSecretsTest : public ::testing::Test {
   // Binds sandbox `id` of org acme to secret K (hosts api.example.com, value kValue, created if need be).
   void Bind(DaemonSecrets& secrets, const std::string& id, const char* on_leak = "pass") {
     if (!secrets.store().Inspect("acme", "K").ok()) {
-      ASSERT_TRUE(secrets.store().Create("acme", "K", secrets::SecretBytes(std::string_view(kValue)),
-                                         {"api.example.com:443"}, {}).ok());
+      ASSERT_TRUE(secrets.store()
+                      .Create("acme", "K", secrets::SecretBytes(std::string_view(kValue)), {"api.example.com:443"}, {})
+                      .ok());
     }
     auto spec = egress::ParseEgressSpec(
         {{"allow", nlohmann::json::array()}, {"on_leak", on_leak}, {"secrets", {{{"name", "K"}, {"env", "KEY"}}}}});
@@ -52,8 +53,8 @@ class DaemonSecretsTest : public ::testing::Test {
 
   // One request from `id` with its placeholder in a header, to `host`: returns the filter's refusal.
   std::string Send(DaemonSecrets& secrets, const std::string& id, const std::string& host = "api.example.com") {
-    egress::HttpHead head = egress::Request("GET / HTTP/1.1\r\nHost: " + host + "\r\nX-Api-Key: " +
-                                            secrets.broker().Placeholder(id, "KEY") + "\r\n\r\n");
+    egress::HttpHead head = egress::Request("GET / HTTP/1.1\r\nHost: " + host +
+                                            "\r\nX-Api-Key: " + secrets.broker().Placeholder(id, "KEY") + "\r\n\r\n");
     return secrets.filter()->RequestHead({id, host, 443, true}, head);
   }
 
@@ -170,9 +171,10 @@ TEST_F(DaemonSecretsTest, ALeakIsOneRowAMinuteAndOnLeakStopStopsTheSandbox) {
     EXPECT_EQ(stopped_id, "sb1");
   }
   secrets->WriteQueued();
-  EXPECT_EQ(Rows("secret_leak"),
-            std::vector<std::string>{"acme sandbox:sb1 {\"action\":\"stop\",\"host\":\"evil.test:443\",\"secret\":\"K\","
-                                     "\"where\":\"header X-Api-Key\"} forbidden"});
+  EXPECT_EQ(
+      Rows("secret_leak"),
+      std::vector<std::string>{"acme sandbox:sb1 {\"action\":\"stop\",\"host\":\"evil.test:443\",\"secret\":\"K\","
+                               "\"where\":\"header X-Api-Key\"} forbidden"});
   secrets->SetStopper(nullptr);
 }
 
@@ -182,9 +184,11 @@ TEST_F(DaemonSecretsTest, ALeakIsOneRowAMinuteAndOnLeakStopStopsTheSandbox) {
 TEST_F(DaemonSecretsTest, ASandboxsUsesKeepAtMost256HostTalliesAndTheRestAreCountedTogether) {
   auto secrets = Open();
   ASSERT_NE(secrets, nullptr);
-  ASSERT_TRUE(secrets->store().Create("acme", "W", secrets::SecretBytes(std::string_view(kValue)),
-                                      {"*.example.com:443"}, {}).ok());
-  auto spec = egress::ParseEgressSpec({{"allow", nlohmann::json::array()}, {"secrets", {{{"name", "W"}, {"env", "KEY"}}}}});
+  ASSERT_TRUE(secrets->store()
+                  .Create("acme", "W", secrets::SecretBytes(std::string_view(kValue)), {"*.example.com:443"}, {})
+                  .ok());
+  auto spec =
+      egress::ParseEgressSpec({{"allow", nlohmann::json::array()}, {"secrets", {{{"name", "W"}, {"env", "KEY"}}}}});
   ASSERT_TRUE(spec.ok()) << spec.error().message;
   ASSERT_TRUE(secrets->broker().Resolve("acme", *spec).ok());
   secrets->broker().Bind("sb1", "acme", *spec);
@@ -200,7 +204,8 @@ TEST_F(DaemonSecretsTest, ASandboxsUsesKeepAtMost256HostTalliesAndTheRestAreCoun
   // The other 43 are pending under it, and written at the end like any count, naming the first 16 of them.
   secrets.reset();
   std::string named;
-  for (int i = 257; i < 273; ++i) named += std::string(named.empty() ? "" : ",") + "\"h" + std::to_string(i) + ".example.com:443\"";
+  for (int i = 257; i < 273; ++i)
+    named += std::string(named.empty() ? "" : ",") + "\"h" + std::to_string(i) + ".example.com:443\"";
   EXPECT_EQ(Rows("secret_use").back(), "acme sandbox:sb1 {\"host\":\"(other hosts)\",\"hosts\":[" + named +
                                            "],\"secret\":\"W\",\"swapped\":43} ok");
 }

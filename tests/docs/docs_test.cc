@@ -195,8 +195,8 @@ TEST(CommandGroups, NameEveryCommandTheirAdderAddsAndNoOther) {
   EXPECT_EQ(Names(whole), all);
   CLI::App exec{kAppDescription};
   BuildApp(exec, &code, "exec");
-  EXPECT_EQ(Names(exec), (std::vector<std::string>{"create", "exec", "ls", "inspect", "rm", "stop", "start", "extend",
-                                                   "cp"}));
+  EXPECT_EQ(Names(exec),
+            (std::vector<std::string>{"create", "exec", "ls", "inspect", "rm", "stop", "start", "extend", "cp"}));
   for (const char* other : {"", "--help", "nosuch", "-h"}) {
     CLI::App app{kAppDescription};
     BuildApp(app, &code, other);

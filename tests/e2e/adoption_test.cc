@@ -30,7 +30,8 @@ TEST_F(AdoptionTest, KillNineThenANewDaemonAdoptsEverySandbox) {
   for (int i = 0; i < 4; ++i) {
     ids.push_back(CreateSandbox({{"mem_limit", "32M"}, {"pids", 16}, {"labels", {{"n", std::to_string(i)}}}}));
     ASSERT_FALSE(ids.back().empty());
-    MustTool("sandbox_file_write", {{"sandbox", ids[i]}, {"path", "/root/marker"}, {"content", "written before " + ids[i]}});
+    MustTool("sandbox_file_write",
+             {{"sandbox", ids[i]}, {"path", "/root/marker"}, {"content", "written before " + ids[i]}});
     inits[ids[i]] = SandboxInitPid(ids[i]);
     ASSERT_GT(inits[ids[i]], 0) << "no isb-init on the host for " << ids[i];
   }

@@ -51,8 +51,8 @@ std::vector<AuditRow> ReadAuditRows(const std::string& db_path, std::string* err
     *error = db_path + ": " + sqlite3_errmsg(db);
   } else {
     while (sqlite3_step(st) == SQLITE_ROW) {
-      rows.push_back({sqlite3_column_int64(st, 0), Text(st, 1), Text(st, 2), Text(st, 3), Text(st, 4), Text(st, 5),
-                      Text(st, 6)});
+      rows.push_back(
+          {sqlite3_column_int64(st, 0), Text(st, 1), Text(st, 2), Text(st, 3), Text(st, 4), Text(st, 5), Text(st, 6)});
     }
   }
   sqlite3_finalize(st);
@@ -165,7 +165,8 @@ std::vector<std::string> AuditLedger::Check(const std::vector<AuditRow>& all_row
       // The row is taken by a call that must have one, else one that may, else one that repeats.
       int pick = -1;
       for (size_t i = 0; i < open.size(); ++i) {
-        if (Matches(*open[i], *rest[next]) && (pick < 0 || open[i]->rows < open[pick]->rows)) pick = static_cast<int>(i);
+        if (Matches(*open[i], *rest[next]) && (pick < 0 || open[i]->rows < open[pick]->rows))
+          pick = static_cast<int>(i);
       }
       if (pick < 0) break;
       if (open[pick]->rows != ExpectedRow::Rows::kAny) open.erase(open.begin() + pick);
@@ -177,7 +178,8 @@ std::vector<std::string> AuditLedger::Check(const std::vector<AuditRow>& all_row
                     (next < rest.size() ? rest[next]->Describe() : "row: none"));
     }
   }
-  for (; next < rest.size(); ++next) out.push_back("an audit row no call of the test explains: " + rest[next]->Describe());
+  for (; next < rest.size(); ++next)
+    out.push_back("an audit row no call of the test explains: " + rest[next]->Describe());
   return out;
 }
 

@@ -24,7 +24,7 @@ struct ExpectedRow {
   std::string org{};
   std::string request_id{};  // the X-Request-Id the fixture sent; "": matched in order among calls without one
   Rows rows = Rows::kOne;
-  std::string where{};       // names the call in a failure
+  std::string where{};  // names the call in a failure
   std::string Describe() const;
 };
 

@@ -95,9 +95,9 @@ TEST(AuditLedgerTest, MaybeAndAnyCallsTakeWhatComes) {
                           Row(3, "sandbox_exec", "ok", "req-3"), Row(4, "sandbox_create", "timeout", "req-4")}),
             std::vector<std::string>{});
   // A second resize is one too many.
-  std::vector<std::string> out = ledger.Check({Row(1, "sandbox_exec", "ok", "req-1"),
-                                               Row(2, "sandbox_exec_resize", "ok", "req-2"),
-                                               Row(3, "sandbox_exec_resize", "ok", "req-3")});
+  std::vector<std::string> out =
+      ledger.Check({Row(1, "sandbox_exec", "ok", "req-1"), Row(2, "sandbox_exec_resize", "ok", "req-2"),
+                    Row(3, "sandbox_exec_resize", "ok", "req-3")});
   ASSERT_EQ(out.size(), 1u) << ::testing::PrintToString(out);
   EXPECT_EQ(out[0].rfind("an audit row no call of the test explains: row 3 ", 0), 0u) << out[0];
 }

@@ -64,7 +64,7 @@ TEST_F(AuditTest, ACallTheAuditLogCannotRecordChangesNothingAndAnUnrecordedEndIs
   ASSERT_EQ(StopDaemon(), 0);
   const std::string kept = temp_dir() + "/state-on-disk";
   ASSERT_EQ(::rename(state_dir().c_str(), kept.c_str()), 0) << std::strerror(errno);
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::stat(kept.c_str(), &st), 0);
   ASSERT_EQ(::mkdir(state_dir().c_str(), st.st_mode & 07777), 0) << std::strerror(errno);
   ASSERT_EQ(::mount("isb-e2e-full", state_dir().c_str(), "tmpfs", 0, "size=64m,mode=0711"), 0) << std::strerror(errno);
@@ -137,10 +137,14 @@ TEST_F(AuditTest, ACallTheAuditLogCannotRecordChangesNothingAndAnUnrecordedEndIs
   // The last rows: the poll that saw the long exec run, and the calls once there was room. The long exec's start is
   // in the log and its end is not; the refused create is absent.
   std::vector<Row> tail(rows.end() - std::min<size_t>(rows.size(), 8), rows.end());
-  EXPECT_EQ(tail, (std::vector<Row>{{"sandbox_exec", "started"}, {"sandbox_exec", "ok"},
-                                    {"sandbox_create", "started"}, {"sandbox_create", "ok"},
-                                    {"sandbox_remove", "started"}, {"sandbox_remove", "ok"},
-                                    {"sandbox_remove", "started"}, {"sandbox_remove", "ok"}}));
+  EXPECT_EQ(tail, (std::vector<Row>{{"sandbox_exec", "started"},
+                                    {"sandbox_exec", "ok"},
+                                    {"sandbox_create", "started"},
+                                    {"sandbox_create", "ok"},
+                                    {"sandbox_remove", "started"},
+                                    {"sandbox_remove", "ok"},
+                                    {"sandbox_remove", "started"},
+                                    {"sandbox_remove", "ok"}}));
   size_t exec_starts = 0, exec_ends = 0, creates = 0;
   for (const Row& r : rows) {
     if (r.first == "sandbox_exec") ++(r.second == "started" ? exec_starts : exec_ends);
@@ -232,7 +236,8 @@ TEST_F(AuditTest, AHeadKeptFromAnEarlierVerifyFindsRowsDeletedFromTheEnd) {
   EXPECT_EQ(caught.exit_status, 1) << caught.Describe();
   // The first of the two rows deleted.
   EXPECT_EQ(caught.out.rfind("audit log BROKEN at row " + std::to_string(head["id"].get<int64_t>() - 1) +
-                                 ": row missing: the chain ends before the pinned head", 0),
+                                 ": row missing: the chain ends before the pinned head",
+                             0),
             0u)
       << caught.out;
   ProcResult bad = RunProcess({ISB_BINARY, "audit", "verify", "--state-dir", state_dir(), "--audit-head", "7:zz"});
@@ -253,13 +258,20 @@ TEST_F(AuditTest, EveryChangeAndEveryRefusalIsRecordedAndNoValueIsKept) {
 
   // The fixture's set-up on the socket (its user, membership and token), then the test's calls: each change's start
   // before it runs (a create's names no sandbox yet) and its outcome; a refusal before any handler ran, once.
-  std::vector<std::string> want = {"user_create e2e started unix", "user_create e2e ok unix",
-                                   "member_add e2e started unix", "member_add e2e ok unix",
-                                   "token_create e2e started unix", "token_create e2e ok unix",
-                                   "sandbox_create  started unix", "sandbox_create " + id + " ok unix",
-                                   "sandbox_exec " + id + " started unix", "sandbox_exec " + id + " ok unix",
-                                   "sandbox_get sb-doesnotexist not_found unix", "sandbox_create  invalid_argument unix",
-                                   "sandbox_remove " + id + " started unix", "sandbox_remove " + id + " ok unix"};
+  std::vector<std::string> want = {"user_create e2e started unix",
+                                   "user_create e2e ok unix",
+                                   "member_add e2e started unix",
+                                   "member_add e2e ok unix",
+                                   "token_create e2e started unix",
+                                   "token_create e2e ok unix",
+                                   "sandbox_create  started unix",
+                                   "sandbox_create " + id + " ok unix",
+                                   "sandbox_exec " + id + " started unix",
+                                   "sandbox_exec " + id + " ok unix",
+                                   "sandbox_get sb-doesnotexist not_found unix",
+                                   "sandbox_create  invalid_argument unix",
+                                   "sandbox_remove " + id + " started unix",
+                                   "sandbox_remove " + id + " ok unix"};
   EXPECT_EQ(AuditRows(state_dir() + "/isb.db"), want);
   ProcResult ok = RunProcess({ISB_BINARY, "audit", "verify", "--state-dir", state_dir()});
   EXPECT_EQ(ok.exit_status, 0) << ok.Describe();
@@ -297,8 +309,9 @@ std::vector<json> JsonLines(const std::string& text) {
 // Sign-ins belong to no org (no org is known yet): platform admins list them with --platform; an org's listing
 // never shows them, and an org admin cannot ask for them.
 TEST_F(AuditTest, RowsOfNoOrgAreListedForPlatformAdmins) {
-  HttpResponse refused = Http(tcp_endpoint(), "POST", "/api/v1/auth/signin", R"({"user":"nobody","password":"not this"})",
-                              {"Content-Type: application/json", "X-Isb-Csrf: 1"});
+  HttpResponse refused =
+      Http(tcp_endpoint(), "POST", "/api/v1/auth/signin", R"({"user":"nobody","password":"not this"})",
+           {"Content-Type: application/json", "X-Isb-Csrf: 1"});
   ASSERT_EQ(refused.status, 401) << refused.Describe();
   ExpectedRow sign_in = ByToken("rest", "sign_in", "unauthenticated");
   sign_in.actor_kind = "user";
@@ -382,13 +395,13 @@ TEST_F(AuditTest, LsAndExportShowTheOrgsRowsAndRefuseAViewer) {
   for (const json& r : listed["records"]) rows.push_back(Summary(r));
   // The fixture's set-up, then this test's calls; reads that succeed (history_query, audit_list) are not recorded.
   const std::string host = " unix superadmin superadmin default";
-  EXPECT_EQ(rows, (std::vector<std::string>{"1 user_create e2e started" + host, "2 user_create e2e ok" + host,
-                                            "3 member_add e2e started" + host, "4 member_add e2e ok" + host,
-                                            "5 token_create e2e started" + host, "6 token_create e2e ok" + host,
-                                            "7 sandbox_create  started" + host, "8 sandbox_create " + id + " ok" + host,
-                                            "9 sandbox_get sb-doesnotexist not_found" + host,
-                                            "10 sandbox_remove " + id + " started" + host,
-                                            "11 sandbox_remove " + id + " ok" + host}));
+  EXPECT_EQ(rows,
+            (std::vector<std::string>{
+                "1 user_create e2e started" + host, "2 user_create e2e ok" + host, "3 member_add e2e started" + host,
+                "4 member_add e2e ok" + host, "5 token_create e2e started" + host, "6 token_create e2e ok" + host,
+                "7 sandbox_create  started" + host, "8 sandbox_create " + id + " ok" + host,
+                "9 sandbox_get sb-doesnotexist not_found" + host, "10 sandbox_remove " + id + " started" + host,
+                "11 sandbox_remove " + id + " ok" + host}));
   EXPECT_EQ(listed["next_after"], nullptr);
   ASSERT_EQ(listed["records"].size(), 11u);
   EXPECT_EQ(listed["records"][0]["prev_hash"], std::string(64, '0'));
@@ -409,8 +422,10 @@ TEST_F(AuditTest, LsAndExportShowTheOrgsRowsAndRefuseAViewer) {
             "ID       TIME                 ACTOR                    ACTION               TARGET                 "
             "OUTCOME            SURFACE");
   EXPECT_NE(table.out.find("\n1        "), std::string::npos) << table.out;
-  EXPECT_NE(table.out.find(" superadmin               user_create          e2e                    started            unix\n"),
-            std::string::npos) << table.out;
+  EXPECT_NE(
+      table.out.find(" superadmin               user_create          e2e                    started            unix\n"),
+      std::string::npos)
+      << table.out;
 
   // Export: every row, every field, one JSON object a line, exactly what audit_list returns.
   ProcResult exported = audit({"export", "--socket", socket_path()});
@@ -420,9 +435,9 @@ TEST_F(AuditTest, LsAndExportShowTheOrgsRowsAndRefuseAViewer) {
   ASSERT_FALSE(lines.empty());
   std::vector<std::string> keys;
   for (const auto& [k, v] : lines[0].items()) keys.push_back(k);
-  EXPECT_EQ(keys, (std::vector<std::string>{"action", "actor", "actor_kind", "details", "hash", "id", "ip", "org",
-                                            "outcome", "prev_hash", "request_id", "surface", "target", "time",
-                                            "user_agent"}));
+  EXPECT_EQ(keys,
+            (std::vector<std::string>{"action", "actor", "actor_kind", "details", "hash", "id", "ip", "org", "outcome",
+                                      "prev_hash", "request_id", "surface", "target", "time", "user_agent"}));
 
   // A viewer of the org, over TCP with its token: refused, exit 1, the authorizer's words.
   MustTool("user_create", {{"name", "vic"}});

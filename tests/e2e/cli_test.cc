@@ -24,7 +24,7 @@ TEST_F(CliTest, CpLeavesSetIdBitsBehind) {
   const std::string out = temp_dir() + "/suid";
   ProcResult cp_out = Isb({"cp", id + ":/tmp/suid", out});
   ASSERT_EQ(cp_out.exit_status, 0) << cp_out.Describe();
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::stat(out.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0755u);
   ::chmod(out.c_str(), 04755);
@@ -40,7 +40,8 @@ TEST_F(CliTest, CpLeavesSetIdBitsBehind) {
 
 TEST_F(CliTest, SandboxCommandsThroughTheSocket) {
   // create: the id alone on stdout; --json: the tool's result
-  ProcResult created = Isb({"create", "--name", "e2e-cli", "--memory", "64M", "--label", "suite=cli", "--env", "WHO=cli"});
+  ProcResult created =
+      Isb({"create", "--name", "e2e-cli", "--memory", "64M", "--label", "suite=cli", "--env", "WHO=cli"});
   ExpectAudit("isb create", {Unix("sandbox_create")});
   ASSERT_EQ(created.exit_status, 0) << created.Describe();
   std::smatch m;
@@ -218,8 +219,7 @@ TEST_F(CliTest, EgressShowSetAndLogThroughTheSocket) {
   ProcResult to_open = Isb({"egress", "set", id, "open"});
   ExpectAudit("isb egress set open", {Unix("sandbox_egress_set", "invalid_argument")});
   EXPECT_EQ(to_open.exit_status, 1) << to_open.Describe();
-  EXPECT_EQ(to_open.err,
-            "isb: egress can change between lists while the sandbox runs, not to or from none or open\n");
+  EXPECT_EQ(to_open.err, "isb: egress can change between lists while the sandbox runs, not to or from none or open\n");
 
   // A connection the list does not allow: refused by the proxy, and listed with its reason.
   ProcResult curl = Isb({"exec", id, "--", "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "http://e.test/"});
@@ -311,7 +311,8 @@ TEST_F(CliTest, ServeRefusesAPublicListenAddressAsAUsageError) {
   EXPECT_EQ(r.exit_status, 2) << r.Describe();
   EXPECT_EQ(r.err.rfind("isb serve: ", 0), 0u) << r.err;
   EXPECT_NE(r.err.find("put a tunnel (e.g. Tailscale, ssh -L) or a TLS reverse proxy in front of 127.0.0.1"),
-            std::string::npos) << r.err;
+            std::string::npos)
+      << r.err;
   EXPECT_FALSE(std::filesystem::exists(state));
 }
 

@@ -41,9 +41,10 @@ TEST_F(ConcurrencyTest, FiftyCreatesThenTwoHundredExecsThenRemoves) {
 
   std::vector<HttpResponse> ran(kExecs);
   OnThreads(kExecs, [&](int i) {
-    ran[i] = Post("sandbox_exec", {{"sandbox", ids[i % kSandboxes]},
-                                   {"argv", {"sh", "-c", "printf '%s:%s' \"$1\" \"$(hostname)\"; exit $(($1 % 5))", "sh",
-                                             std::to_string(i)}}});
+    ran[i] = Post(
+        "sandbox_exec",
+        {{"sandbox", ids[i % kSandboxes]},
+         {"argv", {"sh", "-c", "printf '%s:%s' \"$1\" \"$(hostname)\"; exit $(($1 % 5))", "sh", std::to_string(i)}}});
   });
   for (int i = 0; i < kExecs; ++i) {
     ASSERT_EQ(ran[i].status, 200) << "exec #" << i << ": " << ran[i].Describe();

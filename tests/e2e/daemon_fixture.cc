@@ -66,8 +66,10 @@ pid_t Spawn(const std::vector<std::string>& argv, const std::vector<std::string>
   posix_spawnattr_init(&attr);
   int fds[3] = {in_fd, out_fd, err_fd};
   for (int i = 0; i < 3; ++i) {
-    if (fds[i] >= 0) posix_spawn_file_actions_adddup2(&fa, fds[i], i);
-    else posix_spawn_file_actions_addopen(&fa, i, "/dev/null", i == 0 ? O_RDONLY : O_WRONLY, 0);
+    if (fds[i] >= 0)
+      posix_spawn_file_actions_adddup2(&fa, fds[i], i);
+    else
+      posix_spawn_file_actions_addopen(&fa, i, "/dev/null", i == 0 ? O_RDONLY : O_WRONLY, 0);
   }
   sigset_t none, all;
   sigemptyset(&none);
@@ -344,15 +346,16 @@ void E2eTest::StartDaemon(const std::vector<std::string>& extra_args) {
   int log = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   ASSERT_GE(log, 0) << log_path_ << ": " << std::strerror(errno);
   // A table, veth prefix and subnet of the suite's own, apart from a daemon a developer may be running.
-  std::vector<std::string> argv = {ISB_BINARY, "serve", "--listen", "127.0.0.1:0", "--state-dir", state_dir_,
-                                   "--egress-table", kEgressTable, "--sandbox-subnet", "198.19.0.0/16"};
+  std::vector<std::string> argv = {ISB_BINARY, "serve",          "--listen",   "127.0.0.1:0",      "--state-dir",
+                                   state_dir_, "--egress-table", kEgressTable, "--sandbox-subnet", "198.19.0.0/16"};
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
   pid_t pid = Spawn(argv, Environment({}), -1, log, log);
   ::close(log);
   ASSERT_GT(pid, 0) << "cannot start isb serve: " << std::strerror(-pid);
   daemon_pid_ = pid;
 
-  static const std::regex kListening(R"(listening on http://127\.0\.0\.1:(\d+) \(MCP at /mcp, REST at /api/v1\) and unix:(\S+))");
+  static const std::regex kListening(
+      R"(listening on http://127\.0\.0\.1:(\d+) \(MCP at /mcp, REST at /api/v1\) and unix:(\S+))");
   std::smatch m;
   auto until = Clock::now() + 20s;
   std::string text;
@@ -477,8 +480,10 @@ CurlResult E2eTest::Curl(std::vector<std::string> args, const std::string& metho
   const std::string request_id = LabelCall(method, target, &headers, started);
   std::vector<std::string> argv = {"curl", "-sS", "--max-time", "60", "-D", "-"};
   argv.insert(argv.end(), args.begin(), args.end());
-  if (method == "HEAD") argv.push_back("-I");
-  else if (method != "GET" || !body.empty()) argv.insert(argv.end(), {"-X", method});
+  if (method == "HEAD")
+    argv.push_back("-I");
+  else if (method != "GET" || !body.empty())
+    argv.insert(argv.end(), {"-X", method});
   bool has_type = false;
   for (const auto& h : headers) has_type = has_type || h.rfind("Content-Type:", 0) == 0;
   if ((method == "POST" || !body.empty()) && !has_type) headers.push_back("Content-Type: application/json");
@@ -524,11 +529,12 @@ CurlResult E2eTest::CurlTcp(const std::string& method, const std::string& path, 
 ProcResult E2eTest::Isb(const std::vector<std::string>& args, const std::string& stdin_data) {
   // --socket follows the command's name: one word, or two for a command of a group (isb user revoke), after any
   // options given before it (isb --org acme invitation ls).
-  static const std::set<std::string> kGroups = {"user",   "token", "audit", "org",   "invitation",
+  static const std::set<std::string> kGroups = {"user",   "token", "audit",  "org",   "invitation",
                                                 "secret", "image", "egress", "member"};
   size_t lead = 0;
   while (lead + 1 < args.size() && args[lead].starts_with("--")) lead += 2;
-  size_t words = lead + std::min(args.size() - lead, lead < args.size() && kGroups.contains(args[lead]) ? size_t{2} : size_t{1});
+  size_t words =
+      lead + std::min(args.size() - lead, lead < args.size() && kGroups.contains(args[lead]) ? size_t{2} : size_t{1});
   std::vector<std::string> argv = {ISB_BINARY};
   argv.insert(argv.end(), args.begin(), args.begin() + static_cast<std::ptrdiff_t>(words));
   argv.insert(argv.end(), {"--socket", socket_path_});

@@ -143,8 +143,8 @@ class E2eTest : public ::testing::Test {
                   const std::string& body, const std::vector<std::string>& headers);
   // Logs a tool call that got `answer`: the row it must leave, if any.
   void LogRestCall(const std::string& tool, const std::string& surface, const std::string& actor_kind,
-                   const std::string& org, const std::string& request_id, const HttpResponse& answer,
-                   uint64_t started, const std::string& where);
+                   const std::string& org, const std::string& request_id, const HttpResponse& answer, uint64_t started,
+                   const std::string& where);
   // Before a request to `target` (path and query): a REST tool call gets a request id of the fixture's unless the
   // test sent one; returns it ("" when the call is matched by its order).
   std::string LabelCall(const std::string& method, const std::string& target, std::vector<std::string>* headers,

@@ -29,17 +29,21 @@ class EgressTest : public OriginTest {
     PrepareOrigin();
     std::ofstream(origin_dir_ + "/index.html") << "hello from the origin\n";
     std::string url = "http://127.0.0.1:" + std::to_string(port_) + "/";
-    std::vector<std::string> argv = {"python3", "-m", "http.server", "--bind", "127.0.0.1", "--directory", origin_dir_,
-                                     std::to_string(port_)};
+    std::vector<std::string> argv = {"python3",   "-m",          "http.server", "--bind",
+                                     "127.0.0.1", "--directory", origin_dir_,   std::to_string(port_)};
     if (keep_alive) {
       argv = {"python3", "-c",
               "import functools, http.server as h\n"
               "h.SimpleHTTPRequestHandler.protocol_version = 'HTTP/1.1'\n"
-              "handler = functools.partial(h.SimpleHTTPRequestHandler, directory='" + origin_dir_ + "')\n"
-              "h.ThreadingHTTPServer(('127.0.0.1', " + std::to_string(port_) + "), handler).serve_forever()\n"};
+              "handler = functools.partial(h.SimpleHTTPRequestHandler, directory='" +
+                  origin_dir_ +
+                  "')\n"
+                  "h.ThreadingHTTPServer(('127.0.0.1', " +
+                  std::to_string(port_) + "), handler).serve_forever()\n"};
     }
-    ASSERT_TRUE(RunOrigin(argv, [&] { return RunProcess({"curl", "-s", "-m", "1", url}).out == "hello from the origin\n"; }))
-        << "the HTTP origin did not come up";
+    ASSERT_TRUE(RunOrigin(argv, [&] {
+      return RunProcess({"curl", "-s", "-m", "1", url}).out == "hello from the origin\n";
+    })) << "the HTTP origin did not come up";
     RestartPinnedTo(names);
   }
 
@@ -64,7 +68,6 @@ class EgressTest : public OriginTest {
     RestartPinnedTo({name}, args);
     return ReadFileOrEmpty(origin_dir_ + "/cert.pem");
   }
-
 };
 
 TEST_F(EgressTest, HttpsToAListedNameByConnectAndBySniAndAnUnlistedSniGetsAnAlert) {
@@ -76,13 +79,16 @@ TEST_F(EgressTest, HttpsToAListedNameByConnectAndBySniAndAnUnlistedSniGetsAnAler
   std::string proxy = MustTool("sandbox_get", {{"sandbox", id}})["spec"]["environment"]["HTTPS_PROXY"];
   std::string host_end = proxy.substr(7, proxy.rfind(':') - 7);
   // Through HTTPS_PROXY: CONNECT secure.test:443, then TLS end to end (the origin's certificate, verified inside).
-  EXPECT_EQ(Curl(id, {"--cacert", "/tmp/ca.pem", "-o", "/dev/null", "-w", "%{http_code}", "https://secure.test/"}), "200");
+  EXPECT_EQ(Curl(id, {"--cacert", "/tmp/ca.pem", "-o", "/dev/null", "-w", "%{http_code}", "https://secure.test/"}),
+            "200");
   // Without it: the ClientHello's SNI names secure.test; the bytes pass through untouched.
   EXPECT_EQ(Curl(id, {"--noproxy", "*", "--cacert", "/tmp/ca.pem", "-o", "/dev/null", "-w", "%{http_code}",
-                      "https://secure.test/"}), "200");
+                      "https://secure.test/"}),
+            "200");
   // An SNI that is not listed: a TLS alert (curl: SSL connect error), and CONNECT to it a 403.
   EXPECT_EQ(Curl(id, {"--noproxy", "*", "--resolve", "other.test:443:" + host_end, "-o", "/dev/null", "-w",
-                      "%{exitcode}", "https://other.test/"}), "35");
+                      "%{exitcode}", "https://other.test/"}),
+            "35");
   EXPECT_EQ(Curl(id, {"-o", "/dev/null", "-w", "%{http_connect}", "https://other.test/"}), "403");
 }
 
@@ -135,12 +141,14 @@ TEST_F(EgressTest, AListedSandboxFromThePoolIsTheColdOneWithTheSameSpec) {
                        "https://secure.test/"});
       out += Curl(id, {"-o", "/dev/null", "-w", "%{http_connect}\n", "https://other.test/"});
     }
-    out += Exec(id, {"sh", "-c",
-                     "hostname; env | grep -i -e proxy -e _CA -e SSL_CERT | sort; cat /etc/resolv.conf; "
-                     "ls /sys/class/net; grep -c 'BEGIN CERT' /etc/isb/ca-bundle.pem; "
-                     "awk '$5 == \"/etc/isb/ca-bundle.pem\" || $5 == \"/tmp\" { $1 = $2 = $3 = \"\"; print }' "
-                     "/proc/self/mountinfo | sed 's/uid=[0-9]*,gid=[0-9]*/uid=U,gid=G/; s|/dev/loop[0-9]*|/dev/loopN|'"})
-               ["stdout"].get<std::string>();  // (each sandbox's own uid range and layer device)
+    out +=
+        Exec(id, {"sh", "-c",
+                  "hostname; env | grep -i -e proxy -e _CA -e SSL_CERT | sort; cat /etc/resolv.conf; "
+                  "ls /sys/class/net; grep -c 'BEGIN CERT' /etc/isb/ca-bundle.pem; "
+                  "awk '$5 == \"/etc/isb/ca-bundle.pem\" || $5 == \"/tmp\" { $1 = $2 = $3 = \"\"; print }' "
+                  "/proc/self/mountinfo | sed 's/uid=[0-9]*,gid=[0-9]*/uid=U,gid=G/; s|/dev/loop[0-9]*|/dev/loopN|'"})
+            ["stdout"]
+                .get<std::string>();  // (each sandbox's own uid range and layer device)
     for (const std::string& own : {name, std::string(info["id"])})
       for (size_t at; !own.empty() && (at = out.find(own)) != std::string::npos;) out.replace(at, own.size(), "OWN");
     if (size_t at = out.find("host_end "); at != std::string::npos) {
@@ -223,7 +231,9 @@ TEST_F(EgressTest, AListedSandboxReachesItsNamesAndNothingElse) {
   EXPECT_EQ(Exec(id, {"getent", "hosts", "unlisted.test"})["exit_code"], 2);
   EXPECT_EQ(Curl(id, {"-o", "/dev/null", "-w", "%{http_code}", "http://unlisted.test/"}), "403");
   EXPECT_EQ(Curl(id, {"--noproxy", "*", "-w", " %{http_code}", "--resolve", "unlisted.test:80:" + host_end,
-                      "http://unlisted.test/"}).substr(0, 5), "isb: ");
+                      "http://unlisted.test/"})
+                .substr(0, 5),
+            "isb: ");
   // Both refusals are in the audit log, in the sandbox's org, as one row: the first of its window (30 s).
   HttpResponse refused = Tool("audit_list", {{"action", "egress_connect"}});
   ASSERT_EQ(refused.status, 200) << refused.Describe();
@@ -236,13 +246,15 @@ TEST_F(EgressTest, AListedSandboxReachesItsNamesAndNothingElse) {
       << refused.Describe();
   if (!rows.empty()) {
     // With the proxy's reason (what the sandbox was told).
-    EXPECT_EQ(refused.j["result"]["records"][0]["details"], json({{"reason", "unlisted.test:80 is not in the egress list"}}))
+    EXPECT_EQ(refused.j["result"]["records"][0]["details"],
+              json({{"reason", "unlisted.test:80 is not in the egress list"}}))
         << refused.Describe();
   }
   // Other ports, the host's own services, address literals: refused at once (curl: could not connect).
   EXPECT_EQ(Curl(id, {"--noproxy", "*", "-o", "/dev/null", "-w", "%{exitcode}", "http://allowed.test:8080/"}), "7");
   EXPECT_EQ(Curl(id, {"--noproxy", "*", "-o", "/dev/null", "-w", "%{exitcode}",
-                      "http://" + host_end + ":" + std::to_string(port_) + "/"}), "7");
+                      "http://" + host_end + ":" + std::to_string(port_) + "/"}),
+            "7");
   // An address literal beyond the sandbox's network: this host's own (a packet to it never leaves the machine).
   const std::string host_own = isb::testing::HostOwnIpv4();
   ASSERT_FALSE(host_own.empty()) << "the host has no IPv4 address beyond loopback to aim at";
@@ -274,8 +286,9 @@ TEST_F(EgressTest, UsageCountsTheBytesTheProxyRelayedForEachSandbox) {
   ASSERT_FALSE(id.empty());
   ASSERT_FALSE(quiet.empty());
   // curl's own count of what it sent (the request head) and got (the response head, then the body).
-  std::string sizes = Curl(id, {"--noproxy", "*", "-o", "/dev/null", "-w",
-                                "%{http_code} %{size_request} %{size_header} %{size_download}", "http://allowed.test/blob"});
+  std::string sizes =
+      Curl(id, {"--noproxy", "*", "-o", "/dev/null", "-w",
+                "%{http_code} %{size_request} %{size_header} %{size_download}", "http://allowed.test/blob"});
   uint64_t request = 0, header = 0, download = 0;
   int code = 0;
   ASSERT_EQ(std::sscanf(sizes.c_str(), "%d %lu %lu %lu", &code, &request, &header, &download), 4) << sizes;
@@ -336,8 +349,8 @@ TEST_F(EgressTest, ASandboxStaysConfinedWhileTheDaemonIsDownAndKeepsItsLastListA
   ASSERT_GT(init, 0) << "the sandbox did not outlive its daemon";
   // curl in the sandbox's network (the host's files: no isb resolver, so names are given their address).
   auto curl_inside = [&](const std::vector<std::string>& args) {
-    std::vector<std::string> argv = {"nsenter", "-t", std::to_string(init), "-n", "curl", "-s", "-m", "3",
-                                     "-o", "/dev/null", "-w", "%{exitcode}", "--noproxy", "*"};
+    std::vector<std::string> argv = {"nsenter", "-t", std::to_string(init), "-n", "curl",        "-s",        "-m",
+                                     "3",       "-o", "/dev/null",          "-w", "%{exitcode}", "--noproxy", "*"};
     argv.insert(argv.end(), args.begin(), args.end());
     return RunProcess(argv).out;
   };
@@ -375,8 +388,9 @@ TEST_F(EgressTest, ASandboxFromARootOwnedImageStartsWithIsbsResolverAndReachesIt
   ASSERT_FALSE(id.empty());
   std::string proxy = MustTool("sandbox_get", {{"sandbox", id}})["spec"]["environment"]["HTTP_PROXY"];
   std::string host_end = proxy.substr(7, proxy.rfind(':') - 7);
-  json out = Exec(id, {"sh", "-c", "stat -c %u:%g /etc; touch /etc/made && echo made; cat /etc/resolv.conf; "
-                                   "wget -q -O - http://allowed.test/"});
+  json out = Exec(id, {"sh", "-c",
+                       "stat -c %u:%g /etc; touch /etc/made && echo made; cat /etc/resolv.conf; "
+                       "wget -q -O - http://allowed.test/"});
   EXPECT_EQ(out["stdout"], "0:0\nmade\nnameserver " + host_end + "\nhello from the origin\n") << out.dump();
   EXPECT_EQ(out["exit_code"], 0) << out.dump();
   EXPECT_FALSE(std::filesystem::exists(image + "/etc/made"));
@@ -406,7 +420,8 @@ TEST_F(EgressTest, EveryRequestOnAKeptAliveConnectionIsChecked) {
       "    rest += d\n"
       "print(rest.decode(), end='')\n";
   json out = Exec(id, {"python3", "-c", client});
-  const std::string reason = "egress to unlisted.test:80 on a connection to allowed.test:80 is refused: one host per connection";
+  const std::string reason =
+      "egress to unlisted.test:80 on a connection to allowed.test:80 is refused: one host per connection";
   EXPECT_EQ(out["stdout"], "HTTP/1.1 200 OK\nHTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: " +
                                std::to_string(reason.size() + 6) + "\r\nConnection: close\r\n\r\nisb: " + reason + "\n")
       << out.dump();
@@ -423,18 +438,23 @@ TEST_F(EgressTest, AThousandConcurrentConnectionsFromASandboxAllGetThroughAndNon
       "    await r.readuntil(b'\\r\\n\\r\\n')\n"
       "    w.write(b'HTTP/1.0 200 OK\\r\\nContent-Length: 3\\r\\n\\r\\nok\\n'); await w.drain(); w.close()\n"
       "async def main():\n"
-      "    s = await asyncio.start_server(serve, '127.0.0.1', " + std::to_string(port_) + ", backlog=4096)\n"
+      "    s = await asyncio.start_server(serve, '127.0.0.1', " +
+      std::to_string(port_) +
+      ", backlog=4096)\n"
       "    await s.serve_forever()\n"
       "asyncio.run(main())\n";
   const std::string url = "http://127.0.0.1:" + std::to_string(port_) + "/";
-  ASSERT_TRUE(RunOrigin({"python3", "-c", origin}, [&] { return RunProcess({"curl", "-s", "-m", "1", url}).out == "ok\n"; }))
-      << "the origin did not come up";
+  ASSERT_TRUE(RunOrigin({"python3", "-c", origin}, [&] {
+    return RunProcess({"curl", "-s", "-m", "1", url}).out == "ok\n";
+  })) << "the origin did not come up";
   RestartPinnedTo({"allowed.test"});
   std::string id = CreateSandbox({{"egress", {"allowed.test:80"}}});
   ASSERT_FALSE(id.empty());
   auto descriptors = [&] {
     size_t n = 0;
-    for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/" + std::to_string(daemon_pid()) + "/fd")) ++n;
+    for ([[maybe_unused]] const auto& e :
+         std::filesystem::directory_iterator("/proc/" + std::to_string(daemon_pid()) + "/fd"))
+      ++n;
     return n;
   };
   // The count once the daemon is quiet: the create's pool refill (a new sandbox's control socket) may still be under
@@ -488,11 +508,15 @@ TEST_F(EgressTest, AnInterceptedNameIsTrustedInsideWithoutFlags) {
   for (const char* k : {"SSL_CERT_FILE", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS"})
     EXPECT_EQ(env[k], "/etc/isb/ca-bundle.pem") << k;
   // The bundle: the host's roots, then the sandbox's CA.
-  json subject = Exec(id, {"sh", "-c", "awk '/BEGIN CERT/{c=\"\"} {c=c $0 \"\\n\"} END{printf \"%s\", c}' "
-                                      "/etc/isb/ca-bundle.pem | openssl x509 -noout -subject"});
+  json subject = Exec(id, {"sh", "-c",
+                           "awk '/BEGIN CERT/{c=\"\"} {c=c $0 \"\\n\"} END{printf \"%s\", c}' "
+                           "/etc/isb/ca-bundle.pem | openssl x509 -noout -subject"});
   EXPECT_EQ(subject["stdout"], "subject=CN = isb sandbox CA " + id + "\n") << subject.dump();
-  EXPECT_EQ(Exec(id, {"grep", "-c", "BEGIN CERTIFICATE", "/etc/isb/ca-bundle.pem"})["stdout"],
-            std::to_string(std::stoi(RunProcess({"grep", "-c", "BEGIN CERTIFICATE", "/etc/ssl/certs/ca-certificates.crt"}).out) + 1) + "\n");
+  EXPECT_EQ(
+      Exec(id, {"grep", "-c", "BEGIN CERTIFICATE", "/etc/isb/ca-bundle.pem"})["stdout"],
+      std::to_string(
+          std::stoi(RunProcess({"grep", "-c", "BEGIN CERTIFICATE", "/etc/ssl/certs/ca-certificates.crt"}).out) + 1) +
+          "\n");
   // Bound from the copy on the sandbox's own layer: its mountinfo line names no host path of isb's.
   const std::string mounts = Exec(id, {"cat", "/proc/self/mountinfo"})["stdout"];
   EXPECT_NE(mounts.find(" /ca-bundle.pem /etc/isb/ca-bundle.pem ro,"), std::string::npos) << mounts;
@@ -510,16 +534,20 @@ TEST_F(EgressTest, AnInterceptedNameIsTrustedInsideWithoutFlags) {
   EXPECT_EQ(Curl(id, {"--noproxy", "*", "-o", "/dev/null", "-w", "%{http_code}", "https://secure.test/"}), "200");
   // Intercepted: the origin's own certificate is not what the sandbox sees (curl: peer certificate not trusted).
   MustTool("sandbox_file_write", {{"sandbox", id}, {"path", "/tmp/origin.pem"}, {"content", origin_ca}});
-  EXPECT_EQ(Curl(id, {"--cacert", "/tmp/origin.pem", "-o", "/dev/null", "-w", "%{exitcode}", "https://secure.test/"}), "60");
-  json py = Exec(id, {"python3", "-c", "import urllib.request; print(urllib.request.urlopen('https://secure.test/').status)"});
+  EXPECT_EQ(Curl(id, {"--cacert", "/tmp/origin.pem", "-o", "/dev/null", "-w", "%{exitcode}", "https://secure.test/"}),
+            "60");
+  json py = Exec(
+      id, {"python3", "-c", "import urllib.request; print(urllib.request.urlopen('https://secure.test/').status)"});
   EXPECT_EQ(py["stdout"], "200\n") << py.dump();
   // Node's fetch ignores the proxy variables: the SNI path, with NODE_EXTRA_CA_CERTS.
-  json node = Exec(id, {"node", "-e", "fetch('https://secure.test/').then(r => console.log(r.status), e => console.log(String(e.cause)))"});
+  json node =
+      Exec(id, {"node", "-e",
+                "fetch('https://secure.test/').then(r => console.log(r.status), e => console.log(String(e.cause)))"});
   EXPECT_EQ(node["stdout"], "200\n") << node.dump();
 }
 
-// A raw socket cannot be made inside (no CAP_NET_RAW), nor a ping socket, and a listed name that resolves to a private address on the
-// host (localhost, with no pin) is refused by the proxy's dialer with its reason.
+// A raw socket cannot be made inside (no CAP_NET_RAW), nor a ping socket, and a listed name that resolves to a private
+// address on the host (localhost, with no pin) is refused by the proxy's dialer with its reason.
 TEST_F(EgressTest, NoRawSocketsAndAListedNameResolvingToAPrivateAddressIsRefused) {
   std::string id = CreateSandbox({{"egress", {"localhost:80"}}});
   ASSERT_FALSE(id.empty());
@@ -530,29 +558,33 @@ TEST_F(EgressTest, NoRawSocketsAndAListedNameResolvingToAPrivateAddressIsRefused
   EXPECT_EQ(raw["stdout"], "EPERM\n") << raw.dump();
   // Nor an ICMP datagram (ping) socket: no group may make one in the sandbox's network namespace, and the sysctl
   // that would allow it is read-only there. So no ICMP leaves (and the host's rules take TCP only).
-  json ping = Exec(id, {"python3", "-c",
-                        "import socket, errno\n"
-                        "try:\n socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_ICMP)\n print('made')\n"
-                        "except OSError as e:\n print(errno.errorcode[e.errno])\n"
-                        "try:\n open('/proc/sys/net/ipv4/ping_group_range', 'w').write('0 2147483647')\n print('wrote')\n"
-                        "except OSError as e:\n print(errno.errorcode[e.errno])"});
+  json ping =
+      Exec(id, {"python3", "-c",
+                "import socket, errno\n"
+                "try:\n socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_ICMP)\n print('made')\n"
+                "except OSError as e:\n print(errno.errorcode[e.errno])\n"
+                "try:\n open('/proc/sys/net/ipv4/ping_group_range', 'w').write('0 2147483647')\n print('wrote')\n"
+                "except OSError as e:\n print(errno.errorcode[e.errno])"});
   EXPECT_EQ(ping["stdout"], "EACCES\nEROFS\n") << ping.dump();
   std::string proxy = MustTool("sandbox_get", {{"sandbox", id}})["spec"]["environment"]["HTTP_PROXY"];
   std::string host_end = proxy.substr(7, proxy.rfind(':') - 7);
   // Straight to the host end's port 80 with Host: localhost (the sandbox's own /etc/hosts names its loopback).
   json out = Exec(id, {"python3", "-c",
                        "import socket\n"
-                       "s = socket.create_connection(('" + host_end + "', 80), timeout=5)\n"
-                       "s.sendall(b'GET / HTTP/1.1\\r\\nHost: localhost\\r\\n\\r\\n')\n"
-                       "got = b''\n"
-                       "while True:\n"
-                       "    d = s.recv(65536)\n"
-                       "    if not d: break\n"
-                       "    got += d\n"
-                       "print(got.decode(), end='')\n"});
-  const std::string reason = "cannot reach localhost:80: egress refused 'localhost': it resolves to loopback "
-                             "(127.0.0.0/8); a non-public address is reachable only through a pin (isb serve "
-                             "--egress-pin NAME=IP[:PORT])";
+                       "s = socket.create_connection(('" +
+                           host_end +
+                           "', 80), timeout=5)\n"
+                           "s.sendall(b'GET / HTTP/1.1\\r\\nHost: localhost\\r\\n\\r\\n')\n"
+                           "got = b''\n"
+                           "while True:\n"
+                           "    d = s.recv(65536)\n"
+                           "    if not d: break\n"
+                           "    got += d\n"
+                           "print(got.decode(), end='')\n"});
+  const std::string reason =
+      "cannot reach localhost:80: egress refused 'localhost': it resolves to loopback "
+      "(127.0.0.0/8); a non-public address is reachable only through a pin (isb serve "
+      "--egress-pin NAME=IP[:PORT])";
   EXPECT_EQ(out["stdout"], "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nContent-Length: " +
                                std::to_string(reason.size() + 6) + "\r\nConnection: close\r\n\r\nisb: " + reason + "\n")
       << out.dump();
@@ -583,7 +615,8 @@ TEST_F(EgressTest, NoUdpNoIpv6AndNoOtherSandbox) {
   };
   const std::string a_host = host_end(a), b_host = host_end(b);
   // b's own address is its host end + 1.
-  const std::string b_addr = b_host.substr(0, b_host.rfind('.') + 1) + std::to_string(std::stoi(b_host.substr(b_host.rfind('.') + 1)) + 1);
+  const std::string b_addr =
+      b_host.substr(0, b_host.rfind('.') + 1) + std::to_string(std::stoi(b_host.substr(b_host.rfind('.') + 1)) + 1);
 
   // UDP to the host end on a port other than 53 never arrives: a test socket on the host listens for it.
   int udp = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -597,7 +630,8 @@ TEST_F(EgressTest, NoUdpNoIpv6AndNoOtherSandbox) {
   const std::string udp_port = std::to_string(ntohs(any.sin_port));
   json sent = Exec(a, {"python3", "-c",
                        "import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); "
-                       "print(s.sendto(b'leak', ('" + a_host + "', " + udp_port + ")))"});
+                       "print(s.sendto(b'leak', ('" +
+                           a_host + "', " + udp_port + ")))"});
   EXPECT_EQ(sent["stdout"], "4\n") << sent.dump();  // sent from inside, then dropped on the host side
   pollfd p{udp, POLLIN, 0};
   EXPECT_EQ(::poll(&p, 1, 500), 0) << "a UDP datagram from a listed sandbox reached the host";
@@ -613,8 +647,9 @@ TEST_F(EgressTest, NoUdpNoIpv6AndNoOtherSandbox) {
   EXPECT_EQ(v6["stdout"], "EADDRNOTAVAIL\n") << v6.dump();
 
   // Another sandbox, its address or its host end: unreachable or refused at once.
-  std::string probe = "import socket, errno\ns = socket.socket()\ns.settimeout(5)\n"
-                      "try:\n s.connect(('%s', 80))\n print('connected')\nexcept OSError as e:\n print(errno.errorcode[e.errno])";
+  std::string probe =
+      "import socket, errno\ns = socket.socket()\ns.settimeout(5)\n"
+      "try:\n s.connect(('%s', 80))\n print('connected')\nexcept OSError as e:\n print(errno.errorcode[e.errno])";
   auto connect_from_a = [&](const std::string& addr) {
     std::string code = probe;
     code.replace(code.find("%s"), 2, addr);

@@ -120,7 +120,8 @@ bool RefusedCredential(const std::vector<std::string>& headers, const HttpRespon
   if (r.status == 401) return true;
   if (r.status != 403 || ActorKindOf(headers) != "session") return false;
   std::string origin = HeaderValue(headers, "Origin");
-  return HeaderValue(headers, "X-Isb-Csrf") != "1" || !StartsWithNoCase(HeaderValue(headers, "Content-Type"), "application/json") ||
+  return HeaderValue(headers, "X-Isb-Csrf") != "1" ||
+         !StartsWithNoCase(HeaderValue(headers, "Content-Type"), "application/json") ||
          (!origin.empty() && origin.rfind("http://127.0.0.1:", 0) != 0);
 }
 
@@ -139,8 +140,8 @@ ExpectedRow::Rows RowsFor(const std::string& tool, const std::string& outcome) {
 }  // namespace
 
 ExpectedRow E2eTest::Unix(const std::string& action, const std::string& outcome) {
-  return ExpectedRow{.action = action, .surface = "unix", .outcome = outcome, .actor_kind = "superadmin",
-                     .org = "default"};
+  return ExpectedRow{
+      .action = action, .surface = "unix", .outcome = outcome, .actor_kind = "superadmin", .org = "default"};
 }
 
 ExpectedRow E2eTest::ByToken(const std::string& surface, const std::string& action, const std::string& outcome) {
@@ -157,8 +158,12 @@ void E2eTest::ExpectAudit(const std::string& where, std::vector<ExpectedRow> cal
 void E2eTest::LogRestCall(const std::string& tool, const std::string& surface, const std::string& actor_kind,
                           const std::string& org, const std::string& request_id, const HttpResponse& answer,
                           uint64_t started, const std::string& where) {
-  ExpectedRow row{.action = tool, .surface = surface, .outcome = RestOutcome(answer), .actor_kind = actor_kind,
-                  .org = org, .request_id = request_id};
+  ExpectedRow row{.action = tool,
+                  .surface = surface,
+                  .outcome = RestOutcome(answer),
+                  .actor_kind = actor_kind,
+                  .org = org,
+                  .request_id = request_id};
   row.rows = RowsFor(tool, row.outcome);
   // Refused for an org the caller does not reach: the row is filed in no org, never in the org it named.
   if (answer.status == 404 && answer.j.is_object() && answer.j.value("message", "") == "no org '" + org + "'")
@@ -171,8 +176,8 @@ void E2eTest::LogRestCall(const std::string& tool, const std::string& surface, c
   audit_.Add(std::move(row), started, audit_.Tick());
 }
 
-std::string E2eTest::LabelCall(const std::string& method, const std::string& target,
-                               std::vector<std::string>* headers, uint64_t started) {
+std::string E2eTest::LabelCall(const std::string& method, const std::string& target, std::vector<std::string>* headers,
+                               uint64_t started) {
   if (method != "POST" || target.rfind(kToolsPrefix, 0) != 0) return "";
   std::string id = HeaderValue(*headers, "X-Request-Id");
   if (!id.empty()) {
@@ -191,8 +196,8 @@ void E2eTest::LogCall(bool via_unix, const std::string& method, const std::strin
                       const std::vector<std::string>& headers, const std::string& body, const HttpResponse& answer,
                       uint64_t started, const std::string& request_id) {
   const std::string route = target.substr(0, target.find('?'));
-  const std::string where = "call " + std::to_string(started) + ", " + (via_unix ? "unix " : "tcp ") + method + " " +
-                            target.substr(0, 120);
+  const std::string where =
+      "call " + std::to_string(started) + ", " + (via_unix ? "unix " : "tcp ") + method + " " + target.substr(0, 120);
   const std::string actor_kind = via_unix ? "superadmin" : ActorKindOf(headers);
   auto add = [&](ExpectedRow row) {
     row.where = where;
@@ -202,23 +207,29 @@ void E2eTest::LogCall(bool via_unix, const std::string& method, const std::strin
   // one, within the daemon's budget of such rows per address (HttpServerOptions::on_refused).
   const std::string bearer = HeaderValue(headers, "Authorization");
   if (!via_unix && answer.status == 401 && route.rfind("/api/v1/auth/", 0) != 0 &&
-      !(StartsWithNoCase(bearer, "Bearer ") && bearer.size() > 7) &&
-      !HasSessionCookie(headers)) {
+      !(StartsWithNoCase(bearer, "Bearer ") && bearer.size() > 7) && !HasSessionCookie(headers)) {
     const bool mcp = route == "/mcp" || (route.rfind("/orgs/", 0) == 0 && route.ends_with("/mcp"));
-    add({.action = "authenticate", .surface = mcp ? "mcp" : "rest", .outcome = "unauthenticated",
-         .actor_kind = "anonymous", .rows = ExpectedRow::Rows::kMaybe});
+    add({.action = "authenticate",
+         .surface = mcp ? "mcp" : "rest",
+         .outcome = "unauthenticated",
+         .actor_kind = "anonymous",
+         .rows = ExpectedRow::Rows::kMaybe});
     return;
   }
   // A credential the daemon refused (a bad token or session, a session request failing the browser checks): an
   // "authenticate" row in place of the call's.
-  if (!via_unix && !actor_kind.empty() && route.rfind("/api/v1/auth/sign", 0) != 0 && RefusedCredential(headers, answer)) {
+  if (!via_unix && !actor_kind.empty() && route.rfind("/api/v1/auth/sign", 0) != 0 &&
+      RefusedCredential(headers, answer)) {
     add({.action = "authenticate", .surface = "rest", .outcome = RestOutcome(answer), .actor_kind = "user"});
     return;
   }
   // MCP, whatever the method: a foreign Origin is refused before any message is read, as a refused "mcp" call.
   if ((route == "/mcp" || (route.rfind("/orgs/", 0) == 0 && route.ends_with("/mcp"))) && answer.status == 403 &&
       answer.j.is_object() && answer.j.value("message", "").rfind("Origin '", 0) == 0) {
-    add({.action = "mcp", .surface = "mcp", .outcome = "forbidden", .actor_kind = actor_kind,
+    add({.action = "mcp",
+         .surface = "mcp",
+         .outcome = "forbidden",
+         .actor_kind = actor_kind,
          .org = route == "/mcp" ? "default" : route.substr(6, route.size() - 10)});
     return;
   }
@@ -236,7 +247,9 @@ void E2eTest::LogCall(bool via_unix, const std::string& method, const std::strin
     if (!sign_in && !judged && RefusedCredential(headers, answer)) {
       add({.action = "authenticate", .surface = "rest", .outcome = RestOutcome(answer), .actor_kind = "user"});
     } else if (judged) {
-      add({.action = sign_in ? "sign_in" : "sign_out", .surface = "rest", .outcome = RestOutcome(answer),
+      add({.action = sign_in ? "sign_in" : "sign_out",
+           .surface = "rest",
+           .outcome = RestOutcome(answer),
            .actor_kind = "user"});
     }
     return;
@@ -257,7 +270,8 @@ void E2eTest::LogCall(bool via_unix, const std::string& method, const std::strin
     // Invalid params of a call (an unknown tool, arguments not an object) and a header that disagrees with the body
     // are refusals of that call; other protocol errors call nothing.
     const json& error = reply["error"];
-    int code = error.is_object() && error.contains("code") && error["code"].is_number_integer() ? error["code"].get<int>() : 0;
+    int code =
+        error.is_object() && error.contains("code") && error["code"].is_number_integer() ? error["code"].get<int>() : 0;
     bool unknown = StringAt(error, "message").rfind("unknown tool", 0) == 0;
     row.outcome = unknown ? "not_found" : "invalid_argument";
     row.rows = code == -32602 || code == -32020 ? ExpectedRow::Rows::kOne : ExpectedRow::Rows::kNone;

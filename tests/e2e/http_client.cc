@@ -61,7 +61,9 @@ std::string RedactSecrets(std::string text) {
     const std::string p = prefix;
     for (size_t at = text.find(p); at != std::string::npos; at = text.find(p, at + p.size())) {
       size_t end = at + p.size();
-      while (end < text.size() && (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_' || text[end] == '-')) ++end;
+      while (end < text.size() &&
+             (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_' || text[end] == '-'))
+        ++end;
       text.replace(at + p.size(), end - at - p.size(), "[redacted]");
     }
   }

@@ -71,7 +71,8 @@ std::string BuildRequest(const std::string& method, const std::string& target, c
                          const std::vector<std::string>& headers = {});
 
 // One request on a fresh connection, the whole response read back.
-HttpResponse Http(const Endpoint& ep, const std::string& method, const std::string& target, const std::string& body = "",
-                  const std::vector<std::string>& headers = {}, std::chrono::milliseconds timeout = 60s);
+HttpResponse Http(const Endpoint& ep, const std::string& method, const std::string& target,
+                  const std::string& body = "", const std::vector<std::string>& headers = {},
+                  std::chrono::milliseconds timeout = 60s);
 
 }  // namespace isb::e2e

@@ -24,8 +24,8 @@ class IdentityTest : public E2eTest {
                                  const json& input = json::object()) {
     CurlResult r = CurlTcp("POST", "/api/v1/tools/" + tool, input.dump(),
                            {"Content-Type: application/json", "X-Isb-Org: " + org}, token);
-    return {r.http.status, r.http.status == 200 ? "ok" : r.http.j.value("error", "?") + ": " +
-                                                               r.http.j.value("message", "")};
+    return {r.http.status,
+            r.http.status == 200 ? "ok" : r.http.j.value("error", "?") + ": " + r.http.j.value("message", "")};
   }
 };
 
@@ -51,13 +51,14 @@ TEST_F(IdentityTest, ARowIsFiledOnlyInAnOrgTheCallerIsIn) {
   EXPECT_EQ(As(eve, "default", "sandbox_list"), std::make_pair(404, std::string("not_found: no org 'default'")));
   EXPECT_EQ(As(eve, "acme", "token_revoke", {{"id", in_acme}}).first, 200);
   auto rows = [&](const std::string& token, const json& input) {
-    CurlResult r = CurlTcp("POST", "/api/v1/tools/audit_list", input.dump(),
-                           {"Content-Type: application/json", "X-Isb-Org: " + std::string(token == bob ? "default" : "acme")},
-                           token);
+    CurlResult r = CurlTcp(
+        "POST", "/api/v1/tools/audit_list", input.dump(),
+        {"Content-Type: application/json", "X-Isb-Org: " + std::string(token == bob ? "default" : "acme")}, token);
     EXPECT_EQ(r.http.status, 200) << r.Describe();
     std::vector<std::string> out;
     for (const json& rec : r.http.j["result"]["records"])
-      if (rec.value("actor_kind", "") == "token") out.push_back(rec.value("action", "") + " " + rec.value("target", ""));
+      if (rec.value("actor_kind", "") == "token")
+        out.push_back(rec.value("action", "") + " " + rec.value("target", ""));
     return out;
   };
   // The only calls made with tokens here are eve's (bob's audit_list, a read that succeeds, is not recorded).
@@ -70,7 +71,8 @@ TEST_F(IdentityTest, ARowIsFiledOnlyInAnOrgTheCallerIsIn) {
   ASSERT_EQ(platform.status, 200) << platform.Describe();
   std::vector<std::string> none;
   for (const json& rec : platform.j["result"]["records"])
-    if (rec.value("actor_kind", "") == "token") none.push_back(rec.value("action", "") + " " + rec.value("outcome", ""));
+    if (rec.value("actor_kind", "") == "token")
+      none.push_back(rec.value("action", "") + " " + rec.value("outcome", ""));
   EXPECT_EQ(none, (std::vector<std::string>{"token_revoke started", "token_revoke ok", "sandbox_list not_found"}));
 }
 
@@ -91,8 +93,8 @@ TEST_F(IdentityTest, AMemberOfOneOrgNeitherSeesNorTouchesAnother) {
 
   // Eve, owner of acme: alice's sandbox does not exist for her, by id or by name, on every sandbox tool.
   for (const std::string& ref : {id, std::string("alices")}) {
-    for (const std::string tool : {"sandbox_get", "sandbox_exec", "sandbox_stop", "sandbox_remove",
-                                    "sandbox_file_read", "sandbox_extend", "sandbox_egress_set"}) {
+    for (const std::string tool : {"sandbox_get", "sandbox_exec", "sandbox_stop", "sandbox_remove", "sandbox_file_read",
+                                   "sandbox_extend", "sandbox_egress_set"}) {
       json in = {{"sandbox", ref}, {"argv", {"id"}}, {"path", "/etc/hostname"}, {"by", 60}, {"egress", "none"}};
       if (tool != "sandbox_exec") in.erase("argv");
       if (tool != "sandbox_file_read") in.erase("path");
@@ -107,9 +109,10 @@ TEST_F(IdentityTest, AMemberOfOneOrgNeitherSeesNorTouchesAnother) {
   EXPECT_EQ(As(eve, "default", "sandbox_list"), std::make_pair(404, std::string("not_found: no org 'default'")));
   EXPECT_EQ(As(eve, "default", "member_list"), std::make_pair(404, std::string("not_found: no org 'default'")));
   // MCP at the other org's endpoint answers as for an org that does not exist.
-  CurlResult mcp = CurlTcp("POST", "/orgs/default/mcp",
-                           R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}})",
-                           {"Content-Type: application/json", "Accept: application/json, text/event-stream"}, eve);
+  CurlResult mcp =
+      CurlTcp("POST", "/orgs/default/mcp",
+              R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}})",
+              {"Content-Type: application/json", "Accept: application/json, text/event-stream"}, eve);
   EXPECT_EQ(mcp.http.status, 404) << mcp.Describe();
   ExpectAudit("MCP at another org's endpoint", {ByToken("mcp", "mcp", "not_found")});
   // Alice's sandbox is untouched; she sees it, eve's org is not hers either.
@@ -149,8 +152,9 @@ TEST_F(IdentityTest, OrgsInvitationsAndUsersAreChangedAndRevoked) {
 
   EXPECT_EQ(As(ada, "acme", "org_update", {{"display_name", "Acme"}}),
             std::make_pair(403, std::string("forbidden: role admin may not call org_update, which needs owner")));
-  CurlResult updated = CurlTcp("POST", "/api/v1/tools/org_update", R"({"display_name":"Acme Inc.","description":"builds"})",
-                               {"Content-Type: application/json", "X-Isb-Org: acme"}, otto);
+  CurlResult updated =
+      CurlTcp("POST", "/api/v1/tools/org_update", R"({"display_name":"Acme Inc.","description":"builds"})",
+              {"Content-Type: application/json", "X-Isb-Org: acme"}, otto);
   ASSERT_EQ(updated.http.status, 200) << updated.Describe();
   EXPECT_EQ(updated.http.j["result"]["name"], "acme");
   EXPECT_EQ(updated.http.j["result"]["display_name"], "Acme Inc.");
@@ -229,7 +233,8 @@ TEST_F(IdentityTest, OrgsInvitationsAndUsersAreChangedAndRevoked) {
   ProcResult again = Isb({"invitation", "revoke", "--org", "acme", std::to_string(inv_id + 100)});
   EXPECT_EQ(again.exit_status, 1) << again.Describe();
   EXPECT_EQ(again.err, "isb: invitation " + std::to_string(inv_id + 100) + " not found\n");
-  ExpectAudit("isb invitation revoke", {in_acme(Unix("invitation_revoke")), in_acme(Unix("invitation_revoke", "not_found"))});
+  ExpectAudit("isb invitation revoke",
+              {in_acme(Unix("invitation_revoke")), in_acme(Unix("invitation_revoke", "not_found"))});
 
   ProcResult revoked = Isb({"user", "revoke", "otto"});
   ExpectAudit("isb user revoke otto", {Unix("user_revoke")});
@@ -288,13 +293,15 @@ TEST_F(IdentityTest, SessionCookiesNeedTheCsrfHeaderAndABadBearerIsNeverRescued)
   ASSERT_EQ(in.http.status, 200) << in.Describe();
   std::smatch cookie;
   std::string raw = in.proc.out;
-  ASSERT_TRUE(std::regex_search(raw, cookie, std::regex("isb_session=(isb_sess_[A-Za-z0-9_-]+); Path=/; HttpOnly; "
-                                                        "SameSite=Strict")))
+  ASSERT_TRUE(std::regex_search(raw, cookie,
+                                std::regex("isb_session=(isb_sess_[A-Za-z0-9_-]+); Path=/; HttpOnly; "
+                                           "SameSite=Strict")))
       << RedactSecrets(raw);
   std::string c = "Cookie: isb_session=" + cookie[1].str();
   // Reading needs only the cookie; changing something needs the CSRF header and JSON.
-  EXPECT_EQ(CurlTcp("POST", "/api/v1/tools/sandbox_list", "{}", {c, "Content-Type: application/json"}, "").http.j["message"],
-            "a session request that changes something needs X-Isb-Csrf: 1");
+  EXPECT_EQ(
+      CurlTcp("POST", "/api/v1/tools/sandbox_list", "{}", {c, "Content-Type: application/json"}, "").http.j["message"],
+      "a session request that changes something needs X-Isb-Csrf: 1");
   EXPECT_EQ(CurlTcp("POST", "/api/v1/tools/sandbox_list", "{}", {c, "X-Isb-Csrf: 1", "Content-Type: text/plain"}, "")
                 .http.j["message"],
             "a session request that changes something needs Content-Type: application/json");
@@ -304,11 +311,13 @@ TEST_F(IdentityTest, SessionCookiesNeedTheCsrfHeaderAndABadBearerIsNeverRescued)
             "Origin 'http://evil.example' is not this daemon's");
   // A page on another name that resolves to this host (DNS rebinding) sends that name as Host, and its Origin to
   // match: refused, for a session request and for signing in.
-  const std::string rebound = "Host 'evil.example:8092' is not this daemon's (a name a tunnel or proxy gives it is "
-                              "allowed with isb serve --allow-host)";
+  const std::string rebound =
+      "Host 'evil.example:8092' is not this daemon's (a name a tunnel or proxy gives it is "
+      "allowed with isb serve --allow-host)";
   EXPECT_EQ(CurlTcp("POST", "/api/v1/tools/sandbox_list", "{}",
                     {c, "X-Isb-Csrf: 1", "Content-Type: application/json", "Host: evil.example:8092",
-                     "Origin: http://evil.example:8092"}, "")
+                     "Origin: http://evil.example:8092"},
+                    "")
                 .http.j["message"],
             rebound);
   EXPECT_EQ(CurlTcp("POST", "/api/v1/auth/signin", R"({"user":"sam","password":"correct horse battery"})",
@@ -317,18 +326,19 @@ TEST_F(IdentityTest, SessionCookiesNeedTheCsrfHeaderAndABadBearerIsNeverRescued)
             rebound);
   // The names it listens by pass, in any case and with any port, an IPv6 literal in brackets too.
   for (const char* name : {"Host: LocalHost:1", "Host: [::1]:8092"}) {
-    EXPECT_EQ(CurlTcp("POST", "/api/v1/tools/whoami", "{}", {c, "X-Isb-Csrf: 1", "Content-Type: application/json", name},
-                      "")
-                  .http.status,
-              200)
+    EXPECT_EQ(
+        CurlTcp("POST", "/api/v1/tools/whoami", "{}", {c, "X-Isb-Csrf: 1", "Content-Type: application/json", name}, "")
+            .http.status,
+        200)
         << name;
   }
-  CurlResult ok = CurlTcp("POST", "/api/v1/tools/whoami", "{}", {c, "X-Isb-Csrf: 1", "Content-Type: application/json"}, "");
+  CurlResult ok =
+      CurlTcp("POST", "/api/v1/tools/whoami", "{}", {c, "X-Isb-Csrf: 1", "Content-Type: application/json"}, "");
   EXPECT_EQ(ok.http.status, 200) << ok.Describe();
   EXPECT_EQ(ok.http.j["result"]["subject"], "session:sam") << ok.Describe();
   // A bad bearer token is 401 even with a good cookie beside it.
-  CurlResult both = CurlTcp("POST", "/api/v1/tools/whoami", "{}", {c, "X-Isb-Csrf: 1", "Content-Type: application/json"},
-                            "isb_tok_" + std::string(43, 'B'));
+  CurlResult both = CurlTcp("POST", "/api/v1/tools/whoami", "{}",
+                            {c, "X-Isb-Csrf: 1", "Content-Type: application/json"}, "isb_tok_" + std::string(43, 'B'));
   EXPECT_EQ(both.http.status, 401) << both.Describe();
 }
 
@@ -346,20 +356,22 @@ TEST_F(IdentityTest, RemoteSpecAndToolPolicies) {
   // A remote caller's image must lie under a --bind-root, symlinks followed; the host's is not held to it.
   EXPECT_EQ(As(token(), "default", "sandbox_create", {{"image", "/etc"}}),
             std::make_pair(403, std::string("forbidden: image '/etc' is outside every --bind-root")));
-  EXPECT_EQ(As(token(), "default", "sandbox_create", {{"image", root + "/escape"}}),
-            std::make_pair(403, "forbidden: image '" + root + "/escape' resolves to '/etc', outside every --bind-root"));
+  EXPECT_EQ(
+      As(token(), "default", "sandbox_create", {{"image", root + "/escape"}}),
+      std::make_pair(403, "forbidden: image '" + root + "/escape' resolves to '/etc', outside every --bind-root"));
   // So must each mount's source; one under the root is bound where asked, writable when asked.
   auto mount = [](const std::string& source) { return json{{"mounts", {{{"source", source}, {"target", "/mnt/x"}}}}}; };
   EXPECT_EQ(As(token(), "default", "sandbox_create", mount("/etc")),
             std::make_pair(403, std::string("forbidden: mounts[0].source '/etc' is outside every --bind-root")));
   EXPECT_EQ(As(token(), "default", "sandbox_create", mount(root + "/escape/")),
-            std::make_pair(403, "forbidden: mounts[0].source '" + root + "/escape/' resolves to '/etc', outside "
-                                "every --bind-root"));
+            std::make_pair(403, "forbidden: mounts[0].source '" + root +
+                                    "/escape/' resolves to '/etc', outside "
+                                    "every --bind-root"));
   std::filesystem::permissions(root + "/ok", std::filesystem::perms::all);
   json rw = mount(root + "/ok");
   rw["mounts"][0]["read_only"] = false;
-  CurlResult bound = CurlTcp("POST", "/api/v1/tools/sandbox_create", rw.dump(), {"Content-Type: application/json"},
-                             token());
+  CurlResult bound =
+      CurlTcp("POST", "/api/v1/tools/sandbox_create", rw.dump(), {"Content-Type: application/json"}, token());
   ASSERT_EQ(bound.http.status, 200) << bound.Describe();
   Track(bound.http.j["result"]["id"]);
   json wrote = MustTool("sandbox_exec", {{"sandbox", bound.http.j["result"]["id"]},
@@ -396,7 +408,8 @@ TEST_F(IdentityTest, RemoteSpecAndToolPolicies) {
 
 TEST_F(IdentityTest, AnOrgsQuotaRefusesCreatesBeyondIt) {
   json set = MustTool("org_quota_set", {{"instances", 1}, {"cpus", 4}});
-  EXPECT_EQ(set["quota"], json({{"cpus", 4.0}, {"memory", nullptr}, {"instances", 1}, {"disk", nullptr}, {"pids", nullptr}}))
+  EXPECT_EQ(set["quota"],
+            json({{"cpus", 4.0}, {"memory", nullptr}, {"instances", 1}, {"disk", nullptr}, {"pids", nullptr}}))
       << set.dump();
   // Only a platform admin sets quotas; the org's owner cannot raise its own.
   EXPECT_EQ(As(token(), "default", "org_quota_set", {{"instances", 100}}),
@@ -424,11 +437,10 @@ TEST_F(IdentityTest, EachOrgHasItsOwnNamesAndSpecsTakeOnlyTheirVars) {
             std::make_pair(400, std::string("invalid_argument: environment.H: ${HOME} is not among the vars sent")));
   std::map<std::string, std::string> ids;
   for (const auto& [org, token] : tokens) {
-    CurlResult made = CurlTcp("POST", "/api/v1/tools/sandbox_create",
-                              json({{"name", "box"}, {"environment", {{"ORG", "${O}"}, {"COST", "$$5"}}},
-                                    {"vars", {{"O", org}}}})
-                                  .dump(),
-                              {"Content-Type: application/json", "X-Isb-Org: " + org}, token);
+    CurlResult made = CurlTcp(
+        "POST", "/api/v1/tools/sandbox_create",
+        json({{"name", "box"}, {"environment", {{"ORG", "${O}"}, {"COST", "$$5"}}}, {"vars", {{"O", org}}}}).dump(),
+        {"Content-Type: application/json", "X-Isb-Org: " + org}, token);
     ASSERT_EQ(made.http.status, 200) << made.Describe();
     ids[org] = made.http.j["result"]["id"];
     Track(ids[org]);
@@ -484,9 +496,9 @@ TEST_F(IdentityTest, SignInIsRateLimitedPerAccountAndPerAddress) {
   MustTool("user_create", {{"name", "sam"}, {"password", "correct horse battery"}});
   MustTool("user_create", {{"name", "kim"}, {"password", "another good phrase"}});
   auto sign_in = [&](const std::string& user, const std::string& password) {
-    HttpResponse r = Http(tcp_endpoint(), "POST", "/api/v1/auth/signin",
-                          json({{"user", user}, {"password", password}}).dump(),
-                          {"Content-Type: application/json", "X-Isb-Csrf: 1"});
+    HttpResponse r =
+        Http(tcp_endpoint(), "POST", "/api/v1/auth/signin", json({{"user", user}, {"password", password}}).dump(),
+             {"Content-Type: application/json", "X-Isb-Csrf: 1"});
     // Each attempt is an audit row, the refused ones too.
     ExpectedRow row = ByToken("rest", "sign_in", r.status == 200 ? "ok" : r.j.value("error", "?"));
     row.actor_kind = "user";

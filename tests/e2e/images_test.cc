@@ -66,8 +66,8 @@ class ImagesTest : public E2eTest {
   size_t LayerDirs() const {
     size_t n = 0;
     std::error_code ec;
-    for (auto it = fs::directory_iterator(state_dir() + "/images/layers/sha256", ec); !ec && it != fs::directory_iterator();
-         it.increment(ec))
+    for (auto it = fs::directory_iterator(state_dir() + "/images/layers/sha256", ec);
+         !ec && it != fs::directory_iterator(); it.increment(ec))
       ++n;
     return n;
   }
@@ -91,8 +91,8 @@ TEST_F(ImagesTest, APulledImageRunsAsASandboxAndASnapshotKeepsItsFilesButNotRunO
   EXPECT_EQ(LayerDirs(), 3u);
 
   // `isb run` finds the org's image in the daemon's store, and runs its cmd (/bin/sh) when given no command.
-  ProcResult run =
-      RunProcess({ISB_BINARY, "run", "--state-dir", state_dir(), "--image", Ref(), "--", "/bin/sh", "-c", "cat /etc/d/f"});
+  ProcResult run = RunProcess(
+      {ISB_BINARY, "run", "--state-dir", state_dir(), "--image", Ref(), "--", "/bin/sh", "-c", "cat /etc/d/f"});
   EXPECT_EQ(run.exit_status, 0) << run.Describe();
   EXPECT_EQ(run.out, "f\n");
   ProcResult shell = RunProcess({ISB_BINARY, "run", "--state-dir", state_dir(), "--image", Ref()}, "echo $PATH\n");
@@ -114,9 +114,10 @@ TEST_F(ImagesTest, APulledImageRunsAsASandboxAndASnapshotKeepsItsFilesButNotRunO
   EXPECT_EQ(snap["layers"], 4);
   EXPECT_EQ(snap["source"], "snapshot");
   const std::string next = CreateSandbox({{"image", "snap/app:1"}});
-  EXPECT_EQ(Sh(next, "cat /etc/kept; test -e /etc/d/f && echo f || echo no-f; test -e /tmp/scratch && echo tmp || "
-                     "echo no-tmp; test -e /run/x/f && echo run || echo no-run; test -e /run/secrets/FILE_SECRET "
-                     "&& echo secret || echo no-secret"),
+  EXPECT_EQ(Sh(next,
+               "cat /etc/kept; test -e /etc/d/f && echo f || echo no-f; test -e /tmp/scratch && echo tmp || "
+               "echo no-tmp; test -e /run/x/f && echo run || echo no-run; test -e /run/secrets/FILE_SECRET "
+               "&& echo secret || echo no-secret"),
             "kept\nno-f\nno-tmp\nno-run\nno-secret\n");
 
   // Removal is refused while a sandbox is made from the image, and names it.
@@ -169,7 +170,8 @@ TEST_F(ImagesTest, AnOrgSeesUsesAndRemovesOnlyItsOwnImages) {
   ASSERT_NO_FATAL_FAILURE(StartRegistry());
   MustTool("image_pull", {{"ref", Ref()}});
   MustTool("org_create", {{"name", "beta"}});
-  const std::string not_found = "image '" + Ref() + "' not found in org 'beta': pull or import it first (isb image pull)";
+  const std::string not_found =
+      "image '" + Ref() + "' not found in org 'beta': pull or import it first (isb image pull)";
   HttpResponse inspect = Tool("image_inspect", {{"image", Ref()}}, {"X-Isb-Org: beta"});
   EXPECT_EQ(inspect.status, 404) << inspect.Describe();
   EXPECT_EQ(inspect.j.value("message", ""), not_found);
@@ -197,8 +199,10 @@ TEST_F(ImagesTest, ImagesCountAgainstTheOrgsDiskQuotaAndAPullPastItIsRefusedAndU
   MustTool("org_quota_set", {{"disk", 1}});
   HttpResponse tiny = Tool("image_pull", {{"ref", Ref()}});
   EXPECT_EQ(tiny.status, 403) << tiny.Describe();
-  EXPECT_TRUE(tiny.j.value("message", "").starts_with("quota: org 'default' may be allocated 0 MiB of disk, which "
-                                                      "leaves 0 MiB for image '" + Ref() + "': "))
+  EXPECT_TRUE(tiny.j.value("message", "")
+                  .starts_with("quota: org 'default' may be allocated 0 MiB of disk, which "
+                               "leaves 0 MiB for image '" +
+                               Ref() + "': "))
       << tiny.Describe();
   EXPECT_EQ(MustTool("image_list", json::object())["images"], json::array());
   EXPECT_TRUE(fs::is_empty(state_dir() + "/images/layers/tmp"));
@@ -235,10 +239,10 @@ TEST_F(ImagesTest, ImagesCountAgainstTheOrgsDiskQuotaAndAPullPastItIsRefusedAndU
   ASSERT_EQ(set.status, 200) << set.Describe();
   HttpResponse short_by_one = Tool("image_pull", {{"ref", Ref()}}, {"X-Isb-Org: beta"});
   EXPECT_EQ(short_by_one.status, 403) << short_by_one.Describe();
-  EXPECT_EQ(short_by_one.j.value("message", ""),
-            "quota: org 'beta' may be allocated " + MiBOf(bytes - 1) +
-                " of disk; its sandboxes take 0 MiB and its images would take " + MiBOf(bytes) + " with image '" +
-                Ref() + "' (it had 0 MiB): remove images or sandboxes first");
+  EXPECT_EQ(short_by_one.j.value("message", ""), "quota: org 'beta' may be allocated " + MiBOf(bytes - 1) +
+                                                     " of disk; its sandboxes take 0 MiB and its images would take " +
+                                                     MiBOf(bytes) + " with image '" + Ref() +
+                                                     "' (it had 0 MiB): remove images or sandboxes first");
   HttpResponse beta_list = Tool("image_list", json::object(), {"X-Isb-Org: beta"});
   EXPECT_EQ(beta_list.j["result"]["images"], json::array()) << beta_list.Describe();
   EXPECT_EQ(LayerDirs(), 3u);
@@ -254,8 +258,8 @@ TEST_F(ImagesTest, BasicAuthComesFromAnOrgSecretAndAWrongPasswordIsRefused) {
   HttpResponse wrong = Tool("image_pull", {{"ref", Ref()}, {"auth_secret", "REG_WRONG"}});
   EXPECT_EQ(wrong.status, 403) << wrong.Describe();
   EXPECT_EQ(wrong.body.find("wrong"), std::string::npos) << "the password is in the answer";
-  MustTool("secret_create", {{"name", "REG"}, {"value", std::string(image::testing::kTestUser) + ":" +
-                                                         image::testing::kTestPassword}});
+  MustTool("secret_create",
+           {{"name", "REG"}, {"value", std::string(image::testing::kTestUser) + ":" + image::testing::kTestPassword}});
   json pulled = MustTool("image_pull", {{"ref", Ref()}, {"auth_secret", "REG"}});
   EXPECT_EQ(pulled["digest"], digest_);
 }
@@ -275,7 +279,8 @@ TEST_F(ImagesTest, ATamperedLayerIsRefusedNamingItAndNothingIsLeft) {
   { std::ofstream(data, std::ios::binary | std::ios::trunc) << bytes; }
   HttpResponse pull = Tool("image_pull", {{"ref", Ref()}});
   EXPECT_EQ(pull.status, 400) << pull.Describe();
-  EXPECT_TRUE(pull.j.value("message", "").starts_with("layer " + layer->Short() + "\u2026: digest mismatch (got sha256:"))
+  EXPECT_TRUE(
+      pull.j.value("message", "").starts_with("layer " + layer->Short() + "\u2026: digest mismatch (got sha256:"))
       << pull.Describe();
   EXPECT_EQ(MustTool("image_list", json::object())["images"], json::array());
   EXPECT_TRUE(fs::is_empty(state_dir() + "/images/layers/tmp"));
@@ -305,7 +310,8 @@ TEST_F(ImagesTest, AnIndexResolvesToTheHostsPlatformAndALoopbackRegistryNeedsThe
 TEST_F(ImagesTest, ADebianRootfsMadeByMmdebstrapRunsAptAndPython) {
   ProcResult made = RunProcess({"bash", ISB_MAKE_DEBIAN_IMAGE, ISB_DEBIAN_IMAGE_DIR}, "", std::chrono::minutes(10));
   ASSERT_EQ(made.exit_status, 0) << made.Describe();
-  json imported = MustTool("image_import", {{"path", std::string(ISB_DEBIAN_IMAGE_DIR) + "/oci"}, {"name", "debian:12-isb"}});
+  json imported =
+      MustTool("image_import", {{"path", std::string(ISB_DEBIAN_IMAGE_DIR) + "/oci"}, {"name", "debian:12-isb"}});
   ASSERT_EQ(imported["images"].size(), 1u) << imported.dump();
   const std::string id = CreateSandbox({{"image", "debian:12-isb"}});
   json apt = Exec(id, {"apt-get", "--version"});
@@ -346,15 +352,12 @@ class DeepImageTest : public E2eTest {
                                     {"config", {{"Env", {"PATH=/bin"}}, {"Cmd", {"/bin/sh"}}}},
                                     {"rootfs", {{"type", "layers"}, {"diff_ids", diff_ids}}}}
                                    .dump();
-    const std::string manifest =
-        json{{"schemaVersion", 2},
-             {"mediaType", "application/vnd.oci.image.manifest.v1+json"},
-             {"config",
-              {{"mediaType", "application/vnd.oci.image.config.v1+json"},
-               {"digest", put(config)},
-               {"size", config.size()}}},
-             {"layers", manifest_layers}}
-            .dump();
+    const std::string manifest = json{
+        {"schemaVersion", 2},
+        {"mediaType", "application/vnd.oci.image.manifest.v1+json"},
+        {"config",
+         {{"mediaType", "application/vnd.oci.image.config.v1+json"}, {"digest", put(config)}, {"size", config.size()}}},
+        {"layers", manifest_layers}}.dump();
     const json index = {{"schemaVersion", 2},
                         {"mediaType", "application/vnd.oci.image.index.v1+json"},
                         {"manifests",
@@ -437,7 +440,7 @@ TEST_F(DeepImageTest, ASandboxOfA130LayerImageSeesItsTopFilesNotWhitedOutOnesAnd
   std::string chain = ids[0];
   for (size_t i = 1; i < 3; ++i) chain = image::DigestOf(chain + " " + ids[i]).str();
   const std::string flat = state_dir() + "/images/layers/sha256/" + chain.substr(7);
-  struct stat made{};
+  struct stat made {};
   ASSERT_EQ(::stat((flat + "/root").c_str(), &made), 0) << flat;
   EXPECT_EQ(LayerDirs(), 131u);
   // Beside its root, the file data its flatten wrote: what an org whose images need it is charged.
@@ -445,7 +448,7 @@ TEST_F(DeepImageTest, ASandboxOfA130LayerImageSeesItsTopFilesNotWhitedOutOnesAnd
   const std::string second = CreateSandbox({{"image", "test/deep:130"}});
   r = Exec(second, {"/bin/sh", "-c", script});
   EXPECT_EQ(r.value("stdout", ""), expected) << r.dump();
-  struct stat again{};
+  struct stat again {};
   ASSERT_EQ(::stat((flat + "/root").c_str(), &again), 0);
   EXPECT_EQ(again.st_ino, made.st_ino);
   EXPECT_EQ(again.st_ctim.tv_sec, made.st_ctim.tv_sec);

@@ -66,7 +66,8 @@ TEST_F(LogsTest, DetachedOutputAndItsExitAreReadBackAndFollowedUntilTheSandboxIs
   EXPECT_FALSE(followed.killed_at_deadline);
   EXPECT_EQ(followed.out, "out\ndone\nlive\n");
   // The third command's end is told when a poll came between its kill and the sandbox's removal.
-  const std::string told = "err\nisb: detached command 1 exited with code 0\nisb: detached command 2 exited with code 1\n";
+  const std::string told =
+      "err\nisb: detached command 1 exited with code 0\nisb: detached command 2 exited with code 1\n";
   EXPECT_TRUE(followed.err == told ||
               followed.err == told + "isb: detached command 3 ended: the sandbox stopped during the exec\n")
       << followed.Describe();

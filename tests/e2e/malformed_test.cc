@@ -46,8 +46,10 @@ TEST_F(MalformedTest, RestAnswersEachBadRequestWithItsExactError) {
     ExpectError(post("sandbox_exec", R"({"sandbox": ")" + id + R"(", "argv": ["true"])"), 400, "invalid_argument",
                 "not valid JSON");
     ExpectError(post("sandbox_exec", "not json at all"), 400, "invalid_argument", "not valid JSON");
-    ExpectError(post("sandbox_exec", json({{"sandbox", id}, {"argv", "ls -l"}}).dump()), 400, "invalid_argument", "argv");
-    ExpectError(post("sandbox_exec", json({{"sandbox", id}, {"argv", {"ls", 7}}}).dump()), 400, "invalid_argument", "argv");
+    ExpectError(post("sandbox_exec", json({{"sandbox", id}, {"argv", "ls -l"}}).dump()), 400, "invalid_argument",
+                "argv");
+    ExpectError(post("sandbox_exec", json({{"sandbox", id}, {"argv", {"ls", 7}}}).dump()), 400, "invalid_argument",
+                "argv");
     ExpectError(post("sandbox_exec", json({{"sandbox", id}, {"argv", json::array()}}).dump()), 400, "invalid_argument",
                 "argv");
     ExpectError(post("sandbox_exec", json({{"sandbox", id}, {"argv", {"true"}}, {"timeout", "10s"}}).dump()), 400,
@@ -112,7 +114,8 @@ TEST_F(MalformedTest, EachMalformedRequestIsRecordedWithinItsAddresssBudget) {
   ASSERT_EQ(rows().size(), 0u);
   EXPECT_EQ(Raw(ep, "HELLO THERE\r\n\r\n").status, 400);
   EXPECT_EQ(Raw(ep, "POST /api/v1/tools/sandbox_list HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{").status, 400);
-  EXPECT_EQ(Raw(ep, "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(70 << 10, 'a') + "\r\n\r\n").status, 431);
+  EXPECT_EQ(Raw(ep, "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(70 << 10, 'a') + "\r\n\r\n").status,
+            431);
   std::vector<AuditRow> got = rows();
   ASSERT_EQ(got.size(), 3u);
   for (size_t i = 0; i < got.size(); ++i) {
@@ -130,11 +133,15 @@ TEST_F(MalformedTest, McpAnswersBadMessagesWithJsonRpcErrors) {
   // A session to send in.
   std::vector<std::string> h = {"Authorization: Bearer " + token(), "Accept: application/json, text/event-stream"};
   HttpResponse init = Request(tcp_endpoint(), "POST", "/mcp",
-                           json({{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"},
-                                 {"params", {{"protocolVersion", "2025-11-25"}, {"capabilities", json::object()},
-                                             {"clientInfo", {{"name", "raw"}, {"version", "1"}}}}}})
-                               .dump(),
-                           h);
+                              json({{"jsonrpc", "2.0"},
+                                    {"id", 1},
+                                    {"method", "initialize"},
+                                    {"params",
+                                     {{"protocolVersion", "2025-11-25"},
+                                      {"capabilities", json::object()},
+                                      {"clientInfo", {{"name", "raw"}, {"version", "1"}}}}}})
+                                  .dump(),
+                              h);
   ASSERT_EQ(init.status, 200) << init.Describe();
   h.push_back("Mcp-Session-Id: " + init.Header("mcp-session-id"));
   h.push_back("MCP-Protocol-Version: 2025-11-25");
@@ -158,8 +165,9 @@ TEST_F(MalformedTest, McpAnswersBadMessagesWithJsonRpcErrors) {
   expect_rpc_error(unknown_tool, 200, -32602, 8);
   EXPECT_NE(unknown_tool.j["error"].value("message", "").find("sandbox_nope"), std::string::npos)
       << unknown_tool.Describe();
-  expect_rpc_error(rpc(R"({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"sandbox_list","arguments":"x"}})"),
-                   200, -32602, 9);
+  expect_rpc_error(
+      rpc(R"({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"sandbox_list","arguments":"x"}})"), 200,
+      -32602, 9);
 
   // Wrong types in a tool's arguments: a tool error (isError) naming the field, so a model can correct itself.
   HttpResponse wrong = rpc(
@@ -174,7 +182,8 @@ TEST_F(MalformedTest, McpAnswersBadMessagesWithJsonRpcErrors) {
 
   // Too big for MCP too.
   RawConnection c(tcp_endpoint());
-  std::string big = R"({"jsonrpc":"2.0","id":12,"method":"ping","params":{"pad":")" + std::string(9 << 20, 'y') + "\"}}";
+  std::string big =
+      R"({"jsonrpc":"2.0","id":12,"method":"ping","params":{"pad":")" + std::string(9 << 20, 'y') + "\"}}";
   c.Send(BuildRequest("POST", "/mcp", big, h));
   c.ShutdownWrite();
   HttpResponse too_big = ParseHttpResponse(c.ReadAll(15s));

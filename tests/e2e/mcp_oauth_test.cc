@@ -23,7 +23,8 @@ class McpOAuthTest : public OriginTest {
     EXPECT_EQ(in.http.status, 200) << in.Describe();
     std::smatch cookie;
     const std::string raw = in.proc.out;
-    EXPECT_TRUE(std::regex_search(raw, cookie, std::regex("isb_session=(isb_sess_[A-Za-z0-9_-]+)"))) << RedactSecrets(raw);
+    EXPECT_TRUE(std::regex_search(raw, cookie, std::regex("isb_session=(isb_sess_[A-Za-z0-9_-]+)")))
+        << RedactSecrets(raw);
     return cookie.empty() ? "" : "isb_session=" + cookie[1].str();
   }
 };
@@ -49,12 +50,14 @@ TEST_F(McpOAuthTest, TheSdksOAuthFlowConnectsAndEachRefusalIsExact) {
   EXPECT_EQ(obs["callback"], json({{"hasCode", true}, {"state", nullptr}, {"iss", base_url()}}));
   EXPECT_EQ(obs["wrongVerifier"],
             json({{"status", 400},
-                  {"body", {{"error", "invalid_grant"},
-                            {"error_description", "code_verifier: does not match the code_challenge (S256)"}}}}));
+                  {"body",
+                   {{"error", "invalid_grant"},
+                    {"error_description", "code_verifier: does not match the code_challenge (S256)"}}}}));
   EXPECT_EQ(obs["otherRedirect"],
             json({{"status", 400},
-                  {"body", {{"error", "invalid_grant"},
-                            {"error_description", "redirect_uri: not the one the authorization request sent"}}}}));
+                  {"body",
+                   {{"error", "invalid_grant"},
+                    {"error_description", "redirect_uri: not the one the authorization request sent"}}}}));
   EXPECT_EQ(obs["unregisteredRedirect"], json({{"status", 400}, {"location", nullptr}, {"says", true}}));
   EXPECT_EQ(obs["otherResource"]["atMcp"]["status"], 401);
   EXPECT_EQ(obs["otherResource"]["atMcp"]["wwwAuthenticate"],
@@ -66,13 +69,14 @@ TEST_F(McpOAuthTest, TheSdksOAuthFlowConnectsAndEachRefusalIsExact) {
   EXPECT_EQ(obs["refreshed"]["body"]["scope"], "member");
   EXPECT_EQ(obs["reusedRefresh"],
             json({{"status", 400},
-                  {"body", {{"error", "invalid_grant"},
-                            {"error_description", "refresh_token: already used; every token of this grant is revoked"}}}}));
+                  {"body",
+                   {{"error", "invalid_grant"},
+                    {"error_description", "refresh_token: already used; every token of this grant is revoked"}}}}));
   EXPECT_EQ(obs["afterReuse"], 401);
-  EXPECT_EQ(obs["replayed"],
-            json({{"status", 400},
-                  {"body", {{"error", "invalid_grant"},
-                            {"error_description", "code: already used; the tokens it gave are revoked"}}}}));
+  EXPECT_EQ(obs["replayed"], json({{"status", 400},
+                                   {"body",
+                                    {{"error", "invalid_grant"},
+                                     {"error_description", "code: already used; the tokens it gave are revoked"}}}}));
   EXPECT_EQ(obs["afterReplay"], 401);
 
   // Every consent answered is a row: the SDK's and four by hand, all granted.
@@ -98,11 +102,12 @@ TEST_F(McpOAuthTest, TheSdkConnectsAsAClientKnownByItsMetadataDocument) {
   MakeCertificate("localhost");
   const std::string port = std::to_string(port_);
   // Reading none and saying how to read them is refused before anything starts.
-  ProcResult both = RunProcess({ISB_BINARY, "serve", "--state-dir", origin_dir_ + "/unused", "--no-oauth-client-documents",
-                                "--oauth-client-allow", "localhost:" + port});
+  ProcResult both = RunProcess({ISB_BINARY, "serve", "--state-dir", origin_dir_ + "/unused",
+                                "--no-oauth-client-documents", "--oauth-client-allow", "localhost:" + port});
   EXPECT_EQ(both.exit_status, 2) << both.Describe();
-  EXPECT_EQ(both.err, "isb serve: --oauth-client-allow and --oauth-client-ca say how client metadata documents are "
-                      "read; --no-oauth-client-documents reads none: drop one or the other\n");
+  EXPECT_EQ(both.err,
+            "isb serve: --oauth-client-allow and --oauth-client-ca say how client metadata documents are "
+            "read; --no-oauth-client-documents reads none: drop one or the other\n");
   EXPECT_FALSE(std::filesystem::exists(origin_dir_ + "/unused"));
   ASSERT_EQ(StopDaemon(), 0);
   StartDaemon({"--oauth-client-allow", "localhost:" + port, "--oauth-client-ca", origin_dir_ + "/cert.pem"});
@@ -121,14 +126,17 @@ TEST_F(McpOAuthTest, TheSdkConnectsAsAClientKnownByItsMetadataDocument) {
   EXPECT_EQ(obs["refreshed"], 200);
   const std::string at = "client_id: the metadata document at https://";
   EXPECT_EQ(obs["wrongId"], json({{"status", 400},
-                                  {"says", at + "localhost:" + port + "/wrong-id.json: client_id: the document names "
+                                  {"says", at + "localhost:" + port +
+                                               "/wrong-id.json: client_id: the document names "
                                                "another client_id, not its own URL"}}));
   EXPECT_EQ(obs["moved"], json({{"status", 400},
-                                {"says", at + "localhost:" + port + "/moved.json answered HTTP 302 (a redirect): isb "
-                                              "reads a client's metadata only at its own URL"}}));
+                                {"says", at + "localhost:" + port +
+                                             "/moved.json answered HTTP 302 (a redirect): isb "
+                                             "reads a client's metadata only at its own URL"}}));
   EXPECT_EQ(obs["notAllowed"],
             json({{"status", 400},
-                  {"says", at + "127.0.0.1:" + port + "/client.json could not be fetched: it is not on a public "
+                  {"says", at + "127.0.0.1:" + port +
+                               "/client.json could not be fetched: it is not on a public "
                                "address (isb reads documents on loopback or private addresses only from hosts allowed "
                                "with isb serve --oauth-client-allow)"}}));
   // Read once for two consent pages (its max-age), each refused document once; the address refused was never asked.

@@ -18,10 +18,11 @@ std::string EnsureSdk() {
     if (FindProgram("node").empty() || FindProgram("npm").empty()) return std::string("node and npm must be in PATH");
     if (::access((dir + "/mcp_client.mjs").c_str(), R_OK) != 0)
       return dir + "/mcp_client.mjs is missing: re-run cmake (e2e.cmake copies it there)";
-    if (::access((dir + "/node_modules/@modelcontextprotocol/sdk/package.json").c_str(), R_OK) == 0) return std::string();
-    ProcResult npm = RunProcess({"npm", "install", "--prefix", dir, "--no-audit", "--no-fund",
-                                 "@modelcontextprotocol/sdk@1.32.2"},
-                                "", std::chrono::seconds(240));
+    if (::access((dir + "/node_modules/@modelcontextprotocol/sdk/package.json").c_str(), R_OK) == 0)
+      return std::string();
+    ProcResult npm =
+        RunProcess({"npm", "install", "--prefix", dir, "--no-audit", "--no-fund", "@modelcontextprotocol/sdk@1.32.2"},
+                   "", std::chrono::seconds(240));
     if (npm.exit_status != 0) return "npm install @modelcontextprotocol/sdk failed: " + npm.Describe();
     return std::string();
   }();

@@ -29,7 +29,8 @@ TEST_F(McpTest, TypeScriptSdkClientCreatesAndExecs) {
   json obs = json::parse(node.out, nullptr, false);
   ASSERT_TRUE(obs.is_object()) << node.Describe();
   ASSERT_EQ(obs["ok"], true) << "the SDK client failed after steps " << obs["steps"].dump() << ": "
-                             << obs.value("error", "") << "\n" << node.Describe();
+                             << obs.value("error", "") << "\n"
+                             << node.Describe();
   EXPECT_EQ(node.exit_status, 0) << node.Describe();
   TrackFrom(obs);
   if (obs["create"]["id"].is_string()) Track(obs["create"]["id"].get<std::string>());
@@ -72,7 +73,10 @@ TEST_F(McpTest, TypeScriptSdkClientCreatesAndExecs) {
   // tools/call: create, exec with structuredContent (validated by the SDK against the output schema).
   EXPECT_EQ(obs["create"]["isError"], false) << obs["create"];
   EXPECT_EQ(obs["create"]["state"], "running") << obs["create"];
-  EXPECT_EQ(obs["exec"], json({{"isError", false}, {"stdout", "hello mcp"}, {"stderr", "oops"}, {"exit_code", 7},
+  EXPECT_EQ(obs["exec"], json({{"isError", false},
+                               {"stdout", "hello mcp"},
+                               {"stderr", "oops"},
+                               {"exit_code", 7},
                                {"textHasResult", true}}));
   EXPECT_EQ(obs["streamed"]["stdout"], "one\ntwo\n");
   EXPECT_EQ(obs["streamed"]["exit_code"], 0);
@@ -100,7 +104,8 @@ TEST_F(McpTest, TypeScriptSdkClientCreatesAndExecs) {
   // The removal, destructive, ran once the client's person approved it: the SDK's elicitation handler was asked
   // once, about it, and nothing before it was asked about (exec is pre-approved).
   ASSERT_EQ(obs["asked"].size(), 1u) << obs["asked"].dump();
-  EXPECT_EQ(obs["asked"][0]["message"], "Approve sandbox_remove {\"sandbox\":\"" + obs["create"]["id"].get<std::string>() +
+  EXPECT_EQ(obs["asked"][0]["message"], "Approve sandbox_remove {\"sandbox\":\"" +
+                                            obs["create"]["id"].get<std::string>() +
                                             "\"}? Remove a sandbox: it cannot be undone.");
   EXPECT_EQ(obs["asked"][0]["schema"]["properties"]["approve"]["type"], "boolean");
   EXPECT_EQ(obs["remove"]["isError"], false) << obs["remove"];
@@ -109,16 +114,21 @@ TEST_F(McpTest, TypeScriptSdkClientCreatesAndExecs) {
 
   // The daemon agrees: the sandbox is gone and so is the session.
   EXPECT_EQ(Tool("sandbox_list", json::object()).j["result"]["sandboxes"], json::array());
-  CurlResult after = Rpc({{"jsonrpc", "2.0"}, {"id", 9}, {"method", "tools/list"}},
-                         {"Mcp-Session-Id: " + obs["sessionId"].get<std::string>(), "MCP-Protocol-Version: 2025-11-25"});
+  CurlResult after =
+      Rpc({{"jsonrpc", "2.0"}, {"id", 9}, {"method", "tools/list"}},
+          {"Mcp-Session-Id: " + obs["sessionId"].get<std::string>(), "MCP-Protocol-Version: 2025-11-25"});
   EXPECT_EQ(after.http.status, 404) << after.Describe();
 }
 
 TEST_F(McpTest, StreamableHttpRulesWithCurl) {
   // initialize -> a session id header
-  CurlResult init = Rpc({{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"},
-                         {"params", {{"protocolVersion", "2025-11-25"}, {"capabilities", json::object()},
-                                     {"clientInfo", {{"name", "curl"}, {"version", "1"}}}}}});
+  CurlResult init = Rpc({{"jsonrpc", "2.0"},
+                         {"id", 1},
+                         {"method", "initialize"},
+                         {"params",
+                          {{"protocolVersion", "2025-11-25"},
+                           {"capabilities", json::object()},
+                           {"clientInfo", {{"name", "curl"}, {"version", "1"}}}}}});
   ASSERT_EQ(init.http.status, 200) << init.Describe();
   EXPECT_EQ(init.http.j["id"], 1);
   EXPECT_EQ(init.http.j["result"]["protocolVersion"], "2025-11-25") << init.Describe();
@@ -176,14 +186,18 @@ TEST_F(McpTest, StreamableHttpRulesWithCurl) {
   // The stateless revision (2026-07-28): no session; version in the header and in _meta.
   json meta = {{"io.modelcontextprotocol/protocolVersion", "2026-07-28"},
                {"io.modelcontextprotocol/clientCapabilities", json::object()}};
-  CurlResult discover = Rpc({{"jsonrpc", "2.0"}, {"id", 10}, {"method", "server/discover"}, {"params", {{"_meta", meta}}}},
-                            {"MCP-Protocol-Version: 2026-07-28", "Mcp-Method: server/discover"});
+  CurlResult discover =
+      Rpc({{"jsonrpc", "2.0"}, {"id", 10}, {"method", "server/discover"}, {"params", {{"_meta", meta}}}},
+          {"MCP-Protocol-Version: 2026-07-28", "Mcp-Method: server/discover"});
   EXPECT_EQ(discover.http.status, 200) << discover.Describe();
   EXPECT_EQ(discover.http.j["result"]["supportedVersions"], json({"2026-07-28"})) << discover.Describe();
   EXPECT_TRUE(discover.http.Header("mcp-session-id").empty()) << "stateless requests get no session";
-  CurlResult stateless_call = Rpc({{"jsonrpc", "2.0"}, {"id", 11}, {"method", "tools/call"},
-                                   {"params", {{"name", "sandbox_list"}, {"arguments", json::object()}, {"_meta", meta}}}},
-                                  {"MCP-Protocol-Version: 2026-07-28", "Mcp-Method: tools/call", "Mcp-Name: sandbox_list"});
+  CurlResult stateless_call =
+      Rpc({{"jsonrpc", "2.0"},
+           {"id", 11},
+           {"method", "tools/call"},
+           {"params", {{"name", "sandbox_list"}, {"arguments", json::object()}, {"_meta", meta}}}},
+          {"MCP-Protocol-Version: 2026-07-28", "Mcp-Method: tools/call", "Mcp-Name: sandbox_list"});
   EXPECT_EQ(stateless_call.http.status, 200) << stateless_call.Describe();
   EXPECT_EQ(stateless_call.http.j["result"]["structuredContent"], json({{"sandboxes", json::array()}}))
       << stateless_call.Describe();
@@ -221,7 +235,8 @@ TEST_F(McpTest, StatelessApprovalByCallingAgainWithCurl) {
 
   json declined = remove(ask(), {{"action", "decline"}});
   EXPECT_EQ(declined["isError"], true) << declined.dump();
-  EXPECT_EQ(declined["content"][0]["text"], "forbidden: sandbox_remove was not approved: the person asked did not approve it");
+  EXPECT_EQ(declined["content"][0]["text"],
+            "forbidden: sandbox_remove was not approved: the person asked did not approve it");
   EXPECT_EQ(MustTool("sandbox_get", {{"sandbox", box}})["id"], box) << "a declined removal removed the sandbox";
 
   const std::string state = ask();

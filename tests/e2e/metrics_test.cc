@@ -42,9 +42,8 @@ TEST_F(MetricsTest, PromtoolFindsNothingToSayAndEveryNamedMetricMovesWithItsEven
        {"isb_sandboxes", "isb_sandbox_creates_total", "isb_sandbox_create_seconds", "isb_sandbox_execs_total",
         "isb_sandbox_exec_seconds", "isb_reaper_actions_total", "isb_proxy_connections_total",
         "isb_proxy_active_connections", "isb_proxy_bytes_total", "isb_proxy_refusals_total", "isb_dns_answers_total",
-        "isb_judge_verdicts_total", "isb_judge_cache_lookups_total", "isb_judge_breakers_open",
-        "isb_audit_rows_total", "isb_audit_verify_failures_total", "isb_pool_size", "isb_pool_hits_total",
-        "isb_lifecycle_events_total"})
+        "isb_judge_verdicts_total", "isb_judge_cache_lookups_total", "isb_judge_breakers_open", "isb_audit_rows_total",
+        "isb_audit_verify_failures_total", "isb_pool_size", "isb_pool_hits_total", "isb_lifecycle_events_total"})
     EXPECT_NE(before.find(std::string("\n# TYPE ") + name + " "), std::string::npos) << name << " is missing";
 
   const std::string id = CreateSandbox();
@@ -101,17 +100,19 @@ TEST_F(MetricsTest, WithoutMetricsPublicALoopbackCallerWithoutATokenIsRefused) {
 TEST_F(MetricsTest, AFollowerSeesACreatedSandboxAsItHappens) {
   ProcResult curl, cli;
   std::thread follow_curl([&] {
-    curl = RunProcess({"curl", "-sN", "--max-time", "5", "--unix-socket", socket_path(),
-                       "http://localhost/api/v1/events"});
+    curl = RunProcess(
+        {"curl", "-sN", "--max-time", "5", "--unix-socket", socket_path(), "http://localhost/api/v1/events"});
   });
-  std::thread follow_cli([&] { cli = RunProcess({ISB_BINARY, "events", "--json", "--socket", socket_path()}, "", 5s); });
+  std::thread follow_cli([&] {
+    cli = RunProcess({ISB_BINARY, "events", "--json", "--socket", socket_path()}, "", 5s);
+  });
   std::this_thread::sleep_for(1500ms);
   const std::string id = CreateSandbox({{"name", "watched"}});
   follow_curl.join();
   follow_cli.join();
   ASSERT_FALSE(id.empty());
-  const std::string data_prefix = R"("type":"created","org":"default","sandbox":")" + id +
-                                  R"(","name":"watched","state":"running","at":")";
+  const std::string data_prefix =
+      R"("type":"created","org":"default","sandbox":")" + id + R"(","name":"watched","state":"running","at":")";
   EXPECT_NE(curl.out.find("event: sandbox\ndata: {\"id\":"), std::string::npos) << curl.Describe();
   EXPECT_NE(curl.out.find(data_prefix), std::string::npos) << curl.Describe();
   EXPECT_NE(cli.out.find(data_prefix), std::string::npos) << cli.Describe();

@@ -150,7 +150,8 @@ class PreviewTest : public E2eTest {
   }
   // A new member `user` opens the app's preview with a token of their own, over TCP, and spends the link: the
   // token_create answer and the isb_preview cookie (empty when something failed, with the reason reported).
-  std::pair<json, std::string> SpentByNewMember(const std::string& id, const std::string& host, const std::string& user) {
+  std::pair<json, std::string> SpentByNewMember(const std::string& id, const std::string& host,
+                                                const std::string& user) {
     MustTool("user_create", {{"name", user}});
     MustTool("member_add", {{"user", user}, {"role", "member"}});
     json minted = MustTool("token_create", {{"name", user}, {"user", user}});
@@ -282,9 +283,11 @@ TEST_F(PreviewTest, ALinkIsRefusedOnAnotherPreviewsHostAndOnceExpired) {
 // A link is good for 60 s at most (the spec's bound); shorter is the operator's choice.
 TEST_F(PreviewTest, ALinksLifeIsSixtySecondsOrShorter) {
   for (const char* life : {"61s", "500ms"}) {
-    ProcResult refused = RunProcess({ISB_BINARY, "serve", "--state-dir", temp_dir() + "/x", "--preview-link-life", life});
+    ProcResult refused =
+        RunProcess({ISB_BINARY, "serve", "--state-dir", temp_dir() + "/x", "--preview-link-life", life});
     EXPECT_EQ(refused.exit_status, 2) << refused.Describe();
-    EXPECT_EQ(refused.err, "isb serve: --preview-link-life: must be from 1s to 60s (a link is good for 60 s at most)\n");
+    EXPECT_EQ(refused.err,
+              "isb serve: --preview-link-life: must be from 1s to 60s (a link is good for 60 s at most)\n");
   }
 }
 

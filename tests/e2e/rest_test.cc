@@ -46,7 +46,10 @@ class RestTest : public E2eTest {
 void RestTest::Lifecycle(Via via, const std::string& name) {
   // create
   json created = Ok(via, "sandbox_create",
-                    {{"name", name}, {"mem_limit", "64M"}, {"pids", 32}, {"labels", {{"suite", "e2e"}, {"via", name}}},
+                    {{"name", name},
+                     {"mem_limit", "64M"},
+                     {"pids", 32},
+                     {"labels", {{"suite", "e2e"}, {"via", name}}},
                      {"environment", {{"GREETING", "hello from " + name}}}});
   ASSERT_TRUE(created.contains("id")) << created.dump();
   const std::string id = created["id"].get<std::string>();
@@ -60,8 +63,9 @@ void RestTest::Lifecycle(Via via, const std::string& name) {
   EXPECT_EQ(created["expires_at"].get<int64_t>() - created["created_at"].get<int64_t>(), 86400);
 
   // exec: stdout, stderr and the exit code exactly, separately; by id and by name
-  json ran = Ok(via, "sandbox_exec",
-                {{"sandbox", id}, {"argv", {"sh", "-c", "printf '%s' \"$GREETING\"; printf 'to stderr\\n' >&2; exit 42"}}});
+  json ran =
+      Ok(via, "sandbox_exec",
+         {{"sandbox", id}, {"argv", {"sh", "-c", "printf '%s' \"$GREETING\"; printf 'to stderr\\n' >&2; exit 42"}}});
   EXPECT_EQ(ran["exit_code"], 42) << ran.dump();
   EXPECT_EQ(ran["stdout"], "hello from " + name) << ran.dump();
   EXPECT_EQ(ran["stderr"], "to stderr\n") << ran.dump();
@@ -80,12 +84,16 @@ void RestTest::Lifecycle(Via via, const std::string& name) {
   std::string blob;
   for (int i = 0; i < 256; ++i) blob.push_back(static_cast<char>(i));
   blob += std::string("\0\r\n\xff", 4);
-  json wrote = Ok(via, "sandbox_file_write",
-                  {{"sandbox", id}, {"path", "/root/e2e/../blob.bin"}, {"content_base64", Base64(blob)}, {"mode", "0750"}});
+  json wrote =
+      Ok(via, "sandbox_file_write",
+         {{"sandbox", id}, {"path", "/root/e2e/../blob.bin"}, {"content_base64", Base64(blob)}, {"mode", "0750"}});
   EXPECT_EQ(wrote, json({{"path", "/root/blob.bin"}, {"size", blob.size()}, {"mode", "0750"}})) << wrote.dump();
   json read = Ok(via, "sandbox_file_read", {{"sandbox", id}, {"path", "/root/blob.bin"}});
-  EXPECT_EQ(read, json({{"path", "/root/blob.bin"}, {"size", blob.size()}, {"mode", "0750"}, {"content_base64", Base64(blob)}}));
-  ran = Ok(via, "sandbox_exec", {{"sandbox", id}, {"argv", {"sh", "-c", "wc -c < /root/blob.bin; stat -c %a /root/blob.bin"}}});
+  EXPECT_EQ(
+      read,
+      json({{"path", "/root/blob.bin"}, {"size", blob.size()}, {"mode", "0750"}, {"content_base64", Base64(blob)}}));
+  ran = Ok(via, "sandbox_exec",
+           {{"sandbox", id}, {"argv", {"sh", "-c", "wc -c < /root/blob.bin; stat -c %a /root/blob.bin"}}});
   EXPECT_EQ(ran["stdout"], std::to_string(blob.size()) + "\n750\n") << ran.dump();
   Fails(via, "sandbox_file_read", {{"sandbox", id}, {"path", "/no/such/file"}}, 404, "not_found");
 
@@ -113,7 +121,8 @@ void RestTest::Lifecycle(Via via, const std::string& name) {
   // start: files persisted
   json started = Ok(via, "sandbox_start", {{"sandbox", id}});
   EXPECT_EQ(started["state"], "running") << started.dump();
-  EXPECT_EQ(Ok(via, "sandbox_file_read", {{"sandbox", id}, {"path", "/root/blob.bin"}})["content_base64"], Base64(blob));
+  EXPECT_EQ(Ok(via, "sandbox_file_read", {{"sandbox", id}, {"path", "/root/blob.bin"}})["content_base64"],
+            Base64(blob));
   ran = Ok(via, "sandbox_exec", {{"sandbox", id}, {"argv", {"cat", "/root/blob.bin"}}, {"encoding", "base64"}});
   EXPECT_EQ(ran["stdout_base64"], Base64(blob)) << ran.dump();
 
@@ -271,8 +280,8 @@ TEST_F(RestTest, StreamingCallerThatHangsUpEndsItsCommand) {
   {
     RawConnection c(tcp_endpoint());
     ASSERT_TRUE(c.ok()) << c.error();
-    ASSERT_TRUE(c.Send(BuildRequest("POST", "/api/v1/tools/sandbox_exec?stream=1", in.dump(),
-                                    {"Authorization: Bearer " + token()})));
+    ASSERT_TRUE(c.Send(
+        BuildRequest("POST", "/api/v1/tools/sandbox_exec?stream=1", in.dump(), {"Authorization: Bearer " + token()})));
     std::string seen;
     c.ReadAll(1500ms, [&](std::string_view piece) { seen.append(piece); });
     c.Close();

@@ -104,29 +104,34 @@ TEST_F(SecretsTest, APlaceholderIsSwappedInEveryPartOfARequestAndTheValueNeverCo
 
   struct Case {
     const char* what;
-    std::string script;    // run inside; its answer must hold the placeholder and not the value
-    std::string received;  // what the origin must have been sent
+    std::string script;         // run inside; its answer must hold the placeholder and not the value
+    std::string received;       // what the origin must have been sent
     std::string answered = "";  // what the answer must hold; default the placeholder
   };
   const std::string basic = "Authorization: Basic " + Base64("user:" + std::string(kValue));
   const Case cases[] = {
-      {"a header", "curl -s -H \"Authorization: Bearer $KEY\" https://echo.test/h", "Authorization: Bearer " + std::string(kValue)},
+      {"a header", "curl -s -H \"Authorization: Bearer $KEY\" https://echo.test/h",
+       "Authorization: Bearer " + std::string(kValue)},
       // The echo's base64 of the value is scrubbed into the placeholder's, but for the run's last characters.
       {"basic auth", "curl -s -u \"user:$KEY\" https://echo.test/b", basic,
        "Authorization: Basic " + Base64("user:" + placeholder_).substr(0, 68)},
-      {"the query", "curl -s \"https://echo.test/q?key=$KEY&x=1\"", "GET /q?key=" + std::string(kValue) + "&x=1 HTTP/1.1"},
-      {"a JSON body", "curl -s -H 'Content-Type: application/json' -d \"{\\\"key\\\": \\\"$KEY\\\"}\" https://echo.test/j",
+      {"the query", "curl -s \"https://echo.test/q?key=$KEY&x=1\"",
+       "GET /q?key=" + std::string(kValue) + "&x=1 HTTP/1.1"},
+      {"a JSON body",
+       "curl -s -H 'Content-Type: application/json' -d \"{\\\"key\\\": \\\"$KEY\\\"}\" https://echo.test/j",
        "{\"key\": \"" + std::string(kValue) + "\"}"},
       {"a form body", "curl -s --data-urlencode \"key=$KEY\" https://echo.test/f", "key=" + std::string(kValue)},
       {"a chunked body",
        "printf 'a%.0s' $(seq 1 5000) > /tmp/pad; { cat /tmp/pad; printf \"$KEY\"; cat /tmp/pad; } > /tmp/body; "
        "curl -s -H 'Transfer-Encoding: chunked' --data-binary @/tmp/body https://echo.test/c | tail -c 6000",
        std::string(kValue) + "aaaa"},
-      {"python", "python3 -c \"import os, urllib.request as u; print(u.urlopen(u.Request('https://echo.test/p', "
-                 "headers={'X-Api-Key': os.environ['KEY']})).read().decode())\"",
+      {"python",
+       "python3 -c \"import os, urllib.request as u; print(u.urlopen(u.Request('https://echo.test/p', "
+       "headers={'X-Api-Key': os.environ['KEY']})).read().decode())\"",
        "X-Api-Key: " + std::string(kValue)},
-      {"node", "node -e \"fetch('https://echo.test/n', {headers: {'x-api-key': process.env.KEY}})"
-               ".then(r => r.text()).then(t => console.log(t))\"",
+      {"node",
+       "node -e \"fetch('https://echo.test/n', {headers: {'x-api-key': process.env.KEY}})"
+       ".then(r => r.text()).then(t => console.log(t))\"",
        "x-api-key: " + std::string(kValue)},
   };
   for (const Case& c : cases) {
@@ -144,7 +149,8 @@ TEST_F(SecretsTest, APlaceholderIsSwappedInEveryPartOfARequestAndTheValueNeverCo
         Sh(id, std::string("curl -s -i --compressed -H \"X-Api-Key: $KEY\" https://echo.test/") + form);
     std::string received = Received();
     EXPECT_NE(received.find("X-Api-Key: " + std::string(kValue)), std::string::npos) << form << ": " << Shown(received);
-    EXPECT_NE(received.find("Accept-Encoding: deflate, gzip, br, zstd"), std::string::npos) << form << ": " << Shown(received);
+    EXPECT_NE(received.find("Accept-Encoding: deflate, gzip, br, zstd"), std::string::npos)
+        << form << ": " << Shown(received);
     EXPECT_FALSE(HasValue(answer)) << form << ": " << Shown(answer);
     EXPECT_NE(answer.find("X-Api-Key: " + placeholder_), std::string::npos) << form << ": " << Shown(answer);
   }
@@ -153,12 +159,13 @@ TEST_F(SecretsTest, APlaceholderIsSwappedInEveryPartOfARequestAndTheValueNeverCo
   EXPECT_NE(head.find("X-Echo-Authorization: Bearer " + placeholder_), std::string::npos) << Shown(head);
 
   // WebSocket (permessage-deflate, as the library offers it): swapped on the way out, scrubbed on the way back.
-  std::string ws = Sh(id, "python3 -c \"import asyncio, os, websockets\n"
-                          "async def main():\n"
-                          "  async with websockets.connect('wss://ws.test/') as s:\n"
-                          "    await s.send('key ' + os.environ['KEY'])\n"
-                          "    print(await s.recv())\n"
-                          "asyncio.run(main())\"");
+  std::string ws = Sh(id,
+                      "python3 -c \"import asyncio, os, websockets\n"
+                      "async def main():\n"
+                      "  async with websockets.connect('wss://ws.test/') as s:\n"
+                      "    await s.send('key ' + os.environ['KEY'])\n"
+                      "    print(await s.recv())\n"
+                      "asyncio.run(main())\"");
   EXPECT_EQ(ws, "echo: key " + placeholder_ + "\n") << Shown(ws);
   EXPECT_NE(Received().find("ws: key " + std::string(kValue)), std::string::npos);
 
@@ -169,15 +176,18 @@ TEST_F(SecretsTest, APlaceholderIsSwappedInEveryPartOfARequestAndTheValueNeverCo
   EXPECT_EQ(use.value("held", -1), 0) << use.dump();
 
   // Nothing the sandbox can read holds the value: its environment and every process's, its files.
-  std::string scan = Sh(id, std::string("cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null | grep -ac '") +
-                                kValuePattern + "'; grep -rlI '" + kValuePattern +
-                                "' /etc /tmp /root /run /var /home /dev/shm 2>/dev/null; true");
+  std::string scan =
+      Sh(id, std::string("cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null | grep -ac '") + kValuePattern +
+                 "'; grep -rlI '" + kValuePattern + "' /etc /tmp /root /run /var /home /dev/shm 2>/dev/null; true");
   EXPECT_EQ(scan, "0\n") << Shown(scan);
   // Nor the sandbox's spec, the daemon's log, the state dir (beside the age files) or the audit log.
   EXPECT_FALSE(HasValue(MustTool("sandbox_get", {{"sandbox", id}}).dump()));
   EXPECT_FALSE(HasValue(DaemonLog()));
-  ProcResult grep = RunProcess({"sh", "-c", "find '" + state_dir() + "' -type f -size -64M ! -name '*.age' -print0 | "
-                                                "xargs -0 grep -la -e '" + kValuePattern + "'; true"});
+  ProcResult grep = RunProcess({"sh", "-c",
+                                "find '" + state_dir() +
+                                    "' -type f -size -64M ! -name '*.age' -print0 | "
+                                    "xargs -0 grep -la -e '" +
+                                    kValuePattern + "'; true"});
   EXPECT_EQ(grep.out, "") << "files in the state dir hold the value";
   // The read of the value is an audit row; the value is not in it.
   EXPECT_EQ(MustTool("secret_get", {{"name", "api-key"}}).value("value", ""), kValue);
@@ -192,7 +202,8 @@ TEST_F(SecretsTest, APlaceholderHeadedElsewhereIsPassedRefusedOrStopsTheSandbox)
   StartEcho();
   MustTool("secret_create", {{"name", "api-key"}, {"value", kValue}, {"hosts", {"echo.test"}}});
   auto egress = [](const char* on_leak) {
-    return json{{"allow", {"plain.test:80"}}, {"on_leak", on_leak}, {"secrets", {{{"name", "api-key"}, {"env", "KEY"}}}}};
+    return json{
+        {"allow", {"plain.test:80"}}, {"on_leak", on_leak}, {"secrets", {{{"name", "api-key"}, {"env", "KEY"}}}}};
   };
   std::string pass = CreateWithKey(egress("pass"));
   Received();
@@ -207,7 +218,9 @@ TEST_F(SecretsTest, APlaceholderHeadedElsewhereIsPassedRefusedOrStopsTheSandbox)
 
   std::string stop = CreateWithKey(egress("stop"));
   // Stopped under the exec that sent it.
-  HttpResponse sent = Tool("sandbox_exec", {{"sandbox", stop}, {"argv", {"sh", "-c", "curl -s -H \"X-Key: $KEY\" http://plain.test/; sleep 10"}}});
+  HttpResponse sent =
+      Tool("sandbox_exec",
+           {{"sandbox", stop}, {"argv", {"sh", "-c", "curl -s -H \"X-Key: $KEY\" http://plain.test/; sleep 10"}}});
   EXPECT_EQ(sent.status, 503) << Shown(sent.Describe());
   EXPECT_EQ(sent.j.value("message", ""), "the sandbox stopped during the exec") << Shown(sent.Describe());
   std::string state;
@@ -250,14 +263,16 @@ TEST_F(SecretsTest, ASandboxMayNarrowASecretsHostsButNotWidenThem) {
             "(secret_inspect)");
   HttpResponse none = create("files-only");
   EXPECT_EQ(none.status, 403) << none.Describe();
-  EXPECT_EQ(none.j["message"], "egress: secret 'files-only' may be sent to no host: an admin names its hosts (secret_set hosts)");
+  EXPECT_EQ(none.j["message"],
+            "egress: secret 'files-only' may be sent to no host: an admin names its hosts (secret_set hosts)");
   HttpResponse missing = create("nope");
   EXPECT_EQ(missing.status, 404) << missing.Describe();
   EXPECT_EQ(missing.j["message"], "egress: secret 'nope': org 'default' has no such secret");
   HttpResponse lines = create("two-lines");
   EXPECT_EQ(lines.status, 400) << lines.Describe();
-  EXPECT_EQ(lines.j["message"], "egress: secret 'two-lines': value: holds a CR or LF, which a placeholder cannot "
-                                "carry into an HTTP header; deliver it as a file instead, which takes any bytes");
+  EXPECT_EQ(lines.j["message"],
+            "egress: secret 'two-lines': value: holds a CR or LF, which a placeholder cannot "
+            "carry into an HTTP header; deliver it as a file instead, which takes any bytes");
 }
 
 // A secret given as a file: on the sandbox's own tmpfs at /run/secrets, owned by its user with the mode asked for,
@@ -284,7 +299,8 @@ TEST_F(SecretsTest, ASecretFileIsOnTheSandboxsOwnTmpfsAndFollowsItsSecret) {
   EXPECT_EQ(Exec(id, {"ls", "-A", "/run/secrets"})["stdout"], "");
 
   MustTool("secret_create", {{"name", "db-pass"}, {"value", "third"}});
-  std::string deploy = MustTool("token_create", {{"name", "dep"}, {"user", "e2e"}, {"scopes", "deploy"}}).value("token", "");
+  std::string deploy =
+      MustTool("token_create", {{"name", "dep"}, {"user", "e2e"}, {"scopes", "deploy"}}).value("token", "");
   CurlResult refused = CurlTcp("POST", "/api/v1/tools/sandbox_create", R"({"secrets": ["db-pass"]})",
                                {"Content-Type: application/json"}, deploy);
   EXPECT_EQ(refused.http.status, 403) << refused.http.body;
@@ -296,8 +312,8 @@ TEST_F(SecretsTest, ASecretFileIsOnTheSandboxsOwnTmpfsAndFollowsItsSecret) {
 // `isb secret`: the value from stdin (one final newline dropped) or a file (bytes as they are, text or not), back
 // from `get` byte for byte; `ls` and `inspect` never show it; `rm` removes it.
 TEST_F(SecretsTest, TheCliTakesValuesFromStdinOrAFileAndGivesThemBackByteForByte) {
-  ProcResult made = Isb({"secret", "create", "cli-key", "--host", "api.example.com", "--label", "team=blue"},
-                        "typed-value\n");
+  ProcResult made =
+      Isb({"secret", "create", "cli-key", "--host", "api.example.com", "--label", "team=blue"}, "typed-value\n");
   ExpectAudit("isb secret create", {Unix("secret_create")});
   ASSERT_EQ(made.exit_status, 0) << made.Describe();
   EXPECT_EQ(made.out, "cli-key v1 hosts=api.example.com:443\n");
@@ -330,8 +346,10 @@ TEST_F(SecretsTest, TheCliTakesValuesFromStdinOrAFileAndGivesThemBackByteForByte
   // --header names a header to swap it in beside the standard ones; --no-headers goes back to those alone.
   ProcResult headers = Isb({"secret", "set", "cli-key", "--header", "X-Custom-Key"});
   ExpectAudit("isb secret set --header", {Unix("secret_set")});
-  EXPECT_EQ(headers.out, "cli-key v2 hosts=api.example.com:443 headers=X-Custom-Key (files only: over 64 KiB or has "
-                         "CR/LF)\n") << headers.Describe();
+  EXPECT_EQ(headers.out,
+            "cli-key v2 hosts=api.example.com:443 headers=X-Custom-Key (files only: over 64 KiB or has "
+            "CR/LF)\n")
+      << headers.Describe();
   ProcResult cleared = Isb({"secret", "set", "cli-key", "--no-headers"});
   ExpectAudit("isb secret set --no-headers", {Unix("secret_set")});
   EXPECT_EQ(cleared.out, "cli-key v2 hosts=api.example.com:443 (files only: over 64 KiB or has CR/LF)\n")
@@ -341,8 +359,9 @@ TEST_F(SecretsTest, TheCliTakesValuesFromStdinOrAFileAndGivesThemBackByteForByte
   EXPECT_EQ(both.err, "isb: --header and --no-headers: give one or the other\n");
 
   ProcResult listed = Isb({"secret", "ls"});
-  EXPECT_EQ(listed.out, "NAME                             VERSION  HOSTS\ncli-key                          2        "
-                        "api.example.com:443\n");
+  EXPECT_EQ(listed.out,
+            "NAME                             VERSION  HOSTS\ncli-key                          2        "
+            "api.example.com:443\n");
   EXPECT_EQ(Isb({"secret", "inspect", "cli-key"}).out.find("typed-value"), std::string::npos);
   ProcResult removed = Isb({"secret", "rm", "cli-key"});
   ExpectAudit("isb secret rm", {Unix("secret_delete")});
@@ -362,8 +381,9 @@ TEST_F(SecretsTest, WithoutOptInOnlyHeadersAreSwappedAndUsesAreCountedInTheAudit
   std::string id = CreateWithKey({{"allow", json::array()}, {"secrets", {{{"name", "api-key"}, {"env", "KEY"}}}}});
   ASSERT_FALSE(id.empty());
   Received();
-  std::string answer = Sh(id, "curl -s -H \"X-Api-Key: $KEY\" -H 'Content-Type: application/json' "
-                              "-d \"{\\\"k\\\": \\\"$KEY\\\"}\" \"https://echo.test/s?q=$KEY\"");
+  std::string answer = Sh(id,
+                          "curl -s -H \"X-Api-Key: $KEY\" -H 'Content-Type: application/json' "
+                          "-d \"{\\\"k\\\": \\\"$KEY\\\"}\" \"https://echo.test/s?q=$KEY\"");
   std::string received = Received();
   EXPECT_NE(received.find("POST /s?q=" + placeholder_ + " HTTP/1.1"), std::string::npos) << Shown(received);
   EXPECT_NE(received.find("X-Api-Key: " + std::string(kValue)), std::string::npos) << Shown(received);
@@ -458,11 +478,13 @@ TEST_F(SecretsTest, TheAgeKeyFromTheEnvironmentIsNotInTheSpawnersMemory) {
       EXPECT_TRUE(read) << "cannot read the memory of " << child;
       ++forks_scanned;
     }
-    EXPECT_FALSE(MemoryHolds(child, key)) << "pid " << child << " (" << ReadFileOrEmpty("/proc/" + std::to_string(child) + "/comm") << ") holds the key";
+    EXPECT_FALSE(MemoryHolds(child, key))
+        << "pid " << child << " (" << ReadFileOrEmpty("/proc/" + std::to_string(child) + "/comm") << ") holds the key";
     EXPECT_FALSE(MemoryHolds(child, key.substr(16, 24))) << "pid " << child << " holds part of the key";
   }
   EXPECT_GE(forks_scanned, 1) << "no fork of the daemon (the spawner) was found to scan";
-  EXPECT_EQ(ReadFileOrEmpty("/proc/" + std::to_string(daemon_pid()) + "/environ").find(key.substr(16)), std::string::npos);
+  EXPECT_EQ(ReadFileOrEmpty("/proc/" + std::to_string(daemon_pid()) + "/environ").find(key.substr(16)),
+            std::string::npos);
 }
 
 }  // namespace

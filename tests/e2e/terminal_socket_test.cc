@@ -28,8 +28,8 @@ std::string ClientFrame(uint8_t opcode, std::string_view payload) {
 // One WebSocket to the terminal route: the 101's head, then every frame the server sent until it closed.
 struct TerminalClient {
   RawConnection conn;
-  std::string head;       // the response head (status line and headers); the whole response when refused
-  std::string output;     // binary frames' payloads, in order
+  std::string head;         // the response head (status line and headers); the whole response when refused
+  std::string output;       // binary frames' payloads, in order
   std::vector<json> texts;  // text frames, parsed
   int close_code = 0;
   std::string close_reason;
@@ -39,7 +39,8 @@ struct TerminalClient {
   TerminalClient(const Endpoint& ep, const std::string& target, const std::vector<std::string>& headers) : conn(ep) {
     std::string request = "GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(ep.port) +
                           "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
-                          "Sec-WebSocket-Key: " + std::string(kKey) + "\r\n";
+                          "Sec-WebSocket-Key: " +
+                          std::string(kKey) + "\r\n";
     for (const std::string& h : headers) request += h + "\r\n";
     conn.Send(request + "\r\n");
   }
@@ -95,16 +96,18 @@ struct TerminalClient {
 
 class TerminalSocketTest : public E2eTest {
  protected:
-  std::string Target(const std::string& sandbox) { return "/api/v1/sandboxes/" + sandbox + "/terminal?rows=30&cols=90"; }
+  std::string Target(const std::string& sandbox) {
+    return "/api/v1/sandboxes/" + sandbox + "/terminal?rows=30&cols=90";
+  }
   std::vector<std::string> Bearer() { return {"Authorization: Bearer " + token()}; }
   // The first platform admin, made with the setup token, signed in: the session cookie's header line.
   std::string SessionCookie() {
     std::string setup = ReadFileOrEmpty(state_dir() + "/setup-token");
     while (!setup.empty() && setup.back() == '\n') setup.pop_back();
     const std::vector<std::string> browser = {"Content-Type: application/json", "X-Isb-Csrf: 1"};
-    HttpResponse made = Http(tcp_endpoint(), "POST", "/api/v1/auth/setup",
-                             json({{"setup_token", setup}, {"user", "web"}, {"password", "pw-for-the-web"}}).dump(),
-                             browser);
+    HttpResponse made =
+        Http(tcp_endpoint(), "POST", "/api/v1/auth/setup",
+             json({{"setup_token", setup}, {"user", "web"}, {"password", "pw-for-the-web"}}).dump(), browser);
     EXPECT_EQ(made.status, 200) << made.Describe();
     HttpResponse in = Http(tcp_endpoint(), "POST", "/api/v1/auth/signin",
                            json({{"user", "web"}, {"password", "pw-for-the-web"}}).dump(), browser);
@@ -147,16 +150,19 @@ TEST_F(TerminalSocketTest, ASessionWebSocketMustComeFromIsbsOwnOrigin) {
   std::string id = CreateSandbox();
   const std::string cookie = SessionCookie();
   const std::string own = "Origin: http://127.0.0.1:" + std::to_string(port());
-  for (const auto& [origin, shown] : std::vector<std::pair<std::string, std::string>>{
-           {"Origin: http://evil.example", "http://evil.example"}, {"", ""},
-           {"Origin: http://localhost:1", "http://localhost:1"}}) {
-    TerminalClient refused(tcp_endpoint(), Target(id), origin.empty() ? std::vector{cookie} : std::vector{cookie, origin});
+  for (const auto& [origin, shown] :
+       std::vector<std::pair<std::string, std::string>>{{"Origin: http://evil.example", "http://evil.example"},
+                                                        {"", ""},
+                                                        {"Origin: http://localhost:1", "http://localhost:1"}}) {
+    TerminalClient refused(tcp_endpoint(), Target(id),
+                           origin.empty() ? std::vector{cookie} : std::vector{cookie, origin});
     refused.Run(nullptr, 10s);
     HttpResponse r = ParseHttpResponse(refused.head);
     EXPECT_EQ(r.status, 403) << refused.head;
     EXPECT_EQ(r.j, json({{"error", "forbidden"},
                          {"message", "a session WebSocket must come from isb's own page: Origin '" + shown +
-                                         "' is not this daemon's"}})) << refused.head;
+                                         "' is not this daemon's"}}))
+        << refused.head;
   }
   TerminalClient allowed(tcp_endpoint(), Target(id), {cookie, own});
   allowed.Run([&](const json& msg) {
@@ -193,9 +199,11 @@ TEST_F(TerminalSocketTest, TheNinthTerminalOfASandboxEndsWithTheLimitsError) {
     open.push_back(std::make_unique<TerminalClient>(tcp_endpoint(), Target(id), Bearer()));
     TerminalClient* c = open.back().get();
     readers.emplace_back([c, &started] {
-      c->Run([&](const json& msg) {
-        if (msg.value("type", "") == "session") ++started;
-      }, 60s);
+      c->Run(
+          [&](const json& msg) {
+            if (msg.value("type", "") == "session") ++started;
+          },
+          60s);
     });
   }
   for (auto until = std::chrono::steady_clock::now() + 30s; started < 8 && std::chrono::steady_clock::now() < until;)
@@ -205,9 +213,11 @@ TEST_F(TerminalSocketTest, TheNinthTerminalOfASandboxEndsWithTheLimitsError) {
   ninth.Run(nullptr, 20s);
   EXPECT_EQ(ninth.head.rfind("HTTP/1.1 101 ", 0), 0u) << ninth.head;
   ASSERT_EQ(ninth.texts.size(), 1u);
-  EXPECT_EQ(ninth.texts[0], json({{"type", "error"}, {"error", "conflict"},
-                                   {"message", "sandbox '" + id + "' has 8 live terminal sessions, the most it may "
-                                               "have; end one first"}}));
+  EXPECT_EQ(ninth.texts[0], json({{"type", "error"},
+                                  {"error", "conflict"},
+                                  {"message", "sandbox '" + id +
+                                                  "' has 8 live terminal sessions, the most it may "
+                                                  "have; end one first"}}));
   for (auto& c : open) c->conn.Send(ClientFrame(op::kBinary, "exit\n"));
   for (auto& t : readers) t.join();
   for (auto& c : open) {
@@ -264,10 +274,12 @@ TEST_F(TerminalSocketTest, APasteLargerThanOneInputCallArrivesWhole) {
     client.conn.Send(ClientFrame(op::kBinary, "\x04"));
     client.conn.Send(ClientFrame(op::kText, R"({"type":"input","data":"exit\n"})"));
   };
-  client.Run([&](const json& msg) {
-    if (msg.value("type", "") == "session")
-      client.conn.Send(ClientFrame(op::kBinary, "stty -echo; echo READY; md5sum\n"));
-  }, 60s);
+  client.Run(
+      [&](const json& msg) {
+        if (msg.value("type", "") == "session")
+          client.conn.Send(ClientFrame(op::kBinary, "stty -echo; echo READY; md5sum\n"));
+      },
+      60s);
   ASSERT_TRUE(pasted) << client.output;
   ASSERT_FALSE(client.texts.empty());
   EXPECT_EQ(client.texts.back(), json({{"type", "exit"}, {"exit_code", 0}})) << client.output;
@@ -297,19 +309,21 @@ TEST_F(TerminalSocketTest, ATerminalLivesWhileUsedPastItsIdleLimitAndEndsOnceLef
     client.conn.Send(ClientFrame(op::kBinary, "echo tick$((" + std::to_string(answered) + "+1))\n"));
   };
   const auto start = std::chrono::steady_clock::now();
-  client.Run([&](const json& msg) {
-    if (msg.value("type", "") == "session") client.conn.Send(ClientFrame(op::kBinary, "echo tick$((0+1))\n"));
-  }, 40s);
+  client.Run(
+      [&](const json& msg) {
+        if (msg.value("type", "") == "session") client.conn.Send(ClientFrame(op::kBinary, "echo tick$((0+1))\n"));
+      },
+      40s);
   ASSERT_EQ(answered, 6) << client.output;
   EXPECT_GE(last_answer - start, 5s);
   const auto quiet = std::chrono::steady_clock::now() - last_answer;
   EXPECT_GE(quiet, 2s);
   EXPECT_LT(quiet, 5s);
-  EXPECT_EQ(client.texts.back(),
-            json({{"type", "error"},
-                  {"error", "timeout"},
-                  {"message", "the terminal had no input for 2 s (its idle_timeout) and was ended; "
-                              "open a new one"}}));
+  EXPECT_EQ(client.texts.back(), json({{"type", "error"},
+                                       {"error", "timeout"},
+                                       {"message",
+                                        "the terminal had no input for 2 s (its idle_timeout) and was ended; "
+                                        "open a new one"}}));
   EXPECT_EQ(client.close_code, net::ws_close::kNormal);
   EXPECT_EQ(client.close_reason, "the command ended");
   ExpectedRow input = ByToken("rest", "sandbox_exec_input");
@@ -333,11 +347,13 @@ TEST_F(TerminalSocketTest, AShellWhoseConnectionDroppedIsReattachedByItsCallerAn
   first.on_output = [&](const std::string& output) {
     if (output.find("set-42\r\n") != std::string::npos) first.conn.Shutdown();  // no close frame: dropped
   };
-  first.Run([&](const json& msg) {
-    if (msg.value("type", "") != "session") return;
-    session = msg.value("session", "");
-    first.conn.Send(ClientFrame(op::kBinary, "export X=42; echo set-$((40+2)); sleep 1; echo late-$((2+3))\n"));
-  }, 30s);
+  first.Run(
+      [&](const json& msg) {
+        if (msg.value("type", "") != "session") return;
+        session = msg.value("session", "");
+        first.conn.Send(ClientFrame(op::kBinary, "export X=42; echo set-$((40+2)); sleep 1; echo late-$((2+3))\n"));
+      },
+      30s);
   ASSERT_FALSE(session.empty()) << first.head;
   EXPECT_EQ(first.texts.front(), json({{"type", "session"}, {"session", session}, {"offset", 0}}));
   ASSERT_NE(first.output.find("set-42\r\n"), std::string::npos) << first.output;
@@ -349,33 +365,36 @@ TEST_F(TerminalSocketTest, AShellWhoseConnectionDroppedIsReattachedByItsCallerAn
                        {"Authorization: Bearer " + minted["token"].get<std::string>()});
   other.Run(nullptr, 20s);
   EXPECT_EQ(other.head.rfind("HTTP/1.1 101 ", 0), 0u) << other.head;
-  EXPECT_EQ(other.texts, std::vector<json>({{{"type", "error"}, {"error", "not_found"},
-                                             {"message", NoReattachMessage(session, id)}}}));
+  EXPECT_EQ(
+      other.texts,
+      std::vector<json>({{{"type", "error"}, {"error", "not_found"}, {"message", NoReattachMessage(session, id)}}}));
   EXPECT_EQ(other.close_code, 4404);
   EXPECT_EQ(other.close_reason, "no terminal session to reattach");
   EXPECT_EQ(other.output, "");
   const std::string made_up = "ts-" + RandomHex(16);
   TerminalClient guess(tcp_endpoint(), Target(id) + "&session=" + made_up, Bearer());
   guess.Run(nullptr, 20s);
-  EXPECT_EQ(guess.texts, std::vector<json>({{{"type", "error"}, {"error", "not_found"},
-                                             {"message", NoReattachMessage(made_up, id)}}}));
+  EXPECT_EQ(
+      guess.texts,
+      std::vector<json>({{{"type", "error"}, {"error", "not_found"}, {"message", NoReattachMessage(made_up, id)}}}));
   EXPECT_EQ(guess.close_code, 4404);
 
   // The owner, with everything it saw: only what came after it (what the shell wrote with no one attached), then the
   // live shell, still with X.
   std::this_thread::sleep_until(dropped + 1500ms);
   const size_t seen = first.output.size();
-  TerminalClient again(tcp_endpoint(), Target(id) + "&session=" + session + "&seen=" + std::to_string(seen),
-                       Bearer());
+  TerminalClient again(tcp_endpoint(), Target(id) + "&session=" + session + "&seen=" + std::to_string(seen), Bearer());
   bool exited = false;
   again.on_output = [&](const std::string& output) {
     if (exited || output.find("[42]\r\n") == std::string::npos) return;
     exited = true;
     again.conn.Send(ClientFrame(op::kBinary, "exit 5\n"));
   };
-  again.Run([&](const json& msg) {
-    if (msg.value("type", "") == "session") again.conn.Send(ClientFrame(op::kBinary, "echo \"[$X]\"\n"));
-  }, 30s);
+  again.Run(
+      [&](const json& msg) {
+        if (msg.value("type", "") == "session") again.conn.Send(ClientFrame(op::kBinary, "echo \"[$X]\"\n"));
+      },
+      30s);
   ASSERT_FALSE(again.texts.empty()) << again.head;
   EXPECT_EQ(again.texts.front(), json({{"type", "session"}, {"session", session}, {"offset", seen}}));
   EXPECT_EQ(again.texts.back(), json({{"type", "exit"}, {"exit_code", 5}})) << again.output;
@@ -386,8 +405,9 @@ TEST_F(TerminalSocketTest, AShellWhoseConnectionDroppedIsReattachedByItsCallerAn
   // Ended: no reattach.
   TerminalClient late(tcp_endpoint(), Target(id) + "&session=" + session, Bearer());
   late.Run(nullptr, 20s);
-  EXPECT_EQ(late.texts, std::vector<json>({{{"type", "error"}, {"error", "not_found"},
-                                            {"message", NoReattachMessage(session, id)}}}));
+  EXPECT_EQ(
+      late.texts,
+      std::vector<json>({{{"type", "error"}, {"error", "not_found"}, {"message", NoReattachMessage(session, id)}}}));
 
   ExpectedRow input = ByToken("rest", "sandbox_exec_input");
   input.rows = ExpectedRow::Rows::kAny;
@@ -405,11 +425,13 @@ TEST_F(TerminalSocketTest, ASecondConnectionTakesTheShellOverAndAReloadLeavesItR
   std::atomic<bool> announced{false}, taken{false};
   TerminalClient first(tcp_endpoint(), Target(id), Bearer());
   std::thread reader([&] {
-    first.Run([&](const json& msg) {
-      if (msg.value("type", "") != "session") return;
-      session = msg.value("session", "");
-      announced = true;
-    }, 30s);
+    first.Run(
+        [&](const json& msg) {
+          if (msg.value("type", "") != "session") return;
+          session = msg.value("session", "");
+          announced = true;
+        },
+        30s);
     taken = true;
   });
   for (auto until = std::chrono::steady_clock::now() + 20s; !announced && std::chrono::steady_clock::now() < until;)
@@ -417,10 +439,12 @@ TEST_F(TerminalSocketTest, ASecondConnectionTakesTheShellOverAndAReloadLeavesItR
   if (!announced) reader.join();  // fails below, with what the client saw
   ASSERT_TRUE(announced.load()) << first.head;
   TerminalClient second(tcp_endpoint(), Target(id) + "&session=" + session, Bearer());
-  second.Run([&](const json& msg) {
-    if (msg.value("type", "") != "session") return;
-    second.conn.Send(ClientFrame(op::kBinary, "echo one-$((0+1))\n"));
-  }, 5s);  // cut short by the test's timeout while the shell runs
+  second.Run(
+      [&](const json& msg) {
+        if (msg.value("type", "") != "session") return;
+        second.conn.Send(ClientFrame(op::kBinary, "echo one-$((0+1))\n"));
+      },
+      5s);  // cut short by the test's timeout while the shell runs
   reader.join();
   EXPECT_TRUE(taken.load());
   EXPECT_EQ(first.close_code, 4000);
@@ -432,9 +456,11 @@ TEST_F(TerminalSocketTest, ASecondConnectionTakesTheShellOverAndAReloadLeavesItR
   second.conn.Send(ClientFrame(op::kClose, net::EncodeClosePayload(net::ws_close::kGoingAway, "")));
   second.conn.Shutdown();
   TerminalClient third(tcp_endpoint(), Target(id) + "&session=" + session, Bearer());
-  third.Run([&](const json& msg) {
-    if (msg.value("type", "") == "session") third.conn.Send(ClientFrame(op::kBinary, "exit 4\n"));
-  }, 30s);
+  third.Run(
+      [&](const json& msg) {
+        if (msg.value("type", "") == "session") third.conn.Send(ClientFrame(op::kBinary, "exit 4\n"));
+      },
+      30s);
   ASSERT_FALSE(third.texts.empty()) << third.head;
   EXPECT_EQ(third.texts.back(), json({{"type", "exit"}, {"exit_code", 4}})) << third.output;
   // A reload has nothing: it is sent all the shell wrote (well under the 64 KiB kept).
@@ -457,11 +483,13 @@ TEST_F(TerminalSocketTest, ADetachedShellEndsAfterItsGracePeriodLeavingNothingBe
   client.on_output = [&](const std::string& output) {
     if (output.find("ready-7\r\n") != std::string::npos) client.conn.Shutdown();
   };
-  client.Run([&](const json& msg) {
-    if (msg.value("type", "") != "session") return;
-    session = msg.value("session", "");
-    client.conn.Send(ClientFrame(op::kBinary, "sleep 4242 & echo ready-$((3+4)); sleep 4343\n"));
-  }, 30s);
+  client.Run(
+      [&](const json& msg) {
+        if (msg.value("type", "") != "session") return;
+        session = msg.value("session", "");
+        client.conn.Send(ClientFrame(op::kBinary, "sleep 4242 & echo ready-$((3+4)); sleep 4343\n"));
+      },
+      30s);
   ASSERT_FALSE(session.empty()) << client.head;
   const auto dropped = std::chrono::steady_clock::now();
   // The command lines of the sandbox's processes, one a line (this listing's own among them).
@@ -484,14 +512,14 @@ TEST_F(TerminalSocketTest, ADetachedShellEndsAfterItsGracePeriodLeavingNothingBe
   EXPECT_FALSE(shell_left(ps)) << ps;
   TerminalClient late(tcp_endpoint(), Target(id) + "&session=" + session, Bearer());
   late.Run(nullptr, 20s);
-  EXPECT_EQ(late.texts, std::vector<json>({{{"type", "error"}, {"error", "not_found"},
-                                            {"message", NoReattachMessage(session, id)}}}));
+  EXPECT_EQ(
+      late.texts,
+      std::vector<json>({{{"type", "error"}, {"error", "not_found"}, {"message", NoReattachMessage(session, id)}}}));
   EXPECT_EQ(late.close_code, 4404);
   ExpectedRow input = ByToken("rest", "sandbox_exec_input");
   input.rows = ExpectedRow::Rows::kAny;
-  ExpectAudit("the shell left past its grace",
-              {ByToken("rest", "sandbox_exec", "unavailable"), input,
-               ByToken("rest", "sandbox_terminal_reattach", "not_found")});
+  ExpectAudit("the shell left past its grace", {ByToken("rest", "sandbox_exec", "unavailable"), input,
+                                                ByToken("rest", "sandbox_terminal_reattach", "not_found")});
 }
 
 // A sandbox stopped while its shell waits for a reattach ends the shell: the session is gone.
@@ -499,22 +527,25 @@ TEST_F(TerminalSocketTest, StoppingTheSandboxEndsItsDetachedShell) {
   std::string id = CreateSandbox();
   std::string session;
   TerminalClient client(tcp_endpoint(), Target(id), Bearer());
-  client.Run([&](const json& msg) {
-    if (msg.value("type", "") != "session") return;
-    session = msg.value("session", "");
-    client.conn.Shutdown();
-  }, 30s);
+  client.Run(
+      [&](const json& msg) {
+        if (msg.value("type", "") != "session") return;
+        session = msg.value("session", "");
+        client.conn.Shutdown();
+      },
+      30s);
   ASSERT_FALSE(session.empty()) << client.head;
   MustTool("sandbox_stop", {{"sandbox", id}});
   std::this_thread::sleep_for(2s);
   MustTool("sandbox_start", {{"sandbox", id}});
   TerminalClient late(tcp_endpoint(), Target(id) + "&session=" + session, Bearer());
   late.Run(nullptr, 20s);
-  EXPECT_EQ(late.texts, std::vector<json>({{{"type", "error"}, {"error", "not_found"},
-                                            {"message", NoReattachMessage(session, id)}}}));
+  EXPECT_EQ(
+      late.texts,
+      std::vector<json>({{{"type", "error"}, {"error", "not_found"}, {"message", NoReattachMessage(session, id)}}}));
   EXPECT_EQ(late.close_code, 4404);
-  ExpectAudit("the shell of a stopped sandbox",
-              {ByToken("rest", "sandbox_exec", "unavailable"), ByToken("rest", "sandbox_terminal_reattach", "not_found")});
+  ExpectAudit("the shell of a stopped sandbox", {ByToken("rest", "sandbox_exec", "unavailable"),
+                                                 ByToken("rest", "sandbox_terminal_reattach", "not_found")});
 }
 
 // A token revoked while its terminal is open: within the daemon's re-check (5 s) the terminal ends, told why.
@@ -525,11 +556,13 @@ TEST_F(TerminalSocketTest, ATerminalEndsWithAPolicyCloseOnceItsTokenIsRevoked) {
   ASSERT_TRUE(minted.is_object() && minted["token"].is_string()) << minted.dump();
   TerminalClient client(tcp_endpoint(), Target(id), {"Authorization: Bearer " + minted["token"].get<std::string>()});
   std::chrono::steady_clock::time_point revoked_at{};
-  client.Run([&](const json& msg) {
-    if (msg.value("type", "") != "session") return;
-    MustTool("token_revoke", {{"id", minted["record"]["id"]}});
-    revoked_at = std::chrono::steady_clock::now();
-  }, 30s);
+  client.Run(
+      [&](const json& msg) {
+        if (msg.value("type", "") != "session") return;
+        MustTool("token_revoke", {{"id", minted["record"]["id"]}});
+        revoked_at = std::chrono::steady_clock::now();
+      },
+      30s);
   ASSERT_NE(revoked_at, std::chrono::steady_clock::time_point{}) << client.head;
   EXPECT_LT(std::chrono::steady_clock::now() - revoked_at, 8s);
   EXPECT_EQ(client.close_code, net::ws_close::kPolicy);
@@ -545,20 +578,24 @@ TEST_F(TerminalSocketTest, ATerminalEndsWithAPolicyCloseOnceItsBrowserSessionExp
   const std::string cookie = SessionCookie();
   TerminalClient client(tcp_endpoint(), Target(id), {cookie, "Origin: http://127.0.0.1:" + std::to_string(port())});
   std::chrono::steady_clock::time_point expires{};
-  client.Run([&](const json& msg) {
-    if (msg.value("type", "") != "session") return;
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open((state_dir() + "/isb.db").c_str(), &db), SQLITE_OK);
-    sqlite3_busy_timeout(db, 5000);
-    char* error = nullptr;
-    const int rc = sqlite3_exec(db, "UPDATE sessions SET expires_at = CAST(strftime('%s', 'now') AS INTEGER) + 2 "
-                                    "WHERE revoked_at IS NULL", nullptr, nullptr, &error);
-    EXPECT_EQ(rc, SQLITE_OK) << (error ? error : "");
-    EXPECT_EQ(sqlite3_changes(db), 1);
-    sqlite3_free(error);
-    sqlite3_close(db);
-    expires = std::chrono::steady_clock::now() + 2s;
-  }, 30s);
+  client.Run(
+      [&](const json& msg) {
+        if (msg.value("type", "") != "session") return;
+        sqlite3* db = nullptr;
+        ASSERT_EQ(sqlite3_open((state_dir() + "/isb.db").c_str(), &db), SQLITE_OK);
+        sqlite3_busy_timeout(db, 5000);
+        char* error = nullptr;
+        const int rc = sqlite3_exec(db,
+                                    "UPDATE sessions SET expires_at = CAST(strftime('%s', 'now') AS INTEGER) + 2 "
+                                    "WHERE revoked_at IS NULL",
+                                    nullptr, nullptr, &error);
+        EXPECT_EQ(rc, SQLITE_OK) << (error ? error : "");
+        EXPECT_EQ(sqlite3_changes(db), 1);
+        sqlite3_free(error);
+        sqlite3_close(db);
+        expires = std::chrono::steady_clock::now() + 2s;
+      },
+      30s);
   ASSERT_NE(expires, std::chrono::steady_clock::time_point{}) << client.head;
   const auto after = std::chrono::steady_clock::now() - expires;
   EXPECT_GT(after, -1s);  // not before the expiry (the database holds whole seconds)

@@ -20,8 +20,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr const char* kNoSession =
-    "' (a session ends with its command and serves only the caller that started it)";
+constexpr const char* kNoSession = "' (a session ends with its command and serves only the caller that started it)";
 
 std::string NoSessionMessage(const std::string& session, const std::string& sandbox) {
   return "no running terminal session '" + session + "' in sandbox '" + sandbox + kNoSession;
@@ -106,13 +105,14 @@ TEST_F(TerminalTest, ShellOnATerminalOverRestSse) {
   ASSERT_FALSE(other.empty());
 
   // Without streaming there is no one to hand the session to.
-  CurlResult plain = CurlTcp("POST", "/api/v1/tools/sandbox_exec",
-                             json{{"sandbox", id}, {"argv", {"sh"}}, {"tty", true}}.dump());
+  CurlResult plain =
+      CurlTcp("POST", "/api/v1/tools/sandbox_exec", json{{"sandbox", id}, {"argv", {"sh"}}, {"tty", true}}.dump());
   EXPECT_EQ(plain.http.status, 400) << plain.Describe();
   EXPECT_EQ(plain.http.j, json({{"error", "invalid_argument"},
-                                {"message", "tty: needs a streaming call (REST ?stream=1 or Accept: "
-                                            "text/event-stream; MCP with a progressToken), which announces the "
-                                            "session to send input to"}}));
+                                {"message",
+                                 "tty: needs a streaming call (REST ?stream=1 or Accept: "
+                                 "text/event-stream; MCP with a progressToken), which announces the "
+                                 "session to send input to"}}));
 
   json in = {{"sandbox", id}, {"argv", {"sh"}}, {"tty", true}, {"rows", 24}, {"cols", 80}};
   StreamingCall call(tcp_endpoint(), BuildRequest("POST", "/api/v1/tools/sandbox_exec?stream=1", in.dump(),
@@ -129,7 +129,8 @@ TEST_F(TerminalTest, ShellOnATerminalOverRestSse) {
   CurlResult resized = Resize({{"sandbox", id}, {"session", session}, {"rows", 33}, {"cols", 121}});
   ASSERT_EQ(resized.http.status, 200) << resized.Describe();
   EXPECT_EQ(resized.http.j["result"], json({{"session", session}, {"rows", 33}, {"cols", 121}}));
-  ASSERT_EQ(Input({{"sandbox", id}, {"session", session},
+  ASSERT_EQ(Input({{"sandbox", id},
+                   {"session", session},
                    {"data_base64", Base64("stty size; tty; test -t 0 && echo t0-$((1+1))\n")}})
                 .http.status,
             200);
@@ -151,7 +152,8 @@ TEST_F(TerminalTest, ShellOnATerminalOverRestSse) {
   // Input is bounded per call.
   CurlResult big = Input({{"sandbox", id}, {"session", session}, {"data_base64", Base64(std::string(65537, 'a'))}});
   EXPECT_EQ(big.http.status, 400) << big.Describe();
-  EXPECT_EQ(big.http.j, json({{"error", "invalid_argument"}, {"message", "data_base64: at most 65536 bytes, got 65537"}}));
+  EXPECT_EQ(big.http.j,
+            json({{"error", "invalid_argument"}, {"message", "data_base64: at most 65536 bytes, got 65537"}}));
 
   ASSERT_EQ(Input({{"sandbox", id}, {"session", session}, {"data", "exit 7\n"}}).http.status, 200);
   HttpResponse h = call.Finish();
@@ -182,7 +184,10 @@ TEST_F(TerminalTest, ShellOnATerminalOverRestSse) {
 TEST_F(TerminalTest, ResizeDeliversSigwinch) {
   const std::string id = CreateSandbox();
   ASSERT_FALSE(id.empty());
-  json in = {{"sandbox", id}, {"tty", true}, {"rows", 5}, {"cols", 6},
+  json in = {{"sandbox", id},
+             {"tty", true},
+             {"rows", 5},
+             {"cols", 6},
              {"argv", {"sh", "-c", "trap 'stty size; exit 9' WINCH; echo armed; while :; do sleep 0.05; done"}}};
   StreamingCall call(unix_endpoint(), BuildRequest("POST", "/api/v1/tools/sandbox_exec?stream=1", in.dump()));
   const std::string session = call.WaitFor(std::regex("\"session\":\"(ts-[0-9a-f]{32})\""));
@@ -226,13 +231,15 @@ TEST_F(TerminalTest, LiveSessionsPerSandboxAreBounded) {
     CurlResult ninth = CurlUnix("POST", "/api/v1/tools/sandbox_exec?stream=1", in.dump());
     auto events = Events(ninth.http.body);
     ASSERT_EQ(events.size(), 1u) << ninth.Describe();
-    EXPECT_EQ(events[0], std::make_pair(std::string("error"),
-                                        json({{"error", "conflict"},
-                                              {"message", "sandbox '" + id + "' has 8 live terminal sessions, the "
-                                                          "most it may have; end one first"}})));
+    EXPECT_EQ(events[0],
+              std::make_pair(std::string("error"), json({{"error", "conflict"},
+                                                         {"message", "sandbox '" + id +
+                                                                         "' has 8 live terminal sessions, the "
+                                                                         "most it may have; end one first"}})));
     for (auto& c : calls) c->Close();
     // Each of the eight ends when the daemon notices its caller gone, with the outcome the daemon gives it.
-    ExpectAudit("the eight terminal execs whose callers hung up", std::vector<ExpectedRow>(8, Unix("sandbox_exec", "")));
+    ExpectAudit("the eight terminal execs whose callers hung up",
+                std::vector<ExpectedRow>(8, Unix("sandbox_exec", "")));
   }
   // Hung up: within a couple of seconds the daemon notices, init kills the commands, the slots are free again.
   std::string last;
@@ -284,7 +291,9 @@ TEST_F(TerminalTest, CliExecItUnderARealTerminal) {
     }
     return seen.find(needle) != std::string::npos;
   };
-  auto type = [&](const std::string& keys) { ASSERT_EQ(::write(master, keys.data(), keys.size()), static_cast<ssize_t>(keys.size())); };
+  auto type = [&](const std::string& keys) {
+    ASSERT_EQ(::write(master, keys.data(), keys.size()), static_cast<ssize_t>(keys.size()));
+  };
 
   EXPECT_TRUE(wait_for("# ")) << "no prompt: " << seen;
   termios during{};

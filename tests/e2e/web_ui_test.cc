@@ -44,15 +44,15 @@ TEST_F(E2eTest, TheWebUiDoesEverythingItOffersInARealBrowserWithNoConsoleErrorOr
   ASSERT_FALSE(token.empty()) << "no setup token in " << state_dir() << "/setup-token; the daemon says:\n"
                               << DaemonLog();
 
-  ProcResult run = RunProcess({"node", ISB_BROWSER_TEST, "--base", base_url(), "--setup-token", token,
-                               "--node-modules", ISB_BROWSER_NODE_MODULES, "--out", ISB_BROWSER_OUT, "--image-ref",
+  ProcResult run = RunProcess({"node", ISB_BROWSER_TEST, "--base", base_url(), "--setup-token", token, "--node-modules",
+                               ISB_BROWSER_NODE_MODULES, "--out", ISB_BROWSER_OUT, "--image-ref",
                                (*registry)->host() + "/test/busybox:1", "--image-digest", *digest},
                               "", std::chrono::minutes(4));
   EXPECT_EQ(run.exit_status, 0) << run.Describe() << "\nthe daemon says:\n" << DaemonLog();
-  for (const char* step : {"ok setup", "ok sign in", "ok create", "ok terminal 42", "ok reattach after reload",
-                           "ok paste 100000", "ok upload", "ok egress", "ok live list", "ok one stream for 8 tabs",
-                           "ok fast navigation", "ok images", "ok orgs",
-                           "ok audit verify", "ok pages", "ok labels", "ok cross-origin refused", "ok sign out"}) {
+  for (const char* step :
+       {"ok setup", "ok sign in", "ok create", "ok terminal 42", "ok reattach after reload", "ok paste 100000",
+        "ok upload", "ok egress", "ok live list", "ok one stream for 8 tabs", "ok fast navigation", "ok images",
+        "ok orgs", "ok audit verify", "ok pages", "ok labels", "ok cross-origin refused", "ok sign out"}) {
     EXPECT_NE(run.out.find(std::string(step) + "\n"), std::string::npos) << step << " did not pass:\n" << run.out;
   }
   EXPECT_NE(run.out.find("csp_violations=0 console_errors=0\n"), std::string::npos) << run.out;

@@ -150,8 +150,9 @@ TEST(BodyRelay, AHeldBodyPastTheBoundIsRefused) {
   BodyRelay relay(Length(body.size() + 100), Reframe::kBuffered, Replacing());
   Relayed r = Feed(relay, body, 64 * 1024);
   EXPECT_EQ(r.last.state, BodyRelay::State::kTooLarge);
-  EXPECT_EQ(r.last.reason, "an HTTP/1.0 request's body that a filter changes is held whole, and this one came to more "
-                           "than 1048576 bytes: send it with HTTP/1.1");
+  EXPECT_EQ(r.last.reason,
+            "an HTTP/1.0 request's body that a filter changes is held whole, and this one came to more "
+            "than 1048576 bytes: send it with HTTP/1.1");
   std::string more;
   EXPECT_EQ(relay.Feed("aaaa", more).state, BodyRelay::State::kTooLarge) << "it stays refused";
   EXPECT_EQ(more, "");

@@ -45,7 +45,8 @@ TEST(ClassifyTest, AnEmptyLineBeforeARequestIsRefused) {
 }
 
 TEST(ClassifyTest, TheExplicitProxyTakesConnectAndAbsoluteFormOnly) {
-  Sniff c = ClassifyConnection("CONNECT api.example.com:443 HTTP/1.1\r\nHost: api.example.com:443\r\n\r\n\x16\x03\x01", 3128, true);
+  Sniff c = ClassifyConnection("CONNECT api.example.com:443 HTTP/1.1\r\nHost: api.example.com:443\r\n\r\n\x16\x03\x01",
+                               3128, true);
   EXPECT_EQ(c.state, Sniff::State::kDone);
   EXPECT_EQ(c.kind, Sniff::Kind::kConnect);
   EXPECT_EQ(c.host, "api.example.com");
@@ -54,9 +55,10 @@ TEST(ClassifyTest, TheExplicitProxyTakesConnectAndAbsoluteFormOnly) {
   EXPECT_EQ(c.method, "") << "a tunnel's requests are inside it";
   EXPECT_EQ(c.path, "");
 
-  Sniff a = ClassifyConnection("GET http://api.example.com/v1?q=1 HTTP/1.1\r\nHost: api.example.com\r\n"
-                     "Proxy-Connection: keep-alive\r\nProxy-Authorization: Basic eA==\r\nAccept: */*\r\n\r\nbody",
-                     3128, true);
+  Sniff a = ClassifyConnection(
+      "GET http://api.example.com/v1?q=1 HTTP/1.1\r\nHost: api.example.com\r\n"
+      "Proxy-Connection: keep-alive\r\nProxy-Authorization: Basic eA==\r\nAccept: */*\r\n\r\nbody",
+      3128, true);
   EXPECT_EQ(a.state, Sniff::State::kDone);
   EXPECT_EQ(a.kind, Sniff::Kind::kHttp);
   EXPECT_EQ(a.host, "api.example.com");

@@ -103,8 +103,9 @@ TEST(ClientHelloTest, ParsesRealHellos) {
     EXPECT_EQ(r.hello.alpn, real.alpn) << real.file;
     EXPECT_EQ(r.hello.legacy_version, 0x0303) << real.file;
     std::vector<uint16_t> tls13 = {0x0304, 0x0303, 0x0302, 0x0301};
-    EXPECT_EQ(r.hello.supported_versions, real.file == std::string("openssl_tls12_nosni") ? std::vector<uint16_t>{}
-                                                                                            : tls13) << real.file;
+    EXPECT_EQ(r.hello.supported_versions,
+              real.file == std::string("openssl_tls12_nosni") ? std::vector<uint16_t>{} : tls13)
+        << real.file;
     EXPECT_FALSE(r.hello.ech) << real.file;
   }
 }
@@ -187,9 +188,12 @@ TEST(ClientHelloTest, RefusesBadRecords) {
   ExpectMalformed("\x16\x03\x01" + U16(16385) + message, "record longer than 16384 bytes");
   // The hello's second fragment arrives in a record of another type, or of a version that is not TLS.
   std::string first = Records(message.substr(0, 10));
-  ExpectMalformed(first + "\x15\x03\x01" + U16(2) + "\x02\x28", "a record inside the ClientHello: not a TLS handshake record");
-  ExpectMalformed(first + "\x16\x04\x01", "a record inside the ClientHello: record version is not TLS (major version 3)");
-  ExpectMalformed(first + "\x16\x03\x07", "a record inside the ClientHello: record version is not TLS (minor version above 4)");
+  ExpectMalformed(first + "\x15\x03\x01" + U16(2) + "\x02\x28",
+                  "a record inside the ClientHello: not a TLS handshake record");
+  ExpectMalformed(first + "\x16\x04\x01",
+                  "a record inside the ClientHello: record version is not TLS (major version 3)");
+  ExpectMalformed(first + "\x16\x03\x07",
+                  "a record inside the ClientHello: record version is not TLS (minor version above 4)");
   ExpectMalformed(Records(Handshake(Body(""), 2)), "first handshake message is not a ClientHello");
   ExpectMalformed(Records("\x01" + U24(kMaxClientHello + 1)), "ClientHello longer than 16384 bytes");
 }
@@ -206,7 +210,8 @@ TEST(ClientHelloTest, AcceptsTheLargestHello) {
 TEST(ClientHelloTest, RefusesBadFixedFields) {
   std::string suites = U16(2) + U16(0x1301);
   std::string head = U16(0x0303) + std::string(32, 'r');
-  ExpectMalformed(Records(Handshake(U16(0x0303) + std::string(31, 'r'))), "ClientHello ends inside its version and random");
+  ExpectMalformed(Records(Handshake(U16(0x0303) + std::string(31, 'r'))),
+                  "ClientHello ends inside its version and random");
   ExpectMalformed(Records(Handshake(head + U8(5) + "abc")), "legacy_session_id overruns the ClientHello");
   ExpectMalformed(Records(Handshake(head + U8(33) + std::string(33, 's') + suites + U8(1) + U8(0))),
                   "legacy_session_id is longer than 32 bytes");
@@ -264,7 +269,8 @@ TEST(ClientHelloTest, RefusesBadServerNames) {
            {Sni("-a.example"), "server_name: host name has a label starting or ending with '-'"},
            {Sni("a.example/x"), "server_name: host name contains a byte other than a letter, digit, '-', '_' or '.'"},
            {Sni("a example"), "server_name: host name contains a byte other than a letter, digit, '-', '_' or '.'"},
-           {Sni("caf\xc3\xa9.example"), "server_name: host name contains a byte other than a letter, digit, '-', '_' or '.'"},
+           {Sni("caf\xc3\xa9.example"),
+            "server_name: host name contains a byte other than a letter, digit, '-', '_' or '.'"},
        }) {
     ExpectMalformed(Hello(c.extensions), c.reason);
   }
@@ -274,13 +280,13 @@ TEST(ClientHelloTest, ServerNameEdges) {
   std::string longest;
   for (int i = 0; i < 3; ++i) longest += std::string(63, 'a' + i) + ".";
   longest += std::string(61, 'd');  // 3*64 + 61 = 253 bytes
-  for (const auto& [sent, want] : std::vector<std::pair<std::string, std::string>>{
-           {"WWW.Example.COM", "www.example.com"},
-           {longest, longest},
-           {"_acme.x-1.example", "_acme.x-1.example"},
-           {"localhost", "localhost"},
-           {"xn--caf-dma.example", "xn--caf-dma.example"},
-           {"10.example", "10.example"}}) {
+  for (const auto& [sent, want] :
+       std::vector<std::pair<std::string, std::string>>{{"WWW.Example.COM", "www.example.com"},
+                                                        {longest, longest},
+                                                        {"_acme.x-1.example", "_acme.x-1.example"},
+                                                        {"localhost", "localhost"},
+                                                        {"xn--caf-dma.example", "xn--caf-dma.example"},
+                                                        {"10.example", "10.example"}}) {
     HelloResult r = Parse(Hello(Sni(sent)));
     ASSERT_EQ(r.kind, HelloResult::kParsed) << sent << ": " << r.reason;
     EXPECT_EQ(r.hello.sni, want);
@@ -325,8 +331,8 @@ HelloResult FromLiveClient(const std::vector<std::string>& argv) {
 }
 
 TEST(ClientHelloTest, LiveOpensslClient) {
-  HelloResult r = FromLiveClient({"openssl", "s_client", "-connect", "127.0.0.1:PORT", "-servername",
-                                  "Live.Example.ORG", "-alpn", "h2,http/1.1"});
+  HelloResult r = FromLiveClient(
+      {"openssl", "s_client", "-connect", "127.0.0.1:PORT", "-servername", "Live.Example.ORG", "-alpn", "h2,http/1.1"});
   ASSERT_EQ(r.kind, HelloResult::kParsed) << r.reason;
   EXPECT_EQ(r.hello.sni, "live.example.org");
   EXPECT_EQ(r.hello.alpn, (std::vector<std::string>{"h2", "http/1.1"}));

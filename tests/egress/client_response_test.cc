@@ -29,7 +29,8 @@ TEST(HttpResponse, ContentLength) {
 }
 
 TEST(HttpResponse, Chunked) {
-  std::string r = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4;ext=1\r\n{\"a\"\r\n3\r\n:1}\r\n0\r\nX-T: y\r\n\r\n";
+  std::string r =
+      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4;ext=1\r\n{\"a\"\r\n3\r\n:1}\r\n0\r\nX-T: y\r\n\r\n";
   ResponseResult got = Parse(r);
   ASSERT_EQ(got.kind, ResponseResult::kDone) << got.reason;
   EXPECT_EQ(got.body, "{\"a\":1}");
@@ -73,10 +74,12 @@ TEST(HttpResponse, Refused) {
       {"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", "a transfer coding other than chunked alone"},
       {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n",
        "both Content-Length and Transfer-Encoding"},
-      {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "chunk size line does not start with a hexadecimal size"},
+      {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+       "chunk size line does not start with a hexadecimal size"},
       {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabc\r\n", "chunk data not followed by CRLF"},
       {"HTTP/1.1 200 OK\r\nContent-Length: 1025\r\n\r\n", "the response body is too large"},
-      {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n401\r\n" + std::string(1025, 'x'), "the response body is too large"},
+      {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n401\r\n" + std::string(1025, 'x'),
+       "the response body is too large"},
       {"HTTP/1.1 200 OK\r\n\r\n" + std::string(1025, 'x'), "the response body is too large"},
       {"HTTP/1.1 200 OK\r\nX: " + std::string(kMaxResponseHead, 'x'), "response head larger than 65536 bytes"},
   };

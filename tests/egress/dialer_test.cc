@@ -66,7 +66,7 @@ struct Listener {
 struct FakeNet {
   std::vector<std::string> asked;
   std::vector<Endpoint> connected;
-  std::vector<Result<std::vector<IpAddress>>> answers;  // one per resolution, in order
+  std::vector<Result<std::vector<IpAddress>>> answers;          // one per resolution, in order
   std::vector<IpAddress> local = {Ip("127.0.0.1"), Ip("::1")};  // the host's own addresses
 
   DialerOptions Options() {
@@ -123,7 +123,8 @@ TEST(DialerTest, RefusesWhenAnyAddressIsNotPublic) {
   EXPECT_EQ(r.error().code, Code::kForbidden);
   EXPECT_EQ(r.error().message,
             std::string("egress refused 'mixed.example': it resolves to link-local (169.254.0.0/16), the cloud "
-                        "metadata service inside an IPv4-mapped address (::ffff:0:0/96)") + kHint);
+                        "metadata service inside an IPv4-mapped address (::ffff:0:0/96)") +
+                kHint);
   EXPECT_EQ(r.error().message.find("169.254.169.254"), std::string::npos);  // the address itself never shows
   EXPECT_EQ(net.asked, std::vector<std::string>{"mixed.example"});
   EXPECT_TRUE(net.connected.empty());
@@ -135,12 +136,13 @@ TEST(DialerTest, TheHostsOwnPublicAddressesAreRefused) {
   FakeNet net;
   net.local = {Ip("127.0.0.1"), Ip("93.184.216.99"), Ip("2606:4700::99")};
   net.answers = {std::vector<IpAddress>{Ip("8.8.8.8"), Ip("93.184.216.99")},
-                 std::vector<IpAddress>{Ip("2606:4700::99")},
-                 std::vector<IpAddress>{Ip("::ffff:93.184.216.99")},
+                 std::vector<IpAddress>{Ip("2606:4700::99")}, std::vector<IpAddress>{Ip("::ffff:93.184.216.99")},
                  std::vector<IpAddress>{Ip("93.184.216.98")}};
   Dialer dialer = MakeDialer(net.Options());
-  const std::string resolves = "': it resolves to an address of this host (its own services are never reached "
-                               "through egress)" + std::string(kHint);
+  const std::string resolves =
+      "': it resolves to an address of this host (its own services are never reached "
+      "through egress)" +
+      std::string(kHint);
   for (const char* name : {"one.example", "two.example", "three.example"}) {
     auto r = dialer.Dial(name, 22);
     ASSERT_FALSE(r.ok()) << name;
@@ -153,7 +155,8 @@ TEST(DialerTest, TheHostsOwnPublicAddressesAreRefused) {
     ASSERT_FALSE(r.ok()) << literal;
     EXPECT_EQ(r.error().message, "egress refused '" + std::string(literal) +
                                      "': it is an address of this host (its own services are never reached through "
-                                     "egress)" + kHint);
+                                     "egress)" +
+                                     kHint);
   }
   EXPECT_TRUE(net.connected.empty());
   // Another public address is reached as before.
@@ -213,8 +216,8 @@ TEST(DialerTest, ConnectsOnlyToCheckedAddressesInOrder) {
   Dialer dialer = MakeDialer(net.Options());
   auto r = dialer.Resolve("dns.example", 853);
   ASSERT_TRUE(r.ok()) << r.error().message;
-  EXPECT_EQ(*r, (std::vector<Endpoint>{{Ip("8.8.8.8"), 853}, {Ip("2001:4860:4860::8888"), 853},
-                                       {Ip("64:ff9b::808:404"), 853}}));
+  EXPECT_EQ(*r, (std::vector<Endpoint>{
+                    {Ip("8.8.8.8"), 853}, {Ip("2001:4860:4860::8888"), 853}, {Ip("64:ff9b::808:404"), 853}}));
 }
 
 TEST(DialerTest, AddressLiteralsAreJudgedWithoutResolving) {
@@ -254,11 +257,11 @@ TEST(DialerTest, RefusesHostsThatAreNeitherNameNorAddress) {
   auto r = dialer.Dial("evil\r\nhost", 80);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, Code::kInvalidArgument);
-  EXPECT_EQ(r.error().message, "egress: 'evil\\x0d\\x0ahost' is neither a host name nor an address: it contains '\\x0d'");
+  EXPECT_EQ(r.error().message,
+            "egress: 'evil\\x0d\\x0ahost' is neither a host name nor an address: it contains '\\x0d'");
   auto z = dialer.Dial("fe80::1%eth0", 80);
   ASSERT_FALSE(z.ok());
-  EXPECT_EQ(z.error().message,
-            "egress: 'fe80::1%eth0' is neither a host name nor an address: it contains ':'");
+  EXPECT_EQ(z.error().message, "egress: 'fe80::1%eth0' is neither a host name nor an address: it contains ':'");
   EXPECT_TRUE(net.asked.empty());
 }
 
@@ -361,7 +364,8 @@ TEST(DialerTest, LocalhostIsRefusedWithoutAPin) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, Code::kForbidden);
   // /etc/hosts may list ::1 before 127.0.0.1; either is loopback.
-  EXPECT_TRUE(r.error().message == std::string("egress refused 'localhost': it resolves to loopback (127.0.0.0/8)") + kHint ||
+  EXPECT_TRUE(r.error().message ==
+                  std::string("egress refused 'localhost': it resolves to loopback (127.0.0.0/8)") + kHint ||
               r.error().message == std::string("egress refused 'localhost': it resolves to loopback (::1)") + kHint)
       << r.error().message;
   EXPECT_FALSE(server.Pending());

@@ -139,16 +139,18 @@ bool FakeChatServer::WaitForRequests(size_t n) const {
 }
 
 std::string HttpResponseWith(int status, const std::string& body) {
-  return "HTTP/1.1 " + std::to_string(status) + " X\r\nContent-Type: application/json\r\nContent-Length: " +
-         std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+  return "HTTP/1.1 " + std::to_string(status) +
+         " X\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+         "\r\nConnection: close\r\n\r\n" + body;
 }
 
 std::string ChatCompletion(const std::string& content) {
-  nlohmann::json body = {{"id", "chatcmpl-1"},
-                         {"object", "chat.completion"},
-                         {"choices", nlohmann::json::array({{{"index", 0},
-                                                             {"message", {{"role", "assistant"}, {"content", content}}},
-                                                             {"finish_reason", "stop"}}})}};
+  nlohmann::json body = {
+      {"id", "chatcmpl-1"},
+      {"object", "chat.completion"},
+      {"choices",
+       nlohmann::json::array(
+           {{{"index", 0}, {"message", {{"role", "assistant"}, {"content", content}}}, {"finish_reason", "stop"}}})}};
   return HttpResponseWith(200, body.dump());
 }
 

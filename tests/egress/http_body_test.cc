@@ -22,12 +22,16 @@ TEST(BodyFraming, AResponseHasNoBodyAfterHeadAndFor1xx204And304) {
   BodyFraming get = ResponseBody("GET", with_length);
   EXPECT_EQ(get.kind, BodyFraming::kLength);
   EXPECT_EQ(get.length, 5u);
-  EXPECT_EQ(ResponseBody("GET", Response("HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\n")).kind, BodyFraming::kNone);
-  EXPECT_EQ(ResponseBody("GET", Response("HTTP/1.1 304 Not Modified\r\nContent-Length: 5\r\n\r\n")).kind, BodyFraming::kNone);
+  EXPECT_EQ(ResponseBody("GET", Response("HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\n")).kind,
+            BodyFraming::kNone);
+  EXPECT_EQ(ResponseBody("GET", Response("HTTP/1.1 304 Not Modified\r\nContent-Length: 5\r\n\r\n")).kind,
+            BodyFraming::kNone);
   EXPECT_EQ(ResponseBody("POST", Response("HTTP/1.1 100 Continue\r\n\r\n")).kind, BodyFraming::kNone);
-  EXPECT_EQ(ResponseBody("GET", Response("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")).kind, BodyFraming::kChunked);
+  EXPECT_EQ(ResponseBody("GET", Response("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")).kind,
+            BodyFraming::kChunked);
   EXPECT_EQ(ResponseBody("GET", Response("HTTP/1.1 200 OK\r\n\r\n")).kind, BodyFraming::kUntilClose);
-  EXPECT_EQ(ResponseBody("GET", Response("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n")).kind, BodyFraming::kUntilClose);
+  EXPECT_EQ(ResponseBody("GET", Response("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n")).kind,
+            BodyFraming::kUntilClose);
 }
 
 TEST(BodyFraming, ConnectionsPersistInHttp11UnlessClosedAndInHttp10OnlyWithKeepAlive) {
@@ -59,7 +63,8 @@ Scanned Scan(std::string_view bytes, size_t piece) {
 }
 
 TEST(ChunkedScanner, FindsTheEndOfABodyHoweverItsBytesArrive) {
-  std::string body = "5\r\nhello\r\n1A;ext=\"v\"\r\nabcdefghijklmnopqrstuvwxyz\r\n0\r\nTrailer: x\r\nEmpty:\r\nX-Sum:a  b\r\n\r\n";
+  std::string body =
+      "5\r\nhello\r\n1A;ext=\"v\"\r\nabcdefghijklmnopqrstuvwxyz\r\n0\r\nTrailer: x\r\nEmpty:\r\nX-Sum:a  b\r\n\r\n";
   std::string next = "GET /next HTTP/1.1\r\n";
   for (size_t piece : {body.size() + next.size(), size_t{1}, size_t{2}, size_t{7}}) {
     Scanned s = Scan(body + next, piece);
@@ -104,7 +109,8 @@ TEST(ChunkedScanner, RefusesAnythingLooserThanTheGrammar) {
   EXPECT_EQ(reason("0\r\nNoColon\r\n\r\n"), "chunked trailer field name is not a token followed by a colon");
   EXPECT_EQ(reason("0\r\nGET / HTTP/1.1\r\n\r\n"), "chunked trailer field name is not a token followed by a colon");
   EXPECT_EQ(reason("0\r\n\rX"), "chunked body ends with a bare CR");
-  EXPECT_EQ(reason("0\r\n" + std::string(kMaxChunkTrailers + 1, 'a')), "chunked trailer section larger than 16384 bytes");
+  EXPECT_EQ(reason("0\r\n" + std::string(kMaxChunkTrailers + 1, 'a')),
+            "chunked trailer section larger than 16384 bytes");
 }
 
 // On every path to an origin: a GET, HEAD, DELETE or TRACE with a body is refused (an origin that ignores it would
@@ -118,7 +124,8 @@ TEST(BodylessMethodRefusal, GetHeadDeleteAndTraceWithABody) {
     return BodylessMethodRefusal(h);
   };
   for (const char* method : {"GET", "HEAD", "DELETE", "TRACE"}) {
-    const std::string why = std::string("a ") + method + " request with a body is refused (an origin may read the "
+    const std::string why = std::string("a ") + method +
+                            " request with a body is refused (an origin may read the "
                             "body as another request); send the body with POST";
     EXPECT_EQ(refusal(method, 1, false), why);
     EXPECT_EQ(refusal(method, std::nullopt, true), why);

@@ -36,8 +36,10 @@ TEST(HttpUrl, Refused) {
       {"http://judge.test:0/", "URL 'http://judge.test:0/' has an invalid port"},
       {"http://judge.test:99999/", "URL 'http://judge.test:99999/' has an invalid port"},
       {"http://a@judge.test/", "URL 'http://[redacted]@judge.test/' must not carry user information"},
-      {"http://judge.test/v1#frag", "URL 'http://judge.test/v1#frag' has a space, a control character or a fragment in its path"},
-      {"http://judge.test/a b", "URL 'http://judge.test/a b' has a space, a control character or a fragment in its path"},
+      {"http://judge.test/v1#frag",
+       "URL 'http://judge.test/v1#frag' has a space, a control character or a fragment in its path"},
+      {"http://judge.test/a b",
+       "URL 'http://judge.test/a b' has a space, a control character or a fragment in its path"},
       {"http://judge test/", "URL 'http://judge test/' has an invalid host: it contains ' '"},
   };
   for (const Case& c : cases) {

@@ -97,14 +97,14 @@ TEST(HttpHeadTest, AbsoluteForm) {
     std::string target, host_header, scheme, host, path;
     uint16_t port;
   };
-  for (const Case& c : std::vector<Case>{
-           {"HTTP://Example.com:8080/a/b?c", "example.com:8080", "http", "example.com", "/a/b?c", 8080},
-           {"https://example.com", "", "https", "example.com", "/", 443},
-           {"https://example.com/x", "example.com", "https", "example.com", "/x", 443},
-           {"https://example.com:443/x", "example.com", "https", "example.com", "/x", 443},
-           {"http://example.com?x=1", "example.com:80", "http", "example.com", "/?x=1", 80},
-           {"http://[2001:db8::1]:81/", "[2001:db8::1]:81", "http", "2001:db8::1", "/", 81},
-           {"http://10.0.0.1/", "", "http", "10.0.0.1", "/", 80}}) {
+  for (const Case& c :
+       std::vector<Case>{{"HTTP://Example.com:8080/a/b?c", "example.com:8080", "http", "example.com", "/a/b?c", 8080},
+                         {"https://example.com", "", "https", "example.com", "/", 443},
+                         {"https://example.com/x", "example.com", "https", "example.com", "/x", 443},
+                         {"https://example.com:443/x", "example.com", "https", "example.com", "/x", 443},
+                         {"http://example.com?x=1", "example.com:80", "http", "example.com", "/?x=1", 80},
+                         {"http://[2001:db8::1]:81/", "[2001:db8::1]:81", "http", "2001:db8::1", "/", 81},
+                         {"http://10.0.0.1/", "", "http", "10.0.0.1", "/", 80}}) {
     std::string host = c.host_header.empty() ? "" : "Host: " + c.host_header + "\r\n";
     HeadResult a = Parsed(Get(host, c.target));
     EXPECT_EQ(a.head.form, TargetForm::kAbsolute);
@@ -153,10 +153,10 @@ TEST(HttpHeadTest, EveryTruncationNeedsMore) {
 }
 
 TEST(HttpHeadTest, RecognizesWhatIsNotHttp) {
-  for (const std::string& bytes : {std::string("\x16\x03\x01\x02\x00", 5), std::string("SSH-2.0-OpenSSH_9.2\r\n"),
-                                   std::string("get / HTTP/1.1\r\n"), std::string(" GET / HTTP/1.1\r\n"),
-                                   std::string("\r\n"), std::string("GET\r\n"), std::string(21, 'A'),
-                                   std::string("PRI\x00", 4)}) {
+  for (const std::string& bytes :
+       {std::string("\x16\x03\x01\x02\x00", 5), std::string("SSH-2.0-OpenSSH_9.2\r\n"),
+        std::string("get / HTTP/1.1\r\n"), std::string(" GET / HTTP/1.1\r\n"), std::string("\r\n"),
+        std::string("GET\r\n"), std::string(21, 'A'), std::string("PRI\x00", 4)}) {
     HeadResult r = ParseHttpHead(bytes);
     EXPECT_EQ(r.kind, HeadResult::kNotHttp) << bytes;
     EXPECT_EQ(r.reason, "does not start with an HTTP method");
@@ -186,7 +186,8 @@ TEST(HttpHeadTest, RefusesBadRequestLines) {
            {"GET http://user@a.example/ HTTP/1.1", 400, "request target: user info (@) in the authority"},
            {"GET http:///x HTTP/1.1", 400, "request target: host name is empty"},
            {"GET http://a.example:0/ HTTP/1.1", 400, "request target: port is not a number from 1 to 65535"},
-           {"GET http://-a.example/ HTTP/1.1", 400, "request target: host name has a label starting or ending with '-'"},
+           {"GET http://-a.example/ HTTP/1.1", 400,
+            "request target: host name has a label starting or ending with '-'"},
            {"CONNECT a.example HTTP/1.1", 400, "CONNECT target has no port"},
            {"CONNECT /x HTTP/1.1", 400,
             "request target: host name contains a byte other than a letter, digit, '-', '_' or '.'"},
@@ -252,13 +253,13 @@ TEST(HttpHeadTest, RefusesBadHosts) {
 }
 
 TEST(HttpHeadTest, RefusesAHostThatDiffersFromTheTarget) {
-  for (const auto& [target, host] : std::vector<std::pair<std::string, std::string>>{
-           {"http://a.example/", "b.example"},
-           {"http://a.example/", "a.example:8080"},
-           {"http://a.example:8080/", "a.example"},
-           {"https://a.example/", "a.example:80"},
-           {"http://a.example/", "a.example.evil"},
-           {"http://127.0.0.1/", "127.1"}}) {
+  for (const auto& [target, host] :
+       std::vector<std::pair<std::string, std::string>>{{"http://a.example/", "b.example"},
+                                                        {"http://a.example/", "a.example:8080"},
+                                                        {"http://a.example:8080/", "a.example"},
+                                                        {"https://a.example/", "a.example:80"},
+                                                        {"http://a.example/", "a.example.evil"},
+                                                        {"http://127.0.0.1/", "127.1"}}) {
     ExpectRefused(Get("Host: " + host + "\r\n", target), 400, "Host header differs from the request target");
   }
   ExpectRefused("CONNECT a.example:443 HTTP/1.1\r\nHost: b.example:443\r\n\r\n", 400,
@@ -283,7 +284,8 @@ TEST(HttpHeadTest, RefusesAmbiguousBodies) {
            {"Content-Length: 0x10\r\n", 400, "Content-Length is not a decimal number of at most 18 digits"},
            {"Content-Length: \r\n", 400, "Content-Length is not a decimal number of at most 18 digits"},
            {"Content-Length: 1 2\r\n", 400, "Content-Length is not a decimal number of at most 18 digits"},
-           {"Content-Length: 1234567890123456789\r\n", 400, "Content-Length is not a decimal number of at most 18 digits"},
+           {"Content-Length: 1234567890123456789\r\n", 400,
+            "Content-Length is not a decimal number of at most 18 digits"},
            {"Transfer-Encoding: gzip, chunked\r\n", 501, "Transfer-Encoding other than chunked"},
            {"Transfer-Encoding: chunked, chunked\r\n", 501, "Transfer-Encoding other than chunked"},
            {"Transfer-Encoding: identity\r\n", 501, "Transfer-Encoding other than chunked"},

@@ -60,7 +60,8 @@ TEST(ResponseHead, RefusesWhatAClientCouldFrameDifferently) {
             "Content-Length is not a decimal number of at most 18 digits");
   EXPECT_EQ(Refusal("HTTP/1.1 200 OK\r\nContent-Length: 1, 1\r\n\r\n"),
             "Content-Length is not a decimal number of at most 18 digits");
-  EXPECT_EQ(Refusal("HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"), "Transfer-Encoding in an HTTP/1.0 response");
+  EXPECT_EQ(Refusal("HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"),
+            "Transfer-Encoding in an HTTP/1.0 response");
   EXPECT_EQ(Refusal("HTTP/1.1 200 OK\nA: b\r\n\r\n"), "line ends with a bare LF");
   EXPECT_EQ(Refusal("HTTP/1.1 200 O\rK\r\n\r\n"), "bare CR in the response head");
   EXPECT_EQ(Refusal("HTTP/1.1 200 OK\r\n folded\r\n\r\n"), "obs-fold (a header line starting with whitespace)");
@@ -70,7 +71,8 @@ TEST(ResponseHead, RefusesWhatAClientCouldFrameDifferently) {
   EXPECT_EQ(Refusal("HTTP/1.1 200OK\r\n\r\n"), "status line is not HTTP/1.x SP STATUS SP REASON");
   EXPECT_EQ(Refusal("HTTP/1.1 099 Early\r\n\r\n"), "status code outside 100 to 599");
   EXPECT_EQ(Refusal("HTTP/1.1 200 O\x01K\r\n\r\n"), "status line contains a control character");
-  EXPECT_EQ(Refusal("HTTP/1.1 200 OK\r\nA: " + std::string(kMaxResponseHead, 'x')), "response head larger than 65536 bytes");
+  EXPECT_EQ(Refusal("HTTP/1.1 200 OK\r\nA: " + std::string(kMaxResponseHead, 'x')),
+            "response head larger than 65536 bytes");
   std::string many = "HTTP/1.1 200 OK\r\n";
   for (int i = 0; i < 101; ++i) many += "A: b\r\n";
   EXPECT_EQ(Refusal(many + "\r\n"), "more than 100 header fields");

@@ -83,7 +83,9 @@ class InterceptTest : public ::testing::Test {
     h.classify = ClassifyConnection;
     h.sandbox = [](uint32_t) { return std::optional<std::string>("sb1"); };
     h.host_for_port = [](const std::string&, uint16_t) { return std::optional<std::string>(); };
-    h.decide = [](const std::string&, const std::string&, uint16_t, const std::string&, const std::string&) { return Admission{true, ""}; };
+    h.decide = [](const std::string&, const std::string&, uint16_t, const std::string&, const std::string&) {
+      return Admission{true, ""};
+    };
     h.dial = [this](const std::string& host, uint16_t) -> Result<Fd> {
       auto it = origin_ports_.find(host);
       if (it == origin_ports_.end()) return Error::Of(Code::kUnavailable, "no route to " + host);
@@ -99,7 +101,9 @@ class InterceptTest : public ::testing::Test {
       std::lock_guard lock(mu_);
       denials_.push_back(sandbox + " " + target + " " + reason + (first ? " (logged)" : ""));
     };
-    h.intercept = [](const std::string& sandbox, const std::string& host, uint16_t) { return sandbox == "sb1" && host != "plain.test"; };
+    h.intercept = [](const std::string& sandbox, const std::string& host, uint16_t) {
+      return sandbox == "sb1" && host != "plain.test";
+    };
     ProxyOptions o;
     o.listen_address = "127.0.0.1";
     o.intercept.minter = minter_;
@@ -141,9 +145,17 @@ class InterceptTest : public ::testing::Test {
 
   // curl's arguments for one transfer through the proxy, trusting `ca`; `extra` before the URL.
   std::vector<std::string> Transfer(const std::string& url, std::vector<std::string> extra = {}, std::string ca = "") {
-    std::vector<std::string> args = {"-sS", "--connect-to", "::127.0.0.1:" + port_, "--cacert",
-                                     ca.empty() ? sandbox_ca_file_ : ca, "-A", "isb-test", "-i", "--raw",
-                                     "-w", "[%{http_version} %{num_connects}]\n"};
+    std::vector<std::string> args = {"-sS",
+                                     "--connect-to",
+                                     "::127.0.0.1:" + port_,
+                                     "--cacert",
+                                     ca.empty() ? sandbox_ca_file_ : ca,
+                                     "-A",
+                                     "isb-test",
+                                     "-i",
+                                     "--raw",
+                                     "-w",
+                                     "[%{http_version} %{num_connects}]\n"};
     args.insert(args.end(), extra.begin(), extra.end());
     args.push_back(url);
     return args;
@@ -210,12 +222,14 @@ TEST_F(InterceptTest, TheClientGetsACertificateFromTheSandboxCaAndTheBytesPassUn
   std::vector<std::string> t = Transfer("https://origin.test/hello");
   t[t.size() - 2] = "[%{http_version} %{num_connects}]\n%{certs}";
   std::string out = Curl({t});
-  EXPECT_TRUE(out.starts_with("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-Origin: origin\r\n\r\nhello[1.1 1]\n"
-                              "Subject:CN = origin.test\nIssuer:CN = isb sandbox CA sb1\n"))
+  EXPECT_TRUE(
+      out.starts_with("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-Origin: origin\r\n\r\nhello[1.1 1]\n"
+                      "Subject:CN = origin.test\nIssuer:CN = isb sandbox CA sb1\n"))
       << out;
   EXPECT_NE(out.find("X509v3 Subject Alternative Name:DNS:origin.test\n"), std::string::npos) << out;
-  EXPECT_EQ(origin_->Connections(), (std::vector<std::vector<std::string>>{
-                                        {"GET /hello HTTP/1.1\r\nHost: origin.test\r\nUser-Agent: isb-test\r\nAccept: */*\r\n\r\n"}}));
+  EXPECT_EQ(origin_->Connections(),
+            (std::vector<std::vector<std::string>>{
+                {"GET /hello HTTP/1.1\r\nHost: origin.test\r\nUser-Agent: isb-test\r\nAccept: */*\r\n\r\n"}}));
   EXPECT_EQ(origin_->ServerNames(), std::vector<std::string>{"origin.test"}) << "the proxy sent the name upstream";
   EXPECT_EQ(proxy_->stats().allowed.load(), 1u);
   EXPECT_EQ(proxy_->stats().denied.load(), 0u);
@@ -240,11 +254,10 @@ TEST_F(InterceptTest, WhatIsForwardedIsCountedForTheSandboxInTheClear) {
 
 TEST_F(InterceptTest, BodiesAndResponsesOfEveryFramingPassOnOneKeptAliveConnection) {
   const std::string url = "https://origin.test";
-  std::string out = Curl({Transfer(url + "/echo", {"--data-binary", "a=1&b=2"}),
-                          Transfer(url + "/echo", {"-H", "Transfer-Encoding: chunked", "--data-binary", "chunked body"}),
-                          Transfer(url + "/chunked"),
-                          Transfer(url + "/hello", {"-I"}),
-                          Transfer(url + "/204")});
+  std::string out =
+      Curl({Transfer(url + "/echo", {"--data-binary", "a=1&b=2"}),
+            Transfer(url + "/echo", {"-H", "Transfer-Encoding: chunked", "--data-binary", "chunked body"}),
+            Transfer(url + "/chunked"), Transfer(url + "/hello", {"-I"}), Transfer(url + "/204")});
   EXPECT_EQ(out,
             "HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\na=1&b=2[1.1 1]\n"
             "HTTP/1.1 200 OK\r\nContent-Length: 22\r\n\r\nc\r\nchunked body\r\n0\r\n\r\n[1.1 0]\n"
@@ -275,19 +288,23 @@ TEST_F(InterceptTest, BodiesAFilterChangesAreChunkedAnewBothWays) {
                           Transfer(url + "/hello", {"-I"})});
   const std::string sent = "c\r\nsay bonjour!\r\n0\r\n\r\n";
   // The origin's echo of `sent` is one piece; the filter keeps its last 4 bytes back until the body's end.
-  EXPECT_EQ(out, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-                 "12\r\n" + sent.substr(0, 18) + "\r\n4\r\n" + sent.substr(18) + "\r\n0\r\n\r\n[1.1 1]\n"
-                 "HTTP/1.1 200 OK\r\nX-Origin: origin\r\nTransfer-Encoding: chunked\r\n\r\n8\r\nbonjour!\r\n0\r\n\r\n[1.1 0]\n"
-                 "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-Origin: origin\r\n\r\n[1.1 0]\n");
+  EXPECT_EQ(
+      out,
+      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "12\r\n" +
+          sent.substr(0, 18) + "\r\n4\r\n" + sent.substr(18) +
+          "\r\n0\r\n\r\n[1.1 1]\n"
+          "HTTP/1.1 200 OK\r\nX-Origin: origin\r\nTransfer-Encoding: chunked\r\n\r\n8\r\nbonjour!\r\n0\r\n\r\n[1.1 0]\n"
+          "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-Origin: origin\r\n\r\n[1.1 0]\n");
   const std::string common = "Host: origin.test\r\nUser-Agent: isb-test\r\nAccept: */*\r\n";
-  EXPECT_EQ(origin_->Connections(),
-            (std::vector<std::vector<std::string>>{{
-                "POST /echo HTTP/1.1\r\n" + common +
-                    "Content-Type: application/x-www-form-urlencoded\r\nX-Filtered: sb1\r\n"
-                    "Transfer-Encoding: chunked\r\n\r\n" + sent,
-                "GET /hello HTTP/1.1\r\n" + common + "X-Filtered: sb1\r\n\r\n",
-                "HEAD /hello HTTP/1.1\r\n" + common + "X-Filtered: sb1\r\n\r\n",
-            }}));
+  EXPECT_EQ(origin_->Connections(), (std::vector<std::vector<std::string>>{{
+                                        "POST /echo HTTP/1.1\r\n" + common +
+                                            "Content-Type: application/x-www-form-urlencoded\r\nX-Filtered: sb1\r\n"
+                                            "Transfer-Encoding: chunked\r\n\r\n" +
+                                            sent,
+                                        "GET /hello HTTP/1.1\r\n" + common + "X-Filtered: sb1\r\n\r\n",
+                                        "HEAD /hello HTTP/1.1\r\n" + common + "X-Filtered: sb1\r\n\r\n",
+                                    }}));
 }
 
 TEST_F(InterceptTest, AResponseEndedByCloseEndsTheConnection) {
@@ -299,9 +316,10 @@ TEST_F(InterceptTest, AHostThatDiffersFromTheServerNameGets421AndNeverReachesThe
   const std::string url = "https://origin.test/hello";
   std::string out = Curl({Transfer(url), Transfer(url, {"-H", "Host: other.test"})});
   const std::string reason = "the Host header (other.test) differs from the TLS server name (origin.test)";
-  EXPECT_EQ(out, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-Origin: origin\r\n\r\nhello[1.1 1]\n"
-                 "HTTP/1.1 421 Misdirected Request\r\nContent-Type: text/plain\r\nContent-Length: " +
-                     std::to_string(reason.size() + 6) + "\r\nConnection: close\r\n\r\nisb: " + reason + "\n[1.1 0]\n");
+  EXPECT_EQ(out,
+            "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-Origin: origin\r\n\r\nhello[1.1 1]\n"
+            "HTTP/1.1 421 Misdirected Request\r\nContent-Type: text/plain\r\nContent-Length: " +
+                std::to_string(reason.size() + 6) + "\r\nConnection: close\r\n\r\nisb: " + reason + "\n[1.1 0]\n");
   ASSERT_EQ(origin_->Connections().size(), 1u);
   EXPECT_EQ(origin_->Connections()[0].size(), 1u) << "only the first request reached the origin";
 
@@ -331,7 +349,8 @@ TEST_F(InterceptTest, AResponseCutShortByABareEndOfTheConnectionIsNotMadeWhole) 
     TlsClient client = ConnectTls("origin.test");
     ASSERT_TRUE(client.ssl) << "no TLS connection through the proxy";
     SSL* ssl = client.ssl.get();
-    const std::string request = std::string("GET ") + (cut ? "/cut" : "/close") + " HTTP/1.1\r\nHost: origin.test\r\n\r\n";
+    const std::string request =
+        std::string("GET ") + (cut ? "/cut" : "/close") + " HTTP/1.1\r\nHost: origin.test\r\n\r\n";
     ASSERT_EQ(SSL_write(ssl, request.data(), static_cast<int>(request.size())), static_cast<int>(request.size()));
     std::string answer;
     char buf[4096];
@@ -370,8 +389,10 @@ TEST_F(InterceptTest, AHeadSentARecordAByteIsRefusedAfterSoManyReads) {
     if (SSL_write(ssl, "a", 1) != 1) break;  // refused, and closed, meanwhile
     if (::poll(&readable, 1, 1) == 0) continue;
     const int n = SSL_read(ssl, buf, sizeof buf);
-    if (n > 0) answer.append(buf, static_cast<size_t>(n));
-    else if (SSL_get_error(ssl, n) != SSL_ERROR_WANT_READ) break;
+    if (n > 0)
+      answer.append(buf, static_cast<size_t>(n));
+    else if (SSL_get_error(ssl, n) != SSL_ERROR_WANT_READ)
+      break;
   }
   ASSERT_EQ(::fcntl(fd, F_SETFL, flags), 0);
   EXPECT_GE(sent, kMaxHeadReads) << "refused before so many reads";
@@ -407,11 +428,13 @@ TEST_F(InterceptTest, EachRequestToAJudgedInterceptedNameIsJudged) {
   std::vector<std::string> asked;
   JudgeEverything(&asked, "/denied");
   RestartProxy();
-  std::string out = Curl({Transfer("https://origin.test/hello"), Transfer("https://origin.test/denied", {"-X", "DELETE"})});
+  std::string out =
+      Curl({Transfer("https://origin.test/hello"), Transfer("https://origin.test/denied", {"-X", "DELETE"})});
   const std::string reason = "the judge refuses DELETE /denied";
-  EXPECT_EQ(out, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-Origin: origin\r\n\r\nhello[1.1 1]\n"
-                 "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: " +
-                     std::to_string(reason.size() + 6) + "\r\nConnection: close\r\n\r\nisb: " + reason + "\n[1.1 0]\n");
+  EXPECT_EQ(out,
+            "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-Origin: origin\r\n\r\nhello[1.1 1]\n"
+            "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: " +
+                std::to_string(reason.size() + 6) + "\r\nConnection: close\r\n\r\nisb: " + reason + "\n[1.1 0]\n");
   ASSERT_EQ(origin_->Connections().size(), 1u);
   EXPECT_EQ(origin_->Connections()[0].size(), 1u) << "only the first request reached the origin";
   std::lock_guard lock(mu_);
@@ -426,8 +449,9 @@ TEST_F(InterceptTest, AJudgedInterceptedNameRefusesAGetWithABody) {
   JudgeEverything(&asked);
   RestartProxy();
   std::string out = Curl({Transfer("https://origin.test/hello", {"-X", "GET", "--data", "DELETE /x HTTP/1.1"})});
-  const std::string reason = "a GET request with a body is refused (an origin may read the body as another request); "
-                             "send the body with POST";
+  const std::string reason =
+      "a GET request with a body is refused (an origin may read the body as another request); "
+      "send the body with POST";
   EXPECT_EQ(out, "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: " +
                      std::to_string(reason.size() + 6) + "\r\nConnection: close\r\n\r\nisb: " + reason + "\n[1.1 1]\n");
   EXPECT_EQ(origin_->Connections(), (std::vector<std::vector<std::string>>{{}})) << "nothing reached the origin";
@@ -439,8 +463,9 @@ TEST_F(InterceptTest, AJudgedInterceptedNameRefusesAGetWithABody) {
 // it, for another host).
 TEST_F(InterceptTest, AGetWithABodyNeverReachesTheOrigin) {
   std::string out = Curl({Transfer("https://origin.test/hello", {"-X", "GET", "--data", "GET /x HTTP/1.1"})});
-  const std::string reason = "a GET request with a body is refused (an origin may read the body as another request); "
-                             "send the body with POST";
+  const std::string reason =
+      "a GET request with a body is refused (an origin may read the body as another request); "
+      "send the body with POST";
   EXPECT_EQ(out, "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: " +
                      std::to_string(reason.size() + 6) + "\r\nConnection: close\r\n\r\nisb: " + reason + "\n[1.1 1]\n");
   EXPECT_EQ(origin_->Connections(), (std::vector<std::vector<std::string>>{{}})) << "nothing reached the origin";
@@ -470,8 +495,9 @@ TEST_F(InterceptTest, ANameNotMarkedPassesThroughWithTheOriginsOwnCertificate) {
   std::vector<std::string> t = Transfer("https://plain.test/hello", {}, origins_ca_file_);
   t[t.size() - 2] = "[%{http_version} %{num_connects}]\n%{certs}";
   std::string out = Curl({t});
-  EXPECT_TRUE(out.starts_with("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-Origin: origin\r\n\r\nhello[1.1 1]\n"
-                              "Subject:CN = plain.test\nIssuer:CN = isb sandbox CA test origins\n"))
+  EXPECT_TRUE(
+      out.starts_with("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-Origin: origin\r\n\r\nhello[1.1 1]\n"
+                      "Subject:CN = plain.test\nIssuer:CN = isb sandbox CA test origins\n"))
       << out;
   // The sandbox's CA does not vouch for it: nothing was minted.
   std::vector<std::string> sandbox_trust = Transfer("https://plain.test/hello");
@@ -490,9 +516,11 @@ TEST_F(InterceptTest, ConnectToAMarkedNameIsInterceptedToo) {
   std::string marked = Curl({{"-sS", "-x", proxy, "--cacert", sandbox_ca_file_, "-A", "isb-test", "-w", "%{certs}",
                               "https://origin.test/hello"}});
   EXPECT_TRUE(marked.starts_with("helloSubject:CN = origin.test\nIssuer:CN = isb sandbox CA sb1\n")) << marked;
-  EXPECT_EQ(origin_->Connections(), (std::vector<std::vector<std::string>>{
-                                        {"GET /hello HTTP/1.1\r\nHost: origin.test\r\nUser-Agent: isb-test\r\nAccept: */*\r\n\r\n"}}));
-  std::string plain = Curl({{"-sS", "-x", proxy, "--cacert", origins_ca_file_, "-w", "%{certs}", "https://plain.test/hello"}});
+  EXPECT_EQ(origin_->Connections(),
+            (std::vector<std::vector<std::string>>{
+                {"GET /hello HTTP/1.1\r\nHost: origin.test\r\nUser-Agent: isb-test\r\nAccept: */*\r\n\r\n"}}));
+  std::string plain =
+      Curl({{"-sS", "-x", proxy, "--cacert", origins_ca_file_, "-w", "%{certs}", "https://plain.test/hello"}});
   EXPECT_TRUE(plain.starts_with("helloSubject:CN = plain.test\nIssuer:CN = isb sandbox CA test origins\n")) << plain;
 }
 
@@ -517,7 +545,8 @@ TEST(InterceptSetup, AnEgressCaFileThatIsNotPemCertificatesStopsTheProxyFromStar
   ::unlink(path);
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.error().code, Code::kInvalidArgument);
-  EXPECT_EQ(p.error().message, std::string("--egress-ca ") + path + ": cannot load it as PEM certificates: no certificate or crl found");
+  EXPECT_EQ(p.error().message,
+            std::string("--egress-ca ") + path + ": cannot load it as PEM certificates: no certificate or crl found");
 
   o.intercept.minter = nullptr;
   o.intercept.upstream_ca_file = "";

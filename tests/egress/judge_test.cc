@@ -59,7 +59,9 @@ class JudgeTest : public ::testing::Test {
 
   static size_t OpenFds() {
     size_t n = 0;
-    for (auto it = std::filesystem::directory_iterator("/proc/self/fd"); it != std::filesystem::directory_iterator(); ++it) ++n;
+    for (auto it = std::filesystem::directory_iterator("/proc/self/fd"); it != std::filesystem::directory_iterator();
+         ++it)
+      ++n;
     return n;
   }
 
@@ -120,9 +122,12 @@ TEST_F(JudgeTest, AllowVerdictAndTheRequestItAskedWith) {
   EXPECT_NE(body["messages"][0]["content"].get<std::string>().find("\"verdict\": \"allow\" or \"deny\""),
             std::string::npos);
   EXPECT_EQ(body["messages"][1]["role"], "user");
-  EXPECT_EQ(json::parse(body["messages"][1]["content"].get<std::string>()),
-            json({{"org", "default"}, {"sandbox", "sbx-1"}, {"host", "api.example.com"}, {"port", 80},
-                  {"method", "GET"}, {"path", "/v1/items"}}));
+  EXPECT_EQ(json::parse(body["messages"][1]["content"].get<std::string>()), json({{"org", "default"},
+                                                                                  {"sandbox", "sbx-1"},
+                                                                                  {"host", "api.example.com"},
+                                                                                  {"port", 80},
+                                                                                  {"method", "GET"},
+                                                                                  {"path", "/v1/items"}}));
 }
 
 TEST_F(JudgeTest, DenyVerdict) {
@@ -147,18 +152,22 @@ struct NoVerdictCase {
 
 TEST_F(JudgeTest, EveryAnswerThatIsNoClearVerdictDenies) {
   std::vector<NoVerdictCase> cases = {
-      {"garbage body", HttpResponseWith(200, "<html>oops</html>"), "judge failed (no verdict: the response is not JSON)"},
-      {"no choices", HttpResponseWith(200, R"({"choices":[]})"), "judge failed (no verdict: the response has no choices)"},
+      {"garbage body", HttpResponseWith(200, "<html>oops</html>"),
+       "judge failed (no verdict: the response is not JSON)"},
+      {"no choices", HttpResponseWith(200, R"({"choices":[]})"),
+       "judge failed (no verdict: the response has no choices)"},
       {"content not JSON", ChatCompletion("Sure, that host looks fine to me."),
        "judge failed (no verdict: the message content is not JSON)"},
-      {"content a list", ChatCompletion(R"(["allow"])"), "judge failed (no verdict: the message content is not a JSON object)"},
+      {"content a list", ChatCompletion(R"(["allow"])"),
+       "judge failed (no verdict: the message content is not a JSON object)"},
       {"verdict maybe", ChatCompletion(R"({"verdict":"maybe","reason":"unsure"})"),
        "judge failed (no verdict: the verdict is neither \"allow\" nor \"deny\")"},
       {"verdict Allow", ChatCompletion(R"({"verdict":"Allow"})"),
        "judge failed (no verdict: the verdict is neither \"allow\" nor \"deny\")"},
       {"verdict twice", ChatCompletion(R"({"verdict":"deny","verdict":"allow"})"),
        "judge failed (no verdict: the verdict is given more than once)"},
-      {"verdict not a string", ChatCompletion(R"({"verdict":true})"), "judge failed (no verdict: the answer has no verdict)"},
+      {"verdict not a string", ChatCompletion(R"({"verdict":true})"),
+       "judge failed (no verdict: the answer has no verdict)"},
       {"reason not a string", ChatCompletion(R"({"verdict":"allow","reason":1})"),
        "judge failed (no verdict: the reason is not a string)"},
       {"HTTP 500", HttpResponseWith(500, R"({"error":"overloaded"})"), "judge failed (HTTP 500)"},
@@ -167,11 +176,13 @@ TEST_F(JudgeTest, EveryAnswerThatIsNoClearVerdictDenies) {
       // asked (the server counts one request).
       {"redirect", "HTTP/1.1 302 Found\r\nLocation: http://judge.test/elsewhere\r\nContent-Length: 0\r\n\r\n",
        "judge failed (HTTP 302)"},
-      {"permanent redirect", "HTTP/1.1 308 Permanent Redirect\r\nLocation: https://other.test/v1\r\nContent-Length: 0\r\n\r\n",
+      {"permanent redirect",
+       "HTTP/1.1 308 Permanent Redirect\r\nLocation: https://other.test/v1\r\nContent-Length: 0\r\n\r\n",
        "judge failed (HTTP 308)"},
       {"cut off", "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"choices\"",
        "judge failed (malformed HTTP response: the connection closed inside the response body)"},
-      {"not HTTP", "SSH-2.0-OpenSSH_9.6\r\n\r\n", "judge failed (malformed HTTP response: status line is not HTTP/1.x SP STATUS SP REASON)"},
+      {"not HTTP", "SSH-2.0-OpenSSH_9.6\r\n\r\n",
+       "judge failed (malformed HTTP response: status line is not HTTP/1.x SP STATUS SP REASON)"},
   };
   for (const NoVerdictCase& c : cases) {
     SCOPED_TRACE(c.name);
@@ -202,17 +213,18 @@ TEST_F(JudgeTest, UnreachableJudgeDenies) {
   server_.reset();
   JudgeVerdict v = Decide(Question());
   EXPECT_FALSE(v.allow);
-  EXPECT_EQ(v.reason, "judge failed (egress: cannot connect to judge.test:" + std::to_string(port) +
-                          ": Connection refused)");
+  EXPECT_EQ(v.reason,
+            "judge failed (egress: cannot connect to judge.test:" + std::to_string(port) + ": Connection refused)");
 }
 
 TEST_F(JudgeTest, PrivateAddressWithoutPinIsRefusedByTheDialer) {
-  Start([](const ChatRequest&) { return Verdict("allow", "x"); }, [](JudgeOptions& o) {
-    o.pins.clear();
-    o.resolver = [](const std::string&) -> Result<std::vector<IpAddress>> {
-      return std::vector<IpAddress>{*ParseIpAddress("127.0.0.1")};
-    };
-  });
+  Start([](const ChatRequest&) { return Verdict("allow", "x"); },
+        [](JudgeOptions& o) {
+          o.pins.clear();
+          o.resolver = [](const std::string&) -> Result<std::vector<IpAddress>> {
+            return std::vector<IpAddress>{*ParseIpAddress("127.0.0.1")};
+          };
+        });
   JudgeVerdict v = Decide(Question());
   EXPECT_FALSE(v.allow);
   EXPECT_TRUE(v.reason.starts_with("judge failed (egress refused 'judge.test': it resolves to ")) << v.reason;
@@ -253,9 +265,7 @@ TEST_F(JudgeTest, CacheHitAsksOnce) {
 
 TEST_F(JudgeTest, FailuresAreNotCached) {
   std::atomic<int> n{0};
-  Start([&n](const ChatRequest&) {
-    return ++n == 1 ? HttpResponseWith(503, "{}") : Verdict("allow", "back");
-  });
+  Start([&n](const ChatRequest&) { return ++n == 1 ? HttpResponseWith(503, "{}") : Verdict("allow", "back"); });
   EXPECT_EQ(Decide(Question()).reason, "judge failed (HTTP 503)");
   JudgeVerdict v = Decide(Question());
   EXPECT_TRUE(v.allow);
@@ -266,10 +276,12 @@ TEST_F(JudgeTest, FailuresAreNotCached) {
 TEST_F(JudgeTest, ConcurrentIdenticalQuestionsShareOneCall) {
   Gate gate;
   // No caching: only the single flight can make eight questions one call.
-  Start([&gate](const ChatRequest&) {
-    gate.Wait();
-    return Verdict("deny", "shared");
-  }, [](JudgeOptions& o) { o.cache_ttl = milliseconds(0); });
+  Start(
+      [&gate](const ChatRequest&) {
+        gate.Wait();
+        return Verdict("deny", "shared");
+      },
+      [](JudgeOptions& o) { o.cache_ttl = milliseconds(0); });
   constexpr int kAskers = 8;
   std::vector<JudgeVerdict> got(kAskers);
   std::vector<std::thread> askers;
@@ -292,9 +304,7 @@ TEST_F(JudgeTest, ConcurrentIdenticalQuestionsShareOneCall) {
 
 TEST_F(JudgeTest, BreakerOpensAfterFiveFailuresProbesAfterThirtySecondsAndCloses) {
   std::atomic<bool> healthy{false};
-  Start([&healthy](const ChatRequest&) {
-    return healthy ? Verdict("allow", "ok") : HttpResponseWith(500, "{}");
-  });
+  Start([&healthy](const ChatRequest&) { return healthy ? Verdict("allow", "ok") : HttpResponseWith(500, "{}"); });
   for (int i = 0; i < 4; ++i) EXPECT_EQ(Decide(Question()).reason, "judge failed (HTTP 500)");
   EXPECT_EQ(judge_->breaker_state("sbx-1"), CircuitBreaker::State::kClosed);
   EXPECT_EQ(Decide(Question()).reason, "judge failed (HTTP 500)");
@@ -406,8 +416,9 @@ TEST_F(JudgeTest, CreateErrorsNameTheOptionNeverTheKey) {
   EXPECT_EQ(error_of([&](JudgeOptions& o) { o.key_file = dir_ + "/empty"; }),
             "judge: the key file " + dir_ + "/empty is empty");
   std::ofstream(dir_ + "/two") << kKey << "\nsecond line\n";
-  EXPECT_EQ(error_of([&](JudgeOptions& o) { o.key_file = dir_ + "/two"; }),
-            "judge: the key file " + dir_ + "/two holds characters other than printable ASCII; it must hold the key alone");
+  EXPECT_EQ(
+      error_of([&](JudgeOptions& o) { o.key_file = dir_ + "/two"; }),
+      "judge: the key file " + dir_ + "/two holds characters other than printable ASCII; it must hold the key alone");
   std::string missing = error_of([&](JudgeOptions& o) { o.key_file = dir_ + "/missing"; });
   EXPECT_TRUE(missing.starts_with("judge: cannot read the key file " + dir_ + "/missing: ")) << missing;
 }
@@ -419,7 +430,8 @@ class JudgeTlsTest : public JudgeTest {
     JudgeTest::SetUp();
     std::string d = dir_;
     std::string script =
-        "cd '" + d + "' && "
+        "cd '" + d +
+        "' && "
         "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key -out ca.pem -days 2 "
         "-subj /CN=isb-test-ca >/dev/null 2>&1 && "
         "openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout server.key -out server.csr "
@@ -462,13 +474,15 @@ TEST_F(JudgeTlsTest, VerifiedAgainstTheExtraCa) {
   EXPECT_TRUE(v.allow);
   EXPECT_EQ(v.reason, "judge allowed: over tls");
   ASSERT_EQ(server_->request_count(), 1u);
-  EXPECT_NE(server_->requests()[0].head.find("\r\nAuthorization: Bearer " + std::string(kKey) + "\r\n"), std::string::npos);
+  EXPECT_NE(server_->requests()[0].head.find("\r\nAuthorization: Bearer " + std::string(kKey) + "\r\n"),
+            std::string::npos);
 }
 
 TEST_F(JudgeTlsTest, UnknownCaIsRefused) {
   JudgeVerdict v = AskOverTls("judge.test", "");
   EXPECT_FALSE(v.allow);
-  EXPECT_EQ(v.reason, "judge failed (TLS: the certificate of judge.test was refused: unable to get local issuer certificate)");
+  EXPECT_EQ(v.reason,
+            "judge failed (TLS: the certificate of judge.test was refused: unable to get local issuer certificate)");
   EXPECT_EQ(server_->request_count(), 0u);
 }
 
@@ -483,7 +497,8 @@ TEST_F(JudgeTlsTest, UnreadableCaFileIsAnError) {
   auto judge = StartTls("judge.test", dir_ + "/nothing.pem");
   ASSERT_FALSE(judge.ok());
   EXPECT_EQ(judge.error().code, Code::kInvalidArgument);
-  EXPECT_TRUE(judge.error().message.starts_with("judge: TLS: cannot load CA certificates from " + dir_ + "/nothing.pem: "))
+  EXPECT_TRUE(
+      judge.error().message.starts_with("judge: TLS: cannot load CA certificates from " + dir_ + "/nothing.pem: "))
       << judge.error().message;
 }
 

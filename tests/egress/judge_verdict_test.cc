@@ -80,9 +80,12 @@ TEST(JudgeVerdict, RequestBody) {
   EXPECT_EQ(body["model"], "m-1");
   EXPECT_EQ(body["response_format"]["type"], "json_object");
   EXPECT_EQ(body["messages"][0]["role"], "system");
-  EXPECT_EQ(json::parse(body["messages"][1]["content"].get<std::string>()),
-            json({{"org", "acme"}, {"sandbox", "sbx-9"}, {"host", "files.example.com"}, {"port", 443},
-                  {"method", ""}, {"path", ""}}));
+  EXPECT_EQ(json::parse(body["messages"][1]["content"].get<std::string>()), json({{"org", "acme"},
+                                                                                  {"sandbox", "sbx-9"},
+                                                                                  {"host", "files.example.com"},
+                                                                                  {"port", 443},
+                                                                                  {"method", ""},
+                                                                                  {"path", ""}}));
   // A path that is not UTF-8 still makes valid JSON.
   q.path = "/\xff\xfe";
   EXPECT_FALSE(json::parse(ChatRequestBody("m-1", q), nullptr, false).is_discarded());

@@ -80,8 +80,9 @@ TEST(MessageRelay, AFilteredRequestGetsItsHeadEditedForItsSandboxAndItsBodyChunk
   ScriptedStream from, to;
   std::string buffer = "PLACEHOLDERGET /next HTTP/1.1\r\n";
   ASSERT_TRUE(Relay(from, to, buffer, message).ok());
-  EXPECT_EQ(to.written(), "POST /a HTTP/1.1\r\nHost: example.test\r\nX-Filtered: sb1\r\nTransfer-Encoding: chunked\r\n\r\n"
-                          "6\r\ns3cr3t\r\n0\r\n\r\n");
+  EXPECT_EQ(to.written(),
+            "POST /a HTTP/1.1\r\nHost: example.test\r\nX-Filtered: sb1\r\nTransfer-Encoding: chunked\r\n\r\n"
+            "6\r\ns3cr3t\r\n0\r\n\r\n");
   EXPECT_EQ(buffer, "GET /next HTTP/1.1\r\n");
 }
 
@@ -93,13 +94,15 @@ TEST(MessageRelay, AFilteredHttp10RequestIsSentWithItsNewContentLengthAfterItsBo
   ScriptedStream from({"PLACEH", "OLDER!!"}), to;
   std::string buffer;
   ASSERT_TRUE(Relay(from, to, buffer, message).ok());
-  EXPECT_EQ(to.written(), "POST /a HTTP/1.0\r\nHost: example.test\r\nX-Filtered: sb1\r\nContent-Length: 8\r\n\r\n"
-                          "s3cr3t!!");
+  EXPECT_EQ(to.written(),
+            "POST /a HTTP/1.0\r\nHost: example.test\r\nX-Filtered: sb1\r\nContent-Length: 8\r\n\r\n"
+            "s3cr3t!!");
 }
 
 TEST(MessageRelay, AFilteredHttp10RequestPastTheBoundIsRefusedBeforeAnythingIsSent) {
   const uint64_t size = kMaxBufferedBody + 100;
-  const std::string head = "POST /a HTTP/1.0\r\nHost: example.test\r\nContent-Length: " + std::to_string(size) + "\r\n\r\n";
+  const std::string head =
+      "POST /a HTTP/1.0\r\nHost: example.test\r\nContent-Length: " + std::to_string(size) + "\r\n\r\n";
   ReplacingFilter filter("PLACEHOLDER", "s3cr3t");
   PreparedMessage message = PrepareRequest(filter, kExchange, head, Request(head));
   ScriptedStream from({std::string(size, 'a')}), to;
@@ -166,8 +169,8 @@ TEST(MessageRelay, AResponseToHeadHasNoBodyWhateverItsContentLength) {
 TEST(MessageRelay, ALargeFilteredBodyGoesThroughInBoundedReadsAndWrites) {
   std::string body;
   for (int i = 0; body.size() < 4 * kMaxBufferedBody; ++i) body += "PLACEHOLDER " + std::to_string(i) + "\n";
-  const std::string head = "PUT /big HTTP/1.1\r\nHost: example.test\r\nContent-Length: " + std::to_string(body.size()) +
-                           "\r\n\r\n";
+  const std::string head =
+      "PUT /big HTTP/1.1\r\nHost: example.test\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n";
   ReplacingFilter filter("PLACEHOLDER", "s");
   PreparedMessage message = PrepareRequest(filter, kExchange, head, Request(head));
   std::deque<std::string> pieces;
@@ -175,7 +178,8 @@ TEST(MessageRelay, ALargeFilteredBodyGoesThroughInBoundedReadsAndWrites) {
   ScriptedStream from(std::move(pieces)), to;
   std::string buffer;
   ASSERT_TRUE(Relay(from, to, buffer, message).ok());
-  const std::string prefix = "PUT /big HTTP/1.1\r\nHost: example.test\r\nX-Filtered: sb1\r\nTransfer-Encoding: chunked\r\n\r\n";
+  const std::string prefix =
+      "PUT /big HTTP/1.1\r\nHost: example.test\r\nX-Filtered: sb1\r\nTransfer-Encoding: chunked\r\n\r\n";
   ASSERT_TRUE(to.written().starts_with(prefix));
   std::string expected;
   size_t at = 0;

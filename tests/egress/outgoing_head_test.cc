@@ -18,15 +18,17 @@ TEST(OutgoingHead, AHeadNoOneChangedGoesAsItCameByteForByte) {
 }
 
 TEST(OutgoingHead, AnEditedRequestIsWrittenFromItsParts) {
-  const std::string raw = "POST /a?k=PLACEHOLDER HTTP/1.1\r\nHost: example.test\r\nContent-Length: 3\r\nX-A:  b\r\n\r\n";
+  const std::string raw =
+      "POST /a?k=PLACEHOLDER HTTP/1.1\r\nHost: example.test\r\nContent-Length: 3\r\nX-A:  b\r\n\r\n";
   HttpHead head = Request(raw);
   HttpHead edited = head;
   edited.target = "/a?k=s3cr3t";
   edited.headers.push_back({"Authorization", "Bearer s3cr3t"});
   OutgoingHead out = OutgoingHead::Request(raw, head, edited);
   EXPECT_TRUE(out.changed());
-  EXPECT_EQ(out.Bytes(), "POST /a?k=s3cr3t HTTP/1.1\r\nHost: example.test\r\nX-A: b\r\nAuthorization: Bearer s3cr3t\r\n"
-                         "Content-Length: 3\r\n\r\n");
+  EXPECT_EQ(out.Bytes(),
+            "POST /a?k=s3cr3t HTTP/1.1\r\nHost: example.test\r\nX-A: b\r\nAuthorization: Bearer s3cr3t\r\n"
+            "Content-Length: 3\r\n\r\n");
 }
 
 TEST(OutgoingHead, AFilterCannotChangeTheFramingFields) {

@@ -54,7 +54,8 @@ TEST(PinTest, RefusesWithTheReason) {
        "egress pin 'api.test=fe80::1%eth0': 'fe80::1%eth0' is not an IP address: IPv6 zone ids are refused"},
       {"api.test=0.0.0.0", "egress pin 'api.test=0.0.0.0': an address in unspecified (0.0.0.0) cannot be dialled"},
       {"api.test=[::]:80", "egress pin 'api.test=[::]:80': an address in unspecified (::) cannot be dialled"},
-      {"api.test=224.0.0.1", "egress pin 'api.test=224.0.0.1': an address in multicast (224.0.0.0/4) cannot be dialled"},
+      {"api.test=224.0.0.1",
+       "egress pin 'api.test=224.0.0.1': an address in multicast (224.0.0.0/4) cannot be dialled"},
       {"api.test=255.255.255.255",
        "egress pin 'api.test=255.255.255.255': an address in broadcast (255.255.255.255) cannot be dialled"},
   };

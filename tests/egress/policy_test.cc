@@ -47,10 +47,10 @@ TEST(EgressSpecTest, ListOfHosts) {
       R"(["GitHub.com", "api.github.com:8443", "*.example.com", "pypi.org.", "xn--bcher-kva.example:80",
           "github.com:443", "*.foo.github.io"])"));
   EXPECT_EQ(spec.mode, EgressMode::kAllowlist);
-  EXPECT_EQ(spec.allow, (std::vector<HostRule>{Rule("github.com", false, 443), Rule("api.github.com", false, 8443),
-                                               Rule("example.com", true, 443), Rule("pypi.org", false, 443),
-                                               Rule("xn--bcher-kva.example", false, 80),
-                                               Rule("foo.github.io", true, 443)}));
+  EXPECT_EQ(spec.allow,
+            (std::vector<HostRule>{Rule("github.com", false, 443), Rule("api.github.com", false, 8443),
+                                   Rule("example.com", true, 443), Rule("pypi.org", false, 443),
+                                   Rule("xn--bcher-kva.example", false, 80), Rule("foo.github.io", true, 443)}));
   EXPECT_EQ(EgressSpecToJson(spec),
             json::parse(R"(["github.com:443", "api.github.com:8443", "*.example.com:443", "pypi.org:443",
                             "xn--bcher-kva.example:80", "*.foo.github.io:443"])"));
@@ -63,8 +63,8 @@ TEST(EgressSpecTest, ObjectForms) {
   EXPECT_EQ(a.mode, EgressMode::kAllowlist);
   EXPECT_EQ(a.allow, std::vector<HostRule>{Rule("api.openai.com", false, 443)});
   EXPECT_EQ(a.judge, std::vector<HostRule>{Rule("docs.example.com", true, 443)});
-  EXPECT_EQ(a.secrets, (std::vector<SecretRule>{{"OPENAI_KEY", {}},
-                                                {"gh-token.v2", {Rule("api.github.com", false, 443)}}}));
+  EXPECT_EQ(a.secrets,
+            (std::vector<SecretRule>{{"OPENAI_KEY", {}}, {"gh-token.v2", {Rule("api.github.com", false, 443)}}}));
 
   EXPECT_EQ(a.on_leak, OnLeak::kPass);
   // Secrets alone are a list: the hosts the daemon resolves them to.
@@ -76,15 +76,14 @@ TEST(EgressSpecTest, ObjectForms) {
       R"({"allow": ["x.example"], "on_leak": "stop", "secrets": [{"name": "k.1", "env": "OPENAI_API_KEY"}]})"));
   EXPECT_EQ(with_env.on_leak, OnLeak::kStop);
   EXPECT_EQ(with_env.secrets.at(0).Variable(), "OPENAI_API_KEY");
-  EXPECT_EQ(EgressSpecToJson(with_env),
-            json::parse(R"({"allow": ["x.example:443"], "on_leak": "stop",
+  EXPECT_EQ(EgressSpecToJson(with_env), json::parse(R"({"allow": ["x.example:443"], "on_leak": "stop",
                             "secrets": [{"name": "k.1", "env": "OPENAI_API_KEY"}]})"));
   EXPECT_EQ(Parse(EgressSpecToJson(with_env)), with_env);
 
   EgressSpec b = Parse(json::parse(R"({"block": ["evil.example", "*.ads.example:443"], "judge": ["new.example"]})"));
   EXPECT_EQ(b.mode, EgressMode::kBlocklist);
-  EXPECT_EQ(b.block, (std::vector<HostRule>{Rule("evil.example", false, std::nullopt),
-                                            Rule("ads.example", true, 443)}));
+  EXPECT_EQ(b.block,
+            (std::vector<HostRule>{Rule("evil.example", false, std::nullopt), Rule("ads.example", true, 443)}));
   EXPECT_EQ(b.judge, std::vector<HostRule>{Rule("new.example", false, 443)});
 
   EgressSpec c = Parse(json::parse(R"({"judge": ["maybe.example:8080"]})"));
@@ -153,7 +152,8 @@ TEST(EgressSpecTest, RefusesEachBadEntryNamingItAndTheReason) {
       {json::parse(R"(["open"])"), "egress entry 'open': \"open\" is a mode, not a host; give egress: \"open\" alone"},
       {json::parse(R"({"block": ["10.0.0.1"]})"),
        "egress entry '10.0.0.1': IP addresses are refused; list the host's name"},
-      {json::parse(R"({"judge": ["*.io"]})"), "egress entry '*.io': a wildcard over a whole top-level domain is refused"},
+      {json::parse(R"({"judge": ["*.io"]})"),
+       "egress entry '*.io': a wildcard over a whole top-level domain is refused"},
       {json::parse(R"({"secrets": [{"name": "K", "hosts": ["*.co.uk"]}], "allow": ["a.example"]})"),
        "egress entry '*.co.uk': co.uk is a public suffix, so the wildcard would cover names of unrelated owners"},
   };
@@ -273,12 +273,13 @@ TEST(EgressPolicyTest, AllowlistMatchesNamesPortsAndWildcards) {
       {"ssh.example", 443, Verdict::kDeny, "ssh.example:443 is not in the egress list"},
       {"x.corp.example", 8443, Verdict::kAllow, "allowed by *.corp.example:8443"},
       {"x.corp.example", 443, Verdict::kDeny, "x.corp.example:443 is not in the egress list"},
-      {"en.wiki.example", 443, Verdict::kAskJudge, "en.wiki.example:443 is for the judge to decide (*.wiki.example:443)"},
+      {"en.wiki.example", 443, Verdict::kAskJudge,
+       "en.wiki.example:443 is for the judge to decide (*.wiki.example:443)"},
       {"wiki.example", 443, Verdict::kDeny, "wiki.example:443 is not in the egress list"},
-      {"140.82.112.3", 443, Verdict::kDeny, "'140.82.112.3' is an IP address; egress lists hold names, connect by name"},
+      {"140.82.112.3", 443, Verdict::kDeny,
+       "'140.82.112.3' is an IP address; egress lists hold names, connect by name"},
       {"[::1]", 443, Verdict::kDeny, "'[::1]' is an IP address; egress lists hold names, connect by name"},
-      {"github.com\r\nX: y", 443, Verdict::kDeny,
-       "'github.com\\x0d\\x0aX: y' is not a host name: it contains '\\x0d'"},
+      {"github.com\r\nX: y", 443, Verdict::kDeny, "'github.com\\x0d\\x0aX: y' is not a host name: it contains '\\x0d'"},
       {"", 443, Verdict::kDeny, "'' is not a host name: it is empty"},
   };
   for (const Case& c : cases) {
@@ -332,8 +333,8 @@ TEST(EgressPolicyTest, ProtocolsWithoutANameUseTheSingleExactHostOnThePort) {
     auto r = p.SingleHostOnPort(c.port);
     ASSERT_FALSE(r.ok()) << c.port;
     EXPECT_EQ(r.error().code, Code::kForbidden);
-    EXPECT_EQ(r.error().message, "egress: a connection without a name on port " + std::to_string(c.port) +
-                                     " is refused: " + c.why);
+    EXPECT_EQ(r.error().message,
+              "egress: a connection without a name on port " + std::to_string(c.port) + " is refused: " + c.why);
   }
   EXPECT_EQ(*p.SingleHostOnPort(443), "github.com");
   auto open = EgressPolicy(Parse("open")).SingleHostOnPort(443);
@@ -385,7 +386,9 @@ TEST(EgressPolicyTest, LargeListsMatchWithoutScanning) {
   EXPECT_EQ(allowed_small, 60000u);
   EXPECT_LT(parsed, std::chrono::seconds(1));
   EXPECT_LT(t_big, t_small * 4);
-  auto ms = [](auto d) { return static_cast<long long>(std::chrono::duration_cast<std::chrono::microseconds>(d).count()); };
+  auto ms = [](auto d) {
+    return static_cast<long long>(std::chrono::duration_cast<std::chrono::microseconds>(d).count());
+  };
   std::printf("egress policy: %zu entries parsed in %lld us; %zu checks: %lld us against them, %lld us against 16\n",
               big.spec().allow.size(), ms(parsed), hosts.size(), ms(t_big), ms(t_small));
 }
@@ -404,7 +407,8 @@ TEST(EgressPolicyTest, TheHostsOfSecretsAreIntercepted) {
   EXPECT_FALSE(policy.Intercepted("svc.example.com", 8443));
   EXPECT_FALSE(policy.Intercepted("plain.example.com", 443));
   EXPECT_FALSE(policy.Intercepted("not a name", 443));
-  EXPECT_FALSE(EgressPolicy(*ParseEgressSpec(nlohmann::json::array({"api.example.com"}))).Intercepted("api.example.com", 443));
+  EXPECT_FALSE(
+      EgressPolicy(*ParseEgressSpec(nlohmann::json::array({"api.example.com"}))).Intercepted("api.example.com", 443));
 }
 
 }  // namespace

@@ -457,8 +457,8 @@ TEST_F(ProxyTest, ARefusedNameGetsA403WithTheReasonAndIsLoggedOncePerWindow) {
   ASSERT_EQ(denials_.size(), 2u);
   EXPECT_EQ(denials_[0], "sb1 evil.test:" + std::to_string(proxy_->port()) +
                              " egress to evil.test is not allowed for this sandbox (logged)");
-  EXPECT_EQ(denials_[1], "sb1 evil.test:" + std::to_string(proxy_->port()) +
-                             " egress to evil.test is not allowed for this sandbox");
+  EXPECT_EQ(denials_[1],
+            "sb1 evil.test:" + std::to_string(proxy_->port()) + " egress to evil.test is not allowed for this sandbox");
   EXPECT_EQ(proxy_->stats().denied.load(), 2u);
 }
 
@@ -494,9 +494,9 @@ TEST_F(ProxyTest, ExplicitConnectAnswers200AndThenRelays) {
 TEST_F(ProxyTest, AConnectTunnelCarriesNoPlainHttpAndNoOtherHostsTls) {
   RestartAsExplicitProxy(TestClassifier);
   const std::string established = "HTTP/1.1 200 Connection established\r\n\r\n";
-  for (const std::string& inside : {std::string("GET /x HTTP/1.1\r\nHost: other.test\r\n\r\n"),
-                                    std::string("GET /x HTTP/1.1\r\nHost: allowed.test\r\n\r\n"),
-                                    std::string("TLS:other.test\n")}) {
+  for (const std::string& inside :
+       {std::string("GET /x HTTP/1.1\r\nHost: other.test\r\n\r\n"),
+        std::string("GET /x HTTP/1.1\r\nHost: allowed.test\r\n\r\n"), std::string("TLS:other.test\n")}) {
     Fd c = Connect();
     SendAll(c.get(), "CONNECT allowed.test:443 HTTP/1.1\r\nHost: allowed.test:443\r\n\r\n" + inside);
     // The echo server would send back whatever reached it.
@@ -532,9 +532,9 @@ TEST_F(ProxyTest, AConnectTunnelRelaysNothingItCouldNotTellApart) {
   RestartAsExplicitProxy(ClassifyConnection);
   const std::string established = "HTTP/1.1 200 Connection established\r\n\r\n";
   const std::string connect = "CONNECT allowed.test:80 HTTP/1.1\r\nHost: allowed.test:80\r\n\r\n";
-  for (const std::string& inside : {std::string("GET / HTTP/1.1 \r\nHost: other.test\r\n\r\n"),
-                                    std::string("GET / http/1.1\t\r\nHost: other.test\r\n\r\n"),
-                                    std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")}) {
+  for (const std::string& inside :
+       {std::string("GET / HTTP/1.1 \r\nHost: other.test\r\n\r\n"),
+        std::string("GET / http/1.1\t\r\nHost: other.test\r\n\r\n"), std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")}) {
     Fd c = Connect();
     SendAll(c.get(), connect + inside);
     EXPECT_EQ(ReadToEnd(c.get()), established) << inside;  // the echo server would send back what reached it
@@ -558,13 +558,15 @@ TEST_F(ProxyTest, AConnectTunnelBeginningWithAnEmptyLineIsRefusedUnrelayed) {
   RestartAsExplicitProxy(ClassifyConnection);
   const std::string established = "HTTP/1.1 200 Connection established\r\n\r\n";
   Fd c = Connect();
-  SendAll(c.get(), "CONNECT allowed.test:80 HTTP/1.1\r\nHost: allowed.test:80\r\n\r\n"
-                   "\r\nGET /?k=PLACEHOLDER HTTP/1.1\r\nHost: allowed.test\r\n\r\n");
+  SendAll(c.get(),
+          "CONNECT allowed.test:80 HTTP/1.1\r\nHost: allowed.test:80\r\n\r\n"
+          "\r\nGET /?k=PLACEHOLDER HTTP/1.1\r\nHost: allowed.test\r\n\r\n");
   EXPECT_EQ(ReadToEnd(c.get()), established);  // the echo server would send back what reached it
   std::lock_guard lock(mu_);
   ASSERT_EQ(denials_.size(), 1u);
-  EXPECT_EQ(denials_[0], "sb1 allowed.test:80 a CONNECT tunnel carries no plain HTTP: send http:// requests to the "
-                         "proxy as they are, each is checked (logged)");
+  EXPECT_EQ(denials_[0],
+            "sb1 allowed.test:80 a CONNECT tunnel carries no plain HTTP: send http:// requests to the "
+            "proxy as they are, each is checked (logged)");
 }
 
 TEST_F(ProxyTest, BulkTransferArrivesWhole) {
@@ -665,7 +667,8 @@ TEST_F(ProxyTest, SmallMessagesAndBulkAlternateOnOneConnection) {
   SendAll(c.get(), request);
   ASSERT_EQ(ReadN(c.get(), request.size()), request);
   auto post = [](const std::string& body) {
-    return "POST /up HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+    return "POST /up HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
+           body;
   };
   for (int round = 0; round < 3; ++round) {
     std::string small = post("ping " + std::to_string(round));
@@ -710,7 +713,8 @@ TEST_F(ProxyTest, ALaterRequestForAnotherHostOnTheSameConnectionIsRefused) {
   const std::string reason = "egress to evil.test:" + port + " on a connection to allowed.test:" + port +
                              " is refused: one host per connection";
   EXPECT_EQ(ReadToEnd(c.get()), "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: " +
-                                    std::to_string(reason.size() + 6) + "\r\nConnection: close\r\n\r\nisb: " + reason + "\n");
+                                    std::to_string(reason.size() + 6) + "\r\nConnection: close\r\n\r\nisb: " + reason +
+                                    "\n");
   std::lock_guard lock(mu_);
   EXPECT_EQ(denials_, std::vector<std::string>{"sb1 evil.test:" + port + " " + reason + " (logged)"});
   EXPECT_EQ(decided_, std::vector<std::string>{"allowed.test GET /a"}) << "a name not judged is decided once";
@@ -728,17 +732,19 @@ TEST_F(ProxyTest, ExplicitProxyRequestsAreEachRewrittenAndChecked) {
     ASSERT_EQ(ReadN(c.get(), origin_form.size()), origin_form);
   }
   SendAll(c.get(), "GET http://allowed.test:8080/ HTTP/1.1\r\nHost: allowed.test:8080\r\n\r\n");
-  const std::string reason = "egress to allowed.test:8080 on a connection to allowed.test:80 is refused: one host per connection";
+  const std::string reason =
+      "egress to allowed.test:8080 on a connection to allowed.test:80 is refused: one host per connection";
   EXPECT_EQ(ReadToEnd(c.get()), "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: " +
-                                    std::to_string(reason.size() + 6) + "\r\nConnection: close\r\n\r\nisb: " + reason + "\n");
+                                    std::to_string(reason.size() + 6) + "\r\nConnection: close\r\n\r\nisb: " + reason +
+                                    "\n");
 }
 
 // Bodies are skipped by their framing: a request inside a body is data, and the head after the body is checked.
 TEST_F(ProxyTest, ARequestInsideABodyIsDataAndTheHeadAfterItIsChecked) {
   Fd c = Connect();
   const std::string inner = "GET / HTTP/1.1\r\nHost: evil.test\r\n\r\n";
-  std::string sized = "POST /a HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: " + std::to_string(inner.size()) +
-                      "\r\n\r\n" + inner;
+  std::string sized =
+      "POST /a HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: " + std::to_string(inner.size()) + "\r\n\r\n" + inner;
   SendAll(c.get(), sized);
   ASSERT_EQ(ReadN(c.get(), sized.size()), sized);
   std::string chunked = "POST /b HTTP/1.1\r\nHost: allowed.test\r\nTransfer-Encoding: chunked\r\n\r\n" +
@@ -778,21 +784,24 @@ TEST_F(ProxyTest, AJudgedNameRefusesAGetWithABody) {
   const std::string hidden = "DELETE /judged/denied HTTP/1.1\r\nHost: allowed.test\r\n\r\n";
   SendAll(c.get(), "GET /judged/2 HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: " + std::to_string(hidden.size()) +
                        "\r\n\r\n" + hidden);
-  const std::string reason = "a GET request with a body is refused (an origin may read the body as another request); "
-                             "send the body with POST";
+  const std::string reason =
+      "a GET request with a body is refused (an origin may read the body as another request); "
+      "send the body with POST";
   EXPECT_EQ(ReadToEnd(c.get()), "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: " +
-                                    std::to_string(reason.size() + 6) + "\r\nConnection: close\r\n\r\nisb: " + reason + "\n");
+                                    std::to_string(reason.size() + 6) + "\r\nConnection: close\r\n\r\nisb: " + reason +
+                                    "\n");
   // The first request of a connection too (its admission judged the request, not what its body hides), chunked or
   // not. (The parser's other methods are checked in BodylessMethodRefusal's test.)
   for (std::string first : {"GET /judged/3 HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: 1\r\n\r\nx",
-                                    "GET /judged/4 HTTP/1.1\r\nHost: allowed.test\r\nTransfer-Encoding: chunked\r\n\r\n"
-                                    "1\r\nx\r\n0\r\n\r\n"}) {
+                            "GET /judged/4 HTTP/1.1\r\nHost: allowed.test\r\nTransfer-Encoding: chunked\r\n\r\n"
+                            "1\r\nx\r\n0\r\n\r\n"}) {
     Fd d = Connect();
     SendAll(d.get(), first);
     const std::string method = first.substr(0, first.find(' '));
     const std::string why = "a " + method + reason.substr(reason.find(" request"));
     EXPECT_EQ(ReadToEnd(d.get()), "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: " +
-                                      std::to_string(why.size() + 6) + "\r\nConnection: close\r\n\r\nisb: " + why + "\n");
+                                      std::to_string(why.size() + 6) + "\r\nConnection: close\r\n\r\nisb: " + why +
+                                      "\n");
   }
   std::lock_guard lock(mu_);
   EXPECT_EQ(decided_, (std::vector<std::string>{"allowed.test GET /judged/1", "allowed.test GET /judged/3",
@@ -807,7 +816,8 @@ TEST_F(ProxyTest, AGetWithABodyNeverReachesAnOriginThatIgnoresBodies) {
   const std::string hidden = "GET /b HTTP/1.1\r\nHost: bad.test\r\n\r\n";
   const std::string ok = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
   auto refusal = [](const std::string& method) {
-    const std::string why = "a " + method + " request with a body is refused (an origin may read the body as another "
+    const std::string why = "a " + method +
+                            " request with a body is refused (an origin may read the body as another "
                             "request); send the body with POST";
     return "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: " + std::to_string(why.size() + 6) +
            "\r\nConnection: close\r\n\r\nisb: " + why + "\n";
@@ -881,8 +891,9 @@ TEST_F(ProxyTest, AnUpgradeToH2cIsRefused) {
     origin_port_ = origin.port();
     Fd c = Connect();
     SendAll(c.get(), "GET / HTTP/1.1\r\nHost: allowed.test\r\n" + extra + "\r\n");
-    const std::string reason = "isb: an upgrade to HTTP/2 over cleartext (h2c) is not relayed: its requests could not "
-                               "be checked; use HTTP/1.1, or https\n";
+    const std::string reason =
+        "isb: an upgrade to HTTP/2 over cleartext (h2c) is not relayed: its requests could not "
+        "be checked; use HTTP/1.1, or https\n";
     EXPECT_EQ(ReadToEnd(c.get()), "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: " +
                                       std::to_string(reason.size()) + "\r\nConnection: close\r\n\r\n" + reason)
         << extra;
@@ -1070,7 +1081,8 @@ TEST_F(ProxyTest, ConnectionsResetMidTransferNeverCrossBytesWithOthers) {
   auto client = [&](int t) {
     for (int round = 0; round < kRounds && failures == 0; ++round) {
       Fd c = Connect();
-      std::string request = "POST /" + std::to_string(t) + " HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: 262144\r\n\r\n";
+      std::string request =
+          "POST /" + std::to_string(t) + " HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: 262144\r\n\r\n";
       SendAll(c.get(), request);
       if (ReadN(c.get(), request.size()) != request) ++failures;
       std::string payload = pattern(t, round, 256 << 10);  // the body
@@ -1116,14 +1128,17 @@ class ProxyFilterTest : public ProxyTest {
 TEST_F(ProxyFilterTest, ARequestBodyAFilterChangesIsChunkedAnew) {
   Fd c = Connect();
   SendAll(c.get(), "POST /a HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: 17\r\n\r\nkey=PLACEHOLDER!!");
-  const std::string filtered = "POST /a HTTP/1.1\r\nHost: allowed.test\r\nX-Filtered: sb1\r\nTransfer-Encoding: chunked\r\n"
-                               "\r\na\r\nkey=s3cr3t\r\n2\r\n!!\r\n0\r\n\r\n";
+  const std::string filtered =
+      "POST /a HTTP/1.1\r\nHost: allowed.test\r\nX-Filtered: sb1\r\nTransfer-Encoding: chunked\r\n"
+      "\r\na\r\nkey=s3cr3t\r\n2\r\n!!\r\n0\r\n\r\n";
   EXPECT_EQ(ReadN(c.get(), filtered.size()), filtered);
-  const std::string chunked = "POST /b HTTP/1.1\r\nHost: allowed.test\r\nTransfer-Encoding: chunked\r\n\r\n"
-                              "4;x=1\r\nPLAC\r\n7\r\nEHOLDER\r\n0\r\nX-T: 1\r\n\r\n";
+  const std::string chunked =
+      "POST /b HTTP/1.1\r\nHost: allowed.test\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "4;x=1\r\nPLAC\r\n7\r\nEHOLDER\r\n0\r\nX-T: 1\r\n\r\n";
   SendAll(c.get(), chunked);
-  const std::string rechunked = "POST /b HTTP/1.1\r\nHost: allowed.test\r\nX-Filtered: sb1\r\nTransfer-Encoding: chunked\r\n"
-                                "\r\n6\r\ns3cr3t\r\n0\r\nX-T: 1\r\n\r\n";
+  const std::string rechunked =
+      "POST /b HTTP/1.1\r\nHost: allowed.test\r\nX-Filtered: sb1\r\nTransfer-Encoding: chunked\r\n"
+      "\r\n6\r\ns3cr3t\r\n0\r\nX-T: 1\r\n\r\n";
   EXPECT_EQ(ReadN(c.get(), rechunked.size()), rechunked);
   ::shutdown(c.get(), SHUT_WR);
   EXPECT_EQ(ReadToEnd(c.get()), "");
@@ -1142,22 +1157,24 @@ TEST_F(ProxyFilterTest, ALargeFilteredBodyArrivesWholeAndTheNextRequestFollows) 
   Fd c = Connect();
   const std::string next = "GET /after HTTP/1.1\r\nHost: allowed.test\r\n\r\n";
   std::thread writer([&] {
-    SendAll(c.get(), "POST /big HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: " + std::to_string(body.size()) +
-                         "\r\n\r\n");
+    SendAll(c.get(),
+            "POST /big HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n");
     SendAll(c.get(), body);
     SendAll(c.get(), next);
     ::shutdown(c.get(), SHUT_WR);
   });
   std::string back = ReadN(c.get(), 16u << 20);
   writer.join();
-  const std::string head = "POST /big HTTP/1.1\r\nHost: allowed.test\r\nX-Filtered: sb1\r\nTransfer-Encoding: chunked\r\n\r\n";
+  const std::string head =
+      "POST /big HTTP/1.1\r\nHost: allowed.test\r\nX-Filtered: sb1\r\nTransfer-Encoding: chunked\r\n\r\n";
   ASSERT_TRUE(back.starts_with(head)) << back.substr(0, 200);
   ChunkedScanner scanner;
   std::string content;
   ChunkedScanner::Step step = scanner.Feed(std::string_view(back).substr(head.size()), &content);
   ASSERT_EQ(step.state, ChunkedScanner::State::kDone) << step.reason;
   EXPECT_TRUE(content == expected) << content.size() << " bytes, not " << expected.size();
-  EXPECT_EQ(back.substr(head.size() + step.used), "GET /after HTTP/1.1\r\nHost: allowed.test\r\nX-Filtered: sb1\r\n\r\n");
+  EXPECT_EQ(back.substr(head.size() + step.used),
+            "GET /after HTTP/1.1\r\nHost: allowed.test\r\nX-Filtered: sb1\r\n\r\n");
 }
 
 // An HTTP/1.0 request's filtered body is held whole, to be sent with its new length; past the bound it is refused
@@ -1165,19 +1182,23 @@ TEST_F(ProxyFilterTest, ALargeFilteredBodyArrivesWholeAndTheNextRequestFollows) 
 TEST_F(ProxyFilterTest, AnHttp10RequestsFilteredBodyPastTheBoundGets413) {
   Fd c = Connect();
   SendAll(c.get(), "POST /a HTTP/1.0\r\nHost: allowed.test\r\nContent-Length: 15\r\n\r\nPLACEHOLDER!!!!");
-  const std::string held = "POST /a HTTP/1.0\r\nHost: allowed.test\r\nX-Filtered: sb1\r\nContent-Length: 10\r\n\r\ns3cr3t!!!!";
+  const std::string held =
+      "POST /a HTTP/1.0\r\nHost: allowed.test\r\nX-Filtered: sb1\r\nContent-Length: 10\r\n\r\ns3cr3t!!!!";
   EXPECT_EQ(ReadN(c.get(), held.size()), held);
   Fd big = Connect();
   const size_t size = kMaxBufferedBody + 100;
   std::thread writer([&] {
-    SendAll(big.get(), "POST /a HTTP/1.0\r\nHost: allowed.test\r\nContent-Length: " + std::to_string(size) + "\r\n\r\n");
+    SendAll(big.get(),
+            "POST /a HTTP/1.0\r\nHost: allowed.test\r\nContent-Length: " + std::to_string(size) + "\r\n\r\n");
     std::string body(size, 'a');
     (void)::send(big.get(), body.data(), body.size(), MSG_NOSIGNAL);  // refused, and closed, part way
   });
-  const std::string reason = "an HTTP/1.0 request's body that a filter changes is held whole, and this one came to "
-                             "more than 1048576 bytes: send it with HTTP/1.1";
+  const std::string reason =
+      "an HTTP/1.0 request's body that a filter changes is held whole, and this one came to "
+      "more than 1048576 bytes: send it with HTTP/1.1";
   EXPECT_EQ(ReadToEnd(big.get()), "HTTP/1.1 413 Content Too Large\r\nContent-Type: text/plain\r\nContent-Length: " +
-                                      std::to_string(reason.size() + 6) + "\r\nConnection: close\r\n\r\nisb: " + reason + "\n");
+                                      std::to_string(reason.size() + 6) +
+                                      "\r\nConnection: close\r\n\r\nisb: " + reason + "\n");
   writer.join();
 }
 

@@ -18,8 +18,8 @@ TEST(PunycodeTest, EncodesLabels) {
   EXPECT_EQ(*ToPunycodeLabel("рф"), "xn--p1ai");
   EXPECT_EQ(*ToPunycodeLabel("香港"), "xn--j6w193g");
   EXPECT_EQ(*ToPunycodeLabel("example"), "example");
-  for (const std::string& bad : std::vector<std::string>{"\xff", "a\xc3", "\xc0\xaf", "\xed\xa0\x80",
-                                                      std::string(256, 'a') + "\xc3\xa9"}) {
+  for (const std::string& bad :
+       std::vector<std::string>{"\xff", "a\xc3", "\xc0\xaf", "\xed\xa0\x80", std::string(256, 'a') + "\xc3\xa9"}) {
     EXPECT_FALSE(ToPunycodeLabel(bad).ok());
   }
 }
@@ -29,8 +29,8 @@ TEST(PublicSuffixTest, AppliesEachKindOfRule) {
       "// comment\n\ncom\nco.uk\n*.ck\n!www.ck\ngithub.io  trailing words\n公司.cn\r\n*.kawasaki.jp\n");
   ASSERT_TRUE(list.ok()) << list.error().message;
   EXPECT_EQ(list->size(), 7u);
-  for (const char* yes : {"com", "co.uk", "github.io", "anything.ck", "xn--55qx5d.cn", "a.kawasaki.jp", "uk",
-                          "localhost", "unlisted"}) {
+  for (const char* yes :
+       {"com", "co.uk", "github.io", "anything.ck", "xn--55qx5d.cn", "a.kawasaki.jp", "uk", "localhost", "unlisted"}) {
     EXPECT_TRUE(list->IsPublicSuffix(yes)) << yes;
   }
   for (const char* no : {"example.com", "example.co.uk", "user.github.io", "www.ck", "a.b.ck", "example.cn",

@@ -93,22 +93,25 @@ asio::awaitable<void> Pause(TlsChannel& channel, std::chrono::milliseconds wait)
 std::vector<size_t> ReadsOf(const std::string& data, size_t piece, std::string& got) {
   std::vector<size_t> reads;
   Status server_status = Error::Msg("not run"), client_status = Error::Msg("not run");
-  OverLoopback(
-      [&](TlsChannel& channel) -> asio::awaitable<void> { server_status = co_await channel.Write(data); },
-      [&](TlsChannel& channel) -> asio::awaitable<void> {
-        // All of it on the client's socket before the first read (loopback: well within 300 ms).
-        co_await Pause(channel, std::chrono::milliseconds(300));
-        Status status;
-        while (status.ok() && got.size() < data.size()) {
-          const size_t had = got.size();
-          Result<size_t> n = co_await channel.Read(got, piece);
-          if (!n.ok()) status = n.error();
-          else if (*n == 0) status = Error::Msg("ended early");
-          else if (got.size() != had + *n) status = Error::Msg("the read appended other than it said");
-          else reads.push_back(*n);
-        }
-        client_status = status;
-      });
+  OverLoopback([&](TlsChannel& channel) -> asio::awaitable<void> { server_status = co_await channel.Write(data); },
+               [&](TlsChannel& channel) -> asio::awaitable<void> {
+                 // All of it on the client's socket before the first read (loopback: well within 300 ms).
+                 co_await Pause(channel, std::chrono::milliseconds(300));
+                 Status status;
+                 while (status.ok() && got.size() < data.size()) {
+                   const size_t had = got.size();
+                   Result<size_t> n = co_await channel.Read(got, piece);
+                   if (!n.ok())
+                     status = n.error();
+                   else if (*n == 0)
+                     status = Error::Msg("ended early");
+                   else if (got.size() != had + *n)
+                     status = Error::Msg("the read appended other than it said");
+                   else
+                     reads.push_back(*n);
+                 }
+                 client_status = status;
+               });
   EXPECT_TRUE(server_status.ok()) << server_status.error().message;
   EXPECT_TRUE(client_status.ok()) << client_status.error().message;
   return reads;
@@ -131,7 +134,6 @@ TEST(TlsChannel, AReadSmallerThanARecordTakesWhatItAsksAndTheRestFollowsInOrder)
   EXPECT_EQ(got, data);
 }
 
-
 // The server sends "hello", then (after `apart` or at once) either a forged application-data record or close_notify;
 // the client reads twice once both are on its socket: what each read said.
 std::pair<std::string, std::string> DataThen(bool forged, std::chrono::milliseconds apart) {
@@ -153,7 +155,7 @@ std::pair<std::string, std::string> DataThen(bool forged, std::chrono::milliseco
         for (std::string* one : {&said.first, &said.second}) {
           std::string got;
           Result<size_t> n = co_await channel.Read(got, 65536);
-          *one = !n.ok() ? "error: " + n.error().message
+          *one = !n.ok()   ? "error: " + n.error().message
                  : *n == 0 ? std::string(channel.ended_with_close_notify() ? "end: close_notify" : "end: bare")
                            : got;
         }
@@ -164,15 +166,15 @@ std::pair<std::string, std::string> DataThen(bool forged, std::chrono::milliseco
 // A record that fails behind data returned in the same read: the data comes out, and the next read fails with the
 // record's reason, as it does when the bad record comes on its own later.
 TEST(TlsChannel, ABadRecordBehindDataFailsTheNextReadWithItsReason) {
-  const auto reason = std::make_pair(std::string("hello"),
-                                     std::string("error: TLS read: decryption failed or bad record mac"));
+  const auto reason =
+      std::make_pair(std::string("hello"), std::string("error: TLS read: decryption failed or bad record mac"));
   EXPECT_EQ(DataThen(true, std::chrono::milliseconds(0)), reason);
   EXPECT_EQ(DataThen(true, std::chrono::milliseconds(0)), DataThen(true, std::chrono::milliseconds(300)));
 }
 
 TEST(TlsChannel, ACloseNotifyBehindDataEndsTheNextRead) {
-  EXPECT_EQ(DataThen(false, std::chrono::milliseconds(0)), std::make_pair(std::string("hello"),
-                                                                            std::string("end: close_notify")));
+  EXPECT_EQ(DataThen(false, std::chrono::milliseconds(0)),
+            std::make_pair(std::string("hello"), std::string("end: close_notify")));
 }
 
 // A stream whose bytes are always there when it reads (a writer on a thread of its own, 32 MiB) still lets the other

@@ -18,7 +18,7 @@ namespace isb::egress {
 
 struct OriginReply {
   std::string bytes;
-  bool close = false;  // close the connection after sending
+  bool close = false;   // close the connection after sending
   bool abrupt = false;  // with close: end the TCP connection without close_notify
 };
 

@@ -26,8 +26,8 @@ uint64_t StatusField(const std::string& name) {
 TEST(Caps, KeptListIsDockerDefaultLessRawMknodSetfcap) {
   std::set<int> kept;
   for (const auto& c : KeptCapabilities()) kept.insert(c.cap);
-  for (int refused : {CAP_SYS_ADMIN, CAP_NET_RAW, CAP_MKNOD, CAP_SETFCAP, CAP_SYS_PTRACE, CAP_SYS_MODULE,
-                      CAP_NET_ADMIN, CAP_SYS_RAWIO, CAP_BPF, CAP_PERFMON, CAP_DAC_READ_SEARCH, CAP_SYS_BOOT})
+  for (int refused : {CAP_SYS_ADMIN, CAP_NET_RAW, CAP_MKNOD, CAP_SETFCAP, CAP_SYS_PTRACE, CAP_SYS_MODULE, CAP_NET_ADMIN,
+                      CAP_SYS_RAWIO, CAP_BPF, CAP_PERFMON, CAP_DAC_READ_SEARCH, CAP_SYS_BOOT})
     EXPECT_EQ(kept.count(refused), 0u) << refused;
   EXPECT_EQ(kept.size(), 11u);
   EXPECT_EQ(KeptCapabilityMask() & (1ull << CAP_SYS_ADMIN), 0u);

@@ -179,7 +179,11 @@ TEST_F(FakeCgroupfs, SetLimitsWritesNewLimitsInEitherLayout) {
 // every sandbox's cgroup (whose Remove would kill them all).
 TEST_F(FakeCgroupfs, AdoptingNoNameOrAPathGivesNoDirectories) {
   CgroupLayout v2{.v2 = true, .v2_root = root_, .memory = {}, .pids = {}, .cpu = {}, .cpuacct = {}};
-  CgroupLayout v1{.v2 = false, .v2_root = {}, .memory = root_ + "/m", .pids = root_ + "/p", .cpu = root_ + "/c",
+  CgroupLayout v1{.v2 = false,
+                  .v2_root = {},
+                  .memory = root_ + "/m",
+                  .pids = root_ + "/p",
+                  .cpu = root_ + "/c",
                   .cpuacct = root_ + "/c"};
   for (const CgroupLayout& layout : {v2, v1}) {
     for (const char* name : {"", ".", "..", "a/b", "../sb1"}) {

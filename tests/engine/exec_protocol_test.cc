@@ -69,11 +69,11 @@ TEST(ExecProtocolTest, InitRefusesEveryMalformedRequest) {
   spec.argv = {"true"};
   const std::string good = *EncodeExecRequest(spec);
   ASSERT_TRUE(Decode(good, 3).ok);
-  EXPECT_FALSE(Decode(good, 0).ok);                 // stdio without its three descriptors
+  EXPECT_FALSE(Decode(good, 0).ok);  // stdio without its three descriptors
   EXPECT_FALSE(Decode(good, 2).ok);
-  EXPECT_FALSE(Decode(good + "x", 3).ok);           // a byte past the working directory
+  EXPECT_FALSE(Decode(good + "x", 3).ok);                       // a byte past the working directory
   EXPECT_FALSE(Decode(good.substr(0, good.size() - 1), 3).ok);  // the last string without its NUL
-  EXPECT_FALSE(Decode(good.substr(0, 10), 3).ok);   // shorter than the header
+  EXPECT_FALSE(Decode(good.substr(0, 10), 3).ok);               // shorter than the header
   auto with = [&](size_t offset, uint32_t value) {
     std::string m = good;
     std::memcpy(m.data() + offset, &value, sizeof value);
@@ -84,7 +84,7 @@ TEST(ExecProtocolTest, InitRefusesEveryMalformedRequest) {
   EXPECT_FALSE(Decode(with(offsetof(ExecRequestHeader, gid), 65536), 3).ok);
   EXPECT_FALSE(Decode(with(offsetof(ExecRequestHeader, argc), 0), 3).ok);
   EXPECT_FALSE(Decode(with(offsetof(ExecRequestHeader, argc), 0xffffffff), 3).ok);  // count + 1 would wrap
-  EXPECT_FALSE(Decode(with(offsetof(ExecRequestHeader, envc), 4), 3).ok);  // more strings than there are
+  EXPECT_FALSE(Decode(with(offsetof(ExecRequestHeader, envc), 4), 3).ok);           // more strings than there are
   EXPECT_FALSE(Decode(with(offsetof(ExecRequestHeader, strings_len), 1), 3).ok);
 
   spec.tty = true;

@@ -103,7 +103,7 @@ TEST(HostIdOf, MappedIdsAndTheOwnRange) {
   EXPECT_EQ(HostIdOf(268435456, m, IdMapKind::kUid, 1009), 5009u);
   EXPECT_EQ(HostIdOf(268435456, m, IdMapKind::kUid, 1010), 268436466u);
   EXPECT_EQ(HostIdOf(268435456, m, IdMapKind::kGid, 1000), 268436456u);  // a uid entry maps no gid
-  EXPECT_EQ(HostIdOf(0, {}, IdMapKind::kGid, 33), 33u);                   // privileged: the host's ids
+  EXPECT_EQ(HostIdOf(0, {}, IdMapKind::kGid, 33), 33u);                  // privileged: the host's ids
 }
 
 void ExpectInvalid(const std::vector<IdMapping>& m, const std::string& message, bool privileged = false) {
@@ -119,14 +119,17 @@ TEST(ValidateIdMappings, NamesTheField) {
   EXPECT_TRUE(ValidateIdMappings({{Kind::kUid, 1000, 1000, 1}, {Kind::kGid, 1000, 1000, 1}}).ok());
   ExpectInvalid({{Kind::kUid, 1, 1, 0}}, "idmap[0].count: must be at least 1");
   ExpectInvalid({{Kind::kUid, 1, 65000, 537}}, "idmap[0].sandbox: ids 65000-65536 must lie within 0-65535");
-  ExpectInvalid({{Kind::kUid, 4294967290u, 0, 6}}, "idmap[0].host: ids 4294967290-4294967295 must lie within 0-4294967294");
+  ExpectInvalid({{Kind::kUid, 4294967290u, 0, 6}},
+                "idmap[0].host: ids 4294967290-4294967295 must lie within 0-4294967294");
   ExpectInvalid({{Kind::kBoth, 1, 0, 1}, {Kind::kGid, 536870911u, 1, 2}},
                 "idmap[1].host: ids 536870911-536870912 overlap isb's own sandbox ranges (ids 268435456-536870911)");
   ExpectInvalid({{Kind::kUid, 1, 10, 5}, {Kind::kGid, 2, 10, 5}, {Kind::kBoth, 100, 14, 1}},
                 "idmap[2].sandbox: ids 14-14 overlap idmap[0]");
   ExpectInvalid({{Kind::kGid, 100, 1, 10}, {Kind::kBoth, 109, 50, 1}}, "idmap[1].host: ids 109-109 overlap idmap[0]");
-  ExpectInvalid({{Kind::kUid, 1000, 1000, 1}}, "idmap: a privileged sandbox has no user namespace to map ids into "
-                "(use one or the other)", true);
+  ExpectInvalid({{Kind::kUid, 1000, 1000, 1}},
+                "idmap: a privileged sandbox has no user namespace to map ids into "
+                "(use one or the other)",
+                true);
 }
 
 TEST(ValidateIdMappings, AMapTheKernelWouldRefuseIsRefused) {
@@ -148,11 +151,11 @@ TEST(ParseIdMapping, CliForm) {
   m = ParseIdMapping("--idmap", "gid:27:2000:3");
   ASSERT_TRUE(m.ok()) << m.error().message;
   EXPECT_EQ(*m, (IdMapping{Kind::kGid, 27, 2000, 3}));
-  for (const char* bad : {"both:1000", "user:1:1", "uid:-1:1", "uid:1:1:2:3", "uid::1", "uid:1x:1", "uid:99999999999:1"}) {
+  for (const char* bad :
+       {"both:1000", "user:1:1", "uid:-1:1", "uid:1:1:2:3", "uid::1", "uid:1x:1", "uid:99999999999:1"}) {
     auto r = ParseIdMapping("--idmap", bad);
     ASSERT_FALSE(r.ok()) << bad;
-    EXPECT_EQ(r.error().message,
-              std::string("invalid --idmap '") + bad + "': use uid|gid|both:HOST:SANDBOX[:COUNT]");
+    EXPECT_EQ(r.error().message, std::string("invalid --idmap '") + bad + "': use uid|gid|both:HOST:SANDBOX[:COUNT]");
   }
 }
 

@@ -44,14 +44,14 @@ LayerState StateOf(const std::string& layer) {
   LayerState state;
   for (const auto& e : fs::recursive_directory_iterator(layer)) {
     const std::string path = e.path().string();
-    struct stat st{};
+    struct stat st {};
     if (::lstat(path.c_str(), &st) != 0) {
       state[path] = "lstat failed";
       continue;
     }
-    std::string what = std::to_string(st.st_mode) + " " + std::to_string(st.st_uid) + ":" +
-                       std::to_string(st.st_gid) + " " + std::to_string(major(st.st_rdev)) + "," +
-                       std::to_string(minor(st.st_rdev)) + " " + XattrsOf(path);
+    std::string what = std::to_string(st.st_mode) + " " + std::to_string(st.st_uid) + ":" + std::to_string(st.st_gid) +
+                       " " + std::to_string(major(st.st_rdev)) + "," + std::to_string(minor(st.st_rdev)) + " " +
+                       XattrsOf(path);
     if (S_ISREG(st.st_mode)) {
       auto contents = isb::ReadFile(path);
       what += " " + (contents.ok() ? *contents : "unreadable");
@@ -185,7 +185,8 @@ TEST_F(ImageLayersTest, WritesLandInTheWritableLayerAndMountinfoNamesNoHostPath)
       "grep -c ' / / ' /proc/self/mountinfo; "
       "sed -n 's/.* \\/ \\/ .*\\(lowerdir=[^,]*,upperdir=[^,]*,workdir=[^,]*\\).*\\(,userxattr\\).*/\\1\\2/p' "
       "/proc/self/mountinfo; "
-      "grep -c " + dir_ + " /proc/self/mountinfo",
+      "grep -c " +
+          dir_ + " /proc/self/mountinfo",
       "/d:\nother\n\n/keep:\ny\nchanged\n1\n"
       "lowerdir=l2:l1:l0,upperdir=layer/upper,workdir=layer/work,userxattr\n0\n",
       "", 1));  // 1: the last grep found nothing
@@ -270,7 +271,8 @@ TEST_F(ImageLayersTest, EachLayerIsCheckedAsTheImageIs) {
   r = RunSandbox(c, opts_);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().message, "sandbox setup failed while building the root filesystem (image " + dir_ +
-                                   "/up/l1 (no symlinks) on " + dir_ + "/run/staging/l1): Too many levels of symbolic "
+                                   "/up/l1 (no symlinks) on " + dir_ +
+                                   "/run/staging/l1): Too many levels of symbolic "
                                    "links");
   EXPECT_EQ(r.error().err, ELOOP);
   c.image_layers = {"relative/l0"};
@@ -281,8 +283,9 @@ TEST_F(ImageLayersTest, EachLayerIsCheckedAsTheImageIs) {
   c.image_layers = {layers_[0], dir_ + "/a:b"};
   r = RunSandbox(c, opts_);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().message, "'" + dir_ + "/a:b' cannot be an overlay layer: a path with ':', ',' or '\\' would "
-                               "be read as more than one layer or option");
+  EXPECT_EQ(r.error().message, "'" + dir_ +
+                                   "/a:b' cannot be an overlay layer: a path with ':', ',' or '\\' would "
+                                   "be read as more than one layer or option");
 }
 
 }  // namespace

@@ -23,9 +23,10 @@ TEST(NamespacesRuntimeRecord, IsReadBackAsWritten) {
 }
 
 TEST(NamespacesRuntimeRecord, ARecordItDidNotWriteIsRefused) {
-  for (const char* bad : {"", "pid=1 start=2", "pid=1 start=2 lease=3 more", "start=2 pid=1 lease=3", "pid=x start=2 lease=3",
-                          "fake-1", "pid=1  start=2 lease=3", "pid=1start=2lease=3", "pid=-7 start=2 lease=3",
-                          "pid=1 start=2 lease=3 ", "pid=01 start=2 lease=3", "pid=1 start=-2 lease=3"})
+  for (const char* bad :
+       {"", "pid=1 start=2", "pid=1 start=2 lease=3 more", "start=2 pid=1 lease=3", "pid=x start=2 lease=3", "fake-1",
+        "pid=1  start=2 lease=3", "pid=1start=2lease=3", "pid=-7 start=2 lease=3", "pid=1 start=2 lease=3 ",
+        "pid=01 start=2 lease=3", "pid=1 start=-2 lease=3"})
     EXPECT_FALSE(NamespacesRuntime::ParseRecord(bad).has_value()) << bad;
 }
 

@@ -28,10 +28,30 @@ TEST(Seccomp, RefusedListHasTheRequiredSyscallsEachWithAReason) {
     names.insert(r.syscall);
     EXPECT_GT(std::string(r.why).size(), 5u) << r.syscall;
   }
-  for (const char* must : {"kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module", "bpf",
-                           "perf_event_open", "userfaultfd", "keyctl", "add_key", "request_key", "io_uring_setup",
-                           "io_uring_enter", "io_uring_register", "open_by_handle_at", "mount", "umount2",
-                           "pivot_root", "move_mount", "fsopen", "fsmount", "fsconfig", "fspick", "open_tree",
+  for (const char* must : {"kexec_load",
+                           "kexec_file_load",
+                           "init_module",
+                           "finit_module",
+                           "delete_module",
+                           "bpf",
+                           "perf_event_open",
+                           "userfaultfd",
+                           "keyctl",
+                           "add_key",
+                           "request_key",
+                           "io_uring_setup",
+                           "io_uring_enter",
+                           "io_uring_register",
+                           "open_by_handle_at",
+                           "mount",
+                           "umount2",
+                           "pivot_root",
+                           "move_mount",
+                           "fsopen",
+                           "fsmount",
+                           "fsconfig",
+                           "fspick",
+                           "open_tree",
                            "ptrace"})
     EXPECT_TRUE(names.count(must)) << must;
 }
@@ -81,8 +101,9 @@ TEST(Seccomp, RefusesWithExactErrno) {
   EXPECT_EQ(ErrnoUnderFilter([] { return static_cast<long>(::socket(AF_PACKET, SOCK_RAW, 0)); }), EPERM);
   // The kernel reads the domain as an int: high bits set in the register still make a packet socket.
   EXPECT_EQ(ErrnoUnderFilter([] { return ::syscall(SYS_socket, (1L << 32) | AF_PACKET, SOCK_DGRAM, 0); }), EPERM);
-  EXPECT_EQ(ErrnoUnderFilter([] { return static_cast<long>(::socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_ICMP)); }),
-            EPERM);
+  EXPECT_EQ(
+      ErrnoUnderFilter([] { return static_cast<long>(::socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_ICMP)); }),
+      EPERM);
 }
 
 TEST(Seccomp, RefusesSocketFamiliesASandboxHasNoUseFor) {

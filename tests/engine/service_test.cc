@@ -65,8 +65,8 @@ class ServiceTest : public ::testing::Test {
       for (const auto& d : dirs) EXPECT_FALSE(std::filesystem::exists(d)) << d;
       // The lease is released by init's death; its file goes when reclaimed.
       for (int i = 0; i < 100 && !IdAllocator::ForHost().Reclaim(sb_.lease_index); ++i) ::usleep(10000);
-      EXPECT_FALSE(std::filesystem::exists(std::string(IdAllocator::kHostLeaseDir) + "/" +
-                                           std::to_string(sb_.lease_index)));
+      EXPECT_FALSE(
+          std::filesystem::exists(std::string(IdAllocator::kHostLeaseDir) + "/" + std::to_string(sb_.lease_index)));
     }
     std::filesystem::remove_all(dir_);
   }
@@ -183,8 +183,8 @@ TEST_F(ServiceTest, AChildStoppedBeforeItsExecDoesNotStopInit) {
   std::atomic<bool> stopping{true};
   std::atomic<int> started{0};
   std::thread stopper([&] {
-    auto r = Exec({"perl", "-MTime::HiRes=time", "-e", "my $end = time + 1.5; kill 'STOP', -1 while time < $end"},
-                  "", 5000);
+    auto r =
+        Exec({"perl", "-MTime::HiRes=time", "-e", "my $end = time + 1.5; kill 'STOP', -1 while time < $end"}, "", 5000);
     stopping = false;
     EXPECT_TRUE(r.ok() && r->exit_code == 0 && !r->timed_out) << (r.ok() ? r->stderr_data : r.error().message);
   });
@@ -306,7 +306,7 @@ TEST_F(ServiceTest, InitKeepsNothingOfAnEndedExecsRequest) {
   ASSERT_TRUE(r.ok()) << r.error().message;
   ASSERT_EQ(r->exit_code, 0);
   ASSERT_EQ(Exec({"true"})->exit_code, 0);  // a session after it, on the same kept mapping
-  ::usleep(50000);                            // init closes a session just after its caller has the answer
+  ::usleep(50000);                          // init closes a session just after its caller has the answer
   const std::string pid = std::to_string(sb_.pid);
   auto maps = isb::ReadFile("/proc/" + pid + "/maps");
   ASSERT_TRUE(maps.ok()) << maps.error().message;
@@ -393,7 +393,8 @@ TEST_F(ServiceTest, TheRuntimeOpensTheNetworkNamespaceOfARunningSandboxOnly) {
   const RuntimeHandle handle{"sb-x", NamespacesRuntime::Record({sb_.pid, sb_.start_time, sb_.lease_index})};
   Result<Fd> netns = runtime.OpenNetwork(handle);
   ASSERT_TRUE(netns.ok()) << netns.error().message;
-  struct stat got {}, init{}, own{};
+  struct stat got {
+  }, init{}, own{};
   ASSERT_EQ(::fstat(netns->get(), &got), 0);
   ASSERT_EQ(::stat(("/proc/" + std::to_string(sb_.pid) + "/ns/net").c_str(), &init), 0);
   ASSERT_EQ(::stat("/proc/self/ns/net", &own), 0);
@@ -467,8 +468,9 @@ TEST_F(ServiceTest, CancelledExecsJobsInGroupsOfTheirOwnAreKilledToo) {
   std::string procs;
   for (int i = 0; i < 50 && (procs = list()).find("sleep 4242") == std::string::npos; ++i) ::usleep(100000);
   // Its own group, so that killing the command's group alone would leave it.
-  auto groups = Exec({"sh", "-c", "for p in /proc/[0-9]*; do case \"$(tr '\\0' ' ' < $p/cmdline 2>/dev/null)\" in "
-                                  "'sleep 4'*) cut -d' ' -f5 $p/stat;; esac; done | sort -u | wc -l"});
+  auto groups = Exec({"sh", "-c",
+                      "for p in /proc/[0-9]*; do case \"$(tr '\\0' ' ' < $p/cmdline 2>/dev/null)\" in "
+                      "'sleep 4'*) cut -d' ' -f5 $p/stat;; esac; done | sort -u | wc -l"});
   ASSERT_TRUE(groups.ok());
   EXPECT_EQ(groups->stdout_data, "2\n") << procs;
   cancel = true;
@@ -499,7 +501,8 @@ TEST_F(ServiceTest, AChattyExecAsksWhetherItsCallerLeftAboutOnceASecond) {
   auto r = ExecInSandbox(dir_ + "/control.sock", spec, [&](int, std::string_view) { ++pieces; });
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->exit_code, 0);
-  const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start).count();
+  const auto seconds =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start).count();
   EXPECT_GT(pieces, 20u);
   EXPECT_LE(asked.load(), seconds + 2) << pieces << " pieces of output in " << seconds << " s";
   EXPECT_GE(asked.load(), 1);

@@ -1,6 +1,7 @@
-// The sandbox's first process and the sync channel (a socket pair): it waits for the launcher's "go", and a launcher that dies before
-// sending it must make it exit, not leave it waiting forever outside any cgroup with its uid-range lease. The clone
-// copies the launcher's write end of the pipe into the child too, so the child must close that copy first.
+// The sandbox's first process and the sync channel (a socket pair): it waits for the launcher's "go", and a launcher
+// that dies before sending it must make it exit, not leave it waiting forever outside any cgroup with its uid-range
+// lease. The clone copies the launcher's write end of the pipe into the child too, so the child must close that copy
+// first.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>

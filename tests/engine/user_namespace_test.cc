@@ -70,7 +70,7 @@ class UserNamespaceTest : public ::testing::Test {
     }
   }
   uid_t OwnerOf(const std::string& name, gid_t* gid) {
-    struct stat st{};
+    struct stat st {};
     EXPECT_EQ(::stat((dir_ + "/data/" + name).c_str(), &st), 0) << name;
     *gid = st.st_gid;
     return st.st_uid;
@@ -89,16 +89,18 @@ TEST_F(UserNamespaceTest, PrivilegedKeepsTheHostsIdsAndTheUsualCapabilities) {
   ISB_REQUIRE_ROOT();
   SandboxConfig c;
   c.privileged = true;
-  auto r = Run("cat /proc/self/uid_map /proc/self/gid_map; readlink /proc/self/ns/user; "
-               "grep -E '^Cap(Eff|Bnd):' /proc/self/status; touch /mnt/data/made-by-root; id -u",
-               c);
+  auto r =
+      Run("cat /proc/self/uid_map /proc/self/gid_map; readlink /proc/self/ns/user; "
+          "grep -E '^Cap(Eff|Bnd):' /proc/self/status; touch /mnt/data/made-by-root; id -u",
+          c);
   ASSERT_TRUE(r.ok()) << r.error().message;
   char host_ns[64] = {};
   ASSERT_GT(::readlink("/proc/self/ns/user", host_ns, sizeof host_ns - 1), 0);
   const std::string caps = Hex16(KeptCapabilityMask());
-  EXPECT_EQ(r->stdout_data, "         0          0 4294967295\n"
-                            "         0          0 4294967295\n" +
-                                std::string(host_ns) + "\nCapEff:\t" + caps + "\nCapBnd:\t" + caps + "\n0\n");
+  EXPECT_EQ(r->stdout_data,
+            "         0          0 4294967295\n"
+            "         0          0 4294967295\n" +
+                std::string(host_ns) + "\nCapEff:\t" + caps + "\nCapBnd:\t" + caps + "\n0\n");
   EXPECT_EQ(r->stderr_data, "");
   EXPECT_EQ(r->exit_code, 0);
   gid_t gid = 1;
@@ -122,9 +124,10 @@ TEST_F(UserNamespaceTest, ABindsSubmountsTakeItsReadOnlyNosuidAndNodev) {
     ASSERT_EQ(::mount("tmpfs", (dir_ + sub).c_str(), "tmpfs", 0, "mode=1777"), 0) << std::strerror(errno);
   SandboxConfig c;
   c.binds.push_back({dir_ + "/ro", "/mnt/ro", true});
-  auto r = Run("touch /mnt/ro/sub/x; echo $?; touch /mnt/data/sub/x; echo $?; "
-               "awk '$5 == \"/mnt/ro/sub\" || $5 == \"/mnt/data/sub\" { print $5, $6 }' /proc/self/mountinfo",
-               c);
+  auto r =
+      Run("touch /mnt/ro/sub/x; echo $?; touch /mnt/data/sub/x; echo $?; "
+          "awk '$5 == \"/mnt/ro/sub\" || $5 == \"/mnt/data/sub\" { print $5, $6 }' /proc/self/mountinfo",
+          c);
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->stdout_data, "1\n0\n/mnt/ro/sub ro,nosuid,nodev,relatime\n/mnt/data/sub rw,nosuid,nodev,relatime\n");
   EXPECT_EQ(r->stderr_data, "touch: cannot touch '/mnt/ro/sub/x': Read-only file system\n");
@@ -136,7 +139,8 @@ TEST_F(UserNamespaceTest, ABindsSubmountsTakeItsReadOnlyNosuidAndNodev) {
 // systemd starts services so): an ignored signal would stay ignored through every exec.
 TEST_F(UserNamespaceTest, ACommandInheritsNoIgnoredSignal) {
   ISB_REQUIRE_ROOT();
-  struct sigaction ignore{}, old_pipe{}, old_hup{}, old_rt{};
+  struct sigaction ignore {
+  }, old_pipe{}, old_hup{}, old_rt{};
   ignore.sa_handler = SIG_IGN;
   ASSERT_EQ(::sigaction(SIGPIPE, &ignore, &old_pipe), 0);
   ASSERT_EQ(::sigaction(SIGHUP, &ignore, &old_hup), 0);
@@ -178,15 +182,15 @@ print("all instances" if n == want else "%d instances of %d" % (n, want), "queue
 open("/mnt/data/held", "w").close()
 while not os.path.exists("/mnt/data/go"):
     time.sleep(0.01)
-)").ok());
+)")
+                  .ok());
   // The test can tell only if the host's root has an instance to spare to begin with.
   int spare = ::inotify_init1(IN_CLOEXEC);
   ASSERT_GE(spare, 0) << "the host's root has no inotify instance to spare: " << std::strerror(errno);
   ::close(spare);
   Result<RunResult> r = Error::Msg("not run");
-  std::thread sandbox([&] {
-    r = Run("python3 /mnt/data/hold.py " + std::to_string(std::stoi(*max_instances)), SandboxConfig{});
-  });
+  std::thread sandbox(
+      [&] { r = Run("python3 /mnt/data/hold.py " + std::to_string(std::stoi(*max_instances)), SandboxConfig{}); });
   for (int i = 0; i < 1000 && !fs::exists(dir_ + "/data/held"); ++i) ::usleep(10000);
   // While the sandbox holds all it could: the host's root still opens both.
   int inotify = ::inotify_init1(IN_CLOEXEC);
@@ -258,15 +262,16 @@ TEST_F(UserNamespaceTest, AnImageIsTheSandboxRootsAndItsNamesAreTheSandboxs) {
             "cat /etc/hosts /etc/hostname /etc/resolv.conf"};
   auto r = RunSandbox(c, opts_);
   ASSERT_TRUE(r.ok()) << r.error().message;
-  EXPECT_EQ(r->stdout_data, "0:0 /etc\n0:0 /bin/busybox\n0:0 /etc/hosts\n1000:1000 /etc/owned-by-1000\n"
-                            "changed\nbox\nnameserver 10.1.2.3\n");
+  EXPECT_EQ(r->stdout_data,
+            "0:0 /etc\n0:0 /bin/busybox\n0:0 /etc/hosts\n1000:1000 /etc/owned-by-1000\n"
+            "changed\nbox\nnameserver 10.1.2.3\n");
   EXPECT_EQ(r->stderr_data, "");
   EXPECT_EQ(r->exit_code, 0);
   // The image is as it was.
   EXPECT_EQ(*isb::ReadFile(image + "/etc/hosts"), "10.9.9.9 elsewhere\n");
   EXPECT_TRUE(fs::is_symlink(image + "/etc/resolv.conf"));
   EXPECT_FALSE(fs::exists(image + "/etc/hostname"));
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::stat((image + "/etc/hosts").c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, 0u);
 
@@ -299,7 +304,7 @@ TEST_F(UserNamespaceTest, AKeptLayerIsTheSandboxRootsAlone) {
   auto r = Run("cp /bin/true /made && chmod 4755 /made && id -u", c);
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->exit_code, 0) << r->stderr_data;
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::stat(c.writable_dir.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0700u);
   EXPECT_GE(st.st_uid, 1u << 28);  // the sandbox's root: the first id of its range
@@ -340,7 +345,8 @@ TEST_F(UserNamespaceTest, AnImagesMountsOnTheHostStayMounted) {
 // are bound read-only (used as ever, their mode and owner out of reach) and its TLS keys are masked.
 TEST_F(UserNamespaceTest, PrivilegedRootChangesNoHostDeviceAndReadsNoHostKey) {
   ISB_REQUIRE_ROOT();
-  struct stat before{}, urandom{};
+  struct stat before {
+  }, urandom{};
   ASSERT_EQ(::stat("/dev/null", &before), 0);
   ASSERT_EQ(::stat("/dev/urandom", &urandom), 0);
   // Should the binds ever be writable again, the host's devices are put back as they were all the same.
@@ -354,14 +360,16 @@ TEST_F(UserNamespaceTest, PrivilegedRootChangesNoHostDeviceAndReadsNoHostKey) {
   SandboxConfig c;
   c.privileged = true;
   // The mode and owner asked for are the ones they have: refused all the same, and harmless should they not be.
-  auto r = Run("echo x > /dev/null && echo wrote; head -c 4 /dev/zero | wc -c; chmod 666 /dev/null; "
-               "chown 0:0 /dev/urandom; ls -A /etc/ssl/private 2>/dev/null | wc -l",
-               c);
+  auto r =
+      Run("echo x > /dev/null && echo wrote; head -c 4 /dev/zero | wc -c; chmod 666 /dev/null; "
+          "chown 0:0 /dev/urandom; ls -A /etc/ssl/private 2>/dev/null | wc -l",
+          c);
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->stdout_data, "wrote\n4\n0\n");
-  EXPECT_EQ(r->stderr_data, "chmod: changing permissions of '/dev/null': Read-only file system\n"
-                            "chown: changing ownership of '/dev/urandom': Read-only file system\n");
-  struct stat after{};
+  EXPECT_EQ(r->stderr_data,
+            "chmod: changing permissions of '/dev/null': Read-only file system\n"
+            "chown: changing ownership of '/dev/urandom': Read-only file system\n");
+  struct stat after {};
   ASSERT_EQ(::stat("/dev/null", &after), 0);
   EXPECT_EQ(after.st_mode, before.st_mode);
 }
@@ -388,9 +396,10 @@ TEST_F(UserNamespaceTest, RawIdmapMapsHostIdsBesideTheOwnRange) {
   ASSERT_EQ(::chown((dir_ + "/data/owned-by-4242").c_str(), 4242, 4242), 0);
   SandboxConfig c;
   c.idmap = {{IdMapping::Kind::kBoth, 1000, 1000, 1}};
-  auto r = Run("awk '{print $1, $2, $3}' /proc/self/uid_map; "
-               "stat -c %u:%g /mnt/data/owned-by-1000 /mnt/data/owned-by-4242",
-               c);
+  auto r =
+      Run("awk '{print $1, $2, $3}' /proc/self/uid_map; "
+          "stat -c %u:%g /mnt/data/owned-by-1000 /mnt/data/owned-by-4242",
+          c);
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->stderr_data, "");
   // The own range's base is whatever lease the sandbox got: read it from the first line.
@@ -420,7 +429,8 @@ TEST_F(UserNamespaceTest, BadIdmapRefusedBeforeAnythingRuns) {
   c.privileged = true;
   r = Run("touch /mnt/data/ran", c);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().message, "idmap: a privileged sandbox has no user namespace to map ids into (use one or the other)");
+  EXPECT_EQ(r.error().message,
+            "idmap: a privileged sandbox has no user namespace to map ids into (use one or the other)");
   EXPECT_FALSE(fs::exists(dir_ + "/data/ran"));
 }
 
@@ -460,9 +470,11 @@ TEST_F(UserNamespaceTest, AServiceInitStartsFromAParentWithOnlyItsStandardDescri
           ExecSpec spec;
           spec.argv = {"true"};
           auto ran = ExecInSandbox(lo.control_path, spec, nullptr);
-          if (wired && ran.ok() && ran->exit_code == 0) rc = 0;
-          else std::fprintf(stderr, "fds 3-6: %s %s %s %s; exec: %s\n", link(3).c_str(), lease.c_str(),
-                            link(5).c_str(), link(6).c_str(), ran.ok() ? "ran" : ran.error().message.c_str());
+          if (wired && ran.ok() && ran->exit_code == 0)
+            rc = 0;
+          else
+            std::fprintf(stderr, "fds 3-6: %s %s %s %s; exec: %s\n", link(3).c_str(), lease.c_str(), link(5).c_str(),
+                         link(6).c_str(), ran.ok() ? "ran" : ran.error().message.c_str());
         }
       }
       ::_exit(rc);

@@ -81,7 +81,8 @@ void Say(const std::string& line) {
 
 std::string FromHex(const std::string& hex) {
   std::string out;
-  for (size_t i = 0; i + 1 < hex.size(); i += 2) out.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+  for (size_t i = 0; i + 1 < hex.size(); i += 2)
+    out.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
   return out;
 }
 
@@ -515,7 +516,7 @@ int SetuidDropExec(const std::string& dir) {
     Say("chmod-" + Errno(errno));
     return 0;
   }
-  struct stat st{};
+  struct stat st {};
   if (stat(copy.c_str(), &st) != 0 || !(st.st_mode & S_ISUID) || st.st_uid != 0) {
     Say("setuid bit did not stick");
     return 0;
@@ -702,7 +703,8 @@ int main(int argc, char** argv) {
   if (attack == "umount") return need(1), Say(Attempt([&] { return umount2(a[0].c_str(), MNT_DETACH); })), 0;
   if (attack == "fsopen") return need(0), Say(Attempt([] { return syscall(SYS_fsopen, "tmpfs", 0); })), 0;
   if (attack == "open-tree")
-    return need(1), Say(Attempt([&] { return syscall(SYS_open_tree, AT_FDCWD, a[0].c_str(), 1 /*OPEN_TREE_CLONE*/); })), 0;
+    return need(1), Say(Attempt([&] { return syscall(SYS_open_tree, AT_FDCWD, a[0].c_str(), 1 /*OPEN_TREE_CLONE*/); })),
+           0;
   if (attack == "scan-proc") return need(1), ScanProc(FromHex(a[0]));
   if (attack == "kill") return need(2), KillPid(static_cast<pid_t>(atol(a[0].c_str())), atoi(a[1].c_str()));
   if (attack == "ptrace-attach") return need(1), PtraceAttach(static_cast<pid_t>(atol(a[0].c_str())));
@@ -744,7 +746,7 @@ int main(int argc, char** argv) {
     // The arguments exactly as received, and whether /injected exists (a bind the caller did not ask for).
     std::string line = "args=";
     for (size_t k = 0; k < a.size(); ++k) line += (k ? "|" : "") + a[k];
-    struct stat st{};
+    struct stat st {};
     line += std::string(" injected=") + (lstat("/injected", &st) == 0 ? "present" : "absent");
     Say(line);
     return 0;

@@ -37,7 +37,7 @@ void WriteHostFile(const std::string& path, const std::string& data, mode_t mode
 }
 
 bool HostPathExists(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   return ::lstat(path.c_str(), &st) == 0;
 }
 
@@ -47,7 +47,7 @@ std::map<std::string, std::string> Snapshot(const std::string& root) {
   std::error_code ec;
   for (fs::recursive_directory_iterator it(root, fs::directory_options::none, ec), end; !ec && it != end;
        it.increment(ec)) {
-    struct stat st{};
+    struct stat st {};
     if (::lstat(it->path().c_str(), &st) != 0) continue;
     std::string desc = std::to_string(st.st_mode) + " " + std::to_string(st.st_uid) + ":" + std::to_string(st.st_gid) +
                        " " + std::to_string(st.st_size) + " " + std::to_string(st.st_mtim.tv_sec) + "." +
@@ -65,7 +65,8 @@ void MakeImage(const std::string& dir) {
   fs::create_directories(dir + "/bin");
   fs::create_directories(dir + "/etc");
   fs::copy_file("/bin/busybox", dir + "/bin/busybox");
-  for (const char* applet : {"sh", "cat", "echo", "ls", "id", "touch"}) fs::create_symlink("busybox", dir + "/bin/" + applet);
+  for (const char* applet : {"sh", "cat", "echo", "ls", "id", "touch"})
+    fs::create_symlink("busybox", dir + "/bin/" + applet);
   fs::copy_file(ESCAPE_HELPER, dir + "/bin/escape");
   ASSERT_NO_FATAL_FAILURE(WriteHostFile(dir + "/etc/data", "original\n", 0644));
   ASSERT_NO_FATAL_FAILURE(WriteHostFile(dir + "/etc/world-writable", "original\n", 0666));
@@ -84,12 +85,12 @@ TEST_F(EscapeTest, ReadHostPath) {
   AddIsbEnvironment("ISB_ESCAPE_SECRET=" + secret);
 
   std::vector<std::pair<std::vector<std::string>, std::string>> attempts = {
-      {{"open-read", host_file}, "errno=ENOENT\n"},                          // not in the sandbox's root
-      {{"open-read", "/../../../.." + host_file}, "errno=ENOENT\n"},          // ".." stops at the root
-      {{"open-read", "/proc/self/root" + host_file}, "errno=ENOENT\n"},       // own root: the sandbox's
-      {{"open-read", "/proc/1/root" + host_file}, "errno=EACCES\n"},          // init is not dumpable
-      {{"open-read", "/proc/1/environ"}, "errno=EACCES\n"},                   // isb's environment, via init
-      {{"open-read", "/proc/1/mem"}, "errno=EACCES\n"},                       // isb's memory, via init
+      {{"open-read", host_file}, "errno=ENOENT\n"},                      // not in the sandbox's root
+      {{"open-read", "/../../../.." + host_file}, "errno=ENOENT\n"},     // ".." stops at the root
+      {{"open-read", "/proc/self/root" + host_file}, "errno=ENOENT\n"},  // own root: the sandbox's
+      {{"open-read", "/proc/1/root" + host_file}, "errno=EACCES\n"},     // init is not dumpable
+      {{"open-read", "/proc/1/environ"}, "errno=EACCES\n"},              // isb's environment, via init
+      {{"open-read", "/proc/1/mem"}, "errno=EACCES\n"},                  // isb's memory, via init
   };
   for (const auto& [args, want] : attempts) {
     IsbOutcome r = RunHelper({}, args);
@@ -158,15 +159,16 @@ TEST_F(EscapeTest, AnImagePathCannotAddHostDirectoriesAsLayers) {
   IsbOutcome r = Run({"--image", image + ":/etc"}, {"/bin/cat", "/passwd"});
   EXPECT_EQ(r.exit_status, 125) << r.Describe();
   EXPECT_FALSE(r.has_json());
-  EXPECT_EQ(r.err, "isb: '" + image + ":/etc' cannot be an overlay layer: a path with ':', ',' or '\\' would be read "
-                   "as more than one layer or option\n");
+  EXPECT_EQ(r.err, "isb: '" + image +
+                       ":/etc' cannot be an overlay layer: a path with ':', ',' or '\\' would be read "
+                       "as more than one layer or option\n");
   EXPECT_EQ(r.out.find("root:"), std::string::npos) << "the host's /etc was read through the image";
 }
 
 // --- 3. write the read-only image --------------------------------------------------------------------------------
 
 TEST_F(EscapeTest, WriteReadOnlyHostView) {
-  struct stat before{};
+  struct stat before {};
   ASSERT_EQ(::stat("/usr/bin/env", &before), 0);
   EXPECT_EQ(Attack({"create", "/usr/bin/" + marker()}), "errno=EROFS\n");
   EXPECT_EQ(Attack({"write", "/usr/bin/env", "pwned"}), "errno=EROFS\n");  // the shell's "> file"
@@ -175,7 +177,7 @@ TEST_F(EscapeTest, WriteReadOnlyHostView) {
   EXPECT_FALSE(HostPathExists("/usr/bin/" + marker()));
   EXPECT_FALSE(HostPathExists("/usr/" + marker()));
   EXPECT_FALSE(HostPathExists("/etc/ssl/" + marker()));
-  struct stat after{};
+  struct stat after {};
   ASSERT_EQ(::stat("/usr/bin/env", &after), 0);
   EXPECT_EQ(after.st_size, before.st_size);
   EXPECT_EQ(after.st_mtim.tv_sec, before.st_mtim.tv_sec);
@@ -188,8 +190,10 @@ TEST_F(EscapeTest, WriteImageLandsInDiscardedLayer) {
   const auto before = Snapshot(image);
   auto in_image = [&](const std::vector<std::string>& cmd) {
     std::vector<std::string> c = cmd;
-    if (c[0] == "/bin/escape") c.insert(c.begin() + 1, "--tag=" + marker());
-    else c.push_back(marker());  // sh -c SCRIPT $0: carries the marker
+    if (c[0] == "/bin/escape")
+      c.insert(c.begin() + 1, "--tag=" + marker());
+    else
+      c.push_back(marker());  // sh -c SCRIPT $0: carries the marker
     return Run({"--image", image}, c);
   };
 
@@ -423,7 +427,7 @@ TEST_F(EscapeTest, SetuidRootFileInImageOrBindGainsNothing) {
   fs::copy_file(ESCAPE_HELPER, suid);
   ASSERT_EQ(::chown(suid.c_str(), 0, 0), 0);
   ASSERT_EQ(::chmod(suid.c_str(), 04755), 0);
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::stat(suid.c_str(), &st), 0);
   ASSERT_EQ(st.st_mode & 07777, 04755u);
 
@@ -455,7 +459,8 @@ TEST_F(EscapeTest, ProcMaskedAndReadOnly) {
   // sysrq-trigger is bound read-only where the kernel has it (CONFIG_MAGIC_SYSRQ).
   EXPECT_EQ(Attack({"write", "/proc/sysrq-trigger", "h"}),
             HostPathExists("/proc/sysrq-trigger") ? "errno=EROFS\n" : "errno=ENOENT\n");
-  EXPECT_EQ(Attack({"create", "/proc/acpi/" + marker()}), HostPathExists("/proc/acpi") ? "errno=EROFS\n" : "errno=ENOENT\n");
+  EXPECT_EQ(Attack({"create", "/proc/acpi/" + marker()}),
+            HostPathExists("/proc/acpi") ? "errno=EROFS\n" : "errno=ENOENT\n");
 }
 
 // --- 14. fork bomb --------------------------------------------------------------------------------------------------
@@ -517,7 +522,8 @@ TEST_F(EscapeTest, TimeoutKillsDaemonizedGrandchild) {
   std::vector<std::pair<pid_t, std::string>> daemons;
   for (int i = 0; i < 300 && daemons.empty(); ++i) {
     for (const auto& proc : HostProcessesMatching(marker()))
-      if (proc.second.starts_with(std::string(kHelperPath) + " ") && proc.second.find(" daemon-loop") != std::string::npos)
+      if (proc.second.starts_with(std::string(kHelperPath) + " ") &&
+          proc.second.find(" daemon-loop") != std::string::npos)
         daemons.push_back(proc);
     if (daemons.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
@@ -659,8 +665,8 @@ TEST_F(EscapeTest, CommandArgumentsAreNotIsbOptions) {
   EXPECT_EQ(r.text("stdout"), "args=--bind|" + host_dir + ":/injected injected=absent\n")
       << "the command's arguments were taken as isb options";
 
-  r = RunIsbVerbatim({"run", "--json", "--runtime-dir", runtime_dir(), "--env", "A=" + marker(), "--", "/bin/sh", "-c",
-                      "echo $A"});
+  r = RunIsbVerbatim(
+      {"run", "--json", "--runtime-dir", runtime_dir(), "--env", "A=" + marker(), "--", "/bin/sh", "-c", "echo $A"});
   EXPECT_EQ(r.exit_status, 0) << r.Describe();
   ASSERT_TRUE(r.has_json()) << r.Describe();
   EXPECT_EQ(r.text("stdout"), marker() + "\n");

@@ -56,10 +56,14 @@ pid_t SpawnProcess(const std::string& path, const std::vector<std::string>& argv
   posix_spawn_file_actions_init(&fa);
   posix_spawnattr_init(&attr);
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  if (out_fd >= 0) posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
-  else posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  if (err_fd >= 0) posix_spawn_file_actions_adddup2(&fa, err_fd, 2);
-  else posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  if (out_fd >= 0)
+    posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
+  else
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  if (err_fd >= 0)
+    posix_spawn_file_actions_adddup2(&fa, err_fd, 2);
+  else
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
   sigset_t none, all;
   sigemptyset(&none);
   sigfillset(&all);
@@ -319,8 +323,8 @@ void EscapeTest::CheckNothingLeaked() {
     appeared = new_cgroups();
   }
   for (const auto& dir : appeared)
-    ADD_FAILURE() << "cgroup directory left behind: " << dir << " (cgroup.procs: [" << ReadHostFile(dir + "/cgroup.procs")
-                  << "])";
+    ADD_FAILURE() << "cgroup directory left behind: " << dir << " (cgroup.procs: ["
+                  << ReadHostFile(dir + "/cgroup.procs") << "])";
 
   // 3a. Every uid-range lease was returned to the host's pool (leases are host-wide, whatever the runtime dir).
   auto new_leases = [&] {
@@ -334,7 +338,8 @@ void EscapeTest::CheckNothingLeaked() {
     std::this_thread::sleep_for(10ms);
     leased = new_leases();
   }
-  EXPECT_TRUE(leased.empty()) << "uid-range leases left in " << kHostLeaseDir << ": " << ::testing::PrintToString(leased);
+  EXPECT_TRUE(leased.empty()) << "uid-range leases left in " << kHostLeaseDir << ": "
+                              << ::testing::PrintToString(leased);
 
   // 3. Every uid-range lease was returned; nothing stayed in the staging dir (its mounts live in the sandbox's own
   //    mount namespace, so the host sees it empty).

@@ -26,12 +26,12 @@ using namespace std::chrono_literals;
 
 // What one `isb ...` invocation did, seen from outside.
 struct IsbOutcome {
-  int exit_status = -1;          // isb's own exit status; -1 if it ended by a signal
-  int term_signal = 0;           // the signal that ended isb itself, if any
+  int exit_status = -1;            // isb's own exit status; -1 if it ended by a signal
+  int term_signal = 0;             // the signal that ended isb itself, if any
   bool killed_by_fixture = false;  // it outlived the fixture's deadline and was SIGKILLed
-  std::string out;               // isb's stdout (with --json: the one JSON line)
-  std::string err;               // isb's stderr
-  nlohmann::json json;           // `out` parsed, when it is exactly one JSON object on one line; else null
+  std::string out;                 // isb's stdout (with --json: the one JSON line)
+  std::string err;                 // isb's stderr
+  nlohmann::json json;             // `out` parsed, when it is exactly one JSON object on one line; else null
 
   bool has_json() const { return json.is_object(); }
   // Fields of the JSON result (the test fails, rather than throws, when one is missing).

@@ -66,12 +66,12 @@ class IdentityTest : public ::testing::Test {
 };
 
 // Asserts a failed Result or Status with exactly `code` and `message`.
-#define EXPECT_ERROR(expr, code_, message_)                                           \
-  do {                                                                                \
-    auto&& r_ = (expr);                                                               \
-    ASSERT_FALSE(r_.ok()) << "expected: " << (message_);                              \
-    EXPECT_EQ(r_.error().code, (code_)) << r_.error().message;                        \
-    EXPECT_EQ(r_.error().message, (message_));                                        \
+#define EXPECT_ERROR(expr, code_, message_)                    \
+  do {                                                         \
+    auto&& r_ = (expr);                                        \
+    ASSERT_FALSE(r_.ok()) << "expected: " << (message_);       \
+    EXPECT_EQ(r_.error().code, (code_)) << r_.error().message; \
+    EXPECT_EQ(r_.error().message, (message_));                 \
   } while (0)
 
 }  // namespace isb::identity

@@ -21,9 +21,13 @@ class OAuthGrantsTest : public IdentityTest {
     client_ = *c;
   }
   std::string Code() {
-    auto code = id_->oauth().IssueCode({.client_id = client_.id, .redirect_uri = kRedirect,
-                                        .challenge = PkceS256(kVerifier), .user_id = alice_, .org = "acme",
-                                        .role = Role::kMember, .resource = kResource});
+    auto code = id_->oauth().IssueCode({.client_id = client_.id,
+                                        .redirect_uri = kRedirect,
+                                        .challenge = PkceS256(kVerifier),
+                                        .user_id = alice_,
+                                        .org = "acme",
+                                        .role = Role::kMember,
+                                        .resource = kResource});
     EXPECT_TRUE(code.ok()) << code.error().message;
     return code.ok() ? *code : "";
   }
@@ -184,9 +188,13 @@ TEST_F(OAuthGrantsTest, AGrantEndsNinetyDaysAfterTheConsentHoweverOftenItIsRefre
 
 TEST_F(OAuthGrantsTest, AVerifierOutsideTheUnreservedCharactersIsRefusedEvenIfItHashesToTheChallenge) {
   const std::string verifier = "a verifier with spaces and plus+signs, of 43 or more characters";
-  auto code = id_->oauth().IssueCode({.client_id = client_.id, .redirect_uri = kRedirect,
-                                      .challenge = PkceS256(verifier), .user_id = alice_, .org = "acme",
-                                      .role = Role::kMember, .resource = kResource});
+  auto code = id_->oauth().IssueCode({.client_id = client_.id,
+                                      .redirect_uri = kRedirect,
+                                      .challenge = PkceS256(verifier),
+                                      .user_id = alice_,
+                                      .org = "acme",
+                                      .role = Role::kMember,
+                                      .resource = kResource});
   ASSERT_TRUE(code.ok());
   EXPECT_EQ(RefusalOf(id_->oauth().Redeem(*code, client_.id, kRedirect, verifier, "")).description,
             "code_verifier: does not match the code_challenge (S256)");
@@ -207,9 +215,13 @@ TEST_F(OAuthGrantsTest, AChangedPasswordEndsEveryGrantAndCodeOfTheUser) {
             "code: already used; the tokens it gave are revoked");
   // Another user's grant is untouched.
   const int64_t bob = NewUser("bob", "acme", Role::kMember);
-  auto code = id_->oauth().IssueCode({.client_id = client_.id, .redirect_uri = kRedirect,
-                                      .challenge = PkceS256(kVerifier), .user_id = bob, .org = "acme",
-                                      .role = Role::kMember, .resource = kResource});
+  auto code = id_->oauth().IssueCode({.client_id = client_.id,
+                                      .redirect_uri = kRedirect,
+                                      .challenge = PkceS256(kVerifier),
+                                      .user_id = bob,
+                                      .org = "acme",
+                                      .role = Role::kMember,
+                                      .resource = kResource});
   ASSERT_TRUE(code.ok());
   IssuedTokens bobs = Redeemed(*code);
   ASSERT_TRUE(id_->users().SetPassword(alice_, kOtherPassword).ok());
@@ -217,9 +229,13 @@ TEST_F(OAuthGrantsTest, AChangedPasswordEndsEveryGrantAndCodeOfTheUser) {
 }
 
 TEST_F(OAuthGrantsTest, ACodeSpentOnAFailedIssueStaysSpentAndLeavesNoToken) {
-  auto code = id_->oauth().IssueCode({.client_id = client_.id, .redirect_uri = kRedirect,
-                                      .challenge = PkceS256(kVerifier), .user_id = alice_, .org = "acme",
-                                      .role = Role::kOwner, .resource = kResource});
+  auto code = id_->oauth().IssueCode({.client_id = client_.id,
+                                      .redirect_uri = kRedirect,
+                                      .challenge = PkceS256(kVerifier),
+                                      .user_id = alice_,
+                                      .org = "acme",
+                                      .role = Role::kOwner,
+                                      .resource = kResource});
   ASSERT_TRUE(code.ok());
   ASSERT_FALSE(id_->oauth().Redeem(*code, client_.id, kRedirect, kVerifier, "").ok());
   EXPECT_EQ(RefusalOf(id_->oauth().Redeem(*code, client_.id, kRedirect, kVerifier, "")).description,
@@ -289,8 +305,13 @@ TEST_F(OAuthGrantsTest, AGrantWhosePersonLeftTheOrgEndsAtItsNextRefreshAndDoesNo
 TEST_F(OAuthGrantsTest, ACodeIsIssuedOnlyWhileTheSessionItWasApprovedInIsLive) {
   auto session = id_->sessions().Create(alice_, "127.0.0.1", "test");
   ASSERT_TRUE(session.ok());
-  CodeGrant grant{.client_id = client_.id, .redirect_uri = kRedirect, .challenge = PkceS256(kVerifier),
-                  .user_id = alice_, .org = "acme", .role = Role::kMember, .resource = kResource,
+  CodeGrant grant{.client_id = client_.id,
+                  .redirect_uri = kRedirect,
+                  .challenge = PkceS256(kVerifier),
+                  .user_id = alice_,
+                  .org = "acme",
+                  .role = Role::kMember,
+                  .resource = kResource,
                   .session_id = session->record.id};
   ASSERT_TRUE(id_->oauth().IssueCode(grant).ok());
   ASSERT_TRUE(id_->users().SetPassword(alice_, kPassword).ok());  // ends the session
@@ -330,9 +351,13 @@ TEST_F(OAuthGrantsTest, TheSweepRemovesWhatCanNeverBeUsedAgainAndKeepsLiveGrants
 }
 
 TEST_F(OAuthGrantsTest, AGrantAboveTheUsersRoleMintsNoToken) {
-  auto code = id_->oauth().IssueCode({.client_id = client_.id, .redirect_uri = kRedirect,
-                                      .challenge = PkceS256(kVerifier), .user_id = alice_, .org = "acme",
-                                      .role = Role::kOwner, .resource = kResource});
+  auto code = id_->oauth().IssueCode({.client_id = client_.id,
+                                      .redirect_uri = kRedirect,
+                                      .challenge = PkceS256(kVerifier),
+                                      .user_id = alice_,
+                                      .org = "acme",
+                                      .role = Role::kOwner,
+                                      .resource = kResource});
   ASSERT_TRUE(code.ok());
   auto r = id_->oauth().Redeem(*code, client_.id, kRedirect, kVerifier, "");
   ASSERT_FALSE(r.ok());

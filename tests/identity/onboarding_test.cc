@@ -36,8 +36,7 @@ TEST_F(OnboardingTest, SetupTokenFileIs0600AndCreatesTheFirstAdminOnce) {
   EXPECT_ERROR(id_->setup().CreateFirstAdmin(secret, "root", "short"), Code::kInvalidArgument,
                "password: at least 12 characters are needed");
   NewUser("taken");
-  EXPECT_ERROR(id_->setup().CreateFirstAdmin(secret, "taken", kPassword), Code::kConflict,
-               "user taken already exists");
+  EXPECT_ERROR(id_->setup().CreateFirstAdmin(secret, "taken", kPassword), Code::kConflict, "user taken already exists");
 
   auto admin = id_->setup().CreateFirstAdmin(secret, "root", kPassword);
   ASSERT_TRUE(admin.ok()) << admin.error().message;
@@ -138,8 +137,7 @@ TEST_F(OnboardingTest, EachStartWithoutAnAdminReplacesTheSetupToken) {
   struct stat st {};
   ASSERT_EQ(::stat(second->c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
-  EXPECT_ERROR(id_->setup().CreateFirstAdmin(old_secret, "root", kPassword), Code::kUnauthenticated,
-               "unknown token");
+  EXPECT_ERROR(id_->setup().CreateFirstAdmin(old_secret, "root", kPassword), Code::kUnauthenticated, "unknown token");
   // An admin made on the host also ends the setup token.
   ASSERT_TRUE(id_->users().Create("hostadmin", "", true).ok());
   std::string new_secret = ReadFile(*second)->substr(0, 53);

@@ -56,7 +56,8 @@ TEST_F(OrgsTest, DeletingAnOrgRemovesItsMembershipsAndTokens) {
 TEST_F(OrgsTest, AnOrgsNameIsNeverHandedOnWithItsRows) {
   NewOrg("acme");
   ASSERT_TRUE(db_->Exec("INSERT INTO sandboxes(id, name, spec, state, created_at, expires_at, last_active_at, org) "
-                        "VALUES ('sb-1', '', '{}', 'stopped', 0, 0, 0, 'acme')").ok());
+                        "VALUES ('sb-1', '', '{}', 'stopped', 0, 0, 0, 'acme')")
+                  .ok());
   EXPECT_ERROR(id_->orgs().Delete(Principal::Host(), "acme"), Code::kConflict,
                "org acme still has sandboxes: remove them first");
   EXPECT_TRUE(id_->orgs().Get("acme").ok());
@@ -71,14 +72,16 @@ TEST_F(OrgsTest, AnOrgsNameIsNeverHandedOnWithItsRows) {
   const std::string zeros(64, '0');
   ASSERT_TRUE(db_->Exec("INSERT INTO sandbox_history(id, time, org, sandbox, event, actor, actor_kind, reason, "
                         "request_id, prev_hash, hash) VALUES (1, 0, 'acme', 'sb-1', 'created', 'a', 'user', '', '', '" +
-                        zeros + "', '" + zeros + "')").ok());
+                        zeros + "', '" + zeros + "')")
+                  .ok());
   EXPECT_ERROR(id_->orgs().Create(Principal::Host(), "acme"), Code::kConflict,
                "org acme existed before, and its audit records and history keep the name: choose another");
   // A live org that rows name is still simply taken.
   NewOrg("beta");
   ASSERT_TRUE(db_->Exec("INSERT INTO sandbox_history(id, time, org, sandbox, event, actor, actor_kind, reason, "
                         "request_id, prev_hash, hash) VALUES (2, 0, 'beta', 'sb-2', 'created', 'a', 'user', '', '', '" +
-                        zeros + "', '" + std::string(64, '1') + "')").ok());
+                        zeros + "', '" + std::string(64, '1') + "')")
+                  .ok());
   EXPECT_ERROR(id_->orgs().Create(Principal::Host(), "beta"), Code::kConflict, "org beta already exists");
   EXPECT_ERROR(id_->orgs().Get("acme"), Code::kNotFound, "org acme not found");
 }
@@ -188,7 +191,8 @@ TEST_F(OrgsTest, TheLastOwnerStays) {
   NewOrg("acme");
   int64_t first = NewUser("first", "acme", Role::kOwner);
   int64_t second = NewUser("second", "acme", Role::kMember);
-  const std::string last = "user " + std::to_string(first) + " is the last owner of org acme; make another member "
+  const std::string last = "user " + std::to_string(first) +
+                           " is the last owner of org acme; make another member "
                            "owner first";
   auto& orgs = id_->orgs();
   EXPECT_ERROR(orgs.RemoveMember(As(first), "acme", first), Code::kConflict, last);

@@ -42,7 +42,9 @@ TEST_F(TokenStoreTest, PlatformWideTokenResolvesToTheUsersRoles) {
 }
 
 TEST_F(TokenStoreTest, OrgScopeRoleCapAndScopesNarrow) {
-  NewToken t = Mint({.name = "ci", .org = "acme", .role_cap = Role::kMember,
+  NewToken t = Mint({.name = "ci",
+                     .org = "acme",
+                     .role_cap = Role::kMember,
                      .scopes = {{ScopeKind::kDeploy, ""}, {ScopeKind::kTool, "sandbox_*"}}});
   auto p = id_->Resolve(t.secret);
   ASSERT_TRUE(p.ok()) << p.error().message;
@@ -78,8 +80,8 @@ TEST_F(TokenStoreTest, OnlyAPlatformAdminsPlatformWideTokenCarriesTheMetricsScop
   EXPECT_ERROR(id_->tokens().Create(As(alice_), {.name = "scrape", .scopes = metrics}), Code::kForbidden,
                "scope metrics: only a platform admin's platform-wide token may carry it");
   ASSERT_TRUE(id_->users().SetPlatformAdmin(alice_, true).ok());
-  EXPECT_ERROR(id_->tokens().Create(As(alice_), {.name = "scrape", .org = "acme", .scopes = metrics}),
-               Code::kForbidden, "scope metrics: only a platform admin's platform-wide token may carry it");
+  EXPECT_ERROR(id_->tokens().Create(As(alice_), {.name = "scrape", .org = "acme", .scopes = metrics}), Code::kForbidden,
+               "scope metrics: only a platform admin's platform-wide token may carry it");
   auto p = id_->Resolve(Mint({.name = "scrape", .scopes = metrics}).secret);
   ASSERT_TRUE(p.ok()) << p.error().message;
   EXPECT_EQ(FormatScopes(p->scopes), "metrics");

@@ -8,8 +8,8 @@
 namespace isb::identity {
 namespace {
 
-constexpr SecretKind kAll[] = {SecretKind::kToken, SecretKind::kSuperadmin, SecretKind::kSession,
-                               SecretKind::kInvitation, SecretKind::kReset, SecretKind::kSetup};
+constexpr SecretKind kAll[] = {SecretKind::kToken,      SecretKind::kSuperadmin, SecretKind::kSession,
+                               SecretKind::kInvitation, SecretKind::kReset,      SecretKind::kSetup};
 
 TEST(TokensTest, PrefixesAreTheSpecs) {
   EXPECT_EQ(SecretPrefix(SecretKind::kToken), "isb_tok_");
@@ -38,11 +38,12 @@ TEST(TokensTest, NewSecretsParseBackToTheirKindAndDiffer) {
 
 TEST(TokensTest, MalformedSecretsAreRefusedWithoutEcho) {
   const std::string body(43, 'A');
-  for (const std::string& bad : std::vector<std::string>{"", "isb_tok_", "isb_tok_" + body.substr(1), "isb_tok_" + body + "A",
-                          "isb_tok_" + body.substr(1) + "=", "isb_tok_" + body.substr(1) + "+",
-                          "isb_tok_" + body.substr(1) + "B",  // a non-canonical last character
-                          "isb_ws_" + body, "ISB_TOK_" + body, "Bearer isb_tok_" + body, "isb_tok_" + body + "\n",
-                          "isb_tok_" + body.substr(1) + std::string(1, '\0')}) {
+  for (const std::string& bad :
+       std::vector<std::string>{"", "isb_tok_", "isb_tok_" + body.substr(1), "isb_tok_" + body + "A",
+                                "isb_tok_" + body.substr(1) + "=", "isb_tok_" + body.substr(1) + "+",
+                                "isb_tok_" + body.substr(1) + "B",  // a non-canonical last character
+                                "isb_ws_" + body, "ISB_TOK_" + body, "Bearer isb_tok_" + body, "isb_tok_" + body + "\n",
+                                "isb_tok_" + body.substr(1) + std::string(1, '\0')}) {
     auto k = ParseSecret(bad);
     ASSERT_FALSE(k.ok()) << "accepted a malformed secret of " << bad.size() << " bytes";
     EXPECT_EQ(k.error().code, Code::kUnauthenticated);

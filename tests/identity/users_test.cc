@@ -110,7 +110,8 @@ TEST_F(UsersTest, RevokeEndsTheAccountAndEveryCredentialOfIt) {
   ASSERT_TRUE(id_->users().SetPlatformAdmin(bob, true).ok());
   EXPECT_TRUE(id_->users().Revoke(*alice).ok());
   EXPECT_ERROR(id_->users().SignIn("alice", kPassword), Code::kUnauthenticated, "invalid credentials");
-  EXPECT_ERROR(id_->users().Revoke(bob), Code::kConflict, "user bob is the last platform admin; make another one first");
+  EXPECT_ERROR(id_->users().Revoke(bob), Code::kConflict,
+               "user bob is the last platform admin; make another one first");
   EXPECT_ERROR(id_->users().Revoke(99), Code::kNotFound, "user 99 not found");
 }
 

@@ -78,7 +78,8 @@ TEST_F(BlobStoreTest, BytesWithAnotherDigestAreRefusedAndNothingIsLeft) {
   Digest d = DigestOf("the real layer");
   Status s = store_->Put(d, "a forged layer", "layer");
   ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.error().message, "layer " + d.Short() + "\u2026: digest mismatch (got " + DigestOf("a forged layer").str() + ")");
+  EXPECT_EQ(s.error().message,
+            "layer " + d.Short() + "\u2026: digest mismatch (got " + DigestOf("a forged layer").str() + ")");
   EXPECT_FALSE(store_->Has(d));
   EXPECT_TRUE(Names(dir_->path() + "/blobs/sha256").empty());
   EXPECT_TRUE(Names(store_->TempDir()).empty());

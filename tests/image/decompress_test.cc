@@ -119,8 +119,9 @@ TEST(DecompressTest, ATruncatedZstdStreamIsAnError) {
   const std::string z = Zstd(Text(100000));
   Result<std::string> out = Inflate(std::string_view(z).substr(0, z.size() / 2), Compression::kZstd, 1 << 20);
   ASSERT_FALSE(out.ok());
-  EXPECT_TRUE(out.error().message.starts_with("zstd stream: truncated (the input ended before the end of the "
-                                              "stream, after "))
+  EXPECT_TRUE(
+      out.error().message.starts_with("zstd stream: truncated (the input ended before the end of the "
+                                      "stream, after "))
       << out.error().message;
 }
 
@@ -137,8 +138,7 @@ TEST(DecompressTest, CorruptDataIsAnErrorWithTheLibrarysReason) {
   EXPECT_EQ(Inflate(gz, Compression::kGzip, 100).error().message, "gzip stream: corrupt (unknown header flags set)");
   std::string z = Zstd("hello hello hello");
   z[4] = '\xff';  // frame header descriptor with its reserved bit
-  EXPECT_EQ(Inflate(z, Compression::kZstd, 100).error().message,
-            "zstd stream: corrupt (Unsupported frame parameter)");
+  EXPECT_EQ(Inflate(z, Compression::kZstd, 100).error().message, "zstd stream: corrupt (Unsupported frame parameter)");
 }
 
 TEST(DecompressTest, BytesAfterTheLastMemberOrFrameAreAnError) {

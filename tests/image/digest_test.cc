@@ -10,9 +10,7 @@ constexpr const char* kAbc512 =
     "ddaf35a193617abacc417349ae20413112e6fa4e89a97ea20a9eeee64b55d39a2192992a274fc1a836ba3c23a3feebbd454d4423643ce80e2a"
     "9ac94fa54ca49f";
 
-TEST(Digest, Sha256OfNothingIsTheKnownValue) {
-  EXPECT_EQ(DigestOf("").str(), std::string("sha256:") + kEmpty);
-}
+TEST(Digest, Sha256OfNothingIsTheKnownValue) { EXPECT_EQ(DigestOf("").str(), std::string("sha256:") + kEmpty); }
 
 TEST(Digest, Sha512OfAbcIsTheKnownValue) { EXPECT_EQ(DigestOf("abc", "sha512").hex, kAbc512); }
 
@@ -59,13 +57,15 @@ TEST(DigestVerifier, NamesTheBlobWhenTheDigestDiffers) {
   Status s = v.Finish();
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().code, Code::kInvalidArgument);
-  EXPECT_EQ(s.error().message, "layer " + want.Short() + "\u2026: digest mismatch (got " + DigestOf("hello WORLD").str() + ")");
+  EXPECT_EQ(s.error().message,
+            "layer " + want.Short() + "\u2026: digest mismatch (got " + DigestOf("hello WORLD").str() + ")");
 }
 
 TEST(DigestVerifier, RefusesMoreBytesThanDeclaredAtOnceAndFewerAtTheEnd) {
   Digest want = DigestOf("abc");
   DigestVerifier longer(want, 3, "config");
-  EXPECT_EQ(longer.Update("abcd").error().message, "config " + want.Short() + "\u2026: more bytes than its declared size of 3");
+  EXPECT_EQ(longer.Update("abcd").error().message,
+            "config " + want.Short() + "\u2026: more bytes than its declared size of 3");
   DigestVerifier shorter(want, 3, "config");
   ASSERT_TRUE(shorter.Update("ab").ok());
   EXPECT_EQ(shorter.Finish().error().message, "config " + want.Short() + "\u2026: ended after 2 of its 3 bytes");

@@ -77,8 +77,7 @@ TEST_F(ImageResolveTest, AnOpaqueEtcAboveHidesTheLowerPasswdAsTheOverlayDoes) {
   Result<ResolvedImage> r = Resolve({base, top}, "alice");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, Code::kInvalidArgument);
-  EXPECT_EQ(r.error().message,
-            "image user 'alice': no such user in the image's /etc/passwd; give user as UID[:GID]");
+  EXPECT_EQ(r.error().message, "image user 'alice': no such user in the image's /etc/passwd; give user as UID[:GID]");
   // The group file of the opaque layer itself is still read.
   Result<ResolvedImage> by_group = Resolve({base, top}, "7:staff");
   ASSERT_TRUE(by_group.ok()) << by_group.error().message;

@@ -70,8 +70,9 @@ TEST_F(ImageStoreTest, AnImageIsFoundByNameDigestAndIdInItsOrgOnly) {
   auto other = store_->Get("beta", r.name);
   ASSERT_FALSE(other.ok());
   EXPECT_EQ(other.error().code, Code::kNotFound);
-  EXPECT_EQ(other.error().message, "image 'docker.io/library/busybox:1' not found in org 'beta': pull or import it "
-                                   "first (isb image pull)");
+  EXPECT_EQ(other.error().message,
+            "image 'docker.io/library/busybox:1' not found in org 'beta': pull or import it "
+            "first (isb image pull)");
   EXPECT_TRUE(store_->List("beta").empty());
   EXPECT_EQ(store_->List("acme").size(), 1u);
   auto too_short = store_->Get("acme", std::string(11, 'e'));
@@ -160,7 +161,6 @@ TEST_F(ImageStoreTest, AnOrgIsChargedEachLayerAndBlobItsImagesShareOnceAndNotFor
   EXPECT_EQ(store_->OrgBytes("initech"), 0u);
 }
 
-
 TEST(ChainIdTest, IsOciChainIdOfTheFirstLayersAndFlatteningStartsPastWhatASandboxStacks) {
   const std::vector<LayerRecord> layers = {LayerRecord{"", Sha('a'), "", 0, 0}, LayerRecord{"", Sha('b'), "", 0, 0}};
   EXPECT_EQ(ChainId(layers, 1), Sha('a'));
@@ -226,7 +226,7 @@ TEST_F(DeepImageTest, ItsLowestLayersAreStackedFlattenedIntoOneMadeOnceSharedAnd
   EXPECT_EQ(Names((*roots)[0]), (std::vector<std::string>{"f", "l0", "l1", "l2"}));
   EXPECT_EQ(Read((*roots)[0] + "/f"), acme.layers[2].diff_id);
   EXPECT_TRUE(fs::is_empty(dir_ + "/images/layers/tmp"));
-  struct stat made{};
+  struct stat made {};
   ASSERT_EQ(::stat((*roots)[0].c_str(), &made), 0);
 
   // Made once: asked again, and for another org's image over the same three lowest layers, the same directory.
@@ -236,7 +236,7 @@ TEST_F(DeepImageTest, ItsLowestLayersAreStackedFlattenedIntoOneMadeOnceSharedAnd
     auto again = store_->StackedLayerRoots(r);
     ASSERT_TRUE(again.ok()) << again.error().message;
     EXPECT_EQ((*again)[0], (*roots)[0]);
-    struct stat st{};
+    struct stat st {};
     ASSERT_EQ(::stat((*again)[0].c_str(), &st), 0);
     EXPECT_EQ(st.st_ino, made.st_ino);
   }
@@ -269,8 +269,7 @@ TEST_F(DeepImageTest, SandboxesMadeAtOnceFromOneDeepImageRaceHarmlesslyAndOneFla
     ++asked;
     return Status();
   };
-  for (size_t i = 0; i < got.size(); ++i)
-    threads.emplace_back([&, i] { got[i] = store_->StackedLayerRoots(r, gate); });
+  for (size_t i = 0; i < got.size(); ++i) threads.emplace_back([&, i] { got[i] = store_->StackedLayerRoots(r, gate); });
   for (std::thread& t : threads) t.join();
   EXPECT_EQ(asked.load(), 1);
   const std::string flat = store_->LayerRoot(ChainId(r.layers, 73)).string();
@@ -306,8 +305,9 @@ TEST_F(DeepImageTest, AFlattenThatFailsLeavesNothingAndALowerLayerGoneIsNamed) {
   auto roots = store_->StackedLayerRoots(r);
   ASSERT_FALSE(roots.ok());
   EXPECT_EQ(roots.error().code, Code::kInvalidArgument);
-  EXPECT_EQ(roots.error().message, "image 'deep': flattening its lowest 2 layers into one: flatten: layer 1 of 2, "
-                                   "entry \"pipe\": a device, fifo or socket, which no stored layer holds");
+  EXPECT_EQ(roots.error().message,
+            "image 'deep': flattening its lowest 2 layers into one: flatten: layer 1 of 2, "
+            "entry \"pipe\": a device, fifo or socket, which no stored layer holds");
   EXPECT_FALSE(store_->HasLayer(ChainId(r.layers, 2)));
   EXPECT_TRUE(fs::is_empty(dir_ + "/images/layers/tmp"));
 

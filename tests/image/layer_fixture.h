@@ -40,7 +40,8 @@ inline std::vector<std::string> Tree(const std::string& dir) {
     } else if (S_ISREG(st.st_mode)) {
       std::ifstream in(path, std::ios::binary);
       std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      line += std::string("f") + mode + owner + (data.size() <= 40 ? " =" + data : " " + std::to_string(data.size()) + "B");
+      line +=
+          std::string("f") + mode + owner + (data.size() <= 40 ? " =" + data : " " + std::to_string(data.size()) + "B");
     } else if (S_ISLNK(st.st_mode)) {
       line += "l" + owner.substr(1) + " ->" + std::filesystem::read_symlink(path).string();
     } else if (S_ISCHR(st.st_mode)) {

@@ -59,7 +59,7 @@ class FlattenTest : public LayerTest {
   }
 
   static struct stat Stat(const std::string& path) {
-    struct stat st{};
+    struct stat st {};
     EXPECT_EQ(::lstat(path.c_str(), &st), 0) << path;
     return st;
   }
@@ -69,12 +69,8 @@ class FlattenTest : public LayerTest {
 };
 
 TEST_F(FlattenTest, AWhiteoutRemovesAFileOrADirectoryBelowAndLeavesNothing) {
-  ASSERT_NO_FATAL_FAILURE(Layer(TarBuilder()
-                                    .File("a/f", "f")
-                                    .File("a/g", "g")
-                                    .File("d/x/y", "y")
-                                    .File(".wh.never", "")
-                                    .End()));
+  ASSERT_NO_FATAL_FAILURE(
+      Layer(TarBuilder().File("a/f", "f").File("a/g", "g").File("d/x/y", "y").File(".wh.never", "").End()));
   ASSERT_NO_FATAL_FAILURE(Layer(TarBuilder().File("a/.wh.f", "").File(".wh.d", "").File(".wh.absent", "").End()));
   Result<FlattenReport> r = Flatten();
   ASSERT_TRUE(r.ok()) << r.error().message;
@@ -93,8 +89,8 @@ TEST_F(FlattenTest, AnOpaqueDirectoryReplacesTheOneBelowWhollyAndIsNotMarkedInTh
   ASSERT_EQ(Xattr(layers_[1] + "/o", "user.overlay.opaque"), "y");
   Result<FlattenReport> r = Flatten();
   ASSERT_TRUE(r.ok()) << r.error().message;
-  EXPECT_EQ(Tree(out()), (Lines{"o d0755 0:0", "o/new f0644 0:0 =new", "p d0755 0:0", "p/kept f0644 0:0 =k",
-                                "top f0644 0:0 =t"}));
+  EXPECT_EQ(Tree(out()),
+            (Lines{"o d0755 0:0", "o/new f0644 0:0 =new", "p d0755 0:0", "p/kept f0644 0:0 =k", "top f0644 0:0 =t"}));
   for (const std::string& dir : {out(), out() + "/o"}) {
     EXPECT_EQ(Xattr(dir, "trusted.overlay.opaque"), "<none>") << dir;
     EXPECT_EQ(Xattr(dir, "user.overlay.opaque"), "<none>") << dir;
@@ -133,12 +129,8 @@ TEST_F(FlattenTest, AFileReplacesADirectoryAndADirectoryAFile) {
 }
 
 TEST_F(FlattenTest, FilesHardlinkedInALayerStayHardlinkedAndAnUpperLayerReplacesOneNameOnly) {
-  ASSERT_NO_FATAL_FAILURE(Layer(TarBuilder()
-                                    .File("h/a", "data")
-                                    .Hardlink("h/b", "h/a")
-                                    .Hardlink("other/c", "h/a")
-                                    .File("h/solo", "s")
-                                    .End()));
+  ASSERT_NO_FATAL_FAILURE(Layer(
+      TarBuilder().File("h/a", "data").Hardlink("h/b", "h/a").Hardlink("other/c", "h/a").File("h/solo", "s").End()));
   ASSERT_NO_FATAL_FAILURE(Layer(TarBuilder().File("h/b", "new").End()));
   Result<FlattenReport> r = Flatten();
   ASSERT_TRUE(r.ok()) << r.error().message;
@@ -166,12 +158,8 @@ TEST_F(FlattenTest, ASymlinkPointingOutsideIsCopiedAsItIsAndNeverFollowed) {
                                     .Symlink("kept", outside() + "/secret")
                                     .End()));
   // Over each symlink: a directory with a file in it, a whiteout, a file; a directory into `up` that is a symlink.
-  ASSERT_NO_FATAL_FAILURE(Layer(TarBuilder()
-                                    .File("s/secret", "layer")
-                                    .File(".wh.gone", "")
-                                    .File("file", "mine")
-                                    .File("up/x", "x")
-                                    .End()));
+  ASSERT_NO_FATAL_FAILURE(
+      Layer(TarBuilder().File("s/secret", "layer").File(".wh.gone", "").File("file", "mine").File("up/x", "x").End()));
   Result<FlattenReport> r = Flatten();
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(Tree(out()), (Lines{"file f0644 0:0 =mine", "kept l0:0 ->" + outside() + "/secret", "s d0755 0:0",
@@ -179,17 +167,16 @@ TEST_F(FlattenTest, ASymlinkPointingOutsideIsCopiedAsItIsAndNeverFollowed) {
 }
 
 TEST_F(FlattenTest, OwnersModesMtimesAndKeptXattrsArePreservedAndSetIdBitsStayStripped) {
-  ASSERT_NO_FATAL_FAILURE(Layer(TarBuilder()
-                                    .Entry({.name = "./", .type = '5', .mode = 0700, .mtime = 10})
-                                    .Pax({{"mtime", "1600000000.25"}, {"SCHILY.xattr.user.note", "hello"}})
-                                    .Entry({.name = "bin/tool", .mode = 06755, .uid = 1000, .gid = 1001}, "#!")
-                                    .Entry({.name = "ro/", .type = '5', .mode = 0555, .uid = 3, .gid = 4,
-                                            .mtime = 3000})
-                                    .File("ro/inside", "x", 0444)
-                                    .Entry({.name = "ln", .type = '2', .uid = 8, .gid = 9, .mtime = 77,
-                                            .link = "bin/tool"})
-                                    .Entry({.name = "tmp/", .type = '5', .mode = 01777, .mtime = 400})
-                                    .End()));
+  ASSERT_NO_FATAL_FAILURE(
+      Layer(TarBuilder()
+                .Entry({.name = "./", .type = '5', .mode = 0700, .mtime = 10})
+                .Pax({{"mtime", "1600000000.25"}, {"SCHILY.xattr.user.note", "hello"}})
+                .Entry({.name = "bin/tool", .mode = 06755, .uid = 1000, .gid = 1001}, "#!")
+                .Entry({.name = "ro/", .type = '5', .mode = 0555, .uid = 3, .gid = 4, .mtime = 3000})
+                .File("ro/inside", "x", 0444)
+                .Entry({.name = "ln", .type = '2', .uid = 8, .gid = 9, .mtime = 77, .link = "bin/tool"})
+                .Entry({.name = "tmp/", .type = '5', .mode = 01777, .mtime = 400})
+                .End()));
   ASSERT_NO_FATAL_FAILURE(Layer(TarBuilder()
                                     .Entry({.name = "./", .type = '5', .mode = 0751, .uid = 2, .gid = 2, .mtime = 20})
                                     .File("tmp/new", "n")
@@ -247,7 +234,7 @@ TEST_F(FlattenTest, ANodeNoStoredLayerHoldsIsRefused) {
 
 // Removes `name` in `dir` and all below it through fds: for a tree deeper than one path reaches.
 void RemoveBeneath(int dir, const std::string& name) {
-  struct stat st{};
+  struct stat st {};
   if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return;
   if (S_ISDIR(st.st_mode)) {
     const int fd = ::openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -306,7 +293,7 @@ TEST(FlattenLongPathTest, ADirectoryWhosePathIs4096BytesGetsItsMode) {
     fd = next;
     ASSERT_GE(fd, 0) << n.substr(0, 8);
   }
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::fstat(fd, &st), 0);
   ::close(fd);
   EXPECT_EQ(st.st_mode & 07777, 0750u);

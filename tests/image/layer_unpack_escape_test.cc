@@ -22,8 +22,8 @@ TEST_F(LayerTest, ANameWithADotDotComponentIsRefused) {
     Result<UnpackReport> r = Unpack(TarBuilder().File(name, "pwned").End());
     ASSERT_FALSE(r.ok()) << name;
     EXPECT_EQ(r.error().code, Code::kInvalidArgument);
-    EXPECT_EQ(r.error().message, "layer entry \"" + name +
-                                     "\": the name has a \"..\" component (a layer names nothing outside itself)");
+    EXPECT_EQ(r.error().message,
+              "layer entry \"" + name + "\": the name has a \"..\" component (a layer names nothing outside itself)");
   }
   EXPECT_EQ(Tree(dir()), Lines{});
 }
@@ -42,26 +42,26 @@ TEST_F(LayerTest, AnAbsoluteNameLosesItsLeadingSlashAndLandsBelowTheLayer) {
 }
 
 TEST_F(LayerTest, AFileBelowASymlinkIsRefusedWhereverTheSymlinkPoints) {
-  for (const std::string& target : {outside(), std::string(".."), std::string("/"), std::string("."),
-                                    std::string("sub")}) {
+  for (const std::string& target :
+       {outside(), std::string(".."), std::string("/"), std::string("."), std::string("sub")}) {
     std::filesystem::remove_all(dir());
     ASSERT_EQ(::mkdir(dir().c_str(), 0700), 0);
-    Result<UnpackReport> r = Unpack(TarBuilder().Dir("sub").Symlink("evil", target).File("evil/secret", "pwned")
-                                        .End());
+    Result<UnpackReport> r = Unpack(TarBuilder().Dir("sub").Symlink("evil", target).File("evil/secret", "pwned").End());
     ASSERT_FALSE(r.ok()) << target;
-    EXPECT_EQ(r.error().message, "layer entry \"evil/secret\": parent \"evil\" is a symlink (the unpacker follows "
-                                 "no symlink)");
+    EXPECT_EQ(r.error().message,
+              "layer entry \"evil/secret\": parent \"evil\" is a symlink (the unpacker follows "
+              "no symlink)");
     // An error leaves directories as they were while unpacking (0700): the caller removes the directory.
     EXPECT_EQ(Tree(dir()), (Lines{"evil l0:0 ->" + target, "sub d0700 0:0"}));
   }
 }
 
 TEST_F(LayerTest, ASymlinkDeeperInThePathIsRefusedToo) {
-  Result<UnpackReport> r = Unpack(
-      TarBuilder().Dir("d").Symlink("d/s", "../../outside").Dir("d/s/x").End());
+  Result<UnpackReport> r = Unpack(TarBuilder().Dir("d").Symlink("d/s", "../../outside").Dir("d/s/x").End());
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().message, "layer entry \"d/s/x\": parent \"d/s\" is a symlink (the unpacker follows no "
-                               "symlink)");
+  EXPECT_EQ(r.error().message,
+            "layer entry \"d/s/x\": parent \"d/s\" is a symlink (the unpacker follows no "
+            "symlink)");
 }
 
 TEST_F(LayerTest, WhiteoutsAndOpaqueMarkersBelowASymlinkAreRefused) {
@@ -70,8 +70,8 @@ TEST_F(LayerTest, WhiteoutsAndOpaqueMarkersBelowASymlinkAreRefused) {
     ASSERT_EQ(::mkdir(dir().c_str(), 0700), 0);
     Result<UnpackReport> r = Unpack(TarBuilder().Symlink("evil", outside()).File(name, "").End());
     ASSERT_FALSE(r.ok()) << name;
-    EXPECT_EQ(r.error().message, "layer entry \"" + name +
-                                     "\": parent \"evil\" is a symlink (the unpacker follows no symlink)");
+    EXPECT_EQ(r.error().message,
+              "layer entry \"" + name + "\": parent \"evil\" is a symlink (the unpacker follows no symlink)");
   }
   EXPECT_EQ(Xattr(outside(), "trusted.overlay.opaque"), "<none>");
 }
@@ -89,8 +89,8 @@ TEST_F(LayerTest, ADirectoryNamedLikeASymlinkReplacesIt) {
 }
 
 TEST_F(LayerTest, SymlinksPointingAnywhereAreCreatedAsTheyAreAndNeverFollowed) {
-  Result<UnpackReport> r = Unpack(
-      TarBuilder().Symlink("abs", outside() + "/secret").Symlink("up", "../../../../etc/shadow").End());
+  Result<UnpackReport> r =
+      Unpack(TarBuilder().Symlink("abs", outside() + "/secret").Symlink("up", "../../../../etc/shadow").End());
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(Tree(dir()), (Lines{"abs l0:0 ->" + outside() + "/secret", "up l0:0 ->../../../../etc/shadow"}));
 }
@@ -105,30 +105,34 @@ TEST_F(LayerTest, AHardlinkToAnAbsoluteNameOutsideIsRefused) {
   const std::string target = outside() + "/secret";
   Result<UnpackReport> r = Unpack(TarBuilder().Hardlink("h", target).End());
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().message, "layer entry \"h\": a hardlink to \"" + target + "\", which is no file this layer "
-                               "extracted before it (a hardlink may only name an earlier file of its own layer)");
+  EXPECT_EQ(r.error().message, "layer entry \"h\": a hardlink to \"" + target +
+                                   "\", which is no file this layer "
+                                   "extracted before it (a hardlink may only name an earlier file of its own layer)");
   EXPECT_EQ(Tree(dir()), Lines{});
 }
 
 TEST_F(LayerTest, AHardlinkWithADotDotTargetIsRefused) {
   Result<UnpackReport> r = Unpack(TarBuilder().Hardlink("h", "../outside/secret").End());
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().message, "layer entry \"h\": the hardlink target \"../outside/secret\" has a \"..\" component "
-                               "(a layer names nothing outside itself)");
+  EXPECT_EQ(r.error().message,
+            "layer entry \"h\": the hardlink target \"../outside/secret\" has a \"..\" component "
+            "(a layer names nothing outside itself)");
 }
 
 TEST_F(LayerTest, AHardlinkToANameNotYetExtractedIsRefused) {
   Result<UnpackReport> r = Unpack(TarBuilder().Hardlink("h", "later").File("later", "x").End());
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().message, "layer entry \"h\": a hardlink to \"later\", which is no file this layer extracted "
-                               "before it (a hardlink may only name an earlier file of its own layer)");
+  EXPECT_EQ(r.error().message,
+            "layer entry \"h\": a hardlink to \"later\", which is no file this layer extracted "
+            "before it (a hardlink may only name an earlier file of its own layer)");
 }
 
 TEST_F(LayerTest, AHardlinkToADirectoryOrToItselfIsRefused) {
   Result<UnpackReport> to_dir = Unpack(TarBuilder().Dir("d").Hardlink("h", "d").End());
   ASSERT_FALSE(to_dir.ok());
-  EXPECT_EQ(to_dir.error().message, "layer entry \"h\": a hardlink to \"d\", which is no file this layer extracted "
-                                    "before it (a hardlink may only name an earlier file of its own layer)");
+  EXPECT_EQ(to_dir.error().message,
+            "layer entry \"h\": a hardlink to \"d\", which is no file this layer extracted "
+            "before it (a hardlink may only name an earlier file of its own layer)");
   std::filesystem::remove_all(dir());
   ASSERT_EQ(::mkdir(dir().c_str(), 0700), 0);
   Result<UnpackReport> self = Unpack(TarBuilder().File("f", "x").Hardlink("./f", "f").End());
@@ -139,8 +143,9 @@ TEST_F(LayerTest, AHardlinkToADirectoryOrToItselfIsRefused) {
 TEST_F(LayerTest, AHardlinkThroughASymlinkedDirectoryIsRefused) {
   Result<UnpackReport> r = Unpack(TarBuilder().Symlink("d", outside()).Hardlink("h", "d/secret").End());
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().message, "layer entry \"h\": a hardlink to \"d/secret\", which is no file this layer "
-                               "extracted before it (a hardlink may only name an earlier file of its own layer)");
+  EXPECT_EQ(r.error().message,
+            "layer entry \"h\": a hardlink to \"d/secret\", which is no file this layer "
+            "extracted before it (a hardlink may only name an earlier file of its own layer)");
 }
 
 TEST_F(LayerTest, AHardlinkToASymlinkPointingOutsideLinksTheSymlinkItself) {

@@ -25,21 +25,21 @@ int64_t MtimeOf(const std::string& path) {
 }
 
 TEST_F(LayerTest, FilesDirectoriesAndLinksLandWithTheirOwnersModesAndTimes) {
-  const std::string tar = TarBuilder()
-                              .Entry({.name = "./", .type = '5', .mode = 0750, .mtime = 500})
-                              .Entry({.name = "etc/", .type = '5', .mode = 0750, .gid = 42, .mtime = 1000})
-                              .Entry({.name = "etc/hosts", .mode = 0640, .uid = 1000, .gid = 1001, .mtime = 2000},
-                                     "hosts")
-                              .Symlink("etc/link", "/etc/hosts")
-                              .Hardlink("etc/hosts.bak", "etc/hosts")
-                              .Entry({.name = "ro/", .type = '5', .mode = 0555, .mtime = 3000})
-                              .File("ro/inside", "x", 0444)
-                              .End();
+  const std::string tar =
+      TarBuilder()
+          .Entry({.name = "./", .type = '5', .mode = 0750, .mtime = 500})
+          .Entry({.name = "etc/", .type = '5', .mode = 0750, .gid = 42, .mtime = 1000})
+          .Entry({.name = "etc/hosts", .mode = 0640, .uid = 1000, .gid = 1001, .mtime = 2000}, "hosts")
+          .Symlink("etc/link", "/etc/hosts")
+          .Hardlink("etc/hosts.bak", "etc/hosts")
+          .Entry({.name = "ro/", .type = '5', .mode = 0555, .mtime = 3000})
+          .File("ro/inside", "x", 0444)
+          .End();
   Result<UnpackReport> r = Unpack(tar);
   ASSERT_TRUE(r.ok()) << r.error().message;
-  EXPECT_EQ(Tree(dir()), (Lines{"etc d0750 0:42", "etc/hosts f0640 1000:1001 =hosts",
-                                "etc/hosts.bak f0640 1000:1001 =hosts", "etc/link l0:0 ->/etc/hosts", "ro d0555 0:0",
-                                "ro/inside f0444 0:0 =x"}));
+  EXPECT_EQ(Tree(dir()),
+            (Lines{"etc d0750 0:42", "etc/hosts f0640 1000:1001 =hosts", "etc/hosts.bak f0640 1000:1001 =hosts",
+                   "etc/link l0:0 ->/etc/hosts", "ro d0555 0:0", "ro/inside f0444 0:0 =x"}));
   EXPECT_EQ(r->files, 2u);
   EXPECT_EQ(r->dirs, 3u);
   EXPECT_EQ(r->symlinks, 1u);
@@ -78,8 +78,8 @@ TEST_F(LayerTest, SetIdBitsAreStrippedOnDiskAndCountedStickyStays) {
                                       .Dir("tmp", 01777)
                                       .End());
   ASSERT_TRUE(r.ok()) << r.error().message;
-  EXPECT_EQ(Tree(dir()), (Lines{"bin d0755 0:0", "bin/su f0755 0:0 =su", "bin/wall f0755 0:0 =wall",
-                                "shared d0775 0:0", "tmp d1777 0:0"}));
+  EXPECT_EQ(Tree(dir()), (Lines{"bin d0755 0:0", "bin/su f0755 0:0 =su", "bin/wall f0755 0:0 =wall", "shared d0775 0:0",
+                                "tmp d1777 0:0"}));
   EXPECT_EQ(r->setid_stripped, 3u);
 }
 
@@ -100,10 +100,10 @@ TEST_F(LayerTest, UserXattrsAreKeptAndEveryOtherNamespaceIsDroppedAndListed) {
   EXPECT_EQ(Xattr(dir() + "/bin/ping", "trusted.overlay.opaque"), "<none>");
   EXPECT_EQ(Xattr(dir() + "/bin/ping", "user.overlay.redirect"), "<none>");
   EXPECT_EQ(Xattr(dir() + "/d", "user.dir"), "d");
-  EXPECT_EQ(r->skipped, (Lines{"bin/ping: xattr security.capability dropped",
-                               "bin/ping: xattr trusted.overlay.opaque dropped",
-                               "bin/ping: xattr user.overlay.redirect dropped",
-                               "bin/ping: xattr system.posix_acl_access dropped"}));
+  EXPECT_EQ(
+      r->skipped,
+      (Lines{"bin/ping: xattr security.capability dropped", "bin/ping: xattr trusted.overlay.opaque dropped",
+             "bin/ping: xattr user.overlay.redirect dropped", "bin/ping: xattr system.posix_acl_access dropped"}));
 }
 
 TEST_F(LayerTest, WhiteoutsBecomeCharacterDevicesAndOpaqueMarkersXattrs) {
@@ -120,8 +120,8 @@ TEST_F(LayerTest, WhiteoutsBecomeCharacterDevicesAndOpaqueMarkersXattrs) {
                                       .File(".wh.c", "")
                                       .End());
   ASSERT_TRUE(r.ok()) << r.error().message;
-  EXPECT_EQ(Tree(dir()), (Lines{"a d0755 0:0", "a/gone c0000 0:0 0/0", "a/keep f0644 0:0 =k",
-                                "a/lower c0000 0:0 0/0", "b d0755 0:0", "c c0000 0:0 0/0"}));
+  EXPECT_EQ(Tree(dir()), (Lines{"a d0755 0:0", "a/gone c0000 0:0 0/0", "a/keep f0644 0:0 =k", "a/lower c0000 0:0 0/0",
+                                "b d0755 0:0", "c c0000 0:0 0/0"}));
   EXPECT_EQ(Xattr(dir() + "/b", "trusted.overlay.opaque"), "y");
   EXPECT_EQ(Xattr(dir() + "/b", "user.overlay.opaque"), "y");
   EXPECT_EQ(Xattr(dir() + "/a", "trusted.overlay.opaque"), "<none>");
@@ -170,24 +170,21 @@ TEST_F(LayerTest, TheSkippedListStopsAtAThousandLinesAndCountsTheRest) {
 }
 
 TEST_F(LayerTest, NamesEqualAfterNormalizationAreOneNameAndTheLaterEntryWins) {
-  Result<UnpackReport> r = Unpack(TarBuilder().File("a/./b", "one").File("a//b", "two").File("./a/b/", "three")
-                                      .End());
+  Result<UnpackReport> r = Unpack(TarBuilder().File("a/./b", "one").File("a//b", "two").File("./a/b/", "three").End());
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(Tree(dir()), (Lines{"a d0755 0:0", "a/b f0644 0:0 =three"}));
   EXPECT_EQ(r->files, 3u);
 }
 
 TEST_F(LayerTest, AFileReplacesADirectoryAndAllBelowIt) {
-  Result<UnpackReport> r =
-      Unpack(TarBuilder().Dir("d", 0500).File("d/in", "x").Dir("d/sub").File("d/sub/deep", "y").File("d", "file")
-                 .End());
+  Result<UnpackReport> r = Unpack(
+      TarBuilder().Dir("d", 0500).File("d/in", "x").Dir("d/sub").File("d/sub/deep", "y").File("d", "file").End());
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(Tree(dir()), (Lines{"d f0644 0:0 =file"}));
 }
 
 TEST_F(LayerTest, ADirectoryMadeAgainAfterItsRemovalReceivesTheEntriesThatFollow) {
-  Result<UnpackReport> r =
-      Unpack(TarBuilder().File("a/b/f1", "1").File("a", "x").Dir("a").File("a/b/f2", "2").End());
+  Result<UnpackReport> r = Unpack(TarBuilder().File("a/b/f1", "1").File("a", "x").Dir("a").File("a/b/f2", "2").End());
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(Tree(dir()), (Lines{"a d0755 0:0", "a/b d0755 0:0", "a/b/f2 f0644 0:0 =2"}));
 }
@@ -215,8 +212,9 @@ TEST_F(LayerTest, ANameWhitedOutAndAddedAgainIsTheNewEntry) {
 TEST_F(LayerTest, AHardlinkToANameRemovedWithItsDirectoryIsRefused) {
   Result<UnpackReport> r = Unpack(TarBuilder().File("d/in", "x").File("d", "f").Hardlink("h", "d/in").End());
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().message, "layer entry \"h\": a hardlink to \"d/in\", which is no file this layer extracted "
-                               "before it (a hardlink may only name an earlier file of its own layer)");
+  EXPECT_EQ(r.error().message,
+            "layer entry \"h\": a hardlink to \"d/in\", which is no file this layer extracted "
+            "before it (a hardlink may only name an earlier file of its own layer)");
 }
 
 TEST_F(LayerTest, AnEntryBelowAFileIsAnError) {
@@ -270,8 +268,9 @@ TEST_F(LayerTest, EmptyFilesAreChargedAnEntryAgainstMaxBytes) {
   Result<UnpackReport> r = Unpack(TarBuilder().File("a", "").File("b", "").File("c", "").End(), {1024, 100});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, Code::kTooLarge);
-  EXPECT_EQ(r.error().message, "layer entry \"c\": the layer takes more than 1024 bytes (the limit max_bytes: file "
-                               "data, 512 bytes an entry and 4096 a directory made)");
+  EXPECT_EQ(r.error().message,
+            "layer entry \"c\": the layer takes more than 1024 bytes (the limit max_bytes: file "
+            "data, 512 bytes an entry and 4096 a directory made)");
   EXPECT_EQ(Tree(dir()), (Lines{"a f0644 0:0 =", "b f0644 0:0 ="}));
 }
 
@@ -281,8 +280,9 @@ TEST_F(LayerTest, DirectoriesMadeDeclaredOrMissingAreChargedAnEntryAndABlockAgai
     Result<UnpackReport> r = Unpack(tar, {512 + 4096 - 1, 100});
     ASSERT_FALSE(r.ok()) << name;
     EXPECT_EQ(r.error().code, Code::kTooLarge);
-    EXPECT_EQ(r.error().message, "layer entry \"" + name + "\": the layer takes more than 4607 bytes (the limit "
-                                 "max_bytes: file data, 512 bytes an entry and 4096 a directory made)");
+    EXPECT_EQ(r.error().message, "layer entry \"" + name +
+                                     "\": the layer takes more than 4607 bytes (the limit "
+                                     "max_bytes: file data, 512 bytes an entry and 4096 a directory made)");
     EXPECT_EQ(Tree(dir()), Lines{}) << name;
   }
   Result<UnpackReport> d = Unpack(TarBuilder().Dir("d").End(), {512 + 4096, 100});
@@ -296,7 +296,10 @@ TEST_F(LayerTest, NamesKeptPastMaxNameBytesAreTooLargeAndARemovedNameStopsCounti
   TarBuilder fits;
   for (int i = 0; i < 5; ++i) {
     fits.Pax({{"path", name(i)}});
-    if (i % 2 == 0) fits.File("x", ""); else fits.Dir("x");
+    if (i % 2 == 0)
+      fits.File("x", "");
+    else
+      fits.Dir("x");
   }
   const UnpackLimits limits{.max_bytes = 1 << 30, .max_entries = 100, .max_name_bytes = 1000};
   TarBuilder removed = fits;
@@ -311,8 +314,9 @@ TEST_F(LayerTest, NamesKeptPastMaxNameBytesAreTooLargeAndARemovedNameStopsCounti
   r = Unpack(fits.End(), limits);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, Code::kTooLarge);
-  EXPECT_EQ(r.error().message, "layer entry \"" + name(5) + "\": the names kept for hardlinks and directories' "
-                               "modes take more than 1000 bytes (the limit max_name_bytes)");
+  EXPECT_EQ(r.error().message, "layer entry \"" + name(5) +
+                                   "\": the names kept for hardlinks and directories' "
+                                   "modes take more than 1000 bytes (the limit max_name_bytes)");
 }
 
 TEST_F(LayerTest, MoreFileBytesThanMaxBytesIsTooLargeAndLeavesThePartForTheCallerToRemove) {
@@ -320,8 +324,9 @@ TEST_F(LayerTest, MoreFileBytesThanMaxBytesIsTooLargeAndLeavesThePartForTheCalle
   Result<UnpackReport> r = Unpack(TarBuilder().File("a", "aaaaaa").File("b", "bbbbb").End(), {1030, 100});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, Code::kTooLarge);
-  EXPECT_EQ(r.error().message, "layer entry \"b\": the layer takes more than 1030 bytes (the limit max_bytes: file "
-                               "data, 512 bytes an entry and 4096 a directory made)");
+  EXPECT_EQ(r.error().message,
+            "layer entry \"b\": the layer takes more than 1030 bytes (the limit max_bytes: file "
+            "data, 512 bytes an entry and 4096 a directory made)");
   EXPECT_EQ(Tree(dir()), (Lines{"a f0644 0:0 =aaaaaa"}));
 }
 
@@ -337,8 +342,9 @@ TEST_F(LayerTest, AFileWithMoreDataThanDeclaredKeepsItsDeclaredBytesAndTheRestFa
   const std::string tar = TarBuilder().Entry({.name = "f", .size = 3}, std::string(600, 'A')).End();
   Result<UnpackReport> r = Unpack(tar);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().message, "tar header at byte 1024: checksum mismatch (stored 0, computed 5976): not a tar "
-                               "header, or a corrupt one");
+  EXPECT_EQ(r.error().message,
+            "tar header at byte 1024: checksum mismatch (stored 0, computed 5976): not a tar "
+            "header, or a corrupt one");
   EXPECT_EQ(Tree(dir()), (Lines{"f f0644 0:0 =AAA"}));
 }
 

@@ -118,7 +118,8 @@ TEST_F(LayerWriterTest, AnUpperDirBecomesALayerTheUnpackerRestoresWithTheSandbox
   TarReader tar(*plain);
   auto report = UnpackLayer(tar, dir_ + "/back", {1 << 20, 1000});
   ASSERT_TRUE(report.ok()) << report.error().message;
-  struct stat a{}, b{};
+  struct stat a {
+  }, b{};
   ASSERT_EQ(::stat((dir_ + "/back/etc/kept").c_str(), &a), 0);
   ASSERT_EQ(::stat((dir_ + "/back/etc/kept2").c_str(), &b), 0);
   EXPECT_EQ(a.st_ino, b.st_ino);
@@ -143,9 +144,8 @@ TEST(TarWriterTest, LongNamesLinksAndLargeIdsGoInPaxRecordsThatGnuTarReads) {
   const std::string long_link = "/" + std::string(150, 'c');
   ASSERT_TRUE(tar.AddFile(TarHeader{.path = long_name, .uid = 3000000, .gid = 7}, "data").ok());
   ASSERT_TRUE(tar.Add(TarHeader{.type = TarHeader::Type::kSymlink, .path = "l", .link = long_link}).ok());
-  ASSERT_TRUE(tar.Add(TarHeader{.type = TarHeader::Type::kDir, .path = "d", .mode = 0750,
-                                .xattrs = {{"user.k", "v"}}})
-                  .ok());
+  ASSERT_TRUE(
+      tar.Add(TarHeader{.type = TarHeader::Type::kDir, .path = "d", .mode = 0750, .xattrs = {{"user.k", "v"}}}).ok());
   ASSERT_TRUE(tar.Finish().ok());
   EXPECT_EQ(out.size() % 512, 0u);
   EXPECT_EQ(tar.bytes_written(), out.size());

@@ -90,9 +90,9 @@ TEST_F(LayeredFileTest, ALinkIsFollowedThroughTheStackAndNeverAboveTheImagesRoot
   Write(layers_[0] + "/secret", "outside\n");
   fs::path top = Layer();
   fs::create_directories(top / "etc/ssl");
-  fs::create_symlink("certs/ca-certificates.crt", top / "etc/ssl/cert.pem");        // relative, to a lower layer
-  fs::create_symlink("/etc/ssl/cert.pem", top / "etc/ssl/abs.pem");                 // absolute, to a link
-  fs::create_symlink("../../../../../../secret", top / "etc/ssl/up.pem");           // ".." stops at the root
+  fs::create_symlink("certs/ca-certificates.crt", top / "etc/ssl/cert.pem");  // relative, to a lower layer
+  fs::create_symlink("/etc/ssl/cert.pem", top / "etc/ssl/abs.pem");           // absolute, to a link
+  fs::create_symlink("../../../../../../secret", top / "etc/ssl/up.pem");     // ".." stops at the root
   fs::create_symlink("loop.pem", top / "etc/ssl/loop.pem");
   EXPECT_EQ(Read("etc/ssl/cert.pem"), "bundle\n");
   EXPECT_EQ(Read("etc/ssl/abs.pem"), "bundle\n");

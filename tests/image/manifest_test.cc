@@ -13,25 +13,38 @@ const std::string kC = "sha256:88f4c2d916ec0b66f182c6b79c362981199918740bbfcdc1e
 const std::string kOciManifest = R"({"schemaVersion":2,"config":{"mediaType":"application/vnd.oci.image.config.v1+json",
 "digest":")" + kC + R"(","size":709},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar+gzip","digest":")" +
                                  kA + R"(","size":1084042},{"mediaType":"application/vnd.oci.image.layer.v1.tar+zstd",
-"digest":")" + kB + R"(","size":194},{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":")" + kB +
-                                 R"(","size":0,"annotations":{"a":"b"}}]})";
+"digest":")" + kB + R"(","size":194},{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":")" +
+                                 kB + R"(","size":0,"annotations":{"a":"b"}}]})";
 
 // As skopeo --format v2s2 pushes it.
-const std::string kDockerManifest = R"({"schemaVersion":2,"mediaType":"application/vnd.docker.distribution.manifest.v2+json",
-"config":{"mediaType":"application/vnd.docker.container.image.v1+json","size":709,"digest":")" + kC + R"("},
-"layers":[{"mediaType":"application/vnd.docker.image.rootfs.diff.tar.gzip","size":1084042,"digest":")" + kA + R"("}]})";
+const std::string kDockerManifest =
+    R"({"schemaVersion":2,"mediaType":"application/vnd.docker.distribution.manifest.v2+json",
+"config":{"mediaType":"application/vnd.docker.container.image.v1+json","size":709,"digest":")" +
+    kC + R"("},
+"layers":[{"mediaType":"application/vnd.docker.image.rootfs.diff.tar.gzip","size":1084042,"digest":")" +
+    kA + R"("}]})";
 
 std::string ManifestWithLayer(const std::string& layer) {
   return R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":
-"application/vnd.oci.image.config.v1+json","digest":")" + kC + R"(","size":2},"layers":[)" + layer + "]}";
+"application/vnd.oci.image.config.v1+json","digest":")" +
+         kC + R"(","size":2},"layers":[)" + layer + "]}";
 }
 
 // As Docker Hub serves python:3.12 (shortened): platforms, variants and attestation manifests.
-const std::string kDockerHubIndex = R"({"manifests":[
-{"digest":")" + kA + R"(","mediaType":"application/vnd.oci.image.manifest.v1+json","platform":{"architecture":"amd64","os":"linux"},"size":2326},
-{"digest":")" + kB + R"(","mediaType":"application/vnd.oci.image.manifest.v1+json","platform":{"architecture":"arm","os":"linux","variant":"v5"},"size":2326},
-{"digest":")" + kC + R"(","mediaType":"application/vnd.oci.image.manifest.v1+json","platform":{"architecture":"arm","os":"linux","variant":"v7"},"size":2326},
-{"digest":")" + kA + R"(","mediaType":"application/vnd.oci.image.manifest.v1+json","platform":{"architecture":"unknown","os":"unknown"},"size":840,
+const std::string kDockerHubIndex =
+    R"({"manifests":[
+{"digest":")" +
+    kA +
+    R"(","mediaType":"application/vnd.oci.image.manifest.v1+json","platform":{"architecture":"amd64","os":"linux"},"size":2326},
+{"digest":")" +
+    kB +
+    R"(","mediaType":"application/vnd.oci.image.manifest.v1+json","platform":{"architecture":"arm","os":"linux","variant":"v5"},"size":2326},
+{"digest":")" +
+    kC +
+    R"(","mediaType":"application/vnd.oci.image.manifest.v1+json","platform":{"architecture":"arm","os":"linux","variant":"v7"},"size":2326},
+{"digest":")" +
+    kA +
+    R"(","mediaType":"application/vnd.oci.image.manifest.v1+json","platform":{"architecture":"unknown","os":"unknown"},"size":840,
  "annotations":{"vnd.docker.reference.type":"attestation-manifest"}}],
 "mediaType":"application/vnd.oci.image.index.v1+json","schemaVersion":2})";
 
@@ -60,42 +73,49 @@ TEST(ParseManifest, ReadsADockerSchema2Manifest) {
 
 TEST(ParseManifest, RefusesForeignAndUnknownLayersNamingThem) {
   auto refusal = [](const std::string& layer) { return ParseManifest(ManifestWithLayer(layer)).error().message; };
-  EXPECT_EQ(refusal(R"({"mediaType":"application/vnd.docker.image.rootfs.foreign.diff.tar.gzip","digest":")" + kA +
-                    R"(","size":5,"urls":["https://example.com/x"]})"),
-            "manifest.layers[0].mediaType: layer media type 'application/vnd.docker.image.rootfs.foreign.diff.tar.gzip' "
-            "is a foreign (non-distributable) layer, which isb does not fetch");
-  EXPECT_EQ(refusal(R"({"mediaType":"application/vnd.oci.image.layer.nondistributable.v1.tar+gzip","digest":")" + kA +
-                    R"(","size":5})"),
-            "manifest.layers[0].mediaType: layer media type 'application/vnd.oci.image.layer.nondistributable.v1.tar+gzip' "
-            "is a foreign (non-distributable) layer, which isb does not fetch");
+  EXPECT_EQ(
+      refusal(R"({"mediaType":"application/vnd.docker.image.rootfs.foreign.diff.tar.gzip","digest":")" + kA +
+              R"(","size":5,"urls":["https://example.com/x"]})"),
+      "manifest.layers[0].mediaType: layer media type 'application/vnd.docker.image.rootfs.foreign.diff.tar.gzip' "
+      "is a foreign (non-distributable) layer, which isb does not fetch");
+  EXPECT_EQ(
+      refusal(R"({"mediaType":"application/vnd.oci.image.layer.nondistributable.v1.tar+gzip","digest":")" + kA +
+              R"(","size":5})"),
+      "manifest.layers[0].mediaType: layer media type 'application/vnd.oci.image.layer.nondistributable.v1.tar+gzip' "
+      "is a foreign (non-distributable) layer, which isb does not fetch");
   EXPECT_EQ(refusal(R"({"mediaType":"application/x-squashfs","digest":")" + kA + R"(","size":5})"),
             "manifest.layers[0].mediaType: layer media type 'application/x-squashfs' is not a layer isb unpacks "
             "(tar, tar+gzip or tar+zstd)");
-  EXPECT_EQ(refusal(R"({"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":")" + kA +
-                    R"(","size":5,"urls":["https://cdn.example/blob"]})"),
-            "manifest.layers[0].urls: names external URLs: layers fetched from elsewhere than the registry are refused");
+  EXPECT_EQ(
+      refusal(R"({"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":")" + kA +
+              R"(","size":5,"urls":["https://cdn.example/blob"]})"),
+      "manifest.layers[0].urls: names external URLs: layers fetched from elsewhere than the registry are refused");
 }
 
 TEST(ParseManifest, RefusesMalformedFieldsNamingThePath) {
   auto refusal = [](const std::string& bytes) { return ParseManifest(bytes).error().message; };
-  EXPECT_EQ(refusal(ManifestWithLayer(R"({"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":"sha256:x","size":1})")),
+  EXPECT_EQ(refusal(ManifestWithLayer(
+                R"({"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":"sha256:x","size":1})")),
             "manifest.layers[0].digest: digest 'sha256:x' must have 64 hex digits after 'sha256:'");
   EXPECT_EQ(refusal(ManifestWithLayer(R"({"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":")" + kA +
                                       R"(","size":-1})")),
             "manifest.layers[0].size: must be a non-negative integer");
-  EXPECT_EQ(refusal(ManifestWithLayer(R"({"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":")" + kA + R"("})")),
-            "manifest.layers[0].size: is missing");
+  EXPECT_EQ(
+      refusal(ManifestWithLayer(R"({"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":")" + kA + R"("})")),
+      "manifest.layers[0].size: is missing");
   EXPECT_EQ(refusal(R"({"schemaVersion":1,"layers":[]})"), "manifest.schemaVersion: must be 2");
   EXPECT_EQ(refusal(R"({"schemaVersion":2,"layers":[]})"), "manifest.config: is missing");
-  EXPECT_EQ(refusal(R"({"schemaVersion":2,"schemaVersion":2})"), "manifest: key 'schemaVersion' appears twice in one object");
+  EXPECT_EQ(refusal(R"({"schemaVersion":2,"schemaVersion":2})"),
+            "manifest: key 'schemaVersion' appears twice in one object");
   EXPECT_EQ(refusal("[]"), "manifest: is not a JSON object");
   EXPECT_EQ(refusal("{"), "manifest: body is not valid JSON (byte 2)");
   EXPECT_EQ(refusal(kDockerHubIndex), "manifest.mediaType: is an image index, not a manifest");
   std::string artifact = kOciManifest;
   const std::string oci_config(media::kOciConfig);
   artifact.replace(artifact.find(oci_config), oci_config.size(), "application/vnd.cncf.helm.config.v1+json");
-  EXPECT_EQ(refusal(artifact), "manifest.config.mediaType: 'application/vnd.cncf.helm.config.v1+json' is not an image "
-                               "config (this is not a container image)");
+  EXPECT_EQ(refusal(artifact),
+            "manifest.config.mediaType: 'application/vnd.cncf.helm.config.v1+json' is not an image "
+            "config (this is not a container image)");
 }
 
 TEST(ParseManifest, RefusesManifestsOverFourMebibytes) {
@@ -135,8 +155,9 @@ TEST(ParseIndex, NoManifestForTheHostIsNotFoundListingWhatThereIs) {
 }
 
 TEST(ParseIndex, Arm64WithoutAVariantIsV8) {
-  ImageIndex index{std::string(media::kDockerManifestList),
-                   {Descriptor{std::string(media::kDockerManifest), *ParseDigest(kB), 10, Platform{"linux", "arm64", ""}}}};
+  ImageIndex index{
+      std::string(media::kDockerManifestList),
+      {Descriptor{std::string(media::kDockerManifest), *ParseDigest(kB), 10, Platform{"linux", "arm64", ""}}}};
   EXPECT_EQ(SelectPlatform(index, Platform{"linux", "arm64", "v8"})->digest.str(), kB);
 }
 
@@ -153,9 +174,11 @@ TEST(ParseIndex, AnIndexOfIndexesIsSearchedDepthFirstWithinBounds) {
   IndexLoader load = [&](const Descriptor& d) -> Result<ImageIndex> {
     read.push_back(d.digest.str());
     if (d.digest == inner_a)
-      return ImageIndex{std::string(media::kOciIndex), {entry(kD, Platform{"linux", "arm", "v7"}, media::kOciManifest)}};
+      return ImageIndex{std::string(media::kOciIndex),
+                        {entry(kD, Platform{"linux", "arm", "v7"}, media::kOciManifest)}};
     if (d.digest == inner_b)
-      return ImageIndex{std::string(media::kOciIndex), {entry(kA, Platform{"linux", "amd64", ""}, media::kOciManifest)}};
+      return ImageIndex{std::string(media::kOciIndex),
+                        {entry(kA, Platform{"linux", "amd64", ""}, media::kOciManifest)}};
     return Error::Of(Code::kNotFound, "no such index");
   };
   Result<Descriptor> amd64 = SelectPlatformNested(top, Platform{"linux", "amd64", ""}, load);
@@ -175,7 +198,9 @@ TEST(ParseIndex, AnIndexOfIndexesIsSearchedDepthFirstWithinBounds) {
             "image index: indexes nested more than 4 deep");
   ImageIndex wide{std::string(media::kOciIndex), {}};
   for (int i = 0; i < 17; ++i) wide.manifests.push_back(entry(kC, std::nullopt, media::kOciIndex));
-  IndexLoader empty = [](const Descriptor&) -> Result<ImageIndex> { return ImageIndex{std::string(media::kOciIndex), {}}; };
+  IndexLoader empty = [](const Descriptor&) -> Result<ImageIndex> {
+    return ImageIndex{std::string(media::kOciIndex), {}};
+  };
   EXPECT_EQ(SelectPlatformNested(wide, Platform{"linux", "amd64", ""}, empty).error().message,
             "image index: more than 16 nested indexes to read");
 }
@@ -183,7 +208,9 @@ TEST(ParseIndex, AnIndexOfIndexesIsSearchedDepthFirstWithinBounds) {
 TEST(ParseIndex, RefusesAManifestAndAnEntryWithoutPlatformFields) {
   EXPECT_EQ(ParseIndex(kDockerManifest).error().message, "index.mediaType: is an image manifest, not an index");
   EXPECT_EQ(ParseIndex(R"({"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json",
-"digest":")" + kA + R"(","size":1,"platform":{"os":"linux"}}]})").error().message,
+"digest":")" + kA + R"(","size":1,"platform":{"os":"linux"}}]})")
+                .error()
+                .message,
             "index.manifests[0].platform.architecture: is missing");
 }
 
@@ -191,7 +218,8 @@ TEST(ParseIndex, RefusesAManifestAndAnEntryWithoutPlatformFields) {
 const std::string kConfig = R"({"architecture":"amd64","config":{"Env":["PATH=/usr/local/bin:/usr/bin","LANG=C.UTF-8"],
 "Entrypoint":null,"Cmd":["python3"],"WorkingDir":"/app","User":"1000:1000","Labels":{"x":"y"},"ExposedPorts":{"80/tcp":{}}},
 "created":"2024-06-01T00:00:00Z","history":[{"created_by":"ADD rootfs"}],"os":"linux",
-"rootfs":{"type":"layers","diff_ids":[")" + kA + R"(",")" + kB + R"("]}})";
+"rootfs":{"type":"layers","diff_ids":[")" +
+                            kA + R"(",")" + kB + R"("]}})";
 
 TEST(ParseImageConfig, ReadsWhatASandboxUses) {
   Result<ImageConfig> c = ParseImageConfig(kConfig);
@@ -212,8 +240,10 @@ TEST(ParseImageConfig, ReadsWhatASandboxUses) {
 
 TEST(ParseImageConfig, RefusesWrongTypesNamingTheField) {
   auto refusal = [](const std::string& bytes) { return ParseImageConfig(bytes).error().message; };
-  EXPECT_EQ(refusal(R"({"os":"linux","architecture":"amd64","config":{"Env":"A=1"},"rootfs":{"type":"layers","diff_ids":[]}})"),
-            "image config.config.Env: must be an array of strings");
+  EXPECT_EQ(
+      refusal(
+          R"({"os":"linux","architecture":"amd64","config":{"Env":"A=1"},"rootfs":{"type":"layers","diff_ids":[]}})"),
+      "image config.config.Env: must be an array of strings");
   EXPECT_EQ(refusal(R"({"os":"linux","architecture":"amd64","rootfs":{"type":"layers","diff_ids":["sha256:zz"]}})"),
             "image config.rootfs.diff_ids[0]: digest 'sha256:zz' must have 64 hex digits after 'sha256:'");
   EXPECT_EQ(refusal(R"({"os":"linux","architecture":"amd64","rootfs":{"type":"squash"}})"),

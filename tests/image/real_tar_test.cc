@@ -96,16 +96,16 @@ TEST_F(RealTarTest, AGnuFormatArchiveWithLongNamesUnpacksToTheSameTree) {
 }
 
 TEST_F(RealTarTest, APaxArchiveWithXattrsCompressedByGzipUnpacksToTheSameTree) {
-  Result<UnpackReport> r = MakeAndUnpack(
-      "tar --format=pax --xattrs --xattrs-include='user.*' -C src -cf pax.tar . && gzip pax.tar", "pax.tar.gz",
-      Compression::kGzip);
+  Result<UnpackReport> r =
+      MakeAndUnpack("tar --format=pax --xattrs --xattrs-include='user.*' -C src -cf pax.tar . && gzip pax.tar",
+                    "pax.tar.gz", Compression::kGzip);
   ExpectSameTree(r);
   EXPECT_EQ(Xattr(dir() + "/noted", "user.note"), "hi");
 }
 
 TEST_F(RealTarTest, AZstdCompressedArchiveUnpacksToTheSameTree) {
-  ExpectSameTree(MakeAndUnpack("tar --format=posix -C src -cf z.tar . && zstd -q --rm z.tar", "z.tar.zst",
-                               Compression::kZstd));
+  ExpectSameTree(
+      MakeAndUnpack("tar --format=posix -C src -cf z.tar . && zstd -q --rm z.tar", "z.tar.zst", Compression::kZstd));
 }
 
 }  // namespace

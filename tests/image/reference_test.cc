@@ -69,29 +69,38 @@ TEST(ImageReference, SeparatorsInsideComponentsAreAllowed) {
 
 TEST(ImageReference, InvalidReferencesAreRefusedWithExactMessages) {
   EXPECT_EQ(Refusal(""), "image reference is empty");
-  EXPECT_EQ(Refusal("Python:3"), "image reference 'Python:3' has an invalid repository component 'Python': use "
-                                 "lower-case letters and digits, separated by '.', '_', '__' or dashes");
-  EXPECT_EQ(Refusal("a//b"), "image reference 'a//b' has an invalid repository component '': use lower-case letters "
-                             "and digits, separated by '.', '_', '__' or dashes");
-  EXPECT_EQ(Refusal("a/-b"), "image reference 'a/-b' has an invalid repository component '-b': use lower-case "
-                             "letters and digits, separated by '.', '_', '__' or dashes");
-  EXPECT_EQ(Refusal("a___b"), "image reference 'a___b' has an invalid repository component 'a___b': use lower-case "
-                              "letters and digits, separated by '.', '_', '__' or dashes");
-  EXPECT_EQ(Refusal("python:-1"), "image reference 'python:-1' has an invalid tag '-1': use up to 128 letters, "
-                                  "digits, '_', '.' and '-', not starting with '.' or '-'");
-  EXPECT_EQ(Refusal("python:"), "image reference 'python:' has an invalid tag '': use up to 128 letters, digits, "
-                                "'_', '.' and '-', not starting with '.' or '-'");
-  EXPECT_EQ(Refusal("python@sha256:abc"), "image reference 'python@sha256:abc' has an invalid digest: digest "
-                                          "'sha256:abc' must have 64 hex digits after 'sha256:'");
-  EXPECT_EQ(Refusal("localhost:99999/app"), "image reference 'localhost:99999/app' has an invalid registry "
-                                            "'localhost:99999'");
+  EXPECT_EQ(Refusal("Python:3"),
+            "image reference 'Python:3' has an invalid repository component 'Python': use "
+            "lower-case letters and digits, separated by '.', '_', '__' or dashes");
+  EXPECT_EQ(Refusal("a//b"),
+            "image reference 'a//b' has an invalid repository component '': use lower-case letters "
+            "and digits, separated by '.', '_', '__' or dashes");
+  EXPECT_EQ(Refusal("a/-b"),
+            "image reference 'a/-b' has an invalid repository component '-b': use lower-case "
+            "letters and digits, separated by '.', '_', '__' or dashes");
+  EXPECT_EQ(Refusal("a___b"),
+            "image reference 'a___b' has an invalid repository component 'a___b': use lower-case "
+            "letters and digits, separated by '.', '_', '__' or dashes");
+  EXPECT_EQ(Refusal("python:-1"),
+            "image reference 'python:-1' has an invalid tag '-1': use up to 128 letters, "
+            "digits, '_', '.' and '-', not starting with '.' or '-'");
+  EXPECT_EQ(Refusal("python:"),
+            "image reference 'python:' has an invalid tag '': use up to 128 letters, digits, "
+            "'_', '.' and '-', not starting with '.' or '-'");
+  EXPECT_EQ(Refusal("python@sha256:abc"),
+            "image reference 'python@sha256:abc' has an invalid digest: digest "
+            "'sha256:abc' must have 64 hex digits after 'sha256:'");
+  EXPECT_EQ(Refusal("localhost:99999/app"),
+            "image reference 'localhost:99999/app' has an invalid registry "
+            "'localhost:99999'");
   EXPECT_EQ(Refusal("bad_host.io/app"), "image reference 'bad_host.io/app' has an invalid registry 'bad_host.io'");
   EXPECT_EQ(Refusal("ghcr.io/"), "image reference 'ghcr.io/' has no repository name");
-  EXPECT_EQ(Refusal("a b"), "image reference 'a b' has an invalid repository component 'a b': use lower-case letters "
-                            "and digits, separated by '.', '_', '__' or dashes");
+  EXPECT_EQ(Refusal("a b"),
+            "image reference 'a b' has an invalid repository component 'a b': use lower-case letters "
+            "and digits, separated by '.', '_', '__' or dashes");
   std::string long_name = "r.io/" + std::string(256, 'a');
-  EXPECT_EQ(Refusal(long_name), "image reference '" + long_name.substr(0, 200) +
-                                    "...' names a repository longer than 255 characters");
+  EXPECT_EQ(Refusal(long_name),
+            "image reference '" + long_name.substr(0, 200) + "...' names a repository longer than 255 characters");
 }
 
 TEST(ImageReference, TheNormalizedFormParsesBackToItself) {

@@ -38,7 +38,8 @@ TEST(ParseAuthChallenge, RefusesMalformedChallengesWithoutQuotingThem) {
 }
 
 TEST(ParseTokenResponse, ReadsTokenOrAccessTokenAndExpiry) {
-  Result<BearerToken> t = ParseTokenResponse(R"({"token":"abc.def","expires_in":300,"issued_at":"2024-01-01T00:00:00Z"})");
+  Result<BearerToken> t =
+      ParseTokenResponse(R"({"token":"abc.def","expires_in":300,"issued_at":"2024-01-01T00:00:00Z"})");
   ASSERT_TRUE(t.ok()) << t.error().message;
   EXPECT_EQ(t->token, "abc.def");
   EXPECT_EQ(t->expires_in, std::chrono::seconds(300));

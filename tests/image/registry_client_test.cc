@@ -179,11 +179,14 @@ TEST_F(RegistryClientTest, ADockerSchema2ManifestAndItsBlobsStreamIntoASink) {
   EXPECT_EQ(manifest.layers[0].media_type, media::kDockerLayerGzip);
   std::string bytes;
   size_t pieces = 0;
-  Status s = client->FetchBlob("team/app", manifest.layers[0], [&](std::string_view piece) {
-    bytes.append(piece);
-    ++pieces;
-    return Status();
-  }, "layer");
+  Status s = client->FetchBlob(
+      "team/app", manifest.layers[0],
+      [&](std::string_view piece) {
+        bytes.append(piece);
+        ++pieces;
+        return Status();
+      },
+      "layer");
   ASSERT_TRUE(s.ok()) << s.error().message;
   EXPECT_EQ(DigestOf(bytes), manifest.layers[0].digest);
   EXPECT_EQ(bytes.size(), manifest.layers[0].size);
@@ -235,7 +238,8 @@ TEST_F(RegistryClientTest, BasicAuthWithoutCredentialsSaysTheyAreNeeded) {
   Result<FetchedManifest> m = Client(r, Options(r))->FetchManifest(Ref(r, "team/app:1.0"));
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.error().code, Code::kUnauthenticated);
-  EXPECT_EQ(m.error().message, "registry " + r.host() + " asks for a user and password (HTTP 401, Basic); none were given");
+  EXPECT_EQ(m.error().message,
+            "registry " + r.host() + " asks for a user and password (HTTP 401, Basic); none were given");
 }
 
 TEST_F(RegistryClientTest, ABlobWhoseBytesDoNotMatchItsDigestIsRefusedAndNothingIsLeft) {
@@ -255,17 +259,20 @@ TEST_F(RegistryClientTest, ABlobWhoseBytesDoNotMatchItsDigestIsRefusedAndNothing
   Status s = client->FetchBlobToStore(*store_, "team/app", layer, "layer");
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().code, Code::kInvalidArgument);
-  EXPECT_EQ(s.error().message, "layer " + layer.digest.Short() + "\u2026: digest mismatch (got " +
-                                   DigestOf(tampered).str() + ")");
+  EXPECT_EQ(s.error().message,
+            "layer " + layer.digest.Short() + "\u2026: digest mismatch (got " + DigestOf(tampered).str() + ")");
   EXPECT_FALSE(store_->Has(layer.digest));
   EXPECT_EQ(CountEntries(store_dir_->path() + "/blobs/sha256"), 0u);
   EXPECT_EQ(CountEntries(store_->TempDir()), 0u);
 
   std::string streamed;
-  Status sunk = client->FetchBlob("team/app", layer, [&](std::string_view p) {
-    streamed.append(p);
-    return Status();
-  }, "layer");
+  Status sunk = client->FetchBlob(
+      "team/app", layer,
+      [&](std::string_view p) {
+        streamed.append(p);
+        return Status();
+      },
+      "layer");
   EXPECT_EQ(sunk.error().message, s.error().message);
 }
 
@@ -280,8 +287,8 @@ TEST_F(RegistryClientTest, AManifestNamingAMissingBlobFailsAsNotFoundNamingIt) {
   Status s = client->FetchBlobToStore(*store_, "team/app", layer, "layer");
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().code, Code::kNotFound);
-  EXPECT_EQ(s.error().message, "registry " + r.host() + ": layer " + layer.digest.Short() +
-                                   "\u2026 not found in team/app (HTTP 404)");
+  EXPECT_EQ(s.error().message,
+            "registry " + r.host() + ": layer " + layer.digest.Short() + "\u2026 not found in team/app (HTTP 404)");
   EXPECT_EQ(CountEntries(store_dir_->path() + "/blobs/sha256"), 0u);
   EXPECT_EQ(CountEntries(store_->TempDir()), 0u);
 }
@@ -351,7 +358,8 @@ TEST_F(RegistryClientTest, ARegistryWhoseCertificateIsNotTrustedIsRefused) {
   Result<FetchedManifest> m = Client(r, Options(r, true, /*trust_ca=*/false))->FetchManifest(Ref(r, "team/app:1.0"));
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.error().code, Code::kUnavailable);
-  EXPECT_TRUE(m.error().message.starts_with("registry " + r.host() + ": TLS: the certificate of 127.0.0.1 was refused: "))
+  EXPECT_TRUE(
+      m.error().message.starts_with("registry " + r.host() + ": TLS: the certificate of 127.0.0.1 was refused: "))
       << m.error().message;
 }
 
@@ -406,8 +414,7 @@ TEST(ParseHostRule, ReadsHostsAndPortsAndRefusesTheRest) {
   EXPECT_EQ(ParseHostRule("[fd00::1]:443")->port, 443);
   EXPECT_EQ(ParseHostRule("reg:99999").error().message,
             "host 'reg:99999' has an invalid port (expected HOST or HOST:PORT)");
-  EXPECT_EQ(ParseHostRule(":5000").error().message,
-            "host ':5000' has no valid host (expected HOST or HOST:PORT)");
+  EXPECT_EQ(ParseHostRule(":5000").error().message, "host ':5000' has no valid host (expected HOST or HOST:PORT)");
 }
 
 }  // namespace

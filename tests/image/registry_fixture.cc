@@ -176,13 +176,15 @@ Result<std::string> TestRegistry::Push(const TestImages& images, const std::stri
   std::string out;
   std::string creds = basic_auth_ ? std::string(kTestUser) + ":" + kTestPassword : "";
   ISB_TRY(Run({ISB_MAKE_TEST_IMAGE, "push", images.work(), tag, host() + "/" + repo_tag, dir() + "/certs", creds,
-               format == PushFormat::kDocker ? "docker" : format == PushFormat::kOciZstd ? "zstd" : "oci"},
+               format == PushFormat::kDocker    ? "docker"
+               : format == PushFormat::kOciZstd ? "zstd"
+                                                : "oci"},
               &out));
   return out;
 }
 
-Result<std::string> TestRegistry::PushIndex(const std::string& repo, const std::string& amd64,
-                                            const std::string& arm64, const std::string& tag) const {
+Result<std::string> TestRegistry::PushIndex(const std::string& repo, const std::string& amd64, const std::string& arm64,
+                                            const std::string& tag) const {
   std::string out;
   std::string creds = basic_auth_ ? std::string(kTestUser) + ":" + kTestPassword : "";
   ISB_TRY(Run({ISB_MAKE_TEST_IMAGE, "index", host(), repo, amd64, arm64, tag, ca_file(), creds}, &out));

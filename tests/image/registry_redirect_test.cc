@@ -65,8 +65,10 @@ class ScriptedRegistryTest : public ::testing::Test {
     }
     if (path.starts_with("/storage/")) return ChunkedReply(kBlob);
     if (auth != "Bearer " + Token()) {
-      return Reply("401 Unauthorized", "WWW-Authenticate: Bearer realm=\"http://" + host_ +
-                                           "/token\",service=\"scripted\",scope=\"repository:team/app:pull\"\r\n", "");
+      return Reply("401 Unauthorized",
+                   "WWW-Authenticate: Bearer realm=\"http://" + host_ +
+                       "/token\",service=\"scripted\",scope=\"repository:team/app:pull\"\r\n",
+                   "");
     }
     if (path.starts_with("/v2/team/app/manifests/sha256:"))  // whatever digest is asked for, these bytes
       return Reply("200 OK", "Content-Type: application/vnd.oci.image.manifest.v1+json\r\n", kManifest);
@@ -82,10 +84,12 @@ class ScriptedRegistryTest : public ::testing::Test {
     return Reply("404 Not Found", "", "");
   }
 
-  std::unique_ptr<RegistryClient> Client(std::optional<RegistryCredentials> credentials = RegistryCredentials{"alice", "s3cret"}) {
+  std::unique_ptr<RegistryClient> Client(std::optional<RegistryCredentials> credentials = RegistryCredentials{
+                                             "alice", "s3cret"}) {
     RegistryClientOptions o;
     o.transport.dialer = &*dialer_;
-    o.transport.allowed_private = {*ParseHostRule(host_), *ParseHostRule("localhost:" + std::to_string(server_->port()))};
+    o.transport.allowed_private = {*ParseHostRule(host_),
+                                   *ParseHostRule("localhost:" + std::to_string(server_->port()))};
     o.transport.plain_http = o.transport.allowed_private;
     o.credentials = std::move(credentials);
     Result<std::unique_ptr<RegistryClient>> c = RegistryClient::Create(host_, std::move(o));
@@ -107,7 +111,8 @@ class ScriptedRegistryTest : public ::testing::Test {
     Result<std::unique_ptr<RegistryClient>> client = RegistryClient::Create(host, std::move(o));
     EXPECT_TRUE(client.ok());
     Descriptor blob{std::string(media::kOciLayer), DigestOf("x"), 1, std::nullopt};
-    return (*client)->FetchBlob("team/app", blob, [](std::string_view) { return Status(); }, "layer");
+    return (*client)->FetchBlob(
+        "team/app", blob, [](std::string_view) { return Status(); }, "layer");
   }
 
   // The token the registry hands out and accepts: tok-1 until revoked, then tok-2.
@@ -173,7 +178,8 @@ TEST_F(ScriptedRegistryTest, AManifestFetchedByDigestMustBeThoseBytes) {
   EXPECT_EQ(m.error().code, Code::kInvalidArgument);
   EXPECT_EQ(m.error().message, "registry " + host_ + ": manifest team/app@" + asked + ": digest mismatch (got " +
                                    DigestOf(kManifest).str() + ")");
-  Result<FetchedManifest> right = client->FetchManifest(*ParseImageReference(host_ + "/team/app@" + DigestOf(kManifest).str()));
+  Result<FetchedManifest> right =
+      client->FetchManifest(*ParseImageReference(host_ + "/team/app@" + DigestOf(kManifest).str()));
   ASSERT_TRUE(right.ok()) << right.error().message;
   EXPECT_EQ(right->bytes, kManifest);
 }
@@ -186,8 +192,8 @@ TEST_F(ScriptedRegistryTest, AManifestOverFourMebibytesIsRefusedWhileItStreams) 
 }
 
 TEST_F(ScriptedRegistryTest, ATokenEndpointRefusingTheCredentialsIsUnauthenticatedNamingTheUserOnly) {
-  Result<FetchedManifest> m = Client(RegistryCredentials{"alice", "not-it-93"})->FetchManifest(
-      *ParseImageReference(host_ + "/team/app:1.0"));
+  Result<FetchedManifest> m =
+      Client(RegistryCredentials{"alice", "not-it-93"})->FetchManifest(*ParseImageReference(host_ + "/team/app:1.0"));
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.error().code, Code::kUnauthenticated);
   EXPECT_EQ(m.error().message, "registry " + host_ + "'s token endpoint " + host_ +
@@ -198,10 +204,13 @@ TEST_F(ScriptedRegistryTest, ABlobRedirectedToStorageIsFollowedWithoutTheCredent
   std::unique_ptr<RegistryClient> client = Client();
   Descriptor blob{std::string(media::kOciLayer), DigestOf(kBlob), kBlob.size(), std::nullopt};
   std::string got;
-  Status s = client->FetchBlob("team/app", blob, [&](std::string_view piece) {
-    got.append(piece);
-    return Status();
-  }, "layer");
+  Status s = client->FetchBlob(
+      "team/app", blob,
+      [&](std::string_view piece) {
+        got.append(piece);
+        return Status();
+      },
+      "layer");
   ASSERT_TRUE(s.ok()) << s.error().message;
   EXPECT_EQ(got, kBlob);
   std::vector<isb::testing::ChatRequest> seen = server_->requests();
@@ -213,11 +222,12 @@ TEST_F(ScriptedRegistryTest, ABlobRedirectedToStorageIsFollowedWithoutTheCredent
 
 TEST_F(ScriptedRegistryTest, MoreThanThreeRedirectsAreRefused) {
   Descriptor blob{std::string(media::kOciLayer), DigestOf("other"), 5, std::nullopt};
-  Status s = Client()->FetchBlob("team/app", blob, [](std::string_view) { return Status(); }, "layer");
+  Status s = Client()->FetchBlob(
+      "team/app", blob, [](std::string_view) { return Status(); }, "layer");
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().code, Code::kUnavailable);
-  EXPECT_EQ(s.error().message, "registry " + host_ + ": more than 3 redirects for /v2/team/app/blobs/" +
-                                   DigestOf("other").str());
+  EXPECT_EQ(s.error().message,
+            "registry " + host_ + ": more than 3 redirects for /v2/team/app/blobs/" + DigestOf("other").str());
   EXPECT_EQ(Requests("/loop"), 3u);
 }
 

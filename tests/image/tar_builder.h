@@ -20,10 +20,10 @@ struct TarHeader {
   int64_t mtime = 1700000000;
   std::string link = {};
   uint32_t major = 0, minor = 0;
-  std::string prefix = {};  // ustar prefix (POSIX magic only)
-  bool gnu = false;         // GNU magic "ustar  \0" instead of POSIX "ustar\0" "00"
+  std::string prefix = {};    // ustar prefix (POSIX magic only)
+  bool gnu = false;           // GNU magic "ustar  \0" instead of POSIX "ustar\0" "00"
   bool base256_size = false;  // the size field in GNU base-256
-  int64_t size = -1;        // the size field; -1: the data's length
+  int64_t size = -1;          // the size field; -1: the data's length
 };
 
 // One pax record, "LENGTH KEY=VALUE\n", LENGTH counting itself.

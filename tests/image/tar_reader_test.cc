@@ -41,16 +41,16 @@ Result<ReadBack> ReadAll(const std::string& tar) {
 }
 
 TEST(TarReaderTest, UstarEntriesOfEveryTypeDecodeExactly) {
-  const std::string tar = TarBuilder()
-                              .Entry({.name = "etc/", .type = '5', .mode = 0755, .uid = 0, .gid = 0})
-                              .Entry({.name = "etc/hosts", .mode = 04755, .uid = 1000, .gid = 100, .mtime = 1234},
-                                     "127.0.0.1 localhost\n")
-                              .Symlink("bin", "usr/bin")
-                              .Hardlink("etc/hosts2", "etc/hosts")
-                              .Device("dev/null", '3', 1, 3)
-                              .Device("dev/sda", '4', 8, 0)
-                              .Entry({.name = "run/fifo", .type = '6'})
-                              .End();
+  const std::string tar =
+      TarBuilder()
+          .Entry({.name = "etc/", .type = '5', .mode = 0755, .uid = 0, .gid = 0})
+          .Entry({.name = "etc/hosts", .mode = 04755, .uid = 1000, .gid = 100, .mtime = 1234}, "127.0.0.1 localhost\n")
+          .Symlink("bin", "usr/bin")
+          .Hardlink("etc/hosts2", "etc/hosts")
+          .Device("dev/null", '3', 1, 3)
+          .Device("dev/sda", '4', 8, 0)
+          .Entry({.name = "run/fifo", .type = '6'})
+          .End();
   Result<ReadBack> r = ReadAll(tar);
   ASSERT_TRUE(r.ok()) << r.error().message;
   ASSERT_EQ(r->entries.size(), 7u);
@@ -144,10 +144,8 @@ TEST(TarReaderTest, APaxMtimeBeforeTheEpochRoundsDown) {
 }
 
 TEST(TarReaderTest, APaxGlobalHeaderIsSkipped) {
-  Result<ReadBack> r = ReadAll(TarBuilder()
-                                   .Entry({.name = "global", .type = 'g'}, testing::PaxRecord("path", "x"))
-                                   .File("f", "1")
-                                   .End());
+  Result<ReadBack> r = ReadAll(
+      TarBuilder().Entry({.name = "global", .type = 'g'}, testing::PaxRecord("path", "x")).File("f", "1").End());
   ASSERT_TRUE(r.ok()) << r.error().message;
   ASSERT_EQ(r->entries.size(), 1u);
   EXPECT_EQ(r->entries[0].path, "f");
@@ -179,7 +177,8 @@ TEST(TarReaderTest, LinksAndDirectoriesHaveNoDataWhateverTheirSizeField) {
 }
 
 TEST(TarReaderTest, NextSkipsUnreadDataAndDrainReadsThePaddingAfterTheEnd) {
-  const std::string tar = TarBuilder().File("a", std::string(1000, 'a')).File("b", "bb").End() + std::string(9216, '\0');
+  const std::string tar =
+      TarBuilder().File("a", std::string(1000, 'a')).File("b", "bb").End() + std::string(9216, '\0');
   StringSource in(tar);
   TarReader r(in);
   EXPECT_EQ((*r.Next())->path, "a");
@@ -229,8 +228,9 @@ TEST(TarReaderTest, MoreDataThanDeclaredIsReadAsTheNextHeaderAndFailsItsChecksum
   const std::string tar = TarBuilder().Entry({.name = "f", .size = 3}, std::string(600, 'A')).End();
   Result<ReadBack> r = ReadAll(tar);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().message, "tar header at byte 1024: checksum mismatch (stored 0, computed 5976): not a tar "
-                               "header, or a corrupt one");
+  EXPECT_EQ(r.error().message,
+            "tar header at byte 1024: checksum mismatch (stored 0, computed 5976): not a tar "
+            "header, or a corrupt one");
 }
 
 TEST(TarReaderTest, AHeaderWithAWrongChecksumIsAnError) {
@@ -279,8 +279,9 @@ TEST(TarReaderTest, APaxNumberOutOfRangeIsRefused) {
 TEST(TarReaderTest, GnuSparseFilesAreRefused) {
   Result<ReadBack> r = ReadAll(TarBuilder().Entry({.name = "sparse", .type = 'S', .gnu = true}).End());
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().message, "tar header at byte 0: entry \"sparse\" has the unsupported type 'S' (GNU sparse and "
-                               "multi-volume archives are not supported)");
+  EXPECT_EQ(r.error().message,
+            "tar header at byte 0: entry \"sparse\" has the unsupported type 'S' (GNU sparse and "
+            "multi-volume archives are not supported)");
   Result<ReadBack> pax = ReadAll(TarBuilder().Pax({{"GNU.sparse.major", "1"}}).File("f", "").End());
   ASSERT_FALSE(pax.ok());
   EXPECT_EQ(pax.error().message, "tar header at byte 0: GNU sparse files are not supported (pax GNU.sparse.major)");
@@ -309,8 +310,9 @@ TEST(TarReaderTest, MetadataForOneEntryIsBoundedAltogether) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, Code::kTooLarge);
   const uint64_t second = 512 + (records.size() + 511) / 512 * 512;
-  EXPECT_EQ(r.error().message, "tar header at byte " + std::to_string(second) + ": metadata for one entry past "
-                               "1048576 bytes");
+  EXPECT_EQ(r.error().message, "tar header at byte " + std::to_string(second) +
+                                   ": metadata for one entry past "
+                                   "1048576 bytes");
 }
 
 }  // namespace

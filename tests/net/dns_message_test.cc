@@ -18,7 +18,8 @@ using Packet = std::vector<uint8_t>;
 
 Packet Hex(std::string_view hex) {
   Packet out;
-  for (size_t i = 0; i + 1 < hex.size(); i += 2) out.push_back(static_cast<uint8_t>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16)));
+  for (size_t i = 0; i + 1 < hex.size(); i += 2)
+    out.push_back(static_cast<uint8_t>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16)));
   return out;
 }
 
@@ -89,8 +90,11 @@ void ExpectRefused(const Packet& packet, DnsRcode rcode, const std::string& reas
 }
 
 // Queries dig sent to a loopback socket (fuzz/corpus/dns_message holds the same bytes).
-const char* kDigA = "5d890120000100000000000107416c6c6f776564074578616d706c65000001000100002904d000000000000c000a0008a230ccf41219229a";
-const char* kDigNsidDo = "bdd90120000100000000000103777777076578616d706c65036f7267000001000100002904d000008000001000030000000a00082b730f0623ced40d";
+const char* kDigA =
+    "5d890120000100000000000107416c6c6f776564074578616d706c65000001000100002904d000000000000c000a0008a230ccf41219229a";
+const char* kDigNsidDo =
+    "bdd90120000100000000000103777777076578616d706c65036f7267000001000100002904d000008000001000030000000a00082b730f0623"
+    "ced40d";
 const char* kDigAaaaNoEdns = "8c6f0120000100000000000007616c6c6f776564076578616d706c6500001c0001";
 
 TEST(DnsMessageTest, ParsesRealQueries) {
@@ -142,8 +146,8 @@ TEST(DnsMessageTest, ExactResponses) {
   EXPECT_EQ(*Respond(v1, Listed, kProxy), Cat({Header(7, 0x8480, 1, 0, 0, 1), q, badvers}));
   // The builders alone.
   DnsQuery query = ParseDnsQuery(Query("a.example")).query;
-  EXPECT_EQ(BuildAnswer(query, {10, 0, 0, 1}, 60),
-            Cat({Header(0xbeef, 0x8580, 1, 1, 0, 0), Question(Name("a.example")), Hex("c00c000100010000003c00040a000001")}));
+  EXPECT_EQ(BuildAnswer(query, {10, 0, 0, 1}, 60), Cat({Header(0xbeef, 0x8580, 1, 1, 0, 0), Question(Name("a.example")),
+                                                        Hex("c00c000100010000003c00040a000001")}));
   EXPECT_EQ(BuildHeaderOnly(0x0102, 0x0100, DnsRcode::kFormErr), Header(0x0102, 0x8181, 0, 0, 0, 0));
 }
 
@@ -194,7 +198,8 @@ TEST(DnsMessageTest, RefusesBadNames) {
   ExpectRefused(in_question(Name(label63 + "." + label63 + "." + label63 + "." + label63)), DnsRcode::kFormErr,
                 "name longer than 255 bytes");
   // 4 labels of 63 = 256 wire bytes with the root; 3 of 63 and one of 61 is the largest name: 255.
-  DnsParse largest = ParseDnsQuery(in_question(Name(label63 + "." + label63 + "." + label63 + "." + std::string(61, 'y'))));
+  DnsParse largest =
+      ParseDnsQuery(in_question(Name(label63 + "." + label63 + "." + label63 + "." + std::string(61, 'y'))));
   ASSERT_EQ(largest.kind, DnsParse::kQuery) << largest.reason;
   EXPECT_EQ(largest.query.name.size(), 253u);
   // A question cannot use compression: any pointer there goes into the header, forward, or to itself.
@@ -244,7 +249,8 @@ TEST(DnsMessageTest, EveryTruncationIsFormErr) {
       EXPECT_EQ(p.rcode, DnsRcode::kFormErr);
       EXPECT_TRUE(p.reason == "name runs past the end of the packet" ||
                   p.reason == "question runs past the end of the packet" ||
-                  p.reason == "additional record runs past the end of the packet") << n << ": " << p.reason;
+                  p.reason == "additional record runs past the end of the packet")
+          << n << ": " << p.reason;
       EXPECT_EQ(*Respond(cut, Listed, kProxy), Header(full[0] << 8 | full[1], 0x8181, 0, 0, 0, 0));
     }
   }

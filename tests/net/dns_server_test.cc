@@ -179,7 +179,8 @@ TEST_F(DnsTcpTest, SeveralQueriesOnOneConnectionEachGetTheirAnswer) {
 // What is not a query the responder answers ends the connection: a zero length, a length above the bound, bytes
 // too short for a header.
 TEST_F(DnsTcpTest, MalformedInputClosesTheConnectionWithoutAnAnswer) {
-  for (const std::string& bad : {std::string("\0\0", 2), std::string("\x13\x89", 2), std::string("\0\x03", 2) + "abc"}) {
+  for (const std::string& bad :
+       {std::string("\0\0", 2), std::string("\x13\x89", 2), std::string("\0\x03", 2) + "abc"}) {
     Fd c = Connect();
     Send(c.get(), bad);
     EXPECT_EQ(Receive(c.get(), 2000), "<closed>");
@@ -273,13 +274,15 @@ class FakeUpstream {
       if (delay_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms_));
       for (const uint8_t octet : {uint8_t{6}, uint8_t{5}, uint8_t{7}}) {
         std::vector<uint8_t> a(q, q + n);
-        a[2] |= 0x80;  // QR
-        a[7] = 1;      // one answer
+        a[2] |= 0x80;                   // QR
+        a[7] = 1;                       // one answer
         if (octet == 5) a[13] ^= 0x01;  // the question's first letter changed
         const uint8_t rr[] = {0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4};
         a.insert(a.end(), rr, rr + sizeof rr);
-        if (octet == 7) a.insert(a.end(), {192, 0, 2, 7});
-        else a.insert(a.end(), {octet, octet, octet, octet});
+        if (octet == 7)
+          a.insert(a.end(), {192, 0, 2, 7});
+        else
+          a.insert(a.end(), {octet, octet, octet, octet});
         const Fd& s = octet == 6 ? forger_ : sock_;
         ::sendto(s.get(), a.data(), a.size(), 0, reinterpret_cast<sockaddr*>(&from), len);
       }

@@ -196,7 +196,8 @@ TEST_F(FirewallTest, AListedSandboxReachesOnlyTheProxyOnItsPortsAndDns) {
   EXPECT_FALSE(UdpReaches(sa, a.slot.host, kDnsPort, dns));
 
   // A live change: b's list gains port 80, atomically, without touching a's connection.
-  ASSERT_TRUE(Apply({{a.host_ifname, EgressMode::kList, {443, 80}}, {b.host_ifname, EgressMode::kList, {443, 80}}}).ok());
+  ASSERT_TRUE(
+      Apply({{a.host_ifname, EgressMode::kList, {443, 80}}, {b.host_ifname, EgressMode::kList, {443, 80}}}).ok());
   EXPECT_EQ(ConnectFrom(sb, b.slot.host, 80), 0);
   EXPECT_EQ(::send(c.get(), "x", 1, MSG_NOSIGNAL), 1);
   char got = 0;
@@ -267,7 +268,8 @@ TEST_F(FirewallTest, AnOpenSandboxReachesPublicAddressesOnlyAndIsMasqueraded) {
   // A public server in a namespace of its own behind the host, and a private one on the same link.
   Fd internet = Internet(host_);
   Fd server = ListenIn(internet, INADDR_ANY, 80);
-  ASSERT_TRUE(Apply({{open_link.host_ifname, EgressMode::kOpen, {}}, {list_link.host_ifname, EgressMode::kList, {443}}}).ok());
+  ASSERT_TRUE(
+      Apply({{open_link.host_ifname, EgressMode::kOpen, {}}, {list_link.host_ifname, EgressMode::kList, {443}}}).ok());
 
   Fd c;
   ASSERT_EQ(ConnectFrom(open_sb, Ip("11.0.0.1"), 80, &c), 0);
@@ -299,8 +301,8 @@ TEST_F(FirewallTest, APacketWithAForgedSourceIsDropped) {
   Fd open_sb = Sandbox(2, &open_link);
   Fd internet = Internet(host_);
   Fd echo = UdpIn(internet, INADDR_ANY, 7);
-  ASSERT_TRUE(Apply({{list_link.host_ifname, EgressMode::kList, {443}}, {open_link.host_ifname, EgressMode::kOpen, {}}})
-                  .ok());
+  ASSERT_TRUE(
+      Apply({{list_link.host_ifname, EgressMode::kList, {443}}, {open_link.host_ifname, EgressMode::kOpen, {}}}).ok());
   auto [proxy, dns, dns_tcp] = ListenAsIsb();
   // The forged source: a LAN address, added to each sandbox's eth0 (as its root may).
   for (const Fd* ns : {&list_sb, &open_sb}) {
@@ -466,7 +468,8 @@ TEST_F(FirewallTest, ASandboxsRulesJoinAndLeaveAsSetElementsAndTheTableIsTheOneA
 bool SetHolds(const std::string& listed, const std::string& set, const std::string& ifname) {
   const size_t at = listed.find("set " + set + " {");
   if (at == std::string::npos) return false;
-  const size_t end = listed.find('}', listed.find("elements", at) == std::string::npos ? at : listed.find("elements", at));
+  const size_t end =
+      listed.find('}', listed.find("elements", at) == std::string::npos ? at : listed.find("elements", at));
   const size_t in = listed.find("\"" + ifname + "\"", at);
   return in != std::string::npos && in < end;
 }
@@ -507,8 +510,7 @@ TEST_F(FirewallTest, AnElementChangeIsOneTransactionForItsGenerationAndItsErrorN
   const std::string before = Listed(host_);
   const uint32_t g = Generation(host_);
   Status refused = InNetns(host_.get(), [&] {
-    return ChangeSetElements("isb", {{"list_ifaces", *IfnameKey("isb-9")}}, {{"open_ifaces", *IfnameKey("isb-8")}},
-                             g);
+    return ChangeSetElements("isb", {{"list_ifaces", *IfnameKey("isb-9")}}, {{"open_ifaces", *IfnameKey("isb-8")}}, g);
   });
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().code, Code::kNotFound);
@@ -516,20 +518,25 @@ TEST_F(FirewallTest, AnElementChangeIsOneTransactionForItsGenerationAndItsErrorN
             "deleting elements from set list_ifaces of table inet isb: No such file or directory");
   EXPECT_EQ(Listed(host_), before);
   EXPECT_EQ(Generation(host_), g) << "a refused batch commits nothing";
-  Status missing =
-      InNetns(host_.get(), [&] { return ChangeSetElements("isb", {}, {{"nosuch", *IfnameKey("isb-8")}}, g); });
+  Status missing = InNetns(host_.get(), [&] {
+    return ChangeSetElements("isb", {}, {{"nosuch", *IfnameKey("isb-8")}}, g);
+  });
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.error().message, "adding elements to set nosuch of table inet isb: No such file or directory");
 
   Nft(host_, "table inet isbtest-other\n");  // anyone's commit
-  Status stale = InNetns(host_.get(), [&] { return ChangeSetElements("isb", {}, {{"open_ifaces", *IfnameKey("isb-8")}}, g); });
+  Status stale = InNetns(host_.get(), [&] {
+    return ChangeSetElements("isb", {}, {{"open_ifaces", *IfnameKey("isb-8")}}, g);
+  });
   ASSERT_FALSE(stale.ok());
   EXPECT_EQ(stale.error().code, Code::kConflict);
   EXPECT_EQ(stale.error().message, "table inet isb: the ruleset changed since generation " + std::to_string(g));
   EXPECT_EQ(Listed(host_), before);
   const uint32_t now = Generation(host_);
   EXPECT_EQ(now, NextGeneration(g));
-  ASSERT_TRUE(InNetns(host_.get(), [&] { return ChangeSetElements("isb", {}, {{"open_ifaces", *IfnameKey("isb-8")}}, now); }).ok());
+  ASSERT_TRUE(InNetns(host_.get(), [&] {
+                return ChangeSetElements("isb", {}, {{"open_ifaces", *IfnameKey("isb-8")}}, now);
+              }).ok());
   EXPECT_EQ(Generation(host_), NextGeneration(now));
   EXPECT_NE(Listed(host_).find("\"isb-8\""), std::string::npos);
 
@@ -610,7 +617,9 @@ TEST_F(FirewallTest, AChangeThatFailedIsMadeGoodWithoutBeingTakenForAnEdit) {
   Firewall firewall(IsbConfig());
   In(host_, [&] { return firewall.Sync(); });
   In(host_, [&] { return firewall.Set({a.host_ifname, EgressMode::kList, {443}}); });
-  Status refused = WithoutDescriptors(host_, [&] { return firewall.Set({a.host_ifname, EgressMode::kList, {443, 80}}); });
+  Status refused = WithoutDescriptors(host_, [&] {
+    return firewall.Set({a.host_ifname, EgressMode::kList, {443, 80}});
+  });
   ASSERT_FALSE(refused.ok());
   In(host_, [&] { return firewall.Sync(); });
   EXPECT_EQ(Listed(host_).find(" . 80"), std::string::npos) << "the refused port came back";
@@ -694,8 +703,8 @@ TEST_F(FirewallTest, AnEditALookCouldNotUndoIsReportedOnceUndone) {
   char dir[] = "/tmp/isb-nft-failing-XXXXXX";
   ASSERT_NE(::mkdtemp(dir), nullptr);
   ASSERT_TRUE(WriteFile(std::string(dir) + "/nft",
-                        "#!/bin/sh\n[ \"$1\" = -f ] && { cat >/dev/null; echo refused >&2; exit 1; }\nexec " + RealNft() +
-                            " \"$@\"\n",
+                        "#!/bin/sh\n[ \"$1\" = -f ] && { cat >/dev/null; echo refused >&2; exit 1; }\nexec " +
+                            RealNft() + " \"$@\"\n",
                         0755)
                   .ok());
   Result<std::string> failed = Error::Msg("not run");
@@ -852,8 +861,8 @@ TEST_F(FirewallTest, TwoDaemonsRulesKeepToTheirOwnSandboxes) {
   EXPECT_TRUE(Accepts(proxy));
   EXPECT_TRUE(UdpReaches(s_mine, mine.slot.host, 53, dns));
   // Neither reaches the other daemon's proxy: its own table refuses it, the other's drops it, whichever sees it first.
-  for (int e : {ConnectFrom(s_theirs, theirs.slot.host, kProxyPort),
-                ConnectFrom(s_mine, mine.slot.host, kOtherProxyPort)})
+  for (int e :
+       {ConnectFrom(s_theirs, theirs.slot.host, kProxyPort), ConnectFrom(s_mine, mine.slot.host, kOtherProxyPort)})
     EXPECT_TRUE(e == ECONNREFUSED || e == ETIMEDOUT) << std::strerror(e);
   EXPECT_FALSE(Accepts(proxy));
   EXPECT_FALSE(Accepts(their_proxy));

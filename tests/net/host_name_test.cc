@@ -33,9 +33,9 @@ TEST(HostNameTest, RefusesWithExactReasons) {
 }
 
 TEST(HostNameTest, EverySpellingOfAnAddressIsALiteral) {
-  for (const char* literal : {"127.0.0.1", "127.1", "127.0.1", "2130706433", "0x7f000001", "0x7f.1", "0177.0.0.1",
-                              "017700000001", "0", "1.2.3.4", "::1", "::ffff:127.0.0.1", "fe80::1", "2001:db8::",
-                              "example.123", "a.b.0"}) {
+  for (const char* literal :
+       {"127.0.0.1", "127.1", "127.0.1", "2130706433", "0x7f000001", "0x7f.1", "0177.0.0.1", "017700000001", "0",
+        "1.2.3.4", "::1", "::ffff:127.0.0.1", "fe80::1", "2001:db8::", "example.123", "a.b.0"}) {
     EXPECT_TRUE(IsAddressLiteral(literal)) << literal;
     auto r = CanonicalHostName(literal);
     ASSERT_FALSE(r.ok()) << literal;

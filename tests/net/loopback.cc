@@ -68,7 +68,8 @@ Child::~Child() {
 }
 
 std::string Child::Output(int timeout_ms) {
-  std::string out = ReadUntil(out_.get(), [](const std::string&) { return false; }, timeout_ms);
+  std::string out = ReadUntil(
+      out_.get(), [](const std::string&) { return false; }, timeout_ms);
   out_.Reset();
   if (pid_ > 0) {
     ::kill(pid_, SIGKILL);

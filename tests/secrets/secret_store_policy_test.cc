@@ -43,7 +43,8 @@ TEST_F(SecretStorePolicyTest, ASecretIsSwappedInHeadersOnlyUntilAnAdminOptsInThe
   auto made = store->Create("acme", "K", Bytes("sk-12345678"), {"api.example.com"}, {});
   ASSERT_TRUE(made.ok()) << made.error().message;
   EXPECT_EQ(made->substitute, std::vector<std::string>{"header"});
-  auto opted = store->Update("acme", "K", std::nullopt, std::nullopt, std::vector<std::string>{"body", "header", "query"});
+  auto opted =
+      store->Update("acme", "K", std::nullopt, std::nullopt, std::vector<std::string>{"body", "header", "query"});
   ASSERT_TRUE(opted.ok()) << opted.error().message;
   EXPECT_EQ(opted->substitute, (std::vector<std::string>{"header", "query", "body"}));
   // Durable: a store opened again reads it back.
@@ -122,7 +123,8 @@ TEST_F(SecretStorePolicyTest, AllVersionsGivesEveryValueOldestFirst) {
   ASSERT_TRUE(all.ok()) << all.error().message;
   std::vector<std::string> values;
   EXPECT_TRUE(all->unreadable.empty());
-  for (const SecretStore::Value& v : all->values) values.push_back(std::to_string(v.version) + ":" + std::string(v.value.view()));
+  for (const SecretStore::Value& v : all->values)
+    values.push_back(std::to_string(v.version) + ":" + std::string(v.value.view()));
   EXPECT_EQ(values, (std::vector<std::string>{"1:value-one", "2:value-two", "3:value-three"}));
   EXPECT_EQ(store->AllVersions("acme", "NOPE").error().code, Code::kNotFound);
 }
@@ -141,7 +143,8 @@ TEST_F(SecretStorePolicyTest, AnUnreadableEarlierVersionIsListedAndTheOthersStil
   auto all = store->AllVersions("acme", "K");
   ASSERT_TRUE(all.ok()) << all.error().message;
   std::vector<std::string> values;
-  for (const SecretStore::Value& v : all->values) values.push_back(std::to_string(v.version) + ":" + std::string(v.value.view()));
+  for (const SecretStore::Value& v : all->values)
+    values.push_back(std::to_string(v.version) + ":" + std::string(v.value.view()));
   EXPECT_EQ(values, (std::vector<std::string>{"1:value-one", "3:value-three"}));
   EXPECT_EQ(all->unreadable, std::vector<int>{2});
   WriteAll(VersionPath(dir_, "acme", "K", 3), "damaged");
@@ -212,8 +215,7 @@ TEST_F(SecretStorePolicyTest, HeaderNamesAreTokensKeptOnceAndReadBackAfterReopen
                 .message,
             "headers: 17 names; a secret adds at most 16 headers to the credential ones");
   for (const char* reserved : {"Host", "cookie", "Sec-WebSocket-Protocol", "X-Forwarded-For", "Transfer-Encoding"}) {
-    EXPECT_EQ(store->Update("acme", "K", std::nullopt, std::nullopt, std::nullopt,
-                            std::vector<std::string>{reserved})
+    EXPECT_EQ(store->Update("acme", "K", std::nullopt, std::nullopt, std::nullopt, std::vector<std::string>{reserved})
                   .error()
                   .message,
               "headers: '" + std::string(reserved) +

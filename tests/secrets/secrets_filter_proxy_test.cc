@@ -36,7 +36,8 @@ constexpr char kValue[] = "sk-live-42";
 
 // Echoes the whole request it got as its body; under /gzip, gzip-encoded.
 OriginReply Echo(const std::string& request) {
-  if (request.starts_with("GET /compress ")) return {"HTTP/1.1 200 OK\r\nContent-Encoding: compress\r\nContent-Length: 4\r\n\r\nabcd"};
+  if (request.starts_with("GET /compress "))
+    return {"HTTP/1.1 200 OK\r\nContent-Encoding: compress\r\nContent-Length: 4\r\n\r\nabcd"};
   if (request.starts_with("GET /gzip ")) {
     const std::string body = ZlibWhole(request, 31);
     return {"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
@@ -237,7 +238,8 @@ TEST_F(SecretsProxyTest, AResponseThatCannotBeScrubbedIsAnswered502WithTheReason
   Bind(OnLeak::kPass);
   const std::string out = Curl("https://api.test/compress");
   const std::string body =
-      "isb: the body cannot be scrubbed of secrets: content coding \"compress\" is not one of gzip, deflate, br, zstd\n";
+      "isb: the body cannot be scrubbed of secrets: content coding \"compress\" is not one of gzip, deflate, br, "
+      "zstd\n";
   EXPECT_EQ(out, "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nContent-Length: " +
                      std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
 }

@@ -243,8 +243,7 @@ TEST_F(SecretsFilterTest, AResponseIsCountedBeforeItsLastByteIsWritten) {
     SecretsFilter& filter_;
   };
   const std::string body = std::string("echo ") + kValue;
-  const std::string response =
-      "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  const std::string response = "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
   const egress::ResponseHead head = egress::Response(response);
   std::optional<PreparedMessage> message(
       egress::PrepareResponse(filter_, kApproved, egress::Request(kGet), response.substr(0, head.size), head));
@@ -319,12 +318,15 @@ TEST_F(SecretsFilterTest, AChunkedResponsesTrailersAreDropped) {
 // scrubbed as its value is, and a transfer-coding other than chunked cuts the response after its head.
 TEST_F(SecretsFilterTest, EveryCodingFieldCountsHeaderNamesAreScrubbedAndOtherTransferCodingsAreCut) {
   const std::string body = ZlibWhole(std::string("echo: ") + kValue, 31);
-  const std::string response = "HTTP/1.1 200 OK\r\nContent-Encoding: identity\r\nContent-Encoding: gzip\r\n"
-                               "sk-live: 1\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  const std::string response =
+      "HTTP/1.1 200 OK\r\nContent-Encoding: identity\r\nContent-Encoding: gzip\r\n"
+      "sk-live: 1\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body;
   std::string got;
   ASSERT_TRUE(SendResponse(kApproved, kGet, response, got).ok());
-  const std::string head = "HTTP/1.1 200 OK\r\nContent-Encoding: identity\r\nContent-Encoding: gzip\r\n"
-                           "sk-live: 1\r\nTransfer-Encoding: chunked\r\n\r\n";
+  const std::string head =
+      "HTTP/1.1 200 OK\r\nContent-Encoding: identity\r\nContent-Encoding: gzip\r\n"
+      "sk-live: 1\r\nTransfer-Encoding: chunked\r\n\r\n";
   ASSERT_EQ(got.substr(0, head.size()), head);
   EXPECT_EQ(Gunzip(egress::Dechunk(std::string_view(got).substr(head.size()))), std::string("echo: ") + kPlaceholder);
 
@@ -342,13 +344,15 @@ TEST_F(SecretsFilterTest, EveryCodingFieldCountsHeaderNamesAreScrubbedAndOtherTr
   Status sent = SendResponse(kApproved, kGet,
                              "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n4\r\nabcd\r\n0\r\n\r\n", cut);
   ASSERT_FALSE(sent.ok());
-  EXPECT_EQ(sent.error().message, "isb: a response in a transfer-coding other than chunked cannot be scrubbed of secrets");
+  EXPECT_EQ(sent.error().message,
+            "isb: a response in a transfer-coding other than chunked cannot be scrubbed of secrets");
 }
 
 // A request's TE field does not reach the origin: no transfer-coding but chunked comes back.
 TEST_F(SecretsFilterTest, ARequestsTeFieldIsRemoved) {
   std::string got;
-  ASSERT_TRUE(SendRequest(kApproved, "GET / HTTP/1.1\r\nHost: api.example.com\r\nTE: gzip, trailers\r\n\r\n", got).ok());
+  ASSERT_TRUE(
+      SendRequest(kApproved, "GET / HTTP/1.1\r\nHost: api.example.com\r\nTE: gzip, trailers\r\n\r\n", got).ok());
   EXPECT_EQ(got, "GET / HTTP/1.1\r\nHost: api.example.com\r\n\r\n");
 }
 
@@ -374,10 +378,9 @@ TEST_F(SecretsFilterTest, WithoutOptInAPlaceholderInTheQueryOrBodyGoesOnAsItIsAn
   headers_only.bindings.push_back({"OPENAI_KEY", kPlaceholder, kValue, {{"api.example.com", false, 443}}});
   filter_.Set("sb1", headers_only);
   const std::string body = std::string("{\"echo\":\"") + kPlaceholder + "\"}";
-  const std::string request = std::string("POST /s?q=") + kPlaceholder +
-                              " HTTP/1.1\r\nHost: api.example.com\r\nX-Api-Key: " + kPlaceholder +
-                              "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
-                              "\r\n\r\n" + body;
+  const std::string request =
+      std::string("POST /s?q=") + kPlaceholder + " HTTP/1.1\r\nHost: api.example.com\r\nX-Api-Key: " + kPlaceholder +
+      "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
   std::string got;
   ASSERT_TRUE(SendRequest(kApproved, request, got).ok());
   const std::string head = std::string("POST /s?q=") + kPlaceholder +
@@ -405,8 +408,9 @@ TEST_F(SecretsFilterTest, QueryOptInAloneSwapsTheTargetButLeavesTheBody) {
                               " HTTP/1.1\r\nHost: api.example.com\r\nContent-Length: 24\r\n\r\n" + kPlaceholder;
   std::string got;
   ASSERT_TRUE(SendRequest(kApproved, request, got).ok());
-  const std::string head = "POST /s?q=sk-live%2F%2242%22 HTTP/1.1\r\nHost: api.example.com\r\n"
-                           "Transfer-Encoding: chunked\r\n\r\n";
+  const std::string head =
+      "POST /s?q=sk-live%2F%2242%22 HTTP/1.1\r\nHost: api.example.com\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n";
   ASSERT_EQ(got.substr(0, head.size()), head);
   EXPECT_EQ(egress::Dechunk(std::string_view(got).substr(head.size())), kPlaceholder);
 }
@@ -428,8 +432,8 @@ TEST_F(SecretsFilterTest, OnlyCredentialHeadersHaveThePlaceholderSwappedAndAnyOt
                      kPlaceholder + "\r\nReferer: " + kPlaceholder + "\r\nCookie: " + kPlaceholder + "\r\n\r\n");
   EXPECT_TRUE(leaks_.empty());
 
-  const std::string reflected = std::string("GET / HTTP/1.1\r\nHost: api.example.com\r\nX-Debug: ") + kPlaceholder +
-                                "\r\n\r\n";
+  const std::string reflected =
+      std::string("GET / HTTP/1.1\r\nHost: api.example.com\r\nX-Debug: ") + kPlaceholder + "\r\n\r\n";
   ASSERT_TRUE(SendRequest(kApproved, reflected, got).ok());
   EXPECT_EQ(got, reflected);
   EXPECT_TRUE(leaks_.empty());
@@ -441,8 +445,8 @@ TEST_F(SecretsFilterTest, AHeaderNameTheSecretAddsIsSwappedToo) {
   SandboxSecrets secrets = OneSecret(OnLeak::kPass);
   secrets.bindings[0].headers = {"X-Custom-Key"};
   filter_.Set("sb1", secrets);
-  const std::string request = std::string("GET / HTTP/1.1\r\nHost: api.example.com\r\nx-custom-key: ") +
-                              kPlaceholder + "\r\nX-Custom-Other: " + kPlaceholder + "\r\n\r\n";
+  const std::string request = std::string("GET / HTTP/1.1\r\nHost: api.example.com\r\nx-custom-key: ") + kPlaceholder +
+                              "\r\nX-Custom-Other: " + kPlaceholder + "\r\n\r\n";
   std::string got;
   ASSERT_TRUE(SendRequest(kApproved, request, got).ok());
   EXPECT_EQ(got, std::string("GET / HTTP/1.1\r\nHost: api.example.com\r\nx-custom-key: sk-live/\"42\"\r\n"
@@ -506,8 +510,9 @@ TEST_F(SecretsFilterTest, APlainHttpUpgradeFromASandboxWithSecretsIsRefusedToAny
 }
 
 TEST_F(SecretsFilterTest, APlainHttpUpgradeCarryingAPlaceholderIsReportedAsALeak) {
-  const std::string upgrade = std::string("GET /ws?k=") + kPlaceholder +
-                              " HTTP/1.1\r\nHost: other.example.com\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n";
+  const std::string upgrade =
+      std::string("GET /ws?k=") + kPlaceholder +
+      " HTTP/1.1\r\nHost: other.example.com\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n";
   const Exchange other_plain{"sb1", "other.example.com", 80, false};
   std::string got;
   Status refused = SendRequest(other_plain, upgrade, got);  // pass: reported, then the upgrade refused
@@ -516,7 +521,8 @@ TEST_F(SecretsFilterTest, APlainHttpUpgradeCarryingAPlaceholderIsReportedAsALeak
             "isb: a protocol upgrade over plain HTTP to other.example.com is refused: this sandbox has secrets, and "
             "what follows the upgrade could not be checked for them; use https:// or wss://");
   EXPECT_EQ(got, "");
-  EXPECT_EQ(leaks_, (std::vector<LeakEvent>{{"sb1", "OPENAI_KEY", "other.example.com", 80, "plain http", OnLeak::kPass}}));
+  EXPECT_EQ(leaks_,
+            (std::vector<LeakEvent>{{"sb1", "OPENAI_KEY", "other.example.com", 80, "plain http", OnLeak::kPass}}));
   filter_.Set("sb1", OneSecret(OnLeak::kBlock));
   refused = SendRequest(other_plain, upgrade, got);
   ASSERT_FALSE(refused.ok());
@@ -532,8 +538,8 @@ TEST_F(SecretsFilterTest, AnEarlierValueOfTheSecretIsScrubbedAsTheLatestIs) {
   secrets.bindings[0].old_values = {"sk-old-value-1", "sk-old-value-2"};
   filter_.Set("sb1", secrets);
   const std::string body = std::string("a sk-old-value-1 b sk-old-value-2 c ") + kValue;
-  const std::string response = "HTTP/1.1 200 OK\r\nX-Old: sk-old-value-1\r\nContent-Length: " +
-                               std::to_string(body.size()) + "\r\n\r\n" + body;
+  const std::string response =
+      "HTTP/1.1 200 OK\r\nX-Old: sk-old-value-1\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
   std::string got;
   ASSERT_TRUE(SendResponse(kApproved, kGet, response, got).ok());
   const std::string head =
@@ -553,13 +559,15 @@ TEST_F(SecretsFilterTest, ARequestThatSwapsIsReportedAsOneUseNamingTheSecretAndH
                               "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
   std::string got;
   ASSERT_TRUE(SendRequest(kApproved, request, got).ok());
-  ASSERT_TRUE(SendRequest(kApproved, std::string(kGet).insert(16, "X-Api-Key: " + std::string(kPlaceholder) + "\r\n"), got)
-                  .ok());
+  ASSERT_TRUE(
+      SendRequest(kApproved, std::string(kGet).insert(16, "X-Api-Key: " + std::string(kPlaceholder) + "\r\n"), got)
+          .ok());
   ASSERT_TRUE(SendRequest(kApproved, kGet, got).ok());  // nothing to swap: no use
-  ASSERT_TRUE(SendRequest(kOtherHost, std::string("GET / HTTP/1.1\r\nHost: evil.example.com\r\nX-Key: ") +
-                                          kPlaceholder + "\r\n\r\n",
-                          got)
-                  .ok());  // a leak, not a use
+  ASSERT_TRUE(
+      SendRequest(kOtherHost,
+                  std::string("GET / HTTP/1.1\r\nHost: evil.example.com\r\nX-Key: ") + kPlaceholder + "\r\n\r\n",
+                  got)
+          .ok());  // a leak, not a use
   const UseEvent use{"sb1", "OPENAI_KEY", "api.example.com", 443};
   EXPECT_EQ(uses, (std::vector<UseEvent>{use, use}));
   EXPECT_EQ(leaks_.size(), 1u);
@@ -574,16 +582,17 @@ TEST_F(SecretsFilterTest, APlaceholderInAHeadersNameForAnotherHostIsHeldBack) {
   Status sent = SendRequest(kOtherHost, request, got);
   ASSERT_FALSE(sent.ok());
   EXPECT_EQ(sent.error().message, "secret OPENAI_KEY may not be sent to evil.example.com");
-  EXPECT_EQ(leaks_,
-            (std::vector<LeakEvent>{{"sb1", "OPENAI_KEY", "evil.example.com", 443, "a header's name", OnLeak::kBlock}}));
+  EXPECT_EQ(
+      leaks_,
+      (std::vector<LeakEvent>{{"sb1", "OPENAI_KEY", "evil.example.com", 443, "a header's name", OnLeak::kBlock}}));
 }
 
 // A request body in a coding isb cannot decode could carry a placeholder it can neither swap nor hold back: it is
 // refused, to an approved host or any other, before a byte of it goes on.
 TEST_F(SecretsFilterTest, ARequestBodyInAnUnknownCodingIsRefused) {
   for (const Exchange& exchange : {kApproved, kOtherHost}) {
-    const std::string request = "POST / HTTP/1.1\r\nHost: " + exchange.host +
-                                "\r\nContent-Encoding: compress\r\nContent-Length: 4\r\n\r\nabcd";
+    const std::string request =
+        "POST / HTTP/1.1\r\nHost: " + exchange.host + "\r\nContent-Encoding: compress\r\nContent-Length: 4\r\n\r\nabcd";
     std::string got;
     Status sent = SendRequest(exchange, request, got);
     ASSERT_FALSE(sent.ok()) << exchange.host;

@@ -50,7 +50,8 @@ TEST(SandboxSpecTest, ANameIsOneHostNameLabelNotStartingWithTheIdPrefix) {
     s.name = good;
     EXPECT_EQ(Refusal(s), "accepted") << good;
   }
-  for (const char* bad : {"-a", "a-", "a_b", "a.b", "a b", "x234567890123456789012345678901234567890123456789012345678901234"}) {
+  for (const char* bad :
+       {"-a", "a-", "a_b", "a.b", "a b", "x234567890123456789012345678901234567890123456789012345678901234"}) {
     SandboxSpec s;
     s.name = bad;
     EXPECT_EQ(Refusal(s), "name: use 1-63 letters, digits and inner hyphens, got '" + std::string(bad) + "'") << bad;
@@ -134,8 +135,8 @@ TEST(SandboxSpecTest, SizesHaveOneRangeAndOneWording) {
   for (uint64_t disk : {kMinDisk - 1, kMaxDisk + 1}) {
     SandboxSpec s;
     s.disk = disk;
-    EXPECT_EQ(Refusal(s), disk < kMinDisk ? "disk: must be at least 16 MiB (16777216 bytes)"
-                                          : "disk: must be at most 1 TiB");
+    EXPECT_EQ(Refusal(s),
+              disk < kMinDisk ? "disk: must be at least 16 MiB (16777216 bytes)" : "disk: must be at most 1 TiB");
   }
   SandboxSpec s;
   s.mem_limit = kMinMemLimit - 1;
@@ -173,7 +174,8 @@ TEST(SandboxSpecTest, TheCallersParserNormalizesPathsAndReadsSizes) {
   EXPECT_TRUE(s->idmap.empty());
   EXPECT_EQ(s->expires.count(), 60);
   EXPECT_EQ(CallerRefusal({{"working_dir", "/dev/../dev/shm"}}), "working_dir: paths under /dev are refused");
-  EXPECT_EQ(CallerRefusal({{"mounts", {{{"source", "/srv"}, {"target", "/a/.."}}}}}), "mounts[0].target: must not be /");
+  EXPECT_EQ(CallerRefusal({{"mounts", {{{"source", "/srv"}, {"target", "/a/.."}}}}}),
+            "mounts[0].target: must not be /");
   EXPECT_EQ(CallerRefusal({{"idmap", "host"}}), "idmap: expected \"auto\", \"none\" or a list of mappings");
   EXPECT_EQ(CallerRefusal({{"name", "a_b"}}), "name: use 1-63 letters, digits and inner hyphens, got 'a_b'");
   // A caller's isb.* label is refused as the API always refused it (403), isb.org and isb.owner too.

@@ -36,7 +36,7 @@ TEST_F(DbTest, TheDatabaseAndItsLogFilesAreTheOwnersAlone) {
   } umask_022;
   const std::string path = dir_ + "/isb.db";
   auto mode = [](const std::string& p) {
-    struct stat st{};
+    struct stat st {};
     return ::stat(p.c_str(), &st) == 0 ? static_cast<int>(st.st_mode & 07777) : -1;
   };
   {
@@ -81,10 +81,10 @@ TEST_F(DbTest, AnImmediateTransactionCommitsOnSuccessAndRollsBackOnFailureOrThro
   Db& db = **opened;
   auto count = [&] { return AsInt((*db.Query("SELECT count(*) FROM a"))[0][0]); };
   ASSERT_TRUE(db.Immediate([&]() -> Status {
-    if (Status st = db.Exec("INSERT INTO a VALUES (1)"); !st.ok()) return st;
-    // Nested: joins the outer transaction, and is undone with it.
-    return db.Immediate([&] { return db.Exec("INSERT INTO a VALUES (2)"); });
-  }).ok());
+                  if (Status st = db.Exec("INSERT INTO a VALUES (1)"); !st.ok()) return st;
+                  // Nested: joins the outer transaction, and is undone with it.
+                  return db.Immediate([&] { return db.Exec("INSERT INTO a VALUES (2)"); });
+                }).ok());
   EXPECT_EQ(count(), 2);
   Status failed = db.Immediate([&]() -> Status {
     if (Status st = db.Exec("INSERT INTO a VALUES (3)"); !st.ok()) return st;
@@ -96,7 +96,8 @@ TEST_F(DbTest, AnImmediateTransactionCommitsOnSuccessAndRollsBackOnFailureOrThro
   EXPECT_THROW((void)db.Immediate([&]() -> Status {
     (void)db.Exec("INSERT INTO a VALUES (4)");
     throw std::runtime_error("thrown");
-  }), std::runtime_error);
+  }),
+               std::runtime_error);
   EXPECT_EQ(count(), 2);
   // The connection is usable after each: no transaction was left open.
   ASSERT_TRUE(db.Immediate([&] { return db.Exec("INSERT INTO a VALUES (5)"); }).ok());
@@ -128,9 +129,10 @@ TEST_F(DbTest, ConstraintViolationIsConflict) {
   auto db = Db::Open(dir_ + "/s.db", Migrations());
   ASSERT_TRUE(db.ok()) << db.error().message;
   auto ins = [&](const std::string& id) {
-    return (*db)->Exec("INSERT INTO sandboxes(id, name, spec, state, created_at, expires_at, last_active_at) "
-                       "VALUES(?1, 'same', '{}', 'running', 0, 0, 0)",
-                       {id});
+    return (*db)->Exec(
+        "INSERT INTO sandboxes(id, name, spec, state, created_at, expires_at, last_active_at) "
+        "VALUES(?1, 'same', '{}', 'running', 0, 0, 0)",
+        {id});
   };
   ASSERT_TRUE(ins("sb-1").ok());
   auto second = ins("sb-2");
@@ -197,7 +199,8 @@ TEST_F(DbTest, ASnapshotSeesOneStateWhileAnotherConnectionWrites) {
     EXPECT_TRUE((*a)->Snapshot([&]() -> Status {
                       seen.push_back(sum(**a));
                       return {};
-                    }).ok());
+                    })
+                    .ok());
     return {};
   });
   ASSERT_TRUE(st.ok()) << st.error().message;
@@ -221,9 +224,10 @@ TEST_F(DbTest, SandboxNamesBecomeUniquePerOrg) {
              {"sb-1", "web", R"({"labels":{}})"},
              {"sb-2", "db", R"({"labels":{"isb.org":"acme","isb.owner":"rest:user:ann"}})"},
              {"sb-3", "", "{}"}}) {
-      ASSERT_TRUE((*old)->Exec("INSERT INTO sandboxes(id, name, spec, state, created_at, expires_at, last_active_at) "
-                               "VALUES(?1, ?2, ?3, 'running', 0, 0, 0)",
-                               {id, name, spec})
+      ASSERT_TRUE((*old)
+                      ->Exec("INSERT INTO sandboxes(id, name, spec, state, created_at, expires_at, last_active_at) "
+                             "VALUES(?1, ?2, ?3, 'running', 0, 0, 0)",
+                             {id, name, spec})
                       .ok());
     }
   }
@@ -236,15 +240,16 @@ TEST_F(DbTest, SandboxNamesBecomeUniquePerOrg) {
   EXPECT_EQ(AsText((*orgs)[1][1]), "acme");
   EXPECT_EQ(AsText((*orgs)[2][1]), "default");
   auto ins = [&](const std::string& id, const std::string& name, const std::string& org) {
-    return (*db)->Exec("INSERT INTO sandboxes(id, name, spec, state, created_at, expires_at, last_active_at, org) "
-                       "VALUES(?1, ?2, '{}', 'running', 0, 0, 0, ?3)",
-                       {id, name, org});
+    return (*db)->Exec(
+        "INSERT INTO sandboxes(id, name, spec, state, created_at, expires_at, last_active_at, org) "
+        "VALUES(?1, ?2, '{}', 'running', 0, 0, 0, ?3)",
+        {id, name, org});
   };
   EXPECT_TRUE(ins("sb-4", "web", "acme").ok());
   EXPECT_TRUE(ins("sb-5", "db", "default").ok());
   EXPECT_TRUE(ins("sb-6", "", "default").ok());
-  for (const auto& [name, org] : std::vector<std::pair<std::string, std::string>>{
-           {"web", "default"}, {"web", "acme"}, {"db", "acme"}}) {
+  for (const auto& [name, org] :
+       std::vector<std::pair<std::string, std::string>>{{"web", "default"}, {"web", "acme"}, {"db", "acme"}}) {
     auto dup = ins("sb-7", name, org);
     ASSERT_FALSE(dup.ok()) << name << " in " << org;
     EXPECT_EQ(dup.error().code, Code::kConflict);
