@@ -156,7 +156,6 @@ void ChildMain(const ChildPlan& plan) {
   // One byte means go; the image's idmapped trees may come with it. EOF means the parent died.
   ssize_t got = ReceiveGo(plan.sync_fd);
   if (got != 1) ChildFail(plan, Step::kSync, got < 0 ? errno : 0);
-  ::close(plan.sync_fd);
 
   // The parent has written uid_map/gid_map: become the namespace's root (host uid = the range's base, or the host's
   // root itself in a privileged sandbox, which has no user namespace of its own).
@@ -171,10 +170,19 @@ void ChildMain(const ChildPlan& plan) {
     pollfd parent{plan.error_fd, POLLOUT, 0};
     if (::poll(&parent, 1, 0) == 1 && (parent.revents & POLLERR)) ::_exit(125);
   }
-  if (::unshare(CLONE_NEWCGROUP) != 0) ChildFail(plan, Step::kCgroupNs, errno);
   if (int i = ExecuteRootfs(plan.rootfs); i >= 0) ChildFail(plan, Step::kRootfs, errno, i);
   if (int rc = SetHostname(plan.hostname, plan.hostname_len); rc != 0) ChildFail(plan, Step::kHostname, -rc);
   if (int rc = BringUpLoopback(); rc != 0) ChildFail(plan, Step::kLoopback, -rc);
+  // The parent makes the cgroup and moves this process into it while the steps above run; a second byte says it
+  // is done. Nothing of the sandbox's own has run yet: the cgroup's limits hold from its first instruction on, and
+  // the namespace made next has that cgroup for its root. (What the steps above allocated stays charged where it
+  // was: the mounts' kernel objects and a few tmpfs pages.)
+  char joined = 0;
+  while ((got = ::read(plan.sync_fd, &joined, 1)) < 0 && errno == EINTR) {
+  }
+  if (got != 1 || joined != 'j') ChildFail(plan, Step::kSync, got < 0 ? errno : 0);
+  ::close(plan.sync_fd);
+  if (::unshare(CLONE_NEWCGROUP) != 0) ChildFail(plan, Step::kCgroupNs, errno);
   if (int rc = ApplyRlimits(plan.rlimits.data(), plan.rlimits.size()); rc != 0) ChildFail(plan, Step::kRlimits, -rc);
   if (::setsid() < 0) ChildFail(plan, Step::kSession, errno);
   if (int rc = RestrictCapabilities(plan.capabilities); rc != 0) ChildFail(plan, Step::kCaps, -rc);

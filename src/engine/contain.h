@@ -16,9 +16,9 @@
 
 namespace isb::engine {
 
-// Each step the child takes, in order; a failure names its step.
+// Each step the child takes (in order, but for kCgroupNs, which follows kLoopback); a failure names its step.
 enum class Step : int32_t {
-  kSync,      // wait for the parent to map ids and place the child in its cgroup
+  kSync,      // wait for the parent: ids mapped (go), then, after the loopback, the child in its cgroup
   kIds,       // become root of the new user namespace
   kCgroupNs,  // a cgroup namespace rooted at the sandbox's cgroup
   kRootfs,    // build the root and pivot into it
@@ -60,7 +60,7 @@ struct ChildPlan {
   const char* workdir = nullptr;
   uid_t uid = 0;
   gid_t gid = 0;
-  int sync_fd = -1;        // read end: one byte from the parent means go, EOF means the parent died
+  int sync_fd = -1;        // read end: a byte from the parent means go, a second one joined; EOF: it gave up
   int sync_write_fd = -1;  // the parent's end of that pipe, closed first in the child so the parent's death is EOF
   int error_fd = -1;       // write end, close-on-exec: a ChildFailure, or EOF when exec succeeded
   int status_fd = -1;      // write end: the command's wait status, from init

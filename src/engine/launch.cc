@@ -1,4 +1,5 @@
-// Launch: lease ids, make the cgroup, clone, map ids, release the child, wait for its setup report.
+// Launch: lease ids, clone, map ids, release the child, make its cgroup and move it in (while the child builds its
+// root), wait for its setup report.
 #include "engine/launch.h"
 
 #include <fcntl.h>
@@ -209,6 +210,16 @@ Result<Launched> Launch(const SandboxConfig& config, const LaunchOptions& option
   ISB_TRY(ValidateIdMappings(config.idmap, config.privileged));
   static const Result<CgroupLayout> layout = DetectCgroupLayout();
   if (!layout.ok()) return layout.error();
+  // The child is moved into its cgroup by its pid while it may already have failed and exited: a child the kernel
+  // reaps on its own (SIGCHLD ignored or SA_NOCLDWAIT, which survive the exec of whoever started isb) would free
+  // that pid for another process. Children stay zombies until waited for.
+  struct sigaction chld {};
+  if (::sigaction(SIGCHLD, nullptr, &chld) == 0 && (chld.sa_handler == SIG_IGN || (chld.sa_flags & SA_NOCLDWAIT))) {
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    ::sigemptyset(&dfl.sa_mask);
+    ::sigaction(SIGCHLD, &dfl, nullptr);
+  }
 
   ChildPlan plan;
   plan.service = options.mode == InitMode::kService;
@@ -236,10 +247,6 @@ Result<Launched> Launch(const SandboxConfig& config, const LaunchOptions& option
     ISB_TRY(PrepareWritableDir(config.writable_dir, base, root_uid, root_gid, !ImageLayers(config).empty()));
   }
   const bool run = options.cgroup_name.empty();
-  ISB_ASSIGN_OR_RETURN(l.cgroup_,
-                       Cgroup::Create(*layout, run ? RunName(l.lease_) : options.cgroup_name, config.limits));
-
-  step("cgroup");
   Fd control;
   if (plan.service) {
     ISB_ASSIGN_OR_RETURN(control, ListenControl(options.control_path));
@@ -299,8 +306,6 @@ Result<Launched> Launch(const SandboxConfig& config, const LaunchOptions& option
 
   if (!config.privileged) ISB_TRY(WriteIdMaps(pid, base, config.idmap));
   step("id_maps");
-  ISB_TRY(l.cgroup_.AddProcess(pid));
-  step("cgroup_join");
   // An image is seen through the sandbox's own id mapping (IdmappedTrees, one per layer), made here: only the
   // host's root may idmap a mount of the host's filesystem.
   std::vector<Fd> image_trees;
@@ -312,7 +317,29 @@ Result<Launched> Launch(const SandboxConfig& config, const LaunchOptions& option
   }
   if (SendGo(sync.write.get(), image_trees) != 1) return Error::Sys("start the sandbox");
   image_trees.clear();  // the child holds them now
+  step("go");
+  // The cgroup is made and the child moved into it while the child builds its root filesystem: it runs nothing of
+  // the sandbox's before the second byte.
+  auto joined = [&]() -> Status {
+    ISB_ASSIGN_OR_RETURN(l.cgroup_,
+                         Cgroup::Create(*layout, run ? RunName(l.lease_) : options.cgroup_name, config.limits));
+    step("cgroup");
+    ISB_TRY(l.cgroup_.AddProcess(pid));
+    step("cgroup_join");
+    const char j = 'j';
+    if (::send(sync.write.get(), &j, 1, MSG_NOSIGNAL) != 1) return Error::Sys("start the sandbox");
+    return {};
+  }();
   sync.write.Reset();
+  if (!joined.ok()) {
+    // The child may have failed before the parent could place it (its exit is then why the move failed): its own
+    // report names the step. A child still waiting sees EOF and reports that it waited, which is this error's.
+    auto report = ReadSetupReport(errors.read.get(), std::chrono::seconds(5));
+    if (plan.service) ::unlink(options.control_path.c_str());
+    if (report.ok() && report->has_value() && (*report)->step != Step::kSync && (*report)->step != Step::kExec)
+      return SetupFailure(**report, plan.rootfs);
+    return joined.error();
+  }
   // While the sandbox sets itself up: what earlier runs killed outright left.
   if (run) SweepDeadRuns(*layout);
 

@@ -2,6 +2,7 @@
 #include "engine/run.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -72,10 +73,26 @@ TEST_F(RunTest, SaysWhereItsTimeWentStepByStep) {
       EXPECT_LT(ms, 200.0) << name;
     }
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"plan", "lease", "cgroup", "clone", "id_maps", "cgroup_join", "setup",
-                                             "command", "cleanup"}));
-  EXPECT_GE(r->steps_ms[7].second, 200.0);
+  EXPECT_EQ(names, (std::vector<std::string>{"plan", "lease", "clone", "id_maps", "go", "cgroup", "cgroup_join",
+                                             "setup", "command", "cleanup"}));
+  EXPECT_GE(r->steps_ms[8].second, 200.0);
   EXPECT_NEAR(through_command, r->wall_ms, 0.001);
+}
+
+// Started by a program that ignores SIGCHLD (the disposition survives exec), the child would be reaped by the kernel
+// and its pid free for another process while the launcher still names it by number (the move into its cgroup):
+// the launch puts the default back, and the run reports the command's status as always.
+TEST_F(RunTest, AnIgnoredSigchldIsPutBackBeforeTheClone) {
+  ISB_REQUIRE_ROOT();
+  struct sigaction ignore {
+  }, before{}, after{};
+  ignore.sa_handler = SIG_IGN;
+  ASSERT_EQ(::sigaction(SIGCHLD, &ignore, &before), 0);
+  auto r = Run({"sh", "-c", "exit 3"});
+  ASSERT_EQ(::sigaction(SIGCHLD, &before, &after), 0);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->exit_code, 3);
+  EXPECT_EQ(after.sa_handler, SIG_DFL);
 }
 
 TEST_F(RunTest, EnvironmentWorkdirHostnameUser) {

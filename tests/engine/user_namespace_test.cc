@@ -521,5 +521,32 @@ TEST_F(UserNamespaceTest, PrivilegedServiceSandboxHoldsNoLease) {
   ::unlink(lo.control_path.c_str());
 }
 
+// The cgroup is made while the child builds its root: one that cannot be made stops the child, which was waiting
+// for it (the step it names is the wait), and leaves no process, socket or cgroup behind.
+TEST_F(UserNamespaceTest, ACgroupThatCannotBeMadeAfterTheCloneStopsTheChildAndLeavesNothing) {
+  ISB_REQUIRE_ROOT();
+  int status = 0;
+  ASSERT_EQ(::waitpid(-1, &status, WNOHANG), -1);  // no child of this process before
+  ASSERT_EQ(errno, ECHILD);
+  SandboxConfig c;
+  LaunchOptions lo;
+  lo.runtime_dir = opts_.runtime_dir;
+  lo.mode = InitMode::kService;
+  lo.control_path = dir_ + "/control.sock";
+  lo.cgroup_name = "isb-test-no-such-parent/sandbox";  // its parent does not exist: mkdir fails with ENOENT
+  lo.stdin_fd = -1;
+  auto l = Launch(c, lo);
+  ASSERT_FALSE(l.ok());
+  const std::string& m = l.error().message;
+  const std::string prefix = "create cgroup /", suffix = "/sandbox: No such file or directory";
+  ASSERT_TRUE(m.starts_with(prefix) && m.ends_with(suffix)) << m;
+  const std::string parent = m.substr(prefix.size() - 1, m.size() - prefix.size() + 1 - suffix.size());
+  EXPECT_TRUE(parent.ends_with("/isb/isb-test-no-such-parent")) << m;
+  EXPECT_FALSE(fs::exists(parent));
+  EXPECT_EQ(::waitpid(-1, &status, WNOHANG), -1) << "the child was left running or unreaped";
+  EXPECT_EQ(errno, ECHILD);
+  EXPECT_FALSE(fs::exists(lo.control_path));
+}
+
 }  // namespace
 }  // namespace isb::engine
