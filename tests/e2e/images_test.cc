@@ -135,7 +135,7 @@ TEST_F(ImagesTest, APulledImageRunsAsASandboxAndASnapshotKeepsItsFilesButNotRunO
   ExpectAudit("the CLI's pull", {Unix("image_pull")});
 }
 
-TEST_F(ImagesTest, AnExportIsReadBySkopeoAndImportsIntoAnotherOrgUnderANewName) {
+TEST_F(ImagesTest, AnExportIsReadBySkopeoAndPodmanAndImportsIntoAnotherOrgUnderANewName) {
   ASSERT_NO_FATAL_FAILURE(StartRegistry());
   MustTool("image_pull", {{"ref", Ref()}});
   const std::string archive = temp_dir() + "/busybox.tar";
@@ -147,6 +147,24 @@ TEST_F(ImagesTest, AnExportIsReadBySkopeoAndImportsIntoAnotherOrgUnderANewName) 
   EXPECT_EQ(seen.value("Digest", ""), digest_) << inspect.out;
   EXPECT_EQ(seen["Layers"].size(), 3u) << inspect.out;
   ExpectAudit("the CLI's export", {Unix("image_export")});
+
+  // podman loads it, into a store of its own in the test's directory (vfs: no mounts; loading runs no container).
+  const std::string store = temp_dir() + "/podman";
+  const std::vector<std::string> podman = {
+      "podman",           "--root", store + "/root",    "--runroot", store + "/run", "--storage-driver", "vfs",
+      "--events-backend", "none",   "--cgroup-manager", "cgroupfs",  "--tmpdir",     store + "/tmp"};
+  auto Podman = [&podman](std::vector<std::string> args) {
+    std::vector<std::string> argv = podman;
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunProcess(argv);
+  };
+  ProcResult load = Podman({"load", "--input", archive});
+  ASSERT_EQ(load.exit_status, 0) << load.Describe();
+  EXPECT_EQ(load.out, "Loaded image: " + Ref() + "\n") << load.Describe();
+  ProcResult loaded = Podman({"image", "inspect", "--format", "{{.Digest}} {{len .RootFS.Layers}}", Ref()});
+  ASSERT_EQ(loaded.exit_status, 0) << loaded.Describe();
+  EXPECT_EQ(loaded.out, digest_ + " 3\n") << loaded.Describe();
+  EXPECT_EQ(Podman({"rmi", "--all", "--force"}).exit_status, 0);
 
   MustTool("org_create", {{"name", "beta"}});
   HttpResponse imported = Tool("image_import", {{"path", archive}, {"name", "team/busybox:copy"}}, {"X-Isb-Org: beta"});
