@@ -20,8 +20,6 @@ struct EgressFlags {
   bool json = false;
 };
 
-Error Usage(std::string message) { return Error::Of(Code::kInvalidArgument, std::move(message)); }
-
 CLI::App* Command(CLI::App* parent, const std::shared_ptr<EgressFlags>& f, const char* name, const char* help) {
   auto* cmd = parent->add_subcommand(name, help);
   AddConnectOptions(cmd, f->connect);

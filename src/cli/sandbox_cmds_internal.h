@@ -48,6 +48,10 @@ std::shared_ptr<ConnectFlags> SharedConnectFlags();
 
 // 1 for refusals (a 4xx-class error), 125 for everything that is isb's own failure.
 int ExitCodeFor(const Error& error);
+// A mistake on the command line (exit code 2 through ReportUsage).
+Error Usage(std::string message);
+// `j` as text (bytes that are not UTF-8 replaced), indented by `indent` (-1: one line).
+std::string Dump(const json& j, int indent = 2);
 
 // An error answer ({"error": CODE, "message": ...}) as an Error whose code follows the HTTP status.
 Error DaemonError(int http_status, std::string_view body);

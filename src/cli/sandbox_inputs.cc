@@ -13,11 +13,6 @@
 #include "engine/id_mapping.h"
 
 namespace isb::cli {
-namespace {
-
-Error Usage(std::string message) { return Error::Of(Code::kInvalidArgument, std::move(message)); }
-
-}  // namespace
 
 Result<std::pair<std::string, std::string>> ParseKeyValue(const std::string& flag, const std::string& text) {
   size_t eq = text.find('=');

@@ -28,8 +28,6 @@ struct SetupFlags {
   bool password_stdin = false;
 };
 
-Error Usage(std::string message) { return Error::Of(Code::kInvalidArgument, std::move(message)); }
-
 // The enabled platform admins' names, comma-separated ("" when none).
 Result<std::string> PlatformAdmins(const ToolClient& client) {
   ISB_ASSIGN_OR_RETURN(json listed, client.Call("user_list", json::object()));

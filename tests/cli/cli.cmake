@@ -19,6 +19,7 @@ add_executable(isb_cli_tests
   src/cli/client.cc
   src/cli/bind_spec.cc
   src/cli/sandbox_cmds.cc
+  src/cli/tool_client.cc
   src/cli/sandbox_inputs.cc
   src/cli/setup_cmd.cc
   src/cli/mcp_bridge.cc
