@@ -127,12 +127,11 @@ runs = [json.loads(line)["steps_ms"] for line in open(sys.argv[1])]
 names = [name for name, _ in runs[0]]
 medians = {n: statistics.median(dict(r)[n] for r in runs) for n in names}
 what = {"plan": "the launch's plan: the rootfs's mounts, the seccomp program, checks",
-        "lease": "a uid range leased",
+        "lease": "a uid range leased", "cgroup": "the cgroup made, limits written",
         "clone": "clone into seven new namespaces (net, pid, user, mnt, uts, ipc; cgroup later)",
         "id_maps": "uid_map and gid_map written",
         "go": "the image's idmapped trees made (none here), the child released",
-        "cgroup": "the cgroup made, limits written (while the child builds its root)",
-        "cgroup_join": "the child moved into its cgroup (likewise)",
+        "cgroup_join": "the child moved into its cgroup (while it builds its root)",
         "setup": "the rest of the child's setup: mounts, pivot_root, hostname, loopback, cgroup namespace, "
                  "limits, seccomp, exec",
         "command": "the command, from its exec to init's exit", "cleanup": "the cgroup read and removed"}

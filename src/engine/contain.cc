@@ -173,10 +173,10 @@ void ChildMain(const ChildPlan& plan) {
   if (int i = ExecuteRootfs(plan.rootfs); i >= 0) ChildFail(plan, Step::kRootfs, errno, i);
   if (int rc = SetHostname(plan.hostname, plan.hostname_len); rc != 0) ChildFail(plan, Step::kHostname, -rc);
   if (int rc = BringUpLoopback(); rc != 0) ChildFail(plan, Step::kLoopback, -rc);
-  // The parent makes the cgroup and moves this process into it while the steps above run; a second byte says it
-  // is done. Nothing of the sandbox's own has run yet: the cgroup's limits hold from its first instruction on, and
-  // the namespace made next has that cgroup for its root. (What the steps above allocated stays charged where it
-  // was: the mounts' kernel objects and a few tmpfs pages.)
+  // The parent moves this process into its cgroup while the steps above run; a second byte says it is done. Nothing of
+  // the sandbox's own has run yet: the cgroup's limits hold from its first instruction on, and the namespace made next
+  // has that cgroup for its root. (What the steps above allocated stays charged where it was: the mounts' kernel
+  // objects and a few tmpfs pages.)
   char joined = 0;
   while ((got = ::read(plan.sync_fd, &joined, 1)) < 0 && errno == EINTR) {
   }

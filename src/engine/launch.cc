@@ -1,5 +1,5 @@
-// Launch: lease ids, clone, map ids, release the child, make its cgroup and move it in (while the child builds its
-// root), wait for its setup report.
+// Launch: lease ids, make the cgroup, clone, map ids, release the child, move it into its cgroup (while it builds
+// its root), wait for its setup report.
 #include "engine/launch.h"
 
 #include <fcntl.h>
@@ -247,6 +247,9 @@ Result<Launched> Launch(const SandboxConfig& config, const LaunchOptions& option
     ISB_TRY(PrepareWritableDir(config.writable_dir, base, root_uid, root_gid, !ImageLayers(config).empty()));
   }
   const bool run = options.cgroup_name.empty();
+  ISB_ASSIGN_OR_RETURN(l.cgroup_,
+                       Cgroup::Create(*layout, run ? RunName(l.lease_) : options.cgroup_name, config.limits));
+  step("cgroup");
   Fd control;
   if (plan.service) {
     ISB_ASSIGN_OR_RETURN(control, ListenControl(options.control_path));
@@ -318,12 +321,10 @@ Result<Launched> Launch(const SandboxConfig& config, const LaunchOptions& option
   if (SendGo(sync.write.get(), image_trees) != 1) return Error::Sys("start the sandbox");
   image_trees.clear();  // the child holds them now
   step("go");
-  // The cgroup is made and the child moved into it while the child builds its root filesystem: it runs nothing of
-  // the sandbox's before the second byte.
+  // The child is moved into its cgroup while it builds its root filesystem: it runs nothing of the sandbox's before
+  // the second byte. (The move waits for an RCU grace period on cgroup v1, most of a millisecond here; the cgroup
+  // itself is made before the clone: made while the child works, its mkdirs waited for the child's CPU as well.)
   auto joined = [&]() -> Status {
-    ISB_ASSIGN_OR_RETURN(l.cgroup_,
-                         Cgroup::Create(*layout, run ? RunName(l.lease_) : options.cgroup_name, config.limits));
-    step("cgroup");
     ISB_TRY(l.cgroup_.AddProcess(pid));
     step("cgroup_join");
     const char j = 'j';

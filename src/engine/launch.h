@@ -58,9 +58,9 @@ class Launched {
   int exec_errno = 0;
   // The setup report, when LaunchOptions::wait_for_setup was false.
   Fd report_read;
-  // When each step of the launch ended, in order (plan, lease, clone, id_maps, go, cgroup, cgroup_join, setup):
-  // where a sandbox's start-up time goes, for `isb run --json`. The cgroup is made and joined while the child builds
-  // its root; setup is what is left of the child's own (mounts, pivot, exec), waited for.
+  // When each step of the launch ended, in order (plan, lease, cgroup, clone, id_maps, go, cgroup_join, setup):
+  // where a sandbox's start-up time goes, for `isb run --json`. The cgroup is joined while the child builds its
+  // root; setup is what is left of the child's own (mounts, pivot, exec), waited for.
   std::vector<std::pair<const char*, std::chrono::steady_clock::time_point>> steps;
 
   // Waits for init to exit and returns its wait status.

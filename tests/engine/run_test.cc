@@ -73,7 +73,7 @@ TEST_F(RunTest, SaysWhereItsTimeWentStepByStep) {
       EXPECT_LT(ms, 200.0) << name;
     }
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"plan", "lease", "clone", "id_maps", "go", "cgroup", "cgroup_join",
+  EXPECT_EQ(names, (std::vector<std::string>{"plan", "lease", "cgroup", "clone", "id_maps", "go", "cgroup_join",
                                              "setup", "command", "cleanup"}));
   EXPECT_GE(r->steps_ms[8].second, 200.0);
   EXPECT_NEAR(through_command, r->wall_ms, 0.001);

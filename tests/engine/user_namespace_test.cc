@@ -521,9 +521,9 @@ TEST_F(UserNamespaceTest, PrivilegedServiceSandboxHoldsNoLease) {
   ::unlink(lo.control_path.c_str());
 }
 
-// The cgroup is made while the child builds its root: one that cannot be made stops the child, which was waiting
-// for it (the step it names is the wait), and leaves no process, socket or cgroup behind.
-TEST_F(UserNamespaceTest, ACgroupThatCannotBeMadeAfterTheCloneStopsTheChildAndLeavesNothing) {
+// A cgroup that cannot be made stops the launch, with the reason, before anything is cloned: no process, socket or
+// cgroup is left behind.
+TEST_F(UserNamespaceTest, ACgroupThatCannotBeMadeStopsTheLaunchAndLeavesNothing) {
   ISB_REQUIRE_ROOT();
   int status = 0;
   ASSERT_EQ(::waitpid(-1, &status, WNOHANG), -1);  // no child of this process before
