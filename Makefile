@@ -26,7 +26,7 @@ docs: deps
 
 # Every .cc and .h into .clang-format's layout (clang-format-14, a package of `make build`'s); `make test` checks it.
 format: deps
-	@find bench fuzz src tests \( -name '*.cc' -o -name '*.h' \) -print0 | xargs -0 -n 100 -P $(JOBS) clang-format-14 -i
+	@git ls-files -z --cached --others --exclude-standard -- '*.cc' '*.h' | xargs -0 -n 100 -P $(JOBS) clang-format-14 -i
 
 # The built isb into $(DESTDIR)$(PREFIX)/bin, the systemd unit (its ExecStart naming that isb) into UNITDIR and its
 # flags into SYSCONFDIR/default/isb, kept if there already. Builds nothing: `make build` first (as any user).

@@ -31,3 +31,8 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# podman is here for one test (loading an export); Debian enables its socket, restart service and update timer on
+# a systemd host: the tests want none of them running.
+if [[ " ${missing[*]} " == *" podman "* ]] && command -v systemctl >/dev/null; then
+  systemctl disable --now podman.socket podman-restart.service podman-auto-update.timer >/dev/null 2>&1 || true
+fi

@@ -148,15 +148,20 @@ TEST_F(ImagesTest, AnExportIsReadBySkopeoAndPodmanAndImportsIntoAnotherOrgUnderA
   EXPECT_EQ(seen["Layers"].size(), 3u) << inspect.out;
   ExpectAudit("the CLI's export", {Unix("image_export")});
 
-  // podman loads it, into a store of its own in the test's directory (vfs: no mounts; loading runs no container).
+  // podman loads it, into a store of its own in the test's directory (vfs: no mounts; loading runs no container),
+  // its temporary files there too (TMPDIR). Its lock file has a fixed place in /dev/shm: removed after, unless a
+  // podman of the host's had made it.
   const std::string store = temp_dir() + "/podman";
+  const std::string podman_lock = "/dev/shm/libpod_lock";
+  const bool lock_was_there = fs::exists(podman_lock);
+  fs::create_directories(store + "/tmp");
   const std::vector<std::string> podman = {
       "podman",           "--root", store + "/root",    "--runroot", store + "/run", "--storage-driver", "vfs",
       "--events-backend", "none",   "--cgroup-manager", "cgroupfs",  "--tmpdir",     store + "/tmp"};
-  auto Podman = [&podman](std::vector<std::string> args) {
+  auto Podman = [&podman, &store](std::vector<std::string> args) {
     std::vector<std::string> argv = podman;
     argv.insert(argv.end(), args.begin(), args.end());
-    return RunProcess(argv);
+    return RunProcess(argv, "", 60s, {"TMPDIR=" + store + "/tmp"});
   };
   ProcResult load = Podman({"load", "--input", archive});
   ASSERT_EQ(load.exit_status, 0) << load.Describe();
@@ -165,6 +170,7 @@ TEST_F(ImagesTest, AnExportIsReadBySkopeoAndPodmanAndImportsIntoAnotherOrgUnderA
   ASSERT_EQ(loaded.exit_status, 0) << loaded.Describe();
   EXPECT_EQ(loaded.out, digest_ + " 3\n") << loaded.Describe();
   EXPECT_EQ(Podman({"rmi", "--all", "--force"}).exit_status, 0);
+  if (!lock_was_there) fs::remove(podman_lock);
 
   MustTool("org_create", {{"name", "beta"}});
   HttpResponse imported = Tool("image_import", {{"path", archive}, {"name", "team/busybox:copy"}}, {"X-Isb-Org: beta"});
