@@ -4,7 +4,8 @@
 # Usage: bench/startup.sh BUILD_DIR   (BUILD_DIR holds isb and spawn_timer)
 # RUNS (200), WARMUP (20) and ROUNDS (10) override the defaults: each command gets WARMUP untimed runs, then RUNS
 # timed ones split over ROUNDS rounds, and every round runs the commands in turn, so a change in the machine's load
-# while the benchmark runs falls on all of them alike.
+# while the benchmark runs falls on all of them alike. BASE_ISB=PATH adds another isb binary (an older commit's
+# build) as one more command, `isb base`, in the same rounds: a change's effect beside the code before it.
 # shellcheck disable=SC2034
 set -euo pipefail
 
@@ -32,6 +33,11 @@ if [ "$runs" -lt 1 ] || [ "$rounds" -lt 1 ]; then die "RUNS and ROUNDS must be a
 # Each entry: the prefix that runs a command (in a sandbox), and the namespaces it must give that command; both are
 # read through namerefs (declare -n), hence the SC2034 exemption at the top.
 names=(true unshare bwrap isb)
+base_isb=${BASE_ISB:-}
+if [ -n "$base_isb" ]; then
+  [ -x "$base_isb" ] || die "BASE_ISB=$base_isb is not an executable"
+  names+=(base)
+fi
 pre_true=()
 pre_unshare=(unshare --user --map-root-user --pid --net --uts --ipc --mount --fork --mount-proc)
 # Debian 12 is merged-/usr: /bin, /sbin and /lib* are symlinks into /usr, recreated here as symlinks.
@@ -39,11 +45,13 @@ pre_bwrap=(bwrap --unshare-all --die-with-parent --ro-bind /usr /usr --symlink u
            --symlink usr/lib64 /lib64 --symlink usr/bin /bin --symlink usr/sbin /sbin
            --proc /proc --dev /dev --tmpfs /tmp)
 pre_isb=("$isb" run --)
+pre_base=("$base_isb" run --)
 ns_true=""
 ns_unshare="user pid net mnt uts ipc"
 ns_bwrap="user pid net mnt uts ipc cgroup"
 ns_isb="user pid net mnt uts ipc cgroup"
-declare -A label=([true]="/bin/true" [unshare]="unshare" [bwrap]="bwrap" [isb]="isb run")
+ns_base=$ns_isb
+declare -A label=([true]="/bin/true" [unshare]="unshare" [bwrap]="bwrap" [isb]="isb run" [base]="isb base")
 
 # Before timing anything: each command must really run in its namespaces and pass the command's status back, or
 # the numbers would time something else (a setup that fails, a command that never runs).
@@ -113,6 +121,10 @@ echo
 awk -v i="${median[isb]}" -v b="${median[bwrap]}" 'BEGIN {
   printf "%s: isb run median %.3f ms, bwrap median %.3f ms (target: isb at or below bwrap)\n",
          (i <= b ? "target met" : "target missed"), i, b }'
+if [ -n "$base_isb" ]; then
+  awk -v i="${median[isb]}" -v b="${median[base]}" -v p="$base_isb" \
+    'BEGIN { printf "isb run against isb base (%s): %.3f against %.3f ms, %.2fx\n", p, i, b, i / b }'
+fi
 
 # Where isb run's time goes: its own account of each step (`isb run --json`'s steps_ms), medians of BREAKDOWN runs.
 # What is left of the median above is the isb process's own exec, command-line parsing and exit.
