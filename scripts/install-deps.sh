@@ -5,7 +5,7 @@ build=(cmake ninja-build g++ make pkg-config ccache libseccomp-dev nlohmann-json
        libfmt-dev libgtest-dev libgmock-dev busybox-static docker-registry umoci skopeo apache2-utils jq mmdebstrap
        libboost1.81-dev libsqlite3-dev libssl-dev libsodium-dev curl openssl dnsutils nftables publicsuffix
        python3 zlib1g-dev libbrotli-dev libzstd-dev age python3-websockets
-       python3-brotli python3-zstandard chromium prometheus clang-format-14 podman)
+       python3-brotli python3-zstandard chromium prometheus clang-format-14 podman lld)
 # The egress benchmark's clients and peers. Where services start on install, squid's package starts its own service
 # on port 3128; the benchmark runs a squid of its own on a free loopback port and leaves that one alone.
 bench=(bubblewrap util-linux wrk squid mitmproxy)
