@@ -140,6 +140,7 @@ int Run(RunFlags& f) {
   engine::RunOptions opts;
   opts.runtime_dir = f.runtime_dir;
   opts.capture = f.json;
+  opts.usage = f.json;  // the peak memory and CPU time are the JSON result's; a plain run prints neither
   auto r = engine::RunSandbox(f.config, opts);
   if (!r.ok()) return Fail(r.error().message);
   if (f.json) {

@@ -272,13 +272,19 @@ Status Cgroup::AddProcess(pid_t pid) const {
   return {};
 }
 
+Result<uint64_t> Cgroup::OomKills() const {
+  if (dirs_.empty()) return Error::Msg("cgroup already removed");
+  const std::string file =
+      layout_.v2 ? dirs_[0] + "/memory.events" : layout_.memory + "/isb/" + name() + "/memory.oom_control";
+  ISB_ASSIGN_OR_RETURN(std::string text, ReadFile(file));
+  return KeyedValue(text, "oom_kill");
+}
+
 Result<CgroupStats> Cgroup::ReadStats() const {
   CgroupStats s;
-  if (dirs_.empty()) return Error::Msg("cgroup already removed");
+  ISB_ASSIGN_OR_RETURN(s.oom_kills, OomKills());
   if (layout_.v2) {
     const std::string& d = dirs_[0];
-    ISB_ASSIGN_OR_RETURN(std::string events, ReadFile(d + "/memory.events"));
-    s.oom_kills = KeyedValue(events, "oom_kill");
     s.peak_memory_bytes = ReadNumber(d + "/memory.peak");  // absent before Linux 5.19: reported as 0
     ISB_ASSIGN_OR_RETURN(std::string cpu, ReadFile(d + "/cpu.stat"));
     s.cpu_usec = KeyedValue(cpu, "usage_usec");
@@ -287,8 +293,6 @@ Result<CgroupStats> Cgroup::ReadStats() const {
     return s;
   }
   std::string m = layout_.memory + "/isb/" + name();
-  ISB_ASSIGN_OR_RETURN(std::string oom, ReadFile(m + "/memory.oom_control"));
-  s.oom_kills = KeyedValue(oom, "oom_kill");
   s.peak_memory_bytes = ReadNumber(m + "/memory.max_usage_in_bytes");
   s.cpu_usec = ReadNumber(layout_.cpuacct + "/isb/" + name() + "/cpuacct.usage") / 1000;
   s.memory_bytes = ReadNumber(m + "/memory.usage_in_bytes");

@@ -117,7 +117,7 @@ Status NamespacesRuntime::Kill(const RuntimeHandle& handle, const std::function<
     }
   }
   Cgroup cg = Cgroup::Adopt(layout_, handle.id);
-  if (auto st = cg.ReadStats(); st.ok()) *oom = st->oom_kills > 0;
+  if (auto kills = cg.OomKills(); kills.ok()) *oom = *kills > 0;
   Status removed = cg.Remove();
   // Its processes are gone, and with them its hold on the uid range: one try. The range may already be another
   // sandbox's (the spawner reuses a range as soon as it is free); that sandbox's lock is then left alone, where

@@ -134,11 +134,15 @@ Result<RunResult> RunSandbox(const SandboxConfig& config, const RunOptions& opti
   int cmd_status = 0;
   bool have_status = ::read(child.status_read.get(), &cmd_status, sizeof cmd_status) == sizeof cmd_status;
   if (!have_status) cmd_status = init_status;  // init itself was killed (timeout, OOM)
-  auto stats = child.cgroup().ReadStats();
-  if (!stats.ok()) return stats.error();
-  result.oom_killed = stats->oom_kills > 0;
-  result.peak_memory_bytes = stats->peak_memory_bytes;
-  result.cpu_ms = static_cast<double>(stats->cpu_usec) / 1000.0;
+  if (options.usage) {
+    ISB_ASSIGN_OR_RETURN(CgroupStats stats, child.cgroup().ReadStats());
+    result.oom_killed = stats.oom_kills > 0;
+    result.peak_memory_bytes = stats.peak_memory_bytes;
+    result.cpu_ms = static_cast<double>(stats.cpu_usec) / 1000.0;
+  } else {
+    ISB_ASSIGN_OR_RETURN(uint64_t oom_kills, child.cgroup().OomKills());
+    result.oom_killed = oom_kills > 0;
+  }
   result.wall_ms = std::chrono::duration<double, std::milli>(end - start).count();
   if (!result.exec_error.empty()) {
     // exit_code set above

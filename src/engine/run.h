@@ -21,6 +21,8 @@ struct RunOptions {
   bool capture = false;
   // Forward SIGINT, SIGTERM, SIGHUP and SIGQUIT received by this process to the command.
   bool forward_signals = true;
+  // Read the cgroup's peak memory and CPU time into the result (four files); without, only its OOM kills are read.
+  bool usage = true;
 };
 
 struct RunResult {
@@ -31,8 +33,8 @@ struct RunResult {
   bool stdout_truncated = false;
   bool stderr_truncated = false;
   double wall_ms = 0;
-  double cpu_ms = 0;
-  uint64_t peak_memory_bytes = 0;
+  double cpu_ms = 0;                     // with RunOptions::usage
+  uint64_t peak_memory_bytes = 0;        // with RunOptions::usage
   std::string stdout_data, stderr_data;  // with `capture`
   std::string exec_error;                // why the command could not be executed (exit codes 126/127)
   // Where the wall time went, step by step in order: the launch's steps (Launched::steps), then "command" (from the

@@ -57,6 +57,29 @@ TEST_F(RunTest, CapturesOutputAndExitCode) {
   EXPECT_FALSE(r->timed_out);
 }
 
+// A plain `isb run` reads only the cgroup's OOM kills (RunOptions::usage off): an OOM kill is still reported, and
+// the peak memory and CPU time, which it does not read, stay 0. With usage, they are read.
+TEST_F(RunTest, WithoutUsageOnlyTheOomKillsAreRead) {
+  ISB_REQUIRE_ROOT();
+  SandboxConfig c;
+  c.limits.memory_bytes = 16ull << 20;
+  // tail -n 1 keeps a line that never ends in memory: 256 MiB of zeros, no newline.
+  const std::vector<std::string> hog = {"sh", "-c", "head -c 268435456 /dev/zero | tail -n 1 >/dev/null"};
+  opts_.usage = false;
+  auto plain = Run(hog, c);
+  ASSERT_TRUE(plain.ok()) << plain.error().message;
+  EXPECT_TRUE(plain->oom_killed);
+  EXPECT_EQ(plain->peak_memory_bytes, 0u);
+  EXPECT_EQ(plain->cpu_ms, 0.0);
+  opts_.usage = true;
+  auto full = Run(hog, c);
+  ASSERT_TRUE(full.ok()) << full.error().message;
+  EXPECT_TRUE(full->oom_killed);
+  EXPECT_GT(full->peak_memory_bytes, 8ull << 20);
+  EXPECT_LE(full->peak_memory_bytes, 16ull << 20);
+  EXPECT_GT(full->cpu_ms, 0.0);
+}
+
 // Where the wall time went: every step of the launch in the order it ran, then the command and the cleanup; a
 // sleep of the command's own shows in its step and nowhere else, and the steps up to it add up to wall_ms.
 TEST_F(RunTest, SaysWhereItsTimeWentStepByStep) {
