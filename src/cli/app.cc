@@ -1,6 +1,8 @@
 // The isb command line: the commands in the order `isb --help` lists them.
 #include "cli/app.h"
 
+#include <CLI/CLI.hpp>
+
 #include <cstdio>
 #include <exception>
 #include <string>

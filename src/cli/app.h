@@ -1,10 +1,14 @@
 // The isb command line as one CLI11 app: every command and its flags, for main.cc to parse and isb_docs to describe.
 #pragma once
 
-#include <CLI/CLI.hpp>
-
 #include <string_view>
 #include <vector>
+
+// Declared, not included: main.cc includes this header, and each file that includes CLI11 constructs its own copies
+// of CLI11's validators before main.
+namespace CLI {
+class App;
+}
 
 namespace isb::cli {
 
