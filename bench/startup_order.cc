@@ -8,6 +8,10 @@
 // the function symbol that holds it (BINARY's own symbol table, read with nm); a function is printed when first
 // run. Slow by nature (a system call or two per instruction): it is a build tool, not a benchmark. Needs root or
 // CAP_SYS_PTRACE for a COMMAND that changes ids, as `isb run` does.
+//
+// The C library picks some functions by the CPU it runs on (memmove's AVX-512, AVX2 or SSE2 version, the cache
+// sizes of an AMD or an Intel CPU): after the functions run here come the other versions of each, so that another
+// machine's choice lies beside them.
 #include <sys/ptrace.h>
 #include <sys/user.h>
 #include <sys/wait.h>
@@ -50,6 +54,22 @@ std::vector<Symbol> ReadSymbols(const std::string& binary) {
   return out;
 }
 
+// The versions of a C library function chosen by the CPU: __memmove_avx512_unaligned_erms and
+// __memmove_sse2_unaligned are both "__memmove_". Empty for a name that is not one.
+std::string CpuFamily(const std::string& name) {
+  static const char* const kVariants[] = {"sse2", "ssse3", "sse4", "avx", "evex", "erms"};
+  if (name.rfind("__", 0) != 0) return {};
+  for (size_t pos = name.find('_', 2); pos != std::string::npos; pos = name.find('_', pos + 1))
+    for (const char* v : kVariants)
+      if (name.compare(pos + 1, std::strlen(v), v) == 0) return name.substr(0, pos + 1);
+  return {};
+}
+
+// The C library's cache-size readers, one per CPU vendor.
+bool IsVendorHandler(const std::string& name) {
+  return name == "handle_amd" || name == "handle_intel" || name == "handle_zhaoxin";
+}
+
 std::string Exe(pid_t pid) {
   char buf[4096];
   const std::string link = "/proc/" + std::to_string(pid) + "/exe";
@@ -80,6 +100,7 @@ int main(int argc, char** argv) {
   const pid_t first = ::fork();
   if (first < 0) return 1;
   if (first == 0) {
+    ::dup2(2, 1);  // the list is this program's output: the command's own goes to stderr
     ::ptrace(PTRACE_TRACEME, 0, nullptr, nullptr);
     ::raise(SIGSTOP);
     ::execvp(argv[3], argv + 3);
@@ -92,18 +113,25 @@ int main(int argc, char** argv) {
       PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL;
   ::ptrace(PTRACE_SETOPTIONS, first, nullptr, reinterpret_cast<void*>(options));
 
-  // Each traced task: stepping (it runs BINARY) or running freely (before its exec of BINARY).
-  std::map<pid_t, bool> stepping;
-  stepping[first] = false;
+  // Each traced task: whether it is stepped (it runs BINARY; before its exec of BINARY it runs freely), and whether
+  // its first stop (the SIGSTOP every new tracee starts with) was seen. Tasks that exited or were let go are gone:
+  // a clone's event can come after its child has already exec'd another program and been let go.
+  struct Task {
+    bool stepping = true;
+    bool started = false;
+  };
+  std::map<pid_t, Task> tasks;
+  std::unordered_set<pid_t> gone;
+  tasks[first] = Task{false, true};
   std::unordered_set<size_t> seen;
   std::vector<size_t> order;
   unsigned long steps = 0;
   int exit_code = 1;
   auto resume = [&](pid_t pid, int sig) {
-    ::ptrace(stepping[pid] ? PTRACE_SINGLESTEP : PTRACE_CONT, pid, nullptr, reinterpret_cast<void*>(sig));
+    ::ptrace(tasks[pid].stepping ? PTRACE_SINGLESTEP : PTRACE_CONT, pid, nullptr, reinterpret_cast<void*>(sig));
   };
   resume(first, 0);
-  while (!stepping.empty()) {
+  while (!tasks.empty()) {
     const pid_t pid = ::waitpid(-1, &status, __WALL);
     if (pid < 0) {
       if (errno == EINTR) continue;
@@ -111,32 +139,35 @@ int main(int argc, char** argv) {
     }
     if (WIFEXITED(status) || WIFSIGNALED(status)) {
       if (pid == first) exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      stepping.erase(pid);
+      tasks.erase(pid);
+      gone.insert(pid);
       continue;
     }
     if (!WIFSTOPPED(status)) continue;
-    // A new task seen before its parent's event: a clone of a task that runs BINARY (nothing else is traced then).
-    if (stepping.find(pid) == stepping.end()) stepping[pid] = true;
+    // A new task may stop before its parent's clone event is seen: once BINARY runs, every new task is a clone of
+    // one that runs it (the first task runs freely only up to its exec).
+    Task& task = tasks[pid];
     const int sig = WSTOPSIG(status);
     const int event = status >> 16;
     if (sig == SIGTRAP && event != 0) {
       if (event == PTRACE_EVENT_EXEC) {
-        stepping[pid] = Exe(pid) == binary;
-        if (!stepping[pid] && pid != first) {
+        task.stepping = Exe(pid) == binary;
+        if (!task.stepping && pid != first) {
           ::ptrace(PTRACE_DETACH, pid, nullptr, nullptr);  // another program: not BINARY's code
-          stepping.erase(pid);
+          tasks.erase(pid);
+          gone.insert(pid);
           continue;
         }
       } else if (event == PTRACE_EVENT_CLONE || event == PTRACE_EVENT_FORK || event == PTRACE_EVENT_VFORK) {
         unsigned long child = 0;
         ::ptrace(PTRACE_GETEVENTMSG, pid, nullptr, &child);
-        stepping[static_cast<pid_t>(child)] = stepping[pid];
+        if (gone.count(static_cast<pid_t>(child)) == 0) tasks[static_cast<pid_t>(child)].stepping = task.stepping;
       }
       resume(pid, 0);
       continue;
     }
     if (sig == SIGTRAP) {
-      if (stepping[pid]) {
+      if (task.stepping) {
         user_regs_struct regs{};
         if (::ptrace(PTRACE_GETREGS, pid, nullptr, &regs) == 0 && regs.rip < text_end) {
           ++steps;
@@ -151,17 +182,35 @@ int main(int argc, char** argv) {
       resume(pid, 0);
       continue;
     }
-    // A new task's first stop, or a signal for the task: SIGSTOP of a fresh clone is swallowed, others delivered.
-    resume(pid, sig == SIGSTOP ? 0 : sig);
+    // A new task's first stop is swallowed; any other signal is the task's own and delivered.
+    const bool first_stop = sig == SIGSTOP && !task.started;
+    task.started = true;
+    resume(pid, first_stop ? 0 : sig);
   }
   // A name defined more than once is a local symbol of several files (a static function, a compiler's clone of
   // one: .isra, .constprop): lld would move every section that holds it, and a file compiled without a section per
   // function would move whole, dragging cold code into the start-up pages. Left out.
   std::map<std::string, int> defined;
   for (const Symbol& s : symbols) ++defined[s.name];
-  for (size_t i : order)
-    if (defined[symbols[i].name] == 1) std::printf("%s\n", symbols[i].name.c_str());
-  std::fprintf(stderr, "startup_order: %lu instructions in %s, %zu functions; the command exited %d\n", steps, resolved,
-               order.size(), exit_code);
+  std::unordered_set<std::string> printed;
+  auto print = [&](const std::string& name) {
+    if (defined[name] == 1 && printed.insert(name).second) std::printf("%s\n", name.c_str());
+  };
+  std::unordered_set<std::string> families;
+  bool vendor = false;
+  for (size_t i : order) {
+    print(symbols[i].name);
+    if (std::string f = CpuFamily(symbols[i].name); !f.empty()) families.insert(f);
+    vendor = vendor || IsVendorHandler(symbols[i].name);
+  }
+  const size_t traced = printed.size();
+  for (const Symbol& s : symbols) {
+    const std::string f = CpuFamily(s.name);
+    if ((!f.empty() && families.count(f) != 0) || (vendor && IsVendorHandler(s.name))) print(s.name);
+  }
+  std::fprintf(stderr,
+               "startup_order: %lu instructions in %s, %zu functions (%zu listed, %zu other CPUs' versions of them); "
+               "the command exited %d\n",
+               steps, resolved, order.size(), traced, printed.size() - traced, exit_code);
   return exit_code == 0 ? 0 : 1;
 }

@@ -10,10 +10,10 @@ db="$build/compile_commands.json"
 [ -f "$db" ] || { echo "thread-safety: no $db; build first (make build)" >&2; exit 1; }
 command -v clang++ >/dev/null || { echo "thread-safety: clang++ is missing; run: make deps, or apt-get install clang" >&2; exit 1; }
 
-# One shell line per src/ file that includes base/mutex.h, directly or not, by the build's own record of what each
-# object was built from (`ninja -t deps`; a file without a record is checked): one that does not can hold no
-# annotation. A file built into two targets is checked once. The line: into its directory, then its command with
-# the compiler swapped for clang++, the output dropped and the analysis added.
+# One shell line per src/ file (or a unity build's file of them) that includes base/mutex.h, directly or not, by the
+# build's own record of what each object was built from (`ninja -t deps`; a file without a record is checked): one
+# that does not can hold no annotation. A file built into two targets is checked once. The line: into its
+# directory, then its command with the compiler swapped for clang++, the output dropped and the analysis added.
 ninja -C "$build" -t deps >"$build/thread_safety.deps"
 python3 - "$db" "$root/src/" "$build/thread_safety.deps" >"$build/thread_safety.cmds" <<'EOF'
 import json, shlex, sys
@@ -31,7 +31,9 @@ for entry in json.load(open(db)):
     path = entry["file"]
     args = entry.get("arguments") or shlex.split(entry["command"])
     obj = args[args.index("-o") + 1] if "-o" in args else None
-    if not path.startswith(src) or path in seen or annotated.get(obj) is False:
+    # A unity build's file (CMake's Unity/unity_*.cxx, the CLI's commands) is src/ files included whole.
+    unity = "/Unity/unity_" in path
+    if not (path.startswith(src) or unity) or path in seen or annotated.get(obj) is False:
         continue
     seen.add(path)
     out, skip = [], False

@@ -86,7 +86,9 @@ TEST_F(FakeCgroupfs, V2LimitsAndStats) {
   auto s = cg->ReadStats();
   ASSERT_TRUE(s.ok()) << s.error().message;
   EXPECT_EQ(s->oom_kills, 1u);
-  EXPECT_EQ(*cg->OomKills(), 1u);
+  auto kills = cg->OomKills();
+  ASSERT_TRUE(kills.ok()) << kills.error().message;
+  EXPECT_EQ(*kills, 1u);
   EXPECT_EQ(s->peak_memory_bytes, 1234567u);
   EXPECT_EQ(s->cpu_usec, 2500u);
   std::filesystem::remove_all(d);  // a real cgroup directory is removed by rmdir alone
@@ -129,7 +131,9 @@ TEST_F(FakeCgroupfs, V1LimitsAndStats) {
   auto s = cg->ReadStats();
   ASSERT_TRUE(s.ok()) << s.error().message;
   EXPECT_EQ(s->oom_kills, 2u);
-  EXPECT_EQ(*cg->OomKills(), 2u);
+  auto kills = cg->OomKills();
+  ASSERT_TRUE(kills.ok()) << kills.error().message;
+  EXPECT_EQ(*kills, 2u);
   EXPECT_EQ(s->peak_memory_bytes, 999u);
   EXPECT_EQ(s->cpu_usec, 7000u);
   for (const auto& d : cg->dirs()) std::filesystem::remove_all(d);
