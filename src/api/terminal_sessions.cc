@@ -51,7 +51,7 @@ std::string TerminalSession::id() const {
 void TerminalSession::Announce(const std::string& id) {
   MutexLock lock(mu_);
   id_ = id;
-  if (screen_ != nullptr) (void)screen_->Text(SessionMessage(id, ring_.end()));
+  told_ = screen_ != nullptr && screen_->Text(SessionMessage(id, ring_.end()));
 }
 
 void TerminalSession::Output(std::string_view bytes) {
@@ -73,7 +73,7 @@ bool TerminalSession::Over() const {
   MutexLock lock(mu_);
   if (cancelled_) return true;
   if (screen_ != nullptr) return false;
-  return id_.empty() || clock_() - detached_at_ >= grace_;
+  return !told_ || clock_() - detached_at_ >= grace_;
 }
 
 void TerminalSession::Cancel() {
@@ -92,6 +92,7 @@ void TerminalSession::Attach(TerminalScreen* screen, uint64_t seen) {
   if (screen_ != nullptr && screen_ != screen) screen_->Close(kTerminalTakenOverCode, kTerminalTakenOverReason);
   screen_ = screen;
   if (id_.empty()) return;  // the first connection: told when the exec announces the session
+  told_ = true;             // it came with the id
   auto [offset, replay] = ring_.From(seen);
   if (!screen->Text(SessionMessage(id_, offset))) return;
   if (!replay.empty()) (void)screen->Output(replay);

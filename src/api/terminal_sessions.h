@@ -102,7 +102,8 @@ class TerminalSession {
   void Output(std::string_view bytes);
   void End(const nlohmann::json& message);
   // Whether the exec should end: cancelled, or with no connection for longer than the grace period (at once when no
-  // one could attach again: the session was never announced).
+  // one could attach again: no connection was sent the session's id, because it was announced after the connection
+  // was lost or its message could not be sent).
   bool Over() const;
   // Ends the shell (the exec sees Over()).
   void Cancel();
@@ -130,6 +131,7 @@ class TerminalSession {
   TerminalScreen* screen_ ISB_GUARDED_BY(mu_) = nullptr;
   std::chrono::steady_clock::time_point detached_at_ ISB_GUARDED_BY(mu_){};
   bool ended_ ISB_GUARDED_BY(mu_) = false, cancelled_ ISB_GUARDED_BY(mu_) = false;
+  bool told_ ISB_GUARDED_BY(mu_) = false;  // a connection was sent the session's id (or came with it): it can reattach
   std::string end_message_ ISB_GUARDED_BY(mu_);
 };
 

@@ -168,6 +168,41 @@ TEST(TerminalSessionTest, ANormalCloseAGraceOfZeroOrNoAnnouncementEndsTheShellAt
   EXPECT_TRUE(unannounced.Over());
 }
 
+// A connection in the first session, the id never reached it: no client can attach again, so the shell ends with its
+// connection instead of waiting out the grace period. Announced after the connection was lost, or its session
+// message could not be sent.
+TEST(TerminalSessionTest, AShellWhoseIdReachedNoConnectionEndsWithIt) {
+  FakeClock clock;
+  FakeScreen screen;
+  TerminalSession late(kOwner, 60s, clock.Fn());
+  late.Attach(&screen, 0);
+  late.Detach(&screen, /*end=*/false);
+  late.Announce("ts-6");
+  EXPECT_TRUE(late.Over());
+  EXPECT_TRUE(screen.sent.empty());
+
+  struct BrokenScreen : FakeScreen {
+    bool Text(std::string_view message) override {
+      FakeScreen::Text(message);
+      return false;
+    }
+  } broken;
+  TerminalSession unsent(kOwner, 60s, clock.Fn());
+  unsent.Attach(&broken, 0);
+  unsent.Announce("ts-7");
+  ASSERT_EQ(broken.sent, std::vector<std::string>{"text:" + TerminalSession::SessionMessage("ts-7", 0)});
+  EXPECT_FALSE(unsent.Over());  // attached: its connection's end decides
+  unsent.Detach(&broken, /*end=*/false);
+  EXPECT_TRUE(unsent.Over());
+
+  // Sent: it waits for a reattach for the grace period, as before.
+  TerminalSession sent(kOwner, 60s, clock.Fn());
+  sent.Attach(&screen, 0);
+  sent.Announce("ts-8");
+  sent.Detach(&screen, /*end=*/false);
+  EXPECT_FALSE(sent.Over());
+}
+
 TEST(TerminalSessionTest, AReattachToAShellThatEndedIsToldItsEnd) {
   TerminalSession session(kOwner, 60s);
   FakeScreen first, late;
