@@ -69,11 +69,11 @@ void TerminalSession::End(const json& message) {
   screen_->Close(net::ws_close::kNormal, kTerminalEndedReason);
 }
 
+bool TerminalSession::Reattachable() const { return screen_ == nullptr && told_ && clock_() - detached_at_ < grace_; }
+
 bool TerminalSession::Over() const {
   MutexLock lock(mu_);
-  if (cancelled_) return true;
-  if (screen_ != nullptr) return false;
-  return !told_ || clock_() - detached_at_ >= grace_;
+  return cancelled_ || (screen_ == nullptr && !Reattachable());
 }
 
 void TerminalSession::Cancel() {
@@ -83,7 +83,7 @@ void TerminalSession::Cancel() {
 
 std::optional<std::chrono::steady_clock::time_point> TerminalSession::WaitingSince() const {
   MutexLock lock(mu_);
-  if (screen_ != nullptr || cancelled_ || ended_ || id_.empty()) return std::nullopt;
+  if (cancelled_ || ended_ || !Reattachable()) return std::nullopt;
   return detached_at_;
 }
 
@@ -91,8 +91,10 @@ void TerminalSession::Attach(TerminalScreen* screen, uint64_t seen) {
   MutexLock lock(mu_);
   if (screen_ != nullptr && screen_ != screen) screen_->Close(kTerminalTakenOverCode, kTerminalTakenOverReason);
   screen_ = screen;
-  if (id_.empty()) return;  // the first connection: told when the exec announces the session
-  told_ = true;             // it came with the id
+  // The first connection (or one that came between the session's Add and its Announce): told when the exec
+  // announces the session.
+  if (id_.empty()) return;
+  told_ = true;  // it came with the id
   auto [offset, replay] = ring_.From(seen);
   if (!screen->Text(SessionMessage(id_, offset))) return;
   if (!replay.empty()) (void)screen->Output(replay);

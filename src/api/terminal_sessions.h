@@ -107,7 +107,8 @@ class TerminalSession {
   bool Over() const;
   // Ends the shell (the exec sees Over()).
   void Cancel();
-  // Since when it waits for a reattach with no connection; nullopt while attached, and once ended or cancelled.
+  // Since when it waits for a reattach with no connection; nullopt while attached, once ended or cancelled, and when
+  // no reattach can come (Over() without a connection: its id reached no connection, or its grace period passed).
   std::optional<std::chrono::steady_clock::time_point> WaitingSince() const;
 
   // From a connection: attaches `screen` in place of the connection attached now (closed with
@@ -122,6 +123,9 @@ class TerminalSession {
   static std::string SessionMessage(const std::string& id, uint64_t offset);
 
  private:
+  // No connection, and one may still come: a connection was sent the id, and the grace period has not passed.
+  bool Reattachable() const ISB_REQUIRES(mu_);
+
   const TerminalOwner owner_;
   const std::chrono::milliseconds grace_;
   const SteadyClock clock_;

@@ -75,7 +75,7 @@ class TerminalClient {
 
   // Attached to `session` (by the caller), reads until the connection is over, then detaches: the shell ends with
   // it when the client closed normally (1000 or no code) or the server or the caller's access ended it, and waits
-  // for a reattach otherwise.
+  // for a reattach otherwise (when its id reached a client).
   void Serve(WebSocketSession& ws, SocketScreen& screen, TerminalSession& session,
              const std::function<bool()>& stopping) {
     // However Serve ends, the session lets go of this connection's screen (it lives on this stack): on a throw the

@@ -20,13 +20,13 @@
 // open: a close 1008 with kTerminalStoppedReason, and the shell ends.
 //
 // Reattach (api/terminal_sessions.h): a connection lost without a close, or closed by the client with any code but
-// 1000 or none (1001 is a browser's reload or closed tab), once it was sent the session message (before, no client
-// has the id to reattach with, and the shell ends with it), leaves the shell running, detached, for reattach_grace
-// (TerminalOptions::reattach_grace, 60 s), within its idle limit and timeout and still one of the sandbox's
-// kMaxTerminalSessions; the last kTerminalRingBytes of its output are kept. A client's close with 1000 or without a
-// code ends the shell at once. Query session=ID (and seen=N, the bytes of output the client already has) attaches
-// again: allowed to the caller that started the shell (the same subject and org, for the sandbox as named then),
-// authorized again as sandbox_exec is, and recorded in the audit log as sandbox_terminal_reattach. The session
+// 1000 or none (1001 is a browser's reload or closed tab), once it was sent the session message or came with its id
+// (else no client has the id to reattach with, and the shell ends with it), leaves the shell running, detached, for
+// reattach_grace (TerminalOptions::reattach_grace, 60 s), within its idle limit and timeout and still one of the
+// sandbox's kMaxTerminalSessions; the last kTerminalRingBytes of its output are kept. A client's close with 1000 or
+// without a code ends the shell at once. Query session=ID (and seen=N, the bytes of output the client already has)
+// attaches again: allowed to the caller that started the shell (the same subject and org, for the sandbox as named
+// then), authorized again as sandbox_exec is, and recorded in the audit log as sandbox_terminal_reattach. The session
 // message follows, then the output after byte N (all that is kept when the ring no longer holds byte N: the session
 // message's offset says which), then live output; rows and cols resize it. A connection still attached to the
 // session is closed with kTerminalTakenOverCode (the newest connection wins, as tmux's attach does). A session that

@@ -201,6 +201,23 @@ TEST(TerminalSessionTest, AShellWhoseIdReachedNoConnectionEndsWithIt) {
   sent.Announce("ts-8");
   sent.Detach(&screen, /*end=*/false);
   EXPECT_FALSE(sent.Over());
+  EXPECT_EQ(sent.WaitingSince(), Time(std::chrono::milliseconds(clock.ms.load())));
+  // Neither of the others waits for anyone.
+  EXPECT_EQ(late.WaitingSince(), std::nullopt);
+  EXPECT_EQ(unsent.WaitingSince(), std::nullopt);
+
+  // A connection that attaches once the session is announced came with its id (Find(id) is the only way there):
+  // though the first connection's session message could not be sent, the shell then waits for a reattach.
+  TerminalSession found(kOwner, 60s, clock.Fn());
+  BrokenScreen first;
+  found.Attach(&first, 0);
+  found.Announce("ts-9");
+  FakeScreen again;
+  found.Attach(&again, 0);
+  found.Detach(&again, /*end=*/false);
+  EXPECT_FALSE(found.Over());
+  clock.ms += 60'000;
+  EXPECT_TRUE(found.Over());
 }
 
 TEST(TerminalSessionTest, AReattachToAShellThatEndedIsToldItsEnd) {
@@ -257,6 +274,42 @@ TEST(TerminalSessionsTest, OnlyTheOwnerFindsASessionAndOthersGetTheSameNotFound)
     std::this_thread::sleep_for(5ms);
   EXPECT_EQ(sessions.size(), 0u);
   EXPECT_FALSE(sessions.Find("ts-aa", kOwner).ok());
+}
+
+// A caller keeps at most kMaxDetachedTerminals shells waiting; a shell whose id reached no connection waits for no
+// one, so it does not count and does not make the limit end a shell that does wait.
+TEST(TerminalSessionsTest, OnlyShellsThatCanBeAttachedAgainCountTowardTheDetachedLimit) {
+  FakeClock clock;
+  TerminalSessions sessions;
+  std::atomic<bool> release{false};
+  std::vector<std::shared_ptr<TerminalSession>> waiting;
+  for (int i = 0; i < 4; ++i) {
+    auto session = std::make_shared<TerminalSession>(kOwner, 60s, clock.Fn());
+    FakeScreen screen;
+    session->Attach(&screen, 0);
+    session->Announce("ts-w" + std::to_string(i));
+    session->Detach(&screen, /*end=*/false);
+    sessions.Start(session, [&release] {
+      while (!release) std::this_thread::sleep_for(1ms);
+    });
+    waiting.push_back(session);
+    clock.ms += 10;
+  }
+  auto untold = std::make_shared<TerminalSession>(kOwner, 60s, clock.Fn());
+  FakeScreen screen;
+  untold->Attach(&screen, 0);
+  untold->Detach(&screen, /*end=*/false);
+  untold->Announce("ts-u");
+  sessions.Start(untold, [&release] {
+    while (!release) std::this_thread::sleep_for(1ms);
+  });
+  EXPECT_EQ(untold->WaitingSince(), std::nullopt);
+  sessions.KeepDetachedWithin(kOwner.subject, kMaxDetachedTerminals);
+  for (const auto& session : waiting) EXPECT_FALSE(session->Over()) << session->id();
+  EXPECT_TRUE(untold->Over());
+  release = true;
+  sessions.Stop();
+  EXPECT_EQ(sessions.size(), 0u);
 }
 
 TEST(TerminalSessionsTest, StopEndsDetachedShellsAndWaitsForThem) {
