@@ -2,10 +2,14 @@
 #include "base/program.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <thread>
 
 #include "base/fd.h"
 
@@ -17,32 +21,24 @@ bool ProgramExit::ok() const { return WIFEXITED(status) && WEXITSTATUS(status) =
 
 namespace {
 
-void WriteAll(int fd, std::string_view data) {
-  size_t off = 0;
-  while (off < data.size()) {
-    ssize_t n = ::write(fd, data.data() + off, data.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    off += static_cast<size_t>(n);
-  }
+// Reads what `fd` has into `out`, up to `limit` bytes kept (the rest read and dropped); false at its end.
+bool ReadInto(int fd, std::string& out, size_t limit) {
+  char buf[4096];
+  ssize_t n = ::read(fd, buf, sizeof buf);
+  if (n < 0) return errno == EINTR || errno == EAGAIN;
+  if (n == 0) return false;
+  if (out.size() < limit) out.append(buf, std::min(static_cast<size_t>(n), limit - out.size()));
+  return true;
 }
 
-std::string ReadSome(int fd, size_t limit) {
-  std::string out;
-  char buf[4096];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    if (out.size() < limit) out.append(buf, std::min(static_cast<size_t>(n), limit - out.size()));
-  }
-  while (!out.empty() && out.back() == '\n') out.pop_back();
-  return out;
+void TrimNewlines(std::string& s) {
+  while (!s.empty() && s.back() == '\n') s.pop_back();
 }
 
 }  // namespace
 
-Result<ProgramExit> RunProgram(const std::vector<std::string>& argv, std::string_view input, size_t stdout_limit) {
+Result<ProgramExit> RunProgram(const std::vector<std::string>& argv, std::string_view input, size_t stdout_limit,
+                               std::chrono::milliseconds timeout) {
   if (argv.empty()) return Error::Msg("no program to run");
   ISB_ASSIGN_OR_RETURN(Pipe in, MakePipe());
   ISB_ASSIGN_OR_RETURN(Pipe err, MakePipe());
@@ -80,14 +76,69 @@ Result<ProgramExit> RunProgram(const std::vector<std::string>& argv, std::string
   in.read.Reset();
   err.write.Reset();
   out_pipe.write.Reset();
-  // Programs run here read their whole input before they report anything: writing first cannot deadlock.
-  WriteAll(in.write.get(), input);
-  in.write.Reset();
+  // The input written and the output read as each is ready, until the program has closed its ends (or the time is
+  // up): a program that reports before it has read its input, or fills one pipe before the other, cannot deadlock.
+  if (input.empty()) in.write.Reset();
+  if (in.write.valid()) ::fcntl(in.write.get(), F_SETFL, O_NONBLOCK);
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point deadline = timeout.count() > 0 ? Clock::now() + timeout : Clock::time_point::max();
   ProgramExit out;
-  if (stdout_limit > 0) out.stdout_text = ReadSome(out_pipe.read.get(), stdout_limit);
-  out.stderr_text = ReadSome(err.read.get(), 4096);
-  while (::waitpid(pid, &out.status, 0) < 0 && errno == EINTR) {
+  size_t written = 0;
+  bool timed_out = false;
+  int poll_errno = 0;
+  while (in.write.valid() || out_pipe.read.valid() || err.read.valid()) {
+    pollfd fds[3] = {{in.write.valid() ? in.write.get() : -1, POLLOUT, 0},
+                     {out_pipe.read.valid() ? out_pipe.read.get() : -1, POLLIN, 0},
+                     {err.read.valid() ? err.read.get() : -1, POLLIN, 0}};
+    int wait_ms = -1;
+    if (deadline != Clock::time_point::max()) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      wait_ms = static_cast<int>(std::clamp<int64_t>(left, 0, 1 << 30));
+    }
+    const int n = ::poll(fds, 3, wait_ms);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {  // the time is up (or poll failed): the program is killed below
+      timed_out = n == 0;
+      poll_errno = errno;
+      break;
+    }
+    if (fds[0].revents != 0) {
+      const ssize_t w = ::write(in.write.get(), input.data() + written, input.size() - written);
+      if (w > 0) written += static_cast<size_t>(w);
+      if ((w < 0 && errno != EINTR && errno != EAGAIN) || written == input.size()) in.write.Reset();
+    }
+    if (fds[1].revents != 0 && !ReadInto(out_pipe.read.get(), out.stdout_text, stdout_limit)) out_pipe.read.Reset();
+    if (fds[2].revents != 0 && !ReadInto(err.read.get(), out.stderr_text, 4096)) err.read.Reset();
   }
+  const bool io_done = !(in.write.valid() || out_pipe.read.valid() || err.read.valid());
+  bool reaped = false;
+  if (!io_done) {
+    ::kill(pid, SIGKILL);
+  } else if (deadline != Clock::time_point::max()) {
+    // Its ends are closed, and it exits next; within the time left, or it is killed.
+    for (;;) {
+      const pid_t r = ::waitpid(pid, &out.status, WNOHANG);
+      if (r == pid) {
+        reaped = true;
+        break;
+      }
+      if (r < 0 && errno != EINTR) break;
+      if (Clock::now() >= deadline) {
+        timed_out = true;
+        ::kill(pid, SIGKILL);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  while (!reaped && ::waitpid(pid, &out.status, 0) < 0 && errno == EINTR) {
+  }
+  if (timed_out)
+    return Error::Of(Code::kTimeout,
+                     argv[0] + " did not finish within " + std::to_string(timeout.count()) + " ms and was killed");
+  if (!io_done) return Error::Sys("wait for " + argv[0], poll_errno);
+  TrimNewlines(out.stdout_text);
+  TrimNewlines(out.stderr_text);
   return out;
 }
 

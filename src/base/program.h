@@ -1,6 +1,7 @@
 // Running a host program from a multi-threaded daemon: posix_spawn, its stdin fed, its stderr kept.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,11 +18,12 @@ struct ProgramExit {
 };
 
 // Runs `argv` (argv[0] is looked up in PATH unless it holds a '/') with `input` on its stdin, its stdout discarded
-// (or, with a stdout_limit, kept up to that many bytes: read to its end before stderr, so the program must not fill
-// the stderr pipe first), the signal mask and SIGPIPE back to their defaults. An error only when it cannot be started
-// (errno in the error); how it ended is the ProgramExit. `argv` must carry no secrets: it is visible in /proc to the
-// whole host.
+// (or, with a stdout_limit, kept up to that many bytes), the signal mask and SIGPIPE back to their defaults. Its
+// input is written and its output read as each is ready. An error when it cannot be started (errno in the error),
+// and, with a timeout (0: none), when it has not exited within it: it is killed (SIGKILL), waited for, and the error
+// is kTimeout. Otherwise how it ended is the ProgramExit. `argv` must carry no secrets: it is visible in /proc to
+// the whole host.
 Result<ProgramExit> RunProgram(const std::vector<std::string>& argv, std::string_view input = {},
-                               size_t stdout_limit = 0);
+                               size_t stdout_limit = 0, std::chrono::milliseconds timeout = {});
 
 }  // namespace isb

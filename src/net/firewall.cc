@@ -1,6 +1,7 @@
 #include "net/firewall.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <iterator>
 #include <optional>
@@ -130,12 +131,21 @@ std::string RenderRuleset(const FirewallConfig& c, const std::vector<SandboxRule
 
 namespace {
 
+// How long one nft may take: the firewall's lock is held across it, and every sandbox's start waits on that lock.
+constexpr std::chrono::seconds kNftTimeout{60};
+
+// Why nft did not run: not started (not installed), or killed at kNftTimeout.
+Error NftRunError(const Error& e) {
+  if (e.code == Code::kTimeout) return e;
+  return Error::Sys("starting nft (install the nftables package)", e.err);
+}
+
 // Runs `nft` with `args`, `input` on its stdin; its stderr is the error on failure.
 Status RunNft(const std::vector<std::string>& args, const std::string& input) {
   std::vector<std::string> argv = {"nft"};
   argv.insert(argv.end(), args.begin(), args.end());
-  Result<ProgramExit> exit = RunProgram(argv, input);
-  if (!exit.ok()) return Error::Sys("starting nft (install the nftables package)", exit.error().err);
+  Result<ProgramExit> exit = RunProgram(argv, input, 0, kNftTimeout);
+  if (!exit.ok()) return NftRunError(exit.error());
   if (exit->ok()) return {};
   return Error::Msg("nft refused the ruleset: " + exit->stderr_text);
 }
@@ -268,8 +278,8 @@ namespace {
 // The table as the kernel has it, without counters; nullopt when there is no such table.
 Result<std::optional<std::string>> ListTable(const std::string& table) {
   constexpr size_t kLimit = 64 << 20;
-  Result<ProgramExit> exit = RunProgram({"nft", "-s", "list", "table", "inet", table}, {}, kLimit);
-  if (!exit.ok()) return Error::Sys("starting nft (install the nftables package)", exit.error().err);
+  Result<ProgramExit> exit = RunProgram({"nft", "-s", "list", "table", "inet", table}, {}, kLimit, kNftTimeout);
+  if (!exit.ok()) return NftRunError(exit.error());
   // Cut at the limit, it would hide the table's end from the comparison.
   if (exit->stdout_text.size() >= kLimit) return Error::Msg("nft list table inet " + table + ": over 64 MiB");
   if (!exit->ok()) {
