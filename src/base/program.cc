@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <thread>
 
 #include "base/fd.h"
@@ -80,19 +81,35 @@ Result<ProgramExit> RunProgram(const std::vector<std::string>& argv, std::string
   // up): a program that reports before it has read its input, or fills one pipe before the other, cannot deadlock.
   if (input.empty()) in.write.Reset();
   if (in.write.valid()) ::fcntl(in.write.get(), F_SETFL, O_NONBLOCK);
+  // A program that exits without reading all its input: the write fails with EPIPE, and the SIGPIPE it raises is
+  // taken back here, whatever this process does with the signal (a test binary leaves it fatal).
+  sigset_t pipe_only, old_mask, pending;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  ::pthread_sigmask(SIG_BLOCK, &pipe_only, &old_mask);
+  sigemptyset(&pending);
+  ::sigpending(&pending);
+  const bool pipe_was_pending = sigismember(&pending, SIGPIPE) == 1;
   using Clock = std::chrono::steady_clock;
-  const Clock::time_point deadline = timeout.count() > 0 ? Clock::now() + timeout : Clock::time_point::max();
+  // 0 or less, or more than a year: no limit.
+  const bool limited = timeout.count() > 0 && timeout < std::chrono::hours(24 * 365);
+  const Clock::time_point deadline = limited ? Clock::now() + timeout : Clock::time_point::max();
   ProgramExit out;
   size_t written = 0;
   bool timed_out = false;
   int poll_errno = 0;
   while (in.write.valid() || out_pipe.read.valid() || err.read.valid()) {
+    // Checked on every pass: a program that keeps a pipe busy would otherwise never let poll time out.
+    if (Clock::now() >= deadline) {
+      timed_out = true;
+      break;
+    }
     pollfd fds[3] = {{in.write.valid() ? in.write.get() : -1, POLLOUT, 0},
                      {out_pipe.read.valid() ? out_pipe.read.get() : -1, POLLIN, 0},
                      {err.read.valid() ? err.read.get() : -1, POLLIN, 0}};
     int wait_ms = -1;
     if (deadline != Clock::time_point::max()) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
       wait_ms = static_cast<int>(std::clamp<int64_t>(left, 0, 1 << 30));
     }
     const int n = ::poll(fds, 3, wait_ms);
@@ -105,11 +122,16 @@ Result<ProgramExit> RunProgram(const std::vector<std::string>& argv, std::string
     if (fds[0].revents != 0) {
       const ssize_t w = ::write(in.write.get(), input.data() + written, input.size() - written);
       if (w > 0) written += static_cast<size_t>(w);
+      if (w < 0 && errno == EPIPE && !pipe_was_pending) {
+        const timespec now{};
+        ::sigtimedwait(&pipe_only, nullptr, &now);
+      }
       if ((w < 0 && errno != EINTR && errno != EAGAIN) || written == input.size()) in.write.Reset();
     }
     if (fds[1].revents != 0 && !ReadInto(out_pipe.read.get(), out.stdout_text, stdout_limit)) out_pipe.read.Reset();
     if (fds[2].revents != 0 && !ReadInto(err.read.get(), out.stderr_text, 4096)) err.read.Reset();
   }
+  ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
   const bool io_done = !(in.write.valid() || out_pipe.read.valid() || err.read.valid());
   bool reaped = false;
   if (!io_done) {

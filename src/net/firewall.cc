@@ -1,6 +1,7 @@
 #include "net/firewall.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <iterator>
@@ -132,12 +133,14 @@ std::string RenderRuleset(const FirewallConfig& c, const std::vector<SandboxRule
 namespace {
 
 // How long one nft may take: the firewall's lock is held across it, and every sandbox's start waits on that lock.
-constexpr std::chrono::seconds kNftTimeout{60};
+// Far more than the largest table takes (its whole apply is retried while it fails): a bound on a hang, not a pace.
+constexpr std::chrono::minutes kNftTimeout{5};
 
-// Why nft did not run: not started (not installed), or killed at kNftTimeout.
+// Why nft did not run: not installed, not started, or killed at kNftTimeout.
 Error NftRunError(const Error& e) {
-  if (e.code == Code::kTimeout) return e;
-  return Error::Sys("starting nft (install the nftables package)", e.err);
+  if (e.code == Code::kTimeout) return Error::Of(Code::kUnavailable, "the firewall's " + e.message);
+  if (e.err == ENOENT) return Error::Sys("starting nft (install the nftables package)", e.err);
+  return Error::Sys("running nft", e.err);
 }
 
 // Runs `nft` with `args`, `input` on its stdin; its stderr is the error on failure.

@@ -2,6 +2,7 @@
 #include "base/program.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
 
 #include <cerrno>
@@ -57,10 +58,36 @@ TEST(RunProgramTest, AProgramPastItsTimeIsKilledAndWaitedFor) {
 
 // Its output closed, it still runs: the time limit holds there too.
 TEST(RunProgramTest, AProgramThatClosedItsOutputButRunsOnIsKilledAtItsTime) {
-  auto r = RunProgram({"sh", "-c", "exec >/dev/null 2>&1 </dev/null; sleep 30"}, "input", 0, 300ms);
+  auto r = RunProgram({"sh", "-c", "exec >/dev/null 2>&1 </dev/null; exec sleep 30"}, {}, 0, 300ms);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, Code::kTimeout);
   EXPECT_EQ(r.error().message, "sh did not finish within 300 ms and was killed");
+  ExpectNoChildLeft();
+}
+
+// A program that keeps its output busy does not keep poll from timing out.
+TEST(RunProgramTest, AProgramFloodingItsOutputIsKilledAtItsTime) {
+  const auto started = std::chrono::steady_clock::now();
+  auto r = RunProgram({"sh", "-c", "exec yes >&2"}, {}, 0, 200ms);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "sh did not finish within 200 ms and was killed");
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 2s);
+  ExpectNoChildLeft();
+}
+
+// One that exits without reading its input: the write's SIGPIPE is taken back, though this test binary leaves the
+// signal fatal, and none is left pending; over and over, since whether the write comes before the exit is a race.
+TEST(RunProgramTest, AProgramThatLeavesItsInputUnreadRaisesNoSigpipe) {
+  const std::string input(1 << 20, 'x');
+  for (int i = 0; i < 50; ++i) {
+    auto r = RunProgram({"true"}, input, 0, 10s);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_TRUE(r->ok());
+  }
+  sigset_t pending;
+  sigemptyset(&pending);
+  ASSERT_EQ(::sigpending(&pending), 0);
+  EXPECT_EQ(sigismember(&pending, SIGPIPE), 0);
   ExpectNoChildLeft();
 }
 
